@@ -1,0 +1,406 @@
+//! Binary bundles: the `__CLANG_OFFLOAD_BUNDLE__` header and its entries.
+//!
+//! Layout (all integers little-endian u64): the 24-byte magic, the entry count, one record per
+//! entry (payload offset from the start of the bundle, payload size, ID length, ID bytes with
+//! no terminator), then the payloads at their offsets with zero bytes between. The writer
+//! places payloads in record order, each at the next multiple of the bundle alignment, and
+//! ends the file at the end of the last payload, as LLVM 19 does.
+
+use super::error::{Error, ErrorKind, Result};
+use super::string_map::StringMap;
+use std::io::{self, Write};
+
+/// The magic string that starts a binary bundle (and marks text bundle entries).
+pub const MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
+
+/// Bytes of an entry record before its ID: offset, size and ID length.
+const RECORD_FIXED: u64 = 24;
+
+/// One entry of a binary bundle, borrowing the bundle's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BundleEntry<'a> {
+    /// Position of the entry's record in the header, from 0.
+    pub index: usize,
+    /// The bundle entry ID as stored.
+    pub id: &'a str,
+    /// Offset of the payload from the start of the bundle.
+    pub offset: u64,
+    /// The payload.
+    pub data: &'a [u8],
+}
+
+/// A parsed binary bundle.
+#[derive(Debug, Clone)]
+pub struct Bundle<'a> {
+    entries: Vec<BundleEntry<'a>>,
+    header_size: u64,
+    size: u64,
+}
+
+/// Whether `data` starts with the bundle magic.
+pub fn is_bundle(data: &[u8]) -> bool {
+    data.starts_with(MAGIC)
+}
+
+fn read_u64(data: &[u8], at: u64, what: &'static str) -> Result<u64> {
+    let bytes = usize::try_from(at)
+        .ok()
+        .and_then(|at| data.get(at..at.checked_add(8)?))
+        .ok_or_else(|| {
+            Error::new(
+                at,
+                ErrorKind::Truncated {
+                    what,
+                    needed: 8,
+                    available: (data.len() as u64).saturating_sub(at),
+                },
+            )
+        })?;
+    let mut word = [0; 8];
+    word.copy_from_slice(bytes);
+    Ok(u64::from_le_bytes(word))
+}
+
+impl<'a> Bundle<'a> {
+    /// Parses the bundle at the start of `data`. Returns `Ok(None)` when `data` does not start
+    /// with the magic (not a bundle), and an error naming the offset of the first field that
+    /// is truncated, out of bounds or overflowing. Bytes after the last payload are ignored.
+    pub fn parse(data: &'a [u8]) -> Result<Option<Bundle<'a>>> {
+        if !is_bundle(data) {
+            return Ok(None);
+        }
+        let len = data.len() as u64;
+        let count = read_u64(data, MAGIC.len() as u64, "bundle entry count")?;
+        let mut at = MAGIC.len() as u64 + 8;
+        if count > (len - at) / RECORD_FIXED {
+            return Err(Error::new(
+                MAGIC.len() as u64,
+                ErrorKind::TooManyEntries { count },
+            ));
+        }
+        let mut entries = Vec::with_capacity(count as usize);
+        let mut size = 0;
+        for index in 0..count {
+            let record = at;
+            let offset = read_u64(data, at, "bundle entry offset")?;
+            let entry_size = read_u64(data, at + 8, "bundle entry size")?;
+            let id_len = read_u64(data, at + 16, "bundle entry ID length")?;
+            at += RECORD_FIXED;
+            let id_bytes = at
+                .checked_add(id_len)
+                .filter(|end| *end <= len)
+                .map(|end| &data[at as usize..end as usize])
+                .ok_or_else(|| {
+                    Error::new(
+                        at,
+                        ErrorKind::Truncated {
+                            what: "bundle entry ID",
+                            needed: id_len,
+                            available: len - at,
+                        },
+                    )
+                })?;
+            let id = std::str::from_utf8(id_bytes)
+                .map_err(|_| Error::new(at, ErrorKind::EntryIdNotUtf8 { index }))?;
+            at += id_len;
+            if offset == 0 {
+                return Err(Error::new(record, ErrorKind::EntryAtZero { index }));
+            }
+            let end = offset
+                .checked_add(entry_size)
+                .filter(|end| *end <= len)
+                .ok_or_else(|| {
+                    Error::new(
+                        record,
+                        ErrorKind::EntryOutOfBounds {
+                            index,
+                            offset,
+                            size: entry_size,
+                            len,
+                        },
+                    )
+                })?;
+            size = size.max(end);
+            entries.push(BundleEntry {
+                index: index as usize,
+                id,
+                offset,
+                data: &data[offset as usize..end as usize],
+            });
+        }
+        Ok(Some(Bundle {
+            entries,
+            header_size: at,
+            size: size.max(at),
+        }))
+    }
+
+    /// The entries in header order.
+    pub fn entries(&self) -> &[BundleEntry<'a>] {
+        &self.entries
+    }
+
+    /// Size of the header: magic, count and records.
+    pub fn header_size(&self) -> u64 {
+        self.header_size
+    }
+
+    /// Size of the bundle: up to the end of the header or of the last payload, whichever is
+    /// further. Bytes past it (padding, another bundle) are not part of this bundle.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The entries in the order clang-offload-bundler 19 lists and visits them: the iteration
+    /// order of its map from ID to entry. An ID stored twice appears once, where its first
+    /// record put it, with the payload of its last record.
+    pub fn entries_in_llvm_order(&self) -> Vec<BundleEntry<'a>> {
+        let mut map = StringMap::new();
+        for entry in &self.entries {
+            map.insert(entry.id.as_bytes(), *entry);
+        }
+        map.iter().map(|(_, e)| *e).collect()
+    }
+}
+
+/// Where each entry of a bundle goes: computed from IDs and payload sizes alone, so that a
+/// writer can stream payloads from their sources.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BundleLayout {
+    /// The header bytes: magic, count and records.
+    pub header: Vec<u8>,
+    /// The offset of each payload, in entry order.
+    pub offsets: Vec<u64>,
+    /// Total size of the bundle.
+    pub size: u64,
+}
+
+/// Lays out a bundle of `entries` (ID and payload size, in order) with each payload offset a
+/// multiple of `align` (any value from 1; LLVM does not require a power of two).
+pub fn layout<S: AsRef<str>>(entries: &[(S, u64)], align: u64) -> Result<BundleLayout> {
+    let overflow = |what| Error::new(0, ErrorKind::FieldOverflow { what, value: u64::MAX });
+    if align == 0 {
+        return Err(Error::new(
+            0,
+            ErrorKind::FieldOverflow {
+                what: "bundle alignment",
+                value: 0,
+            },
+        ));
+    }
+    let mut header_size = MAGIC.len() as u64 + 8;
+    for (id, _) in entries {
+        header_size = header_size
+            .checked_add(RECORD_FIXED + id.as_ref().len() as u64)
+            .ok_or_else(|| overflow("bundle header size"))?;
+    }
+    let mut offsets = Vec::with_capacity(entries.len());
+    let mut cursor = header_size;
+    for (_, size) in entries {
+        cursor = cursor
+            .checked_next_multiple_of(align)
+            .ok_or_else(|| overflow("bundle entry offset"))?;
+        offsets.push(cursor);
+        cursor = cursor
+            .checked_add(*size)
+            .ok_or_else(|| overflow("bundle size"))?;
+    }
+    let mut header = Vec::with_capacity(header_size as usize);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    for ((id, size), offset) in entries.iter().zip(&offsets) {
+        let id = id.as_ref().as_bytes();
+        header.extend_from_slice(&offset.to_le_bytes());
+        header.extend_from_slice(&size.to_le_bytes());
+        header.extend_from_slice(&(id.len() as u64).to_le_bytes());
+        header.extend_from_slice(id);
+    }
+    Ok(BundleLayout {
+        header,
+        offsets,
+        size: cursor,
+    })
+}
+
+/// Writes `count` zero bytes.
+pub fn write_zeros<W: Write + ?Sized>(out: &mut W, mut count: u64) -> io::Result<()> {
+    const ZEROS: [u8; 4096] = [0; 4096];
+    while count > 0 {
+        let n = count.min(ZEROS.len() as u64) as usize;
+        out.write_all(&ZEROS[..n])?;
+        count -= n as u64;
+    }
+    Ok(())
+}
+
+/// Writes a whole bundle of `entries` (ID and payload) to `out`.
+pub fn write<W: Write + ?Sized>(out: &mut W, entries: &[(&str, &[u8])], align: u64) -> io::Result<()> {
+    let sizes: Vec<(&str, u64)> = entries.iter().map(|(id, d)| (*id, d.len() as u64)).collect();
+    let plan = layout(&sizes, align).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    out.write_all(&plan.header)?;
+    let mut cursor = plan.header.len() as u64;
+    for ((_, data), offset) in entries.iter().zip(&plan.offsets) {
+        write_zeros(out, offset - cursor)?;
+        out.write_all(data)?;
+        cursor = offset + data.len() as u64;
+    }
+    Ok(())
+}
+
+/// A whole bundle of `entries` in memory.
+pub fn to_vec(entries: &[(&str, &[u8])], align: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    // Writing to a Vec fails only on an invalid layout, which `align >= 1` rules out.
+    if write(&mut out, entries, align.max(1)).is_err() {
+        out.clear();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn layout_matches_llvm_19_offsets() {
+        let entries = [
+            ("host-x86_64-unknown-linux-gnu-", 4u64),
+            ("hipv4-amdgcn-amd-amdhsa--gfx906", 8),
+        ];
+        let plan = layout(&entries, 1).unwrap();
+        assert_eq!(plan.header.len(), 0x8d);
+        assert_eq!(plan.offsets, [0x8d, 0x91]);
+        let plan = layout(&entries, 16).unwrap();
+        assert_eq!(plan.offsets, [0x90, 0xa0]);
+        assert_eq!(plan.size, 0xa8);
+        let plan = layout(&entries, 3).unwrap();
+        assert_eq!(plan.offsets, [0x8d, 0x93]);
+    }
+
+    #[test]
+    fn bytes_match_a_bundle_written_by_llvm_19() {
+        // clang-offload-bundler-19 -type=bc -targets=host-x86_64-unknown-linux-gnu,
+        // hipv4-amdgcn-amd-amdhsa-gfx906 with inputs "hosty" and "dev1dev1".
+        let mut expected = Vec::new();
+        expected.extend_from_slice(MAGIC);
+        expected.extend_from_slice(&2u64.to_le_bytes());
+        for (off, size, id) in [
+            (0x8du64, 5u64, "host-x86_64-unknown-linux-gnu-"),
+            (0x92, 8, "hipv4-amdgcn-amd-amdhsa--gfx906"),
+        ] {
+            expected.extend_from_slice(&off.to_le_bytes());
+            expected.extend_from_slice(&size.to_le_bytes());
+            expected.extend_from_slice(&(id.len() as u64).to_le_bytes());
+            expected.extend_from_slice(id.as_bytes());
+        }
+        expected.extend_from_slice(b"hostydev1dev1");
+        let written = to_vec(
+            &[
+                ("host-x86_64-unknown-linux-gnu-", b"hosty"),
+                ("hipv4-amdgcn-amd-amdhsa--gfx906", b"dev1dev1"),
+            ],
+            1,
+        );
+        assert_eq!(written, expected);
+        let bundle = Bundle::parse(&written).unwrap().unwrap();
+        let order: Vec<&str> = bundle.entries_in_llvm_order().iter().map(|e| e.id).collect();
+        assert_eq!(
+            order,
+            ["hipv4-amdgcn-amd-amdhsa--gfx906", "host-x86_64-unknown-linux-gnu-"]
+        );
+        assert_eq!(bundle.size(), written.len() as u64);
+    }
+
+    #[test]
+    fn not_a_bundle_is_none() {
+        assert!(Bundle::parse(b"").unwrap().is_none());
+        assert!(Bundle::parse(b"__CLANG_OFFLOAD_BUNDLE_").unwrap().is_none());
+        assert!(Bundle::parse(b"\x7fELF").unwrap().is_none());
+    }
+
+    fn sample() -> Vec<u8> {
+        to_vec(&[("host-x86_64-unknown-linux-gnu-", b"h"), ("hip-amdgcn-amd-amdhsa--gfx90a", b"0123456789")], 8)
+    }
+
+    #[test]
+    fn every_truncation_is_an_error_with_an_offset() {
+        let full = sample();
+        let size = Bundle::parse(&full).unwrap().unwrap().size() as usize;
+        for cut in MAGIC.len()..size {
+            let err = Bundle::parse(&full[..cut]).unwrap_err();
+            assert!(err.offset <= cut as u64, "cut {cut}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_fields_are_reported() {
+        let mut data = sample();
+        data[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert_eq!(
+            Bundle::parse(&data).unwrap_err(),
+            Error::new(24, ErrorKind::TooManyEntries { count: u64::MAX })
+        );
+
+        let mut data = sample();
+        data[32..40].copy_from_slice(&0u64.to_le_bytes());
+        assert_eq!(
+            Bundle::parse(&data).unwrap_err(),
+            Error::new(32, ErrorKind::EntryAtZero { index: 0 })
+        );
+
+        let mut data = sample();
+        data[40..48].copy_from_slice(&u64::MAX.to_le_bytes());
+        let err = Bundle::parse(&data).unwrap_err();
+        assert_eq!(err.offset, 32);
+        assert!(err.to_string().contains("overflow"), "{err}");
+
+        let mut data = sample();
+        let len = data.len() as u64;
+        data[40..48].copy_from_slice(&len.to_le_bytes());
+        let err = Bundle::parse(&data).unwrap_err();
+        assert!(err.to_string().contains("past the end"), "{err}");
+
+        let mut data = sample();
+        data[48..56].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(matches!(
+            Bundle::parse(&data).unwrap_err().kind,
+            ErrorKind::Truncated { what: "bundle entry ID", .. }
+        ));
+    }
+
+    #[test]
+    fn duplicate_ids_keep_the_first_slot_and_the_last_payload() {
+        let data = to_vec(&[("a-x86_64---", b"first"), ("b-x86_64---", b"b"), ("a-x86_64---", b"second")], 1);
+        let bundle = Bundle::parse(&data).unwrap().unwrap();
+        assert_eq!(bundle.entries().len(), 3);
+        let ordered = bundle.entries_in_llvm_order();
+        assert_eq!(ordered.len(), 2);
+        let a = ordered.iter().find(|e| e.id == "a-x86_64---").unwrap();
+        assert_eq!(a.data, b"second");
+    }
+
+    #[test]
+    fn zero_alignment_is_refused() {
+        assert!(layout(&[("x", 1u64)], 0).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn any_entries_survive_write_then_read(
+            entries in proptest::collection::vec(("[a-z0-9:+_-]{1,40}", proptest::collection::vec(any::<u8>(), 0..300)), 0..8),
+            align in 1u64..5000,
+        ) {
+            let refs: Vec<(&str, &[u8])> = entries.iter().map(|(id, d)| (id.as_str(), d.as_slice())).collect();
+            let data = to_vec(&refs, align);
+            let bundle = Bundle::parse(&data).unwrap().unwrap();
+            prop_assert_eq!(bundle.entries().len(), refs.len());
+            for (entry, (id, payload)) in bundle.entries().iter().zip(&refs) {
+                prop_assert_eq!(entry.id, *id);
+                prop_assert_eq!(entry.data, *payload);
+                prop_assert_eq!(entry.offset % align, 0);
+            }
+            prop_assert!(bundle.size() == data.len() as u64);
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! Compressed bundles (`CCOB`): a small header, then a zlib or zstd stream of a whole bundle.
+//!
+//! | version | header (little-endian)                                                        | size |
+//! |---------|-------------------------------------------------------------------------------|------|
+//! | 1       | magic, u16 version, u16 method, u32 uncompressed size, u64 hash               | 20   |
+//! | 2       | magic, u16 version, u16 method, u32 total size, u32 uncompressed size, u64 hash | 24 |
+//! | 3       | magic, u16 version, u16 method, u64 total size, u64 uncompressed size, u64 hash | 32 |
+//!
+//! The method is 0 for zlib and 1 for zstd. The hash is the first 8 bytes of the MD5 digest of
+//! the uncompressed bytes, read as a little-endian integer. The total size counts the header
+//! and the compressed payload of this bundle only, which is how bundles placed one after
+//! another are told apart (their payloads may contain the bytes `CCOB`). Version 1 has no
+//! total size: its payload runs to the end of the data.
+
+use super::error::{Error, ErrorKind, Result};
+use md5::{Digest, Md5};
+use std::io::{self, Read, Write};
+
+/// The magic that starts a compressed bundle.
+pub const MAGIC: &[u8; 4] = b"CCOB";
+
+/// The default cap on the size of a decompressed bundle: 16 GiB.
+pub const DEFAULT_MAX_DECOMPRESSED: u64 = 16 << 30;
+
+/// The compression method of a compressed bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Method {
+    /// A zlib stream (method 0).
+    Zlib,
+    /// A zstd frame (method 1).
+    Zstd,
+}
+
+impl Method {
+    /// The value stored in the header.
+    pub fn code(self) -> u16 {
+        match self {
+            Method::Zlib => 0,
+            Method::Zstd => 1,
+        }
+    }
+
+    /// The method stored as `code`.
+    pub fn from_code(code: u16) -> Option<Method> {
+        match code {
+            0 => Some(Method::Zlib),
+            1 => Some(Method::Zstd),
+            _ => None,
+        }
+    }
+
+    /// The name LLVM prints: `zlib` or `zstd`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::Zlib => "zlib",
+            Method::Zstd => "zstd",
+        }
+    }
+
+    /// The level used when none is given: 6 for zlib, 3 for zstd.
+    pub fn default_level(self) -> i32 {
+        match self {
+            Method::Zlib => 6,
+            Method::Zstd => 3,
+        }
+    }
+}
+
+/// Header size of each version.
+pub fn header_size(version: u16) -> Option<u64> {
+    match version {
+        1 => Some(20),
+        2 => Some(24),
+        3 => Some(32),
+        _ => None,
+    }
+}
+
+/// Whether `data` starts with the compressed bundle magic.
+pub fn is_compressed(data: &[u8]) -> bool {
+    data.starts_with(MAGIC)
+}
+
+/// The truncated MD5 hash stored in compressed bundle headers.
+pub fn truncated_md5(data: &[u8]) -> u64 {
+    let digest = Md5::digest(data);
+    let mut first = [0; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(first)
+}
+
+/// A parsed compressed bundle header and its payload, borrowing the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressedBundle<'a> {
+    /// Format version: 1, 2 or 3.
+    pub version: u16,
+    /// Compression method.
+    pub method: Method,
+    /// Total size (header and payload) from the header; `None` for version 1.
+    pub total_size: Option<u64>,
+    /// Declared size of the uncompressed bundle.
+    pub uncompressed_size: u64,
+    /// Stored truncated MD5 of the uncompressed bundle.
+    pub hash: u64,
+    /// The compressed payload.
+    pub payload: &'a [u8],
+}
+
+fn field<const N: usize>(data: &[u8], at: usize, what: &'static str) -> Result<[u8; N]> {
+    data.get(at..at + N)
+        .map(|b| {
+            let mut out = [0; N];
+            out.copy_from_slice(b);
+            out
+        })
+        .ok_or_else(|| {
+            Error::new(
+                at as u64,
+                ErrorKind::Truncated {
+                    what,
+                    needed: N as u64,
+                    available: data.len().saturating_sub(at) as u64,
+                },
+            )
+        })
+}
+
+impl<'a> CompressedBundle<'a> {
+    /// Parses the compressed bundle at the start of `data`: `Ok(None)` if `data` does not start
+    /// with the magic. For versions 2 and 3 the payload ends at the header's total size; for
+    /// version 1 it runs to the end of `data`.
+    pub fn parse(data: &'a [u8]) -> Result<Option<CompressedBundle<'a>>> {
+        if !is_compressed(data) {
+            return Ok(None);
+        }
+        let version = u16::from_le_bytes(field(data, 4, "compressed bundle version")?);
+        let header = header_size(version)
+            .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(version)))?;
+        let code = u16::from_le_bytes(field(data, 6, "compressed bundle method")?);
+        let method = Method::from_code(code)
+            .ok_or_else(|| Error::new(6, ErrorKind::UnknownCompressionMethod(code)))?;
+        let (total_size, uncompressed_size, hash) = match version {
+            1 => (
+                None,
+                u64::from(u32::from_le_bytes(field(data, 8, "compressed bundle size")?)),
+                u64::from_le_bytes(field(data, 12, "compressed bundle hash")?),
+            ),
+            2 => (
+                Some(u64::from(u32::from_le_bytes(field(data, 8, "compressed bundle total size")?))),
+                u64::from(u32::from_le_bytes(field(data, 12, "compressed bundle size")?)),
+                u64::from_le_bytes(field(data, 16, "compressed bundle hash")?),
+            ),
+            _ => (
+                Some(u64::from_le_bytes(field(data, 8, "compressed bundle total size")?)),
+                u64::from_le_bytes(field(data, 16, "compressed bundle size")?),
+                u64::from_le_bytes(field(data, 24, "compressed bundle hash")?),
+            ),
+        };
+        let available = data.len() as u64;
+        let end = match total_size {
+            None => available,
+            Some(total) if total >= header && total <= available => total,
+            Some(total) => {
+                return Err(Error::new(
+                    8,
+                    ErrorKind::BadTotalSize {
+                        total,
+                        header,
+                        available,
+                    },
+                ))
+            }
+        };
+        Ok(Some(CompressedBundle {
+            version,
+            method,
+            total_size,
+            uncompressed_size,
+            hash,
+            payload: &data[header as usize..end as usize],
+        }))
+    }
+
+    /// Size of the header.
+    pub fn header_size(&self) -> u64 {
+        header_size(self.version).unwrap_or(0)
+    }
+
+    /// Bytes this bundle occupies: header and payload.
+    pub fn size(&self) -> u64 {
+        self.header_size() + self.payload.len() as u64
+    }
+
+    /// Decompresses the payload, refusing to produce more than `limit` bytes whatever the
+    /// header declares, and checks the result against the declared size and the stored hash.
+    pub fn decompress(&self, limit: u64) -> Result<Vec<u8>> {
+        let at = self.header_size();
+        let data = self.decompress_unchecked(limit)?;
+        if data.len() as u64 != self.uncompressed_size {
+            return Err(Error::new(
+                at,
+                ErrorKind::SizeMismatch {
+                    declared: self.uncompressed_size,
+                    actual: data.len() as u64,
+                },
+            ));
+        }
+        let computed = truncated_md5(&data);
+        if computed != self.hash {
+            return Err(Error::new(
+                at,
+                ErrorKind::HashMismatch {
+                    stored: self.hash,
+                    computed,
+                },
+            ));
+        }
+        Ok(data)
+    }
+
+    /// Decompresses the payload without checking size or hash, up to `limit` bytes.
+    pub fn decompress_unchecked(&self, limit: u64) -> Result<Vec<u8>> {
+        let at = self.header_size();
+        // The declared size is a hint for the first allocation only, never trusted beyond a
+        // modest bound: the buffer grows as real data arrives.
+        let hint = self.uncompressed_size.min(limit).min(64 << 20) as usize;
+        let mut out = Vec::with_capacity(hint);
+        let result = match self.method {
+            Method::Zstd => zstd::stream::read::Decoder::with_buffer(self.payload)
+                .and_then(|d| read_capped(d, &mut out, limit)),
+            Method::Zlib => read_capped(flate2::read::ZlibDecoder::new(self.payload), &mut out, limit),
+        };
+        match result {
+            Ok(true) => Ok(out),
+            Ok(false) => Err(Error::new(at, ErrorKind::TooLarge { limit })),
+            Err(e) => Err(Error::new(at, ErrorKind::Decompress(e.to_string()))),
+        }
+    }
+}
+
+/// Reads all of `reader` into `out`, up to `limit` bytes. Returns false if there was more.
+fn read_capped<R: Read>(reader: R, out: &mut Vec<u8>, limit: u64) -> io::Result<bool> {
+    let mut capped = reader.take(limit.saturating_add(1));
+    capped.read_to_end(out)?;
+    Ok(out.len() as u64 <= limit)
+}
+
+/// Compressed bundles placed one after another, split by each header's total size. Zero bytes
+/// between them (linker alignment padding) are skipped; anything else is an error. Version 1
+/// bundles carry no size and so end the sequence.
+pub struct CompressedBundles<'a> {
+    data: &'a [u8],
+    pos: usize,
+    failed: bool,
+}
+
+/// Iterates over the compressed bundles in `data`, with the offset of each.
+pub fn split(data: &[u8]) -> CompressedBundles<'_> {
+    CompressedBundles {
+        data,
+        pos: 0,
+        failed: false,
+    }
+}
+
+impl<'a> Iterator for CompressedBundles<'a> {
+    type Item = Result<(u64, CompressedBundle<'a>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let rest = &self.data[self.pos..];
+        let skip = rest.iter().position(|b| *b != 0)?;
+        let at = self.pos + skip;
+        let result = match CompressedBundle::parse(&self.data[at..]) {
+            Ok(Some(bundle)) => {
+                self.pos = at + bundle.size() as usize;
+                Ok((at as u64, bundle))
+            }
+            Ok(None) => Err(Error::new(
+                at as u64,
+                ErrorKind::Decompress("data after a compressed bundle is not another compressed bundle".into()),
+            )),
+            Err(e) => Err(e.rebased(at as u64)),
+        };
+        self.failed = result.is_err();
+        Some(result)
+    }
+}
+
+/// How to write a compressed bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressOptions {
+    /// Compression method.
+    pub method: Method,
+    /// Compression level (zstd clamps it to its range; zlib takes 0 to 9, -1 for default).
+    pub level: i32,
+    /// Header version to write: 2 or 3.
+    pub version: u16,
+}
+
+impl Default for CompressOptions {
+    fn default() -> Self {
+        CompressOptions {
+            method: Method::Zstd,
+            level: Method::Zstd.default_level(),
+            version: 2,
+        }
+    }
+}
+
+/// Figures about one compression, for verbose output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CompressStats {
+    /// Size before compression.
+    pub uncompressed: u64,
+    /// Size of the whole compressed bundle, header included.
+    pub total: u64,
+    /// The truncated MD5 stored.
+    pub hash: u64,
+}
+
+/// Builds the header of a compressed bundle.
+pub fn header(options: &CompressOptions, total: u64, uncompressed: u64, hash: u64) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(32);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&options.version.to_le_bytes());
+    out.extend_from_slice(&options.method.code().to_le_bytes());
+    match options.version {
+        2 => {
+            let narrow = |what, value: u64| {
+                u32::try_from(value).map_err(|_| Error::new(0, ErrorKind::FieldOverflow { what, value }))
+            };
+            out.extend_from_slice(&narrow("version 2 total size", total)?.to_le_bytes());
+            out.extend_from_slice(&narrow("version 2 uncompressed size", uncompressed)?.to_le_bytes());
+        }
+        3 => {
+            out.extend_from_slice(&total.to_le_bytes());
+            out.extend_from_slice(&uncompressed.to_le_bytes());
+        }
+        v => return Err(Error::new(4, ErrorKind::UnknownCompressedVersion(v))),
+    }
+    out.extend_from_slice(&hash.to_le_bytes());
+    Ok(out)
+}
+
+/// Compresses `data` into a whole compressed bundle: header and payload.
+pub fn compress(data: &[u8], options: &CompressOptions) -> Result<(Vec<u8>, CompressStats)> {
+    let header_len = header_size(options.version)
+        .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(options.version)))?;
+    let payload = compress_payload(data, options)
+        .map_err(|e| Error::new(0, ErrorKind::Decompress(format!("compression failed: {e}"))))?;
+    let hash = truncated_md5(data);
+    let total = header_len + payload.len() as u64;
+    let mut out = header(options, total, data.len() as u64, hash)?;
+    out.extend_from_slice(&payload);
+    Ok((
+        out,
+        CompressStats {
+            uncompressed: data.len() as u64,
+            total,
+            hash,
+        },
+    ))
+}
+
+/// Compresses `data` as LLVM does: zstd with long-distance matching and the content size in
+/// the frame, or a zlib stream.
+pub fn compress_payload(data: &[u8], options: &CompressOptions) -> io::Result<Vec<u8>> {
+    match options.method {
+        Method::Zstd => {
+            let mut cctx = zstd::bulk::Compressor::new(options.level)?;
+            cctx.set_parameter(zstd::zstd_safe::CParameter::EnableLongDistanceMatching(true))?;
+            cctx.compress(data)
+        }
+        Method::Zlib => {
+            let level = if options.level < 0 { 6 } else { options.level.min(9) as u32 };
+            let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level));
+            enc.write_all(data)?;
+            enc.finish()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn sample_bundle() -> Vec<u8> {
+        crate::format::bundle::to_vec(
+            &[("host-x86_64-unknown-linux-gnu-", b""), ("hipv4-amdgcn-amd-amdhsa--gfx906", &[7u8; 5000])],
+            4096,
+        )
+    }
+
+    #[test]
+    fn version_2_round_trip_with_both_methods() {
+        let data = sample_bundle();
+        for method in [Method::Zstd, Method::Zlib] {
+            let options = CompressOptions {
+                method,
+                level: method.default_level(),
+                version: 2,
+            };
+            let (ccob, stats) = compress(&data, &options).unwrap();
+            assert_eq!(&ccob[..4], b"CCOB");
+            assert_eq!(u16::from_le_bytes([ccob[4], ccob[5]]), 2);
+            assert_eq!(u16::from_le_bytes([ccob[6], ccob[7]]), method.code());
+            assert_eq!(u32::from_le_bytes(ccob[8..12].try_into().unwrap()) as usize, ccob.len());
+            assert_eq!(stats.total as usize, ccob.len());
+            let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+            assert_eq!(parsed.uncompressed_size, data.len() as u64);
+            assert_eq!(parsed.decompress(DEFAULT_MAX_DECOMPRESSED).unwrap(), data);
+        }
+    }
+
+    #[test]
+    fn version_3_header_is_32_bytes() {
+        let data = sample_bundle();
+        let options = CompressOptions {
+            version: 3,
+            ..Default::default()
+        };
+        let (ccob, _) = compress(&data, &options).unwrap();
+        assert_eq!(u64::from_le_bytes(ccob[8..16].try_into().unwrap()) as usize, ccob.len());
+        assert_eq!(u64::from_le_bytes(ccob[16..24].try_into().unwrap()) as usize, data.len());
+        let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+        assert_eq!(parsed.header_size(), 32);
+        assert_eq!(parsed.decompress(u64::MAX).unwrap(), data);
+    }
+
+    #[test]
+    fn version_1_payload_runs_to_the_end() {
+        let data = b"hello hello hello".to_vec();
+        let payload = compress_payload(&data, &CompressOptions::default()).unwrap();
+        let mut v1 = Vec::new();
+        v1.extend_from_slice(b"CCOB");
+        v1.extend_from_slice(&1u16.to_le_bytes());
+        v1.extend_from_slice(&1u16.to_le_bytes());
+        v1.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        v1.extend_from_slice(&truncated_md5(&data).to_le_bytes());
+        v1.extend_from_slice(&payload);
+        let parsed = CompressedBundle::parse(&v1).unwrap().unwrap();
+        assert_eq!(parsed.total_size, None);
+        assert_eq!(parsed.decompress(1 << 20).unwrap(), data);
+    }
+
+    #[test]
+    fn the_hash_is_the_first_eight_md5_bytes_little_endian() {
+        // MD5("") = d41d8cd98f00b204e9800998ecf8427e
+        assert_eq!(truncated_md5(b""), 0x04b2008fd98c1dd4);
+    }
+
+    #[test]
+    fn concatenated_bundles_split_by_total_size_even_with_magic_in_payload() {
+        // Incompressible data that contains the magic: the payload carries "CCOB" verbatim.
+        let mut data = Vec::new();
+        let mut x = 0x1234_5678u32;
+        for _ in 0..4000 {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            data.extend_from_slice(&x.to_le_bytes());
+            data.extend_from_slice(b"CCOB");
+        }
+        let (a, _) = compress(&data, &CompressOptions { level: 1, ..Default::default() }).unwrap();
+        let (b, _) = compress(b"second", &CompressOptions { version: 3, ..Default::default() }).unwrap();
+        let mut stream = a.clone();
+        stream.extend_from_slice(&[0; 100]);
+        stream.extend_from_slice(&b);
+        stream.extend_from_slice(&[0; 7]);
+        let parts: Vec<_> = split(&stream).collect::<Result<_>>().unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].0, 0);
+        assert_eq!(parts[1].0, a.len() as u64 + 100);
+        assert_eq!(parts[0].1.decompress(u64::MAX).unwrap(), data);
+        assert_eq!(parts[1].1.decompress(u64::MAX).unwrap(), b"second");
+    }
+
+    #[test]
+    fn damaged_headers_are_errors_with_offsets() {
+        let (ccob, _) = compress(b"payload payload", &CompressOptions::default()).unwrap();
+        for cut in 4..24 {
+            let err = CompressedBundle::parse(&ccob[..cut]).unwrap_err();
+            assert!(err.offset < 24, "{err}");
+        }
+        let mut bad = ccob.clone();
+        bad[4] = 9;
+        assert_eq!(CompressedBundle::parse(&bad).unwrap_err(), Error::new(4, ErrorKind::UnknownCompressedVersion(9)));
+        let mut bad = ccob.clone();
+        bad[6] = 7;
+        assert_eq!(CompressedBundle::parse(&bad).unwrap_err(), Error::new(6, ErrorKind::UnknownCompressionMethod(7)));
+        let mut bad = ccob.clone();
+        bad[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(matches!(CompressedBundle::parse(&bad).unwrap_err().kind, ErrorKind::BadTotalSize { .. }));
+        let mut bad = ccob.clone();
+        bad[8..12].copy_from_slice(&3u32.to_le_bytes());
+        assert!(matches!(CompressedBundle::parse(&bad).unwrap_err().kind, ErrorKind::BadTotalSize { .. }));
+    }
+
+    #[test]
+    fn lies_about_size_or_hash_are_caught() {
+        let (ccob, _) = compress(b"payload payload", &CompressOptions::default()).unwrap();
+        let mut bad = ccob.clone();
+        bad[12..16].copy_from_slice(&(1u32 << 31).to_le_bytes());
+        let err = CompressedBundle::parse(&bad).unwrap().unwrap().decompress(1 << 20).unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::SizeMismatch { .. }), "{err}");
+        let mut bad = ccob.clone();
+        bad[16] ^= 1;
+        let err = CompressedBundle::parse(&bad).unwrap().unwrap().decompress(1 << 20).unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::HashMismatch { .. }), "{err}");
+        let mut bad = ccob.clone();
+        let n = bad.len();
+        bad[n - 3] ^= 0xff;
+        assert!(CompressedBundle::parse(&bad).unwrap().unwrap().decompress(1 << 20).is_err());
+    }
+
+    #[test]
+    fn output_beyond_the_limit_is_refused() {
+        let zeros = vec![0u8; 1 << 20];
+        let (ccob, _) = compress(&zeros, &CompressOptions::default()).unwrap();
+        let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+        assert_eq!(parsed.decompress(1000).unwrap_err().kind, ErrorKind::TooLarge { limit: 1000 });
+    }
+
+    #[test]
+    fn version_2_refuses_sizes_over_4_gib() {
+        let options = CompressOptions::default();
+        assert!(matches!(header(&options, 10, 1 << 32, 0).unwrap_err().kind, ErrorKind::FieldOverflow { .. }));
+        assert!(header(&CompressOptions { version: 3, ..options }, 10, 1 << 32, 0).is_ok());
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_survive_compress_then_decompress(data in proptest::collection::vec(any::<u8>(), 0..2000), zlib in any::<bool>(), v3 in any::<bool>()) {
+            let method = if zlib { Method::Zlib } else { Method::Zstd };
+            let options = CompressOptions { method, level: method.default_level(), version: if v3 { 3 } else { 2 } };
+            let (ccob, _) = compress(&data, &options).unwrap();
+            let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+            prop_assert_eq!(parsed.decompress(u64::MAX).unwrap(), data);
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! Bundle entry IDs: `<offload-kind>-<triple>[-<target-id>]`, parsed as LLVM 19 parses them.
+//!
+//! LLVM 19 splits an entry ID at its last `-` (before any `:`) and takes what follows as the
+//! start of the target ID only when it is a processor name its offload-arch table knows; the
+//! triple is then rebuilt from four `-`-separated pieces. The name it writes into bundles (the
+//! "standardised" name) follows from that, quirks included: `host-x86_64-unknown-linux-gnu`
+//! becomes `host-x86_64-unknown-linux-gnu-`, `hipv4-amdgcn-amd-amdhsa-gfx906` becomes
+//! `hipv4-amdgcn-amd-amdhsa--gfx906`. Matching these quirks is what makes bundles written here
+//! byte-identical to LLVM's and lets each tool read the other's.
+
+use super::target_id::{is_offload_arch, TargetId};
+use super::triple::Triple;
+use std::fmt;
+
+/// The offload kinds LLVM 19's bundler accepts.
+pub const OFFLOAD_KINDS: &[&str] = &["host", "openmp", "hip", "hipv4"];
+
+/// A bundle entry ID taken apart: offload kind, triple (always four pieces) and target ID.
+#[derive(Debug, Clone)]
+pub struct EntryId {
+    /// The offload kind: `host`, `openmp`, `hip` or `hipv4` when valid.
+    pub kind: String,
+    /// The target triple, rebuilt from four pieces.
+    pub triple: Triple,
+    /// The target ID with its features, as written; empty when the ID has none.
+    pub target_id: String,
+}
+
+impl EntryId {
+    /// Parses `text` the way LLVM 19's bundler does. Never fails: validity is asked
+    /// separately ([`EntryId::is_kind_valid`], [`EntryId::is_triple_valid`]).
+    pub fn parse(text: &str) -> EntryId {
+        let before_features = text.split_once(':').map_or(text, |(a, _)| a);
+        let (left, last) = before_features
+            .rsplit_once('-')
+            .unwrap_or((before_features, ""));
+        let (kind_and_triple, target_id) = if is_offload_arch(last) {
+            // The target ID starts at the first occurrence of that piece anywhere in the
+            // text (LLVM 19 searches the whole string, which duplicates text in odd IDs).
+            let start = text.find(last).unwrap_or(0);
+            (left, &text[start..])
+        } else {
+            (before_features, "")
+        };
+        let (kind, triple_text) = kind_and_triple
+            .split_once('-')
+            .unwrap_or((kind_and_triple, ""));
+        let pieces = Triple::new(triple_text);
+        let triple = Triple::from_parts(
+            pieces.arch_name(),
+            pieces.vendor_name(),
+            pieces.os_name(),
+            pieces.environment_name(),
+        );
+        EntryId {
+            kind: kind.to_string(),
+            triple,
+            target_id: target_id.to_string(),
+        }
+    }
+
+    /// Whether the offload kind is one LLVM 19 accepts.
+    pub fn is_kind_valid(&self) -> bool {
+        OFFLOAD_KINDS.contains(&self.kind.as_str())
+    }
+
+    /// Whether the triple's architecture is known.
+    pub fn is_triple_valid(&self) -> bool {
+        !self.triple.as_str().is_empty() && self.triple.arch() != super::triple::Arch::UnknownArch
+    }
+
+    /// Whether this is the host entry.
+    pub fn is_host(&self) -> bool {
+        self.kind == "host"
+    }
+
+    /// `<kind>-<triple>`: the group LLVM checks for conflicting target IDs.
+    pub fn kind_and_triple(&self) -> String {
+        format!("{}-{}", self.kind, self.triple.as_str())
+    }
+
+    /// Whether an entry of this kind may be given to a target of kind `target`: equal kinds,
+    /// `hip` with `hipv4`, and with `hip_openmp` any `hip*` kind with `openmp`.
+    pub fn is_kind_compatible(&self, target: &str, hip_openmp: bool) -> bool {
+        let kind = self.kind.as_str();
+        if kind == target || matches!((kind, target), ("hip", "hipv4") | ("hipv4", "hip")) {
+            return true;
+        }
+        let starts_hip = |s: &str| s.len() >= 3 && s[..3].eq_ignore_ascii_case("hip");
+        hip_openmp && ((starts_hip(kind) && target == "openmp") || (kind == "openmp" && starts_hip(target)))
+    }
+
+    /// Whether the code object of this entry can serve the requested `target`, as LLVM 19's
+    /// bundler decides: an exact match of kind, triple and target ID; or compatible kinds,
+    /// compatible triples, the same processor, and every feature this entry sets set alike
+    /// in the target.
+    pub fn is_compatible_with(&self, target: &EntryId, hip_openmp: bool) -> bool {
+        if self.kind == target.kind
+            && self.triple.is_compatible_with(&target.triple)
+            && self.target_id == target.target_id
+        {
+            return true;
+        }
+        if !self.is_kind_compatible(&target.kind, hip_openmp)
+            || !self.triple.is_compatible_with(&target.triple)
+        {
+            return false;
+        }
+        let (Some((code_proc, code_features)), Some((target_proc, target_features))) = (
+            TargetId::parse(&self.triple, &self.target_id),
+            TargetId::parse(&target.triple, &target.target_id),
+        ) else {
+            return false;
+        };
+        code_proc == target_proc
+            && code_features.len() <= target_features.len()
+            && code_features
+                .iter()
+                .all(|f| target_features.iter().any(|t| t == f))
+    }
+}
+
+/// The standardised name LLVM writes: `<kind>-<four-piece triple>-<target ID>`.
+impl fmt::Display for EntryId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{}-{}", self.kind, self.triple.as_str(), self.target_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn std_name(s: &str) -> String {
+        EntryId::parse(s).to_string()
+    }
+
+    #[test]
+    fn standardised_names_match_llvm_19() {
+        let cases = [
+            ("host-x86_64-unknown-linux-gnu", "host-x86_64-unknown-linux-gnu-"),
+            ("host-x86_64-unknown-linux", "host-x86_64-unknown-linux--"),
+            ("openmp-x86_64", "openmp-x86_64----"),
+            ("hipv4-amdgcn-amd-amdhsa-gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"),
+            ("hipv4-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"),
+            (
+                "hipv4-amdgcn-amd-amdhsa-unknown-gfx906",
+                "hipv4-amdgcn-amd-amdhsa-unknown-gfx906",
+            ),
+            ("openmp-nvptx64-nvidia-cuda-sm_70", "openmp-nvptx64-nvidia-cuda--sm_70"),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc-:xnack+",
+                "hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc-:xnack+",
+            ),
+            ("hipv4-amdgcn-amd-amdhsa--gfx9000", "hipv4-amdgcn-amd-amdhsa--gfx9000-"),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx906-extra",
+                "hipv4-amdgcn-amd-amdhsa--gfx906-extra-",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx906-gfx906",
+                "hipv4-amdgcn-amd-amdhsa--gfx906-gfx906-gfx906",
+            ),
+            (
+                "host-x86_64-unknown-linux-gnu-",
+                "host-x86_64-unknown-linux-gnu-host-x86_64-unknown-linux-gnu-",
+            ),
+            ("hip-amdgcn-amd-amdhsa-gfx90a", "hip-amdgcn-amd-amdhsa--gfx90a"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(std_name(input), expected, "for {input}");
+        }
+    }
+
+    #[test]
+    fn generic_targets_are_misparsed_as_llvm_19_does() {
+        let e = EntryId::parse("hipv4-amdgcn-amd-amdhsa--gfx9-generic");
+        assert_eq!(e.target_id, "generic");
+        assert_eq!(e.to_string(), "hipv4-amdgcn-amd-amdhsa--gfx9-generic");
+        assert_eq!(e.triple.as_str(), "amdgcn-amd-amdhsa--gfx9");
+    }
+
+    #[test]
+    fn validity_of_kinds_and_triples() {
+        let bad = EntryId::parse("foo");
+        assert!(!bad.is_kind_valid());
+        assert!(!bad.is_triple_valid());
+        assert_eq!(bad.triple.as_str(), "---");
+        let upper = EntryId::parse("hipv4-AMDGCN-amd-amdhsa--gfx906");
+        assert!(upper.is_kind_valid());
+        assert!(!upper.is_triple_valid());
+        assert_eq!(upper.triple.as_str(), "AMDGCN-amd-amdhsa-");
+        assert!(EntryId::parse("cuda-nvptx64-nvidia-cuda--sm_70").is_triple_valid());
+        assert!(!EntryId::parse("cuda-nvptx64-nvidia-cuda--sm_70").is_kind_valid());
+    }
+
+    fn compatible(entry: &str, target: &str) -> bool {
+        let t = EntryId::parse(&std_name(target));
+        EntryId::parse(entry).is_compatible_with(&t, false)
+    }
+
+    #[test]
+    fn compatibility_matches_llvm_19() {
+        assert!(compatible("hipv4-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906:xnack+"));
+        assert!(compatible("hip-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"));
+        assert!(compatible(
+            "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+",
+            "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+:sramecc+"
+        ));
+        assert!(!compatible("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", "hipv4-amdgcn-amd-amdhsa--gfx90a"));
+        assert!(compatible("openmp-nvptx64-nvidia-cuda--sm_70", "openmp-nvptx64-nvidia-cuda-sm_70"));
+        assert!(!compatible("openmp-nvptx64-nvidia-cuda--sm_70", "openmp-nvptx64-nvidia-cuda--sm_70:xnack+"));
+        assert!(compatible("host-x86_64-unknown-linux-gnu-", "host-x86_64-unknown-linux-gnu"));
+        // An entry without a target ID written by older LLVM is not found by LLVM 19.
+        assert!(!compatible("host-x86_64-unknown-linux-gnu", "host-x86_64-unknown-linux-gnu"));
+        assert!(compatible("hipv4-amdgcn-amd-amdhsa-unknown-gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"));
+        assert!(!compatible("openmp-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"));
+    }
+
+    #[test]
+    fn hip_openmp_compatibility_needs_the_flag() {
+        let entry = EntryId::parse("hipv4-amdgcn-amd-amdhsa--gfx906");
+        let target = EntryId::parse("openmp-amdgcn-amd-amdhsa--gfx906");
+        assert!(!entry.is_compatible_with(&target, false));
+        assert!(entry.is_compatible_with(&target, true));
+        assert!(target.is_compatible_with(&entry, true));
+    }
+}

@@ -1,0 +1,206 @@
+//! Format errors: what was wrong and at which byte offset of the buffer being parsed.
+
+use std::fmt;
+
+/// A format error: the byte offset in the parsed buffer where the problem was found, and what
+/// the problem is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("offset {offset:#x}: {kind}")]
+pub struct Error {
+    /// Byte offset, from the start of the parsed buffer, of the field that is wrong.
+    pub offset: u64,
+    /// What is wrong with it.
+    pub kind: ErrorKind,
+}
+
+impl Error {
+    /// An error of `kind` at `offset`.
+    pub fn new(offset: u64, kind: ErrorKind) -> Self {
+        Error { offset, kind }
+    }
+
+    /// The same error with its offset moved by `base`, for a buffer that starts `base` bytes
+    /// into a larger one.
+    #[must_use]
+    pub fn rebased(mut self, base: u64) -> Self {
+        self.offset = self.offset.saturating_add(base);
+        self
+    }
+}
+
+/// The kinds of format error.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// A field or structure does not fit in the buffer.
+    Truncated {
+        /// What was being read.
+        what: &'static str,
+        /// Bytes it needs.
+        needed: u64,
+        /// Bytes left in the buffer.
+        available: u64,
+    },
+    /// A bundle entry's payload lies outside the buffer or overflows.
+    EntryOutOfBounds {
+        /// Index of the entry, from 0.
+        index: u64,
+        /// Its declared offset.
+        offset: u64,
+        /// Its declared size.
+        size: u64,
+        /// Length of the buffer.
+        len: u64,
+    },
+    /// A bundle entry has offset 0, which would place it over the header.
+    EntryAtZero {
+        /// Index of the entry, from 0.
+        index: u64,
+    },
+    /// A bundle declares more entries than its header can hold.
+    TooManyEntries {
+        /// Declared number of entries.
+        count: u64,
+    },
+    /// A bundle entry ID is not valid UTF-8.
+    EntryIdNotUtf8 {
+        /// Index of the entry, from 0.
+        index: u64,
+    },
+    /// A text bundle's start marker has no matching end marker.
+    MissingEndMarker {
+        /// The entry ID of the unterminated bundle.
+        id: String,
+    },
+    /// A text bundle's start marker line does not end.
+    UnterminatedStartMarker,
+    /// A compressed bundle has a version this reader does not know.
+    UnknownCompressedVersion(u16),
+    /// A compressed bundle names a compression method this reader does not know.
+    UnknownCompressionMethod(u16),
+    /// A compressed bundle's total-size field is impossible.
+    BadTotalSize {
+        /// The declared total size.
+        total: u64,
+        /// The header size of that version.
+        header: u64,
+        /// Bytes available from the start of the bundle.
+        available: u64,
+    },
+    /// Decompression failed.
+    Decompress(String),
+    /// The payload decompressed to a size other than the declared one.
+    SizeMismatch {
+        /// Declared uncompressed size.
+        declared: u64,
+        /// Actual uncompressed size.
+        actual: u64,
+    },
+    /// The decompressed payload's hash differs from the stored one.
+    HashMismatch {
+        /// The hash stored in the header.
+        stored: u64,
+        /// The hash of the decompressed bytes.
+        computed: u64,
+    },
+    /// The payload decompresses to more than the allowed limit.
+    TooLarge {
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// A value is too large for the field that must hold it.
+    FieldOverflow {
+        /// The field.
+        what: &'static str,
+        /// The value.
+        value: u64,
+    },
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ErrorKind::Truncated {
+                what,
+                needed,
+                available,
+            } => write!(
+                f,
+                "truncated {what}: needs {needed} bytes, {available} left in the file"
+            ),
+            ErrorKind::EntryOutOfBounds {
+                index,
+                offset,
+                size,
+                len,
+            } => match offset.checked_add(*size) {
+                Some(end) => write!(
+                    f,
+                    "bundle entry {index} ends at {end:#x}, past the end of the data ({len:#x})"
+                ),
+                None => write!(
+                    f,
+                    "bundle entry {index} has offset {offset:#x} and size {size:#x}, which overflow"
+                ),
+            },
+            ErrorKind::EntryAtZero { index } => {
+                write!(f, "bundle entry {index} has offset 0, inside the header")
+            }
+            ErrorKind::TooManyEntries { count } => write!(
+                f,
+                "bundle header declares {count} entries, more than the data can hold"
+            ),
+            ErrorKind::EntryIdNotUtf8 { index } => {
+                write!(f, "bundle entry {index} has an ID that is not valid UTF-8")
+            }
+            ErrorKind::MissingEndMarker { id } => {
+                write!(f, "text bundle entry '{id}' has no end marker")
+            }
+            ErrorKind::UnterminatedStartMarker => {
+                write!(f, "text bundle start marker is not followed by a line end")
+            }
+            ErrorKind::UnknownCompressedVersion(v) => {
+                write!(f, "unknown compressed bundle version {v}")
+            }
+            ErrorKind::UnknownCompressionMethod(m) => write!(
+                f,
+                "unknown compression method {m} (0 is zlib, 1 is zstd)"
+            ),
+            ErrorKind::BadTotalSize {
+                total,
+                header,
+                available,
+            } => {
+                if total < header {
+                    write!(
+                        f,
+                        "compressed bundle total size {total} is smaller than its header ({header} bytes)"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "compressed bundle total size {total} is past the end of the data ({available} bytes left)"
+                    )
+                }
+            }
+            ErrorKind::Decompress(msg) => write!(f, "could not decompress: {msg}"),
+            ErrorKind::SizeMismatch { declared, actual } => write!(
+                f,
+                "compressed bundle decompresses to {actual} bytes, but its header says {declared}"
+            ),
+            ErrorKind::HashMismatch { stored, computed } => write!(
+                f,
+                "compressed bundle hash mismatch: stored {stored:#018x}, computed {computed:#018x}"
+            ),
+            ErrorKind::TooLarge { limit } => write!(
+                f,
+                "compressed bundle decompresses to more than the limit of {limit} bytes (raise it with --max-decompressed-size)"
+            ),
+            ErrorKind::FieldOverflow { what, value } => {
+                write!(f, "{what} {value} does not fit in its header field")
+            }
+        }
+    }
+}
+
+/// Result of a format operation.
+pub type Result<T> = std::result::Result<T, Error>;

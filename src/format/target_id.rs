@@ -1,0 +1,515 @@
+//! Target IDs: `processor(:feature(+|-))*`, as in `gfx90a:sramecc+:xnack-`.
+//!
+//! Parsing in two strengths (format only, and against a triple's processor table), the
+//! canonical form, the composition check that rejects bundles mixing "any" and explicit
+//! settings of a feature for one processor, and the list of processor names that LLVM 19's
+//! bundle entry ID parser recognises.
+
+use super::triple::Triple;
+
+/// A feature's setting in a target ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FeatureSetting {
+    /// `+`: the code requires the feature on.
+    On,
+    /// `-`: the code requires the feature off.
+    Off,
+}
+
+impl FeatureSetting {
+    /// `+` or `-`.
+    pub fn sign(self) -> char {
+        match self {
+            FeatureSetting::On => '+',
+            FeatureSetting::Off => '-',
+        }
+    }
+}
+
+/// A target ID split into its processor and the features it sets, in the order written.
+/// Features it leaves out are "any".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetId<'a> {
+    /// The processor as written (before any alias is resolved).
+    pub processor: &'a str,
+    /// The features set, each at most once, in the order written.
+    pub features: Vec<(&'a str, FeatureSetting)>,
+}
+
+impl<'a> TargetId<'a> {
+    /// Checks only the syntax: a non-empty processor, then `:name+` or `:name-` items, each
+    /// name at most once. An empty string gives an empty processor (which no processor table
+    /// accepts). `gfx906:` is accepted with no features, as LLVM accepts it.
+    pub fn parse_syntax(id: &'a str) -> Option<TargetId<'a>> {
+        if id.is_empty() {
+            return Some(TargetId {
+                processor: "",
+                features: Vec::new(),
+            });
+        }
+        let (processor, mut rest) = id.split_once(':').unwrap_or((id, ""));
+        if processor.is_empty() {
+            return None;
+        }
+        let mut features: Vec<(&str, FeatureSetting)> = Vec::new();
+        while !rest.is_empty() {
+            let (item, tail) = rest.split_once(':').unwrap_or((rest, ""));
+            let setting = match item.as_bytes().last() {
+                Some(b'+') => FeatureSetting::On,
+                Some(b'-') => FeatureSetting::Off,
+                _ => return None,
+            };
+            let name = &item[..item.len() - 1];
+            if features.iter().any(|(n, _)| *n == name) {
+                return None;
+            }
+            features.push((name, setting));
+            rest = tail;
+        }
+        Some(TargetId {
+            processor,
+            features,
+        })
+    }
+
+    /// Parses `id` for `triple`: the syntax, then the processor (aliases resolved to the
+    /// canonical name for AMDGPU triples) and every feature must be one that processor
+    /// supports. Returns the canonical processor and the features.
+    pub fn parse(triple: &Triple, id: &'a str) -> Option<(&'a str, Vec<(&'a str, FeatureSetting)>)> {
+        let parsed = TargetId::parse_syntax(id)?;
+        let processor: &'a str = if triple.is_amdgpu() {
+            amdgpu_processor(triple, parsed.processor)?.name
+        } else {
+            parsed.processor
+        };
+        if processor.is_empty() {
+            return None;
+        }
+        let supported = supported_features(triple, processor);
+        if parsed
+            .features
+            .iter()
+            .any(|(name, _)| !supported.contains(name))
+        {
+            return None;
+        }
+        Some((processor, parsed.features))
+    }
+
+    /// The canonical form: the processor, then the features in alphabetical order.
+    pub fn canonical(&self) -> String {
+        let mut features = self.features.clone();
+        features.sort_by(|a, b| a.0.cmp(b.0));
+        let mut out = self.processor.to_string();
+        for (name, setting) in features {
+            out.push(':');
+            out.push_str(name);
+            out.push(setting.sign());
+        }
+        out
+    }
+
+    /// The setting of `feature`, or `None` for "any".
+    pub fn feature(&self, name: &str) -> Option<FeatureSetting> {
+        self.features
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, s)| *s)
+    }
+}
+
+/// The canonical form of `id` for `triple` (aliases resolved, features sorted), or `None` if
+/// `id` is not a valid target ID for it.
+pub fn canonical_target_id(triple: &Triple, id: &str) -> Option<String> {
+    let (processor, features) = TargetId::parse(triple, id)?;
+    Some(
+        TargetId {
+            processor,
+            features,
+        }
+        .canonical(),
+    )
+}
+
+/// Whether code built for `code` (features it sets must be set alike in `device`; features it
+/// leaves out match any setting) can run on `device`. Both are compared by canonical
+/// processor for `triple`; invalid IDs are never compatible.
+pub fn is_target_id_compatible(triple: &Triple, code: &str, device: &str) -> bool {
+    let (Some((code_proc, code_features)), Some((dev_proc, dev_features))) =
+        (TargetId::parse(triple, code), TargetId::parse(triple, device))
+    else {
+        return false;
+    };
+    code_proc == dev_proc
+        && code_features.len() <= dev_features.len()
+        && code_features
+            .iter()
+            .all(|f| dev_features.iter().any(|d| d == f))
+}
+
+/// The composition check LLVM 19 applies to a set of target IDs: walking them in byte order
+/// and keeping the first ID seen for each processor (the text before the first `:`, not
+/// canonicalised), a later ID with the same processor that sets a feature the first one leaves
+/// out is a conflict. Returns the first conflicting pair (first seen, later). IDs whose syntax
+/// is invalid are skipped (LLVM 19's behaviour on them is undefined).
+pub fn conflicting_pair<'a, I>(ids: I) -> Option<(&'a str, &'a str)>
+where
+    I: IntoIterator<Item = &'a str>,
+{
+    let mut sorted: Vec<&str> = ids.into_iter().collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut first_by_processor: Vec<TargetId<'a>> = Vec::new();
+    let mut first_text: Vec<&'a str> = Vec::new();
+    for id in sorted {
+        let Some(parsed) = TargetId::parse_syntax(id) else {
+            continue;
+        };
+        match first_by_processor
+            .iter()
+            .position(|first| first.processor == parsed.processor)
+        {
+            None => {
+                first_by_processor.push(parsed);
+                first_text.push(id);
+            }
+            Some(i) => {
+                let first = &first_by_processor[i];
+                if parsed
+                    .features
+                    .iter()
+                    .any(|(name, _)| first.feature(name).is_none())
+                {
+                    return Some((first_text[i], id));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// An AMDGPU processor: its canonical name and the target features it supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmdgpuProcessor {
+    /// The canonical name, e.g. `gfx803`.
+    pub name: &'static str,
+    /// Whether it supports `xnack`.
+    pub xnack: bool,
+    /// Whether it supports `sramecc`.
+    pub sramecc: bool,
+}
+
+const fn gpu(name: &'static str, xnack: bool, sramecc: bool) -> AmdgpuProcessor {
+    AmdgpuProcessor {
+        name,
+        xnack,
+        sramecc,
+    }
+}
+
+/// LLVM 19's AMDGCN processor table: (name as written, processor). Aliases map to the
+/// canonical processor.
+const AMDGCN: &[(&str, AmdgpuProcessor)] = &[
+    ("gfx600", gpu("gfx600", false, false)),
+    ("tahiti", gpu("gfx600", false, false)),
+    ("gfx601", gpu("gfx601", false, false)),
+    ("pitcairn", gpu("gfx601", false, false)),
+    ("verde", gpu("gfx601", false, false)),
+    ("gfx602", gpu("gfx602", false, false)),
+    ("hainan", gpu("gfx602", false, false)),
+    ("oland", gpu("gfx602", false, false)),
+    ("gfx700", gpu("gfx700", false, false)),
+    ("kaveri", gpu("gfx700", false, false)),
+    ("gfx701", gpu("gfx701", false, false)),
+    ("hawaii", gpu("gfx701", false, false)),
+    ("gfx702", gpu("gfx702", false, false)),
+    ("gfx703", gpu("gfx703", false, false)),
+    ("kabini", gpu("gfx703", false, false)),
+    ("mullins", gpu("gfx703", false, false)),
+    ("gfx704", gpu("gfx704", false, false)),
+    ("bonaire", gpu("gfx704", false, false)),
+    ("gfx705", gpu("gfx705", false, false)),
+    ("gfx801", gpu("gfx801", true, false)),
+    ("carrizo", gpu("gfx801", true, false)),
+    ("gfx802", gpu("gfx802", false, false)),
+    ("iceland", gpu("gfx802", false, false)),
+    ("tonga", gpu("gfx802", false, false)),
+    ("gfx803", gpu("gfx803", false, false)),
+    ("fiji", gpu("gfx803", false, false)),
+    ("polaris10", gpu("gfx803", false, false)),
+    ("polaris11", gpu("gfx803", false, false)),
+    ("gfx805", gpu("gfx805", false, false)),
+    ("tongapro", gpu("gfx805", false, false)),
+    ("gfx810", gpu("gfx810", true, false)),
+    ("stoney", gpu("gfx810", true, false)),
+    ("gfx900", gpu("gfx900", true, false)),
+    ("gfx902", gpu("gfx902", true, false)),
+    ("gfx904", gpu("gfx904", true, false)),
+    ("gfx906", gpu("gfx906", true, true)),
+    ("gfx908", gpu("gfx908", true, true)),
+    ("gfx909", gpu("gfx909", true, false)),
+    ("gfx90a", gpu("gfx90a", true, true)),
+    ("gfx90c", gpu("gfx90c", true, false)),
+    ("gfx940", gpu("gfx940", true, true)),
+    ("gfx941", gpu("gfx941", true, true)),
+    ("gfx942", gpu("gfx942", true, true)),
+    ("gfx1010", gpu("gfx1010", true, false)),
+    ("gfx1011", gpu("gfx1011", true, false)),
+    ("gfx1012", gpu("gfx1012", true, false)),
+    ("gfx1013", gpu("gfx1013", true, false)),
+    ("gfx1030", gpu("gfx1030", false, false)),
+    ("gfx1031", gpu("gfx1031", false, false)),
+    ("gfx1032", gpu("gfx1032", false, false)),
+    ("gfx1033", gpu("gfx1033", false, false)),
+    ("gfx1034", gpu("gfx1034", false, false)),
+    ("gfx1035", gpu("gfx1035", false, false)),
+    ("gfx1036", gpu("gfx1036", false, false)),
+    ("gfx1100", gpu("gfx1100", false, false)),
+    ("gfx1101", gpu("gfx1101", false, false)),
+    ("gfx1102", gpu("gfx1102", false, false)),
+    ("gfx1103", gpu("gfx1103", false, false)),
+    ("gfx1150", gpu("gfx1150", false, false)),
+    ("gfx1151", gpu("gfx1151", false, false)),
+    ("gfx1152", gpu("gfx1152", false, false)),
+    ("gfx1200", gpu("gfx1200", false, false)),
+    ("gfx1201", gpu("gfx1201", false, false)),
+    ("gfx9-generic", gpu("gfx9-generic", true, false)),
+    ("gfx10-1-generic", gpu("gfx10-1-generic", true, false)),
+    ("gfx10-3-generic", gpu("gfx10-3-generic", false, false)),
+    ("gfx11-generic", gpu("gfx11-generic", false, false)),
+    ("gfx12-generic", gpu("gfx12-generic", false, false)),
+];
+
+/// LLVM 19's R600 processor table: (name as written, canonical name). No R600 processor
+/// supports target features.
+const R600: &[(&str, &str)] = &[
+    ("r600", "r600"),
+    ("rv630", "r600"),
+    ("rv635", "r600"),
+    ("r630", "r630"),
+    ("rs880", "rs880"),
+    ("rs780", "rs880"),
+    ("rv610", "rs880"),
+    ("rv620", "rs880"),
+    ("rv670", "rv670"),
+    ("rv710", "rv710"),
+    ("rv730", "rv730"),
+    ("rv770", "rv770"),
+    ("rv740", "rv770"),
+    ("cedar", "cedar"),
+    ("palm", "cedar"),
+    ("cypress", "cypress"),
+    ("hemlock", "cypress"),
+    ("juniper", "juniper"),
+    ("redwood", "redwood"),
+    ("sumo", "sumo"),
+    ("sumo2", "sumo"),
+    ("barts", "barts"),
+    ("caicos", "caicos"),
+    ("cayman", "cayman"),
+    ("aruba", "cayman"),
+    ("turks", "turks"),
+];
+
+/// The AMDGPU processor `name` (canonical or alias) denotes for `triple`: the AMDGCN table
+/// for `amdgcn`, the R600 table for `r600`.
+pub fn amdgpu_processor(triple: &Triple, name: &str) -> Option<AmdgpuProcessor> {
+    if triple.is_amdgcn() {
+        AMDGCN.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+    } else if triple.is_r600() {
+        R600.iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, canonical)| gpu(canonical, false, false))
+    } else {
+        None
+    }
+}
+
+/// The target features `processor` supports on `triple`, in alphabetical order.
+pub fn supported_features(triple: &Triple, processor: &str) -> Vec<&'static str> {
+    let Some(p) = amdgpu_processor(triple, processor) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    if p.sramecc {
+        out.push("sramecc");
+    }
+    if p.xnack {
+        out.push("xnack");
+    }
+    out
+}
+
+/// The processor names LLVM 19's offload-arch table knows (`OffloadArch`). When the last
+/// `-`-separated piece of a bundle entry ID (before any `:`) is one of these, the entry ID
+/// parser takes it as the start of the target ID. The empty name is in the table.
+pub const OFFLOAD_ARCH_NAMES: &[&str] = &[
+    "",
+    "generic",
+    "sm_20",
+    "sm_21",
+    "sm_30",
+    "sm_32",
+    "sm_35",
+    "sm_37",
+    "sm_50",
+    "sm_52",
+    "sm_53",
+    "sm_60",
+    "sm_61",
+    "sm_62",
+    "sm_70",
+    "sm_72",
+    "sm_75",
+    "sm_80",
+    "sm_86",
+    "sm_87",
+    "sm_89",
+    "sm_90",
+    "sm_90a",
+    "gfx600",
+    "gfx601",
+    "gfx602",
+    "gfx700",
+    "gfx701",
+    "gfx702",
+    "gfx703",
+    "gfx704",
+    "gfx705",
+    "gfx801",
+    "gfx802",
+    "gfx803",
+    "gfx805",
+    "gfx810",
+    "gfx9-generic",
+    "gfx900",
+    "gfx902",
+    "gfx904",
+    "gfx906",
+    "gfx908",
+    "gfx909",
+    "gfx90a",
+    "gfx90c",
+    "gfx940",
+    "gfx941",
+    "gfx942",
+    "gfx10-1-generic",
+    "gfx1010",
+    "gfx1011",
+    "gfx1012",
+    "gfx1013",
+    "gfx10-3-generic",
+    "gfx1030",
+    "gfx1031",
+    "gfx1032",
+    "gfx1033",
+    "gfx1034",
+    "gfx1035",
+    "gfx1036",
+    "gfx11-generic",
+    "gfx1100",
+    "gfx1101",
+    "gfx1102",
+    "gfx1103",
+    "gfx1150",
+    "gfx1151",
+    "gfx1152",
+    "gfx12-generic",
+    "gfx1200",
+    "gfx1201",
+    "amdgcnspirv",
+];
+
+/// Whether LLVM 19's offload-arch table knows `name`.
+pub fn is_offload_arch(name: &str) -> bool {
+    OFFLOAD_ARCH_NAMES.contains(&name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn amdgcn() -> Triple {
+        Triple::new("amdgcn-amd-amdhsa")
+    }
+
+    #[test]
+    fn syntax_accepts_features_and_rejects_bad_items() {
+        let t = TargetId::parse_syntax("gfx908:sramecc+:xnack-").unwrap();
+        assert_eq!(t.processor, "gfx908");
+        assert_eq!(
+            t.features,
+            [("sramecc", FeatureSetting::On), ("xnack", FeatureSetting::Off)]
+        );
+        assert_eq!(TargetId::parse_syntax("gfx906:").unwrap().features, []);
+        assert_eq!(TargetId::parse_syntax("").unwrap().processor, "");
+        assert!(TargetId::parse_syntax(":xnack+").is_none());
+        assert!(TargetId::parse_syntax("gfx90a:xnack").is_none());
+        assert!(TargetId::parse_syntax("gfx90a::xnack+").is_none());
+        assert!(TargetId::parse_syntax("gfx90a:xnack+:xnack-").is_none());
+    }
+
+    #[test]
+    fn parse_resolves_aliases_and_checks_features() {
+        let t = amdgcn();
+        assert_eq!(TargetId::parse(&t, "fiji").unwrap().0, "gfx803");
+        assert_eq!(TargetId::parse(&t, "gfx90a:xnack+").unwrap().0, "gfx90a");
+        assert!(TargetId::parse(&t, "gfx906:foo+").is_none());
+        assert!(TargetId::parse(&t, "gfx1030:xnack+").is_none());
+        assert!(TargetId::parse(&t, "gfx9000").is_none());
+        assert!(TargetId::parse(&t, "").is_none());
+        let nv = Triple::new("nvptx64-nvidia-cuda");
+        assert_eq!(TargetId::parse(&nv, "sm_70").unwrap().0, "sm_70");
+        assert!(TargetId::parse(&nv, "sm_70:xnack+").is_none());
+    }
+
+    #[test]
+    fn canonical_form_sorts_features_and_resolves_aliases() {
+        let t = amdgcn();
+        assert_eq!(
+            canonical_target_id(&t, "gfx908:xnack-:sramecc+").unwrap(),
+            "gfx908:sramecc+:xnack-"
+        );
+        assert_eq!(canonical_target_id(&t, "tahiti").unwrap(), "gfx600");
+        assert_eq!(canonical_target_id(&t, "bogus"), None);
+    }
+
+    #[test]
+    fn compatibility_follows_any_on_off() {
+        let t = amdgcn();
+        assert!(is_target_id_compatible(&t, "gfx906", "gfx906:xnack+"));
+        assert!(is_target_id_compatible(
+            &t,
+            "gfx90a:xnack+",
+            "gfx90a:xnack+:sramecc+"
+        ));
+        assert!(!is_target_id_compatible(&t, "gfx90a:xnack+", "gfx90a"));
+        assert!(!is_target_id_compatible(&t, "gfx90a:xnack+", "gfx90a:xnack-"));
+        assert!(!is_target_id_compatible(&t, "gfx906", "gfx908"));
+        assert!(is_target_id_compatible(&t, "fiji", "gfx803"));
+    }
+
+    #[test]
+    fn conflicts_are_one_directional_in_byte_order() {
+        assert_eq!(
+            conflicting_pair(["gfx90a:xnack+", "gfx90a"]),
+            Some(("gfx90a", "gfx90a:xnack+"))
+        );
+        assert_eq!(conflicting_pair(["gfx90a:xnack+", "gfx90a:xnack-"]), None);
+        assert_eq!(
+            conflicting_pair(["gfx90a:sramecc+:xnack+", "gfx90a:xnack+"]),
+            None
+        );
+        assert_eq!(conflicting_pair(["gfx906", "gfx90a:xnack+"]), None);
+        assert_eq!(conflicting_pair(["gfx90a:xnack", "gfx90a"]), None);
+    }
+
+    #[test]
+    fn offload_arch_table_has_the_empty_name_and_no_newer_targets() {
+        assert!(is_offload_arch(""));
+        assert!(is_offload_arch("gfx90a"));
+        assert!(is_offload_arch("gfx10-3-generic"));
+        assert!(!is_offload_arch("gfx950"));
+        assert!(!is_offload_arch("sm_100"));
+    }
+}
