@@ -1,1 +1,186 @@
-//! I/O.
+//! Inputs mapped into memory; outputs written to a temporary file beside their destination and
+//! renamed into place only when complete, so that a failure leaves no partial output.
+
+use crate::error::{Error, Result};
+use memmap2::Mmap;
+use std::fs::{self, File, OpenOptions, Permissions};
+use std::io::{self, Read, Write};
+use std::ops::Deref;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use tempfile::NamedTempFile;
+
+/// The bytes of an input file: a memory map for regular files, a buffer otherwise (standard
+/// input, devices, pipes, empty files).
+pub enum Input {
+    /// A read-only memory map of a regular file.
+    Mapped(Mmap),
+    /// Bytes read into memory.
+    Owned(Vec<u8>),
+}
+
+impl Deref for Input {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Input::Mapped(map) => map,
+            Input::Owned(bytes) => bytes,
+        }
+    }
+}
+
+impl Input {
+    /// Opens `path` (`-` for standard input) and maps or reads it.
+    pub fn open(path: &Path) -> Result<Input> {
+        if path.as_os_str() == "-" {
+            let mut bytes = Vec::new();
+            io::stdin()
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(path, e))?;
+            return Ok(Input::Owned(bytes));
+        }
+        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        if meta.is_dir() {
+            return Err(Error::io(path, io::Error::from_raw_os_error(21)));
+        }
+        if meta.is_file() && meta.len() > 0 {
+            // SAFETY: the map is read-only and private to this process. Another process
+            // truncating the file while we read it would fault, as it would for any mmap
+            // user; the inputs of a build step are not rewritten during it.
+            let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+            return Ok(Input::Mapped(map));
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(Input::Owned(bytes))
+    }
+}
+
+enum Sink {
+    Temp(NamedTempFile, Option<Permissions>),
+    Direct(File),
+    Stdout(io::Stdout),
+}
+
+/// An output being written: to a temporary file in the destination's folder that
+/// [`Output::commit`] renames into place, or straight to standard output (`-`) or to an
+/// existing non-regular file such as `/dev/null`. Dropping an uncommitted output deletes the
+/// temporary file.
+pub struct Output {
+    path: PathBuf,
+    sink: io::BufWriter<SinkWriter>,
+}
+
+struct SinkWriter(Sink);
+
+impl Write for SinkWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.0 {
+            Sink::Temp(file, _) => file.write(buf),
+            Sink::Direct(file) => file.write(buf),
+            Sink::Stdout(out) => out.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.0 {
+            Sink::Temp(file, _) => file.flush(),
+            Sink::Direct(file) => file.flush(),
+            Sink::Stdout(out) => out.flush(),
+        }
+    }
+}
+
+impl Output {
+    /// Starts writing `path` (`-` for standard output).
+    pub fn create(path: &Path) -> Result<Output> {
+        let sink = if path.as_os_str() == "-" {
+            Sink::Stdout(io::stdout())
+        } else {
+            match fs::metadata(path) {
+                Ok(meta) if !meta.is_file() && !meta.is_dir() => Sink::Direct(
+                    OpenOptions::new()
+                        .write(true)
+                        .open(path)
+                        .map_err(|e| Error::io(path, e))?,
+                ),
+                existing => {
+                    let keep = existing.ok().map(|m| m.permissions());
+                    let dir = match path.parent() {
+                        Some(p) if !p.as_os_str().is_empty() => p,
+                        _ => Path::new("."),
+                    };
+                    let name = path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let temp = tempfile::Builder::new()
+                        .prefix(&format!(".{name}."))
+                        .suffix(".tmp")
+                        .permissions(Permissions::from_mode(0o666))
+                        .tempfile_in(dir)
+                        .map_err(|e| Error::io(path, e))?;
+                    Sink::Temp(temp, keep)
+                }
+            }
+        };
+        Ok(Output {
+            path: path.to_path_buf(),
+            sink: io::BufWriter::with_capacity(1 << 20, SinkWriter(sink)),
+        })
+    }
+
+    /// The destination path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes all of `data`, naming the output on failure.
+    pub fn write_bytes(&mut self, data: &[u8]) -> Result<()> {
+        self.sink
+            .write_all(data)
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Finishes the output: flushes it and renames the temporary file into place.
+    pub fn commit(self) -> Result<()> {
+        let path = self.path;
+        let writer = self
+            .sink
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?;
+        match writer.0 {
+            Sink::Temp(temp, keep) => {
+                if let Some(perms) = keep {
+                    fs::set_permissions(temp.path(), perms).map_err(|e| Error::io(&path, e))?;
+                }
+                temp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+            }
+            Sink::Direct(mut file) => file.flush().map_err(|e| Error::io(&path, e))?,
+            Sink::Stdout(mut out) => out.flush().map_err(|e| Error::io(&path, e))?,
+        }
+        Ok(())
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sink.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.sink.flush()
+    }
+}
+
+/// Commits every output, in order, or none if one cannot be started.
+pub fn commit_all(outputs: Vec<Output>) -> Result<()> {
+    for output in outputs {
+        output.commit()?;
+    }
+    Ok(())
+}

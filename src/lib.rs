@@ -6,6 +6,9 @@
 //! lines and prints. [`io`] maps inputs and writes outputs atomically.
 
 pub mod cli;
+pub mod error;
 pub mod format;
 pub mod io;
 pub mod ops;
+
+pub use error::{Error, Result};

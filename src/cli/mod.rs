@@ -1,1 +1,55 @@
-//! Command-line front ends.
+//! Command-line front ends: the `offload` command and the LLVM-compatible personalities it
+//! takes on when started through a link named after an LLVM tool.
+
+pub mod bundler;
+pub mod llvm_cl;
+
+use std::ffi::OsString;
+use std::path::Path;
+
+const USAGE: &str = "offload: GPU offload fat binary tools
+
+USAGE: offload <COMMAND> [ARGS...]
+
+COMMANDS:
+  bundler    clang-offload-bundler 19, drop-in: same options, same output bytes
+  help       print this text
+
+Started through a link named clang-offload-bundler or offload-bundler, this program
+behaves as `offload bundler`.
+";
+
+/// Runs the program with its full argument list (program name first) and returns the exit
+/// status.
+pub fn main(args: Vec<OsString>) -> i32 {
+    let args: Vec<String> = args
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let argv0 = args.first().cloned().unwrap_or_else(|| "offload".into());
+    let name = Path::new(&argv0)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let personality = name.strip_suffix(".exe").unwrap_or(&name);
+    let rest = args.get(1..).unwrap_or_default();
+    match personality {
+        "clang-offload-bundler" | "offload-bundler" => return bundler::run(&argv0, rest),
+        _ => {}
+    }
+    match rest.first().map(String::as_str) {
+        Some("bundler") => bundler::run("offload bundler", &rest[1..]),
+        Some("help" | "--help" | "-h") | None => {
+            print!("{USAGE}");
+            i32::from(rest.is_empty())
+        }
+        Some("--version" | "-V") => {
+            println!("offload {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        Some(other) => {
+            eprintln!("offload: error: unknown command '{other}' (try `offload help`)");
+            2
+        }
+    }
+}

@@ -178,7 +178,15 @@ pub struct BundleLayout {
 /// Lays out a bundle of `entries` (ID and payload size, in order) with each payload offset a
 /// multiple of `align` (any value from 1; LLVM does not require a power of two).
 pub fn layout<S: AsRef<str>>(entries: &[(S, u64)], align: u64) -> Result<BundleLayout> {
-    let overflow = |what| Error::new(0, ErrorKind::FieldOverflow { what, value: u64::MAX });
+    let overflow = |what| {
+        Error::new(
+            0,
+            ErrorKind::FieldOverflow {
+                what,
+                value: u64::MAX,
+            },
+        )
+    };
     if align == 0 {
         return Err(Error::new(
             0,
@@ -234,8 +242,15 @@ pub fn write_zeros<W: Write + ?Sized>(out: &mut W, mut count: u64) -> io::Result
 }
 
 /// Writes a whole bundle of `entries` (ID and payload) to `out`.
-pub fn write<W: Write + ?Sized>(out: &mut W, entries: &[(&str, &[u8])], align: u64) -> io::Result<()> {
-    let sizes: Vec<(&str, u64)> = entries.iter().map(|(id, d)| (*id, d.len() as u64)).collect();
+pub fn write<W: Write + ?Sized>(
+    out: &mut W,
+    entries: &[(&str, &[u8])],
+    align: u64,
+) -> io::Result<()> {
+    let sizes: Vec<(&str, u64)> = entries
+        .iter()
+        .map(|(id, d)| (*id, d.len() as u64))
+        .collect();
     let plan = layout(&sizes, align).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
     out.write_all(&plan.header)?;
     let mut cursor = plan.header.len() as u64;
@@ -304,10 +319,17 @@ mod tests {
         );
         assert_eq!(written, expected);
         let bundle = Bundle::parse(&written).unwrap().unwrap();
-        let order: Vec<&str> = bundle.entries_in_llvm_order().iter().map(|e| e.id).collect();
+        let order: Vec<&str> = bundle
+            .entries_in_llvm_order()
+            .iter()
+            .map(|e| e.id)
+            .collect();
         assert_eq!(
             order,
-            ["hipv4-amdgcn-amd-amdhsa--gfx906", "host-x86_64-unknown-linux-gnu-"]
+            [
+                "hipv4-amdgcn-amd-amdhsa--gfx906",
+                "host-x86_64-unknown-linux-gnu-"
+            ]
         );
         assert_eq!(bundle.size(), written.len() as u64);
     }
@@ -320,7 +342,13 @@ mod tests {
     }
 
     fn sample() -> Vec<u8> {
-        to_vec(&[("host-x86_64-unknown-linux-gnu-", b"h"), ("hip-amdgcn-amd-amdhsa--gfx90a", b"0123456789")], 8)
+        to_vec(
+            &[
+                ("host-x86_64-unknown-linux-gnu-", b"h"),
+                ("hip-amdgcn-amd-amdhsa--gfx90a", b"0123456789"),
+            ],
+            8,
+        )
     }
 
     #[test]
@@ -365,13 +393,23 @@ mod tests {
         data[48..56].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(matches!(
             Bundle::parse(&data).unwrap_err().kind,
-            ErrorKind::Truncated { what: "bundle entry ID", .. }
+            ErrorKind::Truncated {
+                what: "bundle entry ID",
+                ..
+            }
         ));
     }
 
     #[test]
     fn duplicate_ids_keep_the_first_slot_and_the_last_payload() {
-        let data = to_vec(&[("a-x86_64---", b"first"), ("b-x86_64---", b"b"), ("a-x86_64---", b"second")], 1);
+        let data = to_vec(
+            &[
+                ("a-x86_64---", b"first"),
+                ("b-x86_64---", b"b"),
+                ("a-x86_64---", b"second"),
+            ],
+            1,
+        );
         let bundle = Bundle::parse(&data).unwrap().unwrap();
         assert_eq!(bundle.entries().len(), 3);
         let ordered = bundle.entries_in_llvm_order();

@@ -142,16 +142,32 @@ impl<'a> CompressedBundle<'a> {
         let (total_size, uncompressed_size, hash) = match version {
             1 => (
                 None,
-                u64::from(u32::from_le_bytes(field(data, 8, "compressed bundle size")?)),
+                u64::from(u32::from_le_bytes(field(
+                    data,
+                    8,
+                    "compressed bundle size",
+                )?)),
                 u64::from_le_bytes(field(data, 12, "compressed bundle hash")?),
             ),
             2 => (
-                Some(u64::from(u32::from_le_bytes(field(data, 8, "compressed bundle total size")?))),
-                u64::from(u32::from_le_bytes(field(data, 12, "compressed bundle size")?)),
+                Some(u64::from(u32::from_le_bytes(field(
+                    data,
+                    8,
+                    "compressed bundle total size",
+                )?))),
+                u64::from(u32::from_le_bytes(field(
+                    data,
+                    12,
+                    "compressed bundle size",
+                )?)),
                 u64::from_le_bytes(field(data, 16, "compressed bundle hash")?),
             ),
             _ => (
-                Some(u64::from_le_bytes(field(data, 8, "compressed bundle total size")?)),
+                Some(u64::from_le_bytes(field(
+                    data,
+                    8,
+                    "compressed bundle total size",
+                )?)),
                 u64::from_le_bytes(field(data, 16, "compressed bundle size")?),
                 u64::from_le_bytes(field(data, 24, "compressed bundle hash")?),
             ),
@@ -228,7 +244,11 @@ impl<'a> CompressedBundle<'a> {
         let result = match self.method {
             Method::Zstd => zstd::stream::read::Decoder::with_buffer(self.payload)
                 .and_then(|d| read_capped(d, &mut out, limit)),
-            Method::Zlib => read_capped(flate2::read::ZlibDecoder::new(self.payload), &mut out, limit),
+            Method::Zlib => read_capped(
+                flate2::read::ZlibDecoder::new(self.payload),
+                &mut out,
+                limit,
+            ),
         };
         match result {
             Ok(true) => Ok(out),
@@ -280,7 +300,9 @@ impl<'a> Iterator for CompressedBundles<'a> {
             }
             Ok(None) => Err(Error::new(
                 at as u64,
-                ErrorKind::Decompress("data after a compressed bundle is not another compressed bundle".into()),
+                ErrorKind::Decompress(
+                    "data after a compressed bundle is not another compressed bundle".into(),
+                ),
             )),
             Err(e) => Err(e.rebased(at as u64)),
         };
@@ -322,7 +344,12 @@ pub struct CompressStats {
 }
 
 /// Builds the header of a compressed bundle.
-pub fn header(options: &CompressOptions, total: u64, uncompressed: u64, hash: u64) -> Result<Vec<u8>> {
+pub fn header(
+    options: &CompressOptions,
+    total: u64,
+    uncompressed: u64,
+    hash: u64,
+) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(32);
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&options.version.to_le_bytes());
@@ -330,10 +357,13 @@ pub fn header(options: &CompressOptions, total: u64, uncompressed: u64, hash: u6
     match options.version {
         2 => {
             let narrow = |what, value: u64| {
-                u32::try_from(value).map_err(|_| Error::new(0, ErrorKind::FieldOverflow { what, value }))
+                u32::try_from(value)
+                    .map_err(|_| Error::new(0, ErrorKind::FieldOverflow { what, value }))
             };
             out.extend_from_slice(&narrow("version 2 total size", total)?.to_le_bytes());
-            out.extend_from_slice(&narrow("version 2 uncompressed size", uncompressed)?.to_le_bytes());
+            out.extend_from_slice(
+                &narrow("version 2 uncompressed size", uncompressed)?.to_le_bytes(),
+            );
         }
         3 => {
             out.extend_from_slice(&total.to_le_bytes());
@@ -371,12 +401,19 @@ pub fn compress_payload(data: &[u8], options: &CompressOptions) -> io::Result<Ve
     match options.method {
         Method::Zstd => {
             let mut cctx = zstd::bulk::Compressor::new(options.level)?;
-            cctx.set_parameter(zstd::zstd_safe::CParameter::EnableLongDistanceMatching(true))?;
+            cctx.set_parameter(zstd::zstd_safe::CParameter::EnableLongDistanceMatching(
+                true,
+            ))?;
             cctx.compress(data)
         }
         Method::Zlib => {
-            let level = if options.level < 0 { 6 } else { options.level.min(9) as u32 };
-            let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level));
+            let level = if options.level < 0 {
+                6
+            } else {
+                options.level.min(9) as u32
+            };
+            let mut enc =
+                flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(level));
             enc.write_all(data)?;
             enc.finish()
         }
@@ -390,7 +427,10 @@ mod tests {
 
     fn sample_bundle() -> Vec<u8> {
         crate::format::bundle::to_vec(
-            &[("host-x86_64-unknown-linux-gnu-", b""), ("hipv4-amdgcn-amd-amdhsa--gfx906", &[7u8; 5000])],
+            &[
+                ("host-x86_64-unknown-linux-gnu-", b""),
+                ("hipv4-amdgcn-amd-amdhsa--gfx906", &[7u8; 5000]),
+            ],
             4096,
         )
     }
@@ -408,7 +448,10 @@ mod tests {
             assert_eq!(&ccob[..4], b"CCOB");
             assert_eq!(u16::from_le_bytes([ccob[4], ccob[5]]), 2);
             assert_eq!(u16::from_le_bytes([ccob[6], ccob[7]]), method.code());
-            assert_eq!(u32::from_le_bytes(ccob[8..12].try_into().unwrap()) as usize, ccob.len());
+            assert_eq!(
+                u32::from_le_bytes(ccob[8..12].try_into().unwrap()) as usize,
+                ccob.len()
+            );
             assert_eq!(stats.total as usize, ccob.len());
             let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
             assert_eq!(parsed.uncompressed_size, data.len() as u64);
@@ -424,8 +467,14 @@ mod tests {
             ..Default::default()
         };
         let (ccob, _) = compress(&data, &options).unwrap();
-        assert_eq!(u64::from_le_bytes(ccob[8..16].try_into().unwrap()) as usize, ccob.len());
-        assert_eq!(u64::from_le_bytes(ccob[16..24].try_into().unwrap()) as usize, data.len());
+        assert_eq!(
+            u64::from_le_bytes(ccob[8..16].try_into().unwrap()) as usize,
+            ccob.len()
+        );
+        assert_eq!(
+            u64::from_le_bytes(ccob[16..24].try_into().unwrap()) as usize,
+            data.len()
+        );
         let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
         assert_eq!(parsed.header_size(), 32);
         assert_eq!(parsed.decompress(u64::MAX).unwrap(), data);
@@ -465,8 +514,22 @@ mod tests {
             data.extend_from_slice(&x.to_le_bytes());
             data.extend_from_slice(b"CCOB");
         }
-        let (a, _) = compress(&data, &CompressOptions { level: 1, ..Default::default() }).unwrap();
-        let (b, _) = compress(b"second", &CompressOptions { version: 3, ..Default::default() }).unwrap();
+        let (a, _) = compress(
+            &data,
+            &CompressOptions {
+                level: 1,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let (b, _) = compress(
+            b"second",
+            &CompressOptions {
+                version: 3,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         let mut stream = a.clone();
         stream.extend_from_slice(&[0; 100]);
         stream.extend_from_slice(&b);
@@ -488,16 +551,28 @@ mod tests {
         }
         let mut bad = ccob.clone();
         bad[4] = 9;
-        assert_eq!(CompressedBundle::parse(&bad).unwrap_err(), Error::new(4, ErrorKind::UnknownCompressedVersion(9)));
+        assert_eq!(
+            CompressedBundle::parse(&bad).unwrap_err(),
+            Error::new(4, ErrorKind::UnknownCompressedVersion(9))
+        );
         let mut bad = ccob.clone();
         bad[6] = 7;
-        assert_eq!(CompressedBundle::parse(&bad).unwrap_err(), Error::new(6, ErrorKind::UnknownCompressionMethod(7)));
+        assert_eq!(
+            CompressedBundle::parse(&bad).unwrap_err(),
+            Error::new(6, ErrorKind::UnknownCompressionMethod(7))
+        );
         let mut bad = ccob.clone();
         bad[8..12].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(matches!(CompressedBundle::parse(&bad).unwrap_err().kind, ErrorKind::BadTotalSize { .. }));
+        assert!(matches!(
+            CompressedBundle::parse(&bad).unwrap_err().kind,
+            ErrorKind::BadTotalSize { .. }
+        ));
         let mut bad = ccob.clone();
         bad[8..12].copy_from_slice(&3u32.to_le_bytes());
-        assert!(matches!(CompressedBundle::parse(&bad).unwrap_err().kind, ErrorKind::BadTotalSize { .. }));
+        assert!(matches!(
+            CompressedBundle::parse(&bad).unwrap_err().kind,
+            ErrorKind::BadTotalSize { .. }
+        ));
     }
 
     #[test]
@@ -505,16 +580,28 @@ mod tests {
         let (ccob, _) = compress(b"payload payload", &CompressOptions::default()).unwrap();
         let mut bad = ccob.clone();
         bad[12..16].copy_from_slice(&(1u32 << 31).to_le_bytes());
-        let err = CompressedBundle::parse(&bad).unwrap().unwrap().decompress(1 << 20).unwrap_err();
+        let err = CompressedBundle::parse(&bad)
+            .unwrap()
+            .unwrap()
+            .decompress(1 << 20)
+            .unwrap_err();
         assert!(matches!(err.kind, ErrorKind::SizeMismatch { .. }), "{err}");
         let mut bad = ccob.clone();
         bad[16] ^= 1;
-        let err = CompressedBundle::parse(&bad).unwrap().unwrap().decompress(1 << 20).unwrap_err();
+        let err = CompressedBundle::parse(&bad)
+            .unwrap()
+            .unwrap()
+            .decompress(1 << 20)
+            .unwrap_err();
         assert!(matches!(err.kind, ErrorKind::HashMismatch { .. }), "{err}");
         let mut bad = ccob.clone();
         let n = bad.len();
         bad[n - 3] ^= 0xff;
-        assert!(CompressedBundle::parse(&bad).unwrap().unwrap().decompress(1 << 20).is_err());
+        assert!(CompressedBundle::parse(&bad)
+            .unwrap()
+            .unwrap()
+            .decompress(1 << 20)
+            .is_err());
     }
 
     #[test]
@@ -522,14 +609,29 @@ mod tests {
         let zeros = vec![0u8; 1 << 20];
         let (ccob, _) = compress(&zeros, &CompressOptions::default()).unwrap();
         let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
-        assert_eq!(parsed.decompress(1000).unwrap_err().kind, ErrorKind::TooLarge { limit: 1000 });
+        assert_eq!(
+            parsed.decompress(1000).unwrap_err().kind,
+            ErrorKind::TooLarge { limit: 1000 }
+        );
     }
 
     #[test]
     fn version_2_refuses_sizes_over_4_gib() {
         let options = CompressOptions::default();
-        assert!(matches!(header(&options, 10, 1 << 32, 0).unwrap_err().kind, ErrorKind::FieldOverflow { .. }));
-        assert!(header(&CompressOptions { version: 3, ..options }, 10, 1 << 32, 0).is_ok());
+        assert!(matches!(
+            header(&options, 10, 1 << 32, 0).unwrap_err().kind,
+            ErrorKind::FieldOverflow { .. }
+        ));
+        assert!(header(
+            &CompressOptions {
+                version: 3,
+                ..options
+            },
+            10,
+            1 << 32,
+            0
+        )
+        .is_ok());
     }
 
     proptest! {

@@ -87,7 +87,9 @@ impl EntryId {
             return true;
         }
         let starts_hip = |s: &str| s.len() >= 3 && s[..3].eq_ignore_ascii_case("hip");
-        hip_openmp && ((starts_hip(kind) && target == "openmp") || (kind == "openmp" && starts_hip(target)))
+        hip_openmp
+            && ((starts_hip(kind) && target == "openmp")
+                || (kind == "openmp" && starts_hip(target)))
     }
 
     /// Whether the code object of this entry can serve the requested `target`, as LLVM 19's
@@ -123,7 +125,13 @@ impl EntryId {
 /// The standardised name LLVM writes: `<kind>-<four-piece triple>-<target ID>`.
 impl fmt::Display for EntryId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{}-{}", self.kind, self.triple.as_str(), self.target_id)
+        write!(
+            f,
+            "{}-{}-{}",
+            self.kind,
+            self.triple.as_str(),
+            self.target_id
+        )
     }
 }
 
@@ -138,21 +146,36 @@ mod tests {
     #[test]
     fn standardised_names_match_llvm_19() {
         let cases = [
-            ("host-x86_64-unknown-linux-gnu", "host-x86_64-unknown-linux-gnu-"),
+            (
+                "host-x86_64-unknown-linux-gnu",
+                "host-x86_64-unknown-linux-gnu-",
+            ),
             ("host-x86_64-unknown-linux", "host-x86_64-unknown-linux--"),
             ("openmp-x86_64", "openmp-x86_64----"),
-            ("hipv4-amdgcn-amd-amdhsa-gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"),
-            ("hipv4-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"),
+            (
+                "hipv4-amdgcn-amd-amdhsa-gfx906",
+                "hipv4-amdgcn-amd-amdhsa--gfx906",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx906",
+                "hipv4-amdgcn-amd-amdhsa--gfx906",
+            ),
             (
                 "hipv4-amdgcn-amd-amdhsa-unknown-gfx906",
                 "hipv4-amdgcn-amd-amdhsa-unknown-gfx906",
             ),
-            ("openmp-nvptx64-nvidia-cuda-sm_70", "openmp-nvptx64-nvidia-cuda--sm_70"),
+            (
+                "openmp-nvptx64-nvidia-cuda-sm_70",
+                "openmp-nvptx64-nvidia-cuda--sm_70",
+            ),
             (
                 "hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc-:xnack+",
                 "hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc-:xnack+",
             ),
-            ("hipv4-amdgcn-amd-amdhsa--gfx9000", "hipv4-amdgcn-amd-amdhsa--gfx9000-"),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx9000",
+                "hipv4-amdgcn-amd-amdhsa--gfx9000-",
+            ),
             (
                 "hipv4-amdgcn-amd-amdhsa--gfx906-extra",
                 "hipv4-amdgcn-amd-amdhsa--gfx906-extra-",
@@ -165,7 +188,10 @@ mod tests {
                 "host-x86_64-unknown-linux-gnu-",
                 "host-x86_64-unknown-linux-gnu-host-x86_64-unknown-linux-gnu-",
             ),
-            ("hip-amdgcn-amd-amdhsa-gfx90a", "hip-amdgcn-amd-amdhsa--gfx90a"),
+            (
+                "hip-amdgcn-amd-amdhsa-gfx90a",
+                "hip-amdgcn-amd-amdhsa--gfx90a",
+            ),
         ];
         for (input, expected) in cases {
             assert_eq!(std_name(input), expected, "for {input}");
@@ -201,20 +227,47 @@ mod tests {
 
     #[test]
     fn compatibility_matches_llvm_19() {
-        assert!(compatible("hipv4-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906:xnack+"));
-        assert!(compatible("hip-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"));
+        assert!(compatible(
+            "hipv4-amdgcn-amd-amdhsa--gfx906",
+            "hipv4-amdgcn-amd-amdhsa--gfx906:xnack+"
+        ));
+        assert!(compatible(
+            "hip-amdgcn-amd-amdhsa--gfx906",
+            "hipv4-amdgcn-amd-amdhsa--gfx906"
+        ));
         assert!(compatible(
             "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+",
             "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+:sramecc+"
         ));
-        assert!(!compatible("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", "hipv4-amdgcn-amd-amdhsa--gfx90a"));
-        assert!(compatible("openmp-nvptx64-nvidia-cuda--sm_70", "openmp-nvptx64-nvidia-cuda-sm_70"));
-        assert!(!compatible("openmp-nvptx64-nvidia-cuda--sm_70", "openmp-nvptx64-nvidia-cuda--sm_70:xnack+"));
-        assert!(compatible("host-x86_64-unknown-linux-gnu-", "host-x86_64-unknown-linux-gnu"));
+        assert!(!compatible(
+            "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+",
+            "hipv4-amdgcn-amd-amdhsa--gfx90a"
+        ));
+        assert!(compatible(
+            "openmp-nvptx64-nvidia-cuda--sm_70",
+            "openmp-nvptx64-nvidia-cuda-sm_70"
+        ));
+        assert!(!compatible(
+            "openmp-nvptx64-nvidia-cuda--sm_70",
+            "openmp-nvptx64-nvidia-cuda--sm_70:xnack+"
+        ));
+        assert!(compatible(
+            "host-x86_64-unknown-linux-gnu-",
+            "host-x86_64-unknown-linux-gnu"
+        ));
         // An entry without a target ID written by older LLVM is not found by LLVM 19.
-        assert!(!compatible("host-x86_64-unknown-linux-gnu", "host-x86_64-unknown-linux-gnu"));
-        assert!(compatible("hipv4-amdgcn-amd-amdhsa-unknown-gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"));
-        assert!(!compatible("openmp-amdgcn-amd-amdhsa--gfx906", "hipv4-amdgcn-amd-amdhsa--gfx906"));
+        assert!(!compatible(
+            "host-x86_64-unknown-linux-gnu",
+            "host-x86_64-unknown-linux-gnu"
+        ));
+        assert!(compatible(
+            "hipv4-amdgcn-amd-amdhsa-unknown-gfx906",
+            "hipv4-amdgcn-amd-amdhsa--gfx906"
+        ));
+        assert!(!compatible(
+            "openmp-amdgcn-amd-amdhsa--gfx906",
+            "hipv4-amdgcn-amd-amdhsa--gfx906"
+        ));
     }
 
     #[test]

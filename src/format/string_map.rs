@@ -160,7 +160,9 @@ impl<V> StringMap<V> {
                 Slot::Tombstone => {}
                 Slot::Full(index) => {
                     if self.hashes[bucket] == hash
-                        && self.entries[index].as_ref().is_some_and(|(k, _)| **k == *key)
+                        && self.entries[index]
+                            .as_ref()
+                            .is_some_and(|(k, _)| **k == *key)
                     {
                         return Some(bucket);
                     }

@@ -75,7 +75,10 @@ impl<'a> TargetId<'a> {
     /// Parses `id` for `triple`: the syntax, then the processor (aliases resolved to the
     /// canonical name for AMDGPU triples) and every feature must be one that processor
     /// supports. Returns the canonical processor and the features.
-    pub fn parse(triple: &Triple, id: &'a str) -> Option<(&'a str, Vec<(&'a str, FeatureSetting)>)> {
+    pub fn parse(
+        triple: &Triple,
+        id: &'a str,
+    ) -> Option<(&'a str, Vec<(&'a str, FeatureSetting)>)> {
         let parsed = TargetId::parse_syntax(id)?;
         let processor: &'a str = if triple.is_amdgpu() {
             amdgpu_processor(triple, parsed.processor)?.name
@@ -135,9 +138,10 @@ pub fn canonical_target_id(triple: &Triple, id: &str) -> Option<String> {
 /// leaves out match any setting) can run on `device`. Both are compared by canonical
 /// processor for `triple`; invalid IDs are never compatible.
 pub fn is_target_id_compatible(triple: &Triple, code: &str, device: &str) -> bool {
-    let (Some((code_proc, code_features)), Some((dev_proc, dev_features))) =
-        (TargetId::parse(triple, code), TargetId::parse(triple, device))
-    else {
+    let (Some((code_proc, code_features)), Some((dev_proc, dev_features))) = (
+        TargetId::parse(triple, code),
+        TargetId::parse(triple, device),
+    ) else {
         return false;
     };
     code_proc == dev_proc
@@ -439,7 +443,10 @@ mod tests {
         assert_eq!(t.processor, "gfx908");
         assert_eq!(
             t.features,
-            [("sramecc", FeatureSetting::On), ("xnack", FeatureSetting::Off)]
+            [
+                ("sramecc", FeatureSetting::On),
+                ("xnack", FeatureSetting::Off)
+            ]
         );
         assert_eq!(TargetId::parse_syntax("gfx906:").unwrap().features, []);
         assert_eq!(TargetId::parse_syntax("").unwrap().processor, "");
@@ -484,7 +491,11 @@ mod tests {
             "gfx90a:xnack+:sramecc+"
         ));
         assert!(!is_target_id_compatible(&t, "gfx90a:xnack+", "gfx90a"));
-        assert!(!is_target_id_compatible(&t, "gfx90a:xnack+", "gfx90a:xnack-"));
+        assert!(!is_target_id_compatible(
+            &t,
+            "gfx90a:xnack+",
+            "gfx90a:xnack-"
+        ));
         assert!(!is_target_id_compatible(&t, "gfx906", "gfx908"));
         assert!(is_target_id_compatible(&t, "fiji", "gfx803"));
     }

@@ -108,7 +108,11 @@ pub fn write_end<W: Write + ?Sized>(out: &mut W, comment: &str, id: &str) -> io:
 }
 
 /// Writes a whole text bundle of `entries` (ID and text), in order.
-pub fn write<W: Write + ?Sized>(out: &mut W, comment: &str, entries: &[(&str, &[u8])]) -> io::Result<()> {
+pub fn write<W: Write + ?Sized>(
+    out: &mut W,
+    comment: &str,
+    entries: &[(&str, &[u8])],
+) -> io::Result<()> {
     for (id, data) in entries {
         write_start(out, comment, id)?;
         out.write_all(data)?;
@@ -129,7 +133,10 @@ mod tests {
             &mut out,
             ";",
             &[
-                ("host-x86_64-unknown-linux-gnu-", b"host line1\nhost line2\n"),
+                (
+                    "host-x86_64-unknown-linux-gnu-",
+                    b"host line1\nhost line2\n",
+                ),
                 ("openmp-amdgcn-amd-amdhsa--gfx906", b"dev line\n"),
             ],
         )
@@ -164,7 +171,12 @@ mod tests {
     #[test]
     fn damaged_markers_are_errors() {
         let mut out = Vec::new();
-        write(&mut out, "#", &[("host-x86_64-unknown-linux-gnu-", b"text")]).unwrap();
+        write(
+            &mut out,
+            "#",
+            &[("host-x86_64-unknown-linux-gnu-", b"text")],
+        )
+        .unwrap();
         let no_end = &out[..out.len() - 40];
         let err = parse(no_end, "#").unwrap_err();
         assert_eq!(err.offset, 0);

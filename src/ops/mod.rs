@@ -1,1 +1,3 @@
-//! Operations.
+//! What users ask for, built from the format codecs and the I/O layer.
+
+pub mod bundler;

@@ -1,0 +1,444 @@
+//! `offload bundler`: clang-offload-bundler 19's command line, options, messages and exit
+//! statuses, over the library's bundler operations.
+
+use super::llvm_cl::{self, Kind, Spec};
+use crate::ops::bundler::{self, BundlerConfig};
+use std::io::Write;
+use std::path::PathBuf;
+
+const SPECS: &[Spec] = &[
+    Spec {
+        name: "type",
+        kind: Kind::Value,
+    },
+    Spec {
+        name: "targets",
+        kind: Kind::CommaList,
+    },
+    Spec {
+        name: "input",
+        kind: Kind::List,
+    },
+    Spec {
+        name: "inputs",
+        kind: Kind::CommaList,
+    },
+    Spec {
+        name: "output",
+        kind: Kind::List,
+    },
+    Spec {
+        name: "outputs",
+        kind: Kind::CommaList,
+    },
+    Spec {
+        name: "unbundle",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "list",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "allow-missing-bundles",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "bundle-align",
+        kind: Kind::Value,
+    },
+    Spec {
+        name: "check-input-archive",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "hip-openmp-compatible",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "compress",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "compression-level",
+        kind: Kind::Value,
+    },
+    Spec {
+        name: "compressed-bundle-version",
+        kind: Kind::Value,
+    },
+    Spec {
+        name: "compression-method",
+        kind: Kind::Value,
+    },
+    Spec {
+        name: "max-decompressed-size",
+        kind: Kind::Value,
+    },
+    Spec {
+        name: "verbose",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "###",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "help",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "h",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "help-hidden",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "help-list",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "help-list-hidden",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "version",
+        kind: Kind::Flag,
+    },
+];
+
+const HELP: &str = "OVERVIEW: A tool to bundle several input files of the specified type <type>
+referring to the same source file but different targets into a single
+one. The resulting file can also be unbundled into different files by
+this tool if -unbundle is provided.
+
+USAGE: PROG [options]
+
+OPTIONS:
+
+Generic Options:
+
+  --help                       - Display available options
+  --version                    - Display the version of this program
+
+clang-offload-bundler options:
+
+  --###                        - Print external commands instead of running them (none are run here)
+  --allow-missing-bundles      - Create empty files if bundles are missing when unbundling
+  --bundle-align=<uint>        - Alignment of bundle entries in binary files (default 1)
+  --check-input-archive        - Check that an input heterogeneous archive follows the target ID rules
+  --compress                   - Compress the bundled output
+  --compression-level=<int>    - Compression level (zstd: default 3; zlib: default 6)
+  --hip-openmp-compatible      - Treat hip and hipv4 entries as compatible with openmp targets
+  --input=<string>             - Input file; repeat for several inputs
+  --list                       - List the bundle IDs of the input
+  --output=<string>            - Output file; repeat for several outputs
+  --targets=<string>           - [<offload kind>-<target triple>[-<target id>],...]
+  --type=<string>              - Type of the files to be bundled/unbundled:
+                                   i   - cpp-output
+                                   ii  - c++-cpp-output
+                                   cui - cuda-cpp-output
+                                   hipi - hip-cpp-output
+                                   d   - dependency
+                                   ll  - llvm
+                                   bc  - llvm-bc
+                                   s   - assembler
+                                   o   - object
+                                   a   - archive of bundled files
+                                   gch - precompiled-header
+                                   ast - clang AST file
+  --unbundle                   - Unbundle a bundled file into several output files
+  --verbose                    - Print compression statistics
+
+Extensions (not in LLVM 19):
+
+  --compressed-bundle-version=<2|3> - Compressed bundle format to write (default 2, or
+                                      COMPRESSED_BUNDLE_FORMAT_VERSION)
+  --compression-method=<zstd|zlib>  - Compression method to write (default zstd)
+  --max-decompressed-size=<bytes>   - Refuse compressed bundles larger than this when
+                                      decompressed (default 16 GiB)
+";
+
+/// Runs the bundler with `args` (without the program name), printing as `prog`. Returns the
+/// exit status.
+pub fn run(prog: &str, args: &[String]) -> i32 {
+    let env = |k: &str| std::env::var(k).ok();
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    run_with(prog, args, env, &mut stdout.lock(), &mut stderr.lock())
+}
+
+fn run_with(
+    prog: &str,
+    args: &[String],
+    env: impl Fn(&str) -> Option<String>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let parsed = match llvm_cl::parse(args, SPECS) {
+        Ok(p) => p,
+        Err(errors) => {
+            for e in errors {
+                if e.starts_with("Unknown command line argument") {
+                    let _ = writeln!(err, "{prog}: {e}  Try: '{prog} --help'");
+                    let arg = e.split('\'').nth(1).unwrap_or("");
+                    if let Some(name) = llvm_cl::nearest(arg, SPECS.iter().map(|s| s.name)) {
+                        let _ = writeln!(err, "{prog}: Did you mean '{}'?", llvm_cl::spelled(name));
+                    }
+                } else {
+                    let _ = writeln!(err, "{prog}: {e}");
+                }
+            }
+            return 1;
+        }
+    };
+    if ["help", "h", "help-hidden", "help-list", "help-list-hidden"]
+        .iter()
+        .any(|h| parsed.flag(h) == Some(true))
+    {
+        let _ = write!(out, "{}", HELP.replace("PROG", prog));
+        return 0;
+    }
+    if parsed.flag("version") == Some(true) {
+        let _ = writeln!(
+            out,
+            "offload-tools clang-offload-bundler version {} (compatible with LLVM 19.1.7)",
+            env!("CARGO_PKG_VERSION")
+        );
+        return 0;
+    }
+    if let Some(arg) = parsed.positional.first() {
+        let _ = writeln!(
+            err,
+            "{prog}: Unknown command line argument '{arg}'.  Try: '{prog} --help'"
+        );
+        return 1;
+    }
+    let Some(file_type) = parsed.value("type") else {
+        let _ = writeln!(
+            err,
+            "{prog}: for the --type option: must be specified at least once!"
+        );
+        return 1;
+    };
+    let fail = |err: &mut dyn Write, message: &str| {
+        let _ = writeln!(err, "{prog}: error: {message}");
+        1
+    };
+
+    let env_settings = bundler::settings_from_env(&env);
+    for warning in &env_settings.warnings {
+        let _ = writeln!(err, "{warning}");
+    }
+    let mut options = env_settings.options;
+    if let Some(level) = parsed.value("compression-level") {
+        match llvm_cl::parse_int(level) {
+            Some(l) => options.level = l,
+            None => {
+                let _ = writeln!(
+                    err,
+                    "{prog}: for the --compression-level option: '{level}' value invalid for integer argument!"
+                );
+                return 1;
+            }
+        }
+    }
+    if let Some(method) = parsed.value("compression-method") {
+        let explicit_level =
+            parsed.given("compression-level") || env("OFFLOAD_BUNDLER_COMPRESSION_LEVEL").is_some();
+        options.method = match method {
+            "zstd" => crate::format::ccob::Method::Zstd,
+            "zlib" => crate::format::ccob::Method::Zlib,
+            other => {
+                return fail(
+                    err,
+                    &format!("'{other}': unknown compression method (use zstd or zlib)"),
+                )
+            }
+        };
+        if !explicit_level {
+            options.level = options.method.default_level();
+        }
+    }
+    if let Some(version) = parsed.value("compressed-bundle-version") {
+        options.version = match version {
+            "2" => 2,
+            "3" => 3,
+            other => {
+                return fail(
+                    err,
+                    &format!("'{other}': compressed bundle version must be 2 or 3"),
+                )
+            }
+        };
+    }
+    let bundle_align = match parsed.value("bundle-align") {
+        None => 1,
+        Some(text) => match llvm_cl::parse_uint(text) {
+            Some(v) => u64::from(v),
+            None => {
+                let _ = writeln!(err, "{prog}: for the --bundle-align option: '{text}' value invalid for uint argument!");
+                return 1;
+            }
+        },
+    };
+    let max_decompressed = match parsed.value("max-decompressed-size") {
+        None => crate::format::ccob::DEFAULT_MAX_DECOMPRESSED,
+        Some(text) => match text.parse::<u64>() {
+            Ok(v) => v,
+            Err(_) => {
+                return fail(
+                    err,
+                    &format!("'{text}': --max-decompressed-size takes a number of bytes"),
+                )
+            }
+        },
+    };
+    let compress = parsed
+        .flag("compress")
+        .or(env_settings.compress)
+        .unwrap_or(false);
+    let verbose = parsed
+        .flag("verbose")
+        .or(env_settings.verbose)
+        .unwrap_or(false);
+
+    let mut inputs: Vec<PathBuf> = parsed
+        .list("input")
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    if parsed.given("inputs") {
+        if !inputs.is_empty() {
+            return fail(
+                err,
+                "-inputs and -input cannot be used together, use only -input instead",
+            );
+        }
+        let _ = writeln!(
+            err,
+            "{prog}: warning: -inputs is deprecated, use -input instead"
+        );
+        inputs.extend(parsed.list("inputs").into_iter().map(PathBuf::from));
+    }
+    let mut outputs: Vec<PathBuf> = parsed
+        .list("output")
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    if parsed.given("outputs") {
+        if !outputs.is_empty() {
+            return fail(
+                err,
+                "-outputs and -output cannot be used together, use only -output instead",
+            );
+        }
+        let _ = writeln!(
+            err,
+            "{prog}: warning: -outputs is deprecated, use -output instead"
+        );
+        outputs.extend(parsed.list("outputs").into_iter().map(PathBuf::from));
+    }
+    let unbundle = parsed.flag("unbundle").unwrap_or(false);
+    let targets = parsed.list("targets");
+    let config = BundlerConfig {
+        file_type: file_type.to_string(),
+        targets: targets.clone(),
+        inputs,
+        outputs,
+        bundle_align,
+        allow_missing_bundles: parsed.flag("allow-missing-bundles").unwrap_or(false),
+        hip_openmp_compatible: parsed.flag("hip-openmp-compatible").unwrap_or(false),
+        compress: compress.then_some(options),
+        verbose,
+        check_input_archive: parsed.flag("check-input-archive").unwrap_or(false),
+        max_decompressed,
+    };
+
+    let result = if parsed.flag("list") == Some(true) {
+        if unbundle {
+            return fail(err, "-unbundle and -list cannot be used together");
+        }
+        if config.inputs.len() != 1 {
+            return fail(err, "only one input file supported for -list");
+        }
+        if !config.outputs.is_empty() {
+            return fail(err, "-outputs option is invalid for -list");
+        }
+        if parsed.given("targets") {
+            return fail(err, "-targets option is invalid for -list");
+        }
+        bundler::list(&config, out, err)
+    } else if unbundle {
+        bundler::unbundle(&config, err)
+    } else {
+        bundler::bundle(&config, err)
+    };
+    match result {
+        Ok(()) => 0,
+        Err(e) => fail(err, &e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_args(args: &str) -> (i32, String, String) {
+        let args: Vec<String> = args.split_whitespace().map(str::to_string).collect();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run_with("B", &args, |_| None, &mut out, &mut err);
+        (
+            code,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn command_line_errors_read_as_llvm() {
+        assert_eq!(
+            run_args("-targets=a"),
+            (
+                1,
+                String::new(),
+                "B: for the --type option: must be specified at least once!\n".into()
+            )
+        );
+        let (code, _, err) = run_args("-type=bc -unbundel");
+        assert_eq!(code, 1);
+        assert_eq!(err, "B: Unknown command line argument '-unbundel'.  Try: 'B --help'\nB: Did you mean '--unbundle'?\n");
+        assert_eq!(
+            run_args("-type=bc -bundle-align=-1 -targets=x").2,
+            "B: for the --bundle-align option: '-1' value invalid for uint argument!\n"
+        );
+        assert_eq!(
+            run_args("-type=bc -list -input=a -targets=x").2,
+            "B: error: -targets option is invalid for -list\n"
+        );
+        assert_eq!(
+            run_args("-type=bc -input=a -inputs=b -targets=x -output=o").2,
+            "B: error: -inputs and -input cannot be used together, use only -input instead\n"
+        );
+        assert_eq!(
+            run_args("-type=bc -targets=x").2,
+            "B: error: no output file specified!\n"
+        );
+        assert_eq!(
+            run_args("-type=bc -output=x").2,
+            "B: error: for the --targets option: must be specified at least once!\n"
+        );
+    }
+
+    #[test]
+    fn help_and_version_exit_zero() {
+        let (code, out, _) = run_args("--help");
+        assert_eq!(code, 0);
+        assert!(out.contains("USAGE: B [options]"));
+        let (code, out, _) = run_args("-version");
+        assert_eq!(code, 0);
+        assert!(out.contains("LLVM 19"));
+    }
+}

@@ -1,0 +1,277 @@
+//! LLVM `cl`-style command lines, as LLVM's tools accept them: options spelled with one or two
+//! dashes, values after `=` or in the next argument, booleans that take an optional
+//! `=true|false|1|0`, lists that accumulate over repetitions and (for some) split on commas,
+//! and the last occurrence of a single-valued option winning. Errors read as LLVM's do.
+
+use std::collections::BTreeMap;
+
+/// What an option takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A boolean: `-x`, or `-x=true|false|1|0`.
+    Flag,
+    /// One value; the last occurrence wins.
+    Value,
+    /// Values accumulating over occurrences.
+    List,
+    /// Values accumulating over occurrences, each split on commas.
+    CommaList,
+}
+
+/// One option of a tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    /// Its name without dashes.
+    pub name: &'static str,
+    /// What it takes.
+    pub kind: Kind,
+}
+
+/// The options seen on a command line.
+#[derive(Debug, Default, Clone)]
+pub struct Parsed {
+    values: BTreeMap<&'static str, Vec<String>>,
+    flags: BTreeMap<&'static str, bool>,
+    /// Arguments that were not options (after `--`, or a lone `-`).
+    pub positional: Vec<String>,
+}
+
+impl Parsed {
+    /// All values of a list option, in order.
+    pub fn list(&self, name: &str) -> Vec<String> {
+        self.values.get(name).cloned().unwrap_or_default()
+    }
+
+    /// The last value of a single-valued option.
+    pub fn value(&self, name: &str) -> Option<&str> {
+        self.values
+            .get(name)
+            .and_then(|v| v.last())
+            .map(String::as_str)
+    }
+
+    /// Whether an option was given at all.
+    pub fn given(&self, name: &str) -> bool {
+        self.values.contains_key(name) || self.flags.contains_key(name)
+    }
+
+    /// A flag's value if it was given.
+    pub fn flag(&self, name: &str) -> Option<bool> {
+        self.flags.get(name).copied()
+    }
+}
+
+/// Spells an option the way LLVM's messages do: one dash for one-letter names, two otherwise.
+pub fn spelled(name: &str) -> String {
+    if name.chars().count() == 1 {
+        format!("-{name}")
+    } else {
+        format!("--{name}")
+    }
+}
+
+/// Parses `args` (without the program name) against `specs`. Errors are LLVM's messages without
+/// the program prefix; the caller prints `<prog>: <message>`.
+pub fn parse(args: &[String], specs: &[Spec]) -> Result<Parsed, Vec<String>> {
+    let mut parsed = Parsed::default();
+    let mut errors = Vec::new();
+    let mut i = 0;
+    let mut only_positional = false;
+    while i < args.len() {
+        let arg = &args[i];
+        i += 1;
+        if only_positional || arg == "-" || !arg.starts_with('-') {
+            parsed.positional.push(arg.clone());
+            continue;
+        }
+        if arg == "--" {
+            only_positional = true;
+            continue;
+        }
+        let body = arg.strip_prefix("--").unwrap_or(&arg[1..]);
+        let (name, inline) = match body.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (body, None),
+        };
+        let Some(spec) = specs.iter().find(|s| s.name == name) else {
+            errors.push(format!("Unknown command line argument '{arg}'."));
+            continue;
+        };
+        match spec.kind {
+            Kind::Flag => {
+                let value = match inline {
+                    None => Some(true),
+                    Some("true" | "TRUE" | "True" | "1") => Some(true),
+                    Some("false" | "FALSE" | "False" | "0") => Some(false),
+                    Some(other) => {
+                        errors.push(format!(
+                            "for the {} option: '{other}' is invalid value for boolean argument! Try 0 or 1",
+                            spelled(spec.name)
+                        ));
+                        None
+                    }
+                };
+                if let Some(v) = value {
+                    parsed.flags.insert(spec.name, v);
+                }
+            }
+            Kind::Value | Kind::List | Kind::CommaList => {
+                let value = match inline {
+                    Some(v) => v.to_string(),
+                    None if i < args.len() => {
+                        i += 1;
+                        args[i - 1].clone()
+                    }
+                    None => {
+                        errors.push(format!(
+                            "for the {} option: requires a value!",
+                            spelled(spec.name)
+                        ));
+                        continue;
+                    }
+                };
+                let slot = parsed.values.entry(spec.name).or_default();
+                if spec.kind == Kind::CommaList {
+                    slot.extend(value.split(',').map(str::to_string));
+                } else {
+                    slot.push(value);
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(parsed)
+    } else {
+        Err(errors)
+    }
+}
+
+/// The option name closest to `arg` within a small edit distance, for a "Did you mean" hint.
+pub fn nearest<'a>(arg: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let body = arg.trim_start_matches('-');
+    let body = body.split_once('=').map_or(body, |(n, _)| n);
+    names
+        .into_iter()
+        .map(|n| (edit_distance(body, n), n))
+        .filter(|(d, n)| *d > 0 && *d <= 2.max(n.len() / 4))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cur = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+            prev = cur;
+        }
+    }
+    row[b.len()]
+}
+
+/// Parses an unsigned 32-bit value as LLVM's `cl::opt<unsigned>` does: decimal, `0x` hex or
+/// leading-zero octal.
+pub fn parse_uint(text: &str) -> Option<u32> {
+    let (digits, radix) =
+        if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+            (hex, 16)
+        } else if text.len() > 1 && text.starts_with('0') {
+            (&text[1..], 8)
+        } else {
+            (text, 10)
+        };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u32::from_str_radix(digits, radix).ok()
+}
+
+/// Parses a signed 32-bit value as LLVM's `cl::opt<int>` does.
+pub fn parse_int(text: &str) -> Option<i32> {
+    match text.strip_prefix('-') {
+        Some(rest) => parse_uint(rest)
+            .and_then(|v| 0i64.checked_sub(i64::from(v)))
+            .and_then(|v| i32::try_from(v).ok()),
+        None => parse_uint(text).and_then(|v| i32::try_from(v).ok()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[Spec] = &[
+        Spec {
+            name: "type",
+            kind: Kind::Value,
+        },
+        Spec {
+            name: "targets",
+            kind: Kind::CommaList,
+        },
+        Spec {
+            name: "input",
+            kind: Kind::List,
+        },
+        Spec {
+            name: "unbundle",
+            kind: Kind::Flag,
+        },
+        Spec {
+            name: "###",
+            kind: Kind::Flag,
+        },
+    ];
+
+    fn args(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn every_spelling_llvm_accepts() {
+        let p = parse(&args("-type=o --type bc -targets=a,b --targets c -input x,y --input=z -unbundle=false --unbundle -###"), SPECS).unwrap();
+        assert_eq!(p.value("type"), Some("bc"));
+        assert_eq!(p.list("targets"), ["a", "b", "c"]);
+        assert_eq!(p.list("input"), ["x,y", "z"]);
+        assert_eq!(p.flag("unbundle"), Some(true));
+        assert_eq!(p.flag("###"), Some(true));
+        let p = parse(&args("-targets=,A"), SPECS).unwrap();
+        assert_eq!(p.list("targets"), ["", "A"]);
+    }
+
+    #[test]
+    fn errors_read_as_llvm() {
+        assert_eq!(
+            parse(&args("-x"), SPECS).unwrap_err(),
+            ["Unknown command line argument '-x'."]
+        );
+        assert_eq!(
+            parse(&args("-type"), SPECS).unwrap_err(),
+            ["for the --type option: requires a value!"]
+        );
+        assert_eq!(
+            parse(&args("-unbundle=yes"), SPECS).unwrap_err(),
+            ["for the --unbundle option: 'yes' is invalid value for boolean argument! Try 0 or 1"]
+        );
+        assert_eq!(parse(&args("stray"), SPECS).unwrap().positional, ["stray"]);
+        assert_eq!(
+            nearest("-unbundel", SPECS.iter().map(|s| s.name)),
+            Some("unbundle")
+        );
+    }
+
+    #[test]
+    fn integers_as_llvm_reads_them() {
+        assert_eq!(parse_uint("4096"), Some(4096));
+        assert_eq!(parse_uint("0x10"), Some(16));
+        assert_eq!(parse_uint("010"), Some(8));
+        assert_eq!(parse_uint("-1"), None);
+        assert_eq!(parse_uint("4294967296"), None);
+        assert_eq!(parse_int("-5"), Some(-5));
+        assert_eq!(parse_int("abc"), None);
+    }
+}

@@ -1,0 +1,89 @@
+//! The library's error type: what failed, on which file.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// An error from an operation, naming the file it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Reading or writing a file failed.
+    #[error("'{}': {}", path.display(), io_message(source))]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: io::Error,
+    },
+    /// A file's contents are not in the expected format.
+    #[error("'{}': {}{source}", path.display(), where_prefix(context))]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// Where in the file the parsed data lies, when it is not the file itself (for example
+        /// the decompressed contents of a compressed bundle at some offset).
+        context: Option<String>,
+        /// The format error, with its offset in the parsed data.
+        source: crate::format::Error,
+    },
+    /// The request cannot be carried out; the message says why, in the words LLVM's tools use
+    /// where there are such words.
+    #[error("{0}")]
+    Message(String),
+}
+
+fn where_prefix(context: &Option<String>) -> String {
+    context
+        .as_ref()
+        .map(|c| format!("{c}: "))
+        .unwrap_or_default()
+}
+
+/// The system's message for `e` without Rust's " (os error N)" suffix, as C tools print it.
+pub fn io_message(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(cut) if text.ends_with(')') => text[..cut].to_string(),
+        _ => text,
+    }
+}
+
+impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: impl AsRef<Path>, source: io::Error) -> Self {
+        Error::Io {
+            path: path.as_ref().to_path_buf(),
+            source,
+        }
+    }
+
+    /// A format error in `path`.
+    pub fn format(path: impl AsRef<Path>, source: crate::format::Error) -> Self {
+        Error::Format {
+            path: path.as_ref().to_path_buf(),
+            context: None,
+            source,
+        }
+    }
+
+    /// A format error in data found at `context` inside `path`.
+    pub fn format_in(
+        path: impl AsRef<Path>,
+        context: impl fmt::Display,
+        source: crate::format::Error,
+    ) -> Self {
+        Error::Format {
+            path: path.as_ref().to_path_buf(),
+            context: Some(context.to_string()),
+            source,
+        }
+    }
+
+    /// An error with a message.
+    pub fn msg(message: impl Into<String>) -> Self {
+        Error::Message(message.into())
+    }
+}
+
+/// Result of a library operation.
+pub type Result<T> = std::result::Result<T, Error>;
