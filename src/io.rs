@@ -4,18 +4,22 @@
 use crate::error::{Error, Result};
 use memmap2::Mmap;
 use std::fs::{self, File, OpenOptions, Permissions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::ops::Deref;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use tempfile::NamedTempFile;
 
 /// The bytes of an input file: a memory map for regular files, a buffer otherwise (standard
-/// input, devices, pipes, empty files).
-pub enum Input {
-    /// A read-only memory map of a regular file.
+/// input, devices, pipes, empty files). A regular file keeps its handle so that ranges of it
+/// can be copied to an output by the kernel, without passing through this process's memory.
+pub struct Input {
+    data: Data,
+    file: Option<File>,
+}
+
+enum Data {
     Mapped(Mmap),
-    /// Bytes read into memory.
     Owned(Vec<u8>),
 }
 
@@ -23,9 +27,9 @@ impl Deref for Input {
     type Target = [u8];
 
     fn deref(&self) -> &[u8] {
-        match self {
-            Input::Mapped(map) => map,
-            Input::Owned(bytes) => bytes,
+        match &self.data {
+            Data::Mapped(map) => map,
+            Data::Owned(bytes) => bytes,
         }
     }
 }
@@ -39,7 +43,7 @@ impl Input {
                 .lock()
                 .read_to_end(&mut bytes)
                 .map_err(|e| Error::io(path, e))?;
-            return Ok(Input::Owned(bytes));
+            return Ok(Input::from_bytes(bytes));
         }
         let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
         let meta = file.metadata().map_err(|e| Error::io(path, e))?;
@@ -51,12 +55,31 @@ impl Input {
             // truncating the file while we read it would fault, as it would for any mmap
             // user; the inputs of a build step are not rewritten during it.
             let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-            return Ok(Input::Mapped(map));
+            return Ok(Input {
+                data: Data::Mapped(map),
+                file: Some(file),
+            });
         }
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| Error::io(path, e))?;
-        Ok(Input::Owned(bytes))
+        file.read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+        Ok(Input::from_bytes(bytes))
+    }
+
+    /// An input held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Input {
+        Input {
+            data: Data::Owned(bytes),
+            file: None,
+        }
+    }
+
+    /// Where `part` (a slice of this input) starts in the file, if this input is a mapped
+    /// file and `part` lies inside it.
+    fn file_range(&self, part: &[u8]) -> Option<(&File, u64)> {
+        let file = self.file.as_ref()?;
+        let base = self.as_ptr() as usize;
+        let start = (part.as_ptr() as usize).checked_sub(base)?;
+        (start + part.len() <= self.len()).then_some((file, start as u64))
     }
 }
 
@@ -144,6 +167,36 @@ impl Output {
         self.sink
             .write_all(data)
             .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Writes `part`, a slice of `input`. When both are files the kernel copies the bytes
+    /// (`copy_file_range`), so large payloads never pass through this process's memory.
+    pub fn write_part(&mut self, input: &Input, part: &[u8]) -> Result<()> {
+        let Some((file, offset)) = input.file_range(part) else {
+            return self.write_bytes(part);
+        };
+        if part.len() < (64 << 10) || matches!(self.sink.get_ref().0, Sink::Stdout(_)) {
+            return self.write_bytes(part);
+        }
+        self.sink.flush().map_err(|e| Error::io(&self.path, e))?;
+        let target = match &mut self.sink.get_mut().0 {
+            Sink::Temp(temp, _) => temp.as_file_mut(),
+            Sink::Direct(file) => file,
+            Sink::Stdout(_) => unreachable!("standard output is written above"),
+        };
+        let mut source = file;
+        source
+            .seek(SeekFrom::Start(offset))
+            .map_err(|e| Error::io(&self.path, e))?;
+        let copied = io::copy(&mut source.take(part.len() as u64), target)
+            .map_err(|e| Error::io(&self.path, e))?;
+        if copied != part.len() as u64 {
+            return Err(Error::io(
+                &self.path,
+                io::Error::new(io::ErrorKind::UnexpectedEof, "input file shrank while being read"),
+            ));
+        }
+        Ok(())
     }
 
     /// Finishes the output: flushes it and renames the temporary file into place.

@@ -285,8 +285,7 @@ pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
         .collect();
     let mut output = Output::create(output_path)?;
     match config.compress {
-        None => write_bundle(&mut output, handler, &entries, config.bundle_align)
-            .map_err(|e| Error::io(output_path, e))?,
+        None => stream_bundle(&mut output, handler, &inputs, &targets.names, config.bundle_align)?,
         Some(options) => {
             let mut plain = Vec::new();
             write_bundle(&mut plain, handler, &entries, config.bundle_align)
@@ -301,6 +300,33 @@ pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
         }
     }
     output.commit()
+}
+
+/// Writes the bundle straight from the inputs: headers and markers from memory, payloads
+/// copied from the input files.
+fn stream_bundle(out: &mut Output, handler: Handler, inputs: &[Input], names: &[String], align: u64) -> Result<()> {
+    let path = out.path().to_path_buf();
+    match handler {
+        Handler::Text(comment) => {
+            for (name, input) in names.iter().zip(inputs) {
+                text_bundle::write_start(out, comment, name).map_err(|e| Error::io(&path, e))?;
+                out.write_part(input, input)?;
+                text_bundle::write_end(out, comment, name).map_err(|e| Error::io(&path, e))?;
+            }
+        }
+        _ => {
+            let sizes: Vec<(&str, u64)> = names.iter().map(String::as_str).zip(inputs.iter().map(|i| i.len() as u64)).collect();
+            let plan = bundle::layout(&sizes, align).map_err(|e| Error::format(&path, e))?;
+            out.write_bytes(&plan.header)?;
+            let mut cursor = plan.header.len() as u64;
+            for (input, offset) in inputs.iter().zip(&plan.offsets) {
+                bundle::write_zeros(out, offset - cursor).map_err(|e| Error::io(&path, e))?;
+                out.write_part(input, input)?;
+                cursor = offset + input.len() as u64;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn write_bundle(
@@ -585,11 +611,11 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
             // No entry matched any target: the input passes through as the host's code.
             if targets.parsed[index].is_host() {
                 for (_, data) in contents.buffers() {
-                    output.write_bytes(data)?;
+                    output.write_part(&input, data)?;
                 }
             }
         } else if let Some(data) = found[index] {
-            output.write_bytes(data)?;
+            output.write_part(&input, data)?;
         }
         outputs.push(output);
     }

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Times `offload bundler` and clang-offload-bundler-19 on the same large inputs, one after the
+# other in the same run, and prints wall time, peak memory (max RSS) and the ratio of each.
+#
+#   benches/compare.sh [WORKDIR]      (default: a temporary folder, removed afterwards)
+#
+# Inputs: three 256 MiB device images (random bytes, so nothing is compressible by accident)
+# and a small host file. Needs clang-offload-bundler-19 and GNU time (/usr/bin/time).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+llvm=${LLVM_BUNDLER:-clang-offload-bundler-19}
+command -v "$llvm" >/dev/null || { echo "compare.sh: $llvm not found" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "compare.sh: GNU time (/usr/bin/time) not found: apt-get install time" >&2; exit 1; }
+
+(cd "$here" && cargo build --release --quiet)
+ours="$here/target/release/offload"
+
+work=${1:-$(mktemp -d)}
+[ -n "${1:-}" ] || trap 'rm -rf "$work"' EXIT
+mkdir -p "$work"
+cd "$work"
+for i in 1 2 3; do
+  [ -f dev$i.bin ] || head -c $((256 << 20)) /dev/urandom > dev$i.bin
+done
+[ -f host.bin ] || head -c 4096 /dev/urandom > host.bin
+targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx906,hipv4-amdgcn-amd-amdhsa--gfx90a,hipv4-amdgcn-amd-amdhsa--gfx1030
+
+# measure LABEL CMD... -> prints "LABEL seconds maxrss_kib"
+measure() {
+  local label=$1; shift
+  sync
+  /usr/bin/time -f "%e %M" -o time.out "$@" >/dev/null
+  read -r secs kib < time.out
+  echo "$label $secs $kib"
+}
+
+row() { # name llvm_line ours_line
+  read -r _ ls lk <<<"$2"; read -r _ os ok <<<"$3"
+  awk -v n="$1" -v ls="$ls" -v lk="$lk" -v os="$os" -v ok="$ok" 'BEGIN {
+    printf "%-34s %9.2f s %8.1f MiB | %9.2f s %8.1f MiB | %6.3fx time\n", n, ls, lk/1024, os, ok/1024, (ls > 0 ? os/ls : 0) }'
+}
+
+printf "%-34s %24s | %24s |\n" "" "clang-offload-bundler-19" "offload bundler"
+
+# Bundle 768 MiB (3 x 256 MiB + host), binary, 4096 alignment.
+l=$(measure llvm "$llvm" -type=o -bundle-align=4096 -targets=$targets \
+      -input=host.bin -input=dev1.bin -input=dev2.bin -input=dev3.bin -output=llvm.bundle)
+o=$(measure ours "$ours" bundler -type=o -bundle-align=4096 -targets=$targets \
+      -input=host.bin -input=dev1.bin -input=dev2.bin -input=dev3.bin -output=ours.bundle)
+row "bundle 3 x 256 MiB" "$l" "$o"
+cmp llvm.bundle ours.bundle && echo "  same bytes"
+
+# Unbundle one 256 MiB entry.
+l=$(measure llvm "$llvm" -unbundle -type=o -targets=hipv4-amdgcn-amd-amdhsa--gfx90a \
+      -input=llvm.bundle -output=llvm.gfx90a)
+o=$(measure ours "$ours" bundler -unbundle -type=o -targets=hipv4-amdgcn-amd-amdhsa--gfx90a \
+      -input=llvm.bundle -output=ours.gfx90a)
+row "unbundle one 256 MiB entry" "$l" "$o"
+cmp llvm.gfx90a ours.gfx90a && echo "  same bytes"
+
+# List.
+l=$(measure llvm "$llvm" -list -type=o -input=llvm.bundle)
+o=$(measure ours "$ours" bundler -list -type=o -input=llvm.bundle)
+row "list" "$l" "$o"
+rm -f llvm.bundle ours.bundle llvm.gfx90a ours.gfx90a
