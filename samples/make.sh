@@ -37,28 +37,28 @@ fname() { printf '%s' "${1//:/_}"; }
 # ---- device code: one target per file, not bundled -------------------------------------
 for arch in gfx906 gfx90a gfx90a:xnack+ gfx90a:xnack- gfx908:sramecc+:xnack-; do
   f=$(fname "$arch")
-  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -c src/kernel.hip -o "dev/kernel-$f.hsaco"
+  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -c -cuid=kernel src/kernel.hip -o "dev/kernel-$f.hsaco"
 done
 for arch in gfx906 gfx90a; do
-  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -c -emit-llvm src/kernel.hip -o "dev/kernel-$arch.bc"
-  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -S -emit-llvm src/kernel.hip -o "dev/kernel-$arch.ll"
-  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -S src/kernel.hip -o "dev/kernel-$arch.s"
-  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -E src/kernel.hip -o "dev/kernel-$arch.hipi"
-  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -c src/vadd.hip -o "dev/vadd-$arch.hsaco"
+  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -c -emit-llvm -cuid=kernel src/kernel.hip -o "dev/kernel-$arch.bc"
+  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -S -emit-llvm -cuid=kernel src/kernel.hip -o "dev/kernel-$arch.ll"
+  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -S -cuid=kernel src/kernel.hip -o "dev/kernel-$arch.s"
+  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -E -cuid=kernel src/kernel.hip -o "dev/kernel-$arch.hipi"
+  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -c -cuid=vadd src/vadd.hip -o "dev/vadd-$arch.hsaco"
   # Relocatable device object (-fgpu-rdc keeps it unlinked).
-  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -fgpu-rdc -c -emit-llvm src/vadd.hip -o "dev/vadd-$arch.bc"
+  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -fgpu-rdc -c -emit-llvm -cuid=vadd src/vadd.hip -o "dev/vadd-$arch.bc"
 done
 # OpenMP device bitcode for gfx906.
 "$CLANG" -fopenmp --offload-arch=gfx906 -nogpulib -O2 --offload-device-only -c src/omp.c \
   -o dev/omp-gfx906.bc
 
 # ---- host code ---------------------------------------------------------------------------
-"$CLANG" "${HOST[@]}" -c -emit-llvm src/kernel.hip -o host/kernel.bc
-"$CLANG" "${HOST[@]}" -S -emit-llvm src/kernel.hip -o host/kernel.ll
-"$CLANG" "${HOST[@]}" -S src/kernel.hip -o host/kernel.s
-"$CLANG" "${HOST[@]}" -c src/kernel.hip -o host/kernel.o
-"$CLANG" "${HOST[@]}" -E src/kernel.hip -o host/kernel.hipi
-"$CLANG" "${HOST[@]}" -c src/vadd.hip -o host/vadd.o
+"$CLANG" "${HOST[@]}" -c -emit-llvm -cuid=kernel src/kernel.hip -o host/kernel.bc
+"$CLANG" "${HOST[@]}" -S -emit-llvm -cuid=kernel src/kernel.hip -o host/kernel.ll
+"$CLANG" "${HOST[@]}" -S -cuid=kernel src/kernel.hip -o host/kernel.s
+"$CLANG" "${HOST[@]}" -c -cuid=kernel src/kernel.hip -o host/kernel.o
+"$CLANG" "${HOST[@]}" -E -cuid=kernel src/kernel.hip -o host/kernel.hipi
+"$CLANG" "${HOST[@]}" -c -cuid=vadd src/vadd.hip -o host/vadd.o
 "$CLANG" -fopenmp --offload-arch=gfx906 -nogpulib -O2 --offload-host-only -E src/omp.c -o host/omp.i
 "$CLANG" -fopenmp --offload-arch=gfx906 -nogpulib -O2 --offload-host-only -c -emit-llvm src/omp.c \
   -o host/omp.bc
@@ -66,21 +66,21 @@ done
 # ---- files clang itself bundles -------------------------------------------------------------
 TWO=(--offload-arch=gfx906 --offload-arch=gfx90a)
 # Host object with a .hip_fatbin section (a binary bundle, 4096-aligned, empty host entry).
-"$CLANG" "${HIP[@]}" "${TWO[@]}" -c src/kernel.hip -o clang/kernel-fatbin.o
+"$CLANG" "${HIP[@]}" "${TWO[@]}" -c -cuid=kernel src/kernel.hip -o clang/kernel-fatbin.o
 "$OBJCOPY" --dump-section .hip_fatbin=clang/kernel-fatbin.hip_fatbin clang/kernel-fatbin.o
 # The same, compressed: .hip_fatbin holds a CCOB.
-"$CLANG" "${HIP[@]}" "${TWO[@]}" --offload-compress -c src/kernel.hip -o clang/kernel-fatbin-z.o
+"$CLANG" "${HIP[@]}" "${TWO[@]}" --offload-compress -c -cuid=kernel src/kernel.hip -o clang/kernel-fatbin-z.o
 "$OBJCOPY" --dump-section .hip_fatbin=clang/kernel-fatbin-z.hip_fatbin clang/kernel-fatbin-z.o
 # Relocatable device code: an object bundle (__CLANG_OFFLOAD_BUNDLE__* sections) made through
 # llvm-objcopy by the driver.
-"$CLANG" "${HIP[@]}" "${TWO[@]}" -fgpu-rdc -c src/vadd.hip -o clang/vadd-rdc.o
+"$CLANG" "${HIP[@]}" "${TWO[@]}" -fgpu-rdc -c -cuid=vadd src/vadd.hip -o clang/vadd-rdc.o
 # Device-only compile: the driver bundles the code objects with an empty host entry.
-"$CLANG" "${HIP[@]}" "${TWO[@]}" --cuda-device-only -c src/kernel.hip -o clang/kernel-device.o
+"$CLANG" "${HIP[@]}" "${TWO[@]}" --cuda-device-only -c -cuid=kernel src/kernel.hip -o clang/kernel-device.o
 # Host and device together for -E, -S, -emit-llvm: the driver bundles the outputs.
-"$CLANG" "${HIP[@]}" "${TWO[@]}" -E src/kernel.hip -o clang/kernel.hipi
-"$CLANG" "${HIP[@]}" "${TWO[@]}" -S -emit-llvm src/kernel.hip -o clang/kernel.ll
-"$CLANG" "${HIP[@]}" "${TWO[@]}" -S src/kernel.hip -o clang/kernel.s
-"$CLANG" "${HIP[@]}" "${TWO[@]}" -c -emit-llvm src/kernel.hip -o clang/kernel.bc
+"$CLANG" "${HIP[@]}" "${TWO[@]}" -E -cuid=kernel src/kernel.hip -o clang/kernel.hipi
+"$CLANG" "${HIP[@]}" "${TWO[@]}" -S -emit-llvm -cuid=kernel src/kernel.hip -o clang/kernel.ll
+"$CLANG" "${HIP[@]}" "${TWO[@]}" -S -cuid=kernel src/kernel.hip -o clang/kernel.s
+"$CLANG" "${HIP[@]}" "${TWO[@]}" -c -emit-llvm -cuid=kernel src/kernel.hip -o clang/kernel.bc
 # OpenMP host object with a .llvm.offloading section (OffloadBinary, not a bundle).
 "$CLANG" -fopenmp --offload-arch=gfx906 -nogpulib -O2 -c src/omp.c -o clang/omp.o
 
