@@ -15,10 +15,20 @@ fn entries(n: usize, size: usize) -> (Vec<String>, Vec<Vec<u8>>) {
 
 fn bench_bundle(c: &mut Criterion) {
     let (ids, data) = entries(64, 4096);
-    let refs: Vec<(&str, &[u8])> = ids.iter().map(String::as_str).zip(data.iter().map(Vec::as_slice)).collect();
+    let refs: Vec<(&str, &[u8])> = ids
+        .iter()
+        .map(String::as_str)
+        .zip(data.iter().map(Vec::as_slice))
+        .collect();
     let bytes = bundle::to_vec(&refs, 4096);
     c.bench_function("bundle header parse, 64 entries", |b| {
-        b.iter(|| bundle::Bundle::parse(black_box(&bytes)).unwrap().unwrap().entries().len())
+        b.iter(|| {
+            bundle::Bundle::parse(black_box(&bytes))
+                .unwrap()
+                .unwrap()
+                .entries()
+                .len()
+        })
     });
     c.bench_function("bundle entries in LLVM order, 64 entries", |b| {
         let parsed = bundle::Bundle::parse(&bytes).unwrap().unwrap();
@@ -46,7 +56,11 @@ fn bench_text(c: &mut Criterion) {
 
 fn bench_ccob(c: &mut Criterion) {
     let (ids, data) = entries(4, 1 << 20);
-    let refs: Vec<(&str, &[u8])> = ids.iter().map(String::as_str).zip(data.iter().map(Vec::as_slice)).collect();
+    let refs: Vec<(&str, &[u8])> = ids
+        .iter()
+        .map(String::as_str)
+        .zip(data.iter().map(Vec::as_slice))
+        .collect();
     let plain = bundle::to_vec(&refs, 4096);
     let options = ccob::CompressOptions::default();
     let (one, _) = ccob::compress(&plain, &options).unwrap();

@@ -61,7 +61,8 @@ impl Input {
             });
         }
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(|e| Error::io(path, e))?;
+        file.read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path, e))?;
         Ok(Input::from_bytes(bytes))
     }
 
@@ -80,6 +81,15 @@ impl Input {
         let base = self.as_ptr() as usize;
         let start = (part.as_ptr() as usize).checked_sub(base)?;
         (start + part.len() <= self.len()).then_some((file, start as u64))
+    }
+}
+
+/// The error without the temporary file's path that `tempfile` adds: messages name the
+/// destination instead.
+fn plain_os_error(e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => e,
     }
 }
 
@@ -146,7 +156,7 @@ impl Output {
                         .suffix(".tmp")
                         .permissions(Permissions::from_mode(0o666))
                         .tempfile_in(dir)
-                        .map_err(|e| Error::io(path, e))?;
+                        .map_err(|e| Error::io(path, plain_os_error(e)))?;
                     Sink::Temp(temp, keep)
                 }
             }
@@ -193,7 +203,10 @@ impl Output {
         if copied != part.len() as u64 {
             return Err(Error::io(
                 &self.path,
-                io::Error::new(io::ErrorKind::UnexpectedEof, "input file shrank while being read"),
+                io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "input file shrank while being read",
+                ),
             ));
         }
         Ok(())

@@ -212,7 +212,7 @@ impl<V> StringMap<V> {
 mod tests {
     use super::*;
 
-    fn order<'a>(keys: &[&'a str]) -> Vec<String> {
+    fn order(keys: &[&str]) -> Vec<String> {
         let mut map = StringMap::new();
         for k in keys {
             map.insert(k.as_bytes(), ());

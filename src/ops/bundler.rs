@@ -79,31 +79,12 @@ pub fn handler_for(file_type: &str, reference: &[u8]) -> Result<Handler> {
     }
     match file_type {
         "bc" | "gch" | "ast" => Ok(Handler::Binary),
-        "o" | "a" if is_object_file(reference) => Ok(Handler::Object),
+        "o" | "a" if crate::container::is_object_file(reference) => Ok(Handler::Object),
         "o" | "a" => Ok(Handler::Binary),
         other => Err(Error::msg(format!(
             "'{other}': invalid file type specified"
         ))),
     }
-}
-
-/// Whether `data` is an object file (ELF, COFF, PE, Mach-O, XCOFF) that parses.
-pub fn is_object_file(data: &[u8]) -> bool {
-    use object::FileKind;
-    let object_kind = matches!(
-        FileKind::parse(data),
-        Ok(FileKind::Elf32
-            | FileKind::Elf64
-            | FileKind::Coff
-            | FileKind::CoffBig
-            | FileKind::Pe32
-            | FileKind::Pe64
-            | FileKind::MachO32
-            | FileKind::MachO64
-            | FileKind::Xcoff32
-            | FileKind::Xcoff64)
-    );
-    object_kind && object::File::parse(data).is_ok()
 }
 
 fn object_not_supported(path: &Path) -> Error {
@@ -285,7 +266,13 @@ pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
         .collect();
     let mut output = Output::create(output_path)?;
     match config.compress {
-        None => stream_bundle(&mut output, handler, &inputs, &targets.names, config.bundle_align)?,
+        None => stream_bundle(
+            &mut output,
+            handler,
+            &inputs,
+            &targets.names,
+            config.bundle_align,
+        )?,
         Some(options) => {
             let mut plain = Vec::new();
             write_bundle(&mut plain, handler, &entries, config.bundle_align)
@@ -304,7 +291,13 @@ pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
 
 /// Writes the bundle straight from the inputs: headers and markers from memory, payloads
 /// copied from the input files.
-fn stream_bundle(out: &mut Output, handler: Handler, inputs: &[Input], names: &[String], align: u64) -> Result<()> {
+fn stream_bundle(
+    out: &mut Output,
+    handler: Handler,
+    inputs: &[Input],
+    names: &[String],
+    align: u64,
+) -> Result<()> {
     let path = out.path().to_path_buf();
     match handler {
         Handler::Text(comment) => {
@@ -315,7 +308,11 @@ fn stream_bundle(out: &mut Output, handler: Handler, inputs: &[Input], names: &[
             }
         }
         _ => {
-            let sizes: Vec<(&str, u64)> = names.iter().map(String::as_str).zip(inputs.iter().map(|i| i.len() as u64)).collect();
+            let sizes: Vec<(&str, u64)> = names
+                .iter()
+                .map(String::as_str)
+                .zip(inputs.iter().map(|i| i.len() as u64))
+                .collect();
             let plan = bundle::layout(&sizes, align).map_err(|e| Error::format(&path, e))?;
             out.write_bytes(&plan.header)?;
             let mut cursor = plan.header.len() as u64;
