@@ -84,13 +84,20 @@ impl Input {
     }
 }
 
-/// The error without the temporary file's path that `tempfile` adds: messages name the
-/// destination instead.
-fn plain_os_error(e: io::Error) -> io::Error {
-    match e.raw_os_error() {
-        Some(code) => io::Error::from_raw_os_error(code),
-        None => e,
+/// The system's error for a temporary file that could not be made in `dir`, without the
+/// temporary name that `tempfile` adds: messages name the destination instead.
+fn plain_os_error(e: io::Error, dir: &Path) -> io::Error {
+    if let Err(dir_error) = fs::metadata(dir) {
+        return dir_error;
     }
+    let code = match e.kind() {
+        io::ErrorKind::NotFound => 2,
+        io::ErrorKind::PermissionDenied => 13,
+        io::ErrorKind::StorageFull => 28,
+        io::ErrorKind::ReadOnlyFilesystem => 30,
+        _ => return e,
+    };
+    io::Error::from_raw_os_error(code)
 }
 
 enum Sink {
@@ -156,7 +163,7 @@ impl Output {
                         .suffix(".tmp")
                         .permissions(Permissions::from_mode(0o666))
                         .tempfile_in(dir)
-                        .map_err(|e| Error::io(path, plain_os_error(e)))?;
+                        .map_err(|e| Error::io(path, plain_os_error(e, dir)))?;
                     Sink::Temp(temp, keep)
                 }
             }

@@ -12,7 +12,8 @@ const GFX90A: &str = "hipv4-amdgcn-amd-amdhsa--gfx90a";
 
 fn bundler() -> Command {
     let mut cmd = Command::cargo_bin("offload").unwrap();
-    cmd.arg("bundler").env("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "1");
+    cmd.arg("bundler")
+        .env("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "1");
     cmd
 }
 
@@ -74,7 +75,10 @@ fn every_truncation_of_the_header_is_a_clean_error() {
     for cut in (24..header_end).step_by(7) {
         let (code, err, left) = unbundle(dir.path(), "cut.bundle", &data[..cut], &[GFX906]);
         assert_eq!(code, 1, "cut at {cut}: {err}");
-        assert!(err.contains("'cut.bundle': offset 0x"), "cut at {cut}: {err}");
+        assert!(
+            err.contains("'cut.bundle': offset 0x"),
+            "cut at {cut}: {err}"
+        );
         assert!(left.is_empty());
     }
 }
@@ -86,7 +90,12 @@ fn a_huge_entry_count_is_refused_without_allocating() {
     data[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
     let (code, err, _) = unbundle(dir.path(), "count.bundle", &data, &[GFX906]);
     assert_eq!(code, 1);
-    assert!(err.contains("'count.bundle': offset 0x18: bundle header declares 18446744073709551615 entries"), "{err}");
+    assert!(
+        err.contains(
+            "'count.bundle': offset 0x18: bundle header declares 18446744073709551615 entries"
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -99,8 +108,14 @@ fn missing_targets_leave_no_partial_outputs() {
         &[GFX906, "hipv4-amdgcn-amd-amdhsa--gfx1030"],
     );
     assert_eq!(code, 1);
-    assert!(err.ends_with("error: Can't find bundles for hipv4-amdgcn-amd-amdhsa--gfx1030\n"), "{err}");
-    assert!(left.is_empty(), "LLVM leaves out0 here; we leave nothing: {left:?}");
+    assert!(
+        err.ends_with("error: Can't find bundles for hipv4-amdgcn-amd-amdhsa--gfx1030\n"),
+        "{err}"
+    );
+    assert!(
+        left.is_empty(),
+        "LLVM leaves out0 here; we leave nothing: {left:?}"
+    );
 }
 
 #[test]
@@ -109,7 +124,11 @@ fn zero_alignment_is_an_error_not_a_crash() {
     fs::write(dir.path().join("h"), b"h").unwrap();
     let out = bundler()
         .current_dir(dir.path())
-        .args(["-type=bc", "-bundle-align=0", &format!("-targets={HOST},{GFX906}")])
+        .args([
+            "-type=bc",
+            "-bundle-align=0",
+            &format!("-targets={HOST},{GFX906}"),
+        ])
         .args(["-input=h", "-input=h", "-output=o"])
         .output()
         .unwrap();
@@ -127,7 +146,12 @@ fn a_missing_output_folder_is_named() {
     fs::write(dir.path().join("h"), b"h").unwrap();
     let out = bundler()
         .current_dir(dir.path())
-        .args(["-type=bc", &format!("-targets={HOST}"), "-input=h", "-output=nowhere/o"])
+        .args([
+            "-type=bc",
+            &format!("-targets={HOST}"),
+            "-input=h",
+            "-output=nowhere/o",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -144,7 +168,13 @@ fn a_text_entry_without_end_marker_is_an_error() {
     fs::write(dir.path().join("t.ll"), text).unwrap();
     let out = bundler()
         .current_dir(dir.path())
-        .args(["-unbundle", "-type=ll", &format!("-targets={GFX906}"), "-input=t.ll", "-output=o"])
+        .args([
+            "-unbundle",
+            "-type=ll",
+            &format!("-targets={GFX906}"),
+            "-input=t.ll",
+            "-output=o",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -165,8 +195,14 @@ fn compressed(data: &[u8], version: u16) -> Vec<u8> {
 #[test]
 fn concatenated_compressed_bundles_are_all_listed() {
     let dir = tempfile::tempdir().unwrap();
-    let first = bundle::to_vec(&[("host-x86_64-unknown-linux-gnu-", b""), (GFX906, b"a")], 4096);
-    let second = bundle::to_vec(&[("host-x86_64-unknown-linux-gnu-", b""), (GFX90A, b"b")], 4096);
+    let first = bundle::to_vec(
+        &[("host-x86_64-unknown-linux-gnu-", b""), (GFX906, b"a")],
+        4096,
+    );
+    let second = bundle::to_vec(
+        &[("host-x86_64-unknown-linux-gnu-", b""), (GFX90A, b"b")],
+        4096,
+    );
     let mut both = compressed(&first, 2);
     both.extend(compressed(&second, 3));
     fs::write(dir.path().join("two.ccob"), &both).unwrap();
@@ -175,10 +211,17 @@ fn concatenated_compressed_bundles_are_all_listed() {
         .args(["-list", "-type=o", "-input=two.ccob"])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        format!("{GFX906}\nhost-x86_64-unknown-linux-gnu-\n{GFX90A}\nhost-x86_64-unknown-linux-gnu-\n")
+        format!(
+            "{GFX906}\nhost-x86_64-unknown-linux-gnu-\n{GFX90A}\nhost-x86_64-unknown-linux-gnu-\n"
+        )
     );
     let (code, err, left) = unbundle(dir.path(), "two.ccob", &both, &[GFX90A]);
     assert_eq!(code, 0, "{err}");
@@ -193,7 +236,10 @@ fn a_compressed_bundle_with_a_wrong_hash_is_refused() {
     data[16] ^= 0x55;
     let (code, err, left) = unbundle(dir.path(), "bad.ccob", &data, &[GFX906]);
     assert_eq!(code, 1);
-    assert!(err.contains("'bad.ccob': offset 0x18: compressed bundle hash mismatch"), "{err}");
+    assert!(
+        err.contains("'bad.ccob': offset 0x18: compressed bundle hash mismatch"),
+        "{err}"
+    );
     assert!(left.is_empty());
 }
 
@@ -204,7 +250,12 @@ fn a_compressed_bundle_claiming_more_than_the_cap_is_refused() {
     fs::write(dir.path().join("big.ccob"), &data).unwrap();
     let out = bundler()
         .current_dir(dir.path())
-        .args(["-list", "-type=bc", "-input=big.ccob", "-max-decompressed-size=4096"])
+        .args([
+            "-list",
+            "-type=bc",
+            "-input=big.ccob",
+            "-max-decompressed-size=4096",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -220,7 +271,14 @@ fn version_3_is_written_on_request() {
     let out = cmd
         .current_dir(dir.path())
         .env("COMPRESSED_BUNDLE_FORMAT_VERSION", "3")
-        .args(["bundler", "-compress", "-type=bc", &format!("-targets={GFX906}"), "-input=d", "-output=c"])
+        .args([
+            "bundler",
+            "-compress",
+            "-type=bc",
+            &format!("-targets={GFX906}"),
+            "-input=d",
+            "-output=c",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
@@ -237,7 +295,10 @@ fn started_as_clang_offload_bundler_it_is_the_bundler() {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("clang-offload-bundler");
     std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("offload"), &link).unwrap();
-    let out = std::process::Command::new(&link).arg("-type=bc").output().unwrap();
+    let out = std::process::Command::new(&link)
+        .arg("-type=bc")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
