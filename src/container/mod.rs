@@ -1,6 +1,25 @@
 //! Where offload data lives in host files: object files and their sections.
 
-use object::FileKind;
+use object::{FileKind, Object, ObjectSection};
+
+/// The prefix of the names of sections that hold bundle entries in a fat object.
+pub const BUNDLE_SECTION_PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
+
+/// The bundle entries stored as `__CLANG_OFFLOAD_BUNDLE__<entry ID>` sections of an object
+/// file, in section order: (entry ID, section contents). The host entry of such an object is
+/// a single zero byte standing for the object itself.
+pub fn bundle_sections(data: &[u8]) -> Result<Vec<(&str, &[u8])>, String> {
+    let file = object::File::parse(data).map_err(|e| e.to_string())?;
+    let mut out = Vec::new();
+    for section in file.sections() {
+        let Ok(name) = section.name() else { continue };
+        if let Some(id) = name.strip_prefix(BUNDLE_SECTION_PREFIX) {
+            let contents = section.data().map_err(|e| format!("section {name}: {e}"))?;
+            out.push((id, contents));
+        }
+    }
+    Ok(out)
+}
 
 /// Whether `data` is an object file (ELF, COFF, PE, Mach-O, XCOFF) that parses, which is what
 /// makes clang-offload-bundler use its object handler for `-type=o` and `-type=a`.

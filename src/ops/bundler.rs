@@ -89,7 +89,7 @@ pub fn handler_for(file_type: &str, reference: &[u8]) -> Result<Handler> {
 
 fn object_not_supported(path: &Path) -> Error {
     Error::msg(format!(
-        "'{}': bundles stored as sections of a host object file are not supported yet",
+        "'{}': bundling into a host object file, and extracting the host object from a fat object, are not supported yet",
         path.display()
     ))
 }
@@ -515,7 +515,14 @@ fn entries_of<'a>(
     for (context, data) in contents.buffers() {
         let handler = handler_for(file_type, data)?;
         if handler == Handler::Object {
-            return Err(object_not_supported(path));
+            let sections = crate::container::bundle_sections(data)
+                .map_err(|e| Error::msg(format!("'{}': {e}", path.display())))?;
+            all.extend(
+                sections
+                    .into_iter()
+                    .map(|(id, data)| ReadEntry { id, data }),
+            );
+            continue;
         }
         let entries = read_entries(handler, data).map_err(|e| match &context {
             None => Error::format(path, e),
@@ -556,6 +563,10 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     let input = Input::open(path)?;
     let contents = decompress_input(path, &input, config, log)?;
     let entries = entries_of(path, &contents, &config.file_type)?;
+    let is_object_input = contents
+        .buffers()
+        .iter()
+        .any(|(_, data)| handler_for(&config.file_type, data).ok() == Some(Handler::Object));
 
     let mut worklist: StringMap<usize> = StringMap::new();
     for (index, name) in targets.names.iter().enumerate() {
@@ -576,6 +587,9 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
         let Some((name, index)) = chosen else {
             continue;
         };
+        if code.is_host() && entry.data == [0] && is_object_input {
+            return Err(object_not_supported(path));
+        }
         found[index] = Some(entry.data);
         worklist.remove(&name);
         found_host |= code.is_host();
