@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes the sample files in this folder with Debian's LLVM 19 tools (clang-19,
-# clang-offload-bundler-19, llvm-objcopy-19) and writes README.md.
+# clang-offload-bundler-19, llvm-objcopy-19, llvm-ar-19) and writes README.md.
 #
 # Run from anywhere: ./samples/make.sh. It works inside samples/ with relative paths only, so
 # no absolute path ends up in any file, and it is deterministic: running it twice gives the
@@ -12,8 +12,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 CLANG=${CLANG:-clang-19}
 BUNDLER=${BUNDLER:-clang-offload-bundler-19}
 OBJCOPY=${OBJCOPY:-llvm-objcopy-19}
+AR=${AR:-llvm-ar-19}
 
-for tool in "$CLANG" "$BUNDLER" "$OBJCOPY"; do
+for tool in "$CLANG" "$BUNDLER" "$OBJCOPY" "$AR"; do
   command -v "$tool" >/dev/null || { echo "make.sh: $tool not found" >&2; exit 1; }
 done
 
@@ -44,6 +45,7 @@ for arch in gfx906 gfx90a; do
   "$CLANG" "${DEV[@]}" --offload-arch="$arch" -S -emit-llvm -cuid=kernel src/kernel.hip -o "dev/kernel-$arch.ll"
   "$CLANG" "${DEV[@]}" --offload-arch="$arch" -S -cuid=kernel src/kernel.hip -o "dev/kernel-$arch.s"
   "$CLANG" "${DEV[@]}" --offload-arch="$arch" -E -cuid=kernel src/kernel.hip -o "dev/kernel-$arch.hipi"
+  "$CLANG" "${DEV[@]}" --offload-arch="$arch" -MM -MT "kernel-$arch.o" src/kernel.hip -o "dev/kernel-$arch.d"
   "$CLANG" "${DEV[@]}" --offload-arch="$arch" -c -cuid=vadd src/vadd.hip -o "dev/vadd-$arch.hsaco"
   # Relocatable device object (-fgpu-rdc keeps it unlinked).
   "$CLANG" "${DEV[@]}" --offload-arch="$arch" -fgpu-rdc -c -emit-llvm -cuid=vadd src/vadd.hip -o "dev/vadd-$arch.bc"
@@ -59,6 +61,7 @@ done
 "$CLANG" "${HOST[@]}" -c -cuid=kernel src/kernel.hip -o host/kernel.o
 "$CLANG" "${HOST[@]}" -E -cuid=kernel src/kernel.hip -o host/kernel.hipi
 "$CLANG" "${HOST[@]}" -c -cuid=vadd src/vadd.hip -o host/vadd.o
+"$CLANG" "${HOST[@]}" -MM -MT kernel.o src/kernel.hip -o host/kernel.d
 "$CLANG" -fopenmp --offload-arch=gfx906 -nogpulib -O2 --offload-host-only -E src/omp.c -o host/omp.i
 "$CLANG" -fopenmp --offload-arch=gfx906 -nogpulib -O2 --offload-host-only -c -emit-llvm src/omp.c \
   -o host/omp.bc
@@ -140,6 +143,10 @@ OFFLOAD_BUNDLER_COMPRESS=1 "$BUNDLER" -type=o -bundle-align=4096 -targets="$H3,$
 cat "$B/kernel-z.bc" "$B/kernel-hip-z.o" > "$B/two-ccob.bin"
 # Two uncompressed bundles back to back (LLVM 19 reads only the first).
 cat "$B/kernel-nohost.bc" "$B/kernel.bc" > "$B/two-bundles.bin"
+# A heterogeneous device archive: an object bundle and a binary bundle as members
+# (deterministic: zero dates, uids and modes).
+rm -f "$B/libvadd.a"
+"$AR" rcD "$B/libvadd.a" clang/vadd-rdc.o "$B/kernel-nohost.bc"
 
 # ---- damaged copies --------------------------------------------------------------------------
 bash damaged/make.sh
@@ -156,10 +163,14 @@ Made by \`samples/make.sh\` with:
 - compiler: \`$compiler\`
 - bundler: \`$bundler\`
 
-Run \`./samples/make.sh\` to make them again (it needs clang-19, clang-offload-bundler-19 and
-llvm-objcopy-19, and python3 for \`damaged/\`). The script works inside this folder with relative
-paths, so the files hold no absolute path and are the same on every run. HIP sources are
-compiled with \`-nogpulib -nogpuinc\`: they declare what they need themselves.
+Run \`./samples/make.sh\` to make them again (it needs clang-19, clang-offload-bundler-19,
+llvm-objcopy-19 and llvm-ar-19, and python3 for \`damaged/\`). The script works inside this folder with relative
+paths and fixed \`-cuid=\` values, so the files hold no absolute path and are the same on every
+run, with one exception: clang names OpenMP offload entries after the device and inode numbers
+of the source file (\`__omp_offloading_<dev>_<inode>_main_l4\`), so \`dev/omp-gfx906.bc\`,
+\`host/omp.bc\`, \`clang/omp.o\` and \`bundles/omp.bc\` change with the checkout. After making the
+samples again, run \`tests/golden/make.sh\` too. HIP sources are compiled with
+\`-nogpulib -nogpuinc\`: they declare what they need themselves.
 
 ## src/: sources
 
@@ -178,7 +189,7 @@ EOF
     echo "| \`kernel-$(fname "$arch").hsaco\` | AMDGPU code object (ELF shared object) for \`$arch\` |"
   done
   for arch in gfx906 gfx90a; do
-    echo "| \`kernel-$arch.bc\` / \`.ll\` / \`.s\` / \`.hipi\` | device bitcode, IR text, assembly, preprocessed source for \`$arch\` |"
+    echo "| \`kernel-$arch.bc\` / \`.ll\` / \`.s\` / \`.hipi\` / \`.d\` | device bitcode, IR text, assembly, preprocessed source, make dependencies for \`$arch\` |"
     echo "| \`vadd-$arch.hsaco\` | code object of vadd.hip for \`$arch\` |"
     echo "| \`vadd-$arch.bc\` | \`-fgpu-rdc\` device bitcode of vadd.hip for \`$arch\` |"
   done
@@ -189,7 +200,7 @@ EOF
 
 | file | what |
 | --- | --- |
-| `kernel.bc` / `.ll` / `.s` / `.o` / `.hipi` | host side of kernel.hip: bitcode, IR text, assembly, x86-64 ELF object, preprocessed source |
+| `kernel.bc` / `.ll` / `.s` / `.o` / `.hipi` / `.d` | host side of kernel.hip: bitcode, IR text, assembly, x86-64 ELF object, preprocessed source, make dependencies |
 | `vadd.o` | host side of vadd.hip, x86-64 ELF object |
 | `omp.i` / `omp.bc` | host side of omp.c: preprocessed source, bitcode |
 
@@ -229,10 +240,11 @@ EOF
 | `kernel-z.ll` | ll | H4, D-gfx906 | `-compress` |
 | `two-ccob.bin` | | | `kernel-z.bc` then `kernel-hip-z.o` |
 | `two-bundles.bin` | | | `kernel-nohost.bc` then `kernel.bc` |
+| `libvadd.a` | a | | archive (llvm-ar-19 `rcD`) of `../clang/vadd-rdc.o` and `kernel-nohost.bc` |
 
-## damaged/: broken copies made by `damaged/make.sh`
+## damaged/: broken and hand-made copies made by `damaged/make.sh`
 
-See the table in `damaged/README.md`.
+See the table in `damaged/README.md`, which also says what LLVM 19 does with each.
 EOF
 } > README.md
 

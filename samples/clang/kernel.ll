@@ -6,8 +6,8 @@ target datalayout = "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:3
 target triple = "amdgcn-amd-amdhsa"
 
 @scale = protected addrspace(1) externally_initialized global i32 3, align 4
-@__hip_cuid_79d65ead9c07420e = addrspace(1) global i8 0
-@llvm.compiler.used = appending addrspace(1) global [2 x ptr] [ptr addrspacecast (ptr addrspace(1) @__hip_cuid_79d65ead9c07420e to ptr), ptr addrspacecast (ptr addrspace(1) @scale to ptr)], section "llvm.metadata"
+@__hip_cuid_f3daaff1194c4850 = addrspace(1) global i8 0
+@llvm.compiler.used = appending addrspace(1) global [2 x ptr] [ptr addrspacecast (ptr addrspace(1) @__hip_cuid_f3daaff1194c4850 to ptr), ptr addrspacecast (ptr addrspace(1) @scale to ptr)], section "llvm.metadata"
 
 ; Function Attrs: mustprogress nofree norecurse nosync nounwind willreturn memory(read, argmem: write, inaccessiblemem: none)
 define protected amdgpu_kernel void @_Z4kfunPii(ptr addrspace(1) nocapture noundef writeonly %0, i32 noundef %1) local_unnamed_addr #0 {
@@ -55,8 +55,8 @@ target datalayout = "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:3
 target triple = "amdgcn-amd-amdhsa"
 
 @scale = protected addrspace(1) externally_initialized global i32 3, align 4
-@__hip_cuid_79d65ead9c07420e = addrspace(1) global i8 0
-@llvm.compiler.used = appending addrspace(1) global [2 x ptr] [ptr addrspacecast (ptr addrspace(1) @__hip_cuid_79d65ead9c07420e to ptr), ptr addrspacecast (ptr addrspace(1) @scale to ptr)], section "llvm.metadata"
+@__hip_cuid_f3daaff1194c4850 = addrspace(1) global i8 0
+@llvm.compiler.used = appending addrspace(1) global [2 x ptr] [ptr addrspacecast (ptr addrspace(1) @__hip_cuid_f3daaff1194c4850 to ptr), ptr addrspacecast (ptr addrspace(1) @scale to ptr)], section "llvm.metadata"
 
 ; Function Attrs: mustprogress nofree norecurse nosync nounwind willreturn memory(read, argmem: write, inaccessiblemem: none)
 define protected amdgpu_kernel void @_Z4kfunPii(ptr addrspace(1) nocapture noundef writeonly %0, i32 noundef %1) local_unnamed_addr #0 {
@@ -109,12 +109,12 @@ target triple = "x86_64-pc-linux-gnu"
 @_Z4kfunPii = constant ptr @_Z19__device_stub__kfunPii, align 8
 @0 = private unnamed_addr constant [11 x i8] c"_Z4kfunPii\00", align 1
 @1 = private unnamed_addr constant [6 x i8] c"scale\00", align 1
-@__hip_fatbin_79d65ead9c07420e = external constant i8, section ".hip_fatbin"
-@__hip_fatbin_wrapper = internal constant { i32, i32, ptr, ptr } { i32 1212764230, i32 1, ptr @__hip_fatbin_79d65ead9c07420e, ptr null }, section ".hipFatBinSegment", align 8
-@__hip_gpubin_handle_79d65ead9c07420e = external hidden local_unnamed_addr global ptr, align 8
+@__hip_fatbin_f3daaff1194c4850 = external constant i8, section ".hip_fatbin"
+@__hip_fatbin_wrapper = internal constant { i32, i32, ptr, ptr } { i32 1212764230, i32 1, ptr @__hip_fatbin_f3daaff1194c4850, ptr null }, section ".hipFatBinSegment", align 8
+@__hip_gpubin_handle_f3daaff1194c4850 = external hidden local_unnamed_addr global ptr, align 8
 @llvm.global_ctors = appending global [1 x { i32, ptr, ptr }] [{ i32, ptr, ptr } { i32 65535, ptr @__hip_module_ctor, ptr null }]
-@__hip_cuid_79d65ead9c07420e = global i8 0
-@llvm.compiler.used = appending global [1 x ptr] [ptr @__hip_cuid_79d65ead9c07420e], section "llvm.metadata"
+@__hip_cuid_f3daaff1194c4850 = global i8 0
+@llvm.compiler.used = appending global [1 x ptr] [ptr @__hip_cuid_f3daaff1194c4850], section "llvm.metadata"
 
 ; Function Attrs: mustprogress norecurse uwtable
 define dso_local void @_Z19__device_stub__kfunPii(ptr noundef %0, i32 noundef %1) #0 {
@@ -154,13 +154,13 @@ declare void @__hipRegisterVar(ptr, ptr, ptr, ptr, i32, i64, i32, i32) local_unn
 declare ptr @__hipRegisterFatBinary(ptr) local_unnamed_addr
 
 define internal void @__hip_module_ctor() {
-  %1 = load ptr, ptr @__hip_gpubin_handle_79d65ead9c07420e, align 8
+  %1 = load ptr, ptr @__hip_gpubin_handle_f3daaff1194c4850, align 8
   %2 = icmp eq ptr %1, null
   br i1 %2, label %3, label %5
 
 3:                                                ; preds = %0
   %4 = tail call ptr @__hipRegisterFatBinary(ptr nonnull @__hip_fatbin_wrapper)
-  store ptr %4, ptr @__hip_gpubin_handle_79d65ead9c07420e, align 8
+  store ptr %4, ptr @__hip_gpubin_handle_f3daaff1194c4850, align 8
   br label %5
 
 5:                                                ; preds = %3, %0
@@ -174,13 +174,13 @@ define internal void @__hip_module_ctor() {
 declare void @__hipUnregisterFatBinary(ptr) local_unnamed_addr
 
 define internal void @__hip_module_dtor() {
-  %1 = load ptr, ptr @__hip_gpubin_handle_79d65ead9c07420e, align 8
+  %1 = load ptr, ptr @__hip_gpubin_handle_f3daaff1194c4850, align 8
   %2 = icmp eq ptr %1, null
   br i1 %2, label %4, label %3
 
 3:                                                ; preds = %0
   tail call void @__hipUnregisterFatBinary(ptr nonnull %1)
-  store ptr null, ptr @__hip_gpubin_handle_79d65ead9c07420e, align 8
+  store ptr null, ptr @__hip_gpubin_handle_f3daaff1194c4850, align 8
   br label %4
 
 4:                                                ; preds = %3, %0

@@ -103,18 +103,18 @@ scale:
 	.long	3                               ; 0x3
 	.size	scale, 4
 
-	.type	__hip_cuid_bb44c20d7bac3bb8,@object ; @__hip_cuid_bb44c20d7bac3bb8
+	.type	__hip_cuid_f3daaff1194c4850,@object ; @__hip_cuid_f3daaff1194c4850
 	.section	.bss,"aw",@nobits
-	.globl	__hip_cuid_bb44c20d7bac3bb8
-__hip_cuid_bb44c20d7bac3bb8:
+	.globl	__hip_cuid_f3daaff1194c4850
+__hip_cuid_f3daaff1194c4850:
 	.byte	0                               ; 0x0
-	.size	__hip_cuid_bb44c20d7bac3bb8, 1
+	.size	__hip_cuid_f3daaff1194c4850, 1
 
 	.ident	"Debian clang version 19.1.7 (3~deb12u1)"
 	.section	".note.GNU-stack","",@progbits
 	.addrsig
 	.addrsig_sym scale
-	.addrsig_sym __hip_cuid_bb44c20d7bac3bb8
+	.addrsig_sym __hip_cuid_f3daaff1194c4850
 	.amdgpu_metadata
 ---
 amdhsa.kernels:
@@ -266,18 +266,18 @@ scale:
 	.long	3                               ; 0x3
 	.size	scale, 4
 
-	.type	__hip_cuid_bb44c20d7bac3bb8,@object ; @__hip_cuid_bb44c20d7bac3bb8
+	.type	__hip_cuid_f3daaff1194c4850,@object ; @__hip_cuid_f3daaff1194c4850
 	.section	.bss,"aw",@nobits
-	.globl	__hip_cuid_bb44c20d7bac3bb8
-__hip_cuid_bb44c20d7bac3bb8:
+	.globl	__hip_cuid_f3daaff1194c4850
+__hip_cuid_f3daaff1194c4850:
 	.byte	0                               ; 0x0
-	.size	__hip_cuid_bb44c20d7bac3bb8, 1
+	.size	__hip_cuid_f3daaff1194c4850, 1
 
 	.ident	"Debian clang version 19.1.7 (3~deb12u1)"
 	.section	".note.GNU-stack","",@progbits
 	.addrsig
 	.addrsig_sym scale
-	.addrsig_sym __hip_cuid_bb44c20d7bac3bb8
+	.addrsig_sym __hip_cuid_f3daaff1194c4850
 	.amdgpu_metadata
 ---
 amdhsa.kernels:
@@ -364,14 +364,14 @@ __hip_module_ctor:                      # @__hip_module_ctor
 	subq	$32, %rsp
 	.cfi_def_cfa_offset 48
 	.cfi_offset %rbx, -16
-	movq	__hip_gpubin_handle_bb44c20d7bac3bb8(%rip), %rbx
+	movq	__hip_gpubin_handle_f3daaff1194c4850(%rip), %rbx
 	testq	%rbx, %rbx
 	jne	.LBB1_2
 # %bb.1:
 	leaq	__hip_fatbin_wrapper(%rip), %rdi
 	callq	__hipRegisterFatBinary@PLT
 	movq	%rax, %rbx
-	movq	%rax, __hip_gpubin_handle_bb44c20d7bac3bb8(%rip)
+	movq	%rax, __hip_gpubin_handle_f3daaff1194c4850(%rip)
 .LBB1_2:
 	xorps	%xmm0, %xmm0
 	movups	%xmm0, 16(%rsp)
@@ -407,14 +407,14 @@ __hip_module_ctor:                      # @__hip_module_ctor
 __hip_module_dtor:                      # @__hip_module_dtor
 	.cfi_startproc
 # %bb.0:
-	movq	__hip_gpubin_handle_bb44c20d7bac3bb8(%rip), %rdi
+	movq	__hip_gpubin_handle_f3daaff1194c4850(%rip), %rdi
 	testq	%rdi, %rdi
 	je	.LBB2_2
 # %bb.1:
 	pushq	%rax
 	.cfi_def_cfa_offset 16
 	callq	__hipUnregisterFatBinary@PLT
-	movq	$0, __hip_gpubin_handle_bb44c20d7bac3bb8(%rip)
+	movq	$0, __hip_gpubin_handle_f3daaff1194c4850(%rip)
 	addq	$8, %rsp
 	.cfi_def_cfa_offset 8
 .LBB2_2:
@@ -451,20 +451,20 @@ _Z4kfunPii:
 __hip_fatbin_wrapper:
 	.long	1212764230                      # 0x48495046
 	.long	1                               # 0x1
-	.quad	__hip_fatbin_bb44c20d7bac3bb8
+	.quad	__hip_fatbin_f3daaff1194c4850
 	.quad	0
 	.size	__hip_fatbin_wrapper, 24
 
-	.hidden	__hip_gpubin_handle_bb44c20d7bac3bb8
+	.hidden	__hip_gpubin_handle_f3daaff1194c4850
 	.section	.init_array,"aw",@init_array
 	.p2align	3, 0x0
 	.quad	__hip_module_ctor
-	.type	__hip_cuid_bb44c20d7bac3bb8,@object # @__hip_cuid_bb44c20d7bac3bb8
+	.type	__hip_cuid_f3daaff1194c4850,@object # @__hip_cuid_f3daaff1194c4850
 	.bss
-	.globl	__hip_cuid_bb44c20d7bac3bb8
-__hip_cuid_bb44c20d7bac3bb8:
+	.globl	__hip_cuid_f3daaff1194c4850
+__hip_cuid_f3daaff1194c4850:
 	.byte	0                               # 0x0
-	.size	__hip_cuid_bb44c20d7bac3bb8, 1
+	.size	__hip_cuid_f3daaff1194c4850, 1
 
 	.ident	"Debian clang version 19.1.7 (3~deb12u1)"
 	.section	".note.GNU-stack","",@progbits
@@ -474,8 +474,8 @@ __hip_cuid_bb44c20d7bac3bb8:
 	.addrsig_sym __hip_module_dtor
 	.addrsig_sym scale
 	.addrsig_sym _Z4kfunPii
-	.addrsig_sym __hip_fatbin_bb44c20d7bac3bb8
+	.addrsig_sym __hip_fatbin_f3daaff1194c4850
 	.addrsig_sym __hip_fatbin_wrapper
-	.addrsig_sym __hip_cuid_bb44c20d7bac3bb8
+	.addrsig_sym __hip_cuid_f3daaff1194c4850
 
 # __CLANG_OFFLOAD_BUNDLE____END__ host-x86_64-pc-linux-gnu-

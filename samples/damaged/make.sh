@@ -7,7 +7,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")"
 rm -f -- *.bc *.ll *.bin README.md
 
 python3 - <<'PY'
-import struct, zlib
+import hashlib, struct, zlib
 
 def rd(p):
     with open(p, 'rb') as f:
@@ -83,7 +83,6 @@ wr('ccob-v1.bin', b'CCOB' + struct.pack('<HHI', 1, 1, usize) + z[16:])
 # zlib method (0): LLVM 19 here always writes zstd, so this one is made by hand.
 plain = rd('../bundles/kernel.bc')
 zl = zlib.compress(plain, 6)
-import hashlib
 h = hashlib.md5(plain).digest()[:8]
 wr('ccob-zlib.bin', b'CCOB' + struct.pack('<HHII', 2, 0, 24 + len(zl), len(plain)) + h + zl)
 PY
@@ -92,33 +91,35 @@ cat > README.md <<'EOF'
 # Damaged and hand-made bundles
 
 Made by `make.sh` here from `../bundles/kernel.bc` (3 entries: host, gfx906, gfx90a),
-`../bundles/kernel.ll` and `../bundles/kernel-z.bc` (CCOB version 2, zstd).
+`../bundles/kernel.ll` and `../bundles/kernel-z.bc` (CCOB version 2, zstd). The last column
+says what clang-offload-bundler-19 (19.1.7) does with `-list` (and `-unbundle` where it
+differs).
 
-| file | damage |
-| --- | --- |
-| `magic-only.bc` | the 24-byte magic and nothing else |
-| `short-count.bc` | the entry count cut after 4 bytes |
-| `count-only.bc` | count 3, no records |
-| `cut-in-record0.bc` | cut in the middle of the first record |
-| `cut-in-record1.bc` | cut in the middle of the second record |
-| `cut-in-payload.bc` | the last 100 bytes removed: the last payload runs past the end |
-| `count-too-big.bc` | count 4 with 3 records |
-| `count-huge.bc` | count 2^64-1 |
-| `size-past-eof-first.bc` | first record's size past the end |
-| `size-past-eof-second.bc` | second record's size past the end |
-| `size-overflow.bc` | second record's offset + size overflows 64 bits |
-| `offset-zero-second.bc` | second record's offset 0 |
-| `idlen-huge.bc` | second record's ID length 2^63-1 |
-| `no-end-marker.ll` | text bundle whose last entry has no end marker |
-| `ccob-short-header.bin` | the first 21 bytes of a CCOB |
-| `ccob-bad-method.bin` | compression method 7 |
-| `ccob-cut-payload.bin` | the zstd frame cut short by 40 bytes |
-| `ccob-trailing-bytes.bin` | 16 zero bytes after the CCOB |
-| `ccob-size-small.bin` | uncompressed size field one byte too small |
-| `ccob-size-large.bin` | uncompressed size field 100 bytes too large |
-| `ccob-bad-hash.bin` | hash field zeroed |
-| `ccob-total-small.bin` | total file size field = 24 (header only) |
-| `ccob-v3.bin` | version 3 header (32 bytes) around the same zstd frame |
-| `ccob-v1.bin` | version 1 header (20 bytes, LLVM 18's format) around the same zstd frame |
-| `ccob-zlib.bin` | method 0: a zlib stream (level 6) of `kernel.bc`, made with Python's zlib |
+| file | damage | LLVM 19 |
+| --- | --- | --- |
+| `magic-only.bc` | the 24-byte magic and nothing else | no entries |
+| `short-count.bc` | the entry count cut after 4 bytes | no entries |
+| `count-only.bc` | count 3, no records | no entries |
+| `cut-in-record0.bc` | cut in the middle of the first record | no entries |
+| `cut-in-record1.bc` | cut in the middle of the second record | no entries (the first record's payload lies past the cut, so it is dropped before the second is read) |
+| `cut-in-payload.bc` | the last 100 bytes removed: the last payload runs past the end | SIGSEGV |
+| `count-too-big.bc` | count 4 with 3 records | SIGSEGV |
+| `count-huge.bc` | count 2^64-1 | SIGSEGV |
+| `size-past-eof-first.bc` | first record's size past the end | no entries |
+| `size-past-eof-second.bc` | second record's size past the end | SIGSEGV |
+| `size-overflow.bc` | second record's offset + size overflows 64 bits | lists all 3; unbundling gfx906 fails with `LLVM ERROR: IO failure on output stream: Bad address` |
+| `offset-zero-second.bc` | second record's offset 0 | SIGSEGV |
+| `idlen-huge.bc` | second record's ID length 2^63-1 | SIGSEGV |
+| `no-end-marker.ll` | text bundle whose last entry has no end marker | `-list` loops for ever; unbundling that entry reads past the buffer (`Bad address`); the other entries unbundle |
+| `ccob-short-header.bin` | the first 21 bytes of a CCOB | `Compressed bundle header size too small` |
+| `ccob-bad-method.bin` | compression method 7 | `Unknown compressing method` |
+| `ccob-cut-payload.bin` | the zstd frame cut short by 40 bytes | zstd: `Src size is incorrect` |
+| `ccob-trailing-bytes.bin` | 16 zero bytes after the CCOB | zstd: `Src size is incorrect` |
+| `ccob-size-small.bin` | uncompressed size field one byte too small | zstd: `Destination buffer is too small` |
+| `ccob-size-large.bin` | uncompressed size field 100 bytes too large | works |
+| `ccob-bad-hash.bin` | hash field zeroed | works (the hash is checked only with `-verbose`) |
+| `ccob-total-small.bin` | total file size field = 24 (header only) | works (the field is not read) |
+| `ccob-v3.bin` | version 3 header (32 bytes) around the same zstd frame | read as version 2: zstd `Unknown frame descriptor` |
+| `ccob-v1.bin` | version 1 header (20 bytes, LLVM 18's format) around the same zstd frame | works |
+| `ccob-zlib.bin` | method 0: a zlib stream (level 6) of `kernel.bc`, made with Python's zlib | works |
 EOF

@@ -4,8 +4,8 @@ target datalayout = "e-p:64:64-p1:64:64-p2:32:32-p3:32:32-p4:64:64-p5:32:32-p6:3
 target triple = "amdgcn-amd-amdhsa"
 
 @scale = protected addrspace(1) externally_initialized global i32 3, align 4
-@__hip_cuid_6872ed8176e1a890 = addrspace(1) global i8 0
-@llvm.compiler.used = appending addrspace(1) global [2 x ptr] [ptr addrspacecast (ptr addrspace(1) @__hip_cuid_6872ed8176e1a890 to ptr), ptr addrspacecast (ptr addrspace(1) @scale to ptr)], section "llvm.metadata"
+@__hip_cuid_f3daaff1194c4850 = addrspace(1) global i8 0
+@llvm.compiler.used = appending addrspace(1) global [2 x ptr] [ptr addrspacecast (ptr addrspace(1) @__hip_cuid_f3daaff1194c4850 to ptr), ptr addrspacecast (ptr addrspace(1) @scale to ptr)], section "llvm.metadata"
 
 ; Function Attrs: mustprogress nofree norecurse nosync nounwind willreturn memory(read, argmem: write, inaccessiblemem: none)
 define protected amdgpu_kernel void @_Z4kfunPii(ptr addrspace(1) nocapture noundef writeonly %0, i32 noundef %1) local_unnamed_addr #0 {

@@ -113,18 +113,18 @@ scale:
 	.long	3                               ; 0x3
 	.size	scale, 4
 
-	.type	__hip_cuid_cd0676f1cf006a4,@object ; @__hip_cuid_cd0676f1cf006a4
+	.type	__hip_cuid_f3daaff1194c4850,@object ; @__hip_cuid_f3daaff1194c4850
 	.section	.bss,"aw",@nobits
-	.globl	__hip_cuid_cd0676f1cf006a4
-__hip_cuid_cd0676f1cf006a4:
+	.globl	__hip_cuid_f3daaff1194c4850
+__hip_cuid_f3daaff1194c4850:
 	.byte	0                               ; 0x0
-	.size	__hip_cuid_cd0676f1cf006a4, 1
+	.size	__hip_cuid_f3daaff1194c4850, 1
 
 	.ident	"Debian clang version 19.1.7 (3~deb12u1)"
 	.section	".note.GNU-stack","",@progbits
 	.addrsig
 	.addrsig_sym scale
-	.addrsig_sym __hip_cuid_cd0676f1cf006a4
+	.addrsig_sym __hip_cuid_f3daaff1194c4850
 	.amdgpu_metadata
 ---
 amdhsa.kernels:

@@ -1,0 +1,1 @@
+kernel-gfx906.o: src/kernel.hip

@@ -1,0 +1,1 @@
+kernel-gfx90a.o: src/kernel.hip

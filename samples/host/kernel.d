@@ -1,0 +1,1 @@
+kernel.o: src/kernel.hip

@@ -1,0 +1,797 @@
+//! Shared helpers for the golden and differential tests of `offload bundler`.
+//!
+//! The cases live in `tests/cases/bundler.txt` (its header describes the syntax), the golden
+//! files in `tests/golden/<NAME>/` (made by `tests/golden/make.sh` with
+//! clang-offload-bundler-19), the input files in `samples/`.
+//!
+//! Environment variables understood by the tests:
+//! - `OFFLOAD_CASES=a,b`: run only the cases whose name contains one of the comma-separated
+//!   strings.
+//! - `OFFLOAD_REQUIRE_REFERENCE=1`: fail instead of skipping when an LLVM tool is missing.
+//! - `OFFLOAD_TEST_TIMEOUT=<seconds>`: time limit of one tool run (default 60).
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Environment variables that change what the bundler does; removed before every run so that
+/// only a case's `[env:K=V]` flags set them.
+pub const BUNDLER_ENV_VARS: &[&str] = &[
+    "OFFLOAD_BUNDLER_COMPRESS",
+    "OFFLOAD_BUNDLER_VERBOSE",
+    "OFFLOAD_BUNDLER_COMPRESSION_LEVEL",
+    "OFFLOAD_BUNDLER_IGNORE_ENV_VAR",
+    "COMPRESSED_BUNDLE_FORMAT_VERSION",
+];
+
+/// The name of the LLVM tool the bundler cases are checked against.
+pub const LLVM_BUNDLER: &str = "clang-offload-bundler-19";
+
+/// The package root.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The samples folder, `{S}` in the cases.
+pub fn samples_dir() -> PathBuf {
+    root().join("samples")
+}
+
+/// The folder of golden folders.
+pub fn golden_dir() -> PathBuf {
+    root().join("tests").join("golden")
+}
+
+/// The bundler case file.
+pub fn cases_file() -> PathBuf {
+    root().join("tests").join("cases").join("bundler.txt")
+}
+
+// ---- cases ---------------------------------------------------------------------------------
+
+/// One line of the case file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Case {
+    /// Unique name; also the golden folder's name.
+    pub name: String,
+    /// Line number in the case file, from 1.
+    pub line: usize,
+    /// The arguments, with `{S}` and `{O}` not yet replaced.
+    pub args: Vec<String>,
+    /// `[compressed]`: output bytes may differ from LLVM's but must unbundle the same.
+    pub compressed: bool,
+    /// `[llvm-crashes]`: LLVM is not run; we expect a clean failure.
+    pub llvm_crashes: bool,
+    /// `[env:K=V]` flags, in order.
+    pub env: Vec<(String, String)>,
+    /// `[stdin:PATH]`, with `{S}` not yet replaced.
+    pub stdin: Option<String>,
+    /// The ` # expect: TEXT` parts: texts our stderr must contain.
+    pub expect: Vec<String>,
+}
+
+const EXPECT_SEPARATOR: &str = " # expect: ";
+
+/// Parses the case file's text.
+pub fn parse_cases(text: &str) -> Result<Vec<Case>, String> {
+    let mut cases: Vec<Case> = Vec::new();
+    let mut names = BTreeSet::new();
+    for (index, raw) in text.lines().enumerate() {
+        let line = index + 1;
+        let trimmed = raw.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let case = parse_case_line(raw, line).map_err(|e| format!("bundler.txt:{line}: {e}"))?;
+        if !names.insert(case.name.clone()) {
+            return Err(format!(
+                "bundler.txt:{line}: duplicate case name {}",
+                case.name
+            ));
+        }
+        cases.push(case);
+    }
+    Ok(cases)
+}
+
+fn parse_case_line(raw: &str, line: usize) -> Result<Case, String> {
+    let mut pieces = raw.split(EXPECT_SEPARATOR);
+    let main = pieces.next().unwrap_or_default();
+    let expect: Vec<String> = pieces.map(str::to_string).collect();
+
+    let name_end = main
+        .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+        .ok_or("no ':' after the case name")?;
+    let name = &main[..name_end];
+    if name.is_empty() {
+        return Err("a case line must start with its name".into());
+    }
+    let mut rest = &main[name_end..];
+    let mut case = Case {
+        name: name.to_string(),
+        line,
+        args: Vec::new(),
+        compressed: false,
+        llvm_crashes: false,
+        env: Vec::new(),
+        stdin: None,
+        expect,
+    };
+    loop {
+        rest = rest.trim_start_matches(' ');
+        if let Some(after) = rest.strip_prefix('[') {
+            let close = after.find(']').ok_or("unclosed '['")?;
+            let flag = &after[..close];
+            rest = &after[close + 1..];
+            if flag == "compressed" {
+                case.compressed = true;
+            } else if flag == "llvm-crashes" {
+                case.llvm_crashes = true;
+            } else if let Some(kv) = flag.strip_prefix("env:") {
+                let (k, v) = kv.split_once('=').ok_or("[env:K=V] needs '='")?;
+                case.env.push((k.to_string(), v.to_string()));
+            } else if let Some(path) = flag.strip_prefix("stdin:") {
+                case.stdin = Some(path.to_string());
+            } else {
+                return Err(format!("unknown flag [{flag}]"));
+            }
+        } else if let Some(after) = rest.strip_prefix(':') {
+            case.args = after.split_whitespace().map(str::to_string).collect();
+            break;
+        } else {
+            return Err(format!(
+                "expected '[' or ':' after the case name, found {rest:?}"
+            ));
+        }
+    }
+    if case.llvm_crashes && case.expect.is_empty() {
+        return Err("an [llvm-crashes] case needs a ' # expect: ' text".into());
+    }
+    Ok(case)
+}
+
+/// The cases of the case file, filtered by `OFFLOAD_CASES` when it is set.
+pub fn load_cases() -> Vec<Case> {
+    let path = cases_file();
+    let text =
+        fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    let cases = parse_cases(&text).unwrap_or_else(|e| panic!("{e}"));
+    match std::env::var("OFFLOAD_CASES") {
+        Ok(filter) if !filter.is_empty() => {
+            let wanted: Vec<&str> = filter.split(',').filter(|s| !s.is_empty()).collect();
+            cases
+                .into_iter()
+                .filter(|c| wanted.iter().any(|w| c.name.contains(w)))
+                .collect()
+        }
+        _ => cases,
+    }
+}
+
+/// The values given to option `name` in `args`, in order, for the spellings `-name=v`,
+/// `--name=v`, `-name v` and `--name v`.
+pub fn option_values(args: &[String], name: &str) -> Vec<String> {
+    let mut values = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        let body = arg
+            .strip_prefix("--")
+            .or_else(|| arg.strip_prefix('-'))
+            .unwrap_or("");
+        if let Some(value) = body.strip_prefix(name).and_then(|r| r.strip_prefix('=')) {
+            values.push(value.to_string());
+        } else if body == name && i + 1 < args.len() {
+            values.push(args[i + 1].clone());
+            i += 1;
+        }
+        i += 1;
+    }
+    values
+}
+
+// ---- running a tool ------------------------------------------------------------------------------
+
+/// A program plus fixed leading arguments, e.g. our binary with `bundler`, or
+/// clang-offload-bundler-19 with none.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    /// The program to run.
+    pub program: PathBuf,
+    /// Arguments put before the case's.
+    pub leading: Vec<String>,
+}
+
+impl Tool {
+    /// A tool from a program and leading arguments.
+    pub fn new(program: impl Into<PathBuf>, leading: &[&str]) -> Tool {
+        Tool {
+            program: program.into(),
+            leading: leading.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    /// The tool under test: `offload bundler`.
+    pub fn ours() -> Tool {
+        Tool::new(env!("CARGO_BIN_EXE_offload"), &["bundler"])
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Exited with this code.
+    Exited(i32),
+    /// Killed by this signal.
+    Signal(i32),
+    /// Killed by us after the time limit.
+    TimedOut,
+}
+
+impl Status {
+    /// The exit code, if the process exited.
+    pub fn code(self) -> Option<i32> {
+        match self {
+            Status::Exited(code) => Some(code),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Status::Exited(101) => write!(f, "exit 101 (a Rust panic)"),
+            Status::Exited(code) => write!(f, "exit {code}"),
+            Status::Signal(sig) => write!(f, "killed by signal {sig}"),
+            Status::TimedOut => write!(f, "timed out"),
+        }
+    }
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// How it ended.
+    pub status: Status,
+    /// Standard output, as is.
+    pub stdout: Vec<u8>,
+    /// Standard error, normalised: the program path (and its file name at the start of a
+    /// line) is `PROG`, the samples folder `{S}`, the output folder `{O}`.
+    pub stderr: String,
+    /// Every file left in the output folder, by path relative to it (with `/`), sorted.
+    pub outputs: BTreeMap<String, Vec<u8>>,
+}
+
+/// The time limit of one run.
+fn time_limit() -> Duration {
+    let secs = std::env::var("OFFLOAD_TEST_TIMEOUT")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(60);
+    Duration::from_secs(secs)
+}
+
+/// Runs `case` with `tool` in a fresh empty output folder, which is also the working
+/// directory.
+pub fn run_case(tool: &Tool, case: &Case) -> Outcome {
+    let stdin = case
+        .stdin
+        .as_ref()
+        .map(|s| PathBuf::from(substitute(s, None)));
+    run_tool(tool, &case.args, &case.env, stdin.as_deref())
+}
+
+/// Runs `tool` with `args` (`{S}` and `{O}` replaced), the environment cleaned of the
+/// bundler's variables plus `env`, and `stdin` (or nothing) on standard input, in a fresh
+/// empty output folder that is also the working directory.
+pub fn run_tool(
+    tool: &Tool,
+    args: &[String],
+    env: &[(String, String)],
+    stdin: Option<&Path>,
+) -> Outcome {
+    let temp = tempfile::Builder::new()
+        .prefix("offload-case-")
+        .tempdir()
+        .expect("cannot create a temporary folder");
+    let out_dir = temp.path().join("o");
+    fs::create_dir(&out_dir).expect("cannot create the output folder");
+    let out_dir = out_dir.canonicalize().unwrap_or(out_dir);
+
+    let mut command = Command::new(&tool.program);
+    command.args(&tool.leading);
+    command.args(args.iter().map(|a| substitute(a, Some(&out_dir))));
+    command.current_dir(&out_dir);
+    for var in BUNDLER_ENV_VARS {
+        command.env_remove(var);
+    }
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.stdin(match stdin {
+        Some(path) => Stdio::from(
+            fs::File::open(path).unwrap_or_else(|e| panic!("cannot open {}: {e}", path.display())),
+        ),
+        None => Stdio::null(),
+    });
+    command.stdout(Stdio::piped());
+    command.stderr(Stdio::piped());
+
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", tool.program.display()));
+    let mut out_pipe = child.stdout.take().expect("stdout pipe");
+    let mut err_pipe = child.stderr.take().expect("stderr pipe");
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = out_pipe.read_to_end(&mut buf);
+        buf
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = err_pipe.read_to_end(&mut buf);
+        buf
+    });
+
+    let deadline = Instant::now() + time_limit();
+    let status = loop {
+        match child.try_wait().expect("cannot wait for the child") {
+            Some(status) => break exit_status(status),
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break Status::TimedOut;
+            }
+            None => std::thread::sleep(Duration::from_millis(2)),
+        }
+    };
+    let stdout = out_reader.join().unwrap_or_default();
+    let stderr = err_reader.join().unwrap_or_default();
+    let stderr = normalize_stderr(&String::from_utf8_lossy(&stderr), &tool.program, &out_dir);
+    let outputs = read_tree(&out_dir);
+    Outcome {
+        status,
+        stdout,
+        stderr,
+        outputs,
+    }
+}
+
+#[cfg(unix)]
+fn exit_status(status: std::process::ExitStatus) -> Status {
+    use std::os::unix::process::ExitStatusExt;
+    match (status.code(), status.signal()) {
+        (Some(code), _) => Status::Exited(code),
+        (None, Some(sig)) => Status::Signal(sig),
+        (None, None) => Status::Exited(-1),
+    }
+}
+
+#[cfg(not(unix))]
+fn exit_status(status: std::process::ExitStatus) -> Status {
+    Status::Exited(status.code().unwrap_or(-1))
+}
+
+/// Replaces `{S}` by the samples folder and `{O}` by `out_dir`.
+pub fn substitute(text: &str, out_dir: Option<&Path>) -> String {
+    let mut text = text.replace("{S}", &samples_dir().to_string_lossy());
+    if let Some(out) = out_dir {
+        text = text.replace("{O}", &out.to_string_lossy());
+    }
+    text
+}
+
+/// Puts `PROG`, `{S}` and `{O}` back in place of the program path (and its file name at the
+/// start of a line), the samples folder and the output folder.
+pub fn normalize_stderr(stderr: &str, program: &Path, out_dir: &Path) -> String {
+    let mut text = stderr.to_string();
+    let mut replace = |from: &Path, to: &str| {
+        let from = from.to_string_lossy();
+        if !from.is_empty() {
+            text = text.replace(from.as_ref(), to);
+        }
+    };
+    replace(out_dir, "{O}");
+    let samples = samples_dir();
+    if let Ok(real) = samples.canonicalize() {
+        replace(&real, "{S}");
+    }
+    replace(&samples, "{S}");
+    replace(program, "PROG");
+    // LLVM's command-line parser starts its messages with the program's file name only.
+    if let Some(base) = program
+        .file_name()
+        .map(|b| format!("{}: ", b.to_string_lossy()))
+    {
+        text = text
+            .split_inclusive('\n')
+            .map(|line| match line.strip_prefix(base.as_str()) {
+                Some(rest) => format!("PROG: {rest}"),
+                None => line.to_string(),
+            })
+            .collect();
+    }
+    text
+}
+
+/// Every file under `dir`, by relative path with `/` separators.
+pub fn read_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(base: &Path, dir: &Path, into: &mut BTreeMap<String, Vec<u8>>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(base, &path, into);
+            } else {
+                let name = path
+                    .strip_prefix(base)
+                    .unwrap_or(&path)
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                into.insert(name, fs::read(&path).unwrap_or_default());
+            }
+        }
+    }
+    let mut files = BTreeMap::new();
+    walk(dir, dir, &mut files);
+    files
+}
+
+/// Finds an LLVM tool on `PATH`. When it is missing, prints `SKIP: <name> not found` to stderr
+/// and returns `None`, unless `OFFLOAD_REQUIRE_REFERENCE=1`: then it panics.
+pub fn reference_tool(name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|candidate| is_executable(candidate))
+    });
+    if found.is_none() {
+        if std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() == Ok("1") {
+            panic!(
+                "{name} not found on PATH, and OFFLOAD_REQUIRE_REFERENCE=1 requires it \
+                 (Debian: apt-get install clang-tools-19 llvm-19)"
+            );
+        }
+        visible(&format!("SKIP: {name} not found"));
+    }
+    found
+}
+
+/// Prints a line on stderr even when the test harness captures output (it captures only the
+/// print macros).
+pub fn visible(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}
+
+// ---- expectations -----------------------------------------------------------------------------------
+
+/// What a case must produce: from its golden folder or from a run of LLVM.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    /// Exit code.
+    pub exit: i32,
+    /// Standard output.
+    pub stdout: Vec<u8>,
+    /// LLVM's normalised standard error.
+    pub stderr: String,
+    /// Output files; `None` when not known (golden [compressed] cases).
+    pub outputs: Option<BTreeMap<String, Vec<u8>>>,
+}
+
+impl Expected {
+    /// The expectation a run of LLVM sets, or an error when LLVM did not exit normally.
+    pub fn from_llvm(outcome: &Outcome) -> Result<Expected, String> {
+        match outcome.status {
+            Status::Exited(code) if code < 124 => Ok(Expected {
+                exit: code,
+                stdout: outcome.stdout.clone(),
+                stderr: outcome.stderr.clone(),
+                outputs: Some(outcome.outputs.clone()),
+            }),
+            status => Err(format!(
+                "LLVM did not exit normally ({status}); mark the case [llvm-crashes]"
+            )),
+        }
+    }
+}
+
+/// The golden folder of `case`, or an error saying what is missing.
+pub fn load_golden(case: &Case) -> Result<Expected, String> {
+    let dir = golden_dir().join(&case.name);
+    let read = |file: &str| {
+        fs::read(dir.join(file)).map_err(|e| {
+            format!(
+                "no golden file {}/{file} ({e}); run tests/golden/make.sh",
+                case.name
+            )
+        })
+    };
+    let exit_text = String::from_utf8_lossy(&read("exit")?).trim().to_string();
+    let exit = exit_text.parse().map_err(|_| {
+        format!(
+            "golden {}/exit holds {exit_text:?}, not a number",
+            case.name
+        )
+    })?;
+    let stdout = read("stdout")?;
+    let stderr = String::from_utf8_lossy(&read("stderr")?).into_owned();
+    let outputs = if case.compressed {
+        None
+    } else {
+        Some(read_tree(&dir.join("out")))
+    };
+    Ok(Expected {
+        exit,
+        stdout,
+        stderr,
+        outputs,
+    })
+}
+
+/// The texts our stderr must contain, read from LLVM's normalised stderr: the text after
+/// `PROG: error: ` and `PROG: warning: ` on each such line, and each raw `Warning: ` line.
+/// When LLVM failed without an `error:` line (its command-line parser's messages), the text
+/// after `PROG: ` on its first such line, up to a `  Try:` hint.
+pub fn llvm_messages(stderr: &str, failed: bool) -> Vec<String> {
+    let mut messages = Vec::new();
+    for line in stderr.lines() {
+        if let Some(m) = line
+            .strip_prefix("PROG: error: ")
+            .or_else(|| line.strip_prefix("PROG: warning: "))
+        {
+            messages.push(m.to_string());
+        } else if line.starts_with("Warning: ") {
+            messages.push(line.to_string());
+        }
+    }
+    if failed && messages.is_empty() {
+        if let Some(line) = stderr.lines().find_map(|l| l.strip_prefix("PROG: ")) {
+            let text = line.split("  Try:").next().unwrap_or(line).trim_end();
+            if !text.is_empty() {
+                messages.push(text.to_string());
+            }
+        }
+    }
+    messages
+}
+
+/// Where two byte strings first differ, as text.
+pub fn first_difference(expected: &[u8], actual: &[u8]) -> String {
+    let common = expected.len().min(actual.len());
+    match (0..common).find(|&i| expected[i] != actual[i]) {
+        Some(i) => format!(
+            "first difference at offset {i:#x}: expected {:#04x}, got {:#04x} (sizes {:#x} expected, {:#x} got)",
+            expected[i],
+            actual[i],
+            expected.len(),
+            actual.len()
+        ),
+        None => format!(
+            "equal up to offset {common:#x}, then sizes differ: {:#x} expected, {:#x} got",
+            expected.len(),
+            actual.len()
+        ),
+    }
+}
+
+/// A short printable form of bytes for a report.
+pub fn show(bytes: &[u8]) -> String {
+    const LIMIT: usize = 300;
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(LIMIT)]);
+    let more = if bytes.len() > LIMIT { "..." } else { "" };
+    format!("{:?}{more}", text)
+}
+
+/// Compares our run of `case` with what is expected; returns the differences, empty when
+/// they agree. Output files are compared only when `expected.outputs` is known, LLVM
+/// succeeded and the case is not `[compressed]`; when LLVM failed, we must leave no output
+/// files at all.
+pub fn compare(case: &Case, expected: &Expected, ours: &Outcome) -> Vec<String> {
+    let mut problems = Vec::new();
+    match ours.status {
+        Status::Exited(code) if code == expected.exit => {}
+        status => problems.push(format!(
+            "status: expected exit {}, got {status}; our stderr: {}",
+            expected.exit,
+            show(ours.stderr.as_bytes())
+        )),
+    }
+    if ours.stdout != expected.stdout {
+        problems.push(format!(
+            "stdout differs: {}\n      expected: {}\n      got:      {}",
+            first_difference(&expected.stdout, &ours.stdout),
+            show(&expected.stdout),
+            show(&ours.stdout)
+        ));
+    }
+    if expected.exit == 0 {
+        if let (Some(outputs), false) = (&expected.outputs, case.compressed) {
+            problems.extend(compare_outputs(outputs, &ours.outputs));
+        }
+    } else if !ours.outputs.is_empty() {
+        problems.push(format!(
+            "failed but left output files behind: {}",
+            names(&ours.outputs)
+        ));
+    }
+    for message in llvm_messages(&expected.stderr, expected.exit != 0) {
+        if !ours.stderr.contains(&message) {
+            problems.push(format!(
+                "stderr lacks LLVM's message {message:?}; our stderr: {}",
+                show(ours.stderr.as_bytes())
+            ));
+        }
+    }
+    problems.extend(check_expect(case, ours));
+    problems
+}
+
+/// Checks the ` # expect: ` texts of `case` against our stderr.
+pub fn check_expect(case: &Case, ours: &Outcome) -> Vec<String> {
+    case.expect
+        .iter()
+        .filter(|text| !ours.stderr.contains(text.as_str()))
+        .map(|text| {
+            format!(
+                "stderr lacks the expected text {text:?}; our stderr: {}",
+                show(ours.stderr.as_bytes())
+            )
+        })
+        .collect()
+}
+
+/// Checks our run of an `[llvm-crashes]` case: exit 1 (no panic, no signal), the expected
+/// texts on stderr, no output files.
+pub fn check_crash_case(case: &Case, ours: &Outcome) -> Vec<String> {
+    let mut problems = Vec::new();
+    if ours.status != Status::Exited(1) {
+        problems.push(format!(
+            "status: expected exit 1 (LLVM 19 crashes here; we must fail cleanly), got {}; our stderr: {}",
+            ours.status,
+            show(ours.stderr.as_bytes())
+        ));
+    }
+    problems.extend(check_expect(case, ours));
+    if !ours.outputs.is_empty() {
+        problems.push(format!(
+            "failed but left output files behind: {}",
+            names(&ours.outputs)
+        ));
+    }
+    problems
+}
+
+/// Compares two sets of output files by name and bytes.
+pub fn compare_outputs(
+    expected: &BTreeMap<String, Vec<u8>>,
+    ours: &BTreeMap<String, Vec<u8>>,
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let missing: Vec<&String> = expected.keys().filter(|k| !ours.contains_key(*k)).collect();
+    let extra: Vec<&String> = ours.keys().filter(|k| !expected.contains_key(*k)).collect();
+    if !missing.is_empty() {
+        problems.push(format!("output files missing: {missing:?}"));
+    }
+    if !extra.is_empty() {
+        problems.push(format!("unexpected output files: {extra:?}"));
+    }
+    for (name, want) in expected {
+        if let Some(got) = ours.get(name) {
+            if got != want {
+                problems.push(format!(
+                    "output {name} differs: {}",
+                    first_difference(want, got)
+                ));
+            }
+        }
+    }
+    problems
+}
+
+fn names(files: &BTreeMap<String, Vec<u8>>) -> String {
+    files.keys().cloned().collect::<Vec<_>>().join(", ")
+}
+
+// ---- running many cases and reporting ------------------------------------------------------------
+
+/// Runs `check` on every case, on several threads, and returns the problems of each case in
+/// case order.
+pub fn check_all<F>(cases: &[Case], check: F) -> Vec<(Case, Vec<String>)>
+where
+    F: Fn(&Case) -> Vec<String> + Sync,
+{
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(4)
+        .min(16);
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Vec<String>>>> = Mutex::new(vec![None; cases.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(case) = cases.get(i) else { break };
+                let problems =
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(case))) {
+                        Ok(problems) => problems,
+                        Err(payload) => vec![format!(
+                            "the test harness panicked: {}",
+                            payload
+                                .downcast_ref::<String>()
+                                .cloned()
+                                .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+                                .unwrap_or_default()
+                        )],
+                    };
+                results.lock().unwrap()[i] = Some(problems);
+            });
+        }
+    });
+    let results = results.into_inner().unwrap();
+    cases
+        .iter()
+        .cloned()
+        .zip(results.into_iter().map(Option::unwrap_or_default))
+        .collect()
+}
+
+/// Prints a summary and panics listing every failing case, if any.
+pub fn report(title: &str, results: &[(Case, Vec<String>)]) {
+    let failed: Vec<&(Case, Vec<String>)> = results.iter().filter(|(_, p)| !p.is_empty()).collect();
+    visible(&format!(
+        "{title}: {} cases, {} passed, {} failed",
+        results.len(),
+        results.len() - failed.len(),
+        failed.len()
+    ));
+    if failed.is_empty() {
+        return;
+    }
+    let mut text = String::new();
+    for (case, problems) in &failed {
+        let _ = writeln!(
+            text,
+            "\n--- {} (tests/cases/bundler.txt:{})\n    args: {}",
+            case.name,
+            case.line,
+            case.args.join(" ")
+        );
+        for problem in problems {
+            let _ = writeln!(text, "  - {problem}");
+        }
+    }
+    let failing: Vec<&str> = failed.iter().map(|(c, _)| c.name.as_str()).collect();
+    panic!(
+        "{title}: {} of {} cases failed:\n{text}\nfailing cases: {}\n(rerun some with OFFLOAD_CASES=name1,name2)",
+        failed.len(),
+        results.len(),
+        failing.join(",")
+    );
+}
