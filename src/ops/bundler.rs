@@ -205,7 +205,17 @@ impl BundlerConfig {
                 "expecting exactly one host target but got {host_count}"
             )));
         }
-        let names = parsed.iter().map(ToString::to_string).collect();
+        let names: Vec<String> = parsed.iter().map(ToString::to_string).collect();
+        // Two spellings of one target (`...-gfx906` and `...--gfx906`) would be written under
+        // one ID; LLVM 19 then writes a bundle whose records point at the wrong payloads.
+        for (i, name) in names.iter().enumerate() {
+            if let Some(j) = names[..i].iter().position(|n| n == name) {
+                return Err(Error::msg(format!(
+                    "Duplicate targets are not allowed: '{}' and '{}' are both written as '{name}'",
+                    self.targets[j], self.targets[i]
+                )));
+            }
+        }
         Ok(CheckedTargets {
             parsed,
             names,
@@ -568,6 +578,9 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
         .iter()
         .any(|(_, data)| handler_for(&config.file_type, data).ok() == Some(Handler::Object));
 
+    // LLVM compares entries with the standardised target names, parsed again: a host target
+    // `host-x86_64-unknown-linux-gnu` is looked for as `host-x86_64-unknown-linux-gnu-`.
+    let wanted: Vec<EntryId> = targets.names.iter().map(|n| EntryId::parse(n)).collect();
     let mut worklist: StringMap<usize> = StringMap::new();
     for (index, name) in targets.names.iter().enumerate() {
         worklist.insert(name.as_bytes(), index);
@@ -580,7 +593,7 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
         }
         let code = EntryId::parse(entry.id);
         let chosen = worklist.iter().find_map(|(name, index)| {
-            let target = &targets.parsed[*index];
+            let target = &wanted[*index];
             code.is_compatible_with(target, config.hip_openmp_compatible)
                 .then(|| (name.to_vec(), *index))
         });
