@@ -9,9 +9,8 @@
 mod common;
 
 use common::{
-    check_all, check_crash_case, compare, first_difference, load_cases, option_values,
-    reference_tool, report, run_case, run_tool, substitute, Case, Expected, Outcome, Status, Tool,
-    LLVM_BUNDLER,
+    check_all, compare, first_difference, load_cases, option_values, reference_tool, report,
+    run_case, run_tool, substitute, Case, Expected, Outcome, Status, Tool, LLVM_BUNDLER,
 };
 
 const CCOB_MAGIC: &[u8] = b"CCOB";
@@ -30,8 +29,8 @@ fn differential() {
     assert!(!cases.is_empty(), "no cases selected");
     let results = check_all(&cases, |case| {
         let our_run = run_case(&ours, case);
-        if case.llvm_crashes {
-            return check_crash_case(case, &our_run);
+        if common::checked_on_its_own(case) {
+            return common::check_own(case, &our_run);
         }
         let llvm_run = run_case(&llvm, case);
         let expected = match Expected::from_llvm(&llvm_run) {

@@ -136,6 +136,16 @@ impl<'a> CompressedBundle<'a> {
         let version = u16::from_le_bytes(field(data, 4, "compressed bundle version")?);
         let header = header_size(version)
             .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(version)))?;
+        if (data.len() as u64) < header {
+            return Err(Error::new(
+                0,
+                ErrorKind::HeaderTooSmall {
+                    version,
+                    needed: header,
+                    available: data.len() as u64,
+                },
+            ));
+        }
         let code = u16::from_le_bytes(field(data, 6, "compressed bundle method")?);
         let method = Method::from_code(code)
             .ok_or_else(|| Error::new(6, ErrorKind::UnknownCompressionMethod(code)))?;

@@ -73,6 +73,15 @@ pub enum ErrorKind {
     },
     /// A text bundle's start marker line does not end.
     UnterminatedStartMarker,
+    /// A compressed bundle is shorter than the header of its version.
+    HeaderTooSmall {
+        /// The version.
+        version: u16,
+        /// Header size of that version.
+        needed: u64,
+        /// Bytes present.
+        available: u64,
+    },
     /// A compressed bundle has a version this reader does not know.
     UnknownCompressedVersion(u16),
     /// A compressed bundle names a compression method this reader does not know.
@@ -158,12 +167,20 @@ impl fmt::Display for ErrorKind {
             ErrorKind::UnterminatedStartMarker => {
                 write!(f, "text bundle start marker is not followed by a line end")
             }
+            ErrorKind::HeaderTooSmall {
+                version,
+                needed,
+                available,
+            } => write!(
+                f,
+                "Compressed bundle header size too small: version {version} needs {needed} bytes, {available} present"
+            ),
             ErrorKind::UnknownCompressedVersion(v) => {
                 write!(f, "unknown compressed bundle version {v}")
             }
             ErrorKind::UnknownCompressionMethod(m) => write!(
                 f,
-                "unknown compression method {m} (0 is zlib, 1 is zstd)"
+                "Unknown compressing method {m} (0 is zlib, 1 is zstd)"
             ),
             ErrorKind::BadTotalSize {
                 total,

@@ -425,17 +425,28 @@ pub fn decompress_input<'a>(
     }
     let mut parts = Vec::new();
     for part in ccob::split(data) {
-        let (at, compressed) = part.map_err(|e| Error::format(path, e))?;
+        let (at, compressed) = part.map_err(|e| decompress_error(path, e))?;
         let start = Instant::now();
         let plain = compressed
             .decompress(config.max_decompressed)
-            .map_err(|e| Error::format(path, e.rebased(at)))?;
+            .map_err(|e| decompress_error(path, e.rebased(at)))?;
         if config.verbose {
             report_decompression(log, &compressed, &plain, start.elapsed().as_secs_f64());
         }
         parts.push((at, plain));
     }
     Ok(Contents::Decompressed(parts))
+}
+
+/// A compressed input that cannot be decompressed, reported as LLVM words it, with the file and
+/// the offset.
+fn decompress_error(path: &Path, e: crate::format::Error) -> Error {
+    Error::msg(format!(
+        "Failed to decompress input: {} (in '{}' at offset {:#x})",
+        e.kind,
+        path.display(),
+        e.offset
+    ))
 }
 
 fn report_decompression(

@@ -70,6 +70,15 @@ pub struct Case {
     pub compressed: bool,
     /// `[llvm-crashes]`: LLVM is not run; we expect a clean failure.
     pub llvm_crashes: bool,
+    /// `[llvm-wrong]`: LLVM 19 accepts damaged input or writes a damaged output here; LLVM is
+    /// not run and we expect a clean failure, as for `[llvm-crashes]`.
+    pub llvm_wrong: bool,
+    /// `[llvm-rejects]`: LLVM 19 fails on input we read correctly; LLVM is not run, and we
+    /// expect exit status 0 with every `# expect:` text in our stdout.
+    pub llvm_rejects: bool,
+    /// `[unsupported]`: not supported yet; LLVM's results are kept in the golden folder, and
+    /// we expect exit status 1, "not supported yet" on stderr and no output files.
+    pub unsupported: bool,
     /// `[env:K=V]` flags, in order.
     pub env: Vec<(String, String)>,
     /// `[stdin:PATH]`, with `{S}` not yet replaced.
@@ -121,6 +130,9 @@ fn parse_case_line(raw: &str, line: usize) -> Result<Case, String> {
         args: Vec::new(),
         compressed: false,
         llvm_crashes: false,
+        llvm_wrong: false,
+        llvm_rejects: false,
+        unsupported: false,
         env: Vec::new(),
         stdin: None,
         expect,
@@ -135,6 +147,12 @@ fn parse_case_line(raw: &str, line: usize) -> Result<Case, String> {
                 case.compressed = true;
             } else if flag == "llvm-crashes" {
                 case.llvm_crashes = true;
+            } else if flag == "llvm-wrong" {
+                case.llvm_wrong = true;
+            } else if flag == "llvm-rejects" {
+                case.llvm_rejects = true;
+            } else if flag == "unsupported" {
+                case.unsupported = true;
             } else if let Some(kv) = flag.strip_prefix("env:") {
                 let (k, v) = kv.split_once('=').ok_or("[env:K=V] needs '='")?;
                 case.env.push((k.to_string(), v.to_string()));
@@ -152,8 +170,11 @@ fn parse_case_line(raw: &str, line: usize) -> Result<Case, String> {
             ));
         }
     }
-    if case.llvm_crashes && case.expect.is_empty() {
-        return Err("an [llvm-crashes] case needs a ' # expect: ' text".into());
+    if (case.llvm_crashes || case.llvm_wrong || case.llvm_rejects) && case.expect.is_empty() {
+        return Err(
+            "an [llvm-crashes], [llvm-wrong] or [llvm-rejects] case needs a ' # expect: ' text"
+                .into(),
+        );
     }
     Ok(case)
 }
@@ -683,6 +704,45 @@ pub fn check_crash_case(case: &Case, ours: &Outcome) -> Vec<String> {
         problems.push(format!(
             "failed but left output files behind: {}",
             names(&ours.outputs)
+        ));
+    }
+    problems
+}
+
+/// Whether `case` is checked against its own expectations rather than LLVM's results.
+pub fn checked_on_its_own(case: &Case) -> bool {
+    case.llvm_crashes || case.llvm_wrong || case.llvm_rejects || case.unsupported
+}
+
+/// Checks our run of a case that is not compared with LLVM: `[llvm-crashes]` and
+/// `[llvm-wrong]` must fail cleanly, `[llvm-rejects]` must succeed with the expected texts on
+/// stdout, `[unsupported]` must say it is not supported yet and leave nothing behind.
+pub fn check_own(case: &Case, ours: &Outcome) -> Vec<String> {
+    if case.llvm_rejects {
+        let mut problems = Vec::new();
+        if ours.status != Status::Exited(0) {
+            problems.push(format!(
+                "status: expected exit 0 (LLVM 19 fails here; we read the input), got {}; our stderr: {}",
+                ours.status,
+                show(ours.stderr.as_bytes())
+            ));
+        }
+        let stdout = String::from_utf8_lossy(&ours.stdout);
+        for text in &case.expect {
+            let text = text.replace("\\n", "\n");
+            if !stdout.contains(&text) {
+                problems.push(format!(
+                    "stdout lacks the expected text {text:?}; our stdout: {stdout:?}"
+                ));
+            }
+        }
+        return problems;
+    }
+    let mut problems = check_crash_case(case, ours);
+    if case.unsupported && !ours.stderr.contains("not supported yet") {
+        problems.push(format!(
+            "stderr lacks \"not supported yet\"; our stderr: {}",
+            show(ours.stderr.as_bytes())
         ));
     }
     problems

@@ -10,7 +10,7 @@
 #             name) replaced by PROG, the samples folder by
 #             {S}, the output folder by {O}, and temporary file names made constant
 #   out/      every file the tool left in {O} (absent when there are none)
-# [compressed] cases keep no out/. [llvm-crashes] cases are not run: their folder holds only
+# [compressed] cases keep no out/. [llvm-crashes], [llvm-wrong] and [llvm-rejects] cases are not run: their folder holds only
 # expected-stderr-contains, the `# expect:` texts of the case line, one a line (written for any
 # case that has them). The syntax of the case file is described at its top.
 set -euo pipefail
@@ -73,7 +73,8 @@ while IFS= read -r line || [[ -n $line ]]; do
     flagtext=${flagtext#*"[$flag]"}
     case $flag in
       compressed) compressed=1 ;;
-      llvm-crashes) llvm_crashes=1 ;;
+      llvm-crashes|llvm-wrong|llvm-rejects) llvm_crashes=1 ;;
+      unsupported) ;;
       env:*=*) envs+=("${flag#env:}") ;;
       stdin:*) stdin=${flag#stdin:}; stdin=${stdin//\{S\}/$S} ;;
       *) echo "bundler.txt:$lineno: unknown flag [$flag]" >&2; exit 1 ;;
