@@ -177,18 +177,23 @@ fn run_with(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
+    // Command-line parser messages start with the program's file name, as LLVM's do; the
+    // others with the program as it was started.
+    let base = std::path::Path::new(prog)
+        .file_name()
+        .map_or_else(|| prog.to_string(), |n| n.to_string_lossy().into_owned());
     let parsed = match llvm_cl::parse(args, SPECS) {
         Ok(p) => p,
         Err(errors) => {
             for e in errors {
                 if e.starts_with("Unknown command line argument") {
-                    let _ = writeln!(err, "{prog}: {e}  Try: '{prog} --help'");
+                    let _ = writeln!(err, "{base}: {e}  Try: '{prog} --help'");
                     let arg = e.split('\'').nth(1).unwrap_or("");
                     if let Some(name) = llvm_cl::nearest(arg, SPECS.iter().map(|s| s.name)) {
-                        let _ = writeln!(err, "{prog}: Did you mean '{}'?", llvm_cl::spelled(name));
+                        let _ = writeln!(err, "{base}: Did you mean '{}'?", llvm_cl::spelled(name));
                     }
                 } else {
-                    let _ = writeln!(err, "{prog}: {e}");
+                    let _ = writeln!(err, "{base}: {e}");
                 }
             }
             return 1;
@@ -239,7 +244,7 @@ fn run_with(
             None => {
                 let _ = writeln!(
                     err,
-                    "{prog}: for the --compression-level option: '{level}' value invalid for integer argument!"
+                    "{base}: for the --compression-level option: '{level}' value invalid for integer argument!"
                 );
                 return 1;
             }
@@ -279,7 +284,7 @@ fn run_with(
         Some(text) => match llvm_cl::parse_uint(text) {
             Some(v) => u64::from(v),
             None => {
-                let _ = writeln!(err, "{prog}: for the --bundle-align option: '{text}' value invalid for uint argument!");
+                let _ = writeln!(err, "{base}: for the --bundle-align option: '{text}' value invalid for uint argument!");
                 return 1;
             }
         },
