@@ -8,7 +8,7 @@
 //! `hipv4-amdgcn-amd-amdhsa--gfx906`. Matching these quirks is what makes bundles written here
 //! byte-identical to LLVM's and lets each tool read the other's.
 
-use super::target_id::{is_offload_arch, TargetId};
+use super::target_id::{is_offload_arch, target_ids_compatible};
 use super::triple::Triple;
 use std::fmt;
 
@@ -108,17 +108,12 @@ impl EntryId {
         {
             return false;
         }
-        let (Some((code_proc, code_features)), Some((target_proc, target_features))) = (
-            TargetId::parse(&self.triple, &self.target_id),
-            TargetId::parse(&target.triple, &target.target_id),
-        ) else {
-            return false;
-        };
-        code_proc == target_proc
-            && code_features.len() <= target_features.len()
-            && code_features
-                .iter()
-                .all(|f| target_features.iter().any(|t| t == f))
+        target_ids_compatible(
+            &self.triple,
+            &self.target_id,
+            &target.triple,
+            &target.target_id,
+        )
     }
 }
 

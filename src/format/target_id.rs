@@ -138,9 +138,20 @@ pub fn canonical_target_id(triple: &Triple, id: &str) -> Option<String> {
 /// leaves out match any setting) can run on `device`. Both are compared by canonical
 /// processor for `triple`; invalid IDs are never compatible.
 pub fn is_target_id_compatible(triple: &Triple, code: &str, device: &str) -> bool {
+    target_ids_compatible(triple, code, triple, device)
+}
+
+/// [`is_target_id_compatible`] with each target ID parsed for its own triple (the triples'
+/// own compatibility is the caller's to check).
+pub fn target_ids_compatible(
+    code_triple: &Triple,
+    code: &str,
+    device_triple: &Triple,
+    device: &str,
+) -> bool {
     let (Some((code_proc, code_features)), Some((dev_proc, dev_features))) = (
-        TargetId::parse(triple, code),
-        TargetId::parse(triple, device),
+        TargetId::parse(code_triple, code),
+        TargetId::parse(device_triple, device),
     ) else {
         return false;
     };
