@@ -63,3 +63,20 @@ l=$(measure llvm "$llvm" -list -type=o -input=llvm.bundle)
 o=$(measure ours "$ours" bundler -list -type=o -input=llvm.bundle)
 row "list" "$l" "$o"
 rm -f llvm.bundle ours.bundle llvm.gfx90a ours.gfx90a
+
+# Unbundle a heterogeneous archive of 1200 -fgpu-rdc objects for 3 targets.
+if [ ! -f hda.a ]; then
+  rm -rf hda && mkdir hda
+  for i in $(seq -w 0 1199); do
+    if (( 10#$i % 2 )); then cp "$here/samples/archive/kernel-rdc.o" hda/k$i.o; else cp "$here/samples/archive/vadd-rdc.o" hda/v$i.o; fi
+  done
+  (cd hda && llvm-ar-19 rcD ../hda.a ./*.o)
+fi
+atargets=hipv4-amdgcn-amd-amdhsa--gfx906,hip-amdgcn-amd-amdhsa--gfx90a:xnack+,hip-amdgcn-amd-amdhsa--gfx90a:xnack-
+l=$(measure llvm "$llvm" -unbundle -type=a -targets=$atargets -input=hda.a \
+      -output=llvm-1.a -output=llvm-2.a -output=llvm-3.a)
+o=$(measure ours "$ours" bundler -unbundle -type=a -targets=$atargets -input=hda.a \
+      -output=ours-1.a -output=ours-2.a -output=ours-3.a)
+row "archive 1200 members x 3 targets" "$l" "$o"
+cmp llvm-1.a ours-1.a && cmp llvm-2.a ours-2.a && cmp llvm-3.a ours-3.a && echo "  same bytes"
+rm -f llvm-?.a ours-?.a

@@ -310,3 +310,102 @@ fn started_as_clang_offload_bundler_it_is_the_bundler() {
         format!("{}: error: no output file specified!\n", link.display())
     );
 }
+
+/// A GNU archive of short-named members, as `ar` writes it.
+fn gnu_archive(members: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut out = b"!<arch>\n".to_vec();
+    for (name, data) in members {
+        let header = format!(
+            "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+            format!("{name}/"),
+            0,
+            0,
+            0,
+            644,
+            data.len()
+        );
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(data);
+        if data.len() % 2 == 1 {
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+fn unbundle_archive(dir: &Path, data: &[u8]) -> (i32, String, Vec<String>) {
+    fs::write(dir.join("lib.a"), data).unwrap();
+    let out = bundler()
+        .current_dir(dir)
+        .args([
+            "-unbundle",
+            "-type=a",
+            &format!("-targets={GFX906},{GFX90A}"),
+        ])
+        .args(["-input=lib.a", "-output=a.a", "-output=b.a"])
+        .output()
+        .unwrap();
+    let mut left: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "lib.a")
+        .collect();
+    left.sort();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        left,
+    )
+}
+
+#[test]
+fn an_archive_of_plain_bundles_splits_by_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = gnu_archive(&[("m1.bc", &sample_bundle()), ("text.txt", b"not a bundle\n")]);
+    let (code, err, left) = unbundle_archive(dir.path(), &archive);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(left, ["a.a", "b.a"]);
+    let a = fs::read(dir.path().join("a.a")).unwrap();
+    let expected_name = b"m1-hipv4-amdgcn-amd-amdhsa--gfx906m1.bc/";
+    assert!(a.windows(expected_name.len()).any(|w| w == expected_name));
+    assert!(a.windows(300).any(|w| w == [0x11; 300]));
+    assert!(!a.windows(500).any(|w| w == [0x22; 500]));
+}
+
+#[test]
+fn a_damaged_member_names_archive_and_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut damaged = sample_bundle();
+    damaged.truncate(damaged.len() - 100);
+    let archive = gnu_archive(&[("good.bc", &sample_bundle()), ("bad.bc", &damaged)]);
+    let (code, err, left) = unbundle_archive(dir.path(), &archive);
+    assert_eq!(code, 1);
+    assert!(err.contains("'lib.a': member 'bad.bc': offset 0x"), "{err}");
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn truncated_and_damaged_archives_are_clean_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = gnu_archive(&[("m1.bc", &sample_bundle()), ("m2.bc", &sample_bundle())]);
+    for cut in (9..archive.len()).step_by(97) {
+        let (code, err, left) = unbundle_archive(dir.path(), &archive[..cut]);
+        assert!(code == 1 || code == 0, "cut {cut}: exit {code}: {err}");
+        if code == 1 {
+            assert!(err.contains("'lib.a'"), "cut {cut}: {err}");
+            assert!(left.is_empty(), "cut {cut}: {left:?}");
+        }
+        for f in left {
+            fs::remove_file(dir.path().join(f)).unwrap();
+        }
+    }
+    let mut bad_size = archive.clone();
+    bad_size[8 + 48..8 + 58].copy_from_slice(b"9999999999");
+    let (code, err, left) = unbundle_archive(dir.path(), &bad_size);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("'lib.a': member 'm1.bc': Archive member size is too large"),
+        "{err}"
+    );
+    assert!(left.is_empty());
+}

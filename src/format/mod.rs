@@ -3,6 +3,7 @@
 //! Every parser here borrows its input and returns views into it; every writer mirrors its
 //! reader, so a round trip through both gives back the same bytes.
 
+pub mod bitcode;
 pub mod bundle;
 pub mod ccob;
 pub mod entry_id;

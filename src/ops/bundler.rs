@@ -575,10 +575,7 @@ pub fn list(config: &BundlerConfig, out: &mut dyn Write, log: &mut dyn Write) ->
 pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     let targets = config.check(true)?;
     if config.file_type == "a" {
-        return Err(Error::msg(format!(
-            "'{}': unbundling archives (-type=a) is not supported yet",
-            config.inputs[0].display()
-        )));
+        return crate::ops::archive::unbundle_archive(config, &targets.names);
     }
     let path = &config.inputs[0];
     let input = Input::open(path)?;

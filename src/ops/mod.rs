@@ -1,3 +1,4 @@
 //! What users ask for, built from the format codecs and the I/O layer.
 
+pub mod archive;
 pub mod bundler;
