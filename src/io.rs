@@ -74,6 +74,13 @@ impl Input {
         }
     }
 
+    /// Whether `part` is a slice of this input's bytes.
+    pub fn holds(&self, part: &[u8]) -> bool {
+        let base = self.as_ptr() as usize;
+        let start = part.as_ptr() as usize;
+        start >= base && start + part.len() <= base + self.len()
+    }
+
     /// Where `part` (a slice of this input) starts in the file, if this input is a mapped
     /// file and `part` lies inside it.
     fn file_range(&self, part: &[u8]) -> Option<(&File, u64)> {

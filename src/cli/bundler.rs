@@ -125,7 +125,7 @@ Generic Options:
 
 clang-offload-bundler options:
 
-  --###                        - Print external commands instead of running them (none are run here)
+  --###                        - Print the llvm-objcopy command LLVM would run for objects, and leave the object empty
   --allow-missing-bundles      - Create empty files if bundles are missing when unbundling
   --bundle-align=<uint>        - Alignment of bundle entries in binary files (default 1)
   --check-input-archive        - Check that an input heterogeneous archive follows the target ID rules
@@ -360,6 +360,7 @@ fn run_with(
         verbose,
         check_input_archive: parsed.flag("check-input-archive").unwrap_or(false),
         max_decompressed,
+        dry_run: parsed.flag("###").unwrap_or(false),
     };
 
     let result = if parsed.flag("list") == Some(true) {

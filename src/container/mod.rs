@@ -1,5 +1,7 @@
 //! Where offload data lives in host files: object files and their sections.
 
+pub mod objcopy;
+
 use object::{FileKind, Object, ObjectSection};
 
 /// The prefix of the names of sections that hold bundle entries in a fat object.

@@ -116,6 +116,8 @@ pub enum ErrorKind {
         /// The limit in bytes.
         limit: u64,
     },
+    /// An object file is malformed, or uses something its rewriter does not support.
+    Object(String),
     /// A value is too large for the field that must hold it.
     FieldOverflow {
         /// The field.
@@ -212,6 +214,7 @@ impl fmt::Display for ErrorKind {
                 f,
                 "compressed bundle decompresses to more than the limit of {limit} bytes (raise it with --max-decompressed-size)"
             ),
+            ErrorKind::Object(message) => f.write_str(message),
             ErrorKind::FieldOverflow { what, value } => {
                 write!(f, "{what} {value} does not fit in its header field")
             }

@@ -1,6 +1,7 @@
 //! clang-offload-bundler's operations: bundle, unbundle and list, with LLVM 19's checks, orders
 //! and messages, on binary, text and compressed bundles.
 
+use crate::container::objcopy::{self, AddedSection, Rewritten};
 use crate::error::{Error, Result};
 use crate::format::bundle::{self, Bundle};
 use crate::format::ccob::{self, CompressOptions, CompressedBundle, Method};
@@ -39,6 +40,9 @@ pub struct BundlerConfig {
     pub check_input_archive: bool,
     /// The largest decompressed bundle accepted.
     pub max_decompressed: u64,
+    /// `-###`: for host objects, print the `llvm-objcopy` command clang-offload-bundler would
+    /// run instead of writing the object (the output is left empty, as LLVM leaves it).
+    pub dry_run: bool,
 }
 
 impl Default for BundlerConfig {
@@ -55,6 +59,7 @@ impl Default for BundlerConfig {
             verbose: false,
             check_input_archive: false,
             max_decompressed: ccob::DEFAULT_MAX_DECOMPRESSED,
+            dry_run: false,
         }
     }
 }
@@ -87,11 +92,121 @@ pub fn handler_for(file_type: &str, reference: &[u8]) -> Result<Handler> {
     }
 }
 
-fn object_not_supported(path: &Path) -> Error {
-    Error::msg(format!(
-        "'{}': bundling into a host object file, and extracting the host object from a fat object, are not supported yet",
-        path.display()
-    ))
+/// The `llvm-objcopy` clang-offload-bundler would run: the one beside the program, else the
+/// first on `PATH`. Only printed, for `-###`.
+fn objcopy_for_display() -> String {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join("llvm-objcopy")));
+    let on_path = || {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join("llvm-objcopy"))
+                .find(|candidate| candidate.is_file())
+        })
+    };
+    beside
+        .filter(|p| p.is_file())
+        .or_else(on_path)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "llvm-objcopy".to_string())
+}
+
+/// Prints a command as LLVM's `-###` does: every argument double-quoted, separated by spaces.
+fn print_command(log: &mut dyn Write, args: &[String]) {
+    let quoted: Vec<String> = args.iter().map(|a| format!("\"{a}\"")).collect();
+    let _ = writeln!(log, "{}", quoted.join(" "));
+}
+
+/// A temporary file name in the form clang-offload-bundler uses, for `-###` listings.
+fn temporary_name_for_display() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let dir = std::env::temp_dir();
+    format!(
+        "{}/clang-offload-bundler-{:06x}.tmp",
+        dir.display().to_string().trim_end_matches('/'),
+        (nanos ^ std::process::id()) & 0xff_ffff
+    )
+}
+
+/// Writes a rewritten object, copying its large pieces from the input files that hold them.
+fn write_object(out: &mut Output, inputs: &[&Input], object: &Rewritten) -> Result<()> {
+    const ZEROS: [u8; 4096] = [0; 4096];
+    let zeros = |out: &mut Output, mut n: u64| -> Result<()> {
+        while n > 0 {
+            let k = n.min(ZEROS.len() as u64) as usize;
+            out.write_bytes(&ZEROS[..k])?;
+            n -= k as u64;
+        }
+        Ok(())
+    };
+    let mut at = 0;
+    for piece in &object.pieces {
+        zeros(out, piece.offset - at)?;
+        match inputs.iter().find(|input| input.holds(&piece.data)) {
+            Some(input) => out.write_part(input, &piece.data)?,
+            None => out.write_bytes(&piece.data)?,
+        }
+        at = piece.offset + piece.data.len() as u64;
+    }
+    zeros(out, object.size - at)
+}
+
+/// Bundles into a host object: one `__CLANG_OFFLOAD_BUNDLE__<ID>` section per target, in
+/// `-targets` order, the host's holding one zero byte; written as llvm-objcopy writes them.
+fn bundle_object(
+    config: &BundlerConfig,
+    targets: &CheckedTargets,
+    inputs: &[Input],
+    host_index: usize,
+    log: &mut dyn Write,
+) -> Result<()> {
+    let output_path = &config.outputs[0];
+    let names: Vec<String> = targets
+        .names
+        .iter()
+        .map(|n| format!("{}{n}", crate::container::BUNDLE_SECTION_PREFIX))
+        .collect();
+    if config.dry_run {
+        let marker = temporary_name_for_display();
+        let mut args = vec![objcopy_for_display()];
+        for (k, name) in names.iter().enumerate() {
+            let file = if k == host_index {
+                marker.clone()
+            } else {
+                config.inputs[k].display().to_string()
+            };
+            args.push(format!("--add-section={name}={file}"));
+            args.push(format!("--set-section-flags={name}=readonly,exclude"));
+        }
+        args.push("--".into());
+        args.push(config.inputs[host_index].display().to_string());
+        args.push(output_path.display().to_string());
+        print_command(log, &args);
+        // LLVM leaves the output as its in-memory bundle, which is empty for objects.
+        return Output::create(output_path)?.commit();
+    }
+    let added: Vec<AddedSection> = names
+        .iter()
+        .enumerate()
+        .map(|(k, name)| AddedSection {
+            name,
+            data: if k == host_index {
+                &[0]
+            } else {
+                &inputs[k][..]
+            },
+        })
+        .collect();
+    let host_path = &config.inputs[host_index];
+    let object = objcopy::add_sections(&inputs[host_index], &added)
+        .map_err(|e| Error::format(host_path, e))?;
+    let mut output = Output::create(output_path)?;
+    let sources: Vec<&Input> = inputs.iter().collect();
+    write_object(&mut output, &sources, &object)?;
+    output.commit()
 }
 
 /// The result of checking the targets: their parsed and standardised forms.
@@ -261,10 +376,18 @@ pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     } else {
         targets.host_index.unwrap_or(0)
     };
-    let handler = handler_for(&config.file_type, &inputs[reference])?;
-    if handler == Handler::Object {
-        return Err(object_not_supported(&config.inputs[reference]));
-    }
+    let handler = match (
+        handler_for(&config.file_type, &inputs[reference])?,
+        targets.host_index,
+    ) {
+        (Handler::Object, Some(host_index)) => {
+            return bundle_object(config, &targets, &inputs, host_index, log);
+        }
+        // Without a host there is no object to add sections to (LLVM 19 crashes here): the
+        // device code is bundled as it is when the first input is not an object.
+        (Handler::Object, None) => Handler::Binary,
+        (handler, _) => handler,
+    };
     if config.bundle_align == 0 && handler == Handler::Binary {
         return Err(Error::msg("-bundle-align must be at least 1"));
     }
@@ -593,7 +716,7 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     for (index, name) in targets.names.iter().enumerate() {
         worklist.insert(name.as_bytes(), index);
     }
-    let mut found: Vec<Option<&[u8]>> = vec![None; targets.names.len()];
+    let mut found: Vec<Option<Found>> = vec![None; targets.names.len()];
     let mut found_host = false;
     for entry in &entries {
         if worklist.is_empty() {
@@ -608,10 +731,21 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
         let Some((name, index)) = chosen else {
             continue;
         };
-        if code.is_host() && entry.data == [0] && is_object_input {
-            return Err(object_not_supported(path));
-        }
-        found[index] = Some(entry.data);
+        // In an object, an entry of one zero byte stands for the object itself (LLVM treats
+        // any such entry so, host or not).
+        let object = (entry.data == [0] && is_object_input)
+            .then(|| {
+                contents
+                    .buffers()
+                    .into_iter()
+                    .map(|(_, data)| data)
+                    .find(|data| holds(data, entry.data))
+            })
+            .flatten();
+        found[index] = Some(match object {
+            Some(object) => Found::Object(object),
+            None => Found::Data(entry.data),
+        });
         worklist.remove(&name);
         found_host |= code.is_host();
     }
@@ -646,12 +780,49 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
                     output.write_part(&input, data)?;
                 }
             }
-        } else if let Some(data) = found[index] {
+        } else if let Some(Found::Data(data)) = found[index] {
             output.write_part(&input, data)?;
+        } else if let Some(Found::Object(object)) = found[index] {
+            if config.dry_run {
+                print_command(
+                    log,
+                    &[
+                        objcopy_for_display(),
+                        "--regex".into(),
+                        format!(
+                            "--remove-section={}.*",
+                            crate::container::BUNDLE_SECTION_PREFIX
+                        ),
+                        "--".into(),
+                        path.display().to_string(),
+                        temporary_name_for_display(),
+                    ],
+                );
+            } else {
+                let prefix = crate::container::BUNDLE_SECTION_PREFIX.as_bytes();
+                let host = objcopy::remove_sections(object, &|name| name.starts_with(prefix))
+                    .map_err(|e| Error::format(path, e))?;
+                write_object(&mut output, &[&input], &host)?;
+            }
         }
         outputs.push(output);
     }
     crate::io::commit_all(outputs)
+}
+
+/// What an unbundled target receives.
+#[derive(Clone, Copy)]
+enum Found<'a> {
+    /// An entry's bytes.
+    Data(&'a [u8]),
+    /// The host object that holds the bundle, to be written without its bundle sections.
+    Object(&'a [u8]),
+}
+
+/// Whether `part` lies inside `whole`.
+fn holds(whole: &[u8], part: &[u8]) -> bool {
+    let (base, start) = (whole.as_ptr() as usize, part.as_ptr() as usize);
+    start >= base && start + part.len() <= base + whole.len()
 }
 
 /// Formats names as LLVM's "Can't find bundles for" message does: ` A`, ` A and B`,

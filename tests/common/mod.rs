@@ -79,6 +79,10 @@ pub struct Case {
     /// `[unsupported]`: not supported yet; LLVM's results are kept in the golden folder, and
     /// we expect exit status 1, "not supported yet" on stderr and no output files.
     pub unsupported: bool,
+    /// `[llvm-crashes-ours-as:CASE]`: LLVM 19 crashes here, and we do what the command means,
+    /// which is what LLVM does for CASE: our exit status, stdout and outputs must equal CASE's
+    /// golden ones.
+    pub ours_as: Option<String>,
     /// `[env:K=V]` flags, in order.
     pub env: Vec<(String, String)>,
     /// `[stdin:PATH]`, with `{S}` not yet replaced.
@@ -133,6 +137,7 @@ fn parse_case_line(raw: &str, line: usize) -> Result<Case, String> {
         llvm_wrong: false,
         llvm_rejects: false,
         unsupported: false,
+        ours_as: None,
         env: Vec::new(),
         stdin: None,
         expect,
@@ -153,6 +158,8 @@ fn parse_case_line(raw: &str, line: usize) -> Result<Case, String> {
                 case.llvm_rejects = true;
             } else if flag == "unsupported" {
                 case.unsupported = true;
+            } else if let Some(other) = flag.strip_prefix("llvm-crashes-ours-as:") {
+                case.ours_as = Some(other.to_string());
             } else if let Some(kv) = flag.strip_prefix("env:") {
                 let (k, v) = kv.split_once('=').ok_or("[env:K=V] needs '='")?;
                 case.env.push((k.to_string(), v.to_string()));
@@ -711,13 +718,25 @@ pub fn check_crash_case(case: &Case, ours: &Outcome) -> Vec<String> {
 
 /// Whether `case` is checked against its own expectations rather than LLVM's results.
 pub fn checked_on_its_own(case: &Case) -> bool {
-    case.llvm_crashes || case.llvm_wrong || case.llvm_rejects || case.unsupported
+    case.llvm_crashes
+        || case.llvm_wrong
+        || case.llvm_rejects
+        || case.unsupported
+        || case.ours_as.is_some()
 }
 
 /// Checks our run of a case that is not compared with LLVM: `[llvm-crashes]` and
 /// `[llvm-wrong]` must fail cleanly, `[llvm-rejects]` must succeed with the expected texts on
 /// stdout, `[unsupported]` must say it is not supported yet and leave nothing behind.
 pub fn check_own(case: &Case, ours: &Outcome) -> Vec<String> {
+    if let Some(other) = &case.ours_as {
+        let mut like = case.clone();
+        like.name = other.clone();
+        return match load_golden(&like) {
+            Ok(expected) => compare(&like, &expected, ours),
+            Err(e) => vec![format!("[llvm-crashes-ours-as:{other}]: {e}")],
+        };
+    }
     if case.llvm_rejects {
         let mut problems = Vec::new();
         if ours.status != Status::Exited(0) {

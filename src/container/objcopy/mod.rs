@@ -1,0 +1,140 @@
+//! Adding and removing sections of relocatable objects the way `llvm-objcopy` 19 does, byte
+//! for byte, so that fat objects equal the ones clang-offload-bundler-19 makes.
+//!
+//! Only the two edits the bundler needs are supported: appending sections with the flags of
+//! `--set-section-flags=NAME=readonly,exclude`, and removing every section whose name matches a
+//! predicate (`--regex --remove-section=...`). The result is described as pieces at offsets
+//! ([`Rewritten`]) so that large section contents are copied from their files, never gathered
+//! in memory.
+
+use std::borrow::Cow;
+use std::io::{self, Write};
+
+use object::FileKind;
+
+use crate::format::{Error, ErrorKind};
+
+mod coff;
+mod elf;
+mod strtab;
+
+/// A section to append: its name and contents.
+#[derive(Debug, Clone, Copy)]
+pub struct AddedSection<'a> {
+    /// The full section name.
+    pub name: &'a str,
+    /// The section contents.
+    pub data: &'a [u8],
+}
+
+/// One piece of a rewritten object: bytes to place at an offset.
+#[derive(Debug, Clone)]
+pub struct Piece<'a> {
+    /// Offset of the first byte in the output.
+    pub offset: u64,
+    /// The bytes: borrowed from an input, or built anew.
+    pub data: Cow<'a, [u8]>,
+}
+
+/// A rewritten object: pieces in increasing offset order that do not overlap; every byte not
+/// covered by a piece is zero.
+#[derive(Debug, Clone, Default)]
+pub struct Rewritten<'a> {
+    /// The pieces, sorted by offset.
+    pub pieces: Vec<Piece<'a>>,
+    /// The size of the whole output.
+    pub size: u64,
+}
+
+impl<'a> Rewritten<'a> {
+    fn push(&mut self, offset: u64, data: impl Into<Cow<'a, [u8]>>) {
+        let data = data.into();
+        if !data.is_empty() {
+            self.pieces.push(Piece { offset, data });
+        }
+    }
+
+    fn finish(mut self, size: u64) -> Self {
+        self.pieces.sort_by_key(|p| p.offset);
+        self.size = size;
+        self
+    }
+
+    /// Writes the object to `out`, filling the gaps between pieces with zeros; `write_piece`
+    /// writes one piece (so a caller can copy large borrowed pieces from their file).
+    pub fn write_with<W: Write>(
+        &self,
+        out: &mut W,
+        mut write_piece: impl FnMut(&mut W, &[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut at = 0u64;
+        for piece in &self.pieces {
+            write_zeros(out, piece.offset - at)?;
+            write_piece(out, &piece.data)?;
+            at = piece.offset + piece.data.len() as u64;
+        }
+        write_zeros(out, self.size - at)
+    }
+
+    /// The whole object in memory.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.size as usize);
+        self.write_with(&mut out, |o, d| o.write_all(d))
+            .expect("writing to memory cannot fail");
+        out
+    }
+}
+
+fn write_zeros(out: &mut impl Write, mut n: u64) -> io::Result<()> {
+    const ZEROS: [u8; 4096] = [0; 4096];
+    while n > 0 {
+        let k = n.min(ZEROS.len() as u64) as usize;
+        out.write_all(&ZEROS[..k])?;
+        n -= k as u64;
+    }
+    Ok(())
+}
+
+/// Appends `added` to the relocatable object `host`, as
+/// `llvm-objcopy --add-section=NAME=FILE --set-section-flags=NAME=readonly,exclude` does.
+pub fn add_sections<'a>(
+    host: &'a [u8],
+    added: &[AddedSection<'a>],
+) -> Result<Rewritten<'a>, Error> {
+    match FileKind::parse(host) {
+        Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, added, &|_| false),
+        Ok(FileKind::Coff) => coff::rewrite(host, added, &|_| false),
+        _ => Err(unsupported_kind(host)),
+    }
+}
+
+/// Removes every section whose name satisfies `remove`, as
+/// `llvm-objcopy --regex --remove-section=PATTERN` does.
+pub fn remove_sections<'a>(
+    host: &'a [u8],
+    remove: &dyn Fn(&[u8]) -> bool,
+) -> Result<Rewritten<'a>, Error> {
+    match FileKind::parse(host) {
+        Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove),
+        Ok(FileKind::Coff) => coff::rewrite(host, &[], remove),
+        _ => Err(unsupported_kind(host)),
+    }
+}
+
+fn unsupported_kind(host: &[u8]) -> Error {
+    let kind = match FileKind::parse(host) {
+        Ok(kind) => format!("{kind:?}"),
+        Err(_) => "unknown".to_string(),
+    };
+    Error::new(
+        0,
+        ErrorKind::Object(format!(
+            "sections can be added to ELF and COFF relocatable objects only, not to this {kind} file"
+        )),
+    )
+}
+
+/// A format error at `offset` in an object.
+fn bad(offset: u64, message: impl Into<String>) -> Error {
+    Error::new(offset, ErrorKind::Object(message.into()))
+}

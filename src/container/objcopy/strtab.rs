@@ -1,0 +1,92 @@
+//! String tables laid out as LLVM's `StringTableBuilder` lays them out when it optimises:
+//! strings sorted by their reversed bytes, greatest first, and a string that ends the one
+//! placed before it shares that string's bytes (tail merging).
+
+use std::collections::HashMap;
+
+/// The flavour of table, which fixes what comes before the first string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Flavor {
+    /// ELF: one NUL byte; the empty string is at offset 0.
+    Elf,
+    /// COFF: a four-byte little-endian size of the whole table.
+    #[allow(dead_code)]
+    Coff,
+}
+
+/// A finished string table.
+#[derive(Debug, Clone)]
+pub(super) struct StringTable {
+    offsets: HashMap<Vec<u8>, u32>,
+    /// The table's bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl StringTable {
+    /// Lays out `strings` (duplicates are kept once).
+    pub fn build<'s>(strings: impl IntoIterator<Item = &'s [u8]>, flavor: Flavor) -> Self {
+        let mut unique: Vec<&[u8]> = strings.into_iter().collect();
+        unique.sort_unstable();
+        unique.dedup();
+        // Greatest reversed string first; a string that is a suffix of another sorts after it.
+        unique.sort_unstable_by(|a, b| b.iter().rev().cmp(a.iter().rev()));
+        let mut bytes = match flavor {
+            Flavor::Elf => vec![0],
+            Flavor::Coff => vec![0; 4],
+        };
+        let mut offsets = HashMap::with_capacity(unique.len() + 1);
+        let mut previous: &[u8] = &[];
+        for s in unique {
+            if previous.ends_with(s) {
+                let at = bytes.len() - s.len() - 1;
+                offsets.insert(s.to_vec(), at as u32);
+                continue;
+            }
+            offsets.insert(s.to_vec(), bytes.len() as u32);
+            bytes.extend_from_slice(s);
+            bytes.push(0);
+            previous = s;
+        }
+        match flavor {
+            Flavor::Elf => {
+                offsets.insert(Vec::new(), 0);
+            }
+            Flavor::Coff => {
+                let size = bytes.len() as u32;
+                bytes[..4].copy_from_slice(&size.to_le_bytes());
+            }
+        }
+        StringTable { offsets, bytes }
+    }
+
+    /// The offset of `s`, which must have been given to [`StringTable::build`].
+    pub fn offset(&self, s: &[u8]) -> u32 {
+        self.offsets[s]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sorts_by_reversed_bytes_and_merges_tails() {
+        let t = StringTable::build(
+            [&b".text"[..], b".rela.text", b".data", b"", b".text"],
+            Flavor::Elf,
+        );
+        assert_eq!(t.bytes, b"\0.rela.text\0.data\0");
+        assert_eq!(t.offset(b".text"), 6);
+        assert_eq!(t.offset(b".rela.text"), 1);
+        assert_eq!(t.offset(b".data"), 12);
+        assert_eq!(t.offset(b""), 0);
+    }
+
+    #[test]
+    fn coff_tables_start_with_their_size() {
+        let t = StringTable::build([&b"long_section_name"[..], b"name"], Flavor::Coff);
+        assert_eq!(&t.bytes[..4], &(t.bytes.len() as u32).to_le_bytes());
+        assert_eq!(t.offset(b"long_section_name"), 4);
+        assert_eq!(t.offset(b"name"), 4 + 13);
+    }
+}

@@ -1,0 +1,172 @@
+//! Fat objects written by `offload bundler -type=o` stay valid host objects: they link, the
+//! program runs, the linker drops the device sections from programs and keeps them in partial
+//! links, and unbundling gives back every input.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{reference_tool, samples_dir, visible};
+use object::{Object, ObjectSection};
+
+const GFX906: &str = "hipv4-amdgcn-amd-amdhsa--gfx906";
+const GFX90A: &str = "hipv4-amdgcn-amd-amdhsa--gfx90a";
+
+fn offload(args: &[String]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_offload"))
+        .arg("bundler")
+        .args(args)
+        .env("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "1")
+        .output()
+        .unwrap()
+}
+
+fn bundle_sample(dir: &Path) -> PathBuf {
+    let s = samples_dir();
+    let fat = dir.join("fat.o");
+    let out = offload(&[
+        "-type=o".into(),
+        format!("-targets=host-x86_64-unknown-linux-gnu,{GFX906},{GFX90A}"),
+        format!("-input={}", s.join("elf/c-x86_64-linux-gnu.o").display()),
+        format!("-input={}", s.join("dev/vadd-gfx906.hsaco").display()),
+        format!("-input={}", s.join("dev/vadd-gfx90a.hsaco").display()),
+        format!("-output={}", fat.display()),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fat
+}
+
+fn bundle_section_names(data: &[u8]) -> Vec<String> {
+    object::File::parse(data)
+        .unwrap()
+        .sections()
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .filter(|n| n.starts_with("__CLANG_OFFLOAD_BUNDLE__"))
+        .collect()
+}
+
+#[test]
+fn a_fat_object_links_and_runs_without_its_device_sections() {
+    let Some(cc) = ["cc", "gcc", "clang-19"]
+        .into_iter()
+        .find(|c| Command::new(c).arg("--version").output().is_ok())
+    else {
+        visible("SKIP: no C compiler to link with");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let fat = bundle_sample(dir.path());
+    let exe = dir.path().join("program");
+    let link = Command::new(cc)
+        .arg(&fat)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        link.status.success(),
+        "{}",
+        String::from_utf8_lossy(&link.stderr)
+    );
+    // The sample's main returns bump(2) > 3, which is 1.
+    let run = Command::new(&exe).status().unwrap();
+    assert_eq!(run.code(), Some(1));
+    let program = std::fs::read(&exe).unwrap();
+    assert_eq!(bundle_section_names(&program), Vec::<String>::new());
+}
+
+#[test]
+fn a_partial_link_keeps_the_bundle_and_llvm_reads_ours() {
+    let dir = tempfile::tempdir().unwrap();
+    let fat = bundle_sample(dir.path());
+    let names = bundle_section_names(&std::fs::read(&fat).unwrap());
+    assert_eq!(
+        names,
+        [
+            "__CLANG_OFFLOAD_BUNDLE__host-x86_64-unknown-linux-gnu-".to_string(),
+            format!("__CLANG_OFFLOAD_BUNDLE__{GFX906}"),
+            format!("__CLANG_OFFLOAD_BUNDLE__{GFX90A}"),
+        ]
+    );
+    if Command::new("ld").arg("--version").output().is_ok() {
+        let partial = dir.path().join("partial.o");
+        let ld = Command::new("ld")
+            .arg("-r")
+            .arg(&fat)
+            .arg("-o")
+            .arg(&partial)
+            .output()
+            .unwrap();
+        assert!(
+            ld.status.success(),
+            "{}",
+            String::from_utf8_lossy(&ld.stderr)
+        );
+        assert_eq!(
+            bundle_section_names(&std::fs::read(&partial).unwrap()),
+            names
+        );
+    }
+    let Some(llvm) = reference_tool("clang-offload-bundler-19") else {
+        return;
+    };
+    let list = Command::new(llvm)
+        .args(["-list", "-type=o"])
+        .arg(format!("-input={}", fat.display()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&list.stdout),
+        format!("host-x86_64-unknown-linux-gnu-\n{GFX906}\n{GFX90A}\n")
+    );
+}
+
+#[test]
+fn unbundling_our_fat_object_gives_back_every_input() {
+    let s = samples_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let fat = bundle_sample(dir.path());
+    let (host, a, b) = (
+        dir.path().join("host.o"),
+        dir.path().join("a.co"),
+        dir.path().join("b.co"),
+    );
+    let out = offload(&[
+        "-unbundle".into(),
+        "-type=o".into(),
+        format!("-targets={GFX90A},host-x86_64-unknown-linux-gnu,{GFX906}"),
+        format!("-input={}", fat.display()),
+        format!("-output={}", b.display()),
+        format!("-output={}", host.display()),
+        format!("-output={}", a.display()),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        std::fs::read(s.join("dev/vadd-gfx906.hsaco")).unwrap()
+    );
+    assert_eq!(
+        std::fs::read(&b).unwrap(),
+        std::fs::read(s.join("dev/vadd-gfx90a.hsaco")).unwrap()
+    );
+    // The host comes back without the bundle, with the original's sections and contents.
+    let original = std::fs::read(s.join("elf/c-x86_64-linux-gnu.o")).unwrap();
+    let host = std::fs::read(&host).unwrap();
+    assert!(bundle_section_names(&host).is_empty());
+    let contents = |data: &[u8]| -> Vec<(String, Vec<u8>)> {
+        let file = object::File::parse(data).unwrap();
+        file.sections()
+            .map(|s| (s.name().unwrap().to_string(), s.data().unwrap().to_vec()))
+            .collect()
+    };
+    assert_eq!(contents(&host), contents(&original));
+}
