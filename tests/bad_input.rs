@@ -409,3 +409,59 @@ fn truncated_and_damaged_archives_are_clean_errors() {
     );
     assert!(left.is_empty());
 }
+
+#[test]
+fn a_bad_long_name_table_names_the_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = b"a-member-with-a-long-name.bc/\n";
+    let mut archive = gnu_archive(&[("//", names)]);
+    // The member's name points past the end of the long-name table.
+    let bundle = sample_bundle();
+    let header = format!(
+        "{:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+        "/4000",
+        0,
+        0,
+        0,
+        644,
+        bundle.len()
+    );
+    archive.extend_from_slice(header.as_bytes());
+    archive.extend_from_slice(&bundle);
+    let (code, err, left) = unbundle_archive(dir.path(), &archive);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("'lib.a'"), "{err}");
+    assert!(err.contains("offset 0x"), "{err}");
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_fat_object_member_with_a_damaged_bundle_section_names_archive_and_member() {
+    let dir = tempfile::tempdir().unwrap();
+    let object =
+        fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/archive/kernel-rdc.o"))
+            .unwrap();
+    // Point the last section (a bundle section) far past the end of the object.
+    let shoff = u64::from_le_bytes(object[0x28..0x30].try_into().unwrap()) as usize;
+    let shnum = u16::from_le_bytes(object[0x3c..0x3e].try_into().unwrap()) as usize;
+    let last = shoff + (shnum - 1) * 64;
+    let mut damaged = object.clone();
+    damaged[last + 24..last + 32].copy_from_slice(&0x7fff_0000u64.to_le_bytes());
+    let archive = gnu_archive(&[("good.o", &object), ("bad.o", &damaged)]);
+    fs::write(dir.path().join("lib.a"), &archive).unwrap();
+    let out = bundler()
+        .current_dir(dir.path())
+        .args([
+            "-unbundle",
+            "-type=a",
+            "-targets=hip-amdgcn-amd-amdhsa--gfx906",
+            "-input=lib.a",
+            "-output=a.a",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("'lib.a': member 'bad.o'"), "{err}");
+    assert!(!dir.path().join("a.a").exists());
+}

@@ -2,6 +2,7 @@
 //! device-specific archive per target, as `clang-offload-bundler -unbundle -type=a` does, with
 //! the members processed in parallel and the output kept in LLVM's order.
 
+use crate::container::objcopy;
 use crate::error::{Error, Result};
 use crate::format::ccob;
 use crate::format::entry_id::EntryId;
@@ -33,7 +34,11 @@ pub fn read_members<'a>(path: &Path, data: &'a [u8]) -> Result<Vec<ArchiveMember
     let archive = ArchiveFile::parse(data).map_err(|e| bad(format!("damaged archive: {e}")))?;
     let mut members = Vec::new();
     for (index, member) in archive.members().enumerate() {
-        let member = member.map_err(|e| bad(format!("member {index}: {e}")))?;
+        let member = member.map_err(|e| {
+            let at = member_header_offset(data, index)
+                .map_or_else(String::new, |at| format!(" (header at offset {at:#x})"));
+            bad(format!("member {index}{at}: {e}"))
+        })?;
         let name = String::from_utf8_lossy(member.name()).into_owned();
         let bytes = if archive.is_thin() {
             let file = path.parent().unwrap_or(Path::new(".")).join(&name);
@@ -48,6 +53,36 @@ pub fn read_members<'a>(path: &Path, data: &'a [u8]) -> Result<Vec<ArchiveMember
         members.push(ArchiveMember { name, data: bytes });
     }
     Ok(members)
+}
+
+/// Where the header of the `index`th member (symbol and name tables not counted) starts, found
+/// by walking the headers from the start of the archive.
+fn member_header_offset(data: &[u8], index: usize) -> Option<u64> {
+    let thin = data.starts_with(b"!<thin>\n");
+    let mut at = 8usize;
+    let mut seen = 0;
+    while at + 60 <= data.len() {
+        let header = &data[at..at + 60];
+        let name = &header[..16];
+        let size: usize = std::str::from_utf8(&header[48..58])
+            .ok()?
+            .trim_end()
+            .parse()
+            .ok()?;
+        let special = name.starts_with(b"/ ")
+            || name.starts_with(b"// ")
+            || name.starts_with(b"/SYM64/ ")
+            || name.starts_with(b"__.SYMDEF");
+        if !special {
+            if seen == index {
+                return Some(at as u64);
+            }
+            seen += 1;
+        }
+        let inline = if thin && !special { 0 } else { size };
+        at = at.checked_add(60 + inline + inline % 2)?;
+    }
+    None
 }
 
 /// An entry extracted for one target: the member name it gets in the device archive and its
@@ -128,8 +163,8 @@ fn entries_in<'a>(
     }
 }
 
-/// Processes one member: every non-host entry goes, as a copy, to every target it is
-/// compatible with, in `-targets` order.
+/// Processes one member: every entry goes, as a copy, to every target it is compatible with,
+/// in `-targets` order.
 fn extract_member<'a>(
     archive: &Path,
     member: &'a ArchiveMember<'a>,
@@ -138,58 +173,43 @@ fn extract_member<'a>(
 ) -> Result<Vec<Extracted<'a>>> {
     let (plain, handler) = member_entries(archive, member, config)?;
     let mut out = Vec::new();
-    match &plain {
-        None => {
-            let data: &'a [u8] = &member.data;
-            for entry in entries_in(archive, &member.name, handler, data)? {
-                push_entry(
-                    &mut out,
-                    member,
-                    &entry,
-                    Cow::Borrowed(entry.data),
-                    config,
-                    targets,
-                );
-            }
+    let data: &[u8] = plain.as_deref().unwrap_or(&member.data);
+    for entry in entries_in(archive, &member.name, handler, data)? {
+        let code = EntryId::parse(entry.id);
+        let wanted_by: Vec<usize> = (0..targets.len())
+            .filter(|&t| code.is_compatible_with(&targets[t], config.hip_openmp_compatible))
+            .collect();
+        if wanted_by.is_empty() {
+            continue;
         }
-        Some(plain) => {
-            for entry in entries_in(archive, &member.name, handler, plain)? {
-                push_entry(
-                    &mut out,
-                    member,
-                    &entry,
-                    Cow::Owned(entry.data.to_vec()),
-                    config,
-                    targets,
-                );
-            }
+        // In an object, an entry of one zero byte stands for the object itself: its copy is
+        // the object without its bundle sections.
+        let bytes: Cow<'a, [u8]> = if handler == Handler::Object && entry.data == [0] {
+            let prefix = crate::container::BUNDLE_SECTION_PREFIX.as_bytes();
+            let host =
+                objcopy::remove_sections(data, &|name| name.starts_with(prefix)).map_err(|e| {
+                    member_error(archive, &member.name, "cannot extract the host object", e)
+                })?;
+            Cow::Owned(host.to_vec())
+        } else if plain.is_some() {
+            Cow::Owned(entry.data.to_vec())
+        } else {
+            Cow::Borrowed(&member.data[offset_in(&member.data, entry.data)..][..entry.data.len()])
+        };
+        for target in wanted_by {
+            out.push(Extracted {
+                target,
+                name: device_member_name(&member.name, entry.id, &code.target_id),
+                data: bytes.clone(),
+            });
         }
     }
     Ok(out)
 }
 
-fn push_entry<'a>(
-    out: &mut Vec<Extracted<'a>>,
-    member: &ArchiveMember<'_>,
-    entry: &ReadEntry<'_>,
-    data: Cow<'a, [u8]>,
-    config: &BundlerConfig,
-    targets: &[EntryId],
-) {
-    let code = EntryId::parse(entry.id);
-    // LLVM 19 leaves host entries of archive members alone.
-    if code.is_host() {
-        return;
-    }
-    for (target, wanted) in targets.iter().enumerate() {
-        if code.is_compatible_with(wanted, config.hip_openmp_compatible) {
-            out.push(Extracted {
-                target,
-                name: device_member_name(&member.name, entry.id, &code.target_id),
-                data: data.clone(),
-            });
-        }
-    }
+/// Where `part`, a slice of `whole`, starts in it.
+fn offset_in(whole: &[u8], part: &[u8]) -> usize {
+    part.as_ptr() as usize - whole.as_ptr() as usize
 }
 
 /// The composition check of `-check-input-archive`: in each member, the bundle entry IDs must
@@ -272,7 +292,20 @@ fn device_archive(output: &Path, members: &[(&str, &[u8])]) -> Result<Vec<u8>> {
         None,
     )
     .map_err(|e| Error::io(output, e))?;
-    Ok(bytes.into_inner())
+    let mut bytes = bytes.into_inner();
+    // LLVM writes an empty symbol table only when some member is an object or bitcode file;
+    // the writer crate writes one for any member, so drop it when no member is either.
+    let symbolic =
+        |data: &[u8]| crate::format::bitcode::is_bitcode(data) || object::File::parse(data).is_ok();
+    if !members.iter().any(|(_, data)| symbolic(data)) && bytes[8..].starts_with(b"/ ") {
+        let size: usize = std::str::from_utf8(&bytes[8 + 48..8 + 58])
+            .ok()
+            .and_then(|s| s.trim_end().parse().ok())
+            .expect("the writer's symbol table header has a decimal size");
+        let end = 8 + 60 + size + size % 2;
+        bytes.drain(8..end);
+    }
+    Ok(bytes)
 }
 
 /// Unbundles the heterogeneous archive named by the one input into one device archive per
