@@ -64,6 +64,22 @@ o=$(measure ours "$ours" bundler -list -type=o -input=llvm.bundle)
 row "list" "$l" "$o"
 rm -f llvm.bundle ours.bundle llvm.gfx90a ours.gfx90a
 
+# Bundle 3 x 256 MiB into a host object (LLVM runs llvm-objcopy), then take the host back out.
+hostobj=$here/samples/elf/c-x86_64-linux-gnu.o
+l=$(measure llvm "$llvm" -type=o -targets=$targets \
+      -input="$hostobj" -input=dev1.bin -input=dev2.bin -input=dev3.bin -output=llvm-fat.o)
+o=$(measure ours "$ours" bundler -type=o -targets=$targets \
+      -input="$hostobj" -input=dev1.bin -input=dev2.bin -input=dev3.bin -output=ours-fat.o)
+row "bundle 3 x 256 MiB into an object" "$l" "$o"
+cmp llvm-fat.o ours-fat.o && echo "  same bytes"
+l=$(measure llvm "$llvm" -unbundle -type=o -targets=host-x86_64-unknown-linux-gnu \
+      -input=llvm-fat.o -output=llvm-host.o)
+o=$(measure ours "$ours" bundler -unbundle -type=o -targets=host-x86_64-unknown-linux-gnu \
+      -input=llvm-fat.o -output=ours-host.o)
+row "host object out of a 768 MiB one" "$l" "$o"
+cmp llvm-host.o ours-host.o && echo "  same bytes"
+rm -f llvm-fat.o ours-fat.o llvm-host.o ours-host.o
+
 # Unbundle a heterogeneous archive of 1200 -fgpu-rdc objects for 3 targets.
 if [ ! -f hda.a ]; then
   rm -rf hda && mkdir hda

@@ -170,3 +170,46 @@ fn unbundling_our_fat_object_gives_back_every_input() {
     };
     assert_eq!(contents(&host), contents(&original));
 }
+
+#[test]
+fn an_aarch64_fat_object_links_into_a_program() {
+    let Some(lld) = reference_tool("ld.lld-19") else {
+        return;
+    };
+    let s = samples_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let fat = dir.path().join("fat.o");
+    let out = offload(&[
+        "-type=o".into(),
+        format!("-targets=host-aarch64-unknown-linux-gnu,{GFX90A}"),
+        format!("-input={}", s.join("elf/c-aarch64-linux-gnu.o").display()),
+        format!("-input={}", s.join("dev/vadd-gfx90a.hsaco").display()),
+        format!("-output={}", fat.display()),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let library = dir.path().join("program");
+    let link = Command::new(lld)
+        .args(["-static", "-e", "main"])
+        .arg(&fat)
+        .arg("-o")
+        .arg(&library)
+        .output()
+        .unwrap();
+    assert!(
+        link.status.success(),
+        "{}",
+        String::from_utf8_lossy(&link.stderr)
+    );
+    let data = std::fs::read(&library).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    assert_eq!(file.architecture(), object::Architecture::Aarch64);
+    assert!(bundle_section_names(&data).is_empty());
+    assert!(file.symbols().any(|s| {
+        use object::ObjectSymbol;
+        s.name() == Ok("bump")
+    }));
+}
