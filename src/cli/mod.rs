@@ -3,6 +3,7 @@
 
 pub mod bundler;
 pub mod llvm_cl;
+pub mod packager;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -13,10 +14,12 @@ USAGE: offload <COMMAND> [ARGS...]
 
 COMMANDS:
   bundler    clang-offload-bundler 19, drop-in: same options, same output bytes
+  packager   clang-offload-packager 19, drop-in: same options, same output bytes
   help       print this text
 
 Started through a link named clang-offload-bundler or offload-bundler, this program
-behaves as `offload bundler`.
+behaves as `offload bundler`; through clang-offload-packager or offload-packager, as
+`offload packager`.
 ";
 
 /// Runs the program with its full argument list (program name first) and returns the exit
@@ -35,10 +38,12 @@ pub fn main(args: Vec<OsString>) -> i32 {
     let rest = args.get(1..).unwrap_or_default();
     match personality {
         "clang-offload-bundler" | "offload-bundler" => return bundler::run(&argv0, rest),
+        "clang-offload-packager" | "offload-packager" => return packager::run(&argv0, rest),
         _ => {}
     }
     match rest.first().map(String::as_str) {
         Some("bundler") => bundler::run("offload bundler", &rest[1..]),
+        Some("packager") => packager::run("offload packager", &rest[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{USAGE}");
             i32::from(rest.is_empty())

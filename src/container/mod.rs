@@ -1,6 +1,8 @@
 //! Where offload data lives in host files: object files and their sections.
 
+pub mod archive;
 pub mod objcopy;
+pub mod offloading;
 
 use object::{FileKind, Object, ObjectSection};
 

@@ -97,6 +97,8 @@ pub enum ErrorKind {
     },
     /// Decompression failed.
     Decompress(String),
+    /// Compression failed.
+    Compress(String),
     /// The payload decompressed to a size other than the declared one.
     SizeMismatch {
         /// Declared uncompressed size.
@@ -124,6 +126,74 @@ pub enum ErrorKind {
         what: &'static str,
         /// The value.
         value: u64,
+    },
+    /// The data does not start with the magic of the format being read.
+    BadMagic {
+        /// The format expected, e.g. `offload binary`.
+        format: &'static str,
+    },
+    /// An offload binary has a version this reader does not know (it knows 1 to 3).
+    UnknownOffloadBinaryVersion(u32),
+    /// An offload binary's size field is smaller than its header, or runs past the end of the
+    /// data.
+    BadBinarySize {
+        /// The declared size.
+        size: u64,
+        /// The header size of the binary's version.
+        header: u64,
+        /// Bytes available from the start of the binary.
+        available: u64,
+    },
+    /// A region that a structure declares by offset and size (an offload binary's entries, an
+    /// entry's string entries or image, a string) does not lie inside the structure, or its
+    /// end overflows.
+    RegionOutOfBounds {
+        /// What the region is, e.g. `image of entry 1`.
+        what: String,
+        /// Its declared start.
+        offset: u64,
+        /// Its declared size.
+        size: u64,
+        /// Where the enclosing structure ends.
+        limit: u64,
+    },
+    /// A NUL-terminated string starts past the end of the structure holding it, or has no NUL
+    /// before that end.
+    UnterminatedString {
+        /// What the string is, e.g. `key of string entry 2 of entry 0`.
+        what: String,
+        /// Where the string starts.
+        offset: u64,
+        /// Where the enclosing structure ends.
+        limit: u64,
+    },
+    /// A compressed offload binary's payload starts inside its header.
+    PayloadInHeader {
+        /// The declared start of the payload.
+        offset: u64,
+        /// The header size.
+        header: u64,
+    },
+    /// A compressed offload binary declares an inflated size smaller than its header.
+    BadInflatedSize {
+        /// The declared inflated size.
+        inflated: u64,
+        /// Bytes before the compressed payload, which the inflated binary keeps.
+        header: u64,
+    },
+    /// A compressed offload binary declares an inflated size above the caller's limit.
+    InflatedTooLarge {
+        /// The declared inflated size.
+        inflated: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// A compressed offload binary's payload inflates to a size other than the declared one.
+    InflatedSizeMismatch {
+        /// Declared size of the inflated payload (the inflated size less the header).
+        declared: u64,
+        /// Size it actually inflates to (at most one byte more than declared is read).
+        actual: u64,
     },
 }
 
@@ -202,6 +272,7 @@ impl fmt::Display for ErrorKind {
                 }
             }
             ErrorKind::Decompress(msg) => write!(f, "could not decompress: {msg}"),
+            ErrorKind::Compress(msg) => write!(f, "could not compress: {msg}"),
             ErrorKind::SizeMismatch { declared, actual } => write!(
                 f,
                 "compressed bundle decompresses to {actual} bytes, but its header says {declared}"
@@ -218,6 +289,78 @@ impl fmt::Display for ErrorKind {
             ErrorKind::FieldOverflow { what, value } => {
                 write!(f, "{what} {value} does not fit in its header field")
             }
+            ErrorKind::BadMagic { format } => {
+                write!(f, "the data does not start with the {format} magic")
+            }
+            ErrorKind::UnknownOffloadBinaryVersion(v) => write!(
+                f,
+                "unknown offload binary version {v} (known: 1, 2 and 3)"
+            ),
+            ErrorKind::BadBinarySize {
+                size,
+                header,
+                available,
+            } => {
+                if size < header {
+                    write!(
+                        f,
+                        "offload binary size {size} is smaller than its header ({header} bytes)"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "offload binary size {size} is past the end of the data ({available} bytes left)"
+                    )
+                }
+            }
+            ErrorKind::RegionOutOfBounds {
+                what,
+                offset,
+                size,
+                limit,
+            } => match offset.checked_add(*size) {
+                Some(end) => write!(
+                    f,
+                    "{what} at {offset:#x} ends at {end:#x}, past the end of the binary ({limit:#x})"
+                ),
+                None => write!(
+                    f,
+                    "{what} has offset {offset:#x} and size {size:#x}, which overflow"
+                ),
+            },
+            ErrorKind::UnterminatedString {
+                what,
+                offset,
+                limit,
+            } => {
+                if offset >= limit {
+                    write!(
+                        f,
+                        "{what} starts at {offset:#x}, past the end of the binary ({limit:#x})"
+                    )
+                } else {
+                    write!(
+                        f,
+                        "{what} at {offset:#x} has no NUL terminator before the end of the binary ({limit:#x})"
+                    )
+                }
+            }
+            ErrorKind::PayloadInHeader { offset, header } => write!(
+                f,
+                "compressed offload binary payload starts at {offset:#x}, inside the {header}-byte header"
+            ),
+            ErrorKind::BadInflatedSize { inflated, header } => write!(
+                f,
+                "compressed offload binary inflated size {inflated} is smaller than its header ({header} bytes)"
+            ),
+            ErrorKind::InflatedTooLarge { inflated, limit } => write!(
+                f,
+                "compressed offload binary inflates to {inflated} bytes, more than the limit of {limit} bytes (raise it with --max-decompressed-size)"
+            ),
+            ErrorKind::InflatedSizeMismatch { declared, actual } => write!(
+                f,
+                "compressed offload binary payload inflates to {actual} bytes, but its header says {declared}"
+            ),
         }
     }
 }

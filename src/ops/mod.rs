@@ -2,3 +2,4 @@
 
 pub mod archive;
 pub mod bundler;
+pub mod packager;

@@ -552,11 +552,16 @@ impl Expected {
 
 /// The golden folder of `case`, or an error saying what is missing.
 pub fn load_golden(case: &Case) -> Result<Expected, String> {
-    let dir = golden_dir().join(&case.name);
+    load_golden_from(&golden_dir(), case)
+}
+
+/// The golden folder of `case` under `root`, or an error saying what is missing.
+pub fn load_golden_from(root: &Path, case: &Case) -> Result<Expected, String> {
+    let dir = root.join(&case.name);
     let read = |file: &str| {
         fs::read(dir.join(file)).map_err(|e| {
             format!(
-                "no golden file {}/{file} ({e}); run tests/golden/make.sh",
+                "no golden file {}/{file} ({e}); run tests/golden/make.sh (bundler cases) or OFFLOAD_WRITE_GOLDEN=1 cargo test --test packager",
                 case.name
             )
         })

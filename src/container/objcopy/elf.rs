@@ -16,8 +16,8 @@
 
 use std::borrow::Cow;
 
-use super::strtab::{Flavor, StringTable};
 use super::{bad, AddedSection, Rewritten};
+use crate::format::strtab::{Flavor, StringTable};
 use crate::format::Error;
 
 const SHT_SYMTAB: u32 = 2;

@@ -16,7 +16,6 @@ use crate::format::{Error, ErrorKind};
 
 mod coff;
 mod elf;
-mod strtab;
 
 /// A section to append: its name and contents.
 #[derive(Debug, Clone, Copy)]

@@ -1,22 +1,24 @@
 //! String tables laid out as LLVM's `StringTableBuilder` lays them out when it optimises:
 //! strings sorted by their reversed bytes, greatest first, and a string that ends the one
 //! placed before it shares that string's bytes (tail merging).
+//!
+//! ELF section and symbol name tables and the string table of an OffloadBinary are built this
+//! way.
 
 use std::collections::HashMap;
 
 /// The flavour of table, which fixes what comes before the first string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Flavor {
+pub enum Flavor {
     /// ELF: one NUL byte; the empty string is at offset 0.
     Elf,
     /// COFF: a four-byte little-endian size of the whole table.
-    #[allow(dead_code)]
     Coff,
 }
 
 /// A finished string table.
 #[derive(Debug, Clone)]
-pub(super) struct StringTable {
+pub struct StringTable {
     offsets: HashMap<Vec<u8>, u32>,
     /// The table's bytes.
     pub bytes: Vec<u8>,
@@ -59,9 +61,19 @@ impl StringTable {
         StringTable { offsets, bytes }
     }
 
-    /// The offset of `s`, which must have been given to [`StringTable::build`].
+    /// The offset of `s`, which must have been given to [`StringTable::build`] (or, for an
+    /// ELF table, be empty).
+    ///
+    /// # Panics
+    ///
+    /// When `s` is not in the table.
     pub fn offset(&self, s: &[u8]) -> u32 {
         self.offsets[s]
+    }
+
+    /// The offset of `s`, or `None` when it is not in the table.
+    pub fn get(&self, s: &[u8]) -> Option<u32> {
+        self.offsets.get(s).copied()
     }
 }
 

@@ -1,0 +1,272 @@
+//! Packing images into offload binaries and unpacking them, as clang-offload-packager 19
+//! does, byte for byte.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::container::archive::write_archive;
+use crate::container::offloading::for_each_offload_binary;
+use crate::error::{Error, Result};
+use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
+use crate::format::llvm_hash::dense_map_order;
+use crate::format::offload_binary::{self, ImageKind, OffloadKind};
+use crate::io::{Input, Output};
+
+/// The key-value items of one `--image=` argument: keys in the order they first appear, the
+/// values of a repeated key joined with `,`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageArgs {
+    items: Vec<(String, String)>,
+}
+
+impl ImageArgs {
+    /// Parses `key=value,key=value,...`: items are split at `,`, each at its first `=`; an
+    /// item without `=` is a key with an empty value.
+    pub fn parse(text: &str) -> ImageArgs {
+        let mut args = ImageArgs::default();
+        for item in text.split(',') {
+            let (key, value) = item.split_once('=').unwrap_or((item, ""));
+            match args.items.iter_mut().find(|(k, _)| k == key) {
+                Some((_, joined)) => {
+                    joined.push(',');
+                    joined.push_str(value);
+                }
+                None => args.items.push((key.to_string(), value.to_string())),
+            }
+        }
+        args
+    }
+
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.items
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The items, keys in the order they first appeared.
+    pub fn items(&self) -> &[(String, String)] {
+        &self.items
+    }
+
+    /// The files named by `file=`, split at `,`.
+    fn files(&self) -> Vec<&str> {
+        self.get("file").map_or_else(Vec::new, |f| f.split(',').collect())
+    }
+}
+
+/// Packs every file of every image into `output`: one version 1 offload binary per file, one
+/// after another, with the image's other keys as string entries in the packager's order.
+pub fn pack(output: &Path, images: &[ImageArgs]) -> Result<()> {
+    let mut out = Output::create(output)?;
+    for image in images {
+        if image.get("file").is_none() || image.get("triple").is_none() {
+            return Err(Error::msg(
+                "'file' and 'triple' are required image arguments",
+            ));
+        }
+        let keys: Vec<&[u8]> = image.items.iter().map(|(k, _)| k.as_bytes()).collect();
+        let strings: Vec<(&[u8], &[u8])> = dense_map_order(&keys)
+            .into_iter()
+            .filter(|k| *k != b"file" && *k != b"kind")
+            .map(|k| {
+                let value = image
+                    .get(std::str::from_utf8(k).expect("keys come from a str"))
+                    .expect("every ordered key is an item");
+                (k, value.as_bytes())
+            })
+            .collect();
+        let offload_kind =
+            OffloadKind::from_name_llvm19(image.get("kind").unwrap_or_default().as_bytes());
+        for file in image.files() {
+            let path = PathBuf::from(file);
+            let input = Input::open(&path)?;
+            let image_kind = ImageKind::of_packager_input_llvm19(file.as_bytes(), &input);
+            let layout = offload_binary::layout_v1(
+                image_kind,
+                offload_kind,
+                0,
+                &strings,
+                input.len() as u64,
+            )
+            .map_err(|e| Error::format(&path, e))?;
+            out.write_bytes(&layout.head)?;
+            out.write_part(&input, &input)?;
+            out.write_bytes(&vec![0; layout.tail_padding as usize])?;
+        }
+    }
+    out.commit()
+}
+
+/// One image found in the input, with what the packager matches and names it by.
+struct Candidate {
+    /// The name of the buffer it came from: the input as named, or the archive member.
+    source: String,
+    image_kind: ImageKind,
+    offload_kind: OffloadKind,
+    strings: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Where the image lies in the input file, or its bytes when it is not stored as such.
+    bytes: Place,
+}
+
+enum Place {
+    InFile { offset: usize, len: usize },
+    Owned(Vec<u8>),
+}
+
+impl Candidate {
+    fn get(&self, key: &[u8]) -> &[u8] {
+        self.strings
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map_or(&[][..], |(_, v)| v)
+    }
+
+    fn matches(&self, image: &ImageArgs) -> bool {
+        image.items.iter().all(|(key, value)| match key.as_str() {
+            "file" => true,
+            "kind" => OffloadKind::from_name_llvm19(value.as_bytes()) == self.offload_kind,
+            _ => self.get(key.as_bytes()) == value.as_bytes(),
+        })
+    }
+
+    fn bytes<'a>(&'a self, file: &'a [u8]) -> &'a [u8] {
+        match &self.bytes {
+            Place::InFile { offset, len } => &file[*offset..*offset + *len],
+            Place::Owned(bytes) => bytes,
+        }
+    }
+}
+
+/// Makes a name from image metadata harmless as a file name: no `/`, no NUL.
+fn file_name_part(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).replace(['/', '\0'], "_")
+}
+
+/// Unpacks the images of `input` (an offload binary, an object or a program holding them, an
+/// archive of such) that each of `images` selects: written to the image's `file=`, or, without
+/// one, to `<input stem>-<triple>-<arch>.<n>.<kind>` in the current folder; with `archive`, into
+/// the static archive named by `file=`. Warnings go to `log`, each prefixed with `prefix`.
+pub fn unpack(
+    input_path: &Path,
+    images: &[ImageArgs],
+    archive: bool,
+    log: &mut dyn Write,
+    prefix: &str,
+) -> Result<()> {
+    let input = Input::open(input_path)?;
+    let file: &[u8] = &input;
+    let name = input_path.to_string_lossy().into_owned();
+    let mut candidates = Vec::new();
+    for_each_offload_binary(
+        input_path,
+        &name,
+        file,
+        DEFAULT_MAX_DECOMPRESSED,
+        &mut |found| {
+            for entry in found.binary.entries() {
+                let bytes = match found.offset {
+                    Some(at) => Place::InFile {
+                        offset: (at + entry.image_offset) as usize,
+                        len: entry.image.len(),
+                    },
+                    None => Place::Owned(entry.image.to_vec()),
+                };
+                candidates.push(Candidate {
+                    source: found.source.to_string(),
+                    image_kind: entry.image_kind,
+                    offload_kind: entry.offload_kind,
+                    strings: entry
+                        .strings
+                        .iter()
+                        .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                        .collect(),
+                    bytes,
+                });
+            }
+            Ok(())
+        },
+    )?;
+
+    let stem = input_path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut outputs: Vec<Output> = Vec::new();
+    for image in images {
+        let matches: Vec<&Candidate> = candidates.iter().filter(|c| c.matches(image)).collect();
+        let target = image.get("file");
+        if archive {
+            let Some(target) = target else {
+                return Err(Error::msg("Image must have a 'file' argument."));
+            };
+            let members: Vec<(&str, &[u8])> = matches
+                .iter()
+                .map(|c| (c.source.as_str(), c.bytes(file)))
+                .collect();
+            let path = PathBuf::from(target);
+            let bytes = write_archive(&path, &members)?;
+            let mut out = Output::create(&path)?;
+            out.write_bytes(&bytes)?;
+            outputs.push(out);
+            continue;
+        }
+        match target {
+            Some(target) => {
+                if matches.len() > 1 {
+                    let _ = writeln!(
+                        log,
+                        "{prefix}warning: Multiple inputs match to a single file, '{target}'"
+                    );
+                }
+                if let Some(last) = matches.last() {
+                    let mut out = Output::create(Path::new(target))?;
+                    out.write_part(&input, last.bytes(file))?;
+                    outputs.push(out);
+                }
+            }
+            None => {
+                for (index, c) in matches.iter().enumerate() {
+                    let name = format!(
+                        "{stem}-{}-{}.{index}.{}",
+                        file_name_part(c.get(b"triple")),
+                        file_name_part(c.get(b"arch")),
+                        c.image_kind.name_llvm19()
+                    );
+                    let mut out = Output::create(Path::new(&name))?;
+                    out.write_part(&input, c.bytes(file))?;
+                    outputs.push(out);
+                }
+            }
+        }
+    }
+    crate::io::commit_all(outputs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_arguments_join_repeated_keys_and_keep_bare_items() {
+        let a = ImageArgs::parse("file=a.o,triple=t,arch=x,file=b.o,c.o,arch=");
+        assert_eq!(
+            a.items(),
+            [
+                ("file".to_string(), "a.o,b.o".to_string()),
+                ("triple".to_string(), "t".to_string()),
+                ("arch".to_string(), "x,".to_string()),
+                ("c.o".to_string(), String::new()),
+            ]
+        );
+        assert_eq!(a.files(), ["a.o", "b.o"]);
+        assert_eq!(ImageArgs::parse("k=v=w").get("k"), Some("v=w"));
+    }
+
+    #[test]
+    fn names_from_metadata_stay_in_the_folder() {
+        assert_eq!(file_name_part(b"../../etc/x"), ".._.._etc_x");
+    }
+}

@@ -1,0 +1,148 @@
+//! `offload packager` against clang-offload-packager-19: every case is checked against LLVM's
+//! results stored in tests/golden-packager/ (exit status, stdout, output files, error and
+//! warning texts) and, when the tool is installed, against a live run of it.
+//!
+//! `OFFLOAD_WRITE_GOLDEN=1 cargo test --test packager` rewrites the stored results from LLVM.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::{
+    compare, load_golden_from, reference_tool, root, run_tool, visible, Case, Expected, Outcome,
+    Status, Tool,
+};
+
+const DEVICERTL: &str = "/usr/lib/llvm-19/lib/libomptarget.devicertl.a";
+
+/// (name, arguments); `{S}` is the samples folder, `{O}` the output folder (also the working
+/// folder). Cases whose name starts with `live-` are only run beside LLVM, never stored.
+const CASES: &[(&str, &str)] = &[
+    ("pack-one", "-o {O}/one.bin --image=file={S}/dev/vadd-gfx906.hsaco,triple=amdgcn-amd-amdhsa,arch=gfx906,kind=hip"),
+    ("pack-two-images", "-o {O}/two.bin --image=file={S}/dev/vadd-gfx906.bc,triple=amdgcn-amd-amdhsa,arch=gfx906,kind=openmp --image=file={S}/dev/kernel-gfx90a_xnack+.hsaco,triple=amdgcn-amd-amdhsa,arch=gfx90a:xnack+,kind=hip"),
+    ("pack-repeated-file-key", "-o {O}/r.bin --image=file={S}/dev/vadd-gfx906.hsaco,file={S}/dev/vadd-gfx90a.hsaco,triple=amdgcn-amd-amdhsa,arch=gfx906,kind=openmp"),
+    ("pack-extra-keys", "-o {O}/x.bin --image=file={S}/dev/kernel-gfx906.s,triple=amdgcn-amd-amdhsa,arch=gfx906,feature=+xnack,producer=someone,zzz=1,kind=cuda"),
+    ("pack-bare-item", "-o {O}/b.bin --image=file={S}/dev/vadd-gfx906.hsaco,{S}/dev/vadd-gfx90a.hsaco,triple=t"),
+    ("pack-no-images", "-o {O}/empty.bin"),
+    ("pack-nothing", ""),
+    ("err-pack-no-triple", "-o {O}/x.bin --image=file={S}/dev/vadd-gfx906.hsaco,arch=gfx906"),
+    ("err-pack-missing-file", "-o {O}/x.bin --image=file={S}/dev/nope.o,triple=t"),
+    ("err-pack-and-unpack", "{S}/openmp/omp.o -o {O}/x.bin"),
+    ("err-two-inputs", "{S}/openmp/omp.o {S}/openmp/omp-lto.o"),
+    ("err-unknown-option", "--imag=file=x"),
+    ("err-unpack-missing-input", "{S}/openmp/nope.o --image=triple=t"),
+    ("unpack-nothing-asked", "{S}/openmp/omp.o"),
+    ("unpack-by-triple", "{S}/openmp/omp.o --image=triple=amdgcn-amd-amdhsa"),
+    ("unpack-kind-and-arch", "{S}/openmp/omp.o --image=kind=openmp,arch=gfx906 --image=arch=gfx90a,file={O}/one.bc"),
+    ("unpack-many-to-one-file", "{S}/openmp/omp.o --image=triple=amdgcn-amd-amdhsa,file={O}/both.bc"),
+    ("unpack-partial-link", "{S}/openmp/partial.o --image=kind=openmp"),
+    ("unpack-lto", "{S}/openmp/omp-lto.o --image=arch=gfx90a"),
+    ("unpack-no-match", "{S}/openmp/omp.o --image=arch=gfx1030"),
+    ("unpack-hip-kind", "{S}/openmp/hip-rdc.o --image=kind=hip"),
+    ("unpack-elf-image", "{S}/openmp/embedded.o --image=triple=amdgcn-amd-amdhsa"),
+    ("unpack-raw-binary", "{S}/openmp/device.bin --image=triple=amdgcn-amd-amdhsa"),
+    ("unpack-our-packed", "{S}/openmp/omp.o --image=arch=gfx906,file={O}/a.bc"),
+    ("unpack-archive", "{S}/openmp/libomp.a --image=arch=gfx90a"),
+    ("unpack-to-archive", "{S}/openmp/libomp.a --archive --image=triple=amdgcn-amd-amdhsa,file={O}/dev.a"),
+    ("unpack-object-to-archive", "{S}/openmp/omp.o --archive --image=arch=gfx906,file={O}/dev.a"),
+    ("err-archive-without-file", "{S}/openmp/libomp.a --archive --image=triple=amdgcn-amd-amdhsa"),
+    ("live-devicertl", "/usr/lib/llvm-19/lib/libomptarget.devicertl.a --image=arch=gfx90a --image=arch=gfx906,file={O}/last.bc"),
+];
+
+fn golden_root() -> PathBuf {
+    root().join("tests/golden-packager")
+}
+
+fn case(name: &str, args: &str) -> Case {
+    let line = format!("{name}: {args}");
+    common::parse_cases(&line)
+        .expect("a valid case line")
+        .pop()
+        .expect("one case")
+}
+
+fn ours() -> Tool {
+    Tool::new(env!("CARGO_BIN_EXE_offload"), &["packager"])
+}
+
+fn run(tool: &Tool, c: &Case) -> Outcome {
+    run_tool(tool, &c.args, &[], None)
+}
+
+fn store(c: &Case, llvm: &Outcome) {
+    let dir = golden_root().join(&c.name);
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(dir.join("out")).unwrap();
+    let code = match llvm.status {
+        Status::Exited(code) => code,
+        other => panic!("{}: LLVM did not exit normally: {other}", c.name),
+    };
+    fs::write(dir.join("exit"), format!("{code}\n")).unwrap();
+    fs::write(dir.join("stdout"), &llvm.stdout).unwrap();
+    fs::write(dir.join("stderr"), &llvm.stderr).unwrap();
+    for (name, bytes) in &llvm.outputs {
+        let path = dir.join("out").join(name);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, bytes).unwrap();
+    }
+}
+
+fn report(what: &str, failures: Vec<String>, count: usize) {
+    visible(&format!(
+        "{what}: {count} cases, {} failed",
+        failures.len()
+    ));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn golden() {
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (name, args) in CASES.iter().filter(|(n, _)| !n.starts_with("live-")) {
+        let c = case(name, args);
+        count += 1;
+        match load_golden_from(&golden_root(), &c) {
+            Ok(expected) => {
+                let problems = compare(&c, &expected, &run(&ours(), &c));
+                if !problems.is_empty() {
+                    failures.push(format!("--- {name}\n  {}", problems.join("\n  ")));
+                }
+            }
+            Err(e) => failures.push(format!("--- {name}: {e}")),
+        }
+    }
+    report("packager golden", failures, count);
+}
+
+#[test]
+fn differential() {
+    let Some(llvm) = reference_tool("clang-offload-packager-19") else {
+        return;
+    };
+    let write = std::env::var("OFFLOAD_WRITE_GOLDEN").as_deref() == Ok("1");
+    let llvm = Tool::new(llvm, &[]);
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (name, args) in CASES {
+        if name.starts_with("live-") && !Path::new(DEVICERTL).exists() {
+            visible(&format!("SKIP: {name}: {DEVICERTL} not installed (libomp-19-dev)"));
+            continue;
+        }
+        let c = case(name, args);
+        count += 1;
+        let theirs = run(&llvm, &c);
+        if write && !name.starts_with("live-") {
+            store(&c, &theirs);
+        }
+        let problems = match Expected::from_llvm(&theirs) {
+            Ok(expected) => compare(&c, &expected, &run(&ours(), &c)),
+            Err(e) => vec![e],
+        };
+        if !problems.is_empty() {
+            failures.push(format!("--- {name}\n  {}", problems.join("\n  ")));
+        }
+    }
+    report("packager differential", failures, count);
+}
