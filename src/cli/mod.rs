@@ -3,6 +3,7 @@
 
 pub mod bundler;
 pub mod llvm_cl;
+pub mod ls;
 pub mod packager;
 
 use std::ffi::OsString;
@@ -15,6 +16,7 @@ USAGE: offload <COMMAND> [ARGS...]
 COMMANDS:
   bundler    clang-offload-bundler 19, drop-in: same options, same output bytes
   packager   clang-offload-packager 19, drop-in: same options, same output bytes
+  ls         list the device images in files (--json for a machine-readable list)
   help       print this text
 
 Started through a link named clang-offload-bundler or offload-bundler, this program
@@ -44,6 +46,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     match rest.first().map(String::as_str) {
         Some("bundler") => bundler::run("offload bundler", &rest[1..]),
         Some("packager") => packager::run("offload packager", &rest[1..]),
+        Some("ls") => ls::run(&rest[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{USAGE}");
             i32::from(rest.is_empty())

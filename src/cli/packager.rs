@@ -129,12 +129,10 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
     let output = parsed.value("o");
     let input = parsed.positional.first();
     let result = match (output, input) {
-        (Some(_), Some(_)) => {
-            return fail(
-                err,
-                "Packaging to an output file and extracting from an input file are mutually exclusive.",
-            )
-        }
+        (Some(_), Some(_)) => return fail(
+            err,
+            "Packaging to an output file and extracting from an input file are mutually exclusive.",
+        ),
         (Some(output), None) => packager::pack(Path::new(output), &images),
         (None, Some(input)) => packager::unpack(
             Path::new(input),

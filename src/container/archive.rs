@@ -148,4 +148,3 @@ pub fn write_archive(output: &Path, members: &[(&str, &[u8])]) -> Result<Vec<u8>
     }
     Ok(bytes)
 }
-

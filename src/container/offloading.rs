@@ -80,7 +80,13 @@ impl Scan<'_, '_> {
     }
 
     /// Scans one buffer (the file, a member, an inflated binary).
-    fn buffer(&mut self, source: &str, data: &[u8], members: &[String], depth: usize) -> Result<()> {
+    fn buffer(
+        &mut self,
+        source: &str,
+        data: &[u8],
+        members: &[String],
+        depth: usize,
+    ) -> Result<()> {
         if depth > MAX_DEPTH {
             return Err(Error::msg(format!(
                 "'{}': {}: containers nest more than {MAX_DEPTH} deep",
@@ -93,14 +99,18 @@ impl Scan<'_, '_> {
         }
         match FileKind::parse(data) {
             Ok(FileKind::Archive) => self.archive(data, members, depth),
-            Ok(FileKind::Elf32) => match ElfFile::<object::elf::FileHeader32<object::Endianness>>::parse(data) {
-                Ok(elf) => self.elf(source, &elf, members, depth),
-                Err(_) => Ok(()),
-            },
-            Ok(FileKind::Elf64) => match ElfFile::<object::elf::FileHeader64<object::Endianness>>::parse(data) {
-                Ok(elf) => self.elf(source, &elf, members, depth),
-                Err(_) => Ok(()),
-            },
+            Ok(FileKind::Elf32) => {
+                match ElfFile::<object::elf::FileHeader32<object::Endianness>>::parse(data) {
+                    Ok(elf) => self.elf(source, &elf, members, depth),
+                    Err(_) => Ok(()),
+                }
+            }
+            Ok(FileKind::Elf64) => {
+                match ElfFile::<object::elf::FileHeader64<object::Endianness>>::parse(data) {
+                    Ok(elf) => self.elf(source, &elf, members, depth),
+                    Err(_) => Ok(()),
+                }
+            }
             Ok(
                 FileKind::Coff
                 | FileKind::CoffBig
@@ -149,7 +159,13 @@ impl Scan<'_, '_> {
     }
 
     /// COFF and PE sections named `.llvm.offloading*`, Mach-O `__LLVM,__offloading`.
-    fn named_sections(&mut self, source: &str, data: &[u8], members: &[String], depth: usize) -> Result<()> {
+    fn named_sections(
+        &mut self,
+        source: &str,
+        data: &[u8],
+        members: &[String],
+        depth: usize,
+    ) -> Result<()> {
         let Ok(file) = object::File::parse(data) else {
             return Ok(());
         };
@@ -232,7 +248,8 @@ impl Scan<'_, '_> {
                 self.path.display()
             )));
         }
-        let binary = OffloadBinary::parse(data).map_err(|e| self.format_error(members, section, e))?;
+        let binary =
+            OffloadBinary::parse(data).map_err(|e| self.format_error(members, section, e))?;
         (self.visit)(&Found {
             source,
             members,

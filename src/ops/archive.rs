@@ -2,13 +2,13 @@
 //! device-specific archive per target, as `clang-offload-bundler -unbundle -type=a` does, with
 //! the members processed in parallel and the output kept in LLVM's order.
 
+use crate::container::archive::{read_members, write_archive, ArchiveMember};
 use crate::container::objcopy;
 use crate::error::{Error, Result};
 use crate::format::ccob;
 use crate::format::entry_id::EntryId;
 use crate::format::target_id::conflicting_pair;
 use crate::io::{Input, Output};
-use crate::container::archive::{read_members, write_archive, ArchiveMember};
 use crate::ops::bundler::{handler_for, read_entries, BundlerConfig, Handler, ReadEntry};
 use rayon::prelude::*;
 use std::borrow::Cow;

@@ -3,3 +3,4 @@
 pub mod archive;
 pub mod bundler;
 pub mod packager;
+pub mod ls;

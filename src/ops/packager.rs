@@ -52,7 +52,8 @@ impl ImageArgs {
 
     /// The files named by `file=`, split at `,`.
     fn files(&self) -> Vec<&str> {
-        self.get("file").map_or_else(Vec::new, |f| f.split(',').collect())
+        self.get("file")
+            .map_or_else(Vec::new, |f| f.split(',').collect())
     }
 }
 

@@ -1,0 +1,207 @@
+//! `offload ls` on real files: the images llvm-objdump-19 --offloading lists, in its order,
+//! with offsets that point at the image bytes; damaged files are reported and the rest listed.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{reference_tool, samples_dir};
+use serde_json::Value;
+
+fn ls(args: &[&Path], json: bool) -> (i32, String, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_offload"));
+    command.arg("ls");
+    if json {
+        command.arg("--json");
+    }
+    let out = command.args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn openmp_samples() -> Vec<PathBuf> {
+    let s = samples_dir().join("openmp");
+    let mut files: Vec<PathBuf> = [
+        "omp.o",
+        "omp-lto.o",
+        "saxpy.o",
+        "partial.o",
+        "libomp.a",
+        "hip-rdc.o",
+        "embedded.o",
+        "device.bin",
+    ]
+    .iter()
+    .map(|n| s.join(n))
+    .collect();
+    let devicertl = Path::new("/usr/lib/llvm-19/lib/libomptarget.devicertl.a");
+    if devicertl.exists() {
+        files.push(devicertl.to_path_buf());
+    }
+    files
+}
+
+/// (kind, arch, triple, producer) of each image llvm-objdump prints.
+fn objdump_images(objdump: &Path, file: &Path) -> Vec<[String; 4]> {
+    let out = Command::new(objdump)
+        .arg("--offloading")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut images = Vec::new();
+    let mut current: Vec<String> = Vec::new();
+    for line in text.lines() {
+        for label in ["kind", "arch", "triple", "producer"] {
+            if let Some(rest) = line.strip_prefix(label) {
+                if rest.starts_with(' ') || rest.is_empty() {
+                    current.push(rest.trim().to_string());
+                }
+            }
+        }
+        if current.len() == 4 {
+            images.push([
+                current[0].clone(),
+                current[1].clone(),
+                current[2].clone(),
+                current[3].clone(),
+            ]);
+            current.clear();
+        }
+    }
+    images
+}
+
+fn objdump_kind(name: &str) -> &str {
+    match name {
+        "o" => "elf",
+        "bc" => "llvm ir",
+        "cubin" => "cubin",
+        "fatbin" => "fatbinary",
+        "s" => "ptx",
+        _ => "<none>",
+    }
+}
+
+#[test]
+fn lists_what_llvm_objdump_lists_in_its_order() {
+    let Some(objdump) = reference_tool("llvm-objdump-19") else {
+        return;
+    };
+    let mut checked = 0;
+    for file in openmp_samples() {
+        let (code, out, err) = ls(&[&file], true);
+        assert_eq!(code, 0, "{}: {err}", file.display());
+        let ours: Vec<Value> = serde_json::from_str(&out).unwrap();
+        let ours: Vec<[String; 4]> = ours
+            .iter()
+            .map(|v| {
+                [
+                    objdump_kind(v["image_kind"].as_str().unwrap()).to_string(),
+                    v["arch"].as_str().unwrap().to_string(),
+                    v["triple"].as_str().unwrap().to_string(),
+                    v["offload_kind"].as_str().unwrap().to_string(),
+                ]
+            })
+            .collect();
+        assert_eq!(ours, objdump_images(&objdump, &file), "{}", file.display());
+        checked += ours.len();
+    }
+    assert!(checked >= 18, "only {checked} images");
+}
+
+#[test]
+fn offsets_and_sizes_point_at_the_image_bytes() {
+    for file in openmp_samples() {
+        let bytes = std::fs::read(&file).unwrap();
+        let (_, out, _) = ls(&[&file], true);
+        let images: Vec<Value> = serde_json::from_str(&out).unwrap();
+        assert!(!images.is_empty());
+        for image in images {
+            let offset = image["offset"].as_u64().unwrap() as usize;
+            let size = image["size"].as_u64().unwrap() as usize;
+            let data = &bytes[offset..offset + size];
+            let magic: &[u8] = match image["image_kind"].as_str().unwrap() {
+                "bc" => b"BC\xc0\xde",
+                "o" => b"\x7fELF",
+                other => panic!("unexpected kind {other}"),
+            };
+            assert!(data.starts_with(magic), "{}: {image}", file.display());
+        }
+    }
+}
+
+#[test]
+fn json_fields_are_the_documented_ones() {
+    let file = samples_dir().join("openmp/libomp.a");
+    let (_, out, _) = ls(&[&file], true);
+    let images: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let keys: Vec<&String> = images[0].as_object().unwrap().keys().collect();
+    let mut keys: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        [
+            "arch",
+            "compressed",
+            "entry_id",
+            "file",
+            "image_kind",
+            "member",
+            "offload_kind",
+            "offset",
+            "section",
+            "size",
+            "triple"
+        ]
+    );
+    assert_eq!(images[0]["member"], "omp.o");
+    assert_eq!(images[0]["section"], ".llvm.offloading");
+    assert_eq!(images[0]["entry_id"], Value::Null);
+    assert_eq!(images[0]["compressed"], false);
+}
+
+#[test]
+fn the_table_reads_as_documented() {
+    let file = samples_dir().join("openmp/omp.o");
+    let (code, out, _) = ls(&[&file], false);
+    assert_eq!(code, 0);
+    let f = file.display();
+    assert_eq!(
+        out,
+        format!(
+            "#  KIND  ARCH    TRIPLE             PRODUCER  SIZE  WHERE\n\
+             0  bc    gfx906  amdgcn-amd-amdhsa  openmp    3996  {f} .llvm.offloading @0x218\n\
+             1  bc    gfx90a  amdgcn-amd-amdhsa  openmp    4196  {f} .llvm.offloading @0x1248\n"
+        )
+    );
+}
+
+#[test]
+fn a_damaged_binary_is_reported_and_the_other_files_still_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = samples_dir().join("openmp/device.bin");
+    let mut bytes = std::fs::read(&good).unwrap();
+    // Claim a string table far outside the binary.
+    bytes[32 + 8..32 + 16].copy_from_slice(&0xffff_0000u64.to_le_bytes());
+    let bad = dir.path().join("bad.bin");
+    std::fs::write(&bad, &bytes).unwrap();
+    let (code, out, err) = ls(&[&bad, &good], true);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("bad.bin") && err.contains("offset 0x"),
+        "{err}"
+    );
+    let images: Vec<Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(images.len(), 1);
+    assert_eq!(images[0]["arch"], "gfx906");
+}
