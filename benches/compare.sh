@@ -40,7 +40,7 @@ row() { # name llvm_line ours_line
     printf "%-34s %9.2f s %8.1f MiB | %9.2f s %8.1f MiB | %6.3fx time\n", n, ls, lk/1024, os, ok/1024, (ls > 0 ? os/ls : 0) }'
 }
 
-printf "%-34s %24s | %24s |\n" "" "clang-offload-bundler-19" "offload bundler"
+printf "%-34s %24s | %24s |\n" "" "LLVM 19 tool" "offload"
 
 # Bundle 768 MiB (3 x 256 MiB + host), binary, 4096 alignment.
 l=$(measure llvm "$llvm" -type=o -bundle-align=4096 -targets=$targets \
@@ -79,6 +79,22 @@ o=$(measure ours "$ours" bundler -unbundle -type=o -targets=host-x86_64-unknown-
 row "host object out of a 768 MiB one" "$l" "$o"
 cmp llvm-host.o ours-host.o && echo "  same bytes"
 rm -f llvm-fat.o ours-fat.o llvm-host.o ours-host.o
+
+# Pack 3 x 256 MiB into offload binaries, then unpack one.
+packer=${LLVM_PACKAGER:-clang-offload-packager-19}
+if command -v "$packer" >/dev/null; then
+  images=()
+  for i in 1 2 3; do images+=("--image=file=dev$i.bin,triple=amdgcn-amd-amdhsa,arch=gfx90$i,kind=openmp"); done
+  l=$(measure llvm "$packer" -o llvm.pack "${images[@]}")
+  o=$(measure ours "$ours" packager -o ours.pack "${images[@]}")
+  row "pack 3 x 256 MiB (packager)" "$l" "$o"
+  cmp llvm.pack ours.pack && echo "  same bytes"
+  l=$(measure llvm "$packer" llvm.pack --image=arch=gfx902,file=llvm.img)
+  o=$(measure ours "$ours" packager llvm.pack --image=arch=gfx902,file=ours.img)
+  row "unpack one 256 MiB image" "$l" "$o"
+  cmp llvm.img ours.img && echo "  same bytes"
+  rm -f llvm.pack ours.pack llvm.img ours.img
+fi
 
 # Unbundle a heterogeneous archive of 1200 -fgpu-rdc objects for 3 targets.
 if [ ! -f hda.a ]; then

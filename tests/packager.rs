@@ -146,3 +146,92 @@ fn differential() {
     }
     report("packager differential", failures, count);
 }
+
+#[test]
+fn a_link_named_clang_offload_packager_is_the_packager() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("clang-offload-packager");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_offload"), &link).unwrap();
+    let out = std::process::Command::new(&link)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with(
+            "OVERVIEW: A utility for bundling several object files into a single binary."
+        ),
+        "{text}"
+    );
+    assert!(text.contains(&format!(
+        "USAGE: {} [options] Extract from <file>.",
+        link.display()
+    )));
+}
+
+/// Unpacks `bytes` (written as `bad.bin`) and returns the exit status and stderr.
+fn unpack_damaged(bytes: &[u8]) -> (Option<i32>, String, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.bin"), bytes).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_offload"))
+        .current_dir(dir.path())
+        .args(["packager", "bad.bin", "--image=triple=amdgcn-amd-amdhsa"])
+        .output()
+        .unwrap();
+    let left = std::fs::read_dir(dir.path()).unwrap().count() - 1;
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        left,
+    )
+}
+
+#[test]
+fn damaged_binaries_are_clear_errors_with_file_and_offset() {
+    let good = std::fs::read(common::samples_dir().join("openmp/device.bin")).unwrap();
+    let cases: [(&str, usize, Vec<u8>, &str); 4] = [
+        (
+            "unknown version",
+            4,
+            99u32.to_le_bytes().to_vec(),
+            "version",
+        ),
+        (
+            "size smaller than the header",
+            8,
+            16u64.to_le_bytes().to_vec(),
+            "offset 0x8",
+        ),
+        (
+            "string table outside",
+            32 + 8,
+            0xffff_0000u64.to_le_bytes().to_vec(),
+            "offset 0x28",
+        ),
+        (
+            "image outside",
+            32 + 24,
+            0x7fff_0000u64.to_le_bytes().to_vec(),
+            "offset 0x38",
+        ),
+    ];
+    for (what, at, value, expect) in cases {
+        let mut bytes = good.clone();
+        bytes[at..at + value.len()].copy_from_slice(&value);
+        let (code, err, left) = unpack_damaged(&bytes);
+        assert_eq!(code, Some(1), "{what}: {err}");
+        assert!(
+            err.contains("'bad.bin'") && err.contains(expect),
+            "{what}: {err}"
+        );
+        assert_eq!(left, 0, "{what}: outputs left behind");
+    }
+    // From the whole magic on, a short file is a truncated binary.
+    for cut in [4, 31, 32, 72, 100, good.len() - 1] {
+        let (code, err, left) = unpack_damaged(&good[..cut]);
+        assert_eq!(code, Some(1), "cut at {cut}: {err}");
+        assert!(err.contains("'bad.bin'"), "cut at {cut}: {err}");
+        assert_eq!(left, 0);
+    }
+}
