@@ -13,8 +13,11 @@ use crate::ops::ls;
 #[command(name = "offload ls")]
 struct Args {
     /// Print a JSON array with one object per image, in file order.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "uri")]
     json: bool,
+    /// Print one `file://PATH#offset=N&size=N` address per uncompressed image.
+    #[arg(long)]
+    uri: bool,
     /// The files to look into.
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -37,7 +40,13 @@ pub fn run(args: &[String]) -> i32 {
     let stderr = std::io::stderr();
     for path in &args.files {
         match ls::list_file(path) {
-            Ok(found) => images.extend(found),
+            Ok((found, problems)) => {
+                images.extend(found);
+                for problem in problems {
+                    failed = true;
+                    let _ = writeln!(stderr.lock(), "offload ls: error: {problem}");
+                }
+            }
             Err(e) => {
                 failed = true;
                 let _ = writeln!(stderr.lock(), "offload ls: error: {e}");
@@ -46,7 +55,12 @@ pub fn run(args: &[String]) -> i32 {
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let written = if args.json {
+    let written = if args.uri {
+        images
+            .iter()
+            .filter_map(ls::uri)
+            .try_for_each(|u| writeln!(out, "{u}"))
+    } else if args.json {
         serde_json::to_writer_pretty(&mut out, &images)
             .map_err(std::io::Error::other)
             .and_then(|()| writeln!(out))

@@ -3,6 +3,7 @@
 pub mod archive;
 pub mod objcopy;
 pub mod offloading;
+pub mod scan;
 
 use object::{FileKind, Object, ObjectSection};
 

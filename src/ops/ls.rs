@@ -4,9 +4,10 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::container::offloading::{for_each_offload_binary, Found};
-use crate::error::Result;
+use crate::container::scan::{scan, DeviceImage, What};
+use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
+use crate::format::entry_id::EntryId;
 use crate::format::offload_binary::ImageKind;
 use crate::io::Input;
 
@@ -51,31 +52,82 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// The images of one file, in file order.
-pub fn list_file(path: &Path) -> Result<Vec<Image>> {
+/// The fields of an image that say what it is, from where it was found.
+pub fn describe(
+    image: &DeviceImage<'_>,
+) -> (String, String, String, Option<String>, Option<String>) {
+    match image.what {
+        What::OffloadImage(entry) => (
+            entry.offload_kind.name().to_string(),
+            text(entry.triple()),
+            text(entry.arch()),
+            Some(image_kind_name(entry.image_kind)),
+            None,
+        ),
+        What::BundleEntry(id) => {
+            let parsed = EntryId::parse(id);
+            let kind = match parsed.kind.as_str() {
+                "hip" | "hipv4" => "hip".to_string(),
+                other => other.to_string(),
+            };
+            // The bundler keeps four triple pieces (`amdgcn-amd-amdhsa-`); a host entry's
+            // target ID is the whole entry ID, which is no target ID.
+            let triple = parsed.triple.to_string().trim_end_matches('-').to_string();
+            let arch = if parsed.is_host() {
+                String::new()
+            } else {
+                parsed.target_id.clone()
+            };
+            (kind, triple, arch, None, Some(id.to_string()))
+        }
+        What::CudaFatbin => (
+            "cuda".into(),
+            "nvptx64-nvidia-cuda".into(),
+            String::new(),
+            Some("fatbin".into()),
+            None,
+        ),
+    }
+}
+
+/// The record `offload ls` prints for `image`, found in the file named `file`.
+pub fn record(file: &str, image: &DeviceImage<'_>) -> Image {
+    let (offload_kind, triple, arch, image_kind, entry_id) = describe(image);
+    Image {
+        file: file.to_string(),
+        member: image.members.last().cloned(),
+        section: image.section.map(str::to_string),
+        offset: image.offset,
+        size: image.data.len() as u64,
+        offload_kind,
+        triple,
+        arch,
+        image_kind,
+        entry_id,
+        compressed: image.compressed,
+    }
+}
+
+/// The images of one file, in file order, and the damage found on the way (each naming the
+/// file, member, section and offset). The `Err` is for a file that cannot be read at all.
+pub fn list_file(path: &Path) -> Result<(Vec<Image>, Vec<Error>)> {
     let input = Input::open(path)?;
     let name = path.to_string_lossy().into_owned();
     let mut images = Vec::new();
-    let mut visit = |found: &Found<'_>| {
-        for entry in found.binary.entries() {
-            images.push(Image {
-                file: name.clone(),
-                member: found.members.last().cloned(),
-                section: found.section.map(str::to_string),
-                offset: found.offset.map(|at| at + entry.image_offset),
-                size: entry.image.len() as u64,
-                offload_kind: entry.offload_kind.name().to_string(),
-                triple: text(entry.triple()),
-                arch: text(entry.arch()),
-                image_kind: Some(image_kind_name(entry.image_kind)),
-                entry_id: None,
-                compressed: found.compressed,
-            });
-        }
-        Ok(())
-    };
-    for_each_offload_binary(path, &name, &input, DEFAULT_MAX_DECOMPRESSED, &mut visit)?;
-    Ok(images)
+    let problems = scan(path, &input, DEFAULT_MAX_DECOMPRESSED, &mut |image| {
+        images.push(record(&name, image));
+    })?;
+    Ok((images, problems))
+}
+
+/// The `file://PATH#offset=N&size=N` address of an image stored uncompressed, as ROCm's tools
+/// name code objects inside files.
+pub fn uri(image: &Image) -> Option<String> {
+    let offset = image.offset?;
+    let path = std::fs::canonicalize(&image.file)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| image.file.clone());
+    Some(format!("file://{path}#offset={offset}&size={}", image.size))
 }
 
 /// The table `offload ls` prints for people.

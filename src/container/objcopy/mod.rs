@@ -102,7 +102,9 @@ pub fn add_sections<'a>(
 ) -> Result<Rewritten<'a>, Error> {
     match FileKind::parse(host) {
         Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, added, &|_| false),
-        Ok(FileKind::Coff) => coff::rewrite(host, added, &|_| false),
+        Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
+            coff::rewrite(host, added, &|_| false)
+        }
         _ => Err(unsupported_kind(host)),
     }
 }
@@ -115,7 +117,9 @@ pub fn remove_sections<'a>(
 ) -> Result<Rewritten<'a>, Error> {
     match FileKind::parse(host) {
         Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove),
-        Ok(FileKind::Coff) => coff::rewrite(host, &[], remove),
+        Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
+            coff::rewrite(host, &[], remove)
+        }
         _ => Err(unsupported_kind(host)),
     }
 }

@@ -1,0 +1,525 @@
+//! Every device image in a file, wherever it lies: clang offload bundles (plain and
+//! compressed) and offload binaries, in the sections of ELF, COFF, PE and Mach-O files (and
+//! universal binaries), in archives, in bare files, and nested in one another.
+//!
+//! Known places are read by name or type: `.hip_fatbin` (PE: `.hip_fat`), `.llvm.offloading`
+//! (and ELF sections of type `SHT_LLVM_OFFLOADING`), `__CLANG_OFFLOAD_BUNDLE__<ID>` sections,
+//! `.nv_fatbin` (CUDA fat binaries, listed whole). Every other section is searched for the
+//! magics of bundles, compressed bundles and offload binaries, so that sections a linker
+//! merged from many translation units are found whatever their name.
+//!
+//! Only headers are read: uncompressed images are handed over as slices of the file, found
+//! by following each container's sizes and skipping the zero padding between them.
+//! Compressed bundles are inflated, since their entries are inside.
+
+use std::path::Path;
+
+use memchr::memmem;
+use object::read::elf::{ElfFile, FileHeader, SectionHeader};
+use object::read::macho::{MachOFatFile32, MachOFatFile64};
+use object::{FileKind, Object, ObjectSection};
+
+use crate::container::archive::read_members;
+use crate::container::offloading::SHT_LLVM_OFFLOADING;
+use crate::container::BUNDLE_SECTION_PREFIX;
+use crate::error::{Error, Result};
+use crate::format::bundle::{self, Bundle};
+use crate::format::ccob::{self, CompressedBundle};
+use crate::format::offload_binary::{self, OffloadBinary, OffloadEntry};
+
+/// The magic of a CUDA fat binary (`.nv_fatbin`), little-endian.
+pub const CUDA_FATBIN_MAGIC: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
+
+/// How deep containers may nest.
+const MAX_DEPTH: usize = 8;
+
+/// What a device image is.
+#[derive(Debug, Clone, Copy)]
+pub enum What<'a> {
+    /// An image of an offload binary, with its metadata.
+    OffloadImage(&'a OffloadEntry<'a>),
+    /// An entry of a clang offload bundle, with its entry ID.
+    BundleEntry(&'a str),
+    /// A CUDA fat binary, whole.
+    CudaFatbin,
+}
+
+/// One device image found in a file.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceImage<'a> {
+    /// The archive members (or universal binary slices) that hold it, outermost first.
+    pub members: &'a [String],
+    /// The section that holds it, if any.
+    pub section: Option<&'a str>,
+    /// Its byte offset in the file; `None` when it is not stored as such (inflated from a
+    /// compressed container, or read from the member file of a thin archive).
+    pub offset: Option<u64>,
+    /// Whether it was stored compressed.
+    pub compressed: bool,
+    /// What it is.
+    pub what: What<'a>,
+    /// Its bytes.
+    pub data: &'a [u8],
+}
+
+/// Where the scan is, for error messages and for the images it reports.
+#[derive(Clone, Copy)]
+struct At<'s> {
+    members: &'s [String],
+    section: Option<&'s str>,
+    /// Whether the place is one that holds device code by its name or type: damage there is
+    /// reported; elsewhere a magic that does not parse is taken as chance bytes.
+    known: bool,
+    compressed: bool,
+    depth: usize,
+}
+
+struct Scan<'f, 'v> {
+    path: &'f Path,
+    file: &'f [u8],
+    limit: u64,
+    visit: &'v mut dyn FnMut(&DeviceImage<'_>),
+    problems: Vec<Error>,
+}
+
+impl Scan<'_, '_> {
+    fn offset_of(&self, part: &[u8]) -> Option<u64> {
+        let base = self.file.as_ptr() as usize;
+        let start = part.as_ptr() as usize;
+        (start >= base && start + part.len() <= base + self.file.len())
+            .then(|| (start - base) as u64)
+    }
+
+    fn context(at: &At<'_>) -> String {
+        let mut parts: Vec<String> = at.members.iter().map(|m| format!("member '{m}'")).collect();
+        if let Some(section) = at.section {
+            parts.push(format!("section '{section}'"));
+        }
+        if at.compressed {
+            parts.push("inside a compressed bundle".into());
+        }
+        parts.join(", ")
+    }
+
+    /// A format error at offset `within` of `region`, with the place and the absolute offset.
+    fn damage(&self, at: &At<'_>, region: &[u8], e: crate::format::Error) -> Error {
+        let e = match self.offset_of(region) {
+            Some(base) if !at.compressed => e.rebased(base),
+            _ => e,
+        };
+        let context = Self::context(at);
+        if context.is_empty() {
+            Error::format(self.path, e)
+        } else {
+            Error::format_in(self.path, context, e)
+        }
+    }
+
+    fn emit(&mut self, at: &At<'_>, what: What<'_>, data: &[u8]) {
+        let offset = if at.compressed {
+            None
+        } else {
+            self.offset_of(data)
+        };
+        let image = DeviceImage {
+            members: at.members,
+            section: at.section,
+            offset,
+            compressed: at.compressed,
+            what,
+            data,
+        };
+        (self.visit)(&image);
+    }
+
+    /// Scans one buffer: the file, an archive member, a slice of a universal binary, an
+    /// image that is itself a container.
+    fn buffer(&mut self, data: &[u8], at: At<'_>) -> Result<()> {
+        if at.depth > MAX_DEPTH {
+            return Err(Error::msg(format!(
+                "'{}': {}: containers nest more than {MAX_DEPTH} deep",
+                self.path.display(),
+                Self::context(&at)
+            )));
+        }
+        if starts_with_magic(data) {
+            return self.region(data, At { known: true, ..at });
+        }
+        match FileKind::parse(data) {
+            Ok(FileKind::Archive) => {
+                let members = read_members(self.path, data)?;
+                for member in &members {
+                    let mut path = at.members.to_vec();
+                    path.push(member.name.clone());
+                    let inner = At {
+                        members: &path,
+                        section: None,
+                        known: false,
+                        compressed: at.compressed,
+                        depth: at.depth + 1,
+                    };
+                    self.buffer(&member.data, inner)?;
+                }
+                Ok(())
+            }
+            Ok(FileKind::MachOFat32) => match MachOFatFile32::parse(data) {
+                Ok(fat) => {
+                    let slices: Vec<(String, &[u8])> = fat
+                        .arches()
+                        .iter()
+                        .filter_map(|a| {
+                            use object::read::macho::FatArch;
+                            Some((format!("{:?}", a.architecture()), a.data(data).ok()?))
+                        })
+                        .collect();
+                    self.slices(slices, at)
+                }
+                Err(e) => Err(Error::msg(format!("'{}': {e}", self.path.display()))),
+            },
+            Ok(FileKind::MachOFat64) => match MachOFatFile64::parse(data) {
+                Ok(fat) => {
+                    let slices: Vec<(String, &[u8])> = fat
+                        .arches()
+                        .iter()
+                        .filter_map(|a| {
+                            use object::read::macho::FatArch;
+                            Some((format!("{:?}", a.architecture()), a.data(data).ok()?))
+                        })
+                        .collect();
+                    self.slices(slices, at)
+                }
+                Err(e) => Err(Error::msg(format!("'{}': {e}", self.path.display()))),
+            },
+            Ok(FileKind::Elf32) => {
+                match ElfFile::<object::elf::FileHeader32<object::Endianness>>::parse(data) {
+                    Ok(elf) => self.elf(&elf, at),
+                    Err(e) => self.unreadable(&at, e),
+                }
+            }
+            Ok(FileKind::Elf64) => {
+                match ElfFile::<object::elf::FileHeader64<object::Endianness>>::parse(data) {
+                    Ok(elf) => self.elf(&elf, at),
+                    Err(e) => self.unreadable(&at, e),
+                }
+            }
+            Ok(
+                FileKind::Coff
+                | FileKind::CoffBig
+                | FileKind::Pe32
+                | FileKind::Pe64
+                | FileKind::MachO32
+                | FileKind::MachO64,
+            ) => match object::File::parse(data) {
+                Ok(file) => self.object(&file, at),
+                Err(e) => self.unreadable(&at, e),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    /// An object file that claims a kind but does not parse: reported, not fatal.
+    fn unreadable(&mut self, at: &At<'_>, e: object::Error) -> Result<()> {
+        let context = Self::context(at);
+        let place = if context.is_empty() {
+            String::new()
+        } else {
+            format!("{context}: ")
+        };
+        self.problems.push(Error::msg(format!(
+            "'{}': {place}not a readable object file: {e}",
+            self.path.display()
+        )));
+        Ok(())
+    }
+
+    fn slices(&mut self, slices: Vec<(String, &[u8])>, at: At<'_>) -> Result<()> {
+        for (name, data) in slices {
+            let mut path = at.members.to_vec();
+            path.push(name);
+            let inner = At {
+                members: &path,
+                section: None,
+                known: false,
+                compressed: at.compressed,
+                depth: at.depth + 1,
+            };
+            self.buffer(data, inner)?;
+        }
+        Ok(())
+    }
+
+    fn elf<H: FileHeader<Endian = object::Endianness>>(
+        &mut self,
+        elf: &ElfFile<'_, H>,
+        at: At<'_>,
+    ) -> Result<()> {
+        let endian = elf.endian();
+        for section in elf.sections() {
+            let header = section.elf_section_header();
+            if header.sh_type(endian) == object::elf::SHT_NOBITS {
+                continue;
+            }
+            let by_type = header.sh_type(endian).0 == SHT_LLVM_OFFLOADING;
+            self.section(&section, by_type, at)?;
+        }
+        Ok(())
+    }
+
+    fn object(&mut self, file: &object::File<'_>, at: At<'_>) -> Result<()> {
+        for section in file.sections() {
+            if section.kind() == object::SectionKind::UninitializedData {
+                continue;
+            }
+            self.section(&section, false, at)?;
+        }
+        Ok(())
+    }
+
+    fn section<'d, S: ObjectSection<'d>>(
+        &mut self,
+        section: &S,
+        by_type: bool,
+        at: At<'_>,
+    ) -> Result<()> {
+        let name = section.name().unwrap_or("").to_string();
+        let data = match section.data() {
+            Ok(d) => d,
+            Err(e) => {
+                let here = At {
+                    section: Some(&name),
+                    ..at
+                };
+                self.problems.push(Error::msg(format!(
+                    "'{}': {}: {e}",
+                    self.path.display(),
+                    Self::context(&here)
+                )));
+                return Ok(());
+            }
+        };
+        if data.is_empty() {
+            return Ok(());
+        }
+        let here = At {
+            section: Some(&name),
+            ..at
+        };
+        if let Some(id) = name.strip_prefix(BUNDLE_SECTION_PREFIX) {
+            self.emit(&here, What::BundleEntry(id), data);
+            return Ok(());
+        }
+        let known = by_type
+            || name.starts_with(".llvm.offloading")
+            || matches!(
+                name.as_str(),
+                ".hip_fatbin" | ".hip_fat" | "__hip_fatbin" | "__offloading"
+            )
+            || name == ".nv_fatbin"
+            || name == "__nv_fatbin";
+        if (name == ".nv_fatbin" || name == "__nv_fatbin") && data.starts_with(&CUDA_FATBIN_MAGIC) {
+            return self.cuda_fatbins(data, here);
+        }
+        self.region(data, At { known, ..here })
+    }
+
+    /// CUDA fat binaries, one after another: each header gives the size of what follows it.
+    fn cuda_fatbins(&mut self, data: &[u8], at: At<'_>) -> Result<()> {
+        let mut pos = 0usize;
+        while pos + 16 <= data.len() && data[pos..].starts_with(&CUDA_FATBIN_MAGIC) {
+            let header = u64::from(u16::from_le_bytes([data[pos + 6], data[pos + 7]]));
+            let rest = u64::from_le_bytes(data[pos + 8..pos + 16].try_into().expect("8 bytes"));
+            let end = header
+                .checked_add(rest)
+                .and_then(|n| (pos as u64).checked_add(n))
+                .filter(|&end| end <= data.len() as u64);
+            let Some(end) = end else {
+                let e = crate::format::Error::new(
+                    pos as u64,
+                    crate::format::ErrorKind::Object(format!(
+                        "CUDA fat binary of {rest} bytes after a {header}-byte header runs past the end of the section"
+                    )),
+                );
+                self.problems.push(self.damage(&at, data, e));
+                return Ok(());
+            };
+            self.emit(&at, What::CudaFatbin, &data[pos..end as usize]);
+            pos = (end as usize).next_multiple_of(8);
+        }
+        Ok(())
+    }
+
+    /// Finds the containers in `data`: from each position, zero padding is skipped; a magic
+    /// there is parsed and its size skipped; elsewhere the next magic is searched for.
+    fn region(&mut self, data: &[u8], at: At<'_>) -> Result<()> {
+        let mut pos = 0usize;
+        while pos < data.len() {
+            let Some(nonzero) = data[pos..].iter().position(|&b| b != 0) else {
+                break;
+            };
+            let start = pos + nonzero;
+            let start = if starts_with_magic(&data[start..]) {
+                start
+            } else {
+                match next_magic(&data[start..]) {
+                    Some(k) => start + k,
+                    None => break,
+                }
+            };
+            match self.container(&data[start..], at) {
+                Ok(size) => pos = start + size.max(1) as usize,
+                Err(e) if at.known => {
+                    let e = e.rebased(start as u64);
+                    self.problems.push(self.damage(&at, data, e));
+                    break;
+                }
+                // Magic bytes in code or data that happen to be there: not a container.
+                Err(_) => pos = start + 1,
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the container at the start of `data` and reports its images; returns its size.
+    fn container(
+        &mut self,
+        data: &[u8],
+        at: At<'_>,
+    ) -> std::result::Result<u64, crate::format::Error> {
+        if bundle::is_bundle(data) {
+            let Some(parsed) = Bundle::parse(data)? else {
+                return Ok(1);
+            };
+            for entry in parsed.entries() {
+                self.emit(&at, What::BundleEntry(entry.id), entry.data);
+            }
+            return Ok(parsed.size().max(parsed.header_size()));
+        }
+        if ccob::is_compressed(data) {
+            let Some(compressed) = CompressedBundle::parse(data)? else {
+                return Ok(1);
+            };
+            let plain = compressed.decompress(self.limit)?;
+            let inner = At {
+                compressed: true,
+                known: true,
+                depth: at.depth + 1,
+                ..at
+            };
+            if at.depth + 1 > MAX_DEPTH {
+                return Err(nesting());
+            }
+            self.region_strict(&plain, inner)?;
+            return Ok(compressed.size());
+        }
+        let binary = OffloadBinary::parse(data)?;
+        if let Some(payload) = binary.compressed() {
+            let plain = payload.inflate(self.limit)?;
+            let inner = At {
+                compressed: true,
+                known: true,
+                depth: at.depth + 1,
+                ..at
+            };
+            if at.depth + 1 > MAX_DEPTH {
+                return Err(nesting());
+            }
+            self.region_strict(&plain, inner)?;
+            return Ok(binary.size());
+        }
+        for entry in binary.entries() {
+            if starts_with_magic(entry.image) && at.depth < MAX_DEPTH {
+                // A container in a container: its images are the device code.
+                let inner = At {
+                    known: true,
+                    depth: at.depth + 1,
+                    ..at
+                };
+                self.region_strict(entry.image, inner)?;
+            } else {
+                self.emit(&at, What::OffloadImage(entry), entry.image);
+            }
+        }
+        Ok(binary.size())
+    }
+
+    /// [`Scan::region`] for data that must be containers through and through.
+    fn region_strict(
+        &mut self,
+        data: &[u8],
+        at: At<'_>,
+    ) -> std::result::Result<(), crate::format::Error> {
+        let mut pos = 0usize;
+        while pos < data.len() {
+            let Some(nonzero) = data[pos..].iter().position(|&b| b != 0) else {
+                break;
+            };
+            let start = pos + nonzero;
+            if !starts_with_magic(&data[start..]) {
+                return Err(crate::format::Error::new(
+                    start as u64,
+                    crate::format::ErrorKind::Object(
+                        "bytes that are no bundle, compressed bundle or offload binary".into(),
+                    ),
+                ));
+            }
+            let size = self
+                .container(&data[start..], at)
+                .map_err(|e| e.rebased(start as u64))?;
+            pos = start + size.max(1) as usize;
+        }
+        Ok(())
+    }
+}
+
+fn nesting() -> crate::format::Error {
+    crate::format::Error::new(
+        0,
+        crate::format::ErrorKind::Object(format!("containers nest more than {MAX_DEPTH} deep")),
+    )
+}
+
+/// Whether `data` starts with the magic of a bundle, a compressed bundle or an offload binary.
+pub fn starts_with_magic(data: &[u8]) -> bool {
+    bundle::is_bundle(data) || ccob::is_compressed(data) || data.starts_with(&offload_binary::MAGIC)
+}
+
+/// The position of the first magic in `data`.
+fn next_magic(data: &[u8]) -> Option<usize> {
+    [
+        memmem::find(data, b"__CLANG_OFFLOAD_BUNDLE__"),
+        memmem::find(data, b"CCOB"),
+        memmem::find(data, &offload_binary::MAGIC),
+    ]
+    .into_iter()
+    .flatten()
+    .min()
+}
+
+/// Calls `visit` for every device image of `file` (the bytes of the file at `path`), in file
+/// order. Damage in places that hold device code (a bundle section, `.hip_fatbin`,
+/// `.llvm.offloading`, a bundle or binary file) does not stop the scan: it is returned in the
+/// list of problems, each naming the file, member, section and byte offset. An error that
+/// stops the scan (an unreadable archive) is the `Err`.
+pub fn scan(
+    path: &Path,
+    file: &[u8],
+    limit: u64,
+    visit: &mut dyn FnMut(&DeviceImage<'_>),
+) -> Result<Vec<Error>> {
+    let mut scan = Scan {
+        path,
+        file,
+        limit,
+        visit,
+        problems: Vec::new(),
+    };
+    let at = At {
+        members: &[],
+        section: None,
+        known: true,
+        compressed: false,
+        depth: 0,
+    };
+    scan.buffer(file, at)?;
+    Ok(scan.problems)
+}
