@@ -213,3 +213,52 @@ fn an_aarch64_fat_object_links_into_a_program() {
         s.name() == Ok("bump")
     }));
 }
+
+#[test]
+fn a_coff_fat_object_links_into_a_dll_without_its_device_sections() {
+    let Some(lld_link) = reference_tool("lld-link-19") else {
+        return;
+    };
+    let s = samples_dir();
+    let dir = tempfile::tempdir().unwrap();
+    let fat = dir.path().join("fat.obj");
+    let out = offload(&[
+        "-type=o".into(),
+        format!("-targets=host-x86_64-pc-windows-msvc,{GFX906}"),
+        format!(
+            "-input={}",
+            s.join("coff/weak-and-file-symbols-x86_64-w64-windows-gnu.obj")
+                .display()
+        ),
+        format!("-input={}", s.join("dev/vadd-gfx906.hsaco").display()),
+        format!("-output={}", fat.display()),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        bundle_section_names(&std::fs::read(&fat).unwrap()),
+        [
+            "__CLANG_OFFLOAD_BUNDLE__host-x86_64-pc-windows-msvc-".to_string(),
+            format!("__CLANG_OFFLOAD_BUNDLE__{GFX906}"),
+        ]
+    );
+    let dll = dir.path().join("fat.dll");
+    let link = Command::new(lld_link)
+        .args(["/dll", "/noentry", "/nodefaultlib", "/force:unresolved"])
+        .arg(format!("/out:{}", dll.display()))
+        .arg(&fat)
+        .output()
+        .unwrap();
+    assert!(
+        link.status.success(),
+        "{}",
+        String::from_utf8_lossy(&link.stderr)
+    );
+    let data = std::fs::read(&dll).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    assert!(file.section_by_name(".text").is_some());
+    assert!(bundle_section_names(&data).is_empty());
+}
