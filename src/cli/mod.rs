@@ -2,6 +2,7 @@
 //! takes on when started through a link named after an LLVM tool.
 
 pub mod bundler;
+pub mod extract;
 pub mod llvm_cl;
 pub mod ls;
 pub mod packager;
@@ -17,6 +18,7 @@ COMMANDS:
   bundler    clang-offload-bundler 19, drop-in: same options, same output bytes
   packager   clang-offload-packager 19, drop-in: same options, same output bytes
   ls         list the device images in files (--json for a machine-readable list)
+  extract    write the device images a GPU can load (--arch gfx90a)
   help       print this text
 
 Started through a link named clang-offload-bundler or offload-bundler, this program
@@ -41,12 +43,14 @@ pub fn main(args: Vec<OsString>) -> i32 {
     match personality {
         "clang-offload-bundler" | "offload-bundler" => return bundler::run(&argv0, rest),
         "clang-offload-packager" | "offload-packager" => return packager::run(&argv0, rest),
+        "offload-extract" => return extract::run("offload-extract", rest),
         _ => {}
     }
     match rest.first().map(String::as_str) {
         Some("bundler") => bundler::run("offload bundler", &rest[1..]),
         Some("packager") => packager::run("offload packager", &rest[1..]),
         Some("ls") => ls::run(&rest[1..]),
+        Some("extract") => extract::run("offload extract", &rest[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{USAGE}");
             i32::from(rest.is_empty())

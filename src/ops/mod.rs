@@ -4,3 +4,4 @@ pub mod archive;
 pub mod bundler;
 pub mod packager;
 pub mod ls;
+pub mod extract;

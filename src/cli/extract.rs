@@ -1,0 +1,108 @@
+//! `offload extract` and `offload-extract`: write the device images a GPU can load.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::ops::extract::{self, ExtractConfig, Progress};
+
+/// Extract the device images that a device with the given target ID can load, from objects,
+/// programs, shared libraries, archives, bundles and offload binaries.
+#[derive(Debug, Parser)]
+#[command(name = "offload extract")]
+struct Args {
+    /// Files to extract from.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// Target ID of the device (`gfx90a`, `gfx90a:xnack+`, `sm_80`); repeat for several.
+    #[arg(long = "arch", required = true)]
+    arches: Vec<String>,
+    /// Where to write: a folder (made if missing), or, for archives, a `.a` file to write one
+    /// device archive.
+    #[arg(short = 'o', long = "output", default_value = ".")]
+    output: PathBuf,
+    /// Match target IDs exactly, instead of by what the device can load.
+    #[arg(long)]
+    exact: bool,
+    /// Only images for this target triple.
+    #[arg(long)]
+    triple: Option<String>,
+    /// Only images of this offload kind (`hip`, `openmp`, `cuda`).
+    #[arg(long)]
+    kind: Option<String>,
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// A progress bar on standard error, shown when it is a terminal and the work is large.
+struct Bar(indicatif::ProgressBar);
+
+impl Progress for Bar {
+    fn start(&self, bytes: u64) {
+        if bytes >= 256 << 20 && std::io::stderr().is_terminal() {
+            self.0.set_length(bytes);
+            self.0
+                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        }
+    }
+    fn advance(&self, bytes: u64) {
+        self.0.inc(bytes);
+    }
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+/// Runs the command with `args` (without the program name); `prog` names it in messages.
+/// Returns the exit status: 0 when images were written and every file read cleanly.
+pub fn run(prog: &str, args: &[String]) -> i32 {
+    let args =
+        match Args::try_parse_from(std::iter::once(prog.to_string()).chain(args.iter().cloned())) {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = e.print();
+                return if e.use_stderr() { 2 } else { 0 };
+            }
+        };
+    let config = ExtractConfig {
+        files: args.files,
+        arches: args.arches,
+        exact: args.exact,
+        triple: args.triple,
+        kind: args.kind,
+        output: args.output,
+    };
+    let bar = Bar(indicatif::ProgressBar::with_draw_target(
+        None,
+        indicatif::ProgressDrawTarget::hidden(),
+    ));
+    let stderr = std::io::stderr();
+    match extract::extract(&config, &bar) {
+        Ok((written, problems)) => {
+            if !args.quiet {
+                let stdout = std::io::stdout();
+                let mut out = stdout.lock();
+                for w in &written {
+                    let _ = writeln!(
+                        out,
+                        "{}\t{} {} {} bytes",
+                        w.path.display(),
+                        w.image.offload_kind,
+                        w.image.arch,
+                        w.image.size
+                    );
+                }
+            }
+            for p in &problems {
+                let _ = writeln!(stderr.lock(), "{prog}: error: {p}");
+            }
+            i32::from(!problems.is_empty())
+        }
+        Err(e) => {
+            let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
+            1
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! `offload extract` / `offload-extract`: which images a target ID selects, the bytes written,
+//! the names given, device archives, and the failures.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::{reference_tool, samples_dir};
+
+fn extract(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_offload-extract"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn written(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn sample(path: &str) -> String {
+    samples_dir().join(path).to_string_lossy().into_owned()
+}
+
+#[test]
+fn a_target_id_selects_every_image_its_device_can_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let rdc = sample("archive/kernel-rdc.o");
+    let (code, _, err) = extract(dir.path(), &[&rdc, "--arch", "gfx90a", "-o", "any"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        written(&dir.path().join("any")),
+        [
+            "kernel-rdc.o-hip-amdgcn-amd-amdhsa--gfx90a_xnack+.bc",
+            "kernel-rdc.o-hip-amdgcn-amd-amdhsa--gfx90a_xnack-.bc"
+        ]
+    );
+    let (code, _, err) = extract(dir.path(), &[&rdc, "--arch", "gfx90a:xnack+", "-o", "on"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        written(&dir.path().join("on")),
+        ["kernel-rdc.o-hip-amdgcn-amd-amdhsa--gfx90a_xnack+.bc"]
+    );
+    // gfx906 images leave xnack out: a gfx906:xnack- device loads them.
+    let (code, _, err) = extract(dir.path(), &[&rdc, "--arch", "gfx906:xnack-", "-o", "g906"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(written(&dir.path().join("g906")).len(), 1);
+    let (code, _, err) = extract(
+        dir.path(),
+        &[&rdc, "--arch", "gfx90a", "--exact", "-o", "exact"],
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("no device image for gfx90a in"), "{err}");
+    assert!(!dir.path().join("exact").exists());
+}
+
+#[test]
+fn extracted_bytes_equal_what_llvm_unbundles() {
+    let Some(llvm) = reference_tool("clang-offload-bundler-19") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for (file, name) in [
+        (
+            "clang/kernel-fatbin.o",
+            "kernel-fatbin.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co",
+        ),
+        (
+            "clang/kernel-fatbin-z.o",
+            "kernel-fatbin-z.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co",
+        ),
+    ] {
+        let (code, _, err) = extract(
+            dir.path(),
+            &[&sample(file), "--arch", "gfx90a", "-o", "out"],
+        );
+        assert_eq!(code, 0, "{err}");
+        let ours = std::fs::read(dir.path().join("out").join(name)).unwrap();
+        let theirs = dir.path().join("llvm.co");
+        let status = Command::new(&llvm)
+            .args([
+                "-unbundle",
+                "-type=o",
+                "-targets=hipv4-amdgcn-amd-amdhsa--gfx90a",
+            ])
+            .arg(format!(
+                "-input={}",
+                sample("clang/kernel-fatbin.hip_fatbin")
+            ))
+            .arg(format!("-output={}", theirs.display()))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert_eq!(ours, std::fs::read(&theirs).unwrap(), "{file}");
+        assert!(ours.starts_with(b"\x7fELF"));
+    }
+}
+
+#[test]
+fn an_archive_gives_a_device_archive() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = extract(
+        dir.path(),
+        &[
+            &sample("archive/libmulti.a"),
+            "--arch",
+            "gfx90a:xnack+",
+            "-o",
+            "dev.a",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    let bytes = std::fs::read(dir.path().join("dev.a")).unwrap();
+    assert!(bytes.starts_with(b"!<arch>\n"));
+    let archive = object::read::archive::ArchiveFile::parse(&*bytes).unwrap();
+    let names: Vec<String> = archive
+        .members()
+        .map(|m| String::from_utf8_lossy(m.unwrap().name()).into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "kernel-rdc-hip-amdgcn-amd-amdhsa--gfx90a_xnack+kernel-rdc.bc",
+            "vadd-rdc-hip-amdgcn-amd-amdhsa--gfx90avadd-rdc.bc"
+        ]
+    );
+}
+
+#[test]
+fn names_from_entry_ids_never_leave_the_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = offload::format::bundle::to_vec(
+        &[("hip-amdgcn/../../..-amd-amdhsa--gfx90a", b"code".as_slice())],
+        1,
+    );
+    std::fs::write(dir.path().join("evil.bin"), &bundle).unwrap();
+    let (code, _, err) = extract(dir.path(), &["evil.bin", "--arch", "gfx90a", "-o", "out"]);
+    assert_eq!(code, 0, "{err}");
+    let names = written(&dir.path().join("out"));
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert!(!names[0].contains('/'));
+    assert_eq!(
+        std::fs::read(dir.path().join("out").join(&names[0])).unwrap(),
+        b"code"
+    );
+    // Nothing was written beside the folder.
+    assert_eq!(written(dir.path()), ["evil.bin", "out"]);
+}
+
+#[test]
+fn filters_on_triple_and_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = |kind: &str, out: &str| -> (i32, String, String) {
+        extract(
+            dir.path(),
+            &[
+                &sample("openmp/omp.o"),
+                &sample("clang/kernel-fatbin.o"),
+                "--arch",
+                "gfx906",
+                "--kind",
+                kind,
+                "--triple",
+                "amdgcn-amd-amdhsa",
+                "-o",
+                out,
+            ],
+        )
+    };
+    let (code, out, err) = args("openmp", "omp");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert_eq!(
+        written(&dir.path().join("omp")),
+        ["omp.o-openmp-amdgcn-amd-amdhsa-gfx906.bc"]
+    );
+    let (code, out, err) = args("hip", "hip");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+}
