@@ -112,3 +112,25 @@ o=$(measure ours "$ours" bundler -unbundle -type=a -targets=$atargets -input=hda
 row "archive 1200 members x 3 targets" "$l" "$o"
 cmp llvm-1.a ours-1.a && cmp llvm-2.a ours-2.a && cmp llvm-3.a ours-3.a && echo "  same bytes"
 rm -f llvm-?.a ours-?.a
+
+# A production HIP library of over 1 GB (Debian's librocsparse0: 111 bundles of 8 targets in
+# .hip_fatbin): extract one target and list, beside `cat FILE > /dev/null` in the same run.
+if [ -z "${LIBROCSPARSE:-}" ]; then
+  if [ ! -f rocsparse/usr/lib/x86_64-linux-gnu/librocsparse.so.0.1 ] && command -v apt-get >/dev/null; then
+    (apt-get download librocsparse0 >/dev/null 2>&1 && dpkg-deb -x librocsparse0_*.deb rocsparse) || true
+  fi
+  LIBROCSPARSE=$(ls rocsparse/usr/lib/x86_64-linux-gnu/librocsparse.so.* 2>/dev/null | head -1 || true)
+fi
+if [ -n "${LIBROCSPARSE:-}" ] && [ -f "$LIBROCSPARSE" ]; then
+  cat "$LIBROCSPARSE" > /dev/null
+  c=$(measure cat cat "$LIBROCSPARSE")
+  rm -rf extracted
+  o=$(measure ours "$ours" extract "$LIBROCSPARSE" --arch gfx90a:xnack+ -o extracted -q)
+  row "extract gfx90a:xnack+ (vs cat)" "$c" "$o"
+  echo "  $(ls extracted | wc -l) code objects, $(du -sh extracted | cut -f1)"
+  o=$(measure ours "$ours" ls "$LIBROCSPARSE")
+  row "list (vs cat)" "$c" "$o"
+  rm -rf extracted
+else
+  echo "(no librocsparse: set LIBROCSPARSE=PATH or install apt-get to download it)"
+fi
