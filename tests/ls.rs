@@ -205,3 +205,32 @@ fn a_damaged_binary_is_reported_and_the_other_files_still_listed() {
     assert_eq!(images.len(), 1);
     assert_eq!(images[0]["arch"], "gfx906");
 }
+
+#[test]
+fn a_damaged_bundle_is_reported_and_the_next_one_still_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(samples_dir().join("bundles/two-bundles.bin")).unwrap();
+    // The first entry of the first bundle claims far more bytes than there are.
+    bytes[40..48].copy_from_slice(&0x7fff_ffffu64.to_le_bytes());
+    let damaged = dir.path().join("damaged.bin");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let (code, out, err) = ls(&[&damaged], true);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("damaged.bin': offset 0x20: bundle entry 0"),
+        "{err}"
+    );
+    let images: Vec<Value> = serde_json::from_str(&out).unwrap();
+    let ids: Vec<&str> = images
+        .iter()
+        .map(|i| i["entry_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "host-x86_64-unknown-linux-gnu-",
+            "hipv4-amdgcn-amd-amdhsa--gfx906",
+            "hipv4-amdgcn-amd-amdhsa--gfx90a"
+        ]
+    );
+}

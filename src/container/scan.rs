@@ -352,6 +352,7 @@ impl Scan<'_, '_> {
     /// there is parsed and its size skipped; elsewhere the next magic is searched for.
     fn region(&mut self, data: &[u8], at: At<'_>) -> Result<()> {
         let mut pos = 0usize;
+        let mut reporting = at.known;
         while pos < data.len() {
             let Some(nonzero) = data[pos..].iter().position(|&b| b != 0) else {
                 break;
@@ -367,10 +368,13 @@ impl Scan<'_, '_> {
             };
             match self.container(&data[start..], at) {
                 Ok(size) => pos = start + size.max(1) as usize,
-                Err(e) if at.known => {
+                Err(e) if reporting => {
                     let e = e.rebased(start as u64);
                     self.problems.push(self.damage(&at, data, e));
-                    break;
+                    // The rest of the place is still searched, for the containers after the
+                    // damaged one; magic bytes met inside the damage are not reported again.
+                    reporting = false;
+                    pos = start + 1;
                 }
                 // Magic bytes in code or data that happen to be there: not a container.
                 Err(_) => pos = start + 1,
