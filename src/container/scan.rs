@@ -145,6 +145,9 @@ impl Scan<'_, '_> {
         if starts_with_magic(data) {
             return self.region(data, At { known: true, ..at });
         }
+        if data.starts_with(&CUDA_FATBIN_MAGIC) {
+            return self.cuda_fatbins(data, At { known: true, ..at });
+        }
         match FileKind::parse(data) {
             Ok(FileKind::Archive) => {
                 let members = read_members(self.path, data)?;
