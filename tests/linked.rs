@@ -171,3 +171,36 @@ fn extracting_from_a_program_takes_plain_and_compressed_bundles() {
         assert_eq!(u16::from_le_bytes([code[18], code[19]]), 224, "{name}");
     }
 }
+
+#[test]
+fn a_damaged_bundle_in_a_program_is_reported_with_its_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(samples_dir().join("linked/hip-app")).unwrap();
+    // The first bundle of .hip_fatbin (at 0x1000) claims 2^40 entries.
+    bytes[0x1000 + 24..0x1000 + 32].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let damaged = dir.path().join("hip-app");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+        .args(["ls", "--json"])
+        .arg(&damaged)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("section '.hip_fatbin': offset 0x1018"),
+        "{err}"
+    );
+    let images: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        summary(&images),
+        [
+            "-",
+            "gfx90a:xnack+",
+            "gfx90a:xnack-",
+            "-~",
+            "gfx906~",
+            "gfx90a~"
+        ]
+    );
+}
