@@ -234,3 +234,68 @@ fn a_damaged_bundle_is_reported_and_the_next_one_still_listed() {
         ]
     );
 }
+
+#[test]
+fn damaged_copies_of_every_sample_never_panic() {
+    use offload::container::scan::scan;
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in ["linked", "openmp", "archive", "clang", "bundles", "coff"] {
+        for entry in std::fs::read_dir(samples_dir().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let text = name.ends_with(".md") || name.ends_with(".sh") || name.ends_with(".c");
+            if path.is_file() && !text {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut runs = 0;
+    for path in &files {
+        let good = std::fs::read(path).unwrap();
+        if good.is_empty() {
+            continue;
+        }
+        for round in 0..200 {
+            let mut bytes = good.clone();
+            match round % 3 {
+                0 => {
+                    let cut = (next() % bytes.len() as u64) as usize;
+                    bytes.truncate(cut);
+                }
+                1 => {
+                    for _ in 0..8 {
+                        let at = (next() % bytes.len() as u64) as usize;
+                        bytes[at] ^= (next() >> 24) as u8 | 1;
+                    }
+                }
+                _ => {
+                    // A size or offset after a magic set to an extreme.
+                    let magics: [&[u8]; 3] =
+                        [b"__CLANG_OFFLOAD_BUNDLE__", b"CCOB", b"\x10\xff\x10\xad"];
+                    let magic = magics[(next() % 3) as usize];
+                    if let Some(at) = memchr::memmem::find(&bytes, magic) {
+                        let field = at + magic.len() + (next() % 4) as usize * 8;
+                        let values = [0u64, u32::MAX as u64, 1 << 63, u64::MAX, bytes.len() as u64];
+                        let value = values[(next() % 5) as usize];
+                        if field + 8 <= bytes.len() {
+                            bytes[field..field + 8].copy_from_slice(&value.to_le_bytes());
+                        }
+                    }
+                }
+            }
+            let mut count = 0usize;
+            let result = scan(path, &bytes, 64 << 20, &mut |_| count += 1);
+            let _ = (result, count);
+            runs += 1;
+        }
+    }
+    assert!(runs > 1000, "only {runs} runs");
+}
