@@ -237,7 +237,7 @@ fn a_damaged_bundle_is_reported_and_the_next_one_still_listed() {
 
 #[test]
 fn damaged_copies_of_every_sample_never_panic() {
-    use offload::container::scan::scan;
+    use offload::container::scan::{scan, Places};
     let mut files: Vec<PathBuf> = Vec::new();
     for dir in ["linked", "openmp", "archive", "clang", "bundles", "coff"] {
         for entry in std::fs::read_dir(samples_dir().join(dir)).unwrap() {
@@ -292,7 +292,12 @@ fn damaged_copies_of_every_sample_never_panic() {
                 }
             }
             let mut count = 0usize;
-            let result = scan(path, &bytes, 64 << 20, &mut |_| count += 1);
+            let result = scan(path, &bytes, Places::Everywhere, 64 << 20, &mut |_| {
+                count += 1
+            });
+            let _ = scan(path, &bytes, Places::OffloadBinaries, 64 << 20, &mut |_| {
+                count += 1
+            });
             let _ = (result, count);
             runs += 1;
         }

@@ -146,6 +146,29 @@ pub fn parse(args: &[String], specs: &[Spec]) -> Result<Parsed, Vec<String>> {
     }
 }
 
+/// Prints the errors of [`parse`] as LLVM's tools print them: `BASE: <error>`, and for an
+/// unknown option `  Try: 'PROG --help'` and a "Did you mean" hint when an option is close.
+/// `base` is the program's file name, `prog` the program as started.
+pub fn print_errors(
+    err: &mut dyn std::io::Write,
+    base: &str,
+    prog: &str,
+    errors: &[String],
+    specs: &[Spec],
+) {
+    for e in errors {
+        if e.starts_with("Unknown command line argument") {
+            let _ = writeln!(err, "{base}: {e}  Try: '{prog} --help'");
+            let arg = e.split('\'').nth(1).unwrap_or("");
+            if let Some(name) = nearest(arg, specs.iter().map(|s| s.name)) {
+                let _ = writeln!(err, "{base}: Did you mean '{}'?", spelled(name));
+            }
+        } else {
+            let _ = writeln!(err, "{base}: {e}");
+        }
+    }
+}
+
 /// The option name closest to `arg` within a small edit distance, for a "Did you mean" hint.
 pub fn nearest<'a>(arg: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
     let body = arg.trim_start_matches('-');

@@ -80,18 +80,7 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
     let parsed = match llvm_cl::parse(args, SPECS) {
         Ok(p) => p,
         Err(errors) => {
-            for e in errors {
-                if e.starts_with("Unknown command line argument") {
-                    let _ = writeln!(err, "{base}: {e}  Try: '{prog} --help'");
-                    let arg = e.split('\'').nth(1).unwrap_or("");
-                    let names = SPECS.iter().map(|s| s.name);
-                    if let Some(name) = llvm_cl::nearest(arg, names) {
-                        let _ = writeln!(err, "{base}: Did you mean '{}'?", llvm_cl::spelled(name));
-                    }
-                } else {
-                    let _ = writeln!(err, "{base}: {e}");
-                }
-            }
+            llvm_cl::print_errors(err, &base, prog, &errors, SPECS);
             return 1;
         }
     };

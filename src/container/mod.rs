@@ -2,7 +2,6 @@
 
 pub mod archive;
 pub mod objcopy;
-pub mod offloading;
 pub mod scan;
 
 use object::{FileKind, Object, ObjectSection};

@@ -20,7 +20,6 @@ use object::read::macho::{MachOFatFile32, MachOFatFile64};
 use object::{FileKind, Object, ObjectSection};
 
 use crate::container::archive::read_members;
-use crate::container::offloading::SHT_LLVM_OFFLOADING;
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
 use crate::format::bundle::{self, Bundle};
@@ -32,6 +31,22 @@ pub const CUDA_FATBIN_MAGIC: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
 
 /// How deep containers may nest.
 const MAX_DEPTH: usize = 8;
+
+/// The ELF section type of `.llvm.offloading`.
+pub const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
+
+/// Where to look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Places {
+    /// Everywhere: bundles, compressed bundles, offload binaries and CUDA fat binaries, in
+    /// known sections and, by their magics, in any other; containers in containers too.
+    Everywhere,
+    /// Only offload binaries, only where LLVM 19's `extractOffloadBinaries` looks: ELF
+    /// sections of type `SHT_LLVM_OFFLOADING`, COFF sections named `.llvm.offloading*`,
+    /// Mach-O `__LLVM,__offloading`, archive members, bare offload binaries. Their images are
+    /// reported as they are, even when they hold containers.
+    OffloadBinaries,
+}
 
 /// What a device image is.
 #[derive(Debug, Clone, Copy)]
@@ -78,6 +93,7 @@ struct Scan<'f, 'v> {
     path: &'f Path,
     file: &'f [u8],
     limit: u64,
+    places: Places,
     visit: &'v mut dyn FnMut(&DeviceImage<'_>),
     problems: Vec<Error>,
 }
@@ -142,10 +158,13 @@ impl Scan<'_, '_> {
                 Self::context(&at)
             )));
         }
-        if starts_with_magic(data) {
+        if self.places == Places::OffloadBinaries {
+            if data.starts_with(&offload_binary::MAGIC) {
+                return self.region(data, At { known: true, ..at });
+            }
+        } else if starts_with_magic(data) {
             return self.region(data, At { known: true, ..at });
-        }
-        if data.starts_with(&CUDA_FATBIN_MAGIC) {
+        } else if data.starts_with(&CUDA_FATBIN_MAGIC) {
             return self.cuda_fatbins(data, At { known: true, ..at });
         }
         match FileKind::parse(data) {
@@ -166,31 +185,11 @@ impl Scan<'_, '_> {
                 Ok(())
             }
             Ok(FileKind::MachOFat32) => match MachOFatFile32::parse(data) {
-                Ok(fat) => {
-                    let slices: Vec<(String, &[u8])> = fat
-                        .arches()
-                        .iter()
-                        .filter_map(|a| {
-                            use object::read::macho::FatArch;
-                            Some((format!("{:?}", a.architecture()), a.data(data).ok()?))
-                        })
-                        .collect();
-                    self.slices(slices, at)
-                }
+                Ok(fat) => self.slices(fat_slices(fat.arches(), data), at),
                 Err(e) => Err(Error::msg(format!("'{}': {e}", self.path.display()))),
             },
             Ok(FileKind::MachOFat64) => match MachOFatFile64::parse(data) {
-                Ok(fat) => {
-                    let slices: Vec<(String, &[u8])> = fat
-                        .arches()
-                        .iter()
-                        .filter_map(|a| {
-                            use object::read::macho::FatArch;
-                            Some((format!("{:?}", a.architecture()), a.data(data).ok()?))
-                        })
-                        .collect();
-                    self.slices(slices, at)
-                }
+                Ok(fat) => self.slices(fat_slices(fat.arches(), data), at),
                 Err(e) => Err(Error::msg(format!("'{}': {e}", self.path.display()))),
             },
             Ok(FileKind::Elf32) => {
@@ -307,6 +306,20 @@ impl Scan<'_, '_> {
             section: Some(&name),
             ..at
         };
+        if self.places == Places::OffloadBinaries {
+            let wanted = by_type || name.starts_with(".llvm.offloading") || name == "__offloading";
+            return if wanted {
+                self.region(
+                    data,
+                    At {
+                        known: true,
+                        ..here
+                    },
+                )
+            } else {
+                Ok(())
+            };
+        }
         if let Some(id) = name.strip_prefix(BUNDLE_SECTION_PREFIX) {
             self.emit(&here, What::BundleEntry(id), data);
             return Ok(());
@@ -434,7 +447,8 @@ impl Scan<'_, '_> {
             return Ok(binary.size());
         }
         for entry in binary.entries() {
-            if starts_with_magic(entry.image) && at.depth < MAX_DEPTH {
+            let nested = self.places == Places::Everywhere && starts_with_magic(entry.image);
+            if nested && at.depth < MAX_DEPTH {
                 // A container in a container: its images are the device code.
                 let inner = At {
                     known: true,
@@ -485,6 +499,17 @@ fn nesting() -> crate::format::Error {
     )
 }
 
+/// The slices of a universal binary, named by architecture.
+fn fat_slices<'d, A: object::read::macho::FatArch>(
+    arches: &[A],
+    data: &'d [u8],
+) -> Vec<(String, &'d [u8])> {
+    arches
+        .iter()
+        .filter_map(|a| Some((format!("{:?}", a.architecture()), a.data(data).ok()?)))
+        .collect()
+}
+
 /// Whether `data` starts with the magic of a bundle, a compressed bundle or an offload binary.
 pub fn starts_with_magic(data: &[u8]) -> bool {
     bundle::is_bundle(data) || ccob::is_compressed(data) || data.starts_with(&offload_binary::MAGIC)
@@ -510,6 +535,7 @@ fn next_magic(data: &[u8]) -> Option<usize> {
 pub fn scan(
     path: &Path,
     file: &[u8],
+    places: Places,
     limit: u64,
     visit: &mut dyn FnMut(&DeviceImage<'_>),
 ) -> Result<Vec<Error>> {
@@ -517,6 +543,7 @@ pub fn scan(
         path,
         file,
         limit,
+        places,
         visit,
         problems: Vec::new(),
     };

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::container::archive::write_archive;
-use crate::container::scan::{scan, DeviceImage, What};
+use crate::container::scan::{scan, DeviceImage, Places, What};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::target_id::{FeatureSetting, TargetId};
@@ -195,6 +195,7 @@ pub fn extract(
         let found = scan(
             path,
             input,
+            Places::Everywhere,
             DEFAULT_MAX_DECOMPRESSED,
             &mut |found: &DeviceImage<'_>| {
                 let image = ls::record(&name, found);

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::container::scan::{scan, DeviceImage, What};
+use crate::container::scan::{scan, DeviceImage, Places, What};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::entry_id::EntryId;
@@ -114,9 +114,15 @@ pub fn list_file(path: &Path) -> Result<(Vec<Image>, Vec<Error>)> {
     let input = Input::open(path)?;
     let name = path.to_string_lossy().into_owned();
     let mut images = Vec::new();
-    let problems = scan(path, &input, DEFAULT_MAX_DECOMPRESSED, &mut |image| {
-        images.push(record(&name, image));
-    })?;
+    let problems = scan(
+        path,
+        &input,
+        Places::Everywhere,
+        DEFAULT_MAX_DECOMPRESSED,
+        &mut |image| {
+            images.push(record(&name, image));
+        },
+    )?;
     Ok((images, problems))
 }
 

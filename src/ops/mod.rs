@@ -2,6 +2,6 @@
 
 pub mod archive;
 pub mod bundler;
-pub mod packager;
-pub mod ls;
 pub mod extract;
+pub mod ls;
+pub mod packager;

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::container::archive::write_archive;
-use crate::container::offloading::for_each_offload_binary;
+use crate::container::scan::{scan, Places, What};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::llvm_hash::dense_map_order;
@@ -161,35 +161,44 @@ pub fn unpack(
     let file: &[u8] = &input;
     let name = input_path.to_string_lossy().into_owned();
     let mut candidates = Vec::new();
-    for_each_offload_binary(
+    let problems = scan(
         input_path,
-        &name,
         file,
+        Places::OffloadBinaries,
         DEFAULT_MAX_DECOMPRESSED,
         &mut |found| {
-            for entry in found.binary.entries() {
-                let bytes = match found.offset {
-                    Some(at) => Place::InFile {
-                        offset: (at + entry.image_offset) as usize,
-                        len: entry.image.len(),
-                    },
-                    None => Place::Owned(entry.image.to_vec()),
-                };
-                candidates.push(Candidate {
-                    source: found.source.to_string(),
-                    image_kind: entry.image_kind,
-                    offload_kind: entry.offload_kind,
-                    strings: entry
-                        .strings
-                        .iter()
-                        .map(|(k, v)| (k.to_vec(), v.to_vec()))
-                        .collect(),
-                    bytes,
-                });
-            }
-            Ok(())
+            let What::OffloadImage(entry) = found.what else {
+                return;
+            };
+            let bytes = match found.offset {
+                Some(at) => Place::InFile {
+                    offset: at as usize,
+                    len: entry.image.len(),
+                },
+                None => Place::Owned(entry.image.to_vec()),
+            };
+            candidates.push(Candidate {
+                // LLVM names the buffer an image came from: the input, or the member.
+                source: found
+                    .members
+                    .last()
+                    .cloned()
+                    .unwrap_or_else(|| name.clone()),
+                image_kind: entry.image_kind,
+                offload_kind: entry.offload_kind,
+                strings: entry
+                    .strings
+                    .iter()
+                    .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                    .collect(),
+                bytes,
+            });
         },
     )?;
+    // LLVM 19 fails on any offload binary that does not parse; so do we.
+    if let Some(problem) = problems.into_iter().next() {
+        return Err(problem);
+    }
 
     let stem = input_path
         .file_stem()
