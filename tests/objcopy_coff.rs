@@ -586,23 +586,10 @@ fn damaged_objects_give_errors_not_panics() {
             damaged[at] ^= (state >> 32) as u8 | 1;
         }
         if let Ok(out) = add_sections(&damaged, &added) {
-            let mut counted = CountingSink(0);
+            let mut counted = common::CountingSink(0);
             out.write_with(&mut counted, |o, d| o.write_all(d)).unwrap();
             assert_eq!(counted.0, out.size);
         }
         let _ = remove_sections(&damaged, &|n| n.starts_with(b".text"));
-    }
-}
-
-/// Counts what is written to it.
-struct CountingSink(u64);
-
-impl std::io::Write for CountingSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }

@@ -879,3 +879,16 @@ pub fn report(title: &str, results: &[(Case, Vec<String>)]) {
         failing.join(",")
     );
 }
+
+/// A writer that only counts the bytes written to it.
+pub struct CountingSink(pub u64);
+
+impl std::io::Write for CountingSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
