@@ -1,5 +1,5 @@
 //! Criterion benchmarks of the codecs: bundle header parsing, entry ordering, text bundle
-//! parsing, and compressed bundle splitting and round trips.
+//! parsing, compressed bundle splitting and round trips, and the search for magics.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use offload::format::{bundle, ccob, text_bundle};
@@ -85,5 +85,26 @@ fn bench_ccob(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_bundle, bench_text, bench_ccob);
+/// Scanning 1 GiB of host code and data for the magics: random bytes (no magic at all), the
+/// work of a search through every section of a large library that holds no device code.
+fn bench_scan(c: &mut Criterion) {
+    use offload::container::scan::next_magic;
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut data = vec![0u8; 1 << 30];
+    for chunk in data.chunks_exact_mut(8) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        chunk.copy_from_slice(&state.to_le_bytes());
+    }
+    let mut group = c.benchmark_group("scan");
+    group.throughput(Throughput::Bytes(data.len() as u64));
+    group.sample_size(10);
+    group.bench_function("search 1 GiB for the magics", |b| {
+        b.iter(|| next_magic(black_box(&data)).is_some())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_bundle, bench_text, bench_ccob, bench_scan);
 criterion_main!(benches);

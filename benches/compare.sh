@@ -134,3 +134,39 @@ if [ -n "${LIBROCSPARSE:-}" ] && [ -f "$LIBROCSPARSE" ]; then
 else
   echo "(no librocsparse: set LIBROCSPARSE=PATH or install apt-get to download it)"
 fi
+
+# Compress a bundle of real code objects: the largest translation unit of librocsparse, all
+# its targets, bundled with -compress by both tools at the same zstd level.
+if [ -n "${LIBROCSPARSE:-}" ] && [ -f "$LIBROCSPARSE" ] && command -v python3 >/dev/null; then
+  rm -rf tu && mkdir tu
+  "$ours" ls --json "$LIBROCSPARSE" | python3 -c '
+import json, sys
+images = json.load(sys.stdin)
+bundles, current = [], []
+for image in images:
+    if image["offload_kind"] == "host" and current:
+        bundles.append(current)
+        current = []
+    current.append(image)
+bundles.append(current)
+largest = max(bundles, key=lambda b: sum(i["size"] for i in b))
+for image in largest:
+    if image["offload_kind"] != "host":
+        print(image["entry_id"], image["offset"], image["size"])
+' > tu/entries
+  ids=host-x86_64-unknown-linux-gnu; inputs=(-input=/dev/null)
+  while read -r id offset size; do
+    f="tu/${id//:/_}.co"
+    dd if="$LIBROCSPARSE" of="$f" bs=1M iflag=skip_bytes,count_bytes skip="$offset" count="$size" status=none
+    ids="$ids,$id"; inputs+=("-input=$f")
+  done < tu/entries
+  echo "  compression input: $(wc -l < tu/entries) code objects, $(du -ch tu/*.co | tail -1 | cut -f1)"
+  l=$(measure llvm "$llvm" -type=o -bundle-align=4096 -compress -compression-level=3 -targets=$ids "${inputs[@]}" -output=llvm.z)
+  o=$(measure ours "$ours" bundler -type=o -bundle-align=4096 -compress -compression-level=3 -targets=$ids "${inputs[@]}" -output=ours.z)
+  row "compress one TU's code objects, zstd 3" "$l" "$o"
+  echo "  sizes: LLVM $(stat -c %s llvm.z) B, ours $(stat -c %s ours.z) B"
+  first=$(head -1 tu/entries | cut -d' ' -f1)
+  "$llvm" -unbundle -type=o -targets="$first" -input=ours.z -output=back.co \
+    && cmp back.co "tu/${first//:/_}.co" && echo "  LLVM unbundles ours to the same code object"
+  rm -rf tu llvm.z ours.z back.co
+fi

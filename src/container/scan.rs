@@ -515,8 +515,8 @@ pub fn starts_with_magic(data: &[u8]) -> bool {
     bundle::is_bundle(data) || ccob::is_compressed(data) || data.starts_with(&offload_binary::MAGIC)
 }
 
-/// The position of the first magic in `data`.
-fn next_magic(data: &[u8]) -> Option<usize> {
+/// The position of the first magic (bundle, compressed bundle, offload binary) in `data`.
+pub fn next_magic(data: &[u8]) -> Option<usize> {
     [
         memmem::find(data, b"__CLANG_OFFLOAD_BUNDLE__"),
         memmem::find(data, b"CCOB"),
