@@ -228,6 +228,17 @@ impl Output {
 
     /// Finishes the output: flushes it and renames the temporary file into place.
     pub fn commit(self) -> Result<()> {
+        self.finish(false)
+    }
+
+    /// As [`Output::commit`], but the file's data reach the disk (fsync) before the rename,
+    /// so that a crash leaves either the old file or the whole new one: for rewriting a file
+    /// in place.
+    pub fn commit_durably(self) -> Result<()> {
+        self.finish(true)
+    }
+
+    fn finish(self, durable: bool) -> Result<()> {
         let path = self.path;
         let writer = self
             .sink
@@ -237,6 +248,9 @@ impl Output {
             Sink::Temp(temp, keep) => {
                 if let Some(perms) = keep {
                     fs::set_permissions(temp.path(), perms).map_err(|e| Error::io(&path, e))?;
+                }
+                if durable {
+                    temp.as_file().sync_all().map_err(|e| Error::io(&path, e))?;
                 }
                 temp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
             }

@@ -6,6 +6,7 @@ pub mod extract;
 pub mod llvm_cl;
 pub mod ls;
 pub mod packager;
+pub mod rewrite;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -19,6 +20,8 @@ COMMANDS:
   packager   clang-offload-packager 19, drop-in: same options, same output bytes
   ls         list the device images in files (--json for a machine-readable list)
   extract    write the device images a GPU can load (--arch gfx90a)
+  strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
+  compress   compress the bundles of a file; decompress does the reverse
   help       print this text
 
 Started through a link named clang-offload-bundler or offload-bundler, this program
@@ -51,6 +54,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Some("packager") => packager::run("offload packager", &rest[1..]),
         Some("ls") => ls::run(&rest[1..]),
         Some("extract") => extract::run("offload extract", &rest[1..]),
+        Some("strip") => rewrite::strip(&rest[1..]),
+        Some("compress") => rewrite::compress(&rest[1..]),
+        Some("decompress") => rewrite::decompress(&rest[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{USAGE}");
             i32::from(rest.is_empty())

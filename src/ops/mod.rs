@@ -5,3 +5,4 @@ pub mod bundler;
 pub mod extract;
 pub mod ls;
 pub mod packager;
+pub mod rewrite;

@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use super::{bad, AddedSection, Rewritten};
+use super::{bad, AddedSection, Replace, Rewritten};
 use crate::format::strtab::{Flavor, StringTable};
 use crate::format::Error;
 
@@ -28,6 +28,7 @@ const SHT_REL: u32 = 9;
 const SHT_GROUP: u32 = 17;
 const SHT_SYMTAB_SHNDX: u32 = 18;
 const SHT_PROGBITS: u32 = 1;
+const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
 const SHF_ALLOC: u64 = 2;
 const SHF_EXCLUDE: u64 = 0x8000_0000;
 const SHN_LORESERVE: u32 = 0xff00;
@@ -242,6 +243,7 @@ pub(super) fn rewrite<'a>(
     file: &'a [u8],
     added: &[AddedSection<'a>],
     remove: &dyn Fn(&[u8]) -> bool,
+    replace: &Replace<'_>,
 ) -> Result<Rewritten<'a>, Error> {
     if file.len() < 16 {
         return Err(bad(0, "truncated ELF identification"));
@@ -576,12 +578,48 @@ pub(super) fn rewrite<'a>(
     let table_of = |old: usize| tables.iter().find(|(i, _)| *i == old).map(|(_, t)| t);
     let names = table_of(e_shstrndx as usize).expect("the name table is kept");
 
+    // New contents asked for: only for sections of plain data that nothing relocates.
+    let mut replaced: Vec<Option<Vec<u8>>> = Vec::with_capacity(kept.len());
+    for s in &kept {
+        let plain = s.old_index.is_some()
+            && (s.header.sh_type == SHT_PROGBITS || s.header.sh_type == SHT_LLVM_OFFLOADING);
+        let new = if plain {
+            replace(s.header.name, s.data)
+        } else {
+            None
+        };
+        if new.is_some() {
+            let old = s.old_index.expect("input section");
+            if kept
+                .iter()
+                .any(|r| is_reloc(&r.header) && r.header.info as usize == old)
+            {
+                return Err(bad(
+                    header_at(old) as u64,
+                    format!(
+                        "section '{}' has relocations, so its contents cannot be replaced",
+                        display(s.header.name)
+                    ),
+                ));
+            }
+        }
+        replaced.push(new);
+    }
+    // Old and new sizes of replaced sections, by old index, for the symbols defined in them.
+    let mut resized: Vec<Option<(u64, u64)>> = vec![None; count];
+    for (s, new) in kept.iter().zip(&replaced) {
+        if let (Some(old), Some(new)) = (s.old_index, new) {
+            resized[old] = Some((s.data.len() as u64, new.len() as u64));
+        }
+    }
+
     // Contents that change.
     let mut contents: Vec<Cow<'a, [u8]>> = Vec::with_capacity(kept.len());
-    for s in kept.iter_mut() {
+    for (s, new) in kept.iter_mut().zip(replaced) {
         let h = &mut s.header;
         let old = s.old_index;
         let data: Cow<'a, [u8]> = match old {
+            Some(_) if new.is_some() => Cow::Owned(new.expect("checked")),
             Some(old) if h.sh_type == SHT_STRTAB && h.flags & SHF_ALLOC == 0 => {
                 Cow::Owned(table_of(old).expect("built above").bytes.clone())
             }
@@ -591,6 +629,7 @@ pub(super) fn rewrite<'a>(
                 let mut out = Vec::with_capacity(symbols.len() * l.sym_size() as usize);
                 let mut last_local = 0;
                 for (k, sym) in symbols.iter().enumerate() {
+                    let start = out.len();
                     l.put32(&mut out, table.offset(sym.name));
                     let shndx_at = if l.is64 { 6 } else { 14 };
                     out.extend_from_slice(&sym.raw[4..shndx_at]);
@@ -601,6 +640,32 @@ pub(super) fn rewrite<'a>(
                     };
                     l.put16(&mut out, shndx as u16);
                     out.extend_from_slice(&sym.raw[shndx_at + 2..]);
+                    let in_replaced = (sym.shndx != 0 && sym.shndx < SHN_LORESERVE)
+                        .then(|| resized[sym.shndx as usize])
+                        .flatten();
+                    if let Some((old_size, new_size)) = in_replaced {
+                        let (value_at, size_at) = if l.is64 { (8, 16) } else { (4, 8) };
+                        let value = l.word(sym.raw, value_at);
+                        let size = l.word(sym.raw, size_at);
+                        let size = if value == 0 && size == old_size {
+                            // A symbol for the whole section follows its new size.
+                            new_size
+                        } else if value.saturating_add(size) <= new_size {
+                            size
+                        } else {
+                            return Err(bad(
+                                h.offset + (k as u64) * l.sym_size(),
+                                format!(
+                                    "symbol '{}' points into bytes the rewrite removes",
+                                    display(sym.name)
+                                ),
+                            ));
+                        };
+                        let mut field = Vec::new();
+                        l.put_word(&mut field, size);
+                        let at = start + size_at;
+                        out[at..at + field.len()].copy_from_slice(&field);
+                    }
                     if sym.binding == STB_LOCAL {
                         last_local = k;
                     }

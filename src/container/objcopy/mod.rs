@@ -17,6 +17,9 @@ use crate::format::{Error, ErrorKind};
 mod coff;
 mod elf;
 
+/// New contents for a section, asked with the section's name and contents: `None` keeps them.
+pub type Replace<'r> = dyn Fn(&[u8], &[u8]) -> Option<Vec<u8>> + 'r;
+
 /// A section to append: its name and contents.
 #[derive(Debug, Clone, Copy)]
 pub struct AddedSection<'a> {
@@ -101,7 +104,9 @@ pub fn add_sections<'a>(
     added: &[AddedSection<'a>],
 ) -> Result<Rewritten<'a>, Error> {
     match FileKind::parse(host) {
-        Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, added, &|_| false),
+        Ok(FileKind::Elf32 | FileKind::Elf64) => {
+            elf::rewrite(host, added, &|_| false, &|_, _| None)
+        }
         Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
             coff::rewrite(host, added, &|_| false)
         }
@@ -116,10 +121,26 @@ pub fn remove_sections<'a>(
     remove: &dyn Fn(&[u8]) -> bool,
 ) -> Result<Rewritten<'a>, Error> {
     match FileKind::parse(host) {
-        Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove),
+        Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove, &|_, _| None),
         Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
             coff::rewrite(host, &[], remove)
         }
+        _ => Err(unsupported_kind(host)),
+    }
+}
+
+/// Removes the sections `remove` selects and gives others new contents: `replace` is asked
+/// for each section of plain data (`SHT_PROGBITS`, `SHT_LLVM_OFFLOADING`) with its name and contents, and returns the
+/// new contents or `None` to keep them. A symbol covering a whole replaced section follows its
+/// new size; a section that relocations apply to cannot be replaced. ELF relocatable objects
+/// only; laid out as llvm-objcopy lays out what it rewrites.
+pub fn rewrite_sections<'a>(
+    host: &'a [u8],
+    remove: &dyn Fn(&[u8]) -> bool,
+    replace: &Replace<'_>,
+) -> Result<Rewritten<'a>, Error> {
+    match FileKind::parse(host) {
+        Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove, replace),
         _ => Err(unsupported_kind(host)),
     }
 }

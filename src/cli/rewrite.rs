@@ -1,0 +1,202 @@
+//! `offload strip`, `offload compress` and `offload decompress`: rewrite the device code of a
+//! file, into a new file or in place.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args as ClapArgs, Parser};
+
+use crate::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
+use crate::ops::rewrite::{self, Change, RewriteConfig, Summary};
+
+/// Where the result goes.
+#[derive(Debug, ClapArgs)]
+#[group(required = true, multiple = false)]
+struct Destination {
+    /// Write the result to this file.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Replace the file (written beside it, synced, renamed over it; the input is untouched
+    /// on any error).
+    #[arg(long)]
+    in_place: bool,
+}
+
+/// Keep only the device images some target IDs can load, or remove them.
+#[derive(Debug, Parser)]
+#[command(name = "offload strip")]
+struct StripArgs {
+    /// The file: a relocatable object, an archive, a bundle or offload binary file.
+    file: PathBuf,
+    /// Keep the images a device with this target ID loads (host code always stays).
+    #[arg(long, required_unless_present = "remove", conflicts_with = "remove")]
+    keep: Vec<String>,
+    /// Remove the images a device with this target ID loads.
+    #[arg(long)]
+    remove: Vec<String>,
+    #[command(flatten)]
+    destination: Destination,
+    /// Say what would change, and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Allow removing every device image.
+    #[arg(long)]
+    allow_empty: bool,
+}
+
+/// Compress every bundle of a file (CCOB, as clang-offload-bundler writes it).
+#[derive(Debug, Parser)]
+#[command(name = "offload compress")]
+struct CompressArgs {
+    /// The file: a relocatable object, an archive, a bundle file.
+    file: PathBuf,
+    #[command(flatten)]
+    destination: Destination,
+    /// Say what would change, and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Compression level.
+    #[arg(long)]
+    level: Option<i32>,
+    /// `zstd` (default) or `zlib`.
+    #[arg(long, default_value = "zstd")]
+    method: String,
+}
+
+/// Decompress every compressed bundle of a file.
+#[derive(Debug, Parser)]
+#[command(name = "offload decompress")]
+struct DecompressArgs {
+    /// The file: a relocatable object, an archive, a compressed bundle file.
+    file: PathBuf,
+    #[command(flatten)]
+    destination: Destination,
+    /// Say what would change, and change nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+fn parse<T: Parser>(name: &str, args: &[String]) -> Result<T, i32> {
+    T::try_parse_from(std::iter::once(name.to_string()).chain(args.iter().cloned())).map_err(|e| {
+        let _ = e.print();
+        if e.use_stderr() {
+            2
+        } else {
+            0
+        }
+    })
+}
+
+fn report(prog: &str, file: &std::path::Path, summary: &Summary, dry_run: bool) {
+    let verb = if dry_run { "would go" } else { "went" };
+    println!(
+        "{}: {} device images {verb} to {}, {} bytes to {} ({} bundles or binaries rewritten)",
+        file.display(),
+        summary.images_before,
+        summary.images_after,
+        summary.size_before,
+        summary.size_after,
+        summary.rewritten
+    );
+    let _ = prog;
+}
+
+fn execute(
+    prog: &str,
+    file: PathBuf,
+    destination: Destination,
+    config: RewriteConfig,
+    dry_run: bool,
+) -> i32 {
+    let output = destination.output.unwrap_or_else(|| file.clone());
+    match rewrite::rewrite(&file, &output, &config, dry_run) {
+        Ok(summary) => {
+            report(prog, &file, &summary, dry_run);
+            0
+        }
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "{prog}: error: {e}");
+            1
+        }
+    }
+}
+
+/// Runs `offload strip` with `args` (without the program name).
+pub fn strip(args: &[String]) -> i32 {
+    let args: StripArgs = match parse("offload strip", args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let change = if args.keep.is_empty() {
+        Change::Remove(args.remove)
+    } else {
+        Change::Keep(args.keep)
+    };
+    let config = RewriteConfig {
+        change,
+        allow_empty: args.allow_empty,
+        max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+    };
+    execute(
+        "offload strip",
+        args.file,
+        args.destination,
+        config,
+        args.dry_run,
+    )
+}
+
+/// Runs `offload compress` with `args` (without the program name).
+pub fn compress(args: &[String]) -> i32 {
+    let args: CompressArgs = match parse("offload compress", args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let method = match args.method.as_str() {
+        "zstd" => Method::Zstd,
+        "zlib" => Method::Zlib,
+        other => {
+            eprintln!(
+                "offload compress: error: unknown compression method '{other}' (zstd or zlib)"
+            );
+            return 2;
+        }
+    };
+    let options = CompressOptions {
+        method,
+        level: args.level.unwrap_or(method.default_level()),
+        version: 2,
+    };
+    let config = RewriteConfig {
+        change: Change::Compress(options),
+        allow_empty: true,
+        max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+    };
+    execute(
+        "offload compress",
+        args.file,
+        args.destination,
+        config,
+        args.dry_run,
+    )
+}
+
+/// Runs `offload decompress` with `args` (without the program name).
+pub fn decompress(args: &[String]) -> i32 {
+    let args: DecompressArgs = match parse("offload decompress", args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let config = RewriteConfig {
+        change: Change::Decompress,
+        allow_empty: true,
+        max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+    };
+    execute(
+        "offload decompress",
+        args.file,
+        args.destination,
+        config,
+        args.dry_run,
+    )
+}

@@ -1,0 +1,377 @@
+//! Rewriting the device code of a file: stripping targets, compressing and decompressing
+//! bundles, in relocatable objects, archives and bare bundles.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::container::archive::{read_members, write_archive};
+use crate::container::objcopy::{self, Rewritten};
+use crate::container::BUNDLE_SECTION_PREFIX;
+use crate::error::{Error, Result};
+use crate::format::bundle::{self, Bundle};
+use crate::format::ccob::{self, CompressOptions, CompressedBundle};
+use crate::format::entry_id::EntryId;
+use crate::format::offload_binary::{self, OffloadBinary};
+use crate::io::{Input, Output};
+use crate::ops::extract::loadable;
+
+/// What to do to the device code.
+#[derive(Debug, Clone)]
+pub enum Change {
+    /// Keep only the images these target IDs can load (host entries always stay).
+    Keep(Vec<String>),
+    /// Remove the images these target IDs can load.
+    Remove(Vec<String>),
+    /// Compress every bundle that is not compressed.
+    Compress(CompressOptions),
+    /// Decompress every compressed bundle.
+    Decompress,
+}
+
+/// How to rewrite.
+#[derive(Debug, Clone)]
+pub struct RewriteConfig {
+    /// The change.
+    pub change: Change,
+    /// Allow a result with no device image left.
+    pub allow_empty: bool,
+    /// The largest a compressed bundle may inflate to.
+    pub max_decompressed: u64,
+}
+
+/// What a rewrite did, for reports and `--dry-run`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Device images before.
+    pub images_before: usize,
+    /// Device images after.
+    pub images_after: usize,
+    /// Size of the file before.
+    pub size_before: u64,
+    /// Size of the file after.
+    pub size_after: u64,
+    /// Bundles and binaries rewritten.
+    pub rewritten: usize,
+}
+
+impl RewriteConfig {
+    /// Whether a device image with target ID `arch` stays.
+    fn keeps(&self, arch: &str) -> bool {
+        match &self.change {
+            Change::Keep(ids) => ids.iter().any(|q| loadable(q, arch)),
+            Change::Remove(ids) => !ids.iter().any(|q| loadable(q, arch)),
+            Change::Compress(_) | Change::Decompress => true,
+        }
+    }
+
+    fn keeps_entry(&self, id: &str) -> bool {
+        let parsed = EntryId::parse(id);
+        parsed.is_host() || parsed.target_id.is_empty() || self.keeps(&parsed.target_id)
+    }
+}
+
+/// The alignment a bundle's payloads were written with: 4096 when every payload starts on a
+/// 4096 boundary (what the HIP driver asks for), else 1.
+fn alignment_of(parsed: &Bundle<'_>) -> u64 {
+    let aligned = parsed
+        .entries()
+        .iter()
+        .filter(|e| !e.data.is_empty())
+        .all(|e| e.offset % 4096 == 0);
+    if aligned && parsed.entries().iter().any(|e| !e.data.is_empty()) {
+        4096
+    } else {
+        1
+    }
+}
+
+/// Rewrites a region holding bundles, compressed bundles or offload binaries one after another
+/// (a `.hip_fatbin` section, a bare file); `None` when nothing changes. Images are counted into
+/// `summary`.
+fn rewrite_region(
+    data: &[u8],
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> std::result::Result<Option<Vec<u8>>, crate::format::Error> {
+    let mut out = Vec::with_capacity(data.len());
+    let mut pos = 0usize;
+    let mut changed = false;
+    while pos < data.len() {
+        let Some(skip) = data[pos..].iter().position(|&b| b != 0) else {
+            out.extend_from_slice(&data[pos..]);
+            break;
+        };
+        let start = pos + skip;
+        if start > pos {
+            // Zero padding put the next container on a boundary: keep it on one as large.
+            let boundary = 1usize << start.trailing_zeros().min(12);
+            out.resize(out.len().next_multiple_of(boundary), 0);
+        }
+        let here = &data[start..];
+        let (size, new) = if bundle::is_bundle(here) {
+            let parsed = Bundle::parse(here)?.expect("the magic is there");
+            let (bytes, kept) = strip_bundle(&parsed, config)?;
+            summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
+            summary.images_after += kept;
+            let new = match &config.change {
+                Change::Compress(options) => Some(
+                    ccob::compress(
+                        bytes.as_deref().unwrap_or(&here[..parsed.size() as usize]),
+                        options,
+                    )?
+                    .0,
+                ),
+                _ => bytes,
+            };
+            (parsed.size() as usize, new)
+        } else if ccob::is_compressed(here) {
+            let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
+            let plain = compressed.decompress(config.max_decompressed)?;
+            let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
+                crate::format::Error::new(
+                    start as u64,
+                    crate::format::ErrorKind::Object(
+                        "a compressed bundle that does not hold a bundle".into(),
+                    ),
+                )
+            })?;
+            let (bytes, kept) = strip_bundle(&parsed, config)?;
+            summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
+            summary.images_after += kept;
+            let new = match (&config.change, bytes) {
+                (Change::Decompress, _) => Some(plain.clone()),
+                (_, Some(stripped)) => {
+                    // Compressed again as it was (version 1 carries no size: written as 2).
+                    let options = CompressOptions {
+                        version: compressed.version.max(2),
+                        method: compressed.method,
+                        level: compressed.method.default_level(),
+                    };
+                    Some(ccob::compress(&stripped, &options)?.0)
+                }
+                (_, None) => None,
+            };
+            (compressed.size() as usize, new)
+        } else if here.starts_with(&offload_binary::MAGIC) {
+            let binary = OffloadBinary::parse(here)?;
+            let entries = binary.entries();
+            let kept = entries
+                .iter()
+                .filter(|e| config.keeps(&String::from_utf8_lossy(e.arch())))
+                .count();
+            summary.images_before += entries.len();
+            // A binary is kept or dropped whole (LLVM 19 writes one image per binary).
+            let drop = kept == 0 && !entries.is_empty();
+            summary.images_after += if drop { 0 } else { entries.len() };
+            (binary.size() as usize, drop.then(Vec::new))
+        } else {
+            return Err(crate::format::Error::new(
+                start as u64,
+                crate::format::ErrorKind::Object(
+                    "bytes that are no bundle, compressed bundle or offload binary".into(),
+                ),
+            ));
+        };
+        match new {
+            Some(bytes) => {
+                changed = true;
+                summary.rewritten += 1;
+                out.extend_from_slice(&bytes);
+            }
+            None => out.extend_from_slice(&here[..size]),
+        }
+        pos = start + size.max(1);
+    }
+    Ok(changed.then_some(out))
+}
+
+fn count_devices<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
+    ids.filter(|id| !EntryId::parse(id).is_host()).count()
+}
+
+/// The bundle without the entries `config` drops, as LLVM lays bundles out (entries in their
+/// order, the same alignment); `None` when every entry stays. Also the number of device
+/// entries kept.
+fn strip_bundle(
+    parsed: &Bundle<'_>,
+    config: &RewriteConfig,
+) -> std::result::Result<(Option<Vec<u8>>, usize), crate::format::Error> {
+    let kept: Vec<(&str, &[u8])> = parsed
+        .entries()
+        .iter()
+        .filter(|e| config.keeps_entry(e.id))
+        .map(|e| (e.id, e.data))
+        .collect();
+    let devices = count_devices(kept.iter().map(|(id, _)| *id));
+    if kept.len() == parsed.entries().len() {
+        return Ok((None, devices));
+    }
+    Ok((Some(bundle::to_vec(&kept, alignment_of(parsed))), devices))
+}
+
+/// Rewrites the file `data` (named `path` in errors); `None` when nothing changes.
+pub fn rewrite_file(
+    path: &Path,
+    data: &[u8],
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> Result<Option<Vec<u8>>> {
+    summary.size_before += data.len() as u64;
+    let format_error = |e| Error::format(path, e);
+    let result = if data.starts_with(b"!<arch>\n") {
+        rewrite_archive(path, data, config, summary)?
+    } else if bundle::is_bundle(data)
+        || ccob::is_compressed(data)
+        || data.starts_with(&offload_binary::MAGIC)
+    {
+        rewrite_region(data, config, summary).map_err(format_error)?
+    } else if matches!(
+        object::FileKind::parse(data),
+        Ok(object::FileKind::Elf32 | object::FileKind::Elf64)
+    ) {
+        rewrite_elf_object(path, data, config, summary)?
+    } else {
+        return Err(Error::msg(format!(
+            "'{}': rewriting device code is supported in ELF relocatable objects, archives of them, and bundle or offload binary files",
+            path.display()
+        )));
+    };
+    summary.size_after += result.as_ref().map_or(data.len(), Vec::len) as u64;
+    Ok(result)
+}
+
+fn rewrite_elf_object(
+    path: &Path,
+    data: &[u8],
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> Result<Option<Vec<u8>>> {
+    use object::{Object, ObjectSection};
+    let file =
+        object::File::parse(data).map_err(|e| Error::msg(format!("'{}': {e}", path.display())))?;
+    if file.kind() != object::ObjectKind::Relocatable {
+        return Err(Error::msg(format!(
+            "'{}': rewriting device code in programs and shared libraries is not supported yet; rewrite the objects or archives they are linked from",
+            path.display()
+        )));
+    }
+    // What changes, section by section; the object is rewritten only if something does.
+    let mut new_contents: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut removed: Vec<String> = Vec::new();
+    for section in file.sections() {
+        let Ok(name) = section.name() else { continue };
+        let Ok(bytes) = section.data() else { continue };
+        if let Some(id) = name.strip_prefix(BUNDLE_SECTION_PREFIX) {
+            let is_device = !EntryId::parse(id).is_host();
+            summary.images_before += usize::from(is_device);
+            if config.keeps_entry(id) {
+                summary.images_after += usize::from(is_device);
+            } else {
+                removed.push(name.to_string());
+            }
+            continue;
+        }
+        let known = name == ".hip_fatbin" || name.starts_with(".llvm.offloading");
+        if !known || bytes.is_empty() {
+            continue;
+        }
+        let context = format!("section '{name}'");
+        if let Some(new) = rewrite_region(bytes, config, summary)
+            .map_err(|e| Error::format_in(path, &context, e))?
+        {
+            new_contents.push((name.to_string(), new));
+        }
+    }
+    if new_contents.is_empty() && removed.is_empty() {
+        return Ok(None);
+    }
+    let rewritten: Rewritten = objcopy::rewrite_sections(
+        data,
+        &|name| removed.iter().any(|r| r.as_bytes() == name),
+        &|name, _| {
+            new_contents
+                .iter()
+                .find(|(n, _)| n.as_bytes() == name)
+                .map(|(_, d)| d.clone())
+        },
+    )
+    .map_err(|e| Error::format(path, e))?;
+    Ok(Some(rewritten.to_vec()))
+}
+
+fn rewrite_archive(
+    path: &Path,
+    data: &[u8],
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> Result<Option<Vec<u8>>> {
+    let members = read_members(path, data)?;
+    let results: Vec<(Option<Vec<u8>>, Summary)> = members
+        .par_iter()
+        .map(|m| {
+            let mut s = Summary::default();
+            let member_path = PathBuf::from(format!("{}({})", path.display(), m.name));
+            let bytes: &[u8] = &m.data;
+            let is_object = object::File::parse(bytes).is_ok()
+                || bundle::is_bundle(bytes)
+                || ccob::is_compressed(bytes)
+                || bytes.starts_with(&offload_binary::MAGIC);
+            let new = if is_object {
+                rewrite_file(&member_path, bytes, config, &mut s)?
+            } else {
+                None
+            };
+            Ok((new, s))
+        })
+        .collect::<Result<_>>()?;
+    if results.iter().all(|(new, _)| new.is_none()) {
+        for (_, s) in &results {
+            summary.images_before += s.images_before;
+            summary.images_after += s.images_after;
+        }
+        return Ok(None);
+    }
+    let mut list: Vec<(&str, &[u8])> = Vec::with_capacity(members.len());
+    for (m, (new, s)) in members.iter().zip(&results) {
+        summary.images_before += s.images_before;
+        summary.images_after += s.images_after;
+        summary.rewritten += s.rewritten;
+        list.push((&m.name, new.as_deref().unwrap_or(&m.data)));
+    }
+    Ok(Some(write_archive(path, &list)?))
+}
+
+/// Rewrites `input` into `output` (the same path for in place: written beside it and renamed
+/// over it once on disk). With `dry_run`, only the summary is made. Refuses to leave no device
+/// image unless the configuration allows it.
+pub fn rewrite(
+    input: &Path,
+    output: &Path,
+    config: &RewriteConfig,
+    dry_run: bool,
+) -> Result<Summary> {
+    let data = Input::open(input)?;
+    let mut summary = Summary::default();
+    let new = rewrite_file(input, &data, config, &mut summary)?;
+    if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
+        return Err(Error::msg(format!(
+            "'{}': this would remove every device image ({}); give --allow-empty to do it",
+            input.display(),
+            summary.images_before
+        )));
+    }
+    if dry_run {
+        return Ok(summary);
+    }
+    if new.is_none() && input == output {
+        return Ok(summary);
+    }
+    let mut out = Output::create(output)?;
+    match &new {
+        Some(bytes) => out.write_bytes(bytes)?,
+        None => out.write_part(&data, &data)?,
+    }
+    out.commit_durably()?;
+    Ok(summary)
+}

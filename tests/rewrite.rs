@@ -1,0 +1,260 @@
+//! `offload strip`, `offload compress` and `offload decompress` on relocatable objects,
+//! archives and bundle files: the rewritten object still links, and the stand-in HIP runtime
+//! (tests/support/hip_runtime.c) sees a valid bundle through the registration wrapper.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{reference_tool, samples_dir, visible};
+
+fn offload(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn copy_sample(dir: &Path, sample: &str, name: &str) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::copy(samples_dir().join(sample), &to).unwrap();
+    to
+}
+
+/// Links `object` with the stand-in runtime and returns what the program prints, or `None`
+/// when there is no C compiler.
+fn registered(dir: &Path, object: &str) -> Option<String> {
+    let runtime = common::root().join("tests/support/hip_runtime.c");
+    let exe = dir.join(format!("{object}.exe"));
+    let cc = ["cc", "gcc", "clang-19"]
+        .into_iter()
+        .find(|c| Command::new(c).arg("--version").output().is_ok())?;
+    let link = Command::new(cc)
+        .arg(&runtime)
+        .arg(dir.join(object))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        link.status.success(),
+        "{}",
+        String::from_utf8_lossy(&link.stderr)
+    );
+    let run = Command::new(&exe).output().unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    Some(String::from_utf8_lossy(&run.stdout).into_owned())
+}
+
+#[test]
+fn a_stripped_object_links_and_registers_the_kept_code() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_sample(dir.path(), "clang/kernel-fatbin.o", "k.o");
+    let (code, out, err) = offload(
+        dir.path(),
+        &["strip", "k.o", "--keep", "gfx90a", "-o", "s.o"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        "k.o: 2 device images went to 1, 19536 bytes to 15440 (1 bundles or binaries rewritten)\n"
+    );
+    let Some(seen) = registered(dir.path(), "s.o") else {
+        visible("SKIP: no C compiler");
+        return;
+    };
+    assert_eq!(
+        seen,
+        "bundle, 2 entries\n  host-x86_64-unknown-linux-- 0\n  hipv4-amdgcn-amd-amdhsa--gfx90a 4232 elf\n"
+    );
+    // The kept code object is the original's, byte for byte.
+    let (code, _, err) = offload(
+        dir.path(),
+        &["extract", "k.o", "s.o", "--arch", "gfx90a", "-o", "x"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let a = std::fs::read(dir.path().join("x/k.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co")).unwrap();
+    let b = std::fs::read(dir.path().join("x/s.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co")).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn compressing_and_decompressing_an_object_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_sample(dir.path(), "clang/kernel-fatbin.o", "k.o");
+    let (code, _, err) = offload(dir.path(), &["compress", "k.o", "-o", "z.o"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = offload(dir.path(), &["decompress", "z.o", "-o", "d.o"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read(dir.path().join("d.o")).unwrap(),
+        std::fs::read(dir.path().join("k.o")).unwrap()
+    );
+    if let Some(seen) = registered(dir.path(), "z.o") {
+        assert_eq!(seen, "compressed bundle, version 2, zstd\n");
+    }
+    // clang-offload-bundler-19 reads our compressed bundle.
+    let Some(llvm) = reference_tool("clang-offload-bundler-19") else {
+        return;
+    };
+    use object::{Object, ObjectSection};
+    let data = std::fs::read(dir.path().join("z.o")).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    let section = file
+        .section_by_name(".hip_fatbin")
+        .unwrap()
+        .data()
+        .unwrap()
+        .to_vec();
+    std::fs::write(dir.path().join("fatbin"), section).unwrap();
+    let status = Command::new(llvm)
+        .current_dir(dir.path())
+        .args([
+            "-unbundle",
+            "-type=o",
+            "-targets=hipv4-amdgcn-amd-amdhsa--gfx906",
+            "-input=fatbin",
+            "-output=llvm.co",
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        std::fs::read(dir.path().join("llvm.co")).unwrap(),
+        std::fs::read(samples_dir().join("dev/kernel-gfx906.hsaco")).unwrap()
+    );
+}
+
+#[test]
+fn an_archive_is_stripped_member_by_member() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_sample(dir.path(), "archive/libmulti.a", "m.a");
+    let (code, _, err) = offload(
+        dir.path(),
+        &["strip", "m.a", "--keep", "gfx906", "--in-place"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = offload(dir.path(), &["ls", "--json", "m.a"]);
+    assert_eq!(code, 0, "{err}");
+    let images: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let arches: Vec<&str> = images.iter().map(|i| i["arch"].as_str().unwrap()).collect();
+    assert_eq!(arches, ["gfx906", "", "gfx906", "", ""]);
+    let bytes = std::fs::read(dir.path().join("m.a")).unwrap();
+    let archive = object::read::archive::ArchiveFile::parse(&*bytes).unwrap();
+    let names: Vec<String> = archive
+        .members()
+        .map(|m| String::from_utf8_lossy(m.unwrap().name()).into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "kernel-rdc.o",
+            "vadd-rdc.o",
+            "plain-host.o",
+            "vadd908-rdc.o"
+        ]
+    );
+    // The symbol table still names the host code.
+    let symbols: Vec<String> = archive
+        .symbols()
+        .unwrap()
+        .unwrap()
+        .map(|s| String::from_utf8_lossy(s.unwrap().name()).into_owned())
+        .collect();
+    assert!(symbols.iter().any(|s| s == "host_only"), "{symbols:?}");
+}
+
+#[test]
+fn openmp_images_go_by_target() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_sample(dir.path(), "openmp/omp.o", "omp.o");
+    let (code, _, err) = offload(
+        dir.path(),
+        &["strip", "omp.o", "--remove", "gfx906", "-o", "s.o"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let Some(objdump) = reference_tool("llvm-objdump-19") else {
+        return;
+    };
+    let out = Command::new(objdump)
+        .current_dir(dir.path())
+        .args(["--offloading", "s.o"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.matches("OFFLOADING IMAGE").count(), 1, "{text}");
+    assert!(text.contains("arch            gfx90a"), "{text}");
+}
+
+#[test]
+fn in_place_keeps_permissions_and_failures_leave_the_file_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = copy_sample(dir.path(), "bundles/kernel.bc", "k.bc");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();
+    let original = std::fs::read(&path).unwrap();
+
+    let (code, out, _) = offload(
+        dir.path(),
+        &[
+            "strip",
+            "k.bc",
+            "--keep",
+            "gfx906",
+            "--in-place",
+            "--dry-run",
+        ],
+    );
+    assert_eq!(code, 0);
+    assert!(out.contains("2 device images would go to 1"), "{out}");
+    assert_eq!(std::fs::read(&path).unwrap(), original);
+
+    let (code, _, err) = offload(
+        dir.path(),
+        &["strip", "k.bc", "--keep", "gfx1030", "--in-place"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("would remove every device image (2); give --allow-empty"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), original);
+
+    let (code, _, err) = offload(
+        dir.path(),
+        &["strip", "k.bc", "--keep", "gfx906", "--in-place"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o750
+    );
+    let (_, out, _) = offload(dir.path(), &["ls", "--json", "k.bc"]);
+    let images: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    let ids: Vec<&str> = images
+        .iter()
+        .map(|i| i["entry_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "host-x86_64-unknown-linux-gnu-",
+            "hipv4-amdgcn-amd-amdhsa--gfx906"
+        ]
+    );
+    // No temporary file is left beside it.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(left.len(), 1);
+}
