@@ -1,6 +1,7 @@
 //! Where offload data lives in host files: object files and their sections.
 
 pub mod archive;
+pub mod elf_program;
 pub mod objcopy;
 pub mod scan;
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::container::archive::{read_members, write_archive};
+use crate::container::elf_program;
 use crate::container::objcopy::{self, Rewritten};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
@@ -109,70 +110,7 @@ fn rewrite_region(
             out.resize(out.len().next_multiple_of(boundary), 0);
         }
         let here = &data[start..];
-        let (size, new) = if bundle::is_bundle(here) {
-            let parsed = Bundle::parse(here)?.expect("the magic is there");
-            let (bytes, kept) = strip_bundle(&parsed, config)?;
-            summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
-            summary.images_after += kept;
-            let new = match &config.change {
-                Change::Compress(options) => Some(
-                    ccob::compress(
-                        bytes.as_deref().unwrap_or(&here[..parsed.size() as usize]),
-                        options,
-                    )?
-                    .0,
-                ),
-                _ => bytes,
-            };
-            (parsed.size() as usize, new)
-        } else if ccob::is_compressed(here) {
-            let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
-            let plain = compressed.decompress(config.max_decompressed)?;
-            let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
-                crate::format::Error::new(
-                    start as u64,
-                    crate::format::ErrorKind::Object(
-                        "a compressed bundle that does not hold a bundle".into(),
-                    ),
-                )
-            })?;
-            let (bytes, kept) = strip_bundle(&parsed, config)?;
-            summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
-            summary.images_after += kept;
-            let new = match (&config.change, bytes) {
-                (Change::Decompress, _) => Some(plain.clone()),
-                (_, Some(stripped)) => {
-                    // Compressed again as it was (version 1 carries no size: written as 2).
-                    let options = CompressOptions {
-                        version: compressed.version.max(2),
-                        method: compressed.method,
-                        level: compressed.method.default_level(),
-                    };
-                    Some(ccob::compress(&stripped, &options)?.0)
-                }
-                (_, None) => None,
-            };
-            (compressed.size() as usize, new)
-        } else if here.starts_with(&offload_binary::MAGIC) {
-            let binary = OffloadBinary::parse(here)?;
-            let entries = binary.entries();
-            let kept = entries
-                .iter()
-                .filter(|e| config.keeps(&String::from_utf8_lossy(e.arch())))
-                .count();
-            summary.images_before += entries.len();
-            // A binary is kept or dropped whole (LLVM 19 writes one image per binary).
-            let drop = kept == 0 && !entries.is_empty();
-            summary.images_after += if drop { 0 } else { entries.len() };
-            (binary.size() as usize, drop.then(Vec::new))
-        } else {
-            return Err(crate::format::Error::new(
-                start as u64,
-                crate::format::ErrorKind::Object(
-                    "bytes that are no bundle, compressed bundle or offload binary".into(),
-                ),
-            ));
-        };
+        let (size, new) = rewrite_container(here, start, config, summary)?;
         match new {
             Some(bytes) => {
                 changed = true;
@@ -184,6 +122,81 @@ fn rewrite_region(
         pos = start + size.max(1);
     }
     Ok(changed.then_some(out))
+}
+
+/// Rewrites the container (bundle, compressed bundle, offload binary) at the start of `here`,
+/// found at `start` in its region: its size there, and its new bytes (`None` when it stays;
+/// empty when it goes).
+fn rewrite_container(
+    here: &[u8],
+    start: usize,
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
+    Ok(if bundle::is_bundle(here) {
+        let parsed = Bundle::parse(here)?.expect("the magic is there");
+        let (bytes, kept) = strip_bundle(&parsed, config)?;
+        summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
+        summary.images_after += kept;
+        let new = match &config.change {
+            Change::Compress(options) => Some(
+                ccob::compress(
+                    bytes.as_deref().unwrap_or(&here[..parsed.size() as usize]),
+                    options,
+                )?
+                .0,
+            ),
+            _ => bytes,
+        };
+        (parsed.size() as usize, new)
+    } else if ccob::is_compressed(here) {
+        let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
+        let plain = compressed.decompress(config.max_decompressed)?;
+        let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
+            crate::format::Error::new(
+                start as u64,
+                crate::format::ErrorKind::Object(
+                    "a compressed bundle that does not hold a bundle".into(),
+                ),
+            )
+        })?;
+        let (bytes, kept) = strip_bundle(&parsed, config)?;
+        summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
+        summary.images_after += kept;
+        let new = match (&config.change, bytes) {
+            (Change::Decompress, _) => Some(plain.clone()),
+            (_, Some(stripped)) => {
+                // Compressed again as it was (version 1 carries no size: written as 2).
+                let options = CompressOptions {
+                    version: compressed.version.max(2),
+                    method: compressed.method,
+                    level: compressed.method.default_level(),
+                };
+                Some(ccob::compress(&stripped, &options)?.0)
+            }
+            (_, None) => None,
+        };
+        (compressed.size() as usize, new)
+    } else if here.starts_with(&offload_binary::MAGIC) {
+        let binary = OffloadBinary::parse(here)?;
+        let entries = binary.entries();
+        let kept = entries
+            .iter()
+            .filter(|e| config.keeps(&String::from_utf8_lossy(e.arch())))
+            .count();
+        summary.images_before += entries.len();
+        // A binary is kept or dropped whole (LLVM 19 writes one image per binary).
+        let drop = kept == 0 && !entries.is_empty();
+        summary.images_after += if drop { 0 } else { entries.len() };
+        (binary.size() as usize, drop.then(Vec::new))
+    } else {
+        return Err(crate::format::Error::new(
+            start as u64,
+            crate::format::ErrorKind::Object(
+                "bytes that are no bundle, compressed bundle or offload binary".into(),
+            ),
+        ));
+    })
 }
 
 fn count_devices<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
@@ -250,9 +263,21 @@ fn rewrite_elf_object(
     use object::{Object, ObjectSection};
     let file =
         object::File::parse(data).map_err(|e| Error::msg(format!("'{}': {e}", path.display())))?;
+    if matches!(
+        file.kind(),
+        object::ObjectKind::Executable | object::ObjectKind::Dynamic
+    ) {
+        let rewritten = elf_program::rewrite_hip_fatbin(data, &mut |here, start| {
+            let (size, new) = rewrite_container(here, start, config, summary)?;
+            summary.rewritten += usize::from(new.is_some());
+            Ok((size, new))
+        })
+        .map_err(|e| Error::format(path, e))?;
+        return Ok(rewritten.map(|r| r.to_vec()));
+    }
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(Error::msg(format!(
-            "'{}': rewriting device code in programs and shared libraries is not supported yet; rewrite the objects or archives they are linked from",
+            "'{}': not a relocatable object, program or shared library",
             path.display()
         )));
     }
@@ -367,11 +392,19 @@ pub fn rewrite(
     if new.is_none() && input == output {
         return Ok(summary);
     }
+    let fresh = !output.exists();
     let mut out = Output::create(output)?;
     match &new {
         Some(bytes) => out.write_bytes(bytes)?,
         None => out.write_part(&data, &data)?,
     }
     out.commit_durably()?;
+    if fresh {
+        // A new file gets the input's permissions: a program stays executable.
+        let permissions = std::fs::metadata(input)
+            .map_err(|e| Error::io(input, e))?
+            .permissions();
+        std::fs::set_permissions(output, permissions).map_err(|e| Error::io(output, e))?;
+    }
     Ok(summary)
 }

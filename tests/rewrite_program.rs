@@ -1,0 +1,200 @@
+//! `offload strip` and `offload compress` on linked HIP programs and shared libraries, built
+//! here by clang-19 with GNU ld and with lld: the file gets smaller, the program still runs,
+//! and the stand-in HIP runtime (tests/support/hip_runtime.c) finds a valid bundle through
+//! every wrapper.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{reference_tool, root, samples_dir};
+
+const ARCHES: [&str; 6] = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "gfx1100"];
+
+/// Compiles the two sample kernels for six targets (the second compressed) with `clang`.
+fn hip_objects(clang: &Path, dir: &Path) -> Vec<PathBuf> {
+    let mut objects = Vec::new();
+    for (source, compress) in [("kernel.hip", false), ("vadd.hip", true)] {
+        let object = dir.join(format!("{source}.o"));
+        let mut command = Command::new(clang);
+        command.args(["-x", "hip", "-nogpulib", "-nogpuinc", "-O2", "-c"]);
+        for arch in ARCHES {
+            command.arg(format!("--offload-arch={arch}"));
+        }
+        if compress {
+            command.arg("--offload-compress");
+        }
+        let out = command
+            .arg(samples_dir().join("src").join(source))
+            .arg("-o")
+            .arg(&object)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        objects.push(object);
+    }
+    objects
+}
+
+fn run(program: &Path, library_dir: Option<&Path>) -> String {
+    let mut command = Command::new(program);
+    if let Some(dir) = library_dir {
+        command.env("LD_LIBRARY_PATH", dir);
+    }
+    let out = command.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}: {}{}",
+        program.display(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn offload(args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+const AFTER_STRIP: &str = "bundle, 2 entries\n  host-x86_64-unknown-linux-- 0\n  hipv4-amdgcn-amd-amdhsa--gfx90a 4232 elf\ncompressed bundle, version 2, zstd\n";
+
+fn extracted(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
+    offload(&[
+        "extract",
+        file.to_str().unwrap(),
+        "--arch",
+        "gfx90a",
+        "-q",
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    names.iter().map(|p| std::fs::read(p).unwrap()).collect()
+}
+
+#[test]
+fn stripped_programs_shrink_and_still_register_valid_bundles() {
+    let Some(clang) = reference_tool("clang-19") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let objects = hip_objects(&clang, dir.path());
+    let runtime = root().join("tests/support/hip_runtime.c");
+    for linker in ["bfd", "lld"] {
+        let program = dir.path().join(format!("app-{linker}"));
+        let out = Command::new(&clang)
+            .arg(format!("-fuse-ld={linker}"))
+            .arg(&runtime)
+            .args(&objects)
+            .arg("-o")
+            .arg(&program)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(run(&program, None).starts_with("bundle, 7 entries\n"));
+
+        let stripped = dir.path().join(format!("app-{linker}-gfx90a"));
+        offload(&[
+            "strip",
+            program.to_str().unwrap(),
+            "--keep",
+            "gfx90a",
+            "-o",
+            stripped.to_str().unwrap(),
+        ]);
+        assert_eq!(run(&stripped, None), AFTER_STRIP, "{linker}");
+        let (before, after) = (
+            std::fs::metadata(&program).unwrap().len(),
+            std::fs::metadata(&stripped).unwrap().len(),
+        );
+        assert!(
+            after + 16384 <= before,
+            "{linker}: {before} -> {after} bytes"
+        );
+        // Every kept code object is the original's, byte for byte.
+        assert_eq!(
+            extracted(&program, &dir.path().join(format!("a-{linker}"))),
+            extracted(&stripped, &dir.path().join(format!("b-{linker}")))
+        );
+        // Rewritten again: compressed, it still runs.
+        let compressed = dir.path().join(format!("app-{linker}-z"));
+        offload(&[
+            "compress",
+            stripped.to_str().unwrap(),
+            "-o",
+            compressed.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            run(&compressed, None),
+            "compressed bundle, version 2, zstd\ncompressed bundle, version 2, zstd\n"
+        );
+    }
+}
+
+#[test]
+fn a_shared_library_stripped_in_place_still_loads() {
+    let Some(clang) = reference_tool("clang-19") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let objects = hip_objects(&clang, dir.path());
+    let library = dir.path().join("libkernels.so");
+    let out = Command::new(&clang)
+        .args(["-fuse-ld=lld", "-shared", "-fPIC"])
+        .args(&objects)
+        .arg("-o")
+        .arg(&library)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let program = dir.path().join("uses-library");
+    let out = Command::new(&clang)
+        .arg(root().join("tests/support/hip_runtime.c"))
+        .arg("-Wl,--no-as-needed")
+        .arg(format!("-L{}", dir.path().display()))
+        .args(["-lkernels", "-o"])
+        .arg(&program)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let before = std::fs::metadata(&library).unwrap().len();
+    offload(&[
+        "strip",
+        library.to_str().unwrap(),
+        "--keep",
+        "gfx90a",
+        "--in-place",
+    ]);
+    assert!(std::fs::metadata(&library).unwrap().len() + 16384 <= before);
+    assert_eq!(run(&program, Some(dir.path())), AFTER_STRIP);
+}
