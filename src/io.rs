@@ -226,6 +226,16 @@ impl Output {
         Ok(())
     }
 
+    /// Flushes what was written and returns the temporary file that holds it, to read it back
+    /// before committing; `None` when the output is not a temporary file.
+    pub fn written_so_far(&mut self) -> Result<Option<PathBuf>> {
+        self.sink.flush().map_err(|e| Error::io(&self.path, e))?;
+        Ok(match &self.sink.get_ref().0 {
+            Sink::Temp(temp, _) => Some(temp.path().to_path_buf()),
+            _ => None,
+        })
+    }
+
     /// Finishes the output: flushes it and renames the temporary file into place.
     pub fn commit(self) -> Result<()> {
         self.finish(false)

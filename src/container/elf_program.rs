@@ -17,6 +17,8 @@
 
 use std::collections::BTreeMap;
 
+use rayon::prelude::*;
+
 use super::objcopy::{Piece, Rewritten};
 use crate::format::{Error, ErrorKind};
 
@@ -96,9 +98,11 @@ struct Shdr {
 }
 
 /// Rewrites the container at the start of the bytes it is given (found at the given offset in
-/// the section): returns the container's size and its new bytes, `None` to keep it.
-pub type RewriteContainer<'r> =
-    dyn FnMut(&[u8], usize) -> Result<(usize, Option<Vec<u8>>), Error> + 'r;
+/// the section): its new bytes, `None` to keep it. Called from several threads at once.
+pub type RewriteContainer<'r> = dyn Fn(&[u8], usize) -> Result<Option<Vec<u8>>, Error> + Sync + 'r;
+
+/// The size of the container at the start of the bytes it is given, read from its header.
+pub type ContainerSize<'r> = dyn Fn(&[u8]) -> Result<usize, Error> + 'r;
 
 /// One place that holds the address of a bundle: a wrapper's pointer field (its file offset,
 /// when the value is written there) and the dynamic relocation that sets it (the file offset
@@ -110,13 +114,13 @@ struct Pointer {
     target: u64,
 }
 
-/// Rewrites the `.hip_fatbin` of the program or library `file`. `rewrite` is called for each
-/// container in the section with its bytes and its offset in the section, and returns the
-/// container's size and its new bytes (`None` to keep it). Returns `None` when nothing
-/// changes.
+/// Rewrites the `.hip_fatbin` of the program or library `file`. The containers in the section
+/// are found with `size_of`; `rewrite` is called for each, in parallel, with its bytes and its
+/// offset in the section. Returns `None` when nothing changes.
 pub fn rewrite_hip_fatbin<'a>(
     file: &'a [u8],
-    rewrite: &mut RewriteContainer<'_>,
+    size_of: &ContainerSize<'_>,
+    rewrite: &RewriteContainer<'_>,
 ) -> Result<Option<Rewritten<'a>>, Error> {
     if file.len() < EHDR || &file[..4] != b"\x7fELF" {
         return Err(bad(0, "not an ELF file"));
@@ -183,18 +187,29 @@ pub fn rewrite_hip_fatbin<'a>(
         .get(f_off..f_off + f_size)
         .ok_or_else(|| bad(fatbin.offset, ".hip_fatbin lies outside the file"))?;
 
-    // The bundles: rewritten, then packed in order, each on a boundary as large as before.
-    let mut moves: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut packed: Vec<u8> = Vec::with_capacity(section.len());
-    let mut changed = false;
+    // The containers, found by their sizes alone; then rewritten in parallel; then packed in
+    // order, each on a boundary as large as before.
+    let mut found: Vec<(usize, usize)> = Vec::new();
     let mut pos = 0usize;
     while pos < section.len() {
         let Some(skip) = section[pos..].iter().position(|&b| b != 0) else {
             break;
         };
         let start = pos + skip;
-        let (size, new) =
-            rewrite(&section[start..], start).map_err(|e| e.rebased((f_off + start) as u64))?;
+        let size = size_of(&section[start..]).map_err(|e| e.rebased((f_off + start) as u64))?;
+        found.push((start, size));
+        pos = start + size.max(1);
+    }
+    let rewritten: Vec<Option<Vec<u8>>> = found
+        .par_iter()
+        .map(|&(start, _)| {
+            rewrite(&section[start..], start).map_err(|e| e.rebased((f_off + start) as u64))
+        })
+        .collect::<Result<_, Error>>()?;
+    let mut moves: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut packed: Vec<u8> = Vec::with_capacity(section.len());
+    let mut changed = false;
+    for (&(start, size), new) in found.iter().zip(rewritten) {
         let boundary = 1usize << start.trailing_zeros().min(12);
         packed.resize(packed.len().next_multiple_of(boundary), 0);
         moves.insert(f_va + start as u64, f_va + packed.len() as u64);
@@ -203,7 +218,6 @@ pub fn rewrite_hip_fatbin<'a>(
             Some(bytes) => packed.extend_from_slice(&bytes),
             None => packed.extend_from_slice(&section[start..start + size]),
         }
-        pos = start + size.max(1);
     }
     if !changed {
         return Ok(None);

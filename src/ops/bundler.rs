@@ -132,7 +132,7 @@ fn temporary_name_for_display() -> String {
 }
 
 /// Writes a rewritten object, copying its large pieces from the input files that hold them.
-fn write_object(out: &mut Output, inputs: &[&Input], object: &Rewritten) -> Result<()> {
+pub(crate) fn write_object(out: &mut Output, inputs: &[&Input], object: &Rewritten) -> Result<()> {
     const ZEROS: [u8; 4096] = [0; 4096];
     let zeros = |out: &mut Output, mut n: u64| -> Result<()> {
         while n > 0 {

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use crate::container::archive::{read_members, write_archive};
 use crate::container::elf_program;
 use crate::container::objcopy::{self, Rewritten};
+use crate::container::scan::{scan, Places, What};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
 use crate::format::bundle::{self, Bundle};
@@ -199,6 +200,25 @@ fn rewrite_container(
     })
 }
 
+/// The size of the container at the start of `here`, from its header.
+fn container_size(here: &[u8]) -> std::result::Result<usize, crate::format::Error> {
+    let size = if bundle::is_bundle(here) {
+        Bundle::parse(here)?.map_or(0, |b| b.size())
+    } else if ccob::is_compressed(here) {
+        CompressedBundle::parse(here)?.map_or(0, |c| c.size())
+    } else if here.starts_with(&offload_binary::MAGIC) {
+        OffloadBinary::parse(here)?.size()
+    } else {
+        return Err(crate::format::Error::new(
+            0,
+            crate::format::ErrorKind::Object(
+                "bytes that are no bundle, compressed bundle or offload binary".into(),
+            ),
+        ));
+    };
+    Ok(size as usize)
+}
+
 fn count_devices<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
     ids.filter(|id| !EntryId::parse(id).is_host()).count()
 }
@@ -223,22 +243,55 @@ fn strip_bundle(
     Ok((Some(bundle::to_vec(&kept, alignment_of(parsed))), devices))
 }
 
+/// A rewritten file: in memory, or as pieces that borrow the input.
+pub enum NewFile<'a> {
+    /// The whole file.
+    Bytes(Vec<u8>),
+    /// Pieces at offsets, zeros between them.
+    Pieces(Rewritten<'a>),
+}
+
+impl NewFile<'_> {
+    /// The size of the file.
+    pub fn len(&self) -> u64 {
+        match self {
+            NewFile::Bytes(b) => b.len() as u64,
+            NewFile::Pieces(r) => r.size,
+        }
+    }
+
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The whole file in memory.
+    pub fn into_bytes(self) -> Vec<u8> {
+        match self {
+            NewFile::Bytes(b) => b,
+            NewFile::Pieces(r) => r.to_vec(),
+        }
+    }
+}
+
 /// Rewrites the file `data` (named `path` in errors); `None` when nothing changes.
-pub fn rewrite_file(
+pub fn rewrite_file<'a>(
     path: &Path,
-    data: &[u8],
+    data: &'a [u8],
     config: &RewriteConfig,
     summary: &mut Summary,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<Option<NewFile<'a>>> {
     summary.size_before += data.len() as u64;
     let format_error = |e| Error::format(path, e);
     let result = if data.starts_with(b"!<arch>\n") {
-        rewrite_archive(path, data, config, summary)?
+        rewrite_archive(path, data, config, summary)?.map(NewFile::Bytes)
     } else if bundle::is_bundle(data)
         || ccob::is_compressed(data)
         || data.starts_with(&offload_binary::MAGIC)
     {
-        rewrite_region(data, config, summary).map_err(format_error)?
+        rewrite_region(data, config, summary)
+            .map_err(format_error)?
+            .map(NewFile::Bytes)
     } else if matches!(
         object::FileKind::parse(data),
         Ok(object::FileKind::Elf32 | object::FileKind::Elf64)
@@ -250,16 +303,16 @@ pub fn rewrite_file(
             path.display()
         )));
     };
-    summary.size_after += result.as_ref().map_or(data.len(), Vec::len) as u64;
+    summary.size_after += result.as_ref().map_or(data.len() as u64, NewFile::len);
     Ok(result)
 }
 
-fn rewrite_elf_object(
+fn rewrite_elf_object<'a>(
     path: &Path,
-    data: &[u8],
+    data: &'a [u8],
     config: &RewriteConfig,
     summary: &mut Summary,
-) -> Result<Option<Vec<u8>>> {
+) -> Result<Option<NewFile<'a>>> {
     use object::{Object, ObjectSection};
     let file =
         object::File::parse(data).map_err(|e| Error::msg(format!("'{}': {e}", path.display())))?;
@@ -267,13 +320,23 @@ fn rewrite_elf_object(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
     ) {
-        let rewritten = elf_program::rewrite_hip_fatbin(data, &mut |here, start| {
-            let (size, new) = rewrite_container(here, start, config, summary)?;
-            summary.rewritten += usize::from(new.is_some());
-            Ok((size, new))
+        let total = std::sync::Mutex::new(Summary::default());
+        let rewritten = elf_program::rewrite_hip_fatbin(data, &container_size, &|here, start| {
+            let mut mine = Summary::default();
+            let (_, new) = rewrite_container(here, start, config, &mut mine)?;
+            mine.rewritten += usize::from(new.is_some());
+            let mut total = total.lock().expect("no thread panics holding it");
+            total.images_before += mine.images_before;
+            total.images_after += mine.images_after;
+            total.rewritten += mine.rewritten;
+            Ok(new)
         })
         .map_err(|e| Error::format(path, e))?;
-        return Ok(rewritten.map(|r| r.to_vec()));
+        let total = total.into_inner().expect("no thread panics holding it");
+        summary.images_before += total.images_before;
+        summary.images_after += total.images_after;
+        summary.rewritten += total.rewritten;
+        return Ok(rewritten.map(NewFile::Pieces));
     }
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(Error::msg(format!(
@@ -322,7 +385,7 @@ fn rewrite_elf_object(
         },
     )
     .map_err(|e| Error::format(path, e))?;
-    Ok(Some(rewritten.to_vec()))
+    Ok(Some(NewFile::Bytes(rewritten.to_vec())))
 }
 
 fn rewrite_archive(
@@ -343,7 +406,7 @@ fn rewrite_archive(
                 || ccob::is_compressed(bytes)
                 || bytes.starts_with(&offload_binary::MAGIC);
             let new = if is_object {
-                rewrite_file(&member_path, bytes, config, &mut s)?
+                rewrite_file(&member_path, bytes, config, &mut s)?.map(NewFile::into_bytes)
             } else {
                 None
             };
@@ -365,6 +428,37 @@ fn rewrite_archive(
         list.push((&m.name, new.as_deref().unwrap_or(&m.data)));
     }
     Ok(Some(write_archive(path, &list)?))
+}
+
+/// Reads the written file back before it replaces anything: it must hold exactly the device
+/// images the rewrite meant to keep, all of them readable.
+fn verify(input: &Path, out: &mut Output, summary: &Summary) -> Result<()> {
+    let Some(written) = out.written_so_far()? else {
+        return Ok(());
+    };
+    let data = Input::open(&written)?;
+    let mut devices = 0usize;
+    let problems = scan(input, &data, Places::Everywhere, u64::MAX, &mut |image| {
+        devices += usize::from(
+            !matches!(image.what, What::BundleEntry(id) if EntryId::parse(id).is_host()),
+        );
+    })?;
+    let failed = |why: String| {
+        Error::msg(format!(
+            "'{}': the rewritten file does not read back as it should ({why}); nothing was changed",
+            input.display()
+        ))
+    };
+    if let Some(problem) = problems.first() {
+        return Err(failed(problem.to_string()));
+    }
+    if devices != summary.images_after {
+        return Err(failed(format!(
+            "{devices} device images instead of {}",
+            summary.images_after
+        )));
+    }
+    Ok(())
 }
 
 /// Rewrites `input` into `output` (the same path for in place: written beside it and renamed
@@ -395,8 +489,14 @@ pub fn rewrite(
     let fresh = !output.exists();
     let mut out = Output::create(output)?;
     match &new {
-        Some(bytes) => out.write_bytes(bytes)?,
+        Some(NewFile::Bytes(bytes)) => out.write_bytes(bytes)?,
+        Some(NewFile::Pieces(pieces)) => {
+            crate::ops::bundler::write_object(&mut out, &[&data], pieces)?
+        }
         None => out.write_part(&data, &data)?,
+    }
+    if new.is_some() {
+        verify(input, &mut out, &summary)?;
     }
     out.commit_durably()?;
     if fresh {
