@@ -130,6 +130,11 @@ if [ -n "${LIBROCSPARSE:-}" ] && [ -f "$LIBROCSPARSE" ]; then
   echo "  $(ls extracted | wc -l) code objects, $(du -sh extracted | cut -f1)"
   o=$(measure ours "$ours" ls "$LIBROCSPARSE")
   row "list (vs cat)" "$c" "$o"
+  c=$(measure cp cp "$LIBROCSPARSE" stripped.so)
+  o=$(measure ours "$ours" strip stripped.so --keep gfx90a:xnack+ --in-place)
+  row "strip in place to one target (vs cp)" "$c" "$o"
+  echo "  $(stat -c %s "$LIBROCSPARSE") -> $(stat -c %s stripped.so) bytes"
+  rm -f stripped.so
   rm -rf extracted
 else
   echo "(no librocsparse: set LIBROCSPARSE=PATH or install apt-get to download it)"

@@ -198,3 +198,36 @@ fn a_shared_library_stripped_in_place_still_loads() {
     assert!(std::fs::metadata(&library).unwrap().len() + 16384 <= before);
     assert_eq!(run(&program, Some(dir.path())), AFTER_STRIP);
 }
+
+#[test]
+fn a_pointer_into_the_middle_of_a_bundle_is_refused_and_the_file_left_alone() {
+    use object::{Object, ObjectSection};
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(samples_dir().join("linked/hip-app")).unwrap();
+    // The dynamic relocation that fills the second wrapper points at its bundle, at 0x5000.
+    let rela = {
+        let file = object::File::parse(&*bytes).unwrap();
+        let section = file.section_by_name(".rela.dyn").unwrap();
+        let (offset, size) = section.file_range().unwrap();
+        (offset as usize, size as usize)
+    };
+    let entry = (rela.0..rela.0 + rela.1)
+        .step_by(24)
+        .find(|&at| u64::from_le_bytes(bytes[at + 16..at + 24].try_into().unwrap()) == 0x5000)
+        .expect("a relocation to the second bundle");
+    bytes[entry + 16..entry + 24].copy_from_slice(&0x5008u64.to_le_bytes());
+    let path = dir.path().join("app");
+    std::fs::write(&path, &bytes).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+        .args(["strip", "--keep", "gfx90a", "--in-place"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("an address inside .hip_fatbin (0x5008) is not the start of a bundle"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+}

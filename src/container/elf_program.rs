@@ -25,6 +25,7 @@ use crate::format::{Error, ErrorKind};
 const PT_LOAD: u32 = 1;
 const PT_PHDR: u32 = 6;
 const SHT_RELA: u32 = 4;
+const SHT_DYNSYM: u32 = 11;
 const SHF_ALLOC: u64 = 2;
 const EHDR: usize = 64;
 const PHDR: usize = 56;
@@ -226,6 +227,17 @@ pub fn rewrite_hip_fatbin<'a>(
     // Every place that holds an address inside .hip_fatbin must hold a bundle's start.
     let mut pointers: Vec<Pointer> = Vec::new();
     let in_fatbin = |va: u64| va >= f_va && va < f_va + f_size as u64;
+    // Dynamic symbols defined in .hip_fatbin: no relocation may refer to one.
+    let dynsym = shdrs
+        .iter()
+        .find(|s| s.sh_type == SHT_DYNSYM)
+        .and_then(|s| file.get(s.offset as usize..(s.offset + s.size) as usize))
+        .unwrap_or_default();
+    let defined_in_fatbin = |symbol: usize| {
+        dynsym
+            .get(symbol * 24..symbol * 24 + 24)
+            .is_some_and(|sym| u16_at(sym, 6) as usize == fatbin_index)
+    };
     for s in shdrs
         .iter()
         .filter(|s| s.sh_type == SHT_RELA && s.flags & SHF_ALLOC != 0)
@@ -239,6 +251,13 @@ pub fn rewrite_hip_fatbin<'a>(
         for (k, r) in rel.chunks_exact(24).enumerate() {
             let r_type = u32_at(r, 8);
             let addend = u64_at(r, 16);
+            let symbol = u32_at(r, 12) as usize;
+            if symbol != 0 && defined_in_fatbin(symbol) {
+                return Err(bad(
+                    s.offset + (k * 24) as u64,
+                    "a dynamic relocation refers to a symbol inside .hip_fatbin, whose bytes move",
+                ));
+            }
             if r_type == relative && in_fatbin(addend) {
                 pointers.push(Pointer {
                     value_at: None,
