@@ -231,3 +231,38 @@ fn a_pointer_into_the_middle_of_a_bundle_is_refused_and_the_file_left_alone() {
     );
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
+
+#[test]
+fn damaged_programs_give_errors_not_panics() {
+    use offload::ops::rewrite::{rewrite_file, Change, RewriteConfig, Summary};
+    let config = RewriteConfig {
+        change: Change::Keep(vec!["gfx90a".into()]),
+        allow_empty: true,
+        max_decompressed: 1 << 26,
+    };
+    let mut state = 0x1234_5678_9abc_def1u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for sample in ["linked/hip-app", "linked/libhip.so", "linked/hip-rdc-app"] {
+        let good = std::fs::read(samples_dir().join(sample)).unwrap();
+        for round in 0..600 {
+            let mut bytes = good.clone();
+            if round % 4 == 0 {
+                bytes.truncate((next() % bytes.len() as u64) as usize);
+            } else {
+                // Headers and the first bundles are where the damage matters.
+                let span = bytes.len().min(0x3000) as u64;
+                for _ in 0..1 + round % 6 {
+                    let at = (next() % span) as usize;
+                    bytes[at] = next() as u8;
+                }
+            }
+            let mut summary = Summary::default();
+            let _ = rewrite_file(Path::new(sample), &bytes, &config, &mut summary);
+        }
+    }
+}

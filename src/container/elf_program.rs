@@ -105,6 +105,12 @@ pub type RewriteContainer<'r> = dyn Fn(&[u8], usize) -> Result<Option<Vec<u8>>, 
 /// The size of the container at the start of the bytes it is given, read from its header.
 pub type ContainerSize<'r> = dyn Fn(&[u8]) -> Result<usize, Error> + 'r;
 
+/// The bytes of a section, when they lie in the file.
+fn section_bytes<'a>(file: &'a [u8], s: &Shdr) -> Option<&'a [u8]> {
+    let end = s.offset.checked_add(s.size)?;
+    file.get(usize::try_from(s.offset).ok()?..usize::try_from(end).ok()?)
+}
+
 /// One place that holds the address of a bundle: a wrapper's pointer field (its file offset,
 /// when the value is written there) and the dynamic relocation that sets it (the file offset
 /// of its addend).
@@ -184,8 +190,9 @@ pub fn rewrite_hip_fatbin<'a>(
     };
     let fatbin = shdrs[fatbin_index].clone();
     let (f_off, f_va, f_size) = (fatbin.offset as usize, fatbin.addr, fatbin.size as usize);
-    let section = file
-        .get(f_off..f_off + f_size)
+    let section = f_off
+        .checked_add(f_size)
+        .and_then(|end| file.get(f_off..end))
         .ok_or_else(|| bad(fatbin.offset, ".hip_fatbin lies outside the file"))?;
 
     // The containers, found by their sizes alone; then rewritten in parallel; then packed in
@@ -231,7 +238,7 @@ pub fn rewrite_hip_fatbin<'a>(
     let dynsym = shdrs
         .iter()
         .find(|s| s.sh_type == SHT_DYNSYM)
-        .and_then(|s| file.get(s.offset as usize..(s.offset + s.size) as usize))
+        .and_then(|s| section_bytes(file, s))
         .unwrap_or_default();
     let defined_in_fatbin = |symbol: usize| {
         dynsym
@@ -246,7 +253,7 @@ pub fn rewrite_hip_fatbin<'a>(
             continue;
         }
         let rel = file
-            .get(s.offset as usize..(s.offset + s.size) as usize)
+            .get(s.offset as usize..s.offset.saturating_add(s.size) as usize)
             .ok_or_else(|| bad(s.offset, format!("'{}' lies outside the file", s.name)))?;
         for (k, r) in rel.chunks_exact(24).enumerate() {
             let r_type = u32_at(r, 8);
@@ -269,7 +276,7 @@ pub fn rewrite_hip_fatbin<'a>(
     }
     if let Some(seg) = shdrs.iter().find(|s| s.name == ".hipFatBinSegment") {
         let data = file
-            .get(seg.offset as usize..(seg.offset + seg.size) as usize)
+            .get(seg.offset as usize..seg.offset.saturating_add(seg.size) as usize)
             .ok_or_else(|| bad(seg.offset, ".hipFatBinSegment lies outside the file"))?;
         for (k, w) in data.chunks_exact(24).enumerate() {
             if u32_at(w, 0) != HIP_WRAPPER_MAGIC {
@@ -303,10 +310,29 @@ pub fn rewrite_hip_fatbin<'a>(
     let load = phdrs
         .iter()
         .position(|p| {
-            p.p_type == PT_LOAD && p.vaddr <= f_va && f_va + f_size as u64 <= p.vaddr + p.filesz
+            p.p_type == PT_LOAD
+                && p.vaddr <= f_va
+                && f_va.checked_add(f_size as u64) <= p.vaddr.checked_add(p.filesz)
         })
         .ok_or_else(|| bad(fatbin.offset, ".hip_fatbin is in no loaded segment"))?;
     let seg = phdrs[load];
+    let consistent = seg.offset <= fatbin.offset
+        && fatbin.offset - seg.offset == f_va - seg.vaddr
+        && seg
+            .offset
+            .checked_add(seg.filesz)
+            .is_some_and(|e| e <= file.len() as u64)
+        && seg.vaddr.checked_add(seg.memsz).is_some()
+        && seg.memsz >= seg.filesz
+        && (seg.align == 0 || seg.align.is_power_of_two())
+        && shdrs.iter().all(|s| s.addr.checked_add(s.size).is_some())
+        && phdrs.iter().all(|p| p.align <= 1 << 30);
+    if !consistent {
+        return Err(bad(
+            phoff as u64,
+            "the segment that holds .hip_fatbin does not map it consistently",
+        ));
+    }
     let old_end = f_off + f_size;
     let seg_file_end = (seg.offset + seg.filesz) as usize;
     let followers = shdrs.iter().any(|s| {
@@ -398,8 +424,8 @@ pub fn rewrite_hip_fatbin<'a>(
                 second.offset = second_off - delta as u64;
                 second.vaddr = second_va;
                 second.paddr = p.paddr + (second_va - p.vaddr);
-                second.filesz = p.offset + p.filesz - second_off;
-                second.memsz = p.vaddr + p.memsz - second_va;
+                second.filesz = (p.offset + p.filesz).saturating_sub(second_off);
+                second.memsz = (p.vaddr + p.memsz).saturating_sub(second_va);
                 second.write(&mut table);
             }
             continue;
