@@ -1,19 +1,22 @@
-//! Sections added to and removed from COFF objects give the bytes llvm-objcopy-19 gives, and
-//! where llvm-objcopy refuses a removal, so do we.
+//! Sections added to, removed from and given new contents in COFF objects give the bytes
+//! llvm-objcopy-19 gives, and where llvm-objcopy refuses a removal or an update, so do we.
 //!
-//! The objects are `samples/coff/*.obj` (made by `samples/coff/make.sh`) and a few built here:
-//! one with more relocations than a section header can count, one with a file name record
-//! padded with empty records, and one whose string table is long enough for base-64 section
-//! name offsets.
+//! The objects are `samples/coff/*.obj` (made by `samples/coff/make.sh`), the HIP and OpenMP
+//! host objects of `samples/linked/`, and a few built here: one with more relocations than a
+//! section header can count, one with a file name record padded with empty records, and one
+//! whose string table is long enough for base-64 section name offsets.
 
 mod common;
 
+use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{first_difference, samples_dir, visible};
-use offload::container::objcopy::{add_sections, remove_sections, AddedSection};
+use common::{first_difference, reference_tool, samples_dir, visible};
+use object::{pe, Object as _, ObjectSection as _, ObjectSymbol as _};
+use offload::container::objcopy::{add_sections, remove_sections, rewrite_sections, AddedSection};
+use offload::format::bundle::{self, Bundle as FatBinary};
 
 const PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
 const HOST: &str = "__CLANG_OFFLOAD_BUNDLE__host-x86_64-pc-windows-msvc";
@@ -210,7 +213,6 @@ fn removing_any_section_matches_llvm_objcopy_or_fails_as_it_does() {
     for input in coff_objects() {
         let bytes = std::fs::read(&input).unwrap();
         let file = object::File::parse(&*bytes).unwrap();
-        use object::{Object, ObjectSection};
         let mut names: Vec<String> = file
             .sections()
             .map(|s| s.name().unwrap().to_string())
@@ -591,5 +593,300 @@ fn damaged_objects_give_errors_not_panics() {
             assert_eq!(counted.0, out.size);
         }
         let _ = remove_sections(&damaged, &|n| n.starts_with(b".text"));
+    }
+}
+
+// ---- new contents --------------------------------------------------------------------------
+
+/// The host objects of `samples/linked/` with the sections the rewrite replaces: `.hip_fatbin`
+/// and `.llvm.offloading`.
+const LINKED_OBJECTS: [&str; 2] = ["linked/kernel-msvc.obj", "linked/omp-msvc.obj"];
+
+/// What we refuse to update where llvm-objcopy writes an object that is wrong: a section that
+/// relocations apply to, a COMDAT section whose checksum goes stale, a symbol past the end.
+const OUR_REFUSALS: [&str; 3] = [
+    "has relocations",
+    "is a COMDAT section",
+    "points into bytes",
+];
+
+/// `rewrite_sections` giving `new` to the first section named `name`, as
+/// `llvm-objcopy --update-section` picks the first.
+fn ours_updated(input: &[u8], name: &str, new: &[u8]) -> Result<Vec<u8>, String> {
+    let done = Cell::new(false);
+    let replace =
+        |n: &[u8], _: &[u8]| (n == name.as_bytes() && !done.replace(true)).then(|| new.to_vec());
+    rewrite_sections(input, &|_| false, &replace)
+        .map(|r| r.to_vec())
+        .map_err(|e| e.to_string())
+}
+
+/// Sets the `Length` of the section definition of section `number` (from 1) named `name`:
+/// llvm-objcopy leaves it as it was, we give it the new size.
+fn set_definition_length(object: &mut [u8], number: usize, name: &str, length: u32) {
+    let file = object::File::parse(&*object).unwrap();
+    let symbol = file
+        .symbols()
+        .find(|s| s.name() == Ok(name) && s.section_index() == Some(object::SectionIndex(number)))
+        .map(|s| s.index().0);
+    drop(file);
+    let Some(index) = symbol else { return };
+    let table = u32::from_le_bytes(object[8..12].try_into().unwrap()) as usize;
+    let record = table + 18 * index;
+    // Static, with one auxiliary record: a section definition.
+    if object[record + 16] == 3 && object[record + 17] == 1 {
+        object[record + 18..record + 22].copy_from_slice(&length.to_le_bytes());
+    }
+}
+
+/// The sections whose contents may be replaced, by name, with their number (from 1) and size:
+/// the first of each name, when it holds data (neither code nor uninitialised data).
+fn data_sections(object: &[u8]) -> Vec<(String, usize, usize)> {
+    let file = object::File::parse(object).unwrap();
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for section in file.sections() {
+        let name = section.name().unwrap().to_string();
+        if seen.contains(&name) {
+            continue;
+        }
+        seen.push(name.clone());
+        let object::SectionFlags::Coff { characteristics } = section.flags() else {
+            unreachable!("a COFF section")
+        };
+        let code_or_uninitialised =
+            pe::IMAGE_SCN_CNT_CODE.with(pe::IMAGE_SCN_CNT_UNINITIALIZED_DATA);
+        if !characteristics.intersects(code_or_uninitialised) {
+            let size = section.data().unwrap().len();
+            out.push((name, section.index().0, size));
+        }
+    }
+    out
+}
+
+/// Counts of the outcomes of updates compared with llvm-objcopy.
+#[derive(Default)]
+struct Outcomes {
+    equal: usize,
+    refused_by_both: usize,
+    grown_here: usize,
+    refused_here: usize,
+    failures: Vec<String>,
+}
+
+#[test]
+fn new_section_contents_match_llvm_objcopy_update_section() {
+    let Some(tool) = objcopy_tool() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let contents = dir.path().join("contents.bin");
+    let out = dir.path().join("out.obj");
+    let s = samples_dir();
+    let mut inputs = coff_objects();
+    inputs.extend(LINKED_OBJECTS.iter().map(|o| s.join(o)));
+    let mut outcomes = Outcomes::default();
+    for input in &inputs {
+        let bytes = std::fs::read(input).unwrap();
+        let file_name = input.file_name().unwrap().to_string_lossy().into_owned();
+        for (name, number, size) in data_sections(&bytes) {
+            // Shorter, as long, empty, and one byte longer, which llvm-objcopy refuses.
+            let mut sizes = vec![size / 2, size, 0, size + 1];
+            sizes.dedup();
+            for new_size in sizes {
+                let new: Vec<u8> = (0..new_size).map(|k| (k * 7 + 1) as u8).collect();
+                std::fs::write(&contents, &new).unwrap();
+                let what = format!("{new_size} bytes for {name} of {file_name}");
+                let expected = objcopy(
+                    &tool,
+                    &[format!("--update-section={name}={}", contents.display())],
+                    input,
+                    &out,
+                );
+                match (expected, ours_updated(&bytes, &name, &new)) {
+                    (Ok(mut expected), Ok(ours)) => {
+                        set_definition_length(&mut expected, number, &name, new_size as u32);
+                        let before = outcomes.failures.len();
+                        check(&what, &expected, &ours, &mut outcomes.failures);
+                        outcomes.equal += usize::from(outcomes.failures.len() == before);
+                    }
+                    (Err(_), Err(_)) => outcomes.refused_by_both += 1,
+                    (Ok(_), Err(e)) if OUR_REFUSALS.iter().any(|r| e.contains(r)) => {
+                        outcomes.refused_here += 1
+                    }
+                    (Ok(_), Err(e)) => outcomes
+                        .failures
+                        .push(format!("{what}: llvm-objcopy succeeds, we fail: {e}")),
+                    // Larger contents: llvm-objcopy refuses them, we lay them out.
+                    (Err(e), Ok(_)) if e.contains("new section cannot be larger") => {
+                        outcomes.grown_here += 1
+                    }
+                    (Err(e), Ok(_)) => outcomes
+                        .failures
+                        .push(format!("{what}: llvm-objcopy fails ({e}), we succeed")),
+                }
+            }
+        }
+    }
+    visible(&format!(
+        "objcopy (COFF) updates: {} equal, {} refused by both, {} grown here only, {} refused \
+         here only (relocations, COMDAT, symbols past the end), {} differences",
+        outcomes.equal,
+        outcomes.refused_by_both,
+        outcomes.grown_here,
+        outcomes.refused_here,
+        outcomes.failures.len()
+    ));
+    assert!(
+        outcomes.equal >= 20 && outcomes.grown_here >= 20 && outcomes.refused_here >= 20,
+        "{} equal, {} grown here, {} refused here",
+        outcomes.equal,
+        outcomes.grown_here,
+        outcomes.refused_here
+    );
+    assert!(
+        outcomes.failures.is_empty(),
+        "{}",
+        outcomes.failures.join("\n")
+    );
+}
+
+#[test]
+fn the_same_contents_give_the_same_object() {
+    let s = samples_dir();
+    for (input, name) in LINKED_OBJECTS
+        .iter()
+        .zip([".hip_fatbin", ".llvm.offloading"])
+    {
+        let bytes = std::fs::read(s.join(input)).unwrap();
+        let replace = |n: &[u8], old: &[u8]| (n == name.as_bytes()).then(|| old.to_vec());
+        let same = rewrite_sections(&bytes, &|_| false, &replace).unwrap();
+        let unchanged = remove_sections(&bytes, &|_| false).unwrap();
+        assert!(same.to_vec() == unchanged.to_vec(), "{input}: {name}");
+    }
+}
+
+/// The gfx906 code object of the bundle in `.hip_fatbin` of `kernel-msvc.obj`.
+fn gfx906_code(object: &[u8]) -> Vec<u8> {
+    let file = object::File::parse(object).unwrap();
+    let fat_binary = file.section_by_name(".hip_fatbin").unwrap().data().unwrap();
+    let bundle = FatBinary::parse(fat_binary).unwrap().unwrap();
+    let entry = bundle
+        .entries()
+        .iter()
+        .find(|e| e.id == GFX906)
+        .expect("a gfx906 entry");
+    entry.data.to_vec()
+}
+
+const GFX906: &str = "hipv4-amdgcn-amd-amdhsa--gfx906";
+
+/// `llvm-readobj --sections --symbols` of `object`.
+fn readobj(tool: &Path, object: &Path) -> String {
+    let out = Command::new(tool)
+        .args(["--sections", "--symbols"])
+        .arg(object)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The lines of a section or symbol of `llvm-readobj` output from its name line, `line`, to
+/// the end of its block.
+fn readobj_block<'t>(text: &'t str, line: &str) -> &'t str {
+    let start = text
+        .find(line)
+        .unwrap_or_else(|| panic!("no '{line}' in\n{text}"));
+    let end = text[start..].find("\n  }").unwrap() + start;
+    &text[start..end]
+}
+
+#[test]
+fn a_shorter_fat_binary_still_links_into_a_dll() {
+    let (Some(lld_link), Some(readobj_tool)) = (
+        reference_tool("lld-link-19"),
+        reference_tool("llvm-readobj-19"),
+    ) else {
+        return;
+    };
+    let bytes = std::fs::read(samples_dir().join("linked/kernel-msvc.obj")).unwrap();
+    let code = gfx906_code(&bytes);
+    // Aligned to 8 rather than 4096, the bundle gets shorter by most of a page.
+    let fat_binary = bundle::to_vec(&[("host-x86_64-pc-windows-msvc-", &[]), (GFX906, &code)], 8);
+    let old_size = bytes.len();
+    let ours = ours_updated(&bytes, ".hip_fatbin", &fat_binary).unwrap();
+    assert!(
+        ours.len() + 3000 < old_size,
+        "{} -> {}",
+        old_size,
+        ours.len()
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let object = dir.path().join("kernel.obj");
+    std::fs::write(&object, &ours).unwrap();
+    let text = readobj(&readobj_tool, &object);
+    let size = format!("RawDataSize: {}\n", fat_binary.len());
+    let section = readobj_block(&text, "Name: .hip_fatbin (");
+    assert!(section.contains(&size), "{section}");
+    let symbol = readobj_block(&text, "Name: .hip_fatbin\n");
+    let length = format!("Length: {}\n", fat_binary.len());
+    assert!(symbol.contains(&length), "{symbol}");
+    // The fat binary segment still points at it.
+    assert!(readobj_block(&text, "Name: .hipFatBinSegment (").contains("RelocationCount: 1"));
+
+    let dll = dir.path().join("kernel.dll");
+    let link = Command::new(lld_link)
+        .args(["/dll", "/noentry", "/nodefaultlib", "/force:unresolved"])
+        .arg(format!("/out:{}", dll.display()))
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(
+        link.status.success(),
+        "{}",
+        String::from_utf8_lossy(&link.stderr)
+    );
+    let image = std::fs::read(&dll).unwrap();
+    assert!(
+        image.windows(fat_binary.len()).any(|w| w == fat_binary),
+        "the new fat binary is not in the DLL"
+    );
+}
+
+#[test]
+fn damaged_objects_with_new_contents_give_errors_not_panics() {
+    let replace = |name: &[u8], old: &[u8]| {
+        [&b".hip_fatbin"[..], b".xdata", b".rdata", b".llvm_addrsig"]
+            .contains(&name)
+            .then(|| old[..old.len() / 2].to_vec())
+    };
+    let run = |bytes: &[u8]| {
+        if let Ok(out) = rewrite_sections(bytes, &|n| n == b".pdata", &replace) {
+            let mut counted = common::CountingSink(0);
+            out.write_with(&mut counted, |o, d| o.write_all(d)).unwrap();
+            assert_eq!(counted.0, out.size);
+        }
+    };
+    let bytes = std::fs::read(samples_dir().join("linked/kernel-msvc.obj")).unwrap();
+    for len in 0..bytes.len() {
+        run(&bytes[..len]);
+    }
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..5000 {
+        let mut damaged = bytes.clone();
+        for _ in 0..4 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let at = (state % damaged.len() as u64) as usize;
+            damaged[at] ^= (state >> 32) as u8 | 1;
+        }
+        run(&damaged);
     }
 }

@@ -258,3 +258,55 @@ fn in_place_keeps_permissions_and_failures_leave_the_file_alone() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(left.len(), 1);
 }
+
+#[test]
+fn coff_objects_are_compressed_and_decompressed_and_still_link() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_sample(dir.path(), "linked/kernel-msvc.obj", "k.obj");
+    let (code, _, err) = offload(dir.path(), &["compress", "k.obj", "-o", "z.obj"]);
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = offload(dir.path(), &["decompress", "z.obj", "-o", "d.obj"]);
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = offload(dir.path(), &["ls", "--json", "z.obj"]);
+    let images: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert!(images.iter().all(|i| i["compressed"] == true), "{out}");
+    let (code, _, err) = offload(
+        dir.path(),
+        &["extract", "k.obj", "d.obj", "--arch", "gfx906", "-o", "x"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read(
+            dir.path()
+                .join("x/k.obj-hipv4-amdgcn-amd-amdhsa--gfx906.co")
+        )
+        .unwrap(),
+        std::fs::read(
+            dir.path()
+                .join("x/d.obj-hipv4-amdgcn-amd-amdhsa--gfx906.co")
+        )
+        .unwrap()
+    );
+    let Some(lld_link) = reference_tool("lld-link-19") else {
+        return;
+    };
+    for object in ["z.obj", "d.obj"] {
+        let link = Command::new(&lld_link)
+            .current_dir(dir.path())
+            .args([
+                "/dll",
+                "/noentry",
+                "/nodefaultlib",
+                "/force:unresolved",
+                "/out:k.dll",
+                object,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            link.status.success(),
+            "{object}: {}",
+            String::from_utf8_lossy(&link.stderr)
+        );
+    }
+}

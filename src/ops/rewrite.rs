@@ -294,12 +294,12 @@ pub fn rewrite_file<'a>(
             .map(NewFile::Bytes)
     } else if matches!(
         object::FileKind::parse(data),
-        Ok(object::FileKind::Elf32 | object::FileKind::Elf64)
+        Ok(object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::Coff)
     ) {
-        rewrite_elf_object(path, data, config, summary)?
+        rewrite_object(path, data, config, summary)?
     } else {
         return Err(Error::msg(format!(
-            "'{}': rewriting device code is supported in ELF relocatable objects, archives of them, and bundle or offload binary files",
+            "'{}': rewriting device code is supported in ELF and COFF relocatable objects, ELF programs and shared libraries, archives, and bundle or offload binary files",
             path.display()
         )));
     };
@@ -307,7 +307,7 @@ pub fn rewrite_file<'a>(
     Ok(result)
 }
 
-fn rewrite_elf_object<'a>(
+fn rewrite_object<'a>(
     path: &Path,
     data: &'a [u8],
     config: &RewriteConfig,

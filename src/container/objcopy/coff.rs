@@ -20,6 +20,12 @@
 //! - Removing a section removes the symbols defined in it and, again and again, the COMDAT
 //!   sections associative to a removed section. A relocation or weak external whose target
 //!   goes with them makes the tool fail.
+//! - New contents of a section (`--update-section`) change its `SizeOfRawData` and nothing
+//!   else of its header. They may not be larger than the old ones, and a section with no data
+//!   in the file cannot get any. Here the `Length` of its section definition follows, which
+//!   llvm-objcopy leaves stale; a section with relocations, a COMDAT section (its checksum
+//!   would go stale) and new contents ending before a symbol defined in the section are
+//!   refused, which llvm-objcopy writes.
 //! - The section definition record of a static symbol defined in a section, with one
 //!   auxiliary record, gets its section's new number (or its associated section's, with 0 in
 //!   the high part); weak externals get their default's new index; a file name gets as many
@@ -38,7 +44,7 @@ use object::pe::{
 use object::pod::{self, Pod};
 use object::LittleEndian as LE;
 
-use super::{bad, AddedSection, Rewritten};
+use super::{bad, AddedSection, Replace, Rewritten};
 use crate::format::strtab::{Flavor, StringTable};
 use crate::format::Error;
 
@@ -65,8 +71,8 @@ struct Section<'a> {
     name: &'a [u8],
     /// The header as read; offsets and counts are replaced when written.
     header: ImageSectionHeader,
-    /// The bytes in the file: empty when `PointerToRawData` is 0.
-    data: &'a [u8],
+    /// The bytes in the file (empty when `PointerToRawData` is 0), or its new contents.
+    data: Cow<'a, [u8]>,
     relocations: Vec<Relocation>,
     /// Where its header is in the input (0 for added sections), for errors.
     at: u64,
@@ -93,8 +99,8 @@ enum Place {
 struct Symbol<'a> {
     name: &'a [u8],
     raw: ImageSymbol,
-    /// The auxiliary records as read.
-    aux: &'a [u8],
+    /// The auxiliary records as read, or with a section definition's new length.
+    aux: Cow<'a, [u8]>,
     /// For a file symbol (`IMAGE_SYM_CLASS_FILE`): its name without trailing NULs.
     file_name: Option<&'a [u8]>,
     place: Place,
@@ -128,15 +134,18 @@ struct Object<'a> {
     symbols: Vec<Symbol<'a>>,
 }
 
-/// Removes the sections `remove` selects and appends `added`.
+/// Removes the sections `remove` selects, gives the sections of data `replace` answers for
+/// their new contents, and appends `added`.
 pub(super) fn rewrite<'a>(
     host: &'a [u8],
     added: &[AddedSection<'a>],
     remove: &dyn Fn(&[u8]) -> bool,
+    replace: &Replace<'_>,
 ) -> Result<Rewritten<'a>, Error> {
     let object = read(host)?;
     let removed = removed_sections(&object, remove);
     let object = keep(object, &removed)?;
+    let object = replace_contents(object, replace)?;
     let object = append(object, added)?;
     write(object)
 }
@@ -178,7 +187,7 @@ fn read(file: &[u8]) -> Result<Object<'_>, Error> {
         sections.push(Section {
             name,
             header: *h,
-            data,
+            data: Cow::Borrowed(data),
             relocations: Vec::new(),
             at,
         });
@@ -464,7 +473,7 @@ fn read_symbols<'a>(
         let mut symbol = Symbol {
             name,
             raw,
-            aux,
+            aux: Cow::Borrowed(aux),
             file_name: None,
             place,
             associated: None,
@@ -759,6 +768,109 @@ fn check_targets_stay(
     Ok(())
 }
 
+/// Whether a section holds data whose contents may be replaced: neither code nor
+/// uninitialised data. Sections with no contents flag hold data too: clang marks its
+/// `.llvm.offloading` section and the bundler its sections with only `IMAGE_SCN_LNK_REMOVE`
+/// and alignment.
+fn holds_data(header: &ImageSectionHeader) -> bool {
+    let flags = header.characteristics.get(LE);
+    !flags.intersects(pe::IMAGE_SCN_CNT_CODE.with(pe::IMAGE_SCN_CNT_UNINITIALIZED_DATA))
+}
+
+/// The index of the symbol holding the section definition of section `index`: the static
+/// symbol named like it, defined in it, with one auxiliary record.
+fn definition_of(object: &Object<'_>, index: usize) -> Option<usize> {
+    let name = object.sections[index].name;
+    object.symbols.iter().position(|s| {
+        s.is_static()
+            && s.raw.number_of_aux_symbols == 1
+            && s.place == Place::Section(index)
+            && s.name == name
+    })
+}
+
+/// The object with the new contents `replace` gives, asked for each section of data with its
+/// name and contents. As `llvm-objcopy --update-section` does, only `SizeOfRawData` of the
+/// header changes; unlike it, the `Length` of the section definition follows, which it leaves
+/// stale.
+fn replace_contents<'a>(
+    mut object: Object<'a>,
+    replace: &Replace<'_>,
+) -> Result<Object<'a>, Error> {
+    for index in 0..object.sections.len() {
+        let section = &object.sections[index];
+        if !holds_data(&section.header) {
+            continue;
+        }
+        let Some(new) = replace(section.name, &section.data) else {
+            continue;
+        };
+        check_replaceable(&object, index, new.len())?;
+        // No larger than the old contents, so the size fits.
+        let size = new.len() as u32;
+        if let Some(k) = definition_of(&object, index) {
+            let (definition, _) =
+                pod::from_bytes_mut::<ImageAuxSymbolSection>(object.symbols[k].aux.to_mut())
+                    .expect("one auxiliary record");
+            definition.length.set(LE, size);
+        }
+        let section = &mut object.sections[index];
+        section.header.size_of_raw_data.set(LE, size);
+        section.data = Cow::Owned(new);
+    }
+    Ok(object)
+}
+
+/// Refuses new contents of `new_size` bytes for section `index` where llvm-objcopy refuses
+/// them, and where what it writes would be wrong: relocations would apply to bytes that
+/// changed, a COMDAT checksum would not match, a symbol would point past the end.
+fn check_replaceable(object: &Object<'_>, index: usize, new_size: usize) -> Result<(), Error> {
+    let section = &object.sections[index];
+    let refuse = |why: String| {
+        Err(bad(
+            section.at,
+            format!("section '{}' {why}", display(section.name)),
+        ))
+    };
+    if !section.relocations.is_empty() {
+        return refuse("has relocations, so its contents cannot be replaced".into());
+    }
+    let selection = definition_of(object, index).map(|k| {
+        let (definition, _) = pod::from_bytes::<ImageAuxSymbolSection>(&object.symbols[k].aux)
+            .expect("one auxiliary record");
+        definition.selection
+    });
+    let flags = section.header.characteristics.get(LE);
+    if flags.contains(pe::IMAGE_SCN_LNK_COMDAT) || selection.is_some_and(|s| s.0 != 0) {
+        return refuse(
+            "is a COMDAT section, whose checksum would no longer match new contents, so its \
+             contents cannot be replaced"
+                .into(),
+        );
+    }
+    let old_size = section.data.len();
+    if old_size == 0 {
+        return refuse("has no contents in the file to replace".into());
+    }
+    // Larger contents are laid out like any other (llvm-objcopy's --update-section refuses
+    // them; decompressing a bundle needs them).
+    for symbol in &object.symbols {
+        let value = symbol.raw.value.get(LE);
+        if symbol.place == Place::Section(index) && value as usize > new_size {
+            return Err(bad(
+                symbol.at,
+                format!(
+                    "symbol '{}' points into bytes the rewrite removes: it is at offset \
+                     {value:#x} of section '{}', which gets {new_size:#x} bytes",
+                    display(symbol.name),
+                    display(section.name)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The object with `added` appended, and the characteristics of sections already named like
 /// one of them set as for the added ones.
 fn append<'a>(mut object: Object<'a>, added: &[AddedSection<'a>]) -> Result<Object<'a>, Error> {
@@ -798,7 +910,7 @@ fn append<'a>(mut object: Object<'a>, added: &[AddedSection<'a>]) -> Result<Obje
         object.sections.push(Section {
             name: a.name.as_bytes(),
             header,
-            data: a.data,
+            data: Cow::Borrowed(a.data),
             relocations: Vec::new(),
             at: 0,
         });
@@ -860,14 +972,11 @@ fn write(object: Object<'_>) -> Result<Rewritten<'_>, Error> {
         }
         h.pointer_to_raw_data
             .set(LE, if size > 0 { cursor as u32 } else { 0 });
+        let in_file = section.data.len() as u64;
         out.push(cursor, section.data);
         if h.characteristics.get(LE).contains(pe::IMAGE_SCN_CNT_CODE) {
             // Code without data in the file (PointerToRawData 0) is filled with int3.
-            push_int3(
-                &mut out,
-                cursor + section.data.len() as u64,
-                cursor + u64::from(size),
-            );
+            push_int3(&mut out, cursor + in_file, cursor + u64::from(size));
         }
         cursor += u64::from(size);
 
@@ -989,7 +1098,7 @@ fn symbol_records(
         let aux_at = out.len();
         match symbol.file_name {
             Some(name) => out.extend_from_slice(name),
-            None => out.extend_from_slice(symbol.aux),
+            None => out.extend_from_slice(&symbol.aux),
         }
         out.resize(aux_at + aux_count * pe::IMAGE_SIZEOF_SYMBOL, 0);
         let aux = &mut out[aux_at..];
@@ -1183,7 +1292,9 @@ mod tests {
     }
 
     fn run(input: &[u8], added: &[AddedSection<'_>], remove: &dyn Fn(&[u8]) -> bool) -> Vec<u8> {
-        rewrite(input, added, remove).unwrap().to_vec()
+        rewrite(input, added, remove, &|_, _| None)
+            .unwrap()
+            .to_vec()
     }
 
     fn header_of(output: &[u8], index: usize) -> ImageSectionHeader {
@@ -1343,7 +1454,7 @@ mod tests {
     #[test]
     fn a_relocation_to_a_removed_symbol_is_an_error_at_the_relocation() {
         let input = sample();
-        let e = rewrite(&input, &[], &|name| name == b".data").unwrap_err();
+        let e = rewrite(&input, &[], &|name| name == b".data", &|_, _| None).unwrap_err();
         // .text's data (8 bytes) is followed by its relocation.
         assert_eq!(e.offset, 20 + 4 * 40 + 8);
         let message = e.to_string();
@@ -1369,7 +1480,7 @@ mod tests {
                 symbol(b"default", 1, 2),
             ],
         );
-        let e = rewrite(&input, &[], &|name| name == b".text").unwrap_err();
+        let e = rewrite(&input, &[], &|name| name == b".text", &|_, _| None).unwrap_err();
         assert!(
             e.to_string().contains("default of weak external 'weak'"),
             "{e}"
@@ -1402,7 +1513,7 @@ mod tests {
         let mut empty = symbol(b".file", 0xfffe, 0x67);
         empty.aux = vec![[0; 18]];
         let input = build(&[], &[empty]);
-        let e = rewrite(&input, &[], &|_| false).unwrap_err();
+        let e = rewrite(&input, &[], &|_| false, &|_, _| None).unwrap_err();
         assert!(e.to_string().contains("hold no name"), "{e}");
     }
 
@@ -1451,7 +1562,7 @@ mod tests {
     fn relocations_without_data_are_an_error_and_code_without_data_is_int3() {
         let mut sections = vec![section(".text", &[], vec![(0, 0, 4)])];
         let symbols = [section_symbol(b".text", 1, None)];
-        let e = rewrite(&build(&sections, &symbols), &[], &|_| false).unwrap_err();
+        let e = rewrite(&build(&sections, &symbols), &[], &|_| false, &|_, _| None).unwrap_err();
         assert_eq!(e.offset, 20);
         assert!(e.to_string().contains("relocations but no data"), "{e}");
 
@@ -1466,7 +1577,7 @@ mod tests {
 
     #[test]
     fn images_big_objects_and_damaged_objects_are_errors() {
-        let error = |bytes: &[u8]| match rewrite(bytes, &[], &|_| false) {
+        let error = |bytes: &[u8]| match rewrite(bytes, &[], &|_| false, &|_, _| None) {
             Ok(_) => panic!("accepted {:?}", &bytes[..bytes.len().min(64)]),
             Err(e) => e,
         };
@@ -1503,5 +1614,117 @@ mod tests {
         let mut number = input;
         number[table + 12] = 9;
         assert!(error(&number).to_string().contains("section number 9"));
+    }
+
+    fn replaced(input: &[u8], name: &[u8], new: &[u8]) -> Result<Vec<u8>, Error> {
+        let replace = |n: &[u8], _: &[u8]| (n == name).then(|| new.to_vec());
+        rewrite(input, &[], &|_| false, &replace).map(|r| r.to_vec())
+    }
+
+    #[test]
+    fn replaced_contents_set_the_size_and_the_section_definition_length() {
+        let input = sample();
+        let offered = std::cell::RefCell::new(Vec::new());
+        let replace = |name: &[u8], old: &[u8]| {
+            offered.borrow_mut().push((name.to_vec(), old.len()));
+            (name == b".data").then(|| vec![7, 8])
+        };
+        let output = rewrite(&input, &[], &|_| false, &replace).unwrap().to_vec();
+        // Uninitialised .bss is not offered.
+        assert_eq!(
+            offered.into_inner(),
+            [
+                (b".text".to_vec(), 8),
+                (b".data".to_vec(), 4),
+                (b".pdata".to_vec(), 12)
+            ]
+        );
+        let data = header_of(&output, 1);
+        assert_eq!(data.size_of_raw_data.get(LE), 2);
+        assert_eq!(data.pointer_to_raw_data.get(LE), 20 + 4 * 40 + 8 + 10);
+        // .pdata follows at once.
+        assert_eq!(
+            header_of(&output, 2).pointer_to_raw_data.get(LE),
+            20 + 4 * 40 + 8 + 10 + 2
+        );
+        let file = object::File::parse(&*output).unwrap();
+        assert_eq!(
+            file.section_by_name(".data").unwrap().data().unwrap(),
+            [7, 8]
+        );
+        // The section definition of .data (records 2 and 3) has the new length, its other
+        // fields as they were.
+        let (header, _) = pod::from_bytes::<ImageFileHeader>(&output).unwrap();
+        let table = header.pointer_to_symbol_table.get(LE) as usize;
+        let (definition, _) =
+            pod::from_bytes::<ImageAuxSymbolSection>(&output[table + 3 * 18..]).unwrap();
+        assert_eq!(definition.length.get(LE), 2);
+        assert_eq!(definition.number.get(LE), 2);
+        // The relocation of .text still names data_symbol_with_a_long_name, at the start of
+        // .data.
+        let text = file.section_by_name(".text").unwrap();
+        let (_, relocation) = text.relocations().next().unwrap();
+        assert_eq!(
+            relocation.target(),
+            object::RelocationTarget::Symbol(object::SymbolIndex(8))
+        );
+    }
+
+    #[test]
+    fn sections_with_relocations_and_comdats_are_not_replaced_and_others_grow() {
+        let input = sample();
+        let error = |input: &[u8], name: &[u8], new: &[u8]| {
+            replaced(input, name, new).unwrap_err().to_string()
+        };
+        let e = error(&input, b".text", &[0xc3]);
+        assert!(e.contains("section '.text' has relocations"), "{e}");
+        // Larger contents are laid out like any other.
+        let grown = replaced(&input, b".data", &[7; 5]).unwrap();
+        let file = object::File::parse(&*grown).unwrap();
+        assert_eq!(
+            file.section_by_name(".data").unwrap().data().unwrap(),
+            [7; 5]
+        );
+
+        let input = build(
+            &[
+                section(".text", &[0xc3; 4], vec![]),
+                section(".xdata", &[1; 8], vec![]),
+                section(".rdata", &[], vec![]),
+            ],
+            &[
+                section_symbol(b".text", 1, None),
+                section_symbol(b".xdata", 2, Some(1)),
+                section_symbol(b".rdata", 3, None),
+            ],
+        );
+        let e = error(&input, b".xdata", &[1; 4]);
+        assert!(e.contains("'.xdata' is a COMDAT section"), "{e}");
+        let e = error(&input, b".rdata", &[]);
+        assert!(e.contains("no contents"), "{e}");
+        // The COMDAT flag alone is enough.
+        let mut flagged = input.clone();
+        flagged[20 + 36 + 1] |= 0x10;
+        let e = error(&flagged, b".text", &[]);
+        assert!(e.contains("'.text' is a COMDAT section"), "{e}");
+        assert!(replaced(&input, b".text", &[]).is_ok());
+    }
+
+    #[test]
+    fn a_symbol_past_the_new_end_is_an_error() {
+        let mut input = sample();
+        let table = u32::from_le_bytes(input[8..12].try_into().unwrap()) as usize;
+        // data_symbol_with_a_long_name (record 8) at offset 3 of .data.
+        input[table + 8 * 18 + 8] = 3;
+        let e = replaced(&input, b".data", &[0; 2]).unwrap_err();
+        assert_eq!(e.offset, (table + 8 * 18) as u64);
+        assert!(
+            e.to_string().contains(
+                "symbol 'data_symbol_with_a_long_name' points into bytes the rewrite removes"
+            ),
+            "{e}"
+        );
+        // Just at the end is fine.
+        assert!(replaced(&input, b".data", &[0; 3]).is_ok());
     }
 }

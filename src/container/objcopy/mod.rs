@@ -108,7 +108,7 @@ pub fn add_sections<'a>(
             elf::rewrite(host, added, &|_| false, &|_, _| None)
         }
         Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
-            coff::rewrite(host, added, &|_| false)
+            coff::rewrite(host, added, &|_| false, &|_, _| None)
         }
         _ => Err(unsupported_kind(host)),
     }
@@ -123,17 +123,19 @@ pub fn remove_sections<'a>(
     match FileKind::parse(host) {
         Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove, &|_, _| None),
         Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
-            coff::rewrite(host, &[], remove)
+            coff::rewrite(host, &[], remove, &|_, _| None)
         }
         _ => Err(unsupported_kind(host)),
     }
 }
 
 /// Removes the sections `remove` selects and gives others new contents: `replace` is asked
-/// for each section of plain data (`SHT_PROGBITS`, `SHT_LLVM_OFFLOADING`) with its name and contents, and returns the
-/// new contents or `None` to keep them. A symbol covering a whole replaced section follows its
-/// new size; a section that relocations apply to cannot be replaced. ELF relocatable objects
-/// only; laid out as llvm-objcopy lays out what it rewrites.
+/// for each section of plain data (ELF `SHT_PROGBITS`, `SHT_LLVM_OFFLOADING`; COFF sections
+/// neither code nor uninitialised) with its name and contents, and returns the new contents or
+/// `None` to keep them. A symbol covering a whole replaced section follows its new size; a
+/// section that relocations apply to cannot be replaced, nor a COFF COMDAT section, nor can a
+/// COFF section grow (llvm-objcopy refuses that too). ELF and COFF relocatable objects; laid
+/// out as llvm-objcopy lays out what it rewrites.
 pub fn rewrite_sections<'a>(
     host: &'a [u8],
     remove: &dyn Fn(&[u8]) -> bool,
@@ -141,6 +143,9 @@ pub fn rewrite_sections<'a>(
 ) -> Result<Rewritten<'a>, Error> {
     match FileKind::parse(host) {
         Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove, replace),
+        Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
+            coff::rewrite(host, &[], remove, replace)
+        }
         _ => Err(unsupported_kind(host)),
     }
 }

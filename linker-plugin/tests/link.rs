@@ -1,0 +1,318 @@
+//! The plugin in real links: ld.bfd and gold, programs and shared libraries, with and without
+//! options; failed links; and the `offload strip --in-place` step for lld and mold, which load
+//! no plugins. Programs run with the stand-in HIP runtime of tests/support/hip_runtime.c, which
+//! prints the bundles it is given.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// A file cargo built beside this test (in the folder above its `deps/`).
+fn built(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let path = exe.parent().unwrap().parent().unwrap().join(name);
+    assert!(
+        path.exists(),
+        "{} not built (run cargo test --workspace)",
+        path.display()
+    );
+    path
+}
+
+/// The plugin library.
+fn plugin() -> PathBuf {
+    built("liboffload_linker_plugin.so")
+}
+
+/// clang-19 and a C compiler driver, or a visible skip (a failure when the reference tools
+/// are required).
+fn tools() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("clang-19"))
+            .find(|p| p.exists())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() != Ok("1"),
+            "clang-19 is required"
+        );
+        eprintln!("SKIP: clang-19 not found");
+    }
+    found
+}
+
+/// Two HIP objects for six targets, the second compressed.
+fn hip_objects(clang: &Path, dir: &Path) -> Vec<PathBuf> {
+    let mut objects = Vec::new();
+    for (source, compress) in [("kernel.hip", false), ("vadd.hip", true)] {
+        let object = dir.join(format!("{source}.o"));
+        let mut command = Command::new(clang);
+        command.args(["-x", "hip", "-nogpulib", "-nogpuinc", "-O2", "-fPIC", "-c"]);
+        for arch in ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "gfx1100"] {
+            command.arg(format!("--offload-arch={arch}"));
+        }
+        if compress {
+            command.arg("--offload-compress");
+        }
+        let out = command
+            .arg(root().join("samples/src").join(source))
+            .arg("-o")
+            .arg(&object)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        objects.push(object);
+    }
+    objects
+}
+
+fn link(clang: &Path, linker: &str, extra: &[String], inputs: &[PathBuf], out: &Path) -> Output {
+    Command::new(clang)
+        .arg(format!("-fuse-ld={linker}"))
+        .args(extra)
+        .args(inputs)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+fn plugin_args(options: &[&str]) -> Vec<String> {
+    let mut args = vec![format!("-Wl,-plugin={}", plugin().display())];
+    args.extend(options.iter().map(|o| format!("-Wl,-plugin-opt={o}")));
+    args
+}
+
+fn run(program: &Path) -> String {
+    let out = Command::new(program).output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const KEPT_GFX90A: &str = "bundle, 2 entries\n  host-x86_64-unknown-linux-- 0\n  hipv4-amdgcn-amd-amdhsa--gfx90a 4232 elf\ncompressed bundle, version 2, zstd\n";
+
+#[test]
+fn bfd_and_gold_link_programs_already_stripped() {
+    let Some(clang) = tools() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut inputs = vec![root().join("tests/support/hip_runtime.c")];
+    inputs.extend(hip_objects(&clang, dir.path()));
+    for linker in ["bfd", "gold"] {
+        let plain = dir.path().join(format!("plain-{linker}"));
+        let out = link(&clang, linker, &[], &inputs, &plain);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // No options: the very bytes of a link without the plugin.
+        let untouched = dir.path().join(format!("untouched-{linker}"));
+        let out = link(&clang, linker, &plugin_args(&[]), &inputs, &untouched);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read(&plain).unwrap(),
+            std::fs::read(&untouched).unwrap()
+        );
+
+        let stripped = dir.path().join(format!("stripped-{linker}"));
+        let out = link(
+            &clang,
+            linker,
+            &plugin_args(&["keep=gfx90a", "list"]),
+            &inputs,
+            &stripped,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("offload linker plugin: 1  bundle  gfx90a"),
+            "{said}"
+        );
+        assert_eq!(run(&stripped), KEPT_GFX90A, "{linker}");
+        let (before, after) = (
+            std::fs::metadata(&plain).unwrap().len(),
+            std::fs::metadata(&stripped).unwrap().len(),
+        );
+        assert!(after + 16384 <= before, "{linker}: {before} -> {after}");
+
+        let both = dir.path().join(format!("compressed-{linker}"));
+        let out = link(
+            &clang,
+            linker,
+            &plugin_args(&["keep=gfx90a", "compress", "compression-level=19"]),
+            &inputs,
+            &both,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            run(&both),
+            "compressed bundle, version 2, zstd\ncompressed bundle, version 2, zstd\n"
+        );
+    }
+}
+
+#[test]
+fn shared_libraries_are_stripped_at_link_time() {
+    let Some(clang) = tools() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let objects = hip_objects(&clang, dir.path());
+    for linker in ["bfd", "gold"] {
+        let library = dir.path().join(format!("libk{linker}.so"));
+        let mut extra = vec!["-shared".to_string()];
+        extra.extend(plugin_args(&["keep=gfx90a"]));
+        let out = link(&clang, linker, &extra, &objects, &library);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let program = dir.path().join(format!("uses-{linker}"));
+        let out = Command::new(&clang)
+            .arg(root().join("tests/support/hip_runtime.c"))
+            .arg("-Wl,--no-as-needed")
+            .arg(format!("-L{}", dir.path().display()))
+            .arg(format!("-lk{linker}"))
+            .arg("-o")
+            .arg(&program)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = Command::new(&program)
+            .env("LD_LIBRARY_PATH", dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            KEPT_GFX90A,
+            "{linker}"
+        );
+    }
+}
+
+#[test]
+fn bad_options_and_failed_links_leave_nothing_behind() {
+    let Some(clang) = tools() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut inputs = vec![root().join("tests/support/hip_runtime.c")];
+    inputs.extend(hip_objects(&clang, dir.path()));
+    for linker in ["bfd", "gold"] {
+        let out_path = dir.path().join(format!("bad-option-{linker}"));
+        let out = link(
+            &clang,
+            linker,
+            &plugin_args(&["kep=gfx90a"]),
+            &inputs,
+            &out_path,
+        );
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("unknown option -plugin-opt=kep=gfx90a"),
+            "{err}"
+        );
+        assert!(!out_path.exists());
+
+        // The link itself fails: the plugin does nothing.
+        let broken = dir.path().join("broken.c");
+        std::fs::write(
+            &broken,
+            "int missing(void); int main(void) { return missing(); }\n",
+        )
+        .unwrap();
+        let mut failing = inputs.clone();
+        failing[0] = broken;
+        let out_path = dir.path().join(format!("failed-{linker}"));
+        let out = link(
+            &clang,
+            linker,
+            &plugin_args(&["keep=gfx90a", "verbose"]),
+            &failing,
+            &out_path,
+        );
+        assert!(!out.status.success());
+        assert!(!out_path.exists());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("undefined reference"), "{err}");
+        assert!(!err.contains("device images to"), "{err}");
+
+        // The rewrite fails (it would leave no device code): the link fails, nothing stays.
+        let out_path = dir.path().join(format!("emptied-{linker}"));
+        let out = link(
+            &clang,
+            linker,
+            &plugin_args(&["keep=gfx1234"]),
+            &inputs,
+            &out_path,
+        );
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("would remove every device image"), "{err}");
+        assert!(!out_path.exists());
+    }
+}
+
+#[test]
+fn lld_and_mold_links_are_stripped_afterwards() {
+    let Some(clang) = tools() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut inputs = vec![root().join("tests/support/hip_runtime.c")];
+    inputs.extend(hip_objects(&clang, dir.path()));
+    let offload = built("offload");
+    for linker in ["lld", "mold"] {
+        let program = dir.path().join(format!("app-{linker}"));
+        let out = link(&clang, linker, &[], &inputs, &program);
+        if !out.status.success() && linker == "mold" {
+            assert!(
+                std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() != Ok("1"),
+                "mold is required: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            eprintln!("SKIP: mold not found");
+            continue;
+        }
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let status = Command::new(&offload)
+            .args(["strip", "--keep", "gfx90a", "--in-place"])
+            .arg(&program)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert_eq!(run(&program), KEPT_GFX90A, "{linker}");
+    }
+}
