@@ -231,7 +231,7 @@ fn finish() -> c_int {
     if !complete {
         if state.options.verbose {
             say(
-                state.message,
+                None,
                 LDPL_INFO,
                 &format!("'{}' was not written: nothing to do", output.display()),
             );
