@@ -129,7 +129,6 @@ impl Options {
 struct State {
     options: Options,
     output: Option<PathBuf>,
-    message: Option<Message>,
 }
 
 static STATE: Mutex<Option<State>> = Mutex::new(None);
@@ -319,11 +318,7 @@ pub unsafe extern "C" fn onload(tv: *const Tv) -> c_int {
         }
     }
     if let Ok(mut state) = STATE.lock() {
-        *state = Some(State {
-            options,
-            output,
-            message,
-        });
+        *state = Some(State { options, output });
     }
     LDPS_OK
 }

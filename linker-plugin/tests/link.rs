@@ -25,9 +25,39 @@ fn built(name: &str) -> PathBuf {
     path
 }
 
+/// A file of the workspace's build (in the folder above this test's `deps/`), built first with
+/// `cargo build ARGS` if `cargo test` did not build it (it builds the plugin only as a library
+/// for this test, and the `offload` binary only when its package is tested).
+fn ensure(name: &str, args: &[&str]) -> PathBuf {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one_build_at_a_time = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    if !profile_dir.join(name).exists() {
+        let target_dir = profile_dir.parent().unwrap();
+        let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        cargo
+            .arg("build")
+            .args(args)
+            .env("CARGO_TARGET_DIR", target_dir)
+            .current_dir(root());
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cargo.arg("--release");
+        }
+        assert!(
+            cargo.status().unwrap().success(),
+            "cargo build {args:?} failed"
+        );
+    }
+    built(name)
+}
+
 /// The plugin library.
 fn plugin() -> PathBuf {
-    built("liboffload_linker_plugin.so")
+    ensure(
+        "liboffload_linker_plugin.so",
+        &["-p", "offload-linker-plugin", "--lib"],
+    )
 }
 
 /// clang-19 and a C compiler driver, or a visible skip (a failure when the reference tools
@@ -289,7 +319,7 @@ fn lld_and_mold_links_are_stripped_afterwards() {
     let dir = tempfile::tempdir().unwrap();
     let mut inputs = vec![root().join("tests/support/hip_runtime.c")];
     inputs.extend(hip_objects(&clang, dir.path()));
-    let offload = built("offload");
+    let offload = ensure("offload", &["-p", "offload-tools", "--bin", "offload"]);
     for linker in ["lld", "mold"] {
         let program = dir.path().join(format!("app-{linker}"));
         let out = link(&clang, linker, &[], &inputs, &program);
