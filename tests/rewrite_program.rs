@@ -4,59 +4,14 @@
 //! every wrapper.
 
 mod common;
+#[path = "support/hip_build.rs"]
+mod hip_build;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{reference_tool, root, samples_dir};
-
-const ARCHES: [&str; 6] = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "gfx1100"];
-
-/// Compiles the two sample kernels for six targets (the second compressed) with `clang`.
-fn hip_objects(clang: &Path, dir: &Path) -> Vec<PathBuf> {
-    let mut objects = Vec::new();
-    for (source, compress) in [("kernel.hip", false), ("vadd.hip", true)] {
-        let object = dir.join(format!("{source}.o"));
-        let mut command = Command::new(clang);
-        command.args(["-x", "hip", "-nogpulib", "-nogpuinc", "-O2", "-c"]);
-        for arch in ARCHES {
-            command.arg(format!("--offload-arch={arch}"));
-        }
-        if compress {
-            command.arg("--offload-compress");
-        }
-        let out = command
-            .arg(samples_dir().join("src").join(source))
-            .arg("-o")
-            .arg(&object)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        objects.push(object);
-    }
-    objects
-}
-
-fn run(program: &Path, library_dir: Option<&Path>) -> String {
-    let mut command = Command::new(program);
-    if let Some(dir) = library_dir {
-        command.env("LD_LIBRARY_PATH", dir);
-    }
-    let out = command.output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}: {}{}",
-        program.display(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use hip_build::{hip_objects, run, KEPT_GFX90A};
 
 fn offload(args: &[&str]) {
     let out = Command::new(env!("CARGO_BIN_EXE_offload"))
@@ -69,8 +24,6 @@ fn offload(args: &[&str]) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
-
-const AFTER_STRIP: &str = "bundle, 2 entries\n  host-x86_64-unknown-linux-- 0\n  hipv4-amdgcn-amd-amdhsa--gfx90a 4232 elf\ncompressed bundle, version 2, zstd\n";
 
 fn extracted(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
     offload(&[
@@ -124,7 +77,7 @@ fn stripped_programs_shrink_and_still_register_valid_bundles() {
             "-o",
             stripped.to_str().unwrap(),
         ]);
-        assert_eq!(run(&stripped, None), AFTER_STRIP, "{linker}");
+        assert_eq!(run(&stripped, None), KEPT_GFX90A, "{linker}");
         let (before, after) = (
             std::fs::metadata(&program).unwrap().len(),
             std::fs::metadata(&stripped).unwrap().len(),
@@ -196,7 +149,7 @@ fn a_shared_library_stripped_in_place_still_loads() {
         "--in-place",
     ]);
     assert!(std::fs::metadata(&library).unwrap().len() + 16384 <= before);
-    assert_eq!(run(&program, Some(dir.path())), AFTER_STRIP);
+    assert_eq!(run(&program, Some(dir.path())), KEPT_GFX90A);
 }
 
 #[test]

@@ -3,8 +3,13 @@
 //! no plugins. Programs run with the stand-in HIP runtime of tests/support/hip_runtime.c, which
 //! prints the bundles it is given.
 
+#[path = "../../tests/support/hip_build.rs"]
+mod hip_build;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use hip_build::{hip_objects, KEPT_GFX90A};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -78,35 +83,6 @@ fn tools() -> Option<PathBuf> {
     found
 }
 
-/// Two HIP objects for six targets, the second compressed.
-fn hip_objects(clang: &Path, dir: &Path) -> Vec<PathBuf> {
-    let mut objects = Vec::new();
-    for (source, compress) in [("kernel.hip", false), ("vadd.hip", true)] {
-        let object = dir.join(format!("{source}.o"));
-        let mut command = Command::new(clang);
-        command.args(["-x", "hip", "-nogpulib", "-nogpuinc", "-O2", "-fPIC", "-c"]);
-        for arch in ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx1030", "gfx1100"] {
-            command.arg(format!("--offload-arch={arch}"));
-        }
-        if compress {
-            command.arg("--offload-compress");
-        }
-        let out = command
-            .arg(root().join("samples/src").join(source))
-            .arg("-o")
-            .arg(&object)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        objects.push(object);
-    }
-    objects
-}
-
 fn link(clang: &Path, linker: &str, extra: &[String], inputs: &[PathBuf], out: &Path) -> Output {
     Command::new(clang)
         .arg(format!("-fuse-ld={linker}"))
@@ -123,19 +99,6 @@ fn plugin_args(options: &[&str]) -> Vec<String> {
     args.extend(options.iter().map(|o| format!("-Wl,-plugin-opt={o}")));
     args
 }
-
-fn run(program: &Path) -> String {
-    let out = Command::new(program).output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-const KEPT_GFX90A: &str = "bundle, 2 entries\n  host-x86_64-unknown-linux-- 0\n  hipv4-amdgcn-amd-amdhsa--gfx90a 4232 elf\ncompressed bundle, version 2, zstd\n";
 
 #[test]
 fn bfd_and_gold_link_programs_already_stripped() {
@@ -182,7 +145,7 @@ fn bfd_and_gold_link_programs_already_stripped() {
             said.contains("offload linker plugin: 1  bundle  gfx90a"),
             "{said}"
         );
-        assert_eq!(run(&stripped), KEPT_GFX90A, "{linker}");
+        assert_eq!(hip_build::run(&stripped, None), KEPT_GFX90A, "{linker}");
         let (before, after) = (
             std::fs::metadata(&plain).unwrap().len(),
             std::fs::metadata(&stripped).unwrap().len(),
@@ -203,7 +166,7 @@ fn bfd_and_gold_link_programs_already_stripped() {
             String::from_utf8_lossy(&out.stderr)
         );
         assert_eq!(
-            run(&both),
+            hip_build::run(&both, None),
             "compressed bundle, version 2, zstd\ncompressed bundle, version 2, zstd\n"
         );
     }
@@ -343,6 +306,6 @@ fn lld_and_mold_links_are_stripped_afterwards() {
             .status()
             .unwrap();
         assert!(status.success());
-        assert_eq!(run(&program), KEPT_GFX90A, "{linker}");
+        assert_eq!(hip_build::run(&program, None), KEPT_GFX90A, "{linker}");
     }
 }
