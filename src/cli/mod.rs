@@ -7,6 +7,7 @@ pub mod llvm_cl;
 pub mod ls;
 pub mod packager;
 pub mod rewrite;
+pub mod wrapper;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -20,6 +21,7 @@ COMMANDS:
   packager   clang-offload-packager 19, drop-in: same options, same output bytes
   ls         list the device images in files (--json for a machine-readable list)
   extract    write the device images a GPU can load (--arch gfx90a)
+  wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
   compress   compress the bundles of a file; decompress does the reverse
   help       print this text
@@ -47,6 +49,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         "clang-offload-bundler" | "offload-bundler" => return bundler::run(&argv0, rest),
         "clang-offload-packager" | "offload-packager" => return packager::run(&argv0, rest),
         "offload-extract" => return extract::run("offload-extract", rest),
+        "clang-offload-wrapper" | "offload-wrapper" => return wrapper::run(&argv0, rest),
         _ => {}
     }
     match rest.first().map(String::as_str) {
@@ -55,6 +58,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Some("ls") => ls::run(&rest[1..]),
         Some("extract") => extract::run("offload extract", &rest[1..]),
         Some("strip") => rewrite::strip(&rest[1..]),
+        Some("wrapper") => wrapper::run("offload wrapper", &rest[1..]),
         Some("compress") => rewrite::compress(&rest[1..]),
         Some("decompress") => rewrite::decompress(&rest[1..]),
         Some("help" | "--help" | "-h") | None => {

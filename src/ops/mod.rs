@@ -6,3 +6,4 @@ pub mod extract;
 pub mod ls;
 pub mod packager;
 pub mod rewrite;
+pub mod wrapper;

@@ -1,0 +1,709 @@
+//! `offload wrapper`: the host object that embeds OpenMP device images and registers them with
+//! the offload runtime at startup, as clang-offload-wrapper's output does, written as a native
+//! relocatable object (no LLVM needed), as LLVM IR text, or as bitcode through `llvm-as`.
+//!
+//! What it holds, for images 0..K (names as the wrapper gives them):
+//! - `.omp_offloading.device_image[.N]`: the image bytes (`.rodata`);
+//! - `.omp_offloading.device_images`: K `__tgt_device_image {ImageStart, ImageEnd,
+//!   EntriesBegin, EntriesEnd}`, the entries being `__start_`/`__stop_omp_offloading_entries`;
+//! - `.omp_offloading.descriptor`: `__tgt_bin_desc {K, images, entries begin, entries end}`;
+//! - `.offload_image_info[.N]`: `__tgt_image_info {version 1, N, K, offload_arch,
+//!   compile_opts (null)}`, and the target ID strings `__offload_arch[.N]` in
+//!   `.offload_arch_list`;
+//! - `__dummy.omp_offloading.entry`: a hidden zero-size object in `omp_offloading_entries`, so
+//!   that the linker defines the section's start and stop symbols;
+//! - a constructor (priority 1) that calls `__tgt_register_image_info` for each image, when the
+//!   runtime has it (a weak reference: upstream runtimes do not), then `__tgt_register_lib`;
+//!   a destructor that calls `__tgt_unregister_lib`.
+
+use std::path::{Path, PathBuf};
+
+use object::write::{Object, Relocation, StandardSection, Symbol, SymbolSection};
+use object::{
+    Architecture, BinaryFormat, Endianness, RelocationFlags, SectionFlags, SectionKind,
+    SymbolFlags, SymbolKind, SymbolScope,
+};
+
+use crate::error::{Error, Result};
+use crate::io::{Input, Output};
+
+/// What to wrap.
+#[derive(Debug, Clone, Default)]
+pub struct WrapperConfig {
+    /// The host target triple.
+    pub target: String,
+    /// The output; its extension chooses the kind: `.o`/`.obj`, `.ll`, `.bc`.
+    pub output: PathBuf,
+    /// The device images.
+    pub images: Vec<PathBuf>,
+    /// The target ID of each image, in order (fewer than the images: the rest have none).
+    pub arches: Vec<String>,
+}
+
+/// The host machines a native object can be written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Machine {
+    X86_64,
+    Aarch64,
+}
+
+fn machine(triple: &str) -> Option<Machine> {
+    match triple.split('-').next()? {
+        "x86_64" | "amd64" => Some(Machine::X86_64),
+        "aarch64" | "arm64" => Some(Machine::Aarch64),
+        _ => None,
+    }
+}
+
+const IMAGE_STRUCT: u64 = 32;
+const DESCRIPTOR: u64 = 32;
+const INFO_STRUCT: u64 = 32;
+
+fn name(base: &str, index: usize) -> String {
+    if index == 0 {
+        base.to_string()
+    } else {
+        format!("{base}.{index}")
+    }
+}
+
+/// Writes the wrapper `config` asks for.
+pub fn wrap(config: &WrapperConfig) -> Result<()> {
+    if config.arches.len() > config.images.len() {
+        return Err(Error::msg(format!(
+            "{} --offload-arch options for {} images: each --offload-arch names the image after it",
+            config.arches.len(),
+            config.images.len()
+        )));
+    }
+    let images: Vec<Input> = config
+        .images
+        .iter()
+        .map(|p| Input::open(p))
+        .collect::<Result<_>>()?;
+    let arches: Vec<&str> = (0..images.len())
+        .map(|i| config.arches.get(i).map_or("", String::as_str))
+        .collect();
+    let extension = config
+        .output
+        .extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let bytes = match extension.as_str() {
+        "o" | "obj" => {
+            let machine = machine(&config.target).ok_or_else(|| unsupported(&config.target))?;
+            native_object(machine, &images, &arches)?
+        }
+        "ll" => llvm_ir(&config.target, &images, &arches).into_bytes(),
+        "bc" => bitcode(&config.target, &images, &arches, &config.output)?,
+        _ => {
+            return Err(Error::msg(format!(
+            "'{}': the output must end in .o or .obj (an object), .ll (LLVM IR) or .bc (bitcode)",
+            config.output.display()
+        )))
+        }
+    };
+    let mut out = Output::create(&config.output)?;
+    out.write_bytes(&bytes)?;
+    out.commit()
+}
+
+fn unsupported(triple: &str) -> Error {
+    Error::msg(format!(
+        "'{triple}': unsupported target triple (objects are written for x86_64 and aarch64; write .ll for others)"
+    ))
+}
+
+/// The wrapper as a relocatable ELF object for `machine`.
+fn native_object(machine: Machine, images: &[Input], arches: &[&str]) -> Result<Vec<u8>> {
+    let architecture = match machine {
+        Machine::X86_64 => Architecture::X86_64,
+        Machine::Aarch64 => Architecture::Aarch64,
+    };
+    let mut obj = Object::new(BinaryFormat::Elf, architecture, Endianness::Little);
+    let count = images.len();
+
+    // The images, each on an 8-byte boundary.
+    let rodata = obj.section_id(StandardSection::ReadOnlyData);
+    let mut image_at = Vec::with_capacity(count);
+    for (i, image) in images.iter().enumerate() {
+        let at = obj.append_section_data(rodata, image, 8);
+        image_at.push(at);
+        local_symbol(
+            &mut obj,
+            &name(".omp_offloading.device_image", i),
+            rodata,
+            at,
+            image.len() as u64,
+            SymbolKind::Data,
+        );
+    }
+
+    // The target ID strings.
+    let arch_list = obj.add_section(
+        Vec::new(),
+        b".offload_arch_list".to_vec(),
+        SectionKind::ReadOnlyString,
+    );
+    let mut arch_at = Vec::with_capacity(count);
+    for (i, arch) in arches.iter().enumerate() {
+        let mut bytes = arch.as_bytes().to_vec();
+        bytes.push(0);
+        let at = obj.append_section_data(arch_list, &bytes, 1);
+        arch_at.push(at);
+        local_symbol(
+            &mut obj,
+            &name("__offload_arch", i),
+            arch_list,
+            at,
+            bytes.len() as u64,
+            SymbolKind::Data,
+        );
+    }
+
+    // The entries section and its dummy.
+    let entries = obj.add_section(
+        Vec::new(),
+        b"omp_offloading_entries".to_vec(),
+        SectionKind::ReadOnlyData,
+    );
+    obj.section_mut(entries).append_data(&[], 8);
+    obj.add_symbol(Symbol {
+        name: b"__dummy.omp_offloading.entry".to_vec(),
+        value: 0,
+        size: 0,
+        kind: SymbolKind::Data,
+        scope: SymbolScope::Linkage,
+        weak: false,
+        section: SymbolSection::Section(entries),
+        flags: SymbolFlags::None,
+    });
+    let start = undefined(
+        &mut obj,
+        "__start_omp_offloading_entries",
+        SymbolKind::Data,
+        SymbolScope::Linkage,
+        false,
+    );
+    let stop = undefined(
+        &mut obj,
+        "__stop_omp_offloading_entries",
+        SymbolKind::Data,
+        SymbolScope::Linkage,
+        false,
+    );
+
+    // Images table, descriptor and image infos in .data.rel.ro.
+    let data = obj.add_section(
+        Vec::new(),
+        b".data.rel.ro".to_vec(),
+        SectionKind::ReadOnlyDataWithRel,
+    );
+    let size = IMAGE_STRUCT * count as u64 + DESCRIPTOR + INFO_STRUCT * count as u64;
+    let base = obj.append_section_data(data, &vec![0; size as usize], 8);
+    let abs64 = match machine {
+        Machine::X86_64 => object::elf::R_X86_64_64,
+        Machine::Aarch64 => object::elf::R_AARCH64_ABS64,
+    };
+    let rodata_sym = obj.section_symbol(rodata);
+    let arch_sym = obj.section_symbol(arch_list);
+    let pointer = |obj: &mut Object, at: u64, symbol, addend: i64| {
+        obj.add_relocation(
+            data,
+            Relocation {
+                offset: base + at,
+                symbol,
+                addend,
+                flags: RelocationFlags::Elf { r_type: abs64 },
+            },
+        )
+        .map_err(|e| Error::msg(format!("cannot write the wrapper: {e}")))
+    };
+    for (i, image) in images.iter().enumerate() {
+        let at = IMAGE_STRUCT * i as u64;
+        pointer(&mut obj, at, rodata_sym, image_at[i] as i64)?;
+        pointer(
+            &mut obj,
+            at + 8,
+            rodata_sym,
+            (image_at[i] + image.len() as u64) as i64,
+        )?;
+        pointer(&mut obj, at + 16, start, 0)?;
+        pointer(&mut obj, at + 24, stop, 0)?;
+    }
+    let table_sym = obj.section_symbol(data);
+    let descriptor = IMAGE_STRUCT * count as u64;
+    {
+        let section = obj.section_mut(data);
+        let bytes = section.data_mut();
+        let at = (base + descriptor) as usize;
+        bytes[at..at + 4].copy_from_slice(&(count as u32).to_le_bytes());
+    }
+    pointer(&mut obj, descriptor + 8, table_sym, base as i64)?;
+    pointer(&mut obj, descriptor + 16, start, 0)?;
+    pointer(&mut obj, descriptor + 24, stop, 0)?;
+    local_symbol(
+        &mut obj,
+        ".omp_offloading.device_images",
+        data,
+        base,
+        IMAGE_STRUCT * count as u64,
+        SymbolKind::Data,
+    );
+    local_symbol(
+        &mut obj,
+        ".omp_offloading.descriptor",
+        data,
+        base + descriptor,
+        DESCRIPTOR,
+        SymbolKind::Data,
+    );
+    let infos = descriptor + DESCRIPTOR;
+    for (i, &arch) in arch_at.iter().enumerate() {
+        let at = infos + INFO_STRUCT * i as u64;
+        {
+            let bytes = obj.section_mut(data).data_mut();
+            let o = (base + at) as usize;
+            bytes[o..o + 4].copy_from_slice(&1u32.to_le_bytes());
+            bytes[o + 4..o + 8].copy_from_slice(&(i as u32).to_le_bytes());
+            bytes[o + 8..o + 12].copy_from_slice(&(count as u32).to_le_bytes());
+        }
+        pointer(&mut obj, at + 16, arch_sym, arch as i64)?;
+        local_symbol(
+            &mut obj,
+            &name(".offload_image_info", i),
+            data,
+            base + at,
+            INFO_STRUCT,
+            SymbolKind::Data,
+        );
+    }
+
+    // The constructor and destructor.
+    let register_info = undefined(
+        &mut obj,
+        "__tgt_register_image_info",
+        SymbolKind::Text,
+        SymbolScope::Dynamic,
+        true,
+    );
+    let register = undefined(
+        &mut obj,
+        "__tgt_register_lib",
+        SymbolKind::Text,
+        SymbolScope::Dynamic,
+        false,
+    );
+    let unregister = undefined(
+        &mut obj,
+        "__tgt_unregister_lib",
+        SymbolKind::Text,
+        SymbolScope::Dynamic,
+        false,
+    );
+    let text = obj.add_section(Vec::new(), b".text.startup".to_vec(), SectionKind::Text);
+    let info_addrs: Vec<u64> = (0..count)
+        .map(|i| base + infos + INFO_STRUCT * i as u64)
+        .collect();
+    let code = Code {
+        data: table_sym,
+        descriptor: base + descriptor,
+        infos: info_addrs,
+        register_info,
+        register,
+        unregister,
+    };
+    let ((ctor, ctor_relocs), (dtor, dtor_relocs)) = match machine {
+        Machine::X86_64 => code.x86_64(),
+        Machine::Aarch64 => code.aarch64(),
+    };
+    let ctor_at = obj.append_section_data(text, &ctor, 16);
+    let dtor_at = obj.append_section_data(text, &dtor, 16);
+    for (at, relocs) in [(ctor_at, ctor_relocs), (dtor_at, dtor_relocs)] {
+        for mut r in relocs {
+            r.offset += at;
+            obj.add_relocation(text, r)
+                .map_err(|e| Error::msg(format!("cannot write the wrapper: {e}")))?;
+        }
+    }
+    let ctor_sym = local_symbol(
+        &mut obj,
+        ".omp_offloading.descriptor_reg",
+        text,
+        ctor_at,
+        ctor.len() as u64,
+        SymbolKind::Text,
+    );
+    let dtor_sym = local_symbol(
+        &mut obj,
+        ".omp_offloading.descriptor_unreg",
+        text,
+        dtor_at,
+        dtor.len() as u64,
+        SymbolKind::Text,
+    );
+    for (section_name, sh_type, function) in [
+        (".init_array.1", object::elf::SHT_INIT_ARRAY, ctor_sym),
+        (".fini_array.1", object::elf::SHT_FINI_ARRAY, dtor_sym),
+    ] {
+        let id = obj.add_section(
+            Vec::new(),
+            section_name.as_bytes().to_vec(),
+            SectionKind::Data,
+        );
+        obj.section_mut(id).flags = SectionFlags::Elf {
+            sh_type,
+            sh_flags: object::elf::SectionFlags(
+                object::elf::SHF_ALLOC.0 | object::elf::SHF_WRITE.0,
+            ),
+        };
+        let at = obj.append_section_data(id, &[0; 8], 8);
+        obj.add_relocation(
+            id,
+            Relocation {
+                offset: at,
+                symbol: function,
+                addend: 0,
+                flags: RelocationFlags::Elf { r_type: abs64 },
+            },
+        )
+        .map_err(|e| Error::msg(format!("cannot write the wrapper: {e}")))?;
+    }
+    // No executable stack.
+    let stack = obj.add_section(Vec::new(), b".note.GNU-stack".to_vec(), SectionKind::Other);
+    obj.section_mut(stack).flags = SectionFlags::Elf {
+        sh_type: object::elf::SHT_PROGBITS,
+        sh_flags: object::elf::SectionFlags(0),
+    };
+    obj.write()
+        .map_err(|e| Error::msg(format!("cannot write the wrapper: {e}")))
+}
+
+fn local_symbol(
+    obj: &mut Object,
+    name: &str,
+    section: object::write::SectionId,
+    value: u64,
+    size: u64,
+    kind: SymbolKind,
+) -> object::write::SymbolId {
+    obj.add_symbol(Symbol {
+        name: name.as_bytes().to_vec(),
+        value,
+        size,
+        kind,
+        scope: SymbolScope::Compilation,
+        weak: false,
+        section: SymbolSection::Section(section),
+        flags: SymbolFlags::None,
+    })
+}
+
+fn undefined(
+    obj: &mut Object,
+    name: &str,
+    kind: SymbolKind,
+    scope: SymbolScope,
+    weak: bool,
+) -> object::write::SymbolId {
+    obj.add_symbol(Symbol {
+        name: name.as_bytes().to_vec(),
+        value: 0,
+        size: 0,
+        kind,
+        scope,
+        weak,
+        section: SymbolSection::Undefined,
+        flags: SymbolFlags::None,
+    })
+}
+
+/// What the constructor and destructor refer to.
+struct Code {
+    data: object::write::SymbolId,
+    descriptor: u64,
+    infos: Vec<u64>,
+    register_info: object::write::SymbolId,
+    register: object::write::SymbolId,
+    unregister: object::write::SymbolId,
+}
+
+/// A function's code and its relocations (offsets from the function's start).
+type Function = (Vec<u8>, Vec<Relocation>);
+
+fn reloc(
+    offset: u64,
+    symbol: object::write::SymbolId,
+    addend: i64,
+    r_type: object::elf::RelocationType,
+) -> Relocation {
+    Relocation {
+        offset,
+        symbol,
+        addend,
+        flags: RelocationFlags::Elf { r_type },
+    }
+}
+
+impl Code {
+    /// The constructor and the destructor for x86-64.
+    fn x86_64(&self) -> (Function, Function) {
+        use object::elf::{R_X86_64_PC32, R_X86_64_PLT32, R_X86_64_REX_GOTPCRELX};
+        let mut c = vec![0x48, 0x83, 0xec, 0x08]; // sub rsp, 8
+        let mut r = Vec::new();
+        for &info in &self.infos {
+            // mov rax, [rip + __tgt_register_image_info@GOTPCREL]; test rax, rax; je +9
+            c.extend_from_slice(&[0x48, 0x8b, 0x05]);
+            r.push(reloc(
+                c.len() as u64,
+                self.register_info,
+                -4,
+                R_X86_64_REX_GOTPCRELX,
+            ));
+            c.extend_from_slice(&[0; 4]);
+            c.extend_from_slice(&[0x48, 0x85, 0xc0, 0x74, 0x09]);
+            // lea rdi, [rip + info]; call rax
+            c.extend_from_slice(&[0x48, 0x8d, 0x3d]);
+            r.push(reloc(
+                c.len() as u64,
+                self.data,
+                info as i64 - 4,
+                R_X86_64_PC32,
+            ));
+            c.extend_from_slice(&[0; 4]);
+            c.extend_from_slice(&[0xff, 0xd0]);
+        }
+        let tail = |c: &mut Vec<u8>, r: &mut Vec<Relocation>, target| {
+            // lea rdi, [rip + descriptor]; call target@PLT; add rsp, 8; ret
+            c.extend_from_slice(&[0x48, 0x8d, 0x3d]);
+            r.push(reloc(
+                c.len() as u64,
+                self.data,
+                self.descriptor as i64 - 4,
+                R_X86_64_PC32,
+            ));
+            c.extend_from_slice(&[0; 4]);
+            c.push(0xe8);
+            r.push(reloc(c.len() as u64, target, -4, R_X86_64_PLT32));
+            c.extend_from_slice(&[0; 4]);
+            c.extend_from_slice(&[0x48, 0x83, 0xc4, 0x08, 0xc3]);
+        };
+        tail(&mut c, &mut r, self.register);
+        let (mut d, mut dr) = (vec![0x48, 0x83, 0xec, 0x08], Vec::new());
+        tail(&mut d, &mut dr, self.unregister);
+        ((c, r), (d, dr))
+    }
+
+    /// The constructor and the destructor for AArch64.
+    fn aarch64(&self) -> (Function, Function) {
+        use object::elf::{
+            R_AARCH64_ADD_ABS_LO12_NC, R_AARCH64_ADR_GOT_PAGE, R_AARCH64_ADR_PREL_PG_HI21,
+            R_AARCH64_CALL26, R_AARCH64_LD64_GOT_LO12_NC,
+        };
+        let word = |c: &mut Vec<u8>, w: u32| c.extend_from_slice(&w.to_le_bytes());
+        let prologue = |c: &mut Vec<u8>| {
+            word(c, 0xa9bf_7bfd); // stp x29, x30, [sp, #-16]!
+            word(c, 0x9100_03fd); // mov x29, sp
+        };
+        let address = |c: &mut Vec<u8>, r: &mut Vec<Relocation>, at: u64| {
+            r.push(reloc(
+                c.len() as u64,
+                self.data,
+                at as i64,
+                R_AARCH64_ADR_PREL_PG_HI21,
+            ));
+            word(c, 0x9000_0000); // adrp x0, target
+            r.push(reloc(
+                c.len() as u64,
+                self.data,
+                at as i64,
+                R_AARCH64_ADD_ABS_LO12_NC,
+            ));
+            word(c, 0x9100_0000); // add x0, x0, :lo12:target
+        };
+        let epilogue = |c: &mut Vec<u8>| {
+            word(c, 0xa8c1_7bfd); // ldp x29, x30, [sp], #16
+            word(c, 0xd65f_03c0); // ret
+        };
+        let (mut c, mut r) = (Vec::new(), Vec::new());
+        prologue(&mut c);
+        for &info in &self.infos {
+            r.push(reloc(
+                c.len() as u64,
+                self.register_info,
+                0,
+                R_AARCH64_ADR_GOT_PAGE,
+            ));
+            word(&mut c, 0x9000_0010); // adrp x16, :got:__tgt_register_image_info
+            r.push(reloc(
+                c.len() as u64,
+                self.register_info,
+                0,
+                R_AARCH64_LD64_GOT_LO12_NC,
+            ));
+            word(&mut c, 0xf940_0210); // ldr x16, [x16, :got_lo12:...]
+            word(&mut c, 0xb400_0090); // cbz x16, +16
+            address(&mut c, &mut r, info);
+            word(&mut c, 0xd63f_0200); // blr x16
+        }
+        address(&mut c, &mut r, self.descriptor);
+        r.push(reloc(c.len() as u64, self.register, 0, R_AARCH64_CALL26));
+        word(&mut c, 0x9400_0000); // bl __tgt_register_lib
+        epilogue(&mut c);
+        let (mut d, mut dr) = (Vec::new(), Vec::new());
+        prologue(&mut d);
+        address(&mut d, &mut dr, self.descriptor);
+        dr.push(reloc(d.len() as u64, self.unregister, 0, R_AARCH64_CALL26));
+        word(&mut d, 0x9400_0000); // bl __tgt_unregister_lib
+        epilogue(&mut d);
+        ((c, r), (d, dr))
+    }
+}
+
+/// An LLVM IR string constant of `bytes`.
+fn ir_bytes(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 3 + 3);
+    out.push_str("c\"");
+    for &b in bytes {
+        if b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("\\{b:02X}"));
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The wrapper as LLVM IR text (opaque pointers), for `triple`.
+pub fn llvm_ir(triple: &str, images: &[Input], arches: &[&str]) -> String {
+    let k = images.len();
+    let mut ir = String::new();
+    ir.push_str(
+        "; The wrapper of offload device images: registers them with the offload runtime.\n",
+    );
+    ir.push_str("; ModuleID = 'offload.wrapper.object'\n");
+    ir.push_str(&format!("target triple = \"{triple}\"\n\n"));
+    ir.push_str("%__tgt_offload_entry = type { ptr, ptr, i64, i32, i32 }\n");
+    ir.push_str("%__tgt_device_image = type { ptr, ptr, ptr, ptr }\n");
+    ir.push_str("%__tgt_bin_desc = type { i32, ptr, ptr, ptr }\n");
+    ir.push_str("%__tgt_image_info = type { i32, i32, i32, ptr, ptr }\n\n");
+    ir.push_str(
+        "@__start_omp_offloading_entries = external hidden constant %__tgt_offload_entry\n",
+    );
+    ir.push_str("@__stop_omp_offloading_entries = external hidden constant %__tgt_offload_entry\n");
+    ir.push_str("@__dummy.omp_offloading.entry = hidden constant [0 x %__tgt_offload_entry] zeroinitializer, section \"omp_offloading_entries\"\n");
+    for (i, image) in images.iter().enumerate() {
+        ir.push_str(&format!(
+            "@{} = internal unnamed_addr constant [{} x i8] {}, align 8\n",
+            ir_name(&name(".omp_offloading.device_image", i)),
+            image.len(),
+            ir_bytes(image)
+        ));
+    }
+    for (i, arch) in arches.iter().enumerate() {
+        let mut bytes = arch.as_bytes().to_vec();
+        bytes.push(0);
+        ir.push_str(&format!(
+            "@{} = internal unnamed_addr constant [{} x i8] {}, section \".offload_arch_list\"\n",
+            ir_name(&name("__offload_arch", i)),
+            bytes.len(),
+            ir_bytes(&bytes)
+        ));
+    }
+    let entries: Vec<String> = images
+        .iter()
+        .enumerate()
+        .map(|(i, image)| {
+            let n = ir_name(&name(".omp_offloading.device_image", i));
+            format!(
+                "%__tgt_device_image {{ ptr @{n}, ptr getelementptr inbounds ([{len} x i8], ptr @{n}, i64 1, i64 0), ptr @__start_omp_offloading_entries, ptr @__stop_omp_offloading_entries }}",
+                len = image.len()
+            )
+        })
+        .collect();
+    ir.push_str(&format!(
+        "@.omp_offloading.device_images = internal unnamed_addr constant [{k} x %__tgt_device_image] [{}]\n",
+        entries.join(", ")
+    ));
+    ir.push_str(&format!(
+        "@.omp_offloading.descriptor = internal constant %__tgt_bin_desc {{ i32 {k}, ptr @.omp_offloading.device_images, ptr @__start_omp_offloading_entries, ptr @__stop_omp_offloading_entries }}\n"
+    ));
+    for i in 0..k {
+        ir.push_str(&format!(
+            "@{} = internal constant %__tgt_image_info {{ i32 1, i32 {i}, i32 {k}, ptr @{}, ptr null }}\n",
+            ir_name(&name(".offload_image_info", i)),
+            ir_name(&name("__offload_arch", i))
+        ));
+    }
+    ir.push_str("@llvm.global_ctors = appending global [1 x { i32, ptr, ptr }] [{ i32, ptr, ptr } { i32 1, ptr @.omp_offloading.descriptor_reg, ptr null }]\n");
+    ir.push_str("@llvm.global_dtors = appending global [1 x { i32, ptr, ptr }] [{ i32, ptr, ptr } { i32 1, ptr @.omp_offloading.descriptor_unreg, ptr null }]\n\n");
+    ir.push_str("declare extern_weak void @__tgt_register_image_info(ptr)\n");
+    ir.push_str("declare void @__tgt_register_lib(ptr)\n");
+    ir.push_str("declare void @__tgt_unregister_lib(ptr)\n\n");
+    ir.push_str("define internal void @.omp_offloading.descriptor_reg() section \".text.startup\" {\nentry:\n");
+    ir.push_str("  %has_info = icmp ne ptr @__tgt_register_image_info, null\n  br i1 %has_info, label %info, label %register\ninfo:\n");
+    for i in 0..k {
+        ir.push_str(&format!(
+            "  call void @__tgt_register_image_info(ptr @{})\n",
+            ir_name(&name(".offload_image_info", i))
+        ));
+    }
+    ir.push_str("  br label %register\nregister:\n  call void @__tgt_register_lib(ptr @.omp_offloading.descriptor)\n  ret void\n}\n\n");
+    ir.push_str("define internal void @.omp_offloading.descriptor_unreg() section \".text.startup\" {\nentry:\n  call void @__tgt_unregister_lib(ptr @.omp_offloading.descriptor)\n  ret void\n}\n");
+    ir
+}
+
+/// A global's name as IR writes it: quoted when it holds characters other than letters,
+/// digits, `_`, `.` and `$`.
+fn ir_name(name: &str) -> String {
+    if name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$'))
+    {
+        name.to_string()
+    } else {
+        format!("\"{name}\"")
+    }
+}
+
+/// The wrapper as bitcode: the IR assembled by `llvm-as` (the first of `llvm-as-19`,
+/// `llvm-as` on `PATH`).
+fn bitcode(triple: &str, images: &[Input], arches: &[&str], output: &Path) -> Result<Vec<u8>> {
+    let tool = ["llvm-as-19", "llvm-as"].into_iter().find_map(|t| {
+        std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(t))
+                .find(|p| p.is_file())
+        })
+    });
+    let Some(tool) = tool else {
+        return Err(Error::msg(format!(
+            "'{}': writing bitcode needs llvm-as on PATH; write a native object (.o) or LLVM IR (.ll) instead",
+            output.display()
+        )));
+    };
+    let ir = llvm_ir(triple, images, arches);
+    let mut child = std::process::Command::new(&tool)
+        .args(["-", "-o", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::io(&tool, e))?;
+    let mut stdin = child.stdin.take().expect("piped");
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(ir.as_bytes())
+    });
+    let out = child.wait_with_output().map_err(|e| Error::io(&tool, e))?;
+    let _ = writer.join();
+    if !out.status.success() {
+        return Err(Error::msg(format!(
+            "{} failed: {}",
+            tool.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(out.stdout)
+}

@@ -1,0 +1,298 @@
+//! `offload wrapper` against clang-offload-wrapper-14 and the real and a stand-in OpenMP
+//! runtime: the native object, the `.ll` and the `.bc` outputs all register the same images.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{reference_tool, root, samples_dir};
+
+fn images() -> Vec<PathBuf> {
+    let s = samples_dir().join("dev");
+    vec![
+        s.join("kernel-gfx906.hsaco"),
+        s.join("kernel-gfx90a_xnack+.hsaco"),
+    ]
+}
+
+fn wrapper(dir: &Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+        .current_dir(dir)
+        .arg("wrapper")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn wrap(dir: &Path, output: &str, with_arches: bool) {
+    let images = images();
+    let mut args: Vec<String> = vec![
+        "-target=x86_64-pc-linux-gnu".into(),
+        "-o".into(),
+        output.into(),
+    ];
+    for (image, arch) in images.iter().zip(["gfx906", "gfx90a:xnack+"]) {
+        if with_arches {
+            args.push(format!("--offload-arch={arch}"));
+        }
+        args.push(image.display().to_string());
+    }
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, err) = wrapper(dir, &refs);
+    assert_eq!(code, 0, "{err}");
+}
+
+/// Links `object` with the stand-in runtime and returns what the program prints.
+fn registered(dir: &Path, object: &Path) -> String {
+    let exe = object.with_extension("exe");
+    let out = Command::new("cc")
+        .arg(root().join("tests/support/omp_runtime.c"))
+        .arg(object)
+        .arg("-o")
+        .arg(&exe)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&exe).output().unwrap();
+    assert!(run.status.success());
+    String::from_utf8_lossy(&run.stdout).into_owned()
+}
+
+const REGISTERED: &str = "register: 2 images
+  image 0: 3168 bytes, fnv 85f8dc5f29eb479a, entries 0 bytes
+  image 1: 4232 bytes, fnv 887965912cb4de48, entries 0 bytes
+  entries 0 bytes
+main
+unregister: 2 images
+";
+
+const INFO: &str = "image info: version 1, image 0 of 2, arch 'gfx906', options (null)
+image info: version 1, image 1 of 2, arch 'gfx90a:xnack+', options (null)
+";
+
+#[test]
+fn the_native_object_registers_images_and_their_target_ids() {
+    let dir = tempfile::tempdir().unwrap();
+    wrap(dir.path(), "w.o", true);
+    assert_eq!(
+        registered(dir.path(), &dir.path().join("w.o")),
+        format!("{INFO}{REGISTERED}")
+    );
+}
+
+#[test]
+fn llvm_ir_and_bitcode_register_the_same() {
+    let Some(clang) = reference_tool("clang-19") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for output in ["w.ll", "w.bc"] {
+        wrap(dir.path(), output, true);
+        let object = dir.path().join(format!("{output}.o"));
+        let out = Command::new(&clang)
+            .arg("-c")
+            .arg(dir.path().join(output))
+            .arg("-o")
+            .arg(&object)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            registered(dir.path(), &object),
+            format!("{INFO}{REGISTERED}"),
+            "{output}"
+        );
+    }
+}
+
+#[test]
+fn clang_offload_wrapper_14_registers_the_same_images() {
+    let (Some(upstream), Some(clang)) = (
+        reference_tool("clang-offload-wrapper-14"),
+        reference_tool("clang-19"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(upstream)
+        .current_dir(dir.path())
+        .args(["-target=x86_64-pc-linux-gnu", "-o", "w14.bc"])
+        .args(images())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(&clang)
+        .current_dir(dir.path())
+        .args(["-c", "w14.bc", "-o", "w14.o"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        registered(dir.path(), &dir.path().join("w14.o")),
+        REGISTERED
+    );
+    // Ours, without --offload-arch: the same, and image information with empty target IDs.
+    wrap(dir.path(), "ours.o", false);
+    let ours = registered(dir.path(), &dir.path().join("ours.o"));
+    let without_info: String = ours
+        .lines()
+        .filter(|l| !l.starts_with("image info"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(without_info, REGISTERED);
+    assert!(ours.contains("arch '', options (null)"), "{ours}");
+}
+
+#[test]
+fn the_real_libomptarget_takes_the_wrapper() {
+    let lib = Path::new("/usr/lib/llvm-19/lib");
+    if !lib.join("libomptarget.so").exists() {
+        assert!(
+            std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() != Ok("1"),
+            "libomptarget of libomp-19-dev is required"
+        );
+        eprintln!("SKIP: libomptarget (libomp-19-dev) not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    wrap(dir.path(), "w.o", true);
+    std::fs::write(dir.path().join("main.c"), "int main(void) { return 0; }\n").unwrap();
+    let out = Command::new("cc")
+        .current_dir(dir.path())
+        .args(["main.c", "w.o", "-L/usr/lib/llvm-19/lib", "-lomptarget"])
+        .arg("-Wl,-rpath,/usr/lib/llvm-19/lib")
+        .args(["-o", "real"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The runtime registers the images (it has no __tgt_register_image_info: the weak call is
+    // skipped), finds no device, and the program exits normally.
+    let run = Command::new(dir.path().join("real")).output().unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
+
+#[test]
+fn an_aarch64_object_links() {
+    let Some(lld) = reference_tool("ld.lld-19") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let image = images()[1].display().to_string();
+    let (code, err) = wrapper(
+        dir.path(),
+        &[
+            "--target",
+            "aarch64-unknown-linux-gnu",
+            "-o=w.o",
+            "--offload-arch",
+            "gfx90a:xnack+",
+            &image,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let data = std::fs::read(dir.path().join("w.o")).unwrap();
+    let file = object::File::parse(&*data).unwrap();
+    assert_eq!(
+        object::Object::architecture(&file),
+        object::Architecture::Aarch64
+    );
+    let out = Command::new(lld)
+        .current_dir(dir.path())
+        .args(["-shared", "w.o", "-o", "libw.so"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn bad_input_is_a_clear_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = images()[0].display().to_string();
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["-target=x86_64-pc-linux-gnu", "-o", "w.o", "missing.hsaco"],
+            "'missing.hsaco': No such file or directory",
+        ),
+        (
+            &["-target=mips-unknown-linux-gnu", "-o", "w.o", &image],
+            "'mips-unknown-linux-gnu': unsupported target triple",
+        ),
+        (
+            &[
+                "-target=x86_64-pc-linux-gnu",
+                "-o",
+                "w.o",
+                &image,
+                "--offload-arch=gfx90a",
+            ],
+            "--offload-arch=gfx90a is not followed by an image",
+        ),
+        (
+            &["-o", "w.o", &image],
+            "for the --target option: must be specified at least once!",
+        ),
+        (
+            &["-target=x86_64-pc-linux-gnu", "-o", "w.o"],
+            "Not enough positional command line arguments specified!",
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, err) = wrapper(dir.path(), args);
+        assert_eq!(code, 1, "{args:?}: {err}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert!(!dir.path().join("w.o").exists(), "{args:?}");
+    }
+}
+
+#[test]
+fn a_link_named_clang_offload_wrapper_is_the_wrapper() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("clang-offload-wrapper");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_offload"), &link).unwrap();
+    let out = Command::new(&link).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "USAGE: {} [options] <input files>",
+            link.display()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("--offload-arch=<target id>"), "{text}");
+}
