@@ -1,0 +1,167 @@
+//! A campaign of damaged files through every reader: copies of the samples with bytes
+//! flipped, cut short, and the sizes and offsets after each magic set to 0, 2^32-1, 2^63,
+//! 2^64-1 and the file's size. No reader may panic (exit 101), die of a signal or hang
+//! (10 s each), and every failure must say why on stderr.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::samples_dir;
+
+const SAMPLES: &[&str] = &[
+    "bundles/kernel.bc",
+    "bundles/kernel-z.bc",
+    "bundles/kernel-hip-z.o",
+    "bundles/two-ccob.bin",
+    "bundles/vadd-fat.o",
+    "clang/kernel-fatbin.o",
+    "archive/libmixed.a",
+    "openmp/omp.o",
+    "openmp/device.bin",
+    "linked/hip-app",
+    "linked/libhip.so",
+    "linked/kernel-msvc.obj",
+    "linked/macho-universal",
+    "linked/bundle-in-binary.bin",
+];
+
+const MAGICS: [&[u8]; 3] = [b"__CLANG_OFFLOAD_BUNDLE__", b"CCOB", b"\x10\xff\x10\xad"];
+
+/// Damaged copies of `good`: `count` of them, from a fixed seed.
+fn damaged(good: &[u8], count: usize, seed: u64) -> Vec<Vec<u8>> {
+    let mut state = seed | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let extremes = [0u64, u32::MAX as u64, 1 << 63, u64::MAX, good.len() as u64];
+    (0..count)
+        .map(|k| {
+            let mut bytes = good.to_vec();
+            match k % 3 {
+                0 => bytes.truncate((next() % bytes.len() as u64) as usize),
+                1 => {
+                    for _ in 0..1 + next() % 8 {
+                        let at = (next() % bytes.len() as u64) as usize;
+                        bytes[at] ^= (next() >> 13) as u8 | 1;
+                    }
+                }
+                _ => {
+                    let magic = MAGICS[(next() % 3) as usize];
+                    let starts: Vec<usize> = memchr::memmem::find_iter(&bytes, magic).collect();
+                    if !starts.is_empty() {
+                        let at = starts[(next() % starts.len() as u64) as usize];
+                        let field = at + magic.len() + (next() % 6) as usize * 4;
+                        let value = extremes[(next() % 5) as usize];
+                        if field + 8 <= bytes.len() {
+                            bytes[field..field + 8].copy_from_slice(&value.to_le_bytes());
+                        }
+                    }
+                }
+            }
+            bytes
+        })
+        .collect()
+}
+
+/// Runs `args` on `file` and checks the rules; returns a problem, if any.
+fn check(dir: &Path, file: &Path, args: &[&str]) -> Option<String> {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_offload"))
+        .current_dir(dir)
+        .args(
+            args.iter()
+                .map(|a| a.replace("FILE", &file.display().to_string())),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            return Some(format!("{args:?} on {}: no answer in 10 s", file.display()));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let mut stderr = String::new();
+    use std::io::Read;
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    match status.code() {
+        None => Some(format!(
+            "{args:?} on {}: killed by a signal",
+            file.display()
+        )),
+        Some(101) => Some(format!("{args:?} on {}: panic: {stderr}", file.display())),
+        Some(0) => None,
+        Some(_) if stderr.trim().is_empty() => Some(format!(
+            "{args:?} on {}: failed without a message",
+            file.display()
+        )),
+        Some(_) => None,
+    }
+}
+
+#[test]
+fn damaged_files_never_crash_any_reader() {
+    let readers: [&[&str]; 7] = [
+        &["ls", "FILE"],
+        &["ls", "--json", "FILE"],
+        &["extract", "FILE", "--arch", "gfx90a", "-o", "out"],
+        &["bundler", "-list", "-type=o", "-input=FILE"],
+        &[
+            "bundler",
+            "-unbundle",
+            "-type=o",
+            "-targets=hipv4-amdgcn-amd-amdhsa--gfx90a",
+            "-input=FILE",
+            "-output=out.co",
+        ],
+        &["packager", "FILE", "--image=triple=amdgcn-amd-amdhsa"],
+        &[
+            "strip",
+            "FILE",
+            "--keep",
+            "gfx90a",
+            "--dry-run",
+            "--in-place",
+        ],
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let mut problems = Vec::new();
+    let mut runs = 0;
+    for (n, sample) in SAMPLES.iter().enumerate() {
+        let good = std::fs::read(samples_dir().join(sample)).unwrap();
+        for (k, bytes) in damaged(&good, 24, 0x9e37_79b9 + n as u64)
+            .into_iter()
+            .enumerate()
+        {
+            let file = dir.path().join(format!("damaged-{n}-{k}"));
+            std::fs::write(&file, &bytes).unwrap();
+            for reader in readers {
+                runs += 1;
+                problems.extend(check(dir.path(), &file, reader));
+            }
+            std::fs::remove_file(&file).unwrap();
+        }
+    }
+    common::visible(&format!(
+        "campaign: {runs} runs, {} problems",
+        problems.len()
+    ));
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
