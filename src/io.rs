@@ -148,15 +148,23 @@ impl Output {
         let sink = if path.as_os_str() == "-" {
             Sink::Stdout(io::stdout())
         } else {
-            match fs::metadata(path) {
-                Ok(meta) if !meta.is_file() && !meta.is_dir() => Sink::Direct(
-                    OpenOptions::new()
-                        .write(true)
-                        .open(path)
-                        .map_err(|e| Error::io(path, e))?,
-                ),
-                existing => {
-                    let keep = existing.ok().map(|m| m.permissions());
+            // A device or pipe named directly (`/dev/null`) is written to; anything else,
+            // a symbolic link included, is replaced by a new file, never written through.
+            match fs::symlink_metadata(path) {
+                Ok(meta) if !meta.is_file() && !meta.is_dir() && !meta.file_type().is_symlink() => {
+                    Sink::Direct(
+                        OpenOptions::new()
+                            .write(true)
+                            .open(path)
+                            .map_err(|e| Error::io(path, e))?,
+                    )
+                }
+                _ => {
+                    // The permissions of the file it replaces (through a link, its target's).
+                    let keep = fs::metadata(path)
+                        .ok()
+                        .filter(|m| m.is_file())
+                        .map(|m| m.permissions());
                     let dir = match path.parent() {
                         Some(p) if !p.as_os_str().is_empty() => p,
                         _ => Path::new("."),

@@ -448,7 +448,10 @@ impl Scan<'_, '_> {
         }
         for entry in binary.entries() {
             let nested = self.places == Places::Everywhere && starts_with_magic(entry.image);
-            if nested && at.depth < MAX_DEPTH {
+            if nested && at.depth >= MAX_DEPTH {
+                return Err(nesting());
+            }
+            if nested {
                 // A container in a container: its images are the device code.
                 let inner = At {
                     known: true,
