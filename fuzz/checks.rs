@@ -1,0 +1,102 @@
+//! The checks of the fuzz targets, one function per target, shared with the regression test
+//! that replays every input the fuzzers ever crashed on (tests/fuzz_regressions.rs).
+
+#![allow(dead_code)]
+use offload::container::scan::{scan as scan_file, Places};
+use offload::format::bundle::{self as bundle_format, Bundle};
+use offload::format::ccob as ccob_format;
+use offload::format::entry_id::EntryId;
+use offload::format::offload_binary::{self as offload_binary_format, ImageKind, OffloadBinary, OffloadKind};
+use offload::format::target_id::TargetId;
+use offload::format::text_bundle as text_bundle_format;
+
+/// Binary bundle headers: parse, order, and read every entry.
+pub fn bundle(data: &[u8]) {
+    if let Ok(Some(bundle)) = Bundle::parse(data) {
+        for entry in bundle.entries_in_llvm_order() {
+            assert!(entry.data.len() as u64 <= data.len() as u64);
+        }
+        let _ = bundle.size();
+    }
+}
+
+/// Text bundles with each comment string.
+pub fn text_bundle(data: &[u8]) {
+    for comment in ["//", "#", ";"] {
+        let _ = text_bundle_format::parse(data, comment);
+    }
+}
+
+/// Compressed bundles: headers, splitting, and decompression under a small cap.
+pub fn ccob(data: &[u8]) {
+    for found in ccob_format::split(data) {
+        match found {
+            Ok((_, bundle)) => {
+                let _ = bundle.decompress(1 << 20);
+            }
+            Err(_) => break,
+        }
+    }
+}
+
+/// Offload binaries: every version, split, and inflated under a small cap.
+pub fn offload_binary(data: &[u8]) {
+    for (_, binary) in offload_binary_format::split(data) {
+        let Ok(binary) = binary else { break };
+        for entry in binary.entries() {
+            let _ = (entry.triple(), entry.arch(), entry.image.len());
+        }
+        if let Some(payload) = binary.compressed() {
+            if let Ok(inflated) = payload.inflate(1 << 20) {
+                let _ = OffloadBinary::parse(&inflated);
+            }
+        }
+    }
+}
+
+/// Target IDs and bundle entry IDs.
+pub fn target_id(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    if let Some(id) = TargetId::parse_syntax(text) {
+        let _ = id.canonical();
+    }
+    let entry = EntryId::parse(text);
+    let other = EntryId::parse("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+");
+    let _ = entry.is_compatible_with(&other, true);
+    let _ = other.is_compatible_with(&entry, false);
+}
+
+/// The container scan over ELF, COFF, Mach-O, archives and bare containers, everywhere and
+pub fn scan(data: &[u8]) {
+    let path = std::path::Path::new("input");
+    for places in [Places::Everywhere, Places::OffloadBinaries] {
+        let mut count = 0usize;
+        let _ = scan_file(path, data, places, 1 << 20, &mut |image| {
+            count += image.data.len().min(1);
+        });
+    }
+}
+
+/// Round trips: bundle then parse, compress then decompress, pack then parse give back the
+pub fn round_trips(data: &[u8]) {
+    let split = data.len() / 2;
+    let (a, b) = data.split_at(split);
+    let entries = [("host-x86_64-unknown-linux-gnu-", a), ("hipv4-amdgcn-amd-amdhsa--gfx90a", b)];
+    let align = 1 << (data.first().copied().unwrap_or(0) % 13);
+    let bytes = bundle_format::to_vec(&entries, align);
+    let parsed = Bundle::parse(&bytes).unwrap().unwrap();
+    let got: Vec<(&str, &[u8])> = parsed.entries().iter().map(|e| (e.id, e.data)).collect();
+    assert_eq!(got, entries);
+
+    let (compressed, _) = ccob_format::compress(data, &ccob_format::CompressOptions::default()).unwrap();
+    let back = ccob_format::CompressedBundle::parse(&compressed).unwrap().unwrap();
+    assert_eq!(back.decompress(u64::MAX).unwrap(), data);
+
+    let strings: [(&[u8], &[u8]); 2] = [(b"triple", b"amdgcn-amd-amdhsa"), (b"arch", a)];
+    if !a.contains(&0) {
+        let packed = offload_binary_format::write_v1(ImageKind::Object, OffloadKind::OpenMp, 0, &strings, b);
+        let binary = OffloadBinary::parse(&packed).unwrap();
+        assert_eq!(binary.entries()[0].image, b);
+        assert_eq!(binary.entries()[0].arch(), a);
+    }
+}
