@@ -6,7 +6,9 @@ use offload::container::scan::{scan as scan_file, Places};
 use offload::format::bundle::{self as bundle_format, Bundle};
 use offload::format::ccob as ccob_format;
 use offload::format::entry_id::EntryId;
-use offload::format::offload_binary::{self as offload_binary_format, ImageKind, OffloadBinary, OffloadKind};
+use offload::format::offload_binary::{
+    self as offload_binary_format, ImageKind, OffloadBinary, OffloadKind,
+};
 use offload::format::target_id::TargetId;
 use offload::format::text_bundle as text_bundle_format;
 
@@ -56,7 +58,9 @@ pub fn offload_binary(data: &[u8]) {
 
 /// Target IDs and bundle entry IDs.
 pub fn target_id(data: &[u8]) {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Some(id) = TargetId::parse_syntax(text) {
         let _ = id.canonical();
     }
@@ -81,20 +85,27 @@ pub fn scan(data: &[u8]) {
 pub fn round_trips(data: &[u8]) {
     let split = data.len() / 2;
     let (a, b) = data.split_at(split);
-    let entries = [("host-x86_64-unknown-linux-gnu-", a), ("hipv4-amdgcn-amd-amdhsa--gfx90a", b)];
+    let entries = [
+        ("host-x86_64-unknown-linux-gnu-", a),
+        ("hipv4-amdgcn-amd-amdhsa--gfx90a", b),
+    ];
     let align = 1 << (data.first().copied().unwrap_or(0) % 13);
     let bytes = bundle_format::to_vec(&entries, align);
     let parsed = Bundle::parse(&bytes).unwrap().unwrap();
     let got: Vec<(&str, &[u8])> = parsed.entries().iter().map(|e| (e.id, e.data)).collect();
     assert_eq!(got, entries);
 
-    let (compressed, _) = ccob_format::compress(data, &ccob_format::CompressOptions::default()).unwrap();
-    let back = ccob_format::CompressedBundle::parse(&compressed).unwrap().unwrap();
+    let (compressed, _) =
+        ccob_format::compress(data, &ccob_format::CompressOptions::default()).unwrap();
+    let back = ccob_format::CompressedBundle::parse(&compressed)
+        .unwrap()
+        .unwrap();
     assert_eq!(back.decompress(u64::MAX).unwrap(), data);
 
     let strings: [(&[u8], &[u8]); 2] = [(b"triple", b"amdgcn-amd-amdhsa"), (b"arch", a)];
     if !a.contains(&0) {
-        let packed = offload_binary_format::write_v1(ImageKind::Object, OffloadKind::OpenMp, 0, &strings, b);
+        let packed =
+            offload_binary_format::write_v1(ImageKind::Object, OffloadKind::OpenMp, 0, &strings, b);
         let binary = OffloadBinary::parse(&packed).unwrap();
         assert_eq!(binary.entries()[0].image, b);
         assert_eq!(binary.entries()[0].arch(), a);
