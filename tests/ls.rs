@@ -304,3 +304,35 @@ fn damaged_copies_of_every_sample_never_panic() {
     }
     assert!(runs > 1000, "only {runs} runs");
 }
+
+#[test]
+fn a_section_overlapping_another_is_reported_not_read() {
+    use object::{Object, ObjectSection};
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(samples_dir().join("openmp/omp.o")).unwrap();
+    let (offloading, comment) = {
+        let file = object::File::parse(&*bytes).unwrap();
+        let offloading = file
+            .section_by_name(".llvm.offloading")
+            .unwrap()
+            .file_range()
+            .unwrap();
+        let comment = file.section_by_name(".comment").unwrap().index().0;
+        (offloading, comment)
+    };
+    // .comment now claims the bytes of .llvm.offloading, which comes first.
+    let shoff = u64::from_le_bytes(bytes[0x28..0x30].try_into().unwrap()) as usize;
+    let header = shoff + comment * 64;
+    bytes[header + 24..header + 32].copy_from_slice(&offloading.0.to_le_bytes());
+    let path = dir.path().join("overlap.o");
+    std::fs::write(&path, &bytes).unwrap();
+    let (code, out, err) = ls(&[&path], true);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("section '.comment': bytes")
+            && err.contains("overlap section '.llvm.offloading': not read"),
+        "{err}"
+    );
+    let images: Vec<Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(images.len(), 2);
+}

@@ -256,9 +256,12 @@ impl Scan<'_, '_> {
         at: At<'_>,
     ) -> Result<()> {
         let endian = elf.endian();
+        let mut seen = Vec::new();
         for section in elf.sections() {
             let header = section.elf_section_header();
-            if header.sh_type(endian) == object::elf::SHT_NOBITS {
+            if header.sh_type(endian) == object::elf::SHT_NOBITS
+                || self.overlaps(&section, &mut seen, at)
+            {
                 continue;
             }
             let by_type = header.sh_type(endian).0 == SHT_LLVM_OFFLOADING;
@@ -268,13 +271,45 @@ impl Scan<'_, '_> {
     }
 
     fn object(&mut self, file: &object::File<'_>, at: At<'_>) -> Result<()> {
+        let mut seen = Vec::new();
         for section in file.sections() {
-            if section.kind() == object::SectionKind::UninitializedData {
+            if section.kind() == object::SectionKind::UninitializedData
+                || self.overlaps(&section, &mut seen, at)
+            {
                 continue;
             }
             self.section(&section, false, at)?;
         }
         Ok(())
+    }
+
+    /// Whether `section`'s bytes overlap those of a section read before (reported, and the
+    /// section is not read); otherwise notes its range in `seen`.
+    fn overlaps<'d, S: ObjectSection<'d>>(
+        &mut self,
+        section: &S,
+        seen: &mut Vec<(u64, u64, String)>,
+        at: At<'_>,
+    ) -> bool {
+        let Some((start, size)) = section.file_range().filter(|&(_, size)| size > 0) else {
+            return false;
+        };
+        let end = start.saturating_add(size);
+        let name = section.name().unwrap_or("").to_string();
+        if let Some((_, _, other)) = seen.iter().find(|(s, e, _)| start < *e && *s < end) {
+            let here = At {
+                section: Some(&name),
+                ..at
+            };
+            self.problems.push(Error::msg(format!(
+                "'{}': {}: bytes {start:#x}..{end:#x} overlap section '{other}': not read",
+                self.path.display(),
+                Self::context(&here)
+            )));
+            return true;
+        }
+        seen.push((start, end, name));
+        false
     }
 
     fn section<'d, S: ObjectSection<'d>>(
