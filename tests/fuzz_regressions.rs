@@ -1,5 +1,5 @@
 //! Every input a fuzz target crashed on, kept in tests/fuzz-regressions/<target>/, and the
-//! seed corpora of fuzz/corpus/, through the checks of the fuzz targets (fuzz/checks.rs).
+//! seed inputs of each target, through the checks of the fuzz targets (fuzz/checks.rs).
 
 #[path = "../fuzz/checks.rs"]
 mod checks;
@@ -30,21 +30,33 @@ type Check = fn(&[u8]);
 #[test]
 fn every_kept_input_passes_its_fuzz_check() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let targets: [(&str, Check); 7] = [
-        ("bundle", checks::bundle),
-        ("text_bundle", checks::text_bundle),
-        ("ccob", checks::ccob),
-        ("offload_binary", checks::offload_binary),
-        ("target_id", checks::target_id),
-        ("scan", checks::scan),
-        ("round_trips", checks::round_trips),
+    // Each target with the folders its seed inputs come from (as .ci/run runs them).
+    let targets: [(&str, Check, &[&str]); 7] = [
+        ("bundle", checks::bundle, &["samples/bundles"]),
+        ("text_bundle", checks::text_bundle, &["samples/bundles"]),
+        ("ccob", checks::ccob, &["samples/bundles"]),
+        (
+            "offload_binary",
+            checks::offload_binary,
+            &["samples/openmp"],
+        ),
+        ("target_id", checks::target_id, &["fuzz/seeds/target_id"]),
+        (
+            "scan",
+            checks::scan,
+            &["samples/linked", "samples/archive", "samples/openmp"],
+        ),
+        (
+            "round_trips",
+            checks::round_trips,
+            &["fuzz/seeds/round_trips"],
+        ),
     ];
     let mut count = 0;
-    for (name, check) in targets {
-        for dir in [
-            root.join("tests/fuzz-regressions").join(name),
-            root.join("fuzz/seeds").join(name),
-        ] {
+    for (name, check, seeds) in targets {
+        let regressions = root.join("tests/fuzz-regressions").join(name);
+        let dirs = std::iter::once(regressions).chain(seeds.iter().map(|s| root.join(s)));
+        for dir in dirs {
             for (file, data) in inputs(&dir) {
                 let result = std::panic::catch_unwind(|| check(&data));
                 assert!(result.is_ok(), "{name}: {file} fails its check");
