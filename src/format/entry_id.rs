@@ -86,7 +86,11 @@ impl EntryId {
         if kind == target || matches!((kind, target), ("hip", "hipv4") | ("hipv4", "hip")) {
             return true;
         }
-        let starts_hip = |s: &str| s.len() >= 3 && s[..3].eq_ignore_ascii_case("hip");
+        let starts_hip = |s: &str| {
+            s.as_bytes()
+                .get(..3)
+                .is_some_and(|b| b.eq_ignore_ascii_case(b"hip"))
+        };
         hip_openmp
             && ((starts_hip(kind) && target == "openmp")
                 || (kind == "openmp" && starts_hip(target)))
@@ -133,6 +137,13 @@ impl fmt::Display for EntryId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kinds_that_are_not_ascii_compare_without_panicking() {
+        let entry = EntryId::parse("pv\u{553}v2rm63f");
+        assert!(!entry.is_kind_compatible("openmp", true));
+        assert!(EntryId::parse("HIPx-amdgcn-amd-amdhsa--gfx90a").is_kind_compatible("openmp", true));
+    }
 
     fn std_name(s: &str) -> String {
         EntryId::parse(s).to_string()
