@@ -379,6 +379,16 @@ impl Scan<'_, '_> {
         while pos + 16 <= data.len() && data[pos..].starts_with(&CUDA_FATBIN_MAGIC) {
             let header = u64::from(u16::from_le_bytes([data[pos + 6], data[pos + 7]]));
             let rest = u64::from_le_bytes(data[pos + 8..pos + 16].try_into().expect("8 bytes"));
+            if header < 16 {
+                let e = crate::format::Error::new(
+                    pos as u64 + 6,
+                    crate::format::ErrorKind::Object(format!(
+                        "CUDA fat binary header of {header} bytes, shorter than its 16 fixed bytes"
+                    )),
+                );
+                self.problems.push(self.damage(&at, data, e));
+                return Ok(());
+            }
             let end = header
                 .checked_add(rest)
                 .and_then(|n| (pos as u64).checked_add(n))
