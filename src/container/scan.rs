@@ -464,51 +464,43 @@ impl Scan<'_, '_> {
                 return Ok(1);
             };
             let plain = compressed.decompress(self.limit)?;
-            let inner = At {
-                compressed: true,
-                known: true,
-                depth: at.depth + 1,
-                ..at
-            };
-            if at.depth + 1 > MAX_DEPTH {
-                return Err(nesting());
-            }
-            self.region_strict(&plain, inner)?;
+            self.nested(&plain, at, true)?;
             return Ok(compressed.size());
         }
         let binary = OffloadBinary::parse(data)?;
         if let Some(payload) = binary.compressed() {
             let plain = payload.inflate(self.limit)?;
-            let inner = At {
-                compressed: true,
-                known: true,
-                depth: at.depth + 1,
-                ..at
-            };
-            if at.depth + 1 > MAX_DEPTH {
-                return Err(nesting());
-            }
-            self.region_strict(&plain, inner)?;
+            self.nested(&plain, at, true)?;
             return Ok(binary.size());
         }
         for entry in binary.entries() {
-            let nested = self.places == Places::Everywhere && starts_with_magic(entry.image);
-            if nested && at.depth >= MAX_DEPTH {
-                return Err(nesting());
-            }
-            if nested {
+            if self.places == Places::Everywhere && starts_with_magic(entry.image) {
                 // A container in a container: its images are the device code.
-                let inner = At {
-                    known: true,
-                    depth: at.depth + 1,
-                    ..at
-                };
-                self.region_strict(entry.image, inner)?;
+                self.nested(entry.image, at, false)?;
             } else {
                 self.emit(&at, What::OffloadImage(entry), entry.image);
             }
         }
         Ok(binary.size())
+    }
+
+    /// The containers inside a container (inflated, when `compressed`), one level deeper.
+    fn nested(
+        &mut self,
+        data: &[u8],
+        at: At<'_>,
+        compressed: bool,
+    ) -> std::result::Result<(), crate::format::Error> {
+        if at.depth >= MAX_DEPTH {
+            return Err(nesting());
+        }
+        let inner = At {
+            compressed: at.compressed || compressed,
+            known: true,
+            depth: at.depth + 1,
+            ..at
+        };
+        self.region_strict(data, inner)
     }
 
     /// [`Scan::region`] for data that must be containers through and through.
