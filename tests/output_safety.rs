@@ -138,3 +138,296 @@ fn containers_nested_too_deep_are_refused() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("nest more than 8 deep"), "{err}");
 }
+
+/// The names in `dir` that end in `.tmp`.
+fn temporaries_in(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
+}
+
+/// A bundle of `count` device entries of `size` bytes each, all different, for one processor
+/// and many feature settings, so that `--arch gfx90a` takes them all.
+fn many_images(count: usize, size: usize) -> Vec<u8> {
+    let payloads: Vec<Vec<u8>> = (0..count)
+        .map(|i| {
+            (0..size)
+                .map(|j| {
+                    ((i * 7919 + j) as u32)
+                        .wrapping_mul(2_654_435_761)
+                        .to_le_bytes()[3]
+                })
+                .collect()
+        })
+        .collect();
+    let ids: Vec<String> = (0..count)
+        .map(|i| format!("hipv4-amdgcn-amd-amdhsa-unknown{i}-gfx90a"))
+        .collect();
+    let entries: Vec<(&str, &[u8])> = ids
+        .iter()
+        .zip(&payloads)
+        .map(|(id, p)| (id.as_str(), p.as_slice()))
+        .collect();
+    offload::format::bundle::to_vec(&entries, 4096)
+}
+
+#[test]
+fn an_unbundle_that_fails_on_its_last_output_leaves_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("adir");
+    std::fs::create_dir(&folder).unwrap();
+    let (u1, u2) = (dir.path().join("u1"), dir.path().join("u2"));
+    let out = offload()
+        .args([
+            "bundler",
+            "-unbundle",
+            "-type=o",
+            "-targets=host-x86_64-unknown-linux,hipv4-amdgcn-amd-amdhsa--gfx906,hipv4-amdgcn-amd-amdhsa--gfx90a",
+        ])
+        .arg(format!(
+            "-input={}",
+            samples_dir().join("bundles/kernel-hip.o").display()
+        ))
+        .arg(format!("-output={}", u1.display()))
+        .arg(format!("-output={}", u2.display()))
+        .arg(format!("-output={}", folder.display()))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("adir") && err.contains("Is a directory"),
+        "{err}"
+    );
+    assert!(!u1.exists() && !u2.exists());
+    assert_eq!(temporaries_in(dir.path()), Vec::<String>::new());
+}
+
+/// A 1 MiB tmpfs for the duration of a test, or `None` (with a message) where this process
+/// cannot mount one.
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount() -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !mounted {
+            common::visible(
+                "SKIP: cannot mount a 1 MiB tmpfs (needs root): full-disk cases not run",
+            );
+            return None;
+        }
+        Some(SmallDisk(dir))
+    }
+
+    fn path(&self) -> &std::path::Path {
+        self.0.path()
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_full_disk_leaves_no_outputs_and_no_temporaries() {
+    let Some(disk) = SmallDisk::mount() else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    // 40 images of 64 KiB: 2.5 MiB, more than the disk holds.
+    let input = work.path().join("many.hipfb");
+    std::fs::write(&input, many_images(40, 64 << 10)).unwrap();
+    let out = disk.path().join("out");
+    let run = offload()
+        .arg("extract")
+        .arg(&input)
+        .args(["--arch", "gfx90a", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+
+    // The bundler: every target of the 40, one output each.
+    let targets: Vec<String> = (0..40)
+        .map(|i| format!("hipv4-amdgcn-amd-amdhsa-unknown{i}-gfx90a"))
+        .collect();
+    let mut unbundle = offload();
+    unbundle
+        .args(["bundler", "-unbundle", "-type=o"])
+        .arg(format!("-targets={}", targets.join(",")))
+        .arg(format!("-input={}", input.display()));
+    for i in 0..40 {
+        unbundle.arg(format!(
+            "-output={}",
+            disk.path().join(format!("u{i}")).display()
+        ));
+    }
+    let run = unbundle.output().unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    let left: Vec<_> = std::fs::read_dir(disk.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "out")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn an_interrupted_extract_or_rewrite_leaves_no_temporaries() {
+    use std::os::unix::process::ExitStatusExt;
+    let work = tempfile::tempdir().unwrap();
+    let input = work.path().join("many.hipfb");
+    std::fs::write(&input, many_images(150, 1 << 20)).unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let out = work.path().join(format!("out{signal}"));
+        std::fs::create_dir(&out).unwrap();
+        let mut child = offload()
+            .env("RAYON_NUM_THREADS", "1")
+            .arg("extract")
+            .arg(&input)
+            .args(["--arch", "gfx90a", "-q", "-o"])
+            .arg(&out)
+            .spawn()
+            .unwrap();
+        // Wait until temporaries exist, then interrupt.
+        let started = std::time::Instant::now();
+        while temporaries_in(&out).is_empty() && started.elapsed() < Duration::from_secs(20) {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        // SAFETY: kill with a valid pid and signal.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(signal), "{status:?}");
+        assert_eq!(
+            temporaries_in(&out),
+            Vec::<String>::new(),
+            "signal {signal}"
+        );
+        assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
+    }
+}
+
+#[test]
+fn thousands_of_images_never_hold_thousands_of_open_files() {
+    use std::os::unix::process::CommandExt;
+    let work = tempfile::tempdir().unwrap();
+    let input = work.path().join("many.hipfb");
+    std::fs::write(&input, many_images(300, 100)).unwrap();
+    let out = work.path().join("out");
+    let mut extract = offload();
+    extract
+        .env("RAYON_NUM_THREADS", "8")
+        .arg("extract")
+        .arg(&input)
+        .args(["--arch", "gfx90a", "-q", "-o"])
+        .arg(&out);
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        extract.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 64,
+                rlim_max: 64,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let run = extract.output().unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 300);
+}
+
+#[test]
+fn an_output_is_never_written_over_an_input() {
+    let work = tempfile::tempdir().unwrap();
+    let object = work.path().join("k.o");
+    std::fs::copy(samples_dir().join("archive/kernel-rdc.o"), &object).unwrap();
+    let first = offload()
+        .arg("extract")
+        .arg(&object)
+        .args(["--arch", "gfx90a", "-o"])
+        .arg(work.path())
+        .output()
+        .unwrap();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let written = String::from_utf8_lossy(&first.stdout);
+    let second_input = written.lines().next().unwrap().split('\t').next().unwrap();
+    let before = std::fs::read(second_input).unwrap();
+    std::fs::write(second_input, b"precious").unwrap();
+    let run = offload()
+        .arg("extract")
+        .arg(&object)
+        .arg(second_input)
+        .args(["--arch", "gfx90a", "-o"])
+        .arg(work.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains("refusing to write over an input"), "{err}");
+    assert_eq!(std::fs::read(second_input).unwrap(), b"precious");
+    assert!(!before.is_empty());
+}
+
+#[test]
+fn standard_output_by_its_device_names_is_written_not_replaced() {
+    let expected = std::fs::read(samples_dir().join("dev/kernel-gfx906.bc")).unwrap();
+    for name in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"] {
+        let run = offload()
+            .args([
+                "bundler",
+                "-unbundle",
+                "-type=bc",
+                "-targets=hipv4-amdgcn-amd-amdhsa--gfx906",
+            ])
+            .arg(format!(
+                "-input={}",
+                samples_dir().join("bundles/kernel.bc").display()
+            ))
+            .arg(format!("-output={name}"))
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert!(run.stdout == expected, "{name}: not the gfx906 entry");
+    }
+    assert!(std::fs::symlink_metadata("/dev/stdout")
+        .unwrap()
+        .file_type()
+        .is_symlink());
+}
+
+#[test]
+fn a_device_without_end_is_refused_not_read() {
+    let run = offload().args(["ls", "/dev/zero"]).output().unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains("'/dev/zero': not a regular file"), "{err}");
+}

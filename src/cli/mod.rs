@@ -34,6 +34,7 @@ behaves as `offload bundler`; through clang-offload-packager or offload-packager
 /// Runs the program with its full argument list (program name first) and returns the exit
 /// status.
 pub fn main(args: Vec<OsString>) -> i32 {
+    crate::io::remove_temporaries_on_signals();
     let args: Vec<String> = args
         .into_iter()
         .map(|a| a.to_string_lossy().into_owned())

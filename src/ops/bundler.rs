@@ -9,7 +9,7 @@ use crate::format::entry_id::EntryId;
 use crate::format::string_map::StringMap;
 use crate::format::target_id::conflicting_pair;
 use crate::format::text_bundle;
-use crate::io::{Input, Output};
+use crate::io::{Closed, Input, Output};
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -770,7 +770,7 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     {
         return Err(Error::msg("Can't find bundle for the host target"));
     }
-    let mut outputs = Vec::with_capacity(config.outputs.len());
+    let mut outputs: Vec<Closed> = Vec::with_capacity(config.outputs.len());
     for (index, out_path) in config.outputs.iter().enumerate() {
         let mut output = Output::create(out_path)?;
         if nothing_matched {
@@ -805,9 +805,9 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
                 write_object(&mut output, &[&input], &host)?;
             }
         }
-        outputs.push(output);
+        outputs.push(output.close()?);
     }
-    crate::io::commit_all(outputs)
+    crate::io::place_all(outputs)
 }
 
 /// What an unbundled target receives.

@@ -11,7 +11,7 @@ use crate::container::scan::{scan, DeviceImage, Places, What};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::target_id::{FeatureSetting, TargetId};
-use crate::io::{Input, Output};
+use crate::io::{Closed, Input, Output};
 use crate::ops::archive::device_member_name;
 use crate::ops::ls::{self, Image};
 
@@ -292,7 +292,8 @@ pub fn extract(
         })
         .collect();
     progress.start(chosen.iter().map(|c| c.image.size).sum());
-    let outputs: Vec<Output> = chosen
+    // Each output is closed once written: as many files are open as threads write.
+    let outputs: Vec<Closed> = chosen
         .par_iter()
         .zip(&names)
         .map(|(c, path)| {
@@ -300,10 +301,10 @@ pub fn extract(
             let bytes = c.bytes(&inputs);
             out.write_part(&inputs[c.input], bytes)?;
             progress.advance(bytes.len() as u64);
-            Ok(out)
+            out.close()
         })
         .collect::<Result<_>>()?;
-    crate::io::commit_all(outputs)?;
+    crate::io::place_all(outputs)?;
     progress.finish();
     let written = chosen
         .into_iter()

@@ -123,6 +123,8 @@ pub fn list_file(path: &Path) -> Result<(Vec<Image>, Vec<Error>)> {
             images.push(record(&name, image));
         },
     )?;
+    // A file truncated while it was read listed zeros at its end, not its images.
+    input.intact()?;
     Ok((images, problems))
 }
 

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::llvm_hash::dense_map_order;
 use crate::format::offload_binary::{self, ImageKind, OffloadKind};
-use crate::io::{Input, Output};
+use crate::io::{Closed, Input, Output};
 
 /// The key-value items of one `--image=` argument: keys in the order they first appear, the
 /// values of a repeated key joined with `,`.
@@ -204,7 +204,9 @@ pub fn unpack(
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut outputs: Vec<Output> = Vec::new();
+    // Each output is closed once written, so that thousands of images never hold thousands of
+    // open files; they are all put in place at the end.
+    let mut outputs: Vec<Closed> = Vec::new();
     for image in images {
         let matches: Vec<&Candidate> = candidates.iter().filter(|c| c.matches(image)).collect();
         let target = image.get("file");
@@ -220,7 +222,7 @@ pub fn unpack(
             let bytes = write_archive(&path, &members)?;
             let mut out = Output::create(&path)?;
             out.write_bytes(&bytes)?;
-            outputs.push(out);
+            outputs.push(out.close()?);
             continue;
         }
         match target {
@@ -234,7 +236,7 @@ pub fn unpack(
                 if let Some(last) = matches.last() {
                     let mut out = Output::create(Path::new(target))?;
                     out.write_part(&input, last.bytes(file))?;
-                    outputs.push(out);
+                    outputs.push(out.close()?);
                 }
             }
             None => {
@@ -247,12 +249,12 @@ pub fn unpack(
                     );
                     let mut out = Output::create(Path::new(&name))?;
                     out.write_part(&input, c.bytes(file))?;
-                    outputs.push(out);
+                    outputs.push(out.close()?);
                 }
             }
         }
     }
-    crate::io::commit_all(outputs)
+    crate::io::place_all(outputs)
 }
 
 #[cfg(test)]

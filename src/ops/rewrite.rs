@@ -483,11 +483,19 @@ pub fn rewrite(
     if dry_run {
         return Ok(summary);
     }
-    if new.is_none() && input == output {
+    let in_place = same_file(input, output);
+    if new.is_none() && in_place {
         return Ok(summary);
     }
-    let fresh = !output.exists();
-    let mut out = Output::create(output)?;
+    let mut out = if in_place {
+        Output::replace(output)?
+    } else {
+        let mut out = Output::create(output)?;
+        // A new file gets the input's permissions: a program stays executable.
+        let meta = std::fs::metadata(input).map_err(|e| Error::io(input, e))?;
+        out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
+        out
+    };
     match &new {
         Some(NewFile::Bytes(bytes)) => out.write_bytes(bytes)?,
         Some(NewFile::Pieces(pieces)) => {
@@ -498,13 +506,15 @@ pub fn rewrite(
     if new.is_some() {
         verify(input, &mut out, &summary)?;
     }
-    out.commit_durably()?;
-    if fresh {
-        // A new file gets the input's permissions: a program stays executable.
-        let permissions = std::fs::metadata(input)
-            .map_err(|e| Error::io(input, e))?
-            .permissions();
-        std::fs::set_permissions(output, permissions).map_err(|e| Error::io(output, e))?;
-    }
+    out.commit()?;
     Ok(summary)
+}
+
+/// Whether `a` and `b` name the same existing file (through links too).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => false,
+    }
 }

@@ -1,0 +1,750 @@
+//! Inputs mapped into memory; outputs written to a temporary file beside their destination and
+//! renamed into place only when complete, so that a failure leaves no partial output.
+//!
+//! One rule for every output of every command:
+//! - a temporary file is made in the destination's folder, readable by its owner only, and
+//!   listed so that SIGINT, SIGTERM and SIGHUP remove it ([`remove_temporaries_on_signals`]);
+//! - when written, it gets its final mode (the replaced file's, or what the umask leaves of
+//!   0666), its data reach the disk (fsync), and its descriptor is closed, so that thousands
+//!   of outputs never hold thousands of open files;
+//! - the outputs of one command are renamed into place only when every one of them was
+//!   written ([`commit_all`]), and then each folder is synced, so that a crash leaves the old
+//!   files or the new ones;
+//! - an output never replaces a file that is an input of the same run, except for an
+//!   in-place rewrite ([`Output::replace`]), which keeps the file's owner, group, mode and
+//!   extended attributes, writes through a symbolic link to its target, and writes into the
+//!   same file when it has other hard links.
+
+mod cleanup;
+mod guard;
+mod keep;
+
+pub use cleanup::remove_temporaries_on_signals;
+
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions, Permissions};
+use std::io::{self, Read, Write};
+use std::ops::Deref;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use memmap2::Mmap;
+use tempfile::{NamedTempFile, TempPath};
+
+use crate::error::{Error, Result};
+use cleanup::Listed;
+use guard::Guarded;
+use keep::Kept;
+
+/// Parts smaller than this are copied through memory; larger ones by the kernel.
+const KERNEL_COPY_FROM: usize = 64 << 10;
+
+/// An input file open in this process: no output may replace it, and no output is put in
+/// place after it shrank under its map.
+struct OpenInput {
+    dev: u64,
+    ino: u64,
+    path: PathBuf,
+    guard: Option<usize>,
+}
+
+/// The inputs open in this process.
+static OPEN_INPUTS: Mutex<Vec<OpenInput>> = Mutex::new(Vec::new());
+
+fn open_inputs() -> std::sync::MutexGuard<'static, Vec<OpenInput>> {
+    OPEN_INPUTS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The bytes of an input file: a memory map for regular files, a buffer otherwise (standard
+/// input, pipes, `/dev/null`, empty files). A regular file keeps its handle so that ranges of
+/// it can be copied to an output by the kernel, without passing through this process's memory.
+pub struct Input {
+    // Field order is drop order: the guard ends before the map is unmapped.
+    guard: Option<Guarded>,
+    data: Data,
+    file: Option<File>,
+    path: PathBuf,
+    identity: Option<(u64, u64)>,
+}
+
+enum Data {
+    Mapped(Mmap),
+    Owned(Vec<u8>),
+}
+
+impl Deref for Input {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.data {
+            Data::Mapped(map) => map,
+            Data::Owned(bytes) => bytes,
+        }
+    }
+}
+
+impl Drop for Input {
+    fn drop(&mut self) {
+        if let Some((dev, ino)) = self.identity {
+            let mut inputs = open_inputs();
+            if let Some(i) = inputs.iter().position(|i| (i.dev, i.ino) == (dev, ino)) {
+                inputs.swap_remove(i);
+            }
+        }
+    }
+}
+
+impl Input {
+    /// Opens `path` (`-` for standard input) and maps or reads it. Regular files are mapped;
+    /// pipes and standard input are read to their end; a device is read only when it ends at
+    /// once (`/dev/null`): one that does not (`/dev/zero`) is refused, not read without end.
+    pub fn open(path: &Path) -> Result<Input> {
+        if path.as_os_str() == "-" {
+            let mut bytes = Vec::new();
+            io::stdin()
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(path, e))?;
+            return Ok(Input::from_bytes(bytes));
+        }
+        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        let kind = meta.file_type();
+        if meta.is_dir() {
+            return Err(Error::io(path, io::Error::from_raw_os_error(libc::EISDIR)));
+        }
+        let mut input = Input {
+            guard: None,
+            data: Data::Owned(Vec::new()),
+            file: None,
+            path: path.to_path_buf(),
+            identity: None,
+        };
+        if meta.is_file() && meta.len() > 0 {
+            // SAFETY: the map is read-only and private to this process. A file that another
+            // process truncates while we read it is caught by the guard, not by a signal.
+            let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+            input.guard = Some(Guarded::new(map.as_ptr(), map.len()));
+            input.data = Data::Mapped(map);
+        }
+        if meta.is_file() {
+            input.file = Some(file);
+            input.identity = Some((meta.dev(), meta.ino()));
+            open_inputs().push(OpenInput {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                path: path.to_path_buf(),
+                guard: input.guard.as_ref().and_then(Guarded::slot),
+            });
+            return Ok(input);
+        }
+        if kind.is_char_device() || kind.is_block_device() || kind.is_socket() {
+            let mut probe = [0u8; 1];
+            if file.read(&mut probe).map_err(|e| Error::io(path, e))? > 0 {
+                return Err(Error::msg(format!(
+                    "'{}': not a regular file, a pipe or standard input: devices are not read",
+                    path.display()
+                )));
+            }
+            return Ok(input);
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| Error::io(path, e))?;
+        input.data = Data::Owned(bytes);
+        Ok(input)
+    }
+
+    /// An input held in memory.
+    pub fn from_bytes(bytes: Vec<u8>) -> Input {
+        Input {
+            guard: None,
+            data: Data::Owned(bytes),
+            file: None,
+            path: PathBuf::from("-"),
+            identity: None,
+        }
+    }
+
+    /// Whether `part` is a slice of this input's bytes.
+    pub fn holds(&self, part: &[u8]) -> bool {
+        let base = self.as_ptr() as usize;
+        let start = part.as_ptr() as usize;
+        start >= base && start + part.len() <= base + self.len()
+    }
+
+    /// An error if the file shrank while it was mapped: what was read past its new end was
+    /// zeros, not the file.
+    pub fn intact(&self) -> Result<()> {
+        if self.guard.as_ref().is_some_and(Guarded::shrank) {
+            return Err(shrank(&self.path));
+        }
+        Ok(())
+    }
+
+    /// Where `part` (a slice of this input) starts in the file, if this input is a mapped
+    /// file and `part` lies inside it.
+    fn file_range(&self, part: &[u8]) -> Option<(&File, u64)> {
+        let file = self.file.as_ref()?;
+        let base = self.as_ptr() as usize;
+        let start = (part.as_ptr() as usize).checked_sub(base)?;
+        (start + part.len() <= self.len()).then_some((file, start as u64))
+    }
+}
+
+fn shrank(path: &Path) -> Error {
+    Error::io(
+        path,
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the file shrank while it was being read (another program changed it); nothing was written",
+        ),
+    )
+}
+
+/// An error if an input open in this process shrank under its map while it was read.
+fn inputs_intact() -> Result<()> {
+    let inputs = open_inputs();
+    match inputs
+        .iter()
+        .find(|i| i.guard.is_some_and(guard::slot_shrank))
+    {
+        Some(input) => Err(shrank(&input.path)),
+        None => Ok(()),
+    }
+}
+
+/// The system's error for a temporary file that could not be made in `dir`, without the
+/// temporary name that `tempfile` adds: messages name the destination instead.
+fn plain_os_error(e: io::Error, dir: &Path) -> io::Error {
+    if let Err(dir_error) = fs::metadata(dir) {
+        return dir_error;
+    }
+    let code = match e.kind() {
+        io::ErrorKind::NotFound => libc::ENOENT,
+        io::ErrorKind::PermissionDenied => libc::EACCES,
+        io::ErrorKind::StorageFull => libc::ENOSPC,
+        io::ErrorKind::ReadOnlyFilesystem => libc::EROFS,
+        _ => return e,
+    };
+    io::Error::from_raw_os_error(code)
+}
+
+/// How a finished temporary file takes its destination's place.
+enum Placing {
+    /// Renamed over the destination, after getting `mode` (and what `kept` has).
+    Rename { mode: u32, kept: Option<Kept> },
+    /// Its bytes written into the destination, an existing file with other hard links, which
+    /// keeps its inode (and so its owner, mode and attributes, given again after the write).
+    WriteThrough { kept: Kept },
+}
+
+enum Sink {
+    Temp {
+        // Field order is drop order: the file is removed before it leaves the list.
+        file: NamedTempFile,
+        listed: Listed,
+        placing: Placing,
+    },
+    Direct(File),
+    Stdout(io::Stdout),
+}
+
+struct SinkWriter(Sink);
+
+impl Write for SinkWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.0 {
+            Sink::Temp { file, .. } => file.write(buf),
+            Sink::Direct(file) => file.write(buf),
+            Sink::Stdout(out) => out.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.0 {
+            Sink::Temp { file, .. } => file.flush(),
+            Sink::Direct(file) => file.flush(),
+            Sink::Stdout(out) => out.flush(),
+        }
+    }
+}
+
+/// An output being written: to a temporary file in the destination's folder that
+/// [`Output::commit`] puts in place, or straight to standard output (`-`), to a device or pipe
+/// (`/dev/null`, `/dev/stdout`). Dropping an uncommitted output deletes the temporary file.
+pub struct Output {
+    path: PathBuf,
+    sink: io::BufWriter<SinkWriter>,
+}
+
+/// Whether `path` names a device, a pipe or a descriptor (`/dev/stdout`, `/dev/fd/1`,
+/// `/proc/self/fd/1`, `/dev/null`, a FIFO): written to as it is, never replaced.
+fn written_directly(path: &Path) -> bool {
+    if path.starts_with("/dev") || path.starts_with("/proc") {
+        return true;
+    }
+    fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// The folder a temporary file for `path` goes in.
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Refuses to replace a file that an input of this process is (the same device and inode).
+fn not_an_input(path: &Path) -> Result<()> {
+    let Ok(meta) = fs::metadata(path) else {
+        return Ok(());
+    };
+    let inputs = open_inputs();
+    if let Some(input) = inputs
+        .iter()
+        .find(|i| (i.dev, i.ino) == (meta.dev(), meta.ino()))
+    {
+        return Err(Error::msg(format!(
+            "'{}': is the input '{}'; refusing to write over an input",
+            path.display(),
+            input.path.display()
+        )));
+    }
+    Ok(())
+}
+
+impl Output {
+    /// Starts writing `path` (`-` for standard output): a new file, or one that replaces what
+    /// is there (a symbolic link is replaced, not written through). The new file has the mode
+    /// of the regular file it replaces, or what the umask leaves of 0666.
+    pub fn create(path: &Path) -> Result<Output> {
+        if path.as_os_str() == "-" {
+            return Ok(Output::with_sink(path, Sink::Stdout(io::stdout())));
+        }
+        if written_directly(path) {
+            let file = OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(path)
+                .map_err(|e| Error::io(path, e))?;
+            return Ok(Output::with_sink(path, Sink::Direct(file)));
+        }
+        if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            return Err(Error::io(path, io::Error::from_raw_os_error(libc::EISDIR)));
+        }
+        not_an_input(path)?;
+        let mode = fs::symlink_metadata(path)
+            .ok()
+            .filter(|m| m.is_file())
+            .map_or(0o666 & !keep::umask(), |m| m.mode() & 0o777);
+        Output::temporary(path, folder_of(path), Placing::Rename { mode, kept: None })
+    }
+
+    /// Starts rewriting the existing file `path` in place. The result keeps the file's owner,
+    /// group, mode and extended attributes (ACLs and file capabilities too); where the owner
+    /// cannot be kept, setuid and setgid are dropped. A symbolic link is followed: its target
+    /// is rewritten and the link stays. A file with other hard links is written into, so every
+    /// name sees the new bytes (that last copy is not atomic, as with GNU strip); any other
+    /// file is replaced atomically.
+    pub fn replace(path: &Path) -> Result<Output> {
+        let target = fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
+        let file = File::open(&target).map_err(|e| Error::io(path, e))?;
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        if !meta.is_file() {
+            return Err(Error::msg(format!(
+                "'{}': not a regular file: only regular files are rewritten in place",
+                path.display()
+            )));
+        }
+        let kept = Kept::read(&file, &meta).map_err(|e| Error::io(path, e))?;
+        let placing = if meta.nlink() > 1 {
+            Placing::WriteThrough { kept }
+        } else {
+            Placing::Rename {
+                mode: meta.mode() & 0o7777,
+                kept: Some(kept),
+            }
+        };
+        let mut out = Output::temporary(&target, folder_of(&target), placing)?;
+        out.path = target;
+        Ok(out)
+    }
+
+    fn temporary(path: &Path, dir: &Path, placing: Placing) -> Result<Output> {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (file, listed) = cleanup::listed(
+            || {
+                tempfile::Builder::new()
+                    .prefix(&format!(".{name}."))
+                    .suffix(".tmp")
+                    .permissions(Permissions::from_mode(0o600))
+                    .tempfile_in(dir)
+            },
+            |f: &NamedTempFile| f.path(),
+        )
+        .map_err(|e| Error::io(path, plain_os_error(e, dir)))?;
+        Ok(Output::with_sink(
+            path,
+            Sink::Temp {
+                file,
+                listed,
+                placing,
+            },
+        ))
+    }
+
+    fn with_sink(path: &Path, sink: Sink) -> Output {
+        Output {
+            path: path.to_path_buf(),
+            sink: io::BufWriter::with_capacity(1 << 20, SinkWriter(sink)),
+        }
+    }
+
+    /// The destination path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Gives the new file `mode` instead of the default (an output made from an input takes
+    /// the input's, so that a program stays executable). No effect on an in-place rewrite,
+    /// which keeps the file's own mode.
+    pub fn set_mode(&mut self, new: u32) {
+        if let Sink::Temp {
+            placing: Placing::Rename { mode, kept: None },
+            ..
+        } = &mut self.sink.get_mut().0
+        {
+            *mode = new & 0o777;
+        }
+    }
+
+    /// Writes all of `data`, naming the output on failure.
+    pub fn write_bytes(&mut self, data: &[u8]) -> Result<()> {
+        self.sink
+            .write_all(data)
+            .map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Writes `part`, a slice of `input`. When both are files the kernel copies the bytes
+    /// (`copy_file_range` from the part's own offset), so large payloads never pass through
+    /// this process's memory. No file position is shared: many outputs may copy from one
+    /// input at once.
+    pub fn write_part(&mut self, input: &Input, part: &[u8]) -> Result<()> {
+        let Some((source, offset)) = input.file_range(part) else {
+            return self.write_bytes(part);
+        };
+        if part.len() < KERNEL_COPY_FROM || matches!(self.sink.get_ref().0, Sink::Stdout(_)) {
+            return self.write_bytes(part);
+        }
+        self.sink.flush().map_err(|e| Error::io(&self.path, e))?;
+        let target = match &mut self.sink.get_mut().0 {
+            Sink::Temp { file, .. } => file.as_file_mut(),
+            Sink::Direct(file) => file,
+            Sink::Stdout(_) => unreachable!("standard output is written above"),
+        };
+        copy_range(source, offset, part.len() as u64, target).map_err(|e| {
+            if e.kind() == io::ErrorKind::UnexpectedEof {
+                shrank(&input.path)
+            } else {
+                Error::io(&self.path, e)
+            }
+        })
+    }
+
+    /// Flushes what was written and returns the temporary file that holds it, to read it back
+    /// before committing; `None` when the output is not a temporary file.
+    pub fn written_so_far(&mut self) -> Result<Option<PathBuf>> {
+        self.sink.flush().map_err(|e| Error::io(&self.path, e))?;
+        Ok(match &self.sink.get_ref().0 {
+            Sink::Temp { file, .. } => Some(file.path().to_path_buf()),
+            _ => None,
+        })
+    }
+
+    /// Finishes writing: flushes, gives the temporary file its final mode, owner and
+    /// attributes, syncs it to the disk and closes it. Nothing is in place yet.
+    pub fn close(self) -> Result<Closed> {
+        let path = self.path;
+        let writer = self
+            .sink
+            .into_inner()
+            .map_err(|e| Error::io(&path, e.into_error()))?;
+        let state = match writer.0 {
+            Sink::Temp {
+                file,
+                listed,
+                placing,
+            } => {
+                if let Placing::Rename { mode, kept } = &placing {
+                    let handle = file.as_file();
+                    match kept {
+                        Some(kept) => kept.give(handle),
+                        None => handle.set_permissions(Permissions::from_mode(*mode)),
+                    }
+                    .map_err(|e| Error::io(&path, e))?;
+                }
+                file.as_file().sync_all().map_err(|e| Error::io(&path, e))?;
+                ClosedState::Temp {
+                    temp: file.into_temp_path(),
+                    listed,
+                    placing,
+                }
+            }
+            Sink::Direct(mut file) => {
+                file.flush().map_err(|e| Error::io(&path, e))?;
+                ClosedState::Done
+            }
+            Sink::Stdout(mut out) => {
+                out.flush().map_err(|e| Error::io(&path, e))?;
+                ClosedState::Done
+            }
+        };
+        Ok(Closed { path, state })
+    }
+
+    /// Finishes the output and puts it in place (renamed, then its folder synced).
+    pub fn commit(self) -> Result<()> {
+        commit_all(vec![self])
+    }
+}
+
+impl Write for Output {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.sink.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.sink.flush()
+    }
+}
+
+/// Copies `len` bytes at `offset` of `source` to the end of `target`: by the kernel where it
+/// can, else through a buffer, with explicit offsets either way. An input that ends early is
+/// an `UnexpectedEof` error.
+fn copy_range(source: &File, mut offset: u64, len: u64, target: &mut File) -> io::Result<()> {
+    let mut left = len;
+    while left > 0 {
+        let mut from = offset as libc::loff_t;
+        let chunk = left.min(1 << 30) as usize;
+        // SAFETY: both descriptors are open; `from` is a valid pointer to the input offset,
+        // and the output offset is the target's own position.
+        let copied = unsafe {
+            libc::copy_file_range(
+                source.as_raw_fd(),
+                &mut from,
+                target.as_raw_fd(),
+                std::ptr::null_mut(),
+                chunk,
+                0,
+            )
+        };
+        if copied < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(
+                    libc::EXDEV | libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP | libc::EPERM,
+                ) => copy_through_buffer(source, offset, left, target),
+                _ => Err(e),
+            };
+        }
+        if copied == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        offset += copied as u64;
+        left -= copied as u64;
+    }
+    Ok(())
+}
+
+fn copy_through_buffer(
+    source: &File,
+    mut offset: u64,
+    mut left: u64,
+    target: &mut File,
+) -> io::Result<()> {
+    let mut buffer = vec![0u8; (1 << 20).min(left as usize)];
+    while left > 0 {
+        let want = buffer.len().min(left as usize);
+        let got = source.read_at(&mut buffer[..want], offset)?;
+        if got == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        target.write_all(&buffer[..got])?;
+        offset += got as u64;
+        left -= got as u64;
+    }
+    Ok(())
+}
+
+enum ClosedState {
+    Temp {
+        // Field order is drop order: the file is removed before it leaves the list.
+        temp: TempPath,
+        listed: Listed,
+        placing: Placing,
+    },
+    Done,
+}
+
+/// A written, synced and closed output, not yet in place. Dropping it removes the temporary
+/// file.
+pub struct Closed {
+    path: PathBuf,
+    state: ClosedState,
+}
+
+impl Closed {
+    /// Puts the output in place; returns the folder to sync, if any.
+    fn place(self) -> Result<Option<PathBuf>> {
+        let path = self.path;
+        let ClosedState::Temp {
+            temp,
+            listed,
+            placing,
+        } = self.state
+        else {
+            return Ok(None);
+        };
+        match placing {
+            Placing::Rename { .. } => {
+                temp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+                drop(listed);
+                Ok(Some(folder_of(&path).to_path_buf()))
+            }
+            Placing::WriteThrough { kept } => {
+                cleanup::uninterrupted(|| write_through(&temp, &path, &kept))
+                    .map_err(|e| Error::io(&path, e))?;
+                drop(temp);
+                drop(listed);
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// Writes the bytes of the finished file `from` into the existing file `to`, keeping its
+/// inode, then gives it back its mode and attributes (writing clears set-ID bits and file
+/// capabilities) and syncs it.
+fn write_through(from: &Path, to: &Path, kept: &Kept) -> io::Result<()> {
+    let source = File::open(from)?;
+    let len = source.metadata()?.len();
+    let mut target = OpenOptions::new().write(true).open(to)?;
+    copy_range(&source, 0, len, &mut target)?;
+    target.set_len(len)?;
+    kept.give(&target)?;
+    target.sync_all()
+}
+
+/// Finishes every output, then puts them all in place, in order: an output that fails to be
+/// written, or an input that shrank while it was read, leaves none of them in place and
+/// removes every temporary file. Each folder written to is synced once at the end.
+pub fn commit_all(outputs: Vec<Output>) -> Result<()> {
+    let closed: Vec<Closed> = outputs
+        .into_iter()
+        .map(Output::close)
+        .collect::<Result<_>>()?;
+    place_all(closed)
+}
+
+/// Puts outputs already closed in place, in order, and syncs their folders.
+pub fn place_all(closed: Vec<Closed>) -> Result<()> {
+    inputs_intact()?;
+    let mut folders = BTreeSet::new();
+    for output in closed {
+        if let Some(folder) = output.place()? {
+            folders.insert(folder);
+        }
+    }
+    for folder in folders {
+        // A folder that cannot be opened for syncing (no read permission) is left unsynced.
+        if let Ok(dir) = File::open(&folder) {
+            dir.sync_all().map_err(|e| Error::io(&folder, e))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_truncated_under_its_map_reads_zeros_and_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shrinking");
+        fs::write(&path, vec![0xa5u8; 1 << 20]).unwrap();
+        let input = Input::open(&path).unwrap();
+        assert_eq!(input[100_000], 0xa5);
+        input.intact().unwrap();
+        OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(4096)
+            .unwrap();
+        // Past the new end: without the guard, this read is SIGBUS.
+        assert_eq!(input[600_000], 0);
+        assert_eq!(input[(1 << 20) - 1], 0);
+        assert_eq!(input[10], 0xa5);
+        let e = input.intact().unwrap_err().to_string();
+        assert!(e.contains("shrinking") && e.contains("shrank"), "{e}");
+        let out_path = dir.path().join("out");
+        let mut out = Output::create(&out_path).unwrap();
+        out.write_bytes(&input[..]).unwrap();
+        assert!(out.commit().unwrap_err().to_string().contains("shrank"));
+        assert!(!out_path.exists());
+    }
+
+    #[test]
+    fn temporaries_are_private_until_they_take_their_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out");
+        let mut out = Output::create(&path).unwrap();
+        out.write_bytes(b"data").unwrap();
+        let temp = out.written_so_far().unwrap().unwrap();
+        assert_eq!(fs::metadata(&temp).unwrap().mode() & 0o777, 0o600);
+        out.commit().unwrap();
+        assert_eq!(
+            fs::metadata(&path).unwrap().mode() & 0o777,
+            0o666 & !keep::umask()
+        );
+        assert!(!temp.exists());
+    }
+
+    #[test]
+    fn an_input_is_never_written_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in");
+        fs::write(&path, b"input bytes").unwrap();
+        let input = Input::open(&path).unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        for name in [&path, &link] {
+            let e = Output::create(name).err().unwrap().to_string();
+            assert!(e.contains("refusing to write over an input"), "{e}");
+        }
+        drop(input);
+        Output::create(&path).unwrap();
+    }
+
+    #[test]
+    fn a_device_that_never_ends_is_refused() {
+        let e = Input::open(Path::new("/dev/zero"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("'/dev/zero'") && e.contains("devices are not read"),
+            "{e}"
+        );
+        assert!(Input::open(Path::new("/dev/null")).unwrap().is_empty());
+    }
+}
