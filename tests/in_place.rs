@@ -114,7 +114,7 @@ fn extended_attributes_acls_and_capabilities_stay() {
     let acl = sh(&format!("setfacl -m u:65534:r {p}")).status.success();
     let cap = is_root() && sh(&format!("setcap cap_net_raw+ep {p}")).status.success();
     let before_attr = sh(&format!("getfattr -d -m - --absolute-names {p}")).stdout;
-    let before_acl = sh(&format!("getfacl -c {p}")).stdout;
+    let before_acl = sh(&format!("getfacl -cn {p}")).stdout;
     let before_cap = sh(&format!("getcap {p}")).stdout;
     in_place(&path);
     assert_eq!(std::fs::read(&path).unwrap(), expected);
@@ -125,7 +125,7 @@ fn extended_attributes_acls_and_capabilities_stay() {
     );
     assert!(String::from_utf8_lossy(&after_attr).contains("user.origin=\"build-42\""));
     if acl {
-        let after_acl = sh(&format!("getfacl -c {p}")).stdout;
+        let after_acl = sh(&format!("getfacl -cn {p}")).stdout;
         assert_eq!(after_acl, before_acl);
         assert!(String::from_utf8_lossy(&after_acl).contains("user:65534:r--"));
     } else {
