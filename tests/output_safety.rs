@@ -284,6 +284,36 @@ fn a_full_disk_leaves_no_outputs_and_no_temporaries() {
         .filter(|n| n != "out")
         .collect();
     assert!(left.is_empty(), "{left:?}");
+
+    // The packager: 40 offload binaries of 64 KiB, unpacked into the small disk.
+    let mut pack = offload();
+    pack.arg("packager")
+        .arg("-o")
+        .arg(work.path().join("images.bin"));
+    for i in 0..40 {
+        let image = work.path().join(format!("image{i}.o"));
+        std::fs::write(&image, vec![i as u8 + 1; 64 << 10]).unwrap();
+        pack.arg(format!(
+            "--image=file={},triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=openmp",
+            image.display()
+        ));
+    }
+    assert!(pack.status().unwrap().success());
+    let run = offload()
+        .current_dir(disk.path())
+        .arg("packager")
+        .arg(work.path().join("images.bin"))
+        .arg("--image=arch=gfx90a")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    let left: Vec<_> = std::fs::read_dir(disk.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "out")
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }
 
 #[test]
@@ -319,6 +349,26 @@ fn an_interrupted_extract_or_rewrite_leaves_no_temporaries() {
         );
         assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0);
     }
+    // An in-place rewrite interrupted while its temporary exists: the file stays as it was.
+    let big = work.path().join("big.hipfb");
+    let original = many_images(60, 1 << 20);
+    std::fs::write(&big, &original).unwrap();
+    let mut child = offload()
+        .args(["strip", "--keep", "gfx906", "--allow-empty", "--in-place"])
+        .arg(&big)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while temporaries_in(work.path()).is_empty() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    // SAFETY: kill with a valid pid and signal.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}");
+    assert_eq!(temporaries_in(work.path()), Vec::<String>::new());
+    assert!(std::fs::read(&big).unwrap() == original);
 }
 
 #[test]

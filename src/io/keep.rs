@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 
 /// The mode bits that give a program its owner's or group's rights when it runs.
-const SET_ID: u32 = (libc::S_ISUID | libc::S_ISGID) as u32;
+const SET_ID: u32 = 0o6000;
 
 /// A file's mode, owner, group and extended attributes.
 #[derive(Debug, Clone)]
