@@ -113,6 +113,35 @@ row "archive 1200 members x 3 targets" "$l" "$o"
 cmp llvm-1.a ours-1.a && cmp llvm-2.a ours-2.a && cmp llvm-3.a ours-3.a && echo "  same bytes"
 rm -f llvm-?.a ours-?.a
 
+# Extract 48 images of 2 MiB each in parallel (every one past the size below which parts are
+# copied through memory), beside LLVM unbundling the same 48 targets in one run; every output
+# compared.
+many_ids=()
+for p in gfx900 gfx906 gfx908 gfx90a gfx940 gfx941 gfx942 gfx1010 gfx1030 gfx1100 gfx1101 gfx1200; do
+  for f in :sramecc+:xnack+ :sramecc+:xnack- :sramecc-:xnack+ :sramecc-:xnack-; do many_ids+=("$p$f"); done
+done
+many_targets=$(printf 'hipv4-amdgcn-amd-amdhsa--%s,' "${many_ids[@]}"); many_targets=${many_targets%,}
+if [ ! -f many.bundle ]; then
+  many_inputs=()
+  for i in "${!many_ids[@]}"; do
+    head -c $((2 << 20)) /dev/urandom > many$i.bin; many_inputs+=("-input=many$i.bin")
+  done
+  "$llvm" -type=o -bundle-align=4096 -targets="$many_targets" "${many_inputs[@]}" -output=many.bundle
+  rm -f many*.bin
+fi
+rm -rf many-llvm many-ours && mkdir many-llvm
+many_outputs=(); for i in "${!many_ids[@]}"; do many_outputs+=("-output=many-llvm/$i"); done
+many_arches=(); for id in "${many_ids[@]}"; do many_arches+=(--arch "$id"); done
+l=$(measure llvm "$llvm" -unbundle -type=o -targets="$many_targets" -input=many.bundle "${many_outputs[@]}")
+o=$(measure ours "$ours" extract many.bundle --exact "${many_arches[@]}" -o many-ours -q)
+row "extract 48 x 2 MiB in parallel" "$l" "$o"
+same=0
+for i in "${!many_ids[@]}"; do
+  cmp -s "many-llvm/$i" "many-ours/many.bundle-hipv4-amdgcn-amd-amdhsa--${many_ids[$i]//:/_}.bin" && same=$((same + 1))
+done
+echo "  $same of ${#many_ids[@]} outputs the same bytes as LLVM's"
+rm -rf many-llvm many-ours
+
 # A production HIP library of over 1 GB (Debian's librocsparse0: 111 bundles of 8 targets in
 # .hip_fatbin): extract one target and list, beside `cat FILE > /dev/null` in the same run.
 if [ -z "${LIBROCSPARSE:-}" ]; then

@@ -244,9 +244,10 @@ fn a_full_disk_leaves_no_outputs_and_no_temporaries() {
         return;
     };
     let work = tempfile::tempdir().unwrap();
-    // 40 images of 64 KiB: 2.5 MiB, more than the disk holds.
+    // 40 images of 40 KiB: 1.6 MiB, more than the disk holds, each small enough to be held
+    // in a write buffer until its output is finished.
     let input = work.path().join("many.hipfb");
-    std::fs::write(&input, many_images(40, 64 << 10)).unwrap();
+    std::fs::write(&input, many_images(40, 40 << 10)).unwrap();
     let out = disk.path().join("out");
     let run = offload()
         .arg("extract")
@@ -285,14 +286,14 @@ fn a_full_disk_leaves_no_outputs_and_no_temporaries() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 
-    // The packager: 40 offload binaries of 64 KiB, unpacked into the small disk.
+    // The packager: 40 offload binaries of 40 KiB, unpacked into the small disk.
     let mut pack = offload();
     pack.arg("packager")
         .arg("-o")
         .arg(work.path().join("images.bin"));
     for i in 0..40 {
         let image = work.path().join(format!("image{i}.o"));
-        std::fs::write(&image, vec![i as u8 + 1; 64 << 10]).unwrap();
+        std::fs::write(&image, vec![i as u8 + 1; 40 << 10]).unwrap();
         pack.arg(format!(
             "--image=file={},triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=openmp",
             image.display()
