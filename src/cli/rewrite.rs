@@ -76,29 +76,18 @@ struct DecompressArgs {
     dry_run: bool,
 }
 
-fn parse<T: Parser>(name: &str, args: &[String]) -> Result<T, i32> {
-    T::try_parse_from(std::iter::once(name.to_string()).chain(args.iter().cloned())).map_err(|e| {
-        let _ = e.print();
-        if e.use_stderr() {
-            2
-        } else {
-            0
-        }
-    })
-}
-
-fn report(prog: &str, file: &std::path::Path, summary: &Summary, dry_run: bool) {
+/// The summary line of a rewrite of `file`.
+fn summary_line(file: &std::path::Path, summary: &Summary, dry_run: bool) -> String {
     let verb = if dry_run { "would go" } else { "went" };
-    println!(
-        "{}: {} device images {verb} to {}, {} bytes to {} ({} bundles or binaries rewritten)",
+    format!(
+        "{}: {} device images {verb} to {}, {} bytes to {} ({} bundles or binaries rewritten)\n",
         file.display(),
         summary.images_before,
         summary.images_after,
         summary.size_before,
         summary.size_after,
         summary.rewritten
-    );
-    let _ = prog;
+    )
 }
 
 fn execute(
@@ -110,10 +99,8 @@ fn execute(
 ) -> i32 {
     let output = destination.output.unwrap_or_else(|| file.clone());
     match rewrite::rewrite(&file, &output, &config, dry_run) {
-        Ok(summary) => {
-            report(prog, &file, &summary, dry_run);
-            0
-        }
+        Ok(summary) => super::print(prog, &summary_line(&file, &summary, dry_run))
+            .map_or_else(|code| code, |()| 0),
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "{prog}: error: {e}");
             1
@@ -123,7 +110,7 @@ fn execute(
 
 /// Runs `offload strip` with `args` (without the program name).
 pub fn strip(args: &[String]) -> i32 {
-    let args: StripArgs = match parse("offload strip", args) {
+    let args: StripArgs = match super::parse_args("offload strip", args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -148,7 +135,7 @@ pub fn strip(args: &[String]) -> i32 {
 
 /// Runs `offload compress` with `args` (without the program name).
 pub fn compress(args: &[String]) -> i32 {
-    let args: CompressArgs = match parse("offload compress", args) {
+    let args: CompressArgs = match super::parse_args("offload compress", args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -156,7 +143,8 @@ pub fn compress(args: &[String]) -> i32 {
         "zstd" => Method::Zstd,
         "zlib" => Method::Zlib,
         other => {
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "offload compress: error: unknown compression method '{other}' (zstd or zlib)"
             );
             return 2;
@@ -183,7 +171,7 @@ pub fn compress(args: &[String]) -> i32 {
 
 /// Runs `offload decompress` with `args` (without the program name).
 pub fn decompress(args: &[String]) -> i32 {
-    let args: DecompressArgs = match parse("offload decompress", args) {
+    let args: DecompressArgs = match super::parse_args("offload decompress", args) {
         Ok(a) => a,
         Err(code) => return code,
     };
