@@ -310,3 +310,45 @@ fn coff_objects_are_compressed_and_decompressed_and_still_link() {
         );
     }
 }
+
+/// The names of the files in `dir`, sorted.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_dry_run_needs_no_destination_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = copy_sample(dir.path(), "clang/kernel-fatbin.o", "k.o");
+    let before = std::fs::read(&file).unwrap();
+    let runs: [&[&str]; 3] = [
+        &["strip", "k.o", "--keep", "gfx90a", "--dry-run"],
+        &["compress", "k.o", "--dry-run"],
+        &["decompress", "k.o", "--dry-run"],
+    ];
+    for args in runs {
+        let (code, out, err) = offload(dir.path(), args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(
+            out.starts_with("k.o: 2 device images would go to "),
+            "{out}"
+        );
+        assert_eq!(file_names(dir.path()), ["k.o"]);
+        assert_eq!(std::fs::read(&file).unwrap(), before);
+    }
+    let (code, out, _) = offload(
+        dir.path(),
+        &["strip", "k.o", "--keep", "gfx90a", "--dry-run"],
+    );
+    assert_eq!((code, out.as_str()), (0, "k.o: 2 device images would go to 1, 19536 bytes to 15440 (1 bundles or binaries rewritten)\n"));
+    // Without --dry-run a destination is still needed.
+    let (code, _, err) = offload(dir.path(), &["strip", "k.o", "--keep", "gfx90a"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--output"), "{err}");
+    assert_eq!(file_names(dir.path()), ["k.o"]);
+}

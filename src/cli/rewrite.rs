@@ -9,12 +9,16 @@ use clap::{Args as ClapArgs, Parser};
 use crate::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
 use crate::ops::rewrite::{self, Change, RewriteConfig, Summary};
 
-/// Where the result goes.
+/// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]
-#[group(required = true, multiple = false)]
+#[group(multiple = false)]
 struct Destination {
-    /// Write the result to this file.
-    #[arg(short = 'o', long = "output")]
+    /// Write the result to this file (needed unless --in-place or --dry-run).
+    #[arg(
+        short = 'o',
+        long = "output",
+        required_unless_present_any = ["in_place", "dry_run"]
+    )]
     output: Option<PathBuf>,
     /// Replace the file (written beside it, synced, renamed over it; the input is untouched
     /// on any error).
