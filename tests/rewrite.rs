@@ -352,3 +352,110 @@ fn a_dry_run_needs_no_destination_and_writes_nothing() {
     assert!(err.contains("--output"), "{err}");
     assert_eq!(file_names(dir.path()), ["k.o"]);
 }
+
+/// The members of the archive `bytes`: name and contents.
+fn archive_members(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let archive = object::read::archive::ArchiveFile::parse(bytes).unwrap();
+    archive
+        .members()
+        .map(|m| {
+            let m = m.unwrap();
+            (
+                String::from_utf8_lossy(m.name()).into_owned(),
+                m.data(bytes).unwrap().to_vec(),
+            )
+        })
+        .collect()
+}
+
+/// `offload ls --json` of `file` in `dir`: (member, arch) of every image.
+fn listed(dir: &Path, file: &str) -> Vec<(String, String)> {
+    let (code, out, err) = offload(dir, &["ls", "--json", file]);
+    assert_eq!(code, 0, "{err}");
+    let images: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    images
+        .iter()
+        .map(|i| {
+            (
+                i["member"].as_str().unwrap_or_default().to_string(),
+                i["arch"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_archive_inside_an_archive_is_stripped_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let inner = std::fs::read(samples_dir().join("archive/libmulti.a")).unwrap();
+    let object = std::fs::read(samples_dir().join("archive/vadd-rdc.o")).unwrap();
+    let outer = offload::container::archive::write_archive(
+        Path::new("outer.a"),
+        &[("libmulti.a", &inner), ("vadd-rdc.o", &object)],
+    )
+    .unwrap();
+    std::fs::write(d.join("outer.a"), &outer).unwrap();
+
+    let (code, out, err) = offload(d, &["strip", "outer.a", "--keep", "gfx906", "-o", "s.a"]);
+    assert_eq!(code, 0, "{err}");
+    let size = std::fs::metadata(d.join("s.a")).unwrap().len();
+    assert_eq!(
+        out,
+        format!(
+            "outer.a: 8 device images went to 3, {} bytes to {size} (4 bundles or binaries rewritten)\n",
+            outer.len()
+        )
+    );
+    let members = archive_members(&std::fs::read(d.join("s.a")).unwrap());
+    let names: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["libmulti.a", "vadd-rdc.o"]);
+    std::fs::write(d.join("inner.a"), &members[0].1).unwrap();
+    let pair = |m: &str, a: &str| (m.to_string(), a.to_string());
+    assert_eq!(
+        listed(d, "inner.a"),
+        [
+            pair("kernel-rdc.o", "gfx906"),
+            pair("kernel-rdc.o", ""),
+            pair("vadd-rdc.o", "gfx906"),
+            pair("vadd-rdc.o", ""),
+            pair("vadd908-rdc.o", ""),
+        ]
+    );
+    let inner_names: Vec<String> = archive_members(&members[0].1)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        inner_names,
+        [
+            "kernel-rdc.o",
+            "vadd-rdc.o",
+            "plain-host.o",
+            "vadd908-rdc.o"
+        ]
+    );
+    assert_eq!(
+        listed(d, "s.a").len(),
+        7,
+        "the outer object keeps gfx906 and its host entry"
+    );
+}
+
+#[test]
+fn archives_nested_too_deep_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(samples_dir().join("archive/libmulti.a")).unwrap();
+    for _ in 0..10 {
+        bytes = offload::container::archive::write_archive(Path::new("a"), &[("in.a", &bytes)])
+            .unwrap();
+    }
+    std::fs::write(dir.path().join("deep.a"), &bytes).unwrap();
+    let (code, _, err) = offload(
+        dir.path(),
+        &["strip", "deep.a", "--keep", "gfx906", "-o", "s.a"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("archives nest more than 8 deep"), "{err}");
+    assert!(!dir.path().join("s.a").exists());
+}
