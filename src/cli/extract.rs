@@ -74,26 +74,22 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
         None,
         indicatif::ProgressDrawTarget::hidden(),
     ));
+    let extraction = extract::extract(&config, &bar);
+    let listed = match (&extraction.result, args.quiet) {
+        (Ok(written), false) => super::print(prog, &listing(written)),
+        _ => Ok(()),
+    };
     let stderr = std::io::stderr();
-    match extract::extract(&config, &bar) {
-        Ok((written, problems)) => {
-            let listed = if args.quiet {
-                Ok(())
-            } else {
-                super::print(prog, &listing(&written))
-            };
-            for p in &problems {
-                let _ = writeln!(stderr.lock(), "{prog}: error: {p}");
-            }
-            match listed {
-                Ok(()) => i32::from(!problems.is_empty()),
-                Err(code) => code,
-            }
-        }
-        Err(e) => {
-            let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
-            1
-        }
+    for p in &extraction.problems {
+        let _ = writeln!(stderr.lock(), "{prog}: error: {p}");
+    }
+    if let Err(e) = &extraction.result {
+        let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
+        return 1;
+    }
+    match listed {
+        Ok(()) => i32::from(!extraction.problems.is_empty()),
+        Err(code) => code,
     }
 }
 
