@@ -459,3 +459,24 @@ fn archives_nested_too_deep_are_refused() {
     assert!(err.contains("archives nest more than 8 deep"), "{err}");
     assert!(!dir.path().join("s.a").exists());
 }
+
+#[test]
+fn the_first_damaged_member_of_an_archive_is_the_one_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read(samples_dir().join("openmp/device.bin")).unwrap();
+    let names: Vec<String> = (0..16).map(|i| format!("cut{i:02}.bin")).collect();
+    let members: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &good[..100])).collect();
+    let archive = offload::container::archive::write_archive(Path::new("cut.a"), &members).unwrap();
+    std::fs::write(dir.path().join("cut.a"), archive).unwrap();
+    for _ in 0..4 {
+        let (code, _, err) = offload(
+            dir.path(),
+            &["strip", "cut.a", "--keep", "gfx90a", "--dry-run"],
+        );
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.starts_with("offload strip: error: 'cut.a(cut00.bin)': "),
+            "{err}"
+        );
+    }
+}

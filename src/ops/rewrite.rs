@@ -495,6 +495,9 @@ fn rewrite_archive(
             };
             Ok((new, s))
         })
+        .collect::<Vec<Result<_>>>()
+        // The first damaged member in archive order is the one reported, on every run.
+        .into_iter()
         .collect::<Result<_>>()?;
     if results.iter().all(|(new, _)| new.is_none()) {
         for (_, s) in &results {
