@@ -193,3 +193,73 @@ fn filters_on_triple_and_kind() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), 1, "{out}");
 }
+
+/// The damage `offload ls` reports for `file`, each line without the program name.
+fn ls_damage(file: &Path) -> Vec<String> {
+    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+        .arg("ls")
+        .arg(file)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|l| l.strip_prefix("offload ls: ").unwrap_or(l).to_string())
+        .collect()
+}
+
+#[test]
+fn damage_is_reported_before_no_image_is() {
+    let mut damaged: Vec<(std::path::PathBuf, Vec<String>)> =
+        std::fs::read_dir(samples_dir().join("damaged"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .map(|p| {
+                let damage = ls_damage(&p);
+                (p, damage)
+            })
+            .filter(|(_, damage)| !damage.is_empty())
+            .collect();
+    damaged.sort();
+    assert!(damaged.len() >= 10, "{damaged:?}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let no_image = |files: &[&Path]| {
+        let names: Vec<String> = files.iter().map(|f| format!("'{}'", f.display())).collect();
+        format!("error: no device image for gfx90a in {}", names.join(", "))
+    };
+    for (file, damage) in &damaged {
+        let (code, stdout, stderr) = extract(
+            dir.path(),
+            &[
+                file.to_str().unwrap(),
+                "--arch",
+                "gfx90a",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code, 1, "{}: {stderr}", file.display());
+        assert_eq!(stdout, "");
+        let mut want: Vec<String> = damage.clone();
+        want.push(no_image(&[file]));
+        let got: Vec<&str> = stderr
+            .lines()
+            .map(|l| l.strip_prefix("offload-extract: ").unwrap_or(l))
+            .collect();
+        assert_eq!(got, want, "{}", file.display());
+        assert!(written(&out).is_empty(), "{}", file.display());
+    }
+    // Several files: the damage of each, in order, then the one failure.
+    let files: Vec<&Path> = damaged.iter().map(|(f, _)| f.as_path()).collect();
+    let mut args: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
+    args.extend(["--arch", "gfx90a", "-o", out.to_str().unwrap()]);
+    let (code, _, stderr) = extract(dir.path(), &args);
+    assert_eq!(code, 1, "{stderr}");
+    let mut want: Vec<String> = damaged.iter().flat_map(|(_, d)| d.clone()).collect();
+    want.push(no_image(&files));
+    let got: Vec<&str> = stderr
+        .lines()
+        .map(|l| l.strip_prefix("offload-extract: ").unwrap_or(l))
+        .collect();
+    assert_eq!(got, want);
+}

@@ -235,3 +235,37 @@ fn damaged_binaries_are_clear_errors_with_file_and_offset() {
         assert_eq!(left, 0);
     }
 }
+
+#[test]
+fn every_damaged_binary_is_reported_in_file_order() {
+    let good = std::fs::read(common::samples_dir().join("openmp/device.bin")).unwrap();
+    let archive = offload::container::archive::write_archive(
+        Path::new("two.a"),
+        &[
+            ("cut1.bin", &good[..100]),
+            ("good.bin", &good),
+            ("cut2.bin", &good[..60]),
+        ],
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("two.a"), archive).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_offload"))
+        .current_dir(dir.path())
+        .args(["packager", "two.a", "--image=triple=amdgcn-amd-amdhsa"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 2, "{err}");
+    assert!(
+        lines[0].starts_with("offload packager: error: 'two.a': member 'cut1.bin': offset "),
+        "{err}"
+    );
+    assert!(
+        lines[1].starts_with("offload packager: error: 'two.a': member 'cut2.bin': offset "),
+        "{err}"
+    );
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "outputs left");
+}

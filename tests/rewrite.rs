@@ -310,3 +310,173 @@ fn coff_objects_are_compressed_and_decompressed_and_still_link() {
         );
     }
 }
+
+/// The names of the files in `dir`, sorted.
+fn file_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_dry_run_needs_no_destination_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = copy_sample(dir.path(), "clang/kernel-fatbin.o", "k.o");
+    let before = std::fs::read(&file).unwrap();
+    let runs: [&[&str]; 3] = [
+        &["strip", "k.o", "--keep", "gfx90a", "--dry-run"],
+        &["compress", "k.o", "--dry-run"],
+        &["decompress", "k.o", "--dry-run"],
+    ];
+    for args in runs {
+        let (code, out, err) = offload(dir.path(), args);
+        assert_eq!(code, 0, "{args:?}: {err}");
+        assert!(
+            out.starts_with("k.o: 2 device images would go to "),
+            "{out}"
+        );
+        assert_eq!(file_names(dir.path()), ["k.o"]);
+        assert_eq!(std::fs::read(&file).unwrap(), before);
+    }
+    let (code, out, _) = offload(
+        dir.path(),
+        &["strip", "k.o", "--keep", "gfx90a", "--dry-run"],
+    );
+    assert_eq!((code, out.as_str()), (0, "k.o: 2 device images would go to 1, 19536 bytes to 15440 (1 bundles or binaries rewritten)\n"));
+    // Without --dry-run a destination is still needed.
+    let (code, _, err) = offload(dir.path(), &["strip", "k.o", "--keep", "gfx90a"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--output"), "{err}");
+    assert_eq!(file_names(dir.path()), ["k.o"]);
+}
+
+/// The members of the archive `bytes`: name and contents.
+fn archive_members(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let archive = object::read::archive::ArchiveFile::parse(bytes).unwrap();
+    archive
+        .members()
+        .map(|m| {
+            let m = m.unwrap();
+            (
+                String::from_utf8_lossy(m.name()).into_owned(),
+                m.data(bytes).unwrap().to_vec(),
+            )
+        })
+        .collect()
+}
+
+/// `offload ls --json` of `file` in `dir`: (member, arch) of every image.
+fn listed(dir: &Path, file: &str) -> Vec<(String, String)> {
+    let (code, out, err) = offload(dir, &["ls", "--json", file]);
+    assert_eq!(code, 0, "{err}");
+    let images: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    images
+        .iter()
+        .map(|i| {
+            (
+                i["member"].as_str().unwrap_or_default().to_string(),
+                i["arch"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_archive_inside_an_archive_is_stripped_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let inner = std::fs::read(samples_dir().join("archive/libmulti.a")).unwrap();
+    let object = std::fs::read(samples_dir().join("archive/vadd-rdc.o")).unwrap();
+    let outer = offload::container::archive::write_archive(
+        Path::new("outer.a"),
+        &[("libmulti.a", &inner), ("vadd-rdc.o", &object)],
+    )
+    .unwrap();
+    std::fs::write(d.join("outer.a"), &outer).unwrap();
+
+    let (code, out, err) = offload(d, &["strip", "outer.a", "--keep", "gfx906", "-o", "s.a"]);
+    assert_eq!(code, 0, "{err}");
+    let size = std::fs::metadata(d.join("s.a")).unwrap().len();
+    assert_eq!(
+        out,
+        format!(
+            "outer.a: 8 device images went to 3, {} bytes to {size} (4 bundles or binaries rewritten)\n",
+            outer.len()
+        )
+    );
+    let members = archive_members(&std::fs::read(d.join("s.a")).unwrap());
+    let names: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["libmulti.a", "vadd-rdc.o"]);
+    std::fs::write(d.join("inner.a"), &members[0].1).unwrap();
+    let pair = |m: &str, a: &str| (m.to_string(), a.to_string());
+    assert_eq!(
+        listed(d, "inner.a"),
+        [
+            pair("kernel-rdc.o", "gfx906"),
+            pair("kernel-rdc.o", ""),
+            pair("vadd-rdc.o", "gfx906"),
+            pair("vadd-rdc.o", ""),
+            pair("vadd908-rdc.o", ""),
+        ]
+    );
+    let inner_names: Vec<String> = archive_members(&members[0].1)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        inner_names,
+        [
+            "kernel-rdc.o",
+            "vadd-rdc.o",
+            "plain-host.o",
+            "vadd908-rdc.o"
+        ]
+    );
+    assert_eq!(
+        listed(d, "s.a").len(),
+        7,
+        "the outer object keeps gfx906 and its host entry"
+    );
+}
+
+#[test]
+fn archives_nested_too_deep_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = std::fs::read(samples_dir().join("archive/libmulti.a")).unwrap();
+    for _ in 0..10 {
+        bytes = offload::container::archive::write_archive(Path::new("a"), &[("in.a", &bytes)])
+            .unwrap();
+    }
+    std::fs::write(dir.path().join("deep.a"), &bytes).unwrap();
+    let (code, _, err) = offload(
+        dir.path(),
+        &["strip", "deep.a", "--keep", "gfx906", "-o", "s.a"],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("archives nest more than 8 deep"), "{err}");
+    assert!(!dir.path().join("s.a").exists());
+}
+
+#[test]
+fn the_first_damaged_member_of_an_archive_is_the_one_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = std::fs::read(samples_dir().join("openmp/device.bin")).unwrap();
+    let names: Vec<String> = (0..16).map(|i| format!("cut{i:02}.bin")).collect();
+    let members: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &good[..100])).collect();
+    let archive = offload::container::archive::write_archive(Path::new("cut.a"), &members).unwrap();
+    std::fs::write(dir.path().join("cut.a"), archive).unwrap();
+    for _ in 0..4 {
+        let (code, _, err) = offload(
+            dir.path(),
+            &["strip", "cut.a", "--keep", "gfx90a", "--dry-run"],
+        );
+        assert_eq!(code, 1, "{err}");
+        assert!(
+            err.starts_with("offload strip: error: 'cut.a(cut00.bin)': "),
+            "{err}"
+        );
+    }
+}

@@ -219,3 +219,100 @@ fn damaged_programs_give_errors_not_panics() {
         }
     }
 }
+
+/// Runs `offload` in `dir`: the exit status and standard error.
+fn offload_in(dir: &Path, args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn decompressing_a_linked_program_is_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    for sample in ["hip-app", "libhip.so"] {
+        std::fs::copy(samples_dir().join("linked").join(sample), d.join(sample)).unwrap();
+    }
+    // A program whose bundles we compressed ourselves.
+    let (code, err) = offload_in(
+        d,
+        &[
+            "compress",
+            samples_dir().join("linked/hip-rdc-app").to_str().unwrap(),
+            "-o",
+            "hip-rdc-app.z",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    for name in ["hip-app", "libhip.so", "hip-rdc-app.z"] {
+        let before = std::fs::read(d.join(name)).unwrap();
+        let runs: [&[&str]; 3] = [
+            &["decompress", name, "-o", "out"],
+            &["decompress", name, "--in-place"],
+            &["decompress", name, "--dry-run"],
+        ];
+        for args in runs {
+            let (code, err) = offload_in(d, args);
+            assert_eq!(code, 1, "{args:?}: {err}");
+            assert_eq!(
+                err,
+                format!(
+                    "offload decompress: error: '{name}': decompressing the device code of a linked program or shared library is not supported: the bundles would no longer fit their section; decompress the objects before linking\n"
+                ),
+                "{args:?}"
+            );
+            assert!(!d.join("out").exists(), "{args:?} left an output");
+            assert_eq!(std::fs::read(d.join(name)).unwrap(), before, "{args:?}");
+        }
+    }
+    // A program without compressed bundles has nothing to decompress.
+    let (code, err) = offload_in(
+        d,
+        &[
+            "decompress",
+            samples_dir().join("linked/hip-rdc-app").to_str().unwrap(),
+            "--dry-run",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+}
+
+/// The size of the bundle or compressed bundle at the start of `here`.
+fn container_len(here: &[u8]) -> Result<usize, offload::format::Error> {
+    use offload::format::{bundle::Bundle, ccob::CompressedBundle};
+    let size = if offload::format::ccob::is_compressed(here) {
+        CompressedBundle::parse(here)?.map_or(0, |c| c.size())
+    } else {
+        Bundle::parse(here)?.map_or(0, |b| b.size())
+    };
+    Ok(size as usize)
+}
+
+#[test]
+fn bundles_that_outgrow_their_section_are_an_error_not_a_panic() {
+    use offload::container::elf_program::rewrite_hip_fatbin;
+    for sample in ["linked/hip-app", "linked/libhip.so", "linked/hip-rdc-app"] {
+        let file = std::fs::read(samples_dir().join(sample)).unwrap();
+        for growth in [1usize << 16, 1 << 20] {
+            let grown = |here: &[u8], _| {
+                let mut bytes = here[..container_len(here)?].to_vec();
+                bytes.resize(bytes.len() + growth, 0xee);
+                Ok(Some(bytes))
+            };
+            let error = rewrite_hip_fatbin(&file, &container_len, &grown)
+                .err()
+                .unwrap_or_else(|| panic!("{sample}: bundles grown by {growth} were accepted"));
+            assert!(
+                error.to_string().contains("no longer fit .hip_fatbin"),
+                "{sample}: {error}"
+            );
+        }
+    }
+}

@@ -193,16 +193,16 @@ fn run_with(
         .iter()
         .any(|h| parsed.flag(h) == Some(true))
     {
-        let _ = write!(out, "{}", HELP.replace("PROG", prog));
-        return 0;
+        let help = HELP.replace("PROG", prog);
+        return super::write_out(prog, out, err, help.as_bytes()).map_or_else(|code| code, |()| 0);
     }
     if parsed.flag("version") == Some(true) {
-        let _ = writeln!(
-            out,
-            "offload-tools clang-offload-bundler version {} (compatible with LLVM 19.1.7)",
+        let version = format!(
+            "offload-tools clang-offload-bundler version {} (compatible with LLVM 19.1.7)\n",
             env!("CARGO_PKG_VERSION")
         );
-        return 0;
+        return super::write_out(prog, out, err, version.as_bytes())
+            .map_or_else(|code| code, |()| 0);
     }
     if let Some(arg) = parsed.positional.first() {
         let _ = writeln!(
@@ -353,7 +353,7 @@ fn run_with(
         dry_run: parsed.flag("###").unwrap_or(false),
     };
 
-    let result = if parsed.flag("list") == Some(true) {
+    if parsed.flag("list") == Some(true) {
         if unbundle {
             return fail(err, "-unbundle and -list cannot be used together");
         }
@@ -366,8 +366,9 @@ fn run_with(
         if parsed.given("targets") {
             return fail(err, "-targets option is invalid for -list");
         }
-        bundler::list(&config, out, err)
-    } else if unbundle {
+        return list(prog, &config, out, err);
+    }
+    let result = if unbundle {
         bundler::unbundle(&config, err)
     } else {
         bundler::bundle(&config, err)
@@ -375,6 +376,19 @@ fn run_with(
     match result {
         Ok(()) => 0,
         Err(e) => fail(err, &e.to_string()),
+    }
+}
+
+/// Runs `-list`: the entry IDs go to `out` once they are all known, and a failure to write
+/// them is an error like any other.
+fn list(prog: &str, config: &BundlerConfig, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    let mut listing = Vec::new();
+    match bundler::list(config, &mut listing, err) {
+        Ok(()) => super::write_out(prog, out, err, &listing).map_or_else(|code| code, |()| 0),
+        Err(e) => {
+            let _ = writeln!(err, "{prog}: error: {e}");
+            1
+        }
     }
 }
 

@@ -58,14 +58,10 @@ impl Progress for Bar {
 /// Runs the command with `args` (without the program name); `prog` names it in messages.
 /// Returns the exit status: 0 when images were written and every file read cleanly.
 pub fn run(prog: &str, args: &[String]) -> i32 {
-    let args =
-        match Args::try_parse_from(std::iter::once(prog.to_string()).chain(args.iter().cloned())) {
-            Ok(a) => a,
-            Err(e) => {
-                let _ = e.print();
-                return if e.use_stderr() { 2 } else { 0 };
-            }
-        };
+    let args: Args = match super::parse_args(prog, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
     let config = ExtractConfig {
         files: args.files,
         arches: args.arches,
@@ -78,31 +74,37 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
         None,
         indicatif::ProgressDrawTarget::hidden(),
     ));
+    let extraction = extract::extract(&config, &bar);
+    let listed = match (&extraction.result, args.quiet) {
+        (Ok(written), false) => super::print(prog, &listing(written)),
+        _ => Ok(()),
+    };
     let stderr = std::io::stderr();
-    match extract::extract(&config, &bar) {
-        Ok((written, problems)) => {
-            if !args.quiet {
-                let stdout = std::io::stdout();
-                let mut out = stdout.lock();
-                for w in &written {
-                    let _ = writeln!(
-                        out,
-                        "{}\t{} {} {} bytes",
-                        w.path.display(),
-                        w.image.offload_kind,
-                        w.image.arch,
-                        w.image.size
-                    );
-                }
-            }
-            for p in &problems {
-                let _ = writeln!(stderr.lock(), "{prog}: error: {p}");
-            }
-            i32::from(!problems.is_empty())
-        }
-        Err(e) => {
-            let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
-            1
-        }
+    for p in &extraction.problems {
+        let _ = writeln!(stderr.lock(), "{prog}: error: {p}");
     }
+    if let Err(e) = &extraction.result {
+        let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
+        return 1;
+    }
+    match listed {
+        Ok(()) => i32::from(!extraction.problems.is_empty()),
+        Err(code) => code,
+    }
+}
+
+/// One line per written image: where it went, its kind, target and size.
+fn listing(written: &[extract::Extracted]) -> String {
+    written
+        .iter()
+        .map(|w| {
+            format!(
+                "{}\t{} {} {} bytes\n",
+                w.path.display(),
+                w.image.offload_kind,
+                w.image.arch,
+                w.image.size
+            )
+        })
+        .collect()
 }

@@ -7,6 +7,8 @@ use clap::Parser;
 
 use crate::ops::ls;
 
+const PROG: &str = "offload ls";
+
 /// List the device images in files: objects, executables, shared libraries, archives and bare
 /// offload binaries.
 #[derive(Debug, Parser)]
@@ -26,14 +28,9 @@ struct Args {
 /// Runs `offload ls` with `args` (without the program name) and returns the exit status: 0
 /// when every file could be read, 1 otherwise (the files that could be read are still listed).
 pub fn run(args: &[String]) -> i32 {
-    let args = match Args::try_parse_from(
-        std::iter::once("offload ls".to_string()).chain(args.iter().cloned()),
-    ) {
+    let args: Args = match super::parse_args(PROG, args) {
         Ok(a) => a,
-        Err(e) => {
-            let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
-        }
+        Err(code) => return code,
     };
     let mut images = Vec::new();
     let mut failed = false;
@@ -44,31 +41,39 @@ pub fn run(args: &[String]) -> i32 {
                 images.extend(found);
                 for problem in problems {
                     failed = true;
-                    let _ = writeln!(stderr.lock(), "offload ls: error: {problem}");
+                    let _ = writeln!(stderr.lock(), "{PROG}: error: {problem}");
                 }
             }
             Err(e) => {
                 failed = true;
-                let _ = writeln!(stderr.lock(), "offload ls: error: {e}");
+                let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
             }
         }
     }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let written = if args.uri {
+    let text = match listing(&args, &images) {
+        Ok(text) => text,
+        Err(e) => {
+            let _ = writeln!(stderr.lock(), "{PROG}: error: JSON: {e}");
+            return 1;
+        }
+    };
+    match super::print(PROG, &text) {
+        Ok(()) => i32::from(failed),
+        Err(code) => code,
+    }
+}
+
+/// The listing of `images` in the form `args` ask for.
+fn listing(args: &Args, images: &[ls::Image]) -> serde_json::Result<String> {
+    Ok(if args.uri {
         images
             .iter()
             .filter_map(ls::uri)
-            .try_for_each(|u| writeln!(out, "{u}"))
+            .map(|u| format!("{u}\n"))
+            .collect()
     } else if args.json {
-        serde_json::to_writer_pretty(&mut out, &images)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(out))
+        serde_json::to_string_pretty(images)? + "\n"
     } else {
-        out.write_all(ls::table(&images).as_bytes())
-    };
-    if written.is_err() {
-        return 1;
-    }
-    i32::from(failed)
+        ls::table(images)
+    })
 }

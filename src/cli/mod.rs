@@ -10,7 +10,10 @@ pub mod rewrite;
 pub mod wrapper;
 
 use std::ffi::OsString;
+use std::io::{self, Write};
 use std::path::Path;
+
+use clap::Parser;
 
 const USAGE: &str = "offload: GPU offload fat binary tools
 
@@ -63,16 +66,76 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Some("compress") => rewrite::compress(&rest[1..]),
         Some("decompress") => rewrite::decompress(&rest[1..]),
         Some("help" | "--help" | "-h") | None => {
-            print!("{USAGE}");
-            i32::from(rest.is_empty())
+            print("offload", USAGE).map_or_else(|code| code, |()| i32::from(rest.is_empty()))
         }
         Some("--version" | "-V") => {
-            println!("offload {}", env!("CARGO_PKG_VERSION"));
-            0
+            let version = format!("offload {}\n", env!("CARGO_PKG_VERSION"));
+            print("offload", &version).map_or_else(|code| code, |()| 0)
         }
         Some(other) => {
-            eprintln!("offload: error: unknown command '{other}' (try `offload help`)");
+            let _ = writeln!(
+                io::stderr(),
+                "offload: error: unknown command '{other}' (try `offload help`)"
+            );
             2
         }
+    }
+}
+
+/// Writes `text` to `out` and flushes it, so that a failure shows now and not, unseen, when the
+/// program ends.
+pub(crate) fn write_flushed(out: &mut dyn Write, text: &[u8]) -> io::Result<()> {
+    out.write_all(text)?;
+    out.flush()
+}
+
+/// Says on `err` that standard output failed with `e`, and returns the exit status for it (1).
+pub(crate) fn stdout_failed(prog: &str, err: &mut dyn Write, e: &io::Error) -> i32 {
+    let _ = writeln!(
+        err,
+        "{prog}: error: standard output: {}",
+        crate::error::io_message(e)
+    );
+    1
+}
+
+/// Writes `text` to `out` (standard output, or a buffer in tests). When it cannot be written
+/// (a full disk, a closed pipe), says so on `err` and gives the exit status to return.
+pub(crate) fn write_out(
+    prog: &str,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    text: &[u8],
+) -> Result<(), i32> {
+    write_flushed(out, text).map_err(|e| stdout_failed(prog, err, &e))
+}
+
+/// Prints `text` on standard output; see [`write_out`].
+pub(crate) fn print(prog: &str, text: &str) -> Result<(), i32> {
+    write_out(
+        prog,
+        &mut io::stdout().lock(),
+        &mut io::stderr().lock(),
+        text.as_bytes(),
+    )
+}
+
+/// Parses the arguments of a subcommand named `prog`. On `--help`, `--version` or a mistake,
+/// prints what clap has to say and gives the exit status to return: 0 after help or version
+/// (1 when standard output failed), 2 after a mistake.
+pub(crate) fn parse_args<T: Parser>(prog: &str, args: &[String]) -> Result<T, i32> {
+    T::try_parse_from(std::iter::once(prog.to_string()).chain(args.iter().cloned()))
+        .map_err(|e| clap_exit(prog, &e))
+}
+
+/// Prints clap's help, version or usage error `e` and returns the exit status for it.
+fn clap_exit(prog: &str, e: &clap::Error) -> i32 {
+    if e.use_stderr() {
+        let _ = e.print();
+        return 2;
+    }
+    match e.print().and_then(|()| io::stdout().flush()) {
+        Ok(()) => 0,
+        Err(io_error) => stdout_failed(prog, &mut io::stderr().lock(), &io_error),
     }
 }

@@ -88,16 +88,16 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
         .iter()
         .any(|h| parsed.flag(h) == Some(true))
     {
-        let _ = write!(out, "{}", HELP.replace("PROG", prog));
-        return 0;
+        let help = HELP.replace("PROG", prog);
+        return super::write_out(prog, out, err, help.as_bytes()).map_or_else(|code| code, |()| 0);
     }
     if parsed.flag("version") == Some(true) {
-        let _ = writeln!(
-            out,
-            "offload-tools clang-offload-packager version {} (compatible with LLVM 19.1.7)",
+        let version = format!(
+            "offload-tools clang-offload-packager version {} (compatible with LLVM 19.1.7)\n",
             env!("CARGO_PKG_VERSION")
         );
-        return 0;
+        return super::write_out(prog, out, err, version.as_bytes())
+            .map_or_else(|code| code, |()| 0);
     }
     if parsed.positional.len() > 1 {
         let _ = writeln!(

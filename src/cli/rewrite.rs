@@ -9,12 +9,16 @@ use clap::{Args as ClapArgs, Parser};
 use crate::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
 use crate::ops::rewrite::{self, Change, RewriteConfig, Summary};
 
-/// Where the result goes.
+/// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]
-#[group(required = true, multiple = false)]
+#[group(multiple = false)]
 struct Destination {
-    /// Write the result to this file.
-    #[arg(short = 'o', long = "output")]
+    /// Write the result to this file (needed unless --in-place or --dry-run).
+    #[arg(
+        short = 'o',
+        long = "output",
+        required_unless_present_any = ["in_place", "dry_run"]
+    )]
     output: Option<PathBuf>,
     /// Replace the file (written beside it, synced, renamed over it; the input is untouched
     /// on any error).
@@ -76,29 +80,18 @@ struct DecompressArgs {
     dry_run: bool,
 }
 
-fn parse<T: Parser>(name: &str, args: &[String]) -> Result<T, i32> {
-    T::try_parse_from(std::iter::once(name.to_string()).chain(args.iter().cloned())).map_err(|e| {
-        let _ = e.print();
-        if e.use_stderr() {
-            2
-        } else {
-            0
-        }
-    })
-}
-
-fn report(prog: &str, file: &std::path::Path, summary: &Summary, dry_run: bool) {
+/// The summary line of a rewrite of `file`.
+fn summary_line(file: &std::path::Path, summary: &Summary, dry_run: bool) -> String {
     let verb = if dry_run { "would go" } else { "went" };
-    println!(
-        "{}: {} device images {verb} to {}, {} bytes to {} ({} bundles or binaries rewritten)",
+    format!(
+        "{}: {} device images {verb} to {}, {} bytes to {} ({} bundles or binaries rewritten)\n",
         file.display(),
         summary.images_before,
         summary.images_after,
         summary.size_before,
         summary.size_after,
         summary.rewritten
-    );
-    let _ = prog;
+    )
 }
 
 fn execute(
@@ -110,10 +103,8 @@ fn execute(
 ) -> i32 {
     let output = destination.output.unwrap_or_else(|| file.clone());
     match rewrite::rewrite(&file, &output, &config, dry_run) {
-        Ok(summary) => {
-            report(prog, &file, &summary, dry_run);
-            0
-        }
+        Ok(summary) => super::print(prog, &summary_line(&file, &summary, dry_run))
+            .map_or_else(|code| code, |()| 0),
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "{prog}: error: {e}");
             1
@@ -123,7 +114,7 @@ fn execute(
 
 /// Runs `offload strip` with `args` (without the program name).
 pub fn strip(args: &[String]) -> i32 {
-    let args: StripArgs = match parse("offload strip", args) {
+    let args: StripArgs = match super::parse_args("offload strip", args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -148,7 +139,7 @@ pub fn strip(args: &[String]) -> i32 {
 
 /// Runs `offload compress` with `args` (without the program name).
 pub fn compress(args: &[String]) -> i32 {
-    let args: CompressArgs = match parse("offload compress", args) {
+    let args: CompressArgs = match super::parse_args("offload compress", args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -156,7 +147,8 @@ pub fn compress(args: &[String]) -> i32 {
         "zstd" => Method::Zstd,
         "zlib" => Method::Zlib,
         other => {
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "offload compress: error: unknown compression method '{other}' (zstd or zlib)"
             );
             return 2;
@@ -183,7 +175,7 @@ pub fn compress(args: &[String]) -> i32 {
 
 /// Runs `offload decompress` with `args` (without the program name).
 pub fn decompress(args: &[String]) -> i32 {
-    let args: DecompressArgs = match parse("offload decompress", args) {
+    let args: DecompressArgs = match super::parse_args("offload decompress", args) {
         Ok(a) => a,
         Err(code) => return code,
     };

@@ -97,16 +97,16 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
         }
     };
     if parsed.flag("help") == Some(true) {
-        let _ = write!(out, "{}", HELP.replace("PROG", prog));
-        return 0;
+        let help = HELP.replace("PROG", prog);
+        return super::write_out(prog, out, err, help.as_bytes()).map_or_else(|code| code, |()| 0);
     }
     if parsed.flag("version") == Some(true) {
-        let _ = writeln!(
-            out,
-            "offload-tools clang-offload-wrapper version {}",
+        let version = format!(
+            "offload-tools clang-offload-wrapper version {}\n",
             env!("CARGO_PKG_VERSION")
         );
-        return 0;
+        return super::write_out(prog, out, err, version.as_bytes())
+            .map_or_else(|code| code, |()| 0);
     }
     images.extend(parsed.positional.iter().map(PathBuf::from));
     let Some(target) = parsed.value("target") else {

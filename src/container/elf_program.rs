@@ -230,6 +230,9 @@ pub fn rewrite_hip_fatbin<'a>(
     if !changed {
         return Ok(None);
     }
+    if packed.len() > f_size {
+        return Err(too_large(fatbin.offset, packed.len(), f_size));
+    }
 
     // Every place that holds an address inside .hip_fatbin must hold a bundle's start.
     let mut pointers: Vec<Pointer> = Vec::new();
@@ -388,9 +391,7 @@ pub fn rewrite_hip_fatbin<'a>(
     if delta == 0 {
         // Too little room to move anything: the packed bundles stay in the section's place,
         // zeros after them, and only the pointers change.
-        return Ok(Some(in_place(
-            file, f_off, f_size, &packed, &pointers, &moves,
-        )));
+        return in_place(file, f_off, f_size, &packed, &pointers, &moves).map(Some);
     }
     let delta = delta as usize;
     let moved = |off: u64| {
@@ -527,6 +528,18 @@ pub fn rewrite_hip_fatbin<'a>(
     Ok(Some(out))
 }
 
+/// The error for rewritten bundles (`size` bytes) that no longer fit the section
+/// (`room` bytes) at `offset`.
+fn too_large(offset: u64, size: usize, room: usize) -> Error {
+    bad(
+        offset,
+        format!(
+            "the rewritten bundles ({size} bytes) no longer fit .hip_fatbin ({room} bytes); \
+             growing the section of a linked program is not supported"
+        ),
+    )
+}
+
 /// The file with the packed bundles written over the section (zeros after them) and the
 /// pointers moved; every offset and size stays.
 fn in_place<'a>(
@@ -536,22 +549,36 @@ fn in_place<'a>(
     packed: &[u8],
     pointers: &[Pointer],
     moves: &BTreeMap<u64, u64>,
-) -> Rewritten<'a> {
+) -> Result<Rewritten<'a>, Error> {
     let mut bytes = file.to_vec();
-    bytes[f_off..f_off + packed.len()].copy_from_slice(packed);
-    bytes[f_off + packed.len()..f_off + f_size].fill(0);
+    let section = f_off
+        .checked_add(f_size)
+        .and_then(|end| bytes.get_mut(f_off..end))
+        .ok_or_else(|| bad(f_off as u64, ".hip_fatbin lies outside the file"))?;
+    if packed.len() > section.len() {
+        return Err(too_large(f_off as u64, packed.len(), section.len()));
+    }
+    let (head, tail) = section.split_at_mut(packed.len());
+    head.copy_from_slice(packed);
+    tail.fill(0);
     for p in pointers {
-        let new = moves[&p.target].to_le_bytes();
+        let new = moves
+            .get(&p.target)
+            .ok_or_else(|| bad(f_off as u64, "internal: a pointer to no bundle"))?
+            .to_le_bytes();
         for at in [p.value_at, p.addend_at].into_iter().flatten() {
-            bytes[at..at + 8].copy_from_slice(&new);
+            bytes
+                .get_mut(at..at.saturating_add(8))
+                .ok_or_else(|| bad(at as u64, "a pointer lies outside the file"))?
+                .copy_from_slice(&new);
         }
     }
     let size = bytes.len() as u64;
-    Rewritten {
+    Ok(Rewritten {
         pieces: vec![Piece {
             offset: 0,
             data: std::borrow::Cow::Owned(bytes),
         }],
         size,
-    }
+    })
 }

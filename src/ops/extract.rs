@@ -175,20 +175,38 @@ fn stem(path: &Path) -> String {
         .unwrap_or_else(|| "input".into())
 }
 
-/// Extracts every image `config` asks for. Problems in the inputs (damaged sections) are
-/// returned beside the result: they do not stop the extraction of the rest. Nothing is
-/// written unless everything can be; when no image matches, that is an error.
-pub fn extract(
+/// What an extraction did.
+#[derive(Debug)]
+pub struct Extraction {
+    /// The problems found in the inputs (damaged sections), in the order found, whether or not
+    /// the extraction succeeded: they do not stop the extraction of the rest, and they are
+    /// what `ls` reports for the same files.
+    pub problems: Vec<Error>,
+    /// The files written, or why nothing was.
+    pub result: Result<Vec<Extracted>>,
+}
+
+/// Extracts every image `config` asks for. Problems in the inputs are returned beside the
+/// result, whatever it is. Nothing is written unless everything can be; when no image matches,
+/// that is an error.
+pub fn extract(config: &ExtractConfig, progress: &dyn Progress) -> Extraction {
+    let mut problems = Vec::new();
+    let result = extract_noting(config, progress, &mut problems);
+    Extraction { problems, result }
+}
+
+/// [`extract`], adding the problems found in the inputs to `problems`.
+fn extract_noting(
     config: &ExtractConfig,
     progress: &dyn Progress,
-) -> Result<(Vec<Extracted>, Vec<Error>)> {
+    problems: &mut Vec<Error>,
+) -> Result<Vec<Extracted>> {
     let inputs: Vec<Input> = config
         .files
         .iter()
         .map(|p| Input::open(p))
         .collect::<Result<_>>()?;
     let mut chosen: Vec<Chosen> = Vec::new();
-    let mut problems = Vec::new();
     for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
         let name = path.to_string_lossy().into_owned();
         let base = input.as_ptr() as usize;
@@ -266,7 +284,7 @@ pub fn extract(
                 image: c.image,
             })
             .collect();
-        return Ok((written, problems));
+        return Ok(written);
     }
 
     std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
@@ -314,7 +332,7 @@ pub fn extract(
             image: c.image,
         })
         .collect();
-    Ok((written, problems))
+    Ok(written)
 }
 
 #[cfg(test)]

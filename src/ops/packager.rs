@@ -161,7 +161,7 @@ pub fn unpack(
     let file: &[u8] = &input;
     let name = input_path.to_string_lossy().into_owned();
     let mut candidates = Vec::new();
-    let problems = scan(
+    let mut problems = scan(
         input_path,
         file,
         Places::OffloadBinaries,
@@ -195,9 +195,13 @@ pub fn unpack(
             });
         },
     )?;
-    // LLVM 19 fails on any offload binary that does not parse; so do we.
-    if let Some(problem) = problems.into_iter().next() {
-        return Err(problem);
+    // LLVM 19 fails on the first offload binary that does not parse; so do we, saying which
+    // others are damaged too, in file order: the last is the error returned.
+    if let Some(last) = problems.pop() {
+        for problem in &problems {
+            let _ = writeln!(log, "{prefix}error: {problem}");
+        }
+        return Err(last);
     }
 
     let stem = input_path

@@ -274,6 +274,10 @@ impl NewFile<'_> {
     }
 }
 
+/// How deep archives may nest in a file that is rewritten (an archive in an archive is one
+/// deeper), as deep as the scanner reads containers.
+const MAX_ARCHIVE_DEPTH: usize = 8;
+
 /// Rewrites the file `data` (named `path` in errors); `None` when nothing changes.
 pub fn rewrite_file<'a>(
     path: &Path,
@@ -281,10 +285,21 @@ pub fn rewrite_file<'a>(
     config: &RewriteConfig,
     summary: &mut Summary,
 ) -> Result<Option<NewFile<'a>>> {
+    rewrite_nested(path, data, config, summary, 0)
+}
+
+/// [`rewrite_file`] for a file found `depth` archives deep.
+fn rewrite_nested<'a>(
+    path: &Path,
+    data: &'a [u8],
+    config: &RewriteConfig,
+    summary: &mut Summary,
+    depth: usize,
+) -> Result<Option<NewFile<'a>>> {
     summary.size_before += data.len() as u64;
     let format_error = |e| Error::format(path, e);
-    let result = if data.starts_with(b"!<arch>\n") {
-        rewrite_archive(path, data, config, summary)?.map(NewFile::Bytes)
+    let result = if is_archive(data) {
+        rewrite_archive(path, data, config, summary, depth)?.map(NewFile::Bytes)
     } else if bundle::is_bundle(data)
         || ccob::is_compressed(data)
         || data.starts_with(&offload_binary::MAGIC)
@@ -320,6 +335,7 @@ fn rewrite_object<'a>(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
     ) {
+        refuse_growing_program(path, &file, config)?;
         let total = std::sync::Mutex::new(Summary::default());
         let rewritten = elf_program::rewrite_hip_fatbin(data, &container_size, &|here, start| {
             let mut mine = Summary::default();
@@ -374,6 +390,8 @@ fn rewrite_object<'a>(
     if new_contents.is_empty() && removed.is_empty() {
         return Ok(None);
     }
+    // The bundle sections of a fat object are one bundle, rewritten when some of them go.
+    summary.rewritten += usize::from(!removed.is_empty());
     let rewritten: Rewritten = objcopy::rewrite_sections(
         data,
         &|name| removed.iter().any(|r| r.as_bytes() == name),
@@ -388,12 +406,80 @@ fn rewrite_object<'a>(
     Ok(Some(NewFile::Bytes(rewritten.to_vec())))
 }
 
+/// Refuses, before any work, a change that would make the bundles of a linked program or
+/// shared library larger: decompressing them. Their section cannot grow yet.
+fn refuse_growing_program(
+    path: &Path,
+    file: &object::File<'_>,
+    config: &RewriteConfig,
+) -> Result<()> {
+    use object::{Object, ObjectSection};
+    if !matches!(config.change, Change::Decompress) {
+        return Ok(());
+    }
+    let compressed = file
+        .section_by_name(".hip_fatbin")
+        .and_then(|s| s.data().ok())
+        .is_some_and(holds_compressed_bundle);
+    if !compressed {
+        return Ok(());
+    }
+    Err(Error::msg(format!(
+        "'{}': decompressing the device code of a linked program or shared library is not supported: the bundles would no longer fit their section; decompress the objects before linking",
+        path.display()
+    )))
+}
+
+/// Whether a region of containers one after another (zero padding between them) holds a
+/// compressed bundle. Damage ends the walk: the rewrite that follows reports it.
+fn holds_compressed_bundle(region: &[u8]) -> bool {
+    let mut pos = 0usize;
+    while let Some(skip) = region
+        .get(pos..)
+        .and_then(|r| r.iter().position(|&b| b != 0))
+    {
+        let here = &region[pos + skip..];
+        if ccob::is_compressed(here) {
+            return true;
+        }
+        match container_size(here) {
+            Ok(size) => pos += skip + size.max(1),
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// Whether `data` is an archive that can be rewritten (a regular one, not thin).
+fn is_archive(data: &[u8]) -> bool {
+    data.starts_with(b"!<arch>\n")
+}
+
+/// Whether an archive member is something [`rewrite_nested`] rewrites: an object, a bundle,
+/// an offload binary or an archive. Other members (text, bitcode) stay as they are.
+fn is_rewritable_member(bytes: &[u8]) -> bool {
+    object::File::parse(bytes).is_ok()
+        || bundle::is_bundle(bytes)
+        || ccob::is_compressed(bytes)
+        || bytes.starts_with(&offload_binary::MAGIC)
+        || is_archive(bytes)
+}
+
+/// Rewrites the archive `data`, found `depth` archives deep, member by member; members that
+/// are archives are rewritten the same way.
 fn rewrite_archive(
     path: &Path,
     data: &[u8],
     config: &RewriteConfig,
     summary: &mut Summary,
+    depth: usize,
 ) -> Result<Option<Vec<u8>>> {
+    if depth >= MAX_ARCHIVE_DEPTH {
+        return Err(Error::msg(format!(
+            "'{}': archives nest more than {MAX_ARCHIVE_DEPTH} deep",
+            path.display()
+        )));
+    }
     let members = read_members(path, data)?;
     let results: Vec<(Option<Vec<u8>>, Summary)> = members
         .par_iter()
@@ -401,17 +487,17 @@ fn rewrite_archive(
             let mut s = Summary::default();
             let member_path = PathBuf::from(format!("{}({})", path.display(), m.name));
             let bytes: &[u8] = &m.data;
-            let is_object = object::File::parse(bytes).is_ok()
-                || bundle::is_bundle(bytes)
-                || ccob::is_compressed(bytes)
-                || bytes.starts_with(&offload_binary::MAGIC);
-            let new = if is_object {
-                rewrite_file(&member_path, bytes, config, &mut s)?.map(NewFile::into_bytes)
+            let new = if is_rewritable_member(bytes) {
+                rewrite_nested(&member_path, bytes, config, &mut s, depth + 1)?
+                    .map(NewFile::into_bytes)
             } else {
                 None
             };
             Ok((new, s))
         })
+        .collect::<Vec<Result<_>>>()
+        // The first damaged member in archive order is the one reported, on every run.
+        .into_iter()
         .collect::<Result<_>>()?;
     if results.iter().all(|(new, _)| new.is_none()) {
         for (_, s) in &results {

@@ -1,0 +1,216 @@
+//! Standard output that cannot be written (a full disk, a pipe whose reader has gone) is an
+//! error like any other: every command and personality says so on standard error, names
+//! standard output, and exits with status 1 instead of panicking or claiming success. The
+//! files a command writes are still written whole.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::samples_dir;
+
+/// Where a command's standard output goes in these tests.
+#[derive(Debug, Clone, Copy)]
+enum Sink {
+    /// `/dev/full`: every write fails with "No space left on device".
+    Full,
+    /// A pipe whose read end is closed: every write fails with "Broken pipe".
+    ClosedPipe,
+}
+
+impl Sink {
+    fn stdio(self) -> Stdio {
+        match self {
+            Sink::Full => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            ),
+            Sink::ClosedPipe => closed_pipe(),
+        }
+    }
+}
+
+/// The write end of a pipe whose read end is closed everywhere: the read end goes to a `true`
+/// process, which has exited by the time this returns.
+fn closed_pipe() -> Stdio {
+    let mut reader = Command::new("true").stdin(Stdio::piped()).spawn().unwrap();
+    let write_end = reader.stdin.take().unwrap();
+    reader.wait().unwrap();
+    Stdio::from(write_end)
+}
+
+/// Runs `program` with `args` in `dir`, standard output going to `sink`; returns the exit
+/// status and standard error.
+fn run_into(program: &Path, dir: &Path, args: &[&str], sink: Sink) -> (Option<i32>, String) {
+    let out = Command::new(program)
+        .current_dir(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(sink.stdio())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn offload_bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_offload"))
+}
+
+/// Asserts that the command failed cleanly because of its standard output.
+fn assert_reported(what: &str, sink: Sink, code: Option<i32>, stderr: &str) {
+    assert_eq!(
+        code,
+        Some(1),
+        "{what} into {sink:?}: exit status {code:?}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("error: standard output: "),
+        "{what} into {sink:?}: standard output not named:\n{stderr}"
+    );
+    assert!(
+        !stderr.contains("panicked"),
+        "{what} into {sink:?}: panicked:\n{stderr}"
+    );
+}
+
+fn setup() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        samples_dir().join("bundles/vadd-fat.o"),
+        dir.path().join("f.o"),
+    )
+    .unwrap();
+    std::fs::copy(
+        samples_dir().join("bundles/kernel.bc"),
+        dir.path().join("k.bc"),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn commands_that_only_print_report_a_failed_standard_output() {
+    let commands: &[&[&str]] = &[
+        &["--help"],
+        &["help"],
+        &["--version"],
+        &["ls", "f.o"],
+        &["ls", "--json", "f.o"],
+        &["ls", "--uri", "k.bc"],
+        &["ls", "--help"],
+        &["strip", "--help"],
+        &["compress", "--help"],
+        &["decompress", "--help"],
+        &["extract", "--help"],
+        &["extract", "f.o", "--arch", "gfx90a", "-o", "x"],
+        &["bundler", "-type=o", "-input=f.o", "-list"],
+        &["bundler", "--help"],
+        &["bundler", "--version"],
+        &["packager", "--help"],
+        &["packager", "--version"],
+        &["wrapper", "--help"],
+        &["wrapper", "--version"],
+    ];
+    let dir = setup();
+    for sink in [Sink::Full, Sink::ClosedPipe] {
+        for args in commands {
+            let (code, stderr) = run_into(offload_bin(), dir.path(), args, sink);
+            assert_reported(&args.join(" "), sink, code, &stderr);
+        }
+    }
+}
+
+#[test]
+fn the_personalities_report_a_failed_standard_output() {
+    let dir = setup();
+    let links = [
+        (
+            "clang-offload-bundler",
+            &["-type=o", "-input=f.o", "-list"][..],
+        ),
+        ("clang-offload-packager", &["--help"][..]),
+        ("clang-offload-wrapper", &["--version"][..]),
+        (
+            "offload-extract",
+            &["f.o", "--arch", "gfx906", "-o", "y"][..],
+        ),
+    ];
+    for (name, args) in links {
+        let link = dir.path().join(name);
+        std::os::unix::fs::symlink(offload_bin(), &link).unwrap();
+        for sink in [Sink::Full, Sink::ClosedPipe] {
+            let (code, stderr) = run_into(&link, dir.path(), args, sink);
+            assert_reported(name, sink, code, &stderr);
+            assert!(
+                stderr.contains(&format!("{name}: error: standard output")),
+                "{name}: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn rewrites_are_done_whole_before_the_summary_fails() {
+    let dir = setup();
+    let d = dir.path();
+    let normal = |args: &[&str]| {
+        let out = Command::new(offload_bin())
+            .current_dir(d)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    normal(&["strip", "f.o", "--keep", "gfx90a", "-o", "strip.want"]);
+    normal(&["compress", "f.o", "-o", "compress.want"]);
+    normal(&["decompress", "compress.want", "-o", "decompress.want"]);
+    for sink in [Sink::Full, Sink::ClosedPipe] {
+        let runs: [(&str, &[&str]); 4] = [
+            (
+                "strip",
+                &["strip", "f.o", "--keep", "gfx90a", "-o", "strip.got"],
+            ),
+            ("compress", &["compress", "f.o", "-o", "compress.got"]),
+            (
+                "decompress",
+                &["decompress", "compress.want", "-o", "decompress.got"],
+            ),
+            (
+                "in-place",
+                &["strip", "inplace.got", "--keep", "gfx90a", "--in-place"],
+            ),
+        ];
+        std::fs::copy(d.join("f.o"), d.join("inplace.got")).unwrap();
+        for (name, args) in runs {
+            let (code, stderr) = run_into(offload_bin(), d, args, sink);
+            assert_reported(name, sink, code, &stderr);
+        }
+        for (got, want) in [
+            ("strip.got", "strip.want"),
+            ("compress.got", "compress.want"),
+            ("decompress.got", "decompress.want"),
+            ("inplace.got", "strip.want"),
+        ] {
+            assert!(
+                std::fs::read(d.join(got)).unwrap() == std::fs::read(d.join(want)).unwrap(),
+                "{got} differs from {want} after writing into {sink:?}"
+            );
+        }
+    }
+    assert_ne!(
+        std::fs::read(d.join("strip.want")).unwrap(),
+        std::fs::read(d.join("f.o")).unwrap()
+    );
+}
