@@ -13,7 +13,11 @@
 //! - an output never replaces a file that is an input of the same run, except for an
 //!   in-place rewrite ([`Output::replace`]), which keeps the file's owner, group, mode and
 //!   extended attributes, writes through a symbolic link to its target, and writes into the
-//!   same file when it has other hard links.
+//!   same file when it has other hard links;
+//! - no output is put in place while an input open in this process has shrunk under its map
+//!   (another program truncated it): what was read past its new end was not the file. The
+//!   check is for the whole process, which suits a command (or a linker plugin) doing one
+//!   operation at a time.
 
 mod cleanup;
 mod guard;
@@ -48,6 +52,8 @@ struct OpenInput {
     ino: u64,
     path: PathBuf,
     guard: Option<usize>,
+    /// The length of the file when it was mapped (0 when it is not mapped).
+    mapped: u64,
 }
 
 /// The inputs open in this process.
@@ -139,6 +145,7 @@ impl Input {
                 ino: meta.ino(),
                 path: path.to_path_buf(),
                 guard: input.guard.as_ref().and_then(Guarded::slot),
+                mapped: input.len() as u64,
             });
             return Ok(input);
         }
@@ -206,16 +213,36 @@ fn shrank(path: &Path) -> Error {
     )
 }
 
+/// The input open in this process that shrank under its map: a page of it was gone when it
+/// was read, or the file is now shorter than its map.
+fn shrunk_input() -> Option<PathBuf> {
+    let inputs = open_inputs();
+    inputs
+        .iter()
+        .find(|i| {
+            i.guard.is_some_and(guard::slot_shrank)
+                || (i.mapped > 0 && fs::metadata(&i.path).is_ok_and(|m| m.len() < i.mapped))
+        })
+        .map(|i| i.path.clone())
+}
+
 /// An error if an input open in this process shrank under its map while it was read.
 fn inputs_intact() -> Result<()> {
-    let inputs = open_inputs();
-    match inputs
-        .iter()
-        .find(|i| i.guard.is_some_and(guard::slot_shrank))
-    {
-        Some(input) => Err(shrank(&input.path)),
+    match shrunk_input() {
+        Some(path) => Err(shrank(&path)),
         None => Ok(()),
     }
+}
+
+/// An error writing `path`. The system answers EFAULT when it is given pages of a map whose
+/// file was truncated: that is said as the input that shrank.
+fn write_error(path: &Path, e: io::Error) -> Error {
+    if e.raw_os_error() == Some(libc::EFAULT) {
+        if let Some(input) = shrunk_input() {
+            return shrank(&input);
+        }
+    }
+    Error::io(path, e)
 }
 
 /// The system's error for a temporary file that could not be made in `dir`, without the
@@ -259,7 +286,8 @@ struct SinkWriter(Sink);
 impl Write for SinkWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match &mut self.0 {
-            Sink::Temp { file, .. } => file.write(buf),
+            // The file itself: errors without the temporary name in them.
+            Sink::Temp { file, .. } => file.as_file_mut().write(buf),
             Sink::Direct(file) => file.write(buf),
             Sink::Stdout(out) => out.write(buf),
         }
@@ -267,7 +295,7 @@ impl Write for SinkWriter {
 
     fn flush(&mut self) -> io::Result<()> {
         match &mut self.0 {
-            Sink::Temp { file, .. } => file.flush(),
+            Sink::Temp { file, .. } => file.as_file_mut().flush(),
             Sink::Direct(file) => file.flush(),
             Sink::Stdout(out) => out.flush(),
         }
@@ -430,7 +458,7 @@ impl Output {
     pub fn write_bytes(&mut self, data: &[u8]) -> Result<()> {
         self.sink
             .write_all(data)
-            .map_err(|e| Error::io(&self.path, e))
+            .map_err(|e| write_error(&self.path, e))
     }
 
     /// Writes `part`, a slice of `input`. When both are files the kernel copies the bytes
@@ -444,7 +472,7 @@ impl Output {
         if part.len() < KERNEL_COPY_FROM || matches!(self.sink.get_ref().0, Sink::Stdout(_)) {
             return self.write_bytes(part);
         }
-        self.sink.flush().map_err(|e| Error::io(&self.path, e))?;
+        self.sink.flush().map_err(|e| write_error(&self.path, e))?;
         let target = match &mut self.sink.get_mut().0 {
             Sink::Temp { file, .. } => file.as_file_mut(),
             Sink::Direct(file) => file,
@@ -476,7 +504,7 @@ impl Output {
         let writer = self
             .sink
             .into_inner()
-            .map_err(|e| Error::io(&path, e.into_error()))?;
+            .map_err(|e| write_error(&path, e.into_error()))?;
         let state = match writer.0 {
             Sink::Temp {
                 file,
@@ -676,8 +704,19 @@ pub fn place_all(closed: Vec<Closed>) -> Result<()> {
 mod tests {
     use super::*;
 
+    /// The check for shrunk inputs is for the whole process: tests that write outputs do not
+    /// run while an input is shrunk.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn serial() -> std::sync::MutexGuard<'static, ()> {
+        SERIAL
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     #[test]
     fn a_file_truncated_under_its_map_reads_zeros_and_is_reported() {
+        let _serial = serial();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("shrinking");
         fs::write(&path, vec![0xa5u8; 1 << 20]).unwrap();
@@ -697,14 +736,22 @@ mod tests {
         let e = input.intact().unwrap_err().to_string();
         assert!(e.contains("shrinking") && e.contains("shrank"), "{e}");
         let out_path = dir.path().join("out");
-        let mut out = Output::create(&out_path).unwrap();
-        out.write_bytes(&input[..]).unwrap();
-        assert!(out.commit().unwrap_err().to_string().contains("shrank"));
-        assert!(!out_path.exists());
+        // Written by the system from the map (pages past the end: EFAULT), or through the
+        // buffer (zeros): either way the output is refused.
+        for part in [&input[..], &input[..100_000]] {
+            let mut out = Output::create(&out_path).unwrap();
+            let e = match out.write_bytes(part) {
+                Ok(()) => out.commit().unwrap_err(),
+                Err(e) => e,
+            };
+            assert!(e.to_string().contains("shrinking': the file shrank"), "{e}");
+            assert!(!out_path.exists());
+        }
     }
 
     #[test]
     fn temporaries_are_private_until_they_take_their_place() {
+        let _serial = serial();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("out");
         let mut out = Output::create(&path).unwrap();
