@@ -1,6 +1,6 @@
 //! offload-tools: read, write, find, extract, strip and compress GPU offload fat binaries.
 //!
-//! The crate is layered: [`format`] holds pure codecs over byte slices (binary, text and
+//! The crate is layered: [`format`](mod@format) holds pure codecs over byte slices (binary, text and
 //! compressed bundles, bundle entry IDs and target IDs); [`container`] finds offload data in
 //! host files; [`ops`] implements what users ask for on top of both; [`cli`] parses command
 //! lines and prints. [`io`] maps inputs and writes outputs atomically.
