@@ -547,18 +547,35 @@ pub fn decompress_input<'a>(
         return Ok(Contents::Plain(data));
     }
     let mut parts = Vec::new();
+    // A damaged bundle inside is reported after every stream is checked, as it would be when
+    // its entries are read.
+    let mut damage = None;
     for part in ccob::split(data) {
         let (at, compressed) = part.map_err(|e| decompress_error(path, e))?;
         let start = Instant::now();
         let plain = compressed
-            .decompress(config.max_decompressed)
+            .inflate_bundle(config.max_decompressed)
             .map_err(|e| decompress_error(path, e.rebased(at)))?;
         if config.verbose {
-            report_decompression(log, &compressed, &plain, start.elapsed().as_secs_f64());
+            report_decompression(log, &compressed, start.elapsed().as_secs_f64());
         }
-        parts.push((at, plain));
+        match plain {
+            Ok(plain) => parts.push((at, plain)),
+            Err(e) => {
+                damage.get_or_insert_with(|| {
+                    Error::format_in(
+                        path,
+                        format!("compressed bundle at {at:#x}, decompressed"),
+                        e,
+                    )
+                });
+            }
+        }
     }
-    Ok(Contents::Decompressed(parts))
+    match damage {
+        Some(e) => Err(e),
+        None => Ok(Contents::Decompressed(parts)),
+    }
 }
 
 /// A compressed input that cannot be decompressed, reported as LLVM words it, with the file and
@@ -572,12 +589,8 @@ fn decompress_error(path: &Path, e: crate::format::Error) -> Error {
     ))
 }
 
-fn report_decompression(
-    log: &mut dyn Write,
-    bundle: &CompressedBundle<'_>,
-    plain: &[u8],
-    seconds: f64,
-) {
+/// Reports a decompression that succeeded: the stream's size and hash are the header's, checked.
+fn report_decompression(log: &mut dyn Write, bundle: &CompressedBundle<'_>, seconds: f64) {
     let _ = writeln!(log, "Compressed bundle format version: {}", bundle.version);
     if let Some(total) = bundle.total_size {
         let _ = writeln!(
@@ -587,8 +600,9 @@ fn report_decompression(
         );
     }
     let before = bundle.payload.len() as u64;
-    let rate = plain.len() as f64 / before.max(1) as f64;
-    let computed = ccob::truncated_md5(plain);
+    let after = bundle.uncompressed_size;
+    let rate = after as f64 / before.max(1) as f64;
+    let computed = bundle.hash;
     let _ = writeln!(
         log,
         "Decompression method: {}\n\
@@ -602,10 +616,10 @@ fn report_decompression(
          Hashes match: {}",
         bundle.method.name(),
         thousands(before),
-        thousands(plain.len() as u64),
+        thousands(after),
         rate,
         100.0 / rate,
-        mb_per_s(plain.len() as u64, seconds),
+        mb_per_s(after, seconds),
         bundle.hash,
         computed,
         if computed == bundle.hash { "Yes" } else { "No" }
