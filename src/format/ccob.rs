@@ -422,6 +422,26 @@ impl Default for CompressOptions {
     }
 }
 
+impl CompressOptions {
+    /// Refuses a bundle of `uncompressed` bytes that this header version cannot describe
+    /// (version 2 holds sizes in 32 bits): checked before any input is read or compressed.
+    pub fn check_size(&self, uncompressed: u64) -> Result<()> {
+        if self.version == 2 && u32::try_from(uncompressed).is_err() {
+            return Err(Error::new(
+                0,
+                ErrorKind::FieldOverflow {
+                    what: VERSION_2_UNCOMPRESSED_SIZE,
+                    value: uncompressed,
+                },
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The field a version 2 header cannot hold more than 4 GiB in.
+const VERSION_2_UNCOMPRESSED_SIZE: &str = "version 2 uncompressed size";
+
 /// Figures about one compression, for verbose output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompressStats {
@@ -452,7 +472,7 @@ pub fn header(
             };
             out.extend_from_slice(&narrow("version 2 total size", total)?.to_le_bytes());
             out.extend_from_slice(
-                &narrow("version 2 uncompressed size", uncompressed)?.to_le_bytes(),
+                &narrow(VERSION_2_UNCOMPRESSED_SIZE, uncompressed)?.to_le_bytes(),
             );
         }
         3 => {
@@ -469,6 +489,7 @@ pub fn header(
 pub fn compress(data: &[u8], options: &CompressOptions) -> Result<(Vec<u8>, CompressStats)> {
     let header_len = header_size(options.version)
         .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(options.version)))?;
+    options.check_size(data.len() as u64)?;
     let payload = compress_payload(data, options)
         .map_err(|e| Error::new(0, ErrorKind::Decompress(format!("compression failed: {e}"))))?;
     let hash = truncated_md5(data);
@@ -853,6 +874,20 @@ mod tests {
         let (ccob, _) = compress(&text, &CompressOptions::default()).unwrap();
         let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
         assert_eq!(parsed.inflate_bundle(u64::MAX).unwrap().unwrap(), text);
+    }
+
+    #[test]
+    fn the_size_a_version_holds_is_checked_before_compressing() {
+        let v2 = CompressOptions::default();
+        let v3 = CompressOptions { version: 3, ..v2 };
+        assert_eq!(v2.check_size(u64::from(u32::MAX)), Ok(()));
+        // The error the header would give, without compressing anything first.
+        assert_eq!(
+            v2.check_size(1 << 32),
+            header(&v2, 10, 1 << 32, 0).map(|_| ())
+        );
+        assert!(v2.check_size(1 << 32).is_err());
+        assert_eq!(v3.check_size(u64::MAX), Ok(()));
     }
 
     #[test]

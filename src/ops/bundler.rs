@@ -366,6 +366,9 @@ fn mb_per_s(bytes: u64, seconds: f64) -> f64 {
 pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     let targets = config.check(false)?;
     let output_path = &config.outputs[0];
+    if let Some(options) = &config.compress {
+        check_compressed_size(config, &targets, options)?;
+    }
     let inputs = config
         .inputs
         .iter()
@@ -420,6 +423,50 @@ pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
         }
     }
     output.commit()
+}
+
+/// Refuses, before any input is read, a bundle too large for the compressed bundle version
+/// asked for (version 2 holds sizes in 32 bits), with the error compressing it would give. The
+/// size comes from the input files' sizes; inputs that are not plain files (standard input)
+/// are left to the check made when compressing.
+fn check_compressed_size(
+    config: &BundlerConfig,
+    targets: &CheckedTargets,
+    options: &CompressOptions,
+) -> Result<()> {
+    let sizes: Option<Vec<(&str, u64)>> = targets
+        .names
+        .iter()
+        .zip(&config.inputs)
+        .map(|(name, path)| {
+            let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+            Some((name.as_str(), meta.len()))
+        })
+        .collect();
+    let Some(sizes) = sizes else {
+        return Ok(());
+    };
+    let size = match text_bundle::comment_for_type(&config.file_type) {
+        Some(comment) => text_bundle::size(comment, &sizes),
+        // A layout that cannot be made is reported where the bundle is written.
+        None => bundle::layout(&sizes, config.bundle_align).map_or(0, |layout| layout.size),
+    };
+    let Err(e) = options.check_size(size) else {
+        return Ok(());
+    };
+    // A host object gets the device code as sections, uncompressed: no size to check.
+    let reference = if targets.hip_only {
+        0
+    } else {
+        targets.host_index.unwrap_or(0)
+    };
+    if matches!(config.file_type.as_str(), "o" | "a") && targets.host_index.is_some() {
+        let host = Input::open(&config.inputs[reference])?;
+        if handler_for(&config.file_type, &host)? == Handler::Object {
+            return Ok(());
+        }
+    }
+    Err(Error::format(&config.outputs[0], e))
 }
 
 /// Writes the bundle straight from the inputs: headers and markers from memory, payloads
