@@ -29,12 +29,26 @@ pub fn text_bundle(data: &[u8]) {
     }
 }
 
-/// Compressed bundles: headers, splitting, and decompression under a small cap.
+/// Compressed bundles: headers, splitting, and decompression under a small cap. Keeping only
+/// the bundle a stream starts with must agree with decompressing all of it and parsing that.
 pub fn ccob(data: &[u8]) {
     for found in ccob_format::split(data) {
         match found {
             Ok((_, bundle)) => {
-                let _ = bundle.decompress(1 << 20);
+                let whole = bundle.decompress(1 << 20);
+                let kept = bundle.inflate_bundle(1 << 20);
+                match (whole, kept) {
+                    (Ok(whole), Ok(kept)) => {
+                        let expected = match Bundle::parse(&whole) {
+                            Ok(Some(b)) => Ok(whole[..b.size() as usize].to_vec()),
+                            Ok(None) => Ok(whole.clone()),
+                            Err(e) => Err(e),
+                        };
+                        assert_eq!(kept, expected);
+                    }
+                    (Err(a), Err(b)) => assert_eq!(a, b),
+                    (whole, kept) => panic!("decompress: {whole:?}, inflate_bundle: {kept:?}"),
+                }
             }
             Err(_) => break,
         }

@@ -463,7 +463,8 @@ impl Scan<'_, '_> {
             let Some(compressed) = CompressedBundle::parse(data)? else {
                 return Ok(1);
             };
-            let plain = compressed.decompress(self.limit)?;
+            // Only the bundle is kept, not what the stream holds after it (LLVM reads no more).
+            let plain = compressed.inflate_bundle(self.limit)??;
             self.nested(&plain, at, true)?;
             return Ok(compressed.size());
         }

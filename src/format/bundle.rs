@@ -42,23 +42,197 @@ pub fn is_bundle(data: &[u8]) -> bool {
     data.starts_with(MAGIC)
 }
 
-fn read_u64(data: &[u8], at: u64, what: &'static str) -> Result<u64> {
-    let bytes = usize::try_from(at)
-        .ok()
-        .and_then(|at| data.get(at..at.checked_add(8)?))
-        .ok_or_else(|| {
-            Error::new(
-                at,
-                ErrorKind::Truncated {
-                    what,
-                    needed: 8,
-                    available: (data.len() as u64).saturating_sub(at),
-                },
-            )
-        })?;
+/// The `u64` at `at` of a bundle `len` bytes long of which `data` holds the first bytes: an
+/// error when the bundle is too short for it, `None` when `data` is.
+fn read_u64(data: &[u8], len: u64, at: u64, what: &'static str) -> Result<Option<u64>> {
+    let end = at.checked_add(8).filter(|end| *end <= len).ok_or_else(|| {
+        Error::new(
+            at,
+            ErrorKind::Truncated {
+                what,
+                needed: 8,
+                available: len.saturating_sub(at),
+            },
+        )
+    })?;
+    let Some(bytes) = data.get(at as usize..end as usize) else {
+        return Ok(None);
+    };
     let mut word = [0; 8];
     word.copy_from_slice(bytes);
-    Ok(u64::from_le_bytes(word))
+    Ok(Some(u64::from_le_bytes(word)))
+}
+
+/// An entry record of a bundle header, checked.
+struct Record<'a> {
+    index: u64,
+    id: &'a str,
+    offset: u64,
+    /// End of the payload.
+    end: u64,
+}
+
+/// What the header holds next.
+enum Step<'a> {
+    Record(Record<'a>),
+    /// The header is over.
+    End,
+    /// The bytes so far stop inside the header.
+    NeedMore,
+}
+
+/// Reads the records of a bundle header one by one, from its first bytes as they arrive: every
+/// check is made against the bundle's whole length, so that the first bytes alone tell the
+/// error that the whole bundle gives. A step that needs bytes not there yet changes nothing.
+#[derive(Debug)]
+struct Records {
+    /// Length of the data the bundle starts.
+    len: u64,
+    /// Where the next record starts.
+    at: u64,
+    /// Records not read yet; `None` before the count is read.
+    left: Option<u64>,
+    index: u64,
+}
+
+impl Records {
+    fn new(len: u64) -> Records {
+        Records {
+            len,
+            at: MAGIC.len() as u64,
+            left: None,
+            index: 0,
+        }
+    }
+
+    /// The next record of the header in `data`, its first bytes (the magic checked).
+    fn next<'d>(&mut self, data: &'d [u8]) -> Result<Step<'d>> {
+        let len = self.len;
+        let left = match self.left {
+            Some(left) => left,
+            None => {
+                let Some(count) = read_u64(data, len, self.at, "bundle entry count")? else {
+                    return Ok(Step::NeedMore);
+                };
+                let at = self.at + 8;
+                if count > (len - at) / RECORD_FIXED {
+                    return Err(Error::new(self.at, ErrorKind::TooManyEntries { count }));
+                }
+                self.at = at;
+                self.left = Some(count);
+                count
+            }
+        };
+        if left == 0 {
+            return Ok(Step::End);
+        }
+        let (record, index) = (self.at, self.index);
+        let fields = (
+            read_u64(data, len, record, "bundle entry offset")?,
+            read_u64(data, len, record + 8, "bundle entry size")?,
+            read_u64(data, len, record + 16, "bundle entry ID length")?,
+        );
+        let (Some(offset), Some(size), Some(id_len)) = fields else {
+            return Ok(Step::NeedMore);
+        };
+        let at = record + RECORD_FIXED;
+        let id_end = at
+            .checked_add(id_len)
+            .filter(|end| *end <= len)
+            .ok_or_else(|| {
+                Error::new(
+                    at,
+                    ErrorKind::Truncated {
+                        what: "bundle entry ID",
+                        needed: id_len,
+                        available: len - at,
+                    },
+                )
+            })?;
+        let Some(id_bytes) = data.get(at as usize..id_end as usize) else {
+            return Ok(Step::NeedMore);
+        };
+        let id = std::str::from_utf8(id_bytes)
+            .map_err(|_| Error::new(at, ErrorKind::EntryIdNotUtf8 { index }))?;
+        if offset == 0 {
+            return Err(Error::new(record, ErrorKind::EntryAtZero { index }));
+        }
+        let end = offset
+            .checked_add(size)
+            .filter(|end| *end <= len)
+            .ok_or_else(|| {
+                Error::new(
+                    record,
+                    ErrorKind::EntryOutOfBounds {
+                        index,
+                        offset,
+                        size,
+                        len,
+                    },
+                )
+            })?;
+        self.at = id_end;
+        self.left = Some(left - 1);
+        self.index += 1;
+        Ok(Step::Record(Record {
+            index,
+            id,
+            offset,
+            end,
+        }))
+    }
+}
+
+/// Where a bundle ends, told from its first bytes as they arrive (a stream being inflated), so
+/// that whatever follows the bundle need not be kept.
+#[derive(Debug)]
+pub struct BundleExtent {
+    records: Records,
+    end: u64,
+}
+
+/// What the first bytes of some data tell of the bundle that starts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extent {
+    /// They stop inside the magic or the header: more are needed.
+    Unknown,
+    /// The data does not start with a bundle.
+    NotABundle,
+    /// The bundle ends here: the end of its header or of its furthest payload, whichever is
+    /// further (what [`Bundle::size`] gives).
+    Ends(u64),
+}
+
+impl BundleExtent {
+    /// For a bundle at the start of `len` bytes of data.
+    pub fn new(len: u64) -> BundleExtent {
+        BundleExtent {
+            records: Records::new(len),
+            end: 0,
+        }
+    }
+
+    /// Reads what `prefix`, the first bytes of the data (more of them at each call), holds of
+    /// the header. A damaged header is the error [`Bundle::parse`] gives for the whole data.
+    pub fn advance(&mut self, prefix: &[u8]) -> Result<Extent> {
+        if prefix.len() < MAGIC.len() {
+            return Ok(if MAGIC.starts_with(prefix) {
+                Extent::Unknown
+            } else {
+                Extent::NotABundle
+            });
+        }
+        if !is_bundle(prefix) {
+            return Ok(Extent::NotABundle);
+        }
+        loop {
+            match self.records.next(prefix)? {
+                Step::Record(record) => self.end = self.end.max(record.end),
+                Step::End => return Ok(Extent::Ends(self.end.max(self.records.at))),
+                Step::NeedMore => return Ok(Extent::Unknown),
+            }
+        }
+    }
 }
 
 impl<'a> Bundle<'a> {
@@ -69,69 +243,29 @@ impl<'a> Bundle<'a> {
         if !is_bundle(data) {
             return Ok(None);
         }
-        let len = data.len() as u64;
-        let count = read_u64(data, MAGIC.len() as u64, "bundle entry count")?;
-        let mut at = MAGIC.len() as u64 + 8;
-        if count > (len - at) / RECORD_FIXED {
-            return Err(Error::new(
-                MAGIC.len() as u64,
-                ErrorKind::TooManyEntries { count },
-            ));
-        }
-        let mut entries = Vec::with_capacity(count as usize);
+        let mut records = Records::new(data.len() as u64);
+        let mut entries = Vec::new();
         let mut size = 0;
-        for index in 0..count {
-            let record = at;
-            let offset = read_u64(data, at, "bundle entry offset")?;
-            let entry_size = read_u64(data, at + 8, "bundle entry size")?;
-            let id_len = read_u64(data, at + 16, "bundle entry ID length")?;
-            at += RECORD_FIXED;
-            let id_bytes = at
-                .checked_add(id_len)
-                .filter(|end| *end <= len)
-                .map(|end| &data[at as usize..end as usize])
-                .ok_or_else(|| {
-                    Error::new(
-                        at,
-                        ErrorKind::Truncated {
-                            what: "bundle entry ID",
-                            needed: id_len,
-                            available: len - at,
-                        },
-                    )
-                })?;
-            let id = std::str::from_utf8(id_bytes)
-                .map_err(|_| Error::new(at, ErrorKind::EntryIdNotUtf8 { index }))?;
-            at += id_len;
-            if offset == 0 {
-                return Err(Error::new(record, ErrorKind::EntryAtZero { index }));
+        loop {
+            match records.next(data)? {
+                Step::Record(record) => {
+                    size = record.end.max(size);
+                    entries.push(BundleEntry {
+                        index: record.index as usize,
+                        id: record.id,
+                        offset: record.offset,
+                        data: &data[record.offset as usize..record.end as usize],
+                    });
+                }
+                Step::End => break,
+                // Every check is against the length of `data`: it holds whatever a step needs.
+                Step::NeedMore => unreachable!("a step needs bytes past the data's length"),
             }
-            let end = offset
-                .checked_add(entry_size)
-                .filter(|end| *end <= len)
-                .ok_or_else(|| {
-                    Error::new(
-                        record,
-                        ErrorKind::EntryOutOfBounds {
-                            index,
-                            offset,
-                            size: entry_size,
-                            len,
-                        },
-                    )
-                })?;
-            size = size.max(end);
-            entries.push(BundleEntry {
-                index: index as usize,
-                id,
-                offset,
-                data: &data[offset as usize..end as usize],
-            });
         }
         Ok(Some(Bundle {
             entries,
-            header_size: at,
-            size: size.max(at),
+            header_size: records.at,
+            size: size.max(records.at),
         }))
     }
 
@@ -418,6 +552,76 @@ mod tests {
         assert_eq!(a.data, b"second");
     }
 
+    /// What a [`BundleExtent`] tells of `data` when its bytes arrive one at a time.
+    fn extent_byte_by_byte(data: &[u8]) -> Result<Extent> {
+        let mut extent = BundleExtent::new(data.len() as u64);
+        for n in 0..=data.len() {
+            match extent.advance(&data[..n])? {
+                Extent::Unknown => continue,
+                found => return Ok(found),
+            }
+        }
+        Ok(Extent::Unknown)
+    }
+
+    /// Checks that the extent found from the first bytes is what parsing the whole gives.
+    fn extent_agrees_with_parse(data: &[u8]) -> std::result::Result<(), String> {
+        let found = extent_byte_by_byte(data);
+        let agrees = match Bundle::parse(data) {
+            Ok(Some(bundle)) => found == Ok(Extent::Ends(bundle.size())),
+            Ok(None) if data.len() < MAGIC.len() && MAGIC.starts_with(data) => {
+                found == Ok(Extent::Unknown)
+            }
+            Ok(None) => found == Ok(Extent::NotABundle),
+            Err(e) => found == Err(e),
+        };
+        if agrees {
+            Ok(())
+        } else {
+            Err(format!("{found:?} vs {:?}", Bundle::parse(data)))
+        }
+    }
+
+    #[test]
+    fn the_extent_is_known_once_the_header_is_there() {
+        let mut data = sample();
+        let size = Bundle::parse(&data).unwrap().unwrap().size();
+        data.extend_from_slice(&[0; 1000]);
+        let header = Bundle::parse(&data).unwrap().unwrap().header_size() as usize;
+        let mut extent = BundleExtent::new(data.len() as u64);
+        assert_eq!(extent.advance(&data[..10]), Ok(Extent::Unknown));
+        assert_eq!(extent.advance(&data[..header - 1]), Ok(Extent::Unknown));
+        assert_eq!(extent.advance(&data[..header]), Ok(Extent::Ends(size)));
+        assert!(size < data.len() as u64);
+        assert_eq!(
+            BundleExtent::new(100).advance(b"__CLANG_OFFLOAD_BUNDLX"),
+            Ok(Extent::NotABundle)
+        );
+        assert_eq!(
+            BundleExtent::new(100).advance(b"\x7fELF"),
+            Ok(Extent::NotABundle)
+        );
+    }
+
+    #[test]
+    fn a_payload_past_the_data_is_known_from_the_header_alone() {
+        let mut data = sample();
+        data[40..48].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let header = 32 + 24 + "host-x86_64-unknown-linux-gnu-".len();
+        let mut extent = BundleExtent::new(1 << 33);
+        let err = extent.advance(&data[..header]).unwrap_err();
+        assert_eq!(err.offset, 32);
+        assert_eq!(
+            err.kind,
+            ErrorKind::EntryOutOfBounds {
+                index: 0,
+                offset: u64::from_le_bytes(data[32..40].try_into().unwrap()),
+                size: 1 << 40,
+                len: 1 << 33,
+            }
+        );
+    }
+
     #[test]
     fn zero_alignment_is_refused() {
         assert!(layout(&[("x", 1u64)], 0).is_err());
@@ -439,6 +643,31 @@ mod tests {
                 prop_assert_eq!(entry.offset % align, 0);
             }
             prop_assert!(bundle.size() == data.len() as u64);
+        }
+
+        #[test]
+        fn the_extent_from_the_first_bytes_is_what_parsing_the_whole_gives(
+            entries in proptest::collection::vec(("[a-z0-9-]{0,12}", 0usize..40), 0..4),
+            damage in proptest::collection::vec((any::<prop::sample::Index>(), 0usize..6), 0..3),
+            trailing in 0usize..64,
+        ) {
+            let payloads: Vec<Vec<u8>> = entries.iter().map(|(_, n)| vec![7; *n]).collect();
+            let refs: Vec<(&str, &[u8])> = entries.iter().zip(&payloads).map(|((id, _), d)| (id.as_str(), d.as_slice())).collect();
+            let mut data = to_vec(&refs, 1);
+            let header = Bundle::parse(&data).unwrap().unwrap().header_size() as usize;
+            let len = data.len() as u64;
+            for (at, value) in damage {
+                // A u64 field of the header (after the magic) set to a value that matters.
+                let at = MAGIC.len() + at.index(header - MAGIC.len());
+                let value = [0, 1, len, len + 1, u64::MAX, 1 << 40][value];
+                let end = (at + 8).min(data.len());
+                data[at..end].copy_from_slice(&value.to_le_bytes()[..end - at]);
+            }
+            data.extend(std::iter::repeat_n(0u8, trailing));
+            prop_assert_eq!(extent_agrees_with_parse(&data), Ok(()));
+            for cut in 0..data.len() {
+                prop_assert_eq!(extent_agrees_with_parse(&data[..cut]), Ok(()));
+            }
         }
     }
 }

@@ -12,7 +12,9 @@
 //! another are told apart (their payloads may contain the bytes `CCOB`). Version 1 has no
 //! total size: its payload runs to the end of the data.
 
+use super::bundle::{BundleExtent, Extent};
 use super::error::{Error, ErrorKind, Result};
+use super::inflate;
 use md5::{Digest, Md5};
 use std::io::{self, Read, Write};
 
@@ -83,7 +85,11 @@ pub fn is_compressed(data: &[u8]) -> bool {
 
 /// The truncated MD5 hash stored in compressed bundle headers.
 pub fn truncated_md5(data: &[u8]) -> u64 {
-    let digest = Md5::digest(data);
+    first_eight(&Md5::digest(data))
+}
+
+/// The first 8 bytes of an MD5 digest, read as a little-endian integer.
+fn first_eight(digest: &[u8]) -> u64 {
     let mut first = [0; 8];
     first.copy_from_slice(&digest[..8]);
     u64::from_le_bytes(first)
@@ -219,19 +225,112 @@ impl<'a> CompressedBundle<'a> {
 
     /// Decompresses the payload, refusing to produce more than `limit` bytes whatever the
     /// header declares, and checks the result against the declared size and the stored hash.
+    /// All of it is returned: [`CompressedBundle::inflate_bundle`] keeps only the bundle.
     pub fn decompress(&self, limit: u64) -> Result<Vec<u8>> {
         let at = self.header_size();
-        let data = self.decompress_unchecked(limit)?;
-        if data.len() as u64 != self.uncompressed_size {
+        let cap = self.uncompressed_size.min(limit);
+        let mut out = Vec::new();
+        self.inflate(limit, |piece| inflate::append(&mut out, piece, cap, at))?;
+        Ok(out)
+    }
+
+    /// Decompresses the payload as [`CompressedBundle::decompress`] does (the same limit, the
+    /// same checks of the whole stream's size and hash) but keeps only the bundle it starts
+    /// with, as LLVM's unbundler reads only that: the bytes up to the end of its header or of
+    /// its furthest payload. What follows is inflated through a window and hashed, never held,
+    /// so a few bytes that inflate to gigabytes of padding cost no memory.
+    ///
+    /// `Ok(Err(e))` is a sound stream whose bundle has a damaged header: `e` is what
+    /// [`Bundle::parse`](super::bundle::Bundle::parse) says of the whole stream, at an offset
+    /// in it. A stream that does not start with a bundle (a text bundle, an object) is
+    /// returned whole.
+    pub fn inflate_bundle(&self, limit: u64) -> Result<Result<Vec<u8>>> {
+        let at = self.header_size();
+        let mut extent = BundleExtent::new(self.uncompressed_size);
+        let mut keep = Keep::Unknown;
+        let mut out = Vec::new();
+        let mut damage = None;
+        self.inflate(limit, |piece| {
+            let piece = match keep {
+                Keep::UpTo(end) => {
+                    let room = end.saturating_sub(out.len() as u64);
+                    &piece[..piece.len().min(usize::try_from(room).unwrap_or(usize::MAX))]
+                }
+                Keep::All | Keep::Unknown => piece,
+            };
+            if piece.is_empty() {
+                return Ok(());
+            }
+            let cap = match keep {
+                Keep::UpTo(end) => end,
+                Keep::All | Keep::Unknown => self.uncompressed_size.min(limit),
+            };
+            inflate::append(&mut out, piece, cap, at)?;
+            if keep == Keep::Unknown {
+                keep = match extent.advance(&out) {
+                    Ok(Extent::Unknown) => Keep::Unknown,
+                    Ok(Extent::NotABundle) => Keep::All,
+                    Ok(Extent::Ends(end)) => {
+                        out.truncate(usize::try_from(end).unwrap_or(usize::MAX));
+                        Keep::UpTo(end)
+                    }
+                    Err(e) => {
+                        damage = Some(e);
+                        out = Vec::new();
+                        Keep::UpTo(0)
+                    }
+                };
+            }
+            Ok(())
+        })?;
+        if let Some(e) = damage {
+            return Ok(Err(e));
+        }
+        out.shrink_to_fit();
+        Ok(Ok(out))
+    }
+
+    /// Inflates the payload through a window, handing `keep` the bytes within the declared size
+    /// piece by piece, then checks the stream against the declared size and the stored hash.
+    /// Bytes past the declared size are only counted, up to `limit`.
+    fn inflate(&self, limit: u64, mut keep: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let at = self.header_size();
+        let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
+        let mut reader: Box<dyn Read + '_> = match self.method {
+            Method::Zstd => {
+                Box::new(zstd::stream::read::Decoder::with_buffer(self.payload).map_err(failed)?)
+            }
+            Method::Zlib => Box::new(flate2::read::ZlibDecoder::new(self.payload)),
+        };
+        // Sized by the limit, not the declared size: a stream that runs past what it declares
+        // is still read to the limit, to tell how long it is.
+        let mut window = inflate::window(limit);
+        let mut hash = Md5::new();
+        let mut total = 0u64;
+        loop {
+            let n = inflate::read_some(&mut reader, &mut window).map_err(failed)?;
+            if n == 0 {
+                break;
+            }
+            let declared_left = self.uncompressed_size.saturating_sub(total);
+            total += n as u64;
+            if total > limit {
+                return Err(Error::new(at, ErrorKind::TooLarge { limit }));
+            }
+            let within = &window[..n.min(usize::try_from(declared_left).unwrap_or(usize::MAX))];
+            hash.update(within);
+            keep(within)?;
+        }
+        if total != self.uncompressed_size {
             return Err(Error::new(
                 at,
                 ErrorKind::SizeMismatch {
                     declared: self.uncompressed_size,
-                    actual: data.len() as u64,
+                    actual: total,
                 },
             ));
         }
-        let computed = truncated_md5(&data);
+        let computed = first_eight(&hash.finalize());
         if computed != self.hash {
             return Err(Error::new(
                 at,
@@ -241,38 +340,19 @@ impl<'a> CompressedBundle<'a> {
                 },
             ));
         }
-        Ok(data)
-    }
-
-    /// Decompresses the payload without checking size or hash, up to `limit` bytes.
-    pub fn decompress_unchecked(&self, limit: u64) -> Result<Vec<u8>> {
-        let at = self.header_size();
-        // The declared size is a hint for the first allocation only, never trusted beyond a
-        // modest bound: the buffer grows as real data arrives.
-        let hint = self.uncompressed_size.min(limit).min(64 << 20) as usize;
-        let mut out = Vec::with_capacity(hint);
-        let result = match self.method {
-            Method::Zstd => zstd::stream::read::Decoder::with_buffer(self.payload)
-                .and_then(|d| read_capped(d, &mut out, limit)),
-            Method::Zlib => read_capped(
-                flate2::read::ZlibDecoder::new(self.payload),
-                &mut out,
-                limit,
-            ),
-        };
-        match result {
-            Ok(true) => Ok(out),
-            Ok(false) => Err(Error::new(at, ErrorKind::TooLarge { limit })),
-            Err(e) => Err(Error::new(at, ErrorKind::Decompress(e.to_string()))),
-        }
+        Ok(())
     }
 }
 
-/// Reads all of `reader` into `out`, up to `limit` bytes. Returns false if there was more.
-fn read_capped<R: Read>(reader: R, out: &mut Vec<u8>, limit: u64) -> io::Result<bool> {
-    let mut capped = reader.take(limit.saturating_add(1));
-    capped.read_to_end(out)?;
-    Ok(out.len() as u64 <= limit)
+/// How much of an inflating stream [`CompressedBundle::inflate_bundle`] keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Keep {
+    /// Everything so far: where the bundle ends is not known yet.
+    Unknown,
+    /// Everything: the stream does not start with a bundle.
+    All,
+    /// The bytes before this offset.
+    UpTo(u64),
 }
 
 /// Compressed bundles placed one after another, split by each header's total size. Zero bytes
@@ -342,6 +422,26 @@ impl Default for CompressOptions {
     }
 }
 
+impl CompressOptions {
+    /// Refuses a bundle of `uncompressed` bytes that this header version cannot describe
+    /// (version 2 holds sizes in 32 bits): checked before any input is read or compressed.
+    pub fn check_size(&self, uncompressed: u64) -> Result<()> {
+        if self.version == 2 && u32::try_from(uncompressed).is_err() {
+            return Err(Error::new(
+                0,
+                ErrorKind::FieldOverflow {
+                    what: VERSION_2_UNCOMPRESSED_SIZE,
+                    value: uncompressed,
+                },
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The field a version 2 header cannot hold more than 4 GiB in.
+const VERSION_2_UNCOMPRESSED_SIZE: &str = "version 2 uncompressed size";
+
 /// Figures about one compression, for verbose output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompressStats {
@@ -372,7 +472,7 @@ pub fn header(
             };
             out.extend_from_slice(&narrow("version 2 total size", total)?.to_le_bytes());
             out.extend_from_slice(
-                &narrow("version 2 uncompressed size", uncompressed)?.to_le_bytes(),
+                &narrow(VERSION_2_UNCOMPRESSED_SIZE, uncompressed)?.to_le_bytes(),
             );
         }
         3 => {
@@ -389,6 +489,7 @@ pub fn header(
 pub fn compress(data: &[u8], options: &CompressOptions) -> Result<(Vec<u8>, CompressStats)> {
     let header_len = header_size(options.version)
         .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(options.version)))?;
+    options.check_size(data.len() as u64)?;
     let payload = compress_payload(data, options)
         .map_err(|e| Error::new(0, ErrorKind::Decompress(format!("compression failed: {e}"))))?;
     let hash = truncated_md5(data);
@@ -625,6 +726,170 @@ mod tests {
         );
     }
 
+    /// A small bundle followed by `zeros` zero bytes: what a bomb inflates to.
+    fn bundle_then_zeros(zeros: usize) -> (Vec<u8>, Vec<u8>) {
+        let bundle = sample_bundle();
+        let mut plain = bundle.clone();
+        plain.resize(bundle.len() + zeros, 0);
+        (bundle, plain)
+    }
+
+    fn options(method: Method, version: u16) -> CompressOptions {
+        CompressOptions {
+            method,
+            level: 1,
+            version,
+        }
+    }
+
+    /// Where the declared size and the hash are in a header of `version`.
+    fn size_and_hash_at(version: u16) -> (std::ops::Range<usize>, usize) {
+        match version {
+            2 => (12..16, 16),
+            _ => (16..24, 24),
+        }
+    }
+
+    const ALL: [(Method, u16); 4] = [
+        (Method::Zstd, 2),
+        (Method::Zstd, 3),
+        (Method::Zlib, 2),
+        (Method::Zlib, 3),
+    ];
+
+    #[test]
+    fn a_bundle_and_trailing_zeros_inflate_to_the_bundle_alone() {
+        // More than a window of zeros, so that the stream arrives in several pieces.
+        let (bundle, plain) = bundle_then_zeros(3 * inflate::WINDOW + 5);
+        for (method, version) in ALL {
+            let (ccob, _) = compress(&plain, &options(method, version)).unwrap();
+            let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+            let kept = parsed
+                .inflate_bundle(DEFAULT_MAX_DECOMPRESSED)
+                .unwrap()
+                .unwrap();
+            assert_eq!(kept, bundle, "{method:?} v{version}");
+            assert!(kept.capacity() < plain.len() / 2, "{}", kept.capacity());
+            assert_eq!(parsed.decompress(DEFAULT_MAX_DECOMPRESSED).unwrap(), plain);
+        }
+    }
+
+    #[test]
+    fn a_bomb_with_a_wrong_size_or_hash_is_still_caught() {
+        let (_, plain) = bundle_then_zeros(4 * inflate::WINDOW);
+        let len = plain.len() as u64;
+        for (method, version) in ALL {
+            let (ccob, _) = compress(&plain, &options(method, version)).unwrap();
+            let (size_at, hash_at) = size_and_hash_at(version);
+            let inflate = |bytes: &[u8]| {
+                CompressedBundle::parse(bytes)
+                    .unwrap()
+                    .unwrap()
+                    .inflate_bundle(DEFAULT_MAX_DECOMPRESSED)
+                    .unwrap_err()
+            };
+            let mut bad = ccob.clone();
+            bad[hash_at] ^= 1;
+            let stored = u64::from_le_bytes(bad[hash_at..hash_at + 8].try_into().unwrap());
+            assert_eq!(
+                inflate(&bad),
+                Error::new(
+                    header_size(version).unwrap(),
+                    ErrorKind::HashMismatch {
+                        stored,
+                        computed: truncated_md5(&plain)
+                    }
+                )
+            );
+            for declared in [len - 1, len + 1] {
+                let mut bad = ccob.clone();
+                let width = size_at.len();
+                bad[size_at.clone()].copy_from_slice(&declared.to_le_bytes()[..width]);
+                assert_eq!(
+                    inflate(&bad).kind,
+                    ErrorKind::SizeMismatch {
+                        declared,
+                        actual: len
+                    }
+                );
+            }
+        }
+        // One byte changed far past the bundle, in bytes that are never kept.
+        let mut changed = plain.clone();
+        *changed.last_mut().unwrap() = 1;
+        let (mut ccob, _) = compress(&changed, &CompressOptions::default()).unwrap();
+        ccob[16..24].copy_from_slice(&truncated_md5(&plain).to_le_bytes());
+        let err = CompressedBundle::parse(&ccob)
+            .unwrap()
+            .unwrap()
+            .inflate_bundle(u64::MAX)
+            .unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::HashMismatch { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_bomb_past_the_limit_is_refused() {
+        let (bundle, plain) = bundle_then_zeros(2 * inflate::WINDOW);
+        let (ccob, _) = compress(&plain, &CompressOptions::default()).unwrap();
+        let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+        for limit in [bundle.len() as u64, plain.len() as u64 - 1] {
+            assert_eq!(
+                parsed.inflate_bundle(limit).unwrap_err(),
+                Error::new(24, ErrorKind::TooLarge { limit })
+            );
+        }
+        assert_eq!(
+            parsed.inflate_bundle(plain.len() as u64).unwrap().unwrap(),
+            bundle
+        );
+    }
+
+    #[test]
+    fn a_damaged_bundle_inside_is_what_parsing_the_whole_stream_says() {
+        let (bundle, mut plain) = bundle_then_zeros(2 * inflate::WINDOW);
+        let parsed = crate::format::bundle::Bundle::parse(&bundle)
+            .unwrap()
+            .unwrap();
+        // The last entry claims a terabyte.
+        let record = parsed.header_size() as usize - 24 - parsed.entries()[1].id.len();
+        plain[record + 8..record + 16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        let expected = crate::format::bundle::Bundle::parse(&plain).unwrap_err();
+        assert!(
+            matches!(expected.kind, ErrorKind::EntryOutOfBounds { index: 1, .. }),
+            "{expected}"
+        );
+        let (ccob, _) = compress(&plain, &CompressOptions::default()).unwrap();
+        let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+        assert_eq!(parsed.inflate_bundle(u64::MAX).unwrap(), Err(expected));
+    }
+
+    #[test]
+    fn a_stream_that_is_no_bundle_is_kept_whole() {
+        let text: Vec<u8> = b"; __CLANG_OFFLOAD_BUNDLE____START__ host-x86_64-unknown-linux-gnu-\n"
+            .iter()
+            .copied()
+            .cycle()
+            .take(3 * inflate::WINDOW)
+            .collect();
+        let (ccob, _) = compress(&text, &CompressOptions::default()).unwrap();
+        let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+        assert_eq!(parsed.inflate_bundle(u64::MAX).unwrap().unwrap(), text);
+    }
+
+    #[test]
+    fn the_size_a_version_holds_is_checked_before_compressing() {
+        let v2 = CompressOptions::default();
+        let v3 = CompressOptions { version: 3, ..v2 };
+        assert_eq!(v2.check_size(u64::from(u32::MAX)), Ok(()));
+        // The error the header would give, without compressing anything first.
+        assert_eq!(
+            v2.check_size(1 << 32),
+            header(&v2, 10, 1 << 32, 0).map(|_| ())
+        );
+        assert!(v2.check_size(1 << 32).is_err());
+        assert_eq!(v3.check_size(u64::MAX), Ok(()));
+    }
+
     #[test]
     fn version_2_refuses_sizes_over_4_gib() {
         let options = CompressOptions::default();
@@ -652,6 +917,31 @@ mod tests {
             let (ccob, _) = compress(&data, &options).unwrap();
             let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
             prop_assert_eq!(parsed.decompress(u64::MAX).unwrap(), data);
+        }
+
+        #[test]
+        fn the_inflated_bundle_is_the_bundle_the_whole_stream_starts_with(
+            payload in proptest::collection::vec(any::<u8>(), 0..300),
+            field in 0usize..4,
+            value in prop_oneof![Just(0u64), Just(1 << 40), any::<u64>()],
+            trailing in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let mut data = crate::format::bundle::to_vec(&[("host-x86_64-unknown-linux-gnu-", b""), ("hip-amdgcn-amd-amdhsa--gfx90a", &payload)], 1);
+            // Damage one field: the count, or the second record's offset, size or ID length.
+            let record = 32 + 24 + "host-x86_64-unknown-linux-gnu-".len();
+            let at = [24, record, record + 8, record + 16][field];
+            if value != 1 {
+                data[at..at + 8].copy_from_slice(&value.to_le_bytes());
+            }
+            data.extend_from_slice(&trailing);
+            let (ccob, _) = compress(&data, &CompressOptions::default()).unwrap();
+            let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+            let expected = match crate::format::bundle::Bundle::parse(&data) {
+                Ok(Some(bundle)) => Ok(data[..bundle.size() as usize].to_vec()),
+                Ok(None) => Ok(data.clone()),
+                Err(e) => Err(e),
+            };
+            prop_assert_eq!(parsed.inflate_bundle(u64::MAX).unwrap(), expected);
         }
     }
 }

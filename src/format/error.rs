@@ -195,6 +195,11 @@ pub enum ErrorKind {
         /// Size it actually inflates to (at most one byte more than declared is read).
         actual: u64,
     },
+    /// The memory to hold inflated bytes could not be had.
+    OutOfMemory {
+        /// The bytes that were to be held.
+        bytes: u64,
+    },
 }
 
 impl fmt::Display for ErrorKind {
@@ -360,6 +365,10 @@ impl fmt::Display for ErrorKind {
             ErrorKind::InflatedSizeMismatch { declared, actual } => write!(
                 f,
                 "compressed offload binary payload inflates to {actual} bytes, but its header says {declared}"
+            ),
+            ErrorKind::OutOfMemory { bytes } => write!(
+                f,
+                "not enough memory to hold {bytes} inflated bytes"
             ),
         }
     }

@@ -27,6 +27,7 @@ use object::endian::{LittleEndian as Le, U16, U32, U64};
 use object::pod::{self, Pod};
 
 use super::error::{Error, ErrorKind, Result};
+use super::inflate;
 use super::strtab::{Flavor, StringTable};
 
 /// The magic bytes that start an offload binary.
@@ -412,27 +413,34 @@ impl CompressedPayload<'_> {
             ));
         }
         let declared = self.inflated_size.saturating_sub(header_len);
-        // The declared size is trusted for the first allocation only as far as the payload
-        // makes it plausible, and up to a modest bound; the buffer grows as real data arrives.
-        let plausible = (self.payload.len() as u64)
-            .saturating_mul(32)
-            .saturating_add(header_len);
-        let hint = self.inflated_size.min(plausible).min(64 << 20) as usize;
-        let mut out = Vec::with_capacity(hint);
-        out.extend_from_slice(self.header);
+        let failed = |e: io::Error| Error::new(header_len, ErrorKind::Decompress(e.to_string()));
+        let mut reader: Box<dyn Read + '_> = match self.compression {
+            Compression::Zstd => {
+                Box::new(zstd::stream::read::Decoder::with_buffer(self.payload).map_err(failed)?)
+            }
+            Compression::Zlib => Box::new(flate2::read::ZlibDecoder::new(self.payload)),
+        };
+        // The buffer grows as real bytes arrive, never past the declared size: a payload that
+        // claims gigabytes but holds little costs little.
+        let mut out = Vec::new();
+        inflate::append(&mut out, self.header, self.inflated_size, header_len)?;
         put_u64(&mut out, field_at::SIZE, self.inflated_size);
         put_u64(&mut out, field_at::INFLATED_SIZE, 0);
-        let read = match self.compression {
-            Compression::Zstd => zstd::stream::read::Decoder::with_buffer(self.payload)
-                .and_then(|d| read_at_most(d, &mut out, declared)),
-            Compression::Zlib => read_at_most(
-                flate2::read::ZlibDecoder::new(self.payload),
-                &mut out,
-                declared,
-            ),
-        };
-        let actual =
-            read.map_err(|e| Error::new(header_len, ErrorKind::Decompress(e.to_string())))?;
+        let mut window = inflate::window(declared);
+        let mut actual = 0u64;
+        while actual <= declared {
+            let n = inflate::read_some(&mut reader, &mut window).map_err(failed)?;
+            if n == 0 {
+                break;
+            }
+            // One byte past the declared size is enough to know it is wrong.
+            let room = declared.saturating_add(1) - actual;
+            let piece = &window[..n.min(usize::try_from(room).unwrap_or(usize::MAX))];
+            actual += piece.len() as u64;
+            if actual <= declared {
+                inflate::append(&mut out, piece, self.inflated_size, header_len)?;
+            }
+        }
         if actual != declared {
             return Err(Error::new(
                 header_len,
@@ -441,13 +449,6 @@ impl CompressedPayload<'_> {
         }
         Ok(out)
     }
-}
-
-/// Appends up to `declared + 1` bytes of `reader` to `out`; returns how many it appended.
-fn read_at_most<R: Read>(reader: R, out: &mut Vec<u8>, declared: u64) -> io::Result<u64> {
-    let before = out.len();
-    reader.take(declared.saturating_add(1)).read_to_end(out)?;
-    Ok((out.len() - before) as u64)
 }
 
 /// What a binary holds after its header.
@@ -1317,6 +1318,29 @@ mod tests {
             assert_eq!(inflated, plain);
             let again = OffloadBinary::parse(&inflated).unwrap();
             assert_eq!(again.entries()[0].image, &image[..]);
+        }
+    }
+
+    #[test]
+    fn an_inflated_binary_never_holds_more_than_it_declares() {
+        // An image of several windows, so that the buffer grows while the payload inflates.
+        let strings: Strings = vec![(b"triple", b"amdgcn-amd-amdhsa"), (b"arch", b"gfx90a")];
+        let image = vec![0; 3 * inflate::WINDOW + 3];
+        let images = [OffloadingImage {
+            image_kind: ImageKind::Object,
+            offload_kind: OffloadKind::OpenMp,
+            flags: 0,
+            strings: &strings,
+            image: &image,
+        }];
+        let plain = write(3, &images).unwrap();
+        for compression in [Compression::Zstd, Compression::Zlib] {
+            let packed = write_compressed(&images, compression, 1).unwrap();
+            let binary = OffloadBinary::parse(&packed).unwrap();
+            let inflated = binary.compressed().unwrap().inflate(u64::MAX).unwrap();
+            assert_eq!(inflated, plain);
+            // Doubling stops at the declared size, rather than at the next power of two.
+            assert_eq!(inflated.capacity(), plain.len());
         }
     }
 

@@ -107,6 +107,15 @@ pub fn write_end<W: Write + ?Sized>(out: &mut W, comment: &str, id: &str) -> io:
     out.write_all(b"\n")
 }
 
+/// The size of the text bundle [`write`] makes of `entries` (ID and text size), saturating.
+pub fn size<S: AsRef<str>>(comment: &str, entries: &[(S, u64)]) -> u64 {
+    let markers = (start_marker(comment).len() + end_marker(comment).len()) as u64;
+    entries.iter().fold(0u64, |total, (id, text)| {
+        let lines = 2 * (id.as_ref().len() as u64 + 1);
+        total.saturating_add(markers + lines).saturating_add(*text)
+    })
+}
+
 /// Writes a whole text bundle of `entries` (ID and text), in order.
 pub fn write<W: Write + ?Sized>(
     out: &mut W,
@@ -125,6 +134,22 @@ pub fn write<W: Write + ?Sized>(
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_size_is_what_writing_gives() {
+        let entries: [(&str, &[u8]); 2] = [
+            ("host-x86_64-unknown-linux-gnu-", b"define void @f() {}\n"),
+            ("hip-amdgcn-amd-amdhsa--gfx90a", b""),
+        ];
+        let mut written = Vec::new();
+        write(&mut written, ";", &entries).unwrap();
+        let sizes: Vec<(&str, u64)> = entries
+            .iter()
+            .map(|(id, t)| (*id, t.len() as u64))
+            .collect();
+        assert_eq!(size(";", &sizes), written.len() as u64);
+        assert_eq!(size("//", &[("x", u64::MAX)]), u64::MAX);
+    }
 
     #[test]
     fn bytes_match_a_text_bundle_written_by_llvm_19() {

@@ -57,7 +57,13 @@ fn member_entries(
     let failed = |e| member_error(archive, &member.name, "Failed to decompress code object", e);
     // A member holds one compressed bundle; what follows it is not read, as in LLVM 19.
     let plain = match ccob::split(data).next() {
-        Some(Ok((_, bundle))) => bundle.decompress(config.max_decompressed).map_err(failed)?,
+        Some(Ok((_, bundle))) => match bundle.inflate_bundle(config.max_decompressed) {
+            Ok(Ok(plain)) => plain,
+            Ok(Err(damage)) => {
+                return Err(member_error(archive, &member.name, "bad bundle", damage))
+            }
+            Err(e) => return Err(failed(e)),
+        },
         Some(Err(e)) => return Err(failed(e)),
         None => Vec::new(),
     };

@@ -366,6 +366,9 @@ fn mb_per_s(bytes: u64, seconds: f64) -> f64 {
 pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     let targets = config.check(false)?;
     let output_path = &config.outputs[0];
+    if let Some(options) = &config.compress {
+        check_compressed_size(config, &targets, options)?;
+    }
     let inputs = config
         .inputs
         .iter()
@@ -420,6 +423,50 @@ pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
         }
     }
     output.commit()
+}
+
+/// Refuses, before any input is read, a bundle too large for the compressed bundle version
+/// asked for (version 2 holds sizes in 32 bits), with the error compressing it would give. The
+/// size comes from the input files' sizes; inputs that are not plain files (standard input)
+/// are left to the check made when compressing.
+fn check_compressed_size(
+    config: &BundlerConfig,
+    targets: &CheckedTargets,
+    options: &CompressOptions,
+) -> Result<()> {
+    let sizes: Option<Vec<(&str, u64)>> = targets
+        .names
+        .iter()
+        .zip(&config.inputs)
+        .map(|(name, path)| {
+            let meta = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+            Some((name.as_str(), meta.len()))
+        })
+        .collect();
+    let Some(sizes) = sizes else {
+        return Ok(());
+    };
+    let size = match text_bundle::comment_for_type(&config.file_type) {
+        Some(comment) => text_bundle::size(comment, &sizes),
+        // A layout that cannot be made is reported where the bundle is written.
+        None => bundle::layout(&sizes, config.bundle_align).map_or(0, |layout| layout.size),
+    };
+    let Err(e) = options.check_size(size) else {
+        return Ok(());
+    };
+    // A host object gets the device code as sections, uncompressed: no size to check.
+    let reference = if targets.hip_only {
+        0
+    } else {
+        targets.host_index.unwrap_or(0)
+    };
+    if matches!(config.file_type.as_str(), "o" | "a") && targets.host_index.is_some() {
+        let host = Input::open(&config.inputs[reference])?;
+        if handler_for(&config.file_type, &host)? == Handler::Object {
+            return Ok(());
+        }
+    }
+    Err(Error::format(&config.outputs[0], e))
 }
 
 /// Writes the bundle straight from the inputs: headers and markers from memory, payloads
@@ -547,18 +594,35 @@ pub fn decompress_input<'a>(
         return Ok(Contents::Plain(data));
     }
     let mut parts = Vec::new();
+    // A damaged bundle inside is reported after every stream is checked, as it would be when
+    // its entries are read.
+    let mut damage = None;
     for part in ccob::split(data) {
         let (at, compressed) = part.map_err(|e| decompress_error(path, e))?;
         let start = Instant::now();
         let plain = compressed
-            .decompress(config.max_decompressed)
+            .inflate_bundle(config.max_decompressed)
             .map_err(|e| decompress_error(path, e.rebased(at)))?;
         if config.verbose {
-            report_decompression(log, &compressed, &plain, start.elapsed().as_secs_f64());
+            report_decompression(log, &compressed, start.elapsed().as_secs_f64());
         }
-        parts.push((at, plain));
+        match plain {
+            Ok(plain) => parts.push((at, plain)),
+            Err(e) => {
+                damage.get_or_insert_with(|| {
+                    Error::format_in(
+                        path,
+                        format!("compressed bundle at {at:#x}, decompressed"),
+                        e,
+                    )
+                });
+            }
+        }
     }
-    Ok(Contents::Decompressed(parts))
+    match damage {
+        Some(e) => Err(e),
+        None => Ok(Contents::Decompressed(parts)),
+    }
 }
 
 /// A compressed input that cannot be decompressed, reported as LLVM words it, with the file and
@@ -572,12 +636,8 @@ fn decompress_error(path: &Path, e: crate::format::Error) -> Error {
     ))
 }
 
-fn report_decompression(
-    log: &mut dyn Write,
-    bundle: &CompressedBundle<'_>,
-    plain: &[u8],
-    seconds: f64,
-) {
+/// Reports a decompression that succeeded: the stream's size and hash are the header's, checked.
+fn report_decompression(log: &mut dyn Write, bundle: &CompressedBundle<'_>, seconds: f64) {
     let _ = writeln!(log, "Compressed bundle format version: {}", bundle.version);
     if let Some(total) = bundle.total_size {
         let _ = writeln!(
@@ -587,8 +647,9 @@ fn report_decompression(
         );
     }
     let before = bundle.payload.len() as u64;
-    let rate = plain.len() as f64 / before.max(1) as f64;
-    let computed = ccob::truncated_md5(plain);
+    let after = bundle.uncompressed_size;
+    let rate = after as f64 / before.max(1) as f64;
+    let computed = bundle.hash;
     let _ = writeln!(
         log,
         "Decompression method: {}\n\
@@ -602,10 +663,10 @@ fn report_decompression(
          Hashes match: {}",
         bundle.method.name(),
         thousands(before),
-        thousands(plain.len() as u64),
+        thousands(after),
         rate,
         100.0 / rate,
-        mb_per_s(plain.len() as u64, seconds),
+        mb_per_s(after, seconds),
         bundle.hash,
         computed,
         if computed == bundle.hash { "Yes" } else { "No" }

@@ -152,7 +152,9 @@ fn rewrite_container(
         (parsed.size() as usize, new)
     } else if ccob::is_compressed(here) {
         let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
-        let plain = compressed.decompress(config.max_decompressed)?;
+        // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
+        // reading), and is not written back when decompressing.
+        let plain = compressed.inflate_bundle(config.max_decompressed)??;
         let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
             crate::format::Error::new(
                 start as u64,

@@ -1,0 +1,65 @@
+//! Inflating zlib and zstd streams through a fixed window, so that what a stream declares never
+//! decides what is allocated: a buffer grows only as real bytes arrive, and only as far as the
+//! caller means to keep them.
+
+use std::io::{self, Read};
+
+use super::error::{Error, ErrorKind, Result};
+
+/// Bytes inflated at a time.
+pub(crate) const WINDOW: usize = 1 << 20;
+
+/// A window for `expected` bytes of output: [`WINDOW`] bytes at most, and not much more than the
+/// output, so that small streams stay cheap.
+pub(crate) fn window(expected: u64) -> Vec<u8> {
+    vec![0; expected.saturating_add(1).clamp(4096, WINDOW as u64) as usize]
+}
+
+/// Fills as much of `window` as the next read of `reader` gives: 0 at the end of the stream.
+pub(crate) fn read_some<R: Read + ?Sized>(reader: &mut R, window: &mut [u8]) -> io::Result<usize> {
+    loop {
+        match reader.read(window) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Appends `bytes` to `out`, which is never to hold more than `cap` bytes: its capacity doubles
+/// as real bytes arrive but never past `cap`, and memory that cannot be had is an error (at
+/// `offset`), not an abort.
+pub(crate) fn append(out: &mut Vec<u8>, bytes: &[u8], cap: u64, offset: u64) -> Result<()> {
+    let needed = out.len() + bytes.len();
+    if needed > out.capacity() {
+        let doubled = out.capacity().saturating_mul(2).max(64 << 10) as u64;
+        let target = doubled.min(cap).max(needed as u64);
+        let target = usize::try_from(target).unwrap_or(usize::MAX);
+        out.try_reserve_exact(target - out.len()).map_err(|_| {
+            Error::new(
+                offset,
+                ErrorKind::OutOfMemory {
+                    bytes: target as u64,
+                },
+            )
+        })?;
+    }
+    out.extend_from_slice(bytes);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_stops_at_the_cap() {
+        let mut out = Vec::new();
+        append(&mut out, &[1; 1000], 100_000, 0).unwrap();
+        assert!(out.capacity() >= 1000 && out.capacity() <= 100_000);
+        for _ in 0..99 {
+            append(&mut out, &[1; 1000], 100_000, 0).unwrap();
+        }
+        assert_eq!(out.len(), 100_000);
+        assert_eq!(out.capacity(), 100_000);
+    }
+}
