@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use offload::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
+use offload::format::target_id::TargetIdBuf;
 use offload::ops::rewrite::{rewrite, Change, RewriteConfig};
 
 /// `enum ld_plugin_status`.
@@ -58,13 +59,18 @@ type RegisterCleanup = unsafe extern "C" fn(handler: CleanupHandler) -> c_int;
 type ClaimFileHandler = extern "C" fn(file: *const c_void, claimed: *mut c_int) -> c_int;
 type RegisterClaimFile = unsafe extern "C" fn(handler: ClaimFileHandler) -> c_int;
 
+/// The target ID of `-plugin-opt=VALUE`, checked.
+fn target_id(value: &str, id: &str) -> Result<TargetIdBuf, String> {
+    id.parse().map_err(|e| format!("-plugin-opt={value}: {e}"))
+}
+
 /// What the plugin was asked to do.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Options {
     /// Target IDs to keep.
-    pub keep: Vec<String>,
+    pub keep: Vec<TargetIdBuf>,
     /// Target IDs to remove.
-    pub remove: Vec<String>,
+    pub remove: Vec<TargetIdBuf>,
     /// Compress every bundle.
     pub compress: bool,
     /// The compression level, when given.
@@ -82,8 +88,10 @@ impl Options {
         let mut options = Options::default();
         for value in values {
             match value.split_once('=') {
-                Some(("keep", id)) if !id.is_empty() => options.keep.push(id.to_string()),
-                Some(("remove", id)) if !id.is_empty() => options.remove.push(id.to_string()),
+                Some(("keep", id)) if !id.is_empty() => options.keep.push(target_id(value, id)?),
+                Some(("remove", id)) if !id.is_empty() => {
+                    options.remove.push(target_id(value, id)?)
+                }
                 Some(("compression-level", n)) => {
                     let level = n.parse().map_err(|_| {
                         format!("-plugin-opt={value}: the compression level must be a number")
@@ -331,14 +339,19 @@ mod tests {
     fn options_read_as_documented() {
         let o = Options::parse([
             "keep=gfx90a",
-            "keep=gfx1100:xnack-",
+            "keep=gfx908:xnack-",
             "compress",
             "compression-level=9",
             "list",
             "verbose",
         ])
         .unwrap();
-        assert_eq!(o.keep, ["gfx90a", "gfx1100:xnack-"]);
+        let keep: Vec<&str> = o.keep.iter().map(TargetIdBuf::as_str).collect();
+        assert_eq!(keep, ["gfx90a", "gfx908:xnack-"]);
+        assert_eq!(
+            Options::parse(["keep=gfx90a:xnack"]).unwrap_err(),
+            "-plugin-opt=keep=gfx90a:xnack: invalid target ID 'gfx90a:xnack': expected PROCESSOR(:FEATURE+|:FEATURE-)*, each feature once, as in gfx90a:xnack+"
+        );
         assert!(o.compress && o.list && o.verbose);
         assert_eq!(o.level, Some(9));
         assert_eq!(o.changes().len(), 2);

@@ -3,6 +3,8 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
+use crate::format::image_target::Producer;
+use crate::format::target_id::TargetIdBuf;
 use clap::Parser;
 
 use crate::ops::extract::{self, ExtractConfig, Progress};
@@ -17,7 +19,7 @@ struct Args {
     files: Vec<PathBuf>,
     /// Target ID of the device (`gfx90a`, `gfx90a:xnack+`, `sm_80`); repeat for several.
     #[arg(long = "arch", required = true)]
-    arches: Vec<String>,
+    arches: Vec<TargetIdBuf>,
     /// Where to write: a folder (made if missing), or, for archives, a `.a` file to write one
     /// device archive.
     #[arg(short = 'o', long = "output", default_value = ".")]
@@ -30,7 +32,7 @@ struct Args {
     triple: Option<String>,
     /// Only images of this offload kind (`hip`, `openmp`, `cuda`).
     #[arg(long)]
-    kind: Option<String>,
+    kind: Option<Producer>,
     /// Print nothing but errors.
     #[arg(short, long)]
     quiet: bool,

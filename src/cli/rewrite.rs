@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use crate::format::target_id::TargetIdBuf;
 use clap::{Args as ClapArgs, Parser};
 
 use crate::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
@@ -34,10 +35,10 @@ struct StripArgs {
     file: PathBuf,
     /// Keep the images a device with this target ID loads (host code always stays).
     #[arg(long, required_unless_present = "remove", conflicts_with = "remove")]
-    keep: Vec<String>,
+    keep: Vec<TargetIdBuf>,
     /// Remove the images a device with this target ID loads.
     #[arg(long)]
-    remove: Vec<String>,
+    remove: Vec<TargetIdBuf>,
     #[command(flatten)]
     destination: Destination,
     /// Say what would change, and change nothing.

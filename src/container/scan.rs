@@ -24,6 +24,7 @@ use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
 use crate::format::bundle::{self, Bundle};
 use crate::format::ccob::{self, CompressedBundle};
+use crate::format::image_target::ImageTarget;
 use crate::format::offload_binary::{self, OffloadBinary, OffloadEntry};
 
 /// The magic of a CUDA fat binary (`.nv_fatbin`), little-endian.
@@ -73,6 +74,8 @@ pub struct DeviceImage<'a> {
     pub compressed: bool,
     /// What it is.
     pub what: What<'a>,
+    /// What it is for: producer, triple and target ID, read once from where it is stored.
+    pub target: &'a ImageTarget,
     /// Its bytes.
     pub data: &'a [u8],
 }
@@ -137,12 +140,18 @@ impl Scan<'_, '_> {
         } else {
             self.offset_of(data)
         };
+        let target = match what {
+            What::OffloadImage(entry) => ImageTarget::of_offload_entry(entry),
+            What::BundleEntry(id) => ImageTarget::of_bundle_entry(id),
+            What::CudaFatbin => ImageTarget::of_cuda_fatbin(),
+        };
         let image = DeviceImage {
             members: at.members,
             section: at.section,
             offset,
             compressed: at.compressed,
             what,
+            target: &target,
             data,
         };
         (self.visit)(&image);

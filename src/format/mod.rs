@@ -8,6 +8,7 @@ pub mod bundle;
 pub mod ccob;
 pub mod entry_id;
 pub mod error;
+pub mod image_target;
 mod inflate;
 pub mod llvm_hash;
 pub mod offload_binary;

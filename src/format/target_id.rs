@@ -121,6 +121,123 @@ impl<'a> TargetId<'a> {
     }
 }
 
+impl TargetId<'_> {
+    /// Whether a device with this target ID can load an image built for `image`: the same
+    /// processor, and every feature set in both set alike (a feature either leaves out
+    /// matches any setting). The one rule behind `extract --arch`, `strip --keep`/`--remove`
+    /// and the linker plugin.
+    pub fn can_load(&self, image: &TargetId<'_>) -> bool {
+        !self.processor.is_empty()
+            && self.processor == image.processor
+            && self
+                .features
+                .iter()
+                .all(|(name, setting)| image.feature(name).is_none_or(|s| s == *setting))
+    }
+
+    /// Whether both name the same processor with the same features, in any order.
+    pub fn same_as(&self, other: &TargetId<'_>) -> bool {
+        self.canonical() == other.canonical()
+    }
+}
+
+/// Why a target ID given on a command line is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetIdError {
+    /// Nothing was given.
+    #[error("invalid target ID '': it is empty")]
+    Empty,
+    /// A feature without `+` or `-`, or a repeated one, or no processor.
+    #[error("invalid target ID '{0}': expected PROCESSOR(:FEATURE+|:FEATURE-)*, each feature once, as in gfx90a:xnack+")]
+    Syntax(String),
+    /// A feature the processor does not have.
+    #[error("invalid target ID '{id}': {processor} has no feature '{feature}' (it has: {known})")]
+    UnknownFeature {
+        /// The target ID as given.
+        id: String,
+        /// Its processor.
+        processor: String,
+        /// The feature it names.
+        feature: String,
+        /// The features the processor has, or `none`.
+        known: String,
+    },
+}
+
+/// A target ID owned and checked where it enters (a command-line value, a plugin option):
+/// its syntax, and its features: `xnack` and `sramecc` for `gfx` processors, none for any
+/// other processor (such as `sm_80`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TargetIdBuf {
+    text: String,
+}
+
+impl TargetIdBuf {
+    /// The target ID, borrowed.
+    pub fn target_id(&self) -> TargetId<'_> {
+        TargetId::parse_syntax(&self.text).unwrap_or(TargetId {
+            processor: "",
+            features: Vec::new(),
+        })
+    }
+
+    /// The target ID as given.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether a device with this target ID can load an image built for `image` (a target ID
+    /// as stored in a container; one that does not parse is never loaded).
+    pub fn can_load(&self, image: &str) -> bool {
+        TargetId::parse_syntax(image).is_some_and(|image| self.target_id().can_load(&image))
+    }
+}
+
+impl std::str::FromStr for TargetIdBuf {
+    type Err = TargetIdError;
+
+    fn from_str(text: &str) -> Result<TargetIdBuf, TargetIdError> {
+        if text.is_empty() {
+            return Err(TargetIdError::Empty);
+        }
+        let parsed =
+            TargetId::parse_syntax(text).ok_or_else(|| TargetIdError::Syntax(text.to_string()))?;
+        let known = known_features(parsed.processor);
+        if let Some((feature, _)) = parsed.features.iter().find(|(f, _)| !known.contains(f)) {
+            return Err(TargetIdError::UnknownFeature {
+                id: text.to_string(),
+                processor: parsed.processor.to_string(),
+                feature: feature.to_string(),
+                known: if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                },
+            });
+        }
+        Ok(TargetIdBuf {
+            text: text.to_string(),
+        })
+    }
+}
+
+impl std::fmt::Display for TargetIdBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The features a processor named on a command line may set: the AMDGPU target features for
+/// `gfx` processors (LLVM's bundler stores them for any such processor, whether or not its
+/// table gives the processor the feature), none for any other processor.
+fn known_features(processor: &str) -> &'static [&'static str] {
+    if processor.starts_with("gfx") {
+        &["sramecc", "xnack"]
+    } else {
+        &[]
+    }
+}
+
 /// The canonical form of `id` for `triple` (aliases resolved, features sorted), or `None` if
 /// `id` is not a valid target ID for it.
 pub fn canonical_target_id(triple: &Triple, id: &str) -> Option<String> {
@@ -443,6 +560,57 @@ pub fn is_offload_arch(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_device_loads_what_agrees_with_it() {
+        let loads =
+            |device: &str, image: &str| device.parse::<TargetIdBuf>().unwrap().can_load(image);
+        assert!(loads("gfx90a", "gfx90a"));
+        assert!(loads("gfx90a", "gfx90a:xnack+"));
+        assert!(loads("gfx90a", "gfx90a:xnack-"));
+        assert!(loads("gfx90a:xnack+", "gfx90a"));
+        assert!(loads("gfx90a:xnack+", "gfx90a:xnack+"));
+        assert!(!loads("gfx90a:xnack+", "gfx90a:xnack-"));
+        assert!(loads("gfx90a:xnack+:sramecc-", "gfx90a:sramecc-"));
+        assert!(!loads("gfx90a", "gfx906"));
+        assert!(!loads("gfx90", "gfx90a"));
+        assert!(!loads("gfx90a", "gfx90a:xnack"));
+        let same = |a: &str, b: &str| {
+            TargetId::parse_syntax(a)
+                .unwrap()
+                .same_as(&TargetId::parse_syntax(b).unwrap())
+        };
+        assert!(same("gfx908:xnack-:sramecc+", "gfx908:sramecc+:xnack-"));
+        assert!(!same("gfx908", "gfx908:xnack-"));
+    }
+
+    #[test]
+    fn command_line_target_ids_are_checked_where_they_enter() {
+        let error = |text: &str| text.parse::<TargetIdBuf>().unwrap_err().to_string();
+        assert_eq!(
+            error("gfx90a:xnack"),
+            "invalid target ID 'gfx90a:xnack': expected PROCESSOR(:FEATURE+|:FEATURE-)*, each feature once, as in gfx90a:xnack+"
+        );
+        assert_eq!(
+            error("gfx90a:foo+"),
+            "invalid target ID 'gfx90a:foo+': gfx90a has no feature 'foo' (it has: sramecc, xnack)"
+        );
+        assert_eq!(
+            error("sm_80:xnack+"),
+            "invalid target ID 'sm_80:xnack+': sm_80 has no feature 'xnack' (it has: none)"
+        );
+        assert_eq!(error(""), "invalid target ID '': it is empty");
+        assert_eq!(error(":xnack+"), "invalid target ID ':xnack+': expected PROCESSOR(:FEATURE+|:FEATURE-)*, each feature once, as in gfx90a:xnack+");
+        for good in [
+            "gfx90a",
+            "gfx90a:xnack+",
+            "gfx950:sramecc-",
+            "sm_80",
+            "gfx1010:xnack-",
+        ] {
+            assert_eq!(good.parse::<TargetIdBuf>().unwrap().as_str(), good);
+        }
+    }
 
     fn amdgcn() -> Triple {
         Triple::new("amdgcn-amd-amdhsa")

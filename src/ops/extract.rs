@@ -10,7 +10,8 @@ use crate::container::archive::write_archive;
 use crate::container::scan::{scan, DeviceImage, Places, What};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
-use crate::format::target_id::{FeatureSetting, TargetId};
+use crate::format::image_target::{ImageTarget, Producer};
+use crate::format::target_id::TargetIdBuf;
 use crate::io::{Closed, Input, Output};
 use crate::ops::archive::device_member_name;
 use crate::ops::ls::{self, Image};
@@ -20,64 +21,45 @@ use crate::ops::ls::{self, Image};
 pub struct ExtractConfig {
     /// The files to look into.
     pub files: Vec<PathBuf>,
-    /// The target IDs asked for (`gfx90a`, `gfx90a:xnack+`, `sm_80`).
-    pub arches: Vec<String>,
+    /// The target IDs asked for (`gfx90a`, `gfx90a:xnack+`, `sm_80`), checked where they
+    /// were given.
+    pub arches: Vec<TargetIdBuf>,
     /// Match target IDs exactly instead of by what a device can load.
     pub exact: bool,
     /// Only images for this triple.
     pub triple: Option<String>,
-    /// Only images of this offload kind (`hip`, `openmp`, `cuda`, ...).
-    pub kind: Option<String>,
+    /// Only images of this producer (`hip`, `openmp`, `cuda`, ...).
+    pub kind: Option<Producer>,
     /// The folder to write to, or, when it names a `.a` file and the inputs are archives, the
     /// device archive to write.
     pub output: PathBuf,
 }
 
-/// Whether a device with target ID `query` can load an image built for `image`: the same
-/// processor, and every feature set in both set alike (a feature either leaves out matches
-/// any setting).
-pub fn loadable(query: &str, image: &str) -> bool {
-    let (Some(q), Some(i)) = (TargetId::parse_syntax(query), TargetId::parse_syntax(image)) else {
+/// Whether an image for `target` is one `config` asks for.
+pub fn wanted(config: &ExtractConfig, target: &ImageTarget) -> bool {
+    if target.producer == Producer::Host {
+        return false;
+    }
+    let Some(stored) = target.target_id() else {
         return false;
     };
-    if q.processor.is_empty() || q.processor != i.processor {
-        return false;
-    }
-    q.features
-        .iter()
-        .all(|(name, setting): &(&str, FeatureSetting)| {
-            i.feature(name).is_none_or(|s| s == *setting)
-        })
-}
-
-/// Whether the target IDs are the same once their features are sorted.
-fn same_target(query: &str, image: &str) -> bool {
-    match (TargetId::parse_syntax(query), TargetId::parse_syntax(image)) {
-        (Some(q), Some(i)) => q.canonical() == i.canonical(),
-        _ => false,
-    }
-}
-
-/// Whether `image` is one `config` asks for.
-pub fn wanted(config: &ExtractConfig, image: &Image) -> bool {
-    if image.offload_kind == "host" || image.arch.is_empty() {
-        return false;
-    }
     if let Some(triple) = &config.triple {
-        if image.triple.trim_end_matches('-') != triple.trim_end_matches('-') {
+        if target.triple.trim_end_matches('-') != triple.trim_end_matches('-') {
             return false;
         }
     }
-    if let Some(kind) = &config.kind {
-        if &image.offload_kind != kind {
-            return false;
-        }
+    if config
+        .kind
+        .as_ref()
+        .is_some_and(|kind| *kind != target.producer)
+    {
+        return false;
     }
     config.arches.iter().any(|q| {
         if config.exact {
-            same_target(q, &image.arch)
+            q.target_id().same_as(&stored)
         } else {
-            loadable(q, &image.arch)
+            q.target_id().can_load(&stored)
         }
     })
 }
@@ -216,10 +198,10 @@ fn extract_noting(
             Places::Everywhere,
             DEFAULT_MAX_DECOMPRESSED,
             &mut |found: &DeviceImage<'_>| {
-                let image = ls::record(&name, found);
-                if !wanted(config, &image) {
+                if !wanted(config, found.target) {
                     return;
                 }
+                let image = ls::record(&name, found);
                 let label = match found.what {
                     What::BundleEntry(id) => id.to_string(),
                     _ => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
@@ -254,7 +236,12 @@ fn extract_noting(
             .collect();
         return Err(Error::msg(format!(
             "no device image for {} in {}",
-            config.arches.join(", "),
+            config
+                .arches
+                .iter()
+                .map(TargetIdBuf::as_str)
+                .collect::<Vec<_>>()
+                .join(", "),
             files.join(", ")
         )));
     }
@@ -338,25 +325,6 @@ fn extract_noting(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_device_loads_what_agrees_with_it() {
-        assert!(loadable("gfx90a", "gfx90a"));
-        assert!(loadable("gfx90a", "gfx90a:xnack+"));
-        assert!(loadable("gfx90a", "gfx90a:xnack-"));
-        assert!(loadable("gfx90a:xnack+", "gfx90a"));
-        assert!(loadable("gfx90a:xnack+", "gfx90a:xnack+"));
-        assert!(!loadable("gfx90a:xnack+", "gfx90a:xnack-"));
-        assert!(loadable("gfx90a:xnack+:sramecc-", "gfx90a:sramecc-"));
-        assert!(!loadable("gfx90a", "gfx906"));
-        assert!(!loadable("gfx90", "gfx90a"));
-        assert!(!loadable("", "gfx90a"));
-        assert!(same_target(
-            "gfx908:xnack-:sramecc+",
-            "gfx908:sramecc+:xnack-"
-        ));
-        assert!(!same_target("gfx908", "gfx908:xnack-"));
-    }
 
     #[test]
     fn names_never_leave_the_folder() {

@@ -7,7 +7,6 @@ use serde::Serialize;
 use crate::container::scan::{scan, DeviceImage, Places, What};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
-use crate::format::entry_id::EntryId;
 use crate::format::offload_binary::ImageKind;
 use crate::io::Input;
 
@@ -48,46 +47,24 @@ fn image_kind_name(kind: ImageKind) -> String {
     }
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// The fields of an image that say what it is, from where it was found.
+/// The fields of an image that say what it is: producer, triple, target ID, image kind and
+/// entry ID.
 pub fn describe(
     image: &DeviceImage<'_>,
 ) -> (String, String, String, Option<String>, Option<String>) {
-    match image.what {
-        What::OffloadImage(entry) => (
-            entry.offload_kind.name().to_string(),
-            text(entry.triple()),
-            text(entry.arch()),
-            Some(image_kind_name(entry.image_kind)),
-            None,
-        ),
-        What::BundleEntry(id) => {
-            let parsed = EntryId::parse(id);
-            let kind = match parsed.kind.as_str() {
-                "hip" | "hipv4" => "hip".to_string(),
-                other => other.to_string(),
-            };
-            // The bundler keeps four triple pieces (`amdgcn-amd-amdhsa-`); a host entry's
-            // target ID is the whole entry ID, which is no target ID.
-            let triple = parsed.triple.to_string().trim_end_matches('-').to_string();
-            let arch = if parsed.is_host() {
-                String::new()
-            } else {
-                parsed.target_id.clone()
-            };
-            (kind, triple, arch, None, Some(id.to_string()))
-        }
-        What::CudaFatbin => (
-            "cuda".into(),
-            "nvptx64-nvidia-cuda".into(),
-            String::new(),
-            Some("fatbin".into()),
-            None,
-        ),
-    }
+    let target = image.target;
+    let (image_kind, entry_id) = match image.what {
+        What::OffloadImage(entry) => (Some(image_kind_name(entry.image_kind)), None),
+        What::BundleEntry(id) => (None, Some(id.to_string())),
+        What::CudaFatbin => (Some("fatbin".into()), None),
+    };
+    (
+        target.producer.name().to_string(),
+        target.triple.clone(),
+        target.target_id.clone(),
+        image_kind,
+        entry_id,
+    )
 }
 
 /// The record `offload ls` prints for `image`, found in the file named `file`.

@@ -15,16 +15,16 @@ use crate::format::bundle::{self, Bundle};
 use crate::format::ccob::{self, CompressOptions, CompressedBundle};
 use crate::format::entry_id::EntryId;
 use crate::format::offload_binary::{self, OffloadBinary};
+use crate::format::target_id::TargetIdBuf;
 use crate::io::{Input, Output};
-use crate::ops::extract::loadable;
 
 /// What to do to the device code.
 #[derive(Debug, Clone)]
 pub enum Change {
     /// Keep only the images these target IDs can load (host entries always stay).
-    Keep(Vec<String>),
+    Keep(Vec<TargetIdBuf>),
     /// Remove the images these target IDs can load.
-    Remove(Vec<String>),
+    Remove(Vec<TargetIdBuf>),
     /// Compress every bundle that is not compressed.
     Compress(CompressOptions),
     /// Decompress every compressed bundle.
@@ -61,8 +61,8 @@ impl RewriteConfig {
     /// Whether a device image with target ID `arch` stays.
     fn keeps(&self, arch: &str) -> bool {
         match &self.change {
-            Change::Keep(ids) => ids.iter().any(|q| loadable(q, arch)),
-            Change::Remove(ids) => !ids.iter().any(|q| loadable(q, arch)),
+            Change::Keep(ids) => ids.iter().any(|q| q.can_load(arch)),
+            Change::Remove(ids) => !ids.iter().any(|q| q.can_load(arch)),
             Change::Compress(_) | Change::Decompress => true,
         }
     }
