@@ -189,7 +189,7 @@ fn a_pointer_into_the_middle_of_a_bundle_is_refused_and_the_file_left_alone() {
 fn damaged_programs_give_errors_not_panics() {
     use offload::ops::rewrite::{rewrite_file, Change, RewriteConfig, Summary};
     let config = RewriteConfig {
-        change: Change::Keep(vec!["gfx90a".into()]),
+        change: Change::Keep(vec!["gfx90a".parse().unwrap()]),
         allow_empty: true,
         max_decompressed: 1 << 26,
     };
