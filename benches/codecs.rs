@@ -88,7 +88,7 @@ fn bench_ccob(c: &mut Criterion) {
 /// Scanning 1 GiB of host code and data for the magics: random bytes (no magic at all), the
 /// work of a search through every section of a large library that holds no device code.
 fn bench_scan(c: &mut Criterion) {
-    use offload::container::scan::next_magic;
+    use offload::format::container::next_magic;
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut data = vec![0u8; 1 << 30];
     for chunk in data.chunks_exact_mut(8) {

@@ -14,7 +14,6 @@
 
 use std::path::Path;
 
-use memchr::memmem;
 use object::read::elf::{ElfFile, FileHeader, SectionHeader};
 use object::read::macho::{MachOFatFile32, MachOFatFile64};
 use object::{FileKind, Object, ObjectSection};
@@ -22,13 +21,12 @@ use object::{FileKind, Object, ObjectSection};
 use crate::container::archive::read_members;
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
-use crate::format::bundle::{self, Bundle};
-use crate::format::ccob::{self, CompressedBundle};
+use crate::format::bundle::Bundle;
+use crate::format::ccob::CompressedBundle;
+use crate::format::container::{self, Container};
+use crate::format::cuda_fatbin;
 use crate::format::image_target::ImageTarget;
-use crate::format::offload_binary::{self, OffloadBinary, OffloadEntry};
-
-/// The magic of a CUDA fat binary (`.nv_fatbin`), little-endian.
-pub const CUDA_FATBIN_MAGIC: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
+use crate::format::offload_binary::{OffloadBinary, OffloadEntry};
 
 /// How deep containers may nest.
 const MAX_DEPTH: usize = 8;
@@ -49,9 +47,9 @@ pub enum Places {
     OffloadBinaries,
 }
 
-/// What a device image is.
+/// Where a device image comes from: the container record that holds it.
 #[derive(Debug, Clone, Copy)]
-pub enum What<'a> {
+pub enum Origin<'a> {
     /// An image of an offload binary, with its metadata.
     OffloadImage(&'a OffloadEntry<'a>),
     /// An entry of a clang offload bundle, with its entry ID.
@@ -72,8 +70,8 @@ pub struct DeviceImage<'a> {
     pub offset: Option<u64>,
     /// Whether it was stored compressed.
     pub compressed: bool,
-    /// What it is.
-    pub what: What<'a>,
+    /// The record that holds it.
+    pub origin: Origin<'a>,
     /// What it is for: producer, triple and target ID, read once from where it is stored.
     pub target: &'a ImageTarget,
     /// Its bytes.
@@ -82,7 +80,7 @@ pub struct DeviceImage<'a> {
 
 /// Where the scan is, for error messages and for the images it reports.
 #[derive(Clone, Copy)]
-struct At<'s> {
+struct Place<'s> {
     members: &'s [String],
     section: Option<&'s str>,
     /// Whether the place is one that holds device code by its name or type: damage there is
@@ -109,7 +107,7 @@ impl Scan<'_, '_> {
             .then(|| (start - base) as u64)
     }
 
-    fn context(at: &At<'_>) -> String {
+    fn context(at: &Place<'_>) -> String {
         let mut parts: Vec<String> = at.members.iter().map(|m| format!("member '{m}'")).collect();
         if let Some(section) = at.section {
             parts.push(format!("section '{section}'"));
@@ -121,7 +119,7 @@ impl Scan<'_, '_> {
     }
 
     /// A format error at offset `within` of `region`, with the place and the absolute offset.
-    fn damage(&self, at: &At<'_>, region: &[u8], e: crate::format::Error) -> Error {
+    fn damage(&self, at: &Place<'_>, region: &[u8], e: crate::format::Error) -> Error {
         let e = match self.offset_of(region) {
             Some(base) if !at.compressed => e.rebased(base),
             _ => e,
@@ -134,23 +132,23 @@ impl Scan<'_, '_> {
         }
     }
 
-    fn emit(&mut self, at: &At<'_>, what: What<'_>, data: &[u8]) {
+    fn emit(&mut self, at: &Place<'_>, origin: Origin<'_>, data: &[u8]) {
         let offset = if at.compressed {
             None
         } else {
             self.offset_of(data)
         };
-        let target = match what {
-            What::OffloadImage(entry) => ImageTarget::of_offload_entry(entry),
-            What::BundleEntry(id) => ImageTarget::of_bundle_entry(id),
-            What::CudaFatbin => ImageTarget::of_cuda_fatbin(),
+        let target = match origin {
+            Origin::OffloadImage(entry) => ImageTarget::of_offload_entry(entry),
+            Origin::BundleEntry(id) => ImageTarget::of_bundle_entry(id),
+            Origin::CudaFatbin => ImageTarget::of_cuda_fatbin(),
         };
         let image = DeviceImage {
             members: at.members,
             section: at.section,
             offset,
             compressed: at.compressed,
-            what,
+            origin,
             target: &target,
             data,
         };
@@ -159,7 +157,7 @@ impl Scan<'_, '_> {
 
     /// Scans one buffer: the file, an archive member, a slice of a universal binary, an
     /// image that is itself a container.
-    fn buffer(&mut self, data: &[u8], at: At<'_>) -> Result<()> {
+    fn buffer(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
         if at.depth > MAX_DEPTH {
             return Err(Error::msg(format!(
                 "'{}': {}: containers nest more than {MAX_DEPTH} deep",
@@ -167,14 +165,19 @@ impl Scan<'_, '_> {
                 Self::context(&at)
             )));
         }
-        if self.places == Places::OffloadBinaries {
-            if data.starts_with(&offload_binary::MAGIC) {
-                return self.region(data, At { known: true, ..at });
+        let known = Place { known: true, ..at };
+        match (self.places, Container::at_start(data)) {
+            (Places::OffloadBinaries, Some(Container::OffloadBinary)) => {
+                return self.region(data, known)
             }
-        } else if starts_with_magic(data) {
-            return self.region(data, At { known: true, ..at });
-        } else if data.starts_with(&CUDA_FATBIN_MAGIC) {
-            return self.cuda_fatbins(data, At { known: true, ..at });
+            (Places::OffloadBinaries, _) | (Places::Everywhere, None) => {}
+            (Places::Everywhere, Some(Container::CudaFatbin)) => {
+                return self.cuda_fatbins(data, known)
+            }
+            (
+                Places::Everywhere,
+                Some(Container::Bundle | Container::CompressedBundle | Container::OffloadBinary),
+            ) => return self.region(data, known),
         }
         match FileKind::parse(data) {
             Ok(FileKind::Archive) => {
@@ -182,7 +185,7 @@ impl Scan<'_, '_> {
                 for member in &members {
                     let mut path = at.members.to_vec();
                     path.push(member.name.clone());
-                    let inner = At {
+                    let inner = Place {
                         members: &path,
                         section: None,
                         known: false,
@@ -229,7 +232,7 @@ impl Scan<'_, '_> {
     }
 
     /// An object file that claims a kind but does not parse: reported, not fatal.
-    fn unreadable(&mut self, at: &At<'_>, e: object::Error) -> Result<()> {
+    fn unreadable(&mut self, at: &Place<'_>, e: object::Error) -> Result<()> {
         let context = Self::context(at);
         let place = if context.is_empty() {
             String::new()
@@ -243,11 +246,11 @@ impl Scan<'_, '_> {
         Ok(())
     }
 
-    fn slices(&mut self, slices: Vec<(String, &[u8])>, at: At<'_>) -> Result<()> {
+    fn slices(&mut self, slices: Vec<(String, &[u8])>, at: Place<'_>) -> Result<()> {
         for (name, data) in slices {
             let mut path = at.members.to_vec();
             path.push(name);
-            let inner = At {
+            let inner = Place {
                 members: &path,
                 section: None,
                 known: false,
@@ -262,7 +265,7 @@ impl Scan<'_, '_> {
     fn elf<H: FileHeader<Endian = object::Endianness>>(
         &mut self,
         elf: &ElfFile<'_, H>,
-        at: At<'_>,
+        at: Place<'_>,
     ) -> Result<()> {
         let endian = elf.endian();
         let mut seen = Vec::new();
@@ -273,13 +276,17 @@ impl Scan<'_, '_> {
             {
                 continue;
             }
-            let by_type = header.sh_type(endian).0 == SHT_LLVM_OFFLOADING;
-            self.section(&section, by_type, at)?;
+            let kind = if header.sh_type(endian).0 == SHT_LLVM_OFFLOADING {
+                SectionType::Offloading
+            } else {
+                SectionType::Other
+            };
+            self.section(&section, kind, at)?;
         }
         Ok(())
     }
 
-    fn object(&mut self, file: &object::File<'_>, at: At<'_>) -> Result<()> {
+    fn object(&mut self, file: &object::File<'_>, at: Place<'_>) -> Result<()> {
         let mut seen = Vec::new();
         for section in file.sections() {
             if section.kind() == object::SectionKind::UninitializedData
@@ -287,7 +294,7 @@ impl Scan<'_, '_> {
             {
                 continue;
             }
-            self.section(&section, false, at)?;
+            self.section(&section, SectionType::Other, at)?;
         }
         Ok(())
     }
@@ -298,7 +305,7 @@ impl Scan<'_, '_> {
         &mut self,
         section: &S,
         seen: &mut Vec<(u64, u64, String)>,
-        at: At<'_>,
+        at: Place<'_>,
     ) -> bool {
         let Some((start, size)) = section.file_range().filter(|&(_, size)| size > 0) else {
             return false;
@@ -306,7 +313,7 @@ impl Scan<'_, '_> {
         let end = start.saturating_add(size);
         let name = section.name().unwrap_or("").to_string();
         if let Some((_, _, other)) = seen.iter().find(|(s, e, _)| start < *e && *s < end) {
-            let here = At {
+            let here = Place {
                 section: Some(&name),
                 ..at
             };
@@ -324,14 +331,14 @@ impl Scan<'_, '_> {
     fn section<'d, S: ObjectSection<'d>>(
         &mut self,
         section: &S,
-        by_type: bool,
-        at: At<'_>,
+        kind: SectionType,
+        at: Place<'_>,
     ) -> Result<()> {
         let name = section.name().unwrap_or("").to_string();
         let data = match section.data() {
             Ok(d) => d,
             Err(e) => {
-                let here = At {
+                let here = Place {
                     section: Some(&name),
                     ..at
                 };
@@ -346,16 +353,18 @@ impl Scan<'_, '_> {
         if data.is_empty() {
             return Ok(());
         }
-        let here = At {
+        let here = Place {
             section: Some(&name),
             ..at
         };
         if self.places == Places::OffloadBinaries {
-            let wanted = by_type || name.starts_with(".llvm.offloading") || name == "__offloading";
+            let wanted = kind == SectionType::Offloading
+                || name.starts_with(".llvm.offloading")
+                || name == "__offloading";
             return if wanted {
                 self.region(
                     data,
-                    At {
+                    Place {
                         known: true,
                         ..here
                     },
@@ -365,10 +374,10 @@ impl Scan<'_, '_> {
             };
         }
         if let Some(id) = name.strip_prefix(BUNDLE_SECTION_PREFIX) {
-            self.emit(&here, What::BundleEntry(id), data);
+            self.emit(&here, Origin::BundleEntry(id), data);
             return Ok(());
         }
-        let known = by_type
+        let known = kind == SectionType::Offloading
             || name.starts_with(".llvm.offloading")
             || matches!(
                 name.as_str(),
@@ -376,51 +385,26 @@ impl Scan<'_, '_> {
             )
             || name == ".nv_fatbin"
             || name == "__nv_fatbin";
-        if (name == ".nv_fatbin" || name == "__nv_fatbin") && data.starts_with(&CUDA_FATBIN_MAGIC) {
+        if (name == ".nv_fatbin" || name == "__nv_fatbin") && cuda_fatbin::is_fatbin(data) {
             return self.cuda_fatbins(data, here);
         }
-        self.region(data, At { known, ..here })
+        self.region(data, Place { known, ..here })
     }
 
     /// CUDA fat binaries, one after another: each header gives the size of what follows it.
-    fn cuda_fatbins(&mut self, data: &[u8], at: At<'_>) -> Result<()> {
-        let mut pos = 0usize;
-        while pos + 16 <= data.len() && data[pos..].starts_with(&CUDA_FATBIN_MAGIC) {
-            let header = u64::from(u16::from_le_bytes([data[pos + 6], data[pos + 7]]));
-            let rest = u64::from_le_bytes(data[pos + 8..pos + 16].try_into().expect("8 bytes"));
-            if header < 16 {
-                let e = crate::format::Error::new(
-                    pos as u64 + 6,
-                    crate::format::ErrorKind::Object(format!(
-                        "CUDA fat binary header of {header} bytes, shorter than its 16 fixed bytes"
-                    )),
-                );
-                self.problems.push(self.damage(&at, data, e));
-                return Ok(());
+    fn cuda_fatbins(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
+        for found in cuda_fatbin::split(data) {
+            match found {
+                Ok((_, fatbin)) => self.emit(&at, Origin::CudaFatbin, fatbin),
+                Err(e) => self.problems.push(self.damage(&at, data, e)),
             }
-            let end = header
-                .checked_add(rest)
-                .and_then(|n| (pos as u64).checked_add(n))
-                .filter(|&end| end <= data.len() as u64);
-            let Some(end) = end else {
-                let e = crate::format::Error::new(
-                    pos as u64,
-                    crate::format::ErrorKind::Object(format!(
-                        "CUDA fat binary of {rest} bytes after a {header}-byte header runs past the end of the section"
-                    )),
-                );
-                self.problems.push(self.damage(&at, data, e));
-                return Ok(());
-            };
-            self.emit(&at, What::CudaFatbin, &data[pos..end as usize]);
-            pos = (end as usize).next_multiple_of(8);
         }
         Ok(())
     }
 
     /// Finds the containers in `data`: from each position, zero padding is skipped; a magic
     /// there is parsed and its size skipped; elsewhere the next magic is searched for.
-    fn region(&mut self, data: &[u8], at: At<'_>) -> Result<()> {
+    fn region(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
         let mut pos = 0usize;
         let mut reporting = at.known;
         while pos < data.len() {
@@ -428,10 +412,10 @@ impl Scan<'_, '_> {
                 break;
             };
             let start = pos + nonzero;
-            let start = if starts_with_magic(&data[start..]) {
+            let start = if Container::found_at_start(&data[start..]).is_some() {
                 start
             } else {
-                match next_magic(&data[start..]) {
+                match container::next_magic(&data[start..]) {
                     Some(k) => start + k,
                     None => break,
                 }
@@ -457,55 +441,84 @@ impl Scan<'_, '_> {
     fn container(
         &mut self,
         data: &[u8],
-        at: At<'_>,
+        at: Place<'_>,
     ) -> std::result::Result<u64, crate::format::Error> {
-        if bundle::is_bundle(data) {
-            let Some(parsed) = Bundle::parse(data)? else {
-                return Ok(1);
-            };
-            for entry in parsed.entries() {
-                self.emit(&at, What::BundleEntry(entry.id), entry.data);
+        match Container::at_start(data) {
+            Some(Container::Bundle) => self.bundle(data, at),
+            Some(Container::CompressedBundle) => self.compressed_bundle(data, at),
+            Some(Container::OffloadBinary) => self.offload_binary(data, at),
+            Some(Container::CudaFatbin) => {
+                let size = cuda_fatbin::size(data)?;
+                self.emit(&at, Origin::CudaFatbin, &data[..size as usize]);
+                Ok(size)
             }
-            return Ok(parsed.size().max(parsed.header_size()));
+            None => Err(not_a_container(0)),
         }
-        if ccob::is_compressed(data) {
-            let Some(compressed) = CompressedBundle::parse(data)? else {
-                return Ok(1);
-            };
-            // Only the bundle is kept, not what the stream holds after it (LLVM reads no more).
-            let plain = compressed.inflate_bundle(self.limit)??;
-            self.nested(&plain, at, true)?;
-            return Ok(compressed.size());
+    }
+
+    fn bundle(
+        &mut self,
+        data: &[u8],
+        at: Place<'_>,
+    ) -> std::result::Result<u64, crate::format::Error> {
+        let Some(parsed) = Bundle::parse(data)? else {
+            return Ok(1);
+        };
+        for entry in parsed.entries() {
+            self.emit(&at, Origin::BundleEntry(entry.id), entry.data);
         }
+        Ok(parsed.size().max(parsed.header_size()))
+    }
+
+    fn compressed_bundle(
+        &mut self,
+        data: &[u8],
+        at: Place<'_>,
+    ) -> std::result::Result<u64, crate::format::Error> {
+        let Some(compressed) = CompressedBundle::parse(data)? else {
+            return Ok(1);
+        };
+        // Only the bundle is kept, not what the stream holds after it (LLVM reads no more).
+        let plain = compressed.inflate_bundle(self.limit)??;
+        self.nested(&plain, at, Storage::Inflated)?;
+        Ok(compressed.size())
+    }
+
+    fn offload_binary(
+        &mut self,
+        data: &[u8],
+        at: Place<'_>,
+    ) -> std::result::Result<u64, crate::format::Error> {
         let binary = OffloadBinary::parse(data)?;
         if let Some(payload) = binary.compressed() {
             let plain = payload.inflate(self.limit)?;
-            self.nested(&plain, at, true)?;
+            self.nested(&plain, at, Storage::Inflated)?;
             return Ok(binary.size());
         }
         for entry in binary.entries() {
-            if self.places == Places::Everywhere && starts_with_magic(entry.image) {
+            if self.places == Places::Everywhere && Container::found_at_start(entry.image).is_some()
+            {
                 // A container in a container: its images are the device code.
-                self.nested(entry.image, at, false)?;
+                self.nested(entry.image, at, Storage::AsIs)?;
             } else {
-                self.emit(&at, What::OffloadImage(entry), entry.image);
+                self.emit(&at, Origin::OffloadImage(entry), entry.image);
             }
         }
         Ok(binary.size())
     }
 
-    /// The containers inside a container (inflated, when `compressed`), one level deeper.
+    /// The containers inside a container, one level deeper.
     fn nested(
         &mut self,
         data: &[u8],
-        at: At<'_>,
-        compressed: bool,
+        at: Place<'_>,
+        storage: Storage,
     ) -> std::result::Result<(), crate::format::Error> {
         if at.depth >= MAX_DEPTH {
             return Err(nesting());
         }
-        let inner = At {
-            compressed: at.compressed || compressed,
+        let inner = Place {
+            compressed: at.compressed || storage == Storage::Inflated,
             known: true,
             depth: at.depth + 1,
             ..at
@@ -517,7 +530,7 @@ impl Scan<'_, '_> {
     fn region_strict(
         &mut self,
         data: &[u8],
-        at: At<'_>,
+        at: Place<'_>,
     ) -> std::result::Result<(), crate::format::Error> {
         let mut pos = 0usize;
         while pos < data.len() {
@@ -525,13 +538,8 @@ impl Scan<'_, '_> {
                 break;
             };
             let start = pos + nonzero;
-            if !starts_with_magic(&data[start..]) {
-                return Err(crate::format::Error::new(
-                    start as u64,
-                    crate::format::ErrorKind::Object(
-                        "bytes that are no bundle, compressed bundle or offload binary".into(),
-                    ),
-                ));
+            if Container::found_at_start(&data[start..]).is_none() {
+                return Err(not_a_container(start));
             }
             let size = self
                 .container(&data[start..], at)
@@ -540,6 +548,34 @@ impl Scan<'_, '_> {
         }
         Ok(())
     }
+}
+
+/// What a section's type says of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SectionType {
+    /// ELF `SHT_LLVM_OFFLOADING`: offload binaries, whatever the section's name.
+    Offloading,
+    /// Any other: the name says what the section holds.
+    Other,
+}
+
+/// How the bytes of a nested container are held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Storage {
+    /// As they are in the file.
+    AsIs,
+    /// Inflated from a compressed container.
+    Inflated,
+}
+
+/// Bytes at `offset` where a container must be, that are none.
+fn not_a_container(offset: usize) -> crate::format::Error {
+    crate::format::Error::new(
+        offset as u64,
+        crate::format::ErrorKind::Object(
+            "bytes that are no bundle, compressed bundle or offload binary".into(),
+        ),
+    )
 }
 
 fn nesting() -> crate::format::Error {
@@ -558,23 +594,6 @@ fn fat_slices<'d, A: object::read::macho::FatArch>(
         .iter()
         .filter_map(|a| Some((format!("{:?}", a.architecture()), a.data(data).ok()?)))
         .collect()
-}
-
-/// Whether `data` starts with the magic of a bundle, a compressed bundle or an offload binary.
-pub fn starts_with_magic(data: &[u8]) -> bool {
-    bundle::is_bundle(data) || ccob::is_compressed(data) || data.starts_with(&offload_binary::MAGIC)
-}
-
-/// The position of the first magic (bundle, compressed bundle, offload binary) in `data`.
-pub fn next_magic(data: &[u8]) -> Option<usize> {
-    [
-        memmem::find(data, b"__CLANG_OFFLOAD_BUNDLE__"),
-        memmem::find(data, b"CCOB"),
-        memmem::find(data, &offload_binary::MAGIC),
-    ]
-    .into_iter()
-    .flatten()
-    .min()
 }
 
 /// Calls `visit` for every device image of `file` (the bytes of the file at `path`), in file
@@ -597,7 +616,7 @@ pub fn scan(
         visit,
         problems: Vec::new(),
     };
-    let at = At {
+    let at = Place {
         members: &[],
         section: None,
         known: true,

@@ -6,6 +6,8 @@
 pub mod bitcode;
 pub mod bundle;
 pub mod ccob;
+pub mod container;
+pub mod cuda_fatbin;
 pub mod entry_id;
 pub mod error;
 pub mod image_target;

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::container::scan::{scan, DeviceImage, Places, What};
+use crate::container::scan::{scan, DeviceImage, Origin, Places};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::offload_binary::ImageKind;
@@ -53,10 +53,10 @@ pub fn describe(
     image: &DeviceImage<'_>,
 ) -> (String, String, String, Option<String>, Option<String>) {
     let target = image.target;
-    let (image_kind, entry_id) = match image.what {
-        What::OffloadImage(entry) => (Some(image_kind_name(entry.image_kind)), None),
-        What::BundleEntry(id) => (None, Some(id.to_string())),
-        What::CudaFatbin => (Some("fatbin".into()), None),
+    let (image_kind, entry_id) = match image.origin {
+        Origin::OffloadImage(entry) => (Some(image_kind_name(entry.image_kind)), None),
+        Origin::BundleEntry(id) => (None, Some(id.to_string())),
+        Origin::CudaFatbin => (Some("fatbin".into()), None),
     };
     (
         target.producer.name().to_string(),

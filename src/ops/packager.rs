@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::container::archive::write_archive;
-use crate::container::scan::{scan, Places, What};
+use crate::container::scan::{scan, Origin, Places};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::llvm_hash::dense_map_order;
@@ -167,7 +167,7 @@ pub fn unpack(
         Places::OffloadBinaries,
         DEFAULT_MAX_DECOMPRESSED,
         &mut |found| {
-            let What::OffloadImage(entry) = found.what else {
+            let Origin::OffloadImage(entry) = found.origin else {
                 return;
             };
             let bytes = match found.offset {

@@ -8,13 +8,14 @@ use rayon::prelude::*;
 use crate::container::archive::{read_members, write_archive};
 use crate::container::elf_program;
 use crate::container::objcopy::{self, Rewritten};
-use crate::container::scan::{scan, Places, What};
+use crate::container::scan::{scan, Origin, Places};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
 use crate::format::bundle::{self, Bundle};
 use crate::format::ccob::{self, CompressOptions, CompressedBundle};
+use crate::format::container::Container;
 use crate::format::entry_id::EntryId;
-use crate::format::offload_binary::{self, OffloadBinary};
+use crate::format::offload_binary::OffloadBinary;
 use crate::format::target_id::TargetIdBuf;
 use crate::io::{Input, Output};
 
@@ -134,91 +135,88 @@ fn rewrite_container(
     config: &RewriteConfig,
     summary: &mut Summary,
 ) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
-    Ok(if bundle::is_bundle(here) {
-        let parsed = Bundle::parse(here)?.expect("the magic is there");
-        let (bytes, kept) = strip_bundle(&parsed, config)?;
-        summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
-        summary.images_after += kept;
-        let new = match &config.change {
-            Change::Compress(options) => Some(
-                ccob::compress(
-                    bytes.as_deref().unwrap_or(&here[..parsed.size() as usize]),
-                    options,
-                )?
-                .0,
-            ),
-            _ => bytes,
-        };
-        (parsed.size() as usize, new)
-    } else if ccob::is_compressed(here) {
-        let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
-        // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
-        // reading), and is not written back when decompressing.
-        let plain = compressed.inflate_bundle(config.max_decompressed)??;
-        let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
-            crate::format::Error::new(
-                start as u64,
-                crate::format::ErrorKind::Object(
-                    "a compressed bundle that does not hold a bundle".into(),
+    Ok(match Container::at_start(here) {
+        Some(Container::Bundle) => {
+            let parsed = Bundle::parse(here)?.expect("the magic is there");
+            let (bytes, kept) = strip_bundle(&parsed, config)?;
+            summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
+            summary.images_after += kept;
+            let new = match &config.change {
+                Change::Compress(options) => Some(
+                    ccob::compress(
+                        bytes.as_deref().unwrap_or(&here[..parsed.size() as usize]),
+                        options,
+                    )?
+                    .0,
                 ),
-            )
-        })?;
-        let (bytes, kept) = strip_bundle(&parsed, config)?;
-        summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
-        summary.images_after += kept;
-        let new = match (&config.change, bytes) {
-            (Change::Decompress, _) => Some(plain.clone()),
-            (_, Some(stripped)) => {
-                // Compressed again as it was (version 1 carries no size: written as 2).
-                let options = CompressOptions {
-                    version: compressed.version.max(2),
-                    method: compressed.method,
-                    level: compressed.method.default_level(),
-                };
-                Some(ccob::compress(&stripped, &options)?.0)
-            }
-            (_, None) => None,
-        };
-        (compressed.size() as usize, new)
-    } else if here.starts_with(&offload_binary::MAGIC) {
-        let binary = OffloadBinary::parse(here)?;
-        let entries = binary.entries();
-        let kept = entries
-            .iter()
-            .filter(|e| config.keeps(&String::from_utf8_lossy(e.arch())))
-            .count();
-        summary.images_before += entries.len();
-        // A binary is kept or dropped whole (LLVM 19 writes one image per binary).
-        let drop = kept == 0 && !entries.is_empty();
-        summary.images_after += if drop { 0 } else { entries.len() };
-        (binary.size() as usize, drop.then(Vec::new))
-    } else {
-        return Err(crate::format::Error::new(
-            start as u64,
-            crate::format::ErrorKind::Object(
-                "bytes that are no bundle, compressed bundle or offload binary".into(),
-            ),
-        ));
+                _ => bytes,
+            };
+            (parsed.size() as usize, new)
+        }
+        Some(Container::CompressedBundle) => {
+            let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
+            // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
+            // reading), and is not written back when decompressing.
+            let plain = compressed.inflate_bundle(config.max_decompressed)??;
+            let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
+                crate::format::Error::new(
+                    start as u64,
+                    crate::format::ErrorKind::Object(
+                        "a compressed bundle that does not hold a bundle".into(),
+                    ),
+                )
+            })?;
+            let (bytes, kept) = strip_bundle(&parsed, config)?;
+            summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
+            summary.images_after += kept;
+            let new = match (&config.change, bytes) {
+                (Change::Decompress, _) => Some(plain.clone()),
+                (_, Some(stripped)) => {
+                    // Compressed again as it was (version 1 carries no size: written as 2).
+                    let options = CompressOptions {
+                        version: compressed.version.max(2),
+                        method: compressed.method,
+                        level: compressed.method.default_level(),
+                    };
+                    Some(ccob::compress(&stripped, &options)?.0)
+                }
+                (_, None) => None,
+            };
+            (compressed.size() as usize, new)
+        }
+        Some(Container::OffloadBinary) => {
+            let binary = OffloadBinary::parse(here)?;
+            let entries = binary.entries();
+            let kept = entries
+                .iter()
+                .filter(|e| config.keeps(&String::from_utf8_lossy(e.arch())))
+                .count();
+            summary.images_before += entries.len();
+            // A binary is kept or dropped whole (LLVM 19 writes one image per binary).
+            let drop = kept == 0 && !entries.is_empty();
+            summary.images_after += if drop { 0 } else { entries.len() };
+            (binary.size() as usize, drop.then(Vec::new))
+        }
+        // Kept whole: what a CUDA fat binary holds is not rewritten.
+        Some(Container::CudaFatbin) => (Container::CudaFatbin.size(here)? as usize, None),
+        None => return Err(not_a_container(start)),
     })
+}
+
+/// Bytes at `offset` where a container must be, that are none.
+fn not_a_container(offset: usize) -> crate::format::Error {
+    crate::format::Error::new(
+        offset as u64,
+        crate::format::ErrorKind::Object(
+            "bytes that are no bundle, compressed bundle or offload binary".into(),
+        ),
+    )
 }
 
 /// The size of the container at the start of `here`, from its header.
 fn container_size(here: &[u8]) -> std::result::Result<usize, crate::format::Error> {
-    let size = if bundle::is_bundle(here) {
-        Bundle::parse(here)?.map_or(0, |b| b.size())
-    } else if ccob::is_compressed(here) {
-        CompressedBundle::parse(here)?.map_or(0, |c| c.size())
-    } else if here.starts_with(&offload_binary::MAGIC) {
-        OffloadBinary::parse(here)?.size()
-    } else {
-        return Err(crate::format::Error::new(
-            0,
-            crate::format::ErrorKind::Object(
-                "bytes that are no bundle, compressed bundle or offload binary".into(),
-            ),
-        ));
-    };
-    Ok(size as usize)
+    let container = Container::at_start(here).ok_or_else(|| not_a_container(0))?;
+    Ok(container.size(here)? as usize)
 }
 
 fn count_devices<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
@@ -302,10 +300,7 @@ fn rewrite_nested<'a>(
     let format_error = |e| Error::format(path, e);
     let result = if is_archive(data) {
         rewrite_archive(path, data, config, summary, depth)?.map(NewFile::Bytes)
-    } else if bundle::is_bundle(data)
-        || ccob::is_compressed(data)
-        || data.starts_with(&offload_binary::MAGIC)
-    {
+    } else if Container::found_at_start(data).is_some() {
         rewrite_region(data, config, summary)
             .map_err(format_error)?
             .map(NewFile::Bytes)
@@ -441,7 +436,7 @@ fn holds_compressed_bundle(region: &[u8]) -> bool {
         .and_then(|r| r.iter().position(|&b| b != 0))
     {
         let here = &region[pos + skip..];
-        if ccob::is_compressed(here) {
+        if Container::at_start(here) == Some(Container::CompressedBundle) {
             return true;
         }
         match container_size(here) {
@@ -461,9 +456,7 @@ fn is_archive(data: &[u8]) -> bool {
 /// an offload binary or an archive. Other members (text, bitcode) stay as they are.
 fn is_rewritable_member(bytes: &[u8]) -> bool {
     object::File::parse(bytes).is_ok()
-        || bundle::is_bundle(bytes)
-        || ccob::is_compressed(bytes)
-        || bytes.starts_with(&offload_binary::MAGIC)
+        || Container::found_at_start(bytes).is_some()
         || is_archive(bytes)
 }
 
@@ -528,7 +521,7 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary) -> Result<()> {
     let mut devices = 0usize;
     let problems = scan(input, &data, Places::Everywhere, u64::MAX, &mut |image| {
         devices += usize::from(
-            !matches!(image.what, What::BundleEntry(id) if EntryId::parse(id).is_host()),
+            !matches!(image.origin, Origin::BundleEntry(id) if EntryId::parse(id).is_host()),
         );
     })?;
     let failed = |why: String| {
