@@ -21,12 +21,9 @@ use object::{FileKind, Object, ObjectSection};
 use crate::container::archive::read_members;
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
-use crate::format::bundle::Bundle;
-use crate::format::ccob::CompressedBundle;
-use crate::format::container::{self, Container};
+use crate::format::container::{self, Container, Contents};
 use crate::format::cuda_fatbin;
 use crate::format::image_target::ImageTarget;
-use crate::format::offload_binary::{OffloadBinary, OffloadEntry};
 
 /// How deep containers may nest.
 const MAX_DEPTH: usize = 8;
@@ -47,16 +44,7 @@ pub enum Places {
     OffloadBinaries,
 }
 
-/// Where a device image comes from: the container record that holds it.
-#[derive(Debug, Clone, Copy)]
-pub enum Origin<'a> {
-    /// An image of an offload binary, with its metadata.
-    OffloadImage(&'a OffloadEntry<'a>),
-    /// An entry of a clang offload bundle, with its entry ID.
-    BundleEntry(&'a str),
-    /// A CUDA fat binary, whole.
-    CudaFatbin,
-}
+pub use crate::format::container::Origin;
 
 /// One device image found in a file.
 #[derive(Debug, Clone, Copy)]
@@ -138,11 +126,7 @@ impl Scan<'_, '_> {
         } else {
             self.offset_of(data)
         };
-        let target = match origin {
-            Origin::OffloadImage(entry) => ImageTarget::of_offload_entry(entry),
-            Origin::BundleEntry(id) => ImageTarget::of_bundle_entry(id),
-            Origin::CudaFatbin => ImageTarget::of_cuda_fatbin(),
-        };
+        let target = origin.target();
         let image = DeviceImage {
             members: at.members,
             section: at.section,
@@ -443,68 +427,26 @@ impl Scan<'_, '_> {
         data: &[u8],
         at: Place<'_>,
     ) -> std::result::Result<u64, crate::format::Error> {
-        match Container::at_start(data) {
-            Some(Container::Bundle) => self.bundle(data, at),
-            Some(Container::CompressedBundle) => self.compressed_bundle(data, at),
-            Some(Container::OffloadBinary) => self.offload_binary(data, at),
-            Some(Container::CudaFatbin) => {
-                let size = cuda_fatbin::size(data)?;
-                self.emit(&at, Origin::CudaFatbin, &data[..size as usize]);
-                Ok(size)
-            }
-            None => Err(not_a_container(0)),
-        }
-    }
-
-    fn bundle(
-        &mut self,
-        data: &[u8],
-        at: Place<'_>,
-    ) -> std::result::Result<u64, crate::format::Error> {
-        let Some(parsed) = Bundle::parse(data)? else {
-            return Ok(1);
-        };
-        for entry in parsed.entries() {
-            self.emit(&at, Origin::BundleEntry(entry.id), entry.data);
-        }
-        Ok(parsed.size().max(parsed.header_size()))
-    }
-
-    fn compressed_bundle(
-        &mut self,
-        data: &[u8],
-        at: Place<'_>,
-    ) -> std::result::Result<u64, crate::format::Error> {
-        let Some(compressed) = CompressedBundle::parse(data)? else {
-            return Ok(1);
-        };
-        // Only the bundle is kept, not what the stream holds after it (LLVM reads no more).
-        let plain = compressed.inflate_bundle(self.limit)??;
-        self.nested(&plain, at, Storage::Inflated)?;
-        Ok(compressed.size())
-    }
-
-    fn offload_binary(
-        &mut self,
-        data: &[u8],
-        at: Place<'_>,
-    ) -> std::result::Result<u64, crate::format::Error> {
-        let binary = OffloadBinary::parse(data)?;
-        if let Some(payload) = binary.compressed() {
-            let plain = payload.inflate(self.limit)?;
-            self.nested(&plain, at, Storage::Inflated)?;
-            return Ok(binary.size());
-        }
-        for entry in binary.entries() {
-            if self.places == Places::Everywhere && Container::found_at_start(entry.image).is_some()
-            {
-                // A container in a container: its images are the device code.
-                self.nested(entry.image, at, Storage::AsIs)?;
-            } else {
-                self.emit(&at, Origin::OffloadImage(entry), entry.image);
+        let container = Container::at_start(data).ok_or_else(|| not_a_container(0))?;
+        let opened = container.open(data, self.limit)?;
+        match &opened.contents {
+            Contents::Inflated(plain) => self.nested(plain, at, Storage::Inflated)?,
+            Contents::Records(records) => {
+                for record in records {
+                    let data = record.data();
+                    if self.places == Places::Everywhere
+                        && record.may_be_container()
+                        && Container::found_at_start(data).is_some()
+                    {
+                        // A container in a container: its images are the device code.
+                        self.nested(data, at, Storage::AsIs)?;
+                    } else {
+                        self.emit(&at, record.origin(), data);
+                    }
+                }
             }
         }
-        Ok(binary.size())
+        Ok(opened.size)
     }
 
     /// The containers inside a container, one level deeper.

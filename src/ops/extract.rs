@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::container::archive::write_archive;
-use crate::container::scan::{scan, DeviceImage, Origin, Places};
+use crate::container::scan::{scan, DeviceImage, Places};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::image_target::{ImageTarget, Producer};
@@ -202,9 +202,9 @@ fn extract_noting(
                     return;
                 }
                 let image = ls::record(&name, found);
-                let label = match found.origin {
-                    Origin::BundleEntry(id) => id.to_string(),
-                    _ => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
+                let label = match found.origin.entry_id() {
+                    Some(id) => id.to_string(),
+                    None => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
                 };
                 let ext = extension(&image, found.data);
                 let start = found.data.as_ptr() as usize;

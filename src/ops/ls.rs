@@ -4,10 +4,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::container::scan::{scan, DeviceImage, Origin, Places};
+use crate::container::scan::{scan, DeviceImage, Places};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
-use crate::format::offload_binary::ImageKind;
 use crate::io::Input;
 
 /// One device image, as `offload ls` reports it. The field names are a public interface
@@ -39,31 +38,18 @@ pub struct Image {
     pub compressed: bool,
 }
 
-fn image_kind_name(kind: ImageKind) -> String {
-    match kind {
-        ImageKind::None => "none".into(),
-        ImageKind::Unknown(raw) => format!("unknown-{raw}"),
-        other => other.name().into(),
-    }
-}
-
 /// The fields of an image that say what it is: producer, triple, target ID, image kind and
 /// entry ID.
 pub fn describe(
     image: &DeviceImage<'_>,
 ) -> (String, String, String, Option<String>, Option<String>) {
     let target = image.target;
-    let (image_kind, entry_id) = match image.origin {
-        Origin::OffloadImage(entry) => (Some(image_kind_name(entry.image_kind)), None),
-        Origin::BundleEntry(id) => (None, Some(id.to_string())),
-        Origin::CudaFatbin => (Some("fatbin".into()), None),
-    };
     (
         target.producer.name().to_string(),
         target.triple.clone(),
         target.target_id.clone(),
-        image_kind,
-        entry_id,
+        image.origin.image_kind(),
+        image.origin.entry_id().map(str::to_string),
     )
 }
 

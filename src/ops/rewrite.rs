@@ -8,13 +8,14 @@ use rayon::prelude::*;
 use crate::container::archive::{read_members, write_archive};
 use crate::container::elf_program;
 use crate::container::objcopy::{self, Rewritten};
-use crate::container::scan::{scan, Origin, Places};
+use crate::container::scan::{scan, Places};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
 use crate::format::bundle::{self, Bundle};
 use crate::format::ccob::{self, CompressOptions, CompressedBundle};
 use crate::format::container::Container;
 use crate::format::entry_id::EntryId;
+use crate::format::image_target::Producer;
 use crate::format::offload_binary::OffloadBinary;
 use crate::format::target_id::TargetIdBuf;
 use crate::io::{Input, Output};
@@ -520,9 +521,7 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary) -> Result<()> {
     let data = Input::open(&written)?;
     let mut devices = 0usize;
     let problems = scan(input, &data, Places::Everywhere, u64::MAX, &mut |image| {
-        devices += usize::from(
-            !matches!(image.origin, Origin::BundleEntry(id) if EntryId::parse(id).is_host()),
-        );
+        devices += usize::from(image.target.producer != Producer::Host);
     })?;
     let failed = |why: String| {
         Error::msg(format!(
