@@ -11,6 +11,7 @@ pub mod error;
 mod inflate;
 pub mod llvm_hash;
 pub mod offload_binary;
+pub mod slice;
 pub mod string_map;
 pub mod strtab;
 pub mod target_id;

@@ -8,11 +8,12 @@
 //! in memory.
 
 use std::borrow::Cow;
-use std::io::{self, Write};
 
 use object::FileKind;
 
+use crate::format::bundle::write_zeros;
 use crate::format::{Error, ErrorKind};
+use crate::io::{Input, Output};
 
 mod coff;
 mod elf;
@@ -62,39 +63,34 @@ impl<'a> Rewritten<'a> {
         self
     }
 
-    /// Writes the object to `out`, filling the gaps between pieces with zeros; `write_piece`
-    /// writes one piece (so a caller can copy large borrowed pieces from their file).
-    pub fn write_with<W: Write>(
-        &self,
-        out: &mut W,
-        mut write_piece: impl FnMut(&mut W, &[u8]) -> io::Result<()>,
-    ) -> io::Result<()> {
-        let mut at = 0u64;
+    /// Writes the object to `out`, filling the gaps between pieces with zeros. A piece cut
+    /// from one of `sources` is copied from that input's file (by the kernel when it is large);
+    /// the others are written from memory.
+    pub fn write_to(&self, out: &mut Output, sources: &[&Input]) -> crate::error::Result<()> {
+        let zeros = |out: &mut Output, count: u64| {
+            let path = out.path().to_path_buf();
+            write_zeros(out, count).map_err(|e| crate::error::Error::io(path, e))
+        };
+        let mut at = 0;
         for piece in &self.pieces {
-            write_zeros(out, piece.offset - at)?;
-            write_piece(out, &piece.data)?;
+            zeros(out, piece.offset - at)?;
+            match sources.iter().find(|input| input.holds(&piece.data)) {
+                Some(input) => out.write_part(input, &piece.data)?,
+                None => out.write_bytes(&piece.data)?,
+            }
             at = piece.offset + piece.data.len() as u64;
         }
-        write_zeros(out, self.size - at)
+        zeros(out, self.size - at)
     }
 
     /// The whole object in memory.
     pub fn to_vec(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.size as usize);
-        self.write_with(&mut out, |o, d| o.write_all(d))
-            .expect("writing to memory cannot fail");
+        let mut out = vec![0; self.size as usize];
+        for piece in &self.pieces {
+            out[piece.offset as usize..][..piece.data.len()].copy_from_slice(&piece.data);
+        }
         out
     }
-}
-
-fn write_zeros(out: &mut impl Write, mut n: u64) -> io::Result<()> {
-    const ZEROS: [u8; 4096] = [0; 4096];
-    while n > 0 {
-        let k = n.min(ZEROS.len() as u64) as usize;
-        out.write_all(&ZEROS[..k])?;
-        n -= k as u64;
-    }
-    Ok(())
 }
 
 /// Appends `added` to the relocatable object `host`, as
