@@ -4,7 +4,7 @@
 
 use super::entries::{entries_in, EntriesError, ReadEntry};
 use super::{BundleKind, BundlerConfig};
-use crate::container::archive::{read_members, write_archive, ArchiveMember};
+use crate::container::archive::{read_members, write_archive_reporting, ArchiveMember};
 use crate::container::objcopy;
 use crate::error::{Error, Result};
 use crate::format::ccob;
@@ -175,7 +175,7 @@ fn check_members(
 pub(super) fn unbundle_archive(
     config: &BundlerConfig,
     targets: &[String],
-    _log: &mut dyn Write,
+    log: &mut dyn Write,
 ) -> Result<()> {
     let path: &PathBuf = &config.inputs[0];
     let input = Input::open(path)?;
@@ -200,13 +200,17 @@ pub(super) fn unbundle_archive(
             )));
         }
     }
-    let archives: Vec<Vec<u8>> = by_target
+    let archives: Vec<_> = by_target
         .par_iter()
         .zip(&config.outputs)
-        .map(|(members, output)| write_archive(output, members))
+        .map(|(members, output)| write_archive_reporting(output, members))
         .collect::<Result<_>>()?;
     let mut outputs = Vec::with_capacity(archives.len());
-    for (bytes, path) in archives.iter().zip(&config.outputs) {
+    for ((bytes, unreadable), path) in archives.iter().zip(&config.outputs) {
+        // LLVM's archive writer lists no symbols for such a member and warns, in these words.
+        for problem in unreadable {
+            let _ = writeln!(log, "warning: '{}': {}", problem.member, problem.error);
+        }
         let mut out = Output::create(path)?;
         out.write_bytes(bytes)?;
         outputs.push(out);
