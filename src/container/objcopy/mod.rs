@@ -8,6 +8,7 @@
 //! in memory.
 
 use std::borrow::Cow;
+use std::io::{self, Write};
 
 use object::FileKind;
 
@@ -63,34 +64,61 @@ impl<'a> Rewritten<'a> {
         self
     }
 
+    /// Writes the object to `out`, filling the gaps between pieces with zeros; `write_piece`
+    /// writes one piece (so a caller can copy large borrowed pieces from their file).
+    pub fn write_with<W: Write>(
+        &self,
+        out: &mut W,
+        mut write_piece: impl FnMut(&mut W, &[u8]) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.each_chunk(|chunk| match chunk {
+            Chunk::Zeros(count) => write_zeros(out, count),
+            Chunk::Piece(data) => write_piece(out, data),
+        })
+    }
+
     /// Writes the object to `out`, filling the gaps between pieces with zeros. A piece cut
     /// from one of `sources` is copied from that input's file (by the kernel when it is large);
     /// the others are written from memory.
     pub fn write_to(&self, out: &mut Output, sources: &[&Input]) -> crate::error::Result<()> {
-        let zeros = |out: &mut Output, count: u64| {
-            let path = out.path().to_path_buf();
-            write_zeros(out, count).map_err(|e| crate::error::Error::io(path, e))
-        };
-        let mut at = 0;
-        for piece in &self.pieces {
-            zeros(out, piece.offset - at)?;
-            match sources.iter().find(|input| input.holds(&piece.data)) {
-                Some(input) => out.write_part(input, &piece.data)?,
-                None => out.write_bytes(&piece.data)?,
+        self.each_chunk(|chunk| match chunk {
+            Chunk::Zeros(count) => {
+                write_zeros(out, count).map_err(|e| crate::error::Error::io(out.path(), e))
             }
-            at = piece.offset + piece.data.len() as u64;
-        }
-        zeros(out, self.size - at)
+            Chunk::Piece(data) => match sources.iter().find(|input| input.holds(data)) {
+                Some(input) => out.write_part(input, data),
+                None => out.write_bytes(data),
+            },
+        })
     }
 
     /// The whole object in memory.
     pub fn to_vec(&self) -> Vec<u8> {
-        let mut out = vec![0; self.size as usize];
-        for piece in &self.pieces {
-            out[piece.offset as usize..][..piece.data.len()].copy_from_slice(&piece.data);
-        }
+        let mut out = Vec::with_capacity(self.size as usize);
+        self.write_with(&mut out, |o, d| o.write_all(d))
+            .expect("writing to memory cannot fail");
         out
     }
+
+    /// Hands the object to `write` in order: the zeros before each piece, the piece, and the
+    /// zeros after the last.
+    fn each_chunk<E>(&self, mut write: impl FnMut(Chunk<'_>) -> Result<(), E>) -> Result<(), E> {
+        let mut at = 0;
+        for piece in &self.pieces {
+            write(Chunk::Zeros(piece.offset - at))?;
+            write(Chunk::Piece(&piece.data))?;
+            at = piece.offset + piece.data.len() as u64;
+        }
+        write(Chunk::Zeros(self.size - at))
+    }
+}
+
+/// A stretch of a rewritten object, as written out.
+enum Chunk<'a> {
+    /// This many zero bytes.
+    Zeros(u64),
+    /// A piece's bytes.
+    Piece(&'a [u8]),
 }
 
 /// Appends `added` to the relocatable object `host`, as
