@@ -5,7 +5,7 @@
 use offload::container::scan::{scan as scan_file, Places};
 use offload::format::bundle::{self as bundle_format, Bundle};
 use offload::format::ccob as ccob_format;
-use offload::format::entry_id::EntryId;
+use offload::format::entry_id::{EntryId, KindMatching};
 use offload::format::offload_binary::{
     self as offload_binary_format, ImageKind, OffloadBinary, OffloadKind,
 };
@@ -80,8 +80,8 @@ pub fn target_id(data: &[u8]) {
     }
     let entry = EntryId::parse(text);
     let other = EntryId::parse("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+");
-    let _ = entry.is_compatible_with(&other, true);
-    let _ = other.is_compatible_with(&entry, false);
+    let _ = entry.is_compatible_with(&other, KindMatching::HipOpenmpCompatible);
+    let _ = other.is_compatible_with(&entry, KindMatching::Exact);
 }
 
 /// The container scan over ELF, COFF, Mach-O, archives and bare containers, everywhere and

@@ -385,6 +385,25 @@ fn a_damaged_member_names_archive_and_member() {
 }
 
 #[test]
+fn a_damaged_bitcode_entry_is_archived_with_llvms_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    // The bitcode magic and 11 bytes: LLVM cannot read its symbols ("Invalid bitcode
+    // signature"), lists none for it, writes no symbol table and warns, exit status 0.
+    let bitcode: &[u8] = b"BC\xc0\xde\x35\x14\x00\x00\x05\x00\x00";
+    let member = bundle::to_vec(&[(GFX906, bitcode), (GFX90A, &[0x22; 8])], 1);
+    let archive = gnu_archive(&[("m1.o", &member)]);
+    let (code, err, left) = unbundle_archive(dir.path(), &archive);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(left, ["a.a", "b.a"]);
+    assert_eq!(
+        err,
+        "warning: 'm1-hipv4-amdgcn-amd-amdhsa--gfx906m1.bc': bitcode of 11 bytes, not a multiple of 4\n"
+    );
+    let a = fs::read(dir.path().join("a.a")).unwrap();
+    assert!(a.starts_with(b"!<arch>\n//"), "{a:?}");
+}
+
+#[test]
 fn truncated_and_damaged_archives_are_clean_errors() {
     let dir = tempfile::tempdir().unwrap();
     let archive = gnu_archive(&[("m1.bc", &sample_bundle()), ("m2.bc", &sample_bundle())]);

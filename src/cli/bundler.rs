@@ -2,6 +2,7 @@
 //! statuses, over the library's bundler operations.
 
 use super::llvm_cl::{self, Kind, Spec};
+use crate::format::ccob::{CompressOptions, Method};
 use crate::ops::bundler::{self, BundlerConfig};
 use std::io::Write;
 use std::path::PathBuf;
@@ -223,7 +224,7 @@ fn run_with(
         1
     };
 
-    let env_settings = bundler::settings_from_env(&env);
+    let env_settings = settings_from_env(&env);
     for warning in &env_settings.warnings {
         let _ = writeln!(err, "{warning}");
     }
@@ -392,6 +393,60 @@ fn list(prog: &str, config: &BundlerConfig, out: &mut dyn Write, err: &mut dyn W
     }
 }
 
+/// Reads the bundler's environment variables as LLVM 19 does: `OFFLOAD_BUNDLER_VERBOSE` and
+/// `OFFLOAD_BUNDLER_COMPRESS` ("1" turns on, anything else off), `OFFLOAD_BUNDLER_COMPRESSION_LEVEL`
+/// (an integer), all ignored when `OFFLOAD_BUNDLER_IGNORE_ENV_VAR=1`; and
+/// `COMPRESSED_BUNDLE_FORMAT_VERSION` (2 or 3), which newer LLVM honours. Returns the verbose
+/// setting, the compression setting, the compression options and any warnings to print.
+pub fn settings_from_env(env: impl Fn(&str) -> Option<String>) -> EnvSettings {
+    let mut settings = EnvSettings {
+        verbose: None,
+        compress: None,
+        options: CompressOptions {
+            method: Method::Zstd,
+            level: Method::Zstd.default_level(),
+            version: 2,
+        },
+        warnings: Vec::new(),
+    };
+    if env("OFFLOAD_BUNDLER_IGNORE_ENV_VAR").as_deref() == Some("1") {
+        return settings;
+    }
+    settings.verbose = env("OFFLOAD_BUNDLER_VERBOSE").map(|v| v == "1");
+    settings.compress = env("OFFLOAD_BUNDLER_COMPRESS").map(|v| v == "1");
+    if let Some(level) = env("OFFLOAD_BUNDLER_COMPRESSION_LEVEL") {
+        match level.parse::<i32>() {
+            Ok(l) => settings.options.level = l,
+            Err(_) => settings.warnings.push(format!(
+                "Warning: Invalid value for OFFLOAD_BUNDLER_COMPRESSION_LEVEL: {level}. Ignoring it."
+            )),
+        }
+    }
+    if let Some(version) = env("COMPRESSED_BUNDLE_FORMAT_VERSION") {
+        match version.as_str() {
+            "2" => settings.options.version = 2,
+            "3" => settings.options.version = 3,
+            other => settings.warnings.push(format!(
+                "Warning: Invalid value for COMPRESSED_BUNDLE_FORMAT_VERSION: {other}. Valid values are 2 or 3. Using default version 2."
+            )),
+        }
+    }
+    settings
+}
+
+/// Settings the environment gives the bundler.
+#[derive(Debug, Clone)]
+pub struct EnvSettings {
+    /// Verbose, if the environment says.
+    pub verbose: Option<bool>,
+    /// Compress, if the environment says.
+    pub compress: Option<bool>,
+    /// Compression options (level and version from the environment, defaults otherwise).
+    pub options: CompressOptions,
+    /// Warnings to print about values that were ignored.
+    pub warnings: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -450,5 +505,38 @@ mod tests {
         let (code, out, _) = run_args("-version");
         assert_eq!(code, 0);
         assert!(out.contains("LLVM 19"));
+    }
+
+    #[test]
+    fn environment_follows_llvm_19() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |k: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            }
+        };
+        let s = settings_from_env(env(&[
+            ("OFFLOAD_BUNDLER_COMPRESS", "yes"),
+            ("OFFLOAD_BUNDLER_VERBOSE", "1"),
+        ]));
+        assert_eq!(s.compress, Some(false));
+        assert_eq!(s.verbose, Some(true));
+        let s = settings_from_env(env(&[
+            ("OFFLOAD_BUNDLER_COMPRESS", "1"),
+            ("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "1"),
+        ]));
+        assert_eq!(s.compress, None);
+        let s = settings_from_env(env(&[
+            ("OFFLOAD_BUNDLER_COMPRESSION_LEVEL", "abc"),
+            ("COMPRESSED_BUNDLE_FORMAT_VERSION", "3"),
+        ]));
+        assert_eq!(s.options.level, 3);
+        assert_eq!(s.options.version, 3);
+        assert_eq!(
+            s.warnings,
+            ["Warning: Invalid value for OFFLOAD_BUNDLER_COMPRESSION_LEVEL: abc. Ignoring it."]
+        );
     }
 }

@@ -89,10 +89,7 @@ struct Scan<'f, 'v> {
 
 impl Scan<'_, '_> {
     fn offset_of(&self, part: &[u8]) -> Option<u64> {
-        let base = self.file.as_ptr() as usize;
-        let start = part.as_ptr() as usize;
-        (start >= base && start + part.len() <= base + self.file.len())
-            .then(|| (start - base) as u64)
+        crate::format::slice::offset_within(self.file, part).map(|offset| offset as u64)
     }
 
     fn context(at: &Place<'_>) -> String {

@@ -15,6 +15,15 @@ use std::fmt;
 /// The offload kinds LLVM 19's bundler accepts.
 pub const OFFLOAD_KINDS: &[&str] = &["host", "openmp", "hip", "hipv4"];
 
+/// Which offload kinds match, as the bundler's `-hip-openmp-compatible` option chooses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KindMatching {
+    /// Equal kinds, and `hip` with `hipv4`.
+    Exact,
+    /// Also any `hip*` kind with `openmp`, both ways.
+    HipOpenmpCompatible,
+}
+
 /// A bundle entry ID taken apart: offload kind, triple (always four pieces) and target ID.
 #[derive(Debug, Clone)]
 pub struct EntryId {
@@ -80,8 +89,9 @@ impl EntryId {
     }
 
     /// Whether an entry of this kind may be given to a target of kind `target`: equal kinds,
-    /// `hip` with `hipv4`, and with `hip_openmp` any `hip*` kind with `openmp`.
-    pub fn is_kind_compatible(&self, target: &str, hip_openmp: bool) -> bool {
+    /// `hip` with `hipv4`, and with [`KindMatching::HipOpenmpCompatible`] any `hip*` kind with
+    /// `openmp`.
+    pub fn is_kind_compatible(&self, target: &str, matching: KindMatching) -> bool {
         let kind = self.kind.as_str();
         if kind == target || matches!((kind, target), ("hip", "hipv4") | ("hipv4", "hip")) {
             return true;
@@ -91,7 +101,7 @@ impl EntryId {
                 .get(..3)
                 .is_some_and(|b| b.eq_ignore_ascii_case(b"hip"))
         };
-        hip_openmp
+        matching == KindMatching::HipOpenmpCompatible
             && ((starts_hip(kind) && target == "openmp")
                 || (kind == "openmp" && starts_hip(target)))
     }
@@ -100,14 +110,14 @@ impl EntryId {
     /// bundler decides: an exact match of kind, triple and target ID; or compatible kinds,
     /// compatible triples, the same processor, and every feature this entry sets set alike
     /// in the target.
-    pub fn is_compatible_with(&self, target: &EntryId, hip_openmp: bool) -> bool {
+    pub fn is_compatible_with(&self, target: &EntryId, matching: KindMatching) -> bool {
         if self.kind == target.kind
             && self.triple.is_compatible_with(&target.triple)
             && self.target_id == target.target_id
         {
             return true;
         }
-        if !self.is_kind_compatible(&target.kind, hip_openmp)
+        if !self.is_kind_compatible(&target.kind, matching)
             || !self.triple.is_compatible_with(&target.triple)
         {
             return false;
@@ -141,8 +151,9 @@ mod tests {
     #[test]
     fn kinds_that_are_not_ascii_compare_without_panicking() {
         let entry = EntryId::parse("pv\u{553}v2rm63f");
-        assert!(!entry.is_kind_compatible("openmp", true));
-        assert!(EntryId::parse("HIPx-amdgcn-amd-amdhsa--gfx90a").is_kind_compatible("openmp", true));
+        assert!(!entry.is_kind_compatible("openmp", KindMatching::HipOpenmpCompatible));
+        assert!(EntryId::parse("HIPx-amdgcn-amd-amdhsa--gfx90a")
+            .is_kind_compatible("openmp", KindMatching::HipOpenmpCompatible));
     }
 
     fn std_name(s: &str) -> String {
@@ -228,7 +239,7 @@ mod tests {
 
     fn compatible(entry: &str, target: &str) -> bool {
         let t = EntryId::parse(&std_name(target));
-        EntryId::parse(entry).is_compatible_with(&t, false)
+        EntryId::parse(entry).is_compatible_with(&t, KindMatching::Exact)
     }
 
     #[test]
@@ -280,8 +291,8 @@ mod tests {
     fn hip_openmp_compatibility_needs_the_flag() {
         let entry = EntryId::parse("hipv4-amdgcn-amd-amdhsa--gfx906");
         let target = EntryId::parse("openmp-amdgcn-amd-amdhsa--gfx906");
-        assert!(!entry.is_compatible_with(&target, false));
-        assert!(entry.is_compatible_with(&target, true));
-        assert!(target.is_compatible_with(&entry, true));
+        assert!(!entry.is_compatible_with(&target, KindMatching::Exact));
+        assert!(entry.is_compatible_with(&target, KindMatching::HipOpenmpCompatible));
+        assert!(target.is_compatible_with(&entry, KindMatching::HipOpenmpCompatible));
     }
 }

@@ -14,6 +14,7 @@ pub mod image_target;
 mod inflate;
 pub mod llvm_hash;
 pub mod offload_binary;
+pub mod slice;
 pub mod string_map;
 pub mod strtab;
 pub mod target_id;

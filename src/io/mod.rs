@@ -179,9 +179,7 @@ impl Input {
 
     /// Whether `part` is a slice of this input's bytes.
     pub fn holds(&self, part: &[u8]) -> bool {
-        let base = self.as_ptr() as usize;
-        let start = part.as_ptr() as usize;
-        start >= base && start + part.len() <= base + self.len()
+        crate::format::slice::offset_within(self, part).is_some()
     }
 
     /// An error if the file shrank while it was mapped: what was read past its new end was

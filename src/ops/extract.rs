@@ -11,9 +11,10 @@ use crate::container::scan::{scan, DeviceImage, Places};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::image_target::{ImageTarget, Producer};
+use crate::format::slice::offset_within;
 use crate::format::target_id::TargetIdBuf;
 use crate::io::{Closed, Input, Output};
-use crate::ops::archive::device_member_name;
+use crate::ops::bundler::device_member_name;
 use crate::ops::ls::{self, Image};
 
 /// What to extract, and where.
@@ -191,7 +192,6 @@ fn extract_noting(
     let mut chosen: Vec<Chosen> = Vec::new();
     for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
         let name = path.to_string_lossy().into_owned();
-        let base = input.as_ptr() as usize;
         let found = scan(
             path,
             input,
@@ -207,18 +207,11 @@ fn extract_noting(
                     None => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
                 };
                 let ext = extension(&image, found.data);
-                let start = found.data.as_ptr() as usize;
-                let inside = found.offset.is_some()
-                    && start >= base
-                    && start + found.data.len() <= base + input.len();
+                let inside = found.offset.and_then(|_| offset_within(input, found.data));
                 chosen.push(Chosen {
                     member: found.members.last().cloned(),
-                    owned: (!inside).then(|| found.data.to_vec()),
-                    range: if inside {
-                        (start - base, found.data.len())
-                    } else {
-                        (0, 0)
-                    },
+                    owned: inside.is_none().then(|| found.data.to_vec()),
+                    range: inside.map_or((0, 0), |start| (start, found.data.len())),
                     input: index,
                     label,
                     ext,

@@ -1,9 +1,9 @@
 //! What users ask for, built from the format codecs and the I/O layer.
 
-pub mod archive;
 pub mod bundler;
 pub mod extract;
 pub mod ls;
 pub mod packager;
 pub mod rewrite;
+pub mod tool_path;
 pub mod wrapper;

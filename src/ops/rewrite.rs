@@ -578,9 +578,7 @@ pub fn rewrite(
     };
     match &new {
         Some(NewFile::Bytes(bytes)) => out.write_bytes(bytes)?,
-        Some(NewFile::Pieces(pieces)) => {
-            crate::ops::bundler::write_object(&mut out, &[&data], pieces)?
-        }
+        Some(NewFile::Pieces(pieces)) => pieces.write_to(&mut out, &[&data])?,
         None => out.write_part(&data, &data)?,
     }
     if new.is_some() {

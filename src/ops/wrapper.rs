@@ -670,13 +670,9 @@ fn ir_name(name: &str) -> String {
 /// The wrapper as bitcode: the IR assembled by `llvm-as` (the first of `llvm-as-19`,
 /// `llvm-as` on `PATH`).
 fn bitcode(triple: &str, images: &[Input], arches: &[&str], output: &Path) -> Result<Vec<u8>> {
-    let tool = ["llvm-as-19", "llvm-as"].into_iter().find_map(|t| {
-        std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|d| d.join(t))
-                .find(|p| p.is_file())
-        })
-    });
+    let tool = ["llvm-as-19", "llvm-as"]
+        .into_iter()
+        .find_map(crate::ops::tool_path::on_path);
     let Some(tool) = tool else {
         return Err(Error::msg(format!(
             "'{}': writing bitcode needs llvm-as on PATH; write a native object (.o) or LLVM IR (.ll) instead",

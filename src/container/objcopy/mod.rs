@@ -12,7 +12,9 @@ use std::io::{self, Write};
 
 use object::FileKind;
 
+use crate::format::bundle::write_zeros;
 use crate::format::{Error, ErrorKind};
+use crate::io::{Input, Output};
 
 mod coff;
 mod elf;
@@ -69,13 +71,25 @@ impl<'a> Rewritten<'a> {
         out: &mut W,
         mut write_piece: impl FnMut(&mut W, &[u8]) -> io::Result<()>,
     ) -> io::Result<()> {
-        let mut at = 0u64;
-        for piece in &self.pieces {
-            write_zeros(out, piece.offset - at)?;
-            write_piece(out, &piece.data)?;
-            at = piece.offset + piece.data.len() as u64;
-        }
-        write_zeros(out, self.size - at)
+        self.each_chunk(|chunk| match chunk {
+            Chunk::Zeros(count) => write_zeros(out, count),
+            Chunk::Piece(data) => write_piece(out, data),
+        })
+    }
+
+    /// Writes the object to `out`, filling the gaps between pieces with zeros. A piece cut
+    /// from one of `sources` is copied from that input's file (by the kernel when it is large);
+    /// the others are written from memory.
+    pub fn write_to(&self, out: &mut Output, sources: &[&Input]) -> crate::error::Result<()> {
+        self.each_chunk(|chunk| match chunk {
+            Chunk::Zeros(count) => {
+                write_zeros(out, count).map_err(|e| crate::error::Error::io(out.path(), e))
+            }
+            Chunk::Piece(data) => match sources.iter().find(|input| input.holds(data)) {
+                Some(input) => out.write_part(input, data),
+                None => out.write_bytes(data),
+            },
+        })
     }
 
     /// The whole object in memory.
@@ -85,16 +99,26 @@ impl<'a> Rewritten<'a> {
             .expect("writing to memory cannot fail");
         out
     }
+
+    /// Hands the object to `write` in order: the zeros before each piece, the piece, and the
+    /// zeros after the last.
+    fn each_chunk<E>(&self, mut write: impl FnMut(Chunk<'_>) -> Result<(), E>) -> Result<(), E> {
+        let mut at = 0;
+        for piece in &self.pieces {
+            write(Chunk::Zeros(piece.offset - at))?;
+            write(Chunk::Piece(&piece.data))?;
+            at = piece.offset + piece.data.len() as u64;
+        }
+        write(Chunk::Zeros(self.size - at))
+    }
 }
 
-fn write_zeros(out: &mut impl Write, mut n: u64) -> io::Result<()> {
-    const ZEROS: [u8; 4096] = [0; 4096];
-    while n > 0 {
-        let k = n.min(ZEROS.len() as u64) as usize;
-        out.write_all(&ZEROS[..k])?;
-        n -= k as u64;
-    }
-    Ok(())
+/// A stretch of a rewritten object, as written out.
+enum Chunk<'a> {
+    /// This many zero bytes.
+    Zeros(u64),
+    /// A piece's bytes.
+    Piece(&'a [u8]),
 }
 
 /// Appends `added` to the relocatable object `host`, as

@@ -2,16 +2,19 @@
 //! device-specific archive per target, as `clang-offload-bundler -unbundle -type=a` does, with
 //! the members processed in parallel and the output kept in LLVM's order.
 
-use crate::container::archive::{read_members, write_archive, ArchiveMember};
+use super::entries::{entries_in, EntriesError, ReadEntry};
+use super::{BundleKind, BundlerConfig};
+use crate::container::archive::{read_members, write_archive_reporting, ArchiveMember};
 use crate::container::objcopy;
 use crate::error::{Error, Result};
 use crate::format::ccob;
 use crate::format::entry_id::EntryId;
+use crate::format::slice::offset_within;
 use crate::format::target_id::conflicting_pair;
 use crate::io::{Input, Output};
-use crate::ops::bundler::{handler_for, read_entries, BundlerConfig, Handler, ReadEntry};
 use rayon::prelude::*;
 use std::borrow::Cow;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// An entry extracted for one target: the member name it gets in the device archive and its
@@ -43,16 +46,16 @@ pub fn device_member_name(member: &str, entry_id: &str, target_id: &str) -> Stri
     format!("{stem}-{entry_id}{stem}{ext}").replace(':', "_")
 }
 
-/// The entries of one member (decompressed when compressed), in LLVM's order, each with the
-/// bytes they borrow. `None` when the member holds no bundle.
-fn member_entries(
+/// A member's bundle decompressed when it is compressed (`None` when it is not), and the kind
+/// of bundle it holds.
+fn member_bundle(
     archive: &Path,
     member: &ArchiveMember<'_>,
     config: &BundlerConfig,
-) -> Result<(Option<Vec<u8>>, Handler)> {
+) -> Result<(Option<Vec<u8>>, BundleKind)> {
     let data: &[u8] = &member.data;
     if !ccob::is_compressed(data) {
-        return Ok((None, handler_for(&config.file_type, data)?));
+        return Ok((None, BundleKind::of(&config.file_type, data)?));
     }
     let failed = |e| member_error(archive, &member.name, "Failed to decompress code object", e);
     // A member holds one compressed bundle; what follows it is not read, as in LLVM 19.
@@ -67,8 +70,8 @@ fn member_entries(
         Some(Err(e)) => return Err(failed(e)),
         None => Vec::new(),
     };
-    let handler = handler_for(&config.file_type, &plain)?;
-    Ok((Some(plain), handler))
+    let kind = BundleKind::of(&config.file_type, &plain)?;
+    Ok((Some(plain), kind))
 }
 
 fn member_error(archive: &Path, member: &str, what: &str, e: crate::format::Error) -> Error {
@@ -78,24 +81,20 @@ fn member_error(archive: &Path, member: &str, what: &str, e: crate::format::Erro
     ))
 }
 
-fn entries_in<'a>(
+/// The entries of a member's bundle `data`, of `kind`, in LLVM's order.
+fn member_entries<'a>(
     archive: &Path,
     member: &str,
-    handler: Handler,
+    kind: BundleKind,
     data: &'a [u8],
 ) -> Result<Vec<ReadEntry<'a>>> {
-    match handler {
-        Handler::Object => crate::container::bundle_sections(data)
-            .map(|s| {
-                s.into_iter()
-                    .map(|(id, data)| ReadEntry { id, data })
-                    .collect()
-            })
-            .map_err(|e| Error::msg(format!("'{}': member '{member}': {e}", archive.display()))),
-        _ => {
-            read_entries(handler, data).map_err(|e| member_error(archive, member, "bad bundle", e))
-        }
-    }
+    entries_in(kind, data).map_err(|e| match e {
+        EntriesError::Object(message) => Error::msg(format!(
+            "'{}': member '{member}': {message}",
+            archive.display()
+        )),
+        EntriesError::Bundle(e) => member_error(archive, member, "bad bundle", e),
+    })
 }
 
 /// Processes one member: every entry goes, as a copy, to every target it is compatible with,
@@ -106,30 +105,34 @@ fn extract_member<'a>(
     config: &BundlerConfig,
     targets: &[EntryId],
 ) -> Result<Vec<Extracted<'a>>> {
-    let (plain, handler) = member_entries(archive, member, config)?;
+    let (plain, kind) = member_bundle(archive, member, config)?;
     let mut out = Vec::new();
     let data: &[u8] = plain.as_deref().unwrap_or(&member.data);
-    for entry in entries_in(archive, &member.name, handler, data)? {
+    for entry in member_entries(archive, &member.name, kind, data)? {
         let code = EntryId::parse(entry.id);
         let wanted_by: Vec<usize> = (0..targets.len())
-            .filter(|&t| code.is_compatible_with(&targets[t], config.hip_openmp_compatible))
+            .filter(|&t| code.is_compatible_with(&targets[t], config.kind_matching()))
             .collect();
         if wanted_by.is_empty() {
             continue;
         }
         // In an object, an entry of one zero byte stands for the object itself: its copy is
         // the object without its bundle sections.
-        let bytes: Cow<'a, [u8]> = if handler == Handler::Object && entry.data == [0] {
+        let bytes: Cow<'a, [u8]> = if kind == BundleKind::Object && entry.data == [0] {
             let prefix = crate::container::BUNDLE_SECTION_PREFIX.as_bytes();
             let host =
                 objcopy::remove_sections(data, &|name| name.starts_with(prefix)).map_err(|e| {
                     member_error(archive, &member.name, "cannot extract the host object", e)
                 })?;
             Cow::Owned(host.to_vec())
-        } else if plain.is_some() {
-            Cow::Owned(entry.data.to_vec())
         } else {
-            Cow::Borrowed(&member.data[offset_in(&member.data, entry.data)..][..entry.data.len()])
+            // The entry borrows the member's bytes unless it was decompressed.
+            match offset_within(&member.data, entry.data) {
+                Some(offset) if plain.is_none() => {
+                    Cow::Borrowed(&member.data[offset..][..entry.data.len()])
+                }
+                _ => Cow::Owned(entry.data.to_vec()),
+            }
         };
         for target in wanted_by {
             out.push(Extracted {
@@ -142,11 +145,6 @@ fn extract_member<'a>(
     Ok(out)
 }
 
-/// Where `part`, a slice of `whole`, starts in it.
-fn offset_in(whole: &[u8], part: &[u8]) -> usize {
-    part.as_ptr() as usize - whole.as_ptr() as usize
-}
-
 /// The composition check of `-check-input-archive`: in each member, the bundle entry IDs must
 /// not mix "any" and explicit settings of a feature for one processor.
 fn check_members(
@@ -155,9 +153,9 @@ fn check_members(
     config: &BundlerConfig,
 ) -> Result<()> {
     for member in members {
-        let (plain, handler) = member_entries(archive, member, config)?;
+        let (plain, kind) = member_bundle(archive, member, config)?;
         let data: &[u8] = plain.as_deref().unwrap_or(&member.data);
-        let ids: Vec<&str> = entries_in(archive, &member.name, handler, data)?
+        let ids: Vec<&str> = member_entries(archive, &member.name, kind, data)?
             .iter()
             .map(|e| e.id)
             .collect();
@@ -174,7 +172,11 @@ fn check_members(
 
 /// Unbundles the heterogeneous archive named by the one input into one device archive per
 /// target. Every output is written only if all of them can be.
-pub fn unbundle_archive(config: &BundlerConfig, targets: &[String]) -> Result<()> {
+pub(super) fn unbundle_archive(
+    config: &BundlerConfig,
+    targets: &[String],
+    log: &mut dyn Write,
+) -> Result<()> {
     let path: &PathBuf = &config.inputs[0];
     let input = Input::open(path)?;
     let members = read_members(path, &input)?;
@@ -198,13 +200,17 @@ pub fn unbundle_archive(config: &BundlerConfig, targets: &[String]) -> Result<()
             )));
         }
     }
-    let archives: Vec<Vec<u8>> = by_target
+    let archives: Vec<_> = by_target
         .par_iter()
         .zip(&config.outputs)
-        .map(|(members, output)| write_archive(output, members))
+        .map(|(members, output)| write_archive_reporting(output, members))
         .collect::<Result<_>>()?;
     let mut outputs = Vec::with_capacity(archives.len());
-    for (bytes, path) in archives.iter().zip(&config.outputs) {
+    for ((bytes, unreadable), path) in archives.iter().zip(&config.outputs) {
+        // LLVM's archive writer lists no symbols for such a member and warns, in these words.
+        for problem in unreadable {
+            let _ = writeln!(log, "warning: '{}': {}", problem.member, problem.error);
+        }
         let mut out = Output::create(path)?;
         out.write_bytes(bytes)?;
         outputs.push(out);
