@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use offload::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
-use offload::ops::rewrite::{rewrite, Change, RewriteConfig};
+use offload::ops::rewrite::{rewrite, Change, Mode, RewriteConfig};
 
 /// `enum ld_plugin_status`.
 const LDPS_OK: c_int = 0;
@@ -162,7 +162,7 @@ pub fn rewrite_output(output: &Path, options: &Options) -> Result<Vec<String>, S
             allow_empty: false,
             max_decompressed: DEFAULT_MAX_DECOMPRESSED,
         };
-        let summary = rewrite(output, output, &config, false).map_err(|e| e.to_string())?;
+        let summary = rewrite(output, output, &config, Mode::Write).map_err(|e| e.to_string())?;
         if options.verbose {
             report.push(format!(
                 "{}: {} device images to {}, {} bytes to {}",

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
+use tracing::{debug, info};
 
 use crate::container::archive::{read_members, write_archive};
 use crate::container::elf_program;
@@ -31,6 +32,23 @@ pub enum Change {
     Decompress,
 }
 
+/// The change in words, for the log: `keep gfx90a,gfx1100`, `compress zstd level 3`.
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::Keep(ids) => write!(f, "keep {}", ids.join(",")),
+            Change::Remove(ids) => write!(f, "remove {}", ids.join(",")),
+            Change::Compress(options) => write!(
+                f,
+                "compress {} level {}",
+                format!("{:?}", options.method).to_lowercase(),
+                options.level
+            ),
+            Change::Decompress => f.write_str("decompress"),
+        }
+    }
+}
+
 /// How to rewrite.
 #[derive(Debug, Clone)]
 pub struct RewriteConfig {
@@ -40,6 +58,15 @@ pub struct RewriteConfig {
     pub allow_empty: bool,
     /// The largest a compressed bundle may inflate to.
     pub max_decompressed: u64,
+}
+
+/// Whether a rewrite writes its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Write the rewritten file (to the output, or in place).
+    Write,
+    /// Work out what would change and write nothing (`--dry-run`).
+    DryRun,
 }
 
 /// What a rewrite did, for reports and `--dry-run`.
@@ -137,7 +164,8 @@ fn rewrite_container(
     Ok(if bundle::is_bundle(here) {
         let parsed = Bundle::parse(here)?.expect("the magic is there");
         let (bytes, kept) = strip_bundle(&parsed, config)?;
-        summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
+        let before = count_devices(parsed.entries().iter().map(|e| e.id));
+        summary.images_before += before;
         summary.images_after += kept;
         let new = match &config.change {
             Change::Compress(options) => Some(
@@ -149,6 +177,11 @@ fn rewrite_container(
             ),
             _ => bytes,
         };
+        let done = match config.change {
+            Change::Compress(_) => "compressed",
+            _ => "stripped",
+        };
+        log_container(start, "bundle", (before, kept), parsed.size(), &new, done);
         (parsed.size() as usize, new)
     } else if ccob::is_compressed(here) {
         let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
@@ -164,8 +197,13 @@ fn rewrite_container(
             )
         })?;
         let (bytes, kept) = strip_bundle(&parsed, config)?;
-        summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
+        let before = count_devices(parsed.entries().iter().map(|e| e.id));
+        summary.images_before += before;
         summary.images_after += kept;
+        let done = match config.change {
+            Change::Decompress => "decompressed",
+            _ => "stripped and compressed again",
+        };
         let new = match (&config.change, bytes) {
             (Change::Decompress, _) => Some(plain.clone()),
             (_, Some(stripped)) => {
@@ -179,6 +217,14 @@ fn rewrite_container(
             }
             (_, None) => None,
         };
+        log_container(
+            start,
+            "compressed bundle",
+            (before, kept),
+            compressed.size(),
+            &new,
+            done,
+        );
         (compressed.size() as usize, new)
     } else if here.starts_with(&offload_binary::MAGIC) {
         let binary = OffloadBinary::parse(here)?;
@@ -191,7 +237,17 @@ fn rewrite_container(
         // A binary is kept or dropped whole (LLVM 19 writes one image per binary).
         let drop = kept == 0 && !entries.is_empty();
         summary.images_after += if drop { 0 } else { entries.len() };
-        (binary.size() as usize, drop.then(Vec::new))
+        let new = drop.then(Vec::new);
+        let after = if drop { 0 } else { entries.len() };
+        log_container(
+            start,
+            "offload binary",
+            (entries.len(), after),
+            binary.size(),
+            &new,
+            "dropped",
+        );
+        (binary.size() as usize, new)
     } else {
         return Err(crate::format::Error::new(
             start as u64,
@@ -200,6 +256,32 @@ fn rewrite_container(
             ),
         ));
     })
+}
+
+/// Logs what became of the container of `size` bytes (a `kind`) at `start` in its region:
+/// kept as it was, dropped (`new` empty), or `done` to (`new` holds its new bytes). `images`
+/// are its device images before and after.
+fn log_container(
+    start: usize,
+    kind: &str,
+    images: (usize, usize),
+    size: u64,
+    new: &Option<Vec<u8>>,
+    done: &str,
+) {
+    let (before, after) = images;
+    match new {
+        None => debug!(offset = start, images = before, "{kind} kept as it was"),
+        Some(bytes) if bytes.is_empty() => info!(offset = start, images = before, "{kind} dropped"),
+        Some(bytes) => info!(
+            offset = start,
+            images.before = before,
+            images.after = after,
+            size.before = size,
+            size.after = bytes.len(),
+            "{kind} {done}"
+        ),
+    }
 }
 
 /// The size of the container at the start of `here`, from its header.
@@ -339,7 +421,11 @@ fn rewrite_object<'a>(
     ) {
         refuse_growing_program(path, &file, config)?;
         let total = std::sync::Mutex::new(Summary::default());
+        // The containers may be rewritten on other threads: their log lines go under this
+        // file's span all the same.
+        let span = tracing::Span::current();
         let rewritten = elf_program::rewrite_hip_fatbin(data, &container_size, &|here, start| {
+            let _entered = span.enter();
             let mut mine = Summary::default();
             let (_, new) = rewrite_container(here, start, config, &mut mine)?;
             mine.rewritten += usize::from(new.is_some());
@@ -373,7 +459,9 @@ fn rewrite_object<'a>(
             summary.images_before += usize::from(is_device);
             if config.keeps_entry(id) {
                 summary.images_after += usize::from(is_device);
+                debug!(section = name, "bundle entry kept");
             } else {
+                info!(section = name, "bundle entry dropped");
                 removed.push(name.to_string());
             }
             continue;
@@ -382,6 +470,7 @@ fn rewrite_object<'a>(
         if !known || bytes.is_empty() {
             continue;
         }
+        let _section = tracing::debug_span!("section", name).entered();
         let context = format!("section '{name}'");
         if let Some(new) = rewrite_region(bytes, config, summary)
             .map_err(|e| Error::format_in(path, &context, e))?
@@ -483,11 +572,13 @@ fn rewrite_archive(
         )));
     }
     let members = read_members(path, data)?;
+    let span = tracing::Span::current();
     let results: Vec<(Option<Vec<u8>>, Summary)> = members
         .par_iter()
         .map(|m| {
             let mut s = Summary::default();
             let member_path = PathBuf::from(format!("{}({})", path.display(), m.name));
+            let _member = tracing::debug_span!(parent: &span, "member", name = %m.name).entered();
             let bytes: &[u8] = &m.data;
             let new = if is_rewritable_member(bytes) {
                 rewrite_nested(&member_path, bytes, config, &mut s, depth + 1)?
@@ -550,14 +641,10 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary) -> Result<()> {
 }
 
 /// Rewrites `input` into `output` (the same path for in place: written beside it and renamed
-/// over it once on disk). With `dry_run`, only the summary is made. Refuses to leave no device
-/// image unless the configuration allows it.
-pub fn rewrite(
-    input: &Path,
-    output: &Path,
-    config: &RewriteConfig,
-    dry_run: bool,
-) -> Result<Summary> {
+/// over it once on disk). With [`Mode::DryRun`], only the summary is made. Refuses to leave no
+/// device image unless the configuration allows it.
+#[tracing::instrument(skip_all, fields(file = %input.display(), change = %config.change))]
+pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) -> Result<Summary> {
     let data = Input::open(input)?;
     let mut summary = Summary::default();
     let new = rewrite_file(input, &data, config, &mut summary)?;
@@ -568,11 +655,18 @@ pub fn rewrite(
             summary.images_before
         )));
     }
-    if dry_run {
+    info!(
+        images.before = summary.images_before,
+        images.after = summary.images_after,
+        rewritten = summary.rewritten,
+        "read and planned"
+    );
+    if mode == Mode::DryRun {
         return Ok(summary);
     }
     let in_place = same_file(input, output);
     if new.is_none() && in_place {
+        info!("nothing changes: the file stays as it is");
         return Ok(summary);
     }
     let mut out = if in_place {
@@ -595,6 +689,7 @@ pub fn rewrite(
         verify(input, &mut out, &summary)?;
     }
     out.commit()?;
+    info!(output = %output.display(), size = summary.size_after, "written");
     Ok(summary)
 }
 
