@@ -9,6 +9,7 @@ use std::io::{IsTerminal, Write};
 
 use clap::ArgAction;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use tracing_subscriber::fmt::format::FmtSpan;
 
 /// The environment variable that chooses what is logged, for every command and personality.
 pub const LOG_VARIABLE: &str = "OFFLOAD_LOG";
@@ -63,14 +64,16 @@ pub fn install_log_from_env() {
 }
 
 /// Installs a log on standard error showing what `filter` lets through: one line per event,
-/// under the spans it happened in, without times, in colour only on a terminal.
+/// under the spans it happened in, and one as each span closes (with the time it took); each
+/// line starts with the seconds since the program started; colours only on a terminal.
 fn install(filter: EnvFilter) {
     // Failing means a log is already installed, which is the one to keep.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_span_events(FmtSpan::CLOSE)
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
-        .without_time()
+        .with_timer(tracing_subscriber::fmt::time::uptime())
         .with_target(false)
         .try_init();
 }

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::{Args as ClapArgs, Parser};
 
-use crate::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
 use super::general::GeneralOpts;
+use crate::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
 use crate::ops::rewrite::{self, Change, Mode, RewriteConfig, Summary};
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.

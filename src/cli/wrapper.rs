@@ -224,7 +224,14 @@ mod tests {
         assert_eq!(general.verbose, 4);
         assert_eq!(
             rest,
-            strings(&["-o", "-v", "--target=x86_64-pc-linux-gnu", "a.bin", "--", "-v"])
+            strings(&[
+                "-o",
+                "-v",
+                "--target=x86_64-pc-linux-gnu",
+                "a.bin",
+                "--",
+                "-v"
+            ])
         );
     }
 }

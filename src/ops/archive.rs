@@ -174,6 +174,7 @@ fn check_members(
 
 /// Unbundles the heterogeneous archive named by the one input into one device archive per
 /// target. Every output is written only if all of them can be.
+#[tracing::instrument(skip_all, fields(file = ?config.inputs, targets = ?targets))]
 pub fn unbundle_archive(config: &BundlerConfig, targets: &[String]) -> Result<()> {
     let path: &PathBuf = &config.inputs[0];
     let input = Input::open(path)?;

@@ -363,6 +363,7 @@ fn mb_per_s(bytes: u64, seconds: f64) -> f64 {
 
 /// Bundles the inputs into the one output: binary or text by `-type`, optionally compressed.
 /// Payloads are copied from the mapped inputs straight to the output when not compressing.
+#[tracing::instrument(skip_all, fields(files = ?config.inputs, targets = ?config.targets))]
 pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     let targets = config.check(false)?;
     let output_path = &config.outputs[0];
@@ -739,6 +740,7 @@ fn entries_of<'a>(
 }
 
 /// Lists the entry IDs of the one input, one per line, in LLVM 19's order.
+#[tracing::instrument(skip_all, fields(files = ?config.inputs))]
 pub fn list(config: &BundlerConfig, out: &mut dyn Write, log: &mut dyn Write) -> Result<()> {
     let path = &config.inputs[0];
     let input = Input::open(path)?;
@@ -756,6 +758,7 @@ pub fn list(config: &BundlerConfig, out: &mut dyn Write, log: &mut dyn Write) ->
 /// Unbundles the one input into one output per target: each entry, visited in LLVM 19's order,
 /// goes to the first remaining target (in hash-map order of the standardised names) it is
 /// compatible with. Outputs appear only if the whole operation succeeds.
+#[tracing::instrument(skip_all, fields(files = ?config.inputs, targets = ?config.targets))]
 pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     let targets = config.check(true)?;
     if config.file_type == "a" {

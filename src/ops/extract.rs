@@ -189,6 +189,7 @@ pub struct Extraction {
 /// Extracts every image `config` asks for. Problems in the inputs are returned beside the
 /// result, whatever it is. Nothing is written unless everything can be; when no image matches,
 /// that is an error.
+#[tracing::instrument(skip_all, fields(files = ?config.files, targets = ?config.arches))]
 pub fn extract(config: &ExtractConfig, progress: &dyn Progress) -> Extraction {
     let mut problems = Vec::new();
     let result = extract_noting(config, progress, &mut problems);
@@ -209,6 +210,8 @@ fn extract_noting(
     let mut chosen: Vec<Chosen> = Vec::new();
     for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
         let name = path.to_string_lossy().into_owned();
+        let _file = tracing::info_span!("file", file = %name).entered();
+        tracing::debug!(size = input.len(), "scanning");
         let base = input.as_ptr() as usize;
         let found = scan(
             path,
@@ -218,12 +221,20 @@ fn extract_noting(
             &mut |found: &DeviceImage<'_>| {
                 let image = ls::record(&name, found);
                 if !wanted(config, &image) {
+                    tracing::debug!(offset = image.offset, "passed over {}", image.arch);
                     return;
                 }
                 let label = match found.what {
                     What::BundleEntry(id) => id.to_string(),
                     _ => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
                 };
+                tracing::info!(
+                    member = image.member,
+                    section = image.section,
+                    offset = image.offset,
+                    size = image.size,
+                    "chose {label}"
+                );
                 let ext = extension(&image, found.data);
                 let start = found.data.as_ptr() as usize;
                 let inside = found.offset.is_some()
@@ -272,6 +283,9 @@ fn extract_noting(
                 (name, c.bytes(&inputs))
             })
             .collect();
+        for (name, _) in &members {
+            tracing::info!(archive = %config.output.display(), "writing member {name}");
+        }
         let refs: Vec<(&str, &[u8])> = members.iter().map(|(n, d)| (n.as_str(), *d)).collect();
         let bytes = write_archive(&config.output, &refs)?;
         let mut out = Output::create(&config.output)?;
@@ -309,6 +323,9 @@ fn extract_noting(
             config.output.join(format!("{name}.{}", c.ext))
         })
         .collect();
+    for (c, path) in chosen.iter().zip(&names) {
+        tracing::info!(from = %c.image.file, "writing {} to {}", c.label, path.display());
+    }
     progress.start(chosen.iter().map(|c| c.image.size).sum());
     // Each output is closed once written: as many files are open as threads write.
     let outputs: Vec<Closed> = chosen
