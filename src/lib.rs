@@ -10,8 +10,6 @@
 //! parser nor the progress bars nor a log subscriber. The operations log through `tracing`
 //! spans and events; they cost nothing until the program installs a subscriber.
 
-#![warn(missing_docs)]
-
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod container;
