@@ -86,6 +86,7 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
         .map(|i| config.arches.get(i).map_or("", String::as_str))
         .collect();
     for ((path, image), arch) in config.images.iter().zip(&images).zip(&arches) {
+        let arch = (!arch.is_empty()).then_some(*arch);
         tracing::info!(arch, size = image.len(), "wrapping {}", path.display());
     }
     let extension = config
