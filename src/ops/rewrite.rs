@@ -161,101 +161,126 @@ fn rewrite_container(
     config: &RewriteConfig,
     summary: &mut Summary,
 ) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
-    Ok(if bundle::is_bundle(here) {
-        let parsed = Bundle::parse(here)?.expect("the magic is there");
-        let (bytes, kept) = strip_bundle(&parsed, config)?;
-        let before = count_devices(parsed.entries().iter().map(|e| e.id));
-        summary.images_before += before;
-        summary.images_after += kept;
-        let new = match &config.change {
-            Change::Compress(options) => Some(
-                ccob::compress(
-                    bytes.as_deref().unwrap_or(&here[..parsed.size() as usize]),
-                    options,
-                )?
-                .0,
-            ),
-            _ => bytes,
-        };
-        let done = match config.change {
-            Change::Compress(_) => "compressed",
-            _ => "stripped",
-        };
-        log_container(start, "bundle", (before, kept), parsed.size(), &new, done);
-        (parsed.size() as usize, new)
+    if bundle::is_bundle(here) {
+        rewrite_bundle(here, start, config, summary)
     } else if ccob::is_compressed(here) {
-        let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
-        // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
-        // reading), and is not written back when decompressing.
-        let plain = compressed.inflate_bundle(config.max_decompressed)??;
-        let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
-            crate::format::Error::new(
-                start as u64,
-                crate::format::ErrorKind::Object(
-                    "a compressed bundle that does not hold a bundle".into(),
-                ),
-            )
-        })?;
-        let (bytes, kept) = strip_bundle(&parsed, config)?;
-        let before = count_devices(parsed.entries().iter().map(|e| e.id));
-        summary.images_before += before;
-        summary.images_after += kept;
-        let done = match config.change {
-            Change::Decompress => "decompressed",
-            _ => "stripped and compressed again",
-        };
-        let new = match (&config.change, bytes) {
-            (Change::Decompress, _) => Some(plain.clone()),
-            (_, Some(stripped)) => {
-                // Compressed again as it was (version 1 carries no size: written as 2).
-                let options = CompressOptions {
-                    version: compressed.version.max(2),
-                    method: compressed.method,
-                    level: compressed.method.default_level(),
-                };
-                Some(ccob::compress(&stripped, &options)?.0)
-            }
-            (_, None) => None,
-        };
-        log_container(
-            start,
-            "compressed bundle",
-            (before, kept),
-            compressed.size(),
-            &new,
-            done,
-        );
-        (compressed.size() as usize, new)
+        rewrite_compressed_bundle(here, start, config, summary)
     } else if here.starts_with(&offload_binary::MAGIC) {
-        let binary = OffloadBinary::parse(here)?;
-        let entries = binary.entries();
-        let kept = entries
-            .iter()
-            .filter(|e| config.keeps(&String::from_utf8_lossy(e.arch())))
-            .count();
-        summary.images_before += entries.len();
-        // A binary is kept or dropped whole (LLVM 19 writes one image per binary).
-        let drop = kept == 0 && !entries.is_empty();
-        summary.images_after += if drop { 0 } else { entries.len() };
-        let new = drop.then(Vec::new);
-        let after = if drop { 0 } else { entries.len() };
-        log_container(
-            start,
-            "offload binary",
-            (entries.len(), after),
-            binary.size(),
-            &new,
-            "dropped",
-        );
-        (binary.size() as usize, new)
+        rewrite_offload_binary(here, start, config, summary)
     } else {
-        return Err(crate::format::Error::new(
+        Err(crate::format::Error::new(
             start as u64,
             crate::format::ErrorKind::Object(
                 "bytes that are no bundle, compressed bundle or offload binary".into(),
             ),
-        ));
-    })
+        ))
+    }
+}
+
+/// [`rewrite_container`] for the bundle at the start of `here`.
+fn rewrite_bundle(
+    here: &[u8],
+    start: usize,
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
+    let parsed = Bundle::parse(here)?.expect("the magic is there");
+    let (bytes, kept) = strip_bundle(&parsed, config)?;
+    let before = count_devices(parsed.entries().iter().map(|e| e.id));
+    summary.images_before += before;
+    summary.images_after += kept;
+    let new = match &config.change {
+        Change::Compress(options) => Some(
+            ccob::compress(
+                bytes.as_deref().unwrap_or(&here[..parsed.size() as usize]),
+                options,
+            )?
+            .0,
+        ),
+        _ => bytes,
+    };
+    let done = match config.change {
+        Change::Compress(_) => "compressed",
+        _ => "stripped",
+    };
+    log_container(start, "bundle", (before, kept), parsed.size(), &new, done);
+    Ok((parsed.size() as usize, new))
+}
+
+/// [`rewrite_container`] for the compressed bundle at the start of `here`.
+fn rewrite_compressed_bundle(
+    here: &[u8],
+    start: usize,
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
+    let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
+    // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
+    // reading), and is not written back when decompressing.
+    let plain = compressed.inflate_bundle(config.max_decompressed)??;
+    let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
+        crate::format::Error::new(
+            start as u64,
+            crate::format::ErrorKind::Object(
+                "a compressed bundle that does not hold a bundle".into(),
+            ),
+        )
+    })?;
+    let (bytes, kept) = strip_bundle(&parsed, config)?;
+    let before = count_devices(parsed.entries().iter().map(|e| e.id));
+    summary.images_before += before;
+    summary.images_after += kept;
+    let done = match config.change {
+        Change::Decompress => "decompressed",
+        _ => "stripped and compressed again",
+    };
+    let new = match (&config.change, bytes) {
+        (Change::Decompress, _) => Some(plain.clone()),
+        (_, Some(stripped)) => {
+            // Compressed again as it was (version 1 carries no size: written as 2).
+            let options = CompressOptions {
+                version: compressed.version.max(2),
+                method: compressed.method,
+                level: compressed.method.default_level(),
+            };
+            Some(ccob::compress(&stripped, &options)?.0)
+        }
+        (_, None) => None,
+    };
+    let size = compressed.size();
+    log_container(start, "compressed bundle", (before, kept), size, &new, done);
+    Ok((size as usize, new))
+}
+
+/// [`rewrite_container`] for the offload binary at the start of `here`: kept or dropped whole
+/// (LLVM 19 writes one image per binary).
+fn rewrite_offload_binary(
+    here: &[u8],
+    start: usize,
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
+    let binary = OffloadBinary::parse(here)?;
+    let entries = binary.entries();
+    let kept = entries
+        .iter()
+        .filter(|e| config.keeps(&String::from_utf8_lossy(e.arch())))
+        .count();
+    let drop = kept == 0 && !entries.is_empty();
+    let after = if drop { 0 } else { entries.len() };
+    summary.images_before += entries.len();
+    summary.images_after += after;
+    let new = drop.then(Vec::new);
+    let images = (entries.len(), after);
+    log_container(
+        start,
+        "offload binary",
+        images,
+        binary.size(),
+        &new,
+        "dropped",
+    );
+    Ok((binary.size() as usize, new))
 }
 
 /// Logs what became of the container of `size` bytes (a `kind`) at `start` in its region:
