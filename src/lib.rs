@@ -2,11 +2,15 @@
 //!
 //! The crate is layered: [`format`](mod@format) holds pure codecs over byte slices (binary, text and
 //! compressed bundles, bundle entry IDs and target IDs); [`container`] finds offload data in
-//! host files; [`ops`] implements what users ask for on top of both; [`cli`] parses command
+//! host files; [`ops`] implements what users ask for on top of both; `cli` parses command
 //! lines and prints. [`io`] maps inputs and writes outputs atomically.
+//!
+//! The command line is behind the default feature `cli`. A program that only uses the library
+//! (the linker plugin is one) turns default features off, and links neither the argument
+//! parser nor the progress bars nor a log subscriber. The operations log through `tracing`
+//! spans and events; they cost nothing until the program installs a subscriber.
 
-#![warn(missing_docs)]
-
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod container;
 pub mod error;

@@ -263,3 +263,67 @@ fn damage_is_reported_before_no_image_is() {
         .collect();
     assert_eq!(got, want);
 }
+
+/// `offload extract` with the given arguments, run in `dir` with no `OFFLOAD_LOG`.
+fn offload_extract(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+        .current_dir(dir)
+        .env_remove("OFFLOAD_LOG")
+        .arg("extract")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn verbose_names_the_images_chosen_and_the_files_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let fat = sample("bundles/vadd-fat.o");
+    let written_as = "vadd-fat.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co";
+
+    let (code, quiet_out, quiet_err) =
+        offload_extract(dir.path(), &[&fat, "--arch", "gfx90a", "-o", "quiet"]);
+    assert_eq!(code, 0, "{quiet_err}");
+    assert_eq!(quiet_err, "", "without -v, standard error stays empty");
+
+    let (code, out, err) =
+        offload_extract(dir.path(), &[&fat, "--arch", "gfx90a", "-v", "-o", "loud"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out,
+        quiet_out.replace("quiet/", "loud/"),
+        "the log stays off stdout"
+    );
+    let chosen: Vec<&str> = err.lines().filter(|l| l.contains("chose ")).collect();
+    assert_eq!(chosen.len(), 1, "{err}");
+    assert!(
+        chosen[0].contains("hipv4-amdgcn-amd-amdhsa--gfx90a"),
+        "{err}"
+    );
+    assert!(
+        err.lines()
+            .any(|l| l.contains("writing hipv4-amdgcn-amd-amdhsa--gfx90a to")
+                && l.contains(&format!("loud/{written_as}"))),
+        "{err}"
+    );
+    assert!(
+        !err.contains("DEBUG"),
+        "one -v logs information, not details: {err}"
+    );
+    assert_eq!(written(&dir.path().join("loud")), [written_as]);
+
+    let (code, _, err) = offload_extract(
+        dir.path(),
+        &[&fat, "--arch", "gfx90a", "-vv", "-o", "details"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("DEBUG") && err.contains("passed over gfx906"),
+        "{err}"
+    );
+}

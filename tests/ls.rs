@@ -336,3 +336,38 @@ fn a_section_overlapping_another_is_reported_not_read() {
     let images: Vec<Value> = serde_json::from_str(&out).unwrap();
     assert_eq!(images.len(), 2);
 }
+
+#[test]
+fn offload_log_shows_the_files_scanned() {
+    let file = samples_dir().join("bundles/kernel-z.bc");
+    let run = |log: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_offload"));
+        command.env_remove("OFFLOAD_LOG");
+        if let Some(filter) = log {
+            command.env("OFFLOAD_LOG", filter);
+        }
+        let out = command.arg("ls").arg(&file).output().unwrap();
+        assert!(out.status.success());
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let (plain_out, plain_err) = run(None);
+    assert_eq!(plain_err, "");
+    let (out, err) = run(Some("offload=debug"));
+    assert_eq!(out, plain_out, "the log stays off stdout");
+    let scanned = format!("list_file{{file={}}}", file.display());
+    assert!(
+        err.lines()
+            .any(|l| l.contains(&scanned) && l.contains("scanned images=3")),
+        "{err}"
+    );
+    assert_eq!(
+        err.lines().filter(|l| l.contains("found ")).count(),
+        3,
+        "{err}"
+    );
+    let (_, err) = run(Some("offload=warn"));
+    assert_eq!(err, "", "a filter lets through only what it names");
+}

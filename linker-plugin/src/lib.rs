@@ -11,6 +11,10 @@
 //! which ld.bfd and gold call after the output is written and closed. A link that failed is
 //! never touched. The rewrite is the library's, as `offload strip --in-place` and
 //! `offload compress --in-place` do it.
+//!
+//! `OFFLOAD_LOG` (a `tracing` filter, as for the `offload` command: `OFFLOAD_LOG=offload=debug`)
+//! shows the library's log of the rewrite on standard error; unset, the plugin says nothing
+//! more than its options ask for.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -18,7 +22,7 @@ use std::sync::Mutex;
 
 use offload::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
 use offload::format::target_id::TargetIdBuf;
-use offload::ops::rewrite::{rewrite, Change, RewriteConfig};
+use offload::ops::rewrite::{rewrite, Change, Mode, RewriteConfig};
 
 /// `enum ld_plugin_status`.
 const LDPS_OK: c_int = 0;
@@ -153,6 +157,31 @@ fn say(message: Option<Message>, level: c_int, text: &str) {
     }
 }
 
+/// Installs a log on standard error filtered by `OFFLOAD_LOG`, when it is set and parses; the
+/// linker's own output is otherwise left as it was.
+fn install_log() {
+    let Some(text) = std::env::var_os("OFFLOAD_LOG").filter(|v| !v.is_empty()) else {
+        return;
+    };
+    match tracing_subscriber::EnvFilter::try_new(text.to_string_lossy()) {
+        Ok(filter) => {
+            // Failing means the process has a log already: it is the one to keep.
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(filter)
+                .with_writer(std::io::stderr)
+                .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+                .with_timer(tracing_subscriber::fmt::time::uptime())
+                .with_target(false)
+                .try_init();
+        }
+        Err(e) => say(
+            None,
+            LDPL_INFO,
+            &format!("OFFLOAD_LOG is not a log filter ({e}); not logging"),
+        ),
+    }
+}
+
 extern "C" fn claim_file(_file: *const c_void, claimed: *mut c_int) -> c_int {
     if !claimed.is_null() {
         // SAFETY: the linker passes a valid pointer to its flag.
@@ -170,7 +199,7 @@ pub fn rewrite_output(output: &Path, options: &Options) -> Result<Vec<String>, S
             allow_empty: false,
             max_decompressed: DEFAULT_MAX_DECOMPRESSED,
         };
-        let summary = rewrite(output, output, &config, false).map_err(|e| e.to_string())?;
+        let summary = rewrite(output, output, &config, Mode::Write).map_err(|e| e.to_string())?;
         if options.verbose {
             report.push(format!(
                 "{}: {} device images to {}, {} bytes to {}",
@@ -266,6 +295,7 @@ fn finish() -> c_int {
 /// `tv` must point to a transfer vector as `plugin-api.h` defines it, ending with `LDPT_NULL`.
 #[no_mangle]
 pub unsafe extern "C" fn onload(tv: *const Tv) -> c_int {
+    install_log();
     let mut values: Vec<String> = Vec::new();
     let mut output = None;
     let mut message: Option<Message> = None;

@@ -36,6 +36,8 @@ struct Args {
     /// Print nothing but errors.
     #[arg(short, long)]
     quiet: bool,
+    #[command(flatten)]
+    general: super::general::GeneralOpts,
 }
 
 /// A progress bar on standard error, shown when it is a terminal and the work is large.
@@ -64,6 +66,7 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
         Ok(a) => a,
         Err(code) => return code,
     };
+    args.general.install_log();
     let config = ExtractConfig {
         files: args.files,
         arches: args.arches,

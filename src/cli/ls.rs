@@ -23,6 +23,8 @@ struct Args {
     /// The files to look into.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    general: super::general::GeneralOpts,
 }
 
 /// Runs `offload ls` with `args` (without the program name) and returns the exit status: 0
@@ -32,6 +34,7 @@ pub fn run(args: &[String]) -> i32 {
         Ok(a) => a,
         Err(code) => return code,
     };
+    args.general.install_log();
     let mut images = Vec::new();
     let mut failed = false;
     let stderr = std::io::stderr();

@@ -3,6 +3,7 @@
 
 pub mod bundler;
 pub mod extract;
+pub mod general;
 pub mod llvm_cl;
 pub mod ls;
 pub mod packager;
@@ -29,6 +30,9 @@ COMMANDS:
   compress   compress the bundles of a file; decompress does the reverse
   help       print this text
 
+ls, extract, strip, compress, decompress and wrapper take -v (-vv, -vvv) to log what they do
+on standard error. OFFLOAD_LOG=offload=debug (a tracing filter) logs for every command.
+
 Started through a link named clang-offload-bundler or offload-bundler, this program
 behaves as `offload bundler`; through clang-offload-packager or offload-packager, as
 `offload packager`.
@@ -38,6 +42,7 @@ behaves as `offload bundler`; through clang-offload-packager or offload-packager
 /// status.
 pub fn main(args: Vec<OsString>) -> i32 {
     crate::io::remove_temporaries_on_signals();
+    general::install_log_from_env();
     let args: Vec<String> = args
         .into_iter()
         .map(|a| a.to_string_lossy().into_owned())
@@ -62,7 +67,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Some("ls") => ls::run(&rest[1..]),
         Some("extract") => extract::run("offload extract", &rest[1..]),
         Some("strip") => rewrite::strip(&rest[1..]),
-        Some("wrapper") => wrapper::run("offload wrapper", &rest[1..]),
+        Some("wrapper") => wrapper::run_subcommand(&rest[1..]),
         Some("compress") => rewrite::compress(&rest[1..]),
         Some("decompress") => rewrite::decompress(&rest[1..]),
         Some("help" | "--help" | "-h") | None => {

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use crate::format::target_id::TargetIdBuf;
 use clap::{Args as ClapArgs, Parser};
 
+use super::general::GeneralOpts;
 use crate::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
-use crate::ops::rewrite::{self, Change, RewriteConfig, Summary};
+use crate::ops::rewrite::{self, Change, Mode, RewriteConfig, Summary};
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]
@@ -44,6 +45,8 @@ struct StripArgs {
     /// Say what would change, and change nothing.
     #[arg(long)]
     dry_run: bool,
+    #[command(flatten)]
+    general: GeneralOpts,
     /// Allow removing every device image.
     #[arg(long)]
     allow_empty: bool,
@@ -60,6 +63,8 @@ struct CompressArgs {
     /// Say what would change, and change nothing.
     #[arg(long)]
     dry_run: bool,
+    #[command(flatten)]
+    general: GeneralOpts,
     /// Compression level.
     #[arg(long)]
     level: Option<i32>,
@@ -79,11 +84,25 @@ struct DecompressArgs {
     /// Say what would change, and change nothing.
     #[arg(long)]
     dry_run: bool,
+    #[command(flatten)]
+    general: GeneralOpts,
+}
+
+/// The mode a `--dry-run` flag asks for.
+fn mode(dry_run: bool) -> Mode {
+    if dry_run {
+        Mode::DryRun
+    } else {
+        Mode::Write
+    }
 }
 
 /// The summary line of a rewrite of `file`.
-fn summary_line(file: &std::path::Path, summary: &Summary, dry_run: bool) -> String {
-    let verb = if dry_run { "would go" } else { "went" };
+fn summary_line(file: &std::path::Path, summary: &Summary, mode: Mode) -> String {
+    let verb = match mode {
+        Mode::DryRun => "would go",
+        Mode::Write => "went",
+    };
     format!(
         "{}: {} device images {verb} to {}, {} bytes to {} ({} bundles or binaries rewritten)\n",
         file.display(),
@@ -100,11 +119,11 @@ fn execute(
     file: PathBuf,
     destination: Destination,
     config: RewriteConfig,
-    dry_run: bool,
+    mode: Mode,
 ) -> i32 {
     let output = destination.output.unwrap_or_else(|| file.clone());
-    match rewrite::rewrite(&file, &output, &config, dry_run) {
-        Ok(summary) => super::print(prog, &summary_line(&file, &summary, dry_run))
+    match rewrite::rewrite(&file, &output, &config, mode) {
+        Ok(summary) => super::print(prog, &summary_line(&file, &summary, mode))
             .map_or_else(|code| code, |()| 0),
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "{prog}: error: {e}");
@@ -119,6 +138,7 @@ pub fn strip(args: &[String]) -> i32 {
         Ok(a) => a,
         Err(code) => return code,
     };
+    args.general.install_log();
     let change = if args.keep.is_empty() {
         Change::Remove(args.remove)
     } else {
@@ -134,7 +154,7 @@ pub fn strip(args: &[String]) -> i32 {
         args.file,
         args.destination,
         config,
-        args.dry_run,
+        mode(args.dry_run),
     )
 }
 
@@ -144,6 +164,7 @@ pub fn compress(args: &[String]) -> i32 {
         Ok(a) => a,
         Err(code) => return code,
     };
+    args.general.install_log();
     let method = match args.method.as_str() {
         "zstd" => Method::Zstd,
         "zlib" => Method::Zlib,
@@ -170,7 +191,7 @@ pub fn compress(args: &[String]) -> i32 {
         args.file,
         args.destination,
         config,
-        args.dry_run,
+        mode(args.dry_run),
     )
 }
 
@@ -180,6 +201,7 @@ pub fn decompress(args: &[String]) -> i32 {
         Ok(a) => a,
         Err(code) => return code,
     };
+    args.general.install_log();
     let config = RewriteConfig {
         change: Change::Decompress,
         allow_empty: true,
@@ -190,6 +212,6 @@ pub fn decompress(args: &[String]) -> i32 {
         args.file,
         args.destination,
         config,
-        args.dry_run,
+        mode(args.dry_run),
     )
 }

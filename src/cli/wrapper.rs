@@ -1,6 +1,7 @@
 //! `offload wrapper`: clang-offload-wrapper's command line (with the per-image
 //! `--offload-arch` of ROCm's version), writing a native object, LLVM IR or bitcode.
 
+use super::general::GeneralOpts;
 use super::llvm_cl::{self, Kind, Spec};
 use crate::ops::wrapper::{self, WrapperConfig};
 use std::io::Write;
@@ -48,6 +49,43 @@ clang-offload-wrapper options:
   --offload-arch=<target id>         - Target ID of the image that follows
   --target=<triple>                  - Target triple for the output module
 ";
+
+/// Runs `offload wrapper` with `args` (without the program name): the wrapper's command line,
+/// plus the `-v` every `offload` subcommand takes. (Started as clang-offload-wrapper, the
+/// program takes LLVM's options only: see [`run`].)
+pub fn run_subcommand(args: &[String]) -> i32 {
+    let (general, rest) = take_verbosity(args);
+    general.install_log();
+    run("offload wrapper", &rest)
+}
+
+/// Takes `-v`, `-vv`, `-vvv` and `--verbose` out of a wrapper command line. A value of an
+/// option that takes one (`-o -v`) and whatever follows `--` stay.
+fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
+    let mut general = GeneralOpts::default();
+    let mut rest = Vec::with_capacity(args.len());
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
+        match body {
+            _ if arg == "--" => {
+                rest.push(arg.clone());
+                rest.extend(iter.by_ref().cloned());
+            }
+            Some("verbose") => general.verbose = general.verbose.saturating_add(1),
+            Some(v) if !arg.starts_with("--") && v.bytes().all(|b| b == b'v') => {
+                let count = u8::try_from(v.len()).unwrap_or(u8::MAX);
+                general.verbose = general.verbose.saturating_add(count);
+            }
+            Some("o" | "target" | "offload-arch") => {
+                rest.push(arg.clone());
+                rest.extend(iter.next().cloned());
+            }
+            _ => rest.push(arg.clone()),
+        }
+    }
+    (general, rest)
+}
 
 /// Runs the wrapper with `args` (without the program name); `prog` starts the messages.
 pub fn run(prog: &str, args: &[String]) -> i32 {
@@ -159,5 +197,41 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
             let _ = writeln!(err, "{prog}: error: {e}");
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn verbosity_leaves_the_wrapper_options_alone() {
+        let (general, rest) = take_verbosity(&strings(&[
+            "-v",
+            "-o",
+            "-v",
+            "--target=x86_64-pc-linux-gnu",
+            "--verbose",
+            "-vv",
+            "a.bin",
+            "--",
+            "-v",
+        ]));
+        assert_eq!(general.verbose, 4);
+        assert_eq!(
+            rest,
+            strings(&[
+                "-o",
+                "-v",
+                "--target=x86_64-pc-linux-gnu",
+                "a.bin",
+                "--",
+                "-v"
+            ])
+        );
     }
 }

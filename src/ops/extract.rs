@@ -172,6 +172,7 @@ pub struct Extraction {
 /// Extracts every image `config` asks for. Problems in the inputs are returned beside the
 /// result, whatever it is. Nothing is written unless everything can be; when no image matches,
 /// that is an error.
+#[tracing::instrument(skip_all, fields(files = ?config.files, targets = ?config.arches))]
 pub fn extract(config: &ExtractConfig, progress: &dyn Progress) -> Extraction {
     let mut problems = Vec::new();
     let result = extract_noting(config, progress, &mut problems);
@@ -192,6 +193,8 @@ fn extract_noting(
     let mut chosen: Vec<Chosen> = Vec::new();
     for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
         let name = path.to_string_lossy().into_owned();
+        let _file = tracing::info_span!("file", file = %name).entered();
+        tracing::debug!(size = input.len(), "scanning");
         let found = scan(
             path,
             input,
@@ -199,6 +202,11 @@ fn extract_noting(
             DEFAULT_MAX_DECOMPRESSED,
             &mut |found: &DeviceImage<'_>| {
                 if !wanted(config, found.target) {
+                    tracing::debug!(
+                        offset = found.offset,
+                        "passed over {}",
+                        found.target.target_id
+                    );
                     return;
                 }
                 let image = ls::record(&name, found);
@@ -206,6 +214,13 @@ fn extract_noting(
                     Some(id) => id.to_string(),
                     None => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
                 };
+                tracing::info!(
+                    member = image.member,
+                    section = image.section,
+                    offset = image.offset,
+                    size = image.size,
+                    "chose {label}"
+                );
                 let ext = extension(&image, found.data);
                 let inside = found.offset.and_then(|_| offset_within(input, found.data));
                 chosen.push(Chosen {
@@ -252,6 +267,9 @@ fn extract_noting(
                 (name, c.bytes(&inputs))
             })
             .collect();
+        for (name, _) in &members {
+            tracing::info!(archive = %config.output.display(), "writing member {name}");
+        }
         let refs: Vec<(&str, &[u8])> = members.iter().map(|(n, d)| (n.as_str(), *d)).collect();
         let bytes = write_archive(&config.output, &refs)?;
         let mut out = Output::create(&config.output)?;
@@ -289,6 +307,9 @@ fn extract_noting(
             config.output.join(format!("{name}.{}", c.ext))
         })
         .collect();
+    for (c, path) in chosen.iter().zip(&names) {
+        tracing::info!(from = %c.image.file, "writing {} to {}", c.label, path.display());
+    }
     progress.start(chosen.iter().map(|c| c.image.size).sum());
     // Each output is closed once written: as many files are open as threads write.
     let outputs: Vec<Closed> = chosen

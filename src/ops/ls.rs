@@ -73,8 +73,10 @@ pub fn record(file: &str, image: &DeviceImage<'_>) -> Image {
 
 /// The images of one file, in file order, and the damage found on the way (each naming the
 /// file, member, section and offset). The `Err` is for a file that cannot be read at all.
+#[tracing::instrument(skip_all, fields(file = %path.display()))]
 pub fn list_file(path: &Path) -> Result<(Vec<Image>, Vec<Error>)> {
     let input = Input::open(path)?;
+    tracing::debug!(size = input.len(), "scanning");
     let name = path.to_string_lossy().into_owned();
     let mut images = Vec::new();
     let problems = scan(
@@ -83,11 +85,24 @@ pub fn list_file(path: &Path) -> Result<(Vec<Image>, Vec<Error>)> {
         Places::Everywhere,
         DEFAULT_MAX_DECOMPRESSED,
         &mut |image| {
-            images.push(record(&name, image));
+            let image = record(&name, image);
+            tracing::debug!(
+                member = image.member,
+                section = image.section,
+                offset = image.offset,
+                size = image.size,
+                compressed = image.compressed,
+                triple = image.triple,
+                arch = image.arch,
+                "found {} image",
+                image.offload_kind
+            );
+            images.push(image);
         },
     )?;
     // A file truncated while it was read listed zeros at its end, not its images.
     input.intact()?;
+    tracing::info!(images = images.len(), problems = problems.len(), "scanned");
     Ok((images, problems))
 }
 

@@ -59,6 +59,7 @@ impl ImageArgs {
 
 /// Packs every file of every image into `output`: one version 1 offload binary per file, one
 /// after another, with the image's other keys as string entries in the packager's order.
+#[tracing::instrument(skip_all, fields(output = %output.display(), images = images.len()))]
 pub fn pack(output: &Path, images: &[ImageArgs]) -> Result<()> {
     let mut out = Output::create(output)?;
     for image in images {
@@ -92,6 +93,12 @@ pub fn pack(output: &Path, images: &[ImageArgs]) -> Result<()> {
                 input.len() as u64,
             )
             .map_err(|e| Error::format(&path, e))?;
+            tracing::info!(
+                triple = image.get("triple"),
+                arch = image.get("arch"),
+                size = input.len(),
+                "packing {file}"
+            );
             out.write_bytes(&layout.head)?;
             out.write_part(&input, &input)?;
             out.write_bytes(&vec![0; layout.tail_padding as usize])?;
@@ -150,6 +157,7 @@ fn file_name_part(bytes: &[u8]) -> String {
 /// archive of such) that each of `images` selects: written to the image's `file=`, or, without
 /// one, to `<input stem>-<triple>-<arch>.<n>.<kind>` in the current folder; with `archive`, into
 /// the static archive named by `file=`. Warnings go to `log`, each prefixed with `prefix`.
+#[tracing::instrument(skip_all, fields(file = %input_path.display(), images = images.len()))]
 pub fn unpack(
     input_path: &Path,
     images: &[ImageArgs],
@@ -204,6 +212,7 @@ pub fn unpack(
         return Err(last);
     }
 
+    tracing::debug!(offload_binaries = candidates.len(), "scanned");
     let stem = input_path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -214,6 +223,13 @@ pub fn unpack(
     for image in images {
         let matches: Vec<&Candidate> = candidates.iter().filter(|c| c.matches(image)).collect();
         let target = image.get("file");
+        tracing::info!(
+            triple = image.get("triple"),
+            arch = image.get("arch"),
+            matches = matches.len(),
+            file = target,
+            "unpacking"
+        );
         if archive {
             let Some(target) = target else {
                 return Err(Error::msg("Image must have a 'file' argument."));
@@ -251,6 +267,7 @@ pub fn unpack(
                         file_name_part(c.get(b"arch")),
                         c.image_kind.name_llvm19()
                     );
+                    tracing::info!(from = %c.source, "writing {name}");
                     let mut out = Output::create(Path::new(&name))?;
                     out.write_part(&input, c.bytes(file))?;
                     outputs.push(out.close()?);

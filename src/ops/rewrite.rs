@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
+use tracing::{debug, info};
 
 use crate::container::archive::{read_members, write_archive};
 use crate::container::elf_program;
@@ -33,6 +34,31 @@ pub enum Change {
     Decompress,
 }
 
+/// The change in words, for the log: `keep gfx90a,gfx1100`, `compress zstd level 3`.
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::Keep(ids) => write!(f, "keep {}", joined(ids)),
+            Change::Remove(ids) => write!(f, "remove {}", joined(ids)),
+            Change::Compress(options) => write!(
+                f,
+                "compress {} level {}",
+                format!("{:?}", options.method).to_lowercase(),
+                options.level
+            ),
+            Change::Decompress => f.write_str("decompress"),
+        }
+    }
+}
+
+/// The target IDs, comma-separated.
+fn joined(ids: &[TargetIdBuf]) -> String {
+    ids.iter()
+        .map(TargetIdBuf::as_str)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// How to rewrite.
 #[derive(Debug, Clone)]
 pub struct RewriteConfig {
@@ -42,6 +68,15 @@ pub struct RewriteConfig {
     pub allow_empty: bool,
     /// The largest a compressed bundle may inflate to.
     pub max_decompressed: u64,
+}
+
+/// Whether a rewrite writes its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Write the rewritten file (to the output, or in place).
+    Write,
+    /// Work out what would change and write nothing (`--dry-run`).
+    DryRun,
 }
 
 /// What a rewrite did, for reports and `--dry-run`.
@@ -136,72 +171,148 @@ fn rewrite_container(
     config: &RewriteConfig,
     summary: &mut Summary,
 ) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
-    Ok(match Container::at_start(here) {
-        Some(Container::Bundle) => {
-            let parsed = Bundle::parse(here)?.expect("the magic is there");
-            let (bytes, kept) = strip_bundle(&parsed, config)?;
-            summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
-            summary.images_after += kept;
-            let new = match &config.change {
-                Change::Compress(options) => Some(
-                    ccob::compress(
-                        bytes.as_deref().unwrap_or(&here[..parsed.size() as usize]),
-                        options,
-                    )?
-                    .0,
-                ),
-                _ => bytes,
-            };
-            (parsed.size() as usize, new)
-        }
+    match Container::at_start(here) {
+        Some(Container::Bundle) => rewrite_bundle(here, start, config, summary),
         Some(Container::CompressedBundle) => {
-            let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
-            // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
-            // reading), and is not written back when decompressing.
-            let plain = compressed.inflate_bundle(config.max_decompressed)??;
-            let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
-                crate::format::Error::new(
-                    start as u64,
-                    crate::format::ErrorKind::Object(
-                        "a compressed bundle that does not hold a bundle".into(),
-                    ),
-                )
-            })?;
-            let (bytes, kept) = strip_bundle(&parsed, config)?;
-            summary.images_before += count_devices(parsed.entries().iter().map(|e| e.id));
-            summary.images_after += kept;
-            let new = match (&config.change, bytes) {
-                (Change::Decompress, _) => Some(plain.clone()),
-                (_, Some(stripped)) => {
-                    // Compressed again as it was (version 1 carries no size: written as 2).
-                    let options = CompressOptions {
-                        version: compressed.version.max(2),
-                        method: compressed.method,
-                        level: compressed.method.default_level(),
-                    };
-                    Some(ccob::compress(&stripped, &options)?.0)
-                }
-                (_, None) => None,
-            };
-            (compressed.size() as usize, new)
+            rewrite_compressed_bundle(here, start, config, summary)
         }
-        Some(Container::OffloadBinary) => {
-            let binary = OffloadBinary::parse(here)?;
-            let entries = binary.entries();
-            let kept = entries
-                .iter()
-                .filter(|e| config.keeps(&String::from_utf8_lossy(e.arch())))
-                .count();
-            summary.images_before += entries.len();
-            // A binary is kept or dropped whole (LLVM 19 writes one image per binary).
-            let drop = kept == 0 && !entries.is_empty();
-            summary.images_after += if drop { 0 } else { entries.len() };
-            (binary.size() as usize, drop.then(Vec::new))
-        }
+        Some(Container::OffloadBinary) => rewrite_offload_binary(here, start, config, summary),
         // Kept whole: what a CUDA fat binary holds is not rewritten.
-        Some(Container::CudaFatbin) => (Container::CudaFatbin.size(here)? as usize, None),
-        None => return Err(not_a_container(start)),
-    })
+        Some(Container::CudaFatbin) => Ok((Container::CudaFatbin.size(here)? as usize, None)),
+        None => Err(not_a_container(start)),
+    }
+}
+
+/// [`rewrite_container`] for the bundle at the start of `here`.
+fn rewrite_bundle(
+    here: &[u8],
+    start: usize,
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
+    let parsed = Bundle::parse(here)?.expect("the magic is there");
+    let (bytes, kept) = strip_bundle(&parsed, config)?;
+    let before = count_devices(parsed.entries().iter().map(|e| e.id));
+    summary.images_before += before;
+    summary.images_after += kept;
+    let new = match &config.change {
+        Change::Compress(options) => Some(
+            ccob::compress(
+                bytes.as_deref().unwrap_or(&here[..parsed.size() as usize]),
+                options,
+            )?
+            .0,
+        ),
+        _ => bytes,
+    };
+    let done = match config.change {
+        Change::Compress(_) => "compressed",
+        _ => "stripped",
+    };
+    log_container(start, "bundle", (before, kept), parsed.size(), &new, done);
+    Ok((parsed.size() as usize, new))
+}
+
+/// [`rewrite_container`] for the compressed bundle at the start of `here`.
+fn rewrite_compressed_bundle(
+    here: &[u8],
+    start: usize,
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
+    let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
+    // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
+    // reading), and is not written back when decompressing.
+    let plain = compressed.inflate_bundle(config.max_decompressed)??;
+    let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
+        crate::format::Error::new(
+            start as u64,
+            crate::format::ErrorKind::Object(
+                "a compressed bundle that does not hold a bundle".into(),
+            ),
+        )
+    })?;
+    let (bytes, kept) = strip_bundle(&parsed, config)?;
+    let before = count_devices(parsed.entries().iter().map(|e| e.id));
+    summary.images_before += before;
+    summary.images_after += kept;
+    let done = match config.change {
+        Change::Decompress => "decompressed",
+        _ => "stripped and compressed again",
+    };
+    let new = match (&config.change, bytes) {
+        (Change::Decompress, _) => Some(plain.clone()),
+        (_, Some(stripped)) => {
+            // Compressed again as it was (version 1 carries no size: written as 2).
+            let options = CompressOptions {
+                version: compressed.version.max(2),
+                method: compressed.method,
+                level: compressed.method.default_level(),
+            };
+            Some(ccob::compress(&stripped, &options)?.0)
+        }
+        (_, None) => None,
+    };
+    let size = compressed.size();
+    log_container(start, "compressed bundle", (before, kept), size, &new, done);
+    Ok((size as usize, new))
+}
+
+/// [`rewrite_container`] for the offload binary at the start of `here`: kept or dropped whole
+/// (LLVM 19 writes one image per binary).
+fn rewrite_offload_binary(
+    here: &[u8],
+    start: usize,
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
+    let binary = OffloadBinary::parse(here)?;
+    let entries = binary.entries();
+    let kept = entries
+        .iter()
+        .filter(|e| config.keeps(&String::from_utf8_lossy(e.arch())))
+        .count();
+    let drop = kept == 0 && !entries.is_empty();
+    let after = if drop { 0 } else { entries.len() };
+    summary.images_before += entries.len();
+    summary.images_after += after;
+    let new = drop.then(Vec::new);
+    let images = (entries.len(), after);
+    log_container(
+        start,
+        "offload binary",
+        images,
+        binary.size(),
+        &new,
+        "dropped",
+    );
+    Ok((binary.size() as usize, new))
+}
+
+/// Logs what became of the container of `size` bytes (a `kind`) at `start` in its region:
+/// kept as it was, dropped (`new` empty), or `done` to (`new` holds its new bytes). `images`
+/// are its device images before and after.
+fn log_container(
+    start: usize,
+    kind: &str,
+    images: (usize, usize),
+    size: u64,
+    new: &Option<Vec<u8>>,
+    done: &str,
+) {
+    let (before, after) = images;
+    match new {
+        None => debug!(offset = start, images = before, "{kind} kept as it was"),
+        Some(bytes) if bytes.is_empty() => info!(offset = start, images = before, "{kind} dropped"),
+        Some(bytes) => info!(
+            offset = start,
+            images.before = before,
+            images.after = after,
+            size.before = size,
+            size.after = bytes.len(),
+            "{kind} {done}"
+        ),
+    }
 }
 
 /// Bytes at `offset` where a container must be, that are none.
@@ -335,7 +446,11 @@ fn rewrite_object<'a>(
     ) {
         refuse_growing_program(path, &file, config)?;
         let total = std::sync::Mutex::new(Summary::default());
+        // The containers may be rewritten on other threads: their log lines go under this
+        // file's span all the same.
+        let span = tracing::Span::current();
         let rewritten = elf_program::rewrite_hip_fatbin(data, &container_size, &|here, start| {
+            let _entered = span.enter();
             let mut mine = Summary::default();
             let (_, new) = rewrite_container(here, start, config, &mut mine)?;
             mine.rewritten += usize::from(new.is_some());
@@ -369,7 +484,9 @@ fn rewrite_object<'a>(
             summary.images_before += usize::from(is_device);
             if config.keeps_entry(id) {
                 summary.images_after += usize::from(is_device);
+                debug!(section = name, "bundle entry kept");
             } else {
+                info!(section = name, "bundle entry dropped");
                 removed.push(name.to_string());
             }
             continue;
@@ -378,6 +495,7 @@ fn rewrite_object<'a>(
         if !known || bytes.is_empty() {
             continue;
         }
+        let _section = tracing::debug_span!("section", name).entered();
         let context = format!("section '{name}'");
         if let Some(new) = rewrite_region(bytes, config, summary)
             .map_err(|e| Error::format_in(path, &context, e))?
@@ -477,11 +595,13 @@ fn rewrite_archive(
         )));
     }
     let members = read_members(path, data)?;
+    let span = tracing::Span::current();
     let results: Vec<(Option<Vec<u8>>, Summary)> = members
         .par_iter()
         .map(|m| {
             let mut s = Summary::default();
             let member_path = PathBuf::from(format!("{}({})", path.display(), m.name));
+            let _member = tracing::debug_span!(parent: &span, "member", name = %m.name).entered();
             let bytes: &[u8] = &m.data;
             let new = if is_rewritable_member(bytes) {
                 rewrite_nested(&member_path, bytes, config, &mut s, depth + 1)?
@@ -542,14 +662,10 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary) -> Result<()> {
 }
 
 /// Rewrites `input` into `output` (the same path for in place: written beside it and renamed
-/// over it once on disk). With `dry_run`, only the summary is made. Refuses to leave no device
-/// image unless the configuration allows it.
-pub fn rewrite(
-    input: &Path,
-    output: &Path,
-    config: &RewriteConfig,
-    dry_run: bool,
-) -> Result<Summary> {
+/// over it once on disk). With [`Mode::DryRun`], only the summary is made. Refuses to leave no
+/// device image unless the configuration allows it.
+#[tracing::instrument(skip_all, fields(file = %input.display(), change = %config.change))]
+pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) -> Result<Summary> {
     let data = Input::open(input)?;
     let mut summary = Summary::default();
     let new = rewrite_file(input, &data, config, &mut summary)?;
@@ -560,11 +676,18 @@ pub fn rewrite(
             summary.images_before
         )));
     }
-    if dry_run {
+    info!(
+        images.before = summary.images_before,
+        images.after = summary.images_after,
+        rewritten = summary.rewritten,
+        "read and planned"
+    );
+    if mode == Mode::DryRun {
         return Ok(summary);
     }
     let in_place = same_file(input, output);
     if new.is_none() && in_place {
+        info!("nothing changes: the file stays as it is");
         return Ok(summary);
     }
     let mut out = if in_place {
@@ -585,6 +708,7 @@ pub fn rewrite(
         verify(input, &mut out, &summary)?;
     }
     out.commit()?;
+    info!(output = %output.display(), size = summary.size_after, "written");
     Ok(summary)
 }
 

@@ -68,6 +68,7 @@ fn name(base: &str, index: usize) -> String {
 }
 
 /// Writes the wrapper `config` asks for.
+#[tracing::instrument(skip_all, fields(output = %config.output.display(), target = %config.target))]
 pub fn wrap(config: &WrapperConfig) -> Result<()> {
     if config.arches.len() > config.images.len() {
         return Err(Error::msg(format!(
@@ -84,6 +85,10 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
     let arches: Vec<&str> = (0..images.len())
         .map(|i| config.arches.get(i).map_or("", String::as_str))
         .collect();
+    for ((path, image), arch) in config.images.iter().zip(&images).zip(&arches) {
+        let arch = (!arch.is_empty()).then_some(*arch);
+        tracing::info!(arch, size = image.len(), "wrapping {}", path.display());
+    }
     let extension = config
         .output
         .extension()
@@ -105,7 +110,9 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
     };
     let mut out = Output::create(&config.output)?;
     out.write_bytes(&bytes)?;
-    out.commit()
+    out.commit()?;
+    tracing::info!(size = bytes.len(), "written");
+    Ok(())
 }
 
 fn unsupported(triple: &str) -> Error {

@@ -172,6 +172,7 @@ fn check_members(
 
 /// Unbundles the heterogeneous archive named by the one input into one device archive per
 /// target. Every output is written only if all of them can be.
+#[tracing::instrument(skip_all, fields(file = ?config.inputs, targets = ?targets))]
 pub(super) fn unbundle_archive(
     config: &BundlerConfig,
     targets: &[String],

@@ -14,6 +14,7 @@ use std::time::Instant;
 
 /// Bundles the inputs into the one output: binary or text by `-type`, optionally compressed.
 /// Payloads are copied from the mapped inputs straight to the output when not compressing.
+#[tracing::instrument(skip_all, fields(files = ?config.inputs, targets = ?config.targets))]
 pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     let targets = config.check(Mode::Bundle)?;
     if let Some(options) = &config.compress {

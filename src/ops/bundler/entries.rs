@@ -172,6 +172,7 @@ fn decompress_error(path: &Path, e: crate::format::Error) -> Error {
 }
 
 /// Lists the entry IDs of the one input, one per line, in LLVM 19's order.
+#[tracing::instrument(skip_all, fields(files = ?config.inputs))]
 pub fn list(config: &BundlerConfig, out: &mut dyn Write, log: &mut dyn Write) -> Result<()> {
     let path = &config.inputs[0];
     let input = Input::open(path)?;

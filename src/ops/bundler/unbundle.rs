@@ -17,6 +17,7 @@ use std::path::Path;
 /// Unbundles the one input into one output per target: each entry, visited in LLVM 19's order,
 /// goes to the first remaining target (in hash-map order of the standardised names) it is
 /// compatible with. Outputs appear only if the whole operation succeeds.
+#[tracing::instrument(skip_all, fields(files = ?config.inputs, targets = ?config.targets))]
 pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     let targets = config.check(Mode::Unbundle)?;
     if config.file_type == "a" {
