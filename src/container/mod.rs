@@ -1,9 +1,14 @@
 //! Where offload data lives in host files: object files and their sections.
 
 pub mod archive;
-pub mod elf_program;
+pub mod error;
 pub mod objcopy;
+pub mod program;
 pub mod scan;
+
+pub use error::{Error, ErrorKind};
+/// The former home of [`program::rewrite_hip_fatbin`], kept so that existing paths resolve.
+pub use program as elf_program;
 
 use object::{FileKind, Object, ObjectSection};
 

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::container::archive::{read_members, write_archive};
-use crate::container::elf_program;
 use crate::container::objcopy::{self, Rewritten};
+use crate::container::program;
 use crate::container::scan::{scan, Places, What};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
@@ -339,7 +339,7 @@ fn rewrite_object<'a>(
     ) {
         refuse_growing_program(path, &file, config)?;
         let total = std::sync::Mutex::new(Summary::default());
-        let rewritten = elf_program::rewrite_hip_fatbin(data, &container_size, &|here, start| {
+        let rewritten = program::rewrite_hip_fatbin(data, &container_size, &|here, start| {
             let mut mine = Summary::default();
             let (_, new) = rewrite_container(here, start, config, &mut mine)?;
             mine.rewritten += usize::from(new.is_some());
@@ -349,7 +349,7 @@ fn rewrite_object<'a>(
             total.rewritten += mine.rewritten;
             Ok(new)
         })
-        .map_err(|e| Error::format(path, e))?;
+        .map_err(|e| Error::container(path, e))?;
         let total = total.into_inner().expect("no thread panics holding it");
         summary.images_before += total.images_before;
         summary.images_after += total.images_after;
