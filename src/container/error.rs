@@ -150,6 +150,239 @@ pub enum ErrorKind {
         /// The section.
         section: String,
     },
+    // Relocatable ELF objects.
+    /// The file is shorter than the ELF identification.
+    #[error("truncated ELF identification")]
+    TruncatedElfIdent,
+    /// `EI_CLASS` is neither 32-bit nor 64-bit.
+    #[error("unknown ELF class {class}")]
+    UnknownElfClass {
+        /// `EI_CLASS`.
+        class: u8,
+    },
+    /// `EI_DATA` is neither little- nor big-endian.
+    #[error("unknown ELF data encoding {data}")]
+    UnknownElfDataEncoding {
+        /// `EI_DATA`.
+        data: u8,
+    },
+    /// The file is shorter than the ELF header of its class.
+    #[error("truncated ELF header")]
+    TruncatedElfHeader,
+    /// The object is not relocatable (`ET_REL`).
+    #[error("only relocatable ELF objects can be rewritten, this one has type {file_type}")]
+    NotRelocatable {
+        /// `e_type`.
+        file_type: u16,
+    },
+    /// A relocatable object with program headers.
+    #[error("a relocatable ELF object with program headers is not supported")]
+    ProgramHeadersInObject,
+    /// No section header table, or one counted in section 0 (`e_shnum` 0).
+    #[error(
+        "the ELF object has no section header table (or more than 65279 sections, which is not \
+         supported)"
+    )]
+    NoSectionHeaders,
+    /// `e_shentsize` is not the class's section header size.
+    #[error("section header size {size} is not {expected}")]
+    SectionHeaderSize {
+        /// `e_shentsize`.
+        size: u16,
+        /// The class's section header size.
+        expected: usize,
+    },
+    /// The section header table runs past the end of the file.
+    #[error("the section header table ({count} headers) runs past the end of the file")]
+    SectionHeadersPastEnd {
+        /// `e_shnum`.
+        count: usize,
+    },
+    /// `e_shstrndx` names no section.
+    #[error("section name table index {index} is not a section of the file")]
+    NameTableIndex {
+        /// `e_shstrndx`.
+        index: u32,
+    },
+    /// A section's contents run past the end of the file.
+    #[error(
+        "section {index}: its contents (offset {offset:#x}, size {size:#x}) run past the end of \
+         the file"
+    )]
+    SectionPastEnd {
+        /// The section index.
+        index: usize,
+        /// `sh_offset`.
+        offset: u64,
+        /// `sh_size`.
+        size: u64,
+    },
+    /// The section `e_shstrndx` names is not a non-allocated string table.
+    #[error(
+        "section {index}, named as the section name table, is not a non-allocated string table"
+    )]
+    NameTableNotStrings {
+        /// `e_shstrndx`.
+        index: u32,
+    },
+    /// A name offset lies past the end of its string table.
+    #[error("{what}: name offset {offset} is past the end of its string table")]
+    NamePastEnd {
+        /// What the name is of (`section 3`, `symbol 7`).
+        what: String,
+        /// The offset in the string table.
+        offset: u32,
+    },
+    /// A name runs to the end of its string table without a NUL.
+    #[error("{what}: name at offset {offset} is not terminated")]
+    NameNotTerminated {
+        /// What the name is of.
+        what: String,
+        /// The offset in the string table.
+        offset: u32,
+    },
+    /// `sh_link` names no section.
+    #[error("section '{section}': link {link} is not a section")]
+    LinkNotSection {
+        /// The section.
+        section: Name,
+        /// `sh_link`.
+        link: u32,
+    },
+    /// A relocation section's `sh_info` names no section.
+    #[error("section '{section}': info {info} is not a section")]
+    InfoNotSection {
+        /// The section.
+        section: Name,
+        /// `sh_info`.
+        info: u32,
+    },
+    /// `sh_addralign` is not a power of two, or larger than 1 GiB.
+    #[error("section '{section}': alignment {align:#x} is not a power of two up to 1 GiB")]
+    SectionAlignment {
+        /// The section.
+        section: Name,
+        /// `sh_addralign`.
+        align: u64,
+    },
+    /// An `SHT_SYMTAB_SHNDX` section.
+    #[error("extended section indexes (SHT_SYMTAB_SHNDX) are not supported")]
+    ExtendedIndexSection,
+    /// A symbol whose section index is `SHN_XINDEX`.
+    #[error("extended section indexes (SHN_XINDEX) are not supported")]
+    ExtendedIndexSymbol,
+    /// The symbol table's entry size or size does not fit its entries.
+    #[error(
+        "symbol table: entry size {entsize} and size {size} do not fit entries of {entry} bytes"
+    )]
+    SymbolTableEntries {
+        /// `sh_entsize`.
+        entsize: u64,
+        /// The size of its contents.
+        size: usize,
+        /// The class's symbol size.
+        entry: usize,
+    },
+    /// The symbol table's `sh_link` is not a string table.
+    #[error("symbol table: its link is not a string table")]
+    SymbolNamesNotStrings,
+    /// The symbol table's string table is allocated, so it cannot be built anew.
+    #[error("symbol table: its string table is allocated")]
+    SymbolNamesAllocated,
+    /// A symbol's section index names no section.
+    #[error("symbol '{symbol}': section index {index} is not a section")]
+    SymbolSection {
+        /// The symbol.
+        symbol: Name,
+        /// `st_shndx`.
+        index: u32,
+    },
+    /// Removing the section name table.
+    #[error("the section name table cannot be removed")]
+    NameTableRemoved,
+    /// Removing a section that a kept section links to.
+    #[error(
+        "section '{section}' cannot be removed because it is referenced by the section '{by}'"
+    )]
+    RemovedButLinked {
+        /// The section asked to go.
+        section: Name,
+        /// The section that links to it.
+        by: Name,
+    },
+    /// Removing a section in which a symbol is defined.
+    #[error("section '{section}' cannot be removed: symbol '{symbol}' is defined in it")]
+    RemovedButDefines {
+        /// The section asked to go.
+        section: Name,
+        /// The symbol defined in it.
+        symbol: Name,
+    },
+    /// More sections than the writer can number.
+    #[error("{count} sections are more than this writer supports (65279)")]
+    TooManySections {
+        /// The number of sections, the null one included.
+        count: usize,
+    },
+    /// New contents for a section that relocations apply to.
+    #[error("section '{section}' has relocations, so its contents cannot be replaced")]
+    ReplacedButRelocated {
+        /// The section.
+        section: Name,
+    },
+    /// A symbol in the part of a section that new, shorter contents leave out.
+    #[error("symbol '{symbol}' points into bytes the rewrite removes")]
+    SymbolInRemovedBytes {
+        /// The symbol.
+        symbol: Name,
+    },
+    /// A relocation section's entry size or size does not fit its entries.
+    #[error(
+        "section '{section}': entry size {entsize} and size {size} do not fit relocations of \
+         {entry} bytes"
+    )]
+    RelocationEntries {
+        /// The section.
+        section: Name,
+        /// `sh_entsize`.
+        entsize: u64,
+        /// The size of its contents.
+        size: usize,
+        /// The class's relocation size.
+        entry: u64,
+    },
+    /// A relocation names a symbol past the end of the symbol table.
+    #[error(
+        "section '{section}': relocation {index} refers to symbol {symbol}, but the symbol table \
+         has {count} entries"
+    )]
+    RelocationSymbol {
+        /// The relocation section.
+        section: Name,
+        /// The relocation's index in it.
+        index: usize,
+        /// The symbol index.
+        symbol: u32,
+        /// The number of symbols.
+        count: usize,
+    },
+    /// A group section whose size is not a flag word and whole member words.
+    #[error("group section '{section}' has size {size}, not a multiple of 4")]
+    GroupSize {
+        /// The group section.
+        section: Name,
+        /// Its size.
+        size: usize,
+    },
+    /// A group member that is not a section.
+    #[error("group section '{section}' names section {member}, which does not exist")]
+    GroupMember {
+        /// The group section.
+        section: Name,
+        /// The member's section index.
+        member: u32,
+    },
+
     /// A writer bug: two pieces of the new file overlap.
     #[error("internal: overlapping pieces in the rewritten file")]
     OverlappingPieces,
