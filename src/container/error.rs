@@ -390,3 +390,28 @@ pub enum ErrorKind {
 
 /// Result of a container operation.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_container_error_reads_the_same_as_a_format_error() {
+        let error = Error::new(0x38, ErrorKind::UnsupportedMachine { machine: 3 });
+        let format: crate::format::Error = error.clone().into();
+        assert_eq!(error.to_string(), format.to_string());
+        assert_eq!(
+            error.to_string(),
+            "offset 0x38: machine 3 is not x86-64 or AArch64"
+        );
+    }
+
+    #[test]
+    fn errors_inside_a_container_count_from_the_container() {
+        let inner =
+            crate::format::Error::new(4, crate::format::ErrorKind::Object("bad entry".into()));
+        let error = Error::in_contents(inner, 0x100);
+        assert_eq!(error.offset, 0x104);
+        assert_eq!(error.to_string(), "offset 0x104: bad entry");
+    }
+}
