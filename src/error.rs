@@ -26,6 +26,18 @@ pub enum Error {
         /// The format error, with its offset in the parsed data.
         source: crate::format::Error,
     },
+    /// A host container (object file, program, shared library) is damaged or cannot be
+    /// edited as asked.
+    #[error("'{}': {}{source}", path.display(), where_prefix(context))]
+    Container {
+        /// The file.
+        path: PathBuf,
+        /// Where in the file the container lies, when it is not the file itself (an archive
+        /// member, say).
+        context: Option<String>,
+        /// The container error, with its offset in the container.
+        source: crate::container::Error,
+    },
     /// The request cannot be carried out; the message says why, in the words LLVM's tools use
     /// where there are such words.
     #[error("{0}")]
@@ -75,6 +87,15 @@ impl Error {
         Error::Format {
             path: path.as_ref().to_path_buf(),
             context: Some(context.to_string()),
+            source,
+        }
+    }
+
+    /// A container error in `path`.
+    pub fn container(path: impl AsRef<Path>, source: crate::container::Error) -> Self {
+        Error::Container {
+            path: path.as_ref().to_path_buf(),
+            context: None,
             source,
         }
     }

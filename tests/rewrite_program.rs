@@ -297,7 +297,7 @@ fn container_len(here: &[u8]) -> Result<usize, offload::format::Error> {
 
 #[test]
 fn bundles_that_outgrow_their_section_are_an_error_not_a_panic() {
-    use offload::container::elf_program::rewrite_hip_fatbin;
+    use offload::container::program::rewrite_hip_fatbin;
     for sample in ["linked/hip-app", "linked/libhip.so", "linked/hip-rdc-app"] {
         let file = std::fs::read(samples_dir().join(sample)).unwrap();
         for growth in [1usize << 16, 1 << 20] {

@@ -1,9 +1,12 @@
 //! Where offload data lives in host files: object files and their sections.
 
 pub mod archive;
-pub mod elf_program;
+pub mod error;
 pub mod objcopy;
+pub mod program;
 pub mod scan;
+
+pub use error::{Error, ErrorKind};
 
 use object::{FileKind, Object, ObjectSection};
 

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 use tracing::{debug, info};
 
 use crate::container::archive::{read_members, write_archive};
-use crate::container::elf_program;
 use crate::container::objcopy::{self, Rewritten};
+use crate::container::program;
 use crate::container::scan::{scan, Places};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
@@ -449,7 +449,7 @@ fn rewrite_object<'a>(
         // The containers may be rewritten on other threads: their log lines go under this
         // file's span all the same.
         let span = tracing::Span::current();
-        let rewritten = elf_program::rewrite_hip_fatbin(data, &container_size, &|here, start| {
+        let rewritten = program::rewrite_hip_fatbin(data, &container_size, &|here, start| {
             let _entered = span.enter();
             let mut mine = Summary::default();
             let (_, new) = rewrite_container(here, start, config, &mut mine)?;
@@ -460,7 +460,7 @@ fn rewrite_object<'a>(
             total.rewritten += mine.rewritten;
             Ok(new)
         })
-        .map_err(|e| Error::format(path, e))?;
+        .map_err(|e| Error::container(path, e))?;
         let total = total.into_inner().expect("no thread panics holding it");
         summary.images_before += total.images_before;
         summary.images_after += total.images_after;

@@ -14,140 +14,262 @@
 //! - Removing a section also removes the relocation sections that apply to it, and groups
 //!   whose members are all removed.
 
+//!
+//! The work is read ([`Input::read`]) -> plan (what goes, new indexes, new contents, new
+//! offsets) -> write ([`write`]). Both classes and both byte orders are read through object's
+//! `FileHeader`, `SectionHeader` and `Sym` traits and written as its Pod structs.
+
 use std::borrow::Cow;
+use std::mem::{offset_of, size_of};
 
-use super::{bad, AddedSection, Replace, Rewritten};
+use object::elf::{
+    FileHeader32, FileHeader64, Ident, SectionFlags, SectionHeader32, SectionHeader64, SectionType,
+    Sym32, Sym64, SymbolSection, ELFCLASS32, ELFCLASS64, ELFDATA2LSB, ELFDATA2MSB, ELFMAG, ET_REL,
+    EV_CURRENT, SHF_ALLOC, SHF_EXCLUDE, SHN_LORESERVE, SHN_XINDEX, SHT_GROUP, SHT_NOBITS,
+    SHT_PROGBITS, SHT_REL, SHT_RELA, SHT_STRTAB, SHT_SYMTAB, SHT_SYMTAB_SHNDX, STB_LOCAL,
+};
+use object::pod::{self, Pod};
+use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, Sym};
+use object::{Endianness, U16, U32, U64};
+
+use super::{AddedSection, Replace, Rewritten};
+use crate::container::error::{Error, ErrorKind, Name, Result};
 use crate::format::strtab::{Flavor, StringTable};
-use crate::format::Error;
 
-const SHT_SYMTAB: u32 = 2;
-const SHT_STRTAB: u32 = 3;
-const SHT_RELA: u32 = 4;
-const SHT_NOBITS: u32 = 8;
-const SHT_REL: u32 = 9;
-const SHT_GROUP: u32 = 17;
-const SHT_SYMTAB_SHNDX: u32 = 18;
-const SHT_PROGBITS: u32 = 1;
-const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
-const SHF_ALLOC: u64 = 2;
-const SHF_EXCLUDE: u64 = 0x8000_0000;
-const SHN_LORESERVE: u32 = 0xff00;
-const SHN_XINDEX: u32 = 0xffff;
-const STB_LOCAL: u8 = 0;
+/// LLVM's section type for offload binaries (`SHT_LLVM_OFFLOADING`).
+const SHT_LLVM_OFFLOADING: SectionType = SectionType(0x6fff_4c0b);
+/// The offset of `e_type`, the same in both classes.
+const E_TYPE_AT: u64 = 16;
 
-/// Byte order and class of the file, and how to read and write its fields.
-#[derive(Clone, Copy)]
-struct Layout {
-    is64: bool,
-    little: bool,
-}
-
-impl Layout {
-    fn ehdr_size(self) -> u64 {
-        if self.is64 {
-            64
-        } else {
-            52
-        }
+/// Removes the sections `remove` selects, gives new contents where `replace` says, and
+/// appends `added`.
+pub(super) fn rewrite<'a>(
+    file: &'a [u8],
+    added: &[AddedSection<'a>],
+    remove: &dyn Fn(&[u8]) -> bool,
+    replace: &Replace<'_>,
+) -> Result<Rewritten<'a>> {
+    let ident = file
+        .get(..size_of::<Ident>())
+        .ok_or(Error::new(0, ErrorKind::TruncatedElfIdent))?;
+    let class = ident[4];
+    if class != ELFCLASS32.0 && class != ELFCLASS64.0 {
+        return Err(Error::new(4, ErrorKind::UnknownElfClass { class }));
     }
-    fn shdr_size(self) -> u64 {
-        if self.is64 {
-            64
-        } else {
-            40
-        }
-    }
-    fn sym_size(self) -> u64 {
-        if self.is64 {
-            24
-        } else {
-            16
-        }
-    }
-    fn word_align(self) -> u64 {
-        if self.is64 {
-            8
-        } else {
-            4
-        }
-    }
-    fn rel_size(self, rela: bool) -> u64 {
-        match (self.is64, rela) {
-            (true, true) => 24,
-            (true, false) => 16,
-            (false, true) => 12,
-            (false, false) => 8,
-        }
-    }
-
-    fn u16(self, b: &[u8], at: usize) -> u16 {
-        let v = [b[at], b[at + 1]];
-        if self.little {
-            u16::from_le_bytes(v)
-        } else {
-            u16::from_be_bytes(v)
-        }
-    }
-    fn u32(self, b: &[u8], at: usize) -> u32 {
-        let v = b[at..at + 4].try_into().expect("four bytes");
-        if self.little {
-            u32::from_le_bytes(v)
-        } else {
-            u32::from_be_bytes(v)
-        }
-    }
-    fn u64(self, b: &[u8], at: usize) -> u64 {
-        let v = b[at..at + 8].try_into().expect("eight bytes");
-        if self.little {
-            u64::from_le_bytes(v)
-        } else {
-            u64::from_be_bytes(v)
-        }
-    }
-    /// An address-sized field.
-    fn word(self, b: &[u8], at: usize) -> u64 {
-        if self.is64 {
-            self.u64(b, at)
-        } else {
-            u64::from(self.u32(b, at))
-        }
-    }
-
-    fn put16(self, out: &mut Vec<u8>, v: u16) {
-        out.extend_from_slice(&if self.little {
-            v.to_le_bytes()
-        } else {
-            v.to_be_bytes()
-        });
-    }
-    fn put32(self, out: &mut Vec<u8>, v: u32) {
-        out.extend_from_slice(&if self.little {
-            v.to_le_bytes()
-        } else {
-            v.to_be_bytes()
-        });
-    }
-    fn put64(self, out: &mut Vec<u8>, v: u64) {
-        out.extend_from_slice(&if self.little {
-            v.to_le_bytes()
-        } else {
-            v.to_be_bytes()
-        });
-    }
-    fn put_word(self, out: &mut Vec<u8>, v: u64) {
-        if self.is64 {
-            self.put64(out, v)
-        } else {
-            self.put32(out, v as u32)
-        }
+    let e = match ident[5] {
+        d if d == ELFDATA2LSB.0 => Endianness::Little,
+        d if d == ELFDATA2MSB.0 => Endianness::Big,
+        data => return Err(Error::new(5, ErrorKind::UnknownElfDataEncoding { data })),
+    };
+    if class == ELFCLASS32.0 {
+        rewrite_class::<FileHeader32<Endianness>>(file, e, added, remove, replace)
+    } else {
+        rewrite_class::<FileHeader64<Endianness>>(file, e, added, remove, replace)
     }
 }
 
-/// A section header as read, with its name resolved.
+/// [`rewrite`] for one class.
+fn rewrite_class<'a, Elf: Class>(
+    file: &'a [u8],
+    e: Endianness,
+    added: &[AddedSection<'a>],
+    remove: &dyn Fn(&[u8]) -> bool,
+    replace: &Replace<'_>,
+) -> Result<Rewritten<'a>> {
+    let input = Input::<Elf>::read(file, e)?;
+    let renumbering = input.renumber(remove)?;
+    let mut kept = input.kept(&renumbering, added)?;
+    let tables = input.string_tables(&kept);
+    let replaced = input.replacements(&kept, replace)?;
+    let contents = input.contents(&mut kept, replaced, &renumbering, &tables)?;
+    let names = tables
+        .get(input.names_index)
+        .expect("the name table is kept");
+    let names_index = renumbering.new_index[input.names_index] as u16;
+    Ok(write(&input, &kept, contents, names, names_index))
+}
+
+/// An ELF class (32- or 64-bit) in either byte order: read through object's traits, written
+/// through object's structs.
+trait Class: FileHeader<Endian = Endianness> {
+    /// The offset of `e_phoff`, which errors about program headers point at.
+    const PHOFF_AT: u64;
+    /// The offset of `e_shoff`.
+    const SHOFF_AT: u64;
+    /// The offset of `e_shentsize`.
+    const SHENTSIZE_AT: u64;
+    /// The offset of `e_shstrndx`.
+    const SHSTRNDX_AT: u64;
+
+    /// The output's file header: `old`'s, with no program headers and the new section
+    /// header table.
+    fn new_file_header(e: Endianness, old: &Self, shoff: u64, shnum: u16, shstrndx: u16) -> Self;
+
+    /// The output's header of section `h`, named at `name` of the name table, at `offset`.
+    fn new_section_header(
+        e: Endianness,
+        name: u32,
+        h: &Header<'_>,
+        offset: u64,
+    ) -> Self::SectionHeader;
+
+    /// `sym` with a new name and section index, and a new size when one is given.
+    fn new_symbol(
+        e: Endianness,
+        sym: &Self::Sym,
+        name: u32,
+        shndx: u16,
+        size: Option<u64>,
+    ) -> Self::Sym;
+}
+
+/// The identification of the output: `old`'s class, byte order and ABI, current version.
+fn new_ident(old: &Ident) -> Ident {
+    Ident {
+        magic: ELFMAG,
+        version: EV_CURRENT,
+        padding: [0; 7],
+        ..*old
+    }
+}
+
+impl Class for FileHeader64<Endianness> {
+    const PHOFF_AT: u64 = offset_of!(Self, e_phoff) as u64;
+    const SHOFF_AT: u64 = offset_of!(Self, e_shoff) as u64;
+    const SHENTSIZE_AT: u64 = offset_of!(Self, e_shentsize) as u64;
+    const SHSTRNDX_AT: u64 = offset_of!(Self, e_shstrndx) as u64;
+
+    fn new_file_header(e: Endianness, old: &Self, shoff: u64, shnum: u16, shstrndx: u16) -> Self {
+        FileHeader64 {
+            e_ident: new_ident(&old.e_ident),
+            e_type: U16::new(e, ET_REL),
+            e_phoff: U64::new(e, 0),
+            e_shoff: U64::new(e, shoff),
+            e_ehsize: U16::new(e, size_of::<Self>() as u16),
+            e_phentsize: U16::new(e, 0),
+            e_phnum: U16::new(e, 0),
+            e_shentsize: U16::new(e, size_of::<SectionHeader64<Endianness>>() as u16),
+            e_shnum: U16::new(e, shnum),
+            e_shstrndx: U16::new(e, SymbolSection(shstrndx)),
+            ..*old
+        }
+    }
+
+    fn new_section_header(
+        e: Endianness,
+        name: u32,
+        h: &Header<'_>,
+        offset: u64,
+    ) -> SectionHeader64<Endianness> {
+        SectionHeader64 {
+            sh_name: U32::new(e, name),
+            sh_type: U32::new(e, h.sh_type),
+            sh_flags: U64::new(e, SectionFlags(h.flags)),
+            sh_addr: U64::new(e, h.addr),
+            sh_offset: U64::new(e, offset),
+            sh_size: U64::new(e, h.size),
+            sh_link: U32::new(e, h.link),
+            sh_info: U32::new(e, h.info),
+            sh_addralign: U64::new(e, h.align),
+            sh_entsize: U64::new(e, h.entsize),
+        }
+    }
+
+    fn new_symbol(
+        e: Endianness,
+        sym: &Sym64<Endianness>,
+        name: u32,
+        shndx: u16,
+        size: Option<u64>,
+    ) -> Sym64<Endianness> {
+        let mut sym = *sym;
+        sym.st_name = U32::new(e, name);
+        sym.st_shndx = U16::new(e, SymbolSection(shndx));
+        if let Some(size) = size {
+            sym.st_size = U64::new(e, size);
+        }
+        sym
+    }
+}
+
+impl Class for FileHeader32<Endianness> {
+    const PHOFF_AT: u64 = offset_of!(Self, e_phoff) as u64;
+    const SHOFF_AT: u64 = offset_of!(Self, e_shoff) as u64;
+    const SHENTSIZE_AT: u64 = offset_of!(Self, e_shentsize) as u64;
+    const SHSTRNDX_AT: u64 = offset_of!(Self, e_shstrndx) as u64;
+
+    fn new_file_header(e: Endianness, old: &Self, shoff: u64, shnum: u16, shstrndx: u16) -> Self {
+        FileHeader32 {
+            e_ident: new_ident(&old.e_ident),
+            e_type: U16::new(e, ET_REL),
+            e_phoff: U32::new(e, 0),
+            e_shoff: U32::new(e, shoff as u32),
+            e_ehsize: U16::new(e, size_of::<Self>() as u16),
+            e_phentsize: U16::new(e, 0),
+            e_phnum: U16::new(e, 0),
+            e_shentsize: U16::new(e, size_of::<SectionHeader32<Endianness>>() as u16),
+            e_shnum: U16::new(e, shnum),
+            e_shstrndx: U16::new(e, SymbolSection(shstrndx)),
+            ..*old
+        }
+    }
+
+    fn new_section_header(
+        e: Endianness,
+        name: u32,
+        h: &Header<'_>,
+        offset: u64,
+    ) -> SectionHeader32<Endianness> {
+        // The class's words hold what the input's did; offsets and sizes of a 32-bit object
+        // stay under 4 GiB as llvm-objcopy's do (it truncates too).
+        SectionHeader32 {
+            sh_name: U32::new(e, name),
+            sh_type: U32::new(e, h.sh_type),
+            sh_flags: U32::new_u64_truncate(e, SectionFlags(h.flags)),
+            sh_addr: U32::new(e, h.addr as u32),
+            sh_offset: U32::new(e, offset as u32),
+            sh_size: U32::new(e, h.size as u32),
+            sh_link: U32::new(e, h.link),
+            sh_info: U32::new(e, h.info),
+            sh_addralign: U32::new(e, h.align as u32),
+            sh_entsize: U32::new(e, h.entsize as u32),
+        }
+    }
+
+    fn new_symbol(
+        e: Endianness,
+        sym: &Sym32<Endianness>,
+        name: u32,
+        shndx: u16,
+        size: Option<u64>,
+    ) -> Sym32<Endianness> {
+        let mut sym = *sym;
+        sym.st_name = U32::new(e, name);
+        sym.st_shndx = U16::new(e, SymbolSection(shndx));
+        if let Some(size) = size {
+            sym.st_size = U32::new(e, size as u32);
+        }
+        sym
+    }
+}
+
+/// The size of an address in class `Elf`, which is also the alignment of its symbol and
+/// relocation tables and of its section header table.
+fn word_size<Elf: Class>() -> u64 {
+    size_of::<Elf::Word>() as u64
+}
+
+/// The whole records of `T` that `bytes` holds (a trailing part of one is left out).
+fn records<T: Pod>(bytes: &[u8]) -> &[T] {
+    pod::slice_from_bytes(bytes, bytes.len() / size_of::<T>()).map_or(&[], |(records, _)| records)
+}
+
+/// A section header's fields: read through object's `SectionHeader`, changed by the plan,
+/// written back through [`Class::new_section_header`].
 #[derive(Clone)]
 struct Header<'a> {
     name: &'a [u8],
-    sh_type: u32,
+    sh_type: SectionType,
     flags: u64,
     addr: u64,
     offset: u64,
@@ -158,7 +280,36 @@ struct Header<'a> {
     entsize: u64,
 }
 
-/// A section of the output.
+impl<'a> Header<'a> {
+    fn read<S: SectionHeader<Endian = Endianness>>(e: Endianness, h: &S, name: &'a [u8]) -> Self {
+        Header {
+            name,
+            sh_type: h.sh_type(e),
+            flags: h.sh_flags(e).0,
+            addr: h.sh_addr(e).into(),
+            offset: h.sh_offset(e).into(),
+            size: h.sh_size(e).into(),
+            link: h.sh_link(e),
+            info: h.sh_info(e),
+            align: h.sh_addralign(e).into(),
+            entsize: h.sh_entsize(e).into(),
+        }
+    }
+
+    /// Whether this is a relocation section of a relocatable object (the allocated ones of
+    /// programs are left alone).
+    fn relocates(&self) -> bool {
+        (self.sh_type == SHT_REL || self.sh_type == SHT_RELA) && self.flags & SHF_ALLOC.0 == 0
+    }
+
+    /// Whether this is a string table that is built anew.
+    fn is_unloaded_strings(&self) -> bool {
+        self.sh_type == SHT_STRTAB && self.flags & SHF_ALLOC.0 == 0
+    }
+}
+
+/// A section of the input or of the output.
+#[derive(Clone)]
 struct Section<'a> {
     header: Header<'a>,
     /// Index in the input; `None` for added sections.
@@ -167,63 +318,31 @@ struct Section<'a> {
     data: &'a [u8],
 }
 
-/// One symbol as read; only the fields the writer changes are decoded.
-struct Symbol<'a> {
+/// One symbol as read: the raw entry, its name and section index.
+struct Symbol<'a, Elf: Class> {
     name: &'a [u8],
-    /// The raw entry.
-    raw: &'a [u8],
+    raw: &'a Elf::Sym,
     shndx: u32,
-    binding: u8,
 }
 
-fn read_header(
-    l: Layout,
-    file: &[u8],
-    at: usize,
-) -> (u32, u32, u64, u64, u64, u64, u32, u32, u64, u64) {
-    let b = &file[at..];
-    if l.is64 {
-        (
-            l.u32(b, 0),
-            l.u32(b, 4),
-            l.u64(b, 8),
-            l.u64(b, 16),
-            l.u64(b, 24),
-            l.u64(b, 32),
-            l.u32(b, 40),
-            l.u32(b, 44),
-            l.u64(b, 48),
-            l.u64(b, 56),
-        )
-    } else {
-        (
-            l.u32(b, 0),
-            l.u32(b, 4),
-            u64::from(l.u32(b, 8)),
-            u64::from(l.u32(b, 12)),
-            u64::from(l.u32(b, 16)),
-            u64::from(l.u32(b, 20)),
-            l.u32(b, 24),
-            l.u32(b, 28),
-            u64::from(l.u32(b, 32)),
-            u64::from(l.u32(b, 36)),
-        )
-    }
-}
-
-/// The string at `offset` of the table `table` (NUL-terminated).
-fn string_at<'a>(table: &'a [u8], offset: u32, what: &str, at: u64) -> Result<&'a [u8], Error> {
-    let start = offset as usize;
-    let rest = table.get(start..).ok_or_else(|| {
-        bad(
+/// The string at `offset` of the table `table` (NUL-terminated); `what` names its owner.
+fn string_at(table: &[u8], offset: u32, what: impl Fn() -> String, at: u64) -> Result<&[u8]> {
+    let rest = table.get(offset as usize..).ok_or_else(|| {
+        Error::new(
             at,
-            format!("{what}: name offset {offset} is past the end of its string table"),
+            ErrorKind::NamePastEnd {
+                what: what(),
+                offset,
+            },
         )
     })?;
     let end = memchr::memchr(0, rest).ok_or_else(|| {
-        bad(
+        Error::new(
             at,
-            format!("{what}: name at offset {offset} is not terminated"),
+            ErrorKind::NameNotTerminated {
+                what: what(),
+                offset,
+            },
         )
     })?;
     Ok(&rest[..end])
@@ -234,308 +353,329 @@ fn align_to(value: u64, align: u64) -> u64 {
     value.div_ceil(align) * align
 }
 
-fn display(name: &[u8]) -> Cow<'_, str> {
-    String::from_utf8_lossy(name)
+/// The relocatable object as read and checked.
+struct Input<'a, Elf: Class> {
+    e: Endianness,
+    header: &'a Elf,
+    /// The offset of the section header table, and its number of headers.
+    shoff: u64,
+    count: usize,
+    /// The index of the section name table.
+    names_index: usize,
+    /// Sections 1.. in index order (the null section 0 is left out).
+    sections: Vec<Section<'a>>,
+    /// The index of the symbol table, if any (a relocatable object has at most one), and of
+    /// the string table of its names.
+    symtab_index: Option<usize>,
+    symbol_names_index: Option<usize>,
+    symbols: Vec<Symbol<'a, Elf>>,
 }
 
-/// Removes the sections `remove` selects and appends `added`.
-pub(super) fn rewrite<'a>(
-    file: &'a [u8],
-    added: &[AddedSection<'a>],
-    remove: &dyn Fn(&[u8]) -> bool,
-    replace: &Replace<'_>,
-) -> Result<Rewritten<'a>, Error> {
-    if file.len() < 16 {
-        return Err(bad(0, "truncated ELF identification"));
-    }
-    let l = Layout {
-        is64: match file[4] {
-            1 => false,
-            2 => true,
-            c => return Err(bad(4, format!("unknown ELF class {c}"))),
-        },
-        little: match file[5] {
-            1 => true,
-            2 => false,
-            d => return Err(bad(5, format!("unknown ELF data encoding {d}"))),
-        },
-    };
-    let ehdr_size = l.ehdr_size() as usize;
-    if file.len() < ehdr_size {
-        return Err(bad(0, "truncated ELF header"));
-    }
-    let (e_type, e_machine, e_version) = (l.u16(file, 16), l.u16(file, 18), l.u32(file, 20));
-    let (entry_at, flags_at) = if l.is64 { (24, 48) } else { (24, 36) };
-    let e_entry = l.word(file, entry_at);
-    let e_phoff = l.word(file, entry_at + l.word_align() as usize);
-    let e_shoff = l.word(file, entry_at + 2 * l.word_align() as usize);
-    let e_flags = l.u32(file, flags_at);
-    let e_phnum = l.u16(file, flags_at + 8);
-    let e_shentsize = l.u16(file, flags_at + 10);
-    let e_shnum = l.u16(file, flags_at + 12);
-    let e_shstrndx = u32::from(l.u16(file, flags_at + 14));
-    if e_type != 1 {
-        return Err(bad(
-            16,
-            format!("only relocatable ELF objects can be rewritten, this one has type {e_type}"),
-        ));
-    }
-    if e_phnum != 0 || e_phoff != 0 {
-        return Err(bad(
-            entry_at as u64 + l.word_align(),
-            "a relocatable ELF object with program headers is not supported",
-        ));
-    }
-    if e_shoff == 0 || e_shnum == 0 {
-        return Err(bad(
-            entry_at as u64 + 2 * l.word_align(),
-            "the ELF object has no section header table (or more than 65279 sections, which is not supported)",
-        ));
-    }
-    if u64::from(e_shentsize) != l.shdr_size() {
-        return Err(bad(
-            flags_at as u64 + 10,
-            format!("section header size {e_shentsize} is not {}", l.shdr_size()),
-        ));
-    }
-    let count = usize::from(e_shnum);
-    let table_end = e_shoff
-        .checked_add(count as u64 * l.shdr_size())
-        .filter(|&end| end <= file.len() as u64)
-        .ok_or_else(|| {
-            bad(
-                e_shoff,
-                format!("the section header table ({count} headers) runs past the end of the file"),
-            )
-        })?;
-    let _ = table_end;
-    if e_shstrndx == SHN_XINDEX || e_shstrndx as usize >= count || e_shstrndx == 0 {
-        return Err(bad(
-            flags_at as u64 + 14,
-            format!("section name table index {e_shstrndx} is not a section of the file"),
-        ));
-    }
-
-    // Read every header and the bytes it covers.
-    let header_at = |i: usize| e_shoff as usize + i * l.shdr_size() as usize;
-    let mut raw = Vec::with_capacity(count);
-    for i in 0..count {
-        let h = read_header(l, file, header_at(i));
-        let (_, sh_type, _, _, offset, size, ..) = h;
-        let data: &[u8] = if sh_type == SHT_NOBITS || i == 0 {
-            &[]
-        } else {
-            offset
-                .checked_add(size)
-                .filter(|&end| end <= file.len() as u64)
-                .map(|end| &file[offset as usize..end as usize])
-                .ok_or_else(|| {
-                    bad(
-                        header_at(i) as u64,
-                        format!(
-                            "section {i}: its contents (offset {offset:#x}, size {size:#x}) run past the end of the file"
-                        ),
-                    )
-                })?
+impl<'a, Elf: Class> Input<'a, Elf> {
+    /// Reads and checks the headers, sections and symbols of `file`.
+    fn read(file: &'a [u8], e: Endianness) -> Result<Self> {
+        let (header, shoff, count, names_index) = read_file_header::<Elf>(file, e)?;
+        let mut input = Input {
+            e,
+            header,
+            shoff,
+            count,
+            names_index,
+            sections: Vec::new(),
+            symtab_index: None,
+            symbol_names_index: None,
+            symbols: Vec::new(),
         };
-        raw.push((h, data));
-    }
-    let ((_, names_type, names_flags, ..), shstrtab) = raw[e_shstrndx as usize];
-    if names_type != SHT_STRTAB || names_flags & SHF_ALLOC != 0 {
-        return Err(bad(
-            header_at(e_shstrndx as usize) as u64,
-            format!("section {e_shstrndx}, named as the section name table, is not a non-allocated string table"),
-        ));
-    }
-    let mut sections: Vec<Section<'a>> = Vec::with_capacity(count + added.len());
-    for (i, (h, data)) in raw.iter().enumerate().skip(1) {
-        let (name, sh_type, flags, addr, offset, size, link, info, align, entsize) = *h;
-        let at = header_at(i) as u64;
-        let name = string_at(shstrtab, name, &format!("section {i}"), at)?;
-        if link as usize >= count {
-            return Err(bad(
-                at,
-                format!("section '{}': link {link} is not a section", display(name)),
-            ));
-        }
-        let relocates = (sh_type == SHT_REL || sh_type == SHT_RELA) && flags & SHF_ALLOC == 0;
-        if relocates && info as usize >= count {
-            return Err(bad(
-                at,
-                format!("section '{}': info {info} is not a section", display(name)),
-            ));
-        }
-        if align > 1 << 30 || (align != 0 && !align.is_power_of_two()) {
-            return Err(bad(
-                at,
-                format!(
-                    "section '{}': alignment {align:#x} is not a power of two up to 1 GiB",
-                    display(name)
-                ),
-            ));
-        }
-        if sh_type == SHT_SYMTAB_SHNDX {
-            return Err(bad(
-                at,
-                "extended section indexes (SHT_SYMTAB_SHNDX) are not supported",
-            ));
-        }
-        sections.push(Section {
-            header: Header {
-                name,
-                sh_type,
-                flags,
-                addr,
-                offset,
-                size,
-                link,
-                info,
-                align,
-                entsize,
-            },
-            old_index: Some(i),
-            data,
-        });
+        let (headers, _) =
+            pod::slice_from_bytes::<Elf::SectionHeader>(&file[shoff as usize..], count)
+                .map_err(|_| Error::new(shoff, ErrorKind::SectionHeadersPastEnd { count }))?;
+        let data = (0..count)
+            .map(|i| input.section_data(file, &headers[i], i))
+            .collect::<Result<Vec<_>>>()?;
+        input.read_sections(headers, &data)?;
+        input.read_symbols(headers, &data)?;
+        Ok(input)
     }
 
-    // The symbol table, if any (a relocatable object has at most one).
-    let symtab_index = sections
-        .iter()
-        .find(|s| s.header.sh_type == SHT_SYMTAB)
-        .and_then(|s| s.old_index);
-    let mut symbols = Vec::new();
-    let mut symbol_names_index = None;
-    if let Some(index) = symtab_index {
-        let s = &sections[index - 1];
-        let at = header_at(index) as u64;
-        let entry = l.sym_size() as usize;
+    /// The file offset of the header of section `i`.
+    fn header_at(&self, i: usize) -> u64 {
+        self.shoff + (i * size_of::<Elf::SectionHeader>()) as u64
+    }
+
+    /// The contents of section `i` in the file (none for the null section and `SHT_NOBITS`).
+    fn section_data(&self, file: &'a [u8], h: &Elf::SectionHeader, i: usize) -> Result<&'a [u8]> {
+        let e = self.e;
+        if h.sh_type(e) == SHT_NOBITS || i == 0 {
+            return Ok(&[]);
+        }
+        let (offset, size): (u64, u64) = (h.sh_offset(e).into(), h.sh_size(e).into());
+        offset
+            .checked_add(size)
+            .filter(|&end| end <= file.len() as u64)
+            .map(|end| &file[offset as usize..end as usize])
+            .ok_or_else(|| {
+                Error::new(
+                    self.header_at(i),
+                    ErrorKind::SectionPastEnd {
+                        index: i,
+                        offset,
+                        size,
+                    },
+                )
+            })
+    }
+
+    /// Reads sections 1.. with their names, and checks their links and alignments.
+    fn read_sections(
+        &mut self,
+        headers: &'a [Elf::SectionHeader],
+        data: &[&'a [u8]],
+    ) -> Result<()> {
+        let e = self.e;
+        let names_header = &headers[self.names_index];
+        if names_header.sh_type(e) != SHT_STRTAB || names_header.sh_flags(e).0 & SHF_ALLOC.0 != 0 {
+            let index = self.names_index as u32;
+            return Err(Error::new(
+                self.header_at(self.names_index),
+                ErrorKind::NameTableNotStrings { index },
+            ));
+        }
+        let names = data[self.names_index];
+        for (i, h) in headers.iter().enumerate().skip(1) {
+            let at = self.header_at(i);
+            let name = string_at(names, h.sh_name(e), || format!("section {i}"), at)?;
+            let header = Header::read(e, h, name);
+            let section = || Name::of(name);
+            let (link, info, align) = (header.link, header.info, header.align);
+            let kind = if link as usize >= self.count {
+                Some(ErrorKind::LinkNotSection {
+                    section: section(),
+                    link,
+                })
+            } else if header.relocates() && info as usize >= self.count {
+                Some(ErrorKind::InfoNotSection {
+                    section: section(),
+                    info,
+                })
+            } else if align > 1 << 30 || (align != 0 && !align.is_power_of_two()) {
+                Some(ErrorKind::SectionAlignment {
+                    section: section(),
+                    align,
+                })
+            } else if header.sh_type == SHT_SYMTAB_SHNDX {
+                Some(ErrorKind::ExtendedIndexSection)
+            } else {
+                None
+            };
+            if let Some(kind) = kind {
+                return Err(Error::new(at, kind));
+            }
+            self.sections.push(Section {
+                header,
+                old_index: Some(i),
+                data: data[i],
+            });
+        }
+        Ok(())
+    }
+
+    /// Reads the symbol table, if any, with the names of its symbols.
+    fn read_symbols(&mut self, headers: &[Elf::SectionHeader], data: &[&'a [u8]]) -> Result<()> {
+        let e = self.e;
+        let Some(s) = self
+            .sections
+            .iter()
+            .find(|s| s.header.sh_type == SHT_SYMTAB)
+        else {
+            return Ok(());
+        };
+        let index = s.old_index.expect("input section");
+        let at = self.header_at(index);
+        let entry = size_of::<Elf::Sym>();
         if s.header.entsize != entry as u64 || s.data.len() % entry != 0 {
-            return Err(bad(
+            let (entsize, size) = (s.header.entsize, s.data.len());
+            return Err(Error::new(
                 at,
-                format!(
-                    "symbol table: entry size {} and size {} do not fit entries of {entry} bytes",
-                    s.header.entsize,
-                    s.data.len()
-                ),
+                ErrorKind::SymbolTableEntries {
+                    entsize,
+                    size,
+                    entry,
+                },
             ));
         }
         let link = s.header.link as usize;
-        let names = raw
+        let names = data
             .get(link)
-            .filter(|(h, _)| h.1 == SHT_STRTAB)
-            .map(|(_, d)| *d)
-            .ok_or_else(|| bad(at, "symbol table: its link is not a string table"))?;
-        symbol_names_index = Some(link);
-        for (k, raw_sym) in s.data.chunks_exact(entry).enumerate() {
-            let sym_at = s.header.offset + (k * entry) as u64;
-            let (name, info, shndx) = if l.is64 {
-                (l.u32(raw_sym, 0), raw_sym[4], u32::from(l.u16(raw_sym, 6)))
-            } else {
-                (
-                    l.u32(raw_sym, 0),
-                    raw_sym[12],
-                    u32::from(l.u16(raw_sym, 14)),
-                )
+            .filter(|_| headers[link].sh_type(e) == SHT_STRTAB)
+            .ok_or(Error::new(at, ErrorKind::SymbolNamesNotStrings))?;
+        let (table_offset, table) = (s.header.offset, s.data);
+        let mut symbols = Vec::with_capacity(table.len() / entry);
+        for (k, raw) in records::<Elf::Sym>(table).iter().enumerate() {
+            let sym_at = table_offset + (k * entry) as u64;
+            let name = string_at(names, raw.st_name(e), || format!("symbol {k}"), sym_at)?;
+            let shndx = u32::from(raw.st_shndx(e).0);
+            if shndx == u32::from(SHN_XINDEX.0) {
+                return Err(Error::new(sym_at, ErrorKind::ExtendedIndexSymbol));
+            }
+            if shndx != 0 && shndx < u32::from(SHN_LORESERVE) && shndx as usize >= self.count {
+                let symbol = Name::of(name);
+                let kind = ErrorKind::SymbolSection {
+                    symbol,
+                    index: shndx,
+                };
+                return Err(Error::new(sym_at, kind));
+            }
+            symbols.push(Symbol { name, raw, shndx });
+        }
+        self.symtab_index = Some(index);
+        self.symbol_names_index = Some(link);
+        self.symbols = symbols;
+        Ok(())
+    }
+
+    /// The input section at index `i` (from 1).
+    fn section(&self, i: usize) -> &Section<'a> {
+        &self.sections[i - 1]
+    }
+}
+
+/// Reads and checks the file header: (the header, `e_shoff`, `e_shnum`, `e_shstrndx`).
+fn read_file_header<Elf: Class>(file: &[u8], e: Endianness) -> Result<(&Elf, u64, usize, usize)> {
+    let (header, _) =
+        pod::from_bytes::<Elf>(file).map_err(|_| Error::new(0, ErrorKind::TruncatedElfHeader))?;
+    let file_type = header.e_type(e);
+    if file_type != ET_REL {
+        let kind = ErrorKind::NotRelocatable {
+            file_type: file_type.0,
+        };
+        return Err(Error::new(E_TYPE_AT, kind));
+    }
+    if header.e_phnum(e) != 0 || header.e_phoff(e).into() != 0 {
+        return Err(Error::new(Elf::PHOFF_AT, ErrorKind::ProgramHeadersInObject));
+    }
+    let shoff: u64 = header.e_shoff(e).into();
+    let count = usize::from(header.e_shnum(e));
+    if shoff == 0 || count == 0 {
+        return Err(Error::new(Elf::SHOFF_AT, ErrorKind::NoSectionHeaders));
+    }
+    let entry = size_of::<Elf::SectionHeader>();
+    let size = header.e_shentsize(e);
+    if usize::from(size) != entry {
+        let kind = ErrorKind::SectionHeaderSize {
+            size,
+            expected: entry,
+        };
+        return Err(Error::new(Elf::SHENTSIZE_AT, kind));
+    }
+    shoff
+        .checked_add((count * entry) as u64)
+        .filter(|&end| end <= file.len() as u64)
+        .ok_or(Error::new(
+            shoff,
+            ErrorKind::SectionHeadersPastEnd { count },
+        ))?;
+    let names_index = header.e_shstrndx(e).0;
+    if names_index == SHN_XINDEX.0 || usize::from(names_index) >= count || names_index == 0 {
+        let kind = ErrorKind::NameTableIndex {
+            index: u32::from(names_index),
+        };
+        return Err(Error::new(Elf::SHSTRNDX_AT, kind));
+    }
+    Ok((header, shoff, count, usize::from(names_index)))
+}
+
+/// What goes, and the new index of each input section that stays.
+struct Renumbering {
+    /// By input index: whether the section goes.
+    gone: Vec<bool>,
+    /// By input index: the section's index in the output (0 for those that go).
+    new_index: Vec<u32>,
+}
+
+impl<'a, Elf: Class> Input<'a, Elf> {
+    /// What goes: the sections asked for, the relocation sections that apply to them, and
+    /// groups left without members. Refuses to remove what a kept section or a symbol needs.
+    fn renumber(&self, remove: &dyn Fn(&[u8]) -> bool) -> Result<Renumbering> {
+        let removed_directly: Vec<bool> = std::iter::once(false)
+            .chain(self.sections.iter().map(|s| remove(s.header.name)))
+            .collect();
+        let mut gone = removed_directly.clone();
+        for s in &self.sections {
+            let i = s.old_index.expect("input section");
+            if removed_directly[i] {
+                continue;
+            }
+            if s.header.relocates() && s.header.info != 0 {
+                gone[i] = removed_directly
+                    .get(s.header.info as usize)
+                    .copied()
+                    .unwrap_or(false);
+            }
+            if s.header.sh_type == SHT_GROUP {
+                let members = self.group_members(s)?;
+                gone[i] = members.iter().all(|&m| removed_directly[m as usize]);
+            }
+        }
+        self.check_removal(&gone)?;
+        let mut new_index = vec![0u32; self.count];
+        let mut next = 1;
+        for i in 1..self.count {
+            if !gone[i] {
+                new_index[i] = next;
+                next += 1;
+            }
+        }
+        Ok(Renumbering { gone, new_index })
+    }
+
+    /// Refuses a removal that leaves a kept section linking to a removed one, or a symbol
+    /// defined in one.
+    fn check_removal(&self, gone: &[bool]) -> Result<()> {
+        if gone[self.names_index] {
+            return Err(Error::new(0, ErrorKind::NameTableRemoved));
+        }
+        for s in &self.sections {
+            let i = s.old_index.expect("input section");
+            if !gone[i] && s.header.link != 0 && gone[s.header.link as usize] {
+                let kind = ErrorKind::RemovedButLinked {
+                    section: Name::of(self.section(s.header.link as usize).header.name),
+                    by: Name::of(s.header.name),
+                };
+                return Err(Error::new(self.header_at(i), kind));
+            }
+        }
+        let defined_in_removed = |sym: &&Symbol<'a, Elf>| {
+            sym.shndx != 0 && sym.shndx < u32::from(SHN_LORESERVE) && gone[sym.shndx as usize]
+        };
+        if let Some(symbol) = self.symbols.iter().find(defined_in_removed) {
+            let kind = ErrorKind::RemovedButDefines {
+                section: Name::of(self.section(symbol.shndx as usize).header.name),
+                symbol: Name::of(symbol.name),
             };
-            let name = string_at(names, name, &format!("symbol {k}"), sym_at)?;
-            if shndx == SHN_XINDEX {
-                return Err(bad(
-                    sym_at,
-                    "extended section indexes (SHN_XINDEX) are not supported",
-                ));
-            }
-            if shndx != 0 && shndx < SHN_LORESERVE && shndx as usize >= count {
-                return Err(bad(
-                    sym_at,
-                    format!(
-                        "symbol '{}': section index {shndx} is not a section",
-                        display(name)
-                    ),
-                ));
-            }
-            symbols.push(Symbol {
-                name,
-                raw: raw_sym,
-                shndx,
-                binding: info >> 4,
-            });
+            return Err(Error::new(0, kind));
         }
+        Ok(())
     }
 
-    // What goes: the sections asked for, the relocation sections that apply to them, and
-    // groups left without members.
-    let removed_directly: Vec<bool> = std::iter::once(false)
-        .chain(sections.iter().map(|s| remove(s.header.name)))
-        .collect();
-    let is_reloc =
-        |h: &Header| (h.sh_type == SHT_REL || h.sh_type == SHT_RELA) && h.flags & SHF_ALLOC == 0;
-    let mut gone = removed_directly.clone();
-    for s in &sections {
-        let i = s.old_index.expect("input section");
-        if removed_directly[i] {
-            continue;
-        }
-        if is_reloc(&s.header) && s.header.info != 0 {
-            gone[i] = removed_directly
-                .get(s.header.info as usize)
-                .copied()
-                .unwrap_or(false);
-        }
-        if s.header.sh_type == SHT_GROUP {
-            let members = group_members(l, s.data, s.header.name, header_at(i) as u64, count)?;
-            gone[i] = members.iter().all(|&m| removed_directly[m as usize]);
-        }
-    }
-    if Some(e_shstrndx as usize).is_some_and(|i| gone[i]) {
-        return Err(bad(0, "the section name table cannot be removed"));
-    }
-    for s in &sections {
-        let i = s.old_index.expect("input section");
-        if gone[i] {
-            continue;
-        }
-        if s.header.link != 0 && gone[s.header.link as usize] {
-            return Err(bad(
-                header_at(i) as u64,
-                format!(
-                    "section '{}' cannot be removed because it is referenced by the section '{}'",
-                    display(sections[s.header.link as usize - 1].header.name),
-                    display(s.header.name)
-                ),
-            ));
-        }
-    }
-    if let Some(symbol) = symbols
-        .iter()
-        .find(|sym| sym.shndx != 0 && sym.shndx < SHN_LORESERVE && gone[sym.shndx as usize])
-    {
-        return Err(bad(
-            0,
-            format!(
-                "section '{}' cannot be removed: symbol '{}' is defined in it",
-                display(sections[symbol.shndx as usize - 1].header.name),
-                display(symbol.name)
-            ),
-        ));
-    }
-
-    // New indexes.
-    let mut new_index = vec![0u32; count];
-    let mut kept: Vec<Section<'a>> = Vec::with_capacity(sections.len() + added.len());
-    for s in sections {
-        let i = s.old_index.expect("input section");
-        if !gone[i] {
-            new_index[i] = kept.len() as u32 + 1;
-            kept.push(s);
-        }
-    }
-    for a in added {
-        kept.push(Section {
+    /// The sections of the output: the input's that stay, then `added`.
+    fn kept(
+        &self,
+        renumbering: &Renumbering,
+        added: &[AddedSection<'a>],
+    ) -> Result<Vec<Section<'a>>> {
+        let mut kept: Vec<Section<'a>> = self
+            .sections
+            .iter()
+            .filter(|s| !renumbering.gone[s.old_index.expect("input section")])
+            .cloned()
+            .collect();
+        kept.extend(added.iter().map(|a| Section {
             header: Header {
                 name: a.name.as_bytes(),
                 sh_type: SHT_PROGBITS,
-                flags: SHF_EXCLUDE,
+                flags: SHF_EXCLUDE.0,
                 addr: 0,
+                // Laid out after every input section.
                 offset: u64::MAX,
                 size: a.data.len() as u64,
                 link: 0,
@@ -545,198 +685,286 @@ pub(super) fn rewrite<'a>(
             },
             old_index: None,
             data: a.data,
-        });
-    }
-    let total = kept.len() + 1;
-    if total as u32 >= SHN_LORESERVE {
-        return Err(bad(
-            0,
-            format!("{total} sections are more than this writer supports (65279)"),
-        ));
+        }));
+        let count = kept.len() + 1;
+        if count as u32 >= u32::from(SHN_LORESERVE) {
+            return Err(Error::new(0, ErrorKind::TooManySections { count }));
+        }
+        Ok(kept)
     }
 
-    // String tables: section names go to the name table, symbol names to the symbol table's.
-    let section_names: Vec<&[u8]> = kept.iter().map(|s| s.header.name).collect();
-    let build_table = |old: usize| -> StringTable {
-        let mut strings: Vec<&[u8]> = Vec::new();
-        if old == e_shstrndx as usize {
-            strings.extend(section_names.iter().copied());
-        }
-        if Some(old) == symbol_names_index {
-            strings.extend(symbols.iter().map(|s| s.name));
-        }
-        StringTable::build(strings, Flavor::Elf)
-    };
-    let mut tables: Vec<(usize, StringTable)> = Vec::new();
-    for s in &kept {
-        if let Some(old) = s.old_index {
-            if s.header.sh_type == SHT_STRTAB && s.header.flags & SHF_ALLOC == 0 {
-                tables.push((old, build_table(old)));
+    /// The string tables built anew, by input index: section names go to the name table,
+    /// symbol names to the symbol table's.
+    fn string_tables(&self, kept: &[Section<'a>]) -> StringTables {
+        let mut tables = StringTables(Vec::new());
+        for old in kept
+            .iter()
+            .filter(|s| s.header.is_unloaded_strings())
+            .filter_map(|s| s.old_index)
+        {
+            let mut strings: Vec<&[u8]> = Vec::new();
+            if old == self.names_index {
+                strings.extend(kept.iter().map(|s| s.header.name));
             }
-        }
-    }
-    let table_of = |old: usize| tables.iter().find(|(i, _)| *i == old).map(|(_, t)| t);
-    let names = table_of(e_shstrndx as usize).expect("the name table is kept");
-
-    // New contents asked for: only for sections of plain data that nothing relocates.
-    let mut replaced: Vec<Option<Vec<u8>>> = Vec::with_capacity(kept.len());
-    for s in &kept {
-        let plain = s.old_index.is_some()
-            && (s.header.sh_type == SHT_PROGBITS || s.header.sh_type == SHT_LLVM_OFFLOADING);
-        let new = if plain {
-            replace(s.header.name, s.data)
-        } else {
-            None
-        };
-        if new.is_some() {
-            let old = s.old_index.expect("input section");
-            if kept
-                .iter()
-                .any(|r| is_reloc(&r.header) && r.header.info as usize == old)
-            {
-                return Err(bad(
-                    header_at(old) as u64,
-                    format!(
-                        "section '{}' has relocations, so its contents cannot be replaced",
-                        display(s.header.name)
-                    ),
-                ));
+            if Some(old) == self.symbol_names_index {
+                strings.extend(self.symbols.iter().map(|s| s.name));
             }
+            tables
+                .0
+                .push((old, StringTable::build(strings, Flavor::Elf)));
         }
-        replaced.push(new);
-    }
-    // Old and new sizes of replaced sections, by old index, for the symbols defined in them.
-    let mut resized: Vec<Option<(u64, u64)>> = vec![None; count];
-    for (s, new) in kept.iter().zip(&replaced) {
-        if let (Some(old), Some(new)) = (s.old_index, new) {
-            resized[old] = Some((s.data.len() as u64, new.len() as u64));
-        }
+        tables
     }
 
-    // Contents that change.
-    let mut contents: Vec<Cow<'a, [u8]>> = Vec::with_capacity(kept.len());
-    for (s, new) in kept.iter_mut().zip(replaced) {
-        let h = &mut s.header;
-        let old = s.old_index;
-        let data: Cow<'a, [u8]> = match old {
-            Some(_) if new.is_some() => Cow::Owned(new.expect("checked")),
-            Some(old) if h.sh_type == SHT_STRTAB && h.flags & SHF_ALLOC == 0 => {
-                Cow::Owned(table_of(old).expect("built above").bytes.clone())
+    /// New contents asked of `replace`, in output order: only for sections of plain data that
+    /// nothing relocates.
+    fn replacements(
+        &self,
+        kept: &[Section<'a>],
+        replace: &Replace<'_>,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        let mut replaced = Vec::with_capacity(kept.len());
+        for s in kept {
+            let plain = s.old_index.is_some()
+                && (s.header.sh_type == SHT_PROGBITS || s.header.sh_type == SHT_LLVM_OFFLOADING);
+            let new = if plain {
+                replace(s.header.name, s.data)
+            } else {
+                None
+            };
+            if let (Some(old), Some(_)) = (s.old_index, &new) {
+                if kept
+                    .iter()
+                    .any(|r| r.header.relocates() && r.header.info as usize == old)
+                {
+                    let section = Name::of(s.header.name);
+                    let kind = ErrorKind::ReplacedButRelocated { section };
+                    return Err(Error::new(self.header_at(old), kind));
+                }
             }
-            Some(_) if h.sh_type == SHT_SYMTAB => {
-                let table = table_of(h.link as usize)
-                    .ok_or_else(|| bad(h.offset, "symbol table: its string table is allocated"))?;
-                let mut out = Vec::with_capacity(symbols.len() * l.sym_size() as usize);
-                let mut last_local = 0;
-                for (k, sym) in symbols.iter().enumerate() {
-                    let start = out.len();
-                    l.put32(&mut out, table.offset(sym.name));
-                    let shndx_at = if l.is64 { 6 } else { 14 };
-                    out.extend_from_slice(&sym.raw[4..shndx_at]);
-                    let shndx = if sym.shndx != 0 && sym.shndx < SHN_LORESERVE {
-                        new_index[sym.shndx as usize]
-                    } else {
-                        sym.shndx
-                    };
-                    l.put16(&mut out, shndx as u16);
-                    out.extend_from_slice(&sym.raw[shndx_at + 2..]);
-                    let in_replaced = (sym.shndx != 0 && sym.shndx < SHN_LORESERVE)
-                        .then(|| resized[sym.shndx as usize])
-                        .flatten();
-                    if let Some((old_size, new_size)) = in_replaced {
-                        let (value_at, size_at) = if l.is64 { (8, 16) } else { (4, 8) };
-                        let value = l.word(sym.raw, value_at);
-                        let size = l.word(sym.raw, size_at);
-                        let size = if value == 0 && size == old_size {
-                            // A symbol for the whole section follows its new size.
-                            new_size
-                        } else if value.saturating_add(size) <= new_size {
-                            size
-                        } else {
-                            return Err(bad(
-                                h.offset + (k as u64) * l.sym_size(),
-                                format!(
-                                    "symbol '{}' points into bytes the rewrite removes",
-                                    display(sym.name)
-                                ),
-                            ));
-                        };
-                        let mut field = Vec::new();
-                        l.put_word(&mut field, size);
-                        let at = start + size_at;
-                        out[at..at + field.len()].copy_from_slice(&field);
-                    }
-                    if sym.binding == STB_LOCAL {
-                        last_local = k;
-                    }
-                }
-                h.info = last_local as u32 + 1;
-                h.entsize = l.sym_size();
-                h.align = l.word_align();
-                Cow::Owned(out)
+            replaced.push(new);
+        }
+        Ok(replaced)
+    }
+}
+
+/// The string tables built anew, by the input index of their section.
+struct StringTables(Vec<(usize, StringTable)>);
+
+impl StringTables {
+    fn get(&self, old: usize) -> Option<&StringTable> {
+        self.0.iter().find(|(i, _)| *i == old).map(|(_, t)| t)
+    }
+}
+
+impl<'a, Elf: Class> Input<'a, Elf> {
+    /// The contents of the output's sections, in order; their headers get the sizes, links and
+    /// indexes those contents need.
+    fn contents(
+        &self,
+        kept: &mut [Section<'a>],
+        replaced: Vec<Option<Vec<u8>>>,
+        renumbering: &Renumbering,
+        tables: &StringTables,
+    ) -> Result<Vec<Cow<'a, [u8]>>> {
+        // Old and new sizes of replaced sections, by input index, for the symbols in them.
+        let mut resized: Vec<Option<(u64, u64)>> = vec![None; self.count];
+        for (s, new) in kept.iter().zip(&replaced) {
+            if let (Some(old), Some(new)) = (s.old_index, new) {
+                resized[old] = Some((s.data.len() as u64, new.len() as u64));
             }
-            Some(old) if is_reloc(h) => {
-                let rela = h.sh_type == SHT_RELA;
-                let entry = l.rel_size(rela);
-                if h.entsize != entry || s.data.len() as u64 % entry != 0 {
-                    return Err(bad(
-                        header_at(old) as u64,
-                        format!(
-                            "section '{}': entry size {} and size {} do not fit relocations of {entry} bytes",
-                            display(h.name),
-                            h.entsize,
-                            s.data.len()
-                        ),
-                    ));
-                }
-                if h.link as usize == symtab_index.unwrap_or(usize::MAX) {
-                    for (k, r) in s.data.chunks_exact(entry as usize).enumerate() {
-                        let info = l.word(r, l.word_align() as usize);
-                        let sym = if l.is64 { info >> 32 } else { info >> 8 };
-                        if sym as usize >= symbols.len() {
-                            return Err(bad(
-                                h.offset + k as u64 * entry,
-                                format!(
-                                    "section '{}': relocation {k} refers to symbol {sym}, but the symbol table has {} entries",
-                                    display(h.name),
-                                    symbols.len()
-                                ),
-                            ));
-                        }
-                    }
-                }
+        }
+        let mut contents = Vec::with_capacity(kept.len());
+        for (s, new) in kept.iter_mut().zip(replaced) {
+            let Some(old) = s.old_index else {
+                contents.push(Cow::Borrowed(s.data));
+                continue;
+            };
+            let h = &mut s.header;
+            let data: Cow<'a, [u8]> = if let Some(new) = new {
+                Cow::Owned(new)
+            } else if h.is_unloaded_strings() {
+                Cow::Owned(tables.get(old).expect("built for it").bytes.clone())
+            } else if h.sh_type == SHT_SYMTAB {
+                Cow::Owned(self.symbol_table(h, tables, &renumbering.new_index, &resized)?)
+            } else if h.relocates() {
+                self.check_relocations(h, s.data, old)?;
                 if h.info != 0 {
-                    h.info = new_index[h.info as usize];
+                    h.info = renumbering.new_index[h.info as usize];
                 }
-                h.align = l.word_align();
+                h.align = word_size::<Elf>();
                 Cow::Borrowed(s.data)
+            } else if h.sh_type == SHT_GROUP {
+                Cow::Owned(self.group(old, renumbering)?)
+            } else {
+                Cow::Borrowed(s.data)
+            };
+            if h.sh_type != SHT_NOBITS {
+                h.size = data.len() as u64;
             }
-            Some(old) if h.sh_type == SHT_GROUP => {
-                let members = group_members(l, s.data, h.name, header_at(old) as u64, count)?;
-                let mut out = Vec::with_capacity(4 * (members.len() + 1));
-                l.put32(&mut out, l.u32(s.data, 0));
-                for m in members {
-                    if !gone[m as usize] {
-                        l.put32(&mut out, new_index[m as usize]);
-                    }
-                }
-                Cow::Owned(out)
+            if h.link != 0 {
+                h.link = renumbering.new_index[h.link as usize];
             }
-            _ => Cow::Borrowed(s.data),
-        };
-        if h.sh_type != SHT_NOBITS {
-            h.size = data.len() as u64;
+            contents.push(data);
         }
-        if h.link != 0 && old.is_some() {
-            h.link = new_index[h.link as usize];
-        }
-        contents.push(data);
+        Ok(contents)
     }
 
-    // Layout.
+    /// The symbol table written anew: names in the new string table, new section indexes, the
+    /// sizes of symbols covering a whole replaced section following it. Sets the header's
+    /// `sh_info` (one past the last local symbol), entry size and alignment.
+    fn symbol_table(
+        &self,
+        h: &mut Header<'a>,
+        tables: &StringTables,
+        new_index: &[u32],
+        resized: &[Option<(u64, u64)>],
+    ) -> Result<Vec<u8>> {
+        let e = self.e;
+        let names = tables
+            .get(h.link as usize)
+            .ok_or(Error::new(h.offset, ErrorKind::SymbolNamesAllocated))?;
+        let entry = size_of::<Elf::Sym>();
+        let mut out = Vec::with_capacity(self.symbols.len() * entry);
+        let mut last_local = 0;
+        for (k, sym) in self.symbols.iter().enumerate() {
+            let in_section = sym.shndx != 0 && sym.shndx < u32::from(SHN_LORESERVE);
+            let shndx = if in_section {
+                new_index[sym.shndx as usize]
+            } else {
+                sym.shndx
+            };
+            let size = match in_section.then(|| resized[sym.shndx as usize]).flatten() {
+                Some((old_size, new_size)) => {
+                    let value: u64 = sym.raw.st_value(e).into();
+                    let size: u64 = sym.raw.st_size(e).into();
+                    if value == 0 && size == old_size {
+                        // A symbol for the whole section follows its new size.
+                        Some(new_size)
+                    } else if value.saturating_add(size) <= new_size {
+                        Some(size)
+                    } else {
+                        let symbol = Name::of(sym.name);
+                        let at = h.offset + (k * entry) as u64;
+                        return Err(Error::new(at, ErrorKind::SymbolInRemovedBytes { symbol }));
+                    }
+                }
+                None => None,
+            };
+            let name = names.offset(sym.name);
+            let new = Elf::new_symbol(e, sym.raw, name, shndx as u16, size);
+            out.extend_from_slice(pod::bytes_of(&new));
+            if sym.raw.st_bind() == STB_LOCAL {
+                last_local = k;
+            }
+        }
+        h.info = last_local as u32 + 1;
+        h.entsize = entry as u64;
+        h.align = word_size::<Elf>();
+        Ok(out)
+    }
+
+    /// Checks that the relocation section `h` (input index `old`) holds whole entries that
+    /// name symbols of the symbol table.
+    fn check_relocations(&self, h: &Header<'a>, data: &[u8], old: usize) -> Result<()> {
+        let e = self.e;
+        let rela = h.sh_type == SHT_RELA;
+        let entry = if rela {
+            size_of::<Elf::Rela>()
+        } else {
+            size_of::<Elf::Rel>()
+        } as u64;
+        if h.entsize != entry || data.len() as u64 % entry != 0 {
+            let kind = ErrorKind::RelocationEntries {
+                section: Name::of(h.name),
+                entsize: h.entsize,
+                size: data.len(),
+                entry,
+            };
+            return Err(Error::new(self.header_at(old), kind));
+        }
+        if Some(h.link as usize) != self.symtab_index {
+            return Ok(());
+        }
+        let symbols: Vec<u32> = if rela {
+            let relocations = records::<Elf::Rela>(data).iter();
+            relocations.map(|r| r.r_sym(e, false)).collect()
+        } else {
+            records::<Elf::Rel>(data)
+                .iter()
+                .map(|r| r.r_sym(e))
+                .collect()
+        };
+        let count = self.symbols.len();
+        match symbols.iter().position(|&sym| sym as usize >= count) {
+            Some(index) => {
+                let kind = ErrorKind::RelocationSymbol {
+                    section: Name::of(h.name),
+                    index,
+                    symbol: symbols[index],
+                    count,
+                };
+                Err(Error::new(h.offset + index as u64 * entry, kind))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// The group section at input index `old` written anew: its flag word, then the new
+    /// indexes of the members that stay.
+    fn group(&self, old: usize, renumbering: &Renumbering) -> Result<Vec<u8>> {
+        let s = self.section(old);
+        let members = self.group_members(s)?;
+        let mut out = Vec::with_capacity(4 * (members.len() + 1));
+        out.extend_from_slice(&s.data[..4]);
+        for m in members
+            .into_iter()
+            .filter(|&m| !renumbering.gone[m as usize])
+        {
+            let new = U32::<Endianness>::new(self.e, renumbering.new_index[m as usize]);
+            out.extend_from_slice(pod::bytes_of(&new));
+        }
+        Ok(out)
+    }
+
+    /// The member section indexes of the group section `s`, checked.
+    fn group_members(&self, s: &Section<'a>) -> Result<Vec<u32>> {
+        let at = self.header_at(s.old_index.expect("input section"));
+        let section = || Name::of(s.header.name);
+        let size = s.data.len();
+        if size < 4 || size % 4 != 0 {
+            return Err(Error::new(
+                at,
+                ErrorKind::GroupSize {
+                    section: section(),
+                    size,
+                },
+            ));
+        }
+        records::<U32<Endianness>>(&s.data[4..])
+            .iter()
+            .map(|w| match w.get(self.e) {
+                m if m == 0 || m as usize >= self.count => Err(Error::new(
+                    at,
+                    ErrorKind::GroupMember {
+                        section: section(),
+                        member: m,
+                    },
+                )),
+                m => Ok(m),
+            })
+            .collect()
+    }
+}
+
+/// New file offsets, as llvm-objcopy lays them out: after the ELF header, sections in the
+/// order of their old offsets (added ones last, ties in index order), each at the next
+/// multiple of its alignment; then the section header table. Returns the offsets, the
+/// table's offset and the size of the file.
+fn lay_out<Elf: Class>(kept: &[Section<'_>]) -> (Vec<u64>, u64, u64) {
     let mut order: Vec<usize> = (0..kept.len()).collect();
     order.sort_by_key(|&k| kept[k].header.offset);
-    let mut cursor = l.ehdr_size();
+    let mut cursor = size_of::<Elf>() as u64;
     let mut offsets = vec![0u64; kept.len()];
     for &k in &order {
         let h = &kept[k].header;
@@ -746,85 +974,39 @@ pub(super) fn rewrite<'a>(
             cursor += h.size;
         }
     }
-    let shoff = align_to(cursor, l.word_align());
-    let size = shoff + total as u64 * l.shdr_size();
+    let shoff = align_to(cursor, word_size::<Elf>());
+    let count = kept.len() as u64 + 1;
+    (
+        offsets,
+        shoff,
+        shoff + count * size_of::<Elf::SectionHeader>() as u64,
+    )
+}
 
+/// The output: the file header, the sections' contents at their new offsets, the section
+/// header table (a null header first).
+fn write<'a, Elf: Class>(
+    input: &Input<'a, Elf>,
+    kept: &[Section<'a>],
+    contents: Vec<Cow<'a, [u8]>>,
+    names: &StringTable,
+    names_index: u16,
+) -> Rewritten<'a> {
+    let e = input.e;
+    let (offsets, shoff, size) = lay_out::<Elf>(kept);
+    let count = kept.len() as u16 + 1;
     let mut out = Rewritten::default();
-    let mut ehdr = Vec::with_capacity(ehdr_size);
-    ehdr.extend_from_slice(&[
-        0x7f, b'E', b'L', b'F', file[4], file[5], 1, file[7], file[8],
-    ]);
-    ehdr.resize(16, 0);
-    l.put16(&mut ehdr, 1);
-    l.put16(&mut ehdr, e_machine);
-    l.put32(&mut ehdr, e_version);
-    l.put_word(&mut ehdr, e_entry);
-    l.put_word(&mut ehdr, 0);
-    l.put_word(&mut ehdr, shoff);
-    l.put32(&mut ehdr, e_flags);
-    l.put16(&mut ehdr, ehdr_size as u16);
-    l.put16(&mut ehdr, 0);
-    l.put16(&mut ehdr, 0);
-    l.put16(&mut ehdr, l.shdr_size() as u16);
-    l.put16(&mut ehdr, total as u16);
-    l.put16(&mut ehdr, new_index[e_shstrndx as usize] as u16);
-    out.push(0, ehdr);
-
-    let mut headers = vec![0u8; l.shdr_size() as usize];
-    for (k, (s, data)) in kept.iter().zip(contents).enumerate() {
+    let header = Elf::new_file_header(e, input.header, shoff, count, names_index);
+    out.push(0, pod::bytes_of(&header).to_vec());
+    let mut headers = vec![0u8; size_of::<Elf::SectionHeader>()];
+    for ((s, data), &offset) in kept.iter().zip(contents).zip(&offsets) {
         let h = &s.header;
-        let name = names.offset(h.name);
-        l.put32(&mut headers, name);
-        l.put32(&mut headers, h.sh_type);
-        l.put_word(&mut headers, h.flags);
-        l.put_word(&mut headers, h.addr);
-        l.put_word(&mut headers, offsets[k]);
-        l.put_word(&mut headers, h.size);
-        l.put32(&mut headers, h.link);
-        l.put32(&mut headers, h.info);
-        l.put_word(&mut headers, h.align);
-        l.put_word(&mut headers, h.entsize);
+        let header = Elf::new_section_header(e, names.offset(h.name), h, offset);
+        headers.extend_from_slice(pod::bytes_of(&header));
         if h.sh_type != SHT_NOBITS {
-            out.push(offsets[k], data);
+            out.push(offset, data);
         }
     }
     out.push(shoff, headers);
-    Ok(out.finish(size))
-}
-
-/// The member section indexes of a group section, checked.
-fn group_members(
-    l: Layout,
-    data: &[u8],
-    name: &[u8],
-    at: u64,
-    count: usize,
-) -> Result<Vec<u32>, Error> {
-    if data.len() < 4 || data.len() % 4 != 0 {
-        return Err(bad(
-            at,
-            format!(
-                "group section '{}' has size {}, not a multiple of 4",
-                display(name),
-                data.len()
-            ),
-        ));
-    }
-    data[4..]
-        .chunks_exact(4)
-        .map(|w| {
-            let m = l.u32(w, 0);
-            if m == 0 || m as usize >= count {
-                Err(bad(
-                    at,
-                    format!(
-                        "group section '{}' names section {m}, which does not exist",
-                        display(name)
-                    ),
-                ))
-            } else {
-                Ok(m)
-            }
-        })
-        .collect()
+    out.finish(size)
 }

@@ -129,7 +129,7 @@ pub fn add_sections<'a>(
 ) -> Result<Rewritten<'a>, Error> {
     match FileKind::parse(host) {
         Ok(FileKind::Elf32 | FileKind::Elf64) => {
-            elf::rewrite(host, added, &|_| false, &|_, _| None)
+            elf::rewrite(host, added, &|_| false, &|_, _| None).map_err(Error::from)
         }
         Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
             coff::rewrite(host, added, &|_| false, &|_, _| None)
@@ -145,7 +145,9 @@ pub fn remove_sections<'a>(
     remove: &dyn Fn(&[u8]) -> bool,
 ) -> Result<Rewritten<'a>, Error> {
     match FileKind::parse(host) {
-        Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove, &|_, _| None),
+        Ok(FileKind::Elf32 | FileKind::Elf64) => {
+            elf::rewrite(host, &[], remove, &|_, _| None).map_err(Error::from)
+        }
         Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
             coff::rewrite(host, &[], remove, &|_, _| None)
         }
@@ -166,7 +168,9 @@ pub fn rewrite_sections<'a>(
     replace: &Replace<'_>,
 ) -> Result<Rewritten<'a>, Error> {
     match FileKind::parse(host) {
-        Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove, replace),
+        Ok(FileKind::Elf32 | FileKind::Elf64) => {
+            elf::rewrite(host, &[], remove, replace).map_err(Error::from)
+        }
         Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
             coff::rewrite(host, &[], remove, replace)
         }

@@ -1,0 +1,542 @@
+//! The ELF side of rewriting a linked program or shared library: reading its headers, the
+//! dynamic relocations and HIP wrappers that point into `.hip_fatbin`, and writing a
+//! [plan](super::plan) out: new program headers (the segment split when sections follow
+//! `.hip_fatbin` in it), section headers, pointers, and the rest of the file moved back by a
+//! multiple of the segments' alignment, so that every virtual address stays and every
+//! segment's offset stays congruent to its address.
+//!
+//! Only 64-bit little-endian files (x86-64, AArch64) are read.
+
+use std::mem::{offset_of, size_of};
+
+use object::elf::{
+    FileHeader64, ProgramHeader64, Rela64, RelocationType, SectionHeader64, Sym64, ELFCLASS64,
+    ELFDATA2LSB, ELFMAG, EM_AARCH64, EM_X86_64, PT_LOAD, PT_PHDR, R_AARCH64_RELATIVE,
+    R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_RELA,
+};
+use object::pod::{self, Pod};
+use object::{LittleEndian as LE, U32, U64};
+
+use super::plan::{self, ContainerSize, Cut, Packing, Patch, Pointer, RewriteContainer, Section};
+use crate::container::error::{Error, ErrorKind, Name, Result};
+use crate::container::objcopy::Rewritten;
+
+/// The section of HIP device code.
+const HIP_FATBIN: &str = ".hip_fatbin";
+/// The section of the wrappers that register `.hip_fatbin`'s bundles with the HIP runtime.
+const HIP_WRAPPERS: &str = ".hipFatBinSegment";
+/// The magic of a HIP wrapper, `"FPIH"` read little-endian.
+const HIP_WRAPPER_MAGIC: u32 = 0x4849_5046;
+
+/// A HIP wrapper (`__CudaFatBinaryWrapper`'s HIP twin): its `binary` points at a bundle.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+struct HipWrapper {
+    magic: U32<LE>,
+    version: U32<LE>,
+    binary: U64<LE>,
+    unused: U64<LE>,
+}
+
+// SAFETY: the structure holds byte arrays only (alignment 1, no padding), and every bit
+// pattern is a valid value.
+unsafe impl Pod for HipWrapper {}
+
+/// A linked ELF program as read: its headers, borrowed from the file.
+struct Program<'a> {
+    file: &'a [u8],
+    header: &'a FileHeader64<LE>,
+    segments: &'a [ProgramHeader64<LE>],
+    sections: &'a [SectionHeader64<LE>],
+    /// The section name string table.
+    names: &'a [u8],
+    /// The machine's relative relocation, the one that sets a wrapper's pointer.
+    relative: RelocationType,
+}
+
+/// Rewrites the `.hip_fatbin` of the ELF program or library `file`; see
+/// [`rewrite_hip_fatbin`](super::rewrite_hip_fatbin).
+pub fn rewrite<'a>(
+    file: &'a [u8],
+    container_size: &ContainerSize<'_>,
+    rewrite_container: &RewriteContainer<'_>,
+) -> Result<Option<Rewritten<'a>>> {
+    let program = Program::read(file)?;
+    let Some(fatbin) = program.section_named(HIP_FATBIN) else {
+        return Ok(None);
+    };
+    let section = program.section(fatbin)?;
+    let Some(packing) = plan::pack(&section, container_size, rewrite_container)? else {
+        return Ok(None);
+    };
+    let pointers = program.pointers_into(&section, fatbin)?;
+    let pointers = packing.retarget(&section, &pointers)?;
+    let layout = Layout::new(&program, &section, packing.bytes.len())?;
+    if layout.cut.len == 0 {
+        // Too little room to move anything: the packed bundles stay in the section's place,
+        // zeros after them, and only the pointers change.
+        let patches: Vec<Patch> = pointers.iter().map(|p| pointer_patch(p, p.at)).collect();
+        return plan::in_place(file, &section, &packing.bytes, &patches).map(Some);
+    }
+    let patches = program.patches(&layout, fatbin, &packing, &pointers);
+    plan::with_cut(file, &section, packing.bytes, layout.cut, patches).map(Some)
+}
+
+impl<'a> Program<'a> {
+    /// Reads and checks the headers of `file`.
+    fn read(file: &'a [u8]) -> Result<Self> {
+        let (header, _) = pod::from_bytes::<FileHeader64<LE>>(file)
+            .ok()
+            .filter(|(h, _)| h.e_ident.magic == ELFMAG)
+            .ok_or(Error::new(0, ErrorKind::NotElf))?;
+        if header.e_ident.class != ELFCLASS64 || header.e_ident.data != ELFDATA2LSB {
+            let at = offset_of!(FileHeader64<LE>, e_ident) + 4;
+            return Err(Error::new(at as u64, ErrorKind::UnsupportedProgramClass));
+        }
+        let relative = match header.e_machine.get(LE) {
+            EM_X86_64 => R_X86_64_RELATIVE,
+            EM_AARCH64 => R_AARCH64_RELATIVE,
+            machine => {
+                let at = offset_of!(FileHeader64<LE>, e_machine) as u64;
+                let machine = machine.0;
+                return Err(Error::new(at, ErrorKind::UnsupportedMachine { machine }));
+            }
+        };
+        if usize::from(header.e_phentsize.get(LE)) != size_of::<ProgramHeader64<LE>>()
+            || usize::from(header.e_shentsize.get(LE)) != size_of::<SectionHeader64<LE>>()
+        {
+            let at = offset_of!(FileHeader64<LE>, e_phentsize) as u64;
+            return Err(Error::new(at, ErrorKind::HeaderEntrySize));
+        }
+        let segments =
+            table::<ProgramHeader64<LE>>(file, header.e_phoff.get(LE), header.e_phnum.get(LE));
+        let sections =
+            table::<SectionHeader64<LE>>(file, header.e_shoff.get(LE), header.e_shnum.get(LE));
+        let names_index = usize::from(header.e_shstrndx.get(LE).0);
+        let (Some(segments), Some(sections)) = (segments, sections) else {
+            let at = offset_of!(FileHeader64<LE>, e_phoff) as u64;
+            return Err(Error::new(at, ErrorKind::HeadersOutsideFile));
+        };
+        let names = sections
+            .get(names_index)
+            .ok_or(Error::new(
+                offset_of!(FileHeader64<LE>, e_phoff) as u64,
+                ErrorKind::HeadersOutsideFile,
+            ))
+            .and_then(|s| {
+                let (offset, size) = (s.sh_offset.get(LE) as usize, s.sh_size.get(LE) as usize);
+                file.get(offset..offset.saturating_add(size))
+                    .ok_or(Error::new(
+                        header.e_shoff.get(LE),
+                        ErrorKind::OutsideFile {
+                            what: "the section name table".into(),
+                        },
+                    ))
+            })?;
+        Ok(Program {
+            file,
+            header,
+            segments,
+            sections,
+            names,
+            relative,
+        })
+    }
+
+    /// The name of section `s` (empty when the name table does not hold it).
+    fn name(&self, s: &SectionHeader64<LE>) -> &'a [u8] {
+        self.names
+            .get(s.sh_name.get(LE) as usize..)
+            .and_then(|r| r.split(|&c| c == 0).next())
+            .unwrap_or_default()
+    }
+
+    /// The index of the first section named `name`.
+    fn section_named(&self, name: &str) -> Option<usize> {
+        self.sections
+            .iter()
+            .position(|s| self.name(s) == name.as_bytes())
+    }
+
+    /// The bytes of section `s`, or an error naming it as `what`.
+    fn bytes_of(&self, s: &SectionHeader64<LE>, what: impl FnOnce() -> String) -> Result<&'a [u8]> {
+        let offset = s.sh_offset.get(LE);
+        self.file
+            .get(offset as usize..offset.saturating_add(s.sh_size.get(LE)) as usize)
+            .ok_or_else(|| Error::new(offset, ErrorKind::OutsideFile { what: what() }))
+    }
+
+    /// The section of containers, at index `index`.
+    fn section(&self, index: usize) -> Result<Section<'a>> {
+        let s = &self.sections[index];
+        let (offset, size) = (s.sh_offset.get(LE) as usize, s.sh_size.get(LE) as usize);
+        let data = offset
+            .checked_add(size)
+            .and_then(|end| self.file.get(offset..end))
+            .ok_or_else(|| {
+                Error::new(
+                    s.sh_offset.get(LE),
+                    ErrorKind::OutsideFile {
+                        what: HIP_FATBIN.into(),
+                    },
+                )
+            })?;
+        Ok(Section {
+            name: HIP_FATBIN,
+            data,
+            offset: offset as u64,
+            address: s.sh_addr.get(LE),
+        })
+    }
+
+    /// Every place that holds an address inside `section` (at index `index`): the addends of
+    /// the relative dynamic relocations, then the HIP wrappers' pointers.
+    fn pointers_into(&self, section: &Section<'_>, index: usize) -> Result<Vec<Pointer>> {
+        let mut pointers = self.relocated_pointers(section, index)?;
+        if let Some(wrappers) = self.section_named(HIP_WRAPPERS) {
+            pointers.extend(self.wrapper_pointers(wrappers)?);
+        }
+        Ok(pointers)
+    }
+
+    /// The relative dynamic relocations whose addend lies in `section`. No relocation may name
+    /// a dynamic symbol defined there, since its bytes move.
+    fn relocated_pointers(&self, section: &Section<'_>, index: usize) -> Result<Vec<Pointer>> {
+        let dynsym = self
+            .sections
+            .iter()
+            .find(|s| s.sh_type.get(LE) == SHT_DYNSYM)
+            .and_then(|s| self.bytes_of(s, String::new).ok())
+            .unwrap_or_default();
+        let symbols = records::<Sym64<LE>>(dynsym);
+        let defined_in_section = |symbol: u32| {
+            symbols
+                .get(symbol as usize)
+                .is_some_and(|sym| usize::from(sym.st_shndx.get(LE).0) == index)
+        };
+        let mut pointers = Vec::new();
+        for s in self
+            .sections
+            .iter()
+            .filter(|s| s.sh_type.get(LE) == SHT_RELA && s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0)
+        {
+            const ENTRY: usize = size_of::<Rela64<LE>>();
+            if s.sh_entsize.get(LE) != ENTRY as u64 {
+                continue;
+            }
+            let bytes = self.bytes_of(s, || format!("'{}'", Name::of(self.name(s))))?;
+            for (k, r) in records::<Rela64<LE>>(bytes).iter().enumerate() {
+                let at = s.sh_offset.get(LE) + (k * ENTRY) as u64;
+                let symbol = r.r_sym(LE, false);
+                if symbol != 0 && defined_in_section(symbol) {
+                    let section = section.name.to_string();
+                    return Err(Error::new(
+                        at,
+                        ErrorKind::RelocationToMovingSymbol { section },
+                    ));
+                }
+                let addend = r.r_addend.get(LE) as u64;
+                if r.r_type(LE, false) == self.relative && section.holds(addend) {
+                    pointers.push(Pointer {
+                        at: at + offset_of!(Rela64<LE>, r_addend) as u64,
+                        target: addend,
+                    });
+                }
+            }
+        }
+        Ok(pointers)
+    }
+
+    /// The pointers of the HIP wrappers in section `index` that are set in the file.
+    fn wrapper_pointers(&self, index: usize) -> Result<Vec<Pointer>> {
+        let s = &self.sections[index];
+        let bytes = self.bytes_of(s, || HIP_WRAPPERS.into())?;
+        const ENTRY: usize = size_of::<HipWrapper>();
+        Ok(records::<HipWrapper>(bytes)
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.magic.get(LE) == HIP_WRAPPER_MAGIC && w.binary.get(LE) != 0)
+            .map(|(k, w)| Pointer {
+                at: s.sh_offset.get(LE) + (k * ENTRY + offset_of!(HipWrapper, binary)) as u64,
+                target: w.binary.get(LE),
+            })
+            .collect())
+    }
+
+    /// What to lay over the moved file: the ELF header, the program header table, the
+    /// pointers and the section header table.
+    fn patches(
+        &self,
+        layout: &Layout,
+        fatbin: usize,
+        packing: &Packing,
+        pointers: &[Pointer],
+    ) -> Vec<Patch> {
+        let phoff = self.header.e_phoff.get(LE);
+        let shoff = self.header.e_shoff.get(LE);
+        let mut header = *self.header;
+        if let Some(at) = layout.table_at {
+            header.e_phoff.set(LE, at);
+            header.e_phnum.set(LE, layout.segment_count as u16);
+        }
+        header.e_shoff.set(LE, layout.cut.moved(shoff));
+        let mut patches = vec![
+            Patch {
+                at: 0,
+                bytes: pod::bytes_of(&header).to_vec(),
+            },
+            Patch {
+                at: layout.table_at.unwrap_or(phoff),
+                bytes: self.program_headers(layout),
+            },
+        ];
+        patches.extend(
+            pointers
+                .iter()
+                .map(|p| pointer_patch(p, layout.cut.moved(p.at))),
+        );
+        let mut headers = Vec::with_capacity(std::mem::size_of_val(self.sections));
+        for (i, s) in self.sections.iter().enumerate() {
+            let mut s = *s;
+            s.sh_offset.set(LE, layout.cut.moved(s.sh_offset.get(LE)));
+            if i == fatbin {
+                s.sh_size.set(LE, packing.bytes.len() as u64);
+            }
+            headers.extend_from_slice(pod::bytes_of(&s));
+        }
+        patches.push(Patch {
+            at: layout.cut.moved(shoff),
+            bytes: headers,
+        });
+        patches.sort_by_key(|p| p.at);
+        patches
+    }
+
+    /// The new program header table: the segment of `.hip_fatbin` ends after the packed
+    /// bundles (and the table, when it moves there), and, when split, a second segment maps
+    /// what followed at its old address.
+    fn program_headers(&self, layout: &Layout) -> Vec<u8> {
+        let mut table = Vec::with_capacity(layout.segment_count * size_of::<ProgramHeader64<LE>>());
+        for (i, p) in self.segments.iter().enumerate() {
+            let mut p = *p;
+            if i == layout.load {
+                let (offset, vaddr) = (p.p_offset.get(LE), p.p_vaddr.get(LE));
+                let (filesz, memsz) = (p.p_filesz.get(LE), p.p_memsz.get(LE));
+                let mut first = p;
+                first.p_filesz.set(LE, layout.first_end - offset);
+                first.p_memsz.set(LE, layout.first_end - offset);
+                table.extend_from_slice(pod::bytes_of(&first));
+                if let Some(second_va) = layout.second {
+                    let second_off = offset + (second_va - vaddr);
+                    let mut second = p;
+                    second.p_offset.set(LE, second_off - layout.cut.len);
+                    second.p_vaddr.set(LE, second_va);
+                    second
+                        .p_paddr
+                        .set(LE, p.p_paddr.get(LE) + (second_va - vaddr));
+                    second
+                        .p_filesz
+                        .set(LE, (offset + filesz).saturating_sub(second_off));
+                    second
+                        .p_memsz
+                        .set(LE, (vaddr + memsz).saturating_sub(second_va));
+                    table.extend_from_slice(pod::bytes_of(&second));
+                }
+                continue;
+            }
+            if p.p_type.get(LE) == PT_PHDR {
+                if let Some(at) = layout.table_at {
+                    let size = (layout.segment_count * size_of::<ProgramHeader64<LE>>()) as u64;
+                    p.p_offset.set(LE, at);
+                    p.p_vaddr.set(LE, layout.address_of(at));
+                    p.p_paddr.set(LE, layout.address_of(at));
+                    p.p_filesz.set(LE, size);
+                    p.p_memsz.set(LE, size);
+                }
+            } else {
+                p.p_offset.set(LE, layout.cut.moved(p.p_offset.get(LE)));
+            }
+            table.extend_from_slice(pod::bytes_of(&p));
+        }
+        table
+    }
+}
+
+/// The table of `count` records of `T` at `offset`, when it lies in the file.
+fn table<T: Pod>(file: &[u8], offset: u64, count: u16) -> Option<&[T]> {
+    let offset = usize::try_from(offset).ok()?;
+    let count = usize::from(count);
+    offset
+        .checked_add(count * size_of::<T>())
+        .filter(|&end| end <= file.len())?;
+    pod::slice_from_bytes(&file[offset..], count)
+        .ok()
+        .map(|(t, _)| t)
+}
+
+/// The whole records of `T` that `bytes` holds (a trailing part of one is left out).
+fn records<T: Pod>(bytes: &[u8]) -> &[T] {
+    pod::slice_from_bytes(bytes, bytes.len() / size_of::<T>()).map_or(&[], |(records, _)| records)
+}
+
+/// The pointer `p` written at `at` of the new file: an address, 64-bit little-endian.
+fn pointer_patch(p: &Pointer, at: u64) -> Patch {
+    Patch {
+        at,
+        bytes: p.target.to_le_bytes().to_vec(),
+    }
+}
+
+/// Where the ELF structures go once the bundles are packed.
+struct Layout {
+    /// The index of the segment that loads `.hip_fatbin`.
+    load: usize,
+    /// The file offset and address of that segment.
+    segment_offset: u64,
+    segment_address: u64,
+    /// The address the second part of a split segment starts at.
+    second: Option<u64>,
+    /// The new offset of the program header table, when it moves.
+    table_at: Option<u64>,
+    /// The number of program headers.
+    segment_count: usize,
+    /// The file offset where the (first part of the) segment now ends.
+    first_end: u64,
+    /// The bytes that go.
+    cut: Cut,
+}
+
+impl Layout {
+    /// Lays out the program when the bundles of `section` are packed into `packed` bytes.
+    fn new(program: &Program<'_>, section: &Section<'_>, packed: usize) -> Result<Layout> {
+        let (load, seg) = program.loading_segment(section)?;
+        let phoff = program.header.e_phoff.get(LE);
+        let (f_va, old_end) = (section.address, section.end());
+        let seg_offset = seg.p_offset.get(LE);
+        let seg_address = seg.p_vaddr.get(LE);
+        let seg_file_end = seg_offset + seg.p_filesz.get(LE);
+        let seg_mem_end = seg_address + seg.p_memsz.get(LE);
+        let section_va_end = f_va + section.data.len() as u64;
+        // The first address after the section that a loaded section of the segment needs.
+        let follower = program
+            .sections
+            .iter()
+            .filter(|s| {
+                s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0
+                    && s.sh_addr.get(LE) >= section_va_end
+                    && s.sh_size.get(LE) > 0
+            })
+            .map(|s| s.sh_addr.get(LE));
+        let followers = follower.clone().any(|addr| addr < seg_mem_end);
+        let split = followers && seg_file_end > old_end;
+        let segment_count = program.segments.len() + usize::from(split);
+        let packed_end = section.offset + packed as u64;
+        // A table that lay after the section in its segment (put there by an earlier rewrite)
+        // must follow the packed bundles too, or it would fall out of the segment.
+        let table_after = phoff >= old_end && phoff < seg_file_end;
+        let (table_at, first_end) = if split || table_after {
+            let at = packed_end.next_multiple_of(8);
+            let size = (segment_count * size_of::<ProgramHeader64<LE>>()) as u64;
+            (Some(at), at + size)
+        } else {
+            (None, packed_end)
+        };
+        let page = seg.p_align.get(LE).max(4096);
+        let align = program
+            .segments
+            .iter()
+            .filter(|p| p.p_type.get(LE) == PT_LOAD && p.p_offset.get(LE) >= old_end)
+            .map(|p| p.p_align.get(LE))
+            .chain([page])
+            .max()
+            .unwrap_or(page);
+        let mut layout = Layout {
+            load,
+            segment_offset: seg_offset,
+            segment_address: seg_address,
+            second: None,
+            table_at,
+            segment_count,
+            first_end,
+            cut: Cut::between(first_end, old_end, align),
+        };
+        if split {
+            let second = follower.min().unwrap_or(section_va_end);
+            layout.second = Some(second);
+            // The second part's first page must not be the first part's last page.
+            if layout.address_of(first_end).next_multiple_of(page) > second / page * page {
+                layout.cut.len = 0;
+            }
+            program.check_table_can_move(seg)?;
+        }
+        Ok(layout)
+    }
+
+    /// The address the new file offset `offset` (in the segment of `.hip_fatbin`) loads at.
+    fn address_of(&self, offset: u64) -> u64 {
+        self.segment_address + (offset - self.segment_offset)
+    }
+}
+
+impl Program<'_> {
+    /// The loaded segment that maps `section`, checked to map it consistently.
+    fn loading_segment(&self, section: &Section<'_>) -> Result<(usize, &ProgramHeader64<LE>)> {
+        let (f_va, f_size) = (section.address, section.data.len() as u64);
+        let load = self
+            .segments
+            .iter()
+            .position(|p| {
+                let (vaddr, filesz) = (p.p_vaddr.get(LE), p.p_filesz.get(LE));
+                p.p_type.get(LE) == PT_LOAD
+                    && vaddr <= f_va
+                    && f_va.checked_add(f_size) <= vaddr.checked_add(filesz)
+            })
+            .ok_or_else(|| {
+                let name = section.name.to_string();
+                Error::new(section.offset, ErrorKind::NotLoaded { section: name })
+            })?;
+        let seg = &self.segments[load];
+        let (offset, vaddr) = (seg.p_offset.get(LE), seg.p_vaddr.get(LE));
+        let (filesz, memsz, align) = (
+            seg.p_filesz.get(LE),
+            seg.p_memsz.get(LE),
+            seg.p_align.get(LE),
+        );
+        let consistent = offset <= section.offset
+            && section.offset - offset == f_va - vaddr
+            && offset
+                .checked_add(filesz)
+                .is_some_and(|e| e <= self.file.len() as u64)
+            && vaddr.checked_add(memsz).is_some()
+            && memsz >= filesz
+            && (align == 0 || align.is_power_of_two())
+            && self
+                .sections
+                .iter()
+                .all(|s| s.sh_addr.get(LE).checked_add(s.sh_size.get(LE)).is_some())
+            && self.segments.iter().all(|p| p.p_align.get(LE) <= 1 << 30);
+        if !consistent {
+            let at = self.header.e_phoff.get(LE);
+            let section = section.name.to_string();
+            return Err(Error::new(at, ErrorKind::InconsistentSegment { section }));
+        }
+        Ok((load, seg))
+    }
+
+    /// Refuses to move the program header table into segment `seg` when it maps offsets to
+    /// addresses differently from the first loaded segment (where the loader expects it).
+    fn check_table_can_move(&self, seg: &ProgramHeader64<LE>) -> Result<()> {
+        let first = self
+            .segments
+            .iter()
+            .find(|p| p.p_type.get(LE) == PT_LOAD)
+            .expect("a loaded segment");
+        let bias = |p: &ProgramHeader64<LE>| p.p_vaddr.get(LE).wrapping_sub(p.p_offset.get(LE));
+        if bias(seg) != bias(first) {
+            let at = self.header.e_phoff.get(LE);
+            let section = HIP_FATBIN.to_string();
+            return Err(Error::new(at, ErrorKind::TableCannotMove { section }));
+        }
+        Ok(())
+    }
+}
