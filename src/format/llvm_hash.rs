@@ -37,7 +37,10 @@ pub fn hash_string(s: &[u8]) -> u64 {
     for block in blocks.by_ref() {
         state.mix(block);
     }
-    if let Some(last) = s.last_chunk::<64>().filter(|_| !blocks.remainder().is_empty()) {
+    if let Some(last) = s
+        .last_chunk::<64>()
+        .filter(|_| !blocks.remainder().is_empty())
+    {
         state.mix(last);
     }
     state.finish(len as u64)

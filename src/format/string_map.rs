@@ -217,10 +217,12 @@ impl<V> StringMap<V> {
 
     /// The keys and values in LLVM's iteration order: bucket by bucket.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
-        self.buckets.iter().filter_map(move |bucket| match bucket.slot {
-            Slot::Full(index) => self.entries.get(index)?.as_ref().map(|(k, v)| (&**k, v)),
-            _ => None,
-        })
+        self.buckets
+            .iter()
+            .filter_map(move |bucket| match bucket.slot {
+                Slot::Full(index) => self.entries.get(index)?.as_ref().map(|(k, v)| (&**k, v)),
+                _ => None,
+            })
     }
 }
 

@@ -209,7 +209,8 @@ pub(super) fn canonical_arch_name(arch: &[u8]) -> &[u8] {
         return arch;
     }
     if offset.is_some() {
-        let versioned = rest.len() < 2 || (rest[0] == b'v' && rest[1].is_ascii_digit());
+        let versioned =
+            rest.len() < 2 || matches!(rest, [b'v', digit, ..] if digit.is_ascii_digit());
         if !versioned || contains(rest, b"eb") {
             return b"";
         }

@@ -1129,4 +1129,5 @@ fn bare_mips_environment(arch_name: &str) -> Environment {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests;
