@@ -57,6 +57,13 @@ const TOP_LEVEL_ABBREV_WIDTH: u32 = 2;
 /// refuses them.
 const MAX_CHUNK_WIDTH: u64 = 32;
 
+/// `width` as the width of a field, when it is at most [`MAX_CHUNK_WIDTH`].
+fn chunk_width(width: u64) -> Option<u32> {
+    u32::try_from(width)
+        .ok()
+        .filter(|_| width <= MAX_CHUNK_WIDTH)
+}
+
 /// The irsymtab versions whose header and symbol layouts are known.
 const SYMTAB_VERSIONS: RangeInclusive<u32> = 3..=4;
 
@@ -663,7 +670,9 @@ impl SymbolEntry {
 fn words<const N: usize>(bytes: &[u8]) -> [u32; N] {
     let mut out = [0u32; N];
     for (word, chunk) in out.iter_mut().zip(bytes.chunks_exact(4)) {
-        *word = u32::from_le_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        if let Some(chunk) = chunk.first_chunk::<4>() {
+            *word = u32::from_le_bytes(*chunk);
+        }
     }
     out
 }
@@ -953,10 +962,10 @@ impl<'a> BitCursor<'a> {
         let op = match self.read(3, "an abbreviation encoding")? {
             encoding @ (1 | 2) => {
                 let width = self.read_vbr(5, "an abbreviation operand width")?;
-                if width > MAX_CHUNK_WIDTH {
+                let Some(width) = chunk_width(width) else {
                     return Err(self.error_at(at, BitstreamProblem::OperandTooWide(width)));
-                }
-                match (encoding, width as u32) {
+                };
+                match (encoding, width) {
                     // A field of no bits always reads as 0.
                     (_, 0) => AbbrevOp::Literal(0),
                     (1, width) => AbbrevOp::Fixed(width),
@@ -1059,7 +1068,10 @@ impl<'a> BitCursor<'a> {
         let start = self.bit;
         let padded_end = start + len.div_ceil(4) * 32;
         let bytes = (padded_end <= self.len_bits())
-            .then(|| self.data.get((start / 8) as usize..)?.get(..len as usize))
+            .then(|| {
+                let start = usize::try_from(start / 8).ok()?;
+                self.data.get(start..)?.get(..usize::try_from(len).ok()?)
+            })
             .flatten()
             .ok_or_else(|| {
                 self.error_at(start.min(self.len_bits()), BitstreamProblem::BlobPastEnd)
@@ -1074,15 +1086,15 @@ impl<'a> BitCursor<'a> {
     fn enter_block(&mut self) -> Result<u32> {
         let at = self.bit;
         let width = self.read_vbr32(4, "an abbreviation ID width")?;
-        if width == 0 || width > MAX_CHUNK_WIDTH {
+        let Some(width) = chunk_width(width).filter(|width| *width != 0) else {
             return Err(self.error_at(at, BitstreamProblem::BadAbbrevWidth(width)));
-        }
+        };
         self.align32();
         self.read(32, "a block length")?;
         if self.at_end() {
             return Err(self.error_at(at, BitstreamProblem::BlockPastEnd));
         }
-        Ok(width as u32)
+        Ok(width)
     }
 
     /// Skips the block whose ID was just read, by its declared length.
@@ -1125,6 +1137,7 @@ impl<'a> BitCursor<'a> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -7,14 +7,41 @@
 //! ends the file at the end of the last payload, as LLVM 19 does.
 
 use super::error::{Error, ErrorKind, Result};
+use super::inflate;
 use super::string_map::StringMap;
+use object::endian::{LittleEndian as Le, U64};
+use object::pod::{self, Pod};
 use std::io::{self, Write};
+use std::mem::size_of;
 
 /// The magic string that starts a binary bundle (and marks text bundle entries).
 pub const MAGIC: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
 
+/// An entry record before its ID bytes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct RecordPrefix {
+    /// Offset of the payload from the start of the bundle.
+    offset: U64<Le>,
+    /// Size of the payload.
+    size: U64<Le>,
+    /// Length of the ID that follows.
+    id_len: U64<Le>,
+}
+
+// SAFETY: the record holds byte arrays only (alignment 1, no padding), and every bit pattern
+// is a valid value.
+unsafe impl Pod for RecordPrefix {}
+
+/// The fields of [`RecordPrefix`], with their offsets in it, in the order they are checked.
+const RECORD_FIELDS: [(u64, &str); 3] = [
+    (0, "bundle entry offset"),
+    (8, "bundle entry size"),
+    (16, "bundle entry ID length"),
+];
+
 /// Bytes of an entry record before its ID: offset, size and ID length.
-const RECORD_FIXED: u64 = 24;
+const RECORD_FIXED: u64 = size_of::<RecordPrefix>() as u64;
 
 /// One entry of a binary bundle, borrowing the bundle's bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,30 +69,42 @@ pub fn is_bundle(data: &[u8]) -> bool {
     data.starts_with(MAGIC)
 }
 
-/// The `u64` at `at` of a bundle `len` bytes long of which `data` holds the first bytes: an
+/// `data[start..end]`: `None` when `data` stops before `end`.
+fn slice(data: &[u8], start: u64, end: u64) -> Option<&[u8]> {
+    data.get(usize::try_from(start).ok()?..usize::try_from(end).ok()?)
+}
+
+/// Checks that a bundle `len` bytes long holds `needed` bytes of `what` at `at`.
+fn check_room(len: u64, at: u64, needed: u64, what: &'static str) -> Result<u64> {
+    at.checked_add(needed)
+        .filter(|end| *end <= len)
+        .ok_or_else(|| {
+            Error::new(
+                at,
+                ErrorKind::Truncated {
+                    what,
+                    needed,
+                    available: len.saturating_sub(at),
+                },
+            )
+        })
+}
+
+/// The `T` at `at` of a bundle `len` bytes long of which `data` holds the first bytes: an
 /// error when the bundle is too short for it, `None` when `data` is.
-fn read_u64(data: &[u8], len: u64, at: u64, what: &'static str) -> Result<Option<u64>> {
-    let end = at.checked_add(8).filter(|end| *end <= len).ok_or_else(|| {
-        Error::new(
-            at,
-            ErrorKind::Truncated {
-                what,
-                needed: 8,
-                available: len.saturating_sub(at),
-            },
-        )
-    })?;
-    let Some(bytes) = data.get(at as usize..end as usize) else {
-        return Ok(None);
-    };
-    let mut word = [0; 8];
-    word.copy_from_slice(bytes);
-    Ok(Some(u64::from_le_bytes(word)))
+fn read<'d, T: Pod>(
+    data: &'d [u8],
+    len: u64,
+    at: u64,
+    what: &'static str,
+) -> Result<Option<&'d T>> {
+    let end = check_room(len, at, size_of::<T>() as u64, what)?;
+    Ok(slice(data, at, end)
+        .and_then(|bytes| pod::from_bytes::<T>(bytes).ok().map(|(value, _)| value)))
 }
 
 /// An entry record of a bundle header, checked.
 struct Record<'a> {
-    index: u64,
     id: &'a str,
     offset: u64,
     /// End of the payload.
@@ -111,9 +150,10 @@ impl Records {
         let left = match self.left {
             Some(left) => left,
             None => {
-                let Some(count) = read_u64(data, len, self.at, "bundle entry count")? else {
+                let Some(count) = read::<U64<Le>>(data, len, self.at, "bundle entry count")? else {
                     return Ok(Step::NeedMore);
                 };
+                let count = count.get(Le);
                 let at = self.at + 8;
                 if count > (len - at) / RECORD_FIXED {
                     return Err(Error::new(self.at, ErrorKind::TooManyEntries { count }));
@@ -127,29 +167,22 @@ impl Records {
             return Ok(Step::End);
         }
         let (record, index) = (self.at, self.index);
-        let fields = (
-            read_u64(data, len, record, "bundle entry offset")?,
-            read_u64(data, len, record + 8, "bundle entry size")?,
-            read_u64(data, len, record + 16, "bundle entry ID length")?,
-        );
-        let (Some(offset), Some(size), Some(id_len)) = fields else {
+        // Each field is checked on its own, so that a record cut short names the first field
+        // that does not fit.
+        for (field, what) in RECORD_FIELDS {
+            check_room(len, record + field, 8, what)?;
+        }
+        let Some(prefix) = read::<RecordPrefix>(data, len, record, "bundle entry offset")? else {
             return Ok(Step::NeedMore);
         };
+        let (offset, size, id_len) = (
+            prefix.offset.get(Le),
+            prefix.size.get(Le),
+            prefix.id_len.get(Le),
+        );
         let at = record + RECORD_FIXED;
-        let id_end = at
-            .checked_add(id_len)
-            .filter(|end| *end <= len)
-            .ok_or_else(|| {
-                Error::new(
-                    at,
-                    ErrorKind::Truncated {
-                        what: "bundle entry ID",
-                        needed: id_len,
-                        available: len - at,
-                    },
-                )
-            })?;
-        let Some(id_bytes) = data.get(at as usize..id_end as usize) else {
+        let id_end = check_room(len, at, id_len, "bundle entry ID")?;
+        let Some(id_bytes) = slice(data, at, id_end) else {
             return Ok(Step::NeedMore);
         };
         let id = std::str::from_utf8(id_bytes)
@@ -174,12 +207,7 @@ impl Records {
         self.at = id_end;
         self.left = Some(left - 1);
         self.index += 1;
-        Ok(Step::Record(Record {
-            index,
-            id,
-            offset,
-            end,
-        }))
+        Ok(Step::Record(Record { id, offset, end }))
     }
 }
 
@@ -250,11 +278,15 @@ impl<'a> Bundle<'a> {
             match records.next(data)? {
                 Step::Record(record) => {
                     size = record.end.max(size);
+                    // Every check is against the length of `data`: it holds what records name.
+                    let Some(payload) = slice(data, record.offset, record.end) else {
+                        unreachable!("a record names bytes past the data's length");
+                    };
                     entries.push(BundleEntry {
-                        index: record.index as usize,
+                        index: entries.len(),
                         id: record.id,
                         offset: record.offset,
-                        data: &data[record.offset as usize..record.end as usize],
+                        data: payload,
                     });
                 }
                 Step::End => break,
@@ -347,14 +379,18 @@ pub fn layout<S: AsRef<str>>(entries: &[(S, u64)], align: u64) -> Result<BundleL
             .checked_add(*size)
             .ok_or_else(|| overflow("bundle size"))?;
     }
-    let mut header = Vec::with_capacity(header_size as usize);
+    // Only a hint: a header too large for memory fails when it is built.
+    let mut header = Vec::with_capacity(usize::try_from(header_size).unwrap_or(0));
     header.extend_from_slice(MAGIC);
-    header.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    header.extend_from_slice(pod::bytes_of(&U64::new(Le, entries.len() as u64)));
     for ((id, size), offset) in entries.iter().zip(&offsets) {
         let id = id.as_ref().as_bytes();
-        header.extend_from_slice(&offset.to_le_bytes());
-        header.extend_from_slice(&size.to_le_bytes());
-        header.extend_from_slice(&(id.len() as u64).to_le_bytes());
+        let prefix = RecordPrefix {
+            offset: U64::new(Le, *offset),
+            size: U64::new(Le, *size),
+            id_len: U64::new(Le, id.len() as u64),
+        };
+        header.extend_from_slice(pod::bytes_of(&prefix));
         header.extend_from_slice(id);
     }
     Ok(BundleLayout {
@@ -368,9 +404,9 @@ pub fn layout<S: AsRef<str>>(entries: &[(S, u64)], align: u64) -> Result<BundleL
 pub fn write_zeros<W: Write + ?Sized>(out: &mut W, mut count: u64) -> io::Result<()> {
     const ZEROS: [u8; 4096] = [0; 4096];
     while count > 0 {
-        let n = count.min(ZEROS.len() as u64) as usize;
-        out.write_all(&ZEROS[..n])?;
-        count -= n as u64;
+        let zeros = inflate::at_most(&ZEROS, count);
+        out.write_all(zeros)?;
+        count -= zeros.len() as u64;
     }
     Ok(())
 }
@@ -407,6 +443,7 @@ pub fn to_vec(entries: &[(&str, &[u8])], align: u64) -> Vec<u8> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

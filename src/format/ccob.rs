@@ -16,7 +16,10 @@ use super::bundle::{BundleExtent, Extent};
 use super::error::{Error, ErrorKind, Result};
 use super::inflate;
 use md5::{Digest, Md5};
+use object::endian::{LittleEndian as Le, U16, U32, U64};
+use object::pod::{self, Pod};
 use std::io::{self, Read, Write};
+use std::mem::size_of;
 
 /// The magic that starts a compressed bundle.
 pub const MAGIC: &[u8; 4] = b"CCOB";
@@ -68,14 +71,69 @@ impl Method {
     }
 }
 
-/// Header size of each version.
-pub fn header_size(version: u16) -> Option<u64> {
+/// The header of version 1 (20 bytes): no total size, 32-bit uncompressed size.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct HeaderV1 {
+    magic: [u8; 4],
+    version: U16<Le>,
+    method: U16<Le>,
+    uncompressed_size: U32<Le>,
+    hash: U64<Le>,
+}
+
+/// The header of version 2 (24 bytes): 32-bit total and uncompressed sizes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct HeaderV2 {
+    magic: [u8; 4],
+    version: U16<Le>,
+    method: U16<Le>,
+    total_size: U32<Le>,
+    uncompressed_size: U32<Le>,
+    hash: U64<Le>,
+}
+
+/// The header of version 3 (32 bytes): 64-bit total and uncompressed sizes.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct HeaderV3 {
+    magic: [u8; 4],
+    version: U16<Le>,
+    method: U16<Le>,
+    total_size: U64<Le>,
+    uncompressed_size: U64<Le>,
+    hash: U64<Le>,
+}
+
+// SAFETY: the headers hold byte arrays only (alignment 1, no padding), and every bit pattern
+// is a valid value.
+unsafe impl Pod for HeaderV1 {}
+// SAFETY: as above.
+unsafe impl Pod for HeaderV2 {}
+// SAFETY: as above.
+unsafe impl Pod for HeaderV3 {}
+
+/// Field offsets shared by every version, for error positions.
+mod field_at {
+    pub const VERSION: usize = 4;
+    pub const METHOD: u64 = 6;
+    pub const TOTAL_SIZE: u64 = 8;
+}
+
+/// Header size of each version, in memory terms.
+fn header_len(version: u16) -> Option<usize> {
     match version {
-        1 => Some(20),
-        2 => Some(24),
-        3 => Some(32),
+        1 => Some(size_of::<HeaderV1>()),
+        2 => Some(size_of::<HeaderV2>()),
+        3 => Some(size_of::<HeaderV3>()),
         _ => None,
     }
+}
+
+/// Header size of each version.
+pub fn header_size(version: u16) -> Option<u64> {
+    header_len(version).map(|len| len as u64)
 }
 
 /// Whether `data` starts with the compressed bundle magic.
@@ -85,14 +143,13 @@ pub fn is_compressed(data: &[u8]) -> bool {
 
 /// The truncated MD5 hash stored in compressed bundle headers.
 pub fn truncated_md5(data: &[u8]) -> u64 {
-    first_eight(&Md5::digest(data))
+    first_eight(&Md5::digest(data).into())
 }
 
 /// The first 8 bytes of an MD5 digest, read as a little-endian integer.
-fn first_eight(digest: &[u8]) -> u64 {
-    let mut first = [0; 8];
-    first.copy_from_slice(&digest[..8]);
-    u64::from_le_bytes(first)
+fn first_eight(digest: &[u8; 16]) -> u64 {
+    let [a, b, c, d, e, f, g, h, ..] = *digest;
+    u64::from_le_bytes([a, b, c, d, e, f, g, h])
 }
 
 /// A parsed compressed bundle header and its payload, borrowing the input.
@@ -112,23 +169,85 @@ pub struct CompressedBundle<'a> {
     pub payload: &'a [u8],
 }
 
-fn field<const N: usize>(data: &[u8], at: usize, what: &'static str) -> Result<[u8; N]> {
-    data.get(at..at + N)
-        .map(|b| {
-            let mut out = [0; N];
-            out.copy_from_slice(b);
-            out
-        })
-        .ok_or_else(|| {
-            Error::new(
-                at as u64,
-                ErrorKind::Truncated {
-                    what,
-                    needed: N as u64,
-                    available: data.len().saturating_sub(at) as u64,
-                },
-            )
-        })
+/// The header fields every version holds, widened to 64 bits; `None` total size for version 1.
+struct Fields {
+    method: u16,
+    total_size: Option<u64>,
+    uncompressed_size: u64,
+    hash: u64,
+}
+
+/// The version field of the compressed bundle at the start of `data`.
+fn read_version(data: &[u8]) -> Result<u16> {
+    let at = field_at::VERSION;
+    let found = data
+        .get(at..)
+        .and_then(|rest| pod::from_bytes::<U16<Le>>(rest).ok());
+    match found {
+        Some((version, _)) => Ok(version.get(Le)),
+        None => Err(Error::new(
+            at as u64,
+            ErrorKind::Truncated {
+                what: "compressed bundle version",
+                needed: size_of::<U16<Le>>() as u64,
+                available: data.len().saturating_sub(at) as u64,
+            },
+        )),
+    }
+}
+
+/// The header of `version` at the start of `data`, or the error that `data` is too short for it.
+fn read_header<T: Pod>(data: &[u8], version: u16) -> Result<&T> {
+    match pod::from_bytes::<T>(data) {
+        Ok((header, _)) => Ok(header),
+        Err(()) => Err(Error::new(
+            0,
+            ErrorKind::HeaderTooSmall {
+                version,
+                needed: size_of::<T>() as u64,
+                available: data.len() as u64,
+            },
+        )),
+    }
+}
+
+/// The fields of the header of `version` at the start of `data`.
+fn read_fields(data: &[u8], version: u16) -> Result<Fields> {
+    Ok(match version {
+        1 => {
+            let h = read_header::<HeaderV1>(data, version)?;
+            Fields {
+                method: h.method.get(Le),
+                total_size: None,
+                uncompressed_size: u64::from(h.uncompressed_size.get(Le)),
+                hash: h.hash.get(Le),
+            }
+        }
+        2 => {
+            let h = read_header::<HeaderV2>(data, version)?;
+            Fields {
+                method: h.method.get(Le),
+                total_size: Some(u64::from(h.total_size.get(Le))),
+                uncompressed_size: u64::from(h.uncompressed_size.get(Le)),
+                hash: h.hash.get(Le),
+            }
+        }
+        3 => {
+            let h = read_header::<HeaderV3>(data, version)?;
+            Fields {
+                method: h.method.get(Le),
+                total_size: Some(h.total_size.get(Le)),
+                uncompressed_size: h.uncompressed_size.get(Le),
+                hash: h.hash.get(Le),
+            }
+        }
+        _ => {
+            return Err(Error::new(
+                field_at::VERSION as u64,
+                ErrorKind::UnknownCompressedVersion(version),
+            ))
+        }
+    })
 }
 
 impl<'a> CompressedBundle<'a> {
@@ -139,77 +258,39 @@ impl<'a> CompressedBundle<'a> {
         if !is_compressed(data) {
             return Ok(None);
         }
-        let version = u16::from_le_bytes(field(data, 4, "compressed bundle version")?);
-        let header = header_size(version)
-            .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(version)))?;
-        if (data.len() as u64) < header {
-            return Err(Error::new(
-                0,
-                ErrorKind::HeaderTooSmall {
-                    version,
-                    needed: header,
+        let version = read_version(data)?;
+        let fields = read_fields(data, version)?;
+        let method = Method::from_code(fields.method).ok_or_else(|| {
+            Error::new(
+                field_at::METHOD,
+                ErrorKind::UnknownCompressionMethod(fields.method),
+            )
+        })?;
+        let header = header_len(version).unwrap_or(0);
+        let payload = match fields.total_size {
+            None => data.get(header..),
+            Some(total) => usize::try_from(total)
+                .ok()
+                .filter(|end| *end >= header)
+                .and_then(|end| data.get(header..end)),
+        };
+        let payload = payload.ok_or_else(|| {
+            Error::new(
+                field_at::TOTAL_SIZE,
+                ErrorKind::BadTotalSize {
+                    total: fields.total_size.unwrap_or(0),
+                    header: header as u64,
                     available: data.len() as u64,
                 },
-            ));
-        }
-        let code = u16::from_le_bytes(field(data, 6, "compressed bundle method")?);
-        let method = Method::from_code(code)
-            .ok_or_else(|| Error::new(6, ErrorKind::UnknownCompressionMethod(code)))?;
-        let (total_size, uncompressed_size, hash) = match version {
-            1 => (
-                None,
-                u64::from(u32::from_le_bytes(field(
-                    data,
-                    8,
-                    "compressed bundle size",
-                )?)),
-                u64::from_le_bytes(field(data, 12, "compressed bundle hash")?),
-            ),
-            2 => (
-                Some(u64::from(u32::from_le_bytes(field(
-                    data,
-                    8,
-                    "compressed bundle total size",
-                )?))),
-                u64::from(u32::from_le_bytes(field(
-                    data,
-                    12,
-                    "compressed bundle size",
-                )?)),
-                u64::from_le_bytes(field(data, 16, "compressed bundle hash")?),
-            ),
-            _ => (
-                Some(u64::from_le_bytes(field(
-                    data,
-                    8,
-                    "compressed bundle total size",
-                )?)),
-                u64::from_le_bytes(field(data, 16, "compressed bundle size")?),
-                u64::from_le_bytes(field(data, 24, "compressed bundle hash")?),
-            ),
-        };
-        let available = data.len() as u64;
-        let end = match total_size {
-            None => available,
-            Some(total) if total >= header && total <= available => total,
-            Some(total) => {
-                return Err(Error::new(
-                    8,
-                    ErrorKind::BadTotalSize {
-                        total,
-                        header,
-                        available,
-                    },
-                ))
-            }
-        };
+            )
+        })?;
         Ok(Some(CompressedBundle {
             version,
             method,
-            total_size,
-            uncompressed_size,
-            hash,
-            payload: &data[header as usize..end as usize],
+            total_size: fields.total_size,
+            uncompressed_size: fields.uncompressed_size,
+            hash: fields.hash,
+            payload,
         }))
     }
 
@@ -252,10 +333,7 @@ impl<'a> CompressedBundle<'a> {
         let mut damage = None;
         self.inflate(limit, |piece| {
             let piece = match keep {
-                Keep::UpTo(end) => {
-                    let room = end.saturating_sub(out.len() as u64);
-                    &piece[..piece.len().min(usize::try_from(room).unwrap_or(usize::MAX))]
-                }
+                Keep::UpTo(end) => inflate::at_most(piece, end.saturating_sub(out.len() as u64)),
                 Keep::All | Keep::Unknown => piece,
             };
             if piece.is_empty() {
@@ -317,7 +395,8 @@ impl<'a> CompressedBundle<'a> {
             if total > limit {
                 return Err(Error::new(at, ErrorKind::TooLarge { limit }));
             }
-            let within = &window[..n.min(usize::try_from(declared_left).unwrap_or(usize::MAX))];
+            let read = inflate::at_most(&window, n as u64);
+            let within = inflate::at_most(read, declared_left);
             hash.update(within);
             keep(within)?;
         }
@@ -330,7 +409,7 @@ impl<'a> CompressedBundle<'a> {
                 },
             ));
         }
-        let computed = first_eight(&hash.finalize());
+        let computed = first_eight(&hash.finalize().into());
         if computed != self.hash {
             return Err(Error::new(
                 at,
@@ -380,12 +459,13 @@ impl<'a> Iterator for CompressedBundles<'a> {
         if self.failed {
             return None;
         }
-        let rest = &self.data[self.pos..];
+        let rest = self.data.get(self.pos..)?;
         let skip = rest.iter().position(|b| *b != 0)?;
         let at = self.pos + skip;
-        let result = match CompressedBundle::parse(&self.data[at..]) {
+        let here = rest.get(skip..)?;
+        let result = match CompressedBundle::parse(here) {
             Ok(Some(bundle)) => {
-                self.pos = at + bundle.size() as usize;
+                self.pos = at + header_len(bundle.version).unwrap_or(0) + bundle.payload.len();
                 Ok((at as u64, bundle))
             }
             Ok(None) => Err(Error::new(
@@ -460,29 +540,40 @@ pub fn header(
     uncompressed: u64,
     hash: u64,
 ) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(32);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&options.version.to_le_bytes());
-    out.extend_from_slice(&options.method.code().to_le_bytes());
+    let version = U16::new(Le, options.version);
+    let method = U16::new(Le, options.method.code());
     match options.version {
         2 => {
             let narrow = |what, value: u64| {
                 u32::try_from(value)
                     .map_err(|_| Error::new(0, ErrorKind::FieldOverflow { what, value }))
             };
-            out.extend_from_slice(&narrow("version 2 total size", total)?.to_le_bytes());
-            out.extend_from_slice(
-                &narrow(VERSION_2_UNCOMPRESSED_SIZE, uncompressed)?.to_le_bytes(),
-            );
+            let header = HeaderV2 {
+                magic: *MAGIC,
+                version,
+                method,
+                total_size: U32::new(Le, narrow("version 2 total size", total)?),
+                uncompressed_size: U32::new(Le, narrow(VERSION_2_UNCOMPRESSED_SIZE, uncompressed)?),
+                hash: U64::new(Le, hash),
+            };
+            Ok(pod::bytes_of(&header).to_vec())
         }
         3 => {
-            out.extend_from_slice(&total.to_le_bytes());
-            out.extend_from_slice(&uncompressed.to_le_bytes());
+            let header = HeaderV3 {
+                magic: *MAGIC,
+                version,
+                method,
+                total_size: U64::new(Le, total),
+                uncompressed_size: U64::new(Le, uncompressed),
+                hash: U64::new(Le, hash),
+            };
+            Ok(pod::bytes_of(&header).to_vec())
         }
-        v => return Err(Error::new(4, ErrorKind::UnknownCompressedVersion(v))),
+        v => Err(Error::new(
+            field_at::VERSION as u64,
+            ErrorKind::UnknownCompressedVersion(v),
+        )),
     }
-    out.extend_from_slice(&hash.to_le_bytes());
-    Ok(out)
 }
 
 /// Compresses `data` into a whole compressed bundle: header and payload.
@@ -532,6 +623,7 @@ pub fn compress_payload(data: &[u8], options: &CompressOptions) -> io::Result<Ve
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

@@ -12,7 +12,14 @@ pub(crate) const WINDOW: usize = 1 << 20;
 /// A window for `expected` bytes of output: [`WINDOW`] bytes at most, and not much more than the
 /// output, so that small streams stay cheap.
 pub(crate) fn window(expected: u64) -> Vec<u8> {
-    vec![0; expected.saturating_add(1).clamp(4096, WINDOW as u64) as usize]
+    let wanted = usize::try_from(expected.saturating_add(1)).unwrap_or(WINDOW);
+    vec![0; wanted.clamp(4096, WINDOW)]
+}
+
+/// The first `n` bytes of `bytes`, or all of them when there are fewer.
+pub(crate) fn at_most(bytes: &[u8], n: u64) -> &[u8] {
+    let n = usize::try_from(n).unwrap_or(usize::MAX);
+    bytes.get(..n).unwrap_or(bytes)
 }
 
 /// Fills as much of `window` as the next read of `reader` gives: 0 at the end of the stream.
@@ -48,6 +55,7 @@ pub(crate) fn append(out: &mut Vec<u8>, bytes: &[u8], cap: u64, offset: u64) -> 
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 

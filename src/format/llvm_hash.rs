@@ -32,22 +32,24 @@ pub fn hash_string(s: &[u8]) -> u64 {
     }
     // Whole 64-byte blocks, then the last 64 bytes of the string (overlapping the previous
     // block) when the length is not a multiple of 64.
-    let mut state = LongState::new(&s[..64]);
-    let whole = len & !63;
-    let mut at = 64;
-    while at < whole {
-        state.mix(&s[at..at + 64]);
-        at += 64;
+    let mut blocks = s.chunks_exact(64);
+    let mut state = LongState::new(blocks.next().unwrap_or_default());
+    for block in blocks.by_ref() {
+        state.mix(block);
     }
-    if len % 64 != 0 {
-        state.mix(&s[len - 64..]);
+    if let Some(last) = s
+        .last_chunk::<64>()
+        .filter(|_| !blocks.remainder().is_empty())
+    {
+        state.mix(last);
     }
     state.finish(len as u64)
 }
 
 /// The low 32 bits of [`hash_string`]: what `DenseMapInfo<StringRef>` returns.
 pub fn dense_map_hash(s: &[u8]) -> u32 {
-    hash_string(s) as u32
+    let [a, b, c, d, ..] = hash_string(s).to_le_bytes();
+    u32::from_le_bytes([a, b, c, d])
 }
 
 /// The iteration order of an LLVM 19 `DenseMap<StringRef, _>` after inserting `keys` in the
@@ -70,16 +72,26 @@ pub fn dense_map_order<'a>(keys: &[&'a [u8]]) -> Vec<&'a [u8]> {
         .collect()
 }
 
+// The fetches read words at offsets that each length class guarantees to lie inside the
+// string; a word that did not would read as 0 rather than panic.
+
+/// The little-endian 64-bit word at `at` of `s`.
 fn fetch64(s: &[u8], at: usize) -> u64 {
-    let mut word = [0; 8];
-    word.copy_from_slice(&s[at..at + 8]);
-    u64::from_le_bytes(word)
+    s.get(at..)
+        .and_then(<[u8]>::first_chunk::<8>)
+        .map_or(0, |word| u64::from_le_bytes(*word))
 }
 
+/// The little-endian 32-bit word at `at` of `s`.
 fn fetch32(s: &[u8], at: usize) -> u64 {
-    let mut word = [0; 4];
-    word.copy_from_slice(&s[at..at + 4]);
-    u64::from(u32::from_le_bytes(word))
+    s.get(at..)
+        .and_then(<[u8]>::first_chunk::<4>)
+        .map_or(0, |word| u64::from(u32::from_le_bytes(*word)))
+}
+
+/// The byte at `at` of `s`.
+fn fetch8(s: &[u8], at: usize) -> u64 {
+    s.get(at).map_or(0, |byte| u64::from(*byte))
 }
 
 fn shift_mix(v: u64) -> u64 {
@@ -108,9 +120,9 @@ fn hash_short(s: &[u8]) -> u64 {
 
 fn hash_1_to_3(s: &[u8]) -> u64 {
     let len = s.len();
-    let first = u64::from(s[0]);
-    let middle = u64::from(s[len >> 1]);
-    let last = u64::from(s[len - 1]);
+    let first = fetch8(s, 0);
+    let middle = fetch8(s, len >> 1);
+    let last = fetch8(s, len - 1);
     // Both sums fit in 32 bits, as in LLVM, where they are 32-bit values.
     let y = first + (middle << 8);
     let z = len as u64 + (last << 2);
@@ -132,7 +144,9 @@ fn hash_9_to_16(s: &[u8]) -> u64 {
     let b = fetch64(s, len - 8);
     hash_16_bytes(
         SEED ^ a,
-        b.wrapping_add(len as u64).rotate_right(len as u32),
+        // The length is 9 to 16 here.
+        b.wrapping_add(len as u64)
+            .rotate_right(u32::try_from(len).unwrap_or(0)),
     ) ^ b
 }
 
@@ -245,10 +259,11 @@ impl LongState {
         h2 = h2.wrapping_add(h5).rotate_right(33).wrapping_mul(K1);
         h3 = h4.wrapping_mul(K1);
         h4 = h0.wrapping_add(h5);
-        Self::mix_32(&s[..32], &mut h3, &mut h4);
+        let (low, high) = s.split_at(32.min(s.len()));
+        Self::mix_32(low, &mut h3, &mut h4);
         h5 = h2.wrapping_add(h6);
         h6 = h1.wrapping_add(fetch64(s, 16));
-        Self::mix_32(&s[32..64], &mut h5, &mut h6);
+        Self::mix_32(high, &mut h5, &mut h6);
         // The first and third words trade places after every block.
         self.h = [h2, h1, h0, h3, h4, h5, h6];
     }
@@ -281,7 +296,7 @@ impl<'a> DenseTable<'a> {
         let mut bucket = hash as usize & mask;
         let mut step = 1;
         loop {
-            match self.buckets[bucket] {
+            match self.buckets.get(bucket).copied().flatten() {
                 None => return Err(bucket),
                 Some((h, k)) if h == hash && k == key => return Ok(bucket),
                 Some(_) => {
@@ -308,8 +323,10 @@ impl<'a> DenseTable<'a> {
             self.grow(buckets);
         }
         if let Err(bucket) = self.find(key, hash) {
-            self.buckets[bucket] = Some((hash, key));
-            self.entries = new_entries;
+            if let Some(empty) = self.buckets.get_mut(bucket) {
+                *empty = Some((hash, key));
+                self.entries = new_entries;
+            }
         }
     }
 
@@ -323,13 +340,16 @@ impl<'a> DenseTable<'a> {
         let old = std::mem::replace(&mut self.buckets, vec![None; size]);
         for (hash, key) in old.into_iter().flatten() {
             if let Err(bucket) = self.find(key, hash) {
-                self.buckets[bucket] = Some((hash, key));
+                if let Some(empty) = self.buckets.get_mut(bucket) {
+                    *empty = Some((hash, key));
+                }
             }
         }
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 

@@ -2,6 +2,12 @@
 //!
 //! Every parser here borrows its input and returns views into it; every writer mirrors its
 //! reader, so a round trip through both gives back the same bytes.
+//!
+//! No input may make a codec panic, so indexing and narrowing `as` casts are denied here: a
+//! short input is an error with its offset, and a value that does not fit is an error (or, where
+//! documented, saturates).
+
+#![deny(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 
 pub mod bitcode;
 pub mod bundle;

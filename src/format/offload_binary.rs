@@ -21,7 +21,6 @@
 //! starts with the zstd magic) or zlib stream which inflates to the rest of the binary.
 
 use std::io::{self, Read, Write};
-use std::ops::Range;
 
 use object::endian::{LittleEndian as Le, U16, U32, U64};
 use object::pod::{self, Pod};
@@ -50,7 +49,10 @@ const LLVM19_MINIMUM: u64 = 72;
 const ENTRY_SIZE: u64 = 40;
 
 /// Header size of version 3, which adds the inflated size.
-const V3_HEADER_SIZE: u64 = 40;
+const V3_HEADER_SIZE: u64 = V3_HEADER_LEN as u64;
+
+/// [`V3_HEADER_SIZE`] in memory terms.
+const V3_HEADER_LEN: usize = 40;
 
 /// The header of versions 1 and 2; version 3 follows it with a `u64` inflated size.
 #[repr(C)]
@@ -198,14 +200,14 @@ impl ImageKind {
             return ImageKind::Bitcode;
         }
         let file_name = match path.iter().rposition(|&b| b == b'/') {
-            Some(slash) => &path[slash + 1..],
+            Some(slash) => path.split_at(slash + 1).1,
             None => path,
         };
         if file_name == b"." || file_name == b".." {
             return ImageKind::None;
         }
         match file_name.iter().rposition(|&b| b == b'.') {
-            Some(dot) => ImageKind::from_name_llvm19(&file_name[dot + 1..]),
+            Some(dot) => ImageKind::from_name_llvm19(file_name.split_at(dot + 1).1),
             None => ImageKind::None,
         }
     }
@@ -435,7 +437,7 @@ impl CompressedPayload<'_> {
             }
             // One byte past the declared size is enough to know it is wrong.
             let room = declared.saturating_add(1) - actual;
-            let piece = &window[..n.min(usize::try_from(room).unwrap_or(usize::MAX))];
+            let piece = inflate::at_most(inflate::at_most(&window, n as u64), room);
             actual += piece.len() as u64;
             if actual <= declared {
                 inflate::append(&mut out, piece, self.inflated_size, header_len)?;
@@ -491,18 +493,23 @@ fn read_u64(data: &[u8], offset: u64, what: &'static str) -> Result<u64> {
     read::<U64<Le>>(data, offset, what).map(|v| v.get(Le))
 }
 
-/// Checks that `[offset, offset + size)` lies inside `[0, limit)`; the error is reported at
-/// `field`, the position of the field that declares the region.
+/// The bytes `[offset, offset + size)` of `bytes`, checked to lie inside it; the error is
+/// reported at `field`, the position of the field that declares the region.
 fn region(
+    bytes: &[u8],
     what: impl FnOnce() -> String,
     field: u64,
     offset: u64,
     size: u64,
-    limit: u64,
-) -> Result<Range<usize>> {
-    match offset.checked_add(size) {
-        Some(end) if end <= limit => Ok(offset as usize..end as usize),
-        _ => Err(Error::new(
+) -> Result<&[u8]> {
+    let limit = bytes.len() as u64;
+    let found = offset
+        .checked_add(size)
+        .and_then(|end| Some(usize::try_from(offset).ok()?..usize::try_from(end).ok()?))
+        .and_then(|range| bytes.get(range));
+    match found {
+        Some(region) => Ok(region),
+        None => Err(Error::new(
             field,
             ErrorKind::RegionOutOfBounds {
                 what: what(),
@@ -518,7 +525,7 @@ fn region(
 /// reported at `field`, the position of the field holding the offset.
 fn c_string(bytes: &[u8], offset: u64, field: u64, what: impl FnOnce() -> String) -> Result<&[u8]> {
     let tail = usize::try_from(offset).ok().and_then(|o| bytes.get(o..));
-    match tail.and_then(|t| Some(&t[..memchr::memchr(0, t)?])) {
+    match tail.and_then(|t| Some(t.split_at(memchr::memchr(0, t)?).0)) {
         Some(s) => Ok(s),
         None => Err(Error::new(
             field,
@@ -585,7 +592,11 @@ impl<'a> OffloadBinary<'a> {
             ));
         }
         let size = header.size.get(Le);
-        if size < header_size || size > available {
+        let bytes = usize::try_from(size)
+            .ok()
+            .filter(|_| size >= header_size)
+            .and_then(|size| data.get(..size));
+        let Some(bytes) = bytes else {
             return Err(Error::new(
                 field_at::SIZE,
                 ErrorKind::BadBinarySize {
@@ -594,8 +605,7 @@ impl<'a> OffloadBinary<'a> {
                     available,
                 },
             ));
-        }
-        let bytes = &data[..size as usize];
+        };
         let entries_offset = header.entries_offset.get(Le);
         let entry_size_or_count = header.entry_size_or_count.get(Le);
         let inflated_size = match version {
@@ -710,14 +720,20 @@ fn compressed_payload(
             },
         ));
     }
-    let start = region(
-        || "compressed payload".into(),
-        field_at::ENTRIES_OFFSET,
-        entries_offset,
-        0,
-        size,
-    )?
-    .start;
+    let split = usize::try_from(entries_offset)
+        .ok()
+        .and_then(|at| bytes.split_at_checked(at));
+    let Some((header, payload)) = split else {
+        return Err(Error::new(
+            field_at::ENTRIES_OFFSET,
+            ErrorKind::RegionOutOfBounds {
+                what: "compressed payload".into(),
+                offset: entries_offset,
+                size: 0,
+                limit: size,
+            },
+        ));
+    };
     if inflated_size < entries_offset {
         return Err(Error::new(
             field_at::INFLATED_SIZE,
@@ -727,14 +743,13 @@ fn compressed_payload(
             },
         ));
     }
-    let payload = &bytes[start..];
     let compression = if payload.starts_with(&ZSTD_MAGIC) {
         Compression::Zstd
     } else {
         Compression::Zlib
     };
     Ok(CompressedPayload {
-        header: &bytes[..start],
+        header,
         payload,
         inflated_size,
         compression,
@@ -747,62 +762,62 @@ fn parse_entries(
     entries_offset: u64,
     entry_size_or_count: u64,
 ) -> Result<Vec<OffloadEntry<'_>>> {
-    let size = bytes.len() as u64;
     let count = if version == VERSION_1 {
         // LLVM 19 checks the declared entry size against the binary, though it reads 40
         // bytes whatever it says.
         region(
+            bytes,
             || "entry (by its declared size)".into(),
             field_at::ENTRY_SIZE_OR_COUNT,
             32,
             entry_size_or_count,
-            size,
         )?;
         1
     } else {
         entry_size_or_count
     };
     region(
+        bytes,
         || format!("{count} entries"),
         field_at::ENTRIES_OFFSET,
         entries_offset,
         count.saturating_mul(ENTRY_SIZE),
-        size,
     )?;
-    // The check above bounds the count by the binary's size.
-    let mut entries = Vec::with_capacity(count as usize);
+    // The check above bounds the count by the binary's size, so it fits in a `usize`.
+    let count = usize::try_from(count).unwrap_or(0);
+    let mut entries = Vec::with_capacity(count);
     for index in 0..count {
-        let offset = entries_offset + index * ENTRY_SIZE;
-        entries.push(parse_entry(bytes, version, offset, index as usize)?);
+        let offset = entries_offset + index as u64 * ENTRY_SIZE;
+        entries.push(parse_entry(bytes, version, offset, index)?);
     }
     Ok(entries)
 }
 
 fn parse_entry(bytes: &[u8], version: u32, offset: u64, index: usize) -> Result<OffloadEntry<'_>> {
-    let size = bytes.len() as u64;
     let raw: &RawEntry = read(bytes, offset, "offload binary entry")?;
     let string_offset = raw.string_offset.get(Le);
     let num_strings = raw.num_strings.get(Le);
     let string_size = string_entry_size(version);
     region(
+        bytes,
         || format!("string entries of entry {index}"),
         offset + field_at::STRING_OFFSET,
         string_offset,
         num_strings.saturating_mul(string_size),
-        size,
     )?;
     let image_offset = raw.image_offset.get(Le);
     let image = region(
+        bytes,
         || format!("image of entry {index}"),
         offset + field_at::IMAGE_OFFSET,
         image_offset,
         raw.image_size.get(Le),
-        size,
     )?;
-    // The check above bounds the count by the binary's size.
-    let mut strings = Vec::with_capacity(num_strings as usize);
+    // The check above bounds the count by the binary's size, so it fits in a `usize`.
+    let num_strings = usize::try_from(num_strings).unwrap_or(0);
+    let mut strings = Vec::with_capacity(num_strings);
     for i in 0..num_strings {
-        let entry_at = string_offset + i * string_size;
+        let entry_at = string_offset + i as u64 * string_size;
         let raw_string: &RawStringEntry = read(bytes, entry_at, "string entry")?;
         let key = c_string(bytes, raw_string.key_offset.get(Le), entry_at, || {
             format!("key of string entry {i} of entry {index}")
@@ -815,13 +830,13 @@ fn parse_entry(bytes: &[u8], version: u32, offset: u64, index: usize) -> Result<
             })?
         } else {
             let value_size = read_u64(bytes, entry_at + field_at::VALUE_SIZE, "string entry")?;
-            &bytes[region(
+            region(
+                bytes,
                 || format!("value of string entry {i} of entry {index}"),
                 value_field,
                 value_offset,
                 value_size,
-                size,
-            )?]
+            )?
         };
         strings.push((key, value));
     }
@@ -832,7 +847,7 @@ fn parse_entry(bytes: &[u8], version: u32, offset: u64, index: usize) -> Result<
         flags: raw.flags.get(Le),
         strings,
         image_offset,
-        image: &bytes[image],
+        image,
     })
 }
 
@@ -865,9 +880,10 @@ impl<'a> Iterator for Split<'a> {
             return None;
         }
         let rest = self.data.get(self.offset..)?;
-        let start = self.offset + rest.iter().position(|&b| b != 0)?;
+        let skip = rest.iter().position(|&b| b != 0)?;
+        let start = self.offset + skip;
         let at = start as u64;
-        match OffloadBinary::parse(&self.data[start..]) {
+        match OffloadBinary::parse(rest.get(skip..)?) {
             Ok(binary) => {
                 // The size is at least a header, so the iteration always advances.
                 self.offset = start + binary.bytes.len();
@@ -992,7 +1008,8 @@ pub fn layout(version: u32, entries: &[EntryLayoutInput<'_>]) -> Result<Layout> 
     }
     let size = align(images_end).ok_or_else(|| overflow("binary size"))?;
 
-    let mut head = Vec::with_capacity(data_size as usize);
+    let data_len = usize::try_from(data_size).map_err(|_| overflow("string table"))?;
+    let mut head = Vec::with_capacity(data_len);
     let header = RawHeader {
         magic: MAGIC,
         version: U32::new(Le, version),
@@ -1039,7 +1056,7 @@ pub fn layout(version: u32, entries: &[EntryLayoutInput<'_>]) -> Result<Layout> 
         }
     }
     head.extend_from_slice(&table.bytes);
-    head.resize(data_size as usize, 0);
+    head.resize(data_len, 0);
     Ok(Layout {
         head,
         image_offsets,
@@ -1098,12 +1115,13 @@ pub fn write_v1(
 pub fn write(version: u32, images: &[OffloadingImage<'_>]) -> Result<Vec<u8>> {
     let inputs: Vec<EntryLayoutInput<'_>> = images.iter().map(|i| i.layout_input()).collect();
     let layout = layout(version, &inputs)?;
+    let size = usize::try_from(layout.size).map_err(|_| overflow("binary size"))?;
     let mut out = layout.head;
-    out.reserve((layout.size as usize).saturating_sub(out.len()));
+    out.reserve(size.saturating_sub(out.len()));
     for image in images {
         out.extend_from_slice(image.image);
     }
-    out.resize(layout.size as usize, 0);
+    out.resize(size, 0);
     Ok(out)
 }
 
@@ -1117,8 +1135,7 @@ pub fn write_compressed(
     level: i32,
 ) -> Result<Vec<u8>> {
     let plain = write(3, images)?;
-    let header_len = V3_HEADER_SIZE as usize;
-    let (head, body) = plain.split_at(header_len);
+    let (head, body) = plain.split_at(V3_HEADER_LEN);
     let compressed = match compression {
         Compression::Zstd => zstd::bulk::compress(body, level),
         Compression::Zlib => {
@@ -1130,22 +1147,30 @@ pub fn write_compressed(
     .map_err(|e| Error::new(V3_HEADER_SIZE, ErrorKind::Compress(e.to_string())))?;
     let size = V3_HEADER_SIZE + compressed.len() as u64;
     let padded = align(size).ok_or_else(|| overflow("binary size"))?;
-    let mut out = Vec::with_capacity(padded as usize);
+    let padded = usize::try_from(padded).map_err(|_| overflow("binary size"))?;
+    let mut out = Vec::with_capacity(padded);
     out.extend_from_slice(head);
     put_u64(&mut out, field_at::SIZE, size);
     put_u64(&mut out, field_at::INFLATED_SIZE, plain.len() as u64);
     out.extend_from_slice(&compressed);
-    out.resize(padded as usize, 0);
+    out.resize(padded, 0);
     Ok(out)
 }
 
-/// Overwrites the little-endian `u64` at `offset` of `bytes`, which must hold it.
+/// Overwrites the little-endian `u64` at `offset` of `bytes`: a header just written, which
+/// holds it.
 fn put_u64(bytes: &mut [u8], offset: u64, value: u64) {
-    let start = offset as usize;
-    bytes[start..start + 8].copy_from_slice(&value.to_le_bytes());
+    let field = usize::try_from(offset)
+        .ok()
+        .and_then(|at| bytes.get_mut(at..))
+        .and_then(|rest| rest.first_chunk_mut::<8>());
+    if let Some(field) = field {
+        *field = value.to_le_bytes();
+    }
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
     use proptest::prelude::*;

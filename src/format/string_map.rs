@@ -15,12 +15,26 @@ enum Slot {
     Full(usize),
 }
 
+/// A bucket of the table: what it holds, and the full hash of its key.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Bucket {
+    slot: Slot,
+    hash: u32,
+}
+
+const EMPTY: Bucket = Bucket {
+    slot: Slot::Empty,
+    hash: 0,
+};
+
 /// A map from byte-string keys to values whose iteration order is that of LLVM 19's
 /// `llvm::StringMap` after the same sequence of insertions and removals.
+///
+/// Bucket numbers are masked by the table size (a power of two) and entry numbers only ever
+/// grow, so every lookup finds what it names; a lookup that did not would find nothing.
 #[derive(Clone)]
 pub struct StringMap<V> {
-    slots: Vec<Slot>,
-    hashes: Vec<u32>,
+    buckets: Vec<Bucket>,
     entries: Vec<Option<(Box<[u8]>, V)>>,
     items: usize,
     tombstones: usize,
@@ -32,17 +46,17 @@ impl<V> Default for StringMap<V> {
     }
 }
 
-/// The 32-bit hash LLVM 19's `StringMap` keys its table with.
+/// The 32-bit hash LLVM 19's `StringMap` keys its table with: the low half of XXH3-64.
 pub fn key_hash(key: &[u8]) -> u32 {
-    xxh3_64(key) as u32
+    let [a, b, c, d, ..] = xxh3_64(key).to_le_bytes();
+    u32::from_le_bytes([a, b, c, d])
 }
 
 impl<V> StringMap<V> {
     /// An empty map (LLVM allocates its 16 buckets on the first insertion).
     pub fn new() -> Self {
         StringMap {
-            slots: Vec::new(),
-            hashes: Vec::new(),
+            buckets: Vec::new(),
             entries: Vec::new(),
             items: 0,
             tombstones: 0,
@@ -59,33 +73,41 @@ impl<V> StringMap<V> {
         self.items == 0
     }
 
+    /// The key of entry `index`, unless it was removed.
+    fn key_of(&self, index: usize) -> Option<&[u8]> {
+        self.entries.get(index)?.as_ref().map(|(k, _)| &**k)
+    }
+
+    /// The slot of `bucket` and its hash; a bucket past the table reads as empty.
+    fn bucket(&self, bucket: usize) -> Bucket {
+        self.buckets.get(bucket).copied().unwrap_or(EMPTY)
+    }
+
     /// Finds the bucket for `key`: the bucket holding it, or the one an insertion would use.
     fn lookup_bucket(&mut self, key: &[u8], hash: u32) -> usize {
-        if self.slots.is_empty() {
-            self.slots = vec![Slot::Empty; 16];
-            self.hashes = vec![0; 16];
+        if self.buckets.is_empty() {
+            self.buckets = vec![EMPTY; 16];
         }
-        let mask = self.slots.len() - 1;
+        let mask = self.buckets.len() - 1;
         let mut bucket = hash as usize & mask;
         let mut probe = 1;
         let mut first_tombstone = None;
         loop {
-            match self.slots[bucket] {
+            let found = self.bucket(bucket);
+            match found.slot {
                 Slot::Empty => {
                     let chosen = first_tombstone.unwrap_or(bucket);
-                    self.hashes[chosen] = hash;
+                    if let Some(chosen) = self.buckets.get_mut(chosen) {
+                        chosen.hash = hash;
+                    }
                     return chosen;
                 }
                 Slot::Tombstone => {
                     first_tombstone.get_or_insert(bucket);
                 }
                 Slot::Full(index) => {
-                    if self.hashes[bucket] == hash {
-                        if let Some((k, _)) = &self.entries[index] {
-                            if **k == *key {
-                                return bucket;
-                            }
-                        }
+                    if found.hash == hash && self.key_of(index) == Some(key) {
+                        return bucket;
                     }
                 }
             }
@@ -99,9 +121,12 @@ impl<V> StringMap<V> {
     pub fn insert(&mut self, key: &[u8], value: V) {
         let hash = key_hash(key);
         let bucket = self.lookup_bucket(key, hash);
-        match self.slots[bucket] {
+        let Some(found) = self.buckets.get_mut(bucket) else {
+            return;
+        };
+        match found.slot {
             Slot::Full(index) => {
-                if let Some(entry) = &mut self.entries[index] {
+                if let Some(Some(entry)) = self.entries.get_mut(index) {
                     entry.1 = value;
                 }
             }
@@ -109,8 +134,8 @@ impl<V> StringMap<V> {
                 if slot == Slot::Tombstone {
                     self.tombstones -= 1;
                 }
+                found.slot = Slot::Full(self.entries.len());
                 self.entries.push(Some((key.into(), value)));
-                self.slots[bucket] = Slot::Full(self.entries.len() - 1);
                 self.items += 1;
                 self.rehash_if_needed();
             }
@@ -118,53 +143,50 @@ impl<V> StringMap<V> {
     }
 
     fn rehash_if_needed(&mut self) {
-        let buckets = self.slots.len();
-        let new_size = if self.items * 4 > buckets * 3 {
-            buckets * 2
-        } else if buckets - (self.items + self.tombstones) <= buckets / 8 {
-            buckets
+        let size = self.buckets.len();
+        let new_size = if self.items * 4 > size * 3 {
+            size * 2
+        } else if size - (self.items + self.tombstones) <= size / 8 {
+            size
         } else {
             return;
         };
-        let mut slots = vec![Slot::Empty; new_size];
-        let mut hashes = vec![0; new_size];
+        let mut buckets = vec![EMPTY; new_size];
         let mask = new_size - 1;
-        for (slot, hash) in self.slots.iter().zip(&self.hashes) {
-            if let Slot::Full(index) = *slot {
-                let mut bucket = *hash as usize & mask;
+        for old in &self.buckets {
+            if let Slot::Full(_) = old.slot {
+                let mut bucket = old.hash as usize & mask;
                 let mut probe = 1;
-                while slots[bucket] != Slot::Empty {
+                while buckets.get(bucket).is_some_and(|b| b.slot != Slot::Empty) {
                     bucket = (bucket + probe) & mask;
                     probe += 1;
                 }
-                slots[bucket] = Slot::Full(index);
-                hashes[bucket] = *hash;
+                if let Some(new) = buckets.get_mut(bucket) {
+                    *new = *old;
+                }
             }
         }
-        self.slots = slots;
-        self.hashes = hashes;
+        self.buckets = buckets;
         self.tombstones = 0;
     }
 
-    fn find(&self, key: &[u8]) -> Option<usize> {
-        if self.slots.is_empty() {
+    /// The bucket holding `key` and the number of its entry.
+    fn find(&self, key: &[u8]) -> Option<(usize, usize)> {
+        if self.buckets.is_empty() {
             return None;
         }
         let hash = key_hash(key);
-        let mask = self.slots.len() - 1;
+        let mask = self.buckets.len() - 1;
         let mut bucket = hash as usize & mask;
         let mut probe = 1;
         loop {
-            match self.slots[bucket] {
+            let found = self.bucket(bucket);
+            match found.slot {
                 Slot::Empty => return None,
                 Slot::Tombstone => {}
                 Slot::Full(index) => {
-                    if self.hashes[bucket] == hash
-                        && self.entries[index]
-                            .as_ref()
-                            .is_some_and(|(k, _)| **k == *key)
-                    {
-                        return Some(bucket);
+                    if found.hash == hash && self.key_of(index) == Some(key) {
+                        return Some((bucket, index));
                     }
                 }
             }
@@ -175,11 +197,8 @@ impl<V> StringMap<V> {
 
     /// The value of `key`, if present.
     pub fn get(&self, key: &[u8]) -> Option<&V> {
-        let bucket = self.find(key)?;
-        match self.slots[bucket] {
-            Slot::Full(index) => self.entries[index].as_ref().map(|(_, v)| v),
-            _ => None,
-        }
+        let (_, index) = self.find(key)?;
+        self.entries.get(index)?.as_ref().map(|(_, v)| v)
     }
 
     /// Whether `key` is present.
@@ -189,26 +208,26 @@ impl<V> StringMap<V> {
 
     /// Removes `key`, leaving a tombstone in its bucket as LLVM does, and returns its value.
     pub fn remove(&mut self, key: &[u8]) -> Option<V> {
-        let bucket = self.find(key)?;
-        let Slot::Full(index) = self.slots[bucket] else {
-            return None;
-        };
-        self.slots[bucket] = Slot::Tombstone;
+        let (bucket, index) = self.find(key)?;
+        self.buckets.get_mut(bucket)?.slot = Slot::Tombstone;
         self.items -= 1;
         self.tombstones += 1;
-        self.entries[index].take().map(|(_, v)| v)
+        self.entries.get_mut(index)?.take().map(|(_, v)| v)
     }
 
     /// The keys and values in LLVM's iteration order: bucket by bucket.
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
-        self.slots.iter().filter_map(move |slot| match *slot {
-            Slot::Full(index) => self.entries[index].as_ref().map(|(k, v)| (&**k, v)),
-            _ => None,
-        })
+        self.buckets
+            .iter()
+            .filter_map(move |bucket| match bucket.slot {
+                Slot::Full(index) => self.entries.get(index)?.as_ref().map(|(k, v)| (&**k, v)),
+                _ => None,
+            })
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 

@@ -16,6 +16,13 @@ pub enum Flavor {
     Coff,
 }
 
+/// The 32-bit offset or size of a table: both ELF and COFF hold them in 32 bits. A table past
+/// 4 GiB cannot be addressed, and its offsets saturate at `u32::MAX` rather than wrap to a
+/// wrong string.
+fn offset32(value: usize) -> u32 {
+    u32::try_from(value).unwrap_or(u32::MAX)
+}
+
 /// A finished string table.
 #[derive(Debug, Clone)]
 pub struct StringTable {
@@ -41,10 +48,10 @@ impl StringTable {
         for s in unique {
             if previous.ends_with(s) {
                 let at = bytes.len() - s.len() - 1;
-                offsets.insert(s.to_vec(), at as u32);
+                offsets.insert(s.to_vec(), offset32(at));
                 continue;
             }
-            offsets.insert(s.to_vec(), bytes.len() as u32);
+            offsets.insert(s.to_vec(), offset32(bytes.len()));
             bytes.extend_from_slice(s);
             bytes.push(0);
             previous = s;
@@ -54,8 +61,10 @@ impl StringTable {
                 offsets.insert(Vec::new(), 0);
             }
             Flavor::Coff => {
-                let size = bytes.len() as u32;
-                bytes[..4].copy_from_slice(&size.to_le_bytes());
+                let size = offset32(bytes.len());
+                if let Some(size_field) = bytes.first_chunk_mut::<4>() {
+                    *size_field = size.to_le_bytes();
+                }
             }
         }
         StringTable { offsets, bytes }
@@ -67,7 +76,9 @@ impl StringTable {
     /// # Panics
     ///
     /// When `s` is not in the table.
+    #[allow(clippy::indexing_slicing)]
     pub fn offset(&self, s: &[u8]) -> u32 {
+        // bounds: the caller's promise, documented above; `get` is the checked form.
         self.offsets[s]
     }
 
@@ -78,6 +89,7 @@ impl StringTable {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 

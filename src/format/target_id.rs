@@ -5,6 +5,9 @@
 //! settings of a feature for one processor, and the list of processor names that LLVM 19's
 //! bundle entry ID parser recognises.
 
+// Checked by hand until they are converted.
+#![allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
+
 use super::triple::Triple;
 
 /// A feature's setting in a target ID.

@@ -57,13 +57,16 @@ pub fn parse<'a>(data: &'a [u8], comment: &str) -> Result<Vec<TextEntry<'a>>> {
     let end_finder = memmem::Finder::new(&end);
     let mut entries = Vec::new();
     let mut pos = 0;
-    while let Some(found) = start_finder.find(&data[pos..]) {
+    // Each slice below starts where a search just found something, so the `get`s that cut
+    // them never come up empty but for a search that ran to the end of the data.
+    while let Some(found) = start_finder.find(data.get(pos..).unwrap_or_default()) {
         let marker = pos + found;
         let id_start = marker + start.len();
-        let id_end = memchr::memchr(b'\n', &data[id_start..])
-            .map(|n| id_start + n)
+        let id_line = data.get(id_start..).unwrap_or_default();
+        let id_len = memchr::memchr(b'\n', id_line)
             .ok_or_else(|| Error::new(marker as u64, ErrorKind::UnterminatedStartMarker))?;
-        let id = std::str::from_utf8(&data[id_start..id_end]).map_err(|_| {
+        let (id_bytes, from_newline) = id_line.split_at(id_len);
+        let id = std::str::from_utf8(id_bytes).map_err(|_| {
             Error::new(
                 id_start as u64,
                 ErrorKind::EntryIdNotUtf8 {
@@ -71,24 +74,24 @@ pub fn parse<'a>(data: &'a [u8], comment: &str) -> Result<Vec<TextEntry<'a>>> {
                 },
             )
         })?;
-        let text_start = id_end + 1;
-        let text_end = end_finder
-            .find(&data[text_start..])
-            .map(|n| text_start + n)
-            .ok_or_else(|| {
-                Error::new(
-                    marker as u64,
-                    ErrorKind::MissingEndMarker { id: id.to_string() },
-                )
-            })?;
+        let text_start = id_start + id_len + 1;
+        let text = from_newline.get(1..).unwrap_or_default();
+        let text_len = end_finder.find(text).ok_or_else(|| {
+            Error::new(
+                marker as u64,
+                ErrorKind::MissingEndMarker { id: id.to_string() },
+            )
+        })?;
+        let (entry_text, from_end_marker) = text.split_at(text_len);
         entries.push(TextEntry {
             id,
             offset: text_start as u64,
-            data: &data[text_start..text_end],
+            data: entry_text,
         });
         // Skip the end marker line; its ID is not checked.
-        let after = text_end + end.len();
-        pos = memchr::memchr(b'\n', &data[after..]).map_or(data.len(), |n| after + n + 1);
+        let after = text_start + text_len + end.len();
+        let end_line = from_end_marker.get(end.len()..).unwrap_or_default();
+        pos = memchr::memchr(b'\n', end_line).map_or(data.len(), |n| after + n + 1);
     }
     Ok(entries)
 }
@@ -131,6 +134,7 @@ pub fn write<W: Write + ?Sized>(
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
