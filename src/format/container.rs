@@ -237,7 +237,8 @@ impl Container {
                 Opened {
                     size,
                     contents: Contents::Records(vec![Record::CudaFatbin(
-                        data.get(..size as usize).unwrap_or(data),
+                        data.get(..usize::try_from(size).unwrap_or(usize::MAX))
+                            .unwrap_or(data),
                     )]),
                 }
             }
@@ -255,6 +256,7 @@ pub fn next_magic(data: &[u8]) -> Option<usize> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 

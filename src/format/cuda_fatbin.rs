@@ -81,12 +81,13 @@ pub fn split(data: &[u8]) -> impl Iterator<Item = Result<(usize, &[u8])>> {
         let here = data
             .get(pos..)
             .filter(|d| !failed && is_fatbin(d) && d.len() >= FIXED)?;
-        match size(here) {
+        // The size is checked against the bytes there, so it fits in a usize.
+        match size(here).map(|size| usize::try_from(size).unwrap_or(usize::MAX)) {
             Ok(size) => {
                 let start = pos;
-                let end = start + size as usize;
-                pos = end.next_multiple_of(8);
-                data.get(start..end).map(|bytes| Ok((start, bytes)))
+                let bytes = here.get(..size)?;
+                pos = (start + size).next_multiple_of(8);
+                Some(Ok((start, bytes)))
             }
             Err(e) => {
                 failed = true;
@@ -97,6 +98,7 @@ pub fn split(data: &[u8]) -> impl Iterator<Item = Result<(usize, &[u8])>> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 
