@@ -8,9 +8,6 @@
 //! `hipv4-amdgcn-amd-amdhsa--gfx906`. Matching these quirks is what makes bundles written here
 //! byte-identical to LLVM's and lets each tool read the other's.
 
-// Checked by hand until they are converted.
-#![allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
-
 use super::target_id::{is_offload_arch, target_ids_compatible};
 use super::triple::Triple;
 use std::fmt;

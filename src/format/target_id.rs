@@ -5,9 +5,6 @@
 //! settings of a feature for one processor, and the list of processor names that LLVM 19's
 //! bundle entry ID parser recognises.
 
-// Checked by hand until they are converted.
-#![allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
-
 use super::triple::Triple;
 
 /// A feature's setting in a target ID.
@@ -294,28 +291,24 @@ where
     let mut sorted: Vec<&str> = ids.into_iter().collect();
     sorted.sort_unstable();
     sorted.dedup();
-    let mut first_by_processor: Vec<TargetId<'a>> = Vec::new();
-    let mut first_text: Vec<&'a str> = Vec::new();
+    // The first ID seen for each processor, parsed, and as written.
+    let mut firsts: Vec<(TargetId<'a>, &'a str)> = Vec::new();
     for id in sorted {
         let Some(parsed) = TargetId::parse_syntax(id) else {
             continue;
         };
-        match first_by_processor
+        match firsts
             .iter()
-            .position(|first| first.processor == parsed.processor)
+            .find(|(first, _)| first.processor == parsed.processor)
         {
-            None => {
-                first_by_processor.push(parsed);
-                first_text.push(id);
-            }
-            Some(i) => {
-                let first = &first_by_processor[i];
+            None => firsts.push((parsed, id)),
+            Some((first, first_text)) => {
                 if parsed
                     .features
                     .iter()
                     .any(|(name, _)| first.feature(name).is_none())
                 {
-                    return Some((first_text[i], id));
+                    return Some((first_text, id));
                 }
             }
         }
