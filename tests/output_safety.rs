@@ -1,17 +1,11 @@
 //! Outputs are never written through a symbolic link, in-place rewrites leave the old file or
 //! the new one whatever moment they are killed at, and declared sizes are never allocated.
 
-mod common;
-
 use std::os::unix::fs::symlink;
 use std::process::Command;
 use std::time::Duration;
 
-use common::samples_dir;
-
-fn offload() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_offload"))
-}
+use crate::util::{offload, samples_dir, visible, OFFLOAD};
 
 #[test]
 fn a_symbolic_link_at_an_output_path_is_replaced_not_written_through() {
@@ -105,7 +99,7 @@ fn a_compressed_bundle_claiming_4_gib_is_a_clear_error_in_2_gib_of_address_space
         .arg("-c")
         .arg(format!(
             "ulimit -v 2097152; exec {} bundler -list -type=bc -input={}",
-            env!("CARGO_BIN_EXE_offload"),
+            OFFLOAD,
             path.display()
         ))
         .output()
@@ -219,9 +213,7 @@ impl SmallDisk {
             .status()
             .is_ok_and(|s| s.success());
         if !mounted {
-            common::visible(
-                "SKIP: cannot mount a 1 MiB tmpfs (needs root): full-disk cases not run",
-            );
+            visible("SKIP: cannot mount a 1 MiB tmpfs (needs root): full-disk cases not run");
             return None;
         }
         Some(SmallDisk(dir))
