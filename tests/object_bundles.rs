@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::native::{c_compiler, succeed};
-use crate::util::{bundler, reference_tool, samples_dir, visible};
+use crate::util::native::c_compiler;
+use crate::util::{bundler, reference_tool, samples_dir, succeed, visible};
 use object::{Object, ObjectSection};
 
 const GFX906: &str = "hipv4-amdgcn-amd-amdhsa--gfx906";

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::native::{hip_objects, run, succeed, support, KEPT_GFX90A};
-use crate::util::{offload, offload_in, reference_tool, samples_dir};
+use crate::util::native::{hip_objects, run, support, KEPT_GFX90A};
+use crate::util::{offload, offload_in, reference_tool, samples_dir, succeed};
 
 fn extracted(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
     succeed(offload().args([

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::native::{link_and_run, succeed, support};
-use crate::util::{offload, reference_tool, samples_dir, text_output, OFFLOAD};
+use crate::util::native::{link_and_run, support};
+use crate::util::{offload, reference_tool, samples_dir, succeed, text_output, OFFLOAD};
 
 fn images() -> Vec<PathBuf> {
     let s = samples_dir().join("dev");

@@ -8,7 +8,7 @@ pub mod native;
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// The `offload` binary under test.
 pub const OFFLOAD: &str = env!("CARGO_BIN_EXE_offload");
@@ -47,6 +47,19 @@ pub fn text_output(command: &mut Command) -> (i32, String, String) {
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// Runs `command`, which must succeed; its output, or a panic showing its standard error.
+pub fn succeed(command: &mut Command) -> Output {
+    let out = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{command:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// Runs `offload args` in `dir`: the exit code, standard output and standard error.

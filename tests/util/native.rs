@@ -2,7 +2,9 @@
 //! stand-in runtimes of tests/support, and HIP objects compiled by clang-19.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+
+use super::succeed;
 
 #[path = "../support/hip_build.rs"]
 mod hip_build;
@@ -19,19 +21,6 @@ pub fn c_compiler() -> Option<&'static str> {
 /// A file of tests/support: the stand-in runtimes `hip_runtime.c` and `omp_runtime.c`.
 pub fn support(name: &str) -> PathBuf {
     super::root().join("tests/support").join(name)
-}
-
-/// Runs `command`, which must succeed; its output, or a panic showing its standard error.
-pub fn succeed(command: &mut Command) -> Output {
-    let out = command
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {command:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{command:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 /// Links `object` with the stand-in runtime `runtime` into `program` with the C compiler `cc`,
