@@ -1,21 +1,15 @@
 //! The bundler on damaged input and in the places where it goes beyond LLVM 19: a clear error
 //! naming the file and offset, exit status 1, no panic, no output left behind.
 
-use assert_cmd::Command;
 use offload::format::{bundle, ccob};
 use std::fs;
 use std::path::Path;
 
+use crate::util::{bundler, offload, OFFLOAD};
+
 const HOST: &str = "host-x86_64-unknown-linux-gnu";
 const GFX906: &str = "hipv4-amdgcn-amd-amdhsa--gfx906";
 const GFX90A: &str = "hipv4-amdgcn-amd-amdhsa--gfx90a";
-
-fn bundler() -> Command {
-    let mut cmd = Command::cargo_bin("offload").unwrap();
-    cmd.arg("bundler")
-        .env("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "1");
-    cmd
-}
 
 fn sample_bundle() -> Vec<u8> {
     bundle::to_vec(
@@ -272,8 +266,7 @@ fn a_compressed_bundle_claiming_more_than_the_cap_is_refused() {
 fn version_3_is_written_on_request() {
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("d"), [7u8; 1000]).unwrap();
-    let mut cmd = Command::cargo_bin("offload").unwrap();
-    let out = cmd
+    let out = offload()
         .current_dir(dir.path())
         .env("COMPRESSED_BUNDLE_FORMAT_VERSION", "3")
         .args([
@@ -299,7 +292,7 @@ fn version_3_is_written_on_request() {
 fn started_as_clang_offload_bundler_it_is_the_bundler() {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("clang-offload-bundler");
-    std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("offload"), &link).unwrap();
+    std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
     let out = std::process::Command::new(&link)
         .arg("-type=bc")
         .output()

@@ -7,10 +7,12 @@ use std::fs::{self, File};
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 use md5::{Digest, Md5};
+
+use crate::util::offload;
 use offload::format::bundle;
 use offload::format::ccob::{self, CompressOptions, Method};
 use offload::format::offload_binary::{self, ImageKind, OffloadKind, OffloadingImage};
@@ -37,7 +39,7 @@ fn small_bundle() -> Vec<u8> {
 /// Runs `offload` with `args` in `dir`, its address space capped at `memory` bytes and killed
 /// after a minute.
 fn run(dir: &Path, args: &[&str], memory: u64) -> (Output, Duration) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_offload"));
+    let mut command = offload();
     command
         .current_dir(dir)
         .args(args)

@@ -3,13 +3,11 @@
 //! 2^64-1 and the file's size. No reader may panic (exit 101), die of a signal or hang
 //! (10 s each), and every failure must say why on stderr.
 
-mod common;
-
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::samples_dir;
+use crate::util::{offload, samples_dir, visible};
 
 const SAMPLES: &[&str] = &[
     "bundles/kernel.bc",
@@ -71,7 +69,7 @@ fn damaged(good: &[u8], count: usize, seed: u64) -> Vec<Vec<u8>> {
 
 /// Runs `args` on `file` and checks the rules; returns a problem, if any.
 fn check(dir: &Path, file: &Path, args: &[&str]) -> Option<String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_offload"))
+    let mut child = offload()
         .current_dir(dir)
         .args(
             args.iter()
@@ -159,7 +157,7 @@ fn damaged_files_never_crash_any_reader() {
             std::fs::remove_file(&file).unwrap();
         }
     }
-    common::visible(&format!(
+    visible(&format!(
         "campaign: {runs} runs, {} problems",
         problems.len()
     ));

@@ -3,12 +3,10 @@
 //! standard output, and exits with status 1 instead of panicking or claiming success. The
 //! files a command writes are still written whole.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::samples_dir;
+use crate::util::{samples_dir, OFFLOAD};
 
 /// Where a command's standard output goes in these tests.
 #[derive(Debug, Clone, Copy)]
@@ -60,7 +58,7 @@ fn run_into(program: &Path, dir: &Path, args: &[&str], sink: Sink) -> (Option<i3
 }
 
 fn offload_bin() -> &'static Path {
-    Path::new(env!("CARGO_BIN_EXE_offload"))
+    Path::new(OFFLOAD)
 }
 
 /// Asserts that the command failed cleanly because of its standard output.

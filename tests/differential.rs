@@ -6,12 +6,11 @@
 //! output does.
 //! `[llvm-crashes]` cases are not run with LLVM.
 
-mod common;
-
-use common::{
-    check_all, compare, first_difference, load_cases, option_values, reference_tool, report,
-    run_case, run_tool, substitute, Case, Expected, Outcome, Status, Tool, LLVM_BUNDLER,
+use crate::util::cases::{
+    self, check_all, compare, load_cases, option_values, report, run_case, run_tool, substitute,
+    Case, Expected, Outcome, Status, Tool, LLVM_BUNDLER,
 };
+use crate::util::{first_difference, reference_tool};
 
 const CCOB_MAGIC: &[u8] = b"CCOB";
 
@@ -29,8 +28,8 @@ fn differential() {
     assert!(!cases.is_empty(), "no cases selected");
     let results = check_all(&cases, |case| {
         let our_run = run_case(&ours, case);
-        if common::checked_on_its_own(case) {
-            return common::check_own(case, &our_run);
+        if cases::checked_on_its_own(case) {
+            return cases::check_own(case, &our_run);
         }
         let llvm_run = run_case(&llvm, case);
         let expected = match Expected::from_llvm(&llvm_run) {

@@ -1,36 +1,12 @@
 //! `offload extract` / `offload-extract`: which images a target ID selects, the bytes written,
 //! the names given, device archives, and the failures.
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::{reference_tool, samples_dir};
-
-fn extract(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_offload-extract"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn written(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|d| {
-            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names
-}
+use crate::util::{
+    file_names, offload, offload_extract_in, offload_in, reference_tool, samples_dir,
+};
 
 fn sample(path: &str) -> String {
     samples_dir().join(path).to_string_lossy().into_owned()
@@ -40,26 +16,28 @@ fn sample(path: &str) -> String {
 fn a_target_id_selects_every_image_its_device_can_load() {
     let dir = tempfile::tempdir().unwrap();
     let rdc = sample("archive/kernel-rdc.o");
-    let (code, _, err) = extract(dir.path(), &[&rdc, "--arch", "gfx90a", "-o", "any"]);
+    let (code, _, err) = offload_extract_in(dir.path(), &[&rdc, "--arch", "gfx90a", "-o", "any"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
-        written(&dir.path().join("any")),
+        file_names(&dir.path().join("any")),
         [
             "kernel-rdc.o-hip-amdgcn-amd-amdhsa--gfx90a_xnack+.bc",
             "kernel-rdc.o-hip-amdgcn-amd-amdhsa--gfx90a_xnack-.bc"
         ]
     );
-    let (code, _, err) = extract(dir.path(), &[&rdc, "--arch", "gfx90a:xnack+", "-o", "on"]);
+    let (code, _, err) =
+        offload_extract_in(dir.path(), &[&rdc, "--arch", "gfx90a:xnack+", "-o", "on"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
-        written(&dir.path().join("on")),
+        file_names(&dir.path().join("on")),
         ["kernel-rdc.o-hip-amdgcn-amd-amdhsa--gfx90a_xnack+.bc"]
     );
     // gfx906 images leave xnack out: a gfx906:xnack- device loads them.
-    let (code, _, err) = extract(dir.path(), &[&rdc, "--arch", "gfx906:xnack-", "-o", "g906"]);
+    let (code, _, err) =
+        offload_extract_in(dir.path(), &[&rdc, "--arch", "gfx906:xnack-", "-o", "g906"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(written(&dir.path().join("g906")).len(), 1);
-    let (code, _, err) = extract(
+    assert_eq!(file_names(&dir.path().join("g906")).len(), 1);
+    let (code, _, err) = offload_extract_in(
         dir.path(),
         &[&rdc, "--arch", "gfx90a", "--exact", "-o", "exact"],
     );
@@ -84,7 +62,7 @@ fn extracted_bytes_equal_what_llvm_unbundles() {
             "kernel-fatbin-z.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co",
         ),
     ] {
-        let (code, _, err) = extract(
+        let (code, _, err) = offload_extract_in(
             dir.path(),
             &[&sample(file), "--arch", "gfx90a", "-o", "out"],
         );
@@ -113,7 +91,7 @@ fn extracted_bytes_equal_what_llvm_unbundles() {
 #[test]
 fn an_archive_gives_a_device_archive() {
     let dir = tempfile::tempdir().unwrap();
-    let (code, out, err) = extract(
+    let (code, out, err) = offload_extract_in(
         dir.path(),
         &[
             &sample("archive/libmulti.a"),
@@ -149,9 +127,10 @@ fn names_from_entry_ids_never_leave_the_folder() {
         1,
     );
     std::fs::write(dir.path().join("evil.bin"), &bundle).unwrap();
-    let (code, _, err) = extract(dir.path(), &["evil.bin", "--arch", "gfx90a", "-o", "out"]);
+    let (code, _, err) =
+        offload_extract_in(dir.path(), &["evil.bin", "--arch", "gfx90a", "-o", "out"]);
     assert_eq!(code, 0, "{err}");
-    let names = written(&dir.path().join("out"));
+    let names = file_names(&dir.path().join("out"));
     assert_eq!(names.len(), 1, "{names:?}");
     assert!(!names[0].contains('/'));
     assert_eq!(
@@ -159,14 +138,14 @@ fn names_from_entry_ids_never_leave_the_folder() {
         b"code"
     );
     // Nothing was written beside the folder.
-    assert_eq!(written(dir.path()), ["evil.bin", "out"]);
+    assert_eq!(file_names(dir.path()), ["evil.bin", "out"]);
 }
 
 #[test]
 fn filters_on_triple_and_kind() {
     let dir = tempfile::tempdir().unwrap();
     let args = |kind: &str, out: &str| -> (i32, String, String) {
-        extract(
+        offload_extract_in(
             dir.path(),
             &[
                 &sample("openmp/omp.o"),
@@ -186,7 +165,7 @@ fn filters_on_triple_and_kind() {
     assert_eq!(code, 0, "{err}");
     assert_eq!(out.lines().count(), 1, "{out}");
     assert_eq!(
-        written(&dir.path().join("omp")),
+        file_names(&dir.path().join("omp")),
         ["omp.o-openmp-amdgcn-amd-amdhsa-gfx906.bc"]
     );
     let (code, out, err) = args("hip", "hip");
@@ -196,11 +175,7 @@ fn filters_on_triple_and_kind() {
 
 /// The damage `offload ls` reports for `file`, each line without the program name.
 fn ls_damage(file: &Path) -> Vec<String> {
-    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
-        .arg("ls")
-        .arg(file)
-        .output()
-        .unwrap();
+    let out = offload().arg("ls").arg(file).output().unwrap();
     String::from_utf8_lossy(&out.stderr)
         .lines()
         .map(|l| l.strip_prefix("offload ls: ").unwrap_or(l).to_string())
@@ -228,7 +203,7 @@ fn damage_is_reported_before_no_image_is() {
         format!("error: no device image for gfx90a in {}", names.join(", "))
     };
     for (file, damage) in &damaged {
-        let (code, stdout, stderr) = extract(
+        let (code, stdout, stderr) = offload_extract_in(
             dir.path(),
             &[
                 file.to_str().unwrap(),
@@ -247,13 +222,13 @@ fn damage_is_reported_before_no_image_is() {
             .map(|l| l.strip_prefix("offload-extract: ").unwrap_or(l))
             .collect();
         assert_eq!(got, want, "{}", file.display());
-        assert!(written(&out).is_empty(), "{}", file.display());
+        assert!(file_names(&out).is_empty(), "{}", file.display());
     }
     // Several files: the damage of each, in order, then the one failure.
     let files: Vec<&Path> = damaged.iter().map(|(f, _)| f.as_path()).collect();
     let mut args: Vec<&str> = files.iter().map(|f| f.to_str().unwrap()).collect();
     args.extend(["--arch", "gfx90a", "-o", out.to_str().unwrap()]);
-    let (code, _, stderr) = extract(dir.path(), &args);
+    let (code, _, stderr) = offload_extract_in(dir.path(), &args);
     assert_eq!(code, 1, "{stderr}");
     let mut want: Vec<String> = damaged.iter().flat_map(|(_, d)| d.clone()).collect();
     want.push(no_image(&files));
@@ -264,20 +239,11 @@ fn damage_is_reported_before_no_image_is() {
     assert_eq!(got, want);
 }
 
-/// `offload extract` with the given arguments, run in `dir` with no `OFFLOAD_LOG`.
+/// `offload extract` with the given arguments, run in `dir`.
 fn offload_extract(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
-        .current_dir(dir)
-        .env_remove("OFFLOAD_LOG")
-        .arg("extract")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut all = vec!["extract"];
+    all.extend_from_slice(args);
+    offload_in(dir, &all)
 }
 
 #[test]
@@ -315,7 +281,7 @@ fn verbose_names_the_images_chosen_and_the_files_written() {
         !err.contains("DEBUG"),
         "one -v logs information, not details: {err}"
     );
-    assert_eq!(written(&dir.path().join("loud")), [written_as]);
+    assert_eq!(file_names(&dir.path().join("loud")), [written_as]);
 
     let (code, _, err) = offload_extract(
         dir.path(),

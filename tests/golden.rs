@@ -5,9 +5,9 @@
 //! case's `# expect:` texts on stderr, no output files). `[compressed]` cases compare exit
 //! status and stdout here; their outputs are checked in tests/differential.rs.
 
-mod common;
-
-use common::{check_all, compare, load_cases, load_golden, report, run_case, Tool};
+use crate::util::cases::{
+    self, check_all, compare, load_cases, load_golden, report, run_case, Tool,
+};
 use std::collections::BTreeSet;
 
 #[test]
@@ -17,8 +17,8 @@ fn golden() {
     let ours = Tool::ours();
     let results = check_all(&cases, |case| {
         let outcome = run_case(&ours, case);
-        if common::checked_on_its_own(case) {
-            return common::check_own(case, &outcome);
+        if cases::checked_on_its_own(case) {
+            return cases::check_own(case, &outcome);
         }
         match load_golden(case) {
             Ok(expected) => compare(case, &expected, &outcome),
@@ -31,10 +31,10 @@ fn golden() {
 
 #[test]
 fn every_golden_folder_has_a_case() {
-    let text = std::fs::read_to_string(common::cases_file()).expect("cannot read the case file");
-    let cases = common::parse_cases(&text).unwrap_or_else(|e| panic!("{e}"));
+    let text = std::fs::read_to_string(cases::cases_file()).expect("cannot read the case file");
+    let cases = cases::parse_cases(&text).unwrap_or_else(|e| panic!("{e}"));
     let names: BTreeSet<&str> = cases.iter().map(|c| c.name.as_str()).collect();
-    let stale: Vec<String> = std::fs::read_dir(common::golden_dir())
+    let stale: Vec<String> = std::fs::read_dir(cases::golden_dir())
         .expect("cannot read tests/golden")
         .flatten()
         .filter(|e| e.path().is_dir())
@@ -50,7 +50,7 @@ fn every_golden_folder_has_a_case() {
         .iter()
         .filter(|c| c.ours_as.is_none())
         .map(|c| c.name.as_str())
-        .filter(|n| !common::golden_dir().join(n).is_dir())
+        .filter(|n| !cases::golden_dir().join(n).is_dir())
         .collect();
     assert!(
         missing.is_empty(),

@@ -2,18 +2,12 @@
 //! ACLs and capabilities; they write through symbolic links and into hard-linked files; their
 //! temporary files are private; a file truncated under the rewrite is an error, not a signal.
 
-mod common;
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::visible;
-
-fn offload() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_offload"))
-}
+use crate::util::{offload, visible};
 
 /// A bundle with a host entry and three device entries of `size` bytes each.
 fn bundle(size: usize) -> Vec<u8> {

@@ -3,16 +3,14 @@
 //! holding several bundles with padding between them, one compressed; OpenMP images in a
 //! linked `.llvm.offloading`; containers in containers; CUDA fat binaries.
 
-mod common;
-
 use std::process::Command;
 
-use common::{reference_tool, samples_dir};
+use crate::util::{offload, reference_tool, samples_dir};
 use serde_json::Value;
 
 fn ls(file: &str) -> Vec<Value> {
     let path = samples_dir().join("linked").join(file);
-    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+    let out = offload()
         .args(["ls", "--json"])
         .arg(&path)
         .output()
@@ -139,7 +137,7 @@ fn linked_openmp_images_are_those_llvm_objdump_lists() {
 #[test]
 fn extracting_from_a_program_takes_plain_and_compressed_bundles() {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+    let out = offload()
         .args(["extract", "--arch", "gfx90a", "-o"])
         .arg(dir.path())
         .arg(samples_dir().join("linked/hip-app"))
@@ -180,7 +178,7 @@ fn a_damaged_bundle_in_a_program_is_reported_with_its_section() {
     bytes[0x1000 + 24..0x1000 + 32].copy_from_slice(&(1u64 << 40).to_le_bytes());
     let damaged = dir.path().join("hip-app");
     std::fs::write(&damaged, &bytes).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+    let out = offload()
         .args(["ls", "--json"])
         .arg(&damaged)
         .output()

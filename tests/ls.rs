@@ -1,26 +1,19 @@
 //! `offload ls` on real files: the images llvm-objdump-19 --offloading lists, in its order,
 //! with offsets that point at the image bytes; damaged files are reported and the rest listed.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{reference_tool, samples_dir};
+use crate::util::{offload, reference_tool, samples_dir, text_output};
 use serde_json::Value;
 
 fn ls(args: &[&Path], json: bool) -> (i32, String, String) {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_offload"));
+    let mut command = offload();
     command.arg("ls");
     if json {
         command.arg("--json");
     }
-    let out = command.args(args).output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    text_output(command.args(args))
 }
 
 fn openmp_samples() -> Vec<PathBuf> {

@@ -6,14 +6,12 @@
 //! section header can count, one with a file name record padded with empty records, and one
 //! whose string table is long enough for base-64 section name offsets.
 
-mod common;
-
 use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{first_difference, reference_tool, samples_dir, visible};
+use crate::util::{first_difference, reference_tool, samples_dir, visible, CountingSink};
 use object::{pe, Object as _, ObjectSection as _, ObjectSymbol as _};
 use offload::container::objcopy::{add_sections, remove_sections, rewrite_sections, AddedSection};
 use offload::format::bundle::{self, Bundle as FatBinary};
@@ -588,7 +586,7 @@ fn damaged_objects_give_errors_not_panics() {
             damaged[at] ^= (state >> 32) as u8 | 1;
         }
         if let Ok(out) = add_sections(&damaged, &added) {
-            let mut counted = common::CountingSink(0);
+            let mut counted = CountingSink(0);
             out.write_with(&mut counted, |o, d| o.write_all(d)).unwrap();
             assert_eq!(counted.0, out.size);
         }
@@ -868,7 +866,7 @@ fn damaged_objects_with_new_contents_give_errors_not_panics() {
     };
     let run = |bytes: &[u8]| {
         if let Ok(out) = rewrite_sections(bytes, &|n| n == b".pdata", &replace) {
-            let mut counted = common::CountingSink(0);
+            let mut counted = CountingSink(0);
             out.write_with(&mut counted, |o, d| o.write_all(d)).unwrap();
             assert_eq!(counted.0, out.size);
         }

@@ -1,12 +1,10 @@
 //! Sections added to and removed from ELF objects give the bytes llvm-objcopy-19 gives.
 
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{first_difference, reference_tool, samples_dir, visible};
+use crate::util::{first_difference, reference_tool, samples_dir, visible, CountingSink};
 use offload::container::objcopy::{add_sections, remove_sections, AddedSection};
 
 const PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
@@ -215,7 +213,7 @@ fn damaged_objects_give_errors_not_panics() {
             damaged[at] ^= (state >> 32) as u8 | 1;
         }
         if let Ok(out) = add_sections(&damaged, &added) {
-            let mut counted = common::CountingSink(0);
+            let mut counted = CountingSink(0);
             out.write_with(&mut counted, |o, d| o.write_all(d)).unwrap();
             assert_eq!(counted.0, out.size);
         }

@@ -2,42 +2,27 @@
 //! program runs, the linker drops the device sections from programs and keeps them in partial
 //! links, and unbundling gives back every input.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{reference_tool, samples_dir, visible};
+use crate::util::native::c_compiler;
+use crate::util::{bundler, reference_tool, samples_dir, succeed, visible};
 use object::{Object, ObjectSection};
 
 const GFX906: &str = "hipv4-amdgcn-amd-amdhsa--gfx906";
 const GFX90A: &str = "hipv4-amdgcn-amd-amdhsa--gfx90a";
 
-fn offload(args: &[String]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_offload"))
-        .arg("bundler")
-        .args(args)
-        .env("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "1")
-        .output()
-        .unwrap()
-}
-
 fn bundle_sample(dir: &Path) -> PathBuf {
     let s = samples_dir();
     let fat = dir.join("fat.o");
-    let out = offload(&[
+    succeed(bundler().args([
         "-type=o".into(),
         format!("-targets=host-x86_64-unknown-linux-gnu,{GFX906},{GFX90A}"),
         format!("-input={}", s.join("elf/c-x86_64-linux-gnu.o").display()),
         format!("-input={}", s.join("dev/vadd-gfx906.hsaco").display()),
         format!("-input={}", s.join("dev/vadd-gfx90a.hsaco").display()),
         format!("-output={}", fat.display()),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ]));
     fat
 }
 
@@ -52,27 +37,14 @@ fn bundle_section_names(data: &[u8]) -> Vec<String> {
 
 #[test]
 fn a_fat_object_links_and_runs_without_its_device_sections() {
-    let Some(cc) = ["cc", "gcc", "clang-19"]
-        .into_iter()
-        .find(|c| Command::new(c).arg("--version").output().is_ok())
-    else {
+    let Some(cc) = c_compiler() else {
         visible("SKIP: no C compiler to link with");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
     let fat = bundle_sample(dir.path());
     let exe = dir.path().join("program");
-    let link = Command::new(cc)
-        .arg(&fat)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        link.status.success(),
-        "{}",
-        String::from_utf8_lossy(&link.stderr)
-    );
+    succeed(Command::new(cc).arg(&fat).arg("-o").arg(&exe));
     // The sample's main returns bump(2) > 3, which is 1.
     let run = Command::new(&exe).status().unwrap();
     assert_eq!(run.code(), Some(1));
@@ -95,17 +67,12 @@ fn a_partial_link_keeps_the_bundle_and_llvm_reads_ours() {
     );
     if Command::new("ld").arg("--version").output().is_ok() {
         let partial = dir.path().join("partial.o");
-        let ld = Command::new("ld")
-            .arg("-r")
-            .arg(&fat)
-            .arg("-o")
-            .arg(&partial)
-            .output()
-            .unwrap();
-        assert!(
-            ld.status.success(),
-            "{}",
-            String::from_utf8_lossy(&ld.stderr)
+        succeed(
+            Command::new("ld")
+                .arg("-r")
+                .arg(&fat)
+                .arg("-o")
+                .arg(&partial),
         );
         assert_eq!(
             bundle_section_names(&std::fs::read(&partial).unwrap()),
@@ -136,7 +103,7 @@ fn unbundling_our_fat_object_gives_back_every_input() {
         dir.path().join("a.co"),
         dir.path().join("b.co"),
     );
-    let out = offload(&[
+    succeed(bundler().args([
         "-unbundle".into(),
         "-type=o".into(),
         format!("-targets={GFX90A},host-x86_64-unknown-linux-gnu,{GFX906}"),
@@ -144,12 +111,7 @@ fn unbundling_our_fat_object_gives_back_every_input() {
         format!("-output={}", b.display()),
         format!("-output={}", host.display()),
         format!("-output={}", a.display()),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ]));
     assert_eq!(
         std::fs::read(&a).unwrap(),
         std::fs::read(s.join("dev/vadd-gfx906.hsaco")).unwrap()
@@ -179,30 +141,20 @@ fn an_aarch64_fat_object_links_into_a_program() {
     let s = samples_dir();
     let dir = tempfile::tempdir().unwrap();
     let fat = dir.path().join("fat.o");
-    let out = offload(&[
+    succeed(bundler().args([
         "-type=o".into(),
         format!("-targets=host-aarch64-unknown-linux-gnu,{GFX90A}"),
         format!("-input={}", s.join("elf/c-aarch64-linux-gnu.o").display()),
         format!("-input={}", s.join("dev/vadd-gfx90a.hsaco").display()),
         format!("-output={}", fat.display()),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ]));
     let library = dir.path().join("program");
-    let link = Command::new(lld)
-        .args(["-static", "-e", "main"])
-        .arg(&fat)
-        .arg("-o")
-        .arg(&library)
-        .output()
-        .unwrap();
-    assert!(
-        link.status.success(),
-        "{}",
-        String::from_utf8_lossy(&link.stderr)
+    succeed(
+        Command::new(lld)
+            .args(["-static", "-e", "main"])
+            .arg(&fat)
+            .arg("-o")
+            .arg(&library),
     );
     let data = std::fs::read(&library).unwrap();
     let file = object::File::parse(&*data).unwrap();
@@ -222,7 +174,7 @@ fn a_coff_fat_object_links_into_a_dll_without_its_device_sections() {
     let s = samples_dir();
     let dir = tempfile::tempdir().unwrap();
     let fat = dir.path().join("fat.obj");
-    let out = offload(&[
+    succeed(bundler().args([
         "-type=o".into(),
         format!("-targets=host-x86_64-pc-windows-msvc,{GFX906}"),
         format!(
@@ -232,12 +184,7 @@ fn a_coff_fat_object_links_into_a_dll_without_its_device_sections() {
         ),
         format!("-input={}", s.join("dev/vadd-gfx906.hsaco").display()),
         format!("-output={}", fat.display()),
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ]));
     assert_eq!(
         bundle_section_names(&std::fs::read(&fat).unwrap()),
         [
@@ -246,16 +193,11 @@ fn a_coff_fat_object_links_into_a_dll_without_its_device_sections() {
         ]
     );
     let dll = dir.path().join("fat.dll");
-    let link = Command::new(lld_link)
-        .args(["/dll", "/noentry", "/nodefaultlib", "/force:unresolved"])
-        .arg(format!("/out:{}", dll.display()))
-        .arg(&fat)
-        .output()
-        .unwrap();
-    assert!(
-        link.status.success(),
-        "{}",
-        String::from_utf8_lossy(&link.stderr)
+    succeed(
+        Command::new(lld_link)
+            .args(["/dll", "/noentry", "/nodefaultlib", "/force:unresolved"])
+            .arg(format!("/out:{}", dll.display()))
+            .arg(&fat),
     );
     let data = std::fs::read(&dll).unwrap();
     let file = object::File::parse(&*data).unwrap();

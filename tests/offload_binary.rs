@@ -9,8 +9,6 @@
 //! Skipped, with a message, when an LLVM tool is not on `PATH`, unless
 //! `OFFLOAD_REQUIRE_REFERENCE=1`.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,6 +18,8 @@ use object::{Object, ObjectSection};
 
 use offload::format::llvm_hash::dense_map_order;
 use offload::format::offload_binary::{self, ImageKind, OffloadBinary, OffloadKind};
+
+use crate::util;
 
 const PACKAGER: &str = "clang-offload-packager-19";
 const OBJDUMP: &str = "llvm-objdump-19";
@@ -95,7 +95,7 @@ fn inputs() -> tempfile::TempDir {
     for (name, contents) in files {
         fs::write(dir.path().join(name), contents).unwrap();
     }
-    let bitcode = common::samples_dir().join("bitcode").join("omp-gfx90a.bc");
+    let bitcode = util::samples_dir().join("bitcode").join("omp-gfx90a.bc");
     fs::copy(bitcode, dir.path().join("device.o")).unwrap();
     fs::create_dir(dir.path().join("dir.bc")).unwrap();
     fs::write(dir.path().join("dir.bc").join("inner"), b"in a folder").unwrap();
@@ -104,7 +104,7 @@ fn inputs() -> tempfile::TempDir {
 
 #[test]
 fn packager_bytes_equal_ours() {
-    let Some(packager) = common::reference_tool(PACKAGER) else {
+    let Some(packager) = util::reference_tool(PACKAGER) else {
         return;
     };
     let dir = inputs();
@@ -198,7 +198,7 @@ fn packager_bytes_equal_ours() {
         if ours != theirs {
             failures.push(format!(
                 "{name}: {}",
-                common::first_difference(&theirs, &ours)
+                util::first_difference(&theirs, &ours)
             ));
             continue;
         }
@@ -232,7 +232,7 @@ fn packager_bytes_equal_ours() {
             }
         }
     }
-    common::visible(&format!(
+    util::visible(&format!(
         "packager bytes: {} cases, {} differences",
         cases.len(),
         failures.len()
@@ -318,7 +318,7 @@ fn split_section(data: &[u8], what: &str, images: &mut Vec<Listed>) {
 }
 
 fn sample_files() -> Vec<PathBuf> {
-    let dir = common::samples_dir().join("openmp");
+    let dir = util::samples_dir().join("openmp");
     let mut files: Vec<PathBuf> = fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -335,7 +335,7 @@ fn sample_files() -> Vec<PathBuf> {
 
 #[test]
 fn split_finds_what_objdump_lists_in_the_samples() {
-    let Some(objdump) = common::reference_tool(OBJDUMP) else {
+    let Some(objdump) = util::reference_tool(OBJDUMP) else {
         return;
     };
     let mut files = sample_files();
@@ -347,7 +347,7 @@ fn split_finds_what_objdump_lists_in_the_samples() {
     if runtime.is_file() {
         files.push(runtime);
     } else {
-        common::visible("note: libomptarget.devicertl.a (libomp-19-dev) not installed; not read");
+        util::visible("note: libomptarget.devicertl.a (libomp-19-dev) not installed; not read");
     }
     let mut failures = Vec::new();
     let mut total = 0;
@@ -367,7 +367,7 @@ fn split_finds_what_objdump_lists_in_the_samples() {
             ));
         }
     }
-    common::visible(&format!(
+    util::visible(&format!(
         "samples: {} files, {total} images, {} differences",
         files.len(),
         failures.len()
@@ -377,7 +377,7 @@ fn split_finds_what_objdump_lists_in_the_samples() {
 
 #[test]
 fn partial_link_puts_two_objects_binaries_in_one_section() {
-    let path = common::samples_dir().join("openmp").join("partial.o");
+    let path = util::samples_dir().join("openmp").join("partial.o");
     let data = fs::read(&path).unwrap();
     let file = object::File::parse(&*data).unwrap();
     let sections: Vec<_> = file
@@ -399,7 +399,7 @@ fn partial_link_puts_two_objects_binaries_in_one_section() {
 
 #[test]
 fn hip_from_llvm19_uses_the_old_encoding() {
-    let path = common::samples_dir().join("openmp").join("hip-rdc.o");
+    let path = util::samples_dir().join("openmp").join("hip-rdc.o");
     let mut images = Vec::new();
     our_images_in(&fs::read(&path).unwrap(), "hip-rdc.o", &mut images);
     assert_eq!(images.len(), 2);

@@ -2,17 +2,15 @@
 //! results stored in tests/golden-packager/ (exit status, stdout, output files, error and
 //! warning texts) and, when the tool is installed, against a live run of it.
 //!
-//! `OFFLOAD_WRITE_GOLDEN=1 cargo test --test packager` rewrites the stored results from LLVM.
-
-mod common;
+//! `OFFLOAD_WRITE_GOLDEN=1 cargo test --test main packager::` rewrites the stored results from LLVM.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{
-    compare, load_golden_from, reference_tool, root, run_tool, visible, Case, Expected, Outcome,
-    Status, Tool,
+use crate::util::cases::{
+    self, compare, load_golden_from, run_tool, Case, Expected, Outcome, Status, Tool,
 };
+use crate::util::{offload, reference_tool, root, samples_dir, visible, OFFLOAD};
 
 const DEVICERTL: &str = "/usr/lib/llvm-19/lib/libomptarget.devicertl.a";
 
@@ -57,14 +55,14 @@ fn golden_root() -> PathBuf {
 
 fn case(name: &str, args: &str) -> Case {
     let line = format!("{name}: {args}");
-    common::parse_cases(&line)
+    cases::parse_cases(&line)
         .expect("a valid case line")
         .pop()
         .expect("one case")
 }
 
 fn ours() -> Tool {
-    Tool::new(env!("CARGO_BIN_EXE_offload"), &["packager"])
+    Tool::new(OFFLOAD, &["packager"])
 }
 
 fn run(tool: &Tool, c: &Case) -> Outcome {
@@ -151,7 +149,7 @@ fn differential() {
 fn a_link_named_clang_offload_packager_is_the_packager() {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("clang-offload-packager");
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_offload"), &link).unwrap();
+    std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
     let out = std::process::Command::new(&link)
         .arg("--help")
         .output()
@@ -174,7 +172,7 @@ fn a_link_named_clang_offload_packager_is_the_packager() {
 fn unpack_damaged(bytes: &[u8]) -> (Option<i32>, String, usize) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("bad.bin"), bytes).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_offload"))
+    let out = offload()
         .current_dir(dir.path())
         .args(["packager", "bad.bin", "--image=triple=amdgcn-amd-amdhsa"])
         .output()
@@ -189,7 +187,7 @@ fn unpack_damaged(bytes: &[u8]) -> (Option<i32>, String, usize) {
 
 #[test]
 fn damaged_binaries_are_clear_errors_with_file_and_offset() {
-    let good = std::fs::read(common::samples_dir().join("openmp/device.bin")).unwrap();
+    let good = std::fs::read(samples_dir().join("openmp/device.bin")).unwrap();
     let cases: [(&str, usize, Vec<u8>, &str); 4] = [
         (
             "unknown version",
@@ -238,7 +236,7 @@ fn damaged_binaries_are_clear_errors_with_file_and_offset() {
 
 #[test]
 fn every_damaged_binary_is_reported_in_file_order() {
-    let good = std::fs::read(common::samples_dir().join("openmp/device.bin")).unwrap();
+    let good = std::fs::read(samples_dir().join("openmp/device.bin")).unwrap();
     let archive = offload::container::archive::write_archive(
         Path::new("two.a"),
         &[
@@ -250,7 +248,7 @@ fn every_damaged_binary_is_reported_in_file_order() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     fs::write(dir.path().join("two.a"), archive).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_offload"))
+    let out = offload()
         .current_dir(dir.path())
         .args(["packager", "two.a", "--image=triple=amdgcn-amd-amdhsa"])
         .output()

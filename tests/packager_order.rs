@@ -7,14 +7,14 @@
 //! Skipped, with a message, when clang-offload-packager-19 is not on `PATH`, unless
 //! `OFFLOAD_REQUIRE_REFERENCE=1`.
 
-mod common;
-
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use offload::format::llvm_hash::dense_map_order;
 use offload::format::offload_binary::{self, ImageKind, OffloadBinary, OffloadKind};
+
+use crate::util;
 
 const PACKAGER: &str = "clang-offload-packager-19";
 
@@ -119,7 +119,7 @@ struct Packager {
 
 impl Packager {
     fn find() -> Option<Packager> {
-        let tool = common::reference_tool(PACKAGER)?;
+        let tool = util::reference_tool(PACKAGER)?;
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("img.o"), b"\x01\x02\x03 an image").unwrap();
         Some(Packager { tool, dir })
@@ -200,14 +200,14 @@ fn check(packager: &Packager, name: &str, image: &Image) -> Option<String> {
     if ours != bytes {
         return Some(format!(
             "{name}: same order but different bytes: {}",
-            common::first_difference(&bytes, &ours)
+            util::first_difference(&bytes, &ours)
         ));
     }
     None
 }
 
 fn report(title: &str, failures: Vec<String>, runs: usize) {
-    common::visible(&format!(
+    util::visible(&format!(
         "{title}: {runs} packager runs, {} differences",
         failures.len()
     ));

@@ -2,13 +2,11 @@
 //! below which a part is copied through memory, many threads, repeated runs, every output
 //! byte compared with what clang-offload-bundler-19 unbundles from the same file.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::reference_tool;
+use crate::util::{offload, reference_tool};
 
 /// Target IDs, one per entry: enough entries that eight threads are always copying at once.
 fn target_ids() -> Vec<String> {
@@ -95,7 +93,7 @@ fn every_image_written_in_parallel_holds_its_own_bytes() {
     assert!(expected.values().all(|bytes| bytes.len() > 64 << 10));
     for run in 0..12 {
         let out = dir.path().join(format!("run{run}"));
-        let mut extract = Command::new(env!("CARGO_BIN_EXE_offload"));
+        let mut extract = offload();
         extract
             .env("RAYON_NUM_THREADS", "8")
             .arg("extract")

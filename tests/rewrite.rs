@@ -2,26 +2,12 @@
 //! archives and bundle files: the rewritten object still links, and the stand-in HIP runtime
 //! (tests/support/hip_runtime.c) sees a valid bundle through the registration wrapper.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{reference_tool, samples_dir, visible};
-
-fn offload(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::util::native::{c_compiler, link_and_run, support};
+use crate::util::{file_names, offload_in, reference_tool, samples_dir, visible};
 
 fn copy_sample(dir: &Path, sample: &str, name: &str) -> PathBuf {
     let to = dir.join(name);
@@ -32,38 +18,20 @@ fn copy_sample(dir: &Path, sample: &str, name: &str) -> PathBuf {
 /// Links `object` with the stand-in runtime and returns what the program prints, or `None`
 /// when there is no C compiler.
 fn registered(dir: &Path, object: &str) -> Option<String> {
-    let runtime = common::root().join("tests/support/hip_runtime.c");
-    let exe = dir.join(format!("{object}.exe"));
-    let cc = ["cc", "gcc", "clang-19"]
-        .into_iter()
-        .find(|c| Command::new(c).arg("--version").output().is_ok())?;
-    let link = Command::new(cc)
-        .arg(&runtime)
-        .arg(dir.join(object))
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        link.status.success(),
-        "{}",
-        String::from_utf8_lossy(&link.stderr)
-    );
-    let run = Command::new(&exe).output().unwrap();
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stdout)
-    );
-    Some(String::from_utf8_lossy(&run.stdout).into_owned())
+    let cc = c_compiler()?;
+    Some(link_and_run(
+        cc,
+        &support("hip_runtime.c"),
+        &dir.join(object),
+        &dir.join(format!("{object}.exe")),
+    ))
 }
 
 #[test]
 fn a_stripped_object_links_and_registers_the_kept_code() {
     let dir = tempfile::tempdir().unwrap();
     copy_sample(dir.path(), "clang/kernel-fatbin.o", "k.o");
-    let (code, out, err) = offload(
+    let (code, out, err) = offload_in(
         dir.path(),
         &["strip", "k.o", "--keep", "gfx90a", "-o", "s.o"],
     );
@@ -81,7 +49,7 @@ fn a_stripped_object_links_and_registers_the_kept_code() {
         "bundle, 2 entries\n  host-x86_64-unknown-linux-- 0\n  hipv4-amdgcn-amd-amdhsa--gfx90a 4232 elf\n"
     );
     // The kept code object is the original's, byte for byte.
-    let (code, _, err) = offload(
+    let (code, _, err) = offload_in(
         dir.path(),
         &["extract", "k.o", "s.o", "--arch", "gfx90a", "-o", "x"],
     );
@@ -95,9 +63,9 @@ fn a_stripped_object_links_and_registers_the_kept_code() {
 fn compressing_and_decompressing_an_object_round_trips() {
     let dir = tempfile::tempdir().unwrap();
     copy_sample(dir.path(), "clang/kernel-fatbin.o", "k.o");
-    let (code, _, err) = offload(dir.path(), &["compress", "k.o", "-o", "z.o"]);
+    let (code, _, err) = offload_in(dir.path(), &["compress", "k.o", "-o", "z.o"]);
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = offload(dir.path(), &["decompress", "z.o", "-o", "d.o"]);
+    let (code, _, err) = offload_in(dir.path(), &["decompress", "z.o", "-o", "d.o"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(
         std::fs::read(dir.path().join("d.o")).unwrap(),
@@ -142,12 +110,12 @@ fn compressing_and_decompressing_an_object_round_trips() {
 fn an_archive_is_stripped_member_by_member() {
     let dir = tempfile::tempdir().unwrap();
     copy_sample(dir.path(), "archive/libmulti.a", "m.a");
-    let (code, _, err) = offload(
+    let (code, _, err) = offload_in(
         dir.path(),
         &["strip", "m.a", "--keep", "gfx906", "--in-place"],
     );
     assert_eq!(code, 0, "{err}");
-    let (code, out, err) = offload(dir.path(), &["ls", "--json", "m.a"]);
+    let (code, out, err) = offload_in(dir.path(), &["ls", "--json", "m.a"]);
     assert_eq!(code, 0, "{err}");
     let images: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
     let arches: Vec<&str> = images.iter().map(|i| i["arch"].as_str().unwrap()).collect();
@@ -181,7 +149,7 @@ fn an_archive_is_stripped_member_by_member() {
 fn openmp_images_go_by_target() {
     let dir = tempfile::tempdir().unwrap();
     copy_sample(dir.path(), "openmp/omp.o", "omp.o");
-    let (code, _, err) = offload(
+    let (code, _, err) = offload_in(
         dir.path(),
         &["strip", "omp.o", "--remove", "gfx906", "-o", "s.o"],
     );
@@ -206,7 +174,7 @@ fn in_place_keeps_permissions_and_failures_leave_the_file_alone() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();
     let original = std::fs::read(&path).unwrap();
 
-    let (code, out, _) = offload(
+    let (code, out, _) = offload_in(
         dir.path(),
         &[
             "strip",
@@ -221,7 +189,7 @@ fn in_place_keeps_permissions_and_failures_leave_the_file_alone() {
     assert!(out.contains("2 device images would go to 1"), "{out}");
     assert_eq!(std::fs::read(&path).unwrap(), original);
 
-    let (code, _, err) = offload(
+    let (code, _, err) = offload_in(
         dir.path(),
         &["strip", "k.bc", "--keep", "gfx1030", "--in-place"],
     );
@@ -232,7 +200,7 @@ fn in_place_keeps_permissions_and_failures_leave_the_file_alone() {
     );
     assert_eq!(std::fs::read(&path).unwrap(), original);
 
-    let (code, _, err) = offload(
+    let (code, _, err) = offload_in(
         dir.path(),
         &["strip", "k.bc", "--keep", "gfx906", "--in-place"],
     );
@@ -241,7 +209,7 @@ fn in_place_keeps_permissions_and_failures_leave_the_file_alone() {
         std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
         0o750
     );
-    let (_, out, _) = offload(dir.path(), &["ls", "--json", "k.bc"]);
+    let (_, out, _) = offload_in(dir.path(), &["ls", "--json", "k.bc"]);
     let images: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
     let ids: Vec<&str> = images
         .iter()
@@ -263,14 +231,14 @@ fn in_place_keeps_permissions_and_failures_leave_the_file_alone() {
 fn coff_objects_are_compressed_and_decompressed_and_still_link() {
     let dir = tempfile::tempdir().unwrap();
     copy_sample(dir.path(), "linked/kernel-msvc.obj", "k.obj");
-    let (code, _, err) = offload(dir.path(), &["compress", "k.obj", "-o", "z.obj"]);
+    let (code, _, err) = offload_in(dir.path(), &["compress", "k.obj", "-o", "z.obj"]);
     assert_eq!(code, 0, "{err}");
-    let (code, _, err) = offload(dir.path(), &["decompress", "z.obj", "-o", "d.obj"]);
+    let (code, _, err) = offload_in(dir.path(), &["decompress", "z.obj", "-o", "d.obj"]);
     assert_eq!(code, 0, "{err}");
-    let (_, out, _) = offload(dir.path(), &["ls", "--json", "z.obj"]);
+    let (_, out, _) = offload_in(dir.path(), &["ls", "--json", "z.obj"]);
     let images: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
     assert!(images.iter().all(|i| i["compressed"] == true), "{out}");
-    let (code, _, err) = offload(
+    let (code, _, err) = offload_in(
         dir.path(),
         &["extract", "k.obj", "d.obj", "--arch", "gfx906", "-o", "x"],
     );
@@ -312,15 +280,6 @@ fn coff_objects_are_compressed_and_decompressed_and_still_link() {
 }
 
 /// The names of the files in `dir`, sorted.
-fn file_names(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn a_dry_run_needs_no_destination_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -332,7 +291,7 @@ fn a_dry_run_needs_no_destination_and_writes_nothing() {
         &["decompress", "k.o", "--dry-run"],
     ];
     for args in runs {
-        let (code, out, err) = offload(dir.path(), args);
+        let (code, out, err) = offload_in(dir.path(), args);
         assert_eq!(code, 0, "{args:?}: {err}");
         assert!(
             out.starts_with("k.o: 2 device images would go to "),
@@ -341,13 +300,13 @@ fn a_dry_run_needs_no_destination_and_writes_nothing() {
         assert_eq!(file_names(dir.path()), ["k.o"]);
         assert_eq!(std::fs::read(&file).unwrap(), before);
     }
-    let (code, out, _) = offload(
+    let (code, out, _) = offload_in(
         dir.path(),
         &["strip", "k.o", "--keep", "gfx90a", "--dry-run"],
     );
     assert_eq!((code, out.as_str()), (0, "k.o: 2 device images would go to 1, 19536 bytes to 15440 (1 bundles or binaries rewritten)\n"));
     // Without --dry-run a destination is still needed.
-    let (code, _, err) = offload(dir.path(), &["strip", "k.o", "--keep", "gfx90a"]);
+    let (code, _, err) = offload_in(dir.path(), &["strip", "k.o", "--keep", "gfx90a"]);
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--output"), "{err}");
     assert_eq!(file_names(dir.path()), ["k.o"]);
@@ -370,7 +329,7 @@ fn archive_members(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
 
 /// `offload ls --json` of `file` in `dir`: (member, arch) of every image.
 fn listed(dir: &Path, file: &str) -> Vec<(String, String)> {
-    let (code, out, err) = offload(dir, &["ls", "--json", file]);
+    let (code, out, err) = offload_in(dir, &["ls", "--json", file]);
     assert_eq!(code, 0, "{err}");
     let images: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
     images
@@ -397,7 +356,7 @@ fn an_archive_inside_an_archive_is_stripped_too() {
     .unwrap();
     std::fs::write(d.join("outer.a"), &outer).unwrap();
 
-    let (code, out, err) = offload(d, &["strip", "outer.a", "--keep", "gfx906", "-o", "s.a"]);
+    let (code, out, err) = offload_in(d, &["strip", "outer.a", "--keep", "gfx906", "-o", "s.a"]);
     assert_eq!(code, 0, "{err}");
     let size = std::fs::metadata(d.join("s.a")).unwrap().len();
     assert_eq!(
@@ -451,7 +410,7 @@ fn archives_nested_too_deep_are_refused() {
             .unwrap();
     }
     std::fs::write(dir.path().join("deep.a"), &bytes).unwrap();
-    let (code, _, err) = offload(
+    let (code, _, err) = offload_in(
         dir.path(),
         &["strip", "deep.a", "--keep", "gfx906", "-o", "s.a"],
     );
@@ -469,7 +428,7 @@ fn the_first_damaged_member_of_an_archive_is_the_one_reported() {
     let archive = offload::container::archive::write_archive(Path::new("cut.a"), &members).unwrap();
     std::fs::write(dir.path().join("cut.a"), archive).unwrap();
     for _ in 0..4 {
-        let (code, _, err) = offload(
+        let (code, _, err) = offload_in(
             dir.path(),
             &["strip", "cut.a", "--keep", "gfx90a", "--dry-run"],
         );

@@ -3,30 +3,14 @@
 //! and the stand-in HIP runtime (tests/support/hip_runtime.c) finds a valid bundle through
 //! every wrapper.
 
-mod common;
-#[path = "support/hip_build.rs"]
-mod hip_build;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{reference_tool, root, samples_dir};
-use hip_build::{hip_objects, run, KEPT_GFX90A};
-
-fn offload(args: &[&str]) {
-    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+use crate::util::native::{hip_objects, run, support, KEPT_GFX90A};
+use crate::util::{offload, offload_in, reference_tool, samples_dir, succeed};
 
 fn extracted(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
-    offload(&[
+    succeed(offload().args([
         "extract",
         file.to_str().unwrap(),
         "--arch",
@@ -34,7 +18,7 @@ fn extracted(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
         "-q",
         "-o",
         dir.to_str().unwrap(),
-    ]);
+    ]));
     let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -50,33 +34,28 @@ fn stripped_programs_shrink_and_still_register_valid_bundles() {
     };
     let dir = tempfile::tempdir().unwrap();
     let objects = hip_objects(&clang, dir.path());
-    let runtime = root().join("tests/support/hip_runtime.c");
+    let runtime = support("hip_runtime.c");
     for linker in ["bfd", "lld"] {
         let program = dir.path().join(format!("app-{linker}"));
-        let out = Command::new(&clang)
-            .arg(format!("-fuse-ld={linker}"))
-            .arg(&runtime)
-            .args(&objects)
-            .arg("-o")
-            .arg(&program)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        succeed(
+            Command::new(&clang)
+                .arg(format!("-fuse-ld={linker}"))
+                .arg(&runtime)
+                .args(&objects)
+                .arg("-o")
+                .arg(&program),
         );
         assert!(run(&program, None).starts_with("bundle, 7 entries\n"));
 
         let stripped = dir.path().join(format!("app-{linker}-gfx90a"));
-        offload(&[
+        succeed(offload().args([
             "strip",
             program.to_str().unwrap(),
             "--keep",
             "gfx90a",
             "-o",
             stripped.to_str().unwrap(),
-        ]);
+        ]));
         assert_eq!(run(&stripped, None), KEPT_GFX90A, "{linker}");
         let (before, after) = (
             std::fs::metadata(&program).unwrap().len(),
@@ -93,12 +72,12 @@ fn stripped_programs_shrink_and_still_register_valid_bundles() {
         );
         // Rewritten again: compressed, it still runs.
         let compressed = dir.path().join(format!("app-{linker}-z"));
-        offload(&[
+        succeed(offload().args([
             "compress",
             stripped.to_str().unwrap(),
             "-o",
             compressed.to_str().unwrap(),
-        ]);
+        ]));
         assert_eq!(
             run(&compressed, None),
             "compressed bundle, version 2, zstd\ncompressed bundle, version 2, zstd\n"
@@ -114,40 +93,30 @@ fn a_shared_library_stripped_in_place_still_loads() {
     let dir = tempfile::tempdir().unwrap();
     let objects = hip_objects(&clang, dir.path());
     let library = dir.path().join("libkernels.so");
-    let out = Command::new(&clang)
-        .args(["-fuse-ld=lld", "-shared", "-fPIC"])
-        .args(&objects)
-        .arg("-o")
-        .arg(&library)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        Command::new(&clang)
+            .args(["-fuse-ld=lld", "-shared", "-fPIC"])
+            .args(&objects)
+            .arg("-o")
+            .arg(&library),
     );
     let program = dir.path().join("uses-library");
-    let out = Command::new(&clang)
-        .arg(root().join("tests/support/hip_runtime.c"))
-        .arg("-Wl,--no-as-needed")
-        .arg(format!("-L{}", dir.path().display()))
-        .args(["-lkernels", "-o"])
-        .arg(&program)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        Command::new(&clang)
+            .arg(support("hip_runtime.c"))
+            .arg("-Wl,--no-as-needed")
+            .arg(format!("-L{}", dir.path().display()))
+            .args(["-lkernels", "-o"])
+            .arg(&program),
     );
     let before = std::fs::metadata(&library).unwrap().len();
-    offload(&[
+    succeed(offload().args([
         "strip",
         library.to_str().unwrap(),
         "--keep",
         "gfx90a",
         "--in-place",
-    ]);
+    ]));
     assert!(std::fs::metadata(&library).unwrap().len() + 16384 <= before);
     assert_eq!(run(&program, Some(dir.path())), KEPT_GFX90A);
 }
@@ -171,7 +140,7 @@ fn a_pointer_into_the_middle_of_a_bundle_is_refused_and_the_file_left_alone() {
     bytes[entry + 16..entry + 24].copy_from_slice(&0x5008u64.to_le_bytes());
     let path = dir.path().join("app");
     std::fs::write(&path, &bytes).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
+    let out = offload()
         .args(["strip", "--keep", "gfx90a", "--in-place"])
         .arg(&path)
         .output()
@@ -220,19 +189,6 @@ fn damaged_programs_give_errors_not_panics() {
     }
 }
 
-/// Runs `offload` in `dir`: the exit status and standard error.
-fn offload_in(dir: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 #[test]
 fn decompressing_a_linked_program_is_refused_before_any_work() {
     let dir = tempfile::tempdir().unwrap();
@@ -241,7 +197,7 @@ fn decompressing_a_linked_program_is_refused_before_any_work() {
         std::fs::copy(samples_dir().join("linked").join(sample), d.join(sample)).unwrap();
     }
     // A program whose bundles we compressed ourselves.
-    let (code, err) = offload_in(
+    let (code, _, err) = offload_in(
         d,
         &[
             "compress",
@@ -259,7 +215,7 @@ fn decompressing_a_linked_program_is_refused_before_any_work() {
             &["decompress", name, "--dry-run"],
         ];
         for args in runs {
-            let (code, err) = offload_in(d, args);
+            let (code, _, err) = offload_in(d, args);
             assert_eq!(code, 1, "{args:?}: {err}");
             assert_eq!(
                 err,
@@ -273,7 +229,7 @@ fn decompressing_a_linked_program_is_refused_before_any_work() {
         }
     }
     // A program without compressed bundles has nothing to decompress.
-    let (code, err) = offload_in(
+    let (code, _, err) = offload_in(
         d,
         &[
             "decompress",

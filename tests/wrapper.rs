@@ -1,12 +1,11 @@
 //! `offload wrapper` against clang-offload-wrapper-14 and the real and a stand-in OpenMP
 //! runtime: the native object, the `.ll` and the `.bc` outputs all register the same images.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{reference_tool, root, samples_dir};
+use crate::util::native::{link_and_run, support};
+use crate::util::{offload, reference_tool, samples_dir, succeed, text_output, OFFLOAD};
 
 fn images() -> Vec<PathBuf> {
     let s = samples_dir().join("dev");
@@ -16,17 +15,10 @@ fn images() -> Vec<PathBuf> {
     ]
 }
 
+/// Runs `offload wrapper args` in `dir`: the exit code and standard error.
 fn wrapper(dir: &Path, args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_offload"))
-        .current_dir(dir)
-        .arg("wrapper")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let (code, _, stderr) = text_output(offload().current_dir(dir).arg("wrapper").args(args));
+    (code, stderr)
 }
 
 fn wrap(dir: &Path, output: &str, with_arches: bool) {
@@ -48,24 +40,13 @@ fn wrap(dir: &Path, output: &str, with_arches: bool) {
 }
 
 /// Links `object` with the stand-in runtime and returns what the program prints.
-fn registered(dir: &Path, object: &Path) -> String {
-    let exe = object.with_extension("exe");
-    let out = Command::new("cc")
-        .arg(root().join("tests/support/omp_runtime.c"))
-        .arg(object)
-        .arg("-o")
-        .arg(&exe)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let run = Command::new(&exe).output().unwrap();
-    assert!(run.status.success());
-    String::from_utf8_lossy(&run.stdout).into_owned()
+fn registered(object: &Path) -> String {
+    link_and_run(
+        "cc",
+        &support("omp_runtime.c"),
+        object,
+        &object.with_extension("exe"),
+    )
 }
 
 const REGISTERED: &str = "register: 2 images
@@ -85,7 +66,7 @@ fn the_native_object_registers_images_and_their_target_ids() {
     let dir = tempfile::tempdir().unwrap();
     wrap(dir.path(), "w.o", true);
     assert_eq!(
-        registered(dir.path(), &dir.path().join("w.o")),
+        registered(&dir.path().join("w.o")),
         format!("{INFO}{REGISTERED}")
     );
 }
@@ -99,20 +80,15 @@ fn llvm_ir_and_bitcode_register_the_same() {
     for output in ["w.ll", "w.bc"] {
         wrap(dir.path(), output, true);
         let object = dir.path().join(format!("{output}.o"));
-        let out = Command::new(&clang)
-            .arg("-c")
-            .arg(dir.path().join(output))
-            .arg("-o")
-            .arg(&object)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        succeed(
+            Command::new(&clang)
+                .arg("-c")
+                .arg(dir.path().join(output))
+                .arg("-o")
+                .arg(&object),
         );
         assert_eq!(
-            registered(dir.path(), &object),
+            registered(&object),
             format!("{INFO}{REGISTERED}"),
             "{output}"
         );
@@ -128,34 +104,21 @@ fn clang_offload_wrapper_14_registers_the_same_images() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(upstream)
-        .current_dir(dir.path())
-        .args(["-target=x86_64-pc-linux-gnu", "-o", "w14.bc"])
-        .args(images())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        Command::new(upstream)
+            .current_dir(dir.path())
+            .args(["-target=x86_64-pc-linux-gnu", "-o", "w14.bc"])
+            .args(images()),
     );
-    let out = Command::new(&clang)
-        .current_dir(dir.path())
-        .args(["-c", "w14.bc", "-o", "w14.o"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        Command::new(&clang)
+            .current_dir(dir.path())
+            .args(["-c", "w14.bc", "-o", "w14.o"]),
     );
-    assert_eq!(
-        registered(dir.path(), &dir.path().join("w14.o")),
-        REGISTERED
-    );
+    assert_eq!(registered(&dir.path().join("w14.o")), REGISTERED);
     // Ours, without --offload-arch: the same, and image information with empty target IDs.
     wrap(dir.path(), "ours.o", false);
-    let ours = registered(dir.path(), &dir.path().join("ours.o"));
+    let ours = registered(&dir.path().join("ours.o"));
     let without_info: String = ours
         .lines()
         .filter(|l| !l.starts_with("image info"))
@@ -179,17 +142,12 @@ fn the_real_libomptarget_takes_the_wrapper() {
     let dir = tempfile::tempdir().unwrap();
     wrap(dir.path(), "w.o", true);
     std::fs::write(dir.path().join("main.c"), "int main(void) { return 0; }\n").unwrap();
-    let out = Command::new("cc")
-        .current_dir(dir.path())
-        .args(["main.c", "w.o", "-L/usr/lib/llvm-19/lib", "-lomptarget"])
-        .arg("-Wl,-rpath,/usr/lib/llvm-19/lib")
-        .args(["-o", "real"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        Command::new("cc")
+            .current_dir(dir.path())
+            .args(["main.c", "w.o", "-L/usr/lib/llvm-19/lib", "-lomptarget"])
+            .arg("-Wl,-rpath,/usr/lib/llvm-19/lib")
+            .args(["-o", "real"]),
     );
     // The runtime registers the images (it has no __tgt_register_image_info: the weak call is
     // skipped), finds no device, and the program exits normally.
@@ -227,15 +185,10 @@ fn an_aarch64_object_links() {
         object::Object::architecture(&file),
         object::Architecture::Aarch64
     );
-    let out = Command::new(lld)
-        .current_dir(dir.path())
-        .args(["-shared", "w.o", "-o", "libw.so"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeed(
+        Command::new(lld)
+            .current_dir(dir.path())
+            .args(["-shared", "w.o", "-o", "libw.so"]),
     );
 }
 
@@ -283,7 +236,7 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
 fn a_link_named_clang_offload_wrapper_is_the_wrapper() {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("clang-offload-wrapper");
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_offload"), &link).unwrap();
+    std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
     let out = Command::new(&link).arg("--help").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);

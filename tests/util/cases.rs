@@ -1,4 +1,5 @@
-//! Shared helpers for the golden and differential tests of `offload bundler`.
+//! The case harness of the golden and differential tests of `offload bundler` and
+//! `offload packager`: parse a case, run it with a tool, compare with LLVM's results.
 //!
 //! The cases live in `tests/cases/bundler.txt` (its header describes the syntax), the golden
 //! files in `tests/golden/<NAME>/` (made by `tests/golden/make.sh` with
@@ -10,8 +11,6 @@
 //! - `OFFLOAD_REQUIRE_REFERENCE=1`: fail instead of skipping when an LLVM tool is missing.
 //! - `OFFLOAD_TEST_TIMEOUT=<seconds>`: time limit of one tool run (default 60).
 
-#![allow(dead_code)]
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::fs;
@@ -21,6 +20,8 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use super::{first_difference, root, samples_dir, visible, OFFLOAD};
 
 /// Environment variables that change what the bundler does; removed before every run so that
 /// only a case's `[env:K=V]` flags set them.
@@ -34,16 +35,6 @@ pub const BUNDLER_ENV_VARS: &[&str] = &[
 
 /// The name of the LLVM tool the bundler cases are checked against.
 pub const LLVM_BUNDLER: &str = "clang-offload-bundler-19";
-
-/// The package root.
-pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The samples folder, `{S}` in the cases.
-pub fn samples_dir() -> PathBuf {
-    root().join("samples")
-}
 
 /// The folder of golden folders.
 pub fn golden_dir() -> PathBuf {
@@ -249,7 +240,7 @@ impl Tool {
 
     /// The tool under test: `offload bundler`.
     pub fn ours() -> Tool {
-        Tool::new(env!("CARGO_BIN_EXE_offload"), &["bundler"])
+        Tool::new(OFFLOAD, &["bundler"])
     }
 }
 
@@ -262,16 +253,6 @@ pub enum Status {
     Signal(i32),
     /// Killed by us after the time limit.
     TimedOut,
-}
-
-impl Status {
-    /// The exit code, if the process exited.
-    pub fn code(self) -> Option<i32> {
-        match self {
-            Status::Exited(code) => Some(code),
-            _ => None,
-        }
-    }
 }
 
 impl std::fmt::Display for Status {
@@ -478,46 +459,6 @@ pub fn read_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     files
 }
 
-/// Finds an LLVM tool on `PATH`. When it is missing, prints `SKIP: <name> not found` to stderr
-/// and returns `None`, unless `OFFLOAD_REQUIRE_REFERENCE=1`: then it panics.
-pub fn reference_tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(name))
-            .find(|candidate| is_executable(candidate))
-    });
-    if found.is_none() {
-        if std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() == Ok("1") {
-            panic!(
-                "{name} not found on PATH, and OFFLOAD_REQUIRE_REFERENCE=1 requires it \
-                 (Debian: apt-get install clang-tools-19 llvm-19)"
-            );
-        }
-        visible(&format!("SKIP: {name} not found"));
-    }
-    found
-}
-
-/// Prints a line on stderr even when the test harness captures output (it captures only the
-/// print macros).
-pub fn visible(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
-#[cfg(unix)]
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs::metadata(path)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
-#[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
-    path.is_file()
-}
-
 // ---- expectations -----------------------------------------------------------------------------------
 
 /// What a case must produce: from its golden folder or from a run of LLVM.
@@ -561,7 +502,7 @@ pub fn load_golden_from(root: &Path, case: &Case) -> Result<Expected, String> {
     let read = |file: &str| {
         fs::read(dir.join(file)).map_err(|e| {
             format!(
-                "no golden file {}/{file} ({e}); run tests/golden/make.sh (bundler cases) or OFFLOAD_WRITE_GOLDEN=1 cargo test --test packager",
+                "no golden file {}/{file} ({e}); run tests/golden/make.sh (bundler cases) or OFFLOAD_WRITE_GOLDEN=1 cargo test --test main packager::",
                 case.name
             )
         })
@@ -613,25 +554,6 @@ pub fn llvm_messages(stderr: &str, failed: bool) -> Vec<String> {
         }
     }
     messages
-}
-
-/// Where two byte strings first differ, as text.
-pub fn first_difference(expected: &[u8], actual: &[u8]) -> String {
-    let common = expected.len().min(actual.len());
-    match (0..common).find(|&i| expected[i] != actual[i]) {
-        Some(i) => format!(
-            "first difference at offset {i:#x}: expected {:#04x}, got {:#04x} (sizes {:#x} expected, {:#x} got)",
-            expected[i],
-            actual[i],
-            expected.len(),
-            actual.len()
-        ),
-        None => format!(
-            "equal up to offset {common:#x}, then sizes differ: {:#x} expected, {:#x} got",
-            expected.len(),
-            actual.len()
-        ),
-    }
 }
 
 /// A short printable form of bytes for a report.
@@ -878,17 +800,4 @@ pub fn report(title: &str, results: &[(Case, Vec<String>)]) {
         results.len(),
         failing.join(",")
     );
-}
-
-/// A writer that only counts the bytes written to it.
-pub struct CountingSink(pub u64);
-
-impl std::io::Write for CountingSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }

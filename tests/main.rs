@@ -1,0 +1,48 @@
+//! The integration tests, in one binary: one module per area, driving the real `offload` and
+//! `offload-extract` binaries, the library, and the LLVM 19 tools they are checked against.
+//!
+//! `cargo test --test main NAME` runs the tests whose path contains NAME, e.g. `packager::`
+//! or `golden`. What the modules share is in `util`.
+
+mod util;
+
+mod bad_input;
+mod bombs;
+mod campaign;
+mod cli_output;
+mod differential;
+mod extract;
+mod fuzz_regressions;
+mod golden;
+mod in_place;
+mod linked;
+mod ls;
+mod objcopy_coff;
+mod objcopy_elf;
+mod object_bundles;
+mod offload_binary;
+mod output_safety;
+mod packager;
+mod packager_order;
+mod parallel_copy;
+mod rewrite;
+mod rewrite_program;
+mod wrapper;
+
+/// Cargo builds only tests/main.rs (`autotests = false`), so a test file that no `mod` line
+/// names would never be compiled nor run.
+#[test]
+fn every_test_file_is_a_module() {
+    let tests = util::root().join("tests");
+    let main = std::fs::read_to_string(tests.join("main.rs")).unwrap();
+    let forgotten: Vec<String> = std::fs::read_dir(&tests)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter_map(|n| n.strip_suffix(".rs").map(str::to_string))
+        .filter(|n| n != "main" && !main.contains(&format!("\nmod {n};\n")))
+        .collect();
+    assert!(
+        forgotten.is_empty(),
+        "tests/main.rs lacks `mod` lines for {forgotten:?}"
+    );
+}
