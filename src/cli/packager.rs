@@ -126,7 +126,11 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
         (None, Some(input)) => packager::unpack(
             Path::new(input),
             &images,
-            parsed.flag("archive") == Some(true),
+            if parsed.flag("archive") == Some(true) {
+                packager::Unpacked::IntoArchive
+            } else {
+                packager::Unpacked::IntoFiles
+            },
             err,
             &format!("{prog}: "),
         ),

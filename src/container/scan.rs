@@ -509,18 +509,13 @@ enum Storage {
 
 /// Bytes at `offset` where a container must be, that are none.
 fn not_a_container(offset: usize) -> crate::format::Error {
-    crate::format::Error::new(
-        offset as u64,
-        crate::format::ErrorKind::Object(
-            "bytes that are no bundle, compressed bundle or offload binary".into(),
-        ),
-    )
+    crate::format::Error::new(offset as u64, crate::format::ErrorKind::NotAContainer)
 }
 
 fn nesting() -> crate::format::Error {
     crate::format::Error::new(
         0,
-        crate::format::ErrorKind::Object(format!("containers nest more than {MAX_DEPTH} deep")),
+        crate::format::ErrorKind::NestedTooDeep { limit: MAX_DEPTH },
     )
 }
 

@@ -41,10 +41,10 @@ pub fn size(data: &[u8]) -> Result<u64> {
     let (header, _) = object::pod::from_bytes::<Header>(data).map_err(|()| {
         Error::new(
             0,
-            ErrorKind::Object(format!(
-                "CUDA fat binary header of {} bytes, shorter than its {FIXED} fixed bytes",
-                data.len()
-            )),
+            ErrorKind::FatbinHeaderTooShort {
+                size: data.len() as u64,
+                fixed: FIXED as u64,
+            },
         )
     })?;
     let header_size = u64::from(header.header_size.get(LE));
@@ -52,9 +52,10 @@ pub fn size(data: &[u8]) -> Result<u64> {
     if header_size < FIXED as u64 {
         return Err(Error::new(
             6,
-            ErrorKind::Object(format!(
-                "CUDA fat binary header of {header_size} bytes, shorter than its {FIXED} fixed bytes"
-            )),
+            ErrorKind::FatbinHeaderTooShort {
+                size: header_size,
+                fixed: FIXED as u64,
+            },
         ));
     }
     header_size
@@ -63,9 +64,10 @@ pub fn size(data: &[u8]) -> Result<u64> {
         .ok_or_else(|| {
             Error::new(
                 0,
-                ErrorKind::Object(format!(
-                    "CUDA fat binary of {fat_size} bytes after a {header_size}-byte header runs past the end of the section"
-                )),
+                ErrorKind::FatbinPastEnd {
+                    size: fat_size,
+                    header: header_size,
+                },
             )
         })
 }

@@ -118,8 +118,33 @@ pub enum ErrorKind {
         /// The limit in bytes.
         limit: u64,
     },
-    /// An object file is malformed, or uses something its rewriter does not support.
+    /// An object file is malformed, or uses something its rewriter does not support (the
+    /// object writers' own errors, carried where a format error is expected).
     Object(String),
+    /// Where a container must start (a region that holds only containers), bytes that start
+    /// none.
+    NotAContainer,
+    /// Containers nested in one another deeper than the limit.
+    NestedTooDeep {
+        /// The limit.
+        limit: usize,
+    },
+    /// A compressed bundle whose inflated bytes are no bundle.
+    NoBundleInside,
+    /// A CUDA fat binary header shorter than its fixed part.
+    FatbinHeaderTooShort {
+        /// The size it gives (or the bytes there are).
+        size: u64,
+        /// The size of the fixed part.
+        fixed: u64,
+    },
+    /// A CUDA fat binary whose declared size runs past the end of its region.
+    FatbinPastEnd {
+        /// The size of what follows the header.
+        size: u64,
+        /// The size of the header.
+        header: u64,
+    },
     /// A value is too large for the field that must hold it.
     FieldOverflow {
         /// The field.
@@ -291,6 +316,21 @@ impl fmt::Display for ErrorKind {
                 "compressed bundle decompresses to more than the limit of {limit} bytes (raise it with --max-decompressed-size)"
             ),
             ErrorKind::Object(message) => f.write_str(message),
+            ErrorKind::NotAContainer => {
+                f.write_str("bytes that are no bundle, compressed bundle or offload binary")
+            }
+            ErrorKind::NestedTooDeep { limit } => {
+                write!(f, "containers nest more than {limit} deep")
+            }
+            ErrorKind::NoBundleInside => f.write_str("a compressed bundle that does not hold a bundle"),
+            ErrorKind::FatbinHeaderTooShort { size, fixed } => write!(
+                f,
+                "CUDA fat binary header of {size} bytes, shorter than its {fixed} fixed bytes"
+            ),
+            ErrorKind::FatbinPastEnd { size, header } => write!(
+                f,
+                "CUDA fat binary of {size} bytes after a {header}-byte header runs past the end of the section"
+            ),
             ErrorKind::FieldOverflow { what, value } => {
                 write!(f, "{what} {value} does not fit in its header field")
             }

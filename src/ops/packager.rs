@@ -153,6 +153,15 @@ fn file_name_part(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).replace(['/', '\0'], "_")
 }
 
+/// Where unpacked images go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unpacked {
+    /// Each into its own file.
+    IntoFiles,
+    /// All those an `--image` selects into the static archive its `file=` names (`--archive`).
+    IntoArchive,
+}
+
 /// Unpacks the images of `input` (an offload binary, an object or a program holding them, an
 /// archive of such) that each of `images` selects: written to the image's `file=`, or, without
 /// one, to `<input stem>-<triple>-<arch>.<n>.<kind>` in the current folder; with `archive`, into
@@ -161,7 +170,7 @@ fn file_name_part(bytes: &[u8]) -> String {
 pub fn unpack(
     input_path: &Path,
     images: &[ImageArgs],
-    archive: bool,
+    into: Unpacked,
     log: &mut dyn Write,
     prefix: &str,
 ) -> Result<()> {
@@ -230,7 +239,7 @@ pub fn unpack(
             file = target,
             "unpacking"
         );
-        if archive {
+        if into == Unpacked::IntoArchive {
             let Some(target) = target else {
                 return Err(Error::msg("Image must have a 'file' argument."));
             };

@@ -225,12 +225,7 @@ fn rewrite_compressed_bundle(
     // reading), and is not written back when decompressing.
     let plain = compressed.inflate_bundle(config.max_decompressed)??;
     let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
-        crate::format::Error::new(
-            start as u64,
-            crate::format::ErrorKind::Object(
-                "a compressed bundle that does not hold a bundle".into(),
-            ),
-        )
+        crate::format::Error::new(start as u64, crate::format::ErrorKind::NoBundleInside)
     })?;
     let (bytes, kept) = strip_bundle(&parsed, config)?;
     let before = count_devices(parsed.entries().iter().map(|e| e.id));
@@ -317,12 +312,7 @@ fn log_container(
 
 /// Bytes at `offset` where a container must be, that are none.
 fn not_a_container(offset: usize) -> crate::format::Error {
-    crate::format::Error::new(
-        offset as u64,
-        crate::format::ErrorKind::Object(
-            "bytes that are no bundle, compressed bundle or offload binary".into(),
-        ),
-    )
+    crate::format::Error::new(offset as u64, crate::format::ErrorKind::NotAContainer)
 }
 
 /// The size of the container at the start of `here`, from its header.
