@@ -192,103 +192,124 @@ fn extract_noting(
         .collect::<Result<_>>()?;
     let mut chosen: Vec<Chosen> = Vec::new();
     for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
-        let name = path.to_string_lossy().into_owned();
-        let _file = tracing::info_span!("file", file = %name).entered();
-        tracing::debug!(size = input.len(), "scanning");
-        let found = scan(
-            path,
-            input,
-            Places::Everywhere,
-            DEFAULT_MAX_DECOMPRESSED,
-            &mut |found: &DeviceImage<'_>| {
-                if !wanted(config, found.target) {
-                    tracing::debug!(
-                        offset = found.offset,
-                        "passed over {}",
-                        found.target.target_id
-                    );
-                    return;
-                }
-                let image = ls::record(&name, found);
-                let label = match found.origin.entry_id() {
-                    Some(id) => id.to_string(),
-                    None => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
-                };
-                tracing::info!(
-                    member = image.member,
-                    section = image.section,
-                    offset = image.offset,
-                    size = image.size,
-                    "chose {label}"
-                );
-                let ext = extension(&image, found.data);
-                let inside = found.offset.and_then(|_| offset_within(input, found.data));
-                chosen.push(Chosen {
-                    member: found.members.last().cloned(),
-                    owned: inside.is_none().then(|| found.data.to_vec()),
-                    range: inside.map_or((0, 0), |start| (start, found.data.len())),
-                    input: index,
-                    label,
-                    ext,
-                    image,
-                });
-            },
-        )?;
-        problems.extend(found);
+        problems.extend(choose(config, index, path, input, &mut chosen)?);
     }
     if chosen.is_empty() {
-        let files: Vec<String> = config
-            .files
-            .iter()
-            .map(|p| format!("'{}'", p.display()))
-            .collect();
-        return Err(Error::msg(format!(
-            "no device image for {} in {}",
-            config
-                .arches
-                .iter()
-                .map(TargetIdBuf::as_str)
-                .collect::<Vec<_>>()
-                .join(", "),
-            files.join(", ")
-        )));
+        return Err(nothing_chosen(config));
     }
-
-    let archive_out = config.output.extension().is_some_and(|e| e == "a");
-    if archive_out {
-        let members: Vec<(String, &[u8])> = chosen
-            .iter()
-            .map(|c| {
-                let member = c
-                    .member
-                    .clone()
-                    .unwrap_or_else(|| stem(&config.files[c.input]));
-                let name = device_member_name(&member, &c.label, &c.image.arch);
-                (name, c.bytes(&inputs))
-            })
-            .collect();
-        for (name, _) in &members {
-            tracing::info!(archive = %config.output.display(), "writing member {name}");
-        }
-        let refs: Vec<(&str, &[u8])> = members.iter().map(|(n, d)| (n.as_str(), *d)).collect();
-        let bytes = write_archive(&config.output, &refs)?;
-        let mut out = Output::create(&config.output)?;
-        out.write_bytes(&bytes)?;
-        out.commit()?;
-        let written = chosen
-            .into_iter()
-            .map(|c| Extracted {
-                path: config.output.clone(),
-                image: c.image,
-            })
-            .collect();
-        return Ok(written);
+    if config.output.extension().is_some_and(|e| e == "a") {
+        return write_device_archive(config, &inputs, chosen);
     }
+    write_files(config, &inputs, chosen, progress)
+}
 
-    std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
-    // Names say where each image came from and what it is; a number keeps them apart.
+/// Scans the input `index` (`path`) and adds the images `config` asks for to `chosen`; returns
+/// the damage found on the way.
+fn choose(
+    config: &ExtractConfig,
+    index: usize,
+    path: &Path,
+    input: &Input,
+    chosen: &mut Vec<Chosen>,
+) -> Result<Vec<Error>> {
+    let name = path.to_string_lossy().into_owned();
+    let _file = tracing::info_span!("file", file = %name).entered();
+    tracing::debug!(size = input.len(), "scanning");
+    scan(
+        path,
+        input,
+        Places::Everywhere,
+        DEFAULT_MAX_DECOMPRESSED,
+        &mut |found: &DeviceImage<'_>| {
+            if !wanted(config, found.target) {
+                tracing::debug!(
+                    offset = found.offset,
+                    "passed over {}",
+                    found.target.target_id
+                );
+                return;
+            }
+            let image = ls::record(&name, found);
+            let label = match found.origin.entry_id() {
+                Some(id) => id.to_string(),
+                None => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
+            };
+            tracing::info!(
+                member = image.member,
+                section = image.section,
+                offset = image.offset,
+                size = image.size,
+                "chose {label}"
+            );
+            let ext = extension(&image, found.data);
+            let inside = found.offset.and_then(|_| offset_within(input, found.data));
+            chosen.push(Chosen {
+                member: found.members.last().cloned(),
+                owned: inside.is_none().then(|| found.data.to_vec()),
+                range: inside.map_or((0, 0), |start| (start, found.data.len())),
+                input: index,
+                label,
+                ext,
+                image,
+            });
+        },
+    )
+}
+
+/// The error for an extraction that found nothing to write.
+fn nothing_chosen(config: &ExtractConfig) -> Error {
+    let files: Vec<String> = config
+        .files
+        .iter()
+        .map(|p| format!("'{}'", p.display()))
+        .collect();
+    let arches: Vec<&str> = config.arches.iter().map(TargetIdBuf::as_str).collect();
+    Error::msg(format!(
+        "no device image for {} in {}",
+        arches.join(", "),
+        files.join(", ")
+    ))
+}
+
+/// Writes the chosen images as the members of one device archive, `config.output`.
+fn write_device_archive(
+    config: &ExtractConfig,
+    inputs: &[Input],
+    chosen: Vec<Chosen>,
+) -> Result<Vec<Extracted>> {
+    let members: Vec<(String, &[u8])> = chosen
+        .iter()
+        .map(|c| {
+            let member = c
+                .member
+                .clone()
+                .unwrap_or_else(|| stem(&config.files[c.input]));
+            let name = device_member_name(&member, &c.label, &c.image.arch);
+            (name, c.bytes(inputs))
+        })
+        .collect();
+    for (name, _) in &members {
+        tracing::info!(archive = %config.output.display(), "writing member {name}");
+    }
+    let refs: Vec<(&str, &[u8])> = members.iter().map(|(n, d)| (n.as_str(), *d)).collect();
+    let bytes = write_archive(&config.output, &refs)?;
+    let mut out = Output::create(&config.output)?;
+    out.write_bytes(&bytes)?;
+    out.commit()?;
+    Ok(chosen
+        .into_iter()
+        .map(|c| Extracted {
+            path: config.output.clone(),
+            image: c.image,
+        })
+        .collect())
+}
+
+/// The file each chosen image is written to: names say where it came from and what it is; a
+/// number keeps them apart.
+fn output_names(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let names: Vec<PathBuf> = chosen
+    chosen
         .iter()
         .map(|c| {
             let mut name = stem(&config.files[c.input]);
@@ -306,7 +327,19 @@ fn extract_noting(
             }
             config.output.join(format!("{name}.{}", c.ext))
         })
-        .collect();
+        .collect()
+}
+
+/// Writes each chosen image to its own file in the folder `config.output`, in parallel, and
+/// puts them in place only when every one is written.
+fn write_files(
+    config: &ExtractConfig,
+    inputs: &[Input],
+    chosen: Vec<Chosen>,
+    progress: &dyn Progress,
+) -> Result<Vec<Extracted>> {
+    std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
+    let names = output_names(config, &chosen);
     for (c, path) in chosen.iter().zip(&names) {
         tracing::info!(from = %c.image.file, "writing {} to {}", c.label, path.display());
     }
@@ -317,7 +350,7 @@ fn extract_noting(
         .zip(&names)
         .map(|(c, path)| {
             let mut out = Output::create(path)?;
-            let bytes = c.bytes(&inputs);
+            let bytes = c.bytes(inputs);
             out.write_part(&inputs[c.input], bytes)?;
             progress.advance(bytes.len() as u64);
             out.close()
@@ -325,15 +358,14 @@ fn extract_noting(
         .collect::<Result<_>>()?;
     crate::io::place_all(outputs)?;
     progress.finish();
-    let written = chosen
+    Ok(chosen
         .into_iter()
         .zip(names)
         .map(|(c, path)| Extracted {
             path,
             image: c.image,
         })
-        .collect();
-    Ok(written)
+        .collect())
 }
 
 #[cfg(test)]

@@ -175,7 +175,46 @@ pub fn unpack(
     prefix: &str,
 ) -> Result<()> {
     let input = Input::open(input_path)?;
-    let file: &[u8] = &input;
+    let candidates = candidates_in(input_path, &input, log, prefix)?;
+    tracing::debug!(offload_binaries = candidates.len(), "scanned");
+    let stem = input_path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let unpacking = Unpacking {
+        input: &input,
+        stem: &stem,
+        prefix,
+    };
+    // Each output is closed once written, so that thousands of images never hold thousands of
+    // open files; they are all put in place at the end.
+    let mut outputs: Vec<Closed> = Vec::new();
+    for image in images {
+        let matches: Vec<&Candidate> = candidates.iter().filter(|c| c.matches(image)).collect();
+        tracing::info!(
+            triple = image.get("triple"),
+            arch = image.get("arch"),
+            matches = matches.len(),
+            file = image.get("file"),
+            "unpacking"
+        );
+        match into {
+            Unpacked::IntoArchive => outputs.push(unpacking.archive(image, &matches)?),
+            Unpacked::IntoFiles => unpacking.files(image, &matches, log, &mut outputs)?,
+        }
+    }
+    crate::io::place_all(outputs)
+}
+
+/// The offload binary images of the input, where LLVM 19 looks for them. LLVM 19 fails on the
+/// first offload binary that does not parse; so do we, saying which others are damaged too, in
+/// file order: the last is the error returned.
+fn candidates_in(
+    input_path: &Path,
+    file: &[u8],
+    log: &mut dyn Write,
+    prefix: &str,
+) -> Result<Vec<Candidate>> {
     let name = input_path.to_string_lossy().into_owned();
     let mut candidates = Vec::new();
     let mut problems = scan(
@@ -212,79 +251,79 @@ pub fn unpack(
             });
         },
     )?;
-    // LLVM 19 fails on the first offload binary that does not parse; so do we, saying which
-    // others are damaged too, in file order: the last is the error returned.
     if let Some(last) = problems.pop() {
         for problem in &problems {
             let _ = writeln!(log, "{prefix}error: {problem}");
         }
         return Err(last);
     }
+    Ok(candidates)
+}
 
-    tracing::debug!(offload_binaries = candidates.len(), "scanned");
-    let stem = input_path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    // Each output is closed once written, so that thousands of images never hold thousands of
-    // open files; they are all put in place at the end.
-    let mut outputs: Vec<Closed> = Vec::new();
-    for image in images {
-        let matches: Vec<&Candidate> = candidates.iter().filter(|c| c.matches(image)).collect();
-        let target = image.get("file");
-        tracing::info!(
-            triple = image.get("triple"),
-            arch = image.get("arch"),
-            matches = matches.len(),
-            file = target,
-            "unpacking"
-        );
-        if into == Unpacked::IntoArchive {
-            let Some(target) = target else {
-                return Err(Error::msg("Image must have a 'file' argument."));
-            };
-            let members: Vec<(&str, &[u8])> = matches
-                .iter()
-                .map(|c| (c.source.as_str(), c.bytes(file)))
-                .collect();
-            let path = PathBuf::from(target);
-            let bytes = write_archive(&path, &members)?;
-            let mut out = Output::create(&path)?;
-            out.write_bytes(&bytes)?;
-            outputs.push(out.close()?);
-            continue;
-        }
-        match target {
-            Some(target) => {
-                if matches.len() > 1 {
-                    let _ = writeln!(
-                        log,
-                        "{prefix}warning: Multiple inputs match to a single file, '{target}'"
-                    );
-                }
-                if let Some(last) = matches.last() {
-                    let mut out = Output::create(Path::new(target))?;
-                    out.write_part(&input, last.bytes(file))?;
-                    outputs.push(out.close()?);
-                }
-            }
-            None => {
-                for (index, c) in matches.iter().enumerate() {
-                    let name = format!(
-                        "{stem}-{}-{}.{index}.{}",
-                        file_name_part(c.get(b"triple")),
-                        file_name_part(c.get(b"arch")),
-                        c.image_kind.name_llvm19()
-                    );
-                    tracing::info!(from = %c.source, "writing {name}");
-                    let mut out = Output::create(Path::new(&name))?;
-                    out.write_part(&input, c.bytes(file))?;
-                    outputs.push(out.close()?);
-                }
-            }
-        }
+/// What unpacking one `--image` needs to know.
+struct Unpacking<'a> {
+    input: &'a Input,
+    stem: &'a str,
+    prefix: &'a str,
+}
+
+impl Unpacking<'_> {
+    /// `--archive`: the matches, as the members of the static archive `file=` names.
+    fn archive(&self, image: &ImageArgs, matches: &[&Candidate]) -> Result<Closed> {
+        let Some(target) = image.get("file") else {
+            return Err(Error::msg("Image must have a 'file' argument."));
+        };
+        let file: &[u8] = self.input;
+        let members: Vec<(&str, &[u8])> = matches
+            .iter()
+            .map(|c| (c.source.as_str(), c.bytes(file)))
+            .collect();
+        let path = PathBuf::from(target);
+        let bytes = write_archive(&path, &members)?;
+        let mut out = Output::create(&path)?;
+        out.write_bytes(&bytes)?;
+        out.close()
     }
-    crate::io::place_all(outputs)
+
+    /// Without `--archive`: the last match to `file=`, or each match to a name of its own.
+    fn files(
+        &self,
+        image: &ImageArgs,
+        matches: &[&Candidate],
+        log: &mut dyn Write,
+        outputs: &mut Vec<Closed>,
+    ) -> Result<()> {
+        let file: &[u8] = self.input;
+        if let Some(target) = image.get("file") {
+            if matches.len() > 1 {
+                let _ = writeln!(
+                    log,
+                    "{}warning: Multiple inputs match to a single file, '{target}'",
+                    self.prefix
+                );
+            }
+            if let Some(last) = matches.last() {
+                let mut out = Output::create(Path::new(target))?;
+                out.write_part(self.input, last.bytes(file))?;
+                outputs.push(out.close()?);
+            }
+            return Ok(());
+        }
+        for (index, c) in matches.iter().enumerate() {
+            let name = format!(
+                "{}-{}-{}.{index}.{}",
+                self.stem,
+                file_name_part(c.get(b"triple")),
+                file_name_part(c.get(b"arch")),
+                c.image_kind.name_llvm19()
+            );
+            tracing::info!(from = %c.source, "writing {name}");
+            let mut out = Output::create(Path::new(&name))?;
+            out.write_part(self.input, c.bytes(file))?;
+            outputs.push(out.close()?);
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
