@@ -1,11 +1,17 @@
 //! The offload containers, declared once: how each is recognised (its magic), how many bytes
 //! it occupies (from its header), whether a scan looks for it in any section or only where it
-//! is known to live, and what it holds ([`Container::open`]: device images, or inflated bytes
-//! that hold more containers). The scanner reads every container through this module alone,
-//! so a new container is its own format module and an entry here.
+//! is known to live, what it holds ([`Container::open`]: device images, or inflated bytes
+//! that hold more containers), and how it is rewritten without some of its images or with
+//! its bundles stored otherwise ([`Container::rewrite`]). The scanner and the rewriter reach
+//! every container through this module alone, so a new container is its own format module
+//! and an entry here.
 
-use super::error::Result;
+use super::bundle::Bundle;
+use super::ccob::CompressOptions;
+use super::entry_id::EntryId;
+use super::error::{Error, ErrorKind, Result};
 use super::image_target::ImageTarget;
+use super::image_target::Producer;
 use super::offload_binary::{ImageKind, OffloadEntry};
 use super::{bundle, ccob, cuda_fatbin, offload_binary};
 
@@ -244,6 +250,196 @@ impl Container {
             }
         })
     }
+}
+
+/// How a bundle is to be stored by a rewrite.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BundleStorage {
+    /// As it is.
+    AsIs,
+    /// Compressed (a bundle that is not yet).
+    Compress(CompressOptions),
+    /// Decompressed (a compressed bundle).
+    Decompress,
+}
+
+/// What a rewrite keeps and how it stores bundles.
+pub struct Rules<'r> {
+    /// Whether a device image for this target stays. Host entries and bundle entries without
+    /// a target ID always stay; an offload binary stays whole while one of its images does.
+    pub keeps: &'r dyn Fn(&ImageTarget) -> bool,
+    /// How bundles are stored.
+    pub storage: BundleStorage,
+    /// The most a compressed container may inflate to.
+    pub limit: u64,
+}
+
+/// What became of a container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewrite {
+    /// The bytes it occupied.
+    pub size: u64,
+    /// Its new bytes: `None` when it stays as it was, empty when it goes.
+    pub new: Option<Vec<u8>>,
+    /// Device images before.
+    pub images_before: usize,
+    /// Device images after.
+    pub images_after: usize,
+    /// What was done to it, in words (`stripped`, `compressed`, ...).
+    pub done: &'static str,
+}
+
+impl Container {
+    /// The container's name, in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Container::Bundle => "bundle",
+            Container::CompressedBundle => "compressed bundle",
+            Container::OffloadBinary => "offload binary",
+            Container::CudaFatbin => "CUDA fat binary",
+        }
+    }
+
+    /// Rewrites the container at the start of `data` by `rules`.
+    pub fn rewrite(self, data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
+        match self {
+            Container::Bundle => rewrite_bundle(data, rules),
+            Container::CompressedBundle => rewrite_compressed_bundle(data, rules),
+            Container::OffloadBinary => rewrite_offload_binary(data, rules),
+            // Kept whole: what a CUDA fat binary holds is not rewritten.
+            Container::CudaFatbin => Ok(Rewrite {
+                size: cuda_fatbin::size(data)?,
+                new: None,
+                images_before: 0,
+                images_after: 0,
+                done: "kept",
+            }),
+        }
+    }
+}
+
+/// Whether the bundle entry `id` stays.
+fn keeps_entry(rules: &Rules<'_>, id: &str) -> bool {
+    let target = ImageTarget::of_bundle_entry(id);
+    target.producer == Producer::Host || target.target_id.is_empty() || (rules.keeps)(&target)
+}
+
+/// The device (not host) entries among `ids`.
+fn count_devices<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
+    ids.filter(|id| !EntryId::parse(id).is_host()).count()
+}
+
+/// The alignment a bundle's payloads were written with: 4096 when every payload starts on a
+/// 4096 boundary (what the HIP driver asks for), else 1.
+fn alignment_of(parsed: &Bundle<'_>) -> u64 {
+    let mut payloads = parsed
+        .entries()
+        .iter()
+        .filter(|e| !e.data.is_empty())
+        .peekable();
+    let any = payloads.peek().is_some();
+    if any && payloads.all(|e| e.offset % 4096 == 0) {
+        4096
+    } else {
+        1
+    }
+}
+
+/// The bundle without the entries `rules` drop, as LLVM lays bundles out (entries in their
+/// order, the same alignment); `None` when every entry stays. Also the number of device
+/// entries kept.
+fn strip_bundle(parsed: &Bundle<'_>, rules: &Rules<'_>) -> (Option<Vec<u8>>, usize) {
+    let kept: Vec<(&str, &[u8])> = parsed
+        .entries()
+        .iter()
+        .filter(|e| keeps_entry(rules, e.id))
+        .map(|e| (e.id, e.data))
+        .collect();
+    let devices = count_devices(kept.iter().map(|(id, _)| *id));
+    if kept.len() == parsed.entries().len() {
+        return (None, devices);
+    }
+    (Some(bundle::to_vec(&kept, alignment_of(parsed))), devices)
+}
+
+fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
+    let Some(parsed) = Bundle::parse(data)? else {
+        return Err(Error::new(0, ErrorKind::NotAContainer));
+    };
+    let (stripped, kept) = strip_bundle(&parsed, rules);
+    let size = parsed.size();
+    let new = match rules.storage {
+        BundleStorage::Compress(options) => {
+            let whole = data
+                .get(..usize::try_from(size).unwrap_or(usize::MAX))
+                .unwrap_or(data);
+            Some(ccob::compress(stripped.as_deref().unwrap_or(whole), &options)?.0)
+        }
+        BundleStorage::AsIs | BundleStorage::Decompress => stripped,
+    };
+    Ok(Rewrite {
+        size,
+        new,
+        images_before: count_devices(parsed.entries().iter().map(|e| e.id)),
+        images_after: kept,
+        done: match rules.storage {
+            BundleStorage::Compress(_) => "compressed",
+            BundleStorage::AsIs | BundleStorage::Decompress => "stripped",
+        },
+    })
+}
+
+fn rewrite_compressed_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
+    let Some(compressed) = ccob::CompressedBundle::parse(data)? else {
+        return Err(Error::new(0, ErrorKind::NotAContainer));
+    };
+    // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
+    // reading), and is not written back when decompressing.
+    let plain = compressed.inflate_bundle(rules.limit)??;
+    let parsed = Bundle::parse(&plain)?.ok_or(Error::new(0, ErrorKind::NoBundleInside))?;
+    let (stripped, kept) = strip_bundle(&parsed, rules);
+    let images_before = count_devices(parsed.entries().iter().map(|e| e.id));
+    let new = match (rules.storage, stripped) {
+        (BundleStorage::Decompress, _) => Some(plain.clone()),
+        (_, Some(stripped)) => {
+            // Compressed again as it was (version 1 carries no size: written as 2).
+            let options = CompressOptions {
+                version: compressed.version.max(2),
+                method: compressed.method,
+                level: compressed.method.default_level(),
+            };
+            Some(ccob::compress(&stripped, &options)?.0)
+        }
+        (_, None) => None,
+    };
+    Ok(Rewrite {
+        size: compressed.size(),
+        new,
+        images_before,
+        images_after: kept,
+        done: match rules.storage {
+            BundleStorage::Decompress => "decompressed",
+            BundleStorage::AsIs | BundleStorage::Compress(_) => "stripped and compressed again",
+        },
+    })
+}
+
+/// An offload binary is kept or dropped whole (LLVM 19 writes one image per binary).
+fn rewrite_offload_binary(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
+    let binary = offload_binary::OffloadBinary::parse(data)?;
+    let entries = binary.entries();
+    let kept = entries
+        .iter()
+        .filter(|e| (rules.keeps)(&ImageTarget::of_offload_entry(e)))
+        .count();
+    let drop = kept == 0 && !entries.is_empty();
+    Ok(Rewrite {
+        size: binary.size(),
+        new: drop.then(Vec::new),
+        images_before: entries.len(),
+        images_after: if drop { 0 } else { entries.len() },
+        done: "dropped",
+    })
 }
 
 /// The position of the first magic, in `data`, of a container a scan finds by its magic.

@@ -12,12 +12,11 @@ use crate::container::program;
 use crate::container::scan::{scan, Places};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
-use crate::format::bundle::{self, Bundle};
-use crate::format::ccob::{self, CompressOptions, CompressedBundle};
-use crate::format::container::Container;
+use crate::format::ccob::CompressOptions;
+use crate::format::container::{BundleStorage, Container, Rules};
 use crate::format::entry_id::EntryId;
+use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
-use crate::format::offload_binary::OffloadBinary;
 use crate::format::target_id::TargetIdBuf;
 use crate::io::{Input, Output};
 
@@ -110,21 +109,6 @@ impl RewriteConfig {
     }
 }
 
-/// The alignment a bundle's payloads were written with: 4096 when every payload starts on a
-/// 4096 boundary (what the HIP driver asks for), else 1.
-fn alignment_of(parsed: &Bundle<'_>) -> u64 {
-    let aligned = parsed
-        .entries()
-        .iter()
-        .filter(|e| !e.data.is_empty())
-        .all(|e| e.offset % 4096 == 0);
-    if aligned && parsed.entries().iter().any(|e| !e.data.is_empty()) {
-        4096
-    } else {
-        1
-    }
-}
-
 /// Rewrites a region holding bundles, compressed bundles or offload binaries one after another
 /// (a `.hip_fatbin` section, a bare file); `None` when nothing changes. Images are counted into
 /// `summary`.
@@ -162,126 +146,42 @@ fn rewrite_region(
     Ok(changed.then_some(out))
 }
 
-/// Rewrites the container (bundle, compressed bundle, offload binary) at the start of `here`,
-/// found at `start` in its region: its size there, and its new bytes (`None` when it stays;
-/// empty when it goes).
+/// Rewrites the container at the start of `here`, found at `start` in its region, by the
+/// registry's rules for it: its size there, and its new bytes (`None` when it stays; empty
+/// when it goes).
 fn rewrite_container(
     here: &[u8],
     start: usize,
     config: &RewriteConfig,
     summary: &mut Summary,
 ) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
-    match Container::at_start(here) {
-        Some(Container::Bundle) => rewrite_bundle(here, start, config, summary),
-        Some(Container::CompressedBundle) => {
-            rewrite_compressed_bundle(here, start, config, summary)
-        }
-        Some(Container::OffloadBinary) => rewrite_offload_binary(here, start, config, summary),
-        // Kept whole: what a CUDA fat binary holds is not rewritten.
-        Some(Container::CudaFatbin) => Ok((Container::CudaFatbin.size(here)? as usize, None)),
-        None => Err(not_a_container(start)),
-    }
-}
-
-/// [`rewrite_container`] for the bundle at the start of `here`.
-fn rewrite_bundle(
-    here: &[u8],
-    start: usize,
-    config: &RewriteConfig,
-    summary: &mut Summary,
-) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
-    let parsed = Bundle::parse(here)?.expect("the magic is there");
-    let (bytes, kept) = strip_bundle(&parsed, config)?;
-    let before = count_devices(parsed.entries().iter().map(|e| e.id));
-    summary.images_before += before;
-    summary.images_after += kept;
-    let new = match &config.change {
-        Change::Compress(options) => Some(
-            ccob::compress(
-                bytes.as_deref().unwrap_or(&here[..parsed.size() as usize]),
-                options,
-            )?
-            .0,
-        ),
-        _ => bytes,
+    let container = Container::at_start(here).ok_or_else(|| not_a_container(start))?;
+    let keeps = |target: &ImageTarget| config.keeps(&target.target_id);
+    let rules = Rules {
+        keeps: &keeps,
+        storage: match &config.change {
+            Change::Compress(options) => BundleStorage::Compress(*options),
+            Change::Decompress => BundleStorage::Decompress,
+            Change::Keep(_) | Change::Remove(_) => BundleStorage::AsIs,
+        },
+        limit: config.max_decompressed,
     };
-    let done = match config.change {
-        Change::Compress(_) => "compressed",
-        _ => "stripped",
-    };
-    log_container(start, "bundle", (before, kept), parsed.size(), &new, done);
-    Ok((parsed.size() as usize, new))
-}
-
-/// [`rewrite_container`] for the compressed bundle at the start of `here`.
-fn rewrite_compressed_bundle(
-    here: &[u8],
-    start: usize,
-    config: &RewriteConfig,
-    summary: &mut Summary,
-) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
-    let compressed = CompressedBundle::parse(here)?.expect("the magic is there");
-    // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
-    // reading), and is not written back when decompressing.
-    let plain = compressed.inflate_bundle(config.max_decompressed)??;
-    let parsed = Bundle::parse(&plain)?.ok_or_else(|| {
-        crate::format::Error::new(start as u64, crate::format::ErrorKind::NoBundleInside)
+    let rewrite = container.rewrite(here, &rules).map_err(|e| match e.kind {
+        // Said at the container's place in its region, as before the registry.
+        crate::format::ErrorKind::NoBundleInside => e.rebased(start as u64),
+        _ => e,
     })?;
-    let (bytes, kept) = strip_bundle(&parsed, config)?;
-    let before = count_devices(parsed.entries().iter().map(|e| e.id));
-    summary.images_before += before;
-    summary.images_after += kept;
-    let done = match config.change {
-        Change::Decompress => "decompressed",
-        _ => "stripped and compressed again",
-    };
-    let new = match (&config.change, bytes) {
-        (Change::Decompress, _) => Some(plain.clone()),
-        (_, Some(stripped)) => {
-            // Compressed again as it was (version 1 carries no size: written as 2).
-            let options = CompressOptions {
-                version: compressed.version.max(2),
-                method: compressed.method,
-                level: compressed.method.default_level(),
-            };
-            Some(ccob::compress(&stripped, &options)?.0)
-        }
-        (_, None) => None,
-    };
-    let size = compressed.size();
-    log_container(start, "compressed bundle", (before, kept), size, &new, done);
-    Ok((size as usize, new))
-}
-
-/// [`rewrite_container`] for the offload binary at the start of `here`: kept or dropped whole
-/// (LLVM 19 writes one image per binary).
-fn rewrite_offload_binary(
-    here: &[u8],
-    start: usize,
-    config: &RewriteConfig,
-    summary: &mut Summary,
-) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
-    let binary = OffloadBinary::parse(here)?;
-    let entries = binary.entries();
-    let kept = entries
-        .iter()
-        .filter(|e| config.keeps(&String::from_utf8_lossy(e.arch())))
-        .count();
-    let drop = kept == 0 && !entries.is_empty();
-    let after = if drop { 0 } else { entries.len() };
-    summary.images_before += entries.len();
-    summary.images_after += after;
-    let new = drop.then(Vec::new);
-    let images = (entries.len(), after);
+    summary.images_before += rewrite.images_before;
+    summary.images_after += rewrite.images_after;
     log_container(
         start,
-        "offload binary",
-        images,
-        binary.size(),
-        &new,
-        "dropped",
+        container.name(),
+        (rewrite.images_before, rewrite.images_after),
+        rewrite.size,
+        &rewrite.new,
+        rewrite.done,
     );
-    Ok((binary.size() as usize, new))
+    Ok((rewrite.size as usize, rewrite.new))
 }
 
 /// Logs what became of the container of `size` bytes (a `kind`) at `start` in its region:
@@ -319,30 +219,6 @@ fn not_a_container(offset: usize) -> crate::format::Error {
 fn container_size(here: &[u8]) -> std::result::Result<usize, crate::format::Error> {
     let container = Container::at_start(here).ok_or_else(|| not_a_container(0))?;
     Ok(container.size(here)? as usize)
-}
-
-fn count_devices<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
-    ids.filter(|id| !EntryId::parse(id).is_host()).count()
-}
-
-/// The bundle without the entries `config` drops, as LLVM lays bundles out (entries in their
-/// order, the same alignment); `None` when every entry stays. Also the number of device
-/// entries kept.
-fn strip_bundle(
-    parsed: &Bundle<'_>,
-    config: &RewriteConfig,
-) -> std::result::Result<(Option<Vec<u8>>, usize), crate::format::Error> {
-    let kept: Vec<(&str, &[u8])> = parsed
-        .entries()
-        .iter()
-        .filter(|e| config.keeps_entry(e.id))
-        .map(|e| (e.id, e.data))
-        .collect();
-    let devices = count_devices(kept.iter().map(|(id, _)| *id));
-    if kept.len() == parsed.entries().len() {
-        return Ok((None, devices));
-    }
-    Ok((Some(bundle::to_vec(&kept, alignment_of(parsed))), devices))
 }
 
 /// A rewritten file: in memory, or as pieces that borrow the input.
