@@ -39,14 +39,15 @@ impl From<Error> for crate::format::Error {
     }
 }
 
-/// A name in an error message, as the file spells it (not necessarily UTF-8).
+/// A name in an error message, as the file spells it (not necessarily UTF-8). A boxed `str`
+/// rather than a `String` keeps the kinds that name three things small enough to return.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Name(pub String);
+pub struct Name(pub Box<str>);
 
 impl Name {
     /// The name of raw bytes, invalid UTF-8 replaced.
     pub fn of(bytes: &[u8]) -> Self {
-        Name(String::from_utf8_lossy(bytes).into_owned())
+        Name(String::from_utf8_lossy(bytes).into())
     }
 }
 

@@ -798,7 +798,7 @@ fn append<'a>(mut object: Object<'a>, added: &[AddedSection<'a>]) -> Result<Obje
     for a in added {
         let size = u32::try_from(a.data.len()).map_err(|_| {
             let kind = ErrorKind::SectionTooLarge {
-                section: Name(a.name.to_string()),
+                section: Name(a.name.into()),
                 size: a.data.len(),
             };
             Error::new(0, kind)
@@ -1467,6 +1467,37 @@ mod tests {
         let output = run(&input, &[], &|_| false);
         assert_eq!(header_of(&output, 0).pointer_to_raw_data.get(LE), 60);
         assert_eq!(&output[60..66], &[0xcc; 6]);
+    }
+
+    #[test]
+    fn errors_are_typed_and_keep_their_wording() {
+        let e = rewrite(b"MZ\x90\0", &[], &|_| false, &|_, _| None).unwrap_err();
+        assert_eq!(e, Error::new(0, ErrorKind::PeImage));
+        let mut sections = sample();
+        sections[2] = 200;
+        let e = rewrite(&sections, &[], &|_| false, &|_, _| None).unwrap_err();
+        let file_size = sections.len();
+        assert_eq!(
+            e.kind,
+            ErrorKind::SectionTablePastEnd {
+                count: 200,
+                file_size
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "offset 0x14: the section table (200 headers) runs past the end of the file \
+                 ({file_size:#x} bytes)"
+            )
+        );
+        let e = replaced(&sample(), b".text", &[0xc3]).unwrap_err();
+        assert_eq!(
+            e.kind,
+            ErrorKind::ReplacedButRelocated {
+                section: Name::of(b".text")
+            }
+        );
     }
 
     #[test]
