@@ -39,14 +39,15 @@ impl From<Error> for crate::format::Error {
     }
 }
 
-/// A name in an error message, as the file spells it (not necessarily UTF-8).
+/// A name in an error message, as the file spells it (not necessarily UTF-8). A boxed `str`
+/// rather than a `String` keeps the kinds that name three things small enough to return.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Name(pub String);
+pub struct Name(pub Box<str>);
 
 impl Name {
     /// The name of raw bytes, invalid UTF-8 replaced.
     pub fn of(bytes: &[u8]) -> Self {
-        Name(String::from_utf8_lossy(bytes).into_owned())
+        Name(String::from_utf8_lossy(bytes).into())
     }
 }
 
@@ -381,6 +382,331 @@ pub enum ErrorKind {
         section: Name,
         /// The member's section index.
         member: u32,
+    },
+
+    // Relocatable COFF objects.
+    /// A PE image (it starts with `MZ`), not an object.
+    #[error(
+        "this is a PE image (an executable or DLL); only COFF relocatable objects can be rewritten"
+    )]
+    PeImage,
+    /// A big COFF object (`/bigobj`), which starts with an anonymous object header.
+    #[error(
+        "this is a big COFF object (/bigobj); only plain COFF relocatable objects can be rewritten"
+    )]
+    BigObject,
+    /// Another file that starts with an anonymous object header (an import library member).
+    #[error(
+        "this is an import library member or other anonymous object; only plain COFF \
+         relocatable objects can be rewritten"
+    )]
+    AnonymousObject,
+    /// The file is shorter than the COFF file header.
+    #[error("the COFF file header needs 20 bytes, the file has {file_size}")]
+    TruncatedCoffHeader {
+        /// The size of the file.
+        file_size: usize,
+    },
+    /// `SizeOfOptionalHeader` is not 0: an image, not an object.
+    #[error(
+        "the file has an optional header ({size} bytes), as images do; only COFF relocatable \
+         objects can be rewritten"
+    )]
+    OptionalHeader {
+        /// `SizeOfOptionalHeader`.
+        size: u16,
+    },
+    /// The section table runs past the end of the file.
+    #[error(
+        "the section table ({count} headers) runs past the end of the file ({file_size:#x} bytes)"
+    )]
+    SectionTablePastEnd {
+        /// `NumberOfSections`.
+        count: usize,
+        /// The size of the file.
+        file_size: usize,
+    },
+    /// `NumberOfSymbols` is not 0 but `PointerToSymbolTable` is.
+    #[error("the file has {count} symbols but no symbol table")]
+    SymbolsWithoutTable {
+        /// `NumberOfSymbols`.
+        count: u32,
+    },
+    /// The symbol table runs past the end of the file.
+    #[error(
+        "the symbol table ({count} symbols at {at:#x}) runs past the end of the file \
+         ({file_size:#x} bytes)"
+    )]
+    SymbolTablePastEnd {
+        /// `NumberOfSymbols`.
+        count: u32,
+        /// `PointerToSymbolTable`.
+        at: u64,
+        /// The size of the file.
+        file_size: usize,
+    },
+    /// The file ends before the size field of the string table.
+    #[error("the string table's size field runs past the end of the file")]
+    StringTableSizePastEnd,
+    /// The string table is larger than what is left of the file.
+    #[error(
+        "the string table ({size} bytes) runs past the end of the file ({file_size:#x} bytes)"
+    )]
+    StringTablePastEnd {
+        /// The size the string table's size field gives.
+        size: u32,
+        /// The size of the file.
+        file_size: usize,
+    },
+    /// The last byte of the string table is not a NUL.
+    #[error("the string table does not end with a NUL")]
+    StringTableNotTerminated,
+    /// A name refers to the string table, which holds no strings.
+    #[error("{what}: names string table offset {offset}, but the string table is empty")]
+    StringTableEmpty {
+        /// What the name is of (`section name '/4'`, `symbol 7`).
+        what: String,
+        /// The offset in the string table.
+        offset: u32,
+    },
+    /// A name refers to an offset past the end of the string table.
+    #[error(
+        "{what}: string table offset {offset} is past the end of the string table ({size} bytes)"
+    )]
+    StringPastEnd {
+        /// What the name is of.
+        what: String,
+        /// The offset in the string table.
+        offset: u32,
+        /// The size of the string table, its size field included.
+        size: usize,
+    },
+    /// A section name starting with `/` is not a decimal or `//` base-64 offset.
+    #[error("section name '{name}' is not a valid string table reference")]
+    SectionNameReference {
+        /// The 8-byte name field, up to its first NUL.
+        name: Name,
+    },
+    /// A section's raw data runs past the end of the file.
+    #[error(
+        "section '{section}': its data ({size:#x} bytes at {pointer:#x}) runs past the end of \
+         the file ({file_size:#x} bytes)"
+    )]
+    SectionDataPastEnd {
+        /// The section.
+        section: Name,
+        /// `SizeOfRawData`.
+        size: u32,
+        /// `PointerToRawData`.
+        pointer: u64,
+        /// The size of the file.
+        file_size: usize,
+    },
+    /// A symbol's auxiliary records run past the end of the symbol table.
+    #[error(
+        "symbol {index} ('{symbol}'): its {count} auxiliary records run past the end of the \
+         symbol table ({records} records)"
+    )]
+    AuxiliaryRecordsPastEnd {
+        /// The symbol's record index.
+        index: usize,
+        /// The symbol.
+        symbol: Name,
+        /// `NumberOfAuxSymbols`.
+        count: usize,
+        /// The number of records in the symbol table.
+        records: usize,
+    },
+    /// A symbol's section number names no section.
+    #[error(
+        "symbol {index} ('{symbol}'): section number {number} is not a section of the file \
+         ({sections} sections)"
+    )]
+    SymbolSectionNumber {
+        /// The symbol's record index.
+        index: usize,
+        /// The symbol.
+        symbol: Name,
+        /// `SectionNumber`.
+        number: u16,
+        /// The number of sections.
+        sections: usize,
+    },
+    /// A file symbol whose auxiliary records are all zero.
+    #[error(
+        "symbol {index} ('{symbol}'): a file symbol whose {count} auxiliary records hold no \
+         name is not supported"
+    )]
+    FileSymbolWithoutName {
+        /// The symbol's record index.
+        index: usize,
+        /// The symbol.
+        symbol: Name,
+        /// `NumberOfAuxSymbols`.
+        count: usize,
+    },
+    /// An associative COMDAT section definition names no section.
+    #[error(
+        "symbol {index} ('{symbol}'): associative COMDAT section number {number} is not a \
+         section of the file ({sections} sections)"
+    )]
+    AssociativeSectionNumber {
+        /// The symbol's record index.
+        index: usize,
+        /// The symbol.
+        symbol: Name,
+        /// The section definition's `Number`.
+        number: usize,
+        /// The number of sections.
+        sections: usize,
+    },
+    /// A weak external's default is an auxiliary record or past the symbol table.
+    #[error("weak external '{symbol}': its default symbol {index} is not a symbol record")]
+    WeakDefault {
+        /// The weak external.
+        symbol: Name,
+        /// `TagIndex`.
+        index: u32,
+    },
+    /// The record holding a section's relocation count runs past the end of the file.
+    #[error("section '{section}': its relocation count record runs past the end of the file")]
+    RelocationCountPastEnd {
+        /// The section.
+        section: Name,
+    },
+    /// The record holding a section's relocation count says 0, not the count plus one.
+    #[error("section '{section}': its relocation count record says 0")]
+    RelocationCountZero {
+        /// The section.
+        section: Name,
+    },
+    /// A section's relocations run past the end of the file.
+    #[error(
+        "section '{section}': its {count} relocations at {at:#x} run past the end of the file \
+         ({file_size:#x} bytes)"
+    )]
+    RelocationsPastEnd {
+        /// The section.
+        section: Name,
+        /// The number of relocations.
+        count: usize,
+        /// Where the first is.
+        at: u64,
+        /// The size of the file.
+        file_size: usize,
+    },
+    /// A relocation refers to an auxiliary symbol record.
+    #[error(
+        "section '{section}': relocation {relocation} refers to symbol table index {index}, an \
+         auxiliary record"
+    )]
+    RelocationToAuxiliaryRecord {
+        /// The section.
+        section: Name,
+        /// The relocation's index in the section.
+        relocation: usize,
+        /// `SymbolTableIndex`.
+        index: u32,
+    },
+    /// A relocation refers to a record past the end of the symbol table.
+    #[error(
+        "section '{section}': relocation {relocation} refers to symbol table index {index}, but \
+         the symbol table has {records} records"
+    )]
+    RelocationPastSymbols {
+        /// The section.
+        section: Name,
+        /// The relocation's index in the section.
+        relocation: usize,
+        /// `SymbolTableIndex`.
+        index: u32,
+        /// The number of records in the symbol table.
+        records: usize,
+    },
+    /// Removing a section in which the target of a kept relocation is defined.
+    #[error(
+        "section '{section}' cannot be removed: relocation {relocation} of section '{by}' refers \
+         to symbol '{symbol}', which is defined in it"
+    )]
+    RemovedButRelocationTarget {
+        /// The section asked to go.
+        section: Name,
+        /// The relocation's index in its section.
+        relocation: usize,
+        /// The section the relocation applies to.
+        by: Name,
+        /// The symbol the relocation refers to.
+        symbol: Name,
+    },
+    /// Removing a section in which the default of a kept weak external is defined.
+    #[error(
+        "section '{section}' cannot be removed: symbol '{symbol}', defined in it, is the default \
+         of weak external '{weak}'"
+    )]
+    RemovedButWeakDefault {
+        /// The section asked to go.
+        section: Name,
+        /// The default symbol, defined in it.
+        symbol: Name,
+        /// The weak external.
+        weak: Name,
+    },
+    /// New contents for a COMDAT section, whose checksum would go stale.
+    #[error(
+        "section '{section}' is a COMDAT section, whose checksum would no longer match new \
+         contents, so its contents cannot be replaced"
+    )]
+    ReplacedComdat {
+        /// The section.
+        section: Name,
+    },
+    /// New contents for a section with no data in the file (`.bss`).
+    #[error("section '{section}' has no contents in the file to replace")]
+    ReplacedButEmpty {
+        /// The section.
+        section: Name,
+    },
+    /// A symbol past the end of the new, shorter contents of its section.
+    #[error(
+        "symbol '{symbol}' points into bytes the rewrite removes: it is at offset {value:#x} of \
+         section '{section}', which gets {size:#x} bytes"
+    )]
+    SymbolPastNewEnd {
+        /// The symbol.
+        symbol: Name,
+        /// Its `Value`, the offset in the section.
+        value: u32,
+        /// The section.
+        section: Name,
+        /// The size of the new contents.
+        size: usize,
+    },
+    /// An added section larger than a 32-bit size can say.
+    #[error("section '{section}' ({size} bytes) is too large for a COFF object (4 GiB at most)")]
+    SectionTooLarge {
+        /// The added section.
+        section: Name,
+        /// Its size.
+        size: usize,
+    },
+    /// More sections than the 16-bit section numbers of a plain COFF object can name.
+    #[error("{count} sections are more than a plain COFF object holds (65279)")]
+    TooManyCoffSections {
+        /// The number of sections.
+        count: usize,
+    },
+    /// A section with relocations but no raw data: llvm-objcopy would write the relocations
+    /// over the file header.
+    #[error("section '{section}' has relocations but no data, which llvm-objcopy cannot write")]
+    RelocationsWithoutData {
+        /// The section.
+        section: Name,
+    },
+    /// The symbol table would start past what a 32-bit file offset reaches.
+    #[error("the symbol table would start at {at:#x}, past the 4 GiB a COFF object can address")]
+    SymbolTableBeyond4GiB {
+        /// Where it would start.
+        at: u64,
     },
 
     /// A writer bug: two pieces of the new file overlap.

@@ -384,7 +384,7 @@ fn rewrite_object<'a>(
                 .map(|(_, d)| d.clone())
         },
     )
-    .map_err(|e| Error::format(path, e))?;
+    .map_err(|e| Error::container(path, e))?;
     Ok(Some(NewFile::Bytes(rewritten.to_vec())))
 }
 

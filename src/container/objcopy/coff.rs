@@ -44,9 +44,9 @@ use object::pe::{
 use object::pod::{self, Pod};
 use object::LittleEndian as LE;
 
-use super::{bad, AddedSection, Replace, Rewritten};
+use super::{AddedSection, Replace, Rewritten};
+use crate::container::error::{Error, ErrorKind, Name, Result};
 use crate::format::strtab::{Flavor, StringTable};
-use crate::format::Error;
 
 /// The largest section number of a plain COFF object; 16-bit values above it are reserved
 /// (`IMAGE_SYM_ABSOLUTE`, `IMAGE_SYM_DEBUG`, ...), read as negative numbers.
@@ -141,17 +141,13 @@ pub(super) fn rewrite<'a>(
     added: &[AddedSection<'a>],
     remove: &dyn Fn(&[u8]) -> bool,
     replace: &Replace<'_>,
-) -> Result<Rewritten<'a>, Error> {
+) -> Result<Rewritten<'a>> {
     let object = read(host)?;
     let removed = removed_sections(&object, remove);
     let object = keep(object, &removed)?;
     let object = replace_contents(object, replace)?;
     let object = append(object, added)?;
     write(object)
-}
-
-fn display(name: &[u8]) -> Cow<'_, str> {
-    String::from_utf8_lossy(name)
 }
 
 /// `count` values of `T` at `at` in `file`, or `None` if they do not fit.
@@ -162,20 +158,17 @@ fn slice_at<T: Pod>(file: &[u8], at: u64, count: usize) -> Option<&[T]> {
 
 // ---- reading -------------------------------------------------------------------------------
 
-fn read(file: &[u8]) -> Result<Object<'_>, Error> {
+fn read(file: &[u8]) -> Result<Object<'_>> {
     let header = file_header(file)?;
     let section_count = usize::from(header.number_of_sections.get(LE));
     let table_at = std::mem::size_of::<ImageFileHeader>() as u64;
     let headers: &[ImageSectionHeader] =
         slice_at(file, table_at, section_count).ok_or_else(|| {
-            bad(
-                table_at,
-                format!(
-                    "the section table ({section_count} headers) runs past the end of the file \
-                     ({:#x} bytes)",
-                    file.len()
-                ),
-            )
+            let kind = ErrorKind::SectionTablePastEnd {
+                count: section_count,
+                file_size: file.len(),
+            };
+            Error::new(table_at, kind)
         })?;
     let symbol_table = SymbolTable::read(file, header)?;
 
@@ -204,47 +197,31 @@ fn read(file: &[u8]) -> Result<Object<'_>, Error> {
 }
 
 /// The file header, after making sure the file is a plain COFF object.
-fn file_header(file: &[u8]) -> Result<&ImageFileHeader, Error> {
+fn file_header(file: &[u8]) -> Result<&ImageFileHeader> {
     if file.starts_with(b"MZ") {
-        return Err(bad(
-            0,
-            "this is a PE image (an executable or DLL); only COFF relocatable objects can be \
-             rewritten",
-        ));
+        return Err(Error::new(0, ErrorKind::PeImage));
     }
     if let Ok((anon, _)) = pod::from_bytes::<AnonObjectHeader>(file) {
         if anon.sig1.get(LE) == pe::IMAGE_FILE_MACHINE_UNKNOWN && anon.sig2.get(LE) == 0xffff {
-            let what = if anon.version.get(LE) >= 2
+            let kind = if anon.version.get(LE) >= 2
                 && anon.class_id.0 == pe::ANON_OBJECT_HEADER_BIGOBJ_CLASS_ID.0
             {
-                "a big COFF object (/bigobj)"
+                ErrorKind::BigObject
             } else {
-                "an import library member or other anonymous object"
+                ErrorKind::AnonymousObject
             };
-            return Err(bad(
-                0,
-                format!("this is {what}; only plain COFF relocatable objects can be rewritten"),
-            ));
+            return Err(Error::new(0, kind));
         }
     }
     let (header, _) = pod::from_bytes::<ImageFileHeader>(file).map_err(|_| {
-        bad(
-            0,
-            format!(
-                "the COFF file header needs 20 bytes, the file has {}",
-                file.len()
-            ),
-        )
+        let kind = ErrorKind::TruncatedCoffHeader {
+            file_size: file.len(),
+        };
+        Error::new(0, kind)
     })?;
-    let optional = header.size_of_optional_header.get(LE);
-    if optional != 0 {
-        return Err(bad(
-            16,
-            format!(
-                "the file has an optional header ({optional} bytes), as images do; only COFF \
-                 relocatable objects can be rewritten"
-            ),
-        ));
+    let size = header.size_of_optional_header.get(LE);
+    if size != 0 {
+        return Err(Error::new(16, ErrorKind::OptionalHeader { size }));
     }
     Ok(header)
 }
@@ -260,15 +237,12 @@ struct SymbolTable<'a> {
 }
 
 impl<'a> SymbolTable<'a> {
-    fn read(file: &'a [u8], header: &ImageFileHeader) -> Result<Self, Error> {
+    fn read(file: &'a [u8], header: &ImageFileHeader) -> Result<Self> {
         let at = u64::from(header.pointer_to_symbol_table.get(LE));
         let count = header.number_of_symbols.get(LE);
         if at == 0 {
             if count != 0 {
-                return Err(bad(
-                    8,
-                    format!("the file has {count} symbols but no symbol table"),
-                ));
+                return Err(Error::new(8, ErrorKind::SymbolsWithoutTable { count }));
             }
             return Ok(SymbolTable {
                 at,
@@ -277,39 +251,30 @@ impl<'a> SymbolTable<'a> {
             });
         }
         let records: &[ImageSymbol] = slice_at(file, at, count as usize).ok_or_else(|| {
-            bad(
-                8,
-                format!(
-                    "the symbol table ({count} symbols at {at:#x}) runs past the end of the file \
-                     ({:#x} bytes)",
-                    file.len()
-                ),
-            )
+            let kind = ErrorKind::SymbolTablePastEnd {
+                count,
+                at,
+                file_size: file.len(),
+            };
+            Error::new(8, kind)
         })?;
         let strings_at = at + u64::from(count) * pe::IMAGE_SIZEOF_SYMBOL as u64;
         let size = slice_at::<object::U32<LE>>(file, strings_at, 1)
             .map(|s| s[0].get(LE))
-            .ok_or_else(|| {
-                bad(
-                    strings_at,
-                    "the string table's size field runs past the end of the file",
-                )
-            })?;
+            .ok_or(Error::new(strings_at, ErrorKind::StringTableSizePastEnd))?;
         // Sizes under 4 stand for an empty table, as some tools write 0.
         let size = size.max(4);
         let strings = slice_at::<u8>(file, strings_at, size as usize).ok_or_else(|| {
-            bad(
-                strings_at,
-                format!(
-                    "the string table ({size} bytes) runs past the end of the file ({:#x} bytes)",
-                    file.len()
-                ),
-            )
+            let kind = ErrorKind::StringTablePastEnd {
+                size,
+                file_size: file.len(),
+            };
+            Error::new(strings_at, kind)
         })?;
         if size > 4 && strings[size as usize - 1] != 0 {
-            return Err(bad(
+            return Err(Error::new(
                 strings_at + u64::from(size) - 1,
-                "the string table does not end with a NUL",
+                ErrorKind::StringTableNotTerminated,
             ));
         }
         Ok(SymbolTable {
@@ -320,26 +285,21 @@ impl<'a> SymbolTable<'a> {
     }
 
     /// The string at `offset` of the string table; `what` names the field for errors.
-    fn string(&self, offset: u32, what: &dyn Fn() -> String, at: u64) -> Result<&'a [u8], Error> {
+    fn string(&self, offset: u32, what: &dyn Fn() -> String, at: u64) -> Result<&'a [u8]> {
         if self.strings.len() <= 4 {
-            return Err(bad(
-                at,
-                format!(
-                    "{}: names string table offset {offset}, but the string table is empty",
-                    what()
-                ),
-            ));
+            let kind = ErrorKind::StringTableEmpty {
+                what: what(),
+                offset,
+            };
+            return Err(Error::new(at, kind));
         }
         let rest = self.strings.get(offset as usize..).ok_or_else(|| {
-            bad(
-                at,
-                format!(
-                    "{}: string table offset {offset} is past the end of the string table \
-                     ({} bytes)",
-                    what(),
-                    self.strings.len()
-                ),
-            )
+            let kind = ErrorKind::StringPastEnd {
+                what: what(),
+                offset,
+                size: self.strings.len(),
+            };
+            Error::new(at, kind)
         })?;
         let end = memchr::memchr(0, rest).expect("the table ends with a NUL");
         Ok(&rest[..end])
@@ -356,7 +316,7 @@ fn section_name<'a>(
     h: &'a ImageSectionHeader,
     symbols: &SymbolTable<'a>,
     at: u64,
-) -> Result<&'a [u8], Error> {
+) -> Result<&'a [u8]> {
     let name = short_name(&h.name);
     let Some(reference) = name.strip_prefix(b"/") else {
         return Ok(name);
@@ -366,15 +326,12 @@ fn section_name<'a>(
         None => decode_decimal_offset(reference),
     }
     .ok_or_else(|| {
-        bad(
-            at,
-            format!(
-                "section name '{}' is not a valid string table reference",
-                display(name)
-            ),
-        )
+        let kind = ErrorKind::SectionNameReference {
+            name: Name::of(name),
+        };
+        Error::new(at, kind)
     })?;
-    symbols.string(offset, &|| format!("section name '{}'", display(name)), at)
+    symbols.string(offset, &|| format!("section name '{}'", Name::of(name)), at)
 }
 
 fn decode_decimal_offset(digits: &[u8]) -> Option<u32> {
@@ -404,22 +361,20 @@ fn section_data<'a>(
     h: &ImageSectionHeader,
     name: &[u8],
     at: u64,
-) -> Result<&'a [u8], Error> {
+) -> Result<&'a [u8]> {
     let pointer = u64::from(h.pointer_to_raw_data.get(LE));
     if pointer == 0 {
         return Ok(&[]);
     }
     let size = h.size_of_raw_data.get(LE);
     slice_at(file, pointer, size as usize).ok_or_else(|| {
-        bad(
-            at,
-            format!(
-                "section '{}': its data ({size:#x} bytes at {pointer:#x}) runs past the end of \
-                 the file ({:#x} bytes)",
-                display(name),
-                file.len()
-            ),
-        )
+        let kind = ErrorKind::SectionDataPastEnd {
+            section: Name::of(name),
+            size,
+            pointer,
+            file_size: file.len(),
+        };
+        Error::new(at, kind)
     })
 }
 
@@ -428,7 +383,7 @@ fn section_data<'a>(
 fn read_symbols<'a>(
     table: &SymbolTable<'a>,
     sections: &[Section<'a>],
-) -> Result<(Vec<Symbol<'a>>, Vec<Option<usize>>), Error> {
+) -> Result<(Vec<Symbol<'a>>, Vec<Option<usize>>)> {
     let records = table.records;
     let all = pod::bytes_of_slice(records);
     let record_at = |i: usize| table.at + (i * pe::IMAGE_SIZEOF_SYMBOL) as u64;
@@ -440,20 +395,17 @@ fn read_symbols<'a>(
         let raw = records[i];
         let at = record_at(i);
         let name = symbol_name(&records[i], table, i, at)?;
-        let what = || format!("symbol {i} ('{}')", display(name));
         let aux_count = usize::from(raw.number_of_aux_symbols);
         let aux = all
             .get((i + 1) * pe::IMAGE_SIZEOF_SYMBOL..(i + 1 + aux_count) * pe::IMAGE_SIZEOF_SYMBOL)
             .ok_or_else(|| {
-                bad(
-                    at,
-                    format!(
-                        "{}: its {aux_count} auxiliary records run past the end of the symbol \
-                         table ({} records)",
-                        what(),
-                        records.len()
-                    ),
-                )
+                let kind = ErrorKind::AuxiliaryRecordsPastEnd {
+                    index: i,
+                    symbol: Name::of(name),
+                    count: aux_count,
+                    records: records.len(),
+                };
+                Error::new(at, kind)
             })?;
         let number = raw.section_number.get(LE);
         let place = if number == 0 || number > MAX_SECTION_NUMBER {
@@ -461,14 +413,13 @@ fn read_symbols<'a>(
         } else if usize::from(number) <= sections.len() {
             Place::Section(usize::from(number) - 1)
         } else {
-            return Err(bad(
-                at,
-                format!(
-                    "{}: section number {number} is not a section of the file ({} sections)",
-                    what(),
-                    sections.len()
-                ),
-            ));
+            let kind = ErrorKind::SymbolSectionNumber {
+                index: i,
+                symbol: Name::of(name),
+                number,
+                sections: sections.len(),
+            };
+            return Err(Error::new(at, kind));
         };
         let mut symbol = Symbol {
             name,
@@ -486,14 +437,12 @@ fn read_symbols<'a>(
             if end == 0 && aux_count != 0 {
                 // llvm-objcopy counts these records but writes none, which misplaces every
                 // symbol after them.
-                return Err(bad(
-                    at,
-                    format!(
-                        "{}: a file symbol whose {aux_count} auxiliary records hold no name is \
-                         not supported",
-                        what()
-                    ),
-                ));
+                let kind = ErrorKind::FileSymbolWithoutName {
+                    index: i,
+                    symbol: Name::of(name),
+                    count: aux_count,
+                };
+                return Err(Error::new(at, kind));
             }
         } else if aux_count > 0 && symbol.is_static() {
             let (definition, _) = pod::from_bytes::<ImageAuxSymbolSection>(aux)
@@ -501,15 +450,13 @@ fn read_symbols<'a>(
             if definition.selection == pe::IMAGE_COMDAT_SELECT_ASSOCIATIVE {
                 let number = usize::from(definition.number.get(LE));
                 if number == 0 || number > sections.len() {
-                    return Err(bad(
-                        at + pe::IMAGE_SIZEOF_SYMBOL as u64,
-                        format!(
-                            "{}: associative COMDAT section number {number} is not a section \
-                             of the file ({} sections)",
-                            what(),
-                            sections.len()
-                        ),
-                    ));
+                    let kind = ErrorKind::AssociativeSectionNumber {
+                        index: i,
+                        symbol: Name::of(name),
+                        number,
+                        sections: sections.len(),
+                    };
+                    return Err(Error::new(at + pe::IMAGE_SIZEOF_SYMBOL as u64, kind));
                 }
                 // Only symbols of sections take part in removals and get renumbered.
                 if matches!(place, Place::Section(_)) {
@@ -528,13 +475,11 @@ fn read_symbols<'a>(
     }
     for (k, slot) in weak_slots {
         let target = slots.get(slot as usize).copied().flatten().ok_or_else(|| {
-            bad(
-                symbols[k].at + pe::IMAGE_SIZEOF_SYMBOL as u64,
-                format!(
-                    "weak external '{}': its default symbol {slot} is not a symbol record",
-                    display(symbols[k].name)
-                ),
-            )
+            let kind = ErrorKind::WeakDefault {
+                symbol: Name::of(symbols[k].name),
+                index: slot,
+            };
+            Error::new(symbols[k].at + pe::IMAGE_SIZEOF_SYMBOL as u64, kind)
         })?;
         symbols[k].weak_target = Some(target);
     }
@@ -546,7 +491,7 @@ fn symbol_name<'a>(
     table: &SymbolTable<'a>,
     index: usize,
     at: u64,
-) -> Result<&'a [u8], Error> {
+) -> Result<&'a [u8]> {
     if raw.name[..4] != [0; 4] {
         return Ok(short_name(&raw.name));
     }
@@ -559,7 +504,7 @@ fn read_relocations(
     h: &ImageSectionHeader,
     name: &[u8],
     slots: &[Option<usize>],
-) -> Result<Vec<Relocation>, Error> {
+) -> Result<Vec<Relocation>> {
     let pointer = u64::from(h.pointer_to_relocations.get(LE));
     let mut count = usize::from(h.number_of_relocations.get(LE));
     let mut first = pointer;
@@ -570,24 +515,14 @@ fn read_relocations(
     if overflow && count == 0xffff {
         // The real count, plus one for this record, is in the first record.
         let counter = slice_at::<ImageRelocation>(file, pointer, 1).ok_or_else(|| {
-            bad(
-                pointer,
-                format!(
-                    "section '{}': its relocation count record runs past the end of the file",
-                    display(name)
-                ),
-            )
+            let section = Name::of(name);
+            Error::new(pointer, ErrorKind::RelocationCountPastEnd { section })
         })?;
         count = (counter[0].virtual_address.get(LE) as usize)
             .checked_sub(1)
             .ok_or_else(|| {
-                bad(
-                    pointer,
-                    format!(
-                        "section '{}': its relocation count record says 0",
-                        display(name)
-                    ),
-                )
+                let section = Name::of(name);
+                Error::new(pointer, ErrorKind::RelocationCountZero { section })
             })?;
         first += std::mem::size_of::<ImageRelocation>() as u64;
     }
@@ -595,40 +530,41 @@ fn read_relocations(
         return Ok(Vec::new());
     }
     let records: &[ImageRelocation] = slice_at(file, first, count).ok_or_else(|| {
-        bad(
-            first,
-            format!(
-                "section '{}': its {count} relocations at {first:#x} run past the end of the \
-                 file ({:#x} bytes)",
-                display(name),
-                file.len()
-            ),
-        )
+        let kind = ErrorKind::RelocationsPastEnd {
+            section: Name::of(name),
+            count,
+            at: first,
+            file_size: file.len(),
+        };
+        Error::new(first, kind)
     })?;
     records
         .iter()
         .enumerate()
         .map(|(k, r)| {
             let index = r.symbol_table_index.get(LE);
-            match slots.get(index as usize) {
-                Some(Some(target)) => Ok(Relocation {
-                    raw: *r,
-                    target: *target,
-                    at: first + (k * std::mem::size_of::<ImageRelocation>()) as u64,
-                }),
-                found => Err(bad(
-                    first + (k * std::mem::size_of::<ImageRelocation>()) as u64,
-                    format!(
-                        "section '{}': relocation {k} refers to symbol table index {index}, {}",
-                        display(name),
-                        if found.is_some() {
-                            "an auxiliary record".to_string()
-                        } else {
-                            format!("but the symbol table has {} records", slots.len())
-                        }
-                    ),
-                )),
-            }
+            let at = first + (k * std::mem::size_of::<ImageRelocation>()) as u64;
+            let kind = match slots.get(index as usize) {
+                Some(Some(target)) => {
+                    return Ok(Relocation {
+                        raw: *r,
+                        target: *target,
+                        at,
+                    })
+                }
+                Some(None) => ErrorKind::RelocationToAuxiliaryRecord {
+                    section: Name::of(name),
+                    relocation: k,
+                    index,
+                },
+                None => ErrorKind::RelocationPastSymbols {
+                    section: Name::of(name),
+                    relocation: k,
+                    index,
+                    records: slots.len(),
+                },
+            };
+            Err(Error::new(at, kind))
         })
         .collect()
 }
@@ -658,7 +594,7 @@ fn removed_sections(object: &Object<'_>, remove: &dyn Fn(&[u8]) -> bool) -> Vec<
 /// The object without the removed sections and the symbols defined in them, with sections
 /// and symbols renumbered. A kept relocation or weak external whose target goes makes
 /// llvm-objcopy fail, and is an error here too.
-fn keep<'a>(object: Object<'a>, removed: &[bool]) -> Result<Object<'a>, Error> {
+fn keep<'a>(object: Object<'a>, removed: &[bool]) -> Result<Object<'a>> {
     if !removed.contains(&true) {
         return Ok(object);
     }
@@ -723,12 +659,8 @@ fn renumber(gone: &[bool]) -> Vec<Option<usize>> {
         .collect()
 }
 
-fn check_targets_stay(
-    object: &Object<'_>,
-    removed: &[bool],
-    symbol_gone: &[bool],
-) -> Result<(), Error> {
-    let section_name = |i: usize| display(object.sections[i].name);
+fn check_targets_stay(object: &Object<'_>, removed: &[bool], symbol_gone: &[bool]) -> Result<()> {
+    let section_name = |i: usize| Name::of(object.sections[i].name);
     let home = |symbol: &Symbol<'_>| match symbol.place {
         Place::Section(i) => section_name(i),
         Place::Special(_) => unreachable!("only symbols of removed sections go"),
@@ -737,32 +669,25 @@ fn check_targets_stay(
         for (k, r) in section.relocations.iter().enumerate() {
             if symbol_gone[r.target] {
                 let target = &object.symbols[r.target];
-                return Err(bad(
-                    r.at,
-                    format!(
-                        "section '{}' cannot be removed: relocation {k} of section '{}' refers \
-                         to symbol '{}', which is defined in it",
-                        home(target),
-                        display(section.name),
-                        display(target.name)
-                    ),
-                ));
+                let kind = ErrorKind::RemovedButRelocationTarget {
+                    section: home(target),
+                    relocation: k,
+                    by: Name::of(section.name),
+                    symbol: Name::of(target.name),
+                };
+                return Err(Error::new(r.at, kind));
             }
         }
     }
     for (symbol, _) in object.symbols.iter().zip(symbol_gone).filter(|(_, &g)| !g) {
         if let Some(k) = symbol.weak_target.filter(|&k| symbol_gone[k]) {
             let target = &object.symbols[k];
-            return Err(bad(
-                symbol.at,
-                format!(
-                    "section '{}' cannot be removed: symbol '{}', defined in it, is the default \
-                     of weak external '{}'",
-                    home(target),
-                    display(target.name),
-                    display(symbol.name)
-                ),
-            ));
+            let kind = ErrorKind::RemovedButWeakDefault {
+                section: home(target),
+                symbol: Name::of(target.name),
+                weak: Name::of(symbol.name),
+            };
+            return Err(Error::new(symbol.at, kind));
         }
     }
     Ok(())
@@ -793,10 +718,7 @@ fn definition_of(object: &Object<'_>, index: usize) -> Option<usize> {
 /// name and contents. As `llvm-objcopy --update-section` does, only `SizeOfRawData` of the
 /// header changes; unlike it, the `Length` of the section definition follows, which it leaves
 /// stale.
-fn replace_contents<'a>(
-    mut object: Object<'a>,
-    replace: &Replace<'_>,
-) -> Result<Object<'a>, Error> {
+fn replace_contents<'a>(mut object: Object<'a>, replace: &Replace<'_>) -> Result<Object<'a>> {
     for index in 0..object.sections.len() {
         let section = &object.sections[index];
         if !holds_data(&section.header) {
@@ -824,16 +746,12 @@ fn replace_contents<'a>(
 /// Refuses new contents of `new_size` bytes for section `index` where llvm-objcopy refuses
 /// them, and where what it writes would be wrong: relocations would apply to bytes that
 /// changed, a COMDAT checksum would not match, a symbol would point past the end.
-fn check_replaceable(object: &Object<'_>, index: usize, new_size: usize) -> Result<(), Error> {
+fn check_replaceable(object: &Object<'_>, index: usize, new_size: usize) -> Result<()> {
     let section = &object.sections[index];
-    let refuse = |why: String| {
-        Err(bad(
-            section.at,
-            format!("section '{}' {why}", display(section.name)),
-        ))
-    };
+    let refuse =
+        |kind: fn(Name) -> ErrorKind| Err(Error::new(section.at, kind(Name::of(section.name))));
     if !section.relocations.is_empty() {
-        return refuse("has relocations, so its contents cannot be replaced".into());
+        return refuse(|section| ErrorKind::ReplacedButRelocated { section });
     }
     let selection = definition_of(object, index).map(|k| {
         let (definition, _) = pod::from_bytes::<ImageAuxSymbolSection>(&object.symbols[k].aux)
@@ -842,30 +760,24 @@ fn check_replaceable(object: &Object<'_>, index: usize, new_size: usize) -> Resu
     });
     let flags = section.header.characteristics.get(LE);
     if flags.contains(pe::IMAGE_SCN_LNK_COMDAT) || selection.is_some_and(|s| s.0 != 0) {
-        return refuse(
-            "is a COMDAT section, whose checksum would no longer match new contents, so its \
-             contents cannot be replaced"
-                .into(),
-        );
+        return refuse(|section| ErrorKind::ReplacedComdat { section });
     }
     let old_size = section.data.len();
     if old_size == 0 {
-        return refuse("has no contents in the file to replace".into());
+        return refuse(|section| ErrorKind::ReplacedButEmpty { section });
     }
     // Larger contents are laid out like any other (llvm-objcopy's --update-section refuses
     // them; decompressing a bundle needs them).
     for symbol in &object.symbols {
         let value = symbol.raw.value.get(LE);
         if symbol.place == Place::Section(index) && value as usize > new_size {
-            return Err(bad(
-                symbol.at,
-                format!(
-                    "symbol '{}' points into bytes the rewrite removes: it is at offset \
-                     {value:#x} of section '{}', which gets {new_size:#x} bytes",
-                    display(symbol.name),
-                    display(section.name)
-                ),
-            ));
+            let kind = ErrorKind::SymbolPastNewEnd {
+                symbol: Name::of(symbol.name),
+                value,
+                section: Name::of(section.name),
+                size: new_size,
+            };
+            return Err(Error::new(symbol.at, kind));
         }
     }
     Ok(())
@@ -873,7 +785,7 @@ fn check_replaceable(object: &Object<'_>, index: usize, new_size: usize) -> Resu
 
 /// The object with `added` appended, and the characteristics of sections already named like
 /// one of them set as for the added ones.
-fn append<'a>(mut object: Object<'a>, added: &[AddedSection<'a>]) -> Result<Object<'a>, Error> {
+fn append<'a>(mut object: Object<'a>, added: &[AddedSection<'a>]) -> Result<Object<'a>> {
     for section in &mut object.sections {
         if added.iter().any(|a| a.name.as_bytes() == section.name) {
             let old = section.header.characteristics.get(LE);
@@ -885,14 +797,11 @@ fn append<'a>(mut object: Object<'a>, added: &[AddedSection<'a>]) -> Result<Obje
     }
     for a in added {
         let size = u32::try_from(a.data.len()).map_err(|_| {
-            bad(
-                0,
-                format!(
-                    "section '{}' ({} bytes) is too large for a COFF object (4 GiB at most)",
-                    a.name,
-                    a.data.len()
-                ),
-            )
+            let kind = ErrorKind::SectionTooLarge {
+                section: Name(a.name.into()),
+                size: a.data.len(),
+            };
+            Error::new(0, kind)
         })?;
         let address = object.sections.last().map_or(0, |last| {
             let h = &last.header;
@@ -920,20 +829,15 @@ fn append<'a>(mut object: Object<'a>, added: &[AddedSection<'a>]) -> Result<Obje
 
 // ---- writing -------------------------------------------------------------------------------
 
-fn write(object: Object<'_>) -> Result<Rewritten<'_>, Error> {
+fn write(object: Object<'_>) -> Result<Rewritten<'_>> {
     let Object {
         mut header,
         sections,
         symbols,
     } = object;
     if sections.len() > usize::from(MAX_SECTION_NUMBER) {
-        return Err(bad(
-            2,
-            format!(
-                "{} sections are more than a plain COFF object holds ({MAX_SECTION_NUMBER})",
-                sections.len()
-            ),
-        ));
+        let count = sections.len();
+        return Err(Error::new(2, ErrorKind::TooManyCoffSections { count }));
     }
     let mut record_index = Vec::with_capacity(symbols.len());
     let mut records = 0usize;
@@ -962,13 +866,10 @@ fn write(object: Object<'_>) -> Result<Rewritten<'_>, Error> {
         if size == 0 && !section.relocations.is_empty() {
             // llvm-objcopy writes relocations after the data, from PointerToRawData, which is
             // 0 here: over the file header.
-            return Err(bad(
-                section.at,
-                format!(
-                    "section '{}' has relocations but no data, which llvm-objcopy cannot write",
-                    display(section.name)
-                ),
-            ));
+            let kind = ErrorKind::RelocationsWithoutData {
+                section: Name::of(section.name),
+            };
+            return Err(Error::new(section.at, kind));
         }
         h.pointer_to_raw_data
             .set(LE, if size > 0 { cursor as u32 } else { 0 });
@@ -997,15 +898,8 @@ fn write(object: Object<'_>) -> Result<Rewritten<'_>, Error> {
         out.push(cursor - relocations.len() as u64, relocations);
         section_table.extend_from_slice(pod::bytes_of(&h));
     }
-    let symbols_at = u32::try_from(cursor).map_err(|_| {
-        bad(
-            0,
-            format!(
-                "the symbol table would start at {cursor:#x}, past the 4 GiB a COFF object \
-                 can address"
-            ),
-        )
-    })?;
+    let symbols_at = u32::try_from(cursor)
+        .map_err(|_| Error::new(0, ErrorKind::SymbolTableBeyond4GiB { at: cursor }))?;
     header.pointer_to_symbol_table.set(LE, symbols_at);
     header.number_of_symbols.set(LE, records as u32);
     let mut head = pod::bytes_of(&header).to_vec();
@@ -1129,7 +1023,7 @@ mod tests {
         name: &'static str,
         address: u32,
         virtual_size: u32,
-        data: Result<Vec<u8>, u32>,
+        data: std::result::Result<Vec<u8>, u32>,
         relocations: Vec<(u32, u32, u16)>,
     }
 
@@ -1576,6 +1470,37 @@ mod tests {
     }
 
     #[test]
+    fn errors_are_typed_and_keep_their_wording() {
+        let e = rewrite(b"MZ\x90\0", &[], &|_| false, &|_, _| None).unwrap_err();
+        assert_eq!(e, Error::new(0, ErrorKind::PeImage));
+        let mut sections = sample();
+        sections[2] = 200;
+        let e = rewrite(&sections, &[], &|_| false, &|_, _| None).unwrap_err();
+        let file_size = sections.len();
+        assert_eq!(
+            e.kind,
+            ErrorKind::SectionTablePastEnd {
+                count: 200,
+                file_size
+            }
+        );
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "offset 0x14: the section table (200 headers) runs past the end of the file \
+                 ({file_size:#x} bytes)"
+            )
+        );
+        let e = replaced(&sample(), b".text", &[0xc3]).unwrap_err();
+        assert_eq!(
+            e.kind,
+            ErrorKind::ReplacedButRelocated {
+                section: Name::of(b".text")
+            }
+        );
+    }
+
+    #[test]
     fn images_big_objects_and_damaged_objects_are_errors() {
         let error = |bytes: &[u8]| match rewrite(bytes, &[], &|_| false, &|_, _| None) {
             Ok(_) => panic!("accepted {:?}", &bytes[..bytes.len().min(64)]),
@@ -1616,7 +1541,7 @@ mod tests {
         assert!(error(&number).to_string().contains("section number 9"));
     }
 
-    fn replaced(input: &[u8], name: &[u8], new: &[u8]) -> Result<Vec<u8>, Error> {
+    fn replaced(input: &[u8], name: &[u8], new: &[u8]) -> Result<Vec<u8>> {
         let replace = |n: &[u8], _: &[u8]| (n == name).then(|| new.to_vec());
         rewrite(input, &[], &|_| false, &replace).map(|r| r.to_vec())
     }

@@ -12,8 +12,8 @@ use std::io::{self, Write};
 
 use object::FileKind;
 
+use crate::container::error::{Error, ErrorKind, Result};
 use crate::format::bundle::write_zeros;
-use crate::format::{Error, ErrorKind};
 use crate::io::{Input, Output};
 
 mod coff;
@@ -102,7 +102,10 @@ impl<'a> Rewritten<'a> {
 
     /// Hands the object to `write` in order: the zeros before each piece, the piece, and the
     /// zeros after the last.
-    fn each_chunk<E>(&self, mut write: impl FnMut(Chunk<'_>) -> Result<(), E>) -> Result<(), E> {
+    fn each_chunk<E>(
+        &self,
+        mut write: impl FnMut(Chunk<'_>) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
         let mut at = 0;
         for piece in &self.pieces {
             write(Chunk::Zeros(piece.offset - at))?;
@@ -123,13 +126,10 @@ enum Chunk<'a> {
 
 /// Appends `added` to the relocatable object `host`, as
 /// `llvm-objcopy --add-section=NAME=FILE --set-section-flags=NAME=readonly,exclude` does.
-pub fn add_sections<'a>(
-    host: &'a [u8],
-    added: &[AddedSection<'a>],
-) -> Result<Rewritten<'a>, Error> {
+pub fn add_sections<'a>(host: &'a [u8], added: &[AddedSection<'a>]) -> Result<Rewritten<'a>> {
     match FileKind::parse(host) {
         Ok(FileKind::Elf32 | FileKind::Elf64) => {
-            elf::rewrite(host, added, &|_| false, &|_, _| None).map_err(Error::from)
+            elf::rewrite(host, added, &|_| false, &|_, _| None)
         }
         Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
             coff::rewrite(host, added, &|_| false, &|_, _| None)
@@ -143,11 +143,9 @@ pub fn add_sections<'a>(
 pub fn remove_sections<'a>(
     host: &'a [u8],
     remove: &dyn Fn(&[u8]) -> bool,
-) -> Result<Rewritten<'a>, Error> {
+) -> Result<Rewritten<'a>> {
     match FileKind::parse(host) {
-        Ok(FileKind::Elf32 | FileKind::Elf64) => {
-            elf::rewrite(host, &[], remove, &|_, _| None).map_err(Error::from)
-        }
+        Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove, &|_, _| None),
         Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
             coff::rewrite(host, &[], remove, &|_, _| None)
         }
@@ -166,11 +164,9 @@ pub fn rewrite_sections<'a>(
     host: &'a [u8],
     remove: &dyn Fn(&[u8]) -> bool,
     replace: &Replace<'_>,
-) -> Result<Rewritten<'a>, Error> {
+) -> Result<Rewritten<'a>> {
     match FileKind::parse(host) {
-        Ok(FileKind::Elf32 | FileKind::Elf64) => {
-            elf::rewrite(host, &[], remove, replace).map_err(Error::from)
-        }
+        Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove, replace),
         Ok(FileKind::Coff | FileKind::CoffBig | FileKind::Pe32 | FileKind::Pe64) => {
             coff::rewrite(host, &[], remove, replace)
         }
@@ -178,20 +174,11 @@ pub fn rewrite_sections<'a>(
     }
 }
 
+/// The error for a host that is neither an ELF nor a COFF object.
 fn unsupported_kind(host: &[u8]) -> Error {
     let kind = match FileKind::parse(host) {
         Ok(kind) => format!("{kind:?}"),
         Err(_) => "unknown".to_string(),
     };
-    Error::new(
-        0,
-        ErrorKind::Object(format!(
-            "sections can be added to ELF and COFF relocatable objects only, not to this {kind} file"
-        )),
-    )
-}
-
-/// A format error at `offset` in an object.
-fn bad(offset: u64, message: impl Into<String>) -> Error {
-    Error::new(offset, ErrorKind::Object(message.into()))
+    Error::new(0, ErrorKind::UnsupportedKind { kind })
 }

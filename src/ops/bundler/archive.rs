@@ -74,7 +74,9 @@ fn member_bundle(
     Ok((Some(plain), kind))
 }
 
-fn member_error(archive: &Path, member: &str, what: &str, e: crate::format::Error) -> Error {
+/// An error in member `member` of `archive`, as LLVM words it: `what`, where, and why (a
+/// format or container error, which read alike).
+fn member_error(archive: &Path, member: &str, what: &str, e: impl std::fmt::Display) -> Error {
     Error::msg(format!(
         "{what}: '{}': member '{member}': {e}",
         archive.display()

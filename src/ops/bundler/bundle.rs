@@ -122,7 +122,7 @@ fn bundle_object(
         .collect();
     let host_path = &config.inputs[host_index];
     let object = objcopy::add_sections(&inputs[host_index], &added)
-        .map_err(|e| Error::format(host_path, e))?;
+        .map_err(|e| Error::container(host_path, e))?;
     let mut output = Output::create(output_path)?;
     let sources: Vec<&Input> = inputs.iter().collect();
     object.write_to(&mut output, &sources)?;

@@ -173,7 +173,7 @@ fn write_host_object(
     }
     let prefix = crate::container::BUNDLE_SECTION_PREFIX.as_bytes();
     let host = objcopy::remove_sections(object, &|name| name.starts_with(prefix))
-        .map_err(|e| Error::format(path, e))?;
+        .map_err(|e| Error::container(path, e))?;
     host.write_to(output, &[input])
 }
 
