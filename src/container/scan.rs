@@ -21,8 +21,7 @@ use object::{FileKind, Object, ObjectSection};
 use crate::container::archive::read_members;
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
-use crate::format::container::{self, Container, Contents};
-use crate::format::cuda_fatbin;
+use crate::format::container::{self, Consecutive, Container, Contents};
 use crate::format::image_target::ImageTarget;
 
 /// How deep containers may nest.
@@ -152,13 +151,12 @@ impl Scan<'_, '_> {
                 return self.region(data, known)
             }
             (Places::OffloadBinaries, _) | (Places::Everywhere, None) => {}
-            (Places::Everywhere, Some(Container::CudaFatbin)) => {
-                return self.cuda_fatbins(data, known)
+            (Places::Everywhere, Some(container)) => {
+                return match container.consecutive(data) {
+                    Some(found) => self.consecutive(found, data, known),
+                    None => self.region(data, known),
+                }
             }
-            (
-                Places::Everywhere,
-                Some(Container::Bundle | Container::CompressedBundle | Container::OffloadBinary),
-            ) => return self.region(data, known),
         }
         match FileKind::parse(data) {
             Ok(FileKind::Archive) => {
@@ -358,26 +356,28 @@ impl Scan<'_, '_> {
             self.emit(&here, Origin::BundleEntry(id), data);
             return Ok(());
         }
-        let known = kind == SectionType::Offloading
-            || name.starts_with(".llvm.offloading")
-            || matches!(
-                name.as_str(),
-                ".hip_fatbin" | ".hip_fat" | "__hip_fatbin" | "__offloading"
-            )
-            || name == ".nv_fatbin"
-            || name == "__nv_fatbin";
-        if (name == ".nv_fatbin" || name == "__nv_fatbin") && cuda_fatbin::is_fatbin(data) {
-            return self.cuda_fatbins(data, here);
+        let home = Container::of_section(&name);
+        if let Some(found) = home
+            .filter(|c| Container::at_start(data) == Some(*c))
+            .and_then(|c| c.consecutive(data))
+        {
+            return self.consecutive(found, data, here);
         }
+        let known = kind == SectionType::Offloading || home.is_some();
         self.region(data, Place { known, ..here })
     }
 
-    /// CUDA fat binaries, one after another: each header gives the size of what follows it.
-    fn cuda_fatbins(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
-        for found in cuda_fatbin::split(data) {
-            match found {
-                Ok((_, fatbin)) => self.emit(&at, Origin::CudaFatbin, fatbin),
-                Err(e) => self.problems.push(self.damage(&at, data, e)),
+    /// Containers placed one after another by their own rule (see
+    /// [`Container::consecutive`]), read as any container is; damage ends the walk.
+    fn consecutive(&mut self, found: Consecutive<'_>, data: &[u8], at: Place<'_>) -> Result<()> {
+        for part in found {
+            let read = part.and_then(|(offset, bytes)| {
+                self.container(bytes, at)
+                    .map_err(|e| e.rebased(offset as u64))
+            });
+            if let Err(e) = read {
+                self.problems.push(self.damage(&at, data, e));
+                break;
             }
         }
         Ok(())

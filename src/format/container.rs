@@ -54,6 +54,40 @@ impl Container {
         !matches!(self, Container::CudaFatbin)
     }
 
+    /// The names of the sections this container is read from by name (a name ending in `*`
+    /// is a prefix): there, damage is reported rather than taken for chance bytes.
+    fn section_names(self) -> &'static [&'static str] {
+        match self {
+            Container::Bundle | Container::CompressedBundle => {
+                &[".hip_fatbin", ".hip_fat", "__hip_fatbin"]
+            }
+            Container::OffloadBinary => &[".llvm.offloading*", "__offloading"],
+            Container::CudaFatbin => &[".nv_fatbin", "__nv_fatbin"],
+        }
+    }
+
+    /// The container whose section `name` is, if any.
+    pub fn of_section(name: &str) -> Option<Container> {
+        CONTAINERS.into_iter().find(|c| {
+            c.section_names()
+                .iter()
+                .any(|known| match known.strip_suffix('*') {
+                    Some(prefix) => name.starts_with(prefix),
+                    None => name == *known,
+                })
+        })
+    }
+
+    /// For a container a scan does not find by its magic: the containers of this kind placed
+    /// one after another at the start of `region`, each with its offset, read by the
+    /// container's own rule. `None` for the others, which a scan finds by their magics.
+    pub fn consecutive(self, region: &[u8]) -> Option<Consecutive<'_>> {
+        match self {
+            Container::CudaFatbin => Some(Box::new(cuda_fatbin::split(region))),
+            Container::Bundle | Container::CompressedBundle | Container::OffloadBinary => None,
+        }
+    }
+
     /// The container `data` starts with, if any.
     pub fn at_start(data: &[u8]) -> Option<Container> {
         CONTAINERS.into_iter().find(|c| data.starts_with(c.magic()))
@@ -95,7 +129,7 @@ impl Origin<'_> {
         match self {
             Origin::OffloadImage(entry) => ImageTarget::of_offload_entry(entry),
             Origin::BundleEntry(id) => ImageTarget::of_bundle_entry(id),
-            Origin::CudaFatbin => ImageTarget::of_cuda_fatbin(),
+            Origin::CudaFatbin => cuda_fatbin::image_target(),
         }
     }
 
@@ -251,6 +285,9 @@ impl Container {
         })
     }
 }
+
+/// Containers one after another in a region, each with its offset there.
+pub type Consecutive<'a> = Box<dyn Iterator<Item = Result<(usize, &'a [u8])>> + 'a>;
 
 /// How a bundle is to be stored by a rewrite.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,6 +7,7 @@ use object::endian::{LittleEndian as LE, U16, U32, U64};
 use object::pod::Pod;
 
 use super::error::{Error, ErrorKind, Result};
+use super::image_target::{ImageTarget, Producer};
 
 /// The magic, as stored (little-endian `0xba55ed50`).
 pub const MAGIC: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
@@ -30,6 +31,15 @@ unsafe impl Pod for Header {}
 
 /// The size of [`Header`].
 const FIXED: usize = std::mem::size_of::<Header>();
+
+/// What a whole fat binary is for: CUDA, for NVPTX; its entries carry their own SM versions.
+pub fn image_target() -> ImageTarget {
+    ImageTarget {
+        producer: Producer::Cuda,
+        triple: "nvptx64-nvidia-cuda".to_string(),
+        target_id: String::new(),
+    }
+}
 
 /// Whether `data` starts with a fat binary's magic.
 pub fn is_fatbin(data: &[u8]) -> bool {

@@ -1,6 +1,7 @@
 //! What a device image is for, read once from where it was stored: the programming model
 //! that produced it, its target triple and its target ID. A bundle entry says it in its entry
-//! ID, an offload binary image in its kind and string table, a CUDA fat binary in its header.
+//! ID, an offload binary image in its kind and string table; other containers say it in their
+//! own modules.
 
 use super::entry_id::EntryId;
 use super::offload_binary::{OffloadEntry, OffloadKind};
@@ -110,15 +111,6 @@ impl ImageTarget {
             producer: Producer::of_offload_kind(entry.offload_kind),
             triple: String::from_utf8_lossy(entry.triple()).into_owned(),
             target_id: String::from_utf8_lossy(entry.arch()).into_owned(),
-        }
-    }
-
-    /// The target of a whole CUDA fat binary.
-    pub fn of_cuda_fatbin() -> ImageTarget {
-        ImageTarget {
-            producer: Producer::Cuda,
-            triple: "nvptx64-nvidia-cuda".to_string(),
-            target_id: String::new(),
         }
     }
 
