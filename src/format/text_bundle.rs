@@ -110,7 +110,7 @@ pub fn write_end<W: Write + ?Sized>(out: &mut W, comment: &str, id: &str) -> io:
     out.write_all(b"\n")
 }
 
-/// The size of the text bundle [`write`] makes of `entries` (ID and text size), saturating.
+/// The size of the text bundle [`write`](fn@write) makes of `entries` (ID and text size), saturating.
 pub fn size<S: AsRef<str>>(comment: &str, entries: &[(S, u64)]) -> u64 {
     let markers = (start_marker(comment).len() + end_marker(comment).len()) as u64;
     entries.iter().fold(0u64, |total, (id, text)| {

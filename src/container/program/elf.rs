@@ -1,6 +1,6 @@
 //! The ELF side of rewriting a linked program or shared library: reading its headers, the
 //! dynamic relocations and HIP wrappers that point into `.hip_fatbin`, and writing a
-//! [plan](super::plan) out: new program headers (the segment split when sections follow
+//! [`plan`] out: new program headers (the segment split when sections follow
 //! `.hip_fatbin` in it), section headers, pointers, and the rest of the file moved back by a
 //! multiple of the segments' alignment, so that every virtual address stays and every
 //! segment's offset stays congruent to its address.

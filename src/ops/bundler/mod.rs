@@ -3,8 +3,8 @@
 //! heterogeneous device archives.
 //!
 //! This module holds the options ([`BundlerConfig`]) and the checks LLVM makes before it reads
-//! any input ([`BundlerConfig::check`]); [`bundle`] writes, [`unbundle`] reads, [`entries`]
-//! finds a file's bundle entries, [`archive`] unbundles archives and [`report`] prints the
+//! any input ([`BundlerConfig::check`]); [`bundle`] writes, [`unbundle`] reads, `entries`
+//! finds a file's bundle entries, `archive` unbundles archives and `report` prints the
 //! verbose statistics and the `-###` commands.
 
 mod archive;
