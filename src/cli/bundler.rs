@@ -190,54 +190,125 @@ fn run_with(
             return 1;
         }
     };
-    if ["help", "h", "help-hidden", "help-list", "help-list-hidden"]
+    if let Some(code) = help_or_version(prog, &parsed, out, err) {
+        return code;
+    }
+    let names = Names { prog, base: &base };
+    match config(names, &parsed, &env, err) {
+        Ok(config) => dispatch(names, &parsed, &config, out, err),
+        Err(code) => code,
+    }
+}
+
+/// How messages name the program: `base` (its file name) starts the command-line parser's
+/// messages, as in LLVM, and `prog` (as it was started) the others.
+#[derive(Clone, Copy)]
+struct Names<'a> {
+    prog: &'a str,
+    base: &'a str,
+}
+
+impl Names<'_> {
+    /// Prints `PROG: error: message` and gives the exit status of a failure.
+    fn fail(&self, err: &mut dyn Write, message: &str) -> i32 {
+        let _ = writeln!(err, "{}: error: {message}", self.prog);
+        1
+    }
+}
+
+/// Prints the help or the version when asked for: the exit status, or `None` to carry on.
+fn help_or_version(
+    prog: &str,
+    parsed: &llvm_cl::Parsed,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Option<i32> {
+    let text = if ["help", "h", "help-hidden", "help-list", "help-list-hidden"]
         .iter()
         .any(|h| parsed.flag(h) == Some(true))
     {
-        let help = HELP.replace("PROG", prog);
-        return super::write_out(prog, out, err, help.as_bytes()).map_or_else(|code| code, |()| 0);
-    }
-    if parsed.flag("version") == Some(true) {
-        let version = format!(
+        HELP.replace("PROG", prog)
+    } else if parsed.flag("version") == Some(true) {
+        format!(
             "offload-tools clang-offload-bundler version {} (compatible with LLVM 19.1.7)\n",
             env!("CARGO_PKG_VERSION")
-        );
-        return super::write_out(prog, out, err, version.as_bytes())
-            .map_or_else(|code| code, |()| 0);
-    }
+        )
+    } else {
+        return None;
+    };
+    Some(super::write_out(prog, out, err, text.as_bytes()).map_or_else(|code| code, |()| 0))
+}
+
+/// The bundler's settings from the command line and the environment, checked in LLVM's order;
+/// on a mistake, the message is printed and the exit status returned.
+fn config(
+    names: Names,
+    parsed: &llvm_cl::Parsed,
+    env: &impl Fn(&str) -> Option<String>,
+    err: &mut dyn Write,
+) -> Result<BundlerConfig, i32> {
+    let prog = names.prog;
     if let Some(arg) = parsed.positional.first() {
         let _ = writeln!(
             err,
             "{prog}: Unknown command line argument '{arg}'.  Try: '{prog} --help'"
         );
-        return 1;
+        return Err(1);
     }
     let Some(file_type) = parsed.value("type") else {
         let _ = writeln!(
             err,
             "{prog}: for the --type option: must be specified at least once!"
         );
-        return 1;
+        return Err(1);
     };
-    let fail = |err: &mut dyn Write, message: &str| {
-        let _ = writeln!(err, "{prog}: error: {message}");
-        1
-    };
-
-    let env_settings = settings_from_env(&env);
+    let env_settings = settings_from_env(env);
     for warning in &env_settings.warnings {
         let _ = writeln!(err, "{warning}");
     }
-    let mut options = env_settings.options;
+    let options = compress_options(names, parsed, env, env_settings.options, err)?;
+    let bundle_align = bundle_align(names, parsed, err)?;
+    let max_decompressed = max_decompressed(names, parsed, err)?;
+    let compress = parsed.flag("compress").or(env_settings.compress);
+    let verbose = parsed.flag("verbose").or(env_settings.verbose);
+    let inputs = paths(names, parsed, "input", err)?;
+    let outputs = paths(names, parsed, "output", err)?;
+    Ok(BundlerConfig {
+        file_type: file_type.to_string(),
+        targets: parsed.list("targets"),
+        inputs,
+        outputs,
+        bundle_align,
+        allow_missing_bundles: parsed.flag("allow-missing-bundles").unwrap_or(false),
+        hip_openmp_compatible: parsed.flag("hip-openmp-compatible").unwrap_or(false),
+        compress: compress.unwrap_or(false).then_some(options),
+        verbose: verbose.unwrap_or(false),
+        check_input_archive: parsed.flag("check-input-archive").unwrap_or(false),
+        max_decompressed,
+        dry_run: parsed.flag("###").unwrap_or(false),
+    })
+}
+
+/// The compression options: the environment's, overridden by `-compression-level`,
+/// `-compression-method` (which brings its own default level unless a level was given) and
+/// `-compressed-bundle-version`.
+fn compress_options(
+    names: Names,
+    parsed: &llvm_cl::Parsed,
+    env: &impl Fn(&str) -> Option<String>,
+    mut options: CompressOptions,
+    err: &mut dyn Write,
+) -> Result<CompressOptions, i32> {
     if let Some(level) = parsed.value("compression-level") {
         match llvm_cl::parse_int(level) {
             Some(l) => options.level = l,
             None => {
                 let _ = writeln!(
                     err,
-                    "{base}: for the --compression-level option: '{level}' value invalid for integer argument!"
+                    "{}: for the --compression-level option: '{level}' value invalid for integer argument!",
+                    names.base
                 );
-                return 1;
+                return Err(1);
             }
         }
     }
@@ -245,13 +316,11 @@ fn run_with(
         let explicit_level =
             parsed.given("compression-level") || env("OFFLOAD_BUNDLER_COMPRESSION_LEVEL").is_some();
         options.method = match method {
-            "zstd" => crate::format::ccob::Method::Zstd,
-            "zlib" => crate::format::ccob::Method::Zlib,
+            "zstd" => Method::Zstd,
+            "zlib" => Method::Zlib,
             other => {
-                return fail(
-                    err,
-                    &format!("'{other}': unknown compression method (use zstd or zlib)"),
-                )
+                let message = format!("'{other}': unknown compression method (use zstd or zlib)");
+                return Err(names.fail(err, &message));
             }
         };
         if !explicit_level {
@@ -263,97 +332,83 @@ fn run_with(
             "2" => 2,
             "3" => 3,
             other => {
-                return fail(
-                    err,
-                    &format!("'{other}': compressed bundle version must be 2 or 3"),
-                )
+                let message = format!("'{other}': compressed bundle version must be 2 or 3");
+                return Err(names.fail(err, &message));
             }
         };
     }
-    let bundle_align = match parsed.value("bundle-align") {
-        None => 1,
-        Some(text) => match llvm_cl::parse_uint(text) {
-            Some(v) => u64::from(v),
-            None => {
-                let _ = writeln!(err, "{base}: for the --bundle-align option: '{text}' value invalid for uint argument!");
-                return 1;
-            }
-        },
-    };
-    let max_decompressed = match parsed.value("max-decompressed-size") {
-        None => crate::format::ccob::DEFAULT_MAX_DECOMPRESSED,
-        Some(text) => match text.parse::<u64>() {
-            Ok(v) => v,
-            Err(_) => {
-                return fail(
-                    err,
-                    &format!("'{text}': --max-decompressed-size takes a number of bytes"),
-                )
-            }
-        },
-    };
-    let compress = parsed
-        .flag("compress")
-        .or(env_settings.compress)
-        .unwrap_or(false);
-    let verbose = parsed
-        .flag("verbose")
-        .or(env_settings.verbose)
-        .unwrap_or(false);
+    Ok(options)
+}
 
-    let mut inputs: Vec<PathBuf> = parsed
-        .list("input")
-        .into_iter()
-        .map(PathBuf::from)
-        .collect();
-    if parsed.given("inputs") {
-        if !inputs.is_empty() {
-            return fail(
-                err,
-                "-inputs and -input cannot be used together, use only -input instead",
+/// `-bundle-align`: an LLVM `uint`, 1 when not given.
+fn bundle_align(names: Names, parsed: &llvm_cl::Parsed, err: &mut dyn Write) -> Result<u64, i32> {
+    let Some(text) = parsed.value("bundle-align") else {
+        return Ok(1);
+    };
+    llvm_cl::parse_uint(text).map(u64::from).ok_or_else(|| {
+        let _ = writeln!(
+            err,
+            "{}: for the --bundle-align option: '{text}' value invalid for uint argument!",
+            names.base
+        );
+        1
+    })
+}
+
+/// `-max-decompressed-size`: a number of bytes, the library's limit when not given.
+fn max_decompressed(
+    names: Names,
+    parsed: &llvm_cl::Parsed,
+    err: &mut dyn Write,
+) -> Result<u64, i32> {
+    let Some(text) = parsed.value("max-decompressed-size") else {
+        return Ok(crate::format::ccob::DEFAULT_MAX_DECOMPRESSED);
+    };
+    text.parse::<u64>().map_err(|_| {
+        let message = format!("'{text}': --max-decompressed-size takes a number of bytes");
+        names.fail(err, &message)
+    })
+}
+
+/// The files of `-input` (or `-output`, as `option` says) and of its deprecated comma-list
+/// form `-inputs` (`-outputs`), which LLVM accepts with a warning but not together with the
+/// singular one.
+fn paths(
+    names: Names,
+    parsed: &llvm_cl::Parsed,
+    option: &str,
+    err: &mut dyn Write,
+) -> Result<Vec<PathBuf>, i32> {
+    let plural = format!("{option}s");
+    let mut paths: Vec<PathBuf> = parsed.list(option).into_iter().map(PathBuf::from).collect();
+    if parsed.given(&plural) {
+        if !paths.is_empty() {
+            let message = format!(
+                "-{plural} and -{option} cannot be used together, use only -{option} instead"
             );
+            return Err(names.fail(err, &message));
         }
         let _ = writeln!(
             err,
-            "{prog}: warning: -inputs is deprecated, use -input instead"
+            "{}: warning: -{plural} is deprecated, use -{option} instead",
+            names.prog
         );
-        inputs.extend(parsed.list("inputs").into_iter().map(PathBuf::from));
+        paths.extend(parsed.list(&plural).into_iter().map(PathBuf::from));
     }
-    let mut outputs: Vec<PathBuf> = parsed
-        .list("output")
-        .into_iter()
-        .map(PathBuf::from)
-        .collect();
-    if parsed.given("outputs") {
-        if !outputs.is_empty() {
-            return fail(
-                err,
-                "-outputs and -output cannot be used together, use only -output instead",
-            );
-        }
-        let _ = writeln!(
-            err,
-            "{prog}: warning: -outputs is deprecated, use -output instead"
-        );
-        outputs.extend(parsed.list("outputs").into_iter().map(PathBuf::from));
-    }
+    Ok(paths)
+}
+
+/// Runs what the command line asks for: `-list` (after its own checks), `-unbundle`, or
+/// bundling.
+fn dispatch(
+    names: Names,
+    parsed: &llvm_cl::Parsed,
+    config: &BundlerConfig,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
+    let fail = |err: &mut dyn Write, message: &str| names.fail(err, message);
     let unbundle = parsed.flag("unbundle").unwrap_or(false);
-    let targets = parsed.list("targets");
-    let config = BundlerConfig {
-        file_type: file_type.to_string(),
-        targets: targets.clone(),
-        inputs,
-        outputs,
-        bundle_align,
-        allow_missing_bundles: parsed.flag("allow-missing-bundles").unwrap_or(false),
-        hip_openmp_compatible: parsed.flag("hip-openmp-compatible").unwrap_or(false),
-        compress: compress.then_some(options),
-        verbose,
-        check_input_archive: parsed.flag("check-input-archive").unwrap_or(false),
-        max_decompressed,
-        dry_run: parsed.flag("###").unwrap_or(false),
-    };
-
     if parsed.flag("list") == Some(true) {
         if unbundle {
             return fail(err, "-unbundle and -list cannot be used together");
@@ -367,12 +422,12 @@ fn run_with(
         if parsed.given("targets") {
             return fail(err, "-targets option is invalid for -list");
         }
-        return list(prog, &config, out, err);
+        return list(names.prog, config, out, err);
     }
     let result = if unbundle {
-        bundler::unbundle(&config, err)
+        bundler::unbundle(config, err)
     } else {
-        bundler::bundle(&config, err)
+        bundler::bundle(config, err)
     };
     match result {
         Ok(()) => 0,
@@ -494,6 +549,25 @@ mod tests {
         assert_eq!(
             run_args("-type=bc -output=x").2,
             "B: error: for the --targets option: must be specified at least once!\n"
+        );
+    }
+
+    #[test]
+    fn plural_file_options_are_deprecated_and_exclusive() {
+        assert_eq!(
+            run_args("-type=bc -input=a -output=o -outputs=p -targets=x").2,
+            "B: error: -outputs and -output cannot be used together, use only -output instead\n"
+        );
+        let (code, _, err) = run_args("-type=bc -input=a -outputs=p,q -list");
+        assert_eq!(code, 1);
+        assert_eq!(
+            err,
+            "B: warning: -outputs is deprecated, use -output instead\n\
+             B: error: -outputs option is invalid for -list\n"
+        );
+        assert_eq!(
+            run_args("-type=bc -compression-method=lz4 -targets=x").2,
+            "B: error: 'lz4': unknown compression method (use zstd or zlib)\n"
         );
     }
 

@@ -96,100 +96,25 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
 
 /// [`run`], writing to the given streams.
 pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    // Command-line parser messages start with the program's file name, as LLVM's do; the
+    // others with the program as it was started.
     let base = Path::new(prog)
         .file_name()
         .map_or_else(|| prog.to_string(), |n| n.to_string_lossy().into_owned());
-    // Each --offload-arch names the input after it: read them in order.
-    let mut arches = Vec::new();
-    let mut images = Vec::new();
-    let mut rest = Vec::new();
-    let mut iter = args.iter().peekable();
-    while let Some(arg) = iter.next() {
-        let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
-        match body {
-            Some(b) if b.starts_with("offload-arch=") => {
-                arches.push((images.len(), b["offload-arch=".len()..].to_string()));
-            }
-            Some("offload-arch") => {
-                if let Some(v) = iter.next() {
-                    arches.push((images.len(), v.clone()));
-                }
-            }
-            Some(_) => {
-                rest.push(arg.clone());
-                // A value in the next argument belongs to the option.
-                if matches!(body, Some("o" | "target")) {
-                    if let Some(v) = iter.next() {
-                        rest.push(v.clone());
-                    }
-                }
-            }
-            None => images.push(PathBuf::from(arg)),
-        }
-    }
-    let parsed = match llvm_cl::parse(&rest, SPECS) {
+    let line = CommandLine::split(args);
+    let parsed = match llvm_cl::parse(&line.rest, SPECS) {
         Ok(p) => p,
         Err(errors) => {
             llvm_cl::print_errors(err, &base, prog, &errors, SPECS);
             return 1;
         }
     };
-    if parsed.flag("help") == Some(true) {
-        let help = HELP.replace("PROG", prog);
-        return super::write_out(prog, out, err, help.as_bytes()).map_or_else(|code| code, |()| 0);
+    if let Some(code) = help_or_version(prog, &parsed, out, err) {
+        return code;
     }
-    if parsed.flag("version") == Some(true) {
-        let version = format!(
-            "offload-tools clang-offload-wrapper version {}\n",
-            env!("CARGO_PKG_VERSION")
-        );
-        return super::write_out(prog, out, err, version.as_bytes())
-            .map_or_else(|code| code, |()| 0);
-    }
-    images.extend(parsed.positional.iter().map(PathBuf::from));
-    let Some(target) = parsed.value("target") else {
-        let _ = writeln!(
-            err,
-            "{base}: for the --target option: must be specified at least once!"
-        );
-        return 1;
-    };
-    if images.is_empty() {
-        let _ = writeln!(
-            err,
-            "{base}: Not enough positional command line arguments specified!\nMust specify at least 1 positional argument: See: {prog} --help"
-        );
-        return 1;
-    }
-    let Some(output) = parsed.value("o") else {
-        let _ = writeln!(err, "{prog}: error: no output file specified (-o)");
-        return 1;
-    };
-    // An --offload-arch names the image that follows it; one given after the last image has
-    // none to name.
-    let mut per_image = vec![String::new(); images.len()];
-    for (index, arch) in &arches {
-        match per_image.get_mut(*index) {
-            Some(slot) => *slot = arch.clone(),
-            None => {
-                let _ = writeln!(
-                    err,
-                    "{prog}: error: --offload-arch={arch} is not followed by an image"
-                );
-                return 1;
-            }
-        }
-    }
-    let count = per_image
-        .iter()
-        .rposition(|a| !a.is_empty())
-        .map_or(0, |i| i + 1);
-    per_image.truncate(count);
-    let config = WrapperConfig {
-        target: target.to_string(),
-        output: PathBuf::from(output),
-        images,
-        arches: per_image,
+    let config = match config(prog, &base, &parsed, line, err) {
+        Ok(config) => config,
+        Err(code) => return code,
     };
     match wrapper::wrap(&config) {
         Ok(()) => 0,
@@ -200,12 +125,221 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
     }
 }
 
+/// A wrapper command line with the images and their `--offload-arch` taken out, since each
+/// `--offload-arch` names the image after it and only the order of the arguments tells which.
+struct CommandLine {
+    /// Each target ID with the index of the image it names (the number of images before it).
+    arches: Vec<(usize, String)>,
+    /// The images, in order.
+    images: Vec<PathBuf>,
+    /// The other options, with their values, for the option parser.
+    rest: Vec<String>,
+}
+
+impl CommandLine {
+    /// Reads `args` in order.
+    fn split(args: &[String]) -> CommandLine {
+        let mut line = CommandLine {
+            arches: Vec::new(),
+            images: Vec::new(),
+            rest: Vec::new(),
+        };
+        let mut iter = args.iter();
+        while let Some(arg) = iter.next() {
+            let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
+            match body {
+                Some(b) if b.starts_with("offload-arch=") => {
+                    let arch = b["offload-arch=".len()..].to_string();
+                    line.arches.push((line.images.len(), arch));
+                }
+                Some("offload-arch") => {
+                    if let Some(v) = iter.next() {
+                        line.arches.push((line.images.len(), v.clone()));
+                    }
+                }
+                Some(_) => {
+                    line.rest.push(arg.clone());
+                    // A value in the next argument belongs to the option.
+                    if matches!(body, Some("o" | "target")) {
+                        line.rest.extend(iter.next().cloned());
+                    }
+                }
+                None => line.images.push(PathBuf::from(arg)),
+            }
+        }
+        line
+    }
+}
+
+/// Prints the help or the version when asked for: the exit status, or `None` to carry on.
+fn help_or_version(
+    prog: &str,
+    parsed: &llvm_cl::Parsed,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Option<i32> {
+    let text = if parsed.flag("help") == Some(true) {
+        HELP.replace("PROG", prog)
+    } else if parsed.flag("version") == Some(true) {
+        format!(
+            "offload-tools clang-offload-wrapper version {}\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    } else {
+        return None;
+    };
+    Some(super::write_out(prog, out, err, text.as_bytes()).map_or_else(|code| code, |()| 0))
+}
+
+/// What to wrap, checked in the order clang-offload-wrapper checks it: the target, at least
+/// one image, the output, then the target IDs. On a mistake, the message is printed and the
+/// exit status returned.
+fn config(
+    prog: &str,
+    base: &str,
+    parsed: &llvm_cl::Parsed,
+    line: CommandLine,
+    err: &mut dyn Write,
+) -> Result<WrapperConfig, i32> {
+    let mut images = line.images;
+    images.extend(parsed.positional.iter().map(PathBuf::from));
+    let Some(target) = parsed.value("target") else {
+        let _ = writeln!(
+            err,
+            "{base}: for the --target option: must be specified at least once!"
+        );
+        return Err(1);
+    };
+    if images.is_empty() {
+        let _ = writeln!(
+            err,
+            "{base}: Not enough positional command line arguments specified!\nMust specify at least 1 positional argument: See: {prog} --help"
+        );
+        return Err(1);
+    }
+    let Some(output) = parsed.value("o") else {
+        let _ = writeln!(err, "{prog}: error: no output file specified (-o)");
+        return Err(1);
+    };
+    let arches = per_image(prog, images.len(), &line.arches, err)?;
+    Ok(WrapperConfig {
+        target: target.to_string(),
+        output: PathBuf::from(output),
+        images,
+        arches,
+    })
+}
+
+/// The target ID of each of `count` images, empty for an image no `--offload-arch` names, with
+/// the unnamed ones at the end left out. An `--offload-arch` after the last image has none to
+/// name: an error.
+fn per_image(
+    prog: &str,
+    count: usize,
+    arches: &[(usize, String)],
+    err: &mut dyn Write,
+) -> Result<Vec<String>, i32> {
+    let mut per_image = vec![String::new(); count];
+    for (index, arch) in arches {
+        match per_image.get_mut(*index) {
+            Some(slot) => *slot = arch.clone(),
+            None => {
+                let _ = writeln!(
+                    err,
+                    "{prog}: error: --offload-arch={arch} is not followed by an image"
+                );
+                return Err(1);
+            }
+        }
+    }
+    let named = per_image
+        .iter()
+        .rposition(|a| !a.is_empty())
+        .map_or(0, |i| i + 1);
+    per_image.truncate(named);
+    Ok(per_image)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn strings(args: &[&str]) -> Vec<String> {
         args.iter().map(|a| a.to_string()).collect()
+    }
+
+    fn run_args(args: &[&str]) -> (i32, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run_with("W", &strings(args), &mut out, &mut err);
+        (code, String::from_utf8(err).unwrap())
+    }
+
+    #[test]
+    fn each_offload_arch_names_the_image_after_it() {
+        let line = CommandLine::split(&strings(&[
+            "-o",
+            "out.o",
+            "a.bin",
+            "--offload-arch=gfx906",
+            "b.bin",
+            "--offload-arch",
+            "gfx90a",
+            "-target",
+            "x86_64",
+            "c.bin",
+        ]));
+        assert_eq!(
+            line.arches,
+            [(1, "gfx906".to_string()), (2, "gfx90a".to_string())]
+        );
+        assert_eq!(line.images, ["a.bin", "b.bin", "c.bin"].map(PathBuf::from));
+        assert_eq!(line.rest, strings(&["-o", "out.o", "-target", "x86_64"]));
+        let mut err = Vec::new();
+        assert_eq!(
+            per_image("W", 3, &line.arches, &mut err),
+            Ok(strings(&["", "gfx906", "gfx90a"]))
+        );
+        assert_eq!(
+            per_image("W", 3, &[(0, "gfx906".to_string())], &mut err),
+            Ok(strings(&["gfx906"]))
+        );
+    }
+
+    #[test]
+    fn command_line_errors_read_as_clang_offload_wrapper() {
+        assert_eq!(
+            run_args(&["-o", "x.o", "a.bin"]),
+            (
+                1,
+                "W: for the --target option: must be specified at least once!\n".into()
+            )
+        );
+        assert_eq!(
+            run_args(&["-target=x86_64", "-o", "x.o"]),
+            (
+                1,
+                "W: Not enough positional command line arguments specified!\n\
+                 Must specify at least 1 positional argument: See: W --help\n"
+                    .into()
+            )
+        );
+        assert_eq!(
+            run_args(&["-target=x86_64", "a.bin"]),
+            (1, "W: error: no output file specified (-o)\n".into())
+        );
+        assert_eq!(
+            run_args(&[
+                "-target=x86_64",
+                "-o",
+                "x.o",
+                "a.bin",
+                "--offload-arch=gfx906"
+            ]),
+            (
+                1,
+                "W: error: --offload-arch=gfx906 is not followed by an image\n".into()
+            )
+        );
     }
 
     #[test]

@@ -18,7 +18,9 @@
 
 use std::path::{Path, PathBuf};
 
-use object::write::{Object, Relocation, StandardSection, Symbol, SymbolSection};
+use object::write::{
+    Object, Relocation, SectionId, StandardSection, Symbol, SymbolId, SymbolSection,
+};
 use object::{
     Architecture, BinaryFormat, Endianness, RelocationFlags, SectionFlags, SectionKind,
     SymbolFlags, SymbolKind, SymbolScope,
@@ -121,60 +123,114 @@ fn unsupported(triple: &str) -> Error {
     ))
 }
 
-/// The wrapper as a relocatable ELF object for `machine`.
+/// The wrapper as a relocatable ELF object for `machine`. The steps add sections, symbols and
+/// relocations in the order clang-offload-wrapper's object has them, so the order of the calls
+/// here is part of the output.
 fn native_object(machine: Machine, images: &[Input], arches: &[&str]) -> Result<Vec<u8>> {
     let architecture = match machine {
         Machine::X86_64 => Architecture::X86_64,
         Machine::Aarch64 => Architecture::Aarch64,
     };
     let mut obj = Object::new(BinaryFormat::Elf, architecture, Endianness::Little);
-    let count = images.len();
+    let device_images = add_device_images(&mut obj, images);
+    let arch_list = add_arch_list(&mut obj, arches);
+    let entries = add_entries(&mut obj);
+    let tables = Tables::add(&mut obj, machine, images.len());
+    let rodata_sym = obj.section_symbol(device_images.section);
+    let arch_sym = obj.section_symbol(arch_list.section);
+    tables.add_device_image_table(&mut obj, &device_images, rodata_sym, &entries)?;
+    let table_sym = obj.section_symbol(tables.section);
+    tables.add_descriptor(&mut obj, table_sym, &entries)?;
+    tables.add_image_infos(&mut obj, &arch_list, arch_sym)?;
+    let (ctor, dtor) = add_registration(&mut obj, machine, &tables, table_sym)?;
+    add_init_fini(&mut obj, tables.abs64, ctor, dtor)?;
+    add_stack_note(&mut obj);
+    obj.write().map_err(cannot_write)
+}
 
-    // The images, each on an 8-byte boundary.
-    let rodata = obj.section_id(StandardSection::ReadOnlyData);
-    let mut image_at = Vec::with_capacity(count);
+/// The error for a failure of the object writer.
+fn cannot_write(e: object::write::Error) -> Error {
+    Error::msg(format!("cannot write the wrapper: {e}"))
+}
+
+/// Pieces placed one after another in one section: where each starts and how long it is.
+struct Placed {
+    section: SectionId,
+    at: Vec<u64>,
+    len: Vec<u64>,
+}
+
+/// The images in `.rodata`, each on an 8-byte boundary, named `.omp_offloading.device_image[.N]`.
+fn add_device_images(obj: &mut Object, images: &[Input]) -> Placed {
+    let section = obj.section_id(StandardSection::ReadOnlyData);
+    let mut placed = Placed {
+        section,
+        at: Vec::with_capacity(images.len()),
+        len: Vec::with_capacity(images.len()),
+    };
     for (i, image) in images.iter().enumerate() {
-        let at = obj.append_section_data(rodata, image, 8);
-        image_at.push(at);
+        let at = obj.append_section_data(section, image, 8);
+        let len = image.len() as u64;
         local_symbol(
-            &mut obj,
+            obj,
             &name(".omp_offloading.device_image", i),
-            rodata,
+            section,
             at,
-            image.len() as u64,
+            len,
             SymbolKind::Data,
         );
+        placed.at.push(at);
+        placed.len.push(len);
     }
+    placed
+}
 
-    // The target ID strings.
-    let arch_list = obj.add_section(
+/// The target ID strings, NUL-terminated, in `.offload_arch_list`, named `__offload_arch[.N]`.
+fn add_arch_list(obj: &mut Object, arches: &[&str]) -> Placed {
+    let section = obj.add_section(
         Vec::new(),
         b".offload_arch_list".to_vec(),
         SectionKind::ReadOnlyString,
     );
-    let mut arch_at = Vec::with_capacity(count);
+    let mut placed = Placed {
+        section,
+        at: Vec::with_capacity(arches.len()),
+        len: Vec::with_capacity(arches.len()),
+    };
     for (i, arch) in arches.iter().enumerate() {
         let mut bytes = arch.as_bytes().to_vec();
         bytes.push(0);
-        let at = obj.append_section_data(arch_list, &bytes, 1);
-        arch_at.push(at);
+        let at = obj.append_section_data(section, &bytes, 1);
+        let len = bytes.len() as u64;
         local_symbol(
-            &mut obj,
+            obj,
             &name("__offload_arch", i),
-            arch_list,
+            section,
             at,
-            bytes.len() as u64,
+            len,
             SymbolKind::Data,
         );
+        placed.at.push(at);
+        placed.len.push(len);
     }
+    placed
+}
 
-    // The entries section and its dummy.
-    let entries = obj.add_section(
+/// The bounds of the offload entries table, which the linker defines.
+struct Entries {
+    start: SymbolId,
+    stop: SymbolId,
+}
+
+/// The `omp_offloading_entries` section with its hidden dummy, so that the linker defines the
+/// section's `__start_` and `__stop_` symbols even when no entry is linked in.
+fn add_entries(obj: &mut Object) -> Entries {
+    let section = obj.add_section(
         Vec::new(),
         b"omp_offloading_entries".to_vec(),
         SectionKind::ReadOnlyData,
     );
-    obj.section_mut(entries).append_data(&[], 8);
+    obj.section_mut(section).append_data(&[], 8);
     obj.add_symbol(Symbol {
         name: b"__dummy.omp_offloading.entry".to_vec(),
         value: 0,
@@ -182,140 +238,178 @@ fn native_object(machine: Machine, images: &[Input], arches: &[&str]) -> Result<
         kind: SymbolKind::Data,
         scope: SymbolScope::Linkage,
         weak: false,
-        section: SymbolSection::Section(entries),
+        section: SymbolSection::Section(section),
         flags: SymbolFlags::None,
     });
-    let start = undefined(
-        &mut obj,
-        "__start_omp_offloading_entries",
-        SymbolKind::Data,
-        SymbolScope::Linkage,
-        false,
-    );
-    let stop = undefined(
-        &mut obj,
-        "__stop_omp_offloading_entries",
-        SymbolKind::Data,
-        SymbolScope::Linkage,
-        false,
-    );
-
-    // Images table, descriptor and image infos in .data.rel.ro.
-    let data = obj.add_section(
-        Vec::new(),
-        b".data.rel.ro".to_vec(),
-        SectionKind::ReadOnlyDataWithRel,
-    );
-    let size = IMAGE_STRUCT * count as u64 + DESCRIPTOR + INFO_STRUCT * count as u64;
-    let base = obj.append_section_data(data, &vec![0; size as usize], 8);
-    let abs64 = match machine {
-        Machine::X86_64 => object::elf::R_X86_64_64,
-        Machine::Aarch64 => object::elf::R_AARCH64_ABS64,
+    let bound = |obj: &mut Object, name| {
+        undefined(obj, name, SymbolKind::Data, SymbolScope::Linkage, false)
     };
-    let rodata_sym = obj.section_symbol(rodata);
-    let arch_sym = obj.section_symbol(arch_list);
-    let pointer = |obj: &mut Object, at: u64, symbol, addend: i64| {
+    Entries {
+        start: bound(obj, "__start_omp_offloading_entries"),
+        stop: bound(obj, "__stop_omp_offloading_entries"),
+    }
+}
+
+/// The runtime's tables in `.data.rel.ro`, one block from `base`: K `__tgt_device_image`, the
+/// `__tgt_bin_desc`, then K `__tgt_image_info`. Pointers in them are absolute relocations.
+struct Tables {
+    section: SectionId,
+    base: u64,
+    count: usize,
+    abs64: object::elf::RelocationType,
+}
+
+impl Tables {
+    /// Adds `.data.rel.ro` with room for the tables of `count` images, zero-filled.
+    fn add(obj: &mut Object, machine: Machine, count: usize) -> Tables {
+        let section = obj.add_section(
+            Vec::new(),
+            b".data.rel.ro".to_vec(),
+            SectionKind::ReadOnlyDataWithRel,
+        );
+        let size = IMAGE_STRUCT * count as u64 + DESCRIPTOR + INFO_STRUCT * count as u64;
+        let base = obj.append_section_data(section, &vec![0; size as usize], 8);
+        let abs64 = match machine {
+            Machine::X86_64 => object::elf::R_X86_64_64,
+            Machine::Aarch64 => object::elf::R_AARCH64_ABS64,
+        };
+        Tables {
+            section,
+            base,
+            count,
+            abs64,
+        }
+    }
+
+    /// Where the descriptor starts, from `base`.
+    fn descriptor(&self) -> u64 {
+        IMAGE_STRUCT * self.count as u64
+    }
+
+    /// Where image info `index` starts, from `base`.
+    fn info(&self, index: usize) -> u64 {
+        self.descriptor() + DESCRIPTOR + INFO_STRUCT * index as u64
+    }
+
+    /// A pointer at `at` (from `base`) to `symbol + addend`.
+    fn pointer(&self, obj: &mut Object, at: u64, symbol: SymbolId, addend: i64) -> Result<()> {
         obj.add_relocation(
-            data,
+            self.section,
             Relocation {
-                offset: base + at,
+                offset: self.base + at,
                 symbol,
                 addend,
-                flags: RelocationFlags::Elf { r_type: abs64 },
+                flags: RelocationFlags::Elf { r_type: self.abs64 },
             },
         )
-        .map_err(|e| Error::msg(format!("cannot write the wrapper: {e}")))
-    };
-    for (i, image) in images.iter().enumerate() {
-        let at = IMAGE_STRUCT * i as u64;
-        pointer(&mut obj, at, rodata_sym, image_at[i] as i64)?;
-        pointer(
-            &mut obj,
-            at + 8,
-            rodata_sym,
-            (image_at[i] + image.len() as u64) as i64,
-        )?;
-        pointer(&mut obj, at + 16, start, 0)?;
-        pointer(&mut obj, at + 24, stop, 0)?;
-    }
-    let table_sym = obj.section_symbol(data);
-    let descriptor = IMAGE_STRUCT * count as u64;
-    {
-        let section = obj.section_mut(data);
-        let bytes = section.data_mut();
-        let at = (base + descriptor) as usize;
-        bytes[at..at + 4].copy_from_slice(&(count as u32).to_le_bytes());
-    }
-    pointer(&mut obj, descriptor + 8, table_sym, base as i64)?;
-    pointer(&mut obj, descriptor + 16, start, 0)?;
-    pointer(&mut obj, descriptor + 24, stop, 0)?;
-    local_symbol(
-        &mut obj,
-        ".omp_offloading.device_images",
-        data,
-        base,
-        IMAGE_STRUCT * count as u64,
-        SymbolKind::Data,
-    );
-    local_symbol(
-        &mut obj,
-        ".omp_offloading.descriptor",
-        data,
-        base + descriptor,
-        DESCRIPTOR,
-        SymbolKind::Data,
-    );
-    let infos = descriptor + DESCRIPTOR;
-    for (i, &arch) in arch_at.iter().enumerate() {
-        let at = infos + INFO_STRUCT * i as u64;
-        {
-            let bytes = obj.section_mut(data).data_mut();
-            let o = (base + at) as usize;
-            bytes[o..o + 4].copy_from_slice(&1u32.to_le_bytes());
-            bytes[o + 4..o + 8].copy_from_slice(&(i as u32).to_le_bytes());
-            bytes[o + 8..o + 12].copy_from_slice(&(count as u32).to_le_bytes());
-        }
-        pointer(&mut obj, at + 16, arch_sym, arch as i64)?;
-        local_symbol(
-            &mut obj,
-            &name(".offload_image_info", i),
-            data,
-            base + at,
-            INFO_STRUCT,
-            SymbolKind::Data,
-        );
+        .map_err(cannot_write)
     }
 
-    // The constructor and destructor.
-    let register_info = undefined(
-        &mut obj,
-        "__tgt_register_image_info",
-        SymbolKind::Text,
-        SymbolScope::Dynamic,
-        true,
-    );
-    let register = undefined(
-        &mut obj,
-        "__tgt_register_lib",
-        SymbolKind::Text,
-        SymbolScope::Dynamic,
-        false,
-    );
-    let unregister = undefined(
-        &mut obj,
-        "__tgt_unregister_lib",
-        SymbolKind::Text,
-        SymbolScope::Dynamic,
-        false,
-    );
+    /// A little-endian `u32` at `at` (from `base`).
+    fn put_u32(&self, obj: &mut Object, at: u64, value: u32) {
+        let o = (self.base + at) as usize;
+        obj.section_mut(self.section).data_mut()[o..o + 4].copy_from_slice(&value.to_le_bytes());
+    }
+
+    /// The `__tgt_device_image` records: each image's start and end, and the entries' bounds.
+    fn add_device_image_table(
+        &self,
+        obj: &mut Object,
+        images: &Placed,
+        rodata_sym: SymbolId,
+        entries: &Entries,
+    ) -> Result<()> {
+        for (i, (&start, &len)) in images.at.iter().zip(&images.len).enumerate() {
+            let at = IMAGE_STRUCT * i as u64;
+            self.pointer(obj, at, rodata_sym, start as i64)?;
+            self.pointer(obj, at + 8, rodata_sym, (start + len) as i64)?;
+            self.pointer(obj, at + 16, entries.start, 0)?;
+            self.pointer(obj, at + 24, entries.stop, 0)?;
+        }
+        Ok(())
+    }
+
+    /// The `__tgt_bin_desc` {K, images, entries begin, entries end}, and the symbols that name
+    /// the image table and the descriptor.
+    fn add_descriptor(
+        &self,
+        obj: &mut Object,
+        table_sym: SymbolId,
+        entries: &Entries,
+    ) -> Result<()> {
+        let descriptor = self.descriptor();
+        self.put_u32(obj, descriptor, self.count as u32);
+        self.pointer(obj, descriptor + 8, table_sym, self.base as i64)?;
+        self.pointer(obj, descriptor + 16, entries.start, 0)?;
+        self.pointer(obj, descriptor + 24, entries.stop, 0)?;
+        local_symbol(
+            obj,
+            ".omp_offloading.device_images",
+            self.section,
+            self.base,
+            descriptor,
+            SymbolKind::Data,
+        );
+        local_symbol(
+            obj,
+            ".omp_offloading.descriptor",
+            self.section,
+            self.base + descriptor,
+            DESCRIPTOR,
+            SymbolKind::Data,
+        );
+        Ok(())
+    }
+
+    /// The `__tgt_image_info` records {version 1, N, K, offload_arch, compile_opts (null)}, one
+    /// for each target ID string, each named `.offload_image_info[.N]`.
+    fn add_image_infos(
+        &self,
+        obj: &mut Object,
+        arch_list: &Placed,
+        arch_sym: SymbolId,
+    ) -> Result<()> {
+        for (i, &arch) in arch_list.at.iter().enumerate() {
+            let at = self.info(i);
+            self.put_u32(obj, at, 1);
+            self.put_u32(obj, at + 4, i as u32);
+            self.put_u32(obj, at + 8, self.count as u32);
+            self.pointer(obj, at + 16, arch_sym, arch as i64)?;
+            local_symbol(
+                obj,
+                &name(".offload_image_info", i),
+                self.section,
+                self.base + at,
+                INFO_STRUCT,
+                SymbolKind::Data,
+            );
+        }
+        Ok(())
+    }
+}
+
+/// The constructor and the destructor in `.text.startup`, with the runtime functions they call.
+/// Returns their symbols.
+fn add_registration(
+    obj: &mut Object,
+    machine: Machine,
+    tables: &Tables,
+    table_sym: SymbolId,
+) -> Result<(SymbolId, SymbolId)> {
+    let runtime = |obj: &mut Object, name, weak| {
+        undefined(obj, name, SymbolKind::Text, SymbolScope::Dynamic, weak)
+    };
+    // Upstream runtimes have no __tgt_register_image_info: the constructor tests for it.
+    let register_info = runtime(obj, "__tgt_register_image_info", true);
+    let register = runtime(obj, "__tgt_register_lib", false);
+    let unregister = runtime(obj, "__tgt_unregister_lib", false);
     let text = obj.add_section(Vec::new(), b".text.startup".to_vec(), SectionKind::Text);
-    let info_addrs: Vec<u64> = (0..count)
-        .map(|i| base + infos + INFO_STRUCT * i as u64)
-        .collect();
     let code = Code {
         data: table_sym,
-        descriptor: base + descriptor,
-        infos: info_addrs,
+        descriptor: tables.base + tables.descriptor(),
+        infos: (0..tables.count)
+            .map(|i| tables.base + tables.info(i))
+            .collect(),
         register_info,
         register,
         unregister,
@@ -329,12 +423,11 @@ fn native_object(machine: Machine, images: &[Input], arches: &[&str]) -> Result<
     for (at, relocs) in [(ctor_at, ctor_relocs), (dtor_at, dtor_relocs)] {
         for mut r in relocs {
             r.offset += at;
-            obj.add_relocation(text, r)
-                .map_err(|e| Error::msg(format!("cannot write the wrapper: {e}")))?;
+            obj.add_relocation(text, r).map_err(cannot_write)?;
         }
     }
     let ctor_sym = local_symbol(
-        &mut obj,
+        obj,
         ".omp_offloading.descriptor_reg",
         text,
         ctor_at,
@@ -342,16 +435,26 @@ fn native_object(machine: Machine, images: &[Input], arches: &[&str]) -> Result<
         SymbolKind::Text,
     );
     let dtor_sym = local_symbol(
-        &mut obj,
+        obj,
         ".omp_offloading.descriptor_unreg",
         text,
         dtor_at,
         dtor.len() as u64,
         SymbolKind::Text,
     );
+    Ok((ctor_sym, dtor_sym))
+}
+
+/// `.init_array.1` and `.fini_array.1`: the constructor and the destructor at priority 1.
+fn add_init_fini(
+    obj: &mut Object,
+    abs64: object::elf::RelocationType,
+    ctor: SymbolId,
+    dtor: SymbolId,
+) -> Result<()> {
     for (section_name, sh_type, function) in [
-        (".init_array.1", object::elf::SHT_INIT_ARRAY, ctor_sym),
-        (".fini_array.1", object::elf::SHT_FINI_ARRAY, dtor_sym),
+        (".init_array.1", object::elf::SHT_INIT_ARRAY, ctor),
+        (".fini_array.1", object::elf::SHT_FINI_ARRAY, dtor),
     ] {
         let id = obj.add_section(
             Vec::new(),
@@ -365,35 +468,29 @@ fn native_object(machine: Machine, images: &[Input], arches: &[&str]) -> Result<
             ),
         };
         let at = obj.append_section_data(id, &[0; 8], 8);
-        obj.add_relocation(
-            id,
-            Relocation {
-                offset: at,
-                symbol: function,
-                addend: 0,
-                flags: RelocationFlags::Elf { r_type: abs64 },
-            },
-        )
-        .map_err(|e| Error::msg(format!("cannot write the wrapper: {e}")))?;
+        obj.add_relocation(id, reloc(at, function, 0, abs64))
+            .map_err(cannot_write)?;
     }
-    // No executable stack.
+    Ok(())
+}
+
+/// `.note.GNU-stack`, empty: the object needs no executable stack.
+fn add_stack_note(obj: &mut Object) {
     let stack = obj.add_section(Vec::new(), b".note.GNU-stack".to_vec(), SectionKind::Other);
     obj.section_mut(stack).flags = SectionFlags::Elf {
         sh_type: object::elf::SHT_PROGBITS,
         sh_flags: object::elf::SectionFlags(0),
     };
-    obj.write()
-        .map_err(|e| Error::msg(format!("cannot write the wrapper: {e}")))
 }
 
 fn local_symbol(
     obj: &mut Object,
     name: &str,
-    section: object::write::SectionId,
+    section: SectionId,
     value: u64,
     size: u64,
     kind: SymbolKind,
-) -> object::write::SymbolId {
+) -> SymbolId {
     obj.add_symbol(Symbol {
         name: name.as_bytes().to_vec(),
         value,
@@ -412,7 +509,7 @@ fn undefined(
     kind: SymbolKind,
     scope: SymbolScope,
     weak: bool,
-) -> object::write::SymbolId {
+) -> SymbolId {
     obj.add_symbol(Symbol {
         name: name.as_bytes().to_vec(),
         value: 0,
@@ -427,12 +524,12 @@ fn undefined(
 
 /// What the constructor and destructor refer to.
 struct Code {
-    data: object::write::SymbolId,
+    data: SymbolId,
     descriptor: u64,
     infos: Vec<u64>,
-    register_info: object::write::SymbolId,
-    register: object::write::SymbolId,
-    unregister: object::write::SymbolId,
+    register_info: SymbolId,
+    register: SymbolId,
+    unregister: SymbolId,
 }
 
 /// A function's code and its relocations (offsets from the function's start).
@@ -440,7 +537,7 @@ type Function = (Vec<u8>, Vec<Relocation>);
 
 fn reloc(
     offset: u64,
-    symbol: object::write::SymbolId,
+    symbol: SymbolId,
     addend: i64,
     r_type: object::elf::RelocationType,
 ) -> Relocation {
