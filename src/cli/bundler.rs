@@ -223,20 +223,18 @@ fn help_or_version(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Option<i32> {
-    let text = if ["help", "h", "help-hidden", "help-list", "help-list-hidden"]
-        .iter()
-        .any(|h| parsed.flag(h) == Some(true))
-    {
-        HELP.replace("PROG", prog)
-    } else if parsed.flag("version") == Some(true) {
-        format!(
-            "offload-tools clang-offload-bundler version {} (compatible with LLVM 19.1.7)\n",
-            env!("CARGO_PKG_VERSION")
-        )
-    } else {
-        return None;
-    };
-    Some(super::write_out(prog, out, err, text.as_bytes()).map_or_else(|code| code, |()| 0))
+    let version = format!(
+        "offload-tools clang-offload-bundler version {} (compatible with LLVM 19.1.7)\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    llvm_cl::help_or_version(
+        prog,
+        parsed,
+        llvm_cl::HELP_FLAGS,
+        (HELP, &version),
+        out,
+        err,
+    )
 }
 
 /// The bundler's settings from the command line and the environment, checked in LLVM's order;

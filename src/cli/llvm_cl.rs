@@ -223,6 +223,29 @@ pub fn parse_int(text: &str) -> Option<i32> {
     }
 }
 
+/// The help flags LLVM's command-line library gives every tool.
+pub const HELP_FLAGS: &[&str] = &["help", "h", "help-hidden", "help-list", "help-list-hidden"];
+
+/// Prints `help` (with `PROG` replaced by `prog`) when one of `help_flags` was given, or
+/// `version` when `--version` was: the exit status, or `None` to carry on.
+pub fn help_or_version(
+    prog: &str,
+    parsed: &Parsed,
+    help_flags: &[&str],
+    (help, version): (&str, &str),
+    out: &mut dyn std::io::Write,
+    err: &mut dyn std::io::Write,
+) -> Option<i32> {
+    let text = if help_flags.iter().any(|h| parsed.flag(h) == Some(true)) {
+        help.replace("PROG", prog)
+    } else if parsed.flag("version") == Some(true) {
+        version.to_string()
+    } else {
+        return None;
+    };
+    Some(super::write_out(prog, out, err, text.as_bytes()).map_or_else(|code| code, |()| 0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -84,20 +84,19 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
             return 1;
         }
     };
-    if ["help", "h", "help-hidden", "help-list", "help-list-hidden"]
-        .iter()
-        .any(|h| parsed.flag(h) == Some(true))
-    {
-        let help = HELP.replace("PROG", prog);
-        return super::write_out(prog, out, err, help.as_bytes()).map_or_else(|code| code, |()| 0);
-    }
-    if parsed.flag("version") == Some(true) {
-        let version = format!(
-            "offload-tools clang-offload-packager version {} (compatible with LLVM 19.1.7)\n",
-            env!("CARGO_PKG_VERSION")
-        );
-        return super::write_out(prog, out, err, version.as_bytes())
-            .map_or_else(|code| code, |()| 0);
+    let version = format!(
+        "offload-tools clang-offload-packager version {} (compatible with LLVM 19.1.7)\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    if let Some(code) = llvm_cl::help_or_version(
+        prog,
+        &parsed,
+        llvm_cl::HELP_FLAGS,
+        (HELP, &version),
+        out,
+        err,
+    ) {
+        return code;
     }
     if parsed.positional.len() > 1 {
         let _ = writeln!(

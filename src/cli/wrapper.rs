@@ -178,17 +178,11 @@ fn help_or_version(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Option<i32> {
-    let text = if parsed.flag("help") == Some(true) {
-        HELP.replace("PROG", prog)
-    } else if parsed.flag("version") == Some(true) {
-        format!(
-            "offload-tools clang-offload-wrapper version {}\n",
-            env!("CARGO_PKG_VERSION")
-        )
-    } else {
-        return None;
-    };
-    Some(super::write_out(prog, out, err, text.as_bytes()).map_or_else(|code| code, |()| 0))
+    let version = format!(
+        "offload-tools clang-offload-wrapper version {}\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    llvm_cl::help_or_version(prog, parsed, &["help"], (HELP, &version), out, err)
 }
 
 /// What to wrap, checked in the order clang-offload-wrapper checks it: the target, at least
