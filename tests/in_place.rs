@@ -7,7 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::util::{offload, visible};
+use crate::util::{offload, temporaries_in, visible};
 
 /// A bundle with a host entry and three device entries of `size` bytes each.
 fn bundle(size: usize) -> Vec<u8> {
@@ -168,12 +168,7 @@ fn every_hard_link_sees_the_new_bytes() {
         assert_eq!(meta.mode() & 0o7777, 0o751);
         assert_eq!(std::fs::read(name).unwrap(), expected);
     }
-    let left: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".tmp"))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(temporaries_in(dir.path()), Vec::<String>::new());
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::os::unix::fs::symlink;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::util::{offload, samples_dir, visible, OFFLOAD};
+use crate::util::{offload, samples_dir, temporaries_in, visible, OFFLOAD};
 
 #[test]
 fn a_symbolic_link_at_an_output_path_is_replaced_not_written_through() {
@@ -131,15 +131,6 @@ fn containers_nested_too_deep_are_refused() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("nest more than 8 deep"), "{err}");
-}
-
-/// The names in `dir` that end in `.tmp`.
-fn temporaries_in(dir: &std::path::Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".tmp"))
-        .collect()
 }
 
 /// A bundle of `count` device entries of `size` bytes each, all different, for one processor

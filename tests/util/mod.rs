@@ -170,3 +170,12 @@ impl std::io::Write for CountingSink {
         Ok(())
     }
 }
+
+/// The names in `dir` that end in `.tmp`.
+pub fn temporaries_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
+}
