@@ -308,13 +308,14 @@ pub struct Output {
     sink: io::BufWriter<SinkWriter>,
 }
 
-/// Whether `path` names a device, a pipe or a descriptor (`/dev/stdout`, `/dev/fd/1`,
-/// `/proc/self/fd/1`, `/dev/null`, a FIFO): written to as it is, never replaced.
+/// Whether `path` names a descriptor (`/proc/self/fd/1`, `/dev/fd/1`, or a link to one such as
+/// `/dev/stdout`), a device or a pipe (`/dev/null`, a FIFO): written to as it is, never
+/// replaced. A regular file elsewhere under `/dev` (`/dev/shm/x`) is an ordinary output.
 fn written_directly(path: &Path) -> bool {
-    if path.starts_with("/dev") || path.starts_with("/proc") {
-        return true;
-    }
-    fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+    let descriptor = |p: &Path| p.starts_with("/proc") || p.starts_with("/dev/fd");
+    descriptor(path)
+        || fs::read_link(path).is_ok_and(|target| descriptor(&target))
+        || fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
 }
 
 /// The folder a temporary file for `path` goes in.
@@ -778,6 +779,21 @@ mod tests {
         }
         drop(input);
         Output::create(&path).unwrap();
+    }
+
+    #[test]
+    fn descriptors_and_devices_are_written_as_they_are_and_files_under_dev_are_not() {
+        for name in ["/dev/stdout", "/dev/fd/1", "/proc/self/fd/1", "/dev/null"] {
+            assert!(written_directly(Path::new(name)), "{name}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("regular");
+        fs::write(&file, b"x").unwrap();
+        assert!(!written_directly(&file));
+        assert!(!written_directly(&dir.path().join("missing")));
+        if Path::new("/dev/shm").is_dir() {
+            assert!(!written_directly(Path::new("/dev/shm/offload-output-test")));
+        }
     }
 
     #[test]
