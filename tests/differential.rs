@@ -180,3 +180,37 @@ fn unbundle_with_llvm(
     }
     Ok(outcome.outputs)
 }
+
+/// `--help` started through a link with LLVM's versioned name prints LLVM's text line for
+/// line (our own options follow it), for the bundler and the packager.
+#[test]
+fn help_is_llvm_19s_through_a_versioned_name() {
+    for tool in ["clang-offload-bundler-19", "clang-offload-packager-19"] {
+        let Some(llvm) = reference_tool(tool) else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join(tool);
+        std::os::unix::fs::symlink(crate::util::OFFLOAD, &link).unwrap();
+        let ours = std::process::Command::new(&link)
+            .arg("--help")
+            .output()
+            .unwrap();
+        let theirs = std::process::Command::new(llvm)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(ours.status.success() && theirs.status.success());
+        assert!(
+            ours.stdout.starts_with(&theirs.stdout),
+            "{tool} --help: {}",
+            first_difference(&theirs.stdout, &ours.stdout)
+        );
+        let extra = &ours.stdout[theirs.stdout.len()..];
+        assert!(
+            extra.is_empty() || extra.starts_with(b"\nExtensions (not in LLVM 19):"),
+            "{tool} --help ends with {:?}",
+            String::from_utf8_lossy(extra)
+        );
+    }
+}

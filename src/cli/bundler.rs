@@ -110,9 +110,9 @@ const SPECS: &[Spec] = &[
     },
 ];
 
-const HELP: &str = "OVERVIEW: A tool to bundle several input files of the specified type <type>
-referring to the same source file but different targets into a single
-one. The resulting file can also be unbundled into different files by
+const HELP: &str = "OVERVIEW: A tool to bundle several input files of the specified type <type>\x20
+referring to the same source file but different targets into a single\x20
+one. The resulting file can also be unbundled into different files by\x20
 this tool if -unbundle is provided.
 
 USAGE: PROG [options]
@@ -121,37 +121,41 @@ OPTIONS:
 
 Generic Options:
 
-  --help                       - Display available options
-  --version                    - Display the version of this program
+  --help                  - Display available options (--help-hidden for more)
+  --help-list             - Display list of available options (--help-list-hidden for more)
+  --version               - Display the version of this program
 
 clang-offload-bundler options:
 
-  --###                        - Print the llvm-objcopy command LLVM would run for objects, and leave the object empty
-  --allow-missing-bundles      - Create empty files if bundles are missing when unbundling
-  --bundle-align=<uint>        - Alignment of bundle entries in binary files (default 1)
-  --check-input-archive        - Check that an input heterogeneous archive follows the target ID rules
-  --compress                   - Compress the bundled output
-  --compression-level=<int>    - Compression level (zstd: default 3; zlib: default 6)
-  --hip-openmp-compatible      - Treat hip and hipv4 entries as compatible with openmp targets
-  --input=<string>             - Input file; repeat for several inputs
-  --list                       - List the bundle IDs of the input
-  --output=<string>            - Output file; repeat for several outputs
-  --targets=<string>           - [<offload kind>-<target triple>[-<target id>],...]
-  --type=<string>              - Type of the files to be bundled/unbundled:
-                                   i   - cpp-output
-                                   ii  - c++-cpp-output
-                                   cui - cuda-cpp-output
-                                   hipi - hip-cpp-output
-                                   d   - dependency
-                                   ll  - llvm
-                                   bc  - llvm-bc
-                                   s   - assembler
-                                   o   - object
-                                   a   - archive of bundled files
-                                   gch - precompiled-header
-                                   ast - clang AST file
-  --unbundle                   - Unbundle a bundled file into several output files
-  --verbose                    - Print compression statistics
+  --###                   - Print any external commands that are to be executed instead of actually executing them - for testing purposes.
+  --allow-missing-bundles - Create empty files if bundles are missing when unbundling.
+  --bundle-align=<uint>   - Alignment of bundle for binary files
+  --check-input-archive   - Check if input heterogeneous archive is valid in terms of TargetID rules.
+  --compress              - Compress output file when bundling.
+  --compression-level=<n> - Specify the compression level (integer)
+  --hip-openmp-compatible - Treat hip and hipv4 offload kinds as compatible with openmp kind, and vice versa.
+  --input=<string>        - Input file. Can be specified multiple times for multiple input files.
+  --inputs=<string>       - [<input file>,...] (deprecated)
+  --list                  - List bundle IDs in the bundled file.
+  --output=<string>       - Output file. Can be specified multiple times for multiple output files.
+  --outputs=<string>      - [<output file>,...] (deprecated)
+  --targets=<string>      - [<offload kind>-<target triple>,...]
+  --type=<string>         - Type of the files to be bundled/unbundled.
+                            Current supported types are:
+                              i    - cpp-output
+                              ii   - c++-cpp-output
+                              cui  - cuda-cpp-output
+                              hipi - hip-cpp-output
+                              d    - dependency
+                              ll   - llvm
+                              bc   - llvm-bc
+                              s    - assembler
+                              o    - object
+                              a    - archive of objects
+                              gch  - precompiled-header
+                              ast  - clang AST file
+  --unbundle              - Unbundle bundled file into several output files.
+  --verbose               - Print debug information.
 
 Extensions (not in LLVM 19):
 

@@ -226,7 +226,8 @@ pub fn parse_int(text: &str) -> Option<i32> {
 /// The help flags LLVM's command-line library gives every tool.
 pub const HELP_FLAGS: &[&str] = &["help", "h", "help-hidden", "help-list", "help-list-hidden"];
 
-/// Prints `help` (with `PROG` replaced by `prog`) when one of `help_flags` was given, or
+/// Prints `help` (with `PROG` replaced by the file name of `prog`) when one of `help_flags` was
+/// given, or
 /// `version` when `--version` was: the exit status, or `None` to carry on.
 pub fn help_or_version(
     prog: &str,
@@ -237,7 +238,11 @@ pub fn help_or_version(
     err: &mut dyn std::io::Write,
 ) -> Option<i32> {
     let text = if help_flags.iter().any(|h| parsed.flag(h) == Some(true)) {
-        help.replace("PROG", prog)
+        // LLVM's usage line names the program by its file name, however it was started.
+        let name = std::path::Path::new(prog)
+            .file_name()
+            .map_or(prog.into(), |n| n.to_string_lossy());
+        help.replace("PROG", &name)
     } else if parsed.flag("version") == Some(true) {
         version.to_string()
     } else {

@@ -38,6 +38,19 @@ behaves as `offload bundler`; through clang-offload-packager or offload-packager
 `offload packager`.
 ";
 
+/// A tool's name without the version suffix distributions give it (`clang-offload-bundler-19`
+/// is `clang-offload-bundler`).
+fn without_version(name: &str) -> &str {
+    match name.rsplit_once('-') {
+        Some((tool, version))
+            if !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            tool
+        }
+        _ => name,
+    }
+}
+
 /// Runs the program with its full argument list (program name first) and returns the exit
 /// status.
 pub fn main(args: Vec<OsString>) -> i32 {
@@ -52,7 +65,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let personality = name.strip_suffix(".exe").unwrap_or(&name);
+    let personality = without_version(name.strip_suffix(".exe").unwrap_or(&name));
     let rest = args.get(1..).unwrap_or_default();
     match personality {
         "clang-offload-bundler" | "offload-bundler" => return bundler::run(&argv0, rest),
@@ -142,5 +155,28 @@ fn clap_exit(prog: &str, e: &clap::Error) -> i32 {
     match e.print().and_then(|()| io::stdout().flush()) {
         Ok(()) => 0,
         Err(io_error) => stdout_failed(prog, &mut io::stderr().lock(), &io_error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versioned_tool_names_start_the_same_personality() {
+        assert_eq!(
+            without_version("clang-offload-bundler-19"),
+            "clang-offload-bundler"
+        );
+        assert_eq!(
+            without_version("clang-offload-packager-22"),
+            "clang-offload-packager"
+        );
+        assert_eq!(
+            without_version("clang-offload-bundler"),
+            "clang-offload-bundler"
+        );
+        assert_eq!(without_version("offload-extract"), "offload-extract");
+        assert_eq!(without_version("offload"), "offload");
     }
 }
