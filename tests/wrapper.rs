@@ -241,10 +241,8 @@ fn a_link_named_clang_offload_wrapper_is_the_wrapper() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains(&format!(
-            "USAGE: {} [options] <input files>",
-            link.display()
-        )),
+        // As LLVM, the usage line names the program by its file name.
+        text.contains("USAGE: clang-offload-wrapper [options] <input files>"),
         "{text}"
     );
     assert!(text.contains("--offload-arch=<target id>"), "{text}");
