@@ -293,3 +293,106 @@ fn verbose_names_the_images_chosen_and_the_files_written() {
         "{err}"
     );
 }
+
+/// Entries for processors LLVM 19's table lacks (written as LLVM 22 writes them, and as LLVM
+/// 19 does, with a `-` after the processor) are listed, extracted, kept and removed by their
+/// processor, never taken for part of the triple.
+#[test]
+fn processors_llvm_19_does_not_know_are_listed_extracted_and_stripped() {
+    let dir = tempfile::tempdir().unwrap();
+    let entries: [(&str, &[u8]); 5] = [
+        ("host-x86_64-unknown-linux-gnu-", b""),
+        ("hipv4-amdgcn-amd-amdhsa--gfx942", b"code for gfx942"),
+        ("hipv4-amdgcn-amd-amdhsa--gfx950", b"code for gfx950"),
+        ("hipv4-amdgcn-amd-amdhsa--gfx1250-", b"code for gfx1250"),
+        (
+            "hipv4-amdgcn-amd-amdhsa--gfx1399:xnack+",
+            b"code for gfx1399",
+        ),
+    ];
+    let bundle = dir.path().join("new.hipfb");
+    std::fs::write(&bundle, offload::format::bundle::to_vec(&entries, 4096)).unwrap();
+    let bundle_arg = bundle.to_str().unwrap();
+
+    let (code, listing, _) = offload_in(dir.path(), &["ls", "--json", bundle_arg]);
+    assert_eq!(code, 0);
+    let images: serde_json::Value = serde_json::from_str(&listing).unwrap();
+    let seen: Vec<(String, String)> = images
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["triple"].as_str().unwrap().into(),
+                i["arch"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("x86_64-unknown-linux-gnu", ""),
+        ("amdgcn-amd-amdhsa", "gfx942"),
+        ("amdgcn-amd-amdhsa", "gfx950"),
+        ("amdgcn-amd-amdhsa", "gfx1250"),
+        ("amdgcn-amd-amdhsa", "gfx1399:xnack+"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(t, a)| (t.to_string(), a.to_string()))
+        .collect();
+    assert_eq!(seen, expected);
+
+    for (arch, bytes) in [
+        ("gfx950", &b"code for gfx950"[..]),
+        ("gfx1399", b"code for gfx1399"),
+    ] {
+        let out = dir.path().join(arch);
+        let (code, _, err) = offload_in(
+            dir.path(),
+            &[
+                "extract",
+                bundle_arg,
+                "--arch",
+                arch,
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(code, 0, "{err}");
+        let names = file_names(&out);
+        assert_eq!(names.len(), 1, "{names:?}");
+        assert_eq!(std::fs::read(out.join(&names[0])).unwrap(), bytes);
+    }
+
+    let kept = dir.path().join("kept.hipfb");
+    let (code, _, err) = offload_in(
+        dir.path(),
+        &[
+            "strip",
+            bundle_arg,
+            "--keep",
+            "gfx942",
+            "-o",
+            kept.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, listing, _) = offload_in(dir.path(), &["ls", "--json", kept.to_str().unwrap()]);
+    assert!(
+        listing.contains("\"gfx942\"") && !listing.contains("gfx950"),
+        "{listing}"
+    );
+    let removed = dir.path().join("removed.hipfb");
+    let (code, summary, err) = offload_in(
+        dir.path(),
+        &[
+            "strip",
+            bundle_arg,
+            "--remove",
+            "gfx950",
+            "-o",
+            removed.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(summary.contains("4 device images went to 3"), "{summary}");
+}

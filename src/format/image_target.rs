@@ -91,17 +91,30 @@ impl ImageTarget {
     /// The target of the bundle entry with entry ID `id`.
     pub fn of_bundle_entry(id: &str) -> ImageTarget {
         let parsed = EntryId::parse(id);
-        // The bundler keeps four triple pieces (`amdgcn-amd-amdhsa-`); a host entry's target
-        // ID is the whole entry ID, which is no target ID.
-        let target_id = if parsed.is_host() {
-            String::new()
-        } else {
-            parsed.target_id.clone()
-        };
+        let producer = Producer::from_name(&parsed.kind);
+        // A host entry's target ID is the whole entry ID, which is no target ID.
+        if parsed.is_host() {
+            return ImageTarget {
+                producer,
+                triple: trimmed_triple(&parsed),
+                target_id: String::new(),
+            };
+        }
+        // LLVM 19 finds no target ID after a processor its table lacks, or takes the whole ID
+        // for one when the ID ends in `-`.
+        if parsed.target_id.is_empty() || !looks_like_processor(&parsed.target_id) {
+            if let Some((triple, target_id)) = split_unknown_processor(id) {
+                return ImageTarget {
+                    producer,
+                    triple,
+                    target_id,
+                };
+            }
+        }
         ImageTarget {
-            producer: Producer::from_name(&parsed.kind),
-            triple: parsed.triple.to_string().trim_end_matches('-').to_string(),
-            target_id,
+            producer,
+            triple: trimmed_triple(&parsed),
+            target_id: parsed.target_id.clone(),
         }
     }
 
@@ -123,10 +136,115 @@ impl ImageTarget {
     }
 }
 
+/// The triple of an entry ID without the empty pieces the bundler pads it with
+/// (`amdgcn-amd-amdhsa-`).
+fn trimmed_triple(parsed: &EntryId) -> String {
+    parsed.triple.to_string().trim_end_matches('-').to_string()
+}
+
+/// For an entry ID whose processor LLVM 19's table does not know (`gfx950`, `gfx1250`, a
+/// generic target, a processor of years to come): the triple's pieces and the target ID that
+/// follows them, when what follows parses as one. `kind-arch-vendor-os--TARGET` (the empty
+/// environment that LLVM writes) and `kind-arch-vendor-os-TARGET` (a processor where the
+/// environment would be) are both read; the `-` LLVM 19 appends to an unknown processor is
+/// dropped.
+fn split_unknown_processor(id: &str) -> Option<(String, String)> {
+    let (_, rest) = id.split_once('-')?;
+    let mut pieces = rest.splitn(4, '-');
+    let (arch, vendor, os, tail) = (
+        pieces.next()?,
+        pieces.next()?,
+        pieces.next()?,
+        pieces.next()?,
+    );
+    let (environment, target) = match tail.strip_prefix('-') {
+        Some(target) => ("", target),
+        None if looks_like_processor(tail) => ("", tail),
+        None => tail.split_once('-')?,
+    };
+    let target = target.trim_end_matches('-');
+    let parsed = TargetId::parse_syntax(target)?;
+    if parsed.processor.is_empty() || !looks_like_processor(target) {
+        return None;
+    }
+    let triple = [arch, vendor, os, environment]
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join("-");
+    Some((triple, target.to_string()))
+}
+
+/// Whether `text` names a GPU processor of a family offload targets use: AMDGPU (`gfx…`, its
+/// generic targets, SPIR-V for AMD) or NVPTX (`sm_…`).
+fn looks_like_processor(text: &str) -> bool {
+    let processor = text.split(':').next().unwrap_or(text);
+    processor.len() > 3
+        && (processor.starts_with("gfx")
+            || processor.starts_with("sm_")
+            || processor == "amdgcnspirv")
+}
+
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn processors_llvm_19_does_not_know_are_still_processors() {
+        let cases = [
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx950",
+                "amdgcn-amd-amdhsa",
+                "gfx950",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx950-",
+                "amdgcn-amd-amdhsa",
+                "gfx950",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx1250:xnack+",
+                "amdgcn-amd-amdhsa",
+                "gfx1250:xnack+",
+            ),
+            (
+                "hip-amdgcn-amd-amdhsa-gfx1399",
+                "amdgcn-amd-amdhsa",
+                "gfx1399",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx11-generic",
+                "amdgcn-amd-amdhsa",
+                "gfx11-generic",
+            ),
+            (
+                "hipv4-spirv64-amd-amdhsa--amdgcnspirv",
+                "spirv64-amd-amdhsa",
+                "amdgcnspirv",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-",
+                "amdgcn-amd-amdhsa",
+                "gfx90a:xnack-",
+            ),
+        ];
+        for (id, triple, target_id) in cases {
+            let target = ImageTarget::of_bundle_entry(id);
+            assert_eq!(
+                (target.triple.as_str(), target.target_id.as_str()),
+                (triple, target_id),
+                "{id}"
+            );
+            assert_eq!(target.producer, Producer::Hip, "{id}");
+        }
+        let host = ImageTarget::of_bundle_entry("host-x86_64-unknown-linux-gnu");
+        assert_eq!(
+            (host.triple.as_str(), host.target_id.as_str()),
+            ("x86_64-unknown-linux-gnu", "")
+        );
+    }
 
     #[test]
     fn bundle_entries_say_what_they_are_for() {
