@@ -194,7 +194,7 @@ fn run_with(
             return 1;
         }
     };
-    if let Some(code) = help_or_version(prog, &parsed, out, err) {
+    if let Some(code) = llvm_cl::help_or_version(prog, &parsed, &ABOUT, out, err) {
         return code;
     }
     let names = Names { prog, base: &base };
@@ -220,26 +220,13 @@ impl Names<'_> {
     }
 }
 
-/// Prints the help or the version when asked for: the exit status, or `None` to carry on.
-fn help_or_version(
-    prog: &str,
-    parsed: &llvm_cl::Parsed,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> Option<i32> {
-    let version = format!(
-        "offload-tools clang-offload-bundler version {} (compatible with LLVM 19.1.7)\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    llvm_cl::help_or_version(
-        prog,
-        parsed,
-        llvm_cl::HELP_FLAGS,
-        (HELP, &version),
-        out,
-        err,
-    )
-}
+/// What `--help` and `--version` print.
+const ABOUT: llvm_cl::About = llvm_cl::About {
+    tool: "clang-offload-bundler",
+    help: HELP,
+    help_flags: llvm_cl::HELP_FLAGS,
+    compatible_with: Some("LLVM 19.1.7"),
+};
 
 /// The bundler's settings from the command line and the environment, checked in LLVM's order;
 /// on a mistake, the message is printed and the exit status returned.

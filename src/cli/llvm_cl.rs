@@ -226,17 +226,28 @@ pub fn parse_int(text: &str) -> Option<i32> {
 /// The help flags LLVM's command-line library gives every tool.
 pub const HELP_FLAGS: &[&str] = &["help", "h", "help-hidden", "help-list", "help-list-hidden"];
 
-/// Prints `help` (with `PROG` replaced by the file name of `prog`) when one of `help_flags` was
-/// given, or
-/// `version` when `--version` was: the exit status, or `None` to carry on.
+/// What an LLVM-compatible tool prints for `--help` and `--version`.
+pub struct About {
+    /// The tool's LLVM name (`clang-offload-bundler`).
+    pub tool: &'static str,
+    /// Its help text, `PROG` standing for the program's file name.
+    pub help: &'static str,
+    /// The flags that ask for the help.
+    pub help_flags: &'static [&'static str],
+    /// The LLVM release whose behaviour it reproduces, if it says so in its version line.
+    pub compatible_with: Option<&'static str>,
+}
+
+/// Prints the help (`PROG` replaced by the file name of `prog`) when one of the help flags was
+/// given, or the version line when `--version` was: the exit status, or `None` to carry on.
 pub fn help_or_version(
     prog: &str,
     parsed: &Parsed,
-    help_flags: &[&str],
-    (help, version): (&str, &str),
+    about: &About,
     out: &mut dyn std::io::Write,
     err: &mut dyn std::io::Write,
 ) -> Option<i32> {
+    let (help, help_flags) = (about.help, about.help_flags);
     let text = if help_flags.iter().any(|h| parsed.flag(h) == Some(true)) {
         // LLVM's usage line names the program by its file name, however it was started.
         let name = std::path::Path::new(prog)
@@ -244,7 +255,15 @@ pub fn help_or_version(
             .map_or(prog.into(), |n| n.to_string_lossy());
         help.replace("PROG", &name)
     } else if parsed.flag("version") == Some(true) {
-        version.to_string()
+        let compatible = about
+            .compatible_with
+            .map(|llvm| format!(" (compatible with {llvm})"))
+            .unwrap_or_default();
+        format!(
+            "offload-tools {} version {}{compatible}\n",
+            about.tool,
+            env!("CARGO_PKG_VERSION")
+        )
     } else {
         return None;
     };

@@ -44,6 +44,14 @@ const SPECS: &[Spec] = &[
     },
 ];
 
+/// What `--help` and `--version` print.
+const ABOUT: llvm_cl::About = llvm_cl::About {
+    tool: "clang-offload-packager",
+    help: HELP,
+    help_flags: llvm_cl::HELP_FLAGS,
+    compatible_with: Some("LLVM 19.1.7"),
+};
+
 const HELP: &str = "OVERVIEW: A utility for bundling several object files into a single binary.
 The output binary can then be embedded into the host section table
 to create a fatbinary containing offloading code.
@@ -84,18 +92,7 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
             return 1;
         }
     };
-    let version = format!(
-        "offload-tools clang-offload-packager version {} (compatible with LLVM 19.1.7)\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    if let Some(code) = llvm_cl::help_or_version(
-        prog,
-        &parsed,
-        llvm_cl::HELP_FLAGS,
-        (HELP, &version),
-        out,
-        err,
-    ) {
+    if let Some(code) = llvm_cl::help_or_version(prog, &parsed, &ABOUT, out, err) {
         return code;
     }
     if parsed.positional.len() > 1 {

@@ -109,7 +109,7 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
             return 1;
         }
     };
-    if let Some(code) = help_or_version(prog, &parsed, out, err) {
+    if let Some(code) = llvm_cl::help_or_version(prog, &parsed, &ABOUT, out, err) {
         return code;
     }
     let config = match config(prog, &base, &parsed, line, err) {
@@ -171,19 +171,13 @@ impl CommandLine {
     }
 }
 
-/// Prints the help or the version when asked for: the exit status, or `None` to carry on.
-fn help_or_version(
-    prog: &str,
-    parsed: &llvm_cl::Parsed,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> Option<i32> {
-    let version = format!(
-        "offload-tools clang-offload-wrapper version {}\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    llvm_cl::help_or_version(prog, parsed, &["help"], (HELP, &version), out, err)
-}
+/// What `--help` and `--version` print.
+const ABOUT: llvm_cl::About = llvm_cl::About {
+    tool: "clang-offload-wrapper",
+    help: HELP,
+    help_flags: &["help"],
+    compatible_with: None,
+};
 
 /// What to wrap, checked in the order clang-offload-wrapper checks it: the target, at least
 /// one image, the output, then the target IDs. On a mistake, the message is printed and the
