@@ -355,15 +355,23 @@ impl Container {
     }
 }
 
-/// Whether the bundle entry `id` stays.
-fn keeps_entry(rules: &Rules<'_>, id: &str) -> bool {
-    let target = ImageTarget::of_bundle_entry(id);
-    target.producer == Producer::Host || target.target_id.is_empty() || (rules.keeps)(&target)
+impl Rules<'_> {
+    /// Whether the bundle entry `id` stays, wherever the entry is stored (in a bundle, or as
+    /// a `__CLANG_OFFLOAD_BUNDLE__` section of a host object).
+    pub fn keeps_entry(&self, id: &str) -> bool {
+        let target = ImageTarget::of_bundle_entry(id);
+        target.producer == Producer::Host || target.target_id.is_empty() || (self.keeps)(&target)
+    }
+}
+
+/// Whether the bundle entry `id` is device code (not the host's).
+pub fn is_device_entry(id: &str) -> bool {
+    !EntryId::parse(id).is_host()
 }
 
 /// The device (not host) entries among `ids`.
 fn count_devices<'a>(ids: impl Iterator<Item = &'a str>) -> usize {
-    ids.filter(|id| !EntryId::parse(id).is_host()).count()
+    ids.filter(|id| is_device_entry(id)).count()
 }
 
 /// The alignment a bundle's payloads were written with: 4096 when every payload starts on a
@@ -389,7 +397,7 @@ fn strip_bundle(parsed: &Bundle<'_>, rules: &Rules<'_>) -> (Option<Vec<u8>>, usi
     let kept: Vec<(&str, &[u8])> = parsed
         .entries()
         .iter()
-        .filter(|e| keeps_entry(rules, e.id))
+        .filter(|e| rules.keeps_entry(e.id))
         .map(|e| (e.id, e.data))
         .collect();
     let devices = count_devices(kept.iter().map(|(id, _)| *id));

@@ -13,8 +13,7 @@ use crate::container::scan::{scan, Places};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
 use crate::format::ccob::CompressOptions;
-use crate::format::container::{BundleStorage, Container, Rules};
-use crate::format::entry_id::EntryId;
+use crate::format::container::{is_device_entry, BundleStorage, Container, Rules};
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
 use crate::format::target_id::TargetIdBuf;
@@ -95,17 +94,27 @@ pub struct Summary {
 
 impl RewriteConfig {
     /// Whether a device image with target ID `arch` stays.
+    /// Runs `work` with the registry's rules for this configuration: what stays, and how
+    /// bundles are stored.
+    fn with_rules<T>(&self, work: impl FnOnce(&Rules<'_>) -> T) -> T {
+        let keeps = |target: &ImageTarget| self.keeps(&target.target_id);
+        work(&Rules {
+            keeps: &keeps,
+            storage: match &self.change {
+                Change::Compress(options) => BundleStorage::Compress(*options),
+                Change::Decompress => BundleStorage::Decompress,
+                Change::Keep(_) | Change::Remove(_) => BundleStorage::AsIs,
+            },
+            limit: self.max_decompressed,
+        })
+    }
+
     fn keeps(&self, arch: &str) -> bool {
         match &self.change {
             Change::Keep(ids) => ids.iter().any(|q| q.can_load(arch)),
             Change::Remove(ids) => !ids.iter().any(|q| q.can_load(arch)),
             Change::Compress(_) | Change::Decompress => true,
         }
-    }
-
-    fn keeps_entry(&self, id: &str) -> bool {
-        let parsed = EntryId::parse(id);
-        parsed.is_host() || parsed.target_id.is_empty() || self.keeps(&parsed.target_id)
     }
 }
 
@@ -156,21 +165,13 @@ fn rewrite_container(
     summary: &mut Summary,
 ) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
     let container = Container::at_start(here).ok_or_else(|| not_a_container(start))?;
-    let keeps = |target: &ImageTarget| config.keeps(&target.target_id);
-    let rules = Rules {
-        keeps: &keeps,
-        storage: match &config.change {
-            Change::Compress(options) => BundleStorage::Compress(*options),
-            Change::Decompress => BundleStorage::Decompress,
-            Change::Keep(_) | Change::Remove(_) => BundleStorage::AsIs,
-        },
-        limit: config.max_decompressed,
-    };
-    let rewrite = container.rewrite(here, &rules).map_err(|e| match e.kind {
-        // Said at the container's place in its region, as before the registry.
-        crate::format::ErrorKind::NoBundleInside => e.rebased(start as u64),
-        _ => e,
-    })?;
+    let rewrite = config
+        .with_rules(|rules| container.rewrite(here, rules))
+        .map_err(|e| match e.kind {
+            // Said at the container's place in its region, as before the registry.
+            crate::format::ErrorKind::NoBundleInside => e.rebased(start as u64),
+            _ => e,
+        })?;
     summary.images_before += rewrite.images_before;
     summary.images_after += rewrite.images_after;
     log_container(
@@ -346,9 +347,9 @@ fn rewrite_object<'a>(
         let Ok(name) = section.name() else { continue };
         let Ok(bytes) = section.data() else { continue };
         if let Some(id) = name.strip_prefix(BUNDLE_SECTION_PREFIX) {
-            let is_device = !EntryId::parse(id).is_host();
+            let is_device = is_device_entry(id);
             summary.images_before += usize::from(is_device);
-            if config.keeps_entry(id) {
+            if config.with_rules(|rules| rules.keeps_entry(id)) {
                 summary.images_after += usize::from(is_device);
                 debug!(section = name, "bundle entry kept");
             } else {
