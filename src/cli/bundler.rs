@@ -3,6 +3,7 @@
 
 use super::llvm_cl::{self, Kind, Spec};
 use crate::format::ccob::{CompressOptions, Method};
+use crate::format::processor::LlvmVersion;
 use crate::ops::bundler::{self, BundlerConfig};
 use std::io::Write;
 use std::path::PathBuf;
@@ -168,7 +169,8 @@ Extensions (not in LLVM 19):
 
 /// Runs the bundler with `args` (without the program name), printing as `prog`. Returns the
 /// exit status.
-pub fn run(prog: &str, args: &[String]) -> i32 {
+pub fn run(prog: &str, args: &[String], version: LlvmVersion) -> i32 {
+    let _ = version;
     let env = |k: &str| std::env::var(k).ok();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();

@@ -16,6 +16,8 @@ use std::path::Path;
 
 use clap::Parser;
 
+use crate::format::processor::LlvmVersion;
+
 const USAGE: &str = "offload: GPU offload fat binary tools
 
 USAGE: offload <COMMAND> [ARGS...]
@@ -51,6 +53,33 @@ fn without_version(name: &str) -> &str {
     }
 }
 
+/// The environment variable that chooses the LLVM release `offload bundler` and `offload
+/// packager` stand in for, when the name they are started through does not end in one.
+pub const LLVM_VERSION_VAR: &str = "OFFLOAD_LLVM_VERSION";
+
+/// The release number a tool's name ends in (`clang-offload-bundler-19`: 19).
+fn version_suffix(name: &str) -> Option<u32> {
+    let (tool, version) = name.rsplit_once('-')?;
+    (tool != name && !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| version.parse().ok())
+        .flatten()
+}
+
+/// The LLVM release an LLVM-compatible personality stands in for: the number its name ends in
+/// (`clang-offload-bundler-19`), else [`LLVM_VERSION_VAR`], else the newest. Releases 19 and
+/// older behave as 19, 20 and newer as 22.
+pub fn llvm_version(name: &str, var: Option<&str>) -> Result<LlvmVersion, String> {
+    if let Some(major) = version_suffix(name) {
+        return Ok(LlvmVersion::of_release(major));
+    }
+    match var {
+        None | Some("") => Ok(LlvmVersion::DEFAULT),
+        Some(text) => text.trim().parse::<u32>().map(LlvmVersion::of_release).map_err(|_| {
+            format!("{LLVM_VERSION_VAR}='{text}': expected an LLVM release number, such as 19 or 22")
+        }),
+    }
+}
+
 /// Runs the program with its full argument list (program name first) and returns the exit
 /// status.
 pub fn main(args: Vec<OsString>) -> i32 {
@@ -65,18 +94,51 @@ pub fn main(args: Vec<OsString>) -> i32 {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let personality = without_version(name.strip_suffix(".exe").unwrap_or(&name));
+    let stem = name.strip_suffix(".exe").unwrap_or(&name);
+    let personality = without_version(stem);
     let rest = args.get(1..).unwrap_or_default();
+    let version = || {
+        let var = std::env::var(LLVM_VERSION_VAR).ok();
+        llvm_version(stem, var.as_deref()).inspect_err(|message| {
+            let _ = writeln!(io::stderr(), "{name}: error: {message}");
+        })
+    };
+    let version = match personality {
+        "clang-offload-bundler"
+        | "offload-bundler"
+        | "clang-offload-packager"
+        | "offload-packager"
+        | "llvm-offload-binary" => match version() {
+            Ok(version) => version,
+            Err(_) => return 1,
+        },
+        _ => LlvmVersion::DEFAULT,
+    };
     match personality {
-        "clang-offload-bundler" | "offload-bundler" => return bundler::run(&argv0, rest),
-        "clang-offload-packager" | "offload-packager" => return packager::run(&argv0, rest),
+        "clang-offload-bundler" | "offload-bundler" => return bundler::run(&argv0, rest, version),
+        "clang-offload-packager" | "offload-packager" | "llvm-offload-binary" => {
+            return packager::run(&argv0, rest, version)
+        }
         "offload-extract" => return extract::run("offload-extract", rest),
         "clang-offload-wrapper" | "offload-wrapper" => return wrapper::run(&argv0, rest),
         _ => {}
     }
     match rest.first().map(String::as_str) {
-        Some("bundler") => bundler::run("offload bundler", &rest[1..]),
-        Some("packager") => packager::run("offload packager", &rest[1..]),
+        Some(tool @ ("bundler" | "packager")) => {
+            let var = std::env::var(LLVM_VERSION_VAR).ok();
+            let version = match llvm_version("offload", var.as_deref()) {
+                Ok(version) => version,
+                Err(message) => {
+                    let _ = writeln!(io::stderr(), "offload {tool}: error: {message}");
+                    return 1;
+                }
+            };
+            if tool == "bundler" {
+                bundler::run("offload bundler", &rest[1..], version)
+            } else {
+                packager::run("offload packager", &rest[1..], version)
+            }
+        }
         Some("ls") => ls::run(&rest[1..]),
         Some("extract") => extract::run("offload extract", &rest[1..]),
         Some("strip") => rewrite::strip(&rest[1..]),
@@ -161,6 +223,23 @@ fn clap_exit(prog: &str, e: &clap::Error) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_name_then_the_variable_then_the_newest_choose_the_llvm_release() {
+        let v = |name: &str, var: Option<&str>| llvm_version(name, var).unwrap();
+        assert_eq!(v("clang-offload-bundler-19", Some("22")), LlvmVersion::V19);
+        assert_eq!(v("clang-offload-bundler-22", None), LlvmVersion::V22);
+        assert_eq!(v("clang-offload-bundler-18", None), LlvmVersion::V19);
+        assert_eq!(v("clang-offload-packager-21", None), LlvmVersion::V22);
+        assert_eq!(v("clang-offload-bundler", Some("19")), LlvmVersion::V19);
+        assert_eq!(v("offload", Some(" 23 ")), LlvmVersion::V22);
+        assert_eq!(v("llvm-offload-binary", None), LlvmVersion::DEFAULT);
+        assert_eq!(v("offload", Some("")), LlvmVersion::DEFAULT);
+        assert_eq!(
+            llvm_version("offload", Some("latest")).unwrap_err(),
+            "OFFLOAD_LLVM_VERSION='latest': expected an LLVM release number, such as 19 or 22"
+        );
+    }
 
     #[test]
     fn versioned_tool_names_start_the_same_personality() {

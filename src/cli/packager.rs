@@ -1,6 +1,7 @@
 //! `offload packager`: clang-offload-packager 19's command line, messages and exit statuses.
 
 use super::llvm_cl::{self, Kind, Spec};
+use crate::format::processor::LlvmVersion;
 use crate::ops::packager::{self, ImageArgs};
 use std::io::Write;
 use std::path::Path;
@@ -75,7 +76,8 @@ clang-offload-packager options:
 
 /// Runs the packager with `args` (without the program name); `prog` is the name messages
 /// start with. Returns the exit status.
-pub fn run(prog: &str, args: &[String]) -> i32 {
+pub fn run(prog: &str, args: &[String], version: LlvmVersion) -> i32 {
+    let _ = version;
     let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
     run_with(prog, args, &mut stdout.lock(), &mut stderr.lock())
 }

@@ -20,6 +20,7 @@ pub mod image_target;
 mod inflate;
 pub mod llvm_hash;
 pub mod offload_binary;
+pub mod processor;
 pub mod slice;
 pub mod string_map;
 pub mod strtab;

@@ -5,6 +5,7 @@
 //! settings of a feature for one processor, and the list of processor names that LLVM 19's
 //! bundle entry ID parser recognises.
 
+use super::processor::{LlvmVersion, Processor};
 use super::triple::Triple;
 
 /// A feature's setting in a target ID.
@@ -335,79 +336,6 @@ const fn gpu(name: &'static str, xnack: bool, sramecc: bool) -> AmdgpuProcessor 
     }
 }
 
-/// LLVM 19's AMDGCN processor table: (name as written, processor). Aliases map to the
-/// canonical processor.
-const AMDGCN: &[(&str, AmdgpuProcessor)] = &[
-    ("gfx600", gpu("gfx600", false, false)),
-    ("tahiti", gpu("gfx600", false, false)),
-    ("gfx601", gpu("gfx601", false, false)),
-    ("pitcairn", gpu("gfx601", false, false)),
-    ("verde", gpu("gfx601", false, false)),
-    ("gfx602", gpu("gfx602", false, false)),
-    ("hainan", gpu("gfx602", false, false)),
-    ("oland", gpu("gfx602", false, false)),
-    ("gfx700", gpu("gfx700", false, false)),
-    ("kaveri", gpu("gfx700", false, false)),
-    ("gfx701", gpu("gfx701", false, false)),
-    ("hawaii", gpu("gfx701", false, false)),
-    ("gfx702", gpu("gfx702", false, false)),
-    ("gfx703", gpu("gfx703", false, false)),
-    ("kabini", gpu("gfx703", false, false)),
-    ("mullins", gpu("gfx703", false, false)),
-    ("gfx704", gpu("gfx704", false, false)),
-    ("bonaire", gpu("gfx704", false, false)),
-    ("gfx705", gpu("gfx705", false, false)),
-    ("gfx801", gpu("gfx801", true, false)),
-    ("carrizo", gpu("gfx801", true, false)),
-    ("gfx802", gpu("gfx802", false, false)),
-    ("iceland", gpu("gfx802", false, false)),
-    ("tonga", gpu("gfx802", false, false)),
-    ("gfx803", gpu("gfx803", false, false)),
-    ("fiji", gpu("gfx803", false, false)),
-    ("polaris10", gpu("gfx803", false, false)),
-    ("polaris11", gpu("gfx803", false, false)),
-    ("gfx805", gpu("gfx805", false, false)),
-    ("tongapro", gpu("gfx805", false, false)),
-    ("gfx810", gpu("gfx810", true, false)),
-    ("stoney", gpu("gfx810", true, false)),
-    ("gfx900", gpu("gfx900", true, false)),
-    ("gfx902", gpu("gfx902", true, false)),
-    ("gfx904", gpu("gfx904", true, false)),
-    ("gfx906", gpu("gfx906", true, true)),
-    ("gfx908", gpu("gfx908", true, true)),
-    ("gfx909", gpu("gfx909", true, false)),
-    ("gfx90a", gpu("gfx90a", true, true)),
-    ("gfx90c", gpu("gfx90c", true, false)),
-    ("gfx940", gpu("gfx940", true, true)),
-    ("gfx941", gpu("gfx941", true, true)),
-    ("gfx942", gpu("gfx942", true, true)),
-    ("gfx1010", gpu("gfx1010", true, false)),
-    ("gfx1011", gpu("gfx1011", true, false)),
-    ("gfx1012", gpu("gfx1012", true, false)),
-    ("gfx1013", gpu("gfx1013", true, false)),
-    ("gfx1030", gpu("gfx1030", false, false)),
-    ("gfx1031", gpu("gfx1031", false, false)),
-    ("gfx1032", gpu("gfx1032", false, false)),
-    ("gfx1033", gpu("gfx1033", false, false)),
-    ("gfx1034", gpu("gfx1034", false, false)),
-    ("gfx1035", gpu("gfx1035", false, false)),
-    ("gfx1036", gpu("gfx1036", false, false)),
-    ("gfx1100", gpu("gfx1100", false, false)),
-    ("gfx1101", gpu("gfx1101", false, false)),
-    ("gfx1102", gpu("gfx1102", false, false)),
-    ("gfx1103", gpu("gfx1103", false, false)),
-    ("gfx1150", gpu("gfx1150", false, false)),
-    ("gfx1151", gpu("gfx1151", false, false)),
-    ("gfx1152", gpu("gfx1152", false, false)),
-    ("gfx1200", gpu("gfx1200", false, false)),
-    ("gfx1201", gpu("gfx1201", false, false)),
-    ("gfx9-generic", gpu("gfx9-generic", true, false)),
-    ("gfx10-1-generic", gpu("gfx10-1-generic", true, false)),
-    ("gfx10-3-generic", gpu("gfx10-3-generic", false, false)),
-    ("gfx11-generic", gpu("gfx11-generic", false, false)),
-    ("gfx12-generic", gpu("gfx12-generic", false, false)),
-];
-
 /// LLVM 19's R600 processor table: (name as written, canonical name). No R600 processor
 /// supports target features.
 const R600: &[(&str, &str)] = &[
@@ -439,11 +367,11 @@ const R600: &[(&str, &str)] = &[
     ("turks", "turks"),
 ];
 
-/// The AMDGPU processor `name` (canonical or alias) denotes for `triple`: the AMDGCN table
-/// for `amdgcn`, the R600 table for `r600`.
+/// The AMDGPU processor `name` (canonical or alias) denotes for `triple`: LLVM 19's AMDGCN
+/// processors for `amdgcn`, the R600 table for `r600`.
 pub fn amdgpu_processor(triple: &Triple, name: &str) -> Option<AmdgpuProcessor> {
     if triple.is_amdgcn() {
-        AMDGCN.iter().find(|(n, _)| *n == name).map(|(_, p)| *p)
+        Processor::named_in(LlvmVersion::V19, name).map(|p| gpu(p.name, p.xnack, p.sramecc))
     } else if triple.is_r600() {
         R600.iter()
             .find(|(n, _)| *n == name)
