@@ -7,7 +7,8 @@ use crate::format::image_target::Producer;
 use crate::format::target_id::TargetIdBuf;
 use clap::Parser;
 
-use crate::ops::extract::{self, ExtractConfig, Progress};
+use crate::format::loads::Via;
+use crate::ops::extract::{self, ExtractConfig, Match, Progress};
 
 /// Extract the device images that a device with the given target ID can load, from objects,
 /// programs, shared libraries, archives, bundles and offload binaries.
@@ -24,7 +25,8 @@ struct Args {
     /// device archive.
     #[arg(short = 'o', long = "output", default_value = ".")]
     output: PathBuf,
-    /// Match target IDs exactly, instead of by what the device can load.
+    /// Match target IDs exactly, instead of by what the device loads (per translation unit:
+    /// its native code, else a covering generic target's, else SPIR-V).
     #[arg(long)]
     exact: bool,
     /// Only images for this target triple.
@@ -70,7 +72,11 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
     let config = ExtractConfig {
         files: args.files,
         arches: args.arches,
-        exact: args.exact,
+        exact: if args.exact {
+            Match::Exact
+        } else {
+            Match::Loadable
+        },
         triple: args.triple,
         kind: args.kind,
         output: args.output,
@@ -98,13 +104,19 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
     }
 }
 
-/// One line per written image: where it went, its kind, target and size.
+/// One line per written image: where it went, its kind, target and size, and, for code a
+/// device loads only because its translation unit has no native code for it, which device.
 fn listing(written: &[extract::Extracted]) -> String {
     written
         .iter()
         .map(|w| {
+            let via = match w.via {
+                Via::Native => String::new(),
+                Via::Generic => format!(" (generic target code, for {})", w.asked),
+                Via::Spirv => format!(" (SPIR-V, compiled for {} when loaded)", w.asked),
+            };
             format!(
-                "{}\t{} {} {} bytes\n",
+                "{}\t{} {} {} bytes{via}\n",
                 w.path.display(),
                 w.image.offload_kind,
                 w.image.arch,

@@ -61,6 +61,11 @@ pub struct DeviceImage<'a> {
     pub origin: Origin<'a>,
     /// What it is for: producer, triple and target ID, read once from where it is stored.
     pub target: &'a ImageTarget,
+    /// The translation unit it belongs to, as a number unique within the scan: the images of
+    /// one bundle (the code one source file was compiled to), of one section's offload
+    /// binaries, or of one object's bundle sections share it. A device loads, per unit, its
+    /// native code if there is any, else a generic target's, else SPIR-V.
+    pub unit: usize,
     /// Its bytes.
     pub data: &'a [u8],
 }
@@ -75,6 +80,8 @@ struct Place<'s> {
     known: bool,
     compressed: bool,
     depth: usize,
+    /// The translation unit images found here belong to (see [`DeviceImage::unit`]).
+    unit: usize,
 }
 
 struct Scan<'f, 'v> {
@@ -84,9 +91,20 @@ struct Scan<'f, 'v> {
     places: Places,
     visit: &'v mut dyn FnMut(&DeviceImage<'_>),
     problems: Vec<Error>,
+    /// The last translation unit number given out.
+    units: usize,
 }
 
 impl Scan<'_, '_> {
+    /// `at`, as the place of a new translation unit.
+    fn new_unit<'p>(&mut self, at: Place<'p>) -> Place<'p> {
+        self.units += 1;
+        Place {
+            unit: self.units,
+            ..at
+        }
+    }
+
     fn offset_of(&self, part: &[u8]) -> Option<u64> {
         crate::format::slice::offset_within(self.file, part).map(|offset| offset as u64)
     }
@@ -130,6 +148,7 @@ impl Scan<'_, '_> {
             compressed: at.compressed,
             origin,
             target: &target,
+            unit: at.unit,
             data,
         };
         (self.visit)(&image);
@@ -145,6 +164,7 @@ impl Scan<'_, '_> {
                 Self::context(&at)
             )));
         }
+        let at = self.new_unit(at);
         let known = Place { known: true, ..at };
         match (self.places, Container::at_start(data)) {
             (Places::OffloadBinaries, Some(Container::OffloadBinary)) => {
@@ -170,6 +190,7 @@ impl Scan<'_, '_> {
                         known: false,
                         compressed: at.compressed,
                         depth: at.depth + 1,
+                        unit: at.unit,
                     };
                     self.buffer(&member.data, inner)?;
                 }
@@ -235,6 +256,7 @@ impl Scan<'_, '_> {
                 known: false,
                 compressed: at.compressed,
                 depth: at.depth + 1,
+                unit: at.unit,
             };
             self.buffer(data, inner)?;
         }
@@ -386,6 +408,7 @@ impl Scan<'_, '_> {
     /// Finds the containers in `data`: from each position, zero padding is skipped; a magic
     /// there is parsed and its size skipped; elsewhere the next magic is searched for.
     fn region(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
+        let at = self.new_unit(at);
         let mut pos = 0usize;
         let mut reporting = at.known;
         while pos < data.len() {
@@ -426,6 +449,13 @@ impl Scan<'_, '_> {
     ) -> std::result::Result<u64, crate::format::Error> {
         let container = Container::at_start(data).ok_or_else(|| not_a_container(0))?;
         let opened = container.open(data, self.limit)?;
+        // A bundle is the code of one translation unit; offload binaries side by side are
+        // those of the place that holds them.
+        let at = if container == Container::Bundle {
+            self.new_unit(at)
+        } else {
+            at
+        };
         match &opened.contents {
             Contents::Inflated(plain) => self.nested(plain, at, Storage::Inflated)?,
             Contents::Records(records) => {
@@ -549,6 +579,7 @@ pub fn scan(
         places,
         visit,
         problems: Vec::new(),
+        units: 0,
     };
     let at = Place {
         members: &[],
@@ -556,6 +587,7 @@ pub fn scan(
         known: true,
         compressed: false,
         depth: 0,
+        unit: 0,
     };
     scan.buffer(file, at)?;
     Ok(scan.problems)

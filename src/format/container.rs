@@ -302,9 +302,14 @@ pub enum BundleStorage {
 
 /// What a rewrite keeps and how it stores bundles.
 pub struct Rules<'r> {
-    /// Whether a device image for this target stays. Host entries and bundle entries without
-    /// a target ID always stay; an offload binary stays whole while one of its images does.
-    pub keeps: &'r dyn Fn(&ImageTarget) -> bool,
+    /// Which images of one translation unit stay, given the targets of its device images in
+    /// order: a device chooses among them together (its native code, else a generic
+    /// target's, else SPIR-V). Host entries and bundle entries without a target ID are not
+    /// asked: they stay. An offload binary stays whole while one of its images does.
+    pub keeps: &'r dyn Fn(&[ImageTarget]) -> Vec<bool>,
+    /// The images of all the offload binaries that lie side by side with the one rewritten
+    /// (those of one section), which form one translation unit; empty: the binary alone.
+    pub offload_unit: &'r [ImageTarget],
     /// How bundles are stored.
     pub storage: BundleStorage,
     /// The most a compressed container may inflate to.
@@ -356,11 +361,38 @@ impl Container {
 }
 
 impl Rules<'_> {
-    /// Whether the bundle entry `id` stays, wherever the entry is stored (in a bundle, or as
-    /// a `__CLANG_OFFLOAD_BUNDLE__` section of a host object).
-    pub fn keeps_entry(&self, id: &str) -> bool {
-        let target = ImageTarget::of_bundle_entry(id);
-        target.producer == Producer::Host || target.target_id.is_empty() || (self.keeps)(&target)
+    /// Which entries of one bundle stay, given their IDs in order, wherever the entries are
+    /// stored (in a bundle, or as the `__CLANG_OFFLOAD_BUNDLE__` sections of a host object).
+    pub fn keeps_entries(&self, ids: &[&str]) -> Vec<bool> {
+        let targets: Vec<ImageTarget> = ids
+            .iter()
+            .map(|id| ImageTarget::of_bundle_entry(id))
+            .collect();
+        let asked = |t: &ImageTarget| t.producer != Producer::Host && !t.target_id.is_empty();
+        let devices: Vec<ImageTarget> = targets.iter().filter(|t| asked(t)).cloned().collect();
+        let mut verdicts = (self.keeps)(&devices).into_iter();
+        targets
+            .iter()
+            .map(|t| !asked(t) || verdicts.next().unwrap_or(true))
+            .collect()
+    }
+
+    /// Which of an offload binary's images stay, judged with the images of the binaries beside
+    /// it when there are any.
+    fn keeps_offload_images(&self, targets: &[ImageTarget]) -> Vec<bool> {
+        if self.offload_unit.is_empty() {
+            return (self.keeps)(targets);
+        }
+        let verdicts = (self.keeps)(self.offload_unit);
+        targets
+            .iter()
+            .map(|t| {
+                self.offload_unit
+                    .iter()
+                    .zip(&verdicts)
+                    .any(|(other, kept)| *kept && other == t)
+            })
+            .collect()
     }
 }
 
@@ -394,11 +426,13 @@ fn alignment_of(parsed: &Bundle<'_>) -> u64 {
 /// order, the same alignment); `None` when every entry stays. Also the number of device
 /// entries kept.
 fn strip_bundle(parsed: &Bundle<'_>, rules: &Rules<'_>) -> (Option<Vec<u8>>, usize) {
+    let ids: Vec<&str> = parsed.entries().iter().map(|e| e.id).collect();
     let kept: Vec<(&str, &[u8])> = parsed
         .entries()
         .iter()
-        .filter(|e| rules.keeps_entry(e.id))
-        .map(|e| (e.id, e.data))
+        .zip(rules.keeps_entries(&ids))
+        .filter(|(_, keep)| *keep)
+        .map(|(e, _)| (e.id, e.data))
         .collect();
     let devices = count_devices(kept.iter().map(|(id, _)| *id));
     if kept.len() == parsed.entries().len() {
@@ -473,9 +507,11 @@ fn rewrite_compressed_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> 
 fn rewrite_offload_binary(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
     let binary = offload_binary::OffloadBinary::parse(data)?;
     let entries = binary.entries();
-    let kept = entries
-        .iter()
-        .filter(|e| (rules.keeps)(&ImageTarget::of_offload_entry(e)))
+    let targets: Vec<ImageTarget> = entries.iter().map(ImageTarget::of_offload_entry).collect();
+    let kept = rules
+        .keeps_offload_images(&targets)
+        .into_iter()
+        .filter(|keep| *keep)
         .count();
     let drop = kept == 0 && !entries.is_empty();
     Ok(Rewrite {

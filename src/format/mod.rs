@@ -19,6 +19,7 @@ pub mod error;
 pub mod image_target;
 mod inflate;
 pub mod llvm_hash;
+pub mod loads;
 pub mod offload_binary;
 pub mod processor;
 pub mod slice;

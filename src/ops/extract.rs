@@ -11,11 +11,25 @@ use crate::container::scan::{scan, DeviceImage, Places};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::image_target::{ImageTarget, Producer};
+use crate::format::loads::{loaded_by, Via};
+use crate::format::processor::ProcessorKind;
 use crate::format::slice::offset_within;
-use crate::format::target_id::TargetIdBuf;
+use crate::format::target_id::{TargetId, TargetIdBuf};
 use crate::io::{Closed, Input, Output};
 use crate::ops::bundler::device_member_name;
 use crate::ops::ls::{self, Image};
+
+/// How `extract` matches the target IDs asked for with those of the images.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Match {
+    /// By what a device with the target ID loads: per translation unit, the native code
+    /// its processor can run if there is any, else a generic target's that covers it, else
+    /// SPIR-V.
+    #[default]
+    Loadable,
+    /// The same processor and features, in any order.
+    Exact,
+}
 
 /// What to extract, and where.
 #[derive(Debug, Clone, Default)]
@@ -25,8 +39,8 @@ pub struct ExtractConfig {
     /// The target IDs asked for (`gfx90a`, `gfx90a:xnack+`, `sm_80`), checked where they
     /// were given.
     pub arches: Vec<TargetIdBuf>,
-    /// Match target IDs exactly instead of by what a device can load.
-    pub exact: bool,
+    /// How target IDs are matched.
+    pub exact: Match,
     /// Only images for this triple.
     pub triple: Option<String>,
     /// Only images of this producer (`hip`, `openmp`, `cuda`, ...).
@@ -36,33 +50,64 @@ pub struct ExtractConfig {
     pub output: PathBuf,
 }
 
-/// Whether an image for `target` is one `config` asks for.
-pub fn wanted(config: &ExtractConfig, target: &ImageTarget) -> bool {
-    if target.producer == Producer::Host {
+/// Whether an image for `target` passes `config`'s filters other than the target ID: device
+/// code, with a target ID, of the triple and producer asked for.
+fn passes_filters(config: &ExtractConfig, target: &ImageTarget) -> bool {
+    if target.producer == Producer::Host || target.target_id().is_none() {
         return false;
     }
-    let Some(stored) = target.target_id() else {
-        return false;
-    };
     if let Some(triple) = &config.triple {
         if target.triple.trim_end_matches('-') != triple.trim_end_matches('-') {
             return false;
         }
     }
-    if config
+    config
         .kind
         .as_ref()
-        .is_some_and(|kind| *kind != target.producer)
-    {
-        return false;
-    }
+        .is_none_or(|kind| *kind == target.producer)
+}
+
+/// Whether an image for `stored` may be chosen once its translation unit is seen whole: it is
+/// one a device asked for loads natively, or code for a generic target or SPIR-V, which a
+/// device loads when its unit has no native code for it.
+fn may_be_chosen(config: &ExtractConfig, stored: &TargetId<'_>) -> bool {
     config.arches.iter().any(|q| {
-        if config.exact {
-            q.target_id().same_as(&stored)
-        } else {
-            q.target_id().can_load(&stored)
+        let q = q.target_id();
+        match config.exact {
+            Match::Exact => q.same_as(stored),
+            Match::Loadable => {
+                q.can_load(stored)
+                    || ProcessorKind::of_name(stored.processor) != ProcessorKind::Native
+            }
         }
     })
+}
+
+/// How the devices asked for come to load each image of one translation unit (`None`: none
+/// does), and for which of them: the best way any of them does.
+fn chosen_in_unit(
+    config: &ExtractConfig,
+    unit: &[Option<TargetId<'_>>],
+) -> Vec<Option<(Via, usize)>> {
+    let mut best: Vec<Option<(Via, usize)>> = vec![None; unit.len()];
+    for (index, q) in config.arches.iter().enumerate() {
+        let q = q.target_id();
+        let loaded: Vec<Option<Via>> = match config.exact {
+            Match::Exact => unit
+                .iter()
+                .map(|i| i.as_ref().filter(|i| q.same_as(i)).map(|_| Via::Native))
+                .collect(),
+            Match::Loadable => loaded_by(&q, unit),
+        };
+        for (slot, via) in best.iter_mut().zip(loaded) {
+            if let Some(via) = via {
+                if slot.is_none_or(|(old, _)| via < old) {
+                    *slot = Some((via, index));
+                }
+            }
+        }
+    }
+    best
 }
 
 /// Makes text safe as part of a file name: letters, digits and `._+-` stay, anything else
@@ -115,6 +160,10 @@ struct Chosen {
     /// The innermost archive member, for device archive names.
     member: Option<String>,
     ext: &'static str,
+    /// How the device asked for loads it.
+    via: Via,
+    /// The target ID asked for that chose it.
+    asked: String,
 }
 
 impl Chosen {
@@ -150,6 +199,11 @@ pub struct Extracted {
     pub path: PathBuf,
     /// The image.
     pub image: Image,
+    /// How a device asked for loads it: natively, or, its translation unit having no native
+    /// code for it, as a generic target's code or as SPIR-V.
+    pub via: Via,
+    /// The target ID asked for that chose it.
+    pub asked: String,
 }
 
 fn stem(path: &Path) -> String {
@@ -203,8 +257,8 @@ fn extract_noting(
     write_files(config, &inputs, chosen, progress)
 }
 
-/// Scans the input `index` (`path`) and adds the images `config` asks for to `chosen`; returns
-/// the damage found on the way.
+/// Scans the input `index` (`path`) and adds the images `config` asks for to `chosen`, in the
+/// order found; returns the damage found on the way.
 fn choose(
     config: &ExtractConfig,
     index: usize,
@@ -215,13 +269,19 @@ fn choose(
     let name = path.to_string_lossy().into_owned();
     let _file = tracing::info_span!("file", file = %name).entered();
     tracing::debug!(size = input.len(), "scanning");
-    scan(
+    // Images that may be chosen, with their unit and target ID: which are is known only once
+    // a unit is seen whole.
+    let mut candidates: Vec<(usize, String, Chosen)> = Vec::new();
+    let problems = scan(
         path,
         input,
         Places::Everywhere,
         DEFAULT_MAX_DECOMPRESSED,
         &mut |found: &DeviceImage<'_>| {
-            if !wanted(config, found.target) {
+            let stored = found.target.target_id();
+            if !passes_filters(config, found.target)
+                || !stored.is_some_and(|stored| may_be_chosen(config, &stored))
+            {
                 tracing::debug!(
                     offset = found.offset,
                     "passed over {}",
@@ -229,31 +289,70 @@ fn choose(
                 );
                 return;
             }
-            let image = ls::record(&name, found);
-            let label = match found.origin.entry_id() {
-                Some(id) => id.to_string(),
-                None => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
-            };
-            tracing::info!(
-                member = image.member,
-                section = image.section,
-                offset = image.offset,
-                size = image.size,
-                "chose {label}"
-            );
-            let ext = extension(&image, found.data);
-            let inside = found.offset.and_then(|_| offset_within(input, found.data));
-            chosen.push(Chosen {
-                member: found.members.last().cloned(),
-                owned: inside.is_none().then(|| found.data.to_vec()),
-                range: inside.map_or((0, 0), |start| (start, found.data.len())),
-                input: index,
-                label,
-                ext,
-                image,
-            });
+            candidates.push((
+                found.unit,
+                found.target.target_id.clone(),
+                candidate(&name, index, input, found),
+            ));
         },
-    )
+    )?;
+    let mut units: Vec<usize> = candidates.iter().map(|(unit, _, _)| *unit).collect();
+    units.sort_unstable();
+    units.dedup();
+    let mut verdicts: Vec<Option<(Via, usize)>> = vec![None; candidates.len()];
+    for unit in units {
+        let members: Vec<usize> = (0..candidates.len())
+            .filter(|&i| candidates[i].0 == unit)
+            .collect();
+        let ids: Vec<Option<TargetId<'_>>> = members
+            .iter()
+            .map(|&i| TargetId::parse_syntax(&candidates[i].1))
+            .collect();
+        for (&i, verdict) in members.iter().zip(chosen_in_unit(config, &ids)) {
+            verdicts[i] = verdict;
+        }
+    }
+    for ((_, _, mut c), verdict) in candidates.into_iter().zip(verdicts) {
+        let Some((via, asked)) = verdict else {
+            continue;
+        };
+        c.via = via;
+        c.asked = config.arches[asked].to_string();
+        tracing::info!(
+            member = c.image.member,
+            section = c.image.section,
+            offset = c.image.offset,
+            size = c.image.size,
+            via = via.name(),
+            "chose {} for {}",
+            c.label,
+            c.asked
+        );
+        chosen.push(c);
+    }
+    Ok(problems)
+}
+
+/// An image found, ready to be written if it is chosen.
+fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -> Chosen {
+    let image = ls::record(name, found);
+    let label = match found.origin.entry_id() {
+        Some(id) => id.to_string(),
+        None => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
+    };
+    let ext = extension(&image, found.data);
+    let inside = found.offset.and_then(|_| offset_within(input, found.data));
+    Chosen {
+        member: found.members.last().cloned(),
+        owned: inside.is_none().then(|| found.data.to_vec()),
+        range: inside.map_or((0, 0), |start| (start, found.data.len())),
+        input: index,
+        label,
+        ext,
+        image,
+        via: Via::Native,
+        asked: String::new(),
+    }
 }
 
 /// The error for an extraction that found nothing to write.
@@ -301,6 +400,8 @@ fn write_device_archive(
         .map(|c| Extracted {
             path: config.output.clone(),
             image: c.image,
+            via: c.via,
+            asked: c.asked,
         })
         .collect())
 }
@@ -364,6 +465,8 @@ fn write_files(
         .map(|(c, path)| Extracted {
             path,
             image: c.image,
+            via: c.via,
+            asked: c.asked,
         })
         .collect())
 }

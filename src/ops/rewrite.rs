@@ -16,15 +16,22 @@ use crate::format::ccob::CompressOptions;
 use crate::format::container::{is_device_entry, BundleStorage, Container, Rules};
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
-use crate::format::target_id::TargetIdBuf;
+use crate::format::loads::{loaded_by, Via};
+use crate::format::offload_binary;
+use crate::format::target_id::{TargetId, TargetIdBuf};
 use crate::io::{Input, Output};
 
 /// What to do to the device code.
 #[derive(Debug, Clone)]
 pub enum Change {
-    /// Keep only the images these target IDs can load (host entries always stay).
+    /// Keep only the images devices with these target IDs load (host entries always stay):
+    /// in each translation unit, a device's native code, else the code of a generic target
+    /// that covers it, else SPIR-V. A device named without a feature stands for both of its
+    /// settings.
     Keep(Vec<TargetIdBuf>),
-    /// Remove the images these target IDs can load.
+    /// Remove the code for these target IDs: the images built for them (a generic target or
+    /// `amdgcnspirv` named here removes its images). Generic and SPIR-V code that devices not
+    /// named here load stays.
     Remove(Vec<TargetIdBuf>),
     /// Compress every bundle that is not compressed.
     Compress(CompressOptions),
@@ -93,13 +100,14 @@ pub struct Summary {
 }
 
 impl RewriteConfig {
-    /// Whether a device image with target ID `arch` stays.
     /// Runs `work` with the registry's rules for this configuration: what stays, and how
-    /// bundles are stored.
-    fn with_rules<T>(&self, work: impl FnOnce(&Rules<'_>) -> T) -> T {
-        let keeps = |target: &ImageTarget| self.keeps(&target.target_id);
+    /// bundles are stored. `offload_unit` holds the images of the offload binaries side by
+    /// side in the region being rewritten (see [`Rules::offload_unit`]).
+    fn with_rules<T>(&self, offload_unit: &[ImageTarget], work: impl FnOnce(&Rules<'_>) -> T) -> T {
+        let keeps = |unit: &[ImageTarget]| self.keeps(unit);
         work(&Rules {
             keeps: &keeps,
+            offload_unit,
             storage: match &self.change {
                 Change::Compress(options) => BundleStorage::Compress(*options),
                 Change::Decompress => BundleStorage::Decompress,
@@ -109,13 +117,47 @@ impl RewriteConfig {
         })
     }
 
-    fn keeps(&self, arch: &str) -> bool {
+    /// Which images of one translation unit stay.
+    fn keeps(&self, unit: &[ImageTarget]) -> Vec<bool> {
+        let ids: Vec<Option<TargetId<'_>>> = unit.iter().map(ImageTarget::target_id).collect();
+        let loaded = |asked: &TargetIdBuf| loaded_by(&asked.target_id(), &ids);
         match &self.change {
-            Change::Keep(ids) => ids.iter().any(|q| q.can_load(arch)),
-            Change::Remove(ids) => !ids.iter().any(|q| q.can_load(arch)),
-            Change::Compress(_) | Change::Decompress => true,
+            Change::Keep(asked) => {
+                let mut keep = vec![false; unit.len()];
+                for q in asked {
+                    for (k, via) in keep.iter_mut().zip(loaded(q)) {
+                        *k |= via.is_some();
+                    }
+                }
+                keep
+            }
+            Change::Remove(asked) => {
+                let mut keep = vec![true; unit.len()];
+                for q in asked {
+                    for (k, via) in keep.iter_mut().zip(loaded(q)) {
+                        *k &= via != Some(Via::Native);
+                    }
+                }
+                keep
+            }
+            Change::Compress(_) | Change::Decompress => vec![true; unit.len()],
         }
     }
+}
+
+/// The images of the offload binaries at the start of `data`, one after another (with zero
+/// padding between): a device chooses among them as one translation unit.
+fn offload_unit(data: &[u8]) -> Vec<ImageTarget> {
+    offload_binary::split(data)
+        .map_while(|(_, binary)| binary.ok())
+        .flat_map(|binary| {
+            binary
+                .entries()
+                .iter()
+                .map(ImageTarget::of_offload_entry)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// Rewrites a region holding bundles, compressed bundles or offload binaries one after another
@@ -129,6 +171,10 @@ fn rewrite_region(
     let mut out = Vec::with_capacity(data.len());
     let mut pos = 0usize;
     let mut changed = false;
+    let unit = match config.change {
+        Change::Keep(_) | Change::Remove(_) => offload_unit(data),
+        Change::Compress(_) | Change::Decompress => Vec::new(),
+    };
     while pos < data.len() {
         let Some(skip) = data[pos..].iter().position(|&b| b != 0) else {
             out.extend_from_slice(&data[pos..]);
@@ -141,7 +187,7 @@ fn rewrite_region(
             out.resize(out.len().next_multiple_of(boundary), 0);
         }
         let here = &data[start..];
-        let (size, new) = rewrite_container(here, start, config, summary)?;
+        let (size, new) = rewrite_container(here, start, config, &unit, summary)?;
         match new {
             Some(bytes) => {
                 changed = true;
@@ -156,17 +202,18 @@ fn rewrite_region(
 }
 
 /// Rewrites the container at the start of `here`, found at `start` in its region, by the
-/// registry's rules for it: its size there, and its new bytes (`None` when it stays; empty
+/// registry's rules for it (`unit`: the offload binaries' images of the region): its size there, and its new bytes (`None` when it stays; empty
 /// when it goes).
 fn rewrite_container(
     here: &[u8],
     start: usize,
     config: &RewriteConfig,
+    unit: &[ImageTarget],
     summary: &mut Summary,
 ) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
     let container = Container::at_start(here).ok_or_else(|| not_a_container(start))?;
     let rewrite = config
-        .with_rules(|rules| container.rewrite(here, rules))
+        .with_rules(unit, |rules| container.rewrite(here, rules))
         .map_err(|e| match e.kind {
             // Said at the container's place in its region, as before the registry.
             crate::format::ErrorKind::NoBundleInside => e.rebased(start as u64),
@@ -319,7 +366,7 @@ fn rewrite_object<'a>(
         let rewritten = program::rewrite_hip_fatbin(data, &container_size, &|here, start| {
             let _entered = span.enter();
             let mut mine = Summary::default();
-            let (_, new) = rewrite_container(here, start, config, &mut mine)?;
+            let (_, new) = rewrite_container(here, start, config, &[], &mut mine)?;
             mine.rewritten += usize::from(new.is_some());
             let mut total = total.lock().expect("no thread panics holding it");
             total.images_before += mine.images_before;
@@ -343,13 +390,20 @@ fn rewrite_object<'a>(
     // What changes, section by section; the object is rewritten only if something does.
     let mut new_contents: Vec<(String, Vec<u8>)> = Vec::new();
     let mut removed: Vec<String> = Vec::new();
+    // The object's bundle sections are one bundle: a device chooses among them together.
+    let ids: Vec<&str> = file
+        .sections()
+        .filter_map(|section| section.name().ok()?.strip_prefix(BUNDLE_SECTION_PREFIX))
+        .collect();
+    let mut keeps = config
+        .with_rules(&[], |rules| rules.keeps_entries(&ids))
+        .into_iter();
     for section in file.sections() {
         let Ok(name) = section.name() else { continue };
-        let Ok(bytes) = section.data() else { continue };
         if let Some(id) = name.strip_prefix(BUNDLE_SECTION_PREFIX) {
             let is_device = is_device_entry(id);
             summary.images_before += usize::from(is_device);
-            if config.with_rules(|rules| rules.keeps_entry(id)) {
+            if keeps.next().unwrap_or(true) {
                 summary.images_after += usize::from(is_device);
                 debug!(section = name, "bundle entry kept");
             } else {
@@ -358,6 +412,7 @@ fn rewrite_object<'a>(
             }
             continue;
         }
+        let Ok(bytes) = section.data() else { continue };
         let known = name == ".hip_fatbin" || name.starts_with(".llvm.offloading");
         if !known || bytes.is_empty() {
             continue;
