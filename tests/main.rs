@@ -13,6 +13,7 @@ mod cli_output;
 mod differential;
 mod extract;
 mod fuzz_regressions;
+mod generic;
 mod golden;
 mod in_place;
 mod linked;

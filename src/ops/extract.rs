@@ -138,6 +138,10 @@ fn extension(image: &Image, data: &[u8]) -> &'static str {
     if data.starts_with(b"BC\xc0\xde") || data.starts_with(&[0xde, 0xc0, 0x17, 0x0b]) {
         return "bc";
     }
+    // SPIR-V's magic number, 0x07230203, little-endian.
+    if data.starts_with(&[0x03, 0x02, 0x23, 0x07]) {
+        return "spv";
+    }
     match image.image_kind.as_deref() {
         Some("s") => "ptx",
         Some("fatbin") => "fatbin",
