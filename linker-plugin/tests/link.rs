@@ -30,15 +30,16 @@ fn built(name: &str) -> PathBuf {
     path
 }
 
-/// A file of the workspace's build (in the folder above this test's `deps/`), built first with
-/// `cargo build ARGS` if `cargo test` did not build it (it builds the plugin only as a library
-/// for this test, and the `offload` binary only when its package is tested).
+/// A file of the workspace's build (in the folder above this test's `deps/`), brought up to
+/// date first with `cargo build ARGS`: `cargo test` builds the plugin only as a library for
+/// this test, and the `offload` binary only when its package is tested, so a file left by an
+/// earlier build could be stale.
 fn ensure(name: &str, args: &[&str]) -> PathBuf {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one_build_at_a_time = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let exe = std::env::current_exe().unwrap();
     let profile_dir = exe.parent().unwrap().parent().unwrap();
-    if !profile_dir.join(name).exists() {
+    {
         let target_dir = profile_dir.parent().unwrap();
         let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
         cargo
@@ -308,4 +309,93 @@ fn lld_and_mold_links_are_stripped_afterwards() {
         assert!(status.success());
         assert_eq!(hip_build::run(&program, None), KEPT_GFX90A, "{linker}");
     }
+}
+
+/// Compiles `source` of samples/src with clang-22 for `arches` into `dir`; `None` (a visible
+/// skip, a failure when the reference tools are required) without clang-22.
+fn compile_22(dir: &Path, source: &str, arches: &[&str]) -> Option<PathBuf> {
+    let Ok(out) = Command::new("clang-22").arg("--version").output() else {
+        assert!(
+            std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() != Ok("1"),
+            "clang-22 is required"
+        );
+        eprintln!("SKIP: clang-22 not found");
+        return None;
+    };
+    assert!(out.status.success());
+    let object = dir.join(format!("{source}.o"));
+    let mut command = Command::new("clang-22");
+    command.args(["-x", "hip", "-nogpulib", "-nogpuinc", "-O2", "-fPIC", "-c"]);
+    for arch in arches {
+        command.arg(format!("--offload-arch={arch}"));
+    }
+    let out = command
+        .arg(root().join("samples/src").join(source))
+        .arg("-o")
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(object)
+}
+
+#[test]
+fn the_plugin_keeps_the_generic_code_a_kept_device_loads() {
+    let Some(clang) = tools() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // The second translation unit has no gfx1100 code: a gfx1100 loads its gfx11-generic code.
+    let Some(first) = compile_22(
+        dir.path(),
+        "kernel.hip",
+        &["gfx1100", "gfx11-generic", "gfx90a"],
+    ) else {
+        return;
+    };
+    let second = compile_22(dir.path(), "vadd.hip", &["gfx11-generic", "gfx90a"]).unwrap();
+    let inputs = [root().join("tests/support/hip_runtime.c"), first, second];
+    let program = dir.path().join("kept");
+    let out = link(
+        &clang,
+        "bfd",
+        &plugin_args(&["keep=gfx1100"]),
+        &inputs,
+        &program,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&program)
+        .env("HIP_STANDIN_DEVICE", "gfx1100")
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0));
+    // The lines without the entries' sizes, which depend on the compiler's release.
+    let lines: Vec<String> = String::from_utf8_lossy(&run.stdout)
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|word| !word.bytes().all(|b| b.is_ascii_digit()) || l.starts_with("bundle"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "bundle, 2 entries",
+            "host-x86_64-unknown-linux-gnu-",
+            "hipv4-amdgcn-amd-amdhsa--gfx1100 elf",
+            "gfx1100 loads hipv4-amdgcn-amd-amdhsa--gfx1100",
+            "bundle, 2 entries",
+            "host-x86_64-unknown-linux-gnu-",
+            "hipv4-amdgcn-amd-amdhsa--gfx11-generic elf",
+            "gfx1100 loads hipv4-amdgcn-amd-amdhsa--gfx11-generic",
+        ]
+    );
 }
