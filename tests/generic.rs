@@ -286,3 +286,19 @@ fn spirv_is_what_a_device_without_native_or_generic_code_loads() {
     assert!(listing.contains("amdgcnspirv"), "{listing}");
     assert!(!listing.contains("gfx1100"), "{listing}");
 }
+
+#[test]
+fn the_readme_names_every_generic_target_of_the_table() {
+    use offload::format::processor::{ProcessorKind, PROCESSORS};
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    for generic in PROCESSORS
+        .iter()
+        .filter(|p| p.kind() == ProcessorKind::Generic)
+    {
+        assert!(
+            readme.contains(&format!("| `{}` |", generic.name)),
+            "README.md's table of generic targets lacks {}",
+            generic.name
+        );
+    }
+}

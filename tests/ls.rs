@@ -152,6 +152,7 @@ fn json_fields_are_the_documented_ones() {
             "member",
             "offload_kind",
             "offset",
+            "processor",
             "section",
             "size",
             "triple"

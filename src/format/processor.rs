@@ -265,6 +265,18 @@ impl Processor {
     }
 }
 
+/// What `offload ls` says an AMDGPU target ID's processor is: `native`, `generic` or `spirv`
+/// when the table has it, `unknown` for a `gfx` name it lacks (a processor newer than the
+/// table, or a misspelling); `None` for other targets (`sm_80`) and images without one.
+pub fn processor_class(target_id: &str) -> Option<&'static str> {
+    let processor = target_id.split(':').next().unwrap_or(target_id);
+    match Processor::named(processor) {
+        Some(p) => Some(p.kind().name()),
+        None if processor.starts_with("gfx") => Some("unknown"),
+        None => None,
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::indexing_slicing)]
 mod tests {
@@ -343,5 +355,11 @@ mod tests {
         );
         assert_eq!(ProcessorKind::of_name(SPIRV), ProcessorKind::Spirv);
         assert_eq!(ProcessorKind::of_name("gfx1399"), ProcessorKind::Native);
+        assert_eq!(processor_class("gfx1399:xnack+"), Some("unknown"));
+        assert_eq!(processor_class("gfx940:sramecc+"), Some("native"));
+        assert_eq!(processor_class("gfx12-5-generic"), Some("generic"));
+        assert_eq!(processor_class(SPIRV), Some("spirv"));
+        assert_eq!(processor_class("sm_80"), None);
+        assert_eq!(processor_class(""), None);
     }
 }

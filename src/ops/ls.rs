@@ -4,6 +4,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::format::processor::processor_class;
+
 use crate::container::scan::{scan, DeviceImage, Places};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
@@ -36,6 +38,10 @@ pub struct Image {
     pub entry_id: Option<String>,
     /// Whether the image is stored compressed.
     pub compressed: bool,
+    /// For AMDGPU code, what its processor is: `native`, `generic` (a generic target such as
+    /// `gfx11-generic`), `spirv` (`amdgcnspirv`), or `unknown` (a processor the processor table
+    /// lacks); `None` for other images.
+    pub processor: Option<&'static str>,
 }
 
 /// The fields of an image that say what it is: producer, triple, target ID, image kind and
@@ -56,6 +62,7 @@ pub fn describe(
 /// The record `offload ls` prints for `image`, found in the file named `file`.
 pub fn record(file: &str, image: &DeviceImage<'_>) -> Image {
     let (offload_kind, triple, arch, image_kind, entry_id) = describe(image);
+    let processor = processor_class(&arch);
     Image {
         file: file.to_string(),
         member: image.members.last().cloned(),
@@ -66,6 +73,7 @@ pub fn record(file: &str, image: &DeviceImage<'_>) -> Image {
         triple,
         arch,
         image_kind,
+        processor,
         entry_id,
         compressed: image.compressed,
     }
@@ -139,10 +147,10 @@ pub fn table(images: &[Image]) -> String {
                     .image_kind
                     .clone()
                     .unwrap_or_else(|| "bundle".to_string()),
-                if image.arch.is_empty() {
-                    "-".into()
-                } else {
-                    image.arch.clone()
+                match (image.arch.as_str(), image.processor) {
+                    ("", _) => "-".into(),
+                    (arch, Some("unknown")) => format!("{arch} (unknown processor)"),
+                    (arch, _) => arch.to_string(),
                 },
                 image.triple.clone(),
                 image.offload_kind.clone(),
