@@ -340,6 +340,24 @@ fn processors_llvm_19_does_not_know_are_listed_extracted_and_stripped() {
         .map(|(t, a)| (t.to_string(), a.to_string()))
         .collect();
     assert_eq!(seen, expected);
+    let classes: Vec<&str> = images
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["processor"].as_str().unwrap_or("null"))
+        .collect();
+    assert_eq!(classes, ["null", "native", "native", "native", "unknown"]);
+    let (code, table, _) = offload_in(dir.path(), &["ls", bundle_arg]);
+    assert_eq!(code, 0);
+    let unknown: Vec<&str> = table
+        .lines()
+        .filter(|l| l.contains("(unknown processor)"))
+        .collect();
+    assert_eq!(unknown.len(), 1, "{table}");
+    assert!(
+        unknown[0].contains(" gfx1399:xnack+ (unknown processor) "),
+        "{table}"
+    );
 
     for (arch, bytes) in [
         ("gfx950", &b"code for gfx950"[..]),
