@@ -300,14 +300,12 @@ fn choose(
             ));
         },
     )?;
-    let mut units: Vec<usize> = candidates.iter().map(|(unit, _, _)| *unit).collect();
-    units.sort_unstable();
-    units.dedup();
+    let mut units: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (i, (unit, _, _)) in candidates.iter().enumerate() {
+        units.entry(*unit).or_default().push(i);
+    }
     let mut verdicts: Vec<Option<(Via, usize)>> = vec![None; candidates.len()];
-    for unit in units {
-        let members: Vec<usize> = (0..candidates.len())
-            .filter(|&i| candidates[i].0 == unit)
-            .collect();
+    for members in units.values() {
         let ids: Vec<Option<TargetId<'_>>> = members
             .iter()
             .map(|&i| TargetId::parse_syntax(&candidates[i].1))
