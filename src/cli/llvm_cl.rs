@@ -223,15 +223,25 @@ pub fn parse_int(text: &str) -> Option<i32> {
     }
 }
 
+/// Parses a 16-bit unsigned decimal number as LLVM's `StringRef::getAsInteger(10, ...)`
+/// does: digits only (no sign, no spaces), leading zeros allowed, in range.
+pub fn parse_decimal_u16(text: &str) -> Option<u16> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
 /// The help flags LLVM's command-line library gives every tool.
 pub const HELP_FLAGS: &[&str] = &["help", "h", "help-hidden", "help-list", "help-list-hidden"];
 
 /// What an LLVM-compatible tool prints for `--help` and `--version`.
-pub struct About {
+#[derive(Clone, Copy)]
+pub struct About<'a> {
     /// The tool's LLVM name (`clang-offload-bundler`).
     pub tool: &'static str,
     /// Its help text, `PROG` standing for the program's file name.
-    pub help: &'static str,
+    pub help: &'a str,
     /// The flags that ask for the help.
     pub help_flags: &'static [&'static str],
     /// The LLVM release whose behaviour it reproduces, if it says so in its version line.
@@ -243,7 +253,7 @@ pub struct About {
 pub fn help_or_version(
     prog: &str,
     parsed: &Parsed,
-    about: &About,
+    about: &About<'_>,
     out: &mut dyn std::io::Write,
     err: &mut dyn std::io::Write,
 ) -> Option<i32> {
