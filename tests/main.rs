@@ -8,6 +8,7 @@ mod util;
 
 mod bad_input;
 mod bombs;
+mod bundler_22;
 mod campaign;
 mod cli_output;
 mod differential;

@@ -1,5 +1,5 @@
-//! `offload bundler`: clang-offload-bundler 19's command line, options, messages and exit
-//! statuses, over the library's bundler operations.
+//! `offload bundler`: clang-offload-bundler's command line, options, messages and exit
+//! statuses, as LLVM 19 or LLVM 22 has them, over the library's bundler operations.
 
 use super::llvm_cl::{self, Kind, Spec};
 use crate::format::ccob::{CompressOptions, Method};
@@ -160,8 +160,8 @@ clang-offload-bundler options:
 
 Extensions (not in LLVM 19):
 
-  --compressed-bundle-version=<2|3> - Compressed bundle format to write (default 2, or
-                                      COMPRESSED_BUNDLE_FORMAT_VERSION)
+  --compressed-bundle-version=<2|3> - Compressed bundle format to write (default DEFAULT_CCOB,
+                                      or COMPRESSED_BUNDLE_FORMAT_VERSION from LLVM 22)
   --compression-method=<zstd|zlib>  - Compression method to write (default zstd)
   --max-decompressed-size=<bytes>   - Refuse compressed bundles larger than this when
                                       decompressed (default 16 GiB)
@@ -170,16 +170,23 @@ Extensions (not in LLVM 19):
 /// Runs the bundler with `args` (without the program name), printing as `prog`. Returns the
 /// exit status.
 pub fn run(prog: &str, args: &[String], version: LlvmVersion) -> i32 {
-    let _ = version;
     let env = |k: &str| std::env::var(k).ok();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    run_with(prog, args, env, &mut stdout.lock(), &mut stderr.lock())
+    run_with(
+        prog,
+        args,
+        version,
+        env,
+        &mut stdout.lock(),
+        &mut stderr.lock(),
+    )
 }
 
 fn run_with(
     prog: &str,
     args: &[String],
+    version: LlvmVersion,
     env: impl Fn(&str) -> Option<String>,
     out: &mut dyn Write,
     err: &mut dyn Write,
@@ -196,11 +203,23 @@ fn run_with(
             return 1;
         }
     };
-    if let Some(code) = llvm_cl::help_or_version(prog, &parsed, &ABOUT, out, err) {
+    let help = HELP.replace(
+        "DEFAULT_CCOB",
+        &CompressOptions::default_version(version).to_string(),
+    );
+    let about = llvm_cl::About {
+        help: &help,
+        compatible_with: Some(match version {
+            LlvmVersion::V19 => "LLVM 19.1.7",
+            LlvmVersion::V22 => "LLVM 22.1.8",
+        }),
+        ..ABOUT
+    };
+    if let Some(code) = llvm_cl::help_or_version(prog, &parsed, &about, out, err) {
         return code;
     }
     let names = Names { prog, base: &base };
-    match config(names, &parsed, &env, err) {
+    match config(names, &parsed, version, &env, err) {
         Ok(config) => dispatch(names, &parsed, &config, out, err),
         Err(code) => code,
     }
@@ -222,12 +241,12 @@ impl Names<'_> {
     }
 }
 
-/// What `--help` and `--version` print.
-const ABOUT: llvm_cl::About = llvm_cl::About {
+/// What `--help` and `--version` print (the release it stands in for is filled in by [`run`]).
+const ABOUT: llvm_cl::About<'static> = llvm_cl::About {
     tool: "clang-offload-bundler",
     help: HELP,
     help_flags: llvm_cl::HELP_FLAGS,
-    compatible_with: Some("LLVM 19.1.7"),
+    compatible_with: None,
 };
 
 /// The bundler's settings from the command line and the environment, checked in LLVM's order;
@@ -235,6 +254,7 @@ const ABOUT: llvm_cl::About = llvm_cl::About {
 fn config(
     names: Names,
     parsed: &llvm_cl::Parsed,
+    version: LlvmVersion,
     env: &impl Fn(&str) -> Option<String>,
     err: &mut dyn Write,
 ) -> Result<BundlerConfig, i32> {
@@ -253,7 +273,7 @@ fn config(
         );
         return Err(1);
     };
-    let env_settings = settings_from_env(env);
+    let env_settings = settings_from_env(env, version);
     for warning in &env_settings.warnings {
         let _ = writeln!(err, "{warning}");
     }
@@ -277,6 +297,7 @@ fn config(
         check_input_archive: parsed.flag("check-input-archive").unwrap_or(false),
         max_decompressed,
         dry_run: parsed.flag("###").unwrap_or(false),
+        llvm: version,
     })
 }
 
@@ -439,19 +460,23 @@ fn list(prog: &str, config: &BundlerConfig, out: &mut dyn Write, err: &mut dyn W
     }
 }
 
-/// Reads the bundler's environment variables as LLVM 19 does: `OFFLOAD_BUNDLER_VERBOSE` and
-/// `OFFLOAD_BUNDLER_COMPRESS` ("1" turns on, anything else off), `OFFLOAD_BUNDLER_COMPRESSION_LEVEL`
-/// (an integer), all ignored when `OFFLOAD_BUNDLER_IGNORE_ENV_VAR=1`; and
-/// `COMPRESSED_BUNDLE_FORMAT_VERSION` (2 or 3), which newer LLVM honours. Returns the verbose
-/// setting, the compression setting, the compression options and any warnings to print.
-pub fn settings_from_env(env: impl Fn(&str) -> Option<String>) -> EnvSettings {
+/// Reads the bundler's environment variables as LLVM `version` does: `OFFLOAD_BUNDLER_VERBOSE`
+/// and `OFFLOAD_BUNDLER_COMPRESS` ("1" turns on, anything else off),
+/// `OFFLOAD_BUNDLER_COMPRESSION_LEVEL` (an integer), and from LLVM 22
+/// `COMPRESSED_BUNDLE_FORMAT_VERSION` (2 or 3; LLVM 19 ignores it), all ignored when
+/// `OFFLOAD_BUNDLER_IGNORE_ENV_VAR=1`. Returns the verbose setting, the compression setting,
+/// the compression options and any warnings to print.
+pub fn settings_from_env(
+    env: impl Fn(&str) -> Option<String>,
+    version: LlvmVersion,
+) -> EnvSettings {
     let mut settings = EnvSettings {
         verbose: None,
         compress: None,
         options: CompressOptions {
             method: Method::Zstd,
             level: Method::Zstd.default_level(),
-            version: 2,
+            version: CompressOptions::default_version(version),
         },
         warnings: Vec::new(),
     };
@@ -468,12 +493,19 @@ pub fn settings_from_env(env: impl Fn(&str) -> Option<String>) -> EnvSettings {
             )),
         }
     }
-    if let Some(version) = env("COMPRESSED_BUNDLE_FORMAT_VERSION") {
-        match version.as_str() {
-            "2" => settings.options.version = 2,
-            "3" => settings.options.version = 3,
-            other => settings.warnings.push(format!(
-                "Warning: Invalid value for COMPRESSED_BUNDLE_FORMAT_VERSION: {other}. Valid values are 2 or 3. Using default version 2."
+    if version == LlvmVersion::V19 {
+        return settings;
+    }
+    if let Some(text) = env("COMPRESSED_BUNDLE_FORMAT_VERSION") {
+        let default = settings.options.version;
+        // LLVM reads a 16-bit unsigned decimal number, then checks it.
+        match llvm_cl::parse_decimal_u16(&text) {
+            Some(v @ (2 | 3)) => settings.options.version = v,
+            Some(_) => settings.warnings.push(format!(
+                "Warning: Invalid value for COMPRESSED_BUNDLE_FORMAT_VERSION: {text}. Valid values are 2 or 3. Using default version {default}."
+            )),
+            None => settings.warnings.push(format!(
+                "Warning: Invalid value for COMPRESSED_BUNDLE_FORMAT_VERSION: {text}. Using default version {default}."
             )),
         }
     }
@@ -498,9 +530,13 @@ mod tests {
     use super::*;
 
     fn run_args(args: &str) -> (i32, String, String) {
+        run_args_as(LlvmVersion::V19, args)
+    }
+
+    fn run_args_as(version: LlvmVersion, args: &str) -> (i32, String, String) {
         let args: Vec<String> = args.split_whitespace().map(str::to_string).collect();
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = run_with("B", &args, |_| None, &mut out, &mut err);
+        let code = run_with("B", &args, version, |_| None, &mut out, &mut err);
         (
             code,
             String::from_utf8(out).unwrap(),
@@ -569,7 +605,11 @@ mod tests {
         assert!(out.contains("USAGE: B [options]"));
         let (code, out, _) = run_args("-version");
         assert_eq!(code, 0);
-        assert!(out.contains("LLVM 19"));
+        assert!(out.contains("(compatible with LLVM 19.1.7)"));
+        let (_, out, _) = run_args_as(LlvmVersion::V22, "-version");
+        assert!(out.contains("(compatible with LLVM 22.1.8)"));
+        let (_, out, _) = run_args_as(LlvmVersion::V22, "--help");
+        assert!(out.contains("(default 3,"));
     }
 
     #[test]
@@ -582,26 +622,63 @@ mod tests {
                     .map(|(_, v)| v.to_string())
             }
         };
-        let s = settings_from_env(env(&[
-            ("OFFLOAD_BUNDLER_COMPRESS", "yes"),
-            ("OFFLOAD_BUNDLER_VERBOSE", "1"),
-        ]));
+        let s = settings_from_env(
+            env(&[
+                ("OFFLOAD_BUNDLER_COMPRESS", "yes"),
+                ("OFFLOAD_BUNDLER_VERBOSE", "1"),
+            ]),
+            LlvmVersion::V19,
+        );
         assert_eq!(s.compress, Some(false));
         assert_eq!(s.verbose, Some(true));
-        let s = settings_from_env(env(&[
-            ("OFFLOAD_BUNDLER_COMPRESS", "1"),
-            ("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "1"),
-        ]));
+        let s = settings_from_env(
+            env(&[
+                ("OFFLOAD_BUNDLER_COMPRESS", "1"),
+                ("OFFLOAD_BUNDLER_IGNORE_ENV_VAR", "1"),
+            ]),
+            LlvmVersion::V19,
+        );
         assert_eq!(s.compress, None);
-        let s = settings_from_env(env(&[
+        let both = env(&[
             ("OFFLOAD_BUNDLER_COMPRESSION_LEVEL", "abc"),
-            ("COMPRESSED_BUNDLE_FORMAT_VERSION", "3"),
-        ]));
+            ("COMPRESSED_BUNDLE_FORMAT_VERSION", "2"),
+        ]);
+        // LLVM 19 writes version 2 and ignores COMPRESSED_BUNDLE_FORMAT_VERSION.
+        let s = settings_from_env(both, LlvmVersion::V19);
         assert_eq!(s.options.level, 3);
-        assert_eq!(s.options.version, 3);
+        assert_eq!(s.options.version, 2);
         assert_eq!(
             s.warnings,
             ["Warning: Invalid value for OFFLOAD_BUNDLER_COMPRESSION_LEVEL: abc. Ignoring it."]
         );
+        assert_eq!(settings_from_env(both, LlvmVersion::V22).options.version, 2);
+        assert_eq!(
+            settings_from_env(|_| None, LlvmVersion::V22)
+                .options
+                .version,
+            3
+        );
+    }
+
+    #[test]
+    fn llvm_22_reads_the_compressed_bundle_version_from_the_environment() {
+        let warnings = |value: &'static str| {
+            let s = settings_from_env(
+                move |k: &str| (k == "COMPRESSED_BUNDLE_FORMAT_VERSION").then(|| value.into()),
+                LlvmVersion::V22,
+            );
+            (s.options.version, s.warnings.join("\n"))
+        };
+        assert_eq!(warnings("03"), (3, String::new()));
+        assert_eq!(
+            warnings("65535"),
+            (3, "Warning: Invalid value for COMPRESSED_BUNDLE_FORMAT_VERSION: 65535. Valid values are 2 or 3. Using default version 3.".into())
+        );
+        for text in ["65536", "", " 3", "+3", "0x3", "x"] {
+            assert_eq!(
+                warnings(text),
+                (3, format!("Warning: Invalid value for COMPRESSED_BUNDLE_FORMAT_VERSION: {text}. Using default version 3."))
+            );
+        }
     }
 }

@@ -147,7 +147,7 @@ pub fn parse(args: &[String], specs: &[Spec]) -> Result<Parsed, Vec<String>> {
 }
 
 /// Prints the errors of [`parse`] as LLVM's tools print them: `BASE: <error>`, and for an
-/// unknown option `  Try: 'PROG --help'` and a "Did you mean" hint when an option is close.
+/// unknown option `  Try: 'PROG --help'` and a "Did you mean" line naming the nearest option.
 /// `base` is the program's file name, `prog` the program as started.
 pub fn print_errors(
     err: &mut dyn std::io::Write,
@@ -160,8 +160,8 @@ pub fn print_errors(
         if e.starts_with("Unknown command line argument") {
             let _ = writeln!(err, "{base}: {e}  Try: '{prog} --help'");
             let arg = e.split('\'').nth(1).unwrap_or("");
-            if let Some(name) = nearest(arg, specs.iter().map(|s| s.name)) {
-                let _ = writeln!(err, "{base}: Did you mean '{}'?", spelled(name));
+            if let Some(suggestion) = suggestion(arg, specs) {
+                let _ = writeln!(err, "{base}: Did you mean '{}'?", spelled(&suggestion));
             }
         } else {
             let _ = writeln!(err, "{base}: {e}");
@@ -169,16 +169,30 @@ pub fn print_errors(
     }
 }
 
-/// The option name closest to `arg` within a small edit distance, for a "Did you mean" hint.
-pub fn nearest<'a>(arg: &str, names: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let body = arg.trim_start_matches('-');
-    let body = body.split_once('=').map_or(body, |(n, _)| n);
-    names
-        .into_iter()
-        .map(|n| (edit_distance(body, n), n))
-        .filter(|(d, n)| *d > 0 && *d <= 2.max(n.len() / 4))
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, n)| n)
+/// LLVM's "Did you mean" suggestion for the unknown option `arg`: the option nearest by edit
+/// distance (the first of equals), with the value `arg` gave after `=` when the option takes
+/// one. An option that takes no value (`--help`, `--version`) is compared with the whole
+/// argument, value included. LLVM suggests something for any unknown option.
+pub fn suggestion(arg: &str, specs: &[Spec]) -> Option<String> {
+    let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'))?;
+    if body.is_empty() {
+        return None;
+    }
+    let (name, value) = body.split_once('=').unwrap_or((body, ""));
+    let takes_value = |spec: &Spec| !(HELP_FLAGS.contains(&spec.name) || spec.name == "version");
+    let (_, best) = specs
+        .iter()
+        .filter(|spec| spec.name != "h")
+        .map(|spec| {
+            let compared = if takes_value(spec) { name } else { body };
+            (edit_distance(compared, spec.name), spec)
+        })
+        .min_by_key(|(distance, _)| *distance)?;
+    Some(if value.is_empty() || !takes_value(best) {
+        best.name.to_string()
+    } else {
+        format!("{}={value}", best.name)
+    })
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -223,15 +237,25 @@ pub fn parse_int(text: &str) -> Option<i32> {
     }
 }
 
+/// Parses a 16-bit unsigned decimal number as LLVM's `StringRef::getAsInteger(10, ...)`
+/// does: digits only (no sign, no spaces), leading zeros allowed, in range.
+pub fn parse_decimal_u16(text: &str) -> Option<u16> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
 /// The help flags LLVM's command-line library gives every tool.
 pub const HELP_FLAGS: &[&str] = &["help", "h", "help-hidden", "help-list", "help-list-hidden"];
 
 /// What an LLVM-compatible tool prints for `--help` and `--version`.
-pub struct About {
+#[derive(Clone, Copy)]
+pub struct About<'a> {
     /// The tool's LLVM name (`clang-offload-bundler`).
     pub tool: &'static str,
     /// Its help text, `PROG` standing for the program's file name.
-    pub help: &'static str,
+    pub help: &'a str,
     /// The flags that ask for the help.
     pub help_flags: &'static [&'static str],
     /// The LLVM release whose behaviour it reproduces, if it says so in its version line.
@@ -243,7 +267,7 @@ pub struct About {
 pub fn help_or_version(
     prog: &str,
     parsed: &Parsed,
-    about: &About,
+    about: &About<'_>,
     out: &mut dyn std::io::Write,
     err: &mut dyn std::io::Write,
 ) -> Option<i32> {
@@ -328,10 +352,14 @@ mod tests {
             ["for the --unbundle option: 'yes' is invalid value for boolean argument! Try 0 or 1"]
         );
         assert_eq!(parse(&args("stray"), SPECS).unwrap().positional, ["stray"]);
-        assert_eq!(
-            nearest("-unbundel", SPECS.iter().map(|s| s.name)),
-            Some("unbundle")
-        );
+        let suggest = |arg: &str| suggestion(arg, SPECS).unwrap();
+        // Checked against clang-offload-bundler-19 and -22.
+        assert_eq!(suggest("-unbundel"), "unbundle");
+        assert_eq!(suggest("-unbundel=1"), "unbundle=1");
+        assert_eq!(suggest("-typ=o"), "type=o");
+        assert_eq!(suggest("--typ=o"), "type=o");
+        assert_eq!(suggest("-typ"), "type");
+        assert_eq!(suggest("-foo"), "###");
     }
 
     #[test]

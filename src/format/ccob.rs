@@ -503,6 +503,15 @@ impl Default for CompressOptions {
 }
 
 impl CompressOptions {
+    /// The header version LLVM `llvm`'s clang-offload-bundler writes unless told otherwise:
+    /// 2 for LLVM 19, 3 from LLVM 22 on.
+    pub fn default_version(llvm: super::processor::LlvmVersion) -> u16 {
+        match llvm {
+            super::processor::LlvmVersion::V19 => 2,
+            super::processor::LlvmVersion::V22 => 3,
+        }
+    }
+
     /// Refuses a bundle of `uncompressed` bytes that this header version cannot describe
     /// (version 2 holds sizes in 32 bits): checked before any input is read or compressed.
     pub fn check_size(&self, uncompressed: u64) -> Result<()> {

@@ -1,4 +1,5 @@
-//! Bundle entry IDs: `<offload-kind>-<triple>[-<target-id>]`, parsed as LLVM 19 parses them.
+//! Bundle entry IDs: `<offload-kind>-<triple>[-<target-id>]`, parsed as LLVM 19 or LLVM 22
+//! parses them.
 //!
 //! LLVM 19 splits an entry ID at its last `-` (before any `:`) and takes what follows as the
 //! start of the target ID only when it is a processor name its offload-arch table knows; the
@@ -7,9 +8,17 @@
 //! becomes `host-x86_64-unknown-linux-gnu-`, `hipv4-amdgcn-amd-amdhsa-gfx906` becomes
 //! `hipv4-amdgcn-amd-amdhsa--gfx906`. Matching these quirks is what makes bundles written here
 //! byte-identical to LLVM's and lets each tool read the other's.
+//!
+//! LLVM 20 and later split an ID into exactly five or six `-` pieces instead: kind, the four
+//! pieces of the triple, and an optional target ID, kept only when its processor is in their
+//! offload-arch table; the triple is written normalised (`amdgcn-amd-amdhsa-` for AMDHSA).
+//! Here a processor an older release knew (gfx940, gfx941) is kept too: LLVM 22 drops it and
+//! then takes one such entry for another.
 
-use super::target_id::{is_offload_arch, target_ids_compatible};
-use super::triple::Triple;
+use super::processor::{LlvmVersion, Processor};
+use super::target_id::ProcessorTable;
+use super::target_id::{is_offload_arch, is_offload_arch_in, target_ids_compatible_in};
+use super::triple::{Os, Triple};
 use std::fmt;
 
 /// The offload kinds LLVM 19's bundler accepts.
@@ -33,12 +42,108 @@ pub struct EntryId {
     pub triple: Triple,
     /// The target ID with its features, as written; empty when the ID has none.
     pub target_id: String,
+    /// The LLVM release whose rules parsed it, which also decide how it is written and
+    /// which processors its target ID may name.
+    pub rules: LlvmVersion,
+}
+
+/// Whether `text` has the shape LLVM 20 and later require of a bundle entry ID
+/// (`checkOffloadBundleID`): five or six `-` pieces when split at most five times, that is a
+/// kind, four triple pieces and an optional target ID.
+pub fn is_well_formed(text: &str) -> bool {
+    text.matches('-').count() >= 4
+}
+
+/// The processor of a target ID piece (before any `:`) when LLVM 22 reads the piece as a
+/// target ID: its offload-arch table knows it, or an older release did (kept here so that
+/// retired processors are not mistaken for each other).
+fn is_target_id_processor_22(processor: &str) -> bool {
+    is_offload_arch_in(LlvmVersion::V22, processor)
+        || Processor::named(processor)
+            .is_some_and(|p| p.name == processor && p.known_by(LlvmVersion::V19))
 }
 
 impl EntryId {
     /// Parses `text` the way LLVM 19's bundler does. Never fails: validity is asked
     /// separately ([`EntryId::is_kind_valid`], [`EntryId::is_triple_valid`]).
     pub fn parse(text: &str) -> EntryId {
+        EntryId::parse_as(LlvmVersion::V19, text)
+    }
+
+    /// Parses `text` the way LLVM `version`'s bundler does. Never fails; for LLVM 22 an ID
+    /// that is not [`is_well_formed`] gets empty pieces where pieces are missing.
+    pub fn parse_as(version: LlvmVersion, text: &str) -> EntryId {
+        match version {
+            LlvmVersion::V19 => EntryId::parse_19(text),
+            LlvmVersion::V22 => EntryId::parse_22(text),
+        }
+    }
+
+    /// The target ID piece of `text` under LLVM 22's rules that names a processor neither
+    /// LLVM 22 nor an older release knows, which LLVM 22 silently drops from the ID.
+    pub fn unknown_processor_22(text: &str) -> Option<&str> {
+        let piece = text.splitn(6, '-').nth(5)?;
+        let processor = piece.split_once(':').map_or(piece, |(p, _)| p);
+        (!processor.is_empty() && !is_target_id_processor_22(processor)).then_some(processor)
+    }
+
+    fn parse_22(text: &str) -> EntryId {
+        let mut pieces = text.splitn(6, '-');
+        let kind = pieces.next().unwrap_or("");
+        let mut triple_pieces = [""; 4];
+        for piece in &mut triple_pieces {
+            *piece = pieces.next().unwrap_or("");
+        }
+        let with_features = pieces.next().unwrap_or("");
+        let processor = with_features
+            .split_once(':')
+            .map_or(with_features, |(p, _)| p);
+        let target_id = if !processor.is_empty() && is_target_id_processor_22(processor) {
+            with_features
+        } else {
+            ""
+        };
+        let whole = Triple::new(&triple_pieces.join("-"));
+        let triple = Triple::from_parts(
+            whole.arch_name(),
+            whole.vendor_name(),
+            whole.os_name(),
+            whole.environment_name(),
+        );
+        EntryId {
+            kind: kind.to_string(),
+            triple,
+            target_id: target_id.to_string(),
+            rules: LlvmVersion::V22,
+        }
+    }
+
+    /// The triple as LLVM 22 writes it: normalised, with `unknown` for empty pieces; for the
+    /// AMDHSA OS, three pieces and an empty environment. (LLVM also moves pieces written in
+    /// the wrong place, such as `x86_64-linux-gnu-unknown`; that is not done here.)
+    fn normalised_triple(&self) -> String {
+        let piece = |p: &str| {
+            if p.is_empty() {
+                "unknown".to_string()
+            } else {
+                p.to_string()
+            }
+        };
+        let t = &self.triple;
+        let three = format!(
+            "{}-{}-{}",
+            piece(t.arch_name()),
+            piece(t.vendor_name()),
+            piece(t.os_name())
+        );
+        if t.os() == Os::AmdHsa {
+            format!("{three}-")
+        } else {
+            format!("{three}-{}", piece(t.environment_name()))
+        }
+    }
+
+    fn parse_19(text: &str) -> EntryId {
         let before_features = text.split_once(':').map_or(text, |(a, _)| a);
         let (left, last) = before_features
             .rsplit_once('-')
@@ -65,6 +170,7 @@ impl EntryId {
             kind: kind.to_string(),
             triple,
             target_id: target_id.to_string(),
+            rules: LlvmVersion::V19,
         }
     }
 
@@ -106,10 +212,11 @@ impl EntryId {
                 || (kind == "openmp" && starts_hip(target)))
     }
 
-    /// Whether the code object of this entry can serve the requested `target`, as LLVM 19's
+    /// Whether the code object of this entry can serve the requested `target`, as LLVM's
     /// bundler decides: an exact match of kind, triple and target ID; or compatible kinds,
     /// compatible triples, the same processor, and every feature this entry sets set alike
-    /// in the target.
+    /// in the target. Processors are those of the target's LLVM release for LLVM 19, and
+    /// those of any release for LLVM 22, so that retired processors stay apart.
     pub fn is_compatible_with(&self, target: &EntryId, matching: KindMatching) -> bool {
         if self.kind == target.kind
             && self.triple.is_compatible_with(&target.triple)
@@ -122,7 +229,12 @@ impl EntryId {
         {
             return false;
         }
-        target_ids_compatible(
+        let table = match target.rules {
+            LlvmVersion::V19 => ProcessorTable::Release(LlvmVersion::V19),
+            LlvmVersion::V22 => ProcessorTable::AnyRelease,
+        };
+        target_ids_compatible_in(
+            table,
             &self.triple,
             &self.target_id,
             &target.triple,
@@ -134,13 +246,11 @@ impl EntryId {
 /// The standardised name LLVM writes: `<kind>-<four-piece triple>-<target ID>`.
 impl fmt::Display for EntryId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}-{}-{}",
-            self.kind,
-            self.triple.as_str(),
-            self.target_id
-        )
+        let triple = match self.rules {
+            LlvmVersion::V19 => self.triple.as_str().to_string(),
+            LlvmVersion::V22 => self.normalised_triple(),
+        };
+        write!(f, "{}-{triple}-{}", self.kind, self.target_id)
     }
 }
 
@@ -221,6 +331,90 @@ mod tests {
         assert_eq!(e.target_id, "generic");
         assert_eq!(e.to_string(), "hipv4-amdgcn-amd-amdhsa--gfx9-generic");
         assert_eq!(e.triple.as_str(), "amdgcn-amd-amdhsa--gfx9");
+    }
+
+    fn std_name_22(s: &str) -> String {
+        EntryId::parse_as(LlvmVersion::V22, s).to_string()
+    }
+
+    #[test]
+    fn standardised_names_match_llvm_22() {
+        let cases = [
+            (
+                "host-x86_64-unknown-linux-gnu",
+                "host-x86_64-unknown-linux-gnu-",
+            ),
+            (
+                "host-x86_64-unknown-linux-gnu-",
+                "host-x86_64-unknown-linux-gnu-",
+            ),
+            (
+                "host-x86_64-unknown-linux--",
+                "host-x86_64-unknown-linux-unknown-",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa-gfx906",
+                "hipv4-amdgcn-amd-amdhsa--",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa-unknown-gfx906",
+                "hipv4-amdgcn-amd-amdhsa--gfx906",
+            ),
+            (
+                "hipv4-amdgcn--amdhsa--gfx906",
+                "hipv4-amdgcn-unknown-amdhsa--gfx906",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx9-generic",
+                "hipv4-amdgcn-amd-amdhsa--gfx9-generic",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx950:xnack+",
+                "hipv4-amdgcn-amd-amdhsa--gfx950:xnack+",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx906-extra",
+                "hipv4-amdgcn-amd-amdhsa--",
+            ),
+            (
+                "hip-spirv64-amd-amdhsa-unknown-amdgcnspirv",
+                "hip-spirv64-amd-amdhsa--amdgcnspirv",
+            ),
+            (
+                "hipv4-amdgcn-amd-linux--gfx906",
+                "hipv4-amdgcn-amd-linux-unknown-gfx906",
+            ),
+            // Kept here, dropped by LLVM 22: a processor an older release knew.
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx941:xnack+",
+                "hipv4-amdgcn-amd-amdhsa--gfx941:xnack+",
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(std_name_22(input), expected, "for {input}");
+        }
+        assert!(is_well_formed("a-b-c-d-e"));
+        assert!(!is_well_formed("host-x86_64-unknown-linux"));
+        assert_eq!(
+            EntryId::unknown_processor_22("hipv4-amdgcn-amd-amdhsa--gfx9000:xnack+"),
+            Some("gfx9000")
+        );
+        assert_eq!(
+            EntryId::unknown_processor_22("hipv4-amdgcn-amd-amdhsa--gfx940"),
+            None
+        );
+    }
+
+    #[test]
+    fn retired_processors_stay_apart_under_llvm_22() {
+        let parse = |s: &str| EntryId::parse_as(LlvmVersion::V22, s);
+        let gfx940 = parse("hipv4-amdgcn-amd-amdhsa--gfx940");
+        let gfx941 = parse("hipv4-amdgcn-amd-amdhsa--gfx941:xnack+");
+        assert!(!gfx941.is_compatible_with(&gfx940, KindMatching::Exact));
+        assert!(gfx940.is_compatible_with(&gfx940, KindMatching::Exact));
+        let gfx950 = parse("hipv4-amdgcn-amd-amdhsa--gfx950:xnack+");
+        assert!(parse("hipv4-amdgcn-amd-amdhsa--gfx950")
+            .is_compatible_with(&gfx950, KindMatching::Exact));
     }
 
     #[test]

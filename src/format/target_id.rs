@@ -80,16 +80,25 @@ impl<'a> TargetId<'a> {
         triple: &Triple,
         id: &'a str,
     ) -> Option<(&'a str, Vec<(&'a str, FeatureSetting)>)> {
+        TargetId::parse_in(ProcessorTable::DEFAULT, triple, id)
+    }
+
+    /// [`TargetId::parse`] against the AMDGCN processors of `table`.
+    pub fn parse_in(
+        table: ProcessorTable,
+        triple: &Triple,
+        id: &'a str,
+    ) -> Option<(&'a str, Vec<(&'a str, FeatureSetting)>)> {
         let parsed = TargetId::parse_syntax(id)?;
         let processor: &'a str = if triple.is_amdgpu() {
-            amdgpu_processor(triple, parsed.processor)?.name
+            amdgpu_processor_in(table, triple, parsed.processor)?.name
         } else {
             parsed.processor
         };
         if processor.is_empty() {
             return None;
         }
-        let supported = supported_features(triple, processor);
+        let supported = supported_features_in(table, triple, processor);
         if parsed
             .features
             .iter()
@@ -242,7 +251,12 @@ fn known_features(processor: &str) -> &'static [&'static str] {
 /// The canonical form of `id` for `triple` (aliases resolved, features sorted), or `None` if
 /// `id` is not a valid target ID for it.
 pub fn canonical_target_id(triple: &Triple, id: &str) -> Option<String> {
-    let (processor, features) = TargetId::parse(triple, id)?;
+    canonical_target_id_in(ProcessorTable::DEFAULT, triple, id)
+}
+
+/// [`canonical_target_id`] against the AMDGCN processors of `table`.
+pub fn canonical_target_id_in(table: ProcessorTable, triple: &Triple, id: &str) -> Option<String> {
+    let (processor, features) = TargetId::parse_in(table, triple, id)?;
     Some(
         TargetId {
             processor,
@@ -267,9 +281,26 @@ pub fn target_ids_compatible(
     device_triple: &Triple,
     device: &str,
 ) -> bool {
+    target_ids_compatible_in(
+        ProcessorTable::DEFAULT,
+        code_triple,
+        code,
+        device_triple,
+        device,
+    )
+}
+
+/// [`target_ids_compatible`] against the AMDGCN processors of `table`.
+pub fn target_ids_compatible_in(
+    table: ProcessorTable,
+    code_triple: &Triple,
+    code: &str,
+    device_triple: &Triple,
+    device: &str,
+) -> bool {
     let (Some((code_proc, code_features)), Some((dev_proc, dev_features))) = (
-        TargetId::parse(code_triple, code),
-        TargetId::parse(device_triple, device),
+        TargetId::parse_in(table, code_triple, code),
+        TargetId::parse_in(table, device_triple, device),
     ) else {
         return false;
     };
@@ -367,11 +398,46 @@ const R600: &[(&str, &str)] = &[
     ("turks", "turks"),
 ];
 
+/// Which AMDGCN processors a target ID may name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessorTable {
+    /// Those one LLVM release knows, as that release's tools decide.
+    Release(LlvmVersion),
+    /// Those any release knows, retired ones included: for reading what older tools wrote
+    /// (a bundle entry for gfx940 stays a gfx940 entry after LLVM dropped gfx940).
+    AnyRelease,
+}
+
+impl ProcessorTable {
+    /// The table of callers that name none: LLVM 19's, which the bundle readers were written
+    /// against.
+    pub const DEFAULT: ProcessorTable = ProcessorTable::Release(LlvmVersion::V19);
+
+    /// The row of `name` (canonical or alias) in this table.
+    pub fn named(self, name: &str) -> Option<&'static Processor> {
+        match self {
+            ProcessorTable::Release(version) => Processor::named_in(version, name),
+            ProcessorTable::AnyRelease => {
+                Processor::named(name).filter(|p| LlvmVersion::ALL.iter().any(|v| p.known_by(*v)))
+            }
+        }
+    }
+}
+
 /// The AMDGPU processor `name` (canonical or alias) denotes for `triple`: LLVM 19's AMDGCN
 /// processors for `amdgcn`, the R600 table for `r600`.
 pub fn amdgpu_processor(triple: &Triple, name: &str) -> Option<AmdgpuProcessor> {
+    amdgpu_processor_in(ProcessorTable::DEFAULT, triple, name)
+}
+
+/// [`amdgpu_processor`] with the AMDGCN processors of `table`.
+pub fn amdgpu_processor_in(
+    table: ProcessorTable,
+    triple: &Triple,
+    name: &str,
+) -> Option<AmdgpuProcessor> {
     if triple.is_amdgcn() {
-        Processor::named_in(LlvmVersion::V19, name).map(|p| gpu(p.name, p.xnack, p.sramecc))
+        table.named(name).map(|p| gpu(p.name, p.xnack, p.sramecc))
     } else if triple.is_r600() {
         R600.iter()
             .find(|(n, _)| *n == name)
@@ -383,7 +449,16 @@ pub fn amdgpu_processor(triple: &Triple, name: &str) -> Option<AmdgpuProcessor> 
 
 /// The target features `processor` supports on `triple`, in alphabetical order.
 pub fn supported_features(triple: &Triple, processor: &str) -> Vec<&'static str> {
-    let Some(p) = amdgpu_processor(triple, processor) else {
+    supported_features_in(ProcessorTable::DEFAULT, triple, processor)
+}
+
+/// [`supported_features`] with the AMDGCN processors of `table`.
+pub fn supported_features_in(
+    table: ProcessorTable,
+    triple: &Triple,
+    processor: &str,
+) -> Vec<&'static str> {
+    let Some(p) = amdgpu_processor_in(table, triple, processor) else {
         return Vec::new();
     };
     let mut out = Vec::new();
@@ -479,6 +554,109 @@ pub const OFFLOAD_ARCH_NAMES: &[&str] = &[
 /// Whether LLVM 19's offload-arch table knows `name`.
 pub fn is_offload_arch(name: &str) -> bool {
     OFFLOAD_ARCH_NAMES.contains(&name)
+}
+
+/// The processor names LLVM 22's offload-arch table knows, as clang-offload-bundler-22 keeps
+/// them in a bundle entry ID (probed one by one): LLVM 19's without gfx940 and gfx941, with
+/// the newer CUDA and AMDGPU processors. The empty name no longer counts.
+pub const OFFLOAD_ARCH_NAMES_22: &[&str] = &[
+    "generic",
+    "sm_20",
+    "sm_21",
+    "sm_30",
+    "sm_32",
+    "sm_35",
+    "sm_37",
+    "sm_50",
+    "sm_52",
+    "sm_53",
+    "sm_60",
+    "sm_61",
+    "sm_62",
+    "sm_70",
+    "sm_72",
+    "sm_75",
+    "sm_80",
+    "sm_86",
+    "sm_87",
+    "sm_88",
+    "sm_89",
+    "sm_90",
+    "sm_90a",
+    "sm_100",
+    "sm_100a",
+    "sm_101",
+    "sm_101a",
+    "sm_103",
+    "sm_103a",
+    "sm_110",
+    "sm_110a",
+    "sm_120",
+    "sm_120a",
+    "sm_121",
+    "sm_121a",
+    "gfx600",
+    "gfx601",
+    "gfx602",
+    "gfx700",
+    "gfx701",
+    "gfx702",
+    "gfx703",
+    "gfx704",
+    "gfx705",
+    "gfx801",
+    "gfx802",
+    "gfx803",
+    "gfx805",
+    "gfx810",
+    "gfx9-generic",
+    "gfx900",
+    "gfx902",
+    "gfx904",
+    "gfx906",
+    "gfx908",
+    "gfx909",
+    "gfx90a",
+    "gfx90c",
+    "gfx9-4-generic",
+    "gfx942",
+    "gfx950",
+    "gfx10-1-generic",
+    "gfx1010",
+    "gfx1011",
+    "gfx1012",
+    "gfx1013",
+    "gfx10-3-generic",
+    "gfx1030",
+    "gfx1031",
+    "gfx1032",
+    "gfx1033",
+    "gfx1034",
+    "gfx1035",
+    "gfx1036",
+    "gfx11-generic",
+    "gfx1100",
+    "gfx1101",
+    "gfx1102",
+    "gfx1103",
+    "gfx1150",
+    "gfx1151",
+    "gfx1152",
+    "gfx1153",
+    "gfx12-generic",
+    "gfx1200",
+    "gfx1201",
+    "gfx1250",
+    "gfx1251",
+    "amdgcnspirv",
+];
+
+/// Whether LLVM `version`'s offload-arch table knows `name`.
+pub fn is_offload_arch_in(version: LlvmVersion, name: &str) -> bool {
+    match version {
+        LlvmVersion::V19 => is_offload_arch(name),
+        LlvmVersion::V22 => OFFLOAD_ARCH_NAMES_22.contains(&name),
+    }
 }
 
 #[cfg(test)]
@@ -616,6 +794,21 @@ mod tests {
         );
         assert_eq!(conflicting_pair(["gfx906", "gfx90a:xnack+"]), None);
         assert_eq!(conflicting_pair(["gfx90a:xnack", "gfx90a"]), None);
+    }
+
+    #[test]
+    fn processor_tables_differ_by_release() {
+        let t = amdgcn();
+        let v22 = ProcessorTable::Release(LlvmVersion::V22);
+        assert!(TargetId::parse_in(v22, &t, "gfx950:xnack+").is_some());
+        assert!(TargetId::parse_in(v22, &t, "gfx940").is_none());
+        assert!(TargetId::parse(&t, "gfx940").is_some());
+        assert!(TargetId::parse(&t, "gfx950").is_none());
+        assert!(TargetId::parse_in(ProcessorTable::AnyRelease, &t, "gfx940").is_some());
+        assert!(TargetId::parse_in(ProcessorTable::AnyRelease, &t, "gfx950").is_some());
+        assert!(is_offload_arch_in(LlvmVersion::V22, "gfx9-4-generic"));
+        assert!(!is_offload_arch_in(LlvmVersion::V22, "gfx941"));
+        assert!(!is_offload_arch_in(LlvmVersion::V22, ""));
     }
 
     #[test]

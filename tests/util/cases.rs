@@ -227,6 +227,8 @@ pub struct Tool {
     pub program: PathBuf,
     /// Arguments put before the case's.
     pub leading: Vec<String>,
+    /// Environment variables set for it (after the bundler's are removed).
+    pub env: Vec<(String, String)>,
 }
 
 impl Tool {
@@ -235,12 +237,22 @@ impl Tool {
         Tool {
             program: program.into(),
             leading: leading.iter().map(|s| s.to_string()).collect(),
+            env: Vec::new(),
         }
     }
 
-    /// The tool under test: `offload bundler`.
+    /// The tool under test: `offload bundler` standing in for clang-offload-bundler-19, which
+    /// made the golden files.
     pub fn ours() -> Tool {
-        Tool::new(OFFLOAD, &["bundler"])
+        Tool::ours_as("19")
+    }
+
+    /// `offload bundler` standing in for LLVM `release`'s clang-offload-bundler.
+    pub fn ours_as(release: &str) -> Tool {
+        let mut tool = Tool::new(OFFLOAD, &["bundler"]);
+        tool.env
+            .push(("OFFLOAD_LLVM_VERSION".to_string(), release.to_string()));
+        tool
     }
 }
 
@@ -322,6 +334,9 @@ pub fn run_tool(
     command.current_dir(&out_dir);
     for var in BUNDLER_ENV_VARS {
         command.env_remove(var);
+    }
+    for (k, v) in &tool.env {
+        command.env(k, v);
     }
     for (k, v) in env {
         command.env(k, v);

@@ -16,11 +16,17 @@ pub const OFFLOAD: &str = env!("CARGO_BIN_EXE_offload");
 /// The `offload-extract` binary under test.
 pub const OFFLOAD_EXTRACT: &str = env!("CARGO_BIN_EXE_offload-extract");
 
-/// A command running `offload`, ready for its arguments.
+/// The LLVM release the LLVM-compatible personalities stand in for in tests that name none:
+/// 19, which the golden files and most differential checks were made with.
+pub const PINNED_LLVM: &str = "19";
+
+/// A command running `offload`, ready for its arguments, its personalities pinned to
+/// [`PINNED_LLVM`] (a test about LLVM 22 sets `OFFLOAD_LLVM_VERSION` again).
 pub fn offload() -> Command {
     let mut command = Command::new(OFFLOAD);
     // A log asked for in the tests' own environment would add to what they compare.
     command.env_remove("OFFLOAD_LOG");
+    command.env("OFFLOAD_LLVM_VERSION", PINNED_LLVM);
     command
 }
 

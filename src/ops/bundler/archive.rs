@@ -8,7 +8,8 @@ use crate::container::archive::{read_members, write_archive_reporting, ArchiveMe
 use crate::container::objcopy;
 use crate::error::{Error, Result};
 use crate::format::ccob;
-use crate::format::entry_id::EntryId;
+use crate::format::entry_id::{self, EntryId};
+use crate::format::processor::LlvmVersion;
 use crate::format::slice::offset_within;
 use crate::format::target_id::conflicting_pair;
 use crate::io::{Input, Output};
@@ -111,7 +112,10 @@ fn extract_member<'a>(
     let mut out = Vec::new();
     let data: &[u8] = plain.as_deref().unwrap_or(&member.data);
     for entry in member_entries(archive, &member.name, kind, data)? {
-        let code = EntryId::parse(entry.id);
+        if config.llvm == LlvmVersion::V22 && !entry_id::is_well_formed(entry.id) {
+            return Err(Error::msg("Invalid bundle id read from code object"));
+        }
+        let code = EntryId::parse_as(config.llvm, entry.id);
         let wanted_by: Vec<usize> = (0..targets.len())
             .filter(|&t| code.is_compatible_with(&targets[t], config.kind_matching()))
             .collect();
@@ -172,6 +176,11 @@ fn check_members(
     Ok(())
 }
 
+/// Whether `data` starts as an archive (regular or thin) does.
+fn is_archive(data: &[u8]) -> bool {
+    data.starts_with(b"!<arch>\n") || data.starts_with(b"!<thin>\n")
+}
+
 /// Unbundles the heterogeneous archive named by the one input into one device archive per
 /// target. Every output is written only if all of them can be.
 #[tracing::instrument(skip_all, fields(file = ?config.inputs, targets = ?targets))]
@@ -182,11 +191,18 @@ pub(super) fn unbundle_archive(
 ) -> Result<()> {
     let path: &PathBuf = &config.inputs[0];
     let input = Input::open(path)?;
+    if !is_archive(&input) {
+        // LLVM says so of any file that is not an archive, whatever its size.
+        return Err(Error::msg("file too small to be an archive"));
+    }
     let members = read_members(path, &input)?;
     if config.check_input_archive {
         check_members(path, &members, config)?;
     }
-    let wanted: Vec<EntryId> = targets.iter().map(|n| EntryId::parse(n)).collect();
+    let wanted: Vec<EntryId> = targets
+        .iter()
+        .map(|n| EntryId::parse_as(config.llvm, n))
+        .collect();
     let per_member: Vec<Vec<Extracted<'_>>> = members
         .par_iter()
         .map(|m| extract_member(path, m, config, &wanted))

@@ -20,7 +20,8 @@ pub use unbundle::unbundle;
 
 use crate::error::{Error, Result};
 use crate::format::ccob::{self, CompressOptions};
-use crate::format::entry_id::{EntryId, KindMatching};
+use crate::format::entry_id::{self, EntryId, KindMatching};
+use crate::format::processor::LlvmVersion;
 use crate::format::target_id::conflicting_pair;
 use crate::format::text_bundle;
 use std::collections::{BTreeMap, BTreeSet};
@@ -54,6 +55,10 @@ pub struct BundlerConfig {
     /// `-###`: for host objects, print the `llvm-objcopy` command clang-offload-bundler would
     /// run instead of writing the object (the output is left empty, as LLVM leaves it).
     pub dry_run: bool,
+    /// The LLVM release whose clang-offload-bundler this stands in for: it decides how entry
+    /// IDs are parsed and written, which processors are known, and the compressed bundle
+    /// version written by default.
+    pub llvm: LlvmVersion,
 }
 
 impl Default for BundlerConfig {
@@ -71,6 +76,7 @@ impl Default for BundlerConfig {
             check_input_archive: false,
             max_decompressed: ccob::DEFAULT_MAX_DECOMPRESSED,
             dry_run: false,
+            llvm: LlvmVersion::DEFAULT,
         }
     }
 }
@@ -242,8 +248,12 @@ impl BundlerConfig {
             if !seen.insert(target.as_str()) {
                 return Err(Error::msg("Duplicate targets are not allowed"));
             }
-            let id = EntryId::parse(target);
+            if self.llvm == LlvmVersion::V22 && !entry_id::is_well_formed(target) {
+                return Err(Error::msg(MALFORMED_TARGET_22));
+            }
+            let id = EntryId::parse_as(self.llvm, target);
             check_valid(target, &id)?;
+            self.check_processor_known(target)?;
             groups
                 .entry(id.kind_and_triple())
                 .or_default()
@@ -270,6 +280,21 @@ impl BundlerConfig {
         })
     }
 
+    /// LLVM 22 drops a processor its table lacks from the ID it writes and matches, so that
+    /// `...--gfx9000` is written as `...--` and found as any entry without a target ID; such a
+    /// target is refused here instead.
+    fn check_processor_known(&self, target: &str) -> Result<()> {
+        if self.llvm != LlvmVersion::V22 {
+            return Ok(());
+        }
+        match EntryId::unknown_processor_22(target) {
+            Some(processor) => Err(Error::msg(format!(
+                "invalid target '{target}', unknown processor '{processor}' (LLVM 22 would drop it from the bundle entry ID)"
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Two spellings of one target (`...-gfx906` and `...--gfx906`) would be written under one
     /// ID; LLVM 19 then writes a bundle whose records point at the wrong payloads.
     fn check_spellings(&self, names: &[String]) -> Result<()> {
@@ -284,6 +309,9 @@ impl BundlerConfig {
         Ok(())
     }
 }
+
+/// LLVM 22's message for a target that is not `<kind>-<arch>-<vendor>-<os>-<env>[-<target id>]`.
+pub const MALFORMED_TARGET_22: &str = "Targets need to follow the format '<offload kind>-<target triple>', where '<target triple>' follows the format '<kind>-<arch>-<vendor>-<os>-<env>[-<target id>[:target features]]'.";
 
 /// LLVM's message for a target whose offload kind or triple is not known.
 fn check_valid(target: &str, id: &EntryId) -> Result<()> {
@@ -313,8 +341,46 @@ mod tests {
                 .map(|i| PathBuf::from(format!("in{i}")))
                 .collect(),
             outputs: vec![PathBuf::from("out")],
+            llvm: LlvmVersion::V19,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn llvm_22_checks_the_shape_and_normalises_the_triple() {
+        let as_22 = |targets: &[&str]| BundlerConfig {
+            llvm: LlvmVersion::V22,
+            ..config(targets, targets.len())
+        };
+        assert_eq!(
+            check_err(&as_22(&["host-x86_64-unknown-linux"]), Mode::Bundle),
+            MALFORMED_TARGET_22
+        );
+        assert_eq!(
+            check_err(&as_22(&["hipv4-AMDGCN-amd-amdhsa--gfx906"]), Mode::Bundle),
+            "invalid target 'hipv4-AMDGCN-amd-amdhsa--gfx906', unknown target triple 'AMDGCN-amd-amdhsa-'"
+        );
+        let checked = as_22(&[
+            "hipv4-amdgcn-amd-amdhsa-unknown-gfx906",
+            "hipv4-amdgcn--amdhsa--gfx950:xnack+",
+            "hipv4-amdgcn-amd-amdhsa--gfx940",
+            "hipv4-amdgcn-amd-amdhsa--gfx941:xnack+",
+        ])
+        .check(Mode::Bundle)
+        .unwrap();
+        assert_eq!(
+            checked.names,
+            [
+                "hipv4-amdgcn-amd-amdhsa--gfx906",
+                "hipv4-amdgcn-unknown-amdhsa--gfx950:xnack+",
+                "hipv4-amdgcn-amd-amdhsa--gfx940",
+                "hipv4-amdgcn-amd-amdhsa--gfx941:xnack+",
+            ]
+        );
+        assert_eq!(
+            check_err(&as_22(&["hipv4-amdgcn-amd-amdhsa--gfx9000"]), Mode::Bundle),
+            "invalid target 'hipv4-amdgcn-amd-amdhsa--gfx9000', unknown processor 'gfx9000' (LLVM 22 would drop it from the bundle entry ID)"
+        );
     }
 
     fn check_err(c: &BundlerConfig, mode: Mode) -> String {

@@ -6,7 +6,8 @@ use super::{archive, report};
 use super::{BundleKind, BundlerConfig, CheckedTargets, Mode};
 use crate::container::objcopy;
 use crate::error::{Error, Result};
-use crate::format::entry_id::EntryId;
+use crate::format::entry_id::{self, EntryId};
+use crate::format::processor::LlvmVersion;
 use crate::format::slice::offset_within;
 use crate::format::string_map::StringMap;
 use crate::io::{Closed, Input, Output};
@@ -27,7 +28,7 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     let input = Input::open(path)?;
     let contents = decompress_input(path, &input, config, log)?;
     let entries = entries_of(path, &contents, &config.file_type)?;
-    let matches = match_entries(config, &targets, &contents, &entries);
+    let matches = match_entries(config, &targets, &contents, &entries)?;
     matches.check(config, &targets)?;
     let mut outputs: Vec<Closed> = Vec::with_capacity(config.outputs.len());
     for (index, out_path) in config.outputs.iter().enumerate() {
@@ -78,14 +79,18 @@ fn match_entries<'a>(
     targets: &CheckedTargets,
     contents: &'a Contents<'_>,
     entries: &[ReadEntry<'a>],
-) -> Matches<'a> {
+) -> Result<Matches<'a>> {
     let is_object_input = contents
         .buffers()
         .iter()
         .any(|(_, data)| BundleKind::of(&config.file_type, data).ok() == Some(BundleKind::Object));
     // LLVM compares entries with the standardised target names, parsed again: a host target
     // `host-x86_64-unknown-linux-gnu` is looked for as `host-x86_64-unknown-linux-gnu-`.
-    let wanted: Vec<EntryId> = targets.names.iter().map(|n| EntryId::parse(n)).collect();
+    let wanted: Vec<EntryId> = targets
+        .names
+        .iter()
+        .map(|n| EntryId::parse_as(config.llvm, n))
+        .collect();
     let mut worklist: StringMap<usize> = StringMap::new();
     for (index, name) in targets.names.iter().enumerate() {
         worklist.insert(name.as_bytes(), index);
@@ -96,7 +101,10 @@ fn match_entries<'a>(
         if worklist.is_empty() {
             break;
         }
-        let code = EntryId::parse(entry.id);
+        if config.llvm == LlvmVersion::V22 && !entry_id::is_well_formed(entry.id) {
+            return Err(Error::msg("invalid bundle id read from the bundle"));
+        }
+        let code = EntryId::parse_as(config.llvm, entry.id);
         let chosen = worklist.iter().find_map(|(name, index)| {
             code.is_compatible_with(&wanted[*index], config.kind_matching())
                 .then(|| (name.to_vec(), *index))
@@ -123,14 +131,14 @@ fn match_entries<'a>(
         found_host |= code.is_host();
     }
     let unmatched: BTreeSet<&[u8]> = worklist.iter().map(|(k, _)| k).collect();
-    Matches {
+    Ok(Matches {
         by_target,
         unmatched: unmatched
             .into_iter()
             .map(|k| String::from_utf8_lossy(k).into_owned())
             .collect(),
         found_host,
-    }
+    })
 }
 
 impl Matches<'_> {
