@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Times `offload bundler` and clang-offload-bundler-19 on the same large inputs, one after the
+# Times `offload bundler` and clang-offload-bundler-19 (or the release LLVM_RELEASE names, 19 or
+# 22: LLVM_RELEASE=22 benches/compare.sh) on the same large inputs, one after the
 # other in the same run, and prints wall time, peak memory (max RSS) and the ratio of each.
 #
 #   benches/compare.sh [WORKDIR]      (default: a temporary folder, removed afterwards)
@@ -8,7 +9,10 @@
 # and a small host file. Needs clang-offload-bundler-19 and GNU time (/usr/bin/time).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-llvm=${LLVM_BUNDLER:-clang-offload-bundler-19}
+release=${LLVM_RELEASE:-19}
+# Our personalities stand in for the release measured against.
+export OFFLOAD_LLVM_VERSION=$release
+llvm=${LLVM_BUNDLER:-clang-offload-bundler-$release}
 command -v "$llvm" >/dev/null || { echo "compare.sh: $llvm not found" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "compare.sh: GNU time (/usr/bin/time) not found: apt-get install time" >&2; exit 1; }
 
@@ -40,7 +44,7 @@ row() { # name llvm_line ours_line
     printf "%-34s %9.2f s %8.1f MiB | %9.2f s %8.1f MiB | %6.3fx time\n", n, ls, lk/1024, os, ok/1024, (ls > 0 ? os/ls : 0) }'
 }
 
-printf "%-34s %24s | %24s |\n" "" "LLVM 19 tool" "offload"
+printf "%-34s %24s | %24s |\n" "" "LLVM $release tool" "offload"
 
 # Bundle 768 MiB (3 x 256 MiB + host), binary, 4096 alignment.
 l=$(measure llvm "$llvm" -type=o -bundle-align=4096 -targets=$targets \
@@ -81,7 +85,7 @@ cmp llvm-host.o ours-host.o && echo "  same bytes"
 rm -f llvm-fat.o ours-fat.o llvm-host.o ours-host.o
 
 # Pack 3 x 256 MiB into offload binaries, then unpack one.
-packer=${LLVM_PACKAGER:-clang-offload-packager-19}
+packer=${LLVM_PACKAGER:-clang-offload-packager-$release}
 if command -v "$packer" >/dev/null; then
   images=()
   for i in 1 2 3; do images+=("--image=file=dev$i.bin,triple=amdgcn-amd-amdhsa,arch=gfx90$i,kind=openmp"); done
