@@ -171,13 +171,58 @@ fn decompress_error(path: &Path, e: crate::format::Error) -> Error {
     ))
 }
 
+/// The bundles placed one after another at the start of `data` (with zero padding between, as
+/// a linker leaves them in `.hip_fatbin`): each bundle's slice, the first one whole from there
+/// to the end of `data` (as LLVM reads it), the others from their start. Damage in a later
+/// bundle is an error at its offset.
+fn bundles_one_after_another(data: &[u8]) -> std::result::Result<Vec<&[u8]>, crate::format::Error> {
+    let mut bundles = vec![data];
+    let mut pos = match Bundle::parse(data) {
+        Ok(Some(first)) => first.size() as usize,
+        _ => return Ok(bundles),
+    };
+    loop {
+        let Some(rest) = data.get(pos..) else { break };
+        let Some(skip) = rest.iter().position(|&b| b != 0) else {
+            break;
+        };
+        let start = pos + skip;
+        let here = &data[start..];
+        if !crate::format::bundle::is_bundle(here) {
+            break;
+        }
+        match Bundle::parse(here).map_err(|e| e.rebased(start as u64))? {
+            Some(bundle) => {
+                pos = start + (bundle.size() as usize).max(1);
+                bundles.push(here);
+            }
+            None => break,
+        }
+    }
+    Ok(bundles)
+}
+
 /// Lists the entry IDs of the one input, one per line, in LLVM 19's order.
 #[tracing::instrument(skip_all, fields(files = ?config.inputs))]
 pub fn list(config: &BundlerConfig, out: &mut dyn Write, log: &mut dyn Write) -> Result<()> {
     let path = &config.inputs[0];
     let input = Input::open(path)?;
     let contents = decompress_input(path, &input, config, log)?;
-    let entries = entries_of(path, &contents, &config.file_type)?;
+    let mut entries = entries_of(path, &contents, &config.file_type)?;
+    // LLVM lists only the first of several bundles one after another; the others' entries are
+    // listed too, in their bundles' order.
+    if let Contents::Plain(data) = contents {
+        if BundleKind::of(&config.file_type, data)? == BundleKind::Binary {
+            let bundles = bundles_one_after_another(data).map_err(|e| Error::format(path, e))?;
+            for later in bundles.into_iter().skip(1) {
+                let more = entries_in(BundleKind::Binary, later).map_err(|e| match e {
+                    EntriesError::Bundle(e) => Error::format(path, e),
+                    EntriesError::Object(message) => Error::msg(message),
+                })?;
+                entries.extend(more);
+            }
+        }
+    }
     let mut text = String::new();
     for entry in entries {
         text.push_str(entry.id);
