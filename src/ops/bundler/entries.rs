@@ -181,8 +181,7 @@ fn bundles_one_after_another(data: &[u8]) -> std::result::Result<Vec<&[u8]>, cra
         Ok(Some(first)) => first.size() as usize,
         _ => return Ok(bundles),
     };
-    loop {
-        let Some(rest) = data.get(pos..) else { break };
+    while let Some(rest) = data.get(pos..) {
         let Some(skip) = rest.iter().position(|&b| b != 0) else {
             break;
         };
