@@ -1,8 +1,10 @@
-//! `offload packager` against clang-offload-packager-19: every case is checked against LLVM's
-//! results stored in tests/golden-packager/ (exit status, stdout, output files, error and
-//! warning texts) and, when the tool is installed, against a live run of it.
+//! `offload packager` against clang-offload-packager-19 and llvm-offload-binary-22: every case
+//! is checked, as LLVM 19, against LLVM 19's results stored in tests/golden-packager/ (exit
+//! status, stdout, output files, error and warning texts) and, when the tools are installed,
+//! against a live run of each, as the release that tool is.
 //!
-//! `OFFLOAD_WRITE_GOLDEN=1 cargo test --test main packager::` rewrites the stored results from LLVM.
+//! `OFFLOAD_WRITE_GOLDEN=1 cargo test --test main packager::` rewrites the stored results from
+//! LLVM 19.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,12 @@ use crate::util::cases::{
     self, compare, load_golden_from, run_tool, Case, Expected, Outcome, Status, Tool,
 };
 use crate::util::{offload, reference_tool, root, samples_dir, visible, OFFLOAD};
+
+/// The reference packagers, with the release `OFFLOAD_LLVM_VERSION` makes ours stand in for.
+const REFERENCES: [(&str, &str); 2] = [
+    ("clang-offload-packager-19", "19"),
+    ("llvm-offload-binary-22", "22"),
+];
 
 const DEVICERTL: &str = "/usr/lib/llvm-19/lib/libomptarget.devicertl.a";
 
@@ -26,6 +34,9 @@ const CASES: &[(&str, &str)] = &[
     ("pack-no-images", "-o {O}/empty.bin"),
     ("pack-nothing", ""),
     ("err-pack-no-triple", "-o {O}/x.bin --image=file={S}/dev/vadd-gfx906.hsaco,arch=gfx906"),
+    ("err-pack-no-file", "-o {O}/x.bin --image=triple=amdgcn-amd-amdhsa,arch=gfx906"),
+    ("pack-kinds", "-o {O}/k.bin --image=file={S}/dev/vadd-gfx906.hsaco,triple=t,kind=hip --image=file={S}/dev/vadd-gfx906.hsaco,triple=t,kind=sycl --image=file={S}/dev/vadd-gfx906.hsaco,triple=t,kind=openmp"),
+    ("pack-archive-flag-only", "--archive"),
     ("err-pack-missing-file", "-o {O}/x.bin --image=file={S}/dev/nope.o,triple=t"),
     ("err-pack-and-unpack", "{S}/openmp/omp.o -o {O}/x.bin"),
     ("err-two-inputs", "{S}/openmp/omp.o {S}/openmp/omp-lto.o"),
@@ -61,12 +72,14 @@ fn case(name: &str, args: &str) -> Case {
         .expect("one case")
 }
 
-fn ours() -> Tool {
-    Tool::new(OFFLOAD, &["packager"])
-}
-
 fn run(tool: &Tool, c: &Case) -> Outcome {
     run_tool(tool, &c.args, &[], None)
+}
+
+/// Runs `offload packager` as LLVM `release`.
+fn run_ours(c: &Case, release: &str) -> Outcome {
+    let env = [("OFFLOAD_LLVM_VERSION".to_string(), release.to_string())];
+    run_tool(&Tool::new(OFFLOAD, &["packager"]), &c.args, &env, None)
 }
 
 fn store(c: &Case, llvm: &Outcome) {
@@ -101,7 +114,7 @@ fn golden() {
         count += 1;
         match load_golden_from(&golden_root(), &c) {
             Ok(expected) => {
-                let problems = compare(&c, &expected, &run(&ours(), &c));
+                let problems = compare(&c, &expected, &run_ours(&c, "19"));
                 if !problems.is_empty() {
                     failures.push(format!("--- {name}\n  {}", problems.join("\n  ")));
                 }
@@ -114,10 +127,27 @@ fn golden() {
 
 #[test]
 fn differential() {
-    let Some(llvm) = reference_tool("clang-offload-packager-19") else {
-        return;
-    };
-    let write = std::env::var("OFFLOAD_WRITE_GOLDEN").as_deref() == Ok("1");
+    for (reference, release) in REFERENCES {
+        if let Some(llvm) = reference_tool(reference) {
+            differential_with(&llvm, release);
+        }
+    }
+}
+
+/// Our binary started through a link with the file name of `llvm` (which chooses the release
+/// it stands in for, and names the program in the help as LLVM's does), in `dir`.
+fn ours_named_as(llvm: &Path, dir: &Path) -> Tool {
+    let link = dir.join(llvm.file_name().expect("a tool has a file name"));
+    std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
+    Tool::new(link, &[])
+}
+
+/// Every case run by `llvm` and by our binary started as `llvm`'s name; LLVM 19's results are
+/// stored when `OFFLOAD_WRITE_GOLDEN=1`.
+fn differential_with(llvm: &Path, release: &str) {
+    let write = std::env::var("OFFLOAD_WRITE_GOLDEN").as_deref() == Ok("1") && release == "19";
+    let links = tempfile::tempdir().unwrap();
+    let ours = ours_named_as(llvm, links.path());
     let llvm = Tool::new(llvm, &[]);
     let mut failures = Vec::new();
     let mut count = 0;
@@ -135,14 +165,18 @@ fn differential() {
             store(&c, &theirs);
         }
         let problems = match Expected::from_llvm(&theirs) {
-            Ok(expected) => compare(&c, &expected, &run(&ours(), &c)),
+            Ok(expected) => compare(&c, &expected, &run(&ours, &c)),
             Err(e) => vec![e],
         };
         if !problems.is_empty() {
             failures.push(format!("--- {name}\n  {}", problems.join("\n  ")));
         }
     }
-    report("packager differential", failures, count);
+    report(
+        &format!("packager differential against {}", llvm.program.display()),
+        failures,
+        count,
+    );
 }
 
 #[test]
