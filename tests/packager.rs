@@ -302,3 +302,231 @@ fn every_damaged_binary_is_reported_in_file_order() {
     );
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "outputs left");
 }
+
+/// The reference program for each name our binary answers to as a packager of LLVM 22 or 19,
+/// with the release it stands in for when started so. Debian installs LLVM 22's
+/// `clang-offload-packager` (unversioned) only in its own folder.
+const NAMED_REFERENCES: [(&str, &str); 5] = [
+    (
+        "clang-offload-packager-19",
+        "/usr/bin/clang-offload-packager-19",
+    ),
+    (
+        "clang-offload-packager-22",
+        "/usr/bin/clang-offload-packager-22",
+    ),
+    ("llvm-offload-binary-22", "/usr/bin/llvm-offload-binary-22"),
+    (
+        "llvm-offload-binary",
+        "/usr/lib/llvm-22/bin/llvm-offload-binary",
+    ),
+    (
+        "clang-offload-packager",
+        "/usr/lib/llvm-22/bin/clang-offload-packager",
+    ),
+];
+
+/// Runs `program args` in `dir`: exit code, stdout, and stderr with `program` written `PROG`.
+fn run_named(program: &Path, args: &[&str], dir: &Path) -> (Option<i32>, Vec<u8>, String) {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OFFLOAD_LLVM_VERSION")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).replace(&*program.to_string_lossy(), "PROG");
+    (out.status.code(), out.stdout, stderr)
+}
+
+#[test]
+fn each_name_prints_its_own_help_and_warnings() {
+    let args: &[&[&str]] = &[
+        &["--help"],
+        &["--help-hidden"],
+        &["--help-list"],
+        &["--help-list-hidden"],
+        &["-h"],
+        &[],
+        &["--archive"],
+        &["-o", "x.bin", "--image=file=a.o,triple=t"],
+        &["-o", "y.bin"],
+        &["a.bin", "b.bin"],
+        &["--bogus"],
+    ];
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (name, reference) in NAMED_REFERENCES {
+        if !Path::new(reference).exists() {
+            reference_tool(name);
+            visible(&format!("SKIP: {reference} not installed"));
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join(name);
+        std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
+        fs::write(dir.path().join("a.o"), b"an image").unwrap();
+        for args in args {
+            count += 1;
+            let ours = run_named(&link, args, dir.path());
+            let theirs = run_named(Path::new(reference), args, dir.path());
+            // LLVM's parser also suggests a near option ("Did you mean"); we need not.
+            let first_line = |(code, out, err): &(Option<i32>, Vec<u8>, String)| {
+                (*code, out.clone(), err.lines().next().map(str::to_string))
+            };
+            if first_line(&ours) != first_line(&theirs) {
+                failures.push(format!(
+                    "{name} {args:?}:\n  ours:  {:?} {:?}\n  LLVM:  {:?} {:?}",
+                    ours.0, ours.2, theirs.0, theirs.2
+                ));
+            }
+        }
+    }
+    report("packager names", failures, count);
+}
+
+#[test]
+fn only_llvm22_started_as_clang_offload_packager_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let warning =
+        "warning: 'clang-offload-packager' is deprecated. Use 'llvm-offload-binary' instead.\n";
+    for (name, release, warns) in [
+        ("clang-offload-packager", None, true),
+        ("clang-offload-packager.exe", None, true),
+        ("clang-offload-packager", Some("19"), false),
+        ("clang-offload-packager-22", None, false),
+        ("llvm-offload-binary", None, false),
+        ("llvm-offload-binary-22", None, false),
+        ("clang-offload-packager-19", None, false),
+    ] {
+        let link = dir.path().join(name);
+        let _ = fs::remove_file(&link);
+        std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
+        let mut command = std::process::Command::new(&link);
+        command.args(["-o", "out.bin"]).current_dir(dir.path());
+        match release {
+            Some(release) => command.env("OFFLOAD_LLVM_VERSION", release),
+            None => command.env_remove("OFFLOAD_LLVM_VERSION"),
+        };
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{name}");
+        let expected = if warns { warning } else { "" };
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            expected,
+            "{name} {release:?}"
+        );
+    }
+}
+
+/// An offload binary file holding one image of each HIP encoding (3 and 4), a SYCL image (8)
+/// and one of no kind (0), each with its kind's value as its bytes.
+fn kinds_file(dir: &Path) -> PathBuf {
+    use offload::format::offload_binary::{write_v1, ImageKind, OffloadKind};
+    let strings: &[(&[u8], &[u8])] = &[(b"triple", b"amdgcn-amd-amdhsa"), (b"arch", b"gfx90a")];
+    let mut bytes = Vec::new();
+    for raw in [3u16, 4, 8, 0] {
+        let image = format!("kind {raw}");
+        let kind = OffloadKind::from_raw(raw);
+        bytes.extend(write_v1(
+            ImageKind::Object,
+            kind,
+            0,
+            strings,
+            image.as_bytes(),
+        ));
+    }
+    let path = dir.join("kinds.bin");
+    fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn each_release_unpacks_the_hip_kind_it_writes() {
+    let inputs = tempfile::tempdir().unwrap();
+    let file = kinds_file(inputs.path());
+    let file = file.to_string_lossy();
+    let expected = [("19", "kind 3"), ("22", "kind 4")];
+    for (release, hip) in expected {
+        for (kind, image) in [
+            ("hip", hip),
+            ("sycl", if release == "22" { "kind 8" } else { "kind 0" }),
+            ("none", "kind 0"),
+        ] {
+            let c = case(
+                "kinds",
+                &format!("{file} --image=kind={kind},file={{O}}/out.o"),
+            );
+            let ours = run_ours(&c, release);
+            assert_eq!(
+                ours.status,
+                Status::Exited(0),
+                "{release} {kind}: {}",
+                ours.stderr
+            );
+            assert_eq!(
+                ours.outputs.get("out.o").map(Vec::as_slice),
+                Some(image.as_bytes()),
+                "{release} {kind}"
+            );
+        }
+    }
+    for (reference, release) in REFERENCES {
+        let Some(llvm) = reference_tool(reference) else {
+            continue;
+        };
+        for kind in ["hip", "sycl", "none", "openmp", "cuda"] {
+            let c = case("kinds", &format!("{file} --image=kind={kind}"));
+            let theirs = run(&Tool::new(&llvm, &[]), &c);
+            let problems = match Expected::from_llvm(&theirs) {
+                Ok(expected) => compare(&c, &expected, &run_ours(&c, release)),
+                Err(e) => vec![e],
+            };
+            assert!(problems.is_empty(), "{reference} kind={kind}: {problems:?}");
+        }
+    }
+}
+
+#[test]
+fn offload_binaries_of_later_versions_are_refused_as_llvm_refuses_them() {
+    use offload::format::offload_binary::{write, ImageKind, OffloadKind, OffloadingImage};
+    let dir = tempfile::tempdir().unwrap();
+    let strings: &[(&[u8], &[u8])] = &[(b"triple", b"amdgcn-amd-amdhsa"), (b"arch", b"gfx90a")];
+    let image = OffloadingImage {
+        image_kind: ImageKind::Object,
+        offload_kind: OffloadKind::OpenMp,
+        flags: 0,
+        strings,
+        image: b"an image",
+    };
+    for version in [2u32, 3] {
+        let path = dir.path().join(format!("v{version}.bin"));
+        fs::write(&path, write(version, &[image]).unwrap()).unwrap();
+        let c = case(
+            "later",
+            &format!("{} --image=triple=amdgcn-amd-amdhsa", path.display()),
+        );
+        for (_, release) in REFERENCES {
+            let ours = run_ours(&c, release);
+            assert_eq!(ours.status, Status::Exited(1), "v{version} as {release}");
+            assert!(ours.outputs.is_empty(), "v{version} as {release}");
+            assert!(
+                ours.stderr.contains(&format!(
+                    "offset 0x4: offload binary version {version}: clang-offload-packager 19 and llvm-offload-binary 22 read version 1 only"
+                )),
+                "{}",
+                ours.stderr
+            );
+        }
+        for (reference, _) in REFERENCES {
+            let Some(llvm) = reference_tool(reference) else {
+                continue;
+            };
+            let theirs = run(&Tool::new(&llvm, &[]), &c);
+            assert_eq!(theirs.status, Status::Exited(1), "{reference} v{version}");
+            assert!(theirs.outputs.is_empty());
+            assert!(theirs
+                .stderr
+                .contains("Invalid data was encountered while parsing the file"));
+        }
+    }
+}
