@@ -229,9 +229,10 @@ impl ImageKind {
 /// How a HIP image's offload kind is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HipEncoding {
-    /// The value 3, which LLVM 20 and earlier write (and LLVM 21 and later read as none).
+    /// The value 3, which LLVM 20 and earlier write (LLVM 22's `kind=hip` does not match it).
     Sequential,
-    /// The value 4 (a bit flag), which LLVM 21 and later write (and LLVM 19 reads as none).
+    /// The value 4 (a bit flag), which LLVM 21 and later write (LLVM 19's `kind=hip` does not
+    /// match it).
     BitFlag,
 }
 
