@@ -27,6 +27,7 @@ mod output_safety;
 mod packager;
 mod packager_order;
 mod parallel_copy;
+mod readobj;
 mod rewrite;
 mod rewrite_program;
 mod wrapper;

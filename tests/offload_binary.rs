@@ -1,7 +1,8 @@
-//! OffloadBinary against the LLVM 19 tools:
-//! - what clang-offload-packager-19 writes for many `--image` arguments equals, byte for byte,
-//!   what `write_v1` writes for the same images, with the packager's key order, image kinds
-//!   and offload kinds worked out as LLVM 19 does; and our reader gives back the metadata;
+//! OffloadBinary against the LLVM tools:
+//! - what clang-offload-packager-19 and llvm-offload-binary-22 write for many `--image`
+//!   arguments equals, byte for byte, what `write_v1` writes for the same images, with the
+//!   packager's key order, image kinds and offload kinds worked out as each release does; and
+//!   our reader gives back the metadata;
 //! - splitting the `.llvm.offloading` sections of the samples in `samples/openmp/` (objects, a
 //!   partial link, an archive, a raw binary) finds the images `llvm-objdump-19 --offloading`
 //!   lists, in the same order.
@@ -18,10 +19,15 @@ use object::{Object, ObjectSection};
 
 use offload::format::llvm_hash::dense_map_order;
 use offload::format::offload_binary::{self, ImageKind, OffloadBinary, OffloadKind};
+use offload::format::processor::LlvmVersion;
 
 use crate::util;
 
-const PACKAGER: &str = "clang-offload-packager-19";
+/// The packagers compared, with the LLVM release each is.
+const PACKAGERS: [(&str, LlvmVersion); 2] = [
+    ("clang-offload-packager-19", LlvmVersion::V19),
+    ("llvm-offload-binary-22", LlvmVersion::V22),
+];
 const OBJDUMP: &str = "llvm-objdump-19";
 
 /// The packager's `--image` items: split on `,`, then at the first `=` (an item with no `=` is
@@ -33,9 +39,9 @@ fn items(argument: &str) -> Vec<(&str, &str)> {
         .collect()
 }
 
-/// What clang-offload-packager 19 writes for one `--image` argument, given the files it names
+/// What the packager of `version` writes for one `--image` argument, given the files it names
 /// (read from `dir`): one version 1 binary per file, one after another.
-fn pack_like_llvm19(dir: &Path, argument: &str) -> Vec<u8> {
+fn pack_like(dir: &Path, argument: &str, version: LlvmVersion) -> Vec<u8> {
     let items = items(argument);
     let mut joined: Vec<(&str, String)> = Vec::new();
     for (key, value) in &items {
@@ -57,8 +63,9 @@ fn pack_like_llvm19(dir: &Path, argument: &str) -> Vec<u8> {
             (k, value_of(key).unwrap().as_bytes())
         })
         .collect();
-    let offload_kind = value_of("kind").map_or(OffloadKind::None, |kind| {
-        OffloadKind::from_name_llvm19(kind.as_bytes())
+    let offload_kind = value_of("kind").map_or(OffloadKind::None, |kind| match version {
+        LlvmVersion::V19 => OffloadKind::from_name_llvm19(kind.as_bytes()),
+        LlvmVersion::V22 => OffloadKind::from_name_llvm22(kind.as_bytes()),
     });
     let mut out = Vec::new();
     for file in value_of("file").unwrap().split(',') {
@@ -104,9 +111,15 @@ fn inputs() -> tempfile::TempDir {
 
 #[test]
 fn packager_bytes_equal_ours() {
-    let Some(packager) = util::reference_tool(PACKAGER) else {
-        return;
-    };
+    for (name, version) in PACKAGERS {
+        if let Some(packager) = util::reference_tool(name) {
+            packager_bytes_equal_ours_with(&packager, version);
+        }
+    }
+}
+
+/// [`packager_bytes_equal_ours`] for one packager.
+fn packager_bytes_equal_ours_with(packager: &Path, version: LlvmVersion) {
     let dir = inputs();
     let t = "triple=amdgcn-amd-amdhsa";
     // Each case is a list of --image arguments.
@@ -166,6 +179,7 @@ fn packager_bytes_equal_ours() {
             "offload kind names",
             vec![
                 format!("file=a.o,{t},arch=x,kind=HIP"),
+                format!("file=a.o,{t},arch=x,kind=hip"),
                 format!("file=a.o,{t},arch=x,kind=sycl"),
                 format!("file=a.o,{t},arch=x,kind=cuda"),
                 format!("file=a.o,{t},arch=x,kind="),
@@ -176,7 +190,7 @@ fn packager_bytes_equal_ours() {
     for (name, images) in &cases {
         let out = dir.path().join("out.bin");
         let _ = fs::remove_file(&out);
-        let result = Command::new(&packager)
+        let result = Command::new(packager)
             .current_dir(dir.path())
             .arg("-o")
             .arg(&out)
@@ -193,7 +207,7 @@ fn packager_bytes_equal_ours() {
         let theirs = fs::read(&out).unwrap();
         let ours: Vec<u8> = images
             .iter()
-            .flat_map(|i| pack_like_llvm19(dir.path(), i))
+            .flat_map(|i| pack_like(dir.path(), i, version))
             .collect();
         if ours != theirs {
             failures.push(format!(
@@ -233,7 +247,8 @@ fn packager_bytes_equal_ours() {
         }
     }
     util::visible(&format!(
-        "packager bytes: {} cases, {} differences",
+        "{}: packager bytes: {} cases, {} differences",
+        packager.display(),
         cases.len(),
         failures.len()
     ));

@@ -1,8 +1,10 @@
-//! `offload packager` against clang-offload-packager-19: every case is checked against LLVM's
-//! results stored in tests/golden-packager/ (exit status, stdout, output files, error and
-//! warning texts) and, when the tool is installed, against a live run of it.
+//! `offload packager` against clang-offload-packager-19 and llvm-offload-binary-22: every case
+//! is checked, as LLVM 19, against LLVM 19's results stored in tests/golden-packager/ (exit
+//! status, stdout, output files, error and warning texts) and, when the tools are installed,
+//! against a live run of each, as the release that tool is.
 //!
-//! `OFFLOAD_WRITE_GOLDEN=1 cargo test --test main packager::` rewrites the stored results from LLVM.
+//! `OFFLOAD_WRITE_GOLDEN=1 cargo test --test main packager::` rewrites the stored results from
+//! LLVM 19.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,12 @@ use crate::util::cases::{
     self, compare, load_golden_from, run_tool, Case, Expected, Outcome, Status, Tool,
 };
 use crate::util::{offload, reference_tool, root, samples_dir, visible, OFFLOAD};
+
+/// The reference packagers, with the release `OFFLOAD_LLVM_VERSION` makes ours stand in for.
+const REFERENCES: [(&str, &str); 2] = [
+    ("clang-offload-packager-19", "19"),
+    ("llvm-offload-binary-22", "22"),
+];
 
 const DEVICERTL: &str = "/usr/lib/llvm-19/lib/libomptarget.devicertl.a";
 
@@ -26,6 +34,9 @@ const CASES: &[(&str, &str)] = &[
     ("pack-no-images", "-o {O}/empty.bin"),
     ("pack-nothing", ""),
     ("err-pack-no-triple", "-o {O}/x.bin --image=file={S}/dev/vadd-gfx906.hsaco,arch=gfx906"),
+    ("err-pack-no-file", "-o {O}/x.bin --image=triple=amdgcn-amd-amdhsa,arch=gfx906"),
+    ("pack-kinds", "-o {O}/k.bin --image=file={S}/dev/vadd-gfx906.hsaco,triple=t,kind=hip --image=file={S}/dev/vadd-gfx906.hsaco,triple=t,kind=sycl --image=file={S}/dev/vadd-gfx906.hsaco,triple=t,kind=openmp"),
+    ("pack-archive-flag-only", "--archive"),
     ("err-pack-missing-file", "-o {O}/x.bin --image=file={S}/dev/nope.o,triple=t"),
     ("err-pack-and-unpack", "{S}/openmp/omp.o -o {O}/x.bin"),
     ("err-two-inputs", "{S}/openmp/omp.o {S}/openmp/omp-lto.o"),
@@ -61,12 +72,14 @@ fn case(name: &str, args: &str) -> Case {
         .expect("one case")
 }
 
-fn ours() -> Tool {
-    Tool::new(OFFLOAD, &["packager"])
-}
-
 fn run(tool: &Tool, c: &Case) -> Outcome {
     run_tool(tool, &c.args, &[], None)
+}
+
+/// Runs `offload packager` as LLVM `release`.
+fn run_ours(c: &Case, release: &str) -> Outcome {
+    let env = [("OFFLOAD_LLVM_VERSION".to_string(), release.to_string())];
+    run_tool(&Tool::new(OFFLOAD, &["packager"]), &c.args, &env, None)
 }
 
 fn store(c: &Case, llvm: &Outcome) {
@@ -101,7 +114,7 @@ fn golden() {
         count += 1;
         match load_golden_from(&golden_root(), &c) {
             Ok(expected) => {
-                let problems = compare(&c, &expected, &run(&ours(), &c));
+                let problems = compare(&c, &expected, &run_ours(&c, "19"));
                 if !problems.is_empty() {
                     failures.push(format!("--- {name}\n  {}", problems.join("\n  ")));
                 }
@@ -114,10 +127,27 @@ fn golden() {
 
 #[test]
 fn differential() {
-    let Some(llvm) = reference_tool("clang-offload-packager-19") else {
-        return;
-    };
-    let write = std::env::var("OFFLOAD_WRITE_GOLDEN").as_deref() == Ok("1");
+    for (reference, release) in REFERENCES {
+        if let Some(llvm) = reference_tool(reference) {
+            differential_with(&llvm, release);
+        }
+    }
+}
+
+/// Our binary started through a link with the file name of `llvm` (which chooses the release
+/// it stands in for, and names the program in the help as LLVM's does), in `dir`.
+fn ours_named_as(llvm: &Path, dir: &Path) -> Tool {
+    let link = dir.join(llvm.file_name().expect("a tool has a file name"));
+    std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
+    Tool::new(link, &[])
+}
+
+/// Every case run by `llvm` and by our binary started as `llvm`'s name; LLVM 19's results are
+/// stored when `OFFLOAD_WRITE_GOLDEN=1`.
+fn differential_with(llvm: &Path, release: &str) {
+    let write = std::env::var("OFFLOAD_WRITE_GOLDEN").as_deref() == Ok("1") && release == "19";
+    let links = tempfile::tempdir().unwrap();
+    let ours = ours_named_as(llvm, links.path());
     let llvm = Tool::new(llvm, &[]);
     let mut failures = Vec::new();
     let mut count = 0;
@@ -135,14 +165,18 @@ fn differential() {
             store(&c, &theirs);
         }
         let problems = match Expected::from_llvm(&theirs) {
-            Ok(expected) => compare(&c, &expected, &run(&ours(), &c)),
+            Ok(expected) => compare(&c, &expected, &run(&ours, &c)),
             Err(e) => vec![e],
         };
         if !problems.is_empty() {
             failures.push(format!("--- {name}\n  {}", problems.join("\n  ")));
         }
     }
-    report("packager differential", failures, count);
+    report(
+        &format!("packager differential against {}", llvm.program.display()),
+        failures,
+        count,
+    );
 }
 
 #[test]
@@ -267,4 +301,232 @@ fn every_damaged_binary_is_reported_in_file_order() {
         "{err}"
     );
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "outputs left");
+}
+
+/// The reference program for each name our binary answers to as a packager of LLVM 22 or 19,
+/// with the release it stands in for when started so. Debian installs LLVM 22's
+/// `clang-offload-packager` (unversioned) only in its own folder.
+const NAMED_REFERENCES: [(&str, &str); 5] = [
+    (
+        "clang-offload-packager-19",
+        "/usr/bin/clang-offload-packager-19",
+    ),
+    (
+        "clang-offload-packager-22",
+        "/usr/bin/clang-offload-packager-22",
+    ),
+    ("llvm-offload-binary-22", "/usr/bin/llvm-offload-binary-22"),
+    (
+        "llvm-offload-binary",
+        "/usr/lib/llvm-22/bin/llvm-offload-binary",
+    ),
+    (
+        "clang-offload-packager",
+        "/usr/lib/llvm-22/bin/clang-offload-packager",
+    ),
+];
+
+/// Runs `program args` in `dir`: exit code, stdout, and stderr with `program` written `PROG`.
+fn run_named(program: &Path, args: &[&str], dir: &Path) -> (Option<i32>, Vec<u8>, String) {
+    let out = std::process::Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .env_remove("OFFLOAD_LLVM_VERSION")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).replace(&*program.to_string_lossy(), "PROG");
+    (out.status.code(), out.stdout, stderr)
+}
+
+#[test]
+fn each_name_prints_its_own_help_and_warnings() {
+    let args: &[&[&str]] = &[
+        &["--help"],
+        &["--help-hidden"],
+        &["--help-list"],
+        &["--help-list-hidden"],
+        &["-h"],
+        &[],
+        &["--archive"],
+        &["-o", "x.bin", "--image=file=a.o,triple=t"],
+        &["-o", "y.bin"],
+        &["a.bin", "b.bin"],
+        &["--bogus"],
+    ];
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (name, reference) in NAMED_REFERENCES {
+        if !Path::new(reference).exists() {
+            reference_tool(name);
+            visible(&format!("SKIP: {reference} not installed"));
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join(name);
+        std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
+        fs::write(dir.path().join("a.o"), b"an image").unwrap();
+        for args in args {
+            count += 1;
+            let ours = run_named(&link, args, dir.path());
+            let theirs = run_named(Path::new(reference), args, dir.path());
+            // LLVM's parser also suggests a near option ("Did you mean"); we need not.
+            let first_line = |(code, out, err): &(Option<i32>, Vec<u8>, String)| {
+                (*code, out.clone(), err.lines().next().map(str::to_string))
+            };
+            if first_line(&ours) != first_line(&theirs) {
+                failures.push(format!(
+                    "{name} {args:?}:\n  ours:  {:?} {:?}\n  LLVM:  {:?} {:?}",
+                    ours.0, ours.2, theirs.0, theirs.2
+                ));
+            }
+        }
+    }
+    report("packager names", failures, count);
+}
+
+#[test]
+fn only_llvm22_started_as_clang_offload_packager_warns() {
+    let dir = tempfile::tempdir().unwrap();
+    let warning =
+        "warning: 'clang-offload-packager' is deprecated. Use 'llvm-offload-binary' instead.\n";
+    for (name, release, warns) in [
+        ("clang-offload-packager", None, true),
+        ("clang-offload-packager.exe", None, true),
+        ("clang-offload-packager", Some("19"), false),
+        ("clang-offload-packager-22", None, false),
+        ("llvm-offload-binary", None, false),
+        ("llvm-offload-binary-22", None, false),
+        ("clang-offload-packager-19", None, false),
+    ] {
+        let link = dir.path().join(name);
+        let _ = fs::remove_file(&link);
+        std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
+        let mut command = std::process::Command::new(&link);
+        command.args(["-o", "out.bin"]).current_dir(dir.path());
+        match release {
+            Some(release) => command.env("OFFLOAD_LLVM_VERSION", release),
+            None => command.env_remove("OFFLOAD_LLVM_VERSION"),
+        };
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{name}");
+        let expected = if warns { warning } else { "" };
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            expected,
+            "{name} {release:?}"
+        );
+    }
+}
+
+/// An offload binary file holding one image of each HIP encoding (3 and 4), a SYCL image (8)
+/// and one of no kind (0), each with its kind's value as its bytes.
+fn kinds_file(dir: &Path) -> PathBuf {
+    use offload::format::offload_binary::{write_v1, ImageKind, OffloadKind};
+    let strings: &[(&[u8], &[u8])] = &[(b"triple", b"amdgcn-amd-amdhsa"), (b"arch", b"gfx90a")];
+    let mut bytes = Vec::new();
+    for raw in [3u16, 4, 8, 0] {
+        let image = format!("kind {raw}");
+        let kind = OffloadKind::from_raw(raw);
+        bytes.extend(write_v1(
+            ImageKind::Object,
+            kind,
+            0,
+            strings,
+            image.as_bytes(),
+        ));
+    }
+    let path = dir.join("kinds.bin");
+    fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn each_release_unpacks_the_hip_kind_it_writes() {
+    let inputs = tempfile::tempdir().unwrap();
+    let file = kinds_file(inputs.path());
+    let file = file.to_string_lossy();
+    let expected = [("19", "kind 3"), ("22", "kind 4")];
+    for (release, hip) in expected {
+        for (kind, image) in [
+            ("hip", hip),
+            ("sycl", if release == "22" { "kind 8" } else { "kind 0" }),
+            ("none", "kind 0"),
+        ] {
+            let c = case(
+                "kinds",
+                &format!("{file} --image=kind={kind},file={{O}}/out.o"),
+            );
+            let ours = run_ours(&c, release);
+            assert_eq!(
+                ours.status,
+                Status::Exited(0),
+                "{release} {kind}: {}",
+                ours.stderr
+            );
+            assert_eq!(
+                ours.outputs.get("out.o").map(Vec::as_slice),
+                Some(image.as_bytes()),
+                "{release} {kind}"
+            );
+        }
+    }
+    for (reference, release) in REFERENCES {
+        let Some(llvm) = reference_tool(reference) else {
+            continue;
+        };
+        for kind in ["hip", "sycl", "none", "openmp", "cuda"] {
+            let c = case("kinds", &format!("{file} --image=kind={kind}"));
+            let theirs = run(&Tool::new(&llvm, &[]), &c);
+            let problems = match Expected::from_llvm(&theirs) {
+                Ok(expected) => compare(&c, &expected, &run_ours(&c, release)),
+                Err(e) => vec![e],
+            };
+            assert!(problems.is_empty(), "{reference} kind={kind}: {problems:?}");
+        }
+    }
+}
+
+#[test]
+fn offload_binaries_of_later_versions_are_refused_as_llvm_refuses_them() {
+    use offload::format::offload_binary::{write, ImageKind, OffloadKind, OffloadingImage};
+    let dir = tempfile::tempdir().unwrap();
+    let strings: &[(&[u8], &[u8])] = &[(b"triple", b"amdgcn-amd-amdhsa"), (b"arch", b"gfx90a")];
+    let image = OffloadingImage {
+        image_kind: ImageKind::Object,
+        offload_kind: OffloadKind::OpenMp,
+        flags: 0,
+        strings,
+        image: b"an image",
+    };
+    for version in [2u32, 3] {
+        let path = dir.path().join(format!("v{version}.bin"));
+        fs::write(&path, write(version, &[image]).unwrap()).unwrap();
+        let c = case(
+            "later",
+            &format!("{} --image=triple=amdgcn-amd-amdhsa", path.display()),
+        );
+        for (_, release) in REFERENCES {
+            let ours = run_ours(&c, release);
+            assert_eq!(ours.status, Status::Exited(1), "v{version} as {release}");
+            assert!(ours.outputs.is_empty(), "v{version} as {release}");
+            assert!(
+                ours.stderr.contains(&format!(
+                    "offset 0x4: offload binary version {version}: clang-offload-packager 19 and llvm-offload-binary 22 read version 1 only"
+                )),
+                "{}",
+                ours.stderr
+            );
+        }
+        for (reference, _) in REFERENCES {
+            let Some(llvm) = reference_tool(reference) else {
+                continue;
+            };
+            let theirs = run(&Tool::new(&llvm, &[]), &c);
+            assert_eq!(theirs.status, Status::Exited(1), "{reference} v{version}");
+            assert!(theirs.outputs.is_empty());
+            assert!(theirs
+                .stderr
+                .contains("Invalid data was encountered while parsing the file"));
+        }
+    }
 }

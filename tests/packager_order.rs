@@ -1,10 +1,10 @@
 //! clang-offload-packager 19 stores an image's string entries in the iteration order of a
-//! `DenseMap<StringRef, StringRef>`. These tests run the real packager on many sets of keys
-//! (every length class of LLVM's string hash, and enough keys to make the map grow) and check
-//! that `llvm_hash::dense_map_order` predicts the stored order, and that `write_v1` with that
-//! order gives the packager's bytes.
+//! `DenseMap<StringRef, StringRef>`. These tests run the real packagers (clang-offload-packager
+//! 19 and llvm-offload-binary 22) on many sets of keys (every length class of LLVM's string
+//! hash, and enough keys to make the map grow) and check that `llvm_hash::dense_map_order`
+//! predicts the stored order, and that `write_v1` with that order gives each packager's bytes.
 //!
-//! Skipped, with a message, when clang-offload-packager-19 is not on `PATH`, unless
+//! Each packager is skipped, with a message, when it is not on `PATH`, unless
 //! `OFFLOAD_REQUIRE_REFERENCE=1`.
 
 use std::collections::HashSet;
@@ -13,10 +13,15 @@ use std::process::Command;
 
 use offload::format::llvm_hash::dense_map_order;
 use offload::format::offload_binary::{self, ImageKind, OffloadBinary, OffloadKind};
+use offload::format::processor::LlvmVersion;
 
 use crate::util;
 
-const PACKAGER: &str = "clang-offload-packager-19";
+/// The packagers run, with the LLVM release each is.
+const PACKAGERS: [(&str, LlvmVersion); 2] = [
+    ("clang-offload-packager-19", LlvmVersion::V19),
+    ("llvm-offload-binary-22", LlvmVersion::V22),
+];
 
 /// Characters of generated keys: anything but `,` and `=`, which the packager splits on.
 const KEY_CHARS: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.:+/";
@@ -114,15 +119,28 @@ fn expected_strings(image: &Image) -> Vec<(Vec<u8>, Vec<u8>)> {
 
 struct Packager {
     tool: PathBuf,
+    name: &'static str,
+    version: LlvmVersion,
     dir: tempfile::TempDir,
 }
 
 impl Packager {
-    fn find() -> Option<Packager> {
-        let tool = util::reference_tool(PACKAGER)?;
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("img.o"), b"\x01\x02\x03 an image").unwrap();
-        Some(Packager { tool, dir })
+    /// Every packager of [`PACKAGERS`] that is installed.
+    fn all() -> Vec<Packager> {
+        PACKAGERS
+            .iter()
+            .filter_map(|&(name, version)| {
+                let tool = util::reference_tool(name)?;
+                let dir = tempfile::tempdir().unwrap();
+                std::fs::write(dir.path().join("img.o"), b"\x01\x02\x03 an image").unwrap();
+                Some(Packager {
+                    tool,
+                    name,
+                    version,
+                    dir,
+                })
+            })
+            .collect()
     }
 
     fn dir(&self) -> &Path {
@@ -139,7 +157,7 @@ impl Packager {
             .arg(&out)
             .arg(image.argument())
             .output()
-            .map_err(|e| format!("cannot run {PACKAGER}: {e}"))?;
+            .map_err(|e| format!("cannot run {}: {e}", self.name))?;
         if !result.status.success() {
             return Err(String::from_utf8_lossy(&result.stderr).into_owned());
         }
@@ -157,6 +175,7 @@ fn show(strings: &[(Vec<u8>, Vec<u8>)]) -> Vec<String> {
 /// Runs the packager on `image` and compares the stored order and the bytes with ours;
 /// returns a description of the differences.
 fn check(packager: &Packager, name: &str, image: &Image) -> Option<String> {
+    let name = format!("{}: {name}", packager.name);
     let bytes = match packager.run(image) {
         Ok(bytes) => bytes,
         Err(e) => return Some(format!("{name}: the packager failed: {e}")),
@@ -187,8 +206,9 @@ fn check(packager: &Packager, name: &str, image: &Image) -> Option<String> {
         .items
         .iter()
         .find(|(k, _)| k == "kind")
-        .map_or(OffloadKind::None, |(_, v)| {
-            OffloadKind::from_name_llvm19(v.as_bytes())
+        .map_or(OffloadKind::None, |(_, v)| match packager.version {
+            LlvmVersion::V19 => OffloadKind::from_name_llvm19(v.as_bytes()),
+            LlvmVersion::V22 => OffloadKind::from_name_llvm22(v.as_bytes()),
         });
     let ours = offload_binary::write_v1(
         ImageKind::Object,
@@ -216,139 +236,144 @@ fn report(title: &str, failures: Vec<String>, runs: usize) {
 
 #[test]
 fn every_length_class_orders_as_the_packager() {
-    let Some(packager) = Packager::find() else {
-        return;
-    };
-    // Lengths of LLVM's hash classes: 1-3, 4-8, 9-16, 17-32, 33-64, and the long-string state
-    // machine (one block, several blocks, a multiple of 64, a partial last block).
-    let classes = [
-        (1, 3),
-        (4, 8),
-        (9, 16),
-        (17, 32),
-        (33, 64),
-        (65, 127),
-        (128, 128),
-        (129, 300),
-        (1, 200),
-    ];
-    let counts = [1, 2, 3, 7, 12, 20, 33];
-    let mut rng = Rng(19);
-    let mut failures = Vec::new();
-    let mut runs = 0;
-    for (low, high) in classes {
-        for count in counts {
-            // Short classes have few distinct keys: 1-3 characters give plenty here.
-            let image = generated(&mut rng, count, low, high, "img.o");
-            runs += 1;
-            failures.extend(check(
-                &packager,
-                &format!("{count} keys of {low}-{high} bytes"),
-                &image,
-            ));
+    for packager in Packager::all() {
+        // Lengths of LLVM's hash classes: 1-3, 4-8, 9-16, 17-32, 33-64, and the long-string state
+        // machine (one block, several blocks, a multiple of 64, a partial last block).
+        let classes = [
+            (1, 3),
+            (4, 8),
+            (9, 16),
+            (17, 32),
+            (33, 64),
+            (65, 127),
+            (128, 128),
+            (129, 300),
+            (1, 200),
+        ];
+        let counts = [1, 2, 3, 7, 12, 20, 33];
+        let mut rng = Rng(19);
+        let mut failures = Vec::new();
+        let mut runs = 0;
+        for (low, high) in classes {
+            for count in counts {
+                // Short classes have few distinct keys: 1-3 characters give plenty here.
+                let image = generated(&mut rng, count, low, high, "img.o");
+                runs += 1;
+                failures.extend(check(
+                    &packager,
+                    &format!("{count} keys of {low}-{high} bytes"),
+                    &image,
+                ));
+            }
         }
+        report(
+            &format!("{}: length classes", packager.name),
+            failures,
+            runs,
+        );
     }
-    report("length classes", failures, runs);
 }
 
 #[test]
 fn growing_maps_order_as_the_packager() {
-    let Some(packager) = Packager::find() else {
-        return;
-    };
-    // The map has 64 buckets and doubles before the insertion that would bring it to 3/4
-    // load: the 48th key (with file and triple) moves to 128 buckets, the 96th to 256.
-    let counts = [
-        30, 44, 45, 46, 47, 60, 92, 93, 94, 95, 150, 189, 190, 191, 400,
-    ];
-    let mut rng = Rng(64);
-    let mut failures = Vec::new();
-    let mut runs = 0;
-    for count in counts {
-        for (low, high) in [(2, 12), (5, 90)] {
-            let image = generated(&mut rng, count, low, high, "img.o");
-            runs += 1;
-            failures.extend(check(
-                &packager,
-                &format!("{count} keys of {low}-{high} bytes"),
-                &image,
-            ));
+    for packager in Packager::all() {
+        // The map has 64 buckets and doubles before the insertion that would bring it to 3/4
+        // load: the 48th key (with file and triple) moves to 128 buckets, the 96th to 256.
+        let counts = [
+            30, 44, 45, 46, 47, 60, 92, 93, 94, 95, 150, 189, 190, 191, 400,
+        ];
+        let mut rng = Rng(64);
+        let mut failures = Vec::new();
+        let mut runs = 0;
+        for count in counts {
+            for (low, high) in [(2, 12), (5, 90)] {
+                let image = generated(&mut rng, count, low, high, "img.o");
+                runs += 1;
+                failures.extend(check(
+                    &packager,
+                    &format!("{count} keys of {low}-{high} bytes"),
+                    &image,
+                ));
+            }
         }
+        report(&format!("{}: growth", packager.name), failures, runs);
     }
-    report("growth", failures, runs);
 }
 
 #[test]
 fn special_items_order_as_the_packager() {
-    let Some(packager) = Packager::find() else {
-        return;
-    };
-    let image = |items: &[(&str, &str)]| Image {
-        items: items
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    };
-    let cases = [
-        (
-            "triple and arch",
-            image(&[
-                ("file", "img.o"),
-                ("triple", "amdgcn-amd-amdhsa"),
-                ("arch", "gfx906"),
-            ]),
-        ),
-        (
-            "kind takes a bucket",
-            image(&[
-                ("kind", "openmp"),
-                ("file", "img.o"),
-                ("triple", "t"),
-                ("arch", "a"),
-                ("extra", "x"),
-            ]),
-        ),
-        (
-            "repeated keys join their values",
-            image(&[
-                ("file", "img.o"),
-                ("arch", "a"),
-                ("triple", "t"),
-                ("arch", "b"),
-                ("zeta", ""),
-                ("arch", "c"),
-            ]),
-        ),
-        (
-            "the empty key",
-            image(&[("file", "img.o"), ("triple", "t"), ("", "empty-key")]),
-        ),
-        (
-            "values with equals signs and empty values",
-            image(&[
-                ("file", "img.o"),
-                ("triple", "t"),
-                ("opts", "a=b=c"),
-                ("arch", ""),
-                ("empty", ""),
-            ]),
-        ),
-        (
-            "keys of exactly 64, 65, 128 and 129 bytes",
-            image(&[
-                ("file", "img.o"),
-                ("triple", "t"),
-                (&"k".repeat(64), "64"),
-                (&"k".repeat(65), "65"),
-                (&"q".repeat(128), "128"),
-                (&"q".repeat(129), "129"),
-                (&"z".repeat(63), "63"),
-            ]),
-        ),
-    ];
-    let mut failures = Vec::new();
-    for (name, image) in &cases {
-        failures.extend(check(&packager, name, image));
+    for packager in Packager::all() {
+        let image = |items: &[(&str, &str)]| Image {
+            items: items
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        };
+        let cases = [
+            (
+                "triple and arch",
+                image(&[
+                    ("file", "img.o"),
+                    ("triple", "amdgcn-amd-amdhsa"),
+                    ("arch", "gfx906"),
+                ]),
+            ),
+            (
+                "kind takes a bucket",
+                image(&[
+                    ("kind", "openmp"),
+                    ("file", "img.o"),
+                    ("triple", "t"),
+                    ("arch", "a"),
+                    ("extra", "x"),
+                ]),
+            ),
+            (
+                "repeated keys join their values",
+                image(&[
+                    ("file", "img.o"),
+                    ("arch", "a"),
+                    ("triple", "t"),
+                    ("arch", "b"),
+                    ("zeta", ""),
+                    ("arch", "c"),
+                ]),
+            ),
+            (
+                "the empty key",
+                image(&[("file", "img.o"), ("triple", "t"), ("", "empty-key")]),
+            ),
+            (
+                "values with equals signs and empty values",
+                image(&[
+                    ("file", "img.o"),
+                    ("triple", "t"),
+                    ("opts", "a=b=c"),
+                    ("arch", ""),
+                    ("empty", ""),
+                ]),
+            ),
+            (
+                "keys of exactly 64, 65, 128 and 129 bytes",
+                image(&[
+                    ("file", "img.o"),
+                    ("triple", "t"),
+                    (&"k".repeat(64), "64"),
+                    (&"k".repeat(65), "65"),
+                    (&"q".repeat(128), "128"),
+                    (&"q".repeat(129), "129"),
+                    (&"z".repeat(63), "63"),
+                ]),
+            ),
+        ];
+        let mut failures = Vec::new();
+        for (name, image) in &cases {
+            failures.extend(check(&packager, name, image));
+        }
+        report(
+            &format!("{}: special items", packager.name),
+            failures,
+            cases.len(),
+        );
     }
-    report("special items", failures, cases.len());
 }

@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 
-use crate::ops::ls;
+use crate::ops::{ls, readobj};
 
 const PROG: &str = "offload ls";
 
@@ -17,14 +17,29 @@ struct Args {
     /// Print a JSON array with one object per image, in file order.
     #[arg(long, conflicts_with = "uri")]
     json: bool,
-    /// Print one `file://PATH#offset=N&size=N` address per uncompressed image.
-    #[arg(long)]
-    uri: bool,
+    /// Print addresses instead of the table. `--uri` (or `--uri=absolute`): one
+    /// `file://ABSOLUTE-PATH#offset=N&size=N` per image stored uncompressed, a byte range of
+    /// the file. `--uri=readobj`: the lines `llvm-readobj --offloading` (LLVM 22) prints,
+    /// `ENTRY-ID<TAB>file://PATH#offset=N&size=N`, for the same bundle entries it finds, the
+    /// path as given; after a compressed bundle LLVM gives offsets in the decompressed bundle,
+    /// and so does this.
+    #[arg(long, value_name = "FORM", num_args = 0..=1, require_equals = true,
+          default_missing_value = "absolute")]
+    uri: Option<UriForm>,
     /// The files to look into.
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
     general: super::general::GeneralOpts,
+}
+
+/// The addresses `--uri` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum UriForm {
+    /// Absolute paths, and only byte ranges of the file.
+    Absolute,
+    /// `llvm-readobj --offloading`'s lines, byte for byte.
+    Readobj,
 }
 
 /// Runs `offload ls` with `args` (without the program name) and returns the exit status: 0
@@ -35,6 +50,9 @@ pub fn run(args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
+    if args.uri == Some(UriForm::Readobj) {
+        return readobj_lines(&args.files);
+    }
     let mut images = Vec::new();
     let mut failed = false;
     let stderr = std::io::stderr();
@@ -66,9 +84,29 @@ pub fn run(args: &[String]) -> i32 {
     }
 }
 
+/// `--uri=readobj`: prints the lines `llvm-readobj --offloading` prints for `files`, and says
+/// which files could not be read. The exit status: 0 when every file could be read, else 1.
+fn readobj_lines(files: &[PathBuf]) -> i32 {
+    let mut text = String::new();
+    let mut failed = false;
+    for path in files {
+        match readobj::readobj_entries(path) {
+            Ok(entries) => text.extend(entries.iter().map(readobj::ReadobjEntry::line)),
+            Err(e) => {
+                failed = true;
+                let _ = writeln!(std::io::stderr().lock(), "{PROG}: error: {e}");
+            }
+        }
+    }
+    match super::print(PROG, &text) {
+        Ok(()) => i32::from(failed),
+        Err(code) => code,
+    }
+}
+
 /// The listing of `images` in the form `args` ask for.
 fn listing(args: &Args, images: &[ls::Image]) -> serde_json::Result<String> {
-    Ok(if args.uri {
+    Ok(if args.uri.is_some() {
         images
             .iter()
             .filter_map(ls::uri)

@@ -24,7 +24,7 @@ USAGE: offload <COMMAND> [ARGS...]
 
 COMMANDS:
   bundler    clang-offload-bundler 19, drop-in: same options, same output bytes
-  packager   clang-offload-packager 19, drop-in: same options, same output bytes
+  packager   clang-offload-packager 19 or llvm-offload-binary 22, drop-in: same options, bytes
   ls         list the device images in files (--json for a machine-readable list)
   extract    write the device images a GPU can load (--arch gfx90a)
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images
@@ -36,8 +36,9 @@ ls, extract, strip, compress, decompress and wrapper take -v (-vv, -vvv) to log 
 on standard error. OFFLOAD_LOG=offload=debug (a tracing filter) logs for every command.
 
 Started through a link named clang-offload-bundler or offload-bundler, this program
-behaves as `offload bundler`; through clang-offload-packager or offload-packager, as
-`offload packager`.
+behaves as `offload bundler`; through clang-offload-packager, offload-packager or
+llvm-offload-binary, as `offload packager`. A -19 or -22 at the end of the name, else
+OFFLOAD_LLVM_VERSION, else 22 chooses the LLVM release they stand in for.
 ";
 
 /// A tool's name without the version suffix distributions give it (`clang-offload-bundler-19`

@@ -229,9 +229,10 @@ impl ImageKind {
 /// How a HIP image's offload kind is encoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum HipEncoding {
-    /// The value 3, which LLVM 20 and earlier write (and LLVM 21 and later read as none).
+    /// The value 3, which LLVM 20 and earlier write (LLVM 22's `kind=hip` does not match it).
     Sequential,
-    /// The value 4 (a bit flag), which LLVM 21 and later write (and LLVM 19 reads as none).
+    /// The value 4 (a bit flag), which LLVM 21 and later write (LLVM 19's `kind=hip` does not
+    /// match it).
     BitFlag,
 }
 
@@ -313,6 +314,16 @@ impl OffloadKind {
         }
     }
 
+    /// The kind LLVM 22 gives a name (`getOffloadKind`, case-sensitive): `openmp`, `cuda`,
+    /// `hip` (the value 4), `sycl`, and [`OffloadKind::None`] for anything else.
+    pub fn from_name_llvm22(name: &[u8]) -> OffloadKind {
+        match name {
+            b"hip" => OffloadKind::Hip(HipEncoding::BitFlag),
+            b"sycl" => OffloadKind::Sycl,
+            other => OffloadKind::from_name_llvm19(other),
+        }
+    }
+
     /// Which encoding a HIP kind uses; `None` for other kinds.
     pub fn hip_encoding(self) -> Option<HipEncoding> {
         match self {
@@ -336,6 +347,8 @@ pub enum Compression {
 pub struct OffloadEntry<'a> {
     /// Position of the entry in the binary, from 0.
     pub index: usize,
+    /// The format version of the binary that holds it (1 to 3): LLVM 19 and 22 read only 1.
+    pub binary_version: u32,
     /// What the image holds.
     pub image_kind: ImageKind,
     /// What produced it.
@@ -842,6 +855,7 @@ fn parse_entry(bytes: &[u8], version: u32, offset: u64, index: usize) -> Result<
     }
     Ok(OffloadEntry {
         index,
+        binary_version: version,
         image_kind: ImageKind::from_raw(raw.image_kind.get(Le)),
         offload_kind: OffloadKind::from_raw(raw.offload_kind.get(Le)),
         flags: raw.flags.get(Le),
@@ -1762,6 +1776,10 @@ mod tests {
         assert_eq!(OffloadKind::from_name_llvm19(b"hip").raw(), 3);
         assert_eq!(OffloadKind::from_name_llvm19(b"HIP"), OffloadKind::None);
         assert_eq!(OffloadKind::from_name_llvm19(b"sycl"), OffloadKind::None);
+        assert_eq!(OffloadKind::from_name_llvm22(b"hip").raw(), 4);
+        assert_eq!(OffloadKind::from_name_llvm22(b"sycl").raw(), 8);
+        assert_eq!(OffloadKind::from_name_llvm22(b"cuda"), OffloadKind::Cuda);
+        assert_eq!(OffloadKind::from_name_llvm22(b"hipv4"), OffloadKind::None);
     }
 
     #[test]

@@ -4,6 +4,7 @@ pub mod bundler;
 pub mod extract;
 pub mod ls;
 pub mod packager;
+pub mod readobj;
 pub mod rewrite;
 pub mod tool_path;
 pub mod wrapper;

@@ -1,5 +1,7 @@
-//! Packing images into offload binaries and unpacking them, as clang-offload-packager 19
-//! does, byte for byte.
+//! Packing images into offload binaries and unpacking them, as clang-offload-packager 19 and
+//! llvm-offload-binary 22 do, byte for byte. The two differ in the offload kinds they name
+//! (`hip` is 3 for LLVM 19, 4 for LLVM 22, which also names `sycl`) and in the keys an image
+//! to pack needs (`file` and `triple` for LLVM 19, `file` alone for LLVM 22).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,7 +11,8 @@ use crate::container::scan::{scan, Origin, Places};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::llvm_hash::dense_map_order;
-use crate::format::offload_binary::{self, ImageKind, OffloadKind};
+use crate::format::offload_binary::{self, ImageKind, OffloadKind, VERSION_1};
+use crate::format::processor::LlvmVersion;
 use crate::io::{Closed, Input, Output};
 
 /// The key-value items of one `--image=` argument: keys in the order they first appear, the
@@ -57,17 +60,35 @@ impl ImageArgs {
     }
 }
 
-/// Packs every file of every image into `output`: one version 1 offload binary per file, one
-/// after another, with the image's other keys as string entries in the packager's order.
+/// The offload kind the packager of `version` stores for the name given as `kind=`.
+fn offload_kind_named(version: LlvmVersion, name: &str) -> OffloadKind {
+    match version {
+        LlvmVersion::V19 => OffloadKind::from_name_llvm19(name.as_bytes()),
+        LlvmVersion::V22 => OffloadKind::from_name_llvm22(name.as_bytes()),
+    }
+}
+
+/// Checks that `image` has the keys the packager of `version` needs to pack it, failing with
+/// that packager's message.
+fn check_required_keys(version: LlvmVersion, image: &ImageArgs) -> Result<()> {
+    let has = |key: &str| image.get(key).is_some();
+    match version {
+        LlvmVersion::V19 if !(has("file") && has("triple")) => Err(Error::msg(
+            "'file' and 'triple' are required image arguments",
+        )),
+        LlvmVersion::V22 if !has("file") => Err(Error::msg("'file' is a required image arguments")),
+        _ => Ok(()),
+    }
+}
+
+/// Packs every file of every image into `output` as the packager of `version` does: one
+/// version 1 offload binary per file, one after another, with the image's other keys as
+/// string entries in the packager's order.
 #[tracing::instrument(skip_all, fields(output = %output.display(), images = images.len()))]
-pub fn pack(output: &Path, images: &[ImageArgs]) -> Result<()> {
+pub fn pack(output: &Path, images: &[ImageArgs], version: LlvmVersion) -> Result<()> {
     let mut out = Output::create(output)?;
     for image in images {
-        if image.get("file").is_none() || image.get("triple").is_none() {
-            return Err(Error::msg(
-                "'file' and 'triple' are required image arguments",
-            ));
-        }
+        check_required_keys(version, image)?;
         let keys: Vec<&[u8]> = image.items.iter().map(|(k, _)| k.as_bytes()).collect();
         let strings: Vec<(&[u8], &[u8])> = dense_map_order(&keys)
             .into_iter()
@@ -79,8 +100,7 @@ pub fn pack(output: &Path, images: &[ImageArgs]) -> Result<()> {
                 (k, value.as_bytes())
             })
             .collect();
-        let offload_kind =
-            OffloadKind::from_name_llvm19(image.get("kind").unwrap_or_default().as_bytes());
+        let offload_kind = offload_kind_named(version, image.get("kind").unwrap_or_default());
         for file in image.files() {
             let path = PathBuf::from(file);
             let input = Input::open(&path)?;
@@ -132,10 +152,10 @@ impl Candidate {
             .map_or(&[][..], |(_, v)| v)
     }
 
-    fn matches(&self, image: &ImageArgs) -> bool {
+    fn matches(&self, image: &ImageArgs, version: LlvmVersion) -> bool {
         image.items.iter().all(|(key, value)| match key.as_str() {
             "file" => true,
-            "kind" => OffloadKind::from_name_llvm19(value.as_bytes()) == self.offload_kind,
+            "kind" => offload_kind_named(version, value) == self.offload_kind,
             _ => self.get(key.as_bytes()) == value.as_bytes(),
         })
     }
@@ -163,14 +183,16 @@ pub enum Unpacked {
 }
 
 /// Unpacks the images of `input` (an offload binary, an object or a program holding them, an
-/// archive of such) that each of `images` selects: written to the image's `file=`, or, without
-/// one, to `<input stem>-<triple>-<arch>.<n>.<kind>` in the current folder; with `archive`, into
-/// the static archive named by `file=`. Warnings go to `log`, each prefixed with `prefix`.
+/// archive of such) that each of `images` selects, as the packager of `version` matches them:
+/// written to the image's `file=`, or, without one, to `<input stem>-<triple>-<arch>.<n>.<kind>`
+/// in the current folder; with `archive`, into the static archive named by `file=`. Warnings
+/// go to `log`, each prefixed with `prefix`.
 #[tracing::instrument(skip_all, fields(file = %input_path.display(), images = images.len()))]
 pub fn unpack(
     input_path: &Path,
     images: &[ImageArgs],
     into: Unpacked,
+    version: LlvmVersion,
     log: &mut dyn Write,
     prefix: &str,
 ) -> Result<()> {
@@ -190,7 +212,10 @@ pub fn unpack(
     // open files; they are all put in place at the end.
     let mut outputs: Vec<Closed> = Vec::new();
     for image in images {
-        let matches: Vec<&Candidate> = candidates.iter().filter(|c| c.matches(image)).collect();
+        let matches: Vec<&Candidate> = candidates
+            .iter()
+            .filter(|c| c.matches(image, version))
+            .collect();
         tracing::info!(
             triple = image.get("triple"),
             arch = image.get("arch"),
@@ -206,9 +231,10 @@ pub fn unpack(
     crate::io::place_all(outputs)
 }
 
-/// The offload binary images of the input, where LLVM 19 looks for them. LLVM 19 fails on the
-/// first offload binary that does not parse; so do we, saying which others are damaged too, in
-/// file order: the last is the error returned.
+/// The offload binary images of the input, where LLVM 19 and 22 look for them. They fail on
+/// the first offload binary that does not parse, and take binaries of versions 2 and 3 (which
+/// later LLVM writes) for unparsable; so do we, saying which others are damaged too, damage in
+/// file order first, then the binaries of other versions: the last is the error returned.
 fn candidates_in(
     input_path: &Path,
     file: &[u8],
@@ -217,6 +243,7 @@ fn candidates_in(
 ) -> Result<Vec<Candidate>> {
     let name = input_path.to_string_lossy().into_owned();
     let mut candidates = Vec::new();
+    let mut other_versions = Vec::new();
     let mut problems = scan(
         input_path,
         file,
@@ -226,6 +253,12 @@ fn candidates_in(
             let Origin::OffloadImage(entry) = found.origin else {
                 return;
             };
+            if entry.binary_version != VERSION_1 {
+                if entry.index == 0 {
+                    other_versions.push(unread_version(&name, found.members, found.offset, entry));
+                }
+                return;
+            }
             let bytes = match found.offset {
                 Some(at) => Place::InFile {
                     offset: at as usize,
@@ -251,6 +284,7 @@ fn candidates_in(
             });
         },
     )?;
+    problems.extend(other_versions);
     if let Some(last) = problems.pop() {
         for problem in &problems {
             let _ = writeln!(log, "{prefix}error: {problem}");
@@ -258,6 +292,26 @@ fn candidates_in(
         return Err(last);
     }
     Ok(candidates)
+}
+
+/// The error for an offload binary of a version other than 1, which the packagers of LLVM 19
+/// and 22 cannot read: where its version field is (when the image lies in the file as such).
+fn unread_version(
+    file: &str,
+    members: &[String],
+    image_offset: Option<u64>,
+    entry: &offload_binary::OffloadEntry<'_>,
+) -> Error {
+    let mut place: String = members.iter().map(|m| format!("member '{m}': ")).collect();
+    let binary_start = image_offset.and_then(|at| at.checked_sub(entry.image_offset));
+    if let Some(start) = binary_start {
+        place.push_str(&format!("offset {:#x}: ", start + 4));
+    }
+    Error::msg(format!(
+        "'{file}': {place}offload binary version {}: clang-offload-packager 19 and \
+         llvm-offload-binary 22 read version 1 only",
+        entry.binary_version
+    ))
 }
 
 /// What unpacking one `--image` needs to know.
