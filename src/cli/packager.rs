@@ -139,7 +139,7 @@ const HELP_LIST_HIDDEN: &str = concat!(
 );
 
 /// What `--help` and `--version` print in one release, one [`llvm_cl::About`] per help flag.
-fn about(version: LlvmVersion) -> [llvm_cl::About; 4] {
+fn about(version: LlvmVersion) -> [llvm_cl::About<'static>; 4] {
     let (tool, compatible_with, help, help_hidden) = match version {
         LlvmVersion::V19 => (
             "clang-offload-packager",
