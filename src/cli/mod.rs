@@ -23,10 +23,10 @@ const USAGE: &str = "offload: GPU offload fat binary tools
 USAGE: offload <COMMAND> [ARGS...]
 
 COMMANDS:
-  bundler    clang-offload-bundler 19, drop-in: same options, same output bytes
+  bundler    clang-offload-bundler 19 or 22, drop-in: same options, same output bytes
   packager   clang-offload-packager 19 or llvm-offload-binary 22, drop-in: same options, bytes
   ls         list the device images in files (--json for a machine-readable list)
-  extract    write the device images a GPU can load (--arch gfx90a)
+  extract    write the device images a GPU loads (--arch gfx1101: native, else generic code)
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
   compress   compress the bundles of a file; decompress does the reverse
