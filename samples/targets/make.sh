@@ -13,8 +13,9 @@
 # links against ../linked/hip-stub.c.
 #
 # Run from anywhere: ./samples/targets/make.sh. It works inside this folder with relative
-# paths only and fixed -cuid= values, and compiles omp.c from standard input (see omp-22.o
-# below), so running it twice gives the same bytes, in any checkout.
+# paths only, -ffile-compilation-dir=. and fixed -cuid= values, and compiles omp.c from
+# standard input (see omp-22.o below), so running it twice gives the same bytes, in any
+# checkout.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
@@ -40,7 +41,9 @@ rm -rf tmp "${OUTPUTS[@]}"
 mkdir tmp
 trap 'rm -rf tmp' EXIT
 
-HIP=(-x hip -nogpulib -nogpuinc -O2)
+# -ffile-compilation-dir=.: the SPIR-V module embeds the device compile's command line
+# (llvm.cmdline), which otherwise names this folder's absolute path.
+HIP=(-x hip -nogpulib -nogpuinc -O2 -ffile-compilation-dir=.)
 # Translation unit 1 (kernel.hip): native gfx1100, its generic target, and gfx90a.
 TU1=(--offload-arch=gfx1100 --offload-arch=gfx11-generic --offload-arch=gfx90a)
 # Translation unit 2 (vadd.hip): no native gfx11 code, so a gfx1100 device loads the generic.
@@ -199,9 +202,9 @@ Made by \`make.sh\` (in this folder) with:
 - \`$("$BUNDLER19" --version | sed -n 's/^ *//; /version/p' | head -1)\` (\`$BUNDLER19\`)
 
 HIP sources are \`../src/kernel.hip\` and \`../src/vadd.hip\`, compiled with
-\`-x hip -nogpulib -nogpuinc -O2\` and a fixed \`-cuid=\`; the program links
+\`-x hip -nogpulib -nogpuinc -O2 -ffile-compilation-dir=.\` and a fixed \`-cuid=\`; the program links
 \`../linked/main.c\` and \`../linked/hip-stub.c\` (a stand-in for the HIP runtime). Running
-\`make.sh\` twice gives the same bytes.
+\`make.sh\` twice, or in another checkout, gives the same bytes.
 
 ## Files
 
