@@ -27,6 +27,7 @@ mod packager_order;
 mod parallel_copy;
 mod rewrite;
 mod rewrite_program;
+mod targets;
 mod wrapper;
 
 /// Cargo builds only tests/main.rs (`autotests = false`), so a test file that no `mod` line
