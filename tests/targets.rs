@@ -181,7 +181,11 @@ fn ls_lists_every_entry_the_bundlers_list_bundle_by_bundle() {
         for (n, bundle) in bundles(&section).iter().enumerate() {
             let expected = bundler_list(&bundler22, bundle);
             if !is_ccob_v3(bundle) {
-                assert_eq!(bundler_list(&bundler19, bundle), expected, "{name} bundle {n}");
+                assert_eq!(
+                    bundler_list(&bundler19, bundle),
+                    expected,
+                    "{name} bundle {n}"
+                );
             }
             // ls goes in file order: this bundle's entries come next.
             assert!(rest.len() >= expected.len(), "{name}: {ours:?}");
@@ -228,7 +232,11 @@ fn assert_entries_read_right(name: &str, images: &[Value]) {
         let (triple, arch) = triple_and_target_id(id);
         assert_eq!(image["triple"], triple.as_str(), "{name}: {id}");
         assert_eq!(image["arch"], arch.as_str(), "{name}: {id}");
-        let kind = if id.starts_with("host-") { "host" } else { "hip" };
+        let kind = if id.starts_with("host-") {
+            "host"
+        } else {
+            "hip"
+        };
         assert_eq!(image["offload_kind"], kind, "{name}: {id}");
     }
 }
@@ -327,7 +335,10 @@ fn extract_exact_takes_retired_processors_as_llvm_19_does() {
         .iter()
         .flat_map(|arch| extract_exact("retired-gfx940.o", arch))
         .collect();
-    assert_ne!(ours[0], ours[1], "gfx940 and gfx941 are different code objects");
+    assert_ne!(
+        ours[0], ours[1],
+        "gfx940 and gfx941 are different code objects"
+    );
 }
 
 /// The images `llvm-objdump --offloading` lists: (arch, producer) in file order.
