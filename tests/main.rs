@@ -30,6 +30,7 @@ mod parallel_copy;
 mod readobj;
 mod rewrite;
 mod rewrite_program;
+mod targets;
 mod wrapper;
 
 /// Cargo builds only tests/main.rs (`autotests = false`), so a test file that no `mod` line
