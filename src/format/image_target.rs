@@ -162,7 +162,11 @@ fn split_unknown_processor(id: &str) -> Option<(String, String)> {
         None if looks_like_processor(tail) => ("", tail),
         None => tail.split_once('-')?,
     };
-    let target = target.trim_end_matches('-');
+    // A target ID may end in `-` (`gfx950:xnack-`); otherwise the `-` is one LLVM 19 appended.
+    let target = match TargetId::parse_syntax(target) {
+        Some(id) if !id.processor.ends_with('-') => target,
+        _ => target.trim_end_matches('-'),
+    };
     let parsed = TargetId::parse_syntax(target)?;
     if parsed.processor.is_empty() || !looks_like_processor(target) {
         return None;
@@ -208,6 +212,21 @@ mod tests {
                 "hipv4-amdgcn-amd-amdhsa--gfx1250:xnack+",
                 "amdgcn-amd-amdhsa",
                 "gfx1250:xnack+",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx950:xnack-",
+                "amdgcn-amd-amdhsa",
+                "gfx950:xnack-",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx9-4-generic:sramecc+:xnack-",
+                "amdgcn-amd-amdhsa",
+                "gfx9-4-generic:sramecc+:xnack-",
+            ),
+            (
+                "hipv4-amdgcn-amd-amdhsa--gfx1399:sramecc-",
+                "amdgcn-amd-amdhsa",
+                "gfx1399:sramecc-",
             ),
             (
                 "hip-amdgcn-amd-amdhsa-gfx1399",

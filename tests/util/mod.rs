@@ -117,7 +117,7 @@ pub fn reference_tool(name: &str) -> Option<PathBuf> {
         if std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() == Ok("1") {
             panic!(
                 "{name} not found on PATH, and OFFLOAD_REQUIRE_REFERENCE=1 requires it \
-                 (Debian: apt-get install clang-tools-19 llvm-19)"
+                 (Debian: apt-get install clang-19 clang-tools-19 llvm-19 clang-22 clang-tools-22 llvm-22)"
             );
         }
         visible(&format!("SKIP: {name} not found"));
