@@ -233,7 +233,9 @@ fn a_damaged_bundle_is_reported_and_the_next_one_still_listed() {
 fn damaged_copies_of_every_sample_never_panic() {
     use offload::container::scan::{scan, Places};
     let mut files: Vec<PathBuf> = Vec::new();
-    for dir in ["linked", "openmp", "archive", "clang", "bundles", "coff", "targets"] {
+    for dir in [
+        "linked", "openmp", "archive", "clang", "bundles", "coff", "targets",
+    ] {
         for entry in std::fs::read_dir(samples_dir().join(dir)).unwrap() {
             let path = entry.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();

@@ -406,3 +406,104 @@ fn extract_exact_of_an_offload_binary_gives_what_llvm_offload_binary_22_writes()
         );
     }
 }
+
+/// A bundler run with `args`: its exit status, standard output and standard error.
+fn bundler_run(mut command: Command, args: &[&str]) -> (i32, Vec<u8>, String) {
+    let out = command.args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_22_bundler_unbundles_every_new_target_as_llvm_22_does() {
+    let Some(llvm) = reference_tool("clang-offload-bundler-22") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for name in ["new-arches.o", "spirv.o", "mixed-app", "mixed-app-z"] {
+        let section = hip_fatbin(name);
+        for (index, bundle) in bundles(&section).into_iter().enumerate() {
+            let input = dir.path().join(format!("{name}.{index}.hipfb"));
+            std::fs::write(&input, bundle).unwrap();
+            let input_arg = format!("-input={}", input.display());
+            let (code, listed, err) =
+                bundler_run(Command::new(&llvm), &["-list", "-type=o", &input_arg]);
+            assert_eq!(code, 0, "{name}: {err}");
+            let mut ours = offload();
+            ours.env("OFFLOAD_LLVM_VERSION", "22").arg("bundler");
+            let (_, our_list, _) = bundler_run(ours, &["-list", "-type=o", &input_arg]);
+            assert_eq!(our_list, listed, "{name} bundle {index}: -list");
+            for id in String::from_utf8(listed).unwrap().lines() {
+                if id.starts_with("host-") {
+                    continue;
+                }
+                let targets = format!("-targets={id}");
+                let (l, o) = (dir.path().join("llvm.out"), dir.path().join("ours.out"));
+                let args = |out: &Path| {
+                    vec![
+                        "-unbundle".to_string(),
+                        "-type=o".into(),
+                        targets.clone(),
+                        input_arg.clone(),
+                        format!("-output={}", out.display()),
+                    ]
+                };
+                let llvm_args = args(&l);
+                let llvm_args: Vec<&str> = llvm_args.iter().map(String::as_str).collect();
+                let (code, _, err) = bundler_run(Command::new(&llvm), &llvm_args);
+                assert_eq!(code, 0, "{name} {id}: {err}");
+                let our_args = args(&o);
+                let our_args: Vec<&str> = our_args.iter().map(String::as_str).collect();
+                let mut ours = offload();
+                ours.env("OFFLOAD_LLVM_VERSION", "22").arg("bundler");
+                let (code, _, err) = bundler_run(ours, &our_args);
+                assert_eq!(code, 0, "{name} {id}: {err}");
+                let (want, got) = (std::fs::read(&l).unwrap(), std::fs::read(&o).unwrap());
+                assert!(
+                    want == got,
+                    "{name} {id}: {}",
+                    first_difference(&want, &got)
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 14, "only {checked} entries");
+}
+
+#[test]
+fn strip_keeps_generic_code_inside_compressed_bundles() {
+    let dir = tempfile::tempdir().unwrap();
+    let stripped = dir.path().join("stripped");
+    succeed(
+        offload()
+            .arg("strip")
+            .arg(sample("mixed-app-z"))
+            .args(["--keep", "gfx1100", "-o"])
+            .arg(&stripped),
+    );
+    let out = succeed(offload().args(["ls", "--json"]).arg(&stripped));
+    let images: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let kept: Vec<(&str, bool)> = images
+        .iter()
+        .filter(|i| i["offload_kind"] == "hip")
+        .map(|i| {
+            (
+                i["arch"].as_str().unwrap(),
+                i["compressed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(kept, [("gfx1100", true), ("gfx11-generic", true)]);
+    // Still version 3, as clang-22 wrote them.
+    let bytes = std::fs::read(&stripped).unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    let section = file.section_by_name(".hip_fatbin").unwrap().data().unwrap();
+    for bundle in bundles(section) {
+        assert_eq!(&bundle[..6], b"CCOB\x03\x00");
+    }
+}
