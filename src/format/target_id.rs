@@ -5,7 +5,7 @@
 //! settings of a feature for one processor, and the list of processor names that LLVM 19's
 //! bundle entry ID parser recognises.
 
-use super::processor::{LlvmVersion, Processor};
+use super::processor::{LlvmVersion, Processor, SPIRV};
 use super::triple::Triple;
 
 /// A feature's setting in a target ID.
@@ -471,192 +471,41 @@ pub fn supported_features_in(
     out
 }
 
-/// The processor names LLVM 19's offload-arch table knows (`OffloadArch`). When the last
-/// `-`-separated piece of a bundle entry ID (before any `:`) is one of these, the entry ID
-/// parser takes it as the start of the target ID. The empty name is in the table.
-pub const OFFLOAD_ARCH_NAMES: &[&str] = &[
-    "",
-    "generic",
-    "sm_20",
-    "sm_21",
-    "sm_30",
-    "sm_32",
-    "sm_35",
-    "sm_37",
-    "sm_50",
-    "sm_52",
-    "sm_53",
-    "sm_60",
-    "sm_61",
-    "sm_62",
-    "sm_70",
-    "sm_72",
-    "sm_75",
-    "sm_80",
-    "sm_86",
-    "sm_87",
-    "sm_89",
-    "sm_90",
-    "sm_90a",
-    "gfx600",
-    "gfx601",
-    "gfx602",
-    "gfx700",
-    "gfx701",
-    "gfx702",
-    "gfx703",
-    "gfx704",
-    "gfx705",
-    "gfx801",
-    "gfx802",
-    "gfx803",
-    "gfx805",
-    "gfx810",
-    "gfx9-generic",
-    "gfx900",
-    "gfx902",
-    "gfx904",
-    "gfx906",
-    "gfx908",
-    "gfx909",
-    "gfx90a",
-    "gfx90c",
-    "gfx940",
-    "gfx941",
-    "gfx942",
-    "gfx10-1-generic",
-    "gfx1010",
-    "gfx1011",
-    "gfx1012",
-    "gfx1013",
-    "gfx10-3-generic",
-    "gfx1030",
-    "gfx1031",
-    "gfx1032",
-    "gfx1033",
-    "gfx1034",
-    "gfx1035",
-    "gfx1036",
-    "gfx11-generic",
-    "gfx1100",
-    "gfx1101",
-    "gfx1102",
-    "gfx1103",
-    "gfx1150",
-    "gfx1151",
-    "gfx1152",
-    "gfx12-generic",
-    "gfx1200",
-    "gfx1201",
-    "amdgcnspirv",
+/// The names other than AMDGPU processors in LLVM 19's offload-arch table (`OffloadArch`):
+/// NVPTX processors, `generic`, and the empty name. The table's AMDGPU processors are those of
+/// [`Processor`] that LLVM 19 knows, and `amdgcnspirv`.
+const OTHER_OFFLOAD_ARCHES_19: &[&str] = &[
+    "", "generic", "sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52", "sm_53",
+    "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89",
+    "sm_90", "sm_90a",
 ];
 
-/// Whether LLVM 19's offload-arch table knows `name`.
+/// The same for LLVM 22, as clang-offload-bundler-22 keeps them in a bundle entry ID (probed
+/// one by one): the newer CUDA processors added, the empty name no longer in it.
+const OTHER_OFFLOAD_ARCHES_22: &[&str] = &[
+    "generic", "sm_20", "sm_21", "sm_30", "sm_32", "sm_35", "sm_37", "sm_50", "sm_52", "sm_53",
+    "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80", "sm_86", "sm_87", "sm_88",
+    "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_101", "sm_101a", "sm_103", "sm_103a",
+    "sm_110", "sm_110a", "sm_120", "sm_120a", "sm_121", "sm_121a",
+];
+
+/// Whether LLVM 19's offload-arch table knows `name`. When the last `-`-separated piece of a
+/// bundle entry ID (before any `:`) is one of these, LLVM 19's entry ID parser takes it as the
+/// start of the target ID.
 pub fn is_offload_arch(name: &str) -> bool {
-    OFFLOAD_ARCH_NAMES.contains(&name)
+    is_offload_arch_in(LlvmVersion::V19, name)
 }
 
-/// The processor names LLVM 22's offload-arch table knows, as clang-offload-bundler-22 keeps
-/// them in a bundle entry ID (probed one by one): LLVM 19's without gfx940 and gfx941, with
-/// the newer CUDA and AMDGPU processors. The empty name no longer counts.
-pub const OFFLOAD_ARCH_NAMES_22: &[&str] = &[
-    "generic",
-    "sm_20",
-    "sm_21",
-    "sm_30",
-    "sm_32",
-    "sm_35",
-    "sm_37",
-    "sm_50",
-    "sm_52",
-    "sm_53",
-    "sm_60",
-    "sm_61",
-    "sm_62",
-    "sm_70",
-    "sm_72",
-    "sm_75",
-    "sm_80",
-    "sm_86",
-    "sm_87",
-    "sm_88",
-    "sm_89",
-    "sm_90",
-    "sm_90a",
-    "sm_100",
-    "sm_100a",
-    "sm_101",
-    "sm_101a",
-    "sm_103",
-    "sm_103a",
-    "sm_110",
-    "sm_110a",
-    "sm_120",
-    "sm_120a",
-    "sm_121",
-    "sm_121a",
-    "gfx600",
-    "gfx601",
-    "gfx602",
-    "gfx700",
-    "gfx701",
-    "gfx702",
-    "gfx703",
-    "gfx704",
-    "gfx705",
-    "gfx801",
-    "gfx802",
-    "gfx803",
-    "gfx805",
-    "gfx810",
-    "gfx9-generic",
-    "gfx900",
-    "gfx902",
-    "gfx904",
-    "gfx906",
-    "gfx908",
-    "gfx909",
-    "gfx90a",
-    "gfx90c",
-    "gfx9-4-generic",
-    "gfx942",
-    "gfx950",
-    "gfx10-1-generic",
-    "gfx1010",
-    "gfx1011",
-    "gfx1012",
-    "gfx1013",
-    "gfx10-3-generic",
-    "gfx1030",
-    "gfx1031",
-    "gfx1032",
-    "gfx1033",
-    "gfx1034",
-    "gfx1035",
-    "gfx1036",
-    "gfx11-generic",
-    "gfx1100",
-    "gfx1101",
-    "gfx1102",
-    "gfx1103",
-    "gfx1150",
-    "gfx1151",
-    "gfx1152",
-    "gfx1153",
-    "gfx12-generic",
-    "gfx1200",
-    "gfx1201",
-    "gfx1250",
-    "gfx1251",
-    "amdgcnspirv",
-];
-
-/// Whether LLVM `version`'s offload-arch table knows `name`.
+/// Whether LLVM `version`'s offload-arch table knows `name`: an AMDGPU processor its
+/// processor table has (by canonical name), `amdgcnspirv`, or one of its other names.
 pub fn is_offload_arch_in(version: LlvmVersion, name: &str) -> bool {
-    match version {
-        LlvmVersion::V19 => is_offload_arch(name),
-        LlvmVersion::V22 => OFFLOAD_ARCH_NAMES_22.contains(&name),
-    }
+    let others = match version {
+        LlvmVersion::V19 => OTHER_OFFLOAD_ARCHES_19,
+        LlvmVersion::V22 => OTHER_OFFLOAD_ARCHES_22,
+    };
+    others.contains(&name)
+        || name == SPIRV
+        || Processor::named_in(version, name).is_some_and(|p| p.name == name)
 }
 
 #[cfg(test)]
