@@ -6,26 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::native::{c_compiler, run, support};
+use crate::util::native::{c_compiler, compile_hip, run, support};
 use crate::util::{offload, reference_tool, root, succeed};
-
-/// Compiles `source` (of samples/src) for `arches` with clang-22 into `dir`.
-fn compile(clang: &Path, dir: &Path, source: &str, arches: &[&str], extra: &[&str]) -> PathBuf {
-    let object = dir.join(format!("{source}.o"));
-    let mut command = Command::new(clang);
-    command.args(["-x", "hip", "-nogpulib", "-nogpuinc", "-O2", "-fPIC", "-c"]);
-    command.args(extra);
-    for arch in arches {
-        command.arg(format!("--offload-arch={arch}"));
-    }
-    succeed(
-        command
-            .arg(root().join("samples/src").join(source))
-            .arg("-o")
-            .arg(&object),
-    );
-    object
-}
 
 /// A program of two translation units linked with the stand-in runtime: `kernel.hip` built
 /// for gfx1100, gfx11-generic and gfx90a, `vadd.hip` only for gfx11-generic and
@@ -34,14 +16,14 @@ fn compile(clang: &Path, dir: &Path, source: &str, arches: &[&str], extra: &[&st
 fn mixed_program(dir: &Path) -> Option<PathBuf> {
     let clang = reference_tool("clang-22")?;
     let cc = c_compiler()?;
-    let first = compile(
+    let first = compile_hip(
         &clang,
         dir,
         "kernel.hip",
         &["gfx1100", "gfx11-generic", "gfx90a"],
         &[],
     );
-    let second = compile(
+    let second = compile_hip(
         &clang,
         dir,
         "vadd.hip",
@@ -249,7 +231,7 @@ fn spirv_is_what_a_device_without_native_or_generic_code_loads() {
     let Some(clang) = reference_tool("clang-22") else {
         return;
     };
-    let object = compile(
+    let object = compile_hip(
         &clang,
         dir.path(),
         "kernel.hip",

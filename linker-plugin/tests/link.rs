@@ -9,7 +9,7 @@ mod hip_build;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use hip_build::{hip_objects, KEPT_GFX90A};
+use hip_build::{compile_hip, hip_objects, KEPT_GFX90A};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -314,33 +314,15 @@ fn lld_and_mold_links_are_stripped_afterwards() {
 /// Compiles `source` of samples/src with clang-22 for `arches` into `dir`; `None` (a visible
 /// skip, a failure when the reference tools are required) without clang-22.
 fn compile_22(dir: &Path, source: &str, arches: &[&str]) -> Option<PathBuf> {
-    let Ok(out) = Command::new("clang-22").arg("--version").output() else {
+    if Command::new("clang-22").arg("--version").output().is_err() {
         assert!(
             std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() != Ok("1"),
             "clang-22 is required"
         );
         eprintln!("SKIP: clang-22 not found");
         return None;
-    };
-    assert!(out.status.success());
-    let object = dir.join(format!("{source}.o"));
-    let mut command = Command::new("clang-22");
-    command.args(["-x", "hip", "-nogpulib", "-nogpuinc", "-O2", "-fPIC", "-c"]);
-    for arch in arches {
-        command.arg(format!("--offload-arch={arch}"));
     }
-    let out = command
-        .arg(root().join("samples/src").join(source))
-        .arg("-o")
-        .arg(&object)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(object)
+    Some(compile_hip(Path::new("clang-22"), dir, source, arches, &[]))
 }
 
 #[test]

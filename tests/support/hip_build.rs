@@ -24,31 +24,40 @@ pub fn repository() -> PathBuf {
 /// Compiles the two sample kernels of samples/src for [`ARCHES`], position-independent, the
 /// second with `--offload-compress`, into `dir`.
 pub fn hip_objects(clang: &Path, dir: &Path) -> Vec<PathBuf> {
-    let mut objects = Vec::new();
-    for (source, compress) in [("kernel.hip", false), ("vadd.hip", true)] {
-        let object = dir.join(format!("{source}.o"));
-        let mut command = Command::new(clang);
-        command.args(["-x", "hip", "-nogpulib", "-nogpuinc", "-O2", "-fPIC", "-c"]);
-        for arch in ARCHES {
-            command.arg(format!("--offload-arch={arch}"));
-        }
-        if compress {
-            command.arg("--offload-compress");
-        }
-        let out = command
-            .arg(repository().join("samples/src").join(source))
-            .arg("-o")
-            .arg(&object)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        objects.push(object);
+    vec![
+        compile_hip(clang, dir, "kernel.hip", &ARCHES, &[]),
+        compile_hip(clang, dir, "vadd.hip", &ARCHES, &["--offload-compress"]),
+    ]
+}
+
+/// Compiles `source` of samples/src with `clang` for `arches` (and the `extra` options),
+/// position-independent and without the HIP headers and libraries, into `dir/SOURCE.o`.
+pub fn compile_hip(
+    clang: &Path,
+    dir: &Path,
+    source: &str,
+    arches: &[&str],
+    extra: &[&str],
+) -> PathBuf {
+    let object = dir.join(format!("{source}.o"));
+    let mut command = Command::new(clang);
+    command.args(["-x", "hip", "-nogpulib", "-nogpuinc", "-O2", "-fPIC", "-c"]);
+    command.args(extra);
+    for arch in arches {
+        command.arg(format!("--offload-arch={arch}"));
     }
-    objects
+    let out = command
+        .arg(repository().join("samples/src").join(source))
+        .arg("-o")
+        .arg(&object)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    object
 }
 
 /// Runs `program` (with `LD_LIBRARY_PATH` set to `library_dir` if given), which must exit 0,
