@@ -32,11 +32,22 @@ impl Sink {
 }
 
 /// The write end of a pipe whose read end is closed everywhere: the read end goes to a `true`
-/// process, which has exited by the time this returns.
+/// process, which has exited by the time this returns. A process another test thread forks at
+/// the same moment may hold a copy of the read end until it starts its program, so the pipe
+/// is written to until that fails: from then on no process can read it.
 fn closed_pipe() -> Stdio {
+    use std::io::Write;
     let mut reader = Command::new("true").stdin(Stdio::piped()).spawn().unwrap();
-    let write_end = reader.stdin.take().unwrap();
+    let mut write_end = reader.stdin.take().unwrap();
     reader.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while write_end.write_all(b"x").is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the read end of the pipe stays open"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     Stdio::from(write_end)
 }
 
