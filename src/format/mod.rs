@@ -22,6 +22,7 @@ pub mod llvm_hash;
 pub mod loads;
 pub mod offload_binary;
 pub mod processor;
+pub mod runtime;
 pub mod slice;
 pub mod string_map;
 pub mod strtab;
