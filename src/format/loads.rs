@@ -64,6 +64,13 @@ pub fn loaded_by(device: &TargetId<'_>, unit: &[Option<TargetId<'_>>]) -> Vec<Op
     loaded
 }
 
+/// Whether `device` may load `image` in some translation unit: it can run it natively, or it
+/// is code for a generic target or SPIR-V, which a device loads when its unit has no native
+/// code for it. The test to pass over an image before its unit is seen whole.
+pub fn may_load(device: &TargetId<'_>, image: &TargetId<'_>) -> bool {
+    device.can_load(image) || ProcessorKind::of_name(image.processor) != ProcessorKind::Native
+}
+
 /// What one device, whose deciding features are all set in `features`, loads from `unit`.
 fn one_device(
     processor: &str,

@@ -11,8 +11,7 @@ use crate::container::scan::{scan, DeviceImage, Places};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::image_target::{ImageTarget, Producer};
-use crate::format::loads::{loaded_by, Via};
-use crate::format::processor::ProcessorKind;
+use crate::format::loads::{loaded_by, may_load, Via};
 use crate::format::slice::offset_within;
 use crate::format::target_id::{TargetId, TargetIdBuf};
 use crate::io::{Closed, Input, Output};
@@ -75,10 +74,7 @@ fn may_be_chosen(config: &ExtractConfig, stored: &TargetId<'_>) -> bool {
         let q = q.target_id();
         match config.exact {
             Match::Exact => q.same_as(stored),
-            Match::Loadable => {
-                q.can_load(stored)
-                    || ProcessorKind::of_name(stored.processor) != ProcessorKind::Native
-            }
+            Match::Loadable => may_load(&q, stored),
         }
     })
 }
