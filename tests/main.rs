@@ -9,6 +9,7 @@ mod util;
 mod bad_input;
 mod bombs;
 mod bundler_22;
+mod check;
 mod campaign;
 mod cli_output;
 mod differential;

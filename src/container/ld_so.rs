@@ -87,8 +87,8 @@ impl Abi {
 pub struct DynamicInfo {
     /// Its class and machine.
     pub abi: Abi,
-    /// Whether it names a program interpreter: a program, not a library.
-    pub program: bool,
+    /// The program interpreter it names (`PT_INTERP`): set for a program, not a library.
+    pub interpreter: Option<String>,
     /// `DT_NEEDED`, in order.
     pub needed: Vec<String>,
     /// `DT_RPATH`, unless the object also has `DT_RUNPATH` (ld.so then ignores it).
@@ -117,16 +117,21 @@ fn read_dynamic<H: FileHeader<Endian = Endianness>>(
 ) -> object::read::Result<DynamicInfo> {
     let header = H::parse(data)?;
     let endian = header.endian()?;
-    let program = header
+    let interpreter = header
         .program_headers(endian, data)?
         .iter()
-        .any(|p| p.p_type(endian) == elf::PT_INTERP);
+        .find(|p| p.p_type(endian) == elf::PT_INTERP)
+        .and_then(|p| p.data(endian, data).ok())
+        .map(|bytes| {
+            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+            String::from_utf8_lossy(&bytes[..end]).into_owned()
+        });
     let mut info = DynamicInfo {
         abi: Abi {
             is_64: header.is_type_64(),
             machine: header.e_machine(endian),
         },
-        program,
+        interpreter,
         needed: Vec::new(),
         rpath: None,
         runpath: None,
@@ -297,6 +302,8 @@ fn new_format_start(data: &[u8]) -> std::result::Result<usize, String> {
 pub enum FoundVia {
     /// Named on the command line.
     Argument,
+    /// The program's interpreter (`PT_INTERP`): ld.so itself, loaded before any library.
+    Interpreter,
     /// A `DT_NEEDED` with a `/`: the path itself.
     Path,
     /// A `DT_RPATH` folder.
@@ -316,6 +323,7 @@ impl FoundVia {
     pub fn name(self) -> &'static str {
         match self {
             FoundVia::Argument => "argument",
+            FoundVia::Interpreter => "interpreter",
             FoundVia::Path => "path",
             FoundVia::Rpath => "rpath",
             FoundVia::LdLibraryPath => "LD_LIBRARY_PATH",
@@ -390,14 +398,21 @@ pub fn load_order(root: &Path, env: &Environment) -> Result<(Vec<Loaded>, Vec<Mi
         seen: HashSet::new(),
         origins: Vec::new(),
     };
-    walk.origins.push(origin_of(root, walk.loaded[0].info.program));
+    let program = walk.loaded[0].info.interpreter.is_some();
+    walk.origins.push(origin_of(root, program));
     walk.note(0);
+    let interpreter = walk.interpreter();
     let mut next = 0;
     while next < walk.loaded.len() {
         for name in walk.loaded[next].info.needed.clone() {
             walk.need(&name, next);
         }
         next += 1;
+    }
+    // ld.so lists itself last, whoever names it.
+    if let Some(interpreter) = interpreter {
+        walk.origins.push(origin_of(&interpreter.path, false));
+        walk.loaded.push(interpreter);
     }
     Ok((walk.loaded, walk.missing))
 }
@@ -414,6 +429,28 @@ struct Walk<'e> {
 }
 
 impl Walk<'_> {
+    /// The root's interpreter, opened, with the names it answers to noted: libraries that
+    /// need it by its soname get the loaded one.
+    fn interpreter(&mut self) -> Option<Loaded> {
+        let path = PathBuf::from(self.loaded[0].info.interpreter.clone()?);
+        let (input, info) = open_matching(&path, self.loaded[0].info.abi)?;
+        let interpreter = Loaded {
+            path,
+            needed_as: None,
+            needed_by: Some(0),
+            found_via: FoundVia::Interpreter,
+            info,
+            input,
+        };
+        if let Some(soname) = &interpreter.info.soname {
+            self.seen.insert(soname.clone());
+        }
+        if let Ok(real) = std::fs::canonicalize(&interpreter.path) {
+            self.seen.insert(real.to_string_lossy().into_owned());
+        }
+        Some(interpreter)
+    }
+
     /// Notes the names object `index` answers to.
     fn note(&mut self, index: usize) {
         let object = &self.loaded[index];
