@@ -137,13 +137,29 @@ fn program() -> Option<Program> {
     };
     shared("lib/libhelper.so", &[&helper], &[]);
     shared("stub/libmissing.so", &[&helper], &[]);
-    shared("lib/libgfx90a.so", &[&gfx90a], &["-Llib", "-Wl,--no-as-needed", "-lhelper"]);
+    shared(
+        "lib/libgfx90a.so",
+        &[&gfx90a],
+        &["-Llib", "-Wl,--no-as-needed", "-lhelper"],
+    );
     shared("llp/libgeneric.so", &[&generic], &[]);
     succeed(
         Command::new(cc)
             .arg(d.join("obj/main.c"))
-            .args(["-o", "prog", "-Llib", "-Lllp", "-Lstub", "-Wl,--no-as-needed"])
-            .args(["-lgfx90a", "-lgeneric", "-lmissing", "-Wl,--disable-new-dtags"])
+            .args([
+                "-o",
+                "prog",
+                "-Llib",
+                "-Lllp",
+                "-Lstub",
+                "-Wl,--no-as-needed",
+            ])
+            .args([
+                "-lgfx90a",
+                "-lgeneric",
+                "-lmissing",
+                "-Wl,--disable-new-dtags",
+            ])
             .args(["-Wl,-rpath,$ORIGIN/lib", "-Wl,--allow-shlib-undefined"])
             .current_dir(d),
     );
@@ -153,7 +169,7 @@ fn program() -> Option<Program> {
 
 /// The table's files, the same for every device list.
 const NOT_FOUND: &str = "
-Not found (not checked; the program would not start):
+Not found (not checked; ld.so would refuse to load what needs them):
   libmissing.so (needed by prog)
 ";
 
@@ -241,7 +257,11 @@ What the runtime does:
         ],
     );
     assert_eq!(status, 1);
-    assert_eq!(named, out.replace(" (KFD node 1)", "").replace(" (KFD node 2)", ""));
+    assert_eq!(
+        named,
+        out.replace(" (KFD node 1)", "")
+            .replace(" (KFD node 2)", "")
+    );
 }
 
 #[test]
@@ -335,7 +355,10 @@ fn every_file_resolves_where_ldd_finds_it() {
                 .unwrap_or_else(|| path.file_name().unwrap().to_string_lossy().into_owned());
             (
                 name,
-                (fs::canonicalize(&path).unwrap(), f["found_via"].as_str().unwrap().into()),
+                (
+                    fs::canonicalize(&path).unwrap(),
+                    f["found_via"].as_str().unwrap().into(),
+                ),
             )
         })
         .collect();
@@ -345,11 +368,16 @@ fn every_file_resolves_where_ldd_finds_it() {
         .filter(|(name, _)| !name.starts_with("linux-vdso") && name != "libmissing.so")
         .map(|(name, path)| (name, fs::canonicalize(path).unwrap()))
         .collect();
-    let ours_paths: BTreeMap<String, PathBuf> =
-        ours.iter().map(|(n, (p, _))| (n.clone(), p.clone())).collect();
+    let ours_paths: BTreeMap<String, PathBuf> = ours
+        .iter()
+        .map(|(n, (p, _))| (n.clone(), p.clone()))
+        .collect();
     assert_eq!(ours_paths, ldd);
     assert_eq!(ours["libgfx90a.so"].1, "rpath");
-    assert_eq!(ours["libhelper.so"].1, "rpath", "the program's RPATH, passed down");
+    assert_eq!(
+        ours["libhelper.so"].1, "rpath",
+        "the program's RPATH, passed down"
+    );
     assert_eq!(ours["libgeneric.so"].1, "LD_LIBRARY_PATH");
     assert_eq!(ours["ld-linux-x86-64.so.2"].1, "interpreter");
     assert_eq!(
@@ -389,7 +417,10 @@ fn files_that_cannot_be_checked_are_named_and_exit_2() {
     );
     let (status, _, err) = run(&["missing.so", "--device", "gfx90a"]);
     assert_eq!(status, 2);
-    assert!(err.starts_with("offload check: error: ") && err.contains("missing.so"), "{err}");
+    assert!(
+        err.starts_with("offload check: error: ") && err.contains("missing.so"),
+        "{err}"
+    );
     assert_eq!(
         run(&["notes.txt", "--device", "gfx90a:xnack"]),
         (

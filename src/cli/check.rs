@@ -105,7 +105,9 @@ fn devices(named: &[String]) -> Result<Vec<Device>, String> {
             folder.display()
         ));
     }
-    let targets: Vec<(TargetIdBuf, Option<u32>)> =
-        found.into_iter().map(|g| (g.target, Some(g.node))).collect();
+    let targets: Vec<(TargetIdBuf, Option<u32>)> = found
+        .into_iter()
+        .map(|g| (g.target, Some(g.node)))
+        .collect();
     Ok(Device::list(&targets))
 }

@@ -225,7 +225,10 @@ impl LdSoCache {
         let (header, rest) = pod::from_bytes::<CacheHeader>(new)
             .map_err(|()| format!("header truncated at {start:#x}"))?;
         if &header.magic != CACHE_MAGIC {
-            return Err(format!("no '{}' magic at {start:#x}", "glibc-ld.so.cache1.1"));
+            return Err(format!(
+                "no '{}' magic at {start:#x}",
+                "glibc-ld.so.cache1.1"
+            ));
         }
         let endian = match header.flags & 3 {
             3 => Endianness::Big,
@@ -245,10 +248,9 @@ impl LdSoCache {
             if entry.hwcap.get(endian) != 0 {
                 continue;
             }
-            let (Some(name), Some(path)) = (
-                text(entry.key.get(endian)),
-                text(entry.value.get(endian)),
-            ) else {
+            let (Some(name), Some(path)) =
+                (text(entry.key.get(endian)), text(entry.value.get(endian)))
+            else {
                 return Err(format!("entry {i}: a name or path lies past the end"));
             };
             cache.entries.push((name, path));
@@ -382,8 +384,8 @@ impl Environment {
 /// nowhere. The error is for `root` itself: unreadable, or not an ELF file.
 pub fn load_order(root: &Path, env: &Environment) -> Result<(Vec<Loaded>, Vec<Missing>)> {
     let input = Input::open(root)?;
-    let info = dynamic_info(&input)
-        .map_err(|e| Error::msg(format!("'{}': {e}", root.display())))?;
+    let info =
+        dynamic_info(&input).map_err(|e| Error::msg(format!("'{}': {e}", root.display())))?;
     let mut walk = Walk {
         env,
         loaded: vec![Loaded {
@@ -499,10 +501,16 @@ impl Walk<'_> {
     }
 
     /// Searches for `name` as ld.so does for object `by`.
-    fn find(&self, name: &str, by: usize, abi: Abi) -> Option<(PathBuf, FoundVia, Input, DynamicInfo)> {
+    fn find(
+        &self,
+        name: &str,
+        by: usize,
+        abi: Abi,
+    ) -> Option<(PathBuf, FoundVia, Input, DynamicInfo)> {
         if name.contains('/') {
             let path = PathBuf::from(self.expand(name, by, abi)?);
-            return open_matching(&path, abi).map(|(input, info)| (path, FoundVia::Path, input, info));
+            return open_matching(&path, abi)
+                .map(|(input, info)| (path, FoundVia::Path, input, info));
         }
         let loader = &self.loaded[by].info;
         let mut tries: Vec<(Vec<PathBuf>, FoundVia)> = Vec::new();
@@ -655,7 +663,11 @@ mod tests {
     #[test]
     fn the_cache_lists_names_and_paths_in_order_without_hwcaps_entries() {
         let data = cache_bytes(&[
-            ("libz.so.1", "/usr/lib/glibc-hwcaps/x86-64-v3/libz.so.1", 1 << 62),
+            (
+                "libz.so.1",
+                "/usr/lib/glibc-hwcaps/x86-64-v3/libz.so.1",
+                1 << 62,
+            ),
             ("libz.so.1", "/lib/x86_64-linux-gnu/libz.so.1", 0),
             ("libz.so.1", "/lib/i386-linux-gnu/libz.so.1", 0),
             ("libc.so.6", "/lib/x86_64-linux-gnu/libc.so.6", 0),
@@ -663,7 +675,10 @@ mod tests {
         let cache = LdSoCache::parse(&data).unwrap();
         assert_eq!(
             cache.paths("libz.so.1").collect::<Vec<_>>(),
-            ["/lib/x86_64-linux-gnu/libz.so.1", "/lib/i386-linux-gnu/libz.so.1"]
+            [
+                "/lib/x86_64-linux-gnu/libz.so.1",
+                "/lib/i386-linux-gnu/libz.so.1"
+            ]
         );
         assert_eq!(cache.paths("libm.so.6").count(), 0);
     }

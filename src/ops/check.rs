@@ -203,6 +203,10 @@ pub fn check(roots: &[&Path], devices: &[Device], env: &Environment) -> (Report,
 struct FoundEntry {
     unit: usize,
     id: String,
+    /// Whether its kind is one the HIP runtime takes.
+    hip: bool,
+    /// Its target ID.
+    target_id: String,
     size: u64,
     compressed: bool,
     section: Option<String>,
@@ -210,7 +214,11 @@ struct FoundEntry {
 }
 
 /// The bundles of one file the runtime is given, each checked for `devices`.
-fn bundles_of(path: &Path, input: &Input, devices: &[TargetIdBuf]) -> (Vec<BundleReport>, Vec<Error>) {
+fn bundles_of(
+    path: &Path,
+    input: &Input,
+    devices: &[TargetIdBuf],
+) -> (Vec<BundleReport>, Vec<Error>) {
     let mut found: Vec<FoundEntry> = Vec::new();
     let visit = &mut |image: &DeviceImage<'_>| {
         let Some(id) = image.origin.entry_id() else {
@@ -226,19 +234,27 @@ fn bundles_of(path: &Path, input: &Input, devices: &[TargetIdBuf]) -> (Vec<Bundl
         found.push(FoundEntry {
             unit: image.unit,
             id: id.to_string(),
+            hip: is_hip(&image.target.producer),
+            target_id: image.target.target_id.clone(),
             size: image.data.len() as u64,
             compressed: image.compressed,
             section: image.section.map(str::to_string),
             member: image.members.last().cloned(),
         });
     };
-    let problems = match scan(path, input, Places::Everywhere, DEFAULT_MAX_DECOMPRESSED, visit) {
+    let problems = match scan(
+        path,
+        input,
+        Places::Everywhere,
+        DEFAULT_MAX_DECOMPRESSED,
+        visit,
+    ) {
         Ok(problems) => problems,
         Err(e) => vec![e],
     };
     let mut bundles = Vec::new();
     for unit in found.chunk_by(|a, b| a.unit == b.unit) {
-        if !unit.iter().any(|e| is_hip(&e.id)) {
+        if !unit.iter().any(|e| e.hip) {
             // Only the HIP runtime's bundles: OpenMP's are another runtime's to load.
             continue;
         }
@@ -247,10 +263,9 @@ fn bundles_of(path: &Path, input: &Input, devices: &[TargetIdBuf]) -> (Vec<Bundl
     (bundles, problems)
 }
 
-/// Whether an entry is of a kind the HIP runtime takes.
-fn is_hip(id: &str) -> bool {
-    let target = crate::format::image_target::ImageTarget::of_bundle_entry(id);
-    match target.producer {
+/// Whether entries of `producer` are of a kind the HIP runtime takes (`hip`, `hipv4`, `hcc`).
+fn is_hip(producer: &Producer) -> bool {
+    match producer {
         Producer::Hip => true,
         Producer::Other(kind) => kind == "hcc",
         _ => false,
@@ -296,10 +311,9 @@ fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -
         })
         .collect();
     let mut targets: Vec<String> = Vec::new();
-    for entry in entries.iter().filter(|e| e.size > 0 && is_hip(&e.id)) {
-        let target = crate::format::image_target::ImageTarget::of_bundle_entry(&entry.id).target_id;
-        if !target.is_empty() && !targets.contains(&target) {
-            targets.push(target);
+    for entry in entries.iter().filter(|e| e.size > 0 && e.hip) {
+        if !entry.target_id.is_empty() && !targets.contains(&entry.target_id) {
+            targets.push(entry.target_id.clone());
         }
     }
     BundleReport {
@@ -345,13 +359,16 @@ pub fn text(report: &Report) -> String {
     let mut out = String::new();
     out.push_str("Devices, in the runtime's order:\n");
     for d in &report.devices {
-        let node = d.node.map(|n| format!(" (KFD node {n})")).unwrap_or_default();
+        let node = d
+            .node
+            .map(|n| format!(" (KFD node {n})"))
+            .unwrap_or_default();
         out.push_str(&format!("  {} {}{node}\n", d.index, d.target_id));
     }
     out.push('\n');
     out.push_str(&table(report));
     if !report.not_found.is_empty() {
-        out.push_str("\nNot found (not checked; the program would not start):\n");
+        out.push_str("\nNot found (not checked; ld.so would refuse to load what needs them):\n");
         for m in &report.not_found {
             out.push_str(&format!("  {} (needed by {})\n", m.name, m.needed_by));
         }
@@ -368,7 +385,9 @@ pub fn text(report: &Report) -> String {
 
 /// The table of files and counts.
 fn table(report: &Report) -> String {
-    let header = ["FILE", "BUNDLES", "DEVICE", "NATIVE", "GENERIC", "SPIR-V", "NOTHING"];
+    let header = [
+        "FILE", "BUNDLES", "DEVICE", "NATIVE", "GENERIC", "SPIR-V", "NOTHING",
+    ];
     let mut rows: Vec<[String; 7]> = Vec::new();
     for file in &report.files {
         let mut first = [file.path.clone(), file.bundles.len().to_string()].to_vec();
@@ -448,7 +467,11 @@ fn ranges(numbers: &[usize]) -> String {
 
 /// "bundle 1" or "bundles 1-3, 5".
 fn bundles_phrase(numbers: &[usize]) -> String {
-    let noun = if numbers.len() == 1 { "bundle" } else { "bundles" };
+    let noun = if numbers.len() == 1 {
+        "bundle"
+    } else {
+        "bundles"
+    };
     format!("{noun} {}", ranges(numbers))
 }
 

@@ -143,10 +143,7 @@ mod tests {
             xnack: Some("1"),
         };
         assert_eq!(id(mi210, forced).unwrap(), "gfx90a:sramecc-:xnack+");
-        assert_eq!(
-            id("gfx_target_version 110001\n", none).unwrap(),
-            "gfx1101"
-        );
+        assert_eq!(id("gfx_target_version 110001\n", none).unwrap(), "gfx1101");
         assert_eq!(id("gfx_target_version 0\ncpu_cores_count 16\n", none), None);
         assert_eq!(id("simd_count 0\n", none), None);
     }
