@@ -10,6 +10,7 @@ mod bad_input;
 mod bombs;
 mod bundler_22;
 mod campaign;
+mod check;
 mod cli_output;
 mod differential;
 mod extract;

@@ -2,6 +2,7 @@
 //! takes on when started through a link named after an LLVM tool.
 
 pub mod bundler;
+pub mod check;
 pub mod extract;
 pub mod general;
 pub mod llvm_cl;
@@ -27,13 +28,14 @@ COMMANDS:
   packager   clang-offload-packager 19 or llvm-offload-binary 22, drop-in: same options, bytes
   ls         list the device images in files (--json for a machine-readable list)
   extract    write the device images a GPU loads (--arch gfx1101: native, else generic code)
+  check      what each GPU loads from a program and its libraries (--device, else this machine)
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
   compress   compress the bundles of a file; decompress does the reverse
   help       print this text
 
-ls, extract, strip, compress, decompress and wrapper take -v (-vv, -vvv) to log what they do
-on standard error. OFFLOAD_LOG=offload=debug (a tracing filter) logs for every command.
+ls, extract, check, strip, compress, decompress and wrapper take -v (-vv, -vvv) to log what
+they do on standard error. OFFLOAD_LOG=offload=debug (a tracing filter) logs for every command.
 
 Started through a link named clang-offload-bundler or offload-bundler, this program
 behaves as `offload bundler`; through clang-offload-packager, offload-packager or
@@ -142,6 +144,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         }
         Some("ls") => ls::run(&rest[1..]),
         Some("extract") => extract::run("offload extract", &rest[1..]),
+        Some("check") => check::run(&rest[1..]),
         Some("strip") => rewrite::strip(&rest[1..]),
         Some("wrapper") => wrapper::run_subcommand(&rest[1..]),
         Some("compress") => rewrite::compress(&rest[1..]),

@@ -2,6 +2,7 @@
 
 pub mod archive;
 pub mod error;
+pub mod ld_so;
 pub mod objcopy;
 pub mod program;
 pub mod scan;

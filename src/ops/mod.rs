@@ -1,7 +1,9 @@
 //! What users ask for, built from the format codecs and the I/O layer.
 
 pub mod bundler;
+pub mod check;
 pub mod extract;
+pub mod gpus;
 pub mod ls;
 pub mod packager;
 pub mod readobj;

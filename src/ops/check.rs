@@ -1,0 +1,565 @@
+//! Whether a program and the libraries it loads have code for the machine's GPUs: for each
+//! device and each bundle the HIP runtime is given (one per translation unit), what the
+//! device loads by the runtime's own rule ([`runtime::loads`]), and what the runtime then
+//! does with a device that has no code.
+//!
+//! The runtime goes through the devices in order for each bundle and stops at the first one
+//! without code: that bundle's load fails with `hipErrorInvalidImage` for that device and
+//! every device after it, and when it is the first device, for every device.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::container::ld_so::{self, Environment};
+use crate::container::scan::{scan, DeviceImage, Places};
+use crate::container::BUNDLE_SECTION_PREFIX;
+use crate::error::Error;
+use crate::format::bundle::MAGIC;
+use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
+use crate::format::image_target::Producer;
+use crate::format::runtime::{self, Load, AMDGCN_ISA_PREFIX};
+use crate::format::target_id::TargetIdBuf;
+use crate::io::Input;
+
+/// One device of the check, in the runtime's order. The field names are a public interface
+/// (`offload check --json`), as are those of every record below.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Device {
+    /// Its place in the runtime's order, from 0.
+    pub index: usize,
+    /// Its full ISA name, as the runtime spells it (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`).
+    pub isa: String,
+    /// Its target ID (`gfx90a:sramecc+:xnack-`).
+    pub target_id: String,
+    /// The KFD node it was read from; `None` for a device named with `--device`.
+    pub node: Option<u32>,
+}
+
+impl Device {
+    /// The devices `targets` name, in order, read from KFD `nodes` when given.
+    pub fn list(targets: &[(TargetIdBuf, Option<u32>)]) -> Vec<Device> {
+        targets
+            .iter()
+            .enumerate()
+            .map(|(index, (target, node))| Device {
+                index,
+                isa: format!("{AMDGCN_ISA_PREFIX}{target}"),
+                target_id: target.to_string(),
+                node: *node,
+            })
+            .collect()
+    }
+}
+
+/// What one device loads from one bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceLoad {
+    /// The device's index.
+    pub device: usize,
+    /// `native`, `generic`, `spirv` (compiled for the device when loaded) or `nothing`.
+    pub loads: &'static str,
+    /// The entry ID of the entry it loads.
+    pub entry: Option<String>,
+    /// What the runtime does for the device: `loads`, or `fails` when this device or an
+    /// earlier one has no code in the bundle.
+    pub runtime: &'static str,
+}
+
+/// One bundle the runtime is given.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BundleReport {
+    /// Its number in the file, from 1, in file order.
+    pub index: usize,
+    /// The section that holds it.
+    pub section: Option<String>,
+    /// The archive member that holds it, if any.
+    pub member: Option<String>,
+    /// Whether it is stored compressed.
+    pub compressed: bool,
+    /// The target IDs it has code for (entries of HIP kinds with a size), each once, in
+    /// bundle order.
+    pub targets: Vec<String>,
+    /// What each device loads, in device order.
+    pub loads: Vec<DeviceLoad>,
+    /// The first device without code, if any: the runtime stops there.
+    pub first_without_code: Option<usize>,
+}
+
+/// How many of a file's bundles a device loads each way.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// The device's index.
+    pub device: usize,
+    /// Bundles it loads native code from.
+    pub native: usize,
+    /// Bundles it loads a generic target's code from.
+    pub generic: usize,
+    /// Bundles it loads SPIR-V from.
+    pub spirv: usize,
+    /// Bundles it has no code in.
+    pub nothing: usize,
+    /// Bundles whose load fails for it (it or an earlier device has no code there).
+    pub fails: usize,
+}
+
+/// One file: the program or library named, or a library it loads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileReport {
+    /// Its path, as named or as found.
+    pub path: String,
+    /// The `DT_NEEDED` name it was loaded by; `None` for a file named on the command line.
+    pub needed_as: Option<String>,
+    /// The path of the file that first needed it.
+    pub needed_by: Option<String>,
+    /// How it was found: `argument`, `path`, `rpath`, `LD_LIBRARY_PATH`, `runpath`,
+    /// `ld.so.cache` or `default`.
+    pub found_via: &'static str,
+    /// Its bundles.
+    pub bundles: Vec<BundleReport>,
+    /// Per device, how its bundles load.
+    pub counts: Vec<Counts>,
+}
+
+/// A library found nowhere.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotFound {
+    /// The `DT_NEEDED` name.
+    pub name: String,
+    /// The path of the file that needs it.
+    pub needed_by: String,
+}
+
+/// The whole answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    /// The devices, in the runtime's order.
+    pub devices: Vec<Device>,
+    /// Every file checked, each once, in load order.
+    pub files: Vec<FileReport>,
+    /// The libraries found nowhere (not checked).
+    pub not_found: Vec<NotFound>,
+    /// Whether every device has code in every bundle.
+    pub every_device_has_code: bool,
+}
+
+/// Checks `roots` and the libraries they load for `devices`. Files that cannot be read, or
+/// whose device code is damaged, are returned as errors beside the report.
+pub fn check(roots: &[&Path], devices: &[Device], env: &Environment) -> (Report, Vec<Error>) {
+    let targets: Vec<TargetIdBuf> = devices
+        .iter()
+        .filter_map(|d| runtime::parse_device(&d.target_id).ok())
+        .collect();
+    let mut report = Report {
+        devices: devices.to_vec(),
+        files: Vec::new(),
+        not_found: Vec::new(),
+        every_device_has_code: true,
+    };
+    let mut errors = Vec::new();
+    let mut seen = HashSet::new();
+    for root in roots {
+        let (loaded, missing) = match ld_so::load_order(root, env) {
+            Ok(found) => found,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        let name = |i: usize| loaded[i].path.to_string_lossy().into_owned();
+        for object in &loaded {
+            let real = std::fs::canonicalize(&object.path).unwrap_or(object.path.clone());
+            if !seen.insert(real) {
+                continue;
+            }
+            let (bundles, problems) = bundles_of(&object.path, &object.input, &targets);
+            errors.extend(problems);
+            report.files.push(FileReport {
+                path: object.path.to_string_lossy().into_owned(),
+                needed_as: object.needed_as.clone(),
+                needed_by: object.needed_by.map(name),
+                found_via: object.found_via.name(),
+                counts: counts(&bundles, devices.len()),
+                bundles,
+            });
+        }
+        for m in missing {
+            report.not_found.push(NotFound {
+                name: m.name,
+                needed_by: name(m.needed_by),
+            });
+        }
+    }
+    report.every_device_has_code = report
+        .files
+        .iter()
+        .flat_map(|f| &f.bundles)
+        .all(|b| b.first_without_code.is_none());
+    (report, errors)
+}
+
+/// A bundle entry as the scan reports it.
+struct FoundEntry {
+    unit: usize,
+    id: String,
+    /// Whether its kind is one the HIP runtime takes.
+    hip: bool,
+    /// Its target ID.
+    target_id: String,
+    size: u64,
+    compressed: bool,
+    section: Option<String>,
+    member: Option<String>,
+}
+
+/// The bundles of one file the runtime is given, each checked for `devices`.
+fn bundles_of(
+    path: &Path,
+    input: &Input,
+    devices: &[TargetIdBuf],
+) -> (Vec<BundleReport>, Vec<Error>) {
+    let mut found: Vec<FoundEntry> = Vec::new();
+    let visit = &mut |image: &DeviceImage<'_>| {
+        let Some(id) = image.origin.entry_id() else {
+            return;
+        };
+        // Bundles stored as sections of a relocatable object are no program's code yet.
+        if image
+            .section
+            .is_some_and(|s| s.starts_with(BUNDLE_SECTION_PREFIX))
+        {
+            return;
+        }
+        found.push(FoundEntry {
+            unit: image.unit,
+            id: id.to_string(),
+            hip: is_hip(&image.target.producer),
+            target_id: image.target.target_id.clone(),
+            size: image.data.len() as u64,
+            compressed: image.compressed,
+            section: image.section.map(str::to_string),
+            member: image.members.last().cloned(),
+        });
+    };
+    let problems = match scan(
+        path,
+        input,
+        Places::Everywhere,
+        DEFAULT_MAX_DECOMPRESSED,
+        visit,
+    ) {
+        Ok(problems) => problems,
+        Err(e) => vec![e],
+    };
+    let mut bundles = Vec::new();
+    for unit in found.chunk_by(|a, b| a.unit == b.unit) {
+        if !unit.iter().any(|e| e.hip) {
+            // Only the HIP runtime's bundles: OpenMP's are another runtime's to load.
+            continue;
+        }
+        bundles.push(check_bundle(bundles.len() + 1, unit, devices));
+    }
+    (bundles, problems)
+}
+
+/// Whether entries of `producer` are of a kind the HIP runtime takes (`hip`, `hipv4`, `hcc`).
+fn is_hip(producer: &Producer) -> bool {
+    match producer {
+        Producer::Hip => true,
+        Producer::Other(kind) => kind == "hcc",
+        _ => false,
+    }
+}
+
+/// What each device loads from one bundle, numbered `index`.
+fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -> BundleReport {
+    let header_size = entries.iter().fold(MAGIC.len() as u64 + 8, |size, e| {
+        size.saturating_add(24 + e.id.len() as u64)
+    });
+    let bundle = runtime::Bundle {
+        entries: entries
+            .iter()
+            .map(|e| runtime::Entry {
+                id: &e.id,
+                size: e.size,
+            })
+            .collect(),
+        compressed: entries[0].compressed,
+        header_size,
+    };
+    let loads = runtime::loads(devices, &bundle);
+    let first_without_code = loads.iter().position(|l| *l == Load::Nothing);
+    let loads = loads
+        .iter()
+        .enumerate()
+        .map(|(device, load)| DeviceLoad {
+            device,
+            loads: match load {
+                Load::Entry(_, via) => via.name(),
+                Load::Nothing => "nothing",
+            },
+            entry: match load {
+                Load::Entry(i, _) => entries.get(*i).map(|e| e.id.clone()),
+                Load::Nothing => None,
+            },
+            runtime: if first_without_code.is_some_and(|first| device >= first) {
+                "fails"
+            } else {
+                "loads"
+            },
+        })
+        .collect();
+    let mut targets: Vec<String> = Vec::new();
+    for entry in entries.iter().filter(|e| e.size > 0 && e.hip) {
+        if !entry.target_id.is_empty() && !targets.contains(&entry.target_id) {
+            targets.push(entry.target_id.clone());
+        }
+    }
+    BundleReport {
+        index,
+        section: entries[0].section.clone(),
+        member: entries[0].member.clone(),
+        compressed: entries[0].compressed,
+        targets,
+        loads,
+        first_without_code,
+    }
+}
+
+/// Per device, how `bundles` load.
+fn counts(bundles: &[BundleReport], devices: usize) -> Vec<Counts> {
+    let mut counts: Vec<Counts> = (0..devices)
+        .map(|device| Counts {
+            device,
+            ..Counts::default()
+        })
+        .collect();
+    for load in bundles.iter().flat_map(|b| &b.loads) {
+        let Some(c) = counts.get_mut(load.device) else {
+            continue;
+        };
+        match load.loads {
+            "native" => c.native += 1,
+            "generic" => c.generic += 1,
+            "spirv" => c.spirv += 1,
+            _ => c.nothing += 1,
+        }
+        if load.runtime == "fails" {
+            c.fails += 1;
+        }
+    }
+    counts
+}
+
+/// The report `offload check` prints for people: the devices, a table of files with, per
+/// device, how many bundles load native, generic or SPIR-V code or nothing; the libraries not
+/// found; the bundles that leave a device without code; and what the runtime does then.
+pub fn text(report: &Report) -> String {
+    let mut out = String::new();
+    out.push_str("Devices, in the runtime's order:\n");
+    for d in &report.devices {
+        let node = d
+            .node
+            .map(|n| format!(" (KFD node {n})"))
+            .unwrap_or_default();
+        out.push_str(&format!("  {} {}{node}\n", d.index, d.target_id));
+    }
+    out.push('\n');
+    out.push_str(&table(report));
+    if !report.not_found.is_empty() {
+        out.push_str("\nNot found (not checked; ld.so would refuse to load what needs them):\n");
+        for m in &report.not_found {
+            out.push_str(&format!("  {} (needed by {})\n", m.name, m.needed_by));
+        }
+    }
+    let without = without_code(report);
+    if !without.is_empty() {
+        out.push_str("\nWithout code:\n");
+        out.push_str(&without);
+        out.push_str("\nWhat the runtime does:\n");
+        out.push_str(&consequences(report));
+    }
+    out
+}
+
+/// The table of files and counts.
+fn table(report: &Report) -> String {
+    let header = [
+        "FILE", "BUNDLES", "DEVICE", "NATIVE", "GENERIC", "SPIR-V", "NOTHING",
+    ];
+    let mut rows: Vec<[String; 7]> = Vec::new();
+    for file in &report.files {
+        let mut first = [file.path.clone(), file.bundles.len().to_string()].to_vec();
+        if file.bundles.is_empty() {
+            first.resize(7, String::new());
+            rows.push(first.try_into().unwrap_or_default());
+            continue;
+        }
+        for (k, c) in file.counts.iter().enumerate() {
+            let device = report
+                .devices
+                .get(c.device)
+                .map_or_else(String::new, |d| d.target_id.clone());
+            let (path, bundles) = if k == 0 {
+                (first[0].clone(), first[1].clone())
+            } else {
+                (String::new(), String::new())
+            };
+            rows.push([
+                path,
+                bundles,
+                device,
+                c.native.to_string(),
+                c.generic.to_string(),
+                c.spirv.to_string(),
+                c.nothing.to_string(),
+            ]);
+        }
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &[&str]| {
+        let mut text = String::new();
+        for (k, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if k == 0 || k == 2 {
+                text.push_str(&format!("{cell:<w$}  "));
+            } else {
+                text.push_str(&format!("{cell:>w$}  "));
+            }
+        }
+        out.push_str(text.trim_end());
+        out.push('\n');
+    };
+    line(&header);
+    for row in &rows {
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        line(&cells);
+    }
+    out
+}
+
+/// Bundle numbers as ranges: `1-3, 5`.
+fn ranges(numbers: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut k = 0;
+    while k < numbers.len() {
+        let start = numbers[k];
+        let mut end = start;
+        while k + 1 < numbers.len() && numbers[k + 1] == end + 1 {
+            k += 1;
+            end = numbers[k];
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        k += 1;
+    }
+    parts.join(", ")
+}
+
+/// "bundle 1" or "bundles 1-3, 5".
+fn bundles_phrase(numbers: &[usize]) -> String {
+    let noun = if numbers.len() == 1 {
+        "bundle"
+    } else {
+        "bundles"
+    };
+    format!("{noun} {}", ranges(numbers))
+}
+
+/// Per device and file, the bundles without code for it, grouped by what they have code for.
+fn without_code(report: &Report) -> String {
+    let mut out = String::new();
+    for device in &report.devices {
+        for file in &report.files {
+            let mut groups: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
+            for bundle in &file.bundles {
+                let nothing = bundle
+                    .loads
+                    .get(device.index)
+                    .is_some_and(|l| l.loads == "nothing");
+                if !nothing {
+                    continue;
+                }
+                match groups.iter_mut().find(|(t, _)| *t == bundle.targets) {
+                    Some((_, numbers)) => numbers.push(bundle.index),
+                    None => groups.push((bundle.targets.clone(), vec![bundle.index])),
+                }
+            }
+            for (targets, numbers) in groups {
+                let has = if targets.is_empty() {
+                    "no code at all".to_string()
+                } else {
+                    format!("code for {}", targets.join(", "))
+                };
+                out.push_str(&format!(
+                    "  {} (device {}): {} {} of {}: {} has {has}\n",
+                    device.target_id,
+                    device.index,
+                    file.path,
+                    bundles_phrase(&numbers),
+                    file.bundles.len(),
+                    if numbers.len() == 1 { "it" } else { "each" },
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// What the runtime does with the bundles that leave a device without code, per file,
+/// grouped by the first device without code.
+fn consequences(report: &Report) -> String {
+    let name = |i: usize| {
+        report
+            .devices
+            .get(i)
+            .map_or_else(String::new, |d| d.target_id.clone())
+    };
+    let mut out = String::new();
+    for file in &report.files {
+        let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
+        for bundle in &file.bundles {
+            let Some(first) = bundle.first_without_code else {
+                continue;
+            };
+            match groups.iter_mut().find(|(f, _)| *f == first) {
+                Some((_, numbers)) => numbers.push(bundle.index),
+                None => groups.push((first, vec![bundle.index])),
+            }
+        }
+        for (first, numbers) in groups {
+            let which = if first == 0 {
+                "every device: it is the first device".to_string()
+            } else if first + 1 == report.devices.len() {
+                format!("{} only; the devices before it load the code", name(first))
+            } else {
+                format!(
+                    "{} and every device after it; the devices before it load the code",
+                    name(first)
+                )
+            };
+            out.push_str(&format!(
+                "  {} {}: the runtime logs \"No compatible code objects found for: {}\" and \
+                 the load fails with hipErrorInvalidImage for {which}.\n",
+                file.path,
+                bundles_phrase(&numbers),
+                name(first),
+            ));
+        }
+    }
+    out.push_str(
+        "  The program sees it when it launches a kernel of such a bundle on a failing device: \
+         hipErrorInvalidImage, hipErrorNoBinaryForGpu or \"invalid device function\", by ROCm \
+         release. Hiding a device without code (HIP_VISIBLE_DEVICES) lets the others load.\n",
+    );
+    out
+}
