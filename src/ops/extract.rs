@@ -272,12 +272,35 @@ fn extract_noting(
         .map(|p| Input::open(p))
         .collect::<Result<_>>()?;
     let mut chosen: Vec<Chosen> = Vec::new();
+    let mut found = Found {
+        arches: vec![false; config.arches.len()],
+        devices: vec![false; config.devices.len()],
+        missing: Vec::new(),
+    };
     for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
-        problems.extend(choose(config, index, path, input, &mut chosen, missing)?);
+        problems.extend(choose(config, index, path, input, &mut chosen, &mut found)?);
     }
     if chosen.is_empty() {
-        return Err(nothing_chosen(config));
+        return Err(nothing_chosen(config, config.arches.iter().chain(&config.devices)));
     }
+    let targets = config.arches.iter().zip(&found.arches);
+    let devices = config.devices.iter().zip(&found.devices);
+    let unfound: Vec<&TargetIdBuf> = targets
+        .chain(devices)
+        .filter(|(_, hit)| !**hit)
+        .map(|(t, _)| t)
+        .collect();
+    if !unfound.is_empty() {
+        missing.push(nothing_chosen(config, unfound).to_string());
+    }
+    // A device that found nothing anywhere is named once, above, not once per bundle.
+    missing.extend(
+        found
+            .missing
+            .into_iter()
+            .filter(|(device, _)| found.devices.get(*device) == Some(&true))
+            .map(|(_, line)| line),
+    );
     if config.output.extension().is_some_and(|e| e == "a") {
         return write_device_archive(config, &inputs, chosen);
     }
@@ -292,7 +315,7 @@ fn choose(
     path: &Path,
     input: &Input,
     chosen: &mut Vec<Chosen>,
-    missing: &mut Vec<String>,
+    found: &mut Found,
 ) -> Result<Vec<Error>> {
     let name = path.to_string_lossy().into_owned();
     let _file = tracing::info_span!("file", file = %name).entered();
@@ -341,21 +364,16 @@ fn choose(
         units.entry(*unit).or_default().push(i);
     }
     let mut verdicts: Vec<Option<(Via, usize)>> = vec![None; candidates.len()];
-    let mut hits = vec![false; config.arches.len()];
     for members in units.values() {
         let ids: Vec<Option<TargetId<'_>>> = members
             .iter()
             .map(|&i| TargetId::parse_syntax(&candidates[i].1))
             .collect();
-        for (&i, verdict) in members.iter().zip(chosen_in_unit(config, &ids, &mut hits)) {
+        for (&i, verdict) in members.iter().zip(chosen_in_unit(config, &ids, &mut found.arches)) {
             verdicts[i] = verdict;
         }
     }
-    for (arch, hit) in config.arches.iter().zip(hits) {
-        if !hit {
-            missing.push(format!("no device image for {arch} in '{name}'"));
-        }
-    }
+
     for ((_, _, mut c), verdict) in candidates.into_iter().zip(verdicts) {
         let Some((via, asked)) = verdict else {
             continue;
@@ -374,8 +392,18 @@ fn choose(
         );
         chosen.push(c);
     }
-    runtime_picks(config, &name, bundles, chosen, missing);
+    runtime_picks(config, &name, bundles, chosen, found);
     Ok(problems)
+}
+
+/// What the target IDs and devices asked for found, over all the files.
+struct Found {
+    /// Whether each `--arch` found an image.
+    arches: Vec<bool>,
+    /// Whether each `--device` loads something from some bundle.
+    devices: Vec<bool>,
+    /// Each bundle a device (its index) loads nothing from, and why.
+    missing: Vec<(usize, String)>,
 }
 
 /// One entry of a bundle, kept until the bundle is seen whole.
@@ -397,17 +425,15 @@ fn runtime_may_pick(id: &str) -> bool {
 }
 
 /// Adds to `chosen` what the runtime loads for each of `config.devices` from each bundle of
-/// the file `name`, and to `missing` each device that loads nothing, from the file or from one
-/// of its bundles.
+/// the file `name`, and notes in `found` the devices that load something and the bundles a
+/// device loads nothing from.
 fn runtime_picks(
     config: &ExtractConfig,
     name: &str,
     bundles: BTreeMap<usize, Vec<SeenEntry>>,
     chosen: &mut Vec<Chosen>,
-    missing: &mut Vec<String>,
+    found: &mut Found,
 ) {
-    let mut lacks: Vec<Vec<(usize, Why)>> = vec![Vec::new(); config.devices.len()];
-    let count = bundles.len();
     for (number, entries) in (1..).zip(bundles.into_values()) {
         let compressed = entries.first().is_some_and(|e| e.compressed);
         let bundle = runtime::Bundle::from_entries(
@@ -421,14 +447,17 @@ fn runtime_picks(
             compressed,
         );
         let loads = runtime::loads(&config.devices, &bundle);
-        for ((device, load), lack) in config.devices.iter().zip(loads).zip(lacks.iter_mut()) {
+        for (d, (device, load)) in config.devices.iter().zip(loads).enumerate() {
             let (index, via) = match load {
                 Load::Entry(index, via) => (index, via),
                 Load::Nothing(why) => {
-                    lack.push((number, why));
+                    found.missing.push((d, lacking(device, number, name, why)));
                     continue;
                 }
             };
+            if let Some(hit) = found.devices.get_mut(d) {
+                *hit = true;
+            }
             let Some(seen) = entries.get(index) else {
                 continue;
             };
@@ -443,18 +472,14 @@ fn runtime_picks(
             chosen.push(c);
         }
     }
-    for (device, lack) in config.devices.iter().zip(lacks) {
-        if lack.len() == count {
-            missing.push(format!("no device image for {device} in '{name}'"));
-            continue;
-        }
-        for (number, why) in lack {
-            missing.push(format!(
-                "{device} loads nothing from bundle {number} of '{name}': {}",
-                why.describe()
-            ));
-        }
-    }
+}
+
+/// The warning for a device that loads nothing from bundle `number` of the file `name`.
+fn lacking(device: &TargetIdBuf, number: usize, name: &str, why: Why) -> String {
+    format!(
+        "{device} loads nothing from bundle {number} of '{name}': {}",
+        why.describe()
+    )
 }
 
 /// An image found, ready to be written if it is chosen.
@@ -480,19 +505,17 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
     }
 }
 
-/// The error for an extraction that found nothing to write.
-fn nothing_chosen(config: &ExtractConfig) -> Error {
+/// The error for `targets` finding nothing to write in any of the files.
+fn nothing_chosen<'t>(
+    config: &ExtractConfig,
+    targets: impl IntoIterator<Item = &'t TargetIdBuf>,
+) -> Error {
     let files: Vec<String> = config
         .files
         .iter()
         .map(|p| format!("'{}'", p.display()))
         .collect();
-    let arches: Vec<&str> = config
-        .arches
-        .iter()
-        .chain(&config.devices)
-        .map(TargetIdBuf::as_str)
-        .collect();
+    let arches: Vec<&str> = targets.into_iter().map(TargetIdBuf::as_str).collect();
     Error::msg(format!(
         "no device image for {} in {}",
         arches.join(", "),
