@@ -123,12 +123,12 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
     for p in &extraction.problems {
         let _ = writeln!(stderr.lock(), "{prog}: error: {p}");
     }
+    for m in &extraction.missing {
+        let _ = writeln!(stderr.lock(), "{prog}: warning: {m}");
+    }
     if let Err(e) = &extraction.result {
         let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
         return 1;
-    }
-    for m in &extraction.missing {
-        let _ = writeln!(stderr.lock(), "{prog}: warning: {m}");
     }
     match listed {
         Ok(()) => i32::from(!extraction.problems.is_empty() || !extraction.missing.is_empty()),

@@ -280,8 +280,18 @@ fn extract_noting(
     for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
         problems.extend(choose(config, index, path, input, &mut chosen, &mut found)?);
     }
+    // A device that found nothing anywhere is named once, not once per bundle, unless a
+    // bundle gave it nothing for a reason other than having no code for it.
+    let explained = found.missing.into_iter().filter(|(device, why, _)| {
+        found.devices.get(*device) == Some(&true) || *why != Why::NoCompatibleEntry
+    });
+    let explained: Vec<String> = explained.map(|(_, _, line)| line).collect();
     if chosen.is_empty() {
-        return Err(nothing_chosen(config, config.arches.iter().chain(&config.devices)));
+        missing.extend(explained);
+        return Err(nothing_chosen(
+            config,
+            config.arches.iter().chain(&config.devices),
+        ));
     }
     let targets = config.arches.iter().zip(&found.arches);
     let devices = config.devices.iter().zip(&found.devices);
@@ -293,14 +303,7 @@ fn extract_noting(
     if !unfound.is_empty() {
         missing.push(nothing_chosen(config, unfound).to_string());
     }
-    // A device that found nothing anywhere is named once, above, not once per bundle.
-    missing.extend(
-        found
-            .missing
-            .into_iter()
-            .filter(|(device, _)| found.devices.get(*device) == Some(&true))
-            .map(|(_, line)| line),
-    );
+    missing.extend(explained);
     if config.output.extension().is_some_and(|e| e == "a") {
         return write_device_archive(config, &inputs, chosen);
     }
@@ -369,7 +372,10 @@ fn choose(
             .iter()
             .map(|&i| TargetId::parse_syntax(&candidates[i].1))
             .collect();
-        for (&i, verdict) in members.iter().zip(chosen_in_unit(config, &ids, &mut found.arches)) {
+        for (&i, verdict) in members
+            .iter()
+            .zip(chosen_in_unit(config, &ids, &mut found.arches))
+        {
             verdicts[i] = verdict;
         }
     }
@@ -403,7 +409,7 @@ struct Found {
     /// Whether each `--device` loads something from some bundle.
     devices: Vec<bool>,
     /// Each bundle a device (its index) loads nothing from, and why.
-    missing: Vec<(usize, String)>,
+    missing: Vec<(usize, Why, String)>,
 }
 
 /// One entry of a bundle, kept until the bundle is seen whole.
@@ -451,7 +457,9 @@ fn runtime_picks(
             let (index, via) = match load {
                 Load::Entry(index, via) => (index, via),
                 Load::Nothing(why) => {
-                    found.missing.push((d, lacking(device, number, name, why)));
+                    found
+                        .missing
+                        .push((d, why, lacking(device, number, name, why)));
                     continue;
                 }
             };
@@ -464,7 +472,12 @@ fn runtime_picks(
             let Some(mut c) = seen.chosen.clone() else {
                 continue;
             };
-            tracing::info!(bundle = number, via = via.name(), "{device} loads {}", seen.id);
+            tracing::info!(
+                bundle = number,
+                via = via.name(),
+                "{device} loads {}",
+                seen.id
+            );
             c.label = format!("bundle{number}-{}-for-{device}", seen.id);
             c.via = via;
             c.asked = device.to_string();
