@@ -390,6 +390,7 @@ pub fn loads(devices: &[TargetIdBuf], bundle: &Bundle<'_>) -> Vec<Load> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
