@@ -521,3 +521,66 @@ fn several_devices_share_one_request_set() {
 fn host_entry() -> (&'static str, usize) {
     ("host-x86_64-unknown-linux-gnu-", 0)
 }
+
+#[test]
+fn an_arch_that_matched_nothing_is_named_and_fails_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = samples_dir().join("targets/retired-gfx940.o");
+    let (code, stdout, stderr) = text_output(
+        offload()
+            .arg("extract")
+            .arg(&input)
+            .args([
+                "--arch",
+                "amdgcn-amd-amdhsa--gfx942",
+                "--arch",
+                "gfx950",
+                "-o",
+            ])
+            .arg(dir.path()),
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(
+        stdout,
+        format!(
+            "{}\thip gfx942 4232 bytes\n",
+            dir.path()
+                .join("retired-gfx940.o-hipv4-amdgcn-amd-amdhsa--gfx942.co")
+                .display()
+        )
+    );
+    assert_eq!(
+        stderr,
+        format!(
+            "offload extract: warning: no device image for gfx950 in '{}'\n",
+            input.display()
+        )
+    );
+    // The runtime's pick: gfx940 has no generic in the runtime's map, gfx942 its own entry.
+    let out = dir.path().join("device");
+    let (code, stdout, stderr) = text_output(
+        offload()
+            .arg("extract")
+            .arg(&input)
+            .args([
+                "--device",
+                "gfx942:sramecc+:xnack-",
+                "--device",
+                "gfx940:sramecc+:xnack-",
+            ])
+            .arg("-o")
+            .arg(&out),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert!(
+        stdout.contains("gfx942:sramecc+:xnack- loads it natively"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .contains("hip gfx940 4232 bytes (bundle 1: gfx940:sramecc+:xnack- loads it natively)"),
+        "{stdout}"
+    );
+    assert_eq!(stderr, "");
+}

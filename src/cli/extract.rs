@@ -61,8 +61,8 @@ entry, else its generic one, else SPIR-V. One file per bundle and GPU is written
 FILE-bundleN-ENTRY-for-GPU; compressed bundles are read as the runtime's bundler reads them, and
 a plain bundle whose header passes 4096 bytes gives nothing (the runtime rejects it).
 
-Exit status: 0 when every --arch and --device found code in every file (and, for --device, in
-every bundle); 1 when something asked for was missing (a warning names it, and what was found
+Exit status: 0 when every --arch and --device found code in the files and every --device
+loads something from every bundle; 1 when something asked for was missing (a warning names it, and what was found
 is still written), when nothing was found at all, or on any error.";
 
 /// Reads a target ID or a device in the runtime's spelling.
