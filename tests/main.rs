@@ -31,6 +31,7 @@ mod parallel_copy;
 mod readobj;
 mod rewrite;
 mod rewrite_program;
+mod runtime_pick;
 mod targets;
 mod wrapper;
 

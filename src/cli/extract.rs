@@ -1,26 +1,35 @@
-//! `offload extract` and `offload-extract`: write the device images a GPU can load.
+//! `offload extract` and `offload-extract`: write the device images a GPU can load, or the
+//! code object the HIP runtime loads for each GPU of a machine.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
 use crate::format::image_target::Producer;
+use crate::format::runtime::parse_device;
 use crate::format::target_id::TargetIdBuf;
 use clap::Parser;
 
 use crate::format::loads::Via;
 use crate::ops::extract::{self, ExtractConfig, Match, Progress};
 
-/// Extract the device images that a device with the given target ID can load, from objects,
-/// programs, shared libraries, archives, bundles and offload binaries.
+/// Extract the device images that a device with the given target ID can load (`--arch`), or
+/// the one code object the HIP runtime loads from each bundle for each GPU (`--device`), from
+/// objects, programs, shared libraries, archives, bundles and offload binaries.
 #[derive(Debug, Parser)]
-#[command(name = "offload extract")]
+#[command(name = "offload extract", after_help = AFTER_HELP)]
 struct Args {
     /// Files to extract from.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// Target ID of the device (`gfx90a`, `gfx90a:xnack+`, `sm_80`); repeat for several.
-    #[arg(long = "arch", required = true)]
+    /// Target ID of the device (`gfx90a`, `gfx90a:xnack+`, `sm_80`, or the runtime's
+    /// `amdgcn-amd-amdhsa--gfx90a:xnack+`): every image it can load; repeat for several.
+    #[arg(long = "arch", value_parser = device_arg, required_unless_present = "devices")]
     arches: Vec<TargetIdBuf>,
+    /// A GPU as the HIP runtime names it (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`, or
+    /// `gfx90a:sramecc+:xnack-`): from each bundle, the code object the runtime loads for it.
+    /// Repeat for each GPU of one machine, in the runtime's order.
+    #[arg(long = "device", value_parser = device_arg)]
+    devices: Vec<TargetIdBuf>,
     /// Where to write: a folder (made if missing), or, for archives, a `.a` file to write one
     /// device archive.
     #[arg(short = 'o', long = "output", default_value = ".")]
@@ -40,6 +49,25 @@ struct Args {
     quiet: bool,
     #[command(flatten)]
     general: super::general::GeneralOpts,
+}
+
+const AFTER_HELP: &str = "\
+--device follows the HIP runtime (CLR with comgr): for all the GPUs named, it asks each bundle
+for every GPU's full ISA name, the generic target of the runtime's own map (gfx942 and gfx950:
+gfx9-4-generic; gfx90a and gfx940: none) and SPIR-V; each entry, in bundle order, goes to the
+first request it fits that is still open, and each feature an entry sets must be set alike by
+the GPU (name the GPU with its features, as the runtime reports it). Each GPU takes its native
+entry, else its generic one, else SPIR-V. One file per bundle and GPU is written, named
+FILE-bundleN-ENTRY-for-GPU; compressed bundles are read as the runtime's bundler reads them, and
+a plain bundle whose header passes 4096 bytes gives nothing (the runtime rejects it).
+
+Exit status: 0 when every --arch and --device found code in the files and every --device
+loads something from every bundle; 1 when something asked for was missing (a warning names it, and what was found
+is still written), when nothing was found at all, or on any error.";
+
+/// Reads a target ID or a device in the runtime's spelling.
+fn device_arg(text: &str) -> Result<TargetIdBuf, String> {
+    parse_device(text).map_err(|e| e.to_string())
 }
 
 /// A progress bar on standard error, shown when it is a terminal and the work is large.
@@ -72,6 +100,7 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
     let config = ExtractConfig {
         files: args.files,
         arches: args.arches,
+        devices: args.devices,
         exact: if args.exact {
             Match::Exact
         } else {
@@ -94,12 +123,15 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
     for p in &extraction.problems {
         let _ = writeln!(stderr.lock(), "{prog}: error: {p}");
     }
+    for m in &extraction.missing {
+        let _ = writeln!(stderr.lock(), "{prog}: warning: {m}");
+    }
     if let Err(e) = &extraction.result {
         let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
         return 1;
     }
     match listed {
-        Ok(()) => i32::from(!extraction.problems.is_empty()),
+        Ok(()) => i32::from(!extraction.problems.is_empty() || !extraction.missing.is_empty()),
         Err(code) => code,
     }
 }
@@ -110,10 +142,19 @@ fn listing(written: &[extract::Extracted]) -> String {
     written
         .iter()
         .map(|w| {
-            let via = match w.via {
-                Via::Native => String::new(),
-                Via::Generic => format!(" (generic target code, for {})", w.asked),
-                Via::Spirv => format!(" (SPIR-V, compiled for {} when loaded)", w.asked),
+            let via = match (w.bundle, w.via) {
+                (Some(bundle), via) => format!(
+                    " (bundle {bundle}: {} loads it {})",
+                    w.asked,
+                    match via {
+                        Via::Native => "natively",
+                        Via::Generic => "as generic target code",
+                        Via::Spirv => "as SPIR-V, compiled when loaded",
+                    }
+                ),
+                (None, Via::Native) => String::new(),
+                (None, Via::Generic) => format!(" (generic target code, for {})", w.asked),
+                (None, Via::Spirv) => format!(" (SPIR-V, compiled for {} when loaded)", w.asked),
             };
             format!(
                 "{}\t{} {} {} bytes{via}\n",

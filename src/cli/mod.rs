@@ -28,6 +28,7 @@ COMMANDS:
   packager   clang-offload-packager 19 or llvm-offload-binary 22, drop-in: same options, bytes
   ls         list the device images in files (--json for a machine-readable list)
   extract    write the device images a GPU loads (--arch gfx1101: native, else generic code)
+             (--device ISA: the one code object the HIP runtime loads per bundle)
   check      what each GPU loads from a program and its libraries (--device, else this machine)
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file

@@ -16,7 +16,6 @@ use crate::container::ld_so::{self, Environment};
 use crate::container::scan::{scan, DeviceImage, Places};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::Error;
-use crate::format::bundle::MAGIC;
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::image_target::Producer;
 use crate::format::runtime::{self, Load, AMDGCN_ISA_PREFIX};
@@ -274,22 +273,18 @@ fn is_hip(producer: &Producer) -> bool {
 
 /// What each device loads from one bundle, numbered `index`.
 fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -> BundleReport {
-    let header_size = entries.iter().fold(MAGIC.len() as u64 + 8, |size, e| {
-        size.saturating_add(24 + e.id.len() as u64)
-    });
-    let bundle = runtime::Bundle {
-        entries: entries
+    let bundle = runtime::Bundle::from_entries(
+        entries
             .iter()
             .map(|e| runtime::Entry {
                 id: &e.id,
                 size: e.size,
             })
             .collect(),
-        compressed: entries[0].compressed,
-        header_size,
-    };
+        entries[0].compressed,
+    );
     let loads = runtime::loads(devices, &bundle);
-    let first_without_code = loads.iter().position(|l| *l == Load::Nothing);
+    let first_without_code = loads.iter().position(|l| matches!(l, Load::Nothing(_)));
     let loads = loads
         .iter()
         .enumerate()
@@ -297,11 +292,11 @@ fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -
             device,
             loads: match load {
                 Load::Entry(_, via) => via.name(),
-                Load::Nothing => "nothing",
+                Load::Nothing(_) => "nothing",
             },
             entry: match load {
                 Load::Entry(i, _) => entries.get(*i).map(|e| e.id.clone()),
-                Load::Nothing => None,
+                Load::Nothing(_) => None,
             },
             runtime: if first_without_code.is_some_and(|first| device >= first) {
                 "fails"

@@ -1,5 +1,6 @@
 //! Extracting the device images a GPU can load from any file: objects, programs, shared
-//! libraries, archives, bundles, offload binaries.
+//! libraries, archives, bundles, offload binaries; or, for the GPUs of one machine, the one
+//! code object the HIP runtime loads from each bundle ([`crate::format::runtime`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::loads::{loaded_by, may_load, Via};
+use crate::format::runtime::{self, Load, Why};
 use crate::format::slice::offset_within;
 use crate::format::target_id::{TargetId, TargetIdBuf};
 use crate::io::{Closed, Input, Output};
@@ -36,8 +38,11 @@ pub struct ExtractConfig {
     /// The files to look into.
     pub files: Vec<PathBuf>,
     /// The target IDs asked for (`gfx90a`, `gfx90a:xnack+`, `sm_80`), checked where they
-    /// were given.
+    /// were given: every image a device with one of them can load.
     pub arches: Vec<TargetIdBuf>,
+    /// The GPUs of one machine, in the runtime's order: from each bundle, the code object the
+    /// HIP runtime loads for each of them, chosen for all of them together as it does.
+    pub devices: Vec<TargetIdBuf>,
     /// How target IDs are matched.
     pub exact: Match,
     /// Only images for this triple.
@@ -80,13 +85,15 @@ fn may_be_chosen(config: &ExtractConfig, stored: &TargetId<'_>) -> bool {
 }
 
 /// How the devices asked for come to load each image of one translation unit (`None`: none
-/// does), and for which of them: the best way any of them does.
+/// does), and for which of them: the best way any of them does. Marks in `hits` the target IDs
+/// asked for that load any.
 fn chosen_in_unit(
     config: &ExtractConfig,
     unit: &[Option<TargetId<'_>>],
+    hits: &mut [bool],
 ) -> Vec<Option<(Via, usize)>> {
     let mut best: Vec<Option<(Via, usize)>> = vec![None; unit.len()];
-    for (index, q) in config.arches.iter().enumerate() {
+    for ((index, q), hit) in config.arches.iter().enumerate().zip(hits.iter_mut()) {
         let q = q.target_id();
         let loaded: Vec<Option<Via>> = match config.exact {
             Match::Exact => unit
@@ -97,6 +104,7 @@ fn chosen_in_unit(
         };
         for (slot, via) in best.iter_mut().zip(loaded) {
             if let Some(via) = via {
+                *hit = true;
                 if slot.is_none_or(|(old, _)| via < old) {
                     *slot = Some((via, index));
                 }
@@ -147,6 +155,7 @@ fn extension(image: &Image, data: &[u8]) -> &'static str {
 }
 
 /// One image to write.
+#[derive(Clone)]
 struct Chosen {
     image: Image,
     /// Index of the input file.
@@ -164,6 +173,8 @@ struct Chosen {
     via: Via,
     /// The target ID asked for that chose it.
     asked: String,
+    /// For the runtime's pick, the bundle's number in its file.
+    bundle: Option<usize>,
 }
 
 impl Chosen {
@@ -204,6 +215,9 @@ pub struct Extracted {
     pub via: Via,
     /// The target ID asked for that chose it.
     pub asked: String,
+    /// For a device's pick (`--device`), the number of the bundle it came from, counting the
+    /// bundles of its input file from 1 in file order.
+    pub bundle: Option<usize>,
 }
 
 fn stem(path: &Path) -> String {
@@ -221,6 +235,9 @@ pub struct Extraction {
     pub problems: Vec<Error>,
     /// The files written, or why nothing was.
     pub result: Result<Vec<Extracted>>,
+    /// What was asked for and not found: a target ID or device with nothing in a file, a
+    /// device that loads nothing from a bundle, and why.
+    pub missing: Vec<String>,
 }
 
 /// Extracts every image `config` asks for. Problems in the inputs are returned beside the
@@ -229,8 +246,13 @@ pub struct Extraction {
 #[tracing::instrument(skip_all, fields(files = ?config.files, targets = ?config.arches))]
 pub fn extract(config: &ExtractConfig, progress: &dyn Progress) -> Extraction {
     let mut problems = Vec::new();
-    let result = extract_noting(config, progress, &mut problems);
-    Extraction { problems, result }
+    let mut missing = Vec::new();
+    let result = extract_noting(config, progress, &mut problems, &mut missing);
+    Extraction {
+        problems,
+        result,
+        missing,
+    }
 }
 
 /// [`extract`], adding the problems found in the inputs to `problems`.
@@ -238,6 +260,7 @@ fn extract_noting(
     config: &ExtractConfig,
     progress: &dyn Progress,
     problems: &mut Vec<Error>,
+    missing: &mut Vec<String>,
 ) -> Result<Vec<Extracted>> {
     let inputs: Vec<Input> = config
         .files
@@ -245,12 +268,38 @@ fn extract_noting(
         .map(|p| Input::open(p))
         .collect::<Result<_>>()?;
     let mut chosen: Vec<Chosen> = Vec::new();
+    let mut found = Found {
+        arches: vec![false; config.arches.len()],
+        devices: vec![false; config.devices.len()],
+        missing: Vec::new(),
+    };
     for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
-        problems.extend(choose(config, index, path, input, &mut chosen)?);
+        problems.extend(choose(config, index, path, input, &mut chosen, &mut found)?);
     }
+    // A device that found nothing anywhere is named once, not once per bundle, unless a
+    // bundle gave it nothing for a reason other than having no code for it.
+    let explained = found.missing.into_iter().filter(|(device, why, _)| {
+        found.devices.get(*device) == Some(&true) || *why != Why::NoCompatibleEntry
+    });
+    let explained: Vec<String> = explained.map(|(_, _, line)| line).collect();
     if chosen.is_empty() {
-        return Err(nothing_chosen(config));
+        missing.extend(explained);
+        return Err(nothing_chosen(
+            config,
+            config.arches.iter().chain(&config.devices),
+        ));
     }
+    let targets = config.arches.iter().zip(&found.arches);
+    let devices = config.devices.iter().zip(&found.devices);
+    let unfound: Vec<&TargetIdBuf> = targets
+        .chain(devices)
+        .filter(|(_, hit)| !**hit)
+        .map(|(t, _)| t)
+        .collect();
+    if !unfound.is_empty() {
+        missing.push(nothing_chosen(config, unfound).to_string());
+    }
+    missing.extend(explained);
     if config.output.extension().is_some_and(|e| e == "a") {
         return write_device_archive(config, &inputs, chosen);
     }
@@ -265,6 +314,7 @@ fn choose(
     path: &Path,
     input: &Input,
     chosen: &mut Vec<Chosen>,
+    found: &mut Found,
 ) -> Result<Vec<Error>> {
     let name = path.to_string_lossy().into_owned();
     let _file = tracing::info_span!("file", file = %name).entered();
@@ -272,12 +322,24 @@ fn choose(
     // Images that may be chosen, with their unit and target ID: which are is known only once
     // a unit is seen whole.
     let mut candidates: Vec<(usize, String, Chosen)> = Vec::new();
+    let mut bundles: BTreeMap<usize, Vec<SeenEntry>> = BTreeMap::new();
     let problems = scan(
         path,
         input,
         Places::Everywhere,
         DEFAULT_MAX_DECOMPRESSED,
         &mut |found: &DeviceImage<'_>| {
+            if !config.devices.is_empty() {
+                if let Some(id) = found.origin.entry_id() {
+                    bundles.entry(found.unit).or_default().push(SeenEntry {
+                        id: id.to_string(),
+                        size: found.data.len() as u64,
+                        compressed: found.compressed,
+                        chosen: (runtime_may_pick(id) && passes_filters(config, found.target))
+                            .then(|| candidate(&name, index, input, found)),
+                    });
+                }
+            }
             let stored = found.target.target_id();
             if !passes_filters(config, found.target)
                 || !stored.is_some_and(|stored| may_be_chosen(config, &stored))
@@ -306,10 +368,14 @@ fn choose(
             .iter()
             .map(|&i| TargetId::parse_syntax(&candidates[i].1))
             .collect();
-        for (&i, verdict) in members.iter().zip(chosen_in_unit(config, &ids)) {
+        for (&i, verdict) in members
+            .iter()
+            .zip(chosen_in_unit(config, &ids, &mut found.arches))
+        {
             verdicts[i] = verdict;
         }
     }
+
     for ((_, _, mut c), verdict) in candidates.into_iter().zip(verdicts) {
         let Some((via, asked)) = verdict else {
             continue;
@@ -328,7 +394,101 @@ fn choose(
         );
         chosen.push(c);
     }
+    runtime_picks(config, &name, bundles, chosen, found);
     Ok(problems)
+}
+
+/// What the target IDs and devices asked for found, over all the files.
+struct Found {
+    /// Whether each `--arch` found an image.
+    arches: Vec<bool>,
+    /// Whether each `--device` loads something from some bundle.
+    devices: Vec<bool>,
+    /// Each bundle a device (its index) loads nothing from, and why.
+    missing: Vec<(usize, Why, String)>,
+}
+
+/// One entry of a bundle, kept until the bundle is seen whole.
+struct SeenEntry {
+    id: String,
+    size: u64,
+    compressed: bool,
+    /// The image, ready to write, for the entries the runtime may pick.
+    chosen: Option<Chosen>,
+}
+
+/// Whether the runtime may pick the entry `id` for some device: its kind is one comgr or the
+/// bundler gives a HIP request (`hip`, `hipv4`, `hcc`, `openmp`).
+fn runtime_may_pick(id: &str) -> bool {
+    matches!(
+        id.split('-').next(),
+        Some("hip" | "hipv4" | "hcc" | "openmp")
+    )
+}
+
+/// Adds to `chosen` what the runtime loads for each of `config.devices` from each bundle of
+/// the file `name`, and notes in `found` the devices that load something and the bundles a
+/// device loads nothing from.
+fn runtime_picks(
+    config: &ExtractConfig,
+    name: &str,
+    bundles: BTreeMap<usize, Vec<SeenEntry>>,
+    chosen: &mut Vec<Chosen>,
+    found: &mut Found,
+) {
+    for (number, entries) in (1..).zip(bundles.into_values()) {
+        let compressed = entries.first().is_some_and(|e| e.compressed);
+        let bundle = runtime::Bundle::from_entries(
+            entries
+                .iter()
+                .map(|e| runtime::Entry {
+                    id: &e.id,
+                    size: e.size,
+                })
+                .collect(),
+            compressed,
+        );
+        let loads = runtime::loads(&config.devices, &bundle);
+        for (d, (device, load)) in config.devices.iter().zip(loads).enumerate() {
+            let (index, via) = match load {
+                Load::Entry(index, via) => (index, via),
+                Load::Nothing(why) => {
+                    found
+                        .missing
+                        .push((d, why, lacking(device, number, name, why)));
+                    continue;
+                }
+            };
+            if let Some(hit) = found.devices.get_mut(d) {
+                *hit = true;
+            }
+            let Some(seen) = entries.get(index) else {
+                continue;
+            };
+            let Some(mut c) = seen.chosen.clone() else {
+                continue;
+            };
+            tracing::info!(
+                bundle = number,
+                via = via.name(),
+                "{device} loads {}",
+                seen.id
+            );
+            c.label = format!("bundle{number}-{}-for-{device}", seen.id);
+            c.via = via;
+            c.asked = device.to_string();
+            c.bundle = Some(number);
+            chosen.push(c);
+        }
+    }
+}
+
+/// The warning for a device that loads nothing from bundle `number` of the file `name`.
+fn lacking(device: &TargetIdBuf, number: usize, name: &str, why: Why) -> String {
+    format!(
+        "{device} loads nothing from bundle {number} of '{name}': {}",
+        why.describe()
+    )
 }
 
 /// An image found, ready to be written if it is chosen.
@@ -350,17 +510,21 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
         image,
         via: Via::Native,
         asked: String::new(),
+        bundle: None,
     }
 }
 
-/// The error for an extraction that found nothing to write.
-fn nothing_chosen(config: &ExtractConfig) -> Error {
+/// The error for `targets` finding nothing to write in any of the files.
+fn nothing_chosen<'t>(
+    config: &ExtractConfig,
+    targets: impl IntoIterator<Item = &'t TargetIdBuf>,
+) -> Error {
     let files: Vec<String> = config
         .files
         .iter()
         .map(|p| format!("'{}'", p.display()))
         .collect();
-    let arches: Vec<&str> = config.arches.iter().map(TargetIdBuf::as_str).collect();
+    let arches: Vec<&str> = targets.into_iter().map(TargetIdBuf::as_str).collect();
     Error::msg(format!(
         "no device image for {} in {}",
         arches.join(", "),
@@ -400,6 +564,7 @@ fn write_device_archive(
             image: c.image,
             via: c.via,
             asked: c.asked,
+            bundle: c.bundle,
         })
         .collect())
 }
@@ -465,6 +630,7 @@ fn write_files(
             image: c.image,
             via: c.via,
             asked: c.asked,
+            bundle: c.bundle,
         })
         .collect())
 }
