@@ -442,3 +442,22 @@ fn files_that_cannot_be_checked_are_named_and_exit_2() {
         )
     );
 }
+
+#[test]
+fn the_readme_command_says_which_gpu_finds_no_code_in_the_committed_program() {
+    let (code, out, err) = text_output(
+        offload()
+            .current_dir(crate::util::root())
+            .args(["check", "samples/targets/mixed-app"])
+            .args(["--device", "gfx1101", "--device", "gfx90a:sramecc+:xnack+"]),
+    );
+    assert_eq!(code, 1, "{err}");
+    let out = squeeze(&out);
+    for line in [
+        "samples/targets/mixed-app 2 gfx1101 0 2 0 0",
+        "gfx90a:sramecc+:xnack+ 1 0 0 1",
+        "gfx90a:sramecc+:xnack+ (device 1): samples/targets/mixed-app bundle 2 of 2: it has code for gfx11-generic, gfx90a:xnack-",
+    ] {
+        assert!(out.lines().any(|l| l.trim() == line), "{line:?} not in:\n{out}");
+    }
+}
