@@ -21,6 +21,7 @@ use crate::format::image_target::Producer;
 use crate::format::runtime::{self, Load, AMDGCN_ISA_PREFIX};
 use crate::format::target_id::TargetIdBuf;
 use crate::io::Input;
+use crate::ops::columns::{render, Align};
 
 /// One device of the check, in the runtime's order. The field names are a public interface
 /// (`offload check --json`), as are those of every record below.
@@ -412,31 +413,8 @@ fn table(report: &Report) -> String {
             ]);
         }
     }
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: &[&str]| {
-        let mut text = String::new();
-        for (k, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            if k == 0 || k == 2 {
-                text.push_str(&format!("{cell:<w$}  "));
-            } else {
-                text.push_str(&format!("{cell:>w$}  "));
-            }
-        }
-        out.push_str(text.trim_end());
-        out.push('\n');
-    };
-    line(&header);
-    for row in &rows {
-        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-        line(&cells);
-    }
-    out
+    let (l, r) = (Align::Left, Align::Right);
+    render(&header, &rows, &[l, r, l, r, r, r, r])
 }
 
 /// Bundle numbers as ranges: `1-3, 5`.

@@ -5,6 +5,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::format::processor::processor_class;
+use crate::ops::columns::{render, Align};
 
 use crate::container::scan::{scan, DeviceImage, Places};
 use crate::error::{Error, Result};
@@ -160,31 +161,6 @@ pub fn table(images: &[Image]) -> String {
         })
         .collect();
     let header = ["#", "KIND", "ARCH", "TRIPLE", "PRODUCER", "SIZE", "WHERE"];
-    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
-    for row in &rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: &[&str]| {
-        let mut text = String::new();
-        for (k, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            if k + 1 == cells.len() {
-                text.push_str(cell);
-            } else if k == 0 || k == 5 {
-                text.push_str(&format!("{cell:>w$}  "));
-            } else {
-                text.push_str(&format!("{cell:<w$}  "));
-            }
-        }
-        out.push_str(text.trim_end());
-        out.push('\n');
-    };
-    line(&header);
-    for row in &rows {
-        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-        line(&cells);
-    }
-    out
+    let (l, r) = (Align::Left, Align::Right);
+    render(&header, &rows, &[r, l, l, l, l, r, l])
 }

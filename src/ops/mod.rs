@@ -2,6 +2,7 @@
 
 pub mod bundler;
 pub mod check;
+pub mod columns;
 pub mod extract;
 pub mod gpus;
 pub mod ls;
