@@ -21,7 +21,7 @@ use object::{FileKind, Object, ObjectSection};
 use crate::container::archive::read_members;
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
-use crate::format::container::{self, Consecutive, Container, Contents};
+use crate::format::container::{self, Consecutive, Container, Contents, Listed};
 use crate::format::image_target::ImageTarget;
 
 /// How deep containers may nest.
@@ -43,7 +43,7 @@ pub enum Places {
     OffloadBinaries,
 }
 
-pub use crate::format::container::Origin;
+pub use crate::format::container::{Origin, Reading};
 
 /// One device image found in a file.
 #[derive(Debug, Clone, Copy)]
@@ -66,8 +66,28 @@ pub struct DeviceImage<'a> {
     /// binaries, or of one object's bundle sections share it. A device loads, per unit, its
     /// native code if there is any, else a generic target's, else SPIR-V.
     pub unit: usize,
-    /// Its bytes.
+    /// Its bytes; empty when they were not inflated (see [`DeviceImage::stream`]).
     pub data: &'a [u8],
+    /// Its size in bytes.
+    pub size: u64,
+    /// Where it lies in a compressed bundle's stream, when a scan that reads only headers
+    /// ([`Reading::Headers`]) did not inflate it; `None` when its bytes are `data`.
+    pub stream: Option<InStream<'a>>,
+}
+
+/// Where an image that was not inflated lies: in which compressed bundle, and where in the
+/// stream it inflates to.
+#[derive(Debug, Clone, Copy)]
+pub struct InStream<'a> {
+    /// The compressed bundle, header and payload, as stored.
+    pub bundle: &'a [u8],
+    /// The compressed bundle's byte offset in the file; `None` when it is not stored as such
+    /// (itself inside a compressed container, or in the member file of a thin archive).
+    pub offset: Option<u64>,
+    /// Where the image starts in the inflated stream.
+    pub start: u64,
+    /// Where it ends in the inflated stream.
+    pub end: u64,
 }
 
 /// Where the scan is, for error messages and for the images it reports.
@@ -88,6 +108,7 @@ struct Scan<'f, 'v> {
     path: &'f Path,
     file: &'f [u8],
     limit: u64,
+    reading: Reading,
     places: Places,
     visit: &'v mut dyn FnMut(&DeviceImage<'_>),
     problems: Vec<Error>,
@@ -150,8 +171,50 @@ impl Scan<'_, '_> {
             target: &target,
             unit: at.unit,
             data,
+            size: data.len() as u64,
+            stream: None,
         };
         (self.visit)(&image);
+    }
+
+    /// Reports the entries of a compressed bundle read from its header alone: one
+    /// translation unit, stored compressed, their bytes not at hand.
+    fn emit_listed(&mut self, at: Place<'_>, listed: &Listed<'_>, whole: &[u8]) {
+        let bundle = whole
+            .get(..usize::try_from(listed.compressed.size()).unwrap_or(usize::MAX))
+            .unwrap_or(whole);
+        let offset = if at.compressed {
+            None
+        } else {
+            self.offset_of(bundle)
+        };
+        let at = self.new_unit(Place {
+            compressed: true,
+            depth: at.depth + 1,
+            ..at
+        });
+        for entry in &listed.entries {
+            let origin = Origin::BundleEntry(&entry.id);
+            let target = origin.target();
+            let image = DeviceImage {
+                members: at.members,
+                section: at.section,
+                offset: None,
+                compressed: true,
+                origin,
+                target: &target,
+                unit: at.unit,
+                data: &[],
+                size: entry.size,
+                stream: Some(InStream {
+                    bundle,
+                    offset,
+                    start: entry.offset,
+                    end: entry.offset + entry.size,
+                }),
+            };
+            (self.visit)(&image);
+        }
     }
 
     /// Scans one buffer: the file, an archive member, a slice of a universal binary, an
@@ -448,7 +511,7 @@ impl Scan<'_, '_> {
         at: Place<'_>,
     ) -> std::result::Result<u64, crate::format::Error> {
         let container = Container::at_start(data).ok_or_else(|| not_a_container(0))?;
-        let opened = container.open(data, self.limit)?;
+        let opened = container.open_reading(data, self.limit, self.reading)?;
         // A bundle is the code of one translation unit; offload binaries side by side are
         // those of the place that holds them.
         let at = if container == Container::Bundle {
@@ -458,6 +521,12 @@ impl Scan<'_, '_> {
         };
         match &opened.contents {
             Contents::Inflated(plain) => self.nested(plain, at, Storage::Inflated)?,
+            Contents::Listed(listed) => {
+                if at.depth >= MAX_DEPTH {
+                    return Err(nesting());
+                }
+                self.emit_listed(at, listed, data);
+            }
             Contents::Records(records) => {
                 for record in records {
                     let data = record.data();
@@ -572,10 +641,25 @@ pub fn scan(
     limit: u64,
     visit: &mut dyn FnMut(&DeviceImage<'_>),
 ) -> Result<Vec<Error>> {
+    scan_reading(path, file, places, limit, Reading::Whole, visit)
+}
+
+/// [`scan`], inflating compressed bundles only as far as `reading` says: with
+/// [`Reading::Headers`], the images inside a compressed bundle come with their size and
+/// [`DeviceImage::stream`], not their bytes.
+pub fn scan_reading(
+    path: &Path,
+    file: &[u8],
+    places: Places,
+    limit: u64,
+    reading: Reading,
+    visit: &mut dyn FnMut(&DeviceImage<'_>),
+) -> Result<Vec<Error>> {
     let mut scan = Scan {
         path,
         file,
         limit,
+        reading,
         places,
         visit,
         problems: Vec::new(),

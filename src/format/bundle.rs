@@ -217,6 +217,19 @@ impl Records {
 pub struct BundleExtent {
     records: Records,
     end: u64,
+    entries: Vec<EntryRecord>,
+}
+
+/// An entry as its header record names it, without its payload: what the first bytes of a
+/// bundle tell of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryRecord {
+    /// The bundle entry ID.
+    pub id: String,
+    /// Offset of the payload from the start of the bundle.
+    pub offset: u64,
+    /// Size of the payload.
+    pub size: u64,
 }
 
 /// What the first bytes of some data tell of the bundle that starts it.
@@ -237,7 +250,14 @@ impl BundleExtent {
         BundleExtent {
             records: Records::new(len),
             end: 0,
+            entries: Vec::new(),
         }
+    }
+
+    /// The records read so far, in header order: all of them once [`BundleExtent::advance`]
+    /// says where the bundle ends.
+    pub fn entries(&self) -> &[EntryRecord] {
+        &self.entries
     }
 
     /// Reads what `prefix`, the first bytes of the data (more of them at each call), holds of
@@ -255,7 +275,14 @@ impl BundleExtent {
         }
         loop {
             match self.records.next(prefix)? {
-                Step::Record(record) => self.end = self.end.max(record.end),
+                Step::Record(record) => {
+                    self.end = self.end.max(record.end);
+                    self.entries.push(EntryRecord {
+                        id: record.id.to_string(),
+                        offset: record.offset,
+                        size: record.end - record.offset,
+                    });
+                }
                 Step::End => return Ok(Extent::Ends(self.end.max(self.records.at))),
                 Step::NeedMore => return Ok(Extent::Unknown),
             }
@@ -630,6 +657,19 @@ mod tests {
         assert_eq!(extent.advance(&data[..header - 1]), Ok(Extent::Unknown));
         assert_eq!(extent.advance(&data[..header]), Ok(Extent::Ends(size)));
         assert!(size < data.len() as u64);
+        // The records, read from the header alone, are those of the whole bundle.
+        let parsed = Bundle::parse(&data).unwrap().unwrap();
+        let whole: Vec<EntryRecord> = parsed
+            .entries()
+            .iter()
+            .map(|e| EntryRecord {
+                id: e.id.to_string(),
+                offset: e.offset,
+                size: e.data.len() as u64,
+            })
+            .collect();
+        assert_eq!(extent.entries(), whole.as_slice());
+        assert_eq!(extent.entries().len(), 2);
         assert_eq!(
             BundleExtent::new(100).advance(b"__CLANG_OFFLOAD_BUNDLX"),
             Ok(Extent::NotABundle)

@@ -12,7 +12,7 @@
 //! another are told apart (their payloads may contain the bytes `CCOB`). Version 1 has no
 //! total size: its payload runs to the end of the data.
 
-use super::bundle::{BundleExtent, Extent};
+use super::bundle::{BundleExtent, EntryRecord, Extent};
 use super::error::{Error, ErrorKind, Result};
 use super::inflate;
 use md5::{Digest, Md5};
@@ -374,12 +374,7 @@ impl<'a> CompressedBundle<'a> {
     fn inflate(&self, limit: u64, mut keep: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let at = self.header_size();
         let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
-        let mut reader: Box<dyn Read + '_> = match self.method {
-            Method::Zstd => {
-                Box::new(zstd::stream::read::Decoder::with_buffer(self.payload).map_err(failed)?)
-            }
-            Method::Zlib => Box::new(flate2::read::ZlibDecoder::new(self.payload)),
-        };
+        let mut reader = self.reader()?;
         // Sized by the limit, not the declared size: a stream that runs past what it declares
         // is still read to the limit, to tell how long it is.
         let mut window = inflate::window(limit);
@@ -420,6 +415,160 @@ impl<'a> CompressedBundle<'a> {
             ));
         }
         Ok(())
+    }
+}
+
+/// Bytes inflated at a time while looking for a bundle's header: its records take a few KiB,
+/// and zstd hands out a block (at most 128 KiB) at a time anyway.
+const HEAD_WINDOW: usize = 64 << 10;
+
+/// What the first bytes of a compressed bundle's stream tell, from
+/// [`CompressedBundle::inflate_head`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Head {
+    /// The stream starts with a bundle: the records of its header, and where it ends in the
+    /// stream (the end of its header or of its furthest payload).
+    Bundle {
+        /// The entries, in header order.
+        entries: Vec<EntryRecord>,
+        /// Where the bundle ends in the stream.
+        end: u64,
+    },
+    /// The stream holds no bundle at its start (a text bundle, an object): what
+    /// [`CompressedBundle::inflate_bundle`] gives, the whole stream, checked.
+    Whole(Vec<u8>),
+}
+
+impl CompressedBundle<'_> {
+    /// The decoder of the payload.
+    fn reader(&self) -> Result<Box<dyn Read + '_>> {
+        let at = self.header_size();
+        Ok(match self.method {
+            Method::Zstd => Box::new(
+                zstd::stream::read::Decoder::with_buffer(self.payload)
+                    .map_err(|e| Error::new(at, ErrorKind::Decompress(e.to_string())))?,
+            ),
+            Method::Zlib => Box::new(flate2::read::ZlibDecoder::new(self.payload)),
+        })
+    }
+
+    /// Refuses a bundle that declares more than `limit` bytes before anything is inflated.
+    fn check_declared(&self, limit: u64) -> Result<()> {
+        if self.uncompressed_size > limit {
+            return Err(Error::new(
+                self.header_size(),
+                ErrorKind::TooLarge { limit },
+            ));
+        }
+        Ok(())
+    }
+
+    /// Inflates the stream only until the header of the bundle it starts with is complete,
+    /// and reads its records: a listing needs no more, whatever the bundle's size. Nothing is
+    /// hashed then, except in a stream that declares no more than a window (64 KiB): that one
+    /// is inflated whole and checked as [`CompressedBundle::decompress`] checks it, which
+    /// costs no more than its header. A bundle declaring more than `limit`
+    /// bytes is refused, and a header that is damaged (or claims payloads past the declared
+    /// size) is the error [`Bundle::parse`](super::bundle::Bundle::parse) gives for the whole
+    /// stream.
+    pub fn inflate_head(&self, limit: u64) -> Result<Head> {
+        self.check_declared(limit)?;
+        if self.uncompressed_size <= HEAD_WINDOW as u64 {
+            return self.inflate_small(limit);
+        }
+        let at = self.header_size();
+        let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
+        let mut reader = self.reader()?;
+        let mut extent = BundleExtent::new(self.uncompressed_size);
+        let mut prefix = Vec::new();
+        let mut window = vec![0; HEAD_WINDOW];
+        let end = loop {
+            let n = inflate::read_some(&mut reader, &mut window).map_err(failed)?;
+            let room = self.uncompressed_size.saturating_sub(prefix.len() as u64);
+            let piece = inflate::at_most(inflate::at_most(&window, n as u64), room);
+            inflate::append(&mut prefix, piece, self.uncompressed_size, at)?;
+            match extent.advance(&prefix)? {
+                Extent::Unknown if n > 0 => continue,
+                // Cut short inside the header, or no bundle: the whole stream says which.
+                Extent::Unknown | Extent::NotABundle => {
+                    return Ok(Head::Whole(self.inflate_bundle(limit)??));
+                }
+                Extent::Ends(end) => break end,
+            }
+        };
+        Ok(Head::Bundle {
+            entries: extent.entries().to_vec(),
+            end,
+        })
+    }
+
+    /// [`CompressedBundle::inflate_head`] of a stream no longer than a window: inflated whole
+    /// and checked, since that costs no more than its header.
+    fn inflate_small(&self, limit: u64) -> Result<Head> {
+        let plain = self.inflate_bundle(limit)??;
+        Ok(match super::bundle::Bundle::parse(&plain)? {
+            Some(bundle) => Head::Bundle {
+                entries: bundle
+                    .entries()
+                    .iter()
+                    .map(|e| EntryRecord {
+                        id: e.id.to_string(),
+                        offset: e.offset,
+                        size: e.data.len() as u64,
+                    })
+                    .collect(),
+                end: bundle.size(),
+            },
+            None => Head::Whole(plain),
+        })
+    }
+
+    /// Inflates the stream up to `end` (a position in it) and hands `sink` each piece with its
+    /// position, never holding more than a window of it. The stream must reach `end` within
+    /// its declared size. When `end` is the declared size, the stream is read to its end and
+    /// checked (size and hash) in the same pass; short of it, nothing is hashed.
+    pub fn inflate_prefix(
+        &self,
+        limit: u64,
+        end: u64,
+        mut sink: impl FnMut(u64, &[u8]) -> Result<()>,
+    ) -> Result<()> {
+        self.check_declared(limit)?;
+        let mut position = 0u64;
+        if end >= self.uncompressed_size {
+            return self.inflate(limit, |piece| {
+                sink(position, piece)?;
+                position += piece.len() as u64;
+                Ok(())
+            });
+        }
+        let at = self.header_size();
+        let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
+        let mut reader = self.reader()?;
+        let mut window = inflate::window(end);
+        while position < end {
+            let n = inflate::read_some(&mut reader, &mut window).map_err(failed)?;
+            if n == 0 {
+                return Err(Error::new(
+                    at,
+                    ErrorKind::SizeMismatch {
+                        declared: self.uncompressed_size,
+                        actual: position,
+                    },
+                ));
+            }
+            let piece = inflate::at_most(&window, (n as u64).min(end - position));
+            sink(position, piece)?;
+            position += piece.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Inflates the whole stream and checks it against the declared size and the stored
+    /// hash, holding no more than a window of it.
+    pub fn verify(&self, limit: u64) -> Result<()> {
+        self.check_declared(limit)?;
+        self.inflate(limit, |_| Ok(()))
     }
 }
 

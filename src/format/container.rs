@@ -205,6 +205,31 @@ pub enum Contents<'a> {
     /// Inflated bytes that hold more containers (a compressed bundle's bundle, a compressed
     /// offload binary's binaries).
     Inflated(Vec<u8>),
+    /// The entries of the bundle a compressed bundle's stream starts with, read from its
+    /// header alone ([`Reading::Headers`]): where each lies in the stream, not its bytes.
+    Listed(Listed<'a>),
+}
+
+/// The entries of a compressed bundle, read from the header of the bundle its stream starts
+/// with.
+#[derive(Debug)]
+pub struct Listed<'a> {
+    /// The compressed bundle.
+    pub compressed: ccob::CompressedBundle<'a>,
+    /// Its bundle's entries, in header order, each with its place in the inflated stream.
+    pub entries: Vec<bundle::EntryRecord>,
+}
+
+/// How much of a compressed bundle opening it inflates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Reading {
+    /// All of it, checked against its size and hash: its images' bytes are at hand.
+    #[default]
+    Whole,
+    /// Only up to the end of its bundle's header: the entries' IDs, offsets and sizes, what a
+    /// listing or a choice of images needs. A stream whose bundle does not start it (or
+    /// whose declared size is within a window) is still inflated whole.
+    Headers,
 }
 
 /// A container opened: the bytes it occupies, and what it holds.
@@ -221,6 +246,11 @@ impl Container {
     /// is compressed. A bundle or compressed bundle magic that turns out to be no header at all
     /// opens as one byte holding nothing, so that a search steps over it.
     pub fn open(self, data: &[u8], limit: u64) -> Result<Opened<'_>> {
+        self.open_reading(data, limit, Reading::Whole)
+    }
+
+    /// [`Container::open`], inflating a compressed bundle as far as `reading` says.
+    pub fn open_reading(self, data: &[u8], limit: u64, reading: Reading) -> Result<Opened<'_>> {
         let nothing = || Opened {
             size: 1,
             contents: Contents::Records(Vec::new()),
@@ -249,9 +279,19 @@ impl Container {
                 };
                 // Only the bundle is kept, not what the stream holds after it (LLVM reads no
                 // more).
+                let contents = match reading {
+                    Reading::Whole => Contents::Inflated(compressed.inflate_bundle(limit)??),
+                    Reading::Headers => match compressed.inflate_head(limit)? {
+                        ccob::Head::Bundle { entries, .. } => Contents::Listed(Listed {
+                            compressed,
+                            entries,
+                        }),
+                        ccob::Head::Whole(plain) => Contents::Inflated(plain),
+                    },
+                };
                 Opened {
                     size: compressed.size(),
-                    contents: Contents::Inflated(compressed.inflate_bundle(limit)??),
+                    contents,
                 }
             }
             Container::OffloadBinary => {

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::container::ld_so::{self, Environment};
-use crate::container::scan::{scan, DeviceImage, Places};
+use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::Error;
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
@@ -236,17 +236,20 @@ fn bundles_of(
             id: id.to_string(),
             hip: is_hip(&image.target.producer),
             target_id: image.target.target_id.clone(),
-            size: image.data.len() as u64,
+            size: image.size,
             compressed: image.compressed,
             section: image.section.map(str::to_string),
             member: image.members.last().cloned(),
         });
     };
-    let problems = match scan(
+    // Which entry the runtime picks needs entry IDs and sizes only: compressed bundles are
+    // inflated up to their bundle's header.
+    let problems = match scan_reading(
         path,
         input,
         Places::Everywhere,
         DEFAULT_MAX_DECOMPRESSED,
+        Reading::Headers,
         visit,
     ) {
         Ok(problems) => problems,

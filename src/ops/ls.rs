@@ -7,7 +7,7 @@ use serde::Serialize;
 use crate::format::processor::processor_class;
 use crate::ops::columns::{render, Align};
 
-use crate::container::scan::{scan, DeviceImage, Places};
+use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::io::Input;
@@ -43,6 +43,23 @@ pub struct Image {
     /// `gfx11-generic`), `spirv` (`amdgcnspirv`), or `unknown` (a processor the processor table
     /// lacks); `None` for other images.
     pub processor: Option<&'static str>,
+    /// For an image inside a compressed bundle stored as such in the file: where that
+    /// compressed bundle lies, and where the image lies in what it inflates to. Left out of
+    /// the JSON for other images.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compressed_bundle: Option<CompressedPlace>,
+}
+
+/// Where a compressed image lies: the compressed bundle's byte range in the file, and the
+/// image's offset in the bundle it inflates to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct CompressedPlace {
+    /// Byte offset of the compressed bundle (its `CCOB` magic) in the file.
+    pub offset: u64,
+    /// Size of the compressed bundle: header and payload.
+    pub size: u64,
+    /// Offset of the image in the inflated bundle.
+    pub entry_offset: u64,
 }
 
 /// The fields of an image that say what it is: producer, triple, target ID, image kind and
@@ -69,7 +86,7 @@ pub fn record(file: &str, image: &DeviceImage<'_>) -> Image {
         member: image.members.last().cloned(),
         section: image.section.map(str::to_string),
         offset: image.offset,
-        size: image.data.len() as u64,
+        size: image.size,
         offload_kind,
         triple,
         arch,
@@ -77,6 +94,13 @@ pub fn record(file: &str, image: &DeviceImage<'_>) -> Image {
         processor,
         entry_id,
         compressed: image.compressed,
+        compressed_bundle: image.stream.and_then(|s| {
+            Some(CompressedPlace {
+                offset: s.offset?,
+                size: s.bundle.len() as u64,
+                entry_offset: s.start,
+            })
+        }),
     }
 }
 
@@ -88,11 +112,14 @@ pub fn list_file(path: &Path) -> Result<(Vec<Image>, Vec<Error>)> {
     tracing::debug!(size = input.len(), "scanning");
     let name = path.to_string_lossy().into_owned();
     let mut images = Vec::new();
-    let problems = scan(
+    // Compressed bundles are inflated only up to their bundle's header: their entries' IDs
+    // and sizes are all a listing shows.
+    let problems = scan_reading(
         path,
         &input,
         Places::Everywhere,
         DEFAULT_MAX_DECOMPRESSED,
+        Reading::Headers,
         &mut |image| {
             let image = record(&name, image);
             tracing::debug!(
@@ -115,14 +142,26 @@ pub fn list_file(path: &Path) -> Result<(Vec<Image>, Vec<Error>)> {
     Ok((images, problems))
 }
 
-/// The `file://PATH#offset=N&size=N` address of an image stored uncompressed, as ROCm's tools
-/// name code objects inside files.
+/// The address of an image. Stored uncompressed: `file://PATH#offset=N&size=N`, its byte
+/// range in the file, as ROCm's tools name code objects inside files. Inside a compressed
+/// bundle: `file://PATH#offset=N&size=N&entry=ID`, the compressed bundle's byte range in the
+/// file and the ID of the entry in the bundle it inflates to (what `offload extract`, the
+/// bundler's `-unbundle -targets=ID` or the HIP runtime read from that range). `None` for an
+/// image with no byte range in the file (a compressed bundle inside another compressed
+/// container, a thin archive's member).
 pub fn uri(image: &Image) -> Option<String> {
-    let offset = image.offset?;
     let path = std::fs::canonicalize(&image.file)
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| image.file.clone());
-    Some(format!("file://{path}#offset={offset}&size={}", image.size))
+    if let Some(offset) = image.offset {
+        return Some(format!("file://{path}#offset={offset}&size={}", image.size));
+    }
+    let place = image.compressed_bundle?;
+    let entry = image.entry_id.as_deref()?;
+    Some(format!(
+        "file://{path}#offset={}&size={}&entry={entry}",
+        place.offset, place.size
+    ))
 }
 
 /// The table `offload ls` prints for people.
