@@ -311,7 +311,9 @@ impl<'a> CompressedBundle<'a> {
         let at = self.header_size();
         let cap = self.uncompressed_size.min(limit);
         let mut out = Vec::new();
-        self.inflate(limit, |piece| inflate::append(&mut out, piece, cap, at))?;
+        self.inflate(limit, Decoding::Fresh, |piece| {
+            inflate::append(&mut out, piece, cap, at)
+        })?;
         Ok(out)
     }
 
@@ -331,7 +333,7 @@ impl<'a> CompressedBundle<'a> {
         let mut keep = Keep::Unknown;
         let mut out = Vec::new();
         let mut damage = None;
-        self.inflate(limit, |piece| {
+        self.inflate(limit, Decoding::Fresh, |piece| {
             let piece = match keep {
                 Keep::UpTo(end) => inflate::at_most(piece, end.saturating_sub(out.len() as u64)),
                 Keep::All | Keep::Unknown => piece,
@@ -371,10 +373,15 @@ impl<'a> CompressedBundle<'a> {
     /// Inflates the payload through a window, handing `keep` the bytes within the declared size
     /// piece by piece, then checks the stream against the declared size and the stored hash.
     /// Bytes past the declared size are only counted, up to `limit`.
-    fn inflate(&self, limit: u64, mut keep: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+    fn inflate(
+        &self,
+        limit: u64,
+        decoding: Decoding<'_>,
+        mut keep: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
         let at = self.header_size();
         let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
-        let mut reader = self.reader()?;
+        let mut reader = self.reader(decoding)?;
         // Sized by the limit, not the declared size: a stream that runs past what it declares
         // is still read to the limit, to tell how long it is.
         let mut window = inflate::window(limit);
@@ -418,6 +425,18 @@ impl<'a> CompressedBundle<'a> {
     }
 }
 
+/// A zstd decoder's state, kept from one stream to the next so that its window (as large as
+/// the stream, up to 128 MiB) is not allocated, and its pages not touched anew, for each.
+pub type ZstdContext = zstd::zstd_safe::DCtx<'static>;
+
+/// Which decoder inflates a stream.
+pub enum Decoding<'c> {
+    /// A new one, dropped after the stream.
+    Fresh,
+    /// This zstd context, kept by the caller (a zlib stream needs none).
+    Reusing(&'c mut ZstdContext),
+}
+
 /// Bytes inflated at a time while looking for a bundle's header: its records take a few KiB,
 /// and zstd hands out a block (at most 128 KiB) at a time anyway.
 const HEAD_WINDOW: usize = 64 << 10;
@@ -441,14 +460,17 @@ pub enum Head {
 
 impl CompressedBundle<'_> {
     /// The decoder of the payload.
-    fn reader(&self) -> Result<Box<dyn Read + '_>> {
+    fn reader<'s>(&'s self, decoding: Decoding<'s>) -> Result<Box<dyn Read + 's>> {
         let at = self.header_size();
-        Ok(match self.method {
-            Method::Zstd => Box::new(
+        Ok(match (self.method, decoding) {
+            (Method::Zstd, Decoding::Fresh) => Box::new(
                 zstd::stream::read::Decoder::with_buffer(self.payload)
                     .map_err(|e| Error::new(at, ErrorKind::Decompress(e.to_string())))?,
             ),
-            Method::Zlib => Box::new(flate2::read::ZlibDecoder::new(self.payload)),
+            (Method::Zstd, Decoding::Reusing(context)) => Box::new(
+                zstd::stream::read::Decoder::with_context(self.payload, context),
+            ),
+            (Method::Zlib, _) => Box::new(flate2::read::ZlibDecoder::new(self.payload)),
         })
     }
 
@@ -478,7 +500,7 @@ impl CompressedBundle<'_> {
         }
         let at = self.header_size();
         let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
-        let mut reader = self.reader()?;
+        let mut reader = self.reader(Decoding::Fresh)?;
         let mut extent = BundleExtent::new(self.uncompressed_size);
         let mut prefix = Vec::new();
         let mut window = vec![0; HEAD_WINDOW];
@@ -531,12 +553,13 @@ impl CompressedBundle<'_> {
         &self,
         limit: u64,
         end: u64,
+        decoding: Decoding<'_>,
         mut sink: impl FnMut(u64, &[u8]) -> Result<()>,
     ) -> Result<()> {
         self.check_declared(limit)?;
         let mut position = 0u64;
         if end >= self.uncompressed_size {
-            return self.inflate(limit, |piece| {
+            return self.inflate(limit, decoding, |piece| {
                 sink(position, piece)?;
                 position += piece.len() as u64;
                 Ok(())
@@ -544,7 +567,7 @@ impl CompressedBundle<'_> {
         }
         let at = self.header_size();
         let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
-        let mut reader = self.reader()?;
+        let mut reader = self.reader(decoding)?;
         let mut window = inflate::window(end);
         while position < end {
             let n = inflate::read_some(&mut reader, &mut window).map_err(failed)?;
@@ -566,9 +589,9 @@ impl CompressedBundle<'_> {
 
     /// Inflates the whole stream and checks it against the declared size and the stored
     /// hash, holding no more than a window of it.
-    pub fn verify(&self, limit: u64) -> Result<()> {
+    pub fn verify(&self, limit: u64, decoding: Decoding<'_>) -> Result<()> {
         self.check_declared(limit)?;
-        self.inflate(limit, |_| Ok(()))
+        self.inflate(limit, decoding, |_| Ok(()))
     }
 }
 

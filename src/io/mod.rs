@@ -191,6 +191,30 @@ impl Input {
         Ok(())
     }
 
+    /// Lets the system drop the pages wholly inside `part` (a slice of this input) from this
+    /// process's memory, once they are read: touched again, they are read again from the
+    /// file, the same bytes (the map is read-only). For bytes read in once (a large file
+    /// whose compressed bundles are inflated one after another) this keeps what the process
+    /// holds to what it works on. An input held in memory is left as it is.
+    pub fn release(&self, part: &[u8]) {
+        let Data::Mapped(map) = &self.data else {
+            return;
+        };
+        let Some(start) = crate::format::slice::offset_within(map, part) else {
+            return;
+        };
+        let page = 4096;
+        let first = start.next_multiple_of(page);
+        let end = (start + part.len()) / page * page;
+        if end > first {
+            // SAFETY: the map is read-only and private: dropping its pages loses nothing, and
+            // a slice that borrows them reads the same bytes from the file again.
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, first, end - first)
+            };
+        }
+    }
+
     /// Where `part` (a slice of this input) starts in the file, if this input is a mapped
     /// file and `part` lies inside it.
     fn file_range(&self, part: &[u8]) -> Option<(&File, u64)> {

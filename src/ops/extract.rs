@@ -4,13 +4,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use crate::container::archive::write_archive;
-use crate::container::scan::{scan, DeviceImage, Places};
+use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
-use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
+use crate::format::ccob::{CompressedBundle, DEFAULT_MAX_DECOMPRESSED};
+use crate::format::ErrorKind;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::loads::{loaded_by, may_load, Via};
 use crate::format::runtime::{self, Load, Why};
@@ -18,6 +20,7 @@ use crate::format::slice::offset_within;
 use crate::format::target_id::{TargetId, TargetIdBuf};
 use crate::io::{Closed, Input, Output};
 use crate::ops::bundler::device_member_name;
+use crate::ops::inflating::{each_range, memory_of, Budget};
 use crate::ops::ls::{self, Image};
 
 /// How `extract` matches the target IDs asked for with those of the images.
@@ -160,10 +163,8 @@ struct Chosen {
     image: Image,
     /// Index of the input file.
     input: usize,
-    /// The bytes, when they are not a slice of the input (inflated).
-    owned: Option<Vec<u8>>,
-    /// Where they are in the input otherwise.
-    range: (usize, usize),
+    /// Where its bytes are.
+    bytes: Bytes,
     /// The entry ID or metadata the name is built from.
     label: String,
     /// The innermost archive member, for device archive names.
@@ -177,12 +178,67 @@ struct Chosen {
     bundle: Option<usize>,
 }
 
-impl Chosen {
-    fn bytes<'a>(&'a self, inputs: &'a [Input]) -> &'a [u8] {
-        match &self.owned {
-            Some(bytes) => bytes,
-            None => &inputs[self.input][self.range.0..self.range.0 + self.range.1],
+/// Where the bytes of a chosen image are.
+#[derive(Clone)]
+enum Bytes {
+    /// In the input, at this offset, this long.
+    Input(usize, usize),
+    /// Held (inflated from a compressed container, or read from a thin archive's member).
+    Owned(Vec<u8>),
+    /// In a compressed bundle's stream, not inflated yet.
+    Stream(Streamed),
+}
+
+/// An image inside a compressed bundle, found from its bundle's header.
+#[derive(Clone)]
+struct Streamed {
+    /// The compressed bundle: its range in the input, or its bytes when it is not stored as
+    /// such (inside another compressed container).
+    bundle: Held,
+    /// The compressed bundle's offset in the file, for errors.
+    at: Option<u64>,
+    /// The image's range in the inflated stream.
+    start: u64,
+    end: u64,
+}
+
+/// Bytes of the input, or held.
+#[derive(Clone)]
+enum Held {
+    Input(usize, usize),
+    Owned(Arc<[u8]>),
+}
+
+impl Held {
+    fn get<'a>(&'a self, input: &'a Input) -> &'a [u8] {
+        match self {
+            Held::Input(start, len) => &input[*start..*start + *len],
+            Held::Owned(bytes) => bytes,
         }
+    }
+}
+
+impl Chosen {
+    /// The image's bytes: those of an image inside a compressed bundle must have been
+    /// inflated first ([`inflate_chosen`]).
+    fn bytes<'a>(&'a self, inputs: &'a [Input]) -> &'a [u8] {
+        match &self.bytes {
+            Bytes::Owned(bytes) => bytes,
+            Bytes::Input(start, len) => &inputs[self.input][*start..*start + *len],
+            Bytes::Stream(_) => &[],
+        }
+    }
+
+    /// Where the image lies, for errors: member and section, as a scan names them.
+    fn place(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(member) = &self.image.member {
+            parts.push(format!("member '{member}'"));
+        }
+        if let Some(section) = &self.image.section {
+            parts.push(format!("section '{section}'"));
+        }
+        parts.join(", ")
     }
 }
 
@@ -323,17 +379,20 @@ fn choose(
     // a unit is seen whole.
     let mut candidates: Vec<(usize, String, Chosen)> = Vec::new();
     let mut bundles: BTreeMap<usize, Vec<SeenEntry>> = BTreeMap::new();
-    let problems = scan(
+    // Compressed bundles are inflated up to their bundle's header: which images to write
+    // is known from their IDs, and only their streams are inflated, once chosen.
+    let problems = scan_reading(
         path,
         input,
         Places::Everywhere,
         DEFAULT_MAX_DECOMPRESSED,
+        Reading::Headers,
         &mut |found: &DeviceImage<'_>| {
             if !config.devices.is_empty() {
                 if let Some(id) = found.origin.entry_id() {
                     bundles.entry(found.unit).or_default().push(SeenEntry {
                         id: id.to_string(),
-                        size: found.data.len() as u64,
+                        size: found.size,
                         compressed: found.compressed,
                         chosen: (runtime_may_pick(id) && passes_filters(config, found.target))
                             .then(|| candidate(&name, index, input, found)),
@@ -499,11 +558,24 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
         None => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
     };
     let ext = extension(&image, found.data);
-    let inside = found.offset.and_then(|_| offset_within(input, found.data));
+    let bytes = match found.stream {
+        Some(stream) => Bytes::Stream(Streamed {
+            bundle: match offset_within(input, stream.bundle) {
+                Some(start) => Held::Input(start, stream.bundle.len()),
+                None => Held::Owned(stream.bundle.into()),
+            },
+            at: stream.offset,
+            start: stream.start,
+            end: stream.end,
+        }),
+        None => match found.offset.and_then(|_| offset_within(input, found.data)) {
+            Some(start) => Bytes::Input(start, found.data.len()),
+            None => Bytes::Owned(found.data.to_vec()),
+        },
+    };
     Chosen {
         member: found.members.last().cloned(),
-        owned: inside.is_none().then(|| found.data.to_vec()),
-        range: inside.map_or((0, 0), |start| (start, found.data.len())),
+        bytes,
         input: index,
         label,
         ext,
@@ -536,8 +608,9 @@ fn nothing_chosen<'t>(
 fn write_device_archive(
     config: &ExtractConfig,
     inputs: &[Input],
-    chosen: Vec<Chosen>,
+    mut chosen: Vec<Chosen>,
 ) -> Result<Vec<Extracted>> {
+    inflate_chosen(config, inputs, &mut chosen)?;
     let members: Vec<(String, &[u8])> = chosen
         .iter()
         .map(|c| {
@@ -569,9 +642,107 @@ fn write_device_archive(
         .collect())
 }
 
-/// The file each chosen image is written to: names say where it came from and what it is; a
-/// number keeps them apart.
-fn output_names(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
+/// The chosen images inside compressed bundles, by compressed bundle: the indices in
+/// `chosen` of the images of each, so that each stream is inflated once for all of them.
+fn stream_groups(chosen: &[Chosen]) -> Vec<Vec<usize>> {
+    let mut groups: BTreeMap<(usize, usize, usize), Vec<usize>> = BTreeMap::new();
+    for (i, c) in chosen.iter().enumerate() {
+        if let Bytes::Stream(streamed) = &c.bytes {
+            // A compressed bundle held apart (not in the file) is inflated for each image.
+            let key = match streamed.bundle {
+                Held::Input(start, _) => (c.input, start, 0),
+                Held::Owned(_) => (c.input, i, 1),
+            };
+            groups.entry(key).or_default().push(i);
+        }
+    }
+    groups.into_values().collect()
+}
+
+/// Inflates the compressed bundle that holds the images `group` (indices in `chosen`, all
+/// of one compressed bundle) once, only up to the last byte any of them needs and within
+/// `budget`, and hands `each` every image's bytes in order with the image's position in
+/// `group`. An error names the file, the section and the offset.
+fn inflate_group(
+    config: &ExtractConfig,
+    inputs: &[Input],
+    chosen: &[Chosen],
+    group: &[usize],
+    budget: &Budget,
+    mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let streams: Vec<&Streamed> = group
+        .iter()
+        .filter_map(|&i| match &chosen[i].bytes {
+            Bytes::Stream(streamed) => Some(streamed),
+            Bytes::Input(..) | Bytes::Owned(_) => None,
+        })
+        .collect();
+    let (Some(&first), Some(streamed)) = (group.first(), streams.first()) else {
+        return Ok(());
+    };
+    let c = &chosen[first];
+    let path = &config.files[c.input];
+    let fail = |e: crate::format::Error| {
+        let e = match streamed.at {
+            Some(at) => e.rebased(at),
+            None => e,
+        };
+        match c.place() {
+            place if place.is_empty() => Error::format(path, e),
+            place => Error::format_in(path, place, e),
+        }
+    };
+    let bytes = streamed.bundle.get(&inputs[c.input]);
+    let compressed = CompressedBundle::parse(bytes)
+        .map_err(fail)?
+        .ok_or_else(|| fail(crate::format::Error::new(0, ErrorKind::NotAContainer)))?;
+    let ranges: Vec<(u64, u64)> = streams.iter().map(|s| (s.start, s.end)).collect();
+    let _span = tracing::debug_span!("inflating", offset = streamed.at).entered();
+    // An error writing stops the inflation; it is the error returned.
+    let mut stopped = None;
+    let inflated = budget.run(memory_of(&compressed), |decoding| {
+        each_range(&compressed, DEFAULT_MAX_DECOMPRESSED, &ranges, decoding, |k, piece| {
+            each(k, piece).map_err(|e| {
+                stopped = Some(e);
+                crate::format::Error::new(0, ErrorKind::Decompress("stopped".into()))
+            })
+        })
+    });
+    inputs[c.input].release(bytes);
+    match stopped {
+        Some(e) => Err(e),
+        None => inflated.map_err(fail),
+    }
+}
+
+/// Inflates the chosen images that are inside compressed bundles, in parallel across
+/// bundles, and holds them: only those images, never a whole stream.
+fn inflate_chosen(config: &ExtractConfig, inputs: &[Input], chosen: &mut [Chosen]) -> Result<()> {
+    let budget = Budget::new();
+    let groups = stream_groups(chosen);
+    let held: Vec<Vec<Vec<u8>>> = groups
+        .par_iter()
+        .map(|group| {
+            let mut held = vec![Vec::new(); group.len()];
+            inflate_group(config, inputs, chosen, group, &budget, |k, piece| {
+                held[k].extend_from_slice(piece);
+                Ok(())
+            })?;
+            Ok(held)
+        })
+        .collect::<Result<_>>()?;
+    for (group, held) in groups.iter().zip(held) {
+        for (&i, bytes) in group.iter().zip(held) {
+            chosen[i].bytes = Bytes::Owned(bytes);
+        }
+    }
+    Ok(())
+}
+
+/// The file each chosen image is written to, before its extension: names say where it came
+/// from and what it is; a number keeps them apart.
+fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     chosen
         .iter()
@@ -589,13 +760,22 @@ fn output_names(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
             if *count > 1 {
                 name.push_str(&format!("-{count}"));
             }
-            config.output.join(format!("{name}.{}", c.ext))
+            config.output.join(name)
         })
         .collect()
 }
 
-/// Writes each chosen image to its own file in the folder `config.output`, in parallel, and
-/// puts them in place only when every one is written.
+/// `stem` with `.ext` after it (a stem may hold dots of its own).
+fn with_extension(stem: &Path, ext: &str) -> PathBuf {
+    let mut name = stem.as_os_str().to_owned();
+    name.push(".");
+    name.push(ext);
+    PathBuf::from(name)
+}
+
+/// Writes each chosen image to its own file in the folder `config.output`, in parallel (the
+/// images of one compressed bundle together, as its stream is inflated), and puts them in
+/// place only when every one is written.
 fn write_files(
     config: &ExtractConfig,
     inputs: &[Input],
@@ -603,36 +783,167 @@ fn write_files(
     progress: &dyn Progress,
 ) -> Result<Vec<Extracted>> {
     std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
-    let names = output_names(config, &chosen);
-    for (c, path) in chosen.iter().zip(&names) {
-        tracing::info!(from = %c.image.file, "writing {} to {}", c.label, path.display());
-    }
+    let stems = output_stems(config, &chosen);
     progress.start(chosen.iter().map(|c| c.image.size).sum());
-    // Each output is closed once written: as many files are open as threads write.
-    let outputs: Vec<Closed> = chosen
+    let budget = Budget::new();
+    let singles = (0..chosen.len()).filter(|&i| !matches!(chosen[i].bytes, Bytes::Stream(_)));
+    let jobs: Vec<Vec<usize>> = singles
+        .map(|i| vec![i])
+        .chain(stream_groups(&chosen))
+        .collect();
+    // Each output is closed once written: as many files are open as threads write, and the
+    // images of the compressed bundles they inflate.
+    let written: Vec<Vec<Written>> = jobs
         .par_iter()
-        .zip(&names)
-        .map(|(c, path)| {
-            let mut out = Output::create(path)?;
-            let bytes = c.bytes(inputs);
-            out.write_part(&inputs[c.input], bytes)?;
-            progress.advance(bytes.len() as u64);
-            out.close()
+        .map(|job| {
+            let writer = Writer {
+                config,
+                inputs,
+                chosen: &chosen,
+                stems: &stems,
+                budget: &budget,
+                progress,
+            };
+            writer.write(job)
         })
         .collect::<Result<_>>()?;
-    crate::io::place_all(outputs)?;
+    let mut written: Vec<Written> = written.into_iter().flatten().collect();
+    written.sort_by_key(|w| w.index);
+    let paths: Vec<PathBuf> = written.iter().map(|w| w.path.clone()).collect();
+    crate::io::place_all(written.into_iter().map(|w| w.closed).collect())?;
     progress.finish();
     Ok(chosen
         .into_iter()
-        .zip(names)
-        .map(|(c, path)| Extracted {
-            path,
-            image: c.image,
-            via: c.via,
-            asked: c.asked,
-            bundle: c.bundle,
+        .zip(paths)
+        .map(|(c, path)| {
+            tracing::info!(from = %c.image.file, "wrote {} to {}", c.label, path.display());
+            Extracted {
+                path,
+                image: c.image,
+                via: c.via,
+                asked: c.asked,
+                bundle: c.bundle,
+            }
         })
         .collect())
+}
+
+/// One image written, not yet in place.
+struct Written {
+    /// Its index among the chosen.
+    index: usize,
+    path: PathBuf,
+    closed: Closed,
+}
+
+/// What writing one job (an image, or the images of one compressed bundle) needs.
+struct Writer<'w> {
+    config: &'w ExtractConfig,
+    inputs: &'w [Input],
+    chosen: &'w [Chosen],
+    stems: &'w [PathBuf],
+    budget: &'w Budget,
+    progress: &'w dyn Progress,
+}
+
+impl Writer<'_> {
+    /// Writes the images `job` (indices among the chosen): one stored as it is, or those of
+    /// one compressed bundle, as its stream is inflated.
+    fn write(&self, job: &[usize]) -> Result<Vec<Written>> {
+        let mut pending: Vec<Pending> = job
+            .iter()
+            .map(|&index| Pending {
+                index,
+                head: Vec::new(),
+                out: None,
+            })
+            .collect();
+        match job.first().map(|&i| &self.chosen[i]) {
+            Some(c) if !matches!(c.bytes, Bytes::Stream(_)) => {
+                let bytes = c.bytes(self.inputs);
+                let path = with_extension(&self.stems[job[0]], c.ext);
+                let mut out = Output::create(&path)?;
+                out.write_part(&self.inputs[c.input], bytes)?;
+                self.progress.advance(bytes.len() as u64);
+                pending[0].out = Some((path, out));
+            }
+            _ => {
+                let chosen = self.chosen;
+                inflate_group(
+                    self.config,
+                    self.inputs,
+                    chosen,
+                    job,
+                    self.budget,
+                    |k, piece| {
+                        self.progress.advance(piece.len() as u64);
+                        let p = &mut pending[k];
+                        p.take(piece, &chosen[p.index], &self.stems[p.index])
+                    },
+                )?;
+            }
+        }
+        pending
+            .into_iter()
+            .map(|p| {
+                let index = p.index;
+                p.finish(&self.chosen[index], &self.stems[index])
+            })
+            .collect()
+    }
+}
+
+/// An image being written as its stream is inflated: its first bytes are held until they
+/// tell its extension (an ELF code object, bitcode, SPIR-V).
+struct Pending {
+    index: usize,
+    head: Vec<u8>,
+    out: Option<(PathBuf, Output)>,
+}
+
+/// Bytes that tell an image's kind.
+const MAGIC_LEN: usize = 4;
+
+impl Pending {
+    /// Writes the next bytes of the image.
+    fn take(&mut self, piece: &[u8], c: &Chosen, stem: &Path) -> Result<()> {
+        if let Some((_, out)) = &mut self.out {
+            return out.write_bytes(piece);
+        }
+        self.head.extend_from_slice(piece);
+        if self.head.len() >= MAGIC_LEN {
+            self.open(c, stem)?;
+        }
+        Ok(())
+    }
+
+    /// Creates the output, named by what the first bytes say, and writes them.
+    fn open(&mut self, c: &Chosen, stem: &Path) -> Result<()> {
+        let path = with_extension(stem, extension(&c.image, &self.head));
+        let mut out = Output::create(&path)?;
+        out.write_bytes(&std::mem::take(&mut self.head))?;
+        self.out = Some((path, out));
+        Ok(())
+    }
+
+    /// Closes the output, once every byte is written.
+    fn finish(mut self, c: &Chosen, stem: &Path) -> Result<Written> {
+        let (path, out) = match self.out.take() {
+            Some(open) => open,
+            None => {
+                self.open(c, stem)?;
+                match self.out.take() {
+                    Some(open) => open,
+                    None => return Err(Error::msg("an output was not opened")),
+                }
+            }
+        };
+        Ok(Written {
+            index: self.index,
+            path,
+            closed: out.close()?,
+        })
+    }
 }
 
 #[cfg(test)]

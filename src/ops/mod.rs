@@ -5,6 +5,7 @@ pub mod check;
 pub mod columns;
 pub mod extract;
 pub mod gpus;
+pub mod inflating;
 pub mod ls;
 pub mod packager;
 pub mod readobj;

@@ -1,0 +1,193 @@
+//! Inflating many compressed bundles at once, in parallel across bundles, within a memory
+//! budget: a zstd decoder holds a window as large as its frame asks (up to 128 MiB, zstd's
+//! default limit), so the streams in flight together may never ask for more than
+//! [`BUDGET`], whatever the file or the number of threads.
+
+use std::sync::{Condvar, Mutex};
+
+use crate::format::ccob::{CompressedBundle, Decoding, Method, ZstdContext};
+use crate::format::error::Result;
+
+/// The most the decoders in flight may hold at once.
+pub const BUDGET: u64 = 128 << 20;
+
+/// The largest window a zstd decoder accepts by default (`ZSTD_WINDOWLOG_LIMIT_DEFAULT`).
+const ZSTD_WINDOW_LIMIT: u64 = 128 << 20;
+
+/// The buffer [`CompressedBundle::inflate_prefix`] reads through, beside the decoder.
+const READ_WINDOW: u64 = 1 << 20;
+
+/// What inflating `bundle` holds at most: the decoder's window (never larger than the stream
+/// it inflates, nor than zstd's limit; zlib's is 32 KiB) and the buffer read through.
+pub fn memory_of(bundle: &CompressedBundle<'_>) -> u64 {
+    let window = match bundle.method {
+        Method::Zstd => bundle.uncompressed_size.min(ZSTD_WINDOW_LIMIT),
+        Method::Zlib => 32 << 10,
+    };
+    window + READ_WINDOW
+}
+
+/// Memory handed out to the streams in flight, and the zstd decoders kept between streams:
+/// together never more than [`BUDGET`]. A decoder kept holds the window of the largest stream
+/// it inflated; reused, it inflates the next stream without allocating (and faulting in) a
+/// window again, which is most of what a fresh decoder costs beyond the inflation itself.
+pub struct Budget {
+    state: Mutex<State>,
+    freed: Condvar,
+}
+
+struct State {
+    /// What the streams in flight and the idle decoders hold.
+    used: u64,
+    /// Decoders not in use, with what each holds.
+    idle: Vec<(u64, ZstdContext)>,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::new()
+    }
+}
+
+impl Budget {
+    /// An untouched budget.
+    pub fn new() -> Budget {
+        Budget {
+            state: Mutex::new(State {
+                used: 0,
+                idle: Vec::new(),
+            }),
+            freed: Condvar::new(),
+        }
+    }
+
+    /// Runs `work`, which inflates a stream holding up to `bytes` with the decoder it is
+    /// given, once that much of the budget is free (at once when nothing else runs: a single
+    /// stream larger than the budget still runs, alone).
+    pub fn run<T>(&self, bytes: u64, work: impl FnOnce(Decoding<'_>) -> T) -> T {
+        let bytes = bytes.min(BUDGET);
+        let (held, mut context) = self.take(bytes);
+        let result = work(Decoding::Reusing(&mut context));
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.idle.push((held, context));
+        self.freed.notify_all();
+        result
+    }
+
+    /// A decoder for a stream holding `bytes`, and what it holds then: an idle one when it
+    /// fits, else a new one; idle decoders are dropped to make room, and the caller waits
+    /// while the streams in flight hold too much.
+    fn take(&self, bytes: u64) -> (u64, ZstdContext) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            // The largest idle decoder first: its window may already be large enough.
+            state.idle.sort_by_key(|(held, _)| *held);
+            if let Some(&(held, _)) = state.idle.last() {
+                let grown = held.max(bytes);
+                if state.used - held + grown <= BUDGET {
+                    if let Some((held, context)) = state.idle.pop() {
+                        state.used = state.used - held + grown;
+                        return (grown, context);
+                    }
+                }
+                let (freed, _) = state.idle.remove(0);
+                state.used -= freed;
+                continue;
+            }
+            if state.used + bytes <= BUDGET || state.used == 0 {
+                state.used += bytes;
+                return (bytes, ZstdContext::create());
+            }
+            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Inflates `bundle` up to the end of the furthest of `ranges` (positions in its stream),
+/// within `limit`, with the decoder `decoding` says, and hands `each` the bytes of every range as they arrive, in order, with
+/// the range's index: never more than a window of the stream is held.
+pub fn each_range(
+    bundle: &CompressedBundle<'_>,
+    limit: u64,
+    ranges: &[(u64, u64)],
+    decoding: Decoding<'_>,
+    mut each: impl FnMut(usize, &[u8]) -> Result<()>,
+) -> Result<()> {
+    let end = ranges.iter().map(|r| r.1).max().unwrap_or(0);
+    if end == 0 {
+        return Ok(());
+    }
+    bundle.inflate_prefix(limit, end, decoding, |position, piece| {
+        let piece_end = position + piece.len() as u64;
+        for (k, &(start, end)) in ranges.iter().enumerate() {
+            let (from, to) = (start.max(position), end.min(piece_end));
+            if from < to {
+                // Both within the piece, whose length is a usize.
+                let bytes = &piece[(from - position) as usize..(to - position) as usize];
+                each(k, bytes)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    #[test]
+    fn each_range_gets_its_bytes_whatever_the_windows() {
+        use crate::format::ccob::{compress, CompressOptions};
+        // Three windows and more, so that ranges straddle the pieces.
+        let data: Vec<u8> = (0..(3 << 20) + 12345u32).map(|i| (i % 251) as u8).collect();
+        let (ccob, _) = compress(&data, &CompressOptions::default()).unwrap();
+        let bundle = CompressedBundle::parse(&ccob).unwrap().unwrap();
+        let ranges = [(5, 6), ((1 << 20) - 3, (2 << 20) + 7), (0, 0), (100, 200)];
+        let mut got = vec![Vec::new(); ranges.len()];
+        each_range(&bundle, u64::MAX, &ranges, Decoding::Fresh, |k, bytes| {
+            got[k].extend_from_slice(bytes);
+            Ok(())
+        })
+        .unwrap();
+        for (range, bytes) in ranges.iter().zip(&got) {
+            assert_eq!(bytes.as_slice(), &data[range.0 as usize..range.1 as usize]);
+        }
+        // To the end: the stream is checked, and a wrong hash is an error.
+        let mut bad = ccob.clone();
+        bad[16] ^= 1;
+        let bad = CompressedBundle::parse(&bad).unwrap().unwrap();
+        let end = data.len() as u64;
+        let mut context = ZstdContext::create();
+        for _ in 0..2 {
+            let reusing = Decoding::Reusing(&mut context);
+            assert!(each_range(&bad, u64::MAX, &[(end - 1, end)], reusing, |_, _| Ok(())).is_err());
+            let reusing = Decoding::Reusing(&mut context);
+            assert!(each_range(&bad, u64::MAX, &[(0, end - 1)], reusing, |_, _| Ok(())).is_ok());
+        }
+    }
+
+    #[test]
+    fn work_in_flight_never_holds_more_than_the_budget() {
+        let budget = Budget::new();
+        let held = AtomicU64::new(0);
+        let most = AtomicU64::new(0);
+        let sizes = [BUDGET / 2 + 1, BUDGET / 3, BUDGET, BUDGET * 4, 1 << 20, BUDGET / 2];
+        std::thread::scope(|s| {
+            for size in sizes.iter().cycle().take(24) {
+                let (budget, held, most) = (&budget, &held, &most);
+                s.spawn(move || {
+                    let weight = (*size).min(BUDGET);
+                    budget.run(*size, |_| {
+                        let now = held.fetch_add(weight, Ordering::SeqCst) + weight;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        std::thread::sleep(std::time::Duration::from_millis(2));
+                        held.fetch_sub(weight, Ordering::SeqCst);
+                    })
+                });
+            }
+        });
+        assert!(most.load(Ordering::SeqCst) <= BUDGET);
+        assert_eq!(held.load(Ordering::SeqCst), 0);
+    }
+}
