@@ -19,13 +19,20 @@ struct Args {
     json: bool,
     /// Print addresses instead of the table. `--uri` (or `--uri=absolute`): one
     /// `file://ABSOLUTE-PATH#offset=N&size=N` per image stored uncompressed, a byte range of
-    /// the file. `--uri=readobj`: the lines `llvm-readobj --offloading` (LLVM 22) prints,
+    /// the file; for an image inside a compressed bundle,
+    /// `file://ABSOLUTE-PATH#offset=N&size=N&entry=ID`, the compressed bundle's byte range and
+    /// the entry's ID in the bundle it inflates to. `--uri=readobj`: the lines `llvm-readobj --offloading` (LLVM 22) prints,
     /// `ENTRY-ID<TAB>file://PATH#offset=N&size=N`, for the same bundle entries it finds, the
     /// path as given; after a compressed bundle LLVM gives offsets in the decompressed bundle,
     /// and so does this.
     #[arg(long, value_name = "FORM", num_args = 0..=1, require_equals = true,
           default_missing_value = "absolute")]
     uri: Option<UriForm>,
+    /// After the listing, inflate and hash every compressed bundle as `offload verify` does
+    /// (a listing inflates each only up to its bundle's header): each damaged one is an error
+    /// naming the file, the section and the offset, and the exit status is 1.
+    #[arg(long)]
+    verify: bool,
     /// The files to look into.
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -72,7 +79,22 @@ pub fn run(args: &[String]) -> i32 {
         }
     }
     let text = match listing(&args, &images) {
-        Ok(text) => text,
+        Ok(mut text) => {
+            if args.verify {
+                let mut verdicts = String::new();
+                failed |= super::verify::report(
+                    PROG,
+                    &args.files,
+                    super::verify::Listed::Yes,
+                    &mut verdicts,
+                );
+                // The verdicts would break a JSON listing or a list of addresses.
+                if !args.json && args.uri.is_none() {
+                    text.push_str(&verdicts);
+                }
+            }
+            text
+        }
         Err(e) => {
             let _ = writeln!(stderr.lock(), "{PROG}: error: JSON: {e}");
             return 1;

@@ -9,6 +9,7 @@ pub mod llvm_cl;
 pub mod ls;
 pub mod packager;
 pub mod rewrite;
+pub mod verify;
 pub mod wrapper;
 
 use std::ffi::OsString;
@@ -30,6 +31,8 @@ COMMANDS:
   extract    write the device images a GPU loads (--arch gfx1101: native, else generic code)
              (--device ISA: the one code object the HIP runtime loads per bundle)
   check      what each GPU loads from a program and its libraries (--device, else this machine)
+  verify     inflate and hash every compressed bundle of files (ls and extract inflate only
+             what they need); ls --verify lists, then verifies
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
   compress   compress the bundles of a file; decompress does the reverse
@@ -146,6 +149,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Some("ls") => ls::run(&rest[1..]),
         Some("extract") => extract::run("offload extract", &rest[1..]),
         Some("check") => check::run(&rest[1..]),
+        Some("verify") => verify::run(&rest[1..]),
         Some("strip") => rewrite::strip(&rest[1..]),
         Some("wrapper") => wrapper::run_subcommand(&rest[1..]),
         Some("compress") => rewrite::compress(&rest[1..]),

@@ -9,7 +9,7 @@ use crate::format::ccob::{CompressedBundle, Decoding, Method, ZstdContext};
 use crate::format::error::Result;
 
 /// The most the decoders in flight may hold at once.
-pub const BUDGET: u64 = 128 << 20;
+pub const BUDGET: u64 = 192 << 20;
 
 /// The largest window a zstd decoder accepts by default (`ZSTD_WINDOWLOG_LIMIT_DEFAULT`).
 const ZSTD_WINDOW_LIMIT: u64 = 128 << 20;

@@ -11,4 +11,5 @@ pub mod packager;
 pub mod readobj;
 pub mod rewrite;
 pub mod tool_path;
+pub mod verify;
 pub mod wrapper;
