@@ -108,7 +108,28 @@ fn compressed_bundles_give_readobj_numbers_only_in_its_form() {
          hipv4-amdgcn-amd-amdhsa--gfx906\tfile://clang/kernel-fatbin-z.o#offset=4096&size=3168\n\
          hipv4-amdgcn-amd-amdhsa--gfx90a\tfile://clang/kernel-fatbin-z.o#offset=8192&size=4232\n"
     );
-    assert_eq!(ours(&dir, "absolute", file), "");
+    // The absolute form names the compressed bundle's byte range in the file (1517 bytes at
+    // 0x1000) and the entry inside it.
+    let absolute_z = dir.canonicalize().unwrap().join(file);
+    let ids = [
+        "host-x86_64-unknown-linux--",
+        "hipv4-amdgcn-amd-amdhsa--gfx906",
+        "hipv4-amdgcn-amd-amdhsa--gfx90a",
+    ];
+    let want: String = ids
+        .iter()
+        .map(|id| {
+            format!(
+                "file://{}#offset=4096&size=1517&entry={id}\n",
+                absolute_z.display()
+            )
+        })
+        .collect();
+    assert_eq!(ours(&dir, "absolute", file), want);
+    let ccob = &fs::read(&absolute_z).unwrap()[4096..4096 + 1517];
+    assert!(ccob.starts_with(b"CCOB"));
+    let total = u32::from_le_bytes(ccob[8..12].try_into().unwrap());
+    assert_eq!(total, 1517, "the range is the whole compressed bundle");
     let plain = offload()
         .args(["ls", "--uri", "clang/kernel-fatbin.o"])
         .current_dir(&dir)

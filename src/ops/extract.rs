@@ -816,7 +816,7 @@ fn write_files(
         .into_iter()
         .zip(paths)
         .map(|(c, path)| {
-            tracing::info!(from = %c.image.file, "wrote {} to {}", c.label, path.display());
+            tracing::info!(from = %c.image.file, "writing {} to {}", c.label, path.display());
             Extracted {
                 path,
                 image: c.image,
