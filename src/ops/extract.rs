@@ -12,12 +12,12 @@ use crate::container::archive::write_archive;
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressedBundle, DEFAULT_MAX_DECOMPRESSED};
-use crate::format::ErrorKind;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::loads::{loaded_by, may_load, Via};
 use crate::format::runtime::{self, Load, Why};
 use crate::format::slice::offset_within;
 use crate::format::target_id::{TargetId, TargetIdBuf};
+use crate::format::ErrorKind;
 use crate::io::{Closed, Input, Output};
 use crate::ops::bundler::device_member_name;
 use crate::ops::inflating::{each_range, memory_of, Budget};
@@ -702,12 +702,18 @@ fn inflate_group(
     // An error writing stops the inflation; it is the error returned.
     let mut stopped = None;
     let inflated = budget.run(memory_of(&compressed), |decoding| {
-        each_range(&compressed, DEFAULT_MAX_DECOMPRESSED, &ranges, decoding, |k, piece| {
-            each(k, piece).map_err(|e| {
-                stopped = Some(e);
-                crate::format::Error::new(0, ErrorKind::Decompress("stopped".into()))
-            })
-        })
+        each_range(
+            &compressed,
+            DEFAULT_MAX_DECOMPRESSED,
+            &ranges,
+            decoding,
+            |k, piece| {
+                each(k, piece).map_err(|e| {
+                    stopped = Some(e);
+                    crate::format::Error::new(0, ErrorKind::Decompress("stopped".into()))
+                })
+            },
+        )
     });
     inputs[c.input].release(bytes);
     match stopped {

@@ -172,7 +172,14 @@ mod tests {
         let budget = Budget::new();
         let held = AtomicU64::new(0);
         let most = AtomicU64::new(0);
-        let sizes = [BUDGET / 2 + 1, BUDGET / 3, BUDGET, BUDGET * 4, 1 << 20, BUDGET / 2];
+        let sizes = [
+            BUDGET / 2 + 1,
+            BUDGET / 3,
+            BUDGET,
+            BUDGET * 4,
+            1 << 20,
+            BUDGET / 2,
+        ];
         std::thread::scope(|s| {
             for size in sizes.iter().cycle().take(24) {
                 let (budget, held, most) = (&budget, &held, &most);

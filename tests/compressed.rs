@@ -1,0 +1,406 @@
+//! Reading compressed bundles without inflating them whole: a listing from each bundle's header
+//! alone equals the listing from the whole stream; extraction inflates each stream only up to
+//! the entries it writes, in parallel, and writes the same bytes; `offload verify` (and
+//! `ls --verify`) inflate and hash every stream and name each damaged one with its offset.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::util::{file_names, offload, offload_in, samples_dir, text_output};
+use offload::container::scan::{scan, scan_reading, DeviceImage, Places, Reading};
+use offload::format::bundle;
+use offload::format::ccob::{self, CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
+
+/// What a listing tells of one image, whatever the reading: everything but its bytes.
+fn seen(image: &DeviceImage<'_>) -> String {
+    format!(
+        "{:?} {:?} {:?} {} {} {:?} {} {}",
+        image.members,
+        image.section,
+        image.offset,
+        image.compressed,
+        image.unit,
+        image.origin.entry_id(),
+        image.target.target_id,
+        image.size
+    )
+}
+
+/// The images of `path` and the problems found, read as `reading` says.
+fn listing(path: &Path, reading: Reading) -> (Vec<String>, Vec<String>) {
+    let data = fs::read(path).unwrap();
+    let mut images = Vec::new();
+    let problems = scan_reading(
+        path,
+        &data,
+        Places::Everywhere,
+        DEFAULT_MAX_DECOMPRESSED,
+        reading,
+        &mut |image| {
+            assert_eq!(
+                image.size,
+                image.data.len() as u64 + image.stream.map_or(0, |s| s.end - s.start)
+            );
+            images.push(seen(image));
+        },
+    );
+    match problems {
+        Ok(problems) => (images, problems.iter().map(|p| p.to_string()).collect()),
+        Err(e) => (images, vec![e.to_string()]),
+    }
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(files_under(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The samples that hold a compressed bundle somewhere.
+fn compressed_samples() -> Vec<PathBuf> {
+    files_under(&samples_dir())
+        .into_iter()
+        .filter(|p| memchr::memmem::find(&fs::read(p).unwrap(), b"CCOB").is_some())
+        .collect()
+}
+
+#[test]
+fn a_listing_from_headers_equals_the_listing_from_whole_streams_on_every_sample() {
+    let mut compared = 0;
+    for path in files_under(&samples_dir()) {
+        let whole = listing(&path, Reading::Whole);
+        let headers = listing(&path, Reading::Headers);
+        assert_eq!(headers, whole, "{}", path.display());
+        compared += usize::from(!whole.0.is_empty());
+    }
+    assert!(compared > 30, "{compared}");
+    assert!(
+        compressed_samples().len() >= 8,
+        "{:?}",
+        compressed_samples()
+    );
+}
+
+/// A code object for `arch` of `len` bytes: an ELF magic, then bytes that compress a little.
+fn code_object(arch: &str, seed: u32, len: usize) -> Vec<u8> {
+    let mut bytes = b"\x7fELF".to_vec();
+    bytes.extend_from_slice(arch.as_bytes());
+    let mut x = seed | 1;
+    while bytes.len() < len {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        // Few distinct values: compressible, yet no run of zeros.
+        bytes.push(b'a' + (x % 7) as u8);
+    }
+    bytes
+}
+
+const HOST: &str = "host-x86_64-unknown-linux-gnu-";
+const ARCHES: [&str; 4] = ["gfx906", "gfx90a", "gfx1030", "gfx1100"];
+
+/// A bundle of one host entry and a code object per processor in [`ARCHES`], its entries
+/// `len` bytes or so, and those code objects.
+fn bundle_of(seed: u32, len: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let objects: Vec<Vec<u8>> = ARCHES
+        .iter()
+        .enumerate()
+        .map(|(k, arch)| code_object(arch, seed * 31 + k as u32, len + k * 1000))
+        .collect();
+    let ids: Vec<String> = ARCHES
+        .iter()
+        .map(|a| format!("hipv4-amdgcn-amd-amdhsa--{a}"))
+        .collect();
+    let mut entries: Vec<(&str, &[u8])> = vec![(HOST, b"")];
+    entries.extend(
+        ids.iter()
+            .map(String::as_str)
+            .zip(objects.iter().map(Vec::as_slice)),
+    );
+    (bundle::to_vec(&entries, 4096), objects)
+}
+
+/// `count` compressed bundles one after another, each on a 4096-byte boundary: the file, the
+/// offset of each compressed bundle, and the code objects of each.
+fn compressed_file(count: u32, len: usize) -> (Vec<u8>, Vec<usize>, Vec<Vec<Vec<u8>>>) {
+    let mut file = Vec::new();
+    let mut offsets = Vec::new();
+    let mut objects = Vec::new();
+    for n in 0..count {
+        let (plain, objs) = bundle_of(n + 1, len + n as usize * 7000);
+        let options = CompressOptions {
+            method: if n % 3 == 2 {
+                Method::Zlib
+            } else {
+                Method::Zstd
+            },
+            level: 1,
+            version: 3,
+        };
+        let (ccob, _) = ccob::compress(&plain, &options).unwrap();
+        offsets.push(file.len());
+        file.extend_from_slice(&ccob);
+        file.resize(file.len().next_multiple_of(4096), 0);
+        objects.push(objs);
+    }
+    (file, offsets, objects)
+}
+
+/// The bytes of every file in `dir`, sorted.
+fn contents(dir: &Path) -> Vec<Vec<u8>> {
+    let mut all: Vec<Vec<u8>> = file_names(dir)
+        .iter()
+        .map(|n| fs::read(dir.join(n)).unwrap())
+        .collect();
+    all.sort();
+    all
+}
+
+#[test]
+fn parallel_extraction_writes_every_byte_of_every_bundle() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _, objects) = compressed_file(12, 150_000);
+    fs::write(dir.path().join("many.bin"), &file).unwrap();
+    for arch in ["gfx90a", "gfx1100"] {
+        let k = ARCHES.iter().position(|a| *a == arch).unwrap();
+        let mut want: Vec<Vec<u8>> = objects.iter().map(|o| o[k].clone()).collect();
+        want.sort();
+        for round in 0..3 {
+            let out = dir.path().join(format!("{arch}-{round}"));
+            let (code, _, err) = text_output(
+                offload()
+                    .current_dir(dir.path())
+                    .env("RAYON_NUM_THREADS", "8")
+                    .args(["extract", "many.bin", "--arch", arch, "-o"])
+                    .arg(&out),
+            );
+            assert_eq!(code, 0, "{err}");
+            assert_eq!(contents(&out), want, "{arch}, round {round}");
+            assert!(file_names(&out).iter().all(|n| n.ends_with(".co")));
+        }
+    }
+}
+
+#[test]
+fn extraction_writes_what_decompressing_first_writes_on_the_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let samples = samples_dir();
+    let mut compared = 0;
+    for name in [
+        "clang/kernel-fatbin-z.o",
+        "bundles/kernel-hip-z.o",
+        "bundles/kernel-z.bc",
+        "bundles/two-ccob.bin",
+    ] {
+        let plain = dir.path().join(format!("plain-{compared}"));
+        let (code, _, err) = text_output(
+            offload()
+                .arg("decompress")
+                .arg(samples.join(name))
+                .arg("-o")
+                .arg(&plain),
+        );
+        assert_eq!(code, 0, "{name}: {err}");
+        for arch in ["gfx906", "gfx90a"] {
+            let (from_z, from_plain) = (dir.path().join("z"), dir.path().join("p"));
+            let _ = fs::remove_dir_all(&from_z);
+            let _ = fs::remove_dir_all(&from_plain);
+            let run = |input: &Path, out: &Path| {
+                text_output(
+                    offload()
+                        .arg("extract")
+                        .arg(input)
+                        .args(["--arch", arch, "-o"])
+                        .arg(out),
+                )
+            };
+            let (code_z, _, err_z) = run(&samples.join(name), &from_z);
+            let (code_p, _, err_p) = run(&plain, &from_plain);
+            assert_eq!((code_z, code_p), (0, 0), "{name} {arch}: {err_z} {err_p}");
+            let got = contents(&from_z);
+            assert!(!got.is_empty());
+            assert_eq!(got, contents(&from_plain), "{name} {arch}");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 8);
+}
+
+#[test]
+fn verify_names_a_bad_hash_that_a_listing_does_not_inflate_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut file, offsets, objects) = compressed_file(3, 100_000);
+    // The second bundle's hash, one bit off: its stream is far larger than a listing reads.
+    let hash_at = offsets[1] + 24;
+    file[hash_at] ^= 1;
+    fs::write(dir.path().join("bad.bin"), &file).unwrap();
+    let payload = offsets[1] + 32;
+
+    let (code, out, err) = offload_in(dir.path(), &["ls", "bad.bin"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (0, ""),
+        "a listing reads headers only"
+    );
+    assert_eq!(out.lines().count(), 1 + 3 * 5, "{out}");
+
+    let (code, out, err) = offload_in(dir.path(), &["verify", "bad.bin"]);
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(out, "bad.bin: 2 compressed bundles sound, 1 damaged\n");
+    let stored = u64::from_le_bytes(file[hash_at..hash_at + 8].try_into().unwrap());
+    let (plain, _) = bundle_of(2, 107_000);
+    assert_eq!(
+        err,
+        format!(
+            "offload verify: error: 'bad.bin': offset {payload:#x}: compressed bundle hash \
+             mismatch: stored {stored:#018x}, computed {:#018x}\n",
+            ccob::truncated_md5(&plain)
+        )
+    );
+    let (code, out, ls_err) = offload_in(dir.path(), &["ls", "--verify", "bad.bin"]);
+    assert_eq!(code, 1);
+    assert!(
+        out.ends_with("bad.bin: 2 compressed bundles sound, 1 damaged\n"),
+        "{out}"
+    );
+    assert_eq!(ls_err, err.replace("offload verify", "offload ls"));
+
+    // Extraction stops short of the end, where the hash could be checked: it writes the entry.
+    let (code, _, err) = offload_in(
+        dir.path(),
+        &["extract", "bad.bin", "--arch", "gfx1030", "-o", "mid"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let mut want: Vec<Vec<u8>> = objects.iter().map(|o| o[2].clone()).collect();
+    want.sort();
+    assert_eq!(contents(&dir.path().join("mid")), want);
+    // The last entry ends the stream: inflated to its end, it is hashed, and nothing is written.
+    let (code, _, err) = offload_in(
+        dir.path(),
+        &["extract", "bad.bin", "--arch", "gfx1100", "-o", "last"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(&format!(
+            "'bad.bin': offset {payload:#x}: compressed bundle hash mismatch"
+        )),
+        "{err}"
+    );
+    assert!(!dir.path().join("last").exists() || file_names(&dir.path().join("last")).is_empty());
+
+    let (code, out, _) = offload_in(dir.path(), &["verify", "bad.bin", "bad.bin"]);
+    assert_eq!(code, 1);
+    assert_eq!(out.lines().count(), 2);
+}
+
+#[test]
+fn verify_reports_the_damaged_sample_with_its_offset() {
+    let samples = samples_dir();
+    let (code, out, err) = offload_in(
+        &samples,
+        &[
+            "verify",
+            "damaged/ccob-bad-hash.bin",
+            "bundles/two-ccob.bin",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        out,
+        "damaged/ccob-bad-hash.bin: 0 compressed bundles sound, 1 damaged\n\
+         bundles/two-ccob.bin: 2 compressed bundles sound, 0 damaged\n"
+    );
+    assert_eq!(
+        err,
+        "offload verify: error: 'damaged/ccob-bad-hash.bin': offset 0x18: compressed bundle \
+         hash mismatch: stored 0x0000000000000000, computed 0x00261d8b66d5a6d9\n"
+    );
+    let (code, out, err) = offload_in(
+        &samples,
+        &["verify", "targets/mixed-app-z", "linked/hip-app"],
+    );
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(
+        out,
+        "targets/mixed-app-z: 2 compressed bundles sound, 0 damaged\n\
+         linked/hip-app: 1 compressed bundle sound, 0 damaged\n"
+    );
+}
+
+#[test]
+fn streams_that_fail_or_end_early_are_errors_naming_the_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, offsets, _) = compressed_file(2, 100_000);
+    // A stream 40000 bytes shorter than its bundle and its header say: the last entry's
+    // bytes run past the stream's end.
+    let (plain, _) = bundle_of(7, 100_000);
+    let short_len = plain.len() - 40_000;
+    let (mut short, _) = ccob::compress(
+        &plain[..short_len],
+        &CompressOptions {
+            version: 3,
+            ..CompressOptions::default()
+        },
+    )
+    .unwrap();
+    short[16..24].copy_from_slice(&(plain.len() as u64).to_le_bytes());
+    fs::write(dir.path().join("short.bin"), &short).unwrap();
+    let (code, _, err) = offload_in(
+        dir.path(),
+        &["extract", "short.bin", "--arch", "gfx1100", "-o", "out"],
+    );
+    assert_eq!(code, 1);
+    let mismatch = format!(
+        "'short.bin': offset 0x20: compressed bundle decompresses to {short_len} bytes, but its \
+         header says {}\n",
+        plain.len()
+    );
+    assert_eq!(err, format!("offload extract: error: {mismatch}"));
+    let (code, _, err) = offload_in(dir.path(), &["verify", "short.bin"]);
+    assert_eq!(
+        (code, err),
+        (1, format!("offload verify: error: {mismatch}"))
+    );
+    // An entry before the cut is still written.
+    let (code, _, err) = offload_in(
+        dir.path(),
+        &["extract", "short.bin", "--arch", "gfx906", "-o", "early"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(file_names(&dir.path().join("early")).len(), 1);
+    // The second bundle's payload cut short by its declared total size: the stream fails.
+    let mut cut = file.clone();
+    let total_at = offsets[1] + 8;
+    let total = u64::from_le_bytes(cut[total_at..total_at + 8].try_into().unwrap());
+    cut[total_at..total_at + 8].copy_from_slice(&(total - 2000).to_le_bytes());
+    fs::write(dir.path().join("cut.bin"), &cut).unwrap();
+    let (code, out, err) = offload_in(dir.path(), &["verify", "cut.bin"]);
+    assert_eq!(code, 1);
+    assert_eq!(out, "cut.bin: 1 compressed bundle sound, 1 damaged\n");
+    assert!(
+        err.starts_with(&format!(
+            "offload verify: error: 'cut.bin': offset {:#x}: could not decompress",
+            offsets[1] + 32
+        )),
+        "{err}"
+    );
+    let (code, _, err) = offload_in(
+        dir.path(),
+        &["extract", "cut.bin", "--arch", "gfx1100", "-o", "out"],
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(&format!("'cut.bin': offset {:#x}: ", offsets[1] + 32)),
+        "{err}"
+    );
+    assert!(!dir.path().join("out").exists() || file_names(&dir.path().join("out")).is_empty());
+}
