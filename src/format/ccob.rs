@@ -1182,6 +1182,88 @@ mod tests {
         .is_ok());
     }
 
+    /// A bundle whose entries take `len` bytes each, larger than the header window.
+    fn large_bundle(len: usize) -> Vec<u8> {
+        let a: Vec<u8> = (0..len).map(|i| (i % 253) as u8).collect();
+        let b: Vec<u8> = (0..len).map(|i| (i % 241) as u8).collect();
+        crate::format::bundle::to_vec(
+            &[
+                ("host-x86_64-unknown-linux-gnu-", b""),
+                ("hipv4-amdgcn-amd-amdhsa--gfx906", &a),
+                ("hipv4-amdgcn-amd-amdhsa--gfx90a", &b),
+            ],
+            4096,
+        )
+    }
+
+    #[test]
+    fn the_head_of_a_large_stream_gives_the_entries_without_a_hash_check() {
+        let plain = large_bundle(3 * HEAD_WINDOW);
+        let parsed = crate::format::bundle::Bundle::parse(&plain)
+            .unwrap()
+            .unwrap();
+        let want: Vec<EntryRecord> = parsed
+            .entries()
+            .iter()
+            .map(|e| EntryRecord {
+                id: e.id.to_string(),
+                offset: e.offset,
+                size: e.data.len() as u64,
+            })
+            .collect();
+        for (method, version) in ALL {
+            let (mut ccob, _) = compress(&plain, &options(method, version)).unwrap();
+            let (_, hash_at) = size_and_hash_at(version);
+            // A wrong hash is not seen by a listing, only by verify.
+            ccob[hash_at] ^= 1;
+            let parsed_ccob = CompressedBundle::parse(&ccob).unwrap().unwrap();
+            assert_eq!(
+                parsed_ccob.inflate_head(u64::MAX).unwrap(),
+                Head::Bundle {
+                    entries: want.clone(),
+                    end: plain.len() as u64
+                },
+                "{method:?} v{version}"
+            );
+            let err = parsed_ccob.verify(u64::MAX, Decoding::Fresh).unwrap_err();
+            assert!(matches!(err.kind, ErrorKind::HashMismatch { .. }), "{err}");
+            // The limit still caps it, before anything is inflated.
+            assert_eq!(
+                parsed_ccob.inflate_head(1000).unwrap_err().kind,
+                ErrorKind::TooLarge { limit: 1000 }
+            );
+        }
+    }
+
+    #[test]
+    fn a_prefix_is_inflated_piece_by_piece_and_checked_only_at_the_end() {
+        let plain = large_bundle(2 * inflate::WINDOW);
+        let (ccob, _) = compress(&plain, &CompressOptions::default()).unwrap();
+        let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+        for end in [1, 4096, inflate::WINDOW as u64 + 3, plain.len() as u64] {
+            let mut got = Vec::new();
+            parsed
+                .inflate_prefix(u64::MAX, end, Decoding::Fresh, |at, piece| {
+                    assert_eq!(at, got.len() as u64);
+                    got.extend_from_slice(piece);
+                    Ok(())
+                })
+                .unwrap();
+            assert_eq!(got, &plain[..end as usize]);
+        }
+        let mut bad = ccob.clone();
+        bad[16] ^= 1;
+        let bad = CompressedBundle::parse(&bad).unwrap().unwrap();
+        let len = plain.len() as u64;
+        assert!(bad
+            .inflate_prefix(u64::MAX, len - 1, Decoding::Fresh, |_, _| Ok(()))
+            .is_ok());
+        let err = bad
+            .inflate_prefix(u64::MAX, len, Decoding::Fresh, |_, _| Ok(()))
+            .unwrap_err();
+        assert!(matches!(err.kind, ErrorKind::HashMismatch { .. }), "{err}");
+    }
+
     proptest! {
         #[test]
         fn any_bytes_survive_compress_then_decompress(data in proptest::collection::vec(any::<u8>(), 0..2000), zlib in any::<bool>(), v3 in any::<bool>()) {
