@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::util::{file_names, offload, offload_in, samples_dir, text_output};
-use offload::container::scan::{scan, scan_reading, DeviceImage, Places, Reading};
+use offload::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use offload::format::bundle;
 use offload::format::ccob::{self, CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
 
