@@ -151,6 +151,15 @@ pub enum ErrorKind {
         /// The section.
         section: String,
     },
+    /// The program header table, one entry longer, does not fit the emptied section.
+    #[error(
+        "the program header table, one entry longer, does not fit the {section} it leaves; \
+         the bundles cannot move to a new segment"
+    )]
+    NoRoomForProgramHeaders {
+        /// The section.
+        section: String,
+    },
     // Relocatable ELF objects.
     /// The file is shorter than the ELF identification.
     #[error("truncated ELF identification")]

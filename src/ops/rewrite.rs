@@ -358,7 +358,6 @@ fn rewrite_object<'a>(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
     ) {
-        refuse_growing_program(path, &file, config)?;
         let total = std::sync::Mutex::new(Summary::default());
         // The containers may be rewritten on other threads: their log lines go under this
         // file's span all the same.
@@ -442,50 +441,6 @@ fn rewrite_object<'a>(
     )
     .map_err(|e| Error::container(path, e))?;
     Ok(Some(NewFile::Bytes(rewritten.to_vec())))
-}
-
-/// Refuses, before any work, a change that would make the bundles of a linked program or
-/// shared library larger: decompressing them. Their section cannot grow yet.
-fn refuse_growing_program(
-    path: &Path,
-    file: &object::File<'_>,
-    config: &RewriteConfig,
-) -> Result<()> {
-    use object::{Object, ObjectSection};
-    if !matches!(config.change, Change::Decompress) {
-        return Ok(());
-    }
-    let compressed = file
-        .section_by_name(".hip_fatbin")
-        .and_then(|s| s.data().ok())
-        .is_some_and(holds_compressed_bundle);
-    if !compressed {
-        return Ok(());
-    }
-    Err(Error::msg(format!(
-        "'{}': decompressing the device code of a linked program or shared library is not supported: the bundles would no longer fit their section; decompress the objects before linking",
-        path.display()
-    )))
-}
-
-/// Whether a region of containers one after another (zero padding between them) holds a
-/// compressed bundle. Damage ends the walk: the rewrite that follows reports it.
-fn holds_compressed_bundle(region: &[u8]) -> bool {
-    let mut pos = 0usize;
-    while let Some(skip) = region
-        .get(pos..)
-        .and_then(|r| r.iter().position(|&b| b != 0))
-    {
-        let here = &region[pos + skip..];
-        if Container::at_start(here) == Some(Container::CompressedBundle) {
-            return true;
-        }
-        match container_size(here) {
-            Ok(size) => pos += skip + size.max(1),
-            Err(_) => return false,
-        }
-    }
-    false
 }
 
 /// Whether `data` is an archive that can be rewritten (a regular one, not thin).

@@ -57,12 +57,13 @@ pub struct Pointer {
 }
 
 /// The containers of a section, rewritten and packed in their order, each on a boundary as
-/// large as the one it had (up to a page).
+/// large as the one it had (up to a page). They may have outgrown the section
+/// ([`Packing::fits`]): the format's writer then places them elsewhere.
 #[derive(Debug, Clone)]
 pub struct Packing {
     /// The new bytes of the section, as long as they need to be.
     pub bytes: Vec<u8>,
-    /// The new address of each container, by its old address.
+    /// The offset of each container in [`Packing::bytes`], by its old address.
     moves: BTreeMap<u64, u64>,
 }
 
@@ -88,10 +89,7 @@ pub fn pack(
     for (&(start, size), new) in found.iter().zip(rewritten) {
         let boundary = 1usize << start.trailing_zeros().min(12);
         bytes.resize(bytes.len().next_multiple_of(boundary), 0);
-        moves.insert(
-            section.address + start as u64,
-            section.address + bytes.len() as u64,
-        );
+        moves.insert(section.address + start as u64, bytes.len() as u64);
         changed |= new.is_some() || bytes.len() != start;
         match new {
             Some(new) => bytes.extend_from_slice(&new),
@@ -100,9 +98,6 @@ pub fn pack(
     }
     if !changed {
         return Ok(None);
-    }
-    if bytes.len() > data.len() {
-        return Err(outgrown(section, bytes.len()));
     }
     Ok(Some(Packing { bytes, moves }))
 }
@@ -138,14 +133,27 @@ fn outgrown(section: &Section<'_>, size: usize) -> Error {
 }
 
 impl Packing {
-    /// What every pointer must hold once the containers moved: (its file offset, the new
-    /// address). A pointer to anything but a container's start is an error, since what it
-    /// points at may no longer be there.
-    pub fn retarget(&self, section: &Section<'_>, pointers: &[Pointer]) -> Result<Vec<Pointer>> {
+    /// Whether the packed containers fit the section they came from.
+    pub fn fits(&self, section: &Section<'_>) -> bool {
+        self.bytes.len() <= section.data.len()
+    }
+
+    /// What every pointer must hold once the containers moved to `base` (the address the
+    /// packed bytes load at): (its file offset, the new address). A pointer to anything but a
+    /// container's start is an error, since what it points at may no longer be there.
+    pub fn retarget(
+        &self,
+        section: &Section<'_>,
+        pointers: &[Pointer],
+        base: u64,
+    ) -> Result<Vec<Pointer>> {
         pointers
             .iter()
             .map(|p| match self.moves.get(&p.target) {
-                Some(&target) => Ok(Pointer { at: p.at, target }),
+                Some(&offset) => Ok(Pointer {
+                    at: p.at,
+                    target: base + offset,
+                }),
                 None => Err(Error::new(
                     p.at,
                     ErrorKind::PointerIntoBundle {
@@ -347,7 +355,7 @@ mod tests {
             at: 8,
             target: 0x5010,
         }];
-        let moved = packing.retarget(&section, &pointers).unwrap();
+        let moved = packing.retarget(&section, &pointers, 0x5000).unwrap();
         assert_eq!(
             moved,
             [Pointer {
@@ -359,12 +367,31 @@ mod tests {
             at: 9,
             target: 0x5011,
         }];
-        let error = packing.retarget(&section, &bad).unwrap_err();
+        let error = packing.retarget(&section, &bad, 0x5000).unwrap_err();
         assert_eq!(error.offset, 9);
         assert_eq!(
             error.kind.to_string(),
             "an address inside .hip_fatbin (0x5011) is not the start of a bundle"
         );
+    }
+
+    #[test]
+    fn grown_containers_are_packed_and_move_to_a_new_base() {
+        let mut data = vec![0u8; 32];
+        data[0] = 4;
+        data[16] = 4;
+        let section = section(&data);
+        let grow = |here: &[u8], _: usize| Ok(Some([&here[..4], &[0xee; 20]].concat()));
+        let packing = pack(&section, &size_of, &grow).unwrap().unwrap();
+        assert!(!packing.fits(&section));
+        // The second container keeps its 16-byte boundary after the first, grown to 24 bytes.
+        assert_eq!(packing.bytes.len(), 32 + 24);
+        let pointers = [Pointer {
+            at: 8,
+            target: 0x5010,
+        }];
+        let moved = packing.retarget(&section, &pointers, 0x9000).unwrap();
+        assert_eq!(moved[0].target, 0x9020);
     }
 
     #[test]
