@@ -74,10 +74,17 @@ pub fn rewrite<'a>(
     };
     let pointers = program.pointers_into(&section, fatbin)?;
     if !packing.fits(&section) {
-        return program.rewrite_grown(&section, fatbin, packing, &pointers).map(Some);
+        return program
+            .rewrite_grown(&section, fatbin, packing, &pointers)
+            .map(Some);
     }
     let pointers = packing.retarget(&section, &pointers, section.address)?;
-    let layout = Layout::new(&program, &section, packing.bytes.len(), Placement::InSection)?;
+    let layout = Layout::new(
+        &program,
+        &section,
+        packing.bytes.len(),
+        Placement::InSection,
+    )?;
     if layout.cut.len == 0 {
         // Too little room to move anything: the packed bundles stay in the section's place,
         // zeros after them, and only the pointers change.
