@@ -97,6 +97,18 @@ pub struct Summary {
     pub size_after: u64,
     /// Bundles and binaries rewritten.
     pub rewritten: usize,
+    /// Compressed bundles left as they were because they were compressed as asked already.
+    pub already_compressed: usize,
+}
+
+impl Summary {
+    /// Adds the counts of `other` (a part of the same file) to these, sizes aside.
+    fn add_counts(&mut self, other: &Summary) {
+        self.images_before += other.images_before;
+        self.images_after += other.images_after;
+        self.rewritten += other.rewritten;
+        self.already_compressed += other.already_compressed;
+    }
 }
 
 impl RewriteConfig {
@@ -221,6 +233,7 @@ fn rewrite_container(
         })?;
     summary.images_before += rewrite.images_before;
     summary.images_after += rewrite.images_after;
+    summary.already_compressed += rewrite.already_compressed;
     log_container(
         start,
         container.name(),
@@ -368,16 +381,12 @@ fn rewrite_object<'a>(
             let (_, new) = rewrite_container(here, start, config, &[], &mut mine)?;
             mine.rewritten += usize::from(new.is_some());
             let mut total = total.lock().expect("no thread panics holding it");
-            total.images_before += mine.images_before;
-            total.images_after += mine.images_after;
-            total.rewritten += mine.rewritten;
+            total.add_counts(&mine);
             Ok(new)
         })
         .map_err(|e| Error::container(path, e))?;
         let total = total.into_inner().expect("no thread panics holding it");
-        summary.images_before += total.images_before;
-        summary.images_after += total.images_after;
-        summary.rewritten += total.rewritten;
+        summary.add_counts(&total);
         return Ok(rewritten.map(NewFile::Pieces));
     }
     if file.kind() != object::ObjectKind::Relocatable {
@@ -492,18 +501,14 @@ fn rewrite_archive(
         // The first damaged member in archive order is the one reported, on every run.
         .into_iter()
         .collect::<Result<_>>()?;
+    for (_, s) in &results {
+        summary.add_counts(s);
+    }
     if results.iter().all(|(new, _)| new.is_none()) {
-        for (_, s) in &results {
-            summary.images_before += s.images_before;
-            summary.images_after += s.images_after;
-        }
         return Ok(None);
     }
     let mut list: Vec<(&str, &[u8])> = Vec::with_capacity(members.len());
-    for (m, (new, s)) in members.iter().zip(&results) {
-        summary.images_before += s.images_before;
-        summary.images_after += s.images_after;
-        summary.rewritten += s.rewritten;
+    for (m, (new, _)) in members.iter().zip(&results) {
         list.push((&m.name, new.as_deref().unwrap_or(&m.data)));
     }
     Ok(Some(write_archive(path, &list)?))
