@@ -399,7 +399,8 @@ fn bundles_that_outgrow_their_section_move_to_a_new_segment_and_every_wrapper_fo
             let new = rewrite_hip_fatbin(&file, &container_len, &grown)
                 .unwrap()
                 .unwrap()
-                .to_vec();
+                .to_vec()
+                .unwrap();
             let parsed = object::File::parse(&*new).unwrap();
             let fatbin = parsed.section_by_name(".hip_fatbin").unwrap();
             let data = fatbin.data().unwrap();

@@ -8,7 +8,7 @@ use tracing::{debug, info};
 
 use crate::container::archive::{read_members, write_archive};
 use crate::container::objcopy::{self, Rewritten};
-use crate::container::program;
+use crate::container::program::{self, NewProgram};
 use crate::container::scan::{scan, Places};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
@@ -282,12 +282,13 @@ fn container_size(here: &[u8]) -> std::result::Result<usize, crate::format::Erro
     Ok(container.size(here)? as usize)
 }
 
-/// A rewritten file: in memory, or as pieces that borrow the input.
+/// A rewritten file: in memory, or a program as pieces that borrow the input around its
+/// packed bundles (held in a temporary file).
 pub enum NewFile<'a> {
     /// The whole file.
     Bytes(Vec<u8>),
-    /// Pieces at offsets, zeros between them.
-    Pieces(Rewritten<'a>),
+    /// A linked program or shared library.
+    Program(NewProgram<'a>),
 }
 
 impl NewFile<'_> {
@@ -295,7 +296,7 @@ impl NewFile<'_> {
     pub fn len(&self) -> u64 {
         match self {
             NewFile::Bytes(b) => b.len() as u64,
-            NewFile::Pieces(r) => r.size,
+            NewFile::Program(p) => p.size(),
         }
     }
 
@@ -304,11 +305,29 @@ impl NewFile<'_> {
         self.len() == 0
     }
 
-    /// The whole file in memory.
-    pub fn into_bytes(self) -> Vec<u8> {
+    /// The whole file in memory (`path` names it in errors).
+    pub fn into_bytes(self, path: &Path) -> Result<Vec<u8>> {
         match self {
-            NewFile::Bytes(b) => b,
-            NewFile::Pieces(r) => r.to_vec(),
+            NewFile::Bytes(b) => Ok(b),
+            NewFile::Program(mut p) => p.to_vec().map_err(|e| Error::container(path, e)),
+        }
+    }
+
+    /// Writes the file to `out`; pieces of `data` (the input) are copied by the kernel.
+    fn write_to(&mut self, path: &Path, out: &mut Output, data: &Input) -> Result<()> {
+        match self {
+            NewFile::Bytes(bytes) => out.write_bytes(bytes),
+            NewFile::Program(program) => {
+                let (before, after) = program.around().map_err(|e| Error::container(path, e))?;
+                before.write_to(out, &[data])?;
+                let len = program.packed.len();
+                let packed = program
+                    .packed
+                    .file()
+                    .map_err(|e| Error::container(path, e))?;
+                out.write_file_range(packed, 0, len)?;
+                after.write_to(out, &[data])
+            }
         }
     }
 }
@@ -387,7 +406,7 @@ fn rewrite_object<'a>(
         .map_err(|e| Error::container(path, e))?;
         let total = total.into_inner().expect("no thread panics holding it");
         summary.add_counts(&total);
-        return Ok(rewritten.map(NewFile::Pieces));
+        return Ok(rewritten.map(NewFile::Program));
     }
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(Error::msg(format!(
@@ -491,7 +510,8 @@ fn rewrite_archive(
             let bytes: &[u8] = &m.data;
             let new = if is_rewritable_member(bytes) {
                 rewrite_nested(&member_path, bytes, config, &mut s, depth + 1)?
-                    .map(NewFile::into_bytes)
+                    .map(|new| new.into_bytes(&member_path))
+                    .transpose()?
             } else {
                 None
             };
@@ -550,7 +570,7 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary) -> Result<()> {
 pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) -> Result<Summary> {
     let data = Input::open(input)?;
     let mut summary = Summary::default();
-    let new = rewrite_file(input, &data, config, &mut summary)?;
+    let mut new = rewrite_file(input, &data, config, &mut summary)?;
     if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
         return Err(Error::msg(format!(
             "'{}': this would remove every device image ({}); give --allow-empty to do it",
@@ -581,9 +601,8 @@ pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) 
         out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
         out
     };
-    match &new {
-        Some(NewFile::Bytes(bytes)) => out.write_bytes(bytes)?,
-        Some(NewFile::Pieces(pieces)) => pieces.write_to(&mut out, &[&data])?,
+    match &mut new {
+        Some(new) => new.write_to(input, &mut out, &data)?,
         None => out.write_part(&data, &data)?,
     }
     if new.is_some() {

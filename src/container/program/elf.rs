@@ -7,7 +7,6 @@
 //!
 //! Only 64-bit little-endian files (x86-64, AArch64) are read.
 
-use std::borrow::Cow;
 use std::mem::{offset_of, size_of};
 
 use object::elf::{
@@ -18,9 +17,10 @@ use object::elf::{
 use object::pod::{self, Pod};
 use object::{LittleEndian as LE, U32, U64};
 
-use super::plan::{self, ContainerSize, Cut, Packing, Patch, Pointer, RewriteContainer, Section};
+use super::plan::{
+    self, ContainerSize, Cut, NewProgram, Packing, Patch, Pointer, RewriteContainer, Section,
+};
 use crate::container::error::{Error, ErrorKind, Name, Result};
-use crate::container::objcopy::{Piece, Rewritten};
 
 /// The section of HIP device code.
 const HIP_FATBIN: &str = ".hip_fatbin";
@@ -63,7 +63,7 @@ pub fn rewrite<'a>(
     file: &'a [u8],
     container_size: &ContainerSize<'_>,
     rewrite_container: &RewriteContainer<'_>,
-) -> Result<Option<Rewritten<'a>>> {
+) -> Result<Option<NewProgram<'a>>> {
     let program = Program::read(file)?;
     let Some(fatbin) = program.section_named(HIP_FATBIN) else {
         return Ok(None);
@@ -79,20 +79,26 @@ pub fn rewrite<'a>(
             .map(Some);
     }
     let pointers = packing.retarget(&section, &pointers, section.address)?;
-    let layout = Layout::new(
-        &program,
-        &section,
-        packing.bytes.len(),
-        Placement::InSection,
-    )?;
-    if layout.cut.len == 0 {
+    let packed = packing.packed.len() as usize;
+    let layout = Layout::new(&program, &section, packed, Placement::InSection)?;
+    let (cut, patches) = if layout.cut.len == 0 {
         // Too little room to move anything: the packed bundles stay in the section's place,
         // zeros after them, and only the pointers change.
         let patches: Vec<Patch> = pointers.iter().map(|p| pointer_patch(p, p.at)).collect();
-        return plan::in_place(file, &section, &packing.bytes, &patches).map(Some);
-    }
-    let patches = program.patches(&layout, fatbin, &packing, &pointers);
-    plan::with_cut(file, &section, packing.bytes, layout.cut, patches).map(Some)
+        let nothing = Cut {
+            end: section.end(),
+            len: 0,
+        };
+        (nothing, patches)
+    } else {
+        let patches = program.patches(&layout, fatbin, packed as u64, &pointers);
+        (layout.cut, patches)
+    };
+    Ok(Some(NewProgram {
+        rest: plan::with_cut(file, &section, cut, patches)?,
+        packed: packing.packed,
+        packed_at: section.offset,
+    }))
 }
 
 /// Where the packed bundles go.
@@ -130,20 +136,20 @@ impl<'a> Program<'a> {
         fatbin: usize,
         packing: Packing,
         pointers: &[Pointer],
-    ) -> Result<Rewritten<'a>> {
+    ) -> Result<NewProgram<'a>> {
         let mut layout = Layout::new(self, section, 0, Placement::NewSegment)?;
         let file_size = self.file.len() as u64 - layout.cut.len;
-        let appended = self.appended(file_size, packing.bytes.len() as u64)?;
+        let appended = self.appended(file_size, packing.packed.len())?;
         let pointers = packing.retarget(section, pointers, appended.address)?;
         layout.appended = Some(appended);
-        let patches = self.patches(&layout, fatbin, &packing, &pointers);
-        let mut rewritten = plan::with_cut(self.file, section, Vec::new(), layout.cut, patches)?;
-        rewritten.size = appended.offset + appended.size;
-        rewritten.pieces.push(Piece {
-            offset: appended.offset,
-            data: Cow::Owned(packing.bytes),
-        });
-        Ok(rewritten)
+        let patches = self.patches(&layout, fatbin, appended.size, &pointers);
+        let mut rest = plan::with_cut(self.file, section, layout.cut, patches)?;
+        rest.size = appended.offset + appended.size;
+        Ok(NewProgram {
+            rest,
+            packed: packing.packed,
+            packed_at: appended.offset,
+        })
     }
 
     /// The segment of `size` bytes appended to a file of `file_size` bytes: on the next page
@@ -365,7 +371,7 @@ impl<'a> Program<'a> {
         &self,
         layout: &Layout,
         fatbin: usize,
-        packing: &Packing,
+        packed: u64,
         pointers: &[Pointer],
     ) -> Vec<Patch> {
         let phoff = self.header.e_phoff.get(LE);
@@ -396,7 +402,7 @@ impl<'a> Program<'a> {
             let mut s = *s;
             s.sh_offset.set(LE, layout.cut.moved(s.sh_offset.get(LE)));
             if i == fatbin {
-                s.sh_size.set(LE, packing.bytes.len() as u64);
+                s.sh_size.set(LE, packed);
                 if let Some(appended) = layout.appended {
                     s.sh_offset.set(LE, appended.offset);
                     s.sh_addr.set(LE, appended.address);
