@@ -159,9 +159,14 @@ pub fn pack(
     for group in found.chunks(in_flight) {
         let rewritten: Vec<Option<Vec<u8>>> = group
             .par_iter()
-            .map(|&(start, _)| {
-                rewrite(&data[start..], start)
-                    .map_err(|e| Error::in_contents(e, section.offset + start as u64))
+            .map(|&(start, size)| {
+                let new = rewrite(&data[start..], start)
+                    .map_err(|e| Error::in_contents(e, section.offset + start as u64))?;
+                if new.is_some() {
+                    // Read for the last time: its new bytes are all that is needed now.
+                    crate::io::release_mapped(&data[start..start + size]);
+                }
+                Ok(new)
             })
             .collect::<Result<_>>()?;
         for (&(start, size), new) in group.iter().zip(rewritten) {
