@@ -485,11 +485,15 @@ fn rewrite_compressed_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> 
     // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
     // reading), and is not written back when decompressing.
     let plain = compressed.inflate_bundle(rules.limit)??;
-    let parsed = Bundle::parse(&plain)?.ok_or(Error::new(0, ErrorKind::NoBundleInside))?;
-    let (stripped, kept) = strip_bundle(&parsed, rules);
-    let images_before = count_devices(parsed.entries().iter().map(|e| e.id));
+    let (stripped, kept, images_before) = {
+        let parsed = Bundle::parse(&plain)?.ok_or(Error::new(0, ErrorKind::NoBundleInside))?;
+        let (stripped, kept) = strip_bundle(&parsed, rules);
+        let images_before = count_devices(parsed.entries().iter().map(|e| e.id));
+        (stripped, kept, images_before)
+    };
     let new = match (rules.storage, stripped) {
-        (BundleStorage::Decompress, _) => Some(plain.clone()),
+        // The inflated bundle itself, not a copy: a bundle of 100 MB costs 100 MB.
+        (BundleStorage::Decompress, _) => Some(plain),
         // Another method: compressed again from the whole bundle, as asked.
         (BundleStorage::Compress(options), stripped) => {
             Some(ccob::compress(stripped.as_deref().unwrap_or(&plain), &options)?.0)
