@@ -155,6 +155,8 @@ pub fn pack(
     let mut moves = BTreeMap::new();
     let mut packed = Packed::new()?;
     let mut changed = false;
+    // The end of the containers that stay as and where they are, while nothing changed.
+    let mut same_until = 0usize;
     let in_flight = rayon::current_num_threads().max(1) * 2;
     for group in found.chunks(in_flight) {
         let rewritten: Vec<Option<Vec<u8>>> = group
@@ -170,10 +172,21 @@ pub fn pack(
             })
             .collect::<Result<_>>()?;
         for (&(start, size), new) in group.iter().zip(rewritten) {
-            let boundary = 1u64 << start.trailing_zeros().min(12);
-            packed.pad_to(boundary)?;
-            moves.insert(section.address + start as u64, packed.len());
-            changed |= new.is_some() || packed.len() != start as u64;
+            let boundary = 1usize << start.trailing_zeros().min(12);
+            let address = section.address + start as u64;
+            if !changed {
+                // Until something changes, the packed bytes are the section's own: they are
+                // written only once something does, and never when nothing does.
+                if new.is_none() && same_until.next_multiple_of(boundary) == start {
+                    moves.insert(address, start as u64);
+                    same_until = start + size;
+                    continue;
+                }
+                packed.append(&data[..same_until])?;
+                changed = true;
+            }
+            packed.pad_to(boundary as u64)?;
+            moves.insert(address, packed.len());
             match new {
                 Some(new) => packed.append(&new)?,
                 None => packed.append(&data[start..start + size])?,
