@@ -32,7 +32,8 @@ COMMANDS:
   check      what each GPU loads from a program and its libraries (--device, else this machine)
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
-  compress   compress the bundles of a file; decompress does the reverse
+  compress   compress the bundles of a file (--format-version 2|3); decompress does the reverse,
+             in linked programs and shared libraries too
   help       print this text
 
 ls, extract, check, strip, compress, decompress and wrapper take -v (-vv, -vvv) to log what

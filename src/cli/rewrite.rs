@@ -56,7 +56,7 @@ struct StripArgs {
 #[derive(Debug, Parser)]
 #[command(name = "offload compress")]
 struct CompressArgs {
-    /// The file: a relocatable object, an archive, a bundle file.
+    /// The file: a relocatable object, a program or shared library, an archive, a bundle file.
     file: PathBuf,
     #[command(flatten)]
     destination: Destination,
@@ -82,7 +82,8 @@ struct CompressArgs {
 #[derive(Debug, Parser)]
 #[command(name = "offload decompress")]
 struct DecompressArgs {
-    /// The file: a relocatable object, an archive, a compressed bundle file.
+    /// The file: a relocatable object, a program or shared library (the grown bundles move to
+    /// a new loaded segment at its end), an archive, a compressed bundle file.
     file: PathBuf,
     #[command(flatten)]
     destination: Destination,
