@@ -344,7 +344,7 @@ fn compressed_then_decompressed_programs_run_and_keep_every_code_object() {
         let search = format!("-L{}", lib_dir.display());
         link(
             linker,
-            &[runtime.clone()],
+            std::slice::from_ref(&runtime),
             &user,
             &["-Wl,--no-as-needed", &search, "-lkernels"],
         );

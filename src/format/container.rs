@@ -569,6 +569,7 @@ fn compressed_entry_ids(
     compressed: &ccob::CompressedBundle<'_>,
     limit: u64,
 ) -> Result<Vec<String>> {
+    use super::inflate;
     use std::io::Read;
     let at = compressed.header_size();
     let failed = |e: std::io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
@@ -589,18 +590,14 @@ fn compressed_entry_ids(
         if let Some(ids) = bundle::entry_ids(&prefix, len)? {
             return Ok(ids.into_iter().map(str::to_string).collect());
         }
-        let n = reader.read(&mut window).map_err(failed)?;
+        let n = inflate::read_some(&mut reader, &mut window).map_err(failed)?;
         let room = len.saturating_sub(prefix.len() as u64);
         if n == 0 || room == 0 {
             // The stream ended inside the header, or holds no bundle.
             return Err(Error::new(at, ErrorKind::NoBundleInside));
         }
-        super::inflate::append(
-            &mut prefix,
-            super::inflate::at_most(&window[..n], room),
-            len,
-            at,
-        )?;
+        let read = inflate::at_most(&window, n as u64);
+        inflate::append(&mut prefix, inflate::at_most(read, room), len, at)?;
     }
 }
 
