@@ -3,7 +3,8 @@
 //! [`plan`] out: new program headers (the segment split when sections follow
 //! `.hip_fatbin` in it), section headers, pointers, and the rest of the file moved back by a
 //! multiple of the segments' alignment, so that every virtual address stays and every
-//! segment's offset stays congruent to its address.
+//! segment's offset stays congruent to its address. Bundles that no longer fit go to a new
+//! read-only `PT_LOAD` appended at the end of the file, the last in the table.
 //!
 //! Only 64-bit little-endian files (x86-64, AArch64) are read.
 

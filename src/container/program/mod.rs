@@ -1,7 +1,8 @@
-//! Rewriting the section of offload containers of a linked program or shared library so that
-//! the file gets smaller: the containers are rewritten and packed at the start of the section,
-//! the pointers to them move along, and the bytes freed are cut out of the file where the
-//! format allows it.
+//! Rewriting the section of offload containers of a linked program or shared library: the
+//! containers are rewritten and packed at the start of the section, the pointers to them move
+//! along, and the bytes freed are cut out of the file where the format allows it. Containers
+//! that outgrow the section (decompressed) move to a new loaded segment at the end of the
+//! file instead, and the emptied section gives its whole pages back.
 //!
 //! The work is read -> plan -> write. [`plan`] knows no file format: it finds and rewrites the
 //! containers, packs them, says where each moves and what every pointer must become, and puts
