@@ -12,6 +12,7 @@ mod bundler_22;
 mod campaign;
 mod check;
 mod cli_output;
+mod compress_choices;
 mod compressed;
 mod differential;
 mod extract;

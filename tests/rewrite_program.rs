@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::native::{hip_objects, run, support, KEPT_GFX90A};
+use crate::util::native::{compile_hip, hip_objects, run, support, ARCHES, KEPT_GFX90A};
 use crate::util::{offload, offload_in, reference_tool, samples_dir, succeed};
 
 fn extracted(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
@@ -185,59 +185,192 @@ fn damaged_programs_give_errors_not_panics() {
             }
             let mut summary = Summary::default();
             let _ = rewrite_file(Path::new(sample), &bytes, &config, &mut summary);
+            // And when the bundles grow, to move to a new segment.
+            let grown = |here: &[u8], _| {
+                let size = container_len(here)?;
+                Ok(Some(
+                    [here.get(..size).unwrap_or(here), &[0xee; 8192]].concat(),
+                ))
+            };
+            let _ = offload::container::program::rewrite_hip_fatbin(&bytes, &container_len, &grown);
         }
     }
 }
 
+/// Every code object of `file` (all of `extract --arch` for each test target), in order.
+fn every_code_object(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
+    let mut command = offload();
+    command
+        .arg("extract")
+        .arg(file)
+        .args(["-q", "--exact", "-o"])
+        .arg(dir);
+    for arch in ARCHES {
+        command.args(["--arch", arch]);
+    }
+    succeed(&mut command);
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 2 * ARCHES.len(), "{}", file.display());
+    names.iter().map(|p| std::fs::read(p).unwrap()).collect()
+}
+
+/// Checks the loaded segment of `file` that holds `.hip_fatbin` after a decompression that
+/// grew it: the last one, read-only, page-aligned, its offset congruent to its address; and
+/// `readelf -lW` reads the program headers without a warning.
+fn check_appended_segment(file: &Path) {
+    use object::elf::{FileHeader64, PF_R, PT_LOAD};
+    use object::read::elf::{FileHeader, ProgramHeader};
+    use object::{LittleEndian as LE, Object, ObjectSection};
+    let bytes = std::fs::read(file).unwrap();
+    let header = FileHeader64::<LE>::parse(&*bytes).unwrap();
+    let loads: Vec<_> = header
+        .program_headers(LE, &*bytes)
+        .unwrap()
+        .iter()
+        .filter(|p| p.p_type(LE) == PT_LOAD)
+        .collect();
+    let last = loads.last().unwrap();
+    let (offset, address, size) = (last.p_offset(LE), last.p_vaddr(LE), last.p_filesz(LE));
+    assert_eq!(last.p_flags(LE), PF_R, "{}", file.display());
+    assert_eq!(offset % 4096, 0);
+    assert_eq!(address % 4096, 0);
+    assert_eq!(offset % last.p_align(LE), address % last.p_align(LE));
+    assert!(loads
+        .windows(2)
+        .all(|w| w[0].p_vaddr(LE) < w[1].p_vaddr(LE)));
+    assert_eq!(offset + size, bytes.len() as u64);
+    let parsed = object::File::parse(&*bytes).unwrap();
+    let fatbin = parsed.section_by_name(".hip_fatbin").unwrap();
+    assert_eq!(fatbin.address(), address);
+    assert_eq!(fatbin.file_range(), Some((offset, size)));
+    if let Some(readelf) = reference_tool("readelf") {
+        let out = Command::new(readelf).arg("-lW").arg(file).output().unwrap();
+        assert!(out.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "",
+            "{}",
+            file.display()
+        );
+    }
+}
+
+/// Compresses `file` into `FILE.z`, decompresses that into `FILE.d` (in place, for a shared
+/// library, as a user would), and checks the result: the grown bundles in their own segment,
+/// every code object the original's.
+fn round_trip(file: &Path, dir: &Path) -> PathBuf {
+    let (compressed, decompressed) = (file.with_extension("z"), file.with_extension("d"));
+    succeed(
+        offload()
+            .arg("compress")
+            .arg(file)
+            .arg("-o")
+            .arg(&compressed),
+    );
+    std::fs::copy(&compressed, &decompressed).unwrap();
+    succeed(
+        offload()
+            .arg("decompress")
+            .arg(&decompressed)
+            .arg("--in-place"),
+    );
+    check_appended_segment(&decompressed);
+    let name = file.file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        every_code_object(file, &dir.join(format!("{name}-before"))),
+        every_code_object(&decompressed, &dir.join(format!("{name}-after"))),
+        "{name}"
+    );
+    decompressed
+}
+
 #[test]
-fn decompressing_a_linked_program_is_refused_before_any_work() {
+fn compressed_then_decompressed_programs_run_and_keep_every_code_object() {
+    let Some(clang) = reference_tool("clang-19") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    for sample in ["hip-app", "libhip.so"] {
-        std::fs::copy(samples_dir().join("linked").join(sample), d.join(sample)).unwrap();
+    let objects = hip_objects(&clang, d);
+    // What the programs print once every bundle is plain: both objects built uncompressed.
+    let plain_dir = d.join("plain");
+    std::fs::create_dir(&plain_dir).unwrap();
+    let plain = [
+        compile_hip(&clang, &plain_dir, "kernel.hip", &ARCHES, &[]),
+        compile_hip(&clang, &plain_dir, "vadd.hip", &ARCHES, &[]),
+    ];
+    let runtime = support("hip_runtime.c");
+    let link = |linker: &str, objects: &[PathBuf], out: &Path, extra: &[&str]| {
+        succeed(
+            Command::new(&clang)
+                .arg(format!("-fuse-ld={linker}"))
+                .args(extra)
+                .args(objects)
+                .arg("-o")
+                .arg(out),
+        );
+    };
+    for linker in ["bfd", "lld"] {
+        let expected = d.join(format!("expected-{linker}"));
+        link(
+            linker,
+            &[runtime.clone(), plain[0].clone(), plain[1].clone()],
+            &expected,
+            &[],
+        );
+        let expected = run(&expected, None);
+        assert_eq!(expected.matches("bundle, 7 entries\n").count(), 2);
+
+        let program = d.join(format!("app-{linker}"));
+        link(
+            linker,
+            &[runtime.clone(), objects[0].clone(), objects[1].clone()],
+            &program,
+            &[],
+        );
+        let decompressed = round_trip(&program, d);
+        assert_eq!(run(&decompressed, None), expected, "{linker}");
+
+        // A shared library of the kernels, decompressed in place, loaded by a program.
+        let lib_dir = d.join(format!("lib-{linker}"));
+        std::fs::create_dir(&lib_dir).unwrap();
+        let library = lib_dir.join("libkernels.so");
+        link(linker, &objects, &library, &["-shared", "-fPIC"]);
+        let user = lib_dir.join("uses-library");
+        let search = format!("-L{}", lib_dir.display());
+        link(
+            linker,
+            std::slice::from_ref(&runtime),
+            &user,
+            &["-Wl,--no-as-needed", &search, "-lkernels"],
+        );
+        let decompressed = round_trip(&library, d);
+        std::fs::rename(&decompressed, &library).unwrap();
+        assert_eq!(run(&user, Some(&lib_dir)), expected, "{linker} library");
     }
-    // A program whose bundles we compressed ourselves.
-    let (code, _, err) = offload_in(
-        d,
-        &[
-            "compress",
-            samples_dir().join("linked/hip-rdc-app").to_str().unwrap(),
-            "-o",
-            "hip-rdc-app.z",
-        ],
+}
+
+#[test]
+fn decompressing_a_program_with_nothing_compressed_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sample = samples_dir().join("linked/hip-rdc-app");
+    let (code, out, err) = offload_in(
+        dir.path(),
+        &["decompress", sample.to_str().unwrap(), "-o", "out"],
     );
     assert_eq!(code, 0, "{err}");
-    for name in ["hip-app", "libhip.so", "hip-rdc-app.z"] {
-        let before = std::fs::read(d.join(name)).unwrap();
-        let runs: [&[&str]; 3] = [
-            &["decompress", name, "-o", "out"],
-            &["decompress", name, "--in-place"],
-            &["decompress", name, "--dry-run"],
-        ];
-        for args in runs {
-            let (code, _, err) = offload_in(d, args);
-            assert_eq!(code, 1, "{args:?}: {err}");
-            assert_eq!(
-                err,
-                format!(
-                    "offload decompress: error: '{name}': decompressing the device code of a linked program or shared library is not supported: the bundles would no longer fit their section; decompress the objects before linking\n"
-                ),
-                "{args:?}"
-            );
-            assert!(!d.join("out").exists(), "{args:?} left an output");
-            assert_eq!(std::fs::read(d.join(name)).unwrap(), before, "{args:?}");
-        }
-    }
-    // A program without compressed bundles has nothing to decompress.
-    let (code, _, err) = offload_in(
-        d,
-        &[
-            "decompress",
-            samples_dir().join("linked/hip-rdc-app").to_str().unwrap(),
-            "--dry-run",
-        ],
+    assert!(
+        out.ends_with("(0 bundles or binaries rewritten)\n"),
+        "{out}"
     );
-    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        std::fs::read(dir.path().join("out")).unwrap(),
+        std::fs::read(&sample).unwrap()
+    );
 }
 
 /// The size of the bundle or compressed bundle at the start of `here`.
@@ -252,7 +385,8 @@ fn container_len(here: &[u8]) -> Result<usize, offload::format::Error> {
 }
 
 #[test]
-fn bundles_that_outgrow_their_section_are_an_error_not_a_panic() {
+fn bundles_that_outgrow_their_section_move_to_a_new_segment_and_every_wrapper_follows() {
+    use object::{Object, ObjectSection};
     use offload::container::program::rewrite_hip_fatbin;
     for sample in ["linked/hip-app", "linked/libhip.so", "linked/hip-rdc-app"] {
         let file = std::fs::read(samples_dir().join(sample)).unwrap();
@@ -262,13 +396,44 @@ fn bundles_that_outgrow_their_section_are_an_error_not_a_panic() {
                 bytes.resize(bytes.len() + growth, 0xee);
                 Ok(Some(bytes))
             };
-            let error = rewrite_hip_fatbin(&file, &container_len, &grown)
-                .err()
-                .unwrap_or_else(|| panic!("{sample}: bundles grown by {growth} were accepted"));
-            assert!(
-                error.to_string().contains("no longer fit .hip_fatbin"),
-                "{sample}: {error}"
-            );
+            let new = rewrite_hip_fatbin(&file, &container_len, &grown)
+                .unwrap()
+                .unwrap()
+                .to_vec()
+                .unwrap();
+            let parsed = object::File::parse(&*new).unwrap();
+            let fatbin = parsed.section_by_name(".hip_fatbin").unwrap();
+            let data = fatbin.data().unwrap();
+            let segment = parsed.section_by_name(".hipFatBinSegment").unwrap();
+            // The pointers: the values in place, and the addends of the relative relocations
+            // that set them.
+            let mut pointers: Vec<u64> = segment
+                .data()
+                .unwrap()
+                .chunks_exact(24)
+                .map(|w| u64::from_le_bytes(w[8..16].try_into().unwrap()))
+                .filter(|&p| p != 0)
+                .collect();
+            let rela = parsed.section_by_name(".rela.dyn").unwrap().data().unwrap();
+            let slots = segment.address()..segment.address() + segment.size();
+            pointers.extend(rela.chunks_exact(24).filter_map(|r| {
+                let at = u64::from_le_bytes(r[0..8].try_into().unwrap());
+                let kind = u32::from_le_bytes(r[8..12].try_into().unwrap());
+                let addend = u64::from_le_bytes(r[16..24].try_into().unwrap());
+                (kind == 8 && slots.contains(&at) && (at - slots.start) % 24 == 8).then_some(addend)
+            }));
+            let mut pointed = 0;
+            for binary in pointers {
+                let at = (binary - fatbin.address()) as usize;
+                // Each wrapper points at a container, grown by `growth` bytes of 0xee.
+                let size = container_len(&data[at..]).unwrap();
+                assert!(data[at + size..at + size + growth]
+                    .iter()
+                    .all(|&b| b == 0xee));
+                pointed += 1;
+            }
+            assert!(pointed >= 1, "{sample}");
+            assert!(new.len() > file.len() + growth, "{sample}");
         }
     }
 }

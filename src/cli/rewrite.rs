@@ -56,7 +56,7 @@ struct StripArgs {
 #[derive(Debug, Parser)]
 #[command(name = "offload compress")]
 struct CompressArgs {
-    /// The file: a relocatable object, an archive, a bundle file.
+    /// The file: a relocatable object, a program or shared library, an archive, a bundle file.
     file: PathBuf,
     #[command(flatten)]
     destination: Destination,
@@ -71,13 +71,19 @@ struct CompressArgs {
     /// `zstd` (default) or `zlib`.
     #[arg(long, default_value = "zstd")]
     method: String,
+    /// The compressed bundle format version to write: 2 (sizes in 32 bits, read by LLVM 19 and
+    /// later) or 3 (64-bit sizes, LLVM 20 and later; needed past 4 GiB). Default: what the
+    /// LLVM release of OFFLOAD_LLVM_VERSION (else 22) writes: 2 for 19, 3 for 22.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(2..=3))]
+    format_version: Option<u16>,
 }
 
 /// Decompress every compressed bundle of a file.
 #[derive(Debug, Parser)]
 #[command(name = "offload decompress")]
 struct DecompressArgs {
-    /// The file: a relocatable object, an archive, a compressed bundle file.
+    /// The file: a relocatable object, a program or shared library (the grown bundles move to
+    /// a new loaded segment at its end), an archive, a compressed bundle file.
     file: PathBuf,
     #[command(flatten)]
     destination: Destination,
@@ -123,8 +129,11 @@ fn execute(
 ) -> i32 {
     let output = destination.output.unwrap_or_else(|| file.clone());
     match rewrite::rewrite(&file, &output, &config, mode) {
-        Ok(summary) => super::print(prog, &summary_line(&file, &summary, mode))
-            .map_or_else(|code| code, |()| 0),
+        Ok(summary) => {
+            let already = already_compressed_line(&file, &summary, &config).unwrap_or_default();
+            super::print(prog, &(already + &summary_line(&file, &summary, mode)))
+                .map_or_else(|code| code, |()| 0)
+        }
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "{prog}: error: {e}");
             1
@@ -176,10 +185,20 @@ pub fn compress(args: &[String]) -> i32 {
             return 2;
         }
     };
+    let var = std::env::var(super::LLVM_VERSION_VAR).ok();
+    let llvm = match super::llvm_version("offload", var.as_deref()) {
+        Ok(llvm) => llvm,
+        Err(message) => {
+            let _ = writeln!(std::io::stderr(), "offload compress: error: {message}");
+            return 2;
+        }
+    };
     let options = CompressOptions {
         method,
         level: args.level.unwrap_or(method.default_level()),
-        version: 2,
+        version: args
+            .format_version
+            .unwrap_or(CompressOptions::default_version(llvm)),
     };
     let config = RewriteConfig {
         change: Change::Compress(options),
@@ -193,6 +212,34 @@ pub fn compress(args: &[String]) -> i32 {
         config,
         mode(args.dry_run),
     )
+}
+
+/// The line that says bundles were left alone because they were compressed as asked: the
+/// whole answer when nothing else changed.
+fn already_compressed_line(
+    file: &std::path::Path,
+    summary: &Summary,
+    config: &RewriteConfig,
+) -> Option<String> {
+    let Change::Compress(options) = &config.change else {
+        return None;
+    };
+    let count = summary.already_compressed;
+    if count == 0 {
+        return None;
+    }
+    let bundles = if count == 1 { "bundle" } else { "bundles" };
+    let nothing = if summary.rewritten == 0 {
+        ": nothing to do"
+    } else {
+        ""
+    };
+    Some(format!(
+        "{}: {count} {bundles} already compressed with {}, format version {}, left as they were{nothing}\n",
+        file.display(),
+        options.method.name(),
+        options.version
+    ))
 }
 
 /// Runs `offload decompress` with `args` (without the program name).

@@ -117,10 +117,7 @@ pub enum ErrorKind {
         address: u64,
     },
     /// The rewritten containers are larger than their section.
-    #[error(
-        "the rewritten bundles ({size} bytes) no longer fit {section} ({room} bytes); \
-         growing the section of a linked program is not supported"
-    )]
+    #[error("the rewritten bundles ({size} bytes) no longer fit {section} ({room} bytes)")]
     SectionOutgrown {
         /// The section.
         section: String,
@@ -148,6 +145,22 @@ pub enum ErrorKind {
          the program header table cannot move there"
     )]
     TableCannotMove {
+        /// The section.
+        section: String,
+    },
+    /// The temporary file that holds the rewritten containers could not be made, written
+    /// or read.
+    #[error("the rewritten bundles cannot be held in a temporary file: {error}")]
+    Spill {
+        /// What failed.
+        error: String,
+    },
+    /// The program header table, one entry longer, does not fit the emptied section.
+    #[error(
+        "the program header table, one entry longer, does not fit the {section} it leaves; \
+         the bundles cannot move to a new segment"
+    )]
+    NoRoomForProgramHeaders {
         /// The section.
         section: String,
     },

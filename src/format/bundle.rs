@@ -290,6 +290,25 @@ impl BundleExtent {
     }
 }
 
+/// The entry IDs, in header order, of the bundle that `prefix` starts: the first bytes of a
+/// bundle `len` bytes long (a stream being inflated). `Ok(None)` while `prefix` stops inside
+/// the header, or when it does not start with a bundle; a damaged header is the error
+/// [`Bundle::parse`] gives for the whole data.
+pub fn entry_ids(prefix: &[u8], len: u64) -> Result<Option<Vec<&str>>> {
+    if !is_bundle(prefix) {
+        return Ok(None);
+    }
+    let mut records = Records::new(len);
+    let mut ids = Vec::new();
+    loop {
+        match records.next(prefix)? {
+            Step::Record(record) => ids.push(record.id),
+            Step::End => return Ok(Some(ids)),
+            Step::NeedMore => return Ok(None),
+        }
+    }
+}
+
 impl<'a> Bundle<'a> {
     /// Parses the bundle at the start of `data`. Returns `Ok(None)` when `data` does not start
     /// with the magic (not a bundle), and an error naming the offset of the first field that

@@ -369,6 +369,9 @@ pub struct Rewrite {
     pub images_after: usize,
     /// What was done to it, in words (`stripped`, `compressed`, ...).
     pub done: &'static str,
+    /// Compressed bundles left as they were because they were compressed as asked already
+    /// (0 or 1).
+    pub already_compressed: usize,
 }
 
 impl Container {
@@ -395,6 +398,7 @@ impl Container {
                 images_before: 0,
                 images_after: 0,
                 done: "kept",
+                already_compressed: 0,
             }),
         }
     }
@@ -505,6 +509,7 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
             BundleStorage::Compress(_) => "compressed",
             BundleStorage::AsIs | BundleStorage::Decompress => "stripped",
         },
+        already_compressed: 0,
     })
 }
 
@@ -512,15 +517,28 @@ fn rewrite_compressed_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> 
     let Some(compressed) = ccob::CompressedBundle::parse(data)? else {
         return Err(Error::new(0, ErrorKind::NotAContainer));
     };
+    if let BundleStorage::Compress(options) = rules.storage {
+        if options.method == compressed.method {
+            return recompress_header(&compressed, &options, rules.limit);
+        }
+    }
     // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
     // reading), and is not written back when decompressing.
     let plain = compressed.inflate_bundle(rules.limit)??;
-    let parsed = Bundle::parse(&plain)?.ok_or(Error::new(0, ErrorKind::NoBundleInside))?;
-    let (stripped, kept) = strip_bundle(&parsed, rules);
-    let images_before = count_devices(parsed.entries().iter().map(|e| e.id));
+    let (stripped, kept, images_before) = {
+        let parsed = Bundle::parse(&plain)?.ok_or(Error::new(0, ErrorKind::NoBundleInside))?;
+        let (stripped, kept) = strip_bundle(&parsed, rules);
+        let images_before = count_devices(parsed.entries().iter().map(|e| e.id));
+        (stripped, kept, images_before)
+    };
     let new = match (rules.storage, stripped) {
-        (BundleStorage::Decompress, _) => Some(plain.clone()),
-        (_, Some(stripped)) => {
+        // The inflated bundle itself, not a copy: a bundle of 100 MB costs 100 MB.
+        (BundleStorage::Decompress, _) => Some(plain),
+        // Another method: compressed again from the whole bundle, as asked.
+        (BundleStorage::Compress(options), stripped) => {
+            Some(ccob::compress(stripped.as_deref().unwrap_or(&plain), &options)?.0)
+        }
+        (BundleStorage::AsIs, Some(stripped)) => {
             // Compressed again as it was (version 1 carries no size: written as 2).
             let options = CompressOptions {
                 version: compressed.version.max(2),
@@ -529,7 +547,7 @@ fn rewrite_compressed_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> 
             };
             Some(ccob::compress(&stripped, &options)?.0)
         }
-        (_, None) => None,
+        (BundleStorage::AsIs, None) => None,
     };
     Ok(Rewrite {
         size: compressed.size(),
@@ -538,9 +556,89 @@ fn rewrite_compressed_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> 
         images_after: kept,
         done: match rules.storage {
             BundleStorage::Decompress => "decompressed",
-            BundleStorage::AsIs | BundleStorage::Compress(_) => "stripped and compressed again",
+            BundleStorage::Compress(_) => "compressed again with another method",
+            BundleStorage::AsIs => "stripped and compressed again",
         },
+        already_compressed: 0,
     })
+}
+
+/// A compressed bundle asked to be compressed with the method it has: its stream stays as it
+/// is, inflated only as far as its bundle's header (to count its images). The same version
+/// keeps the bundle whole (a level is not recorded, so any level counts as the same); another
+/// version gets only a new header before the same stream.
+fn recompress_header(
+    compressed: &ccob::CompressedBundle<'_>,
+    options: &CompressOptions,
+    limit: u64,
+) -> Result<Rewrite> {
+    let ids = compressed_entry_ids(compressed, limit)?;
+    let images = count_devices(ids.iter().map(String::as_str));
+    let same = options.version == compressed.version;
+    let new = if same {
+        None
+    } else {
+        options.check_size(compressed.uncompressed_size)?;
+        let header_len = ccob::header_size(options.version).ok_or(Error::new(
+            4,
+            ErrorKind::UnknownCompressedVersion(options.version),
+        ))?;
+        let total = header_len + compressed.payload.len() as u64;
+        let mut bytes = ccob::header(
+            options,
+            total,
+            compressed.uncompressed_size,
+            compressed.hash,
+        )?;
+        bytes.extend_from_slice(compressed.payload);
+        Some(bytes)
+    };
+    Ok(Rewrite {
+        size: compressed.size(),
+        new,
+        images_before: images,
+        images_after: images,
+        done: "given a header of another version",
+        already_compressed: usize::from(same),
+    })
+}
+
+/// The entry IDs of the bundle a compressed bundle holds, from the start of its stream alone:
+/// inflated only until the bundle's header is complete (a few KiB of a stream of many MiB).
+fn compressed_entry_ids(
+    compressed: &ccob::CompressedBundle<'_>,
+    limit: u64,
+) -> Result<Vec<String>> {
+    use super::inflate;
+    use std::io::Read;
+    let at = compressed.header_size();
+    let failed = |e: std::io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
+    let mut reader: Box<dyn Read + '_> = match compressed.method {
+        ccob::Method::Zstd => {
+            Box::new(zstd::stream::read::Decoder::with_buffer(compressed.payload).map_err(failed)?)
+        }
+        ccob::Method::Zlib => Box::new(flate2::read::ZlibDecoder::new(compressed.payload)),
+    };
+    let len = compressed.uncompressed_size.min(limit);
+    let mut prefix = Vec::new();
+    let mut window = vec![0u8; 64 << 10];
+    loop {
+        let no_bundle = prefix.len() >= bundle::MAGIC.len() && !bundle::is_bundle(&prefix);
+        if no_bundle {
+            return Err(Error::new(at, ErrorKind::NoBundleInside));
+        }
+        if let Some(ids) = bundle::entry_ids(&prefix, len)? {
+            return Ok(ids.into_iter().map(str::to_string).collect());
+        }
+        let n = inflate::read_some(&mut reader, &mut window).map_err(failed)?;
+        let room = len.saturating_sub(prefix.len() as u64);
+        if n == 0 || room == 0 {
+            // The stream ended inside the header, or holds no bundle.
+            return Err(Error::new(at, ErrorKind::NoBundleInside));
+        }
+        let read = inflate::at_most(&window, n as u64);
+        inflate::append(&mut prefix, inflate::at_most(read, room), len, at)?;
+    }
 }
 
 /// An offload binary is kept or dropped whole (LLVM 19 writes one image per binary).
@@ -560,6 +658,7 @@ fn rewrite_offload_binary(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
         images_before: entries.len(),
         images_after: if drop { 0 } else { entries.len() },
         done: "dropped",
+        already_compressed: 0,
     })
 }
 

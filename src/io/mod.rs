@@ -54,6 +54,35 @@ struct OpenInput {
     guard: Option<usize>,
     /// The length of the file when it was mapped (0 when it is not mapped).
     mapped: u64,
+    /// The address the file is mapped at (0 when it is not mapped).
+    start: usize,
+}
+
+/// Gives back the memory of the whole pages of `part`, when it is a slice of a mapped input
+/// file that this process will not read again soon: the pages leave this process's resident
+/// set (they stay in the page cache, and are read again from the file if touched). Anything
+/// else (bytes in memory, another mapping) is left alone, since giving back its pages would
+/// lose them. Work through a large file then holds only the pages in use.
+pub fn release_mapped(part: &[u8]) {
+    const PAGE: usize = 4096;
+    let (from, to) = (part.as_ptr() as usize, part.as_ptr() as usize + part.len());
+    let mapped = open_inputs()
+        .iter()
+        .any(|i| i.start != 0 && from >= i.start && to <= i.start + i.mapped as usize);
+    let (first, last) = (from.next_multiple_of(PAGE), to / PAGE * PAGE);
+    if !mapped || first >= last {
+        return;
+    }
+    // SAFETY: the range lies inside a read-only private file mapping that stays mapped (its
+    // input is open: it is listed); dropping its pages only makes the next read fetch them
+    // again from the file, so every slice of it keeps its bytes.
+    unsafe {
+        libc::madvise(
+            first as *mut libc::c_void,
+            last - first,
+            libc::MADV_DONTNEED,
+        );
+    }
 }
 
 /// The inputs open in this process.
@@ -146,6 +175,10 @@ impl Input {
                 path: path.to_path_buf(),
                 guard: input.guard.as_ref().and_then(Guarded::slot),
                 mapped: input.len() as u64,
+                start: match &input.data {
+                    Data::Mapped(map) => map.as_ptr() as usize,
+                    Data::Owned(_) => 0,
+                },
             });
             return Ok(input);
         }
@@ -508,6 +541,32 @@ impl Output {
                 Error::io(&self.path, e)
             }
         })
+    }
+
+    /// Writes `len` bytes of `source` from its offset `offset` (a file this process wrote, such
+    /// as a temporary one): copied by the kernel into a file output, through a small buffer
+    /// to standard output.
+    pub fn write_file_range(&mut self, source: &File, offset: u64, len: u64) -> Result<()> {
+        if matches!(self.sink.get_ref().0, Sink::Stdout(_)) {
+            let mut buffer = vec![0u8; (1 << 20).min(len as usize)];
+            let mut done = 0u64;
+            while done < len {
+                let n = buffer.len().min((len - done) as usize);
+                source
+                    .read_exact_at(&mut buffer[..n], offset + done)
+                    .map_err(|e| Error::io(&self.path, e))?;
+                self.write_bytes(&buffer[..n])?;
+                done += n as u64;
+            }
+            return Ok(());
+        }
+        self.sink.flush().map_err(|e| write_error(&self.path, e))?;
+        let target = match &mut self.sink.get_mut().0 {
+            Sink::Temp { file, .. } => file.as_file_mut(),
+            Sink::Direct(file) => file,
+            Sink::Stdout(_) => unreachable!("standard output is written above"),
+        };
+        copy_range(source, offset, len, target).map_err(|e| Error::io(&self.path, e))
     }
 
     /// Flushes what was written and returns the temporary file that holds it, to read it back

@@ -8,7 +8,7 @@ use tracing::{debug, info};
 
 use crate::container::archive::{read_members, write_archive};
 use crate::container::objcopy::{self, Rewritten};
-use crate::container::program;
+use crate::container::program::{self, NewProgram};
 use crate::container::scan::{scan, Places};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
@@ -97,6 +97,18 @@ pub struct Summary {
     pub size_after: u64,
     /// Bundles and binaries rewritten.
     pub rewritten: usize,
+    /// Compressed bundles left as they were because they were compressed as asked already.
+    pub already_compressed: usize,
+}
+
+impl Summary {
+    /// Adds the counts of `other` (a part of the same file) to these, sizes aside.
+    fn add_counts(&mut self, other: &Summary) {
+        self.images_before += other.images_before;
+        self.images_after += other.images_after;
+        self.rewritten += other.rewritten;
+        self.already_compressed += other.already_compressed;
+    }
 }
 
 impl RewriteConfig {
@@ -221,6 +233,7 @@ fn rewrite_container(
         })?;
     summary.images_before += rewrite.images_before;
     summary.images_after += rewrite.images_after;
+    summary.already_compressed += rewrite.already_compressed;
     log_container(
         start,
         container.name(),
@@ -269,12 +282,13 @@ fn container_size(here: &[u8]) -> std::result::Result<usize, crate::format::Erro
     Ok(container.size(here)? as usize)
 }
 
-/// A rewritten file: in memory, or as pieces that borrow the input.
+/// A rewritten file: in memory, or a program as pieces that borrow the input around its
+/// packed bundles (held in a temporary file).
 pub enum NewFile<'a> {
     /// The whole file.
     Bytes(Vec<u8>),
-    /// Pieces at offsets, zeros between them.
-    Pieces(Rewritten<'a>),
+    /// A linked program or shared library.
+    Program(NewProgram<'a>),
 }
 
 impl NewFile<'_> {
@@ -282,7 +296,7 @@ impl NewFile<'_> {
     pub fn len(&self) -> u64 {
         match self {
             NewFile::Bytes(b) => b.len() as u64,
-            NewFile::Pieces(r) => r.size,
+            NewFile::Program(p) => p.size(),
         }
     }
 
@@ -291,11 +305,29 @@ impl NewFile<'_> {
         self.len() == 0
     }
 
-    /// The whole file in memory.
-    pub fn into_bytes(self) -> Vec<u8> {
+    /// The whole file in memory (`path` names it in errors).
+    pub fn into_bytes(self, path: &Path) -> Result<Vec<u8>> {
         match self {
-            NewFile::Bytes(b) => b,
-            NewFile::Pieces(r) => r.to_vec(),
+            NewFile::Bytes(b) => Ok(b),
+            NewFile::Program(mut p) => p.to_vec().map_err(|e| Error::container(path, e)),
+        }
+    }
+
+    /// Writes the file to `out`; pieces of `data` (the input) are copied by the kernel.
+    fn write_to(&mut self, path: &Path, out: &mut Output, data: &Input) -> Result<()> {
+        match self {
+            NewFile::Bytes(bytes) => out.write_bytes(bytes),
+            NewFile::Program(program) => {
+                let (before, after) = program.around().map_err(|e| Error::container(path, e))?;
+                before.write_to(out, &[data])?;
+                let len = program.packed.len();
+                let packed = program
+                    .packed
+                    .file()
+                    .map_err(|e| Error::container(path, e))?;
+                out.write_file_range(packed, 0, len)?;
+                after.write_to(out, &[data])
+            }
         }
     }
 }
@@ -358,7 +390,6 @@ fn rewrite_object<'a>(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
     ) {
-        refuse_growing_program(path, &file, config)?;
         let total = std::sync::Mutex::new(Summary::default());
         // The containers may be rewritten on other threads: their log lines go under this
         // file's span all the same.
@@ -369,17 +400,13 @@ fn rewrite_object<'a>(
             let (_, new) = rewrite_container(here, start, config, &[], &mut mine)?;
             mine.rewritten += usize::from(new.is_some());
             let mut total = total.lock().expect("no thread panics holding it");
-            total.images_before += mine.images_before;
-            total.images_after += mine.images_after;
-            total.rewritten += mine.rewritten;
+            total.add_counts(&mine);
             Ok(new)
         })
         .map_err(|e| Error::container(path, e))?;
         let total = total.into_inner().expect("no thread panics holding it");
-        summary.images_before += total.images_before;
-        summary.images_after += total.images_after;
-        summary.rewritten += total.rewritten;
-        return Ok(rewritten.map(NewFile::Pieces));
+        summary.add_counts(&total);
+        return Ok(rewritten.map(NewFile::Program));
     }
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(Error::msg(format!(
@@ -444,50 +471,6 @@ fn rewrite_object<'a>(
     Ok(Some(NewFile::Bytes(rewritten.to_vec())))
 }
 
-/// Refuses, before any work, a change that would make the bundles of a linked program or
-/// shared library larger: decompressing them. Their section cannot grow yet.
-fn refuse_growing_program(
-    path: &Path,
-    file: &object::File<'_>,
-    config: &RewriteConfig,
-) -> Result<()> {
-    use object::{Object, ObjectSection};
-    if !matches!(config.change, Change::Decompress) {
-        return Ok(());
-    }
-    let compressed = file
-        .section_by_name(".hip_fatbin")
-        .and_then(|s| s.data().ok())
-        .is_some_and(holds_compressed_bundle);
-    if !compressed {
-        return Ok(());
-    }
-    Err(Error::msg(format!(
-        "'{}': decompressing the device code of a linked program or shared library is not supported: the bundles would no longer fit their section; decompress the objects before linking",
-        path.display()
-    )))
-}
-
-/// Whether a region of containers one after another (zero padding between them) holds a
-/// compressed bundle. Damage ends the walk: the rewrite that follows reports it.
-fn holds_compressed_bundle(region: &[u8]) -> bool {
-    let mut pos = 0usize;
-    while let Some(skip) = region
-        .get(pos..)
-        .and_then(|r| r.iter().position(|&b| b != 0))
-    {
-        let here = &region[pos + skip..];
-        if Container::at_start(here) == Some(Container::CompressedBundle) {
-            return true;
-        }
-        match container_size(here) {
-            Ok(size) => pos += skip + size.max(1),
-            Err(_) => return false,
-        }
-    }
-    false
-}
-
 /// Whether `data` is an archive that can be rewritten (a regular one, not thin).
 fn is_archive(data: &[u8]) -> bool {
     data.starts_with(b"!<arch>\n")
@@ -527,7 +510,8 @@ fn rewrite_archive(
             let bytes: &[u8] = &m.data;
             let new = if is_rewritable_member(bytes) {
                 rewrite_nested(&member_path, bytes, config, &mut s, depth + 1)?
-                    .map(NewFile::into_bytes)
+                    .map(|new| new.into_bytes(&member_path))
+                    .transpose()?
             } else {
                 None
             };
@@ -537,18 +521,14 @@ fn rewrite_archive(
         // The first damaged member in archive order is the one reported, on every run.
         .into_iter()
         .collect::<Result<_>>()?;
+    for (_, s) in &results {
+        summary.add_counts(s);
+    }
     if results.iter().all(|(new, _)| new.is_none()) {
-        for (_, s) in &results {
-            summary.images_before += s.images_before;
-            summary.images_after += s.images_after;
-        }
         return Ok(None);
     }
     let mut list: Vec<(&str, &[u8])> = Vec::with_capacity(members.len());
-    for (m, (new, s)) in members.iter().zip(&results) {
-        summary.images_before += s.images_before;
-        summary.images_after += s.images_after;
-        summary.rewritten += s.rewritten;
+    for (m, (new, _)) in members.iter().zip(&results) {
         list.push((&m.name, new.as_deref().unwrap_or(&m.data)));
     }
     Ok(Some(write_archive(path, &list)?))
@@ -590,7 +570,7 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary) -> Result<()> {
 pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) -> Result<Summary> {
     let data = Input::open(input)?;
     let mut summary = Summary::default();
-    let new = rewrite_file(input, &data, config, &mut summary)?;
+    let mut new = rewrite_file(input, &data, config, &mut summary)?;
     if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
         return Err(Error::msg(format!(
             "'{}': this would remove every device image ({}); give --allow-empty to do it",
@@ -621,9 +601,8 @@ pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) 
         out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
         out
     };
-    match &new {
-        Some(NewFile::Bytes(bytes)) => out.write_bytes(bytes)?,
-        Some(NewFile::Pieces(pieces)) => pieces.write_to(&mut out, &[&data])?,
+    match &mut new {
+        Some(new) => new.write_to(input, &mut out, &data)?,
         None => out.write_part(&data, &data)?,
     }
     if new.is_some() {

@@ -9,7 +9,7 @@ use super::succeed;
 #[path = "../support/hip_build.rs"]
 mod hip_build;
 
-pub use hip_build::{compile_hip, hip_objects, run, KEPT_GFX90A};
+pub use hip_build::{compile_hip, hip_objects, run, ARCHES, KEPT_GFX90A};
 
 /// The first C compiler driver found: `cc`, `gcc` or `clang-19`.
 pub fn c_compiler() -> Option<&'static str> {

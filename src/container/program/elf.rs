@@ -3,7 +3,8 @@
 //! [`plan`] out: new program headers (the segment split when sections follow
 //! `.hip_fatbin` in it), section headers, pointers, and the rest of the file moved back by a
 //! multiple of the segments' alignment, so that every virtual address stays and every
-//! segment's offset stays congruent to its address.
+//! segment's offset stays congruent to its address. Bundles that no longer fit go to a new
+//! read-only `PT_LOAD` appended at the end of the file, the last in the table.
 //!
 //! Only 64-bit little-endian files (x86-64, AArch64) are read.
 
@@ -11,20 +12,23 @@ use std::mem::{offset_of, size_of};
 
 use object::elf::{
     FileHeader64, ProgramHeader64, Rela64, RelocationType, SectionHeader64, Sym64, ELFCLASS64,
-    ELFDATA2LSB, ELFMAG, EM_AARCH64, EM_X86_64, PT_LOAD, PT_PHDR, R_AARCH64_RELATIVE,
+    ELFDATA2LSB, ELFMAG, EM_AARCH64, EM_X86_64, PF_R, PT_LOAD, PT_PHDR, R_AARCH64_RELATIVE,
     R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_RELA,
 };
 use object::pod::{self, Pod};
 use object::{LittleEndian as LE, U32, U64};
 
-use super::plan::{self, ContainerSize, Cut, Packing, Patch, Pointer, RewriteContainer, Section};
+use super::plan::{
+    self, ContainerSize, Cut, NewProgram, Packing, Patch, Pointer, RewriteContainer, Section,
+};
 use crate::container::error::{Error, ErrorKind, Name, Result};
-use crate::container::objcopy::Rewritten;
 
 /// The section of HIP device code.
 const HIP_FATBIN: &str = ".hip_fatbin";
 /// The section of the wrappers that register `.hip_fatbin`'s bundles with the HIP runtime.
 const HIP_WRAPPERS: &str = ".hipFatBinSegment";
+/// The smallest page a loaded segment is aligned to.
+const PAGE: u64 = 4096;
 /// The magic of a HIP wrapper, `"FPIH"` read little-endian.
 const HIP_WRAPPER_MAGIC: u32 = 0x4849_5046;
 
@@ -60,7 +64,7 @@ pub fn rewrite<'a>(
     file: &'a [u8],
     container_size: &ContainerSize<'_>,
     rewrite_container: &RewriteContainer<'_>,
-) -> Result<Option<Rewritten<'a>>> {
+) -> Result<Option<NewProgram<'a>>> {
     let program = Program::read(file)?;
     let Some(fatbin) = program.section_named(HIP_FATBIN) else {
         return Ok(None);
@@ -70,16 +74,115 @@ pub fn rewrite<'a>(
         return Ok(None);
     };
     let pointers = program.pointers_into(&section, fatbin)?;
-    let pointers = packing.retarget(&section, &pointers)?;
-    let layout = Layout::new(&program, &section, packing.bytes.len())?;
-    if layout.cut.len == 0 {
+    if !packing.fits(&section) {
+        return program
+            .rewrite_grown(&section, fatbin, packing, &pointers)
+            .map(Some);
+    }
+    let pointers = packing.retarget(&section, &pointers, section.address)?;
+    let packed = packing.packed.len() as usize;
+    let layout = Layout::new(&program, &section, packed, Placement::InSection)?;
+    let (cut, patches) = if layout.cut.len == 0 {
         // Too little room to move anything: the packed bundles stay in the section's place,
         // zeros after them, and only the pointers change.
         let patches: Vec<Patch> = pointers.iter().map(|p| pointer_patch(p, p.at)).collect();
-        return plan::in_place(file, &section, &packing.bytes, &patches).map(Some);
+        let nothing = Cut {
+            end: section.end(),
+            len: 0,
+        };
+        (nothing, patches)
+    } else {
+        let patches = program.patches(&layout, fatbin, packed as u64, &pointers);
+        (layout.cut, patches)
+    };
+    Ok(Some(NewProgram {
+        rest: plan::with_cut(file, &section, cut, patches)?,
+        packed: packing.packed,
+        packed_at: section.offset,
+    }))
+}
+
+/// Where the packed bundles go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placement {
+    /// At the start of their section, which they fit.
+    InSection,
+    /// In a new loaded segment at the end of the file: they outgrew their section.
+    NewSegment,
+}
+
+/// The loaded segment added at the end of the file for bundles that outgrew their section.
+#[derive(Debug, Clone, Copy)]
+struct Appended {
+    /// Its file offset, on a page boundary.
+    offset: u64,
+    /// Its address, above every other segment's and congruent to its offset.
+    address: u64,
+    /// Its size in the file and in memory.
+    size: u64,
+    /// Its alignment: the largest of the loaded segments'.
+    align: u64,
+}
+
+impl<'a> Program<'a> {
+    /// Rewrites the program when the packed bundles outgrew `section` (at index `fatbin`):
+    /// they go to a new read-only loaded segment at the end of the file (the addresses after
+    /// the section are fixed, so it cannot grow in place), every pointer moves to them, and
+    /// the section header follows them. The old range is emptied and the whole pages of it
+    /// are cut out of the file as a strip that drops every bundle would cut them; the program
+    /// header table, one entry longer, goes to its start.
+    fn rewrite_grown(
+        &self,
+        section: &Section<'_>,
+        fatbin: usize,
+        packing: Packing,
+        pointers: &[Pointer],
+    ) -> Result<NewProgram<'a>> {
+        let mut layout = Layout::new(self, section, 0, Placement::NewSegment)?;
+        let file_size = self.file.len() as u64 - layout.cut.len;
+        let appended = self.appended(file_size, packing.packed.len())?;
+        let pointers = packing.retarget(section, pointers, appended.address)?;
+        layout.appended = Some(appended);
+        let patches = self.patches(&layout, fatbin, appended.size, &pointers);
+        let mut rest = plan::with_cut(self.file, section, layout.cut, patches)?;
+        rest.size = appended.offset + appended.size;
+        Ok(NewProgram {
+            rest,
+            packed: packing.packed,
+            packed_at: appended.offset,
+        })
     }
-    let patches = program.patches(&layout, fatbin, &packing, &pointers);
-    plan::with_cut(file, &section, packing.bytes, layout.cut, patches).map(Some)
+
+    /// The segment of `size` bytes appended to a file of `file_size` bytes: on the next page
+    /// of the file, at the first address above every loaded segment that maps that offset as
+    /// the largest alignment of the loaded segments asks.
+    fn appended(&self, file_size: u64, size: u64) -> Result<Appended> {
+        let loads = || self.segments.iter().filter(|p| p.p_type.get(LE) == PT_LOAD);
+        let align = loads()
+            .map(|p| p.p_align.get(LE))
+            .chain([PAGE])
+            .max()
+            .unwrap_or(PAGE);
+        let top = loads()
+            .map(|p| p.p_vaddr.get(LE).checked_add(p.p_memsz.get(LE)))
+            .try_fold(0u64, |top, end| end.map(|end| top.max(end)));
+        let offset = file_size.next_multiple_of(PAGE);
+        let address = top
+            .and_then(|top| top.checked_next_multiple_of(align))
+            .and_then(|base| base.checked_add(offset % align))
+            .filter(|address| address.checked_add(size).is_some());
+        let Some(address) = address else {
+            let at = self.header.e_phoff.get(LE);
+            let section = HIP_FATBIN.to_string();
+            return Err(Error::new(at, ErrorKind::InconsistentSegment { section }));
+        };
+        Ok(Appended {
+            offset,
+            address,
+            size,
+            align,
+        })
+    }
 }
 
 impl<'a> Program<'a> {
@@ -269,7 +372,7 @@ impl<'a> Program<'a> {
         &self,
         layout: &Layout,
         fatbin: usize,
-        packing: &Packing,
+        packed: u64,
         pointers: &[Pointer],
     ) -> Vec<Patch> {
         let phoff = self.header.e_phoff.get(LE);
@@ -300,7 +403,11 @@ impl<'a> Program<'a> {
             let mut s = *s;
             s.sh_offset.set(LE, layout.cut.moved(s.sh_offset.get(LE)));
             if i == fatbin {
-                s.sh_size.set(LE, packing.bytes.len() as u64);
+                s.sh_size.set(LE, packed);
+                if let Some(appended) = layout.appended {
+                    s.sh_offset.set(LE, appended.offset);
+                    s.sh_addr.set(LE, appended.address);
+                }
             }
             headers.extend_from_slice(pod::bytes_of(&s));
         }
@@ -314,17 +421,46 @@ impl<'a> Program<'a> {
 
     /// The new program header table: the segment of `.hip_fatbin` ends after the packed
     /// bundles (and the table, when it moves there), and, when split, a second segment maps
-    /// what followed at its old address.
+    /// what followed at its old address. A segment appended for grown bundles comes after the
+    /// last loaded segment, as loaded segments are sorted by address.
     fn program_headers(&self, layout: &Layout) -> Vec<u8> {
         let mut table = Vec::with_capacity(layout.segment_count * size_of::<ProgramHeader64<LE>>());
+        let last_load = self
+            .segments
+            .iter()
+            .rposition(|p| p.p_type.get(LE) == PT_LOAD);
         for (i, p) in self.segments.iter().enumerate() {
-            let mut p = *p;
+            self.program_header(layout, i, p, &mut table);
+            if Some(i) == last_load {
+                if let Some(appended) = layout.appended {
+                    table.extend_from_slice(pod::bytes_of(&appended.header(p)));
+                }
+            }
+        }
+        table
+    }
+
+    /// Pushes onto `table` the new header (or headers, when split) of segment `i`, `p`.
+    fn program_header(
+        &self,
+        layout: &Layout,
+        i: usize,
+        p: &ProgramHeader64<LE>,
+        table: &mut Vec<u8>,
+    ) {
+        let mut p = *p;
+        {
             if i == layout.load {
                 let (offset, vaddr) = (p.p_offset.get(LE), p.p_vaddr.get(LE));
                 let (filesz, memsz) = (p.p_filesz.get(LE), p.p_memsz.get(LE));
                 let mut first = p;
                 first.p_filesz.set(LE, layout.first_end - offset);
-                first.p_memsz.set(LE, layout.first_end - offset);
+                // Unsplit, the segment keeps what it maps past its file bytes.
+                let past_file = match layout.second {
+                    Some(_) => 0,
+                    None => memsz.saturating_sub(filesz),
+                };
+                first.p_memsz.set(LE, layout.first_end - offset + past_file);
                 table.extend_from_slice(pod::bytes_of(&first));
                 if let Some(second_va) = layout.second {
                     let second_off = offset + (second_va - vaddr);
@@ -342,7 +478,7 @@ impl<'a> Program<'a> {
                         .set(LE, (vaddr + memsz).saturating_sub(second_va));
                     table.extend_from_slice(pod::bytes_of(&second));
                 }
-                continue;
+                return;
             }
             if p.p_type.get(LE) == PT_PHDR {
                 if let Some(at) = layout.table_at {
@@ -358,7 +494,22 @@ impl<'a> Program<'a> {
             }
             table.extend_from_slice(pod::bytes_of(&p));
         }
-        table
+    }
+}
+
+impl Appended {
+    /// Its program header, made from `like` (a loaded segment): read-only, loaded.
+    fn header(&self, like: &ProgramHeader64<LE>) -> ProgramHeader64<LE> {
+        let mut p = *like;
+        p.p_type.set(LE, PT_LOAD);
+        p.p_flags.set(LE, PF_R);
+        p.p_offset.set(LE, self.offset);
+        p.p_vaddr.set(LE, self.address);
+        p.p_paddr.set(LE, self.address);
+        p.p_filesz.set(LE, self.size);
+        p.p_memsz.set(LE, self.size);
+        p.p_align.set(LE, self.align);
+        p
     }
 }
 
@@ -404,11 +555,20 @@ struct Layout {
     first_end: u64,
     /// The bytes that go.
     cut: Cut,
+    /// The segment added at the end of the file, for bundles that outgrew their section.
+    appended: Option<Appended>,
 }
 
 impl Layout {
-    /// Lays out the program when the bundles of `section` are packed into `packed` bytes.
-    fn new(program: &Program<'_>, section: &Section<'_>, packed: usize) -> Result<Layout> {
+    /// Lays out the program when the bundles of `section` are packed into `packed` bytes
+    /// there, or go elsewhere (`placement`; `packed` is then 0): the program header table then
+    /// moves to the section's start, to make room for one more entry.
+    fn new(
+        program: &Program<'_>,
+        section: &Section<'_>,
+        packed: usize,
+        placement: Placement,
+    ) -> Result<Layout> {
         let (load, seg) = program.loading_segment(section)?;
         let phoff = program.header.e_phoff.get(LE);
         let (f_va, old_end) = (section.address, section.end());
@@ -429,12 +589,13 @@ impl Layout {
             .map(|s| s.sh_addr.get(LE));
         let followers = follower.clone().any(|addr| addr < seg_mem_end);
         let split = followers && seg_file_end > old_end;
-        let segment_count = program.segments.len() + usize::from(split);
+        let added = usize::from(placement == Placement::NewSegment);
+        let segment_count = program.segments.len() + usize::from(split) + added;
         let packed_end = section.offset + packed as u64;
         // A table that lay after the section in its segment (put there by an earlier rewrite)
         // must follow the packed bundles too, or it would fall out of the segment.
         let table_after = phoff >= old_end && phoff < seg_file_end;
-        let (table_at, first_end) = if split || table_after {
+        let (table_at, first_end) = if split || table_after || added > 0 {
             let at = packed_end.next_multiple_of(8);
             let size = (segment_count * size_of::<ProgramHeader64<LE>>()) as u64;
             (Some(at), at + size)
@@ -459,6 +620,7 @@ impl Layout {
             segment_count,
             first_end,
             cut: Cut::between(first_end, old_end, align),
+            appended: None,
         };
         if split {
             let second = follower.min().unwrap_or(section_va_end);
@@ -469,7 +631,29 @@ impl Layout {
             }
             program.check_table_can_move(seg)?;
         }
+        if added > 0 {
+            layout.keep_segment_whole_without_cut(seg_file_end);
+            program.check_table_can_move(seg)?;
+            if first_end > old_end {
+                let name = HIP_FATBIN.to_string();
+                return Err(Error::new(
+                    section.offset,
+                    ErrorKind::NoRoomForProgramHeaders { section: name },
+                ));
+            }
+        }
         Ok(layout)
+    }
+
+    /// When nothing is cut, nothing after the table moves: the segment need not split, and
+    /// keeps its extent (the table lies inside it, in the emptied section).
+    fn keep_segment_whole_without_cut(&mut self, segment_file_end: u64) {
+        if self.cut.len == 0 {
+            if self.second.take().is_some() {
+                self.segment_count -= 1;
+            }
+            self.first_end = segment_file_end;
+        }
     }
 
     /// The address the new file offset `offset` (in the segment of `.hip_fatbin`) loads at.

@@ -1,7 +1,8 @@
-//! Rewriting the section of offload containers of a linked program or shared library so that
-//! the file gets smaller: the containers are rewritten and packed at the start of the section,
-//! the pointers to them move along, and the bytes freed are cut out of the file where the
-//! format allows it.
+//! Rewriting the section of offload containers of a linked program or shared library: the
+//! containers are rewritten and packed at the start of the section, the pointers to them move
+//! along, and the bytes freed are cut out of the file where the format allows it. Containers
+//! that outgrow the section (decompressed) move to a new loaded segment at the end of the
+//! file instead, and the emptied section gives its whole pages back.
 //!
 //! The work is read -> plan -> write. [`plan`] knows no file format: it finds and rewrites the
 //! containers, packs them, says where each moves and what every pointer must become, and puts
@@ -15,15 +16,15 @@
 pub mod elf;
 pub mod plan;
 
-pub use plan::{ContainerSize, RewriteContainer};
+pub use plan::{ContainerSize, NewProgram, Packed, RewriteContainer};
 
 use super::error::Result;
-use super::objcopy::Rewritten;
 
 /// Rewrites the `.hip_fatbin` of the ELF program or library `file`. The containers in the
 /// section are found with `container_size`; `rewrite_container` is called for each, in
 /// parallel, with its bytes and its offset in the section. Returns `None` when nothing
-/// changes.
+/// changes. The rewritten containers are packed into a temporary file as they are made (see
+/// [`plan::pack`]); the caller writes the new file around them ([`NewProgram::around`]).
 ///
 /// When sections follow `.hip_fatbin` in its segment, the segment is split in two: the first
 /// part ends after the packed bundles, the second (a new `PT_LOAD`) maps the sections that
@@ -34,6 +35,6 @@ pub fn rewrite_hip_fatbin<'a>(
     file: &'a [u8],
     container_size: &ContainerSize<'_>,
     rewrite_container: &RewriteContainer<'_>,
-) -> Result<Option<Rewritten<'a>>> {
+) -> Result<Option<NewProgram<'a>>> {
     elf::rewrite(file, container_size, rewrite_container)
 }

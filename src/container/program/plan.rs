@@ -8,6 +8,8 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
 
 use rayon::prelude::*;
 
@@ -57,17 +59,92 @@ pub struct Pointer {
 }
 
 /// The containers of a section, rewritten and packed in their order, each on a boundary as
-/// large as the one it had (up to a page).
-#[derive(Debug, Clone)]
+/// large as the one it had (up to a page). They may have outgrown the section
+/// ([`Packing::fits`]): the format's writer then places them elsewhere.
+#[derive(Debug)]
 pub struct Packing {
-    /// The new bytes of the section, as long as they need to be.
-    pub bytes: Vec<u8>,
-    /// The new address of each container, by its old address.
+    /// The packed bytes.
+    pub packed: Packed,
+    /// The offset of each container in the packed bytes, by its old address.
     moves: BTreeMap<u64, u64>,
+}
+
+/// The packed containers, written to a temporary file as they are made, in order, so that the
+/// memory a rewrite needs is that of the few containers in the works, whatever the section's
+/// size. The file is unnamed: it goes when it is closed, whatever happens.
+#[derive(Debug)]
+pub struct Packed {
+    file: BufWriter<File>,
+    len: u64,
+}
+
+impl Packed {
+    /// An empty temporary file in the system's temporary folder.
+    fn new() -> Result<Packed> {
+        let file = tempfile::tempfile().map_err(spill_error)?;
+        Ok(Packed {
+            file: BufWriter::with_capacity(1 << 20, file),
+            len: 0,
+        })
+    }
+
+    /// The number of packed bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing is packed.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends `bytes`.
+    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file.write_all(bytes).map_err(spill_error)?;
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Appends zeros up to the next multiple of `boundary`.
+    fn pad_to(&mut self, boundary: u64) -> Result<()> {
+        let zeros = self.len.next_multiple_of(boundary) - self.len;
+        self.append(&vec![0; zeros as usize])
+    }
+
+    /// The file that holds the packed bytes from its start, written out.
+    pub fn file(&mut self) -> Result<&File> {
+        self.file.flush().map_err(spill_error)?;
+        Ok(self.file.get_ref())
+    }
+
+    /// The packed bytes, read into memory (for small files, and tests).
+    pub fn to_vec(&mut self) -> Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let len = self.len as usize;
+        let file = self.file()?;
+        let mut bytes = vec![0; len];
+        file.read_exact_at(&mut bytes, 0).map_err(spill_error)?;
+        Ok(bytes)
+    }
+}
+
+/// The error for the temporary file of packed containers.
+fn spill_error(error: std::io::Error) -> Error {
+    Error::new(
+        0,
+        ErrorKind::Spill {
+            error: error.to_string(),
+        },
+    )
 }
 
 /// Finds the containers of `section` by their sizes alone (zeros between them are padding),
 /// rewrites them in parallel and packs them. `None` when nothing changes.
+///
+/// The containers are rewritten a few at a time (twice as many as there are threads), and
+/// each group is written out in order before the next starts; the section's pages of each are
+/// given back once it is rewritten. So the memory needed is that of a few containers, not of
+/// the section.
 pub fn pack(
     section: &Section<'_>,
     size_of: &ContainerSize<'_>,
@@ -75,36 +152,52 @@ pub fn pack(
 ) -> Result<Option<Packing>> {
     let data = section.data;
     let found = find(section, size_of)?;
-    let rewritten: Vec<Option<Vec<u8>>> = found
-        .par_iter()
-        .map(|&(start, _)| {
-            rewrite(&data[start..], start)
-                .map_err(|e| Error::in_contents(e, section.offset + start as u64))
-        })
-        .collect::<Result<_>>()?;
     let mut moves = BTreeMap::new();
-    let mut bytes: Vec<u8> = Vec::with_capacity(data.len());
+    let mut packed = Packed::new()?;
     let mut changed = false;
-    for (&(start, size), new) in found.iter().zip(rewritten) {
-        let boundary = 1usize << start.trailing_zeros().min(12);
-        bytes.resize(bytes.len().next_multiple_of(boundary), 0);
-        moves.insert(
-            section.address + start as u64,
-            section.address + bytes.len() as u64,
-        );
-        changed |= new.is_some() || bytes.len() != start;
-        match new {
-            Some(new) => bytes.extend_from_slice(&new),
-            None => bytes.extend_from_slice(&data[start..start + size]),
+    // The end of the containers that stay as and where they are, while nothing changed.
+    let mut same_until = 0usize;
+    let in_flight = rayon::current_num_threads().max(1) * 2;
+    for group in found.chunks(in_flight) {
+        let rewritten: Vec<Option<Vec<u8>>> = group
+            .par_iter()
+            .map(|&(start, size)| {
+                let new = rewrite(&data[start..], start)
+                    .map_err(|e| Error::in_contents(e, section.offset + start as u64))?;
+                if new.is_some() {
+                    // Read for the last time: its new bytes are all that is needed now.
+                    crate::io::release_mapped(&data[start..start + size]);
+                }
+                Ok(new)
+            })
+            .collect::<Result<_>>()?;
+        for (&(start, size), new) in group.iter().zip(rewritten) {
+            let boundary = 1usize << start.trailing_zeros().min(12);
+            let address = section.address + start as u64;
+            if !changed {
+                // Until something changes, the packed bytes are the section's own: they are
+                // written only once something does, and never when nothing does.
+                if new.is_none() && same_until.next_multiple_of(boundary) == start {
+                    moves.insert(address, start as u64);
+                    same_until = start + size;
+                    continue;
+                }
+                packed.append(&data[..same_until])?;
+                changed = true;
+            }
+            packed.pad_to(boundary as u64)?;
+            moves.insert(address, packed.len());
+            match new {
+                Some(new) => packed.append(&new)?,
+                None => packed.append(&data[start..start + size])?,
+            }
+            crate::io::release_mapped(&data[start..start + size]);
         }
     }
     if !changed {
         return Ok(None);
     }
-    if bytes.len() > data.len() {
-        return Err(outgrown(section, bytes.len()));
-    }
-    Ok(Some(Packing { bytes, moves }))
+    Ok(Some(Packing { packed, moves }))
 }
 
 /// The containers of the section: (offset in the section, size).
@@ -125,27 +218,28 @@ fn find(section: &Section<'_>, size_of: &ContainerSize<'_>) -> Result<Vec<(usize
     Ok(found)
 }
 
-/// The error for packed containers of `size` bytes that no longer fit `section`.
-fn outgrown(section: &Section<'_>, size: usize) -> Error {
-    Error::new(
-        section.offset,
-        ErrorKind::SectionOutgrown {
-            section: section.name.to_string(),
-            size: size as u64,
-            room: section.data.len() as u64,
-        },
-    )
-}
-
 impl Packing {
-    /// What every pointer must hold once the containers moved: (its file offset, the new
-    /// address). A pointer to anything but a container's start is an error, since what it
-    /// points at may no longer be there.
-    pub fn retarget(&self, section: &Section<'_>, pointers: &[Pointer]) -> Result<Vec<Pointer>> {
+    /// Whether the packed containers fit the section they came from.
+    pub fn fits(&self, section: &Section<'_>) -> bool {
+        self.packed.len() <= section.data.len() as u64
+    }
+
+    /// What every pointer must hold once the containers moved to `base` (the address the
+    /// packed bytes load at): (its file offset, the new address). A pointer to anything but a
+    /// container's start is an error, since what it points at may no longer be there.
+    pub fn retarget(
+        &self,
+        section: &Section<'_>,
+        pointers: &[Pointer],
+        base: u64,
+    ) -> Result<Vec<Pointer>> {
         pointers
             .iter()
             .map(|p| match self.moves.get(&p.target) {
-                Some(&target) => Ok(Pointer { at: p.at, target }),
+                Some(&offset) => Ok(Pointer {
+                    at: p.at,
+                    target: base + offset,
+                }),
                 None => Err(Error::new(
                     p.at,
                     ErrorKind::PointerIntoBundle {
@@ -198,75 +292,18 @@ pub struct Patch {
     pub bytes: Vec<u8>,
 }
 
-/// The new file when nothing moves: the packed containers over the section, zeros after them,
-/// and the patches (pointers) laid over the rest.
-pub fn in_place<'a>(
-    file: &'a [u8],
-    section: &Section<'_>,
-    packed: &[u8],
-    patches: &[Patch],
-) -> Result<Rewritten<'a>> {
-    let mut bytes = file.to_vec();
-    let outside = || {
-        Error::new(
-            section.offset,
-            ErrorKind::OutsideFile {
-                what: section.name.to_string(),
-            },
-        )
-    };
-    let start = usize::try_from(section.offset).map_err(|_| outside())?;
-    let room = start
-        .checked_add(section.data.len())
-        .and_then(|end| bytes.get_mut(start..end))
-        .ok_or_else(outside)?;
-    if packed.len() > room.len() {
-        return Err(outgrown(section, packed.len()));
-    }
-    let (head, tail) = room.split_at_mut(packed.len());
-    head.copy_from_slice(packed);
-    tail.fill(0);
-    for patch in patches {
-        let outside = || {
-            Error::new(
-                patch.at,
-                ErrorKind::OutsideFile {
-                    what: "a pointer".into(),
-                },
-            )
-        };
-        let at = usize::try_from(patch.at).map_err(|_| outside())?;
-        bytes
-            .get_mut(at..at.saturating_add(patch.bytes.len()))
-            .ok_or_else(outside)?
-            .copy_from_slice(&patch.bytes);
-    }
-    let size = bytes.len() as u64;
-    Ok(Rewritten {
-        pieces: vec![Piece {
-            offset: 0,
-            data: Cow::Owned(bytes),
-        }],
-        size,
-    })
-}
-
-/// The new file when `cut` bytes go: what comes before the section, the packed containers in
-/// its place, the rest of the file moved back; the patches (at their new offsets) laid over
-/// them. Large stretches stay borrowed from `file`.
+/// The new file when `cut` bytes go (none: nothing moves): what comes before the section, the
+/// rest of the file moved back; the patches (at their new offsets) laid over them; zeros where
+/// the section was, for the packed containers to be written over. Large stretches stay
+/// borrowed from `file`.
 pub fn with_cut<'a>(
     file: &'a [u8],
     section: &Section<'_>,
-    packed: Vec<u8>,
     cut: Cut,
     patches: Vec<Patch>,
 ) -> Result<Rewritten<'a>> {
     let (start, end, len) = (section.offset as usize, cut.end as usize, cut.len as usize);
-    let mut owned = vec![Patch {
-        at: section.offset,
-        bytes: packed,
-    }];
-    owned.extend(patches);
+    let mut owned = patches;
     owned.sort_by_key(|p| p.at);
     let mut pieces: Vec<Piece<'a>> = Vec::new();
     for (base, bytes) in [(0, &file[..start]), (end - len, &file[end..])] {
@@ -315,6 +352,61 @@ fn borrow_between<'a>(pieces: &mut Vec<Piece<'a>>, base: usize, bytes: &'a [u8],
     }
 }
 
+/// A rewritten program: the new file, and the packed containers to be written into it.
+#[derive(Debug)]
+pub struct NewProgram<'a> {
+    /// The new file, with zeros where the packed containers go.
+    pub rest: Rewritten<'a>,
+    /// The packed containers.
+    pub packed: Packed,
+    /// Their offset in the new file.
+    pub packed_at: u64,
+}
+
+impl<'a> NewProgram<'a> {
+    /// The size of the new file.
+    pub fn size(&self) -> u64 {
+        self.rest.size
+    }
+
+    /// The new file around the packed containers: what comes before them, and what comes
+    /// after (its offsets counted from their end).
+    pub fn around(&self) -> Result<(Rewritten<'a>, Rewritten<'a>)> {
+        let (at, end) = (self.packed_at, self.packed_at + self.packed.len());
+        let mut before = Rewritten {
+            pieces: Vec::new(),
+            size: at,
+        };
+        let mut after = Rewritten {
+            pieces: Vec::new(),
+            size: self.rest.size.saturating_sub(end),
+        };
+        for piece in &self.rest.pieces {
+            let piece_end = piece.offset + piece.data.len() as u64;
+            if piece_end <= at {
+                before.pieces.push(piece.clone());
+            } else if piece.offset >= end {
+                after.pieces.push(Piece {
+                    offset: piece.offset - end,
+                    data: piece.data.clone(),
+                });
+            } else if !piece.data.is_empty() {
+                return Err(Error::new(piece.offset, ErrorKind::OverlappingPieces));
+            }
+        }
+        Ok((before, after))
+    }
+
+    /// The whole new file in memory.
+    pub fn to_vec(&mut self) -> Result<Vec<u8>> {
+        let (before, after) = self.around()?;
+        let mut bytes = before.to_vec();
+        bytes.extend_from_slice(&self.packed.to_vec()?);
+        bytes.extend_from_slice(&after.to_vec());
+        Ok(bytes)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,14 +432,14 @@ mod tests {
         data[16] = 8;
         let section = section(&data);
         let drop_first = |here: &[u8], start: usize| Ok((start == 0).then(|| here[..0].to_vec()));
-        let packing = pack(&section, &size_of, &drop_first).unwrap().unwrap();
+        let mut packing = pack(&section, &size_of, &drop_first).unwrap().unwrap();
         // The second container kept its 16-byte boundary: it moves to the start.
-        assert_eq!(packing.bytes, data[16..24]);
+        assert_eq!(packing.packed.to_vec().unwrap(), data[16..24]);
         let pointers = [Pointer {
             at: 8,
             target: 0x5010,
         }];
-        let moved = packing.retarget(&section, &pointers).unwrap();
+        let moved = packing.retarget(&section, &pointers, 0x5000).unwrap();
         assert_eq!(
             moved,
             [Pointer {
@@ -359,12 +451,31 @@ mod tests {
             at: 9,
             target: 0x5011,
         }];
-        let error = packing.retarget(&section, &bad).unwrap_err();
+        let error = packing.retarget(&section, &bad, 0x5000).unwrap_err();
         assert_eq!(error.offset, 9);
         assert_eq!(
             error.kind.to_string(),
             "an address inside .hip_fatbin (0x5011) is not the start of a bundle"
         );
+    }
+
+    #[test]
+    fn grown_containers_are_packed_and_move_to_a_new_base() {
+        let mut data = vec![0u8; 32];
+        data[0] = 4;
+        data[16] = 4;
+        let section = section(&data);
+        let grow = |here: &[u8], _: usize| Ok(Some([&here[..4], &[0xee; 20]].concat()));
+        let packing = pack(&section, &size_of, &grow).unwrap().unwrap();
+        assert!(!packing.fits(&section));
+        // The second container keeps its 16-byte boundary after the first, grown to 24 bytes.
+        assert_eq!(packing.packed.len(), 32 + 24);
+        let pointers = [Pointer {
+            at: 8,
+            target: 0x5010,
+        }];
+        let moved = packing.retarget(&section, &pointers, 0x9000).unwrap();
+        assert_eq!(moved[0].target, 0x9020);
     }
 
     #[test]
@@ -399,8 +510,15 @@ mod tests {
             at: 30,
             bytes: vec![0xaa, 0xbb],
         }];
-        let out = with_cut(&file, &section, vec![1, 2], cut, patches).unwrap();
-        let bytes = out.to_vec();
+        let rest = with_cut(&file, &section, cut, patches).unwrap();
+        let mut packed = Packed::new().unwrap();
+        packed.append(&[1, 2]).unwrap();
+        let mut program = NewProgram {
+            rest,
+            packed,
+            packed_at: 16,
+        };
+        let bytes = program.to_vec().unwrap();
         assert_eq!(bytes.len(), 56);
         assert_eq!(&bytes[..16], &file[..16]);
         assert_eq!(&bytes[16..18], &[1, 2]);
