@@ -404,3 +404,97 @@ fn streams_that_fail_or_end_early_are_errors_naming_the_offset() {
     );
     assert!(!dir.path().join("out").exists() || file_names(&dir.path().join("out")).is_empty());
 }
+
+/// `offload strip` of `name` in `dir` keeping `arch`, with `threads` threads: the exit code,
+/// the bytes written (empty when none) and standard error.
+fn strip_with(dir: &Path, name: &str, arch: &str, threads: &str) -> (i32, Vec<u8>, String) {
+    let out = dir.join(format!("{name}-{arch}-{threads}.out"));
+    let _ = fs::remove_file(&out);
+    let (code, _, err) = text_output(
+        offload()
+            .current_dir(dir)
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["strip", name, "--keep", arch, "-o"])
+            .arg(&out),
+    );
+    (code, fs::read(&out).unwrap_or_default(), err)
+}
+
+#[test]
+fn parallel_strip_writes_the_bytes_one_thread_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, _, _) = compressed_file(12, 150_000);
+    fs::write(dir.path().join("many.bin"), &file).unwrap();
+    // What the rewrite wrote when it inflated every bundle whole, one after another: its
+    // length and the first eight bytes of its MD5.
+    let before = [
+        ("gfx906", 969_242, 0x8de1_369e_cc36_3959),
+        ("gfx1100", 982_831, 0xc738_02bf_a4f5_438f),
+    ];
+    for (arch, len, md5) in before {
+        let (code, one, err) = strip_with(dir.path(), "many.bin", arch, "1");
+        assert_eq!((code, err.as_str()), (0, ""));
+        assert_eq!((one.len(), ccob::truncated_md5(&one)), (len, md5), "{arch}");
+        for round in 0..3 {
+            let (code, many, err) = strip_with(dir.path(), "many.bin", arch, "8");
+            assert_eq!((code, err.as_str()), (0, ""));
+            assert!(many == one, "{arch}, round {round}");
+        }
+    }
+}
+
+#[test]
+fn strip_of_damaged_streams_says_what_it_said_inflating_them_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let (file, offsets, _) = compressed_file(4, 100_000);
+    // The third bundle's hash changed.
+    let mut hash = file.clone();
+    hash[offsets[2] + 24] ^= 1;
+    fs::write(dir.path().join("hash.bin"), &hash).unwrap();
+    // The second bundle's payload cut short by its declared total size.
+    let mut cut = file.clone();
+    let total_at = offsets[1] + 8;
+    let total = u64::from_le_bytes(cut[total_at..total_at + 8].try_into().unwrap());
+    cut[total_at..total_at + 8].copy_from_slice(&(total - 2000).to_le_bytes());
+    fs::write(dir.path().join("cut.bin"), &cut).unwrap();
+    // Keeping the last entry inflates each stream to its end: the errors of the whole
+    // streams. Keeping the first, the cut stream is read no further than that entry, and
+    // the region goes wrong where the cut left bytes that start no container.
+    let cases = [
+        (
+            "hash.bin",
+            "gfx1100",
+            "'hash.bin': offset 0x20: compressed bundle hash mismatch: stored \
+             0xfbfc59c5334c8608, computed 0xfbfc59c5334c8609"
+                .to_string(),
+        ),
+        (
+            "cut.bin",
+            "gfx1100",
+            "'cut.bin': offset 0x20: could not decompress: incomplete frame".to_string(),
+        ),
+        (
+            "cut.bin",
+            "gfx906",
+            format!(
+                "'cut.bin': offset {:#x}: bytes that are no bundle, compressed bundle or \
+                 offload binary",
+                offsets[1] + total as usize - 2000
+            ),
+        ),
+    ];
+    for (name, arch, want) in cases {
+        for threads in ["1", "8"] {
+            let (code, bytes, err) = strip_with(dir.path(), name, arch, threads);
+            assert_eq!(
+                (code, bytes.len(), err),
+                (1, 0, format!("offload strip: error: {want}\n")),
+                "{name} {arch} {threads}"
+            );
+        }
+    }
+    // Short of a stream's end nothing is hashed, as extraction reads it.
+    let (code, bytes, err) = strip_with(dir.path(), "hash.bin", "gfx906", "8");
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(!bytes.is_empty());
+}

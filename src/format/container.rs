@@ -7,7 +7,8 @@
 //! and an entry here.
 
 use super::bundle::Bundle;
-use super::ccob::CompressOptions;
+use super::bundle::EntryRecord;
+use super::ccob::{CompressOptions, Decoding, Head};
 use super::entry_id::EntryId;
 use super::error::{Error, ErrorKind, Result};
 use super::image_target::ImageTarget;
@@ -387,9 +388,20 @@ impl Container {
 
     /// Rewrites the container at the start of `data` by `rules`.
     pub fn rewrite(self, data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
+        self.rewrite_decoding(data, rules, Decoding::Fresh)
+    }
+
+    /// [`Container::rewrite`], inflating a compressed bundle that is stripped with the
+    /// decoder `decoding` says.
+    pub fn rewrite_decoding(
+        self,
+        data: &[u8],
+        rules: &Rules<'_>,
+        decoding: Decoding<'_>,
+    ) -> Result<Rewrite> {
         match self {
             Container::Bundle => rewrite_bundle(data, rules),
-            Container::CompressedBundle => rewrite_compressed_bundle(data, rules),
+            Container::CompressedBundle => rewrite_compressed_bundle(data, rules, decoding),
             Container::OffloadBinary => rewrite_offload_binary(data, rules),
             // Kept whole: what a CUDA fat binary holds is not rewritten.
             Container::CudaFatbin => Ok(Rewrite {
@@ -513,18 +525,133 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
     })
 }
 
-fn rewrite_compressed_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
+fn rewrite_compressed_bundle(
+    data: &[u8],
+    rules: &Rules<'_>,
+    decoding: Decoding<'_>,
+) -> Result<Rewrite> {
     let Some(compressed) = ccob::CompressedBundle::parse(data)? else {
         return Err(Error::new(0, ErrorKind::NotAContainer));
     };
-    if let BundleStorage::Compress(options) = rules.storage {
-        if options.method == compressed.method {
-            return recompress_header(&compressed, &options, rules.limit);
+    match rules.storage {
+        BundleStorage::Compress(options) if options.method == compressed.method => {
+            recompress_header(&compressed, &options, rules.limit)
+        }
+        BundleStorage::AsIs => strip_compressed_bundle(&compressed, rules, decoding),
+        // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
+        // reading), and is not written back when decompressing.
+        BundleStorage::Compress(_) | BundleStorage::Decompress => {
+            let plain = compressed.inflate_bundle(rules.limit)??;
+            rewrite_inflated(&compressed, plain, rules)
         }
     }
-    // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
-    // reading), and is not written back when decompressing.
-    let plain = compressed.inflate_bundle(rules.limit)??;
+}
+
+/// A compressed bundle stripped as it is stored: its stream is inflated only up to the end
+/// of the last entry that stays (and checked, size and hash, when that is the stream's end),
+/// and the entries that stay are compressed again as [`rewrite_inflated`] compresses them. A
+/// bundle that keeps every entry is inflated through a window and checked, never held.
+fn strip_compressed_bundle(
+    compressed: &ccob::CompressedBundle<'_>,
+    rules: &Rules<'_>,
+    decoding: Decoding<'_>,
+) -> Result<Rewrite> {
+    let entries = match compressed.inflate_head(rules.limit)? {
+        Head::Bundle { entries, .. } => entries,
+        Head::Whole(plain) => return rewrite_inflated(compressed, plain, rules),
+    };
+    let ids: Vec<&str> = entries.iter().map(|e| e.id.as_str()).collect();
+    let keeps = rules.keeps_entries(&ids);
+    let kept: Vec<&EntryRecord> = entries
+        .iter()
+        .zip(&keeps)
+        .filter(|(_, keep)| **keep)
+        .map(|(e, _)| e)
+        .collect();
+    let new = if kept.len() == entries.len() {
+        compressed.verify(rules.limit, decoding)?;
+        None
+    } else {
+        let payloads = inflate_entries(compressed, &kept, rules.limit, decoding)?;
+        let pairs: Vec<(&str, &[u8])> = kept
+            .iter()
+            .zip(&payloads)
+            .map(|(e, data)| (e.id.as_str(), data.as_slice()))
+            .collect();
+        let stripped = bundle::to_vec(&pairs, alignment_of_records(&entries));
+        Some(ccob::compress(&stripped, &again(compressed))?.0)
+    };
+    Ok(Rewrite {
+        size: compressed.size(),
+        new,
+        images_before: count_devices(ids.iter().copied()),
+        images_after: count_devices(kept.iter().map(|e| e.id.as_str())),
+        done: "stripped and compressed again",
+        already_compressed: 0,
+    })
+}
+
+/// The payloads of `entries` (records of the bundle `compressed` holds), inflating its
+/// stream only up to the end of the furthest of them.
+fn inflate_entries(
+    compressed: &ccob::CompressedBundle<'_>,
+    entries: &[&EntryRecord],
+    limit: u64,
+    decoding: Decoding<'_>,
+) -> Result<Vec<Vec<u8>>> {
+    let ranges: Vec<(u64, u64)> = entries
+        .iter()
+        .map(|e| (e.offset, e.offset.saturating_add(e.size)))
+        .collect();
+    let mut payloads: Vec<Vec<u8>> = entries
+        .iter()
+        .map(|e| Vec::with_capacity(usize::try_from(e.size).unwrap_or(0)))
+        .collect();
+    let end = ranges.iter().map(|r| r.1).max().unwrap_or(0);
+    if end == 0 {
+        return Ok(payloads);
+    }
+    compressed.inflate_prefix(limit, end, decoding, |position, piece| {
+        let piece_end = position + piece.len() as u64;
+        for (payload, &(start, end)) in payloads.iter_mut().zip(&ranges) {
+            let (from, to) = (start.max(position), end.min(piece_end));
+            if from < to {
+                // Both within the piece, whose length is a usize.
+                payload.extend_from_slice(&piece[(from - position) as usize..(to - position) as usize]);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(payloads)
+}
+
+/// [`alignment_of`] from a bundle's records.
+fn alignment_of_records(entries: &[EntryRecord]) -> u64 {
+    let mut payloads = entries.iter().filter(|e| e.size > 0).peekable();
+    let any = payloads.peek().is_some();
+    if any && payloads.all(|e| e.offset % 4096 == 0) {
+        4096
+    } else {
+        1
+    }
+}
+
+/// How a compressed bundle stripped is compressed again: as it was (version 1 carries no
+/// size: written as 2), at its method's default level, since a level is not recorded.
+fn again(compressed: &ccob::CompressedBundle<'_>) -> CompressOptions {
+    CompressOptions {
+        version: compressed.version.max(2),
+        method: compressed.method,
+        level: compressed.method.default_level(),
+    }
+}
+
+/// A compressed bundle rewritten from `plain`, its inflated bundle (or whole stream).
+fn rewrite_inflated(
+    compressed: &ccob::CompressedBundle<'_>,
+    plain: Vec<u8>,
+    rules: &Rules<'_>,
+) -> Result<Rewrite> {
     let (stripped, kept, images_before) = {
         let parsed = Bundle::parse(&plain)?.ok_or(Error::new(0, ErrorKind::NoBundleInside))?;
         let (stripped, kept) = strip_bundle(&parsed, rules);
@@ -539,13 +666,7 @@ fn rewrite_compressed_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> 
             Some(ccob::compress(stripped.as_deref().unwrap_or(&plain), &options)?.0)
         }
         (BundleStorage::AsIs, Some(stripped)) => {
-            // Compressed again as it was (version 1 carries no size: written as 2).
-            let options = CompressOptions {
-                version: compressed.version.max(2),
-                method: compressed.method,
-                level: compressed.method.default_level(),
-            };
-            Some(ccob::compress(&stripped, &options)?.0)
+            Some(ccob::compress(&stripped, &again(compressed))?.0)
         }
         (BundleStorage::AsIs, None) => None,
     };

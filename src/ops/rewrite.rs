@@ -12,14 +12,15 @@ use crate::container::program::{self, NewProgram};
 use crate::container::scan::{scan, Places};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
-use crate::format::ccob::CompressOptions;
-use crate::format::container::{is_device_entry, BundleStorage, Container, Rules};
+use crate::format::ccob::{CompressOptions, CompressedBundle, Decoding};
+use crate::format::container::{is_device_entry, BundleStorage, Container, Rewrite, Rules};
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
 use crate::format::loads::{loaded_by, Via};
 use crate::format::offload_binary;
 use crate::format::target_id::{TargetId, TargetIdBuf};
 use crate::io::{Input, Output};
+use crate::ops::inflating::{memory_of, Budget};
 
 /// What to do to the device code.
 #[derive(Debug, Clone)]
@@ -174,7 +175,8 @@ fn offload_unit(data: &[u8]) -> Vec<ImageTarget> {
 
 /// Rewrites a region holding bundles, compressed bundles or offload binaries one after another
 /// (a `.hip_fatbin` section, a bare file); `None` when nothing changes. Images are counted into
-/// `summary`.
+/// `summary`. The containers are rewritten in parallel (see [`rewrite_ahead`]) and put
+/// together in order, as if one after another.
 fn rewrite_region(
     data: &[u8],
     config: &RewriteConfig,
@@ -187,6 +189,7 @@ fn rewrite_region(
         Change::Keep(_) | Change::Remove(_) => offload_unit(data),
         Change::Compress(_) | Change::Decompress => Vec::new(),
     };
+    let mut ahead = rewrite_ahead(data, config, &unit).into_iter().peekable();
     while pos < data.len() {
         let Some(skip) = data[pos..].iter().position(|&b| b != 0) else {
             out.extend_from_slice(&data[pos..]);
@@ -199,7 +202,11 @@ fn rewrite_region(
             out.resize(out.len().next_multiple_of(boundary), 0);
         }
         let here = &data[start..];
-        let (size, new) = rewrite_container(here, start, config, &unit, summary)?;
+        let done = match ahead.next_if(|(at, _)| *at == start) {
+            Some((_, done)) => done,
+            None => rewrite_one(here, start, config, &unit, Decoding::Fresh),
+        };
+        let (size, new) = account(start, done?, summary);
         match new {
             Some(bytes) => {
                 changed = true;
@@ -213,9 +220,102 @@ fn rewrite_region(
     Ok(changed.then_some(out))
 }
 
+/// A container's kind and what became of it, or why it could not be rewritten.
+type Done = std::result::Result<(&'static str, Rewrite), crate::format::Error>;
+
+/// The containers of `data` rewritten in parallel ahead of [`rewrite_region`], each with its
+/// place, in order: those whose places the headers before them tell. Compressed bundles are
+/// inflated within one [`Budget`], so the decoders in flight stay bounded whatever the number
+/// of threads. Decompressing is left to the region's own pass, one container after another:
+/// there every container's result is as large as it inflates to, and results held ahead
+/// would add up to the whole region inflated.
+fn rewrite_ahead(data: &[u8], config: &RewriteConfig, unit: &[ImageTarget]) -> Vec<(usize, Done)> {
+    if matches!(config.change, Change::Decompress) {
+        return Vec::new();
+    }
+    let budget = Budget::new();
+    places(data)
+        .into_par_iter()
+        .map(|start| {
+            let here = &data[start..];
+            let compressed = match Container::at_start(here) {
+                Some(Container::CompressedBundle) => CompressedBundle::parse(here).ok().flatten(),
+                _ => None,
+            };
+            let done = match compressed {
+                Some(compressed) => budget.run(memory_of(&compressed), |decoding| {
+                    rewrite_one(here, start, config, unit, decoding)
+                }),
+                None => rewrite_one(here, start, config, unit, Decoding::Fresh),
+            };
+            (start, done)
+        })
+        .collect()
+}
+
+/// Where the containers of `data` start, as [`rewrite_region`] walks them, up to the first
+/// whose size its header does not tell.
+fn places(data: &[u8]) -> Vec<usize> {
+    let mut places = Vec::new();
+    let mut pos = 0usize;
+    while let Some(skip) = data.get(pos..).and_then(|rest| rest.iter().position(|&b| b != 0)) {
+        let start = pos + skip;
+        let Ok(size) = container_size(&data[start..]) else {
+            break;
+        };
+        places.push(start);
+        pos = start + size.max(1);
+    }
+    places
+}
+
 /// Rewrites the container at the start of `here`, found at `start` in its region, by the
-/// registry's rules for it (`unit`: the offload binaries' images of the region): its size there, and its new bytes (`None` when it stays; empty
-/// when it goes).
+/// registry's rules for it (`unit`: the offload binaries' images of the region), inflating
+/// with the decoder `decoding` says: its kind and what became of it.
+fn rewrite_one(
+    here: &[u8],
+    start: usize,
+    config: &RewriteConfig,
+    unit: &[ImageTarget],
+    decoding: Decoding<'_>,
+) -> Done {
+    let container = Container::at_start(here).ok_or_else(|| not_a_container(start))?;
+    let rewrite = config
+        .with_rules(unit, |rules| {
+            container.rewrite_decoding(here, rules, decoding)
+        })
+        .map_err(|e| match e.kind {
+            // Said at the container's place in its region, as before the registry.
+            crate::format::ErrorKind::NoBundleInside => e.rebased(start as u64),
+            _ => e,
+        })?;
+    Ok((container.name(), rewrite))
+}
+
+/// Counts what became of the container at `start` (a `kind`) into `summary` and logs it:
+/// its size there, and its new bytes (`None` when it stays; empty when it goes).
+fn account(
+    start: usize,
+    (kind, rewrite): (&'static str, Rewrite),
+    summary: &mut Summary,
+) -> (usize, Option<Vec<u8>>) {
+    summary.images_before += rewrite.images_before;
+    summary.images_after += rewrite.images_after;
+    summary.already_compressed += rewrite.already_compressed;
+    log_container(
+        start,
+        kind,
+        (rewrite.images_before, rewrite.images_after),
+        rewrite.size,
+        &rewrite.new,
+        rewrite.done,
+    );
+    (rewrite.size as usize, rewrite.new)
+}
+
+/// Rewrites the container at the start of `here`, found at `start` in its region, by the
+/// registry's rules for it (`unit`: the offload binaries' images of the region): its size
+/// there, and its new bytes (`None` when it stays; empty when it goes).
 fn rewrite_container(
     here: &[u8],
     start: usize,
@@ -223,26 +323,8 @@ fn rewrite_container(
     unit: &[ImageTarget],
     summary: &mut Summary,
 ) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
-    let container = Container::at_start(here).ok_or_else(|| not_a_container(start))?;
-    let rewrite = config
-        .with_rules(unit, |rules| container.rewrite(here, rules))
-        .map_err(|e| match e.kind {
-            // Said at the container's place in its region, as before the registry.
-            crate::format::ErrorKind::NoBundleInside => e.rebased(start as u64),
-            _ => e,
-        })?;
-    summary.images_before += rewrite.images_before;
-    summary.images_after += rewrite.images_after;
-    summary.already_compressed += rewrite.already_compressed;
-    log_container(
-        start,
-        container.name(),
-        (rewrite.images_before, rewrite.images_after),
-        rewrite.size,
-        &rewrite.new,
-        rewrite.done,
-    );
-    Ok((rewrite.size as usize, rewrite.new))
+    let done = rewrite_one(here, start, config, unit, Decoding::Fresh)?;
+    Ok(account(start, done, summary))
 }
 
 /// Logs what became of the container of `size` bytes (a `kind`) at `start` in its region:
