@@ -615,9 +615,13 @@ fn inflate_entries(
         let piece_end = position + piece.len() as u64;
         for (payload, &(start, end)) in payloads.iter_mut().zip(&ranges) {
             let (from, to) = (start.max(position), end.min(piece_end));
-            if from < to {
-                // Both within the piece, whose length is a usize.
-                payload.extend_from_slice(&piece[(from - position) as usize..(to - position) as usize]);
+            if from >= to {
+                continue;
+            }
+            // Both within the piece, whose length is a usize.
+            let at = |p: u64| usize::try_from(p - position).unwrap_or(usize::MAX);
+            if let Some(bytes) = piece.get(at(from)..at(to)) {
+                payload.extend_from_slice(bytes);
             }
         }
         Ok(())

@@ -19,7 +19,7 @@ use crate::format::image_target::Producer;
 use crate::format::loads::{loaded_by, Via};
 use crate::format::offload_binary;
 use crate::format::target_id::{TargetId, TargetIdBuf};
-use crate::io::{Input, Output};
+use crate::io::{release_mapped, Input, Output};
 use crate::ops::inflating::{memory_of, Budget};
 
 /// What to do to the device code.
@@ -243,9 +243,15 @@ fn rewrite_ahead(data: &[u8], config: &RewriteConfig, unit: &[ImageTarget]) -> V
                 _ => None,
             };
             let done = match compressed {
-                Some(compressed) => budget.run(memory_of(&compressed), |decoding| {
-                    rewrite_one(here, start, config, unit, decoding)
-                }),
+                Some(compressed) => {
+                    let done = budget.run(memory_of(&compressed), |decoding| {
+                        rewrite_one(here, start, config, unit, decoding)
+                    });
+                    // Read once: its pages need not stay (a bundle kept as it was is read
+                    // again from the file when written).
+                    release_mapped(&here[..compressed.size() as usize]);
+                    done
+                }
                 None => rewrite_one(here, start, config, unit, Decoding::Fresh),
             };
             (start, done)
@@ -258,7 +264,10 @@ fn rewrite_ahead(data: &[u8], config: &RewriteConfig, unit: &[ImageTarget]) -> V
 fn places(data: &[u8]) -> Vec<usize> {
     let mut places = Vec::new();
     let mut pos = 0usize;
-    while let Some(skip) = data.get(pos..).and_then(|rest| rest.iter().position(|&b| b != 0)) {
+    while let Some(skip) = data
+        .get(pos..)
+        .and_then(|rest| rest.iter().position(|&b| b != 0))
+    {
         let start = pos + skip;
         let Ok(size) = container_size(&data[start..]) else {
             break;
