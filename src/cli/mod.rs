@@ -51,14 +51,7 @@ OFFLOAD_LLVM_VERSION, else 22 chooses the LLVM release they stand in for.
 /// A tool's name without the version suffix distributions give it (`clang-offload-bundler-19`
 /// is `clang-offload-bundler`).
 fn without_version(name: &str) -> &str {
-    match name.rsplit_once('-') {
-        Some((tool, version))
-            if !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()) =>
-        {
-            tool
-        }
-        _ => name,
-    }
+    split_version(name).0
 }
 
 /// The environment variable that chooses the LLVM release `offload bundler` and `offload
@@ -67,10 +60,20 @@ pub const LLVM_VERSION_VAR: &str = "OFFLOAD_LLVM_VERSION";
 
 /// The release number a tool's name ends in (`clang-offload-bundler-19`: 19).
 fn version_suffix(name: &str) -> Option<u32> {
-    let (tool, version) = name.rsplit_once('-')?;
-    (tool != name && !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| version.parse().ok())
-        .flatten()
+    split_version(name).1
+}
+
+/// A tool's name split into the name and the release number a distribution appends to it
+/// (`clang-offload-bundler-19`: `clang-offload-bundler`, 19); a name without one is whole.
+fn split_version(name: &str) -> (&str, Option<u32>) {
+    match name.rsplit_once('-') {
+        Some((tool, version))
+            if !version.is_empty() && version.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            (tool, version.parse().ok())
+        }
+        _ => (name, None),
+    }
 }
 
 /// The LLVM release an LLVM-compatible personality stands in for: the number its name ends in

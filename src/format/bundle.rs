@@ -352,6 +352,18 @@ impl<'a> Bundle<'a> {
         &self.entries
     }
 
+    /// Each entry's ID, offset and size, as the header records them.
+    pub fn records(&self) -> Vec<EntryRecord> {
+        self.entries()
+            .iter()
+            .map(|e| EntryRecord {
+                id: e.id.to_string(),
+                offset: e.offset,
+                size: e.data.len() as u64,
+            })
+            .collect()
+    }
+
     /// Size of the header: magic, count and records.
     pub fn header_size(&self) -> u64 {
         self.header_size
@@ -678,15 +690,7 @@ mod tests {
         assert!(size < data.len() as u64);
         // The records, read from the header alone, are those of the whole bundle.
         let parsed = Bundle::parse(&data).unwrap().unwrap();
-        let whole: Vec<EntryRecord> = parsed
-            .entries()
-            .iter()
-            .map(|e| EntryRecord {
-                id: e.id.to_string(),
-                offset: e.offset,
-                size: e.data.len() as u64,
-            })
-            .collect();
+        let whole = parsed.records();
         assert_eq!(extent.entries(), whole.as_slice());
         assert_eq!(extent.entries().len(), 2);
         assert_eq!(

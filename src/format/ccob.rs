@@ -530,15 +530,7 @@ impl CompressedBundle<'_> {
         let plain = self.inflate_bundle(limit)??;
         Ok(match super::bundle::Bundle::parse(&plain)? {
             Some(bundle) => Head::Bundle {
-                entries: bundle
-                    .entries()
-                    .iter()
-                    .map(|e| EntryRecord {
-                        id: e.id.to_string(),
-                        offset: e.offset,
-                        size: e.data.len() as u64,
-                    })
-                    .collect(),
+                entries: bundle.records(),
                 end: bundle.size(),
             },
             None => Head::Whole(plain),
@@ -1202,15 +1194,7 @@ mod tests {
         let parsed = crate::format::bundle::Bundle::parse(&plain)
             .unwrap()
             .unwrap();
-        let want: Vec<EntryRecord> = parsed
-            .entries()
-            .iter()
-            .map(|e| EntryRecord {
-                id: e.id.to_string(),
-                offset: e.offset,
-                size: e.data.len() as u64,
-            })
-            .collect();
+        let want = parsed.records();
         for (method, version) in ALL {
             let (mut ccob, _) = compress(&plain, &options(method, version)).unwrap();
             let (_, hash_at) = size_and_hash_at(version);
