@@ -88,9 +88,17 @@ pub struct Bundle<'a> {
 }
 
 impl<'a> Bundle<'a> {
-    /// A bundle of `entries` (in bundle order) with the header clang's bundler writes for
-    /// them: magic, count, and one record of offset, size, ID length and ID per entry.
-    pub fn from_entries(entries: Vec<Entry<'a>>, compressed: bool) -> Bundle<'a> {
+    /// A bundle of `entries` (ID and size, in bundle order) with the header clang's bundler
+    /// writes for them: magic, count, and one record of offset, size, ID length and ID per
+    /// entry.
+    pub fn from_entries(
+        entries: impl IntoIterator<Item = (&'a str, u64)>,
+        compressed: bool,
+    ) -> Bundle<'a> {
+        let entries: Vec<Entry<'a>> = entries
+            .into_iter()
+            .map(|(id, size)| Entry { id, size })
+            .collect();
         let header_size = entries.iter().fold(HEADER_START, |size, e| {
             size.saturating_add(RECORD_START)
                 .saturating_add(e.id.len() as u64)
@@ -399,13 +407,7 @@ mod tests {
     }
 
     fn bundle<'a>(entries: &[(&'a str, u64)], compressed: bool) -> Bundle<'a> {
-        Bundle::from_entries(
-            entries
-                .iter()
-                .map(|&(id, size)| Entry { id, size })
-                .collect(),
-            compressed,
-        )
+        Bundle::from_entries(entries.iter().copied(), compressed)
     }
 
     fn plain<'a>(entries: &[(&'a str, u64)]) -> Bundle<'a> {

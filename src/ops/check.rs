@@ -278,13 +278,7 @@ fn is_hip(producer: &Producer) -> bool {
 /// What each device loads from one bundle, numbered `index`.
 fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -> BundleReport {
     let bundle = runtime::Bundle::from_entries(
-        entries
-            .iter()
-            .map(|e| runtime::Entry {
-                id: &e.id,
-                size: e.size,
-            })
-            .collect(),
+        entries.iter().map(|e| (e.id.as_str(), e.size)),
         entries[0].compressed,
     );
     let loads = runtime::loads(devices, &bundle);

@@ -498,13 +498,7 @@ fn runtime_picks(
     for (number, entries) in (1..).zip(bundles.into_values()) {
         let compressed = entries.first().is_some_and(|e| e.compressed);
         let bundle = runtime::Bundle::from_entries(
-            entries
-                .iter()
-                .map(|e| runtime::Entry {
-                    id: &e.id,
-                    size: e.size,
-                })
-                .collect(),
+            entries.iter().map(|e| (e.id.as_str(), e.size)),
             compressed,
         );
         let loads = runtime::loads(&config.devices, &bundle);
