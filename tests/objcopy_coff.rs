@@ -6,6 +6,7 @@
 //! section header can count, one with a file name record padded with empty records, and one
 //! whose string table is long enough for base-64 section name offsets.
 
+use std::borrow::Cow;
 use std::cell::Cell;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -612,8 +613,9 @@ const OUR_REFUSALS: [&str; 3] = [
 /// `llvm-objcopy --update-section` picks the first.
 fn ours_updated(input: &[u8], name: &str, new: &[u8]) -> Result<Vec<u8>, String> {
     let done = Cell::new(false);
-    let replace =
-        |n: &[u8], _: &[u8]| (n == name.as_bytes() && !done.replace(true)).then(|| new.to_vec());
+    let replace = |n: &[u8], _: &[u8]| {
+        (n == name.as_bytes() && !done.replace(true)).then(|| Cow::Owned(new.to_vec()))
+    };
     rewrite_sections(input, &|_| false, &replace)
         .map(|r| r.to_vec())
         .map_err(|e| e.to_string())
@@ -757,7 +759,8 @@ fn the_same_contents_give_the_same_object() {
         .zip([".hip_fatbin", ".llvm.offloading"])
     {
         let bytes = std::fs::read(s.join(input)).unwrap();
-        let replace = |n: &[u8], old: &[u8]| (n == name.as_bytes()).then(|| old.to_vec());
+        let replace =
+            |n: &[u8], old: &[u8]| (n == name.as_bytes()).then(|| Cow::Owned(old.to_vec()));
         let same = rewrite_sections(&bytes, &|_| false, &replace).unwrap();
         let unchanged = remove_sections(&bytes, &|_| false).unwrap();
         assert!(same.to_vec() == unchanged.to_vec(), "{input}: {name}");
@@ -859,12 +862,12 @@ fn a_shorter_fat_binary_still_links_into_a_dll() {
 
 #[test]
 fn damaged_objects_with_new_contents_give_errors_not_panics() {
-    let replace = |name: &[u8], old: &[u8]| {
-        [&b".hip_fatbin"[..], b".xdata", b".rdata", b".llvm_addrsig"]
-            .contains(&name)
-            .then(|| old[..old.len() / 2].to_vec())
-    };
     let run = |bytes: &[u8]| {
+        let replace = |name: &[u8], old: &[u8]| {
+            [&b".hip_fatbin"[..], b".xdata", b".rdata", b".llvm_addrsig"]
+                .contains(&name)
+                .then(|| Cow::Owned(old[..old.len() / 2].to_vec()))
+        };
         if let Ok(out) = rewrite_sections(bytes, &|n| n == b".pdata", &replace) {
             let mut counted = CountingSink(0);
             out.write_with(&mut counted, |o, d| o.write_all(d)).unwrap();

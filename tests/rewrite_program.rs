@@ -8,6 +8,8 @@ use std::process::Command;
 
 use crate::util::native::{compile_hip, hip_objects, run, support, ARCHES, KEPT_GFX90A};
 use crate::util::{offload, offload_in, reference_tool, samples_dir, succeed};
+use offload::container::program::{rewrite_hip_fatbin, NewProgram, RewriteContainer, Rewriting};
+use offload::format::container::NewBytes;
 
 fn extracted(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
     succeed(offload().args([
@@ -188,13 +190,29 @@ fn damaged_programs_give_errors_not_panics() {
             // And when the bundles grow, to move to a new segment.
             let grown = |here: &[u8], _| {
                 let size = container_len(here)?;
-                Ok(Some(
+                Ok(Some(NewBytes::Made(
                     [here.get(..size).unwrap_or(here), &[0xee; 8192]].concat(),
-                ))
+                )))
             };
-            let _ = offload::container::program::rewrite_hip_fatbin(&bytes, &container_len, &grown);
+            let _ = rewrite_by(&bytes, &grown);
         }
     }
+}
+
+/// `file` with every container of its `.hip_fatbin` rewritten by `rewrite` (none decompressed).
+fn rewrite_by<'a>(
+    file: &'a [u8],
+    rewrite: &RewriteContainer<'_>,
+) -> Result<Option<NewProgram<'a>>, offload::container::Error> {
+    let inflate = |_: &[u8], _: u64, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        unreachable!("nothing is decompressed here")
+    };
+    let how = Rewriting {
+        size_of: &container_len,
+        rewrite,
+        inflate: &inflate,
+    };
+    rewrite_hip_fatbin(file, &how)
 }
 
 /// Every code object of `file` (all of `extract --arch` for each test target), in order.
@@ -387,16 +405,15 @@ fn container_len(here: &[u8]) -> Result<usize, offload::format::Error> {
 #[test]
 fn bundles_that_outgrow_their_section_move_to_a_new_segment_and_every_wrapper_follows() {
     use object::{Object, ObjectSection};
-    use offload::container::program::rewrite_hip_fatbin;
     for sample in ["linked/hip-app", "linked/libhip.so", "linked/hip-rdc-app"] {
         let file = std::fs::read(samples_dir().join(sample)).unwrap();
         for growth in [1usize << 16, 1 << 20] {
             let grown = |here: &[u8], _| {
                 let mut bytes = here[..container_len(here)?].to_vec();
                 bytes.resize(bytes.len() + growth, 0xee);
-                Ok(Some(bytes))
+                Ok(Some(NewBytes::Made(bytes)))
             };
-            let new = rewrite_hip_fatbin(&file, &container_len, &grown)
+            let new = rewrite_by(&file, &grown)
                 .unwrap()
                 .unwrap()
                 .to_vec()

@@ -363,7 +363,7 @@ pub struct Rewrite {
     /// The bytes it occupied.
     pub size: u64,
     /// Its new bytes: `None` when it stays as it was, empty when it goes.
-    pub new: Option<Vec<u8>>,
+    pub new: Option<NewBytes>,
     /// Device images before.
     pub images_before: usize,
     /// Device images after.
@@ -373,6 +373,80 @@ pub struct Rewrite {
     /// Compressed bundles left as they were because they were compressed as asked already
     /// (0 or 1).
     pub already_compressed: usize,
+}
+
+/// The new bytes of a container that changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NewBytes {
+    /// Made in memory (empty: the container goes).
+    Made(Vec<u8>),
+    /// The bundle a compressed bundle holds, its first `size` bytes inflated: too large to
+    /// hold, they are written where they go by [`write_inflated`].
+    Inflated(u64),
+}
+
+impl NewBytes {
+    /// How many bytes they are.
+    pub fn len(&self) -> u64 {
+        match self {
+            NewBytes::Made(bytes) => bytes.len() as u64,
+            NewBytes::Inflated(size) => *size,
+        }
+    }
+
+    /// Whether there are none: the container goes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Why [`write_inflated`] failed.
+#[derive(Debug)]
+pub enum InflateFailed {
+    /// The stream is damaged (offsets from the compressed bundle's start).
+    Format(Error),
+    /// The sink refused the bytes.
+    Sink(std::io::Error),
+}
+
+/// Hands `sink` the bundle held by the compressed bundle at the start of `data`, its first
+/// `size` bytes (as [`NewBytes::Inflated`] says), piece by piece as its stream is inflated,
+/// never holding more than a window. The whole stream is inflated, its size and hash
+/// checked, even past those bytes.
+pub fn write_inflated(
+    data: &[u8],
+    size: u64,
+    limit: u64,
+    decoding: Decoding<'_>,
+    sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::result::Result<(), InflateFailed> {
+    let compressed = match ccob::CompressedBundle::parse(data) {
+        Ok(Some(compressed)) => compressed,
+        Ok(None) => {
+            return Err(InflateFailed::Format(Error::new(
+                0,
+                ErrorKind::NotAContainer,
+            )))
+        }
+        Err(e) => return Err(InflateFailed::Format(e)),
+    };
+    let mut refused = None;
+    let end = compressed.uncompressed_size;
+    let inflated = compressed.inflate_prefix(limit, end, decoding, |position, piece| {
+        let wanted = size.saturating_sub(position);
+        match super::inflate::at_most(piece, wanted) {
+            [] => Ok(()),
+            bytes => sink(bytes).map_err(|e| {
+                refused = Some(e);
+                // Stops the inflation; the sink's own error is the one returned.
+                Error::new(0, ErrorKind::Decompress("stopped".into()))
+            }),
+        }
+    });
+    match (refused, inflated) {
+        (Some(e), _) => Err(InflateFailed::Sink(e)),
+        (None, result) => result.map_err(InflateFailed::Format),
+    }
 }
 
 impl Container {
@@ -511,7 +585,8 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
             Some(ccob::compress(stripped.as_deref().unwrap_or(whole), &options)?.0)
         }
         BundleStorage::AsIs | BundleStorage::Decompress => stripped,
-    };
+    }
+    .map(NewBytes::Made);
     Ok(Rewrite {
         size,
         new,
@@ -540,11 +615,34 @@ fn rewrite_compressed_bundle(
         BundleStorage::AsIs => strip_compressed_bundle(&compressed, rules, decoding),
         // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
         // reading), and is not written back when decompressing.
-        BundleStorage::Compress(_) | BundleStorage::Decompress => {
+        BundleStorage::Decompress => decompress_bundle(&compressed, rules),
+        BundleStorage::Compress(_) => {
             let plain = compressed.inflate_bundle(rules.limit)??;
             rewrite_inflated(&compressed, plain, rules)
         }
     }
+}
+
+/// A compressed bundle decompressed: its bundle, read from its header alone and inflated later
+/// where it goes ([`NewBytes::Inflated`]). A stream no longer than a window, or that holds no
+/// bundle, is inflated and checked whole here, as [`rewrite_inflated`] does.
+fn decompress_bundle(
+    compressed: &ccob::CompressedBundle<'_>,
+    rules: &Rules<'_>,
+) -> Result<Rewrite> {
+    let (entries, end) = match compressed.inflate_head(rules.limit)? {
+        Head::Bundle { entries, end } => (entries, end),
+        Head::Whole(plain) => return rewrite_inflated(compressed, plain, rules),
+    };
+    let images = count_devices(entries.iter().map(|e| e.id.as_str()));
+    Ok(Rewrite {
+        size: compressed.size(),
+        new: Some(NewBytes::Inflated(end)),
+        images_before: images,
+        images_after: images,
+        done: "decompressed",
+        already_compressed: 0,
+    })
 }
 
 /// A compressed bundle stripped as it is stored: its stream is inflated only up to the end
@@ -579,7 +677,9 @@ fn strip_compressed_bundle(
             .map(|(e, data)| (e.id.as_str(), data.as_slice()))
             .collect();
         let stripped = bundle::to_vec(&pairs, alignment_of_records(&entries));
-        Some(ccob::compress(&stripped, &again(compressed))?.0)
+        Some(NewBytes::Made(
+            ccob::compress(&stripped, &again(compressed))?.0,
+        ))
     };
     Ok(Rewrite {
         size: compressed.size(),
@@ -673,7 +773,8 @@ fn rewrite_inflated(
             Some(ccob::compress(&stripped, &again(compressed))?.0)
         }
         (BundleStorage::AsIs, None) => None,
-    };
+    }
+    .map(NewBytes::Made);
     Ok(Rewrite {
         size: compressed.size(),
         new,
@@ -716,7 +817,7 @@ fn recompress_header(
             compressed.hash,
         )?;
         bytes.extend_from_slice(compressed.payload);
-        Some(bytes)
+        Some(NewBytes::Made(bytes))
     };
     Ok(Rewrite {
         size: compressed.size(),
@@ -779,7 +880,7 @@ fn rewrite_offload_binary(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
     let drop = kept == 0 && !entries.is_empty();
     Ok(Rewrite {
         size: binary.size(),
-        new: drop.then(Vec::new),
+        new: drop.then(|| NewBytes::Made(Vec::new())),
         images_before: entries.len(),
         images_after: if drop { 0 } else { entries.len() },
         done: "dropped",

@@ -22,6 +22,7 @@
 mod cleanup;
 mod guard;
 mod keep;
+pub mod spill;
 
 pub use cleanup::remove_temporaries_on_signals;
 
@@ -208,6 +209,22 @@ impl Input {
             path: PathBuf::from("-"),
             identity: None,
         }
+    }
+
+    /// The first `len` bytes of `file`, a temporary file this process made and no other
+    /// process changes, mapped: its slices are copied to outputs by the kernel.
+    pub fn from_temporary(file: File, len: u64) -> io::Result<Input> {
+        let mut input = Input::from_bytes(Vec::new());
+        input.path = PathBuf::from("(temporary file)");
+        if len > 0 {
+            let len =
+                usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+            // SAFETY: read-only and private; the file is unnamed and written by nobody else.
+            let map = unsafe { memmap2::MmapOptions::new().len(len).map(&file) }?;
+            input.data = Data::Mapped(map);
+        }
+        input.file = Some(file);
+        Ok(input)
     }
 
     /// Whether `part` is a slice of this input's bytes.

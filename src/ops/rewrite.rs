@@ -13,12 +13,16 @@ use crate::container::scan::{scan, Places};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressOptions, CompressedBundle, Decoding};
-use crate::format::container::{is_device_entry, BundleStorage, Container, Rewrite, Rules};
+use crate::format::container::{
+    is_device_entry, write_inflated, BundleStorage, Container, InflateFailed, NewBytes, Rewrite,
+    Rules,
+};
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
 use crate::format::loads::{loaded_by, Via};
 use crate::format::offload_binary;
 use crate::format::target_id::{TargetId, TargetIdBuf};
+use crate::io::spill::{Hole, Spill, Spilled};
 use crate::io::{release_mapped, Input, Output};
 use crate::ops::inflating::{memory_of, Budget};
 
@@ -176,48 +180,149 @@ fn offload_unit(data: &[u8]) -> Vec<ImageTarget> {
 /// Rewrites a region holding bundles, compressed bundles or offload binaries one after another
 /// (a `.hip_fatbin` section, a bare file); `None` when nothing changes. Images are counted into
 /// `summary`. The containers are rewritten in parallel (see [`rewrite_ahead`]) and put
-/// together in order, as if one after another.
+/// together in order, as if one after another; bundles decompressed are inflated last, in
+/// parallel, straight into their places ([`fill_inflated`]), so that no whole one is held.
+/// `path` names the file and `fail` tells where in it, for errors.
 fn rewrite_region(
     data: &[u8],
     config: &RewriteConfig,
     summary: &mut Summary,
-) -> std::result::Result<Option<Vec<u8>>, crate::format::Error> {
-    let mut out = Vec::with_capacity(data.len());
+    path: &Path,
+    fail: &(dyn Fn(crate::format::Error) -> Error + Sync),
+) -> Result<Option<Spilled>> {
+    let steps = region_steps(data, config, summary).map_err(fail)?;
+    if steps.iter().all(|step| step.new.is_none()) {
+        return Ok(None);
+    }
+    let spill_failed = |e| spill_failed(path, e);
+    let mut spill = Spill::new();
+    let mut holes = Vec::new();
     let mut pos = 0usize;
-    let mut changed = false;
+    for step in steps {
+        if step.start > pos {
+            // Zero padding put the next container on a boundary: keep it on one as large.
+            let boundary = 1u64 << step.start.trailing_zeros().min(12);
+            spill.pad_to(boundary).map_err(spill_failed)?;
+        }
+        match step.new {
+            Some(NewBytes::Made(bytes)) => spill.append(&bytes),
+            Some(NewBytes::Inflated(size)) => spill.reserve(size).map(|at| {
+                holes.push(Hole {
+                    at,
+                    size,
+                    what: step.start,
+                });
+            }),
+            None => spill.append(&data[step.start..step.start + step.size]),
+        }
+        .map_err(spill_failed)?;
+        pos = step.start + step.size.max(1);
+    }
+    if let Some(zeros) = data.get(pos..) {
+        // Zeros after the last container stay.
+        spill.append(zeros).map_err(spill_failed)?;
+    }
+    fill_inflated(
+        &mut spill,
+        &holes,
+        data,
+        config.max_decompressed,
+        path,
+        fail,
+    )?;
+    spill.finish().map(Some).map_err(spill_failed)
+}
+
+/// A container of a region: where it starts, its size there, and its new bytes (`None`: it
+/// stays as it is).
+struct Step {
+    start: usize,
+    size: usize,
+    new: Option<NewBytes>,
+}
+
+/// Every container of `data` and what becomes of it, counted into `summary`.
+fn region_steps(
+    data: &[u8],
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> std::result::Result<Vec<Step>, crate::format::Error> {
     let unit = match config.change {
         Change::Keep(_) | Change::Remove(_) => offload_unit(data),
         Change::Compress(_) | Change::Decompress => Vec::new(),
     };
     let mut ahead = rewrite_ahead(data, config, &unit).into_iter().peekable();
-    while pos < data.len() {
-        let Some(skip) = data[pos..].iter().position(|&b| b != 0) else {
-            out.extend_from_slice(&data[pos..]);
-            break;
-        };
+    let mut steps = Vec::new();
+    let mut pos = 0usize;
+    while let Some(skip) = data
+        .get(pos..)
+        .and_then(|rest| rest.iter().position(|&b| b != 0))
+    {
         let start = pos + skip;
-        if start > pos {
-            // Zero padding put the next container on a boundary: keep it on one as large.
-            let boundary = 1usize << start.trailing_zeros().min(12);
-            out.resize(out.len().next_multiple_of(boundary), 0);
-        }
         let here = &data[start..];
         let done = match ahead.next_if(|(at, _)| *at == start) {
             Some((_, done)) => done,
             None => rewrite_one(here, start, config, &unit, Decoding::Fresh),
         };
         let (size, new) = account(start, done?, summary);
-        match new {
-            Some(bytes) => {
-                changed = true;
-                summary.rewritten += 1;
-                out.extend_from_slice(&bytes);
-            }
-            None => out.extend_from_slice(&here[..size]),
-        }
+        summary.rewritten += usize::from(new.is_some());
+        steps.push(Step { start, size, new });
         pos = start + size.max(1);
     }
-    Ok(changed.then_some(out))
+    Ok(steps)
+}
+
+/// Inflates the compressed bundles decompressed into the holes of `spill` left for them
+/// (each hole knows the bundle's start in `data`), in parallel within one [`Budget`], giving
+/// back each bundle's input pages once it is read.
+fn fill_inflated(
+    spill: &mut Spill,
+    holes: &[Hole<usize>],
+    data: &[u8],
+    limit: u64,
+    path: &Path,
+    fail: &(dyn Fn(crate::format::Error) -> Error + Sync),
+) -> Result<()> {
+    let budget = Budget::new();
+    let write = |hole: &Hole<usize>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        match inflate_into(&data[hole.what..], hole.size, limit, &budget, sink) {
+            Ok(()) => Ok(()),
+            Err(InflateFailed::Format(e)) => Err(fail(e.rebased(hole.what as u64))),
+            Err(InflateFailed::Sink(e)) => Err(spill_failed(path, e)),
+        }
+    };
+    spill.fill(holes, &write, &|_, e| spill_failed(path, e))
+}
+
+/// Hands `sink` the first `size` bytes the compressed bundle at the start of `here` holds
+/// ([`NewBytes::Inflated`]), inflating it within `budget` and up to `limit`, then gives back
+/// its input pages.
+fn inflate_into(
+    here: &[u8],
+    size: u64,
+    limit: u64,
+    budget: &Budget,
+    sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+) -> std::result::Result<(), InflateFailed> {
+    let compressed = match CompressedBundle::parse(here) {
+        Ok(Some(compressed)) => compressed,
+        Ok(None) => return Err(InflateFailed::Format(not_a_container(0))),
+        Err(e) => return Err(InflateFailed::Format(e)),
+    };
+    let written = budget.run(memory_of(&compressed), |decoding| {
+        write_inflated(here, size, limit, decoding, sink)
+    });
+    release_mapped(&here[..compressed.size() as usize]);
+    written
+}
+
+/// The error for the temporary file that holds a rewritten region.
+fn spill_failed(path: &Path, e: std::io::Error) -> Error {
+    Error::msg(format!(
+        "'{}': the rewritten device code cannot be held in a temporary file: {}",
+        path.display(),
+        crate::error::io_message(&e)
+    ))
 }
 
 /// A container's kind and what became of it, or why it could not be rewritten.
@@ -226,13 +331,9 @@ type Done = std::result::Result<(&'static str, Rewrite), crate::format::Error>;
 /// The containers of `data` rewritten in parallel ahead of [`rewrite_region`], each with its
 /// place, in order: those whose places the headers before them tell. Compressed bundles are
 /// inflated within one [`Budget`], so the decoders in flight stay bounded whatever the number
-/// of threads. Decompressing is left to the region's own pass, one container after another:
-/// there every container's result is as large as it inflates to, and results held ahead
-/// would add up to the whole region inflated.
+/// of threads. A bundle decompressed is only planned here (its header read): its bytes are
+/// inflated into their place once every place is known.
 fn rewrite_ahead(data: &[u8], config: &RewriteConfig, unit: &[ImageTarget]) -> Vec<(usize, Done)> {
-    if matches!(config.change, Change::Decompress) {
-        return Vec::new();
-    }
     let budget = Budget::new();
     places(data)
         .into_par_iter()
@@ -307,7 +408,7 @@ fn account(
     start: usize,
     (kind, rewrite): (&'static str, Rewrite),
     summary: &mut Summary,
-) -> (usize, Option<Vec<u8>>) {
+) -> (usize, Option<NewBytes>) {
     summary.images_before += rewrite.images_before;
     summary.images_after += rewrite.images_after;
     summary.already_compressed += rewrite.already_compressed;
@@ -331,7 +432,7 @@ fn rewrite_container(
     config: &RewriteConfig,
     unit: &[ImageTarget],
     summary: &mut Summary,
-) -> std::result::Result<(usize, Option<Vec<u8>>), crate::format::Error> {
+) -> std::result::Result<(usize, Option<NewBytes>), crate::format::Error> {
     let done = rewrite_one(here, start, config, unit, Decoding::Fresh)?;
     Ok(account(start, done, summary))
 }
@@ -344,7 +445,7 @@ fn log_container(
     kind: &str,
     images: (usize, usize),
     size: u64,
-    new: &Option<Vec<u8>>,
+    new: &Option<NewBytes>,
     done: &str,
 ) {
     let (before, after) = images;
@@ -373,13 +474,64 @@ fn container_size(here: &[u8]) -> std::result::Result<usize, crate::format::Erro
     Ok(container.size(here)? as usize)
 }
 
-/// A rewritten file: in memory, or a program as pieces that borrow the input around its
-/// packed bundles (held in a temporary file).
+/// A rewritten file: in memory, or made of pieces that borrow the input around device code
+/// held in temporary files.
 pub enum NewFile<'a> {
     /// The whole file.
     Bytes(Vec<u8>),
+    /// A region of containers (a bare file), in memory or a temporary file.
+    Region(Spilled),
+    /// A relocatable object with new section contents.
+    Object(NewObject<'a>),
     /// A linked program or shared library.
     Program(NewProgram<'a>),
+}
+
+/// A relocatable object with sections removed and others given new contents (in memory or
+/// temporary files), laid out when written, so that no large contents are gathered.
+pub struct NewObject<'a> {
+    host: &'a [u8],
+    removed: Vec<String>,
+    replaced: Vec<(String, Spilled)>,
+    size: u64,
+}
+
+impl<'a> NewObject<'a> {
+    /// The object `host` with the sections named in `removed` gone and those of `replaced`
+    /// given their new contents.
+    fn new(
+        host: &'a [u8],
+        removed: Vec<String>,
+        replaced: Vec<(String, Spilled)>,
+    ) -> std::result::Result<Self, crate::container::Error> {
+        let mut object = NewObject {
+            host,
+            removed,
+            replaced,
+            size: 0,
+        };
+        object.size = object.laid_out()?.size;
+        Ok(object)
+    }
+
+    /// The object laid out: pieces borrowed from the input and the new contents.
+    fn laid_out(&self) -> std::result::Result<Rewritten<'_>, crate::container::Error> {
+        objcopy::rewrite_sections(
+            self.host,
+            &|name| self.removed.iter().any(|r| r.as_bytes() == name),
+            &|name, _| {
+                self.replaced
+                    .iter()
+                    .find(|(n, _)| n.as_bytes() == name)
+                    .map(|(_, d)| std::borrow::Cow::Borrowed(d.bytes()))
+            },
+        )
+    }
+
+    /// The inputs the new contents held in temporary files are slices of.
+    fn sources(&self) -> impl Iterator<Item = &Input> {
+        self.replaced.iter().filter_map(|(_, d)| d.input())
+    }
 }
 
 impl NewFile<'_> {
@@ -387,6 +539,8 @@ impl NewFile<'_> {
     pub fn len(&self) -> u64 {
         match self {
             NewFile::Bytes(b) => b.len() as u64,
+            NewFile::Region(r) => r.len(),
+            NewFile::Object(o) => o.size,
             NewFile::Program(p) => p.size(),
         }
     }
@@ -400,23 +554,34 @@ impl NewFile<'_> {
     pub fn into_bytes(self, path: &Path) -> Result<Vec<u8>> {
         match self {
             NewFile::Bytes(b) => Ok(b),
+            NewFile::Region(r) => Ok(r.into_vec()),
+            NewFile::Object(o) => Ok(o
+                .laid_out()
+                .map_err(|e| Error::container(path, e))?
+                .to_vec()),
             NewFile::Program(mut p) => p.to_vec().map_err(|e| Error::container(path, e)),
         }
     }
 
-    /// Writes the file to `out`; pieces of `data` (the input) are copied by the kernel.
+    /// Writes the file to `out`; pieces of `data` (the input) and of temporary files are
+    /// copied by the kernel.
     fn write_to(&mut self, path: &Path, out: &mut Output, data: &Input) -> Result<()> {
         match self {
             NewFile::Bytes(bytes) => out.write_bytes(bytes),
+            NewFile::Region(Spilled::Bytes(bytes)) => out.write_bytes(bytes),
+            NewFile::Region(Spilled::File(held)) => out.write_part(held, held),
+            NewFile::Object(object) => {
+                let sources: Vec<&Input> = std::iter::once(data).chain(object.sources()).collect();
+                let laid_out = object.laid_out().map_err(|e| Error::container(path, e))?;
+                laid_out.write_to(out, &sources)
+            }
             NewFile::Program(program) => {
                 let (before, after) = program.around().map_err(|e| Error::container(path, e))?;
                 before.write_to(out, &[data])?;
-                let len = program.packed.len();
-                let packed = program
-                    .packed
-                    .file()
-                    .map_err(|e| Error::container(path, e))?;
-                out.write_file_range(packed, 0, len)?;
+                match &program.packed {
+                    Spilled::Bytes(bytes) => out.write_bytes(bytes)?,
+                    Spilled::File(held) => out.write_part(held, held)?,
+                }
                 after.write_to(out, &[data])
             }
         }
@@ -450,9 +615,7 @@ fn rewrite_nested<'a>(
     let result = if is_archive(data) {
         rewrite_archive(path, data, config, summary, depth)?.map(NewFile::Bytes)
     } else if Container::found_at_start(data).is_some() {
-        rewrite_region(data, config, summary)
-            .map_err(format_error)?
-            .map(NewFile::Bytes)
+        rewrite_region(data, config, summary, path, &format_error)?.map(NewFile::Region)
     } else if matches!(
         object::FileKind::parse(data),
         Ok(object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::Coff)
@@ -485,7 +648,7 @@ fn rewrite_object<'a>(
         // The containers may be rewritten on other threads: their log lines go under this
         // file's span all the same.
         let span = tracing::Span::current();
-        let rewritten = program::rewrite_hip_fatbin(data, &container_size, &|here, start| {
+        let rewrite = |here: &[u8], start: usize| {
             let _entered = span.enter();
             let mut mine = Summary::default();
             let (_, new) = rewrite_container(here, start, config, &[], &mut mine)?;
@@ -493,8 +656,19 @@ fn rewrite_object<'a>(
             let mut total = total.lock().expect("no thread panics holding it");
             total.add_counts(&mine);
             Ok(new)
-        })
-        .map_err(|e| Error::container(path, e))?;
+        };
+        let budget = Budget::new();
+        let inflate =
+            |here: &[u8], size: u64, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+                inflate_into(here, size, config.max_decompressed, &budget, sink)
+            };
+        let how = program::Rewriting {
+            size_of: &container_size,
+            rewrite: &rewrite,
+            inflate: &inflate,
+        };
+        let rewritten =
+            program::rewrite_hip_fatbin(data, &how).map_err(|e| Error::container(path, e))?;
         let total = total.into_inner().expect("no thread panics holding it");
         summary.add_counts(&total);
         return Ok(rewritten.map(NewFile::Program));
@@ -506,7 +680,7 @@ fn rewrite_object<'a>(
         )));
     }
     // What changes, section by section; the object is rewritten only if something does.
-    let mut new_contents: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut new_contents: Vec<(String, Spilled)> = Vec::new();
     let mut removed: Vec<String> = Vec::new();
     // The object's bundle sections are one bundle: a device chooses among them together.
     let ids: Vec<&str> = file
@@ -537,9 +711,8 @@ fn rewrite_object<'a>(
         }
         let _section = tracing::debug_span!("section", name).entered();
         let context = format!("section '{name}'");
-        if let Some(new) = rewrite_region(bytes, config, summary)
-            .map_err(|e| Error::format_in(path, &context, e))?
-        {
+        let fail = |e| Error::format_in(path, &context, e);
+        if let Some(new) = rewrite_region(bytes, config, summary, path, &fail)? {
             new_contents.push((name.to_string(), new));
         }
     }
@@ -548,18 +721,9 @@ fn rewrite_object<'a>(
     }
     // The bundle sections of a fat object are one bundle, rewritten when some of them go.
     summary.rewritten += usize::from(!removed.is_empty());
-    let rewritten: Rewritten = objcopy::rewrite_sections(
-        data,
-        &|name| removed.iter().any(|r| r.as_bytes() == name),
-        &|name, _| {
-            new_contents
-                .iter()
-                .find(|(n, _)| n.as_bytes() == name)
-                .map(|(_, d)| d.clone())
-        },
-    )
-    .map_err(|e| Error::container(path, e))?;
-    Ok(Some(NewFile::Bytes(rewritten.to_vec())))
+    let object =
+        NewObject::new(data, removed, new_contents).map_err(|e| Error::container(path, e))?;
+    Ok(Some(NewFile::Object(object)))
 }
 
 /// Whether `data` is an archive that can be rewritten (a regular one, not thin).

@@ -140,7 +140,7 @@ pub(super) fn rewrite<'a>(
     host: &'a [u8],
     added: &[AddedSection<'a>],
     remove: &dyn Fn(&[u8]) -> bool,
-    replace: &Replace<'_>,
+    replace: &Replace<'_, 'a>,
 ) -> Result<Rewritten<'a>> {
     let object = read(host)?;
     let removed = removed_sections(&object, remove);
@@ -718,7 +718,7 @@ fn definition_of(object: &Object<'_>, index: usize) -> Option<usize> {
 /// name and contents. As `llvm-objcopy --update-section` does, only `SizeOfRawData` of the
 /// header changes; unlike it, the `Length` of the section definition follows, which it leaves
 /// stale.
-fn replace_contents<'a>(mut object: Object<'a>, replace: &Replace<'_>) -> Result<Object<'a>> {
+fn replace_contents<'a>(mut object: Object<'a>, replace: &Replace<'_, 'a>) -> Result<Object<'a>> {
     for index in 0..object.sections.len() {
         let section = &object.sections[index];
         if !holds_data(&section.header) {
@@ -738,7 +738,7 @@ fn replace_contents<'a>(mut object: Object<'a>, replace: &Replace<'_>) -> Result
         }
         let section = &mut object.sections[index];
         section.header.size_of_raw_data.set(LE, size);
-        section.data = Cow::Owned(new);
+        section.data = new;
     }
     Ok(object)
 }
@@ -1542,7 +1542,7 @@ mod tests {
     }
 
     fn replaced(input: &[u8], name: &[u8], new: &[u8]) -> Result<Vec<u8>> {
-        let replace = |n: &[u8], _: &[u8]| (n == name).then(|| new.to_vec());
+        let replace = |n: &[u8], _: &[u8]| (n == name).then(|| Cow::Owned(new.to_vec()));
         rewrite(input, &[], &|_| false, &replace).map(|r| r.to_vec())
     }
 
@@ -1552,7 +1552,7 @@ mod tests {
         let offered = std::cell::RefCell::new(Vec::new());
         let replace = |name: &[u8], old: &[u8]| {
             offered.borrow_mut().push((name.to_vec(), old.len()));
-            (name == b".data").then(|| vec![7, 8])
+            (name == b".data").then(|| Cow::Owned(vec![7, 8]))
         };
         let output = rewrite(&input, &[], &|_| false, &replace).unwrap().to_vec();
         // Uninitialised .bss is not offered.

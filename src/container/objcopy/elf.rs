@@ -47,7 +47,7 @@ pub(super) fn rewrite<'a>(
     file: &'a [u8],
     added: &[AddedSection<'a>],
     remove: &dyn Fn(&[u8]) -> bool,
-    replace: &Replace<'_>,
+    replace: &Replace<'_, 'a>,
 ) -> Result<Rewritten<'a>> {
     let ident = file
         .get(..size_of::<Ident>())
@@ -74,7 +74,7 @@ fn rewrite_class<'a, Elf: Class>(
     e: Endianness,
     added: &[AddedSection<'a>],
     remove: &dyn Fn(&[u8]) -> bool,
-    replace: &Replace<'_>,
+    replace: &Replace<'_, 'a>,
 ) -> Result<Rewritten<'a>> {
     let input = Input::<Elf>::read(file, e)?;
     let renumbering = input.renumber(remove)?;
@@ -721,8 +721,8 @@ impl<'a, Elf: Class> Input<'a, Elf> {
     fn replacements(
         &self,
         kept: &[Section<'a>],
-        replace: &Replace<'_>,
-    ) -> Result<Vec<Option<Vec<u8>>>> {
+        replace: &Replace<'_, 'a>,
+    ) -> Result<Vec<Option<Cow<'a, [u8]>>>> {
         let mut replaced = Vec::with_capacity(kept.len());
         for s in kept {
             let plain = s.old_index.is_some()
@@ -763,7 +763,7 @@ impl<'a, Elf: Class> Input<'a, Elf> {
     fn contents(
         &self,
         kept: &mut [Section<'a>],
-        replaced: Vec<Option<Vec<u8>>>,
+        replaced: Vec<Option<Cow<'a, [u8]>>>,
         renumbering: &Renumbering,
         tables: &StringTables,
     ) -> Result<Vec<Cow<'a, [u8]>>> {
@@ -782,7 +782,7 @@ impl<'a, Elf: Class> Input<'a, Elf> {
             };
             let h = &mut s.header;
             let data: Cow<'a, [u8]> = if let Some(new) = new {
-                Cow::Owned(new)
+                new
             } else if h.is_unloaded_strings() {
                 Cow::Owned(tables.get(old).expect("built for it").bytes.clone())
             } else if h.sh_type == SHT_SYMTAB {

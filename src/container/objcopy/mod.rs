@@ -20,7 +20,8 @@ mod coff;
 mod elf;
 
 /// New contents for a section, asked with the section's name and contents: `None` keeps them.
-pub type Replace<'r> = dyn Fn(&[u8], &[u8]) -> Option<Vec<u8>> + 'r;
+/// They may be borrowed (from a temporary file, say) for as long as the rewritten object.
+pub type Replace<'r, 'a> = dyn Fn(&[u8], &[u8]) -> Option<Cow<'a, [u8]>> + 'r;
 
 /// A section to append: its name and contents.
 #[derive(Debug, Clone, Copy)]
@@ -163,7 +164,7 @@ pub fn remove_sections<'a>(
 pub fn rewrite_sections<'a>(
     host: &'a [u8],
     remove: &dyn Fn(&[u8]) -> bool,
-    replace: &Replace<'_>,
+    replace: &Replace<'_, 'a>,
 ) -> Result<Rewritten<'a>> {
     match FileKind::parse(host) {
         Ok(FileKind::Elf32 | FileKind::Elf64) => elf::rewrite(host, &[], remove, replace),

@@ -18,9 +18,7 @@ use object::elf::{
 use object::pod::{self, Pod};
 use object::{LittleEndian as LE, U32, U64};
 
-use super::plan::{
-    self, ContainerSize, Cut, NewProgram, Packing, Patch, Pointer, RewriteContainer, Section,
-};
+use super::plan::{self, Cut, NewProgram, Packing, Patch, Pointer, Rewriting, Section};
 use crate::container::error::{Error, ErrorKind, Name, Result};
 
 /// The section of HIP device code.
@@ -60,17 +58,13 @@ struct Program<'a> {
 
 /// Rewrites the `.hip_fatbin` of the ELF program or library `file`; see
 /// [`rewrite_hip_fatbin`](super::rewrite_hip_fatbin).
-pub fn rewrite<'a>(
-    file: &'a [u8],
-    container_size: &ContainerSize<'_>,
-    rewrite_container: &RewriteContainer<'_>,
-) -> Result<Option<NewProgram<'a>>> {
+pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProgram<'a>>> {
     let program = Program::read(file)?;
     let Some(fatbin) = program.section_named(HIP_FATBIN) else {
         return Ok(None);
     };
     let section = program.section(fatbin)?;
-    let Some(packing) = plan::pack(&section, container_size, rewrite_container)? else {
+    let Some(packing) = plan::pack(&section, how)? else {
         return Ok(None);
     };
     let pointers = program.pointers_into(&section, fatbin)?;

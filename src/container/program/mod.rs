@@ -16,15 +16,15 @@
 pub mod elf;
 pub mod plan;
 
-pub use plan::{ContainerSize, NewProgram, Packed, RewriteContainer};
+pub use plan::{ContainerSize, InflateContainer, NewProgram, RewriteContainer, Rewriting};
 
 use super::error::Result;
 
 /// Rewrites the `.hip_fatbin` of the ELF program or library `file`. The containers in the
-/// section are found with `container_size`; `rewrite_container` is called for each, in
-/// parallel, with its bytes and its offset in the section. Returns `None` when nothing
-/// changes. The rewritten containers are packed into a temporary file as they are made (see
-/// [`plan::pack`]); the caller writes the new file around them ([`NewProgram::around`]).
+/// section are found and rewritten as `how` says, in parallel, each with its bytes and its
+/// offset in the section. Returns `None` when nothing changes. The rewritten containers are
+/// packed (into a temporary file when large) as they are made (see [`plan::pack`]); the
+/// caller writes the new file around them ([`NewProgram::around`]).
 ///
 /// When sections follow `.hip_fatbin` in its segment, the segment is split in two: the first
 /// part ends after the packed bundles, the second (a new `PT_LOAD`) maps the sections that
@@ -33,8 +33,7 @@ use super::error::Result;
 /// finds it. Only 64-bit little-endian files (x86-64, AArch64) are rewritten.
 pub fn rewrite_hip_fatbin<'a>(
     file: &'a [u8],
-    container_size: &ContainerSize<'_>,
-    rewrite_container: &RewriteContainer<'_>,
+    how: &Rewriting<'_>,
 ) -> Result<Option<NewProgram<'a>>> {
-    elf::rewrite(file, container_size, rewrite_container)
+    elf::rewrite(file, how)
 }

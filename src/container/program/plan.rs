@@ -8,21 +8,43 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufWriter, Write};
 
 use rayon::prelude::*;
 
 use crate::container::error::{Error, ErrorKind, Result};
 use crate::container::objcopy::{Piece, Rewritten};
+use crate::format::container::{InflateFailed, NewBytes};
+use crate::io::spill::{Hole, Spill, Spilled};
 
 /// Rewrites the container at the start of the bytes it is given (found at the given offset in
 /// the section): its new bytes, `None` to keep it. Called from several threads at once.
 pub type RewriteContainer<'r> =
-    dyn Fn(&[u8], usize) -> std::result::Result<Option<Vec<u8>>, crate::format::Error> + Sync + 'r;
+    dyn Fn(&[u8], usize) -> std::result::Result<Option<NewBytes>, crate::format::Error> + Sync + 'r;
 
 /// The size of the container at the start of the bytes it is given, read from its header.
 pub type ContainerSize<'r> = dyn Fn(&[u8]) -> std::result::Result<usize, crate::format::Error> + 'r;
+
+/// Hands the sink the first bytes (as many as given) of what the compressed bundle at the
+/// start of the bytes it is given holds, as it inflates them ([`NewBytes::Inflated`]). Called
+/// from several threads at once.
+pub type InflateContainer<'r> = dyn Fn(
+        &[u8],
+        u64,
+        &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> std::result::Result<(), InflateFailed>
+    + Sync
+    + 'r;
+
+/// How the containers of a section are found and rewritten.
+#[derive(Clone, Copy)]
+pub struct Rewriting<'r> {
+    /// Their sizes.
+    pub size_of: &'r ContainerSize<'r>,
+    /// Their new bytes.
+    pub rewrite: &'r RewriteContainer<'r>,
+    /// The bytes of those decompressed.
+    pub inflate: &'r InflateContainer<'r>,
+}
 
 /// The section that holds the containers, as a format's reader found it.
 #[derive(Debug, Clone, Copy)]
@@ -63,69 +85,11 @@ pub struct Pointer {
 /// ([`Packing::fits`]): the format's writer then places them elsewhere.
 #[derive(Debug)]
 pub struct Packing {
-    /// The packed bytes.
-    pub packed: Packed,
+    /// The packed bytes: in memory when few, else in an unnamed temporary file, which goes
+    /// when it is closed, whatever happens.
+    pub packed: Spilled,
     /// The offset of each container in the packed bytes, by its old address.
     moves: BTreeMap<u64, u64>,
-}
-
-/// The packed containers, written to a temporary file as they are made, in order, so that the
-/// memory a rewrite needs is that of the few containers in the works, whatever the section's
-/// size. The file is unnamed: it goes when it is closed, whatever happens.
-#[derive(Debug)]
-pub struct Packed {
-    file: BufWriter<File>,
-    len: u64,
-}
-
-impl Packed {
-    /// An empty temporary file in the system's temporary folder.
-    fn new() -> Result<Packed> {
-        let file = tempfile::tempfile().map_err(spill_error)?;
-        Ok(Packed {
-            file: BufWriter::with_capacity(1 << 20, file),
-            len: 0,
-        })
-    }
-
-    /// The number of packed bytes.
-    pub fn len(&self) -> u64 {
-        self.len
-    }
-
-    /// Whether nothing is packed.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Appends `bytes`.
-    fn append(&mut self, bytes: &[u8]) -> Result<()> {
-        self.file.write_all(bytes).map_err(spill_error)?;
-        self.len += bytes.len() as u64;
-        Ok(())
-    }
-
-    /// Appends zeros up to the next multiple of `boundary`.
-    fn pad_to(&mut self, boundary: u64) -> Result<()> {
-        let zeros = self.len.next_multiple_of(boundary) - self.len;
-        self.append(&vec![0; zeros as usize])
-    }
-
-    /// The file that holds the packed bytes from its start, written out.
-    pub fn file(&mut self) -> Result<&File> {
-        self.file.flush().map_err(spill_error)?;
-        Ok(self.file.get_ref())
-    }
-
-    /// The packed bytes, read into memory (for small files, and tests).
-    pub fn to_vec(&mut self) -> Result<Vec<u8>> {
-        use std::os::unix::fs::FileExt;
-        let len = self.len as usize;
-        let file = self.file()?;
-        let mut bytes = vec![0; len];
-        file.read_exact_at(&mut bytes, 0).map_err(spill_error)?;
-        Ok(bytes)
-    }
 }
 
 /// The error for the temporary file of packed containers.
@@ -143,28 +107,26 @@ fn spill_error(error: std::io::Error) -> Error {
 ///
 /// The containers are rewritten a few at a time (twice as many as there are threads), and
 /// each group is written out in order before the next starts; the section's pages of each are
-/// given back once it is rewritten. So the memory needed is that of a few containers, not of
-/// the section.
-pub fn pack(
-    section: &Section<'_>,
-    size_of: &ContainerSize<'_>,
-    rewrite: &RewriteContainer<'_>,
-) -> Result<Option<Packing>> {
+/// given back once it is rewritten. Those decompressed are only given room then, and are
+/// inflated into it at the end, in parallel. So the memory needed is that of a few
+/// containers, not of the section.
+pub fn pack(section: &Section<'_>, how: &Rewriting<'_>) -> Result<Option<Packing>> {
     let data = section.data;
-    let found = find(section, size_of)?;
+    let found = find(section, how.size_of)?;
     let mut moves = BTreeMap::new();
-    let mut packed = Packed::new()?;
+    let mut packed = Spill::new();
+    let mut holes = Vec::new();
     let mut changed = false;
     // The end of the containers that stay as and where they are, while nothing changed.
     let mut same_until = 0usize;
     let in_flight = rayon::current_num_threads().max(1) * 2;
     for group in found.chunks(in_flight) {
-        let rewritten: Vec<Option<Vec<u8>>> = group
+        let rewritten: Vec<Option<NewBytes>> = group
             .par_iter()
             .map(|&(start, size)| {
-                let new = rewrite(&data[start..], start)
+                let new = (how.rewrite)(&data[start..], start)
                     .map_err(|e| Error::in_contents(e, section.offset + start as u64))?;
-                if new.is_some() {
+                if matches!(new, Some(NewBytes::Made(_))) {
                     // Read for the last time: its new bytes are all that is needed now.
                     crate::io::release_mapped(&data[start..start + size]);
                 }
@@ -182,21 +144,37 @@ pub fn pack(
                     same_until = start + size;
                     continue;
                 }
-                packed.append(&data[..same_until])?;
+                packed.append(&data[..same_until]).map_err(spill_error)?;
                 changed = true;
             }
-            packed.pad_to(boundary as u64)?;
+            packed.pad_to(boundary as u64).map_err(spill_error)?;
             moves.insert(address, packed.len());
             match new {
-                Some(new) => packed.append(&new)?,
-                None => packed.append(&data[start..start + size])?,
+                Some(NewBytes::Made(new)) => packed.append(&new),
+                Some(NewBytes::Inflated(size)) => packed.reserve(size).map(|at| {
+                    holes.push(Hole {
+                        at,
+                        size,
+                        what: start,
+                    });
+                }),
+                None => packed.append(&data[start..start + size]),
             }
+            .map_err(spill_error)?;
             crate::io::release_mapped(&data[start..start + size]);
         }
     }
     if !changed {
         return Ok(None);
     }
+    let inflate = |hole: &Hole<usize>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        (how.inflate)(&data[hole.what..], hole.size, sink).map_err(|failed| match failed {
+            InflateFailed::Format(e) => Error::in_contents(e, section.offset + hole.what as u64),
+            InflateFailed::Sink(e) => spill_error(e),
+        })
+    };
+    packed.fill(&holes, &inflate, &|_, e| spill_error(e))?;
+    let packed = packed.finish().map_err(spill_error)?;
     Ok(Some(Packing { packed, moves }))
 }
 
@@ -358,7 +336,7 @@ pub struct NewProgram<'a> {
     /// The new file, with zeros where the packed containers go.
     pub rest: Rewritten<'a>,
     /// The packed containers.
-    pub packed: Packed,
+    pub packed: Spilled,
     /// Their offset in the new file.
     pub packed_at: u64,
 }
@@ -401,7 +379,7 @@ impl<'a> NewProgram<'a> {
     pub fn to_vec(&mut self) -> Result<Vec<u8>> {
         let (before, after) = self.around()?;
         let mut bytes = before.to_vec();
-        bytes.extend_from_slice(&self.packed.to_vec()?);
+        bytes.extend_from_slice(self.packed.bytes());
         bytes.extend_from_slice(&after.to_vec());
         Ok(bytes)
     }
@@ -425,16 +403,30 @@ mod tests {
         Ok(usize::from(here[0]))
     }
 
+    /// Packs the containers of `section` as `rewrite` says; none is decompressed.
+    fn pack_by(section: &Section<'_>, rewrite: &RewriteContainer<'_>) -> Result<Option<Packing>> {
+        let inflate = |_: &[u8], _: u64, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            unreachable!("nothing is decompressed here")
+        };
+        let how = Rewriting {
+            size_of: &size_of,
+            rewrite,
+            inflate: &inflate,
+        };
+        pack(section, &how)
+    }
+
     #[test]
     fn dropped_containers_pack_the_rest_on_their_boundaries() {
         let mut data = vec![0u8; 64];
         data[0] = 4;
         data[16] = 8;
         let section = section(&data);
-        let drop_first = |here: &[u8], start: usize| Ok((start == 0).then(|| here[..0].to_vec()));
-        let mut packing = pack(&section, &size_of, &drop_first).unwrap().unwrap();
+        let drop_first =
+            |_: &[u8], start: usize| Ok((start == 0).then(|| NewBytes::Made(Vec::new())));
+        let packing = pack_by(&section, &drop_first).unwrap().unwrap();
         // The second container kept its 16-byte boundary: it moves to the start.
-        assert_eq!(packing.packed.to_vec().unwrap(), data[16..24]);
+        assert_eq!(packing.packed.bytes(), &data[16..24]);
         let pointers = [Pointer {
             at: 8,
             target: 0x5010,
@@ -465,8 +457,9 @@ mod tests {
         data[0] = 4;
         data[16] = 4;
         let section = section(&data);
-        let grow = |here: &[u8], _: usize| Ok(Some([&here[..4], &[0xee; 20]].concat()));
-        let packing = pack(&section, &size_of, &grow).unwrap().unwrap();
+        let grow =
+            |here: &[u8], _: usize| Ok(Some(NewBytes::Made([&here[..4], &[0xee; 20]].concat())));
+        let packing = pack_by(&section, &grow).unwrap().unwrap();
         assert!(!packing.fits(&section));
         // The second container keeps its 16-byte boundary after the first, grown to 24 bytes.
         assert_eq!(packing.packed.len(), 32 + 24);
@@ -484,7 +477,7 @@ mod tests {
         data[0] = 4;
         data[16] = 4;
         let keep = |_: &[u8], _: usize| Ok(None);
-        assert!(pack(&section(&data), &size_of, &keep).unwrap().is_none());
+        assert!(pack_by(&section(&data), &keep).unwrap().is_none());
     }
 
     #[test]
@@ -511,11 +504,9 @@ mod tests {
             bytes: vec![0xaa, 0xbb],
         }];
         let rest = with_cut(&file, &section, cut, patches).unwrap();
-        let mut packed = Packed::new().unwrap();
-        packed.append(&[1, 2]).unwrap();
         let mut program = NewProgram {
             rest,
-            packed,
+            packed: Spilled::Bytes(vec![1, 2]),
             packed_at: 16,
         };
         let bytes = program.to_vec().unwrap();

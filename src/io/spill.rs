@@ -1,0 +1,409 @@
+//! Bytes made in order that may be too large to hold: a rewritten region of containers, the
+//! packed bundles of a program. They stay in memory while small and move to an unnamed
+//! temporary file once they pass [`IN_MEMORY`], so the memory a rewrite needs does not grow
+//! with what it writes.
+//!
+//! Some parts are known only by their size when they are placed: a compressed bundle being
+//! decompressed is inflated later, straight into its place. [`Spill::reserve`] leaves room
+//! for such a part and [`Spill::fill`] writes all of them in parallel, each at its offset,
+//! without holding any whole.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+
+use rayon::prelude::*;
+
+use super::Input;
+
+/// The most a spill holds in memory before it moves to a temporary file.
+pub const IN_MEMORY: u64 = 32 << 20;
+
+/// Bytes being made, in order: in memory, then in a temporary file once they grow large.
+#[derive(Debug)]
+pub struct Spill {
+    store: Store,
+    len: u64,
+}
+
+#[derive(Debug)]
+enum Store {
+    Memory(Vec<u8>),
+    File(BufWriter<File>),
+}
+
+/// Writes the bytes of a hole into the sink it is given, which takes them in order and refuses
+/// more than the hole holds.
+pub type WriteHole<'w, T, E> =
+    dyn Fn(&Hole<T>, &mut dyn FnMut(&[u8]) -> io::Result<()>) -> Result<(), E> + Sync + 'w;
+
+/// A part of a [`Spill`] reserved for bytes written later: its offset and size, and what the
+/// writer needs to make them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hole<T> {
+    /// The offset of its first byte.
+    pub at: u64,
+    /// Its size.
+    pub size: u64,
+    /// What it is to hold.
+    pub what: T,
+}
+
+impl Default for Spill {
+    fn default() -> Self {
+        Spill::new()
+    }
+}
+
+impl Spill {
+    /// Nothing yet.
+    pub fn new() -> Spill {
+        Spill {
+            store: Store::Memory(Vec::new()),
+            len: 0,
+        }
+    }
+
+    /// The number of bytes made (holes included).
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether nothing was made.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Appends `bytes`.
+    pub fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.make_room(bytes.len() as u64)?;
+        match &mut self.store {
+            Store::Memory(held) => held.extend_from_slice(bytes),
+            Store::File(file) => file.write_all(bytes)?,
+        }
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Appends zeros up to the next multiple of `boundary`.
+    pub fn pad_to(&mut self, boundary: u64) -> io::Result<()> {
+        let zeros = self.len.next_multiple_of(boundary.max(1)) - self.len;
+        self.reserve(zeros).map(drop)
+    }
+
+    /// Leaves `size` bytes (zeros until written) for a part made later; returns its offset.
+    pub fn reserve(&mut self, size: u64) -> io::Result<u64> {
+        let at = self.len;
+        self.make_room(size)?;
+        match &mut self.store {
+            Store::Memory(held) => held.resize(held.len() + size as usize, 0),
+            // A hole in the file: it reads as zeros, and costs no disk until written.
+            Store::File(file) => {
+                file.seek(SeekFrom::Current(i64::try_from(size).map_err(too_large)?))?;
+                file.get_ref().set_len(at + size)?;
+            }
+        }
+        self.len += size;
+        Ok(at)
+    }
+
+    /// Moves the bytes to a temporary file when `more` of them would make too many to hold.
+    fn make_room(&mut self, more: u64) -> io::Result<()> {
+        let Store::Memory(held) = &mut self.store else {
+            return Ok(());
+        };
+        if self.len + more <= IN_MEMORY {
+            return Ok(());
+        }
+        let mut file = BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
+        file.write_all(held)?;
+        self.store = Store::File(file);
+        Ok(())
+    }
+
+    /// Writes every hole of `holes` (each as [`Spill::reserve`] left it, in increasing order)
+    /// in parallel: `write` is given the hole and a sink that takes exactly its size. The
+    /// first failure, in the order of `holes`, is the one returned; `failed` makes the error
+    /// for a hole the spill could not take, or left part empty.
+    pub fn fill<T: Sync, E: Send>(
+        &mut self,
+        holes: &[Hole<T>],
+        write: &WriteHole<'_, T, E>,
+        failed: &(dyn Fn(&Hole<T>, io::Error) -> E + Sync),
+    ) -> Result<(), E> {
+        let Some(first) = holes.first() else {
+            return Ok(());
+        };
+        match &mut self.store {
+            Store::File(file) => {
+                file.flush().map_err(|e| failed(first, e))?;
+                let file = file.get_ref();
+                holes
+                    .par_iter()
+                    .map(|hole| {
+                        let mut at = hole.at;
+                        let end = hole.at + hole.size;
+                        write(hole, &mut |bytes| {
+                            if at + bytes.len() as u64 > end {
+                                return Err(overfilled());
+                            }
+                            file.write_all_at(bytes, at)?;
+                            at += bytes.len() as u64;
+                            Ok(())
+                        })?;
+                        check_full(hole, at, failed)
+                    })
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .collect()
+            }
+            Store::Memory(held) => {
+                let parts = disjoint(held, holes);
+                parts
+                    .into_par_iter()
+                    .zip(holes.par_iter())
+                    .map(|(part, hole)| {
+                        let mut filled = 0usize;
+                        write(hole, &mut |bytes| {
+                            let to = part
+                                .get_mut(filled..filled + bytes.len())
+                                .ok_or_else(overfilled)?;
+                            to.copy_from_slice(bytes);
+                            filled += bytes.len();
+                            Ok(())
+                        })?;
+                        check_full(hole, hole.at + filled as u64, failed)
+                    })
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .collect()
+            }
+        }
+    }
+
+    /// The bytes made: in memory, or the temporary file mapped.
+    pub fn finish(self) -> io::Result<Spilled> {
+        Ok(match self.store {
+            Store::Memory(held) => Spilled::Bytes(held),
+            Store::File(file) => {
+                let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
+                Spilled::File(Input::from_temporary(file, self.len)?)
+            }
+        })
+    }
+}
+
+/// An error unless `hole` was written up to its end (`at` is where its writing stopped).
+fn check_full<T, E>(
+    hole: &Hole<T>,
+    at: u64,
+    failed: &(dyn Fn(&Hole<T>, io::Error) -> E + Sync),
+) -> Result<(), E> {
+    if at == hole.at + hole.size {
+        return Ok(());
+    }
+    let message = format!("{} of {} bytes written", at - hole.at, hole.size);
+    Err(failed(
+        hole,
+        io::Error::new(io::ErrorKind::WriteZero, message),
+    ))
+}
+
+/// The error for bytes written past a hole's end.
+fn overfilled() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::WriteZero,
+        "more bytes than the room left for them",
+    )
+}
+
+/// The error for a size past what a file offset holds.
+fn too_large(_: std::num::TryFromIntError) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, "a part too large for a file")
+}
+
+/// The parts of `held` the `holes` cover (in increasing order of offset, not overlapping),
+/// each its own slice.
+fn disjoint<'h, T>(held: &'h mut [u8], holes: &[Hole<T>]) -> Vec<&'h mut [u8]> {
+    let mut parts = Vec::with_capacity(holes.len());
+    let mut rest = held;
+    let mut consumed = 0u64;
+    for hole in holes {
+        let (_, from_hole) = rest.split_at_mut((hole.at - consumed) as usize);
+        let (part, after) = from_hole.split_at_mut(hole.size as usize);
+        parts.push(part);
+        rest = after;
+        consumed = hole.at + hole.size;
+    }
+    parts
+}
+
+/// Bytes a [`Spill`] made.
+pub enum Spilled {
+    /// Held in memory.
+    Bytes(Vec<u8>),
+    /// In a temporary file, mapped: slices of it are copied out by the kernel.
+    File(Input),
+}
+
+impl Spilled {
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        match self {
+            Spilled::Bytes(bytes) => bytes,
+            Spilled::File(input) => input,
+        }
+    }
+
+    /// The number of bytes.
+    pub fn len(&self) -> u64 {
+        self.bytes().len() as u64
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The input that holds them, when in a file (for copying its slices by the kernel).
+    pub fn input(&self) -> Option<&Input> {
+        match self {
+            Spilled::Bytes(_) => None,
+            Spilled::File(input) => Some(input),
+        }
+    }
+
+    /// The bytes in memory (read from the file when there).
+    pub fn into_vec(self) -> Vec<u8> {
+        match self {
+            Spilled::Bytes(bytes) => bytes,
+            Spilled::File(input) => input.to_vec(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Spilled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Spilled::Bytes(bytes) => write!(f, "Spilled::Bytes({} bytes)", bytes.len()),
+            Spilled::File(input) => write!(f, "Spilled::File({} bytes)", input.len()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A spill of `pieces` (bytes, or holes of a size filled with their index repeated).
+    fn made(pieces: &[Result<&[u8], u64>], start_in_file: bool) -> Vec<u8> {
+        let mut spill = Spill::new();
+        if start_in_file {
+            spill.make_room(IN_MEMORY + 1).unwrap();
+        }
+        let mut holes = Vec::new();
+        for (k, piece) in pieces.iter().enumerate() {
+            match piece {
+                Ok(bytes) => spill.append(bytes).unwrap(),
+                Err(size) => {
+                    let at = spill.reserve(*size).unwrap();
+                    holes.push(Hole {
+                        at,
+                        size: *size,
+                        what: k as u8,
+                    });
+                }
+            }
+            spill.pad_to(8).unwrap();
+        }
+        let write = |hole: &Hole<u8>, sink: &mut dyn FnMut(&[u8]) -> io::Result<()>| {
+            // In uneven pieces, as an inflating stream hands them over.
+            for chunk in vec![hole.what; hole.size as usize].chunks(7) {
+                sink(chunk).map_err(|e| e.to_string())?;
+            }
+            Ok(())
+        };
+        spill.fill(&holes, &write, &|_, e| e.to_string()).unwrap();
+        let len = spill.len();
+        let bytes = spill.finish().unwrap();
+        assert_eq!(bytes.len(), len);
+        bytes.bytes().to_vec()
+    }
+
+    #[test]
+    fn holes_are_filled_in_place_in_memory_and_in_a_file() {
+        let pieces: [Result<&[u8], u64>; 5] = [Ok(b"abc"), Err(20), Ok(b"defgh"), Err(1), Err(9)];
+        let mut expected = b"abc\0\0\0\0\0".to_vec();
+        expected.extend([1u8; 20]);
+        expected.extend([0u8; 4]);
+        expected.extend(b"defgh\0\0\0");
+        expected.extend([3u8; 1]);
+        expected.extend([0u8; 7]);
+        expected.extend([4u8; 9]);
+        expected.extend([0u8; 7]);
+        assert_eq!(made(&pieces, false), expected);
+        assert_eq!(made(&pieces, true), expected);
+    }
+
+    #[test]
+    fn a_hole_written_short_or_long_is_an_error() {
+        for start_in_file in [false, true] {
+            let mut spill = Spill::new();
+            if start_in_file {
+                spill.make_room(IN_MEMORY + 1).unwrap();
+            }
+            let holes = [
+                Hole {
+                    at: spill.reserve(4).unwrap(),
+                    size: 4,
+                    what: 3usize,
+                },
+                Hole {
+                    at: spill.reserve(4).unwrap(),
+                    size: 4,
+                    what: 5usize,
+                },
+            ];
+            let write = |hole: &Hole<usize>, sink: &mut dyn FnMut(&[u8]) -> io::Result<()>| {
+                sink(&vec![7; hole.what]).map_err(|e| e.to_string())
+            };
+            let failed = |hole: &Hole<usize>, e: io::Error| format!("at {}: {e}", hole.at);
+            assert_eq!(
+                spill.fill(&holes, &write, &failed),
+                Err("at 0: 3 of 4 bytes written".to_string())
+            );
+            let only_long = &holes[1..];
+            assert_eq!(
+                spill.fill(only_long, &write, &failed),
+                Err("more bytes than the room left for them".to_string())
+            );
+        }
+    }
+
+    #[test]
+    fn large_spills_move_to_a_file() {
+        let mut spill = Spill::new();
+        spill.append(&[1; 1000]).unwrap();
+        let at = spill.reserve(IN_MEMORY).unwrap();
+        assert!(matches!(spill.store, Store::File(_)));
+        let holes = [Hole {
+            at,
+            size: IN_MEMORY,
+            what: (),
+        }];
+        let write = |_: &Hole<()>, sink: &mut dyn FnMut(&[u8]) -> io::Result<()>| {
+            let chunk = vec![9u8; 1 << 20];
+            for _ in 0..IN_MEMORY >> 20 {
+                sink(&chunk)?;
+            }
+            Ok::<(), io::Error>(())
+        };
+        spill.fill(&holes, &write, &|_, e| e).unwrap();
+        let done = spill.finish().unwrap();
+        assert!(done.input().is_some());
+        let bytes = done.bytes();
+        assert_eq!(bytes.len() as u64, 1000 + IN_MEMORY);
+        assert!(bytes[..1000].iter().all(|&b| b == 1));
+        assert!(bytes[1000..].iter().all(|&b| b == 9));
+    }
+}
