@@ -464,14 +464,19 @@ fn strip_of_damaged_streams_says_what_it_said_inflating_them_whole() {
         (
             "hash.bin",
             "gfx1100",
-            "'hash.bin': offset 0x20: compressed bundle hash mismatch: stored \
-             0xfbfc59c5334c8608, computed 0xfbfc59c5334c8609"
-                .to_string(),
+            format!(
+                "'hash.bin': offset {:#x}: compressed bundle hash mismatch: stored \
+                 0xfbfc59c5334c8608, computed 0xfbfc59c5334c8609",
+                offsets[2] + 0x20
+            ),
         ),
         (
             "cut.bin",
             "gfx1100",
-            "'cut.bin': offset 0x20: could not decompress: incomplete frame".to_string(),
+            format!(
+                "'cut.bin': offset {:#x}: could not decompress: incomplete frame",
+                offsets[1] + 0x20
+            ),
         ),
         (
             "cut.bin",
@@ -497,4 +502,105 @@ fn strip_of_damaged_streams_says_what_it_said_inflating_them_whole() {
     let (code, bytes, err) = strip_with(dir.path(), "hash.bin", "gfx906", "8");
     assert_eq!((code, err.as_str()), (0, ""));
     assert!(!bytes.is_empty());
+}
+
+/// Plain bundles one after another, each on a 4096-byte boundary, larger together than a
+/// rewrite keeps in memory; and the same bundles compressed, laid out alike. Each comes with
+/// the end of its last bundle.
+fn large_region() -> ((Vec<u8>, usize), (Vec<u8>, usize)) {
+    let (mut plain, mut compressed) = ((Vec::new(), 0), (Vec::new(), 0));
+    for n in 0..5u32 {
+        let (bundle, _) = bundle_of(n + 40, (2 << 20) + n as usize * 4099);
+        let options = CompressOptions {
+            method: if n == 3 { Method::Zlib } else { Method::Zstd },
+            level: 1,
+            version: 2 + n as u16 % 2,
+        };
+        let (ccob, _) = ccob::compress(&bundle, &options).unwrap();
+        for ((region, end), bytes) in [(&mut plain, &bundle), (&mut compressed, &ccob)] {
+            region.extend_from_slice(bytes);
+            *end = region.len();
+            region.resize(region.len().next_multiple_of(4096), 0);
+        }
+    }
+    assert!(plain.0.len() > 40 << 20);
+    (plain, compressed)
+}
+
+/// Runs `offload ARGS` in `dir` with eight threads: its exit code and standard error.
+fn offload_threads(dir: &Path, args: &[&str]) -> (i32, String) {
+    let (code, _, err) = text_output(
+        offload()
+            .current_dir(dir)
+            .env("RAYON_NUM_THREADS", "8")
+            .args(args),
+    );
+    (code, err)
+}
+
+#[test]
+fn decompressing_large_files_and_objects_writes_every_byte_in_parallel() {
+    use offload::container::objcopy::rewrite_sections;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ((plain, plain_end), (compressed, compressed_end)) = large_region();
+    fs::write(d.join("z.bin"), &compressed).unwrap();
+    // An object whose `.hip_fatbin` holds the plain bundles; compressed, then decompressed,
+    // it comes back byte for byte.
+    let host = fs::read(samples_dir().join("clang/kernel-fatbin.o")).unwrap();
+    let replace = |name: &[u8], _: &[u8]| {
+        (name == b".hip_fatbin").then_some(std::borrow::Cow::Borrowed(plain.as_slice()))
+    };
+    let object = rewrite_sections(&host, &|_| false, &replace)
+        .unwrap()
+        .to_vec();
+    fs::write(d.join("big.o"), &object).unwrap();
+    assert_eq!(offload_threads(d, &["compress", "big.o", "-o", "z.o"]).0, 0);
+    for round in 0..3 {
+        let (code, err) = offload_threads(d, &["decompress", "z.bin", "-o", "d.bin"]);
+        assert_eq!((code, err.as_str()), (0, ""));
+        let got = fs::read(d.join("d.bin")).unwrap();
+        // Zeros after the last bundle stay as many as they were.
+        let mut want = plain[..plain_end].to_vec();
+        want.resize(plain_end + compressed.len() - compressed_end, 0);
+        assert!(
+            got == want,
+            "round {round}: {}",
+            crate::util::first_difference(&want, &got)
+        );
+
+        let (code, err) = offload_threads(d, &["decompress", "z.o", "-o", "d.o"]);
+        assert_eq!((code, err.as_str()), (0, ""));
+        let got = fs::read(d.join("d.o")).unwrap();
+        assert!(
+            got == object,
+            "round {round}: {}",
+            crate::util::first_difference(&object, &got)
+        );
+    }
+}
+
+#[test]
+fn a_damaged_stream_in_a_large_decompression_is_named_and_nothing_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (_, (mut compressed, _)) = large_region();
+    // The fourth stream (zlib) damaged halfway through its payload.
+    let (start, size) = ccob::split(&compressed)
+        .nth(3)
+        .map(|found| found.map(|(start, bundle)| (start, bundle.size())))
+        .unwrap()
+        .unwrap();
+    let at = (start + size / 2) as usize;
+    compressed[at] ^= 0x5a;
+    fs::write(d.join("bad.bin"), &compressed).unwrap();
+    let (code, err) = offload_threads(d, &["decompress", "bad.bin", "-o", "out.bin"]);
+    assert_eq!(code, 1);
+    let prefix = format!(
+        "offload decompress: error: 'bad.bin': offset {:#x}: ",
+        start + 0x20
+    );
+    assert!(err.starts_with(&prefix), "{err}");
+    assert!(!d.join("out.bin").exists());
+    assert!(crate::util::temporaries_in(d).is_empty());
 }

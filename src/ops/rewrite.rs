@@ -394,11 +394,8 @@ fn rewrite_one(
         .with_rules(unit, |rules| {
             container.rewrite_decoding(here, rules, decoding)
         })
-        .map_err(|e| match e.kind {
-            // Said at the container's place in its region, as before the registry.
-            crate::format::ErrorKind::NoBundleInside => e.rebased(start as u64),
-            _ => e,
-        })?;
+        // Said at its place in the region, not in the container.
+        .map_err(|e| e.rebased(start as u64))?;
     Ok((container.name(), rewrite))
 }
 

@@ -17,7 +17,8 @@ use crate::format::container::{InflateFailed, NewBytes};
 use crate::io::spill::{Hole, Spill, Spilled};
 
 /// Rewrites the container at the start of the bytes it is given (found at the given offset in
-/// the section): its new bytes, `None` to keep it. Called from several threads at once.
+/// the section): its new bytes, `None` to keep it; an error says its offset in the section.
+/// Called from several threads at once.
 pub type RewriteContainer<'r> =
     dyn Fn(&[u8], usize) -> std::result::Result<Option<NewBytes>, crate::format::Error> + Sync + 'r;
 
@@ -125,7 +126,7 @@ pub fn pack(section: &Section<'_>, how: &Rewriting<'_>) -> Result<Option<Packing
             .par_iter()
             .map(|&(start, size)| {
                 let new = (how.rewrite)(&data[start..], start)
-                    .map_err(|e| Error::in_contents(e, section.offset + start as u64))?;
+                    .map_err(|e| Error::in_contents(e, section.offset))?;
                 if matches!(new, Some(NewBytes::Made(_))) {
                     // Read for the last time: its new bytes are all that is needed now.
                     crate::io::release_mapped(&data[start..start + size]);
