@@ -454,3 +454,87 @@ fn bundles_that_outgrow_their_section_move_to_a_new_segment_and_every_wrapper_fo
         }
     }
 }
+
+/// The processors of the large program's code objects.
+const LARGE_ARCHES: [&str; 3] = ["gfx906", "gfx90a", "gfx1030"];
+
+/// Every code object of `file` for [`LARGE_ARCHES`], in order of their names.
+fn large_code_objects(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
+    let mut command = offload();
+    command
+        .arg("extract")
+        .arg(file)
+        .args(["-q", "--exact", "-o"])
+        .arg(dir);
+    for arch in LARGE_ARCHES {
+        command.args(["--arch", arch]);
+    }
+    succeed(&mut command);
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    names.iter().map(|p| std::fs::read(p).unwrap()).collect()
+}
+
+#[test]
+fn a_program_with_large_compressed_bundles_decompresses_in_parallel_and_runs() {
+    let Some(clang) = reference_tool("clang-19") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 12 MiB of text for the kernel's array: code objects of 12 MiB that compress.
+    let mut x = 0x9e37_79b9u32;
+    let filler: Vec<u8> = (0..12u32 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(x % 64) as usize]
+        })
+        .collect();
+    std::fs::write(d.join("filler.bin"), &filler).unwrap();
+    let embed = format!("--embed-dir={}", d.display());
+    let runtime = support("hip_runtime.c");
+    let build = |name: &str, extra: &[&str]| {
+        let sub = d.join(name);
+        std::fs::create_dir(&sub).unwrap();
+        let flags: Vec<&str> = [&[embed.as_str(), "-Wno-c23-extensions"], extra].concat();
+        let object = compile_hip(&clang, &sub, "large.hip", &LARGE_ARCHES, &flags);
+        let program = sub.join("app");
+        succeed(
+            Command::new(&clang)
+                .arg(&runtime)
+                .arg(&object)
+                .arg("-o")
+                .arg(&program),
+        );
+        program
+    };
+    let plain = build("plain", &[]);
+    let compressed = build("compressed", &["--offload-compress"]);
+    assert!(std::fs::metadata(&plain).unwrap().len() > 36 << 20);
+    assert!(std::fs::metadata(&compressed).unwrap().len() < 24 << 20);
+    // The plain program registers what the decompressed one must; the code objects are the
+    // compressed program's (those of the plain one differ in their build's unique ID).
+    let expected = run(&plain, None);
+    let want = large_code_objects(&compressed, &d.join("want"));
+    assert_eq!(want.len(), LARGE_ARCHES.len());
+    for round in 0..2 {
+        let out = d.join(format!("decompressed-{round}"));
+        succeed(
+            offload()
+                .env("RAYON_NUM_THREADS", "8")
+                .arg("decompress")
+                .arg(&compressed)
+                .arg("-o")
+                .arg(&out),
+        );
+        check_appended_segment(&out);
+        assert_eq!(run(&out, None), expected, "round {round}");
+        let got = large_code_objects(&out, &d.join(format!("got-{round}")));
+        assert!(got == want, "round {round}");
+    }
+}
