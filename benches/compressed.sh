@@ -8,6 +8,9 @@
 #   extract       `zstd -d` of every stream to /dev/null              (target: at most 1.5x)
 #   verify        `zstd -d` of every stream, then `md5sum` of what
 #                 they inflate to: inflating and hashing on one core  (target: at most 0.6x)
+#   strip         `zstd -d` of every stream to /dev/null              (target: at most 2x)
+#   decompress    `zstd -d` of every stream into one file, synced     (no target; shown)
+#   rewrites of the library: `cp FILE` and sync
 #
 #   benches/compressed.sh [WORKDIR] [LIBRARY]
 #
@@ -61,7 +64,22 @@ rm -rf out
 row "verify (compressed)" "$(measure "$ours" verify "$fat")" "$one_core" "zstd -d + md5sum, one core"
 row "ls --verify (compressed)" "$(measure "$ours" ls --verify "$fat")" "$one_core" \
   "zstd -d + md5sum, one core"
+row "strip --keep $arch -o OUT (compressed)" \
+  "$(measure "$ours" strip "$fat" --keep $arch -o stripped.o)" "$zstd_all" "zstd -d of every stream"
+zstd_file=$(measure sh -c 'zstd -q -d -c streams/*.zst >inflated.out && sync inflated.out')
+row "decompress -o OUT (compressed)" "$(measure "$ours" decompress "$fat" -o plain.o)" \
+  "$zstd_file" "zstd -d into a file, synced"
+rm -f stripped.o plain.o inflated.out
+cp_lib=$(measure sh -c "cp '$lib' copy.so && sync copy.so")
+rm -f copy.so
 row "ls (librocsparse)" "$(measure "$ours" ls "$lib")" "$cat_lib" "cat FILE"
+row "strip --keep gfx90a:xnack+ (librocsparse)" \
+  "$(measure "$ours" strip "$lib" --keep gfx90a:xnack+ -o stripped.so)" "$cp_lib" "cp FILE, synced"
+row "compress -o OUT (librocsparse)" "$(measure "$ours" compress "$lib" -o z.so)" "$cp_lib" \
+  "cp FILE, synced"
+row "decompress -o OUT (librocsparse compressed)" \
+  "$(measure "$ours" decompress z.so -o plain.so)" "$cp_lib" "cp FILE, synced"
+rm -f stripped.so z.so plain.so
 row "extract --arch gfx90a (librocsparse)" \
   "$(measure "$ours" extract "$lib" --arch gfx90a:xnack+ -o out)" "$cat_lib" "cat FILE"
 rm -rf out

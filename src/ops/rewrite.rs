@@ -9,7 +9,7 @@ use tracing::{debug, info};
 use crate::container::archive::{read_members, write_archive};
 use crate::container::objcopy::{self, Rewritten};
 use crate::container::program::{self, NewProgram};
-use crate::container::scan::{scan, Places};
+use crate::container::scan::{scan_reading, Places, Reading};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressOptions, CompressedBundle, Decoding};
@@ -25,6 +25,7 @@ use crate::format::target_id::{TargetId, TargetIdBuf};
 use crate::io::spill::{Hole, Spill, Spilled};
 use crate::io::{release_mapped, Input, Output};
 use crate::ops::inflating::{memory_of, Budget};
+use crate::ops::verify::verify_input;
 
 /// What to do to the device code.
 #[derive(Debug, Clone)]
@@ -787,16 +788,25 @@ fn rewrite_archive(
 }
 
 /// Reads the written file back before it replaces anything: it must hold exactly the device
-/// images the rewrite meant to keep, all of them readable.
+/// images the rewrite meant to keep, all of them readable, and every compressed bundle must
+/// inflate to what its header says (checked in parallel, within the inflation budget, never
+/// holding a whole stream).
 fn verify(input: &Path, out: &mut Output, summary: &Summary) -> Result<()> {
     let Some(written) = out.written_so_far()? else {
         return Ok(());
     };
     let data = Input::open(&written)?;
     let mut devices = 0usize;
-    let problems = scan(input, &data, Places::Everywhere, u64::MAX, &mut |image| {
-        devices += usize::from(image.target.producer != Producer::Host);
-    })?;
+    let problems = scan_reading(
+        input,
+        &data,
+        Places::Everywhere,
+        u64::MAX,
+        Reading::Headers,
+        &mut |image| {
+            devices += usize::from(image.target.producer != Producer::Host);
+        },
+    )?;
     let failed = |why: String| {
         Error::msg(format!(
             "'{}': the rewritten file does not read back as it should ({why}); nothing was changed",
@@ -812,7 +822,11 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary) -> Result<()> {
             summary.images_after
         )));
     }
-    Ok(())
+    let checked = verify_input(input, &data)?;
+    match checked.bad.first().or(checked.problems.first()) {
+        Some(bad) => Err(failed(bad.to_string())),
+        None => Ok(()),
+    }
 }
 
 /// Rewrites `input` into `output` (the same path for in place: written beside it and renamed

@@ -49,11 +49,16 @@ enum Held {
 #[tracing::instrument(skip_all, fields(file = %path.display()))]
 pub fn verify_file(path: &Path) -> Result<Verified> {
     let input = Input::open(path)?;
-    let (streams, problems) = find_streams(path, &input)?;
+    verify_input(path, &input)
+}
+
+/// [`verify_file`] of a file already open as `input` (named `path` in errors).
+pub fn verify_input(path: &Path, input: &Input) -> Result<Verified> {
+    let (streams, problems) = find_streams(path, input)?;
     let budget = Budget::new();
     let bad: Vec<Error> = streams
         .par_iter()
-        .filter_map(|stream| check(path, &input, stream, &budget).err())
+        .filter_map(|stream| check(path, input, stream, &budget).err())
         .collect();
     tracing::info!(streams = streams.len(), bad = bad.len(), "verified");
     input.intact()?;
