@@ -19,6 +19,7 @@ pub mod error;
 pub mod image_target;
 mod inflate;
 pub mod kpack;
+pub mod kpack_search;
 pub mod llvm_hash;
 pub mod loads;
 pub mod msgpack;
