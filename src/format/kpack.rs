@@ -32,6 +32,8 @@ pub const MAGIC: [u8; 4] = *b"KPAK";
 pub const VERSION: u32 = 1;
 /// Where the stored code objects start: the header padded to this alignment.
 pub const BLOB_ALIGNMENT: u64 = 64;
+/// [`BLOB_ALIGNMENT`] as a buffer length.
+const BLOB_START: usize = 64;
 /// The zstd level AMD's splitter compresses with.
 pub const ZSTD_LEVEL: i32 = 3;
 /// The magic of a HIP wrapper whose code was moved to kpack archives (`HIPK`).
@@ -673,8 +675,18 @@ impl ArchiveWriter {
     pub fn add(&mut self, key: &str, arch: &str, code_object: &[u8]) -> Result<()> {
         let stored = match self.scheme {
             Scheme::None => code_object.to_vec(),
-            Scheme::ZstdPerKernel => zstd::bulk::compress(code_object, ZSTD_LEVEL)
-                .map_err(|e| Error::new(0, ErrorKind::Compress(e.to_string())))?,
+            Scheme::ZstdPerKernel => {
+                let frame = zstd::bulk::compress(code_object, ZSTD_LEVEL)
+                    .map_err(|e| Error::new(0, ErrorKind::Compress(e.to_string())))?;
+                // The frame's size and the frame count are u32 fields.
+                let limit = u64::from(u32::MAX);
+                if frame.len() as u64 > limit || self.kernels.len() as u64 >= limit {
+                    let what = "zstd frame size or count";
+                    let value = frame.len() as u64;
+                    return Err(Error::new(0, ErrorKind::FieldOverflow { what, value }));
+                }
+                frame
+            }
         };
         let size = code_object.len() as u64;
         self.kernels
@@ -684,25 +696,30 @@ impl ArchiveWriter {
 
     /// The archive's bytes.
     pub fn finish(&self) -> Vec<u8> {
-        let start = BLOB_ALIGNMENT as usize;
-        let mut out = vec![0u8; start];
-        out[..4].copy_from_slice(&MAGIC);
-        out[4..8].copy_from_slice(&VERSION.to_le_bytes());
+        // Sizes were checked to fit their u32 fields as code objects were added.
+        let u32_le = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
+        let mut body = Vec::new();
         let mut places = Vec::with_capacity(self.kernels.len());
         if self.scheme == Scheme::ZstdPerKernel {
-            out.extend_from_slice(&(self.kernels.len() as u32).to_le_bytes());
+            body.extend_from_slice(&u32_le(self.kernels.len()));
         }
         for (_, _, _, stored) in &self.kernels {
             if self.scheme == Scheme::ZstdPerKernel {
-                out.extend_from_slice(&(stored.len() as u32).to_le_bytes());
+                body.extend_from_slice(&u32_le(stored.len()));
             }
-            places.push((out.len() as u64, stored.len() as u64));
-            out.extend_from_slice(stored);
+            places.push((BLOB_ALIGNMENT + body.len() as u64, stored.len() as u64));
+            body.extend_from_slice(stored);
         }
-        let toc_offset = out.len() as u64;
-        let toc = self.toc(&places, toc_offset - start as u64);
-        out.extend_from_slice(&toc);
-        out[8..16].copy_from_slice(&toc_offset.to_le_bytes());
+        let toc_offset = BLOB_ALIGNMENT + body.len() as u64;
+        let header = Header {
+            magic: MAGIC,
+            version: U32::new(Le, VERSION),
+            toc_offset: U64::new(Le, toc_offset),
+        };
+        let mut out = pod::bytes_of(&header).to_vec();
+        out.resize(BLOB_START, 0);
+        out.extend_from_slice(&body);
+        out.extend_from_slice(&self.toc(&places, body.len() as u64));
         out
     }
 

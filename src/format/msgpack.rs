@@ -355,6 +355,7 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value<'_>) {
 }
 
 /// Appends a non-negative integer.
+#[allow(clippy::cast_possible_truncation)] // each branch's range fits its cast
 pub fn write_uint(out: &mut Vec<u8>, n: u64) {
     match n {
         0..=0x7f => out.push(n as u8),
@@ -375,6 +376,7 @@ pub fn write_uint(out: &mut Vec<u8>, n: u64) {
 }
 
 /// Appends an integer; non-negative ones as [`write_uint`] does.
+#[allow(clippy::cast_possible_truncation)] // each branch's range fits its cast
 pub fn write_int(out: &mut Vec<u8>, n: i64) {
     if let Ok(u) = u64::try_from(n) {
         return write_uint(out, u);
@@ -397,6 +399,7 @@ pub fn write_int(out: &mut Vec<u8>, n: i64) {
 
 /// Appends a header of `marker` kind for `len`: a fix form for lengths up to `fix_max`, then the
 /// 8-bit (if `len8` is given), 16-bit and 32-bit forms.
+#[allow(clippy::cast_possible_truncation)] // each branch's range fits its cast
 fn write_header(out: &mut Vec<u8>, len: usize, fix: Option<(u8, usize)>, wide: [Option<u8>; 3]) {
     match (fix, wide) {
         (Some((tag, max)), _) if len <= max => out.push(tag | len as u8),
@@ -433,6 +436,7 @@ pub fn write_bin(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
+#[allow(clippy::cast_possible_truncation)] // each branch's range fits its cast
 fn write_ext(out: &mut Vec<u8>, kind: i8, data: &[u8]) {
     match data.len() {
         1 => out.push(0xd4),
