@@ -14,7 +14,7 @@ use offload::format::kpack_search::{search, ArchiveIndex, Environment, Miss, Ope
 
 use crate::util::kpack::{fnv1a64, load, loader, pack_with_python, split_with_python};
 use crate::util::native::{c_compiler, compile_hip};
-use crate::util::{reference_tool, succeed};
+use crate::util::{offload_in, reference_tool, succeed};
 
 /// The processors the test library is built for.
 const ARCHES: [&str; 2] = ["gfx90a", "gfx1100"];
@@ -59,18 +59,13 @@ fn section<'a>(data: &'a [u8], name: &str) -> &'a [u8] {
     section.data().unwrap()
 }
 
-#[test]
-fn python_split_library_reads_as_the_loader_reads_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let Some(_) = hip_library(dir.path()) else {
-        return;
-    };
-    let Some(()) = split_with_python(&dir.path().join("stage"), "k", dir.path()) else {
-        return;
-    };
-    let Some(driver) = loader() else { return };
-    let split = dir.path().join("split");
-    // Install the host tree and every archive side by side, as the packages overlay.
+/// The test library split by AMD's splitter in `dir`, its archives installed beside the host
+/// tree (`dir/split/k_lib_generic/stage/.kpack/`), as the host and device packages overlay.
+/// Gives the installed `stage` folder; `None` when a tool is missing.
+fn python_split_installed(dir: &Path) -> Option<PathBuf> {
+    hip_library(dir)?;
+    split_with_python(&dir.join("stage"), "k", dir)?;
+    let split = dir.join("split");
     let installed = split.join("k_lib_generic/stage");
     for arch in ARCHES {
         crate::util::kpack::copy_tree(
@@ -78,6 +73,16 @@ fn python_split_library_reads_as_the_loader_reads_it() {
             &installed.join(".kpack"),
         );
     }
+    Some(installed)
+}
+
+#[test]
+fn python_split_library_reads_as_the_loader_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(installed) = python_split_installed(dir.path()) else {
+        return;
+    };
+    let Some(driver) = loader() else { return };
     let lib = installed.join("lib/libk.so");
     let host = fs::read(&lib).unwrap();
 
@@ -462,5 +467,149 @@ fn the_overlay_miss_falls_through_in_todays_runtime() {
             kpack.join("k_gfx90a:xnack-.kpack"),
             kpack.join("k_gfx90a.kpack")
         ]
+    );
+}
+
+/// The table of contents of the archive at `path` as msgpack-python decodes it: per entry
+/// `(key, arch, original_size, stored offset, stored size)`, sorted.
+fn python_toc(path: &Path) -> Vec<(String, String, u64, u64, u64)> {
+    let script = [
+        "import msgpack, struct, sys",
+        "d = open(sys.argv[1], 'rb').read()",
+        "toc = msgpack.unpackb(d[struct.unpack('<Q', d[8:16])[0]:])",
+        "for key, arches in toc['toc'].items():",
+        "    for arch, e in arches.items():",
+        "        b = toc['blobs'][e['ordinal']]",
+        "        print(key, arch, e['original_size'], b['offset'], b['size'])",
+    ]
+    .join("\n");
+    let out = succeed(
+        std::process::Command::new("/usr/bin/python3")
+            .args(["-c", &script])
+            .arg(path),
+    );
+    let mut rows: Vec<_> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let w: Vec<&str> = line.split(' ').collect();
+            let n = |i: usize| w[i].parse::<u64>().unwrap();
+            (w[0].to_string(), w[1].to_string(), n(2), n(3), n(4))
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn ls_lists_a_split_library_as_its_archives_tables_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(installed) = python_split_installed(dir.path()) else {
+        return;
+    };
+    let lib = "split/k_lib_generic/stage/lib/libk.so";
+    let (code, json, err) = offload_in(dir.path(), &["ls", "--json", lib]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let listed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let mut rows: Vec<(String, String, u64, u64, u64)> = Vec::new();
+    let mut archives = BTreeSet::new();
+    for image in listed.as_array().unwrap() {
+        assert_eq!(image["file"], lib);
+        assert_eq!(image["offload_kind"], "hip");
+        assert_eq!(image["compressed"], false);
+        let k = &image["kpack"];
+        assert_eq!(k["scheme"], "none");
+        archives.insert(k["archive"].as_str().unwrap().to_string());
+        rows.push((
+            k["key"].as_str().unwrap().to_string(),
+            image["arch"].as_str().unwrap().to_string(),
+            image["size"].as_u64().unwrap(),
+            k["stored_offset"].as_u64().unwrap(),
+            k["stored_size"].as_u64().unwrap(),
+        ));
+    }
+    rows.sort();
+    let mut expected = Vec::new();
+    for arch in ARCHES {
+        expected.extend(python_toc(
+            &installed.join(format!(".kpack/k_lib_{arch}.kpack")),
+        ));
+    }
+    expected.sort();
+    assert_eq!(rows, expected);
+    assert_eq!(
+        archives,
+        ARCHES
+            .map(|a| format!("split/k_lib_generic/stage/lib/../.kpack/k_lib_{a}.kpack"))
+            .into_iter()
+            .map(|p| p.replace("lib/../", ""))
+            .collect()
+    );
+
+    // The table: one row per code object, by index, each naming the archive and key.
+    let (code, table, _) = offload_in(dir.path(), &["ls", lib]);
+    assert_eq!(code, 0);
+    let lines: Vec<&str> = table.lines().collect();
+    assert_eq!(lines.len(), 5, "{table}");
+    assert!(
+        lines[0].starts_with("#  KIND   ARCH     TRIPLE             PRODUCER  SIZE  WHERE"),
+        "{table}"
+    );
+    let archive = "split/k_lib_generic/stage/.kpack/k_lib_gfx90a.kpack";
+    let gfx90a_1 = expected
+        .iter()
+        .find(|r| r.0.ends_with("#1") && r.1 == "gfx90a")
+        .unwrap();
+    assert!(
+        lines[4].ends_with(&format!(
+            "{lib} -> {archive}[stage/lib/libk.so#1] @{:#x}",
+            gfx90a_1.3
+        )),
+        "{table}"
+    );
+
+    // The archive on its own: the same entries, at their offsets in it.
+    let (code, table, _) = offload_in(dir.path(), &["ls", archive]);
+    assert_eq!(code, 0);
+    let expected_table: String = std::iter::once(
+        "#  KIND   ARCH    TRIPLE             PRODUCER  SIZE  WHERE".to_string(),
+    )
+    .chain(
+        python_toc(&dir.path().join(archive))
+            .iter()
+            .enumerate()
+            .map(|(i, (key, arch, size, offset, _))| {
+                format!("{i}  kpack  {arch}  amdgcn-amd-amdhsa  hip       {size}  {archive}[{key}] @{offset:#x}")
+            }),
+    )
+    .map(|l| l + "\n")
+    .collect();
+    assert_eq!(table, expected_table);
+}
+
+#[test]
+fn ls_names_damaged_archives() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = ArchiveWriter::new("k", "gfx90a", &["gfx90a"], Scheme::ZstdPerKernel);
+    w.add("lib/libk.so#0", "gfx90a", &[7; 300]).unwrap();
+    let mut bytes = w.finish();
+    fs::write(dir.path().join("good.kpack"), &bytes).unwrap();
+    bytes[4] = 9;
+    fs::write(dir.path().join("version.kpack"), &bytes).unwrap();
+    fs::write(dir.path().join("short.kpack"), b"KPAK\x01\0\0\0").unwrap();
+    let (code, out, err) = offload_in(
+        dir.path(),
+        &["ls", "good.kpack", "version.kpack", "short.kpack"],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "offload ls: error: 'version.kpack': offset 0x4: kpack archive version 9; only version 1 is known\n\
+         offload ls: error: 'short.kpack': offset 0x0: truncated kpack header: needs 16 bytes, 8 left in the file\n"
+    );
+    assert_eq!(
+        out,
+        "#  KIND   ARCH    TRIPLE             PRODUCER  SIZE  WHERE\n\
+         0  kpack  gfx90a  amdgcn-amd-amdhsa  hip        300  good.kpack[lib/libk.so#0] (zstd, 19 bytes at 0x48)\n"
     );
 }

@@ -203,9 +203,10 @@ fn split_list(list: Option<&str>) -> Vec<PathBuf> {
         .collect()
 }
 
-/// `relative` against the folder of `binary`, `.` and `..` resolved by name (the loader also
-/// resolves symbolic links of the part that exists; callers that need that canonicalize).
-fn resolve(binary: &Path, relative: &str) -> PathBuf {
+/// The search path `relative` against the folder of `binary`, `.` and `..` resolved by name
+/// (the loader also resolves symbolic links of the part that exists; callers that need that
+/// canonicalize); an absolute path as it is.
+pub fn resolve_search_path(binary: &Path, relative: &str) -> PathBuf {
     let rel = Path::new(relative);
     if rel.is_absolute() {
         return rel.to_path_buf();
@@ -239,7 +240,9 @@ pub fn candidate_paths(
     }
     let mut paths = split_list(env.path_prefix.as_deref());
     for embedded in &reference.kpack_search_paths {
-        let resolved = resolve(binary, embedded).to_string_lossy().into_owned();
+        let resolved = resolve_search_path(binary, embedded)
+            .to_string_lossy()
+            .into_owned();
         if !resolved.contains(GFXARCH) {
             paths.push(PathBuf::from(resolved));
             continue;
@@ -549,15 +552,15 @@ mod tests {
     #[test]
     fn relative_paths_resolve_by_name() {
         assert_eq!(
-            resolve(Path::new("a/b/c.so"), "../../x.kpack"),
+            resolve_search_path(Path::new("a/b/c.so"), "../../x.kpack"),
             PathBuf::from("x.kpack")
         );
         assert_eq!(
-            resolve(Path::new("c.so"), "../x.kpack"),
+            resolve_search_path(Path::new("c.so"), "../x.kpack"),
             PathBuf::from("../x.kpack")
         );
         assert_eq!(
-            resolve(Path::new("/l/c.so"), "/abs/x.kpack"),
+            resolve_search_path(Path::new("/l/c.so"), "/abs/x.kpack"),
             PathBuf::from("/abs/x.kpack")
         );
     }
