@@ -31,15 +31,28 @@ fn open_path(path: &Path) -> Opened {
     }
 }
 
-/// A HIP shared library of two translation units (the second compressed), for [`ARCHES`],
-/// built by clang-22 into `dir/stage/lib/libk.so`; `None` when a compiler is missing.
-fn hip_library(dir: &Path) -> Option<PathBuf> {
+/// One translation unit of a test library: source of samples/src, processors, options.
+type Unit = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
+/// The test library's units: two, the second compressed, both for [`ARCHES`].
+const UNITS: [Unit; 2] = [
+    ("kernel.hip", &ARCHES, &[]),
+    ("vadd.hip", &ARCHES, &["--offload-compress"]),
+];
+
+/// A HIP shared library of `units`, built by clang-22 into `dir/stage/lib/libk.so`; `None`
+/// when a compiler is missing.
+fn hip_library(dir: &Path, units: &[Unit]) -> Option<PathBuf> {
     let clang = reference_tool("clang-22")?;
     let cc = c_compiler()?;
-    let objects = [
-        compile_hip(&clang, dir, "kernel.hip", &ARCHES, &[]),
-        compile_hip(&clang, dir, "vadd.hip", &ARCHES, &["--offload-compress"]),
-    ];
+    let objects: Vec<PathBuf> = units
+        .iter()
+        .map(|(source, arches, extra)| compile_hip(&clang, dir, source, arches, extra))
+        .collect();
     let lib = dir.join("stage/lib/libk.so");
     fs::create_dir_all(lib.parent().unwrap()).unwrap();
     succeed(
@@ -62,16 +75,16 @@ fn section<'a>(data: &'a [u8], name: &str) -> &'a [u8] {
 /// The test library split by AMD's splitter in `dir`, its archives installed beside the host
 /// tree (`dir/split/k_lib_generic/stage/.kpack/`), as the host and device packages overlay.
 /// Gives the installed `stage` folder; `None` when a tool is missing.
-fn python_split_installed(dir: &Path) -> Option<PathBuf> {
-    hip_library(dir)?;
+fn python_split_installed(dir: &Path, units: &[Unit]) -> Option<PathBuf> {
+    hip_library(dir, units)?;
     split_with_python(&dir.join("stage"), "k", dir)?;
     let split = dir.join("split");
     let installed = split.join("k_lib_generic/stage");
     for arch in ARCHES {
-        crate::util::kpack::copy_tree(
-            &split.join(format!("k_lib_{arch}/stage/.kpack")),
-            &installed.join(".kpack"),
-        );
+        let archives = split.join(format!("k_lib_{arch}/stage/.kpack"));
+        if archives.is_dir() {
+            crate::util::kpack::copy_tree(&archives, &installed.join(".kpack"));
+        }
     }
     Some(installed)
 }
@@ -79,7 +92,7 @@ fn python_split_installed(dir: &Path) -> Option<PathBuf> {
 #[test]
 fn python_split_library_reads_as_the_loader_reads_it() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(installed) = python_split_installed(dir.path()) else {
+    let Some(installed) = python_split_installed(dir.path(), &UNITS) else {
         return;
     };
     let Some(driver) = loader() else { return };
@@ -504,7 +517,7 @@ fn python_toc(path: &Path) -> Vec<(String, String, u64, u64, u64)> {
 #[test]
 fn ls_lists_a_split_library_as_its_archives_tables_say() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(installed) = python_split_installed(dir.path()) else {
+    let Some(installed) = python_split_installed(dir.path(), &UNITS) else {
         return;
     };
     let lib = "split/k_lib_generic/stage/lib/libk.so";
@@ -612,4 +625,111 @@ fn ls_names_damaged_archives() {
         "#  KIND   ARCH    TRIPLE             PRODUCER  SIZE  WHERE\n\
          0  kpack  gfx90a  amdgcn-amd-amdhsa  hip        300  good.kpack[lib/libk.so#0] (zstd, 19 bytes at 0x48)\n"
     );
+}
+
+/// AMD's splitter numbers code objects per processor; the loader asks by wrapper index. With a
+/// first unit for gfx1100 only and a second for both processors, the second unit's gfx90a code
+/// is stored as `#0`, so the loader (and our search, which follows it) find nothing for
+/// wrapper 1 on gfx90a, and would hand wrapper 0's request the second unit's code.
+#[test]
+fn python_splitter_numbers_per_processor_and_the_loader_misses() {
+    let dir = tempfile::tempdir().unwrap();
+    let units: [Unit; 2] = [
+        ("kernel.hip", &["gfx1100"], &[]),
+        ("vadd.hip", &ARCHES, &[]),
+    ];
+    let Some(installed) = python_split_installed(dir.path(), &units) else {
+        return;
+    };
+    let Some(driver) = loader() else { return };
+    let lib = installed.join("lib/libk.so");
+    let host = fs::read(&lib).unwrap();
+    let ref_bytes = section(&host, ELF_REF_SECTION);
+    let reference = KpackRef::parse(ref_bytes).unwrap();
+    let metadata = dir.path().join("ref.msgpack");
+    fs::write(&metadata, ref_bytes).unwrap();
+    let archive_path = installed.join(".kpack/k_lib_gfx90a.kpack");
+    let data = fs::read(&archive_path).unwrap();
+    let archive = Archive::parse(&data).unwrap();
+    let keys: Vec<&str> = archive.entries.iter().map(|e| e.key).collect();
+    assert_eq!(keys, ["stage/lib/libk.so#0"], "numbered per processor");
+
+    let arches = vec!["gfx90a".to_string()];
+    let ask = |index: u64| {
+        let ours = search(
+            &reference,
+            &lib,
+            index,
+            &arches,
+            &Environment::default(),
+            Miss::Stop,
+            &mut |p| open_path(p),
+        );
+        let theirs = load(&driver, &metadata, &lib, index, &["gfx90a"], &[]);
+        (ours.outcome.loader_code(), theirs.err().unwrap_or(0))
+    };
+    // Wrapper 1 (vadd's code) is not found; wrapper 0 (kernel.hip, no gfx90a code) "is".
+    assert_eq!(ask(1), (5, 5));
+    assert_eq!(ask(0), (0, 0));
+}
+
+/// Where AMD's loader aborts the whole process (an uncaught C++ exception through its C API),
+/// we give an error: a table entry whose ordinal is a string, and a stored code object that
+/// claims 1 TiB.
+#[test]
+fn damage_the_loader_aborts_on_is_an_error_here() {
+    let Some(driver) = loader() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let reference = KpackRef {
+        kernel_name: "lib/a.so",
+        kpack_search_paths: vec!["x.kpack"],
+    };
+    let metadata = dir.path().join("ref.msgpack");
+    fs::write(&metadata, reference.to_bytes()).unwrap();
+    let mut good = ArchiveWriter::new("g", "gfx90a", &["gfx90a"], Scheme::None);
+    good.add("lib/a.so#0", "gfx90a", &[1; 64]).unwrap();
+    let good = good.finish();
+    let toc_offset = 128;
+    let mut ordinal_string = good.clone();
+    let at = ordinal_string
+        .windows(8)
+        .position(|w| w == b"ordinal\x00")
+        .unwrap()
+        + 7;
+    ordinal_string[at] = 0xa0; // "" instead of 0
+    let mut huge = good.clone();
+    let at = huge.len() - 1; // the last blob's size, 64, as a positive fixint
+    assert_eq!(huge[at], 64);
+    huge.truncate(at);
+    huge.extend_from_slice(&[0xcf, 0, 0, 1, 0, 0, 0, 0, 0]);
+    for (name, bytes, ours) in [
+        (
+            "ordinal.kpack",
+            &ordinal_string,
+            format!(
+                "offset {toc_offset:#x}: kpack toc[\"lib/a.so#0\"][\"gfx90a\"].ordinal: expected an integer, found string"
+            ),
+        ),
+        (
+            "huge.kpack",
+            &huge,
+            format!(
+                "offset {toc_offset:#x}: kpack code object 0 at 0x40, 1099511627776 bytes, lies past the end of the file ({:#x})",
+                huge.len()
+            ),
+        ),
+    ] {
+        let path = dir.path().join(name);
+        fs::write(&path, bytes).unwrap();
+        assert_eq!(Archive::parse(bytes).unwrap_err().to_string(), ours);
+        let out = std::process::Command::new(&driver)
+            .arg(&metadata)
+            .arg(dir.path().join("lib/a.so"))
+            .args(["0", "gfx90a"])
+            .env("ROCM_KPACK_PATH", &path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), None, "{name}: the loader is killed by SIGABRT");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("terminate called"));
+    }
 }
