@@ -903,6 +903,32 @@ impl HipWrapper {
 #[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn any_entries_survive_write_then_read(
+            kernels in proptest::collection::btree_map(
+                ("[a-z/._]{1,30}", 0u64..40, "gfx[0-9a-f]{3,4}(:xnack[+-])?"),
+                proptest::collection::vec(any::<u8>(), 0..400),
+                0..12,
+            ),
+            zstd in any::<bool>(),
+        ) {
+            let scheme = if zstd { Scheme::ZstdPerKernel } else { Scheme::None };
+            let mut w = ArchiveWriter::new("g", "fam", &["gfx90a"], scheme);
+            for ((binary, index, arch), code) in &kernels {
+                w.add(&toc_key(binary, *index), arch, code).unwrap();
+            }
+            let bytes = w.finish();
+            let archive = Archive::parse(&bytes).unwrap();
+            prop_assert_eq!(archive.entries.len(), kernels.len());
+            for ((binary, index, arch), code) in &kernels {
+                let entry = archive.find(&toc_key(binary, *index), arch).unwrap();
+                prop_assert_eq!(&*archive.code_object(entry, 1 << 20).unwrap(), code.as_slice());
+            }
+        }
+    }
 
     fn two_kernels(scheme: Scheme) -> Vec<u8> {
         let mut w = ArchiveWriter::new("k_lib", "gfx90a", &["gfx90a", "gfx90a:xnack-"], scheme);

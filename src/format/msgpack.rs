@@ -464,6 +464,40 @@ pub fn write_map_header(out: &mut Vec<u8>, len: usize) {
 #[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Any value of the kinds the kpack formats use, nested.
+    fn values() -> impl Strategy<Value = Value<'static>> {
+        let leaf = prop_oneof![
+            Just(Value::Nil),
+            any::<bool>().prop_map(Value::Bool),
+            any::<u64>().prop_map(Value::Uint),
+            (i64::MIN..0).prop_map(Value::Int),
+            "[a-z#@:/]{0,40}".prop_map(|s| Value::Str(Box::leak(s.into_boxed_str()).as_bytes())),
+            proptest::collection::vec(any::<u8>(), 0..300)
+                .prop_map(|b| Value::Bin(Box::leak(b.into_boxed_slice()))),
+        ];
+        leaf.prop_recursive(4, 64, 20, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..20).prop_map(Value::Array),
+                proptest::collection::vec((inner.clone(), inner), 0..20).prop_map(Value::Map),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_value_survives_write_then_read(value in values()) {
+            let bytes = value.to_bytes();
+            let (back, used) = read(&bytes).unwrap();
+            prop_assert_eq!(back, value);
+            prop_assert_eq!(used, bytes.len());
+            // Every cut is an error, never a panic.
+            for cut in 0..bytes.len() {
+                prop_assert!(read(&bytes[..cut]).is_err());
+            }
+        }
+    }
 
     fn round_trip(value: Value<'_>) -> Vec<u8> {
         let bytes = value.to_bytes();
