@@ -6,6 +6,8 @@ use offload::container::scan::{scan as scan_file, Places};
 use offload::format::bundle::{self as bundle_format, Bundle};
 use offload::format::ccob as ccob_format;
 use offload::format::entry_id::{EntryId, KindMatching};
+use offload::format::kpack::{Archive, HipWrapper, KpackRef};
+use offload::format::msgpack;
 use offload::format::offload_binary::{
     self as offload_binary_format, ImageKind, OffloadBinary, OffloadKind,
 };
@@ -124,4 +126,31 @@ pub fn round_trips(data: &[u8]) {
         assert_eq!(binary.entries()[0].image, b);
         assert_eq!(binary.entries()[0].arch(), a);
     }
+}
+
+/// kpack archives, references, wrappers and the MessagePack under them: nothing panics, every
+/// code object reads under a small cap, and re-encoding a decoded value is stable.
+pub fn kpack(data: &[u8]) {
+    if let Ok((value, used)) = msgpack::read(data) {
+        assert!(used <= data.len());
+        let encoded = value.to_bytes();
+        let (again, again_used) = msgpack::read(&encoded).expect("our own encoding reads back");
+        assert_eq!(again_used, encoded.len());
+        assert_eq!(again.to_bytes(), encoded);
+    }
+    if let Ok(archive) = Archive::parse(data) {
+        for entry in &archive.entries {
+            if let Ok(code) = archive.code_object(entry, 1 << 20) {
+                assert!(code.len() as u64 <= 1 << 20);
+            }
+        }
+    }
+    if let Ok(reference) = KpackRef::parse(data) {
+        let bytes = reference.to_bytes();
+        assert_eq!(
+            KpackRef::parse(&bytes).expect("our own reference reads back"),
+            reference
+        );
+    }
+    let _ = HipWrapper::parse(data);
 }

@@ -20,6 +20,7 @@ mod fuzz_regressions;
 mod generic;
 mod golden;
 mod in_place;
+mod kpack;
 mod linked;
 mod ls;
 mod objcopy_coff;

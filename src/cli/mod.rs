@@ -27,7 +27,8 @@ USAGE: offload <COMMAND> [ARGS...]
 COMMANDS:
   bundler    clang-offload-bundler 19 or 22, drop-in: same options, same output bytes
   packager   clang-offload-packager 19 or llvm-offload-binary 22, drop-in: same options, bytes
-  ls         list the device images in files (--json for a machine-readable list)
+  ls         list the device images in files (--json for a machine-readable list), also
+             split binaries' code in .kpack archives and .kpack archives themselves
   extract    write the device images a GPU loads (--arch gfx1101: native, else generic code)
              (--device ISA: the one code object the HIP runtime loads per bundle)
   check      what each GPU loads from a program and its libraries (--device, else this machine)

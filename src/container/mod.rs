@@ -2,6 +2,7 @@
 
 pub mod archive;
 pub mod error;
+pub mod kpack;
 pub mod ld_so;
 pub mod objcopy;
 pub mod program;

@@ -225,6 +225,10 @@ pub enum ErrorKind {
         /// The bytes that were to be held.
         bytes: u64,
     },
+    /// A MessagePack value is malformed.
+    Msgpack(super::msgpack::MsgpackError),
+    /// A kpack archive, reference or wrapper is wrong.
+    Kpack(super::kpack::KpackError),
 }
 
 impl fmt::Display for ErrorKind {
@@ -410,6 +414,8 @@ impl fmt::Display for ErrorKind {
                 f,
                 "not enough memory to hold {bytes} inflated bytes"
             ),
+            ErrorKind::Msgpack(e) => e.fmt(f),
+            ErrorKind::Kpack(e) => e.fmt(f),
         }
     }
 }

@@ -7,9 +7,12 @@ use serde::Serialize;
 use crate::format::processor::processor_class;
 use crate::ops::columns::{render, Align};
 
+use crate::container::kpack::{self, StoredCodeObject};
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
+use crate::format::kpack::{self as kpack_format, Archive, Scheme};
+use crate::format::kpack_search::Environment;
 use crate::io::Input;
 
 /// One device image, as `offload ls` reports it. The field names are a public interface
@@ -48,6 +51,27 @@ pub struct Image {
     /// the JSON for other images.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compressed_bundle: Option<CompressedPlace>,
+    /// For a code object in a `.kpack` archive (listed with the archive, or with the split
+    /// binary that refers to it): where it is. Left out of the JSON for other images.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kpack: Option<KpackPlace>,
+}
+
+/// Where a code object in a `.kpack` archive lies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KpackPlace {
+    /// The archive, as found (relative paths from the binary's folder or the environment).
+    pub archive: String,
+    /// The archive's key: `"<binary>#<code-object index>"`.
+    pub key: String,
+    /// The code-object index: the HIP wrapper's that the loader asks with.
+    pub index: Option<u64>,
+    /// How the archive stores it: `none` or `zstd-per-kernel`.
+    pub scheme: &'static str,
+    /// Offset of its stored bytes (a zstd frame, if compressed) in the archive.
+    pub stored_offset: u64,
+    /// Size of its stored bytes.
+    pub stored_size: u64,
 }
 
 /// Where a compressed image lies: the compressed bundle's byte range in the file, and the
@@ -101,7 +125,59 @@ pub fn record(file: &str, image: &DeviceImage<'_>) -> Image {
                 entry_offset: s.start,
             })
         }),
+        kpack: None,
     }
+}
+
+/// The record `offload ls` prints for a code object of a `.kpack` archive, listed under the
+/// name `file` (the archive itself, or the split binary that refers to it).
+pub fn kpack_record(file: &str, code: &StoredCodeObject) -> Image {
+    let in_archive = Path::new(file) == code.archive;
+    let plain = code.scheme == Scheme::None;
+    Image {
+        file: file.to_string(),
+        member: None,
+        section: None,
+        offset: (in_archive && plain).then_some(code.stored_offset),
+        size: code.size,
+        offload_kind: "hip".to_string(),
+        triple: "amdgcn-amd-amdhsa".to_string(),
+        processor: processor_class(&code.arch),
+        arch: code.arch.clone(),
+        image_kind: None,
+        entry_id: None,
+        compressed: !plain,
+        compressed_bundle: None,
+        kpack: Some(KpackPlace {
+            archive: code.archive.to_string_lossy().into_owned(),
+            key: code.key.clone(),
+            index: code.index,
+            scheme: code.scheme.name(),
+            stored_offset: code.stored_offset,
+            stored_size: code.stored_size,
+        }),
+    }
+}
+
+/// The code objects of the `.kpack` archive `data` (at `path`, named `name`).
+fn list_archive(path: &Path, name: &str, data: &[u8]) -> Result<Vec<Image>> {
+    let archive = Archive::parse(data).map_err(|e| Error::format(path, e))?;
+    let codes = kpack::stored_code_objects(path, &archive, &|_| true)?;
+    Ok(codes.iter().map(|c| kpack_record(name, c)).collect())
+}
+
+/// The code objects a split binary's archives hold for it, and the archives that could not be
+/// read; nothing for a binary that is not split.
+fn list_split(path: &Path, name: &str, data: &[u8]) -> Result<(Vec<Image>, Vec<Error>)> {
+    let Some(split) = kpack::split_binary(path, data)? else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let env = Environment::from_vars(|v| std::env::var(v).ok());
+    let (mut codes, problems) = kpack::code_objects_for(path, &split, &env);
+    // By code-object index, then as found: how the runtime asks for them.
+    codes.sort_by_key(|c| c.index);
+    let images = codes.iter().map(|c| kpack_record(name, c)).collect();
+    Ok((images, problems))
 }
 
 /// The images of one file, in file order, and the damage found on the way (each naming the
@@ -111,6 +187,11 @@ pub fn list_file(path: &Path) -> Result<(Vec<Image>, Vec<Error>)> {
     let input = Input::open(path)?;
     tracing::debug!(size = input.len(), "scanning");
     let name = path.to_string_lossy().into_owned();
+    if input.starts_with(&kpack_format::MAGIC) {
+        let images = list_archive(path, &name, &input)?;
+        input.intact()?;
+        return Ok((images, Vec::new()));
+    }
     let mut images = Vec::new();
     // Compressed bundles are inflated only up to their bundle's header: their entries' IDs
     // and sizes are all a listing shows.
@@ -136,6 +217,10 @@ pub fn list_file(path: &Path) -> Result<(Vec<Image>, Vec<Error>)> {
             images.push(image);
         },
     )?;
+    let (split, mut split_problems) = list_split(path, &name, &input)?;
+    images.extend(split);
+    let mut problems = problems;
+    problems.append(&mut split_problems);
     // A file truncated while it was read listed zeros at its end, not its images.
     input.intact()?;
     tracing::info!(images = images.len(), problems = problems.len(), "scanned");
@@ -153,6 +238,16 @@ pub fn uri(image: &Image) -> Option<String> {
     let path = std::fs::canonicalize(&image.file)
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| image.file.clone());
+    if let Some(place) = image.kpack.as_ref().filter(|k| k.scheme == "none") {
+        // Stored plain in an archive: a byte range of the archive.
+        let archive = std::fs::canonicalize(&place.archive)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| place.archive.clone());
+        return Some(format!(
+            "file://{archive}#offset={}&size={}",
+            place.stored_offset, place.stored_size
+        ));
+    }
     if let Some(offset) = image.offset {
         return Some(format!("file://{path}#offset={offset}&size={}", image.size));
     }
@@ -162,6 +257,21 @@ pub fn uri(image: &Image) -> Option<String> {
         "file://{path}#offset={}&size={}&entry={entry}",
         place.offset, place.size
     ))
+}
+
+/// The WHERE of a code object in an archive: `ARCHIVE[KEY] @OFFSET` (or `(zstd)`), after
+/// `BINARY -> ` when listed with the split binary.
+fn kpack_where(image: &Image, k: &KpackPlace) -> String {
+    let stored = match k.scheme {
+        "none" => format!("@{:#x}", k.stored_offset),
+        _ => format!("(zstd, {} bytes at {:#x})", k.stored_size, k.stored_offset),
+    };
+    let inside = format!("{}[{}] {stored}", k.archive, k.key);
+    if image.file == k.archive {
+        inside
+    } else {
+        format!("{} -> {inside}", image.file)
+    }
 }
 
 /// The table `offload ls` prints for people.
@@ -177,16 +287,18 @@ pub fn table(images: &[Image]) -> String {
             if let Some(section) = &image.section {
                 place.push_str(&format!(" {section}"));
             }
-            match image.offset {
-                Some(at) => place.push_str(&format!(" @{at:#x}")),
-                None => place.push_str(" (compressed)"),
+            match (&image.kpack, image.offset) {
+                (Some(k), _) => place = kpack_where(image, k),
+                (None, Some(at)) => place.push_str(&format!(" @{at:#x}")),
+                (None, None) => place.push_str(" (compressed)"),
             }
             [
                 i.to_string(),
-                image
-                    .image_kind
-                    .clone()
-                    .unwrap_or_else(|| "bundle".to_string()),
+                match (&image.image_kind, &image.kpack) {
+                    (Some(kind), _) => kind.clone(),
+                    (None, Some(_)) => "kpack".to_string(),
+                    (None, None) => "bundle".to_string(),
+                },
                 match (image.arch.as_str(), image.processor) {
                     ("", _) => "-".into(),
                     (arch, Some("unknown")) => format!("{arch} (unknown processor)"),

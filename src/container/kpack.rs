@@ -1,0 +1,211 @@
+//! Split binaries and their `.kpack` archives as files: the reference and HIPK wrappers a
+//! split program or shared library keeps, the archives its search paths name on disk, and the
+//! code objects those archives hold for it.
+//!
+//! Code-object indices are the HIP wrappers' own (`reserved1`), which is what the loader asks
+//! for. AMD's Python splitter numbers code objects per processor instead; the two agree only
+//! when every translation unit targets the same processors, so for other binaries an archive
+//! it wrote is read here (and by the loader) with its indices shifted.
+
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSection};
+
+use crate::error::{Error, Result};
+use crate::format::kpack::{
+    split_toc_key, Archive, HipWrapper, KernelEntry, KpackRef, Scheme, Wrapped, ELF_REF_SECTION,
+    GFXARCH, PE_REF_SECTION,
+};
+use crate::format::kpack_search::{resolve_search_path, Environment};
+
+/// The section of HIP wrappers.
+const WRAPPER_SECTION: &str = ".hipFatBinSegment";
+
+/// What a split binary keeps of its device code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitBinary<'a> {
+    /// The reference to its archives.
+    pub reference: KpackRef<'a>,
+    /// The section holding the reference.
+    pub section: &'static str,
+    /// The file offset of the reference.
+    pub offset: u64,
+    /// The code-object index of each HIPK wrapper, in wrapper order.
+    pub indices: Vec<u64>,
+}
+
+/// The kpack reference and wrappers of the object file `data` (named `path` in errors), or
+/// `None` when it has no reference section (not split, or not an object file).
+pub fn split_binary<'a>(path: &Path, data: &'a [u8]) -> Result<Option<SplitBinary<'a>>> {
+    let Ok(file) = object::File::parse(data) else {
+        return Ok(None);
+    };
+    let Some((section, name)) = [ELF_REF_SECTION, PE_REF_SECTION]
+        .into_iter()
+        .find_map(|name| Some((file.section_by_name(name)?, name)))
+    else {
+        return Ok(None);
+    };
+    let offset = section.file_range().map_or(0, |(at, _)| at);
+    let bytes = section
+        .data()
+        .map_err(|e| Error::msg(format!("'{}': {name}: {e}", path.display())))?;
+    let reference = KpackRef::parse(bytes)
+        .map_err(|e| Error::format_in(path, format!("{name} at {offset:#x}"), e))?;
+    let mut indices = Vec::new();
+    if let Some(wrappers) = file.section_by_name(WRAPPER_SECTION) {
+        let at = wrappers.file_range().map_or(0, |(at, _)| at);
+        let bytes = wrappers.data().unwrap_or_default();
+        for (i, chunk) in bytes.chunks_exact(HipWrapper::SIZE).enumerate() {
+            let wrapper_at = at + (i * HipWrapper::SIZE) as u64;
+            match HipWrapper::parse(chunk) {
+                Ok(Wrapped::Kpack { index, .. }) => indices.push(index),
+                Ok(Wrapped::Bundle { .. }) => {}
+                Err(e) => {
+                    let context = format!("{WRAPPER_SECTION} wrapper {i} at {wrapper_at:#x}");
+                    return Err(Error::format_in(path, context, e));
+                }
+            }
+        }
+    }
+    Ok(Some(SplitBinary {
+        reference,
+        section: name,
+        offset,
+        indices,
+    }))
+}
+
+/// The archives a split binary at `binary` may load from, without a device to choose among
+/// processors: `ROCM_KPACK_PATH` when it names any; else `ROCM_KPACK_PATH_PREFIX`, then each
+/// search path resolved against the binary's folder, a path with `@GFXARCH@` standing for
+/// every file of its folder that fits the pattern (in name order). Only paths that exist.
+pub fn archive_paths(binary: &Path, reference: &KpackRef<'_>, env: &Environment) -> Vec<PathBuf> {
+    let list = |value: &Option<String>| -> Vec<PathBuf> {
+        value
+            .as_deref()
+            .unwrap_or_default()
+            .split(':')
+            .filter(|p| !p.is_empty())
+            .map(PathBuf::from)
+            .collect()
+    };
+    let overridden = list(&env.path);
+    let mut paths = if overridden.is_empty() {
+        let mut paths = list(&env.path_prefix);
+        for search_path in &reference.kpack_search_paths {
+            let resolved = resolve_search_path(binary, search_path);
+            if resolved.to_string_lossy().contains(GFXARCH) {
+                paths.extend(matching_files(&resolved));
+            } else {
+                paths.push(resolved);
+            }
+        }
+        paths
+    } else {
+        overridden
+    };
+    paths.retain(|p| p.is_file());
+    let mut seen = std::collections::HashSet::new();
+    paths.retain(|p| seen.insert(p.canonicalize().unwrap_or_else(|_| p.clone())));
+    paths
+}
+
+/// The files of `pattern`'s folder whose names fit its file name, `@GFXARCH@` standing for
+/// any non-empty text, in name order.
+fn matching_files(pattern: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (pattern.parent(), pattern.file_name()) else {
+        return Vec::new();
+    };
+    let name = name.to_string_lossy();
+    let Some((before, after)) = name.split_once(GFXARCH) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.len() > before.len() + after.len() && n.starts_with(before) && n.ends_with(after)
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+}
+
+/// One code object an archive holds, with where it is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCodeObject {
+    /// The archive.
+    pub archive: PathBuf,
+    /// The table key, `"<binary>#<index>"`.
+    pub key: String,
+    /// The code-object index of the key.
+    pub index: Option<u64>,
+    /// The processor key.
+    pub arch: String,
+    /// How the archive stores it.
+    pub scheme: Scheme,
+    /// Where its stored bytes (plain, or its zstd frame) lie in the archive.
+    pub stored_offset: u64,
+    /// How many stored bytes.
+    pub stored_size: u64,
+    /// Its size as a code object.
+    pub size: u64,
+}
+
+/// The entries of `archive` (read from `path`) that `keep` accepts, with where each is stored.
+pub fn stored_code_objects(
+    path: &Path,
+    archive: &Archive<'_>,
+    keep: &dyn Fn(&KernelEntry<'_>) -> bool,
+) -> Result<Vec<StoredCodeObject>> {
+    archive
+        .entries
+        .iter()
+        .filter(|e| keep(e))
+        .map(|entry| {
+            let stored = archive
+                .stored_of(entry)
+                .map_err(|e| Error::format(path, e))?;
+            Ok(StoredCodeObject {
+                archive: path.to_path_buf(),
+                key: entry.key.to_string(),
+                index: split_toc_key(entry.key).map(|(_, i)| i),
+                arch: entry.arch.to_string(),
+                scheme: archive.scheme,
+                stored_offset: stored.offset,
+                stored_size: stored.size,
+                size: entry.original_size,
+            })
+        })
+        .collect()
+}
+
+/// The code objects for the split binary at `binary` in the archives `archive_paths` finds,
+/// in archive order then table order, and the archives that could not be read.
+pub fn code_objects_for(
+    binary: &Path,
+    split: &SplitBinary<'_>,
+    env: &Environment,
+) -> (Vec<StoredCodeObject>, Vec<Error>) {
+    let name = split.reference.kernel_name;
+    let ours = |e: &KernelEntry<'_>| split_toc_key(e.key).is_some_and(|(b, _)| b == name);
+    let mut found = Vec::new();
+    let mut problems = Vec::new();
+    for path in archive_paths(binary, &split.reference, env) {
+        let read = std::fs::read(&path).map_err(|e| Error::io(&path, e));
+        let listed = read.and_then(|data| {
+            let archive = Archive::parse(&data).map_err(|e| Error::format(&path, e))?;
+            stored_code_objects(&path, &archive, &ours)
+        });
+        match listed {
+            Ok(list) => found.extend(list),
+            Err(e) => problems.push(e),
+        }
+    }
+    (found, problems)
+}
