@@ -217,13 +217,20 @@ fn rewrite_by<'a>(
 
 /// Every code object of `file` (all of `extract --arch` for each test target), in order.
 fn every_code_object(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
+    let found = code_objects_for(file, dir, &ARCHES);
+    assert_eq!(found.len(), 2 * ARCHES.len(), "{}", file.display());
+    found
+}
+
+/// Every code object of `file` for `arches`, extracted into `dir`, in order of their names.
+fn code_objects_for(file: &Path, dir: &Path, arches: &[&str]) -> Vec<Vec<u8>> {
     let mut command = offload();
     command
         .arg("extract")
         .arg(file)
         .args(["-q", "--exact", "-o"])
         .arg(dir);
-    for arch in ARCHES {
+    for arch in arches {
         command.args(["--arch", arch]);
     }
     succeed(&mut command);
@@ -232,7 +239,6 @@ fn every_code_object(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
         .map(|e| e.unwrap().path())
         .collect();
     names.sort();
-    assert_eq!(names.len(), 2 * ARCHES.len(), "{}", file.display());
     names.iter().map(|p| std::fs::read(p).unwrap()).collect()
 }
 
@@ -458,26 +464,6 @@ fn bundles_that_outgrow_their_section_move_to_a_new_segment_and_every_wrapper_fo
 /// The processors of the large program's code objects.
 const LARGE_ARCHES: [&str; 3] = ["gfx906", "gfx90a", "gfx1030"];
 
-/// Every code object of `file` for [`LARGE_ARCHES`], in order of their names.
-fn large_code_objects(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
-    let mut command = offload();
-    command
-        .arg("extract")
-        .arg(file)
-        .args(["-q", "--exact", "-o"])
-        .arg(dir);
-    for arch in LARGE_ARCHES {
-        command.args(["--arch", arch]);
-    }
-    succeed(&mut command);
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    names.sort();
-    names.iter().map(|p| std::fs::read(p).unwrap()).collect()
-}
-
 #[test]
 fn a_program_with_large_compressed_bundles_decompresses_in_parallel_and_runs() {
     let Some(clang) = reference_tool("clang-19") else {
@@ -520,7 +506,7 @@ fn a_program_with_large_compressed_bundles_decompresses_in_parallel_and_runs() {
     // The plain program registers what the decompressed one must; the code objects are the
     // compressed program's (those of the plain one differ in their build's unique ID).
     let expected = run(&plain, None);
-    let want = large_code_objects(&compressed, &d.join("want"));
+    let want = code_objects_for(&compressed, &d.join("want"), &LARGE_ARCHES);
     assert_eq!(want.len(), LARGE_ARCHES.len());
     for round in 0..2 {
         let out = d.join(format!("decompressed-{round}"));
@@ -534,7 +520,7 @@ fn a_program_with_large_compressed_bundles_decompresses_in_parallel_and_runs() {
         );
         check_appended_segment(&out);
         assert_eq!(run(&out, None), expected, "round {round}");
-        let got = large_code_objects(&out, &d.join(format!("got-{round}")));
+        let got = code_objects_for(&out, &d.join(format!("got-{round}")), &LARGE_ARCHES);
         assert!(got == want, "round {round}");
     }
 }
