@@ -14,6 +14,7 @@ mod check;
 mod cli_output;
 mod compress_choices;
 mod compressed;
+mod cuda_entries;
 mod differential;
 mod extract;
 mod fuzz_regressions;

@@ -229,6 +229,8 @@ pub enum ErrorKind {
     Msgpack(super::msgpack::MsgpackError),
     /// A kpack archive, reference or wrapper is wrong.
     Kpack(super::kpack::KpackError),
+    /// A CUDA fat binary's entries are wrong.
+    Cuda(super::cuda_fatbin::CudaError),
 }
 
 impl fmt::Display for ErrorKind {
@@ -416,6 +418,7 @@ impl fmt::Display for ErrorKind {
             ),
             ErrorKind::Msgpack(e) => e.fmt(f),
             ErrorKind::Kpack(e) => e.fmt(f),
+            ErrorKind::Cuda(e) => e.fmt(f),
         }
     }
 }

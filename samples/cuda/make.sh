@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Makes the CUDA samples with NVIDIA's nvcc and the goldens with its cuobjdump, both from PyPI:
+#   pip download --no-deps nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm \
+#     nvidia-cuda-cuobjdump; unzip each wheel into one folder NV
+#   samples/cuda/make.sh NV/nvidia/cu13/bin
+# nvcc needs only gcc as its host compiler; no GPU. Made with CUDA 13.5.37.
+set -euo pipefail
+bin=$(cd "$1" && pwd)
+cd "$(dirname "$0")"
+two="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,compute_90]"
+"$bin/nvcc" -c kernel.cu -o gencode.o $two --compress-mode=none
+"$bin/nvcc" -c kernel.cu -o gencode-zstd.o $two --compress-mode=size
+"$bin/nvcc" -c kernel.cu -o gencode-lz.o $two --compress-mode=speed
+"$bin/nvcc" -c kernel.cu -o arch-specific.o --compress-mode=none \
+  -gencode arch=compute_90a,code=[sm_90a,compute_90a] \
+  -gencode arch=compute_100f,code=sm_100f -gencode arch=compute_120,code=sm_120
+rm -rf extracted
+for o in gencode gencode-zstd gencode-lz arch-specific; do
+  mkdir -p "extracted/$o"
+  (cd "extracted/$o" && "$bin/cuobjdump" --extract-elf all "../../$o.o" >/dev/null &&
+    "$bin/cuobjdump" --extract-ptx all "../../$o.o" >/dev/null)
+  "$bin/cuobjdump" --list-elf --list-ptx "$o.o" >"extracted/$o.list"
+done
