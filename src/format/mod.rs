@@ -14,6 +14,7 @@ pub mod bundle;
 pub mod ccob;
 pub mod container;
 pub mod cuda_fatbin;
+pub mod cuda_loads;
 pub mod entry_id;
 pub mod error;
 pub mod image_target;
