@@ -639,17 +639,207 @@ impl<'a> Toc<'a> {
     }
 }
 
+/// Where the parts of an archive go, from the sizes of its stored code objects alone, so that
+/// a writer can stream the code objects from where they are: the first [`BLOB_ALIGNMENT`]
+/// bytes (header and padding), the stored code objects back to back from there (each
+/// `zstd-per-kernel` frame after its `u32` size, the count first), then the table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveLayout {
+    /// The header and its zero padding: the file's first [`BLOB_ALIGNMENT`] bytes.
+    pub head: Vec<u8>,
+    /// Where each stored code object goes, by ordinal.
+    pub stored: Vec<Stored>,
+    /// The table of contents, at the end of the file.
+    pub toc: Vec<u8>,
+    /// Where the table starts: the size of everything before it.
+    pub toc_offset: u64,
+}
+
+impl ArchiveLayout {
+    /// What comes between the head and the first stored code object: the `u32` frame count
+    /// of `zstd-per-kernel`, nothing for `"none"`.
+    pub fn count_field(&self, scheme: Scheme) -> Vec<u8> {
+        match scheme {
+            Scheme::None => Vec::new(),
+            Scheme::ZstdPerKernel => u32_le(self.stored.len() as u64).to_vec(),
+        }
+    }
+
+    /// What comes just before stored code object `ordinal`: its `u32` frame size for
+    /// `zstd-per-kernel`, nothing for `"none"`.
+    pub fn size_field(&self, scheme: Scheme, ordinal: usize) -> Vec<u8> {
+        match (scheme, self.stored.get(ordinal)) {
+            (Scheme::ZstdPerKernel, Some(s)) => u32_le(s.size).to_vec(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// `n` as a little-endian `u32` field ([`layout`] checked that it fits).
+fn u32_le(n: u64) -> [u8; 4] {
+    u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes()
+}
+
+/// One entry of an archive's table: code object `key` (`"<binary>#<index>"`) for processor
+/// `arch`, stored as ordinal `ordinal`, `original_size` bytes once inflated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TocEntry {
+    /// `"<binary>#<index>"`.
+    pub key: String,
+    /// The processor.
+    pub arch: String,
+    /// The stored code object it names (several entries may name one).
+    pub ordinal: u64,
+    /// Its size as a code object.
+    pub original_size: u64,
+}
+
+/// What an archive says of itself in its table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArchiveInfo {
+    /// The group the archive belongs to (`blas`).
+    pub group_name: String,
+    /// The processor family its name gives (`gfx110X`, or the one processor).
+    pub gfx_arch_family: String,
+    /// The processors the loader may pick it for.
+    pub gfx_arches: Vec<String>,
+    /// How code objects are stored.
+    pub scheme: Scheme,
+}
+
+/// Lays out an archive of `stored_sizes` (the bytes of each stored code object: plain, or its
+/// zstd frame) and `entries`, as AMD's splitter lays it out (table fields in its order).
+/// Fails when a `zstd-per-kernel` size or count does not fit its `u32` field.
+pub fn layout(
+    info: &ArchiveInfo,
+    stored_sizes: &[u64],
+    entries: &[TocEntry],
+) -> Result<ArchiveLayout> {
+    let zstd = info.scheme == Scheme::ZstdPerKernel;
+    if zstd {
+        let limit = u64::from(u32::MAX);
+        let too_large = stored_sizes.iter().copied().find(|s| *s > limit);
+        if let Some(value) =
+            too_large.or((stored_sizes.len() as u64 > limit).then_some(stored_sizes.len() as u64))
+        {
+            let what = "zstd frame size or count";
+            return Err(Error::new(0, ErrorKind::FieldOverflow { what, value }));
+        }
+    }
+    let mut at = BLOB_ALIGNMENT + if zstd { 4 } else { 0 };
+    let mut stored = Vec::with_capacity(stored_sizes.len());
+    for size in stored_sizes {
+        at += if zstd { 4 } else { 0 };
+        stored.push(Stored {
+            offset: at,
+            size: *size,
+        });
+        at += size;
+    }
+    let header = Header {
+        magic: MAGIC,
+        version: U32::new(Le, VERSION),
+        toc_offset: U64::new(Le, at),
+    };
+    let mut head = pod::bytes_of(&header).to_vec();
+    head.resize(BLOB_START, 0);
+    let toc = write_toc(info, &stored, at - BLOB_ALIGNMENT, entries);
+    Ok(ArchiveLayout {
+        head,
+        stored,
+        toc,
+        toc_offset: at,
+    })
+}
+
+/// The table of contents, in the splitter's field order.
+fn write_toc(
+    info: &ArchiveInfo,
+    places: &[Stored],
+    stored_size: u64,
+    entries: &[TocEntry],
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    let scheme_fields = match info.scheme {
+        Scheme::None => 1,
+        Scheme::ZstdPerKernel => 2,
+    };
+    msgpack::write_map_header(&mut out, 6 + scheme_fields);
+    msgpack::write_str(&mut out, "format_version");
+    msgpack::write_uint(&mut out, u64::from(VERSION));
+    msgpack::write_str(&mut out, "group_name");
+    msgpack::write_str(&mut out, &info.group_name);
+    msgpack::write_str(&mut out, "gfx_arch_family");
+    msgpack::write_str(&mut out, &info.gfx_arch_family);
+    msgpack::write_str(&mut out, "gfx_arches");
+    msgpack::write_array_header(&mut out, info.gfx_arches.len());
+    info.gfx_arches
+        .iter()
+        .for_each(|a| msgpack::write_str(&mut out, a));
+    msgpack::write_str(&mut out, "toc");
+    write_entries(&mut out, entries);
+    msgpack::write_str(&mut out, "compression_scheme");
+    msgpack::write_str(&mut out, info.scheme.name());
+    match info.scheme {
+        Scheme::None => {
+            msgpack::write_str(&mut out, "blobs");
+            msgpack::write_array_header(&mut out, places.len());
+            for place in places {
+                msgpack::write_map_header(&mut out, 2);
+                msgpack::write_str(&mut out, "offset");
+                msgpack::write_uint(&mut out, place.offset);
+                msgpack::write_str(&mut out, "size");
+                msgpack::write_uint(&mut out, place.size);
+            }
+        }
+        Scheme::ZstdPerKernel => {
+            msgpack::write_str(&mut out, "zstd_offset");
+            msgpack::write_uint(&mut out, BLOB_ALIGNMENT);
+            msgpack::write_str(&mut out, "zstd_size");
+            msgpack::write_uint(&mut out, stored_size);
+        }
+    }
+    out
+}
+
+/// `toc`: keys in first-added order, each with its processors in added order.
+fn write_entries(out: &mut Vec<u8>, entries: &[TocEntry]) {
+    let mut keys: Vec<&str> = Vec::new();
+    let mut of_key: std::collections::HashMap<&str, Vec<&TocEntry>> =
+        std::collections::HashMap::new();
+    for entry in entries {
+        let list = of_key.entry(&entry.key).or_default();
+        if list.is_empty() {
+            keys.push(&entry.key);
+        }
+        list.push(entry);
+    }
+    msgpack::write_map_header(out, keys.len());
+    for key in keys {
+        msgpack::write_str(out, key);
+        let list = &of_key[key];
+        msgpack::write_map_header(out, list.len());
+        for entry in list {
+            msgpack::write_str(out, &entry.arch);
+            msgpack::write_map_header(out, 3);
+            msgpack::write_str(out, "type");
+            msgpack::write_str(out, "hsaco");
+            msgpack::write_str(out, "ordinal");
+            msgpack::write_uint(out, entry.ordinal);
+            msgpack::write_str(out, "original_size");
+            msgpack::write_uint(out, entry.original_size);
+        }
+    }
+}
+
 /// Builds a `.kpack` archive in memory, laid out as AMD's splitter lays it out: header, zero
 /// padding to 64, the stored code objects in the order they were added, then the table (its
-/// fields in the splitter's order).
+/// fields in the splitter's order). See [`layout`] to write an archive without holding it.
 #[derive(Debug, Clone)]
 pub struct ArchiveWriter {
-    group_name: String,
-    gfx_arch_family: String,
-    gfx_arches: Vec<String>,
-    scheme: Scheme,
+    info: ArchiveInfo,
     /// Stored bytes (plain, or a zstd frame) and the entry naming them.
-    kernels: Vec<(String, String, u64, Vec<u8>)>,
+    kernels: Vec<(TocEntry, Vec<u8>)>,
 }
 
 impl ArchiveWriter {
@@ -662,10 +852,12 @@ impl ArchiveWriter {
         scheme: Scheme,
     ) -> ArchiveWriter {
         ArchiveWriter {
-            group_name: group_name.to_string(),
-            gfx_arch_family: gfx_arch_family.to_string(),
-            gfx_arches: gfx_arches.iter().map(|a| a.to_string()).collect(),
-            scheme,
+            info: ArchiveInfo {
+                group_name: group_name.to_string(),
+                gfx_arch_family: gfx_arch_family.to_string(),
+                gfx_arches: gfx_arches.iter().map(|a| a.to_string()).collect(),
+                scheme,
+            },
             kernels: Vec::new(),
         }
     }
@@ -673,131 +865,50 @@ impl ArchiveWriter {
     /// Adds `code_object` as `key` (`"<binary>#<index>"`) for processor `arch`; its ordinal is
     /// the number added before it. Compresses it now under `zstd-per-kernel`.
     pub fn add(&mut self, key: &str, arch: &str, code_object: &[u8]) -> Result<()> {
-        let stored = match self.scheme {
+        let stored = match self.info.scheme {
             Scheme::None => code_object.to_vec(),
-            Scheme::ZstdPerKernel => {
-                let frame = zstd::bulk::compress(code_object, ZSTD_LEVEL)
-                    .map_err(|e| Error::new(0, ErrorKind::Compress(e.to_string())))?;
-                // The frame's size and the frame count are u32 fields.
-                let limit = u64::from(u32::MAX);
-                if frame.len() as u64 > limit || self.kernels.len() as u64 >= limit {
-                    let what = "zstd frame size or count";
-                    let value = frame.len() as u64;
-                    return Err(Error::new(0, ErrorKind::FieldOverflow { what, value }));
-                }
-                frame
-            }
+            Scheme::ZstdPerKernel => compress_code_object(code_object)?,
         };
-        let size = code_object.len() as u64;
-        self.kernels
-            .push((key.to_string(), arch.to_string(), size, stored));
+        let entry = TocEntry {
+            key: key.to_string(),
+            arch: arch.to_string(),
+            ordinal: self.kernels.len() as u64,
+            original_size: code_object.len() as u64,
+        };
+        self.kernels.push((entry, stored));
         Ok(())
     }
 
     /// The archive's bytes.
     pub fn finish(&self) -> Vec<u8> {
-        // Sizes were checked to fit their u32 fields as code objects were added.
-        let u32_le = |n: usize| u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes();
-        let mut body = Vec::new();
-        let mut places = Vec::with_capacity(self.kernels.len());
-        if self.scheme == Scheme::ZstdPerKernel {
-            body.extend_from_slice(&u32_le(self.kernels.len()));
-        }
-        for (_, _, _, stored) in &self.kernels {
-            if self.scheme == Scheme::ZstdPerKernel {
-                body.extend_from_slice(&u32_le(stored.len()));
-            }
-            places.push((BLOB_ALIGNMENT + body.len() as u64, stored.len() as u64));
-            body.extend_from_slice(stored);
-        }
-        let toc_offset = BLOB_ALIGNMENT + body.len() as u64;
-        let header = Header {
-            magic: MAGIC,
-            version: U32::new(Le, VERSION),
-            toc_offset: U64::new(Le, toc_offset),
+        let sizes: Vec<u64> = self.kernels.iter().map(|(_, s)| s.len() as u64).collect();
+        let entries: Vec<TocEntry> = self.kernels.iter().map(|(e, _)| e.clone()).collect();
+        // Frame sizes were checked against their u32 fields as code objects were added.
+        let Ok(plan) = layout(&self.info, &sizes, &entries) else {
+            return Vec::new();
         };
-        let mut out = pod::bytes_of(&header).to_vec();
-        out.resize(BLOB_START, 0);
-        out.extend_from_slice(&body);
-        out.extend_from_slice(&self.toc(&places, body.len() as u64));
+        let mut out = plan.head.clone();
+        out.extend_from_slice(&plan.count_field(self.info.scheme));
+        for (ordinal, (_, stored)) in self.kernels.iter().enumerate() {
+            out.extend_from_slice(&plan.size_field(self.info.scheme, ordinal));
+            out.extend_from_slice(stored);
+        }
+        out.extend_from_slice(&plan.toc);
         out
     }
+}
 
-    /// The table of contents, in the splitter's field order.
-    fn toc(&self, places: &[(u64, u64)], stored_size: u64) -> Vec<u8> {
-        let mut out = Vec::new();
-        let scheme_fields = match self.scheme {
-            Scheme::None => 1,
-            Scheme::ZstdPerKernel => 2,
-        };
-        msgpack::write_map_header(&mut out, 6 + scheme_fields);
-        msgpack::write_str(&mut out, "format_version");
-        msgpack::write_uint(&mut out, u64::from(VERSION));
-        msgpack::write_str(&mut out, "group_name");
-        msgpack::write_str(&mut out, &self.group_name);
-        msgpack::write_str(&mut out, "gfx_arch_family");
-        msgpack::write_str(&mut out, &self.gfx_arch_family);
-        msgpack::write_str(&mut out, "gfx_arches");
-        msgpack::write_array_header(&mut out, self.gfx_arches.len());
-        self.gfx_arches
-            .iter()
-            .for_each(|a| msgpack::write_str(&mut out, a));
-        msgpack::write_str(&mut out, "toc");
-        self.write_entries(&mut out);
-        msgpack::write_str(&mut out, "compression_scheme");
-        msgpack::write_str(&mut out, self.scheme.name());
-        match self.scheme {
-            Scheme::None => {
-                msgpack::write_str(&mut out, "blobs");
-                msgpack::write_array_header(&mut out, places.len());
-                for (offset, size) in places {
-                    msgpack::write_map_header(&mut out, 2);
-                    msgpack::write_str(&mut out, "offset");
-                    msgpack::write_uint(&mut out, *offset);
-                    msgpack::write_str(&mut out, "size");
-                    msgpack::write_uint(&mut out, *size);
-                }
-            }
-            Scheme::ZstdPerKernel => {
-                msgpack::write_str(&mut out, "zstd_offset");
-                msgpack::write_uint(&mut out, BLOB_ALIGNMENT);
-                msgpack::write_str(&mut out, "zstd_size");
-                msgpack::write_uint(&mut out, stored_size);
-            }
-        }
-        out
+/// One code object compressed as `zstd-per-kernel` stores it: a zstd frame at the splitter's
+/// level, checked to fit the `u32` size field.
+pub fn compress_code_object(code_object: &[u8]) -> Result<Vec<u8>> {
+    let frame = zstd::bulk::compress(code_object, ZSTD_LEVEL)
+        .map_err(|e| Error::new(0, ErrorKind::Compress(e.to_string())))?;
+    if frame.len() as u64 > u64::from(u32::MAX) {
+        let what = "zstd frame size";
+        let value = frame.len() as u64;
+        return Err(Error::new(0, ErrorKind::FieldOverflow { what, value }));
     }
-
-    /// `toc`: keys in first-added order, each with its processors in added order.
-    fn write_entries(&self, out: &mut Vec<u8>) {
-        let mut keys: Vec<&str> = Vec::new();
-        for (key, ..) in &self.kernels {
-            if !keys.contains(&key.as_str()) {
-                keys.push(key);
-            }
-        }
-        msgpack::write_map_header(out, keys.len());
-        for key in keys {
-            msgpack::write_str(out, key);
-            let of_key: Vec<_> = self
-                .kernels
-                .iter()
-                .enumerate()
-                .filter(|(_, k)| k.0 == key)
-                .collect();
-            msgpack::write_map_header(out, of_key.len());
-            for (ordinal, (_, arch, size, _)) in of_key {
-                msgpack::write_str(out, arch);
-                msgpack::write_map_header(out, 3);
-                msgpack::write_str(out, "type");
-                msgpack::write_str(out, "hsaco");
-                msgpack::write_str(out, "ordinal");
-                msgpack::write_uint(out, ordinal as u64);
-                msgpack::write_str(out, "original_size");
-                msgpack::write_uint(out, *size);
-            }
-        }
-    }
+    Ok(frame)
 }
 
 /// A split binary's reference to its archives (the `.rocm_kpack_ref` section).
