@@ -5,6 +5,7 @@ pub mod bundler;
 pub mod check;
 pub mod extract;
 pub mod general;
+pub mod kpack;
 pub mod llvm_cl;
 pub mod ls;
 pub mod packager;
@@ -38,6 +39,8 @@ COMMANDS:
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
   compress   compress the bundles of a file (--format-version 2|3); decompress does the reverse,
              in linked programs and shared libraries too
+  kpack      split programs and libraries into host files and per-processor .kpack archives
+             (-o DIR, -r for trees); --merge puts archived code back as bundles
   help       print this text
 
 ls, extract, check, strip, compress, decompress and wrapper take -v (-vv, -vvv) to log what
@@ -159,6 +162,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Some("wrapper") => wrapper::run_subcommand(&rest[1..]),
         Some("compress") => rewrite::compress(&rest[1..]),
         Some("decompress") => rewrite::decompress(&rest[1..]),
+        Some("kpack") => kpack::run(&rest[1..]),
         Some("help" | "--help" | "-h") | None => {
             print("offload", USAGE).map_or_else(|code| code, |()| i32::from(rest.is_empty()))
         }

@@ -116,6 +116,12 @@ pub enum ErrorKind {
         /// The address the pointer holds.
         address: u64,
     },
+    /// A program's HIP code cannot be moved to kpack archives, or back.
+    #[error("{message}")]
+    Kpack {
+        /// What is wrong.
+        message: String,
+    },
     /// The rewritten containers are larger than their section.
     #[error("the rewritten bundles ({size} bytes) no longer fit {section} ({room} bytes)")]
     SectionOutgrown {

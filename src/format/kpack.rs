@@ -804,20 +804,20 @@ fn write_toc(
 
 /// `toc`: keys in first-added order, each with its processors in added order.
 fn write_entries(out: &mut Vec<u8>, entries: &[TocEntry]) {
-    let mut keys: Vec<&str> = Vec::new();
-    let mut of_key: std::collections::HashMap<&str, Vec<&TocEntry>> =
-        std::collections::HashMap::new();
+    let mut keys: Vec<(&str, Vec<&TocEntry>)> = Vec::new();
+    let mut place: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for entry in entries {
-        let list = of_key.entry(&entry.key).or_default();
-        if list.is_empty() {
-            keys.push(&entry.key);
+        let at = *place.entry(&entry.key).or_insert_with(|| {
+            keys.push((&entry.key, Vec::new()));
+            keys.len() - 1
+        });
+        if let Some((_, list)) = keys.get_mut(at) {
+            list.push(entry);
         }
-        list.push(entry);
     }
     msgpack::write_map_header(out, keys.len());
-    for key in keys {
+    for (key, list) in &keys {
         msgpack::write_str(out, key);
-        let list = &of_key[key];
         msgpack::write_map_header(out, list.len());
         for entry in list {
             msgpack::write_str(out, &entry.arch);

@@ -22,11 +22,11 @@ use super::plan::{self, Cut, NewProgram, Packing, Patch, Pointer, Rewriting, Sec
 use crate::container::error::{Error, ErrorKind, Name, Result};
 
 /// The section of HIP device code.
-const HIP_FATBIN: &str = ".hip_fatbin";
+pub(super) const HIP_FATBIN: &str = ".hip_fatbin";
 /// The section of the wrappers that register `.hip_fatbin`'s bundles with the HIP runtime.
-const HIP_WRAPPERS: &str = ".hipFatBinSegment";
+pub(super) const HIP_WRAPPERS: &str = ".hipFatBinSegment";
 /// The smallest page a loaded segment is aligned to.
-const PAGE: u64 = 4096;
+pub(super) const PAGE: u64 = 4096;
 /// The magic of a HIP wrapper, `"FPIH"` read little-endian.
 const HIP_WRAPPER_MAGIC: u32 = 0x4849_5046;
 
@@ -45,15 +45,15 @@ struct HipWrapper {
 unsafe impl Pod for HipWrapper {}
 
 /// A linked ELF program as read: its headers, borrowed from the file.
-struct Program<'a> {
-    file: &'a [u8],
-    header: &'a FileHeader64<LE>,
-    segments: &'a [ProgramHeader64<LE>],
-    sections: &'a [SectionHeader64<LE>],
+pub(super) struct Program<'a> {
+    pub(super) file: &'a [u8],
+    pub(super) header: &'a FileHeader64<LE>,
+    pub(super) segments: &'a [ProgramHeader64<LE>],
+    pub(super) sections: &'a [SectionHeader64<LE>],
     /// The section name string table.
-    names: &'a [u8],
+    pub(super) names: &'a [u8],
     /// The machine's relative relocation, the one that sets a wrapper's pointer.
-    relative: RelocationType,
+    pub(super) relative: RelocationType,
 }
 
 /// Rewrites the `.hip_fatbin` of the ELF program or library `file`; see
@@ -98,7 +98,7 @@ pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProg
 
 /// Where the packed bundles go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Placement {
+pub(super) enum Placement {
     /// At the start of their section, which they fit.
     InSection,
     /// In a new loaded segment at the end of the file: they outgrew their section.
@@ -107,15 +107,15 @@ enum Placement {
 
 /// The loaded segment added at the end of the file for bundles that outgrew their section.
 #[derive(Debug, Clone, Copy)]
-struct Appended {
+pub(super) struct Appended {
     /// Its file offset, on a page boundary.
-    offset: u64,
+    pub(super) offset: u64,
     /// Its address, above every other segment's and congruent to its offset.
-    address: u64,
+    pub(super) address: u64,
     /// Its size in the file and in memory.
-    size: u64,
+    pub(super) size: u64,
     /// Its alignment: the largest of the loaded segments'.
-    align: u64,
+    pub(super) align: u64,
 }
 
 impl<'a> Program<'a> {
@@ -150,7 +150,7 @@ impl<'a> Program<'a> {
     /// The segment of `size` bytes appended to a file of `file_size` bytes: on the next page
     /// of the file, at the first address above every loaded segment that maps that offset as
     /// the largest alignment of the loaded segments asks.
-    fn appended(&self, file_size: u64, size: u64) -> Result<Appended> {
+    pub(super) fn appended(&self, file_size: u64, size: u64) -> Result<Appended> {
         let loads = || self.segments.iter().filter(|p| p.p_type.get(LE) == PT_LOAD);
         let align = loads()
             .map(|p| p.p_align.get(LE))
@@ -181,7 +181,7 @@ impl<'a> Program<'a> {
 
 impl<'a> Program<'a> {
     /// Reads and checks the headers of `file`.
-    fn read(file: &'a [u8]) -> Result<Self> {
+    pub(super) fn read(file: &'a [u8]) -> Result<Self> {
         let (header, _) = pod::from_bytes::<FileHeader64<LE>>(file)
             .ok()
             .filter(|(h, _)| h.e_ident.magic == ELFMAG)
@@ -249,14 +249,18 @@ impl<'a> Program<'a> {
     }
 
     /// The index of the first section named `name`.
-    fn section_named(&self, name: &str) -> Option<usize> {
+    pub(super) fn section_named(&self, name: &str) -> Option<usize> {
         self.sections
             .iter()
             .position(|s| self.name(s) == name.as_bytes())
     }
 
     /// The bytes of section `s`, or an error naming it as `what`.
-    fn bytes_of(&self, s: &SectionHeader64<LE>, what: impl FnOnce() -> String) -> Result<&'a [u8]> {
+    pub(super) fn bytes_of(
+        &self,
+        s: &SectionHeader64<LE>,
+        what: impl FnOnce() -> String,
+    ) -> Result<&'a [u8]> {
         let offset = s.sh_offset.get(LE);
         self.file
             .get(offset as usize..offset.saturating_add(s.sh_size.get(LE)) as usize)
@@ -264,7 +268,7 @@ impl<'a> Program<'a> {
     }
 
     /// The section of containers, at index `index`.
-    fn section(&self, index: usize) -> Result<Section<'a>> {
+    pub(super) fn section(&self, index: usize) -> Result<Section<'a>> {
         let s = &self.sections[index];
         let (offset, size) = (s.sh_offset.get(LE) as usize, s.sh_size.get(LE) as usize);
         let data = offset
@@ -288,7 +292,11 @@ impl<'a> Program<'a> {
 
     /// Every place that holds an address inside `section` (at index `index`): the addends of
     /// the relative dynamic relocations, then the HIP wrappers' pointers.
-    fn pointers_into(&self, section: &Section<'_>, index: usize) -> Result<Vec<Pointer>> {
+    pub(super) fn pointers_into(
+        &self,
+        section: &Section<'_>,
+        index: usize,
+    ) -> Result<Vec<Pointer>> {
         let mut pointers = self.relocated_pointers(section, index)?;
         if let Some(wrappers) = self.section_named(HIP_WRAPPERS) {
             pointers.extend(self.wrapper_pointers(wrappers)?);
@@ -369,55 +377,80 @@ impl<'a> Program<'a> {
         packed: u64,
         pointers: &[Pointer],
     ) -> Vec<Patch> {
-        let phoff = self.header.e_phoff.get(LE);
         let shoff = self.header.e_shoff.get(LE);
-        let mut header = *self.header;
-        if let Some(at) = layout.table_at {
-            header.e_phoff.set(LE, at);
-            header.e_phnum.set(LE, layout.segment_count as u16);
-        }
-        header.e_shoff.set(LE, layout.cut.moved(shoff));
+        let header = self.new_header(layout);
         let mut patches = vec![
             Patch {
                 at: 0,
                 bytes: pod::bytes_of(&header).to_vec(),
             },
-            Patch {
-                at: layout.table_at.unwrap_or(phoff),
-                bytes: self.program_headers(layout),
-            },
+            self.program_header_patch(layout),
         ];
         patches.extend(
             pointers
                 .iter()
                 .map(|p| pointer_patch(p, layout.cut.moved(p.at))),
         );
-        let mut headers = Vec::with_capacity(std::mem::size_of_val(self.sections));
+        let headers = self.section_headers(layout, fatbin, packed);
+        patches.push(Patch {
+            at: layout.cut.moved(shoff),
+            bytes: pod::bytes_of_slice(&headers).to_vec(),
+        });
+        patches.sort_by_key(|p| p.at);
+        patches
+    }
+
+    /// The ELF header once laid out: the program header table where it moved (one entry
+    /// longer), the section header table moved along with the rest of the file.
+    pub(super) fn new_header(&self, layout: &Layout) -> FileHeader64<LE> {
+        let mut header = *self.header;
+        if let Some(at) = layout.table_at {
+            header.e_phoff.set(LE, at);
+            header.e_phnum.set(LE, layout.segment_count as u16);
+        }
+        header
+            .e_shoff
+            .set(LE, layout.cut.moved(self.header.e_shoff.get(LE)));
+        header
+    }
+
+    /// The new program header table, where it goes.
+    pub(super) fn program_header_patch(&self, layout: &Layout) -> Patch {
+        Patch {
+            at: layout.table_at.unwrap_or(self.header.e_phoff.get(LE)),
+            bytes: self.program_headers(layout),
+        }
+    }
+
+    /// The section headers once laid out: offsets moved back, `.hip_fatbin` (at index
+    /// `fatbin`) `packed` bytes long, and where its bundles went when they follow them.
+    pub(super) fn section_headers(
+        &self,
+        layout: &Layout,
+        fatbin: usize,
+        packed: u64,
+    ) -> Vec<SectionHeader64<LE>> {
+        let mut headers = Vec::with_capacity(self.sections.len());
         for (i, s) in self.sections.iter().enumerate() {
             let mut s = *s;
             s.sh_offset.set(LE, layout.cut.moved(s.sh_offset.get(LE)));
             if i == fatbin {
                 s.sh_size.set(LE, packed);
-                if let Some(appended) = layout.appended {
+                if let Some(appended) = layout.appended.filter(|_| layout.fatbin_follows) {
                     s.sh_offset.set(LE, appended.offset);
                     s.sh_addr.set(LE, appended.address);
                 }
             }
-            headers.extend_from_slice(pod::bytes_of(&s));
+            headers.push(s);
         }
-        patches.push(Patch {
-            at: layout.cut.moved(shoff),
-            bytes: headers,
-        });
-        patches.sort_by_key(|p| p.at);
-        patches
+        headers
     }
 
     /// The new program header table: the segment of `.hip_fatbin` ends after the packed
     /// bundles (and the table, when it moves there), and, when split, a second segment maps
     /// what followed at its old address. A segment appended for grown bundles comes after the
     /// last loaded segment, as loaded segments are sorted by address.
-    fn program_headers(&self, layout: &Layout) -> Vec<u8> {
+    pub(super) fn program_headers(&self, layout: &Layout) -> Vec<u8> {
         let mut table = Vec::with_capacity(layout.segment_count * size_of::<ProgramHeader64<LE>>());
         let last_load = self
             .segments
@@ -508,7 +541,7 @@ impl Appended {
 }
 
 /// The table of `count` records of `T` at `offset`, when it lies in the file.
-fn table<T: Pod>(file: &[u8], offset: u64, count: u16) -> Option<&[T]> {
+pub(super) fn table<T: Pod>(file: &[u8], offset: u64, count: u16) -> Option<&[T]> {
     let offset = usize::try_from(offset).ok()?;
     let count = usize::from(count);
     offset
@@ -520,12 +553,12 @@ fn table<T: Pod>(file: &[u8], offset: u64, count: u16) -> Option<&[T]> {
 }
 
 /// The whole records of `T` that `bytes` holds (a trailing part of one is left out).
-fn records<T: Pod>(bytes: &[u8]) -> &[T] {
+pub(super) fn records<T: Pod>(bytes: &[u8]) -> &[T] {
     pod::slice_from_bytes(bytes, bytes.len() / size_of::<T>()).map_or(&[], |(records, _)| records)
 }
 
 /// The pointer `p` written at `at` of the new file: an address, 64-bit little-endian.
-fn pointer_patch(p: &Pointer, at: u64) -> Patch {
+pub(super) fn pointer_patch(p: &Pointer, at: u64) -> Patch {
     Patch {
         at,
         bytes: p.target.to_le_bytes().to_vec(),
@@ -533,7 +566,7 @@ fn pointer_patch(p: &Pointer, at: u64) -> Patch {
 }
 
 /// Where the ELF structures go once the bundles are packed.
-struct Layout {
+pub(super) struct Layout {
     /// The index of the segment that loads `.hip_fatbin`.
     load: usize,
     /// The file offset and address of that segment.
@@ -548,16 +581,19 @@ struct Layout {
     /// The file offset where the (first part of the) segment now ends.
     first_end: u64,
     /// The bytes that go.
-    cut: Cut,
+    pub(super) cut: Cut,
     /// The segment added at the end of the file, for bundles that outgrew their section.
-    appended: Option<Appended>,
+    pub(super) appended: Option<Appended>,
+    /// Whether `.hip_fatbin` follows its bundles into the appended segment (else the segment
+    /// holds a new section and `.hip_fatbin` is left empty).
+    pub(super) fatbin_follows: bool,
 }
 
 impl Layout {
     /// Lays out the program when the bundles of `section` are packed into `packed` bytes
     /// there, or go elsewhere (`placement`; `packed` is then 0): the program header table then
     /// moves to the section's start, to make room for one more entry.
-    fn new(
+    pub(super) fn new(
         program: &Program<'_>,
         section: &Section<'_>,
         packed: usize,
@@ -615,6 +651,7 @@ impl Layout {
             first_end,
             cut: Cut::between(first_end, old_end, align),
             appended: None,
+            fatbin_follows: true,
         };
         if split {
             let second = follower.min().unwrap_or(section_va_end);

@@ -14,6 +14,7 @@
 //! pointer to no container's start, too little room.
 
 pub mod elf;
+pub mod kpack_elf;
 pub mod plan;
 
 pub use plan::{ContainerSize, InflateContainer, NewProgram, RewriteContainer, Rewriting};

@@ -1,0 +1,162 @@
+//! `offload kpack`: split programs and shared libraries into host files and `.kpack`
+//! archives, or (`--merge`) put archived code back into split binaries.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use super::general::GeneralOpts;
+use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
+use crate::format::kpack::Scheme;
+use crate::ops::kpack::{self, MergeConfig, SplitConfig};
+
+const PROG: &str = "offload kpack";
+
+/// Move the HIP device code of ELF programs and shared libraries into kpack archives, as AMD's
+/// rocm-kpack splitter does: each host file keeps an empty .hip_fatbin, HIPK wrappers and a
+/// .rocm_kpack_ref section naming it and where its archives are; the code objects go to
+/// OUTPUT/.kpack/NAME_PROCESSOR.kpack, keyed BINARY#INDEX, INDEX being the wrapper's position
+/// (what the loader asks for). Files without HIP device code are copied. Nothing is written
+/// unless every file reads well. With --merge, put the code of archives back into split
+/// binaries as ordinary bundles, so they run without kpack support.
+#[derive(Debug, Parser)]
+#[command(name = "offload kpack")]
+struct Args {
+    /// Programs and shared libraries (and, with -r, folders) to split; split binaries to merge.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The folder the host files (or merged files) and .kpack/ are written to.
+    #[arg(short = 'o', long = "output", required = true)]
+    output: PathBuf,
+    /// Split every file under the folders given, keeping their paths (binaries' names in the
+    /// archives are those paths); files without device code and symbolic links are copied.
+    #[arg(short = 'r', long)]
+    recursive: bool,
+    /// The archives' group name: archives are NAME_PROCESSOR.kpack (default: the first
+    /// input's name up to its first dot).
+    #[arg(long)]
+    name: Option<String>,
+    /// Store several processors in one archive, NAME_GROUP.kpack: GROUP=PROCESSOR,PROCESSOR
+    /// (repeatable). Its path is added to the search paths written into binaries.
+    #[arg(long = "archive", value_name = "GROUP=PROCESSORS")]
+    archives: Vec<String>,
+    /// A search path to write into each binary instead of the default (repeatable): relative
+    /// to the binary's folder unless absolute, @GFXARCH@ standing for a processor. Default:
+    /// .kpack/NAME_@GFXARCH@.kpack at the top of the output, and each --archive group's file.
+    #[arg(long = "search-path", value_name = "PATH")]
+    search_paths: Vec<String>,
+    /// Store code objects compressed, one zstd frame each (the zstd-per-kernel scheme), or
+    /// plain (none, the default, as AMD's splitter does).
+    #[arg(long, value_name = "none|zstd", default_value = "none")]
+    compression: String,
+    /// Put archived code back into split binaries instead of splitting.
+    #[arg(long)]
+    merge: bool,
+    /// With --merge: take code objects from this archive (repeatable) instead of those the
+    /// binary's search paths find (as the runtime finds them, ROCM_KPACK_PATH and
+    /// ROCM_KPACK_PATH_PREFIX honoured).
+    #[arg(long = "from", value_name = "ARCHIVE", requires = "merge")]
+    from: Vec<PathBuf>,
+    /// The most a compressed bundle or code object may inflate to, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_DECOMPRESSED)]
+    max_decompressed_size: u64,
+    #[command(flatten)]
+    general: GeneralOpts,
+}
+
+fn usage_error(message: &str) -> i32 {
+    let _ = writeln!(std::io::stderr(), "{PROG}: error: {message}");
+    2
+}
+
+/// Runs `offload kpack` with `args` (without the program name) and returns the exit status.
+pub fn run(args: &[String]) -> i32 {
+    let args: Args = match super::parse_args(PROG, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    args.general.install_log();
+    let result = if args.merge {
+        if args.recursive || args.name.is_some() || !args.archives.is_empty() {
+            return usage_error("--merge takes files, -o and --from only");
+        }
+        let config = MergeConfig {
+            output: args.output,
+            archives: args.from,
+            max_decompressed: args.max_decompressed_size,
+        };
+        kpack::merge(&args.files, &config).map(|summary| {
+            summary
+                .files
+                .iter()
+                .map(|(path, bundles, objects)| {
+                    format!(
+                        "{}: {bundles} bundles, {objects} code objects put back\n",
+                        path.display()
+                    )
+                })
+                .collect::<String>()
+        })
+    } else {
+        let scheme = match args.compression.as_str() {
+            "none" => Scheme::None,
+            "zstd" | "zstd-per-kernel" => Scheme::ZstdPerKernel,
+            other => return usage_error(&format!("unknown compression '{other}' (none or zstd)")),
+        };
+        let mut groups = Vec::new();
+        for spec in &args.archives {
+            let Some((group, arches)) = spec.split_once('=') else {
+                return usage_error(&format!("--archive {spec}: expected GROUP=PROCESSOR,..."));
+            };
+            let arches: Vec<String> = arches
+                .split(',')
+                .filter(|a| !a.is_empty())
+                .map(str::to_string)
+                .collect();
+            if group.is_empty() || arches.is_empty() || group.contains('/') {
+                return usage_error(&format!("--archive {spec}: expected GROUP=PROCESSOR,..."));
+            }
+            groups.push((group.to_string(), arches));
+        }
+        let config = SplitConfig {
+            output: args.output,
+            recursive: args.recursive,
+            name: args.name,
+            groups,
+            search_paths: args.search_paths,
+            scheme,
+            max_decompressed: args.max_decompressed_size,
+        };
+        kpack::split(&args.files, &config).map(|summary| {
+            let mut text = String::new();
+            for (path, indices) in &summary.binaries {
+                text.push_str(&format!(
+                    "{}: {indices} code-object indices\n",
+                    path.display()
+                ));
+            }
+            for (path, arches, objects, _) in &summary.archives {
+                text.push_str(&format!(
+                    "{}: {objects} code objects for {}\n",
+                    path.display(),
+                    arches.join(",")
+                ));
+            }
+            if !summary.copied.is_empty() {
+                text.push_str(&format!(
+                    "{} files without HIP device code copied\n",
+                    summary.copied.len()
+                ));
+            }
+            text
+        })
+    };
+    match result {
+        Ok(text) => super::print(PROG, &text).map_or_else(|code| code, |()| 0),
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "{PROG}: error: {e}");
+            1
+        }
+    }
+}
