@@ -598,6 +598,7 @@ fn write_archive(
         }
     }
     out.write_bytes(&plan.toc)?;
+    out.start_writeback()?;
     Ok(out)
 }
 
