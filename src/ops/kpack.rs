@@ -382,6 +382,18 @@ fn read_binary<'a>(
     let Some(code) = kpack_elf::hip_code(data).map_err(|e| Error::container(path, e))? else {
         return Ok(None);
     };
+    if let Some((k, w)) = code
+        .wrappers
+        .iter()
+        .enumerate()
+        .find(|(_, w)| w.magic == HIPK_MAGIC)
+    {
+        return Err(Error::msg(format!(
+            "'{}': .hipFatBinSegment wrapper {k} at {:#x}: already HIPK: the file is split",
+            path.display(),
+            w.at
+        )));
+    }
     if code.fatbin.data.iter().all(|&b| b == 0) {
         return Ok(None);
     }
@@ -438,9 +450,6 @@ fn bundle_offsets(path: &Path, code: &HipCode<'_>) -> Result<Vec<usize>> {
                     w.at
                 ))
             };
-            if w.magic == HIPK_MAGIC {
-                return Err(fail("already HIPK: the file is split"));
-            }
             let target = w.target.ok_or_else(|| fail("points at nothing"))?;
             if !code.fatbin.holds(target) {
                 return Err(fail(&format!("points at {target:#x}, outside .hip_fatbin")));

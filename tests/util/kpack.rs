@@ -228,3 +228,32 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// What AMD's archive reader (python/rocm_kpack/kpack.py, through
+/// tests/support/kpack_read.py) reads from the archive at `path`: per entry `(key, arch, size,
+/// md5 hex)`, sorted. `None` after a skip message when a tool is missing.
+pub fn read_with_python(path: &Path) -> Option<Vec<(String, String, u64, String)>> {
+    let oracle = oracle_dir()?;
+    let python = python()?;
+    let out = super::succeed(
+        Command::new(python)
+            .arg(root().join("tests/support/kpack_read.py"))
+            .arg(oracle.join("python"))
+            .arg(path),
+    );
+    let mut rows: Vec<_> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let w: Vec<&str> = line.split(' ').collect();
+            (
+                w[0].to_string(),
+                w[1].to_string(),
+                w[2].parse().unwrap(),
+                w[3].to_string(),
+            )
+        })
+        .collect();
+    rows.sort();
+    Some(rows)
+}

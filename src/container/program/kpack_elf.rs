@@ -10,7 +10,8 @@
 use std::mem::{offset_of, size_of};
 
 use object::elf::{
-    ProgramHeader64, Rela64, SectionHeader64, PF_R, PT_LOAD, SHF_ALLOC, SHT_PROGBITS, SHT_RELA,
+    ProgramHeader64, Rela64, RelocationType, SectionHeader64, Sym64, PF_R, PT_LOAD,
+    R_AARCH64_ABS64, R_X86_64_64, R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_PROGBITS, SHT_RELA,
 };
 use object::pod;
 use object::LittleEndian as LE;
@@ -47,18 +48,51 @@ pub struct HipCode<'a> {
     pub wrappers: Vec<WrapperSite>,
 }
 
-/// A relative dynamic relocation: where its addend lies in the file, the address it fills,
-/// and its addend.
+/// A dynamic relocation that puts an address in place: relative, or naming a symbol the file
+/// defines (a linker may fill a wrapper's pointer either way).
 #[derive(Debug, Clone, Copy)]
 struct Relative {
-    addend_at: u64,
+    /// The file offset of the relocation entry.
+    entry_at: u64,
+    /// The address it fills.
     place: u64,
+    /// The address it puts there (the addend, plus the symbol's value).
     addend: u64,
+    /// Whether it is relative or an absolute 64-bit address (so a relative one may replace
+    /// it); other kinds naming a symbol cannot be moved.
+    movable: bool,
+}
+
+impl Relative {
+    /// The entry rewritten as a relative relocation that puts `target` in place, at its
+    /// place in a file whose bytes moved by `cut`.
+    fn patch(&self, relative: RelocationType, target: u64, cut: Cut) -> Patch {
+        // r_offset, r_info (symbol 0, the relative type), r_addend.
+        let mut bytes = self.place.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&u64::from(relative.0).to_le_bytes());
+        bytes.extend_from_slice(&target.to_le_bytes());
+        Patch {
+            at: cut.moved(self.entry_at),
+            bytes,
+        }
+    }
 }
 
 impl Program<'_> {
-    /// Every relative dynamic relocation of the file.
+    /// The dynamic relocations that put an address in place (see [`Relative`]).
     fn relatives(&self) -> Result<Vec<Relative>> {
+        let dynsym = self
+            .sections
+            .iter()
+            .find(|s| s.sh_type.get(LE) == SHT_DYNSYM)
+            .and_then(|s| self.bytes_of(s, String::new).ok())
+            .unwrap_or_default();
+        let symbols = records::<Sym64<LE>>(dynsym);
+        let absolute = if self.relative == R_X86_64_RELATIVE {
+            R_X86_64_64
+        } else {
+            R_AARCH64_ABS64
+        };
         let mut found = Vec::new();
         for s in self
             .sections
@@ -71,14 +105,23 @@ impl Program<'_> {
             }
             let bytes = self.bytes_of(s, || "a relocation section".into())?;
             for (k, r) in records::<Rela64<LE>>(bytes).iter().enumerate() {
-                if r.r_type(LE, false) != self.relative {
-                    continue;
-                }
-                let at = s.sh_offset.get(LE) + (k * ENTRY) as u64;
+                let kind = r.r_type(LE, false);
+                let symbol = r.r_sym(LE, false);
+                let addend = r.r_addend.get(LE) as u64;
+                let value = if kind == self.relative {
+                    Some(addend)
+                } else {
+                    symbols
+                        .get(symbol as usize)
+                        .filter(|sym| symbol != 0 && sym.st_shndx.get(LE).0 != 0)
+                        .map(|sym| sym.st_value.get(LE).wrapping_add(addend))
+                };
+                let Some(value) = value else { continue };
                 found.push(Relative {
-                    addend_at: at + offset_of!(Rela64<LE>, r_addend) as u64,
+                    entry_at: s.sh_offset.get(LE) + (k * ENTRY) as u64,
                     place: r.r_offset.get(LE),
-                    addend: r.r_addend.get(LE) as u64,
+                    addend: value,
+                    movable: kind == self.relative || kind == absolute,
                 });
             }
         }
@@ -165,8 +208,6 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
         )
     })?;
     let section = program.section(fatbin)?;
-    // Refuses relocations that name symbols defined in the section.
-    program.pointers_into(&section, fatbin)?;
     let relatives = program.relatives()?;
     let wrappers = program.wrapper_sites(&relatives)?;
     if wrappers.is_empty() {
@@ -179,10 +220,10 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
         .collect();
     if let Some(stray) = relatives
         .iter()
-        .find(|r| section.holds(r.addend) && !pointer_places.contains(&r.place))
+        .find(|r| section.holds(r.addend) && !(r.movable && pointer_places.contains(&r.place)))
     {
         return Err(Error::new(
-            stray.addend_at,
+            stray.entry_at,
             ErrorKind::PointerIntoBundle {
                 section: HIP_FATBIN.into(),
                 address: stray.addend,
@@ -224,10 +265,7 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
         ));
     }
     for r in relatives.iter().filter(|r| section.holds(r.addend)) {
-        patches.push(Patch {
-            at: cut.moved(r.addend_at),
-            bytes: appended.address.to_le_bytes().to_vec(),
-        });
+        patches.push(r.patch(program.relative, appended.address, cut));
     }
 
     // The section name table, with the new name, and the section headers, one more, follow
@@ -405,23 +443,20 @@ pub fn merge<'a>(
             8,
             no_change,
         ));
-        for r in relatives.iter().filter(|r| r.place == place) {
-            patches.push(Patch {
-                at: r.addend_at,
-                bytes: target.to_le_bytes().to_vec(),
-            });
-            filled.push(r.addend_at);
+        for r in relatives.iter().filter(|r| r.place == place && r.movable) {
+            patches.push(r.patch(program.relative, target, no_change));
+            filled.push(r.entry_at);
         }
     }
     if let Some(stray) = relatives
         .iter()
-        .find(|r| holds_reference(r.addend) && !filled.contains(&r.addend_at))
+        .find(|r| holds_reference(r.addend) && !filled.contains(&r.entry_at))
     {
         let message = format!(
             "a relocation into {ELF_REF_SECTION} (to {:#x}) fills no HIP wrapper that gets a bundle",
             stray.addend
         );
-        return Err(Error::new(stray.addend_at, ErrorKind::Kpack { message }));
+        return Err(Error::new(stray.entry_at, ErrorKind::Kpack { message }));
     }
     let whole = Section {
         name: HIP_FATBIN,
