@@ -442,3 +442,42 @@ fn a_damaged_file_in_the_tree_writes_nothing() {
     );
     assert!(!dir.path().join("m").exists());
 }
+
+#[test]
+fn binaries_split_by_amds_splitter_merge_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let arches: &[&str] = &["gfx90a", "gfx1100"];
+    let Some(lib) = library(
+        dir.path(),
+        "lib/libk.so",
+        &[
+            ("kernel.hip", arches, &[]),
+            ("vadd.hip", arches, &["--offload-compress"]),
+        ],
+        false,
+    ) else {
+        return;
+    };
+    let Some(()) =
+        crate::util::kpack::split_with_python(&dir.path().join("stage"), "k", dir.path())
+    else {
+        return;
+    };
+    let split = dir.path().join("split");
+    let host = split.join("k_lib_generic/stage/lib/libk.so");
+    let mut merge = offload();
+    merge
+        .args(["kpack", "--merge", "-o"])
+        .arg(dir.path().join("back"))
+        .arg(&host);
+    for arch in arches {
+        merge
+            .arg("--from")
+            .arg(split.join(format!("k_lib_{arch}/stage/.kpack/k_lib_{arch}.kpack")));
+    }
+    succeed(&mut merge);
+    assert_eq!(
+        code_objects(&dir.path().join("back/libk.so")),
+        code_objects(&lib)
+    );
+}

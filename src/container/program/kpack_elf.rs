@@ -11,7 +11,8 @@ use std::mem::{offset_of, size_of};
 
 use object::elf::{
     ProgramHeader64, Rela64, RelocationType, SectionHeader64, Sym64, PF_R, PT_LOAD,
-    R_AARCH64_ABS64, R_X86_64_64, R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_PROGBITS, SHT_RELA,
+    R_AARCH64_ABS64, R_X86_64_64, R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_NOBITS,
+    SHT_PROGBITS, SHT_RELA,
 };
 use object::pod;
 use object::LittleEndian as LE;
@@ -171,7 +172,18 @@ pub fn hip_code(file: &[u8]) -> Result<Option<HipCode<'_>>> {
     let Some(fatbin) = program.section_named(HIP_FATBIN) else {
         return Ok(None);
     };
-    let fatbin = program.section(fatbin)?;
+    let header = &program.sections[fatbin];
+    // A splitter may leave it without bytes in the file (AMD's makes it SHT_NOBITS).
+    let fatbin = if header.sh_type.get(LE) == SHT_NOBITS {
+        Section {
+            name: HIP_FATBIN,
+            data: &[],
+            offset: header.sh_offset.get(LE),
+            address: header.sh_addr.get(LE),
+        }
+    } else {
+        program.section(fatbin)?
+    };
     let relatives = program.relatives()?;
     let wrappers = program.wrapper_sites(&relatives)?;
     Ok(Some(HipCode { fatbin, wrappers }))
@@ -322,11 +334,11 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
 
 /// Merges bundles back into the split ELF program or library `file`: `bundles` (each on a
 /// 4096-byte boundary; `starts[k]` is where wrapper `k`'s starts in them, `None` for a wrapper
-/// left as it is) take the place of the kpack reference in its loaded segment, which must be
-/// the last by address and hold nothing else; the segment moves to the end of the file and
-/// grows to hold them, `.hip_fatbin` follows them, each `HIPK` wrapper becomes `HIPF` again
-/// pointing at its bundle (with `reserved1` 0), and the reference's section header, which must
-/// be the last, goes.
+/// left as it is) take the place of the kpack reference in its loaded segment, which must
+/// hold nothing else: the segment now maps them, at the end of the file and above every other
+/// segment (its entry moves after the last loaded one), `.hip_fatbin` follows them, each
+/// `HIPK` wrapper becomes `HIPF` again pointing at its bundle (with `reserved1` 0), and the
+/// reference's section header, which must be the last, goes.
 pub fn merge<'a>(
     file: &'a [u8],
     bundles: Spilled,
@@ -348,39 +360,36 @@ pub fn merge<'a>(
     }
     let r = &program.sections[reference];
     let (r_addr, r_size) = (r.sh_addr.get(LE), r.sh_size.get(LE));
-    let loads: Vec<(usize, &ProgramHeader64<LE>)> = program
-        .segments
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.p_type.get(LE) == PT_LOAD)
-        .collect();
-    let top = loads
-        .iter()
-        .max_by_key(|(_, p)| p.p_vaddr.get(LE))
-        .filter(|(_, p)| {
-            p.p_vaddr.get(LE) == r_addr && p.p_memsz.get(LE) <= r_size.next_multiple_of(PAGE)
-        })
-        .copied();
-    let others_inside = program.sections.iter().enumerate().any(|(i, s)| {
-        i != reference
-            && s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0
-            && s.sh_size.get(LE) > 0
-            && s.sh_addr.get(LE) >= r_addr
-            && s.sh_addr.get(LE) < r_addr + r_size.max(1)
+    // The loaded segment that maps the reference, and nothing else.
+    let mapping = program.segments.iter().position(|p| {
+        p.p_type.get(LE) == PT_LOAD
+            && p.p_vaddr.get(LE) <= r_addr
+            && r_addr + r_size <= p.p_vaddr.get(LE) + p.p_memsz.get(LE)
     });
-    let Some((segment, p)) = top.filter(|_| !others_inside) else {
+    let others_inside = |p: &ProgramHeader64<LE>| {
+        let (start, end) = (p.p_vaddr.get(LE), p.p_vaddr.get(LE) + p.p_memsz.get(LE));
+        program.sections.iter().enumerate().any(|(i, s)| {
+            i != reference
+                && s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0
+                && s.sh_size.get(LE) > 0
+                && s.sh_addr.get(LE) < end
+                && s.sh_addr.get(LE) + s.sh_size.get(LE) > start
+        })
+    };
+    let Some(segment) = mapping.filter(|&i| !others_inside(&program.segments[i])) else {
         return Err(not_split(format!(
-            "{ELF_REF_SECTION} is not alone in the last loaded segment, where the bundles would go"
+            "{ELF_REF_SECTION} is not alone in a loaded segment, which the bundles would take"
         )));
     };
     let relatives = program.relatives()?;
     let wrappers = program.wrapper_sites(&relatives)?;
     let holds_reference = |address: u64| address >= r_addr && address < r_addr + r_size.max(1);
-    let align = p.p_align.get(LE).max(PAGE);
-    let vaddr = p.p_vaddr.get(LE);
-    let end = file.len() as u64;
-    let offset = end + (vaddr % align + align - end % align) % align;
+    // The reference's segment now maps the bundles, at the end of the file and above every
+    // other segment; its entry moves after the last loaded one, as they are sorted by address.
     let size = bundles.len();
+    let appended = program.appended(file.len() as u64, size)?;
+    let (offset, vaddr) = (appended.offset, appended.address);
+    let end = file.len() as u64;
 
     let mut patches = Vec::new();
     let mut header = *program.header;
@@ -390,12 +399,19 @@ pub fn merge<'a>(
         bytes: pod::bytes_of(&header).to_vec(),
     });
     let mut table = program.segments.to_vec();
-    let q = &mut table[segment];
-    q.p_offset.set(LE, offset);
-    q.p_filesz.set(LE, size);
-    q.p_memsz.set(LE, size);
-    q.p_flags.set(LE, PF_R);
-    q.p_align.set(LE, align);
+    let mut moved = table.remove(segment);
+    moved.p_offset.set(LE, offset);
+    moved.p_vaddr.set(LE, vaddr);
+    moved.p_paddr.set(LE, vaddr);
+    moved.p_filesz.set(LE, size);
+    moved.p_memsz.set(LE, size);
+    moved.p_flags.set(LE, PF_R);
+    moved.p_align.set(LE, appended.align);
+    let after_loads = table
+        .iter()
+        .rposition(|p| p.p_type.get(LE) == PT_LOAD)
+        .map_or(0, |i| i + 1);
+    table.insert(after_loads, moved);
     patches.push(Patch {
         at: program.header.e_phoff.get(LE),
         bytes: pod::bytes_of_slice(&table).to_vec(),
