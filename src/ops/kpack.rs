@@ -587,7 +587,12 @@ fn write_archive(
         Scheme::ZstdPerKernel => a
             .stored
             .par_iter()
-            .map(|c| compress_code_object(c.bytes()).map_err(fail))
+            .map(|c| {
+                let frame = compress_code_object(c.bytes()).map_err(fail);
+                // Read once: its pages of the mapped input need not stay.
+                crate::io::release_mapped(c.bytes());
+                frame
+            })
             .collect::<Result<_>>()?,
     };
     let sizes: Vec<u64> = match scheme {
@@ -829,6 +834,7 @@ fn merged_bundles(
             let gap = (start + offset).saturating_sub(spill.len());
             spill.append(&vec![0; gap as usize]).map_err(spill_error)?;
             spill.append(payload).map_err(spill_error)?;
+            crate::io::release_mapped(payload);
         }
         count += arches.len();
         start_of.insert(index, start);
