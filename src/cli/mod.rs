@@ -43,8 +43,8 @@ COMMANDS:
              (-o DIR, -r for trees); --merge puts archived code back as bundles
   help       print this text
 
-ls, extract, check, strip, compress, decompress and wrapper take -v (-vv, -vvv) to log what
-they do on standard error. OFFLOAD_LOG=offload=debug (a tracing filter) logs for every command.
+ls, extract, check, strip, compress, decompress, kpack and wrapper take -v (-vv, -vvv) to log
+what they do on standard error. OFFLOAD_LOG=offload=debug (a tracing filter) logs for every command.
 
 Started through a link named clang-offload-bundler or offload-bundler, this program
 behaves as `offload bundler`; through clang-offload-packager, offload-packager or
