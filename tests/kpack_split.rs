@@ -314,6 +314,11 @@ fn split_then_merged_programs_run_with_every_code_object_as_it_was() {
     );
     let split_dir = dir.path().join("split");
     succeed(offload().args(["kpack", "-o"]).arg(&split_dir).arg(&app));
+    // Split, it runs: each wrapper hands the runtime the reference and its index.
+    assert_eq!(
+        run(&split_dir.join("app"), None),
+        "kpack app#0\nkpack app#1\n"
+    );
     let merged_dir = dir.path().join("merged");
     let (code, out, err) = text_output(
         offload()

@@ -5,7 +5,9 @@
  * a device's target ID (gfx1101, gfx90a:xnack-), it also says which entry of each uncompressed
  * bundle the HIP runtime would load for that device: its native code, else the code of the
  * generic target its map gives, else SPIR-V. Every other function does nothing. Any
- * inconsistency is printed as "INVALID ..." and the program exits with 3. */
+ * inconsistency is printed as "INVALID ..." and the program exits with 3. A split binary's
+ * "HIPK" wrapper prints the binary's name in its kpack reference and the code-object index. */
+#define _GNU_SOURCE /* memmem */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -123,8 +125,35 @@ static void bundle(const unsigned char *b) {
   if (device && *device) choose(ids, count, device);
 }
 
+/* A split binary's wrapper ("HIPK"): its pointer is the kpack reference, a MessagePack map
+ * whose "kernel_name" (a string of under 256 bytes) names the binary in its archives, and its
+ * third field the code-object index the runtime asks the archives for. */
+static void kpack(const struct wrapper *wrap) {
+  const unsigned char *r = wrap->binary;
+  if ((r[0] & 0xf0) != 0x80) invalid("kpack reference: not a map");
+  const unsigned char *key = memmem(r, 512, "\xabkernel_name", 12);
+  if (!key) invalid("kpack reference: no kernel_name");
+  const unsigned char *s = key + 12;
+  size_t n;
+  if ((s[0] & 0xe0) == 0xa0) {
+    n = s[0] & 0x1f;
+    s += 1;
+  } else if (s[0] == 0xd9) {
+    n = s[1];
+    s += 2;
+  } else {
+    invalid("kpack reference: kernel_name is not a string");
+  }
+  printf("kpack %.*s#%llu\n", (int)n, (const char *)s, (unsigned long long)(uintptr_t)wrap->unused);
+}
+
 void **__hipRegisterFatBinary(const void *w) {
   const struct wrapper *wrap = w;
+  static void *handle;
+  if (wrap->magic == 0x4B504948u && wrap->version == 1) {
+    kpack(wrap);
+    return &handle;
+  }
   if (wrap->magic != 0x48495046u) invalid("wrapper magic");
   if (wrap->version != 1) invalid("wrapper version");
   const unsigned char *b = wrap->binary;
@@ -140,7 +169,6 @@ void **__hipRegisterFatBinary(const void *w) {
   } else {
     invalid("fat binary magic");
   }
-  static void *handle;
   return &handle;
 }
 
