@@ -1087,6 +1087,48 @@ mod tests {
     }
 
     #[test]
+    fn layouts_place_shared_code_objects_once_and_empty_archives_read() {
+        let info = ArchiveInfo {
+            group_name: "g".into(),
+            gfx_arch_family: "gfx90a".into(),
+            gfx_arches: vec!["gfx90a".into()],
+            scheme: Scheme::ZstdPerKernel,
+        };
+        // No code object: the frame count is still there, and the archive reads.
+        let empty = layout(&info, &[], &[]).unwrap();
+        let mut bytes = empty.head.clone();
+        bytes.extend_from_slice(&empty.count_field(info.scheme));
+        bytes.extend_from_slice(&empty.toc);
+        assert_eq!(empty.toc_offset, 68);
+        let archive = Archive::parse(&bytes).unwrap();
+        assert!(archive.entries.is_empty() && archive.stored.is_empty());
+        // Two keys naming one stored code object.
+        let code = [5u8; 40];
+        let frame = compress_code_object(&code).unwrap();
+        let entries: Vec<TocEntry> = ["a#0", "a#1"]
+            .iter()
+            .map(|key| TocEntry {
+                key: key.to_string(),
+                arch: "gfx90a".into(),
+                ordinal: 0,
+                original_size: 40,
+            })
+            .collect();
+        let plan = layout(&info, &[frame.len() as u64], &entries).unwrap();
+        let mut bytes = plan.head.clone();
+        bytes.extend_from_slice(&plan.count_field(info.scheme));
+        bytes.extend_from_slice(&plan.size_field(info.scheme, 0));
+        bytes.extend_from_slice(&frame);
+        bytes.extend_from_slice(&plan.toc);
+        let archive = Archive::parse(&bytes).unwrap();
+        for key in ["a#0", "a#1"] {
+            let entry = archive.find(key, "gfx90a").unwrap();
+            assert_eq!(&*archive.code_object(entry, 100).unwrap(), &code[..]);
+        }
+        assert_eq!(archive.stored.len(), 1);
+    }
+
+    #[test]
     fn a_wrong_original_size_is_caught() {
         let mut w = ArchiveWriter::new("g", "gfx900", &["gfx900"], Scheme::ZstdPerKernel);
         w.add("a#0", "gfx900", &[9; 50]).unwrap();
