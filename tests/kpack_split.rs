@@ -486,3 +486,48 @@ fn binaries_split_by_amds_splitter_merge_back() {
         code_objects(&lib)
     );
 }
+
+#[test]
+fn processors_grouped_in_one_archive_load_through_its_own_search_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(stage) = tree(dir.path()) else {
+        return;
+    };
+    let Some(driver) = loader() else { return };
+    let out = dir.path().join("grouped");
+    let printed = split(
+        &stage,
+        &out,
+        &["--archive", "all=gfx90a,gfx90a:xnack-,gfx1100"],
+    );
+    assert!(
+        printed.contains(&format!(
+            "{}/.kpack/k_all.kpack: 7 code objects for gfx90a,gfx90a:xnack-,gfx1100\n",
+            out.display()
+        )),
+        "{printed}"
+    );
+    let binary = out.join("lib/rdc/librdc.so");
+    let reference = section(&binary, ELF_REF_SECTION);
+    let parsed = offload::format::kpack::KpackRef::parse(&reference).unwrap();
+    assert_eq!(
+        parsed.kpack_search_paths,
+        ["../../.kpack/k_@GFXARCH@.kpack", "../../.kpack/k_all.kpack"]
+    );
+    let metadata = dir.path().join("ref.msgpack");
+    fs::write(&metadata, &reference).unwrap();
+    for (index, by_arch) in code_objects(&stage.join("lib/rdc/librdc.so"))
+        .iter()
+        .enumerate()
+    {
+        for (arch, code) in by_arch {
+            let isa = format!("amdgcn-amd-amdhsa--{arch}");
+            let loaded = load(&driver, &metadata, &binary, index as u64, &[&isa], &[]);
+            assert_eq!(
+                loaded,
+                Ok((code.len() as u64, fnv1a64(code))),
+                "#{index} @ {arch}"
+            );
+        }
+    }
+}
