@@ -10,7 +10,7 @@
 # under /work/bench/rocsparse (1.3 GB, 111 bundles, 7 processors). The Python row needs
 # ROCM_KPACK_DIR (default /work/shared/oracles/rocm-kpack), /usr/bin/python3 with msgpack
 # and zstandard, and clang-offload-bundler-22; it is skipped when they are missing, and cut
-# off after PYTHON_TIMEOUT seconds (default 1800).
+# off after PYTHON_TIMEOUT seconds (default 1800); PYTHON=0 skips it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/offload-kpack}
@@ -36,6 +36,9 @@ row() { # row NAME CMD...
 cat "$lib" >/dev/null
 row "cp FILE" cp "$lib" copy
 rm -f copy
+# Our outputs are synced before they are put in place; cp's are not.
+row "cp FILE, then sync it" sh -c 'cp "$1" copy && sync copy' sh "$lib"
+rm -f copy
 row "offload kpack FILE -o OUT" "$ours" kpack "$lib" -o split
 row "offload kpack FILE -o OUT --compression zstd" "$ours" kpack "$lib" -o split-zstd --compression zstd
 rm -rf split-zstd
@@ -43,7 +46,7 @@ row "offload kpack --merge (split back)" "$ours" kpack --merge split/"$name" -o 
 du -b split/"$name" split/.kpack merged/"$name" | sed 's/^/  /'
 rm -rf merged
 
-if [ -f "$oracle/python/rocm_kpack/kpack.py" ] && command -v clang-offload-bundler-22 >/dev/null \
+if [ "${PYTHON:-1}" != 0 ] && [ -f "$oracle/python/rocm_kpack/kpack.py" ] && command -v clang-offload-bundler-22 >/dev/null \
    && /usr/bin/python3 -c 'import msgpack, zstandard' 2>/dev/null; then
   mkdir -p py/in/k_lib_gfx/stage/lib
   ln "$lib" py/in/k_lib_gfx/stage/lib/"$name" 2>/dev/null || cp "$lib" py/in/k_lib_gfx/stage/lib/"$name"
@@ -55,6 +58,6 @@ if [ -f "$oracle/python/rocm_kpack/kpack.py" ] && command -v clang-offload-bundl
     --artifact-prefix k_lib --tmp-dir py/tmp --clang-offload-bundler "$bundler"
   rm -rf py
 else
-  echo "rocm-kpack split_artifacts.py (Python)        skipped: rocm-kpack, python3-msgpack or clang-offload-bundler-22 missing"
+  echo "rocm-kpack split_artifacts.py (Python)        skipped (PYTHON=0, or rocm-kpack, python3-msgpack or clang-offload-bundler-22 missing)"
 fi
 rm -rf split time.out time.err
