@@ -179,7 +179,7 @@ pub fn split(inputs: &[PathBuf], config: &SplitConfig) -> Result<SplitSummary> {
                 let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
                 out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
                 match split {
-                    Some(split) => write_program(&p.input, &split.program, data, &mut out)?,
+                    Some(split) => split.program.write_to(&p.input, &mut out, data)?,
                     None => out.write_part(data, data)?,
                 }
                 Ok(out)
@@ -624,22 +624,6 @@ fn write_mapped(out: &mut Output, sources: &[&Input], bytes: &[u8]) -> Result<()
     }
 }
 
-/// Writes the rewritten program `program` of the input `data` (at `path`) to `out`.
-fn write_program(
-    path: &Path,
-    program: &NewProgram<'_>,
-    data: &Input,
-    out: &mut Output,
-) -> Result<()> {
-    let (before, after) = program.around().map_err(|e| Error::container(path, e))?;
-    before.write_to(out, &[data])?;
-    match &program.packed {
-        Spilled::Bytes(bytes) => out.write_bytes(bytes)?,
-        Spilled::File(held) => out.write_part(held, held)?,
-    }
-    after.write_to(out, &[data])
-}
-
 /// How to merge.
 #[derive(Debug, Clone)]
 pub struct MergeConfig {
@@ -698,7 +682,7 @@ fn merge_each(
         let mut out = Output::create(&path)?;
         let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
         out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
-        write_program(&p.input, &program, &data, &mut out)?;
+        program.write_to(&p.input, &mut out, &data)?;
         let distinct = starts
             .iter()
             .flatten()

@@ -573,15 +573,7 @@ impl NewFile<'_> {
                 let laid_out = object.laid_out().map_err(|e| Error::container(path, e))?;
                 laid_out.write_to(out, &sources)
             }
-            NewFile::Program(program) => {
-                let (before, after) = program.around().map_err(|e| Error::container(path, e))?;
-                before.write_to(out, &[data])?;
-                match &program.packed {
-                    Spilled::Bytes(bytes) => out.write_bytes(bytes)?,
-                    Spilled::File(held) => out.write_part(held, held)?,
-                }
-                after.write_to(out, &[data])
-            }
+            NewFile::Program(program) => program.write_to(path, out, data),
         }
     }
 }

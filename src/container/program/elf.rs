@@ -304,49 +304,63 @@ impl<'a> Program<'a> {
         Ok(pointers)
     }
 
-    /// The relative dynamic relocations whose addend lies in `section`. No relocation may name
-    /// a dynamic symbol defined there, since its bytes move.
-    fn relocated_pointers(&self, section: &Section<'_>, index: usize) -> Result<Vec<Pointer>> {
+    /// The dynamic symbols (none when there is no `.dynsym` in the file).
+    pub(super) fn dynamic_symbols(&self) -> &'a [Sym64<LE>] {
         let dynsym = self
             .sections
             .iter()
             .find(|s| s.sh_type.get(LE) == SHT_DYNSYM)
             .and_then(|s| self.bytes_of(s, String::new).ok())
             .unwrap_or_default();
-        let symbols = records::<Sym64<LE>>(dynsym);
+        records::<Sym64<LE>>(dynsym)
+    }
+
+    /// Every entry of the loaded relocation sections with addends, with its file offset.
+    pub(super) fn dynamic_relocations(&self) -> Result<Vec<(u64, &'a Rela64<LE>)>> {
+        const ENTRY: usize = size_of::<Rela64<LE>>();
+        let mut found = Vec::new();
+        for s in self.sections.iter().filter(|s| {
+            s.sh_type.get(LE) == SHT_RELA
+                && s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0
+                && s.sh_entsize.get(LE) == ENTRY as u64
+        }) {
+            let bytes = self.bytes_of(s, || format!("'{}'", Name::of(self.name(s))))?;
+            let at = s.sh_offset.get(LE);
+            found.extend(
+                records::<Rela64<LE>>(bytes)
+                    .iter()
+                    .enumerate()
+                    .map(|(k, r)| (at + (k * ENTRY) as u64, r)),
+            );
+        }
+        Ok(found)
+    }
+
+    /// The relative dynamic relocations whose addend lies in `section`. No relocation may name
+    /// a dynamic symbol defined there, since its bytes move.
+    fn relocated_pointers(&self, section: &Section<'_>, index: usize) -> Result<Vec<Pointer>> {
+        let symbols = self.dynamic_symbols();
         let defined_in_section = |symbol: u32| {
             symbols
                 .get(symbol as usize)
                 .is_some_and(|sym| usize::from(sym.st_shndx.get(LE).0) == index)
         };
         let mut pointers = Vec::new();
-        for s in self
-            .sections
-            .iter()
-            .filter(|s| s.sh_type.get(LE) == SHT_RELA && s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0)
-        {
-            const ENTRY: usize = size_of::<Rela64<LE>>();
-            if s.sh_entsize.get(LE) != ENTRY as u64 {
-                continue;
+        for (at, r) in self.dynamic_relocations()? {
+            let symbol = r.r_sym(LE, false);
+            if symbol != 0 && defined_in_section(symbol) {
+                let section = section.name.to_string();
+                return Err(Error::new(
+                    at,
+                    ErrorKind::RelocationToMovingSymbol { section },
+                ));
             }
-            let bytes = self.bytes_of(s, || format!("'{}'", Name::of(self.name(s))))?;
-            for (k, r) in records::<Rela64<LE>>(bytes).iter().enumerate() {
-                let at = s.sh_offset.get(LE) + (k * ENTRY) as u64;
-                let symbol = r.r_sym(LE, false);
-                if symbol != 0 && defined_in_section(symbol) {
-                    let section = section.name.to_string();
-                    return Err(Error::new(
-                        at,
-                        ErrorKind::RelocationToMovingSymbol { section },
-                    ));
-                }
-                let addend = r.r_addend.get(LE) as u64;
-                if r.r_type(LE, false) == self.relative && section.holds(addend) {
-                    pointers.push(Pointer {
-                        at: at + offset_of!(Rela64<LE>, r_addend) as u64,
-                        target: addend,
-                    });
-                }
+            let addend = r.r_addend.get(LE) as u64;
+            if r.r_type(LE, false) == self.relative && section.holds(addend) {
+                pointers.push(Pointer {
+                    at: at + offset_of!(Rela64<LE>, r_addend) as u64,
+                    target: addend,
+                });
             }
         }
         Ok(pointers)

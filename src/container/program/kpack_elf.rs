@@ -10,14 +10,13 @@
 use std::mem::{offset_of, size_of};
 
 use object::elf::{
-    ProgramHeader64, Rela64, RelocationType, SectionHeader64, Sym64, PF_R, PT_LOAD,
-    R_AARCH64_ABS64, R_X86_64_64, R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_NOBITS,
-    SHT_PROGBITS, SHT_RELA,
+    ProgramHeader64, RelocationType, SectionHeader64, PF_R, PT_LOAD, R_AARCH64_ABS64, R_X86_64_64,
+    R_X86_64_RELATIVE, SHF_ALLOC, SHT_NOBITS, SHT_PROGBITS,
 };
 use object::pod;
 use object::LittleEndian as LE;
 
-use super::elf::{records, Layout, Placement, Program, HIP_FATBIN, HIP_WRAPPERS, PAGE};
+use super::elf::{Layout, Placement, Program, HIP_FATBIN, HIP_WRAPPERS, PAGE};
 use super::plan::{self, Cut, NewProgram, Patch, Section};
 use crate::container::error::{Error, ErrorKind, Result};
 use crate::format::kpack::{HipWrapper, ELF_REF_SECTION, HIPF_MAGIC, HIPK_MAGIC};
@@ -82,49 +81,32 @@ impl Relative {
 impl Program<'_> {
     /// The dynamic relocations that put an address in place (see [`Relative`]).
     fn relatives(&self) -> Result<Vec<Relative>> {
-        let dynsym = self
-            .sections
-            .iter()
-            .find(|s| s.sh_type.get(LE) == SHT_DYNSYM)
-            .and_then(|s| self.bytes_of(s, String::new).ok())
-            .unwrap_or_default();
-        let symbols = records::<Sym64<LE>>(dynsym);
+        let symbols = self.dynamic_symbols();
         let absolute = if self.relative == R_X86_64_RELATIVE {
             R_X86_64_64
         } else {
             R_AARCH64_ABS64
         };
         let mut found = Vec::new();
-        for s in self
-            .sections
-            .iter()
-            .filter(|s| s.sh_type.get(LE) == SHT_RELA && s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0)
-        {
-            const ENTRY: usize = size_of::<Rela64<LE>>();
-            if s.sh_entsize.get(LE) != ENTRY as u64 {
-                continue;
-            }
-            let bytes = self.bytes_of(s, || "a relocation section".into())?;
-            for (k, r) in records::<Rela64<LE>>(bytes).iter().enumerate() {
-                let kind = r.r_type(LE, false);
-                let symbol = r.r_sym(LE, false);
-                let addend = r.r_addend.get(LE) as u64;
-                let value = if kind == self.relative {
-                    Some(addend)
-                } else {
-                    symbols
-                        .get(symbol as usize)
-                        .filter(|sym| symbol != 0 && sym.st_shndx.get(LE).0 != 0)
-                        .map(|sym| sym.st_value.get(LE).wrapping_add(addend))
-                };
-                let Some(value) = value else { continue };
-                found.push(Relative {
-                    entry_at: s.sh_offset.get(LE) + (k * ENTRY) as u64,
-                    place: r.r_offset.get(LE),
-                    addend: value,
-                    movable: kind == self.relative || kind == absolute,
-                });
-            }
+        for (entry_at, r) in self.dynamic_relocations()? {
+            let kind = r.r_type(LE, false);
+            let symbol = r.r_sym(LE, false);
+            let addend = r.r_addend.get(LE) as u64;
+            let value = if kind == self.relative {
+                Some(addend)
+            } else {
+                symbols
+                    .get(symbol as usize)
+                    .filter(|sym| symbol != 0 && sym.st_shndx.get(LE).0 != 0)
+                    .map(|sym| sym.st_value.get(LE).wrapping_add(addend))
+            };
+            let Some(value) = value else { continue };
+            found.push(Relative {
+                entry_at,
+                place: r.r_offset.get(LE),
+                addend: value,
+                movable: kind == self.relative || kind == absolute,
+            });
         }
         Ok(found)
     }

@@ -376,6 +376,26 @@ impl<'a> NewProgram<'a> {
         Ok((before, after))
     }
 
+    /// Writes the new file to `out`: the stretches of `input` (the file rewritten) and of the
+    /// packed containers' temporary file copied by the kernel. `path` names the input in
+    /// errors.
+    pub fn write_to(
+        &self,
+        path: &std::path::Path,
+        out: &mut crate::io::Output,
+        input: &crate::io::Input,
+    ) -> crate::error::Result<()> {
+        let (before, after) = self
+            .around()
+            .map_err(|e| crate::error::Error::container(path, e))?;
+        before.write_to(out, &[input])?;
+        match &self.packed {
+            Spilled::Bytes(bytes) => out.write_bytes(bytes)?,
+            Spilled::File(held) => out.write_part(held, held)?,
+        }
+        after.write_to(out, &[input])
+    }
+
     /// The whole new file in memory.
     pub fn to_vec(&mut self) -> Result<Vec<u8>> {
         let (before, after) = self.around()?;
