@@ -782,7 +782,32 @@ fn write_files(
     chosen: Vec<Chosen>,
     progress: &dyn Progress,
 ) -> Result<Vec<Extracted>> {
+    // The folders made for the outputs go again when nothing is written: no trace of a
+    // failed run is left.
+    let missing: Vec<PathBuf> = config
+        .output
+        .ancestors()
+        .take_while(|folder| !folder.as_os_str().is_empty() && !folder.exists())
+        .map(Path::to_path_buf)
+        .collect();
     std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
+    let written = write_into_folder(config, inputs, chosen, progress);
+    if written.is_err() {
+        for folder in &missing {
+            // Only an empty folder is removed: nothing else is touched.
+            let _ = std::fs::remove_dir(folder);
+        }
+    }
+    written
+}
+
+/// [`write_files`] once the folder exists.
+fn write_into_folder(
+    config: &ExtractConfig,
+    inputs: &[Input],
+    chosen: Vec<Chosen>,
+    progress: &dyn Progress,
+) -> Result<Vec<Extracted>> {
     let stems = output_stems(config, &chosen);
     progress.start(chosen.iter().map(|c| c.image.size).sum());
     let budget = Budget::new();

@@ -709,7 +709,9 @@ fn rewrite_object<'a>(
         }
         let _section = tracing::debug_span!("section", name).entered();
         let context = format!("section '{name}'");
-        let fail = |e| Error::format_in(path, &context, e);
+        // Said at its offset in the file, as a listing says it.
+        let base = section.file_range().map_or(0, |(offset, _)| offset);
+        let fail = |e: crate::format::Error| Error::format_in(path, &context, e.rebased(base));
         if let Some(new) = rewrite_region(bytes, config, summary, path, &fail)? {
             new_contents.push((name.to_string(), new));
         }
