@@ -337,7 +337,7 @@ fn the_symbols_of_bundles_follow_them_into_the_new_segment() {
             .arg("compress")
             .arg(&program)
             .arg("-o")
-            .arg(&dir.path().join("z")),
+            .arg(dir.path().join("z")),
     );
     succeed(
         offload()
