@@ -647,3 +647,50 @@ fn a_damaged_stream_in_a_large_decompression_is_named_and_nothing_is_written() {
     }
     assert!(crate::util::temporaries_in(d).is_empty());
 }
+
+#[test]
+fn the_decompressed_size_cap_holds_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::copy(samples_dir().join("targets/mixed-app-z"), d.join("app")).unwrap();
+    let cap = ["--max-decompressed-size", "1000"];
+    let message = "'app': section '.hip_fatbin': offset 0x1020: compressed bundle decompresses to \
+                   more than the limit of 1000 bytes (raise it with --max-decompressed-size)\n";
+    for (command, args, status) in [
+        ("ls", &["ls", "app"][..], 1),
+        ("verify", &["verify", "app"], 1),
+        (
+            "extract",
+            &["extract", "app", "--arch", "gfx1100", "-o", "out"],
+            1,
+        ),
+        (
+            "strip",
+            &["strip", "app", "--keep", "gfx1100", "-o", "out.app"],
+            1,
+        ),
+        ("decompress", &["decompress", "app", "-o", "out.app"], 1),
+        (
+            "compress",
+            &["compress", "app", "--method", "zlib", "-o", "out.app"],
+            1,
+        ),
+        ("check", &["check", "app", "--device", "gfx1100"], 2),
+    ] {
+        let (code, _, err) = offload_in(d, &[args, &cap[..]].concat());
+        assert_eq!(code, status, "{command}: {err}");
+        let first = err.lines().next().unwrap_or_default();
+        assert_eq!(
+            format!("{first}\n"),
+            format!("offload {command}: error: {message}"),
+            "{command}"
+        );
+        assert!(
+            !d.join("out").exists() && !d.join("out.app").exists(),
+            "{command}"
+        );
+    }
+    // The same commands within the default cap.
+    let (code, _, err) = offload_in(d, &["decompress", "app", "-o", "out.app"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+}

@@ -36,7 +36,7 @@ pub enum Match {
 }
 
 /// What to extract, and where.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ExtractConfig {
     /// The files to look into.
     pub files: Vec<PathBuf>,
@@ -55,6 +55,23 @@ pub struct ExtractConfig {
     /// The folder to write to, or, when it names a `.a` file and the inputs are archives, the
     /// device archive to write.
     pub output: PathBuf,
+    /// The most a compressed bundle may declare or inflate to.
+    pub max_decompressed: u64,
+}
+
+impl Default for ExtractConfig {
+    fn default() -> Self {
+        ExtractConfig {
+            files: Vec::new(),
+            arches: Vec::new(),
+            devices: Vec::new(),
+            exact: Match::default(),
+            triple: None,
+            kind: None,
+            output: PathBuf::new(),
+            max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+        }
+    }
 }
 
 /// Whether an image for `target` passes `config`'s filters other than the target ID: device
@@ -385,7 +402,7 @@ fn choose(
         path,
         input,
         Places::Everywhere,
-        DEFAULT_MAX_DECOMPRESSED,
+        config.max_decompressed,
         Reading::Headers,
         &mut |found: &DeviceImage<'_>| {
             if !config.devices.is_empty() {
@@ -698,7 +715,7 @@ fn inflate_group(
     let inflated = budget.run(memory_of(&compressed), |decoding| {
         each_range(
             &compressed,
-            DEFAULT_MAX_DECOMPRESSED,
+            config.max_decompressed,
             &ranges,
             decoding,
             |k, piece| {
