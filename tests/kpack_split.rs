@@ -200,9 +200,21 @@ fn split_binaries_load_every_code_object_in_amds_loader() {
             let parsed = offload::format::kpack::KpackRef::parse(&reference).unwrap();
             assert_eq!(parsed.kernel_name, rel);
             assert_eq!(parsed.kpack_search_paths, [search]);
-            // .hip_fatbin is empty; the host file is much smaller than the original only
-            // where there was much to cut, so just no device code is left.
+            // .hip_fatbin is empty, and the symbols that named its bundles (GNU ld exports
+            // them in -fgpu-rdc libraries) name the reference.
             assert!(section(&binary, ".hip_fatbin").is_empty());
+            let data = fs::read(&binary).unwrap();
+            let file = object::File::parse(&*data).unwrap();
+            let sections_named: Vec<String> = object::Object::symbols(&file)
+                .filter_map(|symbol| {
+                    let index = object::ObjectSymbol::section_index(&symbol)?;
+                    Some(file.section_by_index(index).ok()?.name().ok()?.to_string())
+                })
+                .collect();
+            assert!(!sections_named.iter().any(|n| n == ".hip_fatbin"), "{rel}");
+            if rel.contains("rdc") {
+                assert!(sections_named.iter().any(|n| n == ELF_REF_SECTION), "{rel}");
+            }
             let metadata = dir.path().join("ref.msgpack");
             fs::write(&metadata, &reference).unwrap();
             for (index, by_arch) in original.iter().enumerate() {
@@ -375,6 +387,17 @@ fn split_then_merged_programs_run_with_every_code_object_as_it_was() {
         merge.arg("--from").arg(a);
     }
     succeed(&mut merge);
+    // librdc's two wrappers shared one bundle, and share one again.
+    let merged_rdc = fs::read(back.join("librdc.so")).unwrap();
+    let targets: Vec<_> = hip_code(&merged_rdc)
+        .unwrap()
+        .unwrap()
+        .wrappers
+        .iter()
+        .map(|w| w.target.unwrap())
+        .collect();
+    assert_eq!(targets.len(), 2);
+    assert_eq!(targets[0], targets[1]);
     for rel in ["lib/libk.so", "lib/rdc/librdc.so"] {
         let name = Path::new(rel).file_name().unwrap();
         assert_eq!(

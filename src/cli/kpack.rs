@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use super::general::GeneralOpts;
-use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::kpack::Scheme;
 use crate::ops::kpack::{self, MergeConfig, SplitConfig};
 
@@ -58,9 +57,6 @@ struct Args {
     /// ROCM_KPACK_PATH_PREFIX honoured).
     #[arg(long = "from", value_name = "ARCHIVE", requires = "merge")]
     from: Vec<PathBuf>,
-    /// The most a compressed bundle or code object may inflate to, in bytes.
-    #[arg(long, default_value_t = DEFAULT_MAX_DECOMPRESSED)]
-    max_decompressed_size: u64,
     #[command(flatten)]
     general: GeneralOpts,
 }
@@ -84,7 +80,7 @@ pub fn run(args: &[String]) -> i32 {
         let config = MergeConfig {
             output: args.output,
             archives: args.from,
-            max_decompressed: args.max_decompressed_size,
+            max_decompressed: args.general.max_decompressed,
         };
         kpack::merge(&args.files, &config).map(|summary| {
             summary
@@ -126,7 +122,7 @@ pub fn run(args: &[String]) -> i32 {
             groups,
             search_paths: args.search_paths,
             scheme,
-            max_decompressed: args.max_decompressed_size,
+            max_decompressed: args.general.max_decompressed,
         };
         kpack::split(&args.files, &config).map(|summary| {
             let mut text = String::new();

@@ -768,6 +768,7 @@ fn merged_bundles(
         ))
     };
     let mut start_of: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut shared: HashMap<Vec<(&str, usize, usize)>, u64> = HashMap::new();
     let mut starts = Vec::with_capacity(code.wrappers.len());
     let mut count = 0;
     for (k, w) in code.wrappers.iter().enumerate() {
@@ -799,6 +800,17 @@ fn merged_bundles(
                     }
                 ))
             })?;
+        // Indices whose code objects are the same stored ones (wrappers that shared a bundle,
+        // as in -fgpu-rdc binaries) share one bundle again.
+        let same: Vec<(&str, usize, usize)> = arches
+            .iter()
+            .map(|(arch, code)| (arch.as_str(), code.as_ptr() as usize, code.len()))
+            .collect();
+        if let Some(&start) = shared.get(&same) {
+            start_of.insert(index, start);
+            starts.push(Some(start));
+            continue;
+        }
         let ids: Vec<String> = std::iter::once(host.to_string())
             .chain(arches.keys().map(|arch| entry_id(arch)))
             .collect();
@@ -822,6 +834,7 @@ fn merged_bundles(
         }
         count += arches.len();
         start_of.insert(index, start);
+        shared.insert(same, start);
         starts.push(Some(start));
     }
     let bundles = spill.finish().map_err(spill_error)?;

@@ -370,7 +370,7 @@ impl<'a> Program<'a> {
 
     /// The values of the symbols (of the symbol table and the dynamic one) defined in section
     /// `index`, as places holding an address: they follow the bundles they name.
-    fn symbols_in(&self, index: usize) -> Vec<Pointer> {
+    pub(super) fn symbols_in(&self, index: usize) -> Vec<Pointer> {
         const ENTRY: usize = size_of::<Sym64<LE>>();
         let mut pointers = Vec::new();
         for s in self.sections.iter().filter(|s| {

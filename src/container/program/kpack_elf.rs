@@ -261,6 +261,16 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
     for r in relatives.iter().filter(|r| section.holds(r.addend)) {
         patches.push(r.patch(program.relative, appended.address, cut));
     }
+    // Symbols that named bundles (`__hip_fatbin_*`) name the reference, in its section.
+    let reference_index = program.sections.len();
+    for symbol in program.symbols_in(fatbin) {
+        patches.extend(symbol_patches(
+            symbol.at,
+            reference_index,
+            appended.address,
+            cut,
+        ));
+    }
 
     // The section name table, with the new name, and the section headers, one more, follow
     // the new segment.
@@ -418,6 +428,10 @@ pub fn merge<'a>(
     });
 
     let no_change = Cut { end: 0, len: 0 };
+    // Symbols in the reference's section (it goes) name the first bundle, in .hip_fatbin.
+    for symbol in program.symbols_in(reference) {
+        patches.extend(symbol_patches(symbol.at, fatbin, vaddr, no_change));
+    }
     let mut filled = Vec::new();
     for (k, site) in wrappers.iter().enumerate() {
         let Some(start) = starts.get(k).copied().flatten() else {
@@ -469,6 +483,22 @@ pub fn merge<'a>(
         packed: bundles,
         packed_at: offset,
     })
+}
+
+/// A symbol's new section index and value: `value_at` is the file offset of its value, which
+/// its section index precedes (`st_shndx`, then `st_value`, in a 64-bit symbol).
+fn symbol_patches(value_at: u64, section: usize, value: u64, cut: Cut) -> [Patch; 2] {
+    let index = u16::try_from(section).unwrap_or(u16::MAX);
+    [
+        Patch {
+            at: cut.moved(value_at - 2),
+            bytes: index.to_le_bytes().to_vec(),
+        },
+        Patch {
+            at: cut.moved(value_at),
+            bytes: value.to_le_bytes().to_vec(),
+        },
+    ]
 }
 
 /// Whether the wrapper at `site` holds a pointer in the file (not only one its relocation
