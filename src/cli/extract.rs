@@ -142,19 +142,32 @@ fn listing(written: &[extract::Extracted]) -> String {
     written
         .iter()
         .map(|w| {
-            let via = match (w.bundle, w.via) {
-                (Some(bundle), via) => format!(
-                    " (bundle {bundle}: {} loads it {})",
-                    w.asked,
-                    match via {
-                        Via::Native => "natively",
-                        Via::Generic => "as generic target code",
-                        Via::Spirv => "as SPIR-V, compiled when loaded",
-                    }
-                ),
-                (None, Via::Native) => String::new(),
-                (None, Via::Generic) => format!(" (generic target code, for {})", w.asked),
-                (None, Via::Spirv) => format!(" (SPIR-V, compiled for {} when loaded)", w.asked),
+            let how = match w.via {
+                Via::Native => "natively",
+                Via::Generic => "as generic target code",
+                Via::Spirv => "as SPIR-V, compiled when loaded",
+            };
+            let archived = w
+                .image
+                .kpack
+                .as_ref()
+                .map(|k| format!("{}[{}]", k.archive, k.key));
+            let via = match (w.bundle, w.via, archived) {
+                (_, _, Some(from)) if w.device_pick => {
+                    format!(" ({from}: {} loads it {how})", w.asked)
+                }
+                (_, Via::Native, Some(from)) => format!(" ({from})"),
+                (_, _, Some(from)) => format!(" ({from}: {} loads it {how})", w.asked),
+                (Some(bundle), _, None) => {
+                    format!(" (bundle {bundle}: {} loads it {how})", w.asked)
+                }
+                (None, Via::Native, None) => String::new(),
+                (None, Via::Generic, None) => {
+                    format!(" (generic target code, for {})", w.asked)
+                }
+                (None, Via::Spirv, None) => {
+                    format!(" (SPIR-V, compiled for {} when loaded)", w.asked)
+                }
             };
             format!(
                 "{}\t{} {} {} bytes{via}\n",
