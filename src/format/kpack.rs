@@ -158,6 +158,15 @@ pub enum KpackError {
         /// Bytes it inflated to (at most one past the declared size).
         actual: u64,
     },
+    /// A code object stored plain whose size is not its declared one.
+    StoredSize {
+        /// The entry's key and processor.
+        entry: String,
+        /// The declared size.
+        declared: u64,
+        /// The stored size.
+        stored: u64,
+    },
     /// A compressed code object declares more than the caller's limit.
     TooLarge {
         /// The entry's key and processor.
@@ -222,6 +231,14 @@ impl fmt::Display for KpackError {
             } => write!(
                 f,
                 "kpack entry {entry} inflates to {actual} bytes, but its original_size is {declared}"
+            ),
+            KpackError::StoredSize {
+                entry,
+                declared,
+                stored,
+            } => write!(
+                f,
+                "kpack entry {entry} is stored as {stored} bytes, but its original_size is {declared}"
             ),
             KpackError::TooLarge {
                 entry,
@@ -392,6 +409,34 @@ impl<'a> Archive<'a> {
             )
         })?;
         Ok((stored, bytes))
+    }
+
+    /// Reads the code object of `entry` whole, through a window, with the decoder `decoding`
+    /// says, handing `sink` its bytes: checks that a plain one is as long as its
+    /// `original_size` says, and that a compressed one inflates to exactly that (refusing
+    /// more than `limit`).
+    pub fn read_code_object(
+        &self,
+        entry: &KernelEntry<'_>,
+        limit: u64,
+        decoding: Decoding<'_>,
+        mut sink: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let (stored, bytes) = self.stored_bytes(entry)?;
+        match self.scheme {
+            Scheme::None if stored.size != entry.original_size => {
+                let e = KpackError::StoredSize {
+                    entry: entry.name(),
+                    declared: entry.original_size,
+                    stored: stored.size,
+                };
+                Err(kpack_error(stored.offset, e))
+            }
+            Scheme::None => sink(bytes),
+            Scheme::ZstdPerKernel => {
+                inflate_frame(bytes, entry, stored.offset, limit, decoding, sink)
+            }
+        }
     }
 
     /// The code object of `entry`: borrowed when stored plain, inflated (refusing more than

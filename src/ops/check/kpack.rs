@@ -227,7 +227,11 @@ pub fn without_code(report: &Report) -> String {
                 if keys.len() == 1 { "" } else { "s" },
                 keys.join(", "),
                 kpack.code_objects.len(),
-                if keys.len() == 1 { "it nowhere" } else { "none of them" },
+                if keys.len() == 1 {
+                    "it nowhere"
+                } else {
+                    "none of them"
+                },
             ));
         }
     }
