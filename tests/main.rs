@@ -22,6 +22,7 @@ mod generic;
 mod golden;
 mod in_place;
 mod kpack;
+mod kpack_use;
 mod linked;
 mod ls;
 mod objcopy_coff;
