@@ -139,16 +139,27 @@ fn damaged_files_never_crash_any_reader() {
             "--in-place",
         ],
     ];
+    let copies = SAMPLES.iter().enumerate().map(|(n, sample)| {
+        let good = std::fs::read(samples_dir().join(sample)).unwrap();
+        damaged(&good, 24, 0x9e37_79b9 + n as u64)
+    });
+    campaign("campaign", "", copies, &readers);
+}
+
+/// Runs every reader on every damaged copy (each list of copies from one good file, their
+/// names ending in `suffix`), and fails with every problem found.
+fn campaign(
+    name: &str,
+    suffix: &str,
+    copies: impl Iterator<Item = Vec<Vec<u8>>>,
+    readers: &[&[&str]],
+) {
     let dir = tempfile::tempdir().unwrap();
     let mut problems = Vec::new();
     let mut runs = 0;
-    for (n, sample) in SAMPLES.iter().enumerate() {
-        let good = std::fs::read(samples_dir().join(sample)).unwrap();
-        for (k, bytes) in damaged(&good, 24, 0x9e37_79b9 + n as u64)
-            .into_iter()
-            .enumerate()
-        {
-            let file = dir.path().join(format!("damaged-{n}-{k}"));
+    for (n, list) in copies.enumerate() {
+        for (k, bytes) in list.into_iter().enumerate() {
+            let file = dir.path().join(format!("damaged-{n}-{k}{suffix}"));
             std::fs::write(&file, &bytes).unwrap();
             for reader in readers {
                 runs += 1;
@@ -157,10 +168,7 @@ fn damaged_files_never_crash_any_reader() {
             std::fs::remove_file(&file).unwrap();
         }
     }
-    visible(&format!(
-        "campaign: {runs} runs, {} problems",
-        problems.len()
-    ));
+    visible(&format!("{name}: {runs} runs, {} problems", problems.len()));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -189,37 +197,22 @@ fn damaged_kpack_archives_never_crash_any_reader() {
         &["verify", "FILE"],
         &["ls", "--verify", "FILE"],
     ];
-    let dir = tempfile::tempdir().unwrap();
-    let mut problems = Vec::new();
-    let mut runs = 0;
-    for (n, scheme) in [Scheme::None, Scheme::ZstdPerKernel]
+    let copies = [Scheme::None, Scheme::ZstdPerKernel]
         .into_iter()
         .enumerate()
-    {
-        let good = kpack_archive(scheme);
-        let mut copies = damaged(&good, 30, 0x5bd1_e995 + n as u64);
-        // The table's offset and the frame count set to extremes.
-        for value in [0u64, 15, 64, u32::MAX as u64, u64::MAX, good.len() as u64] {
-            let mut bytes = good.clone();
-            bytes[8..16].copy_from_slice(&value.to_le_bytes());
-            copies.push(bytes);
-            let mut bytes = good.clone();
-            bytes[64..68].copy_from_slice(&(value as u32).to_le_bytes());
-            copies.push(bytes);
-        }
-        for (k, bytes) in copies.into_iter().enumerate() {
-            let file = dir.path().join(format!("damaged-{n}-{k}.kpack"));
-            std::fs::write(&file, &bytes).unwrap();
-            for reader in readers {
-                runs += 1;
-                problems.extend(check(dir.path(), &file, reader));
+        .map(|(n, scheme)| {
+            let good = kpack_archive(scheme);
+            let mut copies = damaged(&good, 30, 0x5bd1_e995 + n as u64);
+            // The table's offset and the frame count set to extremes.
+            for value in [0u64, 15, 64, u32::MAX as u64, u64::MAX, good.len() as u64] {
+                let mut bytes = good.clone();
+                bytes[8..16].copy_from_slice(&value.to_le_bytes());
+                copies.push(bytes);
+                let mut bytes = good.clone();
+                bytes[64..68].copy_from_slice(&(value as u32).to_le_bytes());
+                copies.push(bytes);
             }
-            std::fs::remove_file(&file).unwrap();
-        }
-    }
-    visible(&format!(
-        "kpack campaign: {runs} runs, {} problems",
-        problems.len()
-    ));
-    assert!(problems.is_empty(), "{}", problems.join("\n"));
+            copies
+        });
+    campaign("kpack campaign", ".kpack", copies, &readers);
 }

@@ -185,7 +185,7 @@ What the runtime does:
 
 /// `text` with runs of spaces made one and lines trimmed: column widths follow the real
 /// paths, which the expected texts write shorter.
-fn squeeze(text: &str) -> String {
+pub(crate) fn squeeze(text: &str) -> String {
     text.lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect::<Vec<_>>()

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use offload::format::kpack::{Archive, ArchiveWriter, Scheme, ELF_REF_SECTION};
 
+use crate::check::squeeze;
 use crate::kpack::{python_split_installed, Unit, ARCHES, UNITS};
 use crate::util::kpack::{copy_tree, split_with_python};
 use crate::util::native::{c_compiler, compile_hip};
@@ -168,6 +169,10 @@ fn generic_archive() -> (Vec<u8>, [Vec<u8>; 3]) {
     (w.finish(), [native0, generic0, generic1])
 }
 
+/// One extraction: its options, its output folder, the code objects it must write, and the
+/// end of the first line it prints.
+type Case<'a> = (&'a [&'a str], &'a str, Vec<&'a Vec<u8>>, &'a str);
+
 #[test]
 fn compressed_archives_inflate_and_generic_code_serves_other_processors() {
     let dir = tempfile::tempdir().unwrap();
@@ -184,7 +189,7 @@ fn compressed_archives_inflate_and_generic_code_serves_other_processors() {
                 .args(args),
         )
     };
-    let cases: [(&[&str], &str, Vec<&Vec<u8>>, &str); 4] = [
+    let cases: [Case<'_>; 4] = [
         (
             &["--arch", "gfx1101"],
             "arch1101",
@@ -307,14 +312,6 @@ fn split_program(dir: &Path) -> Option<PathBuf> {
         );
     }
     Some(installed)
-}
-
-/// `text` with runs of spaces made one and lines trimmed.
-fn squeeze(text: &str) -> String {
-    text.lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]

@@ -161,6 +161,9 @@ fn device_pick(
     c
 }
 
+/// The code objects of one code-object key, each with the number of its archive.
+type Unit<'a> = Vec<(usize, &'a StoredCodeObject)>;
+
 /// Adds what `--arch` asks for among `codes` (each list from one archive, the archives in
 /// search order): per code-object key, the processors stored (each once, from the first
 /// archive that has it) make a translation unit, from which each target ID asked for takes
@@ -176,7 +179,8 @@ fn by_target_id(
     if config.arches.is_empty() {
         return;
     }
-    let mut units: BTreeMap<(Option<u64>, &str), Vec<(usize, &StoredCodeObject)>> = BTreeMap::new();
+    // By code-object index, then key: each unit's code objects with their archive's number.
+    let mut units: BTreeMap<(Option<u64>, &str), Unit<'_>> = BTreeMap::new();
     for (number, list) in codes {
         for code in list {
             let unit = units.entry((code.index, code.key.as_str())).or_default();
