@@ -357,17 +357,23 @@ fn check_finds_a_split_programs_archives_or_names_every_path_searched() {
     }
     assert!(!out.contains("Without code"), "{out}");
 
+    // A damaged archive where the gfx1101 one would be: passed over, as the loader does.
+    fs::write(
+        installed.join(".kpack/k_lib_gfx1101.kpack"),
+        b"KPAK\x02\0\0\0",
+    )
+    .unwrap();
     let (code, out, err) = check("rx7700", &[], false);
     assert_eq!((code, err.as_str()), (1, ""), "{out}");
     let out = squeeze(&out);
     let expected = format!(
         "stage/bin/prog#0 for gfx1101 (device 0): nothing: no archive found
 searched:
-{{I}}/.kpack/k_lib_gfx1101.kpack (missing)
+{{I}}/.kpack/k_lib_gfx1101.kpack (not an archive: offset 0x0: truncated kpack header: needs 16 bytes, 8 left in the file)
 {{I}}/.kpack/k_lib_gfx11-generic.kpack (missing)
 stage/bin/prog#1 for gfx1101 (device 0): nothing: no archive found
 searched:
-{{I}}/.kpack/k_lib_gfx1101.kpack (missing)
+{{I}}/.kpack/k_lib_gfx1101.kpack (not an archive: offset 0x0: truncated kpack header: needs 16 bytes, 8 left in the file)
 {{I}}/.kpack/k_lib_gfx11-generic.kpack (missing)
 
 Without code:
@@ -463,6 +469,23 @@ fn verify_names_the_code_objects_an_archive_set_lacks() {
              stage/lib/libk.so#1 for gfx90a, which the archive is for (its gfx_arches), though \
              '{SPLIT_LIB}' asks for code object 1\n"
         )
+    );
+    // The loader, asked for code object 1 on gfx90a, finds the gfx90a archive without it.
+    let (code, out, _) = offload_in(d, &["check", SPLIT_LIB, "--device", "gfx90a"]);
+    assert_eq!(code, 1);
+    let archive =
+        fs::canonicalize(d.join("split/k_lib_generic/stage/.kpack/k_lib_gfx90a.kpack")).unwrap();
+    assert!(
+        out.contains(&format!(
+            "    stage/lib/libk.so#1 for gfx90a (device 0): nothing: '{}' is for gfx90a but lacks \
+             the code object\n",
+            archive.display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("stage/lib/libk.so#1: the kpack loader answers KERNEL_NOT_FOUND for gfx90a"),
+        "{out}"
     );
     // Without its archives.
     fs::remove_dir_all(d.join("split/k_lib_generic/stage/.kpack")).unwrap();

@@ -204,10 +204,12 @@ pub fn code_objects_for(
     let mut found = Vec::new();
     let mut problems = Vec::new();
     for path in archive_paths(binary, &split.reference, env) {
-        let read = std::fs::read(&path).map_err(|e| Error::io(&path, e));
-        let listed = read.and_then(|data| {
+        // Mapped: only the header and the table are read.
+        let listed = Input::open(&path).and_then(|data| {
             let archive = Archive::parse(&data).map_err(|e| Error::format(&path, e))?;
-            stored_code_objects(&path, &archive, &ours)
+            let list = stored_code_objects(&path, &archive, &ours)?;
+            data.intact()?;
+            Ok(list)
         });
         match listed {
             Ok(list) => found.extend(list),
