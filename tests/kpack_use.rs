@@ -106,8 +106,7 @@ fn extract_gives_the_code_objects_of_the_unsplit_library() {
         err,
         format!(
             "offload extract: warning: no device image for gfx1101 in '{SPLIT_LIB}'\n\
-             offload extract: warning: gfx1101 loads nothing for code object 0 of '{SPLIT_LIB}' (stage/lib/libk.so#0): no archive found; {searched}\n\
-             offload extract: warning: gfx1101 loads nothing for code object 1 of '{SPLIT_LIB}' (stage/lib/libk.so#1): no archive found; {searched}\n"
+             offload extract: warning: gfx1101 loads nothing for code objects 0-1 of '{SPLIT_LIB}' (stage/lib/libk.so#N): no archive found; {searched}\n"
         )
     );
 
@@ -123,7 +122,7 @@ fn extract_gives_the_code_objects_of_the_unsplit_library() {
     let (code, _, err) = run_with("ROCM_KPACK_DISABLE", "1", "gfx90a");
     assert_eq!(code, 1);
     assert!(
-        err.contains("(stage/lib/libk.so#0): ROCM_KPACK_DISABLE turns kpack loading off\n"),
+        err.contains("code objects 0-1 of 'split/k_lib_generic/stage/lib/libk.so' (stage/lib/libk.so#N): ROCM_KPACK_DISABLE turns kpack loading off\n"),
         "{err}"
     );
     let gfx1100 = installed.join(".kpack/k_lib_gfx1100.kpack");
@@ -349,9 +348,8 @@ fn check_finds_a_split_programs_archives_or_names_every_path_searched() {
     for line in [
         format!("{prog} 2 gfx90a:sramecc+:xnack- 2 0 0 0"),
         "Code in kpack archives:".to_string(),
-        format!("{prog}: archives keyed stage/bin/prog, searched at ../.kpack/k_lib_@GFXARCH@.kpack"),
-        "stage/bin/prog#0 for gfx90a:sramecc+:xnack- (device 0): {I}/.kpack/k_lib_gfx90a.kpack [gfx90a]".to_string(),
-        "stage/bin/prog#1 for gfx90a:sramecc+:xnack- (device 0): {I}/.kpack/k_lib_gfx90a.kpack [gfx90a]".to_string(),
+        format!("{prog}: 2 code objects, keyed stage/bin/prog#N, searched at ../.kpack/k_lib_@GFXARCH@.kpack"),
+        "gfx90a:sramecc+:xnack- (device 0): code objects 0-1: {I}/.kpack/k_lib_gfx90a.kpack [gfx90a]".to_string(),
     ] {
         assert!(out.lines().any(|l| l == line), "{line:?} not in:\n{out}");
     }
@@ -367,21 +365,16 @@ fn check_finds_a_split_programs_archives_or_names_every_path_searched() {
     assert_eq!((code, err.as_str()), (1, ""), "{out}");
     let out = squeeze(&out);
     let expected = format!(
-        "stage/bin/prog#0 for gfx1101 (device 0): nothing: no archive found
-searched:
-{{I}}/.kpack/k_lib_gfx1101.kpack (not an archive: offset 0x0: truncated kpack header: needs 16 bytes, 8 left in the file)
-{{I}}/.kpack/k_lib_gfx11-generic.kpack (missing)
-stage/bin/prog#1 for gfx1101 (device 0): nothing: no archive found
+        "gfx1101 (device 0): code objects 0-1: nothing: no archive found
 searched:
 {{I}}/.kpack/k_lib_gfx1101.kpack (not an archive: offset 0x0: truncated kpack header: needs 16 bytes, 8 left in the file)
 {{I}}/.kpack/k_lib_gfx11-generic.kpack (missing)
 
 Without code:
-gfx1101 (device 0): {prog} code objects stage/bin/prog#0, stage/bin/prog#1 of 2: the kpack loader finds none of them
+gfx1101 (device 0): {prog} code objects 0-1 of 2: the kpack loader finds none of them
 
 What the runtime does:
-{prog} stage/bin/prog#0: the kpack loader answers ARCHIVE_NOT_FOUND for gfx1101: the runtime gets no code for that device.
-{prog} stage/bin/prog#1: the kpack loader answers ARCHIVE_NOT_FOUND for gfx1101: the runtime gets no code for that device."
+{prog} code objects 0-1: the kpack loader answers ARCHIVE_NOT_FOUND for gfx1101: the runtime gets no code for that device."
     );
     assert!(out.contains(&expected), "{out}");
 
@@ -427,7 +420,7 @@ What the runtime does:
     assert_eq!(code, 0, "{out}");
     assert!(
         out.contains(&format!(
-            "stage/bin/prog#1 for gfx1100 (device 0): {} [gfx1100]\n",
+            "gfx1100 (device 0): code objects 0-1: {} [gfx1100]\n",
             moved.display()
         )),
         "{out}"
@@ -435,7 +428,7 @@ What the runtime does:
     let (code, out, _) = check("mi210", &[("ROCM_KPACK_DISABLE", "1")], false);
     assert_eq!(code, 1);
     assert!(
-        out.contains("stage/bin/prog#0 for gfx90a:sramecc+:xnack- (device 0): nothing: ROCM_KPACK_DISABLE turns kpack loading off\n"),
+        out.contains("gfx90a:sramecc+:xnack- (device 0): code objects 0-1: nothing: ROCM_KPACK_DISABLE turns kpack loading off\n"),
         "{out}"
     );
 }
@@ -477,14 +470,14 @@ fn verify_names_the_code_objects_an_archive_set_lacks() {
         fs::canonicalize(d.join("split/k_lib_generic/stage/.kpack/k_lib_gfx90a.kpack")).unwrap();
     assert!(
         out.contains(&format!(
-            "    stage/lib/libk.so#1 for gfx90a (device 0): nothing: '{}' is for gfx90a but lacks \
-             the code object\n",
+            "    gfx90a (device 0): code object 1: nothing: '{}' is for gfx90a but lacks the code \
+             object\n",
             archive.display()
         )),
         "{out}"
     );
     assert!(
-        out.contains("stage/lib/libk.so#1: the kpack loader answers KERNEL_NOT_FOUND for gfx90a"),
+        out.contains("code object 1: the kpack loader answers KERNEL_NOT_FOUND for gfx90a"),
         "{out}"
     );
     // Without its archives.

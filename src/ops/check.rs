@@ -26,7 +26,7 @@ use crate::format::kpack_search;
 use crate::format::runtime::{self, Load, AMDGCN_ISA_PREFIX};
 use crate::format::target_id::TargetIdBuf;
 use crate::io::Input;
-use crate::ops::columns::{render, Align};
+use crate::ops::columns::{ranges, render, Align};
 
 mod kpack;
 
@@ -473,27 +473,6 @@ fn table(report: &Report) -> String {
     }
     let (l, r) = (Align::Left, Align::Right);
     render(&header, &rows, &[l, r, l, r, r, r, r])
-}
-
-/// Bundle numbers as ranges: `1-3, 5`.
-fn ranges(numbers: &[usize]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut k = 0;
-    while k < numbers.len() {
-        let start = numbers[k];
-        let mut end = start;
-        while k + 1 < numbers.len() && numbers[k + 1] == end + 1 {
-            k += 1;
-            end = numbers[k];
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        k += 1;
-    }
-    parts.join(", ")
 }
 
 /// "bundle 1" or "bundles 1-3, 5".

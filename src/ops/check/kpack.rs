@@ -11,6 +11,7 @@ use crate::container::kpack::{runtime_path, ArchiveFiles, SplitBinary};
 use crate::format::kpack_search::{compatible_targets, device_arches, Environment, Outcome};
 use crate::format::runtime;
 use crate::format::target_id::TargetIdBuf;
+use crate::ops::columns::ranges;
 
 /// What a split binary keeps of its device code, and what each device finds of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -157,24 +158,80 @@ fn load(
     }
 }
 
-/// The devices' finds in the split binaries of `report`, for people.
+/// The code objects of `kpack` whose loads for `device` are alike by `same` (in order of
+/// first appearance): one load of each group and the indices in it.
+fn groups<'k, K: PartialEq>(
+    kpack: &'k KpackFile,
+    device: usize,
+    same: impl Fn(&KpackLoad) -> K,
+) -> Vec<(&'k KpackLoad, Vec<usize>)> {
+    let mut groups: Vec<(&KpackLoad, K, Vec<usize>)> = Vec::new();
+    for co in &kpack.code_objects {
+        let Some(load) = co.loads.get(device) else {
+            continue;
+        };
+        let index = usize::try_from(co.index).unwrap_or(usize::MAX);
+        let key = same(load);
+        match groups.iter_mut().find(|(_, k, _)| *k == key) {
+            Some((_, _, indices)) => indices.push(index),
+            None => groups.push((load, key, vec![index])),
+        }
+    }
+    groups.into_iter().map(|(l, _, i)| (l, i)).collect()
+}
+
+/// "code object 3" or "code objects 0-2, 5".
+fn code_objects_phrase(indices: &[usize]) -> String {
+    let noun = if indices.len() == 1 {
+        "code object"
+    } else {
+        "code objects"
+    };
+    format!("{noun} {}", ranges(indices))
+}
+
+/// The name of device `index` of `report`.
+fn device_name(report: &Report, index: usize) -> String {
+    report
+        .devices
+        .get(index)
+        .map_or_else(String::new, |d| d.target_id.clone())
+}
+
+/// The devices' finds in the split binaries of `report`, for people: per file and device, the
+/// code objects found alike (in the same archive, or nowhere after the same search).
 pub fn text(report: &Report) -> String {
     let mut out = String::new();
     for file in &report.files {
         let Some(kpack) = &file.kpack else { continue };
         out.push_str(&format!(
-            "  {}: archives keyed {}, searched at {}\n",
+            "  {}: {} code object{}, keyed {}#N, searched at {}\n",
             file.path,
+            kpack.code_objects.len(),
+            if kpack.code_objects.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
             kpack.kernel_name,
             kpack.search_paths.join(", ")
         ));
-        for co in &kpack.code_objects {
-            for load in &co.loads {
-                let device = report
-                    .devices
-                    .get(load.device)
-                    .map_or_else(String::new, |d| d.target_id.clone());
-                let head = format!("    {} for {device} (device {})", co.key, load.device);
+        for device in &report.devices {
+            let alike = groups(kpack, device.index, |l| {
+                (
+                    l.archive.clone(),
+                    l.arch.clone(),
+                    l.why.clone(),
+                    l.searched.clone(),
+                )
+            });
+            for (load, indices) in alike {
+                let head = format!(
+                    "    {} (device {}): {}",
+                    device.target_id,
+                    device.index,
+                    code_objects_phrase(&indices)
+                );
                 match (&load.archive, &load.arch) {
                     (Some(archive), Some(arch)) => {
                         let how = match load.loads {
@@ -206,28 +263,22 @@ pub fn without_code(report: &Report) -> String {
     for device in &report.devices {
         for file in &report.files {
             let Some(kpack) = &file.kpack else { continue };
-            let lacking: Vec<&KpackCodeObject> = kpack
-                .code_objects
-                .iter()
-                .filter(|co| {
-                    co.loads
-                        .get(device.index)
-                        .is_some_and(|l| l.loads == "nothing")
-                })
+            let lacking: Vec<usize> = groups(kpack, device.index, |l| l.loads == "nothing")
+                .into_iter()
+                .filter(|(l, _)| l.loads == "nothing")
+                .flat_map(|(_, indices)| indices)
                 .collect();
             if lacking.is_empty() {
                 continue;
             }
-            let keys: Vec<&str> = lacking.iter().map(|co| co.key.as_str()).collect();
             out.push_str(&format!(
-                "  {} (device {}): {} code object{} {} of {}: the kpack loader finds {}\n",
+                "  {} (device {}): {} {} of {}: the kpack loader finds {}\n",
                 device.target_id,
                 device.index,
                 file.path,
-                if keys.len() == 1 { "" } else { "s" },
-                keys.join(", "),
+                code_objects_phrase(&lacking),
                 kpack.code_objects.len(),
-                if keys.len() == 1 {
+                if lacking.len() == 1 {
                     "it nowhere"
                 } else {
                     "none of them"
@@ -243,16 +294,16 @@ pub fn consequences(report: &Report) -> String {
     let mut out = String::new();
     for file in &report.files {
         let Some(kpack) = &file.kpack else { continue };
-        for co in &kpack.code_objects {
-            for load in co.loads.iter().filter(|l| l.loads == "nothing") {
-                let device = report
-                    .devices
-                    .get(load.device)
-                    .map_or_else(String::new, |d| d.target_id.clone());
+        for device in &report.devices {
+            let answers = groups(kpack, device.index, |l| l.loader);
+            for (load, indices) in answers.iter().filter(|(l, _)| l.loads == "nothing") {
                 out.push_str(&format!(
-                    "  {} {}: the kpack loader answers {} for {device}: the runtime gets no code \
-                     for that device.\n",
-                    file.path, co.key, load.loader
+                    "  {} {}: the kpack loader answers {} for {}: the runtime gets no code for \
+                     that device.\n",
+                    file.path,
+                    code_objects_phrase(indices),
+                    load.loader,
+                    device_name(report, device.index),
                 ));
             }
         }

@@ -15,7 +15,7 @@ use crate::container::kpack::{
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::image_target::Producer;
-use crate::format::kpack::{inflate_frame, split_toc_key, KernelEntry, Scheme};
+use crate::format::kpack::{inflate_frame, split_toc_key, toc_key, KernelEntry, Scheme};
 use crate::format::kpack_search::{
     compatible_targets, device_arches, pick, ArchiveIndex, Environment, Miss, Outcome,
 };
@@ -23,6 +23,7 @@ use crate::format::loads::Via;
 use crate::format::runtime;
 use crate::format::target_id::{TargetId, TargetIdBuf};
 use crate::io::Input;
+use crate::ops::columns::ranges;
 use crate::ops::inflating::{memory_of_zstd, Budget};
 use crate::ops::ls;
 
@@ -271,8 +272,13 @@ fn device_picks(
 ) {
     let name = path.to_string_lossy().into_owned();
     let binary = runtime_path(path);
+    // The keys' common part: `"<binary>#"`.
+    let key = toc_key(split.reference.kernel_name, 0);
+    let key = key.strip_suffix('0').unwrap_or(&key);
     for (d, device) in config.devices.iter().enumerate() {
         let arches = arches_of(device);
+        // Code objects found nowhere, by why and where the loader looked.
+        let mut misses: Vec<(String, Vec<usize>)> = Vec::new();
         for co in split.distinct_indices() {
             let search = archives.search(&binary, split, co, &arches, env);
             let Outcome::Found { archive, arch } = &search.outcome else {
@@ -287,11 +293,12 @@ fn device_picks(
                 } else {
                     format!("; searched {}", tried.join(", "))
                 };
-                let line = format!(
-                    "{device} loads nothing for code object {co} of '{name}' ({}): {why}{searched}",
-                    search.key
-                );
-                found.missing.push((d, true, line));
+                let reason = format!("{why}{searched}");
+                let co = usize::try_from(co).unwrap_or(usize::MAX);
+                match misses.iter_mut().find(|(r, _)| *r == reason) {
+                    Some((_, indices)) => indices.push(co),
+                    None => misses.push((reason, vec![co])),
+                }
                 continue;
             };
             let code = archives
@@ -306,6 +313,18 @@ fn device_picks(
                 }
                 Err(e) => found.missing.push((d, true, e.to_string())),
             }
+        }
+        for (reason, indices) in misses {
+            let noun = if indices.len() == 1 {
+                "code object"
+            } else {
+                "code objects"
+            };
+            let line = format!(
+                "{device} loads nothing for {noun} {} of '{name}' ({key}N): {reason}",
+                ranges(&indices)
+            );
+            found.missing.push((d, true, line));
         }
     }
 }
