@@ -37,27 +37,6 @@ pub fn render<R: AsRef<[String]>>(header: &[&str], rows: &[R], align: &[Align]) 
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn columns_are_as_wide_as_their_widest_cell() {
-        let rows = [
-            vec!["1".to_string(), "gfx90a".into(), "12".into()],
-            vec!["10".to_string(), "gfx11-generic".into(), "3".into()],
-        ];
-        assert_eq!(
-            render(
-                &["#", "ARCH", "SIZE"],
-                &rows,
-                &[Align::Right, Align::Left, Align::Right]
-            ),
-            " #  ARCH           SIZE\n 1  gfx90a           12\n10  gfx11-generic     3\n"
-        );
-    }
-}
-
 /// Numbers, in increasing order, as ranges: `1-3, 5`.
 pub fn ranges(numbers: &[usize]) -> String {
     let mut parts: Vec<String> = Vec::new();
@@ -77,4 +56,25 @@ pub fn ranges(numbers: &[usize]) -> String {
         k += 1;
     }
     parts.join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_are_as_wide_as_their_widest_cell() {
+        let rows = [
+            vec!["1".to_string(), "gfx90a".into(), "12".into()],
+            vec!["10".to_string(), "gfx11-generic".into(), "3".into()],
+        ];
+        assert_eq!(
+            render(
+                &["#", "ARCH", "SIZE"],
+                &rows,
+                &[Align::Right, Align::Left, Align::Right]
+            ),
+            " #  ARCH           SIZE\n 1  gfx90a           12\n10  gfx11-generic     3\n"
+        );
+    }
 }

@@ -160,11 +160,11 @@ fn load(
 
 /// The code objects of `kpack` whose loads for `device` are alike by `same` (in order of
 /// first appearance): one load of each group and the indices in it.
-fn groups<'k, K: PartialEq>(
-    kpack: &'k KpackFile,
+fn groups<K: PartialEq>(
+    kpack: &KpackFile,
     device: usize,
     same: impl Fn(&KpackLoad) -> K,
-) -> Vec<(&'k KpackLoad, Vec<usize>)> {
+) -> Vec<(&KpackLoad, Vec<usize>)> {
     let mut groups: Vec<(&KpackLoad, K, Vec<usize>)> = Vec::new();
     for co in &kpack.code_objects {
         let Some(load) = co.loads.get(device) else {
