@@ -236,6 +236,34 @@ fn compressed_archives_inflate_and_generic_code_serves_other_processors() {
             );
         }
     }
+    // A device archive: members named as bundle entries after their keys, inflated.
+    let (code, _, err) = extract(&["--arch", "gfx1100", "-o", "dev.a"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let dev = fs::read(d.join("dev.a")).unwrap();
+    let members: Vec<(String, Vec<u8>)> = object::read::archive::ArchiveFile::parse(&*dev)
+        .unwrap()
+        .members()
+        .map(|m| {
+            let m = m.unwrap();
+            (
+                String::from_utf8(m.name().to_vec()).unwrap(),
+                m.data(&*dev).unwrap().to_vec(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        members,
+        [
+            (
+                "lib_a_so_0-hipv4-amdgcn-amd-amdhsa--gfx1100lib_a_so_0.bc".to_string(),
+                native0.clone()
+            ),
+            (
+                "lib_a_so_1-hipv4-amdgcn-amd-amdhsa--gfx11-genericlib_a_so_1.bc".to_string(),
+                generic1.clone()
+            ),
+        ]
+    );
     let (code, out, _) = text_output(offload().current_dir(d).args(["verify", "a.kpack"]));
     assert_eq!(
         (code, out.as_str()),

@@ -641,11 +641,22 @@ fn write_device_archive(
     let members: Vec<(String, &[u8])> = chosen
         .iter()
         .map(|c| {
-            let member = c
-                .member
-                .clone()
-                .unwrap_or_else(|| stem(&config.files[c.input]));
-            let name = device_member_name(&member, &c.label, &c.image.arch);
+            let name = match &c.image.kpack {
+                // A code object of a kpack archive: named as the bundle entry it was, after
+                // its key (no `/` may stay in a member's name).
+                Some(k) => {
+                    let member = safe_name(&k.key).replace('.', "_");
+                    let entry = format!("hipv4-{}--{}", c.image.triple, c.image.arch);
+                    device_member_name(&member, &entry, &c.image.arch)
+                }
+                None => {
+                    let member = c
+                        .member
+                        .clone()
+                        .unwrap_or_else(|| stem(&config.files[c.input]));
+                    device_member_name(&member, &c.label, &c.image.arch)
+                }
+            };
             (name, c.bytes(inputs))
         })
         .collect();
