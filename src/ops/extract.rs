@@ -941,10 +941,20 @@ impl Writer<'_> {
             ) => {
                 let stem = &self.stems[job[0]];
                 let p = &mut pending[0];
-                kpack::code_object(self.archives, *number, code, self.budget, &mut |piece| {
-                    self.progress.advance(piece.len() as u64);
-                    p.take(piece, c, stem)
-                })?;
+                if let Some((input, bytes)) = kpack::stored_plain(self.archives, *number, code)? {
+                    // Stored as it is: copied from the archive by the kernel.
+                    let path = with_extension(stem, extension(&c.image, bytes));
+                    let mut out = Output::create(&path)?;
+                    out.write_part(input, bytes)?;
+                    input.release(bytes);
+                    self.progress.advance(bytes.len() as u64);
+                    p.out = Some((path, out));
+                } else {
+                    kpack::code_object(self.archives, *number, code, self.budget, &mut |piece| {
+                        self.progress.advance(piece.len() as u64);
+                        p.take(piece, c, stem)
+                    })?;
+                }
             }
             Some(c) if !matches!(c.bytes, Bytes::Stream(_)) => {
                 let bytes = c.bytes(self.inputs);

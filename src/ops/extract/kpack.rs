@@ -329,6 +329,38 @@ fn device_picks(
     }
 }
 
+/// The archive and the bytes of code object `code` of archive `number` when it is stored as
+/// it is (`None` when compressed); the error names the archive.
+pub(super) fn stored_plain<'a>(
+    archives: &'a ArchiveFiles,
+    number: usize,
+    code: &StoredCodeObject,
+) -> Result<Option<(&'a Input, &'a [u8])>> {
+    if code.scheme != Scheme::None {
+        return Ok(None);
+    }
+    let (path, input) = archives
+        .get(number)
+        .ok_or_else(|| Error::msg("an archive was not mapped"))?;
+    Ok(Some((input, stored_bytes(path, input, code)?)))
+}
+
+/// The stored bytes of `code` in the archive `input` (at `path`).
+fn stored_bytes<'a>(path: &Path, input: &'a Input, code: &StoredCodeObject) -> Result<&'a [u8]> {
+    let start = usize::try_from(code.stored_offset).ok();
+    start
+        .zip(usize::try_from(code.stored_size).ok())
+        .and_then(|(start, len)| input.get(start..start.checked_add(len)?))
+        .ok_or_else(|| {
+            Error::msg(format!(
+                "'{}': code object {} @ {} lies past the end of the file",
+                path.display(),
+                code.key,
+                code.arch
+            ))
+        })
+}
+
 /// Hands `sink` the bytes of code object `code` of archive `number`, in order: those stored,
 /// or, stored compressed, those its frame inflates to, within `budget`. Errors name the
 /// archive and the offset.
@@ -342,18 +374,7 @@ pub(super) fn code_object(
     let Some((path, input)) = archives.get(number) else {
         return Err(Error::msg("an archive was not mapped"));
     };
-    let start = usize::try_from(code.stored_offset).ok();
-    let stored = start
-        .zip(usize::try_from(code.stored_size).ok())
-        .and_then(|(start, len)| input.get(start..start.checked_add(len)?))
-        .ok_or_else(|| {
-            Error::msg(format!(
-                "'{}': code object {} @ {} lies past the end of the file",
-                path.display(),
-                code.key,
-                code.arch
-            ))
-        })?;
+    let stored = stored_bytes(path, input, code)?;
     let result = match code.scheme {
         Scheme::None => sink(stored),
         Scheme::ZstdPerKernel => {
