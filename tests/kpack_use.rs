@@ -11,8 +11,9 @@ use std::process::Command;
 use offload::format::kpack::{Archive, ArchiveWriter, Scheme, ELF_REF_SECTION};
 
 use crate::check::squeeze;
+use crate::kpack::section;
 use crate::kpack::{python_split_installed, Unit, ARCHES, UNITS};
-use crate::util::kpack::{copy_tree, split_with_python};
+use crate::util::kpack::{copy_tree, fnv1a64, load, loader, split_with_python};
 use crate::util::native::{c_compiler, compile_hip};
 use crate::util::{kfd_topology, offload, offload_in, reference_tool, succeed, text_output};
 
@@ -369,6 +370,51 @@ fn check_finds_a_split_programs_archives_or_names_every_path_searched() {
         let (code, out, err) = text_output(&mut command);
         (code, out.replace(real, "{I}"), err)
     };
+
+    // What AMD's loader answers for the same requests is what check says, in JSON.
+    if let Some(driver) = loader() {
+        let binary = fs::canonicalize(installed.join("bin/prog")).unwrap();
+        let metadata = d.join("prog.ref");
+        fs::write(
+            &metadata,
+            section(&fs::read(&binary).unwrap(), ELF_REF_SECTION),
+        )
+        .unwrap();
+        for (topology, isa, generic) in [
+            ("mi210", "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-", None),
+            (
+                "rx7700",
+                "amdgcn-amd-amdhsa--gfx1101",
+                Some("amdgcn-amd-amdhsa--gfx11-generic"),
+            ),
+        ] {
+            let (_, json, _) = check(topology, &[], true);
+            let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+            let arches: Vec<&str> = std::iter::once(isa).chain(generic).collect();
+            for co in json["files"][0]["kpack"]["code_objects"]
+                .as_array()
+                .unwrap()
+            {
+                let index = co["index"].as_u64().unwrap();
+                let ours = &co["loads"][0];
+                let theirs = load(&driver, &metadata, &binary, index, &arches, &[]);
+                match theirs {
+                    Ok((size, hash)) => {
+                        assert_eq!(ours["loader"], "SUCCESS");
+                        let archive = ours["archive"].as_str().unwrap().replace("{I}", real);
+                        let data = fs::read(archive).unwrap();
+                        let archive = Archive::parse(&data).unwrap();
+                        let key = co["key"].as_str().unwrap();
+                        let entry = archive.find(key, ours["arch"].as_str().unwrap()).unwrap();
+                        let code = archive.code_object(entry, 1 << 30).unwrap();
+                        assert_eq!((code.len() as u64, fnv1a64(&code)), (size, hash));
+                    }
+                    Err(13) => assert_eq!(ours["loader"], "ARCHIVE_NOT_FOUND"),
+                    Err(other) => panic!("{topology} #{index}: the loader says {other}"),
+                }
+            }
+        }
+    }
 
     let (code, out, err) = check("mi210", &[], false);
     assert_eq!((code, err.as_str()), (0, ""), "{out}");
