@@ -140,8 +140,22 @@ pub fn kpack(data: &[u8]) {
     }
     if let Ok(archive) = Archive::parse(data) {
         for entry in &archive.entries {
-            if let Ok(code) = archive.code_object(entry, 1 << 20) {
+            let whole = archive.code_object(entry, 1 << 20);
+            if let Ok(code) = &whole {
                 assert!(code.len() as u64 <= 1 << 20);
+            }
+            // Read through a window, the same bytes, or an error.
+            let mut streamed = Vec::new();
+            let read =
+                archive.read_code_object(entry, 1 << 20, ccob_format::Decoding::Fresh, |piece| {
+                    streamed.extend_from_slice(piece);
+                    Ok(())
+                });
+            if let (Ok(code), Ok(())) = (&whole, &read) {
+                assert_eq!(&code[..], &streamed[..]);
+            }
+            if read.is_ok() {
+                assert!(whole.is_ok());
             }
         }
     }

@@ -23,6 +23,7 @@ mod golden;
 mod in_place;
 mod kpack;
 mod kpack_split;
+mod kpack_use;
 mod linked;
 mod ls;
 mod objcopy_coff;

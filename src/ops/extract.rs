@@ -9,10 +9,12 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::container::archive::write_archive;
+use crate::container::kpack::{ArchiveFiles, StoredCodeObject};
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressedBundle, DEFAULT_MAX_DECOMPRESSED};
 use crate::format::image_target::{ImageTarget, Producer};
+use crate::format::kpack as kpack_format;
 use crate::format::loads::{loaded_by, may_load, Via};
 use crate::format::runtime::{self, Load, Why};
 use crate::format::slice::offset_within;
@@ -22,6 +24,8 @@ use crate::io::{Closed, Input, Output};
 use crate::ops::bundler::device_member_name;
 use crate::ops::inflating::{each_range, memory_of, Budget};
 use crate::ops::ls::{self, Image};
+
+mod kpack;
 
 /// How `extract` matches the target IDs asked for with those of the images.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -193,6 +197,8 @@ struct Chosen {
     asked: String,
     /// For the runtime's pick, the bundle's number in its file.
     bundle: Option<usize>,
+    /// Whether a device picked it.
+    device_pick: bool,
 }
 
 /// Where the bytes of a chosen image are.
@@ -204,6 +210,8 @@ enum Bytes {
     Owned(Vec<u8>),
     /// In a compressed bundle's stream, not inflated yet.
     Stream(Streamed),
+    /// In a `.kpack` archive (its number among those mapped), stored plain or compressed.
+    Archived(usize, StoredCodeObject),
 }
 
 /// An image inside a compressed bundle, found from its bundle's header.
@@ -242,7 +250,7 @@ impl Chosen {
         match &self.bytes {
             Bytes::Owned(bytes) => bytes,
             Bytes::Input(start, len) => &inputs[self.input][*start..*start + *len],
-            Bytes::Stream(_) => &[],
+            Bytes::Stream(_) | Bytes::Archived(..) => &[],
         }
     }
 
@@ -291,6 +299,9 @@ pub struct Extracted {
     /// For a device's pick (`--device`), the number of the bundle it came from, counting the
     /// bundles of its input file from 1 in file order.
     pub bundle: Option<usize>,
+    /// Whether it is a device's pick (`--device`) rather than code a target ID asked for
+    /// (`--arch`) loads.
+    pub device_pick: bool,
 }
 
 fn stem(path: &Path) -> String {
@@ -341,19 +352,35 @@ fn extract_noting(
         .map(|p| Input::open(p))
         .collect::<Result<_>>()?;
     let mut chosen: Vec<Chosen> = Vec::new();
+    let mut archives = ArchiveFiles::new();
     let mut found = Found {
         arches: vec![false; config.arches.len()],
         devices: vec![false; config.devices.len()],
         missing: Vec::new(),
     };
     for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
+        let _file = tracing::info_span!("file", file = %path.display()).entered();
+        if input.starts_with(&kpack_format::MAGIC) {
+            kpack::choose_in_archive(config, index, path, &mut archives, &mut chosen, &mut found)?;
+            continue;
+        }
         problems.extend(choose(config, index, path, input, &mut chosen, &mut found)?);
+        problems.extend(kpack::choose_in_split_binary(
+            config,
+            index,
+            path,
+            input,
+            &mut archives,
+            &mut chosen,
+            &mut found,
+        ));
     }
     // A device that found nothing anywhere is named once, not once per bundle, unless a
     // bundle gave it nothing for a reason other than having no code for it.
-    let explained = found.missing.into_iter().filter(|(device, why, _)| {
-        found.devices.get(*device) == Some(&true) || *why != Why::NoCompatibleEntry
-    });
+    let explained = found
+        .missing
+        .into_iter()
+        .filter(|(device, always, _)| found.devices.get(*device) == Some(&true) || *always);
     let explained: Vec<String> = explained.map(|(_, _, line)| line).collect();
     if chosen.is_empty() {
         missing.extend(explained);
@@ -374,9 +401,9 @@ fn extract_noting(
     }
     missing.extend(explained);
     if config.output.extension().is_some_and(|e| e == "a") {
-        return write_device_archive(config, &inputs, chosen);
+        return write_device_archive(config, &inputs, &archives, chosen);
     }
-    write_files(config, &inputs, chosen, progress)
+    write_files(config, &inputs, &archives, chosen, progress)
 }
 
 /// Scans the input `index` (`path`) and adds the images `config` asks for to `chosen`, in the
@@ -390,7 +417,6 @@ fn choose(
     found: &mut Found,
 ) -> Result<Vec<Error>> {
     let name = path.to_string_lossy().into_owned();
-    let _file = tracing::info_span!("file", file = %name).entered();
     tracing::debug!(size = input.len(), "scanning");
     // Images that may be chosen, with their unit and target ID: which are is known only once
     // a unit is seen whole.
@@ -480,8 +506,10 @@ struct Found {
     arches: Vec<bool>,
     /// Whether each `--device` loads something from some bundle.
     devices: Vec<bool>,
-    /// Each bundle a device (its index) loads nothing from, and why.
-    missing: Vec<(usize, Why, String)>,
+    /// Each bundle or code object a device (its index) loads nothing from, whether to say so
+    /// even when the device found nothing anywhere (it is not merely code for others), and
+    /// the line that says so.
+    missing: Vec<(usize, bool, String)>,
 }
 
 /// One entry of a bundle, kept until the bundle is seen whole.
@@ -523,9 +551,11 @@ fn runtime_picks(
             let (index, via) = match load {
                 Load::Entry(index, via) => (index, via),
                 Load::Nothing(why) => {
-                    found
-                        .missing
-                        .push((d, why, lacking(device, number, name, why)));
+                    found.missing.push((
+                        d,
+                        why != Why::NoCompatibleEntry,
+                        lacking(device, number, name, why),
+                    ));
                     continue;
                 }
             };
@@ -548,6 +578,7 @@ fn runtime_picks(
             c.via = via;
             c.asked = device.to_string();
             c.bundle = Some(number);
+            c.device_pick = true;
             chosen.push(c);
         }
     }
@@ -594,6 +625,7 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
         via: Via::Native,
         asked: String::new(),
         bundle: None,
+        device_pick: false,
     }
 }
 
@@ -619,17 +651,29 @@ fn nothing_chosen<'t>(
 fn write_device_archive(
     config: &ExtractConfig,
     inputs: &[Input],
+    archives: &ArchiveFiles,
     mut chosen: Vec<Chosen>,
 ) -> Result<Vec<Extracted>> {
-    inflate_chosen(config, inputs, &mut chosen)?;
+    inflate_chosen(config, inputs, archives, &mut chosen)?;
     let members: Vec<(String, &[u8])> = chosen
         .iter()
         .map(|c| {
-            let member = c
-                .member
-                .clone()
-                .unwrap_or_else(|| stem(&config.files[c.input]));
-            let name = device_member_name(&member, &c.label, &c.image.arch);
+            let name = match &c.image.kpack {
+                // A code object of a kpack archive: named as the bundle entry it was, after
+                // its key (no `/` may stay in a member's name).
+                Some(k) => {
+                    let member = safe_name(&k.key).replace('.', "_");
+                    let entry = format!("hipv4-{}--{}", c.image.triple, c.image.arch);
+                    device_member_name(&member, &entry, &c.image.arch)
+                }
+                None => {
+                    let member = c
+                        .member
+                        .clone()
+                        .unwrap_or_else(|| stem(&config.files[c.input]));
+                    device_member_name(&member, &c.label, &c.image.arch)
+                }
+            };
             (name, c.bytes(inputs))
         })
         .collect();
@@ -649,6 +693,7 @@ fn write_device_archive(
             via: c.via,
             asked: c.asked,
             bundle: c.bundle,
+            device_pick: c.device_pick,
         })
         .collect())
 }
@@ -686,7 +731,7 @@ fn inflate_group(
         .iter()
         .filter_map(|&i| match &chosen[i].bytes {
             Bytes::Stream(streamed) => Some(streamed),
-            Bytes::Input(..) | Bytes::Owned(_) => None,
+            Bytes::Input(..) | Bytes::Owned(_) | Bytes::Archived(..) => None,
         })
         .collect();
     let (Some(&first), Some(streamed)) = (group.first(), streams.first()) else {
@@ -734,9 +779,41 @@ fn inflate_group(
 }
 
 /// Inflates the chosen images that are inside compressed bundles, in parallel across
-/// bundles, and holds them: only those images, never a whole stream.
-fn inflate_chosen(config: &ExtractConfig, inputs: &[Input], chosen: &mut [Chosen]) -> Result<()> {
+/// bundles, and holds them: only those images, never a whole stream. Holds those of `.kpack`
+/// archives too, inflated if stored compressed.
+fn inflate_chosen(
+    config: &ExtractConfig,
+    inputs: &[Input],
+    archives: &ArchiveFiles,
+    chosen: &mut [Chosen],
+) -> Result<()> {
     let budget = Budget::new();
+    let archived: Vec<(usize, Vec<u8>)> = chosen
+        .par_iter()
+        .enumerate()
+        .filter_map(|(i, c)| match &c.bytes {
+            Bytes::Archived(number, code) => Some((i, *number, code)),
+            _ => None,
+        })
+        .map(|(i, number, code)| {
+            let mut held = Vec::new();
+            kpack::code_object(
+                archives,
+                number,
+                code,
+                config.max_decompressed,
+                &budget,
+                &mut |piece| {
+                    held.extend_from_slice(piece);
+                    Ok(())
+                },
+            )?;
+            Ok((i, held))
+        })
+        .collect::<Result<_>>()?;
+    for (i, bytes) in archived {
+        chosen[i].bytes = Bytes::Owned(bytes);
+    }
     let groups = stream_groups(chosen);
     let held: Vec<Vec<Vec<u8>>> = groups
         .par_iter()
@@ -796,6 +873,7 @@ fn with_extension(stem: &Path, ext: &str) -> PathBuf {
 fn write_files(
     config: &ExtractConfig,
     inputs: &[Input],
+    archives: &ArchiveFiles,
     chosen: Vec<Chosen>,
     progress: &dyn Progress,
 ) -> Result<Vec<Extracted>> {
@@ -808,7 +886,7 @@ fn write_files(
         .map(Path::to_path_buf)
         .collect();
     std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
-    let written = write_into_folder(config, inputs, chosen, progress);
+    let written = write_into_folder(config, inputs, archives, chosen, progress);
     if written.is_err() {
         for folder in &missing {
             // Only an empty folder is removed: nothing else is touched.
@@ -822,6 +900,7 @@ fn write_files(
 fn write_into_folder(
     config: &ExtractConfig,
     inputs: &[Input],
+    archives: &ArchiveFiles,
     chosen: Vec<Chosen>,
     progress: &dyn Progress,
 ) -> Result<Vec<Extracted>> {
@@ -841,6 +920,7 @@ fn write_into_folder(
             let writer = Writer {
                 config,
                 inputs,
+                archives,
                 chosen: &chosen,
                 stems: &stems,
                 budget: &budget,
@@ -865,6 +945,7 @@ fn write_into_folder(
                 via: c.via,
                 asked: c.asked,
                 bundle: c.bundle,
+                device_pick: c.device_pick,
             }
         })
         .collect())
@@ -882,6 +963,7 @@ struct Written {
 struct Writer<'w> {
     config: &'w ExtractConfig,
     inputs: &'w [Input],
+    archives: &'w ArchiveFiles,
     chosen: &'w [Chosen],
     stems: &'w [PathBuf],
     budget: &'w Budget,
@@ -901,6 +983,36 @@ impl Writer<'_> {
             })
             .collect();
         match job.first().map(|&i| &self.chosen[i]) {
+            Some(
+                c @ Chosen {
+                    bytes: Bytes::Archived(number, code),
+                    ..
+                },
+            ) => {
+                let stem = &self.stems[job[0]];
+                let p = &mut pending[0];
+                if let Some((input, bytes)) = kpack::stored_plain(self.archives, *number, code)? {
+                    // Stored as it is: copied from the archive by the kernel.
+                    let path = with_extension(stem, extension(&c.image, bytes));
+                    let mut out = Output::create(&path)?;
+                    out.write_part(input, bytes)?;
+                    input.release(bytes);
+                    self.progress.advance(bytes.len() as u64);
+                    p.out = Some((path, out));
+                } else {
+                    kpack::code_object(
+                        self.archives,
+                        *number,
+                        code,
+                        self.config.max_decompressed,
+                        self.budget,
+                        &mut |piece| {
+                            self.progress.advance(piece.len() as u64);
+                            p.take(piece, c, stem)
+                        },
+                    )?;
+                }
+            }
             Some(c) if !matches!(c.bytes, Bytes::Stream(_)) => {
                 let bytes = c.bytes(self.inputs);
                 let path = with_extension(&self.stems[job[0]], c.ext);
