@@ -63,7 +63,7 @@ impl Container {
                 &[".hip_fatbin", ".hip_fat", "__hip_fatbin"]
             }
             Container::OffloadBinary => &[".llvm.offloading*", "__offloading"],
-            Container::CudaFatbin => &[".nv_fatbin", "__nv_fatbin"],
+            Container::CudaFatbin => &[".nv_fatbin", "__nv_relfatbin", ".nv_fatb", "__nv_fatbin"],
         }
     }
 
@@ -120,8 +120,8 @@ pub enum Origin<'a> {
     OffloadImage(&'a OffloadEntry<'a>),
     /// An entry of a clang offload bundle, with its entry ID.
     BundleEntry(&'a str),
-    /// A CUDA fat binary, whole.
-    CudaFatbin,
+    /// An entry of a CUDA fat binary (a cubin or PTX), with its header.
+    CudaEntry(&'a cuda_fatbin::Entry<'a>),
 }
 
 impl Origin<'_> {
@@ -130,7 +130,7 @@ impl Origin<'_> {
         match self {
             Origin::OffloadImage(entry) => ImageTarget::of_offload_entry(entry),
             Origin::BundleEntry(id) => ImageTarget::of_bundle_entry(id),
-            Origin::CudaFatbin => cuda_fatbin::image_target(),
+            Origin::CudaEntry(entry) => entry.target(),
         }
     }
 
@@ -143,7 +143,7 @@ impl Origin<'_> {
                 other => other.name().into(),
             }),
             Origin::BundleEntry(_) => None,
-            Origin::CudaFatbin => Some("fatbin".into()),
+            Origin::CudaEntry(entry) => Some(entry.kind_name()),
         }
     }
 
@@ -151,7 +151,22 @@ impl Origin<'_> {
     pub fn entry_id(&self) -> Option<&str> {
         match self {
             Origin::BundleEntry(id) => Some(id),
-            Origin::OffloadImage(_) | Origin::CudaFatbin => None,
+            Origin::OffloadImage(_) | Origin::CudaEntry(_) => None,
+        }
+    }
+
+    /// Whether the record stores the image compressed itself (a CUDA fat binary's entry),
+    /// beside whatever compressed container holds the record.
+    pub fn stored_compressed(&self) -> bool {
+        matches!(self, Origin::CudaEntry(entry) if entry.is_compressed())
+    }
+
+    /// The size of the image whose stored bytes are `stored`: what a compressed CUDA entry
+    /// inflates to, else the stored bytes'.
+    pub fn image_size(&self, stored: &[u8]) -> u64 {
+        match self {
+            Origin::CudaEntry(entry) => entry.inflated_size,
+            Origin::OffloadImage(_) | Origin::BundleEntry(_) => stored.len() as u64,
         }
     }
 }
@@ -168,8 +183,8 @@ pub enum Record<'a> {
         /// The entry's bytes.
         data: &'a [u8],
     },
-    /// A CUDA fat binary, whole.
-    CudaFatbin(&'a [u8]),
+    /// An entry of a CUDA fat binary.
+    CudaEntry(cuda_fatbin::Entry<'a>),
 }
 
 impl<'a> Record<'a> {
@@ -178,7 +193,7 @@ impl<'a> Record<'a> {
         match self {
             Record::OffloadImage(entry) => Origin::OffloadImage(entry),
             Record::BundleEntry { id, .. } => Origin::BundleEntry(id),
-            Record::CudaFatbin(_) => Origin::CudaFatbin,
+            Record::CudaEntry(entry) => Origin::CudaEntry(entry),
         }
     }
 
@@ -187,7 +202,7 @@ impl<'a> Record<'a> {
         match self {
             Record::OffloadImage(entry) => entry.image,
             Record::BundleEntry { data, .. } => data,
-            Record::CudaFatbin(data) => data,
+            Record::CudaEntry(entry) => entry.payload,
         }
     }
 
@@ -315,12 +330,15 @@ impl Container {
             }
             Container::CudaFatbin => {
                 let size = cuda_fatbin::size(data)?;
+                let fatbin = data
+                    .get(..usize::try_from(size).unwrap_or(usize::MAX))
+                    .unwrap_or(data);
+                let records = cuda_fatbin::entries(fatbin)
+                    .map(|entry| entry.map(Record::CudaEntry))
+                    .collect::<Result<_>>()?;
                 Opened {
                     size,
-                    contents: Contents::Records(vec![Record::CudaFatbin(
-                        data.get(..usize::try_from(size).unwrap_or(usize::MAX))
-                            .unwrap_or(data),
-                    )]),
+                    contents: Contents::Records(records),
                 }
             }
         })

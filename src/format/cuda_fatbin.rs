@@ -41,14 +41,8 @@ unsafe impl Pod for Header {}
 /// The size of [`Header`].
 const FIXED: usize = std::mem::size_of::<Header>();
 
-/// What a whole fat binary is for: CUDA, for NVPTX; its entries carry their own SM versions.
-pub fn image_target() -> ImageTarget {
-    ImageTarget {
-        producer: Producer::Cuda,
-        triple: "nvptx64-nvidia-cuda".to_string(),
-        target_id: String::new(),
-    }
-}
+/// The triple of CUDA device code.
+pub const TRIPLE: &str = "nvptx64-nvidia-cuda";
 
 /// Whether `data` starts with a fat binary's magic.
 pub fn is_fatbin(data: &[u8]) -> bool {
@@ -140,6 +134,17 @@ pub enum Compression {
     Zstd,
 }
 
+impl Compression {
+    /// Its name in listings: `none`, `lz` or `zstd`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz => "lz",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
 /// Flag of an entry compressed with NVIDIA's LZ4-like scheme (the older value).
 const FLAG_COMPRESSED: u64 = 0x1000;
 /// Flag of an entry compressed with NVIDIA's LZ4-like scheme.
@@ -229,6 +234,39 @@ impl<'a> Entry<'a> {
             ""
         };
         format!("sm_{}{suffix}", self.arch)
+    }
+
+    /// The target's name as NVIDIA's tools write it: the SM of a cubin (`sm_80`, `sm_90a`,
+    /// `sm_100f`), the virtual architecture of PTX (`compute_90`); the SM number of an entry
+    /// of another kind.
+    pub fn target_name(&self) -> String {
+        match self.kind {
+            EntryKind::Ptx => format!("compute_{}", &self.sm()["sm_".len()..]),
+            EntryKind::Elf | EntryKind::Other(_) => self.sm(),
+        }
+    }
+
+    /// What the entry is for: CUDA, for NVPTX, with [`Entry::target_name`] as its target ID.
+    pub fn target(&self) -> ImageTarget {
+        ImageTarget {
+            producer: Producer::Cuda,
+            triple: TRIPLE.to_string(),
+            target_id: self.target_name(),
+        }
+    }
+
+    /// What the entry holds, in a word: `cubin`, `ptx`, or `kind-N`.
+    pub fn kind_name(&self) -> String {
+        match self.kind {
+            EntryKind::Ptx => "ptx".into(),
+            EntryKind::Elf => "cubin".into(),
+            EntryKind::Other(kind) => format!("kind-{kind}"),
+        }
+    }
+
+    /// Whether the payload is stored compressed.
+    pub fn is_compressed(&self) -> bool {
+        self.compression() != Compression::None
     }
 
     /// The payload's bytes, inflated when compressed (refusing more than `limit` bytes),
