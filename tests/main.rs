@@ -15,6 +15,7 @@ mod cli_output;
 mod compress_choices;
 mod compressed;
 mod cuda_entries;
+mod cuda_extract;
 mod cuda_ls;
 mod differential;
 mod extract;

@@ -21,13 +21,16 @@ struct Args {
     /// Files to extract from.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// Target ID of the device (`gfx90a`, `gfx90a:xnack+`, `sm_80`, or the runtime's
-    /// `amdgcn-amd-amdhsa--gfx90a:xnack+`): every image it can load; repeat for several.
+    /// Target ID of the device (`gfx90a`, `gfx90a:xnack+`, or the runtime's
+    /// `amdgcn-amd-amdhsa--gfx90a:xnack+`): every image it can load; repeat for several. A
+    /// CUDA compute capability (`sm_86`) takes every cubin it runs and the PTX it may compile;
+    /// `compute_86` that PTX alone.
     #[arg(long = "arch", value_parser = device_arg, required_unless_present = "devices")]
     arches: Vec<TargetIdBuf>,
     /// A GPU as the HIP runtime names it (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`, or
     /// `gfx90a:sramecc+:xnack-`): from each bundle, the code object the runtime loads for it.
-    /// Repeat for each GPU of one machine, in the runtime's order.
+    /// Repeat for each GPU of one machine, in the runtime's order. A CUDA device (`sm_89`):
+    /// from each CUDA fat binary, the entry the driver loads.
     #[arg(long = "device", value_parser = device_arg)]
     devices: Vec<TargetIdBuf>,
     /// Where to write: a folder (made if missing), or, for archives, a `.a` file to write one
@@ -60,6 +63,11 @@ the GPU (name the GPU with its features, as the runtime reports it). Each GPU ta
 entry, else its generic one, else SPIR-V. One file per bundle and GPU is written, named
 FILE-bundleN-ENTRY-for-GPU; compressed bundles are read as the runtime's bundler reads them, and
 a plain bundle whose header passes 4096 bytes gives nothing (the runtime rejects it).
+
+--device sm_XY follows the CUDA driver: from each fat binary, the cubin closest to the device
+(same major version, highest minor version not above it; arch-specific sm_XYa only on X.Y), else
+the newest PTX it may compile. CUDA entries are written under cuobjdump's names
+(FILE.N.sm_XY.cubin, FILE.N.sm_XY.ptx), inflated.
 
 Exit status: 0 when every --arch and --device found code in the files and every --device
 loads something from every bundle; 1 when something asked for was missing (a warning names it, and what was found
@@ -142,19 +150,27 @@ fn listing(written: &[extract::Extracted]) -> String {
     written
         .iter()
         .map(|w| {
+            let unit = if w.image.offload_kind == "cuda" {
+                "fat binary"
+            } else {
+                "bundle"
+            };
             let via = match (w.bundle, w.via) {
                 (Some(bundle), via) => format!(
-                    " (bundle {bundle}: {} loads it {})",
+                    " ({unit} {bundle}: {} loads it {})",
                     w.asked,
                     match via {
                         Via::Native => "natively",
                         Via::Generic => "as generic target code",
                         Via::Spirv => "as SPIR-V, compiled when loaded",
+                        Via::Forward => "as code for an earlier SM it runs",
+                        Via::Ptx => "as PTX, compiled when loaded",
                     }
                 ),
-                (None, Via::Native) => String::new(),
+                (None, Via::Native | Via::Forward) => String::new(),
                 (None, Via::Generic) => format!(" (generic target code, for {})", w.asked),
                 (None, Via::Spirv) => format!(" (SPIR-V, compiled for {} when loaded)", w.asked),
+                (None, Via::Ptx) => format!(" (PTX, compiled for {} when loaded)", w.asked),
             };
             format!(
                 "{}\t{} {} {} bytes{via}\n",

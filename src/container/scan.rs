@@ -520,9 +520,9 @@ impl Scan<'_, '_> {
     ) -> std::result::Result<u64, crate::format::Error> {
         let container = Container::at_start(data).ok_or_else(|| not_a_container(0))?;
         let opened = container.open_reading(data, self.limit, self.reading)?;
-        // A bundle is the code of one translation unit; offload binaries side by side are
-        // those of the place that holds them.
-        let at = if container == Container::Bundle {
+        // A bundle, or a CUDA fat binary, is the code of one translation unit; offload
+        // binaries side by side are those of the place that holds them.
+        let at = if matches!(container, Container::Bundle | Container::CudaFatbin) {
             self.new_unit(at)
         } else {
             at

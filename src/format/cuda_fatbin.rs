@@ -274,14 +274,57 @@ impl<'a> Entry<'a> {
     /// headers give), PTX up to its terminating NUL.
     pub fn contents(&self, limit: u64) -> Result<std::borrow::Cow<'a, [u8]>> {
         let at = self.offset as u64 + self.header.len() as u64;
-        let inflated: std::borrow::Cow<'a, [u8]> = match self.compression() {
-            Compression::None => std::borrow::Cow::Borrowed(self.payload),
-            Compression::Lz => std::borrow::Cow::Owned(
-                lz_inflate(self.payload, self.inflated_size, limit).map_err(|e| e.rebased(at))?,
-            ),
-            Compression::Zstd => std::borrow::Cow::Owned(
-                zstd_inflate(self.payload, self.inflated_size, limit).map_err(|e| e.rebased(at))?,
-            ),
+        self.stored()
+            .contents(self.payload, limit)
+            .map_err(|e| e.rebased(at))
+    }
+
+    /// How its payload is stored: enough to read it again from the payload's bytes.
+    pub fn stored(&self) -> Stored {
+        Stored {
+            kind: self.kind,
+            compression: self.compression(),
+            inflated_size: self.inflated_size,
+        }
+    }
+
+    /// The entry's bytes as stored in `fatbin`: header and payload with its padding.
+    fn stored_in(&self, fatbin: &'a [u8]) -> &'a [u8] {
+        fatbin
+            .get(self.offset..self.offset + self.size)
+            .unwrap_or_default()
+    }
+}
+
+/// How an entry's payload is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored {
+    /// What the entry holds.
+    pub kind: EntryKind,
+    /// How the payload is compressed.
+    pub compression: Compression,
+    /// The size it inflates to (the stored size when plain).
+    pub inflated_size: u64,
+}
+
+impl Stored {
+    /// The bytes of the payload stored as `payload`, inflated when compressed (refusing more
+    /// than `limit` bytes), as NVIDIA's tools extract them: a cubin without its padding (the
+    /// extent its ELF headers give), PTX up to its terminating NUL. Offsets in errors are from
+    /// the payload's start.
+    pub fn contents<'a>(
+        &self,
+        payload: &'a [u8],
+        limit: u64,
+    ) -> Result<std::borrow::Cow<'a, [u8]>> {
+        let inflated: std::borrow::Cow<'a, [u8]> = match self.compression {
+            Compression::None => std::borrow::Cow::Borrowed(payload),
+            Compression::Lz => {
+                std::borrow::Cow::Owned(lz_inflate(payload, self.inflated_size, limit)?)
+            }
+            Compression::Zstd => {
+                std::borrow::Cow::Owned(zstd_inflate(payload, self.inflated_size, limit)?)
+            }
         };
         let len = match self.kind {
             EntryKind::Ptx => memchr::memchr(0, &inflated).unwrap_or(inflated.len()),
@@ -297,13 +340,6 @@ impl<'a> Entry<'a> {
                 std::borrow::Cow::Owned(bytes)
             }
         })
-    }
-
-    /// The entry's bytes as stored in `fatbin`: header and payload with its padding.
-    fn stored(&self, fatbin: &'a [u8]) -> &'a [u8] {
-        fatbin
-            .get(self.offset..self.offset + self.size)
-            .unwrap_or_default()
     }
 }
 
@@ -405,7 +441,7 @@ pub fn write_kept(fatbin: &[u8], kept: &[Entry<'_>]) -> Vec<u8> {
     let header = fatbin.get(..header_size).unwrap_or_default();
     let mut out = header.to_vec();
     for entry in kept {
-        out.extend_from_slice(entry.stored(fatbin));
+        out.extend_from_slice(entry.stored_in(fatbin));
     }
     let fat_size = out.len().saturating_sub(header_size) as u64;
     if let Some(field) = out.get_mut(8..16) {

@@ -9,9 +9,12 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::container::archive::write_archive;
+use crate::container::scan::Origin;
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressedBundle, DEFAULT_MAX_DECOMPRESSED};
+use crate::format::cuda_fatbin::{EntryKind, Stored};
+use crate::format::cuda_loads::{self, Sm};
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::loads::{loaded_by, may_load, Via};
 use crate::format::runtime::{self, Load, Why};
@@ -176,6 +179,9 @@ struct Chosen {
     asked: String,
     /// For the runtime's pick, the bundle's number in its file.
     bundle: Option<usize>,
+    /// The whole file name to write it under, when it has one of its own (a CUDA entry:
+    /// cuobjdump's name).
+    name: Option<String>,
 }
 
 /// Where the bytes of a chosen image are.
@@ -187,6 +193,9 @@ enum Bytes {
     Owned(Vec<u8>),
     /// In a compressed bundle's stream, not inflated yet.
     Stream(Streamed),
+    /// The payload of a CUDA fat binary's entry, in the input at this offset, this long, as
+    /// stored: read (inflated, cut to its contents) when written.
+    Cuda(usize, usize, Stored),
 }
 
 /// An image inside a compressed bundle, found from its bundle's header.
@@ -225,8 +234,34 @@ impl Chosen {
         match &self.bytes {
             Bytes::Owned(bytes) => bytes,
             Bytes::Input(start, len) => &inputs[self.input][*start..*start + *len],
-            Bytes::Stream(_) => &[],
+            Bytes::Stream(_) | Bytes::Cuda(..) => &[],
         }
+    }
+
+    /// The contents of a CUDA entry's payload ([`Bytes::Cuda`]), inflated and cut as
+    /// NVIDIA's tools extract them; `None` for other images. An error names the file, the
+    /// place and the payload's offset.
+    fn cuda_contents<'a>(
+        &self,
+        config: &ExtractConfig,
+        inputs: &'a [Input],
+    ) -> Option<Result<std::borrow::Cow<'a, [u8]>>> {
+        let Bytes::Cuda(start, len, stored) = &self.bytes else {
+            return None;
+        };
+        let payload = &inputs[self.input][*start..*start + *len];
+        Some(
+            stored
+                .contents(payload, DEFAULT_MAX_DECOMPRESSED)
+                .map_err(|e| {
+                    let e = e.rebased(*start as u64);
+                    let path = &config.files[self.input];
+                    match self.place() {
+                        place if place.is_empty() => Error::format(path, e),
+                        place => Error::format_in(path, place, e),
+                    }
+                }),
+        )
     }
 
     /// Where the image lies, for errors: member and section, as a scan names them.
@@ -379,6 +414,8 @@ fn choose(
     // a unit is seen whole.
     let mut candidates: Vec<(usize, String, Chosen)> = Vec::new();
     let mut bundles: BTreeMap<usize, Vec<SeenEntry>> = BTreeMap::new();
+    let mut fatbins: BTreeMap<usize, Vec<Chosen>> = BTreeMap::new();
+    let mut cuda_names = CudaNames::new(path, config.devices.iter().any(is_cuda_device));
     // Compressed bundles are inflated up to their bundle's header: which images to write
     // is known from their IDs, and only their streams are inflated, once chosen.
     let problems = scan_reading(
@@ -388,6 +425,16 @@ fn choose(
         DEFAULT_MAX_DECOMPRESSED,
         Reading::Headers,
         &mut |found: &DeviceImage<'_>| {
+            let cuda_name = cuda_names.next(found);
+            let make = || {
+                let mut c = candidate(&name, index, input, found);
+                c.name.clone_from(&cuda_name);
+                c
+            };
+            if cuda_names.for_devices && cuda_name.is_some() && passes_filters(config, found.target)
+            {
+                fatbins.entry(found.unit).or_default().push(make());
+            }
             if !config.devices.is_empty() {
                 if let Some(id) = found.origin.entry_id() {
                     bundles.entry(found.unit).or_default().push(SeenEntry {
@@ -410,11 +457,7 @@ fn choose(
                 );
                 return;
             }
-            candidates.push((
-                found.unit,
-                found.target.target_id.clone(),
-                candidate(&name, index, input, found),
-            ));
+            candidates.push((found.unit, found.target.target_id.clone(), make()));
         },
     )?;
     let mut units: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -454,7 +497,118 @@ fn choose(
         chosen.push(c);
     }
     runtime_picks(config, &name, bundles, chosen, found);
+    driver_picks(config, &name, fatbins, chosen, found);
     Ok(problems)
+}
+
+/// Whether `device` is a CUDA device (`sm_86`), which `--device` takes by the CUDA driver's
+/// rule, not the HIP runtime's.
+fn is_cuda_device(device: &TargetIdBuf) -> bool {
+    cuda_loads::is_cuda_target(device.as_str())
+}
+
+/// The names cuobjdump gives the entries of CUDA fat binaries in one file: the file's name
+/// without its last extension (an archive member's, for a member), the entry's number among
+/// the file's entries of its kind, and its SM (a family cubin's without the `f`, PTX's as
+/// `sm_XY`): `libcurand.so.12.sm_80` (`.cubin` or `.ptx` follows).
+struct CudaNames {
+    stem: String,
+    cubins: usize,
+    ptx: usize,
+    /// Whether a CUDA device was asked for (`--device`): its fat binaries are kept whole
+    /// until the scan ends.
+    for_devices: bool,
+}
+
+impl CudaNames {
+    fn new(path: &Path, for_devices: bool) -> CudaNames {
+        CudaNames {
+            stem: cuobjdump_stem(&stem(path)),
+            cubins: 0,
+            ptx: 0,
+            for_devices,
+        }
+    }
+
+    /// The name of `found`, counted, when it is a CUDA entry.
+    fn next(&mut self, found: &DeviceImage<'_>) -> Option<String> {
+        let Origin::CudaEntry(entry) = found.origin else {
+            return None;
+        };
+        let n = match entry.kind {
+            EntryKind::Ptx => &mut self.ptx,
+            _ => &mut self.cubins,
+        };
+        *n += 1;
+        let stem = match found.members.last() {
+            Some(member) => cuobjdump_stem(member),
+            None => self.stem.clone(),
+        };
+        let sm = entry.sm();
+        Some(format!("{stem}.{n}.{}", sm.trim_end_matches('f')))
+    }
+}
+
+/// A file name without its last extension, as cuobjdump names what it extracts.
+fn cuobjdump_stem(name: &str) -> String {
+    match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_string(),
+        _ => name.to_string(),
+    }
+}
+
+/// Adds to `chosen` what the CUDA driver loads for each CUDA device of `config.devices` from
+/// each fat binary (by translation unit, in file order) of the file `name`: the cubin closest
+/// to the device, else the newest PTX it may compile ([`cuda_loads::driver_pick`]); notes in
+/// `found` the devices that load something and the fat binaries a device loads nothing from.
+fn driver_picks(
+    config: &ExtractConfig,
+    name: &str,
+    fatbins: BTreeMap<usize, Vec<Chosen>>,
+    chosen: &mut Vec<Chosen>,
+    found: &mut Found,
+) {
+    for (d, device) in config.devices.iter().enumerate() {
+        let Some((_, sm)) = cuda_loads::target_of_name(device.as_str()) else {
+            continue;
+        };
+        for (number, entries) in (1..).zip(fatbins.values()) {
+            let targets: Vec<(EntryKind, Sm)> = entries
+                .iter()
+                .filter_map(|c| cuda_loads::target_of_name(&c.image.arch))
+                .collect();
+            let pick = (targets.len() == entries.len())
+                .then(|| cuda_loads::driver_pick(&targets, sm))
+                .flatten();
+            let Some(pick) = pick else {
+                found.missing.push((
+                    d,
+                    Why::NoCompatibleEntry,
+                    format!(
+                        "{device} loads nothing from CUDA fat binary {number} of '{name}': no cubin or PTX it runs"
+                    ),
+                ));
+                continue;
+            };
+            if let Some(hit) = found.devices.get_mut(d) {
+                *hit = true;
+            }
+            let mut c = entries[pick].clone();
+            let via = cuda_loads::loaded_by(device.as_str(), &[Some(&c.image.arch)])
+                .and_then(|v| v.first().copied().flatten())
+                .unwrap_or(Via::Native);
+            tracing::info!(
+                fatbin = number,
+                via = via.name(),
+                "{device} loads {}",
+                c.image.arch
+            );
+            c.via = via;
+            c.asked = device.to_string();
+            c.bundle = Some(number);
+            chosen.push(c);
+        }
+    }
 }
 
 /// What the target IDs and devices asked for found, over all the files.
@@ -501,8 +655,19 @@ fn runtime_picks(
             entries.iter().map(|e| (e.id.as_str(), e.size)),
             compressed,
         );
-        let loads = runtime::loads(&config.devices, &bundle);
-        for (d, (device, load)) in config.devices.iter().zip(loads).enumerate() {
+        let hip: Vec<(usize, TargetIdBuf)> = config
+            .devices
+            .iter()
+            .cloned()
+            .enumerate()
+            .filter(|(_, device)| !is_cuda_device(device))
+            .collect();
+        if hip.is_empty() {
+            continue;
+        }
+        let devices: Vec<TargetIdBuf> = hip.iter().map(|(_, device)| device.clone()).collect();
+        let loads = runtime::loads(&devices, &bundle);
+        for ((d, device), load) in hip.iter().map(|(d, device)| (*d, device)).zip(loads) {
             let (index, via) = match load {
                 Load::Entry(index, via) => (index, via),
                 Load::Nothing(why) => {
@@ -551,7 +716,11 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
         Some(id) => id.to_string(),
         None => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
     };
-    let ext = extension(&image, found.data);
+    let ext = match found.origin {
+        Origin::CudaEntry(entry) if entry.kind == EntryKind::Ptx => "ptx",
+        Origin::CudaEntry(_) => "cubin",
+        _ => extension(&image, found.data),
+    };
     let bytes = match found.stream {
         Some(stream) => Bytes::Stream(Streamed {
             bundle: match offset_within(input, stream.bundle) {
@@ -562,9 +731,21 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
             start: stream.start,
             end: stream.end,
         }),
-        None => match found.offset.and_then(|_| offset_within(input, found.data)) {
-            Some(start) => Bytes::Input(start, found.data.len()),
-            None => Bytes::Owned(found.data.to_vec()),
+        None => match found.origin {
+            Origin::CudaEntry(entry) => match offset_within(input, entry.payload) {
+                Some(start) => Bytes::Cuda(start, entry.payload.len(), entry.stored()),
+                // Inside a compressed container: held, as stored.
+                None => Bytes::Owned(
+                    entry
+                        .contents(DEFAULT_MAX_DECOMPRESSED)
+                        .map(std::borrow::Cow::into_owned)
+                        .unwrap_or_default(),
+                ),
+            },
+            _ => match found.offset.and_then(|_| offset_within(input, found.data)) {
+                Some(start) => Bytes::Input(start, found.data.len()),
+                None => Bytes::Owned(found.data.to_vec()),
+            },
         },
     };
     Chosen {
@@ -577,6 +758,7 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
         via: Via::Native,
         asked: String::new(),
         bundle: None,
+        name: None,
     }
 }
 
@@ -626,9 +808,14 @@ fn write_device_archive(
     out.commit()?;
     Ok(chosen
         .into_iter()
-        .map(|c| Extracted {
+        .map(|mut c| Extracted {
             path: config.output.clone(),
-            image: c.image,
+            image: {
+                if let Bytes::Owned(bytes) = &c.bytes {
+                    c.image.size = bytes.len() as u64;
+                }
+                c.image
+            },
             via: c.via,
             asked: c.asked,
             bundle: c.bundle,
@@ -669,7 +856,7 @@ fn inflate_group(
         .iter()
         .filter_map(|&i| match &chosen[i].bytes {
             Bytes::Stream(streamed) => Some(streamed),
-            Bytes::Input(..) | Bytes::Owned(_) => None,
+            Bytes::Input(..) | Bytes::Owned(_) | Bytes::Cuda(..) => None,
         })
         .collect();
     let (Some(&first), Some(streamed)) = (group.first(), streams.first()) else {
@@ -719,6 +906,19 @@ fn inflate_group(
 /// Inflates the chosen images that are inside compressed bundles, in parallel across
 /// bundles, and holds them: only those images, never a whole stream.
 fn inflate_chosen(config: &ExtractConfig, inputs: &[Input], chosen: &mut [Chosen]) -> Result<()> {
+    let cuda: Vec<Option<Vec<u8>>> = chosen
+        .par_iter()
+        .map(|c| {
+            c.cuda_contents(config, inputs)
+                .map(|contents| contents.map(std::borrow::Cow::into_owned))
+                .transpose()
+        })
+        .collect::<Result<_>>()?;
+    for (c, held) in chosen.iter_mut().zip(cuda) {
+        if let Some(held) = held {
+            c.bytes = Bytes::Owned(held);
+        }
+    }
     let budget = Budget::new();
     let groups = stream_groups(chosen);
     let held: Vec<Vec<Vec<u8>>> = groups
@@ -747,6 +947,9 @@ fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
     chosen
         .iter()
         .map(|c| {
+            if let Some(name) = &c.name {
+                return config.output.join(safe_name(name));
+            }
             let mut name = stem(&config.files[c.input]);
             if let Some(member) = &c.member {
                 name.push('-');
@@ -809,14 +1012,16 @@ fn write_files(
         .collect::<Result<_>>()?;
     let mut written: Vec<Written> = written.into_iter().flatten().collect();
     written.sort_by_key(|w| w.index);
-    let paths: Vec<PathBuf> = written.iter().map(|w| w.path.clone()).collect();
+    let paths: Vec<(PathBuf, Option<u64>)> =
+        written.iter().map(|w| (w.path.clone(), w.size)).collect();
     crate::io::place_all(written.into_iter().map(|w| w.closed).collect())?;
     progress.finish();
     Ok(chosen
         .into_iter()
         .zip(paths)
-        .map(|(c, path)| {
+        .map(|(mut c, (path, size))| {
             tracing::info!(from = %c.image.file, "writing {} to {}", c.label, path.display());
+            c.image.size = size.unwrap_or(c.image.size);
             Extracted {
                 path,
                 image: c.image,
@@ -834,6 +1039,9 @@ struct Written {
     index: usize,
     path: PathBuf,
     closed: Closed,
+    /// The bytes written, when they differ from what the listing says (a CUDA entry's
+    /// contents, cut from its padded payload).
+    size: Option<u64>,
 }
 
 /// What writing one job (an image, or the images of one compressed bundle) needs.
@@ -856,9 +1064,26 @@ impl Writer<'_> {
                 index,
                 head: Vec::new(),
                 out: None,
+                size: None,
             })
             .collect();
         match job.first().map(|&i| &self.chosen[i]) {
+            Some(c) if matches!(c.bytes, Bytes::Cuda(..)) => {
+                let contents = c
+                    .cuda_contents(self.config, self.inputs)
+                    .unwrap_or_else(|| Ok(Default::default()))?;
+                let path = with_extension(&self.stems[job[0]], c.ext);
+                let mut out = Output::create(&path)?;
+                match &contents {
+                    std::borrow::Cow::Borrowed(bytes) => {
+                        out.write_part(&self.inputs[c.input], bytes)?;
+                    }
+                    std::borrow::Cow::Owned(bytes) => out.write_bytes(bytes)?,
+                }
+                self.progress.advance(contents.len() as u64);
+                pending[0].out = Some((path, out));
+                pending[0].size = Some(contents.len() as u64);
+            }
             Some(c) if !matches!(c.bytes, Bytes::Stream(_)) => {
                 let bytes = c.bytes(self.inputs);
                 let path = with_extension(&self.stems[job[0]], c.ext);
@@ -899,6 +1124,8 @@ struct Pending {
     index: usize,
     head: Vec<u8>,
     out: Option<(PathBuf, Output)>,
+    /// The bytes written, when known to differ from the listed size.
+    size: Option<u64>,
 }
 
 /// Bytes that tell an image's kind.
@@ -942,6 +1169,7 @@ impl Pending {
             index: self.index,
             path,
             closed: out.close()?,
+            size: self.size,
         })
     }
 }
