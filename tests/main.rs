@@ -18,6 +18,7 @@ mod cuda_check;
 mod cuda_entries;
 mod cuda_extract;
 mod cuda_ls;
+mod cuda_strip;
 mod differential;
 mod extract;
 mod fuzz_regressions;

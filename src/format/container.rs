@@ -89,6 +89,16 @@ impl Container {
         }
     }
 
+    /// The boundary containers of this kind lie on one after another, when the format fixes
+    /// one: CUDA fat binaries are back to back on 8-byte boundaries, and a reader steps from
+    /// one to the next by its size. `None`: any boundary (zero padding is skipped).
+    pub fn boundary(self) -> Option<usize> {
+        match self {
+            Container::CudaFatbin => Some(8),
+            Container::Bundle | Container::CompressedBundle | Container::OffloadBinary => None,
+        }
+    }
+
     /// The container `data` starts with, if any.
     pub fn at_start(data: &[u8]) -> Option<Container> {
         CONTAINERS.into_iter().find(|c| data.starts_with(c.magic()))
@@ -112,6 +122,35 @@ impl Container {
         })
     }
 }
+
+/// Where linked programs and shared libraries keep one runtime's containers: the section of
+/// the containers and the section of the wrappers (each `{magic: u32, version: u32, data:
+/// u64, unused: u64}`) whose `data` points at one of them, registering it with the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgramSection {
+    /// The section of the containers.
+    pub section: &'static str,
+    /// The section of the wrappers.
+    pub wrappers: &'static str,
+    /// The magic a wrapper starts with.
+    pub wrapper_magic: u32,
+}
+
+/// The places of containers in linked programs: the HIP runtime's bundles (`.hip_fatbin`,
+/// wrappers `"FPIH"`) and the CUDA runtime's fat binaries (`.nv_fatbin`, wrappers
+/// `0x466243B1` as `fatbinary_section.h` defines them).
+pub const PROGRAM_SECTIONS: [ProgramSection; 2] = [
+    ProgramSection {
+        section: ".hip_fatbin",
+        wrappers: ".hipFatBinSegment",
+        wrapper_magic: 0x4849_5046,
+    },
+    ProgramSection {
+        section: ".nv_fatbin",
+        wrappers: ".nvFatBinSegment",
+        wrapper_magic: 0x4662_43b1,
+    },
+];
 
 /// The record a device image is stored under in its container.
 #[derive(Debug, Clone, Copy)]
@@ -495,15 +534,7 @@ impl Container {
             Container::Bundle => rewrite_bundle(data, rules),
             Container::CompressedBundle => rewrite_compressed_bundle(data, rules, decoding),
             Container::OffloadBinary => rewrite_offload_binary(data, rules),
-            // Kept whole: what a CUDA fat binary holds is not rewritten.
-            Container::CudaFatbin => Ok(Rewrite {
-                size: cuda_fatbin::size(data)?,
-                new: None,
-                images_before: 0,
-                images_after: 0,
-                done: "kept",
-                already_compressed: 0,
-            }),
+            Container::CudaFatbin => rewrite_cuda_fatbin(data, rules),
         }
     }
 }
@@ -587,6 +618,39 @@ fn strip_bundle(parsed: &Bundle<'_>, rules: &Rules<'_>) -> (Option<Vec<u8>>, usi
         return (None, devices);
     }
     (Some(bundle::to_vec(&kept, alignment_of(parsed))), devices)
+}
+
+/// The CUDA fat binary at the start of `data` without the entries `rules` drop, the kept ones
+/// as they were stored; a fat binary that keeps none keeps its header, since a wrapper points
+/// at it (the runtime then finds no code in it). Compressing or decompressing leaves it as
+/// it is.
+fn rewrite_cuda_fatbin(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
+    let size = cuda_fatbin::size(data)?;
+    let fatbin = data
+        .get(..usize::try_from(size).unwrap_or(usize::MAX))
+        .unwrap_or(data);
+    let entries: Vec<cuda_fatbin::Entry<'_>> =
+        cuda_fatbin::entries(fatbin).collect::<Result<_>>()?;
+    let targets: Vec<ImageTarget> = entries.iter().map(cuda_fatbin::Entry::target).collect();
+    let keeps = match rules.storage {
+        BundleStorage::AsIs => (rules.keeps)(&targets),
+        BundleStorage::Compress(_) | BundleStorage::Decompress => vec![true; entries.len()],
+    };
+    let kept: Vec<cuda_fatbin::Entry<'_>> = entries
+        .iter()
+        .zip(keeps.iter().chain(std::iter::repeat(&true)))
+        .filter(|(_, keep)| **keep)
+        .map(|(entry, _)| *entry)
+        .collect();
+    let stripped = kept.len() != entries.len();
+    Ok(Rewrite {
+        size,
+        new: stripped.then(|| NewBytes::Made(cuda_fatbin::write_kept(fatbin, &kept))),
+        images_before: entries.len(),
+        images_after: kept.len(),
+        done: if stripped { "stripped" } else { "kept" },
+        already_compressed: 0,
+    })
 }
 
 fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {

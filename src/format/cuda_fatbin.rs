@@ -85,13 +85,19 @@ pub fn size(data: &[u8]) -> Result<u64> {
         })
 }
 
-/// The fat binaries in `data`, one after another, each aligned to 8 bytes: the offset and
-/// bytes of each. The walk stops where no magic follows; a damaged one is an error at its
-/// offset, and ends the walk.
+/// The fat binaries in `data`, one after another, each aligned to 8 bytes (zero padding
+/// between them skipped): the offset and bytes of each. The walk stops where no magic
+/// follows; a damaged one is an error at its offset, and ends the walk.
 pub fn split(data: &[u8]) -> impl Iterator<Item = Result<(usize, &[u8])>> {
     let mut pos = 0usize;
     let mut failed = false;
     std::iter::from_fn(move || {
+        let zeros = data
+            .get(pos..)?
+            .iter()
+            .position(|&b| b != 0)
+            .filter(|zeros| zeros % 8 == 0)?;
+        pos += zeros;
         // Fewer bytes than a header, magic or not, end the walk as padding would.
         let here = data
             .get(pos..)
