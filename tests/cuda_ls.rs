@@ -165,3 +165,37 @@ fn fat_binaries_inside_offload_binaries_are_read() {
     assert_eq!(arches, ["sm_80", "sm_90", "compute_90"]);
     assert!(entries.iter().all(|e| e["cuda"]["compression"] == "zstd"));
 }
+
+#[test]
+fn damaged_fat_binaries_are_errors_naming_the_file_section_and_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = bytes(&samples_dir().join("cuda/gencode.o"));
+    // The second entry's payload size (its header follows the first cubin, at 0x400 in the
+    // file, 3240 bytes) made larger than what is left of the fat binary.
+    let second = 0x400 + 3240;
+    let mut damaged = good.clone();
+    assert_eq!(damaged[second], 2, "an ELF entry's kind");
+    damaged[second + 8..second + 16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let path = dir.path().join("damaged.o");
+    std::fs::write(&path, &damaged).unwrap();
+    let (code, out, err) = crate::util::text_output(offload().arg("ls").arg(&path));
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        err.contains("section '.nv_fatbin': offset 0x")
+            && err
+                .contains("CUDA fat binary entry payload of 1099511627776 bytes runs past the end"),
+        "{err}"
+    );
+    let (code, _, err) = crate::util::text_output(
+        offload()
+            .args(["strip", "--keep", "sm_80", "-o"])
+            .arg(dir.path().join("out.o"))
+            .arg(&path),
+    );
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("damaged.o") && err.contains("runs past the end"),
+        "{err}"
+    );
+    assert!(!dir.path().join("out.o").exists());
+}
