@@ -280,9 +280,10 @@ fn bundles_of(
     let any_cuda = devices
         .iter()
         .any(|d| cuda_loads::is_cuda_target(d.as_str()));
-    let all_cuda = devices
-        .iter()
-        .all(|d| cuda_loads::is_cuda_target(d.as_str()));
+    let all_cuda = any_cuda
+        && devices
+            .iter()
+            .all(|d| cuda_loads::is_cuda_target(d.as_str()));
     for unit in found.chunk_by(|a, b| a.unit == b.unit) {
         if !unit.iter().any(|e| e.hip) || all_cuda {
             // Only the HIP runtime's bundles: OpenMP's are another runtime's to load.
