@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::util::cuda::rows;
 use crate::util::{offload, samples_dir, text_output};
 
 #[test]
@@ -31,16 +32,12 @@ fn each_cuda_device_is_checked_against_each_fat_binary() {
             )
         })
         .collect();
-    let want = [
+    let want = rows(&[
         ("native", "sm_90", "loads"),
         ("forward", "sm_80", "loads"),
         ("nothing", "-", "fails"),
         ("ptx", "compute_90", "loads"),
-    ];
-    let want: Vec<(String, String, String)> = want
-        .iter()
-        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
-        .collect();
+    ]);
     assert_eq!(loads, want);
     assert_eq!(report["every_device_has_code"], false);
     let (code, text, _) = text_output(offload().args(["check", "--device", "sm_75"]).arg(&app));

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::cuda::{cuda_entries, cuobjdump, libcurand};
+use crate::util::cuda::{cuda_entries, cuobjdump, libcurand, samples};
 use crate::util::{file_names, offload, samples_dir, succeed, text_output};
 
 /// The files of `dir`, by name.
@@ -59,17 +59,8 @@ fn every_entry(path: &Path) -> BTreeMap<String, Vec<u8>> {
 #[test]
 fn every_entry_is_extracted_as_cuobjdump_extracts_it() {
     let tool = cuobjdump();
-    for name in [
-        "gencode.o",
-        "gencode-zstd.o",
-        "gencode-lz.o",
-        "compress-all.o",
-        "arch-specific.o",
-        "rdc.o",
-        "libkernel.so",
-        "app",
-    ] {
-        let path = samples_dir().join("cuda").join(name);
+    for path in samples() {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let ours = every_entry(&path);
         assert!(!ours.is_empty(), "{name}");
         let golden = samples_dir()

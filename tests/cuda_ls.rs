@@ -2,30 +2,14 @@
 //! stored, against what NVIDIA's cuobjdump lists (the goldens of `samples/cuda/make.sh`, and
 //! cuobjdump itself when it is installed, on the samples and on `libcurand.so`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
-use crate::util::cuda::{cuda_entries, cuobjdump, cuobjdump_list, cuobjdump_names, libcurand};
+use crate::util::cuda::{
+    cuda_entries, cuobjdump, cuobjdump_list, cuobjdump_names, libcurand, samples,
+};
 use crate::util::{offload, samples_dir, succeed};
-
-/// The samples nvcc made: objects (plain, zstd, LZ, arch-specific and family cubins,
-/// relocatable device code), a shared library and a program.
-fn samples() -> Vec<PathBuf> {
-    [
-        "gencode.o",
-        "gencode-zstd.o",
-        "gencode-lz.o",
-        "compress-all.o",
-        "arch-specific.o",
-        "rdc.o",
-        "libkernel.so",
-        "app",
-    ]
-    .iter()
-    .map(|name| samples_dir().join("cuda").join(name))
-    .collect()
-}
 
 #[test]
 fn entries_are_those_cuobjdump_lists_in_its_order_and_names() {

@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::cuda::{cuda_entries, cuobjdump, cuobjdump_list, cuobjdump_names, libcurand};
+use crate::util::cuda::{
+    cuda_entries, cuobjdump, cuobjdump_list, cuobjdump_names, libcurand, rows,
+};
 use crate::util::{offload, samples_dir, succeed, text_output};
 
 /// The arch of each CUDA entry `ls` lists in `path`.
@@ -126,14 +128,10 @@ fn objects_and_archives_keep_the_entries_asked_for() {
             (text("member"), text("section"), text("arch"))
         })
         .collect();
-    let want = [
+    let want = rows(&[
         ("gencode.o", ".nv_fatbin", "sm_90"),
         ("rdc.o", "__nv_relfatbin", "sm_90"),
-    ];
-    let want: Vec<(String, String, String)> = want
-        .iter()
-        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
-        .collect();
+    ]);
     assert_eq!(places, want);
 }
 

@@ -72,7 +72,8 @@ pub struct DeviceImage<'a> {
     pub unit: usize,
     /// Its bytes; empty when they were not inflated (see [`DeviceImage::stream`]).
     pub data: &'a [u8],
-    /// Its size in bytes.
+    /// Its size in bytes (for a CUDA entry stored compressed, whose `data` is its stream:
+    /// what it inflates to).
     pub size: u64,
     /// Where it lies in a compressed bundle's stream, when a scan that reads only headers
     /// ([`Reading::Headers`]) did not inflate it; `None` when its bytes are `data`.

@@ -168,6 +168,24 @@ pub fn loaded_by(device: &str, unit: &[Option<&str>]) -> Option<Vec<Option<Via>>
     )
 }
 
+/// What the driver loads on the device named `device` (`sm_89`) from one fat binary whose
+/// entries have the target names `unit` (`sm_80`, `compute_90`), in order: the index of the
+/// entry ([`driver_pick`]) and how the device runs it. `None` when the device runs nothing
+/// there, or `device` or an entry is no CUDA target.
+pub fn driver_load(device: &str, unit: &[&str]) -> Option<(usize, Via)> {
+    let (_, sm) = target_of_name(device)?;
+    let targets: Vec<(EntryKind, Sm)> = unit
+        .iter()
+        .map(|name| target_of_name(name))
+        .collect::<Option<_>>()?;
+    let pick = driver_pick(&targets, sm)?;
+    let via = loaded_by(device, &[unit.get(pick).copied()])?
+        .first()
+        .copied()
+        .flatten()?;
+    Some((pick, via))
+}
+
 /// The entries (by their index in `entries`, with their kind and SM) a device of `device`'s
 /// compute capability may run.
 pub fn runnable(entries: &[(EntryKind, Sm)], device: Sm) -> Vec<usize> {

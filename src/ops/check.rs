@@ -17,10 +17,8 @@ use crate::container::scan::{scan_reading, DeviceImage, Origin, Places, Reading}
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::Error;
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
-use crate::format::cuda_fatbin::EntryKind;
-use crate::format::cuda_loads::{self, Sm};
+use crate::format::cuda_loads;
 use crate::format::image_target::Producer;
-use crate::format::loads::Via;
 use crate::format::runtime::{self, Load, AMDGCN_ISA_PREFIX};
 use crate::format::target_id::TargetIdBuf;
 use crate::io::Input;
@@ -308,37 +306,28 @@ fn check_fatbin(
     entries: &[(usize, String, Option<String>, Option<String>)],
     devices: &[TargetIdBuf],
 ) -> BundleReport {
-    let targets: Vec<(EntryKind, Sm)> = entries
+    let unit: Vec<&str> = entries
         .iter()
-        .filter_map(|(_, name, _, _)| cuda_loads::target_of_name(name))
+        .map(|(_, name, _, _)| name.as_str())
         .collect();
     let loads: Vec<DeviceLoad> = devices
         .iter()
         .enumerate()
         .map(|(device, d)| {
-            let Some((_, sm)) = cuda_loads::target_of_name(d.as_str()) else {
+            if !cuda_loads::is_cuda_target(d.as_str()) {
                 return DeviceLoad {
                     device,
                     loads: "other",
                     entry: None,
                     runtime: "loads",
                 };
-            };
-            let picked = (targets.len() == entries.len())
-                .then(|| cuda_loads::driver_pick(&targets, sm))
-                .flatten()
-                .map(|k| entries[k].1.clone());
-            let via = picked.as_deref().and_then(|name| {
-                cuda_loads::loaded_by(d.as_str(), &[Some(name)])?
-                    .first()
-                    .copied()
-                    .flatten()
-            });
+            }
+            let load = cuda_loads::driver_load(d.as_str(), &unit);
             DeviceLoad {
                 device,
-                loads: via.map_or("nothing", Via::name),
-                entry: picked,
-                runtime: if via.is_some() { "loads" } else { "fails" },
+                loads: load.map_or("nothing", |(_, via)| via.name()),
+                entry: load.map(|(pick, _)| unit[pick].to_string()),
+                runtime: if load.is_some() { "loads" } else { "fails" },
             }
         })
         .collect();

@@ -14,7 +14,7 @@ use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressedBundle, DEFAULT_MAX_DECOMPRESSED};
 use crate::format::cuda_fatbin::{EntryKind, Stored};
-use crate::format::cuda_loads::{self, Sm};
+use crate::format::cuda_loads;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::loads::{loaded_by, may_load, Via};
 use crate::format::runtime::{self, Load, Why};
@@ -568,19 +568,15 @@ fn driver_picks(
     chosen: &mut Vec<Chosen>,
     found: &mut Found,
 ) {
-    for (d, device) in config.devices.iter().enumerate() {
-        let Some((_, sm)) = cuda_loads::target_of_name(device.as_str()) else {
-            continue;
-        };
+    for (d, device) in config
+        .devices
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| is_cuda_device(d))
+    {
         for (number, entries) in (1..).zip(fatbins.values()) {
-            let targets: Vec<(EntryKind, Sm)> = entries
-                .iter()
-                .filter_map(|c| cuda_loads::target_of_name(&c.image.arch))
-                .collect();
-            let pick = (targets.len() == entries.len())
-                .then(|| cuda_loads::driver_pick(&targets, sm))
-                .flatten();
-            let Some(pick) = pick else {
+            let names: Vec<&str> = entries.iter().map(|c| c.image.arch.as_str()).collect();
+            let Some((pick, via)) = cuda_loads::driver_load(device.as_str(), &names) else {
                 found.missing.push((
                     d,
                     Why::NoCompatibleEntry,
@@ -594,9 +590,6 @@ fn driver_picks(
                 *hit = true;
             }
             let mut c = entries[pick].clone();
-            let via = cuda_loads::loaded_by(device.as_str(), &[Some(&c.image.arch)])
-                .and_then(|v| v.first().copied().flatten())
-                .unwrap_or(Via::Native);
             tracing::info!(
                 fatbin = number,
                 via = via.name(),

@@ -7,7 +7,33 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::{offload, reference_tool, succeed, visible};
+use super::{offload, reference_tool, samples_dir, succeed, visible};
+
+/// The samples nvcc made (`samples/cuda/make.sh`): objects (plain, zstd, LZ, `-Xfatbin
+/// -compress-all`, arch-specific and family cubins, relocatable device code), a shared
+/// library and a program.
+pub fn samples() -> Vec<PathBuf> {
+    [
+        "gencode.o",
+        "gencode-zstd.o",
+        "gencode-lz.o",
+        "compress-all.o",
+        "arch-specific.o",
+        "rdc.o",
+        "libkernel.so",
+        "app",
+    ]
+    .iter()
+    .map(|name| samples_dir().join("cuda").join(name))
+    .collect()
+}
+
+/// Owned copies of rows of three strings, for comparing with rows read from JSON.
+pub fn rows(rows: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
+    rows.iter()
+        .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+        .collect()
+}
 
 /// `cuobjdump`, or `None` (and a visible skip) when it is not on `PATH`.
 pub fn cuobjdump() -> Option<PathBuf> {
