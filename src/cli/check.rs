@@ -55,7 +55,12 @@ pub fn run(args: &[String]) -> i32 {
         }
     };
     let roots: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
-    let (report, errors) = check::check(&roots, &devices, &Environment::of_process());
+    let (report, errors) = check::check(
+        &roots,
+        &devices,
+        &Environment::of_process(),
+        args.general.max_decompressed,
+    );
     for e in &errors {
         let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
     }

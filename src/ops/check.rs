@@ -16,7 +16,6 @@ use crate::container::ld_so::{self, Environment};
 use crate::container::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::Error;
-use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::cuda_loads;
 use crate::format::image_target::Producer;
 use crate::format::runtime::{self, Load, AMDGCN_ISA_PREFIX};
@@ -154,8 +153,14 @@ pub struct Report {
 }
 
 /// Checks `roots` and the libraries they load for `devices`. Files that cannot be read, or
-/// whose device code is damaged, are returned as errors beside the report.
-pub fn check(roots: &[&Path], devices: &[Device], env: &Environment) -> (Report, Vec<Error>) {
+/// whose device code is damaged (a compressed bundle declaring more than `max_decompressed`
+/// bytes among them), are returned as errors beside the report.
+pub fn check(
+    roots: &[&Path],
+    devices: &[Device],
+    env: &Environment,
+    max_decompressed: u64,
+) -> (Report, Vec<Error>) {
     let targets: Vec<TargetIdBuf> = devices
         .iter()
         .filter_map(|d| runtime::parse_device(&d.target_id).ok())
@@ -182,7 +187,8 @@ pub fn check(roots: &[&Path], devices: &[Device], env: &Environment) -> (Report,
             if !seen.insert(real) {
                 continue;
             }
-            let (bundles, problems) = bundles_of(&object.path, &object.input, &targets);
+            let (bundles, problems) =
+                bundles_of(&object.path, &object.input, &targets, max_decompressed);
             errors.extend(problems);
             report.files.push(FileReport {
                 path: object.path.to_string_lossy().into_owned(),
@@ -227,6 +233,7 @@ fn bundles_of(
     path: &Path,
     input: &Input,
     devices: &[TargetIdBuf],
+    max_decompressed: u64,
 ) -> (Vec<BundleReport>, Vec<Error>) {
     let mut found: Vec<FoundEntry> = Vec::new();
     let mut cuda: Vec<(usize, String, Option<String>, Option<String>)> = Vec::new();
@@ -267,7 +274,7 @@ fn bundles_of(
         path,
         input,
         Places::Everywhere,
-        DEFAULT_MAX_DECOMPRESSED,
+        max_decompressed,
         Reading::Headers,
         visit,
     ) {

@@ -39,7 +39,7 @@ pub enum Match {
 }
 
 /// What to extract, and where.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ExtractConfig {
     /// The files to look into.
     pub files: Vec<PathBuf>,
@@ -58,6 +58,23 @@ pub struct ExtractConfig {
     /// The folder to write to, or, when it names a `.a` file and the inputs are archives, the
     /// device archive to write.
     pub output: PathBuf,
+    /// The most a compressed bundle may declare or inflate to.
+    pub max_decompressed: u64,
+}
+
+impl Default for ExtractConfig {
+    fn default() -> Self {
+        ExtractConfig {
+            files: Vec::new(),
+            arches: Vec::new(),
+            devices: Vec::new(),
+            exact: Match::default(),
+            triple: None,
+            kind: None,
+            output: PathBuf::new(),
+            max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+        }
+    }
 }
 
 /// Whether an image for `target` passes `config`'s filters other than the target ID: device
@@ -193,9 +210,9 @@ enum Bytes {
     Owned(Vec<u8>),
     /// In a compressed bundle's stream, not inflated yet.
     Stream(Streamed),
-    /// The payload of a CUDA fat binary's entry, in the input at this offset, this long, as
-    /// stored: read (inflated, cut to its contents) when written.
-    Cuda(usize, usize, Stored),
+    /// The payload of a CUDA fat binary's entry as stored: read (inflated, cut to its
+    /// contents) when written.
+    Cuda(Held, Stored),
 }
 
 /// An image inside a compressed bundle, found from its bundle's header.
@@ -242,19 +259,22 @@ impl Chosen {
     /// NVIDIA's tools extract them; `None` for other images. An error names the file, the
     /// place and the payload's offset.
     fn cuda_contents<'a>(
-        &self,
+        &'a self,
         config: &ExtractConfig,
         inputs: &'a [Input],
     ) -> Option<Result<std::borrow::Cow<'a, [u8]>>> {
-        let Bytes::Cuda(start, len, stored) = &self.bytes else {
+        let Bytes::Cuda(held, stored) = &self.bytes else {
             return None;
         };
-        let payload = &inputs[self.input][*start..*start + *len];
+        let payload = held.get(&inputs[self.input]);
         Some(
             stored
-                .contents(payload, DEFAULT_MAX_DECOMPRESSED)
+                .contents(payload, config.max_decompressed)
                 .map_err(|e| {
-                    let e = e.rebased(*start as u64);
+                    let e = match held {
+                        Held::Input(start, _) => e.rebased(*start as u64),
+                        Held::Owned(_) => e,
+                    };
                     let path = &config.files[self.input];
                     match self.place() {
                         place if place.is_empty() => Error::format(path, e),
@@ -422,7 +442,7 @@ fn choose(
         path,
         input,
         Places::Everywhere,
-        DEFAULT_MAX_DECOMPRESSED,
+        config.max_decompressed,
         Reading::Headers,
         &mut |found: &DeviceImage<'_>| {
             let cuda_name = cuda_names.next(found);
@@ -725,16 +745,14 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
             end: stream.end,
         }),
         None => match found.origin {
-            Origin::CudaEntry(entry) => match offset_within(input, entry.payload) {
-                Some(start) => Bytes::Cuda(start, entry.payload.len(), entry.stored()),
-                // Inside a compressed container: held, as stored.
-                None => Bytes::Owned(
-                    entry
-                        .contents(DEFAULT_MAX_DECOMPRESSED)
-                        .map(std::borrow::Cow::into_owned)
-                        .unwrap_or_default(),
-                ),
-            },
+            Origin::CudaEntry(entry) => Bytes::Cuda(
+                match offset_within(input, entry.payload) {
+                    Some(start) => Held::Input(start, entry.payload.len()),
+                    // Inside a compressed container: held, as stored.
+                    None => Held::Owned(entry.payload.into()),
+                },
+                entry.stored(),
+            ),
             _ => match found.offset.and_then(|_| offset_within(input, found.data)) {
                 Some(start) => Bytes::Input(start, found.data.len()),
                 None => Bytes::Owned(found.data.to_vec()),
@@ -878,7 +896,7 @@ fn inflate_group(
     let inflated = budget.run(memory_of(&compressed), |decoding| {
         each_range(
             &compressed,
-            DEFAULT_MAX_DECOMPRESSED,
+            config.max_decompressed,
             &ranges,
             decoding,
             |k, piece| {
@@ -978,7 +996,32 @@ fn write_files(
     chosen: Vec<Chosen>,
     progress: &dyn Progress,
 ) -> Result<Vec<Extracted>> {
+    // The folders made for the outputs go again when nothing is written: no trace of a
+    // failed run is left.
+    let missing: Vec<PathBuf> = config
+        .output
+        .ancestors()
+        .take_while(|folder| !folder.as_os_str().is_empty() && !folder.exists())
+        .map(Path::to_path_buf)
+        .collect();
     std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
+    let written = write_into_folder(config, inputs, chosen, progress);
+    if written.is_err() {
+        for folder in &missing {
+            // Only an empty folder is removed: nothing else is touched.
+            let _ = std::fs::remove_dir(folder);
+        }
+    }
+    written
+}
+
+/// [`write_files`] once the folder exists.
+fn write_into_folder(
+    config: &ExtractConfig,
+    inputs: &[Input],
+    chosen: Vec<Chosen>,
+    progress: &dyn Progress,
+) -> Result<Vec<Extracted>> {
     let stems = output_stems(config, &chosen);
     progress.start(chosen.iter().map(|c| c.image.size).sum());
     let budget = Budget::new();
