@@ -24,9 +24,18 @@ const SAMPLES: &[&str] = &[
     "linked/kernel-msvc.obj",
     "linked/macho-universal",
     "linked/bundle-in-binary.bin",
+    "cuda/gencode-lz.o",
+    "cuda/gencode-zstd.o",
+    "cuda/rdc.o",
+    "cuda/app",
 ];
 
-const MAGICS: [&[u8]; 3] = [b"__CLANG_OFFLOAD_BUNDLE__", b"CCOB", b"\x10\xff\x10\xad"];
+const MAGICS: [&[u8]; 4] = [
+    b"__CLANG_OFFLOAD_BUNDLE__",
+    b"CCOB",
+    b"\x10\xff\x10\xad",
+    b"\x50\xed\x55\xba",
+];
 
 /// Damaged copies of `good`: `count` of them, from a fixed seed.
 fn damaged(good: &[u8], count: usize, seed: u64) -> Vec<Vec<u8>> {
@@ -50,7 +59,7 @@ fn damaged(good: &[u8], count: usize, seed: u64) -> Vec<Vec<u8>> {
                     }
                 }
                 _ => {
-                    let magic = MAGICS[(next() % 3) as usize];
+                    let magic = MAGICS[(next() % MAGICS.len() as u64) as usize];
                     let starts: Vec<usize> = memchr::memmem::find_iter(&bytes, magic).collect();
                     if !starts.is_empty() {
                         let at = starts[(next() % starts.len() as u64) as usize];
@@ -116,10 +125,14 @@ fn check(dir: &Path, file: &Path, args: &[&str]) -> Option<String> {
 
 #[test]
 fn damaged_files_never_crash_any_reader() {
-    let readers: [&[&str]; 7] = [
+    let readers: [&[&str]; 11] = [
         &["ls", "FILE"],
         &["ls", "--json", "FILE"],
         &["extract", "FILE", "--arch", "gfx90a", "-o", "out"],
+        &["extract", "FILE", "--arch", "sm_90", "-o", "out"],
+        &["extract", "FILE", "--device", "sm_89", "-o", "out"],
+        &["strip", "FILE", "--keep", "sm_90", "-o", "out.stripped"],
+        &["check", "FILE", "--device", "sm_89"],
         &["bundler", "-list", "-type=o", "-input=FILE"],
         &[
             "bundler",

@@ -264,6 +264,7 @@ fn an_igpu_first_without_code_fails_the_dgpu_that_has_code_in_json() {
             "found_via": "argument",
             "bundles": [{
                 "index": 1,
+                "runtime": "hip",
                 "section": ".hip_fatbin",
                 "member": null,
                 "compressed": false,

@@ -163,6 +163,7 @@ fn damaged_programs_give_errors_not_panics() {
         change: Change::Keep(vec!["gfx90a".parse().unwrap()]),
         allow_empty: true,
         max_decompressed: 1 << 26,
+        ptx: Default::default(),
     };
     let mut state = 0x1234_5678_9abc_def1u64;
     let mut next = move || {
@@ -209,6 +210,7 @@ fn rewrite_by<'a>(
     };
     let how = Rewriting {
         size_of: &container_len,
+        boundary: &|_| None,
         rewrite,
         inflate: &inflate,
     };

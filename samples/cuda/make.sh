@@ -14,8 +14,20 @@ two="-gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=[sm_90,co
 "$bin/nvcc" -c kernel.cu -o arch-specific.o --compress-mode=none \
   -gencode arch=compute_90a,code=[sm_90a,compute_90a] \
   -gencode arch=compute_100f,code=sm_100f -gencode arch=compute_120,code=sm_120
+"$bin/nvcc" -c kernel.cu -o compress-all.o $two -Xfatbin -compress-all
+# Relocatable device code: the fat binary goes to __nv_relfatbin.
+"$bin/nvcc" -c -rdc=true kernel.cu -o rdc.o $two --compress-mode=none
+# Linked: a shared library and a program, against no CUDA runtime (the tests bring a
+# stand-in, tests/support/cuda_runtime.c).
+"$bin/nvcc" -shared -Xcompiler -fPIC kernel.cu -o libkernel.so $two -cudart none \
+  --compress-mode=none
+mkdir -p tmp
+cc -shared -fPIC -Wl,-soname,libcudart_standin.so -o tmp/libcudart_standin.so \
+  ../../tests/support/cuda_runtime.c
+"$bin/nvcc" app.cu -o app $two -cudart none --compress-mode=size -Xlinker tmp/libcudart_standin.so
+rm -rf tmp
 rm -rf extracted
-for o in gencode gencode-zstd gencode-lz arch-specific; do
+for o in gencode gencode-zstd gencode-lz arch-specific compress-all rdc; do
   mkdir -p "extracted/$o"
   (cd "extracted/$o" && "$bin/cuobjdump" --extract-elf all "../../$o.o" >/dev/null &&
     "$bin/cuobjdump" --extract-ptx all "../../$o.o" >/dev/null)

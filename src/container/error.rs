@@ -108,6 +108,14 @@ pub enum ErrorKind {
         /// The section.
         section: String,
     },
+    /// A program holds device code of two runtimes, which are rewritten one at a time.
+    #[error("the program holds both {first} and {second}: only one of them can be rewritten")]
+    SeveralDeviceSections {
+        /// The first section.
+        first: String,
+        /// The second.
+        second: String,
+    },
     /// A pointer into the section of containers points at no container's start.
     #[error("an address inside {section} ({address:#x}) is not the start of a bundle")]
     PointerIntoBundle {

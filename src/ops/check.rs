@@ -17,9 +17,10 @@ use serde::Serialize;
 
 use crate::container::kpack::split_binary;
 use crate::container::ld_so::{self, Environment};
-use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
+use crate::container::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::Error;
+use crate::format::cuda_loads;
 use crate::format::image_target::Producer;
 use crate::format::kpack_search;
 use crate::format::runtime::{self, Load, AMDGCN_ISA_PREFIX};
@@ -53,7 +54,11 @@ impl Device {
             .enumerate()
             .map(|(index, (target, node))| Device {
                 index,
-                isa: format!("{AMDGCN_ISA_PREFIX}{target}"),
+                isa: if cuda_loads::is_cuda_target(target.as_str()) {
+                    target.to_string()
+                } else {
+                    format!("{AMDGCN_ISA_PREFIX}{target}")
+                },
                 target_id: target.to_string(),
                 node: *node,
             })
@@ -66,20 +71,24 @@ impl Device {
 pub struct DeviceLoad {
     /// The device's index.
     pub device: usize,
-    /// `native`, `generic`, `spirv` (compiled for the device when loaded) or `nothing`.
+    /// `native`, `generic`, `spirv` (compiled for the device when loaded) or `nothing`; for
+    /// a CUDA fat binary, `native`, `forward` (a cubin for an earlier SM of its major version),
+    /// `ptx` (compiled when loaded), `nothing`, or `other` (a device of another runtime).
     pub loads: &'static str,
-    /// The entry ID of the entry it loads.
+    /// The entry ID of the entry it loads (a CUDA entry's SM: `sm_80`, `compute_90`).
     pub entry: Option<String>,
     /// What the runtime does for the device: `loads`, or `fails` when this device or an
-    /// earlier one has no code in the bundle.
+    /// earlier one has no code in the bundle (for a CUDA fat binary, this device).
     pub runtime: &'static str,
 }
 
-/// One bundle the runtime is given.
+/// One bundle the runtime is given (or CUDA fat binary the CUDA runtime is given).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BundleReport {
     /// Its number in the file, from 1, in file order.
     pub index: usize,
+    /// The runtime that loads it: `hip` (a bundle) or `cuda` (a CUDA fat binary).
+    pub runtime: &'static str,
     /// The section that holds it.
     pub section: Option<String>,
     /// The archive member that holds it, if any.
@@ -260,7 +269,17 @@ fn bundles_of(
     max_decompressed: u64,
 ) -> (Vec<BundleReport>, Vec<Error>) {
     let mut found: Vec<FoundEntry> = Vec::new();
+    let mut cuda: Vec<(usize, String, Option<String>, Option<String>)> = Vec::new();
     let visit = &mut |image: &DeviceImage<'_>| {
+        if let Origin::CudaEntry(_) = image.origin {
+            cuda.push((
+                image.unit,
+                image.target.target_id.clone(),
+                image.section.map(str::to_string),
+                image.members.last().cloned(),
+            ));
+            return;
+        }
         let Some(id) = image.origin.entry_id() else {
             return;
         };
@@ -296,14 +315,78 @@ fn bundles_of(
         Err(e) => vec![e],
     };
     let mut bundles = Vec::new();
+    let any_cuda = devices
+        .iter()
+        .any(|d| cuda_loads::is_cuda_target(d.as_str()));
+    let all_cuda = any_cuda
+        && devices
+            .iter()
+            .all(|d| cuda_loads::is_cuda_target(d.as_str()));
     for unit in found.chunk_by(|a, b| a.unit == b.unit) {
-        if !unit.iter().any(|e| e.hip) {
+        if !unit.iter().any(|e| e.hip) || all_cuda {
             // Only the HIP runtime's bundles: OpenMP's are another runtime's to load.
             continue;
         }
         bundles.push(check_bundle(bundles.len() + 1, unit, devices));
     }
+    if any_cuda {
+        for unit in cuda.chunk_by(|a, b| a.0 == b.0) {
+            bundles.push(check_fatbin(bundles.len() + 1, unit, devices));
+        }
+    }
     (bundles, problems)
+}
+
+/// What each device loads from one CUDA fat binary (its entries' unit, target names,
+/// section and member), numbered `index`: a CUDA device the driver's pick
+/// ([`cuda_loads::driver_pick`]); a device of another runtime nothing of it. A CUDA device
+/// without code fails alone: the others still load theirs.
+fn check_fatbin(
+    index: usize,
+    entries: &[(usize, String, Option<String>, Option<String>)],
+    devices: &[TargetIdBuf],
+) -> BundleReport {
+    let unit: Vec<&str> = entries
+        .iter()
+        .map(|(_, name, _, _)| name.as_str())
+        .collect();
+    let loads: Vec<DeviceLoad> = devices
+        .iter()
+        .enumerate()
+        .map(|(device, d)| {
+            if !cuda_loads::is_cuda_target(d.as_str()) {
+                return DeviceLoad {
+                    device,
+                    loads: "other",
+                    entry: None,
+                    runtime: "loads",
+                };
+            }
+            let load = cuda_loads::driver_load(d.as_str(), &unit);
+            DeviceLoad {
+                device,
+                loads: load.map_or("nothing", |(_, via)| via.name()),
+                entry: load.map(|(pick, _)| unit[pick].to_string()),
+                runtime: if load.is_some() { "loads" } else { "fails" },
+            }
+        })
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    for (_, name, _, _) in entries {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    BundleReport {
+        index,
+        runtime: "cuda",
+        section: entries[0].2.clone(),
+        member: entries[0].3.clone(),
+        compressed: false,
+        targets: names,
+        first_without_code: loads.iter().position(|l| l.loads == "nothing"),
+        loads,
+    }
 }
 
 /// Whether entries of `producer` are of a kind the HIP runtime takes (`hip`, `hipv4`, `hcc`).
@@ -351,6 +434,7 @@ fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -
     }
     BundleReport {
         index,
+        runtime: "hip",
         section: entries[0].section.clone(),
         member: entries[0].member.clone(),
         compressed: entries[0].compressed,
@@ -375,7 +459,9 @@ fn counts(bundles: &[BundleReport], kpack: Option<&KpackFile>, devices: usize) -
         match load.loads {
             "native" => c.native += 1,
             "generic" => c.generic += 1,
-            "spirv" => c.spirv += 1,
+            "spirv" | "ptx" => c.spirv += 1,
+            "forward" => c.native += 1,
+            "other" => {}
             _ => c.nothing += 1,
         }
         if load.runtime == "fails" {
@@ -540,7 +626,26 @@ fn consequences(report: &Report) -> String {
     let mut out = String::new();
     for file in &report.files {
         let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-        for bundle in &file.bundles {
+        let mut cuda: Vec<(usize, Vec<usize>)> = Vec::new();
+        for bundle in file.bundles.iter().filter(|b| b.runtime == "cuda") {
+            for load in bundle.loads.iter().filter(|l| l.loads == "nothing") {
+                match cuda.iter_mut().find(|(d, _)| *d == load.device) {
+                    Some((_, numbers)) => numbers.push(bundle.index),
+                    None => cuda.push((load.device, vec![bundle.index])),
+                }
+            }
+        }
+        for (device, numbers) in cuda {
+            out.push_str(&format!(
+                "  {} {}: launching their kernels on {} fails with \
+                 cudaErrorNoKernelImageForDevice (\"no kernel image is available for execution \
+                 on the device\"); the other devices load their code.\n",
+                file.path,
+                bundles_phrase(&numbers),
+                name(device),
+            ));
+        }
+        for bundle in file.bundles.iter().filter(|b| b.runtime == "hip") {
             let Some(first) = bundle.first_without_code else {
                 continue;
             };
@@ -568,6 +673,14 @@ fn consequences(report: &Report) -> String {
                 name(first),
             ));
         }
+    }
+    let hip_fails = report
+        .files
+        .iter()
+        .flat_map(|f| &f.bundles)
+        .any(|b| b.runtime == "hip" && b.first_without_code.is_some());
+    if !hip_fails {
+        return out;
     }
     out.push_str(
         "  The program sees it when it launches a kernel of such a bundle on a failing device: \

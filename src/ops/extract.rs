@@ -10,9 +10,12 @@ use rayon::prelude::*;
 
 use crate::container::archive::write_archive;
 use crate::container::kpack::{ArchiveFiles, StoredCodeObject};
+use crate::container::scan::Origin;
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressedBundle, DEFAULT_MAX_DECOMPRESSED};
+use crate::format::cuda_fatbin::{EntryKind, Stored};
+use crate::format::cuda_loads;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::kpack as kpack_format;
 use crate::format::loads::{loaded_by, may_load, Via};
@@ -199,6 +202,9 @@ struct Chosen {
     bundle: Option<usize>,
     /// Whether a device picked it.
     device_pick: bool,
+    /// The whole file name to write it under, when it has one of its own (a CUDA entry:
+    /// cuobjdump's name).
+    name: Option<String>,
 }
 
 /// Where the bytes of a chosen image are.
@@ -212,6 +218,9 @@ enum Bytes {
     Stream(Streamed),
     /// In a `.kpack` archive (its number among those mapped), stored plain or compressed.
     Archived(usize, StoredCodeObject),
+    /// The payload of a CUDA fat binary's entry as stored: read (inflated, cut to its
+    /// contents) when written.
+    Cuda(Held, Stored),
 }
 
 /// An image inside a compressed bundle, found from its bundle's header.
@@ -250,8 +259,37 @@ impl Chosen {
         match &self.bytes {
             Bytes::Owned(bytes) => bytes,
             Bytes::Input(start, len) => &inputs[self.input][*start..*start + *len],
-            Bytes::Stream(_) | Bytes::Archived(..) => &[],
+            Bytes::Stream(_) | Bytes::Archived(..) | Bytes::Cuda(..) => &[],
         }
+    }
+
+    /// The contents of a CUDA entry's payload ([`Bytes::Cuda`]), inflated and cut as
+    /// NVIDIA's tools extract them; `None` for other images. An error names the file, the
+    /// place and the payload's offset.
+    fn cuda_contents<'a>(
+        &'a self,
+        config: &ExtractConfig,
+        inputs: &'a [Input],
+    ) -> Option<Result<std::borrow::Cow<'a, [u8]>>> {
+        let Bytes::Cuda(held, stored) = &self.bytes else {
+            return None;
+        };
+        let payload = held.get(&inputs[self.input]);
+        Some(
+            stored
+                .contents(payload, config.max_decompressed)
+                .map_err(|e| {
+                    let e = match held {
+                        Held::Input(start, _) => e.rebased(*start as u64),
+                        Held::Owned(_) => e,
+                    };
+                    let path = &config.files[self.input];
+                    match self.place() {
+                        place if place.is_empty() => Error::format(path, e),
+                        place => Error::format_in(path, place, e),
+                    }
+                }),
+        )
     }
 
     /// Where the image lies, for errors: member and section, as a scan names them.
@@ -422,6 +460,8 @@ fn choose(
     // a unit is seen whole.
     let mut candidates: Vec<(usize, String, Chosen)> = Vec::new();
     let mut bundles: BTreeMap<usize, Vec<SeenEntry>> = BTreeMap::new();
+    let mut fatbins: BTreeMap<usize, Vec<Chosen>> = BTreeMap::new();
+    let mut cuda_names = CudaNames::new(path, config.devices.iter().any(is_cuda_device));
     // Compressed bundles are inflated up to their bundle's header: which images to write
     // is known from their IDs, and only their streams are inflated, once chosen.
     let problems = scan_reading(
@@ -431,6 +471,16 @@ fn choose(
         config.max_decompressed,
         Reading::Headers,
         &mut |found: &DeviceImage<'_>| {
+            let cuda_name = cuda_names.next(found);
+            let make = || {
+                let mut c = candidate(&name, index, input, found);
+                c.name.clone_from(&cuda_name);
+                c
+            };
+            if cuda_names.for_devices && cuda_name.is_some() && passes_filters(config, found.target)
+            {
+                fatbins.entry(found.unit).or_default().push(make());
+            }
             if !config.devices.is_empty() {
                 if let Some(id) = found.origin.entry_id() {
                     bundles.entry(found.unit).or_default().push(SeenEntry {
@@ -453,11 +503,7 @@ fn choose(
                 );
                 return;
             }
-            candidates.push((
-                found.unit,
-                found.target.target_id.clone(),
-                candidate(&name, index, input, found),
-            ));
+            candidates.push((found.unit, found.target.target_id.clone(), make()));
         },
     )?;
     let mut units: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -497,7 +543,111 @@ fn choose(
         chosen.push(c);
     }
     runtime_picks(config, &name, bundles, chosen, found);
+    driver_picks(config, &name, fatbins, chosen, found);
     Ok(problems)
+}
+
+/// Whether `device` is a CUDA device (`sm_86`), which `--device` takes by the CUDA driver's
+/// rule, not the HIP runtime's.
+fn is_cuda_device(device: &TargetIdBuf) -> bool {
+    cuda_loads::is_cuda_target(device.as_str())
+}
+
+/// The names cuobjdump gives the entries of CUDA fat binaries in one file: the file's name
+/// without its last extension (an archive member's, for a member), the entry's number among
+/// the file's entries of its kind, and its SM (a family cubin's without the `f`, PTX's as
+/// `sm_XY`): `libcurand.so.12.sm_80` (`.cubin` or `.ptx` follows).
+struct CudaNames {
+    stem: String,
+    cubins: usize,
+    ptx: usize,
+    /// Whether a CUDA device was asked for (`--device`): its fat binaries are kept whole
+    /// until the scan ends.
+    for_devices: bool,
+}
+
+impl CudaNames {
+    fn new(path: &Path, for_devices: bool) -> CudaNames {
+        CudaNames {
+            stem: cuobjdump_stem(&stem(path)),
+            cubins: 0,
+            ptx: 0,
+            for_devices,
+        }
+    }
+
+    /// The name of `found`, counted, when it is a CUDA entry.
+    fn next(&mut self, found: &DeviceImage<'_>) -> Option<String> {
+        let Origin::CudaEntry(entry) = found.origin else {
+            return None;
+        };
+        let n = match entry.kind {
+            EntryKind::Ptx => &mut self.ptx,
+            _ => &mut self.cubins,
+        };
+        *n += 1;
+        let stem = match found.members.last() {
+            Some(member) => cuobjdump_stem(member),
+            None => self.stem.clone(),
+        };
+        let sm = entry.sm();
+        Some(format!("{stem}.{n}.{}", sm.trim_end_matches('f')))
+    }
+}
+
+/// A file name without its last extension, as cuobjdump names what it extracts.
+fn cuobjdump_stem(name: &str) -> String {
+    match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_string(),
+        _ => name.to_string(),
+    }
+}
+
+/// Adds to `chosen` what the CUDA driver loads for each CUDA device of `config.devices` from
+/// each fat binary (by translation unit, in file order) of the file `name`: the cubin closest
+/// to the device, else the newest PTX it may compile ([`cuda_loads::driver_pick`]); notes in
+/// `found` the devices that load something and the fat binaries a device loads nothing from.
+fn driver_picks(
+    config: &ExtractConfig,
+    name: &str,
+    fatbins: BTreeMap<usize, Vec<Chosen>>,
+    chosen: &mut Vec<Chosen>,
+    found: &mut Found,
+) {
+    for (d, device) in config
+        .devices
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| is_cuda_device(d))
+    {
+        for (number, entries) in (1..).zip(fatbins.values()) {
+            let names: Vec<&str> = entries.iter().map(|c| c.image.arch.as_str()).collect();
+            let Some((pick, via)) = cuda_loads::driver_load(device.as_str(), &names) else {
+                found.missing.push((
+                    d,
+                    false,
+                    format!(
+                        "{device} loads nothing from CUDA fat binary {number} of '{name}': no cubin or PTX it runs"
+                    ),
+                ));
+                continue;
+            };
+            if let Some(hit) = found.devices.get_mut(d) {
+                *hit = true;
+            }
+            let mut c = entries[pick].clone();
+            tracing::info!(
+                fatbin = number,
+                via = via.name(),
+                "{device} loads {}",
+                c.image.arch
+            );
+            c.via = via;
+            c.asked = device.to_string();
+            c.bundle = Some(number);
+            chosen.push(c);
+        }
+    }
 }
 
 /// What the target IDs and devices asked for found, over all the files.
@@ -546,8 +696,19 @@ fn runtime_picks(
             entries.iter().map(|e| (e.id.as_str(), e.size)),
             compressed,
         );
-        let loads = runtime::loads(&config.devices, &bundle);
-        for (d, (device, load)) in config.devices.iter().zip(loads).enumerate() {
+        let hip: Vec<(usize, TargetIdBuf)> = config
+            .devices
+            .iter()
+            .cloned()
+            .enumerate()
+            .filter(|(_, device)| !is_cuda_device(device))
+            .collect();
+        if hip.is_empty() {
+            continue;
+        }
+        let devices: Vec<TargetIdBuf> = hip.iter().map(|(_, device)| device.clone()).collect();
+        let loads = runtime::loads(&devices, &bundle);
+        for ((d, device), load) in hip.iter().map(|(d, device)| (*d, device)).zip(loads) {
             let (index, via) = match load {
                 Load::Entry(index, via) => (index, via),
                 Load::Nothing(why) => {
@@ -599,7 +760,11 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
         Some(id) => id.to_string(),
         None => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
     };
-    let ext = extension(&image, found.data);
+    let ext = match found.origin {
+        Origin::CudaEntry(entry) if entry.kind == EntryKind::Ptx => "ptx",
+        Origin::CudaEntry(_) => "cubin",
+        _ => extension(&image, found.data),
+    };
     let bytes = match found.stream {
         Some(stream) => Bytes::Stream(Streamed {
             bundle: match offset_within(input, stream.bundle) {
@@ -610,9 +775,19 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
             start: stream.start,
             end: stream.end,
         }),
-        None => match found.offset.and_then(|_| offset_within(input, found.data)) {
-            Some(start) => Bytes::Input(start, found.data.len()),
-            None => Bytes::Owned(found.data.to_vec()),
+        None => match found.origin {
+            Origin::CudaEntry(entry) => Bytes::Cuda(
+                match offset_within(input, entry.payload) {
+                    Some(start) => Held::Input(start, entry.payload.len()),
+                    // Inside a compressed container: held, as stored.
+                    None => Held::Owned(entry.payload.into()),
+                },
+                entry.stored(),
+            ),
+            _ => match found.offset.and_then(|_| offset_within(input, found.data)) {
+                Some(start) => Bytes::Input(start, found.data.len()),
+                None => Bytes::Owned(found.data.to_vec()),
+            },
         },
     };
     Chosen {
@@ -626,6 +801,7 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
         asked: String::new(),
         bundle: None,
         device_pick: false,
+        name: None,
     }
 }
 
@@ -687,9 +863,14 @@ fn write_device_archive(
     out.commit()?;
     Ok(chosen
         .into_iter()
-        .map(|c| Extracted {
+        .map(|mut c| Extracted {
             path: config.output.clone(),
-            image: c.image,
+            image: {
+                if let Bytes::Owned(bytes) = &c.bytes {
+                    c.image.size = bytes.len() as u64;
+                }
+                c.image
+            },
             via: c.via,
             asked: c.asked,
             bundle: c.bundle,
@@ -731,7 +912,7 @@ fn inflate_group(
         .iter()
         .filter_map(|&i| match &chosen[i].bytes {
             Bytes::Stream(streamed) => Some(streamed),
-            Bytes::Input(..) | Bytes::Owned(_) | Bytes::Archived(..) => None,
+            Bytes::Input(..) | Bytes::Owned(_) | Bytes::Archived(..) | Bytes::Cuda(..) => None,
         })
         .collect();
     let (Some(&first), Some(streamed)) = (group.first(), streams.first()) else {
@@ -787,6 +968,19 @@ fn inflate_chosen(
     archives: &ArchiveFiles,
     chosen: &mut [Chosen],
 ) -> Result<()> {
+    let cuda: Vec<Option<Vec<u8>>> = chosen
+        .par_iter()
+        .map(|c| {
+            c.cuda_contents(config, inputs)
+                .map(|contents| contents.map(std::borrow::Cow::into_owned))
+                .transpose()
+        })
+        .collect::<Result<_>>()?;
+    for (c, held) in chosen.iter_mut().zip(cuda) {
+        if let Some(held) = held {
+            c.bytes = Bytes::Owned(held);
+        }
+    }
     let budget = Budget::new();
     let archived: Vec<(usize, Vec<u8>)> = chosen
         .par_iter()
@@ -841,6 +1035,9 @@ fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
     chosen
         .iter()
         .map(|c| {
+            if let Some(name) = &c.name {
+                return config.output.join(safe_name(name));
+            }
             let mut name = stem(&config.files[c.input]);
             if let Some(member) = &c.member {
                 name.push('-');
@@ -931,14 +1128,16 @@ fn write_into_folder(
         .collect::<Result<_>>()?;
     let mut written: Vec<Written> = written.into_iter().flatten().collect();
     written.sort_by_key(|w| w.index);
-    let paths: Vec<PathBuf> = written.iter().map(|w| w.path.clone()).collect();
+    let paths: Vec<(PathBuf, Option<u64>)> =
+        written.iter().map(|w| (w.path.clone(), w.size)).collect();
     crate::io::place_all(written.into_iter().map(|w| w.closed).collect())?;
     progress.finish();
     Ok(chosen
         .into_iter()
         .zip(paths)
-        .map(|(c, path)| {
+        .map(|(mut c, (path, size))| {
             tracing::info!(from = %c.image.file, "writing {} to {}", c.label, path.display());
+            c.image.size = size.unwrap_or(c.image.size);
             Extracted {
                 path,
                 image: c.image,
@@ -957,6 +1156,9 @@ struct Written {
     index: usize,
     path: PathBuf,
     closed: Closed,
+    /// The bytes written, when they differ from what the listing says (a CUDA entry's
+    /// contents, cut from its padded payload).
+    size: Option<u64>,
 }
 
 /// What writing one job (an image, or the images of one compressed bundle) needs.
@@ -980,6 +1182,7 @@ impl Writer<'_> {
                 index,
                 head: Vec::new(),
                 out: None,
+                size: None,
             })
             .collect();
         match job.first().map(|&i| &self.chosen[i]) {
@@ -1012,6 +1215,22 @@ impl Writer<'_> {
                         },
                     )?;
                 }
+            }
+            Some(c) if matches!(c.bytes, Bytes::Cuda(..)) => {
+                let contents = c
+                    .cuda_contents(self.config, self.inputs)
+                    .unwrap_or_else(|| Ok(Default::default()))?;
+                let path = with_extension(&self.stems[job[0]], c.ext);
+                let mut out = Output::create(&path)?;
+                match &contents {
+                    std::borrow::Cow::Borrowed(bytes) => {
+                        out.write_part(&self.inputs[c.input], bytes)?;
+                    }
+                    std::borrow::Cow::Owned(bytes) => out.write_bytes(bytes)?,
+                }
+                self.progress.advance(contents.len() as u64);
+                pending[0].out = Some((path, out));
+                pending[0].size = Some(contents.len() as u64);
             }
             Some(c) if !matches!(c.bytes, Bytes::Stream(_)) => {
                 let bytes = c.bytes(self.inputs);
@@ -1053,6 +1272,8 @@ struct Pending {
     index: usize,
     head: Vec<u8>,
     out: Option<(PathBuf, Output)>,
+    /// The bytes written, when known to differ from the listed size.
+    size: Option<u64>,
 }
 
 /// Bytes that tell an image's kind.
@@ -1096,6 +1317,7 @@ impl Pending {
             index: self.index,
             path,
             closed: out.close()?,
+            size: self.size,
         })
     }
 }

@@ -4,6 +4,7 @@
 //! `OFFLOAD_REQUIRE_REFERENCE=1` makes a missing reference tool a failure instead of a skip.
 
 pub mod cases;
+pub mod cuda;
 pub mod kpack;
 pub mod native;
 

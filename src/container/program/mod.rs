@@ -17,7 +17,9 @@ pub mod elf;
 pub mod kpack_elf;
 pub mod plan;
 
-pub use plan::{ContainerSize, InflateContainer, NewProgram, RewriteContainer, Rewriting};
+pub use plan::{
+    ContainerBoundary, ContainerSize, InflateContainer, NewProgram, RewriteContainer, Rewriting,
+};
 
 use super::error::Result;
 

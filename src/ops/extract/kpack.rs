@@ -63,6 +63,7 @@ fn candidate(
         asked: String::new(),
         bundle: None,
         device_pick: false,
+        name: None,
     }
 }
 
