@@ -1,5 +1,6 @@
 //! Rewriting the device code of a file: stripping targets, compressing and decompressing
-//! bundles, in relocatable objects, archives and bare bundles.
+//! bundles, in relocatable objects, programs and shared libraries (ELF and PE), archives and
+//! bare bundles.
 
 use std::path::{Path, PathBuf};
 
@@ -617,12 +618,27 @@ fn rewrite_nested<'a>(
         rewrite_region(data, config, summary, path, &format_error)?.map(NewFile::Region)
     } else if matches!(
         object::FileKind::parse(data),
-        Ok(object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::Coff)
+        Ok(object::FileKind::Elf32
+            | object::FileKind::Elf64
+            | object::FileKind::Coff
+            | object::FileKind::Pe32
+            | object::FileKind::Pe64)
     ) {
         rewrite_object(path, data, config, summary)?
+    } else if matches!(
+        object::FileKind::parse(data),
+        Ok(object::FileKind::MachO32
+            | object::FileKind::MachO64
+            | object::FileKind::MachOFat32
+            | object::FileKind::MachOFat64)
+    ) {
+        return Err(Error::msg(format!(
+            "'{}': device code in Mach-O files is not rewritten: no toolchain makes offload Mach-O programs or libraries (list or extract it instead)",
+            path.display()
+        )));
     } else {
         return Err(Error::msg(format!(
-            "'{}': rewriting device code is supported in ELF and COFF relocatable objects, ELF programs and shared libraries, archives, and bundle or offload binary files",
+            "'{}': rewriting device code is supported in ELF and COFF relocatable objects, ELF and PE programs and shared libraries, archives, and bundle or offload binary files",
             path.display()
         )));
     };
@@ -670,7 +686,7 @@ fn rewrite_object<'a>(
             // Damage in a bundle is said as a listing says it: in its section.
             ErrorKind::Contents(_) => Error::Container {
                 path: path.to_path_buf(),
-                context: Some("section '.hip_fatbin'".to_string()),
+                context: Some(format!("section '{}'", program::hip_fatbin_name(data))),
                 source: e,
             },
             _ => Error::container(path, e),

@@ -16,9 +16,10 @@ use object::elf::{
     R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_RELA, SHT_SYMTAB,
 };
 use object::pod::{self, Pod};
-use object::{LittleEndian as LE, U32, U64};
+use object::LittleEndian as LE;
 
 use super::plan::{self, Cut, NewProgram, Packing, Patch, Pointer, Rewriting, Section};
+use super::{records, HipWrapper, HIP_WRAPPER_MAGIC};
 use crate::container::error::{Error, ErrorKind, Name, Result};
 
 /// The section of HIP device code.
@@ -27,22 +28,6 @@ const HIP_FATBIN: &str = ".hip_fatbin";
 const HIP_WRAPPERS: &str = ".hipFatBinSegment";
 /// The smallest page a loaded segment is aligned to.
 const PAGE: u64 = 4096;
-/// The magic of a HIP wrapper, `"FPIH"` read little-endian.
-const HIP_WRAPPER_MAGIC: u32 = 0x4849_5046;
-
-/// A HIP wrapper (`__CudaFatBinaryWrapper`'s HIP twin): its `binary` points at a bundle.
-#[derive(Debug, Clone, Copy)]
-#[repr(C)]
-struct HipWrapper {
-    magic: U32<LE>,
-    version: U32<LE>,
-    binary: U64<LE>,
-    unused: U64<LE>,
-}
-
-// SAFETY: the structure holds byte arrays only (alignment 1, no padding), and every bit
-// pattern is a valid value.
-unsafe impl Pod for HipWrapper {}
 
 /// A linked ELF program as read: its headers, borrowed from the file.
 struct Program<'a> {
@@ -543,11 +528,6 @@ fn table<T: Pod>(file: &[u8], offset: u64, count: u16) -> Option<&[T]> {
     pod::slice_from_bytes(&file[offset..], count)
         .ok()
         .map(|(t, _)| t)
-}
-
-/// The whole records of `T` that `bytes` holds (a trailing part of one is left out).
-fn records<T: Pod>(bytes: &[u8]) -> &[T] {
-    pod::slice_from_bytes(bytes, bytes.len() / size_of::<T>()).map_or(&[], |(records, _)| records)
 }
 
 /// The pointer `p` written at `at` of the new file: an address, 64-bit little-endian.
