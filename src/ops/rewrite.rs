@@ -618,13 +618,12 @@ fn rewrite_nested<'a>(
         rewrite_region(data, config, summary, path, &format_error)?.map(NewFile::Region)
     } else if matches!(
         object::FileKind::parse(data),
-        Ok(object::FileKind::Elf32
-            | object::FileKind::Elf64
-            | object::FileKind::Coff
-            | object::FileKind::Pe32
-            | object::FileKind::Pe64)
+        Ok(object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::Coff)
     ) {
         rewrite_object(path, data, config, summary)?
+    } else if data.starts_with(b"MZ") {
+        // Read by the PE reader itself, which says where damaged headers are wrong.
+        rewrite_program(path, data, config, summary)?
     } else if matches!(
         object::FileKind::parse(data),
         Ok(object::FileKind::MachO32
@@ -646,6 +645,49 @@ fn rewrite_nested<'a>(
     Ok(result)
 }
 
+/// Rewrites the HIP device code of the linked program or shared library `data` (ELF or PE).
+fn rewrite_program<'a>(
+    path: &Path,
+    data: &'a [u8],
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> Result<Option<NewFile<'a>>> {
+    let total = std::sync::Mutex::new(Summary::default());
+    // The containers may be rewritten on other threads: their log lines go under this
+    // file's span all the same.
+    let span = tracing::Span::current();
+    let rewrite = |here: &[u8], start: usize| {
+        let _entered = span.enter();
+        let mut mine = Summary::default();
+        let (_, new) = rewrite_container(here, start, config, &[], &mut mine)?;
+        mine.rewritten += usize::from(new.is_some());
+        let mut total = total.lock().expect("no thread panics holding it");
+        total.add_counts(&mine);
+        Ok(new)
+    };
+    let budget = Budget::new();
+    let inflate = |here: &[u8], size: u64, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        inflate_into(here, size, config.max_decompressed, &budget, sink)
+    };
+    let how = program::Rewriting {
+        size_of: &container_size,
+        rewrite: &rewrite,
+        inflate: &inflate,
+    };
+    let rewritten = program::rewrite_hip_fatbin(data, &how).map_err(|e| match e.kind {
+        // Damage in a bundle is said as a listing says it: in its section.
+        ErrorKind::Contents(_) => Error::Container {
+            path: path.to_path_buf(),
+            context: Some(format!("section '{}'", program::hip_fatbin_name(data))),
+            source: e,
+        },
+        _ => Error::container(path, e),
+    })?;
+    let total = total.into_inner().expect("no thread panics holding it");
+    summary.add_counts(&total);
+    Ok(rewritten.map(NewFile::Program))
+}
+
 fn rewrite_object<'a>(
     path: &Path,
     data: &'a [u8],
@@ -659,41 +701,7 @@ fn rewrite_object<'a>(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
     ) {
-        let total = std::sync::Mutex::new(Summary::default());
-        // The containers may be rewritten on other threads: their log lines go under this
-        // file's span all the same.
-        let span = tracing::Span::current();
-        let rewrite = |here: &[u8], start: usize| {
-            let _entered = span.enter();
-            let mut mine = Summary::default();
-            let (_, new) = rewrite_container(here, start, config, &[], &mut mine)?;
-            mine.rewritten += usize::from(new.is_some());
-            let mut total = total.lock().expect("no thread panics holding it");
-            total.add_counts(&mine);
-            Ok(new)
-        };
-        let budget = Budget::new();
-        let inflate =
-            |here: &[u8], size: u64, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
-                inflate_into(here, size, config.max_decompressed, &budget, sink)
-            };
-        let how = program::Rewriting {
-            size_of: &container_size,
-            rewrite: &rewrite,
-            inflate: &inflate,
-        };
-        let rewritten = program::rewrite_hip_fatbin(data, &how).map_err(|e| match e.kind {
-            // Damage in a bundle is said as a listing says it: in its section.
-            ErrorKind::Contents(_) => Error::Container {
-                path: path.to_path_buf(),
-                context: Some(format!("section '{}'", program::hip_fatbin_name(data))),
-                source: e,
-            },
-            _ => Error::container(path, e),
-        })?;
-        let total = total.into_inner().expect("no thread panics holding it");
-        summary.add_counts(&total);
-        return Ok(rewritten.map(NewFile::Program));
+        return rewrite_program(path, data, config, summary);
     }
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(Error::msg(format!(

@@ -64,17 +64,25 @@ pub fn rewrite_hip_fatbin<'a>(
     file: &'a [u8],
     how: &Rewriting<'_>,
 ) -> Result<Option<NewProgram<'a>>> {
-    match object::FileKind::parse(file) {
-        Ok(object::FileKind::Pe32 | object::FileKind::Pe64) => pe::rewrite(file, how),
-        _ => elf::rewrite(file, how),
+    if is_pe(file) {
+        pe::rewrite(file, how)
+    } else {
+        elf::rewrite(file, how)
     }
 }
 
 /// The name of the section of HIP device code in `file`, as the rewriting names it in
 /// messages: `.hip_fat` in a PE image, `.hip_fatbin` elsewhere.
 pub fn hip_fatbin_name(file: &[u8]) -> &'static str {
-    match object::FileKind::parse(file) {
-        Ok(object::FileKind::Pe32 | object::FileKind::Pe64) => ".hip_fat",
-        _ => ".hip_fatbin",
+    if is_pe(file) {
+        ".hip_fat"
+    } else {
+        ".hip_fatbin"
     }
+}
+
+/// Whether `file` is read as a PE image: it starts with the DOS header's `MZ` (the PE reader
+/// says what is wrong past that).
+fn is_pe(file: &[u8]) -> bool {
+    file.starts_with(b"MZ")
 }
