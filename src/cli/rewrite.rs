@@ -32,7 +32,8 @@ struct Destination {
 #[derive(Debug, Parser)]
 #[command(name = "offload strip")]
 struct StripArgs {
-    /// The file: a relocatable object, an archive, a bundle or offload binary file.
+    /// The file: a relocatable object (ELF, COFF), a program or shared library (ELF, PE: an
+    /// executable or DLL), an archive, a bundle or offload binary file.
     file: PathBuf,
     /// Keep the images a device with this target ID loads (host code always stays).
     #[arg(long, required_unless_present = "remove", conflicts_with = "remove")]
