@@ -146,8 +146,9 @@ fn rewritten(file: &Path, out: &Path, args: &[&str]) -> Vec<u8> {
     std::fs::read(out).unwrap()
 }
 
-/// LLVM's tools read `file` without a warning, and its checksum is the one computed here.
-fn check_with_llvm(file: &Path) {
+/// LLVM's tools read `file` without a warning, and its checksum is the one computed here
+/// (`checksum_set`) or still unset.
+fn check_with_llvm(file: &Path, checksum_set: bool) {
     for (tool, args) in [
         (
             "llvm-readobj-22",
@@ -163,7 +164,11 @@ fn check_with_llvm(file: &Path) {
     }
     let bytes = std::fs::read(file).unwrap();
     let stored = u32::from_le_bytes(bytes[checksum_at(&bytes)..][..4].try_into().unwrap());
-    assert_eq!(Some(stored), checksum(&bytes), "{}", file.display());
+    if checksum_set {
+        assert_eq!(Some(stored), checksum(&bytes), "{}", file.display());
+    } else {
+        assert_eq!(stored, 0, "{}", file.display());
+    }
 }
 
 /// The offset of the optional header's `CheckSum` field.
@@ -216,7 +221,7 @@ fn pe_images_are_stripped_compressed_and_decompressed_through_their_wrappers() {
                 input.len(),
                 stripped.len()
             );
-            check_with_llvm(&stripped_path);
+            check_with_llvm(&stripped_path, true);
             let after = registered(&stripped);
             assert_eq!(
                 after.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>(),
@@ -227,7 +232,7 @@ fn pe_images_are_stripped_compressed_and_decompressed_through_their_wrappers() {
             let compressed_path = dir.path().join(format!("{name}.z"));
             let compressed = rewritten(&file, &compressed_path, &["compress"]);
             assert!(compressed.len() < input.len(), "{name}");
-            check_with_llvm(&compressed_path);
+            check_with_llvm(&compressed_path, true);
             let after = registered(&compressed);
             assert!(after.iter().all(|(_, z)| *z), "{name}");
             assert_eq!(
@@ -241,7 +246,7 @@ fn pe_images_are_stripped_compressed_and_decompressed_through_their_wrappers() {
             // Decompressed, the bundles outgrow their section and move to a new one.
             let decompressed_path = dir.path().join(format!("{name}.d"));
             let decompressed = rewritten(&compressed_path, &decompressed_path, &["decompress"]);
-            check_with_llvm(&decompressed_path);
+            check_with_llvm(&decompressed_path, true);
             let after = registered(&decompressed);
             assert_eq!(
                 after,
@@ -270,7 +275,7 @@ fn pe_images_are_stripped_compressed_and_decompressed_through_their_wrappers() {
                 &["strip", "--keep", "gfx1100"],
             );
             assert!(again.len() < decompressed.len(), "{name}");
-            check_with_llvm(&again_path);
+            check_with_llvm(&again_path, true);
             assert_eq!(
                 registered(&again)
                     .into_iter()
@@ -377,4 +382,98 @@ fn mach_o_files_are_refused_with_a_reason() {
         "{stderr}"
     );
     assert!(!out.exists());
+}
+
+#[test]
+fn a_mingw_image_keeps_its_symbol_table_and_debug_sections_readable() {
+    let Some(clang) = reference_tool("clang-22") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let target = "--target=x86_64-w64-windows-gnu";
+    let linked = samples_dir().join("linked");
+    // The MinGW start-up code calls __main; there is no MinGW runtime here.
+    std::fs::write(dir.path().join("main-stub.c"), "void __main(void) {}\n").unwrap();
+    let mut objects = Vec::new();
+    for source in [
+        linked.join("main.c"),
+        linked.join("hip-stub.c"),
+        linked.join("win-crt.c"),
+        dir.path().join("main-stub.c"),
+    ] {
+        let out = dir
+            .path()
+            .join(source.with_extension("o").file_name().unwrap());
+        succeed(
+            Command::new(&clang)
+                .args([target, "-g", "-O2", "-c"])
+                .arg(&source)
+                .arg("-o")
+                .arg(&out),
+        );
+        objects.push(out);
+    }
+    let kernels = dir.path().join("kernels.o");
+    succeed(
+        Command::new(&clang)
+            .args([
+                "-x",
+                "hip",
+                "-nogpulib",
+                "-nogpuinc",
+                "-O2",
+                "-g",
+                target,
+                "-c",
+            ])
+            .args([
+                "-cuid=mingw",
+                "--offload-arch=gfx906",
+                "--offload-arch=gfx90a",
+            ])
+            .arg(samples_dir().join("src/kernel.hip"))
+            .arg("-o")
+            .arg(&kernels),
+    );
+    objects.push(kernels);
+    let exe = dir.path().join("app.exe");
+    succeed(
+        Command::new(&clang)
+            .args([target, "-fuse-ld=lld", "-nostdlib", "-Wl,-e,main", "-g"])
+            .args(&objects)
+            .arg("-o")
+            .arg(&exe),
+    );
+    let input = std::fs::read(&exe).unwrap();
+    let before = registered(&input);
+    let symbols = |file: &Path| {
+        let objdump = reference_tool("llvm-objdump-22")?;
+        let (code, out, err) = text_output(Command::new(objdump).arg("-t").arg(file));
+        assert_eq!((code, err.as_str()), (0, ""));
+        Some(out.lines().skip(2).map(str::to_string).collect::<Vec<_>>())
+    };
+    let stripped = dir.path().join("app-gfx90a.exe");
+    let compressed = dir.path().join("app.z.exe");
+    let decompressed = dir.path().join("app.d.exe");
+    rewritten(&exe, &stripped, &["strip", "--keep", "gfx90a"]);
+    rewritten(&exe, &compressed, &["compress"]);
+    rewritten(&compressed, &decompressed, &["decompress"]);
+    for file in [&stripped, &compressed, &decompressed] {
+        check_with_llvm(file, false);
+        // The COFF symbol table after the moved raw data is found where it went.
+        assert_eq!(symbols(file), symbols(&exe), "{}", file.display());
+        if let Some(dwarfdump) = reference_tool("llvm-dwarfdump-22") {
+            let (code, out, _) = text_output(Command::new(dwarfdump).arg("--verify").arg(file));
+            assert_eq!(code, 0, "{}", file.display());
+            assert!(out.ends_with("No errors.\n"), "{}: {out}", file.display());
+        }
+    }
+    assert_eq!(
+        registered(&std::fs::read(&stripped).unwrap())
+            .into_iter()
+            .map(|(e, _)| e)
+            .collect::<Vec<_>>(),
+        only(&before, &["gfx90a"])
+    );
+    assert_eq!(registered(&std::fs::read(&decompressed).unwrap()), before);
 }
