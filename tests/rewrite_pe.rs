@@ -297,10 +297,10 @@ fn damaged(at: usize, bytes: &[u8]) -> Vec<u8> {
 
 #[test]
 fn damaged_pe_images_give_errors_naming_the_file_and_an_offset() {
-    // hip-app.exe: NT headers at 0x78, optional header at 0x90, data directories at 0x100,
+    // hip-app.exe: NT headers at 0x78, optional header at 0x90 (ImageBase at 0xa8), data directories at 0x100,
     // section table at 0x180 (.hip_fat is its seventh entry, at 0x270), .reloc's raw data at
     // 0x5800 and .hip_fat's at 0x1000.
-    let cases: [(&str, Vec<u8>, &str); 7] = [
+    let cases: [(&str, Vec<u8>, &str); 8] = [
         (
             "lfanew",
             damaged(0x3c, &[0xff, 0xff, 0, 0]),
@@ -320,6 +320,11 @@ fn damaged_pe_images_give_errors_naming_the_file_and_an_offset() {
             "raw data",
             damaged(0x270 + 20, &[0, 0, 0, 1]),
             "offset 0x270: the raw data of .hip_fat lies outside the file",
+        ),
+        (
+            "image base",
+            damaged(0xa8, &[0xff; 8]),
+            "offset 0xa8: inconsistent PE headers: ImageBase 0xffffffffffffffff",
         ),
         (
             "relocation block",

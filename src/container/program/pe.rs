@@ -173,6 +173,12 @@ impl<'a> Image<'a> {
                 },
             ));
         }
+        // Every address of the image, and of a section added after it, must fit in 64 bits.
+        if optional.image_base.get(LE).checked_add(1 << 33).is_none() {
+            let at = opt_at + offset_of!(ImageOptionalHeader64, image_base);
+            let what = format!("ImageBase {:#x}", optional.image_base.get(LE));
+            return Err(Error::new(at as u64, ErrorKind::InconsistentImage { what }));
+        }
         let strings = nt
             .file_header
             .symbols(file)
@@ -223,11 +229,10 @@ impl<'a> Image<'a> {
         start..start + u64::from(size)
     }
 
-    /// The section of containers, at index `index`: the bytes of its raw data that it keeps in
-    /// memory.
-    fn section(&self, index: usize) -> Result<Section<'a>> {
+    /// The raw data of section `index` that it keeps in memory, and its file offset. The whole
+    /// raw data must lie in the file.
+    fn raw_data(&self, index: usize) -> Result<(usize, &'a [u8])> {
         let s = &self.sections[index];
-        let name = std::str::from_utf8(self.name(s)).unwrap_or(".hip_fat");
         let (offset, raw) = (
             s.pointer_to_raw_data.get(LE) as usize,
             s.size_of_raw_data.get(LE) as usize,
@@ -240,16 +245,20 @@ impl<'a> Image<'a> {
             .checked_add(raw)
             .and_then(|end| self.file.get(offset..end))
             .ok_or_else(|| {
-                Error::new(
-                    self.header_at(index),
-                    ErrorKind::OutsideFile {
-                        what: format!("the raw data of {name}"),
-                    },
-                )
+                let what = format!("the raw data of {}", section_name(self.name(s)));
+                Error::new(self.header_at(index), ErrorKind::OutsideFile { what })
             })?;
+        Ok((offset, &data[..size]))
+    }
+
+    /// The section of containers, at index `index`.
+    fn section(&self, index: usize) -> Result<Section<'a>> {
+        let s = &self.sections[index];
+        let name = std::str::from_utf8(self.name(s)).unwrap_or(".hip_fat");
+        let (offset, data) = self.raw_data(index)?;
         Ok(Section {
             name,
-            data: &data[..size],
+            data,
             offset: offset as u64,
             address: self.image_base() + u64::from(s.virtual_address.get(LE)),
         })
@@ -329,22 +338,7 @@ impl<'a> Image<'a> {
     fn pointers_into(&self, section: &Section<'_>, index: usize) -> Result<Vec<Pointer>> {
         let mut pointers = self.relocated_pointers(section, index)?;
         if let Some(wrappers) = self.section_named(&HIP_WRAPPERS) {
-            let s = &self.sections[wrappers];
-            let (offset, raw) = (
-                s.pointer_to_raw_data.get(LE) as usize,
-                s.size_of_raw_data.get(LE) as usize,
-            );
-            let size = match s.virtual_size.get(LE) as usize {
-                0 => raw,
-                size => size.min(raw),
-            };
-            let bytes = offset
-                .checked_add(size)
-                .and_then(|end| self.file.get(offset..end))
-                .ok_or_else(|| {
-                    let what = format!("the raw data of {}", String::from_utf8_lossy(self.name(s)));
-                    Error::new(self.header_at(wrappers), ErrorKind::OutsideFile { what })
-                })?;
+            let (offset, bytes) = self.raw_data(wrappers)?;
             const ENTRY: usize = size_of::<HipWrapper>();
             for (k, w) in records::<HipWrapper>(bytes).iter().enumerate() {
                 let at = (offset + k * ENTRY + offset_of!(HipWrapper, binary)) as u64;
