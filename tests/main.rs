@@ -40,6 +40,7 @@ mod packager_order;
 mod parallel_copy;
 mod readobj;
 mod rewrite;
+mod rewrite_pe;
 mod rewrite_program;
 mod runtime_pick;
 mod targets;

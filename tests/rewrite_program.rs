@@ -172,7 +172,13 @@ fn damaged_programs_give_errors_not_panics() {
         state ^= state << 17;
         state
     };
-    for sample in ["linked/hip-app", "linked/libhip.so", "linked/hip-rdc-app"] {
+    let samples = [
+        "linked/hip-app",
+        "linked/libhip.so",
+        "linked/hip-rdc-app",
+        "linked/hip-app.exe",
+    ];
+    for sample in samples {
         let good = std::fs::read(samples_dir().join(sample)).unwrap();
         for round in 0..600 {
             let mut bytes = good.clone();

@@ -41,7 +41,7 @@ COMMANDS:
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
   compress   compress the bundles of a file (--format-version 2|3); decompress does the reverse,
-             in linked programs and shared libraries too
+             in linked programs and shared libraries too (ELF; PE executables and DLLs)
   kpack      split programs and libraries into host files and per-processor .kpack archives
              (-o DIR, -r for trees); --merge puts archived code back as bundles
   help       print this text

@@ -33,8 +33,8 @@ struct Destination {
 #[derive(Debug, Parser)]
 #[command(name = "offload strip")]
 struct StripArgs {
-    /// The file: a relocatable object, a program or shared library, an archive, a bundle,
-    /// offload binary or CUDA fat binary file.
+    /// The file: a relocatable object (ELF, COFF), a program or shared library (ELF, PE: an
+    /// executable or DLL), an archive, a bundle, offload binary or CUDA fat binary file.
     file: PathBuf,
     /// Keep the images a device with this target ID loads (host code always stays). A CUDA
     /// compute capability (`sm_80`) keeps the cubins it runs and the PTX it may compile.

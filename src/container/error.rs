@@ -178,6 +178,37 @@ pub enum ErrorKind {
         /// The section.
         section: String,
     },
+    // Linked PE images.
+    /// The file is not a PE image (no `MZ` header, or no `PE\0\0` signature where it says).
+    #[error("not a PE image")]
+    NotPe,
+    /// The section of containers holds the place of a base relocation, or a data directory
+    /// points into it: something else lives among the bytes that move.
+    #[error("{what} lies inside {section}, whose bytes move")]
+    InsideMovingSection {
+        /// What: a base relocation, a data directory.
+        what: String,
+        /// The section.
+        section: String,
+    },
+    /// The image's headers are inconsistent: alignments, sizes or the section table.
+    #[error("inconsistent PE headers: {what}")]
+    InconsistentImage {
+        /// What is wrong.
+        what: String,
+    },
+    /// The image is signed: any change would void its signature.
+    #[error("the image is signed (a certificate table is present); rewriting it would void the signature, remove the signature first")]
+    SignedImage,
+    /// No room in the headers for one more section header.
+    #[error(
+        "no room for one more section header before the first section's data; the bundles of \
+         {section} cannot move to a new section"
+    )]
+    NoRoomForSectionHeader {
+        /// The section.
+        section: String,
+    },
     // Relocatable ELF objects.
     /// The file is shorter than the ELF identification.
     #[error("truncated ELF identification")]

@@ -1,5 +1,6 @@
 //! Rewriting the device code of a file: stripping targets, compressing and decompressing
-//! bundles, in relocatable objects, archives and bare bundles.
+//! bundles, in relocatable objects, programs and shared libraries (ELF and PE), archives and
+//! bare bundles.
 
 use std::path::{Path, PathBuf};
 
@@ -648,14 +649,73 @@ fn rewrite_nested<'a>(
         Ok(object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::Coff)
     ) {
         rewrite_object(path, data, config, summary)?
+    } else if data.starts_with(b"MZ") {
+        // Read by the PE reader itself, which says where damaged headers are wrong.
+        rewrite_program(path, data, config, summary)?
+    } else if matches!(
+        object::FileKind::parse(data),
+        Ok(object::FileKind::MachO32
+            | object::FileKind::MachO64
+            | object::FileKind::MachOFat32
+            | object::FileKind::MachOFat64)
+    ) {
+        return Err(Error::msg(format!(
+            "'{}': device code in Mach-O files is not rewritten: no toolchain makes offload Mach-O programs or libraries (list or extract it instead)",
+            path.display()
+        )));
     } else {
         return Err(Error::msg(format!(
-            "'{}': rewriting device code is supported in ELF and COFF relocatable objects, ELF programs and shared libraries, archives, and bundle or offload binary files",
+            "'{}': rewriting device code is supported in ELF and COFF relocatable objects, ELF and PE programs and shared libraries, archives, and bundle or offload binary files",
             path.display()
         )));
     };
     summary.size_after += result.as_ref().map_or(data.len() as u64, NewFile::len);
     Ok(result)
+}
+
+/// Rewrites the HIP device code of the linked program or shared library `data` (ELF or PE).
+fn rewrite_program<'a>(
+    path: &Path,
+    data: &'a [u8],
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> Result<Option<NewFile<'a>>> {
+    let total = std::sync::Mutex::new(Summary::default());
+    // The containers may be rewritten on other threads: their log lines go under this
+    // file's span all the same.
+    let span = tracing::Span::current();
+    let rewrite = |here: &[u8], start: usize| {
+        let _entered = span.enter();
+        let mut mine = Summary::default();
+        let (_, new) = rewrite_container(here, start, config, &[], &mut mine)?;
+        mine.rewritten += usize::from(new.is_some());
+        let mut total = total.lock().expect("no thread panics holding it");
+        total.add_counts(&mine);
+        Ok(new)
+    };
+    let budget = Budget::new();
+    let inflate = |here: &[u8], size: u64, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        inflate_into(here, size, config.max_decompressed, &budget, sink)
+    };
+    let boundary = |here: &[u8]| Container::at_start(here).and_then(Container::boundary);
+    let how = program::Rewriting {
+        size_of: &container_size,
+        boundary: &boundary,
+        rewrite: &rewrite,
+        inflate: &inflate,
+    };
+    let rewritten = program::rewrite_hip_fatbin(data, &how).map_err(|e| match e.kind {
+        // Damage in a container is said as a listing says it: in its section.
+        ErrorKind::Contents(_) => Error::Container {
+            path: path.to_path_buf(),
+            context: Some(format!("section '{}'", program::device_section_name(data))),
+            source: e,
+        },
+        _ => Error::container(path, e),
+    })?;
+    let total = total.into_inner().expect("no thread panics holding it");
+    summary.add_counts(&total);
+    Ok(rewritten.map(NewFile::Program))
 }
 
 fn rewrite_object<'a>(
@@ -671,43 +731,7 @@ fn rewrite_object<'a>(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
     ) {
-        let total = std::sync::Mutex::new(Summary::default());
-        // The containers may be rewritten on other threads: their log lines go under this
-        // file's span all the same.
-        let span = tracing::Span::current();
-        let rewrite = |here: &[u8], start: usize| {
-            let _entered = span.enter();
-            let mut mine = Summary::default();
-            let (_, new) = rewrite_container(here, start, config, &[], &mut mine)?;
-            mine.rewritten += usize::from(new.is_some());
-            let mut total = total.lock().expect("no thread panics holding it");
-            total.add_counts(&mine);
-            Ok(new)
-        };
-        let budget = Budget::new();
-        let inflate =
-            |here: &[u8], size: u64, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
-                inflate_into(here, size, config.max_decompressed, &budget, sink)
-            };
-        let boundary = |here: &[u8]| Container::at_start(here).and_then(Container::boundary);
-        let how = program::Rewriting {
-            size_of: &container_size,
-            boundary: &boundary,
-            rewrite: &rewrite,
-            inflate: &inflate,
-        };
-        let rewritten = program::rewrite_hip_fatbin(data, &how).map_err(|e| match e.kind {
-            // Damage in a bundle is said as a listing says it: in its section.
-            ErrorKind::Contents(_) => Error::Container {
-                path: path.to_path_buf(),
-                context: Some("section '.hip_fatbin'".to_string()),
-                source: e,
-            },
-            _ => Error::container(path, e),
-        })?;
-        let total = total.into_inner().expect("no thread panics holding it");
-        summary.add_counts(&total);
-        return Ok(rewritten.map(NewFile::Program));
+        return rewrite_program(path, data, config, summary);
     }
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(Error::msg(format!(

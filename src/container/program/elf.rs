@@ -17,9 +17,10 @@ use object::elf::{
     R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_RELA, SHT_SYMTAB,
 };
 use object::pod::{self, Pod};
-use object::{LittleEndian as LE, U32, U64};
+use object::LittleEndian as LE;
 
 use super::plan::{self, Cut, NewProgram, Packing, Patch, Pointer, Rewriting, Section};
+use super::{records, Wrapper};
 use crate::container::error::{Error, ErrorKind, Name, Result};
 use crate::format::container::{ProgramSection, PROGRAM_SECTIONS};
 
@@ -29,21 +30,6 @@ pub(super) const HIP_FATBIN: &str = ".hip_fatbin";
 pub(super) const HIP_WRAPPERS: &str = ".hipFatBinSegment";
 /// The smallest page a loaded segment is aligned to.
 pub(super) const PAGE: u64 = 4096;
-
-/// A wrapper that registers a container with its runtime (CUDA's `__fatBinC_Wrapper_t`, and
-/// its HIP twin): its `binary` points at the container.
-#[derive(Debug, Clone, Copy)]
-#[repr(C)]
-struct Wrapper {
-    magic: U32<LE>,
-    version: U32<LE>,
-    binary: U64<LE>,
-    unused: U64<LE>,
-}
-
-// SAFETY: the structure holds byte arrays only (alignment 1, no padding), and every bit
-// pattern is a valid value.
-unsafe impl Pod for Wrapper {}
 
 /// A linked ELF program as read: its headers, borrowed from the file.
 pub(super) struct Program<'a> {
@@ -613,11 +599,6 @@ pub(super) fn table<T: Pod>(file: &[u8], offset: u64, count: u16) -> Option<&[T]
     pod::slice_from_bytes(&file[offset..], count)
         .ok()
         .map(|(t, _)| t)
-}
-
-/// The whole records of `T` that `bytes` holds (a trailing part of one is left out).
-pub(super) fn records<T: Pod>(bytes: &[u8]) -> &[T] {
-    pod::slice_from_bytes(bytes, bytes.len() / size_of::<T>()).map_or(&[], |(records, _)| records)
 }
 
 /// The pointer `p` written at `at` of the new file: an address, 64-bit little-endian.
