@@ -8,7 +8,7 @@
 //! every device after it, and when it is the first device, for every device.
 //!
 //! A binary split by kpack keeps no bundles but asks the kpack loader for each code object
-//! by index: for those, what each device finds is the loader's search ([`kpack`]).
+//! by index: for those, what each device finds is the loader's search (the `kpack` module).
 
 use std::collections::HashSet;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! hashed, as listing and extraction (which inflate only what they need) do not. Streams are
 //! checked in parallel across bundles, within the memory budget of [`crate::ops::inflating`].
 //! `.kpack` archives, and the archive sets of binaries split by kpack, are checked too
-//! ([`kpack`]).
+//! (the `kpack` module).
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -140,6 +140,9 @@ pub fn pack(section: &Section<'_>, how: &Rewriting<'_>) -> Result<Option<Packing
                 }
                 Ok(new)
             })
+            .collect::<Vec<Result<_>>>()
+            .into_iter()
+            // The first damage in the section's order, whichever thread met it first.
             .collect::<Result<_>>()?;
         for (&(start, size), new) in group.iter().zip(rewritten) {
             let boundary =
