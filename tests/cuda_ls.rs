@@ -121,6 +121,35 @@ fn the_table_shows_kind_arch_and_compressed_places() {
 }
 
 #[test]
+fn clangs_new_driver_objects_are_read() {
+    // Without -fgpu-rdc: a fat binary in .nv_fatbin; with it, relocatable cubins as offload
+    // binary images.
+    let plain = cuda_entries(&samples_dir().join("cuda/clang-new-driver.o"));
+    let arches: Vec<&str> = plain.iter().map(|e| e["arch"].as_str().unwrap()).collect();
+    assert_eq!(arches, ["sm_80", "sm_90"]);
+    let out = succeed(
+        offload()
+            .args(["ls", "--json"])
+            .arg(samples_dir().join("cuda/clang-new-driver-rdc.o")),
+    );
+    let rdc: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let images: Vec<(&str, &str, &str)> = rdc
+        .iter()
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().unwrap();
+            (text("section"), text("image_kind"), text("arch"))
+        })
+        .collect();
+    assert_eq!(
+        images,
+        [
+            (".llvm.offloading", "o", "sm_80"),
+            (".llvm.offloading", "o", "sm_90")
+        ]
+    );
+}
+
+#[test]
 fn fat_binaries_inside_offload_binaries_are_read() {
     // As clang's new driver stores them: an offload binary image of kind `fatbin`.
     use object::{Object, ObjectSection};

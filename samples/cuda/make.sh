@@ -26,8 +26,14 @@ cc -shared -fPIC -Wl,-soname,libcudart_standin.so -o tmp/libcudart_standin.so \
   ../../tests/support/cuda_runtime.c
 "$bin/nvcc" app.cu -o app $two -cudart none --compress-mode=size -Xlinker tmp/libcudart_standin.so
 rm -rf tmp
+# clang's new offload driver (clang-22, no CUDA headers or libraries): a fat binary in
+# .nv_fatbin, and with -fgpu-rdc, relocatable cubins in offload binaries in .llvm.offloading.
+new="clang++-22 -x cuda --offload-new-driver -nocudainc -nocudalib --cuda-path=$bin/.. \
+  --offload-arch=sm_80 --offload-arch=sm_90 -Wno-unknown-cuda-version"
+$new -c ../linked/kscale.cu -o clang-new-driver.o
+$new -fgpu-rdc -c ../linked/kscale.cu -o clang-new-driver-rdc.o
 rm -rf extracted
-for o in gencode gencode-zstd gencode-lz arch-specific compress-all rdc; do
+for o in gencode gencode-zstd gencode-lz arch-specific compress-all rdc clang-new-driver; do
   mkdir -p "extracted/$o"
   (cd "extracted/$o" && "$bin/cuobjdump" --extract-elf all "../../$o.o" >/dev/null &&
     "$bin/cuobjdump" --extract-ptx all "../../$o.o" >/dev/null)

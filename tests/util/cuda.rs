@@ -11,7 +11,7 @@ use super::{offload, reference_tool, samples_dir, succeed, visible};
 
 /// The samples nvcc made (`samples/cuda/make.sh`): objects (plain, zstd, LZ, `-Xfatbin
 /// -compress-all`, arch-specific and family cubins, relocatable device code), a shared
-/// library and a program.
+/// library and a program; and an object of clang's new offload driver.
 pub fn samples() -> Vec<PathBuf> {
     [
         "gencode.o",
@@ -22,6 +22,7 @@ pub fn samples() -> Vec<PathBuf> {
         "rdc.o",
         "libkernel.so",
         "app",
+        "clang-new-driver.o",
     ]
     .iter()
     .map(|name| samples_dir().join("cuda").join(name))
