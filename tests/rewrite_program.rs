@@ -248,7 +248,7 @@ fn code_objects_for(file: &Path, dir: &Path, arches: &[&str]) -> Vec<Vec<u8>> {
 fn check_appended_segment(file: &Path) {
     use object::elf::{FileHeader64, PF_R, PT_LOAD};
     use object::read::elf::{FileHeader, ProgramHeader};
-    use object::{LittleEndian as LE, Object, ObjectSection};
+    use object::{LittleEndian as LE, Object, ObjectSection, ObjectSymbol};
     let bytes = std::fs::read(file).unwrap();
     let header = FileHeader64::<LE>::parse(&*bytes).unwrap();
     let loads: Vec<_> = header
@@ -271,6 +271,18 @@ fn check_appended_segment(file: &Path) {
     let fatbin = parsed.section_by_name(".hip_fatbin").unwrap();
     assert_eq!(fatbin.address(), address);
     assert_eq!(fatbin.file_range(), Some((offset, size)));
+    // Symbols of the bundles follow them.
+    for symbol in parsed.symbols().chain(parsed.dynamic_symbols()) {
+        if symbol.section_index() == Some(fatbin.index()) {
+            assert!(
+                (address..=address + size).contains(&symbol.address()),
+                "{}: {} at {:#x}",
+                file.display(),
+                symbol.name().unwrap(),
+                symbol.address()
+            );
+        }
+    }
     if let Some(readelf) = reference_tool("readelf") {
         let out = Command::new(readelf).arg("-lW").arg(file).output().unwrap();
         assert!(out.status.success());
@@ -310,6 +322,58 @@ fn round_trip(file: &Path, dir: &Path) -> PathBuf {
         "{name}"
     );
     decompressed
+}
+
+#[test]
+fn the_symbols_of_bundles_follow_them_into_the_new_segment() {
+    use object::{Object, ObjectSection, ObjectSymbol};
+    let dir = tempfile::tempdir().unwrap();
+    // clang names each bundle of a program linked with relocatable device code by a symbol.
+    let program = dir.path().join("hip-rdc-app");
+    std::fs::copy(samples_dir().join("linked/hip-rdc-app"), &program).unwrap();
+    let decompressed = dir.path().join("hip-rdc-app.d");
+    succeed(
+        offload()
+            .arg("compress")
+            .arg(&program)
+            .arg("-o")
+            .arg(dir.path().join("z")),
+    );
+    succeed(
+        offload()
+            .arg("decompress")
+            .arg(dir.path().join("z"))
+            .arg("-o")
+            .arg(&decompressed),
+    );
+    check_appended_segment(&decompressed);
+    let arches = ["gfx906", "gfx90a"];
+    assert_eq!(
+        code_objects_for(&program, &dir.path().join("before"), &arches),
+        code_objects_for(&decompressed, &dir.path().join("after"), &arches)
+    );
+    let bytes = std::fs::read(&decompressed).unwrap();
+    let parsed = object::File::parse(&*bytes).unwrap();
+    let fatbin = parsed.section_by_name(".hip_fatbin").unwrap();
+    let named: Vec<(String, u64)> = parsed
+        .symbols()
+        .filter(|s| s.section_index() == Some(fatbin.index()))
+        .map(|s| (s.name().unwrap().to_string(), s.address()))
+        .collect();
+    assert_eq!(
+        named,
+        [
+            (
+                "__hip_fatbin_128bbf042f26629c".to_string(),
+                fatbin.address()
+            ),
+            (
+                "__hip_fatbin_6fdbd57b89b5d02a".to_string(),
+                fatbin.address()
+            ),
+        ]
+    );
+    assert_ne!(fatbin.address(), 0x1000);
 }
 
 #[test]

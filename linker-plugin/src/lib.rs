@@ -212,7 +212,9 @@ pub fn rewrite_output(output: &Path, options: &Options) -> Result<Vec<String>, S
         }
     }
     if options.list {
-        let (images, _) = offload::ops::ls::list_file(output).map_err(|e| e.to_string())?;
+        let (images, _) =
+            offload::ops::ls::list_file(output, offload::format::ccob::DEFAULT_MAX_DECOMPRESSED)
+                .map_err(|e| e.to_string())?;
         report.extend(offload::ops::ls::table(&images).lines().map(str::to_string));
     }
     Ok(report)

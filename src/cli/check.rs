@@ -59,7 +59,13 @@ pub fn run(args: &[String]) -> i32 {
     };
     let roots: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
     let kpack_env = kpack_search::Environment::from_vars(|name| std::env::var(name).ok());
-    let (report, errors) = check::check(&roots, &devices, &Environment::of_process(), &kpack_env);
+    let (report, errors) = check::check(
+        &roots,
+        &devices,
+        &Environment::of_process(),
+        &kpack_env,
+        args.general.max_decompressed,
+    );
     for e in &errors {
         let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
     }

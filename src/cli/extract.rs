@@ -118,6 +118,7 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
         triple: args.triple,
         kind: args.kind,
         output: args.output,
+        max_decompressed: args.general.max_decompressed,
     };
     let bar = Bar(indicatif::ProgressBar::with_draw_target(
         None,

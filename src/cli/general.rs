@@ -1,4 +1,5 @@
-//! What every `offload` subcommand shares: `-v`, and the log on standard error it switches on.
+//! What every `offload` subcommand shares: `-v` and the log on standard error it switches on, and
+//! the cap on what a compressed bundle may inflate to.
 //!
 //! The operations log through `tracing`; nothing is written until a subscriber is installed.
 //! `OFFLOAD_LOG` (an `EnvFilter` string such as `offload=debug`) installs one for every command
@@ -8,6 +9,8 @@
 use std::io::{IsTerminal, Write};
 
 use clap::ArgAction;
+
+use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 use tracing_subscriber::fmt::format::FmtSpan;
 
@@ -16,12 +19,25 @@ pub const LOG_VARIABLE: &str = "OFFLOAD_LOG";
 
 /// Options shared by the `offload` subcommands (flattened into each, as wasm-tools'
 /// `GeneralOpts`).
-#[derive(Debug, Clone, Copy, Default, clap::Args)]
+#[derive(Debug, Clone, Copy, clap::Args)]
 pub struct GeneralOpts {
     /// Log what is done on standard error: -v what was found, chosen and written, -vv the
     /// details, -vvv everything. OFFLOAD_LOG, when set, decides instead.
     #[arg(short = 'v', long = "verbose", action = ArgAction::Count)]
     pub verbose: u8,
+    /// Refuse a compressed bundle that declares, or inflates to, more than this many bytes
+    /// (every command that reads one: listing, extracting, rewriting, verifying, checking).
+    #[arg(long = "max-decompressed-size", value_name = "BYTES", default_value_t = DEFAULT_MAX_DECOMPRESSED)]
+    pub max_decompressed: u64,
+}
+
+impl Default for GeneralOpts {
+    fn default() -> Self {
+        GeneralOpts {
+            verbose: 0,
+            max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+        }
+    }
 }
 
 impl GeneralOpts {

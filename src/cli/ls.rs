@@ -65,7 +65,7 @@ pub fn run(args: &[String]) -> i32 {
     let mut failed = false;
     let stderr = std::io::stderr();
     for path in &args.files {
-        match ls::list_file(path) {
+        match ls::list_file(path, args.general.max_decompressed) {
             Ok((found, problems)) => {
                 images.extend(found);
                 for problem in problems {
@@ -87,6 +87,7 @@ pub fn run(args: &[String]) -> i32 {
                     PROG,
                     &args.files,
                     super::verify::Listed::Yes,
+                    args.general.max_decompressed,
                     &mut verdicts,
                 );
                 // The verdicts would break a JSON listing or a list of addresses.

@@ -95,9 +95,23 @@ pub fn llvm_version(name: &str, var: Option<&str>) -> Result<LlvmVersion, String
     }
 }
 
+/// Makes every buffer of a mebibyte or more a mapping of its own, given back to the system as
+/// soon as it is freed. Left to itself, glibc raises that threshold after the first large
+/// buffer is freed (zstd windows of tens of megabytes, one per stream inflated), and later
+/// ones come from a heap that keeps its high-water mark: the process would hold every window
+/// it ever used rather than the ones in use.
+fn return_large_buffers_at_once() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only changes a setting of the allocator, before any thread starts.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 20);
+    }
+}
+
 /// Runs the program with its full argument list (program name first) and returns the exit
 /// status.
 pub fn main(args: Vec<OsString>) -> i32 {
+    return_large_buffers_at_once();
     crate::io::remove_temporaries_on_signals();
     general::install_log_from_env();
     let args: Vec<String> = args

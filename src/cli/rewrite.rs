@@ -8,7 +8,7 @@ use crate::format::target_id::TargetIdBuf;
 use clap::{Args as ClapArgs, Parser};
 
 use super::general::GeneralOpts;
-use crate::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
+use crate::format::ccob::{CompressOptions, Method};
 use crate::ops::rewrite::{self, Change, Mode, RewriteConfig, Summary};
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.
@@ -156,7 +156,7 @@ pub fn strip(args: &[String]) -> i32 {
     let config = RewriteConfig {
         change,
         allow_empty: args.allow_empty,
-        max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+        max_decompressed: args.general.max_decompressed,
     };
     execute(
         "offload strip",
@@ -203,7 +203,7 @@ pub fn compress(args: &[String]) -> i32 {
     let config = RewriteConfig {
         change: Change::Compress(options),
         allow_empty: true,
-        max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+        max_decompressed: args.general.max_decompressed,
     };
     execute(
         "offload compress",
@@ -252,7 +252,7 @@ pub fn decompress(args: &[String]) -> i32 {
     let config = RewriteConfig {
         change: Change::Decompress,
         allow_empty: true,
-        max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+        max_decompressed: args.general.max_decompressed,
     };
     execute(
         "offload decompress",

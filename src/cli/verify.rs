@@ -41,7 +41,13 @@ pub fn run(args: &[String]) -> i32 {
     };
     args.general.install_log();
     let mut text = String::new();
-    let failed = report(PROG, &args.files, Listed::No, &mut text);
+    let failed = report(
+        PROG,
+        &args.files,
+        Listed::No,
+        args.general.max_decompressed,
+        &mut text,
+    );
     match super::print(PROG, &text) {
         Ok(()) => i32::from(failed),
         Err(code) => code,
@@ -60,11 +66,17 @@ pub enum Listed {
 /// Checks `files`, writes each error to standard error under the name `prog`, and adds one
 /// line per file to `text`: `FILE: N compressed bundles sound, K damaged`. Returns whether
 /// anything was wrong.
-pub fn report(prog: &str, files: &[PathBuf], listed: Listed, text: &mut String) -> bool {
+pub fn report(
+    prog: &str,
+    files: &[PathBuf],
+    listed: Listed,
+    max_decompressed: u64,
+    text: &mut String,
+) -> bool {
     let stderr = std::io::stderr();
     let mut failed = false;
     for path in files {
-        match verify::verify_file(path) {
+        match verify::verify_file(path, max_decompressed) {
             Ok(verified) => {
                 let problems = match listed {
                     Listed::No => verified.problems.as_slice(),

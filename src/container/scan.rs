@@ -526,6 +526,9 @@ impl Scan<'_, '_> {
                     return Err(nesting());
                 }
                 self.emit_listed(at, listed, data);
+                // Its head is read: the system may map large stretches of a file for the few
+                // pages the head took, and a scan of many streams would hold them all.
+                crate::io::release_mapped(data.get(..opened.size as usize).unwrap_or(data));
             }
             Contents::Records(records) => {
                 for record in records {

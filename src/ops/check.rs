@@ -20,7 +20,6 @@ use crate::container::ld_so::{self, Environment};
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::Error;
-use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::image_target::Producer;
 use crate::format::kpack_search;
 use crate::format::runtime::{self, Load, AMDGCN_ISA_PREFIX};
@@ -159,13 +158,15 @@ pub struct Report {
 
 /// Checks `roots` and the libraries they load (found as ld.so finds them in `env`) for
 /// `devices`, the code of binaries split by kpack searched for as the kpack loader does in
-/// `kpack_env`. Files that cannot be read, or whose device code is damaged, are returned as
-/// errors beside the report.
+/// `kpack_env`. Files that cannot be read, or whose device code is damaged (a compressed
+/// bundle declaring more than `max_decompressed` bytes among them), are returned as errors
+/// beside the report.
 pub fn check(
     roots: &[&Path],
     devices: &[Device],
     env: &Environment,
     kpack_env: &kpack_search::Environment,
+    max_decompressed: u64,
 ) -> (Report, Vec<Error>) {
     let targets: Vec<TargetIdBuf> = devices
         .iter()
@@ -193,7 +194,8 @@ pub fn check(
             if !seen.insert(real) {
                 continue;
             }
-            let (bundles, problems) = bundles_of(&object.path, &object.input, &targets);
+            let (bundles, problems) =
+                bundles_of(&object.path, &object.input, &targets, max_decompressed);
             errors.extend(problems);
             let kpack = match split_binary(&object.path, &object.input) {
                 Ok(split) => split.map(|split| {
@@ -255,6 +257,7 @@ fn bundles_of(
     path: &Path,
     input: &Input,
     devices: &[TargetIdBuf],
+    max_decompressed: u64,
 ) -> (Vec<BundleReport>, Vec<Error>) {
     let mut found: Vec<FoundEntry> = Vec::new();
     let visit = &mut |image: &DeviceImage<'_>| {
@@ -285,7 +288,7 @@ fn bundles_of(
         path,
         input,
         Places::Everywhere,
-        DEFAULT_MAX_DECOMPRESSED,
+        max_decompressed,
         Reading::Headers,
         visit,
     ) {

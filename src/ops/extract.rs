@@ -40,7 +40,7 @@ pub enum Match {
 }
 
 /// What to extract, and where.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ExtractConfig {
     /// The files to look into.
     pub files: Vec<PathBuf>,
@@ -59,6 +59,23 @@ pub struct ExtractConfig {
     /// The folder to write to, or, when it names a `.a` file and the inputs are archives, the
     /// device archive to write.
     pub output: PathBuf,
+    /// The most a compressed bundle may declare or inflate to.
+    pub max_decompressed: u64,
+}
+
+impl Default for ExtractConfig {
+    fn default() -> Self {
+        ExtractConfig {
+            files: Vec::new(),
+            arches: Vec::new(),
+            devices: Vec::new(),
+            exact: Match::default(),
+            triple: None,
+            kind: None,
+            output: PathBuf::new(),
+            max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+        }
+    }
 }
 
 /// Whether an image for `target` passes `config`'s filters other than the target ID: device
@@ -411,7 +428,7 @@ fn choose(
         path,
         input,
         Places::Everywhere,
-        DEFAULT_MAX_DECOMPRESSED,
+        config.max_decompressed,
         Reading::Headers,
         &mut |found: &DeviceImage<'_>| {
             if !config.devices.is_empty() {
@@ -743,7 +760,7 @@ fn inflate_group(
     let inflated = budget.run(memory_of(&compressed), |decoding| {
         each_range(
             &compressed,
-            DEFAULT_MAX_DECOMPRESSED,
+            config.max_decompressed,
             &ranges,
             decoding,
             |k, piece| {
@@ -780,10 +797,17 @@ fn inflate_chosen(
         })
         .map(|(i, number, code)| {
             let mut held = Vec::new();
-            kpack::code_object(archives, number, code, &budget, &mut |piece| {
-                held.extend_from_slice(piece);
-                Ok(())
-            })?;
+            kpack::code_object(
+                archives,
+                number,
+                code,
+                &budget,
+                config.max_decompressed,
+                &mut |piece| {
+                    held.extend_from_slice(piece);
+                    Ok(())
+                },
+            )?;
             Ok((i, held))
         })
         .collect::<Result<_>>()?;
@@ -853,7 +877,33 @@ fn write_files(
     chosen: Vec<Chosen>,
     progress: &dyn Progress,
 ) -> Result<Vec<Extracted>> {
+    // The folders made for the outputs go again when nothing is written: no trace of a
+    // failed run is left.
+    let missing: Vec<PathBuf> = config
+        .output
+        .ancestors()
+        .take_while(|folder| !folder.as_os_str().is_empty() && !folder.exists())
+        .map(Path::to_path_buf)
+        .collect();
     std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
+    let written = write_into_folder(config, inputs, archives, chosen, progress);
+    if written.is_err() {
+        for folder in &missing {
+            // Only an empty folder is removed: nothing else is touched.
+            let _ = std::fs::remove_dir(folder);
+        }
+    }
+    written
+}
+
+/// [`write_files`] once the folder exists.
+fn write_into_folder(
+    config: &ExtractConfig,
+    inputs: &[Input],
+    archives: &ArchiveFiles,
+    chosen: Vec<Chosen>,
+    progress: &dyn Progress,
+) -> Result<Vec<Extracted>> {
     let stems = output_stems(config, &chosen);
     progress.start(chosen.iter().map(|c| c.image.size).sum());
     let budget = Budget::new();
@@ -950,10 +1000,18 @@ impl Writer<'_> {
                     self.progress.advance(bytes.len() as u64);
                     p.out = Some((path, out));
                 } else {
-                    kpack::code_object(self.archives, *number, code, self.budget, &mut |piece| {
-                        self.progress.advance(piece.len() as u64);
-                        p.take(piece, c, stem)
-                    })?;
+                    let limit = self.config.max_decompressed;
+                    kpack::code_object(
+                        self.archives,
+                        *number,
+                        code,
+                        self.budget,
+                        limit,
+                        &mut |piece| {
+                            self.progress.advance(piece.len() as u64);
+                            p.take(piece, c, stem)
+                        },
+                    )?;
                 }
             }
             Some(c) if !matches!(c.bytes, Bytes::Stream(_)) => {

@@ -10,7 +10,6 @@ use crate::ops::columns::{render, Align};
 use crate::container::kpack::{self, StoredCodeObject};
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
-use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::kpack::{self as kpack_format, Archive, Scheme};
 use crate::format::kpack_search::Environment;
 use crate::io::Input;
@@ -181,9 +180,10 @@ fn list_split(path: &Path, name: &str, data: &[u8]) -> Result<(Vec<Image>, Vec<E
 }
 
 /// The images of one file, in file order, and the damage found on the way (each naming the
-/// file, member, section and offset). The `Err` is for a file that cannot be read at all.
+/// file, member, section and offset). A compressed bundle that declares more than
+/// `max_decompressed` bytes is damage. The `Err` is for a file that cannot be read at all.
 #[tracing::instrument(skip_all, fields(file = %path.display()))]
-pub fn list_file(path: &Path) -> Result<(Vec<Image>, Vec<Error>)> {
+pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<Image>, Vec<Error>)> {
     let input = Input::open(path)?;
     tracing::debug!(size = input.len(), "scanning");
     let name = path.to_string_lossy().into_owned();
@@ -199,7 +199,7 @@ pub fn list_file(path: &Path) -> Result<(Vec<Image>, Vec<Error>)> {
         path,
         &input,
         Places::Everywhere,
-        DEFAULT_MAX_DECOMPRESSED,
+        max_decompressed,
         Reading::Headers,
         &mut |image| {
             let image = record(&name, image);

@@ -10,6 +10,7 @@ use crate::container::archive::{read_members, write_archive};
 use crate::container::objcopy::{self, Rewritten};
 use crate::container::program::{self, NewProgram};
 use crate::container::scan::{scan_reading, Places, Reading};
+use crate::container::ErrorKind;
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressOptions, CompressedBundle, Decoding};
@@ -665,8 +666,15 @@ fn rewrite_object<'a>(
             rewrite: &rewrite,
             inflate: &inflate,
         };
-        let rewritten =
-            program::rewrite_hip_fatbin(data, &how).map_err(|e| Error::container(path, e))?;
+        let rewritten = program::rewrite_hip_fatbin(data, &how).map_err(|e| match e.kind {
+            // Damage in a bundle is said as a listing says it: in its section.
+            ErrorKind::Contents(_) => Error::Container {
+                path: path.to_path_buf(),
+                context: Some("section '.hip_fatbin'".to_string()),
+                source: e,
+            },
+            _ => Error::container(path, e),
+        })?;
         let total = total.into_inner().expect("no thread panics holding it");
         summary.add_counts(&total);
         return Ok(rewritten.map(NewFile::Program));
@@ -709,7 +717,9 @@ fn rewrite_object<'a>(
         }
         let _section = tracing::debug_span!("section", name).entered();
         let context = format!("section '{name}'");
-        let fail = |e| Error::format_in(path, &context, e);
+        // Said at its offset in the file, as a listing says it.
+        let base = section.file_range().map_or(0, |(offset, _)| offset);
+        let fail = |e: crate::format::Error| Error::format_in(path, &context, e.rebased(base));
         if let Some(new) = rewrite_region(bytes, config, summary, path, &fail)? {
             new_contents.push((name.to_string(), new));
         }
@@ -791,7 +801,7 @@ fn rewrite_archive(
 /// images the rewrite meant to keep, all of them readable, and every compressed bundle must
 /// inflate to what its header says (checked in parallel, within the inflation budget, never
 /// holding a whole stream).
-fn verify(input: &Path, out: &mut Output, summary: &Summary) -> Result<()> {
+fn verify(input: &Path, out: &mut Output, summary: &Summary, max_decompressed: u64) -> Result<()> {
     let Some(written) = out.written_so_far()? else {
         return Ok(());
     };
@@ -822,7 +832,7 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary) -> Result<()> {
             summary.images_after
         )));
     }
-    let checked = verify_input(input, &data)?;
+    let checked = verify_input(input, &data, max_decompressed)?;
     match checked.bad.first().or(checked.problems.first()) {
         Some(bad) => Err(failed(bad.to_string())),
         None => Ok(()),
@@ -872,7 +882,7 @@ pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) 
         None => out.write_part(&data, &data)?,
     }
     if new.is_some() {
-        verify(input, &mut out, &summary)?;
+        verify(input, &mut out, &summary, config.max_decompressed)?;
     }
     out.commit()?;
     info!(output = %output.display(), size = summary.size_after, "written");

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
-use crate::format::ccob::{CompressedBundle, DEFAULT_MAX_DECOMPRESSED};
+use crate::format::ccob::CompressedBundle;
 use crate::format::kpack as kpack_format;
 use crate::format::slice::offset_within;
 use crate::io::Input;
@@ -54,15 +54,15 @@ enum Held {
 /// Inflates and hashes every compressed bundle of the file at `path`. The `Err` is for a file
 /// that cannot be read at all.
 #[tracing::instrument(skip_all, fields(file = %path.display()))]
-pub fn verify_file(path: &Path) -> Result<Verified> {
+pub fn verify_file(path: &Path, max_decompressed: u64) -> Result<Verified> {
     let input = Input::open(path)?;
-    verify_input(path, &input)
+    verify_input(path, &input, max_decompressed)
 }
 
 /// [`verify_file`] of a file already open as `input` (named `path` in errors).
-pub fn verify_input(path: &Path, input: &Input) -> Result<Verified> {
+pub fn verify_input(path: &Path, input: &Input, max_decompressed: u64) -> Result<Verified> {
     if input.starts_with(&kpack_format::MAGIC) {
-        let checked = kpack::verify_archive(path, input)?;
+        let checked = kpack::verify_archive(path, input, max_decompressed)?;
         input.intact()?;
         return Ok(Verified {
             streams: 0,
@@ -71,9 +71,9 @@ pub fn verify_input(path: &Path, input: &Input) -> Result<Verified> {
             kpack: Some(checked),
         });
     }
-    let (streams, mut problems) = find_streams(path, input)?;
+    let (streams, mut problems) = find_streams(path, input, max_decompressed)?;
     let kpack = match crate::container::kpack::split_binary(path, input) {
-        Ok(split) => split.map(|split| kpack::verify_split(path, &split)),
+        Ok(split) => split.map(|split| kpack::verify_split(path, &split, max_decompressed)),
         Err(e) => {
             problems.push(e);
             None
@@ -82,7 +82,7 @@ pub fn verify_input(path: &Path, input: &Input) -> Result<Verified> {
     let budget = Budget::new();
     let bad: Vec<Error> = streams
         .par_iter()
-        .filter_map(|stream| check(path, input, stream, &budget).err())
+        .filter_map(|stream| check(path, input, stream, max_decompressed, &budget).err())
         .collect();
     tracing::info!(streams = streams.len(), bad = bad.len(), "verified");
     input.intact()?;
@@ -96,14 +96,18 @@ pub fn verify_input(path: &Path, input: &Input) -> Result<Verified> {
 
 /// The compressed bundles of the file, each once and in file order, and the damage found
 /// while looking for them.
-fn find_streams(path: &Path, input: &Input) -> Result<(Vec<Stream>, Vec<Error>)> {
+fn find_streams(
+    path: &Path,
+    input: &Input,
+    max_decompressed: u64,
+) -> Result<(Vec<Stream>, Vec<Error>)> {
     // Keyed by where the compressed bundle's bytes are: its entries all name it.
     let mut found: BTreeMap<usize, Stream> = BTreeMap::new();
     let problems = scan_reading(
         path,
         input,
         Places::Everywhere,
-        DEFAULT_MAX_DECOMPRESSED,
+        max_decompressed,
         Reading::Headers,
         &mut |image: &DeviceImage<'_>| {
             let Some(stream) = image.stream else {
@@ -139,7 +143,13 @@ fn place(image: &DeviceImage<'_>) -> String {
 }
 
 /// Inflates and hashes one compressed bundle.
-fn check(path: &Path, input: &Input, stream: &Stream, budget: &Budget) -> Result<()> {
+fn check(
+    path: &Path,
+    input: &Input,
+    stream: &Stream,
+    max_decompressed: u64,
+    budget: &Budget,
+) -> Result<()> {
     let bytes = match &stream.bytes {
         Held::Input(start, len) => &input[*start..*start + *len],
         Held::Owned(bytes) => bytes.as_slice(),
@@ -159,7 +169,7 @@ fn check(path: &Path, input: &Input, stream: &Stream, budget: &Budget) -> Result
         return Ok(());
     };
     let checked = budget.run(memory_of(&compressed), |decoding| {
-        compressed.verify(DEFAULT_MAX_DECOMPRESSED, decoding)
+        compressed.verify(max_decompressed, decoding)
     });
     input.release(bytes);
     checked.map_err(fail)

@@ -13,7 +13,7 @@ use std::mem::{offset_of, size_of};
 use object::elf::{
     FileHeader64, ProgramHeader64, Rela64, RelocationType, SectionHeader64, Sym64, ELFCLASS64,
     ELFDATA2LSB, ELFMAG, EM_AARCH64, EM_X86_64, PF_R, PT_LOAD, PT_PHDR, R_AARCH64_RELATIVE,
-    R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_RELA,
+    R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_RELA, SHT_SYMTAB,
 };
 use object::pod::{self, Pod};
 use object::{LittleEndian as LE, U32, U64};
@@ -73,7 +73,8 @@ pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProg
             .rewrite_grown(&section, fatbin, packing, &pointers)
             .map(Some);
     }
-    let pointers = packing.retarget(&section, &pointers, section.address)?;
+    let mut pointers = packing.retarget(&section, &pointers, section.address)?;
+    pointers.extend(packing.retarget_known(&program.symbols_in(fatbin), section.address));
     let packed = packing.packed.len() as usize;
     let layout = Layout::new(&program, &section, packed, Placement::InSection)?;
     let (cut, patches) = if layout.cut.len == 0 {
@@ -135,7 +136,8 @@ impl<'a> Program<'a> {
         let mut layout = Layout::new(self, section, 0, Placement::NewSegment)?;
         let file_size = self.file.len() as u64 - layout.cut.len;
         let appended = self.appended(file_size, packing.packed.len())?;
-        let pointers = packing.retarget(section, pointers, appended.address)?;
+        let mut pointers = packing.retarget(section, pointers, appended.address)?;
+        pointers.extend(packing.retarget_known(&self.symbols_in(fatbin), appended.address));
         layout.appended = Some(appended);
         let patches = self.patches(&layout, fatbin, appended.size, &pointers);
         let mut rest = plan::with_cut(self.file, section, layout.cut, patches)?;
@@ -342,6 +344,30 @@ impl<'a> Program<'a> {
             }
         }
         Ok(pointers)
+    }
+
+    /// The values of the symbols (of the symbol table and the dynamic one) defined in section
+    /// `index`, as places holding an address: they follow the bundles they name.
+    fn symbols_in(&self, index: usize) -> Vec<Pointer> {
+        const ENTRY: usize = size_of::<Sym64<LE>>();
+        let mut pointers = Vec::new();
+        for s in self.sections.iter().filter(|s| {
+            let kind = s.sh_type.get(LE);
+            (kind == SHT_SYMTAB || kind == SHT_DYNSYM) && s.sh_entsize.get(LE) == ENTRY as u64
+        }) {
+            let Ok(bytes) = self.bytes_of(s, String::new) else {
+                continue;
+            };
+            let defined_here = records::<Sym64<LE>>(bytes)
+                .iter()
+                .enumerate()
+                .filter(|(_, sym)| usize::from(sym.st_shndx.get(LE).0) == index);
+            pointers.extend(defined_here.map(|(k, sym)| Pointer {
+                at: s.sh_offset.get(LE) + (k * ENTRY + offset_of!(Sym64<LE>, st_value)) as u64,
+                target: sym.st_value.get(LE),
+            }));
+        }
+        pointers
     }
 
     /// The pointers of the HIP wrappers in section `index` that are set in the file.

@@ -229,6 +229,22 @@ impl Packing {
             })
             .collect()
     }
+
+    /// The pointers among `pointers` that hold a container's start (or the section's end),
+    /// moved as [`Packing::retarget`] moves them; the others are left out. For places only
+    /// tools read, such as symbol values, where a stale address misleads but breaks nothing.
+    pub fn retarget_known(&self, pointers: &[Pointer], base: u64) -> Vec<Pointer> {
+        pointers
+            .iter()
+            .filter_map(|p| {
+                let offset = self.moves.get(&p.target)?;
+                Some(Pointer {
+                    at: p.at,
+                    target: base + offset,
+                })
+            })
+            .collect()
+    }
 }
 
 /// Bytes removed from the file: the `len` bytes that end where `end` is; what follows moves

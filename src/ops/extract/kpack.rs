@@ -13,7 +13,6 @@ use crate::container::kpack::{
     StoredCodeObject,
 };
 use crate::error::{Error, Result};
-use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::image_target::Producer;
 use crate::format::kpack::{inflate_frame, split_toc_key, toc_key, KernelEntry, Scheme};
 use crate::format::kpack_search::{
@@ -362,13 +361,14 @@ fn stored_bytes<'a>(path: &Path, input: &'a Input, code: &StoredCodeObject) -> R
 }
 
 /// Hands `sink` the bytes of code object `code` of archive `number`, in order: those stored,
-/// or, stored compressed, those its frame inflates to, within `budget`. Errors name the
-/// archive and the offset.
+/// or, stored compressed, those its frame inflates to, within `budget` and `limit`. Errors
+/// name the archive and the offset.
 pub(super) fn code_object(
     archives: &ArchiveFiles,
     number: usize,
     code: &StoredCodeObject,
     budget: &Budget,
+    limit: u64,
     sink: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
     let Some((path, input)) = archives.get(number) else {
@@ -392,7 +392,7 @@ pub(super) fn code_object(
                     stored,
                     &entry,
                     code.stored_offset,
-                    DEFAULT_MAX_DECOMPRESSED,
+                    limit,
                     decoding,
                     |piece| {
                         sink(piece).map_err(|e| {
