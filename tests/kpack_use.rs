@@ -274,6 +274,17 @@ fn compressed_archives_inflate_and_generic_code_serves_other_processors() {
         )
     );
 
+    // The limit on what one code object may inflate to holds for archives too.
+    let (code, _, err) = extract(&["--arch", "gfx1100", "--max-decompressed-size", "1000000"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(
+            "kpack entry lib/a.so#0 @ gfx1100 inflates to 3145728 bytes, more than the limit of \
+             1000000 bytes (raise it with --max-decompressed-size)"
+        ),
+        "{err}"
+    );
+
     // A damaged frame: an error naming the archive, the entry and the frame's offset; nothing
     // written.
     let parsed = Archive::parse(&archive).unwrap();

@@ -247,6 +247,8 @@ pub struct ArchiveFiles {
     by_path: HashMap<PathBuf, std::result::Result<usize, String>>,
     /// What each path held, as the search sees it.
     opened: HashMap<PathBuf, Opened>,
+    /// The code objects of each archive read so far, by key and processor.
+    stored: HashMap<usize, HashMap<(String, String), StoredCodeObject>>,
 }
 
 impl ArchiveFiles {
@@ -334,16 +336,27 @@ impl ArchiveFiles {
     /// with where it is stored.
     pub fn stored(&mut self, path: &Path, key: &str, arch: &str) -> Result<StoredCodeObject> {
         let number = self.map(path)?;
-        let (path, archive) = self
-            .archive(number)
-            .ok_or_else(|| Error::msg(format!("'{}': not a kpack archive", path.display())))?;
-        let found = stored_code_objects(path, &archive, &|e| e.key == key && e.arch == arch)?;
-        found.into_iter().next().ok_or_else(|| {
-            Error::msg(format!(
-                "'{}': no code object {key} for {arch}",
-                path.display()
-            ))
-        })
+        if !self.stored.contains_key(&number) {
+            // The whole table once, not once per code object asked for.
+            let (path, archive) = self
+                .archive(number)
+                .ok_or_else(|| Error::msg(format!("'{}': not a kpack archive", path.display())))?;
+            let all = stored_code_objects(path, &archive, &|_| true)?
+                .into_iter()
+                .map(|c| ((c.key.clone(), c.arch.clone()), c))
+                .collect();
+            self.stored.insert(number, all);
+        }
+        self.stored
+            .get(&number)
+            .and_then(|all| all.get(&(key.to_string(), arch.to_string())))
+            .cloned()
+            .ok_or_else(|| {
+                Error::msg(format!(
+                    "'{}': no code object {key} for {arch}",
+                    path.display()
+                ))
+            })
     }
 }
 

@@ -995,8 +995,8 @@ fn inflate_chosen(
                 archives,
                 number,
                 code,
-                config.max_decompressed,
                 &budget,
+                config.max_decompressed,
                 &mut |piece| {
                     held.extend_from_slice(piece);
                     Ok(())
@@ -1203,12 +1203,13 @@ impl Writer<'_> {
                     self.progress.advance(bytes.len() as u64);
                     p.out = Some((path, out));
                 } else {
+                    let limit = self.config.max_decompressed;
                     kpack::code_object(
                         self.archives,
                         *number,
                         code,
-                        self.config.max_decompressed,
                         self.budget,
+                        limit,
                         &mut |piece| {
                             self.progress.advance(piece.len() as u64);
                             p.take(piece, c, stem)

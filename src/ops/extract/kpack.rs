@@ -362,14 +362,14 @@ fn stored_bytes<'a>(path: &Path, input: &'a Input, code: &StoredCodeObject) -> R
 }
 
 /// Hands `sink` the bytes of code object `code` of archive `number`, in order: those stored,
-/// or, stored compressed, those its frame inflates to, within `budget`. Errors name the
-/// archive and the offset.
+/// or, stored compressed, those its frame inflates to, within `budget` and `limit`. Errors
+/// name the archive and the offset.
 pub(super) fn code_object(
     archives: &ArchiveFiles,
     number: usize,
     code: &StoredCodeObject,
-    max_decompressed: u64,
     budget: &Budget,
+    limit: u64,
     sink: &mut dyn FnMut(&[u8]) -> Result<()>,
 ) -> Result<()> {
     let Some((path, input)) = archives.get(number) else {
@@ -393,7 +393,7 @@ pub(super) fn code_object(
                     stored,
                     &entry,
                     code.stored_offset,
-                    max_decompressed,
+                    limit,
                     decoding,
                     |piece| {
                         sink(piece).map_err(|e| {

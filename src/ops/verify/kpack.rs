@@ -28,11 +28,12 @@ pub struct KpackVerified {
     pub bad: Vec<Error>,
 }
 
-/// Reads every code object of the archive `data` (at `path`); the `Err` is for an archive
-/// whose header or table does not read.
-pub fn verify_archive(path: &Path, data: &[u8], max_decompressed: u64) -> Result<KpackVerified> {
+/// Reads every code object of the archive `data` (at `path`), refusing one stored compressed
+/// that declares more than `limit` bytes; the `Err` is for an archive whose header or table
+/// does not read.
+pub fn verify_archive(path: &Path, data: &[u8], limit: u64) -> Result<KpackVerified> {
     let archive = Archive::parse(data).map_err(|e| Error::format(path, e))?;
-    let (sound, bad) = read_all(path, &archive, &|_| true, max_decompressed);
+    let (sound, bad) = read_all(path, &archive, limit, &|_| true);
     Ok(KpackVerified {
         is_archive: true,
         archives: 1,
@@ -42,12 +43,12 @@ pub fn verify_archive(path: &Path, data: &[u8], max_decompressed: u64) -> Result
 }
 
 /// Reads the code objects of `archive` (at `path`) that `keep` accepts, in parallel within
-/// the inflation budget: how many are sound, and the error of each that is not.
+/// the inflation budget and `limit`: how many are sound, and the error of each that is not.
 fn read_all(
     path: &Path,
     archive: &Archive<'_>,
+    limit: u64,
     keep: &(dyn Fn(&KernelEntry<'_>) -> bool + Sync),
-    max_decompressed: u64,
 ) -> (usize, Vec<Error>) {
     let budget = Budget::new();
     let results: Vec<Result<()>> = archive
@@ -61,7 +62,7 @@ fn read_all(
             };
             budget
                 .run(memory, |decoding| {
-                    archive.read_code_object(entry, max_decompressed, decoding, |_| Ok(()))
+                    archive.read_code_object(entry, limit, decoding, |_| Ok(()))
                 })
                 .map_err(|e| Error::format(path, e))
         })
@@ -73,8 +74,8 @@ fn read_all(
 /// Checks the archive set of the split binary `split` at `path`: the archives its search
 /// paths (or the kpack loader's environment variables, as set) name, every processor each
 /// claims, every code-object index the binary asks for, and every code object of the binary
-/// each holds.
-pub fn verify_split(path: &Path, split: &SplitBinary<'_>, max_decompressed: u64) -> KpackVerified {
+/// each holds (one stored compressed may declare at most `limit` bytes).
+pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVerified {
     let env = Environment::from_vars(|name| std::env::var(name).ok());
     let paths = archive_paths(path, &split.reference, &env);
     let mut verified = KpackVerified::default();
@@ -124,7 +125,7 @@ pub fn verify_split(path: &Path, split: &SplitBinary<'_>, max_decompressed: u64)
             }
         }
         let ours = |e: &KernelEntry<'_>| split_toc_key(e.key).is_some_and(|(b, _)| b == name);
-        let (sound, bad) = read_all(&archive_path, &archive, &ours, max_decompressed);
+        let (sound, bad) = read_all(&archive_path, &archive, limit, &ours);
         verified.sound += sound;
         verified.bad.extend(bad);
         if let Err(e) = input.intact() {
