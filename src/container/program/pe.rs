@@ -674,9 +674,15 @@ fn set_checksum(program: &mut NewProgram<'_>, at: u64) {
         .rest
         .pieces
         .iter()
-        .map(|p| word_sum_released(p.offset, &p.data))
+        .map(|p| word_sum_released(p.offset, &p.data, &crate::io::release_mapped))
         .sum();
-    sum += word_sum_released(program.packed_at, program.packed.bytes());
+    let packed = &program.packed;
+    let release_packed = |chunk: &[u8]| {
+        if let Some(input) = packed.input() {
+            input.release(chunk);
+        }
+    };
+    sum += word_sum_released(program.packed_at, packed.bytes(), &release_packed);
     let value = finish_checksum(sum, program.size());
     let head = program
         .rest
@@ -710,17 +716,17 @@ fn word_sum(offset: u64, bytes: &[u8]) -> u64 {
     sum
 }
 
-/// [`word_sum`] of a large stretch, a few MiB at a time, each given back once summed when it
-/// is a slice of a mapped file (see [`crate::io::release_mapped`]): the checksum of a large
-/// image reads it all once, and should not hold it all.
-fn word_sum_released(offset: u64, bytes: &[u8]) -> u64 {
-    const CHUNK: usize = 1 << 24;
+/// [`word_sum`] of a large stretch, a few MiB at a time, each handed to `release` once summed
+/// (to give back its pages when it is a slice of a mapped file): the checksum of a large image
+/// reads it all once, and should not hold it all.
+fn word_sum_released(offset: u64, bytes: &[u8], release: &dyn Fn(&[u8])) -> u64 {
+    const CHUNK: usize = 1 << 22;
     bytes
         .chunks(CHUNK)
         .enumerate()
         .map(|(k, chunk)| {
             let sum = word_sum(offset + (k * CHUNK) as u64, chunk);
-            crate::io::release_mapped(chunk);
+            release(chunk);
             sum
         })
         .sum()
