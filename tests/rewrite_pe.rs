@@ -222,6 +222,15 @@ fn pe_images_are_stripped_compressed_and_decompressed_through_their_wrappers() {
                 stripped.len()
             );
             check_with_llvm(&stripped_path, true);
+            // In place, the same bytes.
+            let in_place = dir.path().join(format!("in-place-{name}"));
+            std::fs::copy(&file, &in_place).unwrap();
+            succeed(
+                offload()
+                    .args(["strip", "--keep", "gfx90a", "--in-place"])
+                    .arg(&in_place),
+            );
+            assert_eq!(std::fs::read(&in_place).unwrap(), stripped, "{name}");
             let after = registered(&stripped);
             assert_eq!(
                 after.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>(),
@@ -300,7 +309,7 @@ fn damaged_pe_images_give_errors_naming_the_file_and_an_offset() {
     // hip-app.exe: NT headers at 0x78, optional header at 0x90 (ImageBase at 0xa8), data directories at 0x100,
     // section table at 0x180 (.hip_fat is its seventh entry, at 0x270), .reloc's raw data at
     // 0x5800 and .hip_fat's at 0x1000.
-    let cases: [(&str, Vec<u8>, &str); 8] = [
+    let cases: [(&str, Vec<u8>, &str); 9] = [
         (
             "lfanew",
             damaged(0x3c, &[0xff, 0xff, 0, 0]),
@@ -320,6 +329,11 @@ fn damaged_pe_images_give_errors_naming_the_file_and_an_offset() {
             "raw data",
             damaged(0x270 + 20, &[0, 0, 0, 1]),
             "offset 0x270: the raw data of .hip_fat lies outside the file",
+        ),
+        (
+            "overlapping raw data",
+            damaged(0x180 + 7 * 40 + 20, &[0x00, 0x20, 0, 0]),
+            "offset 0x298: the raw data of .reloc lies inside .hip_fat, whose bytes move",
         ),
         (
             "image base",

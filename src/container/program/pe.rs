@@ -308,9 +308,27 @@ impl<'a> Image<'a> {
         Ok(Some((at, &self.file[at..at + size as usize])))
     }
 
-    /// Refuses an image where a data directory points into section `index` (whose bytes move)
-    /// or which is signed (any change voids the signature).
+    /// Refuses an image where another section's raw data or a data directory lies inside
+    /// section `index` (whose bytes move), or which is signed (any change voids the signature).
     fn check_nothing_else_inside(&self, index: usize, section: &Section<'_>) -> Result<()> {
+        let raw = self.sections[index].size_of_raw_data.get(LE);
+        let file_range = section.offset..section.offset + u64::from(raw);
+        for (i, s) in self.sections.iter().enumerate() {
+            let (start, size) = (
+                u64::from(s.pointer_to_raw_data.get(LE)),
+                u64::from(s.size_of_raw_data.get(LE)),
+            );
+            if i != index && size != 0 && start < file_range.end && start + size > file_range.start
+            {
+                return Err(Error::new(
+                    self.header_at(i),
+                    ErrorKind::InsideMovingSection {
+                        what: format!("the raw data of {}", section_name(self.name(s))),
+                        section: section.name.to_string(),
+                    },
+                ));
+            }
+        }
         let memory = Self::memory_of(&self.sections[index]);
         for (i, d) in self.directories.iter().enumerate() {
             let (rva, size) = (u64::from(d.virtual_address.get(LE)), d.size.get(LE));
@@ -656,9 +674,15 @@ fn set_checksum(program: &mut NewProgram<'_>, at: u64) {
         .rest
         .pieces
         .iter()
-        .map(|p| word_sum(p.offset, &p.data))
+        .map(|p| word_sum_released(p.offset, &p.data, &crate::io::release_mapped))
         .sum();
-    sum += word_sum(program.packed_at, program.packed.bytes());
+    let packed = &program.packed;
+    let release_packed = |chunk: &[u8]| {
+        if let Some(input) = packed.input() {
+            input.release(chunk);
+        }
+    };
+    sum += word_sum_released(program.packed_at, packed.bytes(), &release_packed);
     let value = finish_checksum(sum, program.size());
     let head = program
         .rest
@@ -690,6 +714,22 @@ fn word_sum(offset: u64, bytes: &[u8]) -> u64 {
         sum += u64::from(*last);
     }
     sum
+}
+
+/// [`word_sum`] of a large stretch, a few MiB at a time, each handed to `release` once summed
+/// (to give back its pages when it is a slice of a mapped file): the checksum of a large image
+/// reads it all once, and should not hold it all.
+fn word_sum_released(offset: u64, bytes: &[u8], release: &dyn Fn(&[u8])) -> u64 {
+    const CHUNK: usize = 1 << 22;
+    bytes
+        .chunks(CHUNK)
+        .enumerate()
+        .map(|(k, chunk)| {
+            let sum = word_sum(offset + (k * CHUNK) as u64, chunk);
+            release(chunk);
+            sum
+        })
+        .sum()
 }
 
 /// The PE checksum from the sum of the words of a file of `size` bytes: the sum folded to 16
