@@ -38,7 +38,7 @@ fn small_bundle() -> Vec<u8> {
 
 /// Runs `offload` with `args` in `dir`, its address space capped at `memory` bytes and killed
 /// after a minute.
-fn run(dir: &Path, args: &[&str], memory: u64) -> (Output, Duration) {
+pub(crate) fn run(dir: &Path, args: &[&str], memory: u64) -> (Output, Duration) {
     let mut command = offload();
     command
         .current_dir(dir)

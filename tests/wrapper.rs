@@ -247,3 +247,73 @@ fn a_link_named_clang_offload_wrapper_is_the_wrapper() {
     );
     assert!(text.contains("--offload-arch=<target id>"), "{text}");
 }
+
+/// The bytes `len` long at `offset` of `file`.
+fn read_at(file: &std::fs::File, offset: u64, len: usize) -> Vec<u8> {
+    use std::os::unix::fs::FileExt;
+    let mut bytes = vec![0; len];
+    file.read_exact_at(&mut bytes, offset).unwrap();
+    bytes
+}
+
+#[test]
+fn a_large_image_is_copied_into_place_not_held() {
+    use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
+    use std::os::unix::fs::FileExt;
+    const LARGE: u64 = 512 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    // A sparse image with marks at its start, in its middle and at its end, after a small one.
+    let large = dir.path().join("large.bin");
+    let file = std::fs::File::create(&large).unwrap();
+    file.set_len(LARGE).unwrap();
+    for (at, mark) in [(0, b"HEAD"), (LARGE / 2 + 3, b"MIDL"), (LARGE - 4, b"TAIL")] {
+        file.write_all_at(mark, at).unwrap();
+    }
+    drop(file);
+    let small = images()[0].clone();
+    let small_bytes = std::fs::read(&small).unwrap();
+    let args = [
+        "wrapper",
+        "-target=x86_64-pc-linux-gnu",
+        "-o",
+        "w.o",
+        small.to_str().unwrap(),
+        "large.bin",
+    ];
+    // Far less address space than the image: it must not be read into memory nor mapped.
+    let (out, _) = crate::bombs::run(dir.path(), &args, 64 << 20);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let output = std::fs::File::open(dir.path().join("w.o")).unwrap();
+    let cache = object::read::ReadCache::new(output);
+    let object = object::File::parse(&cache).unwrap();
+    let rodata = object.section_by_name(".rodata").unwrap();
+    let (start, size) = rodata.file_range().unwrap();
+    let symbol = |name: &str| {
+        let s = object.symbol_by_name(name).unwrap();
+        (s.address(), s.size())
+    };
+    let first = symbol(".omp_offloading.device_image");
+    let second = symbol(".omp_offloading.device_image.1");
+    let small_len = small_bytes.len() as u64;
+    assert_eq!(first, (0, small_len));
+    assert_eq!(second, (small_len.next_multiple_of(8), LARGE));
+    assert_eq!(size, second.0 + LARGE);
+    let output = std::fs::File::open(dir.path().join("w.o")).unwrap();
+    assert_eq!(output.metadata().unwrap().len(), start + size);
+    assert!(read_at(&output, start, small_bytes.len()) == small_bytes);
+    let at = start + second.0;
+    assert_eq!(read_at(&output, at, 8), b"HEAD\0\0\0\0");
+    assert_eq!(read_at(&output, at + LARGE / 2, 8), b"\0\0\0MIDL\0");
+    assert_eq!(read_at(&output, at + LARGE - 8, 8), b"\0\0\0\0TAIL");
+    // And the program registers both, the large one whole.
+    let registered = registered(&dir.path().join("w.o"));
+    assert!(
+        registered.contains(&format!("image 1: {LARGE} bytes")),
+        "{registered}"
+    );
+}

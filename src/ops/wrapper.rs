@@ -2,6 +2,10 @@
 //! the offload runtime at startup, as clang-offload-wrapper's output does, written as a native
 //! relocatable object (no LLVM needed), as LLVM IR text, or as bitcode through `llvm-as`.
 //!
+//! The native object is laid out before any image byte is read: the images are not held in
+//! memory but copied from their files into place (by the kernel where it can), after the
+//! object's headers, tables and code, so wrapping a 4 GiB image takes a few MiB.
+//!
 //! What it holds, for images 0..K (names as the wrapper gives them):
 //! - `.omp_offloading.device_image[.N]`: the image bytes (`.rodata`);
 //! - `.omp_offloading.device_images`: K `__tgt_device_image {ImageStart, ImageEnd,
@@ -16,6 +20,7 @@
 //!   runtime has it (a weak reference: upstream runtimes do not), then `__tgt_register_lib`;
 //!   a destructor that calls `__tgt_unregister_lib`.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use object::write::{
@@ -79,28 +84,44 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
             config.images.len()
         )));
     }
-    let images: Vec<Input> = config
-        .images
-        .iter()
-        .map(|p| Input::open(p))
-        .collect::<Result<_>>()?;
-    let arches: Vec<&str> = (0..images.len())
-        .map(|i| config.arches.get(i).map_or("", String::as_str))
-        .collect();
-    for ((path, image), arch) in config.images.iter().zip(&images).zip(&arches) {
-        let arch = (!arch.is_empty()).then_some(*arch);
-        tracing::info!(arch, size = image.len(), "wrapping {}", path.display());
-    }
     let extension = config
         .output
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    let bytes = match extension.as_str() {
-        "o" | "obj" => {
-            let machine = machine(&config.target).ok_or_else(|| unsupported(&config.target))?;
-            native_object(machine, &images, &arches)?
+    let arch = |i: usize| config.arches.get(i).map_or("", String::as_str);
+    let arches: Vec<&str> = (0..config.images.len()).map(arch).collect();
+    let log = |path: &Path, i: usize, size: u64| {
+        let arch = (!arch(i).is_empty()).then_some(arch(i));
+        tracing::info!(arch, size, "wrapping {}", path.display());
+    };
+    if matches!(extension.as_str(), "o" | "obj") {
+        let machine = machine(&config.target).ok_or_else(|| unsupported(&config.target))?;
+        let images: Vec<Image> = config
+            .images
+            .iter()
+            .map(|p| Image::open(p))
+            .collect::<Result<_>>()?;
+        for (i, (path, image)) in config.images.iter().zip(&images).enumerate() {
+            log(path, i, image.len());
         }
+        let lens: Vec<u64> = images.iter().map(Image::len).collect();
+        let object = native_object(machine, &lens, &arches)?;
+        let mut out = Output::create(&config.output)?;
+        object.write(&mut out, &images)?;
+        out.commit()?;
+        tracing::info!(size = object.size(), "written");
+        return Ok(());
+    }
+    let images: Vec<Input> = config
+        .images
+        .iter()
+        .map(|p| Input::open(p))
+        .collect::<Result<_>>()?;
+    for (i, (path, image)) in config.images.iter().zip(&images).enumerate() {
+        log(path, i, image.len() as u64);
+    }
+    let bytes = match extension.as_str() {
         "ll" => llvm_ir(&config.target, &images, &arches).into_bytes(),
         "bc" => bitcode(&config.target, &images, &arches, &config.output)?,
         _ => {
@@ -117,6 +138,85 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
     Ok(())
 }
 
+/// A device image to copy into a native object: a regular file, copied range by range and
+/// never held, or the bytes of anything else (standard input, a pipe).
+enum Image {
+    File { file: File, len: u64 },
+    Bytes(Input),
+}
+
+impl Image {
+    /// Opens `path`: a regular file is only opened; anything else is read as [`Input`] reads it.
+    fn open(path: &Path) -> Result<Image> {
+        if path.as_os_str() != "-" {
+            let file = File::open(path).map_err(|e| Error::io(path, e))?;
+            let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+            if meta.is_file() {
+                return Ok(Image::File {
+                    file,
+                    len: meta.len(),
+                });
+            }
+        }
+        Input::open(path).map(Image::Bytes)
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            Image::File { len, .. } => *len,
+            Image::Bytes(input) => input.len() as u64,
+        }
+    }
+}
+
+/// A native object laid out without its images: the headers, tables and code, and where the
+/// images go after them.
+struct Laid {
+    /// Everything but the images; the image section's header already points past the end.
+    head: Vec<u8>,
+    /// Where the image section starts in the file.
+    images_at: u64,
+    /// Each image's offset in the image section, and its length.
+    placed: Vec<(u64, u64)>,
+}
+
+impl Laid {
+    /// The size of the whole object.
+    fn size(&self) -> u64 {
+        self.placed
+            .last()
+            .map_or(self.head.len() as u64, |&(at, len)| {
+                self.images_at + at + len
+            })
+    }
+
+    /// Writes the object to `out`, copying `images` (in the order they were laid out) into
+    /// place.
+    fn write(&self, out: &mut Output, images: &[Image]) -> Result<()> {
+        out.write_bytes(&self.head)?;
+        let mut written = self.head.len() as u64;
+        for (image, &(at, len)) in images.iter().zip(&self.placed) {
+            let start = self.images_at + at;
+            write_zeros(out, start - written)?;
+            match image {
+                Image::File { file, .. } => out.write_file_range(file, 0, len)?,
+                Image::Bytes(input) => out.write_bytes(input)?,
+            }
+            written = start + len;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `count` zero bytes (padding, never more than a page).
+fn write_zeros(out: &mut Output, count: u64) -> Result<()> {
+    out.write_bytes(&vec![0; count as usize])
+}
+
+/// Where the image section starts: on a page boundary after the rest of the object, so that a
+/// file system that shares extents can share the images' with their files.
+const IMAGES_ALIGN: u64 = 4096;
+
 fn unsupported(triple: &str) -> Error {
     Error::msg(format!(
         "'{triple}': unsupported target triple (objects are written for x86_64 and aarch64; write .ll for others)"
@@ -126,7 +226,7 @@ fn unsupported(triple: &str) -> Error {
 /// The wrapper as a relocatable ELF object for `machine`. The steps add sections, symbols and
 /// relocations in the order clang-offload-wrapper's object has them, so the order of the calls
 /// here is part of the output.
-fn native_object(machine: Machine, images: &[Input], arches: &[&str]) -> Result<Vec<u8>> {
+fn native_object(machine: Machine, images: &[u64], arches: &[&str]) -> Result<Laid> {
     let architecture = match machine {
         Machine::X86_64 => Architecture::X86_64,
         Machine::Aarch64 => Architecture::Aarch64,
@@ -145,7 +245,48 @@ fn native_object(machine: Machine, images: &[Input], arches: &[&str]) -> Result<
     let (ctor, dtor) = add_registration(&mut obj, machine, &tables, table_sym)?;
     add_init_fini(&mut obj, tables.abs64, ctor, dtor)?;
     add_stack_note(&mut obj);
-    obj.write().map_err(cannot_write)
+    let head = obj.write().map_err(cannot_write)?;
+    place_images(head, &device_images)
+}
+
+/// Points the (empty) image section of the written object `head` past its end, where the
+/// images will be copied, and gives the layout.
+fn place_images(mut head: Vec<u8>, images: &Placed) -> Result<Laid> {
+    use object::read::elf::{ElfFile64, FileHeader};
+    use object::{LittleEndian as LE, Object as _, ObjectSection as _};
+    let size: u64 = images
+        .at
+        .last()
+        .zip(images.len.last())
+        .map_or(0, |(at, len)| at + len);
+    let images_at = (head.len() as u64).next_multiple_of(IMAGES_ALIGN);
+    let (header_at, entry) = {
+        let file = ElfFile64::<LE>::parse(&*head)
+            .map_err(|e| Error::msg(format!("cannot read back the wrapper object: {e}")))?;
+        let section = file
+            .section_by_name(".rodata")
+            .ok_or_else(|| Error::msg("the wrapper object has no .rodata"))?;
+        let header = file.elf_header();
+        (
+            header.e_shoff(LE) + section.index().0 as u64 * u64::from(header.e_shentsize(LE)),
+            u64::from(header.e_shentsize(LE)),
+        )
+    };
+    debug_assert_eq!(entry, 64);
+    // sh_offset and sh_size of an Elf64_Shdr.
+    let at = header_at as usize;
+    head[at + 24..at + 32].copy_from_slice(&images_at.to_le_bytes());
+    head[at + 32..at + 40].copy_from_slice(&size.to_le_bytes());
+    Ok(Laid {
+        head,
+        images_at,
+        placed: images
+            .at
+            .iter()
+            .copied()
+            .zip(images.len.iter().copied())
+            .collect(),
+    })
 }
 
 /// The error for a failure of the object writer.
@@ -160,17 +301,20 @@ struct Placed {
     len: Vec<u64>,
 }
 
-/// The images in `.rodata`, each on an 8-byte boundary, named `.omp_offloading.device_image[.N]`.
-fn add_device_images(obj: &mut Object, images: &[Input]) -> Placed {
+/// The images in `.rodata`, each on an 8-byte boundary, named `.omp_offloading.device_image[.N]`:
+/// only their places and symbols, the section left empty (the images are copied in later).
+fn add_device_images(obj: &mut Object, images: &[u64]) -> Placed {
     let section = obj.section_id(StandardSection::ReadOnlyData);
+    obj.append_section_data(section, &[], 8);
+    let mut end = 0u64;
     let mut placed = Placed {
         section,
         at: Vec::with_capacity(images.len()),
         len: Vec::with_capacity(images.len()),
     };
-    for (i, image) in images.iter().enumerate() {
-        let at = obj.append_section_data(section, image, 8);
-        let len = image.len() as u64;
+    for (i, &len) in images.iter().enumerate() {
+        let at = end.next_multiple_of(8);
+        end = at + len;
         local_symbol(
             obj,
             &name(".omp_offloading.device_image", i),
