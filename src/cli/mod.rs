@@ -8,6 +8,7 @@ pub mod general;
 pub mod kpack;
 pub mod llvm_cl;
 pub mod ls;
+pub mod offload_wrapper;
 pub mod packager;
 pub mod rewrite;
 pub mod verify;
@@ -38,7 +39,8 @@ COMMANDS:
   verify     inflate and hash every compressed bundle of files (ls and extract inflate only
              what they need); ls --verify lists, then verifies; .kpack archives, and the
              archive sets of split binaries, checked whole
-  wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images
+  wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images;
+             with --kind=openmp|cuda|hip, llvm-offload-wrapper 22's module (bitcode, or .ll)
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
   compress   compress the bundles of a file (--format-version 2|3); decompress does the reverse,
              in linked programs and shared libraries too (ELF; PE executables and DLLs)
@@ -153,6 +155,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         }
         "offload-extract" => return extract::run("offload-extract", rest),
         "clang-offload-wrapper" | "offload-wrapper" => return wrapper::run(&argv0, rest),
+        "llvm-offload-wrapper" => return offload_wrapper::run(&argv0, rest),
         _ => {}
     }
     match rest.first().map(String::as_str) {

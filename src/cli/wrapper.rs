@@ -56,6 +56,14 @@ clang-offload-wrapper options:
 pub fn run_subcommand(args: &[String]) -> i32 {
     let (general, rest) = take_verbosity(args);
     general.install_log();
+    // `--kind` is llvm-offload-wrapper's (LLVM 22): its command line, not clang-offload-wrapper's.
+    let is_kind = |a: &String| {
+        let body = a.trim_start_matches('-');
+        a.starts_with('-') && (body == "kind" || body.starts_with("kind="))
+    };
+    if rest.iter().any(is_kind) {
+        return super::offload_wrapper::run("offload wrapper", &rest);
+    }
     run("offload wrapper", &rest)
 }
 
@@ -77,7 +85,7 @@ fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
                 let count = u8::try_from(v.len()).unwrap_or(u8::MAX);
                 general.verbose = general.verbose.saturating_add(count);
             }
-            Some("o" | "target" | "offload-arch") => {
+            Some("o" | "target" | "offload-arch" | "kind" | "triple") => {
                 rest.push(arg.clone());
                 rest.extend(iter.next().cloned());
             }
