@@ -317,3 +317,148 @@ fn a_large_image_is_copied_into_place_not_held() {
         "{registered}"
     );
 }
+
+/// Compiles `module` with `clang`, links it with the stand-in runtime of LLVM 22's wrapper
+/// modules, runs it and returns what it prints.
+fn registered_22(clang: &Path, module: &Path) -> String {
+    let object = module.with_extension("o");
+    succeed(
+        Command::new(clang)
+            .arg("-w")
+            .arg("-c")
+            .arg(module)
+            .arg("-o")
+            .arg(&object),
+    );
+    link_and_run(
+        clang.to_str().unwrap(),
+        &support("offload_runtime22.c"),
+        &object,
+        &module.with_extension("exe"),
+    )
+}
+
+#[test]
+fn llvm_offload_wrapper_22_modules_register_what_llvm_s_do() {
+    let (Some(upstream), Some(clang)) = (
+        reference_tool("llvm-offload-wrapper-22"),
+        reference_tool("clang-22"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("llvm-offload-wrapper");
+    std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
+    let images = images();
+    for (kind, count, expected) in [
+        ("hip", 1, "hip register: magic 48495046 version 1"),
+        ("cuda", 1, "cuda register end 1"),
+        ("openmp", 2, "openmp register: 2 images"),
+    ] {
+        let args = |out: &str| {
+            let mut args = vec![format!("--kind={kind}"), "-o".into(), out.into()];
+            args.extend(images[..count].iter().map(|i| i.display().to_string()));
+            args
+        };
+        succeed(
+            Command::new(&upstream)
+                .current_dir(dir.path())
+                .args(args("llvm.bc")),
+        );
+        let theirs = registered_22(&clang, &dir.path().join("llvm.bc"));
+        assert!(theirs.contains(expected), "{theirs}");
+        // Through the link, the subcommand, as bitcode and as IR text: the same registrations.
+        succeed(
+            Command::new(&link)
+                .current_dir(dir.path())
+                .args(args("ours.bc")),
+        );
+        succeed(
+            offload()
+                .current_dir(dir.path())
+                .arg("wrapper")
+                .args(args("ours.ll")),
+        );
+        for ours in ["ours.bc", "ours.ll"] {
+            assert_eq!(
+                registered_22(&clang, &dir.path().join(ours)),
+                theirs,
+                "{kind} {ours}"
+            );
+        }
+    }
+}
+
+#[test]
+fn llvm_offload_wrapper_22_command_line_errors_match_llvm_s() {
+    let Some(upstream) = reference_tool("llvm-offload-wrapper-22") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Named as LLVM's, so that the messages name the same program.
+    let ours = dir.path().join("llvm-offload-wrapper-22");
+    std::os::unix::fs::symlink(OFFLOAD, &ours).unwrap();
+    let image = images()[0].display().to_string();
+    let cases: [&[&str]; 8] = [
+        &[],
+        &[&image],
+        &["--kind=foo", &image],
+        &["--kind=hip", "-o", "x.bc", "missing.bin"],
+        &["--kind=hip", "-o", "x.bc", &image, &image],
+        &["--kind=cuda", &image],
+        &["--bogus", &image],
+        &["--help"],
+    ];
+    for args in cases {
+        let run = |tool: &Path| {
+            let (code, out, err) =
+                text_output(Command::new(tool).current_dir(dir.path()).args(args));
+            let path = tool.display().to_string();
+            let tidy = |s: String| s.replace(&path, "llvm-offload-wrapper-22");
+            (code, tidy(out), tidy(err))
+        };
+        assert_eq!(run(&ours), run(&upstream), "{args:?}");
+        assert!(!dir.path().join("x.bc").exists(), "{args:?}");
+    }
+}
+
+#[test]
+fn llvm_22_openmp_modules_link_with_the_real_libomptarget() {
+    let lib = Path::new("/usr/lib/llvm-19/lib");
+    let Some(clang) = reference_tool("clang-22") else {
+        return;
+    };
+    if !lib.join("libomptarget.so").exists() {
+        assert!(
+            std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() != Ok("1"),
+            "libomptarget of libomp-19-dev is required"
+        );
+        eprintln!("SKIP: libomptarget (libomp-19-dev) not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let image = images()[0].display().to_string();
+    let (code, err) = wrapper(dir.path(), &["--kind=openmp", "-o", "w.bc", &image]);
+    assert_eq!(code, 0, "{err}");
+    std::fs::write(dir.path().join("main.c"), "int main(void) { return 0; }\n").unwrap();
+    succeed(
+        Command::new(&clang)
+            .current_dir(dir.path())
+            .args([
+                "-w",
+                "main.c",
+                "w.bc",
+                "-L/usr/lib/llvm-19/lib",
+                "-lomptarget",
+            ])
+            .arg("-Wl,-rpath,/usr/lib/llvm-19/lib")
+            .args(["-o", "real"]),
+    );
+    let run = Command::new(dir.path().join("real")).output().unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}
