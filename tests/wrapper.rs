@@ -69,6 +69,9 @@ fn the_native_object_registers_images_and_their_target_ids() {
         registered(&dir.path().join("w.o")),
         format!("{INFO}{REGISTERED}")
     );
+    // Small images follow the rest of the object without a page of padding.
+    let size = std::fs::metadata(dir.path().join("w.o")).unwrap().len();
+    assert!(size < 3168 + 4232 + 4096, "{size} bytes");
 }
 
 #[test]
@@ -303,6 +306,7 @@ fn a_large_image_is_copied_into_place_not_held() {
     assert_eq!(first, (0, small_len));
     assert_eq!(second, (small_len.next_multiple_of(8), LARGE));
     assert_eq!(size, second.0 + LARGE);
+    assert_eq!(start % 4096, 0, "large images start on a page boundary");
     let output = std::fs::File::open(dir.path().join("w.o")).unwrap();
     assert_eq!(output.metadata().unwrap().len(), start + size);
     assert!(read_at(&output, start, small_bytes.len()) == small_bytes);

@@ -208,14 +208,18 @@ impl Laid {
     }
 }
 
-/// Writes `count` zero bytes (padding, never more than a page).
+/// Writes `count` zero bytes (padding, less than a page).
 fn write_zeros(out: &mut Output, count: u64) -> Result<()> {
     out.write_bytes(&vec![0; count as usize])
 }
 
-/// Where the image section starts: on a page boundary after the rest of the object, so that a
-/// file system that shares extents can share the images' with their files.
+/// Where the image section starts when the images are large: on a page boundary after the rest
+/// of the object, so that a file system that shares extents can share the images' with their
+/// files. Small images follow the rest on an 8-byte boundary.
 const IMAGES_ALIGN: u64 = 4096;
+
+/// The images' size from which their section starts on a page boundary.
+const PAGE_ALIGNED_FROM: u64 = 1 << 20;
 
 fn unsupported(triple: &str) -> Error {
     Error::msg(format!(
@@ -259,7 +263,12 @@ fn place_images(mut head: Vec<u8>, images: &Placed) -> Result<Laid> {
         .last()
         .zip(images.len.last())
         .map_or(0, |(at, len)| at + len);
-    let images_at = (head.len() as u64).next_multiple_of(IMAGES_ALIGN);
+    let align = if size >= PAGE_ALIGNED_FROM {
+        IMAGES_ALIGN
+    } else {
+        8
+    };
+    let images_at = (head.len() as u64).next_multiple_of(align);
     let (header_at, entry) = {
         let file = ElfFile64::<LE>::parse(&*head)
             .map_err(|e| Error::msg(format!("cannot read back the wrapper object: {e}")))?;
