@@ -316,55 +316,60 @@ fn split_then_merged_programs_run_with_every_code_object_as_it_was() {
             &["--offload-compress"],
         ),
     ];
-    let app = dir.path().join("app");
-    succeed(
-        Command::new(&clang)
-            .arg(support("hip_runtime.c"))
-            .args(&objects)
-            .arg("-o")
-            .arg(&app),
-    );
-    let split_dir = dir.path().join("split");
-    succeed(offload().args(["kpack", "-o"]).arg(&split_dir).arg(&app));
-    // Split, it runs: each wrapper hands the runtime the reference and its index.
-    assert_eq!(
-        run(&split_dir.join("app"), None),
-        "kpack app#0\nkpack app#1\n"
-    );
-    let merged_dir = dir.path().join("merged");
-    let (code, out, err) = text_output(
-        offload()
-            .args(["kpack", "--merge", "-o"])
-            .arg(&merged_dir)
-            .arg(split_dir.join("app")),
-    );
-    assert_eq!((code, err.as_str()), (0, ""));
-    assert_eq!(
-        out,
-        format!(
-            "{}: 2 bundles, 4 code objects put back\n",
-            merged_dir.join("app").display()
-        )
-    );
-    let merged = merged_dir.join("app");
-    assert_eq!(code_objects(&merged), code_objects(&app));
-    // No kpack reference is left, and the stand-in runtime finds a valid bundle per wrapper.
-    let data = fs::read(&merged).unwrap();
-    let file = object::File::parse(&*data).unwrap();
-    assert!(file.section_by_name(ELF_REF_SECTION).is_none());
-    let printed = run(&merged, None);
-    let bundle = |a: usize, b: usize| {
-        format!(
-            "bundle, 3 entries\n  host-x86_64-unknown-linux-gnu- 0\n  \
+    // Linked by GNU ld and by lld, which lay programs out differently.
+    for linker in ["bfd", "lld"] {
+        let app = dir.path().join(format!("{linker}/app"));
+        fs::create_dir_all(app.parent().unwrap()).unwrap();
+        succeed(
+            Command::new(&clang)
+                .arg(format!("-fuse-ld={linker}"))
+                .arg(support("hip_runtime.c"))
+                .args(&objects)
+                .arg("-o")
+                .arg(&app),
+        );
+        let split_dir = dir.path().join(format!("{linker}/split"));
+        succeed(offload().args(["kpack", "-o"]).arg(&split_dir).arg(&app));
+        // Split, it runs: each wrapper hands the runtime the reference and its index.
+        assert_eq!(
+            run(&split_dir.join("app"), None),
+            "kpack app#0\nkpack app#1\n"
+        );
+        let merged_dir = dir.path().join(format!("{linker}/merged"));
+        let (code, out, err) = text_output(
+            offload()
+                .args(["kpack", "--merge", "-o"])
+                .arg(&merged_dir)
+                .arg(split_dir.join("app")),
+        );
+        assert_eq!((code, err.as_str()), (0, ""));
+        assert_eq!(
+            out,
+            format!(
+                "{}: 2 bundles, 4 code objects put back\n",
+                merged_dir.join("app").display()
+            )
+        );
+        let merged = merged_dir.join("app");
+        assert_eq!(code_objects(&merged), code_objects(&app));
+        // No kpack reference is left, and the stand-in runtime finds a valid bundle per wrapper.
+        let data = fs::read(&merged).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        assert!(file.section_by_name(ELF_REF_SECTION).is_none());
+        let printed = run(&merged, None);
+        let bundle = |a: usize, b: usize| {
+            format!(
+                "bundle, 3 entries\n  host-x86_64-unknown-linux-gnu- 0\n  \
              hipv4-amdgcn-amd-amdhsa--gfx1100 {a} elf\n  hipv4-amdgcn-amd-amdhsa--gfx90a {b} elf\n"
-        )
-    };
-    let sizes = code_objects(&app);
-    assert_eq!(
-        printed,
-        bundle(sizes[0]["gfx1100"].len(), sizes[0]["gfx90a"].len())
-            + &bundle(sizes[1]["gfx1100"].len(), sizes[1]["gfx90a"].len())
-    );
+            )
+        };
+        let sizes = code_objects(&app);
+        assert_eq!(
+            printed,
+            bundle(sizes[0]["gfx1100"].len(), sizes[0]["gfx90a"].len())
+                + &bundle(sizes[1]["gfx1100"].len(), sizes[1]["gfx90a"].len())
+        );
+    }
 
     // Archives named with --from, the library case: the same code objects.
     let Some(stage) = tree(dir.path()) else {
