@@ -559,3 +559,59 @@ fn processors_grouped_in_one_archive_load_through_its_own_search_path() {
         }
     }
 }
+
+#[test]
+fn merging_names_the_damaged_archive_or_the_missing_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(stage) = tree(dir.path()) else {
+        return;
+    };
+    let out = dir.path().join("out");
+    split(&stage, &out, &[]);
+    let binary = out.join("lib/libk.so");
+    let merge = |from: &[PathBuf]| {
+        let mut command = offload();
+        command
+            .args(["kpack", "--merge", "-o"])
+            .arg(dir.path().join("m"))
+            .arg(&binary);
+        for a in from {
+            command.arg("--from").arg(a);
+        }
+        text_output(&mut command)
+    };
+    // Only the gfx90a archive: code object #1 (gfx1100 only) is in none given.
+    let gfx90a = out.join(".kpack/k_gfx90a.kpack");
+    let (code, _, err) = merge(std::slice::from_ref(&gfx90a));
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "offload kpack: error: '{}': no archive holds code object lib/libk.so#1 (wrapper 1); searched: {}\n",
+            binary.display(),
+            gfx90a.display()
+        )
+    );
+    // A damaged archive: its version.
+    let damaged = dir.path().join("damaged.kpack");
+    let mut bytes = fs::read(out.join(".kpack/k_gfx1100.kpack")).unwrap();
+    bytes[4] = 7;
+    fs::write(&damaged, bytes).unwrap();
+    let (code, _, err) = merge(&[gfx90a, damaged.clone()]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "offload kpack: error: '{}': offset 0x4: kpack archive version 7; only version 1 is known\n",
+            damaged.display()
+        )
+    );
+    assert!(!dir.path().join("m").exists());
+    // Without --from, the binary's own search path finds both archives.
+    let (code, out_text, err) = merge(&[]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out_text}");
+    assert_eq!(
+        code_objects(&dir.path().join("m/libk.so")),
+        code_objects(&stage.join("lib/libk.so"))
+    );
+}
