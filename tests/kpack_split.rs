@@ -615,3 +615,56 @@ fn merging_names_the_damaged_archive_or_the_missing_key() {
         code_objects(&stage.join("lib/libk.so"))
     );
 }
+
+/// AMD's splitter numbers bundles, not wrappers: an `-fgpu-rdc` library has one bundle and a
+/// wrapper per translation unit, so its archives hold only `#0` and the loader finds nothing
+/// for the second wrapper. Ours hold what every wrapper asks for.
+#[test]
+fn amds_splitter_leaves_the_second_wrapper_of_an_rdc_library_without_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let arches: &[&str] = &["gfx90a", "gfx1100"];
+    let units: [(&str, &[&str], &[&str]); 2] = [
+        ("kernel.hip", arches, &["-fgpu-rdc"]),
+        ("vadd.hip", arches, &["-fgpu-rdc"]),
+    ];
+    let Some(lib) = library(dir.path(), "lib/librdc.so", &units, true) else {
+        return;
+    };
+    let Some(driver) = loader() else { return };
+    let Some(()) =
+        crate::util::kpack::split_with_python(&dir.path().join("stage"), "r", dir.path())
+    else {
+        return;
+    };
+    let split_dir = dir.path().join("split");
+    let installed = split_dir.join("r_lib_generic/stage");
+    crate::util::kpack::copy_tree(
+        &split_dir.join("r_lib_gfx90a/stage/.kpack"),
+        &installed.join(".kpack"),
+    );
+    let theirs = installed.join("lib/librdc.so");
+    let metadata = dir.path().join("theirs.msgpack");
+    fs::write(&metadata, section(&theirs, ELF_REF_SECTION)).unwrap();
+    let code = &code_objects(&lib)[0]["gfx90a"];
+    let expected = Ok((code.len() as u64, fnv1a64(code)));
+    assert_eq!(
+        load(&driver, &metadata, &theirs, 0, &["gfx90a"], &[]),
+        expected
+    );
+    assert_eq!(
+        load(&driver, &metadata, &theirs, 1, &["gfx90a"], &[]),
+        Err(5)
+    );
+
+    let ours_dir = dir.path().join("ours");
+    split(&dir.path().join("stage"), &ours_dir, &[]);
+    let ours = ours_dir.join("lib/librdc.so");
+    let metadata = dir.path().join("ours.msgpack");
+    fs::write(&metadata, section(&ours, ELF_REF_SECTION)).unwrap();
+    for index in [0, 1] {
+        assert_eq!(
+            load(&driver, &metadata, &ours, index, &["gfx90a"], &[]),
+            expected
+        );
+    }
+}
