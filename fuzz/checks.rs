@@ -5,6 +5,7 @@
 use offload::container::scan::{scan as scan_file, Places};
 use offload::format::bundle::{self as bundle_format, Bundle};
 use offload::format::ccob as ccob_format;
+use offload::format::cuda_fatbin;
 use offload::format::entry_id::{EntryId, KindMatching};
 use offload::format::kpack::{Archive, HipWrapper, KpackRef};
 use offload::format::msgpack;
@@ -140,8 +141,22 @@ pub fn kpack(data: &[u8]) {
     }
     if let Ok(archive) = Archive::parse(data) {
         for entry in &archive.entries {
-            if let Ok(code) = archive.code_object(entry, 1 << 20) {
+            let whole = archive.code_object(entry, 1 << 20);
+            if let Ok(code) = &whole {
                 assert!(code.len() as u64 <= 1 << 20);
+            }
+            // Read through a window, the same bytes, or an error.
+            let mut streamed = Vec::new();
+            let read =
+                archive.read_code_object(entry, 1 << 20, ccob_format::Decoding::Fresh, |piece| {
+                    streamed.extend_from_slice(piece);
+                    Ok(())
+                });
+            if let (Ok(code), Ok(())) = (&whole, &read) {
+                assert_eq!(&code[..], &streamed[..]);
+            }
+            if read.is_ok() {
+                assert!(whole.is_ok());
             }
         }
     }
@@ -153,4 +168,32 @@ pub fn kpack(data: &[u8]) {
         );
     }
     let _ = HipWrapper::parse(data);
+}
+
+/// CUDA fat binaries: split a region into fat binaries, read every entry, inflate it within a
+/// limit, and write the kept entries back: what is written reads back as the entries kept.
+pub fn cuda_fatbin(data: &[u8]) {
+    for found in cuda_fatbin::split(data) {
+        let Ok((_, fatbin)) = found else { break };
+        let mut entries = Vec::new();
+        for entry in cuda_fatbin::entries(fatbin) {
+            let Ok(entry) = entry else { break };
+            if let Ok(contents) = entry.contents(1 << 20) {
+                assert!(
+                    contents.len() as u64 <= entry.inflated_size.max(entry.payload.len() as u64)
+                );
+            }
+            let _ = entry.target_name();
+            entries.push(entry);
+        }
+        let kept: Vec<_> = entries.iter().copied().step_by(2).collect();
+        let written = cuda_fatbin::write_kept(fatbin, &kept);
+        let again: Vec<_> = cuda_fatbin::entries(&written)
+            .map(|e| e.expect("our own fat binary reads back"))
+            .collect();
+        assert_eq!(again.len(), kept.len());
+        for (a, b) in again.iter().zip(&kept) {
+            assert_eq!((a.header, a.payload), (b.header, b.payload));
+        }
+    }
 }

@@ -24,9 +24,18 @@ const SAMPLES: &[&str] = &[
     "linked/kernel-msvc.obj",
     "linked/macho-universal",
     "linked/bundle-in-binary.bin",
+    "cuda/gencode-lz.o",
+    "cuda/gencode-zstd.o",
+    "cuda/rdc.o",
+    "cuda/app",
 ];
 
-const MAGICS: [&[u8]; 3] = [b"__CLANG_OFFLOAD_BUNDLE__", b"CCOB", b"\x10\xff\x10\xad"];
+const MAGICS: [&[u8]; 4] = [
+    b"__CLANG_OFFLOAD_BUNDLE__",
+    b"CCOB",
+    b"\x10\xff\x10\xad",
+    b"\x50\xed\x55\xba",
+];
 
 /// Damaged copies of `good`: `count` of them, from a fixed seed.
 fn damaged(good: &[u8], count: usize, seed: u64) -> Vec<Vec<u8>> {
@@ -50,7 +59,7 @@ fn damaged(good: &[u8], count: usize, seed: u64) -> Vec<Vec<u8>> {
                     }
                 }
                 _ => {
-                    let magic = MAGICS[(next() % 3) as usize];
+                    let magic = MAGICS[(next() % MAGICS.len() as u64) as usize];
                     let starts: Vec<usize> = memchr::memmem::find_iter(&bytes, magic).collect();
                     if !starts.is_empty() {
                         let at = starts[(next() % starts.len() as u64) as usize];
@@ -116,10 +125,14 @@ fn check(dir: &Path, file: &Path, args: &[&str]) -> Option<String> {
 
 #[test]
 fn damaged_files_never_crash_any_reader() {
-    let readers: [&[&str]; 7] = [
+    let readers: [&[&str]; 11] = [
         &["ls", "FILE"],
         &["ls", "--json", "FILE"],
         &["extract", "FILE", "--arch", "gfx90a", "-o", "out"],
+        &["extract", "FILE", "--arch", "sm_90", "-o", "out"],
+        &["extract", "FILE", "--device", "sm_89", "-o", "out"],
+        &["strip", "FILE", "--keep", "sm_90", "-o", "out.stripped"],
+        &["check", "FILE", "--device", "sm_89"],
         &["bundler", "-list", "-type=o", "-input=FILE"],
         &[
             "bundler",
@@ -139,16 +152,27 @@ fn damaged_files_never_crash_any_reader() {
             "--in-place",
         ],
     ];
+    let copies = SAMPLES.iter().enumerate().map(|(n, sample)| {
+        let good = std::fs::read(samples_dir().join(sample)).unwrap();
+        damaged(&good, 24, 0x9e37_79b9 + n as u64)
+    });
+    campaign("campaign", "", copies, &readers);
+}
+
+/// Runs every reader on every damaged copy (each list of copies from one good file, their
+/// names ending in `suffix`), and fails with every problem found.
+fn campaign(
+    name: &str,
+    suffix: &str,
+    copies: impl Iterator<Item = Vec<Vec<u8>>>,
+    readers: &[&[&str]],
+) {
     let dir = tempfile::tempdir().unwrap();
     let mut problems = Vec::new();
     let mut runs = 0;
-    for (n, sample) in SAMPLES.iter().enumerate() {
-        let good = std::fs::read(samples_dir().join(sample)).unwrap();
-        for (k, bytes) in damaged(&good, 24, 0x9e37_79b9 + n as u64)
-            .into_iter()
-            .enumerate()
-        {
-            let file = dir.path().join(format!("damaged-{n}-{k}"));
+    for (n, list) in copies.enumerate() {
+        for (k, bytes) in list.into_iter().enumerate() {
+            let file = dir.path().join(format!("damaged-{n}-{k}{suffix}"));
             std::fs::write(&file, &bytes).unwrap();
             for reader in readers {
                 runs += 1;
@@ -157,9 +181,51 @@ fn damaged_files_never_crash_any_reader() {
             std::fs::remove_file(&file).unwrap();
         }
     }
-    visible(&format!(
-        "campaign: {runs} runs, {} problems",
-        problems.len()
-    ));
+    visible(&format!("{name}: {runs} runs, {} problems", problems.len()));
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// A `.kpack` archive of `scheme` with three code objects for two processors.
+fn kpack_archive(scheme: offload::format::kpack::Scheme) -> Vec<u8> {
+    let mut w =
+        offload::format::kpack::ArchiveWriter::new("k", "gfx90a", &["gfx90a", "gfx1100"], scheme);
+    for (key, arch, fill) in [
+        ("lib/k.so#0", "gfx90a", 1u8),
+        ("lib/k.so#1", "gfx90a", 2),
+        ("lib/k.so#0", "gfx1100", 3),
+    ] {
+        let code: Vec<u8> = (0..3000u32).map(|i| fill ^ (i % 7) as u8).collect();
+        w.add(key, arch, &code).unwrap();
+    }
+    w.finish()
+}
+
+#[test]
+fn damaged_kpack_archives_never_crash_any_reader() {
+    use offload::format::kpack::Scheme;
+    let readers: [&[&str]; 5] = [
+        &["ls", "--json", "FILE"],
+        &["extract", "FILE", "--arch", "gfx90a", "-o", "out"],
+        &["extract", "FILE", "--device", "gfx1100", "-o", "out"],
+        &["verify", "FILE"],
+        &["ls", "--verify", "FILE"],
+    ];
+    let copies = [Scheme::None, Scheme::ZstdPerKernel]
+        .into_iter()
+        .enumerate()
+        .map(|(n, scheme)| {
+            let good = kpack_archive(scheme);
+            let mut copies = damaged(&good, 30, 0x5bd1_e995 + n as u64);
+            // The table's offset and the frame count set to extremes.
+            for value in [0u64, 15, 64, u32::MAX as u64, u64::MAX, good.len() as u64] {
+                let mut bytes = good.clone();
+                bytes[8..16].copy_from_slice(&value.to_le_bytes());
+                copies.push(bytes);
+                let mut bytes = good.clone();
+                bytes[64..68].copy_from_slice(&(value as u32).to_le_bytes());
+                copies.push(bytes);
+            }
+            copies
+        });
+    campaign("kpack campaign", ".kpack", copies, &readers);
 }

@@ -80,29 +80,9 @@ impl Program {
             .collect()
     }
 
-    /// Writes a made-up KFD topology `DIR/NAME`: node 0 a CPU, then one node per GPU
-    /// (`gfx_target_version`, capability).
+    /// Writes a made-up KFD topology `DIR/NAME` (see [`crate::util::kfd_topology`]).
     fn topology(&self, name: &str, gpus: &[(u32, u64)]) {
-        let nodes = self.path(name).join("nodes");
-        let cpu = nodes.join("0");
-        fs::create_dir_all(&cpu).unwrap();
-        fs::write(
-            cpu.join("properties"),
-            "cpu_cores_count 16\nsimd_count 0\ngfx_target_version 0\n",
-        )
-        .unwrap();
-        for (k, (version, capability)) in gpus.iter().enumerate() {
-            let node = nodes.join((k + 1).to_string());
-            fs::create_dir_all(&node).unwrap();
-            fs::write(
-                node.join("properties"),
-                format!(
-                    "cpu_cores_count 0\nsimd_count 240\ncapability {capability}\n\
-                     gfx_target_version {version}\nvendor_id 4098\n"
-                ),
-            )
-            .unwrap();
-        }
+        crate::util::kfd_topology(&self.path(name), gpus);
     }
 }
 
@@ -205,7 +185,7 @@ What the runtime does:
 
 /// `text` with runs of spaces made one and lines trimmed: column widths follow the real
 /// paths, which the expected texts write shorter.
-fn squeeze(text: &str) -> String {
+pub(crate) fn squeeze(text: &str) -> String {
     text.lines()
         .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
         .collect::<Vec<_>>()
@@ -284,6 +264,7 @@ fn an_igpu_first_without_code_fails_the_dgpu_that_has_code_in_json() {
             "found_via": "argument",
             "bundles": [{
                 "index": 1,
+                "runtime": "hip",
                 "section": ".hip_fatbin",
                 "member": null,
                 "compressed": false,

@@ -31,7 +31,7 @@ type Check = fn(&[u8]);
 fn every_kept_input_passes_its_fuzz_check() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Each target with the folders its seed inputs come from (as .ci/run runs them).
-    let targets: [(&str, Check, &[&str]); 8] = [
+    let targets: [(&str, Check, &[&str]); 9] = [
         ("bundle", checks::bundle, &["samples/bundles"]),
         ("text_bundle", checks::text_bundle, &["samples/bundles"]),
         ("ccob", checks::ccob, &["samples/bundles"]),
@@ -52,6 +52,11 @@ fn every_kept_input_passes_its_fuzz_check() {
             &["fuzz/seeds/round_trips"],
         ),
         ("kpack", checks::kpack, &["fuzz/seeds/kpack"]),
+        (
+            "cuda_fatbin",
+            checks::cuda_fatbin,
+            &["fuzz/seeds/cuda_fatbin"],
+        ),
     ];
     let mut count = 0;
     for (name, check, seeds) in targets {

@@ -17,7 +17,7 @@ use crate::util::native::{c_compiler, compile_hip};
 use crate::util::{offload_in, reference_tool, succeed};
 
 /// The processors the test library is built for.
-const ARCHES: [&str; 2] = ["gfx90a", "gfx1100"];
+pub(crate) const ARCHES: [&str; 2] = ["gfx90a", "gfx1100"];
 
 /// What a path holds, read from the file system as the loader would.
 fn open_path(path: &Path) -> Opened {
@@ -32,21 +32,21 @@ fn open_path(path: &Path) -> Opened {
 }
 
 /// One translation unit of a test library: source of samples/src, processors, options.
-type Unit = (
+pub(crate) type Unit = (
     &'static str,
     &'static [&'static str],
     &'static [&'static str],
 );
 
 /// The test library's units: two, the second compressed, both for [`ARCHES`].
-const UNITS: [Unit; 2] = [
+pub(crate) const UNITS: [Unit; 2] = [
     ("kernel.hip", &ARCHES, &[]),
     ("vadd.hip", &ARCHES, &["--offload-compress"]),
 ];
 
 /// A HIP shared library of `units`, built by clang-22 into `dir/stage/lib/libk.so`; `None`
 /// when a compiler is missing.
-fn hip_library(dir: &Path, units: &[Unit]) -> Option<PathBuf> {
+pub(crate) fn hip_library(dir: &Path, units: &[Unit]) -> Option<PathBuf> {
     let clang = reference_tool("clang-22")?;
     let cc = c_compiler()?;
     let objects: Vec<PathBuf> = units
@@ -66,7 +66,7 @@ fn hip_library(dir: &Path, units: &[Unit]) -> Option<PathBuf> {
 }
 
 /// The section `name` of the ELF file `data`.
-fn section<'a>(data: &'a [u8], name: &str) -> &'a [u8] {
+pub(crate) fn section<'a>(data: &'a [u8], name: &str) -> &'a [u8] {
     let file = object::File::parse(data).unwrap();
     let section = file.section_by_name(name).unwrap();
     section.data().unwrap()
@@ -75,7 +75,7 @@ fn section<'a>(data: &'a [u8], name: &str) -> &'a [u8] {
 /// The test library split by AMD's splitter in `dir`, its archives installed beside the host
 /// tree (`dir/split/k_lib_generic/stage/.kpack/`), as the host and device packages overlay.
 /// Gives the installed `stage` folder; `None` when a tool is missing.
-fn python_split_installed(dir: &Path, units: &[Unit]) -> Option<PathBuf> {
+pub(crate) fn python_split_installed(dir: &Path, units: &[Unit]) -> Option<PathBuf> {
     hip_library(dir, units)?;
     split_with_python(&dir.join("stage"), "k", dir)?;
     let split = dir.join("split");

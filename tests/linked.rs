@@ -68,8 +68,8 @@ fn every_container_gives_its_images_in_file_order() {
             "bundle-in-binary.bin",
             &["-", "gfx906", "gfx90a", "-~", "gfx906~", "gfx90a~"],
         ),
-        ("cuda-fatbin.o", &["-"]),
-        ("cuda.fatbin", &["-"]),
+        ("cuda-fatbin.o", &["compute_80"]),
+        ("cuda.fatbin", &["compute_80"]),
     ];
     for (file, expected) in cases {
         assert_eq!(summary(&ls(file)), *expected, "{file}");
@@ -105,9 +105,13 @@ fn places_are_named_and_offsets_point_at_the_code() {
     assert_eq!(universal[0]["section"], "__offloading");
     let cuda = ls("cuda-fatbin.o");
     assert_eq!(cuda[0]["offload_kind"], "cuda");
-    assert_eq!(cuda[0]["image_kind"], "fatbin");
+    assert_eq!(cuda[0]["image_kind"], "ptx");
     assert_eq!(cuda[0]["section"], ".nv_fatbin");
-    assert_eq!(cuda[0]["size"], 0x98);
+    // The PTX entry's payload, after the fat binary's 16-byte header and its own 64.
+    assert_eq!(cuda[0]["size"], 0x48);
+    let bytes = std::fs::read(samples_dir().join("linked/cuda-fatbin.o")).unwrap();
+    let at = cuda[0]["offset"].as_u64().unwrap() as usize;
+    assert_eq!(&bytes[at - 0x50..at - 0x4c], b"\x50\xed\x55\xba");
 }
 
 #[test]

@@ -163,6 +163,7 @@ fn damaged_programs_give_errors_not_panics() {
         change: Change::Keep(vec!["gfx90a".parse().unwrap()]),
         allow_empty: true,
         max_decompressed: 1 << 26,
+        ptx: Default::default(),
     };
     let mut state = 0x1234_5678_9abc_def1u64;
     let mut next = move || {
@@ -171,7 +172,13 @@ fn damaged_programs_give_errors_not_panics() {
         state ^= state << 17;
         state
     };
-    for sample in ["linked/hip-app", "linked/libhip.so", "linked/hip-rdc-app"] {
+    let samples = [
+        "linked/hip-app",
+        "linked/libhip.so",
+        "linked/hip-rdc-app",
+        "linked/hip-app.exe",
+    ];
+    for sample in samples {
         let good = std::fs::read(samples_dir().join(sample)).unwrap();
         for round in 0..600 {
             let mut bytes = good.clone();
@@ -209,6 +216,7 @@ fn rewrite_by<'a>(
     };
     let how = Rewriting {
         size_of: &container_len,
+        boundary: &|_| None,
         rewrite,
         inflate: &inflate,
     };

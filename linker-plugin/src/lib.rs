@@ -198,6 +198,7 @@ pub fn rewrite_output(output: &Path, options: &Options) -> Result<Vec<String>, S
             change,
             allow_empty: false,
             max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+            ptx: Default::default(),
         };
         let summary = rewrite(output, output, &config, Mode::Write).map_err(|e| e.to_string())?;
         if options.verbose {

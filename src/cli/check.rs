@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 
 use crate::container::ld_so::Environment;
+use crate::format::kpack_search;
 use crate::format::runtime;
 use crate::format::target_id::TargetIdBuf;
 use crate::ops::check::{self, Device};
@@ -16,14 +17,18 @@ const PROG: &str = "offload check";
 
 /// Say, for each GPU and each bundle of a program or library and of every shared library it
 /// loads, what the HIP runtime loads: native, generic or SPIR-V code, or nothing, and what the
-/// runtime then does. Exit status: 0 when every device has code in every bundle, 1 when a
-/// device is left without code, 2 for a usage error, no GPU found, or a file that cannot be
-/// read.
+/// runtime then does. For a binary split by kpack (HIPK wrappers, a `.rocm_kpack_ref`
+/// section), each code object it asks for is searched for as the kpack loader searches,
+/// `ROCM_KPACK_PATH`, `ROCM_KPACK_PATH_PREFIX` and `ROCM_KPACK_DISABLE` as set: the archive
+/// and key each device finds, or every path searched and what was there. Exit status: 0 when
+/// every device has code in every bundle and code object, 1 when a device is left without
+/// code, 2 for a usage error, no GPU found, or a file that cannot be read.
 #[derive(Debug, Parser)]
 #[command(name = "offload check")]
 struct Args {
     /// A device, in the runtime's order: a target ID (`gfx90a:sramecc+:xnack-`) or the
-    /// runtime's full ISA name (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`). Repeat for
+    /// runtime's full ISA name (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`), or a CUDA
+    /// compute capability (`sm_89`: checked against CUDA fat binaries). Repeat for
     /// several. Without it, the GPUs the kernel driver lists (KFD topology; the folder
     /// `OFFLOAD_KFD_TOPOLOGY` names, if set).
     #[arg(long = "device", value_name = "ISA")]
@@ -54,10 +59,12 @@ pub fn run(args: &[String]) -> i32 {
         }
     };
     let roots: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    let kpack_env = kpack_search::Environment::from_vars(|name| std::env::var(name).ok());
     let (report, errors) = check::check(
         &roots,
         &devices,
         &Environment::of_process(),
+        &kpack_env,
         args.general.max_decompressed,
     );
     for e in &errors {

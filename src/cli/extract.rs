@@ -14,20 +14,24 @@ use crate::ops::extract::{self, ExtractConfig, Match, Progress};
 
 /// Extract the device images that a device with the given target ID can load (`--arch`), or
 /// the one code object the HIP runtime loads from each bundle for each GPU (`--device`), from
-/// objects, programs, shared libraries, archives, bundles and offload binaries.
+/// objects, programs, shared libraries, archives, bundles and offload binaries, and from the
+/// `.kpack` archives of binaries split by kpack (or `.kpack` archives named on their own).
 #[derive(Debug, Parser)]
 #[command(name = "offload extract", after_help = AFTER_HELP)]
 struct Args {
     /// Files to extract from.
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// Target ID of the device (`gfx90a`, `gfx90a:xnack+`, `sm_80`, or the runtime's
-    /// `amdgcn-amd-amdhsa--gfx90a:xnack+`): every image it can load; repeat for several.
+    /// Target ID of the device (`gfx90a`, `gfx90a:xnack+`, or the runtime's
+    /// `amdgcn-amd-amdhsa--gfx90a:xnack+`): every image it can load; repeat for several. A
+    /// CUDA compute capability (`sm_86`) takes every cubin it runs and the PTX it may compile;
+    /// `compute_86` that PTX alone.
     #[arg(long = "arch", value_parser = device_arg, required_unless_present = "devices")]
     arches: Vec<TargetIdBuf>,
     /// A GPU as the HIP runtime names it (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`, or
     /// `gfx90a:sramecc+:xnack-`): from each bundle, the code object the runtime loads for it.
-    /// Repeat for each GPU of one machine, in the runtime's order.
+    /// Repeat for each GPU of one machine, in the runtime's order. A CUDA device (`sm_89`):
+    /// from each CUDA fat binary, the entry the driver loads.
     #[arg(long = "device", value_parser = device_arg)]
     devices: Vec<TargetIdBuf>,
     /// Where to write: a folder (made if missing), or, for archives, a `.a` file to write one
@@ -61,8 +65,21 @@ entry, else its generic one, else SPIR-V. One file per bundle and GPU is written
 FILE-bundleN-ENTRY-for-GPU; compressed bundles are read as the runtime's bundler reads them, and
 a plain bundle whose header passes 4096 bytes gives nothing (the runtime rejects it).
 
+For a binary split by kpack (and a .kpack archive named on its own), --arch takes each code
+object index as a translation unit, and --device follows the kpack loader: the device's ISA
+name, then its generic target, each with every subset of its features, most specific first,
+archive by archive in the loader's search order; ROCM_KPACK_PATH, ROCM_KPACK_PATH_PREFIX and
+ROCM_KPACK_DISABLE are honoured as the loader honours them. A code object a device finds in no
+archive is a warning naming every path searched. Files are named FILE-KEY-ARCH.co (and
+FILE-KEY-ARCH-for-GPU.co); code objects stored compressed are inflated as they are written.
+
+--device sm_XY follows the CUDA driver: from each fat binary, the cubin closest to the device
+(same major version, highest minor version not above it; arch-specific sm_XYa only on X.Y), else
+the newest PTX it may compile. CUDA entries are written under cuobjdump's names
+(FILE.N.sm_XY.cubin, FILE.N.sm_XY.ptx), inflated.
+
 Exit status: 0 when every --arch and --device found code in the files and every --device
-loads something from every bundle; 1 when something asked for was missing (a warning names it, and what was found
+loads something from every bundle and code object; 1 when something asked for was missing (a warning names it, and what was found
 is still written), when nothing was found at all, or on any error.";
 
 /// Reads a target ID or a device in the runtime's spelling.
@@ -143,19 +160,40 @@ fn listing(written: &[extract::Extracted]) -> String {
     written
         .iter()
         .map(|w| {
-            let via = match (w.bundle, w.via) {
-                (Some(bundle), via) => format!(
-                    " (bundle {bundle}: {} loads it {})",
-                    w.asked,
-                    match via {
-                        Via::Native => "natively",
-                        Via::Generic => "as generic target code",
-                        Via::Spirv => "as SPIR-V, compiled when loaded",
-                    }
-                ),
-                (None, Via::Native) => String::new(),
-                (None, Via::Generic) => format!(" (generic target code, for {})", w.asked),
-                (None, Via::Spirv) => format!(" (SPIR-V, compiled for {} when loaded)", w.asked),
+            let how = match w.via {
+                Via::Native => "natively",
+                Via::Generic => "as generic target code",
+                Via::Spirv => "as SPIR-V, compiled when loaded",
+                Via::Forward => "as code for an earlier SM it runs",
+                Via::Ptx => "as PTX, compiled when loaded",
+            };
+            let unit = if w.image.offload_kind == "cuda" {
+                "fat binary"
+            } else {
+                "bundle"
+            };
+            let archived = w
+                .image
+                .kpack
+                .as_ref()
+                .map(|k| format!("{}[{}]", k.archive, k.key));
+            let via = match (w.bundle, w.via, archived) {
+                (_, _, Some(from)) if w.device_pick => {
+                    format!(" ({from}: {} loads it {how})", w.asked)
+                }
+                (_, Via::Native, Some(from)) => format!(" ({from})"),
+                (_, _, Some(from)) => format!(" ({from}: {} loads it {how})", w.asked),
+                (Some(bundle), _, None) => {
+                    format!(" ({unit} {bundle}: {} loads it {how})", w.asked)
+                }
+                (None, Via::Native | Via::Forward, None) => String::new(),
+                (None, Via::Generic, None) => {
+                    format!(" (generic target code, for {})", w.asked)
+                }
+                (None, Via::Spirv, None) => {
+                    format!(" (SPIR-V, compiled for {} when loaded)", w.asked)
+                }
+                (None, Via::Ptx, None) => format!(" (PTX, compiled for {} when loaded)", w.asked),
             };
             format!(
                 "{}\t{} {} {} bytes{via}\n",

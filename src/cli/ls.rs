@@ -10,7 +10,8 @@ use crate::ops::{ls, readobj};
 const PROG: &str = "offload ls";
 
 /// List the device images in files: objects, executables, shared libraries, archives and bare
-/// offload binaries; for a binary split by kpack, the code objects its `.kpack` archives hold
+/// offload binaries; each cubin and PTX entry of CUDA fat binaries, with its SM
+/// (`compute_XX` for PTX) and how it is stored; for a binary split by kpack, the code objects its `.kpack` archives hold
 /// for it; and the code objects of `.kpack` archives.
 #[derive(Debug, Parser)]
 #[command(name = "offload ls")]

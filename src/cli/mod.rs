@@ -31,14 +31,17 @@ COMMANDS:
   ls         list the device images in files (--json for a machine-readable list), also
              split binaries' code in .kpack archives and .kpack archives themselves
   extract    write the device images a GPU loads (--arch gfx1101: native, else generic code)
-             (--device ISA: the one code object the HIP runtime loads per bundle)
-  check      what each GPU loads from a program and its libraries (--device, else this machine)
+             (--device ISA: the one code object the HIP runtime loads per bundle, or the
+             kpack loader finds in .kpack archives)
+  check      what each GPU loads from a program and its libraries (--device, else this machine),
+             and for split binaries which .kpack archive it finds, or every path searched
   verify     inflate and hash every compressed bundle of files (ls and extract inflate only
-             what they need); ls --verify lists, then verifies
+             what they need); ls --verify lists, then verifies; .kpack archives, and the
+             archive sets of split binaries, checked whole
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
   compress   compress the bundles of a file (--format-version 2|3); decompress does the reverse,
-             in linked programs and shared libraries too
+             in linked programs and shared libraries too (ELF; PE executables and DLLs)
   kpack      split programs and libraries into host files and per-processor .kpack archives
              (-o DIR, -r for trees); --merge puts archived code back as bundles
   help       print this text

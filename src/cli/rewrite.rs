@@ -9,7 +9,7 @@ use clap::{Args as ClapArgs, Parser};
 
 use super::general::GeneralOpts;
 use crate::format::ccob::{CompressOptions, Method};
-use crate::ops::rewrite::{self, Change, Mode, RewriteConfig, Summary};
+use crate::ops::rewrite::{self, Change, Mode, Ptx, RewriteConfig, Summary};
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]
@@ -28,18 +28,26 @@ struct Destination {
     in_place: bool,
 }
 
-/// Keep only the device images some target IDs can load, or remove them.
+/// Keep only the device images some target IDs can load, or remove them: in bundles, offload
+/// binaries and CUDA fat binaries.
 #[derive(Debug, Parser)]
 #[command(name = "offload strip")]
 struct StripArgs {
-    /// The file: a relocatable object, an archive, a bundle or offload binary file.
+    /// The file: a relocatable object (ELF, COFF), a program or shared library (ELF, PE: an
+    /// executable or DLL), an archive, a bundle, offload binary or CUDA fat binary file.
     file: PathBuf,
-    /// Keep the images a device with this target ID loads (host code always stays).
+    /// Keep the images a device with this target ID loads (host code always stays). A CUDA
+    /// compute capability (`sm_80`) keeps the cubins it runs and the PTX it may compile.
     #[arg(long, required_unless_present = "remove", conflicts_with = "remove")]
     keep: Vec<TargetIdBuf>,
-    /// Remove the images a device with this target ID loads.
+    /// Remove the images a device with this target ID loads. For CUDA, `sm_XY` removes the
+    /// cubins for that SM (and its `a` and `f` variants), `compute_XY` that PTX.
     #[arg(long)]
     remove: Vec<TargetIdBuf>,
+    /// CUDA PTX: `keep` every PTX entry, `drop` every one, or treat it as any image (`asked`:
+    /// kept when a device kept may compile it, removed when its `compute_XY` is named).
+    #[arg(long, value_enum, default_value = "asked")]
+    ptx: PtxArg,
     #[command(flatten)]
     destination: Destination,
     /// Say what would change, and change nothing.
@@ -50,6 +58,17 @@ struct StripArgs {
     /// Allow removing every device image.
     #[arg(long)]
     allow_empty: bool,
+}
+
+/// What `--ptx` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum PtxArg {
+    /// As any image.
+    Asked,
+    /// Keep every PTX entry.
+    Keep,
+    /// Drop every PTX entry.
+    Drop,
 }
 
 /// Compress every bundle of a file (CCOB, as clang-offload-bundler writes it).
@@ -157,6 +176,11 @@ pub fn strip(args: &[String]) -> i32 {
         change,
         allow_empty: args.allow_empty,
         max_decompressed: args.general.max_decompressed,
+        ptx: match args.ptx {
+            PtxArg::Asked => Ptx::AsAsked,
+            PtxArg::Keep => Ptx::Keep,
+            PtxArg::Drop => Ptx::Drop,
+        },
     };
     execute(
         "offload strip",
@@ -204,6 +228,7 @@ pub fn compress(args: &[String]) -> i32 {
         change: Change::Compress(options),
         allow_empty: true,
         max_decompressed: args.general.max_decompressed,
+        ptx: Ptx::AsAsked,
     };
     execute(
         "offload compress",
@@ -253,6 +278,7 @@ pub fn decompress(args: &[String]) -> i32 {
         change: Change::Decompress,
         allow_empty: true,
         max_decompressed: args.general.max_decompressed,
+        ptx: Ptx::AsAsked,
     };
     execute(
         "offload decompress",

@@ -13,7 +13,16 @@ const PROG: &str = "offload verify";
 /// its size and hash with its header's, in parallel across bundles. `offload ls` and
 /// `offload extract` inflate only what they need and so do not check this. Prints one line
 /// per file; each damaged bundle is an error naming the file, the section and the offset.
-/// Exit status: 0 when every bundle is sound, 1 when one is not or a file cannot be read.
+///
+/// A `.kpack` archive: every code object is read whole (one stored compressed must inflate
+/// to its declared size). A binary split by kpack: every archive its search paths name (or
+/// `ROCM_KPACK_PATH` and `ROCM_KPACK_PATH_PREFIX`, as set) must hold every code object the
+/// binary asks for, for every processor the archive is for, and each of the binary's code
+/// objects must read; a second line per file counts them. Each problem is an error naming
+/// the archive and the key.
+///
+/// Exit status: 0 when everything is sound, 1 when something is not or a file cannot be
+/// read.
 #[derive(Debug, Parser)]
 #[command(name = "offload verify")]
 struct Args {
@@ -78,12 +87,31 @@ pub fn report(
                 }
                 failed |= !verified.bad.is_empty() || !verified.problems.is_empty();
                 let sound = verified.streams - verified.bad.len();
-                text.push_str(&format!(
-                    "{}: {sound} compressed bundle{} sound, {} damaged\n",
-                    path.display(),
-                    if sound == 1 { "" } else { "s" },
-                    verified.bad.len() + verified.problems.len(),
-                ));
+                let archive = verified.kpack.as_ref().is_some_and(|k| k.is_archive);
+                if !archive {
+                    text.push_str(&format!(
+                        "{}: {sound} compressed bundle{} sound, {} damaged\n",
+                        path.display(),
+                        if sound == 1 { "" } else { "s" },
+                        verified.bad.len() + verified.problems.len(),
+                    ));
+                }
+                if let Some(kpack) = &verified.kpack {
+                    for e in &kpack.bad {
+                        let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
+                    }
+                    failed |= !kpack.bad.is_empty();
+                    text.push_str(&format!(
+                        "{}: {} code object{} in {} kpack archive{} sound, {} problem{}\n",
+                        path.display(),
+                        kpack.sound,
+                        if kpack.sound == 1 { "" } else { "s" },
+                        kpack.archives,
+                        if kpack.archives == 1 { "" } else { "s" },
+                        kpack.bad.len(),
+                        if kpack.bad.len() == 1 { "" } else { "s" },
+                    ));
+                }
             }
             Err(e) => {
                 failed = true;

@@ -108,6 +108,14 @@ pub enum ErrorKind {
         /// The section.
         section: String,
     },
+    /// A program holds device code of two runtimes, which are rewritten one at a time.
+    #[error("the program holds both {first} and {second}: only one of them can be rewritten")]
+    SeveralDeviceSections {
+        /// The first section.
+        first: String,
+        /// The second.
+        second: String,
+    },
     /// A pointer into the section of containers points at no container's start.
     #[error("an address inside {section} ({address:#x}) is not the start of a bundle")]
     PointerIntoBundle {
@@ -167,6 +175,37 @@ pub enum ErrorKind {
          the bundles cannot move to a new segment"
     )]
     NoRoomForProgramHeaders {
+        /// The section.
+        section: String,
+    },
+    // Linked PE images.
+    /// The file is not a PE image (no `MZ` header, or no `PE\0\0` signature where it says).
+    #[error("not a PE image")]
+    NotPe,
+    /// The section of containers holds the place of a base relocation, or a data directory
+    /// points into it: something else lives among the bytes that move.
+    #[error("{what} lies inside {section}, whose bytes move")]
+    InsideMovingSection {
+        /// What: a base relocation, a data directory.
+        what: String,
+        /// The section.
+        section: String,
+    },
+    /// The image's headers are inconsistent: alignments, sizes or the section table.
+    #[error("inconsistent PE headers: {what}")]
+    InconsistentImage {
+        /// What is wrong.
+        what: String,
+    },
+    /// The image is signed: any change would void its signature.
+    #[error("the image is signed (a certificate table is present); rewriting it would void the signature, remove the signature first")]
+    SignedImage,
+    /// No room in the headers for one more section header.
+    #[error(
+        "no room for one more section header before the first section's data; the bundles of \
+         {section} cannot move to a new section"
+    )]
+    NoRoomForSectionHeader {
         /// The section.
         section: String,
     },

@@ -7,6 +7,7 @@
 //! when every translation unit targets the same processors, so for other binaries an archive
 //! it wrote is read here (and by the loader) with its indices shifted.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSection};
@@ -16,7 +17,10 @@ use crate::format::kpack::{
     split_toc_key, Archive, HipWrapper, KernelEntry, KpackRef, Scheme, Wrapped, ELF_REF_SECTION,
     GFXARCH, PE_REF_SECTION,
 };
-use crate::format::kpack_search::{resolve_search_path, Environment};
+use crate::format::kpack_search::{
+    self, resolve_search_path, ArchiveIndex, Environment, Miss, Opened, Search,
+};
+use crate::io::Input;
 
 /// The section of HIP wrappers.
 const WRAPPER_SECTION: &str = ".hipFatBinSegment";
@@ -155,6 +159,8 @@ pub struct StoredCodeObject {
     pub stored_size: u64,
     /// Its size as a code object.
     pub size: u64,
+    /// Its ordinal: its place among the archive's stored code objects.
+    pub ordinal: u64,
 }
 
 /// The entries of `archive` (read from `path`) that `keep` accepts, with where each is stored.
@@ -180,6 +186,7 @@ pub fn stored_code_objects(
                 stored_offset: stored.offset,
                 stored_size: stored.size,
                 size: entry.original_size,
+                ordinal: entry.ordinal,
             })
         })
         .collect()
@@ -197,10 +204,12 @@ pub fn code_objects_for(
     let mut found = Vec::new();
     let mut problems = Vec::new();
     for path in archive_paths(binary, &split.reference, env) {
-        let read = std::fs::read(&path).map_err(|e| Error::io(&path, e));
-        let listed = read.and_then(|data| {
+        // Mapped: only the header and the table are read.
+        let listed = Input::open(&path).and_then(|data| {
             let archive = Archive::parse(&data).map_err(|e| Error::format(&path, e))?;
-            stored_code_objects(&path, &archive, &ours)
+            let list = stored_code_objects(&path, &archive, &ours)?;
+            data.intact()?;
+            Ok(list)
         });
         match listed {
             Ok(list) => found.extend(list),
@@ -208,4 +217,151 @@ pub fn code_objects_for(
         }
     }
     (found, problems)
+}
+
+impl SplitBinary<'_> {
+    /// The code-object indices the wrappers ask for, each once, in wrapper order.
+    pub fn distinct_indices(&self) -> Vec<u64> {
+        let mut seen = std::collections::HashSet::new();
+        self.indices
+            .iter()
+            .copied()
+            .filter(|i| seen.insert(*i))
+            .collect()
+    }
+}
+
+/// The path the runtime knows a binary by: the loader takes it from `/proc/self/maps`, which
+/// names the file itself, symbolic links resolved. `path` as it is when it cannot be resolved.
+pub fn runtime_path(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// `.kpack` archives opened (mapped) as they are asked for, each once, with what the loader
+/// would make of each path.
+#[derive(Default)]
+pub struct ArchiveFiles {
+    /// The archives mapped, in the order first read.
+    inputs: Vec<(PathBuf, Input)>,
+    /// Where each path's archive is in `inputs`, or why it could not be read.
+    by_path: HashMap<PathBuf, std::result::Result<usize, String>>,
+    /// What each path held, as the search sees it.
+    opened: HashMap<PathBuf, Opened>,
+    /// The code objects of each archive read so far, by key and processor.
+    stored: HashMap<usize, HashMap<(String, String), StoredCodeObject>>,
+}
+
+impl ArchiveFiles {
+    /// None opened yet.
+    pub fn new() -> ArchiveFiles {
+        ArchiveFiles::default()
+    }
+
+    /// The archive at `path`, mapped: its number (for [`ArchiveFiles::get`]); the error says
+    /// why it cannot be read, naming the file.
+    pub fn map(&mut self, path: &Path) -> Result<usize> {
+        if let Some(known) = self.by_path.get(path) {
+            return known.clone().map_err(Error::msg);
+        }
+        let mapped = Input::open(path).and_then(|input| {
+            Archive::parse(&input).map_err(|e| Error::format(path, e))?;
+            Ok(input)
+        });
+        let known = match mapped {
+            Ok(input) => {
+                self.inputs.push((path.to_path_buf(), input));
+                Ok(self.inputs.len() - 1)
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        self.by_path.insert(path.to_path_buf(), known.clone());
+        known.map_err(Error::msg)
+    }
+
+    /// The path and bytes of archive `number`.
+    pub fn get(&self, number: usize) -> Option<(&Path, &Input)> {
+        self.inputs.get(number).map(|(p, i)| (p.as_path(), i))
+    }
+
+    /// The archive `number`, parsed (it parsed when mapped).
+    pub fn archive(&self, number: usize) -> Option<(&Path, Archive<'_>)> {
+        let (path, input) = self.get(number)?;
+        Some((path, Archive::parse(input).ok()?))
+    }
+
+    /// What the loader finds at `path`: no regular file, a file that is no archive (and why,
+    /// with the byte offset), or an archive.
+    pub fn open(&mut self, path: &Path) -> Opened {
+        if let Some(opened) = self.opened.get(path) {
+            return opened.clone();
+        }
+        let opened = if !path.is_file() {
+            Opened::Missing
+        } else {
+            match self.map(path) {
+                Ok(number) => match self.archive(number) {
+                    Some((_, archive)) => Opened::Archive(ArchiveIndex::of(&archive)),
+                    None => Opened::Unreadable("not a kpack archive".into()),
+                },
+                Err(e) => Opened::Unreadable(without_path(path, &e.to_string())),
+            }
+        };
+        self.opened.insert(path.to_path_buf(), opened.clone());
+        opened
+    }
+
+    /// The loader's search, against the files, for code object `index` of the split binary
+    /// whose runtime path (see [`runtime_path`]) is `binary`, on a device asking for `arches`
+    /// ([`kpack_search::device_arches`]), as today's runtime does (a miss falls through).
+    pub fn search(
+        &mut self,
+        binary: &Path,
+        split: &SplitBinary<'_>,
+        index: u64,
+        arches: &[String],
+        env: &Environment,
+    ) -> Search {
+        kpack_search::search(
+            &split.reference,
+            binary,
+            index,
+            arches,
+            env,
+            Miss::FallThrough,
+            &mut |p| self.open(p),
+        )
+    }
+
+    /// The code object `key` for processor `arch` in the archive at `path` (mapped before),
+    /// with where it is stored.
+    pub fn stored(&mut self, path: &Path, key: &str, arch: &str) -> Result<StoredCodeObject> {
+        let number = self.map(path)?;
+        if !self.stored.contains_key(&number) {
+            // The whole table once, not once per code object asked for.
+            let (path, archive) = self
+                .archive(number)
+                .ok_or_else(|| Error::msg(format!("'{}': not a kpack archive", path.display())))?;
+            let all = stored_code_objects(path, &archive, &|_| true)?
+                .into_iter()
+                .map(|c| ((c.key.clone(), c.arch.clone()), c))
+                .collect();
+            self.stored.insert(number, all);
+        }
+        self.stored
+            .get(&number)
+            .and_then(|all| all.get(&(key.to_string(), arch.to_string())))
+            .cloned()
+            .ok_or_else(|| {
+                Error::msg(format!(
+                    "'{}': no code object {key} for {arch}",
+                    path.display()
+                ))
+            })
+    }
+}
+
+/// An error's message without the `'PATH': ` it starts with.
+fn without_path(path: &Path, message: &str) -> String {
+    let prefix = format!("'{}': ", path.display());
+    message.strip_prefix(&prefix).unwrap_or(message).to_string()
 }

@@ -4,7 +4,7 @@
 //!
 //! Known places are read by name or type: `.hip_fatbin` (PE: `.hip_fat`), `.llvm.offloading`
 //! (and ELF sections of type `SHT_LLVM_OFFLOADING`), `__CLANG_OFFLOAD_BUNDLE__<ID>` sections,
-//! `.nv_fatbin` (CUDA fat binaries, listed whole). Every other section is searched for the
+//! `.nv_fatbin` and `__nv_relfatbin` (CUDA fat binaries, each entry a cubin or PTX). Every other section is searched for the
 //! magics of bundles, compressed bundles and offload binaries, so that sections a linker
 //! merged from many translation units are found whatever their name.
 //!
@@ -57,6 +57,10 @@ pub struct DeviceImage<'a> {
     pub offset: Option<u64>,
     /// Whether it was stored compressed.
     pub compressed: bool,
+    /// The byte offset in the file of the bytes its record stores (`data`), even when they
+    /// are a compressed stream of the record's own (a CUDA entry's); `None` when they are not
+    /// in the file as such.
+    pub stored_offset: Option<u64>,
     /// The record that holds it.
     pub origin: Origin<'a>,
     /// What it is for: producer, triple and target ID, read once from where it is stored.
@@ -68,7 +72,8 @@ pub struct DeviceImage<'a> {
     pub unit: usize,
     /// Its bytes; empty when they were not inflated (see [`DeviceImage::stream`]).
     pub data: &'a [u8],
-    /// Its size in bytes.
+    /// Its size in bytes (for a CUDA entry stored compressed, whose `data` is its stream:
+    /// what it inflates to).
     pub size: u64,
     /// Where it lies in a compressed bundle's stream, when a scan that reads only headers
     /// ([`Reading::Headers`]) did not inflate it; `None` when its bytes are `data`.
@@ -156,22 +161,25 @@ impl Scan<'_, '_> {
     }
 
     fn emit(&mut self, at: &Place<'_>, origin: Origin<'_>, data: &[u8]) {
-        let offset = if at.compressed {
+        let stored_offset = if at.compressed {
             None
         } else {
             self.offset_of(data)
         };
+        let compressed = at.compressed || origin.stored_compressed();
+        let offset = stored_offset.filter(|_| !compressed);
         let target = origin.target();
         let image = DeviceImage {
             members: at.members,
             section: at.section,
             offset,
-            compressed: at.compressed,
+            compressed,
+            stored_offset,
             origin,
             target: &target,
             unit: at.unit,
             data,
-            size: data.len() as u64,
+            size: origin.image_size(data),
             stream: None,
         };
         (self.visit)(&image);
@@ -201,6 +209,7 @@ impl Scan<'_, '_> {
                 section: at.section,
                 offset: None,
                 compressed: true,
+                stored_offset: None,
                 origin,
                 target: &target,
                 unit: at.unit,
@@ -512,9 +521,9 @@ impl Scan<'_, '_> {
     ) -> std::result::Result<u64, crate::format::Error> {
         let container = Container::at_start(data).ok_or_else(|| not_a_container(0))?;
         let opened = container.open_reading(data, self.limit, self.reading)?;
-        // A bundle is the code of one translation unit; offload binaries side by side are
-        // those of the place that holds them.
-        let at = if container == Container::Bundle {
+        // A bundle, or a CUDA fat binary, is the code of one translation unit; offload
+        // binaries side by side are those of the place that holds them.
+        let at = if matches!(container, Container::Bundle | Container::CudaFatbin) {
             self.new_unit(at)
         } else {
             at
@@ -535,7 +544,7 @@ impl Scan<'_, '_> {
                     let data = record.data();
                     if self.places == Places::Everywhere
                         && record.may_be_container()
-                        && Container::found_at_start(data).is_some()
+                        && Container::at_start(data).is_some()
                     {
                         // A container in a container: its images are the device code.
                         self.nested(data, at, Storage::AsIs)?;
@@ -579,7 +588,8 @@ impl Scan<'_, '_> {
                 break;
             };
             let start = pos + nonzero;
-            if Container::found_at_start(&data[start..]).is_none() {
+            // Any container's magic counts here, a CUDA fat binary's too: nothing else may be.
+            if Container::at_start(&data[start..]).is_none() {
                 return Err(not_a_container(start));
             }
             let size = self

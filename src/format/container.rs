@@ -63,7 +63,7 @@ impl Container {
                 &[".hip_fatbin", ".hip_fat", "__hip_fatbin"]
             }
             Container::OffloadBinary => &[".llvm.offloading*", "__offloading"],
-            Container::CudaFatbin => &[".nv_fatbin", "__nv_fatbin"],
+            Container::CudaFatbin => &[".nv_fatbin", "__nv_relfatbin", ".nv_fatb", "__nv_fatbin"],
         }
     }
 
@@ -85,6 +85,16 @@ impl Container {
     pub fn consecutive(self, region: &[u8]) -> Option<Consecutive<'_>> {
         match self {
             Container::CudaFatbin => Some(Box::new(cuda_fatbin::split(region))),
+            Container::Bundle | Container::CompressedBundle | Container::OffloadBinary => None,
+        }
+    }
+
+    /// The boundary containers of this kind lie on one after another, when the format fixes
+    /// one: CUDA fat binaries are back to back on 8-byte boundaries, and a reader steps from
+    /// one to the next by its size. `None`: any boundary (zero padding is skipped).
+    pub fn boundary(self) -> Option<usize> {
+        match self {
+            Container::CudaFatbin => Some(8),
             Container::Bundle | Container::CompressedBundle | Container::OffloadBinary => None,
         }
     }
@@ -113,6 +123,35 @@ impl Container {
     }
 }
 
+/// Where linked programs and shared libraries keep one runtime's containers: the section of
+/// the containers and the section of the wrappers (each `{magic: u32, version: u32, data:
+/// u64, unused: u64}`) whose `data` points at one of them, registering it with the runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgramSection {
+    /// The section of the containers.
+    pub section: &'static str,
+    /// The section of the wrappers.
+    pub wrappers: &'static str,
+    /// The magic a wrapper starts with.
+    pub wrapper_magic: u32,
+}
+
+/// The places of containers in linked programs: the HIP runtime's bundles (`.hip_fatbin`,
+/// wrappers `"FPIH"`) and the CUDA runtime's fat binaries (`.nv_fatbin`, wrappers
+/// `0x466243B1` as `fatbinary_section.h` defines them).
+pub const PROGRAM_SECTIONS: [ProgramSection; 2] = [
+    ProgramSection {
+        section: ".hip_fatbin",
+        wrappers: ".hipFatBinSegment",
+        wrapper_magic: 0x4849_5046,
+    },
+    ProgramSection {
+        section: ".nv_fatbin",
+        wrappers: ".nvFatBinSegment",
+        wrapper_magic: 0x4662_43b1,
+    },
+];
+
 /// The record a device image is stored under in its container.
 #[derive(Debug, Clone, Copy)]
 pub enum Origin<'a> {
@@ -120,8 +159,8 @@ pub enum Origin<'a> {
     OffloadImage(&'a OffloadEntry<'a>),
     /// An entry of a clang offload bundle, with its entry ID.
     BundleEntry(&'a str),
-    /// A CUDA fat binary, whole.
-    CudaFatbin,
+    /// An entry of a CUDA fat binary (a cubin or PTX), with its header.
+    CudaEntry(&'a cuda_fatbin::Entry<'a>),
 }
 
 impl Origin<'_> {
@@ -130,7 +169,7 @@ impl Origin<'_> {
         match self {
             Origin::OffloadImage(entry) => ImageTarget::of_offload_entry(entry),
             Origin::BundleEntry(id) => ImageTarget::of_bundle_entry(id),
-            Origin::CudaFatbin => cuda_fatbin::image_target(),
+            Origin::CudaEntry(entry) => entry.target(),
         }
     }
 
@@ -143,7 +182,7 @@ impl Origin<'_> {
                 other => other.name().into(),
             }),
             Origin::BundleEntry(_) => None,
-            Origin::CudaFatbin => Some("fatbin".into()),
+            Origin::CudaEntry(entry) => Some(entry.kind_name()),
         }
     }
 
@@ -151,7 +190,22 @@ impl Origin<'_> {
     pub fn entry_id(&self) -> Option<&str> {
         match self {
             Origin::BundleEntry(id) => Some(id),
-            Origin::OffloadImage(_) | Origin::CudaFatbin => None,
+            Origin::OffloadImage(_) | Origin::CudaEntry(_) => None,
+        }
+    }
+
+    /// Whether the record stores the image compressed itself (a CUDA fat binary's entry),
+    /// beside whatever compressed container holds the record.
+    pub fn stored_compressed(&self) -> bool {
+        matches!(self, Origin::CudaEntry(entry) if entry.is_compressed())
+    }
+
+    /// The size of the image whose stored bytes are `stored`: what a compressed CUDA entry
+    /// inflates to, else the stored bytes'.
+    pub fn image_size(&self, stored: &[u8]) -> u64 {
+        match self {
+            Origin::CudaEntry(entry) => entry.inflated_size,
+            Origin::OffloadImage(_) | Origin::BundleEntry(_) => stored.len() as u64,
         }
     }
 }
@@ -168,8 +222,8 @@ pub enum Record<'a> {
         /// The entry's bytes.
         data: &'a [u8],
     },
-    /// A CUDA fat binary, whole.
-    CudaFatbin(&'a [u8]),
+    /// An entry of a CUDA fat binary.
+    CudaEntry(cuda_fatbin::Entry<'a>),
 }
 
 impl<'a> Record<'a> {
@@ -178,7 +232,7 @@ impl<'a> Record<'a> {
         match self {
             Record::OffloadImage(entry) => Origin::OffloadImage(entry),
             Record::BundleEntry { id, .. } => Origin::BundleEntry(id),
-            Record::CudaFatbin(_) => Origin::CudaFatbin,
+            Record::CudaEntry(entry) => Origin::CudaEntry(entry),
         }
     }
 
@@ -187,7 +241,7 @@ impl<'a> Record<'a> {
         match self {
             Record::OffloadImage(entry) => entry.image,
             Record::BundleEntry { data, .. } => data,
-            Record::CudaFatbin(data) => data,
+            Record::CudaEntry(entry) => entry.payload,
         }
     }
 
@@ -315,12 +369,15 @@ impl Container {
             }
             Container::CudaFatbin => {
                 let size = cuda_fatbin::size(data)?;
+                let fatbin = data
+                    .get(..usize::try_from(size).unwrap_or(usize::MAX))
+                    .unwrap_or(data);
+                let records = cuda_fatbin::entries(fatbin)
+                    .map(|entry| entry.map(Record::CudaEntry))
+                    .collect::<Result<_>>()?;
                 Opened {
                     size,
-                    contents: Contents::Records(vec![Record::CudaFatbin(
-                        data.get(..usize::try_from(size).unwrap_or(usize::MAX))
-                            .unwrap_or(data),
-                    )]),
+                    contents: Contents::Records(records),
                 }
             }
         })
@@ -477,15 +534,7 @@ impl Container {
             Container::Bundle => rewrite_bundle(data, rules),
             Container::CompressedBundle => rewrite_compressed_bundle(data, rules, decoding),
             Container::OffloadBinary => rewrite_offload_binary(data, rules),
-            // Kept whole: what a CUDA fat binary holds is not rewritten.
-            Container::CudaFatbin => Ok(Rewrite {
-                size: cuda_fatbin::size(data)?,
-                new: None,
-                images_before: 0,
-                images_after: 0,
-                done: "kept",
-                already_compressed: 0,
-            }),
+            Container::CudaFatbin => rewrite_cuda_fatbin(data, rules),
         }
     }
 }
@@ -569,6 +618,39 @@ fn strip_bundle(parsed: &Bundle<'_>, rules: &Rules<'_>) -> (Option<Vec<u8>>, usi
         return (None, devices);
     }
     (Some(bundle::to_vec(&kept, alignment_of(parsed))), devices)
+}
+
+/// The CUDA fat binary at the start of `data` without the entries `rules` drop, the kept ones
+/// as they were stored; a fat binary that keeps none keeps its header, since a wrapper points
+/// at it (the runtime then finds no code in it). Compressing or decompressing leaves it as
+/// it is.
+fn rewrite_cuda_fatbin(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
+    let size = cuda_fatbin::size(data)?;
+    let fatbin = data
+        .get(..usize::try_from(size).unwrap_or(usize::MAX))
+        .unwrap_or(data);
+    let entries: Vec<cuda_fatbin::Entry<'_>> =
+        cuda_fatbin::entries(fatbin).collect::<Result<_>>()?;
+    let targets: Vec<ImageTarget> = entries.iter().map(cuda_fatbin::Entry::target).collect();
+    let keeps = match rules.storage {
+        BundleStorage::AsIs => (rules.keeps)(&targets),
+        BundleStorage::Compress(_) | BundleStorage::Decompress => vec![true; entries.len()],
+    };
+    let kept: Vec<cuda_fatbin::Entry<'_>> = entries
+        .iter()
+        .zip(keeps.iter().chain(std::iter::repeat(&true)))
+        .filter(|(_, keep)| **keep)
+        .map(|(entry, _)| *entry)
+        .collect();
+    let stripped = kept.len() != entries.len();
+    Ok(Rewrite {
+        size,
+        new: stripped.then(|| NewBytes::Made(cuda_fatbin::write_kept(fatbin, &kept))),
+        images_before: entries.len(),
+        images_after: kept.len(),
+        done: if stripped { "stripped" } else { "kept" },
+        already_compressed: 0,
+    })
 }
 
 fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {

@@ -41,14 +41,8 @@ unsafe impl Pod for Header {}
 /// The size of [`Header`].
 const FIXED: usize = std::mem::size_of::<Header>();
 
-/// What a whole fat binary is for: CUDA, for NVPTX; its entries carry their own SM versions.
-pub fn image_target() -> ImageTarget {
-    ImageTarget {
-        producer: Producer::Cuda,
-        triple: "nvptx64-nvidia-cuda".to_string(),
-        target_id: String::new(),
-    }
-}
+/// The triple of CUDA device code.
+pub const TRIPLE: &str = "nvptx64-nvidia-cuda";
 
 /// Whether `data` starts with a fat binary's magic.
 pub fn is_fatbin(data: &[u8]) -> bool {
@@ -91,13 +85,19 @@ pub fn size(data: &[u8]) -> Result<u64> {
         })
 }
 
-/// The fat binaries in `data`, one after another, each aligned to 8 bytes: the offset and
-/// bytes of each. The walk stops where no magic follows; a damaged one is an error at its
-/// offset, and ends the walk.
+/// The fat binaries in `data`, one after another, each aligned to 8 bytes (zero padding
+/// between them skipped): the offset and bytes of each. The walk stops where no magic
+/// follows; a damaged one is an error at its offset, and ends the walk.
 pub fn split(data: &[u8]) -> impl Iterator<Item = Result<(usize, &[u8])>> {
     let mut pos = 0usize;
     let mut failed = false;
     std::iter::from_fn(move || {
+        let zeros = data
+            .get(pos..)?
+            .iter()
+            .position(|&b| b != 0)
+            .filter(|zeros| zeros % 8 == 0)?;
+        pos += zeros;
         // Fewer bytes than a header, magic or not, end the walk as padding would.
         let here = data
             .get(pos..)
@@ -138,6 +138,17 @@ pub enum Compression {
     Lz,
     /// A zstd frame (flag 0x8000, or a zstd magic under a compressed size).
     Zstd,
+}
+
+impl Compression {
+    /// Its name in listings: `none`, `lz` or `zstd`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz => "lz",
+            Compression::Zstd => "zstd",
+        }
+    }
 }
 
 /// Flag of an entry compressed with NVIDIA's LZ4-like scheme (the older value).
@@ -231,19 +242,95 @@ impl<'a> Entry<'a> {
         format!("sm_{}{suffix}", self.arch)
     }
 
+    /// The target's name as NVIDIA's tools write it: the SM of a cubin (`sm_80`, `sm_90a`,
+    /// `sm_100f`), the virtual architecture of PTX (`compute_90`); the SM number of an entry
+    /// of another kind.
+    pub fn target_name(&self) -> String {
+        match self.kind {
+            EntryKind::Ptx => format!("compute_{}", &self.sm()["sm_".len()..]),
+            EntryKind::Elf | EntryKind::Other(_) => self.sm(),
+        }
+    }
+
+    /// What the entry is for: CUDA, for NVPTX, with [`Entry::target_name`] as its target ID.
+    pub fn target(&self) -> ImageTarget {
+        ImageTarget {
+            producer: Producer::Cuda,
+            triple: TRIPLE.to_string(),
+            target_id: self.target_name(),
+        }
+    }
+
+    /// What the entry holds, in a word: `cubin`, `ptx`, or `kind-N`.
+    pub fn kind_name(&self) -> String {
+        match self.kind {
+            EntryKind::Ptx => "ptx".into(),
+            EntryKind::Elf => "cubin".into(),
+            EntryKind::Other(kind) => format!("kind-{kind}"),
+        }
+    }
+
+    /// Whether the payload is stored compressed.
+    pub fn is_compressed(&self) -> bool {
+        self.compression() != Compression::None
+    }
+
     /// The payload's bytes, inflated when compressed (refusing more than `limit` bytes),
     /// as NVIDIA's tools extract them: a cubin without its padding (the extent its ELF
     /// headers give), PTX up to its terminating NUL.
     pub fn contents(&self, limit: u64) -> Result<std::borrow::Cow<'a, [u8]>> {
         let at = self.offset as u64 + self.header.len() as u64;
-        let inflated: std::borrow::Cow<'a, [u8]> = match self.compression() {
-            Compression::None => std::borrow::Cow::Borrowed(self.payload),
-            Compression::Lz => std::borrow::Cow::Owned(
-                lz_inflate(self.payload, self.inflated_size, limit).map_err(|e| e.rebased(at))?,
-            ),
-            Compression::Zstd => std::borrow::Cow::Owned(
-                zstd_inflate(self.payload, self.inflated_size, limit).map_err(|e| e.rebased(at))?,
-            ),
+        self.stored()
+            .contents(self.payload, limit)
+            .map_err(|e| e.rebased(at))
+    }
+
+    /// How its payload is stored: enough to read it again from the payload's bytes.
+    pub fn stored(&self) -> Stored {
+        Stored {
+            kind: self.kind,
+            compression: self.compression(),
+            inflated_size: self.inflated_size,
+        }
+    }
+
+    /// The entry's bytes as stored in `fatbin`: header and payload with its padding.
+    fn stored_in(&self, fatbin: &'a [u8]) -> &'a [u8] {
+        fatbin
+            .get(self.offset..self.offset + self.size)
+            .unwrap_or_default()
+    }
+}
+
+/// How an entry's payload is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stored {
+    /// What the entry holds.
+    pub kind: EntryKind,
+    /// How the payload is compressed.
+    pub compression: Compression,
+    /// The size it inflates to (the stored size when plain).
+    pub inflated_size: u64,
+}
+
+impl Stored {
+    /// The bytes of the payload stored as `payload`, inflated when compressed (refusing more
+    /// than `limit` bytes), as NVIDIA's tools extract them: a cubin without its padding (the
+    /// extent its ELF headers give), PTX up to its terminating NUL. Offsets in errors are from
+    /// the payload's start.
+    pub fn contents<'a>(
+        &self,
+        payload: &'a [u8],
+        limit: u64,
+    ) -> Result<std::borrow::Cow<'a, [u8]>> {
+        let inflated: std::borrow::Cow<'a, [u8]> = match self.compression {
+            Compression::None => std::borrow::Cow::Borrowed(payload),
+            Compression::Lz => {
+                std::borrow::Cow::Owned(lz_inflate(payload, self.inflated_size, limit)?)
+            }
+            Compression::Zstd => {
+                std::borrow::Cow::Owned(zstd_inflate(payload, self.inflated_size, limit)?)
+            }
         };
         let len = match self.kind {
             EntryKind::Ptx => memchr::memchr(0, &inflated).unwrap_or(inflated.len()),
@@ -259,13 +346,6 @@ impl<'a> Entry<'a> {
                 std::borrow::Cow::Owned(bytes)
             }
         })
-    }
-
-    /// The entry's bytes as stored in `fatbin`: header and payload with its padding.
-    fn stored(&self, fatbin: &'a [u8]) -> &'a [u8] {
-        fatbin
-            .get(self.offset..self.offset + self.size)
-            .unwrap_or_default()
     }
 }
 
@@ -367,7 +447,7 @@ pub fn write_kept(fatbin: &[u8], kept: &[Entry<'_>]) -> Vec<u8> {
     let header = fatbin.get(..header_size).unwrap_or_default();
     let mut out = header.to_vec();
     for entry in kept {
-        out.extend_from_slice(entry.stored(fatbin));
+        out.extend_from_slice(entry.stored_in(fatbin));
     }
     let fat_size = out.len().saturating_sub(header_size) as u64;
     if let Some(field) = out.get_mut(8..16) {

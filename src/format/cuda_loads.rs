@@ -19,6 +19,7 @@
 use std::fmt;
 
 use super::cuda_fatbin::{Entry, EntryKind};
+use super::loads::Via;
 
 /// How far an SM's code reaches beyond its own SM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -116,6 +117,75 @@ impl fmt::Display for Sm {
     }
 }
 
+/// What a CUDA target name stands for: the kind of code (`sm_XX`: a cubin, `compute_XX`: PTX)
+/// and its SM. `None` for a name of no CUDA target.
+pub fn target_of_name(name: &str) -> Option<(EntryKind, Sm)> {
+    let kind = if name.starts_with("sm_") {
+        EntryKind::Elf
+    } else if name.starts_with("compute_") {
+        EntryKind::Ptx
+    } else {
+        return None;
+    };
+    Some((kind, Sm::parse(name)?))
+}
+
+/// Whether `name` is a CUDA target's (`sm_80`, `compute_90a`).
+pub fn is_cuda_target(name: &str) -> bool {
+    target_of_name(name).is_some()
+}
+
+/// Whether `name` is the target of PTX (`compute_90`).
+pub fn is_ptx_target(name: &str) -> bool {
+    matches!(target_of_name(name), Some((EntryKind::Ptx, _)))
+}
+
+/// For each image of one fat binary (its target name: `sm_80`, `compute_90`; `None` for
+/// images of no CUDA target), whether the device `device` runs it, and how. A device named
+/// `sm_XY` (a compute capability; an `a` or `f` it carries is not asked) runs the cubins for
+/// its own SM ([`Via::Native`]), those of earlier SMs it runs ([`Via::Forward`]) and the PTX
+/// it may compile ([`Via::Ptx`]); one named `compute_XY` stands for that PTX alone. `None` when
+/// `device` is no CUDA target.
+pub fn loaded_by(device: &str, unit: &[Option<&str>]) -> Option<Vec<Option<Via>>> {
+    let (device_kind, device_sm) = target_of_name(device)?;
+    Some(
+        unit.iter()
+            .map(|image| {
+                let (kind, sm) = target_of_name((*image)?)?;
+                let same = (sm.major, sm.minor) == (device_sm.major, device_sm.minor);
+                match (device_kind, kind) {
+                    (EntryKind::Ptx, EntryKind::Ptx) => {
+                        (same && sm.variant == device_sm.variant).then_some(Via::Native)
+                    }
+                    (EntryKind::Elf, _) if !sm.runs_on(kind, device_sm) => None,
+                    (EntryKind::Elf, EntryKind::Elf) if same => Some(Via::Native),
+                    (EntryKind::Elf, EntryKind::Elf) => Some(Via::Forward),
+                    (EntryKind::Elf, EntryKind::Ptx) => Some(Via::Ptx),
+                    _ => None,
+                }
+            })
+            .collect(),
+    )
+}
+
+/// What the driver loads on the device named `device` (`sm_89`) from one fat binary whose
+/// entries have the target names `unit` (`sm_80`, `compute_90`), in order: the index of the
+/// entry ([`driver_pick`]) and how the device runs it. `None` when the device runs nothing
+/// there, or `device` or an entry is no CUDA target.
+pub fn driver_load(device: &str, unit: &[&str]) -> Option<(usize, Via)> {
+    let (_, sm) = target_of_name(device)?;
+    let targets: Vec<(EntryKind, Sm)> = unit
+        .iter()
+        .map(|name| target_of_name(name))
+        .collect::<Option<_>>()?;
+    let pick = driver_pick(&targets, sm)?;
+    let via = loaded_by(device, &[unit.get(pick).copied()])?
+        .first()
+        .copied()
+        .flatten()?;
+    Some((pick, via))
+}
+
 /// The entries (by their index in `entries`, with their kind and SM) a device of `device`'s
 /// compute capability may run.
 pub fn runnable(entries: &[(EntryKind, Sm)], device: Sm) -> Vec<usize> {
@@ -200,5 +270,34 @@ mod tests {
         assert_eq!(driver_pick(&entries, sm("12.0")), Some(5));
         assert_eq!(driver_pick(&entries, sm("7.5")), None);
         assert_eq!(runnable(&entries, sm("8.6")), [0, 1, 2]);
+    }
+
+    #[test]
+    fn a_device_runs_its_own_cubins_earlier_ones_and_ptx() {
+        let unit = [
+            Some("sm_80"),
+            Some("sm_86"),
+            Some("compute_80"),
+            Some("sm_90a"),
+            Some("compute_90"),
+            Some("gfx90a"),
+            None,
+        ];
+        let (n, f, p) = (Some(Via::Native), Some(Via::Forward), Some(Via::Ptx));
+        assert_eq!(
+            loaded_by("sm_86", &unit).unwrap(),
+            [f, n, p, None, None, None, None]
+        );
+        assert_eq!(
+            loaded_by("sm_90", &unit).unwrap(),
+            [None, None, p, n, p, None, None]
+        );
+        assert_eq!(
+            loaded_by("compute_90", &unit).unwrap(),
+            [None, None, None, None, n, None, None]
+        );
+        assert_eq!(loaded_by("gfx90a", &unit), None);
+        assert!(is_ptx_target("compute_90a") && !is_ptx_target("sm_90"));
+        assert!(is_cuda_target("sm_100f") && !is_cuda_target("gfx1100"));
     }
 }

@@ -23,7 +23,9 @@ use std::io::Read;
 use object::endian::{LittleEndian as Le, U32, U64};
 use object::pod::{self, Pod};
 
+use super::ccob::Decoding;
 use super::error::{Error, ErrorKind, Result};
+use super::inflate;
 use super::msgpack::{self, Value};
 
 /// The archive's magic bytes.
@@ -156,6 +158,15 @@ pub enum KpackError {
         /// Bytes it inflated to (at most one past the declared size).
         actual: u64,
     },
+    /// A code object stored plain whose size is not its declared one.
+    StoredSize {
+        /// The entry's key and processor.
+        entry: String,
+        /// The declared size.
+        declared: u64,
+        /// The stored size.
+        stored: u64,
+    },
     /// A compressed code object declares more than the caller's limit.
     TooLarge {
         /// The entry's key and processor.
@@ -220,6 +231,14 @@ impl fmt::Display for KpackError {
             } => write!(
                 f,
                 "kpack entry {entry} inflates to {actual} bytes, but its original_size is {declared}"
+            ),
+            KpackError::StoredSize {
+                entry,
+                declared,
+                stored,
+            } => write!(
+                f,
+                "kpack entry {entry} is stored as {stored} bytes, but its original_size is {declared}"
             ),
             KpackError::TooLarge {
                 entry,
@@ -376,9 +395,8 @@ impl<'a> Archive<'a> {
             })
     }
 
-    /// The code object of `entry`: borrowed when stored plain, inflated (refusing more than
-    /// `limit` bytes, and any size but `original_size`) when compressed.
-    pub fn code_object(&self, entry: &KernelEntry<'_>, limit: u64) -> Result<Cow<'a, [u8]>> {
+    /// The stored bytes of `entry` (its zstd frame, for `zstd-per-kernel`) and where they lie.
+    pub fn stored_bytes(&self, entry: &KernelEntry<'_>) -> Result<(Stored, &'a [u8])> {
         let stored = self.stored_of(entry)?;
         let bytes = region(self.data, stored.offset, stored.size).ok_or_else(|| {
             kpack_error(
@@ -390,9 +408,56 @@ impl<'a> Archive<'a> {
                 },
             )
         })?;
+        Ok((stored, bytes))
+    }
+
+    /// Reads the code object of `entry` whole, through a window, with the decoder `decoding`
+    /// says, handing `sink` its bytes: checks that a plain one is as long as its
+    /// `original_size` says, and that a compressed one inflates to exactly that (refusing
+    /// more than `limit`).
+    pub fn read_code_object(
+        &self,
+        entry: &KernelEntry<'_>,
+        limit: u64,
+        decoding: Decoding<'_>,
+        mut sink: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let (stored, bytes) = self.stored_bytes(entry)?;
+        match self.scheme {
+            Scheme::None if stored.size != entry.original_size => {
+                let e = KpackError::StoredSize {
+                    entry: entry.name(),
+                    declared: entry.original_size,
+                    stored: stored.size,
+                };
+                Err(kpack_error(stored.offset, e))
+            }
+            Scheme::None => sink(bytes),
+            Scheme::ZstdPerKernel => {
+                inflate_frame(bytes, entry, stored.offset, limit, decoding, sink)
+            }
+        }
+    }
+
+    /// The code object of `entry`: borrowed when stored plain, inflated (refusing more than
+    /// `limit` bytes, and any size but `original_size`) when compressed.
+    pub fn code_object(&self, entry: &KernelEntry<'_>, limit: u64) -> Result<Cow<'a, [u8]>> {
+        let (stored, bytes) = self.stored_bytes(entry)?;
         match self.scheme {
             Scheme::None => Ok(Cow::Borrowed(bytes)),
-            Scheme::ZstdPerKernel => inflate(bytes, entry, stored.offset, limit).map(Cow::Owned),
+            Scheme::ZstdPerKernel => {
+                let mut out = Vec::new();
+                let cap = entry.original_size;
+                inflate_frame(
+                    bytes,
+                    entry,
+                    stored.offset,
+                    limit,
+                    Decoding::Fresh,
+                    |piece| inflate::append(&mut out, piece, cap, stored.offset),
+                )?;
+                Ok(Cow::Owned(out))
+            }
         }
     }
 }
@@ -404,8 +469,18 @@ fn region(data: &[u8], offset: u64, size: u64) -> Option<&[u8]> {
     data.get(start..end)
 }
 
-/// Inflates one zstd frame that must give exactly `entry.original_size` bytes.
-fn inflate(frame: &[u8], entry: &KernelEntry<'_>, at: u64, limit: u64) -> Result<Vec<u8>> {
+/// Inflates `frame`, the stored zstd frame of `entry` (at offset `at` of its archive), through
+/// a window with the decoder `decoding` says, handing `sink` the bytes in order: never more
+/// than `entry.original_size` of them, which must be all the frame gives, and refused when
+/// that is over `limit`.
+pub fn inflate_frame(
+    frame: &[u8],
+    entry: &KernelEntry<'_>,
+    at: u64,
+    limit: u64,
+    decoding: Decoding<'_>,
+    mut sink: impl FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
     let declared = entry.original_size;
     if declared > limit {
         let e = KpackError::TooLarge {
@@ -424,23 +499,42 @@ fn inflate(frame: &[u8], entry: &KernelEntry<'_>, at: u64, limit: u64) -> Result
             },
         )
     };
-    let decoder =
-        zstd::stream::read::Decoder::with_buffer(frame).map_err(|e| zstd_error(e.to_string()))?;
-    // One byte past the declared size tells a longer stream from an exact one.
-    let mut out = Vec::new();
-    decoder
-        .take(declared.saturating_add(1))
-        .read_to_end(&mut out)
-        .map_err(|e| zstd_error(e.to_string()))?;
-    if out.len() as u64 != declared {
+    let mut reader: Box<dyn Read + '_> = match decoding {
+        Decoding::Fresh => Box::new(
+            zstd::stream::read::Decoder::with_buffer(frame)
+                .map_err(|e| zstd_error(e.to_string()))?,
+        ),
+        Decoding::Reusing(context) => {
+            Box::new(zstd::stream::read::Decoder::with_context(frame, context))
+        }
+    };
+    let mut window = inflate::window(declared);
+    let mut total = 0u64;
+    loop {
+        let n =
+            inflate::read_some(&mut reader, &mut window).map_err(|e| zstd_error(e.to_string()))?;
+        if n == 0 {
+            break;
+        }
+        let piece = window.get(..n).unwrap_or_default();
+        let kept = inflate::at_most(piece, declared - total);
+        if !kept.is_empty() {
+            sink(kept)?;
+        }
+        total += n as u64;
+        if total > declared {
+            break;
+        }
+    }
+    if total != declared {
         let e = KpackError::InflatedSize {
             entry: entry.name(),
             declared,
-            actual: out.len() as u64,
+            actual: total.min(declared.saturating_add(1)),
         };
         return Err(kpack_error(at, e));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The little-endian `u32` at `*at` in `area` (which starts at `base` in the file), which is

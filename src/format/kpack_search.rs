@@ -132,7 +132,45 @@ pub enum Outcome {
     },
 }
 
+impl Opened {
+    /// What the path held, for people: `missing`, `not an archive: WHY`, or `archive for
+    /// PROCESSORS`.
+    pub fn describe(&self) -> String {
+        match self {
+            Opened::Missing => "missing".to_string(),
+            Opened::Unreadable(why) => format!("not an archive: {why}"),
+            Opened::Archive(index) => format!("archive for {}", index.gfx_arches.join(", ")),
+        }
+    }
+}
+
 impl Outcome {
+    /// Why nothing was found, for people; `None` when something was.
+    pub fn why_not(&self) -> Option<String> {
+        match self {
+            Outcome::Found { .. } => None,
+            Outcome::Disabled => Some("ROCM_KPACK_DISABLE turns kpack loading off".to_string()),
+            Outcome::NoArchive => Some("no archive found".to_string()),
+            Outcome::NoArch => Some("no archive found is for its processor".to_string()),
+            Outcome::KernelNotFound { archive, arch } => Some(format!(
+                "'{}' is for {arch} but lacks the code object",
+                archive.display()
+            )),
+        }
+    }
+
+    /// The loader's name for this outcome (`KPACK_ERROR_` left out): `SUCCESS`,
+    /// `KERNEL_NOT_FOUND`, `NOT_IMPLEMENTED`, `ARCHIVE_NOT_FOUND` or `ARCH_NOT_FOUND`.
+    pub fn loader_name(&self) -> &'static str {
+        match self {
+            Outcome::Found { .. } => "SUCCESS",
+            Outcome::KernelNotFound { .. } => "KERNEL_NOT_FOUND",
+            Outcome::Disabled => "NOT_IMPLEMENTED",
+            Outcome::NoArchive => "ARCHIVE_NOT_FOUND",
+            Outcome::NoArch => "ARCH_NOT_FOUND",
+        }
+    }
+
     /// The loader's error code for this outcome (0 when found).
     pub fn loader_code(&self) -> i32 {
         match self {
@@ -294,7 +332,7 @@ pub fn search(
     let outcome = if archives.is_empty() {
         Outcome::NoArchive
     } else {
-        choose(&archives, &key, arches, miss)
+        pick(&archives, &key, arches, miss)
     };
     Search {
         key,
@@ -303,8 +341,10 @@ pub fn search(
     }
 }
 
-/// Processor first, then feature subsets, then archives in order.
-fn choose(
+/// The loader's choice among `archives` (in search order) of the one to load `key` from for
+/// a device asking for `arches`: processor first, then feature subsets, then archives in
+/// order.
+pub fn pick(
     archives: &[(&Path, &ArchiveIndex)],
     key: &str,
     arches: &[String],

@@ -1,6 +1,7 @@
 //! Which code a device loads from one translation unit, by the HIP runtime's rule: the native
 //! code for its processor if the unit has any, else the code of a generic target that covers
-//! the processor, else SPIR-V, which the runtime compiles for the device.
+//! the processor, else SPIR-V, which the runtime compiles for the device. CUDA devices
+//! (`sm_86`) and images follow NVIDIA's rules instead ([`cuda_loads`]).
 //!
 //! A device named without a feature (`gfx90a`) stands for every device of that processor, with
 //! the feature on and off; what each of them loads is taken together. The generic targets that
@@ -8,6 +9,7 @@
 //! image either calls covering is counted as loaded, so that keeping what a device loads never
 //! drops code some runtime would have used.
 
+use super::cuda_loads;
 use super::processor::{Processor, ProcessorKind, SPIRV};
 use super::target_id::{FeatureSetting, TargetId};
 
@@ -21,15 +23,21 @@ pub enum Via {
     Generic,
     /// The unit has neither, and the image is SPIR-V, compiled for the device when loaded.
     Spirv,
+    /// A CUDA cubin for an earlier SM of the device's major version, which it runs.
+    Forward,
+    /// CUDA PTX, compiled for the device when loaded.
+    Ptx,
 }
 
 impl Via {
-    /// `native`, `generic` or `spirv`.
+    /// `native`, `generic`, `spirv`, `forward` or `ptx`.
     pub fn name(self) -> &'static str {
         match self {
             Via::Native => "native",
             Via::Generic => "generic",
             Via::Spirv => "spirv",
+            Via::Forward => "forward",
+            Via::Ptx => "ptx",
         }
     }
 }
@@ -42,6 +50,14 @@ const DECIDING: [&str; 2] = ["sramecc", "xnack"];
 /// without one), whether a device named by `device` loads it, and how. A device named by a
 /// generic target or `amdgcnspirv` loads exactly the images for it.
 pub fn loaded_by(device: &TargetId<'_>, unit: &[Option<TargetId<'_>>]) -> Vec<Option<Via>> {
+    // CUDA devices and images, by NVIDIA's rules.
+    let names: Vec<Option<&str>> = unit
+        .iter()
+        .map(|image| image.as_ref().map(|i| i.processor))
+        .collect();
+    if let Some(loaded) = cuda_loads::loaded_by(device.processor, &names) {
+        return loaded;
+    }
     let mut loaded = vec![None; unit.len()];
     let device_processor = canonical(device.processor);
     if ProcessorKind::of_name(device_processor) != ProcessorKind::Native {
@@ -68,6 +84,9 @@ pub fn loaded_by(device: &TargetId<'_>, unit: &[Option<TargetId<'_>>]) -> Vec<Op
 /// is code for a generic target or SPIR-V, which a device loads when its unit has no native
 /// code for it. The test to pass over an image before its unit is seen whole.
 pub fn may_load(device: &TargetId<'_>, image: &TargetId<'_>) -> bool {
+    if let Some(loaded) = cuda_loads::loaded_by(device.processor, &[Some(image.processor)]) {
+        return loaded.first().is_some_and(Option::is_some);
+    }
     device.can_load(image) || ProcessorKind::of_name(image.processor) != ProcessorKind::Native
 }
 

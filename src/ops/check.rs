@@ -6,21 +6,31 @@
 //! The runtime goes through the devices in order for each bundle and stops at the first one
 //! without code: that bundle's load fails with `hipErrorInvalidImage` for that device and
 //! every device after it, and when it is the first device, for every device.
+//!
+//! A binary split by kpack keeps no bundles but asks the kpack loader for each code object
+//! by index: for those, what each device finds is the loader's search (the `kpack` module).
 
 use std::collections::HashSet;
 use std::path::Path;
 
 use serde::Serialize;
 
+use crate::container::kpack::split_binary;
 use crate::container::ld_so::{self, Environment};
-use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
+use crate::container::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::Error;
+use crate::format::cuda_loads;
 use crate::format::image_target::Producer;
+use crate::format::kpack_search;
 use crate::format::runtime::{self, Load, AMDGCN_ISA_PREFIX};
 use crate::format::target_id::TargetIdBuf;
 use crate::io::Input;
-use crate::ops::columns::{render, Align};
+use crate::ops::columns::{ranges, render, Align};
+
+mod kpack;
+
+pub use kpack::{KpackCodeObject, KpackFile, KpackLoad, Searched};
 
 /// One device of the check, in the runtime's order. The field names are a public interface
 /// (`offload check --json`), as are those of every record below.
@@ -44,7 +54,11 @@ impl Device {
             .enumerate()
             .map(|(index, (target, node))| Device {
                 index,
-                isa: format!("{AMDGCN_ISA_PREFIX}{target}"),
+                isa: if cuda_loads::is_cuda_target(target.as_str()) {
+                    target.to_string()
+                } else {
+                    format!("{AMDGCN_ISA_PREFIX}{target}")
+                },
                 target_id: target.to_string(),
                 node: *node,
             })
@@ -57,20 +71,24 @@ impl Device {
 pub struct DeviceLoad {
     /// The device's index.
     pub device: usize,
-    /// `native`, `generic`, `spirv` (compiled for the device when loaded) or `nothing`.
+    /// `native`, `generic`, `spirv` (compiled for the device when loaded) or `nothing`; for
+    /// a CUDA fat binary, `native`, `forward` (a cubin for an earlier SM of its major version),
+    /// `ptx` (compiled when loaded), `nothing`, or `other` (a device of another runtime).
     pub loads: &'static str,
-    /// The entry ID of the entry it loads.
+    /// The entry ID of the entry it loads (a CUDA entry's SM: `sm_80`, `compute_90`).
     pub entry: Option<String>,
     /// What the runtime does for the device: `loads`, or `fails` when this device or an
-    /// earlier one has no code in the bundle.
+    /// earlier one has no code in the bundle (for a CUDA fat binary, this device).
     pub runtime: &'static str,
 }
 
-/// One bundle the runtime is given.
+/// One bundle the runtime is given (or CUDA fat binary the CUDA runtime is given).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BundleReport {
     /// Its number in the file, from 1, in file order.
     pub index: usize,
+    /// The runtime that loads it: `hip` (a bundle) or `cuda` (a CUDA fat binary).
+    pub runtime: &'static str,
     /// The section that holds it.
     pub section: Option<String>,
     /// The archive member that holds it, if any.
@@ -117,8 +135,12 @@ pub struct FileReport {
     pub found_via: &'static str,
     /// Its bundles.
     pub bundles: Vec<BundleReport>,
-    /// Per device, how its bundles load.
+    /// Per device, how its bundles (and code objects in kpack archives) load.
     pub counts: Vec<Counts>,
+    /// For a binary split by kpack: each code object it asks for, and what each device finds
+    /// of it. Left out of the JSON for other files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kpack: Option<KpackFile>,
 }
 
 /// A library found nowhere.
@@ -143,13 +165,16 @@ pub struct Report {
     pub every_device_has_code: bool,
 }
 
-/// Checks `roots` and the libraries they load for `devices`. Files that cannot be read, or
-/// whose device code is damaged (a compressed bundle declaring more than `max_decompressed`
-/// bytes among them), are returned as errors beside the report.
+/// Checks `roots` and the libraries they load (found as ld.so finds them in `env`) for
+/// `devices`, the code of binaries split by kpack searched for as the kpack loader does in
+/// `kpack_env`. Files that cannot be read, or whose device code is damaged (a compressed
+/// bundle declaring more than `max_decompressed` bytes among them), are returned as errors
+/// beside the report.
 pub fn check(
     roots: &[&Path],
     devices: &[Device],
     env: &Environment,
+    kpack_env: &kpack_search::Environment,
     max_decompressed: u64,
 ) -> (Report, Vec<Error>) {
     let targets: Vec<TargetIdBuf> = devices
@@ -181,13 +206,23 @@ pub fn check(
             let (bundles, problems) =
                 bundles_of(&object.path, &object.input, &targets, max_decompressed);
             errors.extend(problems);
+            let kpack = match split_binary(&object.path, &object.input) {
+                Ok(split) => split.map(|split| {
+                    kpack::check_split(&object.path, &split, devices, &targets, kpack_env)
+                }),
+                Err(e) => {
+                    errors.push(e);
+                    None
+                }
+            };
             report.files.push(FileReport {
                 path: object.path.to_string_lossy().into_owned(),
                 needed_as: object.needed_as.clone(),
                 needed_by: object.needed_by.map(name),
                 found_via: object.found_via.name(),
-                counts: counts(&bundles, devices.len()),
+                counts: counts(&bundles, kpack.as_ref(), devices.len()),
                 bundles,
+                kpack,
             });
         }
         for m in missing {
@@ -197,11 +232,18 @@ pub fn check(
             });
         }
     }
+    let kpack_loads = report
+        .files
+        .iter()
+        .filter_map(|f| f.kpack.as_ref())
+        .flat_map(|k| &k.code_objects)
+        .flat_map(|co| &co.loads);
     report.every_device_has_code = report
         .files
         .iter()
         .flat_map(|f| &f.bundles)
-        .all(|b| b.first_without_code.is_none());
+        .all(|b| b.first_without_code.is_none())
+        && kpack_loads.into_iter().all(|l| l.loads != "nothing");
     (report, errors)
 }
 
@@ -227,7 +269,17 @@ fn bundles_of(
     max_decompressed: u64,
 ) -> (Vec<BundleReport>, Vec<Error>) {
     let mut found: Vec<FoundEntry> = Vec::new();
+    let mut cuda: Vec<(usize, String, Option<String>, Option<String>)> = Vec::new();
     let visit = &mut |image: &DeviceImage<'_>| {
+        if let Origin::CudaEntry(_) = image.origin {
+            cuda.push((
+                image.unit,
+                image.target.target_id.clone(),
+                image.section.map(str::to_string),
+                image.members.last().cloned(),
+            ));
+            return;
+        }
         let Some(id) = image.origin.entry_id() else {
             return;
         };
@@ -263,14 +315,78 @@ fn bundles_of(
         Err(e) => vec![e],
     };
     let mut bundles = Vec::new();
+    let any_cuda = devices
+        .iter()
+        .any(|d| cuda_loads::is_cuda_target(d.as_str()));
+    let all_cuda = any_cuda
+        && devices
+            .iter()
+            .all(|d| cuda_loads::is_cuda_target(d.as_str()));
     for unit in found.chunk_by(|a, b| a.unit == b.unit) {
-        if !unit.iter().any(|e| e.hip) {
+        if !unit.iter().any(|e| e.hip) || all_cuda {
             // Only the HIP runtime's bundles: OpenMP's are another runtime's to load.
             continue;
         }
         bundles.push(check_bundle(bundles.len() + 1, unit, devices));
     }
+    if any_cuda {
+        for unit in cuda.chunk_by(|a, b| a.0 == b.0) {
+            bundles.push(check_fatbin(bundles.len() + 1, unit, devices));
+        }
+    }
     (bundles, problems)
+}
+
+/// What each device loads from one CUDA fat binary (its entries' unit, target names,
+/// section and member), numbered `index`: a CUDA device the driver's pick
+/// ([`cuda_loads::driver_pick`]); a device of another runtime nothing of it. A CUDA device
+/// without code fails alone: the others still load theirs.
+fn check_fatbin(
+    index: usize,
+    entries: &[(usize, String, Option<String>, Option<String>)],
+    devices: &[TargetIdBuf],
+) -> BundleReport {
+    let unit: Vec<&str> = entries
+        .iter()
+        .map(|(_, name, _, _)| name.as_str())
+        .collect();
+    let loads: Vec<DeviceLoad> = devices
+        .iter()
+        .enumerate()
+        .map(|(device, d)| {
+            if !cuda_loads::is_cuda_target(d.as_str()) {
+                return DeviceLoad {
+                    device,
+                    loads: "other",
+                    entry: None,
+                    runtime: "loads",
+                };
+            }
+            let load = cuda_loads::driver_load(d.as_str(), &unit);
+            DeviceLoad {
+                device,
+                loads: load.map_or("nothing", |(_, via)| via.name()),
+                entry: load.map(|(pick, _)| unit[pick].to_string()),
+                runtime: if load.is_some() { "loads" } else { "fails" },
+            }
+        })
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    for (_, name, _, _) in entries {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    BundleReport {
+        index,
+        runtime: "cuda",
+        section: entries[0].2.clone(),
+        member: entries[0].3.clone(),
+        compressed: false,
+        targets: names,
+        first_without_code: loads.iter().position(|l| l.loads == "nothing"),
+        loads,
+    }
 }
 
 /// Whether entries of `producer` are of a kind the HIP runtime takes (`hip`, `hipv4`, `hcc`).
@@ -318,6 +434,7 @@ fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -
     }
     BundleReport {
         index,
+        runtime: "hip",
         section: entries[0].section.clone(),
         member: entries[0].member.clone(),
         compressed: entries[0].compressed,
@@ -327,8 +444,8 @@ fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -
     }
 }
 
-/// Per device, how `bundles` load.
-fn counts(bundles: &[BundleReport], devices: usize) -> Vec<Counts> {
+/// Per device, how `bundles` and the code objects of `kpack` load.
+fn counts(bundles: &[BundleReport], kpack: Option<&KpackFile>, devices: usize) -> Vec<Counts> {
     let mut counts: Vec<Counts> = (0..devices)
         .map(|device| Counts {
             device,
@@ -342,19 +459,37 @@ fn counts(bundles: &[BundleReport], devices: usize) -> Vec<Counts> {
         match load.loads {
             "native" => c.native += 1,
             "generic" => c.generic += 1,
-            "spirv" => c.spirv += 1,
+            "spirv" | "ptx" => c.spirv += 1,
+            "forward" => c.native += 1,
+            "other" => {}
             _ => c.nothing += 1,
         }
         if load.runtime == "fails" {
             c.fails += 1;
         }
     }
+    let kpack_loads = kpack.into_iter().flat_map(|k| &k.code_objects);
+    for load in kpack_loads.flat_map(|co| &co.loads) {
+        let Some(c) = counts.get_mut(load.device) else {
+            continue;
+        };
+        match load.loads {
+            "native" => c.native += 1,
+            "generic" => c.generic += 1,
+            _ => {
+                c.nothing += 1;
+                c.fails += 1;
+            }
+        }
+    }
     counts
 }
 
 /// The report `offload check` prints for people: the devices, a table of files with, per
-/// device, how many bundles load native, generic or SPIR-V code or nothing; the libraries not
-/// found; the bundles that leave a device without code; and what the runtime does then.
+/// device, how many bundles (and code objects in kpack archives) load native, generic or
+/// SPIR-V code or nothing; for split binaries, the archive each device finds each code object
+/// in, or every path searched; the libraries not found; what leaves a device without code;
+/// and what the runtime does then.
 pub fn text(report: &Report) -> String {
     let mut out = String::new();
     out.push_str("Devices, in the runtime's order:\n");
@@ -367,17 +502,23 @@ pub fn text(report: &Report) -> String {
     }
     out.push('\n');
     out.push_str(&table(report));
+    let archived = kpack::text(report);
+    if !archived.is_empty() {
+        out.push_str("\nCode in kpack archives:\n");
+        out.push_str(&archived);
+    }
     if !report.not_found.is_empty() {
         out.push_str("\nNot found (not checked; ld.so would refuse to load what needs them):\n");
         for m in &report.not_found {
             out.push_str(&format!("  {} (needed by {})\n", m.name, m.needed_by));
         }
     }
-    let without = without_code(report);
+    let without = without_code(report) + &kpack::without_code(report);
     if !without.is_empty() {
         out.push_str("\nWithout code:\n");
         out.push_str(&without);
         out.push_str("\nWhat the runtime does:\n");
+        out.push_str(&kpack::consequences(report));
         out.push_str(&consequences(report));
     }
     out
@@ -390,8 +531,10 @@ fn table(report: &Report) -> String {
     ];
     let mut rows: Vec<[String; 7]> = Vec::new();
     for file in &report.files {
-        let mut first = [file.path.clone(), file.bundles.len().to_string()].to_vec();
-        if file.bundles.is_empty() {
+        let code_objects = file.kpack.as_ref().map_or(0, |k| k.code_objects.len());
+        let units = file.bundles.len() + code_objects;
+        let mut first = [file.path.clone(), units.to_string()].to_vec();
+        if units == 0 {
             first.resize(7, String::new());
             rows.push(first.try_into().unwrap_or_default());
             continue;
@@ -419,27 +562,6 @@ fn table(report: &Report) -> String {
     }
     let (l, r) = (Align::Left, Align::Right);
     render(&header, &rows, &[l, r, l, r, r, r, r])
-}
-
-/// Bundle numbers as ranges: `1-3, 5`.
-fn ranges(numbers: &[usize]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut k = 0;
-    while k < numbers.len() {
-        let start = numbers[k];
-        let mut end = start;
-        while k + 1 < numbers.len() && numbers[k + 1] == end + 1 {
-            k += 1;
-            end = numbers[k];
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        k += 1;
-    }
-    parts.join(", ")
 }
 
 /// "bundle 1" or "bundles 1-3, 5".
@@ -504,7 +626,26 @@ fn consequences(report: &Report) -> String {
     let mut out = String::new();
     for file in &report.files {
         let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-        for bundle in &file.bundles {
+        let mut cuda: Vec<(usize, Vec<usize>)> = Vec::new();
+        for bundle in file.bundles.iter().filter(|b| b.runtime == "cuda") {
+            for load in bundle.loads.iter().filter(|l| l.loads == "nothing") {
+                match cuda.iter_mut().find(|(d, _)| *d == load.device) {
+                    Some((_, numbers)) => numbers.push(bundle.index),
+                    None => cuda.push((load.device, vec![bundle.index])),
+                }
+            }
+        }
+        for (device, numbers) in cuda {
+            out.push_str(&format!(
+                "  {} {}: launching their kernels on {} fails with \
+                 cudaErrorNoKernelImageForDevice (\"no kernel image is available for execution \
+                 on the device\"); the other devices load their code.\n",
+                file.path,
+                bundles_phrase(&numbers),
+                name(device),
+            ));
+        }
+        for bundle in file.bundles.iter().filter(|b| b.runtime == "hip") {
             let Some(first) = bundle.first_without_code else {
                 continue;
             };
@@ -532,6 +673,14 @@ fn consequences(report: &Report) -> String {
                 name(first),
             ));
         }
+    }
+    let hip_fails = report
+        .files
+        .iter()
+        .flat_map(|f| &f.bundles)
+        .any(|b| b.runtime == "hip" && b.first_without_code.is_some());
+    if !hip_fails {
+        return out;
     }
     out.push_str(
         "  The program sees it when it launches a kernel of such a bundle on a failing device: \

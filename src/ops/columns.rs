@@ -37,6 +37,27 @@ pub fn render<R: AsRef<[String]>>(header: &[&str], rows: &[R], align: &[Align]) 
     out
 }
 
+/// Numbers, in increasing order, as ranges: `1-3, 5`.
+pub fn ranges(numbers: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut k = 0;
+    while k < numbers.len() {
+        let start = numbers[k];
+        let mut end = start;
+        while k + 1 < numbers.len() && numbers[k + 1] == end + 1 {
+            k += 1;
+            end = numbers[k];
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        k += 1;
+    }
+    parts.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,10 +9,15 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use crate::container::archive::write_archive;
+use crate::container::kpack::{ArchiveFiles, StoredCodeObject};
+use crate::container::scan::Origin;
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressedBundle, DEFAULT_MAX_DECOMPRESSED};
+use crate::format::cuda_fatbin::{EntryKind, Stored};
+use crate::format::cuda_loads;
 use crate::format::image_target::{ImageTarget, Producer};
+use crate::format::kpack as kpack_format;
 use crate::format::loads::{loaded_by, may_load, Via};
 use crate::format::runtime::{self, Load, Why};
 use crate::format::slice::offset_within;
@@ -22,6 +27,8 @@ use crate::io::{Closed, Input, Output};
 use crate::ops::bundler::device_member_name;
 use crate::ops::inflating::{each_range, memory_of, Budget};
 use crate::ops::ls::{self, Image};
+
+mod kpack;
 
 /// How `extract` matches the target IDs asked for with those of the images.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -193,6 +200,11 @@ struct Chosen {
     asked: String,
     /// For the runtime's pick, the bundle's number in its file.
     bundle: Option<usize>,
+    /// Whether a device picked it.
+    device_pick: bool,
+    /// The whole file name to write it under, when it has one of its own (a CUDA entry:
+    /// cuobjdump's name).
+    name: Option<String>,
 }
 
 /// Where the bytes of a chosen image are.
@@ -204,6 +216,11 @@ enum Bytes {
     Owned(Vec<u8>),
     /// In a compressed bundle's stream, not inflated yet.
     Stream(Streamed),
+    /// In a `.kpack` archive (its number among those mapped), stored plain or compressed.
+    Archived(usize, StoredCodeObject),
+    /// The payload of a CUDA fat binary's entry as stored: read (inflated, cut to its
+    /// contents) when written.
+    Cuda(Held, Stored),
 }
 
 /// An image inside a compressed bundle, found from its bundle's header.
@@ -242,8 +259,37 @@ impl Chosen {
         match &self.bytes {
             Bytes::Owned(bytes) => bytes,
             Bytes::Input(start, len) => &inputs[self.input][*start..*start + *len],
-            Bytes::Stream(_) => &[],
+            Bytes::Stream(_) | Bytes::Archived(..) | Bytes::Cuda(..) => &[],
         }
+    }
+
+    /// The contents of a CUDA entry's payload ([`Bytes::Cuda`]), inflated and cut as
+    /// NVIDIA's tools extract them; `None` for other images. An error names the file, the
+    /// place and the payload's offset.
+    fn cuda_contents<'a>(
+        &'a self,
+        config: &ExtractConfig,
+        inputs: &'a [Input],
+    ) -> Option<Result<std::borrow::Cow<'a, [u8]>>> {
+        let Bytes::Cuda(held, stored) = &self.bytes else {
+            return None;
+        };
+        let payload = held.get(&inputs[self.input]);
+        Some(
+            stored
+                .contents(payload, config.max_decompressed)
+                .map_err(|e| {
+                    let e = match held {
+                        Held::Input(start, _) => e.rebased(*start as u64),
+                        Held::Owned(_) => e,
+                    };
+                    let path = &config.files[self.input];
+                    match self.place() {
+                        place if place.is_empty() => Error::format(path, e),
+                        place => Error::format_in(path, place, e),
+                    }
+                }),
+        )
     }
 
     /// Where the image lies, for errors: member and section, as a scan names them.
@@ -291,6 +337,9 @@ pub struct Extracted {
     /// For a device's pick (`--device`), the number of the bundle it came from, counting the
     /// bundles of its input file from 1 in file order.
     pub bundle: Option<usize>,
+    /// Whether it is a device's pick (`--device`) rather than code a target ID asked for
+    /// (`--arch`) loads.
+    pub device_pick: bool,
 }
 
 fn stem(path: &Path) -> String {
@@ -341,19 +390,35 @@ fn extract_noting(
         .map(|p| Input::open(p))
         .collect::<Result<_>>()?;
     let mut chosen: Vec<Chosen> = Vec::new();
+    let mut archives = ArchiveFiles::new();
     let mut found = Found {
         arches: vec![false; config.arches.len()],
         devices: vec![false; config.devices.len()],
         missing: Vec::new(),
     };
     for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
+        let _file = tracing::info_span!("file", file = %path.display()).entered();
+        if input.starts_with(&kpack_format::MAGIC) {
+            kpack::choose_in_archive(config, index, path, &mut archives, &mut chosen, &mut found)?;
+            continue;
+        }
         problems.extend(choose(config, index, path, input, &mut chosen, &mut found)?);
+        problems.extend(kpack::choose_in_split_binary(
+            config,
+            index,
+            path,
+            input,
+            &mut archives,
+            &mut chosen,
+            &mut found,
+        ));
     }
     // A device that found nothing anywhere is named once, not once per bundle, unless a
     // bundle gave it nothing for a reason other than having no code for it.
-    let explained = found.missing.into_iter().filter(|(device, why, _)| {
-        found.devices.get(*device) == Some(&true) || *why != Why::NoCompatibleEntry
-    });
+    let explained = found
+        .missing
+        .into_iter()
+        .filter(|(device, always, _)| found.devices.get(*device) == Some(&true) || *always);
     let explained: Vec<String> = explained.map(|(_, _, line)| line).collect();
     if chosen.is_empty() {
         missing.extend(explained);
@@ -374,9 +439,9 @@ fn extract_noting(
     }
     missing.extend(explained);
     if config.output.extension().is_some_and(|e| e == "a") {
-        return write_device_archive(config, &inputs, chosen);
+        return write_device_archive(config, &inputs, &archives, chosen);
     }
-    write_files(config, &inputs, chosen, progress)
+    write_files(config, &inputs, &archives, chosen, progress)
 }
 
 /// Scans the input `index` (`path`) and adds the images `config` asks for to `chosen`, in the
@@ -390,12 +455,13 @@ fn choose(
     found: &mut Found,
 ) -> Result<Vec<Error>> {
     let name = path.to_string_lossy().into_owned();
-    let _file = tracing::info_span!("file", file = %name).entered();
     tracing::debug!(size = input.len(), "scanning");
     // Images that may be chosen, with their unit and target ID: which are is known only once
     // a unit is seen whole.
     let mut candidates: Vec<(usize, String, Chosen)> = Vec::new();
     let mut bundles: BTreeMap<usize, Vec<SeenEntry>> = BTreeMap::new();
+    let mut fatbins: BTreeMap<usize, Vec<Chosen>> = BTreeMap::new();
+    let mut cuda_names = CudaNames::new(path, config.devices.iter().any(is_cuda_device));
     // Compressed bundles are inflated up to their bundle's header: which images to write
     // is known from their IDs, and only their streams are inflated, once chosen.
     let problems = scan_reading(
@@ -405,6 +471,16 @@ fn choose(
         config.max_decompressed,
         Reading::Headers,
         &mut |found: &DeviceImage<'_>| {
+            let cuda_name = cuda_names.next(found);
+            let make = || {
+                let mut c = candidate(&name, index, input, found);
+                c.name.clone_from(&cuda_name);
+                c
+            };
+            if cuda_names.for_devices && cuda_name.is_some() && passes_filters(config, found.target)
+            {
+                fatbins.entry(found.unit).or_default().push(make());
+            }
             if !config.devices.is_empty() {
                 if let Some(id) = found.origin.entry_id() {
                     bundles.entry(found.unit).or_default().push(SeenEntry {
@@ -427,11 +503,7 @@ fn choose(
                 );
                 return;
             }
-            candidates.push((
-                found.unit,
-                found.target.target_id.clone(),
-                candidate(&name, index, input, found),
-            ));
+            candidates.push((found.unit, found.target.target_id.clone(), make()));
         },
     )?;
     let mut units: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -471,7 +543,111 @@ fn choose(
         chosen.push(c);
     }
     runtime_picks(config, &name, bundles, chosen, found);
+    driver_picks(config, &name, fatbins, chosen, found);
     Ok(problems)
+}
+
+/// Whether `device` is a CUDA device (`sm_86`), which `--device` takes by the CUDA driver's
+/// rule, not the HIP runtime's.
+fn is_cuda_device(device: &TargetIdBuf) -> bool {
+    cuda_loads::is_cuda_target(device.as_str())
+}
+
+/// The names cuobjdump gives the entries of CUDA fat binaries in one file: the file's name
+/// without its last extension (an archive member's, for a member), the entry's number among
+/// the file's entries of its kind, and its SM (a family cubin's without the `f`, PTX's as
+/// `sm_XY`): `libcurand.so.12.sm_80` (`.cubin` or `.ptx` follows).
+struct CudaNames {
+    stem: String,
+    cubins: usize,
+    ptx: usize,
+    /// Whether a CUDA device was asked for (`--device`): its fat binaries are kept whole
+    /// until the scan ends.
+    for_devices: bool,
+}
+
+impl CudaNames {
+    fn new(path: &Path, for_devices: bool) -> CudaNames {
+        CudaNames {
+            stem: cuobjdump_stem(&stem(path)),
+            cubins: 0,
+            ptx: 0,
+            for_devices,
+        }
+    }
+
+    /// The name of `found`, counted, when it is a CUDA entry.
+    fn next(&mut self, found: &DeviceImage<'_>) -> Option<String> {
+        let Origin::CudaEntry(entry) = found.origin else {
+            return None;
+        };
+        let n = match entry.kind {
+            EntryKind::Ptx => &mut self.ptx,
+            _ => &mut self.cubins,
+        };
+        *n += 1;
+        let stem = match found.members.last() {
+            Some(member) => cuobjdump_stem(member),
+            None => self.stem.clone(),
+        };
+        let sm = entry.sm();
+        Some(format!("{stem}.{n}.{}", sm.trim_end_matches('f')))
+    }
+}
+
+/// A file name without its last extension, as cuobjdump names what it extracts.
+fn cuobjdump_stem(name: &str) -> String {
+    match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_string(),
+        _ => name.to_string(),
+    }
+}
+
+/// Adds to `chosen` what the CUDA driver loads for each CUDA device of `config.devices` from
+/// each fat binary (by translation unit, in file order) of the file `name`: the cubin closest
+/// to the device, else the newest PTX it may compile ([`cuda_loads::driver_pick`]); notes in
+/// `found` the devices that load something and the fat binaries a device loads nothing from.
+fn driver_picks(
+    config: &ExtractConfig,
+    name: &str,
+    fatbins: BTreeMap<usize, Vec<Chosen>>,
+    chosen: &mut Vec<Chosen>,
+    found: &mut Found,
+) {
+    for (d, device) in config
+        .devices
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| is_cuda_device(d))
+    {
+        for (number, entries) in (1..).zip(fatbins.values()) {
+            let names: Vec<&str> = entries.iter().map(|c| c.image.arch.as_str()).collect();
+            let Some((pick, via)) = cuda_loads::driver_load(device.as_str(), &names) else {
+                found.missing.push((
+                    d,
+                    false,
+                    format!(
+                        "{device} loads nothing from CUDA fat binary {number} of '{name}': no cubin or PTX it runs"
+                    ),
+                ));
+                continue;
+            };
+            if let Some(hit) = found.devices.get_mut(d) {
+                *hit = true;
+            }
+            let mut c = entries[pick].clone();
+            tracing::info!(
+                fatbin = number,
+                via = via.name(),
+                "{device} loads {}",
+                c.image.arch
+            );
+            c.via = via;
+            c.asked = device.to_string();
+            c.bundle = Some(number);
+            chosen.push(c);
+        }
+    }
 }
 
 /// What the target IDs and devices asked for found, over all the files.
@@ -480,8 +656,10 @@ struct Found {
     arches: Vec<bool>,
     /// Whether each `--device` loads something from some bundle.
     devices: Vec<bool>,
-    /// Each bundle a device (its index) loads nothing from, and why.
-    missing: Vec<(usize, Why, String)>,
+    /// Each bundle or code object a device (its index) loads nothing from, whether to say so
+    /// even when the device found nothing anywhere (it is not merely code for others), and
+    /// the line that says so.
+    missing: Vec<(usize, bool, String)>,
 }
 
 /// One entry of a bundle, kept until the bundle is seen whole.
@@ -518,14 +696,27 @@ fn runtime_picks(
             entries.iter().map(|e| (e.id.as_str(), e.size)),
             compressed,
         );
-        let loads = runtime::loads(&config.devices, &bundle);
-        for (d, (device, load)) in config.devices.iter().zip(loads).enumerate() {
+        let hip: Vec<(usize, TargetIdBuf)> = config
+            .devices
+            .iter()
+            .cloned()
+            .enumerate()
+            .filter(|(_, device)| !is_cuda_device(device))
+            .collect();
+        if hip.is_empty() {
+            continue;
+        }
+        let devices: Vec<TargetIdBuf> = hip.iter().map(|(_, device)| device.clone()).collect();
+        let loads = runtime::loads(&devices, &bundle);
+        for ((d, device), load) in hip.iter().map(|(d, device)| (*d, device)).zip(loads) {
             let (index, via) = match load {
                 Load::Entry(index, via) => (index, via),
                 Load::Nothing(why) => {
-                    found
-                        .missing
-                        .push((d, why, lacking(device, number, name, why)));
+                    found.missing.push((
+                        d,
+                        why != Why::NoCompatibleEntry,
+                        lacking(device, number, name, why),
+                    ));
                     continue;
                 }
             };
@@ -548,6 +739,7 @@ fn runtime_picks(
             c.via = via;
             c.asked = device.to_string();
             c.bundle = Some(number);
+            c.device_pick = true;
             chosen.push(c);
         }
     }
@@ -568,7 +760,11 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
         Some(id) => id.to_string(),
         None => format!("{}-{}-{}", image.offload_kind, image.triple, image.arch),
     };
-    let ext = extension(&image, found.data);
+    let ext = match found.origin {
+        Origin::CudaEntry(entry) if entry.kind == EntryKind::Ptx => "ptx",
+        Origin::CudaEntry(_) => "cubin",
+        _ => extension(&image, found.data),
+    };
     let bytes = match found.stream {
         Some(stream) => Bytes::Stream(Streamed {
             bundle: match offset_within(input, stream.bundle) {
@@ -579,9 +775,19 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
             start: stream.start,
             end: stream.end,
         }),
-        None => match found.offset.and_then(|_| offset_within(input, found.data)) {
-            Some(start) => Bytes::Input(start, found.data.len()),
-            None => Bytes::Owned(found.data.to_vec()),
+        None => match found.origin {
+            Origin::CudaEntry(entry) => Bytes::Cuda(
+                match offset_within(input, entry.payload) {
+                    Some(start) => Held::Input(start, entry.payload.len()),
+                    // Inside a compressed container: held, as stored.
+                    None => Held::Owned(entry.payload.into()),
+                },
+                entry.stored(),
+            ),
+            _ => match found.offset.and_then(|_| offset_within(input, found.data)) {
+                Some(start) => Bytes::Input(start, found.data.len()),
+                None => Bytes::Owned(found.data.to_vec()),
+            },
         },
     };
     Chosen {
@@ -594,6 +800,8 @@ fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -
         via: Via::Native,
         asked: String::new(),
         bundle: None,
+        device_pick: false,
+        name: None,
     }
 }
 
@@ -619,17 +827,29 @@ fn nothing_chosen<'t>(
 fn write_device_archive(
     config: &ExtractConfig,
     inputs: &[Input],
+    archives: &ArchiveFiles,
     mut chosen: Vec<Chosen>,
 ) -> Result<Vec<Extracted>> {
-    inflate_chosen(config, inputs, &mut chosen)?;
+    inflate_chosen(config, inputs, archives, &mut chosen)?;
     let members: Vec<(String, &[u8])> = chosen
         .iter()
         .map(|c| {
-            let member = c
-                .member
-                .clone()
-                .unwrap_or_else(|| stem(&config.files[c.input]));
-            let name = device_member_name(&member, &c.label, &c.image.arch);
+            let name = match &c.image.kpack {
+                // A code object of a kpack archive: named as the bundle entry it was, after
+                // its key (no `/` may stay in a member's name).
+                Some(k) => {
+                    let member = safe_name(&k.key).replace('.', "_");
+                    let entry = format!("hipv4-{}--{}", c.image.triple, c.image.arch);
+                    device_member_name(&member, &entry, &c.image.arch)
+                }
+                None => {
+                    let member = c
+                        .member
+                        .clone()
+                        .unwrap_or_else(|| stem(&config.files[c.input]));
+                    device_member_name(&member, &c.label, &c.image.arch)
+                }
+            };
             (name, c.bytes(inputs))
         })
         .collect();
@@ -643,12 +863,18 @@ fn write_device_archive(
     out.commit()?;
     Ok(chosen
         .into_iter()
-        .map(|c| Extracted {
+        .map(|mut c| Extracted {
             path: config.output.clone(),
-            image: c.image,
+            image: {
+                if let Bytes::Owned(bytes) = &c.bytes {
+                    c.image.size = bytes.len() as u64;
+                }
+                c.image
+            },
             via: c.via,
             asked: c.asked,
             bundle: c.bundle,
+            device_pick: c.device_pick,
         })
         .collect())
 }
@@ -686,7 +912,7 @@ fn inflate_group(
         .iter()
         .filter_map(|&i| match &chosen[i].bytes {
             Bytes::Stream(streamed) => Some(streamed),
-            Bytes::Input(..) | Bytes::Owned(_) => None,
+            Bytes::Input(..) | Bytes::Owned(_) | Bytes::Archived(..) | Bytes::Cuda(..) => None,
         })
         .collect();
     let (Some(&first), Some(streamed)) = (group.first(), streams.first()) else {
@@ -734,9 +960,54 @@ fn inflate_group(
 }
 
 /// Inflates the chosen images that are inside compressed bundles, in parallel across
-/// bundles, and holds them: only those images, never a whole stream.
-fn inflate_chosen(config: &ExtractConfig, inputs: &[Input], chosen: &mut [Chosen]) -> Result<()> {
+/// bundles, and holds them: only those images, never a whole stream. Holds those of `.kpack`
+/// archives too, inflated if stored compressed.
+fn inflate_chosen(
+    config: &ExtractConfig,
+    inputs: &[Input],
+    archives: &ArchiveFiles,
+    chosen: &mut [Chosen],
+) -> Result<()> {
+    let cuda: Vec<Option<Vec<u8>>> = chosen
+        .par_iter()
+        .map(|c| {
+            c.cuda_contents(config, inputs)
+                .map(|contents| contents.map(std::borrow::Cow::into_owned))
+                .transpose()
+        })
+        .collect::<Result<_>>()?;
+    for (c, held) in chosen.iter_mut().zip(cuda) {
+        if let Some(held) = held {
+            c.bytes = Bytes::Owned(held);
+        }
+    }
     let budget = Budget::new();
+    let archived: Vec<(usize, Vec<u8>)> = chosen
+        .par_iter()
+        .enumerate()
+        .filter_map(|(i, c)| match &c.bytes {
+            Bytes::Archived(number, code) => Some((i, *number, code)),
+            _ => None,
+        })
+        .map(|(i, number, code)| {
+            let mut held = Vec::new();
+            kpack::code_object(
+                archives,
+                number,
+                code,
+                &budget,
+                config.max_decompressed,
+                &mut |piece| {
+                    held.extend_from_slice(piece);
+                    Ok(())
+                },
+            )?;
+            Ok((i, held))
+        })
+        .collect::<Result<_>>()?;
+    for (i, bytes) in archived {
+        chosen[i].bytes = Bytes::Owned(bytes);
+    }
     let groups = stream_groups(chosen);
     let held: Vec<Vec<Vec<u8>>> = groups
         .par_iter()
@@ -764,6 +1035,9 @@ fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
     chosen
         .iter()
         .map(|c| {
+            if let Some(name) = &c.name {
+                return config.output.join(safe_name(name));
+            }
             let mut name = stem(&config.files[c.input]);
             if let Some(member) = &c.member {
                 name.push('-');
@@ -796,6 +1070,7 @@ fn with_extension(stem: &Path, ext: &str) -> PathBuf {
 fn write_files(
     config: &ExtractConfig,
     inputs: &[Input],
+    archives: &ArchiveFiles,
     chosen: Vec<Chosen>,
     progress: &dyn Progress,
 ) -> Result<Vec<Extracted>> {
@@ -808,7 +1083,7 @@ fn write_files(
         .map(Path::to_path_buf)
         .collect();
     std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
-    let written = write_into_folder(config, inputs, chosen, progress);
+    let written = write_into_folder(config, inputs, archives, chosen, progress);
     if written.is_err() {
         for folder in &missing {
             // Only an empty folder is removed: nothing else is touched.
@@ -822,6 +1097,7 @@ fn write_files(
 fn write_into_folder(
     config: &ExtractConfig,
     inputs: &[Input],
+    archives: &ArchiveFiles,
     chosen: Vec<Chosen>,
     progress: &dyn Progress,
 ) -> Result<Vec<Extracted>> {
@@ -841,6 +1117,7 @@ fn write_into_folder(
             let writer = Writer {
                 config,
                 inputs,
+                archives,
                 chosen: &chosen,
                 stems: &stems,
                 budget: &budget,
@@ -851,20 +1128,23 @@ fn write_into_folder(
         .collect::<Result<_>>()?;
     let mut written: Vec<Written> = written.into_iter().flatten().collect();
     written.sort_by_key(|w| w.index);
-    let paths: Vec<PathBuf> = written.iter().map(|w| w.path.clone()).collect();
+    let paths: Vec<(PathBuf, Option<u64>)> =
+        written.iter().map(|w| (w.path.clone(), w.size)).collect();
     crate::io::place_all(written.into_iter().map(|w| w.closed).collect())?;
     progress.finish();
     Ok(chosen
         .into_iter()
         .zip(paths)
-        .map(|(c, path)| {
+        .map(|(mut c, (path, size))| {
             tracing::info!(from = %c.image.file, "writing {} to {}", c.label, path.display());
+            c.image.size = size.unwrap_or(c.image.size);
             Extracted {
                 path,
                 image: c.image,
                 via: c.via,
                 asked: c.asked,
                 bundle: c.bundle,
+                device_pick: c.device_pick,
             }
         })
         .collect())
@@ -876,12 +1156,16 @@ struct Written {
     index: usize,
     path: PathBuf,
     closed: Closed,
+    /// The bytes written, when they differ from what the listing says (a CUDA entry's
+    /// contents, cut from its padded payload).
+    size: Option<u64>,
 }
 
 /// What writing one job (an image, or the images of one compressed bundle) needs.
 struct Writer<'w> {
     config: &'w ExtractConfig,
     inputs: &'w [Input],
+    archives: &'w ArchiveFiles,
     chosen: &'w [Chosen],
     stems: &'w [PathBuf],
     budget: &'w Budget,
@@ -898,9 +1182,57 @@ impl Writer<'_> {
                 index,
                 head: Vec::new(),
                 out: None,
+                size: None,
             })
             .collect();
         match job.first().map(|&i| &self.chosen[i]) {
+            Some(
+                c @ Chosen {
+                    bytes: Bytes::Archived(number, code),
+                    ..
+                },
+            ) => {
+                let stem = &self.stems[job[0]];
+                let p = &mut pending[0];
+                if let Some((input, bytes)) = kpack::stored_plain(self.archives, *number, code)? {
+                    // Stored as it is: copied from the archive by the kernel.
+                    let path = with_extension(stem, extension(&c.image, bytes));
+                    let mut out = Output::create(&path)?;
+                    out.write_part(input, bytes)?;
+                    input.release(bytes);
+                    self.progress.advance(bytes.len() as u64);
+                    p.out = Some((path, out));
+                } else {
+                    let limit = self.config.max_decompressed;
+                    kpack::code_object(
+                        self.archives,
+                        *number,
+                        code,
+                        self.budget,
+                        limit,
+                        &mut |piece| {
+                            self.progress.advance(piece.len() as u64);
+                            p.take(piece, c, stem)
+                        },
+                    )?;
+                }
+            }
+            Some(c) if matches!(c.bytes, Bytes::Cuda(..)) => {
+                let contents = c
+                    .cuda_contents(self.config, self.inputs)
+                    .unwrap_or_else(|| Ok(Default::default()))?;
+                let path = with_extension(&self.stems[job[0]], c.ext);
+                let mut out = Output::create(&path)?;
+                match &contents {
+                    std::borrow::Cow::Borrowed(bytes) => {
+                        out.write_part(&self.inputs[c.input], bytes)?;
+                    }
+                    std::borrow::Cow::Owned(bytes) => out.write_bytes(bytes)?,
+                }
+                self.progress.advance(contents.len() as u64);
+                pending[0].out = Some((path, out));
+                pending[0].size = Some(contents.len() as u64);
+            }
             Some(c) if !matches!(c.bytes, Bytes::Stream(_)) => {
                 let bytes = c.bytes(self.inputs);
                 let path = with_extension(&self.stems[job[0]], c.ext);
@@ -941,6 +1273,8 @@ struct Pending {
     index: usize,
     head: Vec<u8>,
     out: Option<(PathBuf, Output)>,
+    /// The bytes written, when known to differ from the listed size.
+    size: Option<u64>,
 }
 
 /// Bytes that tell an image's kind.
@@ -984,6 +1318,7 @@ impl Pending {
             index: self.index,
             path,
             closed: out.close()?,
+            size: self.size,
         })
     }
 }

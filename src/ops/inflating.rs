@@ -20,11 +20,16 @@ const READ_WINDOW: u64 = 1 << 20;
 /// What inflating `bundle` holds at most: the decoder's window (never larger than the stream
 /// it inflates, nor than zstd's limit; zlib's is 32 KiB) and the buffer read through.
 pub fn memory_of(bundle: &CompressedBundle<'_>) -> u64 {
-    let window = match bundle.method {
-        Method::Zstd => bundle.uncompressed_size.min(ZSTD_WINDOW_LIMIT),
-        Method::Zlib => 32 << 10,
-    };
-    window + READ_WINDOW
+    match bundle.method {
+        Method::Zstd => memory_of_zstd(bundle.uncompressed_size),
+        Method::Zlib => (32 << 10) + READ_WINDOW,
+    }
+}
+
+/// What inflating a zstd stream of `size` bytes (a compressed bundle's, or a code object
+/// stored compressed in a `.kpack` archive) holds at most.
+pub fn memory_of_zstd(size: u64) -> u64 {
+    size.min(ZSTD_WINDOW_LIMIT) + READ_WINDOW
 }
 
 /// Memory handed out to the streams in flight, and the zstd decoders kept between streams:

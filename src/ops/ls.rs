@@ -8,8 +8,9 @@ use crate::format::processor::processor_class;
 use crate::ops::columns::{render, Align};
 
 use crate::container::kpack::{self, StoredCodeObject};
-use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
+use crate::container::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::error::{Error, Result};
+use crate::format::cuda_fatbin::Entry;
 use crate::format::kpack::{self as kpack_format, Archive, Scheme};
 use crate::format::kpack_search::Environment;
 use crate::io::Input;
@@ -54,6 +55,45 @@ pub struct Image {
     /// binary that refers to it): where it is. Left out of the JSON for other images.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kpack: Option<KpackPlace>,
+    /// For an entry of a CUDA fat binary: what its header says. Left out of the JSON for
+    /// other images.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<CudaPlace>,
+}
+
+/// What the header of a CUDA fat binary's entry says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CudaPlace {
+    /// How the payload is stored: `none`, `lz` (NVIDIA's LZ4-like scheme) or `zstd`.
+    pub compression: &'static str,
+    /// Byte offset of the stored payload (the compressed stream, if compressed) in the file;
+    /// `None` when it is not in the file as such.
+    pub stored_offset: Option<u64>,
+    /// Size of the stored payload.
+    pub stored_size: u64,
+    /// The code version, `major.minor` (the PTX ISA version, for PTX).
+    pub code_version: String,
+    /// The entry's flags.
+    pub flags: u64,
+    /// The identifier the header names (often the source file), if any.
+    pub identifier: Option<String>,
+}
+
+impl CudaPlace {
+    /// What the header of `entry` says, its payload stored at `stored_offset` in the file.
+    fn of(entry: &Entry<'_>, stored_offset: Option<u64>) -> CudaPlace {
+        CudaPlace {
+            compression: entry.compression().name(),
+            stored_offset,
+            stored_size: entry.payload.len() as u64,
+            code_version: format!("{}.{}", entry.version.0, entry.version.1),
+            flags: entry.flags,
+            identifier: entry.name.map(|n| {
+                let n = n.split(|&b| b == 0).next().unwrap_or_default();
+                String::from_utf8_lossy(n).into_owned()
+            }),
+        }
+    }
 }
 
 /// Where a code object in a `.kpack` archive lies.
@@ -125,6 +165,10 @@ pub fn record(file: &str, image: &DeviceImage<'_>) -> Image {
             })
         }),
         kpack: None,
+        cuda: match image.origin {
+            Origin::CudaEntry(entry) => Some(CudaPlace::of(entry, image.stored_offset)),
+            _ => None,
+        },
     }
 }
 
@@ -147,6 +191,7 @@ pub fn kpack_record(file: &str, code: &StoredCodeObject) -> Image {
         entry_id: None,
         compressed: !plain,
         compressed_bundle: None,
+        cuda: None,
         kpack: Some(KpackPlace {
             archive: code.archive.to_string_lossy().into_owned(),
             key: code.key.clone(),
@@ -274,6 +319,14 @@ fn kpack_where(image: &Image, k: &KpackPlace) -> String {
     }
 }
 
+/// Where a compressed CUDA entry is: ` (zstd, N bytes at 0xOFFSET)`.
+fn cuda_where(c: &CudaPlace) -> String {
+    match c.stored_offset {
+        Some(at) => format!(" ({}, {} bytes at {at:#x})", c.compression, c.stored_size),
+        None => " (compressed)".to_string(),
+    }
+}
+
 /// The table `offload ls` prints for people.
 pub fn table(images: &[Image]) -> String {
     let rows: Vec<[String; 7]> = images
@@ -287,10 +340,11 @@ pub fn table(images: &[Image]) -> String {
             if let Some(section) = &image.section {
                 place.push_str(&format!(" {section}"));
             }
-            match (&image.kpack, image.offset) {
-                (Some(k), _) => place = kpack_where(image, k),
-                (None, Some(at)) => place.push_str(&format!(" @{at:#x}")),
-                (None, None) => place.push_str(" (compressed)"),
+            match (&image.kpack, &image.cuda, image.offset) {
+                (Some(k), _, _) => place = kpack_where(image, k),
+                (None, _, Some(at)) => place.push_str(&format!(" @{at:#x}")),
+                (None, Some(c), None) => place.push_str(&cuda_where(c)),
+                (None, None, None) => place.push_str(" (compressed)"),
             }
             [
                 i.to_string(),

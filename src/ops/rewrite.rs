@@ -1,5 +1,6 @@
 //! Rewriting the device code of a file: stripping targets, compressing and decompressing
-//! bundles, in relocatable objects, archives and bare bundles.
+//! bundles, in relocatable objects, programs and shared libraries (ELF and PE), archives and
+//! bare bundles.
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,7 @@ use crate::format::container::{
     is_device_entry, write_inflated, BundleStorage, Container, InflateFailed, NewBytes, Rewrite,
     Rules,
 };
+use crate::format::cuda_loads;
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
 use crate::format::loads::{loaded_by, Via};
@@ -80,6 +82,21 @@ pub struct RewriteConfig {
     pub allow_empty: bool,
     /// The largest a compressed bundle may inflate to.
     pub max_decompressed: u64,
+    /// What becomes of the PTX of CUDA fat binaries when stripping.
+    pub ptx: Ptx,
+}
+
+/// What becomes of CUDA PTX when stripping.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Ptx {
+    /// As for any image: kept when a device kept may compile it (`--keep`), dropped when it
+    /// is the `compute_XY` named (`--remove`).
+    #[default]
+    AsAsked,
+    /// Every PTX entry stays.
+    Keep,
+    /// Every PTX entry goes.
+    Drop,
 }
 
 /// Whether a rewrite writes its result.
@@ -136,8 +153,25 @@ impl RewriteConfig {
         })
     }
 
-    /// Which images of one translation unit stay.
+    /// Which images of one translation unit stay: as the change asks, then CUDA PTX as
+    /// [`RewriteConfig::ptx`] says.
     fn keeps(&self, unit: &[ImageTarget]) -> Vec<bool> {
+        let mut keep = self.keeps_asked(unit);
+        let ptx = match (&self.change, self.ptx) {
+            (Change::Keep(_) | Change::Remove(_), Ptx::Keep) => true,
+            (Change::Keep(_) | Change::Remove(_), Ptx::Drop) => false,
+            _ => return keep,
+        };
+        for (k, image) in keep.iter_mut().zip(unit) {
+            if image.producer == Producer::Cuda && cuda_loads::is_ptx_target(&image.target_id) {
+                *k = ptx;
+            }
+        }
+        keep
+    }
+
+    /// Which images of one translation unit the change itself keeps.
+    fn keeps_asked(&self, unit: &[ImageTarget]) -> Vec<bool> {
         let ids: Vec<Option<TargetId<'_>>> = unit.iter().map(ImageTarget::target_id).collect();
         let loaded = |asked: &TargetIdBuf| loaded_by(&asked.target_id(), &ids);
         match &self.change {
@@ -202,8 +236,11 @@ fn rewrite_region(
     let mut pos = 0usize;
     for step in steps {
         if step.start > pos {
-            // Zero padding put the next container on a boundary: keep it on one as large.
-            let boundary = 1u64 << step.start.trailing_zeros().min(12);
+            // Zero padding put the next container on a boundary: keep it on one as large,
+            // unless its format fixes one.
+            let boundary = Container::at_start(&data[step.start..])
+                .and_then(Container::boundary)
+                .map_or(1u64 << step.start.trailing_zeros().min(12), |b| b as u64);
             spill.pad_to(boundary).map_err(spill_failed)?;
         }
         match step.new {
@@ -605,21 +642,80 @@ fn rewrite_nested<'a>(
     let format_error = |e| Error::format(path, e);
     let result = if is_archive(data) {
         rewrite_archive(path, data, config, summary, depth)?.map(NewFile::Bytes)
-    } else if Container::found_at_start(data).is_some() {
+    } else if Container::at_start(data).is_some() {
         rewrite_region(data, config, summary, path, &format_error)?.map(NewFile::Region)
     } else if matches!(
         object::FileKind::parse(data),
         Ok(object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::Coff)
     ) {
         rewrite_object(path, data, config, summary)?
+    } else if data.starts_with(b"MZ") {
+        // Read by the PE reader itself, which says where damaged headers are wrong.
+        rewrite_program(path, data, config, summary)?
+    } else if matches!(
+        object::FileKind::parse(data),
+        Ok(object::FileKind::MachO32
+            | object::FileKind::MachO64
+            | object::FileKind::MachOFat32
+            | object::FileKind::MachOFat64)
+    ) {
+        return Err(Error::msg(format!(
+            "'{}': device code in Mach-O files is not rewritten: no toolchain makes offload Mach-O programs or libraries (list or extract it instead)",
+            path.display()
+        )));
     } else {
         return Err(Error::msg(format!(
-            "'{}': rewriting device code is supported in ELF and COFF relocatable objects, ELF programs and shared libraries, archives, and bundle or offload binary files",
+            "'{}': rewriting device code is supported in ELF and COFF relocatable objects, ELF and PE programs and shared libraries, archives, and bundle or offload binary files",
             path.display()
         )));
     };
     summary.size_after += result.as_ref().map_or(data.len() as u64, NewFile::len);
     Ok(result)
+}
+
+/// Rewrites the HIP device code of the linked program or shared library `data` (ELF or PE).
+fn rewrite_program<'a>(
+    path: &Path,
+    data: &'a [u8],
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> Result<Option<NewFile<'a>>> {
+    let total = std::sync::Mutex::new(Summary::default());
+    // The containers may be rewritten on other threads: their log lines go under this
+    // file's span all the same.
+    let span = tracing::Span::current();
+    let rewrite = |here: &[u8], start: usize| {
+        let _entered = span.enter();
+        let mut mine = Summary::default();
+        let (_, new) = rewrite_container(here, start, config, &[], &mut mine)?;
+        mine.rewritten += usize::from(new.is_some());
+        let mut total = total.lock().expect("no thread panics holding it");
+        total.add_counts(&mine);
+        Ok(new)
+    };
+    let budget = Budget::new();
+    let inflate = |here: &[u8], size: u64, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        inflate_into(here, size, config.max_decompressed, &budget, sink)
+    };
+    let boundary = |here: &[u8]| Container::at_start(here).and_then(Container::boundary);
+    let how = program::Rewriting {
+        size_of: &container_size,
+        boundary: &boundary,
+        rewrite: &rewrite,
+        inflate: &inflate,
+    };
+    let rewritten = program::rewrite_hip_fatbin(data, &how).map_err(|e| match e.kind {
+        // Damage in a container is said as a listing says it: in its section.
+        ErrorKind::Contents(_) => Error::Container {
+            path: path.to_path_buf(),
+            context: Some(format!("section '{}'", program::device_section_name(data))),
+            source: e,
+        },
+        _ => Error::container(path, e),
+    })?;
+    let total = total.into_inner().expect("no thread panics holding it");
+    summary.add_counts(&total);
+    Ok(rewritten.map(NewFile::Program))
 }
 
 fn rewrite_object<'a>(
@@ -635,41 +731,7 @@ fn rewrite_object<'a>(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
     ) {
-        let total = std::sync::Mutex::new(Summary::default());
-        // The containers may be rewritten on other threads: their log lines go under this
-        // file's span all the same.
-        let span = tracing::Span::current();
-        let rewrite = |here: &[u8], start: usize| {
-            let _entered = span.enter();
-            let mut mine = Summary::default();
-            let (_, new) = rewrite_container(here, start, config, &[], &mut mine)?;
-            mine.rewritten += usize::from(new.is_some());
-            let mut total = total.lock().expect("no thread panics holding it");
-            total.add_counts(&mine);
-            Ok(new)
-        };
-        let budget = Budget::new();
-        let inflate =
-            |here: &[u8], size: u64, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
-                inflate_into(here, size, config.max_decompressed, &budget, sink)
-            };
-        let how = program::Rewriting {
-            size_of: &container_size,
-            rewrite: &rewrite,
-            inflate: &inflate,
-        };
-        let rewritten = program::rewrite_hip_fatbin(data, &how).map_err(|e| match e.kind {
-            // Damage in a bundle is said as a listing says it: in its section.
-            ErrorKind::Contents(_) => Error::Container {
-                path: path.to_path_buf(),
-                context: Some("section '.hip_fatbin'".to_string()),
-                source: e,
-            },
-            _ => Error::container(path, e),
-        })?;
-        let total = total.into_inner().expect("no thread panics holding it");
-        summary.add_counts(&total);
-        return Ok(rewritten.map(NewFile::Program));
+        return rewrite_program(path, data, config, summary);
     }
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(Error::msg(format!(
@@ -703,7 +765,7 @@ fn rewrite_object<'a>(
             continue;
         }
         let Ok(bytes) = section.data() else { continue };
-        let known = name == ".hip_fatbin" || name.starts_with(".llvm.offloading");
+        let known = Container::of_section(name).is_some() || name.starts_with(".llvm.offloading");
         if !known || bytes.is_empty() {
             continue;
         }
@@ -734,9 +796,7 @@ fn is_archive(data: &[u8]) -> bool {
 /// Whether an archive member is something [`rewrite_nested`] rewrites: an object, a bundle,
 /// an offload binary or an archive. Other members (text, bitcode) stay as they are.
 fn is_rewritable_member(bytes: &[u8]) -> bool {
-    object::File::parse(bytes).is_ok()
-        || Container::found_at_start(bytes).is_some()
-        || is_archive(bytes)
+    object::File::parse(bytes).is_ok() || Container::at_start(bytes).is_some() || is_archive(bytes)
 }
 
 /// Rewrites the archive `data`, found `depth` archives deep, member by member; members that

@@ -1,6 +1,8 @@
 //! Checking every compressed bundle of a file whole: each stream inflated to its end and
 //! hashed, as listing and extraction (which inflate only what they need) do not. Streams are
 //! checked in parallel across bundles, within the memory budget of [`crate::ops::inflating`].
+//! `.kpack` archives, and the archive sets of binaries split by kpack, are checked too
+//! (the `kpack` module).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -10,9 +12,12 @@ use rayon::prelude::*;
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::CompressedBundle;
+use crate::format::kpack as kpack_format;
 use crate::format::slice::offset_within;
 use crate::io::Input;
 use crate::ops::inflating::{memory_of, Budget};
+
+mod kpack;
 
 /// What checking one file found.
 #[derive(Debug)]
@@ -27,6 +32,8 @@ pub struct Verified {
     /// for the file (a compressed bundle whose header or bundle header is damaged, or a small
     /// one, inflated whole while listed, that is damaged).
     pub problems: Vec<Error>,
+    /// For a `.kpack` archive, or a binary split by kpack: what its archives hold.
+    pub kpack: Option<kpack::KpackVerified>,
 }
 
 /// One compressed bundle to check: where it is, and where it lies, for errors.
@@ -54,7 +61,24 @@ pub fn verify_file(path: &Path, max_decompressed: u64) -> Result<Verified> {
 
 /// [`verify_file`] of a file already open as `input` (named `path` in errors).
 pub fn verify_input(path: &Path, input: &Input, max_decompressed: u64) -> Result<Verified> {
-    let (streams, problems) = find_streams(path, input, max_decompressed)?;
+    if input.starts_with(&kpack_format::MAGIC) {
+        let checked = kpack::verify_archive(path, input, max_decompressed)?;
+        input.intact()?;
+        return Ok(Verified {
+            streams: 0,
+            bad: Vec::new(),
+            problems: Vec::new(),
+            kpack: Some(checked),
+        });
+    }
+    let (streams, mut problems) = find_streams(path, input, max_decompressed)?;
+    let kpack = match crate::container::kpack::split_binary(path, input) {
+        Ok(split) => split.map(|split| kpack::verify_split(path, &split, max_decompressed)),
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    };
     let budget = Budget::new();
     let bad: Vec<Error> = streams
         .par_iter()
@@ -66,6 +90,7 @@ pub fn verify_input(path: &Path, input: &Input, max_decompressed: u64) -> Result
         streams: streams.len(),
         bad,
         problems,
+        kpack,
     })
 }
 

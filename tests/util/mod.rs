@@ -4,6 +4,7 @@
 //! `OFFLOAD_REQUIRE_REFERENCE=1` makes a missing reference tool a failure instead of a skip.
 
 pub mod cases;
+pub mod cuda;
 pub mod kpack;
 pub mod native;
 
@@ -185,4 +186,29 @@ pub fn temporaries_in(dir: &Path) -> Vec<String> {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.ends_with(".tmp"))
         .collect()
+}
+
+/// Writes a made-up KFD topology in the folder `dir` (for `OFFLOAD_KFD_TOPOLOGY`): node 0 a
+/// CPU, then one node per GPU (`gfx_target_version`, capability).
+pub fn kfd_topology(dir: &Path, gpus: &[(u32, u64)]) {
+    let nodes = dir.join("nodes");
+    let cpu = nodes.join("0");
+    fs::create_dir_all(&cpu).unwrap();
+    fs::write(
+        cpu.join("properties"),
+        "cpu_cores_count 16\nsimd_count 0\ngfx_target_version 0\n",
+    )
+    .unwrap();
+    for (k, (version, capability)) in gpus.iter().enumerate() {
+        let node = nodes.join((k + 1).to_string());
+        fs::create_dir_all(&node).unwrap();
+        fs::write(
+            node.join("properties"),
+            format!(
+                "cpu_cores_count 0\nsimd_count 240\ncapability {capability}\n\
+                 gfx_target_version {version}\nvendor_id 4098\n"
+            ),
+        )
+        .unwrap();
+    }
 }

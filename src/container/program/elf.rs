@@ -1,5 +1,6 @@
 //! The ELF side of rewriting a linked program or shared library: reading its headers, the
-//! dynamic relocations and HIP wrappers that point into `.hip_fatbin`, and writing a
+//! dynamic relocations and wrappers that point into the section of device code (`.hip_fatbin`
+//! and its HIP wrappers, or `.nv_fatbin` and its CUDA wrappers), and writing a
 //! [`plan`] out: new program headers (the segment split when sections follow
 //! `.hip_fatbin` in it), section headers, pointers, and the rest of the file moved back by a
 //! multiple of the segments' alignment, so that every virtual address stays and every
@@ -16,10 +17,12 @@ use object::elf::{
     R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_RELA, SHT_SYMTAB,
 };
 use object::pod::{self, Pod};
-use object::{LittleEndian as LE, U32, U64};
+use object::LittleEndian as LE;
 
 use super::plan::{self, Cut, NewProgram, Packing, Patch, Pointer, Rewriting, Section};
+use super::{records, Wrapper};
 use crate::container::error::{Error, ErrorKind, Name, Result};
+use crate::format::container::{ProgramSection, PROGRAM_SECTIONS};
 
 /// The section of HIP device code.
 pub(super) const HIP_FATBIN: &str = ".hip_fatbin";
@@ -27,22 +30,6 @@ pub(super) const HIP_FATBIN: &str = ".hip_fatbin";
 pub(super) const HIP_WRAPPERS: &str = ".hipFatBinSegment";
 /// The smallest page a loaded segment is aligned to.
 pub(super) const PAGE: u64 = 4096;
-/// The magic of a HIP wrapper, `"FPIH"` read little-endian.
-const HIP_WRAPPER_MAGIC: u32 = 0x4849_5046;
-
-/// A HIP wrapper (`__CudaFatBinaryWrapper`'s HIP twin): its `binary` points at a bundle.
-#[derive(Debug, Clone, Copy)]
-#[repr(C)]
-struct HipWrapper {
-    magic: U32<LE>,
-    version: U32<LE>,
-    binary: U64<LE>,
-    unused: U64<LE>,
-}
-
-// SAFETY: the structure holds byte arrays only (alignment 1, no padding), and every bit
-// pattern is a valid value.
-unsafe impl Pod for HipWrapper {}
 
 /// A linked ELF program as read: its headers, borrowed from the file.
 pub(super) struct Program<'a> {
@@ -54,13 +41,33 @@ pub(super) struct Program<'a> {
     pub(super) names: &'a [u8],
     /// The machine's relative relocation, the one that sets a wrapper's pointer.
     pub(super) relative: RelocationType,
+    /// The sections rewritten: of the containers, and of their wrappers.
+    pub(super) place: ProgramSection,
 }
 
 /// Rewrites the `.hip_fatbin` of the ELF program or library `file`; see
 /// [`rewrite_hip_fatbin`](super::rewrite_hip_fatbin).
 pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProgram<'a>>> {
-    let program = Program::read(file)?;
-    let Some(fatbin) = program.section_named(HIP_FATBIN) else {
+    let mut program = Program::read(file)?;
+    let present: Vec<ProgramSection> = PROGRAM_SECTIONS
+        .into_iter()
+        .filter(|p| program.section_named(p.section).is_some())
+        .collect();
+    let place = match present[..] {
+        [] => return Ok(None),
+        [one] => one,
+        [first, second, ..] => {
+            return Err(Error::new(
+                0,
+                ErrorKind::SeveralDeviceSections {
+                    first: first.section.into(),
+                    second: second.section.into(),
+                },
+            ))
+        }
+    };
+    program.place = place;
+    let Some(fatbin) = program.section_named(place.section) else {
         return Ok(None);
     };
     let section = program.section(fatbin)?;
@@ -169,7 +176,7 @@ impl<'a> Program<'a> {
             .filter(|address| address.checked_add(size).is_some());
         let Some(address) = address else {
             let at = self.header.e_phoff.get(LE);
-            let section = HIP_FATBIN.to_string();
+            let section = self.place.section.to_string();
             return Err(Error::new(at, ErrorKind::InconsistentSegment { section }));
         };
         Ok(Appended {
@@ -239,6 +246,7 @@ impl<'a> Program<'a> {
             sections,
             names,
             relative,
+            place: PROGRAM_SECTIONS[0],
         })
     }
 
@@ -280,12 +288,12 @@ impl<'a> Program<'a> {
                 Error::new(
                     s.sh_offset.get(LE),
                     ErrorKind::OutsideFile {
-                        what: HIP_FATBIN.into(),
+                        what: self.place.section.into(),
                     },
                 )
             })?;
         Ok(Section {
-            name: HIP_FATBIN,
+            name: self.place.section,
             data,
             offset: offset as u64,
             address: s.sh_addr.get(LE),
@@ -300,7 +308,7 @@ impl<'a> Program<'a> {
         index: usize,
     ) -> Result<Vec<Pointer>> {
         let mut pointers = self.relocated_pointers(section, index)?;
-        if let Some(wrappers) = self.section_named(HIP_WRAPPERS) {
+        if let Some(wrappers) = self.section_named(self.place.wrappers) {
             pointers.extend(self.wrapper_pointers(wrappers)?);
         }
         Ok(pointers)
@@ -395,14 +403,15 @@ impl<'a> Program<'a> {
     /// The pointers of the HIP wrappers in section `index` that are set in the file.
     fn wrapper_pointers(&self, index: usize) -> Result<Vec<Pointer>> {
         let s = &self.sections[index];
-        let bytes = self.bytes_of(s, || HIP_WRAPPERS.into())?;
-        const ENTRY: usize = size_of::<HipWrapper>();
-        Ok(records::<HipWrapper>(bytes)
+        let bytes = self.bytes_of(s, || self.place.wrappers.into())?;
+        const ENTRY: usize = size_of::<Wrapper>();
+        let magic = self.place.wrapper_magic;
+        Ok(records::<Wrapper>(bytes)
             .iter()
             .enumerate()
-            .filter(|(_, w)| w.magic.get(LE) == HIP_WRAPPER_MAGIC && w.binary.get(LE) != 0)
+            .filter(|(_, w)| w.magic.get(LE) == magic && w.binary.get(LE) != 0)
             .map(|(k, w)| Pointer {
-                at: s.sh_offset.get(LE) + (k * ENTRY + offset_of!(HipWrapper, binary)) as u64,
+                at: s.sh_offset.get(LE) + (k * ENTRY + offset_of!(Wrapper, binary)) as u64,
                 target: w.binary.get(LE),
             })
             .collect())
@@ -592,11 +601,6 @@ pub(super) fn table<T: Pod>(file: &[u8], offset: u64, count: u16) -> Option<&[T]
         .map(|(t, _)| t)
 }
 
-/// The whole records of `T` that `bytes` holds (a trailing part of one is left out).
-pub(super) fn records<T: Pod>(bytes: &[u8]) -> &[T] {
-    pod::slice_from_bytes(bytes, bytes.len() / size_of::<T>()).map_or(&[], |(records, _)| records)
-}
-
 /// The pointer `p` written at `at` of the new file: an address, 64-bit little-endian.
 pub(super) fn pointer_patch(p: &Pointer, at: u64) -> Patch {
     Patch {
@@ -706,7 +710,7 @@ impl Layout {
             layout.keep_segment_whole_without_cut(seg_file_end);
             program.check_table_can_move(seg)?;
             if first_end > old_end {
-                let name = HIP_FATBIN.to_string();
+                let name = program.place.section.to_string();
                 return Err(Error::new(
                     section.offset,
                     ErrorKind::NoRoomForProgramHeaders { section: name },
@@ -789,7 +793,7 @@ impl Program<'_> {
         let bias = |p: &ProgramHeader64<LE>| p.p_vaddr.get(LE).wrapping_sub(p.p_offset.get(LE));
         if bias(seg) != bias(first) {
             let at = self.header.e_phoff.get(LE);
-            let section = HIP_FATBIN.to_string();
+            let section = self.place.section.to_string();
             return Err(Error::new(at, ErrorKind::TableCannotMove { section }));
         }
         Ok(())

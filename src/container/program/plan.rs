@@ -36,11 +36,18 @@ pub type InflateContainer<'r> = dyn Fn(
     + Sync
     + 'r;
 
+/// The boundary the container at the start of the bytes it is given is packed on when its
+/// format fixes one (CUDA fat binaries lie back to back on 8-byte boundaries); `None`: on a
+/// boundary as large as the one it had, up to a page.
+pub type ContainerBoundary<'r> = dyn Fn(&[u8]) -> Option<usize> + Sync + 'r;
+
 /// How the containers of a section are found and rewritten.
 #[derive(Clone, Copy)]
 pub struct Rewriting<'r> {
     /// Their sizes.
     pub size_of: &'r ContainerSize<'r>,
+    /// The boundaries they are packed on.
+    pub boundary: &'r ContainerBoundary<'r>,
     /// Their new bytes.
     pub rewrite: &'r RewriteContainer<'r>,
     /// The bytes of those decompressed.
@@ -133,9 +140,13 @@ pub fn pack(section: &Section<'_>, how: &Rewriting<'_>) -> Result<Option<Packing
                 }
                 Ok(new)
             })
+            .collect::<Vec<Result<_>>>()
+            .into_iter()
+            // The first damage in the section's order, whichever thread met it first.
             .collect::<Result<_>>()?;
         for (&(start, size), new) in group.iter().zip(rewritten) {
-            let boundary = 1usize << start.trailing_zeros().min(12);
+            let boundary =
+                (how.boundary)(&data[start..]).unwrap_or(1usize << start.trailing_zeros().min(12));
             let address = section.address + start as u64;
             if !changed {
                 // Until something changes, the packed bytes are the section's own: they are
@@ -447,6 +458,7 @@ mod tests {
         };
         let how = Rewriting {
             size_of: &size_of,
+            boundary: &|_| None,
             rewrite,
             inflate: &inflate,
         };

@@ -1,0 +1,136 @@
+//! Checking `.kpack` archives: that every code object reads (a compressed one inflates to
+//! exactly its declared size), and, for a binary split by kpack, that every archive of its
+//! set holds every code object the binary asks for, for every processor the archive claims.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::container::kpack::{archive_paths, SplitBinary};
+use crate::error::{Error, Result};
+use crate::format::kpack::{split_toc_key, toc_key, Archive, KernelEntry, Scheme};
+use crate::format::kpack_search::{resolve_search_path, Environment};
+use crate::io::Input;
+use crate::ops::inflating::{memory_of_zstd, Budget};
+
+/// What the archives of a file hold.
+#[derive(Debug, Default)]
+pub struct KpackVerified {
+    /// Whether the file is an archive itself (else a split binary).
+    pub is_archive: bool,
+    /// The archives read.
+    pub archives: usize,
+    /// The code objects read whole and found sound.
+    pub sound: usize,
+    /// What is wrong, each naming the archive and the key: a code object that does not read,
+    /// one the binary asks for that an archive lacks, an archive that cannot be read, or no
+    /// archive at all.
+    pub bad: Vec<Error>,
+}
+
+/// Reads every code object of the archive `data` (at `path`), refusing one stored compressed
+/// that declares more than `limit` bytes; the `Err` is for an archive whose header or table
+/// does not read.
+pub fn verify_archive(path: &Path, data: &[u8], limit: u64) -> Result<KpackVerified> {
+    let archive = Archive::parse(data).map_err(|e| Error::format(path, e))?;
+    let (sound, bad) = read_all(path, &archive, limit, &|_| true);
+    Ok(KpackVerified {
+        is_archive: true,
+        archives: 1,
+        sound,
+        bad,
+    })
+}
+
+/// Reads the code objects of `archive` (at `path`) that `keep` accepts, in parallel within
+/// the inflation budget and `limit`: how many are sound, and the error of each that is not.
+fn read_all(
+    path: &Path,
+    archive: &Archive<'_>,
+    limit: u64,
+    keep: &(dyn Fn(&KernelEntry<'_>) -> bool + Sync),
+) -> (usize, Vec<Error>) {
+    let budget = Budget::new();
+    let results: Vec<Result<()>> = archive
+        .entries
+        .par_iter()
+        .filter(|e| keep(e))
+        .map(|entry| {
+            let memory = match archive.scheme {
+                Scheme::None => 0,
+                Scheme::ZstdPerKernel => memory_of_zstd(entry.original_size),
+            };
+            budget
+                .run(memory, |decoding| {
+                    archive.read_code_object(entry, limit, decoding, |_| Ok(()))
+                })
+                .map_err(|e| Error::format(path, e))
+        })
+        .collect();
+    let sound = results.iter().filter(|r| r.is_ok()).count();
+    (sound, results.into_iter().filter_map(|r| r.err()).collect())
+}
+
+/// Checks the archive set of the split binary `split` at `path`: the archives its search
+/// paths (or the kpack loader's environment variables, as set) name, every processor each
+/// claims, every code-object index the binary asks for, and every code object of the binary
+/// each holds (one stored compressed may declare at most `limit` bytes).
+pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVerified {
+    let env = Environment::from_vars(|name| std::env::var(name).ok());
+    let paths = archive_paths(path, &split.reference, &env);
+    let mut verified = KpackVerified::default();
+    if paths.is_empty() {
+        let searched: Vec<String> = split
+            .reference
+            .kpack_search_paths
+            .iter()
+            .map(|p| resolve_search_path(path, p).display().to_string())
+            .collect();
+        verified.bad.push(Error::msg(format!(
+            "'{}': no kpack archive found at {}",
+            path.display(),
+            searched.join(", ")
+        )));
+        return verified;
+    }
+    let name = split.reference.kernel_name;
+    let indices = split.distinct_indices();
+    for archive_path in paths {
+        let input = match Input::open(&archive_path) {
+            Ok(input) => input,
+            Err(e) => {
+                verified.bad.push(e);
+                continue;
+            }
+        };
+        let archive = match Archive::parse(&input) {
+            Ok(archive) => archive,
+            Err(e) => {
+                verified.bad.push(Error::format(&archive_path, e));
+                continue;
+            }
+        };
+        verified.archives += 1;
+        for arch in &archive.gfx_arches {
+            for index in &indices {
+                let key = toc_key(name, *index);
+                if archive.find(&key, arch).is_none() {
+                    verified.bad.push(Error::msg(format!(
+                        "'{}': no code object {key} for {arch}, which the archive is for \
+                         (its gfx_arches), though '{}' asks for code object {index}",
+                        archive_path.display(),
+                        path.display()
+                    )));
+                }
+            }
+        }
+        let ours = |e: &KernelEntry<'_>| split_toc_key(e.key).is_some_and(|(b, _)| b == name);
+        let (sound, bad) = read_all(&archive_path, &archive, limit, &ours);
+        verified.sound += sound;
+        verified.bad.extend(bad);
+        if let Err(e) = input.intact() {
+            verified.bad.push(e);
+        }
+    }
+    verified
+}
