@@ -316,55 +316,60 @@ fn split_then_merged_programs_run_with_every_code_object_as_it_was() {
             &["--offload-compress"],
         ),
     ];
-    let app = dir.path().join("app");
-    succeed(
-        Command::new(&clang)
-            .arg(support("hip_runtime.c"))
-            .args(&objects)
-            .arg("-o")
-            .arg(&app),
-    );
-    let split_dir = dir.path().join("split");
-    succeed(offload().args(["kpack", "-o"]).arg(&split_dir).arg(&app));
-    // Split, it runs: each wrapper hands the runtime the reference and its index.
-    assert_eq!(
-        run(&split_dir.join("app"), None),
-        "kpack app#0\nkpack app#1\n"
-    );
-    let merged_dir = dir.path().join("merged");
-    let (code, out, err) = text_output(
-        offload()
-            .args(["kpack", "--merge", "-o"])
-            .arg(&merged_dir)
-            .arg(split_dir.join("app")),
-    );
-    assert_eq!((code, err.as_str()), (0, ""));
-    assert_eq!(
-        out,
-        format!(
-            "{}: 2 bundles, 4 code objects put back\n",
-            merged_dir.join("app").display()
-        )
-    );
-    let merged = merged_dir.join("app");
-    assert_eq!(code_objects(&merged), code_objects(&app));
-    // No kpack reference is left, and the stand-in runtime finds a valid bundle per wrapper.
-    let data = fs::read(&merged).unwrap();
-    let file = object::File::parse(&*data).unwrap();
-    assert!(file.section_by_name(ELF_REF_SECTION).is_none());
-    let printed = run(&merged, None);
-    let bundle = |a: usize, b: usize| {
-        format!(
-            "bundle, 3 entries\n  host-x86_64-unknown-linux-gnu- 0\n  \
+    // Linked by GNU ld and by lld, which lay programs out differently.
+    for linker in ["bfd", "lld"] {
+        let app = dir.path().join(format!("{linker}/app"));
+        fs::create_dir_all(app.parent().unwrap()).unwrap();
+        succeed(
+            Command::new(&clang)
+                .arg(format!("-fuse-ld={linker}"))
+                .arg(support("hip_runtime.c"))
+                .args(&objects)
+                .arg("-o")
+                .arg(&app),
+        );
+        let split_dir = dir.path().join(format!("{linker}/split"));
+        succeed(offload().args(["kpack", "-o"]).arg(&split_dir).arg(&app));
+        // Split, it runs: each wrapper hands the runtime the reference and its index.
+        assert_eq!(
+            run(&split_dir.join("app"), None),
+            "kpack app#0\nkpack app#1\n"
+        );
+        let merged_dir = dir.path().join(format!("{linker}/merged"));
+        let (code, out, err) = text_output(
+            offload()
+                .args(["kpack", "--merge", "-o"])
+                .arg(&merged_dir)
+                .arg(split_dir.join("app")),
+        );
+        assert_eq!((code, err.as_str()), (0, ""));
+        assert_eq!(
+            out,
+            format!(
+                "{}: 2 bundles, 4 code objects put back\n",
+                merged_dir.join("app").display()
+            )
+        );
+        let merged = merged_dir.join("app");
+        assert_eq!(code_objects(&merged), code_objects(&app));
+        // No kpack reference is left, and the stand-in runtime finds a valid bundle per wrapper.
+        let data = fs::read(&merged).unwrap();
+        let file = object::File::parse(&*data).unwrap();
+        assert!(file.section_by_name(ELF_REF_SECTION).is_none());
+        let printed = run(&merged, None);
+        let bundle = |a: usize, b: usize| {
+            format!(
+                "bundle, 3 entries\n  host-x86_64-unknown-linux-gnu- 0\n  \
              hipv4-amdgcn-amd-amdhsa--gfx1100 {a} elf\n  hipv4-amdgcn-amd-amdhsa--gfx90a {b} elf\n"
-        )
-    };
-    let sizes = code_objects(&app);
-    assert_eq!(
-        printed,
-        bundle(sizes[0]["gfx1100"].len(), sizes[0]["gfx90a"].len())
-            + &bundle(sizes[1]["gfx1100"].len(), sizes[1]["gfx90a"].len())
-    );
+            )
+        };
+        let sizes = code_objects(&app);
+        assert_eq!(
+            printed,
+            bundle(sizes[0]["gfx1100"].len(), sizes[0]["gfx90a"].len())
+                + &bundle(sizes[1]["gfx1100"].len(), sizes[1]["gfx90a"].len())
+        );
+    }
 
     // Archives named with --from, the library case: the same code objects.
     let Some(stage) = tree(dir.path()) else {
@@ -552,5 +557,114 @@ fn processors_grouped_in_one_archive_load_through_its_own_search_path() {
                 "#{index} @ {arch}"
             );
         }
+    }
+}
+
+#[test]
+fn merging_names_the_damaged_archive_or_the_missing_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(stage) = tree(dir.path()) else {
+        return;
+    };
+    let out = dir.path().join("out");
+    split(&stage, &out, &[]);
+    let binary = out.join("lib/libk.so");
+    let merge = |from: &[PathBuf]| {
+        let mut command = offload();
+        command
+            .args(["kpack", "--merge", "-o"])
+            .arg(dir.path().join("m"))
+            .arg(&binary);
+        for a in from {
+            command.arg("--from").arg(a);
+        }
+        text_output(&mut command)
+    };
+    // Only the gfx90a archive: code object #1 (gfx1100 only) is in none given.
+    let gfx90a = out.join(".kpack/k_gfx90a.kpack");
+    let (code, _, err) = merge(std::slice::from_ref(&gfx90a));
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "offload kpack: error: '{}': no archive holds code object lib/libk.so#1 (wrapper 1); searched: {}\n",
+            binary.display(),
+            gfx90a.display()
+        )
+    );
+    // A damaged archive: its version.
+    let damaged = dir.path().join("damaged.kpack");
+    let mut bytes = fs::read(out.join(".kpack/k_gfx1100.kpack")).unwrap();
+    bytes[4] = 7;
+    fs::write(&damaged, bytes).unwrap();
+    let (code, _, err) = merge(&[gfx90a, damaged.clone()]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "offload kpack: error: '{}': offset 0x4: kpack archive version 7; only version 1 is known\n",
+            damaged.display()
+        )
+    );
+    assert!(!dir.path().join("m").exists());
+    // Without --from, the binary's own search path finds both archives.
+    let (code, out_text, err) = merge(&[]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out_text}");
+    assert_eq!(
+        code_objects(&dir.path().join("m/libk.so")),
+        code_objects(&stage.join("lib/libk.so"))
+    );
+}
+
+/// AMD's splitter numbers bundles, not wrappers: an `-fgpu-rdc` library has one bundle and a
+/// wrapper per translation unit, so its archives hold only `#0` and the loader finds nothing
+/// for the second wrapper. Ours hold what every wrapper asks for.
+#[test]
+fn amds_splitter_leaves_the_second_wrapper_of_an_rdc_library_without_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let arches: &[&str] = &["gfx90a", "gfx1100"];
+    let units: [(&str, &[&str], &[&str]); 2] = [
+        ("kernel.hip", arches, &["-fgpu-rdc"]),
+        ("vadd.hip", arches, &["-fgpu-rdc"]),
+    ];
+    let Some(lib) = library(dir.path(), "lib/librdc.so", &units, true) else {
+        return;
+    };
+    let Some(driver) = loader() else { return };
+    let Some(()) =
+        crate::util::kpack::split_with_python(&dir.path().join("stage"), "r", dir.path())
+    else {
+        return;
+    };
+    let split_dir = dir.path().join("split");
+    let installed = split_dir.join("r_lib_generic/stage");
+    crate::util::kpack::copy_tree(
+        &split_dir.join("r_lib_gfx90a/stage/.kpack"),
+        &installed.join(".kpack"),
+    );
+    let theirs = installed.join("lib/librdc.so");
+    let metadata = dir.path().join("theirs.msgpack");
+    fs::write(&metadata, section(&theirs, ELF_REF_SECTION)).unwrap();
+    let code = &code_objects(&lib)[0]["gfx90a"];
+    let expected = Ok((code.len() as u64, fnv1a64(code)));
+    assert_eq!(
+        load(&driver, &metadata, &theirs, 0, &["gfx90a"], &[]),
+        expected
+    );
+    assert_eq!(
+        load(&driver, &metadata, &theirs, 1, &["gfx90a"], &[]),
+        Err(5)
+    );
+
+    let ours_dir = dir.path().join("ours");
+    split(&dir.path().join("stage"), &ours_dir, &[]);
+    let ours = ours_dir.join("lib/librdc.so");
+    let metadata = dir.path().join("ours.msgpack");
+    fs::write(&metadata, section(&ours, ELF_REF_SECTION)).unwrap();
+    for index in [0, 1] {
+        assert_eq!(
+            load(&driver, &metadata, &ours, index, &["gfx90a"], &[]),
+            expected
+        );
     }
 }

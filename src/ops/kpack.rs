@@ -179,7 +179,10 @@ pub fn split(inputs: &[PathBuf], config: &SplitConfig) -> Result<SplitSummary> {
                 let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
                 out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
                 match split {
-                    Some(split) => split.program.write_to(&p.input, &mut out, data)?,
+                    Some(split) => {
+                        split.program.write_to(&p.input, &mut out, data)?;
+                        read_back_split(&p.input, &mut out, split)?;
+                    }
                     None => out.write_part(data, data)?,
                 }
                 Ok(out)
@@ -613,7 +616,53 @@ fn write_archive(
     }
     out.write_bytes(&plan.toc)?;
     out.start_writeback()?;
+    read_back_archive(&path, &mut out, a.entries.len())?;
     Ok(out)
+}
+
+/// The error for an output that does not read back as written.
+fn not_as_written(path: &Path, why: impl std::fmt::Display) -> Error {
+    Error::msg(format!(
+        "'{}': the written file does not read back as it should ({why}); nothing was written",
+        path.display()
+    ))
+}
+
+/// Reads the archive just written to `out` back: its header and table, every stored code
+/// object inside the file, and `entries` entries.
+fn read_back_archive(path: &Path, out: &mut Output, entries: usize) -> Result<()> {
+    let Some(written) = out.written_so_far()? else {
+        return Ok(());
+    };
+    let data = Input::open(&written)?;
+    let archive = Archive::parse(&data).map_err(|e| not_as_written(path, e))?;
+    if archive.entries.len() != entries {
+        let why = format!("{} entries instead of {entries}", archive.entries.len());
+        return Err(not_as_written(path, why));
+    }
+    Ok(())
+}
+
+/// Reads the host file of `split` just written to `out` back: its reference names the
+/// binary, and every wrapper is `HIPK` with its position as its index.
+fn read_back_split(input: &Path, out: &mut Output, split: &SplitBinary<'_>) -> Result<()> {
+    let Some(written) = out.written_so_far()? else {
+        return Ok(());
+    };
+    let data = Input::open(&written)?;
+    let found = crate::container::kpack::split_binary(input, &data)?;
+    let expected: Vec<u64> = (0..split.bundle_of.len() as u64).collect();
+    match found {
+        Some(found)
+            if found.reference.kernel_name == split.kernel_name && found.indices == expected =>
+        {
+            Ok(())
+        }
+        _ => Err(not_as_written(
+            input,
+            "no kpack reference, or other wrappers",
+        )),
+    }
 }
 
 /// Writes `bytes`, a slice of an input open in this process, copied by the kernel.
@@ -683,6 +732,7 @@ fn merge_each(
         let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
         out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
         program.write_to(&p.input, &mut out, &data)?;
+        read_back_merged(&p.input, &mut out, starts.iter().flatten().count())?;
         let distinct = starts
             .iter()
             .flatten()
@@ -692,6 +742,34 @@ fn merge_each(
         kept.push(data);
     }
     commit_all(outputs)
+}
+
+/// Reads the merged file just written to `out` back: `wrappers` `HIPF` wrappers, each pointing
+/// at a bundle in `.hip_fatbin`, and no kpack reference left.
+fn read_back_merged(input: &Path, out: &mut Output, wrappers: usize) -> Result<()> {
+    let Some(written) = out.written_so_far()? else {
+        return Ok(());
+    };
+    let data = Input::open(&written)?;
+    let code = kpack_elf::hip_code(&data)
+        .map_err(|e| not_as_written(input, e))?
+        .ok_or_else(|| not_as_written(input, "no .hip_fatbin"))?;
+    let bundles = code
+        .wrappers
+        .iter()
+        .filter(|w| w.magic == kformat::HIPF_MAGIC)
+        .filter_map(|w| w.target)
+        .filter(|&t| code.fatbin.holds(t))
+        .filter(|&t| {
+            let at = (t - code.fatbin.address) as usize;
+            matches!(Bundle::parse(&code.fatbin.data[at..]), Ok(Some(_)))
+        })
+        .count();
+    if bundles != wrappers || crate::container::kpack::split_binary(input, &data)?.is_some() {
+        let why = format!("{bundles} wrappers reach a bundle instead of {wrappers}");
+        return Err(not_as_written(input, why));
+    }
+    Ok(())
 }
 
 /// The bundles of the split binary `data` (at `path`), packed on 4096-byte boundaries, where
