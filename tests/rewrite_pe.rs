@@ -57,7 +57,7 @@ fn registered(file: &[u8]) -> Vec<(Entries, bool)> {
 /// Builds, in `dir`, an executable and a DLL for `arch` (`x86_64` or `aarch64`) from three HIP
 /// translation units (one compressed) for several processors, with `-release` so that lld-link
 /// sets the checksum.
-fn build(clang: &Path, lld_link: &Path, dir: &Path, arch: &str) -> [PathBuf; 2] {
+pub(crate) fn build(clang: &Path, lld_link: &Path, dir: &Path, arch: &str) -> [PathBuf; 2] {
     let target = format!("--target={arch}-pc-windows-msvc");
     let linked = samples_dir().join("linked");
     let src = samples_dir().join("src");

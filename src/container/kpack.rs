@@ -22,8 +22,16 @@ use crate::format::kpack_search::{
 };
 use crate::io::Input;
 
-/// The section of HIP wrappers.
-const WRAPPER_SECTION: &str = ".hipFatBinSegment";
+/// The sections of HIP wrappers, by the reference section beside them: an ELF file's
+/// `.hipFatBinSegment`; a PE image's `.hipFatB` (its name cut to eight bytes), or the long
+/// name a linker keeping long names writes.
+fn wrapper_sections(reference_section: &str) -> &'static [&'static str] {
+    if reference_section == PE_REF_SECTION {
+        &[".hipFatB", ".hipFatBinSegment"]
+    } else {
+        &[".hipFatBinSegment"]
+    }
+}
 
 /// What a split binary keeps of its device code.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +65,10 @@ pub fn split_binary<'a>(path: &Path, data: &'a [u8]) -> Result<Option<SplitBinar
     let reference = KpackRef::parse(bytes)
         .map_err(|e| Error::format_in(path, format!("{name} at {offset:#x}"), e))?;
     let mut indices = Vec::new();
-    if let Some(wrappers) = file.section_by_name(WRAPPER_SECTION) {
+    let wrappers = wrapper_sections(name)
+        .iter()
+        .find_map(|&n| Some((file.section_by_name(n)?, n)));
+    if let Some((wrappers, wrapper_section)) = wrappers {
         let at = wrappers.file_range().map_or(0, |(at, _)| at);
         let bytes = wrappers.data().unwrap_or_default();
         for (i, chunk) in bytes.chunks_exact(HipWrapper::SIZE).enumerate() {
@@ -66,7 +77,7 @@ pub fn split_binary<'a>(path: &Path, data: &'a [u8]) -> Result<Option<SplitBinar
                 Ok(Wrapped::Kpack { index, .. }) => indices.push(index),
                 Ok(Wrapped::Bundle { .. }) => {}
                 Err(e) => {
-                    let context = format!("{WRAPPER_SECTION} wrapper {i} at {wrapper_at:#x}");
+                    let context = format!("{wrapper_section} wrapper {i} at {wrapper_at:#x}");
                     return Err(Error::format_in(path, context, e));
                 }
             }

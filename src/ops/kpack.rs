@@ -366,6 +366,16 @@ fn search_paths(config: &SplitConfig, name: &str, relative: &Path) -> Vec<String
         .collect()
 }
 
+/// Whether the PE image `data` has a HIP fat-binary section (`.hip_fat`, or its long name).
+fn has_pe_hip_code(data: &[u8]) -> bool {
+    use object::Object;
+    object::File::parse(data).is_ok_and(|f| {
+        [".hip_fat", ".hip_fatbin"]
+            .into_iter()
+            .any(|name| f.section_by_name(name).is_some())
+    })
+}
+
 /// Reads the file `data` (at `path`, going to `relative`): `None` when it is to be copied as
 /// it is (not an ELF program or shared library with HIP device code).
 fn read_binary<'a>(
@@ -379,6 +389,13 @@ fn read_binary<'a>(
         object::File::parse(data).map(|f| object::Object::kind(&f)),
         Ok(object::ObjectKind::Executable | object::ObjectKind::Dynamic)
     );
+    if linked && data.starts_with(b"MZ") && has_pe_hip_code(data) {
+        return Err(Error::msg(format!(
+            "'{}': a PE image with HIP device code: only ELF programs and shared libraries are \
+             split; ls, extract and verify read PE images split by AMD's splitter",
+            path.display()
+        )));
+    }
     if !linked || !data.starts_with(b"\x7fELF") {
         return Ok(None);
     }

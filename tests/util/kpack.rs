@@ -257,3 +257,29 @@ pub fn read_with_python(path: &Path) -> Option<Vec<(String, String, u64, String)
     rows.sort();
     Some(rows)
 }
+
+/// Splits the PE image `input` with AMD's COFF transform (through
+/// tests/support/kpack_split_pe.py) into `output`, writing `<kpack_dir>/<prefix>_<arch>.kpack`
+/// with code objects keyed `<name>#<wrapper index>` and `search_path` in `.kpackrf`. `None`
+/// after a skip message when a tool is missing.
+pub fn split_pe_with_python(
+    input: &Path,
+    output: &Path,
+    kpack_dir: &Path,
+    prefix: &str,
+    name: &str,
+    search_path: &str,
+) -> Option<()> {
+    let oracle = oracle_dir()?;
+    let python = python()?;
+    super::succeed(
+        Command::new(python)
+            .arg(root().join("tests/support/kpack_split_pe.py"))
+            .arg(oracle.join("python"))
+            .arg(input)
+            .arg(output)
+            .arg(kpack_dir)
+            .args([prefix, name, search_path]),
+    );
+    Some(())
+}
