@@ -5,6 +5,7 @@ pub mod bundler;
 pub mod check;
 pub mod extract;
 pub mod general;
+pub mod inputs;
 pub mod kpack;
 pub mod llvm_cl;
 pub mod ls;

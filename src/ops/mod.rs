@@ -6,6 +6,7 @@ pub mod columns;
 pub mod extract;
 pub mod gpus;
 pub mod inflating;
+pub mod inputs;
 pub mod kpack;
 pub mod ls;
 pub mod packager;
