@@ -3,6 +3,7 @@
 pub mod bundler;
 pub mod check;
 pub mod columns;
+pub mod du;
 pub mod extract;
 pub mod gpus;
 pub mod inflating;
