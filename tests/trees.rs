@@ -276,3 +276,68 @@ fn walk_folders() {
     );
     assert!(files.contains(&"lib/outside.o".to_string()), "{files:?}");
 }
+
+#[test]
+fn du_of_a_tree_adds_up_to_ls() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = tree(dir.path());
+    std::fs::remove_file(root.join("obj/damaged.bc")).unwrap();
+    let (code, stdout, stderr) = text_output(
+        offload()
+            .args(["du", "-r", "--json", "--keep", "gfx90a"])
+            .arg(&root),
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let du: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let mut ls_total = 0;
+    let mut ls_by_target: BTreeMap<String, u64> = BTreeMap::new();
+    for file in du["files"].as_array().unwrap() {
+        let path = PathBuf::from(file["file"].as_str().unwrap());
+        let listed = images(&path);
+        let sum: u64 = listed.iter().map(|(_, size)| size).sum();
+        let counted: u64 = file["targets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["inflated"].as_u64().unwrap())
+            .sum();
+        assert_eq!(counted, sum, "{}", path.display());
+        ls_total += sum;
+        for (arch, size) in listed {
+            *ls_by_target.entry(arch).or_default() += size;
+        }
+    }
+    assert!(ls_total > 0);
+    let total: BTreeMap<String, u64> = du["total"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["target"].as_str().unwrap().to_string(),
+                t["inflated"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(total, ls_by_target);
+    for t in du["total"].as_array().unwrap() {
+        let removed = t["removed"].as_u64().unwrap();
+        let target = t["target"].as_str().unwrap();
+        // Only gfx90a code stays: every other target's stored bytes go, none of gfx90a's.
+        if target.starts_with("gfx90a") {
+            assert_eq!(removed, 0, "{target}");
+        } else {
+            assert_eq!(removed, t["stored"].as_u64().unwrap(), "{target}");
+        }
+    }
+    let stored: Vec<u64> = du["total"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["stored"].as_u64().unwrap())
+        .collect();
+    assert!(
+        stored.windows(2).all(|w| w[0] >= w[1]),
+        "sorted: {stored:?}"
+    );
+}
