@@ -13,6 +13,16 @@ use crate::format::ccob::{CompressOptions, Method};
 use crate::ops::inputs::Found;
 use crate::ops::rewrite::{self, Change, Mode, Ptx, RewriteConfig, Summary};
 
+/// How the files are found and how many are rewritten at once.
+#[derive(Debug, Clone, Copy, ClapArgs)]
+struct Work {
+    #[command(flatten)]
+    tree: TreeOpts,
+    /// Files rewritten at once (default: the number of cores).
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+}
+
 /// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]
 #[group(multiple = false)]
@@ -42,10 +52,7 @@ struct StripArgs {
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
-    tree: TreeOpts,
-    /// Files rewritten at once (default: the number of cores).
-    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u16).range(1..))]
-    jobs: Option<u16>,
+    work: Work,
     /// Keep the images a device with this target ID loads (host code always stays). A CUDA
     /// compute capability (`sm_80`) keeps the cubins it runs and the PTX it may compile.
     #[arg(long, required_unless_present = "remove", conflicts_with = "remove")]
@@ -90,10 +97,7 @@ struct CompressArgs {
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
-    tree: TreeOpts,
-    /// Files rewritten at once (default: the number of cores).
-    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u16).range(1..))]
-    jobs: Option<u16>,
+    work: Work,
     #[command(flatten)]
     destination: Destination,
     /// Say what would change, and change nothing.
@@ -124,10 +128,7 @@ struct DecompressArgs {
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
-    tree: TreeOpts,
-    /// Files rewritten at once (default: the number of cores).
-    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u16).range(1..))]
-    jobs: Option<u16>,
+    work: Work,
     #[command(flatten)]
     destination: Destination,
     /// Say what would change, and change nothing.
@@ -268,8 +269,7 @@ impl Totals {
 fn execute(
     prog: &str,
     roots: &[PathBuf],
-    tree: TreeOpts,
-    jobs: Option<u16>,
+    Work { tree, jobs }: Work,
     destination: &Destination,
     config: &RewriteConfig,
     mode: Mode,
@@ -373,8 +373,7 @@ pub fn strip(args: &[String]) -> i32 {
     execute(
         "offload strip",
         &args.files,
-        args.tree,
-        args.jobs,
+        args.work,
         &args.destination,
         &config,
         mode(args.dry_run),
@@ -423,8 +422,7 @@ pub fn compress(args: &[String]) -> i32 {
     execute(
         "offload compress",
         &args.files,
-        args.tree,
-        args.jobs,
+        args.work,
         &args.destination,
         &config,
         mode(args.dry_run),
@@ -475,8 +473,7 @@ pub fn decompress(args: &[String]) -> i32 {
     execute(
         "offload decompress",
         &args.files,
-        args.tree,
-        args.jobs,
+        args.work,
         &args.destination,
         &config,
         mode(args.dry_run),
