@@ -61,7 +61,7 @@ fn contents(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 fn file_lines(stdout: &str) -> Vec<(String, u64, u64, u64, u64)> {
     stdout
         .lines()
-        .filter(|l| !l.starts_with("total:"))
+        .filter(|l| !l.starts_with("total"))
         .map(|line| {
             let (file, rest) = line.rsplit_once(": ").unwrap();
             let numbers: Vec<u64> = rest
@@ -161,6 +161,27 @@ fn strip_a_tree_dry_then_in_place() {
         [7, changed, 1, sums[0], sums[1], sums[2], sums[3]],
         "{plan}"
     );
+
+    // Per processor: every target but gfx90a's loses all its code, gfx90a's keeps all.
+    let per_target: Vec<&str> = plan
+        .lines()
+        .filter(|l| l.starts_with("total gfx"))
+        .collect();
+    assert!(per_target.len() >= 3, "{plan}");
+    for line in per_target {
+        let (target, rest) = line["total ".len()..].split_once(':').unwrap();
+        let numbers: Vec<u64> = rest
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|w| !w.is_empty())
+            .map(|w| w.parse().unwrap())
+            .collect();
+        let kept = if target.starts_with("gfx90a") {
+            numbers[1]
+        } else {
+            0
+        };
+        assert_eq!(numbers[2], kept, "{line}");
+    }
 
     let (code, done, stderr) = run(&["--in-place"]);
     assert_eq!(code, 1, "{stderr}");

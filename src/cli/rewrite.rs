@@ -10,6 +10,7 @@ use clap::{Args as ClapArgs, Parser};
 use super::general::GeneralOpts;
 use super::inputs::TreeOpts;
 use crate::format::ccob::{CompressOptions, Method};
+use crate::ops::du::{self, FileUsage};
 use crate::ops::inputs::Found;
 use crate::ops::rewrite::{self, Change, Mode, Ptx, RewriteConfig, Summary};
 
@@ -293,7 +294,10 @@ fn execute(
         }
     };
     let bar = job_bar(plan.pairs.len());
-    let results: Vec<Result<Summary, String>> = pool.install(|| {
+    // What each processor's code takes before a strip, and what the strip removes: read from
+    // the headers before the file is rewritten.
+    let by_target = matches!(config.change, Change::Keep(_) | Change::Remove(_));
+    let results: Vec<Result<(Summary, Option<FileUsage>), String>> = pool.install(|| {
         use rayon::prelude::*;
         plan.pairs
             .par_iter()
@@ -304,14 +308,19 @@ fn execute(
                             .map_err(|e| format!("'{}': {e}", parent.display()))?;
                     }
                 }
-                let result = rewrite::rewrite(input, output, config, mode).map_err(|e| {
-                    let text = e.to_string();
-                    if text.contains(&*input.to_string_lossy()) {
-                        text
-                    } else {
-                        format!("'{}': {text}", input.display())
-                    }
-                });
+                let usage = by_target
+                    .then(|| du::file_usage(input, config.max_decompressed, Some(config)).ok())
+                    .flatten();
+                let result = rewrite::rewrite(input, output, config, mode)
+                    .map(|summary| (summary, usage))
+                    .map_err(|e| {
+                        let text = e.to_string();
+                        if text.contains(&*input.to_string_lossy()) {
+                            text
+                        } else {
+                            format!("'{}': {text}", input.display())
+                        }
+                    });
                 bar.inc(1);
                 result
             })
@@ -320,11 +329,13 @@ fn execute(
     bar.finish_and_clear();
     let mut text = String::new();
     let mut totals = Totals::default();
+    let mut usages = Vec::new();
     let stderr = std::io::stderr();
     for ((input, _), result) in plan.pairs.iter().zip(results) {
         totals.files += 1;
         match result {
-            Ok(summary) => {
+            Ok((summary, usage)) => {
+                usages.extend(usage);
                 if let Some(line) = already_compressed_line(input, &summary, config) {
                     text.push_str(&line);
                 }
@@ -343,6 +354,20 @@ fn execute(
     }
     if plan.pairs.len() > 1 || roots.len() > 1 || roots.iter().any(|r| r.is_dir()) {
         text.push_str(&totals.line(mode));
+        let verb = match mode {
+            Mode::DryRun => "would go",
+            Mode::Write => "went",
+        };
+        for usage in du::total(&usages) {
+            let removed = usage.removed.unwrap_or(0);
+            text.push_str(&format!(
+                "total {}: {} images, {} bytes of device code {verb} to {}\n",
+                usage.target,
+                usage.images,
+                usage.stored,
+                usage.stored - removed
+            ));
+        }
     }
     let failed = totals.failed > 0 || plan.walk_failed;
     super::print(prog, &text).map_or_else(|code| code, |()| i32::from(failed))
