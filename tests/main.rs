@@ -45,6 +45,7 @@ mod rewrite_pe;
 mod rewrite_program;
 mod runtime_pick;
 mod targets;
+mod trees;
 mod wrapper;
 
 /// Cargo builds only tests/main.rs (`autotests = false`), so a test file that no `mod` line

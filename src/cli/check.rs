@@ -36,9 +36,12 @@ struct Args {
     /// Print one JSON object: the devices, every file with its bundles, the libraries not found.
     #[arg(long)]
     json: bool,
-    /// The programs and shared libraries to check.
+    /// The programs and shared libraries to check, and folders (their files; with -r, their
+    /// trees).
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    tree: super::inputs::TreeOpts,
     #[command(flatten)]
     general: super::general::GeneralOpts,
 }
@@ -58,7 +61,11 @@ pub fn run(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let roots: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    let (files, walk_failed) = args.tree.paths(PROG, &args.files);
+    if walk_failed {
+        return 2;
+    }
+    let roots: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let kpack_env = kpack_search::Environment::from_vars(|name| std::env::var(name).ok());
     let (report, errors) = check::check(
         &roots,

@@ -19,9 +19,11 @@ use crate::ops::extract::{self, ExtractConfig, Match, Progress};
 #[derive(Debug, Parser)]
 #[command(name = "offload extract", after_help = AFTER_HELP)]
 struct Args {
-    /// Files to extract from.
+    /// Files to extract from, and folders (their files; with -r, their trees).
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    tree: super::inputs::TreeOpts,
     /// Target ID of the device (`gfx90a`, `gfx90a:xnack+`, or the runtime's
     /// `amdgcn-amd-amdhsa--gfx90a:xnack+`): every image it can load; repeat for several. A
     /// CUDA compute capability (`sm_86`) takes every cubin it runs and the PTX it may compile;
@@ -114,8 +116,12 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
+    let (files, walk_failed) = args.tree.paths(prog, &args.files);
+    if walk_failed {
+        return 1;
+    }
     let config = ExtractConfig {
-        files: args.files,
+        files,
         arches: args.arches,
         devices: args.devices,
         exact: if args.exact {

@@ -35,9 +35,11 @@ struct Args {
     /// naming the file, the section and the offset, and the exit status is 1.
     #[arg(long)]
     verify: bool,
-    /// The files to look into.
+    /// The files to look into, and folders (their files; with -r, their trees).
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    tree: super::inputs::TreeOpts,
     #[command(flatten)]
     general: super::general::GeneralOpts,
 }
@@ -54,16 +56,18 @@ enum UriForm {
 /// Runs `offload ls` with `args` (without the program name) and returns the exit status: 0
 /// when every file could be read, 1 otherwise (the files that could be read are still listed).
 pub fn run(args: &[String]) -> i32 {
-    let args: Args = match super::parse_args(PROG, args) {
+    let mut args: Args = match super::parse_args(PROG, args) {
         Ok(a) => a,
         Err(code) => return code,
     };
     args.general.install_log();
+    let (files, walk_failed) = args.tree.paths(PROG, &args.files);
+    args.files = files;
     if args.uri == Some(UriForm::Readobj) {
-        return readobj_lines(&args.files);
+        return readobj_lines(&args.files).max(i32::from(walk_failed));
     }
     let mut images = Vec::new();
-    let mut failed = false;
+    let mut failed = walk_failed;
     let stderr = std::io::stderr();
     for path in &args.files {
         match ls::list_file(path, args.general.max_decompressed) {

@@ -3,8 +3,10 @@
 
 pub mod bundler;
 pub mod check;
+pub mod du;
 pub mod extract;
 pub mod general;
+pub mod inputs;
 pub mod kpack;
 pub mod llvm_cl;
 pub mod ls;
@@ -39,9 +41,12 @@ COMMANDS:
   verify     inflate and hash every compressed bundle of files (ls and extract inflate only
              what they need); ls --verify lists, then verifies; .kpack archives, and the
              archive sets of split binaries, checked whole
+  du         bytes of device code per target, per file and in total, stored and inflated
+             (--keep gfx942: what strip would remove; --json)
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images;
              with --kind=openmp|cuda|hip, llvm-offload-wrapper 22's module (bitcode, or .ll)
-  strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
+  strip      keep only some targets' device code (--keep gfx90a), in place or to a new file;
+             strip, compress and decompress take many files and folders (-r, -j N)
   compress   compress the bundles of a file (--format-version 2|3); decompress does the reverse,
              in linked programs and shared libraries too (ELF; PE executables and DLLs)
   kpack      split programs and libraries into host files and per-processor .kpack archives
@@ -178,6 +183,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Some("extract") => extract::run("offload extract", &rest[1..]),
         Some("check") => check::run(&rest[1..]),
         Some("verify") => verify::run(&rest[1..]),
+        Some("du") => du::run(&rest[1..]),
         Some("strip") => rewrite::strip(&rest[1..]),
         Some("wrapper") => wrapper::run_subcommand(&rest[1..]),
         Some("compress") => rewrite::compress(&rest[1..]),

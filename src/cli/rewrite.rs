@@ -8,22 +8,36 @@ use crate::format::target_id::TargetIdBuf;
 use clap::{Args as ClapArgs, Parser};
 
 use super::general::GeneralOpts;
+use super::inputs::TreeOpts;
 use crate::format::ccob::{CompressOptions, Method};
+use crate::ops::du::{self, FileUsage};
+use crate::ops::inputs::Found;
 use crate::ops::rewrite::{self, Change, Mode, Ptx, RewriteConfig, Summary};
+
+/// How the files are found and how many are rewritten at once.
+#[derive(Debug, Clone, Copy, ClapArgs)]
+struct Work {
+    #[command(flatten)]
+    tree: TreeOpts,
+    /// Files rewritten at once (default: the number of cores).
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+}
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]
 #[group(multiple = false)]
 struct Destination {
-    /// Write the result to this file (needed unless --in-place or --dry-run).
+    /// Write the result to this file (needed unless --in-place or --dry-run); for several
+    /// inputs or a folder, to this folder (made if missing), which mirrors their tree.
     #[arg(
         short = 'o',
         long = "output",
         required_unless_present_any = ["in_place", "dry_run"]
     )]
     output: Option<PathBuf>,
-    /// Replace the file (written beside it, synced, renamed over it; the input is untouched
-    /// on any error).
+    /// Replace each file (written beside it, synced, renamed over it; a file is untouched on
+    /// any error of its own, and a file with several links is rewritten once).
     #[arg(long)]
     in_place: bool,
 }
@@ -33,9 +47,13 @@ struct Destination {
 #[derive(Debug, Parser)]
 #[command(name = "offload strip")]
 struct StripArgs {
-    /// The file: a relocatable object (ELF, COFF), a program or shared library (ELF, PE: an
+    /// The files: a relocatable object (ELF, COFF), a program or shared library (ELF, PE: an
     /// executable or DLL), an archive, a bundle, offload binary or CUDA fat binary file.
-    file: PathBuf,
+    /// Folders give their files (with -r, their trees).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    work: Work,
     /// Keep the images a device with this target ID loads (host code always stays). A CUDA
     /// compute capability (`sm_80`) keeps the cubins it runs and the PTX it may compile.
     #[arg(long, required_unless_present = "remove", conflicts_with = "remove")]
@@ -75,8 +93,12 @@ enum PtxArg {
 #[derive(Debug, Parser)]
 #[command(name = "offload compress")]
 struct CompressArgs {
-    /// The file: a relocatable object, a program or shared library, an archive, a bundle file.
-    file: PathBuf,
+    /// The files: a relocatable object, a program or shared library, an archive, a bundle file.
+    /// Folders give their files (with -r, their trees).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    work: Work,
     #[command(flatten)]
     destination: Destination,
     /// Say what would change, and change nothing.
@@ -101,9 +123,13 @@ struct CompressArgs {
 #[derive(Debug, Parser)]
 #[command(name = "offload decompress")]
 struct DecompressArgs {
-    /// The file: a relocatable object, a program or shared library (the grown bundles move to
+    /// The files: a relocatable object, a program or shared library (the grown bundles move to
     /// a new loaded segment at its end), an archive, a compressed bundle file.
-    file: PathBuf,
+    /// Folders give their files (with -r, their trees).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    work: Work,
     #[command(flatten)]
     destination: Destination,
     /// Say what would change, and change nothing.
@@ -139,25 +165,212 @@ fn summary_line(file: &std::path::Path, summary: &Summary, mode: Mode) -> String
     )
 }
 
+/// The files to rewrite and where each result goes.
+struct Plan {
+    /// (input, output) pairs, in the order of the walk.
+    pairs: Vec<(PathBuf, PathBuf)>,
+    /// Whether the walk failed somewhere (a folder could not be read).
+    walk_failed: bool,
+}
+
+/// Where each of `found` is written: over itself in place (a file with several names once),
+/// to `output` for a single file named, else mirrored under the folder `output`.
+fn plan(
+    prog: &str,
+    roots: &[PathBuf],
+    tree: TreeOpts,
+    destination: &Destination,
+) -> std::result::Result<Plan, String> {
+    use std::os::unix::fs::MetadataExt;
+    let (found, walk_failed) = tree.files(prog, roots);
+    let single_file = roots.len() == 1 && !roots[0].is_dir();
+    let pairs = match &destination.output {
+        Some(output) if single_file && !output.is_dir() => found
+            .into_iter()
+            .map(|f| (f.path, output.clone()))
+            .collect(),
+        Some(folder) => {
+            let pairs: Vec<(PathBuf, PathBuf)> = found
+                .into_iter()
+                .map(|Found { path, relative }| (path, folder.join(relative)))
+                .collect();
+            let mut seen = std::collections::HashSet::new();
+            if let Some((input, output)) = pairs.iter().find(|(_, out)| !seen.insert(out)) {
+                return Err(format!(
+                    "'{}' and another input would both be written to '{}'",
+                    input.display(),
+                    output.display()
+                ));
+            }
+            pairs
+        }
+        None => {
+            // In place, a file with several names is one file: rewritten once.
+            let mut seen = std::collections::HashSet::new();
+            found
+                .into_iter()
+                .filter(|f| {
+                    std::fs::metadata(&f.path).map_or(true, |m| seen.insert((m.dev(), m.ino())))
+                })
+                .map(|f| (f.path.clone(), f.path))
+                .collect()
+        }
+    };
+    Ok(Plan { pairs, walk_failed })
+}
+
+/// A bar on standard error for the whole job, shown when it is a terminal and there are
+/// several files.
+fn job_bar(files: usize) -> indicatif::ProgressBar {
+    use std::io::IsTerminal;
+    if files < 2 || !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(files as u64);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// The totals of a job of several files.
+#[derive(Debug, Default)]
+struct Totals {
+    files: usize,
+    changed: usize,
+    failed: usize,
+    images_before: usize,
+    images_after: usize,
+    bytes_before: u64,
+    bytes_after: u64,
+}
+
+impl Totals {
+    fn line(&self, mode: Mode) -> String {
+        let (verb, changed) = match mode {
+            Mode::DryRun => ("would go", "would change"),
+            Mode::Write => ("went", "changed"),
+        };
+        format!(
+            "total: {} files, {} {changed}, {} failed; {} device images {verb} to {}, {} bytes to {}\n",
+            self.files,
+            self.changed,
+            self.failed,
+            self.images_before,
+            self.images_after,
+            self.bytes_before,
+            self.bytes_after
+        )
+    }
+}
+
+/// Rewrites the files of `roots` as `config` says, `jobs` at once; prints a line per file,
+/// each failure on standard error with its path, and totals for several files. Returns the
+/// exit status: 1 when any file failed.
 fn execute(
     prog: &str,
-    file: PathBuf,
-    destination: Destination,
-    config: RewriteConfig,
+    roots: &[PathBuf],
+    Work { tree, jobs }: Work,
+    destination: &Destination,
+    config: &RewriteConfig,
     mode: Mode,
 ) -> i32 {
-    let output = destination.output.unwrap_or_else(|| file.clone());
-    match rewrite::rewrite(&file, &output, &config, mode) {
-        Ok(summary) => {
-            let already = already_compressed_line(&file, &summary, &config).unwrap_or_default();
-            super::print(prog, &(already + &summary_line(&file, &summary, mode)))
-                .map_or_else(|code| code, |()| 0)
+    let plan = match plan(prog, roots, tree, destination) {
+        Ok(plan) => plan,
+        Err(message) => {
+            let _ = writeln!(std::io::stderr(), "{prog}: error: {message}");
+            return 2;
         }
+    };
+    let jobs = jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+        usize::from,
+    );
+    let pool = match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+        Ok(pool) => pool,
         Err(e) => {
-            let _ = writeln!(std::io::stderr(), "{prog}: error: {e}");
-            1
+            let _ = writeln!(std::io::stderr(), "{prog}: error: threads: {e}");
+            return 1;
+        }
+    };
+    let bar = job_bar(plan.pairs.len());
+    // What each processor's code takes before a strip, and what the strip removes: read from
+    // the headers before the file is rewritten.
+    let by_target = matches!(config.change, Change::Keep(_) | Change::Remove(_));
+    let results: Vec<Result<(Summary, Option<FileUsage>), String>> = pool.install(|| {
+        use rayon::prelude::*;
+        plan.pairs
+            .par_iter()
+            .map(|(input, output)| {
+                if mode == Mode::Write && output != input {
+                    if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
+                        std::fs::create_dir_all(parent)
+                            .map_err(|e| format!("'{}': {e}", parent.display()))?;
+                    }
+                }
+                let usage = by_target
+                    .then(|| du::file_usage(input, config.max_decompressed, Some(config)).ok())
+                    .flatten();
+                let result = rewrite::rewrite(input, output, config, mode)
+                    .map(|summary| (summary, usage))
+                    .map_err(|e| {
+                        let text = e.to_string();
+                        if text.contains(&*input.to_string_lossy()) {
+                            text
+                        } else {
+                            format!("'{}': {text}", input.display())
+                        }
+                    });
+                bar.inc(1);
+                result
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    let mut text = String::new();
+    let mut totals = Totals::default();
+    let mut usages = Vec::new();
+    let stderr = std::io::stderr();
+    for ((input, _), result) in plan.pairs.iter().zip(results) {
+        totals.files += 1;
+        match result {
+            Ok((summary, usage)) => {
+                usages.extend(usage);
+                if let Some(line) = already_compressed_line(input, &summary, config) {
+                    text.push_str(&line);
+                }
+                text.push_str(&summary_line(input, &summary, mode));
+                totals.changed += usize::from(summary.rewritten > 0);
+                totals.images_before += summary.images_before;
+                totals.images_after += summary.images_after;
+                totals.bytes_before += summary.size_before;
+                totals.bytes_after += summary.size_after;
+            }
+            Err(message) => {
+                totals.failed += 1;
+                let _ = writeln!(stderr.lock(), "{prog}: error: {message}");
+            }
         }
     }
+    if plan.pairs.len() > 1 || roots.len() > 1 || roots.iter().any(|r| r.is_dir()) {
+        text.push_str(&totals.line(mode));
+        let verb = match mode {
+            Mode::DryRun => "would go",
+            Mode::Write => "went",
+        };
+        for usage in du::total(&usages) {
+            let removed = usage.removed.unwrap_or(0);
+            text.push_str(&format!(
+                "total {}: {} images, {} bytes of device code {verb} to {}\n",
+                usage.target,
+                usage.images,
+                usage.stored,
+                usage.stored - removed
+            ));
+        }
+    }
+    let failed = totals.failed > 0 || plan.walk_failed;
+    super::print(prog, &text).map_or_else(|code| code, |()| i32::from(failed))
 }
 
 /// Runs `offload strip` with `args` (without the program name).
@@ -184,9 +397,10 @@ pub fn strip(args: &[String]) -> i32 {
     };
     execute(
         "offload strip",
-        args.file,
-        args.destination,
-        config,
+        &args.files,
+        args.work,
+        &args.destination,
+        &config,
         mode(args.dry_run),
     )
 }
@@ -232,9 +446,10 @@ pub fn compress(args: &[String]) -> i32 {
     };
     execute(
         "offload compress",
-        args.file,
-        args.destination,
-        config,
+        &args.files,
+        args.work,
+        &args.destination,
+        &config,
         mode(args.dry_run),
     )
 }
@@ -282,9 +497,10 @@ pub fn decompress(args: &[String]) -> i32 {
     };
     execute(
         "offload decompress",
-        args.file,
-        args.destination,
-        config,
+        &args.files,
+        args.work,
+        &args.destination,
+        &config,
         mode(args.dry_run),
     )
 }

@@ -26,9 +26,11 @@ const PROG: &str = "offload verify";
 #[derive(Debug, Parser)]
 #[command(name = "offload verify")]
 struct Args {
-    /// The files to check.
+    /// The files to check, and folders (their files; with -r, their trees).
     #[arg(required = true)]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    tree: super::inputs::TreeOpts,
     #[command(flatten)]
     general: super::general::GeneralOpts,
 }
@@ -40,14 +42,16 @@ pub fn run(args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
+    let (files, walk_failed) = args.tree.paths(PROG, &args.files);
     let mut text = String::new();
-    let failed = report(
-        PROG,
-        &args.files,
-        Listed::No,
-        args.general.max_decompressed,
-        &mut text,
-    );
+    let failed = walk_failed
+        | report(
+            PROG,
+            &files,
+            Listed::No,
+            args.general.max_decompressed,
+            &mut text,
+        );
     match super::print(PROG, &text) {
         Ok(()) => i32::from(failed),
         Err(code) => code,

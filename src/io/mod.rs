@@ -286,14 +286,18 @@ fn shrank(path: &Path) -> Error {
 }
 
 /// The input open in this process that shrank under its map: a page of it was gone when it
-/// was read, or the file is now shorter than its map.
+/// was read, or the file is now shorter than its map. A path that names another file now
+/// (one renamed over it, as an in-place rewrite of another input of the run does) says
+/// nothing of the file mapped.
 fn shrunk_input() -> Option<PathBuf> {
     let inputs = open_inputs();
     inputs
         .iter()
         .find(|i| {
             i.guard.is_some_and(guard::slot_shrank)
-                || (i.mapped > 0 && fs::metadata(&i.path).is_ok_and(|m| m.len() < i.mapped))
+                || (i.mapped > 0
+                    && fs::metadata(&i.path)
+                        .is_ok_and(|m| (m.dev(), m.ino()) == (i.dev, i.ino) && m.len() < i.mapped))
         })
         .map(|i| i.path.clone())
 }

@@ -3,9 +3,11 @@
 pub mod bundler;
 pub mod check;
 pub mod columns;
+pub mod du;
 pub mod extract;
 pub mod gpus;
 pub mod inflating;
+pub mod inputs;
 pub mod kpack;
 pub mod ls;
 pub mod packager;

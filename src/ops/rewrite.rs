@@ -155,7 +155,7 @@ impl RewriteConfig {
 
     /// Which images of one translation unit stay: as the change asks, then CUDA PTX as
     /// [`RewriteConfig::ptx`] says.
-    fn keeps(&self, unit: &[ImageTarget]) -> Vec<bool> {
+    pub fn keeps(&self, unit: &[ImageTarget]) -> Vec<bool> {
         let mut keep = self.keeps_asked(unit);
         let ptx = match (&self.change, self.ptx) {
             (Change::Keep(_) | Change::Remove(_), Ptx::Keep) => true,

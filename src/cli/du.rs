@@ -1,0 +1,150 @@
+//! `offload du`: how many bytes of device code each target takes, per file and in total.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+use crate::format::target_id::TargetIdBuf;
+use crate::ops::du::{self, FileUsage, Usage};
+use crate::ops::rewrite::{Change, Ptx, RewriteConfig};
+
+const PROG: &str = "offload du";
+
+/// Show where the bytes of device code go: per target (processor, generic target, SPIR-V,
+/// CUDA SM or PTX), per file and in total, as stored in the file and inflated, most stored
+/// bytes first. Only headers are read (a compressed bundle up to its bundle's header), so a
+/// tree of large libraries takes little time. With --keep, how many stored bytes `offload
+/// strip --keep` with the same target IDs would remove.
+///
+/// Exit status: 0 when every file could be read, 1 otherwise (the others are still counted).
+#[derive(Debug, Parser)]
+#[command(name = "offload du")]
+struct Args {
+    /// Files and folders (their files; with -r, their trees).
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    #[command(flatten)]
+    tree: super::inputs::TreeOpts,
+    /// Print one JSON object: `files` (each with its `targets`) and `total`.
+    #[arg(long)]
+    json: bool,
+    /// Count what stripping to these devices would remove (the rule of `strip --keep`);
+    /// repeat for several.
+    #[arg(long)]
+    keep: Vec<TargetIdBuf>,
+    #[command(flatten)]
+    general: super::general::GeneralOpts,
+}
+
+/// The JSON `--json` prints.
+#[derive(serde::Serialize)]
+struct Report<'a> {
+    files: &'a [FileUsage],
+    total: &'a [Usage],
+}
+
+/// Runs `offload du` with `args` (without the program name) and returns the exit status.
+pub fn run(args: &[String]) -> i32 {
+    let args: Args = match super::parse_args(PROG, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    args.general.install_log();
+    let (files, mut failed) = args.tree.paths(PROG, &args.files);
+    let keep = (!args.keep.is_empty()).then(|| RewriteConfig {
+        change: Change::Keep(args.keep.clone()),
+        allow_empty: true,
+        max_decompressed: args.general.max_decompressed,
+        ptx: Ptx::AsAsked,
+    });
+    let mut usages = Vec::new();
+    let stderr = std::io::stderr();
+    for result in du::usage(&files, args.general.max_decompressed, keep.as_ref()) {
+        match result {
+            Ok(usage) => usages.push(usage),
+            Err(e) => {
+                failed = true;
+                let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
+            }
+        }
+    }
+    let total = du::total(&usages);
+    let text = if args.json {
+        match serde_json::to_string_pretty(&Report {
+            files: &usages,
+            total: &total,
+        }) {
+            Ok(json) => json + "\n",
+            Err(e) => {
+                let _ = writeln!(stderr.lock(), "{PROG}: error: JSON: {e}");
+                return 1;
+            }
+        }
+    } else {
+        table(&usages, &total, keep.is_some())
+    };
+    match super::print(PROG, &text) {
+        Ok(()) => i32::from(failed),
+        Err(code) => code,
+    }
+}
+
+/// The table: a block per file, then the total.
+fn table(files: &[FileUsage], total: &[Usage], keep: bool) -> String {
+    let mut rows = vec![{
+        let mut header = vec!["TARGET", "IMAGES", "STORED", "INFLATED"];
+        if keep {
+            header.push("REMOVED");
+        }
+        header.push("FILE");
+        header.into_iter().map(String::from).collect::<Vec<_>>()
+    }];
+    let row = |usage: &Usage, file: &str| {
+        let mut row = vec![
+            usage.target.clone(),
+            usage.images.to_string(),
+            usage.stored.to_string(),
+            usage.inflated.to_string(),
+        ];
+        if keep {
+            row.push(usage.removed.unwrap_or(0).to_string());
+        }
+        row.push(file.to_string());
+        row
+    };
+    for file in files {
+        rows.extend(file.targets.iter().map(|u| row(u, &file.file)));
+    }
+    rows.extend(total.iter().map(|u| row(u, "(total)")));
+    let sum = |f: fn(&Usage) -> u64| total.iter().map(f).sum::<u64>();
+    let mut all = Usage {
+        target: "(all)".into(),
+        images: sum(|u| u.images),
+        stored: sum(|u| u.stored),
+        inflated: sum(|u| u.inflated),
+        removed: None,
+    };
+    if keep {
+        all.removed = Some(sum(|u| u.removed.unwrap_or(0)));
+    }
+    rows.push(row(&all, "(total)"));
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
+        .collect();
+    let last = widths.len() - 1;
+    let mut text = String::new();
+    for r in &rows {
+        for (c, cell) in r.iter().enumerate() {
+            if c == last {
+                text.push_str(cell);
+            } else if c == 0 {
+                text.push_str(&format!("{cell:<w$}  ", w = widths[c]));
+            } else {
+                text.push_str(&format!("{cell:>w$}  ", w = widths[c]));
+            }
+        }
+        text.push('\n');
+    }
+    text
+}

@@ -1,0 +1,60 @@
+//! The options that say how folders among a command's inputs are walked, and the walk's
+//! report on standard error.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args as ClapArgs;
+
+use crate::ops::inputs::{self, Found, WalkOptions};
+
+/// How folders named among the inputs are read.
+#[derive(Debug, Clone, Copy, ClapArgs)]
+pub struct TreeOpts {
+    /// Walk the folders named to their last level (without it, a folder gives its own files).
+    /// Files found in folders are taken when their first bytes say they may hold device code.
+    #[arg(short = 'r', long)]
+    pub recursive: bool,
+    /// Follow symbolic links found in folders (a link back into a folder being walked is a
+    /// loop: reported and skipped). Without it they are skipped.
+    #[arg(long)]
+    pub follow: bool,
+}
+
+impl TreeOpts {
+    /// The files of `roots`, each folder walked; each folder that cannot be read and each
+    /// symbolic link loop is reported on standard error under the name `prog`. The flag says
+    /// a folder could not be read.
+    pub fn files(self, prog: &str, roots: &[PathBuf]) -> (Vec<Found>, bool) {
+        let walk = inputs::walk(
+            roots,
+            WalkOptions {
+                recursive: self.recursive,
+                follow: self.follow,
+            },
+        );
+        let stderr = std::io::stderr();
+        for e in &walk.errors {
+            let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
+        }
+        for path in &walk.loops {
+            let _ = writeln!(
+                stderr.lock(),
+                "{prog}: warning: '{}': symbolic link loop, skipped",
+                path.display()
+            );
+        }
+        tracing::info!(
+            files = walk.files.len(),
+            skipped = walk.skipped,
+            "inputs walked"
+        );
+        (walk.files, !walk.errors.is_empty())
+    }
+
+    /// [`TreeOpts::files`], the paths alone.
+    pub fn paths(self, prog: &str, roots: &[PathBuf]) -> (Vec<PathBuf>, bool) {
+        let (found, failed) = self.files(prog, roots);
+        (found.into_iter().map(|f| f.path).collect(), failed)
+    }
+}

@@ -1,0 +1,201 @@
+//! Where the bytes of device code go: per target (processor, generic target, SPIR-V, CUDA
+//! SM), per file and in total, as stored and inflated, read from headers only (a compressed
+//! bundle is inflated up to its bundle's header, as `ls` does); and what keeping only some
+//! devices' code would take away, by the rule `strip --keep` follows.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::container::scan::{scan_reading, Places, Reading};
+use crate::error::{Error, Result};
+use crate::format::image_target::{ImageTarget, Producer};
+use crate::io::Input;
+use crate::ops::ls;
+use crate::ops::rewrite::RewriteConfig;
+
+/// The device code of one target in one file, or in all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    /// The target: a target ID (`gfx90a:xnack+`, `gfx11-generic`, `amdgcnspirv`), a CUDA
+    /// SM (`sm_80`, `compute_80` for PTX), else the triple.
+    pub target: String,
+    /// How many images.
+    pub images: u64,
+    /// Bytes they take in the file. An image inside a compressed bundle counts for its share
+    /// of the compressed bundle, in proportion to its inflated size.
+    pub stored: u64,
+    /// Bytes they take inflated.
+    pub inflated: u64,
+    /// Stored bytes `strip --keep` would remove (with `--keep` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<u64>,
+}
+
+/// The device code of one file, by target, most stored bytes first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileUsage {
+    /// The file, as found.
+    pub file: String,
+    /// Its targets.
+    pub targets: Vec<Usage>,
+}
+
+/// One image as `du` counts it.
+struct Counted {
+    target: String,
+    unit: usize,
+    image_target: ImageTarget,
+    inflated: u64,
+    stored: u64,
+    /// The compressed bundle it lies in (its address), for sharing out its bytes.
+    bundle: Option<(usize, u64)>,
+}
+
+/// The usage of the file at `path`; `keep` (a strip configuration) fills in
+/// [`Usage::removed`].
+pub fn file_usage(
+    path: &Path,
+    max_decompressed: u64,
+    keep: Option<&RewriteConfig>,
+) -> Result<FileUsage> {
+    let input = Input::open(path)?;
+    let name = path.to_string_lossy().into_owned();
+    let mut counted = Vec::new();
+    let problems = scan_reading(
+        path,
+        &input,
+        Places::Everywhere,
+        max_decompressed,
+        Reading::Headers,
+        &mut |image| {
+            if image.target.producer == Producer::Host {
+                return;
+            }
+            let listed = ls::record(&name, image);
+            let target = if listed.arch.is_empty() {
+                listed.triple
+            } else {
+                listed.arch
+            };
+            let (stored, bundle) = match image.stream {
+                Some(stream) => (
+                    0,
+                    Some((stream.bundle.as_ptr() as usize, stream.bundle.len() as u64)),
+                ),
+                None if image.compressed && !image.data.is_empty() => {
+                    (image.data.len() as u64, None)
+                }
+                None => (image.size, None),
+            };
+            counted.push(Counted {
+                target,
+                unit: image.unit,
+                image_target: image.target.clone(),
+                inflated: image.size,
+                stored,
+                bundle,
+            });
+        },
+    )?;
+    if let Some(problem) = problems.into_iter().next() {
+        return Err(problem);
+    }
+    input.intact()?;
+    share_compressed(&mut counted);
+    let removed = keep.map(|config| removed(&counted, config));
+    let mut by_target: BTreeMap<String, Usage> = BTreeMap::new();
+    for (i, image) in counted.iter().enumerate() {
+        let usage = by_target.entry(image.target.clone()).or_default();
+        usage.images += 1;
+        usage.stored += image.stored;
+        usage.inflated += image.inflated;
+        if let Some(removed) = &removed {
+            *usage.removed.get_or_insert(0) += if removed[i] { image.stored } else { 0 };
+        }
+    }
+    Ok(FileUsage {
+        file: name,
+        targets: sorted(by_target),
+    })
+}
+
+/// Gives each image inside a compressed bundle its share of the bundle's stored bytes.
+fn share_compressed(counted: &mut [Counted]) {
+    let mut inflated: HashMap<usize, u64> = HashMap::new();
+    for image in counted.iter() {
+        if let Some((bundle, _)) = image.bundle {
+            *inflated.entry(bundle).or_default() += image.inflated;
+        }
+    }
+    for image in counted.iter_mut() {
+        if let Some((bundle, len)) = image.bundle {
+            let total = inflated[&bundle].max(1);
+            image.stored =
+                (u128::from(len) * u128::from(image.inflated) / u128::from(total)) as u64;
+        }
+    }
+}
+
+/// Which images `config` removes, judged unit by unit as a rewrite judges them.
+fn removed(counted: &[Counted], config: &RewriteConfig) -> Vec<bool> {
+    let mut units: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for (i, image) in counted.iter().enumerate() {
+        units.entry(image.unit).or_default().push(i);
+    }
+    let mut removed = vec![false; counted.len()];
+    for members in units.values() {
+        let targets: Vec<ImageTarget> = members
+            .iter()
+            .map(|&i| counted[i].image_target.clone())
+            .collect();
+        for (&i, kept) in members.iter().zip(config.keeps(&targets)) {
+            removed[i] = !kept;
+        }
+    }
+    removed
+}
+
+/// Usages most stored bytes first, then by name.
+fn sorted(by_target: BTreeMap<String, Usage>) -> Vec<Usage> {
+    let mut usages: Vec<Usage> = by_target
+        .into_iter()
+        .map(|(target, usage)| Usage { target, ..usage })
+        .collect();
+    usages.sort_by(|a, b| {
+        b.stored
+            .cmp(&a.stored)
+            .then_with(|| a.target.cmp(&b.target))
+    });
+    usages
+}
+
+/// The usage of each of `files` (read in parallel), in their order: each a usage or the
+/// error that kept it from being read.
+pub fn usage(
+    files: &[PathBuf],
+    max_decompressed: u64,
+    keep: Option<&RewriteConfig>,
+) -> Vec<std::result::Result<FileUsage, Error>> {
+    files
+        .par_iter()
+        .map(|path| file_usage(path, max_decompressed, keep))
+        .collect()
+}
+
+/// The usage of all `files` together, by target.
+pub fn total(files: &[FileUsage]) -> Vec<Usage> {
+    let mut by_target: BTreeMap<String, Usage> = BTreeMap::new();
+    for usage in files.iter().flat_map(|f| &f.targets) {
+        let sum = by_target.entry(usage.target.clone()).or_default();
+        sum.images += usage.images;
+        sum.stored += usage.stored;
+        sum.inflated += usage.inflated;
+        if let Some(removed) = usage.removed {
+            *sum.removed.get_or_insert(0) += removed;
+        }
+    }
+    sorted(by_target)
+}

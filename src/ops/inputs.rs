@@ -1,0 +1,209 @@
+//! The files a command works on: the files named, and the files found in the folders named
+//! (their own files, or with `recursive` every file of the tree), in a stable order.
+//!
+//! Files found in a folder are taken only when their first bytes say they may hold device
+//! code (an object file, program, shared library, archive or one of the containers); the
+//! others (sources, scripts, data) are skipped without being read further. Symbolic links met
+//! in a folder are skipped unless `follow` is set: a link may lead out of the tree, or to a
+//! file the walk meets anyway. When they are followed, a link back to a folder being walked is
+//! a loop, reported and not entered.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::Error;
+use crate::format::container::Container;
+use crate::format::kpack;
+
+/// How folders are walked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalkOptions {
+    /// Walk folders to their last level (else only a folder's own files).
+    pub recursive: bool,
+    /// Follow symbolic links met in folders.
+    pub follow: bool,
+}
+
+/// A file to work on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The path to open.
+    pub path: PathBuf,
+    /// The path relative to the folder named (for a file named: its file name), what an
+    /// output folder mirrors.
+    pub relative: PathBuf,
+}
+
+/// What a walk found: the files, in order, and what it could not walk (a folder that cannot
+/// be read, a symbolic link loop).
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// The files, named ones as named and found ones in the order of a sorted walk.
+    pub files: Vec<Found>,
+    /// Folders that could not be read, each naming its path.
+    pub errors: Vec<Error>,
+    /// Symbolic links skipped because they lead back into a folder being walked.
+    pub loops: Vec<PathBuf>,
+    /// Files skipped because their first bytes hold no device code.
+    pub skipped: usize,
+}
+
+/// The files of `roots`: each file named, and the files of each folder named.
+pub fn walk(roots: &[PathBuf], options: WalkOptions) -> Walk {
+    let mut walk = Walk::default();
+    for root in roots {
+        match fs::metadata(root) {
+            Ok(meta) if meta.is_dir() => {
+                let mut ancestors = HashSet::from([(meta.dev(), meta.ino())]);
+                walk_folder(root, Path::new(""), options, &mut ancestors, &mut walk);
+            }
+            // A file named (or a path that cannot be read: the command names it).
+            _ => walk.files.push(Found {
+                path: root.clone(),
+                relative: root.file_name().map_or_else(|| root.clone(), PathBuf::from),
+            }),
+        }
+    }
+    walk
+}
+
+/// Adds the files of the folder `folder` (at `relative` below the root) to `walk`.
+/// `ancestors` holds the device and inode of each folder being walked.
+fn walk_folder(
+    folder: &Path,
+    relative: &Path,
+    options: WalkOptions,
+    ancestors: &mut HashSet<(u64, u64)>,
+    walk: &mut Walk,
+) {
+    let entries = match fs::read_dir(folder) {
+        Ok(entries) => entries,
+        Err(e) => {
+            walk.errors.push(Error::io(folder, e));
+            return;
+        }
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(entry) => names.push(entry.file_name()),
+            Err(e) => walk.errors.push(Error::io(folder, e)),
+        }
+    }
+    names.sort();
+    for name in names {
+        let path = folder.join(&name);
+        let relative = relative.join(&name);
+        let Ok(link_meta) = fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let meta = if link_meta.file_type().is_symlink() {
+            if !options.follow {
+                tracing::debug!(path = %path.display(), "symbolic link skipped");
+                continue;
+            }
+            match fs::metadata(&path) {
+                Ok(meta) => meta,
+                Err(e) => {
+                    if e.raw_os_error() == Some(libc::ELOOP) {
+                        walk.loops.push(path);
+                    } else {
+                        tracing::debug!(path = %path.display(), "broken symbolic link skipped");
+                    }
+                    continue;
+                }
+            }
+        } else {
+            link_meta
+        };
+        if meta.is_dir() {
+            if !options.recursive {
+                continue;
+            }
+            let id = (meta.dev(), meta.ino());
+            if !ancestors.insert(id) {
+                walk.loops.push(path);
+                continue;
+            }
+            walk_folder(&path, &relative, options, ancestors, walk);
+            ancestors.remove(&id);
+        } else if meta.is_file() {
+            if may_hold_device_code(&path) {
+                walk.files.push(Found { path, relative });
+            } else {
+                walk.skipped += 1;
+            }
+        }
+    }
+}
+
+/// Whether the first bytes of the file at `path` are those of a file that may hold device
+/// code: an object file, program or library (ELF, COFF, PE, Mach-O), an archive, a kpack
+/// archive, a binary or text bundle, a compressed bundle, an offload binary or a CUDA fat
+/// binary. A file that cannot be read is taken (the command says why it cannot be read).
+pub fn may_hold_device_code(path: &Path) -> bool {
+    let mut head = [0u8; 512];
+    let Ok(mut file) = File::open(path) else {
+        return true;
+    };
+    let mut len = 0;
+    while len < head.len() {
+        match file.read(&mut head[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(_) => return true,
+        }
+    }
+    head_may_hold_device_code(&head[..len])
+}
+
+/// [`may_hold_device_code`] on the first bytes of a file.
+fn head_may_hold_device_code(head: &[u8]) -> bool {
+    const TEXT_BUNDLE: &[u8] = b"__CLANG_OFFLOAD_BUNDLE____START__";
+    const OBJECT_MAGICS: [&[u8]; 8] = [
+        b"\x7fELF",
+        b"MZ",
+        b"!<arch>\n",
+        b"!<thin>\n",
+        b"\xcf\xfa\xed\xfe",
+        b"\xce\xfa\xed\xfe",
+        b"\xca\xfe\xba\xbe",
+        b"BC\xc0\xde",
+    ];
+    if OBJECT_MAGICS.iter().any(|magic| head.starts_with(magic))
+        || head.starts_with(&kpack::MAGIC)
+        || Container::at_start(head).is_some()
+        || head.windows(TEXT_BUNDLE.len()).any(|w| w == TEXT_BUNDLE)
+    {
+        return true;
+    }
+    // A COFF object has no magic: its machine field says what it is.
+    let machine = head.get(..2).map(|m| u16::from_le_bytes([m[0], m[1]]));
+    matches!(
+        machine,
+        Some(0x8664 | 0xaa64 | 0x14c | 0x1c4 | 0xa641 | 0xa64e)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_that_may_hold_device_code() {
+        assert!(head_may_hold_device_code(b"\x7fELF\x02\x01\x01"));
+        assert!(head_may_hold_device_code(b"!<arch>\nfoo"));
+        assert!(head_may_hold_device_code(b"__CLANG_OFFLOAD_BUNDLE__\x02"));
+        assert!(head_may_hold_device_code(b"CCOB\x03\x00"));
+        assert!(head_may_hold_device_code(
+            b"; __CLANG_OFFLOAD_BUNDLE____START__ hip"
+        ));
+        assert!(head_may_hold_device_code(b"\x64\x86\x03\x00"));
+        assert!(!head_may_hold_device_code(b"#!/bin/sh\necho hi\n"));
+        assert!(!head_may_hold_device_code(b"import os\n"));
+        assert!(!head_may_hold_device_code(b""));
+    }
+}
