@@ -393,6 +393,10 @@ fn entry_at(fatbin: &[u8], pos: usize) -> Result<(Entry<'_>, usize)> {
         let size = header_size as u64;
         return Err(bad(pos + 4, CudaError::EntryHeaderTooShort { size }));
     }
+    if header_size > here.len() {
+        let (needed, available) = (header_size as u64, here.len() as u64);
+        return Err(bad(pos, CudaError::EntryTruncated { needed, available }));
+    }
     let left = here.len().saturating_sub(header_size);
     let past_end = || {
         let (size, available) = (payload_size, left as u64);
