@@ -1,8 +1,12 @@
 //! `llvm-offload-wrapper` (LLVM 22): `--kind=openmp|cuda|hip --triple=T -o OUT IMAGE...`, the
 //! module that registers a device image with the OpenMP, CUDA or HIP runtime, as bitcode.
+//!
+//! Beyond LLVM's options, `--filetype=obj` writes a native object instead (left out of
+//! `--help`, which stays LLVM's). As `offload wrapper --kind=...`, the output's extension
+//! chooses: `.o`/`.obj` a native object, `.ll` IR text, anything else bitcode.
 
 use super::llvm_cl::{self, Kind, Spec};
-use crate::ops::wrapper::{self, OffloadKind, OffloadWrapperConfig};
+use crate::ops::wrapper::{self, FileType, OffloadKind, OffloadWrapperConfig};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +21,10 @@ const SPECS: &[Spec] = &[
     },
     Spec {
         name: "triple",
+        kind: Kind::Value,
+    },
+    Spec {
+        name: "filetype",
         kind: Kind::Value,
     },
     Spec {
@@ -66,6 +74,15 @@ const ABOUT: llvm_cl::About = llvm_cl::About {
 /// The host triple when `--triple` is not given.
 const DEFAULT_TRIPLE: &str = "x86_64-pc-linux-gnu";
 
+/// How the output's file type is chosen when `--filetype` does not say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    /// As LLVM's tool: bitcode (IR text for a `.ll` output).
+    Llvm,
+    /// As `offload wrapper`: by the output's extension.
+    Extension,
+}
+
 /// Runs `llvm-offload-wrapper` with `args` (without the program name); `prog` starts the
 /// messages.
 pub fn run(prog: &str, args: &[String]) -> i32 {
@@ -74,8 +91,32 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
     run_with(prog, args, &mut stdout.lock(), &mut stderr.lock())
 }
 
+/// Runs `offload wrapper --kind=...` with `args`: as [`run`], but the output's extension
+/// chooses its file type (`.o`/`.obj` a native object, `.ll` IR text, else bitcode).
+pub fn run_by_extension(prog: &str, args: &[String]) -> i32 {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    run_choosing(
+        prog,
+        args,
+        Choice::Extension,
+        &mut stdout.lock(),
+        &mut stderr.lock(),
+    )
+}
+
 /// [`run`], writing to the given streams.
 pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    run_choosing(prog, args, Choice::Llvm, out, err)
+}
+
+fn run_choosing(
+    prog: &str,
+    args: &[String],
+    choice: Choice,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     let base = Path::new(prog)
         .file_name()
         .map_or_else(|| prog.to_string(), |n| n.to_string_lossy().into_owned());
@@ -125,10 +166,27 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
     if failed {
         return 1;
     }
+    let output = PathBuf::from(parsed.value("o").unwrap_or(""));
+    let file_type = match (parsed.value("filetype"), choice) {
+        (Some("obj"), _) => FileType::Object,
+        (Some("bc"), _) => FileType::Bitcode,
+        (Some("ll" | "asm"), _) => FileType::IrText,
+        (Some(other), _) => {
+            let _ = writeln!(
+                err,
+                "{base}: for the --filetype option: Cannot find option named '{other}'! (obj, bc or ll)"
+            );
+            return 1;
+        }
+        (None, Choice::Extension) => FileType::of(&output),
+        (None, Choice::Llvm) if FileType::of(&output) == FileType::IrText => FileType::IrText,
+        (None, Choice::Llvm) => FileType::Bitcode,
+    };
     let config = OffloadWrapperConfig {
         kind,
         triple: parsed.value("triple").unwrap_or(DEFAULT_TRIPLE).to_string(),
-        output: PathBuf::from(parsed.value("o").unwrap_or("")),
+        output,
+        file_type,
         images,
     };
     if config.output.as_os_str().is_empty() {
@@ -154,7 +212,7 @@ fn split(args: &[String]) -> (Vec<String>, Vec<String>) {
         } else if arg.starts_with('-') && arg != "-" {
             options.push(arg.clone());
             let body = arg.trim_start_matches('-');
-            if matches!(body, "o" | "kind" | "triple") {
+            if matches!(body, "o" | "kind" | "triple" | "filetype") {
                 options.extend(iter.next().cloned());
             }
         } else {

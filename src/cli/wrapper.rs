@@ -62,7 +62,7 @@ pub fn run_subcommand(args: &[String]) -> i32 {
         a.starts_with('-') && (body == "kind" || body.starts_with("kind="))
     };
     if rest.iter().any(is_kind) {
-        return super::offload_wrapper::run("offload wrapper", &rest);
+        return super::offload_wrapper::run_by_extension("offload wrapper", &rest);
     }
     run("offload wrapper", &rest)
 }
@@ -85,7 +85,7 @@ fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
                 let count = u8::try_from(v.len()).unwrap_or(u8::MAX);
                 general.verbose = general.verbose.saturating_add(count);
             }
-            Some("o" | "target" | "offload-arch" | "kind" | "triple") => {
+            Some("o" | "target" | "offload-arch" | "kind" | "triple" | "filetype") => {
                 rest.push(arg.clone());
                 rest.extend(iter.next().cloned());
             }

@@ -6,12 +6,18 @@
 //! OpenMP, CUDA or HIP runtime). The wrapper is written as a native relocatable object
 //! (no LLVM needed), as LLVM IR text, or as bitcode.
 
+mod a64;
 mod ir;
+mod layout;
 mod native;
+mod native22;
+mod x86;
 
 use ir::{assemble, bitcode};
 pub use ir::{llvm22_ir, llvm_ir};
-use native::{native_object, unsupported};
+use layout::{unsupported, Host};
+use native::native_object;
+use native22::native_object22;
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -30,21 +36,6 @@ pub struct WrapperConfig {
     pub images: Vec<PathBuf>,
     /// The target ID of each image, in order (fewer than the images: the rest have none).
     pub arches: Vec<String>,
-}
-
-/// The host machines a native object can be written for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Machine {
-    X86_64,
-    Aarch64,
-}
-
-fn machine(triple: &str) -> Option<Machine> {
-    match triple.split('-').next()? {
-        "x86_64" | "amd64" => Some(Machine::X86_64),
-        "aarch64" | "arm64" => Some(Machine::Aarch64),
-        _ => None,
-    }
 }
 
 fn name(base: &str, index: usize) -> String {
@@ -77,22 +68,14 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
         tracing::info!(arch, size, "wrapping {}", path.display());
     };
     if matches!(extension.as_str(), "o" | "obj") {
-        let machine = machine(&config.target).ok_or_else(|| unsupported(&config.target))?;
-        let images: Vec<Image> = config
-            .images
-            .iter()
-            .map(|p| Image::open(p))
-            .collect::<Result<_>>()?;
+        let host = Host::of(&config.target).ok_or_else(|| unsupported(&config.target))?;
+        let images = open_images(&config.images)?;
         for (i, (path, image)) in config.images.iter().zip(&images).enumerate() {
             log(path, i, image.len());
         }
         let lens: Vec<u64> = images.iter().map(Image::len).collect();
-        let object = native_object(machine, &lens, &arches)?;
-        let mut out = Output::create(&config.output)?;
-        object.write(&mut out, &images)?;
-        out.commit()?;
-        tracing::info!(size = object.size(), "written");
-        return Ok(());
+        let object = native_object(host, &lens, &arches)?;
+        return write_object(&object, &images, &config.output);
     }
     let images: Vec<Input> = config
         .images
@@ -116,6 +99,20 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
     out.write_bytes(&bytes)?;
     out.commit()?;
     tracing::info!(size = bytes.len(), "written");
+    Ok(())
+}
+
+/// Opens each of `paths` as an [`Image`].
+fn open_images(paths: &[PathBuf]) -> Result<Vec<Image>> {
+    paths.iter().map(|p| Image::open(p)).collect()
+}
+
+/// Writes the laid-out `object` to `output`, its images copied in from `images`.
+fn write_object(object: &layout::Laid, images: &[Image], output: &Path) -> Result<()> {
+    let mut out = Output::create(output)?;
+    object.write(&mut out, images)?;
+    out.commit()?;
+    tracing::info!(size = object.size(), "written");
     Ok(())
 }
 
@@ -168,32 +165,73 @@ pub struct OffloadWrapperConfig {
     pub kind: OffloadKind,
     /// The host target triple of the module.
     pub triple: String,
-    /// The output: bitcode, or IR text when it ends in `.ll`.
+    /// The output.
     pub output: PathBuf,
+    /// What the output is.
+    pub file_type: FileType,
     /// The images (one for CUDA and HIP).
     pub images: Vec<PathBuf>,
 }
 
-/// Writes the module of LLVM 22's offload wrapper that `config` asks for, as bitcode (through
-/// `llvm-as`) or, for an output ending in `.ll`, IR text.
+/// What file a wrapper module is written as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileType {
+    /// A native relocatable object (ELF or COFF, by the triple).
+    Object,
+    /// LLVM IR text.
+    IrText,
+    /// LLVM bitcode.
+    Bitcode,
+}
+
+impl FileType {
+    /// The file type an output's extension names: `.o` and `.obj` an object, `.ll` IR text,
+    /// anything else bitcode.
+    pub fn of(output: &Path) -> FileType {
+        let extension = output
+            .extension()
+            .map(|e| e.to_string_lossy().to_lowercase())
+            .unwrap_or_default();
+        match extension.as_str() {
+            "o" | "obj" => FileType::Object,
+            "ll" => FileType::IrText,
+            _ => FileType::Bitcode,
+        }
+    }
+}
+
+/// Writes the module of LLVM 22's offload wrapper that `config` asks for: a native object
+/// (the images copied into place, never held), IR text, or bitcode (through `llvm-as`).
 #[tracing::instrument(skip_all, fields(output = %config.output.display(), kind = ?config.kind))]
 pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
+    // As LLVM: the images are opened before their number is checked.
+    let check_count = || {
+        if config.kind != OffloadKind::OpenMp && config.images.len() != 1 {
+            return Err(Error::msg(
+                "CUDA / HIP offloading uses a single fatbinary or offload bundle",
+            ));
+        }
+        Ok(())
+    };
+    if config.file_type == FileType::Object {
+        let host = Host::of(&config.triple).ok_or_else(|| unsupported(&config.triple))?;
+        let images = open_images(&config.images)?;
+        check_count()?;
+        for (path, image) in config.images.iter().zip(&images) {
+            tracing::info!(size = image.len(), "wrapping {}", path.display());
+        }
+        let lens: Vec<u64> = images.iter().map(Image::len).collect();
+        let object = native_object22(config.kind, host, &lens)?;
+        return write_object(&object, &images, &config.output);
+    }
     let images: Vec<Input> = config
         .images
         .iter()
         .map(|p| Input::open(p))
         .collect::<Result<_>>()?;
-    if config.kind != OffloadKind::OpenMp && images.len() != 1 {
-        return Err(Error::msg(
-            "CUDA / HIP offloading uses a single fatbinary or offload bundle",
-        ));
-    }
+    check_count()?;
     let ir = llvm22_ir(config.kind, &config.triple, &images);
-    let is_text = config
-        .output
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("ll"));
-    let bytes = if is_text {
+    let bytes = if config.file_type == FileType::IrText {
         ir.into_bytes()
     } else {
         assemble(ir, &config.output)?

@@ -1,206 +1,66 @@
-//! The clang-offload-wrapper module as a native relocatable ELF object.
-//!
-//! The native object is laid out before any image byte is read: the images are not held in
-//! memory but copied from their files into place (by the kernel where it can), after the
-//! object's headers, tables and code, so wrapping a 4 GiB image takes a few MiB.
+//! The clang-offload-wrapper module as a native relocatable object: ELF x86-64 and AArch64,
+//! COFF x86-64 (laid out as [`super::layout`] says, the images copied in afterwards).
 //!
 //! What it holds, for images 0..K (names as the wrapper gives them):
-//! - `.omp_offloading.device_image[.N]`: the image bytes (`.rodata`);
+//! - `.omp_offloading.device_image[.N]`: the image bytes (`.rodata`; `.rdata` on COFF);
 //! - `.omp_offloading.device_images`: K `__tgt_device_image {ImageStart, ImageEnd,
 //!   EntriesBegin, EntriesEnd}`, the entries being `__start_`/`__stop_omp_offloading_entries`;
 //! - `.omp_offloading.descriptor`: `__tgt_bin_desc {K, images, entries begin, entries end}`;
 //! - `.offload_image_info[.N]`: `__tgt_image_info {version 1, N, K, offload_arch,
 //!   compile_opts (null)}`, and the target ID strings `__offload_arch[.N]` in
 //!   `.offload_arch_list`;
-//! - `__dummy.omp_offloading.entry`: a hidden zero-size object in `omp_offloading_entries`, so
-//!   that the linker defines the section's start and stop symbols;
+//! - `__dummy.omp_offloading.entry`: a zero-size object in `omp_offloading_entries`, so that
+//!   the linker defines the section's start and stop symbols;
 //! - a constructor (priority 1) that calls `__tgt_register_image_info` for each image, when the
 //!   runtime has it (a weak reference: upstream runtimes do not), then `__tgt_register_lib`;
 //!   a destructor that calls `__tgt_unregister_lib`.
+//!
+//! On COFF, as clang compiles the module's IR for `x86_64-pc-windows-msvc`: the tables are in
+//! `.rdata`, the constructor and destructor in `.CRT$XCA00001` and `.CRT$XTA00001`, and the
+//! weak `__tgt_register_image_info` is read through `.refptr.__tgt_register_image_info`, a
+//! pointer in a COMDAT section (the linker resolves a missing weak symbol to address 0, which
+//! no 32-bit displacement from a DLL can reach).
 
-use object::write::{
-    Object, Relocation, SectionId, StandardSection, Symbol, SymbolId, SymbolSection,
-};
-use object::{
-    Architecture, BinaryFormat, Endianness, RelocationFlags, SectionFlags, SectionKind,
-    SymbolFlags, SymbolKind, SymbolScope,
-};
+use object::write::{Comdat, Object, SectionId, StandardSection, Symbol, SymbolId, SymbolSection};
+use object::{ComdatKind, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 
-use super::{name, Image, Machine};
-use crate::error::{Error, Result};
-use crate::io::Output;
+use super::layout::{
+    add_code_relocations, add_format_symbols, add_function_pointer, add_images, add_stack_note,
+    lay_out, local_symbol, pointer, runtime_function, undefined, Host, Laid, Placed, Run,
+};
+use super::name;
+use super::{a64, x86};
+use crate::error::Result;
 
 const IMAGE_STRUCT: u64 = 32;
 const DESCRIPTOR: u64 = 32;
 const INFO_STRUCT: u64 = 32;
 
-/// A native object laid out without its images: the headers, tables and code, and where the
-/// images go after them.
-pub(super) struct Laid {
-    /// Everything but the images; the image section's header already points past the end.
-    head: Vec<u8>,
-    /// Where the image section starts in the file.
-    images_at: u64,
-    /// Each image's offset in the image section, and its length.
-    placed: Vec<(u64, u64)>,
-}
-
-impl Laid {
-    /// The size of the whole object.
-    pub(super) fn size(&self) -> u64 {
-        self.placed
-            .last()
-            .map_or(self.head.len() as u64, |&(at, len)| {
-                self.images_at + at + len
-            })
-    }
-
-    /// Writes the object to `out`, copying `images` (in the order they were laid out) into
-    /// place.
-    pub(super) fn write(&self, out: &mut Output, images: &[Image]) -> Result<()> {
-        out.write_bytes(&self.head)?;
-        let mut written = self.head.len() as u64;
-        for (image, &(at, len)) in images.iter().zip(&self.placed) {
-            let start = self.images_at + at;
-            write_zeros(out, start - written)?;
-            match image {
-                Image::File { file, .. } => out.write_file_range(file, 0, len)?,
-                Image::Bytes(input) => out.write_bytes(input)?,
-            }
-            written = start + len;
-        }
-        Ok(())
-    }
-}
-
-/// Writes `count` zero bytes (padding, less than a page).
-fn write_zeros(out: &mut Output, count: u64) -> Result<()> {
-    out.write_bytes(&vec![0; count as usize])
-}
-
-/// Where the image section starts when the images are large: on a page boundary after the rest
-/// of the object, so that a file system that shares extents can share the images' with their
-/// files. Small images follow the rest on an 8-byte boundary.
-const IMAGES_ALIGN: u64 = 4096;
-
-/// The images' size from which their section starts on a page boundary.
-const PAGE_ALIGNED_FROM: u64 = 1 << 20;
-
-pub(super) fn unsupported(triple: &str) -> Error {
-    Error::msg(format!(
-        "'{triple}': unsupported target triple (objects are written for x86_64 and aarch64; write .ll for others)"
-    ))
-}
-
-/// The wrapper as a relocatable ELF object for `machine`. The steps add sections, symbols and
+/// The wrapper as a relocatable object for `host`. The steps add sections, symbols and
 /// relocations in the order clang-offload-wrapper's object has them, so the order of the calls
 /// here is part of the output.
-pub(super) fn native_object(machine: Machine, images: &[u64], arches: &[&str]) -> Result<Laid> {
-    let architecture = match machine {
-        Machine::X86_64 => Architecture::X86_64,
-        Machine::Aarch64 => Architecture::Aarch64,
+pub(super) fn native_object(host: Host, images: &[u64], arches: &[&str]) -> Result<Laid> {
+    let mut obj = host.object();
+    add_format_symbols(&mut obj, host);
+    let image_section = if host.is_coff() {
+        obj.add_section(Vec::new(), b".rdata".to_vec(), SectionKind::ReadOnlyData)
+    } else {
+        obj.section_id(StandardSection::ReadOnlyData)
     };
-    let mut obj = Object::new(BinaryFormat::Elf, architecture, Endianness::Little);
-    let device_images = add_device_images(&mut obj, images);
+    let device_images = add_images(&mut obj, image_section, 8, images, |i| {
+        name(".omp_offloading.device_image", i)
+    });
     let arch_list = add_arch_list(&mut obj, arches);
     let entries = add_entries(&mut obj);
-    let tables = Tables::add(&mut obj, machine, images.len());
-    let rodata_sym = obj.section_symbol(device_images.section);
-    let arch_sym = obj.section_symbol(arch_list.section);
-    tables.add_device_image_table(&mut obj, &device_images, rodata_sym, &entries)?;
-    let table_sym = obj.section_symbol(tables.section);
-    tables.add_descriptor(&mut obj, table_sym, &entries)?;
-    tables.add_image_infos(&mut obj, &arch_list, arch_sym)?;
-    let (ctor, dtor) = add_registration(&mut obj, machine, &tables, table_sym)?;
-    add_init_fini(&mut obj, tables.abs64, ctor, dtor)?;
-    add_stack_note(&mut obj);
-    let head = obj.write().map_err(cannot_write)?;
-    place_images(head, &device_images)
-}
-
-/// Points the (empty) image section of the written object `head` past its end, where the
-/// images will be copied, and gives the layout.
-fn place_images(mut head: Vec<u8>, images: &Placed) -> Result<Laid> {
-    use object::read::elf::{ElfFile64, FileHeader};
-    use object::{LittleEndian as LE, Object as _, ObjectSection as _};
-    let size: u64 = images
-        .at
-        .last()
-        .zip(images.len.last())
-        .map_or(0, |(at, len)| at + len);
-    let align = if size >= PAGE_ALIGNED_FROM {
-        IMAGES_ALIGN
-    } else {
-        8
-    };
-    let images_at = (head.len() as u64).next_multiple_of(align);
-    let (header_at, entry) = {
-        let file = ElfFile64::<LE>::parse(&*head)
-            .map_err(|e| Error::msg(format!("cannot read back the wrapper object: {e}")))?;
-        let section = file
-            .section_by_name(".rodata")
-            .ok_or_else(|| Error::msg("the wrapper object has no .rodata"))?;
-        let header = file.elf_header();
-        (
-            header.e_shoff(LE) + section.index().0 as u64 * u64::from(header.e_shentsize(LE)),
-            u64::from(header.e_shentsize(LE)),
-        )
-    };
-    debug_assert_eq!(entry, 64);
-    // sh_offset and sh_size of an Elf64_Shdr.
-    let at = header_at as usize;
-    head[at + 24..at + 32].copy_from_slice(&images_at.to_le_bytes());
-    head[at + 32..at + 40].copy_from_slice(&size.to_le_bytes());
-    Ok(Laid {
-        head,
-        images_at,
-        placed: images
-            .at
-            .iter()
-            .copied()
-            .zip(images.len.iter().copied())
-            .collect(),
-    })
-}
-
-/// The error for a failure of the object writer.
-fn cannot_write(e: object::write::Error) -> Error {
-    Error::msg(format!("cannot write the wrapper: {e}"))
-}
-
-/// Pieces placed one after another in one section: where each starts and how long it is.
-struct Placed {
-    section: SectionId,
-    at: Vec<u64>,
-    len: Vec<u64>,
-}
-
-/// The images in `.rodata`, each on an 8-byte boundary, named `.omp_offloading.device_image[.N]`:
-/// only their places and symbols, the section left empty (the images are copied in later).
-fn add_device_images(obj: &mut Object, images: &[u64]) -> Placed {
-    let section = obj.section_id(StandardSection::ReadOnlyData);
-    obj.append_section_data(section, &[], 8);
-    let mut end = 0u64;
-    let mut placed = Placed {
-        section,
-        at: Vec::with_capacity(images.len()),
-        len: Vec::with_capacity(images.len()),
-    };
-    for (i, &len) in images.iter().enumerate() {
-        let at = end.next_multiple_of(8);
-        end = at + len;
-        local_symbol(
-            obj,
-            &name(".omp_offloading.device_image", i),
-            section,
-            at,
-            len,
-            SymbolKind::Data,
-        );
-        placed.at.push(at);
-        placed.len.push(len);
-    }
-    placed
+    let mut tables = Tables::add(&mut obj, host, images.len());
+    tables.add_device_image_table(&mut obj, &device_images, &entries)?;
+    tables.add_descriptor(&mut obj, &entries)?;
+    tables.add_image_infos(&mut obj, &arch_list)?;
+    let (ctor, dtor) = add_registration(&mut obj, host, &tables)?;
+    add_function_pointer(&mut obj, host, Run::AtStartup, 1, ctor)?;
+    add_function_pointer(&mut obj, host, Run::AtExit, 1, dtor)?;
+    add_stack_note(&mut obj, host);
+    lay_out(&obj, host, &device_images)
 }
 
 /// The target ID strings, NUL-terminated, in `.offload_arch_list`, named `__offload_arch[.N]`.
@@ -214,13 +74,14 @@ fn add_arch_list(obj: &mut Object, arches: &[&str]) -> Placed {
         section,
         at: Vec::with_capacity(arches.len()),
         len: Vec::with_capacity(arches.len()),
+        symbols: Vec::with_capacity(arches.len()),
     };
     for (i, arch) in arches.iter().enumerate() {
         let mut bytes = arch.as_bytes().to_vec();
         bytes.push(0);
         let at = obj.append_section_data(section, &bytes, 1);
         let len = bytes.len() as u64;
-        local_symbol(
+        let symbol = local_symbol(
             obj,
             &name("__offload_arch", i),
             section,
@@ -230,6 +91,7 @@ fn add_arch_list(obj: &mut Object, arches: &[&str]) -> Placed {
         );
         placed.at.push(at);
         placed.len.push(len);
+        placed.symbols.push(symbol);
     }
     placed
 }
@@ -240,8 +102,8 @@ struct Entries {
     stop: SymbolId,
 }
 
-/// The `omp_offloading_entries` section with its hidden dummy, so that the linker defines the
-/// section's `__start_` and `__stop_` symbols even when no entry is linked in.
+/// The `omp_offloading_entries` section with its dummy (hidden on ELF), so that the linker
+/// defines the section's `__start_` and `__stop_` symbols even when no entry is linked in.
 fn add_entries(obj: &mut Object) -> Entries {
     let section = obj.add_section(
         Vec::new(),
@@ -268,59 +130,60 @@ fn add_entries(obj: &mut Object) -> Entries {
     }
 }
 
-/// The runtime's tables in `.data.rel.ro`, one block from `base`: K `__tgt_device_image`, the
-/// `__tgt_bin_desc`, then K `__tgt_image_info`. Pointers in them are absolute relocations.
+/// The runtime's tables, one block from `base` of `.data.rel.ro` (`.rdata` on COFF): K
+/// `__tgt_device_image`, the `__tgt_bin_desc`, then K `__tgt_image_info`. Pointers in them
+/// are absolute relocations.
 struct Tables {
+    host: Host,
     section: SectionId,
     base: u64,
     count: usize,
-    abs64: object::elf::RelocationType,
+    /// `.omp_offloading.device_images`, set by [`Tables::add_descriptor`].
+    table: Option<SymbolId>,
+    /// `.omp_offloading.descriptor`, set by [`Tables::add_descriptor`].
+    descriptor: Option<SymbolId>,
+    /// `.offload_image_info[.N]`, set by [`Tables::add_image_infos`].
+    infos: Vec<SymbolId>,
 }
 
 impl Tables {
-    /// Adds `.data.rel.ro` with room for the tables of `count` images, zero-filled.
-    fn add(obj: &mut Object, machine: Machine, count: usize) -> Tables {
-        let section = obj.add_section(
-            Vec::new(),
-            b".data.rel.ro".to_vec(),
-            SectionKind::ReadOnlyDataWithRel,
-        );
+    /// Adds the tables' section with room for the tables of `count` images, zero-filled.
+    fn add(obj: &mut Object, host: Host, count: usize) -> Tables {
+        let section = if host.is_coff() {
+            obj.add_section(Vec::new(), b".rdata".to_vec(), SectionKind::ReadOnlyData)
+        } else {
+            obj.add_section(
+                Vec::new(),
+                b".data.rel.ro".to_vec(),
+                SectionKind::ReadOnlyDataWithRel,
+            )
+        };
         let size = IMAGE_STRUCT * count as u64 + DESCRIPTOR + INFO_STRUCT * count as u64;
         let base = obj.append_section_data(section, &vec![0; size as usize], 8);
-        let abs64 = match machine {
-            Machine::X86_64 => object::elf::R_X86_64_64,
-            Machine::Aarch64 => object::elf::R_AARCH64_ABS64,
-        };
         Tables {
+            host,
             section,
             base,
             count,
-            abs64,
+            table: None,
+            descriptor: None,
+            infos: Vec::new(),
         }
     }
 
     /// Where the descriptor starts, from `base`.
-    fn descriptor(&self) -> u64 {
+    fn descriptor_at(&self) -> u64 {
         IMAGE_STRUCT * self.count as u64
     }
 
     /// Where image info `index` starts, from `base`.
-    fn info(&self, index: usize) -> u64 {
-        self.descriptor() + DESCRIPTOR + INFO_STRUCT * index as u64
+    fn info_at(&self, index: usize) -> u64 {
+        self.descriptor_at() + DESCRIPTOR + INFO_STRUCT * index as u64
     }
 
     /// A pointer at `at` (from `base`) to `symbol + addend`.
     fn pointer(&self, obj: &mut Object, at: u64, symbol: SymbolId, addend: i64) -> Result<()> {
-        obj.add_relocation(
-            self.section,
-            Relocation {
-                offset: self.base + at,
-                symbol,
-                addend,
-                flags: RelocationFlags::Elf { r_type: self.abs64 },
-            },
-        )
-        .map_err(cannot_write)
+        pointer(obj, self.host, self.section, self.base + at, symbol, addend)
     }
 
     /// A little-endian `u32` at `at` (from `base`).
@@ -334,13 +197,12 @@ impl Tables {
         &self,
         obj: &mut Object,
         images: &Placed,
-        rodata_sym: SymbolId,
         entries: &Entries,
     ) -> Result<()> {
-        for (i, (&start, &len)) in images.at.iter().zip(&images.len).enumerate() {
+        for (i, (&symbol, &len)) in images.symbols.iter().zip(&images.len).enumerate() {
             let at = IMAGE_STRUCT * i as u64;
-            self.pointer(obj, at, rodata_sym, start as i64)?;
-            self.pointer(obj, at + 8, rodata_sym, (start + len) as i64)?;
+            self.pointer(obj, at, symbol, 0)?;
+            self.pointer(obj, at + 8, symbol, len as i64)?;
             self.pointer(obj, at + 16, entries.start, 0)?;
             self.pointer(obj, at + 24, entries.stop, 0)?;
         }
@@ -349,18 +211,9 @@ impl Tables {
 
     /// The `__tgt_bin_desc` {K, images, entries begin, entries end}, and the symbols that name
     /// the image table and the descriptor.
-    fn add_descriptor(
-        &self,
-        obj: &mut Object,
-        table_sym: SymbolId,
-        entries: &Entries,
-    ) -> Result<()> {
-        let descriptor = self.descriptor();
-        self.put_u32(obj, descriptor, self.count as u32);
-        self.pointer(obj, descriptor + 8, table_sym, self.base as i64)?;
-        self.pointer(obj, descriptor + 16, entries.start, 0)?;
-        self.pointer(obj, descriptor + 24, entries.stop, 0)?;
-        local_symbol(
+    fn add_descriptor(&mut self, obj: &mut Object, entries: &Entries) -> Result<()> {
+        let descriptor = self.descriptor_at();
+        let table = local_symbol(
             obj,
             ".omp_offloading.device_images",
             self.section,
@@ -368,32 +221,32 @@ impl Tables {
             descriptor,
             SymbolKind::Data,
         );
-        local_symbol(
+        self.put_u32(obj, descriptor, self.count as u32);
+        self.pointer(obj, descriptor + 8, table, 0)?;
+        self.pointer(obj, descriptor + 16, entries.start, 0)?;
+        self.pointer(obj, descriptor + 24, entries.stop, 0)?;
+        self.table = Some(table);
+        self.descriptor = Some(local_symbol(
             obj,
             ".omp_offloading.descriptor",
             self.section,
             self.base + descriptor,
             DESCRIPTOR,
             SymbolKind::Data,
-        );
+        ));
         Ok(())
     }
 
     /// The `__tgt_image_info` records {version 1, N, K, offload_arch, compile_opts (null)}, one
     /// for each target ID string, each named `.offload_image_info[.N]`.
-    fn add_image_infos(
-        &self,
-        obj: &mut Object,
-        arch_list: &Placed,
-        arch_sym: SymbolId,
-    ) -> Result<()> {
-        for (i, &arch) in arch_list.at.iter().enumerate() {
-            let at = self.info(i);
+    fn add_image_infos(&mut self, obj: &mut Object, arch_list: &Placed) -> Result<()> {
+        for (i, &arch) in arch_list.symbols.iter().enumerate() {
+            let at = self.info_at(i);
             self.put_u32(obj, at, 1);
             self.put_u32(obj, at + 4, i as u32);
             self.put_u32(obj, at + 8, self.count as u32);
-            self.pointer(obj, at + 16, arch_sym, arch as i64)?;
-            local_symbol(
+            self.pointer(obj, at + 16, arch, 0)?;
+            let info = local_symbol(
                 obj,
                 &name(".offload_image_info", i),
                 self.section,
@@ -401,49 +254,56 @@ impl Tables {
                 INFO_STRUCT,
                 SymbolKind::Data,
             );
+            self.infos.push(info);
         }
         Ok(())
     }
 }
 
+/// What the constructor and destructor refer to.
+struct Code {
+    descriptor: SymbolId,
+    infos: Vec<SymbolId>,
+    /// `__tgt_register_image_info` (ELF: read from the GOT), or on COFF the pointer to it.
+    register_info: SymbolId,
+    register: SymbolId,
+    unregister: SymbolId,
+}
+
 /// The constructor and the destructor in `.text.startup`, with the runtime functions they call.
 /// Returns their symbols.
-fn add_registration(
-    obj: &mut Object,
-    machine: Machine,
-    tables: &Tables,
-    table_sym: SymbolId,
-) -> Result<(SymbolId, SymbolId)> {
-    let runtime = |obj: &mut Object, name, weak| {
-        undefined(obj, name, SymbolKind::Text, SymbolScope::Dynamic, weak)
-    };
-    // Upstream runtimes have no __tgt_register_image_info: the constructor tests for it.
-    let register_info = runtime(obj, "__tgt_register_image_info", true);
-    let register = runtime(obj, "__tgt_register_lib", false);
-    let unregister = runtime(obj, "__tgt_unregister_lib", false);
+fn add_registration(obj: &mut Object, host: Host, tables: &Tables) -> Result<(SymbolId, SymbolId)> {
     let text = obj.add_section(Vec::new(), b".text.startup".to_vec(), SectionKind::Text);
+    // Upstream runtimes have no __tgt_register_image_info: the constructor tests for it.
+    let weak_info = undefined(
+        obj,
+        "__tgt_register_image_info",
+        SymbolKind::Text,
+        SymbolScope::Dynamic,
+        true,
+    );
+    let register_info = if host.is_coff() {
+        add_refptr(obj, host, weak_info)?
+    } else {
+        weak_info
+    };
     let code = Code {
-        data: table_sym,
-        descriptor: tables.base + tables.descriptor(),
-        infos: (0..tables.count)
-            .map(|i| tables.base + tables.info(i))
-            .collect(),
+        descriptor: tables.descriptor.expect("the descriptor is added first"),
+        infos: tables.infos.clone(),
         register_info,
-        register,
-        unregister,
+        register: runtime_function(obj, "__tgt_register_lib"),
+        unregister: runtime_function(obj, "__tgt_unregister_lib"),
     };
-    let ((ctor, ctor_relocs), (dtor, dtor_relocs)) = match machine {
-        Machine::X86_64 => code.x86_64(),
-        Machine::Aarch64 => code.aarch64(),
+    let ((ctor, ctor_relocs), (dtor, dtor_relocs)) = match host {
+        Host::ElfX86_64 => code.x86_64(x86::Conv::SysV, x86::Format::Elf),
+        Host::CoffX86_64 => code.x86_64(x86::Conv::Win64, x86::Format::Coff),
+        Host::ElfAarch64 => code.aarch64(),
     };
-    let ctor_at = obj.append_section_data(text, &ctor, 16);
-    let dtor_at = obj.append_section_data(text, &dtor, 16);
-    for (at, relocs) in [(ctor_at, ctor_relocs), (dtor_at, dtor_relocs)] {
-        for mut r in relocs {
-            r.offset += at;
-            obj.add_relocation(text, r).map_err(cannot_write)?;
-        }
-    }
+    let align = host.code_align();
+    let ctor_at = obj.append_section_data(text, &ctor, align);
+    let dtor_at = obj.append_section_data(text, &dtor, align);
+    add_code_relocations(obj, host, text, ctor_at, ctor_relocs)?;
+    add_code_relocations(obj, host, text, dtor_at, dtor_relocs)?;
     let ctor_sym = local_symbol(
         obj,
         ".omp_offloading.descriptor_reg",
@@ -463,221 +323,99 @@ fn add_registration(
     Ok((ctor_sym, dtor_sym))
 }
 
-/// `.init_array.1` and `.fini_array.1`: the constructor and the destructor at priority 1.
-fn add_init_fini(
-    obj: &mut Object,
-    abs64: object::elf::RelocationType,
-    ctor: SymbolId,
-    dtor: SymbolId,
-) -> Result<()> {
-    for (section_name, sh_type, function) in [
-        (".init_array.1", object::elf::SHT_INIT_ARRAY, ctor),
-        (".fini_array.1", object::elf::SHT_FINI_ARRAY, dtor),
-    ] {
-        let id = obj.add_section(
-            Vec::new(),
-            section_name.as_bytes().to_vec(),
-            SectionKind::Data,
-        );
-        obj.section_mut(id).flags = SectionFlags::Elf {
-            sh_type,
-            sh_flags: object::elf::SectionFlags(
-                object::elf::SHF_ALLOC.0 | object::elf::SHF_WRITE.0,
-            ),
-        };
-        let at = obj.append_section_data(id, &[0; 8], 8);
-        obj.add_relocation(id, reloc(at, function, 0, abs64))
-            .map_err(cannot_write)?;
-    }
-    Ok(())
-}
-
-/// `.note.GNU-stack`, empty: the object needs no executable stack.
-fn add_stack_note(obj: &mut Object) {
-    let stack = obj.add_section(Vec::new(), b".note.GNU-stack".to_vec(), SectionKind::Other);
-    obj.section_mut(stack).flags = SectionFlags::Elf {
-        sh_type: object::elf::SHT_PROGBITS,
-        sh_flags: object::elf::SectionFlags(0),
-    };
-}
-
-fn local_symbol(
-    obj: &mut Object,
-    name: &str,
-    section: SectionId,
-    value: u64,
-    size: u64,
-    kind: SymbolKind,
-) -> SymbolId {
-    obj.add_symbol(Symbol {
-        name: name.as_bytes().to_vec(),
-        value,
-        size,
-        kind,
-        scope: SymbolScope::Compilation,
+/// `.refptr.NAME`: a pointer to `symbol` in its own COMDAT section `.rdata$.refptr.NAME`, as
+/// LLVM reads a weak symbol's address on COFF.
+fn add_refptr(obj: &mut Object, host: Host, symbol: SymbolId) -> Result<SymbolId> {
+    let name = String::from_utf8_lossy(&obj.symbol(symbol).name).into_owned();
+    let section = obj.add_section(
+        Vec::new(),
+        format!(".rdata$.refptr.{name}").into_bytes(),
+        SectionKind::ReadOnlyData,
+    );
+    obj.append_section_data(section, &[0; 8], 8);
+    let refptr = obj.add_symbol(Symbol {
+        name: format!(".refptr.{name}").into_bytes(),
+        value: 0,
+        size: 8,
+        kind: SymbolKind::Data,
+        scope: SymbolScope::Linkage,
         weak: false,
         section: SymbolSection::Section(section),
         flags: SymbolFlags::None,
-    })
-}
-
-fn undefined(
-    obj: &mut Object,
-    name: &str,
-    kind: SymbolKind,
-    scope: SymbolScope,
-    weak: bool,
-) -> SymbolId {
-    obj.add_symbol(Symbol {
-        name: name.as_bytes().to_vec(),
-        value: 0,
-        size: 0,
-        kind,
-        scope,
-        weak,
-        section: SymbolSection::Undefined,
-        flags: SymbolFlags::None,
-    })
-}
-
-/// What the constructor and destructor refer to.
-struct Code {
-    data: SymbolId,
-    descriptor: u64,
-    infos: Vec<u64>,
-    register_info: SymbolId,
-    register: SymbolId,
-    unregister: SymbolId,
+    });
+    obj.add_comdat(Comdat {
+        kind: ComdatKind::Any,
+        symbol: refptr,
+        sections: vec![section],
+    });
+    pointer(obj, host, section, 0, symbol, 0)?;
+    Ok(refptr)
 }
 
 /// A function's code and its relocations (offsets from the function's start).
-type Function = (Vec<u8>, Vec<Relocation>);
-
-fn reloc(
-    offset: u64,
-    symbol: SymbolId,
-    addend: i64,
-    r_type: object::elf::RelocationType,
-) -> Relocation {
-    Relocation {
-        offset,
-        symbol,
-        addend,
-        flags: RelocationFlags::Elf { r_type },
-    }
-}
+type Function = (Vec<u8>, Vec<object::write::Relocation>);
 
 impl Code {
-    /// The constructor and the destructor for x86-64.
-    fn x86_64(&self) -> (Function, Function) {
-        use object::elf::{R_X86_64_PC32, R_X86_64_PLT32, R_X86_64_REX_GOTPCRELX};
-        let mut c = vec![0x48, 0x83, 0xec, 0x08]; // sub rsp, 8
-        let mut r = Vec::new();
+    /// The constructor and the destructor for x86-64 with calling convention `conv`.
+    fn x86_64(&self, conv: x86::Conv, format: x86::Format) -> (Function, Function) {
+        use x86::{Cond, Reg};
+        // The stack is 16-byte aligned at each call: 8 for the return address, 8 more here,
+        // and the shadow space.
+        let frame = 8 + conv.shadow();
+        let arg = conv.first();
+        let mut c = x86::Asm::new(format);
+        c.sub_rsp(frame);
         for &info in &self.infos {
-            // mov rax, [rip + __tgt_register_image_info@GOTPCREL]; test rax, rax; je +9
-            c.extend_from_slice(&[0x48, 0x8b, 0x05]);
-            r.push(reloc(
-                c.len() as u64,
-                self.register_info,
-                -4,
-                R_X86_64_REX_GOTPCRELX,
-            ));
-            c.extend_from_slice(&[0; 4]);
-            c.extend_from_slice(&[0x48, 0x85, 0xc0, 0x74, 0x09]);
-            // lea rdi, [rip + info]; call rax
-            c.extend_from_slice(&[0x48, 0x8d, 0x3d]);
-            r.push(reloc(
-                c.len() as u64,
-                self.data,
-                info as i64 - 4,
-                R_X86_64_PC32,
-            ));
-            c.extend_from_slice(&[0; 4]);
-            c.extend_from_slice(&[0xff, 0xd0]);
+            let skip = c.label();
+            match format {
+                x86::Format::Elf => c.load_got(Reg::Rax, self.register_info),
+                x86::Format::Coff => c.load_rip(Reg::Rax, self.register_info),
+            }
+            c.test(Reg::Rax);
+            c.jump_if(Cond::Equal, skip);
+            c.lea(arg, info, 0);
+            c.call_reg(Reg::Rax);
+            c.bind(skip);
         }
-        let tail = |c: &mut Vec<u8>, r: &mut Vec<Relocation>, target| {
-            // lea rdi, [rip + descriptor]; call target@PLT; add rsp, 8; ret
-            c.extend_from_slice(&[0x48, 0x8d, 0x3d]);
-            r.push(reloc(
-                c.len() as u64,
-                self.data,
-                self.descriptor as i64 - 4,
-                R_X86_64_PC32,
-            ));
-            c.extend_from_slice(&[0; 4]);
-            c.push(0xe8);
-            r.push(reloc(c.len() as u64, target, -4, R_X86_64_PLT32));
-            c.extend_from_slice(&[0; 4]);
-            c.extend_from_slice(&[0x48, 0x83, 0xc4, 0x08, 0xc3]);
-        };
-        tail(&mut c, &mut r, self.register);
-        let (mut d, mut dr) = (vec![0x48, 0x83, 0xec, 0x08], Vec::new());
-        tail(&mut d, &mut dr, self.unregister);
-        ((c, r), (d, dr))
+        c.lea(arg, self.descriptor, 0);
+        c.call(self.register);
+        c.add_rsp(frame);
+        c.ret();
+        let mut d = x86::Asm::new(format);
+        d.sub_rsp(frame);
+        d.lea(arg, self.descriptor, 0);
+        d.call(self.unregister);
+        d.add_rsp(frame);
+        d.ret();
+        (c.finish(), d.finish())
     }
 
     /// The constructor and the destructor for AArch64.
     fn aarch64(&self) -> (Function, Function) {
-        use object::elf::{
-            R_AARCH64_ADD_ABS_LO12_NC, R_AARCH64_ADR_GOT_PAGE, R_AARCH64_ADR_PREL_PG_HI21,
-            R_AARCH64_CALL26, R_AARCH64_LD64_GOT_LO12_NC,
-        };
-        let word = |c: &mut Vec<u8>, w: u32| c.extend_from_slice(&w.to_le_bytes());
-        let prologue = |c: &mut Vec<u8>| {
-            word(c, 0xa9bf_7bfd); // stp x29, x30, [sp, #-16]!
-            word(c, 0x9100_03fd); // mov x29, sp
-        };
-        let address = |c: &mut Vec<u8>, r: &mut Vec<Relocation>, at: u64| {
-            r.push(reloc(
-                c.len() as u64,
-                self.data,
-                at as i64,
-                R_AARCH64_ADR_PREL_PG_HI21,
-            ));
-            word(c, 0x9000_0000); // adrp x0, target
-            r.push(reloc(
-                c.len() as u64,
-                self.data,
-                at as i64,
-                R_AARCH64_ADD_ABS_LO12_NC,
-            ));
-            word(c, 0x9100_0000); // add x0, x0, :lo12:target
-        };
-        let epilogue = |c: &mut Vec<u8>| {
-            word(c, 0xa8c1_7bfd); // ldp x29, x30, [sp], #16
-            word(c, 0xd65f_03c0); // ret
-        };
-        let (mut c, mut r) = (Vec::new(), Vec::new());
-        prologue(&mut c);
+        use a64::{FP, LR, SP};
+        const CALLEE: a64::X = 16;
+        let mut c = a64::Asm::default();
+        c.push_pair(FP, LR, 16);
+        c.add_imm(FP, SP, 0);
         for &info in &self.infos {
-            r.push(reloc(
-                c.len() as u64,
-                self.register_info,
-                0,
-                R_AARCH64_ADR_GOT_PAGE,
-            ));
-            word(&mut c, 0x9000_0010); // adrp x16, :got:__tgt_register_image_info
-            r.push(reloc(
-                c.len() as u64,
-                self.register_info,
-                0,
-                R_AARCH64_LD64_GOT_LO12_NC,
-            ));
-            word(&mut c, 0xf940_0210); // ldr x16, [x16, :got_lo12:...]
-            word(&mut c, 0xb400_0090); // cbz x16, +16
-            address(&mut c, &mut r, info);
-            word(&mut c, 0xd63f_0200); // blr x16
+            let skip = c.label();
+            c.load_got(CALLEE, self.register_info);
+            c.branch_if_zero(CALLEE, skip);
+            c.address(0, info, 0);
+            c.call_reg(CALLEE);
+            c.bind(skip);
         }
-        address(&mut c, &mut r, self.descriptor);
-        r.push(reloc(c.len() as u64, self.register, 0, R_AARCH64_CALL26));
-        word(&mut c, 0x9400_0000); // bl __tgt_register_lib
-        epilogue(&mut c);
-        let (mut d, mut dr) = (Vec::new(), Vec::new());
-        prologue(&mut d);
-        address(&mut d, &mut dr, self.descriptor);
-        dr.push(reloc(d.len() as u64, self.unregister, 0, R_AARCH64_CALL26));
-        word(&mut d, 0x9400_0000); // bl __tgt_unregister_lib
-        epilogue(&mut d);
-        ((c, r), (d, dr))
+        c.address(0, self.descriptor, 0);
+        c.call(self.register);
+        c.pop_pair(FP, LR, 16);
+        c.ret();
+        let mut d = a64::Asm::default();
+        d.push_pair(FP, LR, 16);
+        d.add_imm(FP, SP, 0);
+        d.address(0, self.descriptor, 0);
+        d.call(self.unregister);
+        d.pop_pair(FP, LR, 16);
+        d.ret();
+        (c.finish(), d.finish())
     }
 }

@@ -1,0 +1,312 @@
+//! A small AArch64 assembler for the wrappers' registration functions: one method for each
+//! instruction form the functions use (the mnemonic in its comment), labels for branches, and
+//! ELF relocations for the symbols they name.
+
+use object::elf;
+use object::write::{Relocation, SymbolId};
+use object::RelocationFlags;
+
+/// A 64-bit register number (`x0`..`x30`); 31 is `sp` or `xzr` by the instruction.
+pub(super) type X = u32;
+
+/// The stack pointer, where an instruction takes it.
+pub(super) const SP: X = 31;
+/// The frame pointer.
+pub(super) const FP: X = 29;
+/// The link register.
+pub(super) const LR: X = 30;
+
+/// A branch condition.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Cond {
+    Equal = 0,
+    NotEqual = 1,
+}
+
+/// A place in the code that branches go to.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Label(usize);
+
+/// How a branch's displacement is encoded.
+#[derive(Debug, Clone, Copy)]
+enum Branch {
+    /// 19 bits at bit 5 (`b.cond`, `cbz`).
+    Imm19,
+    /// 26 bits at bit 0 (`b`).
+    Imm26,
+}
+
+/// Machine code being written, with its relocations (offsets from the code's start).
+#[derive(Default)]
+pub(super) struct Asm {
+    pub(super) code: Vec<u8>,
+    pub(super) relocs: Vec<Relocation>,
+    labels: Vec<Option<usize>>,
+    fixups: Vec<(usize, Label, Branch)>,
+}
+
+fn reloc(offset: usize, symbol: SymbolId, addend: i64, r_type: elf::RelocationType) -> Relocation {
+    Relocation {
+        offset: offset as u64,
+        symbol,
+        addend,
+        flags: RelocationFlags::Elf { r_type },
+    }
+}
+
+impl Asm {
+    /// The code with every branch resolved, and its relocations.
+    pub(super) fn finish(mut self) -> (Vec<u8>, Vec<Relocation>) {
+        for &(at, label, form) in &self.fixups {
+            let target = self.labels[label.0].expect("every label is bound");
+            let words = (target as i64 - at as i64) / 4;
+            let mut word = u32::from_le_bytes(self.code[at..at + 4].try_into().expect("4 bytes"));
+            word |= match form {
+                Branch::Imm19 => (words as u32 & 0x7_ffff) << 5,
+                Branch::Imm26 => words as u32 & 0x3ff_ffff,
+            };
+            self.code[at..at + 4].copy_from_slice(&word.to_le_bytes());
+        }
+        (self.code, self.relocs)
+    }
+
+    /// A new label, bound later with [`Asm::bind`].
+    pub(super) fn label(&mut self) -> Label {
+        self.labels.push(None);
+        Label(self.labels.len() - 1)
+    }
+
+    /// Binds `label` here.
+    pub(super) fn bind(&mut self, label: Label) {
+        self.labels[label.0] = Some(self.code.len());
+    }
+
+    fn word(&mut self, word: u32) {
+        self.code.extend_from_slice(&word.to_le_bytes());
+    }
+
+    fn branch(&mut self, word: u32, label: Label, form: Branch) {
+        self.fixups.push((self.code.len(), label, form));
+        self.word(word);
+    }
+
+    /// `stp xa, xb, [sp, #-bytes]!`
+    pub(super) fn push_pair(&mut self, a: X, b: X, bytes: u32) {
+        let imm7 = (-(bytes as i32) / 8) as u32 & 0x7f;
+        self.word(0xa980_0000 | imm7 << 15 | b << 10 | SP << 5 | a);
+    }
+
+    /// `ldp xa, xb, [sp], #bytes`
+    pub(super) fn pop_pair(&mut self, a: X, b: X, bytes: u32) {
+        let imm7 = (bytes / 8) & 0x7f;
+        self.word(0xa8c0_0000 | imm7 << 15 | b << 10 | SP << 5 | a);
+    }
+
+    /// `stp xa, xb, [base, #offset]`
+    pub(super) fn store_pair(&mut self, a: X, b: X, base: X, offset: u32) {
+        self.word(0xa900_0000 | (offset / 8) << 15 | b << 10 | base << 5 | a);
+    }
+
+    /// `ldp xa, xb, [base, #offset]`
+    pub(super) fn load_pair(&mut self, a: X, b: X, base: X, offset: u32) {
+        self.word(0xa940_0000 | (offset / 8) << 15 | b << 10 | base << 5 | a);
+    }
+
+    /// `add xd, xn, #imm12` (`mov xd, sp` when `imm` is 0)
+    pub(super) fn add_imm(&mut self, d: X, n: X, imm: u32) {
+        self.word(0x9100_0000 | imm << 10 | n << 5 | d);
+    }
+
+    /// `sub xd, xn, #imm12`
+    pub(super) fn sub_imm(&mut self, d: X, n: X, imm: u32) {
+        self.word(0xd100_0000 | imm << 10 | n << 5 | d);
+    }
+
+    /// `mov xd, xm` (`orr xd, xzr, xm`)
+    pub(super) fn mov(&mut self, d: X, m: X) {
+        self.word(0xaa00_03e0 | m << 16 | d);
+    }
+
+    /// `movz xd, #0`
+    pub(super) fn zero(&mut self, d: X) {
+        self.word(0xd280_0000 | d);
+    }
+
+    /// `movn wd, #0` (`mov wd, #-1`)
+    pub(super) fn minus_one(&mut self, d: X) {
+        self.word(0x1280_0000 | d);
+    }
+
+    /// `ldr xt, [xn, #offset]`
+    pub(super) fn load64(&mut self, t: X, n: X, offset: u32) {
+        self.word(0xf940_0000 | (offset / 8) << 10 | n << 5 | t);
+    }
+
+    /// `ldr wt, [xn, #offset]`
+    pub(super) fn load32(&mut self, t: X, n: X, offset: u32) {
+        self.word(0xb940_0000 | (offset / 4) << 10 | n << 5 | t);
+    }
+
+    /// `ldrh wt, [xn, #offset]`
+    pub(super) fn load16(&mut self, t: X, n: X, offset: u32) {
+        self.word(0x7940_0000 | (offset / 2) << 10 | n << 5 | t);
+    }
+
+    /// `str xt, [xn, #offset]`
+    pub(super) fn store64(&mut self, t: X, n: X, offset: u32) {
+        self.word(0xf900_0000 | (offset / 8) << 10 | n << 5 | t);
+    }
+
+    /// `ubfx wd, wn, #lsb, #width`
+    pub(super) fn extract(&mut self, d: X, n: X, lsb: u32, width: u32) {
+        self.word(0x5300_0000 | lsb << 16 | (lsb + width - 1) << 10 | n << 5 | d);
+    }
+
+    /// `cmp xn, xm`
+    pub(super) fn cmp(&mut self, n: X, m: X) {
+        self.word(0xeb00_001f | m << 16 | n << 5);
+    }
+
+    /// `cmp wn, #imm12`
+    pub(super) fn cmp_imm(&mut self, n: X, imm: u32) {
+        self.word(0x7100_001f | imm << 10 | n << 5);
+    }
+
+    /// `b.cond label`
+    pub(super) fn branch_if(&mut self, cond: Cond, label: Label) {
+        self.branch(0x5400_0000 | cond as u32, label, Branch::Imm19);
+    }
+
+    /// `cbz xt, label`
+    pub(super) fn branch_if_zero(&mut self, t: X, label: Label) {
+        self.branch(0xb400_0000 | t, label, Branch::Imm19);
+    }
+
+    /// `b label`
+    pub(super) fn jump(&mut self, label: Label) {
+        self.branch(0x1400_0000, label, Branch::Imm26);
+    }
+
+    /// `adrp xd, symbol + addend` then `add xd, xd, :lo12:symbol + addend`
+    pub(super) fn address(&mut self, d: X, symbol: SymbolId, addend: i64) {
+        let at = self.code.len();
+        self.relocs
+            .push(reloc(at, symbol, addend, elf::R_AARCH64_ADR_PREL_PG_HI21));
+        self.word(0x9000_0000 | d); // adrp xd, symbol
+        self.relocs.push(reloc(
+            at + 4,
+            symbol,
+            addend,
+            elf::R_AARCH64_ADD_ABS_LO12_NC,
+        ));
+        self.add_imm(d, d, 0); // add xd, xd, :lo12:symbol
+    }
+
+    /// `adrp xd, symbol` then `ldr xt, [xd, :lo12:symbol]`
+    pub(super) fn load_from(&mut self, t: X, scratch: X, symbol: SymbolId) {
+        let at = self.code.len();
+        self.relocs
+            .push(reloc(at, symbol, 0, elf::R_AARCH64_ADR_PREL_PG_HI21));
+        self.word(0x9000_0000 | scratch); // adrp scratch, symbol
+        self.relocs
+            .push(reloc(at + 4, symbol, 0, elf::R_AARCH64_LDST64_ABS_LO12_NC));
+        self.load64(t, scratch, 0); // ldr xt, [scratch, :lo12:symbol]
+    }
+
+    /// `adrp xd, symbol` then `str xt, [xd, :lo12:symbol]`
+    pub(super) fn store_to(&mut self, t: X, scratch: X, symbol: SymbolId) {
+        let at = self.code.len();
+        self.relocs
+            .push(reloc(at, symbol, 0, elf::R_AARCH64_ADR_PREL_PG_HI21));
+        self.word(0x9000_0000 | scratch); // adrp scratch, symbol
+        self.relocs
+            .push(reloc(at + 4, symbol, 0, elf::R_AARCH64_LDST64_ABS_LO12_NC));
+        self.store64(t, scratch, 0); // str xt, [scratch, :lo12:symbol]
+    }
+
+    /// `adrp xd, :got:symbol` then `ldr xd, [xd, :got_lo12:symbol]`
+    pub(super) fn load_got(&mut self, d: X, symbol: SymbolId) {
+        let at = self.code.len();
+        self.relocs
+            .push(reloc(at, symbol, 0, elf::R_AARCH64_ADR_GOT_PAGE));
+        self.word(0x9000_0000 | d); // adrp xd, :got:symbol
+        self.relocs
+            .push(reloc(at + 4, symbol, 0, elf::R_AARCH64_LD64_GOT_LO12_NC));
+        self.load64(d, d, 0); // ldr xd, [xd, :got_lo12:symbol]
+    }
+
+    /// `bl symbol`
+    pub(super) fn call(&mut self, symbol: SymbolId) {
+        self.relocs
+            .push(reloc(self.code.len(), symbol, 0, elf::R_AARCH64_CALL26));
+        self.word(0x9400_0000);
+    }
+
+    /// `blr xn`
+    pub(super) fn call_reg(&mut self, n: X) {
+        self.word(0xd63f_0000 | n << 5);
+    }
+
+    /// `ret`
+    pub(super) fn ret(&mut self) {
+        self.word(0xd65f_03c0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(a: Asm) -> Vec<u32> {
+        let (code, _) = a.finish();
+        code.chunks(4)
+            .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
+            .collect()
+    }
+
+    #[test]
+    fn instructions_encode_as_the_manual_says() {
+        let mut a = Asm::default();
+        a.push_pair(FP, LR, 16);
+        a.add_imm(FP, SP, 0);
+        a.pop_pair(FP, LR, 16);
+        a.store_pair(19, 20, SP, 16);
+        a.load_pair(19, 20, SP, 16);
+        a.mov(19, 0);
+        a.load16(9, 19, 10);
+        a.load32(9, 19, 12);
+        a.load64(1, 19, 16);
+        a.extract(4, 9, 3, 1);
+        a.cmp(19, 20);
+        a.cmp_imm(9, 4);
+        a.minus_one(4);
+        a.zero(5);
+        a.store64(9, SP, 8);
+        a.sub_imm(SP, SP, 16);
+        a.call_reg(16);
+        a.ret();
+        assert_eq!(
+            words(a),
+            [
+                0xa9bf7bfd, 0x910003fd, 0xa8c17bfd, 0xa90153f3, 0xa94153f3, 0xaa0003f3, 0x79401669,
+                0xb9400e69, 0xf9400a61, 0x53030d24, 0xeb14027f, 0x7100113f, 0x12800004, 0xd2800005,
+                0xf90007e9, 0xd10043ff, 0xd63f0200, 0xd65f03c0
+            ]
+        );
+    }
+
+    #[test]
+    fn branches_reach_their_labels() {
+        let mut a = Asm::default();
+        let top = a.label();
+        let end = a.label();
+        a.bind(top);
+        a.branch_if(Cond::NotEqual, end);
+        a.branch_if_zero(16, end);
+        a.jump(top);
+        a.bind(end);
+        a.ret();
+        // b.ne +12; cbz x16, +8; b -8
+        assert_eq!(words(a), [0x54000061, 0xb4000050, 0x17fffffe, 0xd65f03c0]);
+    }
+}

@@ -1,0 +1,474 @@
+//! What the native wrapper objects share: the hosts they are written for, the pieces every
+//! object has (local and undefined symbols, constructor sections), and the layout that leaves
+//! the images out of the written object and copies them into place afterwards.
+//!
+//! An object is laid out before any image byte is read: the images are not held in memory but
+//! copied from their files into place (by the kernel where it can), after the object's headers,
+//! tables and code, so wrapping a 4 GiB image takes a few MiB.
+
+use object::write::{Object, Relocation, SectionId, Symbol, SymbolId, SymbolSection};
+use object::{
+    Architecture, BinaryFormat, Endianness, RelocationFlags, SectionFlags, SectionKind,
+    SymbolFlags, SymbolKind, SymbolScope,
+};
+
+use super::Image;
+use crate::error::{Error, Result};
+use crate::io::Output;
+
+/// The hosts a native object can be written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Host {
+    /// ELF x86-64 (Linux and the other ELF systems).
+    ElfX86_64,
+    /// ELF AArch64.
+    ElfAarch64,
+    /// COFF x86-64 for the Microsoft C runtime (`x86_64-pc-windows-msvc`).
+    CoffX86_64,
+}
+
+impl Host {
+    /// The host of `triple`, if a native object can be written for it.
+    pub(super) fn of(triple: &str) -> Option<Host> {
+        let mut parts = triple.split('-');
+        let arch = parts.next()?;
+        let windows = triple.contains("-windows");
+        let msvc = windows && !triple.ends_with("-gnu") && !triple.contains("-cygnus");
+        match arch {
+            "x86_64" | "amd64" if msvc => Some(Host::CoffX86_64),
+            _ if windows => None,
+            "x86_64" | "amd64" => Some(Host::ElfX86_64),
+            "aarch64" | "arm64" => Some(Host::ElfAarch64),
+            _ => None,
+        }
+    }
+
+    pub(super) fn is_coff(self) -> bool {
+        self == Host::CoffX86_64
+    }
+
+    /// An empty object for the host.
+    pub(super) fn object(self) -> Object<'static> {
+        let (format, architecture) = match self {
+            Host::ElfX86_64 => (BinaryFormat::Elf, Architecture::X86_64),
+            Host::ElfAarch64 => (BinaryFormat::Elf, Architecture::Aarch64),
+            Host::CoffX86_64 => (BinaryFormat::Coff, Architecture::X86_64),
+        };
+        Object::new(format, architecture, Endianness::Little)
+    }
+
+    /// The relocation of a 64-bit absolute address.
+    pub(super) fn abs64(self) -> RelocationFlags {
+        match self {
+            Host::ElfX86_64 => RelocationFlags::Elf {
+                r_type: object::elf::R_X86_64_64,
+            },
+            Host::ElfAarch64 => RelocationFlags::Elf {
+                r_type: object::elf::R_AARCH64_ABS64,
+            },
+            Host::CoffX86_64 => RelocationFlags::Coff {
+                typ: object::pe::IMAGE_REL_AMD64_ADDR64,
+            },
+        }
+    }
+
+    /// The alignment of the code section (LLVM's choice for the host).
+    pub(super) fn code_align(self) -> u64 {
+        match self {
+            Host::ElfAarch64 => 4,
+            Host::ElfX86_64 | Host::CoffX86_64 => 16,
+        }
+    }
+}
+
+pub(super) fn unsupported(triple: &str) -> Error {
+    Error::msg(format!(
+        "'{triple}': unsupported target triple (objects are written for x86_64 and aarch64 ELF and x86_64-pc-windows-msvc; write .ll for others)"
+    ))
+}
+
+/// The error for a failure of the object writer.
+pub(super) fn cannot_write(e: object::write::Error) -> Error {
+    Error::msg(format!("cannot write the wrapper: {e}"))
+}
+
+/// A native object laid out without its images: the headers, tables and code, and where the
+/// images go after them.
+pub(super) struct Laid {
+    /// Everything but the images; the image section's header already points past the end.
+    head: Vec<u8>,
+    /// Where the image section starts in the file.
+    images_at: u64,
+    /// Each image's offset in the image section, and its length.
+    placed: Vec<(u64, u64)>,
+}
+
+impl Laid {
+    /// The size of the whole object.
+    pub(super) fn size(&self) -> u64 {
+        self.placed
+            .last()
+            .map_or(self.head.len() as u64, |&(at, len)| {
+                self.images_at + at + len
+            })
+    }
+
+    /// Writes the object to `out`, copying `images` (in the order they were laid out) into
+    /// place.
+    pub(super) fn write(&self, out: &mut Output, images: &[Image]) -> Result<()> {
+        out.write_bytes(&self.head)?;
+        let mut written = self.head.len() as u64;
+        for (image, &(at, len)) in images.iter().zip(&self.placed) {
+            let start = self.images_at + at;
+            write_zeros(out, start - written)?;
+            match image {
+                Image::File { file, .. } => out.write_file_range(file, 0, len)?,
+                Image::Bytes(input) => out.write_bytes(input)?,
+            }
+            written = start + len;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `count` zero bytes (padding, less than a page).
+fn write_zeros(out: &mut Output, count: u64) -> Result<()> {
+    out.write_bytes(&vec![0; count as usize])
+}
+
+/// Where the image section starts when the images are large: on a page boundary after the rest
+/// of the object, so that a file system that shares extents can share the images' with their
+/// files. Small images follow the rest on an 8-byte boundary.
+const IMAGES_ALIGN: u64 = 4096;
+
+/// The images' size from which their section starts on a page boundary.
+const PAGE_ALIGNED_FROM: u64 = 1 << 20;
+
+/// Pieces placed one after another in one section: where each starts and how long it is.
+pub(super) struct Placed {
+    pub(super) section: SectionId,
+    pub(super) at: Vec<u64>,
+    pub(super) len: Vec<u64>,
+    /// The symbol of each piece.
+    pub(super) symbols: Vec<SymbolId>,
+}
+
+/// The images in the (new, empty) section `section`, each on an `align` boundary, each with the
+/// local symbol its name gives: only their places and symbols, the section left empty (the
+/// images are copied in by [`Laid::write`]).
+pub(super) fn add_images(
+    obj: &mut Object,
+    section: SectionId,
+    align: u64,
+    images: &[u64],
+    name: impl Fn(usize) -> String,
+) -> Placed {
+    obj.append_section_data(section, &[], align);
+    let mut end = 0u64;
+    let mut placed = Placed {
+        section,
+        at: Vec::with_capacity(images.len()),
+        len: Vec::with_capacity(images.len()),
+        symbols: Vec::with_capacity(images.len()),
+    };
+    for (i, &len) in images.iter().enumerate() {
+        let at = end.next_multiple_of(align);
+        end = at + len;
+        let symbol = local_symbol(obj, &name(i), section, at, len, SymbolKind::Data);
+        placed.at.push(at);
+        placed.len.push(len);
+        placed.symbols.push(symbol);
+    }
+    placed
+}
+
+/// Writes `obj` and points its (empty) image section past the end, where the images will be
+/// copied, and gives the layout.
+pub(super) fn lay_out(obj: &Object, host: Host, images: &Placed) -> Result<Laid> {
+    let name = obj
+        .section(images.section)
+        .name()
+        .unwrap_or_default()
+        .to_string();
+    let mut head = obj.write().map_err(cannot_write)?;
+    let size: u64 = images
+        .at
+        .last()
+        .zip(images.len.last())
+        .map_or(0, |(at, len)| at + len);
+    let align = if size >= PAGE_ALIGNED_FROM {
+        IMAGES_ALIGN
+    } else {
+        8
+    };
+    let images_at = (head.len() as u64).next_multiple_of(align);
+    let name = name.as_str();
+    if host.is_coff() {
+        place_coff(&mut head, name, images_at, size)?;
+    } else {
+        place_elf(&mut head, name, images_at, size)?;
+    }
+    Ok(Laid {
+        head,
+        images_at,
+        placed: images
+            .at
+            .iter()
+            .copied()
+            .zip(images.len.iter().copied())
+            .collect(),
+    })
+}
+
+fn cannot_read_back(e: impl std::fmt::Display) -> Error {
+    Error::msg(format!("cannot read back the wrapper object: {e}"))
+}
+
+/// Sets `sh_offset` and `sh_size` of the first ELF section called `name`.
+fn place_elf(head: &mut [u8], name: &str, at: u64, size: u64) -> Result<()> {
+    use object::read::elf::{ElfFile64, FileHeader};
+    use object::{LittleEndian as LE, Object as _, ObjectSection as _};
+    let header_at = {
+        let file = ElfFile64::<LE>::parse(&*head).map_err(cannot_read_back)?;
+        let section = file
+            .section_by_name(name)
+            .ok_or_else(|| cannot_read_back(format!("no section {name}")))?;
+        let header = file.elf_header();
+        header.e_shoff(LE) + section.index().0 as u64 * u64::from(header.e_shentsize(LE))
+    };
+    let header = object::pod::from_bytes_mut::<object::elf::SectionHeader64<LE>>(
+        &mut head[header_at as usize..],
+    )
+    .map_err(|()| cannot_read_back("section header out of bounds"))?
+    .0;
+    header.sh_offset.set(LE, at);
+    header.sh_size.set(LE, size);
+    Ok(())
+}
+
+/// Sets `PointerToRawData` and `SizeOfRawData` of the first COFF section called `name`, and
+/// the length in its section symbol.
+fn place_coff(head: &mut [u8], name: &str, at: u64, size: u64) -> Result<()> {
+    use object::pe::{ImageFileHeader, ImageSectionHeader, ImageSymbol};
+    use object::LittleEndian as LE;
+    use object::{Object as _, ObjectSection as _};
+    let size = u32::try_from(size)
+        .map_err(|_| Error::msg("images of 4 GiB or more do not fit in a COFF object"))?;
+    let at = u32::try_from(at)
+        .map_err(|_| Error::msg("a COFF object cannot hold its images past 4 GiB"))?;
+    let index = {
+        let file =
+            object::read::coff::CoffFile::<&[u8]>::parse(&*head).map_err(cannot_read_back)?;
+        let section = file
+            .section_by_name(name)
+            .ok_or_else(|| cannot_read_back(format!("no section {name}")))?;
+        section.index().0
+    };
+    let (file, _) = object::pod::from_bytes::<ImageFileHeader>(head)
+        .map_err(|()| cannot_read_back("no file header"))?;
+    let symbols_at = file.pointer_to_symbol_table.get(LE) as usize;
+    let symbol_count = file.number_of_symbols.get(LE) as usize;
+    let header_at = std::mem::size_of::<ImageFileHeader>()
+        + usize::from(file.size_of_optional_header.get(LE))
+        + (index - 1) * std::mem::size_of::<ImageSectionHeader>();
+    let (header, _) = object::pod::from_bytes_mut::<ImageSectionHeader>(&mut head[header_at..])
+        .map_err(|()| cannot_read_back("section header out of bounds"))?;
+    header.pointer_to_raw_data.set(LE, at);
+    header.size_of_raw_data.set(LE, size);
+    // The section's symbol: static, numbered as the section, with one auxiliary record whose
+    // first field is the section's length.
+    let number = index as u16;
+    let mut index = 0;
+    while index < symbol_count {
+        let at = symbols_at + index * object::pe::IMAGE_SIZEOF_SYMBOL;
+        let (symbol, _) = object::pod::from_bytes::<ImageSymbol>(&head[at..])
+            .map_err(|()| cannot_read_back("symbol out of bounds"))?;
+        let aux = usize::from(symbol.number_of_aux_symbols);
+        if symbol.section_number.get(LE) == number
+            && symbol.storage_class == object::pe::IMAGE_SYM_CLASS_STATIC
+            && aux == 1
+        {
+            let length = at + object::pe::IMAGE_SIZEOF_SYMBOL;
+            head[length..length + 4].copy_from_slice(&size.to_le_bytes());
+            break;
+        }
+        index += 1 + aux;
+    }
+    Ok(())
+}
+
+/// A local symbol `name` in `section`.
+pub(super) fn local_symbol(
+    obj: &mut Object,
+    name: &str,
+    section: SectionId,
+    value: u64,
+    size: u64,
+    kind: SymbolKind,
+) -> SymbolId {
+    obj.add_symbol(Symbol {
+        name: name.as_bytes().to_vec(),
+        value,
+        size,
+        kind,
+        scope: SymbolScope::Compilation,
+        weak: false,
+        section: SymbolSection::Section(section),
+        flags: SymbolFlags::None,
+    })
+}
+
+/// An undefined symbol `name`.
+pub(super) fn undefined(
+    obj: &mut Object,
+    name: &str,
+    kind: SymbolKind,
+    scope: SymbolScope,
+    weak: bool,
+) -> SymbolId {
+    obj.add_symbol(Symbol {
+        name: name.as_bytes().to_vec(),
+        value: 0,
+        size: 0,
+        kind,
+        scope,
+        weak,
+        section: SymbolSection::Undefined,
+        flags: SymbolFlags::None,
+    })
+}
+
+/// A runtime function the wrapper calls.
+pub(super) fn runtime_function(obj: &mut Object, name: &str) -> SymbolId {
+    undefined(obj, name, SymbolKind::Text, SymbolScope::Dynamic, false)
+}
+
+/// The symbol and addend a relocation against `symbol + addend` names: on ELF, a local
+/// symbol's section symbol (as LLVM writes them); on COFF, the symbol itself.
+pub(super) fn target(
+    obj: &mut Object,
+    host: Host,
+    symbol: SymbolId,
+    addend: i64,
+) -> (SymbolId, i64) {
+    let s = obj.symbol(symbol);
+    match s.section {
+        SymbolSection::Section(section)
+            if !host.is_coff() && s.scope == SymbolScope::Compilation =>
+        {
+            let value = s.value as i64;
+            (obj.section_symbol(section), value + addend)
+        }
+        _ => (symbol, addend),
+    }
+}
+
+/// Adds `relocs` of the code at `at` in `section`, each against its [`target`].
+pub(super) fn add_code_relocations(
+    obj: &mut Object,
+    host: Host,
+    section: SectionId,
+    at: u64,
+    relocs: Vec<Relocation>,
+) -> Result<()> {
+    for mut r in relocs {
+        (r.symbol, r.addend) = target(obj, host, r.symbol, r.addend);
+        r.offset += at;
+        obj.add_relocation(section, r).map_err(cannot_write)?;
+    }
+    Ok(())
+}
+
+/// A 64-bit pointer at `offset` of `section` to `symbol + addend`.
+pub(super) fn pointer(
+    obj: &mut Object,
+    host: Host,
+    section: SectionId,
+    offset: u64,
+    symbol: SymbolId,
+    addend: i64,
+) -> Result<()> {
+    let (symbol, addend) = target(obj, host, symbol, addend);
+    obj.add_relocation(
+        section,
+        Relocation {
+            offset,
+            symbol,
+            addend,
+            flags: host.abs64(),
+        },
+    )
+    .map_err(cannot_write)
+}
+
+/// Whether a function pointer section runs its functions at startup or at exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Run {
+    AtStartup,
+    AtExit,
+}
+
+/// A section that runs `function` at startup or exit with `priority`: `.init_array.N` /
+/// `.fini_array.N` on ELF, `.CRT$XCA0000N` / `.CRT$XTA0000N` on COFF (as LLVM names them).
+pub(super) fn add_function_pointer(
+    obj: &mut Object,
+    host: Host,
+    run: Run,
+    priority: u16,
+    function: SymbolId,
+) -> Result<()> {
+    let id = if host.is_coff() {
+        let name = match run {
+            Run::AtStartup => format!(".CRT$XCA{priority:05}"),
+            Run::AtExit => format!(".CRT$XTA{priority:05}"),
+        };
+        obj.add_section(Vec::new(), name.into_bytes(), SectionKind::ReadOnlyData)
+    } else {
+        let (name, sh_type) = match run {
+            Run::AtStartup => (".init_array", object::elf::SHT_INIT_ARRAY),
+            Run::AtExit => (".fini_array", object::elf::SHT_FINI_ARRAY),
+        };
+        let id = obj.add_section(
+            Vec::new(),
+            format!("{name}.{priority}").into_bytes(),
+            SectionKind::Data,
+        );
+        obj.section_mut(id).flags = SectionFlags::Elf {
+            sh_type,
+            sh_flags: object::elf::SectionFlags(
+                object::elf::SHF_ALLOC.0 | object::elf::SHF_WRITE.0,
+            ),
+        };
+        id
+    };
+    let at = obj.append_section_data(id, &[0; 8], 8);
+    pointer(obj, host, id, at, function, 0)
+}
+
+/// The symbols every object of LLVM has that say nothing of the wrapper: `@feat.00` on COFF.
+pub(super) fn add_format_symbols(obj: &mut Object, host: Host) {
+    if host.is_coff() {
+        obj.add_symbol(Symbol {
+            name: b"@feat.00".to_vec(),
+            value: 0,
+            size: 0,
+            kind: SymbolKind::Data,
+            scope: SymbolScope::Compilation,
+            weak: false,
+            section: SymbolSection::Absolute,
+            flags: SymbolFlags::None,
+        });
+    }
+}
+
+/// `.note.GNU-stack`, empty, on ELF: the object needs no executable stack.
+pub(super) fn add_stack_note(obj: &mut Object, host: Host) {
+    if host.is_coff() {
+        return;
+    }
+    let stack = obj.add_section(Vec::new(), b".note.GNU-stack".to_vec(), SectionKind::Other);
+    obj.section_mut(stack).flags = SectionFlags::Elf {
+        sh_type: object::elf::SHT_PROGBITS,
+        sh_flags: object::elf::SectionFlags(0),
+    };
+}

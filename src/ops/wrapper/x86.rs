@@ -1,0 +1,451 @@
+//! A small x86-64 assembler for the wrappers' registration functions: one method for each
+//! instruction form the functions use (the mnemonic in its comment), labels for branches, and
+//! relocations for the symbols they name, for ELF or COFF objects.
+
+use object::write::{Relocation, SymbolId};
+use object::RelocationFlags;
+
+/// A general-purpose register, numbered as the encoding numbers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(dead_code)]
+pub(super) enum Reg {
+    Rax = 0,
+    Rcx,
+    Rdx,
+    Rbx,
+    Rsp,
+    Rbp,
+    Rsi,
+    Rdi,
+    R8,
+    R9,
+    R10,
+    R11,
+    R12,
+    R13,
+    R14,
+    R15,
+}
+
+impl Reg {
+    fn low(self) -> u8 {
+        self as u8 & 7
+    }
+
+    fn high(self) -> bool {
+        self as u8 >= 8
+    }
+}
+
+/// A branch condition (the low nibble of `Jcc`).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Cond {
+    Equal = 0x4,
+    NotEqual = 0x5,
+}
+
+/// The object format, which chooses the relocation types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Format {
+    Elf,
+    Coff,
+}
+
+impl Format {
+    /// A 32-bit PC-relative data reference.
+    fn pc32(self) -> RelocationFlags {
+        match self {
+            Format::Elf => RelocationFlags::Elf {
+                r_type: object::elf::R_X86_64_PC32,
+            },
+            Format::Coff => RelocationFlags::Coff {
+                typ: object::pe::IMAGE_REL_AMD64_REL32,
+            },
+        }
+    }
+
+    /// A 32-bit PC-relative call (through the PLT where there is one).
+    fn call32(self) -> RelocationFlags {
+        match self {
+            Format::Elf => RelocationFlags::Elf {
+                r_type: object::elf::R_X86_64_PLT32,
+            },
+            Format::Coff => RelocationFlags::Coff {
+                typ: object::pe::IMAGE_REL_AMD64_REL32,
+            },
+        }
+    }
+}
+
+/// A calling convention: where a function's integer and pointer arguments go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Conv {
+    /// System V (ELF): six registers, then the stack.
+    SysV,
+    /// Microsoft x64 (COFF): four registers, then the stack after 32 bytes of shadow space the
+    /// caller reserves.
+    Win64,
+}
+
+impl Conv {
+    /// The registers of the first arguments.
+    pub(super) fn registers(self) -> &'static [Reg] {
+        match self {
+            Conv::SysV => &[Reg::Rdi, Reg::Rsi, Reg::Rdx, Reg::Rcx, Reg::R8, Reg::R9],
+            Conv::Win64 => &[Reg::Rcx, Reg::Rdx, Reg::R8, Reg::R9],
+        }
+    }
+
+    /// The first argument's register.
+    pub(super) fn first(self) -> Reg {
+        self.registers()[0]
+    }
+
+    /// The bytes below the stack arguments that the caller reserves for the callee.
+    pub(super) fn shadow(self) -> i8 {
+        match self {
+            Conv::SysV => 0,
+            Conv::Win64 => 32,
+        }
+    }
+
+    /// Where argument `index` (one past the registers or later) goes, from `rsp` at the call.
+    pub(super) fn stack_slot(self, index: usize) -> i8 {
+        let beyond = index - self.registers().len();
+        self.shadow() + 8 * beyond as i8
+    }
+}
+
+/// A place in the code that branches go to.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Label(usize);
+
+/// Machine code being written, with its relocations (offsets from the code's start).
+pub(super) struct Asm {
+    pub(super) code: Vec<u8>,
+    pub(super) relocs: Vec<Relocation>,
+    format: Format,
+    labels: Vec<Option<usize>>,
+    /// Each 32-bit branch displacement to fill in: where it is, and the label it goes to.
+    fixups: Vec<(usize, Label)>,
+}
+
+impl Asm {
+    pub(super) fn new(format: Format) -> Asm {
+        Asm {
+            code: Vec::new(),
+            relocs: Vec::new(),
+            format,
+            labels: Vec::new(),
+            fixups: Vec::new(),
+        }
+    }
+
+    /// The code with every branch resolved, and its relocations.
+    pub(super) fn finish(mut self) -> (Vec<u8>, Vec<Relocation>) {
+        for &(at, label) in &self.fixups {
+            let target = self.labels[label.0].expect("every label is bound");
+            let displacement = target as i64 - (at as i64 + 4);
+            let displacement = i32::try_from(displacement).expect("a function is small");
+            self.code[at..at + 4].copy_from_slice(&displacement.to_le_bytes());
+        }
+        (self.code, self.relocs)
+    }
+
+    /// A new label, bound later with [`Asm::bind`].
+    pub(super) fn label(&mut self) -> Label {
+        self.labels.push(None);
+        Label(self.labels.len() - 1)
+    }
+
+    /// Binds `label` here.
+    pub(super) fn bind(&mut self, label: Label) {
+        self.labels[label.0] = Some(self.code.len());
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.code.extend_from_slice(bytes);
+    }
+
+    /// A REX prefix when one is needed: `w` for 64-bit operands, `reg` and `rm` the registers
+    /// of the ModRM byte's fields.
+    fn rex(&mut self, w: bool, reg: Option<Reg>, rm: Option<Reg>) {
+        let r = reg.is_some_and(Reg::high);
+        let b = rm.is_some_and(Reg::high);
+        if w || r || b {
+            self.code
+                .push(0x40 | u8::from(w) << 3 | u8::from(r) << 2 | u8::from(b));
+        }
+    }
+
+    /// A ModRM byte for two registers.
+    fn modrm_regs(&mut self, reg: u8, rm: Reg) {
+        self.code.push(0xc0 | (reg & 7) << 3 | rm.low());
+    }
+
+    /// A ModRM byte (and SIB when `base` is rsp or r12) for `[base + disp8]`.
+    fn modrm_mem(&mut self, reg: u8, base: Reg, disp: i8) {
+        self.code.push(0x40 | (reg & 7) << 3 | base.low());
+        if base.low() == 4 {
+            self.code.push(0x24);
+        }
+        self.code.push(disp as u8);
+    }
+
+    /// A ModRM byte for `[rip + disp32]`, the displacement relocated against `symbol + addend`.
+    fn modrm_rip(&mut self, reg: u8, symbol: SymbolId, addend: i64, flags: RelocationFlags) {
+        self.code.push((reg & 7) << 3 | 0b101);
+        self.relocs.push(Relocation {
+            offset: self.code.len() as u64,
+            symbol,
+            addend: addend - 4,
+            flags,
+        });
+        self.bytes(&[0; 4]);
+    }
+
+    /// `push r64`
+    pub(super) fn push(&mut self, reg: Reg) {
+        self.rex(false, None, Some(reg));
+        self.code.push(0x50 + reg.low());
+    }
+
+    /// `pop r64`
+    pub(super) fn pop(&mut self, reg: Reg) {
+        self.rex(false, None, Some(reg));
+        self.code.push(0x58 + reg.low());
+    }
+
+    /// `sub rsp, imm8`
+    pub(super) fn sub_rsp(&mut self, imm: i8) {
+        self.bytes(&[0x48, 0x83, 0xec, imm as u8]);
+    }
+
+    /// `add rsp, imm8`
+    pub(super) fn add_rsp(&mut self, imm: i8) {
+        self.bytes(&[0x48, 0x83, 0xc4, imm as u8]);
+    }
+
+    /// `add r64, imm8`
+    pub(super) fn add_imm(&mut self, reg: Reg, imm: i8) {
+        self.rex(true, None, Some(reg));
+        self.code.push(0x83);
+        self.modrm_regs(0, reg);
+        self.code.push(imm as u8);
+    }
+
+    /// `mov r64, r64`
+    pub(super) fn mov(&mut self, dst: Reg, src: Reg) {
+        self.rex(true, Some(src), Some(dst));
+        self.code.push(0x89);
+        self.modrm_regs(src as u8, dst);
+    }
+
+    /// `mov r32, imm32` (zero-extended into the whole register)
+    pub(super) fn mov_imm32(&mut self, dst: Reg, imm: i32) {
+        self.rex(false, None, Some(dst));
+        self.code.push(0xb8 + dst.low());
+        self.bytes(&imm.to_le_bytes());
+    }
+
+    /// `xor r32, r32` (zeroes the whole register)
+    pub(super) fn zero(&mut self, reg: Reg) {
+        self.rex(false, Some(reg), Some(reg));
+        self.code.push(0x31);
+        self.modrm_regs(reg as u8, reg);
+    }
+
+    /// `mov r64, [base + disp8]`
+    pub(super) fn load64(&mut self, dst: Reg, base: Reg, disp: i8) {
+        self.rex(true, Some(dst), Some(base));
+        self.code.push(0x8b);
+        self.modrm_mem(dst as u8, base, disp);
+    }
+
+    /// `mov r32, [base + disp8]`
+    pub(super) fn load32(&mut self, dst: Reg, base: Reg, disp: i8) {
+        self.rex(false, Some(dst), Some(base));
+        self.code.push(0x8b);
+        self.modrm_mem(dst as u8, base, disp);
+    }
+
+    /// `movzx r32, word [base + disp8]`
+    pub(super) fn load16(&mut self, dst: Reg, base: Reg, disp: i8) {
+        self.rex(false, Some(dst), Some(base));
+        self.bytes(&[0x0f, 0xb7]);
+        self.modrm_mem(dst as u8, base, disp);
+    }
+
+    /// `mov [base + disp8], r64`
+    pub(super) fn store64(&mut self, base: Reg, disp: i8, src: Reg) {
+        self.rex(true, Some(src), Some(base));
+        self.code.push(0x89);
+        self.modrm_mem(src as u8, base, disp);
+    }
+
+    /// `mov qword [base + disp8], imm32` (sign-extended)
+    pub(super) fn store64_imm(&mut self, base: Reg, disp: i8, imm: i32) {
+        self.rex(true, None, Some(base));
+        self.code.push(0xc7);
+        self.modrm_mem(0, base, disp);
+        self.bytes(&imm.to_le_bytes());
+    }
+
+    /// `lea r64, [rip + symbol + addend]`
+    pub(super) fn lea(&mut self, dst: Reg, symbol: SymbolId, addend: i64) {
+        self.rex(true, Some(dst), None);
+        self.code.push(0x8d);
+        self.modrm_rip(dst as u8, symbol, addend, self.format.pc32());
+    }
+
+    /// `mov r64, [rip + symbol]`
+    pub(super) fn load_rip(&mut self, dst: Reg, symbol: SymbolId) {
+        self.rex(true, Some(dst), None);
+        self.code.push(0x8b);
+        self.modrm_rip(dst as u8, symbol, 0, self.format.pc32());
+    }
+
+    /// `mov r64, [rip + symbol@GOTPCREL]` (ELF: the address of `symbol` from the GOT)
+    pub(super) fn load_got(&mut self, dst: Reg, symbol: SymbolId) {
+        self.rex(true, Some(dst), None);
+        self.code.push(0x8b);
+        let flags = RelocationFlags::Elf {
+            r_type: object::elf::R_X86_64_REX_GOTPCRELX,
+        };
+        self.modrm_rip(dst as u8, symbol, 0, flags);
+    }
+
+    /// `mov [rip + symbol], r64`
+    pub(super) fn store_rip(&mut self, symbol: SymbolId, src: Reg) {
+        self.rex(true, Some(src), None);
+        self.code.push(0x89);
+        self.modrm_rip(src as u8, symbol, 0, self.format.pc32());
+    }
+
+    /// `call symbol`
+    pub(super) fn call(&mut self, symbol: SymbolId) {
+        self.code.push(0xe8);
+        self.relocs.push(Relocation {
+            offset: self.code.len() as u64,
+            symbol,
+            addend: -4,
+            flags: self.format.call32(),
+        });
+        self.bytes(&[0; 4]);
+    }
+
+    /// `call r64`
+    pub(super) fn call_reg(&mut self, reg: Reg) {
+        self.rex(false, None, Some(reg));
+        self.code.push(0xff);
+        self.modrm_regs(2, reg);
+    }
+
+    /// `cmp r64, r64` (flags of `a - b`)
+    pub(super) fn cmp(&mut self, a: Reg, b: Reg) {
+        self.rex(true, Some(b), Some(a));
+        self.code.push(0x39);
+        self.modrm_regs(b as u8, a);
+    }
+
+    /// `cmp r32, imm8`
+    pub(super) fn cmp_imm(&mut self, reg: Reg, imm: i8) {
+        self.rex(false, None, Some(reg));
+        self.code.push(0x83);
+        self.modrm_regs(7, reg);
+        self.code.push(imm as u8);
+    }
+
+    /// `test r64, r64`
+    pub(super) fn test(&mut self, reg: Reg) {
+        self.rex(true, Some(reg), Some(reg));
+        self.code.push(0x85);
+        self.modrm_regs(reg as u8, reg);
+    }
+
+    /// `shr r32, imm8`
+    pub(super) fn shr(&mut self, reg: Reg, imm: u8) {
+        self.rex(false, None, Some(reg));
+        self.code.push(0xc1);
+        self.modrm_regs(5, reg);
+        self.code.push(imm);
+    }
+
+    /// `and r32, imm8`
+    pub(super) fn and_imm(&mut self, reg: Reg, imm: i8) {
+        self.rex(false, None, Some(reg));
+        self.code.push(0x83);
+        self.modrm_regs(4, reg);
+        self.code.push(imm as u8);
+    }
+
+    /// `jcc rel32`
+    pub(super) fn jump_if(&mut self, cond: Cond, label: Label) {
+        self.bytes(&[0x0f, 0x80 | cond as u8]);
+        self.fixups.push((self.code.len(), label));
+        self.bytes(&[0; 4]);
+    }
+
+    /// `jmp rel32`
+    pub(super) fn jump(&mut self, label: Label) {
+        self.code.push(0xe9);
+        self.fixups.push((self.code.len(), label));
+        self.bytes(&[0; 4]);
+    }
+
+    /// `ret`
+    pub(super) fn ret(&mut self) {
+        self.code.push(0xc3);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instructions_encode_as_the_manual_says() {
+        let mut a = Asm::new(Format::Elf);
+        a.push(Reg::R12); // 41 54
+        a.mov(Reg::R12, Reg::Rcx); // 49 89 cc
+        a.load64(Reg::Rdx, Reg::Rbx, 16); // 48 8b 53 10
+        a.load16(Reg::Rax, Reg::Rbx, 10); // 0f b7 43 0a
+        a.store64(Reg::Rsp, 32, Reg::Rax); // 48 89 44 24 20
+        a.store64_imm(Reg::Rsp, 40, -1); // 48 c7 44 24 28 ff ff ff ff
+        a.mov_imm32(Reg::R8, -1); // 41 b8 ff ff ff ff
+        a.zero(Reg::R9); // 45 31 c9
+        a.cmp(Reg::Rbx, Reg::R13); // 4c 39 eb
+        a.shr(Reg::R9, 3); // 41 c1 e9 03
+        a.and_imm(Reg::Rax, 7); // 83 e0 07
+        a.add_imm(Reg::Rbx, 56); // 48 83 c3 38
+        a.call_reg(Reg::Rax); // ff d0
+        a.pop(Reg::Rbx); // 5b
+        let (code, _) = a.finish();
+        assert_eq!(
+            code,
+            [
+                0x41, 0x54, 0x49, 0x89, 0xcc, 0x48, 0x8b, 0x53, 0x10, 0x0f, 0xb7, 0x43, 0x0a, 0x48,
+                0x89, 0x44, 0x24, 0x20, 0x48, 0xc7, 0x44, 0x24, 0x28, 0xff, 0xff, 0xff, 0xff, 0x41,
+                0xb8, 0xff, 0xff, 0xff, 0xff, 0x45, 0x31, 0xc9, 0x4c, 0x39, 0xeb, 0x41, 0xc1, 0xe9,
+                0x03, 0x83, 0xe0, 0x07, 0x48, 0x83, 0xc3, 0x38, 0xff, 0xd0, 0x5b
+            ]
+        );
+    }
+
+    #[test]
+    fn branches_reach_their_labels() {
+        let mut a = Asm::new(Format::Elf);
+        let top = a.label();
+        let end = a.label();
+        a.bind(top);
+        a.jump_if(Cond::Equal, end); // 0f 84 +5
+        a.jump(top); // e9 -10
+        a.bind(end);
+        a.ret();
+        let (code, _) = a.finish();
+        assert_eq!(
+            code,
+            [0x0f, 0x84, 5, 0, 0, 0, 0xe9, 0xf5, 0xff, 0xff, 0xff, 0xc3]
+        );
+    }
+}
