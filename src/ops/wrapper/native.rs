@@ -333,6 +333,8 @@ fn add_refptr(obj: &mut Object, host: Host, symbol: SymbolId) -> Result<SymbolId
         SectionKind::ReadOnlyData,
     );
     obj.append_section_data(section, &[0; 8], 8);
+    // A COMDAT section has its section symbol.
+    obj.section_symbol(section);
     let refptr = obj.add_symbol(Symbol {
         name: format!(".refptr.{name}").into_bytes(),
         value: 0,
