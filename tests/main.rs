@@ -47,6 +47,7 @@ mod runtime_pick;
 mod targets;
 mod trees;
 mod wrapper;
+mod wrapper_native;
 
 /// Cargo builds only tests/main.rs (`autotests = false`), so a test file that no `mod` line
 /// names would never be compiled nor run.
