@@ -44,7 +44,8 @@ COMMANDS:
   du         bytes of device code per target, per file and in total, stored and inflated
              (--keep gfx942: what strip would remove; --json)
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images;
-             with --kind=openmp|cuda|hip, llvm-offload-wrapper 22's module (bitcode, or .ll)
+             with --kind=openmp|cuda|hip, llvm-offload-wrapper 22's module (.o/.obj an ELF or
+             COFF object, .ll IR text, else bitcode)
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file;
              strip, compress and decompress take many files and folders (-r, -j N)
   compress   compress the bundles of a file (--format-version 2|3); decompress does the reverse,

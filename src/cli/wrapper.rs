@@ -45,9 +45,16 @@ Generic Options:
 
 clang-offload-wrapper options:
 
-  -o <filename>                      - Output filename (.o/.obj, .ll or .bc)
+  -o <filename>                      - Output filename: .o/.obj a native object, .ll LLVM IR,
+                                       .bc bitcode
   --offload-arch=<target id>         - Target ID of the image that follows
-  --target=<triple>                  - Target triple for the output module
+  --target=<triple>                  - Target triple for the output module (native objects:
+                                       x86_64 and aarch64 ELF, x86_64-pc-windows-msvc COFF)
+
+With --kind=openmp|cuda|hip (and --triple=<triple>, not --target), the command line and the
+module are LLVM 22's llvm-offload-wrapper's (see llvm-offload-wrapper --help); the output's
+extension chooses what is written in the same way. (Started as llvm-offload-wrapper, the
+program writes bitcode for any name, as LLVM's, unless given --filetype=obj, bc or ll.)
 ";
 
 /// Runs `offload wrapper` with `args` (without the program name): the wrapper's command line,
