@@ -309,55 +309,91 @@ fn lea_target(file: &object::File, function: u64) -> u64 {
     (function + 11).wrapping_add_signed(displacement.into())
 }
 
+/// Checks the DLL `name` linked from the COFF object `object` of `kind` (in `dir`): the
+/// constructor in `.CRT`, the wrapper or descriptor pointing at the images, every pointer
+/// base-relocated.
+fn check_dll_of(dir: &Path, kind: &str, count: usize, object: &str) -> Option<()> {
+    let object_data = std::fs::read(dir.join(object)).unwrap();
+    let object_file = object::File::parse(&*object_data).unwrap();
+    assert_eq!(object_file.format(), object::BinaryFormat::Coff);
+    assert!(
+        object_file.section_by_name(".CRT$XCA00101").is_some(),
+        "{kind} {object}"
+    );
+    let data = link_dll(dir, &[object], kind)?;
+    let file = object::File::parse(&*data).unwrap();
+    let relocated = base_relocations(&data);
+    let ctor = crt_function(&file, 0);
+    // The constructor is the object's first function.
+    let text = object_file.section_by_name(".text.startup").unwrap();
+    assert_eq!(
+        bytes_at(&file, ctor, 4),
+        &text.data().unwrap()[..4],
+        "{kind} {object}"
+    );
+    let pointers = if kind == "openmp" {
+        check_descriptor(&file, lea_target(&file, ctor), &images()[..count])
+    } else {
+        // lld-link keeps eight characters of a section's name.
+        let segment = if kind == "hip" {
+            ".hipFatB"
+        } else {
+            ".nvFatBi"
+        };
+        let wrapper = file.section_by_name(segment).unwrap().address();
+        vec![check_fatbin_wrapper(
+            &file,
+            wrapper,
+            magic(kind),
+            &images()[0],
+        )]
+    };
+    let crt = file.section_by_name(".CRT").unwrap().address();
+    for pointer in pointers.into_iter().chain([crt]) {
+        assert!(
+            relocated.contains(&pointer),
+            "{kind} {object}: {pointer:#x} is not relocated"
+        );
+    }
+    Some(())
+}
+
 #[test]
 fn coff_objects_of_every_kind_link_into_a_dll_that_points_at_the_images() {
+    const TRIPLE: &str = "x86_64-pc-windows-msvc";
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    let upstream = reference_tool("llvm-offload-wrapper-22");
     for (kind, count) in KINDS {
-        wrap(
-            d,
-            &args(kind, count, Some("x86_64-pc-windows-msvc"), "w.obj"),
-        );
-        let object_data = std::fs::read(d.join("w.obj")).unwrap();
-        let object = object::File::parse(&*object_data).unwrap();
-        assert_eq!(object.format(), object::BinaryFormat::Coff);
-        assert!(object.section_by_name(".CRT$XCA00101").is_some(), "{kind}");
-        let Some(data) = link_dll(d, &["w.obj"], kind) else {
+        wrap(d, &args(kind, count, Some(TRIPLE), "w.obj"));
+        if check_dll_of(d, kind, count, "w.obj").is_none() {
             return;
+        }
+        // The checks hold for LLVM's module and for our IR text, compiled by clang-22.
+        let Some(upstream) = &upstream else {
+            continue;
         };
-        let file = object::File::parse(&*data).unwrap();
-        let relocated = base_relocations(&data);
-        let ctor = crt_function(&file, 0);
-        // The constructor is the object's first function.
-        let text = object.section_by_name(".text.startup").unwrap();
-        assert_eq!(
-            bytes_at(&file, ctor, 4),
-            &text.data().unwrap()[..4],
-            "{kind}"
-        );
-        let pointers = if kind == "openmp" {
-            check_descriptor(&file, lea_target(&file, ctor), &images()[..2])
-        } else {
-            // lld-link keeps eight characters of a section's name.
-            let segment = if kind == "hip" {
-                ".hipFatB"
-            } else {
-                ".nvFatBi"
-            };
-            let wrapper = file.section_by_name(segment).unwrap().address();
-            vec![check_fatbin_wrapper(
-                &file,
-                wrapper,
-                magic(kind),
-                &images()[0],
-            )]
-        };
-        let crt = file.section_by_name(".CRT").unwrap().address();
-        for pointer in pointers.into_iter().chain([crt]) {
-            assert!(
-                relocated.contains(&pointer),
-                "{kind}: {pointer:#x} is not relocated"
+        succeed(Command::new(upstream).current_dir(d).args(args(
+            kind,
+            count,
+            Some(TRIPLE),
+            "llvm.bc",
+        )));
+        wrap(d, &args(kind, count, Some(TRIPLE), "ours.ll"));
+        for (module, object) in [("llvm.bc", "llvm.obj"), ("ours.ll", "ours.obj")] {
+            succeed(
+                Command::new(reference_tool("clang-22").unwrap())
+                    .current_dir(d)
+                    .args([
+                        "-w",
+                        "-c",
+                        "--target=x86_64-pc-windows-msvc",
+                        module,
+                        "-o",
+                        object,
+                    ]),
             );
+            check_dll_of(d, kind, count, object);
         }
     }
 }

@@ -158,19 +158,38 @@ pub(super) fn assemble(ir: String, output: &Path) -> Result<Vec<u8>> {
     }
     Ok(out.stdout)
 }
-/// and the unregistration it hands to `atexit`.
+
+/// Whether `triple` names a COFF target (Windows, MinGW, Cygwin), whose linker defines no
+/// `__start_`/`__stop_` symbols.
+fn is_coff(triple: &str) -> bool {
+    ["-windows", "-mingw", "-cygwin"]
+        .iter()
+        .any(|os| triple.contains(os))
+}
+
+/// The module of LLVM 22's `llvm-offload-wrapper` for `kind`, as IR text: the images, what
+/// registers them and their entries with the runtime at startup (priority 101), and the
+/// unregistration it hands to `atexit`.
 pub fn llvm22_ir(kind: OffloadKind, triple: &str, images: &[Input]) -> String {
     let mut ir = String::from("; ModuleID = 'offload.wrapper.module'\n");
     ir.push_str("source_filename = \"offload.wrapper.module\"\n");
     ir.push_str(&format!("target triple = \"{triple}\"\n\n"));
-    ir.push_str(
-        "%entry = type { i64, i16, i16, i32, ptr, ptr, i64, i64, ptr }\n\
-         @__start_llvm_offload_entries = external hidden constant [0 x %entry]\n\
-         @__stop_llvm_offload_entries = external hidden constant [0 x %entry]\n\
-         @__dummy.llvm_offload_entries = internal constant [0 x %entry] zeroinitializer, section \"llvm_offload_entries\", align 8\n\
-         @llvm.compiler.used = appending global [1 x ptr] [ptr @__dummy.llvm_offload_entries], section \"llvm.metadata\"\n\
-         declare i32 @atexit(ptr)\n",
-    );
+    ir.push_str("%entry = type { i64, i16, i16, i32, ptr, ptr, i64, i64, ptr }\n");
+    if is_coff(triple) {
+        // Bounds of their own, in the sections the linker sorts around `$OE`'s entries.
+        ir.push_str(
+            "@__start_llvm_offload_entries = weak_odr hidden constant [0 x %entry] zeroinitializer, section \"llvm_offload_entries$OA\"\n\
+             @__stop_llvm_offload_entries = weak_odr hidden constant [0 x %entry] zeroinitializer, section \"llvm_offload_entries$OZ\"\n",
+        );
+    } else {
+        ir.push_str(
+            "@__start_llvm_offload_entries = external hidden constant [0 x %entry]\n\
+             @__stop_llvm_offload_entries = external hidden constant [0 x %entry]\n\
+             @__dummy.llvm_offload_entries = internal constant [0 x %entry] zeroinitializer, section \"llvm_offload_entries\", align 8\n\
+             @llvm.compiler.used = appending global [1 x ptr] [ptr @__dummy.llvm_offload_entries], section \"llvm.metadata\"\n",
+        );
+    }
+    ir.push_str("declare i32 @atexit(ptr)\n");
     // The runtime's prefix, the wrapper's magic, the image's and wrapper's sections, and the
     // entries' kind (`llvm_offload_entries` holds entries of every runtime).
     let (p, magic, data, segment, entry_kind) = match kind {
