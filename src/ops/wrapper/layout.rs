@@ -297,6 +297,21 @@ fn place_coff(head: &mut [u8], name: &str, at: u64, size: u64) -> Result<()> {
     Ok(())
 }
 
+/// Adds the section `name` of `kind`, on COFF with its section symbol (LLVM gives every COFF
+/// section one; ELF section symbols are added where relocations need them).
+pub(super) fn add_section(
+    obj: &mut Object,
+    host: Host,
+    name: &str,
+    kind: SectionKind,
+) -> SectionId {
+    let section = obj.add_section(Vec::new(), name.as_bytes().to_vec(), kind);
+    if host.is_coff() {
+        obj.section_symbol(section);
+    }
+    section
+}
+
 /// A local symbol `name` in `section`.
 pub(super) fn local_symbol(
     obj: &mut Object,
@@ -422,7 +437,7 @@ pub(super) fn add_function_pointer(
             Run::AtStartup => format!(".CRT$XCA{priority:05}"),
             Run::AtExit => format!(".CRT$XTA{priority:05}"),
         };
-        obj.add_section(Vec::new(), name.into_bytes(), SectionKind::ReadOnlyData)
+        add_section(obj, host, &name, SectionKind::ReadOnlyData)
     } else {
         let (name, sh_type) = match run {
             Run::AtStartup => (".init_array", object::elf::SHT_INIT_ARRAY),

@@ -25,8 +25,9 @@ use object::write::{Comdat, Object, SectionId, StandardSection, Symbol, SymbolId
 use object::{ComdatKind, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 
 use super::layout::{
-    add_code_relocations, add_format_symbols, add_function_pointer, add_images, add_stack_note,
-    lay_out, local_symbol, pointer, runtime_function, undefined, Host, Laid, Placed, Run,
+    add_code_relocations, add_format_symbols, add_function_pointer, add_images, add_section,
+    add_stack_note, lay_out, local_symbol, pointer, runtime_function, undefined, Host, Laid,
+    Placed, Run,
 };
 use super::name;
 use super::{a64, x86};
@@ -43,15 +44,15 @@ pub(super) fn native_object(host: Host, images: &[u64], arches: &[&str]) -> Resu
     let mut obj = host.object();
     add_format_symbols(&mut obj, host);
     let image_section = if host.is_coff() {
-        obj.add_section(Vec::new(), b".rdata".to_vec(), SectionKind::ReadOnlyData)
+        add_section(&mut obj, host, ".rdata", SectionKind::ReadOnlyData)
     } else {
         obj.section_id(StandardSection::ReadOnlyData)
     };
     let device_images = add_images(&mut obj, image_section, 8, images, |i| {
         name(".omp_offloading.device_image", i)
     });
-    let arch_list = add_arch_list(&mut obj, arches);
-    let entries = add_entries(&mut obj);
+    let arch_list = add_arch_list(&mut obj, host, arches);
+    let entries = add_entries(&mut obj, host);
     let mut tables = Tables::add(&mut obj, host, images.len());
     tables.add_device_image_table(&mut obj, &device_images, &entries)?;
     tables.add_descriptor(&mut obj, &entries)?;
@@ -64,12 +65,8 @@ pub(super) fn native_object(host: Host, images: &[u64], arches: &[&str]) -> Resu
 }
 
 /// The target ID strings, NUL-terminated, in `.offload_arch_list`, named `__offload_arch[.N]`.
-fn add_arch_list(obj: &mut Object, arches: &[&str]) -> Placed {
-    let section = obj.add_section(
-        Vec::new(),
-        b".offload_arch_list".to_vec(),
-        SectionKind::ReadOnlyString,
-    );
+fn add_arch_list(obj: &mut Object, host: Host, arches: &[&str]) -> Placed {
+    let section = add_section(obj, host, ".offload_arch_list", SectionKind::ReadOnlyString);
     let mut placed = Placed {
         section,
         at: Vec::with_capacity(arches.len()),
@@ -104,10 +101,11 @@ struct Entries {
 
 /// The `omp_offloading_entries` section with its dummy (hidden on ELF), so that the linker
 /// defines the section's `__start_` and `__stop_` symbols even when no entry is linked in.
-fn add_entries(obj: &mut Object) -> Entries {
-    let section = obj.add_section(
-        Vec::new(),
-        b"omp_offloading_entries".to_vec(),
+fn add_entries(obj: &mut Object, host: Host) -> Entries {
+    let section = add_section(
+        obj,
+        host,
+        "omp_offloading_entries",
         SectionKind::ReadOnlyData,
     );
     obj.section_mut(section).append_data(&[], 8);
@@ -150,13 +148,9 @@ impl Tables {
     /// Adds the tables' section with room for the tables of `count` images, zero-filled.
     fn add(obj: &mut Object, host: Host, count: usize) -> Tables {
         let section = if host.is_coff() {
-            obj.add_section(Vec::new(), b".rdata".to_vec(), SectionKind::ReadOnlyData)
+            add_section(obj, host, ".rdata", SectionKind::ReadOnlyData)
         } else {
-            obj.add_section(
-                Vec::new(),
-                b".data.rel.ro".to_vec(),
-                SectionKind::ReadOnlyDataWithRel,
-            )
+            add_section(obj, host, ".data.rel.ro", SectionKind::ReadOnlyDataWithRel)
         };
         let size = IMAGE_STRUCT * count as u64 + DESCRIPTOR + INFO_STRUCT * count as u64;
         let base = obj.append_section_data(section, &vec![0; size as usize], 8);
@@ -273,7 +267,7 @@ struct Code {
 /// The constructor and the destructor in `.text.startup`, with the runtime functions they call.
 /// Returns their symbols.
 fn add_registration(obj: &mut Object, host: Host, tables: &Tables) -> Result<(SymbolId, SymbolId)> {
-    let text = obj.add_section(Vec::new(), b".text.startup".to_vec(), SectionKind::Text);
+    let text = add_section(obj, host, ".text.startup", SectionKind::Text);
     // Upstream runtimes have no __tgt_register_image_info: the constructor tests for it.
     let weak_info = undefined(
         obj,
@@ -327,9 +321,10 @@ fn add_registration(obj: &mut Object, host: Host, tables: &Tables) -> Result<(Sy
 /// LLVM reads a weak symbol's address on COFF.
 fn add_refptr(obj: &mut Object, host: Host, symbol: SymbolId) -> Result<SymbolId> {
     let name = String::from_utf8_lossy(&obj.symbol(symbol).name).into_owned();
-    let section = obj.add_section(
-        Vec::new(),
-        format!(".rdata$.refptr.{name}").into_bytes(),
+    let section = add_section(
+        obj,
+        host,
+        &format!(".rdata$.refptr.{name}"),
         SectionKind::ReadOnlyData,
     );
     obj.append_section_data(section, &[0; 8], 8);

@@ -25,8 +25,8 @@ use object::write::{Object, SectionId, Symbol, SymbolId, SymbolSection};
 use object::{SectionFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 
 use super::layout::{
-    add_code_relocations, add_format_symbols, add_function_pointer, add_images, add_stack_note,
-    lay_out, local_symbol, pointer, runtime_function, Host, Laid, Run,
+    add_code_relocations, add_format_symbols, add_function_pointer, add_images, add_section,
+    add_stack_note, lay_out, local_symbol, pointer, runtime_function, Host, Laid, Run,
 };
 use super::{a64, name, x86, OffloadKind};
 use crate::error::Result;
@@ -57,7 +57,7 @@ pub(super) fn native_object22(kind: OffloadKind, host: Host, images: &[u64]) -> 
     let mut obj = host.object();
     add_file_symbol(&mut obj);
     add_format_symbols(&mut obj, host);
-    let text = obj.add_section(Vec::new(), b".text.startup".to_vec(), SectionKind::Text);
+    let text = add_section(&mut obj, host, ".text.startup", SectionKind::Text);
     let entries = add_entries(&mut obj, host);
     match kind {
         OffloadKind::OpenMp => openmp(obj, host, text, &entries, images),
@@ -78,11 +78,7 @@ struct Entries {
 
 fn add_entries(obj: &mut Object, host: Host) -> Entries {
     let entries_section = |obj: &mut Object, name: &str| {
-        let section = obj.add_section(
-            Vec::new(),
-            name.as_bytes().to_vec(),
-            SectionKind::ReadOnlyData,
-        );
+        let section = add_section(obj, host, name, SectionKind::ReadOnlyData);
         obj.append_section_data(section, &[], 8);
         section
     };
@@ -168,9 +164,10 @@ fn fatbin(
     let reg = function_symbol(&mut obj, text, &format!(".{p}.fatbin_reg"));
     let unreg = function_symbol(&mut obj, text, &format!(".{p}.fatbin_unreg"));
     let globals = function_symbol(&mut obj, text, &format!(".{p}.globals_reg"));
-    let image_section = obj.add_section(
-        Vec::new(),
-        runtime.image_section.as_bytes().to_vec(),
+    let image_section = add_section(
+        &mut obj,
+        host,
+        runtime.image_section,
         SectionKind::ReadOnlyData,
     );
     let images = add_images(&mut obj, image_section, 16, &[image], |_| {
@@ -181,11 +178,7 @@ fn fatbin(
     } else {
         SectionKind::Data
     };
-    let segment = obj.add_section(
-        Vec::new(),
-        runtime.wrapper_section.as_bytes().to_vec(),
-        wrapper_kind,
-    );
+    let segment = add_section(&mut obj, host, runtime.wrapper_section, wrapper_kind);
     let mut wrapper = [0u8; 24];
     wrapper[0..4].copy_from_slice(&runtime.magic.to_le_bytes());
     wrapper[4..8].copy_from_slice(&1u32.to_le_bytes());
@@ -199,7 +192,7 @@ fn fatbin(
         SymbolKind::Data,
     );
     pointer(&mut obj, host, segment, at + 8, images.symbols[0], 0)?;
-    let bss = obj.add_section(Vec::new(), b".bss".to_vec(), SectionKind::UninitializedData);
+    let bss = add_section(&mut obj, host, ".bss", SectionKind::UninitializedData);
     let at = obj.append_section_bss(bss, 8, 8);
     let handle = local_symbol(
         &mut obj,
@@ -649,9 +642,10 @@ fn openmp(
 ) -> Result<Laid> {
     let reg = function_symbol(&mut obj, text, ".omp_offloading.descriptor_reg");
     let unreg = function_symbol(&mut obj, text, ".omp_offloading.descriptor_unreg");
-    let image_section = obj.add_section(
-        Vec::new(),
-        b".llvm.offloading".to_vec(),
+    let image_section = add_section(
+        &mut obj,
+        host,
+        ".llvm.offloading",
         SectionKind::ReadOnlyData,
     );
     if !host.is_coff() {
@@ -664,11 +658,12 @@ fn openmp(
         name(".omp_offloading.device_image", i)
     });
     let tables = if host.is_coff() {
-        obj.add_section(Vec::new(), b".rdata".to_vec(), SectionKind::ReadOnlyData)
+        add_section(&mut obj, host, ".rdata", SectionKind::ReadOnlyData)
     } else {
-        obj.add_section(
-            Vec::new(),
-            b".data.rel.ro".to_vec(),
+        add_section(
+            &mut obj,
+            host,
+            ".data.rel.ro",
             SectionKind::ReadOnlyDataWithRel,
         )
     };
