@@ -8,7 +8,7 @@ use std::process::Command;
 
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 
-use crate::util::native::{link_and_run, support};
+use crate::util::native::{link_and_run, runs_with_libomptarget, support};
 use crate::util::{offload, reference_tool, samples_dir, succeed, text_output, OFFLOAD};
 
 fn images() -> Vec<PathBuf> {
@@ -108,33 +108,9 @@ fn the_llvm_offload_wrapper_program_still_writes_bitcode_for_o() {
 
 #[test]
 fn the_openmp_native_object_links_with_the_real_libomptarget() {
-    let lib = Path::new("/usr/lib/llvm-19/lib");
-    if !lib.join("libomptarget.so").exists() {
-        assert!(
-            std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() != Ok("1"),
-            "libomptarget of libomp-19-dev is required"
-        );
-        eprintln!("SKIP: libomptarget (libomp-19-dev) not installed");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     wrap(dir.path(), &args("openmp", 1, None, "w.o"));
-    std::fs::write(dir.path().join("main.c"), "int main(void) { return 0; }\n").unwrap();
-    succeed(
-        Command::new("cc")
-            .current_dir(dir.path())
-            .args(["main.c", "w.o", "-L/usr/lib/llvm-19/lib", "-lomptarget"])
-            .arg("-Wl,-rpath,/usr/lib/llvm-19/lib")
-            .args(["-o", "real"]),
-    );
-    // The runtime registers the image, finds no device, and the program exits normally.
-    let run = Command::new(dir.path().join("real")).output().unwrap();
-    assert_eq!(
-        run.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    runs_with_libomptarget(Path::new("cc"), dir.path(), &["w.o"]);
 }
 
 /// The bytes `len` long at virtual address `address` of a linked program or library.

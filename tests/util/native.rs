@@ -35,3 +35,36 @@ pub fn link_and_run(cc: &str, runtime: &Path, object: &Path, program: &Path) -> 
     );
     run(program, None)
 }
+
+/// Links `inputs` (files in `dir`, the wrapper among them) with `main` and the real
+/// libomptarget of LLVM 19 by `cc`, runs the program and checks it exits normally: the runtime
+/// registers the images, finds no device, and lets the program end. Without libomptarget the
+/// check is skipped with a message (a failure under OFFLOAD_REQUIRE_REFERENCE=1).
+pub fn runs_with_libomptarget(cc: &Path, dir: &Path, inputs: &[&str]) {
+    let lib = Path::new("/usr/lib/llvm-19/lib");
+    if !lib.join("libomptarget.so").exists() {
+        assert!(
+            std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() != Ok("1"),
+            "libomptarget of libomp-19-dev is required"
+        );
+        eprintln!("SKIP: libomptarget (libomp-19-dev) not installed");
+        return;
+    }
+    std::fs::write(dir.join("main.c"), "int main(void) { return 0; }\n").unwrap();
+    succeed(
+        Command::new(cc)
+            .current_dir(dir)
+            .args(["-w", "main.c"])
+            .args(inputs)
+            .args(["-L/usr/lib/llvm-19/lib", "-lomptarget"])
+            .arg("-Wl,-rpath,/usr/lib/llvm-19/lib")
+            .args(["-o", "real"]),
+    );
+    let run = Command::new(dir.join("real")).output().unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+}

@@ -202,26 +202,26 @@ impl Asm {
         self.add_imm(d, d, 0); // add xd, xd, :lo12:symbol
     }
 
-    /// `adrp xd, symbol` then `ldr xt, [xd, :lo12:symbol]`
-    pub(super) fn load_from(&mut self, t: X, scratch: X, symbol: SymbolId) {
+    /// `adrp scratch, symbol`, relocated for a load or store of `symbol`'s low 12 bits next.
+    fn page_of(&mut self, scratch: X, symbol: SymbolId) {
         let at = self.code.len();
         self.relocs
             .push(reloc(at, symbol, 0, elf::R_AARCH64_ADR_PREL_PG_HI21));
         self.word(0x9000_0000 | scratch); // adrp scratch, symbol
         self.relocs
             .push(reloc(at + 4, symbol, 0, elf::R_AARCH64_LDST64_ABS_LO12_NC));
-        self.load64(t, scratch, 0); // ldr xt, [scratch, :lo12:symbol]
     }
 
-    /// `adrp xd, symbol` then `str xt, [xd, :lo12:symbol]`
+    /// `adrp scratch, symbol` then `ldr xt, [scratch, :lo12:symbol]`
+    pub(super) fn load_from(&mut self, t: X, scratch: X, symbol: SymbolId) {
+        self.page_of(scratch, symbol);
+        self.load64(t, scratch, 0);
+    }
+
+    /// `adrp scratch, symbol` then `str xt, [scratch, :lo12:symbol]`
     pub(super) fn store_to(&mut self, t: X, scratch: X, symbol: SymbolId) {
-        let at = self.code.len();
-        self.relocs
-            .push(reloc(at, symbol, 0, elf::R_AARCH64_ADR_PREL_PG_HI21));
-        self.word(0x9000_0000 | scratch); // adrp scratch, symbol
-        self.relocs
-            .push(reloc(at + 4, symbol, 0, elf::R_AARCH64_LDST64_ABS_LO12_NC));
-        self.store64(t, scratch, 0); // str xt, [scratch, :lo12:symbol]
+        self.page_of(scratch, symbol);
+        self.store64(t, scratch, 0);
     }
 
     /// `adrp xd, :got:symbol` then `ldr xd, [xd, :got_lo12:symbol]`

@@ -312,6 +312,16 @@ pub(super) fn add_section(
     section
 }
 
+/// The section of read-only tables with pointers in them: `.data.rel.ro` on ELF (the dynamic
+/// linker relocates it before making it read-only), `.rdata` on COFF.
+pub(super) fn add_tables_section(obj: &mut Object, host: Host) -> SectionId {
+    if host.is_coff() {
+        add_section(obj, host, ".rdata", SectionKind::ReadOnlyData)
+    } else {
+        add_section(obj, host, ".data.rel.ro", SectionKind::ReadOnlyDataWithRel)
+    }
+}
+
 /// A local symbol `name` in `section`.
 pub(super) fn local_symbol(
     obj: &mut Object,

@@ -26,8 +26,8 @@ use object::{ComdatKind, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 
 use super::layout::{
     add_code_relocations, add_format_symbols, add_function_pointer, add_images, add_section,
-    add_stack_note, lay_out, local_symbol, pointer, runtime_function, undefined, Host, Laid,
-    Placed, Run,
+    add_stack_note, add_tables_section, lay_out, local_symbol, pointer, runtime_function,
+    undefined, Host, Laid, Placed, Run,
 };
 use super::name;
 use super::{a64, x86};
@@ -147,11 +147,7 @@ struct Tables {
 impl Tables {
     /// Adds the tables' section with room for the tables of `count` images, zero-filled.
     fn add(obj: &mut Object, host: Host, count: usize) -> Tables {
-        let section = if host.is_coff() {
-            add_section(obj, host, ".rdata", SectionKind::ReadOnlyData)
-        } else {
-            add_section(obj, host, ".data.rel.ro", SectionKind::ReadOnlyDataWithRel)
-        };
+        let section = add_tables_section(obj, host);
         let size = IMAGE_STRUCT * count as u64 + DESCRIPTOR + INFO_STRUCT * count as u64;
         let base = obj.append_section_data(section, &vec![0; size as usize], 8);
         Tables {

@@ -26,7 +26,8 @@ use object::{SectionFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 
 use super::layout::{
     add_code_relocations, add_format_symbols, add_function_pointer, add_images, add_section,
-    add_stack_note, lay_out, local_symbol, pointer, runtime_function, Host, Laid, Run,
+    add_stack_note, add_tables_section, lay_out, local_symbol, pointer, runtime_function, Host,
+    Laid, Run,
 };
 use super::{a64, name, x86, OffloadKind};
 use crate::error::Result;
@@ -657,16 +658,7 @@ fn openmp(
     let placed = add_images(&mut obj, image_section, 8, images, |i| {
         name(".omp_offloading.device_image", i)
     });
-    let tables = if host.is_coff() {
-        add_section(&mut obj, host, ".rdata", SectionKind::ReadOnlyData)
-    } else {
-        add_section(
-            &mut obj,
-            host,
-            ".data.rel.ro",
-            SectionKind::ReadOnlyDataWithRel,
-        )
-    };
+    let tables = add_tables_section(&mut obj, host);
     let count = images.len() as u64;
     let mut data = vec![0u8; 32 * images.len() + 32];
     data[32 * images.len()..][..4].copy_from_slice(&(images.len() as u32).to_le_bytes());
