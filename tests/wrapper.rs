@@ -235,20 +235,31 @@ fn read_at(file: &std::fs::File, offset: u64, len: usize) -> Vec<u8> {
     bytes
 }
 
+/// Makes `path` a sparse image `len` bytes long with marks at its start, in its middle and at
+/// its end: `HEAD` at 0, `MIDL` at `len / 2 + 3`, `TAIL` in the last four bytes.
+pub(crate) fn sparse_image(path: &Path, len: u64) {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::create(path).unwrap();
+    file.set_len(len).unwrap();
+    for (at, mark) in [(0, b"HEAD"), (len / 2 + 3, b"MIDL"), (len - 4, b"TAIL")] {
+        file.write_all_at(mark, at).unwrap();
+    }
+}
+
+/// Checks that the `len` bytes at `start` of `file` are [`sparse_image`]'s.
+pub(crate) fn assert_sparse_image_at(file: &std::fs::File, start: u64, len: u64) {
+    assert_eq!(read_at(file, start, 8), b"HEAD\0\0\0\0");
+    assert_eq!(read_at(file, start + len / 2, 8), b"\0\0\0MIDL\0");
+    assert_eq!(read_at(file, start + len - 8, 8), b"\0\0\0\0TAIL");
+}
+
 #[test]
 fn a_large_image_is_copied_into_place_not_held() {
     use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
-    use std::os::unix::fs::FileExt;
     const LARGE: u64 = 512 << 20;
     let dir = tempfile::tempdir().unwrap();
-    // A sparse image with marks at its start, in its middle and at its end, after a small one.
-    let large = dir.path().join("large.bin");
-    let file = std::fs::File::create(&large).unwrap();
-    file.set_len(LARGE).unwrap();
-    for (at, mark) in [(0, b"HEAD"), (LARGE / 2 + 3, b"MIDL"), (LARGE - 4, b"TAIL")] {
-        file.write_all_at(mark, at).unwrap();
-    }
-    drop(file);
+    // The large image after a small one.
+    sparse_image(&dir.path().join("large.bin"), LARGE);
     let small = images()[0].clone();
     let small_bytes = std::fs::read(&small).unwrap();
     let args = [
@@ -286,10 +297,7 @@ fn a_large_image_is_copied_into_place_not_held() {
     let output = std::fs::File::open(dir.path().join("w.o")).unwrap();
     assert_eq!(output.metadata().unwrap().len(), start + size);
     assert!(read_at(&output, start, small_bytes.len()) == small_bytes);
-    let at = start + second.0;
-    assert_eq!(read_at(&output, at, 8), b"HEAD\0\0\0\0");
-    assert_eq!(read_at(&output, at + LARGE / 2, 8), b"\0\0\0MIDL\0");
-    assert_eq!(read_at(&output, at + LARGE - 8, 8), b"\0\0\0\0TAIL");
+    assert_sparse_image_at(&output, start + second.0, LARGE);
     // And the program registers both, the large one whole.
     let registered = registered(&dir.path().join("w.o"));
     assert!(

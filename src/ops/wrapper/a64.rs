@@ -6,6 +6,8 @@ use object::elf;
 use object::write::{Relocation, SymbolId};
 use object::RelocationFlags;
 
+use super::labels::{Label, Labels};
+
 /// A 64-bit register number (`x0`..`x30`); 31 is `sp` or `xzr` by the instruction.
 pub(super) type X = u32;
 
@@ -23,10 +25,6 @@ pub(super) enum Cond {
     NotEqual = 1,
 }
 
-/// A place in the code that branches go to.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Label(usize);
-
 /// How a branch's displacement is encoded.
 #[derive(Debug, Clone, Copy)]
 enum Branch {
@@ -37,12 +35,21 @@ enum Branch {
 }
 
 /// Machine code being written, with its relocations (offsets from the code's start).
-#[derive(Default)]
 pub(super) struct Asm {
     pub(super) code: Vec<u8>,
     pub(super) relocs: Vec<Relocation>,
-    labels: Vec<Option<usize>>,
-    fixups: Vec<(usize, Label, Branch)>,
+    /// The branches' displacements, filled in by [`Asm::finish`].
+    labels: Labels<Branch>,
+}
+
+impl Default for Asm {
+    fn default() -> Asm {
+        Asm {
+            code: Vec::new(),
+            relocs: Vec::new(),
+            labels: Labels::new(),
+        }
+    }
 }
 
 fn reloc(offset: usize, symbol: SymbolId, addend: i64, r_type: elf::RelocationType) -> Relocation {
@@ -57,9 +64,8 @@ fn reloc(offset: usize, symbol: SymbolId, addend: i64, r_type: elf::RelocationTy
 impl Asm {
     /// The code with every branch resolved, and its relocations.
     pub(super) fn finish(mut self) -> (Vec<u8>, Vec<Relocation>) {
-        for &(at, label, form) in &self.fixups {
-            let target = self.labels[label.0].expect("every label is bound");
-            let words = (target as i64 - at as i64) / 4;
+        for (at, form, distance) in self.labels.resolved() {
+            let words = distance / 4;
             let mut word = u32::from_le_bytes(self.code[at..at + 4].try_into().expect("4 bytes"));
             word |= match form {
                 Branch::Imm19 => (words as u32 & 0x7_ffff) << 5,
@@ -72,13 +78,12 @@ impl Asm {
 
     /// A new label, bound later with [`Asm::bind`].
     pub(super) fn label(&mut self) -> Label {
-        self.labels.push(None);
-        Label(self.labels.len() - 1)
+        self.labels.label()
     }
 
     /// Binds `label` here.
     pub(super) fn bind(&mut self, label: Label) {
-        self.labels[label.0] = Some(self.code.len());
+        self.labels.bind(label, self.code.len());
     }
 
     fn word(&mut self, word: u32) {
@@ -86,7 +91,7 @@ impl Asm {
     }
 
     fn branch(&mut self, word: u32, label: Label, form: Branch) {
-        self.fixups.push((self.code.len(), label, form));
+        self.labels.branch(self.code.len(), label, form);
         self.word(word);
     }
 

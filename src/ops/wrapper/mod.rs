@@ -8,6 +8,7 @@
 
 mod a64;
 mod ir;
+mod labels;
 mod layout;
 mod native;
 mod native22;

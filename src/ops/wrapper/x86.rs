@@ -5,6 +5,9 @@
 use object::write::{Relocation, SymbolId};
 use object::RelocationFlags;
 
+pub(super) use super::labels::Label;
+use super::labels::Labels;
+
 /// A general-purpose register, numbered as the encoding numbers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[allow(dead_code)]
@@ -116,18 +119,13 @@ impl Conv {
     }
 }
 
-/// A place in the code that branches go to.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Label(usize);
-
 /// Machine code being written, with its relocations (offsets from the code's start).
 pub(super) struct Asm {
     pub(super) code: Vec<u8>,
     pub(super) relocs: Vec<Relocation>,
     format: Format,
-    labels: Vec<Option<usize>>,
-    /// Each 32-bit branch displacement to fill in: where it is, and the label it goes to.
-    fixups: Vec<(usize, Label)>,
+    /// The branches' 32-bit displacements, filled in by [`Asm::finish`].
+    labels: Labels<()>,
 }
 
 impl Asm {
@@ -136,17 +134,15 @@ impl Asm {
             code: Vec::new(),
             relocs: Vec::new(),
             format,
-            labels: Vec::new(),
-            fixups: Vec::new(),
+            labels: Labels::new(),
         }
     }
 
     /// The code with every branch resolved, and its relocations.
     pub(super) fn finish(mut self) -> (Vec<u8>, Vec<Relocation>) {
-        for &(at, label) in &self.fixups {
-            let target = self.labels[label.0].expect("every label is bound");
-            let displacement = target as i64 - (at as i64 + 4);
-            let displacement = i32::try_from(displacement).expect("a function is small");
+        for (at, (), distance) in self.labels.resolved() {
+            // From the end of the displacement.
+            let displacement = i32::try_from(distance - 4).expect("a function is small");
             self.code[at..at + 4].copy_from_slice(&displacement.to_le_bytes());
         }
         (self.code, self.relocs)
@@ -154,13 +150,12 @@ impl Asm {
 
     /// A new label, bound later with [`Asm::bind`].
     pub(super) fn label(&mut self) -> Label {
-        self.labels.push(None);
-        Label(self.labels.len() - 1)
+        self.labels.label()
     }
 
     /// Binds `label` here.
     pub(super) fn bind(&mut self, label: Label) {
-        self.labels[label.0] = Some(self.code.len());
+        self.labels.bind(label, self.code.len());
     }
 
     fn bytes(&mut self, bytes: &[u8]) {
@@ -382,14 +377,14 @@ impl Asm {
     /// `jcc rel32`
     pub(super) fn jump_if(&mut self, cond: Cond, label: Label) {
         self.bytes(&[0x0f, 0x80 | cond as u8]);
-        self.fixups.push((self.code.len(), label));
+        self.labels.branch(self.code.len(), label, ());
         self.bytes(&[0; 4]);
     }
 
     /// `jmp rel32`
     pub(super) fn jump(&mut self, label: Label) {
         self.code.push(0xe9);
-        self.fixups.push((self.code.len(), label));
+        self.labels.branch(self.code.len(), label, ());
         self.bytes(&[0; 4]);
     }
 
