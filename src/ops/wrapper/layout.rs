@@ -43,6 +43,7 @@ impl Host {
         }
     }
 
+    /// Whether the host's objects are COFF.
     pub(super) fn is_coff(self) -> bool {
         self == Host::CoffX86_64
     }
@@ -81,6 +82,7 @@ impl Host {
     }
 }
 
+/// The error for a triple no native object is written for.
 pub(super) fn unsupported(triple: &str) -> Error {
     Error::msg(format!(
         "'{triple}': unsupported target triple (objects are written for x86_64 and aarch64 ELF and x86_64-pc-windows-msvc; write .ll for others)"
@@ -496,4 +498,25 @@ pub(super) fn add_stack_note(obj: &mut Object, host: Host) {
         sh_type: object::elf::SHT_PROGBITS,
         sh_flags: object::elf::SectionFlags(0),
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn triples_name_their_hosts() {
+        for (triple, host) in [
+            ("x86_64-unknown-linux-gnu", Some(Host::ElfX86_64)),
+            ("x86_64-pc-linux-gnu", Some(Host::ElfX86_64)),
+            ("aarch64-unknown-linux-gnu", Some(Host::ElfAarch64)),
+            ("arm64-linux", Some(Host::ElfAarch64)),
+            ("x86_64-pc-windows-msvc", Some(Host::CoffX86_64)),
+            ("x86_64-w64-windows-gnu", None),
+            ("aarch64-pc-windows-msvc", None),
+            ("mips-unknown-linux-gnu", None),
+        ] {
+            assert_eq!(Host::of(triple), host, "{triple}");
+        }
+    }
 }

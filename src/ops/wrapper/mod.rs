@@ -4,7 +4,12 @@
 //! Two personalities share it: clang-offload-wrapper's (OpenMP images with their target IDs,
 //! as ROCm's LLVM 14 wraps them) and LLVM 22's `llvm-offload-wrapper` (one module for the
 //! OpenMP, CUDA or HIP runtime). The wrapper is written as a native relocatable object
-//! (no LLVM needed), as LLVM IR text, or as bitcode.
+//! (ELF x86-64 and AArch64, COFF x86-64; no LLVM needed), as LLVM IR text, or as bitcode.
+//!
+//! - `native` and `native22`: the two personalities' objects, built on `layout` (what every
+//!   object shares, and the streaming of the images into place);
+//! - `x86` and `a64`: the assemblers their registration code is written with;
+//! - `ir`: the IR text of both personalities.
 
 mod a64;
 mod ir;
