@@ -7,6 +7,7 @@ pub mod du;
 pub mod extract;
 pub mod general;
 pub mod inputs;
+pub mod jobs;
 pub mod kpack;
 pub mod llvm_cl;
 pub mod ls;

@@ -27,6 +27,7 @@ use crate::io::{Closed, Input, Output};
 use crate::ops::bundler::device_member_name;
 use crate::ops::inflating::{each_range, memory_of, Budget};
 use crate::ops::ls::{self, Image};
+pub use crate::ops::progress::Progress;
 
 mod kpack;
 
@@ -304,23 +305,6 @@ impl Chosen {
         parts.join(", ")
     }
 }
-
-/// Hears how the writing goes, for a progress display.
-pub trait Progress: Sync {
-    /// The writing starts: `bytes` in all.
-    fn start(&self, bytes: u64) {
-        let _ = bytes;
-    }
-    /// `bytes` more were written.
-    fn advance(&self, bytes: u64) {
-        let _ = bytes;
-    }
-    /// The writing is over.
-    fn finish(&self) {}
-}
-
-/// No progress display.
-impl Progress for () {}
 
 /// One written file and the image it holds.
 #[derive(Debug, Clone)]
