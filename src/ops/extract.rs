@@ -347,13 +347,24 @@ pub struct Extraction {
 }
 
 /// Extracts every image `config` asks for. Problems in the inputs are returned beside the
-/// result, whatever it is. Nothing is written unless everything can be; when no image matches,
-/// that is an error.
+/// result, whatever it is: a file that cannot be read, or whose device code cannot be found,
+/// is one of them, and the other files are still extracted from. Nothing is written unless
+/// everything chosen can be; when no image matches, that is an error.
 #[tracing::instrument(skip_all, fields(files = ?config.files, targets = ?config.arches))]
 pub fn extract(config: &ExtractConfig, progress: &dyn Progress) -> Extraction {
+    extract_reporting(config, &(), progress)
+}
+
+/// [`extract`], `files` told of each file read (the files are read in parallel, on the
+/// current rayon pool), `bytes` of the bytes written.
+pub fn extract_reporting(
+    config: &ExtractConfig,
+    files: &dyn Progress,
+    bytes: &dyn Progress,
+) -> Extraction {
     let mut problems = Vec::new();
     let mut missing = Vec::new();
-    let result = extract_noting(config, progress, &mut problems, &mut missing);
+    let result = extract_noting(config, files, bytes, &mut problems, &mut missing);
     Extraction {
         problems,
         result,
@@ -361,32 +372,101 @@ pub fn extract(config: &ExtractConfig, progress: &dyn Progress) -> Extraction {
     }
 }
 
+/// What scanning one input found: the images chosen, what the target IDs and devices asked
+/// for found, and the damage met.
+type Scanned = Result<(Vec<Chosen>, Found, Vec<Error>)>;
+
 /// [`extract`], adding the problems found in the inputs to `problems`.
 fn extract_noting(
     config: &ExtractConfig,
+    files: &dyn Progress,
     progress: &dyn Progress,
     problems: &mut Vec<Error>,
     missing: &mut Vec<String>,
 ) -> Result<Vec<Extracted>> {
-    let inputs: Vec<Input> = config
-        .files
-        .iter()
-        .map(|p| Input::open(p))
-        .collect::<Result<_>>()?;
-    let mut chosen: Vec<Chosen> = Vec::new();
-    let mut archives = ArchiveFiles::new();
-    let mut found = Found {
+    let opened: Vec<Result<Input>> = config.files.par_iter().map(|p| Input::open(p)).collect();
+    let mut readable = Vec::new();
+    let mut inputs: Vec<Input> = Vec::new();
+    let mut unreadable = Vec::new();
+    for (path, input) in config.files.iter().zip(opened) {
+        match input {
+            Ok(input) => {
+                readable.push(path.clone());
+                inputs.push(input);
+            }
+            Err(e) => unreadable.push(e),
+        }
+    }
+    // Files that could not be read, or not scanned: when it is every file, the last one's
+    // error is the result, as it is for a single file.
+    let mut failed = unreadable.len();
+    let all = config.files.len();
+    problems.append(&mut unreadable);
+    // From here on the inputs are the files that could be opened.
+    let config = &ExtractConfig {
+        files: readable,
+        ..config.clone()
+    };
+    let new_found = || Found {
         arches: vec![false; config.arches.len()],
         devices: vec![false; config.devices.len()],
         missing: Vec::new(),
     };
-    for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
+    // The scans, the bulk of the reading, run in parallel; what they found is put together
+    // in the order of the files.
+    files.start(inputs.len() as u64);
+    let scanned: Vec<Option<Scanned>> = config
+        .files
+        .par_iter()
+        .zip(&inputs)
+        .enumerate()
+        .map(|(index, (path, input))| {
+            let scanned = (!input.starts_with(&kpack_format::MAGIC)).then(|| {
+                let _file = tracing::info_span!("file", file = %path.display()).entered();
+                let mut chosen = Vec::new();
+                let mut found = new_found();
+                choose(config, index, path, input, &mut chosen, &mut found)
+                    .map(|problems| (chosen, found, problems))
+            });
+            files.advance(1);
+            scanned
+        })
+        .collect();
+    files.finish();
+    let mut chosen: Vec<Chosen> = Vec::new();
+    let mut archives = ArchiveFiles::new();
+    let mut found = new_found();
+    for (index, ((path, input), scanned)) in
+        config.files.iter().zip(&inputs).zip(scanned).enumerate()
+    {
         let _file = tracing::info_span!("file", file = %path.display()).entered();
-        if input.starts_with(&kpack_format::MAGIC) {
-            kpack::choose_in_archive(config, index, path, &mut archives, &mut chosen, &mut found)?;
+        let Some(scanned) = scanned else {
+            let picked = kpack::choose_in_archive(
+                config,
+                index,
+                path,
+                &mut archives,
+                &mut chosen,
+                &mut found,
+            );
+            if let Err(e) = picked {
+                failed += 1;
+                problems.push(e);
+            }
             continue;
+        };
+        match scanned {
+            Ok((mut theirs, their_found, their_problems)) => {
+                chosen.append(&mut theirs);
+                found.add(their_found);
+                problems.extend(their_problems);
+            }
+            Err(e) => {
+                failed += 1;
+                problems.push(e);
+                continue;
+            }
         }
-        problems.extend(choose(config, index, path, input, &mut chosen, &mut found)?);
         problems.extend(kpack::choose_in_split_binary(
             config,
             index,
@@ -404,6 +484,11 @@ fn extract_noting(
         .into_iter()
         .filter(|(device, always, _)| found.devices.get(*device) == Some(&true) || *always);
     let explained: Vec<String> = explained.map(|(_, _, line)| line).collect();
+    if failed == all {
+        if let Some(last) = problems.pop() {
+            return Err(last);
+        }
+    }
     if chosen.is_empty() {
         missing.extend(explained);
         return Err(nothing_chosen(
@@ -644,6 +729,19 @@ struct Found {
     /// even when the device found nothing anywhere (it is not merely code for others), and
     /// the line that says so.
     missing: Vec<(usize, bool, String)>,
+}
+
+impl Found {
+    /// Adds what another file's scan found, `other`, after what is here.
+    fn add(&mut self, other: Found) {
+        for (hit, theirs) in self.arches.iter_mut().zip(other.arches) {
+            *hit |= theirs;
+        }
+        for (hit, theirs) in self.devices.iter_mut().zip(other.devices) {
+            *hit |= theirs;
+        }
+        self.missing.extend(other.missing);
+    }
 }
 
 /// One entry of a bundle, kept until the bundle is seen whole.
