@@ -183,7 +183,7 @@ fn plan(
         Some(folder) => {
             let pairs: Vec<(PathBuf, PathBuf)> = found
                 .into_iter()
-                .map(|Found { path, relative }| (path, folder.join(relative)))
+                .map(|Found { path, relative, .. }| (path, folder.join(relative)))
                 .collect();
             let mut seen = std::collections::HashSet::new();
             if let Some((input, output)) = pairs.iter().find(|(_, out)| !seen.insert(out)) {
