@@ -267,6 +267,7 @@ fn walk_folders() {
         let mut files: Vec<String> = stdout
             .lines()
             .skip(1)
+            .filter(|l| !l.starts_with("total"))
             .filter_map(|l| l.split_whitespace().nth(6))
             .map(|f| {
                 let f = f.split('(').next().unwrap();
