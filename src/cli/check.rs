@@ -150,7 +150,7 @@ fn summary(report: &check::Report, errors: usize) -> String {
     let named = report
         .files
         .iter()
-        .filter(|f| f.needed_as.is_none())
+        .filter(|f| f.found_via == "argument")
         .count();
     let with_code = report
         .files

@@ -4,13 +4,12 @@
 //! devices' code would take away, by the rule `strip --keep` follows.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::container::scan::{scan_reading, Places, Reading};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::io::Input;
 use crate::ops::ls;
@@ -204,19 +203,6 @@ fn sorted(by_target: BTreeMap<String, Usage>) -> Vec<Usage> {
             .then_with(|| a.target.cmp(&b.target))
     });
     usages
-}
-
-/// The usage of each of `files` (read in parallel), in their order: each a usage or the
-/// error that kept it from being read.
-pub fn usage(
-    files: &[PathBuf],
-    max_decompressed: u64,
-    keep: Option<&RewriteConfig>,
-) -> Vec<std::result::Result<FileUsage, Error>> {
-    files
-        .par_iter()
-        .map(|path| file_usage(path, max_decompressed, keep))
-        .collect()
 }
 
 /// The usage of all `files` together, by target.
