@@ -356,7 +356,7 @@ fn extracting_from_two_files_of_one_name_writes_both() {
     let root = big_tree(dir.path());
     let out = dir.path().join("out");
     let one = dir.path().join("one");
-    let (code, alone, stderr) = text_output(
+    let (code, _, stderr) = text_output(
         offload()
             .args(["extract", "--arch", "gfx90a", "-o"])
             .arg(&one)
