@@ -22,7 +22,9 @@ const PROG: &str = "offload check";
 /// runtime then does. For a binary split by kpack (HIPK wrappers, a `.rocm_kpack_ref`
 /// section), each code object it asks for is searched for as the kpack loader searches,
 /// `ROCM_KPACK_PATH`, `ROCM_KPACK_PATH_PREFIX` and `ROCM_KPACK_DISABLE` as set: the archive
-/// and key each device finds, or every path searched and what was there. Exit status: 0 when
+/// and key each device finds, or every path searched and what was there. Files are read in
+/// parallel (-j), each library once; for more than one file the report ends with `total:`
+/// lines: the files and bundles, and per device how they load (not with --json). Exit status: 0 when
 /// every device has code in every bundle and code object, 1 when a device is left without
 /// code, 2 for a usage error, no GPU found, or a file that cannot be read.
 #[derive(Debug, Parser)]

@@ -18,6 +18,9 @@ use super::jobs::{self, counted, JobBar, Work};
 /// the one code object the HIP runtime loads from each bundle for each GPU (`--device`), from
 /// objects, programs, shared libraries, archives, bundles and offload binaries, and from the
 /// `.kpack` archives of binaries split by kpack (or `.kpack` archives named on their own).
+/// Files are read in parallel (-j); one that cannot be read is named and the others are still
+/// extracted from. For more than one file the listing ends with `total:` lines: the images
+/// written and their bytes, and the same per target.
 #[derive(Debug, Parser)]
 #[command(name = "offload extract", after_help = AFTER_HELP)]
 struct Args {

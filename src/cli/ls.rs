@@ -14,7 +14,9 @@ const PROG: &str = "offload ls";
 /// List the device images in files: objects, executables, shared libraries, archives and bare
 /// offload binaries; each cubin and PTX entry of CUDA fat binaries, with its SM
 /// (`compute_XX` for PTX) and how it is stored; for a binary split by kpack, the code objects its `.kpack` archives hold
-/// for it; and the code objects of `.kpack` archives.
+/// for it; and the code objects of `.kpack` archives. Several files are read at once (-j);
+/// for more than one, the table ends with `total:` lines: the files, the device images, the
+/// bytes they take stored and inflated, and the same per target (not with --json or --uri).
 #[derive(Debug, Parser)]
 #[command(name = "offload ls")]
 struct Args {

@@ -12,9 +12,10 @@ use crate::ops::verify;
 const PROG: &str = "offload verify";
 
 /// Check every compressed bundle of files whole: inflate each stream to its end and compare
-/// its size and hash with its header's, in parallel across bundles. `offload ls` and
-/// `offload extract` inflate only what they need and so do not check this. Prints one line
-/// per file; each damaged bundle is an error naming the file, the section and the offset.
+/// its size and hash with its header's, in parallel across bundles and files (-j). `offload
+/// ls` and `offload extract` inflate only what they need and so do not check this. Prints
+/// one line per file, in the order of the files, and for more than one a `total:` line; each
+/// damaged bundle is an error naming the file, the section and the offset.
 ///
 /// A `.kpack` archive: every code object is read whole (one stored compressed must inflate
 /// to its declared size). A binary split by kpack: every archive its search paths name (or
