@@ -1,7 +1,7 @@
 //! `offload extract` and `offload-extract`: write the device images a GPU can load, or the
 //! code object the HIP runtime loads for each GPU of a machine.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use crate::format::image_target::Producer;
@@ -10,7 +10,7 @@ use crate::format::target_id::TargetIdBuf;
 use clap::Parser;
 
 use crate::format::loads::Via;
-use crate::ops::extract::{self, ExtractConfig, Match, Progress};
+use crate::ops::extract::{self, ExtractConfig, Match};
 
 use super::jobs::{self, counted, JobBar, Work};
 
@@ -94,25 +94,6 @@ fn device_arg(text: &str) -> Result<TargetIdBuf, String> {
     parse_device(text).map_err(|e| e.to_string())
 }
 
-/// A progress bar on standard error, shown when it is a terminal and the work is large.
-struct Bar(indicatif::ProgressBar);
-
-impl Progress for Bar {
-    fn start(&self, bytes: u64) {
-        if bytes >= 256 << 20 && std::io::stderr().is_terminal() {
-            self.0.set_length(bytes);
-            self.0
-                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
-        }
-    }
-    fn advance(&self, bytes: u64) {
-        self.0.inc(bytes);
-    }
-    fn finish(&self) {
-        self.0.finish_and_clear();
-    }
-}
-
 /// Runs the command with `args` (without the program name); `prog` names it in messages.
 /// Returns the exit status: 0 when images were written and every file read cleanly.
 pub fn run(prog: &str, args: &[String]) -> i32 {
@@ -144,10 +125,7 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
         output: args.output,
         max_decompressed: args.general.max_decompressed,
     };
-    let bar = Bar(indicatif::ProgressBar::with_draw_target(
-        None,
-        indicatif::ProgressDrawTarget::hidden(),
-    ));
+    let bar = JobBar::bytes();
     let files = JobBar::new(0);
     let extraction = pool.install(|| extract::extract_reporting(&config, &files, &bar));
     let listed = match (&extraction.result, args.quiet) {

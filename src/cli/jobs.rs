@@ -45,38 +45,68 @@ impl Work {
     }
 }
 
-/// A bar on standard error for a whole job, counting files: shown when standard error is a
-/// terminal and there are several files.
-pub struct JobBar(indicatif::ProgressBar);
+/// A bar on standard error for a whole job, counting files (shown when there are several) or
+/// bytes written (shown when they are many): shown only when standard error is a terminal.
+pub struct JobBar {
+    bar: indicatif::ProgressBar,
+    unit: Unit,
+}
+
+/// What a [`JobBar`] counts.
+#[derive(Clone, Copy)]
+enum Unit {
+    Files,
+    Bytes,
+}
+
+/// The bytes written from which a bar shows.
+const MANY_BYTES: u64 = 256 << 20;
 
 impl JobBar {
     /// A bar for `files` files (none yet: [`Progress::start`] says how many).
     pub fn new(files: usize) -> JobBar {
-        let bar = JobBar(indicatif::ProgressBar::hidden());
+        let bar = JobBar {
+            bar: indicatif::ProgressBar::hidden(),
+            unit: Unit::Files,
+        };
         bar.start(files as u64);
         bar
+    }
+
+    /// A bar for bytes written, [`Progress::start`] saying how many.
+    pub fn bytes() -> JobBar {
+        JobBar {
+            bar: indicatif::ProgressBar::hidden(),
+            unit: Unit::Bytes,
+        }
     }
 }
 
 impl Progress for JobBar {
-    fn start(&self, files: u64) {
-        if files < 2 || !std::io::stderr().is_terminal() {
+    fn start(&self, amount: u64) {
+        let shown = match self.unit {
+            Unit::Files => amount >= 2,
+            Unit::Bytes => amount >= MANY_BYTES,
+        };
+        if !shown || !std::io::stderr().is_terminal() {
             return;
         }
-        self.0.set_length(files);
-        if let Ok(style) =
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}")
-        {
-            self.0.set_style(style);
+        self.bar.set_length(amount);
+        if let Unit::Files = self.unit {
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}")
+            {
+                self.bar.set_style(style);
+            }
         }
-        self.0
+        self.bar
             .set_draw_target(indicatif::ProgressDrawTarget::stderr());
     }
-    fn advance(&self, files: u64) {
-        self.0.inc(files);
+    fn advance(&self, amount: u64) {
+        self.bar.inc(amount);
     }
     fn finish(&self) {
-        self.0.finish_and_clear();
+        self.bar.finish_and_clear();
     }
 }
 
