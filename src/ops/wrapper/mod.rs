@@ -1,0 +1,282 @@
+//! `offload wrapper`: the host code that embeds device images and registers them with the
+//! offload runtime at startup.
+//!
+//! Two personalities share it: clang-offload-wrapper's (OpenMP images with their target IDs,
+//! as ROCm's LLVM 14 wraps them) and LLVM 22's `llvm-offload-wrapper` (one module for the
+//! OpenMP, CUDA or HIP runtime). The wrapper is written as a native relocatable object
+//! (no LLVM needed), as LLVM IR text, or as bitcode.
+
+mod ir;
+mod native;
+
+use ir::{assemble, bitcode};
+pub use ir::{llvm22_ir, llvm_ir};
+use native::{native_object, unsupported};
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::io::{Input, Output};
+
+/// What to wrap.
+#[derive(Debug, Clone, Default)]
+pub struct WrapperConfig {
+    /// The host target triple.
+    pub target: String,
+    /// The output; its extension chooses the kind: `.o`/`.obj`, `.ll`, `.bc`.
+    pub output: PathBuf,
+    /// The device images.
+    pub images: Vec<PathBuf>,
+    /// The target ID of each image, in order (fewer than the images: the rest have none).
+    pub arches: Vec<String>,
+}
+
+/// The host machines a native object can be written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Machine {
+    X86_64,
+    Aarch64,
+}
+
+fn machine(triple: &str) -> Option<Machine> {
+    match triple.split('-').next()? {
+        "x86_64" | "amd64" => Some(Machine::X86_64),
+        "aarch64" | "arm64" => Some(Machine::Aarch64),
+        _ => None,
+    }
+}
+
+fn name(base: &str, index: usize) -> String {
+    if index == 0 {
+        base.to_string()
+    } else {
+        format!("{base}.{index}")
+    }
+}
+
+/// Writes the wrapper `config` asks for.
+#[tracing::instrument(skip_all, fields(output = %config.output.display(), target = %config.target))]
+pub fn wrap(config: &WrapperConfig) -> Result<()> {
+    if config.arches.len() > config.images.len() {
+        return Err(Error::msg(format!(
+            "{} --offload-arch options for {} images: each --offload-arch names the image after it",
+            config.arches.len(),
+            config.images.len()
+        )));
+    }
+    let extension = config
+        .output
+        .extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    let arch = |i: usize| config.arches.get(i).map_or("", String::as_str);
+    let arches: Vec<&str> = (0..config.images.len()).map(arch).collect();
+    let log = |path: &Path, i: usize, size: u64| {
+        let arch = (!arch(i).is_empty()).then_some(arch(i));
+        tracing::info!(arch, size, "wrapping {}", path.display());
+    };
+    if matches!(extension.as_str(), "o" | "obj") {
+        let machine = machine(&config.target).ok_or_else(|| unsupported(&config.target))?;
+        let images: Vec<Image> = config
+            .images
+            .iter()
+            .map(|p| Image::open(p))
+            .collect::<Result<_>>()?;
+        for (i, (path, image)) in config.images.iter().zip(&images).enumerate() {
+            log(path, i, image.len());
+        }
+        let lens: Vec<u64> = images.iter().map(Image::len).collect();
+        let object = native_object(machine, &lens, &arches)?;
+        let mut out = Output::create(&config.output)?;
+        object.write(&mut out, &images)?;
+        out.commit()?;
+        tracing::info!(size = object.size(), "written");
+        return Ok(());
+    }
+    let images: Vec<Input> = config
+        .images
+        .iter()
+        .map(|p| Input::open(p))
+        .collect::<Result<_>>()?;
+    for (i, (path, image)) in config.images.iter().zip(&images).enumerate() {
+        log(path, i, image.len() as u64);
+    }
+    let bytes = match extension.as_str() {
+        "ll" => llvm_ir(&config.target, &images, &arches).into_bytes(),
+        "bc" => bitcode(&config.target, &images, &arches, &config.output)?,
+        _ => {
+            return Err(Error::msg(format!(
+            "'{}': the output must end in .o or .obj (an object), .ll (LLVM IR) or .bc (bitcode)",
+            config.output.display()
+        )))
+        }
+    };
+    let mut out = Output::create(&config.output)?;
+    out.write_bytes(&bytes)?;
+    out.commit()?;
+    tracing::info!(size = bytes.len(), "written");
+    Ok(())
+}
+
+/// A device image to copy into a native object: a regular file, copied range by range and
+/// never held, or the bytes of anything else (standard input, a pipe).
+enum Image {
+    File { file: File, len: u64 },
+    Bytes(Input),
+}
+
+impl Image {
+    /// Opens `path`: a regular file is only opened; anything else is read as [`Input`] reads it.
+    fn open(path: &Path) -> Result<Image> {
+        if path.as_os_str() != "-" {
+            let file = File::open(path).map_err(|e| Error::io(path, e))?;
+            let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+            if meta.is_file() {
+                return Ok(Image::File {
+                    file,
+                    len: meta.len(),
+                });
+            }
+        }
+        Input::open(path).map(Image::Bytes)
+    }
+
+    fn len(&self) -> u64 {
+        match self {
+            Image::File { len, .. } => *len,
+            Image::Bytes(input) => input.len() as u64,
+        }
+    }
+}
+
+/// The runtime an `llvm-offload-wrapper` module registers its image with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffloadKind {
+    /// libomptarget: a `__tgt_bin_desc` of the images, `__tgt_register_lib`.
+    OpenMp,
+    /// The CUDA runtime: one fat binary in `.nvFatBinSegment`, `__cudaRegisterFatBinary`.
+    Cuda,
+    /// The HIP runtime: one fat binary in `.hipFatBinSegment`, `__hipRegisterFatBinary`.
+    Hip,
+}
+
+/// What `llvm-offload-wrapper` (LLVM 22) is asked to wrap.
+#[derive(Debug, Clone)]
+pub struct OffloadWrapperConfig {
+    /// The runtime to register with.
+    pub kind: OffloadKind,
+    /// The host target triple of the module.
+    pub triple: String,
+    /// The output: bitcode, or IR text when it ends in `.ll`.
+    pub output: PathBuf,
+    /// The images (one for CUDA and HIP, unless HIP code objects are bundled).
+    pub images: Vec<PathBuf>,
+    /// For HIP: bundle AMDGPU code objects into one fat binary before wrapping it, as clang
+    /// does (`None`: wrap the images as they are, as LLVM's tool does).
+    pub bundle: Option<HipBundling>,
+}
+
+/// How HIP code objects are bundled into the fat binary a HIP wrapper registers.
+#[derive(Debug, Clone, Default)]
+pub struct HipBundling {
+    /// The target ID of each image, in order; an empty or missing one is read from the code
+    /// object's ELF header.
+    pub arches: Vec<String>,
+    /// Compress the bundle (a CCOB of the LLVM 22 bundler's format).
+    pub compress: Option<crate::format::ccob::CompressOptions>,
+}
+
+/// Writes the module of LLVM 22's offload wrapper that `config` asks for, as bitcode (through
+/// `llvm-as`) or, for an output ending in `.ll`, IR text.
+#[tracing::instrument(skip_all, fields(output = %config.output.display(), kind = ?config.kind))]
+pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
+    let bundled = match (&config.bundle, config.kind) {
+        (Some(bundling), OffloadKind::Hip) => Some(hip_fat_binary(config, bundling)?),
+        _ => None,
+    };
+    let paths = match &bundled {
+        Some(file) => vec![file.path().to_path_buf()],
+        None => config.images.clone(),
+    };
+    let images: Vec<Input> = paths
+        .iter()
+        .map(|p| Input::open(p))
+        .collect::<Result<_>>()?;
+    if config.kind != OffloadKind::OpenMp && images.len() != 1 {
+        return Err(Error::msg(
+            "CUDA / HIP offloading uses a single fatbinary or offload bundle",
+        ));
+    }
+    let ir = llvm22_ir(config.kind, &config.triple, &images);
+    let is_text = config
+        .output
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("ll"));
+    let bytes = if is_text {
+        ir.into_bytes()
+    } else {
+        assemble(ir, &config.output)?
+    };
+    let mut out = Output::create(&config.output)?;
+    out.write_bytes(&bytes)?;
+    out.commit()
+}
+
+/// The HIP fat binary of `config`'s code objects, as clang makes it: a bundle with an empty
+/// host entry and one `hipv4-amdgcn-amd-amdhsa--ID` entry per code object, sorted by target
+/// ID, 4096-byte aligned, optionally compressed; written to a temporary file beside the
+/// output.
+fn hip_fat_binary(
+    config: &OffloadWrapperConfig,
+    bundling: &HipBundling,
+) -> Result<tempfile::NamedTempFile> {
+    use crate::format::processor::{code_object_target_id, LlvmVersion};
+    use crate::ops::bundler::{self, BundlerConfig};
+    let mut entries = Vec::with_capacity(config.images.len());
+    for (i, path) in config.images.iter().enumerate() {
+        let given = bundling.arches.get(i).filter(|a| !a.is_empty());
+        let id = match given {
+            Some(id) => id.clone(),
+            None => {
+                let input = Input::open(path)?;
+                code_object_target_id(&input).ok_or_else(|| {
+                    Error::msg(format!(
+                        "'{}': not an AMDGPU code object whose processor is known; name its target ID with --offload-arch",
+                        path.display()
+                    ))
+                })?
+            }
+        };
+        entries.push((id, path.clone()));
+    }
+    entries.sort();
+    let host = config.triple.as_str();
+    let mut targets = vec![format!("host-{host}")];
+    let mut inputs = vec![PathBuf::from("/dev/null")];
+    for (id, path) in entries {
+        targets.push(format!("hipv4-amdgcn-amd-amdhsa--{id}"));
+        inputs.push(path);
+    }
+    let dir = match config.output.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file = tempfile::Builder::new()
+        .prefix(".offload-wrapper-")
+        .suffix(".hipfb")
+        .tempfile_in(&dir)
+        .map_err(|e| Error::io(&dir, e))?;
+    let bundler_config = BundlerConfig {
+        file_type: "o".to_string(),
+        targets,
+        inputs,
+        outputs: vec![file.path().to_path_buf()],
+        bundle_align: 4096,
+        compress: bundling.compress,
+        llvm: LlvmVersion::V22,
+        ..BundlerConfig::default()
+    };
+    bundler::bundle(&bundler_config, &mut std::io::sink())?;
+    Ok(file)
+}
