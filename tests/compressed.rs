@@ -299,6 +299,49 @@ fn verify_names_a_bad_hash_that_a_listing_does_not_inflate_to() {
         "{err}"
     );
     assert!(!dir.path().join("last").exists());
+    // Beside another file, the damaged one is named and the other's images are still written.
+    fs::copy(
+        samples_dir().join("targets/mixed-app-z"),
+        dir.path().join("good"),
+    )
+    .unwrap();
+    let (code, _, err) = offload_in(
+        dir.path(),
+        &["extract", "good", "--arch", "gfx1100", "-o", "alone"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = offload_in(
+        dir.path(),
+        &[
+            "extract", "bad.bin", "good", "--arch", "gfx1100", "-o", "both", "-j", "8",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "offload extract: error: 'bad.bin': offset {payload:#x}: compressed bundle hash \
+             mismatch: stored {stored:#018x}, computed {:#018x}\n",
+            ccob::truncated_md5(&plain)
+        )
+    );
+    let alone = file_names(&dir.path().join("alone"));
+    assert!(!alone.is_empty());
+    assert_eq!(file_names(&dir.path().join("both")), alone);
+    for name in &alone {
+        assert!(
+            fs::read(dir.path().join("both").join(name)).unwrap()
+                == fs::read(dir.path().join("alone").join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    assert!(
+        out.contains(&format!(
+            "total: 2 files, 1 with images written, 1 error; {} images written, ",
+            alone.len()
+        )),
+        "{out}"
+    );
 
     let (code, out, _) = offload_in(dir.path(), &["verify", "bad.bin", "bad.bin"]);
     assert_eq!(code, 1);

@@ -510,7 +510,7 @@ fn extract_noting(
     if config.output.extension().is_some_and(|e| e == "a") {
         return write_device_archive(config, &inputs, &archives, chosen);
     }
-    write_files(config, &inputs, &archives, chosen, progress)
+    write_files(config, &inputs, &archives, chosen, progress, problems)
 }
 
 /// Scans the input `index` (`path`) and adds the images `config` asks for to `chosen`, in the
@@ -1155,6 +1155,7 @@ fn write_files(
     archives: &ArchiveFiles,
     chosen: Vec<Chosen>,
     progress: &dyn Progress,
+    problems: &mut Vec<Error>,
 ) -> Result<Vec<Extracted>> {
     // The folders made for the outputs go again when nothing is written: no trace of a
     // failed run is left.
@@ -1165,7 +1166,7 @@ fn write_files(
         .map(Path::to_path_buf)
         .collect();
     std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
-    let written = write_into_folder(config, inputs, archives, chosen, progress);
+    let written = write_into_folder(config, inputs, archives, chosen, progress, problems);
     if written.is_err() {
         for folder in &missing {
             // Only an empty folder is removed: nothing else is touched.
@@ -1175,13 +1176,17 @@ fn write_files(
     written
 }
 
-/// [`write_files`] once the folder exists.
+/// [`write_files`] once the folder exists. An image that cannot be written (its compressed
+/// bundle or archive turns out damaged when inflated) takes every image of its input file
+/// with it: the error naming it goes to `problems`, and the other files' images are written.
+/// When no file is left, the first file's error is the result.
 fn write_into_folder(
     config: &ExtractConfig,
     inputs: &[Input],
     archives: &ArchiveFiles,
     chosen: Vec<Chosen>,
     progress: &dyn Progress,
+    problems: &mut Vec<Error>,
 ) -> Result<Vec<Extracted>> {
     let stems = output_stems(config, &chosen);
     progress.start(chosen.iter().map(|c| c.image.size).sum());
@@ -1193,7 +1198,7 @@ fn write_into_folder(
         .collect();
     // Each output is closed once written: as many files are open as threads write, and the
     // images of the compressed bundles they inflate.
-    let written: Vec<Vec<Written>> = jobs
+    let results: Vec<Result<Vec<Written>>> = jobs
         .par_iter()
         .map(|job| {
             let writer = Writer {
@@ -1207,14 +1212,38 @@ fn write_into_folder(
             };
             writer.write(job)
         })
-        .collect::<Result<_>>()?;
-    let mut written: Vec<Written> = written.into_iter().flatten().collect();
+        .collect();
+    // The first error of each input file that failed, by file.
+    let mut failed: BTreeMap<usize, Error> = BTreeMap::new();
+    let mut written: Vec<Written> = Vec::new();
+    for (job, result) in jobs.iter().zip(results) {
+        match result {
+            Ok(images) => written.extend(images),
+            Err(e) => {
+                failed.entry(chosen[job[0]].input).or_insert(e);
+            }
+        }
+    }
+    let with_images: std::collections::BTreeSet<usize> = chosen.iter().map(|c| c.input).collect();
+    if !failed.is_empty() && failed.len() == with_images.len() {
+        let mut errors = std::mem::take(&mut failed).into_values();
+        if let Some(first) = errors.next() {
+            problems.extend(errors);
+            return Err(first);
+        }
+    }
+    written.retain(|w| !failed.contains_key(&chosen[w.index].input));
     written.sort_by_key(|w| w.index);
     let paths: Vec<(PathBuf, Option<u64>)> =
         written.iter().map(|w| (w.path.clone(), w.size)).collect();
     crate::io::place_all(written.into_iter().map(|w| w.closed).collect())?;
     progress.finish();
-    Ok(chosen
+    let kept: Vec<Chosen> = chosen
+        .into_iter()
+        .filter(|c| !failed.contains_key(&c.input))
+        .collect();
+    problems.extend(failed.into_values());
+    Ok(kept
         .into_iter()
         .zip(paths)
         .map(|(mut c, (path, size))| {
