@@ -348,8 +348,10 @@ pub struct Extraction {
 
 /// Extracts every image `config` asks for. Problems in the inputs are returned beside the
 /// result, whatever it is: a file that cannot be read, or whose device code cannot be found,
-/// is one of them, and the other files are still extracted from. Nothing is written unless
-/// everything chosen can be; when no image matches, that is an error.
+/// is one of them, and the other files are still extracted from; so is a file whose images
+/// cannot be written (a compressed bundle found damaged as it is inflated): none of its images
+/// is written. The outputs are put in place together, once all are written; when no image
+/// matches, that is an error.
 #[tracing::instrument(skip_all, fields(files = ?config.files, targets = ?config.arches))]
 pub fn extract(config: &ExtractConfig, progress: &dyn Progress) -> Extraction {
     extract_reporting(config, &(), progress)
