@@ -241,8 +241,8 @@ impl Totals {
     }
 }
 
-/// The device code of one file by target, before a rewrite and (for compress and
-/// decompress, once written) after it.
+/// The device code of one file by target, before a rewrite and (for compress, once written)
+/// after it.
 struct Usages {
     before: FileUsage,
     after: Option<FileUsage>,
@@ -304,7 +304,7 @@ fn execute(
         Err(code) => return code,
     };
     // What each processor's code takes before the rewrite (with what a strip removes), and,
-    // for compress and decompress, after it: read from the headers, before and after.
+    // for compress, after it: read from the headers, before and after.
     let strips = matches!(config.change, Change::Keep(_) | Change::Remove(_));
     let results: Vec<Result<(Summary, Option<Usages>), String>> =
         jobs::each_file(&pool, &plan.pairs, |(input, output)| {
@@ -318,7 +318,8 @@ fn execute(
             let before = du::file_usage(input, config.max_decompressed, keep).ok();
             rewrite::rewrite(input, output, config, mode)
                 .map(|summary| {
-                    let after = (!strips && mode == Mode::Write)
+                    let compresses = matches!(config.change, Change::Compress(_));
+                    let after = (compresses && mode == Mode::Write)
                         .then(|| du::file_usage(output, config.max_decompressed, None).ok())
                         .flatten();
                     (summary, before.map(|before| Usages { before, after }))
