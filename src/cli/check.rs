@@ -12,6 +12,7 @@ use crate::format::runtime;
 use crate::format::target_id::TargetIdBuf;
 use crate::ops::check::{self, Device};
 use crate::ops::gpus::{self, FeatureEnv};
+use crate::ops::inputs::Taken;
 
 use super::jobs::{self, counted, JobBar, Work};
 
@@ -40,8 +41,8 @@ struct Args {
     /// Print one JSON object: the devices, every file with its bundles, the libraries not found.
     #[arg(long)]
     json: bool,
-    /// The programs and shared libraries to check, and folders (their files; with -r, their
-    /// trees).
+    /// The programs and shared libraries to check, and folders (their ELF programs and shared
+    /// libraries; with -r, their trees').
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
@@ -65,7 +66,11 @@ pub fn run(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let (files, walk_failed) = args.work.tree.paths(PROG, &args.files);
+    // From folders, only what a loader loads: objects and archives are not checked.
+    let (files, walk_failed) = args
+        .work
+        .tree
+        .paths_taking(PROG, &args.files, Taken::Loadable);
     if walk_failed {
         return 2;
     }

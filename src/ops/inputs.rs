@@ -48,6 +48,9 @@ pub enum Taken {
     /// Those whose first bytes say they may hold device code.
     #[default]
     MayHoldDeviceCode,
+    /// Those whose first bytes say a loader can load them: ELF executables and shared
+    /// libraries (what `check` follows).
+    Loadable,
     /// Every one.
     Every,
 }
@@ -173,7 +176,12 @@ fn walk_folder(
             walk_folder(&path, &relative, options, ancestors, walk);
             ancestors.remove(&id);
         } else if meta.is_file() {
-            if options.files == Taken::Every || may_hold_device_code(&path) {
+            let taken = match options.files {
+                Taken::Every => true,
+                Taken::MayHoldDeviceCode => may_hold_device_code(&path),
+                Taken::Loadable => read_head(&path).is_none_or(|head| head_is_loadable(&head)),
+            };
+            if taken {
                 walk.files.push(Found {
                     path,
                     relative,
@@ -191,22 +199,44 @@ fn walk_folder(
 /// archive, a binary or text bundle, a compressed bundle, an offload binary or a CUDA fat
 /// binary. A file that cannot be read is taken (the command says why it cannot be read).
 pub fn may_hold_device_code(path: &Path) -> bool {
-    let mut head = [0u8; 512];
-    let Ok(mut file) = File::open(path) else {
-        return true;
-    };
+    read_head(path).is_none_or(|head| head_may_hold_device_code(&head))
+}
+
+/// The first 512 bytes of the file at `path` (fewer for a shorter file); `None` when it
+/// cannot be read.
+fn read_head(path: &Path) -> Option<Vec<u8>> {
+    let mut head = vec![0u8; 512];
+    let mut file = File::open(path).ok()?;
     let mut len = 0;
     while len < head.len() {
         match file.read(&mut head[len..]) {
             Ok(0) => break,
             Ok(n) => len += n,
-            Err(_) => return true,
+            Err(_) => return None,
         }
     }
-    head_may_hold_device_code(&head[..len])
+    head.truncate(len);
+    Some(head)
 }
 
-/// [`may_hold_device_code`] on the first bytes of a file.
+/// Whether `head` starts an ELF executable or shared library (`ET_EXEC`, `ET_DYN`) of
+/// either byte order.
+fn head_is_loadable(head: &[u8]) -> bool {
+    let (Some(b"\x7fELF"), Some(&data), Some(&[a, b])) = (
+        head.get(..4),
+        head.get(5),
+        head.get(16..18).and_then(|t| t.first_chunk::<2>()),
+    ) else {
+        return false;
+    };
+    let e_type = if data == 2 {
+        u16::from_be_bytes([a, b])
+    } else {
+        u16::from_le_bytes([a, b])
+    };
+    matches!(e_type, 2 | 3)
+}
+
 fn head_may_hold_device_code(head: &[u8]) -> bool {
     const TEXT_BUNDLE: &[u8] = b"__CLANG_OFFLOAD_BUNDLE____START__";
     const OBJECT_MAGICS: [&[u8]; 8] = [
