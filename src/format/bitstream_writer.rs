@@ -313,7 +313,8 @@ impl BitstreamWriter {
     pub fn blob_hole(&mut self, abbrev: BlobAbbrev, id: usize, len: u64) {
         self.blob_head(abbrev, len);
         // Aligned: no bits are pending.
-        self.parts.push(Part::Bytes(std::mem::take(&mut self.bytes)));
+        self.parts
+            .push(Part::Bytes(std::mem::take(&mut self.bytes)));
         self.parts.push(Part::Hole { id, len });
         self.bit += len * 8;
         self.align32();

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use super::module::{BinaryOp, Body, Const, Function, Linkage, Module, Op, Predicate, Type, Value};
-use crate::format::bitstream_writer::{BitstreamWriter, Bitstream, BlockTooLong};
+use crate::format::bitstream_writer::{Bitstream, BitstreamWriter, BlockTooLong};
 
 /// The magic of raw bitcode.
 const MAGIC: [u8; 4] = *b"BC\xc0\xde";
@@ -347,7 +347,10 @@ pub fn write(module: &Module) -> Result<Bitstream, BlockTooLong> {
     }
     let section = |s: &Option<String>| {
         s.as_ref().map_or(0, |s| {
-            sections.iter().position(|&t| t == s).map_or(0, |i| i as u64 + 1)
+            sections
+                .iter()
+                .position(|&t| t == s)
+                .map_or(0, |i| i as u64 + 1)
         })
     };
     w.record(code::MODULE_SOURCE_FILENAME, &chars(&module.id));
@@ -438,9 +441,7 @@ fn write_constants(w: &mut BitstreamWriter, values: &Values) -> Result<(), Block
             Const::Image { index, len } if *len > 0 => {
                 w.blob_hole(image.expect("an image abbreviation"), *index, *len)
             }
-            Const::Null(_) | Const::Bytes(_) | Const::Image { .. } => {
-                w.record(code::CST_NULL, &[])
-            }
+            Const::Null(_) | Const::Bytes(_) | Const::Image { .. } => w.record(code::CST_NULL, &[]),
             Const::Struct(_, items) | Const::Array(_, items) => {
                 let ids: Vec<u64> = items.iter().map(|i| values.constant(i)).collect();
                 w.record(code::CST_AGGREGATE, &ids);
@@ -519,12 +520,17 @@ impl FunctionWriter<'_> {
         match op {
             Op::Call { callee, args } => {
                 let f = self.values.module.function(callee);
-                self.ops.extend([0, CALL_EXPLICIT_TYPE, self.values.types.ids[&f.ty()]]);
+                self.ops
+                    .extend([0, CALL_EXPLICIT_TYPE, self.values.types.ids[&f.ty()]]);
                 self.value_and_type(&Value::Const(Const::Global(callee.clone())));
                 args.iter().for_each(|a| self.value(a));
                 code::FUNC_CALL
             }
-            Op::Store { value, ptr, align: a } => {
+            Op::Store {
+                value,
+                ptr,
+                align: a,
+            } => {
                 self.value_and_type(ptr);
                 self.value_and_type(value);
                 self.ops.extend([align(Some(*a)), 0]);
@@ -611,7 +617,8 @@ impl FunctionWriter<'_> {
                 self.value(value);
                 self.block(default);
                 for (case, block) in cases {
-                    self.ops.push(self.values.constant(&Const::Int(bits, *case)));
+                    self.ops
+                        .push(self.values.constant(&Const::Int(bits, *case)));
                     self.block(block);
                 }
                 code::FUNC_SWITCH

@@ -2,7 +2,7 @@
 //! OpenMP module, and LLVM 22's `llvm-offload-wrapper` modules for OpenMP, CUDA and HIP.
 
 use super::module::{
-    bytes_type, global, int, int_value, local, null, Block, Body, BinaryOp, Const, Function,
+    bytes_type, global, int, int_value, local, null, BinaryOp, Block, Body, Const, Function,
     Global, Inst, Linkage, Module, NamedStruct, Op, Predicate, Type, Value,
 };
 use super::{name, OffloadKind};
@@ -431,7 +431,10 @@ fn openmp22(module: &mut Module, lens: &[u64]) {
             vec![block(
                 "entry",
                 vec![
-                    inst(call("__tgt_unregister_lib", vec![global(descriptor).into()])),
+                    inst(call(
+                        "__tgt_unregister_lib",
+                        vec![global(descriptor).into()],
+                    )),
                     ret(),
                 ],
             )],
@@ -514,7 +517,10 @@ fn fatbinary22(module: &mut Module, kind: OffloadKind, len: u64) {
     let mut entry = vec![
         named(
             "h",
-            call(&f("RegisterFatBinary"), vec![global(".fatbin_wrapper").into()]),
+            call(
+                &f("RegisterFatBinary"),
+                vec![global(".fatbin_wrapper").into()],
+            ),
         ),
         inst(Op::Store {
             value: local("h"),
@@ -528,7 +534,9 @@ fn fatbinary22(module: &mut Module, kind: OffloadKind, len: u64) {
     }
     entry.push(named("r", call("atexit", vec![global(&unreg).into()])));
     entry.push(ret());
-    module.functions.push(startup(&reg, &[], vec![block("entry", entry)]));
+    module
+        .functions
+        .push(startup(&reg, &[], vec![block("entry", entry)]));
     module.functions.push(startup(
         &unreg,
         &[],
@@ -633,7 +641,12 @@ fn globals_registration(name: &str, p: &str, kind: OffloadKind, entry_kind: i64)
         block(
             "entry",
             vec![
-                icmp("any", Predicate::Ne, start.clone().into(), stop.clone().into()),
+                icmp(
+                    "any",
+                    Predicate::Ne,
+                    start.clone().into(),
+                    stop.clone().into(),
+                ),
                 cond_br("any", "loop", "done"),
             ],
         ),
@@ -644,7 +657,10 @@ fn globals_registration(name: &str, p: &str, kind: OffloadKind, entry_kind: i64)
                     "e",
                     Op::Phi {
                         ty: Type::Ptr,
-                        incoming: vec![(start.into(), "entry".into()), (local("next"), next.into())],
+                        incoming: vec![
+                            (start.into(), "entry".into()),
+                            (local("next"), next.into()),
+                        ],
                     },
                 ),
                 field("kind_at", 2),
@@ -675,14 +691,24 @@ fn globals_registration(name: &str, p: &str, kind: OffloadKind, entry_kind: i64)
                 binary("const", BinaryOp::LShr, "const_bit", 4),
                 binary("norm_bit", BinaryOp::And, "flags", 32),
                 binary("norm", BinaryOp::LShr, "norm_bit", 5),
-                icmp("ours", Predicate::Eq, local("kind"), int_value(16, entry_kind)),
+                icmp(
+                    "ours",
+                    Predicate::Eq,
+                    local("kind"),
+                    int_value(16, entry_kind),
+                ),
                 cond_br("ours", "which", next),
             ],
         ),
         block(
             "which",
             vec![
-                icmp("is_function", Predicate::Eq, local("size"), int_value(64, 0)),
+                icmp(
+                    "is_function",
+                    Predicate::Eq,
+                    local("size"),
+                    int_value(64, 0),
+                ),
                 cond_br("is_function", "function", "global"),
             ],
         ),

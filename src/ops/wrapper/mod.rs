@@ -145,8 +145,8 @@ fn write_ir(module: &Module, images: &[Input], output: &Path) -> Result<()> {
 /// Writes `module` as bitcode to `output`: the bitstream around the images, then each image
 /// copied from its file into its place.
 fn write_bitcode(module: &Module, images: &[Image], output: &Path) -> Result<()> {
-    let stream = bitcode::write(module)
-        .map_err(|e| Error::msg(format!("'{}': {e}", output.display())))?;
+    let stream =
+        bitcode::write(module).map_err(|e| Error::msg(format!("'{}': {e}", output.display())))?;
     let mut out = Output::create(output)?;
     for part in &stream.parts {
         match part {

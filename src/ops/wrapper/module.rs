@@ -76,7 +76,9 @@ impl Const {
             Const::Bytes(bytes) => bytes_type(bytes.len() as u64),
             Const::Image { len, .. } => bytes_type(*len),
             Const::Global(_) | Const::Gep { .. } => Type::Ptr,
-            Const::Array(element, items) => Type::Array(items.len() as u64, Box::new(element.clone())),
+            Const::Array(element, items) => {
+                Type::Array(items.len() as u64, Box::new(element.clone()))
+            }
         }
     }
 }
@@ -170,18 +172,56 @@ pub enum BinaryOp {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
     /// A call of a function of the module.
-    Call { callee: String, args: Vec<Value> },
-    Store { value: Value, ptr: Value, align: u32 },
-    Load { ty: Type, ptr: Value, align: u32 },
-    ICmp { predicate: Predicate, lhs: Value, rhs: Value },
-    Binary { op: BinaryOp, lhs: Value, rhs: Value },
-    Trunc { value: Value, to: Type },
-    Gep { inbounds: bool, source: Type, base: Value, indices: Vec<Value> },
+    Call {
+        callee: String,
+        args: Vec<Value>,
+    },
+    Store {
+        value: Value,
+        ptr: Value,
+        align: u32,
+    },
+    Load {
+        ty: Type,
+        ptr: Value,
+        align: u32,
+    },
+    ICmp {
+        predicate: Predicate,
+        lhs: Value,
+        rhs: Value,
+    },
+    Binary {
+        op: BinaryOp,
+        lhs: Value,
+        rhs: Value,
+    },
+    Trunc {
+        value: Value,
+        to: Type,
+    },
+    Gep {
+        inbounds: bool,
+        source: Type,
+        base: Value,
+        indices: Vec<Value>,
+    },
     /// The incoming values and the blocks they come from, by name.
-    Phi { ty: Type, incoming: Vec<(Value, String)> },
+    Phi {
+        ty: Type,
+        incoming: Vec<(Value, String)>,
+    },
     Br(String),
-    CondBr { cond: Value, then: String, otherwise: String },
-    Switch { value: Value, default: String, cases: Vec<(i64, String)> },
+    CondBr {
+        cond: Value,
+        then: String,
+        otherwise: String,
+    },
+    Switch {
+        value: Value,
+        default: String,
+        cases: Vec<(i64, String)>,
+    },
     RetVoid,
 }
 
