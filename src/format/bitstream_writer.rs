@@ -188,10 +188,9 @@ impl BitstreamWriter {
 
     /// Pads with zero bits to the next multiple of 32 bits.
     fn align32(&mut self) {
-        let rest = (32 - self.bit % 32) % 32;
-        // At most 31 bits: two fields.
-        self.fixed(0, (rest / 2) as u32);
-        self.fixed(0, (rest - rest / 2) as u32);
+        // Fewer than 32 bits: the conversion cannot fail.
+        let rest = u32::try_from((32 - self.bit % 32) % 32).unwrap_or_default();
+        self.fixed(0, rest);
     }
 
     /// Enters block `id`, whose abbreviation IDs are `width` bits wide.
