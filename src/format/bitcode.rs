@@ -38,7 +38,7 @@ use std::fmt;
 use std::ops::RangeInclusive;
 
 /// The magic of raw bitcode: `BC` then 0xC0DE.
-const RAW_MAGIC: [u8; 4] = *b"BC\xc0\xde";
+pub const RAW_MAGIC: [u8; 4] = *b"BC\xc0\xde";
 
 /// The magic of the bitcode wrapper header, 0x0B17C0DE little-endian.
 const WRAPPER_MAGIC: [u8; 4] = [0xde, 0xc0, 0x17, 0x0b];
@@ -51,7 +51,7 @@ const WRAPPER_HEADER_SIZE: usize = 20;
 const MIN_TOP_LEVEL_ENTRY: u64 = 9;
 
 /// Width of abbreviation IDs at the top level of a bitstream.
-const TOP_LEVEL_ABBREV_WIDTH: u32 = 2;
+pub(super) const TOP_LEVEL_ABBREV_WIDTH: u32 = 2;
 
 /// Fixed and VBR operands, and abbreviation IDs, of more bits than this are refused, as LLVM
 /// refuses them.
@@ -67,19 +67,31 @@ fn chunk_width(width: u64) -> Option<u32> {
 /// The irsymtab versions whose header and symbol layouts are known.
 const SYMTAB_VERSIONS: RangeInclusive<u32> = 3..=4;
 
-/// IDs of the top-level blocks (`bitc::BlockIDs`).
-mod block_id {
+/// IDs of blocks (`bitc::BlockIDs`): the top-level ones, and those inside a module.
+pub mod block_id {
+    /// A module.
     pub const MODULE: u64 = 8;
+    /// A module's constants, or a function's.
+    pub const CONSTANTS: u64 = 11;
+    /// A function body.
+    pub const FUNCTION: u64 = 12;
+    /// The producer of the module after it.
     pub const IDENTIFICATION: u64 = 13;
+    /// Names of values.
+    pub const VALUE_SYMTAB: u64 = 14;
+    /// The type table.
+    pub const TYPE: u64 = 17;
+    /// The string table.
     pub const STRTAB: u64 = 23;
+    /// The irsymtab.
     pub const SYMTAB: u64 = 25;
 }
 
 /// The code of the blob record of the STRTAB and SYMTAB blocks.
-const BLOB_RECORD: u64 = 1;
+pub const BLOB_RECORD: u64 = 1;
 
 /// The abbreviation IDs every block has (`bitc::FixedAbbrevIDs`).
-mod abbrev_id {
+pub(super) mod abbrev_id {
     pub const END_BLOCK: u64 = 0;
     pub const ENTER_SUBBLOCK: u64 = 1;
     pub const DEFINE_ABBREV: u64 = 2;

@@ -10,17 +10,7 @@
 
 use std::fmt;
 
-/// The abbreviation IDs every block has.
-mod abbrev_id {
-    pub const END_BLOCK: u64 = 0;
-    pub const ENTER_SUBBLOCK: u64 = 1;
-    pub const DEFINE_ABBREV: u64 = 2;
-    pub const UNABBREV_RECORD: u64 = 3;
-    pub const FIRST_APPLICATION: u64 = 4;
-}
-
-/// Width of abbreviation IDs at the top level of a bitstream.
-const TOP_LEVEL_ABBREV_WIDTH: u32 = 2;
+use super::bitcode::{abbrev_id, TOP_LEVEL_ABBREV_WIDTH};
 
 /// The encodings of abbreviation operands, as DEFINE_ABBREV writes them.
 mod encoding {

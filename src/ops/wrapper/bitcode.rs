@@ -11,21 +11,8 @@
 use std::collections::HashMap;
 
 use super::module::{BinaryOp, Body, Const, Function, Linkage, Module, Op, Predicate, Type, Value};
+use crate::format::bitcode::{block_id as block, BLOB_RECORD, RAW_MAGIC};
 use crate::format::bitstream_writer::{Bitstream, BitstreamWriter, BlockTooLong};
-
-/// The magic of raw bitcode.
-const MAGIC: [u8; 4] = *b"BC\xc0\xde";
-
-/// Block IDs (`bitc::BlockIDs`).
-mod block {
-    pub const MODULE: u64 = 8;
-    pub const CONSTANTS: u64 = 11;
-    pub const FUNCTION: u64 = 12;
-    pub const IDENTIFICATION: u64 = 13;
-    pub const VALUE_SYMTAB: u64 = 14;
-    pub const TYPE: u64 = 17;
-    pub const STRTAB: u64 = 23;
-}
 
 /// Record codes, by block.
 mod code {
@@ -72,8 +59,6 @@ mod code {
 
     pub const VST_ENTRY: u64 = 1;
     pub const VST_BBENTRY: u64 = 2;
-
-    pub const STRTAB_BLOB: u64 = 1;
 }
 
 /// The module version whose function bodies number values relative to the instruction and
@@ -318,7 +303,7 @@ pub fn write(module: &Module) -> Result<Bitstream, BlockTooLong> {
         }
     }
 
-    let mut w = BitstreamWriter::new(MAGIC);
+    let mut w = BitstreamWriter::new(RAW_MAGIC);
     w.enter_block(block::IDENTIFICATION, 5);
     w.record(code::IDENTIFICATION_STRING, &chars(PRODUCER));
     w.record(code::IDENTIFICATION_EPOCH, &[0]);
@@ -411,7 +396,7 @@ pub fn write(module: &Module) -> Result<Bitstream, BlockTooLong> {
     w.end_block()?;
 
     w.enter_block(block::STRTAB, 3);
-    let blob = w.define_blob_abbrev(code::STRTAB_BLOB);
+    let blob = w.define_blob_abbrev(BLOB_RECORD);
     w.blob_record(blob, &strtab);
     w.end_block()?;
     Ok(w.finish())
