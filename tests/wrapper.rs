@@ -695,3 +695,149 @@ fn a_megabyte_image_reads_back_through_llvm() {
         assert!(text.contains(&constant), "{kind}");
     }
 }
+
+/// `offload wrapper --kind=hip` given code objects bundles them as clang does (its
+/// clang-offload-bundler command line) before wrapping: the program registers the same fat
+/// binary as one linked from LLVM's tools.
+#[test]
+fn a_hip_wrapper_bundles_code_objects_as_clang_does() {
+    let (Some(bundler), Some(upstream), Some(clang)) = (
+        reference_tool("clang-offload-bundler-22"),
+        reference_tool("llvm-offload-wrapper-22"),
+        reference_tool("clang-22"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let images = images();
+    let (gfx906, gfx90a) = (images[0].to_str().unwrap(), images[1].to_str().unwrap());
+    succeed(Command::new(&bundler).current_dir(dir.path()).args([
+        "-type=o",
+        "-bundle-align=4096",
+        "-targets=host-x86_64-pc-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx906,hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+",
+        "-input=/dev/null",
+        &format!("-input={gfx906}"),
+        &format!("-input={gfx90a}"),
+        "-output=clang.hipfb",
+    ]));
+    succeed(Command::new(&upstream).current_dir(dir.path()).args([
+        "--kind=hip",
+        "-o",
+        "llvm.bc",
+        "clang.hipfb",
+    ]));
+    let theirs = registered_22(&clang, &dir.path().join("llvm.bc"));
+    assert!(
+        theirs.contains("hip register: magic 48495046 version 1"),
+        "{theirs}"
+    );
+    // Target IDs read from the code objects' headers, or given; in any order: entries are
+    // sorted as clang sorts them.
+    let cases: [&[&str]; 3] = [
+        &["--bundle", "-o", "header.ll", gfx90a, gfx906],
+        &[
+            "--offload-arch=gfx90a:xnack+",
+            gfx90a,
+            "--offload-arch",
+            "gfx906",
+            gfx906,
+            "-o",
+            "given.bc",
+        ],
+        &["--bundle", "-o", "after-dashes.bc", "--", gfx906, gfx90a],
+    ];
+    for args in cases {
+        succeed(
+            offload()
+                .current_dir(dir.path())
+                .args(["wrapper", "--kind=hip"])
+                .args(args),
+        );
+        let output = args[args.iter().position(|a| *a == "-o").unwrap() + 1];
+        let ours = dir.path().join(output);
+        assert_eq!(registered_22(&clang, &ours), theirs, "{args:?}");
+    }
+    // Compressed: a CCOB of the same bundle, whose code objects come back byte for byte.
+    succeed(offload().current_dir(dir.path()).args([
+        "wrapper",
+        "--kind=hip",
+        "--compress",
+        "-o",
+        "compressed.bc",
+        gfx906,
+        gfx90a,
+    ]));
+    let registered = registered_22(&clang, &dir.path().join("compressed.bc"));
+    assert!(
+        registered.contains("hip register: magic 48495046 version 1"),
+        "{registered}"
+    );
+    let listed = succeed(
+        offload()
+            .current_dir(dir.path())
+            .args(["ls", "--json", "compressed.o"]),
+    );
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    // The empty host entry and the two code objects.
+    assert_eq!(
+        listed.matches("\"compressed\": true").count(),
+        3,
+        "{listed}"
+    );
+    for (arch, image) in [("gfx906", gfx906), ("gfx90a:xnack+", gfx90a)] {
+        let out = dir.path().join(format!("out-{arch}"));
+        succeed(offload().current_dir(dir.path()).args([
+            "extract",
+            "compressed.o",
+            "--arch",
+            arch,
+            "-o",
+            out.to_str().unwrap(),
+        ]));
+        let files = crate::util::file_names(&out);
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert_eq!(
+            std::fs::read(out.join(&files[0])).unwrap(),
+            std::fs::read(image).unwrap(),
+            "{arch}"
+        );
+    }
+    assert_eq!(
+        crate::util::temporaries_in(dir.path()),
+        Vec::<String>::new()
+    );
+}
+
+/// Bundling refuses what it cannot name, before writing anything.
+#[test]
+fn a_hip_bundle_of_an_unknown_image_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("k.hip"), "__global__ void k() {}\n").unwrap();
+    let gfx906 = images()[0].display().to_string();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--kind=hip", "--bundle", "-o", "x.ll", "k.hip"],
+            "offload wrapper: error: 'k.hip': not an AMDGPU code object whose processor is known; name its target ID with --offload-arch\n",
+        ),
+        (
+            &["--kind=hip", "-o", "x.ll", &gfx906, "--offload-arch=gfx906"],
+            "offload wrapper: error: --offload-arch=gfx906 is not followed by an image\n",
+        ),
+        (
+            &["--kind=openmp", "--compress", "-o", "x.ll", &gfx906],
+            "offload wrapper: error: --bundle, --offload-arch and --compress bundle HIP code objects: they need --kind=hip\n",
+        ),
+    ];
+    for (args, message) in cases {
+        assert_eq!(
+            wrapper(dir.path(), args),
+            (1, message.to_string()),
+            "{args:?}"
+        );
+        assert_eq!(
+            crate::util::file_names(dir.path()),
+            vec!["k.hip".to_string()],
+            "{args:?}"
+        );
+    }
+}

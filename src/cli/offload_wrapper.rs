@@ -2,7 +2,10 @@
 //! module that registers a device image with the OpenMP, CUDA or HIP runtime, as bitcode.
 
 use super::llvm_cl::{self, Kind, Spec};
-use crate::ops::wrapper::{self, OffloadKind, OffloadWrapperConfig};
+use super::wrapper::CommandLine;
+use crate::format::ccob::CompressOptions;
+use crate::format::processor::LlvmVersion;
+use crate::ops::wrapper::{self, HipBundling, OffloadKind, OffloadWrapperConfig};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +20,18 @@ const SPECS: &[Spec] = &[
     },
     Spec {
         name: "triple",
+        kind: Kind::Value,
+    },
+    Spec {
+        name: "bundle",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "compress",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "compression-level",
         kind: Kind::Value,
     },
     Spec {
@@ -55,6 +70,16 @@ llvm-offload-wrapper options:
   --triple=<string> - Target triple for the wrapper module
 ";
 
+/// The options `offload wrapper --kind=hip` adds to LLVM's: bundling code objects itself.
+const EXTENSIONS: &str = "
+offload-tools options (--kind=hip; any of them bundles the images first, as clang does):
+
+  --bundle                 - Bundle the images, AMDGPU code objects, into one HIP fat binary
+  --offload-arch=<id>      - Target ID of the code object that follows (default: its ELF header's)
+  --compress               - Compress the bundle (CCOB version 3, zstd)
+  --compression-level=<n>  - zstd level of --compress (default 3)
+";
+
 /// What `--help` and `--version` print.
 const ABOUT: llvm_cl::About = llvm_cl::About {
     tool: "llvm-offload-wrapper",
@@ -79,8 +104,8 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
     let base = Path::new(prog)
         .file_name()
         .map_or_else(|| prog.to_string(), |n| n.to_string_lossy().into_owned());
-    let (images, options) = split(args);
-    let (parsed, mut failed) = match llvm_cl::parse(&options, SPECS) {
+    let line = CommandLine::split(args, &["o", "kind", "triple", "compression-level"]);
+    let (parsed, mut failed) = match llvm_cl::parse(&line.rest, SPECS) {
         Ok(p) => (p, false),
         Err(errors) => {
             llvm_cl::print_errors(err, &base, prog, &errors, SPECS);
@@ -88,11 +113,22 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
         }
     };
     if !failed {
-        if let Some(code) = llvm_cl::help_or_version(prog, &parsed, &ABOUT, out, err) {
+        // `offload wrapper --kind=... --help` shows the options this tool adds; under LLVM's
+        // name, the help is LLVM's.
+        let help = format!("{HELP}{EXTENSIONS}");
+        let about = if prog == "offload wrapper" {
+            llvm_cl::About {
+                help: &help,
+                ..ABOUT
+            }
+        } else {
+            ABOUT
+        };
+        if let Some(code) = llvm_cl::help_or_version(prog, &parsed, &about, out, err) {
             return code;
         }
     }
-    let mut images: Vec<PathBuf> = images.into_iter().map(PathBuf::from).collect();
+    let mut images = line.images;
     images.extend(parsed.positional.iter().map(PathBuf::from));
     // As LLVM's parser: the missing positional argument, then the missing or unknown kind.
     if images.is_empty() {
@@ -125,11 +161,23 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
     if failed {
         return 1;
     }
+    let bundle = match bundling(prog, &parsed, &line.arches, images.len(), err) {
+        Ok(bundle) => bundle,
+        Err(code) => return code,
+    };
+    if bundle.is_some() && kind != OffloadKind::Hip {
+        let _ = writeln!(
+            err,
+            "{prog}: error: --bundle, --offload-arch and --compress bundle HIP code objects: they need --kind=hip"
+        );
+        return 1;
+    }
     let config = OffloadWrapperConfig {
         kind,
         triple: parsed.value("triple").unwrap_or(DEFAULT_TRIPLE).to_string(),
         output: PathBuf::from(parsed.value("o").unwrap_or("")),
         images,
+        bundle,
     };
     if config.output.as_os_str().is_empty() {
         let _ = writeln!(err, "{prog}: error: No such file or directory");
@@ -144,24 +192,42 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
     }
 }
 
-/// The images (arguments that are not options nor an option's value) and the options.
-fn split(args: &[String]) -> (Vec<String>, Vec<String>) {
-    let (mut images, mut options) = (Vec::new(), Vec::new());
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        if arg == "--" {
-            images.extend(iter.by_ref().cloned());
-        } else if arg.starts_with('-') && arg != "-" {
-            options.push(arg.clone());
-            let body = arg.trim_start_matches('-');
-            if matches!(body, "o" | "kind" | "triple") {
-                options.extend(iter.next().cloned());
-            }
-        } else {
-            images.push(arg.clone());
-        }
+/// Whether and how HIP code objects are bundled into one fat binary before it is wrapped:
+/// when `--bundle`, `--offload-arch` or `--compress` asks for it (LLVM's own command lines
+/// wrap their one image as it is, as LLVM's tool does).
+fn bundling(
+    prog: &str,
+    parsed: &llvm_cl::Parsed,
+    arches: &[(usize, String)],
+    count: usize,
+    err: &mut dyn Write,
+) -> Result<Option<HipBundling>, i32> {
+    let compress = parsed.given("compress") || parsed.given("compression-level");
+    if !parsed.given("bundle") && arches.is_empty() && !compress {
+        return Ok(None);
     }
-    (images, options)
+    let arches = super::wrapper::per_image(prog, count, arches, err)?;
+    let compress = match compress {
+        false => None,
+        true => {
+            let mut options = CompressOptions {
+                version: CompressOptions::default_version(LlvmVersion::V22),
+                ..CompressOptions::default()
+            };
+            if let Some(level) = parsed.value("compression-level") {
+                let Ok(level) = level.parse() else {
+                    let _ = writeln!(
+                        err,
+                        "{prog}: for the --compression-level option: '{level}' value invalid for integer argument!"
+                    );
+                    return Err(1);
+                };
+                options.level = level;
+            }
+            Some(options)
+        }
+    };
+    Ok(Some(HipBundling { arches, compress }))
 }
 
 #[cfg(test)]

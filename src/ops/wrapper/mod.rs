@@ -218,14 +218,35 @@ pub struct OffloadWrapperConfig {
     pub triple: String,
     /// The output: bitcode, or IR text when it ends in `.ll`.
     pub output: PathBuf,
-    /// The images (one for CUDA and HIP).
+    /// The images (one for CUDA and HIP, unless HIP code objects are bundled).
     pub images: Vec<PathBuf>,
+    /// For HIP: bundle AMDGPU code objects into one fat binary before wrapping it, as clang
+    /// does (`None`: wrap the images as they are, as LLVM's tool does).
+    pub bundle: Option<HipBundling>,
+}
+
+/// How HIP code objects are bundled into the fat binary a HIP wrapper registers.
+#[derive(Debug, Clone, Default)]
+pub struct HipBundling {
+    /// The target ID of each image, in order; an empty or missing one is read from the code
+    /// object's ELF header.
+    pub arches: Vec<String>,
+    /// Compress the bundle (a CCOB of the LLVM 22 bundler's format).
+    pub compress: Option<crate::format::ccob::CompressOptions>,
 }
 
 /// Writes the module of LLVM 22's offload wrapper that `config` asks for, as bitcode or, for
 /// an output ending in `.ll`, IR text.
 #[tracing::instrument(skip_all, fields(output = %config.output.display(), kind = ?config.kind))]
 pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
+    let bundled = match (&config.bundle, config.kind) {
+        (Some(bundling), OffloadKind::Hip) => Some(hip_fat_binary(config, bundling)?),
+        _ => None,
+    };
+    let paths = match &bundled {
+        Some(file) => vec![file.path().to_path_buf()],
+        None => config.images.clone(),
+    };
     let is_text = config
         .output
         .extension()
@@ -239,15 +260,73 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
         Ok(())
     };
     if is_text {
-        let images = open_inputs(&config.images)?;
+        let images = open_inputs(&paths)?;
         check(images.len())?;
         let lens: Vec<u64> = images.iter().map(|i| i.len() as u64).collect();
         let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &lens);
         return write_ir(&module, &images, &config.output);
     }
-    let images = open_images(&config.images)?;
+    let images = open_images(&paths)?;
     check(images.len())?;
     let lens: Vec<u64> = images.iter().map(Image::len).collect();
     let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &lens);
     write_bitcode(&module, &images, &config.output)
+}
+
+/// The HIP fat binary of `config`'s code objects, as clang makes it: a bundle with an empty
+/// host entry and one `hipv4-amdgcn-amd-amdhsa--ID` entry per code object, sorted by target
+/// ID, 4096-byte aligned, optionally compressed; written to a temporary file beside the
+/// output.
+fn hip_fat_binary(
+    config: &OffloadWrapperConfig,
+    bundling: &HipBundling,
+) -> Result<tempfile::NamedTempFile> {
+    use crate::format::processor::{code_object_target_id, LlvmVersion};
+    use crate::ops::bundler::{self, BundlerConfig};
+    let mut entries = Vec::with_capacity(config.images.len());
+    for (i, path) in config.images.iter().enumerate() {
+        let given = bundling.arches.get(i).filter(|a| !a.is_empty());
+        let id = match given {
+            Some(id) => id.clone(),
+            None => {
+                let input = Input::open(path)?;
+                code_object_target_id(&input).ok_or_else(|| {
+                    Error::msg(format!(
+                        "'{}': not an AMDGPU code object whose processor is known; name its target ID with --offload-arch",
+                        path.display()
+                    ))
+                })?
+            }
+        };
+        entries.push((id, path.clone()));
+    }
+    entries.sort();
+    let host = config.triple.as_str();
+    let mut targets = vec![format!("host-{host}")];
+    let mut inputs = vec![PathBuf::from("/dev/null")];
+    for (id, path) in entries {
+        targets.push(format!("hipv4-amdgcn-amd-amdhsa--{id}"));
+        inputs.push(path);
+    }
+    let dir = match config.output.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let file = tempfile::Builder::new()
+        .prefix(".offload-wrapper-")
+        .suffix(".hipfb")
+        .tempfile_in(&dir)
+        .map_err(|e| Error::io(&dir, e))?;
+    let bundler_config = BundlerConfig {
+        file_type: "o".to_string(),
+        targets,
+        inputs,
+        outputs: vec![file.path().to_path_buf()],
+        bundle_align: 4096,
+        compress: bundling.compress,
+        llvm: LlvmVersion::V22,
+        ..BundlerConfig::default()
+    };
+    bundler::bundle(&bundler_config, &mut std::io::sink())?;
+    Ok(file)
 }
