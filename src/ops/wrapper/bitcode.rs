@@ -1,4 +1,4 @@
-//! A [`Module`] as LLVM bitcode, in the layout LLVM 17 and later read: opaque pointers,
+//! A [`Module`] as LLVM bitcode, in the layout of LLVM 17 and later: opaque pointers,
 //! module version 2 (relative value numbers in function bodies, names in a STRTAB block), an
 //! IDENTIFICATION block first. Function bodies are found in the order of the function records,
 //! so no value symbol table offset is written.
@@ -675,4 +675,36 @@ fn write_function(
     }
     w.end_block()?;
     w.end_block()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ir::llvm_offload_wrapper;
+    use super::super::OffloadKind;
+    use super::*;
+    use crate::format::bitstream_writer::Part;
+
+    #[test]
+    fn each_image_is_one_aligned_hole_of_its_length() {
+        let module = llvm_offload_wrapper(OffloadKind::OpenMp, "x86_64-pc-linux-gnu", &[5, 0, 8]);
+        let stream = write(&module).unwrap();
+        let mut at = 0u64;
+        let mut holes = Vec::new();
+        for part in &stream.parts {
+            match part {
+                Part::Bytes(bytes) => at += bytes.len() as u64,
+                Part::Hole { id, len } => {
+                    holes.push((*id, *len, at % 4));
+                    at += len;
+                }
+            }
+        }
+        // The empty image is a null constant, not a blob.
+        assert_eq!(holes, [(0, 5, 0), (2, 8, 0)]);
+        assert_eq!(stream.len() % 4, 0);
+        let bytes = stream.to_bytes(|id| if id == 0 { b"hello" } else { b"12345678" });
+        assert!(bytes.starts_with(b"BC\xc0\xde"));
+        let hello = bytes.windows(8).position(|w| w == b"hello\0\0\0");
+        assert!(hello.is_some_and(|at| at % 4 == 0), "{hello:?}");
+    }
 }

@@ -97,23 +97,23 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
         tracing::info!(size = object.size(), "written");
         return Ok(());
     }
-    let lens = |images: &[Image]| images.iter().map(Image::len).collect::<Vec<u64>>();
     match extension.as_str() {
         "ll" => {
             let images = open_inputs(&config.images)?;
-            for (i, (path, image)) in config.images.iter().zip(&images).enumerate() {
-                log(path, i, image.len() as u64);
+            let lens = input_lens(&images);
+            for (i, (path, len)) in config.images.iter().zip(&lens).enumerate() {
+                log(path, i, *len);
             }
-            let lens: Vec<u64> = images.iter().map(|i| i.len() as u64).collect();
             let module = ir::clang_offload_wrapper(&config.target, &lens, &arches);
             write_ir(&module, &images, &config.output)
         }
         "bc" => {
             let images = open_images(&config.images)?;
-            for (i, (path, image)) in config.images.iter().zip(&images).enumerate() {
-                log(path, i, image.len());
+            let lens = image_lens(&images);
+            for (i, (path, len)) in config.images.iter().zip(&lens).enumerate() {
+                log(path, i, *len);
             }
-            let module = ir::clang_offload_wrapper(&config.target, &lens(&images), &arches);
+            let module = ir::clang_offload_wrapper(&config.target, &lens, &arches);
             write_bitcode(&module, &images, &config.output)
         }
         _ => Err(Error::msg(format!(
@@ -129,6 +129,14 @@ fn open_images(paths: &[PathBuf]) -> Result<Vec<Image>> {
 
 fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
     paths.iter().map(|p| Input::open(p)).collect()
+}
+
+fn image_lens(images: &[Image]) -> Vec<u64> {
+    images.iter().map(Image::len).collect()
+}
+
+fn input_lens(images: &[Input]) -> Vec<u64> {
+    images.iter().map(|i| i.len() as u64).collect()
 }
 
 /// Writes `module`, whose images are `images`, as IR text to `output`.
@@ -262,14 +270,12 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
     if is_text {
         let images = open_inputs(&paths)?;
         check(images.len())?;
-        let lens: Vec<u64> = images.iter().map(|i| i.len() as u64).collect();
-        let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &lens);
+        let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &input_lens(&images));
         return write_ir(&module, &images, &config.output);
     }
     let images = open_images(&paths)?;
     check(images.len())?;
-    let lens: Vec<u64> = images.iter().map(Image::len).collect();
-    let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &lens);
+    let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &image_lens(&images));
     write_bitcode(&module, &images, &config.output)
 }
 

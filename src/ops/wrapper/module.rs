@@ -718,3 +718,24 @@ impl Module {
         p.out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::ir::clang_offload_wrapper;
+
+    #[test]
+    fn images_and_names_print_as_llvm_writes_them() {
+        let module = clang_offload_wrapper("x86_64-pc-linux-gnu", &[4], &["gfx90a:xnack+"]);
+        let text = module.to_ir(&[b"a\"\\\n"]);
+        for line in [
+            "source_filename = \"offload.wrapper.object\"",
+            "@.omp_offloading.device_image = internal unnamed_addr constant [4 x i8] c\"a\\22\\5C\\0A\", align 8",
+            "@__offload_arch = internal unnamed_addr constant [14 x i8] c\"gfx90a:xnack+\\00\", section \".offload_arch_list\"",
+            "@__dummy.omp_offloading.entry = hidden constant [0 x %__tgt_offload_entry] zeroinitializer, section \"omp_offloading_entries\"",
+            "declare extern_weak void @__tgt_register_image_info(ptr)",
+            "  %has_info = icmp ne ptr @__tgt_register_image_info, null",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line}\n{text}");
+        }
+    }
+}
