@@ -46,6 +46,7 @@ mod rewrite_program;
 mod runtime_pick;
 mod targets;
 mod trees;
+mod trees_read;
 mod wrapper;
 
 /// Cargo builds only tests/main.rs (`autotests = false`), so a test file that no `mod` line

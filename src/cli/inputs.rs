@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args as ClapArgs;
 
-use crate::ops::inputs::{self, Found, WalkOptions};
+use crate::ops::inputs::{self, Found, Links, WalkOptions};
 
 /// How folders named among the inputs are read.
 #[derive(Debug, Clone, Copy, ClapArgs)]
@@ -30,7 +30,12 @@ impl TreeOpts {
             roots,
             WalkOptions {
                 recursive: self.recursive,
-                follow: self.follow,
+                links: if self.follow {
+                    Links::Follow
+                } else {
+                    Links::Skip
+                },
+                ..WalkOptions::default()
             },
         );
         let stderr = std::io::stderr();

@@ -3,10 +3,11 @@
 //!
 //! Files found in a folder are taken only when their first bytes say they may hold device
 //! code (an object file, program, shared library, archive or one of the containers); the
-//! others (sources, scripts, data) are skipped without being read further. Symbolic links met
-//! in a folder are skipped unless `follow` is set: a link may lead out of the tree, or to a
-//! file the walk meets anyway. When they are followed, a link back to a folder being walked is
-//! a loop, reported and not entered.
+//! others (sources, scripts, data) are skipped without being read further, unless every file
+//! is asked for (a copy of a whole tree). Symbolic links met in a folder are skipped unless
+//! they are followed or kept: a link may lead out of the tree, or to a file the walk meets
+//! anyway. When they are followed, a link back to a folder being walked is a loop, reported
+//! and not entered; kept, a link is a file of its own, to be made again as a link.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -23,8 +24,32 @@ use crate::format::kpack;
 pub struct WalkOptions {
     /// Walk folders to their last level (else only a folder's own files).
     pub recursive: bool,
-    /// Follow symbolic links met in folders.
-    pub follow: bool,
+    /// What becomes of symbolic links met in folders.
+    pub links: Links,
+    /// Which files met in folders are taken.
+    pub files: Taken,
+}
+
+/// What becomes of a symbolic link met in a folder.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Links {
+    /// It is skipped.
+    #[default]
+    Skip,
+    /// It is followed: the file or folder it leads to is walked as if it were there.
+    Follow,
+    /// It is taken as it is, a file of its own ([`Found::link`]).
+    Keep,
+}
+
+/// Which files met in folders are taken.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Taken {
+    /// Those whose first bytes say they may hold device code.
+    #[default]
+    MayHoldDeviceCode,
+    /// Every one.
+    Every,
 }
 
 /// A file to work on.
@@ -35,6 +60,8 @@ pub struct Found {
     /// The path relative to the folder named (for a file named: its file name), what an
     /// output folder mirrors.
     pub relative: PathBuf,
+    /// For a symbolic link kept as one ([`Links::Keep`]): what it points to.
+    pub link: Option<PathBuf>,
 }
 
 /// What a walk found: the files, in order, and what it could not walk (a folder that cannot
@@ -64,6 +91,7 @@ pub fn walk(roots: &[PathBuf], options: WalkOptions) -> Walk {
             _ => walk.files.push(Found {
                 path: root.clone(),
                 relative: root.file_name().map_or_else(|| root.clone(), PathBuf::from),
+                link: None,
             }),
         }
     }
@@ -101,9 +129,23 @@ fn walk_folder(
             continue;
         };
         let meta = if link_meta.file_type().is_symlink() {
-            if !options.follow {
-                tracing::debug!(path = %path.display(), "symbolic link skipped");
-                continue;
+            match options.links {
+                Links::Skip => {
+                    tracing::debug!(path = %path.display(), "symbolic link skipped");
+                    continue;
+                }
+                Links::Keep => {
+                    match fs::read_link(&path) {
+                        Ok(to) => walk.files.push(Found {
+                            path,
+                            relative,
+                            link: Some(to),
+                        }),
+                        Err(e) => walk.errors.push(Error::io(&path, e)),
+                    }
+                    continue;
+                }
+                Links::Follow => {}
             }
             match fs::metadata(&path) {
                 Ok(meta) => meta,
@@ -131,8 +173,12 @@ fn walk_folder(
             walk_folder(&path, &relative, options, ancestors, walk);
             ancestors.remove(&id);
         } else if meta.is_file() {
-            if may_hold_device_code(&path) {
-                walk.files.push(Found { path, relative });
+            if options.files == Taken::Every || may_hold_device_code(&path) {
+                walk.files.push(Found {
+                    path,
+                    relative,
+                    link: None,
+                });
             } else {
                 walk.skipped += 1;
             }
