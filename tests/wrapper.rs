@@ -1,5 +1,6 @@
 //! `offload wrapper` against clang-offload-wrapper-14 and the real and a stand-in OpenMP
 //! runtime: the native object, the `.ll` and the `.bc` outputs all register the same images.
+//! The wrapper runs with a `PATH` holding no LLVM tool: it needs none.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,9 +16,19 @@ fn images() -> Vec<PathBuf> {
     ]
 }
 
-/// Runs `offload wrapper args` in `dir`: the exit code and standard error.
+/// A `PATH` without any tool: the wrapper needs none.
+const NO_TOOLS: &str = "/nonexistent-offload-test-path";
+
+/// Runs `offload wrapper args` in `dir` with no tools on `PATH`: the exit code and standard
+/// error.
 fn wrapper(dir: &Path, args: &[&str]) -> (i32, String) {
-    let (code, _, stderr) = text_output(offload().current_dir(dir).arg("wrapper").args(args));
+    let (code, _, stderr) = text_output(
+        offload()
+            .current_dir(dir)
+            .env("PATH", NO_TOOLS)
+            .arg("wrapper")
+            .args(args),
+    );
     (code, stderr)
 }
 
@@ -199,9 +210,32 @@ fn an_aarch64_object_links() {
 fn bad_input_is_a_clear_error_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let image = images()[0].display().to_string();
-    let cases: [(&[&str], &str); 5] = [
+    std::fs::create_dir(dir.path().join("folder")).unwrap();
+    let cases: [(&[&str], &str); 9] = [
         (
             &["-target=x86_64-pc-linux-gnu", "-o", "w.o", "missing.hsaco"],
+            "'missing.hsaco': No such file or directory",
+        ),
+        (
+            &[
+                "-target=x86_64-pc-linux-gnu",
+                "-o",
+                "w.bc",
+                &image,
+                "missing.hsaco",
+            ],
+            "'missing.hsaco': No such file or directory",
+        ),
+        (
+            &["-target=x86_64-pc-linux-gnu", "-o", "w.bc", "folder"],
+            "'folder': Is a directory",
+        ),
+        (
+            &["--kind=openmp", "-o", "w.bc", &image, "folder"],
+            "'folder': Is a directory",
+        ),
+        (
+            &["--kind=hip", "-o", "w.ll", "missing.hsaco"],
             "'missing.hsaco': No such file or directory",
         ),
         (
@@ -231,7 +265,12 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
         let (code, err) = wrapper(dir.path(), args);
         assert_eq!(code, 1, "{args:?}: {err}");
         assert!(err.contains(expected), "{args:?}: {err}");
-        assert!(!dir.path().join("w.o").exists(), "{args:?}");
+        let written: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|name| name != "folder")
+            .collect();
+        assert!(written.is_empty(), "{args:?}: {written:?}");
     }
 }
 
@@ -375,11 +414,13 @@ fn llvm_offload_wrapper_22_modules_register_what_llvm_s_do() {
         succeed(
             Command::new(&link)
                 .current_dir(dir.path())
+                .env("PATH", NO_TOOLS)
                 .args(args("ours.bc")),
         );
         succeed(
             offload()
                 .current_dir(dir.path())
+                .env("PATH", NO_TOOLS)
                 .arg("wrapper")
                 .args(args("ours.ll")),
         );
@@ -465,6 +506,194 @@ fn llvm_22_openmp_modules_link_with_the_real_libomptarget() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
+}
+
+/// An image of `len` bytes holding every byte value, quotes and backslashes included.
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 37 + 11) as u8).collect()
+}
+
+/// The disassembly of `module` by `llvm_dis`, without its first line (which names the file).
+fn disassembly(llvm_dis: &Path, module: &Path) -> String {
+    let (code, out, err) = text_output(Command::new(llvm_dis).arg(module).args(["-o", "-"]));
+    assert_eq!(
+        code,
+        0,
+        "{} {}: {err}",
+        llvm_dis.display(),
+        module.display()
+    );
+    out.lines().skip(1).map(|l| format!("{l}\n")).collect()
+}
+
+#[test]
+fn bitcode_is_the_module_of_the_ir_text() {
+    let tools = ["llvm-as-22", "llvm-dis-22", "llvm-dis-19", "opt-22"].map(reference_tool);
+    let [Some(llvm_as), Some(dis22), Some(dis19), Some(opt)] = tools else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Sizes around the blob's 32-bit padding, and one of a few KiB.
+    let sizes = [0, 1, 3, 4, 5, 3073];
+    let mut images = Vec::new();
+    for len in sizes {
+        let name = format!("i{len}.bin");
+        std::fs::write(dir.path().join(&name), pattern(len)).unwrap();
+        images.push(name);
+    }
+    std::fs::write(dir.path().join("zero.bin"), [0; 6]).unwrap();
+    let mut cases: Vec<(String, Vec<String>)> = Vec::new();
+    let strings = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    for image in &images {
+        for kind in ["hip", "cuda", "openmp"] {
+            let args = strings(&[&format!("--kind={kind}"), image]);
+            cases.push((format!("{kind}-{image}"), args));
+        }
+        let args = strings(&[
+            "-target=x86_64-pc-linux-gnu",
+            "--offload-arch=gfx906",
+            image,
+        ]);
+        cases.push((format!("omp14-{image}"), args));
+    }
+    let mut all = strings(&["--kind=openmp"]);
+    all.extend(images.iter().cloned());
+    all.push("zero.bin".into());
+    cases.push(("openmp-all".into(), all));
+    let mut all = strings(&["-target=aarch64-unknown-linux-gnu"]);
+    for (i, image) in images.iter().enumerate() {
+        if i % 2 == 0 {
+            all.push(format!(
+                "--offload-arch=gfx90a:xnack{}",
+                ["+", "-", ""][i % 3]
+            ));
+        }
+        all.push(image.clone());
+    }
+    all.push("zero.bin".into());
+    cases.push(("omp14-all".into(), all));
+    for (name, args) in cases {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (bc, ll) = (format!("{name}.bc"), format!("{name}.ll"));
+        for output in [&bc, &ll] {
+            let (code, err) = wrapper(dir.path(), &[&["-o", output.as_str()], &refs[..]].concat());
+            assert_eq!(code, 0, "{name}: {err}");
+        }
+        let ours = dir.path().join(&bc);
+        let reference = dir.path().join(format!("{name}.ref.bc"));
+        succeed(
+            Command::new(&llvm_as)
+                .arg(dir.path().join(&ll))
+                .arg("-o")
+                .arg(&reference),
+        );
+        succeed(
+            Command::new(&opt)
+                .args(["-passes=verify", "-o", "/dev/null"])
+                .arg(&ours),
+        );
+        for dis in [&dis22, &dis19] {
+            assert_eq!(
+                disassembly(dis, &ours),
+                disassembly(dis, &reference),
+                "{name}, {}",
+                dis.display()
+            );
+        }
+        // Each image other than the smallest is a blob: its bytes in place, 32-bit aligned.
+        let written = std::fs::read(&ours).unwrap();
+        assert_eq!(written.len() % 4, 0, "{name}");
+        for image in &args {
+            let Some(len) = image.strip_prefix('i').and_then(|i| i.strip_suffix(".bin")) else {
+                continue;
+            };
+            let bytes = pattern(len.parse().unwrap());
+            if bytes.len() >= 4 {
+                let at = written.windows(bytes.len()).position(|w| w == bytes);
+                assert!(
+                    at.is_some_and(|at| at % 4 == 0),
+                    "{name}: {image} at {at:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_large_image_is_copied_into_bitcode_not_held() {
+    use std::os::unix::fs::FileExt;
+    const LARGE: u64 = (512 << 20) + 3;
+    let dir = tempfile::tempdir().unwrap();
+    let large = dir.path().join("large.bin");
+    let file = std::fs::File::create(&large).unwrap();
+    file.set_len(LARGE).unwrap();
+    for (at, mark) in [(0, b"HEAD"), (LARGE / 2, b"MIDL"), (LARGE - 4, b"TAIL")] {
+        file.write_all_at(mark, at).unwrap();
+    }
+    drop(file);
+    let small = images()[0].display().to_string();
+    let cases: [&[&str]; 2] = [
+        &[
+            "wrapper",
+            "-target=x86_64-pc-linux-gnu",
+            "-o",
+            "w.bc",
+            &small,
+            "large.bin",
+        ],
+        &["wrapper", "--kind=hip", "-o", "w.bc", "large.bin"],
+    ];
+    for args in cases {
+        // Far less address space than the image: it must not be read into memory nor mapped.
+        let (out, _) = crate::bombs::run(dir.path(), args, 64 << 20);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let output = std::fs::File::open(dir.path().join("w.bc")).unwrap();
+        let len = output.metadata().unwrap().len();
+        assert!(len > LARGE && len < LARGE + 16384, "{args:?}: {len} bytes");
+        // The blob starts 32-bit aligned after the head of the module, and ends padded.
+        let head = read_at(&output, 0, 16384);
+        let at = head.windows(4).position(|w| w == b"HEAD").unwrap() as u64;
+        assert_eq!(at % 4, 0, "{args:?}");
+        assert_eq!(read_at(&output, at + LARGE / 2, 4), b"MIDL", "{args:?}");
+        assert_eq!(
+            read_at(&output, at + LARGE - 8, 9),
+            b"\0\0\0\0TAIL\0",
+            "{args:?}"
+        );
+        assert_eq!(read_at(&output, at + 4, 8), [0; 8], "{args:?}");
+    }
+}
+
+#[test]
+fn a_megabyte_image_reads_back_through_llvm() {
+    let Some(opt) = reference_tool("opt-22") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let image = pattern((3 << 20) + 1);
+    std::fs::write(dir.path().join("big.bin"), &image).unwrap();
+    for (i, kind) in ["hip", "openmp"].iter().enumerate() {
+        let output = format!("w{i}.bc");
+        let (code, err) = wrapper(
+            dir.path(),
+            &[&format!("--kind={kind}"), "-o", &output, "big.bin"],
+        );
+        assert_eq!(code, 0, "{err}");
+        // The image constant read back: its length, and its first and last bytes.
+        let (code, text, err) = text_output(
+            Command::new(&opt)
+                .args(["-passes=verify", "-S", "-o", "-"])
+                .arg(dir.path().join(&output)),
+        );
+        assert_eq!(code, 0, "{kind}: {err}");
+        let constant = format!("[{} x i8] c\"\\0B0U", image.len());
+        assert!(text.contains(&constant), "{kind}");
+    }
 }
 
 /// `offload wrapper --kind=hip` given code objects bundles them as clang does (its

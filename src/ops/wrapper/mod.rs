@@ -3,20 +3,23 @@
 //!
 //! Two personalities share it: clang-offload-wrapper's (OpenMP images with their target IDs,
 //! as ROCm's LLVM 14 wraps them) and LLVM 22's `llvm-offload-wrapper` (one module for the
-//! OpenMP, CUDA or HIP runtime). The wrapper is written as a native relocatable object
-//! (no LLVM needed), as LLVM IR text, or as bitcode.
+//! OpenMP, CUDA or HIP runtime). The wrapper is written as a native relocatable object, as
+//! LLVM IR text, or as bitcode, all without LLVM; the images are copied from their files into
+//! objects and bitcode, never held.
 
+mod bitcode;
 mod ir;
+mod module;
 mod native;
 
-use ir::{assemble, bitcode};
-pub use ir::{llvm22_ir, llvm_ir};
+use module::Module;
 use native::{native_object, unsupported};
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::format::bitstream_writer::Part;
 use crate::io::{Input, Output};
 
 /// What to wrap.
@@ -94,28 +97,73 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
         tracing::info!(size = object.size(), "written");
         return Ok(());
     }
-    let images: Vec<Input> = config
-        .images
-        .iter()
-        .map(|p| Input::open(p))
-        .collect::<Result<_>>()?;
-    for (i, (path, image)) in config.images.iter().zip(&images).enumerate() {
-        log(path, i, image.len() as u64);
-    }
-    let bytes = match extension.as_str() {
-        "ll" => llvm_ir(&config.target, &images, &arches).into_bytes(),
-        "bc" => bitcode(&config.target, &images, &arches, &config.output)?,
-        _ => {
-            return Err(Error::msg(format!(
+    match extension.as_str() {
+        "ll" => {
+            let images = open_inputs(&config.images)?;
+            let lens = input_lens(&images);
+            for (i, (path, len)) in config.images.iter().zip(&lens).enumerate() {
+                log(path, i, *len);
+            }
+            let module = ir::clang_offload_wrapper(&config.target, &lens, &arches);
+            write_ir(&module, &images, &config.output)
+        }
+        "bc" => {
+            let images = open_images(&config.images)?;
+            let lens = image_lens(&images);
+            for (i, (path, len)) in config.images.iter().zip(&lens).enumerate() {
+                log(path, i, *len);
+            }
+            let module = ir::clang_offload_wrapper(&config.target, &lens, &arches);
+            write_bitcode(&module, &images, &config.output)
+        }
+        _ => Err(Error::msg(format!(
             "'{}': the output must end in .o or .obj (an object), .ll (LLVM IR) or .bc (bitcode)",
             config.output.display()
-        )))
-        }
-    };
-    let mut out = Output::create(&config.output)?;
-    out.write_bytes(&bytes)?;
+        ))),
+    }
+}
+
+fn open_images(paths: &[PathBuf]) -> Result<Vec<Image>> {
+    paths.iter().map(|p| Image::open(p)).collect()
+}
+
+fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
+    paths.iter().map(|p| Input::open(p)).collect()
+}
+
+fn image_lens(images: &[Image]) -> Vec<u64> {
+    images.iter().map(Image::len).collect()
+}
+
+fn input_lens(images: &[Input]) -> Vec<u64> {
+    images.iter().map(|i| i.len() as u64).collect()
+}
+
+/// Writes `module`, whose images are `images`, as IR text to `output`.
+fn write_ir(module: &Module, images: &[Input], output: &Path) -> Result<()> {
+    let bytes: Vec<&[u8]> = images.iter().map(|i| &i[..]).collect();
+    let text = module.to_ir(&bytes);
+    let mut out = Output::create(output)?;
+    out.write_bytes(text.as_bytes())?;
     out.commit()?;
-    tracing::info!(size = bytes.len(), "written");
+    tracing::info!(size = text.len(), "written");
+    Ok(())
+}
+
+/// Writes `module` as bitcode to `output`: the bitstream around the images, then each image
+/// copied from its file into its place.
+fn write_bitcode(module: &Module, images: &[Image], output: &Path) -> Result<()> {
+    let stream =
+        bitcode::write(module).map_err(|e| Error::msg(format!("'{}': {e}", output.display())))?;
+    let mut out = Output::create(output)?;
+    for part in &stream.parts {
+        match part {
+            Part::Bytes(bytes) => out.write_bytes(bytes)?,
+            Part::Hole { id, .. } => images[*id].write_to(&mut out)?,
+        }
+    }
+    out.commit()?;
+    tracing::info!(size = stream.len(), "written");
     Ok(())
 }
 
@@ -146,6 +194,14 @@ impl Image {
         match self {
             Image::File { len, .. } => *len,
             Image::Bytes(input) => input.len() as u64,
+        }
+    }
+
+    /// Copies the image to `out`.
+    fn write_to(&self, out: &mut Output) -> Result<()> {
+        match self {
+            Image::File { file, len } => out.write_file_range(file, 0, *len),
+            Image::Bytes(input) => out.write_bytes(input),
         }
     }
 }
@@ -187,8 +243,8 @@ pub struct HipBundling {
     pub compress: Option<crate::format::ccob::CompressOptions>,
 }
 
-/// Writes the module of LLVM 22's offload wrapper that `config` asks for, as bitcode (through
-/// `llvm-as`) or, for an output ending in `.ll`, IR text.
+/// Writes the module of LLVM 22's offload wrapper that `config` asks for, as bitcode or, for
+/// an output ending in `.ll`, IR text.
 #[tracing::instrument(skip_all, fields(output = %config.output.display(), kind = ?config.kind))]
 pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
     let bundled = match (&config.bundle, config.kind) {
@@ -199,28 +255,28 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
         Some(file) => vec![file.path().to_path_buf()],
         None => config.images.clone(),
     };
-    let images: Vec<Input> = paths
-        .iter()
-        .map(|p| Input::open(p))
-        .collect::<Result<_>>()?;
-    if config.kind != OffloadKind::OpenMp && images.len() != 1 {
-        return Err(Error::msg(
-            "CUDA / HIP offloading uses a single fatbinary or offload bundle",
-        ));
-    }
-    let ir = llvm22_ir(config.kind, &config.triple, &images);
     let is_text = config
         .output
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("ll"));
-    let bytes = if is_text {
-        ir.into_bytes()
-    } else {
-        assemble(ir, &config.output)?
+    let check = |count: usize| {
+        if config.kind != OffloadKind::OpenMp && count != 1 {
+            return Err(Error::msg(
+                "CUDA / HIP offloading uses a single fatbinary or offload bundle",
+            ));
+        }
+        Ok(())
     };
-    let mut out = Output::create(&config.output)?;
-    out.write_bytes(&bytes)?;
-    out.commit()
+    if is_text {
+        let images = open_inputs(&paths)?;
+        check(images.len())?;
+        let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &input_lens(&images));
+        return write_ir(&module, &images, &config.output);
+    }
+    let images = open_images(&paths)?;
+    check(images.len())?;
+    let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &image_lens(&images));
+    write_bitcode(&module, &images, &config.output)
 }
 
 /// The HIP fat binary of `config`'s code objects, as clang makes it: a bundle with an empty
