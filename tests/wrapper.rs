@@ -841,3 +841,45 @@ fn a_hip_bundle_of_an_unknown_image_is_refused() {
         );
     }
 }
+
+/// `-` is standard input, for both command lines: the same bytes as the image named.
+#[test]
+fn an_image_from_standard_input_is_wrapped_as_the_file_is() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let image = images()[1].clone();
+    let cases: [(&[&str], &str); 3] = [
+        (&["-target=x86_64-pc-linux-gnu"], "o"),
+        (&["-target=x86_64-pc-linux-gnu"], "bc"),
+        (&["--kind=hip"], "bc"),
+    ];
+    for (options, extension) in cases {
+        let named = dir.path().join(format!("named.{extension}"));
+        let piped = dir.path().join(format!("piped.{extension}"));
+        succeed(
+            offload()
+                .arg("wrapper")
+                .args(options)
+                .arg("-o")
+                .arg(&named)
+                .arg(&image),
+        );
+        let mut child = offload()
+            .arg("wrapper")
+            .args(options)
+            .arg("-o")
+            .arg(&piped)
+            .arg("-")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let bytes = std::fs::read(&image).unwrap();
+        child.stdin.take().unwrap().write_all(&bytes).unwrap();
+        assert!(child.wait().unwrap().success(), "{options:?} {extension}");
+        assert_eq!(
+            std::fs::read(&piped).unwrap(),
+            std::fs::read(&named).unwrap(),
+            "{options:?} {extension}"
+        );
+    }
+}

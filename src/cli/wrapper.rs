@@ -81,7 +81,7 @@ fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
                 rest.extend(iter.by_ref().cloned());
             }
             Some("verbose") => general.verbose = general.verbose.saturating_add(1),
-            Some(v) if !arg.starts_with("--") && v.bytes().all(|b| b == b'v') => {
+            Some(v) if !arg.starts_with("--") && !v.is_empty() && v.bytes().all(|b| b == b'v') => {
                 let count = u8::try_from(v.len()).unwrap_or(u8::MAX);
                 general.verbose = general.verbose.saturating_add(count);
             }
@@ -158,6 +158,8 @@ impl CommandLine {
             let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
             match body {
                 Some("") if arg == "--" => line.images.extend(iter.by_ref().map(PathBuf::from)),
+                // Standard input.
+                Some("") => line.images.push(PathBuf::from(arg)),
                 Some(b) if b.starts_with("offload-arch=") => {
                     let arch = b["offload-arch=".len()..].to_string();
                     line.arches.push((line.images.len(), arch));
