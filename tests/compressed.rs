@@ -299,10 +299,57 @@ fn verify_names_a_bad_hash_that_a_listing_does_not_inflate_to() {
         "{err}"
     );
     assert!(!dir.path().join("last").exists());
+    // Beside another file, the damaged one is named and the other's images are still written.
+    fs::copy(
+        samples_dir().join("targets/mixed-app-z"),
+        dir.path().join("good"),
+    )
+    .unwrap();
+    let (code, _, err) = offload_in(
+        dir.path(),
+        &["extract", "good", "--arch", "gfx1100", "-o", "alone"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = offload_in(
+        dir.path(),
+        &[
+            "extract", "bad.bin", "good", "--arch", "gfx1100", "-o", "both", "-j", "8",
+        ],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "offload extract: error: 'bad.bin': offset {payload:#x}: compressed bundle hash \
+             mismatch: stored {stored:#018x}, computed {:#018x}\n",
+            ccob::truncated_md5(&plain)
+        )
+    );
+    let alone = file_names(&dir.path().join("alone"));
+    assert!(!alone.is_empty());
+    assert_eq!(file_names(&dir.path().join("both")), alone);
+    for name in &alone {
+        assert!(
+            fs::read(dir.path().join("both").join(name)).unwrap()
+                == fs::read(dir.path().join("alone").join(name)).unwrap(),
+            "{name}"
+        );
+    }
+    assert!(
+        out.contains(&format!(
+            "total: 2 files, 1 with images written, 1 error; {} images written, ",
+            alone.len()
+        )),
+        "{out}"
+    );
 
     let (code, out, _) = offload_in(dir.path(), &["verify", "bad.bin", "bad.bin"]);
     assert_eq!(code, 1);
-    assert_eq!(out.lines().count(), 2);
+    assert_eq!(out.lines().filter(|l| !l.starts_with("total")).count(), 2);
+    assert!(
+        out.ends_with("\ntotal: 2 files, 2 with compressed bundles, 2 failed; 4 compressed bundles sound, 2 damaged, 632942 bytes inflated to 1775296\n"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -320,7 +367,8 @@ fn verify_reports_the_damaged_sample_with_its_offset() {
     assert_eq!(
         out,
         "damaged/ccob-bad-hash.bin: 0 compressed bundles sound, 1 damaged\n\
-         bundles/two-ccob.bin: 2 compressed bundles sound, 0 damaged\n"
+         bundles/two-ccob.bin: 2 compressed bundles sound, 0 damaged\n\
+         total: 2 files, 1 with compressed bundles, 1 failed; 2 compressed bundles sound, 1 damaged, 6402 bytes inflated to 24556\n"
     );
     assert_eq!(
         err,
@@ -335,7 +383,8 @@ fn verify_reports_the_damaged_sample_with_its_offset() {
     assert_eq!(
         out,
         "targets/mixed-app-z: 2 compressed bundles sound, 0 damaged\n\
-         linked/hip-app: 1 compressed bundle sound, 0 damaged\n"
+         linked/hip-app: 1 compressed bundle sound, 0 damaged\n\
+         total: 2 files, 2 with compressed bundles, 0 failed; 3 compressed bundles sound, 0 damaged, 5741 bytes inflated to 49184\n"
     );
 }
 

@@ -623,7 +623,9 @@ fn ls_names_damaged_archives() {
     assert_eq!(
         out,
         "#  KIND   ARCH    TRIPLE             PRODUCER  SIZE  WHERE\n\
-         0  kpack  gfx90a  amdgcn-amd-amdhsa  hip        300  good.kpack[lib/libk.so#0] (zstd, 19 bytes at 0x48)\n"
+         0  kpack  gfx90a  amdgcn-amd-amdhsa  hip        300  good.kpack[lib/libk.so#0] (zstd, 19 bytes at 0x48)\n\
+         total: 3 files, 1 with device code, 2 failed; 1 device image, 19 bytes stored, 300 inflated\n\
+         total gfx90a: 1 image, 19 bytes stored, 300 inflated\n"
     );
 }
 

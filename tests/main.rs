@@ -46,6 +46,7 @@ mod rewrite_program;
 mod runtime_pick;
 mod targets;
 mod trees;
+mod trees_read;
 mod wrapper;
 mod wrapper_native;
 

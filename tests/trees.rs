@@ -21,7 +21,7 @@ const TREE: [(&str, &str); 7] = [
 
 /// A tree of programs, libraries, objects and archives under `dir/tree`, with a text file, a
 /// symbolic link loop and a link to a file outside the tree (`dir/outside.o`).
-fn tree(dir: &Path) -> PathBuf {
+pub(crate) fn tree(dir: &Path) -> PathBuf {
     let root = dir.join("tree");
     for (at, sample) in TREE {
         let to = root.join(at);
@@ -40,7 +40,7 @@ fn tree(dir: &Path) -> PathBuf {
 }
 
 /// Every regular file under `root` with its bytes, by path.
-fn contents(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(crate) fn contents(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut files = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -91,7 +91,7 @@ fn totals(stdout: &str) -> Vec<u64> {
 }
 
 /// The device images `offload ls --json` lists in `file`: (arch, size).
-fn images(file: &Path) -> Vec<(String, u64)> {
+pub(crate) fn images(file: &Path) -> Vec<(String, u64)> {
     let (code, stdout, stderr) = text_output(offload().arg("ls").arg("--json").arg(file));
     assert_eq!(code, 0, "{}: {stderr}", file.display());
     let json: serde_json::Value = serde_json::from_str(&stdout).unwrap();
@@ -109,7 +109,7 @@ fn images(file: &Path) -> Vec<(String, u64)> {
 }
 
 /// The paths the walk takes under `root`, in order.
-const WALKED: [&str; 6] = [
+pub(crate) const WALKED: [&str; 6] = [
     "lib/hip-app",
     "lib/libhip.so",
     "obj/damaged.bc",
@@ -267,6 +267,7 @@ fn walk_folders() {
         let mut files: Vec<String> = stdout
             .lines()
             .skip(1)
+            .filter(|l| !l.starts_with("total"))
             .filter_map(|l| l.split_whitespace().nth(6))
             .map(|f| {
                 let f = f.split('(').next().unwrap();

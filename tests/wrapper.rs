@@ -1,5 +1,6 @@
 //! `offload wrapper` against clang-offload-wrapper-14 and the real and a stand-in OpenMP
 //! runtime: the native object, the `.ll` and the `.bc` outputs all register the same images.
+//! The wrapper runs with a `PATH` holding no LLVM tool: it needs none.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,9 +16,19 @@ fn images() -> Vec<PathBuf> {
     ]
 }
 
-/// Runs `offload wrapper args` in `dir`: the exit code and standard error.
+/// A `PATH` without any tool: the wrapper needs none.
+const NO_TOOLS: &str = "/nonexistent-offload-test-path";
+
+/// Runs `offload wrapper args` in `dir` with no tools on `PATH`: the exit code and standard
+/// error.
 fn wrapper(dir: &Path, args: &[&str]) -> (i32, String) {
-    let (code, _, stderr) = text_output(offload().current_dir(dir).arg("wrapper").args(args));
+    let (code, _, stderr) = text_output(
+        offload()
+            .current_dir(dir)
+            .env("PATH", NO_TOOLS)
+            .arg("wrapper")
+            .args(args),
+    );
     (code, stderr)
 }
 
@@ -175,9 +186,32 @@ fn an_aarch64_object_links() {
 fn bad_input_is_a_clear_error_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let image = images()[0].display().to_string();
-    let cases: [(&[&str], &str); 5] = [
+    std::fs::create_dir(dir.path().join("folder")).unwrap();
+    let cases: [(&[&str], &str); 9] = [
         (
             &["-target=x86_64-pc-linux-gnu", "-o", "w.o", "missing.hsaco"],
+            "'missing.hsaco': No such file or directory",
+        ),
+        (
+            &[
+                "-target=x86_64-pc-linux-gnu",
+                "-o",
+                "w.bc",
+                &image,
+                "missing.hsaco",
+            ],
+            "'missing.hsaco': No such file or directory",
+        ),
+        (
+            &["-target=x86_64-pc-linux-gnu", "-o", "w.bc", "folder"],
+            "'folder': Is a directory",
+        ),
+        (
+            &["--kind=openmp", "-o", "w.bc", &image, "folder"],
+            "'folder': Is a directory",
+        ),
+        (
+            &["--kind=hip", "-o", "w.ll", "missing.hsaco"],
             "'missing.hsaco': No such file or directory",
         ),
         (
@@ -207,7 +241,12 @@ fn bad_input_is_a_clear_error_and_writes_nothing() {
         let (code, err) = wrapper(dir.path(), args);
         assert_eq!(code, 1, "{args:?}: {err}");
         assert!(err.contains(expected), "{args:?}: {err}");
-        assert!(!dir.path().join("w.o").exists(), "{args:?}");
+        let written: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|name| name != "folder")
+            .collect();
+        assert!(written.is_empty(), "{args:?}: {written:?}");
     }
 }
 
@@ -359,11 +398,13 @@ fn llvm_offload_wrapper_22_modules_register_what_llvm_s_do() {
         succeed(
             Command::new(&link)
                 .current_dir(dir.path())
+                .env("PATH", NO_TOOLS)
                 .args(args("ours.bc")),
         );
         succeed(
             offload()
                 .current_dir(dir.path())
+                .env("PATH", NO_TOOLS)
                 .arg("wrapper")
                 .args(args("ours.ll")),
         );
@@ -420,4 +461,380 @@ fn llvm_22_openmp_modules_link_with_the_real_libomptarget() {
     let (code, err) = wrapper(dir.path(), &["--kind=openmp", "-o", "w.bc", &image]);
     assert_eq!(code, 0, "{err}");
     runs_with_libomptarget(&clang, dir.path(), &["w.bc"]);
+}
+
+/// An image of `len` bytes holding every byte value, quotes and backslashes included.
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 37 + 11) as u8).collect()
+}
+
+/// The disassembly of `module` by `llvm_dis`, without its first line (which names the file).
+fn disassembly(llvm_dis: &Path, module: &Path) -> String {
+    let (code, out, err) = text_output(Command::new(llvm_dis).arg(module).args(["-o", "-"]));
+    assert_eq!(
+        code,
+        0,
+        "{} {}: {err}",
+        llvm_dis.display(),
+        module.display()
+    );
+    out.lines().skip(1).map(|l| format!("{l}\n")).collect()
+}
+
+#[test]
+fn bitcode_is_the_module_of_the_ir_text() {
+    let tools = ["llvm-as-22", "llvm-dis-22", "llvm-dis-19", "opt-22"].map(reference_tool);
+    let [Some(llvm_as), Some(dis22), Some(dis19), Some(opt)] = tools else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // Sizes around the blob's 32-bit padding, and one of a few KiB.
+    let sizes = [0, 1, 3, 4, 5, 3073];
+    let mut images = Vec::new();
+    for len in sizes {
+        let name = format!("i{len}.bin");
+        std::fs::write(dir.path().join(&name), pattern(len)).unwrap();
+        images.push(name);
+    }
+    std::fs::write(dir.path().join("zero.bin"), [0; 6]).unwrap();
+    let mut cases: Vec<(String, Vec<String>)> = Vec::new();
+    let strings = |s: &[&str]| s.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    for image in &images {
+        for kind in ["hip", "cuda", "openmp"] {
+            let args = strings(&[&format!("--kind={kind}"), image]);
+            cases.push((format!("{kind}-{image}"), args));
+        }
+        let args = strings(&[
+            "-target=x86_64-pc-linux-gnu",
+            "--offload-arch=gfx906",
+            image,
+        ]);
+        cases.push((format!("omp14-{image}"), args));
+    }
+    let mut all = strings(&["--kind=openmp"]);
+    all.extend(images.iter().cloned());
+    all.push("zero.bin".into());
+    cases.push(("openmp-all".into(), all));
+    let mut all = strings(&["-target=aarch64-unknown-linux-gnu"]);
+    for (i, image) in images.iter().enumerate() {
+        if i % 2 == 0 {
+            all.push(format!(
+                "--offload-arch=gfx90a:xnack{}",
+                ["+", "-", ""][i % 3]
+            ));
+        }
+        all.push(image.clone());
+    }
+    all.push("zero.bin".into());
+    cases.push(("omp14-all".into(), all));
+    for (name, args) in cases {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (bc, ll) = (format!("{name}.bc"), format!("{name}.ll"));
+        for output in [&bc, &ll] {
+            let (code, err) = wrapper(dir.path(), &[&["-o", output.as_str()], &refs[..]].concat());
+            assert_eq!(code, 0, "{name}: {err}");
+        }
+        let ours = dir.path().join(&bc);
+        let reference = dir.path().join(format!("{name}.ref.bc"));
+        succeed(
+            Command::new(&llvm_as)
+                .arg(dir.path().join(&ll))
+                .arg("-o")
+                .arg(&reference),
+        );
+        succeed(
+            Command::new(&opt)
+                .args(["-passes=verify", "-o", "/dev/null"])
+                .arg(&ours),
+        );
+        for dis in [&dis22, &dis19] {
+            assert_eq!(
+                disassembly(dis, &ours),
+                disassembly(dis, &reference),
+                "{name}, {}",
+                dis.display()
+            );
+        }
+        // Each image other than the smallest is a blob: its bytes in place, 32-bit aligned.
+        let written = std::fs::read(&ours).unwrap();
+        assert_eq!(written.len() % 4, 0, "{name}");
+        for image in &args {
+            let Some(len) = image.strip_prefix('i').and_then(|i| i.strip_suffix(".bin")) else {
+                continue;
+            };
+            let bytes = pattern(len.parse().unwrap());
+            if bytes.len() >= 4 {
+                let at = written.windows(bytes.len()).position(|w| w == bytes);
+                assert!(
+                    at.is_some_and(|at| at % 4 == 0),
+                    "{name}: {image} at {at:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_large_image_is_copied_into_bitcode_not_held() {
+    use std::os::unix::fs::FileExt;
+    const LARGE: u64 = (512 << 20) + 3;
+    let dir = tempfile::tempdir().unwrap();
+    let large = dir.path().join("large.bin");
+    let file = std::fs::File::create(&large).unwrap();
+    file.set_len(LARGE).unwrap();
+    for (at, mark) in [(0, b"HEAD"), (LARGE / 2, b"MIDL"), (LARGE - 4, b"TAIL")] {
+        file.write_all_at(mark, at).unwrap();
+    }
+    drop(file);
+    let small = images()[0].display().to_string();
+    let cases: [&[&str]; 2] = [
+        &[
+            "wrapper",
+            "-target=x86_64-pc-linux-gnu",
+            "-o",
+            "w.bc",
+            &small,
+            "large.bin",
+        ],
+        &["wrapper", "--kind=hip", "-o", "w.bc", "large.bin"],
+    ];
+    for args in cases {
+        // Far less address space than the image: it must not be read into memory nor mapped.
+        let (out, _) = crate::bombs::run(dir.path(), args, 64 << 20);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let output = std::fs::File::open(dir.path().join("w.bc")).unwrap();
+        let len = output.metadata().unwrap().len();
+        assert!(len > LARGE && len < LARGE + 16384, "{args:?}: {len} bytes");
+        // The blob starts 32-bit aligned after the head of the module, and ends padded.
+        let head = read_at(&output, 0, 16384);
+        let at = head.windows(4).position(|w| w == b"HEAD").unwrap() as u64;
+        assert_eq!(at % 4, 0, "{args:?}");
+        assert_eq!(read_at(&output, at + LARGE / 2, 4), b"MIDL", "{args:?}");
+        assert_eq!(
+            read_at(&output, at + LARGE - 8, 9),
+            b"\0\0\0\0TAIL\0",
+            "{args:?}"
+        );
+        assert_eq!(read_at(&output, at + 4, 8), [0; 8], "{args:?}");
+    }
+}
+
+#[test]
+fn a_megabyte_image_reads_back_through_llvm() {
+    let Some(opt) = reference_tool("opt-22") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let image = pattern((3 << 20) + 1);
+    std::fs::write(dir.path().join("big.bin"), &image).unwrap();
+    for (i, kind) in ["hip", "openmp"].iter().enumerate() {
+        let output = format!("w{i}.bc");
+        let (code, err) = wrapper(
+            dir.path(),
+            &[&format!("--kind={kind}"), "-o", &output, "big.bin"],
+        );
+        assert_eq!(code, 0, "{err}");
+        // The image constant read back: its length, and its first and last bytes.
+        let (code, text, err) = text_output(
+            Command::new(&opt)
+                .args(["-passes=verify", "-S", "-o", "-"])
+                .arg(dir.path().join(&output)),
+        );
+        assert_eq!(code, 0, "{kind}: {err}");
+        let constant = format!("[{} x i8] c\"\\0B0U", image.len());
+        assert!(text.contains(&constant), "{kind}");
+    }
+}
+
+/// `offload wrapper --kind=hip` given code objects bundles them as clang does (its
+/// clang-offload-bundler command line) before wrapping: the program registers the same fat
+/// binary as one linked from LLVM's tools.
+#[test]
+fn a_hip_wrapper_bundles_code_objects_as_clang_does() {
+    let (Some(bundler), Some(upstream), Some(clang)) = (
+        reference_tool("clang-offload-bundler-22"),
+        reference_tool("llvm-offload-wrapper-22"),
+        reference_tool("clang-22"),
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let images = images();
+    let (gfx906, gfx90a) = (images[0].to_str().unwrap(), images[1].to_str().unwrap());
+    succeed(Command::new(&bundler).current_dir(dir.path()).args([
+        "-type=o",
+        "-bundle-align=4096",
+        "-targets=host-x86_64-pc-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx906,hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+",
+        "-input=/dev/null",
+        &format!("-input={gfx906}"),
+        &format!("-input={gfx90a}"),
+        "-output=clang.hipfb",
+    ]));
+    succeed(Command::new(&upstream).current_dir(dir.path()).args([
+        "--kind=hip",
+        "-o",
+        "llvm.bc",
+        "clang.hipfb",
+    ]));
+    let theirs = registered_22(&clang, &dir.path().join("llvm.bc"));
+    assert!(
+        theirs.contains("hip register: magic 48495046 version 1"),
+        "{theirs}"
+    );
+    // Target IDs read from the code objects' headers, or given; in any order: entries are
+    // sorted as clang sorts them.
+    let cases: [&[&str]; 3] = [
+        &["--bundle", "-o", "header.ll", gfx90a, gfx906],
+        &[
+            "--offload-arch=gfx90a:xnack+",
+            gfx90a,
+            "--offload-arch",
+            "gfx906",
+            gfx906,
+            "-o",
+            "given.bc",
+        ],
+        &["--bundle", "-o", "after-dashes.bc", "--", gfx906, gfx90a],
+    ];
+    for args in cases {
+        succeed(
+            offload()
+                .current_dir(dir.path())
+                .args(["wrapper", "--kind=hip"])
+                .args(args),
+        );
+        let output = args[args.iter().position(|a| *a == "-o").unwrap() + 1];
+        let ours = dir.path().join(output);
+        assert_eq!(registered_22(&clang, &ours), theirs, "{args:?}");
+    }
+    // Compressed: a CCOB of the same bundle, whose code objects come back byte for byte.
+    succeed(offload().current_dir(dir.path()).args([
+        "wrapper",
+        "--kind=hip",
+        "--compress",
+        "-o",
+        "compressed.bc",
+        gfx906,
+        gfx90a,
+    ]));
+    let registered = registered_22(&clang, &dir.path().join("compressed.bc"));
+    assert!(
+        registered.contains("hip register: magic 48495046 version 1"),
+        "{registered}"
+    );
+    let listed = succeed(
+        offload()
+            .current_dir(dir.path())
+            .args(["ls", "--json", "compressed.o"]),
+    );
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    // The empty host entry and the two code objects.
+    assert_eq!(
+        listed.matches("\"compressed\": true").count(),
+        3,
+        "{listed}"
+    );
+    for (arch, image) in [("gfx906", gfx906), ("gfx90a:xnack+", gfx90a)] {
+        let out = dir.path().join(format!("out-{arch}"));
+        succeed(offload().current_dir(dir.path()).args([
+            "extract",
+            "compressed.o",
+            "--arch",
+            arch,
+            "-o",
+            out.to_str().unwrap(),
+        ]));
+        let files = crate::util::file_names(&out);
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert_eq!(
+            std::fs::read(out.join(&files[0])).unwrap(),
+            std::fs::read(image).unwrap(),
+            "{arch}"
+        );
+    }
+    assert_eq!(
+        crate::util::temporaries_in(dir.path()),
+        Vec::<String>::new()
+    );
+}
+
+/// Bundling refuses what it cannot name, before writing anything.
+#[test]
+fn a_hip_bundle_of_an_unknown_image_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("k.hip"), "__global__ void k() {}\n").unwrap();
+    let gfx906 = images()[0].display().to_string();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--kind=hip", "--bundle", "-o", "x.ll", "k.hip"],
+            "offload wrapper: error: 'k.hip': not an AMDGPU code object whose processor is known; name its target ID with --offload-arch\n",
+        ),
+        (
+            &["--kind=hip", "-o", "x.ll", &gfx906, "--offload-arch=gfx906"],
+            "offload wrapper: error: --offload-arch=gfx906 is not followed by an image\n",
+        ),
+        (
+            &["--kind=openmp", "--compress", "-o", "x.ll", &gfx906],
+            "offload wrapper: error: --bundle, --offload-arch and --compress bundle HIP code objects: they need --kind=hip\n",
+        ),
+    ];
+    for (args, message) in cases {
+        assert_eq!(
+            wrapper(dir.path(), args),
+            (1, message.to_string()),
+            "{args:?}"
+        );
+        assert_eq!(
+            crate::util::file_names(dir.path()),
+            vec!["k.hip".to_string()],
+            "{args:?}"
+        );
+    }
+}
+
+/// `-` is standard input, for both command lines: the same bytes as the image named.
+#[test]
+fn an_image_from_standard_input_is_wrapped_as_the_file_is() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let image = images()[1].clone();
+    let cases: [(&[&str], &str); 3] = [
+        (&["-target=x86_64-pc-linux-gnu"], "o"),
+        (&["-target=x86_64-pc-linux-gnu"], "bc"),
+        (&["--kind=hip"], "bc"),
+    ];
+    for (options, extension) in cases {
+        let named = dir.path().join(format!("named.{extension}"));
+        let piped = dir.path().join(format!("piped.{extension}"));
+        succeed(
+            offload()
+                .arg("wrapper")
+                .args(options)
+                .arg("-o")
+                .arg(&named)
+                .arg(&image),
+        );
+        let mut child = offload()
+            .arg("wrapper")
+            .args(options)
+            .arg("-o")
+            .arg(&piped)
+            .arg("-")
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let bytes = std::fs::read(&image).unwrap();
+        child.stdin.take().unwrap().write_all(&bytes).unwrap();
+        assert!(child.wait().unwrap().success(), "{options:?} {extension}");
+        assert_eq!(
+            std::fs::read(&piped).unwrap(),
+            std::fs::read(&named).unwrap(),
+            "{options:?} {extension}"
+        );
+    }
 }

@@ -346,7 +346,8 @@ fn coff_objects_of_every_kind_link_into_a_dll_that_points_at_the_images() {
         if check_dll_of(d, kind, count, "w.obj").is_none() {
             return;
         }
-        // The checks hold for LLVM's module and for our IR text, compiled by clang-22.
+        // The checks hold for LLVM's module and for our IR text and bitcode, compiled by
+        // clang-22.
         let Some(upstream) = &upstream else {
             continue;
         };
@@ -357,7 +358,12 @@ fn coff_objects_of_every_kind_link_into_a_dll_that_points_at_the_images() {
             "llvm.bc",
         )));
         wrap(d, &args(kind, count, Some(TRIPLE), "ours.ll"));
-        for (module, object) in [("llvm.bc", "llvm.obj"), ("ours.ll", "ours.obj")] {
+        wrap(d, &args(kind, count, Some(TRIPLE), "ours.bc"));
+        for (module, object) in [
+            ("llvm.bc", "llvm.obj"),
+            ("ours.ll", "ours-ll.obj"),
+            ("ours.bc", "ours-bc.obj"),
+        ] {
             succeed(
                 Command::new(reference_tool("clang-22").unwrap())
                     .current_dir(d)

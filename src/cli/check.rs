@@ -12,6 +12,9 @@ use crate::format::runtime;
 use crate::format::target_id::TargetIdBuf;
 use crate::ops::check::{self, Device};
 use crate::ops::gpus::{self, FeatureEnv};
+use crate::ops::inputs::Taken;
+
+use super::jobs::{self, counted, JobBar, Work};
 
 const PROG: &str = "offload check";
 
@@ -20,7 +23,9 @@ const PROG: &str = "offload check";
 /// runtime then does. For a binary split by kpack (HIPK wrappers, a `.rocm_kpack_ref`
 /// section), each code object it asks for is searched for as the kpack loader searches,
 /// `ROCM_KPACK_PATH`, `ROCM_KPACK_PATH_PREFIX` and `ROCM_KPACK_DISABLE` as set: the archive
-/// and key each device finds, or every path searched and what was there. Exit status: 0 when
+/// and key each device finds, or every path searched and what was there. Files are read in
+/// parallel (-j), each library once; for more than one file the report ends with `total:`
+/// lines: the files and bundles, and per device how they load (not with --json). Exit status: 0 when
 /// every device has code in every bundle and code object, 1 when a device is left without
 /// code, 2 for a usage error, no GPU found, or a file that cannot be read.
 #[derive(Debug, Parser)]
@@ -36,12 +41,12 @@ struct Args {
     /// Print one JSON object: the devices, every file with its bundles, the libraries not found.
     #[arg(long)]
     json: bool,
-    /// The programs and shared libraries to check, and folders (their files; with -r, their
-    /// trees).
+    /// The programs and shared libraries to check, and folders (their ELF programs and shared
+    /// libraries; with -r, their trees').
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
-    tree: super::inputs::TreeOpts,
+    work: Work,
     #[command(flatten)]
     general: super::general::GeneralOpts,
 }
@@ -61,19 +66,31 @@ pub fn run(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let (files, walk_failed) = args.tree.paths(PROG, &args.files);
+    // From folders, only what a loader loads: objects and archives are not checked.
+    let (files, walk_failed) = args
+        .work
+        .tree
+        .paths_taking(PROG, &args.files, Taken::Loadable);
     if walk_failed {
         return 2;
     }
+    let pool = match args.work.pool(PROG) {
+        Ok(pool) => pool,
+        Err(code) => return code,
+    };
     let roots: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let kpack_env = kpack_search::Environment::from_vars(|name| std::env::var(name).ok());
-    let (report, errors) = check::check(
-        &roots,
-        &devices,
-        &Environment::of_process(),
-        &kpack_env,
-        args.general.max_decompressed,
-    );
+    let bar = JobBar::new(0);
+    let (report, errors) = pool.install(|| {
+        check::check(
+            &roots,
+            &devices,
+            &Environment::of_process(),
+            &kpack_env,
+            args.general.max_decompressed,
+            &bar,
+        )
+    });
     for e in &errors {
         let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
     }
@@ -85,6 +102,8 @@ pub fn run(args: &[String]) -> i32 {
                 return 2;
             }
         }
+    } else if jobs::several(&args.files, files.len()) {
+        check::text(&report) + &summary(&report, errors.len())
     } else {
         check::text(&report)
     };
@@ -129,4 +148,63 @@ fn devices(named: &[String]) -> Result<Vec<Device>, String> {
         .map(|g| (g.target, Some(g.node)))
         .collect();
     Ok(Device::list(&targets))
+}
+
+/// The summary of a check of several files (with `errors` errors): the files, those with
+/// device code, the bundles and code objects, then per device how they load.
+fn summary(report: &check::Report, errors: usize) -> String {
+    let files = report.files.len();
+    let named = report
+        .files
+        .iter()
+        .filter(|f| f.found_via == "argument")
+        .count();
+    let with_code = report
+        .files
+        .iter()
+        .filter(|f| !f.bundles.is_empty() || f.kpack.is_some())
+        .count();
+    let bundles: usize = report.files.iter().map(|f| f.bundles.len()).sum();
+    let code_objects: usize = report
+        .files
+        .iter()
+        .filter_map(|f| f.kpack.as_ref())
+        .map(|k| k.code_objects.len())
+        .sum();
+    let archived = if code_objects > 0 {
+        format!(
+            ", {} in kpack archives",
+            counted(code_objects as u64, "code object", "code objects")
+        )
+    } else {
+        String::new()
+    };
+    let mut text = format!(
+        "total: {} ({named} named, {} they load), {with_code} with device code, {} not found, {}; {}{archived}\n",
+        counted(files as u64, "file", "files"),
+        files - named,
+        report.not_found.len(),
+        counted(errors as u64, "error", "errors"),
+        counted(bundles as u64, "bundle", "bundles"),
+    );
+    for device in &report.devices {
+        let mut sum = check::Counts::default();
+        for c in report
+            .files
+            .iter()
+            .flat_map(|f| &f.counts)
+            .filter(|c| c.device == device.index)
+        {
+            sum.native += c.native;
+            sum.generic += c.generic;
+            sum.spirv += c.spirv;
+            sum.nothing += c.nothing;
+            sum.fails += c.fails;
+        }
+        text.push_str(&format!(
+            "total {}: {} native, {} generic, {} SPIR-V or PTX, {} nothing; the runtime fails {}\n",
+            device.target_id, sum.native, sum.generic, sum.spirv, sum.nothing, sum.fails
+        ));
+    }
+    text
 }

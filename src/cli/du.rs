@@ -25,7 +25,7 @@ struct Args {
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
-    tree: super::inputs::TreeOpts,
+    work: super::jobs::Work,
     /// Print one JSON object: `files` (each with its `targets`) and `total`.
     #[arg(long)]
     json: bool,
@@ -51,7 +51,11 @@ pub fn run(args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
-    let (files, mut failed) = args.tree.paths(PROG, &args.files);
+    let (files, mut failed) = args.work.tree.paths(PROG, &args.files);
+    let pool = match args.work.pool(PROG) {
+        Ok(pool) => pool,
+        Err(code) => return code,
+    };
     let keep = (!args.keep.is_empty()).then(|| RewriteConfig {
         change: Change::Keep(args.keep.clone()),
         allow_empty: true,
@@ -60,7 +64,10 @@ pub fn run(args: &[String]) -> i32 {
     });
     let mut usages = Vec::new();
     let stderr = std::io::stderr();
-    for result in du::usage(&files, args.general.max_decompressed, keep.as_ref()) {
+    let counted = super::jobs::each_file(&pool, &files, |path| {
+        du::file_usage(path, args.general.max_decompressed, keep.as_ref())
+    });
+    for result in counted {
         match result {
             Ok(usage) => usages.push(usage),
             Err(e) => {

@@ -1,7 +1,7 @@
 //! `offload extract` and `offload-extract`: write the device images a GPU can load, or the
 //! code object the HIP runtime loads for each GPU of a machine.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use crate::format::image_target::Producer;
@@ -10,12 +10,17 @@ use crate::format::target_id::TargetIdBuf;
 use clap::Parser;
 
 use crate::format::loads::Via;
-use crate::ops::extract::{self, ExtractConfig, Match, Progress};
+use crate::ops::extract::{self, ExtractConfig, Match};
+
+use super::jobs::{self, counted, JobBar, Work};
 
 /// Extract the device images that a device with the given target ID can load (`--arch`), or
 /// the one code object the HIP runtime loads from each bundle for each GPU (`--device`), from
 /// objects, programs, shared libraries, archives, bundles and offload binaries, and from the
 /// `.kpack` archives of binaries split by kpack (or `.kpack` archives named on their own).
+/// Files are read in parallel (-j); one that cannot be read is named and the others are still
+/// extracted from. For more than one file the listing ends with `total:` lines: the images
+/// written and their bytes, and the same per target.
 #[derive(Debug, Parser)]
 #[command(name = "offload extract", after_help = AFTER_HELP)]
 struct Args {
@@ -23,7 +28,7 @@ struct Args {
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
-    tree: super::inputs::TreeOpts,
+    work: Work,
     /// Target ID of the device (`gfx90a`, `gfx90a:xnack+`, or the runtime's
     /// `amdgcn-amd-amdhsa--gfx90a:xnack+`): every image it can load; repeat for several. A
     /// CUDA compute capability (`sm_86`) takes every cubin it runs and the PTX it may compile;
@@ -89,25 +94,6 @@ fn device_arg(text: &str) -> Result<TargetIdBuf, String> {
     parse_device(text).map_err(|e| e.to_string())
 }
 
-/// A progress bar on standard error, shown when it is a terminal and the work is large.
-struct Bar(indicatif::ProgressBar);
-
-impl Progress for Bar {
-    fn start(&self, bytes: u64) {
-        if bytes >= 256 << 20 && std::io::stderr().is_terminal() {
-            self.0.set_length(bytes);
-            self.0
-                .set_draw_target(indicatif::ProgressDrawTarget::stderr());
-        }
-    }
-    fn advance(&self, bytes: u64) {
-        self.0.inc(bytes);
-    }
-    fn finish(&self) {
-        self.0.finish_and_clear();
-    }
-}
-
 /// Runs the command with `args` (without the program name); `prog` names it in messages.
 /// Returns the exit status: 0 when images were written and every file read cleanly.
 pub fn run(prog: &str, args: &[String]) -> i32 {
@@ -116,10 +102,15 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
-    let (files, walk_failed) = args.tree.paths(prog, &args.files);
+    let (files, walk_failed) = args.work.tree.paths(prog, &args.files);
     if walk_failed {
         return 1;
     }
+    let several = jobs::several(&args.files, files.len());
+    let pool = match args.work.pool(prog) {
+        Ok(pool) => pool,
+        Err(code) => return code,
+    };
     let config = ExtractConfig {
         files,
         arches: args.arches,
@@ -134,13 +125,21 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
         output: args.output,
         max_decompressed: args.general.max_decompressed,
     };
-    let bar = Bar(indicatif::ProgressBar::with_draw_target(
-        None,
-        indicatif::ProgressDrawTarget::hidden(),
-    ));
-    let extraction = extract::extract(&config, &bar);
+    let bar = JobBar::bytes();
+    let files = JobBar::new(0);
+    let extraction = pool.install(|| extract::extract_reporting(&config, &files, &bar));
     let listed = match (&extraction.result, args.quiet) {
-        (Ok(written), false) => super::print(prog, &listing(written)),
+        (Ok(written), false) => {
+            let mut text = listing(written);
+            if several {
+                text.push_str(&summary(
+                    config.files.len(),
+                    extraction.problems.len(),
+                    written,
+                ));
+            }
+            super::print(prog, &text)
+        }
         _ => Ok(()),
     };
     let stderr = std::io::stderr();
@@ -158,6 +157,35 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
         Ok(()) => i32::from(!extraction.problems.is_empty() || !extraction.missing.is_empty()),
         Err(code) => code,
     }
+}
+
+/// The summary of an extraction from `files` files with `errors` errors: the files images
+/// were written from, the images and their bytes, then the same per target.
+fn summary(files: usize, errors: usize, written: &[extract::Extracted]) -> String {
+    let mut from: Vec<&str> = written.iter().map(|w| w.image.file.as_str()).collect();
+    from.sort_unstable();
+    from.dedup();
+    let mut by_target: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+    for w in written {
+        let sum = by_target.entry(w.image.arch.as_str()).or_default();
+        sum.0 += 1;
+        sum.1 += w.image.size;
+    }
+    let bytes: u64 = by_target.values().map(|t| t.1).sum();
+    let mut text = format!(
+        "total: {}, {} with images written, {}; {}, {bytes} bytes\n",
+        counted(files as u64, "file", "files"),
+        from.len(),
+        counted(errors as u64, "error", "errors"),
+        counted(written.len() as u64, "image written", "images written"),
+    );
+    for (target, (images, bytes)) in by_target {
+        text.push_str(&format!(
+            "total {target}: {}, {bytes} bytes\n",
+            counted(images, "image", "images")
+        ));
+    }
+    text
 }
 
 /// One line per written image: where it went, its kind, target and size, and, for code a

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args as ClapArgs;
 
-use crate::ops::inputs::{self, Found, WalkOptions};
+use crate::ops::inputs::{self, Found, Links, Taken, WalkOptions};
 
 /// How folders named among the inputs are read.
 #[derive(Debug, Clone, Copy, ClapArgs)]
@@ -26,11 +26,21 @@ impl TreeOpts {
     /// symbolic link loop is reported on standard error under the name `prog`. The flag says
     /// a folder could not be read.
     pub fn files(self, prog: &str, roots: &[PathBuf]) -> (Vec<Found>, bool) {
+        self.files_taking(prog, roots, Taken::MayHoldDeviceCode)
+    }
+
+    /// [`TreeOpts::files`], taking from folders the files `taken` says.
+    pub fn files_taking(self, prog: &str, roots: &[PathBuf], taken: Taken) -> (Vec<Found>, bool) {
         let walk = inputs::walk(
             roots,
             WalkOptions {
                 recursive: self.recursive,
-                follow: self.follow,
+                links: if self.follow {
+                    Links::Follow
+                } else {
+                    Links::Skip
+                },
+                files: taken,
             },
         );
         let stderr = std::io::stderr();
@@ -54,7 +64,12 @@ impl TreeOpts {
 
     /// [`TreeOpts::files`], the paths alone.
     pub fn paths(self, prog: &str, roots: &[PathBuf]) -> (Vec<PathBuf>, bool) {
-        let (found, failed) = self.files(prog, roots);
+        self.paths_taking(prog, roots, Taken::MayHoldDeviceCode)
+    }
+
+    /// [`TreeOpts::files_taking`], the paths alone.
+    pub fn paths_taking(self, prog: &str, roots: &[PathBuf], taken: Taken) -> (Vec<PathBuf>, bool) {
+        let (found, failed) = self.files_taking(prog, roots, taken);
         (found.into_iter().map(|f| f.path).collect(), failed)
     }
 }

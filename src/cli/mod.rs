@@ -7,6 +7,7 @@ pub mod du;
 pub mod extract;
 pub mod general;
 pub mod inputs;
+pub mod jobs;
 pub mod kpack;
 pub mod llvm_cl;
 pub mod ls;
@@ -46,13 +47,16 @@ COMMANDS:
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images;
              with --kind=openmp|cuda|hip, llvm-offload-wrapper 22's module (.o/.obj an ELF or
              COFF object, .ll IR text, else bitcode)
-  strip      keep only some targets' device code (--keep gfx90a), in place or to a new file;
-             strip, compress and decompress take many files and folders (-r, -j N)
+  strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
   compress   compress the bundles of a file (--format-version 2|3); decompress does the reverse,
              in linked programs and shared libraries too (ELF; PE executables and DLLs)
   kpack      split programs and libraries into host files and per-processor .kpack archives
              (-o DIR, -r for trees); --merge puts archived code back as bundles
   help       print this text
+
+ls, extract, verify, check, du, strip, compress and decompress take many files and folders
+(-r walks trees), read N at once (-j N; output in the order of the files) and, for more than
+one file, end with a summary.
 
 ls, extract, check, strip, compress, decompress, kpack and wrapper take -v (-vv, -vvv) to log
 what they do on standard error. OFFLOAD_LOG=offload=debug (a tracing filter) logs for every command.

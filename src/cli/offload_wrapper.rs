@@ -1,12 +1,15 @@
 //! `llvm-offload-wrapper` (LLVM 22): `--kind=openmp|cuda|hip --triple=T -o OUT IMAGE...`, the
 //! module that registers a device image with the OpenMP, CUDA or HIP runtime, as bitcode.
 //!
-//! Beyond LLVM's options, `--filetype=obj` writes a native object instead (left out of
-//! `--help`, which stays LLVM's). As `offload wrapper --kind=...`, the output's extension
-//! chooses: `.o`/`.obj` a native object, `.ll` IR text, anything else bitcode.
+//! Beyond LLVM's options, `--filetype=obj` writes a native object instead (left out of the
+//! `--help` of LLVM's name, which stays LLVM's). As `offload wrapper --kind=...`, the output's
+//! extension chooses: `.o`/`.obj` a native object, `.ll` IR text, anything else bitcode.
 
 use super::llvm_cl::{self, Kind, Spec};
-use crate::ops::wrapper::{self, FileType, OffloadKind, OffloadWrapperConfig};
+use super::wrapper::CommandLine;
+use crate::format::ccob::CompressOptions;
+use crate::format::processor::LlvmVersion;
+use crate::ops::wrapper::{self, FileType, HipBundling, OffloadKind, OffloadWrapperConfig};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -25,6 +28,18 @@ const SPECS: &[Spec] = &[
     },
     Spec {
         name: "filetype",
+        kind: Kind::Value,
+    },
+    Spec {
+        name: "bundle",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "compress",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "compression-level",
         kind: Kind::Value,
     },
     Spec {
@@ -63,6 +78,24 @@ llvm-offload-wrapper options:
   --triple=<string> - Target triple for the wrapper module
 ";
 
+/// The options `offload wrapper --kind=...` adds to LLVM's: the output's file type, and
+/// bundling HIP code objects itself.
+const EXTENSIONS: &str = "
+offload-tools options:
+
+  -o <file>                - .o/.obj: a native object (ELF x86-64 and AArch64, COFF x86-64 for
+                             x86_64-pc-windows-msvc), .ll: IR text, anything else: bitcode
+  --filetype=<obj|bc|ll>   - Write that, whatever the output's name (under the name
+                             llvm-offload-wrapper, the only way to a native object)
+
+offload-tools options (--kind=hip; any of them bundles the images first, as clang does):
+
+  --bundle                 - Bundle the images, AMDGPU code objects, into one HIP fat binary
+  --offload-arch=<id>      - Target ID of the code object that follows (default: its ELF header's)
+  --compress               - Compress the bundle (CCOB version 3, zstd)
+  --compression-level=<n>  - zstd level of --compress (default 3)
+";
+
 /// What `--help` and `--version` print.
 const ABOUT: llvm_cl::About = llvm_cl::About {
     tool: "llvm-offload-wrapper",
@@ -74,15 +107,6 @@ const ABOUT: llvm_cl::About = llvm_cl::About {
 /// The host triple when `--triple` is not given.
 const DEFAULT_TRIPLE: &str = "x86_64-pc-linux-gnu";
 
-/// How the output's file type is chosen when `--filetype` does not say.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Choice {
-    /// As LLVM's tool: bitcode (IR text for a `.ll` output).
-    Llvm,
-    /// As `offload wrapper`: by the output's extension.
-    Extension,
-}
-
 /// Runs `llvm-offload-wrapper` with `args` (without the program name); `prog` starts the
 /// messages.
 pub fn run(prog: &str, args: &[String]) -> i32 {
@@ -91,37 +115,16 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
     run_with(prog, args, &mut stdout.lock(), &mut stderr.lock())
 }
 
-/// Runs `offload wrapper --kind=...` with `args`: as [`run`], but the output's extension
-/// chooses its file type (`.o`/`.obj` a native object, `.ll` IR text, else bitcode).
-pub fn run_by_extension(prog: &str, args: &[String]) -> i32 {
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    run_choosing(
-        prog,
-        args,
-        Choice::Extension,
-        &mut stdout.lock(),
-        &mut stderr.lock(),
-    )
-}
-
 /// [`run`], writing to the given streams.
 pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    run_choosing(prog, args, Choice::Llvm, out, err)
-}
-
-fn run_choosing(
-    prog: &str,
-    args: &[String],
-    choice: Choice,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> i32 {
     let base = Path::new(prog)
         .file_name()
         .map_or_else(|| prog.to_string(), |n| n.to_string_lossy().into_owned());
-    let (images, options) = split(args);
-    let (parsed, mut failed) = match llvm_cl::parse(&options, SPECS) {
+    let line = CommandLine::split(
+        args,
+        &["o", "kind", "triple", "compression-level", "filetype"],
+    );
+    let (parsed, mut failed) = match llvm_cl::parse(&line.rest, SPECS) {
         Ok(p) => (p, false),
         Err(errors) => {
             llvm_cl::print_errors(err, &base, prog, &errors, SPECS);
@@ -129,11 +132,22 @@ fn run_choosing(
         }
     };
     if !failed {
-        if let Some(code) = llvm_cl::help_or_version(prog, &parsed, &ABOUT, out, err) {
+        // `offload wrapper --kind=... --help` shows the options this tool adds; under LLVM's
+        // name, the help is LLVM's.
+        let help = format!("{HELP}{EXTENSIONS}");
+        let about = if prog == "offload wrapper" {
+            llvm_cl::About {
+                help: &help,
+                ..ABOUT
+            }
+        } else {
+            ABOUT
+        };
+        if let Some(code) = llvm_cl::help_or_version(prog, &parsed, &about, out, err) {
             return code;
         }
     }
-    let mut images: Vec<PathBuf> = images.into_iter().map(PathBuf::from).collect();
+    let mut images = line.images;
     images.extend(parsed.positional.iter().map(PathBuf::from));
     // As LLVM's parser: the missing positional argument, then the missing or unknown kind.
     if images.is_empty() {
@@ -166,11 +180,24 @@ fn run_choosing(
     if failed {
         return 1;
     }
+    let bundle = match bundling(prog, &parsed, &line.arches, images.len(), err) {
+        Ok(bundle) => bundle,
+        Err(code) => return code,
+    };
+    if bundle.is_some() && kind != OffloadKind::Hip {
+        let _ = writeln!(
+            err,
+            "{prog}: error: --bundle, --offload-arch and --compress bundle HIP code objects: they need --kind=hip"
+        );
+        return 1;
+    }
     let output = PathBuf::from(parsed.value("o").unwrap_or(""));
-    let file_type = match (parsed.value("filetype"), choice) {
+    // `offload wrapper` goes by the output's extension; LLVM's name writes what LLVM's tool
+    // writes (bitcode; IR text for `.ll`) unless told.
+    let file_type = match (parsed.value("filetype"), FileType::of(&output)) {
         (Some("obj"), _) => FileType::Object,
         (Some("bc"), _) => FileType::Bitcode,
-        (Some("ll" | "asm"), _) => FileType::IrText,
+        (Some("ll"), _) => FileType::IrText,
         (Some(other), _) => {
             let _ = writeln!(
                 err,
@@ -178,9 +205,9 @@ fn run_choosing(
             );
             return 1;
         }
-        (None, Choice::Extension) => FileType::of(&output),
-        (None, Choice::Llvm) if FileType::of(&output) == FileType::IrText => FileType::IrText,
-        (None, Choice::Llvm) => FileType::Bitcode,
+        (None, by_extension) if prog == "offload wrapper" => by_extension,
+        (None, FileType::IrText) => FileType::IrText,
+        (None, _) => FileType::Bitcode,
     };
     let config = OffloadWrapperConfig {
         kind,
@@ -188,6 +215,7 @@ fn run_choosing(
         output,
         file_type,
         images,
+        bundle,
     };
     if config.output.as_os_str().is_empty() {
         let _ = writeln!(err, "{prog}: error: No such file or directory");
@@ -202,24 +230,42 @@ fn run_choosing(
     }
 }
 
-/// The images (arguments that are not options nor an option's value) and the options.
-fn split(args: &[String]) -> (Vec<String>, Vec<String>) {
-    let (mut images, mut options) = (Vec::new(), Vec::new());
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        if arg == "--" {
-            images.extend(iter.by_ref().cloned());
-        } else if arg.starts_with('-') && arg != "-" {
-            options.push(arg.clone());
-            let body = arg.trim_start_matches('-');
-            if matches!(body, "o" | "kind" | "triple" | "filetype") {
-                options.extend(iter.next().cloned());
-            }
-        } else {
-            images.push(arg.clone());
-        }
+/// Whether and how HIP code objects are bundled into one fat binary before it is wrapped:
+/// when `--bundle`, `--offload-arch` or `--compress` asks for it (LLVM's own command lines
+/// wrap their one image as it is, as LLVM's tool does).
+fn bundling(
+    prog: &str,
+    parsed: &llvm_cl::Parsed,
+    arches: &[(usize, String)],
+    count: usize,
+    err: &mut dyn Write,
+) -> Result<Option<HipBundling>, i32> {
+    let compress = parsed.given("compress") || parsed.given("compression-level");
+    if !parsed.given("bundle") && arches.is_empty() && !compress {
+        return Ok(None);
     }
-    (images, options)
+    let arches = super::wrapper::per_image(prog, count, arches, err)?;
+    let compress = match compress {
+        false => None,
+        true => {
+            let mut options = CompressOptions {
+                version: CompressOptions::default_version(LlvmVersion::V22),
+                ..CompressOptions::default()
+            };
+            if let Some(level) = parsed.value("compression-level") {
+                let Ok(level) = level.parse() else {
+                    let _ = writeln!(
+                        err,
+                        "{prog}: for the --compression-level option: '{level}' value invalid for integer argument!"
+                    );
+                    return Err(1);
+                };
+                options.level = level;
+            }
+            Some(options)
+        }
+    };
+    Ok(Some(HipBundling { arches, compress }))
 }
 
 #[cfg(test)]

@@ -9,20 +9,11 @@ use clap::{Args as ClapArgs, Parser};
 
 use super::general::GeneralOpts;
 use super::inputs::TreeOpts;
+use super::jobs::{self, Work};
 use crate::format::ccob::{CompressOptions, Method};
 use crate::ops::du::{self, FileUsage};
 use crate::ops::inputs::Found;
 use crate::ops::rewrite::{self, Change, Mode, Ptx, RewriteConfig, Summary};
-
-/// How the files are found and how many are rewritten at once.
-#[derive(Debug, Clone, Copy, ClapArgs)]
-struct Work {
-    #[command(flatten)]
-    tree: TreeOpts,
-    /// Files rewritten at once (default: the number of cores).
-    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u16).range(1..))]
-    jobs: Option<u16>,
-}
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]
@@ -192,7 +183,7 @@ fn plan(
         Some(folder) => {
             let pairs: Vec<(PathBuf, PathBuf)> = found
                 .into_iter()
-                .map(|Found { path, relative }| (path, folder.join(relative)))
+                .map(|Found { path, relative, .. }| (path, folder.join(relative)))
                 .collect();
             let mut seen = std::collections::HashSet::new();
             if let Some((input, output)) = pairs.iter().find(|(_, out)| !seen.insert(out)) {
@@ -217,20 +208,6 @@ fn plan(
         }
     };
     Ok(Plan { pairs, walk_failed })
-}
-
-/// A bar on standard error for the whole job, shown when it is a terminal and there are
-/// several files.
-fn job_bar(files: usize) -> indicatif::ProgressBar {
-    use std::io::IsTerminal;
-    if files < 2 || !std::io::stderr().is_terminal() {
-        return indicatif::ProgressBar::hidden();
-    }
-    let bar = indicatif::ProgressBar::new(files as u64);
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}") {
-        bar.set_style(style);
-    }
-    bar
 }
 
 /// The totals of a job of several files.
@@ -264,78 +241,111 @@ impl Totals {
     }
 }
 
+/// The device code of one file by target, before a rewrite and (for compress, once written)
+/// after it.
+struct Usages {
+    before: FileUsage,
+    after: Option<FileUsage>,
+}
+
+/// The summary's line per target: its images, and the bytes of device code they took before
+/// and take after (a strip: less what it removes; decompress: their inflated size; compress:
+/// what the files written hold, known once they are written).
+fn target_lines(change: &Change, mode: Mode, before: &[FileUsage], after: &[FileUsage]) -> String {
+    let verb = match mode {
+        Mode::DryRun => "would go",
+        Mode::Write => "went",
+    };
+    let after = du::total(after);
+    let mut text = String::new();
+    for usage in du::total(before) {
+        let to = match change {
+            Change::Keep(_) | Change::Remove(_) => Some(usage.stored - usage.removed.unwrap_or(0)),
+            Change::Decompress => Some(usage.inflated),
+            Change::Compress(_) => after
+                .iter()
+                .find(|a| a.target == usage.target)
+                .map(|a| a.stored),
+        };
+        text.push_str(&match to {
+            Some(to) => format!(
+                "total {}: {} images, {} bytes of device code {verb} to {to}\n",
+                usage.target, usage.images, usage.stored
+            ),
+            None => format!(
+                "total {}: {} images, {} bytes of device code, {} inflated\n",
+                usage.target, usage.images, usage.stored, usage.inflated
+            ),
+        });
+    }
+    text
+}
+
 /// Rewrites the files of `roots` as `config` says, `jobs` at once; prints a line per file,
 /// each failure on standard error with its path, and totals for several files. Returns the
 /// exit status: 1 when any file failed.
 fn execute(
     prog: &str,
     roots: &[PathBuf],
-    Work { tree, jobs }: Work,
+    work: Work,
     destination: &Destination,
     config: &RewriteConfig,
     mode: Mode,
 ) -> i32 {
-    let plan = match plan(prog, roots, tree, destination) {
+    let plan = match plan(prog, roots, work.tree, destination) {
         Ok(plan) => plan,
         Err(message) => {
             let _ = writeln!(std::io::stderr(), "{prog}: error: {message}");
             return 2;
         }
     };
-    let jobs = jobs.map_or_else(
-        || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
-        usize::from,
-    );
-    let pool = match rayon::ThreadPoolBuilder::new().num_threads(jobs).build() {
+    let pool = match work.pool(prog) {
         Ok(pool) => pool,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "{prog}: error: threads: {e}");
-            return 1;
-        }
+        Err(code) => return code,
     };
-    let bar = job_bar(plan.pairs.len());
-    // What each processor's code takes before a strip, and what the strip removes: read from
-    // the headers before the file is rewritten.
-    let by_target = matches!(config.change, Change::Keep(_) | Change::Remove(_));
-    let results: Vec<Result<(Summary, Option<FileUsage>), String>> = pool.install(|| {
-        use rayon::prelude::*;
-        plan.pairs
-            .par_iter()
-            .map(|(input, output)| {
-                if mode == Mode::Write && output != input {
-                    if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
-                        std::fs::create_dir_all(parent)
-                            .map_err(|e| format!("'{}': {e}", parent.display()))?;
-                    }
+    // What each processor's code takes before the rewrite (with what a strip removes), and,
+    // for compress, after it: read from the headers, before and after.
+    let strips = matches!(config.change, Change::Keep(_) | Change::Remove(_));
+    let results: Vec<Result<(Summary, Option<Usages>), String>> =
+        jobs::each_file(&pool, &plan.pairs, |(input, output)| {
+            if mode == Mode::Write && output != input {
+                if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| format!("'{}': {e}", parent.display()))?;
                 }
-                let usage = by_target
-                    .then(|| du::file_usage(input, config.max_decompressed, Some(config)).ok())
-                    .flatten();
-                let result = rewrite::rewrite(input, output, config, mode)
-                    .map(|summary| (summary, usage))
-                    .map_err(|e| {
-                        let text = e.to_string();
-                        if text.contains(&*input.to_string_lossy()) {
-                            text
-                        } else {
-                            format!("'{}': {text}", input.display())
-                        }
-                    });
-                bar.inc(1);
-                result
-            })
-            .collect()
-    });
-    bar.finish_and_clear();
+            }
+            let keep = strips.then_some(config);
+            let before = du::file_usage(input, config.max_decompressed, keep).ok();
+            rewrite::rewrite(input, output, config, mode)
+                .map(|summary| {
+                    let compresses = matches!(config.change, Change::Compress(_));
+                    let after = (compresses && mode == Mode::Write)
+                        .then(|| du::file_usage(output, config.max_decompressed, None).ok())
+                        .flatten();
+                    (summary, before.map(|before| Usages { before, after }))
+                })
+                .map_err(|e| {
+                    let text = e.to_string();
+                    if text.contains(&*input.to_string_lossy()) {
+                        text
+                    } else {
+                        format!("'{}': {text}", input.display())
+                    }
+                })
+        });
     let mut text = String::new();
     let mut totals = Totals::default();
-    let mut usages = Vec::new();
+    let mut before = Vec::new();
+    let mut after = Vec::new();
     let stderr = std::io::stderr();
     for ((input, _), result) in plan.pairs.iter().zip(results) {
         totals.files += 1;
         match result {
-            Ok((summary, usage)) => {
-                usages.extend(usage);
+            Ok((summary, usages)) => {
+                if let Some(usages) = usages {
+                    before.push(usages.before);
+                    after.extend(usages.after);
+                }
                 if let Some(line) = already_compressed_line(input, &summary, config) {
                     text.push_str(&line);
                 }
@@ -352,22 +362,9 @@ fn execute(
             }
         }
     }
-    if plan.pairs.len() > 1 || roots.len() > 1 || roots.iter().any(|r| r.is_dir()) {
+    if jobs::several(roots, plan.pairs.len()) {
         text.push_str(&totals.line(mode));
-        let verb = match mode {
-            Mode::DryRun => "would go",
-            Mode::Write => "went",
-        };
-        for usage in du::total(&usages) {
-            let removed = usage.removed.unwrap_or(0);
-            text.push_str(&format!(
-                "total {}: {} images, {} bytes of device code {verb} to {}\n",
-                usage.target,
-                usage.images,
-                usage.stored,
-                usage.stored - removed
-            ));
-        }
+        text.push_str(&target_lines(&config.change, mode, &before, &after));
     }
     let failed = totals.failed > 0 || plan.walk_failed;
     super::print(prog, &text).map_or_else(|code| code, |()| i32::from(failed))

@@ -5,14 +5,17 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use super::jobs::{self, counted, Work};
+use crate::ops::inflating::Budget;
 use crate::ops::verify;
 
 const PROG: &str = "offload verify";
 
 /// Check every compressed bundle of files whole: inflate each stream to its end and compare
-/// its size and hash with its header's, in parallel across bundles. `offload ls` and
-/// `offload extract` inflate only what they need and so do not check this. Prints one line
-/// per file; each damaged bundle is an error naming the file, the section and the offset.
+/// its size and hash with its header's, in parallel across bundles and files (-j). `offload
+/// ls` and `offload extract` inflate only what they need and so do not check this. Prints
+/// one line per file, in the order of the files, and for more than one a `total:` line; each
+/// damaged bundle is an error naming the file, the section and the offset.
 ///
 /// A `.kpack` archive: every code object is read whole (one stored compressed must inflate
 /// to its declared size). A binary split by kpack: every archive its search paths name (or
@@ -30,7 +33,7 @@ struct Args {
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
-    tree: super::inputs::TreeOpts,
+    work: Work,
     #[command(flatten)]
     general: super::general::GeneralOpts,
 }
@@ -42,18 +45,25 @@ pub fn run(args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
-    let (files, walk_failed) = args.tree.paths(PROG, &args.files);
+    let (files, walk_failed) = args.work.tree.paths(PROG, &args.files);
+    let pool = match args.work.pool(PROG) {
+        Ok(pool) => pool,
+        Err(code) => return code,
+    };
     let mut text = String::new();
-    let failed = walk_failed
-        | report(
-            PROG,
-            &files,
-            Listed::No,
-            args.general.max_decompressed,
-            &mut text,
-        );
+    let report = report(
+        PROG,
+        &pool,
+        &files,
+        Listed::No,
+        args.general.max_decompressed,
+        &mut text,
+    );
+    if jobs::several(&args.files, files.len()) {
+        text.push_str(&report.totals.lines());
+    }
     match super::print(PROG, &text) {
-        Ok(()) => i32::from(failed),
+        Ok(()) => i32::from(walk_failed || report.failed),
         Err(code) => code,
     }
 }
@@ -67,20 +77,86 @@ pub enum Listed {
     Yes,
 }
 
-/// Checks `files`, writes each error to standard error under the name `prog`, and adds one
-/// line per file to `text`: `FILE: N compressed bundles sound, K damaged`. Returns whether
-/// anything was wrong.
+/// What checking several files found.
+#[derive(Debug, Default)]
+pub struct Totals {
+    files: usize,
+    /// Files with compressed bundles, or kpack archives to check.
+    with_code: usize,
+    /// Files that could not be read, or with something damaged.
+    failed: usize,
+    sound: usize,
+    damaged: usize,
+    stored: u64,
+    inflated: u64,
+    /// Files that are kpack archives or binaries split by kpack.
+    kpack_files: usize,
+    kpack_sound: usize,
+    kpack_archives: usize,
+    kpack_problems: usize,
+}
+
+impl Totals {
+    /// `total: 6 files, 4 with compressed bundles, 1 failed; 30 compressed bundles sound, 1
+    /// damaged, 1234 bytes inflated to 5678`, and for kpack archives a line like the files'.
+    pub fn lines(&self) -> String {
+        let mut text = format!(
+            "total: {}, {} with compressed bundles, {} failed; {} sound, {} damaged, {} bytes inflated to {}\n",
+            counted(self.files as u64, "file", "files"),
+            self.with_code,
+            self.failed,
+            counted(self.sound as u64, "compressed bundle", "compressed bundles"),
+            self.damaged,
+            self.stored,
+            self.inflated,
+        );
+        if self.kpack_files > 0 {
+            text.push_str(&format!(
+                "total: {} in {} sound, {}\n",
+                counted(self.kpack_sound as u64, "code object", "code objects"),
+                counted(
+                    self.kpack_archives as u64,
+                    "kpack archive",
+                    "kpack archives"
+                ),
+                counted(self.kpack_problems as u64, "problem", "problems"),
+            ));
+        }
+        text
+    }
+}
+
+/// What [`report`] found.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Whether anything was wrong.
+    pub failed: bool,
+    /// The totals over the files.
+    pub totals: Totals,
+}
+
+/// Checks `files` on `pool`, several at once; writes each error to standard error under the
+/// name `prog` and adds one line per file to `text`, in the order of `files`: `FILE: N
+/// compressed bundles sound, K damaged`.
 pub fn report(
     prog: &str,
+    pool: &rayon::ThreadPool,
     files: &[PathBuf],
     listed: Listed,
     max_decompressed: u64,
     text: &mut String,
-) -> bool {
+) -> Report {
     let stderr = std::io::stderr();
     let mut failed = false;
-    for path in files {
-        match verify::verify_file(path, max_decompressed) {
+    let mut totals = Totals::default();
+    // One budget for the files checked at once, as for the streams of one file.
+    let budget = Budget::new();
+    let checked = jobs::each_file(pool, files, |path| {
+        verify::verify_file_within(path, max_decompressed, &budget)
+    });
+    for (path, result) in files.iter().zip(checked) {
+        totals.files += 1;
+        match result {
             Ok(verified) => {
                 let problems = match listed {
                     Listed::No => verified.problems.as_slice(),
@@ -89,15 +165,23 @@ pub fn report(
                 for e in verified.bad.iter().chain(problems) {
                     let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
                 }
-                failed |= !verified.bad.is_empty() || !verified.problems.is_empty();
+                let damaged = verified.bad.len() + verified.problems.len();
+                let kpack_bad = verified.kpack.as_ref().map_or(0, |k| k.bad.len());
+                failed |= damaged > 0;
+                totals.failed += usize::from(damaged + kpack_bad > 0);
+                totals.with_code += usize::from(verified.streams > 0 || verified.kpack.is_some());
                 let sound = verified.streams - verified.bad.len();
+                totals.sound += sound;
+                totals.damaged += damaged;
+                totals.stored += verified.stored;
+                totals.inflated += verified.inflated;
                 let archive = verified.kpack.as_ref().is_some_and(|k| k.is_archive);
                 if !archive {
                     text.push_str(&format!(
                         "{}: {sound} compressed bundle{} sound, {} damaged\n",
                         path.display(),
                         if sound == 1 { "" } else { "s" },
-                        verified.bad.len() + verified.problems.len(),
+                        damaged,
                     ));
                 }
                 if let Some(kpack) = &verified.kpack {
@@ -105,6 +189,10 @@ pub fn report(
                         let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
                     }
                     failed |= !kpack.bad.is_empty();
+                    totals.kpack_files += 1;
+                    totals.kpack_sound += kpack.sound;
+                    totals.kpack_archives += kpack.archives;
+                    totals.kpack_problems += kpack.bad.len();
                     text.push_str(&format!(
                         "{}: {} code object{} in {} kpack archive{} sound, {} problem{}\n",
                         path.display(),
@@ -119,9 +207,10 @@ pub fn report(
             }
             Err(e) => {
                 failed = true;
+                totals.failed += 1;
                 let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
             }
         }
     }
-    failed
+    Report { failed, totals }
 }

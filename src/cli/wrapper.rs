@@ -52,9 +52,9 @@ clang-offload-wrapper options:
                                        x86_64 and aarch64 ELF, x86_64-pc-windows-msvc COFF)
 
 With --kind=openmp|cuda|hip (and --triple=<triple>, not --target), the command line and the
-module are LLVM 22's llvm-offload-wrapper's (see llvm-offload-wrapper --help); the output's
-extension chooses what is written in the same way. (Started as llvm-offload-wrapper, the
-program writes bitcode for any name, as LLVM's, unless given --filetype=obj, bc or ll.)
+module are LLVM 22's llvm-offload-wrapper's (see offload wrapper --kind=hip --help); the
+output's extension chooses what is written in the same way. (Started as llvm-offload-wrapper,
+the program writes bitcode for any name, as LLVM's, unless given --filetype=obj, bc or ll.)
 ";
 
 /// Runs `offload wrapper` with `args` (without the program name): the wrapper's command line,
@@ -69,7 +69,7 @@ pub fn run_subcommand(args: &[String]) -> i32 {
         a.starts_with('-') && (body == "kind" || body.starts_with("kind="))
     };
     if rest.iter().any(is_kind) {
-        return super::offload_wrapper::run_by_extension("offload wrapper", &rest);
+        return super::offload_wrapper::run("offload wrapper", &rest);
     }
     run("offload wrapper", &rest)
 }
@@ -88,7 +88,7 @@ fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
                 rest.extend(iter.by_ref().cloned());
             }
             Some("verbose") => general.verbose = general.verbose.saturating_add(1),
-            Some(v) if !arg.starts_with("--") && v.bytes().all(|b| b == b'v') => {
+            Some(v) if !arg.starts_with("--") && !v.is_empty() && v.bytes().all(|b| b == b'v') => {
                 let count = u8::try_from(v.len()).unwrap_or(u8::MAX);
                 general.verbose = general.verbose.saturating_add(count);
             }
@@ -116,7 +116,7 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
     let base = Path::new(prog)
         .file_name()
         .map_or_else(|| prog.to_string(), |n| n.to_string_lossy().into_owned());
-    let line = CommandLine::split(args);
+    let line = CommandLine::split(args, &["o", "target"]);
     let parsed = match llvm_cl::parse(&line.rest, SPECS) {
         Ok(p) => p,
         Err(errors) => {
@@ -142,18 +142,19 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
 
 /// A wrapper command line with the images and their `--offload-arch` taken out, since each
 /// `--offload-arch` names the image after it and only the order of the arguments tells which.
-struct CommandLine {
+pub(super) struct CommandLine {
     /// Each target ID with the index of the image it names (the number of images before it).
-    arches: Vec<(usize, String)>,
+    pub(super) arches: Vec<(usize, String)>,
     /// The images, in order.
-    images: Vec<PathBuf>,
+    pub(super) images: Vec<PathBuf>,
     /// The other options, with their values, for the option parser.
-    rest: Vec<String>,
+    pub(super) rest: Vec<String>,
 }
 
 impl CommandLine {
-    /// Reads `args` in order.
-    fn split(args: &[String]) -> CommandLine {
+    /// Reads `args` in order; the options named in `valued` take the next argument as their
+    /// value when it is not joined with `=`. Everything after `--` is an image.
+    pub(super) fn split(args: &[String], valued: &[&str]) -> CommandLine {
         let mut line = CommandLine {
             arches: Vec::new(),
             images: Vec::new(),
@@ -163,6 +164,9 @@ impl CommandLine {
         while let Some(arg) = iter.next() {
             let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
             match body {
+                Some("") if arg == "--" => line.images.extend(iter.by_ref().map(PathBuf::from)),
+                // Standard input.
+                Some("") => line.images.push(PathBuf::from(arg)),
                 Some(b) if b.starts_with("offload-arch=") => {
                     let arch = b["offload-arch=".len()..].to_string();
                     line.arches.push((line.images.len(), arch));
@@ -175,7 +179,7 @@ impl CommandLine {
                 Some(_) => {
                     line.rest.push(arg.clone());
                     // A value in the next argument belongs to the option.
-                    if matches!(body, Some("o" | "target")) {
+                    if body.is_some_and(|b| valued.contains(&b)) {
                         line.rest.extend(iter.next().cloned());
                     }
                 }
@@ -236,7 +240,7 @@ fn config(
 /// The target ID of each of `count` images, empty for an image no `--offload-arch` names, with
 /// the unnamed ones at the end left out. An `--offload-arch` after the last image has none to
 /// name: an error.
-fn per_image(
+pub(super) fn per_image(
     prog: &str,
     count: usize,
     arches: &[(usize, String)],
@@ -279,18 +283,21 @@ mod tests {
 
     #[test]
     fn each_offload_arch_names_the_image_after_it() {
-        let line = CommandLine::split(&strings(&[
-            "-o",
-            "out.o",
-            "a.bin",
-            "--offload-arch=gfx906",
-            "b.bin",
-            "--offload-arch",
-            "gfx90a",
-            "-target",
-            "x86_64",
-            "c.bin",
-        ]));
+        let line = CommandLine::split(
+            &strings(&[
+                "-o",
+                "out.o",
+                "a.bin",
+                "--offload-arch=gfx906",
+                "b.bin",
+                "--offload-arch",
+                "gfx90a",
+                "-target",
+                "x86_64",
+                "c.bin",
+            ]),
+            &["o", "target"],
+        );
         assert_eq!(
             line.arches,
             [(1, "gfx906".to_string()), (2, "gfx90a".to_string())]

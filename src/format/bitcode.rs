@@ -38,7 +38,7 @@ use std::fmt;
 use std::ops::RangeInclusive;
 
 /// The magic of raw bitcode: `BC` then 0xC0DE.
-const RAW_MAGIC: [u8; 4] = *b"BC\xc0\xde";
+pub const RAW_MAGIC: [u8; 4] = *b"BC\xc0\xde";
 
 /// The magic of the bitcode wrapper header, 0x0B17C0DE little-endian.
 const WRAPPER_MAGIC: [u8; 4] = [0xde, 0xc0, 0x17, 0x0b];
@@ -51,7 +51,7 @@ const WRAPPER_HEADER_SIZE: usize = 20;
 const MIN_TOP_LEVEL_ENTRY: u64 = 9;
 
 /// Width of abbreviation IDs at the top level of a bitstream.
-const TOP_LEVEL_ABBREV_WIDTH: u32 = 2;
+pub(super) const TOP_LEVEL_ABBREV_WIDTH: u32 = 2;
 
 /// Fixed and VBR operands, and abbreviation IDs, of more bits than this are refused, as LLVM
 /// refuses them.
@@ -67,19 +67,31 @@ fn chunk_width(width: u64) -> Option<u32> {
 /// The irsymtab versions whose header and symbol layouts are known.
 const SYMTAB_VERSIONS: RangeInclusive<u32> = 3..=4;
 
-/// IDs of the top-level blocks (`bitc::BlockIDs`).
-mod block_id {
+/// IDs of blocks (`bitc::BlockIDs`): the top-level ones, and those inside a module.
+pub mod block_id {
+    /// A module.
     pub const MODULE: u64 = 8;
+    /// A module's constants, or a function's.
+    pub const CONSTANTS: u64 = 11;
+    /// A function body.
+    pub const FUNCTION: u64 = 12;
+    /// The producer of the module after it.
     pub const IDENTIFICATION: u64 = 13;
+    /// Names of values.
+    pub const VALUE_SYMTAB: u64 = 14;
+    /// The type table.
+    pub const TYPE: u64 = 17;
+    /// The string table.
     pub const STRTAB: u64 = 23;
+    /// The irsymtab.
     pub const SYMTAB: u64 = 25;
 }
 
 /// The code of the blob record of the STRTAB and SYMTAB blocks.
-const BLOB_RECORD: u64 = 1;
+pub const BLOB_RECORD: u64 = 1;
 
 /// The abbreviation IDs every block has (`bitc::FixedAbbrevIDs`).
-mod abbrev_id {
+pub(super) mod abbrev_id {
     pub const END_BLOCK: u64 = 0;
     pub const ENTER_SUBBLOCK: u64 = 1;
     pub const DEFINE_ABBREV: u64 = 2;
@@ -1139,6 +1151,7 @@ impl<'a> BitCursor<'a> {
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
+    use super::super::bitstream_writer::BitstreamWriter;
     use super::*;
     use proptest::prelude::*;
 
@@ -1446,78 +1459,13 @@ mod tests {
         );
     }
 
-    /// Writes bitstreams the way LLVM's writer does, for the round-trip tests.
-    #[derive(Default)]
-    struct BitWriter {
-        bytes: Vec<u8>,
-        bit: u64,
-    }
-
-    impl BitWriter {
-        fn emit(&mut self, value: u64, width: u32) {
-            for i in 0..width {
-                if self.bit % 8 == 0 {
-                    self.bytes.push(0);
-                }
-                let last = self.bytes.len() - 1;
-                self.bytes[last] |= (((value >> i) & 1) as u8) << (self.bit % 8);
-                self.bit += 1;
-            }
-        }
-
-        fn emit_vbr(&mut self, mut value: u64, width: u32) {
-            let more = 1u64 << (width - 1);
-            while value >= more {
-                self.emit(value & (more - 1) | more, width);
-                value >>= width - 1;
-            }
-            self.emit(value, width);
-        }
-
-        fn align32(&mut self) {
-            while self.bit % 32 != 0 {
-                self.emit(0, 1);
-            }
-        }
-
-        /// Starts block `id` whose abbreviation IDs are `width` bits, in a block (or the top
-        /// level) whose IDs are `outer` bits; returns where its length word is.
-        fn enter_block(&mut self, outer: u32, id: u64, width: u32) -> usize {
-            self.emit(abbrev_id::ENTER_SUBBLOCK, outer);
-            self.emit_vbr(id, 8);
-            self.emit_vbr(u64::from(width), 4);
-            self.align32();
-            let length_at = self.bytes.len();
-            self.emit(0, 32);
-            length_at
-        }
-
-        fn end_block(&mut self, width: u32, length_at: usize) {
-            self.emit(abbrev_id::END_BLOCK, width);
-            self.align32();
-            let words = ((self.bytes.len() - length_at - 4) / 4) as u32;
-            self.bytes[length_at..length_at + 4].copy_from_slice(&words.to_le_bytes());
-        }
-
-        /// A block holding one blob record of code 1, written with an abbreviation
-        /// `[literal 1, blob]` as LLVM writes STRTAB and SYMTAB blocks.
-        fn blob_block(&mut self, id: u64, blob: &[u8]) {
-            let length_at = self.enter_block(TOP_LEVEL_ABBREV_WIDTH, id, 3);
-            self.emit(abbrev_id::DEFINE_ABBREV, 3);
-            self.emit_vbr(2, 5);
-            self.emit(1, 1);
-            self.emit_vbr(BLOB_RECORD, 8);
-            self.emit(0, 1);
-            self.emit(5, 3);
-            self.emit(abbrev_id::FIRST_APPLICATION, 3);
-            self.emit_vbr(blob.len() as u64, 6);
-            self.align32();
-            for &byte in blob {
-                self.emit(u64::from(byte), 8);
-            }
-            self.align32();
-            self.end_block(3, length_at);
-        }
+    /// A block holding one blob record of code 1, written with an abbreviation
+    /// `[literal 1, blob]` as LLVM writes STRTAB and SYMTAB blocks.
+    fn blob_block(w: &mut BitstreamWriter, id: u64, blob: &[u8]) {
+        w.enter_block(id, 3);
+        let abbrev = w.define_blob_abbrev(BLOB_RECORD);
+        w.blob_record(abbrev, blob);
+        w.end_block().unwrap();
     }
 
     /// A bitcode file of one module (with an unabbreviated record in it), an irsymtab of
@@ -1565,18 +1513,18 @@ mod tests {
                 symtab.extend_from_slice(&word.to_le_bytes());
             }
         }
-        let mut w = BitWriter::default();
-        w.bytes.extend_from_slice(&RAW_MAGIC);
-        w.bit = 32;
-        let module = w.enter_block(TOP_LEVEL_ABBREV_WIDTH, block_id::MODULE, 3);
-        w.emit(abbrev_id::UNABBREV_RECORD, 3);
-        w.emit_vbr(1, 6);
-        w.emit_vbr(1, 6);
-        w.emit_vbr(2, 6);
-        w.end_block(3, module);
-        w.blob_block(block_id::SYMTAB, &symtab);
-        w.blob_block(block_id::STRTAB, &strtab);
-        w.bytes
+        let mut w = BitstreamWriter::new(RAW_MAGIC);
+        w.enter_block(block_id::MODULE, 3);
+        w.record(1, &[2]);
+        w.end_block().unwrap();
+        // The symbol table is left as a hole and filled in afterwards, as the wrapper's images
+        // are: the block's length must count it.
+        w.enter_block(block_id::SYMTAB, 3);
+        let abbrev = w.define_blob_abbrev(BLOB_RECORD);
+        w.blob_hole(abbrev, 0, symtab.len() as u64);
+        w.end_block().unwrap();
+        blob_block(&mut w, block_id::STRTAB, &strtab);
+        w.finish().to_bytes(|_| &symtab)
     }
 
     #[test]

@@ -10,6 +10,7 @@
 #![deny(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 
 pub mod bitcode;
+pub mod bitstream_writer;
 pub mod bundle;
 pub mod ccob;
 pub mod container;

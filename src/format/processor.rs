@@ -277,10 +277,95 @@ pub fn processor_class(target_id: &str) -> Option<&'static str> {
     }
 }
 
+/// The target ID an AMDGPU code object was built for, read from its ELF header: the processor
+/// by `EF_AMDGPU_MACH`, then the `sramecc` and `xnack` settings its flags fix (`Any` and
+/// `Unsupported` add nothing), as `gfx90a:sramecc-:xnack+`. `None` when `bytes` do not start
+/// with a 64-bit little-endian AMDGPU HSA ELF header of code object version 3 or later, or
+/// the processor is not in the table.
+pub fn code_object_target_id(bytes: &[u8]) -> Option<String> {
+    const EM_AMDGPU: u16 = 224;
+    const ELFOSABI_AMDGPU_HSA: u8 = 64;
+    let header: &[u8; 52] = bytes.get(..52)?.try_into().ok()?;
+    let is_amdgpu = header[..4] == *b"\x7fELF"
+        && header[4] == 2
+        && header[5] == 1
+        && header[7] == ELFOSABI_AMDGPU_HSA
+        && u16::from_le_bytes([header[18], header[19]]) == EM_AMDGPU;
+    if !is_amdgpu {
+        return None;
+    }
+    let flags = u32::from_le_bytes([header[48], header[49], header[50], header[51]]);
+    let mach = (flags & 0xff) as u16;
+    let processor = PROCESSORS.iter().find(|p| p.mach == Some(mach))?;
+    // ABI version 1 is code object v3 (one bit per feature, on or off); 2 and later are v4+
+    // (two bits: unsupported, any, off, on).
+    let (sramecc, xnack) = match header[8] {
+        0 => return None,
+        1 => (
+            Some(if flags & 0x200 != 0 { '+' } else { '-' }),
+            Some(if flags & 0x100 != 0 { '+' } else { '-' }),
+        ),
+        _ => {
+            let setting = |bits: u32| match bits {
+                2 => Some('-'),
+                3 => Some('+'),
+                _ => None,
+            };
+            (setting((flags >> 10) & 3), setting((flags >> 8) & 3))
+        }
+    };
+    let mut id = processor.name.to_string();
+    for (name, allowed, setting) in [
+        ("sramecc", processor.sramecc, sramecc),
+        ("xnack", processor.xnack, xnack),
+    ] {
+        if let (true, Some(sign)) = (allowed, setting) {
+            id.push_str(&format!(":{name}{sign}"));
+        }
+    }
+    Some(id)
+}
+
 #[cfg(test)]
 #[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_code_object_s_header_gives_its_target_id() {
+        let sample = |name: &str| {
+            let path = format!("{}/samples/dev/{name}", env!("CARGO_MANIFEST_DIR"));
+            code_object_target_id(&std::fs::read(path).unwrap())
+        };
+        assert_eq!(sample("kernel-gfx906.hsaco").as_deref(), Some("gfx906"));
+        assert_eq!(sample("kernel-gfx90a.hsaco").as_deref(), Some("gfx90a"));
+        assert_eq!(
+            sample("kernel-gfx90a_xnack+.hsaco").as_deref(),
+            Some("gfx90a:xnack+")
+        );
+        assert_eq!(
+            sample("kernel-gfx908_sramecc+_xnack-.hsaco").as_deref(),
+            Some("gfx908:sramecc+:xnack-")
+        );
+        // Version 3: one bit per feature.
+        let mut v3 = std::fs::read(format!(
+            "{}/samples/dev/kernel-gfx906.hsaco",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        v3[8] = 1;
+        v3[48..52].copy_from_slice(&(0x02f_u32 | 0x100).to_le_bytes());
+        assert_eq!(
+            code_object_target_id(&v3).as_deref(),
+            Some("gfx906:sramecc-:xnack+")
+        );
+        // Not a code object, a processor the table lacks, a short header.
+        assert_eq!(code_object_target_id(b"\x7fELF"), None);
+        v3[48..52].copy_from_slice(&0x0ffu32.to_le_bytes());
+        assert_eq!(code_object_target_id(&v3), None);
+        v3[18] = 62;
+        assert_eq!(code_object_target_id(&v3), None);
+    }
 
     #[test]
     fn every_name_is_one_row_and_every_generic_named_has_a_row() {

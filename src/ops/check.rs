@@ -13,13 +13,14 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::container::kpack::split_binary;
 use crate::container::ld_so::{self, Environment};
 use crate::container::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::container::BUNDLE_SECTION_PREFIX;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::format::cuda_loads;
 use crate::format::image_target::Producer;
 use crate::format::kpack_search;
@@ -27,6 +28,7 @@ use crate::format::runtime::{self, Load, AMDGCN_ISA_PREFIX};
 use crate::format::target_id::TargetIdBuf;
 use crate::io::Input;
 use crate::ops::columns::{ranges, render, Align};
+use crate::ops::progress::Progress;
 
 mod kpack;
 
@@ -169,13 +171,16 @@ pub struct Report {
 /// `devices`, the code of binaries split by kpack searched for as the kpack loader does in
 /// `kpack_env`. Files that cannot be read, or whose device code is damaged (a compressed
 /// bundle declaring more than `max_decompressed` bytes among them), are returned as errors
-/// beside the report.
+/// beside the report. The files are read in parallel (on the current rayon pool), `progress`
+/// told of each file checked; the report is in load order whatever the order they were read
+/// in.
 pub fn check(
     roots: &[&Path],
     devices: &[Device],
     env: &Environment,
     kpack_env: &kpack_search::Environment,
     max_decompressed: u64,
+    progress: &dyn Progress,
 ) -> (Report, Vec<Error>) {
     let targets: Vec<TargetIdBuf> = devices
         .iter()
@@ -188,49 +193,41 @@ pub fn check(
         every_device_has_code: true,
     };
     let mut errors = Vec::new();
+    // What each root loads, its files closed again: a tree of thousands of programs is not
+    // held open at once.
+    let orders: Vec<Result<LoadOrder>> =
+        roots.par_iter().map(|root| load_order(root, env)).collect();
     let mut seen = HashSet::new();
-    for root in roots {
-        let (loaded, missing) = match ld_so::load_order(root, env) {
-            Ok(found) => found,
+    let mut objects = Vec::new();
+    for order in orders {
+        let order = match order {
+            Ok(order) => order,
             Err(e) => {
                 errors.push(e);
                 continue;
             }
         };
-        let name = |i: usize| loaded[i].path.to_string_lossy().into_owned();
-        for object in &loaded {
+        for object in order.objects {
             let real = std::fs::canonicalize(&object.path).unwrap_or(object.path.clone());
-            if !seen.insert(real) {
-                continue;
+            if seen.insert(real) {
+                objects.push(object);
             }
-            let (bundles, problems) =
-                bundles_of(&object.path, &object.input, &targets, max_decompressed);
-            errors.extend(problems);
-            let kpack = match split_binary(&object.path, &object.input) {
-                Ok(split) => split.map(|split| {
-                    kpack::check_split(&object.path, &split, devices, &targets, kpack_env)
-                }),
-                Err(e) => {
-                    errors.push(e);
-                    None
-                }
-            };
-            report.files.push(FileReport {
-                path: object.path.to_string_lossy().into_owned(),
-                needed_as: object.needed_as.clone(),
-                needed_by: object.needed_by.map(name),
-                found_via: object.found_via.name(),
-                counts: counts(&bundles, kpack.as_ref(), devices.len()),
-                bundles,
-                kpack,
-            });
         }
-        for m in missing {
-            report.not_found.push(NotFound {
-                name: m.name,
-                needed_by: name(m.needed_by),
-            });
-        }
+        report.not_found.extend(order.not_found);
+    }
+    progress.start(objects.len() as u64);
+    let checked: Vec<(Option<FileReport>, Vec<Error>)> = objects
+        .into_par_iter()
+        .map(|object| {
+            let checked = check_file(object, devices, &targets, kpack_env, max_decompressed);
+            progress.advance(1);
+            checked
+        })
+        .collect();
+    progress.finish();
+    for (file, problems) in checked {
+        errors.extend(problems);
+        report.files.extend(file);
     }
     let kpack_loads = report
         .files
@@ -245,6 +242,77 @@ pub fn check(
         .all(|b| b.first_without_code.is_none())
         && kpack_loads.into_iter().all(|l| l.loads != "nothing");
     (report, errors)
+}
+
+/// A file a root loads, with how it was found.
+struct LoadedFile {
+    path: std::path::PathBuf,
+    needed_as: Option<String>,
+    needed_by: Option<String>,
+    found_via: &'static str,
+}
+
+/// What one root loads, in load order, and the libraries it needs that are found nowhere.
+struct LoadOrder {
+    objects: Vec<LoadedFile>,
+    not_found: Vec<NotFound>,
+}
+
+/// [`ld_so::load_order`] of `root`, the files it maps closed again.
+fn load_order(root: &Path, env: &Environment) -> Result<LoadOrder> {
+    let (loaded, missing) = ld_so::load_order(root, env)?;
+    let name = |i: usize| loaded[i].path.to_string_lossy().into_owned();
+    let not_found = missing
+        .into_iter()
+        .map(|m| NotFound {
+            name: m.name,
+            needed_by: name(m.needed_by),
+        })
+        .collect();
+    let objects = loaded
+        .iter()
+        .map(|object| LoadedFile {
+            path: object.path.clone(),
+            needed_as: object.needed_as.clone(),
+            needed_by: object.needed_by.map(name),
+            found_via: object.found_via.name(),
+        })
+        .collect();
+    Ok(LoadOrder { objects, not_found })
+}
+
+/// The report on one file and the problems found in it; no report when it cannot be read.
+fn check_file(
+    object: LoadedFile,
+    devices: &[Device],
+    targets: &[TargetIdBuf],
+    kpack_env: &kpack_search::Environment,
+    max_decompressed: u64,
+) -> (Option<FileReport>, Vec<Error>) {
+    let input = match Input::open(&object.path) {
+        Ok(input) => input,
+        Err(e) => return (None, vec![e]),
+    };
+    let (bundles, mut problems) = bundles_of(&object.path, &input, targets, max_decompressed);
+    let kpack = match split_binary(&object.path, &input) {
+        Ok(split) => {
+            split.map(|split| kpack::check_split(&object.path, &split, devices, targets, kpack_env))
+        }
+        Err(e) => {
+            problems.push(e);
+            None
+        }
+    };
+    let report = FileReport {
+        path: object.path.to_string_lossy().into_owned(),
+        needed_as: object.needed_as,
+        needed_by: object.needed_by,
+        found_via: object.found_via,
+        counts: counts(&bundles, kpack.as_ref(), devices.len()),
+        bundles,
+        kpack,
+    };
+    (Some(report), problems)
 }
 
 /// A bundle entry as the scan reports it.

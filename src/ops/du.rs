@@ -4,13 +4,12 @@
 //! devices' code would take away, by the rule `strip --keep` follows.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::container::scan::{scan_reading, Places, Reading};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::io::Input;
 use crate::ops::ls;
@@ -46,8 +45,6 @@ pub struct FileUsage {
 /// One image as `du` counts it.
 struct Counted {
     target: String,
-    unit: usize,
-    image_target: ImageTarget,
     inflated: u64,
     stored: u64,
     /// The compressed bundle it lies in (its address), for sharing out its bytes.
@@ -64,6 +61,8 @@ pub fn file_usage(
     let input = Input::open(path)?;
     let name = path.to_string_lossy().into_owned();
     let mut counted = Vec::new();
+    // Each image's translation unit and target, which say what a strip removes.
+    let mut units = Vec::new();
     let problems = scan_reading(
         path,
         &input,
@@ -92,12 +91,11 @@ pub fn file_usage(
             };
             counted.push(Counted {
                 target,
-                unit: image.unit,
-                image_target: image.target.clone(),
                 inflated: image.size,
                 stored,
                 bundle,
             });
+            units.push((image.unit, image.target.clone()));
         },
     )?;
     if let Some(problem) = problems.into_iter().next() {
@@ -105,21 +103,58 @@ pub fn file_usage(
     }
     input.intact()?;
     share_compressed(&mut counted);
-    let removed = keep.map(|config| removed(&counted, config));
+    let removed = keep.map(|config| removed(&units, config));
+    Ok(tally(name, &counted, removed.as_deref()))
+}
+
+/// The usage of the file `file` as `offload ls` lists it, `images`: host entries left out,
+/// an image inside a compressed bundle stored as such counting for its share of the bundle,
+/// a code object of a `.kpack` archive or an entry of a CUDA fat binary for its bytes as
+/// stored.
+pub fn listed_usage(file: &str, images: &[ls::Image]) -> FileUsage {
+    let mut counted: Vec<Counted> = images
+        .iter()
+        .filter(|image| image.offload_kind != Producer::Host.name())
+        .map(|image| {
+            let (stored, bundle) = match (&image.kpack, &image.cuda, &image.compressed_bundle) {
+                (Some(k), _, _) => (k.stored_size, None),
+                (None, Some(c), _) => (c.stored_size, None),
+                (None, None, Some(place)) => (0, Some((place.offset as usize, place.size))),
+                (None, None, None) => (image.size, None),
+            };
+            Counted {
+                target: if image.arch.is_empty() {
+                    image.triple.clone()
+                } else {
+                    image.arch.clone()
+                },
+                inflated: image.size,
+                stored,
+                bundle,
+            }
+        })
+        .collect();
+    share_compressed(&mut counted);
+    tally(file.to_string(), &counted, None)
+}
+
+/// The usage of the file `file` from its images, each marked in `removed` when a strip
+/// removes it.
+fn tally(file: String, counted: &[Counted], removed: Option<&[bool]>) -> FileUsage {
     let mut by_target: BTreeMap<String, Usage> = BTreeMap::new();
     for (i, image) in counted.iter().enumerate() {
         let usage = by_target.entry(image.target.clone()).or_default();
         usage.images += 1;
         usage.stored += image.stored;
         usage.inflated += image.inflated;
-        if let Some(removed) = &removed {
+        if let Some(removed) = removed {
             *usage.removed.get_or_insert(0) += if removed[i] { image.stored } else { 0 };
         }
     }
-    Ok(FileUsage {
-        file: name,
+    FileUsage {
+        file,
         targets: sorted(by_target),
-    })
+    }
 }
 
 /// Gives each image inside a compressed bundle its share of the bundle's stored bytes.
@@ -139,18 +174,16 @@ fn share_compressed(counted: &mut [Counted]) {
     }
 }
 
-/// Which images `config` removes, judged unit by unit as a rewrite judges them.
-fn removed(counted: &[Counted], config: &RewriteConfig) -> Vec<bool> {
+/// Which images `config` removes (each given with its translation unit and target), judged
+/// unit by unit as a rewrite judges them.
+fn removed(images: &[(usize, ImageTarget)], config: &RewriteConfig) -> Vec<bool> {
     let mut units: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
-    for (i, image) in counted.iter().enumerate() {
-        units.entry(image.unit).or_default().push(i);
+    for (i, (unit, _)) in images.iter().enumerate() {
+        units.entry(*unit).or_default().push(i);
     }
-    let mut removed = vec![false; counted.len()];
+    let mut removed = vec![false; images.len()];
     for members in units.values() {
-        let targets: Vec<ImageTarget> = members
-            .iter()
-            .map(|&i| counted[i].image_target.clone())
-            .collect();
+        let targets: Vec<ImageTarget> = members.iter().map(|&i| images[i].1.clone()).collect();
         for (&i, kept) in members.iter().zip(config.keeps(&targets)) {
             removed[i] = !kept;
         }
@@ -170,19 +203,6 @@ fn sorted(by_target: BTreeMap<String, Usage>) -> Vec<Usage> {
             .then_with(|| a.target.cmp(&b.target))
     });
     usages
-}
-
-/// The usage of each of `files` (read in parallel), in their order: each a usage or the
-/// error that kept it from being read.
-pub fn usage(
-    files: &[PathBuf],
-    max_decompressed: u64,
-    keep: Option<&RewriteConfig>,
-) -> Vec<std::result::Result<FileUsage, Error>> {
-    files
-        .par_iter()
-        .map(|path| file_usage(path, max_decompressed, keep))
-        .collect()
 }
 
 /// The usage of all `files` together, by target.

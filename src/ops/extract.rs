@@ -27,6 +27,7 @@ use crate::io::{Closed, Input, Output};
 use crate::ops::bundler::device_member_name;
 use crate::ops::inflating::{each_range, memory_of, Budget};
 use crate::ops::ls::{self, Image};
+pub use crate::ops::progress::Progress;
 
 mod kpack;
 
@@ -305,23 +306,6 @@ impl Chosen {
     }
 }
 
-/// Hears how the writing goes, for a progress display.
-pub trait Progress: Sync {
-    /// The writing starts: `bytes` in all.
-    fn start(&self, bytes: u64) {
-        let _ = bytes;
-    }
-    /// `bytes` more were written.
-    fn advance(&self, bytes: u64) {
-        let _ = bytes;
-    }
-    /// The writing is over.
-    fn finish(&self) {}
-}
-
-/// No progress display.
-impl Progress for () {}
-
 /// One written file and the image it holds.
 #[derive(Debug, Clone)]
 pub struct Extracted {
@@ -363,13 +347,26 @@ pub struct Extraction {
 }
 
 /// Extracts every image `config` asks for. Problems in the inputs are returned beside the
-/// result, whatever it is. Nothing is written unless everything can be; when no image matches,
-/// that is an error.
+/// result, whatever it is: a file that cannot be read, or whose device code cannot be found,
+/// is one of them, and the other files are still extracted from; so is a file whose images
+/// cannot be written (a compressed bundle found damaged as it is inflated): none of its images
+/// is written. The outputs are put in place together, once all are written; when no image
+/// matches, that is an error.
 #[tracing::instrument(skip_all, fields(files = ?config.files, targets = ?config.arches))]
 pub fn extract(config: &ExtractConfig, progress: &dyn Progress) -> Extraction {
+    extract_reporting(config, &(), progress)
+}
+
+/// [`extract`], `files` told of each file read (the files are read in parallel, on the
+/// current rayon pool), `bytes` of the bytes written.
+pub fn extract_reporting(
+    config: &ExtractConfig,
+    files: &dyn Progress,
+    bytes: &dyn Progress,
+) -> Extraction {
     let mut problems = Vec::new();
     let mut missing = Vec::new();
-    let result = extract_noting(config, progress, &mut problems, &mut missing);
+    let result = extract_noting(config, files, bytes, &mut problems, &mut missing);
     Extraction {
         problems,
         result,
@@ -377,32 +374,101 @@ pub fn extract(config: &ExtractConfig, progress: &dyn Progress) -> Extraction {
     }
 }
 
+/// What scanning one input found: the images chosen, what the target IDs and devices asked
+/// for found, and the damage met.
+type Scanned = Result<(Vec<Chosen>, Found, Vec<Error>)>;
+
 /// [`extract`], adding the problems found in the inputs to `problems`.
 fn extract_noting(
     config: &ExtractConfig,
+    files: &dyn Progress,
     progress: &dyn Progress,
     problems: &mut Vec<Error>,
     missing: &mut Vec<String>,
 ) -> Result<Vec<Extracted>> {
-    let inputs: Vec<Input> = config
-        .files
-        .iter()
-        .map(|p| Input::open(p))
-        .collect::<Result<_>>()?;
-    let mut chosen: Vec<Chosen> = Vec::new();
-    let mut archives = ArchiveFiles::new();
-    let mut found = Found {
+    let opened: Vec<Result<Input>> = config.files.par_iter().map(|p| Input::open(p)).collect();
+    let mut readable = Vec::new();
+    let mut inputs: Vec<Input> = Vec::new();
+    let mut unreadable = Vec::new();
+    for (path, input) in config.files.iter().zip(opened) {
+        match input {
+            Ok(input) => {
+                readable.push(path.clone());
+                inputs.push(input);
+            }
+            Err(e) => unreadable.push(e),
+        }
+    }
+    // Files that could not be read, or not scanned: when it is every file, the last one's
+    // error is the result, as it is for a single file.
+    let mut failed = unreadable.len();
+    let all = config.files.len();
+    problems.append(&mut unreadable);
+    // From here on the inputs are the files that could be opened.
+    let config = &ExtractConfig {
+        files: readable,
+        ..config.clone()
+    };
+    let new_found = || Found {
         arches: vec![false; config.arches.len()],
         devices: vec![false; config.devices.len()],
         missing: Vec::new(),
     };
-    for (index, (path, input)) in config.files.iter().zip(&inputs).enumerate() {
+    // The scans, the bulk of the reading, run in parallel; what they found is put together
+    // in the order of the files.
+    files.start(inputs.len() as u64);
+    let scanned: Vec<Option<Scanned>> = config
+        .files
+        .par_iter()
+        .zip(&inputs)
+        .enumerate()
+        .map(|(index, (path, input))| {
+            let scanned = (!input.starts_with(&kpack_format::MAGIC)).then(|| {
+                let _file = tracing::info_span!("file", file = %path.display()).entered();
+                let mut chosen = Vec::new();
+                let mut found = new_found();
+                choose(config, index, path, input, &mut chosen, &mut found)
+                    .map(|problems| (chosen, found, problems))
+            });
+            files.advance(1);
+            scanned
+        })
+        .collect();
+    files.finish();
+    let mut chosen: Vec<Chosen> = Vec::new();
+    let mut archives = ArchiveFiles::new();
+    let mut found = new_found();
+    for (index, ((path, input), scanned)) in
+        config.files.iter().zip(&inputs).zip(scanned).enumerate()
+    {
         let _file = tracing::info_span!("file", file = %path.display()).entered();
-        if input.starts_with(&kpack_format::MAGIC) {
-            kpack::choose_in_archive(config, index, path, &mut archives, &mut chosen, &mut found)?;
+        let Some(scanned) = scanned else {
+            let picked = kpack::choose_in_archive(
+                config,
+                index,
+                path,
+                &mut archives,
+                &mut chosen,
+                &mut found,
+            );
+            if let Err(e) = picked {
+                failed += 1;
+                problems.push(e);
+            }
             continue;
+        };
+        match scanned {
+            Ok((mut theirs, their_found, their_problems)) => {
+                chosen.append(&mut theirs);
+                found.add(their_found);
+                problems.extend(their_problems);
+            }
+            Err(e) => {
+                failed += 1;
+                problems.push(e);
+                continue;
+            }
         }
-        problems.extend(choose(config, index, path, input, &mut chosen, &mut found)?);
         problems.extend(kpack::choose_in_split_binary(
             config,
             index,
@@ -420,6 +486,11 @@ fn extract_noting(
         .into_iter()
         .filter(|(device, always, _)| found.devices.get(*device) == Some(&true) || *always);
     let explained: Vec<String> = explained.map(|(_, _, line)| line).collect();
+    if failed == all {
+        if let Some(last) = problems.pop() {
+            return Err(last);
+        }
+    }
     if chosen.is_empty() {
         missing.extend(explained);
         return Err(nothing_chosen(
@@ -441,7 +512,7 @@ fn extract_noting(
     if config.output.extension().is_some_and(|e| e == "a") {
         return write_device_archive(config, &inputs, &archives, chosen);
     }
-    write_files(config, &inputs, &archives, chosen, progress)
+    write_files(config, &inputs, &archives, chosen, progress, problems)
 }
 
 /// Scans the input `index` (`path`) and adds the images `config` asks for to `chosen`, in the
@@ -660,6 +731,19 @@ struct Found {
     /// even when the device found nothing anywhere (it is not merely code for others), and
     /// the line that says so.
     missing: Vec<(usize, bool, String)>,
+}
+
+impl Found {
+    /// Adds what another file's scan found, `other`, after what is here.
+    fn add(&mut self, other: Found) {
+        for (hit, theirs) in self.arches.iter_mut().zip(other.arches) {
+            *hit |= theirs;
+        }
+        for (hit, theirs) in self.devices.iter_mut().zip(other.devices) {
+            *hit |= theirs;
+        }
+        self.missing.extend(other.missing);
+    }
 }
 
 /// One entry of a bundle, kept until the bundle is seen whole.
@@ -1073,6 +1157,7 @@ fn write_files(
     archives: &ArchiveFiles,
     chosen: Vec<Chosen>,
     progress: &dyn Progress,
+    problems: &mut Vec<Error>,
 ) -> Result<Vec<Extracted>> {
     // The folders made for the outputs go again when nothing is written: no trace of a
     // failed run is left.
@@ -1083,7 +1168,7 @@ fn write_files(
         .map(Path::to_path_buf)
         .collect();
     std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
-    let written = write_into_folder(config, inputs, archives, chosen, progress);
+    let written = write_into_folder(config, inputs, archives, chosen, progress, problems);
     if written.is_err() {
         for folder in &missing {
             // Only an empty folder is removed: nothing else is touched.
@@ -1093,13 +1178,17 @@ fn write_files(
     written
 }
 
-/// [`write_files`] once the folder exists.
+/// [`write_files`] once the folder exists. An image that cannot be written (its compressed
+/// bundle or archive turns out damaged when inflated) takes every image of its input file
+/// with it: the error naming it goes to `problems`, and the other files' images are written.
+/// When no file is left, the first file's error is the result.
 fn write_into_folder(
     config: &ExtractConfig,
     inputs: &[Input],
     archives: &ArchiveFiles,
     chosen: Vec<Chosen>,
     progress: &dyn Progress,
+    problems: &mut Vec<Error>,
 ) -> Result<Vec<Extracted>> {
     let stems = output_stems(config, &chosen);
     progress.start(chosen.iter().map(|c| c.image.size).sum());
@@ -1111,7 +1200,7 @@ fn write_into_folder(
         .collect();
     // Each output is closed once written: as many files are open as threads write, and the
     // images of the compressed bundles they inflate.
-    let written: Vec<Vec<Written>> = jobs
+    let results: Vec<Result<Vec<Written>>> = jobs
         .par_iter()
         .map(|job| {
             let writer = Writer {
@@ -1125,14 +1214,38 @@ fn write_into_folder(
             };
             writer.write(job)
         })
-        .collect::<Result<_>>()?;
-    let mut written: Vec<Written> = written.into_iter().flatten().collect();
+        .collect();
+    // The first error of each input file that failed, by file.
+    let mut failed: BTreeMap<usize, Error> = BTreeMap::new();
+    let mut written: Vec<Written> = Vec::new();
+    for (job, result) in jobs.iter().zip(results) {
+        match result {
+            Ok(images) => written.extend(images),
+            Err(e) => {
+                failed.entry(chosen[job[0]].input).or_insert(e);
+            }
+        }
+    }
+    let with_images: std::collections::BTreeSet<usize> = chosen.iter().map(|c| c.input).collect();
+    if !failed.is_empty() && failed.len() == with_images.len() {
+        let mut errors = std::mem::take(&mut failed).into_values();
+        if let Some(first) = errors.next() {
+            problems.extend(errors);
+            return Err(first);
+        }
+    }
+    written.retain(|w| !failed.contains_key(&chosen[w.index].input));
     written.sort_by_key(|w| w.index);
     let paths: Vec<(PathBuf, Option<u64>)> =
         written.iter().map(|w| (w.path.clone(), w.size)).collect();
     crate::io::place_all(written.into_iter().map(|w| w.closed).collect())?;
     progress.finish();
-    Ok(chosen
+    let kept: Vec<Chosen> = chosen
+        .into_iter()
+        .filter(|c| !failed.contains_key(&c.input))
+        .collect();
+    problems.extend(failed.into_values());
+    Ok(kept
         .into_iter()
         .zip(paths)
         .map(|(mut c, (path, size))| {

@@ -3,10 +3,11 @@
 //!
 //! Files found in a folder are taken only when their first bytes say they may hold device
 //! code (an object file, program, shared library, archive or one of the containers); the
-//! others (sources, scripts, data) are skipped without being read further. Symbolic links met
-//! in a folder are skipped unless `follow` is set: a link may lead out of the tree, or to a
-//! file the walk meets anyway. When they are followed, a link back to a folder being walked is
-//! a loop, reported and not entered.
+//! others (sources, scripts, data) are skipped without being read further, unless every file
+//! is asked for (a copy of a whole tree). Symbolic links met in a folder are skipped unless
+//! they are followed or kept: a link may lead out of the tree, or to a file the walk meets
+//! anyway. When they are followed, a link back to a folder being walked is a loop, reported
+//! and not entered; kept, a link is a file of its own, to be made again as a link.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -23,8 +24,35 @@ use crate::format::kpack;
 pub struct WalkOptions {
     /// Walk folders to their last level (else only a folder's own files).
     pub recursive: bool,
-    /// Follow symbolic links met in folders.
-    pub follow: bool,
+    /// What becomes of symbolic links met in folders.
+    pub links: Links,
+    /// Which files met in folders are taken.
+    pub files: Taken,
+}
+
+/// What becomes of a symbolic link met in a folder.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Links {
+    /// It is skipped.
+    #[default]
+    Skip,
+    /// It is followed: the file or folder it leads to is walked as if it were there.
+    Follow,
+    /// It is taken as it is, a file of its own ([`Found::link`]).
+    Keep,
+}
+
+/// Which files met in folders are taken.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Taken {
+    /// Those whose first bytes say they may hold device code.
+    #[default]
+    MayHoldDeviceCode,
+    /// Those whose first bytes say a loader can load them: ELF executables and shared
+    /// libraries (what `check` follows).
+    Loadable,
+    /// Every one.
+    Every,
 }
 
 /// A file to work on.
@@ -35,6 +63,8 @@ pub struct Found {
     /// The path relative to the folder named (for a file named: its file name), what an
     /// output folder mirrors.
     pub relative: PathBuf,
+    /// For a symbolic link kept as one ([`Links::Keep`]): what it points to.
+    pub link: Option<PathBuf>,
 }
 
 /// What a walk found: the files, in order, and what it could not walk (a folder that cannot
@@ -64,6 +94,7 @@ pub fn walk(roots: &[PathBuf], options: WalkOptions) -> Walk {
             _ => walk.files.push(Found {
                 path: root.clone(),
                 relative: root.file_name().map_or_else(|| root.clone(), PathBuf::from),
+                link: None,
             }),
         }
     }
@@ -101,9 +132,23 @@ fn walk_folder(
             continue;
         };
         let meta = if link_meta.file_type().is_symlink() {
-            if !options.follow {
-                tracing::debug!(path = %path.display(), "symbolic link skipped");
-                continue;
+            match options.links {
+                Links::Skip => {
+                    tracing::debug!(path = %path.display(), "symbolic link skipped");
+                    continue;
+                }
+                Links::Keep => {
+                    match fs::read_link(&path) {
+                        Ok(to) => walk.files.push(Found {
+                            path,
+                            relative,
+                            link: Some(to),
+                        }),
+                        Err(e) => walk.errors.push(Error::io(&path, e)),
+                    }
+                    continue;
+                }
+                Links::Follow => {}
             }
             match fs::metadata(&path) {
                 Ok(meta) => meta,
@@ -131,8 +176,17 @@ fn walk_folder(
             walk_folder(&path, &relative, options, ancestors, walk);
             ancestors.remove(&id);
         } else if meta.is_file() {
-            if may_hold_device_code(&path) {
-                walk.files.push(Found { path, relative });
+            let taken = match options.files {
+                Taken::Every => true,
+                Taken::MayHoldDeviceCode => may_hold_device_code(&path),
+                Taken::Loadable => read_head(&path).is_none_or(|head| head_is_loadable(&head)),
+            };
+            if taken {
+                walk.files.push(Found {
+                    path,
+                    relative,
+                    link: None,
+                });
             } else {
                 walk.skipped += 1;
             }
@@ -145,22 +199,44 @@ fn walk_folder(
 /// archive, a binary or text bundle, a compressed bundle, an offload binary or a CUDA fat
 /// binary. A file that cannot be read is taken (the command says why it cannot be read).
 pub fn may_hold_device_code(path: &Path) -> bool {
-    let mut head = [0u8; 512];
-    let Ok(mut file) = File::open(path) else {
-        return true;
-    };
+    read_head(path).is_none_or(|head| head_may_hold_device_code(&head))
+}
+
+/// The first 512 bytes of the file at `path` (fewer for a shorter file); `None` when it
+/// cannot be read.
+fn read_head(path: &Path) -> Option<Vec<u8>> {
+    let mut head = vec![0u8; 512];
+    let mut file = File::open(path).ok()?;
     let mut len = 0;
     while len < head.len() {
         match file.read(&mut head[len..]) {
             Ok(0) => break,
             Ok(n) => len += n,
-            Err(_) => return true,
+            Err(_) => return None,
         }
     }
-    head_may_hold_device_code(&head[..len])
+    head.truncate(len);
+    Some(head)
 }
 
-/// [`may_hold_device_code`] on the first bytes of a file.
+/// Whether `head` starts an ELF executable or shared library (`ET_EXEC`, `ET_DYN`) of
+/// either byte order.
+fn head_is_loadable(head: &[u8]) -> bool {
+    let (Some(b"\x7fELF"), Some(&data), Some(&[a, b])) = (
+        head.get(..4),
+        head.get(5),
+        head.get(16..18).and_then(|t| t.first_chunk::<2>()),
+    ) else {
+        return false;
+    };
+    let e_type = if data == 2 {
+        u16::from_be_bytes([a, b])
+    } else {
+        u16::from_le_bytes([a, b])
+    };
+    matches!(e_type, 2 | 3)
+}
+
 fn head_may_hold_device_code(head: &[u8]) -> bool {
     const TEXT_BUNDLE: &[u8] = b"__CLANG_OFFLOAD_BUNDLE____START__";
     const OBJECT_MAGICS: [&[u8]; 8] = [

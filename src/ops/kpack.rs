@@ -33,6 +33,7 @@ use crate::format::kpack::{
 use crate::format::kpack_search::Environment;
 use crate::io::spill::{Spill, Spilled};
 use crate::io::{commit_all, Input, Output};
+use crate::ops::inputs::{walk, Links, Taken, WalkOptions};
 
 /// The folder, beside the host files, that holds the archives.
 pub const ARCHIVE_FOLDER: &str = ".kpack";
@@ -276,28 +277,41 @@ fn default_name(inputs: &[PathBuf]) -> String {
 /// The files to write: each file given, by its own name; each folder's regular files and
 /// symbolic links, by their paths under it (`recursive` only).
 fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Planned>> {
-    let mut planned = Vec::new();
     for input in inputs {
         let meta = std::fs::metadata(input).map_err(|e| Error::io(input, e))?;
-        if meta.is_dir() {
-            if !recursive {
-                return Err(Error::msg(format!(
-                    "'{}': a folder; give -r to split everything under it",
-                    input.display()
-                )));
-            }
-            walk(input, Path::new(""), &mut planned)?;
-        } else {
-            let name = input
-                .file_name()
-                .ok_or_else(|| Error::msg(format!("'{}': not a file name", input.display())))?;
-            planned.push(Planned {
-                input: input.clone(),
-                relative: PathBuf::from(name),
-                kind: Kind::File,
-            });
+        if meta.is_dir() && !recursive {
+            return Err(Error::msg(format!(
+                "'{}': a folder; give -r to split everything under it",
+                input.display()
+            )));
+        }
+        if !meta.is_dir() && input.file_name().is_none() {
+            return Err(Error::msg(format!(
+                "'{}': not a file name",
+                input.display()
+            )));
         }
     }
+    let walk = walk(
+        inputs,
+        WalkOptions {
+            recursive: true,
+            links: Links::Keep,
+            files: Taken::Every,
+        },
+    );
+    if let Some(e) = walk.errors.into_iter().next() {
+        return Err(e);
+    }
+    let planned: Vec<Planned> = walk
+        .files
+        .into_iter()
+        .map(|found| Planned {
+            input: found.path,
+            relative: found.relative,
+            kind: found.link.map_or(Kind::File, Kind::Link),
+        })
+        .collect();
     let mut seen = std::collections::HashSet::new();
     for p in &planned {
         if !seen.insert(&p.relative) {
@@ -309,38 +323,6 @@ fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Planned>> {
         }
     }
     Ok(planned)
-}
-
-/// Adds the files under `root/relative` to `planned`, in name order.
-fn walk(root: &Path, relative: &Path, planned: &mut Vec<Planned>) -> Result<()> {
-    let dir = root.join(relative);
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .map_err(|e| Error::io(&dir, e))?
-        .collect::<std::io::Result<_>>()
-        .map_err(|e| Error::io(&dir, e))?;
-    entries.sort_by_key(|e| e.file_name());
-    for entry in entries {
-        let path = entry.path();
-        let rel = relative.join(entry.file_name());
-        let kind = entry.file_type().map_err(|e| Error::io(&path, e))?;
-        if kind.is_symlink() {
-            let target = std::fs::read_link(&path).map_err(|e| Error::io(&path, e))?;
-            planned.push(Planned {
-                input: path,
-                relative: rel,
-                kind: Kind::Link(target),
-            });
-        } else if kind.is_dir() {
-            walk(root, &rel, planned)?;
-        } else if kind.is_file() {
-            planned.push(Planned {
-                input: path,
-                relative: rel,
-                kind: Kind::File,
-            });
-        }
-    }
-    Ok(())
 }
 
 /// The search paths written into the binary at `relative` (under the output folder): those

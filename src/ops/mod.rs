@@ -11,6 +11,7 @@ pub mod inputs;
 pub mod kpack;
 pub mod ls;
 pub mod packager;
+pub mod progress;
 pub mod readobj;
 pub mod rewrite;
 pub mod tool_path;

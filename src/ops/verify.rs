@@ -32,6 +32,10 @@ pub struct Verified {
     /// for the file (a compressed bundle whose header or bundle header is damaged, or a small
     /// one, inflated whole while listed, that is damaged).
     pub problems: Vec<Error>,
+    /// The bytes of the sound compressed bundles.
+    pub stored: u64,
+    /// The bytes they inflate to.
+    pub inflated: u64,
     /// For a `.kpack` archive, or a binary split by kpack: what its archives hold.
     pub kpack: Option<kpack::KpackVerified>,
 }
@@ -51,16 +55,42 @@ enum Held {
     Owned(Vec<u8>),
 }
 
+impl Stream {
+    /// The size of the compressed bundle.
+    fn len(&self) -> usize {
+        match &self.bytes {
+            Held::Input(_, len) => *len,
+            Held::Owned(bytes) => bytes.len(),
+        }
+    }
+}
+
 /// Inflates and hashes every compressed bundle of the file at `path`. The `Err` is for a file
 /// that cannot be read at all.
 #[tracing::instrument(skip_all, fields(file = %path.display()))]
 pub fn verify_file(path: &Path, max_decompressed: u64) -> Result<Verified> {
+    verify_file_within(path, max_decompressed, &Budget::new())
+}
+
+/// [`verify_file`], the streams inflated within `budget`: one budget shared by files checked
+/// at once keeps them all within it.
+pub fn verify_file_within(path: &Path, max_decompressed: u64, budget: &Budget) -> Result<Verified> {
     let input = Input::open(path)?;
-    verify_input(path, &input, max_decompressed)
+    verify_input_within(path, &input, max_decompressed, budget)
 }
 
 /// [`verify_file`] of a file already open as `input` (named `path` in errors).
 pub fn verify_input(path: &Path, input: &Input, max_decompressed: u64) -> Result<Verified> {
+    verify_input_within(path, input, max_decompressed, &Budget::new())
+}
+
+/// [`verify_input`] within `budget` ([`verify_file_within`]).
+fn verify_input_within(
+    path: &Path,
+    input: &Input,
+    max_decompressed: u64,
+    budget: &Budget,
+) -> Result<Verified> {
     if input.starts_with(&kpack_format::MAGIC) {
         let checked = kpack::verify_archive(path, input, max_decompressed)?;
         input.intact()?;
@@ -68,6 +98,8 @@ pub fn verify_input(path: &Path, input: &Input, max_decompressed: u64) -> Result
             streams: 0,
             bad: Vec::new(),
             problems: Vec::new(),
+            stored: 0,
+            inflated: 0,
             kpack: Some(checked),
         });
     }
@@ -79,17 +111,29 @@ pub fn verify_input(path: &Path, input: &Input, max_decompressed: u64) -> Result
             None
         }
     };
-    let budget = Budget::new();
-    let bad: Vec<Error> = streams
+    let checked: Vec<Result<u64>> = streams
         .par_iter()
-        .filter_map(|stream| check(path, input, stream, max_decompressed, &budget).err())
+        .map(|stream| check(path, input, stream, max_decompressed, budget))
         .collect();
+    let (mut stored, mut inflated) = (0, 0);
+    let mut bad = Vec::new();
+    for (stream, result) in streams.iter().zip(checked) {
+        match result {
+            Ok(size) => {
+                stored += stream.len() as u64;
+                inflated += size;
+            }
+            Err(e) => bad.push(e),
+        }
+    }
     tracing::info!(streams = streams.len(), bad = bad.len(), "verified");
     input.intact()?;
     Ok(Verified {
         streams: streams.len(),
         bad,
         problems,
+        stored,
+        inflated,
         kpack,
     })
 }
@@ -142,14 +186,14 @@ fn place(image: &DeviceImage<'_>) -> String {
     parts.join(", ")
 }
 
-/// Inflates and hashes one compressed bundle.
+/// Inflates and hashes one compressed bundle; gives the size it inflates to.
 fn check(
     path: &Path,
     input: &Input,
     stream: &Stream,
     max_decompressed: u64,
     budget: &Budget,
-) -> Result<()> {
+) -> Result<u64> {
     let bytes = match &stream.bytes {
         Held::Input(start, len) => &input[*start..*start + *len],
         Held::Owned(bytes) => bytes.as_slice(),
@@ -166,11 +210,12 @@ fn check(
         }
     };
     let Some(compressed) = CompressedBundle::parse(bytes).map_err(fail)? else {
-        return Ok(());
+        return Ok(0);
     };
+    let size = compressed.uncompressed_size;
     let checked = budget.run(memory_of(&compressed), |decoding| {
         compressed.verify(max_decompressed, decoding)
     });
     input.release(bytes);
-    checked.map_err(fail)
+    checked.map(|_| size).map_err(fail)
 }

@@ -1,162 +1,305 @@
-//! The wrapper modules as LLVM IR text (opaque pointers), and as bitcode through `llvm-as`.
+//! The wrapper modules of both personalities, built as [`Module`]s: clang-offload-wrapper's
+//! OpenMP module, and LLVM 22's `llvm-offload-wrapper` modules for OpenMP, CUDA and HIP.
 
-use std::path::Path;
-
+use super::module::{
+    bytes_type, global, int, int_value, local, null, BinaryOp, Block, Body, Const, Function,
+    Global, Inst, Linkage, Module, NamedStruct, Op, Predicate, Type, Value,
+};
 use super::{name, OffloadKind};
-use crate::error::{Error, Result};
-use crate::io::Input;
 
-/// An LLVM IR string constant of `bytes`.
-fn ir_bytes(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 3 + 3);
-    out.push_str("c\"");
-    for &b in bytes {
-        if b.is_ascii_graphic() && b != b'"' && b != b'\\' || b == b' ' {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("\\{b:02X}"));
-        }
+/// The section of the registration functions.
+const STARTUP: &str = ".text.startup";
+
+/// An internal constant `@name = internal constant init`.
+fn internal_constant(name: &str, init: Const) -> Global {
+    Global {
+        name: name.to_string(),
+        ty: init.ty(),
+        linkage: Linkage::Internal,
+        hidden: false,
+        unnamed_addr: false,
+        constant: true,
+        init: Some(init),
+        section: None,
+        align: None,
     }
-    out.push('"');
-    out
 }
 
-/// The wrapper as LLVM IR text (opaque pointers), for `triple`.
-pub fn llvm_ir(triple: &str, images: &[Input], arches: &[&str]) -> String {
-    let k = images.len();
-    let mut ir = String::new();
-    ir.push_str(
-        "; The wrapper of offload device images: registers them with the offload runtime.\n",
-    );
-    ir.push_str("; ModuleID = 'offload.wrapper.object'\n");
-    ir.push_str(&format!("target triple = \"{triple}\"\n\n"));
-    ir.push_str("%__tgt_offload_entry = type { ptr, ptr, i64, i32, i32 }\n");
-    ir.push_str("%__tgt_device_image = type { ptr, ptr, ptr, ptr }\n");
-    ir.push_str("%__tgt_bin_desc = type { i32, ptr, ptr, ptr }\n");
-    ir.push_str("%__tgt_image_info = type { i32, i32, i32, ptr, ptr }\n\n");
-    ir.push_str(
-        "@__start_omp_offloading_entries = external hidden constant %__tgt_offload_entry\n",
-    );
-    ir.push_str("@__stop_omp_offloading_entries = external hidden constant %__tgt_offload_entry\n");
-    ir.push_str("@__dummy.omp_offloading.entry = hidden constant [0 x %__tgt_offload_entry] zeroinitializer, section \"omp_offloading_entries\"\n");
-    for (i, image) in images.iter().enumerate() {
-        ir.push_str(&format!(
-            "@{} = internal unnamed_addr constant [{} x i8] {}, align 8\n",
-            ir_name(&name(".omp_offloading.device_image", i)),
-            image.len(),
-            ir_bytes(image)
-        ));
+/// A hidden external constant of type `ty`: a section's start or stop symbol.
+fn section_bound(name: &str, ty: Type) -> Global {
+    Global {
+        name: name.to_string(),
+        ty,
+        linkage: Linkage::External,
+        hidden: true,
+        unnamed_addr: false,
+        constant: true,
+        init: None,
+        section: None,
+        align: None,
+    }
+}
+
+/// `@name = appending global [1 x { i32, ptr, ptr }] [{ i32 priority, ptr @function, ptr null }]`.
+fn structors(name: &str, priority: i64, function: &str) -> Global {
+    let entry = Type::Struct(vec![int(32), Type::Ptr, Type::Ptr]);
+    Global {
+        linkage: Linkage::Appending,
+        constant: false,
+        ..internal_constant(
+            name,
+            Const::Array(
+                entry.clone(),
+                vec![Const::Struct(
+                    entry,
+                    vec![Const::Int(32, priority), global(function), null()],
+                )],
+            ),
+        )
+    }
+}
+
+/// An instruction without a result.
+fn inst(op: Op) -> Inst {
+    Inst { name: None, op }
+}
+
+/// An instruction whose result is `%name`.
+fn named(name: &str, op: Op) -> Inst {
+    Inst {
+        name: Some(name.to_string()),
+        op,
+    }
+}
+
+fn call(callee: &str, args: Vec<Value>) -> Op {
+    Op::Call {
+        callee: callee.to_string(),
+        args,
+    }
+}
+
+fn block(name: &str, insts: Vec<Inst>) -> Block {
+    Block {
+        name: name.to_string(),
+        insts,
+    }
+}
+
+fn br(to: &str) -> Inst {
+    inst(Op::Br(to.to_string()))
+}
+
+fn ret() -> Inst {
+    inst(Op::RetVoid)
+}
+
+/// An internal function in `.text.startup` with parameters `params` (type, name).
+fn startup(name: &str, params: &[(Type, &str)], blocks: Vec<Block>) -> Function {
+    Function {
+        name: name.to_string(),
+        ret: Type::Void,
+        params: params.iter().map(|(ty, _)| ty.clone()).collect(),
+        linkage: Linkage::Internal,
+        section: Some(STARTUP.to_string()),
+        body: Some(Body {
+            params: params.iter().map(|(_, name)| name.to_string()).collect(),
+            blocks,
+        }),
+    }
+}
+
+fn declare(name: &str, ret: Type, params: usize) -> Function {
+    Function::declare(name, ret, vec![Type::Ptr; params])
+}
+
+/// The image constant `index` of `len` bytes.
+fn image(index: usize, len: u64) -> Const {
+    Const::Image { index, len }
+}
+
+/// The OpenMP wrapper module of clang-offload-wrapper (ROCm's LLVM 14), for `triple`: the
+/// images of lengths `lens` and their target IDs `arches`, a `__tgt_bin_desc` registered
+/// with `__tgt_register_lib`, and the image information given to
+/// `__tgt_register_image_info` when the runtime has it.
+pub fn clang_offload_wrapper(triple: &str, lens: &[u64], arches: &[&str]) -> Module {
+    let k = lens.len();
+    let offload_entry = Type::Named(0);
+    let device_image = Type::Named(1);
+    let bin_desc = Type::Named(2);
+    let image_info = Type::Named(3);
+    let structs = vec![
+        NamedStruct {
+            name: "__tgt_offload_entry".into(),
+            fields: vec![Type::Ptr, Type::Ptr, int(64), int(32), int(32)],
+        },
+        NamedStruct {
+            name: "__tgt_device_image".into(),
+            fields: vec![Type::Ptr; 4],
+        },
+        NamedStruct {
+            name: "__tgt_bin_desc".into(),
+            fields: vec![int(32), Type::Ptr, Type::Ptr, Type::Ptr],
+        },
+        NamedStruct {
+            name: "__tgt_image_info".into(),
+            fields: vec![int(32), int(32), int(32), Type::Ptr, Type::Ptr],
+        },
+    ];
+    let start = "__start_omp_offloading_entries";
+    let stop = "__stop_omp_offloading_entries";
+    let mut globals = vec![
+        section_bound(start, offload_entry.clone()),
+        section_bound(stop, offload_entry.clone()),
+        Global {
+            hidden: true,
+            linkage: Linkage::External,
+            section: Some("omp_offloading_entries".into()),
+            ..internal_constant(
+                "__dummy.omp_offloading.entry",
+                Const::Null(Type::Array(0, Box::new(offload_entry))),
+            )
+        },
+    ];
+    for (i, &len) in lens.iter().enumerate() {
+        globals.push(Global {
+            unnamed_addr: true,
+            align: Some(8),
+            ..internal_constant(&name(".omp_offloading.device_image", i), image(i, len))
+        });
     }
     for (i, arch) in arches.iter().enumerate() {
         let mut bytes = arch.as_bytes().to_vec();
         bytes.push(0);
-        ir.push_str(&format!(
-            "@{} = internal unnamed_addr constant [{} x i8] {}, section \".offload_arch_list\"\n",
-            ir_name(&name("__offload_arch", i)),
-            bytes.len(),
-            ir_bytes(&bytes)
-        ));
+        globals.push(Global {
+            unnamed_addr: true,
+            section: Some(".offload_arch_list".into()),
+            ..internal_constant(&name("__offload_arch", i), Const::Bytes(bytes))
+        });
     }
-    let entries: Vec<String> = images
+    let records = lens
         .iter()
         .enumerate()
-        .map(|(i, image)| {
-            let n = ir_name(&name(".omp_offloading.device_image", i));
-            format!(
-                "%__tgt_device_image {{ ptr @{n}, ptr getelementptr inbounds ([{len} x i8], ptr @{n}, i64 1, i64 0), ptr @__start_omp_offloading_entries, ptr @__stop_omp_offloading_entries }}",
-                len = image.len()
+        .map(|(i, &len)| {
+            let n = name(".omp_offloading.device_image", i);
+            let end = Const::Gep {
+                inbounds: true,
+                source: bytes_type(len),
+                base: Box::new(global(&n)),
+                indices: vec![Const::Int(64, 1), Const::Int(64, 0)],
+            };
+            Const::Struct(
+                device_image.clone(),
+                vec![global(&n), end, global(start), global(stop)],
             )
         })
         .collect();
-    ir.push_str(&format!(
-        "@.omp_offloading.device_images = internal unnamed_addr constant [{k} x %__tgt_device_image] [{}]\n",
-        entries.join(", ")
-    ));
-    ir.push_str(&format!(
-        "@.omp_offloading.descriptor = internal constant %__tgt_bin_desc {{ i32 {k}, ptr @.omp_offloading.device_images, ptr @__start_omp_offloading_entries, ptr @__stop_omp_offloading_entries }}\n"
-    ));
-    for i in 0..k {
-        ir.push_str(&format!(
-            "@{} = internal constant %__tgt_image_info {{ i32 1, i32 {i}, i32 {k}, ptr @{}, ptr null }}\n",
-            ir_name(&name(".offload_image_info", i)),
-            ir_name(&name("__offload_arch", i))
-        ));
-    }
-    ir.push_str("@llvm.global_ctors = appending global [1 x { i32, ptr, ptr }] [{ i32, ptr, ptr } { i32 1, ptr @.omp_offloading.descriptor_reg, ptr null }]\n");
-    ir.push_str("@llvm.global_dtors = appending global [1 x { i32, ptr, ptr }] [{ i32, ptr, ptr } { i32 1, ptr @.omp_offloading.descriptor_unreg, ptr null }]\n\n");
-    ir.push_str("declare extern_weak void @__tgt_register_image_info(ptr)\n");
-    ir.push_str("declare void @__tgt_register_lib(ptr)\n");
-    ir.push_str("declare void @__tgt_unregister_lib(ptr)\n\n");
-    ir.push_str("define internal void @.omp_offloading.descriptor_reg() section \".text.startup\" {\nentry:\n");
-    ir.push_str("  %has_info = icmp ne ptr @__tgt_register_image_info, null\n  br i1 %has_info, label %info, label %register\ninfo:\n");
-    for i in 0..k {
-        ir.push_str(&format!(
-            "  call void @__tgt_register_image_info(ptr @{})\n",
-            ir_name(&name(".offload_image_info", i))
-        ));
-    }
-    ir.push_str("  br label %register\nregister:\n  call void @__tgt_register_lib(ptr @.omp_offloading.descriptor)\n  ret void\n}\n\n");
-    ir.push_str("define internal void @.omp_offloading.descriptor_unreg() section \".text.startup\" {\nentry:\n  call void @__tgt_unregister_lib(ptr @.omp_offloading.descriptor)\n  ret void\n}\n");
-    ir
-}
-
-/// A global's name as IR writes it: quoted when it holds characters other than letters,
-/// digits, `_`, `.` and `$`.
-fn ir_name(name: &str) -> String {
-    if name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$'))
-    {
-        name.to_string()
-    } else {
-        format!("\"{name}\"")
-    }
-}
-
-/// The wrapper as bitcode: the IR assembled by `llvm-as`.
-pub(super) fn bitcode(
-    triple: &str,
-    images: &[Input],
-    arches: &[&str],
-    output: &Path,
-) -> Result<Vec<u8>> {
-    assemble(llvm_ir(triple, images, arches), output)
-}
-
-/// `ir` assembled into bitcode by `llvm-as` (the first of `llvm-as-19`, `llvm-as-22`,
-/// `llvm-as` on `PATH`); `output` is named when there is none.
-pub(super) fn assemble(ir: String, output: &Path) -> Result<Vec<u8>> {
-    let tool = ["llvm-as-19", "llvm-as-22", "llvm-as"]
-        .into_iter()
-        .find_map(crate::ops::tool_path::on_path);
-    let Some(tool) = tool else {
-        return Err(Error::msg(format!(
-            "'{}': writing bitcode needs llvm-as on PATH; write a native object (.o) or LLVM IR (.ll) instead",
-            output.display()
-        )));
-    };
-    let mut child = std::process::Command::new(&tool)
-        .args(["-", "-o", "-"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| Error::io(&tool, e))?;
-    let mut stdin = child.stdin.take().expect("piped");
-    let writer = std::thread::spawn(move || {
-        use std::io::Write;
-        stdin.write_all(ir.as_bytes())
+    globals.push(Global {
+        unnamed_addr: true,
+        ..internal_constant(
+            ".omp_offloading.device_images",
+            Const::Array(device_image, records),
+        )
     });
-    let out = child.wait_with_output().map_err(|e| Error::io(&tool, e))?;
-    let _ = writer.join();
-    if !out.status.success() {
-        return Err(Error::msg(format!(
-            "{} failed: {}",
-            tool.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+    globals.push(internal_constant(
+        ".omp_offloading.descriptor",
+        Const::Struct(
+            bin_desc,
+            vec![
+                Const::Int(32, k as i64),
+                global(".omp_offloading.device_images"),
+                global(start),
+                global(stop),
+            ],
+        ),
+    ));
+    for i in 0..k {
+        globals.push(internal_constant(
+            &name(".offload_image_info", i),
+            Const::Struct(
+                image_info.clone(),
+                vec![
+                    Const::Int(32, 1),
+                    Const::Int(32, i as i64),
+                    Const::Int(32, k as i64),
+                    global(&name("__offload_arch", i)),
+                    null(),
+                ],
+            ),
+        ));
     }
-    Ok(out.stdout)
+    globals.push(structors(
+        "llvm.global_ctors",
+        1,
+        ".omp_offloading.descriptor_reg",
+    ));
+    globals.push(structors(
+        "llvm.global_dtors",
+        1,
+        ".omp_offloading.descriptor_unreg",
+    ));
+    let descriptor = || vec![Value::from(global(".omp_offloading.descriptor"))];
+    let mut info: Vec<Inst> = (0..k)
+        .map(|i| {
+            inst(call(
+                "__tgt_register_image_info",
+                vec![global(&name(".offload_image_info", i)).into()],
+            ))
+        })
+        .collect();
+    info.push(br("register"));
+    let functions = vec![
+        Function {
+            linkage: Linkage::ExternWeak,
+            ..declare("__tgt_register_image_info", Type::Void, 1)
+        },
+        declare("__tgt_register_lib", Type::Void, 1),
+        declare("__tgt_unregister_lib", Type::Void, 1),
+        startup(
+            ".omp_offloading.descriptor_reg",
+            &[],
+            vec![
+                block(
+                    "entry",
+                    vec![
+                        named(
+                            "has_info",
+                            Op::ICmp {
+                                predicate: Predicate::Ne,
+                                lhs: global("__tgt_register_image_info").into(),
+                                rhs: null().into(),
+                            },
+                        ),
+                        inst(Op::CondBr {
+                            cond: local("has_info"),
+                            then: "info".into(),
+                            otherwise: "register".into(),
+                        }),
+                    ],
+                ),
+                block("info", info),
+                block(
+                    "register",
+                    vec![inst(call("__tgt_register_lib", descriptor())), ret()],
+                ),
+            ],
+        ),
+        startup(
+            ".omp_offloading.descriptor_unreg",
+            &[],
+            vec![block(
+                "entry",
+                vec![inst(call("__tgt_unregister_lib", descriptor())), ret()],
+            )],
+        ),
+    ];
+    Module {
+        id: "offload.wrapper.object".into(),
+        triple: triple.to_string(),
+        structs,
+        globals,
+        functions,
+    }
 }
 
 /// Whether `triple` names a COFF target (Windows, MinGW, Cygwin), whose linker defines no
@@ -167,185 +310,500 @@ fn is_coff(triple: &str) -> bool {
         .any(|os| triple.contains(os))
 }
 
-/// The module of LLVM 22's `llvm-offload-wrapper` for `kind`, as IR text: the images, what
-/// registers them and their entries with the runtime at startup (priority 101), and the
-/// unregistration it hands to `atexit`.
-pub fn llvm22_ir(kind: OffloadKind, triple: &str, images: &[Input]) -> String {
-    let mut ir = String::from("; ModuleID = 'offload.wrapper.module'\n");
-    ir.push_str("source_filename = \"offload.wrapper.module\"\n");
-    ir.push_str(&format!("target triple = \"{triple}\"\n\n"));
-    ir.push_str("%entry = type { i64, i16, i16, i32, ptr, ptr, i64, i64, ptr }\n");
+/// The bounds of `llvm_offload_entries` (of type `entries`): on ELF the linker's
+/// `__start_`/`__stop_` symbols, with a dummy that keeps the section; on COFF, as LLVM, bounds
+/// of their own in `$OA` and `$OZ`, which the linker sorts around the entries' `$OE`.
+fn entries_bounds(triple: &str, entries: Type) -> Vec<Global> {
     if is_coff(triple) {
-        // Bounds of their own, in the sections the linker sorts around `$OE`'s entries.
-        ir.push_str(
-            "@__start_llvm_offload_entries = weak_odr hidden constant [0 x %entry] zeroinitializer, section \"llvm_offload_entries$OA\"\n\
-             @__stop_llvm_offload_entries = weak_odr hidden constant [0 x %entry] zeroinitializer, section \"llvm_offload_entries$OZ\"\n",
-        );
-    } else {
-        ir.push_str(
-            "@__start_llvm_offload_entries = external hidden constant [0 x %entry]\n\
-             @__stop_llvm_offload_entries = external hidden constant [0 x %entry]\n\
-             @__dummy.llvm_offload_entries = internal constant [0 x %entry] zeroinitializer, section \"llvm_offload_entries\", align 8\n\
-             @llvm.compiler.used = appending global [1 x ptr] [ptr @__dummy.llvm_offload_entries], section \"llvm.metadata\"\n",
-        );
+        let bound = |name: &str, group: &str| Global {
+            linkage: Linkage::WeakOdr,
+            hidden: true,
+            section: Some(format!("llvm_offload_entries${group}")),
+            ..internal_constant(name, Const::Null(entries.clone()))
+        };
+        return vec![
+            bound("__start_llvm_offload_entries", "OA"),
+            bound("__stop_llvm_offload_entries", "OZ"),
+        ];
     }
-    ir.push_str("declare i32 @atexit(ptr)\n");
+    vec![
+        section_bound("__start_llvm_offload_entries", entries.clone()),
+        section_bound("__stop_llvm_offload_entries", entries.clone()),
+        Global {
+            section: Some("llvm_offload_entries".into()),
+            align: Some(8),
+            ..internal_constant("__dummy.llvm_offload_entries", Const::Null(entries))
+        },
+        Global {
+            linkage: Linkage::Appending,
+            constant: false,
+            section: Some("llvm.metadata".into()),
+            ..internal_constant(
+                "llvm.compiler.used",
+                Const::Array(Type::Ptr, vec![global("__dummy.llvm_offload_entries")]),
+            )
+        },
+    ]
+}
+
+/// The module of LLVM 22's `llvm-offload-wrapper` registering the images of lengths `lens`
+/// (one for CUDA and HIP) with the runtime `kind`, for `triple`: the image, the
+/// runtime's registration at startup of it and of the entries of `llvm_offload_entries`,
+/// and the unregistration it hands to `atexit`.
+pub fn llvm_offload_wrapper(kind: OffloadKind, triple: &str, lens: &[u64]) -> Module {
+    let entry = Type::Named(0);
+    let entries = Type::Array(0, Box::new(entry.clone()));
+    let mut module = Module {
+        id: "offload.wrapper.module".into(),
+        triple: triple.to_string(),
+        structs: vec![NamedStruct {
+            name: "entry".into(),
+            fields: vec![
+                int(64),
+                int(16),
+                int(16),
+                int(32),
+                Type::Ptr,
+                Type::Ptr,
+                int(64),
+                int(64),
+                Type::Ptr,
+            ],
+        }],
+        globals: entries_bounds(triple, entries),
+        functions: vec![declare("atexit", int(32), 1)],
+    };
+    match kind {
+        OffloadKind::OpenMp => openmp22(&mut module, lens),
+        OffloadKind::Cuda | OffloadKind::Hip => fatbinary22(&mut module, kind, lens[0]),
+    }
+    module
+}
+
+/// The OpenMP part of [`llvm_offload_wrapper`]: the images in `.llvm.offloading`, their
+/// `__tgt_device_image`s and the `__tgt_bin_desc`, registered with `__tgt_register_lib`.
+fn openmp22(module: &mut Module, lens: &[u64]) {
+    let start = global("__start_llvm_offload_entries");
+    let stop = global("__stop_llvm_offload_entries");
+    let record = Type::Struct(vec![Type::Ptr; 4]);
+    let mut records = Vec::with_capacity(lens.len());
+    for (i, &len) in lens.iter().enumerate() {
+        let n = name(".omp_offloading.device_image", i);
+        module.globals.push(Global {
+            unnamed_addr: true,
+            section: Some(".llvm.offloading".into()),
+            align: Some(8),
+            ..internal_constant(&n, image(i, len))
+        });
+        let end = Const::Gep {
+            inbounds: false,
+            source: bytes_type(len),
+            base: Box::new(global(&n)),
+            indices: vec![Const::Int(64, 0), Const::Int(64, len as i64)],
+        };
+        records.push(Const::Struct(
+            record.clone(),
+            vec![global(&n), end, start.clone(), stop.clone()],
+        ));
+    }
+    module.globals.push(Global {
+        unnamed_addr: true,
+        ..internal_constant(
+            ".omp_offloading.device_images",
+            Const::Array(record, records),
+        )
+    });
+    let descriptor = ".omp_offloading.descriptor";
+    module.globals.push(internal_constant(
+        descriptor,
+        Const::Struct(
+            Type::Struct(vec![int(32), Type::Ptr, Type::Ptr, Type::Ptr]),
+            vec![
+                Const::Int(32, lens.len() as i64),
+                global(".omp_offloading.device_images"),
+                start,
+                stop,
+            ],
+        ),
+    ));
+    module.globals.push(structors(
+        "llvm.global_ctors",
+        101,
+        ".omp_offloading.descriptor_reg",
+    ));
+    module.functions.extend([
+        declare("__tgt_register_lib", Type::Void, 1),
+        declare("__tgt_unregister_lib", Type::Void, 1),
+        startup(
+            ".omp_offloading.descriptor_reg",
+            &[],
+            vec![block(
+                "entry",
+                vec![
+                    inst(call("__tgt_register_lib", vec![global(descriptor).into()])),
+                    named(
+                        "r",
+                        call(
+                            "atexit",
+                            vec![global(".omp_offloading.descriptor_unreg").into()],
+                        ),
+                    ),
+                    ret(),
+                ],
+            )],
+        ),
+        startup(
+            ".omp_offloading.descriptor_unreg",
+            &[],
+            vec![block(
+                "entry",
+                vec![
+                    inst(call(
+                        "__tgt_unregister_lib",
+                        vec![global(descriptor).into()],
+                    )),
+                    ret(),
+                ],
+            )],
+        ),
+    ]);
+}
+
+/// The CUDA and HIP part of [`llvm_offload_wrapper`]: the fat binary of `len` bytes, its
+/// wrapper, its registration and the registration of the runtime's entries.
+fn fatbinary22(module: &mut Module, kind: OffloadKind, len: u64) {
     // The runtime's prefix, the wrapper's magic, the image's and wrapper's sections, and the
     // entries' kind (`llvm_offload_entries` holds entries of every runtime).
     let (p, magic, data, segment, entry_kind) = match kind {
-        OffloadKind::OpenMp => {
-            openmp22(&mut ir, images);
-            return ir;
-        }
-        OffloadKind::Cuda => ("cuda", 0x466243b1u32, ".nv_fatbin", ".nvFatBinSegment", 2),
-        OffloadKind::Hip => ("hip", 0x48495046, ".hip_fatbin", ".hipFatBinSegment", 4),
+        OffloadKind::Cuda => ("cuda", 0x466243b1, ".nv_fatbin", ".nvFatBinSegment", 2),
+        _ => ("hip", 0x48495046, ".hip_fatbin", ".hipFatBinSegment", 4),
     };
-    let prefix = p;
-    // The CUDA module registers no surfaces nor textures (LLVM 22 leaves both cases empty).
-    let (surface, texture) = if kind == OffloadKind::Hip {
-        (
-            format!("  call void @__{p}RegisterSurface(ptr %h, ptr %addr, ptr %name, ptr %name, i32 %data, i32 %ext)\n"),
-            format!("  call void @__{p}RegisterTexture(ptr %h, ptr %addr, ptr %name, ptr %name, i32 %data, i32 %norm, i32 %ext)\n"),
-        )
-    } else {
-        (String::new(), String::new())
-    };
-    let image = &images[0];
-    ir.push_str(&format!(
-        "@.fatbin_image = internal constant [{} x i8] {}, section \"{data}\"\n\
-         @.fatbin_wrapper = internal constant {{ i32, i32, ptr, ptr }} {{ i32 {magic}, i32 1, ptr @.fatbin_image, ptr null }}, section \"{segment}\", align 8\n\
-         @.{prefix}.binary_handle = internal global ptr null\n\
-         @llvm.global_ctors = appending global [1 x {{ i32, ptr, ptr }}] [{{ i32, ptr, ptr }} {{ i32 101, ptr @.{prefix}.fatbin_reg, ptr null }}]\n\n",
-        image.len(),
-        ir_bytes(image)
+    let handle = format!(".{p}.binary_handle");
+    let reg = format!(".{p}.fatbin_reg");
+    let unreg = format!(".{p}.fatbin_unreg");
+    let globals_reg = format!(".{p}.globals_reg");
+    let f = |name: &str| format!("__{p}{name}");
+    module.globals.extend([
+        Global {
+            section: Some(data.into()),
+            ..internal_constant(".fatbin_image", image(0, len))
+        },
+        Global {
+            section: Some(segment.into()),
+            align: Some(8),
+            ..internal_constant(
+                ".fatbin_wrapper",
+                Const::Struct(
+                    Type::Struct(vec![int(32), int(32), Type::Ptr, Type::Ptr]),
+                    vec![
+                        Const::Int(32, magic),
+                        Const::Int(32, 1),
+                        global(".fatbin_image"),
+                        null(),
+                    ],
+                ),
+            )
+        },
+        Global {
+            constant: false,
+            ..internal_constant(&handle, null())
+        },
+        structors("llvm.global_ctors", 101, &reg),
+    ]);
+    let ptrs = |n: usize| vec![Type::Ptr; n];
+    module.functions.extend([
+        declare(&f("RegisterFatBinary"), Type::Ptr, 1),
+        declare("__cudaRegisterFatBinaryEnd", Type::Void, 1),
+        declare(&f("UnregisterFatBinary"), Type::Void, 1),
+        Function::declare(
+            &f("RegisterFunction"),
+            int(32),
+            [ptrs(4), vec![int(32)], ptrs(5)].concat(),
+        ),
+        Function::declare(
+            &f("RegisterVar"),
+            Type::Void,
+            [ptrs(4), vec![int(32), int(64), int(32), int(32)]].concat(),
+        ),
+        Function::declare(
+            &f("RegisterManagedVar"),
+            Type::Void,
+            [ptrs(4), vec![int(64), int(32)]].concat(),
+        ),
+        Function::declare(
+            &f("RegisterSurface"),
+            Type::Void,
+            [ptrs(4), vec![int(32), int(32)]].concat(),
+        ),
+        Function::declare(
+            &f("RegisterTexture"),
+            Type::Void,
+            [ptrs(4), vec![int(32), int(32), int(32)]].concat(),
+        ),
+    ]);
+    let mut entry = vec![
+        named(
+            "h",
+            call(
+                &f("RegisterFatBinary"),
+                vec![global(".fatbin_wrapper").into()],
+            ),
+        ),
+        inst(Op::Store {
+            value: local("h"),
+            ptr: global(&handle).into(),
+            align: 8,
+        }),
+        inst(call(&globals_reg, vec![local("h")])),
+    ];
+    if kind == OffloadKind::Cuda {
+        entry.push(inst(call("__cudaRegisterFatBinaryEnd", vec![local("h")])));
+    }
+    entry.push(named("r", call("atexit", vec![global(&unreg).into()])));
+    entry.push(ret());
+    module
+        .functions
+        .push(startup(&reg, &[], vec![block("entry", entry)]));
+    module.functions.push(startup(
+        &unreg,
+        &[],
+        vec![block(
+            "entry",
+            vec![
+                named(
+                    "h",
+                    Op::Load {
+                        ty: Type::Ptr,
+                        ptr: global(&handle).into(),
+                        align: 8,
+                    },
+                ),
+                inst(call(&f("UnregisterFatBinary"), vec![local("h")])),
+                ret(),
+            ],
+        )],
     ));
-    let end = if kind == OffloadKind::Cuda {
-        "  call void @__cudaRegisterFatBinaryEnd(ptr %h)\n"
-    } else {
-        ""
-    };
-    ir.push_str(&format!(
-        "declare ptr @__{p}RegisterFatBinary(ptr)\n\
-         declare void @__cudaRegisterFatBinaryEnd(ptr)\n\
-         declare void @__{p}UnregisterFatBinary(ptr)\n\
-         declare i32 @__{p}RegisterFunction(ptr, ptr, ptr, ptr, i32, ptr, ptr, ptr, ptr, ptr)\n\
-         declare void @__{p}RegisterVar(ptr, ptr, ptr, ptr, i32, i64, i32, i32)\n\
-         declare void @__{p}RegisterManagedVar(ptr, ptr, ptr, ptr, i64, i32)\n\
-         declare void @__{p}RegisterSurface(ptr, ptr, ptr, ptr, i32, i32)\n\
-         declare void @__{p}RegisterTexture(ptr, ptr, ptr, ptr, i32, i32, i32)\n\n\
-         define internal void @.{prefix}.fatbin_reg() section \".text.startup\" {{\n\
-         entry:\n\
-         \x20 %h = call ptr @__{p}RegisterFatBinary(ptr @.fatbin_wrapper)\n\
-         \x20 store ptr %h, ptr @.{prefix}.binary_handle, align 8\n\
-         \x20 call void @.{prefix}.globals_reg(ptr %h)\n\
-         {end}\
-         \x20 %r = call i32 @atexit(ptr @.{prefix}.fatbin_unreg)\n\
-         \x20 ret void\n}}\n\n\
-         define internal void @.{prefix}.fatbin_unreg() section \".text.startup\" {{\n\
-         entry:\n\
-         \x20 %h = load ptr, ptr @.{prefix}.binary_handle, align 8\n\
-         \x20 call void @__{p}UnregisterFatBinary(ptr %h)\n\
-         \x20 ret void\n}}\n\n"
-    ));
-    // Each entry of the runtime's kind registers a function (size 0), or a variable,
-    // managed variable, surface or texture by the low three bits of its flags; bit 3 is
-    // `extern`, bit 4 `constant`, bit 5 `normalized`.
-    ir.push_str(&format!(
-        "define internal void @.{prefix}.globals_reg(ptr %h) section \".text.startup\" {{\n\
-         entry:\n\
-         \x20 %any = icmp ne ptr @__start_llvm_offload_entries, @__stop_llvm_offload_entries\n\
-         \x20 br i1 %any, label %loop, label %done\n\
-         loop:\n\
-         \x20 %e = phi ptr [ @__start_llvm_offload_entries, %entry ], [ %next, %next_entry ]\n\
-         \x20 %kind_at = getelementptr inbounds %entry, ptr %e, i32 0, i32 2\n\
-         \x20 %kind = load i16, ptr %kind_at, align 2\n\
-         \x20 %flags_at = getelementptr inbounds %entry, ptr %e, i32 0, i32 3\n\
-         \x20 %flags = load i32, ptr %flags_at, align 4\n\
-         \x20 %addr_at = getelementptr inbounds %entry, ptr %e, i32 0, i32 4\n\
-         \x20 %addr = load ptr, ptr %addr_at, align 8\n\
-         \x20 %name_at = getelementptr inbounds %entry, ptr %e, i32 0, i32 5\n\
-         \x20 %name = load ptr, ptr %name_at, align 8\n\
-         \x20 %size_at = getelementptr inbounds %entry, ptr %e, i32 0, i32 6\n\
-         \x20 %size = load i64, ptr %size_at, align 4\n\
-         \x20 %data_at = getelementptr inbounds %entry, ptr %e, i32 0, i32 7\n\
-         \x20 %data64 = load i64, ptr %data_at, align 4\n\
-         \x20 %data = trunc i64 %data64 to i32\n\
-         \x20 %aux_at = getelementptr inbounds %entry, ptr %e, i32 0, i32 8\n\
-         \x20 %aux = load ptr, ptr %aux_at, align 8\n\
-         \x20 %type = and i32 %flags, 7\n\
-         \x20 %ext_bit = and i32 %flags, 8\n\
-         \x20 %ext = lshr i32 %ext_bit, 3\n\
-         \x20 %const_bit = and i32 %flags, 16\n\
-         \x20 %const = lshr i32 %const_bit, 4\n\
-         \x20 %norm_bit = and i32 %flags, 32\n\
-         \x20 %norm = lshr i32 %norm_bit, 5\n\
-         \x20 %ours = icmp eq i16 %kind, {entry_kind}\n\
-         \x20 br i1 %ours, label %which, label %next_entry\n\
-         which:\n\
-         \x20 %is_function = icmp eq i64 %size, 0\n\
-         \x20 br i1 %is_function, label %function, label %global\n\
-         function:\n\
-         \x20 %f = call i32 @__{p}RegisterFunction(ptr %h, ptr %addr, ptr %name, ptr %name, i32 -1, ptr null, ptr null, ptr null, ptr null, ptr null)\n\
-         \x20 br label %next_entry\n\
-         global:\n\
-         \x20 switch i32 %type, label %next_entry [ i32 0, label %var\n\
-         \x20   i32 1, label %managed\n\
-         \x20   i32 2, label %surface\n\
-         \x20   i32 3, label %texture ]\n\
-         var:\n\
-         \x20 call void @__{p}RegisterVar(ptr %h, ptr %addr, ptr %name, ptr %name, i32 %ext, i64 %size, i32 %const, i32 0)\n\
-         \x20 br label %next_entry\n\
-         managed:\n\
-         \x20 call void @__{p}RegisterManagedVar(ptr %h, ptr %aux, ptr %addr, ptr %name, i64 %size, i32 %data)\n\
-         \x20 br label %next_entry\n\
-         surface:\n\
-         {surface}\
-         \x20 br label %next_entry\n\
-         texture:\n\
-         {texture}\
-         \x20 br label %next_entry\n\
-         next_entry:\n\
-         \x20 %next = getelementptr inbounds %entry, ptr %e, i64 1\n\
-         \x20 %end = icmp eq ptr %next, @__stop_llvm_offload_entries\n\
-         \x20 br i1 %end, label %done, label %loop\n\
-         done:\n\
-         \x20 ret void\n}}\n"
-    ));
-    ir
+    module
+        .functions
+        .push(globals_registration(&globals_reg, p, kind, entry_kind));
 }
 
-/// The OpenMP part of [`llvm22_ir`]: the images in `.llvm.offloading`, their
-/// `__tgt_device_image`s and the `__tgt_bin_desc`, registered with `__tgt_register_lib`.
-fn openmp22(ir: &mut String, images: &[Input]) {
-    let k = images.len();
-    let mut records = Vec::with_capacity(k);
-    for (i, image) in images.iter().enumerate() {
-        let n = ir_name(&name(".omp_offloading.device_image", i));
-        ir.push_str(&format!(
-            "@{n} = internal unnamed_addr constant [{len} x i8] {bytes}, section \".llvm.offloading\", align 8\n",
-            len = image.len(),
-            bytes = ir_bytes(image)
-        ));
-        records.push(format!(
-            "{{ ptr, ptr, ptr, ptr }} {{ ptr @{n}, ptr getelementptr ([{len} x i8], ptr @{n}, i64 0, i64 {len}), ptr @__start_llvm_offload_entries, ptr @__stop_llvm_offload_entries }}",
-            len = image.len()
-        ));
-    }
-    ir.push_str(&format!(
-        "@.omp_offloading.device_images = internal unnamed_addr constant [{k} x {{ ptr, ptr, ptr, ptr }}] [{}]\n\
-         @.omp_offloading.descriptor = internal constant {{ i32, ptr, ptr, ptr }} {{ i32 {k}, ptr @.omp_offloading.device_images, ptr @__start_llvm_offload_entries, ptr @__stop_llvm_offload_entries }}\n\
-         @llvm.global_ctors = appending global [1 x {{ i32, ptr, ptr }}] [{{ i32, ptr, ptr }} {{ i32 101, ptr @.omp_offloading.descriptor_reg, ptr null }}]\n\n\
-         declare void @__tgt_register_lib(ptr)\n\
-         declare void @__tgt_unregister_lib(ptr)\n\n\
-         define internal void @.omp_offloading.descriptor_reg() section \".text.startup\" {{\n\
-         entry:\n\
-         \x20 call void @__tgt_register_lib(ptr @.omp_offloading.descriptor)\n\
-         \x20 %r = call i32 @atexit(ptr @.omp_offloading.descriptor_unreg)\n\
-         \x20 ret void\n}}\n\n\
-         define internal void @.omp_offloading.descriptor_unreg() section \".text.startup\" {{\n\
-         entry:\n\
-         \x20 call void @__tgt_unregister_lib(ptr @.omp_offloading.descriptor)\n\
-         \x20 ret void\n}}\n",
-        records.join(", ")
-    ));
+/// The function registering each entry of `llvm_offload_entries` of the runtime's kind: a
+/// function (size 0), or a variable, managed variable, surface or texture by the low three
+/// bits of its flags; bit 3 is `extern`, bit 4 `constant`, bit 5 `normalized`. The CUDA
+/// module registers no surfaces nor textures (LLVM 22 leaves both cases empty).
+fn globals_registration(name: &str, p: &str, kind: OffloadKind, entry_kind: i64) -> Function {
+    let start = global("__start_llvm_offload_entries");
+    let stop = global("__stop_llvm_offload_entries");
+    let field = |at: &str, index: i64| {
+        named(
+            at,
+            Op::Gep {
+                inbounds: true,
+                source: Type::Named(0),
+                base: local("e"),
+                indices: vec![int_value(32, 0), int_value(32, index)],
+            },
+        )
+    };
+    let load = |name: &str, ty: Type, at: &str, align: u32| {
+        named(
+            name,
+            Op::Load {
+                ty,
+                ptr: local(at),
+                align,
+            },
+        )
+    };
+    let binary = |name: &str, op: BinaryOp, lhs: &str, rhs: i64| {
+        named(
+            name,
+            Op::Binary {
+                op,
+                lhs: local(lhs),
+                rhs: int_value(32, rhs),
+            },
+        )
+    };
+    let icmp = |name: &str, predicate: Predicate, lhs: Value, rhs: Value| {
+        named(
+            name,
+            Op::ICmp {
+                predicate,
+                lhs,
+                rhs,
+            },
+        )
+    };
+    let cond_br = |cond: &str, then: &str, otherwise: &str| {
+        inst(Op::CondBr {
+            cond: local(cond),
+            then: then.into(),
+            otherwise: otherwise.into(),
+        })
+    };
+    let args = |names: &[&str]| -> Vec<Value> { names.iter().map(|n| local(n)).collect() };
+    let callee = |n: &str| format!("__{p}{n}");
+    let (surface, texture) = if kind == OffloadKind::Hip {
+        (
+            vec![inst(call(
+                &callee("RegisterSurface"),
+                args(&["h", "addr", "name", "name", "data", "ext"]),
+            ))],
+            vec![inst(call(
+                &callee("RegisterTexture"),
+                args(&["h", "addr", "name", "name", "data", "norm", "ext"]),
+            ))],
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let next = "next_entry";
+    let with_br = |mut insts: Vec<Inst>| {
+        insts.push(br(next));
+        insts
+    };
+    let blocks = vec![
+        block(
+            "entry",
+            vec![
+                icmp(
+                    "any",
+                    Predicate::Ne,
+                    start.clone().into(),
+                    stop.clone().into(),
+                ),
+                cond_br("any", "loop", "done"),
+            ],
+        ),
+        block(
+            "loop",
+            vec![
+                named(
+                    "e",
+                    Op::Phi {
+                        ty: Type::Ptr,
+                        incoming: vec![
+                            (start.into(), "entry".into()),
+                            (local("next"), next.into()),
+                        ],
+                    },
+                ),
+                field("kind_at", 2),
+                load("kind", int(16), "kind_at", 2),
+                field("flags_at", 3),
+                load("flags", int(32), "flags_at", 4),
+                field("addr_at", 4),
+                load("addr", Type::Ptr, "addr_at", 8),
+                field("name_at", 5),
+                load("name", Type::Ptr, "name_at", 8),
+                field("size_at", 6),
+                load("size", int(64), "size_at", 4),
+                field("data_at", 7),
+                load("data64", int(64), "data_at", 4),
+                named(
+                    "data",
+                    Op::Trunc {
+                        value: local("data64"),
+                        to: int(32),
+                    },
+                ),
+                field("aux_at", 8),
+                load("aux", Type::Ptr, "aux_at", 8),
+                binary("type", BinaryOp::And, "flags", 7),
+                binary("ext_bit", BinaryOp::And, "flags", 8),
+                binary("ext", BinaryOp::LShr, "ext_bit", 3),
+                binary("const_bit", BinaryOp::And, "flags", 16),
+                binary("const", BinaryOp::LShr, "const_bit", 4),
+                binary("norm_bit", BinaryOp::And, "flags", 32),
+                binary("norm", BinaryOp::LShr, "norm_bit", 5),
+                icmp(
+                    "ours",
+                    Predicate::Eq,
+                    local("kind"),
+                    int_value(16, entry_kind),
+                ),
+                cond_br("ours", "which", next),
+            ],
+        ),
+        block(
+            "which",
+            vec![
+                icmp(
+                    "is_function",
+                    Predicate::Eq,
+                    local("size"),
+                    int_value(64, 0),
+                ),
+                cond_br("is_function", "function", "global"),
+            ],
+        ),
+        block(
+            "function",
+            with_br(vec![named(
+                "f",
+                call(
+                    &callee("RegisterFunction"),
+                    [
+                        args(&["h", "addr", "name", "name"]),
+                        vec![int_value(32, -1)],
+                        vec![null().into(); 5],
+                    ]
+                    .concat(),
+                ),
+            )]),
+        ),
+        block(
+            "global",
+            vec![inst(Op::Switch {
+                value: local("type"),
+                default: next.into(),
+                cases: vec![
+                    (0, "var".into()),
+                    (1, "managed".into()),
+                    (2, "surface".into()),
+                    (3, "texture".into()),
+                ],
+            })],
+        ),
+        block(
+            "var",
+            with_br(vec![inst(call(
+                &callee("RegisterVar"),
+                [
+                    args(&["h", "addr", "name", "name", "ext", "size", "const"]),
+                    vec![int_value(32, 0)],
+                ]
+                .concat(),
+            ))]),
+        ),
+        block(
+            "managed",
+            with_br(vec![inst(call(
+                &callee("RegisterManagedVar"),
+                args(&["h", "aux", "addr", "name", "size", "data"]),
+            ))]),
+        ),
+        block("surface", with_br(surface)),
+        block("texture", with_br(texture)),
+        block(
+            next,
+            vec![
+                named(
+                    "next",
+                    Op::Gep {
+                        inbounds: true,
+                        source: Type::Named(0),
+                        base: local("e"),
+                        indices: vec![int_value(64, 1)],
+                    },
+                ),
+                icmp("end", Predicate::Eq, local("next"), stop.into()),
+                cond_br("end", "done", "loop"),
+            ],
+        ),
+        block("done", vec![ret()]),
+    ];
+    startup(name, &[(Type::Ptr, "h")], blocks)
 }

@@ -123,10 +123,7 @@ impl Laid {
         for (image, &(at, len)) in images.iter().zip(&self.placed) {
             let start = self.images_at + at;
             write_zeros(out, start - written)?;
-            match image {
-                Image::File { file, .. } => out.write_file_range(file, 0, len)?,
-                Image::Bytes(input) => out.write_bytes(input)?,
-            }
+            image.write_to(out)?;
             written = start + len;
         }
         Ok(())

@@ -3,25 +3,27 @@
 //!
 //! Two personalities share it: clang-offload-wrapper's (OpenMP images with their target IDs,
 //! as ROCm's LLVM 14 wraps them) and LLVM 22's `llvm-offload-wrapper` (one module for the
-//! OpenMP, CUDA or HIP runtime). The wrapper is written as a native relocatable object
-//! (ELF x86-64 and AArch64, COFF x86-64; no LLVM needed), as LLVM IR text, or as bitcode.
+//! OpenMP, CUDA or HIP runtime). The wrapper is written as a native relocatable object (ELF
+//! x86-64 and AArch64, COFF x86-64), as LLVM IR text, or as bitcode, all without LLVM; the
+//! images are copied from their files into objects and bitcode, never held.
 //!
 //! - `native` and `native22`: the two personalities' objects, built on `layout` (what every
 //!   object shares, and the streaming of the images into place);
 //! - `x86` and `a64`: the assemblers their registration code is written with;
-//! - `ir`: the IR text of both personalities.
+//! - `module`, `ir` and `bitcode`: the modules of both personalities, as IR text and bitcode.
 
 mod a64;
+mod bitcode;
 mod ir;
 mod labels;
 mod layout;
+mod module;
 mod native;
 mod native22;
 mod x86;
 
-use ir::{assemble, bitcode};
-pub use ir::{llvm22_ir, llvm_ir};
 use layout::{unsupported, Host};
+use module::Module;
 use native::native_object;
 use native22::native_object22;
 
@@ -29,6 +31,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::format::bitstream_writer::Part;
 use crate::io::{Input, Output};
 
 /// What to wrap.
@@ -76,41 +79,53 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
     if matches!(extension.as_str(), "o" | "obj") {
         let host = Host::of(&config.target).ok_or_else(|| unsupported(&config.target))?;
         let images = open_images(&config.images)?;
-        for (i, (path, image)) in config.images.iter().zip(&images).enumerate() {
-            log(path, i, image.len());
+        let lens = image_lens(&images);
+        for (i, (path, len)) in config.images.iter().zip(&lens).enumerate() {
+            log(path, i, *len);
         }
-        let lens: Vec<u64> = images.iter().map(Image::len).collect();
         let object = native_object(host, &lens, &arches)?;
         return write_object(&object, &images, &config.output);
     }
-    let images: Vec<Input> = config
-        .images
-        .iter()
-        .map(|p| Input::open(p))
-        .collect::<Result<_>>()?;
-    for (i, (path, image)) in config.images.iter().zip(&images).enumerate() {
-        log(path, i, image.len() as u64);
-    }
-    let bytes = match extension.as_str() {
-        "ll" => llvm_ir(&config.target, &images, &arches).into_bytes(),
-        "bc" => bitcode(&config.target, &images, &arches, &config.output)?,
-        _ => {
-            return Err(Error::msg(format!(
+    match extension.as_str() {
+        "ll" => {
+            let images = open_inputs(&config.images)?;
+            let lens = input_lens(&images);
+            for (i, (path, len)) in config.images.iter().zip(&lens).enumerate() {
+                log(path, i, *len);
+            }
+            let module = ir::clang_offload_wrapper(&config.target, &lens, &arches);
+            write_ir(&module, &images, &config.output)
+        }
+        "bc" => {
+            let images = open_images(&config.images)?;
+            let lens = image_lens(&images);
+            for (i, (path, len)) in config.images.iter().zip(&lens).enumerate() {
+                log(path, i, *len);
+            }
+            let module = ir::clang_offload_wrapper(&config.target, &lens, &arches);
+            write_bitcode(&module, &images, &config.output)
+        }
+        _ => Err(Error::msg(format!(
             "'{}': the output must end in .o or .obj (an object), .ll (LLVM IR) or .bc (bitcode)",
             config.output.display()
-        )))
-        }
-    };
-    let mut out = Output::create(&config.output)?;
-    out.write_bytes(&bytes)?;
-    out.commit()?;
-    tracing::info!(size = bytes.len(), "written");
-    Ok(())
+        ))),
+    }
 }
 
-/// Opens each of `paths` as an [`Image`].
 fn open_images(paths: &[PathBuf]) -> Result<Vec<Image>> {
     paths.iter().map(|p| Image::open(p)).collect()
+}
+
+fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
+    paths.iter().map(|p| Input::open(p)).collect()
+}
+
+fn image_lens(images: &[Image]) -> Vec<u64> {
+    images.iter().map(Image::len).collect()
+}
+
+fn input_lens(images: &[Input]) -> Vec<u64> {
+    images.iter().map(|i| i.len() as u64).collect()
 }
 
 /// Writes the laid-out `object` to `output`, its images copied in from `images`.
@@ -119,6 +134,34 @@ fn write_object(object: &layout::Laid, images: &[Image], output: &Path) -> Resul
     object.write(&mut out, images)?;
     out.commit()?;
     tracing::info!(size = object.size(), "written");
+    Ok(())
+}
+
+/// Writes `module`, whose images are `images`, as IR text to `output`.
+fn write_ir(module: &Module, images: &[Input], output: &Path) -> Result<()> {
+    let bytes: Vec<&[u8]> = images.iter().map(|i| &i[..]).collect();
+    let text = module.to_ir(&bytes);
+    let mut out = Output::create(output)?;
+    out.write_bytes(text.as_bytes())?;
+    out.commit()?;
+    tracing::info!(size = text.len(), "written");
+    Ok(())
+}
+
+/// Writes `module` as bitcode to `output`: the bitstream around the images, then each image
+/// copied from its file into its place.
+fn write_bitcode(module: &Module, images: &[Image], output: &Path) -> Result<()> {
+    let stream =
+        bitcode::write(module).map_err(|e| Error::msg(format!("'{}': {e}", output.display())))?;
+    let mut out = Output::create(output)?;
+    for part in &stream.parts {
+        match part {
+            Part::Bytes(bytes) => out.write_bytes(bytes)?,
+            Part::Hole { id, .. } => images[*id].write_to(&mut out)?,
+        }
+    }
+    out.commit()?;
+    tracing::info!(size = stream.len(), "written");
     Ok(())
 }
 
@@ -151,6 +194,14 @@ impl Image {
             Image::Bytes(input) => input.len() as u64,
         }
     }
+
+    /// Copies the image to `out`.
+    fn write_to(&self, out: &mut Output) -> Result<()> {
+        match self {
+            Image::File { file, len } => out.write_file_range(file, 0, *len),
+            Image::Bytes(input) => out.write_bytes(input),
+        }
+    }
 }
 
 /// The runtime an `llvm-offload-wrapper` module registers its image with.
@@ -175,8 +226,11 @@ pub struct OffloadWrapperConfig {
     pub output: PathBuf,
     /// What the output is.
     pub file_type: FileType,
-    /// The images (one for CUDA and HIP).
+    /// The images (one for CUDA and HIP, unless HIP code objects are bundled).
     pub images: Vec<PathBuf>,
+    /// For HIP: bundle AMDGPU code objects into one fat binary before wrapping it, as clang
+    /// does (`None`: wrap the images as they are, as LLVM's tool does).
+    pub bundle: Option<HipBundling>,
 }
 
 /// What file a wrapper module is written as.
@@ -206,13 +260,30 @@ impl FileType {
     }
 }
 
-/// Writes the module of LLVM 22's offload wrapper that `config` asks for: a native object
-/// (the images copied into place, never held), IR text, or bitcode (through `llvm-as`).
+/// How HIP code objects are bundled into the fat binary a HIP wrapper registers.
+#[derive(Debug, Clone, Default)]
+pub struct HipBundling {
+    /// The target ID of each image, in order; an empty or missing one is read from the code
+    /// object's ELF header.
+    pub arches: Vec<String>,
+    /// Compress the bundle (a CCOB of the LLVM 22 bundler's format).
+    pub compress: Option<crate::format::ccob::CompressOptions>,
+}
+
+/// Writes the module of LLVM 22's offload wrapper that `config` asks for, as a native object
+/// (the images copied into place, never held), bitcode or IR text.
 #[tracing::instrument(skip_all, fields(output = %config.output.display(), kind = ?config.kind))]
 pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
-    // As LLVM: the images are opened before their number is checked.
-    let check_count = || {
-        if config.kind != OffloadKind::OpenMp && config.images.len() != 1 {
+    let bundled = match (&config.bundle, config.kind) {
+        (Some(bundling), OffloadKind::Hip) => Some(hip_fat_binary(config, bundling)?),
+        _ => None,
+    };
+    let paths = match &bundled {
+        Some(file) => vec![file.path().to_path_buf()],
+        None => config.images.clone(),
+    };
+    let check = |count: usize| {
+        if config.kind != OffloadKind::OpenMp && count != 1 {
             return Err(Error::msg(
                 "CUDA / HIP offloading uses a single fatbinary or offload bundle",
             ));
@@ -221,28 +292,81 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
     };
     if config.file_type == FileType::Object {
         let host = Host::of(&config.triple).ok_or_else(|| unsupported(&config.triple))?;
-        let images = open_images(&config.images)?;
-        check_count()?;
-        for (path, image) in config.images.iter().zip(&images) {
-            tracing::info!(size = image.len(), "wrapping {}", path.display());
+        let images = open_images(&paths)?;
+        check(images.len())?;
+        let lens = image_lens(&images);
+        for (path, len) in paths.iter().zip(&lens) {
+            tracing::info!(size = len, "wrapping {}", path.display());
         }
-        let lens: Vec<u64> = images.iter().map(Image::len).collect();
         let object = native_object22(config.kind, host, &lens)?;
         return write_object(&object, &images, &config.output);
     }
-    let images: Vec<Input> = config
-        .images
-        .iter()
-        .map(|p| Input::open(p))
-        .collect::<Result<_>>()?;
-    check_count()?;
-    let ir = llvm22_ir(config.kind, &config.triple, &images);
-    let bytes = if config.file_type == FileType::IrText {
-        ir.into_bytes()
-    } else {
-        assemble(ir, &config.output)?
+    if config.file_type == FileType::IrText {
+        let images = open_inputs(&paths)?;
+        check(images.len())?;
+        let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &input_lens(&images));
+        return write_ir(&module, &images, &config.output);
+    }
+    let images = open_images(&paths)?;
+    check(images.len())?;
+    let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &image_lens(&images));
+    write_bitcode(&module, &images, &config.output)
+}
+
+/// The HIP fat binary of `config`'s code objects, as clang makes it: a bundle with an empty
+/// host entry and one `hipv4-amdgcn-amd-amdhsa--ID` entry per code object, sorted by target
+/// ID, 4096-byte aligned, optionally compressed; written to a temporary file beside the
+/// output.
+fn hip_fat_binary(
+    config: &OffloadWrapperConfig,
+    bundling: &HipBundling,
+) -> Result<tempfile::NamedTempFile> {
+    use crate::format::processor::{code_object_target_id, LlvmVersion};
+    use crate::ops::bundler::{self, BundlerConfig};
+    let mut entries = Vec::with_capacity(config.images.len());
+    for (i, path) in config.images.iter().enumerate() {
+        let given = bundling.arches.get(i).filter(|a| !a.is_empty());
+        let id = match given {
+            Some(id) => id.clone(),
+            None => {
+                let input = Input::open(path)?;
+                code_object_target_id(&input).ok_or_else(|| {
+                    Error::msg(format!(
+                        "'{}': not an AMDGPU code object whose processor is known; name its target ID with --offload-arch",
+                        path.display()
+                    ))
+                })?
+            }
+        };
+        entries.push((id, path.clone()));
+    }
+    entries.sort();
+    let host = config.triple.as_str();
+    let mut targets = vec![format!("host-{host}")];
+    let mut inputs = vec![PathBuf::from("/dev/null")];
+    for (id, path) in entries {
+        targets.push(format!("hipv4-amdgcn-amd-amdhsa--{id}"));
+        inputs.push(path);
+    }
+    let dir = match config.output.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
     };
-    let mut out = Output::create(&config.output)?;
-    out.write_bytes(&bytes)?;
-    out.commit()
+    let file = tempfile::Builder::new()
+        .prefix(".offload-wrapper-")
+        .suffix(".hipfb")
+        .tempfile_in(&dir)
+        .map_err(|e| Error::io(&dir, e))?;
+    let bundler_config = BundlerConfig {
+        file_type: "o".to_string(),
+        targets,
+        inputs,
+        outputs: vec![file.path().to_path_buf()],
+        bundle_align: 4096,
+        compress: bundling.compress,
+        llvm: LlvmVersion::V22,
+        ..BundlerConfig::default()
+    };
+    bundler::bundle(&bundler_config, &mut std::io::sink())?;
+    Ok(file)
 }

@@ -1,0 +1,145 @@
+//! Work on many files at once: the files found (`-r`, `--follow`), how many are worked on at
+//! a time (`-j`), one progress bar for the whole job on a terminal, and whether the job ends
+//! with a summary.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use clap::Args as ClapArgs;
+use rayon::prelude::*;
+
+use super::inputs::TreeOpts;
+use crate::ops::progress::Progress;
+
+/// How the files are found and how many are worked on at once.
+#[derive(Debug, Clone, Copy, ClapArgs)]
+pub struct Work {
+    /// How folders are walked.
+    #[command(flatten)]
+    pub tree: TreeOpts,
+    /// Files worked on at once (default: the number of cores). Output comes in the order of
+    /// the files, whatever the number.
+    #[arg(short = 'j', long = "jobs", value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: Option<u16>,
+}
+
+impl Work {
+    /// The threads to work with: `-j`, else one per core.
+    pub fn threads(self) -> usize {
+        self.jobs.map_or_else(
+            || std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+            usize::from,
+        )
+    }
+
+    /// A pool of [`Work::threads`] threads; when it cannot be made, says so on standard error
+    /// under the name `prog` and gives the exit status to return.
+    pub fn pool(self, prog: &str) -> Result<rayon::ThreadPool, i32> {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads())
+            .build()
+            .map_err(|e| {
+                let _ = writeln!(std::io::stderr(), "{prog}: error: threads: {e}");
+                1
+            })
+    }
+}
+
+/// A bar on standard error for a whole job, counting files (shown when there are several) or
+/// bytes written (shown when they are many): shown only when standard error is a terminal.
+pub struct JobBar {
+    bar: indicatif::ProgressBar,
+    unit: Unit,
+}
+
+/// What a [`JobBar`] counts.
+#[derive(Clone, Copy)]
+enum Unit {
+    Files,
+    Bytes,
+}
+
+/// The bytes written from which a bar shows.
+const MANY_BYTES: u64 = 256 << 20;
+
+impl JobBar {
+    /// A bar for `files` files (none yet: [`Progress::start`] says how many).
+    pub fn new(files: usize) -> JobBar {
+        let bar = JobBar {
+            bar: indicatif::ProgressBar::hidden(),
+            unit: Unit::Files,
+        };
+        bar.start(files as u64);
+        bar
+    }
+
+    /// A bar for bytes written, [`Progress::start`] saying how many.
+    pub fn bytes() -> JobBar {
+        JobBar {
+            bar: indicatif::ProgressBar::hidden(),
+            unit: Unit::Bytes,
+        }
+    }
+}
+
+impl Progress for JobBar {
+    fn start(&self, amount: u64) {
+        let shown = match self.unit {
+            Unit::Files => amount >= 2,
+            Unit::Bytes => amount >= MANY_BYTES,
+        };
+        if !shown || !std::io::stderr().is_terminal() {
+            return;
+        }
+        self.bar.set_length(amount);
+        if let Unit::Files = self.unit {
+            if let Ok(style) =
+                indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {msg}")
+            {
+                self.bar.set_style(style);
+            }
+        }
+        self.bar
+            .set_draw_target(indicatif::ProgressDrawTarget::stderr());
+    }
+    fn advance(&self, amount: u64) {
+        self.bar.inc(amount);
+    }
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+/// `work` done on each of `items` on `pool`, a bar counting them on a terminal; the results
+/// in the order of `items`, whatever the order they were done in.
+pub fn each_file<P: Sync, T: Send>(
+    pool: &rayon::ThreadPool,
+    items: &[P],
+    work: impl Fn(&P) -> T + Sync,
+) -> Vec<T> {
+    let bar = JobBar::new(items.len());
+    let results = pool.install(|| {
+        items
+            .par_iter()
+            .map(|item| {
+                let result = work(item);
+                bar.advance(1);
+                result
+            })
+            .collect()
+    });
+    bar.finish();
+    results
+}
+
+/// Whether a job over the inputs named, `roots`, which gave `files` files, ends with a
+/// summary: when it is more than one file, or a folder.
+pub fn several(roots: &[PathBuf], files: usize) -> bool {
+    files > 1 || roots.len() > 1 || roots.iter().any(|r| r.is_dir())
+}
+
+/// `count` and the noun after it, plural but for one: `1 file`, `2 files`.
+pub fn counted(count: impl Into<u64>, one: &str, many: &str) -> String {
+    let count = count.into();
+    format!("{count} {}", if count == 1 { one } else { many })
+}
