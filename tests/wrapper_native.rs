@@ -490,3 +490,39 @@ fn bad_native_requests_are_clear_errors_and_write_nothing() {
         assert!(!dir.path().join("w.o").exists(), "{args:?}");
     }
 }
+
+#[test]
+fn a_bundled_hip_native_object_registers_what_its_bitcode_does() {
+    let Some(clang) = reference_tool("clang-22") else {
+        return;
+    };
+    let clang = clang.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let runtime = support("offload_runtime22.c");
+    let mut outputs = Vec::new();
+    for output in ["w.o", "w.bc"] {
+        let mut args = vec!["--kind=hip".to_string(), "--bundle".into(), "-o".into()];
+        args.push(output.into());
+        args.extend(images().iter().map(|i| i.display().to_string()));
+        wrap(d, &args);
+        let object = if output == "w.bc" {
+            succeed(
+                Command::new(clang)
+                    .current_dir(d)
+                    .args(["-c", "w.bc", "-o", "bc.o"]),
+            );
+            "bc.o"
+        } else {
+            output
+        };
+        let program = d.join(object).with_extension("exe");
+        outputs.push(link_and_run(clang, &runtime, &d.join(object), &program));
+    }
+    assert!(
+        outputs[0].contains("hip register: magic 48495046"),
+        "{}",
+        outputs[0]
+    );
+    assert_eq!(outputs[0], outputs[1]);
+}
