@@ -10,3 +10,19 @@ pub fn on_path(program: &str) -> Option<PathBuf> {
         .map(|dir| dir.join(program))
         .find(|candidate| candidate.is_file())
 }
+
+/// For unit tests: the reference tool `name` from `PATH`; when it is missing the test is
+/// skipped with a message, unless OFFLOAD_REQUIRE_REFERENCE=1, which makes it a failure.
+#[cfg(test)]
+pub(crate) fn reference_tool(name: &str) -> Option<PathBuf> {
+    let found = on_path(name);
+    if found.is_none() {
+        assert_ne!(
+            std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref(),
+            Ok("1"),
+            "{name} not found on PATH, and OFFLOAD_REQUIRE_REFERENCE=1 requires it"
+        );
+        eprintln!("SKIP: {name} not found");
+    }
+    found
+}

@@ -3,10 +3,20 @@
  * version, a hash of the image's first 64 bytes), each registration call with its arguments,
  * and for OpenMP each image of the __tgt_bin_desc (size, FNV-1a 64) and its entries. It also
  * defines entries in llvm_offload_entries (LLVM 22's layout) of the three runtimes' kinds, so
- * that the modules' loops over them run. */
+ * that the modules' loops over them run.
+ *
+ * Built with -DRUNTIME_ABI='__attribute__((ms_abi))', the functions the modules call (atexit
+ * among them) take the Microsoft x64 convention, as COFF objects' code calls them: the same
+ * code, in an ELF object, then runs on Linux. */
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
+
+#ifdef RUNTIME_ABI
+int __cxa_atexit(void (*f)(void *), void *arg, void *dso);
+RUNTIME_ABI int atexit(void (*f)(void)) { return __cxa_atexit((void (*)(void *))f, 0, 0); }
+#else
+#define RUNTIME_ABI
+#endif
 
 struct entry {
   uint64_t reserved;
@@ -65,30 +75,30 @@ static void **register_fat_binary(const char *runtime, struct wrapper *w) {
 }
 
 #define RUNTIME(R)                                                                              \
-  void **__##R##RegisterFatBinary(struct wrapper *w) { return register_fat_binary(#R, w); }   \
-  void __##R##UnregisterFatBinary(void **h) { printf(#R " unregister %d\n", h == handle); }  \
-  int __##R##RegisterFunction(void **h, const char *host, const char *device, const char *name, \
+  RUNTIME_ABI void **__##R##RegisterFatBinary(struct wrapper *w) { return register_fat_binary(#R, w); }   \
+  RUNTIME_ABI void __##R##UnregisterFatBinary(void **h) { printf(#R " unregister %d\n", h == handle); }  \
+  RUNTIME_ABI int __##R##RegisterFunction(void **h, const char *host, const char *device, const char *name, \
                               int limit, void *a, void *b, void *c, void *d, void *e) {         \
     printf(#R " function %d %s %s %s %d %p %p %p %p %p\n", h == handle, which(host), device,   \
            name, limit, a, b, c, d, e);                                                         \
     return 0;                                                                                   \
   }                                                                                             \
-  void __##R##RegisterVar(void **h, char *host, const char *device, const char *name, int ext, \
+  RUNTIME_ABI void __##R##RegisterVar(void **h, char *host, const char *device, const char *name, int ext, \
                           uint64_t size, int constant, int global) {                           \
     printf(#R " var %d %s %s %s extern %d size %llu constant %d global %d\n", h == handle,      \
            which(host), device, name, ext, (unsigned long long)size, constant, global);         \
   }                                                                                             \
-  void __##R##RegisterManagedVar(void **h, void *ptr, void *addr, const char *name,             \
+  RUNTIME_ABI void __##R##RegisterManagedVar(void **h, void *ptr, void *addr, const char *name,             \
                                  uint64_t size, unsigned align) {                               \
     printf(#R " managed %d %s %s %s size %llu align %u\n", h == handle, which(ptr), which(addr), \
            name, (unsigned long long)size, align);                                              \
   }                                                                                             \
-  void __##R##RegisterSurface(void **h, void *host, const char *device, const char *name,      \
+  RUNTIME_ABI void __##R##RegisterSurface(void **h, void *host, const char *device, const char *name,      \
                               int dim, int ext) {                                               \
     printf(#R " surface %d %s %s %s dim %d extern %d\n", h == handle, which(host), device,      \
            name, dim, ext);                                                                     \
   }                                                                                             \
-  void __##R##RegisterTexture(void **h, void *host, const char *device, const char *name,      \
+  RUNTIME_ABI void __##R##RegisterTexture(void **h, void *host, const char *device, const char *name,      \
                               int dim, int norm, int ext) {                                     \
     printf(#R " texture %d %s %s %s dim %d normalized %d extern %d\n", h == handle,             \
            which(host), device, name, dim, norm, ext);                                          \
@@ -97,9 +107,9 @@ static void **register_fat_binary(const char *runtime, struct wrapper *w) {
 RUNTIME(hip)
 RUNTIME(cuda)
 
-void __cudaRegisterFatBinaryEnd(void **h) { printf("cuda register end %d\n", h == handle); }
+RUNTIME_ABI void __cudaRegisterFatBinaryEnd(void **h) { printf("cuda register end %d\n", h == handle); }
 
-void __tgt_register_lib(struct desc *d) {
+RUNTIME_ABI void __tgt_register_lib(struct desc *d) {
   printf("openmp register: %d images\n", d->count);
   for (int i = 0; i < d->count; i++) {
     struct image *im = &d->images[i];
@@ -111,7 +121,7 @@ void __tgt_register_lib(struct desc *d) {
            e->name, (unsigned long long)e->size);
 }
 
-void __tgt_unregister_lib(struct desc *d) { printf("openmp unregister: %d images\n", d->count); }
+RUNTIME_ABI void __tgt_unregister_lib(struct desc *d) { printf("openmp unregister: %d images\n", d->count); }
 
 int main(void) {
   printf("main\n");

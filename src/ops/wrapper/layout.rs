@@ -12,7 +12,7 @@ use object::{
     SymbolFlags, SymbolKind, SymbolScope,
 };
 
-use super::Image;
+use super::{x86, Image};
 use crate::error::{Error, Result};
 use crate::io::Output;
 
@@ -25,6 +25,10 @@ pub(super) enum Host {
     ElfAarch64,
     /// COFF x86-64 for the Microsoft C runtime (`x86_64-pc-windows-msvc`).
     CoffX86_64,
+    /// ELF x86-64 whose code calls with the Microsoft x64 convention, as COFF's does: for tests
+    /// that run that code on Linux, against a runtime built with `ms_abi`.
+    #[cfg(test)]
+    ElfX86_64MsAbi,
 }
 
 impl Host {
@@ -52,6 +56,8 @@ impl Host {
     pub(super) fn object(self) -> Object<'static> {
         let (format, architecture) = match self {
             Host::ElfX86_64 => (BinaryFormat::Elf, Architecture::X86_64),
+            #[cfg(test)]
+            Host::ElfX86_64MsAbi => (BinaryFormat::Elf, Architecture::X86_64),
             Host::ElfAarch64 => (BinaryFormat::Elf, Architecture::Aarch64),
             Host::CoffX86_64 => (BinaryFormat::Coff, Architecture::X86_64),
         };
@@ -62,6 +68,10 @@ impl Host {
     pub(super) fn abs64(self) -> RelocationFlags {
         match self {
             Host::ElfX86_64 => RelocationFlags::Elf {
+                r_type: object::elf::R_X86_64_64,
+            },
+            #[cfg(test)]
+            Host::ElfX86_64MsAbi => RelocationFlags::Elf {
                 r_type: object::elf::R_X86_64_64,
             },
             Host::ElfAarch64 => RelocationFlags::Elf {
@@ -77,7 +87,19 @@ impl Host {
     pub(super) fn code_align(self) -> u64 {
         match self {
             Host::ElfAarch64 => 4,
-            Host::ElfX86_64 | Host::CoffX86_64 => 16,
+            _ => 16,
+        }
+    }
+
+    /// For an x86-64 host, the calling convention of its code and the format of its
+    /// relocations; `None` for AArch64.
+    pub(super) fn x86(self) -> Option<(x86::Conv, x86::Format)> {
+        match self {
+            Host::ElfX86_64 => Some((x86::Conv::SysV, x86::Format::Elf)),
+            Host::CoffX86_64 => Some((x86::Conv::Win64, x86::Format::Coff)),
+            #[cfg(test)]
+            Host::ElfX86_64MsAbi => Some((x86::Conv::Win64, x86::Format::Elf)),
+            Host::ElfAarch64 => None,
         }
     }
 }

@@ -284,10 +284,9 @@ fn add_registration(obj: &mut Object, host: Host, tables: &Tables) -> Result<(Sy
         register: runtime_function(obj, "__tgt_register_lib"),
         unregister: runtime_function(obj, "__tgt_unregister_lib"),
     };
-    let ((ctor, ctor_relocs), (dtor, dtor_relocs)) = match host {
-        Host::ElfX86_64 => code.x86_64(x86::Conv::SysV, x86::Format::Elf),
-        Host::CoffX86_64 => code.x86_64(x86::Conv::Win64, x86::Format::Coff),
-        Host::ElfAarch64 => code.aarch64(),
+    let ((ctor, ctor_relocs), (dtor, dtor_relocs)) = match host.x86() {
+        Some((conv, format)) => code.x86_64(conv, format),
+        None => code.aarch64(),
     };
     let align = host.code_align();
     let ctor_at = obj.append_section_data(text, &ctor, align);

@@ -227,10 +227,9 @@ fn fatbin(
         stop: entries.stop,
         entry_kind: runtime.entry_kind,
     };
-    let (fatbin_reg, fatbin_unreg, globals_reg) = match host {
-        Host::ElfX86_64 => calls.x86_64(x86::Conv::SysV, x86::Format::Elf),
-        Host::CoffX86_64 => calls.x86_64(x86::Conv::Win64, x86::Format::Coff),
-        Host::ElfAarch64 => calls.aarch64(),
+    let (fatbin_reg, fatbin_unreg, globals_reg) = match host.x86() {
+        Some((conv, format)) => calls.x86_64(conv, format),
+        None => calls.aarch64(),
     };
     define(
         &mut obj,
@@ -693,13 +692,8 @@ fn openmp(
     let register = runtime_function(&mut obj, "__tgt_register_lib");
     let atexit = runtime_function(&mut obj, "atexit");
     let unregister = runtime_function(&mut obj, "__tgt_unregister_lib");
-    let (reg_code, unreg_code) = match host {
-        Host::ElfX86_64 | Host::CoffX86_64 => {
-            let (conv, format) = if host.is_coff() {
-                (x86::Conv::Win64, x86::Format::Coff)
-            } else {
-                (x86::Conv::SysV, x86::Format::Elf)
-            };
+    let (reg_code, unreg_code) = match host.x86() {
+        Some((conv, format)) => {
             let arg = conv.first();
             let frame = 8 + conv.shadow();
             let mut r = x86::Asm::new(format);
@@ -718,7 +712,7 @@ fn openmp(
             u.ret();
             (r.finish(), u.finish())
         }
-        Host::ElfAarch64 => {
+        None => {
             use a64::{FP, LR, SP};
             let mut r = a64::Asm::default();
             r.push_pair(FP, LR, 16);
@@ -748,4 +742,65 @@ fn openmp(
     add_function_pointer(&mut obj, host, Run::AtStartup, PRIORITY, reg)?;
     add_stack_note(&mut obj, host);
     lay_out(&obj, host, &placed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::Output;
+    use crate::ops::tool_path::reference_tool;
+    use crate::ops::wrapper::Image;
+    use std::path::Path;
+    use std::process::Command;
+
+    /// Writes the module of `kind` for `host` wrapping `image` to `object`, links it with the
+    /// stand-in runtime (built with `defines`) by `cc`, runs the program and returns what it
+    /// prints.
+    fn run(cc: &Path, kind: OffloadKind, host: Host, image: &Path, defines: &[&str]) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let object = dir.path().join("w.o");
+        let images = vec![Image::open(image).unwrap()];
+        let laid = native_object22(kind, host, &[images[0].len()]).unwrap();
+        let mut out = Output::create(&object).unwrap();
+        laid.write(&mut out, &images).unwrap();
+        out.commit().unwrap();
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let program = dir.path().join("w");
+        let built = Command::new(cc)
+            .args(["-w", "-O1"])
+            .args(defines)
+            .arg(root.join("tests/support/offload_runtime22.c"))
+            .arg(&object)
+            .arg("-o")
+            .arg(&program)
+            .output()
+            .unwrap();
+        assert!(
+            built.status.success(),
+            "{}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+        let ran = Command::new(&program).output().unwrap();
+        assert!(ran.status.success(), "{kind:?} {host:?}");
+        String::from_utf8(ran.stdout).unwrap()
+    }
+
+    /// The Microsoft x64 code of COFF objects, run on Linux in an ELF object against the
+    /// stand-in runtime built with `ms_abi`, registers exactly what the System V code does:
+    /// every argument in its register or stack slot past the shadow space.
+    #[test]
+    fn microsoft_x64_code_registers_what_system_v_code_does() {
+        let Some(cc) = reference_tool("clang-22") else {
+            return;
+        };
+        let image = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/dev/kernel-gfx906.hsaco");
+        let ms_abi = ["-DRUNTIME_ABI=__attribute__((ms_abi))"];
+        for kind in [OffloadKind::Hip, OffloadKind::Cuda, OffloadKind::OpenMp] {
+            let system_v = run(&cc, kind, Host::ElfX86_64, &image, &[]);
+            assert!(system_v.contains("register"), "{system_v}");
+            assert!(system_v.contains("function_a"), "{system_v}");
+            let microsoft = run(&cc, kind, Host::ElfX86_64MsAbi, &image, &ms_abi);
+            assert_eq!(microsoft, system_v, "{kind:?}");
+        }
+    }
 }
