@@ -519,6 +519,48 @@ pub(super) fn add_stack_note(obj: &mut Object, host: Host) {
     };
 }
 
+/// For tests: writes `laid` with `images` to an object, links it by the C compiler `cc` with
+/// the stand-in runtime `tests/support/RUNTIME` built with `defines`, runs the program and
+/// returns what it prints.
+#[cfg(test)]
+pub(super) fn run_with_runtime(
+    cc: &std::path::Path,
+    laid: &Laid,
+    images: &[Image],
+    runtime: &str,
+    defines: &[&str],
+) -> String {
+    use std::process::Command;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().unwrap();
+    let object = dir.path().join("w.o");
+    let mut out = Output::create(&object).unwrap();
+    laid.write(&mut out, images).unwrap();
+    out.commit().unwrap();
+    let program = dir.path().join("w");
+    let built = Command::new(cc)
+        .args(["-w", "-O1"])
+        .args(defines)
+        .arg(root.join("tests/support").join(runtime))
+        .arg(&object)
+        .arg("-o")
+        .arg(&program)
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let ran = Command::new(&program).output().unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    String::from_utf8(ran.stdout).unwrap()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -411,3 +411,40 @@ impl Code {
         (c.finish(), d.finish())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::tool_path::reference_tool;
+    use crate::ops::wrapper::{layout::run_with_runtime, Image};
+    use std::path::Path;
+
+    /// The wrapper of `images` (in samples/dev) for `host`, run against the OpenMP stand-in
+    /// runtime built with `defines`: what the program prints.
+    fn run(cc: &Path, host: Host, images: &[&str], defines: &[&str]) -> String {
+        let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/dev");
+        let images: Vec<Image> = images
+            .iter()
+            .map(|i| Image::open(&samples.join(i)).unwrap())
+            .collect();
+        let lens: Vec<u64> = images.iter().map(Image::len).collect();
+        let laid = native_object(host, &lens, &["gfx906", "gfx90a:xnack+"]).unwrap();
+        run_with_runtime(cc, &laid, &images, "omp_runtime.c", defines)
+    }
+
+    /// The Microsoft x64 code of the COFF object, run on Linux in an ELF object against the
+    /// stand-in runtime built with `ms_abi`, registers exactly what the System V code does,
+    /// the weakly referenced `__tgt_register_image_info` included.
+    #[test]
+    fn microsoft_x64_code_registers_what_system_v_code_does() {
+        let Some(cc) = reference_tool("clang-22") else {
+            return;
+        };
+        let images = ["kernel-gfx906.hsaco", "kernel-gfx90a_xnack+.hsaco"];
+        let system_v = run(&cc, Host::ElfX86_64, &images, &[]);
+        assert!(system_v.contains("arch 'gfx90a:xnack+'"), "{system_v}");
+        assert!(system_v.contains("register: 2 images"), "{system_v}");
+        let ms_abi = ["-DRUNTIME_ABI=__attribute__((ms_abi))"];
+        assert_eq!(run(&cc, Host::ElfX86_64MsAbi, &images, &ms_abi), system_v);
+    }
+}

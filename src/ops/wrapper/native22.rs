@@ -747,42 +747,16 @@ fn openmp(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::io::Output;
     use crate::ops::tool_path::reference_tool;
-    use crate::ops::wrapper::Image;
+    use crate::ops::wrapper::{layout::run_with_runtime, Image};
     use std::path::Path;
-    use std::process::Command;
 
-    /// Writes the module of `kind` for `host` wrapping `image` to `object`, links it with the
-    /// stand-in runtime (built with `defines`) by `cc`, runs the program and returns what it
-    /// prints.
+    /// The module of `kind` for `host` wrapping `image`, run against the stand-in runtime built
+    /// with `defines`: what the program prints.
     fn run(cc: &Path, kind: OffloadKind, host: Host, image: &Path, defines: &[&str]) -> String {
-        let dir = tempfile::tempdir().unwrap();
-        let object = dir.path().join("w.o");
         let images = vec![Image::open(image).unwrap()];
         let laid = native_object22(kind, host, &[images[0].len()]).unwrap();
-        let mut out = Output::create(&object).unwrap();
-        laid.write(&mut out, &images).unwrap();
-        out.commit().unwrap();
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let program = dir.path().join("w");
-        let built = Command::new(cc)
-            .args(["-w", "-O1"])
-            .args(defines)
-            .arg(root.join("tests/support/offload_runtime22.c"))
-            .arg(&object)
-            .arg("-o")
-            .arg(&program)
-            .output()
-            .unwrap();
-        assert!(
-            built.status.success(),
-            "{}",
-            String::from_utf8_lossy(&built.stderr)
-        );
-        let ran = Command::new(&program).output().unwrap();
-        assert!(ran.status.success(), "{kind:?} {host:?}");
-        String::from_utf8(ran.stdout).unwrap()
+        run_with_runtime(cc, &laid, &images, "offload_runtime22.c", defines)
     }
 
     /// The Microsoft x64 code of COFF objects, run on Linux in an ELF object against the
