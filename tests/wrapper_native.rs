@@ -526,3 +526,69 @@ fn a_bundled_hip_native_object_registers_what_its_bitcode_does() {
     );
     assert_eq!(outputs[0], outputs[1]);
 }
+
+#[test]
+fn aarch64_objects_register_under_qemu_what_llvm_s_do() {
+    let (Some(upstream), Some(clang), Some(lld), Some(qemu)) = (
+        reference_tool("llvm-offload-wrapper-22"),
+        reference_tool("clang-22"),
+        reference_tool("ld.lld-22"),
+        reference_tool("qemu-aarch64-static"),
+    ) else {
+        return;
+    };
+    const TRIPLE: &str = "aarch64-linux-gnu";
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The runtime, without a C library: it runs the constructors itself.
+    succeed(
+        Command::new(&clang)
+            .current_dir(d)
+            .arg(format!("--target={TRIPLE}"))
+            .args([
+                "-ffreestanding",
+                "-fno-builtin",
+                "-fno-stack-protector",
+                "-O1",
+                "-c",
+            ])
+            .arg(support("freestanding_runtime22.c"))
+            .args(["-o", "runtime.o"]),
+    );
+    let run = |object: &str| {
+        let program = format!("{object}.exe");
+        succeed(Command::new(&lld).current_dir(d).args([
+            "-static",
+            "-e",
+            "_start",
+            "runtime.o",
+            object,
+            "-o",
+            &program,
+        ]));
+        let (code, out, err) = text_output(Command::new(&qemu).current_dir(d).arg(&program));
+        assert_eq!(code, 0, "{object}: {err}");
+        out
+    };
+    for (kind, count) in KINDS {
+        succeed(Command::new(&upstream).current_dir(d).args(args(
+            kind,
+            count,
+            Some(TRIPLE),
+            "llvm.bc",
+        )));
+        succeed(Command::new(&clang).current_dir(d).args([
+            "-w",
+            &format!("--target={TRIPLE}"),
+            "-c",
+            "llvm.bc",
+            "-o",
+            "llvm.o",
+        ]));
+        let theirs = run("llvm.o");
+        assert!(theirs.contains("register"), "{theirs}");
+        assert!(theirs.contains("function_a"), "{theirs}");
+        wrap(d, &args(kind, count, Some(TRIPLE), "ours.o"));
+        assert_eq!(run("ours.o"), theirs, "{kind}");
+    }
+}
