@@ -332,6 +332,16 @@ fn check_dll_of(dir: &Path, kind: &str, count: usize, object: &str) -> Option<()
             "{kind} {object}: {pointer:#x} is not relocated"
         );
     }
+    // The constructor has its unwind information: a `.pdata` entry that starts at it.
+    let pdata = file.section_by_name(".pdata").expect("a .pdata section");
+    let image_base = file.relative_address_base();
+    let starts: Vec<u64> = pdata
+        .data()
+        .unwrap()
+        .chunks_exact(12)
+        .map(|entry| image_base + u64::from(u32::from_le_bytes(entry[..4].try_into().unwrap())))
+        .collect();
+    assert!(starts.contains(&ctor), "{kind} {object}: {starts:x?}");
     Some(())
 }
 

@@ -7,6 +7,7 @@ use object::write::{Relocation, SymbolId};
 use object::RelocationFlags;
 
 use super::labels::{Label, Labels};
+use super::layout::Function;
 
 /// A 64-bit register number (`x0`..`x30`); 31 is `sp` or `xzr` by the instruction.
 pub(super) type X = u32;
@@ -62,8 +63,8 @@ fn reloc(offset: usize, symbol: SymbolId, addend: i64, r_type: elf::RelocationTy
 }
 
 impl Asm {
-    /// The code with every branch resolved, and its relocations.
-    pub(super) fn finish(mut self) -> (Vec<u8>, Vec<Relocation>) {
+    /// The function: the code with every branch resolved, and its relocations.
+    pub(super) fn finish(mut self) -> Function {
         for (at, form, distance) in self.labels.resolved() {
             let words = distance / 4;
             let mut word = u32::from_le_bytes(self.code[at..at + 4].try_into().expect("4 bytes"));
@@ -73,7 +74,11 @@ impl Asm {
             };
             self.code[at..at + 4].copy_from_slice(&word.to_le_bytes());
         }
-        (self.code, self.relocs)
+        Function {
+            code: self.code,
+            relocs: self.relocs,
+            unwind: None,
+        }
     }
 
     /// A new label, bound later with [`Asm::bind`].
@@ -263,7 +268,7 @@ mod tests {
     use super::*;
 
     fn words(a: Asm) -> Vec<u32> {
-        let (code, _) = a.finish();
+        let code = a.finish().code;
         code.chunks(4)
             .map(|w| u32::from_le_bytes(w.try_into().unwrap()))
             .collect()

@@ -409,6 +409,86 @@ pub(super) fn target(
     }
 }
 
+/// A function's machine code: its bytes, its relocations (offsets from its start), and, for
+/// x86-64, its Windows unwind information (an `UNWIND_INFO`, which COFF objects carry in
+/// `.xdata`, indexed by `.pdata`).
+pub(super) struct Function {
+    pub(super) code: Vec<u8>,
+    pub(super) relocs: Vec<Relocation>,
+    pub(super) unwind: Option<Vec<u8>>,
+}
+
+/// A function in `section`: its symbol, defined by [`define_functions`].
+pub(super) fn function_symbol(obj: &mut Object, section: SectionId, name: &str) -> SymbolId {
+    local_symbol(obj, name, section, 0, 0, SymbolKind::Text)
+}
+
+/// Appends the code of each function to `text` and defines its symbol, then adds the
+/// relocations (which may name any of the functions) and, on COFF, the functions' unwind
+/// information in `.xdata` and their table in `.pdata`.
+pub(super) fn define_functions(
+    obj: &mut Object,
+    host: Host,
+    text: SectionId,
+    functions: Vec<(SymbolId, Function)>,
+) -> Result<()> {
+    let mut placed = Vec::with_capacity(functions.len());
+    for (symbol, function) in functions {
+        let at = obj.append_section_data(text, &function.code, host.code_align());
+        let s = obj.symbol_mut(symbol);
+        s.value = at;
+        s.size = function.code.len() as u64;
+        placed.push((at, function));
+    }
+    for (at, function) in &mut placed {
+        let relocs = std::mem::take(&mut function.relocs);
+        add_code_relocations(obj, host, text, *at, relocs)?;
+    }
+    if host.is_coff() {
+        add_unwind_tables(obj, host, text, &placed)?;
+    }
+    Ok(())
+}
+
+/// `.xdata` with each function's `UNWIND_INFO`, and `.pdata` with a `RUNTIME_FUNCTION`
+/// {begin, end, unwind information} per function, as image-relative addresses.
+fn add_unwind_tables(
+    obj: &mut Object,
+    host: Host,
+    text: SectionId,
+    functions: &[(u64, Function)],
+) -> Result<()> {
+    let xdata = add_section(obj, host, ".xdata", SectionKind::ReadOnlyData);
+    let pdata = add_section(obj, host, ".pdata", SectionKind::ReadOnlyData);
+    let text_symbol = obj.section_symbol(text);
+    let xdata_symbol = obj.section_symbol(xdata);
+    let image_relative = |offset, symbol, addend| Relocation {
+        offset,
+        symbol,
+        addend,
+        flags: RelocationFlags::Coff {
+            typ: object::pe::IMAGE_REL_AMD64_ADDR32NB,
+        },
+    };
+    for (at, function) in functions {
+        let Some(unwind) = &function.unwind else {
+            continue;
+        };
+        let info = obj.append_section_data(xdata, unwind, 4);
+        let entry = obj.append_section_data(pdata, &[0; 12], 4);
+        let end = *at + function.code.len() as u64;
+        for (field, symbol, addend) in [
+            (0, text_symbol, *at),
+            (4, text_symbol, end),
+            (8, xdata_symbol, info),
+        ] {
+            obj.add_relocation(pdata, image_relative(entry + field, symbol, addend as i64))
+                .map_err(cannot_write)?;
+        }
+    }
+    Ok(())
+}
+
 /// Adds `relocs` of the code at `at` in `section`, each against its [`target`].
 pub(super) fn add_code_relocations(
     obj: &mut Object,

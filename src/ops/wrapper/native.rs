@@ -25,9 +25,9 @@ use object::write::{Comdat, Object, SectionId, StandardSection, Symbol, SymbolId
 use object::{ComdatKind, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 
 use super::layout::{
-    add_code_relocations, add_format_symbols, add_function_pointer, add_images, add_section,
-    add_stack_note, add_tables_section, lay_out, local_symbol, pointer, runtime_function,
-    undefined, Host, Laid, Placed, Run,
+    add_format_symbols, add_function_pointer, add_images, add_section, add_stack_note,
+    add_tables_section, define_functions, function_symbol, lay_out, local_symbol, pointer,
+    runtime_function, undefined, Function, Host, Laid, Placed, Run,
 };
 use super::name;
 use super::{a64, x86};
@@ -284,31 +284,13 @@ fn add_registration(obj: &mut Object, host: Host, tables: &Tables) -> Result<(Sy
         register: runtime_function(obj, "__tgt_register_lib"),
         unregister: runtime_function(obj, "__tgt_unregister_lib"),
     };
-    let ((ctor, ctor_relocs), (dtor, dtor_relocs)) = match host.x86() {
+    let (ctor, dtor) = match host.x86() {
         Some((conv, format)) => code.x86_64(conv, format),
         None => code.aarch64(),
     };
-    let align = host.code_align();
-    let ctor_at = obj.append_section_data(text, &ctor, align);
-    let dtor_at = obj.append_section_data(text, &dtor, align);
-    add_code_relocations(obj, host, text, ctor_at, ctor_relocs)?;
-    add_code_relocations(obj, host, text, dtor_at, dtor_relocs)?;
-    let ctor_sym = local_symbol(
-        obj,
-        ".omp_offloading.descriptor_reg",
-        text,
-        ctor_at,
-        ctor.len() as u64,
-        SymbolKind::Text,
-    );
-    let dtor_sym = local_symbol(
-        obj,
-        ".omp_offloading.descriptor_unreg",
-        text,
-        dtor_at,
-        dtor.len() as u64,
-        SymbolKind::Text,
-    );
+    let ctor_sym = function_symbol(obj, text, ".omp_offloading.descriptor_reg");
+    let dtor_sym = function_symbol(obj, text, ".omp_offloading.descriptor_unreg");
+    define_functions(obj, host, text, vec![(ctor_sym, ctor), (dtor_sym, dtor)])?;
     Ok((ctor_sym, dtor_sym))
 }
 
@@ -343,9 +325,6 @@ fn add_refptr(obj: &mut Object, host: Host, symbol: SymbolId) -> Result<SymbolId
     pointer(obj, host, section, 0, symbol, 0)?;
     Ok(refptr)
 }
-
-/// A function's code and its relocations (offsets from the function's start).
-type Function = (Vec<u8>, Vec<object::write::Relocation>);
 
 impl Code {
     /// The constructor and the destructor for x86-64 with calling convention `conv`.

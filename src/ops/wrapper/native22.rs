@@ -25,9 +25,9 @@ use object::write::{Object, SectionId, Symbol, SymbolId, SymbolSection};
 use object::{SectionFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 
 use super::layout::{
-    add_code_relocations, add_format_symbols, add_function_pointer, add_images, add_section,
-    add_stack_note, add_tables_section, lay_out, local_symbol, pointer, runtime_function, Host,
-    Laid, Run,
+    add_format_symbols, add_function_pointer, add_images, add_section, add_stack_note,
+    add_tables_section, define_functions, function_symbol, lay_out, local_symbol, pointer,
+    runtime_function, Function, Host, Laid, Run,
 };
 use super::{a64, name, x86, OffloadKind};
 use crate::error::Result;
@@ -121,36 +121,6 @@ fn add_entries(obj: &mut Object, host: Host) -> Entries {
     }
 }
 
-/// A function in `.text.startup`: its symbol, defined once its code is appended.
-fn function_symbol(obj: &mut Object, text: SectionId, name: &str) -> SymbolId {
-    local_symbol(obj, name, text, 0, 0, SymbolKind::Text)
-}
-
-/// Appends the code of each function to `text` and defines its symbol, then adds the
-/// relocations (which may name any of the functions).
-fn define(
-    obj: &mut Object,
-    host: Host,
-    text: SectionId,
-    functions: Vec<(SymbolId, Function)>,
-) -> Result<()> {
-    let mut relocations = Vec::with_capacity(functions.len());
-    for (symbol, (code, relocs)) in functions {
-        let at = obj.append_section_data(text, &code, host.code_align());
-        let s = obj.symbol_mut(symbol);
-        s.value = at;
-        s.size = code.len() as u64;
-        relocations.push((at, relocs));
-    }
-    for (at, relocs) in relocations {
-        add_code_relocations(obj, host, text, at, relocs)?;
-    }
-    Ok(())
-}
-
-/// A function's code and its relocations (offsets from the function's start).
-type Function = (Vec<u8>, Vec<object::write::Relocation>);
-
 /// The HIP or CUDA module.
 fn fatbin(
     mut obj: Object,
@@ -231,7 +201,7 @@ fn fatbin(
         Some((conv, format)) => calls.x86_64(conv, format),
         None => calls.aarch64(),
     };
-    define(
+    define_functions(
         &mut obj,
         host,
         text,
@@ -733,7 +703,7 @@ fn openmp(
             (r.finish(), u.finish())
         }
     };
-    define(
+    define_functions(
         &mut obj,
         host,
         text,

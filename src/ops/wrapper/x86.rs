@@ -7,6 +7,7 @@ use object::RelocationFlags;
 
 pub(super) use super::labels::Label;
 use super::labels::Labels;
+use super::layout::Function;
 
 /// A general-purpose register, numbered as the encoding numbers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +127,18 @@ pub(super) struct Asm {
     format: Format,
     /// The branches' 32-bit displacements, filled in by [`Asm::finish`].
     labels: Labels<()>,
+    /// The prologue's Windows unwind codes: where each instruction ends, the operation and its
+    /// operand (`push` and `sub rsp` only appear in prologues here).
+    unwind_codes: Vec<(u8, UnwindOp, u8)>,
+}
+
+/// A Windows x64 unwind operation.
+#[derive(Debug, Clone, Copy)]
+enum UnwindOp {
+    /// `UWOP_PUSH_NONVOL`: a register pushed.
+    PushNonvolatile = 0,
+    /// `UWOP_ALLOC_SMALL`: 8 to 128 bytes of stack allocated.
+    AllocSmall = 2,
 }
 
 impl Asm {
@@ -135,17 +148,46 @@ impl Asm {
             relocs: Vec::new(),
             format,
             labels: Labels::new(),
+            unwind_codes: Vec::new(),
         }
     }
 
-    /// The code with every branch resolved, and its relocations.
-    pub(super) fn finish(mut self) -> (Vec<u8>, Vec<Relocation>) {
+    /// The function: the code with every branch resolved, its relocations, and its unwind
+    /// information.
+    pub(super) fn finish(mut self) -> Function {
         for (at, (), distance) in self.labels.resolved() {
             // From the end of the displacement.
             let displacement = i32::try_from(distance - 4).expect("a function is small");
             self.code[at..at + 4].copy_from_slice(&displacement.to_le_bytes());
         }
-        (self.code, self.relocs)
+        let unwind = Some(self.unwind_info());
+        Function {
+            code: self.code,
+            relocs: self.relocs,
+            unwind,
+        }
+    }
+
+    /// The `UNWIND_INFO` of the function: version 1, no flags, the prologue's size, its
+    /// codes from the last instruction back, no frame register; the codes padded to an even
+    /// count.
+    fn unwind_info(&self) -> Vec<u8> {
+        let prologue = self.unwind_codes.last().map_or(0, |&(end, _, _)| end);
+        let count = self.unwind_codes.len() as u8;
+        let mut info = vec![1, prologue, count, 0];
+        for &(end, op, operand) in self.unwind_codes.iter().rev() {
+            info.extend([end, op as u8 | operand << 4]);
+        }
+        if count % 2 == 1 {
+            info.extend([0, 0]);
+        }
+        info
+    }
+
+    /// Notes the prologue instruction that just ended.
+    fn unwind(&mut self, op: UnwindOp, operand: u8) {
+        let end = u8::try_from(self.code.len()).expect("a prologue is short");
+        self.unwind_codes.push((end, op, operand));
     }
 
     /// A new label, bound later with [`Asm::bind`].
@@ -203,6 +245,7 @@ impl Asm {
     pub(super) fn push(&mut self, reg: Reg) {
         self.rex(false, None, Some(reg));
         self.code.push(0x50 + reg.low());
+        self.unwind(UnwindOp::PushNonvolatile, reg as u8);
     }
 
     /// `pop r64`
@@ -214,6 +257,8 @@ impl Asm {
     /// `sub rsp, imm8`
     pub(super) fn sub_rsp(&mut self, imm: i8) {
         self.bytes(&[0x48, 0x83, 0xec, imm as u8]);
+        debug_assert!(imm >= 8 && imm % 8 == 0);
+        self.unwind(UnwindOp::AllocSmall, (imm / 8 - 1) as u8);
     }
 
     /// `add rsp, imm8`
@@ -415,7 +460,7 @@ mod tests {
         a.add_imm(Reg::Rbx, 56); // 48 83 c3 38
         a.call_reg(Reg::Rax); // ff d0
         a.pop(Reg::Rbx); // 5b
-        let (code, _) = a.finish();
+        let code = a.finish().code;
         assert_eq!(
             code,
             [
@@ -437,7 +482,7 @@ mod tests {
         a.jump(top); // e9 -10
         a.bind(end);
         a.ret();
-        let (code, _) = a.finish();
+        let code = a.finish().code;
         assert_eq!(
             code,
             [0x0f, 0x84, 5, 0, 0, 0, 0xe9, 0xf5, 0xff, 0xff, 0xff, 0xc3]
