@@ -473,6 +473,22 @@ mod tests {
     }
 
     #[test]
+    fn prologues_give_their_unwind_codes() {
+        let mut a = Asm::new(Format::Coff);
+        a.push(Reg::Rbx); // ends at 1
+        a.push(Reg::R12); // ends at 3
+        a.sub_rsp(80); // ends at 7
+        a.mov(Reg::R12, Reg::Rcx);
+        a.ret();
+        // Version 1, a 7-byte prologue, 3 codes from the last, padded to an even count:
+        // ALLOC_SMALL (80 - 8) / 8, PUSH_NONVOL r12, PUSH_NONVOL rbx.
+        assert_eq!(
+            a.finish().unwind.unwrap(),
+            [1, 7, 3, 0, 7, 0x92, 3, 0xc0, 1, 0x30, 0, 0]
+        );
+    }
+
+    #[test]
     fn branches_reach_their_labels() {
         let mut a = Asm::new(Format::Elf);
         let top = a.label();
