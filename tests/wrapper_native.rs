@@ -66,6 +66,8 @@ fn native_objects_of_every_kind_register_what_llvm_s_do() {
         // The runtime saw the wrapper and each entry of the kind (the runtime defines some).
         assert!(theirs.contains("register"), "{theirs}");
         assert!(theirs.contains("function_a"), "{theirs}");
+        // An unwinder walks through the constructor (its `.eh_frame`), in ours as in LLVM's.
+        assert!(theirs.contains("unwinds through the wrapper"), "{theirs}");
         // The subcommand writes an object for `.o`; the llvm-offload-wrapper program writes
         // one when asked with --filetype=obj.
         wrap(d, &args(kind, count, None, "ours.o"));

@@ -8,6 +8,7 @@
  * Built with -DRUNTIME_ABI='__attribute__((ms_abi))', the functions the modules call (atexit
  * among them) take the Microsoft x64 convention, as COFF objects' code calls them: the same
  * code, in an ELF object, then runs on Linux. */
+#include <execinfo.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -68,9 +69,16 @@ static const char *which(const void *p) {
 
 static void *handle = &handle;
 
+/* Whether an unwinder walks from here through the wrapper's constructor into the C library
+ * that called it (the wrapper's call frame information is right), or stops at the wrapper. */
+static const char *unwinds(void) {
+  void *frames[32];
+  return backtrace(frames, 32) >= 5 ? "through the wrapper" : "not past the wrapper";
+}
+
 static void **register_fat_binary(const char *runtime, struct wrapper *w) {
-  printf("%s register: magic %08x version %u image fnv %016llx\n", runtime, w->magic, w->version,
-         (unsigned long long)fnv(w->image, w->image + 64));
+  printf("%s register: magic %08x version %u image fnv %016llx, unwinds %s\n", runtime, w->magic,
+         w->version, (unsigned long long)fnv(w->image, w->image + 64), unwinds());
   return handle;
 }
 
@@ -110,7 +118,7 @@ RUNTIME(cuda)
 RUNTIME_ABI void __cudaRegisterFatBinaryEnd(void **h) { printf("cuda register end %d\n", h == handle); }
 
 RUNTIME_ABI void __tgt_register_lib(struct desc *d) {
-  printf("openmp register: %d images\n", d->count);
+  printf("openmp register: %d images, unwinds %s\n", d->count, unwinds());
   for (int i = 0; i < d->count; i++) {
     struct image *im = &d->images[i];
     printf("  image %d: %ld bytes, fnv %016llx, entries %ld\n", i, (long)(im->end - im->start),

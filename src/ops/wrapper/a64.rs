@@ -7,7 +7,7 @@ use object::write::{Relocation, SymbolId};
 use object::RelocationFlags;
 
 use super::labels::{Label, Labels};
-use super::layout::Function;
+use super::layout::{Cfi, Function};
 
 /// A 64-bit register number (`x0`..`x30`); 31 is `sp` or `xzr` by the instruction.
 pub(super) type X = u32;
@@ -41,6 +41,13 @@ pub(super) struct Asm {
     pub(super) relocs: Vec<Relocation>,
     /// The branches' displacements, filled in by [`Asm::finish`].
     labels: Labels<Branch>,
+    /// The prologue's call frame information; the prologue is the instructions before the
+    /// first that is not one of its forms (stack allocation, register saves to the stack, the
+    /// frame pointer's setup).
+    cfi: Vec<(u32, Cfi)>,
+    in_prologue: bool,
+    /// How far the frame's start (the canonical frame address) is above the stack pointer.
+    cfa: u32,
 }
 
 impl Default for Asm {
@@ -49,6 +56,9 @@ impl Default for Asm {
             code: Vec::new(),
             relocs: Vec::new(),
             labels: Labels::new(),
+            cfi: Vec::new(),
+            in_prologue: true,
+            cfa: 0,
         }
     }
 }
@@ -77,6 +87,7 @@ impl Asm {
         Function {
             code: self.code,
             relocs: self.relocs,
+            cfi: self.cfi,
             unwind: None,
         }
     }
@@ -92,7 +103,25 @@ impl Asm {
     }
 
     fn word(&mut self, word: u32) {
+        self.in_prologue = false;
         self.code.extend_from_slice(&word.to_le_bytes());
+    }
+
+    /// Writes a prologue instruction (when the prologue has not ended) with what it does to the
+    /// frame; other instructions go through [`Asm::word`].
+    fn frame_word(&mut self, word: u32, effects: &[Cfi]) {
+        let in_prologue = self.in_prologue;
+        self.word(word);
+        if in_prologue {
+            self.in_prologue = true;
+            let end = self.code.len() as u32;
+            self.cfi.extend(effects.iter().map(|&effect| (end, effect)));
+        }
+    }
+
+    /// Where `offset` from the stack pointer is, from the canonical frame address.
+    fn from_cfa(&self, offset: u32) -> i32 {
+        offset as i32 - self.cfa as i32
     }
 
     fn branch(&mut self, word: u32, label: Label, form: Branch) {
@@ -103,7 +132,15 @@ impl Asm {
     /// `stp xa, xb, [sp, #-bytes]!`
     pub(super) fn push_pair(&mut self, a: X, b: X, bytes: u32) {
         let imm7 = (-(bytes as i32) / 8) as u32 & 0x7f;
-        self.word(0xa980_0000 | imm7 << 15 | b << 10 | SP << 5 | a);
+        if self.in_prologue {
+            self.cfa += bytes;
+        }
+        let effects = [
+            Cfi::CfaOffset(self.cfa),
+            Cfi::Saved(a as u8, self.from_cfa(0)),
+            Cfi::Saved(b as u8, self.from_cfa(8)),
+        ];
+        self.frame_word(0xa980_0000 | imm7 << 15 | b << 10 | SP << 5 | a, &effects);
     }
 
     /// `ldp xa, xb, [sp], #bytes`
@@ -114,7 +151,16 @@ impl Asm {
 
     /// `stp xa, xb, [base, #offset]`
     pub(super) fn store_pair(&mut self, a: X, b: X, base: X, offset: u32) {
-        self.word(0xa900_0000 | (offset / 8) << 15 | b << 10 | base << 5 | a);
+        let word = 0xa900_0000 | (offset / 8) << 15 | b << 10 | base << 5 | a;
+        if base == SP {
+            let effects = [
+                Cfi::Saved(a as u8, self.from_cfa(offset)),
+                Cfi::Saved(b as u8, self.from_cfa(offset + 8)),
+            ];
+            self.frame_word(word, &effects);
+        } else {
+            self.word(word);
+        }
     }
 
     /// `ldp xa, xb, [base, #offset]`
@@ -124,12 +170,24 @@ impl Asm {
 
     /// `add xd, xn, #imm12` (`mov xd, sp` when `imm` is 0)
     pub(super) fn add_imm(&mut self, d: X, n: X, imm: u32) {
-        self.word(0x9100_0000 | imm << 10 | n << 5 | d);
+        let word = 0x9100_0000 | imm << 10 | n << 5 | d;
+        if d == FP && n == SP {
+            // The frame pointer's setup: the frame is still described from the stack pointer.
+            self.frame_word(word, &[]);
+        } else {
+            self.word(word);
+        }
     }
 
     /// `sub xd, xn, #imm12`
     pub(super) fn sub_imm(&mut self, d: X, n: X, imm: u32) {
-        self.word(0xd100_0000 | imm << 10 | n << 5 | d);
+        let word = 0xd100_0000 | imm << 10 | n << 5 | d;
+        if d == SP && n == SP && self.in_prologue {
+            self.cfa += imm;
+            self.frame_word(word, &[Cfi::CfaOffset(self.cfa)]);
+        } else {
+            self.word(word);
+        }
     }
 
     /// `mov xd, xm` (`orr xd, xzr, xm`)
@@ -164,7 +222,12 @@ impl Asm {
 
     /// `str xt, [xn, #offset]`
     pub(super) fn store64(&mut self, t: X, n: X, offset: u32) {
-        self.word(0xf900_0000 | (offset / 8) << 10 | n << 5 | t);
+        let word = 0xf900_0000 | (offset / 8) << 10 | n << 5 | t;
+        if n == SP {
+            self.frame_word(word, &[Cfi::Saved(t as u8, self.from_cfa(offset))]);
+        } else {
+            self.word(word);
+        }
     }
 
     /// `ubfx wd, wn, #lsb, #width`

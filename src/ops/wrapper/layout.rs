@@ -409,13 +409,24 @@ pub(super) fn target(
     }
 }
 
-/// A function's machine code: its bytes, its relocations (offsets from its start), and, for
-/// x86-64, its Windows unwind information (an `UNWIND_INFO`, which COFF objects carry in
-/// `.xdata`, indexed by `.pdata`).
+/// A function's machine code: its bytes, its relocations (offsets from its start), how its
+/// prologue moves the stack (for ELF's `.eh_frame`) and, for x86-64, its Windows unwind
+/// information (an `UNWIND_INFO`, which COFF objects carry in `.xdata`, indexed by `.pdata`).
 pub(super) struct Function {
     pub(super) code: Vec<u8>,
     pub(super) relocs: Vec<Relocation>,
+    /// Each prologue instruction's effect on the frame, with the offset where it ends.
+    pub(super) cfi: Vec<(u32, Cfi)>,
     pub(super) unwind: Option<Vec<u8>>,
+}
+
+/// What a prologue instruction does to the frame, as DWARF call frame information says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cfi {
+    /// The canonical frame address is now this many bytes above the stack pointer.
+    CfaOffset(u32),
+    /// The register (DWARF number) is saved at this offset from the canonical frame address.
+    Saved(u8, i32),
 }
 
 /// A function in `section`: its symbol, defined by [`define_functions`].
@@ -446,8 +457,126 @@ pub(super) fn define_functions(
     }
     if host.is_coff() {
         add_unwind_tables(obj, host, text, &placed)?;
+    } else {
+        add_eh_frame(obj, host, text, &placed)?;
     }
     Ok(())
+}
+
+/// `.eh_frame`: one CIE for the host, then an FDE per function with its prologue's call frame
+/// information, so that unwinders (C++ exceptions, backtraces, debuggers) can walk through the
+/// functions.
+fn add_eh_frame(
+    obj: &mut Object,
+    host: Host,
+    text: SectionId,
+    functions: &[(u64, Function)],
+) -> Result<()> {
+    use object::elf;
+    // Code alignment, return address register, initial instructions, the FDE's PC-relative
+    // relocation, and the section type.
+    let (code_align, return_address, initial, prel32, sh_type): (u8, u8, &[u8], _, _) = match host {
+        Host::ElfAarch64 => (
+            4,
+            30,
+            &[DW_CFA_DEF_CFA, 31, 0], // CFA = sp
+            elf::R_AARCH64_PREL32,
+            elf::SHT_PROGBITS,
+        ),
+        // CFA = rsp + 8, the return address at CFA - 8.
+        _ => (
+            1,
+            16,
+            &[DW_CFA_DEF_CFA, 7, 8, DW_CFA_OFFSET | 16, 1],
+            elf::R_X86_64_PC32,
+            elf::SHT_X86_64_UNWIND,
+        ),
+    };
+    let section = add_section(obj, host, ".eh_frame", SectionKind::ReadOnlyData);
+    obj.section_mut(section).flags = SectionFlags::Elf {
+        sh_type,
+        sh_flags: elf::SectionFlags(elf::SHF_ALLOC.0),
+    };
+    // The CIE: version 1, augmentation "zR" (FDE pointers PC-relative, 4 bytes), data
+    // alignment -8.
+    let mut cie = vec![1, b'z', b'R', 0, code_align, 0x78, return_address, 1, 0x1b];
+    cie.extend_from_slice(initial);
+    let cie = frame_record(0, &cie);
+    let cie_at = obj.append_section_data(section, &cie, 8);
+    let text_symbol = obj.section_symbol(text);
+    for (at, function) in functions {
+        let mut instructions = Vec::new();
+        let mut pc = 0;
+        for &(end, cfi) in &function.cfi {
+            if end > pc {
+                let delta = (end - pc) / u32::from(code_align);
+                debug_assert!(delta < 64, "a prologue instruction is short");
+                instructions.push(DW_CFA_ADVANCE_LOC | delta as u8);
+                pc = end;
+            }
+            match cfi {
+                Cfi::CfaOffset(offset) => {
+                    instructions.push(DW_CFA_DEF_CFA_OFFSET);
+                    uleb128(&mut instructions, u64::from(offset));
+                }
+                Cfi::Saved(register, at) => {
+                    instructions.push(DW_CFA_OFFSET | register);
+                    uleb128(&mut instructions, (-at / 8) as u64);
+                }
+            }
+        }
+        // The pointer to the CIE (filled in below), the function's start (relocated), its
+        // length, no augmentation data, the instructions.
+        let mut body = vec![0; 8];
+        body[4..8].copy_from_slice(&(function.code.len() as u32).to_le_bytes());
+        body.push(0);
+        body.extend_from_slice(&instructions);
+        let mut fde = frame_record(0, &body);
+        let fde_at = obj.section(section).data().len().next_multiple_of(8) as u64;
+        let cie_pointer = (fde_at + 4 - cie_at) as u32;
+        fde[4..8].copy_from_slice(&cie_pointer.to_le_bytes());
+        let fde_at = obj.append_section_data(section, &fde, 8);
+        obj.add_relocation(
+            section,
+            Relocation {
+                offset: fde_at + 8,
+                symbol: text_symbol,
+                addend: *at as i64,
+                flags: RelocationFlags::Elf { r_type: prel32 },
+            },
+        )
+        .map_err(cannot_write)?;
+    }
+    Ok(())
+}
+
+const DW_CFA_ADVANCE_LOC: u8 = 0x40;
+const DW_CFA_OFFSET: u8 = 0x80;
+const DW_CFA_DEF_CFA: u8 = 0x0c;
+const DW_CFA_DEF_CFA_OFFSET: u8 = 0x0e;
+
+/// A CIE or FDE: its length, `id` (0 for a CIE, the CIE pointer for an FDE, here a
+/// placeholder), `body`, padded with `DW_CFA_nop` to a multiple of 8 bytes.
+fn frame_record(id: u32, body: &[u8]) -> Vec<u8> {
+    let mut record = vec![0; 8];
+    record[4..8].copy_from_slice(&id.to_le_bytes());
+    record.extend_from_slice(body);
+    record.resize(record.len().next_multiple_of(8), 0);
+    let length = (record.len() - 4) as u32;
+    record[..4].copy_from_slice(&length.to_le_bytes());
+    record
+}
+
+fn uleb128(out: &mut Vec<u8>, mut value: u64) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
 }
 
 /// `.xdata` with each function's `UNWIND_INFO`, and `.pdata` with a `RUNTIME_FUNCTION`

@@ -7,7 +7,7 @@ use object::RelocationFlags;
 
 pub(super) use super::labels::Label;
 use super::labels::Labels;
-use super::layout::Function;
+use super::layout::{Cfi, Function};
 
 /// A general-purpose register, numbered as the encoding numbers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +38,21 @@ impl Reg {
 
     fn high(self) -> bool {
         self as u8 >= 8
+    }
+
+    /// The register's DWARF number.
+    fn dwarf(self) -> u8 {
+        match self {
+            Reg::Rax => 0,
+            Reg::Rdx => 1,
+            Reg::Rcx => 2,
+            Reg::Rbx => 3,
+            Reg::Rsi => 4,
+            Reg::Rdi => 5,
+            Reg::Rbp => 6,
+            Reg::Rsp => 7,
+            other => other as u8,
+        }
     }
 }
 
@@ -130,6 +145,10 @@ pub(super) struct Asm {
     /// The prologue's Windows unwind codes: where each instruction ends, the operation and its
     /// operand (`push` and `sub rsp` only appear in prologues here).
     unwind_codes: Vec<(u8, UnwindOp, u8)>,
+    /// The same as call frame information, and how far the frame's start (the canonical frame
+    /// address) is above the stack pointer.
+    cfi: Vec<(u32, Cfi)>,
+    cfa: u32,
 }
 
 /// A Windows x64 unwind operation.
@@ -149,6 +168,9 @@ impl Asm {
             format,
             labels: Labels::new(),
             unwind_codes: Vec::new(),
+            cfi: Vec::new(),
+            // The return address is pushed.
+            cfa: 8,
         }
     }
 
@@ -164,6 +186,7 @@ impl Asm {
         Function {
             code: self.code,
             relocs: self.relocs,
+            cfi: self.cfi,
             unwind,
         }
     }
@@ -246,6 +269,11 @@ impl Asm {
         self.rex(false, None, Some(reg));
         self.code.push(0x50 + reg.low());
         self.unwind(UnwindOp::PushNonvolatile, reg as u8);
+        self.cfa += 8;
+        let end = self.code.len() as u32;
+        self.cfi.push((end, Cfi::CfaOffset(self.cfa)));
+        self.cfi
+            .push((end, Cfi::Saved(reg.dwarf(), -(self.cfa as i32))));
     }
 
     /// `pop r64`
@@ -259,6 +287,9 @@ impl Asm {
         self.bytes(&[0x48, 0x83, 0xec, imm as u8]);
         debug_assert!(imm >= 8 && imm % 8 == 0);
         self.unwind(UnwindOp::AllocSmall, (imm / 8 - 1) as u8);
+        self.cfa += imm as u32;
+        self.cfi
+            .push((self.code.len() as u32, Cfi::CfaOffset(self.cfa)));
     }
 
     /// `add rsp, imm8`
