@@ -120,7 +120,7 @@ impl Asm {
     }
 
     /// Where `offset` from the stack pointer is, from the canonical frame address.
-    fn from_cfa(&self, offset: u32) -> i32 {
+    fn cfa_relative(&self, offset: u32) -> i32 {
         offset as i32 - self.cfa as i32
     }
 
@@ -137,8 +137,8 @@ impl Asm {
         }
         let effects = [
             Cfi::CfaOffset(self.cfa),
-            Cfi::Saved(a as u8, self.from_cfa(0)),
-            Cfi::Saved(b as u8, self.from_cfa(8)),
+            Cfi::Saved(a as u8, self.cfa_relative(0)),
+            Cfi::Saved(b as u8, self.cfa_relative(8)),
         ];
         self.frame_word(0xa980_0000 | imm7 << 15 | b << 10 | SP << 5 | a, &effects);
     }
@@ -154,8 +154,8 @@ impl Asm {
         let word = 0xa900_0000 | (offset / 8) << 15 | b << 10 | base << 5 | a;
         if base == SP {
             let effects = [
-                Cfi::Saved(a as u8, self.from_cfa(offset)),
-                Cfi::Saved(b as u8, self.from_cfa(offset + 8)),
+                Cfi::Saved(a as u8, self.cfa_relative(offset)),
+                Cfi::Saved(b as u8, self.cfa_relative(offset + 8)),
             ];
             self.frame_word(word, &effects);
         } else {
@@ -224,7 +224,7 @@ impl Asm {
     pub(super) fn store64(&mut self, t: X, n: X, offset: u32) {
         let word = 0xf900_0000 | (offset / 8) << 10 | n << 5 | t;
         if n == SP {
-            self.frame_word(word, &[Cfi::Saved(t as u8, self.from_cfa(offset))]);
+            self.frame_word(word, &[Cfi::Saved(t as u8, self.cfa_relative(offset))]);
         } else {
             self.word(word);
         }
