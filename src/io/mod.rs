@@ -684,7 +684,7 @@ fn copy_range(source: &File, mut offset: u64, len: u64, target: &mut File) -> io
     let mut left = len;
     while left > 0 {
         let mut from = offset as libc::loff_t;
-        let chunk = left.min(1 << 30) as usize;
+        let chunk = left.min(WRITE_BACK_STEP) as usize;
         // SAFETY: both descriptors are open; `from` is a valid pointer to the input offset,
         // and the output offset is the target's own position.
         let copied = unsafe {
@@ -709,10 +709,35 @@ fn copy_range(source: &File, mut offset: u64, len: u64, target: &mut File) -> io
         if copied == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
+        start_write_back(target, copied as u64);
         offset += copied as u64;
         left -= copied as u64;
     }
     Ok(())
+}
+
+/// How much is copied between two starts of write-back.
+const WRITE_BACK_STEP: u64 = 32 << 20;
+
+/// Starts writing to the disk the last `len` bytes written to `target` (at its position),
+/// without waiting: the disk then writes while the next bytes are copied, and the `fsync`
+/// that ends every output has little left to wait for.
+fn start_write_back(target: &File, len: u64) {
+    if len < WRITE_BACK_STEP / 2 {
+        return;
+    }
+    // SAFETY: `target` is an open descriptor; the call only reads its position and hints.
+    unsafe {
+        let end = libc::lseek(target.as_raw_fd(), 0, libc::SEEK_CUR);
+        if end >= len as libc::off64_t {
+            libc::sync_file_range(
+                target.as_raw_fd(),
+                end - len as libc::off64_t,
+                len as libc::off64_t,
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+        }
+    }
 }
 
 fn copy_through_buffer(
