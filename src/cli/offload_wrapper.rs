@@ -104,6 +104,10 @@ const ABOUT: llvm_cl::About = llvm_cl::About {
     compatible_with: None,
 };
 
+/// The program name under which this tool's own behaviour (and help) applies, rather than
+/// LLVM's.
+pub(super) const OURS: &str = "offload wrapper";
+
 /// The host triple when `--triple` is not given.
 const DEFAULT_TRIPLE: &str = "x86_64-pc-linux-gnu";
 
@@ -124,7 +128,7 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
         args,
         &["o", "kind", "triple", "compression-level", "filetype"],
     );
-    let (parsed, mut failed) = match llvm_cl::parse(&line.rest, SPECS) {
+    let (parsed, failed) = match llvm_cl::parse(&line.rest, SPECS) {
         Ok(p) => (p, false),
         Err(errors) => {
             llvm_cl::print_errors(err, &base, prog, &errors, SPECS);
@@ -135,7 +139,7 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
         // `offload wrapper --kind=... --help` shows the options this tool adds; under LLVM's
         // name, the help is LLVM's.
         let help = format!("{HELP}{EXTENSIONS}");
-        let about = if prog == "offload wrapper" {
+        let about = if prog == OURS {
             llvm_cl::About {
                 help: &help,
                 ..ABOUT
@@ -147,6 +151,30 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
             return code;
         }
     }
+    let config = match config(prog, &base, &parsed, line, failed, err) {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    match wrapper::wrap_llvm22(&config) {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = writeln!(err, "{prog}: error: {e}");
+            1
+        }
+    }
+}
+
+/// What to wrap, checked in the order LLVM's tool checks it: the images (`failed` says the
+/// option parser already complained), the kind, then the output; then this tool's own
+/// options. On a mistake, the message is printed and the exit status returned.
+fn config(
+    prog: &str,
+    base: &str,
+    parsed: &llvm_cl::Parsed,
+    line: CommandLine,
+    mut failed: bool,
+    err: &mut dyn Write,
+) -> Result<OffloadWrapperConfig, i32> {
     let mut images = line.images;
     images.extend(parsed.positional.iter().map(PathBuf::from));
     // As LLVM's parser: the missing positional argument, then the missing or unknown kind.
@@ -158,43 +186,61 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
         failed = true;
     }
     let kind = match parsed.value("kind") {
-        Some("openmp") => Some(OffloadKind::OpenMp),
-        Some("cuda") => Some(OffloadKind::Cuda),
-        Some("hip") => Some(OffloadKind::Hip),
+        Some("openmp") => OffloadKind::OpenMp,
+        Some("cuda") => OffloadKind::Cuda,
+        Some("hip") => OffloadKind::Hip,
         Some(other) => {
             let _ = writeln!(
                 err,
                 "{base}: for the --kind option: Cannot find option named '{other}'!"
             );
-            return 1;
+            return Err(1);
         }
-        None => None,
-    };
-    let Some(kind) = kind else {
-        let _ = writeln!(
-            err,
-            "{base}: for the --kind option: must be specified at least once!"
-        );
-        return 1;
+        None => {
+            let _ = writeln!(
+                err,
+                "{base}: for the --kind option: must be specified at least once!"
+            );
+            return Err(1);
+        }
     };
     if failed {
-        return 1;
+        return Err(1);
     }
-    let bundle = match bundling(prog, &parsed, &line.arches, images.len(), err) {
-        Ok(bundle) => bundle,
-        Err(code) => return code,
-    };
+    let bundle = bundling(prog, parsed, &line.arches, images.len(), err)?;
     if bundle.is_some() && kind != OffloadKind::Hip {
         let _ = writeln!(
             err,
             "{prog}: error: --bundle, --offload-arch and --compress bundle HIP code objects: they need --kind=hip"
         );
-        return 1;
+        return Err(1);
     }
     let output = PathBuf::from(parsed.value("o").unwrap_or(""));
-    // `offload wrapper` goes by the output's extension; LLVM's name writes what LLVM's tool
-    // writes (bitcode; IR text for `.ll`) unless told.
-    let file_type = match (parsed.value("filetype"), FileType::of(&output)) {
+    let file_type = file_type(prog, base, parsed, &output, err)?;
+    if output.as_os_str().is_empty() {
+        let _ = writeln!(err, "{prog}: error: No such file or directory");
+        return Err(1);
+    }
+    Ok(OffloadWrapperConfig {
+        kind,
+        triple: parsed.value("triple").unwrap_or(DEFAULT_TRIPLE).to_string(),
+        output,
+        file_type,
+        images,
+        bundle,
+    })
+}
+
+/// What is written: `--filetype` when given; else `offload wrapper` goes by the output's
+/// extension, and LLVM's name writes what LLVM's tool writes (bitcode; IR text for `.ll`).
+fn file_type(
+    prog: &str,
+    base: &str,
+    parsed: &llvm_cl::Parsed,
+    output: &Path,
+    err: &mut dyn Write,
+) -> Result<FileType, i32> {
+    Ok(match (parsed.value("filetype"), FileType::of(output)) {
         (Some("obj"), _) => FileType::Object,
         (Some("bc"), _) => FileType::Bitcode,
         (Some("ll"), _) => FileType::IrText,
@@ -203,31 +249,12 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
                 err,
                 "{base}: for the --filetype option: Cannot find option named '{other}'! (obj, bc or ll)"
             );
-            return 1;
+            return Err(1);
         }
-        (None, by_extension) if prog == "offload wrapper" => by_extension,
+        (None, by_extension) if prog == OURS => by_extension,
         (None, FileType::IrText) => FileType::IrText,
         (None, _) => FileType::Bitcode,
-    };
-    let config = OffloadWrapperConfig {
-        kind,
-        triple: parsed.value("triple").unwrap_or(DEFAULT_TRIPLE).to_string(),
-        output,
-        file_type,
-        images,
-        bundle,
-    };
-    if config.output.as_os_str().is_empty() {
-        let _ = writeln!(err, "{prog}: error: No such file or directory");
-        return 1;
-    }
-    match wrapper::wrap_llvm22(&config) {
-        Ok(()) => 0,
-        Err(e) => {
-            let _ = writeln!(err, "{prog}: error: {e}");
-            1
-        }
-    }
+    })
 }
 
 /// Whether and how HIP code objects are bundled into one fat binary before it is wrapped:

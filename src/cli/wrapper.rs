@@ -69,7 +69,7 @@ pub fn run_subcommand(args: &[String]) -> i32 {
         a.starts_with('-') && (body == "kind" || body.starts_with("kind="))
     };
     if rest.iter().any(is_kind) {
-        return super::offload_wrapper::run("offload wrapper", &rest);
+        return super::offload_wrapper::run(super::offload_wrapper::OURS, &rest);
     }
     run("offload wrapper", &rest)
 }
