@@ -359,6 +359,40 @@ fn an_interrupted_extract_or_rewrite_leaves_no_temporaries() {
     );
 }
 
+#[test]
+fn an_interrupted_hip_wrapper_leaves_no_temporaries() {
+    let work = tempfile::tempdir().unwrap();
+    // Large enough that compressing it at a high level takes a while.
+    let image = work.path().join("big.co");
+    let mut bytes = Vec::with_capacity(96 << 20);
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+    while bytes.len() < 96 << 20 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        bytes.extend_from_slice(&(x % 61).to_le_bytes());
+    }
+    std::fs::write(&image, bytes).unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let out = work.path().join(format!("out{signal}"));
+        interrupt(signal, &out, &mut || {
+            std::fs::create_dir_all(&out).unwrap();
+            offload()
+                .args([
+                    "wrapper",
+                    "--kind=hip",
+                    "--offload-arch=gfx90a",
+                    "--compression-level=19",
+                ])
+                .arg(&image)
+                .arg("-o")
+                .arg(out.join("w.o"))
+                .spawn()
+                .unwrap()
+        });
+    }
+}
+
 /// Starts the process `start` makes, sends it `signal` once a temporary file shows in
 /// `folder`, and checks that it died of the signal and left no temporary file. A process that
 /// finished before the signal landed (a loaded machine) is started again, up to five times.

@@ -769,7 +769,11 @@ fn a_hip_bundle_of_an_unknown_image_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("k.hip"), "__global__ void k() {}\n").unwrap();
     let gfx906 = images()[0].display().to_string();
-    let cases: [(&[&str], &str); 3] = [
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--kind=hip", "--bundle", "-o", "x.ll", "-"],
+            "offload wrapper: error: standard input cannot be bundled: name each code object's file\n",
+        ),
         (
             &["--kind=hip", "--bundle", "-o", "x.ll", "k.hip"],
             "offload wrapper: error: 'k.hip': not an AMDGPU code object whose processor is known; name its target ID with --offload-arch\n",

@@ -59,6 +59,39 @@ struct OpenInput {
     start: usize,
 }
 
+/// A named temporary file for one step of a command to hand to the next: made in `dir`,
+/// listed so that SIGINT, SIGTERM and SIGHUP remove it, and removed when dropped.
+pub struct Temporary {
+    file: tempfile::NamedTempFile,
+    _listed: cleanup::Listed,
+}
+
+impl Temporary {
+    /// A new empty temporary file in `dir`, named `.offload-*SUFFIX.tmp` as every temporary
+    /// file of this tool ends in `.tmp`.
+    pub fn new_in(dir: &Path, suffix: &str) -> Result<Temporary> {
+        let (file, listed) = cleanup::listed(
+            || {
+                tempfile::Builder::new()
+                    .prefix(".offload-")
+                    .suffix(&format!("{suffix}.tmp"))
+                    .tempfile_in(dir)
+            },
+            |file| file.path(),
+        )
+        .map_err(|e| Error::io(dir, e))?;
+        Ok(Temporary {
+            file,
+            _listed: listed,
+        })
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+}
+
 /// Gives back the memory of the whole pages of `part`, when it is a slice of a mapped input
 /// file that this process will not read again soon: the pages leave this process's resident
 /// set (they stay in the page cache, and are read again from the file if touched). Anything

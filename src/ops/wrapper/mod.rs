@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::format::bitstream_writer::Part;
-use crate::io::{Input, Output};
+use crate::io::{Input, Output, Temporary};
 
 /// What to wrap.
 #[derive(Debug, Clone, Default)]
@@ -317,14 +317,17 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
 /// host entry and one `hipv4-amdgcn-amd-amdhsa--ID` entry per code object, sorted by target
 /// ID, 4096-byte aligned, optionally compressed; written to a temporary file beside the
 /// output.
-fn hip_fat_binary(
-    config: &OffloadWrapperConfig,
-    bundling: &HipBundling,
-) -> Result<tempfile::NamedTempFile> {
+fn hip_fat_binary(config: &OffloadWrapperConfig, bundling: &HipBundling) -> Result<Temporary> {
     use crate::format::processor::{code_object_target_id, LlvmVersion};
     use crate::ops::bundler::{self, BundlerConfig};
     let mut entries = Vec::with_capacity(config.images.len());
     for (i, path) in config.images.iter().enumerate() {
+        // The bundler reads each input itself, and standard input can be read only once.
+        if path.as_os_str() == "-" {
+            return Err(Error::msg(
+                "standard input cannot be bundled: name each code object's file",
+            ));
+        }
         let given = bundling.arches.get(i).filter(|a| !a.is_empty());
         let id = match given {
             Some(id) => id.clone(),
@@ -352,11 +355,7 @@ fn hip_fat_binary(
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let file = tempfile::Builder::new()
-        .prefix(".offload-wrapper-")
-        .suffix(".hipfb")
-        .tempfile_in(&dir)
-        .map_err(|e| Error::io(&dir, e))?;
+    let file = Temporary::new_in(&dir, ".hipfb")?;
     let bundler_config = BundlerConfig {
         file_type: "o".to_string(),
         targets,
