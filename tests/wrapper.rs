@@ -769,7 +769,11 @@ fn a_hip_bundle_of_an_unknown_image_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("k.hip"), "__global__ void k() {}\n").unwrap();
     let gfx906 = images()[0].display().to_string();
-    let cases: [(&[&str], &str); 4] = [
+    let twice = format!(
+        "offload wrapper: error: '{gfx906}' and '{gfx906}' are both for gfx906: a fat binary holds one code object per target ID\n"
+    );
+    let cases: [(&[&str], &str); 5] = [
+        (&["--kind=hip", "--bundle", "-o", "x.ll", &gfx906, &gfx906], &twice),
         (
             &["--kind=hip", "--bundle", "-o", "x.ll", "-"],
             "offload wrapper: error: standard input cannot be bundled: name each code object's file\n",

@@ -63,7 +63,7 @@ enum Unit {
 const MANY_BYTES: u64 = 256 << 20;
 
 impl JobBar {
-    /// A bar for `files` files (none yet: [`Progress::start`] says how many).
+    /// A bar for `files` files, hidden until it is drawn on a terminal.
     pub fn new(files: usize) -> JobBar {
         let bar = JobBar {
             bar: indicatif::ProgressBar::hidden(),

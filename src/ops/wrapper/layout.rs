@@ -509,9 +509,7 @@ fn add_eh_frame(
         let mut pc = 0;
         for &(end, cfi) in &function.cfi {
             if end > pc {
-                let delta = (end - pc) / u32::from(code_align);
-                debug_assert!(delta < 64, "a prologue instruction is short");
-                instructions.push(DW_CFA_ADVANCE_LOC | delta as u8);
+                advance_loc(&mut instructions, (end - pc) / u32::from(code_align));
                 pc = end;
             }
             match cfi {
@@ -551,6 +549,29 @@ fn add_eh_frame(
 }
 
 const DW_CFA_ADVANCE_LOC: u8 = 0x40;
+/// `DW_CFA_advance_loc1`, `DW_CFA_advance_loc2`, `DW_CFA_advance_loc4`: the advance in the
+/// next 1, 2 or 4 bytes.
+const DW_CFA_ADVANCE_LOC1: u8 = 0x02;
+const DW_CFA_ADVANCE_LOC2: u8 = 0x03;
+const DW_CFA_ADVANCE_LOC4: u8 = 0x04;
+
+/// Moves the location of the call frame instructions `delta` code units on, in the shortest
+/// form that holds it.
+fn advance_loc(instructions: &mut Vec<u8>, delta: u32) {
+    if let Ok(small) = u8::try_from(delta) {
+        if small < 64 {
+            instructions.push(DW_CFA_ADVANCE_LOC | small);
+        } else {
+            instructions.extend_from_slice(&[DW_CFA_ADVANCE_LOC1, small]);
+        }
+    } else if let Ok(medium) = u16::try_from(delta) {
+        instructions.push(DW_CFA_ADVANCE_LOC2);
+        instructions.extend_from_slice(&medium.to_le_bytes());
+    } else {
+        instructions.push(DW_CFA_ADVANCE_LOC4);
+        instructions.extend_from_slice(&delta.to_le_bytes());
+    }
+}
 const DW_CFA_OFFSET: u8 = 0x80;
 const DW_CFA_DEF_CFA: u8 = 0x0c;
 const DW_CFA_DEF_CFA_OFFSET: u8 = 0x0e;
@@ -772,6 +793,21 @@ pub(super) fn run_with_runtime(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_location_advances_in_the_shortest_form() {
+        let advanced = |delta| {
+            let mut out = Vec::new();
+            super::advance_loc(&mut out, delta);
+            out
+        };
+        assert_eq!(advanced(4), [0x44]);
+        assert_eq!(advanced(63), [0x7f]);
+        assert_eq!(advanced(64), [0x02, 64]);
+        assert_eq!(advanced(300), [0x03, 0x2c, 0x01]);
+        assert_eq!(advanced(70_000), [0x04, 0x70, 0x11, 0x01, 0x00]);
+    }
+
     use super::*;
 
     #[test]

@@ -344,6 +344,14 @@ fn hip_fat_binary(config: &OffloadWrapperConfig, bundling: &HipBundling) -> Resu
         entries.push((id, path.clone()));
     }
     entries.sort();
+    if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        return Err(Error::msg(format!(
+            "'{}' and '{}' are both for {}: a fat binary holds one code object per target ID",
+            pair[0].1.display(),
+            pair[1].1.display(),
+            pair[0].0
+        )));
+    }
     let host = config.triple.as_str();
     let mut targets = vec![format!("host-{host}")];
     let mut inputs = vec![PathBuf::from("/dev/null")];
