@@ -125,10 +125,10 @@ fn a_compute_capability_takes_every_entry_it_runs() {
              {o}/arch-specific.1.sm_90a.cubin\tcuda sm_90a 3444 bytes\n\
              {o}/arch-specific.1.sm_90a.ptx\tcuda compute_90a 497 bytes (PTX, compiled for sm_90 when loaded)\n\
              total: 2 files, 2 with images written, 0 errors; 4 images written, 7881 bytes\n\
-             total compute_90: 1 image, 496 bytes\n\
-             total compute_90a: 1 image, 497 bytes\n\
+             total sm_90a: 1 image, 3444 bytes\n\
              total sm_90: 1 image, 3444 bytes\n\
-             total sm_90a: 1 image, 3444 bytes\n"
+             total compute_90a: 1 image, 497 bytes\n\
+             total compute_90: 1 image, 496 bytes\n"
         )
     );
     // An sm_86 device runs sm_80 cubins, not the sm_90 ones nor compute_90 PTX.

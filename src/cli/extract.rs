@@ -11,6 +11,7 @@ use clap::Parser;
 
 use crate::format::loads::Via;
 use crate::ops::extract::{self, ExtractConfig, Match};
+use crate::ops::{du, ls};
 
 use super::jobs::{self, counted, JobBar, Work};
 
@@ -165,13 +166,21 @@ fn summary(files: usize, errors: usize, written: &[extract::Extracted]) -> Strin
     let mut from: Vec<&str> = written.iter().map(|w| w.image.file.as_str()).collect();
     from.sort_unstable();
     from.dedup();
-    let mut by_target: std::collections::BTreeMap<&str, (u64, u64)> = Default::default();
+    // Per target by `du`'s rule (its naming, its order); the bytes written are the images'
+    // inflated bytes.
+    let mut by_file: std::collections::BTreeMap<&str, Vec<ls::Image>> = Default::default();
     for w in written {
-        let sum = by_target.entry(w.image.arch.as_str()).or_default();
-        sum.0 += 1;
-        sum.1 += w.image.size;
+        by_file
+            .entry(w.image.file.as_str())
+            .or_default()
+            .push(w.image.clone());
     }
-    let bytes: u64 = by_target.values().map(|t| t.1).sum();
+    let usage: Vec<du::FileUsage> = by_file
+        .iter()
+        .map(|(file, images)| du::listed_usage(file, images))
+        .collect();
+    let by_target = du::total(&usage);
+    let bytes: u64 = by_target.iter().map(|t| t.inflated).sum();
     let mut text = format!(
         "total: {}, {} with images written, {}; {}, {bytes} bytes\n",
         counted(files as u64, "file", "files"),
@@ -179,10 +188,12 @@ fn summary(files: usize, errors: usize, written: &[extract::Extracted]) -> Strin
         counted(errors as u64, "error", "errors"),
         counted(written.len() as u64, "image written", "images written"),
     );
-    for (target, (images, bytes)) in by_target {
+    for target in by_target {
         text.push_str(&format!(
-            "total {target}: {}, {bytes} bytes\n",
-            counted(images, "image", "images")
+            "total {}: {}, {} bytes\n",
+            target.target,
+            counted(target.images, "image", "images"),
+            target.inflated
         ));
     }
     text
