@@ -283,23 +283,25 @@ pub fn processor_class(target_id: &str) -> Option<&'static str> {
 /// with a 64-bit little-endian AMDGPU HSA ELF header of code object version 3 or later, or
 /// the processor is not in the table.
 pub fn code_object_target_id(bytes: &[u8]) -> Option<String> {
-    const EM_AMDGPU: u16 = 224;
+    use object::elf::{FileHeader64, ELFCLASS64, ELFDATA2LSB, ELFMAG, EM_AMDGPU};
+    use object::LittleEndian as Le;
     const ELFOSABI_AMDGPU_HSA: u8 = 64;
-    let header: &[u8; 52] = bytes.get(..52)?.try_into().ok()?;
-    let is_amdgpu = header[..4] == *b"\x7fELF"
-        && header[4] == 2
-        && header[5] == 1
-        && header[7] == ELFOSABI_AMDGPU_HSA
-        && u16::from_le_bytes([header[18], header[19]]) == EM_AMDGPU;
+    let (header, _) = object::pod::from_bytes::<FileHeader64<Le>>(bytes).ok()?;
+    let ident = &header.e_ident;
+    let is_amdgpu = ident.magic == ELFMAG
+        && ident.class == ELFCLASS64
+        && ident.data == ELFDATA2LSB
+        && ident.os_abi.0 == ELFOSABI_AMDGPU_HSA
+        && header.e_machine.get(Le) == EM_AMDGPU;
     if !is_amdgpu {
         return None;
     }
-    let flags = u32::from_le_bytes([header[48], header[49], header[50], header[51]]);
+    let flags = header.e_flags.get(Le).0;
     let mach = (flags & 0xff) as u16;
     let processor = PROCESSORS.iter().find(|p| p.mach == Some(mach))?;
     // ABI version 1 is code object v3 (one bit per feature, on or off); 2 and later are v4+
     // (two bits: unsupported, any, off, on).
-    let (sramecc, xnack) = match header[8] {
+    let (sramecc, xnack) = match ident.abi_version {
         0 => return None,
         1 => (
             Some(if flags & 0x200 != 0 { '+' } else { '-' }),
