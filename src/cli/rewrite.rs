@@ -318,11 +318,25 @@ fn execute(
             let before = du::file_usage(input, config.max_decompressed, keep).ok();
             rewrite::rewrite(input, output, config, mode)
                 .map(|summary| {
+                    // A file whose headers could not be read before, or (for compress) after,
+                    // counts in neither per-processor total, so both cover the same files.
                     let compresses = matches!(config.change, Change::Compress(_));
-                    let after = (compresses && mode == Mode::Write)
-                        .then(|| du::file_usage(output, config.max_decompressed, None).ok())
-                        .flatten();
-                    (summary, before.map(|before| Usages { before, after }))
+                    let usages = before.and_then(|before| {
+                        if compresses && mode == Mode::Write {
+                            du::file_usage(output, config.max_decompressed, None)
+                                .ok()
+                                .map(|after| Usages {
+                                    before,
+                                    after: Some(after),
+                                })
+                        } else {
+                            Some(Usages {
+                                before,
+                                after: None,
+                            })
+                        }
+                    });
+                    (summary, usages)
                 })
                 .map_err(|e| {
                     let text = e.to_string();
