@@ -46,7 +46,8 @@ COMMANDS:
              (--keep gfx942: what strip would remove; --json)
   wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images;
              with --kind=openmp|cuda|hip, llvm-offload-wrapper 22's module (.o/.obj an ELF or
-             COFF object, .ll IR text, else bitcode)
+             COFF object, .ll IR text, else bitcode); --kind=hip --bundle a.co b.co bundles
+             code objects first, as clang does
   strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
   compress   compress the bundles of a file (--format-version 2|3); decompress does the reverse,
              in linked programs and shared libraries too (ELF; PE executables and DLLs)
