@@ -193,9 +193,7 @@ fn run_with(
 ) -> i32 {
     // Command-line parser messages start with the program's file name, as LLVM's do; the
     // others with the program as it was started.
-    let base = std::path::Path::new(prog)
-        .file_name()
-        .map_or_else(|| prog.to_string(), |n| n.to_string_lossy().into_owned());
+    let base = llvm_cl::base_name(prog);
     let parsed = match llvm_cl::parse(args, SPECS) {
         Ok(p) => p,
         Err(errors) => {

@@ -61,6 +61,26 @@ impl Parsed {
     }
 }
 
+/// The file name of `prog`, which starts the parser's messages as LLVM's do (the other
+/// messages start with `prog` as it was started).
+pub fn base_name(prog: &str) -> String {
+    std::path::Path::new(prog)
+        .file_name()
+        .map_or_else(|| prog.to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// Runs a personality's `run_with(prog, args, stdout, stderr)` on the process's standard
+/// streams.
+pub fn run_on_standard_streams(
+    prog: &str,
+    args: &[String],
+    run_with: fn(&str, &[String], &mut dyn std::io::Write, &mut dyn std::io::Write) -> i32,
+) -> i32 {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    run_with(prog, args, &mut stdout.lock(), &mut stderr.lock())
+}
+
 /// Spells an option the way LLVM's messages do: one dash for one-letter names, two otherwise.
 pub fn spelled(name: &str) -> String {
     if name.chars().count() == 1 {

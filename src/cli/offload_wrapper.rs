@@ -114,16 +114,12 @@ const DEFAULT_TRIPLE: &str = "x86_64-pc-linux-gnu";
 /// Runs `llvm-offload-wrapper` with `args` (without the program name); `prog` starts the
 /// messages.
 pub fn run(prog: &str, args: &[String]) -> i32 {
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    run_with(prog, args, &mut stdout.lock(), &mut stderr.lock())
+    llvm_cl::run_on_standard_streams(prog, args, run_with)
 }
 
 /// [`run`], writing to the given streams.
 pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
-    let base = Path::new(prog)
-        .file_name()
-        .map_or_else(|| prog.to_string(), |n| n.to_string_lossy().into_owned());
+    let base = llvm_cl::base_name(prog);
     let line = CommandLine::split(
         args,
         &["o", "kind", "triple", "compression-level", "filetype"],

@@ -199,9 +199,7 @@ pub fn run_with(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> i32 {
-    let base = Path::new(prog)
-        .file_name()
-        .map_or_else(|| prog.to_string(), |n| n.to_string_lossy().into_owned());
+    let base = llvm_cl::base_name(prog);
     let parsed = match llvm_cl::parse(args, SPECS) {
         Ok(p) => p,
         Err(errors) => {

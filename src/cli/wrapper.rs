@@ -5,7 +5,7 @@ use super::general::GeneralOpts;
 use super::llvm_cl::{self, Kind, Spec};
 use crate::ops::wrapper::{self, WrapperConfig};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 const SPECS: &[Spec] = &[
     Spec {
@@ -104,18 +104,14 @@ fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
 
 /// Runs the wrapper with `args` (without the program name); `prog` starts the messages.
 pub fn run(prog: &str, args: &[String]) -> i32 {
-    let stdout = std::io::stdout();
-    let stderr = std::io::stderr();
-    run_with(prog, args, &mut stdout.lock(), &mut stderr.lock())
+    llvm_cl::run_on_standard_streams(prog, args, run_with)
 }
 
 /// [`run`], writing to the given streams.
 pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     // Command-line parser messages start with the program's file name, as LLVM's do; the
     // others with the program as it was started.
-    let base = Path::new(prog)
-        .file_name()
-        .map_or_else(|| prog.to_string(), |n| n.to_string_lossy().into_owned());
+    let base = llvm_cl::base_name(prog);
     let line = CommandLine::split(args, &["o", "target"]);
     let parsed = match llvm_cl::parse(&line.rest, SPECS) {
         Ok(p) => p,
