@@ -15,10 +15,10 @@ use object::{Object, ObjectSection};
 use crate::error::{Error, Result};
 use crate::format::kpack::{
     split_toc_key, Archive, HipWrapper, KernelEntry, KpackRef, Scheme, Wrapped, ELF_REF_SECTION,
-    GFXARCH, PE_REF_SECTION,
+    PE_REF_SECTION,
 };
 use crate::format::kpack_search::{
-    self, resolve_search_path, ArchiveIndex, Environment, Miss, Opened, Search,
+    self, lexically_normal, ArchiveIndex, Environment, Miss, Opened, Search,
 };
 use crate::io::Input;
 
@@ -91,64 +91,124 @@ pub fn split_binary<'a>(path: &Path, data: &'a [u8]) -> Result<Option<SplitBinar
     }))
 }
 
-/// The archives a split binary at `binary` may load from, without a device to choose among
-/// processors: `ROCM_KPACK_PATH` when it names any; else `ROCM_KPACK_PATH_PREFIX`, then each
-/// search path resolved against the binary's folder, a path with `@GFXARCH@` standing for
-/// every file of its folder that fits the pattern (in name order). Only paths that exist.
-pub fn archive_paths(binary: &Path, reference: &KpackRef<'_>, env: &Environment) -> Vec<PathBuf> {
-    let list = |value: &Option<String>| -> Vec<PathBuf> {
-        value
-            .as_deref()
-            .unwrap_or_default()
-            .split(':')
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .collect()
-    };
-    let overridden = list(&env.path);
-    let mut paths = if overridden.is_empty() {
-        let mut paths = list(&env.path_prefix);
-        for search_path in &reference.kpack_search_paths {
-            let resolved = resolve_search_path(binary, search_path);
-            if resolved.to_string_lossy().contains(GFXARCH) {
-                paths.extend(matching_files(&resolved));
+/// The search paths of `reference` as the loader resolves them for the binary at `binary`:
+/// absolute ones as written; relative ones against the folder of the binary's real path
+/// ([`runtime_path`]), then weakly canonical ([`weakly_canonical`]). `@GFXARCH@` stays in.
+pub fn loader_search_paths(binary: &Path, reference: &KpackRef<'_>) -> Vec<PathBuf> {
+    let real = runtime_path(binary);
+    let folder = real.parent().unwrap_or(Path::new("/"));
+    reference
+        .kpack_search_paths
+        .iter()
+        .map(|written| {
+            let path = Path::new(written);
+            if path.is_absolute() {
+                path.to_path_buf()
             } else {
-                paths.push(resolved);
+                weakly_canonical(&folder.join(path))
             }
-        }
-        paths
-    } else {
-        overridden
-    };
-    paths.retain(|p| p.is_file());
-    let mut seen = std::collections::HashSet::new();
-    paths.retain(|p| seen.insert(p.canonicalize().unwrap_or_else(|_| p.clone())));
-    paths
+        })
+        .collect()
 }
 
-/// The files of `pattern`'s folder whose names fit its file name, `@GFXARCH@` standing for
-/// any non-empty text, in name order.
-fn matching_files(pattern: &Path) -> Vec<PathBuf> {
-    let (Some(dir), Some(name)) = (pattern.parent(), pattern.file_name()) else {
-        return Vec::new();
+/// `path` as `std::filesystem::weakly_canonical` makes it: the longest leading part that
+/// exists with its symbolic links resolved (`realpath`), the rest appended and normalised by
+/// name.
+pub fn weakly_canonical(path: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    let parts: Vec<_> = path.components().collect();
+    let mut head = PathBuf::new();
+    let mut existing = (PathBuf::new(), 0);
+    for (n, part) in parts.iter().enumerate() {
+        head.push(part);
+        match std::fs::canonicalize(&head) {
+            Ok(real) => existing = (real, n + 1),
+            Err(_) => break,
+        }
+    }
+    let (mut out, taken) = existing;
+    for part in parts.iter().skip(taken) {
+        out.push(part);
+    }
+    lexically_normal(&out)
+}
+
+/// The archives a split binary at `binary` loads from, found as the loader finds them: the
+/// paths of [`kpack_search::candidate_paths`] for the processor strings `names` (see
+/// [`kpack_search::every_target_name`]), each opened only if it is a regular file, each
+/// file once. No folder is listed and no other file is opened.
+pub fn find_archives(
+    binary: &Path,
+    reference: &KpackRef<'_>,
+    env: &Environment,
+    names: &[String],
+) -> FoundArchives {
+    let searched = loader_search_paths(binary, reference);
+    let mut found = FoundArchives {
+        searched: searched.clone(),
+        ..FoundArchives::default()
     };
-    let name = name.to_string_lossy();
-    let Some((before, after)) = name.split_once(GFXARCH) else {
-        return Vec::new();
-    };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut found: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.len() > before.len() + after.len() && n.starts_with(before) && n.ends_with(after)
-        })
-        .map(|e| e.path())
-        .collect();
-    found.sort();
+    if env.disabled() {
+        found.disabled = true;
+        return found;
+    }
+    let mut seen = std::collections::HashSet::new();
+    for path in kpack_search::candidate_paths(&searched, names, env) {
+        match Input::open_regular(&path) {
+            Ok(Some(input)) => {
+                if seen.insert(input.identity()) {
+                    found.archives.push((path, input));
+                }
+            }
+            Ok(None) => {}
+            Err(e) => found.problems.push(e),
+        }
+    }
     found
+}
+
+/// The archives found for a split binary, and where they were looked for.
+#[derive(Default)]
+pub struct FoundArchives {
+    /// The binary's search paths as the loader resolved them, `@GFXARCH@` left in.
+    pub searched: Vec<PathBuf>,
+    /// Whether `ROCM_KPACK_DISABLE` turned the loader off (nothing was opened).
+    pub disabled: bool,
+    /// The archives, in the loader's order, each mapped.
+    pub archives: Vec<(PathBuf, Input)>,
+    /// Regular files that could not be opened.
+    pub problems: Vec<Error>,
+}
+
+impl FoundArchives {
+    /// Where the archives were looked for, for people: the environment's list when
+    /// `ROCM_KPACK_PATH` names one, else `ROCM_KPACK_PATH_PREFIX`'s and the search paths,
+    /// `@GFXARCH@` standing for each processor string tried.
+    pub fn where_looked(&self, env: &Environment) -> String {
+        let list = |value: &Option<String>| -> Vec<String> {
+            value
+                .as_deref()
+                .unwrap_or_default()
+                .split(':')
+                .filter(|p| !p.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        if self.disabled {
+            return "nowhere: ROCM_KPACK_DISABLE turns kpack loading off".to_string();
+        }
+        let overridden = list(&env.path);
+        let paths = if overridden.is_empty() {
+            let mut paths = list(&env.path_prefix);
+            paths.extend(self.searched.iter().map(|p| p.display().to_string()));
+            paths
+        } else {
+            overridden
+        };
+        paths.join(", ")
+    }
 }
 
 /// One code object an archive holds, with where it is stored.
@@ -203,8 +263,10 @@ pub fn stored_code_objects(
         .collect()
 }
 
-/// The code objects for the split binary at `binary` in the archives `archive_paths` finds,
-/// in archive order then table order, and the archives that could not be read.
+/// The code objects for the split binary at `binary` in the archives the loader would find
+/// for any device ([`find_archives`] with every processor string), in archive order then
+/// table order, and the problems: archives that could not be read, no archive at all, and
+/// code objects the binary asks for that no archive holds.
 pub fn code_objects_for(
     binary: &Path,
     split: &SplitBinary<'_>,
@@ -212,19 +274,48 @@ pub fn code_objects_for(
 ) -> (Vec<StoredCodeObject>, Vec<Error>) {
     let name = split.reference.kernel_name;
     let ours = |e: &KernelEntry<'_>| split_toc_key(e.key).is_some_and(|(b, _)| b == name);
+    let names = kpack_search::every_target_name();
+    let set = find_archives(binary, &split.reference, env, &names);
     let mut found = Vec::new();
     let mut problems = Vec::new();
-    for path in archive_paths(binary, &split.reference, env) {
-        // Mapped: only the header and the table are read.
-        let listed = Input::open(&path).and_then(|data| {
-            let archive = Archive::parse(&data).map_err(|e| Error::format(&path, e))?;
-            let list = stored_code_objects(&path, &archive, &ours)?;
-            data.intact()?;
-            Ok(list)
-        });
-        match listed {
+    if set.archives.is_empty() && !set.disabled {
+        problems.push(Error::msg(format!(
+            "'{}': no kpack archive found for its {} code objects; looked at {}",
+            binary.display(),
+            split.distinct_indices().len(),
+            set.where_looked(env)
+        )));
+    }
+    for (path, data) in &set.archives {
+        let listed = Archive::parse(data)
+            .map_err(|e| Error::format(path, e))
+            .and_then(|archive| stored_code_objects(path, &archive, &ours));
+        match listed.and_then(|list| data.intact().map(|()| list)) {
             Ok(list) => found.extend(list),
             Err(e) => problems.push(e),
+        }
+    }
+    problems.extend(set.problems);
+    if !set.archives.is_empty() {
+        let held: std::collections::HashSet<u64> = found.iter().filter_map(|c| c.index).collect();
+        let lacking: Vec<u64> = split
+            .distinct_indices()
+            .into_iter()
+            .filter(|i| !held.contains(i))
+            .collect();
+        if !lacking.is_empty() {
+            problems.push(Error::msg(format!(
+                "'{}': code object{} {} ({}#N) in none of its archives ({})",
+                binary.display(),
+                if lacking.len() == 1 { "" } else { "s" },
+                lacking.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+                name,
+                set.archives
+                    .iter()
+                    .map(|(p, _)| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
         }
     }
     (found, problems)
@@ -289,6 +380,65 @@ impl ArchiveFiles {
         known.map_err(Error::msg)
     }
 
+    /// The archive at `path` if a regular file is there ([`Input::open_regular`]): mapped, as
+    /// [`ArchiveFiles::map`]; `None` when nothing or no regular file is there.
+    fn map_regular(&mut self, path: &Path) -> Result<Option<usize>> {
+        if let Some(known) = self.by_path.get(path) {
+            return known.clone().map(Some).map_err(Error::msg);
+        }
+        let mapped = match Input::open_regular(path) {
+            Ok(None) => return Ok(None),
+            Ok(Some(input)) => match Archive::parse(&input) {
+                Ok(_) => Ok(input),
+                Err(e) => Err(Error::format(path, e)),
+            },
+            Err(e) => Err(e),
+        };
+        let known = match mapped {
+            Ok(input) => {
+                self.inputs.push((path.to_path_buf(), input));
+                Ok(self.inputs.len() - 1)
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        self.by_path.insert(path.to_path_buf(), known.clone());
+        known.map(Some).map_err(Error::msg)
+    }
+
+    /// The archives the loader finds for the split binary at `binary` when `@GFXARCH@`
+    /// stands for each of `names`, as [`find_archives`] finds them: their numbers, in the
+    /// loader's order, each file once; and the regular files that are no archive.
+    pub fn find(
+        &mut self,
+        binary: &Path,
+        reference: &KpackRef<'_>,
+        env: &Environment,
+        names: &[String],
+    ) -> (Vec<usize>, Vec<Error>) {
+        let mut numbers: Vec<usize> = Vec::new();
+        let mut problems = Vec::new();
+        if env.disabled() {
+            return (numbers, problems);
+        }
+        let searched = loader_search_paths(binary, reference);
+        for path in kpack_search::candidate_paths(&searched, names, env) {
+            match self.map_regular(&path) {
+                Ok(Some(number)) => {
+                    let identity = self.get(number).and_then(|(_, i)| i.identity());
+                    let known = numbers
+                        .iter()
+                        .any(|n| self.get(*n).and_then(|(_, i)| i.identity()) == identity);
+                    if !known {
+                        numbers.push(number);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => problems.push(e),
+            }
+        }
+        (numbers, problems)
+    }
+
     /// The path and bytes of archive `number`.
     pub fn get(&self, number: usize) -> Option<(&Path, &Input)> {
         self.inputs.get(number).map(|(p, i)| (p.as_path(), i))
@@ -306,24 +456,21 @@ impl ArchiveFiles {
         if let Some(opened) = self.opened.get(path) {
             return opened.clone();
         }
-        let opened = if !path.is_file() {
-            Opened::Missing
-        } else {
-            match self.map(path) {
-                Ok(number) => match self.archive(number) {
-                    Some((_, archive)) => Opened::Archive(ArchiveIndex::of(&archive)),
-                    None => Opened::Unreadable("not a kpack archive".into()),
-                },
-                Err(e) => Opened::Unreadable(without_path(path, &e.to_string())),
-            }
+        let opened = match self.map_regular(path) {
+            Ok(None) => Opened::Missing,
+            Ok(Some(number)) => match self.archive(number) {
+                Some((_, archive)) => Opened::Archive(ArchiveIndex::of(&archive)),
+                None => Opened::Unreadable("not a kpack archive".into()),
+            },
+            Err(e) => Opened::Unreadable(without_path(path, &e.to_string())),
         };
         self.opened.insert(path.to_path_buf(), opened.clone());
         opened
     }
 
     /// The loader's search, against the files, for code object `index` of the split binary
-    /// whose runtime path (see [`runtime_path`]) is `binary`, on a device asking for `arches`
-    /// ([`kpack_search::device_arches`]), as today's runtime does (a miss falls through).
+    /// at `binary`, on a device asking for `arches` ([`kpack_search::device_arches`]), as
+    /// today's runtime does (a miss falls through).
     pub fn search(
         &mut self,
         binary: &Path,
@@ -332,9 +479,10 @@ impl ArchiveFiles {
         arches: &[String],
         env: &Environment,
     ) -> Search {
+        let resolved = loader_search_paths(binary, &split.reference);
         kpack_search::search(
             &split.reference,
-            binary,
+            &resolved,
             index,
             arches,
             env,

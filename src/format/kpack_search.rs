@@ -7,9 +7,12 @@
 //! 1. `ROCM_KPACK_DISABLE` (set, not empty, not starting with `0`) turns kpack loading off.
 //! 2. `ROCM_KPACK_PATH` (`:`-separated, empty pieces dropped), when it names any path, is the
 //!    whole list. Otherwise `ROCM_KPACK_PATH_PREFIX` comes first, then the reference's paths,
-//!    each relative to the binary's folder unless absolute; a path with `@GFXARCH@` is tried
-//!    for every processor the device asks for and every subset of its features, most specific
-//!    first (`gfx942:sramecc+:xnack-`, `gfx942:sramecc+`, `gfx942:xnack-`, `gfx942`).
+//!    absolute ones as written, relative ones against the folder of the binary's real path
+//!    (symbolic links resolved, as `/proc/self/maps` names it) and then made weakly canonical
+//!    (symbolic links of the part that exists followed, the rest normalised by name); a path
+//!    with `@GFXARCH@` is tried for every processor the device asks for and every subset of
+//!    its features, most specific first (`gfx942:sramecc+:xnack-`, `gfx942:sramecc+`,
+//!    `gfx942:xnack-`, `gfx942`). Those paths are the only ones opened: no folder is listed.
 //! 3. Paths that are not regular files, or do not open as archives, are passed over.
 //! 4. Processor first: for each processor the device asks for (its ISA, then its generic
 //!    target), each feature subset, each archive in list order, the first archive whose
@@ -21,6 +24,8 @@ use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
 use super::kpack::{toc_key, Archive, KpackRef, GFXARCH};
+use super::processor::{Processor, ProcessorKind, PROCESSORS};
+use super::target_id::{FeatureSetting, TargetId};
 
 /// The prefix the runtime's ISA names carry, which the loader strips.
 const ISA_PREFIX: &str = "amdgcn-amd-amdhsa--";
@@ -232,6 +237,70 @@ pub fn compatible_targets(arch: &str) -> Vec<String> {
         .collect()
 }
 
+/// Every processor string the loader may put for `@GFXARCH@` on some device: for each
+/// processor and generic target of the table, in table order, each setting of its features
+/// (`+`, `-` or left out), most specific first. What `ls`, `verify` and `kpack --merge`
+/// look for when no device is named.
+pub fn every_target_name() -> Vec<String> {
+    PROCESSORS
+        .iter()
+        .filter(|p| p.kind() != ProcessorKind::Spirv)
+        .flat_map(|p| settings_of(p.name, p.features(), &[]))
+        .collect()
+}
+
+/// The processor strings the loader may put for `@GFXARCH@` on a device that a code object
+/// for the target ID `asked` suits: its processor's, then those of the generic targets that
+/// cover it, each with the features left out or set as `asked` sets them. Empty for a
+/// processor the table lacks.
+pub fn target_names_for(asked: &TargetId<'_>) -> Vec<String> {
+    let Some(processor) = Processor::named(asked.processor) else {
+        return Vec::new();
+    };
+    let generics = processor.covering_generics().filter_map(Processor::named);
+    std::iter::once(processor)
+        .chain(generics)
+        .flat_map(|p| settings_of(p.name, p.features(), &asked.features))
+        .collect()
+}
+
+/// `processor` with every setting of `features` that `fixed` allows (a feature `fixed` sets
+/// is either left out or set so), most features first.
+fn settings_of(
+    processor: &str,
+    features: &[&str],
+    fixed: &[(&str, FeatureSetting)],
+) -> Vec<String> {
+    let mut names: Vec<(usize, String)> = vec![(0, processor.to_string())];
+    for feature in features {
+        let signs: &[&str] = match fixed.iter().find(|(f, _)| f == feature) {
+            Some((_, FeatureSetting::On)) => &["+"],
+            Some((_, FeatureSetting::Off)) => &["-"],
+            _ => &["+", "-"],
+        };
+        names = names
+            .into_iter()
+            .flat_map(|(set, name)| {
+                let mut with: Vec<(usize, String)> = signs
+                    .iter()
+                    .map(|sign| (set + 1, format!("{name}:{feature}{sign}")))
+                    .collect();
+                with.push((set, name));
+                with
+            })
+            .collect();
+    }
+    // Stable: within a count of features, in the order made.
+    names.sort_by_key(|(set, _)| std::cmp::Reverse(*set));
+    names.into_iter().map(|(_, name)| name).collect()
+}
+
+/// The processor strings the loader tries for a device asking for `arches` (see
+/// [`device_arches`]), in its order: each arch's feature subsets, most specific first.
+pub fn target_names_asked(arches: &[String]) -> Vec<String> {
+    arches.iter().flat_map(|a| compatible_targets(a)).collect()
+}
+
 /// The loader's list of `:`-separated paths, empty pieces dropped.
 fn split_list(list: Option<&str>) -> Vec<PathBuf> {
     list.unwrap_or_default()
@@ -241,23 +310,22 @@ fn split_list(list: Option<&str>) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The search path `relative` against the folder of `binary`, `.` and `..` resolved by name
-/// (the loader also resolves symbolic links of the part that exists; callers that need that
-/// canonicalize); an absolute path as it is.
-pub fn resolve_search_path(binary: &Path, relative: &str) -> PathBuf {
-    let rel = Path::new(relative);
-    if rel.is_absolute() {
-        return rel.to_path_buf();
-    }
-    let joined = binary.parent().unwrap_or(Path::new("")).join(rel);
+/// `path` with `.` and `..` resolved by name, as `std::filesystem::path::lexically_normal`
+/// does: a `..` at the root stays at the root, one that leads a relative path stays.
+pub fn lexically_normal(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
-    for part in joined.components() {
+    let mut normal = 0usize;
+    for part in path.components() {
         match part {
             Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
-                }
+            Component::ParentDir if normal > 0 => {
+                out.pop();
+                normal -= 1;
+            }
+            Component::ParentDir if out.has_root() => {}
+            Component::Normal(_) => {
+                out.push(part);
+                normal += 1;
             }
             other => out.push(other),
         }
@@ -265,42 +333,35 @@ pub fn resolve_search_path(binary: &Path, relative: &str) -> PathBuf {
     out
 }
 
-/// Every archive path the loader builds, in order.
-pub fn candidate_paths(
-    reference: &KpackRef<'_>,
-    binary: &Path,
-    arches: &[String],
-    env: &Environment,
-) -> Vec<PathBuf> {
+/// Every archive path the loader builds, in order, from the binary's search paths already
+/// resolved as the loader resolves them (`resolved`, see
+/// `crate::container::kpack::loader_search_paths`), with `@GFXARCH@` replaced by each of
+/// `names` in turn (only its first occurrence, as the loader does).
+pub fn candidate_paths(resolved: &[PathBuf], names: &[String], env: &Environment) -> Vec<PathBuf> {
     let overridden = split_list(env.path.as_deref());
     if !overridden.is_empty() {
         return overridden;
     }
     let mut paths = split_list(env.path_prefix.as_deref());
-    for embedded in &reference.kpack_search_paths {
-        let resolved = resolve_search_path(binary, embedded)
-            .to_string_lossy()
-            .into_owned();
-        if !resolved.contains(GFXARCH) {
-            paths.push(PathBuf::from(resolved));
+    for path in resolved {
+        let path = path.to_string_lossy();
+        if !path.contains(GFXARCH) {
+            paths.push(PathBuf::from(path.as_ref()));
             continue;
         }
-        for arch in arches {
-            for target in compatible_targets(arch) {
-                // Only the first placeholder is replaced, as the loader does.
-                paths.push(PathBuf::from(resolved.replacen(GFXARCH, &target, 1)));
-            }
+        for name in names {
+            paths.push(PathBuf::from(path.replacen(GFXARCH, name, 1)));
         }
     }
     paths
 }
 
-/// Searches for code object `index` of the binary at `binary` (whose reference is `reference`)
-/// for a device asking for `arches` (see [`device_arches`]), with `open` telling what each
-/// candidate path holds.
+/// Searches for code object `index` of a binary (whose reference is `reference`, its search
+/// paths resolved as the loader does: `resolved`) for a device asking for `arches` (see
+/// [`device_arches`]), with `open` telling what each candidate path holds.
 pub fn search(
     reference: &KpackRef<'_>,
-    binary: &Path,
+    resolved: &[PathBuf],
     index: u64,
     arches: &[String],
     env: &Environment,
@@ -315,7 +376,8 @@ pub fn search(
             outcome: Outcome::Disabled,
         };
     }
-    let tried: Vec<Tried> = candidate_paths(reference, binary, arches, env)
+    let names = target_names_asked(arches);
+    let tried: Vec<Tried> = candidate_paths(resolved, &names, env)
         .into_iter()
         .map(|path| Tried {
             opened: open(&path),
@@ -402,6 +464,20 @@ mod tests {
         }
     }
 
+    /// The reference's search paths against `binary`'s folder, by name.
+    fn resolved(binary: &str) -> Vec<PathBuf> {
+        let folder = Path::new(binary).parent().unwrap();
+        reference()
+            .kpack_search_paths
+            .iter()
+            .map(|p| lexically_normal(&folder.join(p)))
+            .collect()
+    }
+
+    fn names(arches_: &[&str]) -> Vec<String> {
+        target_names_asked(&arches(arches_))
+    }
+
     fn arches(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| s.to_string()).collect()
     }
@@ -429,9 +505,8 @@ mod tests {
     fn paths_expand_per_processor_and_subset() {
         let env = Environment::default();
         let paths = candidate_paths(
-            &reference(),
-            Path::new("/opt/r/lib/libk.so"),
-            &arches(&["gfx90a:xnack-", "gfx9-generic"]),
+            &resolved("/opt/r/lib/libk.so"),
+            &names(&["gfx90a:xnack-", "gfx9-generic"]),
             &env,
         );
         assert_eq!(
@@ -447,15 +522,16 @@ mod tests {
 
     #[test]
     fn environment_overrides() {
-        let binary = Path::new("/opt/r/lib/libk.so");
+        let binary = resolved("/opt/r/lib/libk.so");
         let list = arches(&["gfx1100"]);
+        let gfx1100 = names(&["gfx1100"]);
         let env = Environment {
             path: Some(":/a.kpack::/b.kpack".into()),
             path_prefix: Some("/p.kpack".into()),
             disable: None,
         };
         assert_eq!(
-            candidate_paths(&reference(), binary, &list, &env),
+            candidate_paths(&binary, &gfx1100, &env),
             [PathBuf::from("/a.kpack"), PathBuf::from("/b.kpack")]
         );
         let env = Environment {
@@ -463,7 +539,7 @@ mod tests {
             ..env
         };
         assert_eq!(
-            candidate_paths(&reference(), binary, &list, &env),
+            candidate_paths(&binary, &gfx1100, &env),
             [
                 PathBuf::from("/p.kpack"),
                 PathBuf::from("/opt/r/.kpack/k_gfx1100.kpack")
@@ -482,7 +558,7 @@ mod tests {
         };
         let found = search(
             &reference(),
-            binary,
+            &binary,
             0,
             &list,
             &env,
@@ -494,7 +570,7 @@ mod tests {
 
     #[test]
     fn arch_first_then_archives_in_order() {
-        let binary = Path::new("/r/lib/libk.so");
+        let binary = resolved("/r/lib/libk.so");
         let mut open = |p: &Path| match p.to_str().unwrap() {
             "/r/.kpack/k_gfx90a:xnack-.kpack" => Opened::Archive(index(
                 &["gfx90a:xnack-"],
@@ -509,7 +585,7 @@ mod tests {
         };
         let list = arches(&["gfx90a:xnack-"]);
         let env = Environment::default();
-        let s = search(&reference(), binary, 1, &list, &env, Miss::Stop, &mut open);
+        let s = search(&reference(), &binary, 1, &list, &env, Miss::Stop, &mut open);
         assert_eq!(s.key, "lib/libk.so#1");
         assert_eq!(
             s.outcome,
@@ -519,7 +595,7 @@ mod tests {
             }
         );
         // #0 is only in the plain gfx90a archive: the overlay misses it.
-        let s = search(&reference(), binary, 0, &list, &env, Miss::Stop, &mut open);
+        let s = search(&reference(), &binary, 0, &list, &env, Miss::Stop, &mut open);
         assert_eq!(
             s.outcome,
             Outcome::KernelNotFound {
@@ -530,7 +606,7 @@ mod tests {
         assert_eq!(s.outcome.loader_code(), 5);
         let s = search(
             &reference(),
-            binary,
+            &binary,
             0,
             &list,
             &env,
@@ -547,7 +623,7 @@ mod tests {
         assert_eq!(s.tried.len(), 2);
         let s = search(
             &reference(),
-            binary,
+            &binary,
             7,
             &list,
             &env,
@@ -558,7 +634,7 @@ mod tests {
         let list = arches(&["gfx1100"]);
         let s = search(
             &reference(),
-            binary,
+            &binary,
             0,
             &list,
             &env,
@@ -579,7 +655,7 @@ mod tests {
         };
         let s = search(
             &reference(),
-            binary,
+            &binary,
             0,
             &list,
             &env,
@@ -590,18 +666,53 @@ mod tests {
     }
 
     #[test]
-    fn relative_paths_resolve_by_name() {
+    fn paths_normalise_by_name_as_the_standard_library_does() {
+        for (path, normal) in [
+            ("a/b/../../x.kpack", "x.kpack"),
+            ("../x.kpack", "../x.kpack"),
+            ("a/../../x.kpack", "../x.kpack"),
+            ("../../x/../.kpack/k", "../../.kpack/k"),
+            ("/l/../../abs/./x.kpack", "/abs/x.kpack"),
+        ] {
+            assert_eq!(lexically_normal(Path::new(path)), PathBuf::from(normal), "{path}");
+        }
+    }
+
+    #[test]
+    fn names_cover_every_feature_setting_most_specific_first() {
+        let all = every_target_name();
+        let gfx90a: Vec<&String> = all.iter().filter(|n| n.starts_with("gfx90a")).collect();
         assert_eq!(
-            resolve_search_path(Path::new("a/b/c.so"), "../../x.kpack"),
-            PathBuf::from("x.kpack")
+            gfx90a,
+            [
+                "gfx90a:sramecc+:xnack+",
+                "gfx90a:sramecc+:xnack-",
+                "gfx90a:sramecc-:xnack+",
+                "gfx90a:sramecc-:xnack-",
+                "gfx90a:sramecc+",
+                "gfx90a:sramecc-",
+                "gfx90a:xnack+",
+                "gfx90a:xnack-",
+                "gfx90a"
+            ]
         );
+        assert!(all.contains(&"gfx1100".to_string()));
+        assert!(all.contains(&"gfx9-generic:xnack-".to_string()));
+        assert!(!all.iter().any(|n| n.starts_with("amdgcnspirv")));
+        let asked = TargetId::parse_syntax("gfx906:xnack-").unwrap();
         assert_eq!(
-            resolve_search_path(Path::new("c.so"), "../x.kpack"),
-            PathBuf::from("../x.kpack")
+            target_names_for(&asked),
+            [
+                "gfx906:sramecc+:xnack-",
+                "gfx906:sramecc-:xnack-",
+                "gfx906:sramecc+",
+                "gfx906:sramecc-",
+                "gfx906:xnack-",
+                "gfx906",
+                "gfx9-generic:xnack-",
+                "gfx9-generic"
+            ]
         );
-        assert_eq!(
-            resolve_search_path(Path::new("/l/c.so"), "/abs/x.kpack"),
-            PathBuf::from("/abs/x.kpack")
-        );
+        assert!(target_names_for(&TargetId::parse_syntax("gfx9999").unwrap()).is_empty());
     }
 }

@@ -186,6 +186,9 @@ impl Input {
         if meta.is_dir() {
             return Err(Error::io(path, io::Error::from_raw_os_error(libc::EISDIR)));
         }
+        if meta.is_file() {
+            return Input::regular(path, file, &meta);
+        }
         let mut input = Input {
             guard: None,
             data: Data::Owned(Vec::new()),
@@ -193,29 +196,6 @@ impl Input {
             path: path.to_path_buf(),
             identity: None,
         };
-        if meta.is_file() && meta.len() > 0 {
-            // SAFETY: the map is read-only and private to this process. A file that another
-            // process truncates while we read it is caught by the guard, not by a signal.
-            let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-            input.guard = Some(Guarded::new(map.as_ptr(), map.len()));
-            input.data = Data::Mapped(map);
-        }
-        if meta.is_file() {
-            input.file = Some(file);
-            input.identity = Some((meta.dev(), meta.ino()));
-            open_inputs().push(OpenInput {
-                dev: meta.dev(),
-                ino: meta.ino(),
-                path: path.to_path_buf(),
-                guard: input.guard.as_ref().and_then(Guarded::slot),
-                mapped: input.len() as u64,
-                start: match &input.data {
-                    Data::Mapped(map) => map.as_ptr() as usize,
-                    Data::Owned(_) => 0,
-                },
-            });
-            return Ok(input);
-        }
         if kind.is_char_device() || kind.is_block_device() || kind.is_socket() {
             let mut probe = [0u8; 1];
             if file.read(&mut probe).map_err(|e| Error::io(path, e))? > 0 {
@@ -231,6 +211,66 @@ impl Input {
             .map_err(|e| Error::io(path, e))?;
         input.data = Data::Owned(bytes);
         Ok(input)
+    }
+
+    /// Opens `path` only if it is a regular file, mapped; `None` for anything else (a
+    /// folder, a FIFO, a device), which is not read. Opened without blocking and checked on
+    /// the descriptor, so a FIFO put in the file's place is never waited on.
+    pub fn open_regular(path: &Path) -> Result<Option<Input>> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = match OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        Input::regular(path, file, &meta).map(Some)
+    }
+
+    /// The regular file `file` (opened from `path`, described by `meta`), mapped and counted
+    /// among the open inputs.
+    fn regular(path: &Path, file: File, meta: &fs::Metadata) -> Result<Input> {
+        let mut input = Input {
+            guard: None,
+            data: Data::Owned(Vec::new()),
+            file: None,
+            path: path.to_path_buf(),
+            identity: None,
+        };
+        if meta.len() > 0 {
+            // SAFETY: the map is read-only and private to this process. A file that another
+            // process truncates while we read it is caught by the guard, not by a signal.
+            let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+            input.guard = Some(Guarded::new(map.as_ptr(), map.len()));
+            input.data = Data::Mapped(map);
+        }
+        input.file = Some(file);
+        input.identity = Some((meta.dev(), meta.ino()));
+        open_inputs().push(OpenInput {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            path: path.to_path_buf(),
+            guard: input.guard.as_ref().and_then(Guarded::slot),
+            mapped: input.len() as u64,
+            start: match &input.data {
+                Data::Mapped(map) => map.as_ptr() as usize,
+                Data::Owned(_) => 0,
+            },
+        });
+        Ok(input)
+    }
+
+    /// The device and inode of a regular file opened, which name it whatever path it was
+    /// reached by; `None` for other inputs.
+    pub fn identity(&self) -> Option<(u64, u64)> {
+        self.identity
     }
 
     /// An input held in memory.

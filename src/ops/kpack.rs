@@ -19,7 +19,7 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use tracing::info;
 
-use crate::container::kpack::archive_paths;
+use crate::container::kpack::find_archives;
 use crate::container::program::kpack_elf::{self, HipCode};
 use crate::container::program::NewProgram;
 use crate::error::{Error, Result};
@@ -30,7 +30,7 @@ use crate::format::kpack::{
     self as kformat, compress_code_object, split_toc_key, toc_key, Archive, ArchiveInfo, KpackRef,
     Scheme, TocEntry, GFXARCH, HIPK_MAGIC,
 };
-use crate::format::kpack_search::Environment;
+use crate::format::kpack_search::{every_target_name, Environment};
 use crate::io::spill::{Spill, Spilled};
 use crate::io::{commit_all, Input, Output};
 use crate::ops::inputs::{walk, Links, Taken, WalkOptions};
@@ -771,6 +771,44 @@ fn read_back_merged(input: &Path, out: &mut Output, wrappers: usize) -> Result<(
     Ok(())
 }
 
+/// The archives to merge the split binary at `path` from: those given, or those the loader
+/// finds for any device ([`find_archives`]); an archive that cannot be opened is an error.
+fn merge_sources(
+    path: &Path,
+    split: &crate::container::kpack::SplitBinary<'_>,
+    config: &MergeConfig,
+) -> Result<Vec<OpenArchive>> {
+    if !config.archives.is_empty() {
+        return config
+            .archives
+            .iter()
+            .map(|a| {
+                Ok(OpenArchive {
+                    path: a.clone(),
+                    data: Input::open(a)?,
+                })
+            })
+            .collect();
+    }
+    let env = Environment::from_vars(|v| std::env::var(v).ok());
+    let mut found = find_archives(path, &split.reference, &env, &every_target_name());
+    if !found.problems.is_empty() {
+        return Err(found.problems.swap_remove(0));
+    }
+    if found.archives.is_empty() {
+        return Err(Error::msg(format!(
+            "'{}': no kpack archive found; looked at {}",
+            path.display(),
+            found.where_looked(&env)
+        )));
+    }
+    Ok(found
+        .archives
+        .into_iter()
+        .map(|(path, data)| OpenArchive { path, data })
+        .collect())
+}
+
 /// The bundles of the split binary `data` (at `path`), packed on 4096-byte boundaries, where
 /// each wrapper's starts (`None`: not a `HIPK` wrapper), and the number of code objects.
 fn merged_bundles(
@@ -787,21 +825,8 @@ fn merged_bundles(
     let code = kpack_elf::hip_code(data)
         .map_err(|e| Error::container(path, e))?
         .ok_or_else(|| Error::msg(format!("'{}': no .hip_fatbin section", path.display())))?;
-    let archive_files = if config.archives.is_empty() {
-        let env = Environment::from_vars(|v| std::env::var(v).ok());
-        archive_paths(path, &split.reference, &env)
-    } else {
-        config.archives.clone()
-    };
-    let opened: Vec<OpenArchive> = archive_files
-        .iter()
-        .map(|a| {
-            Ok(OpenArchive {
-                path: a.clone(),
-                data: Input::open(a)?,
-            })
-        })
-        .collect::<Result<_>>()?;
+    let opened = merge_sources(path, &split, config)?;
+    let archive_files: Vec<PathBuf> = opened.iter().map(|o| o.path.clone()).collect();
     let parsed: Vec<(&OpenArchive, Archive<'_>)> = opened
         .iter()
         .map(|o| {

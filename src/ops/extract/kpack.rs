@@ -9,14 +9,15 @@ use std::path::Path;
 
 use super::{chosen_in_unit, Bytes, Chosen, ExtractConfig, Found};
 use crate::container::kpack::{
-    archive_paths, runtime_path, split_binary, stored_code_objects, ArchiveFiles, SplitBinary,
+    runtime_path, split_binary, stored_code_objects, ArchiveFiles, SplitBinary,
     StoredCodeObject,
 };
 use crate::error::{Error, Result};
 use crate::format::image_target::Producer;
 use crate::format::kpack::{inflate_frame, split_toc_key, toc_key, KernelEntry, Scheme};
 use crate::format::kpack_search::{
-    compatible_targets, device_arches, pick, ArchiveIndex, Environment, Miss, Outcome,
+    compatible_targets, device_arches, pick, target_names_for, ArchiveIndex, Environment, Miss,
+    Outcome,
 };
 use crate::format::loads::Via;
 use crate::format::runtime;
@@ -236,18 +237,28 @@ pub(super) fn choose_in_split_binary(
     if !config.arches.is_empty() {
         let ours = split.reference.kernel_name;
         let mut codes = Vec::new();
-        for archive_path in archive_paths(path, &split.reference, &env) {
-            let listed = archives.map(&archive_path).and_then(|number| {
-                let (p, archive) = archives
-                    .archive(number)
-                    .ok_or_else(|| Error::msg("an archive mapped does not parse"))?;
-                let list = stored_code_objects(p, &archive, &|e: &KernelEntry<'_>| {
-                    split_toc_key(e.key).is_some_and(|(b, _)| b == ours)
-                })?;
-                Ok((number, list))
-            });
+        // Only the archives a device that suits one of the target IDs asked for would open.
+        let mut names: Vec<String> = Vec::new();
+        for asked in &config.arches {
+            for n in target_names_for(&asked.target_id()) {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        let (numbers, mut unread) = archives.find(path, &split.reference, &env, &names);
+        problems.append(&mut unread);
+        for number in numbers {
+            let listed = archives
+                .archive(number)
+                .ok_or_else(|| Error::msg("an archive mapped does not parse"))
+                .and_then(|(p, archive)| {
+                    stored_code_objects(p, &archive, &|e: &KernelEntry<'_>| {
+                        split_toc_key(e.key).is_some_and(|(b, _)| b == ours)
+                    })
+                });
             match listed {
-                Ok(listed) => codes.push(listed),
+                Ok(listed) => codes.push((number, listed)),
                 Err(e) => problems.push(e),
             }
         }

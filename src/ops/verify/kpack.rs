@@ -6,11 +6,10 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::container::kpack::{archive_paths, SplitBinary};
+use crate::container::kpack::{find_archives, SplitBinary};
 use crate::error::{Error, Result};
 use crate::format::kpack::{split_toc_key, toc_key, Archive, KernelEntry, Scheme};
-use crate::format::kpack_search::{resolve_search_path, Environment};
-use crate::io::Input;
+use crate::format::kpack_search::{every_target_name, Environment};
 use crate::ops::inflating::{memory_of_zstd, Budget};
 
 /// What the archives of a file hold.
@@ -77,36 +76,24 @@ fn read_all(
 /// each holds (one stored compressed may declare at most `limit` bytes).
 pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVerified {
     let env = Environment::from_vars(|name| std::env::var(name).ok());
-    let paths = archive_paths(path, &split.reference, &env);
+    let mut set = find_archives(path, &split.reference, &env, &every_target_name());
     let mut verified = KpackVerified::default();
-    if paths.is_empty() {
-        let searched: Vec<String> = split
-            .reference
-            .kpack_search_paths
-            .iter()
-            .map(|p| resolve_search_path(path, p).display().to_string())
-            .collect();
+    verified.bad.append(&mut set.problems);
+    if set.archives.is_empty() {
         verified.bad.push(Error::msg(format!(
-            "'{}': no kpack archive found at {}",
+            "'{}': no kpack archive found; looked at {}",
             path.display(),
-            searched.join(", ")
+            set.where_looked(&env)
         )));
         return verified;
     }
     let name = split.reference.kernel_name;
     let indices = split.distinct_indices();
-    for archive_path in paths {
-        let input = match Input::open(&archive_path) {
-            Ok(input) => input,
-            Err(e) => {
-                verified.bad.push(e);
-                continue;
-            }
-        };
-        let archive = match Archive::parse(&input) {
+    for (archive_path, input) in &set.archives {
+        let archive = match Archive::parse(input) {
             Ok(archive) => archive,
             Err(e) => {
-                verified.bad.push(Error::format(&archive_path, e));
+                verified.bad.push(Error::format(archive_path, e));
                 continue;
             }
         };
