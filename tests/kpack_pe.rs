@@ -106,9 +106,10 @@ fn split_pe_images_are_listed_extracted_and_verified_from_their_archives() {
         problems.sort();
         let lacks = |arch: &str, index: u64| {
             format!(
-                "offload verify: error: 'split/bin/.kpack/{prefix}_{arch}.kpack': no code object \
+                "offload verify: error: '{}/split/bin/.kpack/{prefix}_{arch}.kpack': no code object \
                  {key_name}#{index} for {arch}, which the archive is for (its gfx_arches), \
-                 though '{split}' asks for code object {index}"
+                 though '{split}' asks for code object {index}",
+                fs::canonicalize(d).unwrap().display()
             )
         };
         assert_eq!(problems, [lacks("gfx1100", 0), lacks("gfx906", 1)]);

@@ -55,7 +55,9 @@ fn extract_gives_the_code_objects_of_the_unsplit_library() {
     let expected = contents(&d.join("unsplit"));
     assert_eq!(expected.len(), 2);
     assert_eq!(contents(&d.join("kp")), expected);
-    let archive = "split/k_lib_generic/stage/.kpack/k_lib_gfx90a.kpack";
+    let archive = fs::canonicalize(d.join("split/k_lib_generic/stage/.kpack/k_lib_gfx90a.kpack"))
+        .unwrap();
+    let archive = archive.display();
     let lines: Vec<String> = out
         .lines()
         .map(|l| l.split_once('\t').unwrap().0.to_string())
@@ -543,9 +545,12 @@ fn verify_names_the_code_objects_an_archive_set_lacks() {
     assert_eq!(
         err,
         format!(
-            "offload verify: error: 'split/k_lib_generic/stage/.kpack/k_lib_gfx90a.kpack': no code object \
+            "offload verify: error: '{}': no code object \
              stage/lib/libk.so#1 for gfx90a, which the archive is for (its gfx_arches), though \
-             '{SPLIT_LIB}' asks for code object 1\n"
+             '{SPLIT_LIB}' asks for code object 1\n",
+            fs::canonicalize(d.join("split/k_lib_generic/stage/.kpack/k_lib_gfx90a.kpack"))
+                .unwrap()
+                .display()
         )
     );
     // The loader, asked for code object 1 on gfx90a, finds the gfx90a archive without it.
@@ -576,8 +581,9 @@ fn verify_names_the_code_objects_an_archive_set_lacks() {
     assert_eq!(
         err,
         format!(
-            "offload verify: error: '{SPLIT_LIB}': no kpack archive found at \
-             split/k_lib_generic/stage/.kpack/k_lib_@GFXARCH@.kpack\n"
+            "offload verify: error: '{SPLIT_LIB}': no kpack archive found; looked at \
+             {}/split/k_lib_generic/stage/.kpack/k_lib_@GFXARCH@.kpack\n",
+            fs::canonicalize(d).unwrap().display()
         )
     );
 }
