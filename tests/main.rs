@@ -26,6 +26,7 @@ mod generic;
 mod golden;
 mod in_place;
 mod kpack;
+mod kpack_hostile;
 mod kpack_pe;
 mod kpack_split;
 mod kpack_use;

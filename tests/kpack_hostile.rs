@@ -1,0 +1,277 @@
+//! Split binaries made hostile: stale and decoy archives, binaries reached through links and
+//! `..`, search paths that point at folders the binary has no business reading, and archive
+//! sets that lack what the binary asks for. Every command that looks for a split binary's
+//! archives must open exactly what AMD's loader opens, and say so when nothing is there.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use offload::format::kpack::{ArchiveWriter, Scheme};
+
+use crate::util::{offload, offload_in, reference_tool, samples_dir, text_output};
+
+/// Splits the committed HIP library into `out` under `dir` (archives `t_gfx906.kpack` and
+/// `t_gfx90a.kpack` in `out/.kpack/`), with `extra` arguments.
+fn split_library(dir: &Path, extra: &[&str]) -> PathBuf {
+    let tree = dir.join("t");
+    fs::create_dir_all(&tree).unwrap();
+    fs::copy(samples_dir().join("linked/libhip.so"), tree.join("libhip.so")).unwrap();
+    let mut args = vec!["kpack", "-r", "t", "-o", "out"];
+    args.extend_from_slice(extra);
+    let (code, _, err) = offload_in(dir, &args);
+    assert_eq!((code, err.as_str()), (0, ""));
+    dir.join("out/libhip.so")
+}
+
+/// The files of `dir`, sorted, with their bytes.
+fn contents(dir: &Path) -> Vec<Vec<u8>> {
+    let mut all: Vec<Vec<u8>> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| fs::read(e.unwrap().path()).unwrap())
+        .collect();
+    all.sort();
+    all
+}
+
+/// A decoy archive: code objects 0 and 1 of `libhip.so` for `arch`, made of `fill`.
+fn decoy(arch: &str, fill: u8) -> Vec<u8> {
+    let mut writer = ArchiveWriter::new("t", arch, &[arch], Scheme::None);
+    for key in ["libhip.so#0", "libhip.so#1"] {
+        writer.add(key, arch, &[fill; 64]).unwrap();
+    }
+    writer.finish()
+}
+
+/// The gfx90a code objects of the library before it was split, extracted into `dir/name`.
+fn unsplit_gfx90a(dir: &Path, name: &str) -> Vec<Vec<u8>> {
+    let lib = samples_dir().join("linked/libhip.so");
+    let lib = lib.to_str().unwrap();
+    let (code, _, err) = offload_in(dir, &["extract", lib, "--arch", "gfx90a", "-o", name]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let found = contents(&dir.join(name));
+    assert_eq!(found.len(), 2);
+    found
+}
+
+#[test]
+fn a_stale_archive_beside_the_right_one_is_never_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    split_library(d, &[]);
+    // Sorts before t_gfx90a.kpack, and holds gfx90a code of its own.
+    fs::write(d.join("out/.kpack/t_0ld.kpack"), decoy("gfx90a", 0xee)).unwrap();
+    let expected = unsplit_gfx90a(d, "unsplit");
+
+    let (code, out, err) = offload_in(d, &["extract", "out/libhip.so", "--arch", "gfx90a", "-o", "x"]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    assert_eq!(contents(&d.join("x")), expected);
+    assert!(!out.contains("t_0ld"), "{out}");
+
+    let (code, out, err) = offload_in(d, &["ls", "out/libhip.so"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(!out.contains("t_0ld"), "{out}");
+    assert_eq!(out.lines().count(), 4, "{out}");
+
+    let (code, out, err) = offload_in(d, &["verify", "out/libhip.so"]);
+    assert!(!out.contains("t_0ld") && !err.contains("t_0ld"), "{code} {out}{err}");
+
+    // Merged back, the library carries the real code again.
+    let (code, _, err) = offload_in(d, &["kpack", "--merge", "out/libhip.so", "-o", "merged"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let (code, _, err) = offload_in(
+        d,
+        &["extract", "merged/libhip.so", "--arch", "gfx90a", "-o", "m"],
+    );
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(contents(&d.join("m")), expected);
+}
+
+#[test]
+fn a_binary_reached_through_a_link_or_dot_dot_is_looked_up_beside_its_real_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    split_library(d, &[]);
+    let expected = unsplit_gfx90a(d, "unsplit");
+    let real_archive = fs::canonicalize(d.join("out/.kpack/t_gfx90a.kpack")).unwrap();
+    // A link in another folder, whose own .kpack/ holds decoys.
+    fs::create_dir_all(d.join("elsewhere/.kpack")).unwrap();
+    std::os::unix::fs::symlink("../out/libhip.so", d.join("elsewhere/lib.so")).unwrap();
+    fs::write(d.join("elsewhere/.kpack/t_gfx90a.kpack"), decoy("gfx90a", 0xaa)).unwrap();
+    fs::write(d.join("elsewhere/.kpack/t_gfx906.kpack"), decoy("gfx906", 0xaa)).unwrap();
+    // Decoys where a path normalised by name alone would lead from a deeper folder.
+    fs::create_dir_all(d.join("a/b/.kpack")).unwrap();
+    fs::create_dir_all(d.join("a/b/out/.kpack")).unwrap();
+    for folder in ["a/b/.kpack", "a/b/out/.kpack", ".kpack"] {
+        fs::create_dir_all(d.join(folder)).unwrap();
+        fs::write(d.join(folder).join("t_gfx90a.kpack"), decoy("gfx90a", 0xbb)).unwrap();
+    }
+
+    for (cwd, binary) in [
+        (d.to_path_buf(), "elsewhere/lib.so"),
+        (d.join("a/b"), "../../out/libhip.so"),
+        (d.join("a/b"), "../../elsewhere/lib.so"),
+    ] {
+        let (code, out, err) = offload_in(&cwd, &["extract", binary, "--arch", "gfx90a", "-o", "x"]);
+        assert_eq!((code, err.as_str()), (0, ""), "{binary}: {out}");
+        assert_eq!(contents(&cwd.join("x")), expected, "{binary}");
+        fs::remove_dir_all(cwd.join("x")).unwrap();
+        let (code, out, err) = offload_in(&cwd, &["ls", binary]);
+        assert_eq!((code, err.as_str()), (0, ""), "{binary}");
+        let gfx90a: Vec<&str> = out.lines().filter(|l| l.contains(" gfx90a ")).collect();
+        assert_eq!(gfx90a.len(), 2, "{binary}: {out}");
+        for line in gfx90a {
+            assert!(
+                line.contains(&format!("-> {}[libhip.so#", real_archive.display())),
+                "{binary}: {line}"
+            );
+        }
+    }
+}
+
+/// A folder standing for `/etc`: a readable file that is a valid archive for the library,
+/// a FIFO and a device named as processors, and a subfolder.
+fn private_folder(d: &Path) -> PathBuf {
+    let secret = d.join("secret");
+    fs::create_dir_all(secret.join("gfx1100")).unwrap();
+    fs::write(secret.join("shadow"), decoy("gfx90a", 0x55)).unwrap();
+    fs::write(secret.join("tiny"), b"0123456789").unwrap();
+    let fifo = secret.join("gfx906");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    std::os::unix::fs::symlink("/dev/zero", secret.join("gfx90a")).unwrap();
+    secret
+}
+
+#[test]
+fn a_search_path_into_a_private_folder_opens_only_processor_names_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let secret = private_folder(d);
+    let pattern = format!("{}/@GFXARCH@", secret.display());
+    let lib = split_library(d, &["--search-path", &pattern]);
+    let lib = lib.to_str().unwrap();
+    let looked = format!("looked at {pattern}");
+
+    for args in [
+        vec!["ls", lib],
+        vec!["verify", lib],
+        vec!["extract", lib, "--arch", "gfx90a", "-o", "x"],
+        vec!["kpack", "--merge", lib, "-o", "merged"],
+    ] {
+        let mut command = offload();
+        command.current_dir(d).args(&args);
+        let (code, out, err) = output_within(&mut command, Duration::from_secs(20));
+        assert_ne!(code, 0, "{args:?}: {out}{err}");
+        for name in ["shadow", "tiny"] {
+            assert!(!out.contains(name) && !err.contains(name), "{args:?}: {out}{err}");
+        }
+        if args[0] != "extract" {
+            assert!(err.contains(&looked), "{args:?}: {err}");
+        }
+    }
+    assert!(!d.join("merged/libhip.so").exists());
+
+    // What is opened there, as the system sees it: only paths named for processors, and no
+    // folder is listed.
+    let Some(strace) = reference_tool("strace") else {
+        return;
+    };
+    let log = d.join("trace");
+    let (code, _, _) = text_output(
+        Command::new(strace)
+            .current_dir(d)
+            .args(["-f", "-qq", "-e", "trace=open,openat,getdents64", "-o"])
+            .arg(&log)
+            .arg(env!("CARGO_BIN_EXE_offload"))
+            .args(["ls", lib]),
+    );
+    assert_eq!(code, 1);
+    let trace = fs::read_to_string(&log).unwrap();
+    let inside = format!("\"{}/", secret.display());
+    let opened: Vec<&str> = trace.lines().filter(|l| l.contains(&inside)).collect();
+    assert!(!opened.is_empty(), "{trace}");
+    for line in &opened {
+        let name = line.split(&inside).nth(1).unwrap().split('"').next().unwrap();
+        assert!(name.starts_with("gfx"), "opened {name}: {line}");
+        assert!(!line.contains("getdents"), "{line}");
+    }
+    let listed = format!("\"{}\"", secret.display());
+    assert!(
+        !trace.lines().any(|l| l.contains(&listed)),
+        "the folder itself was opened: {trace}"
+    );
+}
+
+/// Runs `command`, killing it if it has not ended within `limit` (a hang is a failure).
+fn output_within(command: &mut Command, limit: Duration) -> (i32, String, String) {
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{command:?} did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn ls_says_when_a_split_binarys_archives_are_missing_or_lack_a_code_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    split_library(d, &[]);
+    let kpack = d.join("out/.kpack");
+    let real = fs::canonicalize(&kpack).unwrap();
+
+    // An archive set that holds code object 0 only.
+    let mut gfx90a = ArchiveWriter::new("t", "gfx90a", &["gfx90a"], Scheme::None);
+    gfx90a.add("libhip.so#0", "gfx90a", &[1; 64]).unwrap();
+    fs::write(kpack.join("t_gfx90a.kpack"), gfx90a.finish()).unwrap();
+    fs::remove_file(kpack.join("t_gfx906.kpack")).unwrap();
+    let (code, out, err) = offload_in(d, &["ls", "out/libhip.so"]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out.lines().count(), 2, "{out}");
+    assert_eq!(
+        err,
+        format!(
+            "offload ls: error: 'out/libhip.so': code object 1 (libhip.so#N) in none of its \
+             archives ({}/t_gfx90a.kpack)\n",
+            real.display()
+        )
+    );
+
+    // No archive at all.
+    fs::remove_file(kpack.join("t_gfx90a.kpack")).unwrap();
+    let (code, out, err) = offload_in(d, &["ls", "out/libhip.so"]);
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(out.lines().count(), 1, "{out}");
+    assert_eq!(
+        err,
+        format!(
+            "offload ls: error: 'out/libhip.so': no kpack archive found for its 2 code objects; \
+             looked at {}/t_@GFXARCH@.kpack\n",
+            real.display()
+        )
+    );
+    // The loader's own variables still choose, and say where they pointed.
+    let (code, _, err) = text_output(
+        offload()
+            .current_dir(d)
+            .env("ROCM_KPACK_PATH", "/nonexistent/a.kpack")
+            .args(["ls", "out/libhip.so"]),
+    );
+    assert_eq!(code, 1);
+    assert!(err.ends_with("looked at /nonexistent/a.kpack\n"), "{err}");
+}
