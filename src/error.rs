@@ -51,6 +51,22 @@ fn where_prefix(context: &Option<String>) -> String {
         .unwrap_or_default()
 }
 
+/// How many characters of text taken from a file a message quotes before it cuts.
+const QUOTED_CHARS: usize = 120;
+
+/// Text taken from a file (an entry ID, a key, a name), quoted for a message: in double
+/// quotes, control characters, quotes and backslashes escaped as Rust escapes them, cut after
+/// 120 characters with `...` and the full length, so no file can forge a line of output or
+/// flood a terminal.
+pub fn quoted(text: &str) -> String {
+    let count = text.chars().count();
+    if count <= QUOTED_CHARS {
+        return format!("{text:?}");
+    }
+    let head: String = text.chars().take(QUOTED_CHARS).collect();
+    format!("{head:?}... ({} bytes)", text.len())
+}
+
 /// The system's message for `e` without Rust's " (os error N)" suffix, as C tools print it.
 pub fn io_message(e: &io::Error) -> String {
     let text = e.to_string();

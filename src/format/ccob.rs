@@ -328,46 +328,76 @@ impl<'a> CompressedBundle<'a> {
     /// in it. A stream that does not start with a bundle (a text bundle, an object) is
     /// returned whole.
     pub fn inflate_bundle(&self, limit: u64) -> Result<Result<Vec<u8>>> {
+        let mut out = Vec::new();
+        let cap = self.uncompressed_size.min(limit);
+        let at = self.header_size();
+        let kept = self.inflate_bundle_to(limit, |piece| {
+            inflate::append(&mut out, piece, cap, at)
+        })?;
+        out.shrink_to_fit();
+        Ok(kept.map(|_| out))
+    }
+
+    /// Inflates as [`CompressedBundle::inflate_bundle`] does, handing `sink` the bytes it
+    /// would keep, in order, instead of holding them: only the bundle's header is held until
+    /// the bundle's end is known. Returns how many bytes `sink` took; `Ok(Err(e))` as
+    /// `inflate_bundle` (then `sink` took nothing).
+    pub fn inflate_bundle_to(
+        &self,
+        limit: u64,
+        mut sink: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<Result<u64>> {
         let at = self.header_size();
         let mut extent = BundleExtent::new(self.uncompressed_size);
         let mut keep = Keep::Unknown;
-        let mut out = Vec::new();
+        let mut head = Vec::new();
+        let mut given = 0u64;
         let mut damage = None;
         self.inflate(limit, Decoding::Fresh, |piece| {
+            if keep == Keep::Unknown {
+                let cap = self.uncompressed_size.min(limit);
+                inflate::append(&mut head, piece, cap, at)?;
+                keep = match extent.advance(&head) {
+                    Ok(Extent::Unknown) => return Ok(()),
+                    Ok(Extent::NotABundle) => Keep::All,
+                    Ok(Extent::Ends(end)) => Keep::UpTo(end),
+                    Err(e) => {
+                        damage = Some(e);
+                        head = Vec::new();
+                        keep = Keep::UpTo(0);
+                        return Ok(());
+                    }
+                };
+                let held = std::mem::take(&mut head);
+                let piece = match keep {
+                    Keep::UpTo(end) => inflate::at_most(&held, end),
+                    _ => &held[..],
+                };
+                given += piece.len() as u64;
+                return sink(piece);
+            }
+            if damage.is_some() {
+                return Ok(());
+            }
             let piece = match keep {
-                Keep::UpTo(end) => inflate::at_most(piece, end.saturating_sub(out.len() as u64)),
+                Keep::UpTo(end) => inflate::at_most(piece, end.saturating_sub(given)),
                 Keep::All | Keep::Unknown => piece,
             };
             if piece.is_empty() {
                 return Ok(());
             }
-            let cap = match keep {
-                Keep::UpTo(end) => end,
-                Keep::All | Keep::Unknown => self.uncompressed_size.min(limit),
-            };
-            inflate::append(&mut out, piece, cap, at)?;
-            if keep == Keep::Unknown {
-                keep = match extent.advance(&out) {
-                    Ok(Extent::Unknown) => Keep::Unknown,
-                    Ok(Extent::NotABundle) => Keep::All,
-                    Ok(Extent::Ends(end)) => {
-                        out.truncate(usize::try_from(end).unwrap_or(usize::MAX));
-                        Keep::UpTo(end)
-                    }
-                    Err(e) => {
-                        damage = Some(e);
-                        out = Vec::new();
-                        Keep::UpTo(0)
-                    }
-                };
-            }
-            Ok(())
+            given += piece.len() as u64;
+            sink(piece)
         })?;
         if let Some(e) = damage {
             return Ok(Err(e));
         }
-        out.shrink_to_fit();
-        Ok(Ok(out))
+        if keep == Keep::Unknown && !head.is_empty() {
+            // The stream ended before the bundle's header did: kept whole, as before.
+            given += head.len() as u64;
+            sink(&head)?;
+        }
+        Ok(Ok(given))
     }
 
     /// Inflates the payload through a window, handing `keep` the bytes within the declared size

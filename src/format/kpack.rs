@@ -27,6 +27,7 @@ use super::ccob::Decoding;
 use super::error::{Error, ErrorKind, Result};
 use super::inflate;
 use super::msgpack::{self, Value};
+use super::target_id::TargetId;
 
 /// The archive's magic bytes.
 pub const MAGIC: [u8; 4] = *b"KPAK";
@@ -46,6 +47,30 @@ pub const HIPF_MAGIC: u32 = 0x4849_5046;
 pub const ELF_REF_SECTION: &str = ".rocm_kpack_ref";
 /// The name of the PE section holding the reference.
 pub const PE_REF_SECTION: &str = ".kpackrf";
+/// The longest processor key ([`is_processor_key`]) taken from a file: far longer than any
+/// target ID (`gfx90a:sramecc+:xnack-` is 22 bytes).
+pub const MAX_PROCESSOR_KEY: usize = 64;
+
+/// Whether `key` can be a processor key of an archive, and so a part of an archive's file
+/// name and of a bundle entry ID: a target ID (a processor of lowercase letters, digits and
+/// `-`, starting with a letter, then `:feature+` or `:feature-` items of lowercase letters and
+/// digits), at most [`MAX_PROCESSOR_KEY`] bytes. Nothing else reaches a path or an entry ID:
+/// no `/`, `.`, space, control character or empty name.
+pub fn is_processor_key(key: &str) -> bool {
+    let word = |w: &str, extra: &[u8]| {
+        !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || extra.contains(&b))
+    };
+    let Some(id) = TargetId::parse_syntax(key) else {
+        return false;
+    };
+    key.len() <= MAX_PROCESSOR_KEY
+        && id.processor.starts_with(|c: char| c.is_ascii_lowercase())
+        && word(id.processor, b"-")
+        && id.features.iter().all(|(name, _)| word(name, b""))
+}
+
 /// What `@GFXARCH@` in a search path stands for.
 pub const GFXARCH: &str = "@GFXARCH@";
 

@@ -167,6 +167,29 @@ impl Drop for Input {
     }
 }
 
+/// Checks that `path`, an output about to be written under the folder `root` (both made
+/// already, but for `path` itself), resolves inside it: its folder, symbolic links followed,
+/// lies under `root`'s real path. A name built from file content, or a link already in the
+/// output folder, must not carry a write elsewhere.
+pub fn inside(root: &Path, path: &Path) -> Result<()> {
+    let real_root = fs::canonicalize(root).map_err(|e| Error::io(root, e))?;
+    let folder = match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => folder,
+        _ => Path::new("."),
+    };
+    let real = fs::canonicalize(folder).map_err(|e| Error::io(folder, e))?;
+    let named = path.file_name().is_some_and(|n| n != ".." && n != ".");
+    if real.starts_with(&real_root) && named {
+        return Ok(());
+    }
+    Err(Error::msg(format!(
+        "'{}': resolves to '{}', outside the output folder '{}'; nothing was written",
+        path.display(),
+        real.display(),
+        real_root.display()
+    )))
+}
+
 impl Input {
     /// Opens `path` (`-` for standard input) and maps or reads it. Regular files are mapped;
     /// pipes and standard input are read to their end; a device is read only when it ends at

@@ -64,6 +64,15 @@ impl Spill {
         }
     }
 
+    /// Nothing yet, kept in an unnamed temporary file from the first byte: for bytes that
+    /// must not take memory however few (many spills held at once).
+    pub fn on_disk() -> io::Result<Spill> {
+        Ok(Spill {
+            store: Store::File(BufWriter::with_capacity(1 << 16, tempfile::tempfile()?)),
+            len: 0,
+        })
+    }
+
     /// The number of bytes made (holes included).
     pub fn len(&self) -> u64 {
         self.len

@@ -25,6 +25,7 @@ use crate::container::program::NewProgram;
 use crate::error::{Error, Result};
 use crate::format::bundle::{self, Bundle};
 use crate::format::ccob::CompressedBundle;
+use crate::format::entry_id::EntryId;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::kpack::{
     self as kformat, compress_code_object, split_toc_key, toc_key, Archive, ArchiveInfo, KpackRef,
@@ -412,10 +413,17 @@ fn read_binary<'a>(
                 fatbin.offset + at as u64
             );
             let fail = |e: crate::format::Error| Error::format_in(path, &context, e);
-            Ok((
-                at,
-                device_entries(&fatbin.data[at..], config.max_decompressed).map_err(fail)?,
-            ))
+            let (entries, refused) =
+                device_entries(&fatbin.data[at..], config.max_decompressed).map_err(fail)?;
+            if let Some(id) = refused.first() {
+                return Err(Error::msg(format!(
+                    "'{}': {context}: bundle entry {}: its target ID is not a processor's, so \
+                     it names no archive; nothing was written",
+                    path.display(),
+                    crate::error::quoted(id)
+                )));
+            }
+            Ok((at, entries))
         })
         .collect::<Vec<Result<_>>>()
         .into_iter()
@@ -462,50 +470,64 @@ fn bundle_offsets(path: &Path, code: &HipCode<'_>) -> Result<Vec<usize>> {
 }
 
 /// The HIP device entries (processor and code) of the bundle or compressed bundle at the
-/// start of `here`; empty entries are left out.
+/// start of `here`, empty entries left out; and the IDs of HIP entries whose target ID cannot
+/// be a processor key ([`kformat::is_processor_key`]).
 fn device_entries(
     here: &[u8],
     limit: u64,
-) -> std::result::Result<Entries<'_>, crate::format::Error> {
+) -> std::result::Result<(Entries<'_>, Vec<String>), crate::format::Error> {
     if let Some(compressed) = CompressedBundle::parse(here)? {
         let inflated = Arc::new(compressed.inflate_bundle(limit)??);
         let bundle = Bundle::parse(&inflated)?.ok_or_else(not_a_bundle)?;
         let base = inflated.as_ptr() as usize;
-        let found = hip_entries(&bundle)
+        let (entries, refused) = hip_entries(&bundle);
+        let found = entries
             .into_iter()
             .map(|(arch, data)| {
                 let start = data.as_ptr() as usize - base;
                 (arch, start..start + data.len())
             })
             .collect::<Vec<_>>();
-        return Ok(found
+        let found = found
             .into_iter()
             .map(|(arch, range)| (arch, Code::Inflated(inflated.clone(), range)))
-            .collect());
+            .collect();
+        return Ok((found, refused));
     }
     let bundle = Bundle::parse(here)?.ok_or_else(not_a_bundle)?;
-    Ok(hip_entries(&bundle)
+    let (entries, refused) = hip_entries(&bundle);
+    let entries = entries
         .into_iter()
         .map(|(arch, data)| (arch, Code::Mapped(data)))
-        .collect())
+        .collect();
+    Ok((entries, refused))
 }
 
 fn not_a_bundle() -> crate::format::Error {
     crate::format::Error::new(0, crate::format::ErrorKind::NotAContainer)
 }
 
-/// The non-empty HIP device entries of `bundle`: target ID and code.
-fn hip_entries<'b>(bundle: &Bundle<'b>) -> Vec<(String, &'b [u8])> {
-    bundle
+/// The non-empty HIP device entries of `bundle`: target ID and code; and the IDs of the
+/// non-empty HIP entries whose target ID is no processor key, which must not be split.
+fn hip_entries<'b>(bundle: &Bundle<'b>) -> (Vec<(String, &'b [u8])>, Vec<String>) {
+    let mut refused = Vec::new();
+    let entries = bundle
         .entries()
         .iter()
         .filter(|e| !e.data.is_empty())
         .filter_map(|e| {
             let target = ImageTarget::of_bundle_entry(e.id);
-            (target.producer == Producer::Hip && !target.target_id.is_empty())
-                .then_some((target.target_id, e.data))
+            if target.producer != Producer::Hip || EntryId::parse(e.id).is_host() {
+                return None;
+            }
+            if !kformat::is_processor_key(&target.target_id) {
+                refused.push(e.id.to_string());
+                return None;
+            }
+            Some((target.target_id, e.data))
         })
-        .collect()
+        .collect();
+    (entries, refused)
 }
 
 /// One archive to write: what its table says, its entries and stored code objects.
