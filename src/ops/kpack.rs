@@ -1,9 +1,13 @@
 //! `offload kpack`: moving the device code of programs and shared libraries into kpack
 //! archives (one per processor, or per group of processors), and putting it back.
 //!
-//! Splitting reads every file first (in parallel, bundles too), and writes only when all of
-//! them read well: the host files and the archives go to temporary files beside their places,
-//! renamed into place together at the end, so a damaged file anywhere leaves nothing behind.
+//! Splitting reads the files a group at a time (in parallel, bundles too; compressed bundles
+//! inflate into unnamed temporary files, not memory), writes each group's host files to
+//! temporary files beside their places and stages its code objects, then lets the group's
+//! inputs go: memory and open files stay bounded however large the tree. The archives are
+//! written from the stage at the end, and everything (host files, archives, the tree's links)
+//! is renamed into place together only when all of it is written, so a damaged file anywhere
+//! leaves nothing behind.
 //!
 //! Code-object indices are the wrappers' positions in `.hipFatBinSegment`, which is what each
 //! `HIPK` wrapper's `reserved1` holds and what the loader asks for: the archives key the code
@@ -33,7 +37,7 @@ use crate::format::kpack::{
 };
 use crate::format::kpack_search::{every_target_name, Environment};
 use crate::io::spill::{Spill, Spilled};
-use crate::io::{commit_all, Input, Output};
+use crate::io::{commit_all, inside, place_all, Closed, Input, Output};
 use crate::ops::inputs::{walk, Links, Taken, WalkOptions};
 
 /// The folder, beside the host files, that holds the archives.
@@ -83,21 +87,27 @@ enum Kind {
     Link(PathBuf),
 }
 
-/// The code of one device entry: borrowed from the input, or from an inflated bundle.
+/// The code of one device entry: borrowed from the input, or from a bundle inflated into an
+/// unnamed temporary file (mapped: it takes no anonymous memory).
 #[derive(Clone)]
 enum Code<'a> {
     Mapped(&'a [u8]),
-    Inflated(Arc<Vec<u8>>, std::ops::Range<usize>),
+    Inflated(Arc<Spilled>, std::ops::Range<usize>),
 }
 
 impl Code<'_> {
     fn bytes(&self) -> &[u8] {
         match self {
             Code::Mapped(b) => b,
-            Code::Inflated(v, r) => &v[r.clone()],
+            Code::Inflated(v, r) => v.bytes().get(r.clone()).unwrap_or_default(),
         }
     }
 }
+
+/// Inputs open at once while splitting: the maps and descriptors of one group are let go
+/// before the next group is opened, so a tree of any size splits within the limit on open
+/// files.
+const FILES_AT_ONCE: usize = 64;
 
 /// The device entries of one bundle: processor and code.
 type Entries<'a> = Vec<(String, Code<'a>)>;
@@ -112,7 +122,9 @@ struct SplitBinary<'a> {
     program: NewProgram<'a>,
 }
 
-/// Splits `inputs` (files, or folders with `recursive`) into `config.output`.
+/// Splits `inputs` (files, or folders with `recursive`) into `config.output`, all or nothing:
+/// the host files, the archives and the tree's links are put in place together, once every
+/// one of them is written.
 #[tracing::instrument(skip_all, fields(output = %config.output.display()))]
 pub fn split(inputs: &[PathBuf], config: &SplitConfig) -> Result<SplitSummary> {
     let planned = plan_files(inputs, config.recursive)?;
@@ -120,116 +132,229 @@ pub fn split(inputs: &[PathBuf], config: &SplitConfig) -> Result<SplitSummary> {
         Some(name) => name.clone(),
         None => default_name(inputs),
     };
-    let opened: Vec<(usize, Input)> = planned
-        .par_iter()
-        .enumerate()
-        .filter(|(_, p)| matches!(p.kind, Kind::File))
-        .map(|(i, p)| Ok((i, Input::open(&p.input)?)))
-        .collect::<Vec<Result<_>>>()
-        .into_iter()
-        .collect::<Result<_>>()?;
-    // Read everything first: a damaged file stops the split before anything is written.
-    let read: Vec<(usize, Option<SplitBinary<'_>>)> = opened
-        .par_iter()
-        .map(|(i, data)| {
-            let p = &planned[*i];
-            let _span = tracing::info_span!("file", path = %p.input.display()).entered();
-            let search = search_paths(config, &name, &p.relative);
-            let split = read_binary(&p.input, data, &p.relative, &search, config)?;
-            Ok((*i, split))
-        })
-        .collect::<Vec<Result<_>>>()
-        .into_iter()
-        .collect::<Result<_>>()?;
-
-    let archives = group_archives(&read, config, &name);
-    let mut summary = SplitSummary::default();
+    check_archive_names(&name, config)?;
     let mut dirs = CreatedDirs::default();
-    let written = (|| -> Result<Vec<Output>> {
-        let mut outputs = Vec::new();
-        let archive_dir = config.output.join(ARCHIVE_FOLDER);
-        if !archives.is_empty() {
-            dirs.create(&archive_dir)?;
-        }
-        for (i, _) in &read {
-            if let Some(parent) = config.output.join(&planned[*i].relative).parent() {
-                dirs.create(parent)?;
-            }
-        }
-        let sources: Vec<&Input> = opened.iter().map(|(_, input)| input).collect();
-        let made: Vec<Output> = archives
-            .par_iter()
-            .map(|a| write_archive(&archive_dir, a, config.scheme, &sources))
-            .collect::<Vec<Result<_>>>()
-            .into_iter()
-            .collect::<Result<_>>()?;
-        for (a, out) in archives.iter().zip(&made) {
-            let path = out.path().to_path_buf();
-            let size = a.size;
-            summary
-                .archives
-                .push((path, a.info.gfx_arches.clone(), a.entries.len(), size));
-        }
-        outputs.extend(made);
-        let files: Vec<Output> = read
-            .par_iter()
-            .map(|(i, split)| {
-                let p = &planned[*i];
-                let data = &opened.iter().find(|(j, _)| j == i).expect("opened").1;
-                let path = config.output.join(&p.relative);
-                let mut out = Output::create(&path)?;
-                let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
-                out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
-                match split {
-                    Some(split) => {
-                        split.program.write_to(&p.input, &mut out, data)?;
-                        read_back_split(&p.input, &mut out, split)?;
-                    }
-                    None => out.write_part(data, data)?,
-                }
-                Ok(out)
-            })
-            .collect::<Vec<Result<_>>>()
-            .into_iter()
-            .collect::<Result<_>>()?;
-        outputs.extend(files);
-        Ok(outputs)
-    })();
-    let outputs = match written {
-        Ok(outputs) => outputs,
-        Err(e) => {
-            dirs.remove();
-            return Err(e);
-        }
-    };
-    if let Err(e) = commit_all(outputs) {
+    let mut links = MadeLinks::default();
+    let written = split_into(&planned, config, &name, &mut dirs, &mut links);
+    let committed = written.and_then(|(summary, closed)| {
+        place_all(closed)?;
+        links.place()?;
+        Ok(summary)
+    });
+    if committed.is_err() {
+        links.remove();
         dirs.remove();
-        return Err(e);
     }
-    for p in &planned {
-        if let Kind::Link(target) = &p.kind {
-            let path = config.output.join(&p.relative);
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-            }
-            let _ = std::fs::remove_file(&path);
-            std::os::unix::fs::symlink(target, &path).map_err(|e| Error::io(&path, e))?;
-            summary.copied.push(path);
-        }
-    }
-    for (i, split) in &read {
-        let path = config.output.join(&planned[*i].relative);
-        match split {
-            Some(split) => summary.binaries.push((path, split.bundle_of.len())),
-            None => summary.copied.push(path),
-        }
-    }
+    let summary = committed?;
     info!(
         binaries = summary.binaries.len(),
         archives = summary.archives.len(),
         "split"
     );
     Ok(summary)
+}
+
+/// Refuses a group name or an `--archive` group that could not be an archive's file name.
+fn check_archive_names(name: &str, config: &SplitConfig) -> Result<()> {
+    let fine = |n: &str| {
+        !n.is_empty()
+            && !n.starts_with('.')
+            && n.len() <= 200
+            && !n.chars().any(|c| c == '/' || c == '\\' || c.is_control())
+    };
+    let bad = std::iter::once(name)
+        .chain(config.groups.iter().map(|(g, _)| g.as_str()))
+        .find(|n| !fine(n));
+    match bad {
+        Some(n) => Err(Error::msg(format!(
+            "{}: not a name an archive can have (no '/', no control character, not starting \
+             with '.')",
+            crate::error::quoted(n)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Writes everything a split makes, not yet in place: the host files (closed, holding no
+/// descriptor), the archives, and the tree's links under temporary names.
+fn split_into(
+    planned: &[Planned],
+    config: &SplitConfig,
+    name: &str,
+    dirs: &mut CreatedDirs,
+    links: &mut MadeLinks,
+) -> Result<(SplitSummary, Vec<Closed>)> {
+    dirs.create(&config.output)?;
+    for p in planned {
+        let path = config.output.join(&p.relative);
+        if let Some(parent) = path.parent() {
+            dirs.create(parent)?;
+        }
+        inside(&config.output, &path)?;
+    }
+    let mut stage = Stage::default();
+    let mut closed = Vec::new();
+    let mut summary = SplitSummary::default();
+    let files: Vec<&Planned> = planned
+        .iter()
+        .filter(|p| matches!(p.kind, Kind::File))
+        .collect();
+    for group in files.chunks(FILES_AT_ONCE) {
+        let (written, staged) = split_group(group, config, name, &mut stage)?;
+        closed.extend(written);
+        for (p, indices) in group.iter().zip(staged) {
+            let path = config.output.join(&p.relative);
+            match indices {
+                Some(n) => summary.binaries.push((path, n)),
+                None => summary.copied.push(path),
+            }
+        }
+    }
+    if !stage.archives.is_empty() {
+        if planned.iter().any(|p| p.relative == Path::new(ARCHIVE_FOLDER)) {
+            return Err(Error::msg(format!(
+                "'{}': the tree has its own '{ARCHIVE_FOLDER}', where the archives go",
+                config.output.join(ARCHIVE_FOLDER).display()
+            )));
+        }
+        let archive_dir = config.output.join(ARCHIVE_FOLDER);
+        dirs.create(&archive_dir)?;
+        let made: Vec<(Closed, (PathBuf, Vec<String>, usize, u64))> = std::mem::take(&mut stage.archives)
+            .into_values()
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|a| write_archive(&config.output, &archive_dir, a))
+            .collect::<Vec<Result<_>>>()
+            .into_iter()
+            .collect::<Result<_>>()?;
+        for (out, listed) in made {
+            if planned.iter().any(|p| config.output.join(&p.relative) == listed.0) {
+                return Err(Error::msg(format!(
+                    "'{}': a file of the tree goes there too",
+                    listed.0.display()
+                )));
+            }
+            closed.push(out);
+            summary.archives.push(listed);
+        }
+    }
+    for p in planned {
+        if let Kind::Link(target) = &p.kind {
+            let path = config.output.join(&p.relative);
+            links.make(target, &path)?;
+            summary.copied.push(path);
+        }
+    }
+    Ok((summary, closed))
+}
+
+/// Splits one group of files: opens them, reads them, writes their host files, and stages
+/// their code in `stage`, in input order; returns the host files written and, per file, its
+/// number of code-object indices (`None`: copied as it was). The inputs are closed on return.
+fn split_group(
+    group: &[&Planned],
+    config: &SplitConfig,
+    name: &str,
+    stage: &mut Stage,
+) -> Result<(Vec<Closed>, Vec<Option<usize>>)> {
+    let opened: Vec<Input> = group
+        .par_iter()
+        .map(|p| Input::open(&p.input))
+        .collect::<Vec<Result<_>>>()
+        .into_iter()
+        .collect::<Result<_>>()?;
+    let read: Vec<Option<SplitBinary<'_>>> = group
+        .par_iter()
+        .zip(&opened)
+        .map(|(p, data)| {
+            let _span = tracing::info_span!("file", path = %p.input.display()).entered();
+            let search = search_paths(config, name, &p.relative);
+            read_binary(&p.input, data, &p.relative, &search, config)
+        })
+        .collect::<Vec<Result<_>>>()
+        .into_iter()
+        .collect::<Result<_>>()?;
+    let written: Vec<Closed> = group
+        .par_iter()
+        .zip(&opened)
+        .zip(&read)
+        .map(|((p, data), split)| write_host(p, data, split.as_ref(), config))
+        .collect::<Vec<Result<_>>>()
+        .into_iter()
+        .collect::<Result<_>>()?;
+    let mut counts = Vec::with_capacity(group.len());
+    for split in &read {
+        match split {
+            Some(split) => {
+                stage.add(split, config, name)?;
+                counts.push(Some(split.bundle_of.len()));
+            }
+            None => counts.push(None),
+        }
+    }
+    Ok((written, counts))
+}
+
+/// Writes the host file of `p` (read as `data`): the split program, or the file as it is.
+fn write_host(
+    p: &Planned,
+    data: &Input,
+    split: Option<&SplitBinary<'_>>,
+    config: &SplitConfig,
+) -> Result<Closed> {
+    let path = config.output.join(&p.relative);
+    let mut out = Output::create(&path)?;
+    let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
+    out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
+    match split {
+        Some(split) => {
+            split.program.write_to(&p.input, &mut out, data)?;
+            read_back_split(&p.input, &mut out, split)?;
+        }
+        None => out.write_part(data, data)?,
+    }
+    out.close()
+}
+
+/// Symbolic links of the tree, made under temporary names beside their places until the
+/// split is put in place.
+#[derive(Default)]
+struct MadeLinks(Vec<(PathBuf, PathBuf)>);
+
+impl MadeLinks {
+    /// Makes a link to `target` that will be `path`.
+    fn make(&mut self, target: &Path, path: &Path) -> Result<()> {
+        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+            return Err(Error::msg(format!(
+                "'{}': a folder is there, where a link of the tree goes",
+                path.display()
+            )));
+        }
+        let file_name = path.file_name().unwrap_or_default().to_string_lossy();
+        let temporary = path.with_file_name(format!(
+            ".{file_name}.kpack-link.{}.{}",
+            std::process::id(),
+            self.0.len()
+        ));
+        std::os::unix::fs::symlink(target, &temporary).map_err(|e| Error::io(&temporary, e))?;
+        self.0.push((temporary, path.to_path_buf()));
+        Ok(())
+    }
+
+    /// Renames every link into place.
+    fn place(&self) -> Result<()> {
+        for (temporary, path) in &self.0 {
+            std::fs::rename(temporary, path).map_err(|e| Error::io(path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the links not yet in place.
+    fn remove(&self) {
+        for (temporary, _) in &self.0 {
+            let _ = std::fs::remove_file(temporary);
+        }
+    }
 }
 
 /// Folders made for the outputs, removed again (deepest first, only when empty) if the split
@@ -477,9 +602,21 @@ fn device_entries(
     limit: u64,
 ) -> std::result::Result<(Entries<'_>, Vec<String>), crate::format::Error> {
     if let Some(compressed) = CompressedBundle::parse(here)? {
-        let inflated = Arc::new(compressed.inflate_bundle(limit)??);
-        let bundle = Bundle::parse(&inflated)?.ok_or_else(not_a_bundle)?;
-        let base = inflated.as_ptr() as usize;
+        let at = compressed.header_size();
+        let spill_failed = |e: std::io::Error| {
+            crate::format::Error::new(
+                at,
+                crate::format::ErrorKind::Decompress(format!(
+                    "a temporary file for the inflated bundle: {}",
+                    crate::error::io_message(&e)
+                )),
+            )
+        };
+        let mut spill = Spill::on_disk().map_err(spill_failed)?;
+        compressed.inflate_bundle_to(limit, |piece| spill.append(piece).map_err(spill_failed))??;
+        let inflated = Arc::new(spill.finish().map_err(spill_failed)?);
+        let bundle = Bundle::parse(inflated.bytes())?.ok_or_else(not_a_bundle)?;
+        let base = inflated.bytes().as_ptr() as usize;
         let (entries, refused) = hip_entries(&bundle);
         let found = entries
             .into_iter()
@@ -530,115 +667,178 @@ fn hip_entries<'b>(bundle: &Bundle<'b>) -> (Vec<(String, &'b [u8])>, Vec<String>
     (entries, refused)
 }
 
-/// One archive to write: what its table says, its entries and stored code objects.
-struct PlannedArchive<'a> {
+/// The archives being made, by processor or group: each one's table so far and its stored
+/// code objects, staged in an unnamed temporary file.
+#[derive(Default)]
+struct Stage {
+    archives: BTreeMap<String, StagedArchive>,
+}
+
+/// One archive being made.
+struct StagedArchive {
     file_name: String,
     info: ArchiveInfo,
     entries: Vec<TocEntry>,
-    stored: Vec<Code<'a>>,
-    size: u64,
+    /// The stored code objects (plain, or zstd frames), one after another.
+    blobs: Spill,
+    /// Where each stored code object is in `blobs`, by ordinal.
+    places: Vec<(u64, u64)>,
 }
 
-/// The archives: one per group of processors given, one per other processor; in each, the
-/// code objects of every binary by index, a bundle's code stored once however many wrappers
-/// point at it.
-fn group_archives<'a>(
-    read: &[(usize, Option<SplitBinary<'a>>)],
-    config: &SplitConfig,
-    name: &str,
-) -> Vec<PlannedArchive<'a>> {
-    let group_of = |arch: &str| {
-        config
-            .groups
-            .iter()
-            .find(|(_, arches)| arches.iter().any(|a| a == arch))
-            .map(|(g, _)| g.clone())
-    };
-    let mut archives: BTreeMap<String, PlannedArchive<'a>> = BTreeMap::new();
-    let mut ordinal_of: HashMap<(String, usize, usize, String), u64> = HashMap::new();
-    for (file_number, split) in read.iter().filter_map(|(i, s)| Some((*i, s.as_ref()?))) {
+/// Code objects compressed at once while staging.
+const FRAMES_AT_ONCE: usize = 16;
+
+impl Stage {
+    /// Adds the code objects of one split binary, a bundle's code stored once however many
+    /// wrappers point at it.
+    fn add(&mut self, split: &SplitBinary<'_>, config: &SplitConfig, name: &str) -> Result<()> {
+        let group_of = |arch: &str| {
+            config
+                .groups
+                .iter()
+                .find(|(_, arches)| arches.iter().any(|a| a == arch))
+                .map(|(g, _)| g.clone())
+        };
+        // Each stored code object once: (family, bundle, processor) and its code.
+        let mut unique: Vec<(String, &Code<'_>)> = Vec::new();
+        let mut number_of: HashMap<(String, usize, &str), usize> = HashMap::new();
+        let mut entries: Vec<(String, String, String, usize)> = Vec::new();
         for (index, &at) in split.bundle_of.iter().enumerate() {
-            for (arch, code) in &split.bundles[&at] {
+            for (arch, code) in split.bundles.get(&at).into_iter().flatten() {
                 let family = group_of(arch).unwrap_or_else(|| arch.clone());
-                let archive = archives.entry(family.clone()).or_insert_with(|| {
-                    let arches = match config.groups.iter().find(|(g, _)| *g == family) {
-                        Some((_, arches)) => arches.clone(),
-                        None => vec![family.clone()],
-                    };
-                    PlannedArchive {
-                        file_name: format!("{name}_{family}.kpack"),
-                        info: ArchiveInfo {
-                            group_name: name.to_string(),
-                            gfx_arch_family: family.clone(),
-                            gfx_arches: arches,
-                            scheme: config.scheme,
-                        },
-                        entries: Vec::new(),
-                        stored: Vec::new(),
-                        size: 0,
-                    }
-                });
-                let once = (family.clone(), file_number, at, arch.clone());
-                let ordinal = *ordinal_of.entry(once).or_insert_with(|| {
-                    archive.stored.push(code.clone());
-                    archive.stored.len() as u64 - 1
-                });
-                archive.entries.push(TocEntry {
-                    key: toc_key(&split.kernel_name, index as u64),
-                    arch: arch.clone(),
-                    ordinal,
-                    original_size: code.bytes().len() as u64,
-                });
+                let n = *number_of
+                    .entry((family.clone(), at, arch.as_str()))
+                    .or_insert_with(|| {
+                        unique.push((family.clone(), code));
+                        unique.len() - 1
+                    });
+                let key = toc_key(&split.kernel_name, index as u64);
+                entries.push((family, key, arch.clone(), n));
             }
         }
+        let ordinals = self.store(&unique, config, name)?;
+        for (family, key, arch, n) in entries {
+            let archive = self.archive(&family, config, name)?;
+            archive.entries.push(TocEntry {
+                key,
+                arch,
+                ordinal: ordinals[n],
+                original_size: unique[n].1.bytes().len() as u64,
+            });
+        }
+        Ok(())
     }
-    archives.into_values().collect()
+
+    /// Stores `codes` (each with its archive's family) in order, compressed as `config` says,
+    /// a few frames made at once; returns each one's ordinal in its archive.
+    fn store(
+        &mut self,
+        codes: &[(String, &Code<'_>)],
+        config: &SplitConfig,
+        name: &str,
+    ) -> Result<Vec<u64>> {
+        let mut ordinals = Vec::with_capacity(codes.len());
+        for window in codes.chunks(FRAMES_AT_ONCE) {
+            let frames: Vec<Option<Vec<u8>>> = window
+                .par_iter()
+                .map(|(family, code)| match config.scheme {
+                    Scheme::None => Ok(None),
+                    Scheme::ZstdPerKernel => {
+                        let frame = compress_code_object(code.bytes()).map_err(|e| {
+                            Error::format(Path::new(&format!("{name}_{family}.kpack")), e)
+                        });
+                        crate::io::release_mapped(code.bytes());
+                        frame.map(Some)
+                    }
+                })
+                .collect::<Vec<Result<_>>>()
+                .into_iter()
+                .collect::<Result<_>>()?;
+            for ((family, code), frame) in window.iter().zip(frames) {
+                let archive = self.archive(family, config, name)?;
+                let bytes = frame.as_deref().unwrap_or_else(|| code.bytes());
+                let at = archive.blobs.len();
+                archive
+                    .blobs
+                    .append(bytes)
+                    .map_err(|e| Error::io(Path::new(&archive.file_name), e))?;
+                archive.places.push((at, bytes.len() as u64));
+                ordinals.push(archive.places.len() as u64 - 1);
+            }
+        }
+        Ok(ordinals)
+    }
+
+    /// The archive of `family`, begun if new.
+    fn archive(
+        &mut self,
+        family: &str,
+        config: &SplitConfig,
+        name: &str,
+    ) -> Result<&mut StagedArchive> {
+        if !self.archives.contains_key(family) {
+            let arches = match config.groups.iter().find(|(g, _)| g == family) {
+                Some((_, arches)) => arches.clone(),
+                None => vec![family.to_string()],
+            };
+            let file_name = format!("{name}_{family}.kpack");
+            let blobs = Spill::on_disk().map_err(|e| Error::io(Path::new(&file_name), e))?;
+            let staged = StagedArchive {
+                file_name,
+                info: ArchiveInfo {
+                    group_name: name.to_string(),
+                    gfx_arch_family: family.to_string(),
+                    gfx_arches: arches,
+                    scheme: config.scheme,
+                },
+                entries: Vec::new(),
+                blobs,
+                places: Vec::new(),
+            };
+            self.archives.insert(family.to_string(), staged);
+        }
+        self.archives
+            .get_mut(family)
+            .ok_or_else(|| Error::msg("an archive begun is missing"))
+    }
 }
 
-/// Writes the archive `a` into `dir` (to a temporary file, not yet in place); code objects
-/// stored plain are copied by the kernel from `sources`, the inputs they are slices of.
+/// Writes the staged archive `a` into `dir` under the output folder `root` (to a temporary
+/// file, closed, not yet in place): its head, its stored code objects copied by the kernel
+/// from the stage, its table. Returns it with what the summary lists of it.
 fn write_archive(
+    root: &Path,
     dir: &Path,
-    a: &PlannedArchive<'_>,
-    scheme: Scheme,
-    sources: &[&Input],
-) -> Result<Output> {
+    a: StagedArchive,
+) -> Result<(Closed, (PathBuf, Vec<String>, usize, u64))> {
     let path = dir.join(&a.file_name);
+    inside(root, &path)?;
     let fail = |e: crate::format::Error| Error::format(&path, e);
-    // Compressed, the frames are made first, in parallel; plain, code objects are copied.
-    let frames: Vec<Vec<u8>> = match scheme {
-        Scheme::None => Vec::new(),
-        Scheme::ZstdPerKernel => a
-            .stored
-            .par_iter()
-            .map(|c| {
-                let frame = compress_code_object(c.bytes()).map_err(fail);
-                // Read once: its pages of the mapped input need not stay.
-                crate::io::release_mapped(c.bytes());
-                frame
-            })
-            .collect::<Result<_>>()?,
-    };
-    let sizes: Vec<u64> = match scheme {
-        Scheme::None => a.stored.iter().map(|c| c.bytes().len() as u64).collect(),
-        Scheme::ZstdPerKernel => frames.iter().map(|f| f.len() as u64).collect(),
-    };
+    let scheme = a.info.scheme;
+    let sizes: Vec<u64> = a.places.iter().map(|(_, size)| *size).collect();
     let plan = kformat::layout(&a.info, &sizes, &a.entries).map_err(fail)?;
+    let blobs = a.blobs.finish().map_err(|e| Error::io(&path, e))?;
     let mut out = Output::create(&path)?;
     out.write_bytes(&plan.head)?;
     out.write_bytes(&plan.count_field(scheme))?;
-    for (ordinal, code) in a.stored.iter().enumerate() {
+    for (ordinal, (at, size)) in a.places.iter().enumerate() {
         out.write_bytes(&plan.size_field(scheme, ordinal))?;
-        match (scheme, code) {
-            (Scheme::ZstdPerKernel, _) => out.write_bytes(&frames[ordinal])?,
-            (Scheme::None, Code::Mapped(bytes)) => write_mapped(&mut out, sources, bytes)?,
-            (Scheme::None, Code::Inflated(..)) => out.write_bytes(code.bytes())?,
+        let part = usize::try_from(*at)
+            .ok()
+            .zip(usize::try_from(*size).ok())
+            .and_then(|(at, size)| blobs.bytes().get(at..at.checked_add(size)?))
+            .ok_or_else(|| Error::msg(format!("'{}': a staged code object is missing", path.display())))?;
+        match blobs.input() {
+            Some(input) => out.write_part(input, part)?,
+            None => out.write_bytes(part)?,
         }
     }
     out.write_bytes(&plan.toc)?;
     out.start_writeback()?;
     read_back_archive(&path, &mut out, a.entries.len())?;
-    Ok(out)
+    let size = plan.toc_offset + plan.toc.len() as u64;
+    let listed = (path, a.info.gfx_arches, a.entries.len(), size);
+    Ok((out.close()?, listed))
 }
 
 /// The error for an output that does not read back as written.
@@ -683,14 +883,6 @@ fn read_back_split(input: &Path, out: &mut Output, split: &SplitBinary<'_>) -> R
             input,
             "no kpack reference, or other wrappers",
         )),
-    }
-}
-
-/// Writes `bytes`, a slice of an input open in this process, copied by the kernel.
-fn write_mapped(out: &mut Output, sources: &[&Input], bytes: &[u8]) -> Result<()> {
-    match sources.iter().find(|input| input.holds(bytes)) {
-        Some(input) => out.write_part(input, bytes),
-        None => out.write_bytes(bytes),
     }
 }
 
