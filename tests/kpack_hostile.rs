@@ -275,3 +275,116 @@ fn ls_says_when_a_split_binarys_archives_are_missing_or_lack_a_code_object() {
     assert_eq!(code, 1);
     assert!(err.ends_with("looked at /nonexistent/a.kpack\n"), "{err}");
 }
+
+/// The committed library with its gfx906 entry ID replaced by `id` (as long as the old one).
+fn library_with_entry_id(id: &[u8]) -> Vec<u8> {
+    let mut bytes = fs::read(samples_dir().join("linked/libhip.so")).unwrap();
+    let old = b"hipv4-amdgcn-amd-amdhsa--gfx906";
+    assert_eq!(id.len(), old.len());
+    let at = bytes.windows(old.len()).position(|w| w == old).unwrap();
+    bytes[at..at + old.len()].copy_from_slice(id);
+    bytes
+}
+
+#[test]
+fn an_entry_id_that_would_name_a_path_outside_the_output_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::create_dir_all(d.join("t/.kpack/t_x")).unwrap();
+    fs::write(d.join("t/.kpack/t_x/keep"), b"a folder of the tree").unwrap();
+    for id in [
+        &b"hipv4-amdgcn-amd-amdhsa--x/../y"[..],
+        b"hipv4-amdgcn-amd-amdhsa--gfx9\n6",
+        b"hipv4-amdgcn-amd-amdhsa--gfx90.",
+    ] {
+        fs::write(d.join("t/libhip.so"), library_with_entry_id(id)).unwrap();
+        let (code, out, err) = offload_in(d, &["kpack", "-r", "t", "-o", "out"]);
+        assert_eq!((code, out.as_str()), (1, ""), "{err}");
+        let shown = format!("{:?}", String::from_utf8_lossy(id));
+        assert!(
+            err.contains(&format!("bundle entry {shown}: its target ID is not a processor's")),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(!d.join("out").exists());
+        assert!(!d.join("y.kpack").exists() && !d.join("t/y.kpack").exists());
+    }
+}
+
+#[test]
+fn a_link_already_in_the_output_folder_carries_no_write_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::create_dir_all(d.join("t/sub")).unwrap();
+    fs::copy(samples_dir().join("linked/libhip.so"), d.join("t/sub/libhip.so")).unwrap();
+    fs::create_dir_all(d.join("out")).unwrap();
+    fs::create_dir_all(d.join("victim")).unwrap();
+    std::os::unix::fs::symlink("../victim", d.join("out/sub")).unwrap();
+    let (code, _, err) = offload_in(d, &["kpack", "-r", "t", "-o", "out"]);
+    assert_eq!(code, 1);
+    let victim = fs::canonicalize(d.join("victim")).unwrap();
+    assert!(
+        err.contains(&format!("resolves to '{}', outside the output folder", victim.display())),
+        "{err}"
+    );
+    assert!(fs::read_dir(d.join("victim")).unwrap().next().is_none());
+    assert!(!d.join("out/.kpack").exists());
+}
+
+#[test]
+fn a_link_of_the_tree_that_cannot_be_made_leaves_nothing_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    fs::create_dir_all(d.join("t")).unwrap();
+    fs::copy(samples_dir().join("linked/libhip.so"), d.join("t/libhip.so")).unwrap();
+    std::os::unix::fs::symlink("libhip.so", d.join("t/lnk")).unwrap();
+    // The output has a folder where the link goes.
+    fs::create_dir_all(d.join("out/lnk")).unwrap();
+    let (code, _, err) = offload_in(d, &["kpack", "-r", "t", "-o", "out"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("a folder is there, where a link of the tree goes"), "{err}");
+    let left: Vec<String> = fs::read_dir(d.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["lnk"]);
+
+    // A link of the tree named as the archive folder.
+    fs::remove_dir_all(d.join("out")).unwrap();
+    fs::remove_file(d.join("t/lnk")).unwrap();
+    std::os::unix::fs::symlink("libhip.so", d.join("t/.kpack")).unwrap();
+    let (code, _, err) = offload_in(d, &["kpack", "-r", "t", "-o", "out"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("the tree has its own '.kpack'"), "{err}");
+    assert!(!d.join("out/libhip.so").exists() && !d.join("out/.kpack").exists());
+}
+
+#[test]
+fn a_tree_of_thousands_of_files_splits_under_a_low_limit_on_open_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let tree = d.join("t");
+    fs::create_dir_all(tree.join("lib")).unwrap();
+    fs::copy(samples_dir().join("linked/libhip.so"), tree.join("lib/libhip.so")).unwrap();
+    let files = 3000;
+    for n in 0..files {
+        fs::write(tree.join(format!("f{n:05}")), format!("file {n}\n")).unwrap();
+    }
+    let command = format!(
+        "ulimit -n 64 && RAYON_NUM_THREADS=8 exec '{}' kpack -r t -o out",
+        env!("CARGO_BIN_EXE_offload")
+    );
+    let (code, _, err) = text_output(Command::new("sh").current_dir(d).args(["-c", &command]));
+    assert_eq!((code, err.as_str()), (0, ""));
+    for n in 0..files {
+        let name = format!("f{n:05}");
+        assert_eq!(
+            fs::read_to_string(d.join("out").join(&name)).unwrap(),
+            format!("file {n}\n")
+        );
+    }
+    assert!(d.join("out/.kpack/t_gfx90a.kpack").is_file());
+    let (code, out, err) = offload_in(d, &["ls", "out/lib/libhip.so"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert_eq!(out.lines().count(), 4, "{out}");
+}

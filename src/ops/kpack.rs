@@ -104,10 +104,26 @@ impl Code<'_> {
     }
 }
 
-/// Inputs open at once while splitting: the maps and descriptors of one group are let go
-/// before the next group is opened, so a tree of any size splits within the limit on open
-/// files.
+/// The most inputs open at once while splitting: the maps and descriptors of one group are
+/// let go before the next group is opened, so a tree of any size splits within the limit on
+/// open files.
 const FILES_AT_ONCE: usize = 64;
+
+/// How many inputs a group holds: [`FILES_AT_ONCE`], fewer when the limit on open files is
+/// low (a quarter of what is left of it after 32 for the rest of the work), at least one.
+fn files_at_once() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given and nothing else.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    if !known {
+        return FILES_AT_ONCE;
+    }
+    let open = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
+    (open.saturating_sub(32) / 4).clamp(1, FILES_AT_ONCE)
+}
 
 /// The device entries of one bundle: processor and code.
 type Entries<'a> = Vec<(String, Code<'a>)>;
@@ -199,7 +215,7 @@ fn split_into(
         .iter()
         .filter(|p| matches!(p.kind, Kind::File))
         .collect();
-    for group in files.chunks(FILES_AT_ONCE) {
+    for group in files.chunks(files_at_once()) {
         let (written, staged) = split_group(group, config, name, &mut stage)?;
         closed.extend(written);
         for (p, indices) in group.iter().zip(staged) {
