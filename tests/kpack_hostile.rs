@@ -388,3 +388,120 @@ fn a_tree_of_thousands_of_files_splits_under_a_low_limit_on_open_files() {
     assert_eq!((code, err.as_str()), (0, ""));
     assert_eq!(out.lines().count(), 4, "{out}");
 }
+
+/// An archive for `gfx90a` whose entries `keys` all name one stored code object: a zstd
+/// frame of `zeros` zero bytes (an honest size), made without holding them.
+fn zeros_archive(keys: &[&str], arch: &str, zeros: u64) -> Vec<u8> {
+    use offload::format::kpack::{layout, ArchiveInfo, TocEntry};
+    let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = zeros;
+    while left > 0 {
+        let n = left.min(chunk.len() as u64) as usize;
+        std::io::Write::write_all(&mut encoder, &chunk[..n]).unwrap();
+        left -= n as u64;
+    }
+    let frame = encoder.finish().unwrap();
+    let info = ArchiveInfo {
+        group_name: "t".into(),
+        gfx_arch_family: "gfx90a".into(),
+        gfx_arches: vec![arch.into()],
+        scheme: Scheme::ZstdPerKernel,
+    };
+    let entries: Vec<TocEntry> = keys
+        .iter()
+        .map(|key| TocEntry {
+            key: key.to_string(),
+            arch: arch.into(),
+            ordinal: 0,
+            original_size: zeros,
+        })
+        .collect();
+    let plan = layout(&info, &[frame.len() as u64], &entries).unwrap();
+    let mut bytes = plan.head.clone();
+    bytes.extend(plan.count_field(Scheme::ZstdPerKernel));
+    bytes.extend(plan.size_field(Scheme::ZstdPerKernel, 0));
+    bytes.extend(&frame);
+    bytes.extend(&plan.toc);
+    bytes
+}
+
+#[test]
+fn merging_inflates_a_large_code_object_straight_into_its_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    split_library(d, &[]);
+    let kpack = d.join("out/.kpack");
+    fs::remove_file(kpack.join("t_gfx906.kpack")).unwrap();
+    let zeros = 768 << 20;
+    let keys = ["libhip.so#0", "libhip.so#1"];
+    fs::write(kpack.join("t_gfx90a.kpack"), zeros_archive(&keys, "gfx90a", zeros)).unwrap();
+    // Inflated through a window into a temporary file: the peak resident memory stays far
+    // below the code object's size.
+    let (code, peak) = peak_resident(
+        offload()
+            .current_dir(d)
+            .env("RAYON_NUM_THREADS", "8")
+            .args(["kpack", "--merge", "out/libhip.so", "-o", "m"]),
+    );
+    assert_eq!(code, 0);
+    assert!(peak < 200 << 20, "peak resident {peak} bytes");
+    let (code, listed, err) = offload_in(d, &["ls", "--json", "m/libhip.so"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    let sizes: Vec<u64> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["arch"] == "gfx90a")
+        .map(|i| i["size"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sizes, [zeros], "one bundle shared by both wrappers");
+}
+
+#[test]
+fn merging_refuses_a_processor_key_that_is_no_target_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    split_library(d, &[]);
+    let kpack = d.join("out/.kpack");
+    let long = "gfx".repeat(200_000);
+    for arch in ["gfx90a\nfake line", "", "host-x86_64-unknown-linux-gnu-", long.as_str()] {
+        let mut writer = ArchiveWriter::new("t", "gfx90a", &["gfx90a"], Scheme::None);
+        for key in ["libhip.so#0", "libhip.so#1"] {
+            writer.add(key, arch, &[7; 16]).unwrap();
+        }
+        fs::write(kpack.join("t_gfx90a.kpack"), writer.finish()).unwrap();
+        let (code, out, err2) = offload_in(d, &["kpack", "--merge", "out/libhip.so", "-o", "m"]);
+        assert_eq!((code, out.as_str()), (1, ""), "{err2:.400}");
+        assert!(
+            err2.contains("is no target ID, so it cannot be a bundle entry's"),
+            "{arch:.40}: {err2:.400}"
+        );
+        assert_eq!(err2.lines().count(), 1, "{err2:.400}");
+        assert!(err2.len() < 1000, "{:.400}", err2);
+        assert!(!d.join("m/libhip.so").exists());
+    }
+}
+
+/// Runs `command` to its end; its exit status and peak resident memory in bytes (the
+/// kernel's own count, `ru_maxrss`).
+fn peak_resident(command: &mut Command) -> (i32, u64) {
+    let child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid; wait4 writes it and the status for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid);
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    (code, usage.ru_maxrss as u64 * 1024)
+}

@@ -15,7 +15,6 @@
 //! Python splitter numbers code objects per processor instead, so a binary whose translation
 //! units target different processors gets keys the loader never asks for.)
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
@@ -33,8 +32,9 @@ use crate::format::entry_id::EntryId;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::kpack::{
     self as kformat, compress_code_object, split_toc_key, toc_key, Archive, ArchiveInfo, KpackRef,
-    Scheme, TocEntry, GFXARCH, HIPK_MAGIC,
+    KernelEntry, Scheme, TocEntry, GFXARCH, HIPK_MAGIC,
 };
+use crate::format::ccob::Decoding;
 use crate::format::kpack_search::{every_target_name, Environment};
 use crate::io::spill::{Spill, Spilled};
 use crate::io::{commit_all, inside, place_all, Closed, Input, Output};
@@ -1067,26 +1067,7 @@ fn merged_bundles(
         })
         .collect::<Result<_>>()?;
     let name = split.reference.kernel_name;
-    // Per index, per processor: the first archive's code object.
-    let mut by_index: BTreeMap<u64, BTreeMap<String, Cow<'_, [u8]>>> = BTreeMap::new();
-    for (o, archive) in &parsed {
-        for entry in &archive.entries {
-            let Some((binary, index)) = split_toc_key(entry.key) else {
-                continue;
-            };
-            if binary != name {
-                continue;
-            }
-            let arches = by_index.entry(index).or_default();
-            if arches.contains_key(entry.arch) {
-                continue;
-            }
-            let code = archive
-                .code_object(entry, config.max_decompressed)
-                .map_err(|e| Error::format(&o.path, e))?;
-            arches.insert(entry.arch.to_string(), code);
-        }
-    }
+    let by_index = code_objects_by_index(name, &parsed)?;
     let host = match object::File::parse(data).map(|f| object::Object::architecture(&f)) {
         Ok(object::Architecture::Aarch64) => "host-aarch64-unknown-linux-gnu-",
         _ => "host-x86_64-unknown-linux-gnu-",
@@ -1100,7 +1081,7 @@ fn merged_bundles(
         ))
     };
     let mut start_of: BTreeMap<u64, u64> = BTreeMap::new();
-    let mut shared: HashMap<Vec<(&str, usize, usize)>, u64> = HashMap::new();
+    let mut shared: HashMap<Vec<(&str, usize, u64)>, u64> = HashMap::new();
     let mut starts = Vec::with_capacity(code.wrappers.len());
     let mut count = 0;
     for (k, w) in code.wrappers.iter().enumerate() {
@@ -1134,36 +1115,18 @@ fn merged_bundles(
             })?;
         // Indices whose code objects are the same stored ones (wrappers that shared a bundle,
         // as in -fgpu-rdc binaries) share one bundle again.
-        let same: Vec<(&str, usize, usize)> = arches
+        let same: Vec<(&str, usize, u64)> = arches
             .iter()
-            .map(|(arch, code)| (arch.as_str(), code.as_ptr() as usize, code.len()))
+            .map(|(arch, (a, entry))| (arch.as_str(), *a, entry.ordinal))
             .collect();
         if let Some(&start) = shared.get(&same) {
             start_of.insert(index, start);
             starts.push(Some(start));
             continue;
         }
-        let ids: Vec<String> = std::iter::once(host.to_string())
-            .chain(arches.keys().map(|arch| entry_id(arch)))
-            .collect();
-        let payloads: Vec<&[u8]> = std::iter::once(&[][..])
-            .chain(arches.values().map(|c| &**c))
-            .collect();
-        let sizes: Vec<(&str, u64)> = ids
-            .iter()
-            .zip(&payloads)
-            .map(|(id, p)| (id.as_str(), p.len() as u64))
-            .collect();
-        let layout = bundle::layout(&sizes, BUNDLE_ALIGN).map_err(|e| Error::format(path, e))?;
         spill.pad_to(BUNDLE_ALIGN).map_err(spill_error)?;
         let start = spill.len();
-        spill.append(&layout.header).map_err(spill_error)?;
-        for (payload, offset) in payloads.iter().zip(&layout.offsets) {
-            let gap = (start + offset).saturating_sub(spill.len());
-            spill.append(&vec![0; gap as usize]).map_err(spill_error)?;
-            spill.append(payload).map_err(spill_error)?;
-            crate::io::release_mapped(payload);
-        }
+        append_bundle(path, host, arches, &parsed, config, &mut spill)?;
         count += arches.len();
         start_of.insert(index, start);
         shared.insert(same, start);
@@ -1171,6 +1134,94 @@ fn merged_bundles(
     }
     let bundles = spill.finish().map_err(spill_error)?;
     Ok((bundles, starts, count))
+}
+
+/// The code objects of the binary `name` in the archives `parsed` (in search order): per
+/// index, per processor key, the first archive's entry (its archive's place in `parsed`).
+/// A processor key that could not be part of a bundle entry ID is an error naming the
+/// archive.
+#[allow(clippy::type_complexity)]
+fn code_objects_by_index<'p, 'a>(
+    name: &str,
+    parsed: &'p [(&'a OpenArchive, Archive<'a>)],
+) -> Result<BTreeMap<u64, BTreeMap<String, (usize, &'p KernelEntry<'a>)>>> {
+    let mut by_index: BTreeMap<u64, BTreeMap<String, (usize, &KernelEntry<'_>)>> =
+        BTreeMap::new();
+    for (number, (o, archive)) in parsed.iter().enumerate() {
+        for entry in &archive.entries {
+            let Some((binary, index)) = split_toc_key(entry.key) else {
+                continue;
+            };
+            if binary != name {
+                continue;
+            }
+            if !kformat::is_processor_key(entry.arch) {
+                return Err(Error::msg(format!(
+                    "'{}': code object {}: processor key {} is no target ID, so it cannot be a \
+                     bundle entry's",
+                    o.path.display(),
+                    crate::error::quoted(entry.key),
+                    crate::error::quoted(entry.arch)
+                )));
+            }
+            by_index
+                .entry(index)
+                .or_default()
+                .entry(entry.arch.to_string())
+                .or_insert((number, entry));
+        }
+    }
+    Ok(by_index)
+}
+
+/// Appends to `spill` the bundle of one code-object index: the host entry, then the code
+/// object of each processor in `arches`, each inflated straight into its place through a
+/// window (never held whole), and checked against the size its table declares.
+fn append_bundle(
+    path: &Path,
+    host: &str,
+    arches: &BTreeMap<String, (usize, &KernelEntry<'_>)>,
+    parsed: &[(&OpenArchive, Archive<'_>)],
+    config: &MergeConfig,
+    spill: &mut Spill,
+) -> Result<()> {
+    let spill_error = |e: std::io::Error| {
+        crate::format::Error::new(
+            0,
+            crate::format::ErrorKind::Decompress(format!(
+                "the bundle's temporary file: {}",
+                crate::error::io_message(&e)
+            )),
+        )
+    };
+    let ids: Vec<String> = std::iter::once(host.to_string())
+        .chain(arches.keys().map(|arch| entry_id(arch)))
+        .collect();
+    let sizes: Vec<(&str, u64)> = ids
+        .iter()
+        .zip(std::iter::once(0).chain(arches.values().map(|(_, e)| e.original_size)))
+        .map(|(id, size)| (id.as_str(), size))
+        .collect();
+    let layout = bundle::layout(&sizes, BUNDLE_ALIGN).map_err(|e| Error::format(path, e))?;
+    let start = spill.len();
+    spill
+        .append(&layout.header)
+        .map_err(|e| Error::format(path, spill_error(e)))?;
+    for ((number, entry), offset) in arches.values().zip(layout.offsets.iter().skip(1)) {
+        let Some((o, archive)) = parsed.get(*number) else {
+            continue;
+        };
+        let gap = (start + offset).saturating_sub(spill.len());
+        spill
+            .reserve(gap)
+            .map_err(|e| Error::format(path, spill_error(e)))?;
+        archive
+            .read_code_object(entry, config.max_decompressed, Decoding::Fresh, |piece| {
+                spill.append(piece).map_err(spill_error)
+            })
+            .map_err(|e| Error::format(&o.path, e))?;
+    }
+    Ok(())
 }
 
 /// The bundle entry ID of HIP code for `arch`, as clang writes it.
