@@ -713,7 +713,7 @@ fn damage_the_loader_aborts_on_is_an_error_here() {
             "ordinal.kpack",
             &ordinal_string,
             format!(
-                "offset {toc_offset:#x}: kpack toc[\"lib/a.so#0\"][\"gfx90a\"].ordinal: expected an integer, found string"
+                "offset {toc_offset:#x}: kpack toc[\"lib/a.so#0\"][\"gfx90a\"].ordinal: expected a non-negative integer, found string"
             ),
         ),
         (

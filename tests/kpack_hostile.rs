@@ -505,3 +505,40 @@ fn peak_resident(command: &mut Command) -> (i32, u64) {
     };
     (code, usage.ru_maxrss as u64 * 1024)
 }
+
+#[test]
+fn a_plain_code_object_is_listed_and_extracted_at_the_size_stored() {
+    use offload::format::kpack::{layout, ArchiveInfo, TocEntry};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let info = ArchiveInfo {
+        group_name: "t".into(),
+        gfx_arch_family: "gfx90a".into(),
+        gfx_arches: vec!["gfx90a".into()],
+        scheme: Scheme::None,
+    };
+    // The table declares 4096 bytes; 16 are stored.
+    let entries = [TocEntry {
+        key: "lib.so#0".into(),
+        arch: "gfx90a".into(),
+        ordinal: 0,
+        original_size: 4096,
+    }];
+    let plan = layout(&info, &[16], &entries).unwrap();
+    let mut bytes = plan.head.clone();
+    bytes.extend(plan.count_field(Scheme::None));
+    bytes.extend([9u8; 16]);
+    bytes.extend(&plan.toc);
+    fs::write(d.join("a.kpack"), bytes).unwrap();
+    let (code, json, err) = offload_in(d, &["ls", "--json", "a.kpack"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let listed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(listed[0]["size"], 16);
+    let (code, out, err) = offload_in(d, &["extract", "a.kpack", "--arch", "gfx90a", "-o", "x"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    assert!(out.contains(" 16 bytes (a.kpack[lib.so#0])"), "{out}");
+    assert_eq!(contents(&d.join("x")), [vec![9u8; 16]]);
+    let (code, _, err) = offload_in(d, &["verify", "a.kpack"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("4096"), "{err}");
+}

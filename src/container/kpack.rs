@@ -256,7 +256,12 @@ pub fn stored_code_objects(
                 scheme: archive.scheme,
                 stored_offset: stored.offset,
                 stored_size: stored.size,
-                size: entry.original_size,
+                // Stored plain, what is there is what a reader gets, whatever the table says
+                // (`verify` reports a difference); compressed, the frame must inflate to it.
+                size: match archive.scheme {
+                    Scheme::None => stored.size,
+                    Scheme::ZstdPerKernel => entry.original_size,
+                },
                 ordinal: entry.ordinal,
             })
         })

@@ -606,7 +606,9 @@ impl<'a> Toc<'a> {
         let value = map.get(key);
         value
             .and_then(Value::as_u64)
-            .ok_or_else(|| self.field_error(&format!("{path}.{key}"), "an integer", value))
+            .ok_or_else(|| {
+                self.field_error(&format!("{path}.{key}"), "a non-negative integer", value)
+            })
     }
 
     fn archive(&self, toc: &Value<'a>) -> Result<Archive<'a>> {
@@ -1059,9 +1061,17 @@ impl<'a> KpackRef<'a> {
             .filter_map(Value::as_str)
             .collect();
         if kpack_search_paths.is_empty() {
-            let found = Some(&Value::Array(Vec::new()));
-            let e = toc.field_error("reference.kpack_search_paths", "at least one path", found);
-            return Err(e);
+            let empty = paths.and_then(Value::as_array).is_some_and(|a| a.is_empty());
+            let e = KpackError::Field {
+                path: "reference.kpack_search_paths".to_string(),
+                expected: "at least one path (a UTF-8 string)",
+                found: if empty {
+                    "an empty array"
+                } else {
+                    "an array with no UTF-8 string"
+                },
+            };
+            return Err(kpack_error(0, e));
         }
         Ok(KpackRef {
             kernel_name,
@@ -1381,9 +1391,24 @@ mod tests {
             message(b"\x81\xabkernel_name\x01"),
             "offset 0x0: kpack reference.kernel_name: expected a string, found integer"
         );
+        let paths = |array: &[u8]| {
+            let mut bytes = b"\x82\xabkernel_name\xa1a\xb2kpack_search_paths".to_vec();
+            bytes.extend_from_slice(array);
+            message(&bytes)
+        };
+        let expected = "offset 0x0: kpack reference.kpack_search_paths: expected at least one \
+                        path (a UTF-8 string), found";
+        // A number, a float, a string that is not UTF-8: none is a path.
+        for array in [&b"\x91\x01"[..], b"\x91\xca\0\0\0\0", b"\x91\xa2\xff\xfe"] {
+            assert_eq!(
+                paths(array),
+                format!("{expected} an array with no UTF-8 string")
+            );
+        }
+        assert_eq!(paths(b"\x90"), format!("{expected} an empty array"));
         assert_eq!(
-            message(b"\x82\xabkernel_name\xa1a\xb2kpack_search_paths\x91\x01"),
-            "offset 0x0: kpack reference.kpack_search_paths: expected at least one path, found array"
+            message(b"\x82\xabkernel_name\xff\xb2kpack_search_paths\x91\xa1a"),
+            "offset 0x0: kpack reference.kernel_name: expected a string, found negative integer"
         );
         assert_eq!(
             message(b"\x92"),

@@ -128,7 +128,8 @@ impl<'a> Value<'a> {
         match self {
             Value::Nil => "nil",
             Value::Bool(_) => "boolean",
-            Value::Uint(_) | Value::Int(_) => "integer",
+            Value::Uint(_) => "integer",
+            Value::Int(_) => "negative integer",
             Value::F32(_) | Value::F64(_) => "float",
             Value::Str(_) => "string",
             Value::Bin(_) => "binary",
