@@ -126,7 +126,7 @@ fn compressed_stream(method: Method, head: &[u8], zeros: u64) -> (Vec<u8>, u64) 
 }
 
 /// A compressed bundle of `head` then `zeros` zero bytes, its header's sizes and hash true.
-fn compressed_bundle(method: Method, version: u16, head: &[u8], zeros: u64) -> Vec<u8> {
+pub(crate) fn compressed_bundle(method: Method, version: u16, head: &[u8], zeros: u64) -> Vec<u8> {
     let (payload, hash) = compressed_stream(method, head, zeros);
     let options = CompressOptions {
         method,

@@ -542,3 +542,75 @@ fn a_plain_code_object_is_listed_and_extracted_at_the_size_stored() {
     assert_eq!(code, 1);
     assert!(err.contains("4096"), "{err}");
 }
+
+/// The most anonymous memory `command` held at any moment while it ran (`RssAnon`, read
+/// every few milliseconds), and its exit status.
+fn peak_anonymous(command: &mut Command) -> (i32, u64) {
+    let mut child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let status = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    loop {
+        if let Some(done) = child.try_wait().unwrap() {
+            return (done.code().unwrap_or(-1), peak);
+        }
+        let kib = fs::read_to_string(&status).ok().and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("RssAnon:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        });
+        peak = peak.max(kib.unwrap_or(0) * 1024);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn splitting_a_large_compressed_bundle_takes_little_memory() {
+    use offload::format::bundle;
+    use offload::format::ccob::Method;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // The library's first bundle (at 0x1000, with room up to the compressed one at 0x6000)
+    // becomes a compressed bundle whose gfx90a entry inflates to 256 MiB of zeros.
+    let zeros: u64 = 256 << 20;
+    let ids = [
+        ("host-x86_64-unknown-linux-gnu-", 0),
+        ("hipv4-amdgcn-amd-amdhsa--gfx90a", zeros),
+    ];
+    let layout = bundle::layout(&ids, 4096).unwrap();
+    let mut head = layout.header.clone();
+    head.resize(layout.offsets[1] as usize, 0);
+    let ccob = crate::bombs::compressed_bundle(Method::Zstd, 3, &head, zeros);
+    assert!(ccob.len() <= 0x5000, "{} bytes", ccob.len());
+    let mut library = fs::read(samples_dir().join("linked/libhip.so")).unwrap();
+    library[0x1000..0x6000].fill(0);
+    library[0x1000..0x1000 + ccob.len()].copy_from_slice(&ccob);
+    fs::create_dir_all(d.join("c")).unwrap();
+    fs::write(d.join("c/libhip.so"), library).unwrap();
+
+    // The bundle inflates into a temporary file, not memory; the archive is staged on disk.
+    let (code, peak) = peak_anonymous(
+        offload()
+            .current_dir(d)
+            .env("RAYON_NUM_THREADS", "8")
+            .args(["kpack", "c/libhip.so", "-o", "k"]),
+    );
+    assert_eq!(code, 0, "{:?}", offload_in(d, &["kpack", "c/libhip.so", "-o", "k2"]));
+    assert!(peak < 100 << 20, "peak anonymous memory {peak} bytes");
+    let (code, json, err) = offload_in(d, &["ls", "--json", "k/libhip.so"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let listed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let sizes: Vec<(String, u64)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["kpack"]["key"].as_str().unwrap().to_string(), i["size"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        sizes,
+        [("libhip.so#0".to_string(), zeros), ("libhip.so#1".to_string(), 4232)],
+        "{json}"
+    );
+}
