@@ -203,8 +203,10 @@ fn kpack_archive(scheme: offload::format::kpack::Scheme) -> Vec<u8> {
 #[test]
 fn damaged_kpack_archives_never_crash_any_reader() {
     use offload::format::kpack::Scheme;
-    let readers: [&[&str]; 5] = [
+    let readers: [&[&str]; 7] = [
         &["ls", "--json", "FILE"],
+        &["ls", "FILE"],
+        &["du", "FILE"],
         &["extract", "FILE", "--arch", "gfx90a", "-o", "out"],
         &["extract", "FILE", "--device", "gfx1100", "-o", "out"],
         &["verify", "FILE"],
@@ -227,5 +229,73 @@ fn damaged_kpack_archives_never_crash_any_reader() {
             }
             copies
         });
-    campaign("kpack campaign", ".kpack", copies, &readers);
+    let hostile = std::iter::once(
+        hostile_kpack_archives()
+            .into_iter()
+            .filter(|(name, _)| name.ends_with(".kpack"))
+            .map(|(_, b)| b)
+            .collect(),
+    );
+    campaign("kpack campaign", ".kpack", copies.chain(hostile), &readers);
+}
+
+/// Archives made as an attacker would: processor keys with newlines, escape sequences and
+/// `/..`, empty, a host entry ID, 69,000 bytes long; an archive for 50,000 processors; each
+/// with its name as a fuzz seed. Every reader must refuse or print them without being fooled.
+pub(crate) fn hostile_kpack_archives() -> Vec<(String, Vec<u8>)> {
+    use offload::format::kpack::{ArchiveWriter, Scheme};
+    // Past the widths that formatting takes (65,535).
+    let long = "gfx".repeat(23_000);
+    let keys: [(&str, &str); 6] = [
+        ("newline", "gfx90a\nlib/k.so#0  fake  line"),
+        ("escape", "gfx90a\x1b[2J\x1b[31m"),
+        ("dot-dot", "gfx90a/../../../victim/owned"),
+        ("empty", ""),
+        ("host", "host-x86_64-unknown-linux-gnu-"),
+        ("long", long.as_str()),
+    ];
+    let mut archives: Vec<(String, Vec<u8>)> = keys
+        .iter()
+        .map(|(name, arch)| {
+            let mut w = ArchiveWriter::new("k", "gfx90a", &[arch], Scheme::None);
+            w.add("lib/k.so#0", arch, b"\x7fELF code").unwrap();
+            if arch.len() < 100 {
+                w.add(&format!("lib/k.so#0{arch}"), "gfx90a", b"\x7fELF code").unwrap();
+            }
+            (format!("hostile-{name}.kpack"), w.finish())
+        })
+        .collect();
+    let many: Vec<String> = (0..50_000).map(|i| format!("gfx{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let mut w = ArchiveWriter::new("k", "gfx90a", &many, Scheme::None);
+    w.add("lib/k.so#0", "gfx90a", b"\x7fELF code").unwrap();
+    archives.push(("many-processors.kpack".to_string(), w.finish()));
+    // A reference that points at private folders and out of the tree.
+    let reference = offload::format::kpack::KpackRef {
+        kernel_name: "lib/k.so\n#0",
+        kpack_search_paths: vec!["/etc/@GFXARCH@", "../../../../@GFXARCH@/../etc/shadow"],
+    };
+    archives.push(("hostile-ref.msgpack".to_string(), reference.to_bytes()));
+    archives
+}
+
+#[test]
+fn the_fuzz_seeds_hold_the_hostile_archives() {
+    let seeds = crate::util::root().join("fuzz/seeds/kpack");
+    for (name, bytes) in hostile_kpack_archives() {
+        // Large, and a test of its own: not a seed.
+        if name == "many-processors.kpack" {
+            continue;
+        }
+        let path = seeds.join(&name);
+        if std::env::var_os("OFFLOAD_WRITE_SEEDS").is_some() {
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let written = std::fs::read(&path).unwrap_or_default();
+        assert!(
+            written == bytes,
+            "{}: not as this test makes it; OFFLOAD_WRITE_SEEDS=1 writes it",
+            path.display()
+        );
+    }
 }
