@@ -19,6 +19,7 @@ mod cuda_entries;
 mod cuda_extract;
 mod cuda_ls;
 mod cuda_strip;
+mod destinations;
 mod differential;
 mod extract;
 mod fuzz_regressions;

@@ -162,6 +162,9 @@ struct Plan {
     pairs: Vec<(PathBuf, PathBuf)>,
     /// Whether the walk failed somewhere (a folder could not be read).
     walk_failed: bool,
+    /// The folder the outputs mirror the inputs' tree under, if they do: no output may
+    /// resolve outside it.
+    root: Option<PathBuf>,
 }
 
 /// Where each of `found` is written: over itself in place (a file with several names once),
@@ -175,12 +178,14 @@ fn plan(
     use std::os::unix::fs::MetadataExt;
     let (found, walk_failed) = tree.files(prog, roots);
     let single_file = roots.len() == 1 && !roots[0].is_dir();
+    let mut root = None;
     let pairs = match &destination.output {
         Some(output) if single_file && !output.is_dir() => found
             .into_iter()
             .map(|f| (f.path, output.clone()))
             .collect(),
         Some(folder) => {
+            root = Some(folder.clone());
             let pairs: Vec<(PathBuf, PathBuf)> = found
                 .into_iter()
                 .map(|Found { path, relative, .. }| (path, folder.join(relative)))
@@ -207,7 +212,11 @@ fn plan(
                 .collect()
         }
     };
-    Ok(Plan { pairs, walk_failed })
+    Ok(Plan {
+        pairs,
+        walk_failed,
+        root,
+    })
 }
 
 /// The totals of a job of several files.
@@ -312,6 +321,9 @@ fn execute(
                 if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
                     std::fs::create_dir_all(parent)
                         .map_err(|e| format!("'{}': {e}", parent.display()))?;
+                }
+                if let Some(root) = &plan.root {
+                    crate::io::inside(root, output).map_err(|e| e.to_string())?;
                 }
             }
             let keep = strips.then_some(config);
