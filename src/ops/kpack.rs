@@ -1097,22 +1097,7 @@ fn merged_bundles(
         let arches = by_index
             .get(&index)
             .filter(|a| !a.is_empty())
-            .ok_or_else(|| {
-                Error::msg(format!(
-                    "'{}': no archive holds code object {} (wrapper {k}); searched: {}",
-                    path.display(),
-                    toc_key(name, index),
-                    if archive_files.is_empty() {
-                        "no archive found".to_string()
-                    } else {
-                        archive_files
-                            .iter()
-                            .map(|p| p.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    }
-                ))
-            })?;
+            .ok_or_else(|| no_archive_holds(path, &toc_key(name, index), k, &archive_files))?;
         // Indices whose code objects are the same stored ones (wrappers that shared a bundle,
         // as in -fgpu-rdc binaries) share one bundle again.
         let same: Vec<(&str, usize, u64)> = arches
@@ -1134,6 +1119,21 @@ fn merged_bundles(
     }
     let bundles = spill.finish().map_err(spill_error)?;
     Ok((bundles, starts, count))
+}
+
+/// The error for code object `key` (wrapper `k`) of the split binary at `path` found in none
+/// of `archives`.
+fn no_archive_holds(path: &Path, key: &str, k: usize, archives: &[PathBuf]) -> Error {
+    let searched = if archives.is_empty() {
+        "no archive found".to_string()
+    } else {
+        let names: Vec<String> = archives.iter().map(|p| p.display().to_string()).collect();
+        names.join(", ")
+    };
+    Error::msg(format!(
+        "'{}': no archive holds code object {key} (wrapper {k}); searched: {searched}",
+        path.display()
+    ))
 }
 
 /// The code objects of the binary `name` in the archives `parsed` (in search order): per
