@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Reading or writing a file failed.
-    #[error("'{}': {}", path.display(), io_message(source))]
+    #[error("'{}': {}", crate::io::shown(path), io_message(source))]
     Io {
         /// The file.
         path: PathBuf,
@@ -16,7 +16,7 @@ pub enum Error {
         source: io::Error,
     },
     /// A file's contents are not in the expected format.
-    #[error("'{}': {}{source}", path.display(), where_prefix(context))]
+    #[error("'{}': {}{source}", crate::io::shown(path), where_prefix(context))]
     Format {
         /// The file.
         path: PathBuf,
@@ -28,7 +28,7 @@ pub enum Error {
     },
     /// A host container (object file, program, shared library) is damaged or cannot be
     /// edited as asked.
-    #[error("'{}': {}{source}", path.display(), where_prefix(context))]
+    #[error("'{}': {}{source}", crate::io::shown(path), where_prefix(context))]
     Container {
         /// The file.
         path: PathBuf,

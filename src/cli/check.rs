@@ -140,7 +140,7 @@ fn devices(named: &[String]) -> Result<Vec<Device>, String> {
         return Err(format!(
             "no GPU found: the kernel driver lists none under '{}'; name the devices with \
              --device (e.g. --device gfx90a:sramecc+:xnack- --device gfx1101)",
-            folder.display()
+            crate::io::shown(&folder)
         ));
     }
     let targets: Vec<(TargetIdBuf, Option<u32>)> = found
@@ -203,7 +203,7 @@ fn summary(report: &check::Report, errors: usize) -> String {
         }
         text.push_str(&format!(
             "total {}: {} native, {} generic, {} SPIR-V or PTX, {} nothing; the runtime fails {}\n",
-            device.target_id, sum.native, sum.generic, sum.spirv, sum.nothing, sum.fails
+            crate::io::shown(&device.target_id), sum.native, sum.generic, sum.spirv, sum.nothing, sum.fails
         ));
     }
     text

@@ -897,7 +897,7 @@ fn nothing_chosen<'t>(
     let files: Vec<String> = config
         .files
         .iter()
-        .map(|p| format!("'{}'", p.display()))
+        .map(|p| format!("'{}'", crate::io::shown(p)))
         .collect();
     let arches: Vec<&str> = targets.into_iter().map(TargetIdBuf::as_str).collect();
     Error::msg(format!(
