@@ -135,7 +135,9 @@ fn devices(named: &[String]) -> Result<Vec<Device>, String> {
         sramecc: sramecc.as_deref(),
         xnack: xnack.as_deref(),
     };
-    let found = gpus::read_topology(&folder, env).unwrap_or_default();
+    // No topology at all is "no GPU"; one that cannot be read (a properties file that is a
+    // FIFO, a device or too large) is named.
+    let found = gpus::read_topology(&folder, env).map_err(|e| e.to_string())?;
     if found.is_empty() {
         return Err(format!(
             "no GPU found: the kernel driver lists none under '{}'; name the devices with \

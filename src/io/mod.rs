@@ -271,6 +271,17 @@ impl Input {
         Ok(input)
     }
 
+    /// This input without its file's descriptor: the map stays (it needs none), so its
+    /// bytes read the same and it still counts as an input of this process, but its ranges
+    /// are copied to outputs through memory rather than by the kernel. For a command that
+    /// holds thousands of inputs at once, so as not to hold as many descriptors.
+    pub fn without_descriptor(mut self) -> Input {
+        if matches!(self.data, Data::Mapped(_)) {
+            self.file = None;
+        }
+        self
+    }
+
     /// Whether `part` is a slice of this input's bytes.
     pub fn holds(&self, part: &[u8]) -> bool {
         crate::format::slice::offset_within(self, part).is_some()
