@@ -81,8 +81,16 @@ fn targets_and_keys_longer_than_any_column_are_printed_whole() {
     std::fs::create_dir(&tree).unwrap();
     let long = format!("gfx{}", "9".repeat(70_000));
     let long_id = format!("hipv4-amdgcn-amd-amdhsa--{long}");
-    std::fs::write(tree.join("a-long.hipfb"), device_bundle(&long_id, b"\x7fELF1")).unwrap();
-    std::fs::write(tree.join("b-good.hipfb"), device_bundle(GFX90A, b"\x7fELF2")).unwrap();
+    std::fs::write(
+        tree.join("a-long.hipfb"),
+        device_bundle(&long_id, b"\x7fELF1"),
+    )
+    .unwrap();
+    std::fs::write(
+        tree.join("b-good.hipfb"),
+        device_bundle(GFX90A, b"\x7fELF2"),
+    )
+    .unwrap();
     // A kpack archive whose processor key takes 600 KB.
     let key = format!("gfx{}", "1".repeat(600_000));
     let mut w = offload::format::kpack::ArchiveWriter::new(
@@ -138,9 +146,23 @@ fn names_and_entry_ids_are_escaped_for_people() {
         &["du", "-r", "tree"],
         &["verify", "-r", "tree"],
         &["extract", "-r", "tree", "--arch", "gfx90a", "-o", "out"],
-        &["strip", "-r", "tree", "--keep", "gfx90a", "--dry-run", "--in-place"],
+        &[
+            "strip",
+            "-r",
+            "tree",
+            "--keep",
+            "gfx90a",
+            "--dry-run",
+            "--in-place",
+        ],
         &["strip", "-r", "tree", "--keep", "gfx90a", "-o", "stripped"],
-        &["check", "tree/id.hipfb", "tree/name\nFAKE LINE\x1b[31m.hipfb", "--device", "gfx90a"],
+        &[
+            "check",
+            "tree/id.hipfb",
+            "tree/name\nFAKE LINE\x1b[31m.hipfb",
+            "--device",
+            "gfx90a",
+        ],
     ] {
         let ran = offload_within(dir.path(), args);
         let both = format!("{}{}", ran.stdout, ran.stderr);
@@ -198,11 +220,18 @@ fn fifos_and_devices_in_a_tree_are_counted_once() {
     for command in ["ls", "du", "verify"] {
         let ran = offload_within(dir.path(), &[command, "-r", "--follow", "tree"]);
         assert_eq!(ran.code, 0, "{command}: {}", ran.stderr);
-        let said: Vec<&str> = ran.stderr.lines().filter(|l| l.contains("skipped")).collect();
+        let said: Vec<&str> = ran
+            .stderr
+            .lines()
+            .filter(|l| l.contains("skipped"))
+            .collect();
         assert_eq!(said.len(), 1, "{command}: {}", ran.stderr);
         assert!(said[0].contains("skipped 2 FIFOs, 1 device"), "{said:?}");
     }
 }
+
+/// Puts something at a path.
+type MakeFile = fn(&Path);
 
 #[test]
 fn a_topology_file_that_is_a_fifo_a_device_or_huge_is_an_error_naming_it() {
@@ -211,10 +240,14 @@ fn a_topology_file_that_is_a_fifo_a_device_or_huge_is_an_error_naming_it() {
     let topology = dir.path().join("topology");
     kfd_topology(&topology, &[(90010, 0)]);
     let properties = topology.join("nodes/1/properties");
-    let replacements: [(&str, &dyn Fn(&Path)); 3] = [
-        ("FIFO", &|p| mkfifo(p)),
-        ("/dev/zero", &|p| std::os::unix::fs::symlink("/dev/zero", p).unwrap()),
-        ("huge", &|p| std::fs::write(p, vec![b'#'; 100 << 10]).unwrap()),
+    let replacements: [(&str, MakeFile); 3] = [
+        ("FIFO", mkfifo),
+        ("/dev/zero", |p| {
+            std::os::unix::fs::symlink("/dev/zero", p).unwrap()
+        }),
+        ("huge", |p| {
+            std::fs::write(p, vec![b'#'; 100 << 10]).unwrap()
+        }),
     ];
     for (what, make) in replacements {
         std::fs::remove_file(&properties).unwrap();
@@ -278,12 +311,24 @@ fn a_tree_deeper_than_the_path_limit_is_reported_not_skipped() {
         &["du", "-r", "tree"],
         &["verify", "-r", "tree"],
         &["check", "-r", "tree", "--device", "gfx90a"],
-        &["strip", "-r", "tree", "--keep", "gfx90a", "--dry-run", "--in-place"],
+        &[
+            "strip",
+            "-r",
+            "tree",
+            "--keep",
+            "gfx90a",
+            "--dry-run",
+            "--in-place",
+        ],
         &["extract", "-r", "tree", "--arch", "gfx90a", "-o", "out"],
     ] {
         let ran = offload_within(dir.path(), args);
         assert_ne!(ran.code, 0, "{args:?}: {}", ran.stdout);
-        assert!(ran.stderr.contains("path limit"), "{args:?}: {}", ran.stderr);
+        assert!(
+            ran.stderr.contains("path limit"),
+            "{args:?}: {}",
+            ran.stderr
+        );
     }
 }
 
@@ -303,10 +348,13 @@ fn thousands_of_inputs_fit_a_small_descriptor_limit() {
     }
     let limited = |args: &str| {
         let mut command = Command::new("sh");
-        command.current_dir(dir.path()).env_remove("OFFLOAD_LOG").args([
-            "-c",
-            &format!("ulimit -n 64; exec '{}' {args}", crate::util::OFFLOAD),
-        ]);
+        command
+            .current_dir(dir.path())
+            .env_remove("OFFLOAD_LOG")
+            .args([
+                "-c",
+                &format!("ulimit -n 64; exec '{}' {args}", crate::util::OFFLOAD),
+            ]);
         let ran = run_within(&mut command, 300, args);
         assert_eq!(ran.code, 0, "{args}: {}", ran.stderr);
         ran
@@ -328,5 +376,10 @@ fn thousands_of_inputs_fit_a_small_descriptor_limit() {
     ] {
         limited(args);
     }
-    assert_eq!(std::fs::read_dir(dir.path().join("stripped")).unwrap().count(), FILES);
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("stripped"))
+            .unwrap()
+            .count(),
+        FILES
+    );
 }

@@ -205,7 +205,12 @@ fn summary(report: &check::Report, errors: usize) -> String {
         }
         text.push_str(&format!(
             "total {}: {} native, {} generic, {} SPIR-V or PTX, {} nothing; the runtime fails {}\n",
-            crate::io::shown(&device.target_id), sum.native, sum.generic, sum.spirv, sum.nothing, sum.fails
+            crate::io::shown(&device.target_id),
+            sum.native,
+            sum.generic,
+            sum.spirv,
+            sum.nothing,
+            sum.fails
         ));
     }
     text

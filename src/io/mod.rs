@@ -906,7 +906,12 @@ pub fn place_all(closed: Vec<Closed>) -> Result<()> {
     }
     for folder in folders {
         // A folder that cannot be opened for syncing (no read permission) is left unsynced.
-        if let Ok(dir) = File::open(&folder) {
+        // As a folder, without waiting: a FIFO put in its place is not opened.
+        let opened = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK)
+            .open(&folder);
+        if let Ok(dir) = opened {
             dir.sync_all().map_err(|e| Error::io(&folder, e))?;
         }
     }

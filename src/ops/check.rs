@@ -578,7 +578,11 @@ pub fn text(report: &Report) -> String {
     if !report.not_found.is_empty() {
         out.push_str("\nNot found (not checked; ld.so would refuse to load what needs them):\n");
         for m in &report.not_found {
-            out.push_str(&format!("  {} (needed by {})\n", crate::io::shown(&m.name), crate::io::shown(&m.needed_by)));
+            out.push_str(&format!(
+                "  {} (needed by {})\n",
+                crate::io::shown(&m.name),
+                crate::io::shown(&m.needed_by)
+            ));
         }
     }
     let without = without_code(report) + &kpack::without_code(report);

@@ -725,8 +725,8 @@ fn rewrite_object<'a>(
     summary: &mut Summary,
 ) -> Result<Option<NewFile<'a>>> {
     use object::{Object, ObjectSection};
-    let file =
-        object::File::parse(data).map_err(|e| Error::msg(format!("'{}': {e}", crate::io::shown(path))))?;
+    let file = object::File::parse(data)
+        .map_err(|e| Error::msg(format!("'{}': {e}", crate::io::shown(path))))?;
     if matches!(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
