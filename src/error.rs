@@ -1,4 +1,5 @@
-//! The library's error type: what failed, on which file.
+//! The library's error type: what failed, on which file. Its messages are for people: the
+//! names and IDs in them, taken from files, are escaped ([`crate::io::shown`]).
 
 use std::fmt;
 use std::io;
@@ -16,7 +17,7 @@ pub enum Error {
         source: io::Error,
     },
     /// A file's contents are not in the expected format.
-    #[error("'{}': {}{source}", crate::io::shown(path), where_prefix(context))]
+    #[error("'{}': {}{}", crate::io::shown(path), where_prefix(context), crate::io::shown(&source.to_string()))]
     Format {
         /// The file.
         path: PathBuf,
@@ -28,7 +29,7 @@ pub enum Error {
     },
     /// A host container (object file, program, shared library) is damaged or cannot be
     /// edited as asked.
-    #[error("'{}': {}{source}", crate::io::shown(path), where_prefix(context))]
+    #[error("'{}': {}{}", crate::io::shown(path), where_prefix(context), crate::io::shown(&source.to_string()))]
     Container {
         /// The file.
         path: PathBuf,
@@ -44,10 +45,12 @@ pub enum Error {
     Message(String),
 }
 
+/// Where in the file, escaped as names are ([`crate::io::shown`]): a context names archive
+/// members and sections as the file spells them.
 fn where_prefix(context: &Option<String>) -> String {
     context
         .as_ref()
-        .map(|c| format!("{c}: "))
+        .map(|c| format!("{}: ", crate::io::shown(c)))
         .unwrap_or_default()
 }
 

@@ -84,11 +84,11 @@ pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVe
             .reference
             .kpack_search_paths
             .iter()
-            .map(|p| resolve_search_path(path, p).display().to_string())
+            .map(|p| crate::io::shown(&resolve_search_path(path, p)).into_owned())
             .collect();
         verified.bad.push(Error::msg(format!(
             "'{}': no kpack archive found at {}",
-            path.display(),
+            crate::io::shown(path),
             searched.join(", ")
         )));
         return verified;
@@ -116,10 +116,12 @@ pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVe
                 let key = toc_key(name, *index);
                 if archive.find(&key, arch).is_none() {
                     verified.bad.push(Error::msg(format!(
-                        "'{}': no code object {key} for {arch}, which the archive is for \
+                        "'{}': no code object {} for {}, which the archive is for \
                          (its gfx_arches), though '{}' asks for code object {index}",
-                        archive_path.display(),
-                        path.display()
+                        crate::io::shown(&archive_path),
+                        crate::io::shown(&key),
+                        crate::io::shown(arch),
+                        crate::io::shown(path)
                     )));
                 }
             }
