@@ -1,4 +1,5 @@
-//! The library's error type: what failed, on which file.
+//! The library's error type: what failed, on which file. Its messages are for people: the
+//! names and IDs in them, taken from files, are escaped ([`crate::io::shown`]).
 
 use std::fmt;
 use std::io;
@@ -8,7 +9,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// Reading or writing a file failed.
-    #[error("'{}': {}", path.display(), io_message(source))]
+    #[error("'{}': {}", crate::io::shown(path), io_message(source))]
     Io {
         /// The file.
         path: PathBuf,
@@ -16,7 +17,7 @@ pub enum Error {
         source: io::Error,
     },
     /// A file's contents are not in the expected format.
-    #[error("'{}': {}{source}", path.display(), where_prefix(context))]
+    #[error("'{}': {}{}", crate::io::shown(path), where_prefix(context), crate::io::shown(&source.to_string()))]
     Format {
         /// The file.
         path: PathBuf,
@@ -28,7 +29,7 @@ pub enum Error {
     },
     /// A host container (object file, program, shared library) is damaged or cannot be
     /// edited as asked.
-    #[error("'{}': {}{source}", path.display(), where_prefix(context))]
+    #[error("'{}': {}{}", crate::io::shown(path), where_prefix(context), crate::io::shown(&source.to_string()))]
     Container {
         /// The file.
         path: PathBuf,
@@ -44,10 +45,12 @@ pub enum Error {
     Message(String),
 }
 
+/// Where in the file, escaped as names are ([`crate::io::shown`]): a context names archive
+/// members and sections as the file spells them.
 fn where_prefix(context: &Option<String>) -> String {
     context
         .as_ref()
-        .map(|c| format!("{c}: "))
+        .map(|c| format!("{}: ", crate::io::shown(c)))
         .unwrap_or_default()
 }
 
@@ -55,16 +58,14 @@ fn where_prefix(context: &Option<String>) -> String {
 const QUOTED_CHARS: usize = 120;
 
 /// Text taken from a file (an entry ID, a key, a name), quoted for a message: in double
-/// quotes, control characters, quotes and backslashes escaped as Rust escapes them, cut after
-/// 120 characters with `...` and the full length, so no file can forge a line of output or
-/// flood a terminal.
+/// quotes, escaped as [`crate::io::shown`] escapes it, cut after 120 characters with `...`
+/// and the full length, so no file can forge a line of output or flood a terminal.
 pub fn quoted(text: &str) -> String {
-    let count = text.chars().count();
-    if count <= QUOTED_CHARS {
-        return format!("{text:?}");
+    if text.chars().count() <= QUOTED_CHARS {
+        return format!("\"{}\"", crate::io::shown(text));
     }
     let head: String = text.chars().take(QUOTED_CHARS).collect();
-    format!("{head:?}... ({} bytes)", text.len())
+    format!("\"{}\"... ({} bytes)", crate::io::shown(&head), text.len())
 }
 
 /// The system's message for `e` without Rust's " (os error N)" suffix, as C tools print it.

@@ -299,3 +299,49 @@ fn the_fuzz_seeds_hold_the_hostile_archives() {
         );
     }
 }
+
+/// Bundles made to attack the output rather than the parser: an entry ID 70,000 characters
+/// long (past what a formatting width takes), one with a newline and a terminal escape, one
+/// of 600 KB; each alone and beside a sound entry.
+fn hostile_bundles() -> Vec<Vec<u8>> {
+    use offload::format::bundle;
+    let host = "host-x86_64-unknown-linux-gnu-";
+    let sound = "hipv4-amdgcn-amd-amdhsa--gfx90a";
+    let ids = [
+        format!("hipv4-amdgcn-amd-amdhsa--gfx{}", "9".repeat(70_000)),
+        format!("{sound}\nFAKE LINE\x1b[31m"),
+        format!("hipv4-amdgcn-amd-amdhsa--{}", "x".repeat(600_000)),
+        "\x1b]0;title\x07\r\n".to_string(),
+    ];
+    ids.iter()
+        .flat_map(|id| {
+            [
+                bundle::to_vec(&[(host, b"".as_slice()), (id.as_str(), b"\x7fELF1")], 8),
+                bundle::to_vec(
+                    &[(id.as_str(), b"\x7fELF1".as_slice()), (sound, b"\x7fELF2")],
+                    8,
+                ),
+            ]
+        })
+        .collect()
+}
+
+#[test]
+fn hostile_entry_ids_never_crash_any_reader() {
+    let readers: [&[&str]; 8] = [
+        &["ls", "FILE"],
+        &["ls", "--json", "FILE"],
+        &["du", "FILE"],
+        &["verify", "FILE"],
+        &["extract", "FILE", "--arch", "gfx90a", "-o", "out"],
+        &["extract", "FILE", "--device", "gfx90a", "-o", "out"],
+        &["strip", "FILE", "--keep", "gfx90a", "-o", "out.stripped"],
+        &["bundler", "-list", "-type=o", "-input=FILE"],
+    ];
+    campaign(
+        "hostile IDs",
+        ".hipfb",
+        std::iter::once(hostile_bundles()),
+        &readers,
+    );
+}

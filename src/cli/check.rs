@@ -135,12 +135,14 @@ fn devices(named: &[String]) -> Result<Vec<Device>, String> {
         sramecc: sramecc.as_deref(),
         xnack: xnack.as_deref(),
     };
-    let found = gpus::read_topology(&folder, env).unwrap_or_default();
+    // No topology at all is "no GPU"; one that cannot be read (a properties file that is a
+    // FIFO, a device or too large) is named.
+    let found = gpus::read_topology(&folder, env).map_err(|e| e.to_string())?;
     if found.is_empty() {
         return Err(format!(
             "no GPU found: the kernel driver lists none under '{}'; name the devices with \
              --device (e.g. --device gfx90a:sramecc+:xnack- --device gfx1101)",
-            folder.display()
+            crate::io::shown(&folder)
         ));
     }
     let targets: Vec<(TargetIdBuf, Option<u32>)> = found
@@ -203,7 +205,12 @@ fn summary(report: &check::Report, errors: usize) -> String {
         }
         text.push_str(&format!(
             "total {}: {} native, {} generic, {} SPIR-V or PTX, {} nothing; the runtime fails {}\n",
-            device.target_id, sum.native, sum.generic, sum.spirv, sum.nothing, sum.fails
+            crate::io::shown(&device.target_id),
+            sum.native,
+            sum.generic,
+            sum.spirv,
+            sum.nothing,
+            sum.fails
         ));
     }
     text

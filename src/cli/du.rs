@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use crate::format::target_id::TargetIdBuf;
+use crate::ops::columns::{render, Align};
 use crate::ops::du::{self, FileUsage, Usage};
 use crate::ops::rewrite::{Change, Ptx, RewriteConfig};
 
@@ -99,14 +100,11 @@ pub fn run(args: &[String]) -> i32 {
 
 /// The table: a block per file, then the total.
 fn table(files: &[FileUsage], total: &[Usage], keep: bool) -> String {
-    let mut rows = vec![{
-        let mut header = vec!["TARGET", "IMAGES", "STORED", "INFLATED"];
-        if keep {
-            header.push("REMOVED");
-        }
-        header.push("FILE");
-        header.into_iter().map(String::from).collect::<Vec<_>>()
-    }];
+    let mut header = vec!["TARGET", "IMAGES", "STORED", "INFLATED"];
+    if keep {
+        header.push("REMOVED");
+    }
+    header.push("FILE");
     let row = |usage: &Usage, file: &str| {
         let mut row = vec![
             usage.target.clone(),
@@ -120,6 +118,7 @@ fn table(files: &[FileUsage], total: &[Usage], keep: bool) -> String {
         row.push(file.to_string());
         row
     };
+    let mut rows = Vec::new();
     for file in files {
         rows.extend(file.targets.iter().map(|u| row(u, &file.file)));
     }
@@ -136,22 +135,9 @@ fn table(files: &[FileUsage], total: &[Usage], keep: bool) -> String {
         all.removed = Some(sum(|u| u.removed.unwrap_or(0)));
     }
     rows.push(row(&all, "(total)"));
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| rows.iter().map(|r| r[c].len()).max().unwrap_or(0))
-        .collect();
-    let last = widths.len() - 1;
-    let mut text = String::new();
-    for r in &rows {
-        for (c, cell) in r.iter().enumerate() {
-            if c == last {
-                text.push_str(cell);
-            } else if c == 0 {
-                text.push_str(&format!("{cell:<w$}  ", w = widths[c]));
-            } else {
-                text.push_str(&format!("{cell:>w$}  ", w = widths[c]));
-            }
-        }
-        text.push('\n');
-    }
-    text
+    // The target on the left, the numbers on the right, the file last.
+    let mut align = vec![Align::Right; header.len()];
+    align[0] = Align::Left;
+    align[header.len() - 1] = Align::Left;
+    render(&header, &rows, &align)
 }

@@ -191,7 +191,7 @@ fn summary(files: usize, errors: usize, written: &[extract::Extracted]) -> Strin
     for target in by_target {
         text.push_str(&format!(
             "total {}: {}, {} bytes\n",
-            target.target,
+            crate::io::shown(&target.target),
             counted(target.images, "image", "images"),
             target.inflated
         ));
@@ -242,10 +242,11 @@ fn listing(written: &[extract::Extracted]) -> String {
             };
             format!(
                 "{}\t{} {} {} bytes{via}\n",
-                w.path.display(),
-                w.image.offload_kind,
-                w.image.arch,
-                w.image.size
+                crate::io::shown(&w.path),
+                crate::io::shown(&w.image.offload_kind),
+                crate::io::shown(&w.image.arch),
+                w.image.size,
+                via = crate::io::shown(&via),
             )
         })
         .collect()

@@ -51,7 +51,13 @@ impl TreeOpts {
             let _ = writeln!(
                 stderr.lock(),
                 "{prog}: warning: '{}': symbolic link loop, skipped",
-                path.display()
+                crate::io::shown(path)
+            );
+        }
+        if let Some(special) = walk.special.summary() {
+            let _ = writeln!(
+                stderr.lock(),
+                "{prog}: warning: skipped {special}: not regular files"
             );
         }
         tracing::info!(

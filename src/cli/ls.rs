@@ -168,7 +168,7 @@ impl Totals {
         for t in targets {
             text.push_str(&format!(
                 "total {}: {}, {} bytes stored, {} inflated\n",
-                t.target,
+                crate::io::shown(&t.target),
                 counted(t.images, "image", "images"),
                 t.stored,
                 t.inflated

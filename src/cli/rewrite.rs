@@ -147,7 +147,7 @@ fn summary_line(file: &std::path::Path, summary: &Summary, mode: Mode) -> String
     };
     format!(
         "{}: {} device images {verb} to {}, {} bytes to {} ({} bundles or binaries rewritten)\n",
-        file.display(),
+        crate::io::shown(file),
         summary.images_before,
         summary.images_after,
         summary.size_before,
@@ -194,8 +194,8 @@ fn plan(
             if let Some((input, output)) = pairs.iter().find(|(_, out)| !seen.insert(out)) {
                 return Err(format!(
                     "'{}' and another input would both be written to '{}'",
-                    input.display(),
-                    output.display()
+                    crate::io::shown(input),
+                    crate::io::shown(output)
                 ));
             }
             pairs
@@ -320,7 +320,7 @@ fn execute(
             if mode == Mode::Write && output != input {
                 if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
                     std::fs::create_dir_all(parent)
-                        .map_err(|e| format!("'{}': {e}", parent.display()))?;
+                        .map_err(|e| format!("'{}': {e}", crate::io::shown(parent)))?;
                 }
                 if let Some(root) = &plan.root {
                     crate::io::inside(root, output).map_err(|e| e.to_string())?;
@@ -355,7 +355,7 @@ fn execute(
                     if text.contains(&*input.to_string_lossy()) {
                         text
                     } else {
-                        format!("'{}': {text}", input.display())
+                        format!("'{}': {text}", crate::io::shown(input))
                     }
                 })
         });
@@ -499,7 +499,7 @@ fn already_compressed_line(
     };
     Some(format!(
         "{}: {count} {bundles} already compressed with {}, format version {}, left as they were{nothing}\n",
-        file.display(),
+        crate::io::shown(file),
         options.method.name(),
         options.version
     ))

@@ -179,7 +179,7 @@ pub fn report(
                 if !archive {
                     text.push_str(&format!(
                         "{}: {sound} compressed bundle{} sound, {} damaged\n",
-                        path.display(),
+                        crate::io::shown(path),
                         if sound == 1 { "" } else { "s" },
                         damaged,
                     ));
@@ -195,7 +195,7 @@ pub fn report(
                     totals.kpack_problems += kpack.bad.len();
                     text.push_str(&format!(
                         "{}: {} code object{} in {} kpack archive{} sound, {} problem{}\n",
-                        path.display(),
+                        crate::io::shown(path),
                         kpack.sound,
                         if kpack.sound == 1 { "" } else { "s" },
                         kpack.archives,

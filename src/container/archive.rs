@@ -35,7 +35,8 @@ pub fn read_members<'a>(path: &Path, data: &'a [u8]) -> Result<Vec<ArchiveMember
         let name = String::from_utf8_lossy(member.name()).into_owned();
         let bytes = if archive.is_thin() {
             let file = path.parent().unwrap_or(Path::new(".")).join(&name);
-            Cow::Owned(std::fs::read(&file).map_err(|e| Error::io(&file, e))?)
+            // Opened as any input: a FIFO or a device in a member's place is not waited on.
+            Cow::Owned(crate::io::Input::open(&file)?.to_vec())
         } else {
             Cow::Borrowed(
                 member

@@ -258,15 +258,18 @@ impl LdSoCache {
         Ok(cache)
     }
 
-    /// Reads `path`; a cache that is missing or does not parse is taken as empty (ld.so goes
-    /// on without it too).
+    /// Reads `path`; a cache that is missing, is not a regular file, is larger than
+    /// [`CACHE_LIMIT`] or does not parse is taken as empty (ld.so goes on without it too).
     pub fn read(path: &Path) -> LdSoCache {
-        match std::fs::read(path) {
+        match crate::io::read_small(path, CACHE_LIMIT) {
             Ok(data) => LdSoCache::parse(&data).unwrap_or_else(|e| {
                 tracing::warn!("'{}': not read: {e}", path.display());
                 LdSoCache::default()
             }),
-            Err(_) => LdSoCache::default(),
+            Err(e) => {
+                tracing::debug!("{e}");
+                LdSoCache::default()
+            }
         }
     }
 
@@ -278,6 +281,10 @@ impl LdSoCache {
             .map(|(_, path)| path.as_str())
     }
 }
+
+/// The largest loader cache read: real ones take tens or hundreds of KiB for thousands of
+/// libraries.
+pub const CACHE_LIMIT: u64 = 16 << 20;
 
 /// Where the new format starts: at 0, or after the old format's entries.
 fn new_format_start(data: &[u8]) -> std::result::Result<usize, String> {
@@ -384,8 +391,8 @@ impl Environment {
 /// nowhere. The error is for `root` itself: unreadable, or not an ELF file.
 pub fn load_order(root: &Path, env: &Environment) -> Result<(Vec<Loaded>, Vec<Missing>)> {
     let input = Input::open(root)?;
-    let info =
-        dynamic_info(&input).map_err(|e| Error::msg(format!("'{}': {e}", root.display())))?;
+    let info = dynamic_info(&input)
+        .map_err(|e| Error::msg(format!("'{}': {e}", crate::io::shown(root))))?;
     let mut walk = Walk {
         env,
         loaded: vec![Loaded {

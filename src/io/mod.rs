@@ -22,16 +22,20 @@
 mod cleanup;
 mod guard;
 mod keep;
+pub mod opening;
+mod shown;
 pub mod spill;
 
 pub use cleanup::remove_temporaries_on_signals;
+pub use opening::{open_regular, read_small, read_small_text};
+pub use shown::shown;
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};
 use std::ops::Deref;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -203,8 +207,9 @@ impl Input {
                 .map_err(|e| Error::io(path, e))?;
             return Ok(Input::from_bytes(bytes));
         }
-        let mut file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        // Without waiting: a FIFO with no writer (a file replaced by one after a walk saw
+        // it) reads as empty instead of blocking the command.
+        let (mut file, meta) = opening::open_nonblocking(path).map_err(|e| Error::io(path, e))?;
         let kind = meta.file_type();
         if meta.is_dir() {
             return Err(Error::io(path, io::Error::from_raw_os_error(libc::EISDIR)));
@@ -221,14 +226,20 @@ impl Input {
         };
         if kind.is_char_device() || kind.is_block_device() || kind.is_socket() {
             let mut probe = [0u8; 1];
-            if file.read(&mut probe).map_err(|e| Error::io(path, e))? > 0 {
-                return Err(Error::msg(format!(
-                    "'{}': not a regular file, a pipe or standard input: devices are not read",
-                    path.display()
-                )));
+            match file.read(&mut probe) {
+                Ok(0) => return Ok(input),
+                Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Err(Error::io(path, e)),
+                // Bytes, or none yet from a device that would make us wait (a terminal).
+                _ => {
+                    return Err(Error::msg(format!(
+                        "'{}': not a regular file, a pipe or standard input: devices are not read",
+                        shown(path)
+                    )))
+                }
             }
-            return Ok(input);
         }
+        // A pipe: its writer, if it has one, is waited for now, as a shell pipeline expects.
+        opening::blocking(&file).map_err(|e| Error::io(path, e))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)
             .map_err(|e| Error::io(path, e))?;
@@ -321,6 +332,17 @@ impl Input {
         }
         input.file = Some(file);
         Ok(input)
+    }
+
+    /// This input without its file's descriptor: the map stays (it needs none), so its
+    /// bytes read the same and it still counts as an input of this process, but its ranges
+    /// are copied to outputs through memory rather than by the kernel. For a command that
+    /// holds thousands of inputs at once, so as not to hold as many descriptors.
+    pub fn without_descriptor(mut self) -> Input {
+        if matches!(self.data, Data::Mapped(_)) {
+            self.file = None;
+        }
+        self
     }
 
     /// Whether `part` is a slice of this input's bytes.
@@ -512,8 +534,8 @@ fn not_an_input(path: &Path) -> Result<()> {
     {
         return Err(Error::msg(format!(
             "'{}': is the input '{}'; refusing to write over an input",
-            path.display(),
-            input.path.display()
+            shown(path),
+            shown(&input.path)
         )));
     }
     Ok(())
@@ -554,12 +576,11 @@ impl Output {
     /// file is replaced atomically.
     pub fn replace(path: &Path) -> Result<Output> {
         let target = fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
-        let file = File::open(&target).map_err(|e| Error::io(path, e))?;
-        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+        let (file, meta) = opening::open_nonblocking(&target).map_err(|e| Error::io(path, e))?;
         if !meta.is_file() {
             return Err(Error::msg(format!(
                 "'{}': not a regular file: only regular files are rewritten in place",
-                path.display()
+                shown(path)
             )));
         }
         let kept = Kept::read(&file, &meta).map_err(|e| Error::io(path, e))?;
@@ -908,7 +929,14 @@ impl Closed {
 fn write_through(from: &Path, to: &Path, kept: &Kept) -> io::Result<()> {
     let source = File::open(from)?;
     let len = source.metadata()?.len();
-    let mut target = OpenOptions::new().write(true).open(to)?;
+    // Not waiting for a reader should `to` have become a FIFO: that fails with ENXIO.
+    let mut target = OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(to)?;
+    if !target.metadata()?.is_file() {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
     copy_range(&source, 0, len, &mut target)?;
     target.set_len(len)?;
     kept.give(&target)?;
@@ -941,7 +969,12 @@ pub fn place_all(closed: Vec<Closed>) -> Result<()> {
     }
     for folder in folders {
         // A folder that cannot be opened for syncing (no read permission) is left unsynced.
-        if let Ok(dir) = File::open(&folder) {
+        // As a folder, without waiting: a FIFO put in its place is not opened.
+        let opened = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK)
+            .open(&folder);
+        if let Ok(dir) = opened {
             dir.sync_all().map_err(|e| Error::io(&folder, e))?;
         }
     }

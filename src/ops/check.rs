@@ -578,7 +578,11 @@ pub fn text(report: &Report) -> String {
     if !report.not_found.is_empty() {
         out.push_str("\nNot found (not checked; ld.so would refuse to load what needs them):\n");
         for m in &report.not_found {
-            out.push_str(&format!("  {} (needed by {})\n", m.name, m.needed_by));
+            out.push_str(&format!(
+                "  {} (needed by {})\n",
+                crate::io::shown(&m.name),
+                crate::io::shown(&m.needed_by)
+            ));
         }
     }
     let without = without_code(report) + &kpack::without_code(report);
@@ -665,13 +669,13 @@ fn without_code(report: &Report) -> String {
                 let has = if targets.is_empty() {
                     "no code at all".to_string()
                 } else {
-                    format!("code for {}", targets.join(", "))
+                    format!("code for {}", crate::io::shown(&targets.join(", ")))
                 };
                 out.push_str(&format!(
                     "  {} (device {}): {} {} of {}: {} has {has}\n",
                     device.target_id,
                     device.index,
-                    file.path,
+                    crate::io::shown(&file.path),
                     bundles_phrase(&numbers),
                     file.bundles.len(),
                     if numbers.len() == 1 { "it" } else { "each" },
@@ -708,7 +712,7 @@ fn consequences(report: &Report) -> String {
                 "  {} {}: launching their kernels on {} fails with \
                  cudaErrorNoKernelImageForDevice (\"no kernel image is available for execution \
                  on the device\"); the other devices load their code.\n",
-                file.path,
+                crate::io::shown(&file.path),
                 bundles_phrase(&numbers),
                 name(device),
             ));
@@ -736,7 +740,7 @@ fn consequences(report: &Report) -> String {
             out.push_str(&format!(
                 "  {} {}: the runtime logs \"No compatible code objects found for: {}\" and \
                  the load fails with hipErrorInvalidImage for {which}.\n",
-                file.path,
+                crate::io::shown(&file.path),
                 bundles_phrase(&numbers),
                 name(first),
             ));

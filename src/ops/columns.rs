@@ -1,5 +1,15 @@
 //! Tables for people: cells in columns two spaces apart, each column as wide as its widest
 //! cell, aligned to the left (words) or the right (numbers), no spaces at line ends.
+//!
+//! Cells come from files (names, targets, entry IDs): each is shown escaped
+//! ([`crate::io::shown`]), and one longer than [`WIDEST_PADDED`] characters is written whole
+//! but neither padded nor allowed to widen its column, so that one hostile cell can neither
+//! stretch every line of the table nor break the alignment of the others.
+
+use std::borrow::Cow;
+
+/// The widest a column is padded to; a longer cell overflows its column.
+pub const WIDEST_PADDED: usize = 96;
 
 /// Where a column's cells sit in its width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,27 +22,42 @@ pub enum Align {
 
 /// The table of `header` and `rows`, column `k` aligned as `align[k]` (left where not given).
 pub fn render<R: AsRef<[String]>>(header: &[&str], rows: &[R], align: &[Align]) -> String {
+    let shown_rows: Vec<Vec<Cow<'_, str>>> = rows
+        .iter()
+        .map(|row| row.as_ref().iter().map(crate::io::shown).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row.as_ref()) {
-            *w = (*w).max(cell.chars().count());
+    for row in &shown_rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            let len = cell.chars().count();
+            if len <= WIDEST_PADDED {
+                *w = (*w).max(len);
+            }
         }
     }
     let mut out = String::new();
     let mut line = |cells: &mut dyn Iterator<Item = &str>| {
         let mut text = String::new();
-        for (k, (cell, w)) in cells.zip(&widths).enumerate() {
+        for (k, (cell, &w)) in cells.zip(&widths).enumerate() {
+            let pad = w.saturating_sub(cell.chars().count());
             match align.get(k).copied().unwrap_or(Align::Left) {
-                Align::Left => text.push_str(&format!("{cell:<w$}  ")),
-                Align::Right => text.push_str(&format!("{cell:>w$}  ")),
+                Align::Left => {
+                    text.push_str(cell);
+                    text.extend(std::iter::repeat_n(' ', pad));
+                }
+                Align::Right => {
+                    text.extend(std::iter::repeat_n(' ', pad));
+                    text.push_str(cell);
+                }
             }
+            text.push_str("  ");
         }
         out.push_str(text.trim_end());
         out.push('\n');
     };
     line(&mut header.iter().copied());
-    for row in rows {
-        line(&mut row.as_ref().iter().map(String::as_str));
+    for row in &shown_rows {
+        line(&mut row.iter().map(|c| c.as_ref()));
     }
     out
 }
@@ -76,5 +101,18 @@ mod tests {
             ),
             " #  ARCH           SIZE\n 1  gfx90a           12\n10  gfx11-generic     3\n"
         );
+    }
+
+    #[test]
+    fn a_cell_too_wide_overflows_without_widening_its_column() {
+        let long = "x".repeat(70_000);
+        let rows = [
+            vec!["1".to_string(), long.clone(), "12".into()],
+            vec!["2".to_string(), "a\nb".into(), "3".into()],
+        ];
+        let text = render(&["#", "ARCH", "SIZE"], &rows, &[Align::Right]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], format!("1  {long}  12"));
+        assert_eq!(lines[2], "2  a\\nb  3");
     }
 }

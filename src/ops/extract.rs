@@ -378,6 +378,9 @@ pub fn extract_reporting(
 /// for found, and the damage met.
 type Scanned = Result<(Vec<Chosen>, Found, Vec<Error>)>;
 
+/// Up to how many inputs keep their descriptors for the kernel to copy images from them.
+const DESCRIPTORS_KEPT_UP_TO: usize = 32;
+
 /// [`extract`], adding the problems found in the inputs to `problems`.
 fn extract_noting(
     config: &ExtractConfig,
@@ -386,7 +389,21 @@ fn extract_noting(
     problems: &mut Vec<Error>,
     missing: &mut Vec<String>,
 ) -> Result<Vec<Extracted>> {
-    let opened: Vec<Result<Input>> = config.files.par_iter().map(|p| Input::open(p)).collect();
+    // Every input stays mapped until the outputs are written; past a few, their descriptors
+    // are closed as they are opened, so that a tree of any size fits the descriptor limit.
+    let many = config.files.len() > DESCRIPTORS_KEPT_UP_TO;
+    let opened: Vec<Result<Input>> = config
+        .files
+        .par_iter()
+        .map(|p| {
+            let input = Input::open(p)?;
+            Ok(if many {
+                input.without_descriptor()
+            } else {
+                input
+            })
+        })
+        .collect();
     let mut readable = Vec::new();
     let mut inputs: Vec<Input> = Vec::new();
     let mut unreadable = Vec::new();
@@ -897,7 +914,7 @@ fn nothing_chosen<'t>(
     let files: Vec<String> = config
         .files
         .iter()
-        .map(|p| format!("'{}'", p.display()))
+        .map(|p| format!("'{}'", crate::io::shown(p)))
         .collect();
     let arches: Vec<&str> = targets.into_iter().map(TargetIdBuf::as_str).collect();
     Error::msg(format!(

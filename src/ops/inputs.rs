@@ -10,9 +10,9 @@
 //! and not entered; kept, a link is a file of its own, to be made again as a link.
 
 use std::collections::HashSet;
-use std::fs::{self, File};
+use std::fs;
 use std::io::Read;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
@@ -79,6 +79,46 @@ pub struct Walk {
     pub loops: Vec<PathBuf>,
     /// Files skipped because their first bytes hold no device code.
     pub skipped: usize,
+    /// Entries skipped because they are not regular files, folders or links.
+    pub special: SpecialFiles,
+}
+
+/// How many entries of each kind that holds no file to read a walk met and skipped.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct SpecialFiles {
+    /// Named pipes.
+    pub fifos: usize,
+    /// Character and block devices.
+    pub devices: usize,
+    /// Sockets.
+    pub sockets: usize,
+}
+
+impl SpecialFiles {
+    /// Counts the entry of type `kind`, when it is one of these.
+    fn count(&mut self, kind: fs::FileType) {
+        if kind.is_fifo() {
+            self.fifos += 1;
+        } else if kind.is_char_device() || kind.is_block_device() {
+            self.devices += 1;
+        } else if kind.is_socket() {
+            self.sockets += 1;
+        }
+    }
+
+    /// `2 FIFOs, 1 device`; `None` when there were none.
+    pub fn summary(&self) -> Option<String> {
+        let parts: Vec<String> = [
+            (self.fifos, "FIFO", "FIFOs"),
+            (self.devices, "device", "devices"),
+            (self.sockets, "socket", "sockets"),
+        ]
+        .into_iter()
+        .filter(|(n, _, _)| *n > 0)
+        .map(|(n, one, many)| format!("{n} {}", if n == 1 { one } else { many }))
+        .collect();
+        (!parts.is_empty()).then(|| parts.join(", "))
+    }
 }
 
 /// The files of `roots`: each file named, and the files of each folder named.
@@ -113,7 +153,7 @@ fn walk_folder(
     let entries = match fs::read_dir(folder) {
         Ok(entries) => entries,
         Err(e) => {
-            walk.errors.push(Error::io(folder, e));
+            walk.errors.push(unreachable(folder, e));
             return;
         }
     };
@@ -128,8 +168,14 @@ fn walk_folder(
     for name in names {
         let path = folder.join(&name);
         let relative = relative.join(&name);
-        let Ok(link_meta) = fs::symlink_metadata(&path) else {
-            continue;
+        let link_meta = match fs::symlink_metadata(&path) {
+            Ok(meta) => meta,
+            // Gone since the folder was read.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => {
+                walk.errors.push(unreachable(&path, e));
+                continue;
+            }
         };
         let meta = if link_meta.file_type().is_symlink() {
             match options.links {
@@ -190,8 +236,23 @@ fn walk_folder(
             } else {
                 walk.skipped += 1;
             }
+        } else {
+            walk.special.count(meta.file_type());
         }
     }
+}
+
+/// The error for `path`, which the walk could not reach or read: one deeper than the
+/// system's path limit says so, since every command opens files by their path.
+fn unreachable(path: &Path, e: std::io::Error) -> Error {
+    if e.raw_os_error() == Some(libc::ENAMETOOLONG) {
+        return Error::msg(format!(
+            "'{}': longer than the system's path limit ({} bytes): not walked, nor anything below it",
+            crate::io::shown(path),
+            libc::PATH_MAX
+        ));
+    }
+    Error::io(path, e)
 }
 
 /// Whether the first bytes of the file at `path` are those of a file that may hold device
@@ -206,7 +267,8 @@ pub fn may_hold_device_code(path: &Path) -> bool {
 /// cannot be read.
 fn read_head(path: &Path) -> Option<Vec<u8>> {
     let mut head = vec![0u8; 512];
-    let mut file = File::open(path).ok()?;
+    // Not waiting on a FIFO put in the file's place since the folder was read.
+    let (mut file, _) = crate::io::open_regular(path).ok()?;
     let mut len = 0;
     while len < head.len() {
         match file.read(&mut head[len..]) {

@@ -359,7 +359,7 @@ fn inflate_into(
 fn spill_failed(path: &Path, e: std::io::Error) -> Error {
     Error::msg(format!(
         "'{}': the rewritten device code cannot be held in a temporary file: {}",
-        path.display(),
+        crate::io::shown(path),
         crate::error::io_message(&e)
     ))
 }
@@ -661,12 +661,12 @@ fn rewrite_nested<'a>(
     ) {
         return Err(Error::msg(format!(
             "'{}': device code in Mach-O files is not rewritten: no toolchain makes offload Mach-O programs or libraries (list or extract it instead)",
-            path.display()
+            crate::io::shown(path)
         )));
     } else {
         return Err(Error::msg(format!(
             "'{}': rewriting device code is supported in ELF and COFF relocatable objects, ELF and PE programs and shared libraries, archives, and bundle or offload binary files",
-            path.display()
+            crate::io::shown(path)
         )));
     };
     summary.size_after += result.as_ref().map_or(data.len() as u64, NewFile::len);
@@ -725,8 +725,8 @@ fn rewrite_object<'a>(
     summary: &mut Summary,
 ) -> Result<Option<NewFile<'a>>> {
     use object::{Object, ObjectSection};
-    let file =
-        object::File::parse(data).map_err(|e| Error::msg(format!("'{}': {e}", path.display())))?;
+    let file = object::File::parse(data)
+        .map_err(|e| Error::msg(format!("'{}': {e}", crate::io::shown(path))))?;
     if matches!(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
@@ -736,7 +736,7 @@ fn rewrite_object<'a>(
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(Error::msg(format!(
             "'{}': not a relocatable object, program or shared library",
-            path.display()
+            crate::io::shown(path)
         )));
     }
     // What changes, section by section; the object is rewritten only if something does.
@@ -811,7 +811,7 @@ fn rewrite_archive(
     if depth >= MAX_ARCHIVE_DEPTH {
         return Err(Error::msg(format!(
             "'{}': archives nest more than {MAX_ARCHIVE_DEPTH} deep",
-            path.display()
+            crate::io::shown(path)
         )));
     }
     let members = read_members(path, data)?;
@@ -872,7 +872,7 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary, max_decompressed: u
     let failed = |why: String| {
         Error::msg(format!(
             "'{}': the rewritten file does not read back as it should ({why}); nothing was changed",
-            input.display()
+            crate::io::shown(input)
         ))
     };
     if let Some(problem) = problems.first() {
@@ -902,7 +902,7 @@ pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) 
     if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
         return Err(Error::msg(format!(
             "'{}': this would remove every device image ({}); give --allow-empty to do it",
-            input.display(),
+            crate::io::shown(input),
             summary.images_before
         )));
     }

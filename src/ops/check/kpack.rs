@@ -206,7 +206,7 @@ pub fn text(report: &Report) -> String {
         let Some(kpack) = &file.kpack else { continue };
         out.push_str(&format!(
             "  {}: {} code object{}, keyed {}#N, searched at {}\n",
-            file.path,
+            crate::io::shown(&file.path),
             kpack.code_objects.len(),
             if kpack.code_objects.len() == 1 {
                 ""
@@ -275,7 +275,7 @@ pub fn without_code(report: &Report) -> String {
                 "  {} (device {}): {} {} of {}: the kpack loader finds {}\n",
                 device.target_id,
                 device.index,
-                file.path,
+                crate::io::shown(&file.path),
                 code_objects_phrase(&lacking),
                 kpack.code_objects.len(),
                 if lacking.len() == 1 {
@@ -300,7 +300,7 @@ pub fn consequences(report: &Report) -> String {
                 out.push_str(&format!(
                     "  {} {}: the kpack loader answers {} for {}: the runtime gets no code for \
                      that device.\n",
-                    file.path,
+                    crate::io::shown(&file.path),
                     code_objects_phrase(indices),
                     load.loader,
                     device_name(report, device.index),

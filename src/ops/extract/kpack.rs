@@ -297,7 +297,7 @@ fn device_picks(
                 let tried: Vec<String> = search
                     .tried
                     .iter()
-                    .map(|t| format!("{} ({})", t.path.display(), t.opened.describe()))
+                    .map(|t| format!("{} ({})", crate::io::shown(&t.path), t.opened.describe()))
                     .collect();
                 let searched = if tried.is_empty() {
                     String::new()
@@ -365,9 +365,9 @@ fn stored_bytes<'a>(path: &Path, input: &'a Input, code: &StoredCodeObject) -> R
         .ok_or_else(|| {
             Error::msg(format!(
                 "'{}': code object {} @ {} lies past the end of the file",
-                path.display(),
-                code.key,
-                code.arch
+                crate::io::shown(path),
+                crate::io::shown(&code.key),
+                crate::io::shown(&code.arch)
             ))
         })
 }

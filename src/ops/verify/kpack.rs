@@ -82,8 +82,8 @@ pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVe
     if set.archives.is_empty() {
         verified.bad.push(Error::msg(format!(
             "'{}': no kpack archive found; looked at {}",
-            path.display(),
-            set.where_looked(&env)
+            crate::io::shown(path),
+            crate::io::shown(&set.where_looked(&env))
         )));
         return verified;
     }
@@ -103,10 +103,12 @@ pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVe
                 let key = toc_key(name, *index);
                 if archive.find(&key, arch).is_none() {
                     verified.bad.push(Error::msg(format!(
-                        "'{}': no code object {key} for {arch}, which the archive is for \
+                        "'{}': no code object {} for {}, which the archive is for \
                          (its gfx_arches), though '{}' asks for code object {index}",
-                        archive_path.display(),
-                        path.display()
+                        crate::io::shown(&archive_path),
+                        crate::io::shown(&key),
+                        crate::io::shown(arch),
+                        crate::io::shown(path)
                     )));
                 }
             }

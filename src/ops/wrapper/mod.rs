@@ -176,8 +176,9 @@ impl Image {
     /// Opens `path`: a regular file is only opened; anything else is read as [`Input`] reads it.
     fn open(path: &Path) -> Result<Image> {
         if path.as_os_str() != "-" {
-            let file = File::open(path).map_err(|e| Error::io(path, e))?;
-            let meta = file.metadata().map_err(|e| Error::io(path, e))?;
+            // Without waiting on a FIFO: that is read below, as Input reads it.
+            let (file, meta) =
+                crate::io::opening::open_nonblocking(path).map_err(|e| Error::io(path, e))?;
             if meta.is_file() {
                 return Ok(Image::File {
                     file,
