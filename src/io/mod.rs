@@ -251,17 +251,11 @@ impl Input {
     /// folder, a FIFO, a device), which is not read. Opened without blocking and checked on
     /// the descriptor, so a FIFO put in the file's place is never waited on.
     pub fn open_regular(path: &Path) -> Result<Option<Input>> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = match OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(path)
-        {
-            Ok(file) => file,
+        let (file, meta) = match opening::open_nonblocking(path) {
+            Ok(opened) => opened,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(Error::io(path, e)),
         };
-        let meta = file.metadata().map_err(|e| Error::io(path, e))?;
         if !meta.is_file() {
             return Ok(None);
         }
