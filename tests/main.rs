@@ -24,6 +24,7 @@ mod extract;
 mod fuzz_regressions;
 mod generic;
 mod golden;
+mod hostile_streams;
 mod in_place;
 mod kpack;
 mod kpack_pe;
