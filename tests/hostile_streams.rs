@@ -181,6 +181,63 @@ fn an_lz_entry_of_a_gibibyte_is_extracted_through_a_window() {
     extract_gibibyte("lz.fatbin", &bytes);
 }
 
+/// Fat binaries whose one compressed entry is damaged: its stream's bytes flipped, its
+/// inflated size one more or one less than the stream gives, its LZ stream cut.
+fn damaged_fatbins() -> Vec<(&'static str, Vec<u8>)> {
+    let zstd = zstd_zeros(100_000);
+    let lz = lz_zeros(100_000);
+    let mut flipped = zstd.clone();
+    let middle = flipped.len() / 2;
+    for b in &mut flipped[middle - 2..middle + 2] {
+        *b ^= 0x5a;
+    }
+    vec![
+        ("zstd-flipped", fatbin(&flipped, FLAG_ZSTD, 100_000)),
+        ("zstd-longer", fatbin(&zstd, FLAG_ZSTD, 100_001)),
+        ("zstd-shorter", fatbin(&zstd, FLAG_ZSTD, 99_999)),
+        ("lz-longer", fatbin(&lz, FLAG_LZ, 100_001)),
+        ("lz-cut", fatbin(&lz[..lz.len() - 1], FLAG_LZ, 100_000)),
+    ]
+}
+
+#[test]
+fn verify_reports_the_damaged_compressed_entries_extract_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| text_output(offload().current_dir(dir.path()).args(args));
+    for (name, bytes) in damaged_fatbins() {
+        let file = format!("{name}.fatbin");
+        std::fs::write(dir.path().join(&file), &bytes).unwrap();
+        let (code, _, extract_err) = run(&["extract", &file, "--arch", "sm_80", "-o", "out"]);
+        assert_ne!(code, 0, "{name}: extract succeeded");
+        let (code, out, err) = run(&["verify", &file]);
+        assert_eq!(code, 1, "{name}: verify: {out}{err}");
+        // The payload starts at 16 + 64 = 0x50; the error names the file and an offset in it.
+        assert!(
+            err.contains(&file) && err.contains("offset 0x"),
+            "{name}: {err}"
+        );
+        assert!(
+            out.contains("0 compressed CUDA entries sound, 1 damaged"),
+            "{name}: {out}"
+        );
+        // The same words as extract's.
+        let words = |e: &str| e.split(": ").last().unwrap_or_default().trim().to_string();
+        assert_eq!(words(&err), words(&extract_err), "{name}");
+    }
+    // A sound one is counted, and verify succeeds.
+    std::fs::write(
+        dir.path().join("sound.fatbin"),
+        fatbin(&zstd_zeros(4096), FLAG_ZSTD, 4096),
+    )
+    .unwrap();
+    let (code, out, err) = run(&["verify", "sound.fatbin"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("1 compressed CUDA entry sound, 0 damaged"),
+        "{out}"
+    );
+}
+
 /// A `.kpack` archive of `n` processors and `n` keys and more: key `app#0` has a code object
 /// for each of `n` processors and `gfx90a`, and keys `app#1` to `app#n` one each for
 /// `gfx1100`; every code object is 8 bytes.

@@ -25,7 +25,7 @@ use crate::format::target_id::{TargetId, TargetIdBuf};
 use crate::format::ErrorKind;
 use crate::io::{Closed, Input, Output};
 use crate::ops::bundler::device_member_name;
-use crate::ops::inflating::{each_range, memory_of, memory_of_zstd, Budget};
+use crate::ops::inflating::{each_range, memory_of, memory_of_cuda, Budget};
 use crate::ops::ls::{self, Image};
 pub use crate::ops::progress::Progress;
 
@@ -1401,14 +1401,10 @@ impl Writer<'_> {
             self.progress.advance(contents.len() as u64);
             return Ok(contents.len() as u64);
         }
-        let memory = match stored.compression {
-            Compression::Zstd => memory_of_zstd(stored.inflated_size),
-            Compression::Lz | Compression::None => LZ_MEMORY,
-        };
         // An error writing stops the inflation; it is the error returned.
         let mut stopped = None;
         let limit = self.config.max_decompressed;
-        let written = self.budget.run(memory, |decoding| {
+        let written = self.budget.run(memory_of_cuda(stored), |decoding| {
             stored.contents_to(payload, limit, decoding, &mut |piece| {
                 self.progress.advance(piece.len() as u64);
                 out.write_bytes(piece).map_err(|e| {
@@ -1424,10 +1420,6 @@ impl Writer<'_> {
         }
     }
 }
-
-/// What inflating a CUDA entry's LZ stream holds at most: the 64 KiB a match reaches back
-/// into and a window inflated beyond them, grown by a match of up to a window.
-const LZ_MEMORY: u64 = 3 << 20;
 
 /// An image being written as its stream is inflated: its first bytes are held until they
 /// tell its extension (an ELF code object, bitcode, SPIR-V).
