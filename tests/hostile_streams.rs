@@ -20,14 +20,14 @@ const GIB: u64 = 1 << 30;
 const PEAK: u64 = 200 << 20;
 
 /// Flag of an entry compressed with NVIDIA's LZ4-like scheme.
-const FLAG_LZ: u64 = 0x2000;
+pub(crate) const FLAG_LZ: u64 = 0x2000;
 /// Flag of an entry compressed with zstd.
-const FLAG_ZSTD: u64 = 0x8000;
+pub(crate) const FLAG_ZSTD: u64 = 0x8000;
 
 /// A CUDA fat binary of one cubin entry for `sm_80`, its payload `stored` (compressed as
 /// `flags` say) inflating to `inflated` bytes; laid out as `src/format/cuda_fatbin.rs` reads
 /// it: a 16-byte header, then a 64-byte entry header and the payload padded to 8.
-fn fatbin(stored: &[u8], flags: u64, inflated: u64) -> Vec<u8> {
+pub(crate) fn fatbin(stored: &[u8], flags: u64, inflated: u64) -> Vec<u8> {
     let padded = stored.len().next_multiple_of(8);
     let mut entry = Vec::new();
     entry.extend_from_slice(&2u16.to_le_bytes()); // kind: ELF
@@ -56,7 +56,7 @@ fn fatbin(stored: &[u8], flags: u64, inflated: u64) -> Vec<u8> {
 }
 
 /// `zeros` zero bytes as one zstd frame, never whole in memory.
-fn zstd_zeros(zeros: u64) -> Vec<u8> {
+pub(crate) fn zstd_zeros(zeros: u64) -> Vec<u8> {
     let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
     let chunk = vec![0; 1 << 20];
     let mut left = zeros;
@@ -79,7 +79,7 @@ fn lz_length(mut rest: u64, out: &mut Vec<u8>) {
 
 /// `zeros` zero bytes (at least 6) in NVIDIA's LZ4-like block format: a zero as a literal, a
 /// match one byte back for all but the last, and the last as the literal the format ends with.
-fn lz_zeros(zeros: u64) -> Vec<u8> {
+pub(crate) fn lz_zeros(zeros: u64) -> Vec<u8> {
     let matched = zeros - 2;
     let mut out = vec![0x1f, 0, 1, 0];
     lz_length(matched - 4 - 15, &mut out);
