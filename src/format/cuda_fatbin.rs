@@ -598,10 +598,9 @@ impl ElfExtent {
         let at = self.seen;
         self.seen += piece.len() as u64;
         if self.found.is_none() {
-            let have = at.min(ELF_HEADER as u64) as usize;
-            let take = piece.len().min(ELF_HEADER - have);
-            let head = object::pod::bytes_of_slice_mut(&mut self.head);
-            head[have..have + take].copy_from_slice(&piece[..take]);
+            // Fewer than 64 bytes came before: the header is not whole yet.
+            let have = usize::try_from(at).unwrap_or(ELF_HEADER);
+            let take = fill(object::pod::bytes_of_slice_mut(&mut self.head), have, piece);
             if have + take < ELF_HEADER {
                 return;
             }
@@ -609,7 +608,7 @@ impl ElfExtent {
             // The section headers may start within the file header.
             let head = self.head;
             self.feed_table(0, object::pod::bytes_of_slice(&head));
-            self.feed_table(at + take as u64, &piece[take..]);
+            self.feed_table(at + take as u64, piece.get(take..).unwrap_or_default());
             return;
         }
         self.feed_table(at, piece);
@@ -672,12 +671,12 @@ impl ElfExtent {
             if wanted < at || wanted >= end {
                 return;
             }
-            piece = &piece[(wanted - at) as usize..];
+            // Before `end`, so within the piece.
+            let skip = usize::try_from(wanted - at).unwrap_or(usize::MAX);
+            piece = piece.get(skip..).unwrap_or_default();
             at = wanted;
-            let take = piece.len().min(ELF_HEADER - table.filled);
             let current = object::pod::bytes_of_slice_mut(&mut table.current);
-            current[table.filled..table.filled + take].copy_from_slice(&piece[..take]);
-            table.filled += take;
+            table.filled += fill(current, table.filled, piece);
             if table.filled == ELF_HEADER && !table.section_read() {
                 self.found = Some(Extent::Unknown);
                 return;
@@ -697,6 +696,17 @@ impl ElfExtent {
             .checked_add(count.checked_mul(ELF_HEADER as u64)?)?;
         (table.read == count && table_end <= size && table.end <= size).then_some(table.end)
     }
+}
+
+/// Copies the first bytes of `piece` into `buffer` past its first `filled`, as many as fit:
+/// how many that is.
+fn fill(buffer: &mut [u8], filled: usize, piece: &[u8]) -> usize {
+    let room = buffer.get_mut(filled..).unwrap_or_default();
+    let n = room.len().min(piece.len());
+    for (to, from) in room.iter_mut().zip(piece) {
+        *to = *from;
+    }
+    n
 }
 
 impl SectionTable {
@@ -870,7 +880,8 @@ impl LzOutput<'_> {
             let held_from = self.total - self.held.len() as u64;
             // Whole periods written since the origin, or since the first byte held after a
             // spill (which keeps more than a period): at least one.
-            let since = (self.total - origin.max(held_from)) as usize;
+            let since =
+                usize::try_from(self.total - origin.max(held_from)).unwrap_or(self.held.len());
             let periods = since / back * back;
             let n = left.min(periods).min(LZ_FLUSH);
             let from = self.held.len() - periods;
