@@ -345,3 +345,39 @@ fn hostile_entry_ids_never_crash_any_reader() {
         &readers,
     );
 }
+
+#[test]
+fn damaged_compressed_cuda_entries_never_crash_any_reader() {
+    use crate::hostile_streams::{fatbin, lz_zeros, zstd_zeros, FLAG_LZ, FLAG_ZSTD};
+    let readers: [&[&str]; 6] = [
+        &["ls", "--json", "FILE"],
+        &["extract", "FILE", "--arch", "sm_80", "-o", "out"],
+        &["extract", "FILE", "--device", "sm_80", "-o", "out"],
+        &["verify", "FILE"],
+        &["strip", "FILE", "--keep", "sm_90", "-o", "out.stripped"],
+        &["check", "FILE", "--device", "sm_80"],
+    ];
+    let size = 3 << 20;
+    let goods = [
+        fatbin(&zstd_zeros(size), FLAG_ZSTD, size),
+        fatbin(&lz_zeros(size), FLAG_LZ, size),
+    ];
+    let copies = goods.into_iter().enumerate().map(|(n, good)| {
+        let mut copies = damaged(&good, 30, 0x2545_f491 + n as u64);
+        // The stored and inflated sizes of the entry (at 16 + 24 and 16 + 56) set to extremes.
+        for value in [0u64, 1, size - 1, size + 1, u32::MAX as u64, u64::MAX] {
+            for (field, width) in [(40, 4), (72, 8)] {
+                let mut bytes = good.clone();
+                bytes[field..field + width].copy_from_slice(&value.to_le_bytes()[..width]);
+                copies.push(bytes);
+            }
+        }
+        copies
+    });
+    campaign(
+        "CUDA compressed entries campaign",
+        ".fatbin",
+        copies,
+        &readers,
+    );
+}

@@ -25,6 +25,7 @@ mod extract;
 mod fuzz_regressions;
 mod generic;
 mod golden;
+mod hostile_streams;
 mod hostile_walks;
 mod in_place;
 mod kpack;

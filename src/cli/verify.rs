@@ -17,6 +17,11 @@ const PROG: &str = "offload verify";
 /// one line per file, in the order of the files, and for more than one a `total:` line; each
 /// damaged bundle is an error naming the file, the section and the offset.
 ///
+/// The compressed entries of CUDA fat binaries (LZ or zstd) are inflated to their end too,
+/// a window at a time, and must give the size their header says: a file that has any gets
+/// their count on its line, and a damaged one is an error naming the file, the section and
+/// the offset.
+///
 /// A `.kpack` archive: every code object is read whole (one stored compressed must inflate
 /// to its declared size). A binary split by kpack: every archive its search paths name (or
 /// `ROCM_KPACK_PATH` and `ROCM_KPACK_PATH_PREFIX`, as set) must hold every code object the
@@ -94,6 +99,9 @@ pub struct Totals {
     kpack_sound: usize,
     kpack_archives: usize,
     kpack_problems: usize,
+    /// Compressed CUDA entries sound and damaged.
+    cuda_sound: usize,
+    cuda_damaged: usize,
 }
 
 impl Totals {
@@ -110,6 +118,13 @@ impl Totals {
             self.stored,
             self.inflated,
         );
+        if self.cuda_sound + self.cuda_damaged > 0 {
+            text.push_str(&format!(
+                "total: {}, {} damaged\n",
+                cuda_entries(self.cuda_sound),
+                self.cuda_damaged,
+            ));
+        }
         if self.kpack_files > 0 {
             text.push_str(&format!(
                 "total: {} in {} sound, {}\n",
@@ -162,13 +177,19 @@ pub fn report(
                     Listed::No => verified.problems.as_slice(),
                     Listed::Yes => &[],
                 };
-                for e in verified.bad.iter().chain(problems) {
+                for e in verified
+                    .bad
+                    .iter()
+                    .chain(&verified.cuda_bad)
+                    .chain(problems)
+                {
                     let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
                 }
                 let damaged = verified.bad.len() + verified.problems.len();
+                let cuda_damaged = verified.cuda_bad.len();
                 let kpack_bad = verified.kpack.as_ref().map_or(0, |k| k.bad.len());
-                failed |= damaged > 0;
-                totals.failed += usize::from(damaged + kpack_bad > 0);
+                failed |= damaged + cuda_damaged > 0;
+                totals.failed += usize::from(damaged + cuda_damaged + kpack_bad > 0);
                 totals.with_code += usize::from(verified.streams > 0 || verified.kpack.is_some());
                 let sound = verified.streams - verified.bad.len();
                 totals.sound += sound;
@@ -176,13 +197,21 @@ pub fn report(
                 totals.stored += verified.stored;
                 totals.inflated += verified.inflated;
                 let archive = verified.kpack.as_ref().is_some_and(|k| k.is_archive);
+                let cuda_sound = verified.cuda - cuda_damaged;
+                totals.cuda_sound += cuda_sound;
+                totals.cuda_damaged += cuda_damaged;
                 if !archive {
                     text.push_str(&format!(
-                        "{}: {sound} compressed bundle{} sound, {} damaged\n",
+                        "{}: {sound} compressed bundle{} sound, {} damaged",
                         crate::io::shown(path),
                         if sound == 1 { "" } else { "s" },
                         damaged,
                     ));
+                    if verified.cuda > 0 {
+                        let entries = cuda_entries(cuda_sound);
+                        text.push_str(&format!("; {entries}, {cuda_damaged} damaged"));
+                    }
+                    text.push('\n');
                 }
                 if let Some(kpack) = &verified.kpack {
                     for e in &kpack.bad {
@@ -213,4 +242,14 @@ pub fn report(
         }
     }
     Report { failed, totals }
+}
+
+/// `N compressed CUDA entries sound`, `1 compressed CUDA entry sound`.
+fn cuda_entries(sound: usize) -> String {
+    let noun = counted(
+        sound as u64,
+        "compressed CUDA entry",
+        "compressed CUDA entries",
+    );
+    format!("{noun} sound")
 }

@@ -15,6 +15,7 @@
 use object::endian::{LittleEndian as LE, U16, U32, U64};
 use object::pod::Pod;
 
+use super::ccob::Decoding;
 use super::error::{Error, ErrorKind, Result};
 use super::image_target::{ImageTarget, Producer};
 
@@ -317,35 +318,101 @@ impl Stored {
     /// The bytes of the payload stored as `payload`, inflated when compressed (refusing more
     /// than `limit` bytes), as NVIDIA's tools extract them: a cubin without its padding (the
     /// extent its ELF headers give), PTX up to its terminating NUL. Offsets in errors are from
-    /// the payload's start.
+    /// the payload's start. A compressed payload is held whole: [`Stored::contents_to`] hands
+    /// it on through a window instead.
     pub fn contents<'a>(
         &self,
         payload: &'a [u8],
         limit: u64,
     ) -> Result<std::borrow::Cow<'a, [u8]>> {
-        let inflated: std::borrow::Cow<'a, [u8]> = match self.compression {
-            Compression::None => std::borrow::Cow::Borrowed(payload),
-            Compression::Lz => {
-                std::borrow::Cow::Owned(lz_inflate(payload, self.inflated_size, limit)?)
-            }
-            Compression::Zstd => {
-                std::borrow::Cow::Owned(zstd_inflate(payload, self.inflated_size, limit)?)
-            }
-        };
+        if self.compression != Compression::None {
+            let mut held = Vec::new();
+            self.contents_to(payload, limit, Decoding::Fresh, &mut |piece| {
+                super::inflate::append(&mut held, piece, self.inflated_size, 0)
+            })?;
+            return Ok(std::borrow::Cow::Owned(held));
+        }
         let len = match self.kind {
-            EntryKind::Ptx => memchr::memchr(0, &inflated).unwrap_or(inflated.len()),
-            EntryKind::Elf => elf_extent(&inflated).unwrap_or(inflated.len()),
-            EntryKind::Other(_) => inflated.len(),
+            EntryKind::Ptx => memchr::memchr(0, payload).unwrap_or(payload.len()),
+            EntryKind::Elf => elf_extent(payload).unwrap_or(payload.len()),
+            EntryKind::Other(_) => payload.len(),
         };
-        Ok(match inflated {
-            std::borrow::Cow::Borrowed(bytes) => {
-                std::borrow::Cow::Borrowed(bytes.get(..len).unwrap_or(bytes))
+        Ok(std::borrow::Cow::Borrowed(
+            payload.get(..len).unwrap_or(payload),
+        ))
+    }
+
+    /// Hands `sink` the contents [`Stored::contents`] gives, in order, a window at a time:
+    /// never more than a window of a compressed payload is held, whatever it inflates to (a
+    /// cubin is inflated twice, first to find the extent its ELF headers give). The stream is
+    /// inflated to its end and checked whatever the cut. Returns the contents' size.
+    pub fn contents_to(
+        &self,
+        payload: &[u8],
+        limit: u64,
+        mut decoding: Decoding<'_>,
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<u64> {
+        if self.compression == Compression::None {
+            let contents = self.contents(payload, limit)?;
+            sink(&contents)?;
+            return Ok(contents.len() as u64);
+        }
+        let mut left = match self.kind {
+            EntryKind::Elf => {
+                let mut extent = ElfExtent::default();
+                self.inflate_to(payload, limit, again(&mut decoding), &mut |piece| {
+                    extent.feed(piece);
+                    Ok(())
+                })?;
+                extent.end(self.inflated_size).unwrap_or(self.inflated_size)
             }
-            std::borrow::Cow::Owned(mut bytes) => {
-                bytes.truncate(len);
-                std::borrow::Cow::Owned(bytes)
+            EntryKind::Ptx | EntryKind::Other(_) => self.inflated_size,
+        };
+        let mut handed = 0u64;
+        self.inflate_to(payload, limit, decoding, &mut |piece| {
+            let mut piece = super::inflate::at_most(piece, left);
+            if let (EntryKind::Ptx, Some(nul)) = (self.kind, memchr::memchr(0, piece)) {
+                piece = piece.get(..nul).unwrap_or_default();
+                left = piece.len() as u64;
             }
-        })
+            left -= piece.len() as u64;
+            handed += piece.len() as u64;
+            match piece.is_empty() {
+                true => Ok(()),
+                false => sink(piece),
+            }
+        })?;
+        Ok(handed)
+    }
+
+    /// Hands `sink` every byte the payload stored as `payload` inflates to (its stored bytes
+    /// when plain), a window at a time, and checks that they are as many as its header says;
+    /// a header declaring more than `limit` is refused first. Offsets in errors are from the
+    /// payload's start.
+    pub fn inflate_to(
+        &self,
+        payload: &[u8],
+        limit: u64,
+        decoding: Decoding<'_>,
+        sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        if self.compression != Compression::None && self.inflated_size > limit {
+            return Err(Error::new(0, ErrorKind::TooLarge { limit }));
+        }
+        match self.compression {
+            Compression::None => sink(payload),
+            Compression::Lz => lz_inflate_to(payload, self.inflated_size, sink),
+            Compression::Zstd => zstd_inflate_to(payload, self.inflated_size, decoding, sink),
+        }
+    }
+}
+
+/// `decoding` lent for one more stream.
+fn again<'d>(decoding: &'d mut Decoding<'_>) -> Decoding<'d> {
+    match decoding {
+        Decoding::Fresh => Decoding::Fresh,
+        Decoding::Reusing(context) => Decoding::Reusing(context),
     }
 }
 
@@ -486,35 +553,228 @@ fn elf_extent(bytes: &[u8]) -> Option<usize> {
     usize::try_from(end).ok().filter(|&end| end <= bytes.len())
 }
 
-/// Inflates a zstd frame that must give `size` bytes, never more than `limit`.
-fn zstd_inflate(stream: &[u8], size: u64, limit: u64) -> Result<Vec<u8>> {
-    if size > limit {
-        return Err(Error::new(0, ErrorKind::TooLarge { limit }));
+/// The extent [`elf_extent`] gives, found from an ELF's bytes as they stream past: only its
+/// file header and one section header at a time are held.
+#[derive(Default)]
+struct ElfExtent {
+    /// The bytes fed so far.
+    seen: u64,
+    /// The file header's bytes, as they arrive.
+    head: [u64; 8],
+    /// What is known once the file header is whole.
+    found: Option<Extent>,
+}
+
+/// What [`ElfExtent`] knows past the file header.
+enum Extent {
+    /// No extent: the bytes are no ELF, or its headers do not read.
+    Unknown,
+    /// The section header table is read as it passes.
+    Reading(SectionTable),
+}
+
+/// The walk of an ELF's section header table as its bytes pass.
+struct SectionTable {
+    /// Its offset.
+    offset: u64,
+    /// Its headers: from the file header, or from section 0's `sh_size` when that is 0.
+    count: Option<u64>,
+    /// The headers read whole.
+    read: u64,
+    /// The bytes of the one being read.
+    current: [u64; 8],
+    /// How many of them have arrived.
+    filled: usize,
+    /// The extent so far.
+    end: u64,
+}
+
+/// The size of an ELF file header and of a section header, 64-bit.
+const ELF_HEADER: usize = 64;
+
+impl ElfExtent {
+    /// Takes the next bytes of the ELF.
+    fn feed(&mut self, piece: &[u8]) {
+        let at = self.seen;
+        self.seen += piece.len() as u64;
+        if self.found.is_none() {
+            // Fewer than 64 bytes came before: the header is not whole yet.
+            let have = usize::try_from(at).unwrap_or(ELF_HEADER);
+            let take = fill(object::pod::bytes_of_slice_mut(&mut self.head), have, piece);
+            if have + take < ELF_HEADER {
+                return;
+            }
+            self.found = Some(self.table());
+            // The section headers may start within the file header.
+            let head = self.head;
+            self.feed_table(0, object::pod::bytes_of_slice(&head));
+            self.feed_table(at + take as u64, piece.get(take..).unwrap_or_default());
+            return;
+        }
+        self.feed_table(at, piece);
     }
+
+    /// What the whole file header says of the section header table, as [`elf_extent`] reads
+    /// it with `object`: a 64-bit little-endian ELF, its table of 64-byte headers; the extent
+    /// starts past both header tables.
+    fn table(&self) -> Extent {
+        use object::read::elf::FileHeader;
+        let bytes = object::pod::bytes_of_slice(&self.head);
+        let Ok(header) = object::elf::FileHeader64::<LE>::parse(bytes) else {
+            return Extent::Unknown;
+        };
+        let table_end = |offset: u64, count: u16, size: u16| {
+            offset.checked_add(u64::from(count) * u64::from(size))
+        };
+        let (offset, count) = (header.e_shoff.get(LE), header.e_shnum.get(LE));
+        let entry_size = header.e_shentsize.get(LE);
+        let sections = table_end(offset, count, entry_size);
+        let program = table_end(
+            header.e_phoff.get(LE),
+            header.e_phnum.get(LE),
+            header.e_phentsize.get(LE),
+        );
+        let (Some(sections), Some(program)) = (sections, program) else {
+            return Extent::Unknown;
+        };
+        if offset != 0 && usize::from(entry_size) != ELF_HEADER {
+            return Extent::Unknown;
+        }
+        Extent::Reading(SectionTable {
+            offset,
+            count: match (offset, count) {
+                // No table: no section headers to read.
+                (0, _) => Some(0),
+                (_, 0) => None,
+                (_, count) => Some(u64::from(count)),
+            },
+            read: 0,
+            current: [0; 8],
+            filled: 0,
+            end: sections.max(program),
+        })
+    }
+
+    /// Takes the bytes `piece`, at `at` in the ELF, as far as they hold section headers.
+    fn feed_table(&mut self, at: u64, mut piece: &[u8]) {
+        let Some(Extent::Reading(table)) = &mut self.found else {
+            return;
+        };
+        let mut at = at;
+        while table.count.is_none_or(|count| table.read < count) {
+            let next = table.read * ELF_HEADER as u64 + table.filled as u64;
+            let Some(wanted) = table.offset.checked_add(next) else {
+                self.found = Some(Extent::Unknown);
+                return;
+            };
+            let end = at + piece.len() as u64;
+            if wanted < at || wanted >= end {
+                return;
+            }
+            // Before `end`, so within the piece.
+            let skip = usize::try_from(wanted - at).unwrap_or(usize::MAX);
+            piece = piece.get(skip..).unwrap_or_default();
+            at = wanted;
+            let current = object::pod::bytes_of_slice_mut(&mut table.current);
+            table.filled += fill(current, table.filled, piece);
+            if table.filled == ELF_HEADER && !table.section_read() {
+                self.found = Some(Extent::Unknown);
+                return;
+            }
+        }
+    }
+
+    /// The extent, once the `size` bytes of the ELF have passed: `None` when they are no ELF,
+    /// its headers do not read, or they say it spans more than `size`.
+    fn end(&self, size: u64) -> Option<u64> {
+        let Some(Extent::Reading(table)) = &self.found else {
+            return None;
+        };
+        let count = table.count?;
+        let table_end = table
+            .offset
+            .checked_add(count.checked_mul(ELF_HEADER as u64)?)?;
+        (table.read == count && table_end <= size && table.end <= size).then_some(table.end)
+    }
+}
+
+/// Copies the first bytes of `piece` into `buffer` past its first `filled`, as many as fit:
+/// how many that is.
+fn fill(buffer: &mut [u8], filled: usize, piece: &[u8]) -> usize {
+    let room = buffer.get_mut(filled..).unwrap_or_default();
+    let n = room.len().min(piece.len());
+    for (to, from) in room.iter_mut().zip(piece) {
+        *to = *from;
+    }
+    n
+}
+
+impl SectionTable {
+    /// Takes the section header just read whole; `false` when the extent cannot be known.
+    fn section_read(&mut self) -> bool {
+        use object::read::elf::SectionHeader;
+        let bytes = object::pod::bytes_of_slice(&self.current);
+        let Ok((header, _)) = object::pod::from_bytes::<object::elf::SectionHeader64<LE>>(bytes)
+        else {
+            return false;
+        };
+        if self.count.is_none() {
+            // An extended count, as section 0's size, read as `object` reads it.
+            match u32::try_from(header.sh_size(LE)) {
+                Ok(0) => {
+                    self.count = Some(0);
+                    return true;
+                }
+                Ok(count) => self.count = Some(u64::from(count)),
+                Err(_) => return false,
+            }
+        }
+        if header.sh_type(LE) != object::elf::SHT_NOBITS {
+            match header.sh_offset(LE).checked_add(header.sh_size(LE)) {
+                Some(end) => self.end = self.end.max(end),
+                None => return false,
+            }
+        }
+        self.read += 1;
+        self.filled = 0;
+        true
+    }
+}
+
+/// Hands `sink` what a zstd frame that must give `size` bytes inflates to, a window at a
+/// time, with the decoder `decoding` says.
+fn zstd_inflate_to(
+    stream: &[u8],
+    size: u64,
+    decoding: Decoding<'_>,
+    sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
     let failed = |e: std::io::Error| Error::new(0, ErrorKind::Decompress(e.to_string()));
-    let mut reader = zstd::stream::read::Decoder::with_buffer(stream).map_err(failed)?;
-    let mut out = Vec::new();
+    let mut reader: Box<dyn std::io::Read + '_> = match decoding {
+        Decoding::Fresh => {
+            Box::new(zstd::stream::read::Decoder::with_buffer(stream).map_err(failed)?)
+        }
+        Decoding::Reusing(context) => {
+            Box::new(zstd::stream::read::Decoder::with_context(stream, context))
+        }
+    };
     let mut window = super::inflate::window(size);
+    let mut total = 0u64;
     loop {
         let n = super::inflate::read_some(&mut reader, &mut window).map_err(failed)?;
         if n == 0 {
             break;
         }
-        let total = out.len() as u64 + n as u64;
+        total += n as u64;
         if total > size {
             return Err(inflated_size_wrong(size, total));
         }
-        super::inflate::append(
-            &mut out,
-            super::inflate::at_most(&window, n as u64),
-            size,
-            0,
-        )?;
+        sink(super::inflate::at_most(&window, n as u64))?;
     }
-    if out.len() as u64 != size {
-        return Err(inflated_size_wrong(size, out.len() as u64));
+    if total != size {
+        return Err(inflated_size_wrong(size, total));
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The error for a payload that inflates to `actual` bytes where its header says `declared`.
@@ -525,20 +785,29 @@ fn inflated_size_wrong(declared: u64, actual: u64) -> Error {
     )
 }
 
-/// Inflates NVIDIA's LZ4-like stream (LZ4's block format: a token of two 4-bit lengths,
-/// literals, a 2-byte little-endian offset back, matches of at least 4 bytes; lengths of 15
-/// go on in bytes of 255) that must give `size` bytes, never more than `limit`.
-fn lz_inflate(stream: &[u8], size: u64, limit: u64) -> Result<Vec<u8>> {
-    let too_large = || Error::new(0, ErrorKind::TooLarge { limit });
-    if size > limit {
-        return Err(too_large());
-    }
-    let wanted = usize::try_from(size).map_err(|_| too_large())?;
-    let mut out: Vec<u8> = Vec::new();
-    out.try_reserve_exact(wanted)
-        .map_err(|_| Error::new(0, ErrorKind::OutOfMemory { bytes: size }))?;
+/// The most an LZ match reaches back: its offset is 16 bits.
+const LZ_HISTORY: usize = 1 << 16;
+
+/// Bytes an LZ stream inflates to before they are handed on.
+const LZ_FLUSH: usize = 1 << 20;
+
+/// Hands `sink` what NVIDIA's LZ4-like stream (LZ4's block format: a token of two 4-bit
+/// lengths, literals, a 2-byte little-endian offset back, matches of at least 4 bytes;
+/// lengths of 15 go on in bytes of 255) that must give `size` bytes inflates to, a window at
+/// a time: only the last 64 KiB, which a match may reach back into, are kept between windows.
+fn lz_inflate_to(
+    stream: &[u8],
+    size: u64,
+    sink: &mut dyn FnMut(&[u8]) -> Result<()>,
+) -> Result<()> {
     let damaged = |at: usize, why: &'static str| {
         Error::new(at as u64, ErrorKind::Cuda(CudaError::LzDamaged(why)))
+    };
+    let mut out = LzOutput {
+        held: Vec::new(),
+        total: 0,
+        size,
+        sink,
     };
     let mut pos = 0usize;
     while let Some(&token) = stream.get(pos) {
@@ -548,10 +817,7 @@ fn lz_inflate(stream: &[u8], size: u64, limit: u64) -> Result<Vec<u8>> {
         let text = stream
             .get(pos..pos.saturating_add(literals))
             .ok_or_else(|| damaged(pos, "literals run past the end"))?;
-        if out.len() + text.len() > wanted {
-            return Err(inflated_size_wrong(size, (out.len() + text.len()) as u64));
-        }
-        out.extend_from_slice(text);
+        out.literals(text)?;
         pos += literals;
         if pos == stream.len() {
             break;
@@ -564,22 +830,89 @@ fn lz_inflate(stream: &[u8], size: u64, limit: u64) -> Result<Vec<u8>> {
         let length = lz_length(stream, &mut pos, usize::from(token & 0x0f))
             .ok_or_else(|| damaged(pos, "a length runs past the end"))?
             .saturating_add(4);
-        if back == 0 || back > out.len() {
+        if back == 0 || back as u64 > out.total {
             return Err(damaged(pos, "a match reaches before the start"));
         }
-        if out.len().saturating_add(length) > wanted {
-            return Err(inflated_size_wrong(size, (out.len() + length) as u64));
-        }
-        // Byte by byte from `back` before the end: a match may overlap what it writes.
-        for _ in 0..length {
-            let byte = out.get(out.len() - back).copied().unwrap_or_default();
-            out.push(byte);
+        out.repeat(back, length)?;
+    }
+    out.finish()
+}
+
+/// What an LZ stream has inflated to: the bytes not handed on yet, after the 64 KiB a match
+/// may reach back into.
+struct LzOutput<'s> {
+    /// The last bytes inflated: at least the last [`LZ_HISTORY`] (or all so far).
+    held: Vec<u8>,
+    /// The bytes inflated so far.
+    total: u64,
+    /// What the stream must inflate to.
+    size: u64,
+    sink: &'s mut dyn FnMut(&[u8]) -> Result<()>,
+}
+
+impl LzOutput<'_> {
+    /// Refuses `more` bytes past the declared size.
+    fn room(&self, more: usize) -> Result<()> {
+        let total = self.total.saturating_add(more as u64);
+        match total > self.size {
+            true => Err(inflated_size_wrong(self.size, total)),
+            false => Ok(()),
         }
     }
-    if out.len() != wanted {
-        return Err(inflated_size_wrong(size, out.len() as u64));
+
+    /// Appends literal bytes.
+    fn literals(&mut self, text: &[u8]) -> Result<()> {
+        self.room(text.len())?;
+        self.held.extend_from_slice(text);
+        self.total += text.len() as u64;
+        self.spill()
     }
-    Ok(out)
+
+    /// Appends `length` bytes copied from `back` before the end (`back` no more than what was
+    /// inflated). A match may overlap what it writes: the bytes it makes repeat with a period
+    /// of `back`, so each copy may take as many whole periods as are already written.
+    fn repeat(&mut self, back: usize, length: usize) -> Result<()> {
+        self.room(length)?;
+        // Where the repetition starts, counted in bytes inflated.
+        let origin = self.total - back as u64;
+        let mut left = length;
+        while left > 0 {
+            let held_from = self.total - self.held.len() as u64;
+            // Whole periods written since the origin, or since the first byte held after a
+            // spill (which keeps more than a period): at least one.
+            let since =
+                usize::try_from(self.total - origin.max(held_from)).unwrap_or(self.held.len());
+            let periods = since / back * back;
+            let n = left.min(periods).min(LZ_FLUSH);
+            let from = self.held.len() - periods;
+            self.held.extend_from_within(from..from + n);
+            self.total += n as u64;
+            left -= n;
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// Hands on what is held beyond the history once a window's worth has gathered.
+    fn spill(&mut self) -> Result<()> {
+        if self.held.len() >= LZ_HISTORY + LZ_FLUSH {
+            let out = self.held.len() - LZ_HISTORY;
+            (self.sink)(self.held.get(..out).unwrap_or_default())?;
+            self.held.drain(..out);
+        }
+        Ok(())
+    }
+
+    /// Hands on the rest, once the stream is read: it must have given the declared size.
+    fn finish(self) -> Result<()> {
+        if self.total != self.size {
+            return Err(inflated_size_wrong(self.size, self.total));
+        }
+        match self.held.is_empty() {
+            true => Ok(()),
+            false => (self.sink)(&self.held),
+        }
+    }
 }
 
 /// A length of LZ4's block format that starts as `nibble`: 15 goes on with the bytes at
@@ -641,6 +974,18 @@ pub enum CudaError {
 #[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
+
+    /// An LZ stream inflated whole, uncut.
+    fn lz_inflate(stream: &[u8], size: u64, limit: u64) -> Result<Vec<u8>> {
+        let stored = Stored {
+            kind: EntryKind::Other(0),
+            compression: Compression::Lz,
+            inflated_size: size,
+        };
+        stored
+            .contents(stream, limit)
+            .map(std::borrow::Cow::into_owned)
+    }
 
     fn fatbin(payload: usize) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
@@ -705,5 +1050,120 @@ mod tests {
         long.extend([b'x'; 18]);
         assert_eq!(lz_inflate(&long, 18, 100).unwrap(), [b'x'; 18]);
         assert!(lz_inflate(&long, 18, 17).is_err());
+    }
+
+    /// The extent [`ElfExtent`] finds with the bytes fed `step` at a time.
+    fn streamed_extent(bytes: &[u8], step: usize) -> Option<usize> {
+        let mut extent = ElfExtent::default();
+        for piece in bytes.chunks(step) {
+            extent.feed(piece);
+        }
+        extent.end(bytes.len() as u64).map(|end| end as usize)
+    }
+
+    #[test]
+    fn the_extent_found_as_bytes_stream_is_the_one_read_whole() {
+        let folder =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/cuda/extracted");
+        let mut cubins = Vec::new();
+        for sample in std::fs::read_dir(folder).unwrap() {
+            let sample = sample.unwrap().path();
+            if !sample.is_dir() {
+                continue;
+            }
+            for file in std::fs::read_dir(sample).unwrap() {
+                let path = file.unwrap().path();
+                if path.extension().is_some_and(|e| e == "cubin") {
+                    cubins.push(std::fs::read(path).unwrap());
+                }
+            }
+        }
+        assert!(cubins.len() > 5);
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut found = 0;
+        for cubin in &cubins {
+            // As stored: padded, and with more after the extent.
+            let mut padded = cubin.clone();
+            padded.resize(cubin.len() + 100, 0);
+            let shoff = u64::from_le_bytes(cubin[0x28..0x30].try_into().unwrap()) as usize;
+            for round in 0..200 {
+                let mut bytes = padded.clone();
+                if round > 0 {
+                    // Damage in the file header or the section header table.
+                    let region = if round % 2 == 0 {
+                        0..64
+                    } else {
+                        shoff..shoff + 256
+                    };
+                    let last = bytes.len() - 1;
+                    let at = (region.start + next() as usize % region.len()).min(last);
+                    bytes[at] = next() as u8;
+                }
+                let whole = elf_extent(&bytes);
+                found += usize::from(whole.is_some());
+                for step in [1, 7, 64, 4096, bytes.len()] {
+                    assert_eq!(
+                        streamed_extent(&bytes, step),
+                        whole,
+                        "round {round}, step {step}"
+                    );
+                }
+            }
+            assert_eq!(streamed_extent(&padded, 64), Some(cubin.len()));
+        }
+        // Most damage leaves an extent; some does not.
+        assert!(
+            found > cubins.len() * 50 && found < cubins.len() * 200,
+            "{found}"
+        );
+        // Too short, no ELF, a table past the end.
+        assert_eq!(streamed_extent(&cubins[0][..63], 8), None);
+        assert_eq!(streamed_extent(&[0; 4096], 100), None);
+        assert_eq!(
+            streamed_extent(&cubins[0][..cubins[0].len() - 1], 3),
+            elf_extent(&cubins[0][..cubins[0].len() - 1])
+        );
+    }
+
+    #[test]
+    fn lz_streams_longer_than_the_window_inflate_as_whole() {
+        // Literals, a long overlapping match of period 3, literals, a match 60000 back.
+        let mut stream = vec![0xff, 3 + 250];
+        stream.extend((0..18 + 250).map(|i| (i * 7 % 256) as u8));
+        // ... matched 3 back for 4 + 15 + 255 * 12000 bytes.
+        stream.extend_from_slice(&[3, 0]);
+        stream.extend(std::iter::repeat_n(255, 12000));
+        stream.push(0);
+        let mut expected: Vec<u8> = (0..18 + 250).map(|i| (i * 7 % 256) as u8).collect();
+        for _ in 0..4 + 15 + 255 * 12000 {
+            expected.push(expected[expected.len() - 3]);
+        }
+        // The last literals.
+        stream.extend_from_slice(&[0x20, b'e', b'n']);
+        expected.extend_from_slice(b"en");
+        let size = expected.len() as u64;
+        assert_eq!(lz_inflate(&stream, size, size).unwrap(), expected);
+        let mut pieces = 0;
+        let stored = Stored {
+            kind: EntryKind::Other(0),
+            compression: Compression::Lz,
+            inflated_size: size,
+        };
+        let mut again = Vec::new();
+        stored
+            .contents_to(&stream, size, Decoding::Fresh, &mut |piece| {
+                pieces += 1;
+                again.extend_from_slice(piece);
+                Ok(())
+            })
+            .unwrap();
+        assert!(pieces > 2);
+        assert!(again == expected);
     }
 }

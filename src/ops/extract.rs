@@ -14,7 +14,7 @@ use crate::container::scan::Origin;
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressedBundle, DEFAULT_MAX_DECOMPRESSED};
-use crate::format::cuda_fatbin::{EntryKind, Stored};
+use crate::format::cuda_fatbin::{Compression, EntryKind, Stored};
 use crate::format::cuda_loads;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::kpack as kpack_format;
@@ -25,7 +25,7 @@ use crate::format::target_id::{TargetId, TargetIdBuf};
 use crate::format::ErrorKind;
 use crate::io::{Closed, Input, Output};
 use crate::ops::bundler::device_member_name;
-use crate::ops::inflating::{each_range, memory_of, Budget};
+use crate::ops::inflating::{each_range, memory_of, memory_of_cuda, Budget};
 use crate::ops::ls::{self, Image};
 pub use crate::ops::progress::Progress;
 
@@ -279,18 +279,22 @@ impl Chosen {
         Some(
             stored
                 .contents(payload, config.max_decompressed)
-                .map_err(|e| {
-                    let e = match held {
-                        Held::Input(start, _) => e.rebased(*start as u64),
-                        Held::Owned(_) => e,
-                    };
-                    let path = &config.files[self.input];
-                    match self.place() {
-                        place if place.is_empty() => Error::format(path, e),
-                        place => Error::format_in(path, place, e),
-                    }
-                }),
+                .map_err(|e| self.cuda_error(config, e)),
         )
+    }
+
+    /// The error `e` met in the payload of this CUDA entry ([`Bytes::Cuda`]), naming the
+    /// file, the place and the offset in the file.
+    fn cuda_error(&self, config: &ExtractConfig, e: crate::format::Error) -> Error {
+        let e = match &self.bytes {
+            Bytes::Cuda(Held::Input(start, _), _) => e.rebased(*start as u64),
+            _ => e,
+        };
+        let path = &config.files[self.input];
+        match self.place() {
+            place if place.is_empty() => Error::format(path, e),
+            place => Error::format_in(path, place, e),
+        }
     }
 
     /// Where the image lies, for errors: member and section, as a scan names them.
@@ -1347,21 +1351,17 @@ impl Writer<'_> {
                     )?;
                 }
             }
-            Some(c) if matches!(c.bytes, Bytes::Cuda(..)) => {
-                let contents = c
-                    .cuda_contents(self.config, self.inputs)
-                    .unwrap_or_else(|| Ok(Default::default()))?;
+            Some(
+                c @ Chosen {
+                    bytes: Bytes::Cuda(held, stored),
+                    ..
+                },
+            ) => {
                 let path = with_extension(&self.stems[job[0]], c.ext);
                 let mut out = Output::create(&path)?;
-                match &contents {
-                    std::borrow::Cow::Borrowed(bytes) => {
-                        out.write_part(&self.inputs[c.input], bytes)?;
-                    }
-                    std::borrow::Cow::Owned(bytes) => out.write_bytes(bytes)?,
-                }
-                self.progress.advance(contents.len() as u64);
+                let size = self.write_cuda(c, held, stored, &mut out)?;
                 pending[0].out = Some((path, out));
-                pending[0].size = Some(contents.len() as u64);
+                pending[0].size = Some(size);
             }
             Some(c) if !matches!(c.bytes, Bytes::Stream(_)) => {
                 let bytes = c.bytes(self.inputs);
@@ -1394,6 +1394,47 @@ impl Writer<'_> {
                 p.finish(&self.chosen[index], &self.stems[index])
             })
             .collect()
+    }
+}
+
+impl Writer<'_> {
+    /// Writes the contents of the CUDA entry `c`, whose payload is `held` and stored as
+    /// `stored`, to `out`: copied from the input when stored plain, else inflated through a
+    /// window within the budget, never held whole. Gives the bytes written.
+    fn write_cuda(
+        &self,
+        c: &Chosen,
+        held: &Held,
+        stored: &Stored,
+        out: &mut Output,
+    ) -> Result<u64> {
+        let input = &self.inputs[c.input];
+        let payload = held.get(input);
+        if stored.compression == Compression::None {
+            let contents = c
+                .cuda_contents(self.config, self.inputs)
+                .unwrap_or_else(|| Ok(Default::default()))?;
+            out.write_part(input, &contents)?;
+            self.progress.advance(contents.len() as u64);
+            return Ok(contents.len() as u64);
+        }
+        // An error writing stops the inflation; it is the error returned.
+        let mut stopped = None;
+        let limit = self.config.max_decompressed;
+        let written = self.budget.run(memory_of_cuda(stored), |decoding| {
+            stored.contents_to(payload, limit, decoding, &mut |piece| {
+                self.progress.advance(piece.len() as u64);
+                out.write_bytes(piece).map_err(|e| {
+                    stopped = Some(e);
+                    crate::format::Error::new(0, ErrorKind::Decompress("stopped".into()))
+                })
+            })
+        });
+        input.release(payload);
+        match stopped {
+            Some(e) => Err(e),
+            None => written.map_err(|e| c.cuda_error(self.config, e)),
+        }
     }
 }
 

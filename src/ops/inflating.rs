@@ -6,6 +6,7 @@
 use std::sync::{Condvar, Mutex};
 
 use crate::format::ccob::{CompressedBundle, Decoding, Method, ZstdContext};
+use crate::format::cuda_fatbin::{Compression, Stored};
 use crate::format::error::Result;
 
 /// The most the decoders in flight may hold at once.
@@ -30,6 +31,17 @@ pub fn memory_of(bundle: &CompressedBundle<'_>) -> u64 {
 /// stored compressed in a `.kpack` archive) holds at most.
 pub fn memory_of_zstd(size: u64) -> u64 {
     size.min(ZSTD_WINDOW_LIMIT) + READ_WINDOW
+}
+
+/// What inflating the payload of a CUDA fat binary's entry, stored as `stored`, holds at
+/// most: a zstd stream's as [`memory_of_zstd`]; an LZ stream's 64 KiB of history, the window
+/// inflated beyond it and a match of up to a window; nothing for a plain one.
+pub fn memory_of_cuda(stored: &Stored) -> u64 {
+    match stored.compression {
+        Compression::Zstd => memory_of_zstd(stored.inflated_size),
+        Compression::Lz => 3 << 20,
+        Compression::None => 0,
+    }
 }
 
 /// Memory handed out to the streams in flight, and the zstd decoders kept between streams:

@@ -1,6 +1,8 @@
 //! Checking every compressed bundle of a file whole: each stream inflated to its end and
-//! hashed, as listing and extraction (which inflate only what they need) do not. Streams are
-//! checked in parallel across bundles, within the memory budget of [`crate::ops::inflating`].
+//! hashed, as listing and extraction (which inflate only what they need) do not; and every
+//! compressed entry of a CUDA fat binary, inflated to its end and counted. Streams are
+//! checked in parallel, a window at a time, within the memory budget of
+//! [`crate::ops::inflating`].
 //! `.kpack` archives, and the archive sets of binaries split by kpack, are checked too
 //! (the `kpack` module).
 
@@ -12,10 +14,12 @@ use rayon::prelude::*;
 use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::CompressedBundle;
+use crate::format::container::Origin;
+use crate::format::cuda_fatbin::Stored;
 use crate::format::kpack as kpack_format;
 use crate::format::slice::offset_within;
 use crate::io::Input;
-use crate::ops::inflating::{memory_of, Budget};
+use crate::ops::inflating::{memory_of, memory_of_cuda, Budget};
 
 mod kpack;
 
@@ -36,11 +40,17 @@ pub struct Verified {
     pub stored: u64,
     /// The bytes they inflate to.
     pub inflated: u64,
+    /// The compressed entries of CUDA fat binaries checked.
+    pub cuda: usize,
+    /// Each compressed CUDA entry that is damaged (its stream fails to inflate, or inflates to
+    /// more or less than its header says), in file order, naming the file, the section and the
+    /// offset.
+    pub cuda_bad: Vec<Error>,
     /// For a `.kpack` archive, or a binary split by kpack: what its archives hold.
     pub kpack: Option<kpack::KpackVerified>,
 }
 
-/// One compressed bundle to check: where it is, and where it lies, for errors.
+/// One compressed stream to check: where it is, and where it lies, for errors.
 struct Stream {
     /// Its bytes: a range of the input, or held when it is not stored as such.
     bytes: Held,
@@ -48,6 +58,8 @@ struct Stream {
     offset: Option<u64>,
     /// Member and section, as a scan names them.
     place: String,
+    /// What it is: a compressed bundle, or the payload of a CUDA entry, stored so.
+    cuda: Option<Stored>,
 }
 
 enum Held {
@@ -100,10 +112,12 @@ fn verify_input_within(
             problems: Vec::new(),
             stored: 0,
             inflated: 0,
+            cuda: 0,
+            cuda_bad: Vec::new(),
             kpack: Some(checked),
         });
     }
-    let (streams, mut problems) = find_streams(path, input, max_decompressed)?;
+    let (found, mut problems) = find_streams(path, input, max_decompressed)?;
     let kpack = match crate::container::kpack::split_binary(path, input) {
         Ok(split) => split.map(|split| kpack::verify_split(path, &split, max_decompressed)),
         Err(e) => {
@@ -111,35 +125,56 @@ fn verify_input_within(
             None
         }
     };
-    let checked: Vec<Result<u64>> = streams
+    let checked: Vec<Result<u64>> = found
         .par_iter()
-        .map(|stream| check(path, input, stream, max_decompressed, budget))
+        .map(|stream| match &stream.cuda {
+            Some(cuda) => check_cuda(path, input, stream, cuda, max_decompressed, budget),
+            None => check(path, input, stream, max_decompressed, budget),
+        })
         .collect();
     let (mut stored, mut inflated) = (0, 0);
-    let mut bad = Vec::new();
-    for (stream, result) in streams.iter().zip(checked) {
-        match result {
-            Ok(size) => {
+    let (mut streams, mut cuda) = (0, 0);
+    let (mut bad, mut cuda_bad) = (Vec::new(), Vec::new());
+    for (stream, result) in found.iter().zip(checked) {
+        match (result, stream.cuda.is_some()) {
+            (Ok(_), true) => cuda += 1,
+            (Ok(size), false) => {
+                streams += 1;
                 stored += stream.len() as u64;
                 inflated += size;
             }
-            Err(e) => bad.push(e),
+            (Err(e), true) => {
+                cuda += 1;
+                cuda_bad.push(e);
+            }
+            (Err(e), false) => {
+                streams += 1;
+                bad.push(e);
+            }
         }
     }
-    tracing::info!(streams = streams.len(), bad = bad.len(), "verified");
+    tracing::info!(
+        streams,
+        bad = bad.len(),
+        cuda,
+        cuda_bad = cuda_bad.len(),
+        "verified"
+    );
     input.intact()?;
     Ok(Verified {
-        streams: streams.len(),
+        streams,
         bad,
         problems,
         stored,
         inflated,
+        cuda,
+        cuda_bad,
         kpack,
     })
 }
 
-/// The compressed bundles of the file, each once and in file order, and the damage found
-/// while looking for them.
+/// The compressed bundles and compressed CUDA entries of the file, each once and in file
+/// order, and the damage found while looking for them.
 fn find_streams(
     path: &Path,
     input: &Input,
@@ -154,18 +189,25 @@ fn find_streams(
         max_decompressed,
         Reading::Headers,
         &mut |image: &DeviceImage<'_>| {
-            let Some(stream) = image.stream else {
-                return;
+            let (bytes, offset, cuda) = match (image.stream, &image.origin) {
+                (Some(stream), _) => (stream.bundle, stream.offset, None),
+                (None, Origin::CudaEntry(entry)) if entry.is_compressed() => {
+                    let offset = offset_within(input, entry.payload).map(|at| at as u64);
+                    (entry.payload, offset, Some(entry.stored()))
+                }
+                (None, _) => return,
             };
-            let key = stream.bundle.as_ptr() as usize;
-            found.entry(key).or_insert_with(|| Stream {
-                bytes: match offset_within(input, stream.bundle) {
-                    Some(start) => Held::Input(start, stream.bundle.len()),
-                    None => Held::Owned(stream.bundle.to_vec()),
-                },
-                offset: stream.offset,
-                place: place(image),
-            });
+            found
+                .entry(bytes.as_ptr() as usize)
+                .or_insert_with(|| Stream {
+                    bytes: match offset_within(input, bytes) {
+                        Some(start) => Held::Input(start, bytes.len()),
+                        None => Held::Owned(bytes.to_vec()),
+                    },
+                    offset,
+                    place: place(image),
+                    cuda,
+                });
         },
     )?;
     let mut streams: Vec<Stream> = found.into_values().collect();
@@ -186,6 +228,42 @@ fn place(image: &DeviceImage<'_>) -> String {
     parts.join(", ")
 }
 
+/// The error `e` met in `stream`, naming the file, the place and the offset in the file.
+fn stream_error(path: &Path, stream: &Stream, e: crate::format::Error) -> Error {
+    let e = match stream.offset {
+        Some(at) => e.rebased(at),
+        None => e,
+    };
+    if stream.place.is_empty() {
+        Error::format(path, e)
+    } else {
+        Error::format_in(path, &stream.place, e)
+    }
+}
+
+/// Inflates the payload of one compressed CUDA entry, stored as `stored`, to its end a
+/// window at a time, as extraction does; gives the size it inflates to.
+fn check_cuda(
+    path: &Path,
+    input: &Input,
+    stream: &Stream,
+    stored: &Stored,
+    max_decompressed: u64,
+    budget: &Budget,
+) -> Result<u64> {
+    let bytes = match &stream.bytes {
+        Held::Input(start, len) => &input[*start..*start + *len],
+        Held::Owned(bytes) => bytes.as_slice(),
+    };
+    let checked = budget.run(memory_of_cuda(stored), |decoding| {
+        stored.inflate_to(bytes, max_decompressed, decoding, &mut |_| Ok(()))
+    });
+    input.release(bytes);
+    checked
+        .map(|()| stored.inflated_size)
+        .map_err(|e| stream_error(path, stream, e))
+}
+
 /// Inflates and hashes one compressed bundle; gives the size it inflates to.
 fn check(
     path: &Path,
@@ -198,17 +276,7 @@ fn check(
         Held::Input(start, len) => &input[*start..*start + *len],
         Held::Owned(bytes) => bytes.as_slice(),
     };
-    let fail = |e: crate::format::Error| {
-        let e = match stream.offset {
-            Some(at) => e.rebased(at),
-            None => e,
-        };
-        if stream.place.is_empty() {
-            Error::format(path, e)
-        } else {
-            Error::format_in(path, &stream.place, e)
-        }
-    };
+    let fail = |e: crate::format::Error| stream_error(path, stream, e);
     let Some(compressed) = CompressedBundle::parse(bytes).map_err(fail)? else {
         return Ok(0);
     };

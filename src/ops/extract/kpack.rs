@@ -4,7 +4,7 @@
 //! [`crate::format::loads`]; `--device` takes what the kpack loader hands the runtime for the
 //! device ([`crate::format::kpack_search`]).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::{chosen_in_unit, Bytes, Chosen, ExtractConfig, Found};
@@ -98,23 +98,28 @@ pub(super) fn choose_in_archive(
         return Ok(());
     }
     let index_of = ArchiveIndex::of(&archive);
+    // Each key once, in table order, and the first code object of each key and processor.
     let mut keys: Vec<&str> = Vec::new();
+    let mut by_key: BTreeMap<(&str, &str), &StoredCodeObject> = BTreeMap::new();
+    let mut seen: BTreeSet<&str> = BTreeSet::new();
     for code in &codes {
-        if !keys.contains(&code.key.as_str()) {
+        if seen.insert(&code.key) {
             keys.push(&code.key);
         }
+        by_key.entry((&code.key, &code.arch)).or_insert(code);
     }
     for (d, device) in config.devices.iter().enumerate() {
         let arches = arches_of(device);
+        let narrow = narrowed(&index_of, &arches);
         for key in &keys {
-            let outcome = pick(&[(path, &index_of)], key, &arches, Miss::FallThrough);
+            let outcome = pick(&[(path, &narrow)], key, &arches, Miss::FallThrough);
             let Outcome::Found { arch, .. } = &outcome else {
                 let why = outcome.why_not().unwrap_or_default();
                 let line = format!("{device} loads nothing for {key} from '{name}': {why}");
                 found.missing.push((d, false, line));
                 continue;
             };
-            let Some(code) = codes.iter().find(|c| c.key == *key && c.arch == *arch) else {
+            let Some(&code) = by_key.get(&(*key, arch.as_str())) else {
                 continue;
             };
             chosen.push(device_pick(
@@ -131,6 +136,22 @@ pub(super) fn choose_in_archive(
         }
     }
     Ok(())
+}
+
+/// `index` with only those of its processors a device asking for `arches` may take: the
+/// search looks at no other, and with them a search for each of many keys need not walk
+/// an archive's every processor.
+fn narrowed(index: &ArchiveIndex, arches: &[String]) -> ArchiveIndex {
+    let wanted: BTreeSet<String> = arches.iter().flat_map(|a| compatible_targets(a)).collect();
+    ArchiveIndex {
+        gfx_arches: index
+            .gfx_arches
+            .iter()
+            .filter(|a| wanted.contains(*a))
+            .cloned()
+            .collect(),
+        entries: index.entries.clone(),
+    }
 }
 
 /// What the runtime asks the kpack loader for on `device`: its ISA name, then its generic
@@ -182,11 +203,15 @@ fn by_target_id(
         return;
     }
     // By code-object index, then key: each unit's code objects with their archive's number.
+    // A unit may hold tens of thousands of processors: the set of those it has keeps adding
+    // one a lookup, not a walk of the unit.
     let mut units: BTreeMap<(Option<u64>, &str), Unit<'_>> = BTreeMap::new();
+    let mut stored: BTreeSet<(Option<u64>, &str, &str)> = BTreeSet::new();
     for (number, list) in codes {
         for code in list {
-            let unit = units.entry((code.index, code.key.as_str())).or_default();
-            if !unit.iter().any(|(_, c)| c.arch == code.arch) {
+            let (key, arch) = (code.key.as_str(), code.arch.as_str());
+            if stored.insert((code.index, key, arch)) {
+                let unit = units.entry((code.index, key)).or_default();
                 unit.push((*number, code));
             }
         }
