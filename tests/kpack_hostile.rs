@@ -438,14 +438,14 @@ fn merging_inflates_a_large_code_object_straight_into_its_place() {
     fs::write(kpack.join("t_gfx90a.kpack"), zeros_archive(&keys, "gfx90a", zeros)).unwrap();
     // Inflated through a window into a temporary file: the peak resident memory stays far
     // below the code object's size.
-    let (code, peak) = peak_resident(
+    let (code, peak) = peak_anonymous(
         offload()
             .current_dir(d)
             .env("RAYON_NUM_THREADS", "8")
             .args(["kpack", "--merge", "out/libhip.so", "-o", "m"]),
     );
     assert_eq!(code, 0);
-    assert!(peak < 200 << 20, "peak resident {peak} bytes");
+    assert!(peak < 200 << 20, "peak anonymous memory {peak} bytes");
     let (code, listed, err) = offload_in(d, &["ls", "--json", "m/libhip.so"]);
     assert_eq!((code, err.as_str()), (0, ""));
     let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
@@ -484,27 +484,6 @@ fn merging_refuses_a_processor_key_that_is_no_target_id() {
     }
 }
 
-/// Runs `command` to its end; its exit status and peak resident memory in bytes (the
-/// kernel's own count, `ru_maxrss`).
-fn peak_resident(command: &mut Command) -> (i32, u64) {
-    let child = command
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as libc::pid_t;
-    let mut status = 0;
-    // SAFETY: an all-zero rusage is valid; wait4 writes it and the status for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(waited, pid);
-    let code = if libc::WIFEXITED(status) {
-        libc::WEXITSTATUS(status)
-    } else {
-        -1
-    };
-    (code, usage.ru_maxrss as u64 * 1024)
-}
 
 #[test]
 fn a_plain_code_object_is_listed_and_extracted_at_the_size_stored() {
