@@ -260,7 +260,8 @@ pub(crate) fn hostile_kpack_archives() -> Vec<(String, Vec<u8>)> {
             let mut w = ArchiveWriter::new("k", "gfx90a", &[arch], Scheme::None);
             w.add("lib/k.so#0", arch, b"\x7fELF code").unwrap();
             if arch.len() < 100 {
-                w.add(&format!("lib/k.so#0{arch}"), "gfx90a", b"\x7fELF code").unwrap();
+                w.add(&format!("lib/k.so#0{arch}"), "gfx90a", b"\x7fELF code")
+                    .unwrap();
             }
             (format!("hostile-{name}.kpack"), w.finish())
         })

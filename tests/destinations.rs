@@ -11,8 +11,16 @@ fn a_link_in_the_output_folder_carries_no_rewrite_elsewhere() {
     let d = dir.path();
     fs::create_dir_all(d.join("t/sub")).unwrap();
     fs::create_dir_all(d.join("t/top")).unwrap();
-    fs::copy(samples_dir().join("linked/libhip.so"), d.join("t/sub/libhip.so")).unwrap();
-    fs::copy(samples_dir().join("linked/libhip.so"), d.join("t/top/libhip.so")).unwrap();
+    fs::copy(
+        samples_dir().join("linked/libhip.so"),
+        d.join("t/sub/libhip.so"),
+    )
+    .unwrap();
+    fs::copy(
+        samples_dir().join("linked/libhip.so"),
+        d.join("t/top/libhip.so"),
+    )
+    .unwrap();
     fs::create_dir_all(d.join("out")).unwrap();
     fs::create_dir_all(d.join("victim")).unwrap();
     std::os::unix::fs::symlink("../victim", d.join("out/sub")).unwrap();

@@ -17,7 +17,11 @@ use crate::util::{offload, offload_in, reference_tool, samples_dir, text_output}
 fn split_library(dir: &Path, extra: &[&str]) -> PathBuf {
     let tree = dir.join("t");
     fs::create_dir_all(&tree).unwrap();
-    fs::copy(samples_dir().join("linked/libhip.so"), tree.join("libhip.so")).unwrap();
+    fs::copy(
+        samples_dir().join("linked/libhip.so"),
+        tree.join("libhip.so"),
+    )
+    .unwrap();
     let mut args = vec!["kpack", "-r", "t", "-o", "out"];
     args.extend_from_slice(extra);
     let (code, _, err) = offload_in(dir, &args);
@@ -64,7 +68,10 @@ fn a_stale_archive_beside_the_right_one_is_never_read() {
     fs::write(d.join("out/.kpack/t_0ld.kpack"), decoy("gfx90a", 0xee)).unwrap();
     let expected = unsplit_gfx90a(d, "unsplit");
 
-    let (code, out, err) = offload_in(d, &["extract", "out/libhip.so", "--arch", "gfx90a", "-o", "x"]);
+    let (code, out, err) = offload_in(
+        d,
+        &["extract", "out/libhip.so", "--arch", "gfx90a", "-o", "x"],
+    );
     assert_eq!((code, err.as_str()), (0, ""), "{out}");
     assert_eq!(contents(&d.join("x")), expected);
     assert!(!out.contains("t_0ld"), "{out}");
@@ -75,7 +82,10 @@ fn a_stale_archive_beside_the_right_one_is_never_read() {
     assert_eq!(out.lines().count(), 4, "{out}");
 
     let (code, out, err) = offload_in(d, &["verify", "out/libhip.so"]);
-    assert!(!out.contains("t_0ld") && !err.contains("t_0ld"), "{code} {out}{err}");
+    assert!(
+        !out.contains("t_0ld") && !err.contains("t_0ld"),
+        "{code} {out}{err}"
+    );
 
     // Merged back, the library carries the real code again.
     let (code, _, err) = offload_in(d, &["kpack", "--merge", "out/libhip.so", "-o", "merged"]);
@@ -98,8 +108,16 @@ fn a_binary_reached_through_a_link_or_dot_dot_is_looked_up_beside_its_real_file(
     // A link in another folder, whose own .kpack/ holds decoys.
     fs::create_dir_all(d.join("elsewhere/.kpack")).unwrap();
     std::os::unix::fs::symlink("../out/libhip.so", d.join("elsewhere/lib.so")).unwrap();
-    fs::write(d.join("elsewhere/.kpack/t_gfx90a.kpack"), decoy("gfx90a", 0xaa)).unwrap();
-    fs::write(d.join("elsewhere/.kpack/t_gfx906.kpack"), decoy("gfx906", 0xaa)).unwrap();
+    fs::write(
+        d.join("elsewhere/.kpack/t_gfx90a.kpack"),
+        decoy("gfx90a", 0xaa),
+    )
+    .unwrap();
+    fs::write(
+        d.join("elsewhere/.kpack/t_gfx906.kpack"),
+        decoy("gfx906", 0xaa),
+    )
+    .unwrap();
     // Decoys where a path normalised by name alone would lead from a deeper folder.
     fs::create_dir_all(d.join("a/b/.kpack")).unwrap();
     fs::create_dir_all(d.join("a/b/out/.kpack")).unwrap();
@@ -113,7 +131,8 @@ fn a_binary_reached_through_a_link_or_dot_dot_is_looked_up_beside_its_real_file(
         (d.join("a/b"), "../../out/libhip.so"),
         (d.join("a/b"), "../../elsewhere/lib.so"),
     ] {
-        let (code, out, err) = offload_in(&cwd, &["extract", binary, "--arch", "gfx90a", "-o", "x"]);
+        let (code, out, err) =
+            offload_in(&cwd, &["extract", binary, "--arch", "gfx90a", "-o", "x"]);
         assert_eq!((code, err.as_str()), (0, ""), "{binary}: {out}");
         assert_eq!(contents(&cwd.join("x")), expected, "{binary}");
         fs::remove_dir_all(cwd.join("x")).unwrap();
@@ -165,7 +184,10 @@ fn a_search_path_into_a_private_folder_opens_only_processor_names_there() {
         let (code, out, err) = output_within(&mut command, Duration::from_secs(20));
         assert_ne!(code, 0, "{args:?}: {out}{err}");
         for name in ["shadow", "tiny"] {
-            assert!(!out.contains(name) && !err.contains(name), "{args:?}: {out}{err}");
+            assert!(
+                !out.contains(name) && !err.contains(name),
+                "{args:?}: {out}{err}"
+            );
         }
         if args[0] != "extract" {
             assert!(err.contains(&looked), "{args:?}: {err}");
@@ -178,7 +200,9 @@ fn a_search_path_into_a_private_folder_opens_only_processor_names_there() {
     let Some(strace) = reference_tool("strace") else {
         return;
     };
-    let traced = Command::new(&strace).args(["-qq", "-o", "/dev/null", "true"]).status();
+    let traced = Command::new(&strace)
+        .args(["-qq", "-o", "/dev/null", "true"])
+        .status();
     if !traced.is_ok_and(|s| s.success()) {
         crate::util::visible("SKIP: strace cannot trace here (ptrace is not allowed)");
         return;
@@ -198,7 +222,13 @@ fn a_search_path_into_a_private_folder_opens_only_processor_names_there() {
     let opened: Vec<&str> = trace.lines().filter(|l| l.contains(&inside)).collect();
     assert!(!opened.is_empty(), "{trace}");
     for line in &opened {
-        let name = line.split(&inside).nth(1).unwrap().split('"').next().unwrap();
+        let name = line
+            .split(&inside)
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
         assert!(name.starts_with("gfx"), "opened {name}: {line}");
         assert!(!line.contains("getdents"), "{line}");
     }
@@ -307,7 +337,9 @@ fn an_entry_id_that_would_name_a_path_outside_the_output_is_refused() {
         assert_eq!((code, out.as_str()), (1, ""), "{err}");
         let shown = format!("{:?}", String::from_utf8_lossy(id));
         assert!(
-            err.contains(&format!("bundle entry {shown}: its target ID is not a processor's")),
+            err.contains(&format!(
+                "bundle entry {shown}: its target ID is not a processor's"
+            )),
             "{err}"
         );
         assert_eq!(err.lines().count(), 1, "{err}");
@@ -321,7 +353,11 @@ fn a_link_already_in_the_output_folder_carries_no_write_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     fs::create_dir_all(d.join("t/sub")).unwrap();
-    fs::copy(samples_dir().join("linked/libhip.so"), d.join("t/sub/libhip.so")).unwrap();
+    fs::copy(
+        samples_dir().join("linked/libhip.so"),
+        d.join("t/sub/libhip.so"),
+    )
+    .unwrap();
     fs::create_dir_all(d.join("out")).unwrap();
     fs::create_dir_all(d.join("victim")).unwrap();
     std::os::unix::fs::symlink("../victim", d.join("out/sub")).unwrap();
@@ -329,7 +365,10 @@ fn a_link_already_in_the_output_folder_carries_no_write_elsewhere() {
     assert_eq!(code, 1);
     let victim = fs::canonicalize(d.join("victim")).unwrap();
     assert!(
-        err.contains(&format!("resolves to '{}', outside the output folder", victim.display())),
+        err.contains(&format!(
+            "resolves to '{}', outside the output folder",
+            victim.display()
+        )),
         "{err}"
     );
     assert!(fs::read_dir(d.join("victim")).unwrap().next().is_none());
@@ -341,13 +380,20 @@ fn a_link_of_the_tree_that_cannot_be_made_leaves_nothing_in_place() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     fs::create_dir_all(d.join("t")).unwrap();
-    fs::copy(samples_dir().join("linked/libhip.so"), d.join("t/libhip.so")).unwrap();
+    fs::copy(
+        samples_dir().join("linked/libhip.so"),
+        d.join("t/libhip.so"),
+    )
+    .unwrap();
     std::os::unix::fs::symlink("libhip.so", d.join("t/lnk")).unwrap();
     // The output has a folder where the link goes.
     fs::create_dir_all(d.join("out/lnk")).unwrap();
     let (code, _, err) = offload_in(d, &["kpack", "-r", "t", "-o", "out"]);
     assert_eq!(code, 1);
-    assert!(err.contains("a folder is there, where a link of the tree goes"), "{err}");
+    assert!(
+        err.contains("a folder is there, where a link of the tree goes"),
+        "{err}"
+    );
     let left: Vec<String> = fs::read_dir(d.join("out"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -370,7 +416,11 @@ fn a_tree_of_thousands_of_files_splits_under_a_low_limit_on_open_files() {
     let d = dir.path();
     let tree = d.join("t");
     fs::create_dir_all(tree.join("lib")).unwrap();
-    fs::copy(samples_dir().join("linked/libhip.so"), tree.join("lib/libhip.so")).unwrap();
+    fs::copy(
+        samples_dir().join("linked/libhip.so"),
+        tree.join("lib/libhip.so"),
+    )
+    .unwrap();
     let files = 3000;
     for n in 0..files {
         fs::write(tree.join(format!("f{n:05}")), format!("file {n}\n")).unwrap();
@@ -440,7 +490,11 @@ fn merging_inflates_a_large_code_object_straight_into_its_place() {
     fs::remove_file(kpack.join("t_gfx906.kpack")).unwrap();
     let zeros = 768 << 20;
     let keys = ["libhip.so#0", "libhip.so#1"];
-    fs::write(kpack.join("t_gfx90a.kpack"), zeros_archive(&keys, "gfx90a", zeros)).unwrap();
+    fs::write(
+        kpack.join("t_gfx90a.kpack"),
+        zeros_archive(&keys, "gfx90a", zeros),
+    )
+    .unwrap();
     // Inflated through a window into a temporary file: the peak resident memory stays far
     // below the code object's size.
     let (code, peak) = peak_anonymous(
@@ -471,7 +525,12 @@ fn merging_refuses_a_processor_key_that_is_no_target_id() {
     split_library(d, &[]);
     let kpack = d.join("out/.kpack");
     let long = "gfx".repeat(200_000);
-    for arch in ["gfx90a\nfake line", "", "host-x86_64-unknown-linux-gnu-", long.as_str()] {
+    for arch in [
+        "gfx90a\nfake line",
+        "",
+        "host-x86_64-unknown-linux-gnu-",
+        long.as_str(),
+    ] {
         let mut writer = ArchiveWriter::new("t", "gfx90a", &["gfx90a"], Scheme::None);
         for key in ["libhip.so#0", "libhip.so#1"] {
             writer.add(key, arch, &[7; 16]).unwrap();
@@ -488,7 +547,6 @@ fn merging_refuses_a_processor_key_that_is_no_target_id() {
         assert!(!d.join("m/libhip.so").exists());
     }
 }
-
 
 #[test]
 fn a_plain_code_object_is_listed_and_extracted_at_the_size_stored() {
@@ -581,7 +639,12 @@ fn splitting_a_large_compressed_bundle_takes_little_memory() {
             .env("RAYON_NUM_THREADS", "8")
             .args(["kpack", "c/libhip.so", "-o", "k"]),
     );
-    assert_eq!(code, 0, "{:?}", offload_in(d, &["kpack", "c/libhip.so", "-o", "k2"]));
+    assert_eq!(
+        code,
+        0,
+        "{:?}",
+        offload_in(d, &["kpack", "c/libhip.so", "-o", "k2"])
+    );
     assert!(peak < 100 << 20, "peak anonymous memory {peak} bytes");
     let (code, json, err) = offload_in(d, &["ls", "--json", "k/libhip.so"]);
     assert_eq!((code, err.as_str()), (0, ""));
@@ -590,11 +653,19 @@ fn splitting_a_large_compressed_bundle_takes_little_memory() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|i| (i["kpack"]["key"].as_str().unwrap().to_string(), i["size"].as_u64().unwrap()))
+        .map(|i| {
+            (
+                i["kpack"]["key"].as_str().unwrap().to_string(),
+                i["size"].as_u64().unwrap(),
+            )
+        })
         .collect();
     assert_eq!(
         sizes,
-        [("libhip.so#0".to_string(), zeros), ("libhip.so#1".to_string(), 4232)],
+        [
+            ("libhip.so#0".to_string(), zeros),
+            ("libhip.so#1".to_string(), 4232)
+        ],
         "{json}"
     );
 }

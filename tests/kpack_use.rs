@@ -55,8 +55,8 @@ fn extract_gives_the_code_objects_of_the_unsplit_library() {
     let expected = contents(&d.join("unsplit"));
     assert_eq!(expected.len(), 2);
     assert_eq!(contents(&d.join("kp")), expected);
-    let archive = fs::canonicalize(d.join("split/k_lib_generic/stage/.kpack/k_lib_gfx90a.kpack"))
-        .unwrap();
+    let archive =
+        fs::canonicalize(d.join("split/k_lib_generic/stage/.kpack/k_lib_gfx90a.kpack")).unwrap();
     let archive = archive.display();
     let lines: Vec<String> = out
         .lines()

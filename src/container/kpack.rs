@@ -313,7 +313,11 @@ pub fn code_objects_for(
                 "'{}': code object{} {} ({}#N) in none of its archives ({})",
                 binary.display(),
                 if lacking.len() == 1 { "" } else { "s" },
-                lacking.iter().map(u64::to_string).collect::<Vec<_>>().join(", "),
+                lacking
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 name,
                 set.archives
                     .iter()

@@ -331,9 +331,8 @@ impl<'a> CompressedBundle<'a> {
         let mut out = Vec::new();
         let cap = self.uncompressed_size.min(limit);
         let at = self.header_size();
-        let kept = self.inflate_bundle_to(limit, |piece| {
-            inflate::append(&mut out, piece, cap, at)
-        })?;
+        let kept =
+            self.inflate_bundle_to(limit, |piece| inflate::append(&mut out, piece, cap, at))?;
         out.shrink_to_fit();
         Ok(kept.map(|_| out))
     }

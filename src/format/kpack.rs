@@ -604,11 +604,9 @@ impl<'a> Toc<'a> {
 
     fn uint_field(&self, map: &Value<'a>, key: &str, path: &str) -> Result<u64> {
         let value = map.get(key);
-        value
-            .and_then(Value::as_u64)
-            .ok_or_else(|| {
-                self.field_error(&format!("{path}.{key}"), "a non-negative integer", value)
-            })
+        value.and_then(Value::as_u64).ok_or_else(|| {
+            self.field_error(&format!("{path}.{key}"), "a non-negative integer", value)
+        })
     }
 
     fn archive(&self, toc: &Value<'a>) -> Result<Archive<'a>> {
@@ -1061,7 +1059,9 @@ impl<'a> KpackRef<'a> {
             .filter_map(Value::as_str)
             .collect();
         if kpack_search_paths.is_empty() {
-            let empty = paths.and_then(Value::as_array).is_some_and(|a| a.is_empty());
+            let empty = paths
+                .and_then(Value::as_array)
+                .is_some_and(|a| a.is_empty());
             let e = KpackError::Field {
                 path: "reference.kpack_search_paths".to_string(),
                 expected: "at least one path (a UTF-8 string)",

@@ -674,7 +674,11 @@ mod tests {
             ("../../x/../.kpack/k", "../../.kpack/k"),
             ("/l/../../abs/./x.kpack", "/abs/x.kpack"),
         ] {
-            assert_eq!(lexically_normal(Path::new(path)), PathBuf::from(normal), "{path}");
+            assert_eq!(
+                lexically_normal(Path::new(path)),
+                PathBuf::from(normal),
+                "{path}"
+            );
         }
     }
 

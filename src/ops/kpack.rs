@@ -28,13 +28,13 @@ use crate::container::program::NewProgram;
 use crate::error::{Error, Result};
 use crate::format::bundle::{self, Bundle};
 use crate::format::ccob::CompressedBundle;
+use crate::format::ccob::Decoding;
 use crate::format::entry_id::EntryId;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::kpack::{
-    self as kformat, compress_code_object, split_toc_key, toc_key, Archive, ArchiveInfo, KpackRef,
-    KernelEntry, Scheme, TocEntry, GFXARCH, HIPK_MAGIC,
+    self as kformat, compress_code_object, split_toc_key, toc_key, Archive, ArchiveInfo,
+    KernelEntry, KpackRef, Scheme, TocEntry, GFXARCH, HIPK_MAGIC,
 };
-use crate::format::ccob::Decoding;
 use crate::format::kpack_search::{every_target_name, Environment};
 use crate::io::spill::{Spill, Spilled};
 use crate::io::{commit_all, inside, place_all, Closed, Input, Output};
@@ -227,7 +227,10 @@ fn split_into(
         }
     }
     if !stage.archives.is_empty() {
-        if planned.iter().any(|p| p.relative == Path::new(ARCHIVE_FOLDER)) {
+        if planned
+            .iter()
+            .any(|p| p.relative == Path::new(ARCHIVE_FOLDER))
+        {
             return Err(Error::msg(format!(
                 "'{}': the tree has its own '{ARCHIVE_FOLDER}', where the archives go",
                 config.output.join(ARCHIVE_FOLDER).display()
@@ -235,7 +238,7 @@ fn split_into(
         }
         let archive_dir = config.output.join(ARCHIVE_FOLDER);
         dirs.create(&archive_dir)?;
-        let made: Vec<(Closed, (PathBuf, Vec<String>, usize, u64))> = std::mem::take(&mut stage.archives)
+        let made: Vec<(Closed, ArchiveListed)> = std::mem::take(&mut stage.archives)
             .into_values()
             .collect::<Vec<_>>()
             .into_par_iter()
@@ -244,7 +247,10 @@ fn split_into(
             .into_iter()
             .collect::<Result<_>>()?;
         for (out, listed) in made {
-            if planned.iter().any(|p| config.output.join(&p.relative) == listed.0) {
+            if planned
+                .iter()
+                .any(|p| config.output.join(&p.relative) == listed.0)
+            {
                 return Err(Error::msg(format!(
                     "'{}': a file of the tree goes there too",
                     listed.0.display()
@@ -629,7 +635,8 @@ fn device_entries(
             )
         };
         let mut spill = Spill::on_disk().map_err(spill_failed)?;
-        compressed.inflate_bundle_to(limit, |piece| spill.append(piece).map_err(spill_failed))??;
+        compressed
+            .inflate_bundle_to(limit, |piece| spill.append(piece).map_err(spill_failed))??;
         let inflated = Arc::new(spill.finish().map_err(spill_failed)?);
         let bundle = Bundle::parse(inflated.bytes())?.ok_or_else(not_a_bundle)?;
         let base = inflated.bytes().as_ptr() as usize;
@@ -700,6 +707,10 @@ struct StagedArchive {
     /// Where each stored code object is in `blobs`, by ordinal.
     places: Vec<(u64, u64)>,
 }
+
+/// What a split's summary lists of an archive: its path, its processors, its number of code
+/// objects and its size.
+type ArchiveListed = (PathBuf, Vec<String>, usize, u64);
 
 /// Code objects compressed at once while staging.
 const FRAMES_AT_ONCE: usize = 16;
@@ -822,11 +833,7 @@ impl Stage {
 /// Writes the staged archive `a` into `dir` under the output folder `root` (to a temporary
 /// file, closed, not yet in place): its head, its stored code objects copied by the kernel
 /// from the stage, its table. Returns it with what the summary lists of it.
-fn write_archive(
-    root: &Path,
-    dir: &Path,
-    a: StagedArchive,
-) -> Result<(Closed, (PathBuf, Vec<String>, usize, u64))> {
+fn write_archive(root: &Path, dir: &Path, a: StagedArchive) -> Result<(Closed, ArchiveListed)> {
     let path = dir.join(&a.file_name);
     inside(root, &path)?;
     let fail = |e: crate::format::Error| Error::format(&path, e);
@@ -843,7 +850,12 @@ fn write_archive(
             .ok()
             .zip(usize::try_from(*size).ok())
             .and_then(|(at, size)| blobs.bytes().get(at..at.checked_add(size)?))
-            .ok_or_else(|| Error::msg(format!("'{}': a staged code object is missing", path.display())))?;
+            .ok_or_else(|| {
+                Error::msg(format!(
+                    "'{}': a staged code object is missing",
+                    path.display()
+                ))
+            })?;
         match blobs.input() {
             Some(input) => out.write_part(input, part)?,
             None => out.write_bytes(part)?,
@@ -1145,8 +1157,7 @@ fn code_objects_by_index<'p, 'a>(
     name: &str,
     parsed: &'p [(&'a OpenArchive, Archive<'a>)],
 ) -> Result<BTreeMap<u64, BTreeMap<String, (usize, &'p KernelEntry<'a>)>>> {
-    let mut by_index: BTreeMap<u64, BTreeMap<String, (usize, &KernelEntry<'_>)>> =
-        BTreeMap::new();
+    let mut by_index: BTreeMap<u64, BTreeMap<String, (usize, &KernelEntry<'_>)>> = BTreeMap::new();
     for (number, (o, archive)) in parsed.iter().enumerate() {
         for entry in &archive.entries {
             let Some((binary, index)) = split_toc_key(entry.key) else {

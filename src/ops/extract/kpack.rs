@@ -9,8 +9,7 @@ use std::path::Path;
 
 use super::{chosen_in_unit, Bytes, Chosen, ExtractConfig, Found};
 use crate::container::kpack::{
-    runtime_path, split_binary, stored_code_objects, ArchiveFiles, SplitBinary,
-    StoredCodeObject,
+    runtime_path, split_binary, stored_code_objects, ArchiveFiles, SplitBinary, StoredCodeObject,
 };
 use crate::error::{Error, Result};
 use crate::format::image_target::Producer;

@@ -114,7 +114,7 @@ pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVe
             }
         }
         let ours = |e: &KernelEntry<'_>| split_toc_key(e.key).is_some_and(|(b, _)| b == name);
-        let (sound, bad) = read_all(&archive_path, &archive, limit, &ours);
+        let (sound, bad) = read_all(archive_path, &archive, limit, &ours);
         verified.sound += sound;
         verified.bad.extend(bad);
         if let Err(e) = input.intact() {
