@@ -1,7 +1,7 @@
 //! `offload bundler`: clang-offload-bundler's command line, options, messages and exit
 //! statuses, as LLVM 19 or LLVM 22 has them, over the library's bundler operations.
 
-use super::llvm_cl::{self, Kind, Spec};
+use crate::cli::llvm_cl::{self, Kind, Spec};
 use crate::format::ccob::{CompressOptions, Method};
 use crate::format::processor::LlvmVersion;
 use crate::ops::bundler::{self, BundlerConfig};
@@ -450,7 +450,7 @@ fn dispatch(
 fn list(prog: &str, config: &BundlerConfig, out: &mut dyn Write, err: &mut dyn Write) -> i32 {
     let mut listing = Vec::new();
     match bundler::list(config, &mut listing, err) {
-        Ok(()) => super::write_out(prog, out, err, &listing).map_or_else(|code| code, |()| 0),
+        Ok(()) => crate::cli::write_out(prog, out, err, &listing).map_or_else(|code| code, |()| 0),
         Err(e) => {
             let _ = writeln!(err, "{prog}: error: {e}");
             1

@@ -14,7 +14,7 @@ use crate::ops::check::{self, Device};
 use crate::ops::gpus::{self, FeatureEnv};
 use crate::ops::inputs::Taken;
 
-use super::jobs::{self, counted, JobBar, Work};
+use crate::cli::jobs::{self, counted, JobBar, Work};
 
 const PROG: &str = "offload check";
 
@@ -48,12 +48,12 @@ struct Args {
     #[command(flatten)]
     work: Work,
     #[command(flatten)]
-    general: super::general::GeneralOpts,
+    general: crate::cli::general::GeneralOpts,
 }
 
 /// Runs `offload check` with `args` (without the program name) and returns the exit status.
 pub fn run(args: &[String]) -> i32 {
-    let args: Args = match super::parse_args(PROG, args) {
+    let args: Args = match crate::cli::parse_args(PROG, args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -107,7 +107,7 @@ pub fn run(args: &[String]) -> i32 {
     } else {
         check::text(&report)
     };
-    if let Err(code) = super::print(PROG, &text) {
+    if let Err(code) = crate::cli::print(PROG, &text) {
         return code;
     }
     if !errors.is_empty() {

@@ -26,7 +26,7 @@ struct Args {
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
-    work: super::jobs::Work,
+    work: crate::cli::jobs::Work,
     /// Print one JSON object: `files` (each with its `targets`) and `total`.
     #[arg(long)]
     json: bool,
@@ -35,7 +35,7 @@ struct Args {
     #[arg(long)]
     keep: Vec<TargetIdBuf>,
     #[command(flatten)]
-    general: super::general::GeneralOpts,
+    general: crate::cli::general::GeneralOpts,
 }
 
 /// The JSON `--json` prints.
@@ -47,7 +47,7 @@ struct Report<'a> {
 
 /// Runs `offload du` with `args` (without the program name) and returns the exit status.
 pub fn run(args: &[String]) -> i32 {
-    let args: Args = match super::parse_args(PROG, args) {
+    let args: Args = match crate::cli::parse_args(PROG, args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -65,7 +65,7 @@ pub fn run(args: &[String]) -> i32 {
     });
     let mut usages = Vec::new();
     let stderr = std::io::stderr();
-    let counted = super::jobs::each_file(&pool, &files, |path| {
+    let counted = crate::cli::jobs::each_file(&pool, &files, |path| {
         du::file_usage(path, args.general.max_decompressed, keep.as_ref())
     });
     for result in counted {
@@ -92,7 +92,7 @@ pub fn run(args: &[String]) -> i32 {
     } else {
         table(&usages, &total, keep.is_some())
     };
-    match super::print(PROG, &text) {
+    match crate::cli::print(PROG, &text) {
         Ok(()) => i32::from(failed),
         Err(code) => code,
     }

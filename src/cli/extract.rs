@@ -13,7 +13,7 @@ use crate::format::loads::Via;
 use crate::ops::extract::{self, ExtractConfig, Match};
 use crate::ops::{du, ls};
 
-use super::jobs::{self, counted, JobBar, Work};
+use crate::cli::jobs::{self, counted, JobBar, Work};
 
 /// Extract the device images that a device with the given target ID can load (`--arch`), or
 /// the one code object the HIP runtime loads from each bundle for each GPU (`--device`), from
@@ -60,7 +60,7 @@ struct Args {
     #[arg(short, long)]
     quiet: bool,
     #[command(flatten)]
-    general: super::general::GeneralOpts,
+    general: crate::cli::general::GeneralOpts,
 }
 
 const AFTER_HELP: &str = "\
@@ -98,7 +98,7 @@ fn device_arg(text: &str) -> Result<TargetIdBuf, String> {
 /// Runs the command with `args` (without the program name); `prog` names it in messages.
 /// Returns the exit status: 0 when images were written and every file read cleanly.
 pub fn run(prog: &str, args: &[String]) -> i32 {
-    let args: Args = match super::parse_args(prog, args) {
+    let args: Args = match crate::cli::parse_args(prog, args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -139,7 +139,7 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
                     written,
                 ));
             }
-            super::print(prog, &text)
+            crate::cli::print(prog, &text)
         }
         _ => Ok(()),
     };

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use clap::Args as ClapArgs;
 use rayon::prelude::*;
 
-use super::inputs::TreeOpts;
+use crate::cli::inputs::TreeOpts;
 use crate::ops::progress::Progress;
 
 /// How the files are found and how many are worked on at once.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use super::general::GeneralOpts;
+use crate::cli::general::GeneralOpts;
 use crate::format::kpack::Scheme;
 use crate::ops::kpack::{self, MergeConfig, SplitConfig};
 
@@ -68,7 +68,7 @@ fn usage_error(message: &str) -> i32 {
 
 /// Runs `offload kpack` with `args` (without the program name) and returns the exit status.
 pub fn run(args: &[String]) -> i32 {
-    let args: Args = match super::parse_args(PROG, args) {
+    let args: Args = match crate::cli::parse_args(PROG, args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -149,7 +149,7 @@ pub fn run(args: &[String]) -> i32 {
         })
     };
     match result {
-        Ok(text) => super::print(PROG, &text).map_or_else(|code| code, |()| 0),
+        Ok(text) => crate::cli::print(PROG, &text).map_or_else(|code| code, |()| 0),
         Err(e) => {
             let _ = writeln!(std::io::stderr(), "{PROG}: error: {e}");
             1

@@ -311,7 +311,7 @@ pub fn help_or_version(
     } else {
         return None;
     };
-    Some(super::write_out(prog, out, err, text.as_bytes()).map_or_else(|code| code, |()| 0))
+    Some(crate::cli::write_out(prog, out, err, text.as_bytes()).map_or_else(|code| code, |()| 0))
 }
 
 #[cfg(test)]

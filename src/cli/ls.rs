@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
-use super::jobs::{self, counted, Work};
+use crate::cli::jobs::{self, counted, Work};
 use crate::ops::du::{self, FileUsage};
 use crate::ops::{ls, readobj};
 
@@ -45,7 +45,7 @@ struct Args {
     #[command(flatten)]
     work: Work,
     #[command(flatten)]
-    general: super::general::GeneralOpts,
+    general: crate::cli::general::GeneralOpts,
 }
 
 /// The addresses `--uri` prints.
@@ -60,7 +60,7 @@ enum UriForm {
 /// Runs `offload ls` with `args` (without the program name) and returns the exit status: 0
 /// when every file could be read, 1 otherwise (the files that could be read are still listed).
 pub fn run(args: &[String]) -> i32 {
-    let mut args: Args = match super::parse_args(PROG, args) {
+    let mut args: Args = match crate::cli::parse_args(PROG, args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -112,11 +112,11 @@ pub fn run(args: &[String]) -> i32 {
             }
             if args.verify {
                 let mut verdicts = String::new();
-                failed |= super::verify::report(
+                failed |= crate::cli::verify::report(
                     PROG,
                     &pool,
                     &args.files,
-                    super::verify::Listed::Yes,
+                    crate::cli::verify::Listed::Yes,
                     args.general.max_decompressed,
                     &mut verdicts,
                 )
@@ -132,7 +132,7 @@ pub fn run(args: &[String]) -> i32 {
             return 1;
         }
     };
-    match super::print(PROG, &text) {
+    match crate::cli::print(PROG, &text) {
         Ok(()) => i32::from(failed),
         Err(code) => code,
     }
@@ -193,7 +193,7 @@ fn readobj_lines(pool: &rayon::ThreadPool, files: &[PathBuf]) -> i32 {
             }
         }
     }
-    match super::print(PROG, &text) {
+    match crate::cli::print(PROG, &text) {
         Ok(()) => i32::from(failed),
         Err(code) => code,
     }

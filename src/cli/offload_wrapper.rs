@@ -5,8 +5,8 @@
 //! `--help` of LLVM's name, which stays LLVM's). As `offload wrapper --kind=...`, the output's
 //! extension chooses: `.o`/`.obj` a native object, `.ll` IR text, anything else bitcode.
 
-use super::llvm_cl::{self, Kind, Spec};
-use super::wrapper::CommandLine;
+use crate::cli::llvm_cl::{self, Kind, Spec};
+use crate::cli::wrapper::CommandLine;
 use crate::format::ccob::CompressOptions;
 use crate::format::processor::LlvmVersion;
 use crate::ops::wrapper::{self, FileType, HipBundling, OffloadKind, OffloadWrapperConfig};
@@ -267,7 +267,7 @@ fn bundling(
     if !parsed.given("bundle") && arches.is_empty() && !compress {
         return Ok(None);
     }
-    let arches = super::wrapper::per_image(prog, count, arches, err)?;
+    let arches = crate::cli::wrapper::per_image(prog, count, arches, err)?;
     let compress = match compress {
         false => None,
         true => {

@@ -1,7 +1,7 @@
 //! `offload packager`: the command line, messages and exit statuses of clang-offload-packager
 //! 19 and of llvm-offload-binary 22 (which LLVM 22 also installs as clang-offload-packager).
 
-use super::llvm_cl::{self, Kind, Spec};
+use crate::cli::llvm_cl::{self, Kind, Spec};
 use crate::format::processor::LlvmVersion;
 use crate::ops::packager::{self, ImageArgs};
 use std::io::Write;
@@ -236,7 +236,7 @@ pub fn run_with(
             .file_name()
             .map_or(prog.into(), |n| n.to_string_lossy());
         let text = HELP_LIST.replace("PROG", &name);
-        return super::write_out(prog, out, err, text.as_bytes()).map_or_else(|code| code, |()| 0);
+        return crate::cli::write_out(prog, out, err, text.as_bytes()).map_or_else(|code| code, |()| 0);
     }
     let images: Vec<ImageArgs> = parsed
         .list("image")

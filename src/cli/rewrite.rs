@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use crate::format::target_id::TargetIdBuf;
 use clap::{Args as ClapArgs, Parser};
 
-use super::general::GeneralOpts;
-use super::inputs::TreeOpts;
-use super::jobs::{self, Work};
+use crate::cli::general::GeneralOpts;
+use crate::cli::inputs::TreeOpts;
+use crate::cli::jobs::{self, Work};
 use crate::format::ccob::{CompressOptions, Method};
 use crate::ops::du::{self, FileUsage};
 use crate::ops::inputs::Found;
@@ -393,12 +393,12 @@ fn execute(
         text.push_str(&target_lines(&config.change, mode, &before, &after));
     }
     let failed = totals.failed > 0 || plan.walk_failed;
-    super::print(prog, &text).map_or_else(|code| code, |()| i32::from(failed))
+    crate::cli::print(prog, &text).map_or_else(|code| code, |()| i32::from(failed))
 }
 
 /// Runs `offload strip` with `args` (without the program name).
 pub fn strip(args: &[String]) -> i32 {
-    let args: StripArgs = match super::parse_args("offload strip", args) {
+    let args: StripArgs = match crate::cli::parse_args("offload strip", args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -430,7 +430,7 @@ pub fn strip(args: &[String]) -> i32 {
 
 /// Runs `offload compress` with `args` (without the program name).
 pub fn compress(args: &[String]) -> i32 {
-    let args: CompressArgs = match super::parse_args("offload compress", args) {
+    let args: CompressArgs = match crate::cli::parse_args("offload compress", args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -446,8 +446,8 @@ pub fn compress(args: &[String]) -> i32 {
             return 2;
         }
     };
-    let var = std::env::var(super::LLVM_VERSION_VAR).ok();
-    let llvm = match super::llvm_version("offload", var.as_deref()) {
+    let var = std::env::var(crate::cli::LLVM_VERSION_VAR).ok();
+    let llvm = match crate::cli::llvm_version("offload", var.as_deref()) {
         Ok(llvm) => llvm,
         Err(message) => {
             let _ = writeln!(std::io::stderr(), "offload compress: error: {message}");
@@ -507,7 +507,7 @@ fn already_compressed_line(
 
 /// Runs `offload decompress` with `args` (without the program name).
 pub fn decompress(args: &[String]) -> i32 {
-    let args: DecompressArgs = match super::parse_args("offload decompress", args) {
+    let args: DecompressArgs = match crate::cli::parse_args("offload decompress", args) {
         Ok(a) => a,
         Err(code) => return code,
     };

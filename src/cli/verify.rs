@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use super::jobs::{self, counted, Work};
+use crate::cli::jobs::{self, counted, Work};
 use crate::ops::inflating::Budget;
 use crate::ops::verify;
 
@@ -40,12 +40,12 @@ struct Args {
     #[command(flatten)]
     work: Work,
     #[command(flatten)]
-    general: super::general::GeneralOpts,
+    general: crate::cli::general::GeneralOpts,
 }
 
 /// Runs `offload verify` with `args` (without the program name) and returns the exit status.
 pub fn run(args: &[String]) -> i32 {
-    let args: Args = match super::parse_args(PROG, args) {
+    let args: Args = match crate::cli::parse_args(PROG, args) {
         Ok(a) => a,
         Err(code) => return code,
     };
@@ -67,7 +67,7 @@ pub fn run(args: &[String]) -> i32 {
     if jobs::several(&args.files, files.len()) {
         text.push_str(&report.totals.lines());
     }
-    match super::print(PROG, &text) {
+    match crate::cli::print(PROG, &text) {
         Ok(()) => i32::from(walk_failed || report.failed),
         Err(code) => code,
     }

@@ -1,8 +1,8 @@
 //! `offload wrapper`: clang-offload-wrapper's command line (with the per-image
 //! `--offload-arch` of ROCm's version), writing a native object, LLVM IR or bitcode.
 
-use super::general::GeneralOpts;
-use super::llvm_cl::{self, Kind, Spec};
+use crate::cli::general::GeneralOpts;
+use crate::cli::llvm_cl::{self, Kind, Spec};
 use crate::ops::wrapper::{self, WrapperConfig};
 use std::io::Write;
 use std::path::PathBuf;
@@ -69,7 +69,7 @@ pub fn run_subcommand(args: &[String]) -> i32 {
         a.starts_with('-') && (body == "kind" || body.starts_with("kind="))
     };
     if rest.iter().any(is_kind) {
-        return super::offload_wrapper::run(super::offload_wrapper::OURS, &rest);
+        return crate::cli::offload_wrapper::run(crate::cli::offload_wrapper::OURS, &rest);
     }
     run("offload wrapper", &rest)
 }

@@ -1,5 +1,5 @@
 //! Writing LLVM bitstreams, the container of bitcode (LLVM's `BitCodeFormat.rst`; the reader
-//! is in [`super::bitcode`]): fixed-width and variable-width (VBR) fields packed least
+//! is in [`crate::format::bitcode`]): fixed-width and variable-width (VBR) fields packed least
 //! significant bit first, blocks whose 32-bit length word is filled in when they end,
 //! abbreviations, and blob operands.
 //!
@@ -10,7 +10,7 @@
 
 use std::fmt;
 
-use super::bitcode::{abbrev_id, TOP_LEVEL_ABBREV_WIDTH};
+use crate::format::bitcode::{abbrev_id, TOP_LEVEL_ABBREV_WIDTH};
 
 /// The encodings of abbreviation operands, as DEFINE_ABBREV writes them.
 mod encoding {

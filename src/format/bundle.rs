@@ -6,9 +6,9 @@
 //! places payloads in record order, each at the next multiple of the bundle alignment, and
 //! ends the file at the end of the last payload, as LLVM 19 does.
 
-use super::error::{Error, ErrorKind, Result};
-use super::inflate;
-use super::string_map::StringMap;
+use crate::format::error::{Error, ErrorKind, Result};
+use crate::format::inflate;
+use crate::format::string_map::StringMap;
 use object::endian::{LittleEndian as Le, U64};
 use object::pod::{self, Pod};
 use std::io::{self, Write};

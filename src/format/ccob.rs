@@ -12,9 +12,9 @@
 //! another are told apart (their payloads may contain the bytes `CCOB`). Version 1 has no
 //! total size: its payload runs to the end of the data.
 
-use super::bundle::{BundleExtent, EntryRecord, Extent};
-use super::error::{Error, ErrorKind, Result};
-use super::inflate;
+use crate::format::bundle::{BundleExtent, EntryRecord, Extent};
+use crate::format::error::{Error, ErrorKind, Result};
+use crate::format::inflate;
 use md5::{Digest, Md5};
 use object::endian::{LittleEndian as Le, U16, U32, U64};
 use object::pod::{self, Pod};
@@ -324,7 +324,7 @@ impl<'a> CompressedBundle<'a> {
     /// so a few bytes that inflate to gigabytes of padding cost no memory.
     ///
     /// `Ok(Err(e))` is a sound stream whose bundle has a damaged header: `e` is what
-    /// [`Bundle::parse`](super::bundle::Bundle::parse) says of the whole stream, at an offset
+    /// [`Bundle::parse`](crate::format::bundle::Bundle::parse) says of the whole stream, at an offset
     /// in it. A stream that does not start with a bundle (a text bundle, an object) is
     /// returned whole.
     pub fn inflate_bundle(&self, limit: u64) -> Result<Result<Vec<u8>>> {
@@ -520,7 +520,7 @@ impl CompressedBundle<'_> {
     /// is inflated whole and checked as [`CompressedBundle::decompress`] checks it, which
     /// costs no more than its header. A bundle declaring more than `limit`
     /// bytes is refused, and a header that is damaged (or claims payloads past the declared
-    /// size) is the error [`Bundle::parse`](super::bundle::Bundle::parse) gives for the whole
+    /// size) is the error [`Bundle::parse`](crate::format::bundle::Bundle::parse) gives for the whole
     /// stream.
     pub fn inflate_head(&self, limit: u64) -> Result<Head> {
         self.check_declared(limit)?;
@@ -557,7 +557,7 @@ impl CompressedBundle<'_> {
     /// and checked, since that costs no more than its header.
     fn inflate_small(&self, limit: u64) -> Result<Head> {
         let plain = self.inflate_bundle(limit)??;
-        Ok(match super::bundle::Bundle::parse(&plain)? {
+        Ok(match crate::format::bundle::Bundle::parse(&plain)? {
             Some(bundle) => Head::Bundle {
                 entries: bundle.records(),
                 end: bundle.size(),
@@ -698,10 +698,10 @@ impl Default for CompressOptions {
 impl CompressOptions {
     /// The header version LLVM `llvm`'s clang-offload-bundler writes unless told otherwise:
     /// 2 for LLVM 19, 3 from LLVM 22 on.
-    pub fn default_version(llvm: super::processor::LlvmVersion) -> u16 {
+    pub fn default_version(llvm: crate::format::processor::LlvmVersion) -> u16 {
         match llvm {
-            super::processor::LlvmVersion::V19 => 2,
-            super::processor::LlvmVersion::V22 => 3,
+            crate::format::processor::LlvmVersion::V19 => 2,
+            crate::format::processor::LlvmVersion::V22 => 3,
         }
     }
 

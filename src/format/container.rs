@@ -6,15 +6,15 @@
 //! every container through this module alone, so a new container is its own format module
 //! and an entry here.
 
-use super::bundle::Bundle;
-use super::bundle::EntryRecord;
-use super::ccob::{CompressOptions, Decoding, Head};
-use super::entry_id::EntryId;
-use super::error::{Error, ErrorKind, Result};
-use super::image_target::ImageTarget;
-use super::image_target::Producer;
-use super::offload_binary::{ImageKind, OffloadEntry};
-use super::{bundle, ccob, cuda_fatbin, offload_binary};
+use crate::format::bundle::Bundle;
+use crate::format::bundle::EntryRecord;
+use crate::format::ccob::{CompressOptions, Decoding, Head};
+use crate::format::entry_id::EntryId;
+use crate::format::error::{Error, ErrorKind, Result};
+use crate::format::image_target::ImageTarget;
+use crate::format::image_target::Producer;
+use crate::format::offload_binary::{ImageKind, OffloadEntry};
+use crate::format::{bundle, ccob, cuda_fatbin, offload_binary};
 
 /// A kind of offload container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -491,7 +491,7 @@ pub fn write_inflated(
     let end = compressed.uncompressed_size;
     let inflated = compressed.inflate_prefix(limit, end, decoding, |position, piece| {
         let wanted = size.saturating_sub(position);
-        match super::inflate::at_most(piece, wanted) {
+        match crate::format::inflate::at_most(piece, wanted) {
             [] => Ok(()),
             bytes => sink(bytes).map_err(|e| {
                 refused = Some(e);
@@ -917,7 +917,7 @@ fn compressed_entry_ids(
     compressed: &ccob::CompressedBundle<'_>,
     limit: u64,
 ) -> Result<Vec<String>> {
-    use super::inflate;
+    use crate::format::inflate;
     use std::io::Read;
     let at = compressed.header_size();
     let failed = |e: std::io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));

@@ -15,9 +15,9 @@
 use object::endian::{LittleEndian as LE, U16, U32, U64};
 use object::pod::Pod;
 
-use super::ccob::Decoding;
-use super::error::{Error, ErrorKind, Result};
-use super::image_target::{ImageTarget, Producer};
+use crate::format::ccob::Decoding;
+use crate::format::error::{Error, ErrorKind, Result};
+use crate::format::image_target::{ImageTarget, Producer};
 
 /// The magic, as stored (little-endian `0xba55ed50`).
 pub const MAGIC: [u8; 4] = [0x50, 0xed, 0x55, 0xba];
@@ -328,7 +328,7 @@ impl Stored {
         if self.compression != Compression::None {
             let mut held = Vec::new();
             self.contents_to(payload, limit, Decoding::Fresh, &mut |piece| {
-                super::inflate::append(&mut held, piece, self.inflated_size, 0)
+                crate::format::inflate::append(&mut held, piece, self.inflated_size, 0)
             })?;
             return Ok(std::borrow::Cow::Owned(held));
         }
@@ -371,7 +371,7 @@ impl Stored {
         };
         let mut handed = 0u64;
         self.inflate_to(payload, limit, decoding, &mut |piece| {
-            let mut piece = super::inflate::at_most(piece, left);
+            let mut piece = crate::format::inflate::at_most(piece, left);
             if let (EntryKind::Ptx, Some(nul)) = (self.kind, memchr::memchr(0, piece)) {
                 piece = piece.get(..nul).unwrap_or_default();
                 left = piece.len() as u64;
@@ -758,10 +758,10 @@ fn zstd_inflate_to(
             Box::new(zstd::stream::read::Decoder::with_context(stream, context))
         }
     };
-    let mut window = super::inflate::window(size);
+    let mut window = crate::format::inflate::window(size);
     let mut total = 0u64;
     loop {
-        let n = super::inflate::read_some(&mut reader, &mut window).map_err(failed)?;
+        let n = crate::format::inflate::read_some(&mut reader, &mut window).map_err(failed)?;
         if n == 0 {
             break;
         }
@@ -769,7 +769,7 @@ fn zstd_inflate_to(
         if total > size {
             return Err(inflated_size_wrong(size, total));
         }
-        sink(super::inflate::at_most(&window, n as u64))?;
+        sink(crate::format::inflate::at_most(&window, n as u64))?;
     }
     if total != size {
         return Err(inflated_size_wrong(size, total));

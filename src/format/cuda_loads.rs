@@ -18,8 +18,8 @@
 
 use std::fmt;
 
-use super::cuda_fatbin::{Entry, EntryKind};
-use super::loads::Via;
+use crate::format::cuda_fatbin::{Entry, EntryKind};
+use crate::format::loads::Via;
 
 /// How far an SM's code reaches beyond its own SM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

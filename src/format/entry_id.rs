@@ -15,10 +15,10 @@
 //! Here a processor an older release knew (gfx940, gfx941) is kept too: LLVM 22 drops it and
 //! then takes one such entry for another.
 
-use super::processor::{LlvmVersion, Processor};
-use super::target_id::ProcessorTable;
-use super::target_id::{is_offload_arch, is_offload_arch_in, target_ids_compatible_in};
-use super::triple::{Os, Triple};
+use crate::format::processor::{LlvmVersion, Processor};
+use crate::format::target_id::ProcessorTable;
+use crate::format::target_id::{is_offload_arch, is_offload_arch_in, target_ids_compatible_in};
+use crate::format::triple::{Os, Triple};
 use std::fmt;
 
 /// The offload kinds LLVM 19's bundler accepts.
@@ -181,7 +181,7 @@ impl EntryId {
 
     /// Whether the triple's architecture is known.
     pub fn is_triple_valid(&self) -> bool {
-        !self.triple.as_str().is_empty() && self.triple.arch() != super::triple::Arch::UnknownArch
+        !self.triple.as_str().is_empty() && self.triple.arch() != crate::format::triple::Arch::UnknownArch
     }
 
     /// Whether this is the host entry.

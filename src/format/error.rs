@@ -226,11 +226,11 @@ pub enum ErrorKind {
         bytes: u64,
     },
     /// A MessagePack value is malformed.
-    Msgpack(super::msgpack::MsgpackError),
+    Msgpack(crate::format::msgpack::MsgpackError),
     /// A kpack archive, reference or wrapper is wrong.
-    Kpack(super::kpack::KpackError),
+    Kpack(crate::format::kpack::KpackError),
     /// A CUDA fat binary's entries are wrong.
-    Cuda(super::cuda_fatbin::CudaError),
+    Cuda(crate::format::cuda_fatbin::CudaError),
 }
 
 impl fmt::Display for ErrorKind {

@@ -4,7 +4,7 @@
 
 use std::io::{self, Read};
 
-use super::error::{Error, ErrorKind, Result};
+use crate::format::error::{Error, ErrorKind, Result};
 
 /// Bytes inflated at a time.
 pub(crate) const WINDOW: usize = 1 << 20;

@@ -23,11 +23,11 @@ use std::io::Read;
 use object::endian::{LittleEndian as Le, U32, U64};
 use object::pod::{self, Pod};
 
-use super::ccob::Decoding;
-use super::error::{Error, ErrorKind, Result};
-use super::inflate;
-use super::msgpack::{self, Value};
-use super::target_id::TargetId;
+use crate::format::ccob::Decoding;
+use crate::format::error::{Error, ErrorKind, Result};
+use crate::format::inflate;
+use crate::format::msgpack::{self, Value};
+use crate::format::target_id::TargetId;
 
 /// The archive's magic bytes.
 pub const MAGIC: [u8; 4] = *b"KPAK";

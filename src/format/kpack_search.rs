@@ -23,9 +23,9 @@
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
-use super::kpack::{toc_key, Archive, KpackRef, GFXARCH};
-use super::processor::{Processor, ProcessorKind, PROCESSORS};
-use super::target_id::{FeatureSetting, TargetId};
+use crate::format::kpack::{toc_key, Archive, KpackRef, GFXARCH};
+use crate::format::processor::{Processor, ProcessorKind, PROCESSORS};
+use crate::format::target_id::{FeatureSetting, TargetId};
 
 /// The prefix the runtime's ISA names carry, which the loader strips.
 const ISA_PREFIX: &str = "amdgcn-amd-amdhsa--";

@@ -9,9 +9,9 @@
 //! image either calls covering is counted as loaded, so that keeping what a device loads never
 //! drops code some runtime would have used.
 
-use super::cuda_loads;
-use super::processor::{Processor, ProcessorKind, SPIRV};
-use super::target_id::{FeatureSetting, TargetId};
+use crate::format::cuda_loads;
+use crate::format::processor::{Processor, ProcessorKind, SPIRV};
+use crate::format::target_id::{FeatureSetting, TargetId};
 
 /// How a device comes to load an image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

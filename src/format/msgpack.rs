@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use super::error::{Error, ErrorKind, Result};
+use crate::format::error::{Error, ErrorKind, Result};
 
 /// How deeply arrays and maps may nest before the reader gives up.
 pub const MAX_DEPTH: usize = 64;

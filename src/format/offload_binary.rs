@@ -25,9 +25,9 @@ use std::io::{self, Read, Write};
 use object::endian::{LittleEndian as Le, U16, U32, U64};
 use object::pod::{self, Pod};
 
-use super::error::{Error, ErrorKind, Result};
-use super::inflate;
-use super::strtab::{Flavor, StringTable};
+use crate::format::error::{Error, ErrorKind, Result};
+use crate::format::inflate;
+use crate::format::strtab::{Flavor, StringTable};
 
 /// The magic bytes that start an offload binary.
 pub const MAGIC: [u8; 4] = [0x10, 0xff, 0x10, 0xad];
@@ -1101,7 +1101,7 @@ pub fn layout_v1(
 
 /// A version 1 binary, byte for byte as LLVM 19 writes it, with `strings` stored in the
 /// given order. (clang-offload-packager 19 stores them in the order of its hash map; see
-/// [`super::llvm_hash::dense_map_order`].)
+/// [`crate::format::llvm_hash::dense_map_order`].)
 pub fn write_v1(
     image_kind: ImageKind,
     offload_kind: OffloadKind,

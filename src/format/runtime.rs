@@ -1,6 +1,6 @@
 //! What the HIP runtime loads from one bundle for each GPU of a machine: the runtime's own
 //! choice, one entry per device (not every entry a device could run, which is
-//! [`super::loads`]'s question).
+//! [`crate::format::loads`]'s question).
 //!
 //! The rule, read from the HIP runtime (CLR's `hip_fatbin.cpp`) and comgr
 //! (`comgr-metadata.cpp`):
@@ -33,11 +33,11 @@
 
 use std::collections::BTreeSet;
 
-use super::entry_id::{EntryId, KindMatching};
-use super::loads::Via;
-use super::processor::{LlvmVersion, Processor, ProcessorKind};
-use super::string_map::StringMap;
-use super::target_id::{TargetId, TargetIdBuf, TargetIdError};
+use crate::format::entry_id::{EntryId, KindMatching};
+use crate::format::loads::Via;
+use crate::format::processor::{LlvmVersion, Processor, ProcessorKind};
+use crate::format::string_map::StringMap;
+use crate::format::target_id::{TargetId, TargetIdBuf, TargetIdError};
 
 /// The triple the runtime prefixes a device's target ID with in its ISA names.
 pub const AMDGCN_ISA_PREFIX: &str = "amdgcn-amd-amdhsa--";

@@ -5,8 +5,8 @@
 //! settings of a feature for one processor, and the list of processor names that LLVM 19's
 //! bundle entry ID parser recognises.
 
-use super::processor::{LlvmVersion, Processor, SPIRV};
-use super::triple::Triple;
+use crate::format::processor::{LlvmVersion, Processor, SPIRV};
+use crate::format::triple::Triple;
 
 /// A feature's setting in a target ID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

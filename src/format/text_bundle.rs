@@ -5,7 +5,7 @@
 //! then `\n<C> __CLANG_OFFLOAD_BUNDLE____END__ <ID>\n`, where `<C>` is the format's line
 //! comment. There is no header, so a text bundle starts with a newline.
 
-use super::error::{Error, ErrorKind, Result};
+use crate::format::error::{Error, ErrorKind, Result};
 use memchr::memmem;
 use std::io::{self, Write};
 

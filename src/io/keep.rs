@@ -125,7 +125,7 @@ fn read_sized(call: impl Fn(*mut u8, usize) -> isize) -> io::Result<Vec<u8>> {
 pub fn umask() -> u32 {
     static MASK: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
     *MASK.get_or_init(|| {
-        super::read_small_text(std::path::Path::new("/proc/self/status"))
+        crate::io::read_small_text(std::path::Path::new("/proc/self/status"))
             .ok()
             .and_then(|status| {
                 status.lines().find_map(|line| {

@@ -67,7 +67,7 @@ pub fn read_small(path: &Path, limit: u64) -> Result<Vec<u8>> {
     if bytes.len() as u64 > limit {
         return Err(Error::msg(format!(
             "'{}': larger than {} KiB; not read further",
-            super::shown(path),
+            crate::io::shown(path),
             limit >> 10
         )));
     }
@@ -84,7 +84,7 @@ pub fn read_small_text(path: &Path) -> Result<String> {
 fn not_regular(path: &Path) -> Error {
     Error::msg(format!(
         "'{}': not a regular file (a FIFO, device, socket or folder); not read",
-        super::shown(path)
+        crate::io::shown(path)
     ))
 }
 

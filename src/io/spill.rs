@@ -14,7 +14,7 @@ use std::os::unix::fs::FileExt;
 
 use rayon::prelude::*;
 
-use super::Input;
+use crate::io::Input;
 
 /// The most a spill holds in memory before it moves to a temporary file.
 pub const IN_MEMORY: u64 = 32 << 20;

@@ -44,7 +44,7 @@ use object::pe::{
 use object::pod::{self, Pod};
 use object::LittleEndian as LE;
 
-use super::{AddedSection, Replace, Rewritten};
+use crate::container::objcopy::{AddedSection, Replace, Rewritten};
 use crate::container::error::{Error, ErrorKind, Name, Result};
 use crate::format::strtab::{Flavor, StringTable};
 

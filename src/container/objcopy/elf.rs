@@ -32,7 +32,7 @@ use object::pod::{self, Pod};
 use object::read::elf::{FileHeader, Rel, Rela, SectionHeader, Sym};
 use object::{Endianness, U16, U32, U64};
 
-use super::{AddedSection, Replace, Rewritten};
+use crate::container::objcopy::{AddedSection, Replace, Rewritten};
 use crate::container::error::{Error, ErrorKind, Name, Result};
 use crate::format::strtab::{Flavor, StringTable};
 

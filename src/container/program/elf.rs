@@ -19,8 +19,8 @@ use object::elf::{
 use object::pod::{self, Pod};
 use object::LittleEndian as LE;
 
-use super::plan::{self, Cut, NewProgram, Packing, Patch, Pointer, Rewriting, Section};
-use super::{records, Wrapper};
+use crate::container::program::plan::{self, Cut, NewProgram, Packing, Patch, Pointer, Rewriting, Section};
+use crate::container::program::{records, Wrapper};
 use crate::container::error::{Error, ErrorKind, Name, Result};
 use crate::format::container::{ProgramSection, PROGRAM_SECTIONS};
 
@@ -46,7 +46,7 @@ pub(super) struct Program<'a> {
 }
 
 /// Rewrites the `.hip_fatbin` of the ELF program or library `file`; see
-/// [`rewrite_hip_fatbin`](super::rewrite_hip_fatbin).
+/// [`rewrite_hip_fatbin`](crate::container::program::rewrite_hip_fatbin).
 pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProgram<'a>>> {
     let mut program = Program::read(file)?;
     let present: Vec<ProgramSection> = PROGRAM_SECTIONS

@@ -16,8 +16,8 @@ use object::elf::{
 use object::pod;
 use object::LittleEndian as LE;
 
-use super::elf::{Layout, Placement, Program, HIP_FATBIN, HIP_WRAPPERS, PAGE};
-use super::plan::{self, Cut, NewProgram, Patch, Section};
+use crate::container::program::elf::{Layout, Placement, Program, HIP_FATBIN, HIP_WRAPPERS, PAGE};
+use crate::container::program::plan::{self, Cut, NewProgram, Patch, Section};
 use crate::container::error::{Error, ErrorKind, Result};
 use crate::format::kpack::{HipWrapper, ELF_REF_SECTION, HIPF_MAGIC, HIPK_MAGIC};
 use crate::io::spill::Spilled;

@@ -25,7 +25,7 @@ pub use plan::{
 use object::pod::{self, Pod};
 use object::{LittleEndian as LE, U32, U64};
 
-use super::error::Result;
+use crate::container::error::Result;
 
 /// The magic of a HIP wrapper, `"FPIH"` read little-endian.
 const HIP_WRAPPER_MAGIC: u32 = 0x4849_5046;

@@ -31,8 +31,8 @@ use object::read::coff::CoffHeader;
 use object::read::StringTable;
 use object::{LittleEndian as LE, U16};
 
-use super::plan::{self, Cut, NewProgram, Packing, Patch, Pointer, Rewriting, Section};
-use super::{records, Wrapper, HIP_WRAPPER_MAGIC};
+use crate::container::program::plan::{self, Cut, NewProgram, Packing, Patch, Pointer, Rewriting, Section};
+use crate::container::program::{records, Wrapper, HIP_WRAPPER_MAGIC};
 use crate::container::error::{Error, ErrorKind, Result};
 
 /// The section of HIP device code: lld-link keeps the first 8 bytes of a name in an image
@@ -60,7 +60,7 @@ struct Image<'a> {
 }
 
 /// Rewrites the HIP device code of the PE image `file`; see
-/// [`rewrite_hip_fatbin`](super::rewrite_hip_fatbin).
+/// [`rewrite_hip_fatbin`](crate::container::program::rewrite_hip_fatbin).
 pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProgram<'a>>> {
     let image = Image::read(file)?;
     let Some(fatbin) = image.section_named(&HIP_FATBIN) else {

@@ -3,7 +3,7 @@
 //!
 //! It works on bytes because LLVM's rules are byte-based and names may be any text.
 
-use super::{Arch, SubArch};
+use crate::format::triple::{Arch, SubArch};
 
 /// LLVM's `ARM::ArchKind`, in the order of LLVM 19's ARM architecture table.
 #[derive(Clone, Copy, PartialEq, Eq)]

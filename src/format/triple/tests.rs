@@ -1,6 +1,6 @@
 //! Tests of triple parsing and compatibility against LLVM 19's behaviour.
 
-use super::*;
+use crate::format::triple::*;
 
 /// The triple the bundler compares: the text split into pieces, rebuilt from four.
 fn bundler_triple(text: &str) -> Triple {

@@ -2,8 +2,8 @@
 //! device-specific archive per target, as `clang-offload-bundler -unbundle -type=a` does, with
 //! the members processed in parallel and the output kept in LLVM's order.
 
-use super::entries::{entries_in, EntriesError, ReadEntry};
-use super::{BundleKind, BundlerConfig};
+use crate::ops::bundler::entries::{entries_in, EntriesError, ReadEntry};
+use crate::ops::bundler::{BundleKind, BundlerConfig};
 use crate::container::archive::{read_members, write_archive_reporting, ArchiveMember};
 use crate::container::objcopy;
 use crate::error::{Error, Result};

@@ -1,8 +1,8 @@
 //! Bundling: many inputs, one per target, into one binary, text or compressed bundle, or into a
 //! host object as sections, byte for byte as clang-offload-bundler 19 writes them.
 
-use super::report;
-use super::{BundleKind, BundlerConfig, CheckedTargets, Mode};
+use crate::ops::bundler::report;
+use crate::ops::bundler::{BundleKind, BundlerConfig, CheckedTargets, Mode};
 use crate::container::objcopy::{self, AddedSection};
 use crate::error::{Error, Result};
 use crate::format::bundle;

@@ -2,8 +2,8 @@
 //! reading the entries of each buffer in the order LLVM 19 visits them, whatever holds them (a
 //! binary bundle, a text bundle, or the sections of a host object).
 
-use super::report;
-use super::{BundleKind, BundlerConfig};
+use crate::ops::bundler::report;
+use crate::ops::bundler::{BundleKind, BundlerConfig};
 use crate::error::{Error, Result};
 use crate::format::bundle::Bundle;
 use crate::format::ccob;

@@ -1,9 +1,9 @@
 //! Unbundling one bundle (binary, text, compressed, or a host object's sections) into one
 //! output per target, matching entries to targets as clang-offload-bundler 19 does.
 
-use super::entries::{decompress_input, entries_of, Contents, ReadEntry};
-use super::{archive, report};
-use super::{BundleKind, BundlerConfig, CheckedTargets, Mode};
+use crate::ops::bundler::entries::{decompress_input, entries_of, Contents, ReadEntry};
+use crate::ops::bundler::{archive, report};
+use crate::ops::bundler::{BundleKind, BundlerConfig, CheckedTargets, Mode};
 use crate::container::objcopy;
 use crate::error::{Error, Result};
 use crate::format::entry_id::{self, EntryId};

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{Device, Report};
+use crate::ops::check::{Device, Report};
 use crate::container::kpack::{runtime_path, ArchiveFiles, SplitBinary};
 use crate::format::kpack_search::{compatible_targets, device_arches, Environment, Outcome};
 use crate::format::runtime;

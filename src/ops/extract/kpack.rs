@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::{chosen_in_unit, Bytes, Chosen, ExtractConfig, Found};
+use crate::ops::extract::{chosen_in_unit, Bytes, Chosen, ExtractConfig, Found};
 use crate::container::kpack::{
     runtime_path, split_binary, stored_code_objects, ArchiveFiles, SplitBinary, StoredCodeObject,
 };

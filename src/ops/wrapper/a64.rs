@@ -6,8 +6,8 @@ use object::elf;
 use object::write::{Relocation, SymbolId};
 use object::RelocationFlags;
 
-use super::labels::{Label, Labels};
-use super::layout::{Cfi, Function};
+use crate::ops::wrapper::labels::{Label, Labels};
+use crate::ops::wrapper::layout::{Cfi, Function};
 
 /// A 64-bit register number (`x0`..`x30`); 31 is `sp` or `xzr` by the instruction.
 pub(super) type X = u32;

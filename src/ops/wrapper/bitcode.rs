@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use super::module::{BinaryOp, Body, Const, Function, Linkage, Module, Op, Predicate, Type, Value};
+use crate::ops::wrapper::module::{BinaryOp, Body, Const, Function, Linkage, Module, Op, Predicate, Type, Value};
 use crate::format::bitcode::{block_id as block, BLOB_RECORD, RAW_MAGIC};
 use crate::format::bitstream_writer::{Bitstream, BitstreamWriter, BlockTooLong};
 
@@ -232,7 +232,7 @@ impl<'m> Values<'m> {
         for ty in locals.values() {
             self.type_id(ty);
         }
-        let value_type = |v: &Value| super::module::value_type(v, &locals);
+        let value_type = |v: &Value| crate::ops::wrapper::module::value_type(v, &locals);
         for inst in body.blocks.iter().flat_map(|b| &b.insts) {
             let mut values: Vec<&Value> = Vec::new();
             match &inst.op {
@@ -477,7 +477,7 @@ impl FunctionWriter<'_> {
     }
 
     fn type_id(&self, value: &Value) -> u64 {
-        let ty = super::module::value_type(value, &self.locals);
+        let ty = crate::ops::wrapper::module::value_type(value, &self.locals);
         self.values.types.ids[&ty]
     }
 
@@ -595,7 +595,7 @@ impl FunctionWriter<'_> {
                 default,
                 cases,
             } => {
-                let ty = super::module::value_type(value, &self.locals);
+                let ty = crate::ops::wrapper::module::value_type(value, &self.locals);
                 let Type::Int(bits) = ty else {
                     unreachable!("a switch on an integer")
                 };

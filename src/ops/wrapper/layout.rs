@@ -12,7 +12,7 @@ use object::{
     SymbolFlags, SymbolKind, SymbolScope,
 };
 
-use super::{x86, Image};
+use crate::ops::wrapper::{x86, Image};
 use crate::error::{Error, Result};
 use crate::io::Output;
 

@@ -1,7 +1,7 @@
 //! A small model of the LLVM modules the wrapper writes, just what they use: types, globals
 //! and their constant initializers (an image is one byte-array constant whose bytes are not
 //! held), and functions made of a few instructions. It is printed as IR text here, and
-//! written as bitcode by `super::bitcode`.
+//! written as bitcode by `crate::ops::wrapper::bitcode`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;

@@ -1,5 +1,5 @@
 //! The clang-offload-wrapper module as a native relocatable object: ELF x86-64 and AArch64,
-//! COFF x86-64 (laid out as [`super::layout`] says, the images copied in afterwards).
+//! COFF x86-64 (laid out as [`crate::ops::wrapper::layout`] says, the images copied in afterwards).
 //!
 //! What it holds, for images 0..K (names as the wrapper gives them):
 //! - `.omp_offloading.device_image[.N]`: the image bytes (`.rodata`; `.rdata` on COFF);
@@ -24,13 +24,13 @@
 use object::write::{Comdat, Object, SectionId, StandardSection, Symbol, SymbolId, SymbolSection};
 use object::{ComdatKind, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 
-use super::layout::{
+use crate::ops::wrapper::layout::{
     add_format_symbols, add_function_pointer, add_images, add_section, add_stack_note,
     add_tables_section, define_functions, function_symbol, lay_out, local_symbol, pointer,
     runtime_function, undefined, Function, Host, Laid, Placed, Run,
 };
-use super::name;
-use super::{a64, x86};
+use crate::ops::wrapper::name;
+use crate::ops::wrapper::{a64, x86};
 use crate::error::Result;
 
 const IMAGE_STRUCT: u64 = 32;

@@ -1,5 +1,5 @@
 //! The modules of LLVM 22's `llvm-offload-wrapper` as native relocatable objects: ELF x86-64
-//! and AArch64, COFF x86-64 (laid out as [`super::layout`] says, the images copied in
+//! and AArch64, COFF x86-64 (laid out as [`crate::ops::wrapper::layout`] says, the images copied in
 //! afterwards). The sections, symbols and relocations are those clang-22 gives the module's
 //! bitcode; the machine code is this module's.
 //!
@@ -24,12 +24,12 @@
 use object::write::{Object, SectionId, Symbol, SymbolId, SymbolSection};
 use object::{SectionFlags, SectionKind, SymbolFlags, SymbolKind, SymbolScope};
 
-use super::layout::{
+use crate::ops::wrapper::layout::{
     add_format_symbols, add_function_pointer, add_images, add_section, add_stack_note,
     add_tables_section, define_functions, function_symbol, lay_out, local_symbol, pointer,
     runtime_function, Function, Host, Laid, Run,
 };
-use super::{a64, name, x86, OffloadKind};
+use crate::ops::wrapper::{a64, name, x86, OffloadKind};
 use crate::error::Result;
 
 /// The priority of LLVM's constructors.
@@ -113,7 +113,7 @@ fn add_entries(obj: &mut Object, host: Host) -> Entries {
         SymbolKind::Data,
     );
     let bound = |obj: &mut Object, name: &str| {
-        super::layout::undefined(obj, name, SymbolKind::Unknown, SymbolScope::Linkage, false)
+        crate::ops::wrapper::layout::undefined(obj, name, SymbolKind::Unknown, SymbolScope::Linkage, false)
     };
     Entries {
         start: bound(obj, "__start_llvm_offload_entries"),

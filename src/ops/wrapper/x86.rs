@@ -5,9 +5,9 @@
 use object::write::{Relocation, SymbolId};
 use object::RelocationFlags;
 
-pub(super) use super::labels::Label;
-use super::labels::Labels;
-use super::layout::{Cfi, Function};
+pub(super) use crate::ops::wrapper::labels::Label;
+use crate::ops::wrapper::labels::Labels;
+use crate::ops::wrapper::layout::{Cfi, Function};
 
 /// A general-purpose register, numbered as the encoding numbers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
