@@ -2,18 +2,18 @@
 //! that replays every input the fuzzers ever crashed on (tests/fuzz_regressions.rs).
 
 #![allow(dead_code)]
-use offload::container::scan::{scan as scan_file, Places};
 use offload::format::bundle::{self as bundle_format, Bundle};
 use offload::format::ccob as ccob_format;
 use offload::format::cuda_fatbin;
-use offload::format::entry_id::{EntryId, KindMatching};
+use offload::format::kpack::msgpack;
 use offload::format::kpack::{Archive, HipWrapper, KpackRef};
-use offload::format::msgpack;
 use offload::format::offload_binary::{
     self as offload_binary_format, ImageKind, OffloadBinary, OffloadKind,
 };
-use offload::format::target_id::TargetId;
 use offload::format::text_bundle as text_bundle_format;
+use offload::host::scan::{scan as scan_file, Places};
+use offload::target::entry_id::{EntryId, KindMatching};
+use offload::target::target_id::TargetId;
 
 /// Binary bundle headers: parse, order, and read every entry.
 pub fn bundle(data: &[u8]) {

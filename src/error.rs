@@ -37,7 +37,7 @@ pub enum Error {
         /// member, say).
         context: Option<String>,
         /// The container error, with its offset in the container.
-        source: crate::container::Error,
+        source: crate::host::Error,
     },
     /// The request cannot be carried out; the message says why, in the words LLVM's tools use
     /// where there are such words.
@@ -109,7 +109,7 @@ impl Error {
     }
 
     /// A container error in `path`.
-    pub fn container(path: impl AsRef<Path>, source: crate::container::Error) -> Self {
+    pub fn container(path: impl AsRef<Path>, source: crate::host::Error) -> Self {
         Error::Container {
             path: path.as_ref().to_path_buf(),
             context: None,

@@ -12,10 +12,14 @@
 
 #[cfg(feature = "cli")]
 pub mod cli;
-pub mod container;
+pub(crate) mod codegen;
 pub mod error;
 pub mod format;
+pub mod host;
 pub mod io;
+pub mod llvm;
+pub mod loads;
 pub mod ops;
+pub mod target;
 
 pub use error::{Error, Result};

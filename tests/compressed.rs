@@ -7,9 +7,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::util::{file_names, offload, offload_in, samples_dir, text_output};
-use offload::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use offload::format::bundle;
 use offload::format::ccob::{self, CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
+use offload::host::scan::{scan_reading, DeviceImage, Places, Reading};
 
 /// What a listing tells of one image, whatever the reading: everything but its bytes.
 fn seen(image: &DeviceImage<'_>) -> String {
@@ -592,7 +592,7 @@ fn offload_threads(dir: &Path, args: &[&str]) -> (i32, String) {
 
 #[test]
 fn decompressing_large_files_and_objects_writes_every_byte_in_parallel() {
-    use offload::container::objcopy::rewrite_sections;
+    use offload::host::objcopy::rewrite_sections;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let ((plain, plain_end), (compressed, compressed_end)) = large_region();
@@ -663,7 +663,7 @@ fn a_damaged_stream_in_a_large_decompression_is_named_and_nothing_is_written() {
     let replace = |name: &[u8], _: &[u8]| {
         (name == b".hip_fatbin").then_some(std::borrow::Cow::Borrowed(compressed.as_slice()))
     };
-    let bad_object = offload::container::objcopy::rewrite_sections(&host, &|_| false, &replace)
+    let bad_object = offload::host::objcopy::rewrite_sections(&host, &|_| false, &replace)
         .unwrap()
         .to_vec();
     let section = object::File::parse(bad_object.as_slice())

@@ -271,7 +271,7 @@ fn spirv_is_what_a_device_without_native_or_generic_code_loads() {
 
 #[test]
 fn the_readme_names_every_generic_target_of_the_table() {
-    use offload::format::processor::{ProcessorKind, PROCESSORS};
+    use offload::target::processor::{ProcessorKind, PROCESSORS};
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     for generic in PROCESSORS
         .iter()

@@ -7,11 +7,11 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSection};
-use offload::container::kpack::loader_search_paths;
 use offload::format::kpack::{
     Archive, ArchiveWriter, HipWrapper, KpackRef, Scheme, Wrapped, ELF_REF_SECTION,
 };
-use offload::format::kpack_search::{search, ArchiveIndex, Environment, Miss, Opened, Outcome};
+use offload::host::kpack::loader_search_paths;
+use offload::loads::kpack_search::{search, ArchiveIndex, Environment, Miss, Opened, Outcome};
 
 use crate::util::kpack::{fnv1a64, load, loader, pack_with_python, split_with_python};
 use crate::util::native::{c_compiler, compile_hip};

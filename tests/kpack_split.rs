@@ -11,11 +11,11 @@ use std::process::Command;
 
 use md5::{Digest, Md5};
 use object::{Object, ObjectSection};
-use offload::container::program::kpack_elf::hip_code;
 use offload::format::bundle::Bundle;
 use offload::format::ccob::CompressedBundle;
 use offload::format::image_target::ImageTarget;
 use offload::format::kpack::ELF_REF_SECTION;
+use offload::host::program::kpack_elf::hip_code;
 
 use crate::util::kpack::{fnv1a64, load, loader, read_with_python};
 use crate::util::native::{compile_hip, run, support};

@@ -231,7 +231,7 @@ fn a_damaged_bundle_is_reported_and_the_next_one_still_listed() {
 
 #[test]
 fn damaged_copies_of_every_sample_never_panic() {
-    use offload::container::scan::{scan, Places};
+    use offload::host::scan::{scan, Places};
     let mut files: Vec<PathBuf> = Vec::new();
     for dir in [
         "linked", "openmp", "archive", "clang", "bundles", "coff", "targets",

@@ -14,8 +14,8 @@ use std::process::Command;
 
 use crate::util::{first_difference, reference_tool, samples_dir, visible, CountingSink};
 use object::{pe, Object as _, ObjectSection as _, ObjectSymbol as _};
-use offload::container::objcopy::{add_sections, remove_sections, rewrite_sections, AddedSection};
 use offload::format::bundle::{self, Bundle as FatBinary};
+use offload::host::objcopy::{add_sections, remove_sections, rewrite_sections, AddedSection};
 
 const PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
 const HOST: &str = "__CLANG_OFFLOAD_BUNDLE__host-x86_64-pc-windows-msvc";

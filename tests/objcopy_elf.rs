@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::{first_difference, reference_tool, samples_dir, visible, CountingSink};
-use offload::container::objcopy::{add_sections, remove_sections, AddedSection};
+use offload::host::objcopy::{add_sections, remove_sections, AddedSection};
 
 const PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
 

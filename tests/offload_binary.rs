@@ -17,9 +17,9 @@ use std::process::Command;
 use object::read::archive::ArchiveFile;
 use object::{Object, ObjectSection};
 
-use offload::format::llvm_hash::dense_map_order;
 use offload::format::offload_binary::{self, ImageKind, OffloadBinary, OffloadKind};
-use offload::format::processor::LlvmVersion;
+use offload::llvm::adt::hash::dense_map_order;
+use offload::target::processor::LlvmVersion;
 
 use crate::util;
 

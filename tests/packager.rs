@@ -272,7 +272,7 @@ fn damaged_binaries_are_clear_errors_with_file_and_offset() {
 #[test]
 fn every_damaged_binary_is_reported_in_file_order() {
     let good = std::fs::read(samples_dir().join("openmp/device.bin")).unwrap();
-    let archive = offload::container::archive::write_archive(
+    let archive = offload::host::archive::write_archive(
         Path::new("two.a"),
         &[
             ("cut1.bin", &good[..100]),

@@ -11,9 +11,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use offload::format::llvm_hash::dense_map_order;
 use offload::format::offload_binary::{self, ImageKind, OffloadBinary, OffloadKind};
-use offload::format::processor::LlvmVersion;
+use offload::llvm::adt::hash::dense_map_order;
+use offload::target::processor::LlvmVersion;
 
 use crate::util;
 

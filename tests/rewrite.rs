@@ -349,7 +349,7 @@ fn an_archive_inside_an_archive_is_stripped_too() {
     let d = dir.path();
     let inner = std::fs::read(samples_dir().join("archive/libmulti.a")).unwrap();
     let object = std::fs::read(samples_dir().join("archive/vadd-rdc.o")).unwrap();
-    let outer = offload::container::archive::write_archive(
+    let outer = offload::host::archive::write_archive(
         Path::new("outer.a"),
         &[("libmulti.a", &inner), ("vadd-rdc.o", &object)],
     )
@@ -406,8 +406,7 @@ fn archives_nested_too_deep_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let mut bytes = std::fs::read(samples_dir().join("archive/libmulti.a")).unwrap();
     for _ in 0..10 {
-        bytes = offload::container::archive::write_archive(Path::new("a"), &[("in.a", &bytes)])
-            .unwrap();
+        bytes = offload::host::archive::write_archive(Path::new("a"), &[("in.a", &bytes)]).unwrap();
     }
     std::fs::write(dir.path().join("deep.a"), &bytes).unwrap();
     let (code, _, err) = offload_in(
@@ -425,7 +424,7 @@ fn the_first_damaged_member_of_an_archive_is_the_one_reported() {
     let good = std::fs::read(samples_dir().join("openmp/device.bin")).unwrap();
     let names: Vec<String> = (0..16).map(|i| format!("cut{i:02}.bin")).collect();
     let members: Vec<(&str, &[u8])> = names.iter().map(|n| (n.as_str(), &good[..100])).collect();
-    let archive = offload::container::archive::write_archive(Path::new("cut.a"), &members).unwrap();
+    let archive = offload::host::archive::write_archive(Path::new("cut.a"), &members).unwrap();
     std::fs::write(dir.path().join("cut.a"), archive).unwrap();
     for _ in 0..4 {
         let (code, _, err) = offload_in(

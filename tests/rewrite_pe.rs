@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use offload::container::program::pe::checksum;
 use offload::format::bundle::Bundle;
 use offload::format::ccob::CompressedBundle;
+use offload::host::program::pe::checksum;
 
 use crate::util::{offload, reference_tool, root, samples_dir, succeed, text_output};
 

@@ -8,8 +8,8 @@ use std::process::Command;
 
 use crate::util::native::{compile_hip, hip_objects, run, support, ARCHES, KEPT_GFX90A};
 use crate::util::{offload, offload_in, reference_tool, samples_dir, succeed};
-use offload::container::program::{rewrite_hip_fatbin, NewProgram, RewriteContainer, Rewriting};
 use offload::format::container::NewBytes;
+use offload::host::program::{rewrite_hip_fatbin, NewProgram, RewriteContainer, Rewriting};
 
 fn extracted(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
     succeed(offload().args([
@@ -210,7 +210,7 @@ fn damaged_programs_give_errors_not_panics() {
 fn rewrite_by<'a>(
     file: &'a [u8],
     rewrite: &RewriteContainer<'_>,
-) -> Result<Option<NewProgram<'a>>, offload::container::Error> {
+) -> Result<Option<NewProgram<'a>>, offload::host::Error> {
     let inflate = |_: &[u8], _: u64, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
         unreachable!("nothing is decompressed here")
     };

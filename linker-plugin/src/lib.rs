@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use offload::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
-use offload::format::target_id::TargetIdBuf;
 use offload::ops::rewrite::{rewrite, Change, Mode, RewriteConfig};
+use offload::target::target_id::TargetIdBuf;
 
 /// `enum ld_plugin_status`.
 const LDPS_OK: c_int = 0;

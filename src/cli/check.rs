@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 
-use crate::container::ld_so::Environment;
-use crate::format::kpack_search;
-use crate::format::runtime;
-use crate::format::target_id::TargetIdBuf;
+use crate::host::ld_so::Environment;
+use crate::loads::kpack_search;
+use crate::loads::runtime;
 use crate::ops::check::{self, Device};
-use crate::ops::gpus::{self, FeatureEnv};
-use crate::ops::inputs::Taken;
+use crate::ops::support::gpus::{self, FeatureEnv};
+use crate::ops::support::inputs::Taken;
+use crate::target::target_id::TargetIdBuf;
 
 use crate::cli::jobs::{self, counted, JobBar, Work};
 

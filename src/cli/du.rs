@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::format::target_id::TargetIdBuf;
-use crate::ops::columns::{render, Align};
 use crate::ops::du::{self, FileUsage, Usage};
 use crate::ops::rewrite::{Change, Ptx, RewriteConfig};
+use crate::ops::support::columns::{render, Align};
+use crate::target::target_id::TargetIdBuf;
 
 const PROG: &str = "offload du";
 

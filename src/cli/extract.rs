@@ -5,11 +5,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::format::image_target::Producer;
-use crate::format::runtime::parse_device;
-use crate::format::target_id::TargetIdBuf;
+use crate::loads::runtime::parse_device;
+use crate::target::target_id::TargetIdBuf;
 use clap::Parser;
 
-use crate::format::loads::Via;
+use crate::loads::hip::Via;
 use crate::ops::extract::{self, ExtractConfig, Match};
 use crate::ops::{du, ls};
 

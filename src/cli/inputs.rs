@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args as ClapArgs;
 
-use crate::ops::inputs::{self, Found, Links, Taken, WalkOptions};
+use crate::ops::support::inputs::{self, Found, Links, Taken, WalkOptions};
 
 /// How folders named among the inputs are read.
 #[derive(Debug, Clone, Copy, ClapArgs)]

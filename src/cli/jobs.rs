@@ -9,7 +9,7 @@ use clap::Args as ClapArgs;
 use rayon::prelude::*;
 
 use crate::cli::inputs::TreeOpts;
-use crate::ops::progress::Progress;
+use crate::ops::support::progress::Progress;
 
 /// How the files are found and how many are worked on at once.
 #[derive(Debug, Clone, Copy, ClapArgs)]

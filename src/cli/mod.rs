@@ -1,7 +1,6 @@
 //! Command-line front ends: the `offload` command and the LLVM-compatible personalities it
 //! takes on when started through a link named after an LLVM tool.
 
-pub mod bundler;
 pub mod check;
 pub mod du;
 pub mod extract;
@@ -9,13 +8,10 @@ pub mod general;
 pub mod inputs;
 pub mod jobs;
 pub mod kpack;
-pub mod llvm_cl;
 pub mod ls;
-pub mod offload_wrapper;
-pub mod packager;
+pub mod personalities;
 pub mod rewrite;
 pub mod verify;
-pub mod wrapper;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -23,7 +19,7 @@ use std::path::Path;
 
 use clap::Parser;
 
-use crate::format::processor::LlvmVersion;
+use crate::target::processor::LlvmVersion;
 
 const USAGE: &str = "offload: GPU offload fat binary tools
 
@@ -160,13 +156,17 @@ pub fn main(args: Vec<OsString>) -> i32 {
         _ => LlvmVersion::DEFAULT,
     };
     match personality {
-        "clang-offload-bundler" | "offload-bundler" => return bundler::run(&argv0, rest, version),
+        "clang-offload-bundler" | "offload-bundler" => {
+            return personalities::bundler::run(&argv0, rest, version)
+        }
         "clang-offload-packager" | "offload-packager" | "llvm-offload-binary" => {
-            return packager::run(&argv0, rest, version)
+            return personalities::packager::run(&argv0, rest, version)
         }
         "offload-extract" => return extract::run("offload-extract", rest),
-        "clang-offload-wrapper" | "offload-wrapper" => return wrapper::run(&argv0, rest),
-        "llvm-offload-wrapper" => return offload_wrapper::run(&argv0, rest),
+        "clang-offload-wrapper" | "offload-wrapper" => {
+            return personalities::clang_offload_wrapper::run(&argv0, rest)
+        }
+        "llvm-offload-wrapper" => return personalities::llvm_offload_wrapper::run(&argv0, rest),
         _ => {}
     }
     match rest.first().map(String::as_str) {
@@ -180,9 +180,9 @@ pub fn main(args: Vec<OsString>) -> i32 {
                 }
             };
             if tool == "bundler" {
-                bundler::run("offload bundler", &rest[1..], version)
+                personalities::bundler::run("offload bundler", &rest[1..], version)
             } else {
-                packager::run("offload packager", &rest[1..], version)
+                personalities::packager::run("offload packager", &rest[1..], version)
             }
         }
         Some("ls") => ls::run(&rest[1..]),
@@ -191,7 +191,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Some("verify") => verify::run(&rest[1..]),
         Some("du") => du::run(&rest[1..]),
         Some("strip") => rewrite::strip(&rest[1..]),
-        Some("wrapper") => wrapper::run_subcommand(&rest[1..]),
+        Some("wrapper") => personalities::clang_offload_wrapper::run_subcommand(&rest[1..]),
         Some("compress") => rewrite::compress(&rest[1..]),
         Some("decompress") => rewrite::decompress(&rest[1..]),
         Some("kpack") => kpack::run(&rest[1..]),

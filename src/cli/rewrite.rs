@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::format::target_id::TargetIdBuf;
+use crate::target::target_id::TargetIdBuf;
 use clap::{Args as ClapArgs, Parser};
 
 use crate::cli::general::GeneralOpts;
@@ -12,8 +12,8 @@ use crate::cli::inputs::TreeOpts;
 use crate::cli::jobs::{self, Work};
 use crate::format::ccob::{CompressOptions, Method};
 use crate::ops::du::{self, FileUsage};
-use crate::ops::inputs::Found;
 use crate::ops::rewrite::{self, Change, Mode, Ptx, RewriteConfig, Summary};
+use crate::ops::support::inputs::Found;
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use crate::cli::jobs::{self, counted, Work};
-use crate::ops::inflating::Budget;
+use crate::ops::support::inflating::Budget;
 use crate::ops::verify;
 
 const PROG: &str = "offload verify";

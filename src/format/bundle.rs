@@ -8,7 +8,7 @@
 
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::inflate;
-use crate::format::string_map::StringMap;
+use crate::llvm::adt::string_map::StringMap;
 use object::endian::{LittleEndian as Le, U64};
 use object::pod::{self, Pod};
 use std::io::{self, Write};

@@ -698,10 +698,10 @@ impl Default for CompressOptions {
 impl CompressOptions {
     /// The header version LLVM `llvm`'s clang-offload-bundler writes unless told otherwise:
     /// 2 for LLVM 19, 3 from LLVM 22 on.
-    pub fn default_version(llvm: crate::format::processor::LlvmVersion) -> u16 {
+    pub fn default_version(llvm: crate::target::processor::LlvmVersion) -> u16 {
         match llvm {
-            crate::format::processor::LlvmVersion::V19 => 2,
-            crate::format::processor::LlvmVersion::V22 => 3,
+            crate::target::processor::LlvmVersion::V19 => 2,
+            crate::target::processor::LlvmVersion::V22 => 3,
         }
     }
 

@@ -9,12 +9,12 @@
 use crate::format::bundle::Bundle;
 use crate::format::bundle::EntryRecord;
 use crate::format::ccob::{CompressOptions, Decoding, Head};
-use crate::format::entry_id::EntryId;
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
 use crate::format::offload_binary::{ImageKind, OffloadEntry};
 use crate::format::{bundle, ccob, cuda_fatbin, offload_binary};
+use crate::target::entry_id::EntryId;
 
 /// A kind of offload container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -226,7 +226,7 @@ pub enum ErrorKind {
         bytes: u64,
     },
     /// A MessagePack value is malformed.
-    Msgpack(crate::format::msgpack::MsgpackError),
+    Msgpack(crate::format::kpack::msgpack::MsgpackError),
     /// A kpack archive, reference or wrapper is wrong.
     Kpack(crate::format::kpack::KpackError),
     /// A CUDA fat binary's entries are wrong.

@@ -3,9 +3,9 @@
 //! ID, an offload binary image in its kind and string table; other containers say it in their
 //! own modules.
 
-use crate::format::entry_id::EntryId;
 use crate::format::offload_binary::{OffloadEntry, OffloadKind};
-use crate::format::target_id::TargetId;
+use crate::target::entry_id::EntryId;
+use crate::target::target_id::TargetId;
 
 /// The programming model that produced an image.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -9,30 +9,15 @@
 
 #![deny(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 
-pub mod bitcode;
-pub mod bitstream_writer;
 pub mod bundle;
 pub mod ccob;
 pub mod container;
 pub mod cuda_fatbin;
-pub mod cuda_loads;
-pub mod entry_id;
 pub mod error;
 pub mod image_target;
 mod inflate;
 pub mod kpack;
-pub mod kpack_search;
-pub mod llvm_hash;
-pub mod loads;
-pub mod msgpack;
 pub mod offload_binary;
-pub mod processor;
-pub mod runtime;
-pub mod slice;
-pub mod string_map;
-pub mod strtab;
-pub mod target_id;
 pub mod text_bundle;
-pub mod triple;
 
 pub use error::{Error, ErrorKind};

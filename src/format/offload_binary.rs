@@ -27,7 +27,7 @@ use object::pod::{self, Pod};
 
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::inflate;
-use crate::format::strtab::{Flavor, StringTable};
+use crate::llvm::adt::strtab::{Flavor, StringTable};
 
 /// The magic bytes that start an offload binary.
 pub const MAGIC: [u8; 4] = [0x10, 0xff, 0x10, 0xad];
@@ -1101,7 +1101,7 @@ pub fn layout_v1(
 
 /// A version 1 binary, byte for byte as LLVM 19 writes it, with `strings` stored in the
 /// given order. (clang-offload-packager 19 stores them in the order of its hash map; see
-/// [`crate::format::llvm_hash::dense_map_order`].)
+/// [`crate::llvm::adt::hash::dense_map_order`].)
 pub fn write_v1(
     image_kind: ImageKind,
     offload_kind: OffloadKind,

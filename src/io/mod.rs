@@ -24,6 +24,7 @@ mod guard;
 mod keep;
 pub mod opening;
 mod shown;
+pub mod slice;
 pub mod spill;
 
 pub use cleanup::remove_temporaries_on_signals;
@@ -341,7 +342,7 @@ impl Input {
 
     /// Whether `part` is a slice of this input's bytes.
     pub fn holds(&self, part: &[u8]) -> bool {
-        crate::format::slice::offset_within(self, part).is_some()
+        crate::io::slice::offset_within(self, part).is_some()
     }
 
     /// An error if the file shrank while it was mapped: what was read past its new end was
@@ -362,7 +363,7 @@ impl Input {
         let Data::Mapped(map) = &self.data else {
             return;
         };
-        let Some(start) = crate::format::slice::offset_within(map, part) else {
+        let Some(start) = crate::io::slice::offset_within(map, part) else {
             return;
         };
         let page = 4096;

@@ -16,19 +16,19 @@ use std::path::Path;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::container::kpack::split_binary;
-use crate::container::ld_so::{self, Environment};
-use crate::container::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
-use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
-use crate::format::cuda_loads;
 use crate::format::image_target::Producer;
-use crate::format::kpack_search;
-use crate::format::runtime::{self, Load, AMDGCN_ISA_PREFIX};
-use crate::format::target_id::TargetIdBuf;
+use crate::host::kpack::split_binary;
+use crate::host::ld_so::{self, Environment};
+use crate::host::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
+use crate::host::BUNDLE_SECTION_PREFIX;
 use crate::io::Input;
-use crate::ops::columns::{ranges, render, Align};
-use crate::ops::progress::Progress;
+use crate::loads::cuda;
+use crate::loads::kpack_search;
+use crate::loads::runtime::{self, Load, AMDGCN_ISA_PREFIX};
+use crate::ops::support::columns::{ranges, render, Align};
+use crate::ops::support::progress::Progress;
+use crate::target::target_id::TargetIdBuf;
 
 mod kpack;
 
@@ -56,7 +56,7 @@ impl Device {
             .enumerate()
             .map(|(index, (target, node))| Device {
                 index,
-                isa: if cuda_loads::is_cuda_target(target.as_str()) {
+                isa: if cuda::is_cuda_target(target.as_str()) {
                     target.to_string()
                 } else {
                     format!("{AMDGCN_ISA_PREFIX}{target}")
@@ -383,13 +383,8 @@ fn bundles_of(
         Err(e) => vec![e],
     };
     let mut bundles = Vec::new();
-    let any_cuda = devices
-        .iter()
-        .any(|d| cuda_loads::is_cuda_target(d.as_str()));
-    let all_cuda = any_cuda
-        && devices
-            .iter()
-            .all(|d| cuda_loads::is_cuda_target(d.as_str()));
+    let any_cuda = devices.iter().any(|d| cuda::is_cuda_target(d.as_str()));
+    let all_cuda = any_cuda && devices.iter().all(|d| cuda::is_cuda_target(d.as_str()));
     for unit in found.chunk_by(|a, b| a.unit == b.unit) {
         if !unit.iter().any(|e| e.hip) || all_cuda {
             // Only the HIP runtime's bundles: OpenMP's are another runtime's to load.
@@ -407,7 +402,7 @@ fn bundles_of(
 
 /// What each device loads from one CUDA fat binary (its entries' unit, target names,
 /// section and member), numbered `index`: a CUDA device the driver's pick
-/// ([`cuda_loads::driver_pick`]); a device of another runtime nothing of it. A CUDA device
+/// ([`cuda::driver_pick`]); a device of another runtime nothing of it. A CUDA device
 /// without code fails alone: the others still load theirs.
 fn check_fatbin(
     index: usize,
@@ -422,7 +417,7 @@ fn check_fatbin(
         .iter()
         .enumerate()
         .map(|(device, d)| {
-            if !cuda_loads::is_cuda_target(d.as_str()) {
+            if !cuda::is_cuda_target(d.as_str()) {
                 return DeviceLoad {
                     device,
                     loads: "other",
@@ -430,7 +425,7 @@ fn check_fatbin(
                     runtime: "loads",
                 };
             }
-            let load = cuda_loads::driver_load(d.as_str(), &unit);
+            let load = cuda::driver_load(d.as_str(), &unit);
             DeviceLoad {
                 device,
                 loads: load.map_or("nothing", |(_, via)| via.name()),

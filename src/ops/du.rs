@@ -8,9 +8,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::container::scan::{scan_reading, Places, Reading};
 use crate::error::Result;
 use crate::format::image_target::{ImageTarget, Producer};
+use crate::host::scan::{scan_reading, Places, Reading};
 use crate::io::Input;
 use crate::ops::ls;
 use crate::ops::rewrite::RewriteConfig;

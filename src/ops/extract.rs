@@ -1,6 +1,6 @@
 //! Extracting the device images a GPU can load from any file: objects, programs, shared
 //! libraries, archives, bundles, offload binaries; or, for the GPUs of one machine, the one
-//! code object the HIP runtime loads from each bundle ([`crate::format::runtime`]).
+//! code object the HIP runtime loads from each bundle ([`crate::loads::runtime`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,26 +8,26 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use crate::container::archive::write_archive;
-use crate::container::kpack::{ArchiveFiles, StoredCodeObject};
-use crate::container::scan::Origin;
-use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressedBundle, DEFAULT_MAX_DECOMPRESSED};
 use crate::format::cuda_fatbin::{Compression, EntryKind, Stored};
-use crate::format::cuda_loads;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::kpack as kpack_format;
-use crate::format::loads::{loaded_by, may_load, Via};
-use crate::format::runtime::{self, Load, Why};
-use crate::format::slice::offset_within;
-use crate::format::target_id::{TargetId, TargetIdBuf};
 use crate::format::ErrorKind;
+use crate::host::archive::write_archive;
+use crate::host::kpack::{ArchiveFiles, StoredCodeObject};
+use crate::host::scan::Origin;
+use crate::host::scan::{scan_reading, DeviceImage, Places, Reading};
+use crate::io::slice::offset_within;
 use crate::io::{Closed, Input, Output};
+use crate::loads::cuda;
+use crate::loads::hip::{loaded_by, may_load, Via};
+use crate::loads::runtime::{self, Load, Why};
 use crate::ops::bundler::device_member_name;
-use crate::ops::inflating::{each_range, memory_of, memory_of_cuda, Budget};
 use crate::ops::ls::{self, Image};
-pub use crate::ops::progress::Progress;
+use crate::ops::support::inflating::{each_range, memory_of, memory_of_cuda, Budget};
+pub use crate::ops::support::progress::Progress;
+use crate::target::target_id::{TargetId, TargetIdBuf};
 
 mod kpack;
 
@@ -642,7 +642,7 @@ fn choose(
 /// Whether `device` is a CUDA device (`sm_86`), which `--device` takes by the CUDA driver's
 /// rule, not the HIP runtime's.
 fn is_cuda_device(device: &TargetIdBuf) -> bool {
-    cuda_loads::is_cuda_target(device.as_str())
+    cuda::is_cuda_target(device.as_str())
 }
 
 /// The names cuobjdump gives the entries of CUDA fat binaries in one file: the file's name
@@ -697,7 +697,7 @@ fn cuobjdump_stem(name: &str) -> String {
 
 /// Adds to `chosen` what the CUDA driver loads for each CUDA device of `config.devices` from
 /// each fat binary (by translation unit, in file order) of the file `name`: the cubin closest
-/// to the device, else the newest PTX it may compile ([`cuda_loads::driver_pick`]); notes in
+/// to the device, else the newest PTX it may compile ([`cuda::driver_pick`]); notes in
 /// `found` the devices that load something and the fat binaries a device loads nothing from.
 fn driver_picks(
     config: &ExtractConfig,
@@ -714,7 +714,7 @@ fn driver_picks(
     {
         for (number, entries) in (1..).zip(fatbins.values()) {
             let names: Vec<&str> = entries.iter().map(|c| c.image.arch.as_str()).collect();
-            let Some((pick, via)) = cuda_loads::driver_load(device.as_str(), &names) else {
+            let Some((pick, via)) = cuda::driver_load(device.as_str(), &names) else {
                 found.missing.push((
                     d,
                     false,

@@ -22,23 +22,23 @@ use std::sync::Arc;
 use rayon::prelude::*;
 use tracing::info;
 
-use crate::container::kpack::find_archives;
-use crate::container::program::kpack_elf::{self, HipCode};
-use crate::container::program::NewProgram;
 use crate::error::{Error, Result};
 use crate::format::bundle::{self, Bundle};
 use crate::format::ccob::CompressedBundle;
 use crate::format::ccob::Decoding;
-use crate::format::entry_id::EntryId;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::kpack::{
     self as kformat, compress_code_object, split_toc_key, toc_key, Archive, ArchiveInfo,
     KernelEntry, KpackRef, Scheme, TocEntry, GFXARCH, HIPK_MAGIC,
 };
-use crate::format::kpack_search::{every_target_name, Environment};
+use crate::host::kpack::find_archives;
+use crate::host::program::kpack_elf::{self, HipCode};
+use crate::host::program::NewProgram;
 use crate::io::spill::{Spill, Spilled};
 use crate::io::{commit_all, inside, place_all, Closed, Input, Output};
-use crate::ops::inputs::{walk, Links, Taken, WalkOptions};
+use crate::loads::kpack_search::{every_target_name, Environment};
+use crate::ops::support::inputs::{walk, Links, Taken, WalkOptions};
+use crate::target::entry_id::EntryId;
 
 /// The folder, beside the host files, that holds the archives.
 pub const ARCHIVE_FOLDER: &str = ".kpack";
@@ -899,7 +899,7 @@ fn read_back_split(input: &Path, out: &mut Output, split: &SplitBinary<'_>) -> R
         return Ok(());
     };
     let data = Input::open(&written)?;
-    let found = crate::container::kpack::split_binary(input, &data)?;
+    let found = crate::host::kpack::split_binary(input, &data)?;
     let expected: Vec<u64> = (0..split.bundle_of.len() as u64).collect();
     match found {
         Some(found)
@@ -1006,7 +1006,7 @@ fn read_back_merged(input: &Path, out: &mut Output, wrappers: usize) -> Result<(
             matches!(Bundle::parse(&code.fatbin.data[at..]), Ok(Some(_)))
         })
         .count();
-    if bundles != wrappers || crate::container::kpack::split_binary(input, &data)?.is_some() {
+    if bundles != wrappers || crate::host::kpack::split_binary(input, &data)?.is_some() {
         let why = format!("{bundles} wrappers reach a bundle instead of {wrappers}");
         return Err(not_as_written(input, why));
     }
@@ -1017,7 +1017,7 @@ fn read_back_merged(input: &Path, out: &mut Output, wrappers: usize) -> Result<(
 /// finds for any device ([`find_archives`]); an archive that cannot be opened is an error.
 fn merge_sources(
     path: &Path,
-    split: &crate::container::kpack::SplitBinary<'_>,
+    split: &crate::host::kpack::SplitBinary<'_>,
     config: &MergeConfig,
 ) -> Result<Vec<OpenArchive>> {
     if !config.archives.is_empty() {
@@ -1058,7 +1058,7 @@ fn merged_bundles(
     data: &[u8],
     config: &MergeConfig,
 ) -> Result<(Spilled, Vec<Option<u64>>, usize)> {
-    let split = crate::container::kpack::split_binary(path, data)?.ok_or_else(|| {
+    let split = crate::host::kpack::split_binary(path, data)?.ok_or_else(|| {
         Error::msg(format!(
             "'{}': not split: no kpack reference",
             path.display()

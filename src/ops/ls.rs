@@ -4,16 +4,16 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::format::processor::processor_class;
-use crate::ops::columns::{render, Align};
+use crate::ops::support::columns::{render, Align};
+use crate::target::processor::processor_class;
 
-use crate::container::kpack::{self, StoredCodeObject};
-use crate::container::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::cuda_fatbin::Entry;
 use crate::format::kpack::{self as kpack_format, Archive, Scheme};
-use crate::format::kpack_search::Environment;
+use crate::host::kpack::{self, StoredCodeObject};
+use crate::host::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::io::Input;
+use crate::loads::kpack_search::Environment;
 
 /// One device image, as `offload ls` reports it. The field names are a public interface
 /// (`offload ls --json`).

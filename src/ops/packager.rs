@@ -6,14 +6,14 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::container::archive::write_archive;
-use crate::container::scan::{scan, Origin, Places};
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
-use crate::format::llvm_hash::dense_map_order;
 use crate::format::offload_binary::{self, ImageKind, OffloadKind, VERSION_1};
-use crate::format::processor::LlvmVersion;
+use crate::host::archive::write_archive;
+use crate::host::scan::{scan, Origin, Places};
 use crate::io::{Closed, Input, Output};
+use crate::llvm::adt::hash::dense_map_order;
+use crate::target::processor::LlvmVersion;
 
 /// The key-value items of one `--image=` argument: keys in the order they first appear, the
 /// values of a repeated key joined with `,`.

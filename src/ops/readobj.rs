@@ -18,10 +18,10 @@ use std::path::Path;
 use memchr::memmem;
 use object::{Object, ObjectSection};
 
-use crate::container::archive::read_members;
 use crate::error::{Error, Result};
 use crate::format::bundle::{self, Bundle};
 use crate::format::ccob::{self, CompressedBundle, DEFAULT_MAX_DECOMPRESSED};
+use crate::host::archive::read_members;
 use crate::io::Input;
 
 /// One line of `llvm-readobj --offloading`.

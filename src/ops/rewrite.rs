@@ -7,28 +7,28 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 use tracing::{debug, info};
 
-use crate::container::archive::{read_members, write_archive};
-use crate::container::objcopy::{self, Rewritten};
-use crate::container::program::{self, NewProgram};
-use crate::container::scan::{scan_reading, Places, Reading};
-use crate::container::ErrorKind;
-use crate::container::BUNDLE_SECTION_PREFIX;
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressOptions, CompressedBundle, Decoding};
 use crate::format::container::{
     is_device_entry, write_inflated, BundleStorage, Container, InflateFailed, NewBytes, Rewrite,
     Rules,
 };
-use crate::format::cuda_loads;
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
-use crate::format::loads::{loaded_by, Via};
 use crate::format::offload_binary;
-use crate::format::target_id::{TargetId, TargetIdBuf};
+use crate::host::archive::{read_members, write_archive};
+use crate::host::objcopy::{self, Rewritten};
+use crate::host::program::{self, NewProgram};
+use crate::host::scan::{scan_reading, Places, Reading};
+use crate::host::ErrorKind;
+use crate::host::BUNDLE_SECTION_PREFIX;
 use crate::io::spill::{Hole, Spill, Spilled};
 use crate::io::{release_mapped, Input, Output};
-use crate::ops::inflating::{memory_of, Budget};
+use crate::loads::cuda;
+use crate::loads::hip::{loaded_by, Via};
+use crate::ops::support::inflating::{memory_of, Budget};
 use crate::ops::verify::verify_input;
+use crate::target::target_id::{TargetId, TargetIdBuf};
 
 /// What to do to the device code.
 #[derive(Debug, Clone)]
@@ -163,7 +163,7 @@ impl RewriteConfig {
             _ => return keep,
         };
         for (k, image) in keep.iter_mut().zip(unit) {
-            if image.producer == Producer::Cuda && cuda_loads::is_ptx_target(&image.target_id) {
+            if image.producer == Producer::Cuda && cuda::is_ptx_target(&image.target_id) {
                 *k = ptx;
             }
         }
@@ -539,7 +539,7 @@ impl<'a> NewObject<'a> {
         host: &'a [u8],
         removed: Vec<String>,
         replaced: Vec<(String, Spilled)>,
-    ) -> std::result::Result<Self, crate::container::Error> {
+    ) -> std::result::Result<Self, crate::host::Error> {
         let mut object = NewObject {
             host,
             removed,
@@ -551,7 +551,7 @@ impl<'a> NewObject<'a> {
     }
 
     /// The object laid out: pieces borrowed from the input and the new contents.
-    fn laid_out(&self) -> std::result::Result<Rewritten<'_>, crate::container::Error> {
+    fn laid_out(&self) -> std::result::Result<Rewritten<'_>, crate::host::Error> {
         objcopy::rewrite_sections(
             self.host,
             &|name| self.removed.iter().any(|r| r.as_bytes() == name),

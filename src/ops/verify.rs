@@ -2,7 +2,7 @@
 //! hashed, as listing and extraction (which inflate only what they need) do not; and every
 //! compressed entry of a CUDA fat binary, inflated to its end and counted. Streams are
 //! checked in parallel, a window at a time, within the memory budget of
-//! [`crate::ops::inflating`].
+//! [`crate::ops::support::inflating`].
 //! `.kpack` archives, and the archive sets of binaries split by kpack, are checked too
 //! (the `kpack` module).
 
@@ -11,15 +11,15 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::container::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::error::{Error, Result};
 use crate::format::ccob::CompressedBundle;
 use crate::format::container::Origin;
 use crate::format::cuda_fatbin::Stored;
 use crate::format::kpack as kpack_format;
-use crate::format::slice::offset_within;
+use crate::host::scan::{scan_reading, DeviceImage, Places, Reading};
+use crate::io::slice::offset_within;
 use crate::io::Input;
-use crate::ops::inflating::{memory_of, memory_of_cuda, Budget};
+use crate::ops::support::inflating::{memory_of, memory_of_cuda, Budget};
 
 mod kpack;
 
@@ -118,7 +118,7 @@ fn verify_input_within(
         });
     }
     let (found, mut problems) = find_streams(path, input, max_decompressed)?;
-    let kpack = match crate::container::kpack::split_binary(path, input) {
+    let kpack = match crate::host::kpack::split_binary(path, input) {
         Ok(split) => split.map(|split| kpack::verify_split(path, &split, max_decompressed)),
         Err(e) => {
             problems.push(e);

@@ -2,17 +2,17 @@
 //! device-specific archive per target, as `clang-offload-bundler -unbundle -type=a` does, with
 //! the members processed in parallel and the output kept in LLVM's order.
 
-use crate::ops::bundler::entries::{entries_in, EntriesError, ReadEntry};
-use crate::ops::bundler::{BundleKind, BundlerConfig};
-use crate::container::archive::{read_members, write_archive_reporting, ArchiveMember};
-use crate::container::objcopy;
 use crate::error::{Error, Result};
 use crate::format::ccob;
-use crate::format::entry_id::{self, EntryId};
-use crate::format::processor::LlvmVersion;
-use crate::format::slice::offset_within;
-use crate::format::target_id::conflicting_pair;
+use crate::host::archive::{read_members, write_archive_reporting, ArchiveMember};
+use crate::host::objcopy;
+use crate::io::slice::offset_within;
 use crate::io::{Input, Output};
+use crate::ops::bundler::entries::{entries_in, EntriesError, ReadEntry};
+use crate::ops::bundler::{BundleKind, BundlerConfig};
+use crate::target::entry_id::{self, EntryId};
+use crate::target::processor::LlvmVersion;
+use crate::target::target_id::conflicting_pair;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::io::Write;
@@ -125,7 +125,7 @@ fn extract_member<'a>(
         // In an object, an entry of one zero byte stands for the object itself: its copy is
         // the object without its bundle sections.
         let bytes: Cow<'a, [u8]> = if kind == BundleKind::Object && entry.data == [0] {
-            let prefix = crate::container::BUNDLE_SECTION_PREFIX.as_bytes();
+            let prefix = crate::host::BUNDLE_SECTION_PREFIX.as_bytes();
             let host =
                 objcopy::remove_sections(data, &|name| name.starts_with(prefix)).map_err(|e| {
                     member_error(archive, &member.name, "cannot extract the host object", e)

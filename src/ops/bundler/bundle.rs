@@ -1,14 +1,14 @@
 //! Bundling: many inputs, one per target, into one binary, text or compressed bundle, or into a
 //! host object as sections, byte for byte as clang-offload-bundler 19 writes them.
 
-use crate::ops::bundler::report;
-use crate::ops::bundler::{BundleKind, BundlerConfig, CheckedTargets, Mode};
-use crate::container::objcopy::{self, AddedSection};
 use crate::error::{Error, Result};
 use crate::format::bundle;
 use crate::format::ccob::{self, CompressOptions};
 use crate::format::text_bundle;
+use crate::host::objcopy::{self, AddedSection};
 use crate::io::{Input, Output};
+use crate::ops::bundler::report;
+use crate::ops::bundler::{BundleKind, BundlerConfig, CheckedTargets, Mode};
 use std::io::Write;
 use std::time::Instant;
 
@@ -101,7 +101,7 @@ fn bundle_object(
     let names: Vec<String> = targets
         .names
         .iter()
-        .map(|n| format!("{}{n}", crate::container::BUNDLE_SECTION_PREFIX))
+        .map(|n| format!("{}{n}", crate::host::BUNDLE_SECTION_PREFIX))
         .collect();
     if config.dry_run {
         report::add_sections_command(log, &names, &config.inputs, host_index, output_path);

@@ -2,13 +2,13 @@
 //! reading the entries of each buffer in the order LLVM 19 visits them, whatever holds them (a
 //! binary bundle, a text bundle, or the sections of a host object).
 
-use crate::ops::bundler::report;
-use crate::ops::bundler::{BundleKind, BundlerConfig};
 use crate::error::{Error, Result};
 use crate::format::bundle::Bundle;
 use crate::format::ccob;
 use crate::format::text_bundle;
 use crate::io::Input;
+use crate::ops::bundler::report;
+use crate::ops::bundler::{BundleKind, BundlerConfig};
 use std::io::Write;
 use std::path::Path;
 use std::time::Instant;
@@ -38,7 +38,7 @@ pub(super) fn entries_in(
     data: &[u8],
 ) -> std::result::Result<Vec<ReadEntry<'_>>, EntriesError> {
     let entries = match kind {
-        BundleKind::Object => crate::container::bundle_sections(data)
+        BundleKind::Object => crate::host::bundle_sections(data)
             .map_err(EntriesError::Object)?
             .into_iter()
             .map(|(id, data)| ReadEntry { id, data })

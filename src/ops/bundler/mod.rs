@@ -20,10 +20,10 @@ pub use unbundle::unbundle;
 
 use crate::error::{Error, Result};
 use crate::format::ccob::{self, CompressOptions};
-use crate::format::entry_id::{self, EntryId, KindMatching};
-use crate::format::processor::LlvmVersion;
-use crate::format::target_id::conflicting_pair;
 use crate::format::text_bundle;
+use crate::target::entry_id::{self, EntryId, KindMatching};
+use crate::target::processor::LlvmVersion;
+use crate::target::target_id::conflicting_pair;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
@@ -111,7 +111,7 @@ impl BundleKind {
         }
         match file_type {
             "bc" | "gch" | "ast" => Ok(BundleKind::Binary),
-            "o" | "a" if crate::container::is_object_file(reference) => Ok(BundleKind::Object),
+            "o" | "a" if crate::host::is_object_file(reference) => Ok(BundleKind::Object),
             "o" | "a" => Ok(BundleKind::Binary),
             other => Err(Error::msg(format!(
                 "'{other}': invalid file type specified"

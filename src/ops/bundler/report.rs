@@ -112,10 +112,7 @@ pub(super) fn remove_sections_command(log: &mut dyn Write, input: &Path) {
         &[
             objcopy(),
             "--regex".into(),
-            format!(
-                "--remove-section={}.*",
-                crate::container::BUNDLE_SECTION_PREFIX
-            ),
+            format!("--remove-section={}.*", crate::host::BUNDLE_SECTION_PREFIX),
             "--".into(),
             input.display().to_string(),
             temporary_name(),
@@ -131,7 +128,7 @@ fn objcopy() -> String {
         .and_then(|exe| exe.parent().map(|dir| dir.join("llvm-objcopy")));
     beside
         .filter(|p| p.is_file())
-        .or_else(|| crate::ops::tool_path::on_path("llvm-objcopy"))
+        .or_else(|| crate::ops::support::tool_path::on_path("llvm-objcopy"))
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "llvm-objcopy".to_string())
 }

@@ -1,16 +1,16 @@
 //! Unbundling one bundle (binary, text, compressed, or a host object's sections) into one
 //! output per target, matching entries to targets as clang-offload-bundler 19 does.
 
+use crate::error::{Error, Result};
+use crate::host::objcopy;
+use crate::io::slice::offset_within;
+use crate::io::{Closed, Input, Output};
+use crate::llvm::adt::string_map::StringMap;
 use crate::ops::bundler::entries::{decompress_input, entries_of, Contents, ReadEntry};
 use crate::ops::bundler::{archive, report};
 use crate::ops::bundler::{BundleKind, BundlerConfig, CheckedTargets, Mode};
-use crate::container::objcopy;
-use crate::error::{Error, Result};
-use crate::format::entry_id::{self, EntryId};
-use crate::format::processor::LlvmVersion;
-use crate::format::slice::offset_within;
-use crate::format::string_map::StringMap;
-use crate::io::{Closed, Input, Output};
+use crate::target::entry_id::{self, EntryId};
+use crate::target::processor::LlvmVersion;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
@@ -179,7 +179,7 @@ fn write_host_object(
         report::remove_sections_command(log, path);
         return Ok(());
     }
-    let prefix = crate::container::BUNDLE_SECTION_PREFIX.as_bytes();
+    let prefix = crate::host::BUNDLE_SECTION_PREFIX.as_bytes();
     let host = objcopy::remove_sections(object, &|name| name.starts_with(prefix))
         .map_err(|e| Error::container(path, e))?;
     host.write_to(output, &[input])

@@ -6,12 +6,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::host::kpack::{runtime_path, ArchiveFiles, SplitBinary};
+use crate::loads::kpack_search::{compatible_targets, device_arches, Environment, Outcome};
+use crate::loads::runtime;
 use crate::ops::check::{Device, Report};
-use crate::container::kpack::{runtime_path, ArchiveFiles, SplitBinary};
-use crate::format::kpack_search::{compatible_targets, device_arches, Environment, Outcome};
-use crate::format::runtime;
-use crate::format::target_id::TargetIdBuf;
-use crate::ops::columns::ranges;
+use crate::ops::support::columns::ranges;
+use crate::target::target_id::TargetIdBuf;
 
 /// What a split binary keeps of its device code, and what each device finds of it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -121,7 +121,7 @@ pub fn check_split(
 fn load(
     device: usize,
     arches: &[String],
-    search: &crate::format::kpack_search::Search,
+    search: &crate::loads::kpack_search::Search,
 ) -> KpackLoad {
     let loader = search.outcome.loader_name();
     match &search.outcome {

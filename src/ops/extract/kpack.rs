@@ -1,30 +1,30 @@
 //! Extracting code objects from `.kpack` archives: those of a split binary (found where the
 //! runtime looks for them) or of an archive named on the command line. `--arch` takes, per
 //! code-object index, what a device with the target ID loads by the rules of
-//! [`crate::format::loads`]; `--device` takes what the kpack loader hands the runtime for the
-//! device ([`crate::format::kpack_search`]).
+//! [`crate::loads::hip`]; `--device` takes what the kpack loader hands the runtime for the
+//! device ([`crate::loads::kpack_search`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::ops::extract::{chosen_in_unit, Bytes, Chosen, ExtractConfig, Found};
-use crate::container::kpack::{
-    runtime_path, split_binary, stored_code_objects, ArchiveFiles, SplitBinary, StoredCodeObject,
-};
 use crate::error::{Error, Result};
 use crate::format::image_target::Producer;
 use crate::format::kpack::{inflate_frame, split_toc_key, toc_key, KernelEntry, Scheme};
-use crate::format::kpack_search::{
+use crate::host::kpack::{
+    runtime_path, split_binary, stored_code_objects, ArchiveFiles, SplitBinary, StoredCodeObject,
+};
+use crate::io::Input;
+use crate::loads::hip::Via;
+use crate::loads::kpack_search::{
     compatible_targets, device_arches, pick, target_names_for, ArchiveIndex, Environment, Miss,
     Outcome,
 };
-use crate::format::loads::Via;
-use crate::format::runtime;
-use crate::format::target_id::{TargetId, TargetIdBuf};
-use crate::io::Input;
-use crate::ops::columns::ranges;
-use crate::ops::inflating::{memory_of_zstd, Budget};
+use crate::loads::runtime;
+use crate::ops::extract::{chosen_in_unit, Bytes, Chosen, ExtractConfig, Found};
 use crate::ops::ls;
+use crate::ops::support::columns::ranges;
+use crate::ops::support::inflating::{memory_of_zstd, Budget};
+use crate::target::target_id::{TargetId, TargetIdBuf};
 
 /// The triple of the code objects archives hold.
 const TRIPLE: &str = "amdgcn-amd-amdhsa";

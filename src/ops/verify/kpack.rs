@@ -6,11 +6,11 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use crate::container::kpack::{find_archives, SplitBinary};
 use crate::error::{Error, Result};
 use crate::format::kpack::{split_toc_key, toc_key, Archive, KernelEntry, Scheme};
-use crate::format::kpack_search::{every_target_name, Environment};
-use crate::ops::inflating::{memory_of_zstd, Budget};
+use crate::host::kpack::{find_archives, SplitBinary};
+use crate::loads::kpack_search::{every_target_name, Environment};
+use crate::ops::support::inflating::{memory_of_zstd, Budget};
 
 /// What the archives of a file hold.
 #[derive(Debug, Default)]

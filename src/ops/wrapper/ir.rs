@@ -1,11 +1,12 @@
 //! The wrapper modules of both personalities, built as [`Module`]s: clang-offload-wrapper's
 //! OpenMP module, and LLVM 22's `llvm-offload-wrapper` modules for OpenMP, CUDA and HIP.
 
-use crate::ops::wrapper::module::{
+use crate::codegen::layout::name;
+use crate::llvm::ir::module::{
     bytes_type, global, int, int_value, local, null, BinaryOp, Block, Body, Const, Function,
     Global, Inst, Linkage, Module, NamedStruct, Op, Predicate, Type, Value,
 };
-use crate::ops::wrapper::{name, OffloadKind};
+use crate::ops::wrapper::OffloadKind;
 
 /// The section of the registration functions.
 const STARTUP: &str = ".text.startup";

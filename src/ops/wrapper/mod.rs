@@ -12,27 +12,19 @@
 //! - `x86` and `a64`: the assemblers their registration code is written with;
 //! - `module`, `ir` and `bitcode`: the modules of both personalities, as IR text and bitcode.
 
-mod a64;
-mod bitcode;
-mod ir;
-mod labels;
-mod layout;
-mod module;
-mod native;
-mod native22;
-mod x86;
+pub(crate) mod ir;
 
-use layout::{unsupported, Host};
-use module::Module;
-use native::native_object;
-use native22::native_object22;
+use crate::codegen::clang_offload_wrapper::native_object;
+use crate::codegen::layout::{self, unsupported, Host, Image};
+use crate::codegen::llvm_offload_wrapper::native_object22;
+use crate::llvm::ir::bitcode;
+use crate::llvm::ir::module::Module;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::format::bitstream_writer::Part;
 use crate::io::{Input, Output, Temporary};
+use crate::llvm::bitcode::writer::Part;
 
 /// What to wrap.
 #[derive(Debug, Clone, Default)]
@@ -45,14 +37,6 @@ pub struct WrapperConfig {
     pub images: Vec<PathBuf>,
     /// The target ID of each image, in order (fewer than the images: the rest have none).
     pub arches: Vec<String>,
-}
-
-fn name(base: &str, index: usize) -> String {
-    if index == 0 {
-        base.to_string()
-    } else {
-        format!("{base}.{index}")
-    }
 }
 
 /// Writes the wrapper `config` asks for.
@@ -165,56 +149,7 @@ fn write_bitcode(module: &Module, images: &[Image], output: &Path) -> Result<()>
     Ok(())
 }
 
-/// A device image to copy into a native object: a regular file, copied range by range and
-/// never held, or the bytes of anything else (standard input, a pipe).
-enum Image {
-    File { file: File, len: u64 },
-    Bytes(Input),
-}
-
-impl Image {
-    /// Opens `path`: a regular file is only opened; anything else is read as [`Input`] reads it.
-    fn open(path: &Path) -> Result<Image> {
-        if path.as_os_str() != "-" {
-            // Without waiting on a FIFO: that is read below, as Input reads it.
-            let (file, meta) =
-                crate::io::opening::open_nonblocking(path).map_err(|e| Error::io(path, e))?;
-            if meta.is_file() {
-                return Ok(Image::File {
-                    file,
-                    len: meta.len(),
-                });
-            }
-        }
-        Input::open(path).map(Image::Bytes)
-    }
-
-    fn len(&self) -> u64 {
-        match self {
-            Image::File { len, .. } => *len,
-            Image::Bytes(input) => input.len() as u64,
-        }
-    }
-
-    /// Copies the image to `out`.
-    fn write_to(&self, out: &mut Output) -> Result<()> {
-        match self {
-            Image::File { file, len } => out.write_file_range(file, 0, *len),
-            Image::Bytes(input) => out.write_bytes(input),
-        }
-    }
-}
-
-/// The runtime an `llvm-offload-wrapper` module registers its image with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffloadKind {
-    /// libomptarget: a `__tgt_bin_desc` of the images, `__tgt_register_lib`.
-    OpenMp,
-    /// The CUDA runtime: one fat binary in `.nvFatBinSegment`, `__cudaRegisterFatBinary`.
-    Cuda,
-    /// The HIP runtime: one fat binary in `.hipFatBinSegment`, `__hipRegisterFatBinary`.
-    Hip,
-}
+pub use crate::codegen::llvm_offload_wrapper::OffloadKind;
 
 /// What `llvm-offload-wrapper` (LLVM 22) is asked to wrap.
 #[derive(Debug, Clone)]
@@ -319,8 +254,8 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
 /// ID, 4096-byte aligned, optionally compressed; written to a temporary file beside the
 /// output.
 fn hip_fat_binary(config: &OffloadWrapperConfig, bundling: &HipBundling) -> Result<Temporary> {
-    use crate::format::processor::{code_object_target_id, LlvmVersion};
     use crate::ops::bundler::{self, BundlerConfig};
+    use crate::target::processor::{code_object_target_id, LlvmVersion};
     let mut entries = Vec::with_capacity(config.images.len());
     for (i, path) in config.images.iter().enumerate() {
         // The bundler reads each input itself, and standard input can be read only once.

@@ -1,0 +1,380 @@
+//! `offload wrapper`: clang-offload-wrapper's command line (with the per-image
+//! `--offload-arch` of ROCm's version), writing a native object, LLVM IR or bitcode.
+
+use crate::cli::general::GeneralOpts;
+use crate::cli::personalities::llvm_cl::{self, Kind, Spec};
+use crate::ops::wrapper::{self, WrapperConfig};
+use std::io::Write;
+use std::path::PathBuf;
+
+const SPECS: &[Spec] = &[
+    Spec {
+        name: "o",
+        kind: Kind::Value,
+    },
+    Spec {
+        name: "target",
+        kind: Kind::Value,
+    },
+    Spec {
+        name: "offload-arch",
+        kind: Kind::List,
+    },
+    Spec {
+        name: "help",
+        kind: Kind::Flag,
+    },
+    Spec {
+        name: "version",
+        kind: Kind::Flag,
+    },
+];
+
+const HELP: &str = "OVERVIEW: A tool to create a wrapper for offload target binaries.
+Takes offload target binaries as input and produces a host object (.o), LLVM IR (.ll) or
+bitcode (.bc) that holds them and registers them in the offload runtime at startup.
+
+USAGE: PROG [options] <input files>
+
+OPTIONS:
+
+Generic Options:
+
+  --help                             - Display available options
+  --version                          - Display the version of this program
+
+clang-offload-wrapper options:
+
+  -o <filename>                      - Output filename: .o/.obj a native object, .ll LLVM IR,
+                                       .bc bitcode
+  --offload-arch=<target id>         - Target ID of the image that follows
+  --target=<triple>                  - Target triple for the output module (native objects:
+                                       x86_64 and aarch64 ELF, x86_64-pc-windows-msvc COFF)
+
+With --kind=openmp|cuda|hip (and --triple=<triple>, not --target), the command line and the
+module are LLVM 22's llvm-offload-wrapper's (see offload wrapper --kind=hip --help); the
+output's extension chooses what is written in the same way. (Started as llvm-offload-wrapper,
+the program writes bitcode for any name, as LLVM's, unless given --filetype=obj, bc or ll.)
+";
+
+/// Runs `offload wrapper` with `args` (without the program name): the wrapper's command line,
+/// plus the `-v` every `offload` subcommand takes. (Started as clang-offload-wrapper, the
+/// program takes LLVM's options only: see [`run`].)
+pub fn run_subcommand(args: &[String]) -> i32 {
+    let (general, rest) = take_verbosity(args);
+    general.install_log();
+    // `--kind` is llvm-offload-wrapper's (LLVM 22): its command line, not clang-offload-wrapper's.
+    let is_kind = |a: &String| {
+        let body = a.trim_start_matches('-');
+        a.starts_with('-') && (body == "kind" || body.starts_with("kind="))
+    };
+    if rest.iter().any(is_kind) {
+        return crate::cli::personalities::llvm_offload_wrapper::run(
+            crate::cli::personalities::llvm_offload_wrapper::OURS,
+            &rest,
+        );
+    }
+    run("offload wrapper", &rest)
+}
+
+/// Takes `-v`, `-vv`, `-vvv` and `--verbose` out of a wrapper command line. A value of an
+/// option that takes one (`-o -v`) and whatever follows `--` stay.
+fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
+    let mut general = GeneralOpts::default();
+    let mut rest = Vec::with_capacity(args.len());
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
+        match body {
+            _ if arg == "--" => {
+                rest.push(arg.clone());
+                rest.extend(iter.by_ref().cloned());
+            }
+            Some("verbose") => general.verbose = general.verbose.saturating_add(1),
+            Some(v) if !arg.starts_with("--") && !v.is_empty() && v.bytes().all(|b| b == b'v') => {
+                let count = u8::try_from(v.len()).unwrap_or(u8::MAX);
+                general.verbose = general.verbose.saturating_add(count);
+            }
+            Some("o" | "target" | "offload-arch" | "kind" | "triple" | "filetype") => {
+                rest.push(arg.clone());
+                rest.extend(iter.next().cloned());
+            }
+            _ => rest.push(arg.clone()),
+        }
+    }
+    (general, rest)
+}
+
+/// Runs the wrapper with `args` (without the program name); `prog` starts the messages.
+pub fn run(prog: &str, args: &[String]) -> i32 {
+    llvm_cl::run_on_standard_streams(prog, args, run_with)
+}
+
+/// [`run`], writing to the given streams.
+pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+    // Command-line parser messages start with the program's file name, as LLVM's do; the
+    // others with the program as it was started.
+    let base = llvm_cl::base_name(prog);
+    let line = CommandLine::split(args, &["o", "target"]);
+    let parsed = match llvm_cl::parse(&line.rest, SPECS) {
+        Ok(p) => p,
+        Err(errors) => {
+            llvm_cl::print_errors(err, &base, prog, &errors, SPECS);
+            return 1;
+        }
+    };
+    if let Some(code) = llvm_cl::help_or_version(prog, &parsed, &ABOUT, out, err) {
+        return code;
+    }
+    let config = match config(prog, &base, &parsed, line, err) {
+        Ok(config) => config,
+        Err(code) => return code,
+    };
+    match wrapper::wrap(&config) {
+        Ok(()) => 0,
+        Err(e) => {
+            let _ = writeln!(err, "{prog}: error: {e}");
+            1
+        }
+    }
+}
+
+/// A wrapper command line with the images and their `--offload-arch` taken out, since each
+/// `--offload-arch` names the image after it and only the order of the arguments tells which.
+pub(super) struct CommandLine {
+    /// Each target ID with the index of the image it names (the number of images before it).
+    pub(super) arches: Vec<(usize, String)>,
+    /// The images, in order.
+    pub(super) images: Vec<PathBuf>,
+    /// The other options, with their values, for the option parser.
+    pub(super) rest: Vec<String>,
+}
+
+impl CommandLine {
+    /// Reads `args` in order; the options named in `valued` take the next argument as their
+    /// value when it is not joined with `=`. Everything after `--` is an image.
+    pub(super) fn split(args: &[String], valued: &[&str]) -> CommandLine {
+        let mut line = CommandLine {
+            arches: Vec::new(),
+            images: Vec::new(),
+            rest: Vec::new(),
+        };
+        let mut iter = args.iter();
+        while let Some(arg) = iter.next() {
+            let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
+            match body {
+                Some("") if arg == "--" => line.images.extend(iter.by_ref().map(PathBuf::from)),
+                // Standard input.
+                Some("") => line.images.push(PathBuf::from(arg)),
+                Some(b) if b.starts_with("offload-arch=") => {
+                    let arch = b["offload-arch=".len()..].to_string();
+                    line.arches.push((line.images.len(), arch));
+                }
+                Some("offload-arch") => {
+                    if let Some(v) = iter.next() {
+                        line.arches.push((line.images.len(), v.clone()));
+                    }
+                }
+                Some(_) => {
+                    line.rest.push(arg.clone());
+                    // A value in the next argument belongs to the option.
+                    if body.is_some_and(|b| valued.contains(&b)) {
+                        line.rest.extend(iter.next().cloned());
+                    }
+                }
+                None => line.images.push(PathBuf::from(arg)),
+            }
+        }
+        line
+    }
+}
+
+/// What `--help` and `--version` print.
+const ABOUT: llvm_cl::About = llvm_cl::About {
+    tool: "clang-offload-wrapper",
+    help: HELP,
+    help_flags: &["help"],
+    compatible_with: None,
+};
+
+/// What to wrap, checked in the order clang-offload-wrapper checks it: the target, at least
+/// one image, the output, then the target IDs. On a mistake, the message is printed and the
+/// exit status returned.
+fn config(
+    prog: &str,
+    base: &str,
+    parsed: &llvm_cl::Parsed,
+    line: CommandLine,
+    err: &mut dyn Write,
+) -> Result<WrapperConfig, i32> {
+    let mut images = line.images;
+    images.extend(parsed.positional.iter().map(PathBuf::from));
+    let Some(target) = parsed.value("target") else {
+        let _ = writeln!(
+            err,
+            "{base}: for the --target option: must be specified at least once!"
+        );
+        return Err(1);
+    };
+    if images.is_empty() {
+        let _ = writeln!(
+            err,
+            "{base}: Not enough positional command line arguments specified!\nMust specify at least 1 positional argument: See: {prog} --help"
+        );
+        return Err(1);
+    }
+    let Some(output) = parsed.value("o") else {
+        let _ = writeln!(err, "{prog}: error: no output file specified (-o)");
+        return Err(1);
+    };
+    let arches = per_image(prog, images.len(), &line.arches, err)?;
+    Ok(WrapperConfig {
+        target: target.to_string(),
+        output: PathBuf::from(output),
+        images,
+        arches,
+    })
+}
+
+/// The target ID of each of `count` images, empty for an image no `--offload-arch` names, with
+/// the unnamed ones at the end left out. An `--offload-arch` after the last image has none to
+/// name: an error.
+pub(super) fn per_image(
+    prog: &str,
+    count: usize,
+    arches: &[(usize, String)],
+    err: &mut dyn Write,
+) -> Result<Vec<String>, i32> {
+    let mut per_image = vec![String::new(); count];
+    for (index, arch) in arches {
+        match per_image.get_mut(*index) {
+            Some(slot) => *slot = arch.clone(),
+            None => {
+                let _ = writeln!(
+                    err,
+                    "{prog}: error: --offload-arch={arch} is not followed by an image"
+                );
+                return Err(1);
+            }
+        }
+    }
+    let named = per_image
+        .iter()
+        .rposition(|a| !a.is_empty())
+        .map_or(0, |i| i + 1);
+    per_image.truncate(named);
+    Ok(per_image)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|a| a.to_string()).collect()
+    }
+
+    fn run_args(args: &[&str]) -> (i32, String) {
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = run_with("W", &strings(args), &mut out, &mut err);
+        (code, String::from_utf8(err).unwrap())
+    }
+
+    #[test]
+    fn each_offload_arch_names_the_image_after_it() {
+        let line = CommandLine::split(
+            &strings(&[
+                "-o",
+                "out.o",
+                "a.bin",
+                "--offload-arch=gfx906",
+                "b.bin",
+                "--offload-arch",
+                "gfx90a",
+                "-target",
+                "x86_64",
+                "c.bin",
+            ]),
+            &["o", "target"],
+        );
+        assert_eq!(
+            line.arches,
+            [(1, "gfx906".to_string()), (2, "gfx90a".to_string())]
+        );
+        assert_eq!(line.images, ["a.bin", "b.bin", "c.bin"].map(PathBuf::from));
+        assert_eq!(line.rest, strings(&["-o", "out.o", "-target", "x86_64"]));
+        let mut err = Vec::new();
+        assert_eq!(
+            per_image("W", 3, &line.arches, &mut err),
+            Ok(strings(&["", "gfx906", "gfx90a"]))
+        );
+        assert_eq!(
+            per_image("W", 3, &[(0, "gfx906".to_string())], &mut err),
+            Ok(strings(&["gfx906"]))
+        );
+    }
+
+    #[test]
+    fn command_line_errors_read_as_clang_offload_wrapper() {
+        assert_eq!(
+            run_args(&["-o", "x.o", "a.bin"]),
+            (
+                1,
+                "W: for the --target option: must be specified at least once!\n".into()
+            )
+        );
+        assert_eq!(
+            run_args(&["-target=x86_64", "-o", "x.o"]),
+            (
+                1,
+                "W: Not enough positional command line arguments specified!\n\
+                 Must specify at least 1 positional argument: See: W --help\n"
+                    .into()
+            )
+        );
+        assert_eq!(
+            run_args(&["-target=x86_64", "a.bin"]),
+            (1, "W: error: no output file specified (-o)\n".into())
+        );
+        assert_eq!(
+            run_args(&[
+                "-target=x86_64",
+                "-o",
+                "x.o",
+                "a.bin",
+                "--offload-arch=gfx906"
+            ]),
+            (
+                1,
+                "W: error: --offload-arch=gfx906 is not followed by an image\n".into()
+            )
+        );
+    }
+
+    #[test]
+    fn verbosity_leaves_the_wrapper_options_alone() {
+        let (general, rest) = take_verbosity(&strings(&[
+            "-v",
+            "-o",
+            "-v",
+            "--target=x86_64-pc-linux-gnu",
+            "--verbose",
+            "-vv",
+            "a.bin",
+            "--",
+            "-v",
+        ]));
+        assert_eq!(general.verbose, 4);
+        assert_eq!(
+            rest,
+            strings(&[
+                "-o",
+                "-v",
+                "--target=x86_64-pc-linux-gnu",
+                "a.bin",
+                "--",
+                "-v"
+            ])
+        );
+    }
+}

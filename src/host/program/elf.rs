@@ -1,0 +1,803 @@
+//! The ELF side of rewriting a linked program or shared library: reading its headers, the
+//! dynamic relocations and wrappers that point into the section of device code (`.hip_fatbin`
+//! and its HIP wrappers, or `.nv_fatbin` and its CUDA wrappers), and writing a
+//! [`plan`] out: new program headers (the segment split when sections follow
+//! `.hip_fatbin` in it), section headers, pointers, and the rest of the file moved back by a
+//! multiple of the segments' alignment, so that every virtual address stays and every
+//! segment's offset stays congruent to its address. Bundles that no longer fit go to a new
+//! read-only `PT_LOAD` appended at the end of the file, the last in the table.
+//!
+//! Only 64-bit little-endian files (x86-64, AArch64) are read.
+
+use std::mem::{offset_of, size_of};
+
+use object::elf::{
+    FileHeader64, ProgramHeader64, Rela64, RelocationType, SectionHeader64, Sym64, ELFCLASS64,
+    ELFDATA2LSB, ELFMAG, EM_AARCH64, EM_X86_64, PF_R, PT_LOAD, PT_PHDR, R_AARCH64_RELATIVE,
+    R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_RELA, SHT_SYMTAB,
+};
+use object::pod::{self, Pod};
+use object::LittleEndian as LE;
+
+use crate::format::container::{ProgramSection, PROGRAM_SECTIONS};
+use crate::host::error::{Error, ErrorKind, Name, Result};
+use crate::host::program::plan::{
+    self, Cut, NewProgram, Packing, Patch, Pointer, Rewriting, Section,
+};
+use crate::host::program::{records, Wrapper};
+
+/// The section of HIP device code.
+pub(super) const HIP_FATBIN: &str = ".hip_fatbin";
+/// The section of the wrappers that register `.hip_fatbin`'s bundles with the HIP runtime.
+pub(super) const HIP_WRAPPERS: &str = ".hipFatBinSegment";
+/// The smallest page a loaded segment is aligned to.
+pub(super) const PAGE: u64 = 4096;
+
+/// A linked ELF program as read: its headers, borrowed from the file.
+pub(super) struct Program<'a> {
+    pub(super) file: &'a [u8],
+    pub(super) header: &'a FileHeader64<LE>,
+    pub(super) segments: &'a [ProgramHeader64<LE>],
+    pub(super) sections: &'a [SectionHeader64<LE>],
+    /// The section name string table.
+    pub(super) names: &'a [u8],
+    /// The machine's relative relocation, the one that sets a wrapper's pointer.
+    pub(super) relative: RelocationType,
+    /// The sections rewritten: of the containers, and of their wrappers.
+    pub(super) place: ProgramSection,
+}
+
+/// Rewrites the `.hip_fatbin` of the ELF program or library `file`; see
+/// [`rewrite_hip_fatbin`](crate::host::program::rewrite_hip_fatbin).
+pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProgram<'a>>> {
+    let mut program = Program::read(file)?;
+    let present: Vec<ProgramSection> = PROGRAM_SECTIONS
+        .into_iter()
+        .filter(|p| program.section_named(p.section).is_some())
+        .collect();
+    let place = match present[..] {
+        [] => return Ok(None),
+        [one] => one,
+        [first, second, ..] => {
+            return Err(Error::new(
+                0,
+                ErrorKind::SeveralDeviceSections {
+                    first: first.section.into(),
+                    second: second.section.into(),
+                },
+            ))
+        }
+    };
+    program.place = place;
+    let Some(fatbin) = program.section_named(place.section) else {
+        return Ok(None);
+    };
+    let section = program.section(fatbin)?;
+    let Some(packing) = plan::pack(&section, how)? else {
+        return Ok(None);
+    };
+    let pointers = program.pointers_into(&section, fatbin)?;
+    if !packing.fits(&section) {
+        return program
+            .rewrite_grown(&section, fatbin, packing, &pointers)
+            .map(Some);
+    }
+    let mut pointers = packing.retarget(&section, &pointers, section.address)?;
+    pointers.extend(packing.retarget_known(&program.symbols_in(fatbin), section.address));
+    let packed = packing.packed.len() as usize;
+    let layout = Layout::new(&program, &section, packed, Placement::InSection)?;
+    let (cut, patches) = if layout.cut.len == 0 {
+        // Too little room to move anything: the packed bundles stay in the section's place,
+        // zeros after them, and only the pointers change.
+        let patches: Vec<Patch> = pointers.iter().map(|p| pointer_patch(p, p.at)).collect();
+        let nothing = Cut {
+            end: section.end(),
+            len: 0,
+        };
+        (nothing, patches)
+    } else {
+        let patches = program.patches(&layout, fatbin, packed as u64, &pointers);
+        (layout.cut, patches)
+    };
+    Ok(Some(NewProgram {
+        rest: plan::with_cut(file, &section, cut, patches)?,
+        packed: packing.packed,
+        packed_at: section.offset,
+    }))
+}
+
+/// Where the packed bundles go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Placement {
+    /// At the start of their section, which they fit.
+    InSection,
+    /// In a new loaded segment at the end of the file: they outgrew their section.
+    NewSegment,
+}
+
+/// The loaded segment added at the end of the file for bundles that outgrew their section.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Appended {
+    /// Its file offset, on a page boundary.
+    pub(super) offset: u64,
+    /// Its address, above every other segment's and congruent to its offset.
+    pub(super) address: u64,
+    /// Its size in the file and in memory.
+    pub(super) size: u64,
+    /// Its alignment: the largest of the loaded segments'.
+    pub(super) align: u64,
+}
+
+impl<'a> Program<'a> {
+    /// Rewrites the program when the packed bundles outgrew `section` (at index `fatbin`):
+    /// they go to a new read-only loaded segment at the end of the file (the addresses after
+    /// the section are fixed, so it cannot grow in place), every pointer moves to them, and
+    /// the section header follows them. The old range is emptied and the whole pages of it
+    /// are cut out of the file as a strip that drops every bundle would cut them; the program
+    /// header table, one entry longer, goes to its start.
+    fn rewrite_grown(
+        &self,
+        section: &Section<'_>,
+        fatbin: usize,
+        packing: Packing,
+        pointers: &[Pointer],
+    ) -> Result<NewProgram<'a>> {
+        let mut layout = Layout::new(self, section, 0, Placement::NewSegment)?;
+        let file_size = self.file.len() as u64 - layout.cut.len;
+        let appended = self.appended(file_size, packing.packed.len())?;
+        let mut pointers = packing.retarget(section, pointers, appended.address)?;
+        pointers.extend(packing.retarget_known(&self.symbols_in(fatbin), appended.address));
+        layout.appended = Some(appended);
+        let patches = self.patches(&layout, fatbin, appended.size, &pointers);
+        let mut rest = plan::with_cut(self.file, section, layout.cut, patches)?;
+        rest.size = appended.offset + appended.size;
+        Ok(NewProgram {
+            rest,
+            packed: packing.packed,
+            packed_at: appended.offset,
+        })
+    }
+
+    /// The segment of `size` bytes appended to a file of `file_size` bytes: on the next page
+    /// of the file, at the first address above every loaded segment that maps that offset as
+    /// the largest alignment of the loaded segments asks.
+    pub(super) fn appended(&self, file_size: u64, size: u64) -> Result<Appended> {
+        let loads = || self.segments.iter().filter(|p| p.p_type.get(LE) == PT_LOAD);
+        let align = loads()
+            .map(|p| p.p_align.get(LE))
+            .chain([PAGE])
+            .max()
+            .unwrap_or(PAGE);
+        let top = loads()
+            .map(|p| p.p_vaddr.get(LE).checked_add(p.p_memsz.get(LE)))
+            .try_fold(0u64, |top, end| end.map(|end| top.max(end)));
+        let offset = file_size.next_multiple_of(PAGE);
+        let address = top
+            .and_then(|top| top.checked_next_multiple_of(align))
+            .and_then(|base| base.checked_add(offset % align))
+            .filter(|address| address.checked_add(size).is_some());
+        let Some(address) = address else {
+            let at = self.header.e_phoff.get(LE);
+            let section = self.place.section.to_string();
+            return Err(Error::new(at, ErrorKind::InconsistentSegment { section }));
+        };
+        Ok(Appended {
+            offset,
+            address,
+            size,
+            align,
+        })
+    }
+}
+
+impl<'a> Program<'a> {
+    /// Reads and checks the headers of `file`.
+    pub(super) fn read(file: &'a [u8]) -> Result<Self> {
+        let (header, _) = pod::from_bytes::<FileHeader64<LE>>(file)
+            .ok()
+            .filter(|(h, _)| h.e_ident.magic == ELFMAG)
+            .ok_or(Error::new(0, ErrorKind::NotElf))?;
+        if header.e_ident.class != ELFCLASS64 || header.e_ident.data != ELFDATA2LSB {
+            let at = offset_of!(FileHeader64<LE>, e_ident) + 4;
+            return Err(Error::new(at as u64, ErrorKind::UnsupportedProgramClass));
+        }
+        let relative = match header.e_machine.get(LE) {
+            EM_X86_64 => R_X86_64_RELATIVE,
+            EM_AARCH64 => R_AARCH64_RELATIVE,
+            machine => {
+                let at = offset_of!(FileHeader64<LE>, e_machine) as u64;
+                let machine = machine.0;
+                return Err(Error::new(at, ErrorKind::UnsupportedMachine { machine }));
+            }
+        };
+        if usize::from(header.e_phentsize.get(LE)) != size_of::<ProgramHeader64<LE>>()
+            || usize::from(header.e_shentsize.get(LE)) != size_of::<SectionHeader64<LE>>()
+        {
+            let at = offset_of!(FileHeader64<LE>, e_phentsize) as u64;
+            return Err(Error::new(at, ErrorKind::HeaderEntrySize));
+        }
+        let segments =
+            table::<ProgramHeader64<LE>>(file, header.e_phoff.get(LE), header.e_phnum.get(LE));
+        let sections =
+            table::<SectionHeader64<LE>>(file, header.e_shoff.get(LE), header.e_shnum.get(LE));
+        let names_index = usize::from(header.e_shstrndx.get(LE).0);
+        let (Some(segments), Some(sections)) = (segments, sections) else {
+            let at = offset_of!(FileHeader64<LE>, e_phoff) as u64;
+            return Err(Error::new(at, ErrorKind::HeadersOutsideFile));
+        };
+        let names = sections
+            .get(names_index)
+            .ok_or(Error::new(
+                offset_of!(FileHeader64<LE>, e_phoff) as u64,
+                ErrorKind::HeadersOutsideFile,
+            ))
+            .and_then(|s| {
+                let (offset, size) = (s.sh_offset.get(LE) as usize, s.sh_size.get(LE) as usize);
+                file.get(offset..offset.saturating_add(size))
+                    .ok_or(Error::new(
+                        header.e_shoff.get(LE),
+                        ErrorKind::OutsideFile {
+                            what: "the section name table".into(),
+                        },
+                    ))
+            })?;
+        Ok(Program {
+            file,
+            header,
+            segments,
+            sections,
+            names,
+            relative,
+            place: PROGRAM_SECTIONS[0],
+        })
+    }
+
+    /// The name of section `s` (empty when the name table does not hold it).
+    fn name(&self, s: &SectionHeader64<LE>) -> &'a [u8] {
+        self.names
+            .get(s.sh_name.get(LE) as usize..)
+            .and_then(|r| r.split(|&c| c == 0).next())
+            .unwrap_or_default()
+    }
+
+    /// The index of the first section named `name`.
+    pub(super) fn section_named(&self, name: &str) -> Option<usize> {
+        self.sections
+            .iter()
+            .position(|s| self.name(s) == name.as_bytes())
+    }
+
+    /// The bytes of section `s`, or an error naming it as `what`.
+    pub(super) fn bytes_of(
+        &self,
+        s: &SectionHeader64<LE>,
+        what: impl FnOnce() -> String,
+    ) -> Result<&'a [u8]> {
+        let offset = s.sh_offset.get(LE);
+        self.file
+            .get(offset as usize..offset.saturating_add(s.sh_size.get(LE)) as usize)
+            .ok_or_else(|| Error::new(offset, ErrorKind::OutsideFile { what: what() }))
+    }
+
+    /// The section of containers, at index `index`.
+    pub(super) fn section(&self, index: usize) -> Result<Section<'a>> {
+        let s = &self.sections[index];
+        let (offset, size) = (s.sh_offset.get(LE) as usize, s.sh_size.get(LE) as usize);
+        let data = offset
+            .checked_add(size)
+            .and_then(|end| self.file.get(offset..end))
+            .ok_or_else(|| {
+                Error::new(
+                    s.sh_offset.get(LE),
+                    ErrorKind::OutsideFile {
+                        what: self.place.section.into(),
+                    },
+                )
+            })?;
+        Ok(Section {
+            name: self.place.section,
+            data,
+            offset: offset as u64,
+            address: s.sh_addr.get(LE),
+        })
+    }
+
+    /// Every place that holds an address inside `section` (at index `index`): the addends of
+    /// the relative dynamic relocations, then the HIP wrappers' pointers.
+    pub(super) fn pointers_into(
+        &self,
+        section: &Section<'_>,
+        index: usize,
+    ) -> Result<Vec<Pointer>> {
+        let mut pointers = self.relocated_pointers(section, index)?;
+        if let Some(wrappers) = self.section_named(self.place.wrappers) {
+            pointers.extend(self.wrapper_pointers(wrappers)?);
+        }
+        Ok(pointers)
+    }
+
+    /// The dynamic symbols (none when there is no `.dynsym` in the file).
+    pub(super) fn dynamic_symbols(&self) -> &'a [Sym64<LE>] {
+        let dynsym = self
+            .sections
+            .iter()
+            .find(|s| s.sh_type.get(LE) == SHT_DYNSYM)
+            .and_then(|s| self.bytes_of(s, String::new).ok())
+            .unwrap_or_default();
+        records::<Sym64<LE>>(dynsym)
+    }
+
+    /// Every entry of the loaded relocation sections with addends, with its file offset.
+    pub(super) fn dynamic_relocations(&self) -> Result<Vec<(u64, &'a Rela64<LE>)>> {
+        const ENTRY: usize = size_of::<Rela64<LE>>();
+        let mut found = Vec::new();
+        for s in self.sections.iter().filter(|s| {
+            s.sh_type.get(LE) == SHT_RELA
+                && s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0
+                && s.sh_entsize.get(LE) == ENTRY as u64
+        }) {
+            let bytes = self.bytes_of(s, || format!("'{}'", Name::of(self.name(s))))?;
+            let at = s.sh_offset.get(LE);
+            found.extend(
+                records::<Rela64<LE>>(bytes)
+                    .iter()
+                    .enumerate()
+                    .map(|(k, r)| (at + (k * ENTRY) as u64, r)),
+            );
+        }
+        Ok(found)
+    }
+
+    /// The relative dynamic relocations whose addend lies in `section`. No relocation may name
+    /// a dynamic symbol defined there, since its bytes move.
+    fn relocated_pointers(&self, section: &Section<'_>, index: usize) -> Result<Vec<Pointer>> {
+        let symbols = self.dynamic_symbols();
+        let defined_in_section = |symbol: u32| {
+            symbols
+                .get(symbol as usize)
+                .is_some_and(|sym| usize::from(sym.st_shndx.get(LE).0) == index)
+        };
+        let mut pointers = Vec::new();
+        for (at, r) in self.dynamic_relocations()? {
+            let symbol = r.r_sym(LE, false);
+            if symbol != 0 && defined_in_section(symbol) {
+                let section = section.name.to_string();
+                return Err(Error::new(
+                    at,
+                    ErrorKind::RelocationToMovingSymbol { section },
+                ));
+            }
+            let addend = r.r_addend.get(LE) as u64;
+            if r.r_type(LE, false) == self.relative && section.holds(addend) {
+                pointers.push(Pointer {
+                    at: at + offset_of!(Rela64<LE>, r_addend) as u64,
+                    target: addend,
+                });
+            }
+        }
+        Ok(pointers)
+    }
+
+    /// The values of the symbols (of the symbol table and the dynamic one) defined in section
+    /// `index`, as places holding an address: they follow the bundles they name.
+    pub(super) fn symbols_in(&self, index: usize) -> Vec<Pointer> {
+        const ENTRY: usize = size_of::<Sym64<LE>>();
+        let mut pointers = Vec::new();
+        for s in self.sections.iter().filter(|s| {
+            let kind = s.sh_type.get(LE);
+            (kind == SHT_SYMTAB || kind == SHT_DYNSYM) && s.sh_entsize.get(LE) == ENTRY as u64
+        }) {
+            let Ok(bytes) = self.bytes_of(s, String::new) else {
+                continue;
+            };
+            let defined_here = records::<Sym64<LE>>(bytes)
+                .iter()
+                .enumerate()
+                .filter(|(_, sym)| usize::from(sym.st_shndx.get(LE).0) == index);
+            pointers.extend(defined_here.map(|(k, sym)| Pointer {
+                at: s.sh_offset.get(LE) + (k * ENTRY + offset_of!(Sym64<LE>, st_value)) as u64,
+                target: sym.st_value.get(LE),
+            }));
+        }
+        pointers
+    }
+
+    /// The pointers of the HIP wrappers in section `index` that are set in the file.
+    fn wrapper_pointers(&self, index: usize) -> Result<Vec<Pointer>> {
+        let s = &self.sections[index];
+        let bytes = self.bytes_of(s, || self.place.wrappers.into())?;
+        const ENTRY: usize = size_of::<Wrapper>();
+        let magic = self.place.wrapper_magic;
+        Ok(records::<Wrapper>(bytes)
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| w.magic.get(LE) == magic && w.binary.get(LE) != 0)
+            .map(|(k, w)| Pointer {
+                at: s.sh_offset.get(LE) + (k * ENTRY + offset_of!(Wrapper, binary)) as u64,
+                target: w.binary.get(LE),
+            })
+            .collect())
+    }
+
+    /// What to lay over the moved file: the ELF header, the program header table, the
+    /// pointers and the section header table.
+    fn patches(
+        &self,
+        layout: &Layout,
+        fatbin: usize,
+        packed: u64,
+        pointers: &[Pointer],
+    ) -> Vec<Patch> {
+        let shoff = self.header.e_shoff.get(LE);
+        let header = self.new_header(layout);
+        let mut patches = vec![
+            Patch {
+                at: 0,
+                bytes: pod::bytes_of(&header).to_vec(),
+            },
+            self.program_header_patch(layout),
+        ];
+        patches.extend(
+            pointers
+                .iter()
+                .map(|p| pointer_patch(p, layout.cut.moved(p.at))),
+        );
+        let headers = self.section_headers(layout, fatbin, packed);
+        patches.push(Patch {
+            at: layout.cut.moved(shoff),
+            bytes: pod::bytes_of_slice(&headers).to_vec(),
+        });
+        patches.sort_by_key(|p| p.at);
+        patches
+    }
+
+    /// The ELF header once laid out: the program header table where it moved (one entry
+    /// longer), the section header table moved along with the rest of the file.
+    pub(super) fn new_header(&self, layout: &Layout) -> FileHeader64<LE> {
+        let mut header = *self.header;
+        if let Some(at) = layout.table_at {
+            header.e_phoff.set(LE, at);
+            header.e_phnum.set(LE, layout.segment_count as u16);
+        }
+        header
+            .e_shoff
+            .set(LE, layout.cut.moved(self.header.e_shoff.get(LE)));
+        header
+    }
+
+    /// The new program header table, where it goes.
+    pub(super) fn program_header_patch(&self, layout: &Layout) -> Patch {
+        Patch {
+            at: layout.table_at.unwrap_or(self.header.e_phoff.get(LE)),
+            bytes: self.program_headers(layout),
+        }
+    }
+
+    /// The section headers once laid out: offsets moved back, `.hip_fatbin` (at index
+    /// `fatbin`) `packed` bytes long, and where its bundles went when they follow them.
+    pub(super) fn section_headers(
+        &self,
+        layout: &Layout,
+        fatbin: usize,
+        packed: u64,
+    ) -> Vec<SectionHeader64<LE>> {
+        let mut headers = Vec::with_capacity(self.sections.len());
+        for (i, s) in self.sections.iter().enumerate() {
+            let mut s = *s;
+            s.sh_offset.set(LE, layout.cut.moved(s.sh_offset.get(LE)));
+            if i == fatbin {
+                s.sh_size.set(LE, packed);
+                if let Some(appended) = layout.appended.filter(|_| layout.fatbin_follows) {
+                    s.sh_offset.set(LE, appended.offset);
+                    s.sh_addr.set(LE, appended.address);
+                }
+            }
+            headers.push(s);
+        }
+        headers
+    }
+
+    /// The new program header table: the segment of `.hip_fatbin` ends after the packed
+    /// bundles (and the table, when it moves there), and, when split, a second segment maps
+    /// what followed at its old address. A segment appended for grown bundles comes after the
+    /// last loaded segment, as loaded segments are sorted by address.
+    pub(super) fn program_headers(&self, layout: &Layout) -> Vec<u8> {
+        let mut table = Vec::with_capacity(layout.segment_count * size_of::<ProgramHeader64<LE>>());
+        let last_load = self
+            .segments
+            .iter()
+            .rposition(|p| p.p_type.get(LE) == PT_LOAD);
+        for (i, p) in self.segments.iter().enumerate() {
+            self.program_header(layout, i, p, &mut table);
+            if Some(i) == last_load {
+                if let Some(appended) = layout.appended {
+                    table.extend_from_slice(pod::bytes_of(&appended.header(p)));
+                }
+            }
+        }
+        table
+    }
+
+    /// Pushes onto `table` the new header (or headers, when split) of segment `i`, `p`.
+    fn program_header(
+        &self,
+        layout: &Layout,
+        i: usize,
+        p: &ProgramHeader64<LE>,
+        table: &mut Vec<u8>,
+    ) {
+        let mut p = *p;
+        {
+            if i == layout.load {
+                let (offset, vaddr) = (p.p_offset.get(LE), p.p_vaddr.get(LE));
+                let (filesz, memsz) = (p.p_filesz.get(LE), p.p_memsz.get(LE));
+                let mut first = p;
+                first.p_filesz.set(LE, layout.first_end - offset);
+                // Unsplit, the segment keeps what it maps past its file bytes.
+                let past_file = match layout.second {
+                    Some(_) => 0,
+                    None => memsz.saturating_sub(filesz),
+                };
+                first.p_memsz.set(LE, layout.first_end - offset + past_file);
+                table.extend_from_slice(pod::bytes_of(&first));
+                if let Some(second_va) = layout.second {
+                    let second_off = offset + (second_va - vaddr);
+                    let mut second = p;
+                    second.p_offset.set(LE, second_off - layout.cut.len);
+                    second.p_vaddr.set(LE, second_va);
+                    second
+                        .p_paddr
+                        .set(LE, p.p_paddr.get(LE) + (second_va - vaddr));
+                    second
+                        .p_filesz
+                        .set(LE, (offset + filesz).saturating_sub(second_off));
+                    second
+                        .p_memsz
+                        .set(LE, (vaddr + memsz).saturating_sub(second_va));
+                    table.extend_from_slice(pod::bytes_of(&second));
+                }
+                return;
+            }
+            if p.p_type.get(LE) == PT_PHDR {
+                if let Some(at) = layout.table_at {
+                    let size = (layout.segment_count * size_of::<ProgramHeader64<LE>>()) as u64;
+                    p.p_offset.set(LE, at);
+                    p.p_vaddr.set(LE, layout.address_of(at));
+                    p.p_paddr.set(LE, layout.address_of(at));
+                    p.p_filesz.set(LE, size);
+                    p.p_memsz.set(LE, size);
+                }
+            } else {
+                p.p_offset.set(LE, layout.cut.moved(p.p_offset.get(LE)));
+            }
+            table.extend_from_slice(pod::bytes_of(&p));
+        }
+    }
+}
+
+impl Appended {
+    /// Its program header, made from `like` (a loaded segment): read-only, loaded.
+    fn header(&self, like: &ProgramHeader64<LE>) -> ProgramHeader64<LE> {
+        let mut p = *like;
+        p.p_type.set(LE, PT_LOAD);
+        p.p_flags.set(LE, PF_R);
+        p.p_offset.set(LE, self.offset);
+        p.p_vaddr.set(LE, self.address);
+        p.p_paddr.set(LE, self.address);
+        p.p_filesz.set(LE, self.size);
+        p.p_memsz.set(LE, self.size);
+        p.p_align.set(LE, self.align);
+        p
+    }
+}
+
+/// The table of `count` records of `T` at `offset`, when it lies in the file.
+pub(super) fn table<T: Pod>(file: &[u8], offset: u64, count: u16) -> Option<&[T]> {
+    let offset = usize::try_from(offset).ok()?;
+    let count = usize::from(count);
+    offset
+        .checked_add(count * size_of::<T>())
+        .filter(|&end| end <= file.len())?;
+    pod::slice_from_bytes(&file[offset..], count)
+        .ok()
+        .map(|(t, _)| t)
+}
+
+/// The pointer `p` written at `at` of the new file: an address, 64-bit little-endian.
+pub(super) fn pointer_patch(p: &Pointer, at: u64) -> Patch {
+    Patch {
+        at,
+        bytes: p.target.to_le_bytes().to_vec(),
+    }
+}
+
+/// Where the ELF structures go once the bundles are packed.
+pub(super) struct Layout {
+    /// The index of the segment that loads `.hip_fatbin`.
+    load: usize,
+    /// The file offset and address of that segment.
+    segment_offset: u64,
+    segment_address: u64,
+    /// The address the second part of a split segment starts at.
+    second: Option<u64>,
+    /// The new offset of the program header table, when it moves.
+    table_at: Option<u64>,
+    /// The number of program headers.
+    segment_count: usize,
+    /// The file offset where the (first part of the) segment now ends.
+    first_end: u64,
+    /// The bytes that go.
+    pub(super) cut: Cut,
+    /// The segment added at the end of the file, for bundles that outgrew their section.
+    pub(super) appended: Option<Appended>,
+    /// Whether `.hip_fatbin` follows its bundles into the appended segment (else the segment
+    /// holds a new section and `.hip_fatbin` is left empty).
+    pub(super) fatbin_follows: bool,
+}
+
+impl Layout {
+    /// Lays out the program when the bundles of `section` are packed into `packed` bytes
+    /// there, or go elsewhere (`placement`; `packed` is then 0): the program header table then
+    /// moves to the section's start, to make room for one more entry.
+    pub(super) fn new(
+        program: &Program<'_>,
+        section: &Section<'_>,
+        packed: usize,
+        placement: Placement,
+    ) -> Result<Layout> {
+        let (load, seg) = program.loading_segment(section)?;
+        let phoff = program.header.e_phoff.get(LE);
+        let (f_va, old_end) = (section.address, section.end());
+        let seg_offset = seg.p_offset.get(LE);
+        let seg_address = seg.p_vaddr.get(LE);
+        let seg_file_end = seg_offset + seg.p_filesz.get(LE);
+        let seg_mem_end = seg_address + seg.p_memsz.get(LE);
+        let section_va_end = f_va + section.data.len() as u64;
+        // The first address after the section that a loaded section of the segment needs.
+        let follower = program
+            .sections
+            .iter()
+            .filter(|s| {
+                s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0
+                    && s.sh_addr.get(LE) >= section_va_end
+                    && s.sh_size.get(LE) > 0
+            })
+            .map(|s| s.sh_addr.get(LE));
+        let followers = follower.clone().any(|addr| addr < seg_mem_end);
+        let split = followers && seg_file_end > old_end;
+        let added = usize::from(placement == Placement::NewSegment);
+        let segment_count = program.segments.len() + usize::from(split) + added;
+        let packed_end = section.offset + packed as u64;
+        // A table that lay after the section in its segment (put there by an earlier rewrite)
+        // must follow the packed bundles too, or it would fall out of the segment.
+        let table_after = phoff >= old_end && phoff < seg_file_end;
+        let (table_at, first_end) = if split || table_after || added > 0 {
+            let at = packed_end.next_multiple_of(8);
+            let size = (segment_count * size_of::<ProgramHeader64<LE>>()) as u64;
+            (Some(at), at + size)
+        } else {
+            (None, packed_end)
+        };
+        let page = seg.p_align.get(LE).max(4096);
+        let align = program
+            .segments
+            .iter()
+            .filter(|p| p.p_type.get(LE) == PT_LOAD && p.p_offset.get(LE) >= old_end)
+            .map(|p| p.p_align.get(LE))
+            .chain([page])
+            .max()
+            .unwrap_or(page);
+        let mut layout = Layout {
+            load,
+            segment_offset: seg_offset,
+            segment_address: seg_address,
+            second: None,
+            table_at,
+            segment_count,
+            first_end,
+            cut: Cut::between(first_end, old_end, align),
+            appended: None,
+            fatbin_follows: true,
+        };
+        if split {
+            let second = follower.min().unwrap_or(section_va_end);
+            layout.second = Some(second);
+            // The second part's first page must not be the first part's last page.
+            if layout.address_of(first_end).next_multiple_of(page) > second / page * page {
+                layout.cut.len = 0;
+            }
+            program.check_table_can_move(seg)?;
+        }
+        if added > 0 {
+            layout.keep_segment_whole_without_cut(seg_file_end);
+            program.check_table_can_move(seg)?;
+            if first_end > old_end {
+                let name = program.place.section.to_string();
+                return Err(Error::new(
+                    section.offset,
+                    ErrorKind::NoRoomForProgramHeaders { section: name },
+                ));
+            }
+        }
+        Ok(layout)
+    }
+
+    /// When nothing is cut, nothing after the table moves: the segment need not split, and
+    /// keeps its extent (the table lies inside it, in the emptied section).
+    fn keep_segment_whole_without_cut(&mut self, segment_file_end: u64) {
+        if self.cut.len == 0 {
+            if self.second.take().is_some() {
+                self.segment_count -= 1;
+            }
+            self.first_end = segment_file_end;
+        }
+    }
+
+    /// The address the new file offset `offset` (in the segment of `.hip_fatbin`) loads at.
+    fn address_of(&self, offset: u64) -> u64 {
+        self.segment_address + (offset - self.segment_offset)
+    }
+}
+
+impl Program<'_> {
+    /// The loaded segment that maps `section`, checked to map it consistently.
+    fn loading_segment(&self, section: &Section<'_>) -> Result<(usize, &ProgramHeader64<LE>)> {
+        let (f_va, f_size) = (section.address, section.data.len() as u64);
+        let load = self
+            .segments
+            .iter()
+            .position(|p| {
+                let (vaddr, filesz) = (p.p_vaddr.get(LE), p.p_filesz.get(LE));
+                p.p_type.get(LE) == PT_LOAD
+                    && vaddr <= f_va
+                    && f_va.checked_add(f_size) <= vaddr.checked_add(filesz)
+            })
+            .ok_or_else(|| {
+                let name = section.name.to_string();
+                Error::new(section.offset, ErrorKind::NotLoaded { section: name })
+            })?;
+        let seg = &self.segments[load];
+        let (offset, vaddr) = (seg.p_offset.get(LE), seg.p_vaddr.get(LE));
+        let (filesz, memsz, align) = (
+            seg.p_filesz.get(LE),
+            seg.p_memsz.get(LE),
+            seg.p_align.get(LE),
+        );
+        let consistent = offset <= section.offset
+            && section.offset - offset == f_va - vaddr
+            && offset
+                .checked_add(filesz)
+                .is_some_and(|e| e <= self.file.len() as u64)
+            && vaddr.checked_add(memsz).is_some()
+            && memsz >= filesz
+            && (align == 0 || align.is_power_of_two())
+            && self
+                .sections
+                .iter()
+                .all(|s| s.sh_addr.get(LE).checked_add(s.sh_size.get(LE)).is_some())
+            && self.segments.iter().all(|p| p.p_align.get(LE) <= 1 << 30);
+        if !consistent {
+            let at = self.header.e_phoff.get(LE);
+            let section = section.name.to_string();
+            return Err(Error::new(at, ErrorKind::InconsistentSegment { section }));
+        }
+        Ok((load, seg))
+    }
+
+    /// Refuses to move the program header table into segment `seg` when it maps offsets to
+    /// addresses differently from the first loaded segment (where the loader expects it).
+    fn check_table_can_move(&self, seg: &ProgramHeader64<LE>) -> Result<()> {
+        let first = self
+            .segments
+            .iter()
+            .find(|p| p.p_type.get(LE) == PT_LOAD)
+            .expect("a loaded segment");
+        let bias = |p: &ProgramHeader64<LE>| p.p_vaddr.get(LE).wrapping_sub(p.p_offset.get(LE));
+        if bias(seg) != bias(first) {
+            let at = self.header.e_phoff.get(LE);
+            let section = self.place.section.to_string();
+            return Err(Error::new(at, ErrorKind::TableCannotMove { section }));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,510 @@
+//! Moving the device code of an ELF program or shared library out to kpack archives and back,
+//! with the ELF writer's own layout: splitting empties `.hip_fatbin` as a strip that drops
+//! every bundle would (its whole pages cut out, the program header table, one entry longer,
+//! at its start), puts the kpack reference in a new read-only loaded segment at the end of the
+//! file as a new section, `.rocm_kpack_ref`, and turns every HIP wrapper into a `HIPK` one that
+//! points at it. Merging puts bundles back: they take the place of the reference, in its
+//! segment (the last by address), moved to the end of the file and grown there; `.hip_fatbin`
+//! follows them and the reference's section header goes.
+
+use std::mem::{offset_of, size_of};
+
+use object::elf::{
+    ProgramHeader64, RelocationType, SectionHeader64, PF_R, PT_LOAD, R_AARCH64_ABS64, R_X86_64_64,
+    R_X86_64_RELATIVE, SHF_ALLOC, SHT_NOBITS, SHT_PROGBITS,
+};
+use object::pod;
+use object::LittleEndian as LE;
+
+use crate::format::kpack::{HipWrapper, ELF_REF_SECTION, HIPF_MAGIC, HIPK_MAGIC};
+use crate::host::error::{Error, ErrorKind, Result};
+use crate::host::program::elf::{Layout, Placement, Program, HIP_FATBIN, HIP_WRAPPERS, PAGE};
+use crate::host::program::plan::{self, Cut, NewProgram, Patch, Section};
+use crate::io::spill::Spilled;
+
+/// One HIP wrapper of a program, as stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WrapperSite {
+    /// Its file offset.
+    pub at: u64,
+    /// Its address once loaded.
+    pub address: u64,
+    /// Its magic: `HIPF` or `HIPK` (anything else is refused when rewritten).
+    pub magic: u32,
+    /// The address it points at: its stored pointer, or, when that is 0 (a position-
+    /// independent file), the addend of the relative relocation that fills it; `None` when
+    /// neither gives one.
+    pub target: Option<u64>,
+    /// Its `reserved1` field: the code-object index of a `HIPK` wrapper.
+    pub reserved1: u64,
+}
+
+/// The HIP device code of a program: `.hip_fatbin` and the wrappers that register it.
+#[derive(Debug, Clone)]
+pub struct HipCode<'a> {
+    /// `.hip_fatbin`.
+    pub fatbin: Section<'a>,
+    /// The wrappers, in their section's order.
+    pub wrappers: Vec<WrapperSite>,
+}
+
+/// A dynamic relocation that puts an address in place: relative, or naming a symbol the file
+/// defines (a linker may fill a wrapper's pointer either way).
+#[derive(Debug, Clone, Copy)]
+struct Relative {
+    /// The file offset of the relocation entry.
+    entry_at: u64,
+    /// The address it fills.
+    place: u64,
+    /// The address it puts there (the addend, plus the symbol's value).
+    addend: u64,
+    /// Whether it is relative or an absolute 64-bit address (so a relative one may replace
+    /// it); other kinds naming a symbol cannot be moved.
+    movable: bool,
+}
+
+impl Relative {
+    /// The entry rewritten as a relative relocation that puts `target` in place, at its
+    /// place in a file whose bytes moved by `cut`.
+    fn patch(&self, relative: RelocationType, target: u64, cut: Cut) -> Patch {
+        // r_offset, r_info (symbol 0, the relative type), r_addend.
+        let mut bytes = self.place.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&u64::from(relative.0).to_le_bytes());
+        bytes.extend_from_slice(&target.to_le_bytes());
+        Patch {
+            at: cut.moved(self.entry_at),
+            bytes,
+        }
+    }
+}
+
+impl Program<'_> {
+    /// The dynamic relocations that put an address in place (see [`Relative`]).
+    fn relatives(&self) -> Result<Vec<Relative>> {
+        let symbols = self.dynamic_symbols();
+        let absolute = if self.relative == R_X86_64_RELATIVE {
+            R_X86_64_64
+        } else {
+            R_AARCH64_ABS64
+        };
+        let mut found = Vec::new();
+        for (entry_at, r) in self.dynamic_relocations()? {
+            let kind = r.r_type(LE, false);
+            let symbol = r.r_sym(LE, false);
+            let addend = r.r_addend.get(LE) as u64;
+            let value = if kind == self.relative {
+                Some(addend)
+            } else {
+                symbols
+                    .get(symbol as usize)
+                    .filter(|sym| symbol != 0 && sym.st_shndx.get(LE).0 != 0)
+                    .map(|sym| sym.st_value.get(LE).wrapping_add(addend))
+            };
+            let Some(value) = value else { continue };
+            found.push(Relative {
+                entry_at,
+                place: r.r_offset.get(LE),
+                addend: value,
+                movable: kind == self.relative || kind == absolute,
+            });
+        }
+        Ok(found)
+    }
+
+    /// The HIP wrappers, each with what it points at.
+    fn wrapper_sites(&self, relatives: &[Relative]) -> Result<Vec<WrapperSite>> {
+        let Some(index) = self.section_named(HIP_WRAPPERS) else {
+            return Ok(Vec::new());
+        };
+        let s = &self.sections[index];
+        let bytes = self.bytes_of(s, || HIP_WRAPPERS.into())?;
+        let (at, address) = (s.sh_offset.get(LE), s.sh_addr.get(LE));
+        let mut sites = Vec::new();
+        for (k, w) in bytes.chunks_exact(HipWrapper::SIZE).enumerate() {
+            let Ok((w, _)) = pod::from_bytes::<HipWrapper>(w) else {
+                continue;
+            };
+            let offset = (k * HipWrapper::SIZE) as u64;
+            let pointer_place = address + offset + offset_of!(HipWrapper, binary) as u64;
+            let stored = w.binary.get(LE);
+            let target = if stored != 0 {
+                Some(stored)
+            } else {
+                relatives
+                    .iter()
+                    .find(|r| r.place == pointer_place)
+                    .map(|r| r.addend)
+            };
+            sites.push(WrapperSite {
+                at: at + offset,
+                address: address + offset,
+                magic: w.magic.get(LE),
+                target,
+                reserved1: w.reserved1.get(LE),
+            });
+        }
+        Ok(sites)
+    }
+}
+
+/// The HIP device code of the ELF program or library `file`: `None` when it has no
+/// `.hip_fatbin`.
+pub fn hip_code(file: &[u8]) -> Result<Option<HipCode<'_>>> {
+    let program = Program::read(file)?;
+    let Some(fatbin) = program.section_named(HIP_FATBIN) else {
+        return Ok(None);
+    };
+    let header = &program.sections[fatbin];
+    // A splitter may leave it without bytes in the file (AMD's makes it SHT_NOBITS).
+    let fatbin = if header.sh_type.get(LE) == SHT_NOBITS {
+        Section {
+            name: HIP_FATBIN,
+            data: &[],
+            offset: header.sh_offset.get(LE),
+            address: header.sh_addr.get(LE),
+        }
+    } else {
+        program.section(fatbin)?
+    };
+    let relatives = program.relatives()?;
+    let wrappers = program.wrapper_sites(&relatives)?;
+    Ok(Some(HipCode { fatbin, wrappers }))
+}
+
+/// The wrapper field at `field` (an offset in a wrapper) of `site`, `bytes` long, written at
+/// its place in the new file.
+fn wrapper_patch(site: &WrapperSite, field: usize, value: u64, width: usize, cut: Cut) -> Patch {
+    Patch {
+        at: cut.moved(site.at + field as u64),
+        bytes: value.to_le_bytes()[..width].to_vec(),
+    }
+}
+
+/// The error for a wrapper that cannot be rewritten.
+fn bad_wrapper(site: &WrapperSite, why: String) -> Error {
+    Error::new(site.at, ErrorKind::Kpack { message: why })
+}
+
+/// Splits the ELF program or library `file`: `.hip_fatbin` emptied (its whole pages cut out),
+/// `reference` (the kpack reference's bytes) in a new `.rocm_kpack_ref` section of a new
+/// read-only loaded segment at the end of the file, and every wrapper made `HIPK`, pointing at
+/// the reference, its `reserved1` its position among the wrappers (the code-object index the
+/// loader asks for). Every relative relocation into `.hip_fatbin` must fill a wrapper's
+/// pointer. The new section name table and section header table follow the segment.
+pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
+    let program = Program::read(file)?;
+    let fatbin = program.section_named(HIP_FATBIN).ok_or_else(|| {
+        Error::new(
+            0,
+            ErrorKind::Kpack {
+                message: "no .hip_fatbin section".into(),
+            },
+        )
+    })?;
+    let section = program.section(fatbin)?;
+    let relatives = program.relatives()?;
+    let wrappers = program.wrapper_sites(&relatives)?;
+    if wrappers.is_empty() {
+        let message = format!("{HIP_FATBIN} has no {HIP_WRAPPERS} wrappers pointing at it");
+        return Err(Error::new(section.offset, ErrorKind::Kpack { message }));
+    }
+    let pointer_places: Vec<u64> = wrappers
+        .iter()
+        .map(|w| w.address + offset_of!(HipWrapper, binary) as u64)
+        .collect();
+    if let Some(stray) = relatives
+        .iter()
+        .find(|r| section.holds(r.addend) && !(r.movable && pointer_places.contains(&r.place)))
+    {
+        return Err(Error::new(
+            stray.entry_at,
+            ErrorKind::PointerIntoBundle {
+                section: HIP_FATBIN.into(),
+                address: stray.addend,
+            },
+        ));
+    }
+    let mut layout = Layout::new(&program, &section, 0, Placement::NewSegment)?;
+    layout.fatbin_follows = false;
+    let cut = layout.cut;
+    let file_size = file.len() as u64 - cut.len;
+    let appended = program.appended(file_size, reference.len() as u64)?;
+    layout.appended = Some(appended);
+
+    let mut patches = vec![program.program_header_patch(&layout)];
+    for (k, site) in wrappers.iter().enumerate() {
+        match site.magic {
+            HIPF_MAGIC => {}
+            other => {
+                let why = format!("HIP wrapper {k} has magic {other:#010x}, not HIPF");
+                return Err(bad_wrapper(site, why));
+            }
+        }
+        patches.push(wrapper_patch(site, 0, u64::from(HIPK_MAGIC), 4, cut));
+        if site.target.is_none() {
+            let why = format!("HIP wrapper {k} points at nothing");
+            return Err(bad_wrapper(site, why));
+        }
+        // A pointer stored in the file (not only filled by its relocation) follows too.
+        let stored = offset_of!(HipWrapper, binary);
+        if stored_pointer_set(file, site) {
+            patches.push(wrapper_patch(site, stored, appended.address, 8, cut));
+        }
+        patches.push(wrapper_patch(
+            site,
+            offset_of!(HipWrapper, reserved1),
+            k as u64,
+            8,
+            cut,
+        ));
+    }
+    for r in relatives.iter().filter(|r| section.holds(r.addend)) {
+        patches.push(r.patch(program.relative, appended.address, cut));
+    }
+    // Symbols that named bundles (`__hip_fatbin_*`) name the reference, in its section.
+    let reference_index = program.sections.len();
+    for symbol in program.symbols_in(fatbin) {
+        patches.extend(symbol_patches(
+            symbol.at,
+            reference_index,
+            appended.address,
+            cut,
+        ));
+    }
+
+    // The section name table, with the new name, and the section headers, one more, follow
+    // the new segment.
+    let names_at = appended.offset + appended.size;
+    let name_offset = program.names.len() as u32;
+    let mut names = program.names.to_vec();
+    names.extend_from_slice(ELF_REF_SECTION.as_bytes());
+    names.push(0);
+    let table_at = (names_at + names.len() as u64).next_multiple_of(8);
+    let mut headers = program.section_headers(&layout, fatbin, 0);
+    let names_index = usize::from(program.header.e_shstrndx.get(LE).0);
+    if let Some(h) = headers.get_mut(names_index) {
+        h.sh_offset.set(LE, names_at);
+        h.sh_size.set(LE, names.len() as u64);
+    }
+    let mut reference_header = program.sections[fatbin];
+    reference_header.sh_name.set(LE, name_offset);
+    reference_header.sh_type.set(LE, SHT_PROGBITS);
+    reference_header.sh_flags.set(LE, SHF_ALLOC);
+    reference_header.sh_link.set(LE, 0);
+    reference_header.sh_info.set(LE, 0);
+    reference_header.sh_entsize.set(LE, 0);
+    reference_header.sh_addr.set(LE, appended.address);
+    reference_header.sh_offset.set(LE, appended.offset);
+    reference_header.sh_size.set(LE, appended.size);
+    reference_header.sh_addralign.set(LE, 1);
+    headers.push(reference_header);
+    let mut header = program.new_header(&layout);
+    header.e_shoff.set(LE, table_at);
+    header.e_shnum.set(LE, headers.len() as u16);
+    let table = pod::bytes_of_slice(&headers).to_vec();
+    let end = table_at + table.len() as u64;
+    patches.push(Patch {
+        at: 0,
+        bytes: pod::bytes_of(&header).to_vec(),
+    });
+    patches.push(Patch {
+        at: names_at,
+        bytes: names,
+    });
+    patches.push(Patch {
+        at: table_at,
+        bytes: table,
+    });
+    let mut rest = plan::with_cut(file, &section, cut, patches)?;
+    rest.size = end;
+    Ok(NewProgram {
+        rest,
+        packed: Spilled::Bytes(reference.to_vec()),
+        packed_at: appended.offset,
+    })
+}
+
+/// Merges bundles back into the split ELF program or library `file`: `bundles` (each on a
+/// 4096-byte boundary; `starts[k]` is where wrapper `k`'s starts in them, `None` for a wrapper
+/// left as it is) take the place of the kpack reference in its loaded segment, which must
+/// hold nothing else: the segment now maps them, at the end of the file and above every other
+/// segment (its entry moves after the last loaded one), `.hip_fatbin` follows them, each
+/// `HIPK` wrapper becomes `HIPF` again pointing at its bundle (with `reserved1` 0), and the
+/// reference's section header, which must be the last, goes.
+pub fn merge<'a>(
+    file: &'a [u8],
+    bundles: Spilled,
+    starts: &[Option<u64>],
+) -> Result<NewProgram<'a>> {
+    let program = Program::read(file)?;
+    let not_split = |message: String| Error::new(0, ErrorKind::Kpack { message });
+    let fatbin = program
+        .section_named(HIP_FATBIN)
+        .ok_or_else(|| not_split(format!("no {HIP_FATBIN} section to put bundles back into")))?;
+    let reference = program
+        .section_named(ELF_REF_SECTION)
+        .ok_or_else(|| not_split(format!("no {ELF_REF_SECTION} section: not split")))?;
+    let names_index = usize::from(program.header.e_shstrndx.get(LE).0);
+    if reference + 1 != program.sections.len() || reference == names_index {
+        return Err(not_split(format!(
+            "{ELF_REF_SECTION} is not the last section header, so it cannot be taken out"
+        )));
+    }
+    let r = &program.sections[reference];
+    let (r_addr, r_size) = (r.sh_addr.get(LE), r.sh_size.get(LE));
+    // The loaded segment that maps the reference, and nothing else.
+    let mapping = program.segments.iter().position(|p| {
+        p.p_type.get(LE) == PT_LOAD
+            && p.p_vaddr.get(LE) <= r_addr
+            && r_addr + r_size <= p.p_vaddr.get(LE) + p.p_memsz.get(LE)
+    });
+    let others_inside = |p: &ProgramHeader64<LE>| {
+        let (start, end) = (p.p_vaddr.get(LE), p.p_vaddr.get(LE) + p.p_memsz.get(LE));
+        program.sections.iter().enumerate().any(|(i, s)| {
+            i != reference
+                && s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0
+                && s.sh_size.get(LE) > 0
+                && s.sh_addr.get(LE) < end
+                && s.sh_addr.get(LE) + s.sh_size.get(LE) > start
+        })
+    };
+    let Some(segment) = mapping.filter(|&i| !others_inside(&program.segments[i])) else {
+        return Err(not_split(format!(
+            "{ELF_REF_SECTION} is not alone in a loaded segment, which the bundles would take"
+        )));
+    };
+    let relatives = program.relatives()?;
+    let wrappers = program.wrapper_sites(&relatives)?;
+    let holds_reference = |address: u64| address >= r_addr && address < r_addr + r_size.max(1);
+    // The reference's segment now maps the bundles, at the end of the file and above every
+    // other segment; its entry moves after the last loaded one, as they are sorted by address.
+    let size = bundles.len();
+    let appended = program.appended(file.len() as u64, size)?;
+    let (offset, vaddr) = (appended.offset, appended.address);
+    let end = file.len() as u64;
+
+    let mut patches = Vec::new();
+    let mut header = *program.header;
+    header.e_shnum.set(LE, (program.sections.len() - 1) as u16);
+    patches.push(Patch {
+        at: 0,
+        bytes: pod::bytes_of(&header).to_vec(),
+    });
+    let mut table = program.segments.to_vec();
+    let mut moved = table.remove(segment);
+    moved.p_offset.set(LE, offset);
+    moved.p_vaddr.set(LE, vaddr);
+    moved.p_paddr.set(LE, vaddr);
+    moved.p_filesz.set(LE, size);
+    moved.p_memsz.set(LE, size);
+    moved.p_flags.set(LE, PF_R);
+    moved.p_align.set(LE, appended.align);
+    let after_loads = table
+        .iter()
+        .rposition(|p| p.p_type.get(LE) == PT_LOAD)
+        .map_or(0, |i| i + 1);
+    table.insert(after_loads, moved);
+    patches.push(Patch {
+        at: program.header.e_phoff.get(LE),
+        bytes: pod::bytes_of_slice(&table).to_vec(),
+    });
+    let mut sections = program.sections[..reference].to_vec();
+    let f = &mut sections[fatbin];
+    f.sh_type.set(LE, SHT_PROGBITS);
+    f.sh_flags.set(
+        LE,
+        object::elf::SectionFlags(f.sh_flags.get(LE).0 | SHF_ALLOC.0),
+    );
+    f.sh_addr.set(LE, vaddr);
+    f.sh_offset.set(LE, offset);
+    f.sh_size.set(LE, size);
+    f.sh_addralign.set(LE, PAGE);
+    // One header fewer: the last one's bytes become zeros.
+    let mut headers = pod::bytes_of_slice(&sections).to_vec();
+    headers.resize(headers.len() + size_of::<SectionHeader64<LE>>(), 0);
+    patches.push(Patch {
+        at: program.header.e_shoff.get(LE),
+        bytes: headers,
+    });
+
+    let no_change = Cut { end: 0, len: 0 };
+    // Symbols in the reference's section (it goes) name the first bundle, in .hip_fatbin.
+    for symbol in program.symbols_in(reference) {
+        patches.extend(symbol_patches(symbol.at, fatbin, vaddr, no_change));
+    }
+    let mut filled = Vec::new();
+    for (k, site) in wrappers.iter().enumerate() {
+        let Some(start) = starts.get(k).copied().flatten() else {
+            continue;
+        };
+        if site.magic != HIPK_MAGIC {
+            let why = format!("HIP wrapper {k} has magic {:#010x}, not HIPK", site.magic);
+            return Err(bad_wrapper(site, why));
+        }
+        let target = vaddr + start;
+        let place = site.address + offset_of!(HipWrapper, binary) as u64;
+        patches.push(wrapper_patch(site, 0, u64::from(HIPF_MAGIC), 4, no_change));
+        let stored = offset_of!(HipWrapper, binary);
+        if stored_pointer_set(file, site) {
+            patches.push(wrapper_patch(site, stored, target, 8, no_change));
+        }
+        patches.push(wrapper_patch(
+            site,
+            offset_of!(HipWrapper, reserved1),
+            0,
+            8,
+            no_change,
+        ));
+        for r in relatives.iter().filter(|r| r.place == place && r.movable) {
+            patches.push(r.patch(program.relative, target, no_change));
+            filled.push(r.entry_at);
+        }
+    }
+    if let Some(stray) = relatives
+        .iter()
+        .find(|r| holds_reference(r.addend) && !filled.contains(&r.entry_at))
+    {
+        let message = format!(
+            "a relocation into {ELF_REF_SECTION} (to {:#x}) fills no HIP wrapper that gets a bundle",
+            stray.addend
+        );
+        return Err(Error::new(stray.entry_at, ErrorKind::Kpack { message }));
+    }
+    let whole = Section {
+        name: HIP_FATBIN,
+        data: &[],
+        offset: end,
+        address: 0,
+    };
+    let mut rest = plan::with_cut(file, &whole, Cut { end, len: 0 }, patches)?;
+    rest.size = offset + size;
+    Ok(NewProgram {
+        rest,
+        packed: bundles,
+        packed_at: offset,
+    })
+}
+
+/// A symbol's new section index and value: `value_at` is the file offset of its value, which
+/// its section index precedes (`st_shndx`, then `st_value`, in a 64-bit symbol).
+fn symbol_patches(value_at: u64, section: usize, value: u64, cut: Cut) -> [Patch; 2] {
+    let index = u16::try_from(section).unwrap_or(u16::MAX);
+    [
+        Patch {
+            at: cut.moved(value_at - 2),
+            bytes: index.to_le_bytes().to_vec(),
+        },
+        Patch {
+            at: cut.moved(value_at),
+            bytes: value.to_le_bytes().to_vec(),
+        },
+    ]
+}
+
+/// Whether the wrapper at `site` holds a pointer in the file (not only one its relocation
+/// fills when loaded).
+fn stored_pointer_set(file: &[u8], site: &WrapperSite) -> bool {
+    let at = site.at as usize + offset_of!(HipWrapper, binary);
+    file.get(at..at + 8)
+        .is_some_and(|b| b.iter().any(|&x| x != 0))
+}

@@ -1,0 +1,570 @@
+//! The half of rewriting a linked program that knows no file format: which containers a
+//! section holds, their new bytes (made in parallel), where each lands once they are packed
+//! on their boundaries, what every pointer into the section must become, and how the new file
+//! is put together from the old one when some of its bytes go.
+//!
+//! A format's reader finds the section and the places that point into it; its writer decides
+//! how many bytes the file may lose and where the format's own tables go. Both meet here.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use rayon::prelude::*;
+
+use crate::format::container::{InflateFailed, NewBytes};
+use crate::host::error::{Error, ErrorKind, Result};
+use crate::host::objcopy::{Piece, Rewritten};
+use crate::io::spill::{Hole, Spill, Spilled};
+
+/// Rewrites the container at the start of the bytes it is given (found at the given offset in
+/// the section): its new bytes, `None` to keep it; an error says its offset in the section.
+/// Called from several threads at once.
+pub type RewriteContainer<'r> =
+    dyn Fn(&[u8], usize) -> std::result::Result<Option<NewBytes>, crate::format::Error> + Sync + 'r;
+
+/// The size of the container at the start of the bytes it is given, read from its header.
+pub type ContainerSize<'r> = dyn Fn(&[u8]) -> std::result::Result<usize, crate::format::Error> + 'r;
+
+/// Hands the sink the first bytes (as many as given) of what the compressed bundle at the
+/// start of the bytes it is given holds, as it inflates them ([`NewBytes::Inflated`]). Called
+/// from several threads at once.
+pub type InflateContainer<'r> = dyn Fn(
+        &[u8],
+        u64,
+        &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> std::result::Result<(), InflateFailed>
+    + Sync
+    + 'r;
+
+/// The boundary the container at the start of the bytes it is given is packed on when its
+/// format fixes one (CUDA fat binaries lie back to back on 8-byte boundaries); `None`: on a
+/// boundary as large as the one it had, up to a page.
+pub type ContainerBoundary<'r> = dyn Fn(&[u8]) -> Option<usize> + Sync + 'r;
+
+/// How the containers of a section are found and rewritten.
+#[derive(Clone, Copy)]
+pub struct Rewriting<'r> {
+    /// Their sizes.
+    pub size_of: &'r ContainerSize<'r>,
+    /// The boundaries they are packed on.
+    pub boundary: &'r ContainerBoundary<'r>,
+    /// Their new bytes.
+    pub rewrite: &'r RewriteContainer<'r>,
+    /// The bytes of those decompressed.
+    pub inflate: &'r InflateContainer<'r>,
+}
+
+/// The section that holds the containers, as a format's reader found it.
+#[derive(Debug, Clone, Copy)]
+pub struct Section<'a> {
+    /// Its name, for messages.
+    pub name: &'a str,
+    /// Its bytes.
+    pub data: &'a [u8],
+    /// Its offset in the file.
+    pub offset: u64,
+    /// Its address once loaded.
+    pub address: u64,
+}
+
+impl Section<'_> {
+    /// The file offset just past the section.
+    pub fn end(&self) -> u64 {
+        self.offset + self.data.len() as u64
+    }
+
+    /// Whether `address` lies inside the loaded section.
+    pub fn holds(&self, address: u64) -> bool {
+        address >= self.address && address < self.address + self.data.len() as u64
+    }
+}
+
+/// A place in the file that holds the address of a container: `at` is its file offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pointer {
+    /// File offset of the place.
+    pub at: u64,
+    /// The address it holds.
+    pub target: u64,
+}
+
+/// The containers of a section, rewritten and packed in their order, each on a boundary as
+/// large as the one it had (up to a page). They may have outgrown the section
+/// ([`Packing::fits`]): the format's writer then places them elsewhere.
+#[derive(Debug)]
+pub struct Packing {
+    /// The packed bytes: in memory when few, else in an unnamed temporary file, which goes
+    /// when it is closed, whatever happens.
+    pub packed: Spilled,
+    /// The offset of each container in the packed bytes, by its old address.
+    moves: BTreeMap<u64, u64>,
+}
+
+/// The error for the temporary file of packed containers.
+fn spill_error(error: std::io::Error) -> Error {
+    Error::new(
+        0,
+        ErrorKind::Spill {
+            error: error.to_string(),
+        },
+    )
+}
+
+/// Finds the containers of `section` by their sizes alone (zeros between them are padding),
+/// rewrites them in parallel and packs them. `None` when nothing changes.
+///
+/// The containers are rewritten a few at a time (twice as many as there are threads), and
+/// each group is written out in order before the next starts; the section's pages of each are
+/// given back once it is rewritten. Those decompressed are only given room then, and are
+/// inflated into it at the end, in parallel. So the memory needed is that of a few
+/// containers, not of the section.
+pub fn pack(section: &Section<'_>, how: &Rewriting<'_>) -> Result<Option<Packing>> {
+    let data = section.data;
+    let found = find(section, how.size_of)?;
+    let mut moves = BTreeMap::new();
+    let mut packed = Spill::new();
+    let mut holes = Vec::new();
+    let mut changed = false;
+    // The end of the containers that stay as and where they are, while nothing changed.
+    let mut same_until = 0usize;
+    let in_flight = rayon::current_num_threads().max(1) * 2;
+    for group in found.chunks(in_flight) {
+        let rewritten: Vec<Option<NewBytes>> = group
+            .par_iter()
+            .map(|&(start, size)| {
+                let new = (how.rewrite)(&data[start..], start)
+                    .map_err(|e| Error::in_contents(e, section.offset))?;
+                if matches!(new, Some(NewBytes::Made(_))) {
+                    // Read for the last time: its new bytes are all that is needed now.
+                    crate::io::release_mapped(&data[start..start + size]);
+                }
+                Ok(new)
+            })
+            .collect::<Vec<Result<_>>>()
+            .into_iter()
+            // The first damage in the section's order, whichever thread met it first.
+            .collect::<Result<_>>()?;
+        for (&(start, size), new) in group.iter().zip(rewritten) {
+            let boundary =
+                (how.boundary)(&data[start..]).unwrap_or(1usize << start.trailing_zeros().min(12));
+            let address = section.address + start as u64;
+            if !changed {
+                // Until something changes, the packed bytes are the section's own: they are
+                // written only once something does, and never when nothing does.
+                if new.is_none() && same_until.next_multiple_of(boundary) == start {
+                    moves.insert(address, start as u64);
+                    same_until = start + size;
+                    continue;
+                }
+                packed.append(&data[..same_until]).map_err(spill_error)?;
+                changed = true;
+            }
+            packed.pad_to(boundary as u64).map_err(spill_error)?;
+            moves.insert(address, packed.len());
+            match new {
+                Some(NewBytes::Made(new)) => packed.append(&new),
+                Some(NewBytes::Inflated(size)) => packed.reserve(size).map(|at| {
+                    holes.push(Hole {
+                        at,
+                        size,
+                        what: start,
+                    });
+                }),
+                None => packed.append(&data[start..start + size]),
+            }
+            .map_err(spill_error)?;
+            crate::io::release_mapped(&data[start..start + size]);
+        }
+    }
+    if !changed {
+        return Ok(None);
+    }
+    let inflate = |hole: &Hole<usize>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        (how.inflate)(&data[hole.what..], hole.size, sink).map_err(|failed| match failed {
+            InflateFailed::Format(e) => Error::in_contents(e, section.offset + hole.what as u64),
+            InflateFailed::Sink(e) => spill_error(e),
+        })
+    };
+    packed.fill(&holes, &inflate, &|_, e| spill_error(e))?;
+    let packed = packed.finish().map_err(spill_error)?;
+    Ok(Some(Packing { packed, moves }))
+}
+
+/// The containers of the section: (offset in the section, size).
+fn find(section: &Section<'_>, size_of: &ContainerSize<'_>) -> Result<Vec<(usize, usize)>> {
+    let data = section.data;
+    let mut found = Vec::new();
+    let mut pos = 0usize;
+    while pos < data.len() {
+        let Some(skip) = data[pos..].iter().position(|&b| b != 0) else {
+            break;
+        };
+        let start = pos + skip;
+        let size = size_of(&data[start..])
+            .map_err(|e| Error::in_contents(e, section.offset + start as u64))?;
+        found.push((start, size));
+        pos = start + size.max(1);
+    }
+    Ok(found)
+}
+
+impl Packing {
+    /// Whether the packed containers fit the section they came from.
+    pub fn fits(&self, section: &Section<'_>) -> bool {
+        self.packed.len() <= section.data.len() as u64
+    }
+
+    /// What every pointer must hold once the containers moved to `base` (the address the
+    /// packed bytes load at): (its file offset, the new address). A pointer to anything but a
+    /// container's start is an error, since what it points at may no longer be there.
+    pub fn retarget(
+        &self,
+        section: &Section<'_>,
+        pointers: &[Pointer],
+        base: u64,
+    ) -> Result<Vec<Pointer>> {
+        pointers
+            .iter()
+            .map(|p| match self.moves.get(&p.target) {
+                Some(&offset) => Ok(Pointer {
+                    at: p.at,
+                    target: base + offset,
+                }),
+                None => Err(Error::new(
+                    p.at,
+                    ErrorKind::PointerIntoBundle {
+                        section: section.name.to_string(),
+                        address: p.target,
+                    },
+                )),
+            })
+            .collect()
+    }
+
+    /// The pointers among `pointers` that hold a container's start (or the section's end),
+    /// moved as [`Packing::retarget`] moves them; the others are left out. For places only
+    /// tools read, such as symbol values, where a stale address misleads but breaks nothing.
+    pub fn retarget_known(&self, pointers: &[Pointer], base: u64) -> Vec<Pointer> {
+        pointers
+            .iter()
+            .filter_map(|p| {
+                let offset = self.moves.get(&p.target)?;
+                Some(Pointer {
+                    at: p.at,
+                    target: base + offset,
+                })
+            })
+            .collect()
+    }
+}
+
+/// Bytes removed from the file: the `len` bytes that end where `end` is; what follows moves
+/// back by `len`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cut {
+    /// The old file offset just past the bytes that go.
+    pub end: u64,
+    /// How many bytes go.
+    pub len: u64,
+}
+
+impl Cut {
+    /// The largest cut of whole multiples of `align` that fits between `kept_end` (the first
+    /// byte that may go) and `end`, so that whatever follows keeps its offset congruent to its
+    /// address modulo `align`.
+    pub fn between(kept_end: u64, end: u64, align: u64) -> Cut {
+        Cut {
+            end,
+            len: (end.saturating_sub(kept_end) / align) * align,
+        }
+    }
+
+    /// Where the byte at old offset `offset` lies in the new file.
+    pub fn moved(&self, offset: u64) -> u64 {
+        if offset >= self.end {
+            offset - self.len
+        } else {
+            offset
+        }
+    }
+}
+
+/// Bytes to lay over the new file at `at`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Patch {
+    /// Offset in the new file.
+    pub at: u64,
+    /// The bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// The new file when `cut` bytes go (none: nothing moves): what comes before the section, the
+/// rest of the file moved back; the patches (at their new offsets) laid over them; zeros where
+/// the section was, for the packed containers to be written over. Large stretches stay
+/// borrowed from `file`.
+pub fn with_cut<'a>(
+    file: &'a [u8],
+    section: &Section<'_>,
+    cut: Cut,
+    patches: Vec<Patch>,
+) -> Result<Rewritten<'a>> {
+    let (start, end, len) = (section.offset as usize, cut.end as usize, cut.len as usize);
+    let mut owned = patches;
+    owned.sort_by_key(|p| p.at);
+    let mut pieces: Vec<Piece<'a>> = Vec::new();
+    for (base, bytes) in [(0, &file[..start]), (end - len, &file[end..])] {
+        borrow_between(&mut pieces, base, bytes, &owned);
+    }
+    pieces.extend(owned.into_iter().map(|p| Piece {
+        offset: p.at,
+        data: Cow::Owned(p.bytes),
+    }));
+    pieces.sort_by_key(|p| p.offset);
+    if let Some(w) = pieces
+        .windows(2)
+        .find(|w| w[0].offset + w[0].data.len() as u64 > w[1].offset)
+    {
+        return Err(Error::new(w[1].offset, ErrorKind::OverlappingPieces));
+    }
+    Ok(Rewritten {
+        pieces,
+        size: (file.len() - len) as u64,
+    })
+}
+
+/// Pushes the stretches of `bytes` (which go at `base` in the new file) that no owned patch
+/// covers, as pieces borrowed from the input.
+fn borrow_between<'a>(pieces: &mut Vec<Piece<'a>>, base: usize, bytes: &'a [u8], owned: &[Patch]) {
+    let mut at = base;
+    let end = base + bytes.len();
+    for p in owned {
+        let (o, o_end) = (p.at as usize, p.at as usize + p.bytes.len());
+        if o >= end || o_end <= base {
+            continue;
+        }
+        if o > at {
+            pieces.push(Piece {
+                offset: at as u64,
+                data: Cow::Borrowed(&bytes[at - base..o - base]),
+            });
+        }
+        at = at.max(o_end);
+    }
+    if at < end {
+        pieces.push(Piece {
+            offset: at as u64,
+            data: Cow::Borrowed(&bytes[at - base..]),
+        });
+    }
+}
+
+/// A rewritten program: the new file, and the packed containers to be written into it.
+#[derive(Debug)]
+pub struct NewProgram<'a> {
+    /// The new file, with zeros where the packed containers go.
+    pub rest: Rewritten<'a>,
+    /// The packed containers.
+    pub packed: Spilled,
+    /// Their offset in the new file.
+    pub packed_at: u64,
+}
+
+impl<'a> NewProgram<'a> {
+    /// The size of the new file.
+    pub fn size(&self) -> u64 {
+        self.rest.size
+    }
+
+    /// The new file around the packed containers: what comes before them, and what comes
+    /// after (its offsets counted from their end).
+    pub fn around(&self) -> Result<(Rewritten<'a>, Rewritten<'a>)> {
+        let (at, end) = (self.packed_at, self.packed_at + self.packed.len());
+        let mut before = Rewritten {
+            pieces: Vec::new(),
+            size: at,
+        };
+        let mut after = Rewritten {
+            pieces: Vec::new(),
+            size: self.rest.size.saturating_sub(end),
+        };
+        for piece in &self.rest.pieces {
+            let piece_end = piece.offset + piece.data.len() as u64;
+            if piece_end <= at {
+                before.pieces.push(piece.clone());
+            } else if piece.offset >= end {
+                after.pieces.push(Piece {
+                    offset: piece.offset - end,
+                    data: piece.data.clone(),
+                });
+            } else if !piece.data.is_empty() {
+                return Err(Error::new(piece.offset, ErrorKind::OverlappingPieces));
+            }
+        }
+        Ok((before, after))
+    }
+
+    /// Writes the new file to `out`: the stretches of `input` (the file rewritten) and of the
+    /// packed containers' temporary file copied by the kernel. `path` names the input in
+    /// errors.
+    pub fn write_to(
+        &self,
+        path: &std::path::Path,
+        out: &mut crate::io::Output,
+        input: &crate::io::Input,
+    ) -> crate::error::Result<()> {
+        let (before, after) = self
+            .around()
+            .map_err(|e| crate::error::Error::container(path, e))?;
+        before.write_to(out, &[input])?;
+        match &self.packed {
+            Spilled::Bytes(bytes) => out.write_bytes(bytes)?,
+            Spilled::File(held) => out.write_part(held, held)?,
+        }
+        after.write_to(out, &[input])
+    }
+
+    /// The whole new file in memory.
+    pub fn to_vec(&mut self) -> Result<Vec<u8>> {
+        let (before, after) = self.around()?;
+        let mut bytes = before.to_vec();
+        bytes.extend_from_slice(self.packed.bytes());
+        bytes.extend_from_slice(&after.to_vec());
+        Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(data: &[u8]) -> Section<'_> {
+        Section {
+            name: ".hip_fatbin",
+            data,
+            offset: 0x1000,
+            address: 0x5000,
+        }
+    }
+
+    /// Containers here: a length byte, then that many bytes.
+    fn size_of(here: &[u8]) -> std::result::Result<usize, crate::format::Error> {
+        Ok(usize::from(here[0]))
+    }
+
+    /// Packs the containers of `section` as `rewrite` says; none is decompressed.
+    fn pack_by(section: &Section<'_>, rewrite: &RewriteContainer<'_>) -> Result<Option<Packing>> {
+        let inflate = |_: &[u8], _: u64, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            unreachable!("nothing is decompressed here")
+        };
+        let how = Rewriting {
+            size_of: &size_of,
+            boundary: &|_| None,
+            rewrite,
+            inflate: &inflate,
+        };
+        pack(section, &how)
+    }
+
+    #[test]
+    fn dropped_containers_pack_the_rest_on_their_boundaries() {
+        let mut data = vec![0u8; 64];
+        data[0] = 4;
+        data[16] = 8;
+        let section = section(&data);
+        let drop_first =
+            |_: &[u8], start: usize| Ok((start == 0).then(|| NewBytes::Made(Vec::new())));
+        let packing = pack_by(&section, &drop_first).unwrap().unwrap();
+        // The second container kept its 16-byte boundary: it moves to the start.
+        assert_eq!(packing.packed.bytes(), &data[16..24]);
+        let pointers = [Pointer {
+            at: 8,
+            target: 0x5010,
+        }];
+        let moved = packing.retarget(&section, &pointers, 0x5000).unwrap();
+        assert_eq!(
+            moved,
+            [Pointer {
+                at: 8,
+                target: 0x5000
+            }]
+        );
+        let bad = [Pointer {
+            at: 9,
+            target: 0x5011,
+        }];
+        let error = packing.retarget(&section, &bad, 0x5000).unwrap_err();
+        assert_eq!(error.offset, 9);
+        assert_eq!(
+            error.kind.to_string(),
+            "an address inside .hip_fatbin (0x5011) is not the start of a bundle"
+        );
+    }
+
+    #[test]
+    fn grown_containers_are_packed_and_move_to_a_new_base() {
+        let mut data = vec![0u8; 32];
+        data[0] = 4;
+        data[16] = 4;
+        let section = section(&data);
+        let grow =
+            |here: &[u8], _: usize| Ok(Some(NewBytes::Made([&here[..4], &[0xee; 20]].concat())));
+        let packing = pack_by(&section, &grow).unwrap().unwrap();
+        assert!(!packing.fits(&section));
+        // The second container keeps its 16-byte boundary after the first, grown to 24 bytes.
+        assert_eq!(packing.packed.len(), 32 + 24);
+        let pointers = [Pointer {
+            at: 8,
+            target: 0x5010,
+        }];
+        let moved = packing.retarget(&section, &pointers, 0x9000).unwrap();
+        assert_eq!(moved[0].target, 0x9020);
+    }
+
+    #[test]
+    fn nothing_changes_when_every_container_stays() {
+        let mut data = vec![0u8; 32];
+        data[0] = 4;
+        data[16] = 4;
+        let keep = |_: &[u8], _: usize| Ok(None);
+        assert!(pack_by(&section(&data), &keep).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_cut_keeps_offsets_congruent() {
+        let cut = Cut::between(0x1234, 0x5000, 0x1000);
+        assert_eq!(cut.len, 0x3000);
+        assert_eq!(cut.moved(0x5008), 0x2008);
+        assert_eq!(cut.moved(0x4fff), 0x4fff);
+    }
+
+    #[test]
+    fn a_cut_file_borrows_around_its_patches() {
+        let file: Vec<u8> = (0..64).collect();
+        let data = &file[16..32];
+        let section = Section {
+            name: ".s",
+            data,
+            offset: 16,
+            address: 16,
+        };
+        let cut = Cut { end: 32, len: 8 };
+        let patches = vec![Patch {
+            at: 30,
+            bytes: vec![0xaa, 0xbb],
+        }];
+        let rest = with_cut(&file, &section, cut, patches).unwrap();
+        let mut program = NewProgram {
+            rest,
+            packed: Spilled::Bytes(vec![1, 2]),
+            packed_at: 16,
+        };
+        let bytes = program.to_vec().unwrap();
+        assert_eq!(bytes.len(), 56);
+        assert_eq!(&bytes[..16], &file[..16]);
+        assert_eq!(&bytes[16..18], &[1, 2]);
+        assert_eq!(&bytes[18..24], &[0; 6]);
+        assert_eq!(&bytes[24..30], &file[32..38]);
+        assert_eq!(&bytes[30..32], &[0xaa, 0xbb]);
+        assert_eq!(&bytes[32..], &file[40..]);
+    }
+}

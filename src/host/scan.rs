@@ -1,0 +1,691 @@
+//! Every device image in a file, wherever it lies: clang offload bundles (plain and
+//! compressed) and offload binaries, in the sections of ELF, COFF, PE and Mach-O files (and
+//! universal binaries), in archives, in bare files, and nested in one another.
+//!
+//! Known places are read by name or type: `.hip_fatbin` (PE: `.hip_fat`), `.llvm.offloading`
+//! (and ELF sections of type `SHT_LLVM_OFFLOADING`), `__CLANG_OFFLOAD_BUNDLE__<ID>` sections,
+//! `.nv_fatbin` and `__nv_relfatbin` (CUDA fat binaries, each entry a cubin or PTX). Every other section is searched for the
+//! magics of bundles, compressed bundles and offload binaries, so that sections a linker
+//! merged from many translation units are found whatever their name.
+//!
+//! Only headers are read: uncompressed images are handed over as slices of the file, found
+//! by following each container's sizes and skipping the zero padding between them.
+//! Compressed bundles are inflated, since their entries are inside.
+
+use std::path::Path;
+
+use object::read::elf::{ElfFile, FileHeader, SectionHeader};
+use object::read::macho::{MachOFatFile32, MachOFatFile64};
+use object::{FileKind, Object, ObjectSection};
+
+use crate::error::{Error, Result};
+use crate::format::container::{self, Consecutive, Container, Contents, Listed};
+use crate::format::image_target::ImageTarget;
+use crate::host::archive::read_members;
+use crate::host::BUNDLE_SECTION_PREFIX;
+
+/// How deep containers may nest.
+const MAX_DEPTH: usize = 8;
+
+/// The ELF section type of `.llvm.offloading`.
+pub const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
+
+/// Where to look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Places {
+    /// Everywhere: bundles, compressed bundles, offload binaries and CUDA fat binaries, in
+    /// known sections and, by their magics, in any other; containers in containers too.
+    Everywhere,
+    /// Only offload binaries, only where LLVM 19's `extractOffloadBinaries` looks: ELF
+    /// sections of type `SHT_LLVM_OFFLOADING`, COFF sections named `.llvm.offloading*`,
+    /// Mach-O `__LLVM,__offloading`, archive members, bare offload binaries. Their images are
+    /// reported as they are, even when they hold containers.
+    OffloadBinaries,
+}
+
+pub use crate::format::container::{Origin, Reading};
+
+/// One device image found in a file.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceImage<'a> {
+    /// The archive members (or universal binary slices) that hold it, outermost first.
+    pub members: &'a [String],
+    /// The section that holds it, if any.
+    pub section: Option<&'a str>,
+    /// Its byte offset in the file; `None` when it is not stored as such (inflated from a
+    /// compressed container, or read from the member file of a thin archive).
+    pub offset: Option<u64>,
+    /// Whether it was stored compressed.
+    pub compressed: bool,
+    /// The byte offset in the file of the bytes its record stores (`data`), even when they
+    /// are a compressed stream of the record's own (a CUDA entry's); `None` when they are not
+    /// in the file as such.
+    pub stored_offset: Option<u64>,
+    /// The record that holds it.
+    pub origin: Origin<'a>,
+    /// What it is for: producer, triple and target ID, read once from where it is stored.
+    pub target: &'a ImageTarget,
+    /// The translation unit it belongs to, as a number unique within the scan: the images of
+    /// one bundle (the code one source file was compiled to), of one section's offload
+    /// binaries, or of one object's bundle sections share it. A device loads, per unit, its
+    /// native code if there is any, else a generic target's, else SPIR-V.
+    pub unit: usize,
+    /// Its bytes; empty when they were not inflated (see [`DeviceImage::stream`]).
+    pub data: &'a [u8],
+    /// Its size in bytes (for a CUDA entry stored compressed, whose `data` is its stream:
+    /// what it inflates to).
+    pub size: u64,
+    /// Where it lies in a compressed bundle's stream, when a scan that reads only headers
+    /// ([`Reading::Headers`]) did not inflate it; `None` when its bytes are `data`.
+    pub stream: Option<InStream<'a>>,
+}
+
+/// Where an image that was not inflated lies: in which compressed bundle, and where in the
+/// stream it inflates to.
+#[derive(Debug, Clone, Copy)]
+pub struct InStream<'a> {
+    /// The compressed bundle, header and payload, as stored.
+    pub bundle: &'a [u8],
+    /// The compressed bundle's byte offset in the file; `None` when it is not stored as such
+    /// (itself inside a compressed container, or in the member file of a thin archive).
+    pub offset: Option<u64>,
+    /// Where the image starts in the inflated stream.
+    pub start: u64,
+    /// Where it ends in the inflated stream.
+    pub end: u64,
+}
+
+/// Where the scan is, for error messages and for the images it reports.
+#[derive(Clone, Copy)]
+struct Place<'s> {
+    members: &'s [String],
+    section: Option<&'s str>,
+    /// Whether the place is one that holds device code by its name or type: damage there is
+    /// reported; elsewhere a magic that does not parse is taken as chance bytes.
+    known: bool,
+    compressed: bool,
+    depth: usize,
+    /// The translation unit images found here belong to (see [`DeviceImage::unit`]).
+    unit: usize,
+}
+
+struct Scan<'f, 'v> {
+    path: &'f Path,
+    file: &'f [u8],
+    limit: u64,
+    reading: Reading,
+    places: Places,
+    visit: &'v mut dyn FnMut(&DeviceImage<'_>),
+    problems: Vec<Error>,
+    /// The last translation unit number given out.
+    units: usize,
+}
+
+impl Scan<'_, '_> {
+    /// `at`, as the place of a new translation unit.
+    fn new_unit<'p>(&mut self, at: Place<'p>) -> Place<'p> {
+        self.units += 1;
+        Place {
+            unit: self.units,
+            ..at
+        }
+    }
+
+    fn offset_of(&self, part: &[u8]) -> Option<u64> {
+        crate::io::slice::offset_within(self.file, part).map(|offset| offset as u64)
+    }
+
+    fn context(at: &Place<'_>) -> String {
+        let mut parts: Vec<String> = at.members.iter().map(|m| format!("member '{m}'")).collect();
+        if let Some(section) = at.section {
+            parts.push(format!("section '{section}'"));
+        }
+        if at.compressed {
+            parts.push("inside a compressed bundle".into());
+        }
+        parts.join(", ")
+    }
+
+    /// A format error at offset `within` of `region`, with the place and the absolute offset.
+    fn damage(&self, at: &Place<'_>, region: &[u8], e: crate::format::Error) -> Error {
+        let e = match self.offset_of(region) {
+            Some(base) if !at.compressed => e.rebased(base),
+            _ => e,
+        };
+        let context = Self::context(at);
+        if context.is_empty() {
+            Error::format(self.path, e)
+        } else {
+            Error::format_in(self.path, context, e)
+        }
+    }
+
+    fn emit(&mut self, at: &Place<'_>, origin: Origin<'_>, data: &[u8]) {
+        let stored_offset = if at.compressed {
+            None
+        } else {
+            self.offset_of(data)
+        };
+        let compressed = at.compressed || origin.stored_compressed();
+        let offset = stored_offset.filter(|_| !compressed);
+        let target = origin.target();
+        let image = DeviceImage {
+            members: at.members,
+            section: at.section,
+            offset,
+            compressed,
+            stored_offset,
+            origin,
+            target: &target,
+            unit: at.unit,
+            data,
+            size: origin.image_size(data),
+            stream: None,
+        };
+        (self.visit)(&image);
+    }
+
+    /// Reports the entries of a compressed bundle read from its header alone: one
+    /// translation unit, stored compressed, their bytes not at hand.
+    fn emit_listed(&mut self, at: Place<'_>, listed: &Listed<'_>, whole: &[u8]) {
+        let bundle = whole
+            .get(..usize::try_from(listed.compressed.size()).unwrap_or(usize::MAX))
+            .unwrap_or(whole);
+        let offset = if at.compressed {
+            None
+        } else {
+            self.offset_of(bundle)
+        };
+        let at = self.new_unit(Place {
+            compressed: true,
+            depth: at.depth + 1,
+            ..at
+        });
+        for entry in &listed.entries {
+            let origin = Origin::BundleEntry(&entry.id);
+            let target = origin.target();
+            let image = DeviceImage {
+                members: at.members,
+                section: at.section,
+                offset: None,
+                compressed: true,
+                stored_offset: None,
+                origin,
+                target: &target,
+                unit: at.unit,
+                data: &[],
+                size: entry.size,
+                stream: Some(InStream {
+                    bundle,
+                    offset,
+                    start: entry.offset,
+                    end: entry.offset + entry.size,
+                }),
+            };
+            (self.visit)(&image);
+        }
+    }
+
+    /// Scans one buffer: the file, an archive member, a slice of a universal binary, an
+    /// image that is itself a container.
+    fn buffer(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
+        if at.depth > MAX_DEPTH {
+            return Err(Error::msg(format!(
+                "'{}': {}: containers nest more than {MAX_DEPTH} deep",
+                self.path.display(),
+                Self::context(&at)
+            )));
+        }
+        let at = self.new_unit(at);
+        let known = Place { known: true, ..at };
+        match (self.places, Container::at_start(data)) {
+            (Places::OffloadBinaries, Some(Container::OffloadBinary)) => {
+                return self.region(data, known)
+            }
+            (Places::OffloadBinaries, _) | (Places::Everywhere, None) => {}
+            (Places::Everywhere, Some(container)) => {
+                return match container.consecutive(data) {
+                    Some(found) => self.consecutive(found, data, known),
+                    None => self.region(data, known),
+                }
+            }
+        }
+        match FileKind::parse(data) {
+            Ok(FileKind::Archive) => {
+                let members = read_members(self.path, data)?;
+                for member in &members {
+                    let mut path = at.members.to_vec();
+                    path.push(member.name.clone());
+                    let inner = Place {
+                        members: &path,
+                        section: None,
+                        known: false,
+                        compressed: at.compressed,
+                        depth: at.depth + 1,
+                        unit: at.unit,
+                    };
+                    self.buffer(&member.data, inner)?;
+                }
+                Ok(())
+            }
+            Ok(FileKind::MachOFat32) => match MachOFatFile32::parse(data) {
+                Ok(fat) => self.slices(fat_slices(fat.arches(), data), at),
+                Err(e) => Err(Error::msg(format!("'{}': {e}", self.path.display()))),
+            },
+            Ok(FileKind::MachOFat64) => match MachOFatFile64::parse(data) {
+                Ok(fat) => self.slices(fat_slices(fat.arches(), data), at),
+                Err(e) => Err(Error::msg(format!("'{}': {e}", self.path.display()))),
+            },
+            Ok(FileKind::Elf32) => {
+                match ElfFile::<object::elf::FileHeader32<object::Endianness>>::parse(data) {
+                    Ok(elf) => self.elf(&elf, at),
+                    Err(e) => self.unreadable(&at, e),
+                }
+            }
+            Ok(FileKind::Elf64) => {
+                match ElfFile::<object::elf::FileHeader64<object::Endianness>>::parse(data) {
+                    Ok(elf) => self.elf(&elf, at),
+                    Err(e) => self.unreadable(&at, e),
+                }
+            }
+            Ok(
+                FileKind::Coff
+                | FileKind::CoffBig
+                | FileKind::Pe32
+                | FileKind::Pe64
+                | FileKind::MachO32
+                | FileKind::MachO64,
+            ) => match object::File::parse(data) {
+                Ok(file) => self.object(&file, at),
+                Err(e) => self.unreadable(&at, e),
+            },
+            _ => Ok(()),
+        }
+    }
+
+    /// An object file that claims a kind but does not parse: reported, not fatal.
+    fn unreadable(&mut self, at: &Place<'_>, e: object::Error) -> Result<()> {
+        let context = Self::context(at);
+        let place = if context.is_empty() {
+            String::new()
+        } else {
+            format!("{context}: ")
+        };
+        self.problems.push(Error::msg(format!(
+            "'{}': {place}not a readable object file: {e}",
+            self.path.display()
+        )));
+        Ok(())
+    }
+
+    fn slices(&mut self, slices: Vec<(String, &[u8])>, at: Place<'_>) -> Result<()> {
+        for (name, data) in slices {
+            let mut path = at.members.to_vec();
+            path.push(name);
+            let inner = Place {
+                members: &path,
+                section: None,
+                known: false,
+                compressed: at.compressed,
+                depth: at.depth + 1,
+                unit: at.unit,
+            };
+            self.buffer(data, inner)?;
+        }
+        Ok(())
+    }
+
+    fn elf<H: FileHeader<Endian = object::Endianness>>(
+        &mut self,
+        elf: &ElfFile<'_, H>,
+        at: Place<'_>,
+    ) -> Result<()> {
+        let endian = elf.endian();
+        let mut seen = Vec::new();
+        for section in elf.sections() {
+            let header = section.elf_section_header();
+            if header.sh_type(endian) == object::elf::SHT_NOBITS
+                || self.overlaps(&section, &mut seen, at)
+            {
+                continue;
+            }
+            let kind = if header.sh_type(endian).0 == SHT_LLVM_OFFLOADING {
+                SectionType::Offloading
+            } else {
+                SectionType::Other
+            };
+            self.section(&section, kind, at)?;
+        }
+        Ok(())
+    }
+
+    fn object(&mut self, file: &object::File<'_>, at: Place<'_>) -> Result<()> {
+        let mut seen = Vec::new();
+        for section in file.sections() {
+            if section.kind() == object::SectionKind::UninitializedData
+                || self.overlaps(&section, &mut seen, at)
+            {
+                continue;
+            }
+            self.section(&section, SectionType::Other, at)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `section`'s bytes overlap those of a section read before (reported, and the
+    /// section is not read); otherwise notes its range in `seen`.
+    fn overlaps<'d, S: ObjectSection<'d>>(
+        &mut self,
+        section: &S,
+        seen: &mut Vec<(u64, u64, String)>,
+        at: Place<'_>,
+    ) -> bool {
+        let Some((start, size)) = section.file_range().filter(|&(_, size)| size > 0) else {
+            return false;
+        };
+        let end = start.saturating_add(size);
+        let name = section.name().unwrap_or("").to_string();
+        if let Some((_, _, other)) = seen.iter().find(|(s, e, _)| start < *e && *s < end) {
+            let here = Place {
+                section: Some(&name),
+                ..at
+            };
+            self.problems.push(Error::msg(format!(
+                "'{}': {}: bytes {start:#x}..{end:#x} overlap section '{other}': not read",
+                self.path.display(),
+                Self::context(&here)
+            )));
+            return true;
+        }
+        seen.push((start, end, name));
+        false
+    }
+
+    fn section<'d, S: ObjectSection<'d>>(
+        &mut self,
+        section: &S,
+        kind: SectionType,
+        at: Place<'_>,
+    ) -> Result<()> {
+        let name = section.name().unwrap_or("").to_string();
+        let data = match section.data() {
+            Ok(d) => d,
+            Err(e) => {
+                let here = Place {
+                    section: Some(&name),
+                    ..at
+                };
+                self.problems.push(Error::msg(format!(
+                    "'{}': {}: {e}",
+                    self.path.display(),
+                    Self::context(&here)
+                )));
+                return Ok(());
+            }
+        };
+        if data.is_empty() {
+            return Ok(());
+        }
+        let here = Place {
+            section: Some(&name),
+            ..at
+        };
+        if self.places == Places::OffloadBinaries {
+            let wanted = kind == SectionType::Offloading
+                || name.starts_with(".llvm.offloading")
+                || name == "__offloading";
+            return if wanted {
+                self.region(
+                    data,
+                    Place {
+                        known: true,
+                        ..here
+                    },
+                )
+            } else {
+                Ok(())
+            };
+        }
+        if let Some(id) = name.strip_prefix(BUNDLE_SECTION_PREFIX) {
+            self.emit(&here, Origin::BundleEntry(id), data);
+            return Ok(());
+        }
+        let home = Container::of_section(&name);
+        if let Some(found) = home
+            .filter(|c| Container::at_start(data) == Some(*c))
+            .and_then(|c| c.consecutive(data))
+        {
+            return self.consecutive(found, data, here);
+        }
+        let known = kind == SectionType::Offloading || home.is_some();
+        self.region(data, Place { known, ..here })
+    }
+
+    /// Containers placed one after another by their own rule (see
+    /// [`Container::consecutive`]), read as any container is; damage ends the walk.
+    fn consecutive(&mut self, found: Consecutive<'_>, data: &[u8], at: Place<'_>) -> Result<()> {
+        for part in found {
+            let read = part.and_then(|(offset, bytes)| {
+                self.container(bytes, at)
+                    .map_err(|e| e.rebased(offset as u64))
+            });
+            if let Err(e) = read {
+                self.problems.push(self.damage(&at, data, e));
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Finds the containers in `data`: from each position, zero padding is skipped; a magic
+    /// there is parsed and its size skipped; elsewhere the next magic is searched for.
+    fn region(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
+        let at = self.new_unit(at);
+        let mut pos = 0usize;
+        let mut reporting = at.known;
+        while pos < data.len() {
+            let Some(nonzero) = data[pos..].iter().position(|&b| b != 0) else {
+                break;
+            };
+            let start = pos + nonzero;
+            let start = if Container::found_at_start(&data[start..]).is_some() {
+                start
+            } else {
+                match container::next_magic(&data[start..]) {
+                    Some(k) => start + k,
+                    None => break,
+                }
+            };
+            match self.container(&data[start..], at) {
+                Ok(size) => pos = start + size.max(1) as usize,
+                Err(e) if reporting => {
+                    let e = e.rebased(start as u64);
+                    self.problems.push(self.damage(&at, data, e));
+                    // The rest of the place is still searched, for the containers after the
+                    // damaged one; magic bytes met inside the damage are not reported again.
+                    reporting = false;
+                    pos = start + 1;
+                }
+                // Magic bytes in code or data that happen to be there: not a container.
+                Err(_) => pos = start + 1,
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the container at the start of `data` and reports its images; returns its size.
+    fn container(
+        &mut self,
+        data: &[u8],
+        at: Place<'_>,
+    ) -> std::result::Result<u64, crate::format::Error> {
+        let container = Container::at_start(data).ok_or_else(|| not_a_container(0))?;
+        let opened = container.open_reading(data, self.limit, self.reading)?;
+        // A bundle, or a CUDA fat binary, is the code of one translation unit; offload
+        // binaries side by side are those of the place that holds them.
+        let at = if matches!(container, Container::Bundle | Container::CudaFatbin) {
+            self.new_unit(at)
+        } else {
+            at
+        };
+        match &opened.contents {
+            Contents::Inflated(plain) => self.nested(plain, at, Storage::Inflated)?,
+            Contents::Listed(listed) => {
+                if at.depth >= MAX_DEPTH {
+                    return Err(nesting());
+                }
+                self.emit_listed(at, listed, data);
+                // Its head is read: the system may map large stretches of a file for the few
+                // pages the head took, and a scan of many streams would hold them all.
+                crate::io::release_mapped(data.get(..opened.size as usize).unwrap_or(data));
+            }
+            Contents::Records(records) => {
+                for record in records {
+                    let data = record.data();
+                    if self.places == Places::Everywhere
+                        && record.may_be_container()
+                        && Container::at_start(data).is_some()
+                    {
+                        // A container in a container: its images are the device code.
+                        self.nested(data, at, Storage::AsIs)?;
+                    } else {
+                        self.emit(&at, record.origin(), data);
+                    }
+                }
+            }
+        }
+        Ok(opened.size)
+    }
+
+    /// The containers inside a container, one level deeper.
+    fn nested(
+        &mut self,
+        data: &[u8],
+        at: Place<'_>,
+        storage: Storage,
+    ) -> std::result::Result<(), crate::format::Error> {
+        if at.depth >= MAX_DEPTH {
+            return Err(nesting());
+        }
+        let inner = Place {
+            compressed: at.compressed || storage == Storage::Inflated,
+            known: true,
+            depth: at.depth + 1,
+            ..at
+        };
+        self.region_strict(data, inner)
+    }
+
+    /// [`Scan::region`] for data that must be containers through and through.
+    fn region_strict(
+        &mut self,
+        data: &[u8],
+        at: Place<'_>,
+    ) -> std::result::Result<(), crate::format::Error> {
+        let mut pos = 0usize;
+        while pos < data.len() {
+            let Some(nonzero) = data[pos..].iter().position(|&b| b != 0) else {
+                break;
+            };
+            let start = pos + nonzero;
+            // Any container's magic counts here, a CUDA fat binary's too: nothing else may be.
+            if Container::at_start(&data[start..]).is_none() {
+                return Err(not_a_container(start));
+            }
+            let size = self
+                .container(&data[start..], at)
+                .map_err(|e| e.rebased(start as u64))?;
+            pos = start + size.max(1) as usize;
+        }
+        Ok(())
+    }
+}
+
+/// What a section's type says of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SectionType {
+    /// ELF `SHT_LLVM_OFFLOADING`: offload binaries, whatever the section's name.
+    Offloading,
+    /// Any other: the name says what the section holds.
+    Other,
+}
+
+/// How the bytes of a nested container are held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Storage {
+    /// As they are in the file.
+    AsIs,
+    /// Inflated from a compressed container.
+    Inflated,
+}
+
+/// Bytes at `offset` where a container must be, that are none.
+fn not_a_container(offset: usize) -> crate::format::Error {
+    crate::format::Error::new(offset as u64, crate::format::ErrorKind::NotAContainer)
+}
+
+fn nesting() -> crate::format::Error {
+    crate::format::Error::new(
+        0,
+        crate::format::ErrorKind::NestedTooDeep { limit: MAX_DEPTH },
+    )
+}
+
+/// The slices of a universal binary, named by architecture.
+fn fat_slices<'d, A: object::read::macho::FatArch>(
+    arches: &[A],
+    data: &'d [u8],
+) -> Vec<(String, &'d [u8])> {
+    arches
+        .iter()
+        .filter_map(|a| Some((format!("{:?}", a.architecture()), a.data(data).ok()?)))
+        .collect()
+}
+
+/// Calls `visit` for every device image of `file` (the bytes of the file at `path`), in file
+/// order. Damage in places that hold device code (a bundle section, `.hip_fatbin`,
+/// `.llvm.offloading`, a bundle or binary file) does not stop the scan: it is returned in the
+/// list of problems, each naming the file, member, section and byte offset. An error that
+/// stops the scan (an unreadable archive) is the `Err`.
+pub fn scan(
+    path: &Path,
+    file: &[u8],
+    places: Places,
+    limit: u64,
+    visit: &mut dyn FnMut(&DeviceImage<'_>),
+) -> Result<Vec<Error>> {
+    scan_reading(path, file, places, limit, Reading::Whole, visit)
+}
+
+/// [`scan`], inflating compressed bundles only as far as `reading` says: with
+/// [`Reading::Headers`], the images inside a compressed bundle come with their size and
+/// [`DeviceImage::stream`], not their bytes.
+pub fn scan_reading(
+    path: &Path,
+    file: &[u8],
+    places: Places,
+    limit: u64,
+    reading: Reading,
+    visit: &mut dyn FnMut(&DeviceImage<'_>),
+) -> Result<Vec<Error>> {
+    let mut scan = Scan {
+        path,
+        file,
+        limit,
+        reading,
+        places,
+        visit,
+        problems: Vec::new(),
+        units: 0,
+    };
+    let at = Place {
+        members: &[],
+        section: None,
+        known: true,
+        compressed: false,
+        depth: 0,
+        unit: 0,
+    };
+    scan.buffer(file, at)?;
+    Ok(scan.problems)
+}

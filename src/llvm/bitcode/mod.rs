@@ -1,0 +1,5 @@
+//! LLVM bitcode: the bitstream reader and the irsymtab reader (`reader`), and the bitstream
+//! writer (`writer`).
+
+pub mod reader;
+pub mod writer;
