@@ -12,6 +12,7 @@ pub mod ls;
 pub mod personalities;
 pub mod rewrite;
 pub mod verify;
+pub mod wrapper;
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -191,7 +192,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
         Some("verify") => verify::run(&rest[1..]),
         Some("du") => du::run(&rest[1..]),
         Some("strip") => rewrite::strip(&rest[1..]),
-        Some("wrapper") => personalities::clang_offload_wrapper::run_subcommand(&rest[1..]),
+        Some("wrapper") => wrapper::run_subcommand(&rest[1..]),
         Some("compress") => rewrite::compress(&rest[1..]),
         Some("decompress") => rewrite::decompress(&rest[1..]),
         Some("kpack") => kpack::run(&rest[1..]),

@@ -284,7 +284,7 @@ fn add_registration(obj: &mut Object, host: Host, tables: &Tables) -> Result<(Sy
         register: runtime_function(obj, "__tgt_register_lib"),
         unregister: runtime_function(obj, "__tgt_unregister_lib"),
     };
-    let (ctor, dtor) = match host.x86() {
+    let (ctor, dtor) = match x86::conventions(host) {
         Some((conv, format)) => code.x86_64(conv, format),
         None => code.aarch64(),
     };

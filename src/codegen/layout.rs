@@ -12,7 +12,6 @@ use object::{
     SymbolFlags, SymbolKind, SymbolScope,
 };
 
-use crate::codegen::x86;
 use crate::error::{Error, Result};
 use crate::io::{Input, Output};
 use std::fs::File;
@@ -90,18 +89,6 @@ impl Host {
         match self {
             Host::ElfAarch64 => 4,
             _ => 16,
-        }
-    }
-
-    /// For an x86-64 host, the calling convention of its code and the format of its
-    /// relocations; `None` for AArch64.
-    pub(crate) fn x86(self) -> Option<(x86::Conv, x86::Format)> {
-        match self {
-            Host::ElfX86_64 => Some((x86::Conv::SysV, x86::Format::Elf)),
-            Host::CoffX86_64 => Some((x86::Conv::Win64, x86::Format::Coff)),
-            #[cfg(test)]
-            Host::ElfX86_64MsAbi => Some((x86::Conv::Win64, x86::Format::Elf)),
-            Host::ElfAarch64 => None,
         }
     }
 }

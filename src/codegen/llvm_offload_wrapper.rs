@@ -215,7 +215,7 @@ fn fatbin(
         stop: entries.stop,
         entry_kind: runtime.entry_kind,
     };
-    let (fatbin_reg, fatbin_unreg, globals_reg) = match host.x86() {
+    let (fatbin_reg, fatbin_unreg, globals_reg) = match x86::conventions(host) {
         Some((conv, format)) => calls.x86_64(conv, format),
         None => calls.aarch64(),
     };
@@ -680,7 +680,7 @@ fn openmp(
     let register = runtime_function(&mut obj, "__tgt_register_lib");
     let atexit = runtime_function(&mut obj, "atexit");
     let unregister = runtime_function(&mut obj, "__tgt_unregister_lib");
-    let (reg_code, unreg_code) = match host.x86() {
+    let (reg_code, unreg_code) = match x86::conventions(host) {
         Some((conv, format)) => {
             let arg = conv.first();
             let frame = 8 + conv.shadow();

@@ -7,7 +7,7 @@ use object::RelocationFlags;
 
 pub(crate) use crate::codegen::labels::Label;
 use crate::codegen::labels::Labels;
-use crate::codegen::layout::{Cfi, Function};
+use crate::codegen::layout::{Cfi, Function, Host};
 
 /// A general-purpose register, numbered as the encoding numbers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -467,6 +467,18 @@ impl Asm {
     /// `ret`
     pub(crate) fn ret(&mut self) {
         self.code.push(0xc3);
+    }
+}
+
+/// For an x86-64 host, the calling convention of its code and the format of its relocations;
+/// `None` for AArch64.
+pub(crate) fn conventions(host: Host) -> Option<(Conv, Format)> {
+    match host {
+        Host::ElfX86_64 => Some((Conv::SysV, Format::Elf)),
+        Host::CoffX86_64 => Some((Conv::Win64, Format::Coff)),
+        #[cfg(test)]
+        Host::ElfX86_64MsAbi => Some((Conv::Win64, Format::Elf)),
+        Host::ElfAarch64 => None,
     }
 }
 

@@ -19,7 +19,7 @@
 use std::fmt;
 
 use crate::format::cuda_fatbin::{Entry, EntryKind};
-use crate::loads::hip::Via;
+use crate::loads::via::Via;
 
 /// How far an SM's code reaches beyond its own SM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -13,34 +13,7 @@ use crate::loads::cuda;
 use crate::target::processor::{Processor, ProcessorKind, SPIRV};
 use crate::target::target_id::{FeatureSetting, TargetId};
 
-/// How a device comes to load an image.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Via {
-    /// The image is for the device's own processor (or is named by what was asked for).
-    Native,
-    /// The unit has no native code for the device, and the image is for a generic target that
-    /// covers its processor.
-    Generic,
-    /// The unit has neither, and the image is SPIR-V, compiled for the device when loaded.
-    Spirv,
-    /// A CUDA cubin for an earlier SM of the device's major version, which it runs.
-    Forward,
-    /// CUDA PTX, compiled for the device when loaded.
-    Ptx,
-}
-
-impl Via {
-    /// `native`, `generic`, `spirv`, `forward` or `ptx`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Via::Native => "native",
-            Via::Generic => "generic",
-            Via::Spirv => "spirv",
-            Via::Forward => "forward",
-            Via::Ptx => "ptx",
-        }
-    }
-}
+pub use crate::loads::via::Via;
 
 /// The features whose setting decides what a device loads. A device that leaves one out is
 /// taken with it on and with it off.

@@ -7,3 +7,4 @@ pub mod cuda;
 pub mod hip;
 pub mod kpack_search;
 pub mod runtime;
+pub mod via;

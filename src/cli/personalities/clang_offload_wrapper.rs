@@ -1,8 +1,8 @@
 //! `offload wrapper`: clang-offload-wrapper's command line (with the per-image
 //! `--offload-arch` of ROCm's version), writing a native object, LLVM IR or bitcode.
 
-use crate::cli::general::GeneralOpts;
 use crate::cli::personalities::llvm_cl::{self, Kind, Spec};
+use crate::cli::personalities::wrapper_args::{per_image, CommandLine};
 use crate::ops::wrapper::{self, WrapperConfig};
 use std::io::Write;
 use std::path::PathBuf;
@@ -57,54 +57,6 @@ output's extension chooses what is written in the same way. (Started as llvm-off
 the program writes bitcode for any name, as LLVM's, unless given --filetype=obj, bc or ll.)
 ";
 
-/// Runs `offload wrapper` with `args` (without the program name): the wrapper's command line,
-/// plus the `-v` every `offload` subcommand takes. (Started as clang-offload-wrapper, the
-/// program takes LLVM's options only: see [`run`].)
-pub fn run_subcommand(args: &[String]) -> i32 {
-    let (general, rest) = take_verbosity(args);
-    general.install_log();
-    // `--kind` is llvm-offload-wrapper's (LLVM 22): its command line, not clang-offload-wrapper's.
-    let is_kind = |a: &String| {
-        let body = a.trim_start_matches('-');
-        a.starts_with('-') && (body == "kind" || body.starts_with("kind="))
-    };
-    if rest.iter().any(is_kind) {
-        return crate::cli::personalities::llvm_offload_wrapper::run(
-            crate::cli::personalities::llvm_offload_wrapper::OURS,
-            &rest,
-        );
-    }
-    run("offload wrapper", &rest)
-}
-
-/// Takes `-v`, `-vv`, `-vvv` and `--verbose` out of a wrapper command line. A value of an
-/// option that takes one (`-o -v`) and whatever follows `--` stay.
-fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
-    let mut general = GeneralOpts::default();
-    let mut rest = Vec::with_capacity(args.len());
-    let mut iter = args.iter();
-    while let Some(arg) = iter.next() {
-        let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
-        match body {
-            _ if arg == "--" => {
-                rest.push(arg.clone());
-                rest.extend(iter.by_ref().cloned());
-            }
-            Some("verbose") => general.verbose = general.verbose.saturating_add(1),
-            Some(v) if !arg.starts_with("--") && !v.is_empty() && v.bytes().all(|b| b == b'v') => {
-                let count = u8::try_from(v.len()).unwrap_or(u8::MAX);
-                general.verbose = general.verbose.saturating_add(count);
-            }
-            Some("o" | "target" | "offload-arch" | "kind" | "triple" | "filetype") => {
-                rest.push(arg.clone());
-                rest.extend(iter.next().cloned());
-            }
-            _ => rest.push(arg.clone()),
-        }
-    }
-    (general, rest)
-}
-
 /// Runs the wrapper with `args` (without the program name); `prog` starts the messages.
 pub fn run(prog: &str, args: &[String]) -> i32 {
     llvm_cl::run_on_standard_streams(prog, args, run_with)
@@ -136,56 +88,6 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
             let _ = writeln!(err, "{prog}: error: {e}");
             1
         }
-    }
-}
-
-/// A wrapper command line with the images and their `--offload-arch` taken out, since each
-/// `--offload-arch` names the image after it and only the order of the arguments tells which.
-pub(super) struct CommandLine {
-    /// Each target ID with the index of the image it names (the number of images before it).
-    pub(super) arches: Vec<(usize, String)>,
-    /// The images, in order.
-    pub(super) images: Vec<PathBuf>,
-    /// The other options, with their values, for the option parser.
-    pub(super) rest: Vec<String>,
-}
-
-impl CommandLine {
-    /// Reads `args` in order; the options named in `valued` take the next argument as their
-    /// value when it is not joined with `=`. Everything after `--` is an image.
-    pub(super) fn split(args: &[String], valued: &[&str]) -> CommandLine {
-        let mut line = CommandLine {
-            arches: Vec::new(),
-            images: Vec::new(),
-            rest: Vec::new(),
-        };
-        let mut iter = args.iter();
-        while let Some(arg) = iter.next() {
-            let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
-            match body {
-                Some("") if arg == "--" => line.images.extend(iter.by_ref().map(PathBuf::from)),
-                // Standard input.
-                Some("") => line.images.push(PathBuf::from(arg)),
-                Some(b) if b.starts_with("offload-arch=") => {
-                    let arch = b["offload-arch=".len()..].to_string();
-                    line.arches.push((line.images.len(), arch));
-                }
-                Some("offload-arch") => {
-                    if let Some(v) = iter.next() {
-                        line.arches.push((line.images.len(), v.clone()));
-                    }
-                }
-                Some(_) => {
-                    line.rest.push(arg.clone());
-                    // A value in the next argument belongs to the option.
-                    if body.is_some_and(|b| valued.contains(&b)) {
-                        line.rest.extend(iter.next().cloned());
-                    }
-                }
-                None => line.images.push(PathBuf::from(arg)),
-            }
-        }
-        line
     }
 }
 
@@ -234,36 +136,6 @@ fn config(
         images,
         arches,
     })
-}
-
-/// The target ID of each of `count` images, empty for an image no `--offload-arch` names, with
-/// the unnamed ones at the end left out. An `--offload-arch` after the last image has none to
-/// name: an error.
-pub(super) fn per_image(
-    prog: &str,
-    count: usize,
-    arches: &[(usize, String)],
-    err: &mut dyn Write,
-) -> Result<Vec<String>, i32> {
-    let mut per_image = vec![String::new(); count];
-    for (index, arch) in arches {
-        match per_image.get_mut(*index) {
-            Some(slot) => *slot = arch.clone(),
-            None => {
-                let _ = writeln!(
-                    err,
-                    "{prog}: error: --offload-arch={arch} is not followed by an image"
-                );
-                return Err(1);
-            }
-        }
-    }
-    let named = per_image
-        .iter()
-        .rposition(|a| !a.is_empty())
-        .map_or(0, |i| i + 1);
-    per_image.truncate(named);
-    Ok(per_image)
 }
 
 #[cfg(test)]
@@ -348,33 +220,6 @@ mod tests {
                 1,
                 "W: error: --offload-arch=gfx906 is not followed by an image\n".into()
             )
-        );
-    }
-
-    #[test]
-    fn verbosity_leaves_the_wrapper_options_alone() {
-        let (general, rest) = take_verbosity(&strings(&[
-            "-v",
-            "-o",
-            "-v",
-            "--target=x86_64-pc-linux-gnu",
-            "--verbose",
-            "-vv",
-            "a.bin",
-            "--",
-            "-v",
-        ]));
-        assert_eq!(general.verbose, 4);
-        assert_eq!(
-            rest,
-            strings(&[
-                "-o",
-                "-v",
-                "--target=x86_64-pc-linux-gnu",
-                "a.bin",
-                "--",
-                "-v"
-            ])
         );
     }
 }

@@ -5,8 +5,8 @@
 //! `--help` of LLVM's name, which stays LLVM's). As `offload wrapper --kind=...`, the output's
 //! extension chooses: `.o`/`.obj` a native object, `.ll` IR text, anything else bitcode.
 
-use crate::cli::personalities::clang_offload_wrapper::CommandLine;
 use crate::cli::personalities::llvm_cl::{self, Kind, Spec};
+use crate::cli::personalities::wrapper_args::{per_image, CommandLine};
 use crate::format::ccob::CompressOptions;
 use crate::ops::wrapper::{self, FileType, HipBundling, OffloadKind, OffloadWrapperConfig};
 use crate::target::processor::LlvmVersion;
@@ -106,7 +106,7 @@ const ABOUT: llvm_cl::About = llvm_cl::About {
 
 /// The program name under which this tool's own behaviour (and help) applies, rather than
 /// LLVM's.
-pub(super) const OURS: &str = "offload wrapper";
+pub(crate) const OURS: &str = "offload wrapper";
 
 /// The host triple when `--triple` is not given.
 const DEFAULT_TRIPLE: &str = "x86_64-pc-linux-gnu";
@@ -267,8 +267,7 @@ fn bundling(
     if !parsed.given("bundle") && arches.is_empty() && !compress {
         return Ok(None);
     }
-    let arches =
-        crate::cli::personalities::clang_offload_wrapper::per_image(prog, count, arches, err)?;
+    let arches = per_image(prog, count, arches, err)?;
     let compress = match compress {
         false => None,
         true => {

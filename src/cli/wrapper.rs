@@ -1,0 +1,86 @@
+//! `offload wrapper`: clang-offload-wrapper's command line, or, given `--kind`,
+//! llvm-offload-wrapper's (LLVM 22), plus the `-v` every subcommand takes.
+
+use crate::cli::general::GeneralOpts;
+use crate::cli::personalities::{clang_offload_wrapper, llvm_offload_wrapper};
+
+/// Runs `offload wrapper` with `args` (without the program name): the wrapper's command line,
+/// plus the `-v` every `offload` subcommand takes. (Started as clang-offload-wrapper, the
+/// program takes LLVM's options only: see [`clang_offload_wrapper::run`].)
+pub fn run_subcommand(args: &[String]) -> i32 {
+    let (general, rest) = take_verbosity(args);
+    general.install_log();
+    // `--kind` is llvm-offload-wrapper's (LLVM 22): its command line, not clang-offload-wrapper's.
+    let is_kind = |a: &String| {
+        let body = a.trim_start_matches('-');
+        a.starts_with('-') && (body == "kind" || body.starts_with("kind="))
+    };
+    if rest.iter().any(is_kind) {
+        return llvm_offload_wrapper::run(llvm_offload_wrapper::OURS, &rest);
+    }
+    clang_offload_wrapper::run("offload wrapper", &rest)
+}
+
+/// Takes `-v`, `-vv`, `-vvv` and `--verbose` out of a wrapper command line. A value of an
+/// option that takes one (`-o -v`) and whatever follows `--` stay.
+fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
+    let mut general = GeneralOpts::default();
+    let mut rest = Vec::with_capacity(args.len());
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
+        match body {
+            _ if arg == "--" => {
+                rest.push(arg.clone());
+                rest.extend(iter.by_ref().cloned());
+            }
+            Some("verbose") => general.verbose = general.verbose.saturating_add(1),
+            Some(v) if !arg.starts_with("--") && !v.is_empty() && v.bytes().all(|b| b == b'v') => {
+                let count = u8::try_from(v.len()).unwrap_or(u8::MAX);
+                general.verbose = general.verbose.saturating_add(count);
+            }
+            Some("o" | "target" | "offload-arch" | "kind" | "triple" | "filetype") => {
+                rest.push(arg.clone());
+                rest.extend(iter.next().cloned());
+            }
+            _ => rest.push(arg.clone()),
+        }
+    }
+    (general, rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn verbosity_leaves_the_wrapper_options_alone() {
+        let (general, rest) = take_verbosity(&strings(&[
+            "-v",
+            "-o",
+            "-v",
+            "--target=x86_64-pc-linux-gnu",
+            "--verbose",
+            "-vv",
+            "a.bin",
+            "--",
+            "-v",
+        ]));
+        assert_eq!(general.verbose, 4);
+        assert_eq!(
+            rest,
+            strings(&[
+                "-o",
+                "-v",
+                "--target=x86_64-pc-linux-gnu",
+                "a.bin",
+                "--",
+                "-v"
+            ])
+        );
+    }
+}
