@@ -1,0 +1,330 @@
+//! Putting the code of archives back into split binaries: the archives as the loader finds
+//! them (or those given), each code-object index one bundle again.
+
+use crate::ops::kpack::config::{MergeConfig, MergeSummary};
+use crate::ops::kpack::plan::{not_as_written, plan_files, CreatedDirs, Planned, BUNDLE_ALIGN};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::format::bundle::{self, Bundle};
+use crate::format::ccob::Decoding;
+use crate::format::kpack::{
+    self as kformat, split_toc_key, toc_key, Archive, KernelEntry, HIPK_MAGIC,
+};
+use crate::host::kpack::find_archives;
+use crate::host::program::kpack_elf::{self};
+use crate::io::spill::{Spill, Spilled};
+use crate::io::{commit_all, Input, Output};
+use crate::loads::kpack_search::{every_target_name, Environment};
+
+/// One archive open for merging.
+pub(super) struct OpenArchive {
+    pub(super) path: PathBuf,
+    pub(super) data: Input,
+}
+
+/// Puts the code of archives back into the split binaries `inputs`, written into
+/// `config.output` under their own names, all or nothing.
+#[tracing::instrument(skip_all, fields(output = %config.output.display()))]
+pub fn merge(inputs: &[PathBuf], config: &MergeConfig) -> Result<MergeSummary> {
+    let planned = plan_files(inputs, false)?;
+    let mut summary = MergeSummary::default();
+    let mut dirs = CreatedDirs::default();
+    let result = merge_each(&planned, config, &mut dirs, &mut summary);
+    if result.is_err() {
+        dirs.remove();
+    }
+    result.map(|()| summary)
+}
+
+/// Merges the `planned` files, their outputs put in place together at the end.
+pub(super) fn merge_each(
+    planned: &[Planned],
+    config: &MergeConfig,
+    dirs: &mut CreatedDirs,
+    summary: &mut MergeSummary,
+) -> Result<()> {
+    dirs.create(&config.output)?;
+    let mut outputs = Vec::new();
+    let mut kept = Vec::new();
+    for p in planned {
+        let data = Input::open(&p.input)?;
+        let (bundles, starts, count) = merged_bundles(&p.input, &data, config)?;
+        let program =
+            kpack_elf::merge(&data, bundles, &starts).map_err(|e| Error::container(&p.input, e))?;
+        let path = config.output.join(&p.relative);
+        let mut out = Output::create(&path)?;
+        let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
+        out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
+        program.write_to(&p.input, &mut out, &data)?;
+        read_back_merged(&p.input, &mut out, starts.iter().flatten().count())?;
+        let distinct = starts
+            .iter()
+            .flatten()
+            .collect::<std::collections::BTreeSet<_>>();
+        summary.files.push((path, distinct.len(), count));
+        outputs.push(out);
+        kept.push(data);
+    }
+    commit_all(outputs)
+}
+
+/// Reads the merged file just written to `out` back: `wrappers` `HIPF` wrappers, each pointing
+/// at a bundle in `.hip_fatbin`, and no kpack reference left.
+pub(super) fn read_back_merged(input: &Path, out: &mut Output, wrappers: usize) -> Result<()> {
+    let Some(written) = out.written_so_far()? else {
+        return Ok(());
+    };
+    let data = Input::open(&written)?;
+    let code = kpack_elf::hip_code(&data)
+        .map_err(|e| not_as_written(input, e))?
+        .ok_or_else(|| not_as_written(input, "no .hip_fatbin"))?;
+    let bundles = code
+        .wrappers
+        .iter()
+        .filter(|w| w.magic == kformat::HIPF_MAGIC)
+        .filter_map(|w| w.target)
+        .filter(|&t| code.fatbin.holds(t))
+        .filter(|&t| {
+            let at = (t - code.fatbin.address) as usize;
+            matches!(Bundle::parse(&code.fatbin.data[at..]), Ok(Some(_)))
+        })
+        .count();
+    if bundles != wrappers || crate::host::kpack::split_binary(input, &data)?.is_some() {
+        let why = format!("{bundles} wrappers reach a bundle instead of {wrappers}");
+        return Err(not_as_written(input, why));
+    }
+    Ok(())
+}
+
+/// The archives to merge the split binary at `path` from: those given, or those the loader
+/// finds for any device ([`find_archives`]); an archive that cannot be opened is an error.
+pub(super) fn merge_sources(
+    path: &Path,
+    split: &crate::host::kpack::SplitBinary<'_>,
+    config: &MergeConfig,
+) -> Result<Vec<OpenArchive>> {
+    if !config.archives.is_empty() {
+        return config
+            .archives
+            .iter()
+            .map(|a| {
+                Ok(OpenArchive {
+                    path: a.clone(),
+                    data: Input::open(a)?,
+                })
+            })
+            .collect();
+    }
+    let env = Environment::from_vars(|v| std::env::var(v).ok());
+    let mut found = find_archives(path, &split.reference, &env, &every_target_name());
+    if !found.problems.is_empty() {
+        return Err(found.problems.swap_remove(0));
+    }
+    if found.archives.is_empty() {
+        return Err(Error::msg(format!(
+            "'{}': no kpack archive found; looked at {}",
+            path.display(),
+            found.where_looked(&env)
+        )));
+    }
+    Ok(found
+        .archives
+        .into_iter()
+        .map(|(path, data)| OpenArchive { path, data })
+        .collect())
+}
+
+/// The bundles of the split binary `data` (at `path`), packed on 4096-byte boundaries, where
+/// each wrapper's starts (`None`: not a `HIPK` wrapper), and the number of code objects.
+pub(super) fn merged_bundles(
+    path: &Path,
+    data: &[u8],
+    config: &MergeConfig,
+) -> Result<(Spilled, Vec<Option<u64>>, usize)> {
+    let split = crate::host::kpack::split_binary(path, data)?.ok_or_else(|| {
+        Error::msg(format!(
+            "'{}': not split: no kpack reference",
+            path.display()
+        ))
+    })?;
+    let code = kpack_elf::hip_code(data)
+        .map_err(|e| Error::container(path, e))?
+        .ok_or_else(|| Error::msg(format!("'{}': no .hip_fatbin section", path.display())))?;
+    let opened = merge_sources(path, &split, config)?;
+    let archive_files: Vec<PathBuf> = opened.iter().map(|o| o.path.clone()).collect();
+    let parsed: Vec<(&OpenArchive, Archive<'_>)> = opened
+        .iter()
+        .map(|o| {
+            Ok((
+                o,
+                Archive::parse(&o.data).map_err(|e| Error::format(&o.path, e))?,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let name = split.reference.kernel_name;
+    let by_index = code_objects_by_index(name, &parsed)?;
+    let host = match object::File::parse(data).map(|f| object::Object::architecture(&f)) {
+        Ok(object::Architecture::Aarch64) => "host-aarch64-unknown-linux-gnu-",
+        _ => "host-x86_64-unknown-linux-gnu-",
+    };
+    let mut spill = Spill::new();
+    let spill_error = |e: std::io::Error| {
+        Error::msg(format!(
+            "'{}': the bundles cannot be held in a temporary file: {}",
+            path.display(),
+            crate::error::io_message(&e)
+        ))
+    };
+    let mut start_of: BTreeMap<u64, u64> = BTreeMap::new();
+    let mut shared: HashMap<Vec<(&str, usize, u64)>, u64> = HashMap::new();
+    let mut starts = Vec::with_capacity(code.wrappers.len());
+    let mut count = 0;
+    for (k, w) in code.wrappers.iter().enumerate() {
+        if w.magic != HIPK_MAGIC {
+            starts.push(None);
+            continue;
+        }
+        let index = w.reserved1;
+        if let Some(&start) = start_of.get(&index) {
+            starts.push(Some(start));
+            continue;
+        }
+        let arches = by_index
+            .get(&index)
+            .filter(|a| !a.is_empty())
+            .ok_or_else(|| no_archive_holds(path, &toc_key(name, index), k, &archive_files))?;
+        // Indices whose code objects are the same stored ones (wrappers that shared a bundle,
+        // as in -fgpu-rdc binaries) share one bundle again.
+        let same: Vec<(&str, usize, u64)> = arches
+            .iter()
+            .map(|(arch, (a, entry))| (arch.as_str(), *a, entry.ordinal))
+            .collect();
+        if let Some(&start) = shared.get(&same) {
+            start_of.insert(index, start);
+            starts.push(Some(start));
+            continue;
+        }
+        spill.pad_to(BUNDLE_ALIGN).map_err(spill_error)?;
+        let start = spill.len();
+        append_bundle(path, host, arches, &parsed, config, &mut spill)?;
+        count += arches.len();
+        start_of.insert(index, start);
+        shared.insert(same, start);
+        starts.push(Some(start));
+    }
+    let bundles = spill.finish().map_err(spill_error)?;
+    Ok((bundles, starts, count))
+}
+
+/// The error for code object `key` (wrapper `k`) of the split binary at `path` found in none
+/// of `archives`.
+pub(super) fn no_archive_holds(path: &Path, key: &str, k: usize, archives: &[PathBuf]) -> Error {
+    let searched = if archives.is_empty() {
+        "no archive found".to_string()
+    } else {
+        let names: Vec<String> = archives.iter().map(|p| p.display().to_string()).collect();
+        names.join(", ")
+    };
+    Error::msg(format!(
+        "'{}': no archive holds code object {key} (wrapper {k}); searched: {searched}",
+        path.display()
+    ))
+}
+
+/// The code objects of the binary `name` in the archives `parsed` (in search order): per
+/// index, per processor key, the first archive's entry (its archive's place in `parsed`).
+/// A processor key that could not be part of a bundle entry ID is an error naming the
+/// archive.
+#[allow(clippy::type_complexity)]
+pub(super) fn code_objects_by_index<'p, 'a>(
+    name: &str,
+    parsed: &'p [(&'a OpenArchive, Archive<'a>)],
+) -> Result<BTreeMap<u64, BTreeMap<String, (usize, &'p KernelEntry<'a>)>>> {
+    let mut by_index: BTreeMap<u64, BTreeMap<String, (usize, &KernelEntry<'_>)>> = BTreeMap::new();
+    for (number, (o, archive)) in parsed.iter().enumerate() {
+        for entry in &archive.entries {
+            let Some((binary, index)) = split_toc_key(entry.key) else {
+                continue;
+            };
+            if binary != name {
+                continue;
+            }
+            if !kformat::is_processor_key(entry.arch) {
+                return Err(Error::msg(format!(
+                    "'{}': code object {}: processor key {} is no target ID, so it cannot be a \
+                     bundle entry's",
+                    o.path.display(),
+                    crate::error::quoted(entry.key),
+                    crate::error::quoted(entry.arch)
+                )));
+            }
+            by_index
+                .entry(index)
+                .or_default()
+                .entry(entry.arch.to_string())
+                .or_insert((number, entry));
+        }
+    }
+    Ok(by_index)
+}
+
+/// Appends to `spill` the bundle of one code-object index: the host entry, then the code
+/// object of each processor in `arches`, each inflated straight into its place through a
+/// window (never held whole), and checked against the size its table declares.
+pub(super) fn append_bundle(
+    path: &Path,
+    host: &str,
+    arches: &BTreeMap<String, (usize, &KernelEntry<'_>)>,
+    parsed: &[(&OpenArchive, Archive<'_>)],
+    config: &MergeConfig,
+    spill: &mut Spill,
+) -> Result<()> {
+    let spill_error = |e: std::io::Error| {
+        crate::format::Error::new(
+            0,
+            crate::format::ErrorKind::Decompress(format!(
+                "the bundle's temporary file: {}",
+                crate::error::io_message(&e)
+            )),
+        )
+    };
+    let ids: Vec<String> = std::iter::once(host.to_string())
+        .chain(arches.keys().map(|arch| entry_id(arch)))
+        .collect();
+    let sizes: Vec<(&str, u64)> = ids
+        .iter()
+        .zip(std::iter::once(0).chain(arches.values().map(|(_, e)| e.original_size)))
+        .map(|(id, size)| (id.as_str(), size))
+        .collect();
+    let layout = bundle::layout(&sizes, BUNDLE_ALIGN).map_err(|e| Error::format(path, e))?;
+    let start = spill.len();
+    spill
+        .append(&layout.header)
+        .map_err(|e| Error::format(path, spill_error(e)))?;
+    for ((number, entry), offset) in arches.values().zip(layout.offsets.iter().skip(1)) {
+        let Some((o, archive)) = parsed.get(*number) else {
+            continue;
+        };
+        let gap = (start + offset).saturating_sub(spill.len());
+        spill
+            .reserve(gap)
+            .map_err(|e| Error::format(path, spill_error(e)))?;
+        archive
+            .read_code_object(entry, config.max_decompressed, Decoding::Fresh, |piece| {
+                spill.append(piece).map_err(spill_error)
+            })
+            .map_err(|e| Error::format(&o.path, e))?;
+    }
+    Ok(())
+}
+
+/// The bundle entry ID of HIP code for `arch`, as clang writes it.
+pub(super) fn entry_id(arch: &str) -> String {
+    if arch == "amdgcnspirv" {
+        format!("hipv4-spirv64-amd-amdhsa--{arch}")
+    } else {
+        format!("hipv4-amdgcn-amd-amdhsa--{arch}")
+    }
+}

@@ -1,0 +1,28 @@
+//! `offload kpack`: moving the device code of programs and shared libraries into kpack
+//! archives (one per processor, or per group of processors), and putting it back.
+//!
+//! Splitting reads the files a group at a time (in parallel, bundles too; compressed bundles
+//! inflate into unnamed temporary files, not memory), writes each group's host files to
+//! temporary files beside their places and stages its code objects, then lets the group's
+//! inputs go: memory and open files stay bounded however large the tree. The archives are
+//! written from the stage at the end, and everything (host files, archives, the tree's links)
+//! is renamed into place together only when all of it is written, so a damaged file anywhere
+//! leaves nothing behind.
+//!
+//! Code-object indices are the wrappers' positions in `.hipFatBinSegment`, which is what each
+//! `HIPK` wrapper's `reserved1` holds and what the loader asks for: the archives key the code
+//! of the bundle wrapper `k` points at as `<binary>#k`, for every processor it has. (AMD's
+//! Python splitter numbers code objects per processor instead, so a binary whose translation
+//! units target different processors gets keys the loader never asks for.)
+
+mod config;
+mod merge;
+mod plan;
+mod read;
+mod split;
+mod stage;
+
+pub use config::{MergeConfig, MergeSummary, SplitConfig, SplitSummary};
+pub use merge::merge;
+pub use plan::ARCHIVE_FOLDER;
+pub use split::split;

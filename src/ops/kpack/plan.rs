@@ -1,0 +1,127 @@
+//! What splitting and merging share: the files to write and their places under the output
+//! folder, the folders made for them, and the archive folder's name.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::ops::support::inputs::{walk, Links, Taken, WalkOptions};
+
+/// The folder, beside the host files, that holds the archives.
+pub const ARCHIVE_FOLDER: &str = ".kpack";
+
+/// Bundles put back are aligned as clang aligns HIP bundles and their entries.
+pub(super) const BUNDLE_ALIGN: u64 = 4096;
+
+/// A file to write: where it comes from, and its path under the output folder.
+pub(super) struct Planned {
+    pub(super) input: PathBuf,
+    pub(super) relative: PathBuf,
+    pub(super) kind: Kind,
+}
+
+pub(super) enum Kind {
+    File,
+    Link(PathBuf),
+}
+
+/// Folders made for the outputs, removed again (deepest first, only when empty) if the split
+/// fails.
+#[derive(Default)]
+pub(super) struct CreatedDirs(Vec<PathBuf>);
+
+impl CreatedDirs {
+    pub(super) fn create(&mut self, dir: &Path) -> Result<()> {
+        let mut missing = Vec::new();
+        let mut at = Some(dir);
+        while let Some(d) = at.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+            missing.push(d.to_path_buf());
+            at = d.parent();
+        }
+        for d in missing.into_iter().rev() {
+            std::fs::create_dir(&d).map_err(|e| Error::io(&d, e))?;
+            self.0.push(d);
+        }
+        Ok(())
+    }
+
+    pub(super) fn remove(&self) {
+        for d in self.0.iter().rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+/// The group name when none is given: the first input's name up to its first `.`.
+pub(super) fn default_name(inputs: &[PathBuf]) -> String {
+    inputs
+        .first()
+        .and_then(|p| p.file_name())
+        .map(|n| {
+            n.to_string_lossy()
+                .split('.')
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "device".to_string())
+}
+
+/// The files to write: each file given, by its own name; each folder's regular files and
+/// symbolic links, by their paths under it (`recursive` only).
+pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Planned>> {
+    for input in inputs {
+        let meta = std::fs::metadata(input).map_err(|e| Error::io(input, e))?;
+        if meta.is_dir() && !recursive {
+            return Err(Error::msg(format!(
+                "'{}': a folder; give -r to split everything under it",
+                input.display()
+            )));
+        }
+        if !meta.is_dir() && input.file_name().is_none() {
+            return Err(Error::msg(format!(
+                "'{}': not a file name",
+                input.display()
+            )));
+        }
+    }
+    let walk = walk(
+        inputs,
+        WalkOptions {
+            recursive: true,
+            links: Links::Keep,
+            files: Taken::Every,
+        },
+    );
+    if let Some(e) = walk.errors.into_iter().next() {
+        return Err(e);
+    }
+    let planned: Vec<Planned> = walk
+        .files
+        .into_iter()
+        .map(|found| Planned {
+            input: found.path,
+            relative: found.relative,
+            kind: found.link.map_or(Kind::File, Kind::Link),
+        })
+        .collect();
+    let mut seen = std::collections::HashSet::new();
+    for p in &planned {
+        if !seen.insert(&p.relative) {
+            return Err(Error::msg(format!(
+                "'{}': another input also goes to '{}'",
+                p.input.display(),
+                p.relative.display()
+            )));
+        }
+    }
+    Ok(planned)
+}
+
+/// The error for an output that does not read back as written.
+pub(super) fn not_as_written(path: &Path, why: impl std::fmt::Display) -> Error {
+    Error::msg(format!(
+        "'{}': the written file does not read back as it should ({why}); nothing was written",
+        path.display()
+    ))
+}

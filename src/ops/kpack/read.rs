@@ -1,0 +1,244 @@
+//! Reading a program or shared library for splitting: its HIP wrappers, the bundles they
+//! point at (compressed ones inflated into unnamed temporary files) and their device entries,
+//! and the program rewritten without them.
+
+use crate::ops::kpack::config::SplitConfig;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::format::bundle::Bundle;
+use crate::format::ccob::CompressedBundle;
+use crate::format::image_target::{ImageTarget, Producer};
+use crate::format::kpack::{self as kformat, KpackRef, HIPK_MAGIC};
+use crate::host::program::kpack_elf::{self, HipCode};
+use crate::host::program::NewProgram;
+use crate::io::spill::{Spill, Spilled};
+use crate::target::entry_id::EntryId;
+
+/// The code of one device entry: borrowed from the input, or from a bundle inflated into an
+/// unnamed temporary file (mapped: it takes no anonymous memory).
+#[derive(Clone)]
+pub(super) enum Code<'a> {
+    Mapped(&'a [u8]),
+    Inflated(Arc<Spilled>, std::ops::Range<usize>),
+}
+
+impl Code<'_> {
+    pub(super) fn bytes(&self) -> &[u8] {
+        match self {
+            Code::Mapped(b) => b,
+            Code::Inflated(v, r) => v.bytes().get(r.clone()).unwrap_or_default(),
+        }
+    }
+}
+
+/// The device entries of one bundle: processor and code.
+pub(super) type Entries<'a> = Vec<(String, Code<'a>)>;
+
+/// A binary read and planned.
+pub(super) struct SplitBinary<'a> {
+    /// Per code-object index, the bundle (its offset in `.hip_fatbin`) it takes its code from.
+    pub(super) bundle_of: Vec<usize>,
+    /// The entries of each bundle, by offset.
+    pub(super) bundles: BTreeMap<usize, Entries<'a>>,
+    pub(super) kernel_name: String,
+    pub(super) program: NewProgram<'a>,
+}
+
+/// Whether the PE image `data` has a HIP fat-binary section (`.hip_fat`, or its long name).
+pub(super) fn has_pe_hip_code(data: &[u8]) -> bool {
+    use object::Object;
+    object::File::parse(data).is_ok_and(|f| {
+        [".hip_fat", ".hip_fatbin"]
+            .into_iter()
+            .any(|name| f.section_by_name(name).is_some())
+    })
+}
+
+/// Reads the file `data` (at `path`, going to `relative`): `None` when it is to be copied as
+/// it is (not an ELF program or shared library with HIP device code).
+pub(super) fn read_binary<'a>(
+    path: &Path,
+    data: &'a [u8],
+    relative: &Path,
+    search: &[String],
+    config: &SplitConfig,
+) -> Result<Option<SplitBinary<'a>>> {
+    let linked = matches!(
+        object::File::parse(data).map(|f| object::Object::kind(&f)),
+        Ok(object::ObjectKind::Executable | object::ObjectKind::Dynamic)
+    );
+    if linked && data.starts_with(b"MZ") && has_pe_hip_code(data) {
+        return Err(Error::msg(format!(
+            "'{}': a PE image with HIP device code: only ELF programs and shared libraries are \
+             split; ls, extract and verify read PE images split by AMD's splitter",
+            path.display()
+        )));
+    }
+    if !linked || !data.starts_with(b"\x7fELF") {
+        return Ok(None);
+    }
+    let Some(code) = kpack_elf::hip_code(data).map_err(|e| Error::container(path, e))? else {
+        return Ok(None);
+    };
+    if let Some((k, w)) = code
+        .wrappers
+        .iter()
+        .enumerate()
+        .find(|(_, w)| w.magic == HIPK_MAGIC)
+    {
+        return Err(Error::msg(format!(
+            "'{}': .hipFatBinSegment wrapper {k} at {:#x}: already HIPK: the file is split",
+            path.display(),
+            w.at
+        )));
+    }
+    if code.fatbin.data.iter().all(|&b| b == 0) {
+        return Ok(None);
+    }
+    let bundle_of = bundle_offsets(path, &code)?;
+    let mut unique: Vec<usize> = bundle_of.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    let fatbin = code.fatbin;
+    let bundles: BTreeMap<usize, Entries<'a>> = unique
+        .par_iter()
+        .map(|&at| {
+            let context = format!(
+                "section '.hip_fatbin': offset {:#x}",
+                fatbin.offset + at as u64
+            );
+            let fail = |e: crate::format::Error| Error::format_in(path, &context, e);
+            let (entries, refused) =
+                device_entries(&fatbin.data[at..], config.max_decompressed).map_err(fail)?;
+            if let Some(id) = refused.first() {
+                return Err(Error::msg(format!(
+                    "'{}': {context}: bundle entry {}: its target ID is not a processor's, so \
+                     it names no archive; nothing was written",
+                    path.display(),
+                    crate::error::quoted(id)
+                )));
+            }
+            Ok((at, entries))
+        })
+        .collect::<Vec<Result<_>>>()
+        .into_iter()
+        .collect::<Result<_>>()?;
+    let kernel_name = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("/");
+    let reference = KpackRef {
+        kernel_name: &kernel_name,
+        kpack_search_paths: search.iter().map(String::as_str).collect(),
+    }
+    .to_bytes();
+    let program = kpack_elf::split(data, &reference).map_err(|e| Error::container(path, e))?;
+    Ok(Some(SplitBinary {
+        bundle_of,
+        bundles,
+        kernel_name,
+        program,
+    }))
+}
+
+/// The offset in `.hip_fatbin` of the bundle each wrapper points at.
+pub(super) fn bundle_offsets(path: &Path, code: &HipCode<'_>) -> Result<Vec<usize>> {
+    code.wrappers
+        .iter()
+        .enumerate()
+        .map(|(k, w)| {
+            let fail = |why: &str| {
+                Error::msg(format!(
+                    "'{}': .hipFatBinSegment wrapper {k} at {:#x}: {why}",
+                    path.display(),
+                    w.at
+                ))
+            };
+            let target = w.target.ok_or_else(|| fail("points at nothing"))?;
+            if !code.fatbin.holds(target) {
+                return Err(fail(&format!("points at {target:#x}, outside .hip_fatbin")));
+            }
+            Ok((target - code.fatbin.address) as usize)
+        })
+        .collect()
+}
+
+/// The HIP device entries (processor and code) of the bundle or compressed bundle at the
+/// start of `here`, empty entries left out; and the IDs of HIP entries whose target ID cannot
+/// be a processor key ([`kformat::is_processor_key`]).
+pub(super) fn device_entries(
+    here: &[u8],
+    limit: u64,
+) -> std::result::Result<(Entries<'_>, Vec<String>), crate::format::Error> {
+    if let Some(compressed) = CompressedBundle::parse(here)? {
+        let at = compressed.header_size();
+        let spill_failed = |e: std::io::Error| {
+            crate::format::Error::new(
+                at,
+                crate::format::ErrorKind::Decompress(format!(
+                    "a temporary file for the inflated bundle: {}",
+                    crate::error::io_message(&e)
+                )),
+            )
+        };
+        let mut spill = Spill::on_disk().map_err(spill_failed)?;
+        compressed
+            .inflate_bundle_to(limit, |piece| spill.append(piece).map_err(spill_failed))??;
+        let inflated = Arc::new(spill.finish().map_err(spill_failed)?);
+        let bundle = Bundle::parse(inflated.bytes())?.ok_or_else(not_a_bundle)?;
+        let base = inflated.bytes().as_ptr() as usize;
+        let (entries, refused) = hip_entries(&bundle);
+        let found = entries
+            .into_iter()
+            .map(|(arch, data)| {
+                let start = data.as_ptr() as usize - base;
+                (arch, start..start + data.len())
+            })
+            .collect::<Vec<_>>();
+        let found = found
+            .into_iter()
+            .map(|(arch, range)| (arch, Code::Inflated(inflated.clone(), range)))
+            .collect();
+        return Ok((found, refused));
+    }
+    let bundle = Bundle::parse(here)?.ok_or_else(not_a_bundle)?;
+    let (entries, refused) = hip_entries(&bundle);
+    let entries = entries
+        .into_iter()
+        .map(|(arch, data)| (arch, Code::Mapped(data)))
+        .collect();
+    Ok((entries, refused))
+}
+
+pub(super) fn not_a_bundle() -> crate::format::Error {
+    crate::format::Error::new(0, crate::format::ErrorKind::NotAContainer)
+}
+
+/// The non-empty HIP device entries of `bundle`: target ID and code; and the IDs of the
+/// non-empty HIP entries whose target ID is no processor key, which must not be split.
+pub(super) fn hip_entries<'b>(bundle: &Bundle<'b>) -> (Vec<(String, &'b [u8])>, Vec<String>) {
+    let mut refused = Vec::new();
+    let entries = bundle
+        .entries()
+        .iter()
+        .filter(|e| !e.data.is_empty())
+        .filter_map(|e| {
+            let target = ImageTarget::of_bundle_entry(e.id);
+            if target.producer != Producer::Hip || EntryId::parse(e.id).is_host() {
+                return None;
+            }
+            if !kformat::is_processor_key(&target.target_id) {
+                refused.push(e.id.to_string());
+                return None;
+            }
+            Some((target.target_id, e.data))
+        })
+        .collect();
+    (entries, refused)
+}
