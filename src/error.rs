@@ -68,12 +68,14 @@ pub fn quoted(text: &str) -> String {
     format!("\"{}\"... ({} bytes)", crate::io::shown(&head), text.len())
 }
 
-/// The system's message for `e` without Rust's " (os error N)" suffix, as C tools print it.
-pub fn io_message(e: &io::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" (os error ") {
-        Some(cut) if text.ends_with(')') => text[..cut].to_string(),
-        _ => text,
+pub use crate::io::io_message;
+
+impl From<crate::io::FileError> for Error {
+    fn from(e: crate::io::FileError) -> Error {
+        match e {
+            crate::io::FileError::Io { path, source } => Error::Io { path, source },
+            crate::io::FileError::Message(message) => Error::Message(message),
+        }
     }
 }
 

@@ -143,7 +143,7 @@ impl Laid {
 
 /// Writes `count` zero bytes (padding, less than a page).
 fn write_zeros(out: &mut Output, count: u64) -> Result<()> {
-    out.write_bytes(&vec![0; count as usize])
+    Ok(out.write_bytes(&vec![0; count as usize])?)
 }
 
 /// Where the image section starts when the images are large: on a page boundary after the rest
@@ -817,7 +817,7 @@ impl Image {
                 });
             }
         }
-        Input::open(path).map(Image::Bytes)
+        Ok(Input::open(path).map(Image::Bytes)?)
     }
 
     /// Its length in bytes.
@@ -831,8 +831,8 @@ impl Image {
     /// Copies the image to `out`.
     pub fn write_to(&self, out: &mut Output) -> Result<()> {
         match self {
-            Image::File { file, len } => out.write_file_range(file, 0, *len),
-            Image::Bytes(input) => out.write_bytes(input),
+            Image::File { file, len } => Ok(out.write_file_range(file, 0, *len)?),
+            Image::Bytes(input) => Ok(out.write_bytes(input)?),
         }
     }
 }

@@ -163,7 +163,7 @@ pub fn find_archives(
                 }
             }
             Ok(None) => {}
-            Err(e) => found.problems.push(e),
+            Err(e) => found.problems.push(e.into()),
         }
     }
     found
@@ -295,7 +295,7 @@ pub fn code_objects_for(
         let listed = Archive::parse(data)
             .map_err(|e| Error::format(path, e))
             .and_then(|archive| stored_code_objects(path, &archive, &ours));
-        match listed.and_then(|list| data.intact().map(|()| list)) {
+        match listed.and_then(|list| Ok(data.intact().map(|()| list)?)) {
             Ok(list) => found.extend(list),
             Err(e) => problems.push(e),
         }
@@ -374,7 +374,7 @@ impl ArchiveFiles {
         if let Some(known) = self.by_path.get(path) {
             return known.clone().map_err(Error::msg);
         }
-        let mapped = Input::open(path).and_then(|input| {
+        let mapped = Input::open(path).map_err(Error::from).and_then(|input| {
             Archive::parse(&input).map_err(|e| Error::format(path, e))?;
             Ok(input)
         });
@@ -401,7 +401,7 @@ impl ArchiveFiles {
                 Ok(_) => Ok(input),
                 Err(e) => Err(Error::format(path, e)),
             },
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         };
         let known = match mapped {
             Ok(input) => {

@@ -20,6 +20,7 @@
 //!   operation at a time.
 
 mod cleanup;
+pub mod error;
 mod guard;
 mod keep;
 pub mod opening;
@@ -28,6 +29,7 @@ pub mod slice;
 pub mod spill;
 
 pub use cleanup::remove_temporaries_on_signals;
+pub use error::{io_message, FileError};
 pub use opening::{open_regular, read_small, read_small_text};
 pub use shown::shown;
 
@@ -43,7 +45,7 @@ use std::sync::Mutex;
 use memmap2::Mmap;
 use tempfile::{NamedTempFile, TempPath};
 
-use crate::error::{Error, Result};
+use crate::io::error::{FileError as Error, Result};
 use cleanup::Listed;
 use guard::Guarded;
 use keep::Kept;

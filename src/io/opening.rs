@@ -13,7 +13,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
-use crate::error::{Error, Result};
+use crate::io::error::{FileError as Error, Result};
 
 /// The most bytes [`read_small`] reads: configuration and topology files are a few hundred
 /// bytes; anything larger is not what it claims to be.

@@ -291,7 +291,7 @@ fn check_file(
 ) -> (Option<FileReport>, Vec<Error>) {
     let input = match Input::open(&object.path) {
         Ok(input) => input,
-        Err(e) => return (None, vec![e]),
+        Err(e) => return (None, vec![e.into()]),
     };
     let (bundles, mut problems) = bundles_of(&object.path, &input, targets, max_decompressed);
     let kpack = match split_binary(&object.path, &input) {

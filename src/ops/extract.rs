@@ -1432,7 +1432,7 @@ impl Writer<'_> {
         });
         input.release(payload);
         match stopped {
-            Some(e) => Err(e),
+            Some(e) => Err(e.into()),
             None => written.map_err(|e| c.cuda_error(self.config, e)),
         }
     }
@@ -1455,7 +1455,7 @@ impl Pending {
     /// Writes the next bytes of the image.
     fn take(&mut self, piece: &[u8], c: &Chosen, stem: &Path) -> Result<()> {
         if let Some((_, out)) = &mut self.out {
-            return out.write_bytes(piece);
+            return Ok(out.write_bytes(piece)?);
         }
         self.head.extend_from_slice(piece);
         if self.head.len() >= MAGIC_LEN {

@@ -124,7 +124,7 @@ pub fn pack(output: &Path, images: &[ImageArgs], version: LlvmVersion) -> Result
             out.write_bytes(&vec![0; layout.tail_padding as usize])?;
         }
     }
-    out.commit()
+    Ok(out.commit()?)
 }
 
 /// One image found in the input, with what the packager matches and names it by.
@@ -228,7 +228,7 @@ pub fn unpack(
             Unpacked::IntoFiles => unpacking.files(image, &matches, log, &mut outputs)?,
         }
     }
-    crate::io::place_all(outputs)
+    Ok(crate::io::place_all(outputs)?)
 }
 
 /// The offload binary images of the input, where LLVM 19 and 22 look for them. They fail on
@@ -336,7 +336,7 @@ impl Unpacking<'_> {
         let bytes = write_archive(&path, &members)?;
         let mut out = Output::create(&path)?;
         out.write_bytes(&bytes)?;
-        out.close()
+        Ok(out.close()?)
     }
 
     /// Without `--archive`: the last match to `file=`, or each match to a name of its own.

@@ -603,9 +603,9 @@ impl NewFile<'_> {
     /// copied by the kernel.
     fn write_to(&mut self, path: &Path, out: &mut Output, data: &Input) -> Result<()> {
         match self {
-            NewFile::Bytes(bytes) => out.write_bytes(bytes),
-            NewFile::Region(Spilled::Bytes(bytes)) => out.write_bytes(bytes),
-            NewFile::Region(Spilled::File(held)) => out.write_part(held, held),
+            NewFile::Bytes(bytes) => Ok(out.write_bytes(bytes)?),
+            NewFile::Region(Spilled::Bytes(bytes)) => Ok(out.write_bytes(bytes)?),
+            NewFile::Region(Spilled::File(held)) => Ok(out.write_part(held, held)?),
             NewFile::Object(object) => {
                 let sources: Vec<&Input> = std::iter::once(data).chain(object.sources()).collect();
                 let laid_out = object.laid_out().map_err(|e| Error::container(path, e))?;

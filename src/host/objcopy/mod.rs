@@ -87,8 +87,8 @@ impl<'a> Rewritten<'a> {
                 write_zeros(out, count).map_err(|e| crate::error::Error::io(out.path(), e))
             }
             Chunk::Piece(data) => match sources.iter().find(|input| input.holds(data)) {
-                Some(input) => out.write_part(input, data),
-                None => out.write_bytes(data),
+                Some(input) => Ok(out.write_part(input, data)?),
+                None => Ok(out.write_bytes(data)?),
             },
         })
     }

@@ -234,7 +234,7 @@ pub(super) fn unbundle_archive(
         out.write_bytes(bytes)?;
         outputs.push(out);
     }
-    crate::io::commit_all(outputs)
+    Ok(crate::io::commit_all(outputs)?)
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     let inputs = config
         .inputs
         .iter()
-        .map(|p| Input::open(p))
+        .map(|p| Ok(Input::open(p)?))
         .collect::<Result<Vec<_>>>()?;
     let kind = match (
         BundleKind::of(&config.file_type, &inputs[targets.reference_input()])?,
@@ -54,7 +54,7 @@ pub fn bundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
             output.write_bytes(&compressed)?;
         }
     }
-    output.commit()
+    Ok(output.commit()?)
 }
 
 /// The bundle built in memory and compressed, with the statistics printed when verbose.
@@ -106,7 +106,7 @@ fn bundle_object(
     if config.dry_run {
         report::add_sections_command(log, &names, &config.inputs, host_index, output_path);
         // LLVM leaves the output as its in-memory bundle, which is empty for objects.
-        return Output::create(output_path)?.commit();
+        return Ok(Output::create(output_path)?.commit()?);
     }
     let added: Vec<AddedSection> = names
         .iter()
@@ -126,7 +126,7 @@ fn bundle_object(
     let mut output = Output::create(output_path)?;
     let sources: Vec<&Input> = inputs.iter().collect();
     object.write_to(&mut output, &sources)?;
-    output.commit()
+    Ok(output.commit()?)
 }
 
 /// Refuses, before any input is read, a bundle too large for the compressed bundle version

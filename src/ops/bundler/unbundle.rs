@@ -51,7 +51,7 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
         }
         outputs.push(output.close()?);
     }
-    crate::io::place_all(outputs)
+    Ok(crate::io::place_all(outputs)?)
 }
 
 /// What an unbundled target receives.

@@ -67,7 +67,7 @@ pub(super) fn merge_each(
         outputs.push(out);
         kept.push(data);
     }
-    commit_all(outputs)
+    Ok(commit_all(outputs)?)
 }
 
 /// Reads the merged file just written to `out` back: `wrappers` `HIPF` wrappers, each pointing

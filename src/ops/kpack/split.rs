@@ -180,7 +180,7 @@ pub(super) fn split_group(
 ) -> Result<(Vec<Closed>, Vec<Option<usize>>)> {
     let opened: Vec<Input> = group
         .par_iter()
-        .map(|p| Input::open(&p.input))
+        .map(|p| Ok(Input::open(&p.input)?))
         .collect::<Vec<Result<_>>>()
         .into_iter()
         .collect::<Result<_>>()?;
@@ -234,7 +234,7 @@ pub(super) fn write_host(
         }
         None => out.write_part(data, data)?,
     }
-    out.close()
+    Ok(out.close()?)
 }
 
 /// Symbolic links of the tree, made under temporary names beside their places until the

@@ -118,7 +118,7 @@ pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVe
         verified.sound += sound;
         verified.bad.extend(bad);
         if let Err(e) = input.intact() {
-            verified.bad.push(e);
+            verified.bad.push(e.into());
         }
     }
     verified

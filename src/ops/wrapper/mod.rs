@@ -101,7 +101,7 @@ fn open_images(paths: &[PathBuf]) -> Result<Vec<Image>> {
 }
 
 fn open_inputs(paths: &[PathBuf]) -> Result<Vec<Input>> {
-    paths.iter().map(|p| Input::open(p)).collect()
+    paths.iter().map(|p| Ok(Input::open(p)?)).collect()
 }
 
 fn image_lens(images: &[Image]) -> Vec<u64> {
