@@ -37,7 +37,7 @@ pub enum Error {
         /// member, say).
         context: Option<String>,
         /// The container error, with its offset in the container.
-        source: crate::host::Error,
+        source: crate::host::error::Error,
     },
     /// The request cannot be carried out; the message says why, in the words LLVM's tools use
     /// where there are such words.
@@ -111,7 +111,7 @@ impl Error {
     }
 
     /// A container error in `path`.
-    pub fn container(path: impl AsRef<Path>, source: crate::host::Error) -> Self {
+    pub fn container(path: impl AsRef<Path>, source: crate::host::error::Error) -> Self {
         Error::Container {
             path: path.as_ref().to_path_buf(),
             context: None,

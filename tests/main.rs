@@ -6,6 +6,7 @@
 
 mod util;
 
+mod architecture;
 mod bad_input;
 mod bombs;
 mod bundler_22;

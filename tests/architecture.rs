@@ -1,0 +1,313 @@
+//! The layout holds: every `crate::` path in `src/` (in `use` lines and in code, inline tests
+//! aside) goes along an arrow `ARCHITECTURE.md` allows, no two files import each other, no
+//! function is over 100 lines unless `ARCHITECTURE.md` lists it, and no file holds more than
+//! 1,000 lines of code besides its inline tests.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::util::root;
+
+/// The longest a function may be unless listed.
+const LONGEST_FUNCTION: usize = 100;
+/// The most lines of code a file may hold, its inline tests aside.
+const LONGEST_FILE: usize = 1000;
+
+/// Every `.rs` file under `dir`, sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            found.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The module path of a file under `src/`: `src/format/kpack/mod.rs` is `format::kpack`.
+fn module_of(relative: &Path) -> String {
+    let mut parts: Vec<String> = relative
+        .with_extension("")
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if matches!(
+        parts.last().map(String::as_str),
+        Some("mod" | "lib" | "main")
+    ) {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// The file's code before its inline tests, without comment lines.
+fn code_of(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let end = (0..lines.len())
+        .find(|&i| {
+            lines[i].trim() == "#[cfg(test)]"
+                && lines[i + 1..]
+                    .iter()
+                    .take(3)
+                    .any(|l| l.trim_start().starts_with("mod "))
+        })
+        .unwrap_or(lines.len());
+    lines[..end]
+        .iter()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .copied()
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every module path the code names after `crate::`, braces of `use` lines expanded one
+/// level (`crate::a::{b, c::d}` names `a::b` and `a::c::d`).
+fn paths_named(code: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let bytes = code.as_bytes();
+    let mut at = 0;
+    while let Some(i) = code[at..].find("crate::") {
+        let start = at + i;
+        at = start + "crate::".len();
+        let before = start.checked_sub(1).map(|b| bytes[b]);
+        if before.is_some_and(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b':') {
+            continue;
+        }
+        let rest = &code[at..];
+        let len = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(rest.len());
+        let path = rest[..len].trim_end_matches(':').to_string();
+        if rest[len..].starts_with('{') && rest[..len].ends_with("::") {
+            let group = &rest[len + 1..rest[len..].find('}').map_or(rest.len(), |e| len + e)];
+            for item in group.split(',') {
+                let item = item.trim().split(" as ").next().unwrap_or("").trim();
+                let item = item.split("::{").next().unwrap_or("");
+                if !item.is_empty() && item != "self" {
+                    found.insert(format!("{path}::{item}"));
+                }
+            }
+        }
+        found.insert(path);
+    }
+    found
+}
+
+/// The layers each layer may use, as `ARCHITECTURE.md` lists them under "Arrows".
+fn allowed_arrows(document: &str) -> BTreeMap<String, Vec<String>> {
+    section(document, "## Arrows")
+        .filter_map(|line| line.strip_prefix("- "))
+        .filter_map(|line| line.split_once("->"))
+        .map(|(from, to)| {
+            let to = to
+                .split(',')
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect();
+            (from.trim().to_string(), to)
+        })
+        .collect()
+}
+
+/// The lines of the section of `document` under `heading`.
+fn section<'d>(document: &'d str, heading: &'d str) -> impl Iterator<Item = &'d str> {
+    document
+        .lines()
+        .skip_while(move |l| l.trim() != heading)
+        .skip(1)
+        .take_while(|l| !l.starts_with("## "))
+}
+
+/// The files of `src/`: each one's module path, text and code.
+struct Source {
+    module: String,
+    path: String,
+    text: String,
+    code: String,
+}
+
+fn sources() -> Vec<Source> {
+    let src = root().join("src");
+    rust_files(&src)
+        .into_iter()
+        .map(|file| {
+            let relative = file.strip_prefix(&src).unwrap().to_path_buf();
+            let text = fs::read_to_string(&file).unwrap();
+            Source {
+                module: module_of(&relative),
+                path: format!("src/{}", relative.display()),
+                code: code_of(&text),
+                text,
+            }
+        })
+        .collect()
+}
+
+/// The file each module path names: the longest module path that is a file.
+fn file_named<'s>(modules: &'s BTreeMap<String, String>, path: &str) -> Option<(&'s str, &'s str)> {
+    let parts: Vec<&str> = path.split("::").collect();
+    (1..=parts.len()).rev().find_map(|n| {
+        let module = parts[..n].join("::");
+        modules
+            .get_key_value(&module)
+            .map(|(m, f)| (m.as_str(), f.as_str()))
+    })
+}
+
+#[test]
+fn every_arrow_is_allowed_and_no_two_files_import_each_other() {
+    let document = fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let allowed = allowed_arrows(&document);
+    assert!(
+        allowed.len() >= 10,
+        "the Arrows section lists too few layers: {allowed:?}"
+    );
+    let sources = sources();
+    let modules: BTreeMap<String, String> = sources
+        .iter()
+        .map(|s| (s.module.clone(), s.path.clone()))
+        .collect();
+    let mut problems = Vec::new();
+    let mut imports: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for source in &sources {
+        let layer = source.module.split("::").next().unwrap_or("");
+        for named in paths_named(&source.code) {
+            let Some((module, file)) = file_named(&modules, &named) else {
+                continue;
+            };
+            if file != source.path {
+                imports.entry(&source.path).or_default().insert(file);
+            }
+            let to = module.split("::").next().unwrap_or("");
+            if layer.is_empty() || to == layer {
+                continue;
+            }
+            let Some(may) = allowed.get(layer) else {
+                problems.push(format!(
+                    "{}: layer '{layer}' is not in ARCHITECTURE.md",
+                    source.path
+                ));
+                continue;
+            };
+            let fine = may
+                .iter()
+                .any(|m| module == m || module.starts_with(&format!("{m}::")));
+            if !fine {
+                problems.push(format!(
+                    "{}: {layer} -> crate::{named}, not allowed",
+                    source.path
+                ));
+            }
+        }
+    }
+    for (a, uses) in &imports {
+        for b in uses {
+            if a < b && imports.get(b).is_some_and(|back| back.contains(a)) {
+                problems.push(format!("{a} and {b} import each other"));
+            }
+        }
+    }
+    problems.dedup();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Every function of `text` with its first line's number and its length in lines.
+fn functions(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let indent = line.len() - line.trim_start().len();
+        let name = function_name(line.trim_start());
+        let Some(name) = name else {
+            i += 1;
+            continue;
+        };
+        // The signature ends at `{` (a body) or `;` (a declaration).
+        let mut open = i;
+        while open < lines.len() && !lines[open].trim_end().ends_with('{') {
+            if lines[open].trim_end().ends_with(';') {
+                break;
+            }
+            open += 1;
+        }
+        if open >= lines.len() || !lines[open].trim_end().ends_with('{') {
+            i = open + 1;
+            continue;
+        }
+        let close = (open + 1..lines.len())
+            .find(|&j| {
+                let l = lines[j];
+                l.len() - l.trim_start().len() == indent && l.trim_start().starts_with('}')
+            })
+            .unwrap_or(lines.len());
+        found.push((name, i + 1, close - i));
+        i = close + 1;
+    }
+    found
+}
+
+/// The name of the function a line starts, if it does.
+fn function_name(line: &str) -> Option<String> {
+    let mut rest = line;
+    for prefix in [
+        "pub(crate) ",
+        "pub(super) ",
+        "pub ",
+        "const ",
+        "async ",
+        "unsafe ",
+        "extern \"C\" ",
+    ] {
+        rest = rest.strip_prefix(prefix).unwrap_or(rest);
+    }
+    let rest = rest.strip_prefix("fn ")?;
+    let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+    Some(rest[..end].to_string())
+}
+
+#[test]
+fn functions_and_files_stay_short() {
+    let document = fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let listed: BTreeSet<String> = section(&document, "## Functions allowed over 100 lines")
+        .filter_map(|l| l.strip_prefix("- "))
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
+    let mut problems = Vec::new();
+    for source in sources() {
+        for (name, line, len) in functions(&source.text) {
+            let key = format!("{}::{name}", source.path);
+            if len > LONGEST_FUNCTION && !listed.contains(&key) {
+                problems.push(format!("{}:{line}: {name} is {len} lines", source.path));
+            }
+        }
+        let code = source.code.lines().filter(|l| !l.trim().is_empty()).count();
+        if code > LONGEST_FILE {
+            problems.push(format!("{}: {code} lines of code", source.path));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_checks_see_what_they_look_for() {
+    let code = "use crate::format::{bundle, kpack::msgpack::Value};\nlet x = crate::io::Input::open(p);\nlet y = Xcrate::no;";
+    let named = paths_named(code);
+    assert!(named.contains("format::bundle"), "{named:?}");
+    assert!(named.contains("format::kpack::msgpack::Value"), "{named:?}");
+    assert!(named.contains("io::Input::open"), "{named:?}");
+    assert!(!named.iter().any(|n| n.starts_with("no")), "{named:?}");
+    let text = "fn a() {\n    x();\n}\n\n    pub(crate) fn b(\n        y: u8,\n    ) -> u8 {\n        y\n    }\nfn c();\n";
+    let found: Vec<(String, usize)> = functions(text)
+        .into_iter()
+        .map(|(n, _, l)| (n, l))
+        .collect();
+    assert_eq!(found, [("a".to_string(), 2), ("b".to_string(), 4)]);
+    assert_eq!(module_of(Path::new("format/kpack/mod.rs")), "format::kpack");
+}
