@@ -1,7 +1,7 @@
 //! Which code a device loads from one translation unit, by the HIP runtime's rule: the native
 //! code for its processor if the unit has any, else the code of a generic target that covers
 //! the processor, else SPIR-V, which the runtime compiles for the device. CUDA devices
-//! (`sm_86`) and images follow NVIDIA's rules instead ([`cuda_loads`]).
+//! (`sm_86`) and images follow NVIDIA's rules instead ([`crate::loads::cuda`]).
 //!
 //! A device named without a feature (`gfx90a`) stands for every device of that processor, with
 //! the feature on and off; what each of them loads is taken together. The generic targets that
