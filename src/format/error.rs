@@ -363,7 +363,7 @@ mod tests {
     /// before the messages were derived: any change here changes what users see.
     type Sample = (ErrorKind, &'static str);
 
-    /// Bundles, text bundles and compressed bundles, and the containers around them.
+    /// Bundles and text bundles.
     fn bundle_samples() -> Vec<Sample> {
         vec![
             (
@@ -414,6 +414,12 @@ mod tests {
                 ErrorKind::UnterminatedStartMarker,
                 "offset 0x42: text bundle start marker is not followed by a line end",
             ),
+        ]
+    }
+
+    /// Compressed bundles, and containers nested in one another.
+    fn compressed_bundle_samples() -> Vec<Sample> {
+        vec![
             (
                 ErrorKind::HeaderTooSmall {
                     version: 3,
@@ -557,6 +563,12 @@ mod tests {
                 },
                 "offset 0x42: value of string entry 0 of entry 1 at 0xf0 has no NUL terminator before the end of the binary (0x100)",
             ),
+        ]
+    }
+
+    /// Compressed offload binaries.
+    fn compressed_offload_binary_samples() -> Vec<Sample> {
+        vec![
             (
                 ErrorKind::PayloadInHeader {
                     offset: 0x10,
@@ -594,7 +606,6 @@ mod tests {
 
     /// kpack archives, references and wrappers, and their MessagePack.
     fn kpack_samples() -> Vec<Sample> {
-        let entry = || "lib/a.so#0 gfx90a".to_string();
         vec![
             (
                 ErrorKind::Msgpack(MsgpackError::ReservedByte),
@@ -648,6 +659,13 @@ mod tests {
                 }),
                 "offset 0x42: kpack blob 3 at 0x40, 4096 bytes, lies past the end of the file (0x100)",
             ),
+        ]
+    }
+
+    /// The entries of kpack archives.
+    fn kpack_entry_samples() -> Vec<Sample> {
+        let entry = || "lib/a.so#0 gfx90a".to_string();
+        vec![
             (
                 ErrorKind::Kpack(KpackError::NoSuchOrdinal {
                     entry: entry(),
@@ -744,8 +762,11 @@ mod tests {
     fn every_message_reads_as_before() {
         let samples = [
             bundle_samples(),
+            compressed_bundle_samples(),
             offload_binary_samples(),
+            compressed_offload_binary_samples(),
             kpack_samples(),
+            kpack_entry_samples(),
             cuda_samples(),
         ];
         let samples: Vec<Sample> = samples.into_iter().flatten().collect();
