@@ -551,36 +551,44 @@ fn c_string(bytes: &[u8], offset: u64, field: u64, what: impl FnOnce() -> String
     }
 }
 
-impl<'a> OffloadBinary<'a> {
-    /// Parses the offload binary at the start of `data`, which may go on past it (the header's
-    /// size says where the binary ends). Versions 1 to 3 are read; a compressed version 3
-    /// binary is parsed up to its payload (see [`OffloadBinary::compressed`]).
-    ///
-    /// Beyond what LLVM 19 checks of a version 1 binary (at least 72 bytes of data, the
-    /// magic, the size against the data, the entry and the entry size inside the binary),
-    /// every region is checked to lie inside the binary: the entries, each entry's string
-    /// entries and image, and each string (with its NUL terminator, or its size). Errors give
-    /// the offset, from the start of `data`, of the field that is wrong.
-    pub fn parse(data: &'a [u8]) -> Result<OffloadBinary<'a>> {
+/// Checks that `data` starts with the magic: a prefix of it is a truncated binary, anything
+/// else no offload binary at all.
+fn check_magic(data: &[u8]) -> Result<()> {
+    if data.starts_with(&MAGIC) {
+        return Ok(());
+    }
+    if data.len() < MAGIC.len() && MAGIC.starts_with(data) {
+        return Err(Error::new(
+            0,
+            ErrorKind::Truncated {
+                what: "offload binary magic",
+                needed: MAGIC.len() as u64,
+                available: data.len() as u64,
+            },
+        ));
+    }
+    Err(Error::new(
+        0,
+        ErrorKind::BadMagic {
+            format: "offload binary",
+        },
+    ))
+}
+
+/// The header of the binary at the start of some data, and the binary's bytes as the header's
+/// size delimits them.
+struct Framed<'a> {
+    header: &'a RawHeader,
+    version: u32,
+    header_size: u64,
+    bytes: &'a [u8],
+}
+
+impl<'a> Framed<'a> {
+    /// Checks the magic, the version, and the size against the header and the data.
+    fn find(data: &'a [u8]) -> Result<Framed<'a>> {
+        check_magic(data)?;
         let available = data.len() as u64;
-        if !data.starts_with(&MAGIC) {
-            if data.len() < MAGIC.len() && MAGIC.starts_with(data) {
-                return Err(Error::new(
-                    0,
-                    ErrorKind::Truncated {
-                        what: "offload binary magic",
-                        needed: MAGIC.len() as u64,
-                        available,
-                    },
-                ));
-            }
-            return Err(Error::new(
-                0,
-                ErrorKind::BadMagic {
-                    format: "offload binary",
-                },
-            ));
-        }
         let header: &RawHeader = read(data, 0, "offload binary header")?;
         let version = header.version.get(Le);
         let header_size = header_size(version).ok_or_else(|| {
@@ -619,6 +627,32 @@ impl<'a> OffloadBinary<'a> {
                 },
             ));
         };
+        Ok(Framed {
+            header,
+            version,
+            header_size,
+            bytes,
+        })
+    }
+}
+
+impl<'a> OffloadBinary<'a> {
+    /// Parses the offload binary at the start of `data`, which may go on past it (the header's
+    /// size says where the binary ends). Versions 1 to 3 are read; a compressed version 3
+    /// binary is parsed up to its payload (see [`OffloadBinary::compressed`]).
+    ///
+    /// Beyond what LLVM 19 checks of a version 1 binary (at least 72 bytes of data, the
+    /// magic, the size against the data, the entry and the entry size inside the binary),
+    /// every region is checked to lie inside the binary: the entries, each entry's string
+    /// entries and image, and each string (with its NUL terminator, or its size). Errors give
+    /// the offset, from the start of `data`, of the field that is wrong.
+    pub fn parse(data: &'a [u8]) -> Result<OffloadBinary<'a>> {
+        let Framed {
+            header,
+            version,
+            header_size,
+            bytes,
+        } = Framed::find(data)?;
         let entries_offset = header.entries_offset.get(Le);
         let entry_size_or_count = header.entry_size_or_count.get(Le);
         let inflated_size = match version {
@@ -985,83 +1019,132 @@ fn overflow(what: &'static str) -> Error {
     )
 }
 
-/// Lays out a binary of `version` (1, 2 or 3) holding `entries`, as LLVM writes it (LLVM 19
-/// for version 1, newer LLVM for versions 2 and 3). Version 1 holds exactly one entry.
-pub fn layout(version: u32, entries: &[EntryLayoutInput<'_>]) -> Result<Layout> {
-    let header_size = header_size(version)
-        .ok_or_else(|| Error::new(0, ErrorKind::UnknownOffloadBinaryVersion(version)))?;
-    if version == VERSION_1 && entries.len() != 1 {
-        return Err(Error::new(
-            0,
-            ErrorKind::FieldOverflow {
-                what: "version 1 entry count",
-                value: entries.len() as u64,
-            },
-        ));
-    }
-    let string_size = string_entry_size(version);
-    let count = entries.len() as u64;
-    let total_strings: u64 = entries.iter().map(|e| e.strings.len() as u64).sum();
-    let table = StringTable::build(
-        entries
-            .iter()
-            .flat_map(|e| e.strings.iter().flat_map(|(k, v)| [*k, *v])),
-        Flavor::Elf,
-    );
-    let entries_size = count * ENTRY_SIZE;
-    let table_offset = header_size + entries_size + string_size * total_strings;
-    let data_size =
-        align(table_offset + table.bytes.len() as u64).ok_or_else(|| overflow("string table"))?;
-    let mut image_offsets = Vec::with_capacity(entries.len());
-    let mut images_end = data_size;
-    for entry in entries {
-        image_offsets.push(images_end);
-        images_end = images_end
-            .checked_add(entry.image_size)
-            .ok_or_else(|| overflow("image size"))?;
-    }
-    let size = align(images_end).ok_or_else(|| overflow("binary size"))?;
+/// Where the parts of a binary go, before any of its bytes are written.
+struct Plan {
+    header_size: u64,
+    string_entry_size: u64,
+    /// Offset of the first string entry (the end of the entries).
+    strings_offset: u64,
+    table: StringTable,
+    table_offset: u64,
+    /// Size of everything before the first image, padded.
+    data_size: u64,
+    image_offsets: Vec<u64>,
+    images_end: u64,
+    size: u64,
+}
 
-    let data_len = usize::try_from(data_size).map_err(|_| overflow("string table"))?;
-    let mut head = Vec::with_capacity(data_len);
-    let header = RawHeader {
-        magic: MAGIC,
-        version: U32::new(Le, version),
-        size: U64::new(Le, size),
-        entries_offset: U64::new(Le, header_size),
-        entry_size_or_count: U64::new(
-            Le,
-            if version == VERSION_1 {
-                ENTRY_SIZE
-            } else {
-                count
-            },
-        ),
-    };
-    head.extend_from_slice(pod::bytes_of(&header));
-    if header_size == V3_HEADER_SIZE {
-        // Not compressed: the inflated size is 0.
-        head.extend_from_slice(&0u64.to_le_bytes());
+impl Plan {
+    /// Checks `version` and the number of `entries`, and places the string table and the
+    /// images.
+    fn new(version: u32, entries: &[EntryLayoutInput<'_>]) -> Result<Plan> {
+        let header_size = header_size(version)
+            .ok_or_else(|| Error::new(0, ErrorKind::UnknownOffloadBinaryVersion(version)))?;
+        if version == VERSION_1 && entries.len() != 1 {
+            return Err(Error::new(
+                0,
+                ErrorKind::FieldOverflow {
+                    what: "version 1 entry count",
+                    value: entries.len() as u64,
+                },
+            ));
+        }
+        let string_entry_size = string_entry_size(version);
+        let total_strings: u64 = entries.iter().map(|e| e.strings.len() as u64).sum();
+        let table = StringTable::build(
+            entries
+                .iter()
+                .flat_map(|e| e.strings.iter().flat_map(|(k, v)| [*k, *v])),
+            Flavor::Elf,
+        );
+        let strings_offset = header_size + entries.len() as u64 * ENTRY_SIZE;
+        let table_offset = strings_offset + string_entry_size * total_strings;
+        let data_size = align(table_offset + table.bytes.len() as u64)
+            .ok_or_else(|| overflow("string table"))?;
+        let mut image_offsets = Vec::with_capacity(entries.len());
+        let mut images_end = data_size;
+        for entry in entries {
+            image_offsets.push(images_end);
+            images_end = images_end
+                .checked_add(entry.image_size)
+                .ok_or_else(|| overflow("image size"))?;
+        }
+        let size = align(images_end).ok_or_else(|| overflow("binary size"))?;
+        Ok(Plan {
+            header_size,
+            string_entry_size,
+            strings_offset,
+            table,
+            table_offset,
+            data_size,
+            image_offsets,
+            images_end,
+            size,
+        })
     }
-    let mut string_offset = header_size + entries_size;
-    for (entry, image_offset) in entries.iter().zip(&image_offsets) {
-        let raw = RawEntry {
-            image_kind: U16::new(Le, entry.image_kind.raw()),
-            offload_kind: U16::new(Le, entry.offload_kind.raw()),
-            flags: U32::new(Le, entry.flags),
-            string_offset: U64::new(Le, string_offset),
-            num_strings: U64::new(Le, entry.strings.len() as u64),
-            image_offset: U64::new(Le, *image_offset),
-            image_size: U64::new(Le, entry.image_size),
+
+    /// Every byte before the first image: header, entries, string entries, string table and
+    /// padding.
+    fn head(&self, version: u32, entries: &[EntryLayoutInput<'_>]) -> Result<Vec<u8>> {
+        let data_len = usize::try_from(self.data_size).map_err(|_| overflow("string table"))?;
+        let mut head = Vec::with_capacity(data_len);
+        let header = RawHeader {
+            magic: MAGIC,
+            version: U32::new(Le, version),
+            size: U64::new(Le, self.size),
+            entries_offset: U64::new(Le, self.header_size),
+            entry_size_or_count: U64::new(
+                Le,
+                if version == VERSION_1 {
+                    ENTRY_SIZE
+                } else {
+                    entries.len() as u64
+                },
+            ),
         };
-        head.extend_from_slice(pod::bytes_of(&raw));
-        string_offset += string_size * entry.strings.len() as u64;
+        head.extend_from_slice(pod::bytes_of(&header));
+        if self.header_size == V3_HEADER_SIZE {
+            // Not compressed: the inflated size is 0.
+            head.extend_from_slice(&0u64.to_le_bytes());
+        }
+        self.put_entries(&mut head, entries);
+        self.put_string_entries(&mut head, version, entries);
+        head.extend_from_slice(&self.table.bytes);
+        head.resize(data_len, 0);
+        Ok(head)
     }
-    for entry in entries {
-        for (key, value) in entry.strings {
+
+    /// Appends the entries, each pointing at its string entries and its image.
+    fn put_entries(&self, head: &mut Vec<u8>, entries: &[EntryLayoutInput<'_>]) {
+        let mut string_offset = self.strings_offset;
+        for (entry, image_offset) in entries.iter().zip(&self.image_offsets) {
+            let raw = RawEntry {
+                image_kind: U16::new(Le, entry.image_kind.raw()),
+                offload_kind: U16::new(Le, entry.offload_kind.raw()),
+                flags: U32::new(Le, entry.flags),
+                string_offset: U64::new(Le, string_offset),
+                num_strings: U64::new(Le, entry.strings.len() as u64),
+                image_offset: U64::new(Le, *image_offset),
+                image_size: U64::new(Le, entry.image_size),
+            };
+            head.extend_from_slice(pod::bytes_of(&raw));
+            string_offset += self.string_entry_size * entry.strings.len() as u64;
+        }
+    }
+
+    /// Appends the string entries of every entry, pointing into the string table (and, after
+    /// version 1, giving each value's size).
+    fn put_string_entries(
+        &self,
+        head: &mut Vec<u8>,
+        version: u32,
+        entries: &[EntryLayoutInput<'_>],
+    ) {
+        let at = |s: &[u8]| self.table_offset + u64::from(self.table.offset(s));
+        for (key, value) in entries.iter().flat_map(|e| e.strings) {
             let raw = RawStringEntry {
-                key_offset: U64::new(Le, table_offset + u64::from(table.offset(key))),
-                value_offset: U64::new(Le, table_offset + u64::from(table.offset(value))),
+                key_offset: U64::new(Le, at(key)),
+                value_offset: U64::new(Le, at(value)),
             };
             head.extend_from_slice(pod::bytes_of(&raw));
             if version != VERSION_1 {
@@ -1069,13 +1152,18 @@ pub fn layout(version: u32, entries: &[EntryLayoutInput<'_>]) -> Result<Layout> 
             }
         }
     }
-    head.extend_from_slice(&table.bytes);
-    head.resize(data_len, 0);
+}
+
+/// Lays out a binary of `version` (1, 2 or 3) holding `entries`, as LLVM writes it (LLVM 19
+/// for version 1, newer LLVM for versions 2 and 3). Version 1 holds exactly one entry.
+pub fn layout(version: u32, entries: &[EntryLayoutInput<'_>]) -> Result<Layout> {
+    let plan = Plan::new(version, entries)?;
+    let head = plan.head(version, entries)?;
     Ok(Layout {
         head,
-        image_offsets,
-        size,
-        tail_padding: size - images_end,
+        tail_padding: plan.size - plan.images_end,
+        size: plan.size,
+        image_offsets: plan.image_offsets,
     })
 }
 

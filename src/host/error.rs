@@ -28,17 +28,6 @@ impl Error {
     }
 }
 
-/// Container errors reach callers that only know format errors as the same offset and message.
-impl From<Error> for crate::format::Error {
-    fn from(error: Error) -> Self {
-        let kind = match error.kind {
-            ErrorKind::Contents(kind) => kind,
-            kind => crate::format::ErrorKind::Object(kind.to_string()),
-        };
-        crate::format::Error::new(error.offset, kind)
-    }
-}
-
 /// A name in an error message, as the file spells it (not necessarily UTF-8). A boxed `str`
 /// rather than a `String` keeps the kinds that name three things small enough to return.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -780,22 +769,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_container_error_reads_the_same_as_a_format_error() {
-        let error = Error::new(0x38, ErrorKind::UnsupportedMachine { machine: 3 });
-        let format: crate::format::Error = error.clone().into();
-        assert_eq!(error.to_string(), format.to_string());
-        assert_eq!(
-            error.to_string(),
-            "offset 0x38: machine 3 is not x86-64 or AArch64"
-        );
-    }
-
-    #[test]
     fn errors_inside_a_container_count_from_the_container() {
         let inner =
-            crate::format::Error::new(4, crate::format::ErrorKind::Object("bad entry".into()));
+            crate::format::Error::new(4, crate::format::ErrorKind::EntryAtZero { index: 1 });
         let error = Error::in_contents(inner, 0x100);
         assert_eq!(error.offset, 0x104);
-        assert_eq!(error.to_string(), "offset 0x104: bad entry");
+        assert_eq!(
+            error.to_string(),
+            "offset 0x104: bundle entry 1 has offset 0, inside the header"
+        );
     }
 }

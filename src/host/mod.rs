@@ -15,16 +15,37 @@ use object::{FileKind, Object, ObjectSection};
 /// The prefix of the names of sections that hold bundle entries in a fat object.
 pub const BUNDLE_SECTION_PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
 
+/// Why the bundle sections of an object file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleSectionsError {
+    /// The file does not parse as an object file.
+    #[error(transparent)]
+    Object(#[from] object::Error),
+    /// A bundle section's contents cannot be read.
+    #[error("section {name}: {source}")]
+    Section {
+        /// The section's name.
+        name: String,
+        /// Why its contents cannot be read.
+        source: object::Error,
+    },
+}
+
 /// The bundle entries stored as `__CLANG_OFFLOAD_BUNDLE__<entry ID>` sections of an object
 /// file, in section order: (entry ID, section contents). The host entry of such an object is
 /// a single zero byte standing for the object itself.
-pub fn bundle_sections(data: &[u8]) -> Result<Vec<(&str, &[u8])>, String> {
-    let file = object::File::parse(data).map_err(|e| e.to_string())?;
+pub fn bundle_sections(data: &[u8]) -> Result<Vec<(&str, &[u8])>, BundleSectionsError> {
+    let file = object::File::parse(data)?;
     let mut out = Vec::new();
     for section in file.sections() {
         let Ok(name) = section.name() else { continue };
         if let Some(id) = name.strip_prefix(BUNDLE_SECTION_PREFIX) {
-            let contents = section.data().map_err(|e| format!("section {name}: {e}"))?;
+            let contents = section
+                .data()
+                .map_err(|source| BundleSectionsError::Section {
+                    name: name.to_string(),
+                    source,
+                })?;
             out.push((id, contents));
         }
     }

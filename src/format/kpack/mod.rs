@@ -16,10 +16,10 @@
 //! The layouts are those AMD's rocm-kpack writes (python/rocm_kpack/kpack.py, compression.py)
 //! and its loader reads (runtime/src/archive.cpp, toc_parser.cpp, compression.cpp).
 
+pub mod error;
 pub mod msgpack;
 
 use std::borrow::Cow;
-use std::fmt;
 use std::io::Read;
 
 use object::endian::{LittleEndian as Le, U32, U64};
@@ -28,6 +28,7 @@ use object::pod::{self, Pod};
 use crate::format::ccob::Decoding;
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::inflate;
+pub use crate::format::kpack::error::KpackError;
 use crate::format::kpack::msgpack::Value;
 use crate::target::target_id::TargetId;
 
@@ -131,160 +132,6 @@ impl Scheme {
     }
 }
 
-/// What is wrong with an archive, a reference or a wrapper.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KpackError {
-    /// The file does not start with `KPAK`.
-    NotAnArchive,
-    /// A version other than 1.
-    UnsupportedVersion(u32),
-    /// The table of contents starts past the end of the file.
-    TocPastEnd {
-        /// Its declared offset.
-        toc_offset: u64,
-        /// The file's length.
-        len: u64,
-    },
-    /// A field of the table of contents or reference is missing or of the wrong kind.
-    Field {
-        /// Where the field is, e.g. `toc["lib/a.so#0"]["gfx90a"].ordinal`.
-        path: String,
-        /// What it should be, e.g. `"an integer"`.
-        expected: &'static str,
-        /// What it is (`"missing"`, or the kind of value found).
-        found: &'static str,
-    },
-    /// A compression scheme this reader does not know.
-    UnknownScheme(String),
-    /// A stored region lies outside the file.
-    RegionPastEnd {
-        /// What it is.
-        what: String,
-        /// Its offset.
-        offset: u64,
-        /// Its size.
-        size: u64,
-        /// The file's length.
-        len: u64,
-    },
-    /// An entry names an ordinal that the archive does not have.
-    NoSuchOrdinal {
-        /// The entry's key and processor.
-        entry: String,
-        /// Its ordinal.
-        ordinal: u64,
-        /// How many stored code objects there are.
-        count: u64,
-    },
-    /// A compressed code object inflates to other than its declared size.
-    InflatedSize {
-        /// The entry's key and processor.
-        entry: String,
-        /// The declared size.
-        declared: u64,
-        /// Bytes it inflated to (at most one past the declared size).
-        actual: u64,
-    },
-    /// A code object stored plain whose size is not its declared one.
-    StoredSize {
-        /// The entry's key and processor.
-        entry: String,
-        /// The declared size.
-        declared: u64,
-        /// The stored size.
-        stored: u64,
-    },
-    /// A compressed code object declares more than the caller's limit.
-    TooLarge {
-        /// The entry's key and processor.
-        entry: String,
-        /// The declared size.
-        declared: u64,
-        /// The limit.
-        limit: u64,
-    },
-    /// A zstd frame does not inflate.
-    Zstd {
-        /// The entry's key and processor.
-        entry: String,
-        /// The decoder's message.
-        message: String,
-    },
-    /// A HIP wrapper with a magic other than `HIPF` or `HIPK`.
-    BadWrapperMagic(u32),
-}
-
-impl fmt::Display for KpackError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            KpackError::NotAnArchive => f.write_str("not a kpack archive (no KPAK magic)"),
-            KpackError::UnsupportedVersion(v) => {
-                write!(f, "kpack archive version {v}; only version 1 is known")
-            }
-            KpackError::TocPastEnd { toc_offset, len } => write!(
-                f,
-                "kpack table of contents at {toc_offset:#x} starts past the end of the file ({len:#x})"
-            ),
-            KpackError::Field {
-                path,
-                expected,
-                found,
-            } => write!(f, "kpack {path}: expected {expected}, found {found}"),
-            KpackError::UnknownScheme(s) => write!(
-                f,
-                "kpack compression scheme {s:?} is unknown (known: \"none\", \"zstd-per-kernel\")"
-            ),
-            KpackError::RegionPastEnd {
-                what,
-                offset,
-                size,
-                len,
-            } => write!(
-                f,
-                "kpack {what} at {offset:#x}, {size} bytes, lies past the end of the file ({len:#x})"
-            ),
-            KpackError::NoSuchOrdinal {
-                entry,
-                ordinal,
-                count,
-            } => write!(
-                f,
-                "kpack entry {entry} names code object {ordinal}, but the archive stores {count}"
-            ),
-            KpackError::InflatedSize {
-                entry,
-                declared,
-                actual,
-            } => write!(
-                f,
-                "kpack entry {entry} inflates to {actual} bytes, but its original_size is {declared}"
-            ),
-            KpackError::StoredSize {
-                entry,
-                declared,
-                stored,
-            } => write!(
-                f,
-                "kpack entry {entry} is stored as {stored} bytes, but its original_size is {declared}"
-            ),
-            KpackError::TooLarge {
-                entry,
-                declared,
-                limit,
-            } => write!(
-                f,
-                "kpack entry {entry} inflates to {declared} bytes, more than the limit of {limit} bytes (raise it with --max-decompressed-size)"
-            ),
-            KpackError::Zstd { entry, message } => {
-                write!(f, "kpack entry {entry}: zstd: {message}")
-            }
-            KpackError::BadWrapperMagic(m) => {
-                write!(f, "HIP wrapper magic {m:#010x} is neither HIPF nor HIPK")
-            }
-        }
-    }
-}
-
 fn kpack_error(offset: u64, e: KpackError) -> Error {
     Error::new(offset, ErrorKind::Kpack(e))
 }
@@ -380,7 +227,7 @@ impl<'a> Archive<'a> {
             .and_then(|at| data.get(at..))
             .filter(|rest| !rest.is_empty())
             .ok_or_else(|| kpack_error(8, KpackError::TocPastEnd { toc_offset, len }))?;
-        let (toc, _) = msgpack::read(toc_bytes).map_err(|e| e.rebased(toc_offset))?;
+        let (toc, _) = msgpack::read(toc_bytes).map_err(|e| Error::from(e).rebased(toc_offset))?;
         Toc {
             data,
             at: toc_offset,

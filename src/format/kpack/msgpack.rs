@@ -10,10 +10,6 @@
 //! a table written here is byte-for-byte what those libraries write for the same entries in the
 //! same order.
 
-use std::fmt;
-
-use crate::format::error::{Error, ErrorKind, Result};
-
 /// How deeply arrays and maps may nest before the reader gives up.
 pub const MAX_DEPTH: usize = 64;
 
@@ -44,14 +40,40 @@ pub enum Value<'a> {
     Map(Vec<(Value<'a>, Value<'a>)>),
 }
 
+/// A MessagePack error: the byte offset of the value that is wrong, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("offset {offset:#x}: {kind}")]
+pub struct Error {
+    /// Byte offset, from the start of the bytes read, of the value that is wrong.
+    pub offset: u64,
+    /// What is wrong with it.
+    pub kind: MsgpackError,
+}
+
+/// Result of reading MessagePack.
+pub type Result<T> = std::result::Result<T, Error>;
+
 /// What a MessagePack value is wrong about.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MsgpackError {
+    /// A value, or part of one, does not fit in the bytes left.
+    #[error("truncated {what}: needs {needed} bytes, {available} left in the file")]
+    Truncated {
+        /// What was being read.
+        what: &'static str,
+        /// Bytes it needs.
+        needed: u64,
+        /// Bytes left.
+        available: u64,
+    },
     /// The byte 0xc1, which MessagePack never uses.
+    #[error("msgpack: reserved type byte 0xc1")]
     ReservedByte,
     /// Arrays and maps nest deeper than [`MAX_DEPTH`].
+    #[error("msgpack: arrays and maps nest deeper than {}", MAX_DEPTH)]
     TooDeep,
     /// An array or map declares more elements than the bytes left could hold.
+    #[error("msgpack: {what} of {count} elements cannot fit in the {available} bytes left")]
     CountPastEnd {
         /// `"array"` or `"map"`.
         what: &'static str,
@@ -60,25 +82,6 @@ pub enum MsgpackError {
         /// Bytes left after the header.
         available: u64,
     },
-}
-
-impl fmt::Display for MsgpackError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MsgpackError::ReservedByte => f.write_str("msgpack: reserved type byte 0xc1"),
-            MsgpackError::TooDeep => {
-                write!(f, "msgpack: arrays and maps nest deeper than {MAX_DEPTH}")
-            }
-            MsgpackError::CountPastEnd {
-                what,
-                count,
-                available,
-            } => write!(
-                f,
-                "msgpack: {what} of {count} elements cannot fit in the {available} bytes left"
-            ),
-        }
-    }
 }
 
 impl<'a> Value<'a> {
@@ -162,8 +165,11 @@ struct Reader<'a> {
 }
 
 impl<'a> Reader<'a> {
-    fn error(&self, at: usize, kind: ErrorKind) -> Error {
-        Error::new(at as u64, kind)
+    fn error(&self, at: usize, kind: MsgpackError) -> Error {
+        Error {
+            offset: at as u64,
+            kind,
+        }
     }
 
     /// The next `n` bytes, which are `what`.
@@ -175,7 +181,7 @@ impl<'a> Reader<'a> {
             .ok_or_else(|| {
                 self.error(
                     self.pos,
-                    ErrorKind::Truncated {
+                    MsgpackError::Truncated {
                         what,
                         needed: n,
                         available: available as u64,
@@ -201,7 +207,7 @@ impl<'a> Reader<'a> {
             0x90..=0x9f => self.array(u64::from(tag & 0x0f), depth, start)?,
             0xa0..=0xbf => Value::Str(self.take(u64::from(tag & 0x1f), "msgpack string")?),
             0xc0 => Value::Nil,
-            0xc1 => return Err(self.error(start, ErrorKind::Msgpack(MsgpackError::ReservedByte))),
+            0xc1 => return Err(self.error(start, MsgpackError::ReservedByte)),
             0xc2 => Value::Bool(false),
             0xc3 => Value::Bool(true),
             0xc4..=0xc6 => {
@@ -274,14 +280,14 @@ impl<'a> Reader<'a> {
                 count,
                 available,
             };
-            return Err(self.error(start, ErrorKind::Msgpack(kind)));
+            return Err(self.error(start, kind));
         }
         Ok(usize::try_from(count).unwrap_or(usize::MAX))
     }
 
     fn deeper(&self, depth: usize, start: usize) -> Result<usize> {
         if depth >= MAX_DEPTH {
-            return Err(self.error(start, ErrorKind::Msgpack(MsgpackError::TooDeep)));
+            return Err(self.error(start, MsgpackError::TooDeep));
         }
         Ok(depth + 1)
     }
@@ -593,7 +599,7 @@ mod tests {
         let deep = vec![0x91u8; 100_000];
         let e = read(&deep).unwrap_err();
         assert_eq!(e.offset, MAX_DEPTH as u64);
-        assert_eq!(e.kind, ErrorKind::Msgpack(MsgpackError::TooDeep));
+        assert_eq!(e.kind, MsgpackError::TooDeep);
         let mut ok = vec![0x91u8; MAX_DEPTH];
         ok.push(0xc0);
         assert!(read(&ok).is_ok());

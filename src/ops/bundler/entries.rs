@@ -25,7 +25,7 @@ pub(super) struct ReadEntry<'a> {
 /// Why the entries of a buffer could not be read.
 pub(super) enum EntriesError {
     /// The host object that holds the entries as sections cannot be read.
-    Object(String),
+    Object(crate::host::BundleSectionsError),
     /// The bundle is damaged.
     Bundle(crate::format::Error),
 }
@@ -76,7 +76,7 @@ pub(super) fn entries_of<'a>(
     for (context, data) in contents.buffers() {
         let kind = BundleKind::of(file_type, data)?;
         let entries = entries_in(kind, data).map_err(|e| match e {
-            EntriesError::Object(message) => Error::msg(format!("'{}': {message}", path.display())),
+            EntriesError::Object(e) => Error::msg(format!("'{}': {e}", path.display())),
             EntriesError::Bundle(e) => match &context {
                 None => Error::format(path, e),
                 Some(c) => Error::format_in(path, c, e),
@@ -216,7 +216,7 @@ pub fn list(config: &BundlerConfig, out: &mut dyn Write, log: &mut dyn Write) ->
             for later in bundles.into_iter().skip(1) {
                 let more = entries_in(BundleKind::Binary, later).map_err(|e| match e {
                     EntriesError::Bundle(e) => Error::format(path, e),
-                    EntriesError::Object(message) => Error::msg(message),
+                    EntriesError::Object(e) => Error::msg(e.to_string()),
                 })?;
                 entries.extend(more);
             }

@@ -12,10 +12,13 @@
 //! (`sm_90a`), 0x200000 a family one (`sm_100f`). Entries are copied verbatim when a fat
 //! binary is written back, compressed or not.
 
+pub mod error;
+
 use object::endian::{LittleEndian as LE, U16, U32, U64};
 use object::pod::Pod;
 
 use crate::format::ccob::Decoding;
+pub use crate::format::cuda_fatbin::error::CudaError;
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::image_target::{ImageTarget, Producer};
 
@@ -930,44 +933,6 @@ fn lz_length(stream: &[u8], pos: &mut usize, nibble: usize) -> Option<usize> {
         }
     }
     Some(length)
-}
-
-/// What is wrong with a CUDA fat binary's entries.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CudaError {
-    /// Fewer bytes than an entry's fixed header.
-    #[error("CUDA fat binary entry of {available} bytes, shorter than its {needed}-byte header")]
-    EntryTruncated {
-        /// The fixed header's size.
-        needed: u64,
-        /// The bytes there are.
-        available: u64,
-    },
-    /// An entry header smaller than its fixed part.
-    #[error("CUDA fat binary entry header of {size} bytes, shorter than its 64 fixed bytes")]
-    EntryHeaderTooShort {
-        /// The size it gives.
-        size: u64,
-    },
-    /// An entry's payload runs past the end of its fat binary.
-    #[error("CUDA fat binary entry payload of {size} bytes runs past the end of its fat binary ({available} bytes left)")]
-    EntryPastEnd {
-        /// The payload size it gives.
-        size: u64,
-        /// The bytes left after its header.
-        available: u64,
-    },
-    /// A compressed payload inflates to a size other than its header's.
-    #[error("CUDA fat binary entry inflates to {actual} bytes, but its header says {declared}")]
-    InflatedSize {
-        /// What the header says.
-        declared: u64,
-        /// What it inflated to (or would at least).
-        actual: u64,
-    },
-    /// An LZ-compressed payload is damaged.
-    #[error("CUDA fat binary entry's compressed payload is damaged: {0}")]
-    LzDamaged(&'static str),
 }
 
 #[cfg(test)]
