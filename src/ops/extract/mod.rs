@@ -2,11 +2,11 @@
 //! libraries, archives, bundles, offload binaries; or, for the GPUs of one machine, the one
 //! code object the HIP runtime loads from each bundle ([`crate::loads::runtime`]).
 //!
-//! The inputs are scanned in parallel ([`scan`], and [`kpack`] for `.kpack` archives and the
-//! binaries split by kpack), each image chosen by the filters of [`options`] or by what a
-//! device loads ([`picks`]); what is chosen ([`chosen`]) is then written, to a folder
-//! ([`writer`], inflating with [`inflate`]) or as one device archive ([`archive`]), under the
-//! names of [`names`].
+//! The inputs are scanned in parallel (`scan`, and `kpack` for `.kpack` archives and the
+//! binaries split by kpack), each image chosen by the filters of `options` or by what a
+//! device loads (`picks`); what is chosen (`chosen`) is then written, to a folder (`writer`,
+//! inflating with `inflate`) or as one device archive (`archive`), under the names of
+//! `names`.
 
 use std::path::PathBuf;
 
