@@ -10,8 +10,9 @@ use crate::target::target_id::TargetIdBuf;
 use clap::Parser;
 
 use crate::loads::hip::Via;
+use crate::ops::du;
 use crate::ops::extract::{self, ExtractConfig, Match};
-use crate::ops::{du, ls};
+use crate::ops::support::image::ImageRecord;
 
 use crate::cli::jobs::{self, counted, JobBar, Work};
 
@@ -168,7 +169,7 @@ fn summary(files: usize, errors: usize, written: &[extract::Extracted]) -> Strin
     from.dedup();
     // Per target by `du`'s rule (its naming, its order); the bytes written are the images'
     // inflated bytes.
-    let mut by_file: std::collections::BTreeMap<&str, Vec<ls::Image>> = Default::default();
+    let mut by_file: std::collections::BTreeMap<&str, Vec<ImageRecord>> = Default::default();
     for w in written {
         by_file
             .entry(w.image.file.as_str())
@@ -212,15 +213,15 @@ fn listing(written: &[extract::Extracted]) -> String {
                 Via::Forward => "as code for an earlier SM it runs",
                 Via::Ptx => "as PTX, compiled when loaded",
             };
-            let unit = if w.image.offload_kind == "cuda" {
+            let unit = if w.image.producer == Producer::Cuda {
                 "fat binary"
             } else {
                 "bundle"
             };
             let archived = w
                 .image
-                .kpack
-                .as_ref()
+                .source
+                .kpack()
                 .map(|k| format!("{}[{}]", k.archive, k.key));
             let via = match (w.bundle, w.via, archived) {
                 (_, _, Some(from)) if w.device_pick => {
@@ -243,8 +244,8 @@ fn listing(written: &[extract::Extracted]) -> String {
             format!(
                 "{}\t{} {} {} bytes{via}\n",
                 crate::io::shown(&w.path),
-                crate::io::shown(&w.image.offload_kind),
-                crate::io::shown(&w.image.arch),
+                crate::io::shown(w.image.producer.name()),
+                crate::io::shown(&w.image.target_id),
                 w.image.size,
                 via = crate::io::shown(&via),
             )

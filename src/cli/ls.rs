@@ -200,7 +200,7 @@ fn readobj_lines(pool: &rayon::ThreadPool, files: &[PathBuf]) -> i32 {
 }
 
 /// The listing of `images` in the form `args` ask for.
-fn listing(args: &Args, images: &[ls::Image]) -> serde_json::Result<String> {
+fn listing(args: &Args, images: &[ls::ImageRecord]) -> serde_json::Result<String> {
     Ok(if args.uri.is_some() {
         images
             .iter()
@@ -208,7 +208,7 @@ fn listing(args: &Args, images: &[ls::Image]) -> serde_json::Result<String> {
             .map(|u| format!("{u}\n"))
             .collect()
     } else if args.json {
-        serde_json::to_string_pretty(images)? + "\n"
+        serde_json::to_string_pretty(&ls::rows(images))? + "\n"
     } else {
         ls::table(images)
     })

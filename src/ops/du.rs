@@ -12,8 +12,8 @@ use crate::error::Result;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::host::scan::{scan_reading, Places, Reading};
 use crate::io::Input;
-use crate::ops::ls;
 use crate::ops::rewrite::RewriteConfig;
+use crate::ops::support::image::ImageRecord;
 
 /// The device code of one target in one file, or in all of them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -73,11 +73,9 @@ pub fn file_usage(
             if image.target.producer == Producer::Host {
                 return;
             }
-            let listed = ls::record(&name, image);
-            let target = if listed.arch.is_empty() {
-                listed.triple
-            } else {
-                listed.arch
+            let target = match image.target.target_id.as_str() {
+                "" => image.target.triple.clone(),
+                id => id.to_string(),
             };
             let (stored, bundle) = match image.stream {
                 Some(stream) => (
@@ -111,23 +109,20 @@ pub fn file_usage(
 /// an image inside a compressed bundle stored as such counting for its share of the bundle,
 /// a code object of a `.kpack` archive or an entry of a CUDA fat binary for its bytes as
 /// stored.
-pub fn listed_usage(file: &str, images: &[ls::Image]) -> FileUsage {
+pub fn listed_usage(file: &str, images: &[ImageRecord]) -> FileUsage {
     let mut counted: Vec<Counted> = images
         .iter()
-        .filter(|image| image.offload_kind != Producer::Host.name())
+        .filter(|image| image.producer != Producer::Host)
         .map(|image| {
-            let (stored, bundle) = match (&image.kpack, &image.cuda, &image.compressed_bundle) {
+            let source = &image.source;
+            let (stored, bundle) = match (source.kpack(), source.cuda(), &image.compressed_bundle) {
                 (Some(k), _, _) => (k.stored_size, None),
                 (None, Some(c), _) => (c.stored_size, None),
                 (None, None, Some(place)) => (0, Some((place.offset as usize, place.size))),
                 (None, None, None) => (image.size, None),
             };
             Counted {
-                target: if image.arch.is_empty() {
-                    image.triple.clone()
-                } else {
-                    image.arch.clone()
-                },
+                target: image.target_name().to_string(),
                 inflated: image.size,
                 stored,
                 bundle,

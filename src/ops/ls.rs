@@ -5,18 +5,17 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::ops::support::columns::{render, Align};
-use crate::target::processor::processor_class;
 
 use crate::error::{Error, Result};
-use crate::format::cuda_fatbin::Entry;
 use crate::format::kpack::{self as kpack_format, Archive, Scheme};
-use crate::host::kpack::{self, StoredCodeObject};
-use crate::host::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
+use crate::host::kpack;
+use crate::host::scan::{scan_reading, Places, Reading};
 use crate::io::Input;
 use crate::loads::kpack_search::Environment;
+pub use crate::ops::support::image::{CompressedPlace, CudaPlace, ImageRecord, KpackPlace};
 
-/// One device image, as `offload ls` reports it. The field names are a public interface
-/// (`offload ls --json`).
+/// One device image, as `offload ls --json` reports it: a row rendered from an
+/// [`ImageRecord`]. The field names are a public interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Image {
     /// The file, as named on the command line.
@@ -61,158 +60,47 @@ pub struct Image {
     pub cuda: Option<CudaPlace>,
 }
 
-/// What the header of a CUDA fat binary's entry says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CudaPlace {
-    /// How the payload is stored: `none`, `lz` (NVIDIA's LZ4-like scheme) or `zstd`.
-    pub compression: &'static str,
-    /// Byte offset of the stored payload (the compressed stream, if compressed) in the file;
-    /// `None` when it is not in the file as such.
-    pub stored_offset: Option<u64>,
-    /// Size of the stored payload.
-    pub stored_size: u64,
-    /// The code version, `major.minor` (the PTX ISA version, for PTX).
-    pub code_version: String,
-    /// The entry's flags.
-    pub flags: u64,
-    /// The identifier the header names (often the source file), if any.
-    pub identifier: Option<String>,
-}
-
-impl CudaPlace {
-    /// What the header of `entry` says, its payload stored at `stored_offset` in the file.
-    fn of(entry: &Entry<'_>, stored_offset: Option<u64>) -> CudaPlace {
-        CudaPlace {
-            compression: entry.compression().name(),
-            stored_offset,
-            stored_size: entry.payload.len() as u64,
-            code_version: format!("{}.{}", entry.version.0, entry.version.1),
-            flags: entry.flags,
-            identifier: entry.name.map(|n| {
-                let n = n.split(|&b| b == 0).next().unwrap_or_default();
-                String::from_utf8_lossy(n).into_owned()
-            }),
+impl Image {
+    /// The row `offload ls --json` prints for `image`.
+    pub fn of(image: &ImageRecord) -> Image {
+        Image {
+            file: image.file.clone(),
+            member: image.member.clone(),
+            section: image.section.clone(),
+            offset: image.offset,
+            size: image.size,
+            offload_kind: image.producer.name().to_string(),
+            triple: image.triple.as_str().to_string(),
+            arch: image.target_id.clone(),
+            image_kind: image.source.image_kind(),
+            entry_id: image.source.entry_id().map(str::to_string),
+            compressed: image.compressed,
+            processor: image.processor(),
+            compressed_bundle: image.compressed_bundle,
+            kpack: image.source.kpack().cloned(),
+            cuda: image.source.cuda().cloned(),
         }
     }
 }
 
-/// Where a code object in a `.kpack` archive lies.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct KpackPlace {
-    /// The archive, as found (relative paths from the binary's folder or the environment).
-    pub archive: String,
-    /// The archive's key: `"<binary>#<code-object index>"`.
-    pub key: String,
-    /// The code-object index: the HIP wrapper's that the loader asks with.
-    pub index: Option<u64>,
-    /// How the archive stores it: `none` or `zstd-per-kernel`.
-    pub scheme: &'static str,
-    /// Offset of its stored bytes (a zstd frame, if compressed) in the archive.
-    pub stored_offset: u64,
-    /// Size of its stored bytes.
-    pub stored_size: u64,
-}
-
-/// Where a compressed image lies: the compressed bundle's byte range in the file, and the
-/// image's offset in the bundle it inflates to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct CompressedPlace {
-    /// Byte offset of the compressed bundle (its `CCOB` magic) in the file.
-    pub offset: u64,
-    /// Size of the compressed bundle: header and payload.
-    pub size: u64,
-    /// Offset of the image in the inflated bundle.
-    pub entry_offset: u64,
-}
-
-/// The fields of an image that say what it is: producer, triple, target ID, image kind and
-/// entry ID.
-pub fn describe(
-    image: &DeviceImage<'_>,
-) -> (String, String, String, Option<String>, Option<String>) {
-    let target = image.target;
-    (
-        target.producer.name().to_string(),
-        target.triple.clone(),
-        target.target_id.clone(),
-        image.origin.image_kind(),
-        image.origin.entry_id().map(str::to_string),
-    )
-}
-
-/// The record `offload ls` prints for `image`, found in the file named `file`.
-pub fn record(file: &str, image: &DeviceImage<'_>) -> Image {
-    let (offload_kind, triple, arch, image_kind, entry_id) = describe(image);
-    let processor = processor_class(&arch);
-    Image {
-        file: file.to_string(),
-        member: image.members.last().cloned(),
-        section: image.section.map(str::to_string),
-        offset: image.offset,
-        size: image.size,
-        offload_kind,
-        triple,
-        arch,
-        image_kind,
-        processor,
-        entry_id,
-        compressed: image.compressed,
-        compressed_bundle: image.stream.and_then(|s| {
-            Some(CompressedPlace {
-                offset: s.offset?,
-                size: s.bundle.len() as u64,
-                entry_offset: s.start,
-            })
-        }),
-        kpack: None,
-        cuda: match image.origin {
-            Origin::CudaEntry(entry) => Some(CudaPlace::of(entry, image.stored_offset)),
-            _ => None,
-        },
-    }
-}
-
-/// The record `offload ls` prints for a code object of a `.kpack` archive, listed under the
-/// name `file` (the archive itself, or the split binary that refers to it).
-pub fn kpack_record(file: &str, code: &StoredCodeObject) -> Image {
-    let in_archive = Path::new(file) == code.archive;
-    let plain = code.scheme == Scheme::None;
-    Image {
-        file: file.to_string(),
-        member: None,
-        section: None,
-        offset: (in_archive && plain).then_some(code.stored_offset),
-        size: code.size,
-        offload_kind: "hip".to_string(),
-        triple: "amdgcn-amd-amdhsa".to_string(),
-        processor: processor_class(&code.arch),
-        arch: code.arch.clone(),
-        image_kind: None,
-        entry_id: None,
-        compressed: !plain,
-        compressed_bundle: None,
-        cuda: None,
-        kpack: Some(KpackPlace {
-            archive: code.archive.to_string_lossy().into_owned(),
-            key: code.key.clone(),
-            index: code.index,
-            scheme: code.scheme.name(),
-            stored_offset: code.stored_offset,
-            stored_size: code.stored_size,
-        }),
-    }
+/// The rows `offload ls --json` prints for `images`, in their order.
+pub fn rows(images: &[ImageRecord]) -> Vec<Image> {
+    images.iter().map(Image::of).collect()
 }
 
 /// The code objects of the `.kpack` archive `data` (at `path`, named `name`).
-fn list_archive(path: &Path, name: &str, data: &[u8]) -> Result<Vec<Image>> {
+fn list_archive(path: &Path, name: &str, data: &[u8]) -> Result<Vec<ImageRecord>> {
     let archive = Archive::parse(data).map_err(|e| Error::format(path, e))?;
     let codes = kpack::stored_code_objects(path, &archive, &|_| true)?;
-    Ok(codes.iter().map(|c| kpack_record(name, c)).collect())
+    Ok(codes
+        .iter()
+        .map(|c| ImageRecord::archived(name, c))
+        .collect())
 }
 
 /// The code objects a split binary's archives hold for it, and the archives that could not be
 /// read; nothing for a binary that is not split.
-fn list_split(path: &Path, name: &str, data: &[u8]) -> Result<(Vec<Image>, Vec<Error>)> {
+fn list_split(path: &Path, name: &str, data: &[u8]) -> Result<(Vec<ImageRecord>, Vec<Error>)> {
     let Some(split) = kpack::split_binary(path, data)? else {
         return Ok((Vec::new(), Vec::new()));
     };
@@ -220,7 +108,10 @@ fn list_split(path: &Path, name: &str, data: &[u8]) -> Result<(Vec<Image>, Vec<E
     let (mut codes, problems) = kpack::code_objects_for(path, &split, &env);
     // By code-object index, then as found: how the runtime asks for them.
     codes.sort_by_key(|c| c.index);
-    let images = codes.iter().map(|c| kpack_record(name, c)).collect();
+    let images = codes
+        .iter()
+        .map(|c| ImageRecord::archived(name, c))
+        .collect();
     Ok((images, problems))
 }
 
@@ -228,7 +119,7 @@ fn list_split(path: &Path, name: &str, data: &[u8]) -> Result<(Vec<Image>, Vec<E
 /// file, member, section and offset). A compressed bundle that declares more than
 /// `max_decompressed` bytes is damage. The `Err` is for a file that cannot be read at all.
 #[tracing::instrument(skip_all, fields(file = %path.display()))]
-pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<Image>, Vec<Error>)> {
+pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<ImageRecord>, Vec<Error>)> {
     let input = Input::open(path)?;
     tracing::debug!(size = input.len(), "scanning");
     let name = path.to_string_lossy().into_owned();
@@ -247,17 +138,17 @@ pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<Image>, Vec<
         max_decompressed,
         Reading::Headers,
         &mut |image| {
-            let image = record(&name, image);
+            let image = ImageRecord::found(&name, image);
             tracing::debug!(
                 member = image.member,
                 section = image.section,
                 offset = image.offset,
                 size = image.size,
                 compressed = image.compressed,
-                triple = image.triple,
-                arch = image.arch,
+                triple = image.triple.as_str(),
+                arch = image.target_id,
                 "found {} image",
-                image.offload_kind
+                image.producer.name()
             );
             images.push(image);
         },
@@ -279,11 +170,11 @@ pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<Image>, Vec<
 /// bundler's `-unbundle -targets=ID` or the HIP runtime read from that range). `None` for an
 /// image with no byte range in the file (a compressed bundle inside another compressed
 /// container, a thin archive's member).
-pub fn uri(image: &Image) -> Option<String> {
+pub fn uri(image: &ImageRecord) -> Option<String> {
     let path = std::fs::canonicalize(&image.file)
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| image.file.clone());
-    if let Some(place) = image.kpack.as_ref().filter(|k| k.scheme == "none") {
+    if let Some(place) = image.source.kpack().filter(|k| k.scheme == Scheme::None) {
         // Stored plain in an archive: a byte range of the archive.
         let archive = std::fs::canonicalize(&place.archive)
             .map(|p| p.to_string_lossy().into_owned())
@@ -297,7 +188,7 @@ pub fn uri(image: &Image) -> Option<String> {
         return Some(format!("file://{path}#offset={offset}&size={}", image.size));
     }
     let place = image.compressed_bundle?;
-    let entry = image.entry_id.as_deref()?;
+    let entry = image.source.entry_id()?;
     Some(format!(
         "file://{path}#offset={}&size={}&entry={entry}",
         place.offset, place.size
@@ -306,9 +197,9 @@ pub fn uri(image: &Image) -> Option<String> {
 
 /// The WHERE of a code object in an archive: `ARCHIVE[KEY] @OFFSET` (or `(zstd)`), after
 /// `BINARY -> ` when listed with the split binary.
-fn kpack_where(image: &Image, k: &KpackPlace) -> String {
+fn kpack_where(image: &ImageRecord, k: &KpackPlace) -> String {
     let stored = match k.scheme {
-        "none" => format!("@{:#x}", k.stored_offset),
+        Scheme::None => format!("@{:#x}", k.stored_offset),
         _ => format!("(zstd, {} bytes at {:#x})", k.stored_size, k.stored_offset),
     };
     let inside = format!("{}[{}] {stored}", k.archive, k.key);
@@ -322,48 +213,61 @@ fn kpack_where(image: &Image, k: &KpackPlace) -> String {
 /// Where a compressed CUDA entry is: ` (zstd, N bytes at 0xOFFSET)`.
 fn cuda_where(c: &CudaPlace) -> String {
     match c.stored_offset {
-        Some(at) => format!(" ({}, {} bytes at {at:#x})", c.compression, c.stored_size),
+        Some(at) => format!(
+            " ({}, {} bytes at {at:#x})",
+            c.compression.name(),
+            c.stored_size
+        ),
         None => " (compressed)".to_string(),
     }
 }
 
+/// Where `image` lies, as the table says it: file, member, section and offset, or where its
+/// stored bytes are.
+fn place(image: &ImageRecord) -> String {
+    let mut place = image.file.clone();
+    if let Some(member) = &image.member {
+        place.push_str(&format!("({member})"));
+    }
+    if let Some(section) = &image.section {
+        place.push_str(&format!(" {section}"));
+    }
+    match (image.source.kpack(), image.source.cuda(), image.offset) {
+        (Some(k), _, _) => place = kpack_where(image, k),
+        (None, _, Some(at)) => place.push_str(&format!(" @{at:#x}")),
+        (None, Some(c), None) => place.push_str(&cuda_where(c)),
+        (None, None, None) => place.push_str(" (compressed)"),
+    }
+    place
+}
+
+/// The table's row for `image`, the `i`th.
+fn table_row(i: usize, image: &ImageRecord) -> [String; 7] {
+    [
+        i.to_string(),
+        match (image.source.image_kind(), image.source.kpack()) {
+            (Some(kind), _) => kind,
+            (None, Some(_)) => "kpack".to_string(),
+            (None, None) => "bundle".to_string(),
+        },
+        match (image.target_id.as_str(), image.processor()) {
+            ("", _) => "-".into(),
+            (arch, Some("unknown")) => format!("{arch} (unknown processor)"),
+            (arch, _) => arch.to_string(),
+        },
+        image.triple.as_str().to_string(),
+        image.producer.name().to_string(),
+        image.size.to_string(),
+        place(image),
+    ]
+}
+
 /// The table `offload ls` prints for people.
-pub fn table(images: &[Image]) -> String {
+pub fn table(images: &[ImageRecord]) -> String {
     let rows: Vec<[String; 7]> = images
         .iter()
         .enumerate()
-        .map(|(i, image)| {
-            let mut place = image.file.clone();
-            if let Some(member) = &image.member {
-                place.push_str(&format!("({member})"));
-            }
-            if let Some(section) = &image.section {
-                place.push_str(&format!(" {section}"));
-            }
-            match (&image.kpack, &image.cuda, image.offset) {
-                (Some(k), _, _) => place = kpack_where(image, k),
-                (None, _, Some(at)) => place.push_str(&format!(" @{at:#x}")),
-                (None, Some(c), None) => place.push_str(&cuda_where(c)),
-                (None, None, None) => place.push_str(" (compressed)"),
-            }
-            [
-                i.to_string(),
-                match (&image.image_kind, &image.kpack) {
-                    (Some(kind), _) => kind.clone(),
-                    (None, Some(_)) => "kpack".to_string(),
-                    (None, None) => "bundle".to_string(),
-                },
-                match (image.arch.as_str(), image.processor) {
-                    ("", _) => "-".into(),
-                    (arch, Some("unknown")) => format!("{arch} (unknown processor)"),
-                    (arch, _) => arch.to_string(),
-                },
-                image.triple.clone(),
-                image.offload_kind.clone(),
-                image.size.to_string(),
-                place,
-            ]
-        })
+        .map(|(i, image)| table_row(i, image))
         .collect();
     let header = ["#", "KIND", "ARCH", "TRIPLE", "PRODUCER", "SIZE", "WHERE"];
     let (l, r) = (Align::Left, Align::Right);

@@ -20,9 +20,10 @@ use crate::loads::kpack_search::{
     Outcome,
 };
 use crate::loads::runtime;
-use crate::ops::extract::{chosen_in_unit, Bytes, Chosen, ExtractConfig, Found};
-use crate::ops::ls;
+use crate::ops::extract::chosen::{Bytes, Chosen, Found};
+use crate::ops::extract::options::{chosen_in_unit, ExtractConfig};
 use crate::ops::support::columns::ranges;
+use crate::ops::support::image::ImageRecord;
 use crate::ops::support::inflating::{memory_of_zstd, Budget};
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
@@ -53,7 +54,7 @@ fn candidate(
     label: String,
 ) -> Chosen {
     Chosen {
-        image: ls::kpack_record(name, &code),
+        image: ImageRecord::archived(name, &code),
         input: index,
         bytes: Bytes::Archived(number, code),
         label,

@@ -1,9 +1,11 @@
 //! What several operations share: the walker of files and folders (`inputs`), the memory
 //! budget of inflation (`inflating`), progress (`progress`), this machine's GPUs (`gpus`),
-//! finding external tools (`tool_path`) and table columns (`columns`).
+//! finding external tools (`tool_path`), table columns (`columns`) and the typed record of
+//! a device image that `ls`, `extract` and `du` share (`image`).
 
 pub mod columns;
 pub mod gpus;
+pub mod image;
 pub mod inflating;
 pub mod inputs;
 pub mod progress;

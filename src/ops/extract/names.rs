@@ -1,0 +1,161 @@
+//! The names `extract` writes under: safe file names, extensions read from an image's first
+//! bytes, cuobjdump's names for CUDA entries, and the output files' stems, kept apart.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::format::cuda_fatbin::EntryKind;
+use crate::format::offload_binary::ImageKind;
+use crate::host::scan::{DeviceImage, Origin};
+use crate::ops::extract::chosen::Chosen;
+use crate::ops::extract::options::ExtractConfig;
+use crate::ops::support::image::{ImageRecord, Source};
+
+/// Makes text safe as part of a file name: letters, digits and `._+-` stay, anything else
+/// (`/`, `:`, spaces, `..` cannot survive as a path) becomes `_`.
+pub fn safe_name(text: &str) -> String {
+    let cleaned: String = text
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    cleaned.trim_start_matches('.').to_string()
+}
+
+/// The file extension for an image's bytes.
+pub(super) fn extension(image: &ImageRecord, data: &[u8]) -> &'static str {
+    if data.starts_with(b"\x7fELF") {
+        return if image.triple.as_str().starts_with("nvptx") {
+            "cubin"
+        } else {
+            "co"
+        };
+    }
+    if data.starts_with(b"BC\xc0\xde") || data.starts_with(&[0xde, 0xc0, 0x17, 0x0b]) {
+        return "bc";
+    }
+    // SPIR-V's magic number, 0x07230203, little-endian.
+    if data.starts_with(&[0x03, 0x02, 0x23, 0x07]) {
+        return "spv";
+    }
+    match image.source {
+        Source::OffloadImage(ImageKind::Ptx) => "ptx",
+        Source::OffloadImage(ImageKind::Fatbinary) => "fatbin",
+        Source::OffloadImage(ImageKind::Spirv) => "spv",
+        _ => "bin",
+    }
+}
+
+/// The name of the file at `path`, for the names of what is extracted from it.
+pub(super) fn stem(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "input".into())
+}
+
+/// The names cuobjdump gives the entries of CUDA fat binaries in one file: the file's name
+/// without its last extension (an archive member's, for a member), the entry's number among
+/// the file's entries of its kind, and its SM (a family cubin's without the `f`, PTX's as
+/// `sm_XY`): `libcurand.so.12.sm_80` (`.cubin` or `.ptx` follows).
+pub(super) struct CudaNames {
+    stem: String,
+    cubins: usize,
+    ptx: usize,
+    /// Whether a CUDA device was asked for (`--device`): its fat binaries are kept whole
+    /// until the scan ends.
+    pub(super) for_devices: bool,
+}
+
+impl CudaNames {
+    /// No entry named yet in the file at `path`.
+    pub(super) fn new(path: &Path, for_devices: bool) -> CudaNames {
+        CudaNames {
+            stem: cuobjdump_stem(&stem(path)),
+            cubins: 0,
+            ptx: 0,
+            for_devices,
+        }
+    }
+
+    /// The name of `found`, counted, when it is a CUDA entry.
+    pub(super) fn next(&mut self, found: &DeviceImage<'_>) -> Option<String> {
+        let Origin::CudaEntry(entry) = found.origin else {
+            return None;
+        };
+        let n = match entry.kind {
+            EntryKind::Ptx => &mut self.ptx,
+            _ => &mut self.cubins,
+        };
+        *n += 1;
+        let stem = match found.members.last() {
+            Some(member) => cuobjdump_stem(member),
+            None => self.stem.clone(),
+        };
+        let sm = entry.sm();
+        Some(format!("{stem}.{n}.{}", sm.trim_end_matches('f')))
+    }
+}
+
+/// A file name without its last extension, as cuobjdump names what it extracts.
+fn cuobjdump_stem(name: &str) -> String {
+    match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_string(),
+        _ => name.to_string(),
+    }
+}
+
+/// The file each chosen image is written to, before its extension: names say where it came
+/// from and what it is; a number keeps them apart.
+pub(super) fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    chosen
+        .iter()
+        .map(|c| {
+            if let Some(name) = &c.name {
+                return config.output.join(safe_name(name));
+            }
+            let mut name = stem(&config.files[c.input]);
+            if let Some(member) = &c.member {
+                name.push('-');
+                name.push_str(member);
+            }
+            name.push('-');
+            name.push_str(&c.label);
+            let mut name = safe_name(&name);
+            let count = seen.entry(name.clone()).or_insert(0);
+            *count += 1;
+            if *count > 1 {
+                name.push_str(&format!("-{count}"));
+            }
+            config.output.join(name)
+        })
+        .collect()
+}
+
+/// `stem` with `.ext` after it (a stem may hold dots of its own).
+pub(super) fn with_extension(stem: &Path, ext: &str) -> PathBuf {
+    let mut name = stem.as_os_str().to_owned();
+    name.push(".");
+    name.push(ext);
+    PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_never_leave_the_folder() {
+        assert_eq!(safe_name("../../etc/passwd"), "_.._etc_passwd");
+        assert_eq!(safe_name("a/b:c d"), "a_b_c_d");
+        assert_eq!(
+            safe_name("hip-amdgcn-amd-amdhsa--gfx90a:xnack+"),
+            "hip-amdgcn-amd-amdhsa--gfx90a_xnack+"
+        );
+    }
+}

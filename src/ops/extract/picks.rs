@@ -1,0 +1,155 @@
+//! What a device named with `--device` loads from each bundle (the HIP runtime's choice,
+//! [`crate::loads::runtime`]) and from each CUDA fat binary (the CUDA driver's,
+//! [`crate::loads::cuda`]), and why a device loads nothing from one.
+
+use std::collections::BTreeMap;
+
+use crate::loads::cuda;
+use crate::loads::runtime::{self, Load, Why};
+use crate::ops::extract::chosen::{Chosen, Found};
+use crate::ops::extract::options::ExtractConfig;
+use crate::target::target_id::TargetIdBuf;
+
+/// Whether `device` is a CUDA device (`sm_86`), which `--device` takes by the CUDA driver's
+/// rule, not the HIP runtime's.
+pub(super) fn is_cuda_device(device: &TargetIdBuf) -> bool {
+    cuda::is_cuda_target(device.as_str())
+}
+
+/// Adds to `chosen` what the CUDA driver loads for each CUDA device of `config.devices` from
+/// each fat binary (by translation unit, in file order) of the file `name`: the cubin closest
+/// to the device, else the newest PTX it may compile ([`cuda::driver_pick`]); notes in
+/// `found` the devices that load something and the fat binaries a device loads nothing from.
+pub(super) fn driver_picks(
+    config: &ExtractConfig,
+    name: &str,
+    fatbins: BTreeMap<usize, Vec<Chosen>>,
+    chosen: &mut Vec<Chosen>,
+    found: &mut Found,
+) {
+    for (d, device) in config
+        .devices
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| is_cuda_device(d))
+    {
+        for (number, entries) in (1..).zip(fatbins.values()) {
+            let names: Vec<&str> = entries.iter().map(|c| c.image.target_id.as_str()).collect();
+            let Some((pick, via)) = cuda::driver_load(device.as_str(), &names) else {
+                found.missing.push((
+                    d,
+                    false,
+                    format!(
+                        "{device} loads nothing from CUDA fat binary {number} of '{name}': no cubin or PTX it runs"
+                    ),
+                ));
+                continue;
+            };
+            if let Some(hit) = found.devices.get_mut(d) {
+                *hit = true;
+            }
+            let mut c = entries[pick].clone();
+            tracing::info!(
+                fatbin = number,
+                via = via.name(),
+                "{device} loads {}",
+                c.image.target_id
+            );
+            c.via = via;
+            c.asked = device.to_string();
+            c.bundle = Some(number);
+            chosen.push(c);
+        }
+    }
+}
+
+/// One entry of a bundle, kept until the bundle is seen whole.
+pub(super) struct SeenEntry {
+    pub(super) id: String,
+    pub(super) size: u64,
+    pub(super) compressed: bool,
+    /// The image, ready to write, for the entries the runtime may pick.
+    pub(super) chosen: Option<Chosen>,
+}
+
+/// Whether the runtime may pick the entry `id` for some device: its kind is one comgr or the
+/// bundler gives a HIP request (`hip`, `hipv4`, `hcc`, `openmp`).
+pub(super) fn runtime_may_pick(id: &str) -> bool {
+    matches!(
+        id.split('-').next(),
+        Some("hip" | "hipv4" | "hcc" | "openmp")
+    )
+}
+
+/// Adds to `chosen` what the runtime loads for each of `config.devices` from each bundle of
+/// the file `name`, and notes in `found` the devices that load something and the bundles a
+/// device loads nothing from.
+pub(super) fn runtime_picks(
+    config: &ExtractConfig,
+    name: &str,
+    bundles: BTreeMap<usize, Vec<SeenEntry>>,
+    chosen: &mut Vec<Chosen>,
+    found: &mut Found,
+) {
+    for (number, entries) in (1..).zip(bundles.into_values()) {
+        let compressed = entries.first().is_some_and(|e| e.compressed);
+        let bundle = runtime::Bundle::from_entries(
+            entries.iter().map(|e| (e.id.as_str(), e.size)),
+            compressed,
+        );
+        let hip: Vec<(usize, TargetIdBuf)> = config
+            .devices
+            .iter()
+            .cloned()
+            .enumerate()
+            .filter(|(_, device)| !is_cuda_device(device))
+            .collect();
+        if hip.is_empty() {
+            continue;
+        }
+        let devices: Vec<TargetIdBuf> = hip.iter().map(|(_, device)| device.clone()).collect();
+        let loads = runtime::loads(&devices, &bundle);
+        for ((d, device), load) in hip.iter().map(|(d, device)| (*d, device)).zip(loads) {
+            let (index, via) = match load {
+                Load::Entry(index, via) => (index, via),
+                Load::Nothing(why) => {
+                    found.missing.push((
+                        d,
+                        why != Why::NoCompatibleEntry,
+                        lacking(device, number, name, why),
+                    ));
+                    continue;
+                }
+            };
+            if let Some(hit) = found.devices.get_mut(d) {
+                *hit = true;
+            }
+            let Some(seen) = entries.get(index) else {
+                continue;
+            };
+            let Some(mut c) = seen.chosen.clone() else {
+                continue;
+            };
+            tracing::info!(
+                bundle = number,
+                via = via.name(),
+                "{device} loads {}",
+                seen.id
+            );
+            c.label = format!("bundle{number}-{}-for-{device}", seen.id);
+            c.via = via;
+            c.asked = device.to_string();
+            c.bundle = Some(number);
+            c.device_pick = true;
+            chosen.push(c);
+        }
+    }
+}
+
+/// The warning for a device that loads nothing from bundle `number` of the file `name`.
+fn lacking(device: &TargetIdBuf, number: usize, name: &str, why: Why) -> String {
+    format!(
+        "{device} loads nothing from bundle {number} of '{name}': {}",
+        why.describe()
+    )
+}

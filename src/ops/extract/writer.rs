@@ -1,0 +1,354 @@
+//! Writing the chosen images to their own files in an output folder, in parallel: an image
+//! stored as it is is copied by the kernel; the images of one compressed bundle are written
+//! together as its stream is inflated, each named by what its first bytes say. The outputs
+//! are put in place together, once all are written.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::format::cuda_fatbin::{Compression, Stored};
+use crate::format::ErrorKind;
+use crate::host::kpack::{ArchiveFiles, StoredCodeObject};
+use crate::io::{Closed, Input, Output};
+use crate::ops::extract::chosen::{Bytes, Chosen, Extracted, Held};
+use crate::ops::extract::inflate::{inflate_group, stream_groups};
+use crate::ops::extract::kpack;
+use crate::ops::extract::names::{extension, output_stems, with_extension};
+use crate::ops::extract::options::ExtractConfig;
+use crate::ops::support::inflating::{memory_of_cuda, Budget};
+use crate::ops::support::progress::Progress;
+
+/// Writes each chosen image to its own file in the folder `config.output`, in parallel (the
+/// images of one compressed bundle together, as its stream is inflated), and puts them in
+/// place only when every one is written.
+pub(super) fn write_files(
+    config: &ExtractConfig,
+    inputs: &[Input],
+    archives: &ArchiveFiles,
+    chosen: Vec<Chosen>,
+    progress: &dyn Progress,
+    problems: &mut Vec<Error>,
+) -> Result<Vec<Extracted>> {
+    // The folders made for the outputs go again when nothing is written: no trace of a
+    // failed run is left.
+    let missing: Vec<PathBuf> = config
+        .output
+        .ancestors()
+        .take_while(|folder| !folder.as_os_str().is_empty() && !folder.exists())
+        .map(Path::to_path_buf)
+        .collect();
+    std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
+    let writer = Writer {
+        config,
+        inputs,
+        archives,
+        chosen: &chosen,
+        stems: &output_stems(config, &chosen),
+        budget: &Budget::new(),
+        progress,
+    };
+    let (written, failed) = writer.write_all();
+    let written = put_in_place(chosen, written, failed, progress, problems);
+    if written.is_err() {
+        for folder in &missing {
+            // Only an empty folder is removed: nothing else is touched.
+            let _ = std::fs::remove_dir(folder);
+        }
+    }
+    written
+}
+
+/// The first error of each input file whose images could not all be written, by file.
+type Failed = BTreeMap<usize, Error>;
+
+/// Puts the files `written` in place (`progress` is done then), but for those of the input files that `failed`, whose
+/// errors go to `problems`; when every input file with images failed, the first one's error
+/// is the result.
+fn put_in_place(
+    chosen: Vec<Chosen>,
+    mut written: Vec<Written>,
+    mut failed: Failed,
+    progress: &dyn Progress,
+    problems: &mut Vec<Error>,
+) -> Result<Vec<Extracted>> {
+    let with_images: BTreeSet<usize> = chosen.iter().map(|c| c.input).collect();
+    if !failed.is_empty() && failed.len() == with_images.len() {
+        let mut errors = std::mem::take(&mut failed).into_values();
+        if let Some(first) = errors.next() {
+            problems.extend(errors);
+            return Err(first);
+        }
+    }
+    written.retain(|w| !failed.contains_key(&chosen[w.index].input));
+    written.sort_by_key(|w| w.index);
+    let paths: Vec<(PathBuf, Option<u64>)> =
+        written.iter().map(|w| (w.path.clone(), w.size)).collect();
+    crate::io::place_all(written.into_iter().map(|w| w.closed).collect())?;
+    progress.finish();
+    let kept: Vec<Chosen> = chosen
+        .into_iter()
+        .filter(|c| !failed.contains_key(&c.input))
+        .collect();
+    problems.extend(failed.into_values());
+    Ok(kept
+        .into_iter()
+        .zip(paths)
+        .map(|(mut c, (path, size))| {
+            tracing::info!(from = %c.image.file, "writing {} to {}", c.label, path.display());
+            c.image.size = size.unwrap_or(c.image.size);
+            c.extracted(path)
+        })
+        .collect())
+}
+
+/// One image written, not yet in place.
+struct Written {
+    /// Its index among the chosen.
+    index: usize,
+    path: PathBuf,
+    closed: Closed,
+    /// The bytes written, when they differ from what the listing says (a CUDA entry's
+    /// contents, cut from its padded payload).
+    size: Option<u64>,
+}
+
+/// What writing one job (an image, or the images of one compressed bundle) needs.
+struct Writer<'w> {
+    config: &'w ExtractConfig,
+    inputs: &'w [Input],
+    archives: &'w ArchiveFiles,
+    chosen: &'w [Chosen],
+    stems: &'w [PathBuf],
+    budget: &'w Budget,
+    progress: &'w dyn Progress,
+}
+
+impl Writer<'_> {
+    /// Writes every chosen image, in parallel: the files written, not yet in place, and the
+    /// input files whose images could not all be written. An image that cannot be written
+    /// (its compressed bundle or archive turns out damaged when inflated) takes every image
+    /// of its input file with it.
+    fn write_all(&self) -> (Vec<Written>, Failed) {
+        let chosen = self.chosen;
+        self.progress
+            .start(chosen.iter().map(|c| c.image.size).sum());
+        let singles = (0..chosen.len()).filter(|&i| !matches!(chosen[i].bytes, Bytes::Stream(_)));
+        let jobs: Vec<Vec<usize>> = singles
+            .map(|i| vec![i])
+            .chain(stream_groups(chosen))
+            .collect();
+        // Each output is closed once written: as many files are open as threads write, and
+        // the images of the compressed bundles they inflate.
+        let results: Vec<Result<Vec<Written>>> =
+            jobs.par_iter().map(|job| self.write(job)).collect();
+        let mut failed = Failed::new();
+        let mut written: Vec<Written> = Vec::new();
+        for (job, result) in jobs.iter().zip(results) {
+            match result {
+                Ok(images) => written.extend(images),
+                Err(e) => {
+                    failed.entry(chosen[job[0]].input).or_insert(e);
+                }
+            }
+        }
+        (written, failed)
+    }
+
+    /// Writes the images `job` (indices among the chosen): one stored as it is, or those of
+    /// one compressed bundle, as its stream is inflated.
+    fn write(&self, job: &[usize]) -> Result<Vec<Written>> {
+        let mut pending: Vec<Pending> = job.iter().map(|&index| Pending::new(index)).collect();
+        let Some(&first) = job.first() else {
+            return Ok(Vec::new());
+        };
+        let c = &self.chosen[first];
+        let stem = &self.stems[first];
+        match &c.bytes {
+            Bytes::Archived(number, code) => {
+                self.write_archived(c, *number, code, stem, &mut pending[0])?;
+            }
+            Bytes::Cuda(held, stored) => {
+                let path = with_extension(stem, c.ext);
+                let mut out = Output::create(&path)?;
+                let size = self.write_cuda(c, held, stored, &mut out)?;
+                pending[0].out = Some((path, out));
+                pending[0].size = Some(size);
+            }
+            Bytes::Input(..) | Bytes::Owned(_) => {
+                let bytes = c.bytes(self.inputs);
+                let path = with_extension(stem, c.ext);
+                let mut out = Output::create(&path)?;
+                out.write_part(&self.inputs[c.input], bytes)?;
+                self.progress.advance(bytes.len() as u64);
+                pending[0].out = Some((path, out));
+            }
+            Bytes::Stream(_) => self.write_streamed(job, &mut pending)?,
+        }
+        pending
+            .into_iter()
+            .map(|p| {
+                let index = p.index;
+                p.finish(&self.chosen[index], &self.stems[index])
+            })
+            .collect()
+    }
+
+    /// Writes the code object `code` of archive `number`, chosen as `c`, to `p`: copied
+    /// from the archive by the kernel when stored as it is, else inflated.
+    fn write_archived(
+        &self,
+        c: &Chosen,
+        number: usize,
+        code: &StoredCodeObject,
+        stem: &Path,
+        p: &mut Pending,
+    ) -> Result<()> {
+        if let Some((input, bytes)) = kpack::stored_plain(self.archives, number, code)? {
+            let path = with_extension(stem, extension(&c.image, bytes));
+            let mut out = Output::create(&path)?;
+            out.write_part(input, bytes)?;
+            input.release(bytes);
+            self.progress.advance(bytes.len() as u64);
+            p.out = Some((path, out));
+            return Ok(());
+        }
+        let limit = self.config.max_decompressed;
+        kpack::code_object(
+            self.archives,
+            number,
+            code,
+            self.budget,
+            limit,
+            &mut |piece| {
+                self.progress.advance(piece.len() as u64);
+                p.take(piece, c, stem)
+            },
+        )
+    }
+
+    /// Writes the images `job` of one compressed bundle to `pending`, as its stream is
+    /// inflated.
+    fn write_streamed(&self, job: &[usize], pending: &mut [Pending]) -> Result<()> {
+        let chosen = self.chosen;
+        inflate_group(
+            self.config,
+            self.inputs,
+            chosen,
+            job,
+            self.budget,
+            |k, piece| {
+                self.progress.advance(piece.len() as u64);
+                let p = &mut pending[k];
+                p.take(piece, &chosen[p.index], &self.stems[p.index])
+            },
+        )
+    }
+
+    /// Writes the contents of the CUDA entry `c`, whose payload is `held` and stored as
+    /// `stored`, to `out`: copied from the input when stored plain, else inflated through a
+    /// window within the budget, never held whole. Gives the bytes written.
+    fn write_cuda(
+        &self,
+        c: &Chosen,
+        held: &Held,
+        stored: &Stored,
+        out: &mut Output,
+    ) -> Result<u64> {
+        let input = &self.inputs[c.input];
+        let payload = held.get(input);
+        if stored.compression == Compression::None {
+            let contents = c
+                .cuda_contents(self.config, self.inputs)
+                .unwrap_or_else(|| Ok(Default::default()))?;
+            out.write_part(input, &contents)?;
+            self.progress.advance(contents.len() as u64);
+            return Ok(contents.len() as u64);
+        }
+        // An error writing stops the inflation; it is the error returned.
+        let mut stopped = None;
+        let limit = self.config.max_decompressed;
+        let written = self.budget.run(memory_of_cuda(stored), |decoding| {
+            stored.contents_to(payload, limit, decoding, &mut |piece| {
+                self.progress.advance(piece.len() as u64);
+                out.write_bytes(piece).map_err(|e| {
+                    stopped = Some(e);
+                    crate::format::Error::new(0, ErrorKind::Decompress("stopped".into()))
+                })
+            })
+        });
+        input.release(payload);
+        match stopped {
+            Some(e) => Err(e.into()),
+            None => written.map_err(|e| c.cuda_error(self.config, e)),
+        }
+    }
+}
+
+/// An image being written as its stream is inflated: its first bytes are held until they
+/// tell its extension (an ELF code object, bitcode, SPIR-V).
+struct Pending {
+    index: usize,
+    head: Vec<u8>,
+    out: Option<(PathBuf, Output)>,
+    /// The bytes written, when known to differ from the listed size.
+    size: Option<u64>,
+}
+
+/// Bytes that tell an image's kind.
+const MAGIC_LEN: usize = 4;
+
+impl Pending {
+    /// Nothing written yet of the chosen image `index`.
+    fn new(index: usize) -> Pending {
+        Pending {
+            index,
+            head: Vec::new(),
+            out: None,
+            size: None,
+        }
+    }
+
+    /// Writes the next bytes of the image.
+    fn take(&mut self, piece: &[u8], c: &Chosen, stem: &Path) -> Result<()> {
+        if let Some((_, out)) = &mut self.out {
+            return Ok(out.write_bytes(piece)?);
+        }
+        self.head.extend_from_slice(piece);
+        if self.head.len() >= MAGIC_LEN {
+            self.open(c, stem)?;
+        }
+        Ok(())
+    }
+
+    /// Creates the output, named by what the first bytes say, and writes them.
+    fn open(&mut self, c: &Chosen, stem: &Path) -> Result<()> {
+        let path = with_extension(stem, extension(&c.image, &self.head));
+        let mut out = Output::create(&path)?;
+        out.write_bytes(&std::mem::take(&mut self.head))?;
+        self.out = Some((path, out));
+        Ok(())
+    }
+
+    /// Closes the output, once every byte is written.
+    fn finish(mut self, c: &Chosen, stem: &Path) -> Result<Written> {
+        let (path, out) = match self.out.take() {
+            Some(open) => open,
+            None => {
+                self.open(c, stem)?;
+                match self.out.take() {
+                    Some(open) => open,
+                    None => return Err(Error::msg("an output was not opened")),
+                }
+            }
+        };
+        Ok(Written {
+            index: self.index,
+            path,
+            closed: out.close()?,
+            size: self.size,
+        })
+    }
+}
