@@ -8,7 +8,7 @@ use clap::Parser;
 
 use crate::cli::general::GeneralOpts;
 use crate::format::kpack::Scheme;
-use crate::ops::kpack::{self, MergeConfig, SplitConfig};
+use crate::ops::kpack::{self, MergeConfig, MergeSummary, SplitConfig, SplitSummary};
 
 const PROG: &str = "offload kpack";
 
@@ -73,81 +73,115 @@ pub fn run(args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
-    let result = if args.merge {
-        if args.recursive || args.name.is_some() || !args.archives.is_empty() {
-            return usage_error("--merge takes files, -o and --from only");
-        }
-        let config = MergeConfig {
-            output: args.output,
-            archives: args.from,
-            max_decompressed: args.general.max_decompressed,
-        };
-        kpack::merge(&args.files, &config).map(|summary| {
-            summary
-                .files
-                .iter()
-                .map(|(path, bundles, objects)| {
-                    format!(
-                        "{}: {bundles} bundles, {objects} code objects put back\n",
-                        path.display()
-                    )
-                })
-                .collect::<String>()
-        })
+    if args.merge {
+        merge(args)
     } else {
-        let scheme = match args.compression.as_str() {
-            "none" => Scheme::None,
-            "zstd" | "zstd-per-kernel" => Scheme::ZstdPerKernel,
-            other => return usage_error(&format!("unknown compression '{other}' (none or zstd)")),
-        };
-        let mut groups = Vec::new();
-        for spec in &args.archives {
-            let Some((group, arches)) = spec.split_once('=') else {
-                return usage_error(&format!("--archive {spec}: expected GROUP=PROCESSOR,..."));
-            };
-            let arches: Vec<String> = arches
-                .split(',')
-                .filter(|a| !a.is_empty())
-                .map(str::to_string)
-                .collect();
-            if group.is_empty() || arches.is_empty() || group.contains('/') {
-                return usage_error(&format!("--archive {spec}: expected GROUP=PROCESSOR,..."));
-            }
-            groups.push((group.to_string(), arches));
-        }
-        let config = SplitConfig {
-            output: args.output,
-            recursive: args.recursive,
-            name: args.name,
-            groups,
-            search_paths: args.search_paths,
-            scheme,
-            max_decompressed: args.general.max_decompressed,
-        };
-        kpack::split(&args.files, &config).map(|summary| {
-            let mut text = String::new();
-            for (path, indices) in &summary.binaries {
-                text.push_str(&format!(
-                    "{}: {indices} code-object indices\n",
-                    path.display()
-                ));
-            }
-            for (path, arches, objects, _) in &summary.archives {
-                text.push_str(&format!(
-                    "{}: {objects} code objects for {}\n",
-                    path.display(),
-                    arches.join(",")
-                ));
-            }
-            if !summary.copied.is_empty() {
-                text.push_str(&format!(
-                    "{} files without HIP device code copied\n",
-                    summary.copied.len()
-                ));
-            }
-            text
-        })
+        split(args)
+    }
+}
+
+/// `--merge`: puts the code of the archives back into the split files.
+fn merge(args: Args) -> i32 {
+    if args.recursive || args.name.is_some() || !args.archives.is_empty() {
+        return usage_error("--merge takes files, -o and --from only");
+    }
+    let config = MergeConfig {
+        output: args.output,
+        archives: args.from,
+        max_decompressed: args.general.max_decompressed,
     };
+    finish(kpack::merge(&args.files, &config).map(|summary| merge_lines(&summary)))
+}
+
+/// Splits the files' HIP device code out to kpack archives.
+fn split(args: Args) -> i32 {
+    let scheme = match args.compression.as_str() {
+        "none" => Scheme::None,
+        "zstd" | "zstd-per-kernel" => Scheme::ZstdPerKernel,
+        other => return usage_error(&format!("unknown compression '{other}' (none or zstd)")),
+    };
+    let groups = match archive_groups(&args.archives) {
+        Ok(groups) => groups,
+        Err(code) => return code,
+    };
+    let config = SplitConfig {
+        output: args.output,
+        recursive: args.recursive,
+        name: args.name,
+        groups,
+        search_paths: args.search_paths,
+        scheme,
+        max_decompressed: args.general.max_decompressed,
+    };
+    finish(kpack::split(&args.files, &config).map(|summary| split_lines(&summary)))
+}
+
+/// The groups of processors `--archive GROUP=PROCESSOR,...` gives, or the exit status of a
+/// usage error.
+fn archive_groups(specs: &[String]) -> Result<Vec<(String, Vec<String>)>, i32> {
+    let mut groups = Vec::new();
+    for spec in specs {
+        let Some((group, arches)) = spec.split_once('=') else {
+            return Err(usage_error(&format!(
+                "--archive {spec}: expected GROUP=PROCESSOR,..."
+            )));
+        };
+        let arches: Vec<String> = arches
+            .split(',')
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect();
+        if group.is_empty() || arches.is_empty() || group.contains('/') {
+            return Err(usage_error(&format!(
+                "--archive {spec}: expected GROUP=PROCESSOR,..."
+            )));
+        }
+        groups.push((group.to_string(), arches));
+    }
+    Ok(groups)
+}
+
+/// A line per file merged.
+fn merge_lines(summary: &MergeSummary) -> String {
+    summary
+        .files
+        .iter()
+        .map(|(path, bundles, objects)| {
+            format!(
+                "{}: {bundles} bundles, {objects} code objects put back\n",
+                path.display()
+            )
+        })
+        .collect()
+}
+
+/// A line per binary split and per archive written, and the count of files copied.
+fn split_lines(summary: &SplitSummary) -> String {
+    let mut text = String::new();
+    for (path, indices) in &summary.binaries {
+        text.push_str(&format!(
+            "{}: {indices} code-object indices\n",
+            path.display()
+        ));
+    }
+    for (path, arches, objects, _) in &summary.archives {
+        text.push_str(&format!(
+            "{}: {objects} code objects for {}\n",
+            path.display(),
+            arches.join(",")
+        ));
+    }
+    if !summary.copied.is_empty() {
+        text.push_str(&format!(
+            "{} files without HIP device code copied\n",
+            summary.copied.len()
+        ));
+    }
+    text
+}
+
+/// Prints the text of a job done, or its error; the exit status.
+fn finish(result: crate::error::Result<String>) -> i32 {
     match result {
         Ok(text) => crate::cli::print(PROG, &text).map_or_else(|code| code, |()| 0),
         Err(e) => {

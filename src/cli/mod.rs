@@ -137,55 +137,45 @@ pub fn main(args: Vec<OsString>) -> i32 {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let stem = name.strip_suffix(".exe").unwrap_or(&name);
-    let personality = without_version(stem);
     let rest = args.get(1..).unwrap_or_default();
+    match run_personality(&argv0, &name, stem, rest) {
+        Some(code) => code,
+        None => run_subcommand(rest),
+    }
+}
+
+/// Runs the LLVM-named tool (or `offload-extract`) the program is called as (`name`, without
+/// `.exe`: `stem`), with `rest`; `None` when it is called otherwise.
+fn run_personality(argv0: &str, name: &str, stem: &str, rest: &[String]) -> Option<i32> {
     let version = || {
         let var = std::env::var(LLVM_VERSION_VAR).ok();
         llvm_version(stem, var.as_deref()).inspect_err(|message| {
             let _ = writeln!(io::stderr(), "{name}: error: {message}");
         })
     };
-    let version = match personality {
-        "clang-offload-bundler"
-        | "offload-bundler"
-        | "clang-offload-packager"
-        | "offload-packager"
-        | "llvm-offload-binary" => match version() {
-            Ok(version) => version,
-            Err(_) => return 1,
+    let code = match without_version(stem) {
+        "clang-offload-bundler" | "offload-bundler" => match version() {
+            Ok(version) => personalities::bundler::run(argv0, rest, version),
+            Err(_) => 1,
         },
-        _ => LlvmVersion::DEFAULT,
-    };
-    match personality {
-        "clang-offload-bundler" | "offload-bundler" => {
-            return personalities::bundler::run(&argv0, rest, version)
-        }
-        "clang-offload-packager" | "offload-packager" | "llvm-offload-binary" => {
-            return personalities::packager::run(&argv0, rest, version)
-        }
-        "offload-extract" => return extract::run("offload-extract", rest),
+        "clang-offload-packager" | "offload-packager" | "llvm-offload-binary" => match version() {
+            Ok(version) => personalities::packager::run(argv0, rest, version),
+            Err(_) => 1,
+        },
+        "offload-extract" => extract::run("offload-extract", rest),
         "clang-offload-wrapper" | "offload-wrapper" => {
-            return personalities::clang_offload_wrapper::run(&argv0, rest)
+            personalities::clang_offload_wrapper::run(argv0, rest)
         }
-        "llvm-offload-wrapper" => return personalities::llvm_offload_wrapper::run(&argv0, rest),
-        _ => {}
-    }
+        "llvm-offload-wrapper" => personalities::llvm_offload_wrapper::run(argv0, rest),
+        _ => return None,
+    };
+    Some(code)
+}
+
+/// Runs `offload SUBCOMMAND ARGS...`, `rest` being the subcommand and its arguments.
+fn run_subcommand(rest: &[String]) -> i32 {
     match rest.first().map(String::as_str) {
-        Some(tool @ ("bundler" | "packager")) => {
-            let var = std::env::var(LLVM_VERSION_VAR).ok();
-            let version = match llvm_version("offload", var.as_deref()) {
-                Ok(version) => version,
-                Err(message) => {
-                    let _ = writeln!(io::stderr(), "offload {tool}: error: {message}");
-                    return 1;
-                }
-            };
-            if tool == "bundler" {
-                personalities::bundler::run("offload bundler", &rest[1..], version)
-            } else {
-                personalities::packager::run("offload packager", &rest[1..], version)
-            }
-        }
+        Some(tool @ ("bundler" | "packager")) => run_llvm_tool(tool, &rest[1..]),
         Some("ls") => ls::run(&rest[1..]),
         Some("extract") => extract::run("offload extract", &rest[1..]),
         Some("check") => check::run(&rest[1..]),
@@ -210,6 +200,24 @@ pub fn main(args: Vec<OsString>) -> i32 {
             );
             2
         }
+    }
+}
+
+/// `offload bundler` or `offload packager` (`tool`) with `args`, behaving as the LLVM release
+/// [`LLVM_VERSION_VAR`] names (else the newest) does.
+fn run_llvm_tool(tool: &str, args: &[String]) -> i32 {
+    let var = std::env::var(LLVM_VERSION_VAR).ok();
+    let version = match llvm_version("offload", var.as_deref()) {
+        Ok(version) => version,
+        Err(message) => {
+            let _ = writeln!(io::stderr(), "offload {tool}: error: {message}");
+            return 1;
+        }
+    };
+    if tool == "bundler" {
+        personalities::bundler::run("offload bundler", args, version)
+    } else {
+        personalities::packager::run("offload packager", args, version)
     }
 }
 

@@ -2,7 +2,7 @@
 //! file, into a new file or in place.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::target::target_id::TargetIdBuf;
 use clap::{Args as ClapArgs, Parser};
@@ -312,88 +312,132 @@ fn execute(
         Ok(pool) => pool,
         Err(code) => return code,
     };
-    // What each processor's code takes before the rewrite (with what a strip removes), and,
-    // for compress, after it: read from the headers, before and after.
-    let strips = matches!(config.change, Change::Keep(_) | Change::Remove(_));
-    let results: Vec<Result<(Summary, Option<Usages>), String>> =
-        jobs::each_file(&pool, &plan.pairs, |(input, output)| {
-            if mode == Mode::Write && output != input {
-                if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| format!("'{}': {e}", crate::io::shown(parent)))?;
-                }
-                if let Some(root) = &plan.root {
-                    crate::io::inside(root, output).map_err(|e| e.to_string())?;
-                }
-            }
-            let keep = strips.then_some(config);
-            let before = du::file_usage(input, config.max_decompressed, keep).ok();
-            rewrite::rewrite(input, output, config, mode)
-                .map(|summary| {
-                    // A file whose headers could not be read before, or (for compress) after,
-                    // counts in neither per-processor total, so both cover the same files.
-                    let compresses = matches!(config.change, Change::Compress(_));
-                    let usages = before.and_then(|before| {
-                        if compresses && mode == Mode::Write {
-                            du::file_usage(output, config.max_decompressed, None)
-                                .ok()
-                                .map(|after| Usages {
-                                    before,
-                                    after: Some(after),
-                                })
-                        } else {
-                            Some(Usages {
-                                before,
-                                after: None,
-                            })
-                        }
-                    });
-                    (summary, usages)
-                })
-                .map_err(|e| {
-                    let text = e.to_string();
-                    if text.contains(&*input.to_string_lossy()) {
-                        text
-                    } else {
-                        format!("'{}': {text}", crate::io::shown(input))
-                    }
-                })
-        });
-    let mut text = String::new();
-    let mut totals = Totals::default();
-    let mut before = Vec::new();
-    let mut after = Vec::new();
+    let results = jobs::each_file(&pool, &plan.pairs, |(input, output)| {
+        rewrite_file(&plan, input, output, config, mode)
+    });
+    let mut report = Report::default();
     let stderr = std::io::stderr();
     for ((input, _), result) in plan.pairs.iter().zip(results) {
-        totals.files += 1;
         match result {
-            Ok((summary, usages)) => {
-                if let Some(usages) = usages {
-                    before.push(usages.before);
-                    after.extend(usages.after);
-                }
-                if let Some(line) = already_compressed_line(input, &summary, config) {
-                    text.push_str(&line);
-                }
-                text.push_str(&summary_line(input, &summary, mode));
-                totals.changed += usize::from(summary.rewritten > 0);
-                totals.images_before += summary.images_before;
-                totals.images_after += summary.images_after;
-                totals.bytes_before += summary.size_before;
-                totals.bytes_after += summary.size_after;
-            }
+            Ok((summary, usages)) => report.add(input, &summary, usages, config, mode),
             Err(message) => {
-                totals.failed += 1;
+                report.totals.files += 1;
+                report.totals.failed += 1;
                 let _ = writeln!(stderr.lock(), "{prog}: error: {message}");
             }
         }
     }
+    let mut text = report.text;
     if jobs::several(roots, plan.pairs.len()) {
-        text.push_str(&totals.line(mode));
-        text.push_str(&target_lines(&config.change, mode, &before, &after));
+        text.push_str(&report.totals.line(mode));
+        text.push_str(&target_lines(
+            &config.change,
+            mode,
+            &report.before,
+            &report.after,
+        ));
     }
-    let failed = totals.failed > 0 || plan.walk_failed;
+    let failed = report.totals.failed > 0 || plan.walk_failed;
     crate::cli::print(prog, &text).map_or_else(|code| code, |()| i32::from(failed))
+}
+
+/// Rewrites `input` to `output` (its folder made, inside the plan's root), with what its
+/// processors' code takes before and, for compress, after; an error names the file.
+fn rewrite_file(
+    plan: &Plan,
+    input: &Path,
+    output: &Path,
+    config: &RewriteConfig,
+    mode: Mode,
+) -> Result<(Summary, Option<Usages>), String> {
+    if mode == Mode::Write && output != input {
+        if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("'{}': {e}", crate::io::shown(parent)))?;
+        }
+        if let Some(root) = &plan.root {
+            crate::io::inside(root, output).map_err(|e| e.to_string())?;
+        }
+    }
+    // What each processor's code takes before the rewrite (with what a strip removes), and,
+    // for compress, after it: read from the headers, before and after.
+    let strips = matches!(config.change, Change::Keep(_) | Change::Remove(_));
+    let keep = strips.then_some(config);
+    let before = du::file_usage(input, config.max_decompressed, keep).ok();
+    rewrite::rewrite(input, output, config, mode)
+        .map(|summary| (summary, usages(before, output, config, mode)))
+        .map_err(|e| {
+            let text = e.to_string();
+            if text.contains(&*input.to_string_lossy()) {
+                text
+            } else {
+                format!("'{}': {text}", crate::io::shown(input))
+            }
+        })
+}
+
+/// The usages of a file rewritten to `output`, whose code took `before`: for a compress
+/// written, with what `output` holds. A file whose headers could not be read before, or (for
+/// compress) after, counts in neither per-processor total, so both cover the same files.
+fn usages(
+    before: Option<FileUsage>,
+    output: &Path,
+    config: &RewriteConfig,
+    mode: Mode,
+) -> Option<Usages> {
+    let compresses = matches!(config.change, Change::Compress(_));
+    before.and_then(|before| {
+        if compresses && mode == Mode::Write {
+            du::file_usage(output, config.max_decompressed, None)
+                .ok()
+                .map(|after| Usages {
+                    before,
+                    after: Some(after),
+                })
+        } else {
+            Some(Usages {
+                before,
+                after: None,
+            })
+        }
+    })
+}
+
+/// What a job prints: each file's lines, the totals, and the per-processor usages.
+#[derive(Default)]
+struct Report {
+    text: String,
+    totals: Totals,
+    before: Vec<FileUsage>,
+    after: Vec<FileUsage>,
+}
+
+impl Report {
+    /// Adds the file `input`, rewritten as `summary` says.
+    fn add(
+        &mut self,
+        input: &Path,
+        summary: &Summary,
+        usages: Option<Usages>,
+        config: &RewriteConfig,
+        mode: Mode,
+    ) {
+        let totals = &mut self.totals;
+        totals.files += 1;
+        if let Some(usages) = usages {
+            self.before.push(usages.before);
+            self.after.extend(usages.after);
+        }
+        if let Some(line) = already_compressed_line(input, summary, config) {
+            self.text.push_str(&line);
+        }
+        self.text.push_str(&summary_line(input, summary, mode));
+        totals.changed += usize::from(summary.rewritten > 0);
+        totals.images_before += summary.images_before;
+        totals.images_after += summary.images_after;
+        totals.bytes_before += summary.size_before;
+        totals.bytes_after += summary.size_after;
+    }
 }
 
 /// Runs `offload strip` with `args` (without the program name).

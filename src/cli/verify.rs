@@ -1,13 +1,13 @@
 //! `offload verify`: inflate and hash every compressed bundle of files.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Parser;
 
 use crate::cli::jobs::{self, counted, Work};
 use crate::ops::support::inflating::Budget;
-use crate::ops::verify;
+use crate::ops::verify::{self, Verified};
 
 const PROG: &str = "offload verify";
 
@@ -161,87 +161,108 @@ pub fn report(
     max_decompressed: u64,
     text: &mut String,
 ) -> Report {
-    let stderr = std::io::stderr();
-    let mut failed = false;
-    let mut totals = Totals::default();
+    let mut report = Report::default();
     // One budget for the files checked at once, as for the streams of one file.
     let budget = Budget::new();
     let checked = jobs::each_file(pool, files, |path| {
         verify::verify_file_within(path, max_decompressed, &budget)
     });
     for (path, result) in files.iter().zip(checked) {
-        totals.files += 1;
+        report.totals.files += 1;
         match result {
-            Ok(verified) => {
-                let problems = match listed {
-                    Listed::No => verified.problems.as_slice(),
-                    Listed::Yes => &[],
-                };
-                for e in verified
-                    .bad
-                    .iter()
-                    .chain(&verified.cuda_bad)
-                    .chain(problems)
-                {
-                    let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
-                }
-                let damaged = verified.bad.len() + verified.problems.len();
-                let cuda_damaged = verified.cuda_bad.len();
-                let kpack_bad = verified.kpack.as_ref().map_or(0, |k| k.bad.len());
-                failed |= damaged + cuda_damaged > 0;
-                totals.failed += usize::from(damaged + cuda_damaged + kpack_bad > 0);
-                totals.with_code += usize::from(verified.streams > 0 || verified.kpack.is_some());
-                let sound = verified.streams - verified.bad.len();
-                totals.sound += sound;
-                totals.damaged += damaged;
-                totals.stored += verified.stored;
-                totals.inflated += verified.inflated;
-                let archive = verified.kpack.as_ref().is_some_and(|k| k.is_archive);
-                let cuda_sound = verified.cuda - cuda_damaged;
-                totals.cuda_sound += cuda_sound;
-                totals.cuda_damaged += cuda_damaged;
-                if !archive {
-                    text.push_str(&format!(
-                        "{}: {sound} compressed bundle{} sound, {} damaged",
-                        crate::io::shown(path),
-                        if sound == 1 { "" } else { "s" },
-                        damaged,
-                    ));
-                    if verified.cuda > 0 {
-                        let entries = cuda_entries(cuda_sound);
-                        text.push_str(&format!("; {entries}, {cuda_damaged} damaged"));
-                    }
-                    text.push('\n');
-                }
-                if let Some(kpack) = &verified.kpack {
-                    for e in &kpack.bad {
-                        let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
-                    }
-                    failed |= !kpack.bad.is_empty();
-                    totals.kpack_files += 1;
-                    totals.kpack_sound += kpack.sound;
-                    totals.kpack_archives += kpack.archives;
-                    totals.kpack_problems += kpack.bad.len();
-                    text.push_str(&format!(
-                        "{}: {} code object{} in {} kpack archive{} sound, {} problem{}\n",
-                        crate::io::shown(path),
-                        kpack.sound,
-                        if kpack.sound == 1 { "" } else { "s" },
-                        kpack.archives,
-                        if kpack.archives == 1 { "" } else { "s" },
-                        kpack.bad.len(),
-                        if kpack.bad.len() == 1 { "" } else { "s" },
-                    ));
-                }
-            }
+            Ok(verified) => report.add(prog, path, &verified, listed, text),
             Err(e) => {
-                failed = true;
-                totals.failed += 1;
-                let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
+                report.failed = true;
+                report.totals.failed += 1;
+                let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {e}");
             }
         }
     }
-    Report { failed, totals }
+    report
+}
+
+impl Report {
+    /// Adds what checking the file `path` found: its errors to standard error, its lines to
+    /// `text`.
+    fn add(
+        &mut self,
+        prog: &str,
+        path: &Path,
+        verified: &Verified,
+        listed: Listed,
+        text: &mut String,
+    ) {
+        let problems = match listed {
+            Listed::No => verified.problems.as_slice(),
+            Listed::Yes => &[],
+        };
+        let stderr = std::io::stderr();
+        for e in verified
+            .bad
+            .iter()
+            .chain(&verified.cuda_bad)
+            .chain(problems)
+        {
+            let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
+        }
+        let totals = &mut self.totals;
+        let damaged = verified.bad.len() + verified.problems.len();
+        let cuda_damaged = verified.cuda_bad.len();
+        let kpack_bad = verified.kpack.as_ref().map_or(0, |k| k.bad.len());
+        self.failed |= damaged + cuda_damaged > 0;
+        totals.failed += usize::from(damaged + cuda_damaged + kpack_bad > 0);
+        totals.with_code += usize::from(verified.streams > 0 || verified.kpack.is_some());
+        let sound = verified.streams - verified.bad.len();
+        totals.sound += sound;
+        totals.damaged += damaged;
+        totals.stored += verified.stored;
+        totals.inflated += verified.inflated;
+        let archive = verified.kpack.as_ref().is_some_and(|k| k.is_archive);
+        let cuda_sound = verified.cuda - cuda_damaged;
+        totals.cuda_sound += cuda_sound;
+        totals.cuda_damaged += cuda_damaged;
+        if !archive {
+            text.push_str(&format!(
+                "{}: {sound} compressed bundle{} sound, {} damaged",
+                crate::io::shown(path),
+                if sound == 1 { "" } else { "s" },
+                damaged,
+            ));
+            if verified.cuda > 0 {
+                let entries = cuda_entries(cuda_sound);
+                text.push_str(&format!("; {entries}, {cuda_damaged} damaged"));
+            }
+            text.push('\n');
+        }
+        self.add_kpack(prog, path, verified, text);
+    }
+
+    /// Adds what checking the kpack archives of the file `path` found, if it is a kpack
+    /// archive or a binary split by kpack.
+    fn add_kpack(&mut self, prog: &str, path: &Path, verified: &Verified, text: &mut String) {
+        let Some(kpack) = &verified.kpack else {
+            return;
+        };
+        for e in &kpack.bad {
+            let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {e}");
+        }
+        self.failed |= !kpack.bad.is_empty();
+        let totals = &mut self.totals;
+        totals.kpack_files += 1;
+        totals.kpack_sound += kpack.sound;
+        totals.kpack_archives += kpack.archives;
+        totals.kpack_problems += kpack.bad.len();
+        text.push_str(&format!(
+            "{}: {} code object{} in {} kpack archive{} sound, {} problem{}\n",
+            crate::io::shown(path),
+            kpack.sound,
+            if kpack.sound == 1 { "" } else { "s" },
+            kpack.archives,
+            if kpack.archives == 1 { "" } else { "s" },
+            kpack.bad.len(),
+            if kpack.bad.len() == 1 { "" } else { "s" },
+        ));
+    }
 }
 
 /// `N compressed CUDA entries sound`, `1 compressed CUDA entry sound`.

@@ -28,7 +28,7 @@ use crate::codegen::layout::name;
 use crate::codegen::layout::{
     add_format_symbols, add_function_pointer, add_images, add_section, add_stack_note,
     add_tables_section, define_functions, function_symbol, lay_out, local_symbol, pointer,
-    runtime_function, Function, Host, Laid, Run,
+    runtime_function, Function, Host, Laid, Placed, Run,
 };
 use crate::codegen::{a64, x86};
 use crate::error::Result;
@@ -153,68 +153,15 @@ fn fatbin(
     let reg = function_symbol(&mut obj, text, &format!(".{p}.fatbin_reg"));
     let unreg = function_symbol(&mut obj, text, &format!(".{p}.fatbin_unreg"));
     let globals = function_symbol(&mut obj, text, &format!(".{p}.globals_reg"));
-    let image_section = add_section(
-        &mut obj,
-        host,
-        runtime.image_section,
-        SectionKind::ReadOnlyData,
-    );
-    let images = add_images(&mut obj, image_section, 16, &[image], |_| {
-        ".fatbin_image".to_string()
-    });
-    let wrapper_kind = if host.is_coff() {
-        SectionKind::ReadOnlyData
-    } else {
-        SectionKind::Data
-    };
-    let segment = add_section(&mut obj, host, runtime.wrapper_section, wrapper_kind);
-    let mut wrapper = [0u8; 24];
-    wrapper[0..4].copy_from_slice(&runtime.magic.to_le_bytes());
-    wrapper[4..8].copy_from_slice(&1u32.to_le_bytes());
-    let at = obj.append_section_data(segment, &wrapper, 8);
-    let wrapper = local_symbol(
-        &mut obj,
-        ".fatbin_wrapper",
-        segment,
-        at,
-        24,
-        SymbolKind::Data,
-    );
-    pointer(&mut obj, host, segment, at + 8, images.symbols[0], 0)?;
-    let bss = add_section(&mut obj, host, ".bss", SectionKind::UninitializedData);
-    let at = obj.append_section_bss(bss, 8, 8);
-    let handle = local_symbol(
-        &mut obj,
-        &format!(".{p}.binary_handle"),
-        bss,
-        at,
-        8,
-        SymbolKind::Data,
-    );
-    let calls = Calls {
-        register: runtime_function(&mut obj, &format!("__{p}RegisterFatBinary")),
-        end: runtime
-            .end
-            .then(|| runtime_function(&mut obj, "__cudaRegisterFatBinaryEnd")),
-        atexit: runtime_function(&mut obj, "atexit"),
-        unregister: runtime_function(&mut obj, &format!("__{p}UnregisterFatBinary")),
-        function: runtime_function(&mut obj, &format!("__{p}RegisterFunction")),
-        var: runtime_function(&mut obj, &format!("__{p}RegisterVar")),
-        managed: runtime_function(&mut obj, &format!("__{p}RegisterManagedVar")),
-        surface: runtime
-            .surfaces
-            .then(|| runtime_function(&mut obj, &format!("__{p}RegisterSurface"))),
-        texture: runtime
-            .surfaces
-            .then(|| runtime_function(&mut obj, &format!("__{p}RegisterTexture"))),
+    let (images, wrapper) = add_fatbin_wrapper(&mut obj, host, &runtime, image)?;
+    let handle = add_handle(&mut obj, host, p);
+    let own = ModuleSymbols {
         wrapper,
         handle,
         globals,
         unreg,
-        start: entries.start,
-        stop: entries.stop,
-        entry_kind: runtime.entry_kind,
     };
+    let calls = Calls::declare(&mut obj, &runtime, entries, own);
     let (fatbin_reg, fatbin_unreg, globals_reg) = match x86::conventions(host) {
         Some((conv, format)) => calls.x86_64(conv, format),
         None => calls.aarch64(),
@@ -232,6 +179,48 @@ fn fatbin(
     add_function_pointer(&mut obj, host, Run::AtStartup, PRIORITY, reg)?;
     add_stack_note(&mut obj, host);
     lay_out(&obj, host, &images)
+}
+
+/// The fat binary of `image` bytes in the runtime's image section, and its wrapper
+/// `{magic, 1, image, null}` in the runtime's wrapper section; the image and the wrapper's
+/// symbol.
+fn add_fatbin_wrapper(
+    obj: &mut Object,
+    host: Host,
+    runtime: &Runtime,
+    image: u64,
+) -> Result<(Placed, SymbolId)> {
+    let image_section = add_section(obj, host, runtime.image_section, SectionKind::ReadOnlyData);
+    let images = add_images(obj, image_section, 16, &[image], |_| {
+        ".fatbin_image".to_string()
+    });
+    let wrapper_kind = if host.is_coff() {
+        SectionKind::ReadOnlyData
+    } else {
+        SectionKind::Data
+    };
+    let segment = add_section(obj, host, runtime.wrapper_section, wrapper_kind);
+    let mut wrapper = [0u8; 24];
+    wrapper[0..4].copy_from_slice(&runtime.magic.to_le_bytes());
+    wrapper[4..8].copy_from_slice(&1u32.to_le_bytes());
+    let at = obj.append_section_data(segment, &wrapper, 8);
+    let wrapper = local_symbol(obj, ".fatbin_wrapper", segment, at, 24, SymbolKind::Data);
+    pointer(obj, host, segment, at + 8, images.symbols[0], 0)?;
+    Ok((images, wrapper))
+}
+
+/// `.P.binary_handle` in `.bss`, for the runtime of prefix `p`.
+fn add_handle(obj: &mut Object, host: Host, p: &str) -> SymbolId {
+    let bss = add_section(obj, host, ".bss", SectionKind::UninitializedData);
+    let at = obj.append_section_bss(bss, 8, 8);
+    local_symbol(
+        obj,
+        &format!(".{p}.binary_handle"),
+        bss,
+        at,
+        8,
+        SymbolKind::Data,
+    )
 }
 
 /// What distinguishes the HIP module from the CUDA one.
@@ -288,6 +277,14 @@ enum Arg {
     Imm(i32),
 }
 
+/// The HIP or CUDA module's own symbols its registration refers to.
+struct ModuleSymbols {
+    wrapper: SymbolId,
+    handle: SymbolId,
+    globals: SymbolId,
+    unreg: SymbolId,
+}
+
 /// The symbols the HIP or CUDA registration refers to.
 struct Calls {
     register: SymbolId,
@@ -309,6 +306,47 @@ struct Calls {
 }
 
 impl Calls {
+    /// Declares the runtime's functions, in the order LLVM's module does; with the module's
+    /// own symbols `own` and the entries' bounds, what the registration refers to.
+    fn declare(
+        obj: &mut Object,
+        runtime: &Runtime,
+        entries: &Entries,
+        own: ModuleSymbols,
+    ) -> Calls {
+        let p = runtime.prefix;
+        let ModuleSymbols {
+            wrapper,
+            handle,
+            globals,
+            unreg,
+        } = own;
+        Calls {
+            register: runtime_function(obj, &format!("__{p}RegisterFatBinary")),
+            end: runtime
+                .end
+                .then(|| runtime_function(obj, "__cudaRegisterFatBinaryEnd")),
+            atexit: runtime_function(obj, "atexit"),
+            unregister: runtime_function(obj, &format!("__{p}UnregisterFatBinary")),
+            function: runtime_function(obj, &format!("__{p}RegisterFunction")),
+            var: runtime_function(obj, &format!("__{p}RegisterVar")),
+            managed: runtime_function(obj, &format!("__{p}RegisterManagedVar")),
+            surface: runtime
+                .surfaces
+                .then(|| runtime_function(obj, &format!("__{p}RegisterSurface"))),
+            texture: runtime
+                .surfaces
+                .then(|| runtime_function(obj, &format!("__{p}RegisterTexture"))),
+            wrapper,
+            handle,
+            globals,
+            unreg,
+            start: entries.start,
+            stop: entries.stop,
+            entry_kind: runtime.entry_kind,
+        }
+    }
+
     /// A function entry (size 0): `__PRegisterFunction(h, addr, name, name, -1, null x5)`.
     fn function_args() -> Vec<Arg> {
         use field::*;
@@ -630,96 +668,18 @@ fn openmp(
 ) -> Result<Laid> {
     let reg = function_symbol(&mut obj, text, ".omp_offloading.descriptor_reg");
     let unreg = function_symbol(&mut obj, text, ".omp_offloading.descriptor_unreg");
-    let image_section = add_section(
-        &mut obj,
-        host,
-        ".llvm.offloading",
-        SectionKind::ReadOnlyData,
-    );
-    if !host.is_coff() {
-        obj.section_mut(image_section).flags = SectionFlags::Elf {
-            sh_type: SHT_LLVM_OFFLOADING,
-            sh_flags: object::elf::SectionFlags(object::elf::SHF_ALLOC.0),
-        };
-    }
-    let placed = add_images(&mut obj, image_section, 8, images, |i| {
-        name(".omp_offloading.device_image", i)
-    });
-    let tables = add_tables_section(&mut obj, host);
-    let count = images.len() as u64;
-    let mut data = vec![0u8; 32 * images.len() + 32];
-    data[32 * images.len()..][..4].copy_from_slice(&(images.len() as u32).to_le_bytes());
-    let base = obj.append_section_data(tables, &data, 16);
-    let table = local_symbol(
-        &mut obj,
-        ".omp_offloading.device_images",
-        tables,
-        base,
-        32 * count,
-        SymbolKind::Data,
-    );
-    let descriptor = local_symbol(
-        &mut obj,
-        ".omp_offloading.descriptor",
-        tables,
-        base + 32 * count,
-        32,
-        SymbolKind::Data,
-    );
-    for (i, (&image, &len)) in placed.symbols.iter().zip(&placed.len).enumerate() {
-        let at = base + 32 * i as u64;
-        pointer(&mut obj, host, tables, at, image, 0)?;
-        pointer(&mut obj, host, tables, at + 8, image, len as i64)?;
-        pointer(&mut obj, host, tables, at + 16, entries.start, 0)?;
-        pointer(&mut obj, host, tables, at + 24, entries.stop, 0)?;
-    }
-    let at = base + 32 * count;
-    pointer(&mut obj, host, tables, at + 8, table, 0)?;
-    pointer(&mut obj, host, tables, at + 16, entries.start, 0)?;
-    pointer(&mut obj, host, tables, at + 24, entries.stop, 0)?;
-    let register = runtime_function(&mut obj, "__tgt_register_lib");
-    let atexit = runtime_function(&mut obj, "atexit");
-    let unregister = runtime_function(&mut obj, "__tgt_unregister_lib");
+    let placed = add_offloading_images(&mut obj, host, images);
+    let descriptor = add_descriptor(&mut obj, host, entries, &placed)?;
+    let calls = OmpCalls {
+        descriptor,
+        unreg,
+        register: runtime_function(&mut obj, "__tgt_register_lib"),
+        atexit: runtime_function(&mut obj, "atexit"),
+        unregister: runtime_function(&mut obj, "__tgt_unregister_lib"),
+    };
     let (reg_code, unreg_code) = match x86::conventions(host) {
-        Some((conv, format)) => {
-            let arg = conv.first();
-            let frame = 8 + conv.shadow();
-            let mut r = x86::Asm::new(format);
-            r.sub_rsp(frame);
-            r.lea(arg, descriptor, 0);
-            r.call(register);
-            r.lea(arg, unreg, 0);
-            r.call(atexit);
-            r.add_rsp(frame);
-            r.ret();
-            let mut u = x86::Asm::new(format);
-            u.sub_rsp(frame);
-            u.lea(arg, descriptor, 0);
-            u.call(unregister);
-            u.add_rsp(frame);
-            u.ret();
-            (r.finish(), u.finish())
-        }
-        None => {
-            use a64::{FP, LR, SP};
-            let mut r = a64::Asm::default();
-            r.push_pair(FP, LR, 16);
-            r.add_imm(FP, SP, 0);
-            r.address(0, descriptor, 0);
-            r.call(register);
-            r.address(0, unreg, 0);
-            r.call(atexit);
-            r.pop_pair(FP, LR, 16);
-            r.ret();
-            let mut u = a64::Asm::default();
-            u.push_pair(FP, LR, 16);
-            u.add_imm(FP, SP, 0);
-            u.address(0, descriptor, 0);
-            u.call(unregister);
-            u.pop_pair(FP, LR, 16);
-            u.ret();
-            (r.finish(), u.finish())
-        }
+        Some((conv, format)) => calls.x86_64(conv, format),
+        None => calls.aarch64(),
     };
     define_functions(
         &mut obj,
@@ -730,6 +690,119 @@ fn openmp(
     add_function_pointer(&mut obj, host, Run::AtStartup, PRIORITY, reg)?;
     add_stack_note(&mut obj, host);
     lay_out(&obj, host, &placed)
+}
+
+/// The OpenMP images of lengths `images` in `.llvm.offloading` (`SHT_LLVM_OFFLOADING` on
+/// ELF).
+fn add_offloading_images(obj: &mut Object, host: Host, images: &[u64]) -> Placed {
+    let image_section = add_section(obj, host, ".llvm.offloading", SectionKind::ReadOnlyData);
+    if !host.is_coff() {
+        obj.section_mut(image_section).flags = SectionFlags::Elf {
+            sh_type: SHT_LLVM_OFFLOADING,
+            sh_flags: object::elf::SectionFlags(object::elf::SHF_ALLOC.0),
+        };
+    }
+    add_images(obj, image_section, 8, images, |i| {
+        name(".omp_offloading.device_image", i)
+    })
+}
+
+/// The `__tgt_device_image` of each of the `placed` images (its start and end, the entries'
+/// bounds) and, after them, the `__tgt_bin_desc`; the descriptor's symbol.
+fn add_descriptor(
+    obj: &mut Object,
+    host: Host,
+    entries: &Entries,
+    placed: &Placed,
+) -> Result<SymbolId> {
+    let tables = add_tables_section(obj, host);
+    let n = placed.symbols.len();
+    let count = n as u64;
+    let mut data = vec![0u8; 32 * n + 32];
+    data[32 * n..][..4].copy_from_slice(&(n as u32).to_le_bytes());
+    let base = obj.append_section_data(tables, &data, 16);
+    let table = local_symbol(
+        obj,
+        ".omp_offloading.device_images",
+        tables,
+        base,
+        32 * count,
+        SymbolKind::Data,
+    );
+    let descriptor = local_symbol(
+        obj,
+        ".omp_offloading.descriptor",
+        tables,
+        base + 32 * count,
+        32,
+        SymbolKind::Data,
+    );
+    for (i, (&image, &len)) in placed.symbols.iter().zip(&placed.len).enumerate() {
+        let at = base + 32 * i as u64;
+        pointer(obj, host, tables, at, image, 0)?;
+        pointer(obj, host, tables, at + 8, image, len as i64)?;
+        pointer(obj, host, tables, at + 16, entries.start, 0)?;
+        pointer(obj, host, tables, at + 24, entries.stop, 0)?;
+    }
+    let at = base + 32 * count;
+    pointer(obj, host, tables, at + 8, table, 0)?;
+    pointer(obj, host, tables, at + 16, entries.start, 0)?;
+    pointer(obj, host, tables, at + 24, entries.stop, 0)?;
+    Ok(descriptor)
+}
+
+/// The symbols the OpenMP registration refers to.
+struct OmpCalls {
+    descriptor: SymbolId,
+    unreg: SymbolId,
+    register: SymbolId,
+    atexit: SymbolId,
+    unregister: SymbolId,
+}
+
+impl OmpCalls {
+    /// The registration and unregistration on x86-64.
+    fn x86_64(&self, conv: x86::Conv, format: x86::Format) -> (Function, Function) {
+        let arg = conv.first();
+        let frame = 8 + conv.shadow();
+        let mut r = x86::Asm::new(format);
+        r.sub_rsp(frame);
+        r.lea(arg, self.descriptor, 0);
+        r.call(self.register);
+        r.lea(arg, self.unreg, 0);
+        r.call(self.atexit);
+        r.add_rsp(frame);
+        r.ret();
+        let mut u = x86::Asm::new(format);
+        u.sub_rsp(frame);
+        u.lea(arg, self.descriptor, 0);
+        u.call(self.unregister);
+        u.add_rsp(frame);
+        u.ret();
+        (r.finish(), u.finish())
+    }
+
+    /// The registration and unregistration on AArch64.
+    fn aarch64(&self) -> (Function, Function) {
+        use a64::{FP, LR, SP};
+        let mut r = a64::Asm::default();
+        r.push_pair(FP, LR, 16);
+        r.add_imm(FP, SP, 0);
+        r.address(0, self.descriptor, 0);
+        r.call(self.register);
+        r.address(0, self.unreg, 0);
+        r.call(self.atexit);
+        r.pop_pair(FP, LR, 16);
+        r.ret();
+        let mut u = a64::Asm::default();
+        u.push_pair(FP, LR, 16);
+        u.add_imm(FP, SP, 0);
+        u.address(0, self.descriptor, 0);
+        u.call(self.unregister);
+        u.pop_pair(FP, LR, 16);
+        u.ret();
+        (r.finish(), u.finish())
+    }
 }
 
 #[cfg(test)]

@@ -385,88 +385,15 @@ fn read_symbols<'a>(
     sections: &[Section<'a>],
 ) -> Result<(Vec<Symbol<'a>>, Vec<Option<usize>>)> {
     let records = table.records;
-    let all = pod::bytes_of_slice(records);
-    let record_at = |i: usize| table.at + (i * pe::IMAGE_SIZEOF_SYMBOL) as u64;
     let mut symbols = Vec::new();
     let mut slots = Vec::with_capacity(records.len());
     let mut weak_slots = Vec::new();
     let mut i = 0;
     while i < records.len() {
-        let raw = records[i];
-        let at = record_at(i);
-        let name = symbol_name(&records[i], table, i, at)?;
-        let aux_count = usize::from(raw.number_of_aux_symbols);
-        let aux = all
-            .get((i + 1) * pe::IMAGE_SIZEOF_SYMBOL..(i + 1 + aux_count) * pe::IMAGE_SIZEOF_SYMBOL)
-            .ok_or_else(|| {
-                let kind = ErrorKind::AuxiliaryRecordsPastEnd {
-                    index: i,
-                    symbol: Name::of(name),
-                    count: aux_count,
-                    records: records.len(),
-                };
-                Error::new(at, kind)
-            })?;
-        let number = raw.section_number.get(LE);
-        let place = if number == 0 || number > MAX_SECTION_NUMBER {
-            Place::Special(number)
-        } else if usize::from(number) <= sections.len() {
-            Place::Section(usize::from(number) - 1)
-        } else {
-            let kind = ErrorKind::SymbolSectionNumber {
-                index: i,
-                symbol: Name::of(name),
-                number,
-                sections: sections.len(),
-            };
-            return Err(Error::new(at, kind));
-        };
-        let mut symbol = Symbol {
-            name,
-            raw,
-            aux: Cow::Borrowed(aux),
-            file_name: None,
-            place,
-            associated: None,
-            weak_target: None,
-            at,
-        };
-        if raw.storage_class == pe::IMAGE_SYM_CLASS_FILE {
-            let end = aux.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
-            symbol.file_name = Some(&aux[..end]);
-            if end == 0 && aux_count != 0 {
-                // llvm-objcopy counts these records but writes none, which misplaces every
-                // symbol after them.
-                let kind = ErrorKind::FileSymbolWithoutName {
-                    index: i,
-                    symbol: Name::of(name),
-                    count: aux_count,
-                };
-                return Err(Error::new(at, kind));
-            }
-        } else if aux_count > 0 && symbol.is_static() {
-            let (definition, _) = pod::from_bytes::<ImageAuxSymbolSection>(aux)
-                .expect("an auxiliary record holds a section definition");
-            if definition.selection == pe::IMAGE_COMDAT_SELECT_ASSOCIATIVE {
-                let number = usize::from(definition.number.get(LE));
-                if number == 0 || number > sections.len() {
-                    let kind = ErrorKind::AssociativeSectionNumber {
-                        index: i,
-                        symbol: Name::of(name),
-                        number,
-                        sections: sections.len(),
-                    };
-                    return Err(Error::new(at + pe::IMAGE_SIZEOF_SYMBOL as u64, kind));
-                }
-                // Only symbols of sections take part in removals and get renumbered.
-                if matches!(place, Place::Section(_)) {
-                    symbol.associated = Some(number - 1);
-                }
-            }
-        } else if aux_count > 0 && raw.storage_class == pe::IMAGE_SYM_CLASS_WEAK_EXTERNAL {
-            let (weak, _) = pod::from_bytes::<ImageAuxSymbolWeak>(aux)
-                .expect("an auxiliary record holds a weak external");
-            weak_slots.push((symbols.len(), weak.weak_default_sym_index.get(LE)));
+        let symbol = read_symbol(table, sections, i)?;
+        let aux_count = usize::from(symbol.raw.number_of_aux_symbols);
+        if let Some(slot) = weak_default_slot(&symbol) {
+            weak_slots.push((symbols.len(), slot));
         }
         slots.push(Some(symbols.len()));
         slots.extend(std::iter::repeat_n(None, aux_count));
@@ -484,6 +411,116 @@ fn read_symbols<'a>(
         symbols[k].weak_target = Some(target);
     }
     Ok((symbols, slots))
+}
+
+/// The symbol whose record is slot `i` of the table, with its auxiliary records.
+fn read_symbol<'a>(
+    table: &SymbolTable<'a>,
+    sections: &[Section<'a>],
+    i: usize,
+) -> Result<Symbol<'a>> {
+    let records = table.records;
+    let raw = records[i];
+    let at = table.at + (i * pe::IMAGE_SIZEOF_SYMBOL) as u64;
+    let name = symbol_name(&records[i], table, i, at)?;
+    let aux_count = usize::from(raw.number_of_aux_symbols);
+    let aux = pod::bytes_of_slice(records)
+        .get((i + 1) * pe::IMAGE_SIZEOF_SYMBOL..(i + 1 + aux_count) * pe::IMAGE_SIZEOF_SYMBOL)
+        .ok_or_else(|| {
+            let kind = ErrorKind::AuxiliaryRecordsPastEnd {
+                index: i,
+                symbol: Name::of(name),
+                count: aux_count,
+                records: records.len(),
+            };
+            Error::new(at, kind)
+        })?;
+    let number = raw.section_number.get(LE);
+    let place = if number == 0 || number > MAX_SECTION_NUMBER {
+        Place::Special(number)
+    } else if usize::from(number) <= sections.len() {
+        Place::Section(usize::from(number) - 1)
+    } else {
+        let kind = ErrorKind::SymbolSectionNumber {
+            index: i,
+            symbol: Name::of(name),
+            number,
+            sections: sections.len(),
+        };
+        return Err(Error::new(at, kind));
+    };
+    let mut symbol = Symbol {
+        name,
+        raw,
+        aux: Cow::Borrowed(aux),
+        file_name: None,
+        place,
+        associated: None,
+        weak_target: None,
+        at,
+    };
+    if raw.storage_class == pe::IMAGE_SYM_CLASS_FILE {
+        symbol.file_name = Some(file_name(&symbol, aux, i)?);
+    } else if aux_count > 0 && symbol.is_static() {
+        symbol.associated = associated_section(&symbol, aux, i, sections.len())?;
+    }
+    Ok(symbol)
+}
+
+/// The name a file symbol's auxiliary records `aux` hold, without trailing NULs.
+fn file_name<'a>(symbol: &Symbol<'a>, aux: &'a [u8], index: usize) -> Result<&'a [u8]> {
+    let end = aux.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+    let count = usize::from(symbol.raw.number_of_aux_symbols);
+    if end == 0 && count != 0 {
+        // llvm-objcopy counts these records but writes none, which misplaces every symbol
+        // after them.
+        let kind = ErrorKind::FileSymbolWithoutName {
+            index,
+            symbol: Name::of(symbol.name),
+            count,
+        };
+        return Err(Error::new(symbol.at, kind));
+    }
+    Ok(&aux[..end])
+}
+
+/// For the section symbol of a COMDAT section associative to another (its section
+/// definition in `aux`), the other section's index, when the symbol is of a section.
+fn associated_section(
+    symbol: &Symbol<'_>,
+    aux: &[u8],
+    index: usize,
+    sections: usize,
+) -> Result<Option<usize>> {
+    let (definition, _) = pod::from_bytes::<ImageAuxSymbolSection>(aux)
+        .expect("an auxiliary record holds a section definition");
+    if definition.selection != pe::IMAGE_COMDAT_SELECT_ASSOCIATIVE {
+        return Ok(None);
+    }
+    let number = usize::from(definition.number.get(LE));
+    if number == 0 || number > sections {
+        let kind = ErrorKind::AssociativeSectionNumber {
+            index,
+            symbol: Name::of(symbol.name),
+            number,
+            sections,
+        };
+        return Err(Error::new(symbol.at + pe::IMAGE_SIZEOF_SYMBOL as u64, kind));
+    }
+    // Only symbols of sections take part in removals and get renumbered.
+    Ok(matches!(symbol.place, Place::Section(_)).then_some(number - 1))
+}
+
+/// For a weak external, the record slot of its default.
+fn weak_default_slot(symbol: &Symbol<'_>) -> Option<u32> {
+    if symbol.raw.number_of_aux_symbols == 0
+        || symbol.raw.storage_class != pe::IMAGE_SYM_CLASS_WEAK_EXTERNAL
+    {
+        return None;
+    }
+    let (weak, _) = pod::from_bytes::<ImageAuxSymbolWeak>(&symbol.aux)
+        .expect("an auxiliary record holds a weak external");
+    Some(weak.weak_default_sym_index.get(LE))
 }
 
 fn symbol_name<'a>(
@@ -839,12 +876,7 @@ fn write(object: Object<'_>) -> Result<Rewritten<'_>> {
         let count = sections.len();
         return Err(Error::new(2, ErrorKind::TooManyCoffSections { count }));
     }
-    let mut record_index = Vec::with_capacity(symbols.len());
-    let mut records = 0usize;
-    for symbol in &symbols {
-        record_index.push(records as u32);
-        records += 1 + symbol.aux_count();
-    }
+    let (record_index, records) = record_indices(&symbols);
     let names = StringTable::build(
         sections
             .iter()
@@ -860,42 +892,7 @@ fn write(object: Object<'_>) -> Result<Rewritten<'_>> {
         + sections.len() * std::mem::size_of::<ImageSectionHeader>()) as u64;
     let mut section_table = Vec::with_capacity(cursor as usize);
     for section in sections {
-        let mut h = section.header;
-        h.name = section_name_field(section.name, &names);
-        let size = h.size_of_raw_data.get(LE);
-        if size == 0 && !section.relocations.is_empty() {
-            // llvm-objcopy writes relocations after the data, from PointerToRawData, which is
-            // 0 here: over the file header.
-            let kind = ErrorKind::RelocationsWithoutData {
-                section: Name::of(section.name),
-            };
-            return Err(Error::new(section.at, kind));
-        }
-        h.pointer_to_raw_data
-            .set(LE, if size > 0 { cursor as u32 } else { 0 });
-        let in_file = section.data.len() as u64;
-        out.push(cursor, section.data);
-        if h.characteristics.get(LE).contains(pe::IMAGE_SCN_CNT_CODE) {
-            // Code without data in the file (PointerToRawData 0) is filled with int3.
-            push_int3(&mut out, cursor + in_file, cursor + u64::from(size));
-        }
-        cursor += u64::from(size);
-
-        let relocations = relocation_records(&section.relocations, &record_index);
-        let count = section.relocations.len();
-        let mut flags = h
-            .characteristics
-            .get(LE)
-            .without(pe::IMAGE_SCN_LNK_NRELOC_OVFL);
-        if count >= 0xffff {
-            flags.insert(pe::IMAGE_SCN_LNK_NRELOC_OVFL);
-        }
-        h.characteristics.set(LE, flags);
-        h.number_of_relocations.set(LE, count.min(0xffff) as u16);
-        h.pointer_to_relocations
-            .set(LE, if count > 0 { cursor as u32 } else { 0 });
-        cursor += relocations.len() as u64;
-        out.push(cursor - relocations.len() as u64, relocations);
+        let h = place_section(&mut out, section, &mut cursor, &names, &record_index)?;
         section_table.extend_from_slice(pod::bytes_of(&h));
     }
     let symbols_at = u32::try_from(cursor)
@@ -911,6 +908,66 @@ fn write(object: Object<'_>) -> Result<Rewritten<'_>> {
     let size = cursor + tail.len() as u64;
     out.push(cursor, tail);
     Ok(out.finish(size))
+}
+
+/// The index of each symbol's record in the table, and the number of records.
+fn record_indices(symbols: &[Symbol<'_>]) -> (Vec<u32>, usize) {
+    let mut record_index = Vec::with_capacity(symbols.len());
+    let mut records = 0usize;
+    for symbol in symbols {
+        record_index.push(records as u32);
+        records += 1 + symbol.aux_count();
+    }
+    (record_index, records)
+}
+
+/// Puts `section`'s data, then its relocations, at `cursor` in `out`, moving `cursor` past
+/// them; its header, pointing at them.
+fn place_section<'a>(
+    out: &mut Rewritten<'a>,
+    section: Section<'a>,
+    cursor: &mut u64,
+    names: &StringTable,
+    record_index: &[u32],
+) -> Result<ImageSectionHeader> {
+    let mut h = section.header;
+    h.name = section_name_field(section.name, names);
+    let size = h.size_of_raw_data.get(LE);
+    if size == 0 && !section.relocations.is_empty() {
+        // llvm-objcopy writes relocations after the data, from PointerToRawData, which is 0
+        // here: over the file header.
+        let kind = ErrorKind::RelocationsWithoutData {
+            section: Name::of(section.name),
+        };
+        return Err(Error::new(section.at, kind));
+    }
+    h.pointer_to_raw_data
+        .set(LE, if size > 0 { *cursor as u32 } else { 0 });
+    let in_file = section.data.len() as u64;
+    out.push(*cursor, section.data);
+    if h.characteristics.get(LE).contains(pe::IMAGE_SCN_CNT_CODE) {
+        // Code without data in the file (PointerToRawData 0) is filled with int3.
+        push_int3(out, *cursor + in_file, *cursor + u64::from(size));
+    }
+    *cursor += u64::from(size);
+
+    let relocations = relocation_records(&section.relocations, record_index);
+    let count = section.relocations.len();
+    let mut flags = h
+        .characteristics
+        .get(LE)
+        .without(pe::IMAGE_SCN_LNK_NRELOC_OVFL);
+    if count >= 0xffff {
+        flags.insert(pe::IMAGE_SCN_LNK_NRELOC_OVFL);
+    }
+    h.characteristics.set(LE, flags);
+    h.number_of_relocations.set(LE, count.min(0xffff) as u16);
+    h.pointer_to_relocations
+        .set(LE, if count > 0 { *cursor as u32 } else { 0 });
+    let len = relocations.len() as u64;
+    out.push(*cursor, relocations);
+    *cursor += len;
+    Ok(h)
 }
 
 /// Fills `start..end` of the output with 0xcc (int3 on x86).
@@ -1069,82 +1126,29 @@ mod tests {
 
     /// An x86-64 object laid out as clang lays them out, with an optional gap before the
     /// symbol table.
-    fn build(sections: &[TestSection], symbols: &[TestSymbol]) -> Vec<u8> {
-        let mut strings = vec![0u8; 4];
-        let mut intern = |name: &[u8]| {
-            let offset = strings.len() as u32;
-            strings.extend_from_slice(name);
-            strings.push(0);
+    /// A string table being built: its size field first, then each name with a NUL.
+    struct Strings(Vec<u8>);
+
+    impl Strings {
+        /// Adds `name`; its offset.
+        fn intern(&mut self, name: &[u8]) -> u32 {
+            let offset = self.0.len() as u32;
+            self.0.extend_from_slice(name);
+            self.0.push(0);
             offset
-        };
+        }
+    }
+
+    fn build(sections: &[TestSection], symbols: &[TestSymbol]) -> Vec<u8> {
+        let mut strings = Strings(vec![0u8; 4]);
         let mut table = Vec::new();
         let mut body = Vec::new();
         let start = 20 + 40 * sections.len();
         for s in sections {
-            let mut name = [0u8; 8];
-            if s.name.len() > 8 {
-                let text = format!("/{}", intern(s.name.as_bytes()));
-                name[..text.len()].copy_from_slice(text.as_bytes());
-            } else {
-                name[..s.name.len()].copy_from_slice(s.name.as_bytes());
-            }
-            table.extend_from_slice(&name);
-            table.extend_from_slice(&s.virtual_size.to_le_bytes());
-            table.extend_from_slice(&s.address.to_le_bytes());
-            let (size, pointer) = match &s.data {
-                Ok(data) => {
-                    let at = start + body.len();
-                    body.extend_from_slice(data);
-                    (
-                        data.len() as u32,
-                        if data.is_empty() { 0 } else { at as u32 },
-                    )
-                }
-                Err(size) => (*size, 0),
-            };
-            table.extend_from_slice(&size.to_le_bytes());
-            table.extend_from_slice(&pointer.to_le_bytes());
-            let relocations_at = if s.relocations.is_empty() {
-                0
-            } else {
-                (start + body.len()) as u32
-            };
-            for &(offset, symbol, typ) in &s.relocations {
-                body.extend_from_slice(&offset.to_le_bytes());
-                body.extend_from_slice(&symbol.to_le_bytes());
-                body.extend_from_slice(&typ.to_le_bytes());
-            }
-            table.extend_from_slice(&relocations_at.to_le_bytes());
-            table.extend_from_slice(&0u32.to_le_bytes());
-            table.extend_from_slice(&(s.relocations.len() as u16).to_le_bytes());
-            table.extend_from_slice(&0u16.to_le_bytes());
-            let flags: u32 = if s.data.is_ok() {
-                0x4030_0040
-            } else {
-                0xc030_0080
-            };
-            table.extend_from_slice(&flags.to_le_bytes());
+            table.extend_from_slice(&section_header(s, start, &mut body, &mut strings));
         }
-        let mut records = Vec::new();
-        let mut count = 0u32;
-        for s in symbols {
-            let mut name = [0u8; 8];
-            if s.name.len() > 8 {
-                name[4..].copy_from_slice(&intern(s.name).to_le_bytes());
-            } else {
-                name[..s.name.len()].copy_from_slice(s.name);
-            }
-            records.extend_from_slice(&name);
-            records.extend_from_slice(&0u32.to_le_bytes());
-            records.extend_from_slice(&s.section.to_le_bytes());
-            records.extend_from_slice(&0u16.to_le_bytes());
-            records.push(s.class);
-            records.push(s.aux.len() as u8);
-            for aux in &s.aux {
-                records.extend_from_slice(aux);
-            }
-            count += 1 + s.aux.len() as u32;
-        }
+        let (records, count) = symbol_table(symbols, &mut strings);
+        let mut strings = strings.0;
         let size = strings.len() as u32;
         strings[..4].copy_from_slice(&size.to_le_bytes());
         let mut out = Vec::new();
@@ -1159,6 +1163,85 @@ mod tests {
         out.extend_from_slice(&records);
         out.extend_from_slice(&strings);
         out
+    }
+
+    /// The header of `s`, whose data and relocations are appended to `body` (which starts at
+    /// `start` in the file).
+    fn section_header(
+        s: &TestSection,
+        start: usize,
+        body: &mut Vec<u8>,
+        strings: &mut Strings,
+    ) -> Vec<u8> {
+        let mut name = [0u8; 8];
+        if s.name.len() > 8 {
+            let text = format!("/{}", strings.intern(s.name.as_bytes()));
+            name[..text.len()].copy_from_slice(text.as_bytes());
+        } else {
+            name[..s.name.len()].copy_from_slice(s.name.as_bytes());
+        }
+        let mut header = name.to_vec();
+        header.extend_from_slice(&s.virtual_size.to_le_bytes());
+        header.extend_from_slice(&s.address.to_le_bytes());
+        let (size, pointer) = match &s.data {
+            Ok(data) => {
+                let at = start + body.len();
+                body.extend_from_slice(data);
+                (
+                    data.len() as u32,
+                    if data.is_empty() { 0 } else { at as u32 },
+                )
+            }
+            Err(size) => (*size, 0),
+        };
+        header.extend_from_slice(&size.to_le_bytes());
+        header.extend_from_slice(&pointer.to_le_bytes());
+        let relocations_at = if s.relocations.is_empty() {
+            0
+        } else {
+            (start + body.len()) as u32
+        };
+        for &(offset, symbol, typ) in &s.relocations {
+            body.extend_from_slice(&offset.to_le_bytes());
+            body.extend_from_slice(&symbol.to_le_bytes());
+            body.extend_from_slice(&typ.to_le_bytes());
+        }
+        header.extend_from_slice(&relocations_at.to_le_bytes());
+        header.extend_from_slice(&0u32.to_le_bytes());
+        header.extend_from_slice(&(s.relocations.len() as u16).to_le_bytes());
+        header.extend_from_slice(&0u16.to_le_bytes());
+        let flags: u32 = if s.data.is_ok() {
+            0x4030_0040
+        } else {
+            0xc030_0080
+        };
+        header.extend_from_slice(&flags.to_le_bytes());
+        header
+    }
+
+    /// The symbol records of `symbols`, and how many there are.
+    fn symbol_table(symbols: &[TestSymbol], strings: &mut Strings) -> (Vec<u8>, u32) {
+        let mut records = Vec::new();
+        let mut count = 0u32;
+        for s in symbols {
+            let mut name = [0u8; 8];
+            if s.name.len() > 8 {
+                name[4..].copy_from_slice(&strings.intern(s.name).to_le_bytes());
+            } else {
+                name[..s.name.len()].copy_from_slice(s.name);
+            }
+            records.extend_from_slice(&name);
+            records.extend_from_slice(&0u32.to_le_bytes());
+            records.extend_from_slice(&s.section.to_le_bytes());
+            records.extend_from_slice(&0u16.to_le_bytes());
+            records.push(s.class);
+            records.push(s.aux.len() as u8);
+            for aux in &s.aux {
+                records.extend_from_slice(aux);
+            }
+            count += 1 + s.aux.len() as u32;
+        }
+        (records, count)
     }
 
     /// A small object: .text with a relocation against `data_symbol`, .data, an associative

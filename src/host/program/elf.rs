@@ -635,6 +635,33 @@ pub(super) struct Layout {
     pub(super) fatbin_follows: bool,
 }
 
+impl Program<'_> {
+    /// The first address from `address` on of a loaded section with bytes, if any.
+    fn first_loaded_from(&self, address: u64) -> Option<u64> {
+        self.sections
+            .iter()
+            .filter(|s| {
+                s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0
+                    && s.sh_addr.get(LE) >= address
+                    && s.sh_size.get(LE) > 0
+            })
+            .map(|s| s.sh_addr.get(LE))
+            .min()
+    }
+
+    /// The largest alignment of `page` and of the loaded segments from file offset `offset`
+    /// on: what a cut before them must keep.
+    fn load_alignment_from(&self, offset: u64, page: u64) -> u64 {
+        self.segments
+            .iter()
+            .filter(|p| p.p_type.get(LE) == PT_LOAD && p.p_offset.get(LE) >= offset)
+            .map(|p| p.p_align.get(LE))
+            .chain([page])
+            .max()
+            .unwrap_or(page)
+    }
+}
+
 impl Layout {
     /// Lays out the program when the bundles of `section` are packed into `packed` bytes
     /// there, or go elsewhere (`placement`; `packed` is then 0): the program header table then
@@ -653,17 +680,8 @@ impl Layout {
         let seg_file_end = seg_offset + seg.p_filesz.get(LE);
         let seg_mem_end = seg_address + seg.p_memsz.get(LE);
         let section_va_end = f_va + section.data.len() as u64;
-        // The first address after the section that a loaded section of the segment needs.
-        let follower = program
-            .sections
-            .iter()
-            .filter(|s| {
-                s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0
-                    && s.sh_addr.get(LE) >= section_va_end
-                    && s.sh_size.get(LE) > 0
-            })
-            .map(|s| s.sh_addr.get(LE));
-        let followers = follower.clone().any(|addr| addr < seg_mem_end);
+        let follower = program.first_loaded_from(section_va_end);
+        let followers = follower.is_some_and(|addr| addr < seg_mem_end);
         let split = followers && seg_file_end > old_end;
         let added = usize::from(placement == Placement::NewSegment);
         let segment_count = program.segments.len() + usize::from(split) + added;
@@ -679,14 +697,7 @@ impl Layout {
             (None, packed_end)
         };
         let page = seg.p_align.get(LE).max(4096);
-        let align = program
-            .segments
-            .iter()
-            .filter(|p| p.p_type.get(LE) == PT_LOAD && p.p_offset.get(LE) >= old_end)
-            .map(|p| p.p_align.get(LE))
-            .chain([page])
-            .max()
-            .unwrap_or(page);
+        let align = program.load_alignment_from(old_end, page);
         let mut layout = Layout {
             load,
             segment_offset: seg_offset,
@@ -700,7 +711,7 @@ impl Layout {
             fatbin_follows: true,
         };
         if split {
-            let second = follower.min().unwrap_or(section_va_end);
+            let second = follower.unwrap_or(section_va_end);
             layout.second = Some(second);
             // The second part's first page must not be the first part's last page.
             if layout.address_of(first_end).next_multiple_of(page) > second / page * page {

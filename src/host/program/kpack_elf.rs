@@ -18,7 +18,9 @@ use object::LittleEndian as LE;
 
 use crate::format::kpack::{HipWrapper, ELF_REF_SECTION, HIPF_MAGIC, HIPK_MAGIC};
 use crate::host::error::{Error, ErrorKind, Result};
-use crate::host::program::elf::{Layout, Placement, Program, HIP_FATBIN, HIP_WRAPPERS, PAGE};
+use crate::host::program::elf::{
+    Appended, Layout, Placement, Program, HIP_FATBIN, HIP_WRAPPERS, PAGE,
+};
 use crate::host::program::plan::{self, Cut, NewProgram, Patch, Section};
 use crate::io::spill::Spilled;
 
@@ -208,22 +210,7 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
         let message = format!("{HIP_FATBIN} has no {HIP_WRAPPERS} wrappers pointing at it");
         return Err(Error::new(section.offset, ErrorKind::Kpack { message }));
     }
-    let pointer_places: Vec<u64> = wrappers
-        .iter()
-        .map(|w| w.address + offset_of!(HipWrapper, binary) as u64)
-        .collect();
-    if let Some(stray) = relatives
-        .iter()
-        .find(|r| section.holds(r.addend) && !(r.movable && pointer_places.contains(&r.place)))
-    {
-        return Err(Error::new(
-            stray.entry_at,
-            ErrorKind::PointerIntoBundle {
-                section: HIP_FATBIN.into(),
-                address: stray.addend,
-            },
-        ));
-    }
+    refuse_stray_pointers(&relatives, &wrappers, &section)?;
     let mut layout = Layout::new(&program, &section, 0, Placement::NewSegment)?;
     layout.fatbin_follows = false;
     let cut = layout.cut;
@@ -232,6 +219,71 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
     layout.appended = Some(appended);
 
     let mut patches = vec![program.program_header_patch(&layout)];
+    patches.extend(hipk_wrapper_patches(
+        file,
+        &wrappers,
+        appended.address,
+        cut,
+    )?);
+    for r in relatives.iter().filter(|r| section.holds(r.addend)) {
+        patches.push(r.patch(program.relative, appended.address, cut));
+    }
+    // Symbols that named bundles (`__hip_fatbin_*`) name the reference, in its section.
+    let reference_index = program.sections.len();
+    for symbol in program.symbols_in(fatbin) {
+        patches.extend(symbol_patches(
+            symbol.at,
+            reference_index,
+            appended.address,
+            cut,
+        ));
+    }
+    let (tables, end) = tables_with_reference(&program, &layout, fatbin, appended);
+    patches.extend(tables);
+    let mut rest = plan::with_cut(file, &section, cut, patches)?;
+    rest.size = end;
+    Ok(NewProgram {
+        rest,
+        packed: Spilled::Bytes(reference.to_vec()),
+        packed_at: appended.offset,
+    })
+}
+
+/// Refuses a relocation that puts an address in `section` other than a movable one filling
+/// a wrapper's pointer: the section is emptied, so nothing else may point into it.
+fn refuse_stray_pointers(
+    relatives: &[Relative],
+    wrappers: &[WrapperSite],
+    section: &Section,
+) -> Result<()> {
+    let pointer_places: Vec<u64> = wrappers
+        .iter()
+        .map(|w| w.address + offset_of!(HipWrapper, binary) as u64)
+        .collect();
+    match relatives
+        .iter()
+        .find(|r| section.holds(r.addend) && !(r.movable && pointer_places.contains(&r.place)))
+    {
+        Some(stray) => Err(Error::new(
+            stray.entry_at,
+            ErrorKind::PointerIntoBundle {
+                section: HIP_FATBIN.into(),
+                address: stray.addend,
+            },
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Each `HIPF` wrapper made `HIPK`: its pointer, where the file stores one, at `reference`
+/// (the reference's address), and its `reserved1` its position among the wrappers.
+fn hipk_wrapper_patches(
+    file: &[u8],
+    wrappers: &[WrapperSite],
+    reference: u64,
+    cut: Cut,
+) -> Result<Vec<Patch>> {
+    let mut patches = Vec::new();
     for (k, site) in wrappers.iter().enumerate() {
         match site.magic {
             HIPF_MAGIC => {}
@@ -248,7 +300,7 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
         // A pointer stored in the file (not only filled by its relocation) follows too.
         let stored = offset_of!(HipWrapper, binary);
         if stored_pointer_set(file, site) {
-            patches.push(wrapper_patch(site, stored, appended.address, 8, cut));
+            patches.push(wrapper_patch(site, stored, reference, 8, cut));
         }
         patches.push(wrapper_patch(
             site,
@@ -258,70 +310,72 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
             cut,
         ));
     }
-    for r in relatives.iter().filter(|r| section.holds(r.addend)) {
-        patches.push(r.patch(program.relative, appended.address, cut));
-    }
-    // Symbols that named bundles (`__hip_fatbin_*`) name the reference, in its section.
-    let reference_index = program.sections.len();
-    for symbol in program.symbols_in(fatbin) {
-        patches.extend(symbol_patches(
-            symbol.at,
-            reference_index,
-            appended.address,
-            cut,
-        ));
-    }
+    Ok(patches)
+}
 
-    // The section name table, with the new name, and the section headers, one more, follow
-    // the new segment.
+/// The file header, and the section name table, with the reference's name, and the section
+/// headers, one more, that follow the `appended` segment; and where the file then ends.
+fn tables_with_reference(
+    program: &Program,
+    layout: &Layout,
+    fatbin: usize,
+    appended: Appended,
+) -> (Vec<Patch>, u64) {
     let names_at = appended.offset + appended.size;
     let name_offset = program.names.len() as u32;
     let mut names = program.names.to_vec();
     names.extend_from_slice(ELF_REF_SECTION.as_bytes());
     names.push(0);
     let table_at = (names_at + names.len() as u64).next_multiple_of(8);
-    let mut headers = program.section_headers(&layout, fatbin, 0);
+    let mut headers = program.section_headers(layout, fatbin, 0);
     let names_index = usize::from(program.header.e_shstrndx.get(LE).0);
     if let Some(h) = headers.get_mut(names_index) {
         h.sh_offset.set(LE, names_at);
         h.sh_size.set(LE, names.len() as u64);
     }
-    let mut reference_header = program.sections[fatbin];
-    reference_header.sh_name.set(LE, name_offset);
-    reference_header.sh_type.set(LE, SHT_PROGBITS);
-    reference_header.sh_flags.set(LE, SHF_ALLOC);
-    reference_header.sh_link.set(LE, 0);
-    reference_header.sh_info.set(LE, 0);
-    reference_header.sh_entsize.set(LE, 0);
-    reference_header.sh_addr.set(LE, appended.address);
-    reference_header.sh_offset.set(LE, appended.offset);
-    reference_header.sh_size.set(LE, appended.size);
-    reference_header.sh_addralign.set(LE, 1);
-    headers.push(reference_header);
-    let mut header = program.new_header(&layout);
+    headers.push(reference_header(program, fatbin, name_offset, appended));
+    let mut header = program.new_header(layout);
     header.e_shoff.set(LE, table_at);
     header.e_shnum.set(LE, headers.len() as u16);
     let table = pod::bytes_of_slice(&headers).to_vec();
     let end = table_at + table.len() as u64;
-    patches.push(Patch {
-        at: 0,
-        bytes: pod::bytes_of(&header).to_vec(),
-    });
-    patches.push(Patch {
-        at: names_at,
-        bytes: names,
-    });
-    patches.push(Patch {
-        at: table_at,
-        bytes: table,
-    });
-    let mut rest = plan::with_cut(file, &section, cut, patches)?;
-    rest.size = end;
-    Ok(NewProgram {
-        rest,
-        packed: Spilled::Bytes(reference.to_vec()),
-        packed_at: appended.offset,
-    })
+    let patches = vec![
+        Patch {
+            at: 0,
+            bytes: pod::bytes_of(&header).to_vec(),
+        },
+        Patch {
+            at: names_at,
+            bytes: names,
+        },
+        Patch {
+            at: table_at,
+            bytes: table,
+        },
+    ];
+    (patches, end)
+}
+
+/// The section header of `.rocm_kpack_ref` (named at `name_offset`), the `appended`
+/// segment's bytes, made from `.hip_fatbin`'s (at index `fatbin`).
+fn reference_header(
+    program: &Program,
+    fatbin: usize,
+    name_offset: u32,
+    appended: Appended,
+) -> SectionHeader64<LE> {
+    let mut header = program.sections[fatbin];
+    header.sh_name.set(LE, name_offset);
+    header.sh_type.set(LE, SHT_PROGBITS);
+    header.sh_flags.set(LE, SHF_ALLOC);
+    header.sh_link.set(LE, 0);
+    header.sh_info.set(LE, 0);
+    header.sh_entsize.set(LE, 0);
+    header.sh_addr.set(LE, appended.address);
+    header.sh_offset.set(LE, appended.offset);
+    header.sh_size.set(LE, appended.size);
+    header.sh_addralign.set(LE, 1);
+    header
 }
 
 /// Merges bundles back into the split ELF program or library `file`: `bundles` (each on a
@@ -337,45 +391,15 @@ pub fn merge<'a>(
     starts: &[Option<u64>],
 ) -> Result<NewProgram<'a>> {
     let program = Program::read(file)?;
-    let not_split = |message: String| Error::new(0, ErrorKind::Kpack { message });
     let fatbin = program
         .section_named(HIP_FATBIN)
         .ok_or_else(|| not_split(format!("no {HIP_FATBIN} section to put bundles back into")))?;
     let reference = program
         .section_named(ELF_REF_SECTION)
         .ok_or_else(|| not_split(format!("no {ELF_REF_SECTION} section: not split")))?;
-    let names_index = usize::from(program.header.e_shstrndx.get(LE).0);
-    if reference + 1 != program.sections.len() || reference == names_index {
-        return Err(not_split(format!(
-            "{ELF_REF_SECTION} is not the last section header, so it cannot be taken out"
-        )));
-    }
-    let r = &program.sections[reference];
-    let (r_addr, r_size) = (r.sh_addr.get(LE), r.sh_size.get(LE));
-    // The loaded segment that maps the reference, and nothing else.
-    let mapping = program.segments.iter().position(|p| {
-        p.p_type.get(LE) == PT_LOAD
-            && p.p_vaddr.get(LE) <= r_addr
-            && r_addr + r_size <= p.p_vaddr.get(LE) + p.p_memsz.get(LE)
-    });
-    let others_inside = |p: &ProgramHeader64<LE>| {
-        let (start, end) = (p.p_vaddr.get(LE), p.p_vaddr.get(LE) + p.p_memsz.get(LE));
-        program.sections.iter().enumerate().any(|(i, s)| {
-            i != reference
-                && s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0
-                && s.sh_size.get(LE) > 0
-                && s.sh_addr.get(LE) < end
-                && s.sh_addr.get(LE) + s.sh_size.get(LE) > start
-        })
-    };
-    let Some(segment) = mapping.filter(|&i| !others_inside(&program.segments[i])) else {
-        return Err(not_split(format!(
-            "{ELF_REF_SECTION} is not alone in a loaded segment, which the bundles would take"
-        )));
-    };
+    let segment = reference_segment(&program, reference)?;
     let relatives = program.relatives()?;
     let wrappers = program.wrapper_sites(&relatives)?;
-    let holds_reference = |address: u64| address >= r_addr && address < r_addr + r_size.max(1);
     // The reference's segment now maps the bundles, at the end of the file and above every
     // other segment; its entry moves after the last loaded one, as they are sorted by address.
     let size = bundles.len();
@@ -383,86 +407,20 @@ pub fn merge<'a>(
     let (offset, vaddr) = (appended.offset, appended.address);
     let end = file.len() as u64;
 
-    let mut patches = Vec::new();
-    let mut header = *program.header;
-    header.e_shnum.set(LE, (program.sections.len() - 1) as u16);
-    patches.push(Patch {
-        at: 0,
-        bytes: pod::bytes_of(&header).to_vec(),
-    });
-    let mut table = program.segments.to_vec();
-    let mut moved = table.remove(segment);
-    moved.p_offset.set(LE, offset);
-    moved.p_vaddr.set(LE, vaddr);
-    moved.p_paddr.set(LE, vaddr);
-    moved.p_filesz.set(LE, size);
-    moved.p_memsz.set(LE, size);
-    moved.p_flags.set(LE, PF_R);
-    moved.p_align.set(LE, appended.align);
-    let after_loads = table
-        .iter()
-        .rposition(|p| p.p_type.get(LE) == PT_LOAD)
-        .map_or(0, |i| i + 1);
-    table.insert(after_loads, moved);
-    patches.push(Patch {
-        at: program.header.e_phoff.get(LE),
-        bytes: pod::bytes_of_slice(&table).to_vec(),
-    });
-    let mut sections = program.sections[..reference].to_vec();
-    let f = &mut sections[fatbin];
-    f.sh_type.set(LE, SHT_PROGBITS);
-    f.sh_flags.set(
-        LE,
-        object::elf::SectionFlags(f.sh_flags.get(LE).0 | SHF_ALLOC.0),
-    );
-    f.sh_addr.set(LE, vaddr);
-    f.sh_offset.set(LE, offset);
-    f.sh_size.set(LE, size);
-    f.sh_addralign.set(LE, PAGE);
-    // One header fewer: the last one's bytes become zeros.
-    let mut headers = pod::bytes_of_slice(&sections).to_vec();
-    headers.resize(headers.len() + size_of::<SectionHeader64<LE>>(), 0);
-    patches.push(Patch {
-        at: program.header.e_shoff.get(LE),
-        bytes: headers,
-    });
-
+    let mut patches = tables_without_reference(&program, segment, reference, fatbin, appended);
     let no_change = Cut { end: 0, len: 0 };
     // Symbols in the reference's section (it goes) name the first bundle, in .hip_fatbin.
     for symbol in program.symbols_in(reference) {
         patches.extend(symbol_patches(symbol.at, fatbin, vaddr, no_change));
     }
-    let mut filled = Vec::new();
-    for (k, site) in wrappers.iter().enumerate() {
-        let Some(start) = starts.get(k).copied().flatten() else {
-            continue;
-        };
-        if site.magic != HIPK_MAGIC {
-            let why = format!("HIP wrapper {k} has magic {:#010x}, not HIPK", site.magic);
-            return Err(bad_wrapper(site, why));
-        }
-        let target = vaddr + start;
-        let place = site.address + offset_of!(HipWrapper, binary) as u64;
-        patches.push(wrapper_patch(site, 0, u64::from(HIPF_MAGIC), 4, no_change));
-        let stored = offset_of!(HipWrapper, binary);
-        if stored_pointer_set(file, site) {
-            patches.push(wrapper_patch(site, stored, target, 8, no_change));
-        }
-        patches.push(wrapper_patch(
-            site,
-            offset_of!(HipWrapper, reserved1),
-            0,
-            8,
-            no_change,
-        ));
-        for r in relatives.iter().filter(|r| r.place == place && r.movable) {
-            patches.push(r.patch(program.relative, target, no_change));
-            filled.push(r.entry_at);
-        }
-    }
+    let filled = hipf_wrapper_patches(file, &program, &relatives, &wrappers, starts, vaddr)?;
+    patches.extend(filled.patches);
+    let r = &program.sections[reference];
+    let (r_addr, r_size) = (r.sh_addr.get(LE), r.sh_size.get(LE));
+    let holds_reference = |address: u64| address >= r_addr && address < r_addr + r_size.max(1);
     if let Some(stray) = relatives
         .iter()
-        .find(|r| holds_reference(r.addend) && !filled.contains(&r.entry_at))
+        .find(|r| holds_reference(r.addend) && !filled.entries.contains(&r.entry_at))
     {
         let message = format!(
             "a relocation into {ELF_REF_SECTION} (to {:#x}) fills no HIP wrapper that gets a bundle",
@@ -483,6 +441,157 @@ pub fn merge<'a>(
         packed: bundles,
         packed_at: offset,
     })
+}
+
+/// The error for a file that is not as splitting leaves it.
+fn not_split(message: String) -> Error {
+    Error::new(0, ErrorKind::Kpack { message })
+}
+
+/// The loaded segment that maps the reference (the section at index `reference`, which must
+/// be the last section header) and nothing else.
+fn reference_segment(program: &Program, reference: usize) -> Result<usize> {
+    let names_index = usize::from(program.header.e_shstrndx.get(LE).0);
+    if reference + 1 != program.sections.len() || reference == names_index {
+        return Err(not_split(format!(
+            "{ELF_REF_SECTION} is not the last section header, so it cannot be taken out"
+        )));
+    }
+    let r = &program.sections[reference];
+    let (r_addr, r_size) = (r.sh_addr.get(LE), r.sh_size.get(LE));
+    let mapping = program.segments.iter().position(|p| {
+        p.p_type.get(LE) == PT_LOAD
+            && p.p_vaddr.get(LE) <= r_addr
+            && r_addr + r_size <= p.p_vaddr.get(LE) + p.p_memsz.get(LE)
+    });
+    let others_inside = |p: &ProgramHeader64<LE>| {
+        let (start, end) = (p.p_vaddr.get(LE), p.p_vaddr.get(LE) + p.p_memsz.get(LE));
+        program.sections.iter().enumerate().any(|(i, s)| {
+            i != reference
+                && s.sh_flags.get(LE).0 & SHF_ALLOC.0 != 0
+                && s.sh_size.get(LE) > 0
+                && s.sh_addr.get(LE) < end
+                && s.sh_addr.get(LE) + s.sh_size.get(LE) > start
+        })
+    };
+    mapping
+        .filter(|&i| !others_inside(&program.segments[i]))
+        .ok_or_else(|| {
+            not_split(format!(
+                "{ELF_REF_SECTION} is not alone in a loaded segment, which the bundles would take"
+            ))
+        })
+}
+
+/// The file header, program headers and section headers once the bundles take the place of
+/// the reference (at section index `reference`, mapped by program header `segment`): the
+/// segment, moved after the last loaded one, maps the `appended` bundles, `.hip_fatbin` (at
+/// index `fatbin`) holds them, and the reference's section header goes.
+fn tables_without_reference(
+    program: &Program,
+    segment: usize,
+    reference: usize,
+    fatbin: usize,
+    appended: Appended,
+) -> Vec<Patch> {
+    let mut header = *program.header;
+    header.e_shnum.set(LE, (program.sections.len() - 1) as u16);
+    let mut table = program.segments.to_vec();
+    let mut moved = table.remove(segment);
+    moved.p_offset.set(LE, appended.offset);
+    moved.p_vaddr.set(LE, appended.address);
+    moved.p_paddr.set(LE, appended.address);
+    moved.p_filesz.set(LE, appended.size);
+    moved.p_memsz.set(LE, appended.size);
+    moved.p_flags.set(LE, PF_R);
+    moved.p_align.set(LE, appended.align);
+    let after_loads = table
+        .iter()
+        .rposition(|p| p.p_type.get(LE) == PT_LOAD)
+        .map_or(0, |i| i + 1);
+    table.insert(after_loads, moved);
+    let mut sections = program.sections[..reference].to_vec();
+    let f = &mut sections[fatbin];
+    f.sh_type.set(LE, SHT_PROGBITS);
+    f.sh_flags.set(
+        LE,
+        object::elf::SectionFlags(f.sh_flags.get(LE).0 | SHF_ALLOC.0),
+    );
+    f.sh_addr.set(LE, appended.address);
+    f.sh_offset.set(LE, appended.offset);
+    f.sh_size.set(LE, appended.size);
+    f.sh_addralign.set(LE, PAGE);
+    // One header fewer: the last one's bytes become zeros.
+    let mut headers = pod::bytes_of_slice(&sections).to_vec();
+    headers.resize(headers.len() + size_of::<SectionHeader64<LE>>(), 0);
+    vec![
+        Patch {
+            at: 0,
+            bytes: pod::bytes_of(&header).to_vec(),
+        },
+        Patch {
+            at: program.header.e_phoff.get(LE),
+            bytes: pod::bytes_of_slice(&table).to_vec(),
+        },
+        Patch {
+            at: program.header.e_shoff.get(LE),
+            bytes: headers,
+        },
+    ]
+}
+
+/// The wrappers' patches of a merge, and the relocation entries they rewrote.
+struct Filled {
+    patches: Vec<Patch>,
+    /// The file offsets of the relocation entries now filling a wrapper's pointer.
+    entries: Vec<u64>,
+}
+
+/// Each `HIPK` wrapper `k` with a bundle (at `starts[k]` in the bundles, mapped at `vaddr`)
+/// made `HIPF` again: its pointer, stored or filled by a relocation, at its bundle, and its
+/// `reserved1` 0.
+fn hipf_wrapper_patches(
+    file: &[u8],
+    program: &Program,
+    relatives: &[Relative],
+    wrappers: &[WrapperSite],
+    starts: &[Option<u64>],
+    vaddr: u64,
+) -> Result<Filled> {
+    let no_change = Cut { end: 0, len: 0 };
+    let mut filled = Filled {
+        patches: Vec::new(),
+        entries: Vec::new(),
+    };
+    for (k, site) in wrappers.iter().enumerate() {
+        let Some(start) = starts.get(k).copied().flatten() else {
+            continue;
+        };
+        if site.magic != HIPK_MAGIC {
+            let why = format!("HIP wrapper {k} has magic {:#010x}, not HIPK", site.magic);
+            return Err(bad_wrapper(site, why));
+        }
+        let target = vaddr + start;
+        let place = site.address + offset_of!(HipWrapper, binary) as u64;
+        let patches = &mut filled.patches;
+        patches.push(wrapper_patch(site, 0, u64::from(HIPF_MAGIC), 4, no_change));
+        let stored = offset_of!(HipWrapper, binary);
+        if stored_pointer_set(file, site) {
+            patches.push(wrapper_patch(site, stored, target, 8, no_change));
+        }
+        patches.push(wrapper_patch(
+            site,
+            offset_of!(HipWrapper, reserved1),
+            0,
+            8,
+            no_change,
+        ));
+        for r in relatives.iter().filter(|r| r.place == place && r.movable) {
+            patches.push(r.patch(program.relative, target, no_change));
+            filled.entries.push(r.entry_at);
+        }
+    }
+    Ok(filled)
 }
 
 /// A symbol's new section index and value: `value_at` is the file offset of its value, which

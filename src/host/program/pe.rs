@@ -97,49 +97,89 @@ pub fn checksum(file: &[u8]) -> Option<u32> {
     ))
 }
 
+/// Where the NT headers of `file` are, after checking the DOS header and the signature.
+fn nt_headers_at(file: &[u8]) -> Result<usize> {
+    let not_pe = |at: usize| Error::new(at as u64, ErrorKind::NotPe);
+    let (dos, _) = pod::from_bytes::<ImageDosHeader>(file).map_err(|_| not_pe(0))?;
+    if dos.e_magic.get(LE) != IMAGE_DOS_SIGNATURE {
+        return Err(not_pe(0));
+    }
+    let lfanew_at = offset_of!(ImageDosHeader, e_lfanew);
+    let nt_at = dos.e_lfanew.get(LE) as usize;
+    let (signature, _) = file
+        .get(nt_at..)
+        .and_then(|b| pod::from_bytes::<object::U32<LE>>(b).ok())
+        .ok_or(not_pe(lfanew_at))?;
+    if signature.get(LE) != IMAGE_NT_SIGNATURE {
+        return Err(not_pe(lfanew_at));
+    }
+    Ok(nt_at)
+}
+
+/// The NT headers at `nt_at` in `file`, of a PE32+ image for x86-64 or AArch64.
+fn read_nt_headers(file: &[u8], nt_at: usize) -> Result<&ImageNtHeaders64> {
+    let opt_at = nt_at + offset_of!(ImageNtHeaders64, optional_header);
+    let magic = file
+        .get(opt_at..)
+        .and_then(|b| pod::from_bytes::<U16<LE>>(b).ok())
+        .map(|(m, _)| m.get(LE));
+    let Some(magic) = magic else {
+        return Err(Error::new(nt_at as u64, ErrorKind::HeadersOutsideFile));
+    };
+    if magic != IMAGE_NT_OPTIONAL_HDR64_MAGIC {
+        return Err(Error::new(
+            opt_at as u64,
+            ErrorKind::UnsupportedProgramClass,
+        ));
+    }
+    let (nt, _) = pod::from_bytes::<ImageNtHeaders64>(file.get(nt_at..).unwrap_or_default())
+        .map_err(|_| Error::new(nt_at as u64, ErrorKind::HeadersOutsideFile))?;
+    let machine_at = nt_at + 4 + offset_of!(ImageFileHeader, machine);
+    match nt.file_header.machine.get(LE) {
+        IMAGE_FILE_MACHINE_AMD64 | IMAGE_FILE_MACHINE_ARM64 => Ok(nt),
+        machine => Err(Error::new(
+            machine_at as u64,
+            ErrorKind::UnsupportedMachine { machine: machine.0 },
+        )),
+    }
+}
+
+/// Checks the optional header (at `opt_at`) gives alignments and a base the image can be laid
+/// out with: powers of two, the file's no larger than the sections', and every address of the
+/// image, and of a section added after it, within 64 bits.
+fn check_layout(optional: &ImageOptionalHeader64, opt_at: usize) -> Result<()> {
+    let (file_align, section_align) = (
+        optional.file_alignment.get(LE),
+        optional.section_alignment.get(LE),
+    );
+    if !file_align.is_power_of_two()
+        || !section_align.is_power_of_two()
+        || file_align > section_align
+    {
+        let at = opt_at + offset_of!(ImageOptionalHeader64, section_alignment);
+        return Err(Error::new(
+            at as u64,
+            ErrorKind::InconsistentImage {
+                what: format!(
+                    "SectionAlignment {section_align:#x} and FileAlignment {file_align:#x}"
+                ),
+            },
+        ));
+    }
+    if optional.image_base.get(LE).checked_add(1 << 33).is_none() {
+        let at = opt_at + offset_of!(ImageOptionalHeader64, image_base);
+        let what = format!("ImageBase {:#x}", optional.image_base.get(LE));
+        return Err(Error::new(at as u64, ErrorKind::InconsistentImage { what }));
+    }
+    Ok(())
+}
+
 impl<'a> Image<'a> {
     /// Reads and checks the headers of `file`.
     fn read(file: &'a [u8]) -> Result<Self> {
-        let not_pe = |at: usize| Error::new(at as u64, ErrorKind::NotPe);
-        let (dos, _) = pod::from_bytes::<ImageDosHeader>(file).map_err(|_| not_pe(0))?;
-        if dos.e_magic.get(LE) != IMAGE_DOS_SIGNATURE {
-            return Err(not_pe(0));
-        }
-        let lfanew_at = offset_of!(ImageDosHeader, e_lfanew);
-        let nt_at = dos.e_lfanew.get(LE) as usize;
-        let (signature, _) = file
-            .get(nt_at..)
-            .and_then(|b| pod::from_bytes::<object::U32<LE>>(b).ok())
-            .ok_or(not_pe(lfanew_at))?;
-        if signature.get(LE) != IMAGE_NT_SIGNATURE {
-            return Err(not_pe(lfanew_at));
-        }
+        let nt_at = nt_headers_at(file)?;
+        let nt = read_nt_headers(file, nt_at)?;
         let opt_at = nt_at + offset_of!(ImageNtHeaders64, optional_header);
-        let magic = file
-            .get(opt_at..)
-            .and_then(|b| pod::from_bytes::<U16<LE>>(b).ok())
-            .map(|(m, _)| m.get(LE));
-        let Some(magic) = magic else {
-            return Err(Error::new(nt_at as u64, ErrorKind::HeadersOutsideFile));
-        };
-        if magic != IMAGE_NT_OPTIONAL_HDR64_MAGIC {
-            return Err(Error::new(
-                opt_at as u64,
-                ErrorKind::UnsupportedProgramClass,
-            ));
-        }
-        let (nt, _) = pod::from_bytes::<ImageNtHeaders64>(file.get(nt_at..).unwrap_or_default())
-            .map_err(|_| Error::new(nt_at as u64, ErrorKind::HeadersOutsideFile))?;
-        let machine_at = nt_at + 4 + offset_of!(ImageFileHeader, machine);
-        match nt.file_header.machine.get(LE) {
-            IMAGE_FILE_MACHINE_AMD64 | IMAGE_FILE_MACHINE_ARM64 => {}
-            machine => {
-                return Err(Error::new(
-                    machine_at as u64,
-                    ErrorKind::UnsupportedMachine { machine: machine.0 },
-                ))
-            }
-        }
         let optional = &nt.optional_header;
         let count = (optional.number_of_rva_and_sizes.get(LE) as usize)
             .min(IMAGE_NUMBEROF_DIRECTORY_ENTRIES);
@@ -157,30 +197,7 @@ impl<'a> Image<'a> {
             let at = nt_at + 4 + offset_of!(ImageFileHeader, size_of_optional_header);
             return Err(Error::new(at as u64, ErrorKind::HeadersOutsideFile));
         };
-        let (file_align, section_align) = (
-            optional.file_alignment.get(LE),
-            optional.section_alignment.get(LE),
-        );
-        if !file_align.is_power_of_two()
-            || !section_align.is_power_of_two()
-            || file_align > section_align
-        {
-            let at = opt_at + offset_of!(ImageOptionalHeader64, section_alignment);
-            return Err(Error::new(
-                at as u64,
-                ErrorKind::InconsistentImage {
-                    what: format!(
-                        "SectionAlignment {section_align:#x} and FileAlignment {file_align:#x}"
-                    ),
-                },
-            ));
-        }
-        // Every address of the image, and of a section added after it, must fit in 64 bits.
-        if optional.image_base.get(LE).checked_add(1 << 33).is_none() {
-            let at = opt_at + offset_of!(ImageOptionalHeader64, image_base);
-            let what = format!("ImageBase {:#x}", optional.image_base.get(LE));
-            return Err(Error::new(at as u64, ErrorKind::InconsistentImage { what }));
-        }
+        check_layout(optional, opt_at)?;
         let strings = nt
             .file_header
             .symbols(file)

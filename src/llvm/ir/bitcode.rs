@@ -189,6 +189,27 @@ impl<'m> Values<'m> {
         }
     }
 
+    /// The numbering of `module`'s types and values, in the order LLVM numbers them.
+    fn of(module: &'m Module) -> Values<'m> {
+        let mut values = Values::new(module);
+        values.type_id(&Type::Ptr);
+        for g in &module.globals {
+            values.type_id(&g.ty);
+            if let Some(init) = &g.init {
+                values.add_constant(init);
+            }
+        }
+        for f in &module.functions {
+            values.type_id(&f.ty());
+        }
+        for f in &module.functions {
+            if let Some(body) = &f.body {
+                values.add_body(f, body);
+            }
+        }
+        values
+    }
+
     fn type_id(&mut self, ty: &Type) -> u64 {
         self.types.id(self.module, ty)
     }
@@ -289,67 +310,108 @@ impl<'m> Values<'m> {
 
 /// Writes `module` as bitcode; image `i` is the hole of ID `i`.
 pub fn write(module: &Module) -> Result<Bitstream, BlockTooLong> {
-    let mut values = Values::new(module);
-    values.type_id(&Type::Ptr);
-    for g in &module.globals {
-        values.type_id(&g.ty);
-        if let Some(init) = &g.init {
-            values.add_constant(init);
-        }
-    }
-    for f in &module.functions {
-        values.type_id(&f.ty());
-    }
-    for f in &module.functions {
-        if let Some(body) = &f.body {
-            values.add_body(f, body);
-        }
-    }
-
+    let values = Values::of(module);
     let mut w = BitstreamWriter::new(RAW_MAGIC);
-    w.enter_block(block::IDENTIFICATION, 5);
-    w.record(code::IDENTIFICATION_STRING, &chars(PRODUCER));
-    w.record(code::IDENTIFICATION_EPOCH, &[0]);
-    w.end_block()?;
+    write_identification(&mut w)?;
 
     w.enter_block(block::MODULE, 3);
     w.record(code::MODULE_VERSION, &[MODULE_VERSION]);
-    w.enter_block(block::TYPE, 4);
-    w.record(code::TYPE_NUMENTRY, &[values.types.count]);
-    for (code, ops) in &values.types.records {
-        w.record(*code, ops);
-    }
-    w.end_block()?;
+    write_types(&mut w, &values.types)?;
     w.record(code::MODULE_TRIPLE, &chars(&module.triple));
-    let mut sections: Vec<&str> = Vec::new();
-    let sections_used = module
-        .globals
-        .iter()
-        .map(|g| &g.section)
-        .chain(module.functions.iter().map(|f| &f.section));
-    for section in sections_used.flatten() {
-        if !sections.contains(&section.as_str()) {
-            sections.push(section);
-            w.record(code::MODULE_SECTIONNAME, &chars(section));
+    let sections = Sections::write(&mut w, module);
+    w.record(code::MODULE_SOURCE_FILENAME, &chars(&module.id));
+    let mut strtab = StringTable::default();
+    write_global_vars(&mut w, &values, &sections, &mut strtab);
+    write_function_records(&mut w, &values, &sections, &mut strtab);
+    write_constants(&mut w, &values)?;
+    for f in &module.functions {
+        if let Some(body) = &f.body {
+            write_function(&mut w, &values, f, body)?;
         }
     }
-    let section = |s: &Option<String>| {
-        s.as_ref().map_or(0, |s| {
-            sections
+    w.end_block()?;
+
+    w.enter_block(block::STRTAB, 3);
+    let blob = w.define_blob_abbrev(BLOB_RECORD);
+    w.blob_record(blob, &strtab.bytes);
+    w.end_block()?;
+    Ok(w.finish())
+}
+
+/// The identification block: the producer and the epoch.
+fn write_identification(w: &mut BitstreamWriter) -> Result<(), BlockTooLong> {
+    w.enter_block(block::IDENTIFICATION, 5);
+    w.record(code::IDENTIFICATION_STRING, &chars(PRODUCER));
+    w.record(code::IDENTIFICATION_EPOCH, &[0]);
+    w.end_block()
+}
+
+/// The type table's block.
+fn write_types(w: &mut BitstreamWriter, types: &Types) -> Result<(), BlockTooLong> {
+    w.enter_block(block::TYPE, 4);
+    w.record(code::TYPE_NUMENTRY, &[types.count]);
+    for (code, ops) in &types.records {
+        w.record(*code, ops);
+    }
+    w.end_block()
+}
+
+/// The names of the sections globals and functions are in, in the order of first use.
+struct Sections<'m>(Vec<&'m str>);
+
+impl<'m> Sections<'m> {
+    /// Writes a record of each section `module` uses.
+    fn write(w: &mut BitstreamWriter, module: &'m Module) -> Sections<'m> {
+        let mut sections: Vec<&str> = Vec::new();
+        let sections_used = module
+            .globals
+            .iter()
+            .map(|g| &g.section)
+            .chain(module.functions.iter().map(|f| &f.section));
+        for section in sections_used.flatten() {
+            if !sections.contains(&section.as_str()) {
+                sections.push(section);
+                w.record(code::MODULE_SECTIONNAME, &chars(section));
+            }
+        }
+        Sections(sections)
+    }
+
+    /// The operand naming `section`: its index plus one, 0 for none.
+    fn operand(&self, section: &Option<String>) -> u64 {
+        section.as_ref().map_or(0, |s| {
+            self.0
                 .iter()
                 .position(|&t| t == s)
                 .map_or(0, |i| i as u64 + 1)
         })
-    };
-    w.record(code::MODULE_SOURCE_FILENAME, &chars(&module.id));
-    let mut strtab = Vec::new();
-    let mut name = |n: &str| {
-        let at = strtab.len() as u64;
-        strtab.extend_from_slice(n.as_bytes());
-        [at, n.len() as u64]
-    };
-    for g in &module.globals {
-        let [offset, size] = name(&g.name);
+    }
+}
+
+/// The STRTAB block's names, one after the other.
+#[derive(Default)]
+struct StringTable {
+    bytes: Vec<u8>,
+}
+
+impl StringTable {
+    /// Adds `name`; its offset and size.
+    fn add(&mut self, name: &str) -> [u64; 2] {
+        let at = self.bytes.len() as u64;
+        self.bytes.extend_from_slice(name.as_bytes());
+        [at, name.len() as u64]
+    }
+}
+
+/// The record of each global variable.
+fn write_global_vars(
+    w: &mut BitstreamWriter,
+    values: &Values,
+    sections: &Sections,
+    strtab: &mut StringTable,
+) {
+    for g in &values.module.globals {
+        let [offset, size] = strtab.add(&g.name);
         let init = g.init.as_ref().map_or(0, |c| values.constant(c) + 1);
         w.record(
             code::MODULE_GLOBALVAR,
@@ -361,7 +423,7 @@ pub fn write(module: &Module) -> Result<Bitstream, BlockTooLong> {
                 init,
                 linkage(g.linkage),
                 align(g.align),
-                section(&g.section),
+                sections.operand(&g.section),
                 u64::from(g.hidden),
                 0,
                 u64::from(g.unnamed_addr),
@@ -373,8 +435,17 @@ pub fn write(module: &Module) -> Result<Bitstream, BlockTooLong> {
             ],
         );
     }
-    for f in &module.functions {
-        let [offset, size] = name(&f.name);
+}
+
+/// The record of each function, declared or defined.
+fn write_function_records(
+    w: &mut BitstreamWriter,
+    values: &Values,
+    sections: &Sections,
+    strtab: &mut StringTable,
+) {
+    for f in &values.module.functions {
+        let [offset, size] = strtab.add(&f.name);
         let mut ops = vec![
             offset,
             size,
@@ -384,25 +455,12 @@ pub fn write(module: &Module) -> Result<Bitstream, BlockTooLong> {
             linkage(f.linkage),
             0,
             0,
-            section(&f.section),
+            sections.operand(&f.section),
         ];
         ops.extend([0; 8]);
         ops.extend([u64::from(f.linkage == Linkage::Internal), 0, 0, 0]);
         w.record(code::MODULE_FUNCTION, &ops);
     }
-    write_constants(&mut w, &values)?;
-    for f in &module.functions {
-        if let Some(body) = &f.body {
-            write_function(&mut w, &values, f, body)?;
-        }
-    }
-    w.end_block()?;
-
-    w.enter_block(block::STRTAB, 3);
-    let blob = w.define_blob_abbrev(BLOB_RECORD);
-    w.blob_record(blob, &strtab);
-    w.end_block()?;
-    Ok(w.finish())
 }
 
 /// The module's constants block.
@@ -506,14 +564,7 @@ impl FunctionWriter<'_> {
     fn op(&mut self, op: &Op) -> u64 {
         self.ops.clear();
         match op {
-            Op::Call { callee, args } => {
-                let f = self.values.module.function(callee);
-                self.ops
-                    .extend([0, CALL_EXPLICIT_TYPE, self.values.types.ids[&f.ty()]]);
-                self.value_and_type(&Value::Const(Const::Global(callee.clone())));
-                args.iter().for_each(|a| self.value(a));
-                code::FUNC_CALL
-            }
+            Op::Call { callee, args } => self.call(callee, args),
             Op::Store {
                 value,
                 ptr,
@@ -562,22 +613,8 @@ impl FunctionWriter<'_> {
                 source,
                 base,
                 indices,
-            } => {
-                let flags = if *inbounds { GEP_INBOUNDS } else { 0 };
-                self.ops.extend([flags, self.values.types.ids[source]]);
-                self.value_and_type(base);
-                indices.iter().for_each(|i| self.value_and_type(i));
-                code::FUNC_GEP
-            }
-            Op::Phi { ty, incoming } => {
-                self.ops.push(self.values.types.ids[ty]);
-                for (value, block) in incoming {
-                    let relative = self.next as i64 - self.id(value) as i64;
-                    self.ops.push(signed(relative));
-                    self.block(block);
-                }
-                code::FUNC_PHI
-            }
+            } => self.gep(*inbounds, source, base, indices),
+            Op::Phi { ty, incoming } => self.phi(ty, incoming),
             Op::Br(to) => {
                 self.block(to);
                 code::FUNC_BR
@@ -596,23 +633,57 @@ impl FunctionWriter<'_> {
                 value,
                 default,
                 cases,
-            } => {
-                let ty = crate::llvm::ir::module::value_type(value, &self.locals);
-                let Type::Int(bits) = ty else {
-                    unreachable!("a switch on an integer")
-                };
-                self.ops.push(self.values.types.ids[&ty]);
-                self.value(value);
-                self.block(default);
-                for (case, block) in cases {
-                    self.ops
-                        .push(self.values.constant(&Const::Int(bits, *case)));
-                    self.block(block);
-                }
-                code::FUNC_SWITCH
-            }
+            } => self.switch(value, default, cases),
             Op::RetVoid => code::FUNC_RET,
         }
+    }
+
+    /// The operands of a call of `callee` with `args`.
+    fn call(&mut self, callee: &str, args: &[Value]) -> u64 {
+        let f = self.values.module.function(callee);
+        self.ops
+            .extend([0, CALL_EXPLICIT_TYPE, self.values.types.ids[&f.ty()]]);
+        self.value_and_type(&Value::Const(Const::Global(callee.to_string())));
+        args.iter().for_each(|a| self.value(a));
+        code::FUNC_CALL
+    }
+
+    /// The operands of a `getelementptr`.
+    fn gep(&mut self, inbounds: bool, source: &Type, base: &Value, indices: &[Value]) -> u64 {
+        let flags = if inbounds { GEP_INBOUNDS } else { 0 };
+        self.ops.extend([flags, self.values.types.ids[source]]);
+        self.value_and_type(base);
+        indices.iter().for_each(|i| self.value_and_type(i));
+        code::FUNC_GEP
+    }
+
+    /// The operands of a `phi` of type `ty`: each incoming value, signed, and its block.
+    fn phi(&mut self, ty: &Type, incoming: &[(Value, String)]) -> u64 {
+        self.ops.push(self.values.types.ids[ty]);
+        for (value, block) in incoming {
+            let relative = self.next as i64 - self.id(value) as i64;
+            self.ops.push(signed(relative));
+            self.block(block);
+        }
+        code::FUNC_PHI
+    }
+
+    /// The operands of a `switch` on `value`: its type, the default, then each case's
+    /// constant and block.
+    fn switch(&mut self, value: &Value, default: &str, cases: &[(i64, String)]) -> u64 {
+        let ty = crate::llvm::ir::module::value_type(value, &self.locals);
+        let Type::Int(bits) = ty else {
+            unreachable!("a switch on an integer")
+        };
+        self.ops.push(self.values.types.ids[&ty]);
+        self.value(value);
+        self.block(default);
+        for (case, block) in cases {
+            self.ops
+                .push(self.values.constant(&Const::Int(bits, *case)));
+            self.block(block);
+        }
+        code::FUNC_SWITCH
     }
 }
 

@@ -574,17 +574,7 @@ impl Printer<'_> {
 
     fn op(&mut self, op: &Op, types: &HashMap<String, Type>) {
         match op {
-            Op::Call { callee, args } => {
-                let f = self.module.function(callee);
-                let _ = write!(self.out, "call {} @{}(", self.ty(&f.ret), ir_name(callee));
-                for (i, arg) in args.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push_str(", ");
-                    }
-                    self.typed_value(arg, types);
-                }
-                self.out.push(')');
-            }
+            Op::Call { callee, args } => self.call(callee, args, types),
             Op::Store { value, ptr, align } => {
                 self.out.push_str("store ");
                 self.typed_value(value, types);
@@ -631,30 +621,8 @@ impl Printer<'_> {
                 source,
                 base,
                 indices,
-            } => {
-                let _ = write!(
-                    self.out,
-                    "getelementptr {}{}, ",
-                    if *inbounds { "inbounds " } else { "" },
-                    self.ty(source)
-                );
-                self.typed_value(base, types);
-                for index in indices {
-                    self.out.push_str(", ");
-                    self.typed_value(index, types);
-                }
-            }
-            Op::Phi { ty, incoming } => {
-                let _ = write!(self.out, "phi {} ", self.ty(ty));
-                for (i, (value, block)) in incoming.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push_str(", ");
-                    }
-                    self.out.push_str("[ ");
-                    self.value(value);
-                    let _ = write!(self.out, ", %{} ]", ir_name(block));
-                }
-            }
+            } => self.gep(*inbounds, source, base, indices, types),
+            Op::Phi { ty, incoming } => self.phi(ty, incoming),
             Op::Br(block) => {
                 self.out.push_str("br ");
                 self.label(block);
@@ -675,22 +643,79 @@ impl Printer<'_> {
                 value,
                 default,
                 cases,
-            } => {
-                let ty = self.ty(&value_type(value, types));
-                self.out.push_str("switch ");
-                self.typed_value(value, types);
-                self.out.push_str(", ");
-                self.label(default);
-                self.out.push_str(" [\n");
-                for (case, block) in cases {
-                    let _ = write!(self.out, "    {ty} {case}, ");
-                    self.label(block);
-                    self.out.push('\n');
-                }
-                self.out.push_str("  ]");
-            }
+            } => self.switch(value, default, cases, types),
             Op::RetVoid => self.out.push_str("ret void"),
         }
+    }
+
+    /// `call ret @callee(args)`.
+    fn call(&mut self, callee: &str, args: &[Value], types: &HashMap<String, Type>) {
+        let f = self.module.function(callee);
+        let _ = write!(self.out, "call {} @{}(", self.ty(&f.ret), ir_name(callee));
+        for (i, arg) in args.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.typed_value(arg, types);
+        }
+        self.out.push(')');
+    }
+
+    /// `getelementptr [inbounds] source, base, indices`.
+    fn gep(
+        &mut self,
+        inbounds: bool,
+        source: &Type,
+        base: &Value,
+        indices: &[Value],
+        types: &HashMap<String, Type>,
+    ) {
+        let _ = write!(
+            self.out,
+            "getelementptr {}{}, ",
+            if inbounds { "inbounds " } else { "" },
+            self.ty(source)
+        );
+        self.typed_value(base, types);
+        for index in indices {
+            self.out.push_str(", ");
+            self.typed_value(index, types);
+        }
+    }
+
+    /// `phi ty [ value, %block ], ...`.
+    fn phi(&mut self, ty: &Type, incoming: &[(Value, String)]) {
+        let _ = write!(self.out, "phi {} ", self.ty(ty));
+        for (i, (value, block)) in incoming.iter().enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.out.push_str("[ ");
+            self.value(value);
+            let _ = write!(self.out, ", %{} ]", ir_name(block));
+        }
+    }
+
+    /// `switch value, label %default [ cases ]`, one case a line.
+    fn switch(
+        &mut self,
+        value: &Value,
+        default: &str,
+        cases: &[(i64, String)],
+        types: &HashMap<String, Type>,
+    ) {
+        let ty = self.ty(&value_type(value, types));
+        self.out.push_str("switch ");
+        self.typed_value(value, types);
+        self.out.push_str(", ");
+        self.label(default);
+        self.out.push_str(" [\n");
+        for (case, block) in cases {
+            let _ = write!(self.out, "    {ty} {case}, ");
+            self.label(block);
+            self.out.push('\n');
+        }
+        self.out.push_str("  ]");
     }
 }
 

@@ -150,65 +150,14 @@ fn walk_folder(
     ancestors: &mut HashSet<(u64, u64)>,
     walk: &mut Walk,
 ) {
-    let entries = match fs::read_dir(folder) {
-        Ok(entries) => entries,
-        Err(e) => {
-            walk.errors.push(unreachable(folder, e));
-            return;
-        }
+    let Some(names) = sorted_names(folder, walk) else {
+        return;
     };
-    let mut names = Vec::new();
-    for entry in entries {
-        match entry {
-            Ok(entry) => names.push(entry.file_name()),
-            Err(e) => walk.errors.push(Error::io(folder, e)),
-        }
-    }
-    names.sort();
     for name in names {
         let path = folder.join(&name);
         let relative = relative.join(&name);
-        let link_meta = match fs::symlink_metadata(&path) {
-            Ok(meta) => meta,
-            // Gone since the folder was read.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => {
-                walk.errors.push(unreachable(&path, e));
-                continue;
-            }
-        };
-        let meta = if link_meta.file_type().is_symlink() {
-            match options.links {
-                Links::Skip => {
-                    tracing::debug!(path = %path.display(), "symbolic link skipped");
-                    continue;
-                }
-                Links::Keep => {
-                    match fs::read_link(&path) {
-                        Ok(to) => walk.files.push(Found {
-                            path,
-                            relative,
-                            link: Some(to),
-                        }),
-                        Err(e) => walk.errors.push(Error::io(&path, e)),
-                    }
-                    continue;
-                }
-                Links::Follow => {}
-            }
-            match fs::metadata(&path) {
-                Ok(meta) => meta,
-                Err(e) => {
-                    if e.raw_os_error() == Some(libc::ELOOP) {
-                        walk.loops.push(path);
-                    } else {
-                        tracing::debug!(path = %path.display(), "broken symbolic link skipped");
-                    }
-                    continue;
-                }
-            }
-        } else {
-            link_meta
+        let Some(meta) = entry_metadata(&path, &relative, options, walk) else {
+            continue;
         };
         if meta.is_dir() {
             if !options.recursive {
@@ -222,23 +171,100 @@ fn walk_folder(
             walk_folder(&path, &relative, options, ancestors, walk);
             ancestors.remove(&id);
         } else if meta.is_file() {
-            let taken = match options.files {
-                Taken::Every => true,
-                Taken::MayHoldDeviceCode => may_hold_device_code(&path),
-                Taken::Loadable => read_head(&path).is_none_or(|head| head_is_loadable(&head)),
-            };
-            if taken {
-                walk.files.push(Found {
-                    path,
-                    relative,
-                    link: None,
-                });
-            } else {
-                walk.skipped += 1;
-            }
+            add_file(path, relative, options, walk);
         } else {
             walk.special.count(meta.file_type());
         }
+    }
+}
+
+/// The names in `folder`, sorted; `None` when it cannot be read (the error added to `walk`).
+fn sorted_names(folder: &Path, walk: &mut Walk) -> Option<Vec<std::ffi::OsString>> {
+    let entries = match fs::read_dir(folder) {
+        Ok(entries) => entries,
+        Err(e) => {
+            walk.errors.push(unreachable(folder, e));
+            return None;
+        }
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        match entry {
+            Ok(entry) => names.push(entry.file_name()),
+            Err(e) => walk.errors.push(Error::io(folder, e)),
+        }
+    }
+    names.sort();
+    Some(names)
+}
+
+/// What the entry `path` of a folder is, through a symbolic link when `options` follow them;
+/// `None` when the walk passes it by: gone, unreadable, a link skipped, kept (added to
+/// `walk` as a link) or broken, or a loop of links.
+fn entry_metadata(
+    path: &Path,
+    relative: &Path,
+    options: WalkOptions,
+    walk: &mut Walk,
+) -> Option<fs::Metadata> {
+    let link_meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        // Gone since the folder was read.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            walk.errors.push(unreachable(path, e));
+            return None;
+        }
+    };
+    if !link_meta.file_type().is_symlink() {
+        return Some(link_meta);
+    }
+    match options.links {
+        Links::Skip => {
+            tracing::debug!(path = %path.display(), "symbolic link skipped");
+            return None;
+        }
+        Links::Keep => {
+            match fs::read_link(path) {
+                Ok(to) => walk.files.push(Found {
+                    path: path.to_path_buf(),
+                    relative: relative.to_path_buf(),
+                    link: Some(to),
+                }),
+                Err(e) => walk.errors.push(Error::io(path, e)),
+            }
+            return None;
+        }
+        Links::Follow => {}
+    }
+    match fs::metadata(path) {
+        Ok(meta) => Some(meta),
+        Err(e) => {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                walk.loops.push(path.to_path_buf());
+            } else {
+                tracing::debug!(path = %path.display(), "broken symbolic link skipped");
+            }
+            None
+        }
+    }
+}
+
+/// Adds the file `path` to `walk` when `options` take it, else counts it skipped.
+fn add_file(path: PathBuf, relative: PathBuf, options: WalkOptions, walk: &mut Walk) {
+    let taken = match options.files {
+        Taken::Every => true,
+        Taken::MayHoldDeviceCode => may_hold_device_code(&path),
+        Taken::Loadable => read_head(&path).is_none_or(|head| head_is_loadable(&head)),
+    };
+    if taken {
+        walk.files.push(Found {
+            path,
+            relative,
+            link: None,
+        });
+    } else {
+        walk.skipped += 1;
     }
 }
 
