@@ -568,10 +568,10 @@ mod tests {
         assert_eq!(found.outcome, Outcome::Disabled);
     }
 
-    #[test]
-    fn arch_first_then_archives_in_order() {
-        let binary = resolved("/r/lib/libk.so");
-        let mut open = |p: &Path| match p.to_str().unwrap() {
+    /// The files of a split library: an overlay for `gfx90a:xnack-` holding code object 1, a
+    /// plain `gfx90a` archive holding both, and a damaged generic archive.
+    fn overlay_and_plain(p: &Path) -> Opened {
+        match p.to_str().unwrap() {
             "/r/.kpack/k_gfx90a:xnack-.kpack" => Opened::Archive(index(
                 &["gfx90a:xnack-"],
                 &[("lib/libk.so#1", "gfx90a:xnack-")],
@@ -582,7 +582,52 @@ mod tests {
             )),
             "/r/.kpack/k_gfx9-generic.kpack" => Opened::Unreadable("bad magic".into()),
             _ => Opened::Missing,
+        }
+    }
+
+    #[test]
+    fn a_processor_without_archives_finds_none() {
+        let binary = resolved("/r/lib/libk.so");
+        let mut open = overlay_and_plain;
+        let env = Environment::default();
+        let list = arches(&["gfx1100"]);
+        let s = search(
+            &reference(),
+            &binary,
+            0,
+            &list,
+            &env,
+            Miss::FallThrough,
+            &mut open,
+        );
+        assert_eq!(s.outcome, Outcome::NoArchive);
+        assert_eq!(
+            s.tried,
+            [Tried {
+                path: "/r/.kpack/k_gfx1100.kpack".into(),
+                opened: Opened::Missing
+            }]
+        );
+        let env = Environment {
+            path: Some("/r/.kpack/k_gfx90a.kpack".into()),
+            ..Environment::default()
         };
+        let s = search(
+            &reference(),
+            &binary,
+            0,
+            &list,
+            &env,
+            Miss::FallThrough,
+            &mut open,
+        );
+        assert_eq!(s.outcome, Outcome::NoArch);
+    }
+
+    #[test]
+    fn arch_first_then_archives_in_order() {
+        let binary = resolved("/r/lib/libk.so");
+        let mut open = overlay_and_plain;
         let list = arches(&["gfx90a:xnack-"]);
         let env = Environment::default();
         let s = search(&reference(), &binary, 1, &list, &env, Miss::Stop, &mut open);
@@ -631,38 +676,6 @@ mod tests {
             &mut open,
         );
         assert_eq!(s.outcome.loader_code(), 5);
-        let list = arches(&["gfx1100"]);
-        let s = search(
-            &reference(),
-            &binary,
-            0,
-            &list,
-            &env,
-            Miss::FallThrough,
-            &mut open,
-        );
-        assert_eq!(s.outcome, Outcome::NoArchive);
-        assert_eq!(
-            s.tried,
-            [Tried {
-                path: "/r/.kpack/k_gfx1100.kpack".into(),
-                opened: Opened::Missing
-            }]
-        );
-        let env = Environment {
-            path: Some("/r/.kpack/k_gfx90a.kpack".into()),
-            ..Environment::default()
-        };
-        let s = search(
-            &reference(),
-            &binary,
-            0,
-            &list,
-            &env,
-            Miss::FallThrough,
-            &mut open,
-        );
-        assert_eq!(s.outcome, Outcome::NoArch);
     }
 
     #[test]

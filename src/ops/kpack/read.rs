@@ -68,38 +68,9 @@ pub(super) fn read_binary<'a>(
     search: &[String],
     config: &SplitConfig,
 ) -> Result<Option<SplitBinary<'a>>> {
-    let linked = matches!(
-        object::File::parse(data).map(|f| object::Object::kind(&f)),
-        Ok(object::ObjectKind::Executable | object::ObjectKind::Dynamic)
-    );
-    if linked && data.starts_with(b"MZ") && has_pe_hip_code(data) {
-        return Err(Error::msg(format!(
-            "'{}': a PE image with HIP device code: only ELF programs and shared libraries are \
-             split; ls, extract and verify read PE images split by AMD's splitter",
-            path.display()
-        )));
-    }
-    if !linked || !data.starts_with(b"\x7fELF") {
-        return Ok(None);
-    }
-    let Some(code) = kpack_elf::hip_code(data).map_err(|e| Error::container(path, e))? else {
+    let Some(code) = hip_code_to_split(path, data)? else {
         return Ok(None);
     };
-    if let Some((k, w)) = code
-        .wrappers
-        .iter()
-        .enumerate()
-        .find(|(_, w)| w.magic == HIPK_MAGIC)
-    {
-        return Err(Error::msg(format!(
-            "'{}': .hipFatBinSegment wrapper {k} at {:#x}: already HIPK: the file is split",
-            path.display(),
-            w.at
-        )));
-    }
-    if code.fatbin.data.iter().all(|&b| b == 0) {
-        return Ok(None);
-    }
     let bundle_of = bundle_offsets(path, &code)?;
     let mut unique: Vec<usize> = bundle_of.clone();
     unique.sort_unstable();
@@ -145,6 +116,45 @@ pub(super) fn read_binary<'a>(
         kernel_name,
         program,
     }))
+}
+
+/// The HIP code of `data` (at `path`) if it is an ELF program or shared library with device
+/// code to split; `None` for a file that is copied as it is. A PE image with HIP code, and a
+/// binary split already, are errors.
+fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'a>>> {
+    let linked = matches!(
+        object::File::parse(data).map(|f| object::Object::kind(&f)),
+        Ok(object::ObjectKind::Executable | object::ObjectKind::Dynamic)
+    );
+    if linked && data.starts_with(b"MZ") && has_pe_hip_code(data) {
+        return Err(Error::msg(format!(
+            "'{}': a PE image with HIP device code: only ELF programs and shared libraries are \
+             split; ls, extract and verify read PE images split by AMD's splitter",
+            path.display()
+        )));
+    }
+    if !linked || !data.starts_with(b"\x7fELF") {
+        return Ok(None);
+    }
+    let Some(code) = kpack_elf::hip_code(data).map_err(|e| Error::container(path, e))? else {
+        return Ok(None);
+    };
+    if let Some((k, w)) = code
+        .wrappers
+        .iter()
+        .enumerate()
+        .find(|(_, w)| w.magic == HIPK_MAGIC)
+    {
+        return Err(Error::msg(format!(
+            "'{}': .hipFatBinSegment wrapper {k} at {:#x}: already HIPK: the file is split",
+            path.display(),
+            w.at
+        )));
+    }
+    if code.fatbin.data.iter().all(|&b| b == 0) {
+        return Ok(None);
+    }
+    Ok(Some(code))
 }
 
 /// The offset in `.hip_fatbin` of the bundle each wrapper points at.
