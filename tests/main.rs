@@ -22,6 +22,7 @@ mod cuda_ls;
 mod cuda_strip;
 mod destinations;
 mod differential;
+mod docs;
 mod extract;
 mod fuzz_regressions;
 mod generic;
