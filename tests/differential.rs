@@ -19,8 +19,8 @@ fn differential() {
     differential_against(LLVM_BUNDLER, "19", &[]);
 }
 
-/// The cases where LLVM 22 is wrong and we do the right thing instead (see README.md, "Where
-/// we differ from LLVM"), or where LLVM 22 reads a bundle as LLVM 19 wrote it differently
+/// The cases where LLVM 22 is wrong and we do the right thing instead (see
+/// docs/llvm-compat.md), or where LLVM 22 reads a bundle as LLVM 19 wrote it differently
 /// from how 19 reads it: not compared with clang-offload-bundler-22.
 const DIFFERS_FROM_LLVM_22: &[&str] = &[
     // LLVM 22 drops a processor it does not know from the ID it writes; we refuse the target.

@@ -16,9 +16,8 @@ const NAMED_IN_ANOTHER_LINE: &[&str] = &["decompress"];
 /// Pages of things that are not subcommands, which the README and the other pages link to.
 const OTHER_COMMAND_PAGES: &[&str] = &["linker-plugin"];
 
-/// Files the documentation links to that another change adds beside this one: a link to one
-/// of them may lead nowhere until it lands.
-const ADDED_ELSEWHERE: &[&str] = &["ARCHITECTURE.md"];
+/// Files the documentation may link to though they are not there (none).
+const ADDED_ELSEWHERE: &[&str] = &[];
 
 /// The standard output of `command`, which must succeed.
 fn help_text(command: &mut std::process::Command) -> String {
