@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use offload::format::kpack::{ArchiveWriter, Scheme};
 
+use crate::kpack_use::contents;
 use crate::util::{offload, offload_in, reference_tool, samples_dir, text_output};
 
 /// Splits the committed HIP library into `out` under `dir` (archives `t_gfx906.kpack` and
@@ -27,16 +28,6 @@ fn split_library(dir: &Path, extra: &[&str]) -> PathBuf {
     let (code, _, err) = offload_in(dir, &args);
     assert_eq!((code, err.as_str()), (0, ""));
     dir.join("out/libhip.so")
-}
-
-/// The files of `dir`, sorted, with their bytes.
-fn contents(dir: &Path) -> Vec<Vec<u8>> {
-    let mut all: Vec<Vec<u8>> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| fs::read(e.unwrap().path()).unwrap())
-        .collect();
-    all.sort();
-    all
 }
 
 /// A decoy archive: code objects 0 and 1 of `libhip.so` for `arch`, made of `fill`.

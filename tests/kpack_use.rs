@@ -18,7 +18,7 @@ use crate::util::native::{c_compiler, compile_hip};
 use crate::util::{kfd_topology, offload, offload_in, reference_tool, succeed, text_output};
 
 /// The contents of every file in `dir`, sorted.
-fn contents(dir: &Path) -> Vec<Vec<u8>> {
+pub(crate) fn contents(dir: &Path) -> Vec<Vec<u8>> {
     let mut all: Vec<Vec<u8>> = fs::read_dir(dir)
         .unwrap()
         .map(|e| fs::read(e.unwrap().path()).unwrap())

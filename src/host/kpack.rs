@@ -374,7 +374,27 @@ impl ArchiveFiles {
         if let Some(known) = self.by_path.get(path) {
             return known.clone().map_err(Error::msg);
         }
-        let mapped = Input::open(path).map_err(Error::from).and_then(|input| {
+        let opened = Input::open(path).map_err(Error::from);
+        self.keep(path, opened)
+    }
+
+    /// The archive at `path` if a regular file is there ([`Input::open_regular`]): mapped, as
+    /// [`ArchiveFiles::map`]; `None` when nothing or no regular file is there.
+    fn map_regular(&mut self, path: &Path) -> Result<Option<usize>> {
+        if let Some(known) = self.by_path.get(path) {
+            return known.clone().map(Some).map_err(Error::msg);
+        }
+        match Input::open_regular(path) {
+            Ok(None) => Ok(None),
+            Ok(Some(input)) => self.keep(path, Ok(input)).map(Some),
+            Err(e) => self.keep(path, Err(e.into())).map(Some),
+        }
+    }
+
+    /// Remembers what `path` held, `opened` and parsed as an archive: its number, or why it
+    /// cannot be read.
+    fn keep(&mut self, path: &Path, opened: Result<Input>) -> Result<usize> {
+        let mapped = opened.and_then(|input| {
             Archive::parse(&input).map_err(|e| Error::format(path, e))?;
             Ok(input)
         });
@@ -387,31 +407,6 @@ impl ArchiveFiles {
         };
         self.by_path.insert(path.to_path_buf(), known.clone());
         known.map_err(Error::msg)
-    }
-
-    /// The archive at `path` if a regular file is there ([`Input::open_regular`]): mapped, as
-    /// [`ArchiveFiles::map`]; `None` when nothing or no regular file is there.
-    fn map_regular(&mut self, path: &Path) -> Result<Option<usize>> {
-        if let Some(known) = self.by_path.get(path) {
-            return known.clone().map(Some).map_err(Error::msg);
-        }
-        let mapped = match Input::open_regular(path) {
-            Ok(None) => return Ok(None),
-            Ok(Some(input)) => match Archive::parse(&input) {
-                Ok(_) => Ok(input),
-                Err(e) => Err(Error::format(path, e)),
-            },
-            Err(e) => Err(e.into()),
-        };
-        let known = match mapped {
-            Ok(input) => {
-                self.inputs.push((path.to_path_buf(), input));
-                Ok(self.inputs.len() - 1)
-            }
-            Err(e) => Err(e.to_string()),
-        };
-        self.by_path.insert(path.to_path_buf(), known.clone());
-        known.map(Some).map_err(Error::msg)
     }
 
     /// The archives the loader finds for the split binary at `binary` when `@GFXARCH@`
