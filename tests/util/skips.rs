@@ -11,8 +11,8 @@
 //! which the harness does not capture.
 //!
 //! The integration tests use this file as `util::skips`; the library's unit tests include the
-//! same file (see `src/ops/support/tool_path.rs`), so both skip, fail and count alike. It uses
-//! nothing but `std` and `libc` for that reason.
+//! same file (see `src/ops/support/tool_path.rs`), and so do the linker plugin's tests, so all
+//! skip, fail and count alike. It uses nothing but `std` (and C's `atexit`) for that reason.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -56,7 +56,7 @@ fn checked() {
         // SAFETY: `print_summary` is an `extern "C" fn()` that neither unwinds (it catches
         // nothing that could panic: poisoned locks are taken over) nor calls `exit`.
         unsafe {
-            libc::atexit(print_summary);
+            atexit(print_summary);
         }
     });
 }
@@ -78,6 +78,11 @@ fn skipped(why: &str) {
         "{why}, and OFFLOAD_REQUIRE_REFERENCE=1 requires it (.ci/run installs what the tests need)"
     );
     let _ = writeln!(std::io::stderr().lock(), "SKIP: {why}");
+}
+
+extern "C" {
+    /// C's own: runs `handler` when the program ends by `exit` or by returning from `main`.
+    fn atexit(handler: extern "C" fn()) -> std::ffi::c_int;
 }
 
 /// Prints how many requirements were checked, skipped and (when required) missing, and which
