@@ -3,8 +3,8 @@
 //! on stderr, counted, and summed up when the test program ends; or, under
 //! `OFFLOAD_REQUIRE_REFERENCE=1` (as in CI), with a failure instead.
 //!
-//! The summary (`external requirements: N checked, M skipped`, then one line per test and
-//! reason; under `OFFLOAD_REQUIRE_REFERENCE=1` also how many were missing, each a failure) is printed by a handler registered with `atexit` at the first check: libtest ends
+//! The summary (`external requirements: N checked, M skipped (in K tests)`, then one line per
+//! test and reason; under `OFFLOAD_REQUIRE_REFERENCE=1` also how many were missing, each a failure) is printed by a handler registered with `atexit` at the first check: libtest ends
 //! its program by returning from `main` or by `exit`, and both run the handler once every test
 //! is done. Statics are never dropped in Rust, so a destructor could not do it, and a test
 //! named to run last runs last only on one thread. The handler writes to stderr directly,
@@ -94,12 +94,18 @@ extern "C" fn print_summary() {
     lines.dedup();
     let missing = skips.iter().filter(|(required, ..)| *required).count();
     let mut err = std::io::stderr().lock();
+    let mut tests: Vec<&String> = skips.iter().map(|(_, test, _)| test).collect();
+    tests.sort();
+    tests.dedup();
     let _ = write!(
         err,
         "external requirements: {} checked, {} skipped",
         CHECKS.load(Ordering::Relaxed),
         skips.len() - missing
     );
+    if !tests.is_empty() {
+        let _ = write!(err, " (in {} tests)", tests.len());
+    }
     let _ = match missing {
         0 => writeln!(err),
         n => writeln!(err, ", {n} missing (failed: OFFLOAD_REQUIRE_REFERENCE=1)"),
