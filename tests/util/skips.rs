@@ -94,7 +94,11 @@ extern "C" fn print_summary() {
     lines.dedup();
     let missing = skips.iter().filter(|(required, ..)| *required).count();
     let mut err = std::io::stderr().lock();
-    let mut tests: Vec<&String> = skips.iter().map(|(_, test, _)| test).collect();
+    let mut tests: Vec<&String> = skips
+        .iter()
+        .filter(|(required, ..)| !required)
+        .map(|(_, test, _)| test)
+        .collect();
     tests.sort();
     tests.dedup();
     let _ = write!(
