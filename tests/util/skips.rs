@@ -4,7 +4,8 @@
 //! `OFFLOAD_REQUIRE_REFERENCE=1` (as in CI), with a failure instead.
 //!
 //! The summary (`external requirements: N checked, M skipped (in K tests)`, then one line per
-//! test and reason; under `OFFLOAD_REQUIRE_REFERENCE=1` also how many were missing, each a failure) is printed by a handler registered with `atexit` at the first check: libtest ends
+//! test and reason; under `OFFLOAD_REQUIRE_REFERENCE=1` also how many were missing, each a
+//! failure) is printed by a handler registered with `atexit` at the first check: libtest ends
 //! its program by returning from `main` or by `exit`, and both run the handler once every test
 //! is done. Statics are never dropped in Rust, so a destructor could not do it, and a test
 //! named to run last runs last only on one thread. The handler writes to stderr directly,
@@ -53,8 +54,8 @@ pub fn skip(why: &str) {
 fn checked() {
     CHECKS.fetch_add(1, Ordering::Relaxed);
     SUMMARY.call_once(|| {
-        // SAFETY: `print_summary` is an `extern "C" fn()` that neither unwinds (it catches
-        // nothing that could panic: poisoned locks are taken over) nor calls `exit`.
+        // SAFETY: `atexit` only keeps the pointer. `print_summary` does not unwind into C (it
+        // takes over poisoned locks and ignores failed writes) and does not call `exit`.
         unsafe {
             atexit(print_summary);
         }
