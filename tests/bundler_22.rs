@@ -2,7 +2,8 @@
 //! compressed bundle version written, entry-ID rules and their messages, and the cases where
 //! LLVM 22 is wrong (retired processors), each checked against the real tools when present.
 
-use crate::util::{offload, reference_tool, text_output};
+use crate::util;
+use crate::util::{offload, text_output};
 use std::path::Path;
 use std::process::Command;
 
@@ -25,7 +26,7 @@ fn ours(release: &str, dir: &Path) -> Command {
 
 /// The LLVM tool `name` run in `dir`, or `None` (with a visible skip) when it is missing.
 fn llvm(name: &str, dir: &Path) -> Option<Command> {
-    let path = reference_tool(name)?;
+    let path = util::tool(name)?;
     let mut command = Command::new(path);
     command
         .current_dir(dir)

@@ -9,8 +9,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::util;
 use crate::util::native::{c_compiler, compile_hip};
-use crate::util::{offload, reference_tool, succeed, text_output};
+use crate::util::{offload, succeed, text_output};
 
 /// The program and its folder: `DIR/prog` (RPATH `$ORIGIN/lib`) needs `libgfx90a.so`
 /// (in `DIR/lib`, needing `libhelper.so` beside it), `libgeneric.so` (in `DIR/llp`) and
@@ -89,11 +90,8 @@ impl Program {
 /// Builds the program with clang-22 (else clang-19) and the C compiler; `None` (after saying
 /// so) when one is missing.
 fn program() -> Option<Program> {
-    let clang = reference_tool("clang-22").or_else(|| reference_tool("clang-19"))?;
-    let Some(cc) = c_compiler() else {
-        crate::util::visible("SKIP: no C compiler");
-        return None;
-    };
+    let clang = util::any_tool(&["clang-22", "clang-19"])?;
+    let cc = c_compiler()?;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     for sub in ["lib", "llp", "stub", "obj"] {
@@ -106,7 +104,7 @@ fn program() -> Option<Program> {
     let helper = d.join("obj/helper.c");
     let shared = |out: &str, inputs: &[&Path], extra: &[&str]| {
         succeed(
-            Command::new(cc)
+            Command::new(&cc)
                 .args(["-shared", "-fPIC"])
                 .args(inputs)
                 .arg("-o")
@@ -124,7 +122,7 @@ fn program() -> Option<Program> {
     );
     shared("llp/libgeneric.so", &[&generic], &[]);
     succeed(
-        Command::new(cc)
+        Command::new(&cc)
             .arg(d.join("obj/main.c"))
             .args([
                 "-o",
@@ -368,10 +366,7 @@ fn every_file_resolves_where_ldd_finds_it() {
 }
 
 fn p_or_skip() -> Option<Program> {
-    if Command::new("ldd").arg("--version").output().is_err() {
-        crate::util::visible("SKIP: ldd not found");
-        return None;
-    }
+    util::tool("ldd")?;
     program()
 }
 

@@ -138,13 +138,16 @@ fn objects_and_archives_keep_the_entries_asked_for() {
 /// Builds the stand-in CUDA runtime (`tests/support/cuda_runtime.c`) into `dir` under the
 /// name the samples were linked with.
 fn stand_in_runtime(dir: &Path) -> bool {
-    let built = Command::new("cc")
+    let Some(cc) = crate::util::native::c_compiler() else {
+        return false;
+    };
+    let built = Command::new(cc)
         .args(["-shared", "-fPIC", "-Wl,-soname,libcudart_standin.so", "-o"])
         .arg(dir.join("libcudart_standin.so"))
         .arg(crate::util::root().join("tests/support/cuda_runtime.c"))
         .status();
     if !built.is_ok_and(|s| s.success()) {
-        crate::util::visible("SKIP: cc could not build the stand-in CUDA runtime");
+        crate::util::skip("the C compiler could not build the stand-in CUDA runtime");
         return false;
     }
     true
@@ -274,6 +277,9 @@ fn libcurand_stripped_to_one_sm_keeps_exactly_its_cubins_and_loads() {
          print(l.curandGetVersion(ctypes.byref(v)), v.value)",
         out.display()
     );
-    let (code, text, err) = text_output(Command::new("python3").args(["-c", &script]));
+    let Some(python) = crate::util::python_with(&["ctypes"]) else {
+        return;
+    };
+    let (code, text, err) = text_output(Command::new(python).args(["-c", &script]));
     assert_eq!((code, text.trim()), (0, "0 10310"), "{err}");
 }

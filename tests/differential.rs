@@ -6,11 +6,12 @@
 //! output does.
 //! `[llvm-crashes]` cases are not run with LLVM.
 
+use crate::util;
 use crate::util::cases::{
     self, check_all, compare, load_cases, option_values, report, run_case, run_tool, substitute,
     Case, Expected, Outcome, Status, Tool, LLVM_BUNDLER,
 };
-use crate::util::{first_difference, reference_tool};
+use crate::util::first_difference;
 
 const CCOB_MAGIC: &[u8] = b"CCOB";
 
@@ -43,7 +44,7 @@ fn differential_22() {
 /// Runs every case with `offload bundler` as LLVM `release` and with the LLVM tool `name`,
 /// except the cases `skip` names, and compares the results.
 fn differential_against(name: &str, release: &str, skip: &[&str]) {
-    let Some(llvm) = reference_tool(name) else {
+    let Some(llvm) = util::tool(name) else {
         return;
     };
     // Run it by its real path: with argv[0] naming an existing file, LLVM looks for
@@ -216,7 +217,7 @@ fn unbundle_with_llvm(
 #[test]
 fn help_is_llvm_19s_through_a_versioned_name() {
     for tool in ["clang-offload-bundler-19", "clang-offload-packager-19"] {
-        let Some(llvm) = reference_tool(tool) else {
+        let Some(llvm) = util::tool(tool) else {
             return;
         };
         let dir = tempfile::tempdir().unwrap();

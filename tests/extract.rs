@@ -4,9 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::util::{
-    file_names, offload, offload_extract_in, offload_in, reference_tool, samples_dir,
-};
+use crate::util;
+use crate::util::{file_names, offload, offload_extract_in, offload_in, samples_dir};
 
 fn sample(path: &str) -> String {
     samples_dir().join(path).to_string_lossy().into_owned()
@@ -48,7 +47,7 @@ fn a_target_id_selects_every_image_its_device_can_load() {
 
 #[test]
 fn extracted_bytes_equal_what_llvm_unbundles() {
-    let Some(llvm) = reference_tool("clang-offload-bundler-19") else {
+    let Some(llvm) = util::tool("clang-offload-bundler-19") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -6,15 +6,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::util;
 use crate::util::native::{c_compiler, compile_hip, run, support};
-use crate::util::{offload, reference_tool, root, succeed};
+use crate::util::{offload, root, succeed};
 
 /// A program of two translation units linked with the stand-in runtime: `kernel.hip` built
 /// for gfx1100, gfx11-generic and gfx90a, `vadd.hip` only for gfx11-generic and
 /// gfx90a:xnack-. A gfx1100 device loads the first one's native code and the second one's
 /// generic code.
 fn mixed_program(dir: &Path) -> Option<PathBuf> {
-    let clang = reference_tool("clang-22")?;
+    let clang = util::tool("clang-22")?;
     let cc = c_compiler()?;
     let first = compile_hip(
         &clang,
@@ -228,7 +229,7 @@ fn extract_takes_native_code_else_generic_and_says_which() {
 #[test]
 fn spirv_is_what_a_device_without_native_or_generic_code_loads() {
     let dir = tempfile::tempdir().unwrap();
-    let Some(clang) = reference_tool("clang-22") else {
+    let Some(clang) = util::tool("clang-22") else {
         return;
     };
     let object = compile_hip(

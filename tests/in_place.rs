@@ -7,7 +7,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::util::{offload, temporaries_in, visible};
+use crate::util::{self, offload, temporaries_in, visible};
 
 /// A bundle with a host entry and three device entries of `size` bytes each.
 fn bundle(size: usize) -> Vec<u8> {
@@ -70,7 +70,7 @@ fn sh(command: &str) -> std::process::Output {
 #[test]
 fn owner_group_and_set_id_bits_stay() {
     if !is_root() {
-        visible("SKIP: changing a file's owner needs root");
+        util::skip("changing a file's owner needs root");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -102,7 +102,7 @@ fn extended_attributes_acls_and_capabilities_stay() {
         .status
         .success()
     {
-        visible("SKIP: setfattr missing, or no user attributes on this file system");
+        util::skip("setfattr missing, or no user attributes on this file system");
         return;
     }
     let acl = sh(&format!("setfacl -m u:65534:r {p}")).status.success();
@@ -123,14 +123,14 @@ fn extended_attributes_acls_and_capabilities_stay() {
         assert_eq!(after_acl, before_acl);
         assert!(String::from_utf8_lossy(&after_acl).contains("user:65534:r--"));
     } else {
-        visible("SKIP: setfacl missing: ACLs not checked");
+        util::skip("setfacl missing: ACLs not checked");
     }
     if cap {
         let after_cap = sh(&format!("getcap {p}")).stdout;
         assert_eq!(after_cap, before_cap);
         assert!(String::from_utf8_lossy(&after_cap).contains("cap_net_raw"));
     } else {
-        visible("SKIP: setcap missing or not root: capabilities not checked");
+        util::skip("setcap missing or not root: capabilities not checked");
     }
 }
 

@@ -13,9 +13,10 @@ use offload::format::kpack::{
 use offload::host::kpack::loader_search_paths;
 use offload::loads::kpack_search::{search, ArchiveIndex, Environment, Miss, Opened, Outcome};
 
+use crate::util;
 use crate::util::kpack::{fnv1a64, load, loader, pack_with_python, split_with_python};
 use crate::util::native::{c_compiler, compile_hip};
-use crate::util::{offload_in, reference_tool, succeed};
+use crate::util::{offload_in, succeed};
 
 /// The processors the test library is built for.
 pub(crate) const ARCHES: [&str; 2] = ["gfx90a", "gfx1100"];
@@ -48,7 +49,7 @@ pub(crate) const UNITS: [Unit; 2] = [
 /// A HIP shared library of `units`, built by clang-22 into `dir/stage/lib/libk.so`; `None`
 /// when a compiler is missing.
 pub(crate) fn hip_library(dir: &Path, units: &[Unit]) -> Option<PathBuf> {
-    let clang = reference_tool("clang-22")?;
+    let clang = util::tool("clang-22")?;
     let cc = c_compiler()?;
     let objects: Vec<PathBuf> = units
         .iter()
@@ -497,8 +498,10 @@ fn python_toc(path: &Path) -> Vec<(String, String, u64, u64, u64)> {
         "        print(key, arch, e['original_size'], b['offset'], b['size'])",
     ]
     .join("\n");
+    // Found before, by the split this archive comes from.
+    let python = util::python_with(&["msgpack"]).expect("python3 with msgpack");
     let out = succeed(
-        std::process::Command::new("/usr/bin/python3")
+        std::process::Command::new(python)
             .args(["-c", &script])
             .arg(path),
     );

@@ -11,7 +11,8 @@ use std::time::Duration;
 use offload::format::kpack::{ArchiveWriter, Scheme};
 
 use crate::kpack_use::contents;
-use crate::util::{offload, offload_in, reference_tool, samples_dir, text_output};
+use crate::util;
+use crate::util::{offload, offload_in, samples_dir, text_output};
 
 /// Splits the committed HIP library into `out` under `dir` (archives `t_gfx906.kpack` and
 /// `t_gfx90a.kpack` in `out/.kpack/`), with `extra` arguments.
@@ -188,14 +189,14 @@ fn a_search_path_into_a_private_folder_opens_only_processor_names_there() {
 
     // What is opened there, as the system sees it: only paths named for processors, and no
     // folder is listed.
-    let Some(strace) = reference_tool("strace") else {
+    let Some(strace) = util::tool("strace") else {
         return;
     };
     let traced = Command::new(&strace)
         .args(["-qq", "-o", "/dev/null", "true"])
         .status();
     if !traced.is_ok_and(|s| s.success()) {
-        crate::util::visible("SKIP: strace cannot trace here (ptrace is not allowed)");
+        util::skip("strace cannot trace here (ptrace is not allowed)");
         return;
     }
     let log = d.join("trace");

@@ -7,8 +7,9 @@ use std::fs;
 use std::path::Path;
 
 use crate::rewrite_pe::build;
+use crate::util;
 use crate::util::kpack::split_pe_with_python;
-use crate::util::{offload_in, reference_tool};
+use crate::util::offload_in;
 
 /// The files of `dir` by name, with their bytes.
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
@@ -29,8 +30,7 @@ const ARCHES: [&str; 3] = ["gfx1100", "gfx906", "gfx90a"];
 
 #[test]
 fn split_pe_images_are_listed_extracted_and_verified_from_their_archives() {
-    let (Some(clang), Some(lld_link)) = (reference_tool("clang-22"), reference_tool("lld-link-22"))
-    else {
+    let (Some(clang), Some(lld_link)) = (util::tool("clang-22"), util::tool("lld-link-22")) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -17,9 +17,10 @@ use offload::format::image_target::ImageTarget;
 use offload::format::kpack::ELF_REF_SECTION;
 use offload::host::program::kpack_elf::hip_code;
 
+use crate::util;
 use crate::util::kpack::{fnv1a64, load, loader, read_with_python};
 use crate::util::native::{compile_hip, run, support};
-use crate::util::{offload, reference_tool, succeed, temporaries_in, text_output};
+use crate::util::{offload, succeed, temporaries_in, text_output};
 
 /// Code objects per wrapper, in wrapper order: processor -> bytes.
 type CodeObjects = Vec<BTreeMap<String, Vec<u8>>>;
@@ -74,7 +75,7 @@ fn library(
     units: &[(&str, &[&str], &[&str])],
     rdc: bool,
 ) -> Option<PathBuf> {
-    let clang = reference_tool("clang-22")?;
+    let clang = util::tool("clang-22")?;
     let build = dir.join(format!("build-{}", rel.replace('/', "_")));
     fs::create_dir_all(&build).unwrap();
     let objects: Vec<PathBuf> = units
@@ -296,7 +297,7 @@ fn amds_archive_reader_reads_our_archives() {
 
 #[test]
 fn split_then_merged_programs_run_with_every_code_object_as_it_was() {
-    let Some(clang) = reference_tool("clang-22") else {
+    let Some(clang) = util::tool("clang-22") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -13,9 +13,10 @@ use offload::format::kpack::{Archive, ArchiveWriter, Scheme, ELF_REF_SECTION};
 use crate::check::squeeze;
 use crate::kpack::section;
 use crate::kpack::{python_split_installed, Unit, ARCHES, UNITS};
+use crate::util;
 use crate::util::kpack::{copy_tree, fnv1a64, load, loader, split_with_python};
 use crate::util::native::{c_compiler, compile_hip};
-use crate::util::{kfd_topology, offload, offload_in, reference_tool, succeed, text_output};
+use crate::util::{kfd_topology, offload, offload_in, succeed, text_output};
 
 /// The contents of every file in `dir`, sorted.
 pub(crate) fn contents(dir: &Path) -> Vec<Vec<u8>> {
@@ -326,7 +327,7 @@ fn compressed_archives_inflate_and_generic_code_serves_other_processors() {
 /// `dir/stage/bin/prog`, split by AMD's splitter and installed with its archives in
 /// `dir/split/k_lib_generic/stage`; gives that folder. `None` when a tool is missing.
 fn split_program(dir: &Path) -> Option<PathBuf> {
-    let clang = reference_tool("clang-22")?;
+    let clang = util::tool("clang-22")?;
     let cc = c_compiler()?;
     let objects: Vec<PathBuf> = UNITS
         .iter()

@@ -5,7 +5,8 @@
 
 use std::process::Command;
 
-use crate::util::{offload, reference_tool, samples_dir};
+use crate::util;
+use crate::util::{offload, samples_dir};
 use serde_json::Value;
 
 fn ls(file: &str) -> Vec<Value> {
@@ -116,7 +117,7 @@ fn places_are_named_and_offsets_point_at_the_code() {
 
 #[test]
 fn linked_openmp_images_are_those_llvm_objdump_lists() {
-    let Some(objdump) = reference_tool("llvm-objdump-19") else {
+    let Some(objdump) = util::tool("llvm-objdump-19") else {
         return;
     };
     let path = samples_dir().join("linked/omp-app");

@@ -4,7 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{offload, reference_tool, samples_dir, text_output};
+use crate::util;
+use crate::util::{offload, samples_dir, text_output};
 use serde_json::Value;
 
 fn ls(args: &[&Path], json: bool) -> (i32, String, String) {
@@ -31,10 +32,7 @@ fn openmp_samples() -> Vec<PathBuf> {
     .iter()
     .map(|n| s.join(n))
     .collect();
-    let devicertl = Path::new("/usr/lib/llvm-19/lib/libomptarget.devicertl.a");
-    if devicertl.exists() {
-        files.push(devicertl.to_path_buf());
-    }
+    files.extend(util::devicertl());
     files
 }
 
@@ -87,7 +85,7 @@ fn objdump_kind(name: &str) -> &str {
 
 #[test]
 fn lists_what_llvm_objdump_lists_in_its_order() {
-    let Some(objdump) = reference_tool("llvm-objdump-19") else {
+    let Some(objdump) = util::tool("llvm-objdump-19") else {
         return;
     };
     let mut checked = 0;

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{first_difference, reference_tool, samples_dir, visible, CountingSink};
+use crate::util::{self, first_difference, samples_dir, visible, CountingSink};
 use object::{pe, Object as _, ObjectSection as _, ObjectSymbol as _};
 use offload::format::bundle::{self, Bundle as FatBinary};
 use offload::host::objcopy::{add_sections, remove_sections, rewrite_sections, AddedSection};
@@ -20,22 +20,10 @@ use offload::host::objcopy::{add_sections, remove_sections, rewrite_sections, Ad
 const PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
 const HOST: &str = "__CLANG_OFFLOAD_BUNDLE__host-x86_64-pc-windows-msvc";
 
-/// The reference tool: LLVM 19's llvm-objcopy (`/usr/bin/llvm-objcopy` may be an older one).
-const OBJCOPY: &str = "/usr/lib/llvm-19/bin/llvm-objcopy";
-
+/// The reference tool: LLVM 19's llvm-objcopy (a plain `llvm-objcopy` on `PATH` may be an older
+/// one).
 fn objcopy_tool() -> Option<PathBuf> {
-    let path = PathBuf::from(OBJCOPY);
-    if path.is_file() {
-        return Some(path);
-    }
-    if std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() == Ok("1") {
-        panic!(
-            "{OBJCOPY} not found, and OFFLOAD_REQUIRE_REFERENCE=1 requires it \
-             (Debian: apt-get install llvm-19)"
-        );
-    }
-    visible(&format!("SKIP: {OBJCOPY} not found"));
-    None
+    util::tool("llvm-objcopy-19")
 }
 
 fn coff_objects() -> Vec<PathBuf> {
@@ -809,10 +797,9 @@ fn readobj_block<'t>(text: &'t str, line: &str) -> &'t str {
 
 #[test]
 fn a_shorter_fat_binary_still_links_into_a_dll() {
-    let (Some(lld_link), Some(readobj_tool)) = (
-        reference_tool("lld-link-19"),
-        reference_tool("llvm-readobj-19"),
-    ) else {
+    let (Some(lld_link), Some(readobj_tool)) =
+        (util::tool("lld-link-19"), util::tool("llvm-readobj-19"))
+    else {
         return;
     };
     let bytes = std::fs::read(samples_dir().join("linked/kernel-msvc.obj")).unwrap();

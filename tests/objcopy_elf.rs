@@ -4,7 +4,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{first_difference, reference_tool, samples_dir, visible, CountingSink};
+use crate::util;
+use crate::util::{first_difference, samples_dir, visible, CountingSink};
 use offload::host::objcopy::{add_sections, remove_sections, AddedSection};
 
 const PREFIX: &str = "__CLANG_OFFLOAD_BUNDLE__";
@@ -57,7 +58,7 @@ fn check(name: &str, expected: &[u8], ours: &[u8], failures: &mut Vec<String>) {
 
 #[test]
 fn adding_and_removing_sections_matches_llvm_objcopy() {
-    let Some(tool) = reference_tool("llvm-objcopy-19") else {
+    let Some(tool) = util::tool("llvm-objcopy-19") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -146,7 +147,7 @@ fn adding_and_removing_sections_matches_llvm_objcopy() {
 
 #[test]
 fn removing_a_section_takes_its_relocations_and_renumbers_links() {
-    let Some(tool) = reference_tool("llvm-objcopy-19") else {
+    let Some(tool) = util::tool("llvm-objcopy-19") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

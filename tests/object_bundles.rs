@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::util;
 use crate::util::native::c_compiler;
-use crate::util::{bundler, reference_tool, samples_dir, succeed, visible};
+use crate::util::{bundler, samples_dir, succeed};
 use object::{Object, ObjectSection};
 
 const GFX906: &str = "hipv4-amdgcn-amd-amdhsa--gfx906";
@@ -38,7 +39,6 @@ fn bundle_section_names(data: &[u8]) -> Vec<String> {
 #[test]
 fn a_fat_object_links_and_runs_without_its_device_sections() {
     let Some(cc) = c_compiler() else {
-        visible("SKIP: no C compiler to link with");
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -65,21 +65,15 @@ fn a_partial_link_keeps_the_bundle_and_llvm_reads_ours() {
             format!("__CLANG_OFFLOAD_BUNDLE__{GFX90A}"),
         ]
     );
-    if Command::new("ld").arg("--version").output().is_ok() {
+    if let Some(ld) = util::tool("ld") {
         let partial = dir.path().join("partial.o");
-        succeed(
-            Command::new("ld")
-                .arg("-r")
-                .arg(&fat)
-                .arg("-o")
-                .arg(&partial),
-        );
+        succeed(Command::new(ld).arg("-r").arg(&fat).arg("-o").arg(&partial));
         assert_eq!(
             bundle_section_names(&std::fs::read(&partial).unwrap()),
             names
         );
     }
-    let Some(llvm) = reference_tool("clang-offload-bundler-19") else {
+    let Some(llvm) = util::tool("clang-offload-bundler-19") else {
         return;
     };
     let list = Command::new(llvm)
@@ -135,7 +129,7 @@ fn unbundling_our_fat_object_gives_back_every_input() {
 
 #[test]
 fn an_aarch64_fat_object_links_into_a_program() {
-    let Some(lld) = reference_tool("ld.lld-19") else {
+    let Some(lld) = util::tool("ld.lld-19") else {
         return;
     };
     let s = samples_dir();
@@ -168,7 +162,7 @@ fn an_aarch64_fat_object_links_into_a_program() {
 
 #[test]
 fn a_coff_fat_object_links_into_a_dll_without_its_device_sections() {
-    let Some(lld_link) = reference_tool("lld-link-19") else {
+    let Some(lld_link) = util::tool("lld-link-19") else {
         return;
     };
     let s = samples_dir();

@@ -204,7 +204,7 @@ impl SmallDisk {
             .status()
             .is_ok_and(|s| s.success());
         if !mounted {
-            visible("SKIP: cannot mount a 1 MiB tmpfs (needs root): full-disk cases not run");
+            crate::util::skip("cannot mount a 1 MiB tmpfs (needs root): full-disk cases not run");
             return None;
         }
         Some(SmallDisk(dir))

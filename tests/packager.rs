@@ -9,10 +9,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::util;
 use crate::util::cases::{
     self, compare, load_golden_from, run_tool, Case, Expected, Outcome, Status, Tool,
 };
-use crate::util::{offload, reference_tool, root, samples_dir, visible, OFFLOAD};
+use crate::util::{offload, root, samples_dir, visible, OFFLOAD};
 
 /// The reference packagers, with the release `OFFLOAD_LLVM_VERSION` makes ours stand in for.
 const REFERENCES: [(&str, &str); 2] = [
@@ -20,10 +21,8 @@ const REFERENCES: [(&str, &str); 2] = [
     ("llvm-offload-binary-22", "22"),
 ];
 
-const DEVICERTL: &str = "/usr/lib/llvm-19/lib/libomptarget.devicertl.a";
-
 /// (name, arguments); `{S}` is the samples folder, `{O}` the output folder (also the working
-/// folder). Cases whose name starts with `live-` are only run beside LLVM, never stored: their
+/// folder), `{DEVICERTL}` LLVM 19's `libomptarget.devicertl.a`. Cases whose name starts with `live-` are only run beside LLVM, never stored: their
 /// outputs hold the absolute path of the samples folder (archive member names, keys).
 const CASES: &[(&str, &str)] = &[
     ("pack-one", "-o {O}/one.bin --image=file={S}/dev/vadd-gfx906.hsaco,triple=amdgcn-amd-amdhsa,arch=gfx906,kind=hip"),
@@ -57,7 +56,7 @@ const CASES: &[(&str, &str)] = &[
     ("unpack-to-archive", "{S}/openmp/libomp.a --archive --image=triple=amdgcn-amd-amdhsa,file={O}/dev.a"),
     ("live-unpack-object-to-archive", "{S}/openmp/omp.o --archive --image=arch=gfx906,file={O}/dev.a"),
     ("err-archive-without-file", "{S}/openmp/libomp.a --archive --image=triple=amdgcn-amd-amdhsa"),
-    ("live-devicertl", "/usr/lib/llvm-19/lib/libomptarget.devicertl.a --image=arch=gfx90a --image=arch=gfx906,file={O}/last.bc"),
+    ("live-devicertl", "{DEVICERTL} --image=arch=gfx90a --image=arch=gfx906,file={O}/last.bc"),
 ];
 
 fn golden_root() -> PathBuf {
@@ -128,7 +127,7 @@ fn golden() {
 #[test]
 fn differential() {
     for (reference, release) in REFERENCES {
-        if let Some(llvm) = reference_tool(reference) {
+        if let Some(llvm) = util::tool(reference) {
             differential_with(&llvm, release);
         }
     }
@@ -152,13 +151,14 @@ fn differential_with(llvm: &Path, release: &str) {
     let mut failures = Vec::new();
     let mut count = 0;
     for (name, args) in CASES {
-        if name.contains("devicertl") && !Path::new(DEVICERTL).exists() {
-            visible(&format!(
-                "SKIP: {name}: {DEVICERTL} not installed (libomp-19-dev)"
-            ));
-            continue;
-        }
-        let c = case(name, args);
+        let args = match args.contains("{DEVICERTL}") {
+            true => match util::devicertl() {
+                Some(file) => args.replace("{DEVICERTL}", &file.to_string_lossy()),
+                None => continue,
+            },
+            false => args.to_string(),
+        };
+        let c = case(name, &args);
         count += 1;
         let theirs = run(&llvm, &c);
         if write && !name.starts_with("live-") {
@@ -303,27 +303,15 @@ fn every_damaged_binary_is_reported_in_file_order() {
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "outputs left");
 }
 
-/// The reference program for each name our binary answers to as a packager of LLVM 22 or 19,
-/// with the release it stands in for when started so. Debian installs LLVM 22's
-/// `clang-offload-packager` (unversioned) only in its own folder.
-const NAMED_REFERENCES: [(&str, &str); 5] = [
-    (
-        "clang-offload-packager-19",
-        "/usr/bin/clang-offload-packager-19",
-    ),
-    (
-        "clang-offload-packager-22",
-        "/usr/bin/clang-offload-packager-22",
-    ),
-    ("llvm-offload-binary-22", "/usr/bin/llvm-offload-binary-22"),
-    (
-        "llvm-offload-binary",
-        "/usr/lib/llvm-22/bin/llvm-offload-binary",
-    ),
-    (
-        "clang-offload-packager",
-        "/usr/lib/llvm-22/bin/clang-offload-packager",
-    ),
+/// Each name our binary answers to as a packager of LLVM 22 or 19, and where the reference
+/// program of that name is: on `PATH` (`None`), or in that LLVM release's `bin` folder, where
+/// alone Debian installs LLVM 22's unversioned names.
+const NAMED_REFERENCES: [(&str, Option<&str>); 5] = [
+    ("clang-offload-packager-19", None),
+    ("clang-offload-packager-22", None),
+    ("llvm-offload-binary-22", None),
+    ("llvm-offload-binary", Some("22")),
+    ("clang-offload-packager", Some("22")),
 ];
 
 /// Runs `program args` in `dir`: exit code, stdout, and stderr with `program` written `PROG`.
@@ -355,12 +343,14 @@ fn each_name_prints_its_own_help_and_warnings() {
     ];
     let mut failures = Vec::new();
     let mut count = 0;
-    for (name, reference) in NAMED_REFERENCES {
-        if !Path::new(reference).exists() {
-            reference_tool(name);
-            visible(&format!("SKIP: {reference} not installed"));
+    for (name, release) in NAMED_REFERENCES {
+        let reference = match release {
+            Some(release) => util::llvm_bin_tool(name, release),
+            None => util::tool(name),
+        };
+        let Some(reference) = reference else {
             continue;
-        }
+        };
         let dir = tempfile::tempdir().unwrap();
         let link = dir.path().join(name);
         std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
@@ -368,7 +358,7 @@ fn each_name_prints_its_own_help_and_warnings() {
         for args in args {
             count += 1;
             let ours = run_named(&link, args, dir.path());
-            let theirs = run_named(Path::new(reference), args, dir.path());
+            let theirs = run_named(&reference, args, dir.path());
             // LLVM's parser also suggests a near option ("Did you mean"); we need not.
             let first_line = |(code, out, err): &(Option<i32>, Vec<u8>, String)| {
                 (*code, out.clone(), err.lines().next().map(str::to_string))
@@ -471,7 +461,7 @@ fn each_release_unpacks_the_hip_kind_it_writes() {
         }
     }
     for (reference, release) in REFERENCES {
-        let Some(llvm) = reference_tool(reference) else {
+        let Some(llvm) = util::tool(reference) else {
             continue;
         };
         for kind in ["hip", "sycl", "none", "openmp", "cuda"] {
@@ -518,7 +508,7 @@ fn offload_binaries_of_later_versions_are_refused_as_llvm_refuses_them() {
             );
         }
         for (reference, _) in REFERENCES {
-            let Some(llvm) = reference_tool(reference) else {
+            let Some(llvm) = util::tool(reference) else {
                 continue;
             };
             let theirs = run(&Tool::new(&llvm, &[]), &c);

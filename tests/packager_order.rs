@@ -130,7 +130,7 @@ impl Packager {
         PACKAGERS
             .iter()
             .filter_map(|&(name, version)| {
-                let tool = util::reference_tool(name)?;
+                let tool = util::tool(name)?;
                 let dir = tempfile::tempdir().unwrap();
                 std::fs::write(dir.path().join("img.o"), b"\x01\x02\x03 an image").unwrap();
                 Some(Packager {

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{offload, reference_tool};
+use crate::util;
+use crate::util::offload;
 
 /// Target IDs, one per entry: enough entries that eight threads are always copying at once.
 fn target_ids() -> Vec<String> {
@@ -85,7 +86,7 @@ fn make_bundle(llvm: &Path, dir: &Path) -> (PathBuf, BTreeMap<String, Vec<u8>>) 
 
 #[test]
 fn every_image_written_in_parallel_holds_its_own_bytes() {
-    let Some(llvm) = reference_tool("clang-offload-bundler-19") else {
+    let Some(llvm) = util::tool("clang-offload-bundler-19") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -7,7 +7,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{offload, reference_tool, samples_dir, visible};
+use crate::util;
+use crate::util::{offload, samples_dir, visible};
 
 const READOBJ: &str = "llvm-readobj-22";
 
@@ -68,7 +69,7 @@ fn samples() -> Vec<String> {
 
 #[test]
 fn our_lines_equal_llvm_readobj_22_on_the_samples() {
-    let Some(readobj) = reference_tool(READOBJ) else {
+    let Some(readobj) = util::tool(READOBJ) else {
         return;
     };
     let dir = samples_dir();
@@ -164,8 +165,7 @@ fn object_with_section(objcopy: &Path, dir: &Path, name: &str, contents: &[u8]) 
 
 #[test]
 fn plain_and_compressed_bundles_in_one_section_are_listed_as_llvm_22_lists_them() {
-    let (Some(readobj), Some(objcopy)) =
-        (reference_tool(READOBJ), reference_tool("llvm-objcopy-22"))
+    let (Some(readobj), Some(objcopy)) = (util::tool(READOBJ), util::tool("llvm-objcopy-22"))
     else {
         return;
     };

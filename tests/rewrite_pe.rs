@@ -12,7 +12,8 @@ use offload::format::bundle::Bundle;
 use offload::format::ccob::CompressedBundle;
 use offload::host::program::pe::checksum;
 
-use crate::util::{offload, reference_tool, root, samples_dir, succeed, text_output};
+use crate::util;
+use crate::util::{offload, root, samples_dir, succeed, text_output};
 
 /// The code objects of one bundle, by entry ID.
 type Entries = BTreeMap<String, Vec<u8>>;
@@ -156,7 +157,7 @@ fn check_with_llvm(file: &Path, checksum_set: bool) {
         ),
         ("llvm-objdump-22", &["-h"][..]),
     ] {
-        let Some(tool) = reference_tool(tool) else {
+        let Some(tool) = util::tool(tool) else {
             continue;
         };
         let (code, _, stderr) = text_output(Command::new(tool).args(args).arg(file));
@@ -193,8 +194,7 @@ fn only(bundles: &[(Entries, bool)], arches: &[&str]) -> Vec<Entries> {
 
 #[test]
 fn pe_images_are_stripped_compressed_and_decompressed_through_their_wrappers() {
-    let (Some(clang), Some(lld_link)) = (reference_tool("clang-22"), reference_tool("lld-link-22"))
-    else {
+    let (Some(clang), Some(lld_link)) = (util::tool("clang-22"), util::tool("lld-link-22")) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -265,7 +265,7 @@ fn pe_images_are_stripped_compressed_and_decompressed_through_their_wrappers() {
                     .collect::<Vec<_>>(),
                 "{name}"
             );
-            let objdump = reference_tool("llvm-objdump-22");
+            let objdump = util::tool("llvm-objdump-22");
             if let Some(objdump) = objdump {
                 let (_, headers, _) =
                     text_output(Command::new(objdump).arg("-h").arg(&decompressed_path));
@@ -405,7 +405,7 @@ fn mach_o_files_are_refused_with_a_reason() {
 
 #[test]
 fn a_mingw_image_keeps_its_symbol_table_and_debug_sections_readable() {
-    let Some(clang) = reference_tool("clang-22") else {
+    let Some(clang) = util::tool("clang-22") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -466,7 +466,7 @@ fn a_mingw_image_keeps_its_symbol_table_and_debug_sections_readable() {
     let input = std::fs::read(&exe).unwrap();
     let before = registered(&input);
     let symbols = |file: &Path| {
-        let objdump = reference_tool("llvm-objdump-22")?;
+        let objdump = util::tool("llvm-objdump-22")?;
         let (code, out, err) = text_output(Command::new(objdump).arg("-t").arg(file));
         assert_eq!((code, err.as_str()), (0, ""));
         Some(out.lines().skip(2).map(str::to_string).collect::<Vec<_>>())
@@ -481,7 +481,7 @@ fn a_mingw_image_keeps_its_symbol_table_and_debug_sections_readable() {
         check_with_llvm(file, false);
         // The COFF symbol table after the moved raw data is found where it went.
         assert_eq!(symbols(file), symbols(&exe), "{}", file.display());
-        if let Some(dwarfdump) = reference_tool("llvm-dwarfdump-22") {
+        if let Some(dwarfdump) = util::tool("llvm-dwarfdump-22") {
             let (code, out, _) = text_output(Command::new(dwarfdump).arg("--verify").arg(file));
             assert_eq!(code, 0, "{}", file.display());
             assert!(out.ends_with("No errors.\n"), "{}: {out}", file.display());

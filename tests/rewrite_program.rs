@@ -6,8 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::util;
 use crate::util::native::{compile_hip, hip_objects, run, support, ARCHES, KEPT_GFX90A};
-use crate::util::{offload, offload_in, reference_tool, samples_dir, succeed};
+use crate::util::{offload, offload_in, samples_dir, succeed};
 use offload::format::container::NewBytes;
 use offload::host::program::{rewrite_hip_fatbin, NewProgram, RewriteContainer, Rewriting};
 
@@ -31,7 +32,7 @@ fn extracted(file: &Path, dir: &Path) -> Vec<Vec<u8>> {
 
 #[test]
 fn stripped_programs_shrink_and_still_register_valid_bundles() {
-    let Some(clang) = reference_tool("clang-19") else {
+    let Some(clang) = util::tool("clang-19") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -89,7 +90,7 @@ fn stripped_programs_shrink_and_still_register_valid_bundles() {
 
 #[test]
 fn a_shared_library_stripped_in_place_still_loads() {
-    let Some(clang) = reference_tool("clang-19") else {
+    let Some(clang) = util::tool("clang-19") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -291,7 +292,7 @@ fn check_appended_segment(file: &Path) {
             );
         }
     }
-    if let Some(readelf) = reference_tool("readelf") {
+    if let Some(readelf) = util::tool("readelf") {
         let out = Command::new(readelf).arg("-lW").arg(file).output().unwrap();
         assert!(out.status.success());
         assert_eq!(
@@ -386,7 +387,7 @@ fn the_symbols_of_bundles_follow_them_into_the_new_segment() {
 
 #[test]
 fn compressed_then_decompressed_programs_run_and_keep_every_code_object() {
-    let Some(clang) = reference_tool("clang-19") else {
+    let Some(clang) = util::tool("clang-19") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -538,7 +539,7 @@ const LARGE_ARCHES: [&str; 3] = ["gfx906", "gfx90a", "gfx1030"];
 
 #[test]
 fn a_program_with_large_compressed_bundles_decompresses_in_parallel_and_runs() {
-    let Some(clang) = reference_tool("clang-19") else {
+    let Some(clang) = util::tool("clang-19") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

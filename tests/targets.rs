@@ -14,7 +14,8 @@ use std::process::Command;
 use object::{Object as _, ObjectSection as _};
 use serde_json::Value;
 
-use crate::util::{first_difference, offload, reference_tool, samples_dir, succeed};
+use crate::util;
+use crate::util::{first_difference, offload, samples_dir, succeed};
 
 /// The samples whose device code is in `.hip_fatbin` bundles.
 const BUNDLED: &[&str] = &[
@@ -169,10 +170,10 @@ fn entry_ids(images: &[Value]) -> Vec<String> {
 
 #[test]
 fn ls_lists_every_entry_the_bundlers_list_bundle_by_bundle() {
-    let Some(bundler22) = reference_tool("clang-offload-bundler-22") else {
+    let Some(bundler22) = util::tool("clang-offload-bundler-22") else {
         return;
     };
-    let Some(bundler19) = reference_tool("clang-offload-bundler-19") else {
+    let Some(bundler19) = util::tool("clang-offload-bundler-19") else {
         return;
     };
     for name in BUNDLED {
@@ -299,7 +300,7 @@ fn native_ids(name: &str) -> Vec<String> {
 
 #[test]
 fn extract_exact_gives_what_the_llvm_22_bundler_unbundles() {
-    let Some(bundler) = reference_tool("clang-offload-bundler-22") else {
+    let Some(bundler) = util::tool("clang-offload-bundler-22") else {
         return;
     };
     for name in BUNDLED {
@@ -316,7 +317,7 @@ fn extract_exact_gives_what_the_llvm_22_bundler_unbundles() {
 
 #[test]
 fn extract_exact_takes_features_after_new_processors() {
-    let Some(bundler) = reference_tool("clang-offload-bundler-22") else {
+    let Some(bundler) = util::tool("clang-offload-bundler-22") else {
         return;
     };
     assert_extracts_as(&bundler, NEW_WITH_FEATURES, "new-arches.o");
@@ -326,7 +327,7 @@ fn extract_exact_takes_features_after_new_processors() {
 fn extract_exact_takes_retired_processors_as_llvm_19_does() {
     // LLVM 22 no longer knows gfx940 and gfx941 and unbundles the gfx941:xnack+ code object
     // for both; LLVM 19 still knows them.
-    let Some(bundler) = reference_tool("clang-offload-bundler-19") else {
+    let Some(bundler) = util::tool("clang-offload-bundler-19") else {
         return;
     };
     assert_extracts_as(&bundler, RETIRED, "retired-gfx940.o");
@@ -355,7 +356,7 @@ fn objdump_images(objdump: &Path, name: &str) -> Vec<(String, String)> {
 
 #[test]
 fn ls_lists_the_offload_binaries_llvm_objdump_22_lists() {
-    let Some(objdump) = reference_tool("llvm-objdump-22") else {
+    let Some(objdump) = util::tool("llvm-objdump-22") else {
         return;
     };
     for (name, expected) in [
@@ -380,7 +381,7 @@ fn ls_lists_the_offload_binaries_llvm_objdump_22_lists() {
 
 #[test]
 fn extract_exact_of_an_offload_binary_gives_what_llvm_offload_binary_22_writes() {
-    let Some(tool) = reference_tool("llvm-offload-binary-22") else {
+    let Some(tool) = util::tool("llvm-offload-binary-22") else {
         return;
     };
     for (name, arch) in [
@@ -419,7 +420,7 @@ fn bundler_run(mut command: Command, args: &[&str]) -> (i32, Vec<u8>, String) {
 
 #[test]
 fn the_22_bundler_unbundles_every_new_target_as_llvm_22_does() {
-    let Some(llvm) = reference_tool("clang-offload-bundler-22") else {
+    let Some(llvm) = util::tool("clang-offload-bundler-22") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

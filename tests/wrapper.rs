@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::util;
 use crate::util::native::{link_and_run, runs_with_libomptarget, support};
-use crate::util::{offload, reference_tool, samples_dir, succeed, text_output, OFFLOAD};
+use crate::util::{offload, samples_dir, succeed, text_output, OFFLOAD};
 
 fn images() -> Vec<PathBuf> {
     let s = samples_dir().join("dev");
@@ -53,7 +54,7 @@ fn wrap(dir: &Path, output: &str, with_arches: bool) {
 /// Links `object` with the stand-in runtime and returns what the program prints.
 fn registered(object: &Path) -> String {
     link_and_run(
-        "cc",
+        Path::new("cc"),
         &support("omp_runtime.c"),
         object,
         &object.with_extension("exe"),
@@ -87,7 +88,7 @@ fn the_native_object_registers_images_and_their_target_ids() {
 
 #[test]
 fn llvm_ir_and_bitcode_register_the_same() {
-    let Some(clang) = reference_tool("clang-19") else {
+    let Some(clang) = util::tool("clang-19") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -112,8 +113,8 @@ fn llvm_ir_and_bitcode_register_the_same() {
 #[test]
 fn clang_offload_wrapper_14_registers_the_same_images() {
     let (Some(upstream), Some(clang)) = (
-        reference_tool("clang-offload-wrapper-14"),
-        reference_tool("clang-19"),
+        util::tool("clang-offload-wrapper-14"),
+        util::tool("clang-19"),
     ) else {
         return;
     };
@@ -152,7 +153,7 @@ fn the_real_libomptarget_takes_the_wrapper() {
 
 #[test]
 fn an_aarch64_object_links() {
-    let Some(lld) = reference_tool("ld.lld-19") else {
+    let Some(lld) = util::tool("ld.lld-19") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -358,7 +359,7 @@ fn registered_22(clang: &Path, module: &Path) -> String {
             .arg(&object),
     );
     link_and_run(
-        clang.to_str().unwrap(),
+        clang,
         &support("offload_runtime22.c"),
         &object,
         &module.with_extension("exe"),
@@ -368,8 +369,8 @@ fn registered_22(clang: &Path, module: &Path) -> String {
 #[test]
 fn llvm_offload_wrapper_22_modules_register_what_llvm_s_do() {
     let (Some(upstream), Some(clang)) = (
-        reference_tool("llvm-offload-wrapper-22"),
-        reference_tool("clang-22"),
+        util::tool("llvm-offload-wrapper-22"),
+        util::tool("clang-22"),
     ) else {
         return;
     };
@@ -420,7 +421,7 @@ fn llvm_offload_wrapper_22_modules_register_what_llvm_s_do() {
 
 #[test]
 fn llvm_offload_wrapper_22_command_line_errors_match_llvm_s() {
-    let Some(upstream) = reference_tool("llvm-offload-wrapper-22") else {
+    let Some(upstream) = util::tool("llvm-offload-wrapper-22") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -453,7 +454,7 @@ fn llvm_offload_wrapper_22_command_line_errors_match_llvm_s() {
 
 #[test]
 fn llvm_22_openmp_modules_link_with_the_real_libomptarget() {
-    let Some(clang) = reference_tool("clang-22") else {
+    let Some(clang) = util::tool("clang-22") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -483,7 +484,7 @@ fn disassembly(llvm_dis: &Path, module: &Path) -> String {
 
 #[test]
 fn bitcode_is_the_module_of_the_ir_text() {
-    let tools = ["llvm-as-22", "llvm-dis-22", "llvm-dis-19", "opt-22"].map(reference_tool);
+    let tools = ["llvm-as-22", "llvm-dis-22", "llvm-dis-19", "opt-22"].map(util::tool);
     let [Some(llvm_as), Some(dis22), Some(dis19), Some(opt)] = tools else {
         return;
     };
@@ -626,7 +627,7 @@ fn a_large_image_is_copied_into_bitcode_not_held() {
 
 #[test]
 fn a_megabyte_image_reads_back_through_llvm() {
-    let Some(opt) = reference_tool("opt-22") else {
+    let Some(opt) = util::tool("opt-22") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -657,9 +658,9 @@ fn a_megabyte_image_reads_back_through_llvm() {
 #[test]
 fn a_hip_wrapper_bundles_code_objects_as_clang_does() {
     let (Some(bundler), Some(upstream), Some(clang)) = (
-        reference_tool("clang-offload-bundler-22"),
-        reference_tool("llvm-offload-wrapper-22"),
-        reference_tool("clang-22"),
+        util::tool("clang-offload-bundler-22"),
+        util::tool("llvm-offload-wrapper-22"),
+        util::tool("clang-22"),
     ) else {
         return;
     };

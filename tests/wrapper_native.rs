@@ -8,8 +8,9 @@ use std::process::Command;
 
 use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
 
+use crate::util;
 use crate::util::native::{link_and_run, runs_with_libomptarget, support};
-use crate::util::{offload, reference_tool, samples_dir, succeed, text_output, OFFLOAD};
+use crate::util::{offload, samples_dir, succeed, text_output, OFFLOAD};
 use crate::wrapper::{assert_sparse_image_at, sparse_image};
 
 fn images() -> Vec<PathBuf> {
@@ -40,12 +41,12 @@ fn wrap(dir: &Path, args: &[String]) {
 #[test]
 fn native_objects_of_every_kind_register_what_llvm_s_do() {
     let (Some(upstream), Some(clang)) = (
-        reference_tool("llvm-offload-wrapper-22"),
-        reference_tool("clang-22"),
+        util::tool("llvm-offload-wrapper-22"),
+        util::tool("clang-22"),
     ) else {
         return;
     };
-    let clang = clang.to_str().unwrap();
+    let clang = clang.as_path();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let link = d.join("llvm-offload-wrapper");
@@ -93,7 +94,7 @@ fn the_llvm_offload_wrapper_program_still_writes_bitcode_for_o() {
     let dir = tempfile::tempdir().unwrap();
     let link = dir.path().join("llvm-offload-wrapper");
     std::os::unix::fs::symlink(OFFLOAD, &link).unwrap();
-    if reference_tool("llvm-as-22").is_none() && reference_tool("llvm-as-19").is_none() {
+    if util::any_tool(&["llvm-as-22", "llvm-as-19"]).is_none() {
         return;
     }
     succeed(
@@ -172,7 +173,7 @@ fn magic(kind: &str) -> u32 {
 
 #[test]
 fn aarch64_objects_of_every_kind_link_and_point_at_their_images() {
-    let (Some(lld), Some(clang)) = (reference_tool("ld.lld-22"), reference_tool("clang-22")) else {
+    let (Some(lld), Some(clang)) = (util::tool("ld.lld-22"), util::tool("clang-22")) else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -234,8 +235,8 @@ fn aarch64_objects_of_every_kind_link_and_point_at_their_images() {
 
 /// Links `objects` (in `dir`) with the Windows stand-in runtime into `name.dll` by lld-link.
 fn link_dll(dir: &Path, objects: &[&str], name: &str) -> Option<Vec<u8>> {
-    let clang = reference_tool("clang-22")?;
-    let lld_link = reference_tool("lld-link-19").or_else(|| reference_tool("lld-link-22"))?;
+    let clang = util::tool("clang-22")?;
+    let lld_link = util::any_tool(&["lld-link-19", "lld-link-22"])?;
     succeed(
         Command::new(clang)
             .current_dir(dir)
@@ -352,7 +353,7 @@ fn coff_objects_of_every_kind_link_into_a_dll_that_points_at_the_images() {
     const TRIPLE: &str = "x86_64-pc-windows-msvc";
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let upstream = reference_tool("llvm-offload-wrapper-22");
+    let upstream = util::tool("llvm-offload-wrapper-22");
     for (kind, count) in KINDS {
         wrap(d, &args(kind, count, Some(TRIPLE), "w.obj"));
         if check_dll_of(d, kind, count, "w.obj").is_none() {
@@ -377,7 +378,7 @@ fn coff_objects_of_every_kind_link_into_a_dll_that_points_at_the_images() {
             ("ours.bc", "ours-bc.obj"),
         ] {
             succeed(
-                Command::new(reference_tool("clang-22").unwrap())
+                Command::new(util::tool("clang-22").unwrap())
                     .current_dir(d)
                     .args([
                         "-w",
@@ -505,10 +506,10 @@ fn bad_native_requests_are_clear_errors_and_write_nothing() {
 
 #[test]
 fn a_bundled_hip_native_object_registers_what_its_bitcode_does() {
-    let Some(clang) = reference_tool("clang-22") else {
+    let Some(clang) = util::tool("clang-22") else {
         return;
     };
-    let clang = clang.to_str().unwrap();
+    let clang = clang.as_path();
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let runtime = support("offload_runtime22.c");
@@ -542,10 +543,10 @@ fn a_bundled_hip_native_object_registers_what_its_bitcode_does() {
 #[test]
 fn aarch64_objects_register_under_qemu_what_llvm_s_do() {
     let (Some(upstream), Some(clang), Some(lld), Some(qemu)) = (
-        reference_tool("llvm-offload-wrapper-22"),
-        reference_tool("clang-22"),
-        reference_tool("ld.lld-22"),
-        reference_tool("qemu-aarch64-static"),
+        util::tool("llvm-offload-wrapper-22"),
+        util::tool("clang-22"),
+        util::tool("ld.lld-22"),
+        util::tool("qemu-aarch64-static"),
     ) else {
         return;
     };

@@ -6,10 +6,16 @@
 #[path = "../../tests/support/hip_build.rs"]
 mod hip_build;
 
+/// How a test skips, as the main tests do (only part of it is needed here).
+#[path = "../../tests/util/skips.rs"]
+#[allow(dead_code)]
+mod skips;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use hip_build::{compile_hip, hip_objects, KEPT_GFX90A};
+use offload::ops::support::tool_path;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -66,22 +72,15 @@ fn plugin() -> PathBuf {
     )
 }
 
-/// clang-19 and a C compiler driver, or a visible skip (a failure when the reference tools
-/// are required).
+/// The external program `name`, by the rule of the library's `tool_path`, or a visible skip
+/// (a failure when the reference tools are required), as the main tests' `util::tool`.
+fn tool(name: &str) -> Option<PathBuf> {
+    skips::reference(tool_path::find(name), &format!("{name} not found"))
+}
+
+/// clang-19, the compiler driver of the links, or a skip.
 fn tools() -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|d| d.join("clang-19"))
-            .find(|p| p.exists())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() != Ok("1"),
-            "clang-19 is required"
-        );
-        eprintln!("SKIP: clang-19 not found");
-    }
-    found
+    tool("clang-19")
 }
 
 fn link(clang: &Path, linker: &str, extra: &[String], inputs: &[PathBuf], out: &Path) -> Output {
@@ -285,17 +284,11 @@ fn lld_and_mold_links_are_stripped_afterwards() {
     inputs.extend(hip_objects(&clang, dir.path()));
     let offload = ensure("offload", &["-p", "offload-tools", "--bin", "offload"]);
     for linker in ["lld", "mold"] {
-        let program = dir.path().join(format!("app-{linker}"));
-        let out = link(&clang, linker, &[], &inputs, &program);
-        if !out.status.success() && linker == "mold" {
-            assert!(
-                std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() != Ok("1"),
-                "mold is required: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            eprintln!("SKIP: mold not found");
+        if linker == "mold" && tool("mold").is_none() {
             continue;
         }
+        let program = dir.path().join(format!("app-{linker}"));
+        let out = link(&clang, linker, &[], &inputs, &program);
         assert!(
             out.status.success(),
             "{}",
@@ -314,15 +307,8 @@ fn lld_and_mold_links_are_stripped_afterwards() {
 /// Compiles `source` of samples/src with clang-22 for `arches` into `dir`; `None` (a visible
 /// skip, a failure when the reference tools are required) without clang-22.
 fn compile_22(dir: &Path, source: &str, arches: &[&str]) -> Option<PathBuf> {
-    if Command::new("clang-22").arg("--version").output().is_err() {
-        assert!(
-            std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() != Ok("1"),
-            "clang-22 is required"
-        );
-        eprintln!("SKIP: clang-22 not found");
-        return None;
-    }
-    Some(compile_hip(Path::new("clang-22"), dir, source, arches, &[]))
+    let clang = tool("clang-22")?;
+    Some(compile_hip(&clang, dir, source, arches, &[]))
 }
 
 #[test]

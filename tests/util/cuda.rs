@@ -7,7 +7,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use super::{offload, reference_tool, samples_dir, succeed, visible};
+use super::{file_from_env, offload, samples_dir, succeed, tool};
 
 /// The samples nvcc made (`samples/cuda/make.sh`): objects (plain, zstd, LZ, `-Xfatbin
 /// -compress-all`, arch-specific and family cubins, relocatable device code), a shared
@@ -38,22 +38,16 @@ pub fn rows(rows: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
 
 /// `cuobjdump`, or `None` (and a visible skip) when it is not on `PATH`.
 pub fn cuobjdump() -> Option<PathBuf> {
-    reference_tool("cuobjdump")
+    tool("cuobjdump")
 }
 
 /// NVIDIA's `libcurand.so`, named by `OFFLOAD_LIBCURAND`: `None` (and a visible skip) when the
-/// variable is unset, a panic when `OFFLOAD_REQUIRE_REFERENCE=1`.
+/// variable names no file, a panic when `OFFLOAD_REQUIRE_REFERENCE=1`.
 pub fn libcurand() -> Option<PathBuf> {
-    let found = std::env::var_os("OFFLOAD_LIBCURAND")
-        .map(PathBuf::from)
-        .filter(|p| p.is_file());
-    if found.is_none() {
-        if std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() == Ok("1") {
-            panic!("OFFLOAD_LIBCURAND must name libcurand.so (pip download nvidia-curand-cu12) when OFFLOAD_REQUIRE_REFERENCE=1");
-        }
-        visible("SKIP: OFFLOAD_LIBCURAND not set");
-    }
-    found
+    file_from_env(
+        "OFFLOAD_LIBCURAND",
+        "libcurand.so of pip's nvidia-curand-cu12, as .ci/run sets it",
+    )
 }
 
 /// What `cuobjdump --list-elf --list-ptx` prints for `path`, line by line.

@@ -12,35 +12,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use super::{reference_tool, root, visible};
-
-/// A fixed Python, not a virtual environment's: the Debian packages python3-msgpack and
-/// python3-zstandard are installed for it.
-const PYTHON: &str = "/usr/bin/python3";
-
-fn required() -> bool {
-    std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() == Ok("1")
-}
-
-/// Skips (prints `SKIP: why`) or, when references are required, fails.
-pub fn missing(why: &str) {
-    if required() {
-        panic!("{why}, and OFFLOAD_REQUIRE_REFERENCE=1 requires it (see .ci/run)");
-    }
-    visible(&format!("SKIP: {why}"));
-}
+use super::{python_with, root, skip, tool};
 
 /// The rocm-kpack checkout, if there is one.
 pub fn oracle_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("ROCM_KPACK_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/work/shared/oracles/rocm-kpack"));
-    if dir.join("runtime/src/loader.cpp").is_file() {
-        Some(dir)
-    } else {
-        missing(&format!("rocm-kpack not found at {}", dir.display()));
-        None
-    }
+    let why = format!("rocm-kpack not found at {} (ROCM_KPACK_DIR)", dir.display());
+    let found = Some(dir).filter(|dir| dir.join("runtime/src/loader.cpp").is_file());
+    super::skips::reference(found, &why)
 }
 
 /// The loader driver, built once per test run; `None` (after a skip message) when it cannot be.
@@ -65,7 +46,7 @@ pub fn loader() -> Option<PathBuf> {
     match built {
         Ok(path) => Some(path.clone()),
         Err(e) => {
-            missing(&format!(
+            skip(&format!(
                 "the kpack loader does not build (apt-get install g++ libmsgpack-cxx-dev libzstd-dev): {e}"
             ));
             None
@@ -125,18 +106,10 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
     })
 }
 
-/// Whether Python 3 with msgpack and zstandard is there.
-fn python() -> Option<&'static str> {
-    let ok = Command::new(PYTHON)
-        .args(["-c", "import msgpack, zstandard"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if ok {
-        Some(PYTHON)
-    } else {
-        missing("python3 with msgpack and zstandard (apt-get install python3-msgpack python3-zstandard)");
-        None
-    }
+/// The first Python 3 on `PATH` with msgpack and zstandard (Debian: python3-msgpack
+/// python3-zstandard; a virtual environment's Python may lack them).
+fn python() -> Option<PathBuf> {
+    python_with(&["msgpack", "zstandard"])
 }
 
 /// Splits `binaries` (paths relative to `stage`, a folder of built files) with AMD's splitter,
@@ -146,7 +119,7 @@ fn python() -> Option<&'static str> {
 pub fn split_with_python(stage: &Path, group: &str, out: &Path) -> Option<()> {
     let oracle = oracle_dir()?;
     let python = python()?;
-    let bundler = reference_tool("clang-offload-bundler-22")?;
+    let bundler = tool("clang-offload-bundler-22")?;
     let artifact = out.join("in").join(format!("{group}_lib_gfx"));
     copy_tree(stage, &artifact.join("stage"));
     std::fs::write(artifact.join("artifact_manifest.txt"), "stage\n").unwrap();
@@ -165,7 +138,7 @@ pub fn split_with_python(stage: &Path, group: &str, out: &Path) -> Option<()> {
         std::iter::once(llvm_bin).chain(std::env::split_paths(&std::env::var_os("PATH").unwrap())),
     )
     .unwrap();
-    let result = Command::new(python)
+    let result = Command::new(&python)
         .arg(root().join("tests/support/kpack_split.py"))
         .arg(oracle.join("python"))
         .arg("--artifact-dir")
@@ -202,7 +175,7 @@ pub fn pack_with_python(
 ) -> Option<()> {
     let oracle = oracle_dir()?;
     let python = python()?;
-    let mut command = Command::new(python);
+    let mut command = Command::new(&python);
     command
         .arg(root().join("tests/support/kpack_pack.py"))
         .arg(oracle.join("python"))
@@ -236,7 +209,7 @@ pub fn read_with_python(path: &Path) -> Option<Vec<(String, String, u64, String)
     let oracle = oracle_dir()?;
     let python = python()?;
     let out = super::succeed(
-        Command::new(python)
+        Command::new(&python)
             .arg(root().join("tests/support/kpack_read.py"))
             .arg(oracle.join("python"))
             .arg(path),
@@ -273,7 +246,7 @@ pub fn split_pe_with_python(
     let oracle = oracle_dir()?;
     let python = python()?;
     super::succeed(
-        Command::new(python)
+        Command::new(&python)
             .arg(root().join("tests/support/kpack_split_pe.py"))
             .arg(oracle.join("python"))
             .arg(input)

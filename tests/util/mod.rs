@@ -1,16 +1,24 @@
 //! What the integration tests share: the binaries under test and how to run them, the
-//! repository's folders, the LLVM reference tools, and reporting.
+//! repository's folders, the reference tools and what else a test needs from outside the
+//! repository, and reporting.
 //!
-//! `OFFLOAD_REQUIRE_REFERENCE=1` makes a missing reference tool a failure instead of a skip.
+//! Whatever a test needs from outside is found through [`tool`] and its siblings, which skip
+//! the test when it is missing (and count the skip: see [`skips`]), or fail it under
+//! `OFFLOAD_REQUIRE_REFERENCE=1`.
 
 pub mod cases;
 pub mod cuda;
 pub mod kpack;
 pub mod native;
+pub mod skips;
+
+pub use skips::skip;
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use offload::ops::support::tool_path;
 
 /// The `offload` binary under test.
 pub const OFFLOAD: &str = env!("CARGO_BIN_EXE_offload");
@@ -107,24 +115,75 @@ pub fn file_names(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Finds an LLVM tool on `PATH`. When it is missing, prints `SKIP: <name> not found` to stderr
-/// and returns `None`, unless `OFFLOAD_REQUIRE_REFERENCE=1`: then it panics.
-pub fn reference_tool(name: &str) -> Option<PathBuf> {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(name))
-            .find(|candidate| is_executable(candidate))
-    });
-    if found.is_none() {
-        if std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref() == Ok("1") {
-            panic!(
-                "{name} not found on PATH, and OFFLOAD_REQUIRE_REFERENCE=1 requires it \
-                 (Debian: apt-get install clang-19 clang-tools-19 llvm-19 clang-22 clang-tools-22 llvm-22)"
-            );
-        }
-        visible(&format!("SKIP: {name} not found"));
-    }
-    found
+/// The external program `name`, found by the library's rule
+/// ([`offload::ops::support::tool_path::find`]): on `PATH`, and a name ending in `-N`
+/// (`clang-22`, `llvm-objcopy-19`) also as the name without it in LLVM N's `bin` folder. When it
+/// is missing the test skips with `SKIP: <name> not found` ([`skips::reference`]), or fails
+/// under `OFFLOAD_REQUIRE_REFERENCE=1`.
+pub fn tool(name: &str) -> Option<PathBuf> {
+    skips::reference(tool_path::find(name), &format!("{name} not found"))
+}
+
+/// The first of the programs `names` found, as for [`tool`]; one skip when none is.
+pub fn any_tool(names: &[&str]) -> Option<PathBuf> {
+    skips::reference(
+        names.iter().find_map(|name| tool_path::find(name)),
+        &format!("none of {} found", names.join(", ")),
+    )
+}
+
+/// The program `name`, exactly so named, in LLVM `version`'s `bin` folder
+/// ([`tool_path::in_llvm_bin_dir`]), for a test to which the program's own name matters; a skip
+/// when it is missing, as for [`tool`].
+pub fn llvm_bin_tool(name: &str, version: &str) -> Option<PathBuf> {
+    skips::reference(
+        tool_path::in_llvm_bin_dir(name, version),
+        &format!("{name} of LLVM {version} not found"),
+    )
+}
+
+/// The file `name` in LLVM `version`'s library folder (`llvm-config-<version> --libdir`), or a
+/// skip saying which package brings it (`package`), as for [`tool`].
+pub fn llvm_lib_file(version: &str, name: &str, package: &str) -> Option<PathBuf> {
+    let file = tool_path::llvm_config(version, "--libdir")
+        .map(|dir| dir.join(name))
+        .filter(|f| f.is_file());
+    skips::reference(
+        file,
+        &format!("{name} of LLVM {version} ({package}) not found"),
+    )
+}
+
+/// LLVM 19's `libomptarget.devicertl.a` (libomp-19-dev), or a skip, as for [`tool`].
+pub fn devicertl() -> Option<PathBuf> {
+    llvm_lib_file("19", "libomptarget.devicertl.a", "libomp-19-dev")
+}
+
+/// The first `python3` on `PATH` that imports every module of `modules`, or a skip, as for
+/// [`tool`].
+pub fn python_with(modules: &[&str]) -> Option<PathBuf> {
+    let script = format!("import {}", modules.join(", "));
+    let found = tool_path::all_on_path("python3")
+        .into_iter()
+        .find(|python| {
+            Command::new(python)
+                .args(["-c", &script])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    skips::reference(
+        found,
+        &format!("python3 with {} not found", modules.join(", ")),
+    )
+}
+
+/// The file named by the variable `var`, or a skip (`hint` says how to get one), as for
+/// [`tool`].
+pub fn file_from_env(var: &str, hint: &str) -> Option<PathBuf> {
+    let found = std::env::var_os(var)
+        .map(PathBuf::from)
+        .filter(|p| p.is_file());
+    skips::reference(found, &format!("{var} names no file ({hint})"))
 }
 
 /// Prints a line on stderr even when the test harness captures output (it captures only the
@@ -132,19 +191,6 @@ pub fn reference_tool(name: &str) -> Option<PathBuf> {
 pub fn visible(line: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
-#[cfg(unix)]
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    fs::metadata(path)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
-#[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
-    path.is_file()
 }
 
 /// Where two byte strings first differ, as text.

@@ -1594,7 +1594,7 @@ mod tests {
 
     #[test]
     fn differs_from_llvm_ar_nowhere_on_the_samples() {
-        let Some(llvm_ar) = reference_tool("llvm-ar-19") else {
+        let Some(llvm_ar) = crate::ops::support::tool_path::reference_tool("llvm-ar-19") else {
             return;
         };
         let dir = std::env::temp_dir().join(format!("bitcode-armap-{}", std::process::id()));
@@ -1634,25 +1634,6 @@ mod tests {
             .split(|&b| b == 0)
             .take(count)
             .collect()
-    }
-
-    /// The LLVM tool `name` from `PATH`; when it is missing the test is skipped, unless
-    /// OFFLOAD_REQUIRE_REFERENCE=1.
-    fn reference_tool(name: &str) -> Option<std::path::PathBuf> {
-        let found = std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|dir| dir.join(name))
-                .find(|path| path.is_file())
-        });
-        if found.is_none() {
-            assert_ne!(
-                std::env::var("OFFLOAD_REQUIRE_REFERENCE").as_deref(),
-                Ok("1"),
-                "{name} not found on PATH, and OFFLOAD_REQUIRE_REFERENCE=1 requires it"
-            );
-            eprintln!("SKIP: {name} not found");
-        }
-        found
     }
 
     proptest! {
