@@ -141,7 +141,7 @@ pub(super) fn split_into(
             .into_values()
             .collect::<Vec<_>>()
             .into_par_iter()
-            .map(|a| write_archive(&config.output, &archive_dir, a))
+            .map(|a| write_archive(&config.output, &archive_dir, a, &stage.sources))
             .collect::<Vec<Result<_>>>()
             .into_iter()
             .collect::<Result<_>>()?;
@@ -204,10 +204,10 @@ pub(super) fn split_group(
         .into_iter()
         .collect::<Result<_>>()?;
     let mut counts = Vec::with_capacity(group.len());
-    for split in &read {
+    for ((p, data), split) in group.iter().zip(&opened).zip(&read) {
         match split {
             Some(split) => {
-                stage.add(split, config, name)?;
+                stage.add(split, (&p.input, data), config, name)?;
                 counts.push(Some(split.bundle_of.len()));
             }
             None => counts.push(None),

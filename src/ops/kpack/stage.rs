@@ -1,5 +1,7 @@
-//! The archives being made while a split reads its files: their tables so far and their code
-//! objects staged in unnamed temporary files, written out when every file is read.
+//! The archives being made while a split reads its files: their tables so far and where their
+//! code objects are (made here: staged in unnamed temporary files; stored plain as an input
+//! holds them: noted, and copied from the input by the kernel), written out when every file is
+//! read.
 
 use crate::ops::kpack::config::SplitConfig;
 use crate::ops::kpack::plan::not_as_written;
@@ -13,14 +15,46 @@ use crate::error::{Error, Result};
 use crate::format::kpack::{
     self as kformat, compress_code_object, toc_key, Archive, ArchiveInfo, Scheme, TocEntry,
 };
-use crate::io::spill::Spill;
+use crate::io::slice::offset_within;
+use crate::io::spill::{Spill, Spilled};
 use crate::io::{inside, Closed, Input, Output};
+use std::fs::File;
 
-/// The archives being made, by processor or group: each one's table so far and its stored
-/// code objects, staged in an unnamed temporary file.
+/// The archives being made, by processor or group: each one's table so far and where its
+/// stored code objects are: staged in an unnamed temporary file (frames, and code inflated from
+/// compressed bundles), or, stored plain as an input holds them, in that input, to be copied
+/// from it by the kernel when the archive is written.
 #[derive(Default)]
 pub(super) struct Stage {
     pub(super) archives: BTreeMap<String, StagedArchive>,
+    /// The inputs code is copied from, as they were when read.
+    pub(super) sources: Vec<Source>,
+}
+
+/// An input that stored code objects are copied from, as it was read: a file replaced or
+/// resized before the archives are written is refused, not copied from.
+pub(super) struct Source {
+    pub(super) path: PathBuf,
+    pub(super) identity: Option<(u64, u64)>,
+    pub(super) len: u64,
+}
+
+/// Where a stored code object is.
+#[derive(Clone, Copy)]
+pub(super) enum Place {
+    /// In the archive's stage, at this offset, this long.
+    Staged(u64, u64),
+    /// In input `source` of the stage, at this offset, this long.
+    Input(usize, u64, u64),
+}
+
+impl Place {
+    /// How many bytes it is.
+    pub(super) fn size(self) -> u64 {
+        match self {
+            Place::Staged(_, size) | Place::Input(_, _, size) => size,
+        }
+    }
 }
 
 /// One archive being made.
@@ -28,10 +62,10 @@ pub(super) struct StagedArchive {
     pub(super) file_name: String,
     pub(super) info: ArchiveInfo,
     pub(super) entries: Vec<TocEntry>,
-    /// The stored code objects (plain, or zstd frames), one after another.
+    /// The stored code objects made here (zstd frames, inflated code), one after another.
     pub(super) blobs: Spill,
-    /// Where each stored code object is in `blobs`, by ordinal.
-    pub(super) places: Vec<(u64, u64)>,
+    /// Where each stored code object is, by ordinal.
+    pub(super) places: Vec<Place>,
 }
 
 /// What a split's summary lists of an archive: its path, its processors, its number of code
@@ -47,9 +81,16 @@ impl Stage {
     pub(super) fn add(
         &mut self,
         split: &SplitBinary<'_>,
+        (path, input): (&Path, &Input),
         config: &SplitConfig,
         name: &str,
     ) -> Result<()> {
+        self.sources.push(Source {
+            path: path.to_path_buf(),
+            identity: input.identity(),
+            len: input.len() as u64,
+        });
+        let source = (self.sources.len() - 1, &**input);
         let group_of = |arch: &str| {
             config
                 .groups
@@ -74,7 +115,7 @@ impl Stage {
                 entries.push((family, key, arch.clone(), n));
             }
         }
-        let ordinals = self.store(&unique, config, name)?;
+        let ordinals = self.store(&unique, source, config, name)?;
         for (family, key, arch, n) in entries {
             let archive = self.archive(&family, config, name)?;
             archive.entries.push(TocEntry {
@@ -88,10 +129,12 @@ impl Stage {
     }
 
     /// Stores `codes` (each with its archive's family) in order, compressed as `config` says,
-    /// a few frames made at once; returns each one's ordinal in its archive.
+    /// a few frames made at once; code stored plain as the input `source` (its number, its
+    /// bytes) holds it is only noted. Returns each one's ordinal in its archive.
     pub(super) fn store(
         &mut self,
         codes: &[(String, &Code<'_>)],
+        (number, data): (usize, &[u8]),
         config: &SplitConfig,
         name: &str,
     ) -> Result<Vec<u64>> {
@@ -114,13 +157,24 @@ impl Stage {
                 .collect::<Result<_>>()?;
             for ((family, code), frame) in window.iter().zip(frames) {
                 let archive = self.archive(family, config, name)?;
-                let bytes = frame.as_deref().unwrap_or_else(|| code.bytes());
-                let at = archive.blobs.len();
-                archive
-                    .blobs
-                    .append(bytes)
-                    .map_err(|e| Error::io(Path::new(&archive.file_name), e))?;
-                archive.places.push((at, bytes.len() as u64));
+                let in_input = match (code, &frame) {
+                    (Code::Mapped(bytes), None) => offset_within(data, bytes)
+                        .map(|at| Place::Input(number, at as u64, bytes.len() as u64)),
+                    _ => None,
+                };
+                let place = match in_input {
+                    Some(place) => place,
+                    None => {
+                        let bytes = frame.as_deref().unwrap_or_else(|| code.bytes());
+                        let at = archive.blobs.len();
+                        archive
+                            .blobs
+                            .append(bytes)
+                            .map_err(|e| Error::io(Path::new(&archive.file_name), e))?;
+                        Place::Staged(at, bytes.len() as u64)
+                    }
+                };
+                archive.places.push(place);
                 ordinals.push(archive.places.len() as u64 - 1);
             }
         }
@@ -168,32 +222,31 @@ pub(super) fn write_archive(
     root: &Path,
     dir: &Path,
     a: StagedArchive,
+    sources: &[Source],
 ) -> Result<(Closed, ArchiveListed)> {
     let path = dir.join(&a.file_name);
     inside(root, &path)?;
     let fail = |e: crate::format::Error| Error::format(&path, e);
     let scheme = a.info.scheme;
-    let sizes: Vec<u64> = a.places.iter().map(|(_, size)| *size).collect();
+    let sizes: Vec<u64> = a.places.iter().map(|p| p.size()).collect();
     let plan = kformat::layout(&a.info, &sizes, &a.entries).map_err(fail)?;
     let blobs = a.blobs.finish().map_err(|e| Error::io(&path, e))?;
     let mut out = Output::create(&path)?;
     out.write_bytes(&plan.head)?;
     out.write_bytes(&plan.count_field(scheme))?;
-    for (ordinal, (at, size)) in a.places.iter().enumerate() {
+    let mut open: Option<(usize, File)> = None;
+    for (ordinal, place) in a.places.iter().enumerate() {
         out.write_bytes(&plan.size_field(scheme, ordinal))?;
-        let part = usize::try_from(*at)
-            .ok()
-            .zip(usize::try_from(*size).ok())
-            .and_then(|(at, size)| blobs.bytes().get(at..at.checked_add(size)?))
-            .ok_or_else(|| {
-                Error::msg(format!(
-                    "'{}': a staged code object is missing",
-                    path.display()
-                ))
-            })?;
-        match blobs.input() {
-            Some(input) => out.write_part(input, part)?,
-            None => out.write_bytes(part)?,
+        match *place {
+            Place::Staged(at, size) => write_staged(&mut out, &path, &blobs, at, size)?,
+            Place::Input(number, at, size) => {
+                if open.as_ref().is_none_or(|(n, _)| *n != number) {
+                    open = Some((number, reopen(sources, number)?));
+                }
+                if let Some((_, file)) = &open {
+                    out.write_file_range(file, at, size)?;
+                }
+            }
         }
     }
     out.write_bytes(&plan.toc)?;
@@ -202,6 +255,42 @@ pub(super) fn write_archive(
     let size = plan.toc_offset + plan.toc.len() as u64;
     let listed = (path, a.info.gfx_arches, a.entries.len(), size);
     Ok((out.close()?, listed))
+}
+
+/// Writes `size` staged bytes from `at` of `blobs` (the stage of the archive at `path`).
+fn write_staged(out: &mut Output, path: &Path, blobs: &Spilled, at: u64, size: u64) -> Result<()> {
+    let part = usize::try_from(at)
+        .ok()
+        .zip(usize::try_from(size).ok())
+        .and_then(|(at, size)| blobs.bytes().get(at..at.checked_add(size)?))
+        .ok_or_else(|| {
+            Error::msg(format!(
+                "'{}': a staged code object is missing",
+                path.display()
+            ))
+        })?;
+    match blobs.input() {
+        Some(input) => Ok(out.write_part(input, part)?),
+        None => Ok(out.write_bytes(part)?),
+    }
+}
+
+/// Input `number` of `sources` opened again to copy code from: the same file (device and
+/// inode) of the same size as when it was read, else an error.
+fn reopen(sources: &[Source], number: usize) -> Result<File> {
+    use std::os::unix::fs::MetadataExt;
+    let source = sources
+        .get(number)
+        .ok_or_else(|| Error::msg("a split's input is missing"))?;
+    let (file, meta) = crate::io::opening::open_nonblocking(&source.path)
+        .map_err(|e| Error::io(&source.path, e))?;
+    if Some((meta.dev(), meta.ino())) != source.identity || meta.len() != source.len {
+        return Err(Error::msg(format!(
+            "'{}': replaced or resized while it was being split; nothing was written",
+            crate::io::shown(&source.path)
+        )));
+    }
+    Ok(file)
 }
 
 /// Reads the archive just written to `out` back: its header and table, every stored code
