@@ -44,6 +44,7 @@ mod offload_binary;
 mod output_safety;
 mod packager;
 mod packager_order;
+mod packaging;
 mod parallel_copy;
 mod readobj;
 mod rewrite;
