@@ -89,3 +89,21 @@ fn the_escaped_golden_output_is_read_under_its_logical_name() {
     let logical: Vec<String> = tree.keys().map(|n| golden_logical_name(n)).collect();
     assert!(logical.contains(&"hip-rdc-amdgcn-amd-amdhsa-gfx90a:xnack+.1.bc".to_string()));
 }
+
+#[test]
+fn the_changelog_and_the_licences_go_with_the_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    let changelog = std::fs::read_to_string(root().join("CHANGELOG.md")).unwrap();
+    assert!(
+        changelog.contains(&format!("\n## [{version}]")),
+        "CHANGELOG.md has no section for {version}"
+    );
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    for file in ["LICENSE-APACHE", "LICENSE-MIT", "CHANGELOG.md", "README.md"] {
+        assert!(root().join(file).is_file(), "{file} is missing");
+        assert!(
+            manifest.contains(&format!("\"/{file}\"")),
+            "Cargo.toml's include lacks {file}"
+        );
+    }
+}
