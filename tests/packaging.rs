@@ -1,11 +1,12 @@
-//! What `cargo package` needs of the repository: no file name it refuses, and golden output
-//! files whose escaped names map back to the names the tools write.
+//! What installing needs: no file name `cargo package` refuses, golden output files whose
+//! escaped names map back to the names the tools write, a changelog and licences that go with
+//! the version, and `offload --version` naming what was built.
 
 use std::path::Path;
 use std::process::Command;
 
 use crate::util::cases::{cargo_refuses, golden_file_name, golden_logical_name};
-use crate::util::root;
+use crate::util::{offload, root, text_output};
 
 /// The files of the repository by relative path: `git ls-files`, or, outside a git checkout
 /// (a packaged crate), every file under the root but `target/` and `.git/`.
@@ -105,5 +106,27 @@ fn the_changelog_and_the_licences_go_with_the_version() {
             manifest.contains(&format!("\"/{file}\"")),
             "Cargo.toml's include lacks {file}"
         );
+    }
+}
+
+#[test]
+fn the_version_names_the_release_the_commit_and_the_llvm_releases() {
+    let version = env!("CARGO_PKG_VERSION");
+    // Built in a git checkout, the program names its commit; built from a package, it does not.
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(root())
+        .output()
+        .ok()
+        .filter(|out| out.status.success() && root().join(".git").exists())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
+    let first = match &commit {
+        Some(commit) => format!("offload {version} ({commit})"),
+        None => format!("offload {version}"),
+    };
+    for flag in ["--version", "-V"] {
+        let (code, out, err) = text_output(offload().arg(flag));
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out, format!("{first}\nstands in for LLVM 19 and 22\n"));
     }
 }

@@ -189,10 +189,7 @@ fn run_subcommand(rest: &[String]) -> i32 {
         Some("help" | "--help" | "-h") | None => {
             print("offload", USAGE).map_or_else(|code| code, |()| i32::from(rest.is_empty()))
         }
-        Some("--version" | "-V") => {
-            let version = format!("offload {}\n", env!("CARGO_PKG_VERSION"));
-            print("offload", &version).map_or_else(|code| code, |()| 0)
-        }
+        Some("--version" | "-V") => print("offload", &version_text()).map_or_else(|c| c, |()| 0),
         Some(other) => {
             let _ = writeln!(
                 io::stderr(),
@@ -201,6 +198,21 @@ fn run_subcommand(rest: &[String]) -> i32 {
             2
         }
     }
+}
+
+/// What `offload --version` prints: the version, the git commit when built from a checkout,
+/// and the LLVM releases the personalities stand in for.
+fn version_text() -> String {
+    let commit = option_env!("OFFLOAD_GIT_COMMIT").map_or_else(String::new, |c| format!(" ({c})"));
+    let releases: Vec<String> = LlvmVersion::ALL
+        .iter()
+        .map(|v| v.major().to_string())
+        .collect();
+    format!(
+        "offload {}{commit}\nstands in for LLVM {}\n",
+        env!("CARGO_PKG_VERSION"),
+        releases.join(" and ")
+    )
 }
 
 /// `offload bundler` or `offload packager` (`tool`) with `args`, behaving as the LLVM release
