@@ -36,6 +36,7 @@ mod kpack_pe;
 mod kpack_split;
 mod kpack_use;
 mod linked;
+mod links;
 mod ls;
 mod objcopy_coff;
 mod objcopy_elf;

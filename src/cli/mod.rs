@@ -8,6 +8,7 @@ pub mod general;
 pub mod inputs;
 pub mod jobs;
 pub mod kpack;
+pub mod links;
 pub mod ls;
 pub mod personalities;
 pub mod rewrite;
@@ -50,6 +51,8 @@ COMMANDS:
              in linked programs and shared libraries too (ELF; PE executables and DLLs)
   kpack      split programs and libraries into host files and per-processor .kpack archives
              (-o DIR, -r for trees); --merge puts archived code back as bundles
+  links      symbolic links to this program in a folder, under the LLVM tools' names below
+             (--release 19|22: names ending in -19 or -22), so that a toolchain finds them
   help       print this text
 
 ls, extract, verify, check, du, strip, compress and decompress take many files and folders
@@ -186,6 +189,7 @@ fn run_subcommand(rest: &[String]) -> i32 {
         Some("compress") => rewrite::compress(&rest[1..]),
         Some("decompress") => rewrite::decompress(&rest[1..]),
         Some("kpack") => kpack::run(&rest[1..]),
+        Some("links") => links::run(&rest[1..]),
         Some("help" | "--help" | "-h") | None => {
             print("offload", USAGE).map_or_else(|code| code, |()| i32::from(rest.is_empty()))
         }
