@@ -48,12 +48,12 @@ fn links_are_made_in_a_new_folder_and_each_runs_its_personality() {
         assert!(links_to_offload(&link), "{name}");
         assert!(out.contains(&format!("{} -> ", link.display())), "{out}");
         let (flag, start) = help_start(name);
-        let (code, help, err) = text_output(&mut std::process::Command::new(&link).arg(flag));
+        let (code, help, err) = text_output(std::process::Command::new(&link).arg(flag));
         assert_eq!(code, 0, "{name} {flag}: {err}");
         assert!(help.starts_with(start), "{name} {flag}: {help}");
     }
     let (code, version, _) =
-        text_output(&mut std::process::Command::new(bin.join(NAMES[0])).arg("--version"));
+        text_output(std::process::Command::new(bin.join(NAMES[0])).arg("--version"));
     assert_eq!(code, 0);
     assert!(version.contains("clang-offload-bundler"), "{version}");
 }
