@@ -93,7 +93,7 @@ fn store(c: &Case, llvm: &Outcome) {
     fs::write(dir.join("stdout"), &llvm.stdout).unwrap();
     fs::write(dir.join("stderr"), &llvm.stderr).unwrap();
     for (name, bytes) in &llvm.outputs {
-        let path = dir.join("out").join(name);
+        let path = dir.join("out").join(cases::golden_file_name(name));
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, bytes).unwrap();
     }

@@ -8,6 +8,7 @@ pub mod general;
 pub mod inputs;
 pub mod jobs;
 pub mod kpack;
+pub mod links;
 pub mod ls;
 pub mod personalities;
 pub mod rewrite;
@@ -50,6 +51,8 @@ COMMANDS:
              in linked programs and shared libraries too (ELF; PE executables and DLLs)
   kpack      split programs and libraries into host files and per-processor .kpack archives
              (-o DIR, -r for trees); --merge puts archived code back as bundles
+  links      symbolic links to this program in a folder, under the LLVM tools' names below
+             (--release 19|22: names ending in -19 or -22), so that a toolchain finds them
   help       print this text
 
 ls, extract, verify, check, du, strip, compress and decompress take many files and folders
@@ -186,13 +189,11 @@ fn run_subcommand(rest: &[String]) -> i32 {
         Some("compress") => rewrite::compress(&rest[1..]),
         Some("decompress") => rewrite::decompress(&rest[1..]),
         Some("kpack") => kpack::run(&rest[1..]),
+        Some("links") => links::run(&rest[1..]),
         Some("help" | "--help" | "-h") | None => {
             print("offload", USAGE).map_or_else(|code| code, |()| i32::from(rest.is_empty()))
         }
-        Some("--version" | "-V") => {
-            let version = format!("offload {}\n", env!("CARGO_PKG_VERSION"));
-            print("offload", &version).map_or_else(|code| code, |()| 0)
-        }
+        Some("--version" | "-V") => print("offload", &version_text()).map_or_else(|c| c, |()| 0),
         Some(other) => {
             let _ = writeln!(
                 io::stderr(),
@@ -201,6 +202,21 @@ fn run_subcommand(rest: &[String]) -> i32 {
             2
         }
     }
+}
+
+/// What `offload --version` prints: the version, the git commit when built from a checkout,
+/// and the LLVM releases the personalities stand in for.
+fn version_text() -> String {
+    let commit = option_env!("OFFLOAD_GIT_COMMIT").map_or_else(String::new, |c| format!(" ({c})"));
+    let releases: Vec<String> = LlvmVersion::ALL
+        .iter()
+        .map(|v| v.major().to_string())
+        .collect();
+    format!(
+        "offload {}{commit}\nstands in for LLVM {}\n",
+        env!("CARGO_PKG_VERSION"),
+        releases.join(" and ")
+    )
 }
 
 /// `offload bundler` or `offload packager` (`tool`) with `args`, behaving as the LLVM release

@@ -135,6 +135,13 @@ while IFS= read -r line || [[ -n $line ]]; do
   ' "$work/stderr" > "$dir/stderr"
   if ((!compressed)) && [[ -n $(ls -A "$O") ]]; then
     cp -R "$O" "$dir/out"
+    # Names cargo cannot package (the `:` of a target ID) are stored escaped as `%XX`, and `%`
+    # itself as `%25`; the tests map them back (tests/util/cases.rs, golden_logical_name).
+    find "$dir/out" -type f | perl -ne '
+      chomp; my ($d, $b) = m{(.*/)([^/]+)$};
+      (my $n = $b) =~ s/([%:<>"|?*\\\x00-\x1f\x7f])/sprintf("%%%02X", ord $1)/ge;
+      rename("$d$b", "$d$n") or die "$d$b: $!\n" if $n ne $b;
+    '
   fi
 done < "$cases"
 

@@ -447,6 +447,54 @@ pub fn normalize_stderr(stderr: &str, program: &Path, out_dir: &Path) -> String 
     text
 }
 
+/// Whether cargo refuses to package a file whose name holds `c` (Windows cannot name it):
+/// `:<>"|?*\\` and control characters.
+pub fn cargo_refuses(c: char) -> bool {
+    matches!(c, ':' | '<' | '>' | '"' | '|' | '?' | '*' | '\\') || c.is_control()
+}
+
+/// The name under which a golden output file named `logical` is stored: `%` and every
+/// character cargo refuses to package written as `%XX` (the hex of its UTF-8 bytes), so that
+/// `gfx90a:xnack+.bc` is stored as `gfx90a%3Axnack+.bc`.
+pub fn golden_file_name(logical: &str) -> String {
+    let mut stored = String::with_capacity(logical.len());
+    for c in logical.chars() {
+        if c == '%' || cargo_refuses(c) {
+            let mut bytes = [0; 4];
+            for b in c.encode_utf8(&mut bytes).bytes() {
+                let _ = write!(stored, "%{b:02X}");
+            }
+        } else {
+            stored.push(c);
+        }
+    }
+    stored
+}
+
+/// The logical name of a golden output file stored as `stored`: the inverse of
+/// [`golden_file_name`].
+pub fn golden_logical_name(stored: &str) -> String {
+    let bytes = stored.as_bytes();
+    let mut logical = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(b)) => {
+                logical.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                logical.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&logical).into_owned()
+}
+
 /// Every file under `dir`, by relative path with `/` separators.
 pub fn read_tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fn walk(base: &Path, dir: &Path, into: &mut BTreeMap<String, Vec<u8>>) {
@@ -534,7 +582,13 @@ pub fn load_golden_from(root: &Path, case: &Case) -> Result<Expected, String> {
     let outputs = if case.compressed {
         None
     } else {
-        Some(read_tree(&dir.join("out")))
+        let stored = read_tree(&dir.join("out"));
+        Some(
+            stored
+                .into_iter()
+                .map(|(name, bytes)| (golden_logical_name(&name), bytes))
+                .collect(),
+        )
     };
     Ok(Expected {
         exit,

@@ -1,0 +1,132 @@
+//! What installing needs: no file name `cargo package` refuses, golden output files whose
+//! escaped names map back to the names the tools write, a changelog and licences that go with
+//! the version, and `offload --version` naming what was built.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::util::cases::{cargo_refuses, golden_file_name, golden_logical_name};
+use crate::util::{offload, root, text_output};
+
+/// The files of the repository by relative path: `git ls-files`, or, outside a git checkout
+/// (a packaged crate), every file under the root but `target/` and `.git/`.
+fn repository_files() -> Vec<String> {
+    let listed = Command::new("git")
+        .args(["ls-files", "-z"])
+        .current_dir(root())
+        .output()
+        .ok()
+        .filter(|out| out.status.success());
+    if let Some(out) = listed {
+        return out
+            .stdout
+            .split(|&b| b == 0)
+            .filter(|name| !name.is_empty())
+            .map(|name| String::from_utf8_lossy(name).into_owned())
+            .collect();
+    }
+    let mut files = Vec::new();
+    walk(&root(), "", &mut files);
+    files
+}
+
+fn walk(dir: &Path, prefix: &str, into: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = format!("{prefix}{name}");
+        if entry.file_type().unwrap().is_dir() {
+            if prefix.is_empty() && (name == "target" || name == ".git") {
+                continue;
+            }
+            walk(&entry.path(), &format!("{path}/"), into);
+        } else {
+            into.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_file_name_holds_a_character_cargo_refuses() {
+    let files = repository_files();
+    assert!(files.iter().any(|f| f == "Cargo.toml"), "no files listed");
+    let refused: Vec<&String> = files
+        .iter()
+        .filter(|f| f.chars().any(cargo_refuses))
+        .collect();
+    assert!(
+        refused.is_empty(),
+        "cargo cannot package these names (store golden outputs by golden_file_name): {refused:?}"
+    );
+}
+
+#[test]
+fn golden_names_map_back_to_the_names_written() {
+    for logical in [
+        "hip-rdc-amdgcn-amd-amdhsa-gfx90a:xnack+.1.bc",
+        "a%3A:b",
+        "sub/x?y*<z>\"|\\\u{1}.o",
+        "plain.bc",
+        "ü:é",
+    ] {
+        let stored = golden_file_name(logical);
+        assert!(!stored.chars().any(cargo_refuses), "{stored}");
+        assert_eq!(golden_logical_name(&stored), logical);
+    }
+    assert_eq!(
+        golden_file_name("gfx90a:xnack+.1.bc"),
+        "gfx90a%3Axnack+.1.bc"
+    );
+}
+
+#[test]
+fn the_escaped_golden_output_is_read_under_its_logical_name() {
+    let out = root().join("tests/golden-packager/unpack-hip-kind/out");
+    let names = crate::util::file_names(&out);
+    assert!(
+        names.contains(&"hip-rdc-amdgcn-amd-amdhsa-gfx90a%3Axnack+.1.bc".to_string()),
+        "{names:?}"
+    );
+    let tree = crate::util::cases::read_tree(&out);
+    let logical: Vec<String> = tree.keys().map(|n| golden_logical_name(n)).collect();
+    assert!(logical.contains(&"hip-rdc-amdgcn-amd-amdhsa-gfx90a:xnack+.1.bc".to_string()));
+}
+
+#[test]
+fn the_changelog_and_the_licences_go_with_the_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    let changelog = std::fs::read_to_string(root().join("CHANGELOG.md")).unwrap();
+    assert!(
+        changelog.contains(&format!("\n## [{version}]")),
+        "CHANGELOG.md has no section for {version}"
+    );
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    for file in ["LICENSE-APACHE", "LICENSE-MIT", "CHANGELOG.md", "README.md"] {
+        assert!(root().join(file).is_file(), "{file} is missing");
+        assert!(
+            manifest.contains(&format!("\"/{file}\"")),
+            "Cargo.toml's include lacks {file}"
+        );
+    }
+}
+
+#[test]
+fn the_version_names_the_release_the_commit_and_the_llvm_releases() {
+    let version = env!("CARGO_PKG_VERSION");
+    // Built in a git checkout, the program names its commit; built from a package, it does not.
+    let commit = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(root())
+        .output()
+        .ok()
+        .filter(|out| out.status.success() && root().join(".git").exists())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
+    let first = match &commit {
+        Some(commit) => format!("offload {version} ({commit})"),
+        None => format!("offload {version}"),
+    };
+    for flag in ["--version", "-V"] {
+        let (code, out, err) = text_output(offload().arg(flag));
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(out, format!("{first}\nstands in for LLVM 19 and 22\n"));
+    }
+}
