@@ -436,10 +436,26 @@ fn a_tree_of_thousands_of_files_splits_under_a_low_limit_on_open_files() {
     assert_eq!(out.lines().count(), 4, "{out}");
 }
 
+/// An archive laid out as `info` and `entries` say, whose one stored code object is `blob`
+/// (as stored: plain, or a zstd frame), whatever sizes the table declares.
+fn one_blob_archive(
+    info: &offload::format::kpack::ArchiveInfo,
+    entries: &[offload::format::kpack::TocEntry],
+    blob: &[u8],
+) -> Vec<u8> {
+    let plan = offload::format::kpack::layout(info, &[blob.len() as u64], entries).unwrap();
+    let mut bytes = plan.head.clone();
+    bytes.extend(plan.count_field(info.scheme));
+    bytes.extend(plan.size_field(info.scheme, 0));
+    bytes.extend(blob);
+    bytes.extend(&plan.toc);
+    bytes
+}
+
 /// An archive for `gfx90a` whose entries `keys` all name one stored code object: a zstd
 /// frame of `zeros` zero bytes (an honest size), made without holding them.
 fn zeros_archive(keys: &[&str], arch: &str, zeros: u64) -> Vec<u8> {
-    use offload::format::kpack::{layout, ArchiveInfo, TocEntry};
+    use offload::format::kpack::{ArchiveInfo, TocEntry};
     let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 1).unwrap();
     let chunk = vec![0u8; 1 << 20];
     let mut left = zeros;
@@ -464,13 +480,7 @@ fn zeros_archive(keys: &[&str], arch: &str, zeros: u64) -> Vec<u8> {
             original_size: zeros,
         })
         .collect();
-    let plan = layout(&info, &[frame.len() as u64], &entries).unwrap();
-    let mut bytes = plan.head.clone();
-    bytes.extend(plan.count_field(Scheme::ZstdPerKernel));
-    bytes.extend(plan.size_field(Scheme::ZstdPerKernel, 0));
-    bytes.extend(&frame);
-    bytes.extend(&plan.toc);
-    bytes
+    one_blob_archive(&info, &entries, &frame)
 }
 
 #[test]
@@ -542,7 +552,7 @@ fn merging_refuses_a_processor_key_that_is_no_target_id() {
 
 #[test]
 fn a_plain_code_object_is_listed_and_extracted_at_the_size_stored() {
-    use offload::format::kpack::{layout, ArchiveInfo, TocEntry};
+    use offload::format::kpack::{ArchiveInfo, TocEntry};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let info = ArchiveInfo {
@@ -558,12 +568,11 @@ fn a_plain_code_object_is_listed_and_extracted_at_the_size_stored() {
         ordinal: 0,
         original_size: 4096,
     }];
-    let plan = layout(&info, &[16], &entries).unwrap();
-    let mut bytes = plan.head.clone();
-    bytes.extend(plan.count_field(Scheme::None));
-    bytes.extend([9u8; 16]);
-    bytes.extend(&plan.toc);
-    fs::write(d.join("a.kpack"), bytes).unwrap();
+    fs::write(
+        d.join("a.kpack"),
+        one_blob_archive(&info, &entries, &[9u8; 16]),
+    )
+    .unwrap();
     let (code, json, err) = offload_in(d, &["ls", "--json", "a.kpack"]);
     assert_eq!((code, err.as_str()), (0, ""));
     let listed: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -660,4 +669,25 @@ fn splitting_a_large_compressed_bundle_takes_little_memory() {
         ],
         "{json}"
     );
+}
+
+#[test]
+fn where_archives_were_looked_for_is_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lib = split_library(d, &["--search-path", "/nowhere/\x1b[31mred\n@GFXARCH@"]);
+    let lib = lib.to_str().unwrap();
+    for args in [
+        vec!["ls", lib],
+        vec!["verify", lib],
+        vec!["kpack", "--merge", lib, "-o", "m"],
+    ] {
+        let (code, _, err) = offload_in(d, &args);
+        assert_ne!(code, 0, "{args:?}");
+        assert!(
+            err.contains("looked at /nowhere/\\e[31mred\\n@GFXARCH@"),
+            "{args:?}: {err:?}"
+        );
+        assert!(!err.contains('\x1b'), "{args:?}: {err:?}");
+    }
 }

@@ -17,7 +17,7 @@ use crate::format::kpack::{
     split_toc_key, Archive, HipWrapper, KernelEntry, KpackRef, Scheme, Wrapped, ELF_REF_SECTION,
     PE_REF_SECTION,
 };
-use crate::io::Input;
+use crate::io::{shown, Input};
 use crate::loads::kpack_search::{
     self, lexically_normal, ArchiveIndex, Environment, Miss, Opened, Search,
 };
@@ -147,15 +147,13 @@ pub fn find_archives(
 ) -> FoundArchives {
     let searched = loader_search_paths(binary, reference);
     let mut found = FoundArchives {
-        searched: searched.clone(),
+        disabled: env.disabled(),
         ..FoundArchives::default()
     };
-    if env.disabled() {
-        found.disabled = true;
-        return found;
-    }
+    let candidates = loader_candidates(&searched, env, names);
+    found.searched = searched;
     let mut seen = std::collections::HashSet::new();
-    for path in kpack_search::candidate_paths(&searched, names, env) {
+    for path in candidates {
         match Input::open_regular(&path) {
             Ok(Some(input)) => {
                 if seen.insert(input.identity()) {
@@ -167,6 +165,16 @@ pub fn find_archives(
         }
     }
     found
+}
+
+/// The archive paths the loader tries, in its order, for search paths `searched` (resolved by
+/// [`loader_search_paths`]) with `@GFXARCH@` standing for each of `names`; none when
+/// `ROCM_KPACK_DISABLE` turns the loader off.
+fn loader_candidates(searched: &[PathBuf], env: &Environment, names: &[String]) -> Vec<PathBuf> {
+    if env.disabled() {
+        return Vec::new();
+    }
+    kpack_search::candidate_paths(searched, names, env)
 }
 
 /// The archives found for a split binary, and where they were looked for.
@@ -187,27 +195,29 @@ impl FoundArchives {
     /// `ROCM_KPACK_PATH` names one, else `ROCM_KPACK_PATH_PREFIX`'s and the search paths,
     /// `@GFXARCH@` standing for each processor string tried.
     pub fn where_looked(&self, env: &Environment) -> String {
-        let list = |value: &Option<String>| -> Vec<String> {
-            value
-                .as_deref()
-                .unwrap_or_default()
-                .split(':')
-                .filter(|p| !p.is_empty())
-                .map(str::to_string)
-                .collect()
-        };
         if self.disabled {
             return "nowhere: ROCM_KPACK_DISABLE turns kpack loading off".to_string();
         }
-        let overridden = list(&env.path);
+        let overridden = kpack_search::split_list(env.path.as_deref());
         let paths = if overridden.is_empty() {
-            let mut paths = list(&env.path_prefix);
-            paths.extend(self.searched.iter().map(|p| p.display().to_string()));
+            let mut paths = kpack_search::split_list(env.path_prefix.as_deref());
+            paths.extend(self.searched.iter().cloned());
             paths
         } else {
             overridden
         };
-        paths.join(", ")
+        let shown: Vec<String> = paths.iter().map(|p| shown(p).into_owned()).collect();
+        shown.join(", ")
+    }
+
+    /// The error for a split binary at `binary` for which no archive was found, `what` (such
+    /// as ` for its 2 code objects`) after its first words; names and paths escaped.
+    pub fn none_found(&self, binary: &Path, what: &str, env: &Environment) -> Error {
+        Error::msg(format!(
+            "'{}': no kpack archive found{what}; looked at {}",
+            shown(binary),
+            self.where_looked(env)
+        ))
     }
 }
 
@@ -284,12 +294,8 @@ pub fn code_objects_for(
     let mut found = Vec::new();
     let mut problems = Vec::new();
     if set.archives.is_empty() && !set.disabled {
-        problems.push(Error::msg(format!(
-            "'{}': no kpack archive found for its {} code objects; looked at {}",
-            binary.display(),
-            split.distinct_indices().len(),
-            set.where_looked(env)
-        )));
+        let what = format!(" for its {} code objects", split.distinct_indices().len());
+        problems.push(set.none_found(binary, &what, env));
     }
     for (path, data) in &set.archives {
         let listed = Archive::parse(data)
@@ -421,18 +427,13 @@ impl ArchiveFiles {
     ) -> (Vec<usize>, Vec<Error>) {
         let mut numbers: Vec<usize> = Vec::new();
         let mut problems = Vec::new();
-        if env.disabled() {
-            return (numbers, problems);
-        }
+        let mut seen = std::collections::HashSet::new();
         let searched = loader_search_paths(binary, reference);
-        for path in kpack_search::candidate_paths(&searched, names, env) {
+        for path in loader_candidates(&searched, env, names) {
             match self.map_regular(&path) {
                 Ok(Some(number)) => {
                     let identity = self.get(number).and_then(|(_, i)| i.identity());
-                    let known = numbers
-                        .iter()
-                        .any(|n| self.get(*n).and_then(|(_, i)| i.identity()) == identity);
-                    if !known {
+                    if seen.insert(identity) {
                         numbers.push(number);
                     }
                 }

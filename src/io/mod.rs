@@ -220,13 +220,8 @@ impl Input {
         if meta.is_file() {
             return Input::regular(path, file, &meta);
         }
-        let mut input = Input {
-            guard: None,
-            data: Data::Owned(Vec::new()),
-            file: None,
-            path: path.to_path_buf(),
-            identity: None,
-        };
+        let mut input = Input::from_bytes(Vec::new());
+        input.path = path.to_path_buf();
         if kind.is_char_device() || kind.is_block_device() || kind.is_socket() {
             let mut probe = [0u8; 1];
             match file.read(&mut probe) {
@@ -268,13 +263,8 @@ impl Input {
     /// The regular file `file` (opened from `path`, described by `meta`), mapped and counted
     /// among the open inputs.
     fn regular(path: &Path, file: File, meta: &fs::Metadata) -> Result<Input> {
-        let mut input = Input {
-            guard: None,
-            data: Data::Owned(Vec::new()),
-            file: None,
-            path: path.to_path_buf(),
-            identity: None,
-        };
+        let mut input = Input::from_bytes(Vec::new());
+        input.path = path.to_path_buf();
         if meta.len() > 0 {
             // SAFETY: the map is read-only and private to this process. A file that another
             // process truncates while we read it is caught by the guard, not by a signal.

@@ -301,8 +301,9 @@ pub fn target_names_asked(arches: &[String]) -> Vec<String> {
     arches.iter().flat_map(|a| compatible_targets(a)).collect()
 }
 
-/// The loader's list of `:`-separated paths, empty pieces dropped.
-fn split_list(list: Option<&str>) -> Vec<PathBuf> {
+/// The loader's list of `:`-separated paths (`ROCM_KPACK_PATH`, `ROCM_KPACK_PATH_PREFIX`),
+/// empty pieces dropped.
+pub fn split_list(list: Option<&str>) -> Vec<PathBuf> {
     list.unwrap_or_default()
         .split(':')
         .filter(|p| !p.is_empty())

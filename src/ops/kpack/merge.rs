@@ -123,11 +123,7 @@ pub(super) fn merge_sources(
         return Err(found.problems.swap_remove(0));
     }
     if found.archives.is_empty() {
-        return Err(Error::msg(format!(
-            "'{}': no kpack archive found; looked at {}",
-            path.display(),
-            found.where_looked(&env)
-        )));
+        return Err(found.none_found(path, "", &env));
     }
     Ok(found
         .archives

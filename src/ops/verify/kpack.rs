@@ -80,11 +80,7 @@ pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVe
     let mut verified = KpackVerified::default();
     verified.bad.append(&mut set.problems);
     if set.archives.is_empty() {
-        verified.bad.push(Error::msg(format!(
-            "'{}': no kpack archive found; looked at {}",
-            crate::io::shown(path),
-            crate::io::shown(&set.where_looked(&env))
-        )));
+        verified.bad.push(set.none_found(path, "", &env));
         return verified;
     }
     let name = split.reference.kernel_name;
