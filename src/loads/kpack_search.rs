@@ -24,6 +24,7 @@ use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
 use crate::format::kpack::{toc_key, Archive, KpackRef, GFXARCH};
+use crate::io::shown;
 use crate::target::processor::{Processor, ProcessorKind, PROCESSORS};
 use crate::target::target_id::{FeatureSetting, TargetId};
 
@@ -144,7 +145,9 @@ impl Opened {
         match self {
             Opened::Missing => "missing".to_string(),
             Opened::Unreadable(why) => format!("not an archive: {why}"),
-            Opened::Archive(index) => format!("archive for {}", index.gfx_arches.join(", ")),
+            Opened::Archive(index) => {
+                format!("archive for {}", shown(&index.gfx_arches.join(", ")))
+            }
         }
     }
 }
@@ -158,8 +161,9 @@ impl Outcome {
             Outcome::NoArchive => Some("no archive found".to_string()),
             Outcome::NoArch => Some("no archive found is for its processor".to_string()),
             Outcome::KernelNotFound { archive, arch } => Some(format!(
-                "'{}' is for {arch} but lacks the code object",
-                archive.display()
+                "'{}' is for {} but lacks the code object",
+                shown(archive),
+                shown(arch)
             )),
         }
     }
