@@ -111,3 +111,67 @@ fn links_of_ours_are_replaced_and_other_files_refused() {
     );
     assert_eq!(crate::util::file_names(other.path()).len(), 2, "links made");
 }
+
+/// clang `args` compiling the committed kernel for gfx950 and gfx11-generic into `out`, in the
+/// folder `dir`, with a fixed compilation unit ID (clang otherwise draws one at random, and the
+/// objects of two runs differ).
+fn clang_hip(clang: &Path, dir: &Path, extra: &[&str], out: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(clang);
+    command
+        .current_dir(dir)
+        .args(extra)
+        .args(["-cuid=links", "-x", "hip", "-nogpulib", "-nogpuinc"])
+        .args([
+            "--offload-arch=gfx950",
+            "--offload-arch=gfx11-generic",
+            "-c",
+        ])
+        .arg(crate::util::root().join("samples/src/kernel.hip"))
+        .args(["-o", out]);
+    command
+}
+
+#[test]
+fn clang_given_the_links_folder_with_b_runs_our_bundler_and_gets_the_same_object() {
+    let Some(clang) = crate::util::tool("clang-22") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    assert_eq!(links(&[], &bin).0, 0);
+    let b = bin.to_str().unwrap();
+    for (extra, name) in [
+        (&[][..], "plain"),
+        (&["--offload-compress"][..], "compressed"),
+    ] {
+        let alone = format!("{name}-clang.o");
+        let (code, _, err) = text_output(&mut clang_hip(&clang, dir.path(), extra, &alone));
+        assert_eq!(code, 0, "{err}");
+        assert!(!err.contains("bundle{"), "{err}");
+        // Our bundler says what it bundles when OFFLOAD_LOG asks: the mark that it ran.
+        let ours = format!("{name}-ours.o");
+        let mut command = clang_hip(&clang, dir.path(), &[&["-B", b], extra].concat(), &ours);
+        let (code, _, err) = text_output(command.env("OFFLOAD_LOG", "offload=info"));
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            err.contains("bundle{") && err.contains("hipv4-amdgcn-amd-amdhsa--gfx950"),
+            "clang -B did not run our bundler: {err}"
+        );
+        let (alone, ours) = (dir.path().join(alone), dir.path().join(ours));
+        if name == "compressed" {
+            // The zstd frames come from different zstd releases (docs/llvm-compat.md): compare
+            // what they inflate to.
+            for object in [&alone, &ours] {
+                let (code, _, err) =
+                    text_output(offload().args(["decompress", "--in-place"]).arg(object));
+                assert_eq!(code, 0, "{err}");
+            }
+        }
+        let (alone, ours) = (fs::read(alone).unwrap(), fs::read(ours).unwrap());
+        assert!(
+            alone == ours,
+            "{name}: {}",
+            crate::util::first_difference(&alone, &ours)
+        );
+    }
+}

@@ -130,3 +130,94 @@ fn the_version_names_the_release_the_commit_and_the_llvm_releases() {
         assert_eq!(out, format!("{first}\nstands in for LLVM 19 and 22\n"));
     }
 }
+
+/// Each shell's completion script as committed (what the packages install) and the file name.
+const COMPLETIONS: [(&str, &str); 3] = [
+    ("bash", "offload.bash"),
+    ("zsh", "_offload"),
+    ("fish", "offload.fish"),
+];
+
+#[test]
+fn the_committed_completions_are_what_the_program_prints() {
+    for (shell, file) in COMPLETIONS {
+        let out = crate::util::succeed(offload().args(["completions", shell]));
+        let committed = std::fs::read(root().join("docs/completions").join(file)).unwrap();
+        assert!(
+            out.stdout == committed,
+            "docs/completions/{file} is out of date: run `cargo xtask docs`"
+        );
+    }
+    let (code, _, err) = text_output(offload().args(["completions", "tcsh"]));
+    assert_eq!(code, 2);
+    assert!(err.contains("invalid value 'tcsh'"), "{err}");
+}
+
+#[test]
+fn bash_completes_subcommands_and_options_from_the_script() {
+    let script = root().join("docs/completions/offload.bash");
+    // What bash would offer after `offload l` and after `offload strip --ke`.
+    let complete = |words: &str, current: usize| {
+        let program = format!(
+            "source '{}'; COMP_WORDS=({words}); COMP_CWORD={current}; \
+             _offload offload \"${{COMP_WORDS[$COMP_CWORD]}}\" \"${{COMP_WORDS[$COMP_CWORD-1]}}\"; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display()
+        );
+        text_output(Command::new("bash").args(["--norc", "-c", &program]))
+    };
+    let (code, out, err) = complete("offload l", 1);
+    assert_eq!(code, 0, "{err}");
+    let offered: Vec<&str> = out.lines().collect();
+    assert_eq!(offered, ["ls", "links"], "{out}");
+    let (code, out, err) = complete("offload strip --ke", 2);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.lines().collect::<Vec<_>>(), ["--keep"], "{out}");
+}
+
+#[test]
+fn zsh_and_fish_load_their_scripts() {
+    if let Some(zsh) = crate::util::tool("zsh") {
+        let program = format!(
+            "autoload -Uz compinit && compinit -u -D && source '{}' && print -r -- $_comps[offload]",
+            root().join("docs/completions/_offload").display()
+        );
+        let (code, out, err) = text_output(Command::new(zsh).args(["-f", "-c", &program]));
+        assert_eq!((code, out.trim()), (0, "_offload"), "{err}");
+    }
+    if let Some(fish) = crate::util::tool("fish") {
+        let program = format!(
+            "source '{}'; complete -C'offload strip --ke'",
+            root().join("docs/completions/offload.fish").display()
+        );
+        let (code, out, err) =
+            text_output(Command::new(fish).args(["--no-config", "-c", &program]));
+        assert_eq!(code, 0, "{err}");
+        assert!(out.starts_with("--keep"), "{out}");
+    }
+}
+
+#[test]
+fn the_manual_pages_render_with_each_command_s_options() {
+    let Some(man) = crate::util::tool("man") else {
+        return;
+    };
+    for (page, option) in [
+        ("offload", "offload-strip(1)"),
+        ("offload-strip", "--keep"),
+        ("offload-extract", "--arch"),
+        ("clang-offload-bundler", "--targets"),
+        ("llvm-offload-wrapper", "--kind"),
+    ] {
+        let path = root().join("docs/man").join(format!("{page}.1"));
+        let (code, out, err) = text_output(
+            Command::new(&man)
+                .arg("-l")
+                .arg(&path)
+                .env("MANWIDTH", "200")
+                .env("MANPAGER", "cat"),
+        );
+        assert_eq!(code, 0, "{page}: {err}");
+        assert!(out.contains(option), "{page} lacks {option}: {out}");
+    }
+}

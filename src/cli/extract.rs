@@ -96,6 +96,11 @@ fn device_arg(text: &str) -> Result<TargetIdBuf, String> {
     parse_device(text).map_err(|e| e.to_string())
 }
 
+/// The command line this module parses, for the manual pages and shell completions.
+pub(crate) fn command() -> clap::Command {
+    <Args as clap::CommandFactory>::command()
+}
+
 /// Runs the command with `args` (without the program name); `prog` names it in messages.
 /// Returns the exit status: 0 when images were written and every file read cleanly.
 pub fn run(prog: &str, args: &[String]) -> i32 {

@@ -38,6 +38,11 @@ struct Args {
     release: Option<String>,
 }
 
+/// The command line this module parses, for the manual pages and shell completions.
+pub(crate) fn command() -> clap::Command {
+    <Args as clap::CommandFactory>::command()
+}
+
 /// Runs `offload links` with `args` (without the program name) and returns the exit status.
 pub fn run(args: &[String]) -> i32 {
     let args: Args = match crate::cli::parse_args(PROG, args) {

@@ -57,6 +57,11 @@ enum UriForm {
     Readobj,
 }
 
+/// The command line this module parses, for the manual pages and shell completions.
+pub(crate) fn command() -> clap::Command {
+    <Args as clap::CommandFactory>::command()
+}
+
 /// Runs `offload ls` with `args` (without the program name) and returns the exit status: 0
 /// when every file could be read, 1 otherwise (the files that could be read are still listed).
 pub fn run(args: &[String]) -> i32 {

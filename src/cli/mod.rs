@@ -2,6 +2,7 @@
 //! takes on when started through a link named after an LLVM tool.
 
 pub mod check;
+pub mod completions;
 pub mod du;
 pub mod extract;
 pub mod general;
@@ -10,6 +11,7 @@ pub mod jobs;
 pub mod kpack;
 pub mod links;
 pub mod ls;
+pub mod manual;
 pub mod personalities;
 pub mod rewrite;
 pub mod verify;
@@ -53,6 +55,7 @@ COMMANDS:
              (-o DIR, -r for trees); --merge puts archived code back as bundles
   links      symbolic links to this program in a folder, under the LLVM tools' names below
              (--release 19|22: names ending in -19 or -22), so that a toolchain finds them
+  completions  the completion script of a shell (bash, zsh, fish, elvish, powershell)
   help       print this text
 
 ls, extract, verify, check, du, strip, compress and decompress take many files and folders
@@ -190,6 +193,7 @@ fn run_subcommand(rest: &[String]) -> i32 {
         Some("decompress") => rewrite::decompress(&rest[1..]),
         Some("kpack") => kpack::run(&rest[1..]),
         Some("links") => links::run(&rest[1..]),
+        Some("completions") => completions::run(&rest[1..]),
         Some("help" | "--help" | "-h") | None => {
             print("offload", USAGE).map_or_else(|code| code, |()| i32::from(rest.is_empty()))
         }

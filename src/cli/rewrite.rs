@@ -440,6 +440,21 @@ impl Report {
     }
 }
 
+/// The command line this module parses, for the manual pages and shell completions.
+pub(crate) fn strip_command() -> clap::Command {
+    <StripArgs as clap::CommandFactory>::command()
+}
+
+/// The command line this module parses, for the manual pages and shell completions.
+pub(crate) fn compress_command() -> clap::Command {
+    <CompressArgs as clap::CommandFactory>::command()
+}
+
+/// The command line this module parses, for the manual pages and shell completions.
+pub(crate) fn decompress_command() -> clap::Command {
+    <DecompressArgs as clap::CommandFactory>::command()
+}
+
 /// Runs `offload strip` with `args` (without the program name).
 pub fn strip(args: &[String]) -> i32 {
     let args: StripArgs = match crate::cli::parse_args("offload strip", args) {

@@ -43,6 +43,11 @@ struct Args {
     general: crate::cli::general::GeneralOpts,
 }
 
+/// The command line this module parses, for the manual pages and shell completions.
+pub(crate) fn command() -> clap::Command {
+    <Args as clap::CommandFactory>::command()
+}
+
 /// Runs `offload verify` with `args` (without the program name) and returns the exit status.
 pub fn run(args: &[String]) -> i32 {
     let args: Args = match crate::cli::parse_args(PROG, args) {

@@ -167,6 +167,11 @@ Extensions (not in LLVM 19):
                                       decompressed (default 16 GiB)
 ";
 
+/// The command line this tool parses, for its manual page and the shell completions.
+pub(crate) fn command() -> clap::Command {
+    llvm_cl::command("clang-offload-bundler", SPECS, HELP, None)
+}
+
 /// Runs the bundler with `args` (without the program name), printing as `prog`. Returns the
 /// exit status.
 pub fn run(prog: &str, args: &[String], version: LlvmVersion) -> i32 {

@@ -57,6 +57,17 @@ output's extension chooses what is written in the same way. (Started as llvm-off
 the program writes bitcode for any name, as LLVM's, unless given --filetype=obj, bc or ll.)
 ";
 
+/// The command line this tool parses, for its manual page and the shell completions.
+pub(crate) fn command() -> clap::Command {
+    let images = "The offload target binaries to wrap, each after the --offload-arch that names it";
+    llvm_cl::command(
+        "clang-offload-wrapper",
+        SPECS,
+        HELP,
+        Some(("images", images)),
+    )
+}
+
 /// Runs the wrapper with `args` (without the program name); `prog` starts the messages.
 pub fn run(prog: &str, args: &[String]) -> i32 {
     llvm_cl::run_on_standard_streams(prog, args, run_with)

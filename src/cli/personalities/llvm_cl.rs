@@ -314,6 +314,109 @@ pub fn help_or_version(
     Some(crate::cli::write_out(prog, out, err, text.as_bytes()).map_or_else(|code| code, |()| 0))
 }
 
+/// An LLVM-compatible tool's options as a clap command, for its manual page and the shell
+/// completions: each option of `specs` (the table the tool parses with) with the description
+/// its `--help` text `help` gives it, and the operands `operands` (name and description) when
+/// the tool takes files without an option. The tool still parses with [`parse`], which takes
+/// every option with one dash or two.
+pub fn command(
+    tool: &'static str,
+    specs: &[Spec],
+    help: &str,
+    operands: Option<(&'static str, &'static str)>,
+) -> clap::Command {
+    let described = descriptions(help);
+    let overview = help
+        .lines()
+        .take_while(|line| !line.starts_with("USAGE:"))
+        .map(|line| line.strip_prefix("OVERVIEW: ").unwrap_or(line).trim_end())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let overview = overview.trim().to_string();
+    let about = overview.lines().next().unwrap_or_default().to_string();
+    let mut command = clap::Command::new(tool)
+        .about(about)
+        .long_about(overview)
+        .disable_help_flag(true)
+        .disable_version_flag(true);
+    for spec in specs {
+        let (value_name, text) = described
+            .iter()
+            .find(|(name, ..)| name == spec.name)
+            .map(|(_, value, text)| (value.clone(), text.clone()))
+            .unwrap_or_default();
+        let mut arg = clap::Arg::new(spec.name).help(text);
+        arg = if spec.name.chars().count() == 1 {
+            arg.short(spec.name.chars().next().unwrap_or('?'))
+        } else {
+            arg.long(spec.name)
+        };
+        arg = match spec.kind {
+            Kind::Flag => arg.action(clap::ArgAction::SetTrue),
+            Kind::Value => arg.action(clap::ArgAction::Set),
+            Kind::List | Kind::CommaList => arg.action(clap::ArgAction::Append),
+        };
+        if spec.kind != Kind::Flag {
+            arg = arg.value_name(value_name.unwrap_or_else(|| "value".into()));
+            if spec.name == "o" || spec.name.contains("put") {
+                arg = arg.value_hint(clap::ValueHint::FilePath);
+            }
+        }
+        command = command.arg(arg);
+    }
+    if let Some((name, text)) = operands {
+        command = command.arg(
+            clap::Arg::new(name)
+                .help(text)
+                .num_args(0..)
+                .value_hint(clap::ValueHint::FilePath),
+        );
+    }
+    command
+}
+
+/// The options a `--help` text describes: each one's name, the name of its value (`uint` of
+/// `--bundle-align=<uint>`, `file` of `-o <file>`) and its description, the lines that continue
+/// it joined to it.
+fn descriptions(help: &str) -> Vec<(String, Option<String>, String)> {
+    let mut found: Vec<(String, Option<String>, String)> = Vec::new();
+    let mut continuing = false;
+    for line in help.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('-') && line.starts_with(' ') {
+            if let Some((option, text)) = trimmed.split_once(" - ") {
+                let option = option.trim();
+                let (name, value) = match option.split_once(['=', ' ']) {
+                    Some((name, value)) => (name, Some(value)),
+                    None => (option, None),
+                };
+                let value = value.map(|v| {
+                    let v = v.trim();
+                    let v = v.strip_prefix('<').unwrap_or(v);
+                    v.strip_suffix('>').unwrap_or(v).to_string()
+                });
+                found.push((
+                    name.trim_start_matches('-').to_string(),
+                    value,
+                    text.trim().to_string(),
+                ));
+                continuing = true;
+                continue;
+            }
+        }
+        match found.last_mut() {
+            Some((.., text)) if continuing && line.starts_with(' ') && !trimmed.is_empty() => {
+                let piece = trimmed.split_whitespace().collect::<Vec<_>>().join(" ");
+                let piece = piece.replacen(" - ", ": ", 1);
+                text.push(' ');
+                text.push_str(&piece);
+            }
+            _ => continuing = false,
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

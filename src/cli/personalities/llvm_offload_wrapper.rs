@@ -104,6 +104,14 @@ const ABOUT: llvm_cl::About = llvm_cl::About {
     compatible_with: None,
 };
 
+/// The command line this tool parses, with the options `offload wrapper --kind` adds, for
+/// its manual page and the shell completions.
+pub(crate) fn command() -> clap::Command {
+    let help = format!("{HELP}{EXTENSIONS}");
+    let image = "The device image to wrap (with --bundle, the code objects to bundle)";
+    llvm_cl::command("llvm-offload-wrapper", SPECS, &help, Some(("image", image)))
+}
+
 /// The program name under which this tool's own behaviour (and help) applies, rather than
 /// LLVM's.
 pub(crate) const OURS: &str = "offload wrapper";

@@ -168,6 +168,13 @@ fn about(version: LlvmVersion) -> [llvm_cl::About<'static>; 4] {
     ]
 }
 
+/// The command line the packager of `version` parses (`clang-offload-packager` for 19,
+/// `llvm-offload-binary` for 22), for its manual page and the shell completions.
+pub(crate) fn command(version: LlvmVersion) -> clap::Command {
+    let [help, ..] = about(version);
+    llvm_cl::command(help.tool, SPECS, help.help, None)
+}
+
 /// The warning LLVM 22 prints when started as `clang-offload-packager`, its old name.
 pub const DEPRECATED_NAME: &str =
     "warning: 'clang-offload-packager' is deprecated. Use 'llvm-offload-binary' instead.";

@@ -1,0 +1,142 @@
+//! The command lines as clap commands, whole: what the manual pages (`docs/man/`) and the shell
+//! completions (`offload completions`) are made from. Each part is the definition its command
+//! parses with, so neither can drift from the program.
+
+use clap::Command;
+
+use crate::cli::personalities::{bundler, clang_offload_wrapper, llvm_offload_wrapper, packager};
+use crate::cli::{check, completions, du, extract, kpack, links, ls, rewrite, verify};
+use crate::target::processor::LlvmVersion;
+
+/// What `offload`'s manual page says after the list of commands: how the commands share their
+/// options and how the LLVM names choose a tool.
+const DESCRIPTION: &str = "offload lists, extracts, checks, strips, compresses and splits the \
+device code (AMDGPU code objects, PTX, cubins, LLVM bitcode) that GPU offload fat binaries carry \
+beside host code, in objects, programs, shared libraries and archives, and stands in for LLVM's \
+clang-offload-bundler, clang-offload-packager (llvm-offload-binary), clang-offload-wrapper and \
+llvm-offload-wrapper with the same command lines and output bytes.
+
+ls, extract, verify, check, du, strip, compress and decompress take many files and folders (-r \
+walks trees), read N at once (-j N; output in the order of the files) and, for more than one \
+file, end with a summary. Most commands take -v (-vv, -vvv) to log what they do on standard \
+error; OFFLOAD_LOG=offload=debug (a tracing filter) logs for every command.
+
+Started through a link named clang-offload-bundler or offload-bundler, the program behaves as \
+offload bundler; through clang-offload-packager, offload-packager or llvm-offload-binary, as \
+offload packager; through clang-offload-wrapper or llvm-offload-wrapper, as that wrapper \
+(offload links makes the links). A -19 or -22 at the end of the name, else OFFLOAD_LLVM_VERSION, \
+else 22 chooses the LLVM release they stand in for.";
+
+/// The `offload` subcommands, each as it parses its arguments and under its own name (`ls`).
+fn subcommands() -> Vec<Command> {
+    vec![
+        packager_command("bundler", bundler::command()),
+        packager_command("packager", packager::command(LlvmVersion::DEFAULT)),
+        ls::command(),
+        extract::command(),
+        check::command(),
+        verify::command(),
+        du::command(),
+        packager_command("wrapper", clang_offload_wrapper::command())
+            .args(wrapper_extensions())
+            .about("Wrap offload images in a host object that registers them (clang-offload-wrapper; with --kind, llvm-offload-wrapper)"),
+        rewrite::strip_command(),
+        rewrite::compress_command(),
+        rewrite::decompress_command(),
+        kpack::command(),
+        links::command(),
+        completions::command(),
+    ]
+    .into_iter()
+    .map(|command| {
+        let name = command.get_name().trim_start_matches("offload ").to_string();
+        let long = command.get_long_about().or(command.get_about()).cloned();
+        let about = summary(&name);
+        let command = match long {
+            Some(long) => command.long_about(long),
+            None => command,
+        };
+        match about {
+            Some(about) => command.about(about).name(name),
+            None => command.name(name),
+        }
+    })
+    .collect()
+}
+
+/// What `offload help` says of the command `name`, its lines joined.
+fn summary(name: &str) -> Option<String> {
+    let commands = super::USAGE.split("COMMANDS:\n").nth(1)?;
+    let mut lines = commands.lines();
+    let first = lines.find_map(|line| {
+        let rest = line.strip_prefix("  ")?.strip_prefix(name)?;
+        rest.starts_with("  ").then(|| rest.trim().to_string())
+    })?;
+    let more = lines
+        .take_while(|line| line.starts_with("    "))
+        .map(str::trim);
+    Some(
+        std::iter::once(first.as_str())
+            .chain(more)
+            .collect::<Vec<_>>()
+            .join(" "),
+    )
+}
+
+/// An LLVM tool's command under the name of the `offload` subcommand that runs it.
+fn packager_command(name: &'static str, command: Command) -> Command {
+    command.name(name)
+}
+
+/// The options llvm-offload-wrapper's command line adds to clang-offload-wrapper's, for
+/// `offload wrapper`, which takes either.
+fn wrapper_extensions() -> Vec<clap::Arg> {
+    let theirs = clang_offload_wrapper::command();
+    llvm_offload_wrapper::command()
+        .get_arguments()
+        .filter(|arg| {
+            arg.is_positional() || theirs.get_arguments().all(|a| a.get_id() != arg.get_id())
+        })
+        .filter(|arg| !arg.is_positional())
+        .cloned()
+        .collect()
+}
+
+/// The `offload` command with every subcommand: what the shell completions complete.
+pub fn command() -> Command {
+    Command::new("offload")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about("GPU offload fat binary tools")
+        .long_about(DESCRIPTION)
+        .disable_help_subcommand(true)
+        .subcommand_required(true)
+        .subcommands(subcommands())
+}
+
+/// Every manual page: its name (`offload-ls`) and the command it documents. One for `offload`,
+/// one per subcommand, and one per LLVM name the program answers to.
+pub fn pages() -> Vec<(String, Command)> {
+    let version = env!("CARGO_PKG_VERSION");
+    let mut pages = vec![("offload".to_string(), command())];
+    for sub in subcommands() {
+        let name = sub.get_name().to_string();
+        let page = format!("offload-{name}");
+        let command = sub
+            .name(page.clone())
+            .bin_name(format!("offload {name}"))
+            .version(version);
+        pages.push((page, command));
+    }
+    let llvm_names = [
+        bundler::command(),
+        packager::command(LlvmVersion::V19),
+        packager::command(LlvmVersion::V22),
+        clang_offload_wrapper::command(),
+        llvm_offload_wrapper::command(),
+    ];
+    for command in llvm_names {
+        let name = command.get_name().to_string();
+        pages.push((name, command.version(version)));
+    }
+    pages
+}
