@@ -13,6 +13,46 @@
 //! (the linker plugin is one) turns default features off, and links neither the argument
 //! parser nor the progress bars nor a log subscriber. The operations log through `tracing`
 //! spans and events; they cost nothing until the program installs a subscriber.
+//!
+//! # Example
+//!
+//! List the device images of a file, then write out the code objects a gfx90a loads. The file
+//! here is a clang offload bundle made on the spot; a program, a shared library, an object or an
+//! archive is read the same way.
+//!
+//! ```
+//! use offload::format::{bundle, ccob::DEFAULT_MAX_DECOMPRESSED};
+//! use offload::ops::{extract, ls};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let file = dir.path().join("kernels.hipfb");
+//! let entries: [(&str, &[u8]); 3] = [
+//!     ("host-x86_64-unknown-linux-gnu-", b""),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"code for gfx90a"),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx1100", b"code for gfx1100"),
+//! ];
+//! std::fs::write(&file, bundle::to_vec(&entries, 4096))?;
+//!
+//! // What `offload ls` lists: every image, where it lies and what it is for.
+//! let (images, damage) = ls::list_file(&file, DEFAULT_MAX_DECOMPRESSED)?;
+//! assert!(damage.is_empty());
+//! let targets: Vec<&str> = images.iter().map(|image| image.target_id.as_str()).collect();
+//! assert_eq!(targets, ["", "gfx90a", "gfx1100"]);
+//!
+//! // What `offload extract --arch gfx90a -o out` writes.
+//! let config = extract::ExtractConfig {
+//!     files: vec![file],
+//!     arches: vec!["gfx90a".parse()?],
+//!     output: dir.path().join("out"),
+//!     ..Default::default()
+//! };
+//! let written = extract::extract(&config, &()).result?;
+//! assert_eq!(written.len(), 1);
+//! assert_eq!(std::fs::read(&written[0].path)?, b"code for gfx90a");
+//! # Ok(())
+//! # }
+//! ```
 
 #[cfg(feature = "cli")]
 pub mod cli;
