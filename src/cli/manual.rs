@@ -1,11 +1,15 @@
 //! The command lines as clap commands, whole: what the manual pages (`docs/man/`) and the shell
-//! completions (`offload completions`) are made from. Each part is the definition its command
+//! completions (`offload completions`, run from here) are made from. Each part is the definition its command
 //! parses with, so neither can drift from the program.
 
-use clap::Command;
+use std::io;
+
+use clap::{Command, Parser};
 
 use crate::cli::personalities::{bundler, clang_offload_wrapper, llvm_offload_wrapper, packager};
-use crate::cli::{check, completions, du, extract, kpack, links, ls, rewrite, verify};
+use crate::cli::{
+    check, du, extract, kpack, links, ls, parse_args, rewrite, stdout_failed, verify,
+};
 use crate::target::processor::LlvmVersion;
 
 /// What `offload`'s manual page says after the list of commands: how the commands share their
@@ -30,14 +34,15 @@ else 22 chooses the LLVM release they stand in for.";
 /// The `offload` subcommands, each as it parses its arguments and under its own name (`ls`).
 fn subcommands() -> Vec<Command> {
     vec![
-        packager_command("bundler", bundler::command()),
-        packager_command("packager", packager::command(LlvmVersion::DEFAULT)),
+        bundler::command().name("bundler"),
+        packager::command(LlvmVersion::DEFAULT).name("packager"),
         ls::command(),
         extract::command(),
         check::command(),
         verify::command(),
         du::command(),
-        packager_command("wrapper", clang_offload_wrapper::command())
+        clang_offload_wrapper::command()
+            .name("wrapper")
             .args(wrapper_extensions())
             .about("Wrap offload images in a host object that registers them (clang-offload-wrapper; with --kind, llvm-offload-wrapper)"),
         rewrite::strip_command(),
@@ -45,7 +50,7 @@ fn subcommands() -> Vec<Command> {
         rewrite::decompress_command(),
         kpack::command(),
         links::command(),
-        completions::command(),
+        completions_command(),
     ]
     .into_iter()
     .map(|command| {
@@ -83,11 +88,6 @@ fn summary(name: &str) -> Option<String> {
     )
 }
 
-/// An LLVM tool's command under the name of the `offload` subcommand that runs it.
-fn packager_command(name: &'static str, command: Command) -> Command {
-    command.name(name)
-}
-
 /// The options llvm-offload-wrapper's command line adds to clang-offload-wrapper's, for
 /// `offload wrapper`, which takes either.
 fn wrapper_extensions() -> Vec<clap::Arg> {
@@ -95,9 +95,8 @@ fn wrapper_extensions() -> Vec<clap::Arg> {
     llvm_offload_wrapper::command()
         .get_arguments()
         .filter(|arg| {
-            arg.is_positional() || theirs.get_arguments().all(|a| a.get_id() != arg.get_id())
+            !arg.is_positional() && theirs.get_arguments().all(|a| a.get_id() != arg.get_id())
         })
-        .filter(|arg| !arg.is_positional())
         .cloned()
         .collect()
 }
@@ -139,4 +138,45 @@ pub fn pages() -> Vec<(String, Command)> {
         pages.push((name, command.version(version)));
     }
     pages
+}
+
+/// The name `offload completions` gives itself in messages.
+const COMPLETIONS: &str = "offload completions";
+
+/// Print the completion script of a shell for offload: its subcommands, their options and the
+/// values they take. Load it in the running shell (bash: `source <(offload completions bash)`)
+/// or save it where the shell looks for completions (bash:
+/// ~/.local/share/bash-completion/completions/offload, zsh: a file _offload in a folder of
+/// $fpath, fish: ~/.config/fish/completions/offload.fish).
+#[derive(Debug, Parser)]
+#[command(name = "offload completions")]
+struct CompletionsArgs {
+    /// The shell to complete for.
+    shell: clap_complete::Shell,
+}
+
+/// `offload completions`' command line.
+fn completions_command() -> clap::Command {
+    <CompletionsArgs as clap::CommandFactory>::command()
+}
+
+/// The completion script of `shell` for `offload`.
+pub fn completion_script(shell: clap_complete::Shell) -> Vec<u8> {
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut command(), "offload", &mut out);
+    out
+}
+
+/// Runs `offload completions` with `args` (without the program name) and returns the exit
+/// status.
+pub fn run_completions(args: &[String]) -> i32 {
+    let args: CompletionsArgs = match parse_args(COMPLETIONS, args) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let text = completion_script(args.shell);
+    match crate::cli::write_flushed(&mut io::stdout().lock(), &text) {
+        Ok(()) => 0,
+        Err(e) => stdout_failed(COMPLETIONS, &mut io::stderr().lock(), &e),
+    }
 }

@@ -2,7 +2,6 @@
 //! takes on when started through a link named after an LLVM tool.
 
 pub mod check;
-pub mod completions;
 pub mod du;
 pub mod extract;
 pub mod general;
@@ -193,7 +192,7 @@ fn run_subcommand(rest: &[String]) -> i32 {
         Some("decompress") => rewrite::decompress(&rest[1..]),
         Some("kpack") => kpack::run(&rest[1..]),
         Some("links") => links::run(&rest[1..]),
-        Some("completions") => completions::run(&rest[1..]),
+        Some("completions") => manual::run_completions(&rest[1..]),
         Some("help" | "--help" | "-h") | None => {
             print("offload", USAGE).map_or_else(|code| code, |()| i32::from(rest.is_empty()))
         }
