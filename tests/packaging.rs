@@ -221,3 +221,66 @@ fn the_manual_pages_render_with_each_command_s_options() {
         assert!(out.contains(option), "{page} lacks {option}: {out}");
     }
 }
+
+#[test]
+fn every_file_the_debian_package_takes_is_in_the_repository() {
+    let manifest = std::fs::read_to_string(root().join("Cargo.toml")).unwrap();
+    let deb = manifest
+        .split("[package.metadata.deb]")
+        .nth(1)
+        .expect("Cargo.toml has no [package.metadata.deb]");
+    let assets = deb
+        .split("assets = [")
+        .nth(1)
+        .unwrap()
+        .split("\n]")
+        .next()
+        .unwrap();
+    let mut sources = 0;
+    for line in assets
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("[\""))
+    {
+        let source = line.trim_start_matches("[\"").split('"').next().unwrap();
+        if source.starts_with("target/release/") {
+            continue;
+        }
+        sources += 1;
+        let (folder, pattern) = source.rsplit_once('/').unwrap_or(("", source));
+        let found = match pattern.split_once('*') {
+            Some((start, end)) => std::fs::read_dir(root().join(folder))
+                .unwrap()
+                .flatten()
+                .any(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.starts_with(start) && name.ends_with(end)
+                }),
+            None => root().join(source).is_file(),
+        };
+        assert!(
+            found,
+            "the Debian package takes {source}, which is not there"
+        );
+    }
+    assert!(sources >= 10, "{assets}");
+    for name in offload::cli::links::NAMES {
+        assert!(
+            deb.contains(&format!("usr/lib/offload-tools/bin/{name}\"")),
+            "no link {name} in the Debian package"
+        );
+    }
+}
+
+#[test]
+fn the_wheel_and_the_plugin_go_with_the_crate_s_version() {
+    let pyproject = std::fs::read_to_string(root().join("pyproject.toml")).unwrap();
+    assert!(pyproject.contains("dynamic = [\"version\"]"), "{pyproject}");
+    assert!(pyproject.contains("bindings = \"bin\""), "{pyproject}");
+    let plugin = std::fs::read_to_string(root().join("linker-plugin/Cargo.toml")).unwrap();
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        plugin.contains(&format!("\nversion = \"{version}\"")),
+        "linker-plugin/Cargo.toml is not at {version}"
+    );
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The speed table of docs/benchmarks.md: each command of offload beside the reference for the
+# same work, both timed in this run (best of RUNS, default 3, warm cache), with offload's peak
+# memory: anonymous (heap, not mapped file pages) and resident (mapped pages included), sampled
+# from /proc every few milliseconds.
+#
+#   benches/speed.sh [WORKDIR]
+#
+# Inputs: librocsparse (Debian's librocsparse0, 1.3 GB; LIBROCSPARSE=PATH, else downloaded)
+# and JAX's ROCm 7 XLA plugin (459 MB, 45 compressed bundles; PLUGIN=PATH, else downloaded from
+# PyPI's jax-rocm7-pjrt). Needs zstd, python3 with zstandard, and GNU coreutils. Prints a
+# markdown table; WORKDIR (default /tmp/offload-speed) is emptied first.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=${1:-/tmp/offload-speed}
+runs=${RUNS:-3}
+ours=${OFFLOAD:-$here/target/release/offload}
+[ -x "$ours" ] || (cd "$here" && cargo build --release --quiet)
+inputs=${INPUTS:-/work/bench}
+mkdir -p "$inputs"
+
+lib=${LIBROCSPARSE:-$(find "$inputs/rocsparse" -name 'librocsparse.so.*.*' 2>/dev/null | head -n 1)}
+if [ ! -f "$lib" ]; then
+  (cd "$inputs" && apt-get download librocsparse0 >/dev/null && dpkg -x librocsparse0_*.deb rocsparse)
+  lib=$(find "$inputs/rocsparse" -name 'librocsparse.so.*.*' | head -n 1)
+fi
+plugin=${PLUGIN:-$inputs/jax/x/jax_plugins/xla_rocm7/xla_rocm_plugin.so}
+if [ ! -f "$plugin" ]; then
+  (cd "$inputs" && python3 -m pip download -q --no-deps -d jax jax-rocm7-pjrt &&
+    cd jax && python3 -m zipfile -e jax_rocm7_pjrt-*.whl x)
+fi
+
+rm -rf "$work" && mkdir -p "$work"
+cd "$work"
+
+# measure CMD...: runs CMD once, printing "SECONDS ANON_MIB RSS_MIB" (peaks over the run).
+measure() {
+  python3 - "$@" <<'PY'
+import os, subprocess, sys, time
+start = time.monotonic()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+anon = rss = 0
+def sample():
+    global anon, rss
+    try:
+        with open(f"/proc/{child.pid}/status") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    anon = max(anon, int(line.split()[1]))
+                elif line.startswith("VmHWM:"):
+                    rss = max(rss, int(line.split()[1]))
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+while child.poll() is None:
+    sample()
+    time.sleep(0.003)
+elapsed = time.monotonic() - start
+err = child.stderr.read().decode(errors="replace")
+if child.returncode != 0:
+    sys.exit(f"failed ({child.returncode}): {' '.join(sys.argv[1:])}\n{err}")
+print(f"{elapsed:.3f} {anon / 1024:.0f} {rss / 1024:.0f}")
+PY
+}
+
+# best PREPARE CMD...: the best of $runs runs of CMD, each after the shell command PREPARE
+# (which empties what the last run wrote); prints "SECONDS ANON_MIB RSS_MIB" of that run.
+best() {
+  local prepare=$1; shift
+  local out best=""
+  for _ in $(seq "$runs"); do
+    sh -c "$prepare"
+    out=$(measure "$@")
+    if [ -z "$best" ] || awk -v a="${out%% *}" -v b="${best%% *}" 'BEGIN { exit !(a < b) }'; then
+      best=$out
+    fi
+  done
+  echo "$best"
+}
+
+# The reference for a check of every stream: one core inflating each of the plugin's compressed
+# bundles' streams and hashing the bytes with MD5 (OpenSSL's, through Python's hashlib).
+cat > inflate_md5.py <<'PY'
+import hashlib, json, struct, subprocess, sys, zstandard
+path, ours = sys.argv[1], sys.argv[2]
+rows = json.loads(subprocess.run([ours, "ls", "--json", path], check=True, capture_output=True).stdout)
+places = sorted({(r["compressed_bundle"]["offset"], r["compressed_bundle"]["size"])
+                 for r in rows if r.get("compressed_bundle")})
+with open(path, "rb") as f:
+    for offset, size in places:
+        f.seek(offset)
+        data = f.read(size)
+        version = struct.unpack_from("<H", data, 4)[0]
+        header = {1: 16, 2: 24, 3: 32}[version]
+        md5 = hashlib.md5()
+        reader = zstandard.ZstdDecompressor().stream_reader(data[header:])
+        while chunk := reader.read(1 << 20):
+            md5.update(chunk)
+PY
+
+printf '| work | reference | reference time | offload | ratio | target | offload anonymous / resident peak |\n'
+printf '| --- | --- | --- | --- | --- | --- | --- |\n'
+# row WORK REFERENCE-NAME TARGET REF-PREPARE REF-CMD -- PREPARE CMD...
+row() {
+  local work=$1 reference=$2 target=$3 ref_prepare=$4 ref_cmd=$5; shift 5
+  [ "$1" = -- ] && shift
+  local prepare=$1; shift
+  local ref ours_out
+  ref=$(best "$ref_prepare" sh -c "$ref_cmd")
+  ours_out=$(best "$prepare" "$@")
+  read -r rt _ _ <<<"$ref"
+  read -r ot anon rss <<<"$ours_out"
+  printf '| %s | %s | %.2f s | %.2f s | %.2fx | %s | %s / %s MiB |\n' \
+    "$work" "$reference" "$rt" "$ot" "$(awk -v a="$ot" -v b="$rt" 'BEGIN { print a / b }')" \
+    "$target" "$anon" "$rss"
+}
+
+cat "$lib" "$plugin" >/dev/null
+row "extract librocsparse --arch gfx90a:xnack-" "cat of the library" "0.5x" \
+  true "cat '$lib' >/dev/null" -- "rm -rf out" "$ours" extract "$lib" --arch gfx90a:xnack- -o out
+row "kpack librocsparse -o DIR" "cp of the library" "1.2x" \
+  "rm -f copy" "cp '$lib' copy" -- "rm -rf split" "$ours" kpack "$lib" -o split
+rm -rf split copy out
+head -c $((256 << 20)) /dev/urandom > image.bin
+row "wrapper --filetype=obj, 256 MiB image" "cat of the image" "1.5x" \
+  true "cat image.bin >/dev/null" -- "rm -f w.o" "$ours" wrapper --kind=hip --filetype=obj -o w.o image.bin
+row "wrapper --filetype=bc, 256 MiB image" "cat of the image" "2x" \
+  true "cat image.bin >/dev/null" -- "rm -f w.bc" "$ours" wrapper --kind=hip --filetype=bc -o w.bc image.bin
+rm -f image.bin w.o w.bc
+row "ls of the plugin" "cat of the plugin" "0.5x, 128 MiB resident" \
+  true "cat '$plugin' >/dev/null" -- true "$ours" ls "$plugin"
+reference="python3 inflate_md5.py '$plugin' '$ours'"
+row "verify the plugin" "inflate + MD5, one core" "0.55x" true "$reference" -- true "$ours" verify "$plugin"
+row "strip --keep gfx942 the plugin" "inflate + MD5, one core" "0.65x" \
+  true "$reference" -- "rm -f stripped.so" "$ours" strip --keep gfx942 "$plugin" -o stripped.so
+row "decompress the plugin" "inflate + MD5, one core" "0.75x" \
+  true "$reference" -- "rm -f plain.so" "$ours" decompress "$plugin" -o plain.so
+rm -f stripped.so plain.so
+row "compress librocsparse" "zstd -T2 -3 --long of the library" "1.5x" \
+  "rm -f lib.zst" "zstd -q -T2 -3 --long '$lib' -o lib.zst" -- "rm -f packed.so" "$ours" compress "$lib" -o packed.so
+rm -f lib.zst packed.so
