@@ -52,6 +52,7 @@ mod rewrite;
 mod rewrite_pe;
 mod rewrite_program;
 mod runtime_pick;
+mod syncing;
 mod targets;
 mod trees;
 mod trees_read;

@@ -225,7 +225,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__compress)
-            opts="-r -j -o -v -h --recursive --follow --jobs --output --in-place --dry-run --verbose --max-decompressed-size --level --method --format-version --help"
+            opts="-r -j -o -v -h --recursive --follow --jobs --output --in-place --dry-run --verbose --max-decompressed-size --sync --level --method --format-version --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -271,7 +271,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__decompress)
-            opts="-r -j -o -v -h --recursive --follow --jobs --output --in-place --dry-run --verbose --max-decompressed-size --help"
+            opts="-r -j -o -v -h --recursive --follow --jobs --output --in-place --dry-run --verbose --max-decompressed-size --sync --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -335,7 +335,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__extract)
-            opts="-r -j -o -q -v -h --recursive --follow --jobs --arch --device --output --exact --triple --kind --quiet --verbose --max-decompressed-size --help"
+            opts="-r -j -o -q -v -h --recursive --follow --jobs --arch --device --output --exact --triple --kind --quiet --verbose --max-decompressed-size --sync --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -385,7 +385,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__kpack)
-            opts="-o -r -v -h --output --recursive --name --archive --search-path --compression --merge --from --verbose --max-decompressed-size --help"
+            opts="-o -r -v -h --output --recursive --name --archive --search-path --compression --merge --from --verbose --max-decompressed-size --sync --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -512,7 +512,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__strip)
-            opts="-r -j -o -v -h --recursive --follow --jobs --keep --remove --ptx --output --in-place --dry-run --verbose --max-decompressed-size --allow-empty --help"
+            opts="-r -j -o -v -h --recursive --follow --jobs --keep --remove --ptx --output --in-place --dry-run --verbose --max-decompressed-size --sync --allow-empty --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -584,7 +584,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__wrapper)
-            opts="-o --target --offload-arch --help --version --kind --triple --filetype --bundle --compress --compression-level --help-list"
+            opts="-o --target --offload-arch --help --version --kind --triple --filetype --bundle --compress --compression-level --help-list --sync"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

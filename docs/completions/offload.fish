@@ -96,6 +96,7 @@ complete -c offload -n "__fish_offload_using_subcommand extract" -l follow -d 'F
 complete -c offload -n "__fish_offload_using_subcommand extract" -l exact -d 'Match target IDs exactly, instead of by what the device loads (per translation unit: its native code, else a covering generic target\'s, else SPIR-V)'
 complete -c offload -n "__fish_offload_using_subcommand extract" -s q -l quiet -d 'Print nothing but errors'
 complete -c offload -n "__fish_offload_using_subcommand extract" -s v -l verbose -d 'Log what is done on standard error: -v what was found, chosen and written, -vv the details, -vvv everything. OFFLOAD_LOG, when set, decides instead'
+complete -c offload -n "__fish_offload_using_subcommand extract" -l sync -d 'Sync every file written, and every folder one is put in, before the command ends, as OFFLOAD_SYNC=1 does for every command (otherwise only a file that replaces one is synced, with its folder)'
 complete -c offload -n "__fish_offload_using_subcommand extract" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c offload -n "__fish_offload_using_subcommand check" -l device -d 'A device, in the runtime\'s order: a target ID (`gfx90a:sramecc+:xnack-`) or the runtime\'s full ISA name (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`), or a CUDA compute capability (`sm_89`: checked against CUDA fat binaries). Repeat for several. Without it, the GPUs the kernel driver lists (KFD topology; the folder `OFFLOAD_KFD_TOPOLOGY` names, if set)' -r
 complete -c offload -n "__fish_offload_using_subcommand check" -s j -l jobs -d 'Files worked on at once (default: the number of cores). Output comes in the order of the files, whatever the number' -r
@@ -131,6 +132,7 @@ complete -c offload -n "__fish_offload_using_subcommand wrapper" -l version -d '
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l bundle -d 'Bundle the images, AMDGPU code objects, into one HIP fat binary'
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l compress -d 'Compress the bundle (CCOB version 3, zstd)'
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l help-list -d 'Display list of available options (--help-list-hidden for more)'
+complete -c offload -n "__fish_offload_using_subcommand wrapper" -l sync -d 'Sync every file written, and every folder one is put in, before the command ends, as OFFLOAD_SYNC=1 does for every command (otherwise only a file that replaces one is synced, with its folder)'
 complete -c offload -n "__fish_offload_using_subcommand strip" -s j -l jobs -d 'Files worked on at once (default: the number of cores). Output comes in the order of the files, whatever the number' -r
 complete -c offload -n "__fish_offload_using_subcommand strip" -l keep -d 'Keep the images a device with this target ID loads (host code always stays). A CUDA compute capability (`sm_80`) keeps the cubins it runs and the PTX it may compile' -r
 complete -c offload -n "__fish_offload_using_subcommand strip" -l remove -d 'Remove the images a device with this target ID loads. For CUDA, `sm_XY` removes the cubins for that SM (and its `a` and `f` variants), `compute_XY` that PTX' -r
@@ -144,6 +146,7 @@ complete -c offload -n "__fish_offload_using_subcommand strip" -l follow -d 'Fol
 complete -c offload -n "__fish_offload_using_subcommand strip" -l in-place -d 'Replace each file (written beside it, synced, renamed over it; a file is untouched on any error of its own, and a file with several links is rewritten once)'
 complete -c offload -n "__fish_offload_using_subcommand strip" -l dry-run -d 'Say what would change, and change nothing'
 complete -c offload -n "__fish_offload_using_subcommand strip" -s v -l verbose -d 'Log what is done on standard error: -v what was found, chosen and written, -vv the details, -vvv everything. OFFLOAD_LOG, when set, decides instead'
+complete -c offload -n "__fish_offload_using_subcommand strip" -l sync -d 'Sync every file written, and every folder one is put in, before the command ends, as OFFLOAD_SYNC=1 does for every command (otherwise only a file that replaces one is synced, with its folder)'
 complete -c offload -n "__fish_offload_using_subcommand strip" -l allow-empty -d 'Allow removing every device image'
 complete -c offload -n "__fish_offload_using_subcommand strip" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c offload -n "__fish_offload_using_subcommand compress" -s j -l jobs -d 'Files worked on at once (default: the number of cores). Output comes in the order of the files, whatever the number' -r
@@ -157,6 +160,7 @@ complete -c offload -n "__fish_offload_using_subcommand compress" -l follow -d '
 complete -c offload -n "__fish_offload_using_subcommand compress" -l in-place -d 'Replace each file (written beside it, synced, renamed over it; a file is untouched on any error of its own, and a file with several links is rewritten once)'
 complete -c offload -n "__fish_offload_using_subcommand compress" -l dry-run -d 'Say what would change, and change nothing'
 complete -c offload -n "__fish_offload_using_subcommand compress" -s v -l verbose -d 'Log what is done on standard error: -v what was found, chosen and written, -vv the details, -vvv everything. OFFLOAD_LOG, when set, decides instead'
+complete -c offload -n "__fish_offload_using_subcommand compress" -l sync -d 'Sync every file written, and every folder one is put in, before the command ends, as OFFLOAD_SYNC=1 does for every command (otherwise only a file that replaces one is synced, with its folder)'
 complete -c offload -n "__fish_offload_using_subcommand compress" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c offload -n "__fish_offload_using_subcommand decompress" -s j -l jobs -d 'Files worked on at once (default: the number of cores). Output comes in the order of the files, whatever the number' -r
 complete -c offload -n "__fish_offload_using_subcommand decompress" -s o -l output -d 'Write the result to this file (needed unless --in-place or --dry-run); for several inputs or a folder, to this folder (made if missing), which mirrors their tree' -r -F
@@ -166,6 +170,7 @@ complete -c offload -n "__fish_offload_using_subcommand decompress" -l follow -d
 complete -c offload -n "__fish_offload_using_subcommand decompress" -l in-place -d 'Replace each file (written beside it, synced, renamed over it; a file is untouched on any error of its own, and a file with several links is rewritten once)'
 complete -c offload -n "__fish_offload_using_subcommand decompress" -l dry-run -d 'Say what would change, and change nothing'
 complete -c offload -n "__fish_offload_using_subcommand decompress" -s v -l verbose -d 'Log what is done on standard error: -v what was found, chosen and written, -vv the details, -vvv everything. OFFLOAD_LOG, when set, decides instead'
+complete -c offload -n "__fish_offload_using_subcommand decompress" -l sync -d 'Sync every file written, and every folder one is put in, before the command ends, as OFFLOAD_SYNC=1 does for every command (otherwise only a file that replaces one is synced, with its folder)'
 complete -c offload -n "__fish_offload_using_subcommand decompress" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c offload -n "__fish_offload_using_subcommand kpack" -s o -l output -d 'The folder the host files (or merged files) and .kpack/ are written to' -r -F
 complete -c offload -n "__fish_offload_using_subcommand kpack" -l name -d 'The archives\' group name: archives are NAME_PROCESSOR.kpack (default: the first input\'s name up to its first dot)' -r
@@ -177,6 +182,7 @@ complete -c offload -n "__fish_offload_using_subcommand kpack" -l max-decompress
 complete -c offload -n "__fish_offload_using_subcommand kpack" -s r -l recursive -d 'Split every file under the folders given, keeping their paths (binaries\' names in the archives are those paths); files without device code and symbolic links are copied'
 complete -c offload -n "__fish_offload_using_subcommand kpack" -l merge -d 'Put archived code back into split binaries instead of splitting'
 complete -c offload -n "__fish_offload_using_subcommand kpack" -s v -l verbose -d 'Log what is done on standard error: -v what was found, chosen and written, -vv the details, -vvv everything. OFFLOAD_LOG, when set, decides instead'
+complete -c offload -n "__fish_offload_using_subcommand kpack" -l sync -d 'Sync every file written, and every folder one is put in, before the command ends, as OFFLOAD_SYNC=1 does for every command (otherwise only a file that replaces one is synced, with its folder)'
 complete -c offload -n "__fish_offload_using_subcommand kpack" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c offload -n "__fish_offload_using_subcommand links" -l release -d 'Name the links for this LLVM release (`clang-offload-bundler-19`)' -r -f -a "19\t''
 22\t''"

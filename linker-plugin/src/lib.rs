@@ -14,7 +14,8 @@
 //!
 //! `OFFLOAD_LOG` (a `tracing` filter, as for the `offload` command: `OFFLOAD_LOG=offload=debug`)
 //! shows the library's log of the rewrite on standard error; unset, the plugin says nothing
-//! more than its options ask for.
+//! more than its options ask for. `OFFLOAD_SYNC` is honoured as by the `offload` command; the
+//! output, rewritten in place, is synced to the disk before it replaces the linker's in any case.
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -299,6 +300,7 @@ fn finish() -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn onload(tv: *const Tv) -> c_int {
     install_log();
+    offload::io::set_syncing(offload::io::Syncing::from_env());
     let mut values: Vec<String> = Vec::new();
     let mut output = None;
     let mut message: Option<Message> = None;

@@ -62,6 +62,8 @@ struct Args {
     quiet: bool,
     #[command(flatten)]
     general: crate::cli::general::GeneralOpts,
+    #[command(flatten)]
+    output_opts: crate::cli::general::OutputOpts,
 }
 
 const AFTER_HELP: &str = "\
@@ -109,6 +111,7 @@ pub fn run(prog: &str, args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
+    args.output_opts.apply();
     let (files, walk_failed) = args.work.tree.paths(prog, &args.files);
     if walk_failed {
         return 1;

@@ -1,5 +1,6 @@
 //! What every `offload` subcommand shares: `-v` and the log on standard error it switches on, and
-//! the cap on what a compressed bundle may inflate to.
+//! the cap on what a compressed bundle may inflate to; and what those that write files share:
+//! `--sync`.
 //!
 //! The operations log through `tracing`; nothing is written until a subscriber is installed.
 //! `OFFLOAD_LOG` (an `EnvFilter` string such as `offload=debug`) installs one for every command
@@ -59,6 +60,32 @@ impl GeneralOpts {
             install(EnvFilter::default().add_directive(level.into()));
         }
     }
+}
+
+/// Options shared by the `offload` subcommands that write files.
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct OutputOpts {
+    /// Sync every file written, and every folder one is put in, before the command ends, as
+    /// OFFLOAD_SYNC=1 does for every command (otherwise only a file that replaces one is
+    /// synced, with its folder).
+    #[arg(long)]
+    pub sync: bool,
+}
+
+impl OutputOpts {
+    /// Makes the process sync every output when `--sync` is given; without it, what
+    /// `OFFLOAD_SYNC` chose at the start ([`syncing_from_env`]) stays.
+    pub fn apply(self) {
+        if self.sync {
+            crate::io::set_syncing(crate::io::Syncing::Everything);
+        }
+    }
+}
+
+/// Makes the process sync every output when `OFFLOAD_SYNC` asks for it, for every command and
+/// personality (the LLVM names take no `--sync`: their command lines are LLVM's).
+pub fn syncing_from_env() {
+    crate::io::set_syncing(crate::io::Syncing::from_env());
 }
 
 /// Installs a log on standard error filtered by `OFFLOAD_LOG`, when it is set. A filter that

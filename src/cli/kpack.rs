@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::cli::general::GeneralOpts;
+use crate::cli::general::{GeneralOpts, OutputOpts};
 use crate::format::kpack::Scheme;
 use crate::ops::kpack::{self, MergeConfig, MergeSummary, SplitConfig, SplitSummary};
 
@@ -59,6 +59,8 @@ struct Args {
     from: Vec<PathBuf>,
     #[command(flatten)]
     general: GeneralOpts,
+    #[command(flatten)]
+    output_opts: OutputOpts,
 }
 
 fn usage_error(message: &str) -> i32 {
@@ -78,6 +80,7 @@ pub fn run(args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
+    args.output_opts.apply();
     if args.merge {
         merge(args)
     } else {

@@ -6,6 +6,7 @@ use std::io;
 
 use clap::{Command, Parser};
 
+use crate::cli::general::OutputOpts;
 use crate::cli::personalities::{bundler, clang_offload_wrapper, llvm_offload_wrapper, packager};
 use crate::cli::{
     check, du, extract, kpack, links, ls, parse_args, rewrite, stdout_failed, verify,
@@ -24,6 +25,8 @@ ls, extract, verify, check, du, strip, compress and decompress take many files a
 walks trees), read N at once (-j N; output in the order of the files) and, for more than one \
 file, end with a summary. Most commands take -v (-vv, -vvv) to log what they do on standard \
 error; OFFLOAD_LOG=offload=debug (a tracing filter) logs for every command.
+
+A file that replaces one (in place, or over an existing file) is synced to the disk before it takes its place, and its folder after; new files are not. extract, strip, compress, decompress, kpack and wrapper take --sync to sync every file and folder written; OFFLOAD_SYNC=1 does so for every command.
 
 Started through a link named clang-offload-bundler or offload-bundler, the program behaves as \
 offload bundler; through clang-offload-packager, offload-packager or llvm-offload-binary, as \
@@ -44,6 +47,7 @@ fn subcommands() -> Vec<Command> {
         clang_offload_wrapper::command()
             .name("wrapper")
             .args(wrapper_extensions())
+            .args(output_options())
             .about("Wrap offload images in a host object that registers them (clang-offload-wrapper; with --kind, llvm-offload-wrapper)"),
         rewrite::strip_command(),
         rewrite::compress_command(),
@@ -97,6 +101,15 @@ fn wrapper_extensions() -> Vec<clap::Arg> {
         .filter(|arg| {
             !arg.is_positional() && theirs.get_arguments().all(|a| a.get_id() != arg.get_id())
         })
+        .cloned()
+        .collect()
+}
+
+/// The options `offload wrapper` takes beyond the LLVM wrappers' command lines: `--sync`, as
+/// every subcommand that writes files.
+fn output_options() -> Vec<clap::Arg> {
+    <OutputOpts as clap::Args>::augment_args(Command::new("wrapper"))
+        .get_arguments()
         .cloned()
         .collect()
 }

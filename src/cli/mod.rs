@@ -64,6 +64,10 @@ one file, end with a summary.
 ls, extract, check, strip, compress, decompress, kpack and wrapper take -v (-vv, -vvv) to log
 what they do on standard error. OFFLOAD_LOG=offload=debug (a tracing filter) logs for every command.
 
+A file that replaces one (in place, or over an existing file) is synced to the disk before it
+takes its place; new files are not. extract, strip, compress, decompress, kpack and wrapper take
+--sync to sync every file and folder written; OFFLOAD_SYNC=1 does so for every command.
+
 Started through a link named clang-offload-bundler or offload-bundler, this program
 behaves as `offload bundler`; through clang-offload-packager, offload-packager or
 llvm-offload-binary, as `offload packager`. A -19 or -22 at the end of the name, else
@@ -132,6 +136,7 @@ pub fn main(args: Vec<OsString>) -> i32 {
     return_large_buffers_at_once();
     crate::io::remove_temporaries_on_signals();
     general::install_log_from_env();
+    general::syncing_from_env();
     let args: Vec<String> = args
         .into_iter()
         .map(|a| a.to_string_lossy().into_owned())

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::target::target_id::TargetIdBuf;
 use clap::{Args as ClapArgs, Parser};
 
-use crate::cli::general::GeneralOpts;
+use crate::cli::general::{GeneralOpts, OutputOpts};
 use crate::cli::inputs::TreeOpts;
 use crate::cli::jobs::{self, Work};
 use crate::format::ccob::{CompressOptions, Method};
@@ -64,6 +64,8 @@ struct StripArgs {
     dry_run: bool,
     #[command(flatten)]
     general: GeneralOpts,
+    #[command(flatten)]
+    output_opts: OutputOpts,
     /// Allow removing every device image.
     #[arg(long)]
     allow_empty: bool,
@@ -97,6 +99,8 @@ struct CompressArgs {
     dry_run: bool,
     #[command(flatten)]
     general: GeneralOpts,
+    #[command(flatten)]
+    output_opts: OutputOpts,
     /// Compression level.
     #[arg(long)]
     level: Option<i32>,
@@ -128,6 +132,8 @@ struct DecompressArgs {
     dry_run: bool,
     #[command(flatten)]
     general: GeneralOpts,
+    #[command(flatten)]
+    output_opts: OutputOpts,
 }
 
 /// The mode a `--dry-run` flag asks for.
@@ -462,6 +468,7 @@ pub fn strip(args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
+    args.output_opts.apply();
     let change = if args.keep.is_empty() {
         Change::Remove(args.remove)
     } else {
@@ -494,6 +501,7 @@ pub fn compress(args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
+    args.output_opts.apply();
     let method = match args.method.as_str() {
         "zstd" => Method::Zstd,
         "zlib" => Method::Zlib,
@@ -571,6 +579,7 @@ pub fn decompress(args: &[String]) -> i32 {
         Err(code) => return code,
     };
     args.general.install_log();
+    args.output_opts.apply();
     let config = RewriteConfig {
         change: Change::Decompress,
         allow_empty: true,

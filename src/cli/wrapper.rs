@@ -1,15 +1,18 @@
 //! `offload wrapper`: clang-offload-wrapper's command line, or, given `--kind`,
-//! llvm-offload-wrapper's (LLVM 22), plus the `-v` every subcommand takes.
+//! llvm-offload-wrapper's (LLVM 22), plus the `-v` every subcommand takes and the `--sync` of
+//! those that write files.
 
-use crate::cli::general::GeneralOpts;
+use crate::cli::general::{GeneralOpts, OutputOpts};
 use crate::cli::personalities::{clang_offload_wrapper, llvm_offload_wrapper};
 
 /// Runs `offload wrapper` with `args` (without the program name): the wrapper's command line,
-/// plus the `-v` every `offload` subcommand takes. (Started as clang-offload-wrapper, the
-/// program takes LLVM's options only: see [`clang_offload_wrapper::run`].)
+/// plus the `-v` every `offload` subcommand takes and `--sync`. (Started as
+/// clang-offload-wrapper, the program takes LLVM's options only: see
+/// [`clang_offload_wrapper::run`].)
 pub fn run_subcommand(args: &[String]) -> i32 {
-    let (general, rest) = take_verbosity(args);
+    let (general, output, rest) = take_ours(args);
     general.install_log();
+    output.apply();
     // `--kind` is llvm-offload-wrapper's (LLVM 22): its command line, not clang-offload-wrapper's.
     let is_kind = |a: &String| {
         let body = a.trim_start_matches('-');
@@ -21,10 +24,11 @@ pub fn run_subcommand(args: &[String]) -> i32 {
     clang_offload_wrapper::run("offload wrapper", &rest)
 }
 
-/// Takes `-v`, `-vv`, `-vvv` and `--verbose` out of a wrapper command line. A value of an
-/// option that takes one (`-o -v`) and whatever follows `--` stay.
-fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
+/// Takes `-v`, `-vv`, `-vvv`, `--verbose` and `--sync` out of a wrapper command line. A value
+/// of an option that takes one (`-o -v`) and whatever follows `--` stay.
+fn take_ours(args: &[String]) -> (GeneralOpts, OutputOpts, Vec<String>) {
     let mut general = GeneralOpts::default();
+    let mut output = OutputOpts::default();
     let mut rest = Vec::with_capacity(args.len());
     let mut iter = args.iter();
     while let Some(arg) = iter.next() {
@@ -35,6 +39,7 @@ fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
                 rest.extend(iter.by_ref().cloned());
             }
             Some("verbose") => general.verbose = general.verbose.saturating_add(1),
+            Some("sync") => output.sync = true,
             Some(v) if !arg.starts_with("--") && !v.is_empty() && v.bytes().all(|b| b == b'v') => {
                 let count = u8::try_from(v.len()).unwrap_or(u8::MAX);
                 general.verbose = general.verbose.saturating_add(count);
@@ -46,7 +51,7 @@ fn take_verbosity(args: &[String]) -> (GeneralOpts, Vec<String>) {
             _ => rest.push(arg.clone()),
         }
     }
-    (general, rest)
+    (general, output, rest)
 }
 
 #[cfg(test)]
@@ -58,8 +63,8 @@ mod tests {
     }
 
     #[test]
-    fn verbosity_leaves_the_wrapper_options_alone() {
-        let (general, rest) = take_verbosity(&strings(&[
+    fn verbosity_and_sync_leave_the_wrapper_options_alone() {
+        let (general, output, rest) = take_ours(&strings(&[
             "-v",
             "-o",
             "-v",
@@ -71,6 +76,7 @@ mod tests {
             "-v",
         ]));
         assert_eq!(general.verbose, 4);
+        assert!(!output.sync);
         assert_eq!(
             rest,
             strings(&[
@@ -82,5 +88,17 @@ mod tests {
                 "-v"
             ])
         );
+    }
+
+    #[test]
+    fn sync_is_taken_out_but_not_as_a_value_or_after_the_end_of_options() {
+        let (_, output, rest) = take_ours(&strings(&[
+            "--sync", "-o", "--sync", "a.bin", "--", "--sync",
+        ]));
+        assert!(output.sync);
+        assert_eq!(rest, strings(&["-o", "--sync", "a.bin", "--", "--sync"]));
+        let (_, output, rest) = take_ours(&strings(&["-o", "--sync", "a.bin"]));
+        assert!(!output.sync);
+        assert_eq!(rest, strings(&["-o", "--sync", "a.bin"]));
     }
 }

@@ -5,11 +5,16 @@
 //! - a temporary file is made in the destination's folder, readable by its owner only, and
 //!   listed so that SIGINT, SIGTERM and SIGHUP remove it ([`remove_temporaries_on_signals`]);
 //! - when written, it gets its final mode (the replaced file's, or what the umask leaves of
-//!   0666), its data reach the disk (fsync), and its descriptor is closed, so that thousands
-//!   of outputs never hold thousands of open files;
+//!   0666) and its descriptor is closed, so that thousands of outputs never hold thousands of
+//!   open files;
 //! - the outputs of one command are renamed into place only when every one of them was
-//!   written ([`commit_all`]), and then each folder is synced, so that a crash leaves the old
-//!   files or the new ones;
+//!   written ([`commit_all`]);
+//! - an output that replaces a file (in place, or at a path where a file of any kind already
+//!   is) is synced before its rename, and its folder after, so that a crash or a power loss
+//!   leaves the old file or the whole new one; a new file is not synced, nor a folder that
+//!   only gained new files, as `cp` and the compilers do not sync theirs: there was nothing
+//!   there to lose. [`set_syncing`] makes a process sync every output and folder
+//!   ([`syncing`] says how);
 //! - an output never replaces a file that is an input of the same run, except for an
 //!   in-place rewrite ([`Output::replace`]), which keeps the file's owner, group, mode and
 //!   extended attributes, writes through a symbolic link to its target, and writes into the
@@ -27,11 +32,13 @@ pub mod opening;
 mod shown;
 pub mod slice;
 pub mod spill;
+mod syncing;
 
 pub use cleanup::remove_temporaries_on_signals;
 pub use error::{io_message, FileError};
 pub use opening::{open_regular, read_small, read_small_text};
 pub use shown::shown;
+pub use syncing::{set_syncing, syncing, Syncing, SYNC_VARIABLE};
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions, Permissions};
@@ -444,11 +451,25 @@ fn plain_os_error(e: io::Error, dir: &Path) -> io::Error {
 
 /// How a finished temporary file takes its destination's place.
 enum Placing {
-    /// Renamed over the destination, after getting `mode` (and what `kept` has).
-    Rename { mode: u32, kept: Option<Kept> },
+    /// Renamed over the destination, after getting `mode` (and what `kept` has); `synced`
+    /// first, and its folder after, when it replaces a file or the process syncs everything.
+    Rename {
+        mode: u32,
+        kept: Option<Kept>,
+        synced: bool,
+    },
     /// Its bytes written into the destination, an existing file with other hard links, which
-    /// keeps its inode (and so its owner, mode and attributes, given again after the write).
+    /// keeps its inode (and so its owner, mode and attributes, given again after the write),
+    /// then synced.
     WriteThrough { kept: Kept },
+}
+
+impl Placing {
+    /// Whether the temporary file is synced before it takes its place. A file written through
+    /// is synced once written into instead: the temporary file is only read back.
+    fn synced(&self) -> bool {
+        matches!(self, Placing::Rename { synced: true, .. })
+    }
 }
 
 enum Sink {
@@ -548,11 +569,20 @@ impl Output {
             return Err(Error::io(path, io::Error::from_raw_os_error(libc::EISDIR)));
         }
         not_an_input(path)?;
-        let mode = fs::symlink_metadata(path)
-            .ok()
+        let existing = fs::symlink_metadata(path).ok();
+        let mode = existing
+            .as_ref()
             .filter(|m| m.is_file())
             .map_or(0o666 & !keep::umask(), |m| m.mode() & 0o777);
-        Output::temporary(path, folder_of(path), Placing::Rename { mode, kept: None })
+        // What is there is replaced, whatever it is: the new file must be whole on the disk
+        // before it takes that place. A new file waits for no disk.
+        let synced = existing.is_some() || syncing() == Syncing::Everything;
+        let placing = Placing::Rename {
+            mode,
+            kept: None,
+            synced,
+        };
+        Output::temporary(path, folder_of(path), placing)
     }
 
     /// Starts rewriting the existing file `path` in place. The result keeps the file's owner,
@@ -577,6 +607,7 @@ impl Output {
             Placing::Rename {
                 mode: meta.mode() & 0o7777,
                 kept: Some(kept),
+                synced: true,
             }
         };
         let mut out = Output::temporary(&target, folder_of(&target), placing)?;
@@ -627,7 +658,9 @@ impl Output {
     /// which keeps the file's own mode.
     pub fn set_mode(&mut self, new: u32) {
         if let Sink::Temp {
-            placing: Placing::Rename { mode, kept: None },
+            placing: Placing::Rename {
+                mode, kept: None, ..
+            },
             ..
         } = &mut self.sink.get_mut().0
         {
@@ -654,12 +687,13 @@ impl Output {
             return self.write_bytes(part);
         }
         self.sink.flush().map_err(|e| write_error(&self.path, e))?;
+        let after = self.after_copy();
         let target = match &mut self.sink.get_mut().0 {
             Sink::Temp { file, .. } => file.as_file_mut(),
             Sink::Direct(file) => file,
             Sink::Stdout(_) => unreachable!("standard output is written above"),
         };
-        copy_range(source, offset, part.len() as u64, target).map_err(|e| {
+        copy_range(source, offset, part.len() as u64, target, after).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 shrank(&input.path)
             } else {
@@ -686,29 +720,33 @@ impl Output {
             return Ok(());
         }
         self.sink.flush().map_err(|e| write_error(&self.path, e))?;
+        let after = self.after_copy();
         let target = match &mut self.sink.get_mut().0 {
             Sink::Temp { file, .. } => file.as_file_mut(),
             Sink::Direct(file) => file,
             Sink::Stdout(_) => unreachable!("standard output is written above"),
         };
-        copy_range(source, offset, len, target).map_err(|e| Error::io(&self.path, e))
+        copy_range(source, offset, len, target, after).map_err(|e| Error::io(&self.path, e))
     }
 
-    /// Flushes what was written and asks the system to start writing it to the disk now,
-    /// without waiting: the sync when the output is closed then finds less to do, and several
-    /// outputs written one after another reach the disk while the next are made.
+    /// What follows each stretch the kernel copies into this output: the start of its
+    /// write-back when the output will be synced, nothing otherwise.
+    fn after_copy(&self) -> syncing::AfterCopy {
+        match &self.sink.get_ref().0 {
+            Sink::Temp { placing, .. } if placing.synced() => syncing::start_write_back,
+            _ => syncing::leave_write_back,
+        }
+    }
+
+    /// Flushes what was written and, when the output will be synced, asks the system to start
+    /// writing it to the disk now, without waiting: the sync when the output is closed then
+    /// finds less to do, and several outputs written one after another reach the disk while
+    /// the next are made. An output that is not synced is left to the system.
     pub fn start_writeback(&mut self) -> Result<()> {
         self.sink.flush().map_err(|e| Error::io(&self.path, e))?;
-        if let Sink::Temp { file, .. } = &self.sink.get_ref().0 {
-            // SAFETY: a plain system call on a descriptor this output owns; a failure only
-            // leaves the writing to the sync at close.
-            unsafe {
-                libc::sync_file_range(
-                    file.as_file().as_raw_fd(),
-                    0,
-                    0,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                );
+        if let Sink::Temp { file, placing, .. } = &self.sink.get_ref().0 {
+            if placing.synced() {
+                syncing::start_write_back_all(file.as_file());
             }
         }
         Ok(())
@@ -725,7 +763,8 @@ impl Output {
     }
 
     /// Finishes writing: flushes, gives the temporary file its final mode, owner and
-    /// attributes, syncs it to the disk and closes it. Nothing is in place yet.
+    /// attributes, syncs it to the disk when it is to be renamed over a file (or the process
+    /// syncs every output) and closes it. Nothing is in place yet.
     pub fn close(self) -> Result<Closed> {
         let path = self.path;
         let writer = self
@@ -738,7 +777,7 @@ impl Output {
                 listed,
                 placing,
             } => {
-                if let Placing::Rename { mode, kept } = &placing {
+                if let Placing::Rename { mode, kept, .. } = &placing {
                     let handle = file.as_file();
                     match kept {
                         Some(kept) => kept.give(handle),
@@ -746,7 +785,9 @@ impl Output {
                     }
                     .map_err(|e| Error::io(&path, e))?;
                 }
-                file.as_file().sync_all().map_err(|e| Error::io(&path, e))?;
+                if placing.synced() {
+                    syncing::sync_file(file.as_file(), &path).map_err(|e| Error::io(&path, e))?;
+                }
                 ClosedState::Temp {
                     temp: file.into_temp_path(),
                     listed,
@@ -765,7 +806,8 @@ impl Output {
         Ok(Closed { path, state })
     }
 
-    /// Finishes the output and puts it in place (renamed, then its folder synced).
+    /// Finishes the output and puts it in place (renamed; synced before and its folder after
+    /// when it replaces a file).
     pub fn commit(self) -> Result<()> {
         commit_all(vec![self])
     }
@@ -784,11 +826,18 @@ impl Write for Output {
 /// Copies `len` bytes at `offset` of `source` to the end of `target`: by the kernel where it
 /// can, else through a buffer, with explicit offsets either way. An input that ends early is
 /// an `UnexpectedEof` error.
-fn copy_range(source: &File, mut offset: u64, len: u64, target: &mut File) -> io::Result<()> {
+/// `after` is called with each stretch the kernel copied.
+fn copy_range(
+    source: &File,
+    mut offset: u64,
+    len: u64,
+    target: &mut File,
+    after: syncing::AfterCopy,
+) -> io::Result<()> {
     let mut left = len;
     while left > 0 {
         let mut from = offset as libc::loff_t;
-        let chunk = left.min(WRITE_BACK_STEP) as usize;
+        let chunk = left.min(syncing::WRITE_BACK_STEP) as usize;
         // SAFETY: both descriptors are open; `from` is a valid pointer to the input offset,
         // and the output offset is the target's own position.
         let copied = unsafe {
@@ -813,35 +862,11 @@ fn copy_range(source: &File, mut offset: u64, len: u64, target: &mut File) -> io
         if copied == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
-        start_write_back(target, copied as u64);
+        after(target, copied as u64);
         offset += copied as u64;
         left -= copied as u64;
     }
     Ok(())
-}
-
-/// How much is copied between two starts of write-back.
-const WRITE_BACK_STEP: u64 = 32 << 20;
-
-/// Starts writing to the disk the last `len` bytes written to `target` (at its position),
-/// without waiting: the disk then writes while the next bytes are copied, and the `fsync`
-/// that ends every output has little left to wait for.
-fn start_write_back(target: &File, len: u64) {
-    if len < WRITE_BACK_STEP / 2 {
-        return;
-    }
-    // SAFETY: `target` is an open descriptor; the call only reads its position and hints.
-    unsafe {
-        let end = libc::lseek(target.as_raw_fd(), 0, libc::SEEK_CUR);
-        if end >= len as libc::off64_t {
-            libc::sync_file_range(
-                target.as_raw_fd(),
-                end - len as libc::off64_t,
-                len as libc::off64_t,
-                libc::SYNC_FILE_RANGE_WRITE,
-            );
-        }
-    }
 }
 
 fn copy_through_buffer(
@@ -874,15 +899,16 @@ enum ClosedState {
     Done,
 }
 
-/// A written, synced and closed output, not yet in place. Dropping it removes the temporary
-/// file.
+/// A written and closed output (synced, if it is to be renamed over a file), not yet in place.
+/// Dropping it removes the temporary file.
 pub struct Closed {
     path: PathBuf,
     state: ClosedState,
 }
 
 impl Closed {
-    /// Puts the output in place; returns the folder to sync, if any.
+    /// Puts the output in place; returns the folder to sync, if any: the folder of a synced
+    /// output renamed into place.
     fn place(self) -> Result<Option<PathBuf>> {
         let path = self.path;
         let ClosedState::Temp {
@@ -894,10 +920,10 @@ impl Closed {
             return Ok(None);
         };
         match placing {
-            Placing::Rename { .. } => {
+            Placing::Rename { synced, .. } => {
                 temp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
                 drop(listed);
-                Ok(Some(folder_of(&path).to_path_buf()))
+                Ok(synced.then(|| folder_of(&path).to_path_buf()))
             }
             Placing::WriteThrough { kept } => {
                 cleanup::uninterrupted(|| write_through(&temp, &path, &kept))
@@ -924,15 +950,16 @@ fn write_through(from: &Path, to: &Path, kept: &Kept) -> io::Result<()> {
     if !target.metadata()?.is_file() {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
     }
-    copy_range(&source, 0, len, &mut target)?;
+    copy_range(&source, 0, len, &mut target, syncing::start_write_back)?;
     target.set_len(len)?;
     kept.give(&target)?;
-    target.sync_all()
+    syncing::sync_file(&target, to)
 }
 
 /// Finishes every output, then puts them all in place, in order: an output that fails to be
 /// written, or an input that shrank while it was read, leaves none of them in place and
-/// removes every temporary file. Each folder written to is synced once at the end.
+/// removes every temporary file. Each folder a synced output went to is synced once at the
+/// end.
 pub fn commit_all(outputs: Vec<Output>) -> Result<()> {
     use rayon::prelude::*;
     // Closed in parallel: each sync waits for its own file's writes, not for the others'.
@@ -945,7 +972,8 @@ pub fn commit_all(outputs: Vec<Output>) -> Result<()> {
     place_all(closed)
 }
 
-/// Puts outputs already closed in place, in order, and syncs their folders.
+/// Puts outputs already closed in place, in order, and syncs the folders of those synced (the
+/// outputs that replaced a file, or all when the process syncs everything).
 pub fn place_all(closed: Vec<Closed>) -> Result<()> {
     inputs_intact()?;
     let mut folders = BTreeSet::new();
@@ -955,15 +983,7 @@ pub fn place_all(closed: Vec<Closed>) -> Result<()> {
         }
     }
     for folder in folders {
-        // A folder that cannot be opened for syncing (no read permission) is left unsynced.
-        // As a folder, without waiting: a FIFO put in its place is not opened.
-        let opened = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK)
-            .open(&folder);
-        if let Ok(dir) = opened {
-            dir.sync_all().map_err(|e| Error::io(&folder, e))?;
-        }
+        syncing::sync_folder(&folder).map_err(|e| Error::io(&folder, e))?;
     }
     Ok(())
 }
@@ -1032,6 +1052,83 @@ mod tests {
             0o666 & !keep::umask()
         );
         assert!(!temp.exists());
+    }
+
+    /// Writes `bytes` to `out` and puts it in place.
+    fn written(mut out: Output, bytes: &[u8]) {
+        out.write_bytes(bytes).unwrap();
+        out.commit().unwrap();
+    }
+
+    /// The process syncs every output until this is dropped.
+    struct SyncingEverything;
+
+    impl SyncingEverything {
+        fn new() -> SyncingEverything {
+            set_syncing(Syncing::Everything);
+            SyncingEverything
+        }
+    }
+
+    impl Drop for SyncingEverything {
+        fn drop(&mut self) {
+            set_syncing(Syncing::Replacements);
+        }
+    }
+
+    #[test]
+    fn only_an_output_that_replaces_a_file_is_synced_then_its_folder() {
+        let _serial = serial();
+        let temp = tempfile::tempdir().unwrap();
+        let dir = fs::canonicalize(temp.path()).unwrap();
+        let synced = || syncing::synced_under(&dir);
+        let file = dir.join("out");
+        written(Output::create(&file).unwrap(), b"new");
+        assert_eq!(fs::read(&file).unwrap(), b"new");
+        assert_eq!(synced(), Vec::<PathBuf>::new(), "a new file");
+        written(Output::create(&file).unwrap(), b"over");
+        assert_eq!(synced(), [file.clone(), dir.clone()], "over a file");
+        let link = dir.join("link");
+        std::os::unix::fs::symlink("nowhere", &link).unwrap();
+        written(Output::create(&link).unwrap(), b"over a link");
+        assert_eq!(synced()[2..], [link.clone(), dir.clone()], "over a link");
+        written(Output::replace(&file).unwrap(), b"in place");
+        assert_eq!(synced()[4..], [file.clone(), dir.clone()], "in place");
+        assert_eq!(fs::read(&file).unwrap(), b"in place");
+    }
+
+    #[test]
+    fn a_file_with_other_names_is_synced_once_written_into() {
+        let _serial = serial();
+        let temp = tempfile::tempdir().unwrap();
+        let dir = fs::canonicalize(temp.path()).unwrap();
+        let file = dir.join("out");
+        fs::write(&file, b"old").unwrap();
+        fs::hard_link(&file, dir.join("other name")).unwrap();
+        written(Output::replace(&file).unwrap(), b"new bytes");
+        assert_eq!(fs::read(dir.join("other name")).unwrap(), b"new bytes");
+        // The file written into, not the temporary file it was copied from; no name changed,
+        // so not the folder.
+        assert_eq!(syncing::synced_under(&dir), [file]);
+    }
+
+    #[test]
+    fn syncing_everything_syncs_new_files_and_their_folders() {
+        let _serial = serial();
+        let _everything = SyncingEverything::new();
+        assert_eq!(syncing(), Syncing::Everything);
+        let temp = tempfile::tempdir().unwrap();
+        let dir = fs::canonicalize(temp.path()).unwrap();
+        let sub = dir.join("sub");
+        fs::create_dir(&sub).unwrap();
+        let (a, b) = (dir.join("a"), sub.join("b"));
+        let outputs = vec![Output::create(&a).unwrap(), Output::create(&b).unwrap()];
+        commit_all(outputs).unwrap();
+        let mut synced = syncing::synced_under(&dir);
+        // The files are synced in parallel, in any order; the folders after, in order.
+        assert_eq!(synced.len(), 4, "{synced:?}");
+        synced[..2].sort();
+        assert_eq!(synced, [a, b, dir.clone(), sub]);
     }
 
     #[test]
