@@ -91,7 +91,7 @@ pub(crate) fn lz_zeros(zeros: u64) -> Vec<u8> {
 /// resident memory in bytes, the `VmHWM` of `/proc/PID/status` read every few milliseconds
 /// while it runs. (`ru_maxrss` would not do: a child's starts from the resident size of the
 /// test process it was forked from, however little the program it runs uses.)
-fn run_measured(dir: &Path, args: &[&str]) -> (i32, String, u64) {
+pub(crate) fn run_measured(dir: &Path, args: &[&str]) -> (i32, String, u64) {
     let mut child = offload()
         .current_dir(dir)
         .args(args)

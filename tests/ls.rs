@@ -232,7 +232,7 @@ fn damaged_copies_of_every_sample_never_panic() {
     use offload::host::scan::{scan, Places};
     let mut files: Vec<PathBuf> = Vec::new();
     for dir in [
-        "linked", "openmp", "archive", "clang", "bundles", "coff", "targets",
+        "linked", "openmp", "archive", "clang", "bundles", "coff", "targets", "embedded",
     ] {
         for entry in std::fs::read_dir(samples_dir().join(dir)).unwrap() {
             let path = entry.unwrap().path();

@@ -23,6 +23,7 @@ mod cuda_strip;
 mod destinations;
 mod differential;
 mod docs;
+mod embedded;
 mod extract;
 mod fuzz_regressions;
 mod generic;

@@ -972,11 +972,16 @@ fn rewrite_offload_binary(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
 
 /// The position of the first magic, in `data`, of a container a scan finds by its magic.
 pub fn next_magic(data: &[u8]) -> Option<usize> {
-    CONTAINERS
-        .into_iter()
-        .filter(|c| c.found_by_magic())
-        .filter_map(|c| memchr::memmem::find(data, c.magic()))
-        .min()
+    crate::format::search::first_magic(data)
+}
+
+/// The length of the longest magic of a container a scan finds by its magic.
+pub fn longest_magic() -> usize {
+    crate::format::search::MAGICS
+        .iter()
+        .map(|m| m.len())
+        .max()
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

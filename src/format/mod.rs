@@ -18,6 +18,7 @@ pub mod image_target;
 mod inflate;
 pub mod kpack;
 pub mod offload_binary;
+mod search;
 pub mod text_bundle;
 
 pub use error::{Error, ErrorKind};

@@ -4,17 +4,24 @@
 //!
 //! Known places are read by name or type: `.hip_fatbin` (PE: `.hip_fat`), `.llvm.offloading`
 //! (and ELF sections of type `SHT_LLVM_OFFLOADING`), `__CLANG_OFFLOAD_BUNDLE__<ID>` sections,
-//! `.nv_fatbin` and `__nv_relfatbin` (CUDA fat binaries, each entry a cubin or PTX). Every other section is searched for the
-//! magics of bundles, compressed bundles and offload binaries, so that sections a linker
-//! merged from many translation units are found whatever their name.
+//! `.nv_fatbin` and `__nv_relfatbin` (CUDA fat binaries, each entry a cubin or PTX). The
+//! other sections that can hold data a program embeds (`.rodata`, `.data`, sections of its
+//! own) are searched for the magics of bundles, compressed bundles and offload binaries, so
+//! that sections a linker merged from many translation units are found whatever their name;
+//! machine code, symbol and string tables, relocations, notes, unwind and debug information
+//! are not (see [`sections`]). An ELF file without section headers has its loadable
+//! segments searched instead. A file in no object format is read only when it starts with a
+//! container.
 //!
 //! Only headers are read: uncompressed images are handed over as slices of the file, found
 //! by following each container's sizes and skipping the zero padding between them.
-//! Compressed bundles are inflated, since their entries are inside.
+//! Compressed bundles are inflated, since their entries are inside. The magic search reads a
+//! window at a time and gives back the pages of the windows it passed (they stay in the page
+//! cache), so a search of a large section holds no more than a window of it.
 
 use std::path::Path;
 
-use object::read::elf::{ElfFile, FileHeader, SectionHeader};
+use object::read::elf::{ElfFile, FileHeader, ProgramHeader, SectionHeader};
 use object::read::macho::{MachOFatFile32, MachOFatFile64};
 use object::{FileKind, Object, ObjectSection};
 
@@ -24,8 +31,17 @@ use crate::format::image_target::ImageTarget;
 use crate::host::archive::read_members;
 use crate::host::BUNDLE_SECTION_PREFIX;
 
+pub mod sections;
+
+use sections::Unsearched;
+
 /// How deep containers may nest.
 const MAX_DEPTH: usize = 8;
+
+/// How many bytes the magic search reads before it gives their pages back (see
+/// [`next_magic`]): large enough that the system calls cost nothing beside the search, small
+/// enough that a search holds little of the file.
+const SEARCH_WINDOW: usize = 256 << 10;
 
 /// The ELF section type of `.llvm.offloading`.
 pub const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
@@ -119,6 +135,10 @@ struct Scan<'f, 'v> {
     problems: Vec<Error>,
     /// The last translation unit number given out.
     units: usize,
+    /// The bytes of the sections (or segments) read, for the log.
+    searched: u64,
+    /// The bytes of the sections not searched (see [`sections`]), for the log.
+    unsearched: u64,
 }
 
 impl Scan<'_, '_> {
@@ -133,6 +153,16 @@ impl Scan<'_, '_> {
 
     fn offset_of(&self, part: &[u8]) -> Option<u64> {
         crate::io::slice::offset_within(self.file, part).map(|offset| offset as u64)
+    }
+
+    /// [`Scan::context`] followed by `: `, or nothing when there is no context.
+    fn context_prefix(at: &Place<'_>) -> String {
+        let context = Self::context(at);
+        if context.is_empty() {
+            context
+        } else {
+            format!("{context}: ")
+        }
     }
 
     fn context(at: &Place<'_>) -> String {
@@ -278,13 +308,13 @@ impl Scan<'_, '_> {
             },
             Ok(FileKind::Elf32) => {
                 match ElfFile::<object::elf::FileHeader32<object::Endianness>>::parse(data) {
-                    Ok(elf) => self.elf(&elf, at),
+                    Ok(elf) => self.elf(&elf, data, at),
                     Err(e) => self.unreadable(&at, e),
                 }
             }
             Ok(FileKind::Elf64) => {
                 match ElfFile::<object::elf::FileHeader64<object::Endianness>>::parse(data) {
-                    Ok(elf) => self.elf(&elf, at),
+                    Ok(elf) => self.elf(&elf, data, at),
                     Err(e) => self.unreadable(&at, e),
                 }
             }
@@ -305,15 +335,10 @@ impl Scan<'_, '_> {
 
     /// An object file that claims a kind but does not parse: reported, not fatal.
     fn unreadable(&mut self, at: &Place<'_>, e: object::Error) -> Result<()> {
-        let context = Self::context(at);
-        let place = if context.is_empty() {
-            String::new()
-        } else {
-            format!("{context}: ")
-        };
         self.problems.push(Error::msg(format!(
-            "'{}': {place}not a readable object file: {e}",
-            self.path.display()
+            "'{}': {}not a readable object file: {e}",
+            self.path.display(),
+            Self::context_prefix(at)
         )));
         Ok(())
     }
@@ -338,15 +363,18 @@ impl Scan<'_, '_> {
     fn elf<H: FileHeader<Endian = object::Endianness>>(
         &mut self,
         elf: &ElfFile<'_, H>,
+        data: &[u8],
         at: Place<'_>,
     ) -> Result<()> {
         let endian = elf.endian();
+        // Only the null section, or none: the section headers were removed.
+        if elf.elf_section_table().len() <= 1 {
+            return self.segments(elf, data, at);
+        }
         let mut seen = Vec::new();
         for section in elf.sections() {
             let header = section.elf_section_header();
-            if header.sh_type(endian) == object::elf::SHT_NOBITS
-                || self.overlaps(&section, &mut seen, at)
-            {
+            if header.sh_type(endian) == object::elf::SHT_NOBITS {
                 continue;
             }
             let kind = if header.sh_type(endian).0 == SHT_LLVM_OFFLOADING {
@@ -354,7 +382,69 @@ impl Scan<'_, '_> {
             } else {
                 SectionType::Other
             };
+            let name = section.name().unwrap_or("");
+            if kind == SectionType::Other && !sections::named_for_device_code(name) {
+                if let Some(why) = sections::elf_unsearched::<H>(header, endian, name) {
+                    self.not_searched(name, header.sh_size(endian).into(), why);
+                    continue;
+                }
+            }
+            if self.overlaps(&section, &mut seen, at) {
+                continue;
+            }
             self.section(&section, kind, at)?;
+        }
+        Ok(())
+    }
+
+    /// An ELF file without section headers: its loadable segments are searched for magics,
+    /// executable ones too, since without sections code and data cannot be told apart in a
+    /// segment, and a linker without a separate read-only segment puts `.rodata` and
+    /// `.hip_fatbin` in the executable one. Segments that share bytes are searched once.
+    fn segments<H: FileHeader<Endian = object::Endianness>>(
+        &mut self,
+        elf: &ElfFile<'_, H>,
+        data: &[u8],
+        at: Place<'_>,
+    ) -> Result<()> {
+        // LLVM reads offload binaries from sections of their type only.
+        if self.places == Places::OffloadBinaries {
+            return Ok(());
+        }
+        let endian = elf.endian();
+        let mut ranges: Vec<(u64, u64)> = elf
+            .elf_program_headers()
+            .iter()
+            .filter(|p| p.p_type(endian) == object::elf::PT_LOAD)
+            .map(|p| {
+                let start: u64 = p.p_offset(endian).into();
+                (start, start.saturating_add(p.p_filesz(endian).into()))
+            })
+            .filter(|(start, end)| start < end)
+            .collect();
+        ranges.sort_unstable();
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (start, end) in ranges {
+            match merged.last_mut() {
+                Some(last) if start <= last.1 => last.1 = last.1.max(end),
+                _ => merged.push((start, end)),
+            }
+        }
+        let len = data.len() as u64;
+        for (start, end) in merged {
+            if end > len {
+                self.problems.push(Error::msg(format!(
+                    "'{}': {}a loadable segment's bytes {start:#x}..{end:#x} run past the end of \
+                     the file ({len:#x}): searched up to the end",
+                    self.path.display(),
+                    Self::context_prefix(&at)
+                )));
+            }
+            let (start, end) = (start.min(len) as usize, end.min(len) as usize);
+            if let Some(segment) = data.get(start..end) {
+                self.searched += segment.len() as u64;
+                self.region(segment, Place { known: false, ..at })?;
+            }
         }
         Ok(())
     }
@@ -362,14 +452,31 @@ impl Scan<'_, '_> {
     fn object(&mut self, file: &object::File<'_>, at: Place<'_>) -> Result<()> {
         let mut seen = Vec::new();
         for section in file.sections() {
-            if section.kind() == object::SectionKind::UninitializedData
-                || self.overlaps(&section, &mut seen, at)
-            {
+            if matches!(
+                section.kind(),
+                object::SectionKind::UninitializedData | object::SectionKind::UninitializedTls
+            ) {
+                continue;
+            }
+            let name = section.name().unwrap_or("");
+            if !sections::named_for_device_code(name) {
+                if let Some(why) = sections::object_unsearched(&section) {
+                    self.not_searched(name, section.size(), why);
+                    continue;
+                }
+            }
+            if self.overlaps(&section, &mut seen, at) {
                 continue;
             }
             self.section(&section, SectionType::Other, at)?;
         }
         Ok(())
+    }
+
+    /// Notes, for the log, a section the scan does not search.
+    fn not_searched(&mut self, name: &str, size: u64, why: Unsearched) {
+        self.unsearched += size;
+        tracing::trace!(section = name, size, "not searched: {}", why.holds());
     }
 
     /// Whether `section`'s bytes overlap those of a section read before (reported, and the
@@ -426,6 +533,7 @@ impl Scan<'_, '_> {
         if data.is_empty() {
             return Ok(());
         }
+        self.searched += data.len() as u64;
         let here = Place {
             section: Some(&name),
             ..at
@@ -491,8 +599,8 @@ impl Scan<'_, '_> {
             let start = if Container::found_at_start(&data[start..]).is_some() {
                 start
             } else {
-                match container::next_magic(&data[start..]) {
-                    Some(k) => start + k,
+                match next_magic(data, start) {
+                    Some(found) => found,
                     None => break,
                 }
             };
@@ -619,6 +727,27 @@ enum Storage {
     Inflated,
 }
 
+/// The position in `data` of the first magic at or after `from` of a container a scan finds
+/// by its magic, searched [`SEARCH_WINDOW`] bytes at a time. The pages of each window passed
+/// without a find are given back to the system when they are a mapped file's (see
+/// [`crate::io::release_mapped`]): they are not read again, and a search through a section of
+/// hundreds of megabytes then holds one window of it, not the section.
+fn next_magic(data: &[u8], from: usize) -> Option<usize> {
+    // A magic that starts in a window is found whole in it and the next window's first bytes.
+    let overlap = container::longest_magic().saturating_sub(1);
+    let mut at = from;
+    while at < data.len() {
+        let end = at.saturating_add(SEARCH_WINDOW).min(data.len());
+        let window = data.get(at..end.saturating_add(overlap).min(data.len()))?;
+        if let Some(found) = container::next_magic(window) {
+            return Some(at + found);
+        }
+        crate::io::release_mapped(data.get(at..end)?);
+        at = end;
+    }
+    None
+}
+
 /// Bytes at `offset` where a container must be, that are none.
 fn not_a_container(offset: usize) -> crate::format::Error {
     crate::format::Error::new(offset as u64, crate::format::ErrorKind::NotAContainer)
@@ -677,6 +806,8 @@ pub fn scan_reading(
         visit,
         problems: Vec::new(),
         units: 0,
+        searched: 0,
+        unsearched: 0,
     };
     let at = Place {
         members: &[],
@@ -687,5 +818,10 @@ pub fn scan_reading(
         unit: 0,
     };
     scan.buffer(file, at)?;
+    tracing::debug!(
+        searched = scan.searched,
+        not_searched = scan.unsearched,
+        "sections read"
+    );
     Ok(scan.problems)
 }

@@ -114,11 +114,15 @@ impl Temporary {
 pub fn release_mapped(part: &[u8]) {
     const PAGE: usize = 4096;
     let (from, to) = (part.as_ptr() as usize, part.as_ptr() as usize + part.len());
+    let (first, last) = (from.next_multiple_of(PAGE), to / PAGE * PAGE);
+    // No whole page: nothing to give back, and the list of inputs need not be locked.
+    if first >= last {
+        return;
+    }
     let mapped = open_inputs()
         .iter()
         .any(|i| i.start != 0 && from >= i.start && to <= i.start + i.mapped as usize);
-    let (first, last) = (from.next_multiple_of(PAGE), to / PAGE * PAGE);
-    if !mapped || first >= last {
+    if !mapped {
         return;
     }
     // SAFETY: the range lies inside a read-only private file mapping that stays mapped (its

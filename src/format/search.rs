@@ -1,0 +1,158 @@
+//! The search for containers in bytes that may hold one anywhere (the data sections of a
+//! program): one pass that finds where any of the searched magics starts.
+//!
+//! A pass per magic would read a section of hundreds of megabytes three times. Instead, each
+//! magic is first recognised by two of its bytes, its first and its fourth, compared at
+//! [`BLOCK`] positions at once (the compiler turns the comparisons into vector instructions);
+//! the rare positions where a pair matches are then compared with the whole magic.
+
+use crate::format::{bundle, ccob, offload_binary};
+
+/// The magics searched for: those of the containers a scan finds by their magic, in the
+/// order of [`crate::format::container::CONTAINERS`] (a test checks them against it).
+pub(crate) const MAGICS: [&[u8]; 3] = [bundle::MAGIC, ccob::MAGIC, &offload_binary::MAGIC];
+
+/// Where the second byte each magic is first recognised by lies in it.
+const SECOND: usize = 3;
+
+/// How many positions are compared at once.
+const BLOCK: usize = 32;
+
+/// The first and the [`SECOND`] byte of each magic.
+const PAIRS: [(u8, u8); MAGICS.len()] = pairs();
+
+// Evaluated while compiling: a magic shorter than SECOND + 1 bytes fails the build.
+#[allow(clippy::indexing_slicing)]
+const fn pairs() -> [(u8, u8); MAGICS.len()] {
+    let mut pairs = [(0, 0); MAGICS.len()];
+    let mut i = 0;
+    while i < MAGICS.len() {
+        pairs[i] = (MAGICS[i][0], MAGICS[i][SECOND]);
+        i += 1;
+    }
+    pairs
+}
+
+/// The position in `data` of the first byte where one of [`MAGICS`] starts.
+pub fn first_magic(data: &[u8]) -> Option<usize> {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the processor has AVX2, the one feature the function is compiled for.
+        return unsafe { first_magic_avx2(data) };
+    }
+    first_magic_here(data)
+}
+
+/// [`first_magic_here`] compiled for AVX2 (32 positions in one instruction, not 16).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn first_magic_avx2(data: &[u8]) -> Option<usize> {
+    first_magic_here(data)
+}
+
+/// [`first_magic`] for the instructions this function is compiled for.
+#[inline(always)]
+fn first_magic_here(data: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    while let Some(block) = data.get(at..at + BLOCK + SECOND) {
+        let pairs_there = block.try_into().is_ok_and(pair_in_block);
+        if pairs_there {
+            if let Some(found) = (at..at + BLOCK).find(|&p| magic_at(data, p)) {
+                return Some(found);
+            }
+        }
+        at += BLOCK;
+    }
+    // The last positions, fewer than a block.
+    (at..data.len()).find(|&p| magic_at(data, p))
+}
+
+/// Whether one of the [`BLOCK`] positions at the start of `block` holds the first and the
+/// [`SECOND`] byte of a magic. Written without branches, so that it compiles to comparisons
+/// of whole vectors, and without closures, so that it is quick in a build without
+/// optimisations too (the tests').
+#[inline(always)]
+// Every index is below BLOCK + SECOND, the array's length.
+#[allow(clippy::indexing_slicing)]
+fn pair_in_block(block: &[u8; BLOCK + SECOND]) -> bool {
+    let [(a0, b0), (a1, b1), (a2, b2)] = PAIRS;
+    let mut hits = false;
+    for i in 0..BLOCK {
+        let (a, b) = (block[i], block[i + SECOND]);
+        hits |= (a == a0) & (b == b0) | (a == a1) & (b == b1) | (a == a2) & (b == b2);
+    }
+    hits
+}
+
+/// Whether one of [`MAGICS`] starts at `position` of `data`.
+fn magic_at(data: &[u8], position: usize) -> bool {
+    data.get(position..)
+        .is_some_and(|rest| MAGICS.iter().any(|magic| rest.starts_with(magic)))
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::format::container::{Container, CONTAINERS};
+
+    #[test]
+    fn the_magics_are_those_of_the_containers_found_by_magic() {
+        let found: Vec<&[u8]> = CONTAINERS
+            .into_iter()
+            .filter(|c| c.found_by_magic())
+            .map(Container::magic)
+            .collect();
+        assert_eq!(found, MAGICS);
+    }
+
+    /// The first position of any magic, one magic at a time: what the search must agree with.
+    fn slowly(data: &[u8]) -> Option<usize> {
+        MAGICS
+            .iter()
+            .filter_map(|m| memchr::memmem::find(data, m))
+            .min()
+    }
+
+    #[test]
+    fn finds_each_magic_at_every_position_of_a_block_and_past_the_last() {
+        for magic in MAGICS {
+            for position in 0..3 * BLOCK + 7 {
+                for len in [position + magic.len(), position + magic.len() + 5, 200] {
+                    if len < position + magic.len() {
+                        continue;
+                    }
+                    // Bytes that hold each magic's pair but never a whole magic.
+                    let mut data: Vec<u8> = (0..len)
+                        .map(|i| match i % 7 {
+                            0 => b'_',
+                            3 => b'L',
+                            _ => b'C',
+                        })
+                        .collect();
+                    data[position..position + magic.len()].copy_from_slice(magic);
+                    assert_eq!(
+                        first_magic(&data),
+                        slowly(&data),
+                        "{magic:x?} at {position}"
+                    );
+                    assert_eq!(first_magic_here(&data), slowly(&data));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_of_several_magics_is_found() {
+        let mut data = vec![0u8; 300];
+        data[250..254].copy_from_slice(ccob::MAGIC);
+        data[100..104].copy_from_slice(&offload_binary::MAGIC);
+        data[40..64].copy_from_slice(bundle::MAGIC);
+        assert_eq!(first_magic(&data), Some(40));
+        assert_eq!(first_magic(&data[41..]), Some(59));
+        assert_eq!(first_magic(&data[101..]), Some(149));
+        assert_eq!(first_magic(&data[251..]), None);
+        assert_eq!(first_magic(&[]), None);
+        assert_eq!(first_magic(b"CCO"), None);
+    }
+}
