@@ -14,6 +14,7 @@
 
 use crate::format::bundle::{BundleExtent, EntryRecord, Extent};
 use crate::format::error::{Error, ErrorKind, Result};
+use crate::format::hashing::{self, HashHere, Hashing};
 use crate::format::inflate;
 use md5::{Digest, Md5};
 use object::endian::{LittleEndian as Le, U16, U32, U64};
@@ -401,7 +402,8 @@ impl<'a> CompressedBundle<'a> {
 
     /// Inflates the payload through a window, handing `keep` the bytes within the declared size
     /// piece by piece, then checks the stream against the declared size and the stored hash.
-    /// Bytes past the declared size are only counted, up to `limit`.
+    /// Bytes past the declared size are only counted, up to `limit`. A large stream is hashed
+    /// on a thread of its own as it is inflated ([`hashing::aside`]).
     fn inflate(
         &self,
         limit: u64,
@@ -409,28 +411,21 @@ impl<'a> CompressedBundle<'a> {
         mut keep: impl FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
         let at = self.header_size();
-        let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
         let mut reader = self.reader(decoding)?;
         // Sized by the limit, not the declared size: a stream that runs past what it declares
         // is still read to the limit, to tell how long it is.
-        let mut window = inflate::window(limit);
-        let mut hash = Md5::new();
-        let mut total = 0u64;
-        loop {
-            let n = inflate::read_some(&mut reader, &mut window).map_err(failed)?;
-            if n == 0 {
-                break;
-            }
-            let declared_left = self.uncompressed_size.saturating_sub(total);
-            total += n as u64;
-            if total > limit {
-                return Err(Error::new(at, ErrorKind::TooLarge { limit }));
-            }
-            let read = inflate::at_most(&window, n as u64);
-            let within = inflate::at_most(read, declared_left);
-            hash.update(within);
-            keep(within)?;
-        }
+        let len = inflate::window_len(limit);
+        let (total, digest) = if self.uncompressed_size >= hashing::ASIDE_FROM {
+            let (total, digest) = hashing::aside(len, |hashing| {
+                self.pump(&mut reader, limit, &mut keep, hashing)
+            });
+            let failed = || Error::new(at, ErrorKind::Decompress("hashing failed".into()));
+            (total?, digest.ok_or_else(failed)?)
+        } else {
+            let mut here = HashHere::new(len);
+            let total = self.pump(&mut reader, limit, &mut keep, &mut here)?;
+            (total, here.finish())
+        };
         if total != self.uncompressed_size {
             return Err(Error::new(
                 at,
@@ -440,7 +435,7 @@ impl<'a> CompressedBundle<'a> {
                 },
             ));
         }
-        let computed = first_eight(&hash.finalize().into());
+        let computed = first_eight(&digest);
         if computed != self.hash {
             return Err(Error::new(
                 at,
@@ -451,6 +446,35 @@ impl<'a> CompressedBundle<'a> {
             ));
         }
         Ok(())
+    }
+
+    /// Inflates `reader` to its end into the windows of `hashing`, handing `keep` and then
+    /// `hashing` the bytes within the declared size; returns how many bytes the stream held.
+    fn pump(
+        &self,
+        reader: &mut dyn Read,
+        limit: u64,
+        keep: &mut dyn FnMut(&[u8]) -> Result<()>,
+        hashing: &mut dyn Hashing,
+    ) -> Result<u64> {
+        let at = self.header_size();
+        let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
+        let mut total = 0u64;
+        loop {
+            let mut window = hashing.window();
+            let n = inflate::read_some(reader, &mut window).map_err(failed)?;
+            if n == 0 {
+                return Ok(total);
+            }
+            let declared_left = self.uncompressed_size.saturating_sub(total);
+            total += n as u64;
+            if total > limit {
+                return Err(Error::new(at, ErrorKind::TooLarge { limit }));
+            }
+            let within = inflate::at_most(&window, (n as u64).min(declared_left)).len();
+            keep(inflate::at_most(&window, within as u64))?;
+            hashing.hash(window, within);
+        }
     }
 }
 
@@ -783,9 +807,16 @@ pub fn compress(data: &[u8], options: &CompressOptions) -> Result<(Vec<u8>, Comp
     let header_len = header_size(options.version)
         .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(options.version)))?;
     options.check_size(data.len() as u64)?;
-    let payload = compress_payload(data, options)
+    // A large bundle is hashed on a thread of its own while it is compressed.
+    let (payload, hash) = std::thread::scope(|scope| {
+        let large = data.len() as u64 >= hashing::ASIDE_FROM;
+        let hashing = large.then(|| scope.spawn(|| truncated_md5(data)));
+        let payload = compress_payload(data, options);
+        let hash = hashing.and_then(|h| h.join().ok());
+        (payload, hash.unwrap_or_else(|| truncated_md5(data)))
+    });
+    let payload = payload
         .map_err(|e| Error::new(0, ErrorKind::Decompress(format!("compression failed: {e}"))))?;
-    let hash = truncated_md5(data);
     let total = header_len + payload.len() as u64;
     let mut out = header(options, total, data.len() as u64, hash)?;
     out.extend_from_slice(&payload);

@@ -12,8 +12,13 @@ pub(crate) const WINDOW: usize = 1 << 20;
 /// A window for `expected` bytes of output: [`WINDOW`] bytes at most, and not much more than the
 /// output, so that small streams stay cheap.
 pub(crate) fn window(expected: u64) -> Vec<u8> {
+    vec![0; window_len(expected)]
+}
+
+/// The length of [`window`]`(expected)`.
+pub(crate) fn window_len(expected: u64) -> usize {
     let wanted = usize::try_from(expected.saturating_add(1)).unwrap_or(WINDOW);
-    vec![0; wanted.clamp(4096, WINDOW)]
+    wanted.clamp(4096, WINDOW)
 }
 
 /// The first `n` bytes of `bytes`, or all of them when there are fewer.

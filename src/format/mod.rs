@@ -14,6 +14,7 @@ pub mod ccob;
 pub mod container;
 pub mod cuda_fatbin;
 pub mod error;
+mod hashing;
 pub mod image_target;
 mod inflate;
 pub mod kpack;
