@@ -8,9 +8,12 @@
 #
 # Inputs: librocsparse (Debian's librocsparse0, 1.3 GB; LIBROCSPARSE=PATH, else downloaded)
 # and JAX's ROCm 7 XLA plugin (459 MB, 45 compressed bundles; PLUGIN=PATH, else downloaded from
-# PyPI's jax-rocm7-pjrt). Needs zstd, python3 with zstandard, and GNU coreutils. Prints a
+# PyPI's jax-rocm7-pjrt). The table also replaces the one between the speed-table markers of
+# docs/benchmarks.md, unless DOCS=0 or OFFLOAD names another program. Needs zstd, python3 with zstandard, and GNU coreutils. OFFLOAD names
+# the program to time (default target/release/offload). Prints a
 # markdown table; WORKDIR (default /tmp/offload-speed) is emptied first.
 set -euo pipefail
+shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/offload-speed}
 runs=${RUNS:-3}
@@ -77,6 +80,11 @@ best() {
   echo "$best"
 }
 
+# Python with zstandard (Debian's python3-zstandard is for /usr/bin/python3).
+py=python3
+python3 -c 'import zstandard' 2>/dev/null || py=/usr/bin/python3
+$py -c 'import zstandard' || { echo "speed.sh: python3 with zstandard is needed" >&2; exit 1; }
+
 # The reference for a check of every stream: one core inflating each of the plugin's compressed
 # bundles' streams and hashing the bytes with MD5 (OpenSSL's, through Python's hashlib).
 cat > inflate_md5.py <<'PY'
@@ -97,6 +105,8 @@ with open(path, "rb") as f:
             md5.update(chunk)
 PY
 
+table=$work/table.md
+exec 3>&1 >"$table"
 printf '| work | reference | reference time | offload | ratio | target | offload anonymous / resident peak |\n'
 printf '| --- | --- | --- | --- | --- | --- | --- |\n'
 # row WORK REFERENCE-NAME TARGET REF-PREPARE REF-CMD -- PREPARE CMD...
@@ -121,14 +131,14 @@ row "kpack librocsparse -o DIR" "cp of the library" "1.2x" \
   "rm -f copy" "cp '$lib' copy" -- "rm -rf split" "$ours" kpack "$lib" -o split
 rm -rf split copy out
 head -c $((256 << 20)) /dev/urandom > image.bin
-row "wrapper --filetype=obj, 256 MiB image" "cat of the image" "1.5x" \
-  true "cat image.bin >/dev/null" -- "rm -f w.o" "$ours" wrapper --kind=hip --filetype=obj -o w.o image.bin
-row "wrapper --filetype=bc, 256 MiB image" "cat of the image" "2x" \
-  true "cat image.bin >/dev/null" -- "rm -f w.bc" "$ours" wrapper --kind=hip --filetype=bc -o w.bc image.bin
-rm -f image.bin w.o w.bc
+row "wrapper --filetype=obj, 256 MiB image" "cat of the image into a file" "1.5x" \
+  "rm -f copy" "cat image.bin > copy" -- "rm -f w.o" "$ours" wrapper --kind=hip --filetype=obj -o w.o image.bin
+row "wrapper --filetype=bc, 256 MiB image" "cat of the image into a file" "2x" \
+  "rm -f copy" "cat image.bin > copy" -- "rm -f w.bc" "$ours" wrapper --kind=hip --filetype=bc -o w.bc image.bin
+rm -f image.bin w.o w.bc copy
 row "ls of the plugin" "cat of the plugin" "0.5x, 128 MiB resident" \
   true "cat '$plugin' >/dev/null" -- true "$ours" ls "$plugin"
-reference="python3 inflate_md5.py '$plugin' '$ours'"
+reference="$py inflate_md5.py '$plugin' '$ours'"
 row "verify the plugin" "inflate + MD5, one core" "0.55x" true "$reference" -- true "$ours" verify "$plugin"
 row "strip --keep gfx942 the plugin" "inflate + MD5, one core" "0.65x" \
   true "$reference" -- "rm -f stripped.so" "$ours" strip --keep gfx942 "$plugin" -o stripped.so
@@ -138,3 +148,16 @@ rm -f stripped.so plain.so
 row "compress librocsparse" "zstd -T2 -3 --long of the library" "1.5x" \
   "rm -f lib.zst" "zstd -q -T2 -3 --long '$lib' -o lib.zst" -- "rm -f packed.so" "$ours" compress "$lib" -o packed.so
 rm -f lib.zst packed.so
+exec 1>&3 3>&-
+cat "$table"
+if [ "${DOCS:-1}" != 0 ] && [ -z "${OFFLOAD:-}" ]; then
+  python3 - "$here/docs/benchmarks.md" "$table" <<'PY'
+import sys
+page, table = sys.argv[1], open(sys.argv[2]).read()
+text = open(page).read()
+start, end = "<!-- speed table: benches/speed.sh -->\n", "<!-- end of speed table -->"
+head, rest = text.split(start, 1)
+_, tail = rest.split(end, 1)
+open(page, "w").write(head + start + table + end + tail)
+PY
+fi
