@@ -430,6 +430,9 @@ pub struct Rewrite {
     /// Compressed bundles left as they were because they were compressed as asked already
     /// (0 or 1).
     pub already_compressed: usize,
+    /// Whether the new bytes are a compressed bundle compressed here, from the bytes its header
+    /// hashes: sound by how it was made, it needs no inflating to be checked once written.
+    pub fresh_stream: bool,
 }
 
 /// The new bytes of a container that changes.
@@ -650,6 +653,7 @@ fn rewrite_cuda_fatbin(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
         images_after: kept.len(),
         done: if stripped { "stripped" } else { "kept" },
         already_compressed: 0,
+        fresh_stream: false,
     })
 }
 
@@ -669,6 +673,7 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
         BundleStorage::AsIs | BundleStorage::Decompress => stripped,
     }
     .map(NewBytes::Made);
+    let fresh = matches!(rules.storage, BundleStorage::Compress(_));
     Ok(Rewrite {
         size,
         new,
@@ -679,6 +684,7 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
             BundleStorage::AsIs | BundleStorage::Decompress => "stripped",
         },
         already_compressed: 0,
+        fresh_stream: fresh,
     })
 }
 
@@ -724,6 +730,7 @@ fn decompress_bundle(
         images_after: images,
         done: "decompressed",
         already_compressed: 0,
+        fresh_stream: false,
     })
 }
 
@@ -763,6 +770,7 @@ fn strip_compressed_bundle(
             ccob::compress(&stripped, &again(compressed))?.0,
         ))
     };
+    let fresh = new.is_some();
     Ok(Rewrite {
         size: compressed.size(),
         new,
@@ -770,6 +778,7 @@ fn strip_compressed_bundle(
         images_after: count_devices(kept.iter().map(|e| e.id.as_str())),
         done: "stripped and compressed again",
         already_compressed: 0,
+        fresh_stream: fresh,
     })
 }
 
@@ -857,6 +866,7 @@ fn rewrite_inflated(
         (BundleStorage::AsIs, None) => None,
     }
     .map(NewBytes::Made);
+    let fresh = new.is_some() && rules.storage != BundleStorage::Decompress;
     Ok(Rewrite {
         size: compressed.size(),
         new,
@@ -868,6 +878,7 @@ fn rewrite_inflated(
             BundleStorage::AsIs => "stripped and compressed again",
         },
         already_compressed: 0,
+        fresh_stream: fresh,
     })
 }
 
@@ -908,6 +919,7 @@ fn recompress_header(
         images_after: images,
         done: "given a header of another version",
         already_compressed: usize::from(same),
+        fresh_stream: false,
     })
 }
 
@@ -967,6 +979,7 @@ fn rewrite_offload_binary(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
         images_after: if drop { 0 } else { entries.len() },
         done: "dropped",
         already_compressed: 0,
+        fresh_stream: false,
     })
 }
 
