@@ -438,3 +438,58 @@ fn the_first_damaged_member_of_an_archive_is_the_one_reported() {
         );
     }
 }
+
+/// The `verified` line a rewrite logs when it reads its output back, at `OFFLOAD_LOG=info`.
+fn read_back_line(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new(util::OFFLOAD)
+        .current_dir(dir)
+        .args(args)
+        .env("OFFLOAD_LOG", "offload=info")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{err}");
+    err.lines()
+        .find(|l| l.contains("verified streams="))
+        .map(|l| l[l.find("verified").unwrap()..].to_string())
+        .unwrap_or_else(|| panic!("no read-back logged: {err}"))
+}
+
+#[test]
+fn the_read_back_knows_the_bundles_a_rewrite_compressed_and_inflates_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    // Three translation units, one of them already compressed.
+    copy_sample(dir.path(), "linked/hip-app", "app");
+    let line = read_back_line(dir.path(), &["compress", "app", "-o", "z"]);
+    assert!(
+        line.starts_with("verified streams=3 known=2 bad=0"),
+        "{line}"
+    );
+    // Compressed again with the other method: all three made here.
+    let line = read_back_line(
+        dir.path(),
+        &["compress", "--method", "zlib", "z", "-o", "zz"],
+    );
+    assert!(
+        line.starts_with("verified streams=3 known=3 bad=0"),
+        "{line}"
+    );
+    // Stripping leaves the plain bundles plain and compresses the kept part of the other.
+    let line = read_back_line(dir.path(), &["strip", "--keep", "gfx90a", "app", "-o", "s"]);
+    assert!(
+        line.starts_with("verified streams=1 known=1 bad=0"),
+        "{line}"
+    );
+    // A compressed bundle copied as it was is inflated and hashed: damage in it is found.
+    let line = read_back_line(
+        dir.path(),
+        &["strip", "--keep", "gfx906", "z", "-o", "s906"],
+    );
+    assert!(line.contains("bad=0"), "{line}");
+    let (code, out, err) = crate::util::text_output(
+        Command::new(util::OFFLOAD)
+            .current_dir(dir.path())
+            .args(["verify", "zz", "s", "s906"]),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+}

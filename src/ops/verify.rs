@@ -140,6 +140,7 @@ fn verify_input_checking(
         });
     }
     let (found, mut problems) = find_streams(path, input, max_decompressed)?;
+    let known_streams = std::sync::atomic::AtomicUsize::new(0);
     let kpack = match crate::host::kpack::split_binary(path, input) {
         Ok(split) => split.map(|split| kpack::verify_split(path, &split, max_decompressed)),
         Err(e) => {
@@ -147,11 +148,18 @@ fn verify_input_checking(
             None
         }
     };
+    let counted = |bytes: &[u8]| {
+        let is_known = known(bytes);
+        if is_known {
+            known_streams.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        is_known
+    };
     let checked: Vec<Result<u64>> = found
         .par_iter()
         .map(|stream| match &stream.cuda {
             Some(cuda) => check_cuda(path, input, stream, cuda, max_decompressed, budget),
-            None => check(path, input, stream, max_decompressed, budget, known),
+            None => check(path, input, stream, max_decompressed, budget, &counted),
         })
         .collect();
     let (mut stored, mut inflated) = (0, 0);
@@ -177,6 +185,7 @@ fn verify_input_checking(
     }
     tracing::info!(
         streams,
+        known = known_streams.into_inner(),
         bad = bad.len(),
         cuda,
         cuda_bad = cuda_bad.len(),
