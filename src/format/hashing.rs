@@ -129,7 +129,9 @@ mod tests {
 
     #[test]
     fn both_ways_give_the_digest_of_the_whole() {
-        let data: Vec<u8> = (0..3_000_017u32).map(|i| (i * 7 + i / 251).to_le_bytes()[0]).collect();
+        let data: Vec<u8> = (0..3_000_017u32)
+            .map(|i| (i * 7 + i / 251).to_le_bytes()[0])
+            .collect();
         let whole: [u8; 16] = Md5::digest(&data).into();
         for piece in [1, 63, 64, 4096, 1 << 20] {
             let mut here = HashHere::new(1 << 20);
