@@ -731,20 +731,52 @@ enum Storage {
 /// by its magic, searched [`SEARCH_WINDOW`] bytes at a time. The pages of each window passed
 /// without a find are given back to the system when they are a mapped file's (see
 /// [`crate::io::release_mapped`]): they are not read again, and a search through a section of
-/// hundreds of megabytes then holds one window of it, not the section.
+/// hundreds of megabytes then holds a few windows of it, not the section. After a first window
+/// without a find, windows are searched several at once (twice as many each time, up to
+/// [`MAX_WINDOWS_AT_ONCE`]): a search through a large section takes every core, and one that
+/// finds a magic soon (containers one after another) searches little past it.
 fn next_magic(data: &[u8], from: usize) -> Option<usize> {
-    // A magic that starts in a window is found whole in it and the next window's first bytes.
-    let overlap = container::longest_magic().saturating_sub(1);
+    use rayon::prelude::*;
     let mut at = from;
+    let mut at_once = 1usize;
     while at < data.len() {
-        let end = at.saturating_add(SEARCH_WINDOW).min(data.len());
-        let window = data.get(at..end.saturating_add(overlap).min(data.len()))?;
-        if let Some(found) = container::next_magic(window) {
-            return Some(at + found);
+        let starts: Vec<usize> = (0..at_once)
+            .map(|k| at.saturating_add(k.saturating_mul(SEARCH_WINDOW)))
+            .take_while(|&start| start < data.len())
+            .collect();
+        let found = if starts.len() == 1 {
+            vec![search_window(data, at)]
+        } else {
+            starts
+                .par_iter()
+                .map(|&start| search_window(data, start))
+                .collect()
+        };
+        if let Some(first) = found.into_iter().flatten().next() {
+            return Some(first);
         }
-        crate::io::release_mapped(data.get(at..end)?);
-        at = end;
+        at = starts
+            .last()
+            .map_or(data.len(), |&last| last.saturating_add(SEARCH_WINDOW));
+        at_once = (at_once * 2).min(MAX_WINDOWS_AT_ONCE);
     }
+    None
+}
+
+/// The most windows [`next_magic`] searches at once (2 MiB).
+const MAX_WINDOWS_AT_ONCE: usize = 8;
+
+/// The first magic in the window of `data` that starts at `start` (a magic that starts in it is
+/// found whole in it and the next window's first bytes); without one, the window's pages are
+/// given back.
+fn search_window(data: &[u8], start: usize) -> Option<usize> {
+    let overlap = container::longest_magic().saturating_sub(1);
+    let end = start.saturating_add(SEARCH_WINDOW).min(data.len());
+    let window = data.get(start..end.saturating_add(overlap).min(data.len()))?;
+    if let Some(found) = container::next_magic(window) {
+        return Some(start + found);
+    }
+    crate::io::release_mapped(data.get(start..end)?);
     None
 }
 
@@ -824,4 +856,41 @@ pub fn scan_reading(
         "sections read"
     );
     Ok(scan.problems)
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    /// `len` bytes of filler that holds no magic, with the bundle magic planted at `at`.
+    fn planted(len: usize, at: &[usize]) -> Vec<u8> {
+        let mut data: Vec<u8> = (0..len).map(|i| b"abcdefgh"[i % 8]).collect();
+        for &p in at {
+            data[p..p + crate::format::bundle::MAGIC.len()]
+                .copy_from_slice(crate::format::bundle::MAGIC);
+        }
+        data
+    }
+
+    #[test]
+    fn the_first_magic_is_found_whichever_window_and_however_many_are_searched_at_once() {
+        let len = 40 * SEARCH_WINDOW + 123;
+        // Across a window's end, in a window searched alone, in a batch, late in a batch.
+        for first in [
+            5,
+            SEARCH_WINDOW - 3,
+            2 * SEARCH_WINDOW + 17,
+            9 * SEARCH_WINDOW - 10,
+            30 * SEARCH_WINDOW + 1,
+            len - crate::format::bundle::MAGIC.len(),
+        ] {
+            let later = Some(first + 3 * SEARCH_WINDOW).filter(|p| p + 24 <= len);
+            let places: Vec<usize> = [Some(first), later].into_iter().flatten().collect();
+            let data = planted(len, &places);
+            assert_eq!(next_magic(&data, 0), Some(first), "magic at {first}");
+            assert_eq!(next_magic(&data, first + 1), later);
+        }
+        assert_eq!(next_magic(&planted(len, &[]), 0), None);
+    }
 }
