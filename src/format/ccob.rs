@@ -872,6 +872,36 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_hashed_aside_is_checked_as_one_hashed_in_line() {
+        // Past the size from which a stream is hashed on a thread of its own.
+        let len = usize::try_from(hashing::ASIDE_FROM).unwrap() + 3 * 4099;
+        let data: Vec<u8> = (0..len).map(|i| (i % 251).to_le_bytes()[0]).collect();
+        let options = CompressOptions {
+            method: Method::Zstd,
+            level: 1,
+            version: 3,
+        };
+        let (mut ccob, stats) = compress(&data, &options).unwrap();
+        assert_eq!(stats.hash, truncated_md5(&data));
+        let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+        parsed
+            .verify(DEFAULT_MAX_DECOMPRESSED, Decoding::Fresh)
+            .unwrap();
+        assert_eq!(parsed.decompress(DEFAULT_MAX_DECOMPRESSED).unwrap(), data);
+        // The stored hash one off: the stream is refused, naming both.
+        ccob[24] ^= 1;
+        let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+        let err = parsed
+            .verify(DEFAULT_MAX_DECOMPRESSED, Decoding::Fresh)
+            .unwrap_err();
+        assert!(
+            matches!(err.kind, ErrorKind::HashMismatch { stored, computed }
+                if computed == stats.hash && stored == stats.hash ^ 1),
+            "{err:?}"
+        );
+    }
+
+    #[test]
     fn version_2_round_trip_with_both_methods() {
         let data = sample_bundle();
         for method in [Method::Zstd, Method::Zlib] {
