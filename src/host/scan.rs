@@ -442,7 +442,7 @@ impl Scan<'_, '_> {
             }
             let (start, end) = (start.min(len) as usize, end.min(len) as usize);
             if let Some(segment) = data.get(start..end) {
-                self.searched += segment.len() as u64;
+                self.searched = self.searched.saturating_add(segment.len() as u64);
                 self.region(segment, Place { known: false, ..at })?;
             }
         }
@@ -475,7 +475,7 @@ impl Scan<'_, '_> {
 
     /// Notes, for the log, a section the scan does not search.
     fn not_searched(&mut self, name: &str, size: u64, why: Unsearched) {
-        self.unsearched += size;
+        self.unsearched = self.unsearched.saturating_add(size);
         tracing::trace!(section = name, size, "not searched: {}", why.holds());
     }
 
@@ -533,7 +533,7 @@ impl Scan<'_, '_> {
         if data.is_empty() {
             return Ok(());
         }
-        self.searched += data.len() as u64;
+        self.searched = self.searched.saturating_add(data.len() as u64);
         let here = Place {
             section: Some(&name),
             ..at
