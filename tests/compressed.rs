@@ -633,6 +633,69 @@ fn decompressing_large_files_and_objects_writes_every_byte_in_parallel() {
 }
 
 #[test]
+fn decompressed_bytes_written_in_order_or_into_an_archive_are_those_written_into_a_file() {
+    // Into a file, the rest of the output is written first and the streams are inflated into
+    // their places after it; to standard output or a pipe, each in its turn; into an archive
+    // member, in memory. Every way gives the same bytes, and the report stays out of them.
+    use offload::host::archive::{read_members, write_archive};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (_, (compressed, _)) = large_region();
+    fs::write(d.join("z.bin"), &compressed).unwrap();
+    fs::copy(samples_dir().join("targets/mixed-app-z"), d.join("app")).unwrap();
+    let mut want = Vec::new();
+    for name in ["z.bin", "app"] {
+        let (code, err) = offload_threads(d, &["decompress", name, "-o", "want"]);
+        assert_eq!((code, err.as_str()), (0, ""));
+        want.push(fs::read(d.join("want")).unwrap());
+    }
+    assert!(want[0].len() > 40 << 20 && want[1].len() > 50_000);
+    for (name, want) in ["z.bin", "app"].iter().zip(&want) {
+        for output in ["-", "/dev/stdout"] {
+            for round in 0..2 {
+                let got = offload()
+                    .current_dir(d)
+                    .env("RAYON_NUM_THREADS", "8")
+                    .args(["decompress", name, "-o", output])
+                    .output()
+                    .unwrap();
+                let err = String::from_utf8_lossy(&got.stderr);
+                assert!(got.status.success(), "{name} {output}: {err}");
+                assert!(
+                    got.stdout == *want,
+                    "{name} to {output}, round {round}: {}",
+                    crate::util::first_difference(want, &got.stdout)
+                );
+                let report = format!("{name}: ");
+                assert!(
+                    err.starts_with(&report) && err.ends_with("rewritten)\n"),
+                    "{err}"
+                );
+            }
+        }
+    }
+    let archive = write_archive(
+        &d.join("z.a"),
+        &[
+            ("z.bin", compressed.as_slice()),
+            ("app", &fs::read(d.join("app")).unwrap()),
+        ],
+    )
+    .unwrap();
+    fs::write(d.join("z.a"), &archive).unwrap();
+    let (code, err) = offload_threads(d, &["decompress", "z.a", "-o", "d.a"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let written = fs::read(d.join("d.a")).unwrap();
+    let members = read_members(&d.join("d.a"), &written).unwrap();
+    let got: Vec<(&str, &[u8])> = members.iter().map(|m| (&*m.name, &*m.data)).collect();
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].0, "z.bin");
+    assert!(got[0].1 == want[0].as_slice());
+    assert_eq!(got[1].0, "app");
+    assert!(got[1].1 == want[1].as_slice());
+}
+
+#[test]
 fn a_damaged_stream_in_a_large_decompression_is_named_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

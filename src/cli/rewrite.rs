@@ -344,7 +344,32 @@ fn execute(
         ));
     }
     let failed = report.totals.failed > 0 || plan.walk_failed;
+    if destination
+        .output
+        .as_deref()
+        .is_some_and(is_standard_output)
+    {
+        // The file's bytes went to standard output: the report goes beside them, not into them.
+        let _ = std::io::stderr().lock().write_all(text.as_bytes());
+        return i32::from(failed);
+    }
     crate::cli::print(prog, &text).map_or_else(|code| code, |()| i32::from(failed))
+}
+
+/// Whether `path` is where standard output goes: `-`, or a name of what it is open on
+/// (`/dev/stdout`, or the very file).
+fn is_standard_output(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if path.as_os_str() == "-" {
+        return true;
+    }
+    let (Ok(named), Ok(stdout)) = (
+        std::fs::metadata(path),
+        std::fs::metadata("/proc/self/fd/1"),
+    ) else {
+        return false;
+    };
+    (named.dev(), named.ino()) == (stdout.dev(), stdout.ino())
 }
 
 /// Rewrites `input` to `output` (its folder made, inside the plan's root), with what its

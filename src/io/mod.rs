@@ -733,6 +733,143 @@ impl Output {
         copy_range(source, offset, len, target, after).map_err(|e| Error::io(&self.path, e))
     }
 
+    /// Writes what a spill made, `made`, whose `holes` (offsets counted in `made`) `fill`
+    /// writes. Into a file, the rest goes first, in order, each hole left as a hole in the file,
+    /// and the holes are written after, in parallel, each at its place: their bytes are written
+    /// once, never through a temporary file. To standard output, a pipe or a device, each hole
+    /// is written in its turn. `fill` is given a sink that takes exactly a hole's size; the
+    /// first failure in the order of the holes is the one returned, and an output that cannot
+    /// take the bytes is said as such.
+    pub fn write_spilled<E: From<Error> + Send>(
+        &mut self,
+        made: &spill::Spilled,
+        holes: &[spill::Hole<u64>],
+        fill: &spill::WriteHole<'_, u64, E>,
+    ) -> std::result::Result<(), E> {
+        let bytes = made.bytes();
+        let mut later = Vec::with_capacity(holes.len());
+        let mut pos = 0usize;
+        for hole in holes {
+            let (at, end) = (hole.at as usize, (hole.at + hole.size) as usize);
+            let before = bytes.get(pos..at).ok_or_else(|| self.misplaced(hole))?;
+            self.write_made(made, before)?;
+            match self.leave_hole(hole.size)? {
+                Some(out_at) => later.push(spill::Hole {
+                    at: out_at,
+                    ..*hole
+                }),
+                None => self.fill_in_line(hole, fill)?,
+            }
+            pos = end;
+        }
+        let rest = match bytes.get(pos..) {
+            Some(rest) => rest,
+            None => return Err(E::from(self.misplaced(&holes[holes.len() - 1]))),
+        };
+        self.write_made(made, rest)?;
+        let path = self.path.clone();
+        let path = &path;
+        let Some(file) = self.positioned() else {
+            return Ok(());
+        };
+        let refused = |hole: &spill::Hole<u64>, e: io::Error| {
+            E::from(Error::msg(format!(
+                "'{}': {} bytes at {:#x} were to be written: {e}",
+                shown(path),
+                hole.size,
+                hole.at
+            )))
+        };
+        spill::fill_file(
+            file,
+            &later,
+            &|hole, sink| catching(path, hole, sink, fill),
+            &refused,
+        )
+    }
+
+    /// An error for a hole that does not lie after the one before it, within what a spill
+    /// made.
+    fn misplaced(&self, hole: &spill::Hole<u64>) -> Error {
+        Error::msg(format!(
+            "'{}': a part of {} bytes at {:#x} overlaps the one before it",
+            shown(&self.path),
+            hole.size,
+            hole.at
+        ))
+    }
+
+    /// Writes `part`, a slice of what a spill made: copied by the kernel from its temporary file.
+    fn write_made(&mut self, made: &spill::Spilled, part: &[u8]) -> Result<()> {
+        match made.input() {
+            Some(held) => self.write_part(held, part),
+            None => self.write_bytes(part),
+        }
+    }
+
+    /// Leaves `len` bytes of the file for bytes written later at their place: their offset;
+    /// `None` for an output written in order only (standard output, a pipe, a device).
+    fn leave_hole(&mut self, len: u64) -> Result<Option<u64>> {
+        let Sink::Temp { .. } = &self.sink.get_ref().0 else {
+            return Ok(None);
+        };
+        self.sink.flush().map_err(|e| write_error(&self.path, e))?;
+        let Sink::Temp { file, .. } = &mut self.sink.get_mut().0 else {
+            return Ok(None);
+        };
+        let file = file.as_file_mut();
+        let left = (|| {
+            let at = io::Seek::stream_position(file)?;
+            let end = at.checked_add(len).ok_or(io::ErrorKind::InvalidInput)?;
+            // A hole in the file: it costs no disk until written.
+            file.set_len(end)?;
+            io::Seek::seek(file, io::SeekFrom::Start(end))?;
+            Ok(at)
+        })();
+        left.map(Some).map_err(|e| write_error(&self.path, e))
+    }
+
+    /// The file written at offsets, once what was written in order is flushed; `None` when the
+    /// output is written in order only.
+    fn positioned(&mut self) -> Option<&File> {
+        self.sink.flush().ok()?;
+        match &self.sink.get_ref().0 {
+            Sink::Temp { file, .. } => Some(file.as_file()),
+            _ => None,
+        }
+    }
+
+    /// Writes the bytes of `hole` where the output is now, in order.
+    fn fill_in_line<E: From<Error>>(
+        &mut self,
+        hole: &spill::Hole<u64>,
+        fill: &spill::WriteHole<'_, u64, E>,
+    ) -> std::result::Result<(), E> {
+        let mut written = 0u64;
+        let path = self.path.clone();
+        let sink = &mut self.sink;
+        let mut take = |bytes: &[u8]| {
+            if written + bytes.len() as u64 > hole.size {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "more bytes than the room left for them",
+                ));
+            }
+            sink.write_all(bytes)?;
+            written += bytes.len() as u64;
+            Ok(())
+        };
+        catching(&path, hole, &mut take, fill)?;
+        if written != hole.size {
+            return Err(E::from(Error::msg(format!(
+                "'{}': {written} of {} bytes were written",
+                shown(&path),
+                hole.size
+            ))));
+        }
+        Ok(())
+    }
+
     /// What follows each stretch the kernel copies into this output: the start of its
     /// write-back when the output will be synced, nothing otherwise.
     fn after_copy(&self) -> syncing::AfterCopy {
@@ -824,6 +961,28 @@ impl Write for Output {
 
     fn flush(&mut self) -> io::Result<()> {
         self.sink.flush()
+    }
+}
+
+/// Runs `fill` for `hole` into `sink`; when the sink refuses bytes (the disk is full), that
+/// refusal, said of the output `path`, is the error, whatever `fill` made of it.
+fn catching<E: From<Error>>(
+    path: &Path,
+    hole: &spill::Hole<u64>,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+    fill: &spill::WriteHole<'_, u64, E>,
+) -> std::result::Result<(), E> {
+    let mut refused = None;
+    let filled = fill(hole, &mut |bytes| {
+        sink(bytes).map_err(|e| {
+            let kind = e.kind();
+            refused = Some(e);
+            io::Error::from(kind)
+        })
+    });
+    match refused {
+        Some(e) => Err(E::from(write_error(path, e))),
+        None => filled,
     }
 }
 

@@ -146,47 +146,9 @@ impl Spill {
         match &mut self.store {
             Store::File(file) => {
                 file.flush().map_err(|e| failed(first, e))?;
-                let file = file.get_ref();
-                holes
-                    .par_iter()
-                    .map(|hole| {
-                        let mut at = hole.at;
-                        let end = hole.at + hole.size;
-                        write(hole, &mut |bytes| {
-                            if at + bytes.len() as u64 > end {
-                                return Err(overfilled());
-                            }
-                            file.write_all_at(bytes, at)?;
-                            at += bytes.len() as u64;
-                            Ok(())
-                        })?;
-                        check_full(hole, at, failed)
-                    })
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .collect()
+                fill_file(file.get_ref(), holes, write, failed)
             }
-            Store::Memory(held) => {
-                let parts = disjoint(held, holes);
-                parts
-                    .into_par_iter()
-                    .zip(holes.par_iter())
-                    .map(|(part, hole)| {
-                        let mut filled = 0usize;
-                        write(hole, &mut |bytes| {
-                            let to = part
-                                .get_mut(filled..filled + bytes.len())
-                                .ok_or_else(overfilled)?;
-                            to.copy_from_slice(bytes);
-                            filled += bytes.len();
-                            Ok(())
-                        })?;
-                        check_full(hole, hole.at + filled as u64, failed)
-                    })
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .collect()
-            }
+            Store::Memory(held) => fill_in(held, 0, holes, write, failed),
         }
     }
 
@@ -200,6 +162,71 @@ impl Spill {
             }
         })
     }
+}
+
+/// Writes every hole of `holes` into `file`, each at its offset there (in increasing order, not
+/// overlapping), in parallel, as [`Spill::fill`] does.
+pub fn fill_file<T: Sync, E: Send>(
+    file: &File,
+    holes: &[Hole<T>],
+    write: &WriteHole<'_, T, E>,
+    failed: &(dyn Fn(&Hole<T>, io::Error) -> E + Sync),
+) -> Result<(), E> {
+    holes
+        .par_iter()
+        .map(|hole| {
+            let mut at = hole.at;
+            let end = hole.at + hole.size;
+            write(hole, &mut |bytes| {
+                if at + bytes.len() as u64 > end {
+                    return Err(overfilled());
+                }
+                file.write_all_at(bytes, at)?;
+                at += bytes.len() as u64;
+                Ok(())
+            })?;
+            check_full(hole, at, failed)
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        // The first failure in the order of the holes, whichever thread met it first.
+        .collect()
+}
+
+/// Writes every hole of `holes` into `held`, whose first byte is at offset `base` of what the
+/// holes' offsets count (in increasing order, not overlapping), in parallel, as
+/// [`Spill::fill`] does.
+pub fn fill_in<T: Sync, E: Send>(
+    held: &mut [u8],
+    base: u64,
+    holes: &[Hole<T>],
+    write: &WriteHole<'_, T, E>,
+    failed: &(dyn Fn(&Hole<T>, io::Error) -> E + Sync),
+) -> Result<(), E> {
+    let Some(parts) = disjoint(held, base, holes) else {
+        // Only a hole can lie outside.
+        return holes
+            .first()
+            .map_or(Ok(()), |first| Err(failed(first, overfilled())));
+    };
+    parts
+        .into_par_iter()
+        .zip(holes.par_iter())
+        .map(|(part, hole)| {
+            let mut filled = 0usize;
+            write(hole, &mut |bytes| {
+                let to = part
+                    .get_mut(filled..filled + bytes.len())
+                    .ok_or_else(overfilled)?;
+                to.copy_from_slice(bytes);
+                filled += bytes.len();
+                Ok(())
+            })?;
+            check_full(hole, hole.at + filled as u64, failed)
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect()
 }
 
 /// An error unless `hole` was written up to its end (`at` is where its writing stopped).
@@ -231,20 +258,22 @@ fn too_large(_: std::num::TryFromIntError) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "a part too large for a file")
 }
 
-/// The parts of `held` the `holes` cover (in increasing order of offset, not overlapping),
-/// each its own slice.
-fn disjoint<'h, T>(held: &'h mut [u8], holes: &[Hole<T>]) -> Vec<&'h mut [u8]> {
+/// The parts of `held` (whose first byte is at offset `base`) the `holes` cover (in
+/// increasing order of offset, not overlapping), each its own slice; `None` when one lies
+/// outside it.
+fn disjoint<'h, T>(held: &'h mut [u8], base: u64, holes: &[Hole<T>]) -> Option<Vec<&'h mut [u8]>> {
     let mut parts = Vec::with_capacity(holes.len());
     let mut rest = held;
-    let mut consumed = 0u64;
+    let mut consumed = base;
     for hole in holes {
-        let (_, from_hole) = rest.split_at_mut((hole.at - consumed) as usize);
-        let (part, after) = from_hole.split_at_mut(hole.size as usize);
+        let skip = usize::try_from(hole.at.checked_sub(consumed)?).ok()?;
+        let (_, from_hole) = rest.split_at_mut_checked(skip)?;
+        let (part, after) = from_hole.split_at_mut_checked(usize::try_from(hole.size).ok()?)?;
         parts.push(part);
         rest = after;
         consumed = hole.at + hole.size;
     }
-    parts
+    Some(parts)
 }
 
 /// Bytes a [`Spill`] made.

@@ -18,11 +18,12 @@ use crate::format::image_target::Producer;
 use crate::format::offload_binary;
 use crate::host::archive::{read_members, write_archive};
 use crate::host::objcopy::{self, Rewritten};
+use crate::host::program::Inflating;
 use crate::host::program::{self, NewProgram};
 use crate::host::scan::{scan_reading, Places, Reading};
 use crate::host::ErrorKind;
 use crate::host::BUNDLE_SECTION_PREFIX;
-use crate::io::spill::{Hole, Spill, Spilled};
+use crate::io::spill::{fill_in, Hole, Spill, Spilled};
 use crate::io::{release_mapped, Input, Output};
 use crate::loads::cuda;
 use crate::loads::hip::{loaded_by, Via};
@@ -221,15 +222,18 @@ fn offload_unit(data: &[u8]) -> Vec<ImageTarget> {
 /// (a `.hip_fatbin` section, a bare file); `None` when nothing changes. Images are counted into
 /// `summary`. The containers are rewritten in parallel (see [`rewrite_ahead`]) and put
 /// together in order, as if one after another; bundles decompressed are inflated last, in
-/// parallel, straight into their places ([`fill_inflated`]), so that no whole one is held.
-/// `path` names the file and `fail` tells where in it, for errors.
+/// parallel, straight into their places, so that no whole one is held: into the region's new
+/// bytes ([`fill_inflated`]), or, `Later`, into the file written (the holes returned, each
+/// with its bundle's offset in `data`). `path` names the file and `fail` tells where in it,
+/// for errors.
 fn rewrite_region(
     data: &[u8],
     config: &RewriteConfig,
     summary: &mut Summary,
     path: &Path,
     fail: &(dyn Fn(crate::format::Error) -> Error + Sync),
-) -> Result<Option<Spilled>> {
+    inflating: Inflating,
+) -> Result<Option<(Spilled, Vec<Hole<u64>>)>> {
     let steps = region_steps(data, config, summary).map_err(fail)?;
     if steps.iter().all(|step| step.new.is_none()) {
         return Ok(None);
@@ -253,7 +257,7 @@ fn rewrite_region(
                 holes.push(Hole {
                     at,
                     size,
-                    what: step.start,
+                    what: step.start as u64,
                 });
             }),
             None => spill.append(&data[step.start..step.start + step.size]),
@@ -265,15 +269,19 @@ fn rewrite_region(
         // Zeros after the last container stay.
         spill.append(zeros).map_err(spill_failed)?;
     }
-    fill_inflated(
-        &mut spill,
-        &holes,
-        data,
-        config.max_decompressed,
-        path,
-        fail,
-    )?;
-    spill.finish().map(Some).map_err(spill_failed)
+    if inflating == Inflating::Now {
+        fill_inflated(
+            &mut spill,
+            &holes,
+            data,
+            config.max_decompressed,
+            path,
+            fail,
+        )?;
+        holes.clear();
+    }
+    let made = spill.finish().map_err(spill_failed)?;
+    Ok(Some((made, holes)))
 }
 
 /// A container of a region: where it starts, its size there, and its new bytes (`None`: it
@@ -320,21 +328,59 @@ fn region_steps(
 /// back each bundle's input pages once it is read.
 fn fill_inflated(
     spill: &mut Spill,
-    holes: &[Hole<usize>],
+    holes: &[Hole<u64>],
     data: &[u8],
     limit: u64,
     path: &Path,
     fail: &(dyn Fn(crate::format::Error) -> Error + Sync),
 ) -> Result<()> {
-    let budget = Budget::new();
-    let write = |hole: &Hole<usize>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
-        match inflate_into(&data[hole.what..], hole.size, limit, &budget, sink) {
-            Ok(()) => Ok(()),
-            Err(InflateFailed::Format(e)) => Err(fail(e.rebased(hole.what as u64))),
-            Err(InflateFailed::Sink(e)) => Err(spill_failed(path, e)),
-        }
+    let inflater = Inflater::new(data, limit, path);
+    let write = |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        inflater.fill(hole, sink, fail)
     };
     spill.fill(holes, &write, &|_, e| spill_failed(path, e))
+}
+
+/// Inflates the compressed bundles of a file that a rewrite decompresses into the places left
+/// for them, in parallel within one [`Budget`].
+struct Inflater<'d> {
+    /// The file (or archive member) rewritten.
+    data: &'d [u8],
+    /// The largest a bundle may inflate to.
+    limit: u64,
+    budget: Budget,
+    /// The file's name, for errors.
+    path: &'d Path,
+}
+
+impl<'d> Inflater<'d> {
+    fn new(data: &'d [u8], limit: u64, path: &'d Path) -> Self {
+        Inflater {
+            data,
+            limit,
+            budget: Budget::new(),
+            path,
+        }
+    }
+
+    /// Hands `sink` the bytes of `hole`, which the compressed bundle at its offset (`what`) in
+    /// the file holds; damage in it is said by `fail`, at its offset in the file.
+    fn fill(
+        &self,
+        hole: &Hole<u64>,
+        sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+        fail: &(dyn Fn(crate::format::Error) -> Error + Sync),
+    ) -> Result<()> {
+        let here = usize::try_from(hole.what)
+            .ok()
+            .and_then(|at| self.data.get(at..))
+            .ok_or_else(|| fail(not_a_container(0).rebased(hole.what)))?;
+        match inflate_into(here, hole.size, self.limit, &self.budget, sink) {
+            Ok(()) => Ok(()),
+            Err(InflateFailed::Format(e)) => Err(fail(e.rebased(hole.what))),
+            Err(InflateFailed::Sink(e)) => Err(spill_failed(self.path, e)),
+        }
+    }
 }
 
 /// Hands `sink` the first `size` bytes the compressed bundle at the start of `here` holds
@@ -522,8 +568,9 @@ fn container_size(here: &[u8]) -> std::result::Result<usize, crate::format::Erro
 pub enum NewFile<'a> {
     /// The whole file.
     Bytes(Vec<u8>),
-    /// A region of containers (a bare file), in memory or a temporary file.
-    Region(Spilled),
+    /// A region of containers (a bare file), in memory or a temporary file, with the holes
+    /// left in it for the bundles inflated as it is written.
+    Region(Spilled, Vec<Hole<u64>>),
     /// A relocatable object with new section contents.
     Object(NewObject<'a>),
     /// A linked program or shared library.
@@ -582,7 +629,7 @@ impl NewFile<'_> {
     pub fn len(&self) -> u64 {
         match self {
             NewFile::Bytes(b) => b.len() as u64,
-            NewFile::Region(r) => r.len(),
+            NewFile::Region(r, _) => r.len(),
             NewFile::Object(o) => o.size,
             NewFile::Program(p) => p.size(),
         }
@@ -593,33 +640,76 @@ impl NewFile<'_> {
         self.len() == 0
     }
 
-    /// The whole file in memory (`path` names it in errors).
-    pub fn into_bytes(self, path: &Path) -> Result<Vec<u8>> {
-        match self {
-            NewFile::Bytes(b) => Ok(b),
-            NewFile::Region(r) => Ok(r.into_vec()),
-            NewFile::Object(o) => Ok(o
-                .laid_out()
-                .map_err(|e| Error::container(path, e))?
-                .to_vec()),
-            NewFile::Program(mut p) => p.to_vec().map_err(|e| Error::container(path, e)),
-        }
+    /// The whole file in memory, the bundles it decompresses inflated by `inflater`.
+    fn into_bytes(self, inflater: &Inflater<'_>) -> Result<Vec<u8>> {
+        let path = inflater.path;
+        let region_fail = |e| Error::format(path, e);
+        let program_fail = program_fail(path, inflater.data);
+        let (mut bytes, holes, fail): (_, _, &(dyn Fn(_) -> Error + Sync)) = match self {
+            NewFile::Bytes(b) => return Ok(b),
+            NewFile::Region(r, holes) => (r.into_vec(), holes, &region_fail),
+            NewFile::Object(o) => {
+                return Ok(o
+                    .laid_out()
+                    .map_err(|e| Error::container(path, e))?
+                    .to_vec())
+            }
+            NewFile::Program(mut p) => {
+                let holes = p.holes_in_file();
+                let bytes = p.to_vec().map_err(|e| Error::container(path, e))?;
+                (bytes, holes, &program_fail)
+            }
+        };
+        let write = |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            inflater.fill(hole, sink, fail)
+        };
+        fill_in(&mut bytes, 0, &holes, &write, &|_, e| spill_failed(path, e))?;
+        Ok(bytes)
     }
 
     /// Writes the file to `out`; pieces of `data` (the input) and of temporary files are
-    /// copied by the kernel.
-    fn write_to(&mut self, path: &Path, out: &mut Output, data: &Input) -> Result<()> {
+    /// copied by the kernel, and the bundles it decompresses are inflated by `inflater`
+    /// straight into their places.
+    fn write_to(&mut self, out: &mut Output, data: &Input, inflater: &Inflater<'_>) -> Result<()> {
+        let path = inflater.path;
         match self {
             NewFile::Bytes(bytes) => Ok(out.write_bytes(bytes)?),
-            NewFile::Region(Spilled::Bytes(bytes)) => Ok(out.write_bytes(bytes)?),
-            NewFile::Region(Spilled::File(held)) => Ok(out.write_part(held, held)?),
+            NewFile::Region(made, holes) => {
+                let fail = |e| Error::format(path, e);
+                let write =
+                    |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+                        inflater.fill(hole, sink, &fail)
+                    };
+                out.write_spilled(made, holes, &write)
+            }
             NewFile::Object(object) => {
                 let sources: Vec<&Input> = std::iter::once(data).chain(object.sources()).collect();
                 let laid_out = object.laid_out().map_err(|e| Error::container(path, e))?;
                 laid_out.write_to(out, &sources)
             }
-            NewFile::Program(program) => program.write_to(path, out, data),
+            NewFile::Program(program) => {
+                let fail = program_fail(path, data);
+                let write =
+                    |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+                        inflater.fill(hole, sink, &fail)
+                    };
+                program.write_filled(path, out, data, &write)
+            }
         }
+    }
+}
+
+/// How damage in a compressed bundle of the program `file` (named `path`) is said: in its
+/// device section, at its offset in the file, as a listing says it.
+fn program_fail<'p>(
+    path: &'p Path,
+    file: &[u8],
+) -> impl Fn(crate::format::Error) -> Error + Sync + 'p {
+    let section = program::device_section_name(file);
+    move |e| Error::Container {
+        path: path.to_path_buf(),
+        context: Some(format!("section '{section}'")),
+        source: crate::host::Error::in_contents(e, 0),
     }
 }
 
@@ -650,7 +740,8 @@ fn rewrite_nested<'a>(
     let result = if is_archive(data) {
         rewrite_archive(path, data, config, summary, depth)?.map(NewFile::Bytes)
     } else if Container::at_start(data).is_some() {
-        rewrite_region(data, config, summary, path, &format_error)?.map(NewFile::Region)
+        rewrite_region(data, config, summary, path, &format_error, Inflating::Later)?
+            .map(|(made, holes)| NewFile::Region(made, holes))
     } else if matches!(
         object::FileKind::parse(data),
         Ok(object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::Coff)
@@ -781,7 +872,9 @@ fn rewrite_object<'a>(
         // Said at its offset in the file, as a listing says it.
         let base = section.file_range().map_or(0, |(offset, _)| offset);
         let fail = |e: crate::format::Error| Error::format_in(path, &context, e.rebased(base));
-        if let Some(new) = rewrite_region(bytes, config, summary, path, &fail)? {
+        // Laid out among the object's sections: decompressed bundles are inflated first.
+        if let Some((new, _)) = rewrite_region(bytes, config, summary, path, &fail, Inflating::Now)?
+        {
             new_contents.push((name.to_string(), new));
         }
     }
@@ -831,8 +924,9 @@ fn rewrite_archive(
             let _member = tracing::debug_span!(parent: &span, "member", name = %m.name).entered();
             let bytes: &[u8] = &m.data;
             let new = if is_rewritable_member(bytes) {
+                let inflater = Inflater::new(bytes, config.max_decompressed, &member_path);
                 rewrite_nested(&member_path, bytes, config, &mut s, depth + 1)?
-                    .map(|new| new.into_bytes(&member_path))
+                    .map(|new| new.into_bytes(&inflater))
                     .transpose()?
             } else {
                 None
@@ -940,7 +1034,10 @@ pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) 
         out
     };
     match &mut new {
-        Some(new) => new.write_to(input, &mut out, &data)?,
+        Some(new) => {
+            let inflater = Inflater::new(&data, config.max_decompressed, input);
+            new.write_to(&mut out, &data, &inflater)?
+        }
         None => out.write_part(&data, &data)?,
     }
     if new.is_some() {

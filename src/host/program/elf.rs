@@ -73,7 +73,7 @@ pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProg
         return Ok(None);
     };
     let section = program.section(fatbin)?;
-    let Some(packing) = plan::pack(&section, how)? else {
+    let Some(packing) = plan::pack(&section, how, plan::Inflating::Later)? else {
         return Ok(None);
     };
     let pointers = program.pointers_into(&section, fatbin)?;
@@ -102,6 +102,7 @@ pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProg
     Ok(Some(NewProgram {
         rest: plan::with_cut(file, &section, cut, patches)?,
         packed: packing.packed,
+        holes: packing.holes,
         packed_at: section.offset,
     }))
 }
@@ -154,6 +155,7 @@ impl<'a> Program<'a> {
         Ok(NewProgram {
             rest,
             packed: packing.packed,
+            holes: packing.holes,
             packed_at: appended.offset,
         })
     }

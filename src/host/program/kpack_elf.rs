@@ -246,6 +246,7 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
         rest,
         packed: Spilled::Bytes(reference.to_vec()),
         packed_at: appended.offset,
+        holes: Vec::new(),
     })
 }
 
@@ -440,6 +441,7 @@ pub fn merge<'a>(
         rest,
         packed: bundles,
         packed_at: offset,
+        holes: Vec::new(),
     })
 }
 

@@ -19,7 +19,8 @@ pub mod pe;
 pub mod plan;
 
 pub use plan::{
-    ContainerBoundary, ContainerSize, InflateContainer, NewProgram, RewriteContainer, Rewriting,
+    ContainerBoundary, ContainerSize, InflateContainer, Inflating, NewProgram, RewriteContainer,
+    Rewriting,
 };
 
 use object::pod::{self, Pod};

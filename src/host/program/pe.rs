@@ -70,7 +70,13 @@ pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProg
     };
     let section = image.section(fatbin)?;
     image.check_nothing_else_inside(fatbin, &section)?;
-    let Some(packing) = plan::pack(&section, how)? else {
+    // A checksum is summed over the new bytes, so those inflated must be there first.
+    let inflating = if image.nt.optional_header.check_sum.get(LE) != 0 {
+        plan::Inflating::Now
+    } else {
+        plan::Inflating::Later
+    };
+    let Some(packing) = plan::pack(&section, how, inflating)? else {
         return Ok(None);
     };
     let pointers = image.pointers_into(&section, fatbin)?;
@@ -484,6 +490,7 @@ impl<'a> Image<'a> {
         Ok(NewProgram {
             rest: plan::with_cut(self.file, section, cut, patches)?,
             packed: packing.packed,
+            holes: packing.holes,
             packed_at: section.offset,
         })
     }
@@ -560,6 +567,7 @@ impl<'a> Image<'a> {
         Ok(NewProgram {
             rest,
             packed: packing.packed,
+            holes: packing.holes,
             packed_at: offset,
         })
     }

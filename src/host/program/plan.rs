@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use crate::format::container::{InflateFailed, NewBytes};
 use crate::host::error::{Error, ErrorKind, Result};
 use crate::host::objcopy::{Piece, Rewritten};
-use crate::io::spill::{Hole, Spill, Spilled};
+use crate::io::spill::{Hole, Spill, Spilled, WriteHole};
 
 /// Rewrites the container at the start of the bytes it is given (found at the given offset in
 /// the section): its new bytes, `None` to keep it; an error says its offset in the section.
@@ -98,6 +98,9 @@ pub struct Packing {
     pub packed: Spilled,
     /// The offset of each container in the packed bytes, by its old address.
     moves: BTreeMap<u64, u64>,
+    /// The places left in the packed bytes for the compressed bundles decompressed, when they
+    /// are inflated as the file is written: each knows its bundle's offset in the file.
+    pub holes: Vec<Hole<u64>>,
 }
 
 /// The error for the temporary file of packed containers.
@@ -110,15 +113,28 @@ fn spill_error(error: std::io::Error) -> Error {
     )
 }
 
+/// When the compressed bundles a rewrite decompresses are inflated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Inflating {
+    /// Into the packed bytes, before they are placed: for a writer that reads them.
+    Now,
+    /// As the new file is written, straight into their places in it ([`NewProgram::holes`]).
+    Later,
+}
+
 /// Finds the containers of `section` by their sizes alone (zeros between them are padding),
 /// rewrites them in parallel and packs them. `None` when nothing changes.
 ///
 /// The containers are rewritten a few at a time (twice as many as there are threads), and
 /// each group is written out in order before the next starts; the section's pages of each are
 /// given back once it is rewritten. Those decompressed are only given room then, and are
-/// inflated into it at the end, in parallel. So the memory needed is that of a few
-/// containers, not of the section.
-pub fn pack(section: &Section<'_>, how: &Rewriting<'_>) -> Result<Option<Packing>> {
+/// inflated into it at the end, in parallel, or, `Later`, as the file is written. So the
+/// memory needed is that of a few containers, not of the section.
+pub fn pack(
+    section: &Section<'_>,
+    how: &Rewriting<'_>,
+    inflating: Inflating,
+) -> Result<Option<Packing>> {
     let data = section.data;
     let found = find(section, how.size_of)?;
     let mut moves = BTreeMap::new();
@@ -167,7 +183,7 @@ pub fn pack(section: &Section<'_>, how: &Rewriting<'_>) -> Result<Option<Packing
                     holes.push(Hole {
                         at,
                         size,
-                        what: start,
+                        what: section.offset + start as u64,
                     });
                 }),
                 None => packed.append(&data[start..start + size]),
@@ -179,15 +195,23 @@ pub fn pack(section: &Section<'_>, how: &Rewriting<'_>) -> Result<Option<Packing
     if !changed {
         return Ok(None);
     }
-    let inflate = |hole: &Hole<usize>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
-        (how.inflate)(&data[hole.what..], hole.size, sink).map_err(|failed| match failed {
-            InflateFailed::Format(e) => Error::in_contents(e, section.offset + hole.what as u64),
-            InflateFailed::Sink(e) => spill_error(e),
-        })
-    };
-    packed.fill(&holes, &inflate, &|_, e| spill_error(e))?;
+    if inflating == Inflating::Now {
+        let inflate = |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            let start = (hole.what - section.offset) as usize;
+            (how.inflate)(&data[start..], hole.size, sink).map_err(|failed| match failed {
+                InflateFailed::Format(e) => Error::in_contents(e, hole.what),
+                InflateFailed::Sink(e) => spill_error(e),
+            })
+        };
+        packed.fill(&holes, &inflate, &|_, e| spill_error(e))?;
+        holes.clear();
+    }
     let packed = packed.finish().map_err(spill_error)?;
-    Ok(Some(Packing { packed, moves }))
+    Ok(Some(Packing {
+        packed,
+        moves,
+        holes,
+    }))
 }
 
 /// The containers of the section: (offset in the section, size).
@@ -367,6 +391,10 @@ pub struct NewProgram<'a> {
     pub packed: Spilled,
     /// Their offset in the new file.
     pub packed_at: u64,
+    /// The places in the packed containers still to be written: the compressed bundles
+    /// decompressed, inflated as the file is written (each knows its bundle's offset in the
+    /// file rewritten).
+    pub holes: Vec<Hole<u64>>,
 }
 
 impl<'a> NewProgram<'a> {
@@ -403,33 +431,66 @@ impl<'a> NewProgram<'a> {
         Ok((before, after))
     }
 
-    /// Writes the new file to `out`: the stretches of `input` (the file rewritten) and of the
-    /// packed containers' temporary file copied by the kernel. `path` names the input in
-    /// errors.
+    /// Writes the new file, which leaves no hole, to `out`: the stretches of `input` (the file
+    /// rewritten) and of the packed containers' temporary file copied by the kernel. `path`
+    /// names the input in errors.
     pub fn write_to(
         &self,
         path: &std::path::Path,
         out: &mut crate::io::Output,
         input: &crate::io::Input,
     ) -> crate::error::Result<()> {
+        let none = |hole: &Hole<u64>, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            Err(crate::error::Error::msg(format!(
+                "'{}': no bytes were made for the {} bytes at {:#x} of the rewritten file",
+                crate::io::shown(path),
+                hole.size,
+                hole.at
+            )))
+        };
+        self.write_filled(path, out, input, &none)
+    }
+
+    /// Writes the new file to `out`: the stretches of `input` (the file rewritten) and of the
+    /// packed containers' temporary file copied by the kernel, and the bytes of the holes
+    /// left in them from `fill` (see [`crate::io::Output::write_spilled`]). `path` names the
+    /// input in errors.
+    pub fn write_filled(
+        &self,
+        path: &std::path::Path,
+        out: &mut crate::io::Output,
+        input: &crate::io::Input,
+        fill: &WriteHole<'_, u64, crate::error::Error>,
+    ) -> crate::error::Result<()> {
         let (before, after) = self
             .around()
             .map_err(|e| crate::error::Error::container(path, e))?;
         before.write_to(out, &[input])?;
-        match &self.packed {
-            Spilled::Bytes(bytes) => out.write_bytes(bytes)?,
-            Spilled::File(held) => out.write_part(held, held)?,
-        }
+        out.write_spilled(&self.packed, &self.holes, fill)?;
         after.write_to(out, &[input])
     }
 
-    /// The whole new file in memory.
+    /// The whole new file in memory, with zeros in the holes left for the bundles inflated as
+    /// the file is written (see [`NewProgram::holes_in_file`]).
     pub fn to_vec(&mut self) -> Result<Vec<u8>> {
         let (before, after) = self.around()?;
         let mut bytes = before.to_vec();
         bytes.extend_from_slice(self.packed.bytes());
         bytes.extend_from_slice(&after.to_vec());
         Ok(bytes)
+    }
+
+    /// The holes left for the bundles inflated as the file is written, at their offsets in
+    /// the new file.
+    pub fn holes_in_file(&self) -> Vec<Hole<u64>> {
+        let at = self.packed_at;
+        self.holes
+            .iter()
+            .map(|hole| Hole {
+                at: at + hole.at,
+                ..*hole
+            })
+            .collect()
     }
 }
 
@@ -462,7 +523,7 @@ mod tests {
             rewrite,
             inflate: &inflate,
         };
-        pack(section, &how)
+        pack(section, &how, Inflating::Later)
     }
 
     #[test]
@@ -557,6 +618,7 @@ mod tests {
             rest,
             packed: Spilled::Bytes(vec![1, 2]),
             packed_at: 16,
+            holes: Vec::new(),
         };
         let bytes = program.to_vec().unwrap();
         assert_eq!(bytes.len(), 56);
