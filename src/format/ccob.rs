@@ -16,7 +16,7 @@ use crate::format::bundle::{BundleExtent, EntryRecord, Extent};
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::hashing::{self, HashHere, Hashing};
 use crate::format::inflate;
-use md5::{Digest, Md5};
+use crate::format::md5::Md5;
 use object::endian::{LittleEndian as Le, U16, U32, U64};
 use object::pod::{self, Pod};
 use std::io::{self, Read, Write};
@@ -144,7 +144,7 @@ pub fn is_compressed(data: &[u8]) -> bool {
 
 /// The truncated MD5 hash stored in compressed bundle headers.
 pub fn truncated_md5(data: &[u8]) -> u64 {
-    first_eight(&Md5::digest(data).into())
+    first_eight(&Md5::digest(data))
 }
 
 /// The first 8 bytes of an MD5 digest, read as a little-endian integer.

@@ -734,10 +734,10 @@ fn decompress_bundle(
     })
 }
 
-/// A compressed bundle stripped as it is stored: its stream is inflated only up to the end
-/// of the last entry that stays (and checked, size and hash, when that is the stream's end),
-/// and the entries that stay are compressed again as [`rewrite_inflated`] compresses them. A
-/// bundle that keeps every entry is inflated through a window and checked, never held.
+/// A compressed bundle stripped as it is stored: its stream is inflated to its end and checked
+/// (size and hash) as the entries that stay are taken from it, so that no code is kept from a
+/// damaged stream, and those entries are compressed again as [`rewrite_inflated`] compresses
+/// them. A bundle that keeps every entry is inflated through a window and checked, never held.
 fn strip_compressed_bundle(
     compressed: &ccob::CompressedBundle<'_>,
     rules: &Rules<'_>,
@@ -783,7 +783,8 @@ fn strip_compressed_bundle(
 }
 
 /// The payloads of `entries` (records of the bundle `compressed` holds), inflating its
-/// stream only up to the end of the furthest of them.
+/// whole stream and checking it (size and hash) on the way: a stream damaged past the last of
+/// them is refused all the same.
 fn inflate_entries(
     compressed: &ccob::CompressedBundle<'_>,
     entries: &[&EntryRecord],
@@ -798,11 +799,7 @@ fn inflate_entries(
         .iter()
         .map(|e| Vec::with_capacity(usize::try_from(e.size).unwrap_or(0)))
         .collect();
-    let end = ranges.iter().map(|r| r.1).max().unwrap_or(0);
-    if end == 0 {
-        return Ok(payloads);
-    }
-    compressed.inflate_prefix(limit, end, decoding, |position, piece| {
+    compressed.inflate_prefix(limit, u64::MAX, decoding, |position, piece| {
         let piece_end = position + piece.len() as u64;
         for (payload, &(start, end)) in payloads.iter_mut().zip(&ranges) {
             let (from, to) = (start.max(position), end.min(piece_end));

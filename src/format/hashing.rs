@@ -5,7 +5,7 @@
 
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use md5::{Digest, Md5};
+use crate::format::md5::Md5;
 
 /// Streams that declare at least this many bytes are hashed on a thread of their own.
 pub(crate) const ASIDE_FROM: u64 = 8 << 20;
@@ -40,7 +40,7 @@ impl HashHere {
 
     /// The digest of every piece hashed.
     pub(crate) fn finish(self) -> [u8; 16] {
-        self.md5.finalize().into()
+        self.md5.finalize()
     }
 }
 
@@ -98,7 +98,7 @@ pub(crate) fn aside<T>(
                 md5.update(window.get(..len).unwrap_or(&window));
                 let _ = give_back.send(window);
             }
-            <[u8; 16]>::from(md5.finalize())
+            md5.finalize()
         });
         let mut hashing = HashAside {
             pieces,
@@ -132,7 +132,7 @@ mod tests {
         let data: Vec<u8> = (0..3_000_017u32)
             .map(|i| (i * 7 + i / 251).to_le_bytes()[0])
             .collect();
-        let whole: [u8; 16] = Md5::digest(&data).into();
+        let whole = Md5::digest(&data);
         for piece in [1, 63, 64, 4096, 1 << 20] {
             let mut here = HashHere::new(1 << 20);
             feed(&mut here, &data, piece);
@@ -154,6 +154,6 @@ mod tests {
             assert_eq!(again.len(), 16);
             hashing.hash(again, 16);
         });
-        assert_eq!(digest, Some(Md5::digest([0u8; 16]).into()));
+        assert_eq!(digest, Some(Md5::digest(&[0u8; 16])));
     }
 }

@@ -18,6 +18,7 @@ mod hashing;
 pub mod image_target;
 mod inflate;
 pub mod kpack;
+mod md5;
 pub mod offload_binary;
 mod search;
 pub mod text_bundle;

@@ -427,26 +427,38 @@ fn rewrite_ahead(data: &[u8], config: &RewriteConfig, unit: &[ImageTarget]) -> V
     places(data)
         .into_par_iter()
         .map(|start| {
-            let here = &data[start..];
-            let compressed = match Container::at_start(here) {
-                Some(Container::CompressedBundle) => CompressedBundle::parse(here).ok().flatten(),
-                _ => None,
-            };
-            let done = match compressed {
-                Some(compressed) => {
-                    let done = budget.run(memory_of(&compressed), |decoding| {
-                        rewrite_one(here, start, config, unit, decoding)
-                    });
-                    // Read once: its pages need not stay (a bundle kept as it was is read
-                    // again from the file when written).
-                    release_mapped(&here[..compressed.size() as usize]);
-                    done
-                }
-                None => rewrite_one(here, start, config, unit, Decoding::Fresh),
-            };
-            (start, done)
+            (
+                start,
+                rewrite_within(&data[start..], start, config, unit, &budget),
+            )
         })
         .collect()
+}
+
+/// [`rewrite_one`] with a zstd decoder of `budget` for a compressed bundle (so that decoders
+/// and their windows are reused from one stream to the next, and those in flight stay within
+/// the budget), whose pages are given back once read.
+fn rewrite_within(
+    here: &[u8],
+    start: usize,
+    config: &RewriteConfig,
+    unit: &[ImageTarget],
+    budget: &Budget,
+) -> Done {
+    let compressed = match Container::at_start(here) {
+        Some(Container::CompressedBundle) => CompressedBundle::parse(here).ok().flatten(),
+        _ => None,
+    };
+    let Some(compressed) = compressed else {
+        return rewrite_one(here, start, config, unit, Decoding::Fresh);
+    };
+    let done = budget.run(memory_of(&compressed), |decoding| {
+        rewrite_one(here, start, config, unit, decoding)
+    });
+    // Read once: its pages need not stay (a bundle kept as it was is read again from the
+    // file when written).
+    release_mapped(&here[..compressed.size() as usize]);
+    done
 }
 
 /// Where the containers of `data` start, as [`rewrite_region`] walks them, up to the first
@@ -513,16 +525,18 @@ fn account(
 }
 
 /// Rewrites the container at the start of `here`, found at `start` in its region, by the
-/// registry's rules for it (`unit`: the offload binaries' images of the region): its size
-/// there, and its new bytes (`None` when it stays; empty when it goes).
+/// registry's rules for it (`unit`: the offload binaries' images of the region), with the
+/// decoders of `budget`: its size there, and its new bytes (`None` when it stays; empty when
+/// it goes).
 fn rewrite_container(
     here: &[u8],
     start: usize,
     config: &RewriteConfig,
     unit: &[ImageTarget],
     summary: &mut Summary,
+    budget: &Budget,
 ) -> std::result::Result<(usize, Option<NewBytes>), crate::format::Error> {
-    let done = rewrite_one(here, start, config, unit, Decoding::Fresh)?;
+    let done = rewrite_within(here, start, config, unit, budget)?;
     Ok(account(start, done, summary))
 }
 
@@ -782,16 +796,16 @@ fn rewrite_program<'a>(
     // The containers may be rewritten on other threads: their log lines go under this
     // file's span all the same.
     let span = tracing::Span::current();
+    let budget = Budget::new();
     let rewrite = |here: &[u8], start: usize| {
         let _entered = span.enter();
         let mut mine = Summary::default();
-        let (_, new) = rewrite_container(here, start, config, &[], &mut mine)?;
+        let (_, new) = rewrite_container(here, start, config, &[], &mut mine, &budget)?;
         mine.rewritten += usize::from(new.is_some());
         let mut total = total.lock().expect("no thread panics holding it");
         total.add_counts(&mine);
         Ok(new)
     };
-    let budget = Budget::new();
     let inflate = |here: &[u8], size: u64, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
         inflate_into(here, size, config.max_decompressed, &budget, sink)
     };
