@@ -383,3 +383,45 @@ fn thousands_of_inputs_fit_a_small_descriptor_limit() {
         FILES
     );
 }
+
+#[test]
+fn fifty_thousand_inputs_are_extracted_within_256_descriptors() {
+    // A tree as large as a distribution's: every input is read as it is scanned, small ones
+    // into memory (no descriptor and no map held for them), and every output is written.
+    const FILES: usize = 50_000;
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    for k in 0..FILES {
+        let folder = tree.join(format!("d{:02}", k / 1000));
+        if k % 1000 == 0 {
+            std::fs::create_dir_all(&folder).unwrap();
+        }
+        let payload = format!("\x7fELF payload {k}");
+        std::fs::write(
+            folder.join(format!("b{k:05}.hipfb")),
+            device_bundle(GFX90A, payload.as_bytes()),
+        )
+        .unwrap();
+    }
+    let args = "extract -r tree --arch gfx90a -o out";
+    let mut command = Command::new("sh");
+    command
+        .current_dir(dir.path())
+        .env_remove("OFFLOAD_LOG")
+        .env("RAYON_NUM_THREADS", "8")
+        .args([
+            "-c",
+            &format!("ulimit -n 256; exec '{}' {args}", crate::util::OFFLOAD),
+        ]);
+    let ran = run_within(&mut command, 600, args);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let out = dir.path().join("out");
+    let mut count = 0;
+    for k in 0..FILES {
+        let name = format!("b{k:05}.hipfb-hipv4-amdgcn-amd-amdhsa--gfx90a.co");
+        let bytes = std::fs::read(out.join(&name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(bytes, format!("\x7fELF payload {k}").as_bytes(), "{name}");
+        count += 1;
+    }
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), count);
+}

@@ -3,13 +3,26 @@
 //! dies of the signal. Work that must not be cut in the middle (writing new bytes into an
 //! existing file) holds the list for its duration, and the signal waits for it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, Once};
 
-static TEMPORARIES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// The temporary files, by the number each was listed under: taking one off the list costs
+/// the same whether it holds ten or a hundred thousand (a command that extracts a tree keeps
+/// every output's temporary file until all are put in place).
+static TEMPORARIES: Mutex<List> = Mutex::new(List {
+    next: 0,
+    paths: BTreeMap::new(),
+});
 static HANDLERS: Once = Once::new();
 
-fn temporaries() -> MutexGuard<'static, Vec<PathBuf>> {
+struct List {
+    /// The number the next file listed gets.
+    next: u64,
+    paths: BTreeMap<u64, PathBuf>,
+}
+
+fn temporaries() -> MutexGuard<'static, List> {
     TEMPORARIES
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -17,14 +30,11 @@ fn temporaries() -> MutexGuard<'static, Vec<PathBuf>> {
 
 /// A temporary file on the list; dropping it takes it off (the file itself is removed or
 /// renamed by its owner).
-pub struct Listed(PathBuf);
+pub struct Listed(u64);
 
 impl Drop for Listed {
     fn drop(&mut self) {
-        let mut list = temporaries();
-        if let Some(i) = list.iter().rposition(|p| *p == self.0) {
-            list.swap_remove(i);
-        }
+        temporaries().paths.remove(&self.0);
     }
 }
 
@@ -36,9 +46,10 @@ pub fn listed<T>(
 ) -> std::io::Result<(T, Listed)> {
     let mut list = temporaries();
     let made = make()?;
-    let path = path_of(&made).to_path_buf();
-    list.push(path.clone());
-    Ok((made, Listed(path)))
+    let number = list.next;
+    list.next += 1;
+    list.paths.insert(number, path_of(&made).to_path_buf());
+    Ok((made, Listed(number)))
 }
 
 /// Runs `work` with the signals' clean-up held off until it ends.
@@ -59,7 +70,7 @@ pub fn remove_temporaries_on_signals() {
         std::thread::spawn(move || {
             if let Some(signal) = signals.forever().next() {
                 let list = temporaries();
-                for path in list.iter() {
+                for path in list.paths.values() {
                     let _ = std::fs::remove_file(path);
                 }
                 // The list stays held: no new temporary is made while the process ends.

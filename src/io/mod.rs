@@ -40,7 +40,7 @@ pub use opening::{open_regular, read_small, read_small_text};
 pub use shown::shown;
 pub use syncing::{set_syncing, syncing, Syncing, SYNC_VARIABLE};
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions, Permissions};
 use std::io::{self, Read, Write};
 use std::ops::Deref;
@@ -59,6 +59,12 @@ use keep::Kept;
 
 /// Parts smaller than this are copied through memory; larger ones by the kernel.
 const KERNEL_COPY_FROM: usize = 64 << 10;
+
+/// Regular files smaller than this are read rather than mapped: none of their parts is large
+/// enough to be copied by the kernel, reading costs less than a map, and a command that holds
+/// a tree of a hundred thousand small files holds no map (their number is limited, by
+/// `vm.max_map_count`) and no descriptor for them.
+const READ_UNDER: u64 = KERNEL_COPY_FROM as u64;
 
 /// An input file open in this process: no output may replace it, and no output is put in
 /// place after it shrank under its map.
@@ -119,10 +125,7 @@ pub fn release_mapped(part: &[u8]) {
     if first >= last {
         return;
     }
-    let mapped = open_inputs()
-        .iter()
-        .any(|i| i.start != 0 && from >= i.start && to <= i.start + i.mapped as usize);
-    if !mapped {
+    if !open_inputs().maps(from, to) {
         return;
     }
     // SAFETY: the range lies inside a read-only private file mapping that stays mapped (its
@@ -138,9 +141,77 @@ pub fn release_mapped(part: &[u8]) {
 }
 
 /// The inputs open in this process.
-static OPEN_INPUTS: Mutex<Vec<OpenInput>> = Mutex::new(Vec::new());
+static OPEN_INPUTS: Mutex<OpenInputs> = Mutex::new(OpenInputs {
+    next: 0,
+    inputs: BTreeMap::new(),
+    by_start: BTreeMap::new(),
+    by_identity: BTreeMap::new(),
+});
 
-fn open_inputs() -> std::sync::MutexGuard<'static, Vec<OpenInput>> {
+/// The inputs open in this process, by the number each was listed under, and found by the
+/// address of their map and by device and inode without going through them all: a command
+/// may hold a hundred thousand.
+struct OpenInputs {
+    /// The number the next input listed gets.
+    next: u64,
+    inputs: BTreeMap<u64, OpenInput>,
+    /// The inputs mapped, by the address of their map.
+    by_start: BTreeMap<usize, u64>,
+    /// The inputs open on each file (device, inode), by their numbers.
+    by_identity: BTreeMap<(u64, u64), BTreeSet<u64>>,
+}
+
+impl OpenInputs {
+    /// Lists `input`: the number it is listed under.
+    fn add(&mut self, input: OpenInput) -> u64 {
+        let number = self.next;
+        self.next += 1;
+        if input.start != 0 {
+            self.by_start.insert(input.start, number);
+        }
+        self.by_identity
+            .entry((input.dev, input.ino))
+            .or_default()
+            .insert(number);
+        self.inputs.insert(number, input);
+        number
+    }
+
+    /// Takes the input listed under `number` off the list.
+    fn remove(&mut self, number: u64) {
+        let Some(input) = self.inputs.remove(&number) else {
+            return;
+        };
+        if self.by_start.get(&input.start) == Some(&number) {
+            self.by_start.remove(&input.start);
+        }
+        let identity = (input.dev, input.ino);
+        if let Some(numbers) = self.by_identity.get_mut(&identity) {
+            numbers.remove(&number);
+            if numbers.is_empty() {
+                self.by_identity.remove(&identity);
+            }
+        }
+    }
+
+    /// Whether the bytes from `from` to `to` lie inside the map of an input.
+    fn maps(&self, from: usize, to: usize) -> bool {
+        let Some((_, number)) = self.by_start.range(..=from).next_back() else {
+            return false;
+        };
+        self.inputs
+            .get(number)
+            .is_some_and(|i| to <= i.start.saturating_add(i.mapped as usize))
+    }
+
+    /// An input open on the file `(dev, ino)`.
+    fn on(&self, identity: (u64, u64)) -> Option<&OpenInput> {
+        let number = self.by_identity.get(&identity)?.first()?;
+        self.inputs.get(number)
+    }
+}
+
+fn open_inputs() -> std::sync::MutexGuard<'static, OpenInputs> {
     OPEN_INPUTS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -156,6 +227,8 @@ pub struct Input {
     file: Option<File>,
     path: PathBuf,
     identity: Option<(u64, u64)>,
+    /// The number it is listed under among the inputs open.
+    listed: Option<u64>,
 }
 
 enum Data {
@@ -176,11 +249,8 @@ impl Deref for Input {
 
 impl Drop for Input {
     fn drop(&mut self) {
-        if let Some((dev, ino)) = self.identity {
-            let mut inputs = open_inputs();
-            if let Some(i) = inputs.iter().position(|i| (i.dev, i.ino) == (dev, ino)) {
-                inputs.swap_remove(i);
-            }
+        if let Some(number) = self.listed {
+            open_inputs().remove(number);
         }
     }
 }
@@ -271,31 +341,43 @@ impl Input {
         Input::regular(path, file, &meta).map(Some)
     }
 
-    /// The regular file `file` (opened from `path`, described by `meta`), mapped and counted
-    /// among the open inputs.
+    /// The regular file `file` (opened from `path`, described by `meta`), mapped (read, when
+    /// smaller than [`READ_UNDER`]) and counted among the open inputs.
     fn regular(path: &Path, file: File, meta: &fs::Metadata) -> Result<Input> {
         let mut input = Input::from_bytes(Vec::new());
         input.path = path.to_path_buf();
-        if meta.len() > 0 {
+        if meta.len() > 0 && meta.len() < READ_UNDER {
+            let mut bytes = Vec::with_capacity(meta.len() as usize);
+            // What the file holds now, up to the size it had: it may not grow under us.
+            (&file)
+                .take(meta.len())
+                .read_to_end(&mut bytes)
+                .map_err(|e| Error::io(path, e))?;
+            input.data = Data::Owned(bytes);
+        } else if meta.len() > 0 {
             // SAFETY: the map is read-only and private to this process. A file that another
             // process truncates while we read it is caught by the guard, not by a signal.
             let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
             input.guard = Some(Guarded::new(map.as_ptr(), map.len()));
             input.data = Data::Mapped(map);
         }
-        input.file = Some(file);
+        // A file read holds no descriptor: its bytes are copied from memory anyway.
+        let (mapped, start) = match &input.data {
+            Data::Mapped(map) => (map.len() as u64, map.as_ptr() as usize),
+            Data::Owned(_) => (0, 0),
+        };
+        if mapped > 0 {
+            input.file = Some(file);
+        }
         input.identity = Some((meta.dev(), meta.ino()));
-        open_inputs().push(OpenInput {
+        input.listed = Some(open_inputs().add(OpenInput {
             dev: meta.dev(),
             ino: meta.ino(),
             path: path.to_path_buf(),
             guard: input.guard.as_ref().and_then(Guarded::slot),
-            mapped: input.len() as u64,
-            start: match &input.data {
-                Data::Mapped(map) => map.as_ptr() as usize,
-                Data::Owned(_) => 0,
-            },
-        });
+            mapped,
+            start,
+        }));
         Ok(input)
     }
 
@@ -313,6 +395,7 @@ impl Input {
             file: None,
             path: PathBuf::from("-"),
             identity: None,
+            listed: None,
         }
     }
 
@@ -408,7 +491,8 @@ fn shrank(path: &Path) -> Error {
 fn shrunk_input() -> Option<PathBuf> {
     let inputs = open_inputs();
     inputs
-        .iter()
+        .inputs
+        .values()
         .find(|i| {
             i.guard.is_some_and(guard::slot_shrank)
                 || (i.mapped > 0
@@ -540,10 +624,7 @@ fn not_an_input(path: &Path) -> Result<()> {
         return Ok(());
     };
     let inputs = open_inputs();
-    if let Some(input) = inputs
-        .iter()
-        .find(|i| (i.dev, i.ino) == (meta.dev(), meta.ino()))
-    {
+    if let Some(input) = inputs.on((meta.dev(), meta.ino())) {
         return Err(Error::msg(format!(
             "'{}': is the input '{}'; refusing to write over an input",
             shown(path),
