@@ -669,3 +669,35 @@ fn amds_splitter_leaves_the_second_wrapper_of_an_rdc_library_without_code() {
         );
     }
 }
+
+#[test]
+fn verifying_a_split_tree_counts_each_archive_and_code_object_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(stage) = tree(dir.path()) else {
+        return;
+    };
+    let out = dir.path().join("out");
+    split(&stage, &out, &[]);
+    // Both binaries look in the three archives, which the walk also finds as files: each
+    // archive, and each of its seven code objects, is counted once in the total. (The
+    // archives of a processor one binary was not built for lack its code: problems.)
+    let (_, text, err) = text_output(offload().args(["verify", "-r"]).arg(&out));
+    let lines: Vec<&str> = text.lines().collect();
+    let problems = err.lines().count();
+    assert_eq!(
+        lines.last().copied(),
+        Some(
+            format!("total: 7 code objects in 3 kpack archives sound, {problems} problems")
+                .as_str()
+        ),
+        "{text}"
+    );
+    // Each binary's own line still says what it uses.
+    let libk = format!("{}: ", out.join("lib/libk.so").display());
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&libk) && l.contains("in 3 kpack archives sound")),
+        "{text}"
+    );
+}

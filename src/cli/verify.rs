@@ -101,8 +101,11 @@ pub struct Totals {
     inflated: u64,
     /// Files that are kpack archives or binaries split by kpack.
     kpack_files: usize,
-    kpack_sound: usize,
-    kpack_archives: usize,
+    /// The code objects found sound, by archive: each archive and each code object counted
+    /// once, however many split binaries use them.
+    kpack_sound: std::collections::BTreeMap<(u64, u64), std::collections::BTreeSet<usize>>,
+    /// Archives that are no file (standard input), and the code objects found sound in them.
+    kpack_unnamed: (usize, usize),
     kpack_problems: usize,
     /// Compressed CUDA entries sound and damaged.
     cuda_sound: usize,
@@ -133,9 +136,14 @@ impl Totals {
         if self.kpack_files > 0 {
             text.push_str(&format!(
                 "total: {} in {} sound, {}\n",
-                counted(self.kpack_sound as u64, "code object", "code objects"),
                 counted(
-                    self.kpack_archives as u64,
+                    (self.kpack_sound.values().map(|s| s.len()).sum::<usize>()
+                        + self.kpack_unnamed.1) as u64,
+                    "code object",
+                    "code objects"
+                ),
+                counted(
+                    (self.kpack_sound.len() + self.kpack_unnamed.0) as u64,
                     "kpack archive",
                     "kpack archives"
                 ),
@@ -254,8 +262,19 @@ impl Report {
         self.failed |= !kpack.bad.is_empty();
         let totals = &mut self.totals;
         totals.kpack_files += 1;
-        totals.kpack_sound += kpack.sound;
-        totals.kpack_archives += kpack.archives;
+        for (identity, sound) in &kpack.read {
+            match identity {
+                Some(identity) => totals
+                    .kpack_sound
+                    .entry(*identity)
+                    .or_default()
+                    .extend(sound),
+                None => {
+                    totals.kpack_unnamed.0 += 1;
+                    totals.kpack_unnamed.1 += sound.len();
+                }
+            }
+        }
         totals.kpack_problems += kpack.bad.len();
         text.push_str(&format!(
             "{}: {} code object{} in {} kpack archive{} sound, {} problem{}\n",

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::format::kpack::{split_toc_key, toc_key, Archive, KernelEntry, Scheme};
 use crate::host::kpack::{find_archives, SplitBinary};
+use crate::io::Input;
 use crate::loads::kpack_search::{every_target_name, Environment};
 use crate::ops::support::inflating::{memory_of_zstd, Budget};
 
@@ -25,49 +26,65 @@ pub struct KpackVerified {
     /// one the binary asks for that an archive lacks, an archive that cannot be read, or no
     /// archive at all.
     pub bad: Vec<Error>,
+    /// Each archive read: the file it is (device and inode; `None` when it is no file, such
+    /// as standard input), and the code objects of it found sound, by their place in its
+    /// table. Totals over many files count an archive, and each of its code objects, once
+    /// however many split binaries use it.
+    pub read: Vec<(Option<(u64, u64)>, Vec<usize>)>,
 }
 
 /// Reads every code object of the archive `data` (at `path`), refusing one stored compressed
 /// that declares more than `limit` bytes; the `Err` is for an archive whose header or table
 /// does not read.
-pub fn verify_archive(path: &Path, data: &[u8], limit: u64) -> Result<KpackVerified> {
+pub fn verify_archive(path: &Path, data: &Input, limit: u64) -> Result<KpackVerified> {
     let archive = Archive::parse(data).map_err(|e| Error::format(path, e))?;
     let (sound, bad) = read_all(path, &archive, limit, &|_| true);
     Ok(KpackVerified {
         is_archive: true,
         archives: 1,
-        sound,
+        sound: sound.len(),
         bad,
+        read: vec![(data.identity(), sound)],
     })
 }
 
 /// Reads the code objects of `archive` (at `path`) that `keep` accepts, in parallel within
-/// the inflation budget and `limit`: how many are sound, and the error of each that is not.
+/// the inflation budget and `limit`: those sound (by their place in its table), and the
+/// error of each that is not.
 fn read_all(
     path: &Path,
     archive: &Archive<'_>,
     limit: u64,
     keep: &(dyn Fn(&KernelEntry<'_>) -> bool + Sync),
-) -> (usize, Vec<Error>) {
+) -> (Vec<usize>, Vec<Error>) {
     let budget = Budget::new();
-    let results: Vec<Result<()>> = archive
+    let results: Vec<(usize, Result<()>)> = archive
         .entries
         .par_iter()
-        .filter(|e| keep(e))
-        .map(|entry| {
+        .enumerate()
+        .filter(|(_, e)| keep(e))
+        .map(|(place, entry)| {
             let memory = match archive.scheme {
                 Scheme::None => 0,
                 Scheme::ZstdPerKernel => memory_of_zstd(entry.original_size),
             };
-            budget
+            let read = budget
                 .run(memory, |decoding| {
                     archive.read_code_object(entry, limit, decoding, |_| Ok(()))
                 })
-                .map_err(|e| Error::format(path, e))
+                .map_err(|e| Error::format(path, e));
+            (place, read)
         })
         .collect();
-    let sound = results.iter().filter(|r| r.is_ok()).count();
-    (sound, results.into_iter().filter_map(|r| r.err()).collect())
+    let mut sound = Vec::new();
+    let mut bad = Vec::new();
+    for (place, read) in results {
+        match read {
+            Ok(()) => sound.push(place),
+            Err(e) => bad.push(e),
+        }
+    }
+    (sound, bad)
 }
 
 /// Checks the archive set of the split binary `split` at `path`: the archives its search
@@ -111,7 +128,8 @@ pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVe
         }
         let ours = |e: &KernelEntry<'_>| split_toc_key(e.key).is_some_and(|(b, _)| b == name);
         let (sound, bad) = read_all(archive_path, &archive, limit, &ours);
-        verified.sound += sound;
+        verified.sound += sound.len();
+        verified.read.push((input.identity(), sound));
         verified.bad.extend(bad);
         if let Err(e) = input.intact() {
             verified.bad.push(e.into());
