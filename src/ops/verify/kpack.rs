@@ -30,8 +30,12 @@ pub struct KpackVerified {
     /// as standard input), and the code objects of it found sound, by their place in its
     /// table. Totals over many files count an archive, and each of its code objects, once
     /// however many split binaries use it.
-    pub read: Vec<(Option<(u64, u64)>, Vec<usize>)>,
+    pub read: Vec<ArchiveRead>,
 }
+
+/// An archive read: the file it is (device and inode), and the places in its table of the
+/// code objects found sound.
+pub type ArchiveRead = (Option<(u64, u64)>, Vec<usize>);
 
 /// Reads every code object of the archive `data` (at `path`), refusing one stored compressed
 /// that declares more than `limit` bytes; the `Err` is for an archive whose header or table
