@@ -437,3 +437,74 @@ fn the_readme_command_says_which_gpu_finds_no_code_in_the_committed_program() {
         assert!(out.lines().any(|l| l.trim() == line), "{line:?} not in:\n{out}");
     }
 }
+
+#[test]
+fn the_drivers_retry_setting_and_the_visible_devices_choose_this_machines_gpus() {
+    let Some(p) = program() else { return };
+    // A sysfs of our own: the topology where the driver lists it, and its noretry parameter.
+    let sys = p.path("sys");
+    let topology = sys.join("class/kfd/kfd/topology");
+    crate::util::kfd_topology(&topology, &[(90010, 0x0400_0000), (110001, 0)]);
+    let parameters = sys.join("module/amdgpu/parameters");
+    fs::create_dir_all(&parameters).unwrap();
+    let devices = |noretry: &str, env: &[(&str, &str)]| {
+        fs::write(parameters.join("noretry"), format!("{noretry}\n")).unwrap();
+        let mut command = offload();
+        command
+            .current_dir(p.path(""))
+            .env("LD_LIBRARY_PATH", p.path("llp"))
+            .env("OFFLOAD_KFD_TOPOLOGY", &topology)
+            .args(["check", "prog"]);
+        for name in [
+            "HSA_XNACK",
+            "HSA_ENABLE_SRAMECC",
+            "ROCR_VISIBLE_DEVICES",
+            "HIP_VISIBLE_DEVICES",
+            "CUDA_VISIBLE_DEVICES",
+        ] {
+            command.env_remove(name);
+        }
+        command.envs(env.iter().copied());
+        let (_, out, err) = text_output(&mut command);
+        let listed: Vec<String> = out
+            .lines()
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.trim().to_string())
+            .collect();
+        (listed, err)
+    };
+    let both = |xnack: &str| {
+        vec![
+            format!("0 gfx90a:sramecc+:xnack{xnack} (KFD node 1)"),
+            "1 gfx1101 (KFD node 2)".to_string(),
+        ]
+    };
+    // Retry on in the driver: the MI210 has xnack on, unless HSA_XNACK says otherwise.
+    assert_eq!(devices("0", &[]).0, both("+"));
+    assert_eq!(devices("0", &[("HSA_XNACK", "0")]).0, both("-"));
+    // Automatic and off: the driver does not retry on gfx90a.
+    assert_eq!(devices("-1", &[]).0, both("-"));
+    assert_eq!(devices("1", &[("HSA_XNACK", "1")]).0, both("+"));
+    // Which GPUs the process sees: ROCr's list first, then HIP's of what is left.
+    let second = vec!["0 gfx1101 (KFD node 2)".to_string()];
+    assert_eq!(devices("1", &[("HIP_VISIBLE_DEVICES", "1")]).0, second);
+    assert_eq!(devices("1", &[("CUDA_VISIBLE_DEVICES", "1")]).0, second);
+    assert_eq!(
+        devices(
+            "1",
+            &[
+                ("ROCR_VISIBLE_DEVICES", "1,0"),
+                ("HIP_VISIBLE_DEVICES", "0")
+            ]
+        )
+        .0,
+        second
+    );
+    let (listed, err) = devices("1", &[("HIP_VISIBLE_DEVICES", "5")]);
+    assert!(listed.is_empty());
+    assert!(
+        err.contains("no GPU visible") && err.contains("HIP_VISIBLE_DEVICES"),
+        "{err}"
+    );
+}

@@ -10,7 +10,7 @@ use crate::host::ld_so::Environment;
 use crate::loads::kpack_search;
 use crate::loads::runtime;
 use crate::ops::check::{self, Device};
-use crate::ops::support::gpus::{self, FeatureEnv};
+use crate::ops::support::gpus::{self, FeatureEnv, Visible};
 use crate::ops::support::inputs::Taken;
 use crate::target::target_id::TargetIdBuf;
 
@@ -134,15 +134,30 @@ fn devices(named: &[String]) -> Result<Vec<Device>, String> {
         return Ok(Device::list(&targets));
     }
     let folder = gpus::topology_folder();
-    let sramecc = std::env::var("HSA_ENABLE_SRAMECC").ok();
-    let xnack = std::env::var("HSA_XNACK").ok();
+    let var = |name| std::env::var(name).ok();
+    let (sramecc, xnack) = (var("HSA_ENABLE_SRAMECC"), var("HSA_XNACK"));
     let env = FeatureEnv {
         sramecc: sramecc.as_deref(),
         xnack: xnack.as_deref(),
+        noretry: gpus::noretry(&folder),
+    };
+    let rocr = var("ROCR_VISIBLE_DEVICES");
+    let hip = var("HIP_VISIBLE_DEVICES").or_else(|| var("CUDA_VISIBLE_DEVICES"));
+    let shown = Visible {
+        rocr: rocr.as_deref(),
+        hip: hip.as_deref(),
     };
     // No topology at all is "no GPU"; one that cannot be read (a properties file that is a
     // FIFO, a device or too large) is named.
-    let found = gpus::read_topology(&folder, env).map_err(|e| e.to_string())?;
+    let listed = gpus::read_topology(&folder, env).map_err(|e| e.to_string())?;
+    let any = !listed.is_empty();
+    let found = gpus::visible(listed, shown);
+    if any && found.is_empty() {
+        return Err(format!(
+            "no GPU visible: the kernel driver lists some under '{}', but              ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES hides them all",
+            crate::io::shown(&folder)
+        ));
+    }
     if found.is_empty() {
         return Err(format!(
             "no GPU found: the kernel driver lists none under '{}'; name the devices with \
