@@ -325,8 +325,10 @@ fn an_entry_id_that_would_name_a_path_outside_the_output_is_refused() {
         b"hipv4-amdgcn-amd-amdhsa--gfx90.",
     ] {
         fs::write(d.join("t/libhip.so"), library_with_entry_id(id)).unwrap();
-        let (code, out, err) = offload_in(d, &["kpack", "-r", "t", "-o", "out"]);
-        assert_eq!((code, out.as_str()), (1, ""), "{err}");
+        let _ = fs::remove_dir_all(d.join("out"));
+        // The file is named and left out of the split tree; nothing goes anywhere else.
+        let (code, _, err) = offload_in(d, &["kpack", "-r", "t", "-o", "out"]);
+        assert_eq!(code, 1, "{err}");
         let shown = format!("{:?}", String::from_utf8_lossy(id));
         assert!(
             err.contains(&format!(
@@ -335,8 +337,14 @@ fn an_entry_id_that_would_name_a_path_outside_the_output_is_refused() {
             "{err}"
         );
         assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(!d.join("out").exists());
+        assert!(!d.join("out/libhip.so").exists());
+        assert!(!d.join("out/.kpack/y.kpack").exists());
         assert!(!d.join("y.kpack").exists() && !d.join("t/y.kpack").exists());
+        assert!(!d.join("out/y.kpack").exists());
+        // Named alone, it fails the command and nothing is written.
+        let (code, out, _) = offload_in(d, &["kpack", "t/libhip.so", "-o", "alone"]);
+        assert_eq!((code, out.as_str()), (1, ""));
+        assert!(!d.join("alone").exists());
     }
 }
 

@@ -415,7 +415,7 @@ fn split_then_merged_programs_run_with_every_code_object_as_it_was() {
 }
 
 #[test]
-fn a_damaged_file_in_the_tree_writes_nothing() {
+fn a_damaged_file_in_the_tree_is_named_and_left_out() {
     let dir = tempfile::tempdir().unwrap();
     let Some(stage) = tree(dir.path()) else {
         return;
@@ -438,14 +438,30 @@ fn a_damaged_file_in_the_tree_writes_nothing() {
             .arg(&stage)
             .env("RAYON_NUM_THREADS", "8"),
     );
-    assert_eq!((code, stdout.as_str()), (1, ""));
+    // The damaged file is named and left out; the rest of the tree is split all the same,
+    // and the exit status says something failed.
+    assert_eq!(code, 1, "{err}");
     assert!(
         err.starts_with(&format!("offload kpack: error: '{}': ", bad.display())),
         "{err}"
     );
     assert!(err.contains("section '.hip_fatbin': offset"), "{err}");
-    assert!(!out.exists(), "nothing is written");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(!out.join("lib/zz-damaged.so").exists());
+    assert!(
+        stdout.starts_with(&format!(
+            "{0}/lib/libk.so: 2 code-object indices\n{0}/lib/rdc/librdc.so: 2 code-object indices\n",
+            out.display()
+        )),
+        "{stdout}"
+    );
+    assert!(out.join(".kpack").is_dir());
     assert!(temporaries_in(dir.path()).is_empty());
+    // Named alone, not as a tree, the damaged file fails the command and nothing is written.
+    let alone = dir.path().join("alone");
+    let (code, stdout, _) = text_output(offload().args(["kpack", "-o"]).arg(&alone).arg(&bad));
+    assert_eq!((code, stdout.as_str()), (1, ""));
+    assert!(!alone.exists(), "nothing is written");
 
     // Already split: refused, naming the file.
     let split_dir = dir.path().join("once");

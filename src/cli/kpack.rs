@@ -121,7 +121,19 @@ fn split(args: Args) -> i32 {
         scheme,
         max_decompressed: args.general.max_decompressed,
     };
-    finish(kpack::split(&args.files, &config).map(|summary| split_lines(&summary)))
+    let summary = match kpack::split(&args.files, &config) {
+        Ok(summary) => summary,
+        Err(e) => return finish(Err(e)),
+    };
+    // The files of a tree that were left out are named, the rest is split all the same, and
+    // the exit status says something failed.
+    for e in &summary.failed {
+        let _ = writeln!(std::io::stderr(), "{PROG}: error: {e}");
+    }
+    match finish(Ok(split_lines(&summary))) {
+        0 => i32::from(!summary.failed.is_empty()),
+        code => code,
+    }
 }
 
 /// The groups of processors `--archive GROUP=PROCESSOR,...` gives, or the exit status of a

@@ -32,6 +32,9 @@ pub struct SplitSummary {
     pub copied: Vec<PathBuf>,
     /// Each archive: its path, its processors, its number of code objects and its size.
     pub archives: Vec<(PathBuf, Vec<String>, usize, u64)>,
+    /// Why each file of a tree (`recursive`) that could not be read or written was left out
+    /// of the output, the others split all the same.
+    pub failed: Vec<String>,
 }
 
 /// How to merge.

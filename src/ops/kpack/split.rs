@@ -120,8 +120,9 @@ pub(super) fn split_into(
         for (p, indices) in group.iter().zip(staged) {
             let path = config.output.join(&p.relative);
             match indices {
-                Some(n) => summary.binaries.push((path, n)),
-                None => summary.copied.push(path),
+                Ok(Some(n)) => summary.binaries.push((path, n)),
+                Ok(None) => summary.copied.push(path),
+                Err(e) => summary.failed.push(e.to_string()),
             }
         }
     }
@@ -171,49 +172,88 @@ pub(super) fn split_into(
 
 /// Splits one group of files: opens them, reads them, writes their host files, and stages
 /// their code in `stage`, in input order; returns the host files written and, per file, its
-/// number of code-object indices (`None`: copied as it was). The inputs are closed on return.
+/// number of code-object indices (`None`: copied as it was). A file that cannot be opened,
+/// read or written fails the group, unless the split walks a tree (`recursive`): then it is
+/// left out, its error in its place, and the others go on. The inputs are closed on return.
 pub(super) fn split_group(
     group: &[&Planned],
     config: &SplitConfig,
     name: &str,
     stage: &mut Stage,
-) -> Result<(Vec<Closed>, Vec<Option<usize>>)> {
-    let opened: Vec<Input> = group
+) -> Result<(Vec<Closed>, Vec<Result<Option<usize>>>)> {
+    let mut open_errors = Vec::with_capacity(group.len());
+    let opened: Vec<Option<Input>> = group
         .par_iter()
-        .map(|p| Ok(Input::open(&p.input)?))
-        .collect::<Vec<Result<_>>>()
+        .map(|p| Input::open(&p.input))
+        .collect::<Vec<_>>()
         .into_iter()
-        .collect::<Result<_>>()?;
-    let read: Vec<Option<SplitBinary<'_>>> = group
+        .map(|opened| match opened {
+            Ok(input) => {
+                open_errors.push(None);
+                Some(input)
+            }
+            Err(e) => {
+                open_errors.push(Some(Error::from(e)));
+                None
+            }
+        })
+        .collect();
+    let read: Vec<Option<Result<Option<SplitBinary<'_>>>>> = group
         .par_iter()
         .zip(&opened)
         .map(|(p, data)| {
+            let data = data.as_ref()?;
             let _span = tracing::info_span!("file", path = %p.input.display()).entered();
             let search = search_paths(config, name, &p.relative);
-            read_binary(&p.input, data, &p.relative, &search, config)
+            Some(read_binary(&p.input, data, &p.relative, &search, config))
         })
-        .collect::<Vec<Result<_>>>()
-        .into_iter()
-        .collect::<Result<_>>()?;
-    let written: Vec<Closed> = group
+        .collect();
+    let written: Vec<Option<Result<Closed>>> = group
         .par_iter()
         .zip(&opened)
         .zip(&read)
-        .map(|((p, data), split)| write_host(p, data, split.as_ref(), config))
-        .collect::<Vec<Result<_>>>()
-        .into_iter()
-        .collect::<Result<_>>()?;
+        .map(|((p, data), split)| match (data, split) {
+            (Some(data), Some(Ok(split))) => Some(write_host(p, data, split.as_ref(), config)),
+            _ => None,
+        })
+        .collect();
+    let mut closed = Vec::with_capacity(group.len());
     let mut counts = Vec::with_capacity(group.len());
-    for ((p, data), split) in group.iter().zip(&opened).zip(&read) {
-        match split {
+    let files = group
+        .iter()
+        .zip(&opened)
+        .zip(open_errors)
+        .zip(read)
+        .zip(written);
+    for ((((p, data), open_error), split), host) in files {
+        // The first error the file met: opening, reading, then writing it.
+        let failed = match (data, open_error, split, host) {
+            (Some(data), None, Some(Ok(split)), Some(Ok(host))) => Ok((data, split, host)),
+            (_, Some(e), _, _) | (_, None, Some(Err(e)), _) | (_, None, _, Some(Err(e))) => Err(e),
+            _ => Err(Error::msg(format!(
+                "'{}': could not be split",
+                crate::io::shown(&p.input)
+            ))),
+        };
+        let (data, split, host) = match failed {
+            Ok(done) => done,
+            Err(e) if !config.recursive => return Err(e),
+            Err(e) => {
+                tracing::warn!(file = %p.input.display(), "left out: {e}");
+                counts.push(Err(e));
+                continue;
+            }
+        };
+        match &split {
             Some(split) => {
                 stage.add(split, (&p.input, data), config, name)?;
-                counts.push(Some(split.bundle_of.len()));
+                counts.push(Ok(Some(split.bundle_of.len())));
             }
-            None => counts.push(None),
+            None => counts.push(Ok(None)),
         }
+        closed.push(host);
     }
-    Ok((written, counts))
+    Ok((closed, counts))
 }
 
 /// Writes the host file of `p` (read as `data`): the split program, or the file as it is.
