@@ -170,6 +170,10 @@ pub(super) fn split_into(
     Ok((summary, closed))
 }
 
+/// What became of one file of a group: its number of code-object indices (`None`: copied as
+/// it was), or why it was left out.
+pub(super) type Staged = Result<Option<usize>>;
+
 /// Splits one group of files: opens them, reads them, writes their host files, and stages
 /// their code in `stage`, in input order; returns the host files written and, per file, its
 /// number of code-object indices (`None`: copied as it was). A file that cannot be opened,
@@ -180,7 +184,7 @@ pub(super) fn split_group(
     config: &SplitConfig,
     name: &str,
     stage: &mut Stage,
-) -> Result<(Vec<Closed>, Vec<Result<Option<usize>>>)> {
+) -> Result<(Vec<Closed>, Vec<Staged>)> {
     let mut open_errors = Vec::with_capacity(group.len());
     let opened: Vec<Option<Input>> = group
         .par_iter()
