@@ -311,3 +311,31 @@ pub(super) fn hip_entries<'b>(bundle: &Bundle<'b>) -> (Vec<(String, &'b [u8])>, 
         .collect();
     (entries, refused)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_too_long_for_the_loader_is_left_out_of_the_reference() {
+        let reference = KpackRef {
+            kernel_name: "lib/libk.so",
+            kpack_search_paths: vec!["../.kpack/k_@GFXARCH@.kpack"],
+        };
+        let shape = |n: usize| BundleShape {
+            ids: vec![format!("hipv4-amdgcn-amd-amdhsa--gfx{n}")],
+            storage: Storage::Plain,
+        };
+        let mut record = BundleRecord::default();
+        record.push(shape(0));
+        let kept = reference_bytes(Path::new("k"), &reference, &record);
+        assert!(BundleRecord::from_reference(&kept).unwrap().is_some());
+        // Two thousand shapes of their own: over 64 KiB.
+        for n in 0..2000 {
+            record.push(shape(n));
+        }
+        assert!(reference.to_bytes_recording(&record).len() > LOADER_REFERENCE_LIMIT);
+        let left_out = reference_bytes(Path::new("k"), &reference, &record);
+        assert_eq!(left_out, reference.to_bytes());
+    }
+}
