@@ -357,19 +357,22 @@ fn split_then_merged_programs_run_with_every_code_object_as_it_was() {
         let data = fs::read(&merged).unwrap();
         let file = object::File::parse(&*data).unwrap();
         assert!(file.section_by_name(ELF_REF_SECTION).is_none());
+        // The runtime is handed what the unsplit program hands it: the first bundle plain,
+        // the second compressed again as it was.
         let printed = run(&merged, None);
-        let bundle = |a: usize, b: usize| {
-            format!(
-                "bundle, 3 entries\n  host-x86_64-unknown-linux-gnu- 0\n  \
-             hipv4-amdgcn-amd-amdhsa--gfx1100 {a} elf\n  hipv4-amdgcn-amd-amdhsa--gfx90a {b} elf\n"
-            )
-        };
         let sizes = code_objects(&app);
         assert_eq!(
             printed,
-            bundle(sizes[0]["gfx1100"].len(), sizes[0]["gfx90a"].len())
-                + &bundle(sizes[1]["gfx1100"].len(), sizes[1]["gfx90a"].len())
+            format!(
+                "bundle, 3 entries\n  host-x86_64-unknown-linux-gnu- 0\n  \
+                 hipv4-amdgcn-amd-amdhsa--gfx1100 {} elf\n  \
+                 hipv4-amdgcn-amd-amdhsa--gfx90a {} elf\n\
+                 compressed bundle, version 3, zstd\n",
+                sizes[0]["gfx1100"].len(),
+                sizes[0]["gfx90a"].len()
+            )
         );
+        assert_eq!(printed, run(&app, None));
     }
 
     // Archives named with --from, the library case: the same code objects.

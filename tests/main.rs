@@ -35,6 +35,7 @@ mod kpack;
 mod kpack_hostile;
 mod kpack_pe;
 mod kpack_split;
+mod kpack_undo;
 mod kpack_use;
 mod linked;
 mod links;

@@ -295,6 +295,25 @@ impl<'a> CompressedBundle<'a> {
         }))
     }
 
+    /// The compression level the stream shows, where it names one: a zlib stream's header
+    /// keeps a level class (`FLEVEL`) whose classes 0 and 2 stand for levels 0 or 1 and 6
+    /// alone (zlib's deflate, level 0 only writing stored blocks); a zstd frame keeps no level.
+    pub fn known_level(&self) -> Option<i32> {
+        if self.method != Method::Zlib {
+            return None;
+        }
+        let [_, flags, first, ..] = *self.payload else {
+            return None;
+        };
+        match flags >> 6 {
+            // The first block's type (bits 1-2 of its first byte): 0 is a stored block.
+            0 if (first >> 1) & 3 == 0 => Some(0),
+            0 => Some(1),
+            2 => Some(6),
+            _ => None,
+        }
+    }
+
     /// Size of the header.
     pub fn header_size(&self) -> u64 {
         header_size(self.version).unwrap_or(0)
@@ -705,7 +724,8 @@ pub struct CompressOptions {
     pub method: Method,
     /// Compression level (zstd clamps it to its range; zlib takes 0 to 9, -1 for default).
     pub level: i32,
-    /// Header version to write: 2 or 3.
+    /// Header version to write: 1, 2 or 3 (version 1 has no total size, so a reader takes
+    /// its stream to run to the end of the data).
     pub version: u16,
 }
 
@@ -730,13 +750,18 @@ impl CompressOptions {
     }
 
     /// Refuses a bundle of `uncompressed` bytes that this header version cannot describe
-    /// (version 2 holds sizes in 32 bits): checked before any input is read or compressed.
+    /// (versions 1 and 2 hold sizes in 32 bits): checked before any input is read or compressed.
     pub fn check_size(&self, uncompressed: u64) -> Result<()> {
-        if self.version == 2 && u32::try_from(uncompressed).is_err() {
+        let what = match self.version {
+            1 => VERSION_1_UNCOMPRESSED_SIZE,
+            2 => VERSION_2_UNCOMPRESSED_SIZE,
+            _ => return Ok(()),
+        };
+        if u32::try_from(uncompressed).is_err() {
             return Err(Error::new(
                 0,
                 ErrorKind::FieldOverflow {
-                    what: VERSION_2_UNCOMPRESSED_SIZE,
+                    what,
                     value: uncompressed,
                 },
             ));
@@ -747,6 +772,8 @@ impl CompressOptions {
 
 /// The field a version 2 header cannot hold more than 4 GiB in.
 const VERSION_2_UNCOMPRESSED_SIZE: &str = "version 2 uncompressed size";
+/// The field a version 1 header cannot hold more than 4 GiB in.
+const VERSION_1_UNCOMPRESSED_SIZE: &str = "version 1 uncompressed size";
 
 /// Figures about one compression, for verbose output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -768,12 +795,21 @@ pub fn header(
 ) -> Result<Vec<u8>> {
     let version = U16::new(Le, options.version);
     let method = U16::new(Le, options.method.code());
+    let narrow = |what, value: u64| {
+        u32::try_from(value).map_err(|_| Error::new(0, ErrorKind::FieldOverflow { what, value }))
+    };
     match options.version {
-        2 => {
-            let narrow = |what, value: u64| {
-                u32::try_from(value)
-                    .map_err(|_| Error::new(0, ErrorKind::FieldOverflow { what, value }))
+        1 => {
+            let header = HeaderV1 {
+                magic: *MAGIC,
+                version,
+                method,
+                uncompressed_size: U32::new(Le, narrow(VERSION_1_UNCOMPRESSED_SIZE, uncompressed)?),
+                hash: U64::new(Le, hash),
             };
+            Ok(pod::bytes_of(&header).to_vec())
+        }
+        2 => {
             let header = HeaderV2 {
                 magic: *MAGIC,
                 version,
@@ -869,6 +905,41 @@ mod tests {
             ],
             4096,
         )
+    }
+
+    #[test]
+    fn version_1_is_written_and_a_zlib_stream_shows_the_levels_it_can() {
+        let data = sample_bundle();
+        for (level, shown) in [
+            (0, Some(0)),
+            (1, Some(1)),
+            (4, None),
+            (6, Some(6)),
+            (9, None),
+        ] {
+            let options = CompressOptions {
+                method: Method::Zlib,
+                level,
+                version: 1,
+            };
+            let (ccob, stats) = compress(&data, &options).unwrap();
+            assert_eq!(stats.total, ccob.len() as u64);
+            let parsed = CompressedBundle::parse(&ccob).unwrap().unwrap();
+            assert_eq!((parsed.version, parsed.total_size), (1, None));
+            assert_eq!(parsed.header_size(), 20);
+            assert_eq!(parsed.known_level(), shown, "level {level}");
+            assert_eq!(parsed.decompress(DEFAULT_MAX_DECOMPRESSED).unwrap(), data);
+        }
+        let (zstd, _) = compress(&data, &CompressOptions::default()).unwrap();
+        let parsed = CompressedBundle::parse(&zstd).unwrap().unwrap();
+        assert_eq!(parsed.known_level(), None);
+        // Version 1 holds the uncompressed size in 32 bits.
+        let v1 = CompressOptions {
+            version: 1,
+            ..CompressOptions::default()
+        };
+        assert!(v1.check_size(1 << 32).is_err());
+        assert!(v1.check_size(u64::from(u32::MAX)).is_ok());
     }
 
     #[test]

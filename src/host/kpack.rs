@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use object::{Object, ObjectSection};
 
 use crate::error::{Error, Result};
+use crate::format::kpack::record::BundleRecord;
 use crate::format::kpack::{
     split_toc_key, Archive, HipWrapper, KernelEntry, KpackRef, Scheme, Wrapped, ELF_REF_SECTION,
     PE_REF_SECTION,
@@ -89,6 +90,24 @@ pub fn split_binary<'a>(path: &Path, data: &'a [u8]) -> Result<Option<SplitBinar
         offset,
         indices,
     }))
+}
+
+/// The record of the bundles a split by this crate emptied, from the reference of the ELF
+/// binary `data` (named `path` in errors): `None` when the binary has no reference, or a
+/// reference without a record (split by AMD's splitter).
+pub fn bundle_record(path: &Path, data: &[u8]) -> Result<Option<BundleRecord>> {
+    let Ok(file) = object::File::parse(data) else {
+        return Ok(None);
+    };
+    let Some(section) = file.section_by_name(ELF_REF_SECTION) else {
+        return Ok(None);
+    };
+    let offset = section.file_range().map_or(0, |(at, _)| at);
+    let bytes = section
+        .data()
+        .map_err(|e| Error::msg(format!("'{}': {ELF_REF_SECTION}: {e}", path.display())))?;
+    BundleRecord::from_reference(bytes)
+        .map_err(|e| Error::format_in(path, format!("{ELF_REF_SECTION} at {offset:#x}"), e))
 }
 
 /// The search paths of `reference` as the loader resolves them for the binary at `binary`:

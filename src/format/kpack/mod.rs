@@ -9,7 +9,8 @@
 //!   table entry names its code object by ordinal, an index into those lists.
 //! - The reference (`.rocm_kpack_ref` in ELF, `.kpackrf` in PE): a MessagePack map of the
 //!   binary's name as archives key it and the archive paths to search, `@GFXARCH@` standing for
-//!   a processor.
+//!   a processor; a split by this crate adds the record of the bundles it emptied
+//!   ([`record`]), under a key of its own.
 //! - The HIP wrapper of a split binary: magic `HIPK` instead of `HIPF`, its pointer at the
 //!   reference, and in its `reserved1` field the code-object index the loader asks for.
 //!
@@ -18,6 +19,7 @@
 
 pub mod error;
 pub mod msgpack;
+pub mod record;
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -932,14 +934,30 @@ impl<'a> KpackRef<'a> {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::new();
         msgpack::write_map_header(&mut out, 2);
-        msgpack::write_str(&mut out, "kpack_search_paths");
-        msgpack::write_array_header(&mut out, self.kpack_search_paths.len());
-        for path in &self.kpack_search_paths {
-            msgpack::write_str(&mut out, path);
-        }
-        msgpack::write_str(&mut out, "kernel_name");
-        msgpack::write_str(&mut out, self.kernel_name);
+        self.write_keys(&mut out);
         out
+    }
+
+    /// The reference's bytes with `record` under [`record::RECORD_KEY`] after the splitter's
+    /// two keys, which readers look up by name.
+    pub fn to_bytes_recording(&self, record: &record::BundleRecord) -> Vec<u8> {
+        let mut out = Vec::new();
+        msgpack::write_map_header(&mut out, 3);
+        self.write_keys(&mut out);
+        msgpack::write_str(&mut out, record::RECORD_KEY);
+        record.write(&mut out);
+        out
+    }
+
+    /// Appends the splitter's two keys and their values.
+    fn write_keys(&self, out: &mut Vec<u8>) {
+        msgpack::write_str(out, "kpack_search_paths");
+        msgpack::write_array_header(out, self.kpack_search_paths.len());
+        for path in &self.kpack_search_paths {
+            msgpack::write_str(out, path);
+        }
+        msgpack::write_str(out, "kernel_name");
+        msgpack::write_str(out, self.kernel_name);
     }
 }
 

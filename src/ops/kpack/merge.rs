@@ -1,5 +1,6 @@
 //! Putting the code of archives back into split binaries: the archives as the loader finds
-//! them (or those given), each code-object index one bundle again.
+//! them (or those given), each code-object index one bundle again, made as the split's record
+//! says it was (entry IDs, their order, its storage) when the reference has one.
 
 use crate::ops::kpack::config::{MergeConfig, MergeSummary};
 use crate::ops::kpack::plan::{not_as_written, plan_files, CreatedDirs, Planned, BUNDLE_ALIGN};
@@ -8,7 +9,10 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::format::bundle::{self, Bundle};
-use crate::format::ccob::Decoding;
+use crate::format::ccob::CompressedBundle;
+use crate::format::ccob::{self, CompressOptions, Decoding};
+use crate::format::image_target::{ImageTarget, Producer};
+use crate::format::kpack::record::{BundleShape, Storage};
 use crate::format::kpack::{
     self as kformat, split_toc_key, toc_key, Archive, KernelEntry, HIPK_MAGIC,
 };
@@ -17,6 +21,7 @@ use crate::host::program::kpack_elf::{self};
 use crate::io::spill::{Spill, Spilled};
 use crate::io::{commit_all, Input, Output};
 use crate::loads::kpack_search::{every_target_name, Environment};
+use crate::target::entry_id::EntryId;
 
 /// One archive open for merging.
 pub(super) struct OpenArchive {
@@ -88,7 +93,9 @@ pub(super) fn read_back_merged(input: &Path, out: &mut Output, wrappers: usize) 
         .filter(|&t| code.fatbin.holds(t))
         .filter(|&t| {
             let at = (t - code.fatbin.address) as usize;
-            matches!(Bundle::parse(&code.fatbin.data[at..]), Ok(Some(_)))
+            let here = &code.fatbin.data[at..];
+            matches!(Bundle::parse(here), Ok(Some(_)))
+                || matches!(CompressedBundle::parse(here), Ok(Some(_)))
         })
         .count();
     if bundles != wrappers || crate::host::kpack::split_binary(input, &data)?.is_some() {
@@ -161,6 +168,7 @@ pub(super) fn merged_bundles(
         .collect::<Result<_>>()?;
     let name = split.reference.kernel_name;
     let by_index = code_objects_by_index(name, &parsed)?;
+    let record = crate::host::kpack::bundle_record(path, data)?;
     let host = match object::File::parse(data).map(|f| object::Object::architecture(&f)) {
         Ok(object::Architecture::Aarch64) => "host-aarch64-unknown-linux-gnu-",
         _ => "host-x86_64-unknown-linux-gnu-",
@@ -204,7 +212,25 @@ pub(super) fn merged_bundles(
         }
         spill.pad_to(BUNDLE_ALIGN).map_err(spill_error)?;
         let start = spill.len();
-        append_bundle(path, host, arches, &parsed, config, &mut spill)?;
+        let shape = record.as_ref().and_then(|r| r.shape(index));
+        let entries = bundle_entries(host, arches, shape);
+        match shape.map(|s| s.storage) {
+            Some(Storage::Compressed {
+                version,
+                method,
+                level,
+            }) => {
+                let options = CompressOptions {
+                    method,
+                    level: level.unwrap_or_else(|| method.default_level()),
+                    version,
+                };
+                append_compressed(path, &entries, &parsed, config, options, &mut spill)?;
+            }
+            Some(Storage::Plain) | None => {
+                append_bundle(path, &entries, &parsed, config, &mut spill)?;
+            }
+        }
         count += arches.len();
         start_of.insert(index, start);
         shared.insert(same, start);
@@ -266,54 +292,124 @@ pub(super) fn code_objects_by_index<'p, 'a>(
     Ok(by_index)
 }
 
-/// Appends to `spill` the bundle of one code-object index: the host entry, then the code
-/// object of each processor in `arches`, each inflated straight into its place through a
-/// window (never held whole), and checked against the size its table declares.
+/// The entries of one code-object index's bundle, in order: each ID, and for a device entry
+/// its code object (the archive's place in the list, and its entry).
+pub(super) type MergedEntries<'p, 'a> = Vec<(String, Option<(usize, &'p KernelEntry<'a>)>)>;
+
+/// The entries of the bundle of one code-object index whose code objects are `arches`: as
+/// `shape` records them when there is one (IDs as spelled, in their order; a device entry
+/// whose processor no archive holds is left out), else the host entry `host` then each
+/// processor's in name order. A processor of `arches` the shape lacks comes last.
+pub(super) fn bundle_entries<'p, 'a>(
+    host: &str,
+    arches: &BTreeMap<String, (usize, &'p KernelEntry<'a>)>,
+    shape: Option<&BundleShape>,
+) -> MergedEntries<'p, 'a> {
+    let Some(shape) = shape else {
+        return std::iter::once((host.to_string(), None))
+            .chain(
+                arches
+                    .iter()
+                    .map(|(arch, &code)| (entry_id(arch), Some(code))),
+            )
+            .collect();
+    };
+    let mut placed: Vec<&str> = Vec::new();
+    let mut entries: MergedEntries<'p, 'a> = Vec::with_capacity(shape.ids.len());
+    for id in &shape.ids {
+        if EntryId::parse(id).is_host() {
+            entries.push((id.clone(), None));
+            continue;
+        }
+        let target = ImageTarget::of_bundle_entry(id);
+        let found = (target.producer == Producer::Hip)
+            .then(|| arches.get_key_value(target.target_id.as_str()))
+            .flatten();
+        if let Some((arch, &code)) = found {
+            if !placed.contains(&arch.as_str()) {
+                placed.push(arch);
+                entries.push((id.clone(), Some(code)));
+            }
+        }
+    }
+    for (arch, &code) in arches {
+        if !placed.contains(&arch.as_str()) {
+            entries.push((entry_id(arch), Some(code)));
+        }
+    }
+    entries
+}
+
+/// The error for a temporary file of a bundle being made that failed.
+fn spill_failed(e: std::io::Error) -> crate::format::Error {
+    crate::format::Error::new(
+        0,
+        crate::format::ErrorKind::Decompress(format!(
+            "the bundle's temporary file: {}",
+            crate::error::io_message(&e)
+        )),
+    )
+}
+
+/// Appends to `spill` the bundle of `entries`: the header, then each code object, inflated
+/// straight into its place through a window (never held whole), and checked against the
+/// size its table declares.
 pub(super) fn append_bundle(
     path: &Path,
-    host: &str,
-    arches: &BTreeMap<String, (usize, &KernelEntry<'_>)>,
+    entries: &MergedEntries<'_, '_>,
     parsed: &[(&OpenArchive, Archive<'_>)],
     config: &MergeConfig,
     spill: &mut Spill,
 ) -> Result<()> {
-    let spill_error = |e: std::io::Error| {
-        crate::format::Error::new(
-            0,
-            crate::format::ErrorKind::Decompress(format!(
-                "the bundle's temporary file: {}",
-                crate::error::io_message(&e)
-            )),
-        )
-    };
-    let ids: Vec<String> = std::iter::once(host.to_string())
-        .chain(arches.keys().map(|arch| entry_id(arch)))
-        .collect();
-    let sizes: Vec<(&str, u64)> = ids
+    let sizes: Vec<(&str, u64)> = entries
         .iter()
-        .zip(std::iter::once(0).chain(arches.values().map(|(_, e)| e.original_size)))
-        .map(|(id, size)| (id.as_str(), size))
+        .map(|(id, code)| (id.as_str(), code.map_or(0, |(_, e)| e.original_size)))
         .collect();
     let layout = bundle::layout(&sizes, BUNDLE_ALIGN).map_err(|e| Error::format(path, e))?;
     let start = spill.len();
     spill
         .append(&layout.header)
-        .map_err(|e| Error::format(path, spill_error(e)))?;
-    for ((number, entry), offset) in arches.values().zip(layout.offsets.iter().skip(1)) {
+        .map_err(|e| Error::format(path, spill_failed(e)))?;
+    for ((_, code), offset) in entries.iter().zip(&layout.offsets) {
+        let Some((number, entry)) = code else {
+            continue;
+        };
         let Some((o, archive)) = parsed.get(*number) else {
             continue;
         };
         let gap = (start + offset).saturating_sub(spill.len());
         spill
             .reserve(gap)
-            .map_err(|e| Error::format(path, spill_error(e)))?;
+            .map_err(|e| Error::format(path, spill_failed(e)))?;
         archive
             .read_code_object(entry, config.max_decompressed, Decoding::Fresh, |piece| {
-                spill.append(piece).map_err(spill_error)
+                spill.append(piece).map_err(spill_failed)
             })
             .map_err(|e| Error::format(&o.path, e))?;
     }
     Ok(())
+}
+
+/// Appends to `spill` the bundle of `entries` compressed as `options` say: made whole in an
+/// unnamed temporary file first, as the compressor takes the whole bundle.
+pub(super) fn append_compressed(
+    path: &Path,
+    entries: &MergedEntries<'_, '_>,
+    parsed: &[(&OpenArchive, Archive<'_>)],
+    config: &MergeConfig,
+    options: CompressOptions,
+    spill: &mut Spill,
+) -> Result<()> {
+    let mut plain = Spill::on_disk().map_err(|e| Error::format(path, spill_failed(e)))?;
+    append_bundle(path, entries, parsed, config, &mut plain)?;
+    let plain = plain
+        .finish()
+        .map_err(|e| Error::format(path, spill_failed(e)))?;
+    let (compressed, _) =
+        ccob::compress(plain.bytes(), &options).map_err(|e| Error::format(path, e))?;
+    spill
+        .append(&compressed)
+        .map_err(|e| Error::format(path, spill_failed(e)))
 }
 
 /// The bundle entry ID of HIP code for `arch`, as clang writes it.

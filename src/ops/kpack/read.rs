@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::format::bundle::Bundle;
 use crate::format::ccob::CompressedBundle;
 use crate::format::image_target::{ImageTarget, Producer};
+use crate::format::kpack::record::{BundleRecord, BundleShape, Storage, LOADER_REFERENCE_LIMIT};
 use crate::format::kpack::{self as kformat, KpackRef, HIPK_MAGIC};
 use crate::host::program::kpack_elf::{self, HipCode};
 use crate::host::program::NewProgram;
@@ -38,6 +39,16 @@ impl Code<'_> {
 
 /// The device entries of one bundle: processor and code.
 pub(super) type Entries<'a> = Vec<(String, Code<'a>)>;
+
+/// One bundle read for splitting.
+pub(super) struct ReadBundle<'a> {
+    /// Its HIP device entries.
+    pub(super) entries: Entries<'a>,
+    /// The IDs of its HIP entries whose target ID is no processor key.
+    pub(super) refused: Vec<String>,
+    /// Its entry IDs and storage, for merging to make it again.
+    pub(super) shape: BundleShape,
+}
 
 /// A binary read and planned.
 pub(super) struct SplitBinary<'a> {
@@ -76,7 +87,7 @@ pub(super) fn read_binary<'a>(
     unique.sort_unstable();
     unique.dedup();
     let fatbin = code.fatbin;
-    let bundles: BTreeMap<usize, Entries<'a>> = unique
+    let read: BTreeMap<usize, ReadBundle<'a>> = unique
         .par_iter()
         .map(|&at| {
             let context = format!(
@@ -84,9 +95,8 @@ pub(super) fn read_binary<'a>(
                 fatbin.offset + at as u64
             );
             let fail = |e: crate::format::Error| Error::format_in(path, &context, e);
-            let (entries, refused) =
-                device_entries(&fatbin.data[at..], config.max_decompressed).map_err(fail)?;
-            if let Some(id) = refused.first() {
+            let read = device_entries(&fatbin.data[at..], config.max_decompressed).map_err(fail)?;
+            if let Some(id) = read.refused.first() {
                 return Err(Error::msg(format!(
                     "'{}': {context}: bundle entry {}: its target ID is not a processor's, so \
                      it names no archive; nothing was written",
@@ -94,11 +104,18 @@ pub(super) fn read_binary<'a>(
                     crate::error::quoted(id)
                 )));
             }
-            Ok((at, entries))
+            Ok((at, read))
         })
         .collect::<Vec<Result<_>>>()
         .into_iter()
         .collect::<Result<_>>()?;
+    let mut record = BundleRecord::default();
+    for at in &bundle_of {
+        if let Some(bundle) = read.get(at) {
+            record.push(bundle.shape.clone());
+        }
+    }
+    let bundles = read.into_iter().map(|(at, b)| (at, b.entries)).collect();
     let kernel_name = relative
         .components()
         .map(|c| c.as_os_str().to_string_lossy())
@@ -107,8 +124,8 @@ pub(super) fn read_binary<'a>(
     let reference = KpackRef {
         kernel_name: &kernel_name,
         kpack_search_paths: search.iter().map(String::as_str).collect(),
-    }
-    .to_bytes();
+    };
+    let reference = reference_bytes(path, &reference, &record);
     let program = kpack_elf::split(data, &reference).map_err(|e| Error::container(path, e))?;
     Ok(Some(SplitBinary {
         bundle_of,
@@ -116,6 +133,22 @@ pub(super) fn read_binary<'a>(
         kernel_name,
         program,
     }))
+}
+
+/// The reference's bytes for the binary at `path`, with the record of its bundles unless
+/// that would make it longer than AMD's loader reads: then without, and merging will make its
+/// bundles as for AMD's splitter.
+fn reference_bytes(path: &Path, reference: &KpackRef<'_>, record: &BundleRecord) -> Vec<u8> {
+    let recorded = reference.to_bytes_recording(record);
+    if recorded.len() <= LOADER_REFERENCE_LIMIT {
+        return recorded;
+    }
+    tracing::warn!(
+        path = %path.display(),
+        bytes = recorded.len(),
+        "the record of the bundles would make the kpack reference too long for the loader; left out"
+    );
+    reference.to_bytes()
 }
 
 /// The HIP code of `data` (at `path`) if it is an ELF program or shared library with device
@@ -180,13 +213,18 @@ pub(super) fn bundle_offsets(path: &Path, code: &HipCode<'_>) -> Result<Vec<usiz
 }
 
 /// The HIP device entries (processor and code) of the bundle or compressed bundle at the
-/// start of `here`, empty entries left out; and the IDs of HIP entries whose target ID cannot
-/// be a processor key ([`kformat::is_processor_key`]).
+/// start of `here`, empty entries left out; the IDs of HIP entries whose target ID cannot
+/// be a processor key ([`kformat::is_processor_key`]); and the bundle's shape.
 pub(super) fn device_entries(
     here: &[u8],
     limit: u64,
-) -> std::result::Result<(Entries<'_>, Vec<String>), crate::format::Error> {
+) -> std::result::Result<ReadBundle<'_>, crate::format::Error> {
     if let Some(compressed) = CompressedBundle::parse(here)? {
+        let storage = Storage::Compressed {
+            version: compressed.version,
+            method: compressed.method,
+            level: compressed.known_level(),
+        };
         let at = compressed.header_size();
         let spill_failed = |e: std::io::Error| {
             crate::format::Error::new(
@@ -204,6 +242,7 @@ pub(super) fn device_entries(
         let bundle = Bundle::parse(inflated.bytes())?.ok_or_else(not_a_bundle)?;
         let base = inflated.bytes().as_ptr() as usize;
         let (entries, refused) = hip_entries(&bundle);
+        let shape = shape_of(&bundle, storage);
         let found = entries
             .into_iter()
             .map(|(arch, data)| {
@@ -215,7 +254,11 @@ pub(super) fn device_entries(
             .into_iter()
             .map(|(arch, range)| (arch, Code::Inflated(inflated.clone(), range)))
             .collect();
-        return Ok((found, refused));
+        return Ok(ReadBundle {
+            entries: found,
+            refused,
+            shape,
+        });
     }
     let bundle = Bundle::parse(here)?.ok_or_else(not_a_bundle)?;
     let (entries, refused) = hip_entries(&bundle);
@@ -223,7 +266,23 @@ pub(super) fn device_entries(
         .into_iter()
         .map(|(arch, data)| (arch, Code::Mapped(data)))
         .collect();
-    Ok((entries, refused))
+    Ok(ReadBundle {
+        entries,
+        refused,
+        shape: shape_of(&bundle, Storage::Plain),
+    })
+}
+
+/// The shape of `bundle`, stored as `storage`: every entry's ID as spelled, in header order.
+fn shape_of(bundle: &Bundle<'_>, storage: Storage) -> BundleShape {
+    let mut ids: Vec<String> = Vec::with_capacity(bundle.entries().len());
+    for entry in bundle.entries() {
+        // An ID stored twice is one entry to the readers: recorded once.
+        if !ids.iter().any(|id| id == entry.id) {
+            ids.push(entry.id.to_string());
+        }
+    }
+    BundleShape { ids, storage }
 }
 
 pub(super) fn not_a_bundle() -> crate::format::Error {
@@ -251,4 +310,32 @@ pub(super) fn hip_entries<'b>(bundle: &Bundle<'b>) -> (Vec<(String, &'b [u8])>, 
         })
         .collect();
     (entries, refused)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_too_long_for_the_loader_is_left_out_of_the_reference() {
+        let reference = KpackRef {
+            kernel_name: "lib/libk.so",
+            kpack_search_paths: vec!["../.kpack/k_@GFXARCH@.kpack"],
+        };
+        let shape = |n: usize| BundleShape {
+            ids: vec![format!("hipv4-amdgcn-amd-amdhsa--gfx{n}")],
+            storage: Storage::Plain,
+        };
+        let mut record = BundleRecord::default();
+        record.push(shape(0));
+        let kept = reference_bytes(Path::new("k"), &reference, &record);
+        assert!(BundleRecord::from_reference(&kept).unwrap().is_some());
+        // Two thousand shapes of their own: over 64 KiB.
+        for n in 0..2000 {
+            record.push(shape(n));
+        }
+        assert!(reference.to_bytes_recording(&record).len() > LOADER_REFERENCE_LIMIT);
+        let left_out = reference_bytes(Path::new("k"), &reference, &record);
+        assert_eq!(left_out, reference.to_bytes());
+    }
 }
