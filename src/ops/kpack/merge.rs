@@ -157,15 +157,7 @@ pub(super) fn merged_bundles(
         .ok_or_else(|| Error::msg(format!("'{}': no .hip_fatbin section", path.display())))?;
     let opened = merge_sources(path, &split, config)?;
     let archive_files: Vec<PathBuf> = opened.iter().map(|o| o.path.clone()).collect();
-    let parsed: Vec<(&OpenArchive, Archive<'_>)> = opened
-        .iter()
-        .map(|o| {
-            Ok((
-                o,
-                Archive::parse(&o.data).map_err(|e| Error::format(&o.path, e))?,
-            ))
-        })
-        .collect::<Result<_>>()?;
+    let parsed = parse_archives(&opened)?;
     let name = split.reference.kernel_name;
     let by_index = code_objects_by_index(name, &parsed)?;
     let record = crate::host::kpack::bundle_record(path, data)?;
@@ -214,23 +206,7 @@ pub(super) fn merged_bundles(
         let start = spill.len();
         let shape = record.as_ref().and_then(|r| r.shape(index));
         let entries = bundle_entries(host, arches, shape);
-        match shape.map(|s| s.storage) {
-            Some(Storage::Compressed {
-                version,
-                method,
-                level,
-            }) => {
-                let options = CompressOptions {
-                    method,
-                    level: level.unwrap_or_else(|| method.default_level()),
-                    version,
-                };
-                append_compressed(path, &entries, &parsed, config, options, &mut spill)?;
-            }
-            Some(Storage::Plain) | None => {
-                append_bundle(path, &entries, &parsed, config, &mut spill)?;
-            }
-        }
+        append_stored(path, &entries, &parsed, config, shape, &mut spill)?;
         count += arches.len();
         start_of.insert(index, start);
         shared.insert(same, start);
@@ -290,6 +266,44 @@ pub(super) fn code_objects_by_index<'p, 'a>(
         }
     }
     Ok(by_index)
+}
+
+/// Each archive of `opened`, parsed.
+fn parse_archives(opened: &[OpenArchive]) -> Result<Vec<(&OpenArchive, Archive<'_>)>> {
+    opened
+        .iter()
+        .map(|o| {
+            let archive = Archive::parse(&o.data).map_err(|e| Error::format(&o.path, e))?;
+            Ok((o, archive))
+        })
+        .collect()
+}
+
+/// Appends to `spill` the bundle of `entries`, stored as `shape` records it (compressed with
+/// its version and method, at its level or the method's default), else plain.
+fn append_stored(
+    path: &Path,
+    entries: &MergedEntries<'_, '_>,
+    parsed: &[(&OpenArchive, Archive<'_>)],
+    config: &MergeConfig,
+    shape: Option<&BundleShape>,
+    spill: &mut Spill,
+) -> Result<()> {
+    match shape.map(|s| s.storage) {
+        Some(Storage::Compressed {
+            version,
+            method,
+            level,
+        }) => {
+            let options = CompressOptions {
+                method,
+                level: level.unwrap_or_else(|| method.default_level()),
+                version,
+            };
+            append_compressed(path, entries, parsed, config, options, spill)
+        }
+        Some(Storage::Plain) | None => append_bundle(path, entries, parsed, config, spill),
+    }
 }
 
 /// The entries of one code-object index's bundle, in order: each ID, and for a device entry
