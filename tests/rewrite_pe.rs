@@ -172,6 +172,39 @@ fn check_with_llvm(file: &Path, checksum_set: bool) {
     }
 }
 
+/// The optional header's `SizeOfImage`.
+fn size_of_image(file: &[u8]) -> u32 {
+    let nt = u32::from_le_bytes(file[0x3c..0x40].try_into().unwrap()) as usize;
+    u32::from_le_bytes(file[nt + 4 + 20 + 56..][..4].try_into().unwrap())
+}
+
+/// The base relocation table's RVA, from the data directories.
+fn base_relocations_rva(file: &[u8]) -> u32 {
+    let nt = u32::from_le_bytes(file[0x3c..0x40].try_into().unwrap()) as usize;
+    let directories = nt + 4 + 20 + 112;
+    u32::from_le_bytes(file[directories + 5 * 8..][..4].try_into().unwrap())
+}
+
+/// Where `.hip_fat` ends in memory (its RVA plus its virtual size), and `.reloc`'s RVA.
+fn fat_end_and_reloc(file: &[u8]) -> (u32, u32) {
+    let nt = u32::from_le_bytes(file[0x3c..0x40].try_into().unwrap()) as usize;
+    let count = u16::from_le_bytes(file[nt + 6..nt + 8].try_into().unwrap()) as usize;
+    let optional = u16::from_le_bytes(file[nt + 20..nt + 22].try_into().unwrap()) as usize;
+    let table = nt + 24 + optional;
+    let (mut fat_end, mut reloc) = (0, 0);
+    for k in 0..count {
+        let header = &file[table + 40 * k..table + 40 * (k + 1)];
+        let size = u32::from_le_bytes(header[8..12].try_into().unwrap());
+        let rva = u32::from_le_bytes(header[12..16].try_into().unwrap());
+        match &header[..8] {
+            b".hip_fat" => fat_end = rva + size,
+            b".reloc\0\0" => reloc = rva,
+            _ => {}
+        }
+    }
+    (fat_end, reloc)
+}
+
 /// The offset of the optional header's `CheckSum` field.
 fn checksum_at(file: &[u8]) -> usize {
     let nt = u32::from_le_bytes(file[0x3c..0x40].try_into().unwrap()) as usize;
@@ -222,6 +255,17 @@ fn pe_images_are_stripped_compressed_and_decompressed_through_their_wrappers() {
                 stripped.len()
             );
             check_with_llvm(&stripped_path, true);
+            // `.hip_fat` is followed only by `.reloc` in memory: the image shrinks, the
+            // relocations move down after the bundles, and their directory follows them.
+            assert!(
+                size_of_image(&stripped) + 0x1000 <= size_of_image(&input),
+                "{name}: {:#x} -> {:#x}",
+                size_of_image(&input),
+                size_of_image(&stripped)
+            );
+            let (fat_end, reloc_at) = fat_end_and_reloc(&stripped);
+            assert_eq!(reloc_at, fat_end.next_multiple_of(0x1000), "{name}");
+            assert_eq!(base_relocations_rva(&stripped), reloc_at, "{name}");
             // In place, the same bytes.
             let in_place = dir.path().join(format!("in-place-{name}"));
             std::fs::copy(&file, &in_place).unwrap();

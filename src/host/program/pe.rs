@@ -486,6 +486,7 @@ impl<'a> Image<'a> {
         if raw == cut.len {
             fat.pointer_to_raw_data.set(LE, 0);
         }
+        self.shrink_image(&mut headers, fatbin, packed);
         let patches = self.patches(headers, cut, &pointers)?;
         Ok(NewProgram {
             rest: plan::with_cut(self.file, section, cut, patches)?,
@@ -572,6 +573,60 @@ impl<'a> Image<'a> {
         })
     }
 
+    /// Shrinks the image in `headers` when section `fatbin` now holds `packed` bytes and no
+    /// section but the base relocations (`.reloc`, which nothing but its directory entry
+    /// points into) follows it in memory: the section's memory ends with its bundles, the
+    /// relocations move down after it, and `SizeOfImage` loses what the image no longer maps.
+    /// Anything else after it keeps every RVA, and the image its size.
+    fn shrink_image(&self, headers: &mut Headers, fatbin: usize, packed: u64) {
+        let align = u64::from(self.nt.optional_header.section_alignment.get(LE));
+        let start = u64::from(self.sections[fatbin].virtual_address.get(LE));
+        let after: Vec<usize> = (0..self.sections.len())
+            .filter(|&k| u64::from(self.sections[k].virtual_address.get(LE)) > start)
+            .collect();
+        let relocations = self
+            .directories
+            .get(IMAGE_DIRECTORY_ENTRY_BASERELOC)
+            .map(|d| (d.virtual_address.get(LE), d.size.get(LE)));
+        let moved = match after.as_slice() {
+            [] => None,
+            [reloc] => {
+                let memory = Self::memory_of(&self.sections[*reloc]);
+                // Only the relocation table, whole, lives there.
+                match relocations {
+                    Some((rva, size))
+                        if u64::from(rva) == memory.start
+                            && u64::from(rva) + u64::from(size) <= memory.end =>
+                    {
+                        Some(*reloc)
+                    }
+                    _ => return,
+                }
+            }
+            _ => return,
+        };
+        let end = (start + packed.max(1)).next_multiple_of(align);
+        let image_end = match moved {
+            Some(reloc) => {
+                let memory = Self::memory_of(&self.sections[reloc]);
+                (end + (memory.end - memory.start)).next_multiple_of(align)
+            }
+            None => end,
+        };
+        let optional = &mut headers.nt.optional_header;
+        if image_end >= u64::from(optional.size_of_image.get(LE)) {
+            return;
+        }
+        optional.size_of_image.set(LE, image_end as u32);
+        headers.sections[fatbin]
+            .virtual_size
+            .set(LE, packed.max(1) as u32);
+        if let Some(reloc) = moved {
+            headers.sections[reloc].virtual_address.set(LE, end as u32);
+            headers.relocations_at = Some(end as u32);
+        }
+    }
+
     /// The headers once `cut` bytes of the raw data of section `fatbin` go and `added`
     /// section headers are to follow the table: raw data after the cut moves back, and so do
     /// the COFF symbol table; `SizeOfInitializedData` loses what was cut.
@@ -607,7 +662,11 @@ impl<'a> Image<'a> {
                 s
             })
             .collect();
-        Ok(Headers { nt, sections })
+        Ok(Headers {
+            nt,
+            sections,
+            relocations_at: None,
+        })
     }
 
     /// Refuses to add `added` section headers when the bytes after the table are not free:
@@ -646,6 +705,13 @@ impl<'a> Image<'a> {
         let nt_end = self.nt_at + size_of::<ImageNtHeaders64>();
         head[self.nt_at..nt_end].copy_from_slice(pod::bytes_of(&headers.nt));
         head[self.table_at..].copy_from_slice(pod::bytes_of_slice(&headers.sections));
+        if let Some(rva) = headers.relocations_at {
+            let dirs_at = self.nt_at + size_of::<ImageNtHeaders64>();
+            let entry = dirs_at + IMAGE_DIRECTORY_ENTRY_BASERELOC * size_of::<ImageDataDirectory>();
+            if let Some(field) = head.get_mut(entry..entry + 4) {
+                field.copy_from_slice(&rva.to_le_bytes());
+            }
+        }
         let mut patches = vec![Patch { at: 0, bytes: head }];
         if let Some((at, bytes)) =
             self.directory(IMAGE_DIRECTORY_ENTRY_DEBUG, "the debug directory")?
@@ -676,6 +742,8 @@ impl<'a> Image<'a> {
 struct Headers {
     nt: ImageNtHeaders64,
     sections: Vec<ImageSectionHeader>,
+    /// The new RVA of the base relocation table, when it moved.
+    relocations_at: Option<u32>,
 }
 
 /// A section's name for messages.
