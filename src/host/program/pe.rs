@@ -592,11 +592,11 @@ impl<'a> Image<'a> {
             [] => None,
             [reloc] => {
                 let memory = Self::memory_of(&self.sections[*reloc]);
-                // Only the relocation table, whole, lives there.
+                // The relocation table, and nothing else, lives there.
                 match relocations {
                     Some((rva, size))
                         if u64::from(rva) == memory.start
-                            && u64::from(rva) + u64::from(size) <= memory.end =>
+                            && u64::from(rva) + u64::from(size) == memory.end =>
                     {
                         Some(*reloc)
                     }
