@@ -285,3 +285,86 @@ fn the_targets_page_names_every_generic_target_of_the_table() {
         );
     }
 }
+
+#[test]
+fn processors_newer_than_llvm_22_are_named_and_loaded_as_the_runtime_loads_them() {
+    // Bundles written here, as clang 22 cannot: one entry each, for a processor of LLVM's
+    // newer tables or its generic family.
+    use offload::format::bundle;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ids = [
+        ("gfx1154", "gfx11-generic"),
+        ("gfx1170", "gfx11-7-generic"),
+        ("gfx1171", "gfx11-7-generic"),
+        ("gfx1172", "gfx11-7-generic"),
+        ("gfx1251", "gfx12-5-generic"),
+        ("gfx1310", "gfx13-generic"),
+    ];
+    let write = |arch: &str| {
+        let entry = format!("hipv4-amdgcn-amd-amdhsa--{arch}");
+        let code = format!("\x7fELF code for {arch}");
+        let bytes = bundle::to_vec(
+            &[
+                ("host-x86_64-unknown-linux-gnu-", &[][..]),
+                (&entry, code.as_bytes()),
+            ],
+            4096,
+        );
+        std::fs::write(d.join(format!("{arch}.hipfb")), bytes).unwrap();
+    };
+    for (processor, generic) in ids {
+        write(processor);
+        write(generic);
+        // `ls` names the processor as a known one.
+        let (_, out, _) = crate::util::text_output(
+            offload()
+                .current_dir(d)
+                .args(["ls", &format!("{processor}.hipfb")]),
+        );
+        assert!(out.contains(&format!(" {processor} ")), "{out}");
+        assert!(!out.contains("unknown processor"), "{out}");
+        // A device of the processor loads its native code...
+        let native = d.join(format!("native-{processor}"));
+        let (code, out, err) = crate::util::text_output(
+            offload()
+                .current_dir(d)
+                .args([
+                    "extract",
+                    &format!("{processor}.hipfb"),
+                    "--device",
+                    processor,
+                ])
+                .arg("-o")
+                .arg(&native),
+        );
+        assert_eq!((code, err.as_str()), (0, ""), "{processor}");
+        assert!(out.contains("loads it natively"), "{out}");
+        // ... but not its generic family's: the HIP runtime's map has no entry for it yet.
+        let (code, _, err) = crate::util::text_output(
+            offload()
+                .current_dir(d)
+                .args([
+                    "extract",
+                    &format!("{generic}.hipfb"),
+                    "--device",
+                    processor,
+                ])
+                .args(["-o", "never"]),
+        );
+        assert_eq!(code, 1, "{processor}");
+        assert!(
+            err.contains(&format!("no device image for {processor}")),
+            "{err}"
+        );
+        // `--arch` (LLVM's coverage) takes the generic code all the same.
+        let (code, _, err) = crate::util::text_output(
+            offload()
+                .current_dir(d)
+                .args(["extract", &format!("{generic}.hipfb"), "--arch", processor])
+                .arg("-o")
+                .arg(d.join(format!("generic-{processor}"))),
+        );
+        assert_eq!((code, err.as_str()), (0, ""), "{processor}");
+    }
+}
