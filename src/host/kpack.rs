@@ -43,8 +43,20 @@ pub struct SplitBinary<'a> {
     pub section: &'static str,
     /// The file offset of the reference.
     pub offset: u64,
+    /// The reference's bytes.
+    pub bytes: &'a [u8],
     /// The code-object index of each HIPK wrapper, in wrapper order.
     pub indices: Vec<u64>,
+}
+
+impl SplitBinary<'_> {
+    /// The record of the bundles a split by this crate emptied, from the reference (the binary
+    /// named `path` in errors): `None` for a reference without one (split by AMD's splitter).
+    pub fn record(&self, path: &Path) -> Result<Option<BundleRecord>> {
+        BundleRecord::from_reference(self.bytes).map_err(|e| {
+            Error::format_in(path, format!("{} at {:#x}", self.section, self.offset), e)
+        })
+    }
 }
 
 /// The kpack reference and wrappers of the object file `data` (named `path` in errors), or
@@ -88,26 +100,9 @@ pub fn split_binary<'a>(path: &Path, data: &'a [u8]) -> Result<Option<SplitBinar
         reference,
         section: name,
         offset,
+        bytes,
         indices,
     }))
-}
-
-/// The record of the bundles a split by this crate emptied, from the reference of the ELF
-/// binary `data` (named `path` in errors): `None` when the binary has no reference, or a
-/// reference without a record (split by AMD's splitter).
-pub fn bundle_record(path: &Path, data: &[u8]) -> Result<Option<BundleRecord>> {
-    let Ok(file) = object::File::parse(data) else {
-        return Ok(None);
-    };
-    let Some(section) = file.section_by_name(ELF_REF_SECTION) else {
-        return Ok(None);
-    };
-    let offset = section.file_range().map_or(0, |(at, _)| at);
-    let bytes = section
-        .data()
-        .map_err(|e| Error::msg(format!("'{}': {ELF_REF_SECTION}: {e}", path.display())))?;
-    BundleRecord::from_reference(bytes)
-        .map_err(|e| Error::format_in(path, format!("{ELF_REF_SECTION} at {offset:#x}"), e))
 }
 
 /// The search paths of `reference` as the loader resolves them for the binary at `binary`:

@@ -252,19 +252,13 @@ fn read_storage(toc: &Toc<'_>, value: Option<&Value<'_>>, path: &str) -> Result<
         }
     };
     let given = value.get("level");
+    let bad_level = || toc.field_error(&format!("{path}.level"), "nil or a 32-bit integer", given);
     let level = match given {
         None | Some(Value::Nil) => None,
-        Some(Value::Uint(n)) => Some(i32::try_from(*n).ok()),
-        Some(Value::Int(n)) => Some(i32::try_from(*n).ok()),
-        Some(_) => Some(None),
+        Some(Value::Uint(n)) => Some(i32::try_from(*n).map_err(|_| bad_level())?),
+        Some(Value::Int(n)) => Some(i32::try_from(*n).map_err(|_| bad_level())?),
+        Some(_) => return Err(bad_level()),
     };
-    let level = level
-        .map(|l| {
-            l.ok_or_else(|| {
-                toc.field_error(&format!("{path}.level"), "nil or a 32-bit integer", given)
-            })
-        })
-        .transpose()?;
     Ok(Storage::Compressed {
         version,
         method,

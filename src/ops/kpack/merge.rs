@@ -160,7 +160,7 @@ pub(super) fn merged_bundles(
     let parsed = parse_archives(&opened)?;
     let name = split.reference.kernel_name;
     let by_index = code_objects_by_index(name, &parsed)?;
-    let record = crate::host::kpack::bundle_record(path, data)?;
+    let record = split.record(path)?;
     let host = match object::File::parse(data).map(|f| object::Object::architecture(&f)) {
         Ok(object::Architecture::Aarch64) => "host-aarch64-unknown-linux-gnu-",
         _ => "host-x86_64-unknown-linux-gnu-",
