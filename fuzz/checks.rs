@@ -69,6 +69,16 @@ pub fn offload_binary(data: &[u8]) {
             if let Ok(inflated) = payload.inflate(1 << 20) {
                 let _ = OffloadBinary::parse(&inflated);
             }
+            let head = payload.inflate_head(1 << 20, |peek| peek.starts_with(b"CCOB"));
+            if let Ok(offload_binary_format::PayloadHead::Listed(head)) = head {
+                if let Ok(entries) = head.entries() {
+                    for entry in &entries {
+                        let _ = (entry.triple(), head.peek(entry.index));
+                    }
+                }
+            }
+            let fresh = offload::format::ccob::Decoding::Fresh;
+            let _ = payload.inflate_prefix(1 << 20, 1 << 16, fresh, |_, _| Ok(()));
         }
     }
 }

@@ -325,31 +325,82 @@ fn a_bomb_whose_entry_claims_a_terabyte_is_an_error_naming_the_entry() {
 }
 
 #[test]
-fn an_offload_binary_that_inflates_to_zeros_is_listed_or_refused_cleanly() {
+fn an_offload_binary_that_inflates_to_zeros_is_read_from_its_head() {
     let dir = tempfile::tempdir().unwrap();
     let dir = dir.path();
     let name = "bomb-offload-binary";
     let bytes = offload_binary_bomb(ZEROS);
     assert!(bytes.len() < 2 << 20, "{} bytes", bytes.len());
     fs::write(dir.join(name), bytes).unwrap();
-    // The binary declares all it inflates to, so it is held whole: more than the cap allows.
+    let code = device_code();
+    // Its entries and strings are inflated, not its 512 MiB: listed within half of that.
     let [ls, ls_json, list, _, extract] = READERS;
-    for reader in [ls, ls_json] {
-        let out = read_bomb(dir, name, reader);
-        assert!(!out.ok);
-        assert!(
-            out.stderr.contains("not enough memory to hold"),
-            "{reader:?}: {}",
-            out.stderr
-        );
-    }
-    // extract tells only that it found nothing.
+    let out = read_bomb(dir, name, ls);
+    assert!(out.ok, "{}", out.stderr);
+    let device = out.stdout.lines().find(|l| l.contains("gfx90a")).unwrap();
+    assert!(device.contains(&code.len().to_string()), "{}", out.stdout);
+    let out = read_bomb(dir, name, ls_json);
+    assert!(out.ok, "{}", out.stderr);
+    let images: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let listed: Vec<(&str, &str, u64, bool)> = images
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["triple"].as_str().unwrap(),
+                i["arch"].as_str().unwrap(),
+                i["size"].as_u64().unwrap(),
+                i["compressed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        [("amdgcn-amd-amdhsa", "gfx90a", code.len() as u64, true)]
+    );
+    // Extracting inflates up to the end of the image chosen, not the zeros after it.
     let out = read_bomb(dir, name, extract);
-    assert!(!out.ok && !dir.join("extracted").exists());
-    assert!(out.stderr.contains("no device image"), "{}", out.stderr);
+    assert!(out.ok, "{}", out.stderr);
+    let written: Vec<PathBuf> = fs::read_dir(dir.join("extracted"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert_eq!(fs::read(&written[0]).unwrap(), code);
+    assert!(written[0].to_string_lossy().ends_with(".co"), "{written:?}");
+    // Verifying inflates it all, a window at a time, and finds its size right.
+    let out = read_bomb(dir, name, &["verify", "FILE"]);
+    assert!(out.ok, "{}{}", out.stdout, out.stderr);
     // Not a bundle: the bundler lists nothing, and does not inflate it.
     let out = read_bomb(dir, name, list);
     assert!(out.stdout.is_empty(), "{}", out.stdout);
+}
+
+#[test]
+fn an_offload_binary_whose_stream_is_short_of_its_size_is_listed_and_refused_by_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    let name = "short-offload-binary";
+    let mut bytes = offload_binary_bomb(ZEROS);
+    // Declares one byte more than the stream inflates to: the head reads, the end does not.
+    let declared = u64::from_le_bytes(bytes[32..40].try_into().unwrap()) + 1;
+    bytes[32..40].copy_from_slice(&declared.to_le_bytes());
+    fs::write(dir.join(name), bytes).unwrap();
+    let out = read_bomb(dir, name, &["ls", "FILE"]);
+    assert!(out.ok, "{}", out.stderr);
+    let out = read_bomb(dir, name, &["verify", "FILE"]);
+    assert!(!out.ok);
+    let said = format!(
+        "offset 0x28: compressed offload binary payload inflates to {} bytes, but its header says {}",
+        declared - 41,
+        declared - 40
+    );
+    assert!(
+        out.stderr.contains(name) && out.stderr.contains(&said),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

@@ -8,6 +8,7 @@ mod util;
 
 mod architecture;
 mod bad_input;
+mod bare_check;
 mod bombs;
 mod bundler_22;
 mod campaign;

@@ -221,10 +221,10 @@ fn listing(written: &[extract::Extracted]) -> String {
                 Via::Forward => "as code for an earlier SM it runs",
                 Via::Ptx => "as PTX, compiled when loaded",
             };
-            let unit = if w.image.producer == Producer::Cuda {
-                "fat binary"
-            } else {
-                "bundle"
+            let unit = match w.image.producer {
+                Producer::Cuda => "fat binary",
+                Producer::CodeObject => "code object",
+                _ => "bundle",
             };
             let archived = w
                 .image

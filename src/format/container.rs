@@ -161,6 +161,8 @@ pub enum Origin<'a> {
     BundleEntry(&'a str),
     /// An entry of a CUDA fat binary (a cubin or PTX), with its header.
     CudaEntry(&'a cuda_fatbin::Entry<'a>),
+    /// A bare AMDGPU code object, in no container, with the target ID its header gives.
+    CodeObject(&'a str),
 }
 
 impl Origin<'_> {
@@ -170,6 +172,7 @@ impl Origin<'_> {
             Origin::OffloadImage(entry) => ImageTarget::of_offload_entry(entry),
             Origin::BundleEntry(id) => ImageTarget::of_bundle_entry(id),
             Origin::CudaEntry(entry) => entry.target(),
+            Origin::CodeObject(target_id) => ImageTarget::of_code_object(target_id),
         }
     }
 
@@ -183,6 +186,7 @@ impl Origin<'_> {
             }),
             Origin::BundleEntry(_) => None,
             Origin::CudaEntry(entry) => Some(entry.kind_name()),
+            Origin::CodeObject(_) => Some("o".into()),
         }
     }
 
@@ -190,7 +194,7 @@ impl Origin<'_> {
     pub fn entry_id(&self) -> Option<&str> {
         match self {
             Origin::BundleEntry(id) => Some(id),
-            Origin::OffloadImage(_) | Origin::CudaEntry(_) => None,
+            Origin::OffloadImage(_) | Origin::CudaEntry(_) | Origin::CodeObject(_) => None,
         }
     }
 
@@ -205,7 +209,8 @@ impl Origin<'_> {
     pub fn image_size(&self, stored: &[u8]) -> u64 {
         match self {
             Origin::CudaEntry(entry) => entry.inflated_size,
-            Origin::OffloadImage(_) | Origin::BundleEntry(_) => stored.len() as u64,
+            Origin::OffloadImage(entry) => entry.image_size,
+            Origin::BundleEntry(_) | Origin::CodeObject(_) => stored.len() as u64,
         }
     }
 }
@@ -263,6 +268,18 @@ pub enum Contents<'a> {
     /// The entries of the bundle a compressed bundle's stream starts with, read from its
     /// header alone ([`Reading::Headers`]): where each lies in the stream, not its bytes.
     Listed(Listed<'a>),
+    /// The entries of a compressed offload binary, read from its head alone
+    /// ([`Reading::Headers`]): where each image lies in the inflated binary, not its bytes.
+    ListedBinary(ListedBinary<'a>),
+}
+
+/// The entries of a compressed offload binary, read from its head.
+#[derive(Debug)]
+pub struct ListedBinary<'a> {
+    /// The compressed binary, header and payload, as stored.
+    pub stored: &'a [u8],
+    /// Its head: the entries, their strings and each image's first bytes.
+    pub head: offload_binary::ListedHead,
 }
 
 /// The entries of a compressed bundle, read from the header of the bundle its stream starts
@@ -275,15 +292,18 @@ pub struct Listed<'a> {
     pub entries: Vec<bundle::EntryRecord>,
 }
 
-/// How much of a compressed bundle opening it inflates.
+/// How much of a compressed container (a compressed bundle or offload binary) opening it
+/// inflates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Reading {
-    /// All of it, checked against its size and hash: its images' bytes are at hand.
+    /// All of it, checked against its size (and hash): its images' bytes are at hand.
     #[default]
     Whole,
-    /// Only up to the end of its bundle's header: the entries' IDs, offsets and sizes, what a
-    /// listing or a choice of images needs. A stream whose bundle does not start it (or
-    /// whose declared size is within a window) is still inflated whole.
+    /// Only up to the end of its bundle's header (of its offload binary's entries and
+    /// strings): the entries' IDs or metadata, offsets and sizes, what a listing or a choice
+    /// of images needs. A stream whose bundle does not start it, an offload binary whose
+    /// images hold containers, and a stream whose declared size is within a window are
+    /// still inflated whole.
     Headers,
 }
 
@@ -351,9 +371,21 @@ impl Container {
             }
             Container::OffloadBinary => {
                 let binary = offload_binary::OffloadBinary::parse(data)?;
-                let contents = match binary.compressed() {
-                    Some(payload) => Contents::Inflated(payload.inflate(limit)?),
-                    None => Contents::Records(
+                let contents = match (binary.compressed(), reading) {
+                    (Some(payload), Reading::Whole) => Contents::Inflated(payload.inflate(limit)?),
+                    (Some(payload), Reading::Headers) => {
+                        let holds_more = |peek: &[u8]| Container::at_start(peek).is_some();
+                        match payload.inflate_head(limit, holds_more)? {
+                            offload_binary::PayloadHead::Whole(plain) => Contents::Inflated(plain),
+                            offload_binary::PayloadHead::Listed(head) => {
+                                Contents::ListedBinary(ListedBinary {
+                                    stored: binary.bytes(),
+                                    head,
+                                })
+                            }
+                        }
+                    }
+                    (None, _) => Contents::Records(
                         binary
                             .entries()
                             .iter()

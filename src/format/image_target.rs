@@ -20,6 +20,8 @@ pub enum Producer {
     Cuda,
     /// SYCL.
     Sycl,
+    /// None that it says: a bare code object, whoever compiled it.
+    CodeObject,
     /// An offload binary that names no kind.
     None,
     /// Any other name, as stored.
@@ -36,6 +38,7 @@ impl Producer {
             "openmp" => Producer::OpenMp,
             "cuda" => Producer::Cuda,
             "sycl" => Producer::Sycl,
+            "code-object" => Producer::CodeObject,
             "none" => Producer::None,
             other => Producer::Other(other.to_string()),
         }
@@ -61,6 +64,7 @@ impl Producer {
             Producer::OpenMp => "openmp",
             Producer::Cuda => "cuda",
             Producer::Sycl => "sycl",
+            Producer::CodeObject => "code-object",
             Producer::None => "none",
             Producer::Other(name) => name,
         }
@@ -115,6 +119,15 @@ impl ImageTarget {
             producer,
             triple: trimmed_triple(&parsed),
             target_id: parsed.target_id.clone(),
+        }
+    }
+
+    /// The target of a bare AMDGPU code object whose header says `target_id`.
+    pub fn of_code_object(target_id: &str) -> ImageTarget {
+        ImageTarget {
+            producer: Producer::CodeObject,
+            triple: "amdgcn-amd-amdhsa".into(),
+            target_id: target_id.into(),
         }
     }
 

@@ -11,6 +11,7 @@
 
 pub mod bundle;
 pub mod ccob;
+pub mod code_object;
 pub mod container;
 pub mod cuda_fatbin;
 pub mod error;
@@ -21,6 +22,7 @@ pub mod kpack;
 mod md5;
 pub mod offload_binary;
 mod search;
+pub mod stream;
 pub mod text_bundle;
 
 pub use error::{Error, ErrorKind};

@@ -26,7 +26,8 @@ use object::read::macho::{MachOFatFile32, MachOFatFile64};
 use object::{FileKind, Object, ObjectSection};
 
 use crate::error::{Error, Result};
-use crate::format::container::{self, Consecutive, Container, Contents, Listed};
+use crate::format::code_object::CodeObject;
+use crate::format::container::{self, Consecutive, Container, Contents, Listed, ListedBinary};
 use crate::format::image_target::ImageTarget;
 use crate::host::archive::read_members;
 use crate::host::BUNDLE_SECTION_PREFIX;
@@ -96,13 +97,13 @@ pub struct DeviceImage<'a> {
     pub stream: Option<InStream<'a>>,
 }
 
-/// Where an image that was not inflated lies: in which compressed bundle, and where in the
-/// stream it inflates to.
+/// Where an image that was not inflated lies: in which compressed container (a compressed
+/// bundle or offload binary), and where in what its stream inflates to.
 #[derive(Debug, Clone, Copy)]
 pub struct InStream<'a> {
-    /// The compressed bundle, header and payload, as stored.
-    pub bundle: &'a [u8],
-    /// The compressed bundle's byte offset in the file; `None` when it is not stored as such
+    /// The compressed container, header and payload, as stored.
+    pub container: &'a [u8],
+    /// The container's byte offset in the file; `None` when it is not stored as such
     /// (itself inside a compressed container, or in the member file of a thin archive).
     pub offset: Option<u64>,
     /// Where the image starts in the inflated stream.
@@ -246,7 +247,7 @@ impl Scan<'_, '_> {
                 data: &[],
                 size: entry.size,
                 stream: Some(InStream {
-                    bundle,
+                    container: bundle,
                     offset,
                     start: entry.offset,
                     end: entry.offset + entry.size,
@@ -254,6 +255,50 @@ impl Scan<'_, '_> {
             };
             (self.visit)(&image);
         }
+    }
+
+    /// Reports the images of a compressed offload binary read from its head alone: stored
+    /// compressed, their bytes not at hand. Offload binaries side by side are one translation
+    /// unit, a compressed one among them too.
+    fn emit_listed_binary(
+        &mut self,
+        at: Place<'_>,
+        listed: &ListedBinary<'_>,
+    ) -> std::result::Result<(), crate::format::Error> {
+        let offset = if at.compressed {
+            None
+        } else {
+            self.offset_of(listed.stored)
+        };
+        let at = Place {
+            compressed: true,
+            depth: at.depth + 1,
+            ..at
+        };
+        for entry in &listed.head.entries()? {
+            let origin = Origin::OffloadImage(entry);
+            let target = origin.target();
+            let image = DeviceImage {
+                members: at.members,
+                section: at.section,
+                offset: None,
+                compressed: true,
+                stored_offset: None,
+                origin,
+                target: &target,
+                unit: at.unit,
+                data: &[],
+                size: entry.image_size,
+                stream: Some(InStream {
+                    container: listed.stored,
+                    offset,
+                    start: entry.image_offset,
+                    end: entry.image_offset + entry.image_size,
+                }),
+            };
+            (self.visit)(&image);
+        }
+        Ok(())
     }
 
     /// Scans one buffer: the file, an archive member, a slice of a universal binary, an
@@ -272,7 +317,14 @@ impl Scan<'_, '_> {
             (Places::OffloadBinaries, Some(Container::OffloadBinary)) => {
                 return self.region(data, known)
             }
-            (Places::OffloadBinaries, _) | (Places::Everywhere, None) => {}
+            (Places::OffloadBinaries, _) => {}
+            (Places::Everywhere, None) => {
+                // A bare code object (a file, an archive member) is the device image itself.
+                if let Some(code) = CodeObject::parse(data) {
+                    self.emit(&known, Origin::CodeObject(&code.target_id), code.bytes);
+                    return Ok(());
+                }
+            }
             (Places::Everywhere, Some(container)) => {
                 return match container.consecutive(data) {
                     Some(found) => self.consecutive(found, data, known),
@@ -646,6 +698,13 @@ impl Scan<'_, '_> {
                 // Its head is read: the system may map large stretches of a file for the few
                 // pages the head took, and a scan of many streams would hold them all.
                 crate::io::release_mapped(data.get(..opened.size as usize).unwrap_or(data));
+            }
+            Contents::ListedBinary(listed) => {
+                if at.depth >= MAX_DEPTH {
+                    return Err(nesting());
+                }
+                self.emit_listed_binary(at, listed)?;
+                crate::io::release_mapped(listed.stored);
             }
             Contents::Records(records) => {
                 for record in records {

@@ -24,11 +24,12 @@ use crate::host::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::host::BUNDLE_SECTION_PREFIX;
 use crate::io::Input;
 use crate::loads::cuda;
+use crate::loads::hip;
 use crate::loads::kpack_search;
 use crate::loads::runtime::{self, Load, AMDGCN_ISA_PREFIX};
 use crate::ops::support::columns::{ranges, render, Align};
 use crate::ops::support::progress::Progress;
-use crate::target::target_id::TargetIdBuf;
+use crate::target::target_id::{TargetId, TargetIdBuf};
 
 mod kpack;
 
@@ -89,7 +90,8 @@ pub struct DeviceLoad {
 pub struct BundleReport {
     /// Its number in the file, from 1, in file order.
     pub index: usize,
-    /// The runtime that loads it: `hip` (a bundle) or `cuda` (a CUDA fat binary).
+    /// The runtime that loads it: `hip` (a bundle), `module` (a bare code object, which
+    /// `hipModuleLoad` takes as it is) or `cuda` (a CUDA fat binary).
     pub runtime: &'static str,
     /// The section that holds it.
     pub section: Option<String>,
@@ -338,7 +340,16 @@ fn bundles_of(
 ) -> (Vec<BundleReport>, Vec<Error>) {
     let mut found: Vec<FoundEntry> = Vec::new();
     let mut cuda: Vec<(usize, String, Option<String>, Option<String>)> = Vec::new();
+    let mut modules: Vec<(String, Option<String>, Option<String>)> = Vec::new();
     let visit = &mut |image: &DeviceImage<'_>| {
+        if let Origin::CodeObject(target_id) = image.origin {
+            modules.push((
+                target_id.to_string(),
+                image.section.map(str::to_string),
+                image.members.last().cloned(),
+            ));
+            return;
+        }
         if let Origin::CudaEntry(_) = image.origin {
             cuda.push((
                 image.unit,
@@ -397,7 +408,59 @@ fn bundles_of(
             bundles.push(check_fatbin(bundles.len() + 1, unit, devices));
         }
     }
+    if !all_cuda {
+        for module in modules {
+            bundles.push(check_module(bundles.len() + 1, module, devices));
+        }
+    }
     (bundles, problems)
+}
+
+/// What each device loads from a bare code object (its target ID, section and member),
+/// numbered `index`: `hipModuleLoad` takes it as it is, on the current device alone, and
+/// builds it when the device's ISA is compatible: the same processor with no feature set
+/// otherwise (`xnack`, `sramecc`), or a generic target that covers the processor. A device
+/// it is not compatible with fails alone (hipErrorNoBinaryForGpu); a CUDA device has no part.
+fn check_module(
+    index: usize,
+    (target_id, section, member): (String, Option<String>, Option<String>),
+    devices: &[TargetIdBuf],
+) -> BundleReport {
+    let image = TargetId::parse_syntax(&target_id);
+    let loads: Vec<DeviceLoad> = devices
+        .iter()
+        .enumerate()
+        .map(|(device, d)| {
+            if cuda::is_cuda_target(d.as_str()) {
+                return DeviceLoad {
+                    device,
+                    loads: "other",
+                    entry: None,
+                    runtime: "loads",
+                };
+            }
+            let via = hip::loaded_by(&d.target_id(), std::slice::from_ref(&image))
+                .into_iter()
+                .next()
+                .flatten();
+            DeviceLoad {
+                device,
+                loads: via.map_or("nothing", |via| via.name()),
+                entry: via.map(|_| target_id.clone()),
+                runtime: if via.is_some() { "loads" } else { "fails" },
+            }
+        })
+        .collect();
+    BundleReport {
+        index,
+        runtime: "module",
+        section,
+        member,
+        compressed: false,
+        targets: vec![target_id.clone()],
+        first_without_code: loads.iter().position(|l| l.loads == "nothing"),
+        loads,
+    }
 }
 
 /// What each device loads from one CUDA fat binary (its entries' unit, target names,
@@ -655,6 +718,17 @@ fn without_code(report: &Report) -> String {
                 if !nothing {
                     continue;
                 }
+                if bundle.runtime == "module" {
+                    out.push_str(&format!(
+                        "  {} (device {}): {} code object {} is for {}\n",
+                        device.target_id,
+                        device.index,
+                        crate::io::shown(&file.path),
+                        bundle.index,
+                        crate::io::shown(&bundle.targets.join(", ")),
+                    ));
+                    continue;
+                }
                 match groups.iter_mut().find(|(t, _)| *t == bundle.targets) {
                     Some((_, numbers)) => numbers.push(bundle.index),
                     None => groups.push((bundle.targets.clone(), vec![bundle.index])),
@@ -679,6 +753,33 @@ fn without_code(report: &Report) -> String {
         }
     }
     out
+}
+
+/// What `hipModuleLoad` of the bare code object `module` of the file `path` does on the
+/// devices it is not compatible with; empty when there are none.
+fn module_consequence(report: &Report, path: &str, module: &BundleReport) -> String {
+    let failing: Vec<&Device> = module
+        .loads
+        .iter()
+        .filter(|l| l.loads == "nothing")
+        .filter_map(|l| report.devices.get(l.device))
+        .collect();
+    let Some(first) = failing.first() else {
+        return String::new();
+    };
+    let names: Vec<&str> = failing.iter().map(|d| d.target_id.as_str()).collect();
+    let target = module.targets.join(", ");
+    format!(
+        "  {} code object {} ({}): hipModuleLoad on {} fails with hipErrorNoBinaryForGpu (the \
+         build log says \"The program ISA {AMDGCN_ISA_PREFIX}{} is not compatible with the \
+         device ISA {}\"); a device it is compatible with loads it.\n",
+        crate::io::shown(path),
+        module.index,
+        crate::io::shown(&target),
+        names.join(", "),
+        crate::io::shown(&target),
+        first.isa,
+    )
 }
 
 /// What the runtime does with the bundles that leave a device without code, per file,
@@ -711,6 +812,9 @@ fn consequences(report: &Report) -> String {
                 bundles_phrase(&numbers),
                 name(device),
             ));
+        }
+        for bundle in file.bundles.iter().filter(|b| b.runtime == "module") {
+            out.push_str(&module_consequence(report, &file.path, bundle));
         }
         for bundle in file.bundles.iter().filter(|b| b.runtime == "hip") {
             let Some(first) = bundle.first_without_code else {

@@ -80,7 +80,10 @@ pub fn file_usage(
             let (stored, bundle) = match image.stream {
                 Some(stream) => (
                     0,
-                    Some((stream.bundle.as_ptr() as usize, stream.bundle.len() as u64)),
+                    Some((
+                        stream.container.as_ptr() as usize,
+                        stream.container.len() as u64,
+                    )),
                 ),
                 None if image.compressed && !image.data.is_empty() => {
                     (image.data.len() as u64, None)

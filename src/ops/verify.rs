@@ -12,14 +12,14 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::format::ccob::CompressedBundle;
 use crate::format::container::Origin;
 use crate::format::cuda_fatbin::Stored;
 use crate::format::kpack as kpack_format;
+use crate::format::stream::CompressedStream;
 use crate::host::scan::{scan_reading, DeviceImage, Places, Reading};
 use crate::io::slice::offset_within;
 use crate::io::Input;
-use crate::ops::support::inflating::{memory_of, memory_of_cuda, Budget};
+use crate::ops::support::inflating::{memory_of_cuda, memory_of_stream, Budget};
 
 mod kpack;
 
@@ -221,7 +221,7 @@ fn find_streams(
         Reading::Headers,
         &mut |image: &DeviceImage<'_>| {
             let (bytes, offset, cuda) = match (image.stream, &image.origin) {
-                (Some(stream), _) => (stream.bundle, stream.offset, None),
+                (Some(stream), _) => (stream.container, stream.offset, None),
                 (None, Origin::CudaEntry(entry)) if entry.is_compressed() => {
                     let offset = offset_within(input, entry.payload).map(|at| at as u64);
                     (entry.payload, offset, Some(entry.stored()))
@@ -309,14 +309,14 @@ fn check(
         Held::Owned(bytes) => bytes.as_slice(),
     };
     let fail = |e: crate::format::Error| stream_error(path, stream, e);
-    let Some(compressed) = CompressedBundle::parse(bytes).map_err(fail)? else {
+    let Some(compressed) = CompressedStream::parse(bytes).map_err(fail)? else {
         return Ok(0);
     };
-    let size = compressed.uncompressed_size;
+    let size = compressed.inflated_size();
     if known(bytes) {
         return Ok(size);
     }
-    let checked = budget.run(memory_of(&compressed), |decoding| {
+    let checked = budget.run(memory_of_stream(&compressed), |decoding| {
         compressed.verify(max_decompressed, decoding)
     });
     input.release(bytes);

@@ -47,7 +47,7 @@ pub(super) enum Bytes {
     Input(usize, usize),
     /// Held (inflated from a compressed container, or read from a thin archive's member).
     Owned(Vec<u8>),
-    /// In a compressed bundle's stream, not inflated yet.
+    /// In a compressed container's stream, not inflated yet.
     Stream(Streamed),
     /// In a `.kpack` archive (its number among those mapped), stored plain or compressed.
     Archived(usize, StoredCodeObject),
@@ -56,13 +56,13 @@ pub(super) enum Bytes {
     Cuda(Held, Stored),
 }
 
-/// An image inside a compressed bundle, found from its bundle's header.
+/// An image inside a compressed bundle or offload binary, found from its head.
 #[derive(Clone)]
 pub(super) struct Streamed {
-    /// The compressed bundle: its range in the input, or its bytes when it is not stored as
-    /// such (inside another compressed container).
-    pub(super) bundle: Held,
-    /// The compressed bundle's offset in the file, for errors.
+    /// The compressed container: its range in the input, or its bytes when it is not stored
+    /// as such (inside another compressed container).
+    pub(super) container: Held,
+    /// The compressed container's offset in the file, for errors.
     pub(super) at: Option<u64>,
     /// The image's range in the inflated stream.
     pub(super) start: u64,
@@ -166,8 +166,8 @@ pub struct Extracted {
     pub via: Via,
     /// The target ID asked for that chose it.
     pub asked: String,
-    /// For a device's pick (`--device`), the number of the bundle it came from, counting the
-    /// bundles of its input file from 1 in file order.
+    /// For a device's pick (`--device`), the number of the bundle (fat binary, bare code
+    /// object) it came from, counting those of its input file from 1 in file order.
     pub bundle: Option<usize>,
     /// Whether it is a device's pick (`--device`) rather than code a target ID asked for
     /// (`--arch`) loads.

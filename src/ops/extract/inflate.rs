@@ -8,14 +8,14 @@ use std::collections::BTreeMap;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::format::ccob::CompressedBundle;
+use crate::format::stream::CompressedStream;
 use crate::format::ErrorKind;
 use crate::host::kpack::ArchiveFiles;
 use crate::io::Input;
 use crate::ops::extract::chosen::{Bytes, Chosen, Held, Streamed};
 use crate::ops::extract::kpack;
 use crate::ops::extract::options::ExtractConfig;
-use crate::ops::support::inflating::{each_range, memory_of, Budget};
+use crate::ops::support::inflating::{each_range, memory_of_stream, Budget};
 
 /// The chosen images inside compressed bundles, by compressed bundle: the indices in
 /// `chosen` of the images of each, so that each stream is inflated once for all of them.
@@ -24,7 +24,7 @@ pub(super) fn stream_groups(chosen: &[Chosen]) -> Vec<Vec<usize>> {
     for (i, c) in chosen.iter().enumerate() {
         if let Bytes::Stream(streamed) = &c.bytes {
             // A compressed bundle held apart (not in the file) is inflated for each image.
-            let key = match streamed.bundle {
+            let key = match streamed.container {
                 Held::Input(start, _) => (c.input, start, 0),
                 Held::Owned(_) => (c.input, i, 1),
             };
@@ -68,15 +68,15 @@ pub(super) fn inflate_group(
             place => Error::format_in(path, place, e),
         }
     };
-    let bytes = streamed.bundle.get(&inputs[c.input]);
-    let compressed = CompressedBundle::parse(bytes)
+    let bytes = streamed.container.get(&inputs[c.input]);
+    let compressed = CompressedStream::parse(bytes)
         .map_err(fail)?
         .ok_or_else(|| fail(crate::format::Error::new(0, ErrorKind::NotAContainer)))?;
     let ranges: Vec<(u64, u64)> = streams.iter().map(|s| (s.start, s.end)).collect();
     let _span = tracing::debug_span!("inflating", offset = streamed.at).entered();
     // An error writing stops the inflation; it is the error returned.
     let mut stopped = None;
-    let inflated = budget.run(memory_of(&compressed), |decoding| {
+    let inflated = budget.run(memory_of_stream(&compressed), |decoding| {
         each_range(
             &compressed,
             config.max_decompressed,

@@ -43,7 +43,13 @@ pub(super) fn extension(image: &ImageRecord, data: &[u8]) -> &'static str {
     if data.starts_with(&[0x03, 0x02, 0x23, 0x07]) {
         return "spv";
     }
+    // An image of a compressed offload binary read from its head: its bytes are not at hand.
+    let nvptx = image.triple.as_str().starts_with("nvptx");
     match image.source {
+        Source::OffloadImage(ImageKind::Object) if data.is_empty() && nvptx => "cubin",
+        Source::OffloadImage(ImageKind::Object) if data.is_empty() => "co",
+        Source::OffloadImage(ImageKind::Cubin) if data.is_empty() => "cubin",
+        Source::OffloadImage(ImageKind::Bitcode) if data.is_empty() => "bc",
         Source::OffloadImage(ImageKind::Ptx) => "ptx",
         Source::OffloadImage(ImageKind::Fatbinary) => "fatbin",
         Source::OffloadImage(ImageKind::Spirv) => "spv",

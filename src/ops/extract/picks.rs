@@ -5,10 +5,11 @@
 use std::collections::BTreeMap;
 
 use crate::loads::cuda;
+use crate::loads::hip;
 use crate::loads::runtime::{self, Load, Why};
 use crate::ops::extract::chosen::{Chosen, Found};
 use crate::ops::extract::options::ExtractConfig;
-use crate::target::target_id::TargetIdBuf;
+use crate::target::target_id::{TargetId, TargetIdBuf};
 
 /// Whether `device` is a CUDA device (`sm_86`), which `--device` takes by the CUDA driver's
 /// rule, not the HIP runtime's.
@@ -58,6 +59,54 @@ pub(super) fn driver_picks(
             c.via = via;
             c.asked = device.to_string();
             c.bundle = Some(number);
+            chosen.push(c);
+        }
+    }
+}
+
+/// Adds to `chosen` each bare code object of the file `name` (in file order) for the AMD
+/// devices of `config.devices` that `hipModuleLoad` builds it for: the same processor with no
+/// feature set otherwise, or a generic target that covers the processor. Notes in `found`
+/// the devices that load one and the code objects a device cannot load.
+pub(super) fn module_picks(
+    config: &ExtractConfig,
+    name: &str,
+    modules: Vec<Chosen>,
+    chosen: &mut Vec<Chosen>,
+    found: &mut Found,
+) {
+    for (number, module) in (1..).zip(modules) {
+        let image = TargetId::parse_syntax(&module.image.target_id);
+        for (d, device) in config.devices.iter().enumerate() {
+            if is_cuda_device(device) {
+                continue;
+            }
+            let loaded = hip::loaded_by(&device.target_id(), std::slice::from_ref(&image));
+            let Some(via) = loaded.into_iter().next().flatten() else {
+                found.missing.push((
+                    d,
+                    true,
+                    format!(
+                        "{device} cannot load code object {number} of '{name}' (hipModuleLoad \
+                         fails with hipErrorNoBinaryForGpu): it is for {}",
+                        module.image.target_id
+                    ),
+                ));
+                continue;
+            };
+            if let Some(hit) = found.devices.get_mut(d) {
+                *hit = true;
+            }
+            let mut c = module.clone();
+            tracing::info!(code_object = number, via = via.name(), "{device} loads it");
+            c.label = format!(
+                "code-object{number}-{}-for-{device}",
+                module.image.target_id
+            );
+            c.via = via;
+            c.asked = device.to_string();
+            c.bundle = Some(number);
+            c.device_pick = true;
             chosen.push(c);
         }
     }

@@ -16,7 +16,7 @@ use crate::ops::extract::chosen::{Bytes, Chosen, Found, Held, Streamed};
 use crate::ops::extract::names::{extension, CudaNames};
 use crate::ops::extract::options::{chosen_in_unit, may_be_chosen, passes_filters, ExtractConfig};
 use crate::ops::extract::picks::{
-    driver_picks, is_cuda_device, runtime_may_pick, runtime_picks, SeenEntry,
+    driver_picks, is_cuda_device, module_picks, runtime_may_pick, runtime_picks, SeenEntry,
 };
 use crate::ops::support::image::ImageRecord;
 use crate::target::target_id::TargetId;
@@ -35,6 +35,8 @@ struct Seen<'c> {
     bundles: BTreeMap<usize, Vec<SeenEntry>>,
     /// The entries of each CUDA fat binary, by unit, for a CUDA `--device`.
     fatbins: BTreeMap<usize, Vec<Chosen>>,
+    /// The bare code objects, in file order, for `--device`.
+    modules: Vec<Chosen>,
     cuda_names: CudaNames,
 }
 
@@ -51,6 +53,11 @@ impl Seen<'_> {
         };
         if self.cuda_names.for_devices && cuda_name.is_some() && passes {
             self.fatbins.entry(found.unit).or_default().push(make());
+        }
+        if !config.devices.is_empty() && passes {
+            if let Origin::CodeObject(_) = found.origin {
+                self.modules.push(make());
+            }
         }
         if !config.devices.is_empty() {
             if let Some(id) = found.origin.entry_id() {
@@ -141,6 +148,7 @@ pub(super) fn choose(
         candidates: Vec::new(),
         bundles: BTreeMap::new(),
         fatbins: BTreeMap::new(),
+        modules: Vec::new(),
         cuda_names: CudaNames::new(path, config.devices.iter().any(is_cuda_device)),
     };
     // Compressed bundles are inflated up to their bundle's header: which images to write
@@ -158,11 +166,13 @@ pub(super) fn choose(
         candidates,
         bundles,
         fatbins,
+        modules,
         ..
     } = seen;
     choose_by_target_id(candidates, config, chosen, found);
     runtime_picks(config, &name, bundles, chosen, found);
     driver_picks(config, &name, fatbins, chosen, found);
+    module_picks(config, &name, modules, chosen, found);
     Ok(problems)
 }
 
@@ -175,7 +185,7 @@ fn bytes_of(input: &Input, found: &DeviceImage<'_>) -> Bytes {
     };
     if let Some(stream) = found.stream {
         return Bytes::Stream(Streamed {
-            bundle: held(stream.bundle),
+            container: held(stream.container),
             at: stream.offset,
             start: stream.start,
             end: stream.end,

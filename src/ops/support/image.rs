@@ -61,6 +61,8 @@ pub enum Source {
     CudaEntry(EntryKind, CudaPlace),
     /// A code object of a `.kpack` archive, and where it is.
     Kpack(KpackPlace),
+    /// A bare AMDGPU code object, in no container.
+    CodeObject,
 }
 
 impl Source {
@@ -74,6 +76,7 @@ impl Source {
             Source::CudaEntry(EntryKind::Ptx, _) => Some("ptx".into()),
             Source::CudaEntry(EntryKind::Elf, _) => Some("cubin".into()),
             Source::CudaEntry(EntryKind::Other(kind), _) => Some(format!("kind-{kind}")),
+            Source::CodeObject => Some("o".into()),
             Source::BundleEntry(_) | Source::Kpack(_) => None,
         }
     }
@@ -187,6 +190,7 @@ impl ImageRecord {
             Origin::CudaEntry(entry) => {
                 Source::CudaEntry(entry.kind, CudaPlace::of(entry, image.stored_offset))
             }
+            Origin::CodeObject(_) => Source::CodeObject,
         };
         ImageRecord {
             file: file.to_string(),
@@ -199,13 +203,17 @@ impl ImageRecord {
             target_id: target.target_id.clone(),
             source,
             compressed: image.compressed,
-            compressed_bundle: image.stream.and_then(|s| {
-                Some(CompressedPlace {
-                    offset: s.offset?,
-                    size: s.bundle.len() as u64,
-                    entry_offset: s.start,
-                })
-            }),
+            // A compressed offload binary's image has no entry ID to name it by.
+            compressed_bundle: image
+                .stream
+                .filter(|_| image.origin.entry_id().is_some())
+                .and_then(|s| {
+                    Some(CompressedPlace {
+                        offset: s.offset?,
+                        size: s.container.len() as u64,
+                        entry_offset: s.start,
+                    })
+                }),
         }
     }
 

@@ -8,6 +8,7 @@ use std::sync::{Condvar, Mutex};
 use crate::format::ccob::{CompressedBundle, Decoding, Method, ZstdContext};
 use crate::format::cuda_fatbin::{Compression, Stored};
 use crate::format::error::Result;
+use crate::format::stream::CompressedStream;
 
 /// The most the decoders in flight may hold at once.
 pub const BUDGET: u64 = 192 << 20;
@@ -24,6 +25,15 @@ pub fn memory_of(bundle: &CompressedBundle<'_>) -> u64 {
     match bundle.method {
         Method::Zstd => memory_of_zstd(bundle.uncompressed_size),
         Method::Zlib => (32 << 10) + READ_WINDOW,
+    }
+}
+
+/// What inflating `stream` holds at most, as [`memory_of`] says of a compressed bundle.
+pub fn memory_of_stream(stream: &CompressedStream<'_>) -> u64 {
+    if stream.is_zstd() {
+        memory_of_zstd(stream.inflated_size())
+    } else {
+        (32 << 10) + READ_WINDOW
     }
 }
 
@@ -120,11 +130,12 @@ impl Budget {
     }
 }
 
-/// Inflates `bundle` up to the end of the furthest of `ranges` (positions in its stream),
-/// within `limit`, with the decoder `decoding` says, and hands `each` the bytes of every range as they arrive, in order, with
-/// the range's index: never more than a window of the stream is held.
+/// Inflates `stream` up to the end of the furthest of `ranges` (positions in what it
+/// inflates to), within `limit`, with the decoder `decoding` says, and hands `each` the bytes
+/// of every range as they arrive, in order, with the range's index: never more than a window
+/// of the stream is held.
 pub fn each_range(
-    bundle: &CompressedBundle<'_>,
+    stream: &CompressedStream<'_>,
     limit: u64,
     ranges: &[(u64, u64)],
     decoding: Decoding<'_>,
@@ -134,7 +145,7 @@ pub fn each_range(
     if end == 0 {
         return Ok(());
     }
-    bundle.inflate_prefix(limit, end, decoding, |position, piece| {
+    stream.inflate_prefix(limit, end, decoding, |position, piece| {
         let piece_end = position + piece.len() as u64;
         for (k, &(start, end)) in ranges.iter().enumerate() {
             let (from, to) = (start.max(position), end.min(piece_end));
@@ -159,7 +170,7 @@ mod tests {
         // Three windows and more, so that ranges straddle the pieces.
         let data: Vec<u8> = (0..(3 << 20) + 12345u32).map(|i| (i % 251) as u8).collect();
         let (ccob, _) = compress(&data, &CompressOptions::default()).unwrap();
-        let bundle = CompressedBundle::parse(&ccob).unwrap().unwrap();
+        let bundle = CompressedStream::Bundle(CompressedBundle::parse(&ccob).unwrap().unwrap());
         let ranges = [(5, 6), ((1 << 20) - 3, (2 << 20) + 7), (0, 0), (100, 200)];
         let mut got = vec![Vec::new(); ranges.len()];
         each_range(&bundle, u64::MAX, &ranges, Decoding::Fresh, |k, bytes| {
@@ -173,7 +184,7 @@ mod tests {
         // To the end: the stream is checked, and a wrong hash is an error.
         let mut bad = ccob.clone();
         bad[16] ^= 1;
-        let bad = CompressedBundle::parse(&bad).unwrap().unwrap();
+        let bad = CompressedStream::Bundle(CompressedBundle::parse(&bad).unwrap().unwrap());
         let end = data.len() as u64;
         let mut context = ZstdContext::create();
         for _ in 0..2 {

@@ -29,6 +29,10 @@ use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::inflate;
 use crate::llvm::adt::strtab::{Flavor, StringTable};
 
+mod head;
+
+pub use head::{ListedHead, PayloadHead, PEEK};
+
 /// The magic bytes that start an offload binary.
 pub const MAGIC: [u8; 4] = [0x10, 0xff, 0x10, 0xad];
 
@@ -360,7 +364,10 @@ pub struct OffloadEntry<'a> {
     pub strings: Vec<(&'a [u8], &'a [u8])>,
     /// Offset of the image from the start of the binary.
     pub image_offset: u64,
-    /// The image bytes.
+    /// Size of the image, as its entry declares it.
+    pub image_size: u64,
+    /// The image bytes; empty for an entry read from a compressed binary's head alone
+    /// ([`ListedHead::entries`]), whose image is not inflated.
     pub image: &'a [u8],
 }
 
@@ -671,6 +678,7 @@ impl<'a> OffloadBinary<'a> {
                 version,
                 entries_offset,
                 entry_size_or_count,
+                Images::Within,
             )?),
         };
         Ok(OffloadBinary {
@@ -808,6 +816,7 @@ fn parse_entries(
     version: u32,
     entries_offset: u64,
     entry_size_or_count: u64,
+    images: Images,
 ) -> Result<Vec<OffloadEntry<'_>>> {
     let count = if version == VERSION_1 {
         // LLVM 19 checks the declared entry size against the binary, though it reads 40
@@ -835,12 +844,27 @@ fn parse_entries(
     let mut entries = Vec::with_capacity(count);
     for index in 0..count {
         let offset = entries_offset + index as u64 * ENTRY_SIZE;
-        entries.push(parse_entry(bytes, version, offset, index)?);
+        entries.push(parse_entry(bytes, version, offset, index, images)?);
     }
     Ok(entries)
 }
 
-fn parse_entry(bytes: &[u8], version: u32, offset: u64, index: usize) -> Result<OffloadEntry<'_>> {
+/// Where the images of the entries parsed are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Images {
+    /// In the bytes parsed, which are the whole binary.
+    Within,
+    /// Past the bytes parsed (the head of an inflated binary), inside a binary of this size.
+    Beyond(u64),
+}
+
+fn parse_entry(
+    bytes: &[u8],
+    version: u32,
+    offset: u64,
+    index: usize,
+    images: Images,
+) -> Result<OffloadEntry<'_>> {
     let raw: &RawEntry = read(bytes, offset, "offload binary entry")?;
     let string_offset = raw.string_offset.get(Le);
     let num_strings = raw.num_strings.get(Le);
@@ -853,13 +877,32 @@ fn parse_entry(bytes: &[u8], version: u32, offset: u64, index: usize) -> Result<
         num_strings.saturating_mul(string_size),
     )?;
     let image_offset = raw.image_offset.get(Le);
-    let image = region(
-        bytes,
-        || format!("image of entry {index}"),
-        offset + field_at::IMAGE_OFFSET,
-        image_offset,
-        raw.image_size.get(Le),
-    )?;
+    let image_size = raw.image_size.get(Le);
+    let what = || format!("image of entry {index}");
+    let image = match images {
+        Images::Within => region(
+            bytes,
+            what,
+            offset + field_at::IMAGE_OFFSET,
+            image_offset,
+            image_size,
+        )?,
+        Images::Beyond(size) => {
+            let end = image_offset.checked_add(image_size);
+            if end.is_none_or(|end| end > size) {
+                return Err(Error::new(
+                    offset + field_at::IMAGE_OFFSET,
+                    ErrorKind::RegionOutOfBounds {
+                        what: what(),
+                        offset: image_offset,
+                        size: image_size,
+                        limit: size,
+                    },
+                ));
+            }
+            &[]
+        }
+    };
     // The check above bounds the count by the binary's size, so it fits in a `usize`.
     let num_strings = usize::try_from(num_strings).unwrap_or(0);
     let mut strings = Vec::with_capacity(num_strings);
@@ -895,6 +938,7 @@ fn parse_entry(bytes: &[u8], version: u32, offset: u64, index: usize) -> Result<
         flags: raw.flags.get(Le),
         strings,
         image_offset,
+        image_size,
         image,
     })
 }
