@@ -719,7 +719,7 @@ fn program_fail<'p>(
     path: &'p Path,
     file: &[u8],
 ) -> impl Fn(crate::format::Error) -> Error + Sync + 'p {
-    let section = program::device_section_name(file);
+    let section = program::device_section_name(file, 0);
     move |e| Error::Container {
         path: path.to_path_buf(),
         context: Some(format!("section '{section}'")),
@@ -820,7 +820,10 @@ fn rewrite_program<'a>(
         // Damage in a container is said as a listing says it: in its section.
         ErrorKind::Contents(_) => Error::Container {
             path: path.to_path_buf(),
-            context: Some(format!("section '{}'", program::device_section_name(data))),
+            context: Some(format!(
+                "section '{}'",
+                program::device_section_name(data, e.offset)
+            )),
             source: e,
         },
         _ => Error::container(path, e),
