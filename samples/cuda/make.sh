@@ -59,4 +59,11 @@ clang-22 -O2 -c ../linked/hip-stub.c -o tmp/hip-stub.o
 clang-22 -O2 -c ../../tests/support/cuda_runtime.c -o tmp/cuda-standin.o
 clang-22 -fuse-ld=lld tmp/main.o tmp/mixed-cuda.o tmp/mixed-hip.o tmp/hip-stub.o \
   tmp/cuda-standin.o -o mixed-app
+# A fat binary as an offload binary image (kind fatbin) in .llvm.offloading of an object:
+# clang-offload-packager-22 packs nvcc's fat binary of gencode-zstd.o, clang-22 embeds it.
+llvm-objcopy-22 --dump-section=.nv_fatbin=tmp/zstd.fatbin gencode-zstd.o
+clang-offload-packager-22 -o tmp/zstd.bin \
+  --image=file=tmp/zstd.fatbin,triple=nvptx64-nvidia-cuda,arch=sm_80,kind=cuda
+clang-22 -O2 -c ../linked/main.c -Xclang -fembed-offload-object=tmp/zstd.bin \
+  -o fatbin-in-offload-binary.o
 rm -rf tmp
