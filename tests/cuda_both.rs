@@ -50,7 +50,10 @@ fn rows(rows: &[(&str, &str, &str)]) -> Vec<(String, String, String)> {
 
 /// The bytes of every entry `offload extract --exact --arch ARCH` writes from `path`.
 fn extracted(path: &Path, arch: &str, dir: &Path) -> Vec<Vec<u8>> {
-    let out = dir.join(format!("x-{arch}-{}", path.file_name().unwrap().to_string_lossy()));
+    let out = dir.join(format!(
+        "x-{arch}-{}",
+        path.file_name().unwrap().to_string_lossy()
+    ));
     succeed(
         offload()
             .args(["extract", "--exact", "--arch", arch, "-o"])
@@ -126,7 +129,10 @@ fn fat_binaries_in_offload_binaries_keep_the_entries_asked_for() {
         let image = offload_image(&unpack, &kept, dir.path());
         assert_eq!(
             cuobjdump_list(&cuobjdump, &image),
-            ["ELF file    1: image.1.sm_90.cubin", "PTX file    1: image.1.sm_90.ptx"]
+            [
+                "ELF file    1: image.1.sm_90.cubin",
+                "PTX file    1: image.1.sm_90.ptx"
+            ]
         );
     }
 }
@@ -167,7 +173,13 @@ fn offload_binaries_of_fat_binaries_in_archives_and_alone_are_stripped() {
         .to_vec();
     let bare = dir.path().join("k.bin");
     std::fs::write(&bare, &file).unwrap();
-    let stripped = rewrite("strip", &bare, dir.path(), "k90.bin", &["--remove", "sm_80"]);
+    let stripped = rewrite(
+        "strip",
+        &bare,
+        dir.path(),
+        "k90.bin",
+        &["--remove", "sm_80"],
+    );
     let archs: Vec<String> = listed(&stripped).into_iter().map(|r| r.2).collect();
     assert_eq!(archs, ["sm_90", "compute_90"]);
     // Nothing kept: refused, or with --allow-empty the binary goes whole.
@@ -231,7 +243,10 @@ fn hip_fatbin(path: &Path, dir: &Path) -> PathBuf {
     let data = std::fs::read(path).unwrap();
     let file = object::File::parse(&*data).unwrap();
     let bytes = file.section_by_name(".hip_fatbin").unwrap().data().unwrap();
-    let out = dir.join(format!("{}.hip_fatbin", path.file_name().unwrap().to_string_lossy()));
+    let out = dir.join(format!(
+        "{}.hip_fatbin",
+        path.file_name().unwrap().to_string_lossy()
+    ));
     std::fs::write(&out, bytes).unwrap();
     out
 }
@@ -254,7 +269,10 @@ fn bundler_list(bundler: &Path, path: &Path, dir: &Path) -> Vec<String> {
 /// The entry `id` of the `.hip_fatbin` of `path`, as `clang-offload-bundler-22 -unbundle`
 /// writes it.
 fn unbundled(bundler: &Path, path: &Path, id: &str, dir: &Path) -> Vec<u8> {
-    let out = dir.join(format!("{}.{id}", path.file_name().unwrap().to_string_lossy()));
+    let out = dir.join(format!(
+        "{}.{id}",
+        path.file_name().unwrap().to_string_lossy()
+    ));
     succeed(
         Command::new(bundler)
             .args(["-unbundle", "-type=o"])
@@ -292,9 +310,19 @@ fn programs_with_hip_and_cuda_code_are_stripped_in_one_pass() {
         wrappers_point_at_containers(&input);
         let cases: [(&[&str], &str, &str, u64); 2] = [
             // The HIP section frees a page, the CUDA one less: .hip_fatbin is laid out.
-            (&["--keep", "gfx1100", "--keep", "sm_90"], "gfx1100", "sm_90", 4096),
+            (
+                &["--keep", "gfx1100", "--keep", "sm_90"],
+                "gfx1100",
+                "sm_90",
+                4096,
+            ),
             // gfx90a's entry lies at the bundle's end: nothing can be cut.
-            (&["--keep", "gfx90a", "--keep", "sm_80"], "gfx90a", "sm_80", 0),
+            (
+                &["--keep", "gfx90a", "--keep", "sm_80"],
+                "gfx90a",
+                "sm_80",
+                0,
+            ),
         ];
         for (k, (args, gfx, sm, smaller)) in cases.into_iter().enumerate() {
             let args = [args, &["--ptx", "drop"][..]].concat();
@@ -311,7 +339,10 @@ fn programs_with_hip_and_cuda_code_are_stripped_in_one_pass() {
             let size = |p: &Path| std::fs::metadata(p).unwrap().len();
             assert_eq!(size(&input) - size(&out), smaller, "{name} {args:?}");
             wrappers_point_at_containers(&out);
-            assert_eq!(extracted(&out, sm, dir.path()), extracted(&input, sm, dir.path()));
+            assert_eq!(
+                extracted(&out, sm, dir.path()),
+                extracted(&input, sm, dir.path())
+            );
             if let Some(cuobjdump) = &cuobjdump {
                 let stem = format!("{k}-{}", name.trim_end_matches(".so"));
                 assert_eq!(
@@ -330,6 +361,47 @@ fn programs_with_hip_and_cuda_code_are_stripped_in_one_pass() {
                     unbundled(bundler, &input, &id, dir.path())
                 );
             }
+        }
+    }
+    // .nv_fatbin frees more: it is laid out, a page cut after it, and .hip_fatbin, packed in
+    // its own place, moves back with the rest of the file.
+    for name in ["libmixed.so", "mixed-app"] {
+        let input = sample(name);
+        let args = [
+            "--remove", "sm_80", "--remove", "sm_90", "--remove", "gfx90a",
+        ];
+        let out = rewrite("strip", &input, dir.path(), &format!("r-{name}"), &args);
+        assert_eq!(
+            listed(&out),
+            rows(&[
+                (".nv_fatbin", "ptx", "compute_90"),
+                (".hip_fatbin", "-", ""),
+                (".hip_fatbin", "-", "gfx1100"),
+            ])
+        );
+        let offset = |p: &Path| {
+            let data = std::fs::read(p).unwrap();
+            let file = object::File::parse(&*data).unwrap();
+            let section = file.section_by_name(".hip_fatbin").unwrap();
+            section.file_range().unwrap().0
+        };
+        assert_eq!(offset(&input) - offset(&out), 4096, "{name}");
+        let size = |p: &Path| std::fs::metadata(p).unwrap().len();
+        assert_eq!(size(&input) - size(&out), 4096, "{name}");
+        wrappers_point_at_containers(&out);
+        if let Some(bundler) = &bundler {
+            let id = format!("{hip}gfx1100");
+            assert_eq!(
+                unbundled(bundler, &out, &id, dir.path()),
+                unbundled(bundler, &input, &id, dir.path())
+            );
+        }
+        if let Some(cuobjdump) = &cuobjdump {
+            let stem = format!("r-{}", name.trim_end_matches(".so"));
+            assert_eq!(
+                cuobjdump_list(cuobjdump, &out),
+                [format!("PTX file    1: {stem}.1.sm_90.ptx")]
+            );
         }
     }
     // The program registers the fat binary kept, and only it, with the stand-in CUDA runtime
@@ -361,14 +433,23 @@ fn compressing_a_program_with_hip_and_cuda_code_leaves_its_fat_binaries() {
         assert_eq!(listed(out)[..3], cuda[..]);
         wrappers_point_at_containers(out);
         for arch in ["sm_80", "sm_90", "compute_90"] {
-            assert_eq!(extracted(out, arch, dir.path()), extracted(&input, arch, dir.path()));
+            assert_eq!(
+                extracted(out, arch, dir.path()),
+                extracted(&input, arch, dir.path())
+            );
         }
     }
     let json = succeed(offload().args(["ls", "--json"]).arg(&compressed));
     let rows: Vec<Value> = serde_json::from_slice(&json.stdout).unwrap();
-    assert!(rows[3..].iter().all(|r| r["compressed"] == true), "{rows:?}");
+    assert!(
+        rows[3..].iter().all(|r| r["compressed"] == true),
+        "{rows:?}"
+    );
     if let Some(bundler) = tool("clang-offload-bundler-22") {
-        for id in ["hipv4-amdgcn-amd-amdhsa--gfx90a", "hipv4-amdgcn-amd-amdhsa--gfx1100"] {
+        for id in [
+            "hipv4-amdgcn-amd-amdhsa--gfx90a",
+            "hipv4-amdgcn-amd-amdhsa--gfx1100",
+        ] {
             assert_eq!(
                 unbundled(&bundler, &plain, id, dir.path()),
                 unbundled(&bundler, &input, id, dir.path())
@@ -429,8 +510,18 @@ fn check_takes_amd_and_cuda_devices_together() {
     assert_eq!(
         loads,
         want(
-            &["other \"loads\"", "nothing \"fails\"", "native \"fails\"", "other \"loads\""],
-            &["nothing \"fails\"", "other \"loads\"", "other \"loads\"", "native \"loads\""]
+            &[
+                "other \"loads\"",
+                "nothing \"fails\"",
+                "native \"fails\"",
+                "other \"loads\""
+            ],
+            &[
+                "nothing \"fails\"",
+                "other \"loads\"",
+                "other \"loads\"",
+                "native \"loads\""
+            ]
         )
     );
     let mut command = offload();
@@ -450,14 +541,13 @@ fn check_takes_amd_and_cuda_devices_together() {
     );
     let (_, loads) = check_loads("mixed-app", &["sm_90", "gfx1100", "gfx906"]);
     assert_eq!(loads[0].1[2], "nothing \"fails\"");
-    let (_, text, _) = text_output(
-        offload()
-            .arg("check")
-            .arg(sample("mixed-app"))
-            .args(["--device", "sm_90", "--device", "gfx1100", "--device", "gfx906"]),
-    );
+    let (_, text, _) = text_output(offload().arg("check").arg(sample("mixed-app")).args([
+        "--device", "sm_90", "--device", "gfx1100", "--device", "gfx906",
+    ]));
     assert!(
-        text.contains("hipErrorInvalidImage for gfx906 only; the AMD devices before it load the code."),
+        text.contains(
+            "hipErrorInvalidImage for gfx906 only; the AMD devices before it load the code."
+        ),
         "{text}"
     );
 }

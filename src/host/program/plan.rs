@@ -664,6 +664,41 @@ mod tests {
     }
 
     #[test]
+    fn a_range_left_out_cuts_borrowed_pieces_short() {
+        let file: Vec<u8> = (0..32).collect();
+        let mut rest = Rewritten {
+            pieces: vec![
+                Piece {
+                    offset: 0,
+                    data: Cow::Borrowed(&file[..24]),
+                },
+                Piece {
+                    offset: 24,
+                    data: Cow::Owned(vec![0xaa; 4]),
+                },
+            ],
+            size: 32,
+        };
+        leave_out(&mut rest, 8, 16).unwrap();
+        let kept: Vec<(u64, Vec<u8>)> = rest
+            .pieces
+            .iter()
+            .map(|p| (p.offset, p.data.to_vec()))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (0, file[..8].to_vec()),
+                (16, file[16..24].to_vec()),
+                (24, vec![0xaa; 4])
+            ]
+        );
+        // A patch is never left out: the packed containers would overwrite it.
+        let error = leave_out(&mut rest, 20, 26).unwrap_err();
+        assert_eq!(error.offset, 24);
+    }
+
+    #[test]
     fn a_cut_keeps_offsets_congruent() {
         let cut = Cut::between(0x1234, 0x5000, 0x1000);
         assert_eq!(cut.len, 0x3000);
