@@ -16,6 +16,7 @@ mod check;
 mod cli_output;
 mod compress_choices;
 mod compressed;
+mod cuda_both;
 mod cuda_check;
 mod cuda_entries;
 mod cuda_extract;

@@ -39,3 +39,31 @@ for o in gencode gencode-zstd gencode-lz arch-specific compress-all rdc clang-ne
     "$bin/cuobjdump" --extract-ptx all "../../$o.o" >/dev/null)
   "$bin/cuobjdump" --list-elf --list-ptx "$o.o" >"extracted/$o.list"
 done
+# Both runtimes in one program (as chipStar, SYCL and ZLUDA builds carry them): clang-22 and
+# ld.lld-22 only, from a HIP object (.hip_fatbin, gfx90a and gfx1100) and a clang CUDA host
+# object embedding nvcc's fat binary of gencode.o (.nv_fatbin: sm_80, sm_90, compute_90;
+# registered as CUDA 12 does, given as the SDK version since no CUDA is installed),
+# as a shared library (wrappers set by R_X86_64_RELATIVE) and a program linked against the
+# stand-ins of both runtimes.
+mkdir -p tmp
+llvm-objcopy-22 --dump-section=.nv_fatbin=tmp/gencode.fatbin gencode.o
+clang-22 -x cuda --cuda-host-only -nocudainc -nocudalib --cuda-gpu-arch=sm_80 -fPIC -O2 \
+  -Xclang -target-sdk-version=12.0 \
+  -Xclang -fcuda-include-gpubinary -Xclang tmp/gencode.fatbin -c ../linked/kscale.cu \
+  -o tmp/mixed-cuda.o
+clang-22 -x hip -nogpulib -nogpuinc -O2 -fPIC --offload-arch=gfx90a --offload-arch=gfx1100 \
+  -cuid=mixed -c ../src/kernel.hip -o tmp/mixed-hip.o
+clang-22 -fuse-ld=lld -shared tmp/mixed-cuda.o tmp/mixed-hip.o -o libmixed.so
+clang-22 -O2 -c ../linked/main.c -o tmp/main.o
+clang-22 -O2 -c ../linked/hip-stub.c -o tmp/hip-stub.o
+clang-22 -O2 -c ../../tests/support/cuda_runtime.c -o tmp/cuda-standin.o
+clang-22 -fuse-ld=lld tmp/main.o tmp/mixed-cuda.o tmp/mixed-hip.o tmp/hip-stub.o \
+  tmp/cuda-standin.o -o mixed-app
+# A fat binary as an offload binary image (kind fatbin) in .llvm.offloading of an object:
+# clang-offload-packager-22 packs nvcc's fat binary of gencode-zstd.o, clang-22 embeds it.
+llvm-objcopy-22 --dump-section=.nv_fatbin=tmp/zstd.fatbin gencode-zstd.o
+clang-offload-packager-22 -o tmp/zstd.bin \
+  --image=file=tmp/zstd.fatbin,triple=nvptx64-nvidia-cuda,arch=sm_80,kind=cuda
+clang-22 -O2 -c ../linked/main.c -Xclang -fembed-offload-object=tmp/zstd.bin \
+  -o fatbin-in-offload-binary.o
+rm -rf tmp

@@ -34,7 +34,8 @@ struct Args {
     /// A device, in the runtime's order: a target ID (`gfx90a:sramecc+:xnack-`) or the
     /// runtime's full ISA name (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`), or a CUDA
     /// compute capability (`sm_89`: checked against CUDA fat binaries). Repeat for
-    /// several. Without it, the GPUs the kernel driver lists (KFD topology; the folder
+    /// several; AMD and CUDA devices may be named together, each checked by its runtime.
+    /// Without it, the GPUs the kernel driver lists (KFD topology; the folder
     /// `OFFLOAD_KFD_TOPOLOGY` names, if set).
     #[arg(long = "device", value_name = "ISA")]
     devices: Vec<String>,

@@ -990,26 +990,106 @@ fn compressed_entry_ids(
     }
 }
 
-/// An offload binary is kept or dropped whole (LLVM 19 writes one image per binary).
+/// An offload binary. An image that holds CUDA fat binaries (kind `fatbin`, as clang's
+/// offload driver stores them) is rewritten as `.nv_fatbin` is: each fat binary keeps the
+/// entries asked for, as they were stored, and the binary is written again as LLVM lays it
+/// out. The other images are kept or dropped with the binary whole (LLVM 19 writes one image
+/// per binary); a binary goes when nothing of it stays.
 fn rewrite_offload_binary(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
     let binary = offload_binary::OffloadBinary::parse(data)?;
     let entries = binary.entries();
-    let targets: Vec<ImageTarget> = entries.iter().map(ImageTarget::of_offload_entry).collect();
-    let kept = rules
+    let targets: Vec<ImageTarget> = entries
+        .iter()
+        .filter(|e| !holds_cuda_fatbins(e))
+        .map(ImageTarget::of_offload_entry)
+        .collect();
+    let plain_kept = rules
         .keeps_offload_images(&targets)
         .into_iter()
         .filter(|keep| *keep)
         .count();
-    let drop = kept == 0 && !entries.is_empty();
+    let mut images: Vec<Option<Vec<u8>>> = Vec::with_capacity(entries.len());
+    let (mut before, mut after) = (targets.len(), targets.len());
+    for entry in entries {
+        if !holds_cuda_fatbins(entry) {
+            images.push(None);
+            continue;
+        }
+        let (new, kept) = rewrite_fatbins(entry.image, rules)?;
+        before += kept.0;
+        after += kept.1;
+        images.push(new);
+    }
+    let fatbins_kept = after - targets.len();
+    let drop = plain_kept == 0 && fatbins_kept == 0 && !entries.is_empty();
+    let new = if drop {
+        Some(Vec::new())
+    } else if images.iter().any(Option::is_some) {
+        Some(rewritten_offload_binary(&binary, &images)?)
+    } else {
+        None
+    };
     Ok(Rewrite {
         size: binary.size(),
-        new: drop.then(|| NewBytes::Made(Vec::new())),
-        images_before: entries.len(),
-        images_after: if drop { 0 } else { entries.len() },
-        done: "dropped",
+        new: new.map(NewBytes::Made),
+        images_before: before,
+        images_after: if drop { 0 } else { after },
+        done: if drop { "dropped" } else { "stripped" },
         already_compressed: 0,
         fresh_stream: false,
     })
+}
+
+/// Whether the image of `entry` holds CUDA fat binaries (its bytes start with one).
+pub fn holds_cuda_fatbins(entry: &OffloadEntry<'_>) -> bool {
+    Container::at_start(entry.image) == Some(Container::CudaFatbin)
+}
+
+/// The CUDA fat binaries one after another in `image` (an offload binary's), rewritten by
+/// `rules`: the new image (`None` when it stays), and the entries before and after.
+fn rewrite_fatbins(image: &[u8], rules: &Rules<'_>) -> Result<(Option<Vec<u8>>, (usize, usize))> {
+    let mut out = Vec::with_capacity(image.len());
+    let (mut before, mut after, mut changed) = (0, 0, false);
+    let mut end = 0usize;
+    for found in cuda_fatbin::split(image) {
+        let (at, fatbin) = found?;
+        let rewrite = rewrite_cuda_fatbin(fatbin, rules).map_err(|e| e.rebased(at as u64))?;
+        before += rewrite.images_before;
+        after += rewrite.images_after;
+        out.resize(out.len().next_multiple_of(8), 0);
+        match rewrite.new {
+            Some(NewBytes::Made(bytes)) => {
+                changed = true;
+                out.extend_from_slice(&bytes);
+            }
+            _ => out.extend_from_slice(fatbin),
+        }
+        end = at + fatbin.len();
+    }
+    // What follows the last fat binary (padding) stays.
+    out.extend_from_slice(image.get(end..).unwrap_or_default());
+    Ok((changed.then_some(out), (before, after)))
+}
+
+/// `binary` written again as LLVM lays it out, with its images replaced where `images` gives
+/// new bytes, its metadata as it was.
+fn rewritten_offload_binary(
+    binary: &offload_binary::OffloadBinary<'_>,
+    images: &[Option<Vec<u8>>],
+) -> Result<Vec<u8>> {
+    let written: Vec<offload_binary::OffloadingImage<'_>> = binary
+        .entries()
+        .iter()
+        .zip(images)
+        .map(|(entry, new)| offload_binary::OffloadingImage {
+            image_kind: entry.image_kind,
+            offload_kind: entry.offload_kind,
+            flags: entry.flags,
+            strings: &entry.strings,
+            image: new.as_deref().unwrap_or(entry.image),
+        })
+        .collect();
+    offload_binary::write(binary.version(), &written)
 }
 
 /// The position of the first magic, in `data`, of a container a scan finds by its magic.

@@ -97,12 +97,13 @@ pub enum ErrorKind {
         /// The section.
         section: String,
     },
-    /// A program holds device code of two runtimes, which are rewritten one at a time.
-    #[error("the program holds both {first} and {second}: only one of them can be rewritten")]
+    /// A program holds device code of two runtimes whose containers both outgrow their
+    /// sections: only one section can move to a new place.
+    #[error("the containers of both {first} and {second} outgrow their sections: only one of them can move")]
     SeveralDeviceSections {
-        /// The first section.
+        /// The section that moves.
         first: String,
-        /// The second.
+        /// The other.
         second: String,
     },
     /// A pointer into the section of containers points at no container's start.

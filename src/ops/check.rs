@@ -76,7 +76,8 @@ pub struct DeviceLoad {
     pub device: usize,
     /// `native`, `generic`, `spirv` (compiled for the device when loaded) or `nothing`; for
     /// a CUDA fat binary, `native`, `forward` (a cubin for an earlier SM of its major version),
-    /// `ptx` (compiled when loaded), `nothing`, or `other` (a device of another runtime).
+    /// `ptx` (compiled when loaded) or `nothing`; `other` for a device of another runtime (a
+    /// CUDA device in a bundle, an AMD device in a CUDA fat binary).
     pub loads: &'static str,
     /// The entry ID of the entry it loads (a CUDA entry's SM: `sm_80`, `compute_90`).
     pub entry: Option<String>,
@@ -104,7 +105,8 @@ pub struct BundleReport {
     pub targets: Vec<String>,
     /// What each device loads, in device order.
     pub loads: Vec<DeviceLoad>,
-    /// The first device without code, if any: the runtime stops there.
+    /// The first device without code, if any: the runtime stops there (for a bundle, the
+    /// first AMD device without code; CUDA devices are not the HIP runtime's).
     pub first_without_code: Option<usize>,
 }
 
@@ -524,18 +526,32 @@ fn is_hip(producer: &Producer) -> bool {
     }
 }
 
-/// What each device loads from one bundle, numbered `index`.
+/// What each device loads from one bundle, numbered `index`: an AMD device by the HIP
+/// runtime's choice among the AMD devices alone (the runtime sees no other), a CUDA device
+/// nothing of it (`other`).
 fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -> BundleReport {
     let bundle = runtime::Bundle::from_entries(
         entries.iter().map(|e| (e.id.as_str(), e.size)),
         entries[0].compressed,
     );
-    let loads = runtime::loads(devices, &bundle);
-    let first_without_code = loads.iter().position(|l| matches!(l, Load::Nothing(_)));
-    let loads = loads
+    let names: Vec<&str> = devices.iter().map(TargetIdBuf::as_str).collect();
+    let hip = hip_devices(&names);
+    let targets: Vec<TargetIdBuf> = hip.iter().map(|&d| devices[d].clone()).collect();
+    let hip_loads = runtime::loads(&targets, &bundle);
+    let first_without_code = hip_loads
         .iter()
-        .enumerate()
-        .map(|(device, load)| DeviceLoad {
+        .position(|l| matches!(l, Load::Nothing(_)))
+        .map(|k| hip[k]);
+    let mut loads: Vec<DeviceLoad> = (0..devices.len())
+        .map(|device| DeviceLoad {
+            device,
+            loads: "other",
+            entry: None,
+            runtime: "loads",
+        })
+        .collect();
+    for (&device, load) in hip.iter().zip(&hip_loads) {
+        loads[device] = DeviceLoad {
             device,
             loads: match load {
                 Load::Entry(_, via) => via.name(),
@@ -550,8 +566,8 @@ fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -
             } else {
                 "loads"
             },
-        })
-        .collect();
+        };
+    }
     let mut targets: Vec<String> = Vec::new();
     for entry in entries.iter().filter(|e| e.size > 0 && e.hip) {
         if !entry.target_id.is_empty() && !targets.contains(&entry.target_id) {
@@ -568,6 +584,13 @@ fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -
         loads,
         first_without_code,
     }
+}
+
+/// The indexes of the devices the HIP runtime sees (AMD devices, not CUDA ones), in order.
+fn hip_devices(devices: &[&str]) -> Vec<usize> {
+    (0..devices.len())
+        .filter(|&d| !cuda::is_cuda_target(devices[d]))
+        .collect()
 }
 
 /// Per device, how `bundles` and the code objects of `kpack` load.
@@ -782,6 +805,31 @@ fn module_consequence(report: &Report, path: &str, module: &BundleReport) -> Str
     )
 }
 
+/// The devices the HIP runtime fails for when `first` is the first without code: it and
+/// those after it, among the devices it sees (AMD devices; with CUDA devices named too,
+/// the words say so).
+fn hip_failing(report: &Report, first: usize) -> String {
+    let ids: Vec<&str> = report
+        .devices
+        .iter()
+        .map(|d| d.target_id.as_str())
+        .collect();
+    let hip = hip_devices(&ids);
+    let noun = if hip.len() == ids.len() {
+        "device"
+    } else {
+        "AMD device"
+    };
+    let name = ids.get(first).copied().unwrap_or_default();
+    if hip.first() == Some(&first) {
+        format!("every {noun}: it is the first {noun}")
+    } else if hip.last() == Some(&first) {
+        format!("{name} only; the {noun}s before it load the code")
+    } else {
+        format!("{name} and every {noun} after it; the {noun}s before it load the code")
+    }
+}
+
 /// What the runtime does with the bundles that leave a device without code, per file,
 /// grouped by the first device without code.
 fn consequences(report: &Report) -> String {
@@ -826,16 +874,7 @@ fn consequences(report: &Report) -> String {
             }
         }
         for (first, numbers) in groups {
-            let which = if first == 0 {
-                "every device: it is the first device".to_string()
-            } else if first + 1 == report.devices.len() {
-                format!("{} only; the devices before it load the code", name(first))
-            } else {
-                format!(
-                    "{} and every device after it; the devices before it load the code",
-                    name(first)
-                )
-            };
+            let which = hip_failing(report, first);
             out.push_str(&format!(
                 "  {} {}: the runtime logs \"No compatible code objects found for: {}\" and \
                  the load fails with hipErrorInvalidImage for {which}.\n",

@@ -10,8 +10,8 @@ use tracing::{debug, info};
 use crate::error::{Error, Result};
 use crate::format::ccob::{CompressOptions, CompressedBundle, Decoding};
 use crate::format::container::{
-    is_device_entry, write_inflated, BundleStorage, Container, InflateFailed, NewBytes, Rewrite,
-    Rules,
+    holds_cuda_fatbins, is_device_entry, write_inflated, BundleStorage, Container, InflateFailed,
+    NewBytes, Rewrite, Rules,
 };
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
@@ -204,7 +204,8 @@ impl RewriteConfig {
 }
 
 /// The images of the offload binaries at the start of `data`, one after another (with zero
-/// padding between): a device chooses among them as one translation unit.
+/// padding between): a device chooses among them as one translation unit. Images that hold
+/// CUDA fat binaries are not among them: each fat binary is a unit of its own.
 fn offload_unit(data: &[u8]) -> Vec<ImageTarget> {
     offload_binary::split(data)
         .map_while(|(_, binary)| binary.ok())
@@ -212,6 +213,7 @@ fn offload_unit(data: &[u8]) -> Vec<ImageTarget> {
             binary
                 .entries()
                 .iter()
+                .filter(|e| !holds_cuda_fatbins(e))
                 .map(ImageTarget::of_offload_entry)
                 .collect::<Vec<_>>()
         })
@@ -719,7 +721,7 @@ fn program_fail<'p>(
     path: &'p Path,
     file: &[u8],
 ) -> impl Fn(crate::format::Error) -> Error + Sync + 'p {
-    let section = program::device_section_name(file);
+    let section = program::device_section_name(file, 0);
     move |e| Error::Container {
         path: path.to_path_buf(),
         context: Some(format!("section '{section}'")),
@@ -820,7 +822,10 @@ fn rewrite_program<'a>(
         // Damage in a container is said as a listing says it: in its section.
         ErrorKind::Contents(_) => Error::Container {
             path: path.to_path_buf(),
-            context: Some(format!("section '{}'", program::device_section_name(data))),
+            context: Some(format!(
+                "section '{}'",
+                program::device_section_name(data, e.offset)
+            )),
             source: e,
         },
         _ => Error::container(path, e),

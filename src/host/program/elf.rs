@@ -22,9 +22,10 @@ use object::LittleEndian as LE;
 use crate::format::container::{ProgramSection, PROGRAM_SECTIONS};
 use crate::host::error::{Error, ErrorKind, Name, Result};
 use crate::host::program::plan::{
-    self, Cut, NewProgram, Packing, Patch, Pointer, Rewriting, Section,
+    self, Cut, NewProgram, Packing, Patch, Placed, Pointer, Rewriting, Section,
 };
 use crate::host::program::{records, Wrapper};
+use crate::io::spill::Spilled;
 
 /// The section of HIP device code.
 pub(super) const HIP_FATBIN: &str = ".hip_fatbin";
@@ -47,64 +48,163 @@ pub(super) struct Program<'a> {
     pub(super) place: ProgramSection,
 }
 
-/// Rewrites the `.hip_fatbin` of the ELF program or library `file`; see
-/// [`rewrite_hip_fatbin`](crate::host::program::rewrite_hip_fatbin).
+/// Rewrites the sections of device code (`.hip_fatbin`, `.nv_fatbin`, or both) of the ELF
+/// program or library `file`; see
+/// [`rewrite_hip_fatbin`](crate::host::program::rewrite_hip_fatbin). When both change, the
+/// one that grew, else the one that frees more bytes, is laid out as alone (the file cut
+/// after it, or its containers moved to a new segment); the other is packed in its own place,
+/// which keeps its size, and only its pointers change.
 pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProgram<'a>>> {
     let mut program = Program::read(file)?;
-    let present: Vec<ProgramSection> = PROGRAM_SECTIONS
-        .into_iter()
-        .filter(|p| program.section_named(p.section).is_some())
-        .collect();
-    let place = match present[..] {
-        [] => return Ok(None),
-        [one] => one,
-        [first, second, ..] => {
+    let mut changed = Vec::new();
+    for place in PROGRAM_SECTIONS {
+        let Some(index) = program.section_named(place.section) else {
+            continue;
+        };
+        program.place = place;
+        let section = program.section(index)?;
+        if let Some(packing) = plan::pack(&section, how, plan::Inflating::Later)? {
+            changed.push(Changed {
+                place,
+                index,
+                section,
+                packing,
+            });
+        }
+    }
+    let Some(main) = main_of(&mut changed) else {
+        return Ok(None);
+    };
+    let beside = match changed.pop() {
+        Some(other) => Some(program.in_place(other, &main)?),
+        None => None,
+    };
+    program.place = main.place;
+    program.rewrite_main(main, beside).map(Some)
+}
+
+/// A section of containers that changes: where it is, and its containers packed.
+struct Changed<'a> {
+    place: ProgramSection,
+    index: usize,
+    section: Section<'a>,
+    packing: Packing,
+}
+
+impl Changed<'_> {
+    /// Whether its packed containers stay within the section, with none left to inflate.
+    fn stays(&self) -> bool {
+        self.packing.fits(&self.section) && self.packing.holes.is_empty()
+    }
+
+    /// The bytes its packing frees.
+    fn freed(&self) -> u64 {
+        (self.section.data.len() as u64).saturating_sub(self.packing.packed.len())
+    }
+}
+
+/// Takes out of `changed` the section laid out as alone: the one whose containers do not stay
+/// in place, else the one that frees the most bytes.
+fn main_of<'a>(changed: &mut Vec<Changed<'a>>) -> Option<Changed<'a>> {
+    let k = changed
+        .iter()
+        .position(|c| !c.stays())
+        .or_else(|| (0..changed.len()).max_by_key(|&k| changed[k].freed()))?;
+    Some(changed.remove(k))
+}
+
+/// A section packed in its own place, beside the one laid out: its containers and what its
+/// pointers become.
+struct InPlace {
+    /// Its file offset and size in the old file.
+    offset: u64,
+    size: u64,
+    packed: Spilled,
+    /// Its pointers, their new values, at their old file offsets.
+    pointers: Vec<Pointer>,
+}
+
+impl<'a> Program<'a> {
+    /// `other` packed in its own place beside `main`: its pointers retargeted. Its containers
+    /// must stay within it (only one section may grow, and only `.hip_fatbin` does).
+    fn in_place(&mut self, other: Changed<'a>, main: &Changed<'_>) -> Result<InPlace> {
+        if !other.stays() {
             return Err(Error::new(
                 0,
                 ErrorKind::SeveralDeviceSections {
-                    first: first.section.into(),
-                    second: second.section.into(),
+                    first: main.place.section.into(),
+                    second: other.place.section.into(),
                 },
-            ))
+            ));
         }
-    };
-    program.place = place;
-    let Some(fatbin) = program.section_named(place.section) else {
-        return Ok(None);
-    };
-    let section = program.section(fatbin)?;
-    let Some(packing) = plan::pack(&section, how, plan::Inflating::Later)? else {
-        return Ok(None);
-    };
-    let pointers = program.pointers_into(&section, fatbin)?;
-    if !packing.fits(&section) {
-        return program
-            .rewrite_grown(&section, fatbin, packing, &pointers)
-            .map(Some);
+        self.place = other.place;
+        let (section, packing) = (&other.section, &other.packing);
+        let pointers = self.pointers_into(section, other.index)?;
+        let mut pointers = packing.retarget(section, &pointers, section.address)?;
+        let symbols = self.symbols_in(other.index);
+        pointers.extend(packing.retarget_known(&symbols, section.address));
+        Ok(InPlace {
+            offset: section.offset,
+            size: section.data.len() as u64,
+            packed: other.packing.packed,
+            pointers,
+        })
     }
-    let mut pointers = packing.retarget(&section, &pointers, section.address)?;
-    pointers.extend(packing.retarget_known(&program.symbols_in(fatbin), section.address));
-    let packed = packing.packed.len() as usize;
-    let layout = Layout::new(&program, &section, packed, Placement::InSection)?;
-    let (cut, patches) = if layout.cut.len == 0 {
-        // Too little room to move anything: the packed bundles stay in the section's place,
-        // zeros after them, and only the pointers change.
-        let patches: Vec<Patch> = pointers.iter().map(|p| pointer_patch(p, p.at)).collect();
-        let nothing = Cut {
-            end: section.end(),
-            len: 0,
+
+    /// Lays out the program for the section `main` (see [`rewrite`]), with `beside` packed in
+    /// its own place.
+    fn rewrite_main(&self, main: Changed<'a>, beside: Option<InPlace>) -> Result<NewProgram<'a>> {
+        let (section, fatbin, packing) = (main.section, main.index, main.packing);
+        let pointers = self.pointers_into(&section, fatbin)?;
+        if !packing.fits(&section) {
+            return self.rewrite_grown(&section, fatbin, packing, &pointers, beside);
+        }
+        let extra = beside.as_ref().map_or(&[][..], |b| &b.pointers[..]);
+        let mut pointers = packing.retarget(&section, &pointers, section.address)?;
+        pointers.extend(packing.retarget_known(&self.symbols_in(fatbin), section.address));
+        pointers.extend_from_slice(extra);
+        let packed = packing.packed.len() as usize;
+        let layout = Layout::new(self, &section, packed, Placement::InSection)?;
+        let (cut, patches) = if layout.cut.len == 0 {
+            // Too little room to move anything: the packed bundles stay in the section's
+            // place, zeros after them, and only the pointers change.
+            let patches: Vec<Patch> = pointers.iter().map(|p| pointer_patch(p, p.at)).collect();
+            let nothing = Cut {
+                end: section.end(),
+                len: 0,
+            };
+            (nothing, patches)
+        } else {
+            let patches = self.patches(&layout, fatbin, packed as u64, &pointers);
+            (layout.cut, patches)
         };
-        (nothing, patches)
-    } else {
-        let patches = program.patches(&layout, fatbin, packed as u64, &pointers);
-        (layout.cut, patches)
-    };
-    Ok(Some(NewProgram {
-        rest: plan::with_cut(file, &section, cut, patches)?,
-        packed: packing.packed,
-        holes: packing.holes,
-        packed_at: section.offset,
-    }))
+        let new = NewProgram {
+            rest: plan::with_cut(self.file, &section, cut, patches)?,
+            packed: packing.packed,
+            holes: packing.holes,
+            packed_at: section.offset,
+            also: Vec::new(),
+        };
+        place_beside(new, cut, beside)
+    }
+}
+
+/// `new` (the file cut by `cut`) with the section packed in its own place, `beside`, written
+/// where the section now lies: what the file held there is left out.
+fn place_beside<'a>(
+    mut new: NewProgram<'a>,
+    cut: Cut,
+    beside: Option<InPlace>,
+) -> Result<NewProgram<'a>> {
+    if let Some(beside) = beside {
+        let at = cut.moved(beside.offset);
+        plan::leave_out(&mut new.rest, at, at + beside.size)?;
+        new.also.push(Placed {
+            at,
+            packed: beside.packed,
+        });
+    }
+    Ok(new)
 }
 
 /// Where the packed bundles go.
@@ -133,7 +233,7 @@ impl<'a> Program<'a> {
     /// Rewrites the program when the packed bundles outgrew `section` (at index `fatbin`):
     /// they go to a new read-only loaded segment at the end of the file (the addresses after
     /// the section are fixed, so it cannot grow in place), every pointer moves to them, and
-    /// the section header follows them. The old range is emptied and the whole pages of it
+    /// the section header follows them; `beside` is packed in its own place. The old range is emptied and the whole pages of it
     /// are cut out of the file as a strip that drops every bundle would cut them; the program
     /// header table, one entry longer, goes to its start.
     fn rewrite_grown(
@@ -142,22 +242,28 @@ impl<'a> Program<'a> {
         fatbin: usize,
         packing: Packing,
         pointers: &[Pointer],
+        beside: Option<InPlace>,
     ) -> Result<NewProgram<'a>> {
         let mut layout = Layout::new(self, section, 0, Placement::NewSegment)?;
         let file_size = self.file.len() as u64 - layout.cut.len;
         let appended = self.appended(file_size, packing.packed.len())?;
         let mut pointers = packing.retarget(section, pointers, appended.address)?;
         pointers.extend(packing.retarget_known(&self.symbols_in(fatbin), appended.address));
+        if let Some(beside) = &beside {
+            pointers.extend_from_slice(&beside.pointers);
+        }
         layout.appended = Some(appended);
         let patches = self.patches(&layout, fatbin, appended.size, &pointers);
         let mut rest = plan::with_cut(self.file, section, layout.cut, patches)?;
         rest.size = appended.offset + appended.size;
-        Ok(NewProgram {
+        let new = NewProgram {
             rest,
             packed: packing.packed,
             holes: packing.holes,
             packed_at: appended.offset,
-        })
+            also: Vec::new(),
+        };
+        place_beside(new, layout.cut, beside)
     }
 
     /// The segment of `size` bytes appended to a file of `file_size` bytes: on the next page

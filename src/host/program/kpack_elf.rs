@@ -247,6 +247,7 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
         packed: Spilled::Bytes(reference.to_vec()),
         packed_at: appended.offset,
         holes: Vec::new(),
+        also: Vec::new(),
     })
 }
 
@@ -442,6 +443,7 @@ pub fn merge<'a>(
         packed: bundles,
         packed_at: offset,
         holes: Vec::new(),
+        also: Vec::new(),
     })
 }
 

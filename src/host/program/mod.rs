@@ -77,20 +77,30 @@ pub fn rewrite_hip_fatbin<'a>(
 }
 
 /// The name of the section of device code in `file`, as the rewriting names it in messages:
-/// `.hip_fat` in a PE image; in an ELF file the first of `.hip_fatbin` and `.nv_fatbin` it
-/// has (`.hip_fatbin` when it has neither).
-pub fn device_section_name(file: &[u8]) -> &'static str {
-    use object::read::Object;
+/// `.hip_fat` in a PE image; in an ELF file, of `.hip_fatbin` and `.nv_fatbin`, the one whose
+/// bytes hold the file offset `offset`, else the first it has (`.hip_fatbin` when it has
+/// neither).
+pub fn device_section_name(file: &[u8], offset: u64) -> &'static str {
+    use object::read::{Object, ObjectSection};
     if is_pe(file) {
         return ".hip_fat";
     }
-    let present =
-        |name: &str| object::File::parse(file).is_ok_and(|f| f.section_by_name(name).is_some());
-    crate::format::container::PROGRAM_SECTIONS
+    let Ok(parsed) = object::File::parse(file) else {
+        return ".hip_fatbin";
+    };
+    let present: Vec<(&'static str, Option<(u64, u64)>)> =
+        crate::format::container::PROGRAM_SECTIONS
+            .iter()
+            .filter_map(|p| Some((p.section, parsed.section_by_name(p.section)?.file_range())))
+            .collect();
+    let holds = |range: Option<(u64, u64)>| {
+        range.is_some_and(|(start, size)| offset >= start && offset - start < size)
+    };
+    present
         .iter()
-        .map(|p| p.section)
-        .find(|name| present(name))
-        .unwrap_or(".hip_fatbin")
+        .find(|(_, range)| holds(*range))
+        .or(present.first())
+        .map_or(".hip_fatbin", |(name, _)| name)
 }
 
 /// Whether `file` is read as a PE image: it starts with the DOS header's `MZ` (the PE reader

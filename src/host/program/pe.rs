@@ -493,6 +493,7 @@ impl<'a> Image<'a> {
             packed: packing.packed,
             holes: packing.holes,
             packed_at: section.offset,
+            also: Vec::new(),
         })
     }
 
@@ -570,6 +571,7 @@ impl<'a> Image<'a> {
             packed: packing.packed,
             holes: packing.holes,
             packed_at: offset,
+            also: Vec::new(),
         })
     }
 

@@ -356,6 +356,38 @@ pub fn with_cut<'a>(
     })
 }
 
+/// Leaves out of `rest` what it holds from `start` to `end` (where packed containers go):
+/// pieces borrowed from the input are cut short around the range; a patch inside it is an
+/// error.
+pub fn leave_out(rest: &mut Rewritten<'_>, start: u64, end: u64) -> Result<()> {
+    let mut pieces = Vec::with_capacity(rest.pieces.len() + 1);
+    for piece in rest.pieces.drain(..) {
+        let piece_end = piece.offset + piece.data.len() as u64;
+        if piece_end <= start || piece.offset >= end {
+            pieces.push(piece);
+            continue;
+        }
+        let Cow::Borrowed(bytes) = piece.data else {
+            return Err(Error::new(piece.offset, ErrorKind::OverlappingPieces));
+        };
+        let local = |at: u64| (at - piece.offset) as usize;
+        if piece.offset < start {
+            pieces.push(Piece {
+                offset: piece.offset,
+                data: Cow::Borrowed(&bytes[..local(start)]),
+            });
+        }
+        if piece_end > end {
+            pieces.push(Piece {
+                offset: end,
+                data: Cow::Borrowed(&bytes[local(end)..]),
+            });
+        }
+    }
+    rest.pieces = pieces;
+    Ok(())
+}
+
 /// Pushes the stretches of `bytes` (which go at `base` in the new file) that no owned patch
 /// covers, as pieces borrowed from the input.
 fn borrow_between<'a>(pieces: &mut Vec<Piece<'a>>, base: usize, bytes: &'a [u8], owned: &[Patch]) {
@@ -395,6 +427,19 @@ pub struct NewProgram<'a> {
     /// decompressed, inflated as the file is written (each knows its bundle's offset in the
     /// file rewritten).
     pub holes: Vec<Hole<u64>>,
+    /// The packed containers of another section, rewritten in its place (a program with both
+    /// `.hip_fatbin` and `.nv_fatbin`); empty for the others.
+    pub also: Vec<Placed>,
+}
+
+/// Packed containers written over their own section, which keeps its place and size (zeros
+/// after them).
+#[derive(Debug)]
+pub struct Placed {
+    /// Their offset in the new file.
+    pub at: u64,
+    /// The packed containers.
+    pub packed: Spilled,
 }
 
 impl<'a> NewProgram<'a> {
@@ -403,32 +448,50 @@ impl<'a> NewProgram<'a> {
         self.rest.size
     }
 
-    /// The new file around the packed containers: what comes before them, and what comes
-    /// after (its offsets counted from their end).
-    pub fn around(&self) -> Result<(Rewritten<'a>, Rewritten<'a>)> {
-        let (at, end) = (self.packed_at, self.packed_at + self.packed.len());
-        let mut before = Rewritten {
+    /// The packed containers of the new file, in file order: each with its offset and the
+    /// holes left in it.
+    fn placed(&self) -> Vec<(u64, &Spilled, &[Hole<u64>])> {
+        let mut placed = vec![(self.packed_at, &self.packed, &self.holes[..])];
+        placed.extend(self.also.iter().map(|p| (p.at, &p.packed, &[][..])));
+        placed.sort_by_key(|(at, _, _)| *at);
+        placed
+    }
+
+    /// The new file around the packed containers: what comes before the first, between them,
+    /// and after the last (each stretch's offsets counted from its start).
+    pub fn around(&self) -> Result<Vec<Rewritten<'a>>> {
+        let placed = self.placed();
+        let mut stretches = Vec::with_capacity(placed.len() + 1);
+        let mut start = 0u64;
+        for (at, packed, _) in &placed {
+            stretches.push(self.stretch(start, *at)?);
+            start = at + packed.len();
+        }
+        stretches.push(self.stretch(start, self.rest.size.max(start))?);
+        Ok(stretches)
+    }
+
+    /// The pieces of the new file from `start` to `end`, their offsets counted from `start`;
+    /// a piece that crosses either end overlaps packed containers.
+    fn stretch(&self, start: u64, end: u64) -> Result<Rewritten<'a>> {
+        let mut stretch = Rewritten {
             pieces: Vec::new(),
-            size: at,
-        };
-        let mut after = Rewritten {
-            pieces: Vec::new(),
-            size: self.rest.size.saturating_sub(end),
+            size: end.saturating_sub(start),
         };
         for piece in &self.rest.pieces {
             let piece_end = piece.offset + piece.data.len() as u64;
-            if piece_end <= at {
-                before.pieces.push(piece.clone());
-            } else if piece.offset >= end {
-                after.pieces.push(Piece {
-                    offset: piece.offset - end,
-                    data: piece.data.clone(),
-                });
-            } else if !piece.data.is_empty() {
+            if piece.data.is_empty() || piece_end <= start || piece.offset >= end {
+                continue;
+            }
+            if piece.offset < start || piece_end > end {
                 return Err(Error::new(piece.offset, ErrorKind::OverlappingPieces));
             }
+            stretch.pieces.push(Piece {
+                offset: piece.offset - start,
+                data: piece.data.clone(),
+            });
         }
-        Ok((before, after))
+        Ok(stretch)
     }
 
     /// Writes the new file, which leaves no hole, to `out`: the stretches of `input` (the file
@@ -462,21 +525,31 @@ impl<'a> NewProgram<'a> {
         input: &crate::io::Input,
         fill: &WriteHole<'_, u64, crate::error::Error>,
     ) -> crate::error::Result<()> {
-        let (before, after) = self
+        let stretches = self
             .around()
             .map_err(|e| crate::error::Error::container(path, e))?;
-        before.write_to(out, &[input])?;
-        out.write_spilled(&self.packed, &self.holes, fill)?;
-        after.write_to(out, &[input])
+        for (stretch, (_, packed, holes)) in stretches.iter().zip(self.placed()) {
+            stretch.write_to(out, &[input])?;
+            out.write_spilled(packed, holes, fill)?;
+        }
+        match stretches.last() {
+            Some(last) => last.write_to(out, &[input]),
+            None => Ok(()),
+        }
     }
 
     /// The whole new file in memory, with zeros in the holes left for the bundles inflated as
     /// the file is written (see [`NewProgram::holes_in_file`]).
     pub fn to_vec(&mut self) -> Result<Vec<u8>> {
-        let (before, after) = self.around()?;
-        let mut bytes = before.to_vec();
-        bytes.extend_from_slice(self.packed.bytes());
-        bytes.extend_from_slice(&after.to_vec());
+        let stretches = self.around()?;
+        let mut bytes = Vec::new();
+        for (stretch, (_, packed, _)) in stretches.iter().zip(self.placed()) {
+            bytes.extend_from_slice(&stretch.to_vec());
+            bytes.extend_from_slice(packed.bytes());
+        }
+        if let Some(last) = stretches.last() {
+            bytes.extend_from_slice(&last.to_vec());
+        }
         Ok(bytes)
     }
 
@@ -591,6 +664,41 @@ mod tests {
     }
 
     #[test]
+    fn a_range_left_out_cuts_borrowed_pieces_short() {
+        let file: Vec<u8> = (0..32).collect();
+        let mut rest = Rewritten {
+            pieces: vec![
+                Piece {
+                    offset: 0,
+                    data: Cow::Borrowed(&file[..24]),
+                },
+                Piece {
+                    offset: 24,
+                    data: Cow::Owned(vec![0xaa; 4]),
+                },
+            ],
+            size: 32,
+        };
+        leave_out(&mut rest, 8, 16).unwrap();
+        let kept: Vec<(u64, Vec<u8>)> = rest
+            .pieces
+            .iter()
+            .map(|p| (p.offset, p.data.to_vec()))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (0, file[..8].to_vec()),
+                (16, file[16..24].to_vec()),
+                (24, vec![0xaa; 4])
+            ]
+        );
+        // A patch is never left out: the packed containers would overwrite it.
+        let error = leave_out(&mut rest, 20, 26).unwrap_err();
+        assert_eq!(error.offset, 24);
+    }
+
+    #[test]
     fn a_cut_keeps_offsets_congruent() {
         let cut = Cut::between(0x1234, 0x5000, 0x1000);
         assert_eq!(cut.len, 0x3000);
@@ -619,6 +727,7 @@ mod tests {
             packed: Spilled::Bytes(vec![1, 2]),
             packed_at: 16,
             holes: Vec::new(),
+            also: Vec::new(),
         };
         let bytes = program.to_vec().unwrap();
         assert_eq!(bytes.len(), 56);
