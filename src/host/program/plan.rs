@@ -358,7 +358,12 @@ pub fn with_cut<'a>(
 
 /// Pushes the stretches of `bytes` (which go at `base` in the new file) that no owned patch
 /// covers, as pieces borrowed from the input.
-fn borrow_between<'a>(pieces: &mut Vec<Piece<'a>>, base: usize, bytes: &'a [u8], owned: &[Patch]) {
+pub(crate) fn borrow_between<'a>(
+    pieces: &mut Vec<Piece<'a>>,
+    base: usize,
+    bytes: &'a [u8],
+    owned: &[Patch],
+) {
     let mut at = base;
     let end = base + bytes.len();
     for p in owned {
