@@ -85,8 +85,9 @@ fn field(at: u64, value: u64, width: usize, moved: &dyn Fn(u64) -> u64) -> Patch
     }
 }
 
-/// Each wrapper of `sites` made `magic`, pointing at `pointer(k)` and with `reserved1`
-/// `index(k)`, in a file moved by `moved`; a wrapper whose magic is not `from` is refused.
+/// Each wrapper of `sites` (with its position) made `to` from `from`, its pointer and
+/// `reserved1` what `pointer_and_index` gives for its position, in a file moved by `moved`; a
+/// wrapper whose magic is not `from` is refused.
 fn wrapper_patches(
     sites: &[(usize, &WrapperSite)],
     from: u32,
@@ -185,7 +186,11 @@ fn page_cut(image: &Image<'_>, fatbin: usize) -> Cut {
     let offset = u64::from(s.pointer_to_raw_data.get(LE));
     let raw_end = offset + u64::from(s.size_of_raw_data.get(LE));
     if end <= start || offset == 0 {
-        return Cut { end: 0, len: 0 };
+        // Nothing goes: the cut is empty, where the raw data starts.
+        return Cut {
+            end: offset,
+            len: 0,
+        };
     }
     let align = u64::from(image.nt.optional_header.file_alignment.get(LE));
     let cut_end = (offset + (end - rva)).min(raw_end);
