@@ -7,7 +7,9 @@
 use std::fs;
 use std::path::Path;
 
+use offload::host::program::kpack_pe;
 use offload::host::program::pe::checksum;
+use offload::io::spill::Spilled;
 
 use crate::rewrite_pe::{build, check_with_llvm, checksum_at, registered, Entries};
 use crate::util;
@@ -501,6 +503,11 @@ fn damaged_pe_images_are_refused_naming_the_offset_and_writing_nothing() {
     damaged("short.exe", &|b| b.truncate(fat.raw_at as usize + 0x100));
     let (code, _, err) = offload_in(d, &["kpack", "app-x86_64.exe", "-o", "split"]);
     assert_eq!((code, err.as_str()), (0, ""));
+    // A split image cut short: its archives are where its reference says.
+    let split = fs::read(d.join("split/app-x86_64.exe")).unwrap();
+    fs::create_dir_all(d.join("cut")).unwrap();
+    fs::write(d.join("cut/app-x86_64.exe"), &split[..split.len() - 0x100]).unwrap();
+    std::os::unix::fs::symlink("../split/.kpack", d.join("cut/.kpack")).unwrap();
     let cases = [
         (
             &["kpack", "outside.exe", "-o", "o1"][..],
@@ -542,6 +549,16 @@ fn damaged_pe_images_are_refused_naming_the_offset_and_writing_nothing() {
             &["kpack", "--merge", "app-x86_64.exe", "-o", "o6"][..],
             "'app-x86_64.exe': not split: no kpack reference".to_string(),
         ),
+        (
+            &["kpack", "--merge", "cut/app-x86_64.exe", "-o", "o7"][..],
+            format!(
+                "'cut/app-x86_64.exe': .kpackrf at {:#x}: its {:#x} bytes do not lie in the \
+                 file, which ends at {:#x} (Invalid PE section offset or size)",
+                header(&split, ".kpackrf").raw_at,
+                header(&split, ".kpackrf").virtual_size,
+                split.len() - 0x100
+            ),
+        ),
     ];
     for (k, (args, message)) in cases.iter().enumerate() {
         let (code, out, err) = offload_in(d, args);
@@ -549,4 +566,54 @@ fn damaged_pe_images_are_refused_naming_the_offset_and_writing_nothing() {
         assert_eq!(err.trim_end(), format!("offload kpack: error: {message}"));
         assert!(!d.join(format!("o{}", k + 1)).exists(), "{args:?}");
     }
+}
+
+#[test]
+fn any_damage_to_the_headers_is_an_error_or_an_image_never_a_panic() {
+    let Some((clang, lld_link)) = compilers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let [exe, _] = build(&clang, &lld_link, d, "x86_64");
+    let (code, _, err) = offload_in(d, &["kpack", "app-x86_64.exe", "-o", "split"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let original = fs::read(&exe).unwrap();
+    let split = fs::read(d.join("split/app-x86_64.exe")).unwrap();
+    let reference = reference(&split);
+    let bundles = vec![0u8; 0x5000];
+    let starts = [Some(0), Some(0x1000), Some(0x2000)];
+    // Every byte of the headers and the section table, and of the wrappers, changed; the
+    // files cut short at every 512-byte block.
+    let wrappers = header(&split, ".hipFatB").raw_at as usize;
+    let places: Vec<usize> = (0..0x400).chain(wrappers..wrappers + 0x48).collect();
+    let mut refused = [0usize; 2];
+    let mut check = |file: &[u8], split_too: bool| {
+        if split_too {
+            let _ = kpack_pe::hip_code(file);
+            refused[0] += usize::from(kpack_pe::split(file, &reference).is_err());
+        }
+        let merged = kpack_pe::merge(file, Spilled::Bytes(bundles.clone()), &starts);
+        refused[1] += usize::from(merged.is_err());
+    };
+    for &at in &places {
+        for flip in [0x01u8, 0x80, 0xff] {
+            for (file, split_too) in [(&original, true), (&split, false)] {
+                let mut damaged = file.clone();
+                damaged[at] ^= flip;
+                check(&damaged, split_too);
+            }
+        }
+    }
+    for end in (0..split.len()).step_by(512) {
+        check(&original[..end], true);
+        check(&split[..end], false);
+    }
+    // Most changes to the headers break something, and are refused (the counts are of
+    // 3,360 images).
+    assert!(refused[0] > 500, "{refused:?}");
+    assert!(refused[1] > 500, "{refused:?}");
+    // Undamaged, both work.
+    assert!(kpack_pe::split(&original, &reference).is_ok());
+    assert!(kpack_pe::merge(&split, Spilled::Bytes(bundles), &starts).is_ok());
 }

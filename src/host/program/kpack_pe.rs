@@ -316,6 +316,8 @@ pub fn merge<'a>(
         .section_named(&[PE_REF_SECTION.as_bytes()])
         .ok_or_else(|| refused(0, format!("no {PE_REF_SECTION} section: not split")))?;
     let data_end = image.reference_last(reference)?;
+    // Its raw data must lie in the file, before .kpackrf's.
+    image.section(fatbin)?;
     let sites = wrapper_sites(&image)?;
     let kept = image.section(reference)?;
     let places: Vec<u64> = starts
@@ -575,6 +577,13 @@ impl<'a> Image<'a> {
             .map(|s| Self::memory_of(s).end.next_multiple_of(align))
             .max()
             .unwrap_or(align);
+        if image_end > u64::from(u32::MAX) {
+            let what = format!("the image would pass 4 GiB in memory ({image_end:#x} bytes)");
+            return Err(Error::new(
+                self.nt_at as u64,
+                ErrorKind::InconsistentImage { what },
+            ));
+        }
         nt.optional_header.size_of_image.set(LE, image_end as u32);
         let old_end = self.table_at + self.sections.len() * SECTION_HEADER;
         let mut head = self.file[..old_end].to_vec();
