@@ -113,18 +113,5 @@ fn split_pe_images_are_listed_extracted_and_verified_from_their_archives() {
             )
         };
         assert_eq!(problems, [lacks("gfx1100", 0), lacks("gfx906", 1)]);
-
-        // Splitting PE images is not done here: refused, nothing written.
-        let (code, out, err) = offload_in(d, &["kpack", unsplit, "-o", "ours"]);
-        assert_eq!((code, out.as_str()), (1, ""));
-        assert_eq!(
-            err.trim_end(),
-            format!(
-                "offload kpack: error: '{unsplit}': a PE image with HIP device code: only ELF \
-                 programs and shared libraries are split; ls, extract and verify read PE images \
-                 split by AMD's splitter"
-            )
-        );
-        assert!(!d.join("ours").exists());
     }
 }

@@ -36,6 +36,7 @@ mod in_place;
 mod kpack;
 mod kpack_hostile;
 mod kpack_pe;
+mod kpack_pe_split;
 mod kpack_split;
 mod kpack_undo;
 mod kpack_use;

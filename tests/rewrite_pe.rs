@@ -16,12 +16,12 @@ use crate::util;
 use crate::util::{offload, root, samples_dir, succeed, text_output};
 
 /// The code objects of one bundle, by entry ID.
-type Entries = BTreeMap<String, Vec<u8>>;
+pub(crate) type Entries = BTreeMap<String, Vec<u8>>;
 
 /// What every wrapper of a PE image registers, in the order of the wrappers: the entries of
 /// its bundle (a compressed one inflated) and whether it was compressed. The pointer of a
 /// wrapper is an address: image base + RVA, found in the raw data of the section holding it.
-fn registered(file: &[u8]) -> Vec<(Entries, bool)> {
+pub(crate) fn registered(file: &[u8]) -> Vec<(Entries, bool)> {
     use object::read::pe::PeFile64;
     use object::{Object, ObjectSection};
     let image = PeFile64::parse(file).unwrap();
@@ -149,7 +149,7 @@ fn rewritten(file: &Path, out: &Path, args: &[&str]) -> Vec<u8> {
 
 /// LLVM's tools read `file` without a warning, and its checksum is the one computed here
 /// (`checksum_set`) or still unset.
-fn check_with_llvm(file: &Path, checksum_set: bool) {
+pub(crate) fn check_with_llvm(file: &Path, checksum_set: bool) {
     for (tool, args) in [
         (
             "llvm-readobj-22",
@@ -206,7 +206,7 @@ fn fat_end_and_reloc(file: &[u8]) -> (u32, u32) {
 }
 
 /// The offset of the optional header's `CheckSum` field.
-fn checksum_at(file: &[u8]) -> usize {
+pub(crate) fn checksum_at(file: &[u8]) -> usize {
     let nt = u32::from_le_bytes(file[0x3c..0x40].try_into().unwrap()) as usize;
     nt + 4 + 20 + 64
 }

@@ -71,10 +71,15 @@ pub fn split_binary<'a>(path: &Path, data: &'a [u8]) -> Result<Option<SplitBinar
     else {
         return Ok(None);
     };
-    let offset = section.file_range().map_or(0, |(at, _)| at);
-    let bytes = section
-        .data()
-        .map_err(|e| Error::msg(format!("'{}': {name}: {e}", path.display())))?;
+    let (offset, size) = section.file_range().unwrap_or_default();
+    let bytes = section.data().map_err(|e| {
+        Error::msg(format!(
+            "'{}': {name} at {offset:#x}: its {size:#x} bytes do not lie in the file, which \
+             ends at {:#x} ({e})",
+            path.display(),
+            data.len()
+        ))
+    })?;
     let reference = KpackRef::parse(bytes)
         .map_err(|e| Error::format_in(path, format!("{name} at {offset:#x}"), e))?;
     let mut indices = Vec::new();

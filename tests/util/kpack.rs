@@ -256,3 +256,20 @@ pub fn split_pe_with_python(
     );
     Some(())
 }
+
+/// What AMD's COFF code makes of the PE image at `path` (through
+/// tests/support/kpack_ref_pe.py): its `.kpackrf` reference as read by its reader (`null`
+/// when there is none), and the errors and warnings of its structural checks, which run
+/// `llvm_objdump` too. `None` after a skip message when a tool is missing.
+pub fn read_pe_with_python(path: &Path, llvm_objdump: &Path) -> Option<serde_json::Value> {
+    let oracle = oracle_dir()?;
+    let python = python()?;
+    let out = super::succeed(
+        Command::new(&python)
+            .arg(root().join("tests/support/kpack_ref_pe.py"))
+            .arg(oracle.join("python"))
+            .arg(path)
+            .arg(llvm_objdump),
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("the script prints JSON"))
+}

@@ -15,6 +15,7 @@
 
 pub mod elf;
 pub mod kpack_elf;
+pub mod kpack_pe;
 pub mod pe;
 pub mod plan;
 

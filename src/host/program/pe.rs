@@ -39,24 +39,24 @@ use crate::host::program::{records, Wrapper, HIP_WRAPPER_MAGIC};
 
 /// The section of HIP device code: lld-link keeps the first 8 bytes of a name in an image
 /// (`.hip_fat`); linkers that keep a string table keep it whole.
-const HIP_FATBIN: [&[u8]; 2] = [b".hip_fat", b".hip_fatbin"];
+pub(super) const HIP_FATBIN: [&[u8]; 2] = [b".hip_fat", b".hip_fatbin"];
 /// The section of the HIP wrappers, as lld-link names it and in full.
-const HIP_WRAPPERS: [&[u8]; 2] = [b".hipFatB", b".hipFatBinSegment"];
+pub(super) const HIP_WRAPPERS: [&[u8]; 2] = [b".hipFatB", b".hipFatBinSegment"];
 /// The name of the section left where the bundles were once they moved to a new section.
-const EMPTIED: [u8; 8] = *b".hip_gap";
+pub(super) const EMPTIED: [u8; 8] = *b".hip_gap";
 /// The size of a section header.
-const SECTION_HEADER: usize = size_of::<ImageSectionHeader>();
+pub(super) const SECTION_HEADER: usize = size_of::<ImageSectionHeader>();
 
 /// A linked PE32+ image as read: its headers, borrowed from the file.
-struct Image<'a> {
-    file: &'a [u8],
+pub(super) struct Image<'a> {
+    pub(super) file: &'a [u8],
     /// The offset of the NT headers.
-    nt_at: usize,
-    nt: &'a ImageNtHeaders64,
-    directories: &'a [ImageDataDirectory],
+    pub(super) nt_at: usize,
+    pub(super) nt: &'a ImageNtHeaders64,
+    pub(super) directories: &'a [ImageDataDirectory],
     /// The offset of the section table.
-    table_at: usize,
-    sections: &'a [ImageSectionHeader],
+    pub(super) table_at: usize,
+    pub(super) sections: &'a [ImageSectionHeader],
     /// The string table, for long section names (images made by GNU ld keep one).
     strings: StringTable<'a>,
 }
@@ -182,7 +182,7 @@ fn check_layout(optional: &ImageOptionalHeader64, opt_at: usize) -> Result<()> {
 
 impl<'a> Image<'a> {
     /// Reads and checks the headers of `file`.
-    fn read(file: &'a [u8]) -> Result<Self> {
+    pub(super) fn read(file: &'a [u8]) -> Result<Self> {
         let nt_at = nt_headers_at(file)?;
         let nt = read_nt_headers(file, nt_at)?;
         let opt_at = nt_at + offset_of!(ImageNtHeaders64, optional_header);
@@ -221,31 +221,31 @@ impl<'a> Image<'a> {
     }
 
     /// The offset of the optional header's `CheckSum`.
-    fn checksum_at(&self) -> usize {
+    pub(super) fn checksum_at(&self) -> usize {
         self.nt_at
             + offset_of!(ImageNtHeaders64, optional_header)
             + offset_of!(ImageOptionalHeader64, check_sum)
     }
 
     /// The offset of section header `index`.
-    fn header_at(&self, index: usize) -> u64 {
+    pub(super) fn header_at(&self, index: usize) -> u64 {
         (self.table_at + index * SECTION_HEADER) as u64
     }
 
     /// The name of section `s`, long names read from the string table.
-    fn name(&self, s: &'a ImageSectionHeader) -> &'a [u8] {
+    pub(super) fn name(&self, s: &'a ImageSectionHeader) -> &'a [u8] {
         s.name(self.strings).unwrap_or_else(|_| s.raw_name())
     }
 
     /// The index of the first section with one of `names`.
-    fn section_named(&self, names: &[&[u8]]) -> Option<usize> {
+    pub(super) fn section_named(&self, names: &[&[u8]]) -> Option<usize> {
         self.sections
             .iter()
             .position(|s| names.contains(&self.name(s)))
     }
 
     /// The RVAs section `s` covers in memory.
-    fn memory_of(s: &ImageSectionHeader) -> std::ops::Range<u64> {
+    pub(super) fn memory_of(s: &ImageSectionHeader) -> std::ops::Range<u64> {
         let start = u64::from(s.virtual_address.get(LE));
         let size = match s.virtual_size.get(LE) {
             0 => s.size_of_raw_data.get(LE),
@@ -256,7 +256,7 @@ impl<'a> Image<'a> {
 
     /// The raw data of section `index` that it keeps in memory, and its file offset. The whole
     /// raw data must lie in the file.
-    fn raw_data(&self, index: usize) -> Result<(usize, &'a [u8])> {
+    pub(super) fn raw_data(&self, index: usize) -> Result<(usize, &'a [u8])> {
         let s = &self.sections[index];
         let (offset, raw) = (
             s.pointer_to_raw_data.get(LE) as usize,
@@ -277,7 +277,7 @@ impl<'a> Image<'a> {
     }
 
     /// The section of containers, at index `index`.
-    fn section(&self, index: usize) -> Result<Section<'a>> {
+    pub(super) fn section(&self, index: usize) -> Result<Section<'a>> {
         let s = &self.sections[index];
         let name = std::str::from_utf8(self.name(s)).unwrap_or(".hip_fat");
         let (offset, data) = self.raw_data(index)?;
@@ -290,12 +290,12 @@ impl<'a> Image<'a> {
     }
 
     /// The address the image prefers to load at.
-    fn image_base(&self) -> u64 {
+    pub(super) fn image_base(&self) -> u64 {
         self.nt.optional_header.image_base.get(LE)
     }
 
     /// The file offset of the `size` bytes at `rva`, when a section's raw data holds them.
-    fn offset_of_rva(&self, rva: u64, size: u64) -> Option<usize> {
+    pub(super) fn offset_of_rva(&self, rva: u64, size: u64) -> Option<usize> {
         let s = self.sections.iter().find(|s| {
             let start = u64::from(s.virtual_address.get(LE));
             let raw = u64::from(s.size_of_raw_data.get(LE));
@@ -308,13 +308,13 @@ impl<'a> Image<'a> {
     }
 
     /// The offset of data directory `index`'s entry.
-    fn directory_at(&self, index: usize) -> u64 {
+    pub(super) fn directory_at(&self, index: usize) -> u64 {
         (self.nt_at + size_of::<ImageNtHeaders64>() + index * size_of::<ImageDataDirectory>())
             as u64
     }
 
     /// The bytes data directory `index` points at (none when it is empty or absent).
-    fn directory(&self, index: usize, what: &str) -> Result<Option<(usize, &'a [u8])>> {
+    pub(super) fn directory(&self, index: usize, what: &str) -> Result<Option<(usize, &'a [u8])>> {
         let Some(d) = self.directories.get(index) else {
             return Ok(None);
         };
@@ -335,7 +335,11 @@ impl<'a> Image<'a> {
 
     /// Refuses an image where another section's raw data or a data directory lies inside
     /// section `index` (whose bytes move), or which is signed (any change voids the signature).
-    fn check_nothing_else_inside(&self, index: usize, section: &Section<'_>) -> Result<()> {
+    pub(super) fn check_nothing_else_inside(
+        &self,
+        index: usize,
+        section: &Section<'_>,
+    ) -> Result<()> {
         let raw = self.sections[index].size_of_raw_data.get(LE);
         let file_range = section.offset..section.offset + u64::from(raw);
         for (i, s) in self.sections.iter().enumerate() {
@@ -378,7 +382,11 @@ impl<'a> Image<'a> {
 
     /// Every place that holds an address inside `section` (at index `index`): the places of
     /// the 64-bit base relocations that hold one, and the HIP wrappers' pointers.
-    fn pointers_into(&self, section: &Section<'_>, index: usize) -> Result<Vec<Pointer>> {
+    pub(super) fn pointers_into(
+        &self,
+        section: &Section<'_>,
+        index: usize,
+    ) -> Result<Vec<Pointer>> {
         let mut pointers = self.relocated_pointers(section, index)?;
         if let Some(wrappers) = self.section_named(&HIP_WRAPPERS) {
             let (offset, bytes) = self.raw_data(wrappers)?;
@@ -399,7 +407,11 @@ impl<'a> Image<'a> {
 
     /// The places of the 64-bit base relocations that hold an address inside `section`. No
     /// base relocation may lie inside the section, whose bytes move.
-    fn relocated_pointers(&self, section: &Section<'_>, index: usize) -> Result<Vec<Pointer>> {
+    pub(super) fn relocated_pointers(
+        &self,
+        section: &Section<'_>,
+        index: usize,
+    ) -> Result<Vec<Pointer>> {
         let Some((at, table)) =
             self.directory(IMAGE_DIRECTORY_ENTRY_BASERELOC, "the base relocation table")?
         else {
@@ -632,7 +644,7 @@ impl<'a> Image<'a> {
     /// The headers once `cut` bytes of the raw data of section `fatbin` go and `added`
     /// section headers are to follow the table: raw data after the cut moves back, and so do
     /// the COFF symbol table; `SizeOfInitializedData` loses what was cut.
-    fn new_headers(&self, fatbin: usize, cut: Cut, added: usize) -> Result<Headers> {
+    pub(super) fn new_headers(&self, fatbin: usize, cut: Cut, added: usize) -> Result<Headers> {
         if added > 0 {
             self.check_room_for(added, section_name(self.name(&self.sections[fatbin])))?;
         }
@@ -673,7 +685,7 @@ impl<'a> Image<'a> {
 
     /// Refuses to add `added` section headers when the bytes after the table are not free:
     /// past the headers' size, or taken by the first section's raw data or anything else.
-    fn check_room_for(&self, added: usize, section: String) -> Result<()> {
+    pub(super) fn check_room_for(&self, added: usize, section: String) -> Result<()> {
         let end = self.table_at + self.sections.len() * SECTION_HEADER;
         let new_end = end + added * SECTION_HEADER;
         let first_data = self
@@ -700,7 +712,12 @@ impl<'a> Image<'a> {
 
     /// What to lay over the moved file: the headers (up to the end of the section table), the
     /// debug directory's file offsets, and the pointers.
-    fn patches(&self, headers: Headers, cut: Cut, pointers: &[Pointer]) -> Result<Vec<Patch>> {
+    pub(super) fn patches(
+        &self,
+        headers: Headers,
+        cut: Cut,
+        pointers: &[Pointer],
+    ) -> Result<Vec<Patch>> {
         let table_end = self.table_at + headers.sections.len() * SECTION_HEADER;
         let mut head = self.file[..table_end.min(self.file.len())].to_vec();
         head.resize(table_end, 0);
@@ -741,15 +758,15 @@ impl<'a> Image<'a> {
 }
 
 /// The NT headers and section table of the new image.
-struct Headers {
-    nt: ImageNtHeaders64,
-    sections: Vec<ImageSectionHeader>,
+pub(super) struct Headers {
+    pub(super) nt: ImageNtHeaders64,
+    pub(super) sections: Vec<ImageSectionHeader>,
     /// The new RVA of the base relocation table, when it moved.
-    relocations_at: Option<u32>,
+    pub(super) relocations_at: Option<u32>,
 }
 
 /// A section's name for messages.
-fn section_name(name: &[u8]) -> String {
+pub(super) fn section_name(name: &[u8]) -> String {
     String::from_utf8_lossy(name).into_owned()
 }
 
@@ -766,7 +783,7 @@ fn table<T: Pod>(file: &[u8], offset: usize, count: usize) -> Option<&[T]> {
 /// Sets the PE checksum of the new image (its field, at `at`, was written as zero in the
 /// headers' piece, which starts the file): the sum of every piece, the zeros between them
 /// adding nothing.
-fn set_checksum(program: &mut NewProgram<'_>, at: u64) {
+pub(super) fn set_checksum(program: &mut NewProgram<'_>, at: u64) {
     let mut sum: u64 = program
         .rest
         .pieces

@@ -390,7 +390,12 @@ pub fn leave_out(rest: &mut Rewritten<'_>, start: u64, end: u64) -> Result<()> {
 
 /// Pushes the stretches of `bytes` (which go at `base` in the new file) that no owned patch
 /// covers, as pieces borrowed from the input.
-fn borrow_between<'a>(pieces: &mut Vec<Piece<'a>>, base: usize, bytes: &'a [u8], owned: &[Patch]) {
+pub(crate) fn borrow_between<'a>(
+    pieces: &mut Vec<Piece<'a>>,
+    base: usize,
+    bytes: &'a [u8],
+    owned: &[Patch],
+) {
     let mut at = base;
     let end = base + bytes.len();
     for p in owned {

@@ -17,7 +17,8 @@ use crate::format::kpack::{
     self as kformat, split_toc_key, toc_key, Archive, KernelEntry, HIPK_MAGIC,
 };
 use crate::host::kpack::find_archives;
-use crate::host::program::kpack_elf::{self};
+use crate::host::program::kpack_elf::{self, HipCode};
+use crate::host::program::kpack_pe;
 use crate::io::spill::{Spill, Spilled};
 use crate::io::{commit_all, Input, Output};
 use crate::loads::kpack_search::{every_target_name, Environment};
@@ -56,8 +57,12 @@ pub(super) fn merge_each(
     for p in planned {
         let data = Input::open(&p.input)?;
         let (bundles, starts, count) = merged_bundles(&p.input, &data, config)?;
-        let program =
-            kpack_elf::merge(&data, bundles, &starts).map_err(|e| Error::container(&p.input, e))?;
+        let program = if is_pe(&data) {
+            kpack_pe::merge(&data, bundles, &starts)
+        } else {
+            kpack_elf::merge(&data, bundles, &starts)
+        };
+        let program = program.map_err(|e| Error::container(&p.input, e))?;
         let path = config.output.join(&p.relative);
         let mut out = Output::create(&path)?;
         let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
@@ -82,7 +87,7 @@ pub(super) fn read_back_merged(input: &Path, out: &mut Output, wrappers: usize) 
         return Ok(());
     };
     let data = Input::open(&written)?;
-    let code = kpack_elf::hip_code(&data)
+    let code = hip_code(&data)
         .map_err(|e| not_as_written(input, e))?
         .ok_or_else(|| not_as_written(input, "no .hip_fatbin"))?;
     let bundles = code
@@ -152,19 +157,26 @@ pub(super) fn merged_bundles(
             path.display()
         ))
     })?;
-    let code = kpack_elf::hip_code(data)
+    let code = hip_code(data)
         .map_err(|e| Error::container(path, e))?
-        .ok_or_else(|| Error::msg(format!("'{}': no .hip_fatbin section", path.display())))?;
+        .ok_or_else(|| {
+            Error::msg(format!(
+                "'{}': no {} section",
+                path.display(),
+                if is_pe(data) {
+                    ".hip_fat"
+                } else {
+                    ".hip_fatbin"
+                }
+            ))
+        })?;
     let opened = merge_sources(path, &split, config)?;
     let archive_files: Vec<PathBuf> = opened.iter().map(|o| o.path.clone()).collect();
     let parsed = parse_archives(&opened)?;
     let name = split.reference.kernel_name;
     let by_index = code_objects_by_index(name, &parsed)?;
     let record = split.record(path)?;
-    let host = match object::File::parse(data).map(|f| object::Object::architecture(&f)) {
-        Ok(object::Architecture::Aarch64) => "host-aarch64-unknown-linux-gnu-",
-        _ => "host-x86_64-unknown-linux-gnu-",
-    };
+    let host = host_entry_id(data);
     let mut spill = Spill::new();
     let spill_error = |e: std::io::Error| {
         Error::msg(format!(
@@ -214,6 +226,36 @@ pub(super) fn merged_bundles(
     }
     let bundles = spill.finish().map_err(spill_error)?;
     Ok((bundles, starts, count))
+}
+
+/// Whether `data` is read as a PE image (it starts with the DOS header's `MZ`).
+fn is_pe(data: &[u8]) -> bool {
+    data.starts_with(b"MZ")
+}
+
+/// The HIP device code of the ELF program or library, or PE image, `data`.
+fn hip_code(data: &[u8]) -> crate::host::error::Result<Option<HipCode<'_>>> {
+    if is_pe(data) {
+        kpack_pe::hip_code(data)
+    } else {
+        kpack_elf::hip_code(data)
+    }
+}
+
+/// The host entry ID clang writes into the bundles of `data`, for a bundle made without a
+/// record of its entries: its machine's Linux triple in an ELF file; in a PE image
+/// `x86_64-unknown-linux-gnu` whatever the machine, as clang 22 writes for x86-64 and AArch64
+/// Windows alike.
+fn host_entry_id(data: &[u8]) -> &'static str {
+    let aarch64 = matches!(
+        object::File::parse(data).map(|f| object::Object::architecture(&f)),
+        Ok(object::Architecture::Aarch64)
+    );
+    if aarch64 && !is_pe(data) {
+        "host-aarch64-unknown-linux-gnu-"
+    } else {
+        "host-x86_64-unknown-linux-gnu-"
+    }
 }
 
 /// The error for code object `key` (wrapper `k`) of the split binary at `path` found in none

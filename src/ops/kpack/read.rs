@@ -16,6 +16,7 @@ use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::kpack::record::{BundleRecord, BundleShape, Storage, LOADER_REFERENCE_LIMIT};
 use crate::format::kpack::{self as kformat, KpackRef, HIPK_MAGIC};
 use crate::host::program::kpack_elf::{self, HipCode};
+use crate::host::program::kpack_pe;
 use crate::host::program::NewProgram;
 use crate::io::spill::{Spill, Spilled};
 use crate::target::entry_id::EntryId;
@@ -60,18 +61,8 @@ pub(super) struct SplitBinary<'a> {
     pub(super) program: NewProgram<'a>,
 }
 
-/// Whether the PE image `data` has a HIP fat-binary section (`.hip_fat`, or its long name).
-pub(super) fn has_pe_hip_code(data: &[u8]) -> bool {
-    use object::Object;
-    object::File::parse(data).is_ok_and(|f| {
-        [".hip_fat", ".hip_fatbin"]
-            .into_iter()
-            .any(|name| f.section_by_name(name).is_some())
-    })
-}
-
 /// Reads the file `data` (at `path`, going to `relative`): `None` when it is to be copied as
-/// it is (not an ELF program or shared library with HIP device code).
+/// it is (not an ELF program or shared library, nor a PE image, with HIP device code).
 pub(super) fn read_binary<'a>(
     path: &Path,
     data: &'a [u8],
@@ -91,7 +82,8 @@ pub(super) fn read_binary<'a>(
         .par_iter()
         .map(|&at| {
             let context = format!(
-                "section '.hip_fatbin': offset {:#x}",
+                "section '{}': offset {:#x}",
+                fatbin.name,
                 fatbin.offset + at as u64
             );
             let fail = |e: crate::format::Error| Error::format_in(path, &context, e);
@@ -126,7 +118,12 @@ pub(super) fn read_binary<'a>(
         kpack_search_paths: search.iter().map(String::as_str).collect(),
     };
     let reference = reference_bytes(path, &reference, &record);
-    let program = kpack_elf::split(data, &reference).map_err(|e| Error::container(path, e))?;
+    let program = if data.starts_with(b"MZ") {
+        kpack_pe::split(data, &reference)
+    } else {
+        kpack_elf::split(data, &reference)
+    };
+    let program = program.map_err(|e| Error::container(path, e))?;
     Ok(Some(SplitBinary {
         bundle_of,
         bundles,
@@ -151,25 +148,24 @@ fn reference_bytes(path: &Path, reference: &KpackRef<'_>, record: &BundleRecord)
     reference.to_bytes()
 }
 
-/// The HIP code of `data` (at `path`) if it is an ELF program or shared library with device
-/// code to split; `None` for a file that is copied as it is. A PE image with HIP code, and a
-/// binary split already, are errors.
+/// The HIP code of `data` (at `path`) if it is an ELF program or shared library, or a PE
+/// executable or DLL, with device code to split; `None` for a file that is copied as it is. A
+/// binary split already is an error.
 fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'a>>> {
     let linked = matches!(
         object::File::parse(data).map(|f| object::Object::kind(&f)),
         Ok(object::ObjectKind::Executable | object::ObjectKind::Dynamic)
     );
-    if linked && data.starts_with(b"MZ") && has_pe_hip_code(data) {
-        return Err(Error::msg(format!(
-            "'{}': a PE image with HIP device code: only ELF programs and shared libraries are \
-             split; ls, extract and verify read PE images split by AMD's splitter",
-            path.display()
-        )));
-    }
-    if !linked || !data.starts_with(b"\x7fELF") {
-        return Ok(None);
-    }
-    let Some(code) = kpack_elf::hip_code(data).map_err(|e| Error::container(path, e))? else {
+    let code = if !linked {
+        None
+    } else if data.starts_with(b"MZ") {
+        kpack_pe::hip_code(data).map_err(|e| Error::container(path, e))?
+    } else if data.starts_with(b"\x7fELF") {
+        kpack_elf::hip_code(data).map_err(|e| Error::container(path, e))?
+    } else {
+        None
+    };
+    let Some(code) = code else {
         return Ok(None);
     };
     if let Some((k, w)) = code
@@ -179,8 +175,9 @@ fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'
         .find(|(_, w)| w.magic == HIPK_MAGIC)
     {
         return Err(Error::msg(format!(
-            "'{}': .hipFatBinSegment wrapper {k} at {:#x}: already HIPK: the file is split",
+            "'{}': {} wrapper {k} at {:#x}: already HIPK: the file is split",
             path.display(),
+            wrapper_section(&code),
             w.at
         )));
     }
@@ -190,7 +187,17 @@ fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'
     Ok(Some(code))
 }
 
-/// The offset in `.hip_fatbin` of the bundle each wrapper points at.
+/// The section of the wrappers of `code`: `.hipFatB` beside a PE image's `.hip_fat`, else
+/// `.hipFatBinSegment`.
+pub(super) fn wrapper_section(code: &HipCode<'_>) -> &'static str {
+    if code.fatbin.name == ".hip_fat" {
+        ".hipFatB"
+    } else {
+        ".hipFatBinSegment"
+    }
+}
+
+/// The offset in `.hip_fatbin` (`.hip_fat`) of the bundle each wrapper points at.
 pub(super) fn bundle_offsets(path: &Path, code: &HipCode<'_>) -> Result<Vec<usize>> {
     code.wrappers
         .iter()
@@ -198,14 +205,18 @@ pub(super) fn bundle_offsets(path: &Path, code: &HipCode<'_>) -> Result<Vec<usiz
         .map(|(k, w)| {
             let fail = |why: &str| {
                 Error::msg(format!(
-                    "'{}': .hipFatBinSegment wrapper {k} at {:#x}: {why}",
+                    "'{}': {} wrapper {k} at {:#x}: {why}",
                     path.display(),
+                    wrapper_section(code),
                     w.at
                 ))
             };
             let target = w.target.ok_or_else(|| fail("points at nothing"))?;
             if !code.fatbin.holds(target) {
-                return Err(fail(&format!("points at {target:#x}, outside .hip_fatbin")));
+                return Err(fail(&format!(
+                    "points at {target:#x}, outside {}",
+                    code.fatbin.name
+                )));
             }
             Ok((target - code.fatbin.address) as usize)
         })
