@@ -501,6 +501,10 @@ fn damaged_pe_images_are_refused_naming_the_offset_and_writing_nothing() {
     let stray = base + u64::from(fat.rva) + 0x100;
     damaged("stray.exe", &|b| put(b, rdata, &stray.to_le_bytes()));
     damaged("short.exe", &|b| b.truncate(fat.raw_at as usize + 0x100));
+    let wrappers_header = header(&original, ".hipFatB").at;
+    damaged("partial.exe", &|b| {
+        put(b, wrappers_header + 8, &0x47u32.to_le_bytes())
+    });
     let (code, _, err) = offload_in(d, &["kpack", "app-x86_64.exe", "-o", "split"]);
     assert_eq!((code, err.as_str()), (0, ""));
     // A split image cut short: its archives are where its reference says.
@@ -539,6 +543,13 @@ fn damaged_pe_images_are_refused_naming_the_offset_and_writing_nothing() {
             ),
         ),
         (
+            &["kpack", "partial.exe", "-o", "o8"][..],
+            format!(
+                "'partial.exe': offset {wrappers_header:#x}: .hipFatB's VirtualSize 0x47 is no \
+                 whole number of wrappers"
+            ),
+        ),
+        (
             &["kpack", "split/app-x86_64.exe", "-o", "o5"][..],
             format!(
                 "'split/app-x86_64.exe': .hipFatB wrapper 0 at {wrappers:#x}: already HIPK: the \
@@ -560,11 +571,15 @@ fn damaged_pe_images_are_refused_naming_the_offset_and_writing_nothing() {
             ),
         ),
     ];
-    for (k, (args, message)) in cases.iter().enumerate() {
+    for (args, message) in &cases {
         let (code, out, err) = offload_in(d, args);
         assert_eq!((code, out.as_str()), (1, ""), "{args:?}");
         assert_eq!(err.trim_end(), format!("offload kpack: error: {message}"));
-        assert!(!d.join(format!("o{}", k + 1)).exists(), "{args:?}");
+        let output = args.last().unwrap();
+        assert!(
+            output.starts_with('o') && !d.join(output).exists(),
+            "{args:?}"
+        );
     }
 }
 
