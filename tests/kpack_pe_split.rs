@@ -632,3 +632,36 @@ fn any_damage_to_the_headers_is_an_error_or_an_image_never_a_panic() {
     assert!(kpack_pe::split(&original, &reference).is_ok());
     assert!(kpack_pe::merge(&split, Spilled::Bytes(bundles), &starts).is_ok());
 }
+
+#[test]
+fn bytes_after_the_last_section_stay_through_a_split_and_a_merge() {
+    let Some((clang, lld_link)) = compilers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let [exe, _] = build(&clang, &lld_link, d, "x86_64");
+    let mut original = fs::read(&exe).unwrap();
+    let overlay: Vec<u8> = (0..300u32).map(|i| (i * 7 + 1) as u8).collect();
+    let end = original.len();
+    original.extend_from_slice(&overlay);
+    fs::write(d.join("ov.exe"), &original).unwrap();
+    let (code, _, err) = offload_in(d, &["kpack", "ov.exe", "-o", "s"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let split = fs::read(d.join("s/ov.exe")).unwrap();
+    // .kpackrf's raw data follows the overlay, on the next FileAlignment boundary.
+    let r = header(&split, ".kpackrf");
+    let moved_end = end - 0x9000;
+    assert_eq!(split[moved_end..moved_end + 300], overlay[..]);
+    assert_eq!(r.raw_at as usize, (moved_end + 300).next_multiple_of(512));
+    check_with_llvm(&d.join("s/ov.exe"), true);
+    let (code, _, err) = offload_in(d, &["kpack", "--merge", "s/ov.exe", "-o", "m"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let merged = fs::read(d.join("m/ov.exe")).unwrap();
+    // The overlay is where it was, then zeros to the FileAlignment boundary .kpackrf had.
+    assert_eq!(merged[end..end + 300], overlay[..]);
+    assert_eq!(merged.len(), (end + 300).next_multiple_of(512));
+    assert!(merged[end + 300..].iter().all(|&b| b == 0));
+    assert_eq!(registered(&merged), registered(&original));
+    check_with_llvm(&d.join("m/ov.exe"), true);
+}
