@@ -501,6 +501,10 @@ fn damaged_pe_images_are_refused_naming_the_offset_and_writing_nothing() {
     let stray = base + u64::from(fat.rva) + 0x100;
     damaged("stray.exe", &|b| put(b, rdata, &stray.to_le_bytes()));
     damaged("short.exe", &|b| b.truncate(fat.raw_at as usize + 0x100));
+    let wrappers_header = header(&original, ".hipFatB").at;
+    damaged("partial.exe", &|b| {
+        put(b, wrappers_header + 8, &0x47u32.to_le_bytes())
+    });
     let (code, _, err) = offload_in(d, &["kpack", "app-x86_64.exe", "-o", "split"]);
     assert_eq!((code, err.as_str()), (0, ""));
     // A split image cut short: its archives are where its reference says.
@@ -539,6 +543,13 @@ fn damaged_pe_images_are_refused_naming_the_offset_and_writing_nothing() {
             ),
         ),
         (
+            &["kpack", "partial.exe", "-o", "o8"][..],
+            format!(
+                "'partial.exe': offset {wrappers_header:#x}: .hipFatB's VirtualSize 0x47 is no \
+                 whole number of wrappers"
+            ),
+        ),
+        (
             &["kpack", "split/app-x86_64.exe", "-o", "o5"][..],
             format!(
                 "'split/app-x86_64.exe': .hipFatB wrapper 0 at {wrappers:#x}: already HIPK: the \
@@ -560,11 +571,15 @@ fn damaged_pe_images_are_refused_naming_the_offset_and_writing_nothing() {
             ),
         ),
     ];
-    for (k, (args, message)) in cases.iter().enumerate() {
+    for (args, message) in &cases {
         let (code, out, err) = offload_in(d, args);
         assert_eq!((code, out.as_str()), (1, ""), "{args:?}");
         assert_eq!(err.trim_end(), format!("offload kpack: error: {message}"));
-        assert!(!d.join(format!("o{}", k + 1)).exists(), "{args:?}");
+        let output = args.last().unwrap();
+        assert!(
+            output.starts_with('o') && !d.join(output).exists(),
+            "{args:?}"
+        );
     }
 }
 
@@ -616,4 +631,37 @@ fn any_damage_to_the_headers_is_an_error_or_an_image_never_a_panic() {
     // Undamaged, both work.
     assert!(kpack_pe::split(&original, &reference).is_ok());
     assert!(kpack_pe::merge(&split, Spilled::Bytes(bundles), &starts).is_ok());
+}
+
+#[test]
+fn bytes_after_the_last_section_stay_through_a_split_and_a_merge() {
+    let Some((clang, lld_link)) = compilers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let [exe, _] = build(&clang, &lld_link, d, "x86_64");
+    let mut original = fs::read(&exe).unwrap();
+    let overlay: Vec<u8> = (0..300u32).map(|i| (i * 7 + 1) as u8).collect();
+    let end = original.len();
+    original.extend_from_slice(&overlay);
+    fs::write(d.join("ov.exe"), &original).unwrap();
+    let (code, _, err) = offload_in(d, &["kpack", "ov.exe", "-o", "s"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let split = fs::read(d.join("s/ov.exe")).unwrap();
+    // .kpackrf's raw data follows the overlay, on the next FileAlignment boundary.
+    let r = header(&split, ".kpackrf");
+    let moved_end = end - 0x9000;
+    assert_eq!(split[moved_end..moved_end + 300], overlay[..]);
+    assert_eq!(r.raw_at as usize, (moved_end + 300).next_multiple_of(512));
+    check_with_llvm(&d.join("s/ov.exe"), true);
+    let (code, _, err) = offload_in(d, &["kpack", "--merge", "s/ov.exe", "-o", "m"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let merged = fs::read(d.join("m/ov.exe")).unwrap();
+    // The overlay is where it was, then zeros to the FileAlignment boundary .kpackrf had.
+    assert_eq!(merged[end..end + 300], overlay[..]);
+    assert_eq!(merged.len(), (end + 300).next_multiple_of(512));
+    assert!(merged[end + 300..].iter().all(|&b| b == 0));
+    assert_eq!(registered(&merged), registered(&original));
+    check_with_llvm(&d.join("m/ov.exe"), true);
 }

@@ -47,11 +47,17 @@ pub fn hip_code(file: &[u8]) -> Result<Option<HipCode<'_>>> {
     Ok(Some(HipCode { fatbin, wrappers }))
 }
 
-/// The wrappers of `.hipFatB`, as many as its `VirtualSize` holds in its raw data.
+/// The wrappers of `.hipFatB`, as many as its `VirtualSize` holds in its raw data (which must
+/// be a whole number of them).
 fn wrapper_sites(image: &Image<'_>) -> Result<Vec<WrapperSite>> {
     let Some(index) = image.section_named(&HIP_WRAPPERS) else {
         return Ok(Vec::new());
     };
+    let size = image.sections[index].virtual_size.get(LE);
+    if size as usize % HipWrapper::SIZE != 0 {
+        let message = format!(".hipFatB's VirtualSize {size:#x} is no whole number of wrappers");
+        return Err(refused(image.header_at(index), message));
+    }
     let (offset, bytes) = image.raw_data(index)?;
     let address = image.image_base() + u64::from(image.sections[index].virtual_address.get(LE));
     let sites = records::<HipWrapper>(bytes)
