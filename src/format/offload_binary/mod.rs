@@ -20,13 +20,12 @@
 //! several images in one binary. Version 3 adds the inflated size: when it is not 0, everything after the header is one zstd frame (when it
 //! starts with the zstd magic) or zlib stream which inflates to the rest of the binary.
 
-use std::io::{self, Read, Write};
+use std::io::Write;
 
 use object::endian::{LittleEndian as Le, U16, U32, U64};
 use object::pod::{self, Pod};
 
 use crate::format::error::{Error, ErrorKind, Result};
-use crate::format::inflate;
 use crate::llvm::adt::strtab::{Flavor, StringTable};
 
 mod head;
@@ -404,73 +403,6 @@ pub struct CompressedPayload<'a> {
     pub inflated_size: u64,
     /// How the payload is compressed, told by its first bytes.
     pub compression: Compression,
-}
-
-impl CompressedPayload<'_> {
-    /// Inflates the binary: the header, with its size set to the inflated size and its
-    /// inflated size to 0, then the inflated payload. Parse the result with
-    /// [`OffloadBinary::parse`].
-    ///
-    /// Fails without allocating when the declared inflated size is above `limit`, and when the
-    /// payload does not inflate to exactly the declared size. Error offsets are from the start
-    /// of the compressed binary.
-    pub fn inflate(&self, limit: u64) -> Result<Vec<u8>> {
-        let header_len = self.header.len() as u64;
-        if header_len < V3_HEADER_SIZE {
-            return Err(Error::new(
-                field_at::ENTRIES_OFFSET,
-                ErrorKind::PayloadInHeader {
-                    offset: header_len,
-                    header: V3_HEADER_SIZE,
-                },
-            ));
-        }
-        if self.inflated_size > limit {
-            return Err(Error::new(
-                field_at::INFLATED_SIZE,
-                ErrorKind::InflatedTooLarge {
-                    inflated: self.inflated_size,
-                    limit,
-                },
-            ));
-        }
-        let declared = self.inflated_size.saturating_sub(header_len);
-        let failed = |e: io::Error| Error::new(header_len, ErrorKind::Decompress(e.to_string()));
-        let mut reader: Box<dyn Read + '_> = match self.compression {
-            Compression::Zstd => {
-                Box::new(zstd::stream::read::Decoder::with_buffer(self.payload).map_err(failed)?)
-            }
-            Compression::Zlib => Box::new(flate2::read::ZlibDecoder::new(self.payload)),
-        };
-        // The buffer grows as real bytes arrive, never past the declared size: a payload that
-        // claims gigabytes but holds little costs little.
-        let mut out = Vec::new();
-        inflate::append(&mut out, self.header, self.inflated_size, header_len)?;
-        put_u64(&mut out, field_at::SIZE, self.inflated_size);
-        put_u64(&mut out, field_at::INFLATED_SIZE, 0);
-        let mut window = inflate::window(declared);
-        let mut actual = 0u64;
-        while actual <= declared {
-            let n = inflate::read_some(&mut reader, &mut window).map_err(failed)?;
-            if n == 0 {
-                break;
-            }
-            // One byte past the declared size is enough to know it is wrong.
-            let room = declared.saturating_add(1) - actual;
-            let piece = inflate::at_most(inflate::at_most(&window, n as u64), room);
-            actual += piece.len() as u64;
-            if actual <= declared {
-                inflate::append(&mut out, piece, self.inflated_size, header_len)?;
-            }
-        }
-        if actual != declared {
-            return Err(Error::new(
-                header_len,
-                ErrorKind::InflatedSizeMismatch { declared, actual },
-            ));
-        }
-        Ok(out)
-    }
 }
 
 /// What a binary holds after its header.
@@ -1319,6 +1251,7 @@ fn put_u64(bytes: &mut [u8], offset: u64, value: u64) {
 #[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
+    use crate::format::inflate;
     use proptest::prelude::*;
 
     type Strings<'s> = Vec<(&'s [u8], &'s [u8])>;
