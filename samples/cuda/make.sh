@@ -46,7 +46,7 @@ done
 # as a shared library (wrappers set by R_X86_64_RELATIVE) and a program linked against the
 # stand-ins of both runtimes.
 mkdir -p tmp
-llvm-objcopy-22 --dump-section=.nv_fatbin=tmp/gencode.fatbin gencode.o
+llvm-objcopy-22 --dump-section=.nv_fatbin=tmp/gencode.fatbin gencode.o tmp/gencode.o
 clang-22 -x cuda --cuda-host-only -nocudainc -nocudalib --cuda-gpu-arch=sm_80 -fPIC -O2 \
   -Xclang -target-sdk-version=12.0 \
   -Xclang -fcuda-include-gpubinary -Xclang tmp/gencode.fatbin -c ../linked/kscale.cu \
@@ -61,7 +61,7 @@ clang-22 -fuse-ld=lld tmp/main.o tmp/mixed-cuda.o tmp/mixed-hip.o tmp/hip-stub.o
   tmp/cuda-standin.o -o mixed-app
 # A fat binary as an offload binary image (kind fatbin) in .llvm.offloading of an object:
 # clang-offload-packager-22 packs nvcc's fat binary of gencode-zstd.o, clang-22 embeds it.
-llvm-objcopy-22 --dump-section=.nv_fatbin=tmp/zstd.fatbin gencode-zstd.o
+llvm-objcopy-22 --dump-section=.nv_fatbin=tmp/zstd.fatbin gencode-zstd.o tmp/zstd.o
 clang-offload-packager-22 -o tmp/zstd.bin \
   --image=file=tmp/zstd.fatbin,triple=nvptx64-nvidia-cuda,arch=sm_80,kind=cuda
 clang-22 -O2 -c ../linked/main.c -Xclang -fembed-offload-object=tmp/zstd.bin \

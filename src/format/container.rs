@@ -1015,10 +1015,10 @@ fn rewrite_offload_binary(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
             images.push(None);
             continue;
         }
-        let (new, kept) = rewrite_fatbins(entry.image, rules)?;
-        before += kept.0;
-        after += kept.1;
-        images.push(new);
+        let rewritten = rewrite_fatbins(entry.image, rules)?;
+        before += rewritten.before;
+        after += rewritten.after;
+        images.push(rewritten.new);
     }
     let fatbins_kept = after - targets.len();
     let drop = plain_kept == 0 && fatbins_kept == 0 && !entries.is_empty();
@@ -1045,9 +1045,19 @@ pub fn holds_cuda_fatbins(entry: &OffloadEntry<'_>) -> bool {
     Container::at_start(entry.image) == Some(Container::CudaFatbin)
 }
 
+/// An offload binary's image of CUDA fat binaries, rewritten.
+struct FatbinsRewritten {
+    /// The new image; `None` when it stays.
+    new: Option<Vec<u8>>,
+    /// The entries before.
+    before: usize,
+    /// The entries after.
+    after: usize,
+}
+
 /// The CUDA fat binaries one after another in `image` (an offload binary's), rewritten by
-/// `rules`: the new image (`None` when it stays), and the entries before and after.
-fn rewrite_fatbins(image: &[u8], rules: &Rules<'_>) -> Result<(Option<Vec<u8>>, (usize, usize))> {
+/// `rules`.
+fn rewrite_fatbins(image: &[u8], rules: &Rules<'_>) -> Result<FatbinsRewritten> {
     let mut out = Vec::with_capacity(image.len());
     let (mut before, mut after, mut changed) = (0, 0, false);
     let mut end = 0usize;
@@ -1068,7 +1078,11 @@ fn rewrite_fatbins(image: &[u8], rules: &Rules<'_>) -> Result<(Option<Vec<u8>>, 
     }
     // What follows the last fat binary (padding) stays.
     out.extend_from_slice(image.get(end..).unwrap_or_default());
-    Ok((changed.then_some(out), (before, after)))
+    Ok(FatbinsRewritten {
+        new: changed.then_some(out),
+        before,
+        after,
+    })
 }
 
 /// `binary` written again as LLVM lays it out, with its images replaced where `images` gives
