@@ -175,6 +175,7 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
         packed: Spilled::Bytes(reference.to_vec()),
         packed_at: offset,
         holes: Vec::new(),
+        also: Vec::new(),
     };
     if image.nt.optional_header.check_sum.get(LE) != 0 {
         set_checksum(&mut program, image.checksum_at() as u64);
@@ -357,6 +358,7 @@ pub fn merge<'a>(
         packed: bundles,
         packed_at,
         holes: Vec::new(),
+        also: Vec::new(),
     };
     if image.nt.optional_header.check_sum.get(LE) != 0 {
         set_checksum(&mut program, image.checksum_at() as u64);
