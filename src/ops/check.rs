@@ -17,7 +17,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::format::container::Container;
 use crate::format::image_target::Producer;
+use crate::format::offload_binary::ImageKind;
 use crate::host::kpack::split_binary;
 use crate::host::ld_so::{self, Environment};
 use crate::host::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
@@ -260,9 +262,26 @@ struct LoadOrder {
     not_found: Vec<NotFound>,
 }
 
-/// [`ld_so::load_order`] of `root`, the files it maps closed again.
+/// [`ld_so::load_order`] of `root`, the files it maps closed again. An archive or a bare
+/// container file (no ELF file, so no dependencies) is checked alone.
 fn load_order(root: &Path, env: &Environment) -> Result<LoadOrder> {
-    let (loaded, missing) = ld_so::load_order(root, env)?;
+    let (loaded, missing) = match ld_so::load_order(root, env) {
+        Ok(found) => found,
+        Err(e) if checked_alone(root) => {
+            tracing::debug!("{e}: checked alone");
+            let alone = LoadedFile {
+                path: root.to_path_buf(),
+                needed_as: None,
+                needed_by: None,
+                found_via: "argument",
+            };
+            return Ok(LoadOrder {
+                objects: vec![alone],
+                not_found: Vec::new(),
+            });
+        }
+        Err(e) => return Err(e),
+    };
     let name = |i: usize| loaded[i].path.to_string_lossy().into_owned();
     let not_found = missing
         .into_iter()
@@ -281,6 +300,18 @@ fn load_order(root: &Path, env: &Environment) -> Result<LoadOrder> {
         })
         .collect();
     Ok(LoadOrder { objects, not_found })
+}
+
+/// Whether `path` is an archive or a file that starts with a container (a bundle, an offload
+/// binary): device code a runtime or a link takes, with no libraries of its own.
+fn checked_alone(path: &Path) -> bool {
+    let Ok(input) = Input::open(path) else {
+        return false;
+    };
+    matches!(
+        object::FileKind::parse(&*input),
+        Ok(object::FileKind::Archive)
+    ) || Container::at_start(&input).is_some()
 }
 
 /// The report on one file and the problems found in it; no report when it cannot be read.
@@ -341,7 +372,26 @@ fn bundles_of(
     let mut found: Vec<FoundEntry> = Vec::new();
     let mut cuda: Vec<(usize, String, Option<String>, Option<String>)> = Vec::new();
     let mut modules: Vec<(String, Option<String>, Option<String>)> = Vec::new();
+    let mut offloaded: Vec<OffloadedImage> = Vec::new();
+    let linked = is_linked(input);
     let visit = &mut |image: &DeviceImage<'_>| {
+        if let Origin::OffloadImage(entry) = image.origin {
+            if image.target.triple.starts_with("amdgcn") {
+                offloaded.push(OffloadedImage {
+                    unit: image.unit,
+                    openmp: image.target.producer == Producer::OpenMp,
+                    target_id: image.target.target_id.clone(),
+                    // Bitcode a program registers is compiled when loaded; an object's is
+                    // linked first, for its own processor.
+                    jit: entry.image_kind == ImageKind::Bitcode
+                        && image.members.is_empty()
+                        && linked,
+                    section: image.section.map(str::to_string),
+                    member: image.members.last().cloned(),
+                });
+            }
+            return;
+        }
         if let Origin::CodeObject(target_id) = image.origin {
             modules.push((
                 target_id.to_string(),
@@ -412,8 +462,124 @@ fn bundles_of(
         for module in modules {
             bundles.push(check_module(bundles.len() + 1, module, devices));
         }
+        for unit in offloaded.chunk_by(|a, b| a.unit == b.unit) {
+            bundles.push(check_offloaded(bundles.len() + 1, unit, devices));
+        }
     }
     (bundles, problems)
+}
+
+/// Whether `input` is a linked ELF program or shared library (not an object, an archive or
+/// another format), whose offload images are registered with a runtime as they are.
+fn is_linked(input: &[u8]) -> bool {
+    // ELF's e_type of a program (ET_EXEC) and of a shared library (ET_DYN).
+    const ET_EXEC: u16 = 2;
+    const ET_DYN: u16 = 3;
+    let e_type = match object::FileKind::parse(input) {
+        Ok(object::FileKind::Elf64) => input.get(16..18),
+        _ => None,
+    };
+    e_type
+        .map(|t| u16::from_le_bytes([t[0], t[1]]))
+        .is_some_and(|t| t == ET_EXEC || t == ET_DYN)
+}
+
+/// An AMDGPU image of an offload binary (`.llvm.offloading`) as the scan reports it.
+struct OffloadedImage {
+    unit: usize,
+    /// Whether OpenMP made it (else HIP, or no kind: linked into a bundle the HIP runtime
+    /// loads).
+    openmp: bool,
+    target_id: String,
+    /// Whether it is LLVM bitcode a program registers, which the OpenMP runtime compiles for
+    /// any AMDGPU device.
+    jit: bool,
+    section: Option<String>,
+    member: Option<String>,
+}
+
+/// What each device loads from the AMDGPU images of the offload binaries of one place (one
+/// translation unit), numbered `index`. OpenMP's (libomptarget, LLVM 21 and later): the first
+/// image, in stored order, compatible with the device (the same processor with the features
+/// it fixes set alike, a generic target covering it, or bitcode, compiled when loaded); a
+/// device with none runs the unit's target regions on the host. Others are linked into a
+/// bundle the HIP runtime loads: native code, else generic, else SPIR-V.
+fn check_offloaded(index: usize, unit: &[OffloadedImage], devices: &[TargetIdBuf]) -> BundleReport {
+    let openmp = unit.iter().all(|i| i.openmp);
+    let ids: Vec<Option<TargetId<'_>>> = unit
+        .iter()
+        .map(|i| TargetId::parse_syntax(&i.target_id))
+        .collect();
+    let loads: Vec<DeviceLoad> = devices
+        .iter()
+        .enumerate()
+        .map(|(device, d)| {
+            if cuda::is_cuda_target(d.as_str()) {
+                return DeviceLoad {
+                    device,
+                    loads: "other",
+                    entry: None,
+                    runtime: "loads",
+                };
+            }
+            let pick = if openmp {
+                first_compatible(d, unit, &ids)
+            } else {
+                best_compatible(d, &ids)
+            };
+            DeviceLoad {
+                device,
+                loads: pick.map_or("nothing", |(_, how)| how),
+                entry: pick.map(|(i, _)| unit[i].target_id.clone()),
+                runtime: if pick.is_some() { "loads" } else { "fails" },
+            }
+        })
+        .collect();
+    let mut targets: Vec<String> = Vec::new();
+    for image in unit {
+        if !targets.contains(&image.target_id) {
+            targets.push(image.target_id.clone());
+        }
+    }
+    BundleReport {
+        index,
+        runtime: if openmp { "openmp" } else { "hip" },
+        section: unit[0].section.clone(),
+        member: unit[0].member.clone(),
+        compressed: false,
+        targets,
+        first_without_code: loads.iter().position(|l| l.loads == "nothing"),
+        loads,
+    }
+}
+
+/// The first of `unit` (target IDs `ids`) libomptarget loads on `device`, and how.
+fn first_compatible(
+    device: &TargetIdBuf,
+    unit: &[OffloadedImage],
+    ids: &[Option<TargetId<'_>>],
+) -> Option<(usize, &'static str)> {
+    unit.iter()
+        .zip(ids)
+        .enumerate()
+        .find_map(|(i, (image, id))| {
+            if image.jit {
+                return Some((i, "jit"));
+            }
+            let via = hip::loaded_by(&device.target_id(), std::slice::from_ref(id));
+            via.into_iter().next().flatten().map(|via| (i, via.name()))
+        })
+}
+
+/// The image of `ids` the HIP runtime loads on `device` from the bundle they are linked into.
+fn best_compatible(
+    device: &TargetIdBuf,
+    ids: &[Option<TargetId<'_>>],
+) -> Option<(usize, &'static str)> {
+    let loaded = hip::loaded_by(&device.target_id(), ids);
+    let best = loaded.iter().flatten().min()?;
+    let index = loaded.iter().position(|l| l.as_ref() == Some(best))?;
+    Some((index, best.name()))
 }
 
 /// What each device loads from a bare code object (its target ID, section and member),
@@ -585,7 +751,7 @@ fn counts(bundles: &[BundleReport], kpack: Option<&KpackFile>, devices: usize) -
         match load.loads {
             "native" => c.native += 1,
             "generic" => c.generic += 1,
-            "spirv" | "ptx" => c.spirv += 1,
+            "spirv" | "ptx" | "jit" => c.spirv += 1,
             "forward" => c.native += 1,
             "other" => {}
             _ => c.nothing += 1,
@@ -782,6 +948,32 @@ fn module_consequence(report: &Report, path: &str, module: &BundleReport) -> Str
     )
 }
 
+/// What the OpenMP runtime does with the images of `unit` (offload binaries of one place of
+/// the file `path`) on the devices none of them suits; empty when there are none.
+fn openmp_consequence(report: &Report, path: &str, unit: &BundleReport) -> String {
+    let failing: Vec<&str> = unit
+        .loads
+        .iter()
+        .filter(|l| l.loads == "nothing")
+        .filter_map(|l| report.devices.get(l.device))
+        .map(|d| d.target_id.as_str())
+        .collect();
+    if failing.is_empty() {
+        return String::new();
+    }
+    format!(
+        "  {} bundle {} (OpenMP images for {}): libomptarget loads no image on {}; with no \
+         device holding an image, target regions run on the host, and under \
+         OMP_TARGET_OFFLOAD=MANDATORY the program stops with \"omptarget error: No images \
+         found compatible with the installed hardware.\"; a region sent to such a device \
+         fails (\"No image loaded for device id N\").\n",
+        crate::io::shown(path),
+        unit.index,
+        crate::io::shown(&unit.targets.join(", ")),
+        failing.join(", "),
+    )
+}
+
 /// What the runtime does with the bundles that leave a device without code, per file,
 /// grouped by the first device without code.
 fn consequences(report: &Report) -> String {
@@ -815,6 +1007,9 @@ fn consequences(report: &Report) -> String {
         }
         for bundle in file.bundles.iter().filter(|b| b.runtime == "module") {
             out.push_str(&module_consequence(report, &file.path, bundle));
+        }
+        for bundle in file.bundles.iter().filter(|b| b.runtime == "openmp") {
+            out.push_str(&openmp_consequence(report, &file.path, bundle));
         }
         for bundle in file.bundles.iter().filter(|b| b.runtime == "hip") {
             let Some(first) = bundle.first_without_code else {
