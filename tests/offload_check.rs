@@ -141,3 +141,67 @@ fn objects_and_archives_offload_images_load_by_their_processor() {
         (2, "offload check: error: 'notes.txt': not an ELF file\n")
     );
 }
+
+/// The bytes `ls --json` places at `offset`/`size` of `file` for its image for `arch`.
+fn listed_image(file: &Path, arch: &str) -> Vec<u8> {
+    let (_, out, _) = text_output(offload().arg("ls").arg("--json").arg(file));
+    let images: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let image = images
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["arch"] == arch)
+        .unwrap();
+    let (offset, size) = (
+        image["offset"].as_u64().unwrap() as usize,
+        image["size"].as_u64().unwrap() as usize,
+    );
+    std::fs::read(file).unwrap()[offset..offset + size].to_vec()
+}
+
+#[test]
+fn extract_device_writes_the_openmp_image_each_device_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let linked = util::samples_dir().join("linked");
+    for (file, device, written, arch, how) in [
+        (
+            "omp-app",
+            "gfx906:sramecc-:xnack-",
+            "omp-app-offload1-gfx906-for-gfx906_sramecc-_xnack-.co",
+            "gfx906",
+            "loads it natively",
+        ),
+        (
+            "omp-jit-app",
+            "gfx906:sramecc-:xnack-",
+            "omp-jit-app-offload1-gfx90a-for-gfx906_sramecc-_xnack-.bc",
+            "gfx90a",
+            "loads it as bitcode, compiled when loaded",
+        ),
+    ] {
+        let out_dir = dir.path().join(file);
+        let (code, out, err) = text_output(
+            offload()
+                .args(["extract", "--device", device, "--device", "gfx1100"])
+                .arg(linked.join(file))
+                .arg("-o")
+                .arg(&out_dir),
+        );
+        let expected_code = if file == "omp-app" { 1 } else { 0 };
+        assert_eq!(code, expected_code, "{out}{err}");
+        // gfx1100 has no image in the program; bitcode it compiles.
+        let mut expected = vec![written.to_string()];
+        if file == "omp-jit-app" {
+            expected.insert(0, "omp-jit-app-offload1-gfx90a-for-gfx1100.bc".into());
+        }
+        assert_eq!(util::file_names(&out_dir), expected, "{out}");
+        assert_eq!(
+            std::fs::read(out_dir.join(written)).unwrap(),
+            listed_image(&linked.join(file), arch)
+        );
+        assert!(
+            out.contains(&format!("(offload binaries 1: {device} {how})")),
+            "{out}"
+        );
+    }
+}

@@ -373,7 +373,7 @@ fn bundles_of(
     let mut cuda: Vec<(usize, String, Option<String>, Option<String>)> = Vec::new();
     let mut modules: Vec<(String, Option<String>, Option<String>)> = Vec::new();
     let mut offloaded: Vec<OffloadedImage> = Vec::new();
-    let linked = is_linked(input);
+    let linked = crate::host::is_linked_elf(input);
     let visit = &mut |image: &DeviceImage<'_>| {
         if let Origin::OffloadImage(entry) = image.origin {
             if image.target.triple.starts_with("amdgcn") {
@@ -467,21 +467,6 @@ fn bundles_of(
         }
     }
     (bundles, problems)
-}
-
-/// Whether `input` is a linked ELF program or shared library (not an object, an archive or
-/// another format), whose offload images are registered with a runtime as they are.
-fn is_linked(input: &[u8]) -> bool {
-    // ELF's e_type of a program (ET_EXEC) and of a shared library (ET_DYN).
-    const ET_EXEC: u16 = 2;
-    const ET_DYN: u16 = 3;
-    let e_type = match object::FileKind::parse(input) {
-        Ok(object::FileKind::Elf64) => input.get(16..18),
-        _ => None,
-    };
-    e_type
-        .map(|t| u16::from_le_bytes([t[0], t[1]]))
-        .is_some_and(|t| t == ET_EXEC || t == ET_DYN)
 }
 
 /// An AMDGPU image of an offload binary (`.llvm.offloading`) as the scan reports it.
