@@ -85,7 +85,7 @@ pub(super) fn module_picks(
             let Some(via) = loaded.into_iter().next().flatten() else {
                 found.missing.push((
                     d,
-                    true,
+                    false,
                     format!(
                         "{device} cannot load code object {number} of '{name}' (hipModuleLoad \
                          fails with hipErrorNoBinaryForGpu): it is for {}",
