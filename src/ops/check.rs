@@ -362,6 +362,60 @@ struct FoundEntry {
     member: Option<String>,
 }
 
+/// The device images of one file a check takes, as the scan reports them.
+#[derive(Default)]
+struct Seen {
+    /// Whether the file is a linked program or library (its bitcode is compiled when loaded).
+    linked: bool,
+    bundles: Vec<FoundEntry>,
+    cuda: Vec<(usize, String, Option<String>, Option<String>)>,
+    modules: Vec<(String, Option<String>, Option<String>)>,
+    offloaded: Vec<OffloadedImage>,
+}
+
+impl Seen {
+    /// Keeps `image` where a runtime takes it.
+    fn see(&mut self, image: &DeviceImage<'_>) {
+        let section = image.section.map(str::to_string);
+        let member = image.members.last().cloned();
+        let target_id = image.target.target_id.clone();
+        match image.origin {
+            Origin::OffloadImage(entry) if image.target.triple.starts_with("amdgcn") => {
+                self.offloaded.push(OffloadedImage {
+                    unit: image.unit,
+                    openmp: image.target.producer == Producer::OpenMp,
+                    target_id,
+                    // Bitcode a program registers is compiled when loaded; an object's is
+                    // linked first, for its own processor.
+                    jit: entry.image_kind == ImageKind::Bitcode
+                        && image.members.is_empty()
+                        && self.linked,
+                    section,
+                    member,
+                });
+            }
+            Origin::OffloadImage(_) => {}
+            Origin::CodeObject(_) => self.modules.push((target_id, section, member)),
+            Origin::CudaEntry(_) => self.cuda.push((image.unit, target_id, section, member)),
+            // Bundles stored as sections of a relocatable object are no program's code yet.
+            Origin::BundleEntry(_)
+                if section
+                    .as_deref()
+                    .is_some_and(|s| s.starts_with(BUNDLE_SECTION_PREFIX)) => {}
+            Origin::BundleEntry(id) => self.bundles.push(FoundEntry {
+                unit: image.unit,
+                id: id.to_string(),
+                hip: is_hip(&image.target.producer),
+                target_id,
+                size: image.size,
+                compressed: image.compressed,
+                section,
+                member,
+            }),
+        }
+    }
+}
+
 /// The bundles of one file the runtime is given, each checked for `devices`.
 fn bundles_of(
     path: &Path,
@@ -369,67 +423,11 @@ fn bundles_of(
     devices: &[TargetIdBuf],
     max_decompressed: u64,
 ) -> (Vec<BundleReport>, Vec<Error>) {
-    let mut found: Vec<FoundEntry> = Vec::new();
-    let mut cuda: Vec<(usize, String, Option<String>, Option<String>)> = Vec::new();
-    let mut modules: Vec<(String, Option<String>, Option<String>)> = Vec::new();
-    let mut offloaded: Vec<OffloadedImage> = Vec::new();
-    let linked = crate::host::is_linked_elf(input);
-    let visit = &mut |image: &DeviceImage<'_>| {
-        if let Origin::OffloadImage(entry) = image.origin {
-            if image.target.triple.starts_with("amdgcn") {
-                offloaded.push(OffloadedImage {
-                    unit: image.unit,
-                    openmp: image.target.producer == Producer::OpenMp,
-                    target_id: image.target.target_id.clone(),
-                    // Bitcode a program registers is compiled when loaded; an object's is
-                    // linked first, for its own processor.
-                    jit: entry.image_kind == ImageKind::Bitcode
-                        && image.members.is_empty()
-                        && linked,
-                    section: image.section.map(str::to_string),
-                    member: image.members.last().cloned(),
-                });
-            }
-            return;
-        }
-        if let Origin::CodeObject(target_id) = image.origin {
-            modules.push((
-                target_id.to_string(),
-                image.section.map(str::to_string),
-                image.members.last().cloned(),
-            ));
-            return;
-        }
-        if let Origin::CudaEntry(_) = image.origin {
-            cuda.push((
-                image.unit,
-                image.target.target_id.clone(),
-                image.section.map(str::to_string),
-                image.members.last().cloned(),
-            ));
-            return;
-        }
-        let Some(id) = image.origin.entry_id() else {
-            return;
-        };
-        // Bundles stored as sections of a relocatable object are no program's code yet.
-        if image
-            .section
-            .is_some_and(|s| s.starts_with(BUNDLE_SECTION_PREFIX))
-        {
-            return;
-        }
-        found.push(FoundEntry {
-            unit: image.unit,
-            id: id.to_string(),
-            hip: is_hip(&image.target.producer),
-            target_id: image.target.target_id.clone(),
-            size: image.size,
-            compressed: image.compressed,
-            section: image.section.map(str::to_string),
-            member: image.members.last().cloned(),
-        });
+    let mut seen = Seen {
+        linked: crate::host::is_linked_elf(input),
+        ..Seen::default()
     };
+    let visit = &mut |image: &DeviceImage<'_>| seen.see(image);
     // Which entry the runtime picks needs entry IDs and sizes only: compressed bundles are
     // inflated up to their bundle's header.
     let problems = match scan_reading(
@@ -446,7 +444,7 @@ fn bundles_of(
     let mut bundles = Vec::new();
     let any_cuda = devices.iter().any(|d| cuda::is_cuda_target(d.as_str()));
     let all_cuda = any_cuda && devices.iter().all(|d| cuda::is_cuda_target(d.as_str()));
-    for unit in found.chunk_by(|a, b| a.unit == b.unit) {
+    for unit in seen.bundles.chunk_by(|a, b| a.unit == b.unit) {
         if !unit.iter().any(|e| e.hip) || all_cuda {
             // Only the HIP runtime's bundles: OpenMP's are another runtime's to load.
             continue;
@@ -454,15 +452,15 @@ fn bundles_of(
         bundles.push(check_bundle(bundles.len() + 1, unit, devices));
     }
     if any_cuda {
-        for unit in cuda.chunk_by(|a, b| a.0 == b.0) {
+        for unit in seen.cuda.chunk_by(|a, b| a.0 == b.0) {
             bundles.push(check_fatbin(bundles.len() + 1, unit, devices));
         }
     }
     if !all_cuda {
-        for module in modules {
+        for module in seen.modules {
             bundles.push(check_module(bundles.len() + 1, module, devices));
         }
-        for unit in offloaded.chunk_by(|a, b| a.unit == b.unit) {
+        for unit in seen.offloaded.chunk_by(|a, b| a.unit == b.unit) {
             bundles.push(check_offloaded(bundles.len() + 1, unit, devices));
         }
     }
