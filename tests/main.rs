@@ -47,6 +47,7 @@ mod objcopy_coff;
 mod objcopy_elf;
 mod object_bundles;
 mod offload_binary;
+mod offload_check;
 mod output_safety;
 mod packager;
 mod packager_order;

@@ -37,7 +37,7 @@ unset OFFLOAD_BUNDLER_COMPRESS OFFLOAD_BUNDLER_VERBOSE OFFLOAD_BUNDLER_COMPRESSI
   OFFLOAD_BUNDLER_IGNORE_ENV_VAR COMPRESSED_BUNDLE_FORMAT_VERSION
 export SOURCE_DATE_EPOCH=0 ZERO_AR_DATE=1 LC_ALL=C
 
-OUTPUTS=(hip-app libhip.so hip-rdc-app omp-app aarch64-kernel.o i386-kernel.o kernel-msvc.obj
+OUTPUTS=(hip-app libhip.so hip-rdc-app omp-app omp-jit-app aarch64-kernel.o i386-kernel.o kernel-msvc.obj
   omp-msvc.obj hip-app.exe macho-offload.o macho-offload-x86_64.o macho-universal nested.a
   bundle-in-binary.bin cuda.fatbin cuda-fatbin.o)
 rm -rf tmp "${OUTPUTS[@]}"
@@ -81,6 +81,11 @@ WIN=(--target=x86_64-pc-windows-msvc -mno-incremental-linker-compatible)
 "$CLANG" -fopenmp --offload-arch=gfx906,gfx90a -nogpulib -O2 -c ../src/omp.c -o tmp/omp.o
 "$CLANG" -fopenmp --offload-arch=gfx906,gfx90a -fuse-ld=lld -L/usr/lib/llvm-19/lib \
   tmp/omp.o -o omp-app
+# The same as bitcode the OpenMP runtime compiles when it loads it (-fopenmp-target-jit).
+"$CLANG" -fopenmp --offload-arch=gfx906,gfx90a -fopenmp-target-jit -nogpulib -O2 -c ../src/omp.c \
+  -o tmp/omp-jit.o
+"$CLANG" -fopenmp --offload-arch=gfx906,gfx90a -fopenmp-target-jit -fuse-ld=lld \
+  -L/usr/lib/llvm-19/lib tmp/omp-jit.o -o omp-jit-app
 
 # ---- 5. HIP host objects for other ELF hosts ---------------------------------------------------
 "$CLANG" "${HIP[@]}" --target=aarch64-linux-gnu --offload-arch=gfx90a -c -cuid=linked-arm \
@@ -340,6 +345,7 @@ kernels are \`../src/kernel.hip\`, \`../src/vadd.hip\` and \`../src/omp.c\`.
 | \`libhip.so\` | x86-64 ELF shared library, \`-shared -fPIC\` (ld.lld-19) from two \`-fPIC\` HIP objects: \`vadd.hip\` for gfx906 and gfx90a, and \`kernel.hip\` for gfx90a with \`--offload-compress\`; the HIP entry points are left undefined |
 | \`hip-rdc-app\` | x86-64 ELF executable from two \`-fgpu-rdc\` objects (\`kernel.hip\`, \`vadd.hip\`, gfx906 and gfx90a), \`clang-19 --hip-link -no-hip-rt -fgpu-rdc\`: the driver links the device code of both objects (lld for amdgcn, no device libraries needed) and bundles it into one bundle. \`-no-hip-rt\` leaves out \`-lamdhip64\`, which does not exist here |
 | \`omp-app\` | x86-64 ELF executable, \`clang-19 -fopenmp --offload-arch=gfx906,gfx90a\` (new driver, clang-linker-wrapper-19). The object is compiled with \`-nogpulib\`; the link is not, because the device link needs the OpenMP device runtime \`libomptarget.devicertl.a\` from libomp-19-dev (\`-L/usr/lib/llvm-19/lib\`) for \`__kmpc_target_init\` and the like. The images are linked AMDGPU code objects. It is not meant to run: \`libomptarget.so.19.1\` is in \`/usr/lib/llvm-19/lib\`, which is not on the library path |
+| \`omp-jit-app\` | the same with \`-fopenmp-target-jit\`: its images are LLVM bitcode, which the OpenMP runtime compiles for the device when it loads them |
 | \`aarch64-kernel.o\` | \`kernel.hip\`, \`--target=aarch64-linux-gnu --offload-arch=gfx90a -c\`: an AArch64 ELF host object |
 | \`i386-kernel.o\` | the same with \`--target=i386-linux-gnu\`: ELF32, a 16-byte wrapper and REL (not RELA) relocations |
 | \`kernel-msvc.obj\` | \`kernel.hip\`, \`--target=x86_64-pc-windows-msvc --offload-arch=gfx906 -c\`: a COFF object |

@@ -220,10 +220,12 @@ fn listing(written: &[extract::Extracted]) -> String {
                 Via::Spirv => "as SPIR-V, compiled when loaded",
                 Via::Forward => "as code for an earlier SM it runs",
                 Via::Ptx => "as PTX, compiled when loaded",
+                Via::Jit => "as bitcode, compiled when loaded",
             };
             let unit = match w.image.producer {
                 Producer::Cuda => "fat binary",
                 Producer::CodeObject => "code object",
+                _ if w.image.source.entry_id().is_none() => "offload binaries",
                 _ => "bundle",
             };
             let archived = w
@@ -248,6 +250,9 @@ fn listing(written: &[extract::Extracted]) -> String {
                     format!(" (SPIR-V, compiled for {} when loaded)", w.asked)
                 }
                 (None, Via::Ptx, None) => format!(" (PTX, compiled for {} when loaded)", w.asked),
+                (None, Via::Jit, None) => {
+                    format!(" (bitcode, compiled for {} when loaded)", w.asked)
+                }
             };
             format!(
                 "{}\t{} {} {} bytes{via}\n",

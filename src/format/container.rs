@@ -1111,7 +1111,8 @@ pub fn next_magic(data: &[u8]) -> Option<usize> {
     crate::format::search::first_magic(data)
 }
 
-/// The length of the longest magic of a container a scan finds by its magic.
+/// The length of the longest magic of a container a scan finds by its magic (or of the ELF
+/// magic [`next_magic`] finds too).
 pub fn longest_magic() -> usize {
     crate::format::search::MAGICS
         .iter()
@@ -1142,5 +1143,7 @@ mod tests {
         data.extend_from_slice(&cuda_fatbin::MAGIC);
         assert_eq!(next_magic(&data), Some(40));
         assert_eq!(next_magic(&cuda_fatbin::MAGIC), None);
+        // And the start of an embedded ELF file, which a scan reads as a code object or skips.
+        assert_eq!(next_magic(b"..\x7fELF.."), Some(2));
     }
 }

@@ -21,7 +21,7 @@ mod inflate;
 pub mod kpack;
 mod md5;
 pub mod offload_binary;
-mod search;
+pub mod search;
 pub mod stream;
 pub mod text_bundle;
 

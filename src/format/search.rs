@@ -9,8 +9,17 @@
 use crate::format::{bundle, ccob, offload_binary};
 
 /// The magics searched for: those of the containers a scan finds by their magic, in the
-/// order of [`crate::format::container::CONTAINERS`] (a test checks them against it).
-pub(crate) const MAGICS: [&[u8]; 3] = [bundle::MAGIC, ccob::MAGIC, &offload_binary::MAGIC];
+/// order of [`crate::format::container::CONTAINERS`] (a test checks them against it), then
+/// the ELF magic, which starts a code object embedded as data.
+pub(crate) const MAGICS: [&[u8]; 4] = [
+    bundle::MAGIC,
+    ccob::MAGIC,
+    &offload_binary::MAGIC,
+    ELF_MAGIC,
+];
+
+/// The magic of an ELF file: a bare code object embedded in a program's data starts with it.
+pub const ELF_MAGIC: &[u8] = b"\x7fELF";
 
 /// Where the second byte each magic is first recognised by lies in it.
 const SECOND: usize = 3;
@@ -75,11 +84,14 @@ fn first_magic_here(data: &[u8]) -> Option<usize> {
 // Every index is below BLOCK + SECOND, the array's length.
 #[allow(clippy::indexing_slicing)]
 fn pair_in_block(block: &[u8; BLOCK + SECOND]) -> bool {
-    let [(a0, b0), (a1, b1), (a2, b2)] = PAIRS;
+    let [(a0, b0), (a1, b1), (a2, b2), (a3, b3)] = PAIRS;
     let mut hits = false;
     for i in 0..BLOCK {
         let (a, b) = (block[i], block[i + SECOND]);
-        hits |= (a == a0) & (b == b0) | (a == a1) & (b == b1) | (a == a2) & (b == b2);
+        hits |= (a == a0) & (b == b0)
+            | (a == a1) & (b == b1)
+            | (a == a2) & (b == b2)
+            | (a == a3) & (b == b3);
     }
     hits
 }
@@ -103,7 +115,8 @@ mod tests {
             .filter(|c| c.found_by_magic())
             .map(Container::magic)
             .collect();
-        assert_eq!(found, MAGICS);
+        assert_eq!(found, MAGICS[..MAGICS.len() - 1]);
+        assert_eq!(MAGICS.last(), Some(&ELF_MAGIC));
     }
 
     /// The first position of any magic, one magic at a time: what the search must agree with.

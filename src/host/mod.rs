@@ -71,6 +71,21 @@ pub fn is_object_file(data: &[u8]) -> bool {
     object_kind && object::File::parse(data).is_ok()
 }
 
+/// Whether `input` is a linked ELF program or shared library (not an object, an archive or
+/// another format), whose offload images are registered with a runtime as they are.
+pub fn is_linked_elf(input: &[u8]) -> bool {
+    // ELF's e_type of a program (ET_EXEC) and of a shared library (ET_DYN).
+    const ET_EXEC: u16 = 2;
+    const ET_DYN: u16 = 3;
+    let e_type = match object::FileKind::parse(input) {
+        Ok(object::FileKind::Elf64) => input.get(16..18),
+        _ => None,
+    };
+    e_type
+        .map(|t| u16::from_le_bytes([t[0], t[1]]))
+        .is_some_and(|t| t == ET_EXEC || t == ET_DYN)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::format::code_object::CodeObject;
 use crate::format::container::{self, Consecutive, Container, Contents, Listed, ListedBinary};
 use crate::format::image_target::ImageTarget;
+use crate::format::search::ELF_MAGIC;
 use crate::host::archive::read_members;
 use crate::host::BUNDLE_SECTION_PREFIX;
 
@@ -656,6 +657,10 @@ impl Scan<'_, '_> {
                     None => break,
                 }
             };
+            if data[start..].starts_with(ELF_MAGIC) {
+                pos = start + self.embedded_code_object(&data[start..], at).max(1);
+                continue;
+            }
             match self.container(&data[start..], at) {
                 Ok(size) => pos = start + size.max(1) as usize,
                 Err(e) if reporting => {
@@ -671,6 +676,21 @@ impl Scan<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// Reports the code object `data` starts with, in a place that is no offload section (a
+    /// program's data, `hipModuleLoadData`'s input), as its own translation unit; returns its
+    /// size, or 0 when it is none (another ELF file, or ELF magic bytes by chance).
+    fn embedded_code_object(&mut self, data: &[u8], at: Place<'_>) -> usize {
+        if at.known || self.places != Places::Everywhere {
+            return 0;
+        }
+        let Some(code) = CodeObject::parse(data) else {
+            return 0;
+        };
+        let at = self.new_unit(at);
+        self.emit(&at, Origin::CodeObject(&code.target_id), code.bytes);
+        code.bytes.len()
     }
 
     /// Reads the container at the start of `data` and reports its images; returns its size.

@@ -16,10 +16,13 @@ pub enum Via {
     Forward,
     /// CUDA PTX, compiled for the device when loaded.
     Ptx,
+    /// LLVM bitcode a program registers, which the OpenMP runtime compiles for the device when
+    /// it loads it.
+    Jit,
 }
 
 impl Via {
-    /// `native`, `generic`, `spirv`, `forward` or `ptx`.
+    /// `native`, `generic`, `spirv`, `forward`, `ptx` or `jit`.
     pub fn name(self) -> &'static str {
         match self {
             Via::Native => "native",
@@ -27,6 +30,7 @@ impl Via {
             Via::Spirv => "spirv",
             Via::Forward => "forward",
             Via::Ptx => "ptx",
+            Via::Jit => "jit",
         }
     }
 }

@@ -17,7 +17,9 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::format::container::Container;
 use crate::format::image_target::Producer;
+use crate::format::offload_binary::ImageKind;
 use crate::host::kpack::split_binary;
 use crate::host::ld_so::{self, Environment};
 use crate::host::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
@@ -262,9 +264,26 @@ struct LoadOrder {
     not_found: Vec<NotFound>,
 }
 
-/// [`ld_so::load_order`] of `root`, the files it maps closed again.
+/// [`ld_so::load_order`] of `root`, the files it maps closed again. An archive or a bare
+/// container file (no ELF file, so no dependencies) is checked alone.
 fn load_order(root: &Path, env: &Environment) -> Result<LoadOrder> {
-    let (loaded, missing) = ld_so::load_order(root, env)?;
+    let (loaded, missing) = match ld_so::load_order(root, env) {
+        Ok(found) => found,
+        Err(e) if checked_alone(root) => {
+            tracing::debug!("{e}: checked alone");
+            let alone = LoadedFile {
+                path: root.to_path_buf(),
+                needed_as: None,
+                needed_by: None,
+                found_via: "argument",
+            };
+            return Ok(LoadOrder {
+                objects: vec![alone],
+                not_found: Vec::new(),
+            });
+        }
+        Err(e) => return Err(e),
+    };
     let name = |i: usize| loaded[i].path.to_string_lossy().into_owned();
     let not_found = missing
         .into_iter()
@@ -283,6 +302,18 @@ fn load_order(root: &Path, env: &Environment) -> Result<LoadOrder> {
         })
         .collect();
     Ok(LoadOrder { objects, not_found })
+}
+
+/// Whether `path` is an archive or a file that starts with a container (a bundle, an offload
+/// binary): device code a runtime or a link takes, with no libraries of its own.
+fn checked_alone(path: &Path) -> bool {
+    let Ok(input) = Input::open(path) else {
+        return false;
+    };
+    matches!(
+        object::FileKind::parse(&*input),
+        Ok(object::FileKind::Archive)
+    ) || Container::at_start(&input).is_some()
 }
 
 /// The report on one file and the problems found in it; no report when it cannot be read.
@@ -333,6 +364,60 @@ struct FoundEntry {
     member: Option<String>,
 }
 
+/// The device images of one file a check takes, as the scan reports them.
+#[derive(Default)]
+struct Seen {
+    /// Whether the file is a linked program or library (its bitcode is compiled when loaded).
+    linked: bool,
+    bundles: Vec<FoundEntry>,
+    cuda: Vec<(usize, String, Option<String>, Option<String>)>,
+    modules: Vec<(String, Option<String>, Option<String>)>,
+    offloaded: Vec<OffloadedImage>,
+}
+
+impl Seen {
+    /// Keeps `image` where a runtime takes it.
+    fn see(&mut self, image: &DeviceImage<'_>) {
+        let section = image.section.map(str::to_string);
+        let member = image.members.last().cloned();
+        let target_id = image.target.target_id.clone();
+        match image.origin {
+            Origin::OffloadImage(entry) if image.target.triple.starts_with("amdgcn") => {
+                self.offloaded.push(OffloadedImage {
+                    unit: image.unit,
+                    openmp: image.target.producer == Producer::OpenMp,
+                    target_id,
+                    // Bitcode a program registers is compiled when loaded; an object's is
+                    // linked first, for its own processor.
+                    jit: entry.image_kind == ImageKind::Bitcode
+                        && image.members.is_empty()
+                        && self.linked,
+                    section,
+                    member,
+                });
+            }
+            Origin::OffloadImage(_) => {}
+            Origin::CodeObject(_) => self.modules.push((target_id, section, member)),
+            Origin::CudaEntry(_) => self.cuda.push((image.unit, target_id, section, member)),
+            // Bundles stored as sections of a relocatable object are no program's code yet.
+            Origin::BundleEntry(_)
+                if section
+                    .as_deref()
+                    .is_some_and(|s| s.starts_with(BUNDLE_SECTION_PREFIX)) => {}
+            Origin::BundleEntry(id) => self.bundles.push(FoundEntry {
+                unit: image.unit,
+                id: id.to_string(),
+                hip: is_hip(&image.target.producer),
+                target_id,
+                size: image.size,
+                compressed: image.compressed,
+                section,
+                member,
+            }),
+        }
+    }
+}
+
 /// The bundles of one file the runtime is given, each checked for `devices`.
 fn bundles_of(
     path: &Path,
@@ -340,48 +425,11 @@ fn bundles_of(
     devices: &[TargetIdBuf],
     max_decompressed: u64,
 ) -> (Vec<BundleReport>, Vec<Error>) {
-    let mut found: Vec<FoundEntry> = Vec::new();
-    let mut cuda: Vec<(usize, String, Option<String>, Option<String>)> = Vec::new();
-    let mut modules: Vec<(String, Option<String>, Option<String>)> = Vec::new();
-    let visit = &mut |image: &DeviceImage<'_>| {
-        if let Origin::CodeObject(target_id) = image.origin {
-            modules.push((
-                target_id.to_string(),
-                image.section.map(str::to_string),
-                image.members.last().cloned(),
-            ));
-            return;
-        }
-        if let Origin::CudaEntry(_) = image.origin {
-            cuda.push((
-                image.unit,
-                image.target.target_id.clone(),
-                image.section.map(str::to_string),
-                image.members.last().cloned(),
-            ));
-            return;
-        }
-        let Some(id) = image.origin.entry_id() else {
-            return;
-        };
-        // Bundles stored as sections of a relocatable object are no program's code yet.
-        if image
-            .section
-            .is_some_and(|s| s.starts_with(BUNDLE_SECTION_PREFIX))
-        {
-            return;
-        }
-        found.push(FoundEntry {
-            unit: image.unit,
-            id: id.to_string(),
-            hip: is_hip(&image.target.producer),
-            target_id: image.target.target_id.clone(),
-            size: image.size,
-            compressed: image.compressed,
-            section: image.section.map(str::to_string),
-            member: image.members.last().cloned(),
-        });
+    let mut seen = Seen {
+        linked: crate::host::is_linked_elf(input),
+        ..Seen::default()
     };
+    let visit = &mut |image: &DeviceImage<'_>| seen.see(image);
     // Which entry the runtime picks needs entry IDs and sizes only: compressed bundles are
     // inflated up to their bundle's header.
     let problems = match scan_reading(
@@ -398,7 +446,7 @@ fn bundles_of(
     let mut bundles = Vec::new();
     let any_cuda = devices.iter().any(|d| cuda::is_cuda_target(d.as_str()));
     let all_cuda = any_cuda && devices.iter().all(|d| cuda::is_cuda_target(d.as_str()));
-    for unit in found.chunk_by(|a, b| a.unit == b.unit) {
+    for unit in seen.bundles.chunk_by(|a, b| a.unit == b.unit) {
         if !unit.iter().any(|e| e.hip) || all_cuda {
             // Only the HIP runtime's bundles: OpenMP's are another runtime's to load.
             continue;
@@ -406,16 +454,117 @@ fn bundles_of(
         bundles.push(check_bundle(bundles.len() + 1, unit, devices));
     }
     if any_cuda {
-        for unit in cuda.chunk_by(|a, b| a.0 == b.0) {
+        for unit in seen.cuda.chunk_by(|a, b| a.0 == b.0) {
             bundles.push(check_fatbin(bundles.len() + 1, unit, devices));
         }
     }
     if !all_cuda {
-        for module in modules {
+        for module in seen.modules {
             bundles.push(check_module(bundles.len() + 1, module, devices));
+        }
+        for unit in seen.offloaded.chunk_by(|a, b| a.unit == b.unit) {
+            bundles.push(check_offloaded(bundles.len() + 1, unit, devices));
         }
     }
     (bundles, problems)
+}
+
+/// An AMDGPU image of an offload binary (`.llvm.offloading`) as the scan reports it.
+struct OffloadedImage {
+    unit: usize,
+    /// Whether OpenMP made it (else HIP, or no kind: linked into a bundle the HIP runtime
+    /// loads).
+    openmp: bool,
+    target_id: String,
+    /// Whether it is LLVM bitcode a program registers, which the OpenMP runtime compiles for
+    /// any AMDGPU device.
+    jit: bool,
+    section: Option<String>,
+    member: Option<String>,
+}
+
+/// What each device loads from the AMDGPU images of the offload binaries of one place (one
+/// translation unit), numbered `index`. OpenMP's (libomptarget, LLVM 21 and later): the first
+/// image, in stored order, compatible with the device (the same processor with the features
+/// it fixes set alike, a generic target covering it, or bitcode, compiled when loaded); a
+/// device with none runs the unit's target regions on the host. Others are linked into a
+/// bundle the HIP runtime loads: native code, else generic, else SPIR-V.
+fn check_offloaded(index: usize, unit: &[OffloadedImage], devices: &[TargetIdBuf]) -> BundleReport {
+    let openmp = unit.iter().all(|i| i.openmp);
+    let ids: Vec<Option<TargetId<'_>>> = unit
+        .iter()
+        .map(|i| TargetId::parse_syntax(&i.target_id))
+        .collect();
+    let loads: Vec<DeviceLoad> = devices
+        .iter()
+        .enumerate()
+        .map(|(device, d)| {
+            if cuda::is_cuda_target(d.as_str()) {
+                return DeviceLoad {
+                    device,
+                    loads: "other",
+                    entry: None,
+                    runtime: "loads",
+                };
+            }
+            let pick = if openmp {
+                first_compatible(d, unit, &ids)
+            } else {
+                best_compatible(d, &ids)
+            };
+            DeviceLoad {
+                device,
+                loads: pick.map_or("nothing", |(_, how)| how),
+                entry: pick.map(|(i, _)| unit[i].target_id.clone()),
+                runtime: if pick.is_some() { "loads" } else { "fails" },
+            }
+        })
+        .collect();
+    let mut targets: Vec<String> = Vec::new();
+    for image in unit {
+        if !targets.contains(&image.target_id) {
+            targets.push(image.target_id.clone());
+        }
+    }
+    BundleReport {
+        index,
+        runtime: if openmp { "openmp" } else { "hip" },
+        section: unit[0].section.clone(),
+        member: unit[0].member.clone(),
+        compressed: false,
+        targets,
+        first_without_code: loads.iter().position(|l| l.loads == "nothing"),
+        loads,
+    }
+}
+
+/// The first of `unit` (target IDs `ids`) libomptarget loads on `device`, and how.
+fn first_compatible(
+    device: &TargetIdBuf,
+    unit: &[OffloadedImage],
+    ids: &[Option<TargetId<'_>>],
+) -> Option<(usize, &'static str)> {
+    unit.iter()
+        .zip(ids)
+        .enumerate()
+        .find_map(|(i, (image, id))| {
+            if image.jit {
+                return Some((i, "jit"));
+            }
+            let via = hip::loaded_by(&device.target_id(), std::slice::from_ref(id));
+            via.into_iter().next().flatten().map(|via| (i, via.name()))
+        })
+}
+
+/// The image of `ids` the HIP runtime loads on `device` from the bundle they are linked into.
+fn best_compatible(
+    device: &TargetIdBuf,
+    ids: &[Option<TargetId<'_>>],
+) -> Option<(usize, &'static str)> {
+    let loaded = hip::loaded_by(&device.target_id(), ids);
+    let best = loaded.iter().flatten().min()?;
+    let index = loaded.iter().position(|l| l.as_ref() == Some(best))?;
+    Some((index, best.name()))
 }
 
 /// What each device loads from a bare code object (its target ID, section and member),
@@ -608,7 +757,7 @@ fn counts(bundles: &[BundleReport], kpack: Option<&KpackFile>, devices: usize) -
         match load.loads {
             "native" => c.native += 1,
             "generic" => c.generic += 1,
-            "spirv" | "ptx" => c.spirv += 1,
+            "spirv" | "ptx" | "jit" => c.spirv += 1,
             "forward" => c.native += 1,
             "other" => {}
             _ => c.nothing += 1,
@@ -830,6 +979,32 @@ fn hip_failing(report: &Report, first: usize) -> String {
     }
 }
 
+/// What the OpenMP runtime does with the images of `unit` (offload binaries of one place of
+/// the file `path`) on the devices none of them suits; empty when there are none.
+fn openmp_consequence(report: &Report, path: &str, unit: &BundleReport) -> String {
+    let failing: Vec<&str> = unit
+        .loads
+        .iter()
+        .filter(|l| l.loads == "nothing")
+        .filter_map(|l| report.devices.get(l.device))
+        .map(|d| d.target_id.as_str())
+        .collect();
+    if failing.is_empty() {
+        return String::new();
+    }
+    format!(
+        "  {} bundle {} (OpenMP images for {}): libomptarget loads no image on {}; with no \
+         device holding an image, target regions run on the host, and under \
+         OMP_TARGET_OFFLOAD=MANDATORY the program stops with \"omptarget error: No images \
+         found compatible with the installed hardware.\"; a region sent to such a device \
+         fails (\"No image loaded for device id N\").\n",
+        crate::io::shown(path),
+        unit.index,
+        crate::io::shown(&unit.targets.join(", ")),
+        failing.join(", "),
+    )
+}
+
 /// What the runtime does with the bundles that leave a device without code, per file,
 /// grouped by the first device without code.
 fn consequences(report: &Report) -> String {
@@ -863,6 +1038,9 @@ fn consequences(report: &Report) -> String {
         }
         for bundle in file.bundles.iter().filter(|b| b.runtime == "module") {
             out.push_str(&module_consequence(report, &file.path, bundle));
+        }
+        for bundle in file.bundles.iter().filter(|b| b.runtime == "openmp") {
+            out.push_str(&openmp_consequence(report, &file.path, bundle));
         }
         for bundle in file.bundles.iter().filter(|b| b.runtime == "hip") {
             let Some(first) = bundle.first_without_code else {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::loads::cuda;
-use crate::loads::hip;
+use crate::loads::hip::{self, Via};
 use crate::loads::runtime::{self, Load, Why};
 use crate::ops::extract::chosen::{Chosen, Found};
 use crate::ops::extract::options::ExtractConfig;
@@ -85,7 +85,7 @@ pub(super) fn module_picks(
             let Some(via) = loaded.into_iter().next().flatten() else {
                 found.missing.push((
                     d,
-                    true,
+                    false,
                     format!(
                         "{device} cannot load code object {number} of '{name}' (hipModuleLoad \
                          fails with hipErrorNoBinaryForGpu): it is for {}",
@@ -110,6 +110,85 @@ pub(super) fn module_picks(
             chosen.push(c);
         }
     }
+}
+
+/// An AMDGPU image of an offload binary, kept until its place is seen whole.
+pub(super) struct OffloadedImage {
+    pub(super) chosen: Chosen,
+    /// Whether OpenMP made it (else HIP, or no kind: linked into a bundle).
+    pub(super) openmp: bool,
+    /// Whether it is bitcode a program registers, compiled for any AMDGPU device when loaded.
+    pub(super) jit: bool,
+}
+
+/// Adds to `chosen` what each AMD device of `config.devices` loads from the AMDGPU images of
+/// the offload binaries of each place (by unit, in file order) of the file `name`. OpenMP's:
+/// the first image compatible with the device (libomptarget, LLVM 21 and later), bitcode a
+/// program registers for any device; others, linked into a bundle, the HIP runtime's pick
+/// (native, else generic, else SPIR-V). Notes in `found` the devices that load one and the
+/// places a device loads nothing from.
+pub(super) fn offload_picks(
+    config: &ExtractConfig,
+    name: &str,
+    units: BTreeMap<usize, Vec<OffloadedImage>>,
+    chosen: &mut Vec<Chosen>,
+    found: &mut Found,
+) {
+    for (number, unit) in (1..).zip(units.into_values()) {
+        let openmp = unit.iter().all(|i| i.openmp);
+        let ids: Vec<Option<TargetId<'_>>> = unit
+            .iter()
+            .map(|i| TargetId::parse_syntax(&i.chosen.image.target_id))
+            .collect();
+        for (d, device) in config.devices.iter().enumerate() {
+            if is_cuda_device(device) {
+                continue;
+            }
+            let Some((pick, via)) = offload_pick(device, &unit, &ids, openmp) else {
+                found.missing.push((
+                    d,
+                    false,
+                    format!("{device} loads nothing from offload binaries {number} of '{name}'"),
+                ));
+                continue;
+            };
+            if let Some(hit) = found.devices.get_mut(d) {
+                *hit = true;
+            }
+            let mut c = unit[pick].chosen.clone();
+            c.label = format!("offload{number}-{}-for-{device}", c.image.target_id);
+            c.via = via;
+            c.asked = device.to_string();
+            c.bundle = Some(number);
+            c.device_pick = true;
+            chosen.push(c);
+        }
+    }
+}
+
+/// The image of `unit` (target IDs `ids`) `device` loads, and how.
+fn offload_pick(
+    device: &TargetIdBuf,
+    unit: &[OffloadedImage],
+    ids: &[Option<TargetId<'_>>],
+    openmp: bool,
+) -> Option<(usize, Via)> {
+    let target = device.target_id();
+    if !openmp {
+        let loaded = hip::loaded_by(&target, ids);
+        let best = *loaded.iter().flatten().min()?;
+        return Some((loaded.iter().position(|l| *l == Some(best))?, best));
+    }
+    unit.iter()
+        .zip(ids)
+        .enumerate()
+        .find_map(|(i, (image, id))| {
+            if image.jit {
+                return Some((i, Via::Jit));
+            }
+            let via = hip::loaded_by(&target, std::slice::from_ref(id));
+            via.into_iter().next().flatten().map(|via| (i, via))
+        })
 }
 
 /// One entry of a bundle, kept until the bundle is seen whole.

@@ -8,6 +8,8 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::format::cuda_fatbin::EntryKind;
+use crate::format::image_target::Producer;
+use crate::format::offload_binary::ImageKind;
 use crate::host::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::io::slice::offset_within;
 use crate::io::Input;
@@ -16,7 +18,8 @@ use crate::ops::extract::chosen::{Bytes, Chosen, Found, Held, Streamed};
 use crate::ops::extract::names::{extension, CudaNames};
 use crate::ops::extract::options::{chosen_in_unit, may_be_chosen, passes_filters, ExtractConfig};
 use crate::ops::extract::picks::{
-    driver_picks, is_cuda_device, module_picks, runtime_may_pick, runtime_picks, SeenEntry,
+    driver_picks, is_cuda_device, module_picks, offload_picks, runtime_may_pick, runtime_picks,
+    OffloadedImage, SeenEntry,
 };
 use crate::ops::support::image::ImageRecord;
 use crate::target::target_id::TargetId;
@@ -37,6 +40,11 @@ struct Seen<'c> {
     fatbins: BTreeMap<usize, Vec<Chosen>>,
     /// The bare code objects, in file order, for `--device`.
     modules: Vec<Chosen>,
+    /// The AMDGPU images of offload binaries, by unit, for `--device`.
+    offloaded: BTreeMap<usize, Vec<OffloadedImage>>,
+    /// Whether the input is a linked program or library, whose bitcode images are compiled
+    /// when loaded.
+    linked: bool,
     cuda_names: CudaNames,
 }
 
@@ -55,8 +63,19 @@ impl Seen<'_> {
             self.fatbins.entry(found.unit).or_default().push(make());
         }
         if !config.devices.is_empty() && passes {
-            if let Origin::CodeObject(_) = found.origin {
-                self.modules.push(make());
+            match found.origin {
+                Origin::CodeObject(_) => self.modules.push(make()),
+                Origin::OffloadImage(entry) if found.target.triple.starts_with("amdgcn") => {
+                    let image = OffloadedImage {
+                        chosen: make(),
+                        openmp: found.target.producer == Producer::OpenMp,
+                        jit: entry.image_kind == ImageKind::Bitcode
+                            && found.members.is_empty()
+                            && self.linked,
+                    };
+                    self.offloaded.entry(found.unit).or_default().push(image);
+                }
+                _ => {}
             }
         }
         if !config.devices.is_empty() {
@@ -149,6 +168,8 @@ pub(super) fn choose(
         bundles: BTreeMap::new(),
         fatbins: BTreeMap::new(),
         modules: Vec::new(),
+        offloaded: BTreeMap::new(),
+        linked: crate::host::is_linked_elf(input),
         cuda_names: CudaNames::new(path, config.devices.iter().any(is_cuda_device)),
     };
     // Compressed bundles are inflated up to their bundle's header: which images to write
@@ -167,12 +188,14 @@ pub(super) fn choose(
         bundles,
         fatbins,
         modules,
+        offloaded,
         ..
     } = seen;
     choose_by_target_id(candidates, config, chosen, found);
     runtime_picks(config, &name, bundles, chosen, found);
     driver_picks(config, &name, fatbins, chosen, found);
     module_picks(config, &name, modules, chosen, found);
+    offload_picks(config, &name, offloaded, chosen, found);
     Ok(problems)
 }
 
