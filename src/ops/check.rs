@@ -26,7 +26,7 @@ use crate::host::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::host::BUNDLE_SECTION_PREFIX;
 use crate::io::Input;
 use crate::loads::cuda;
-use crate::loads::hip;
+use crate::loads::openmp;
 use crate::loads::kpack_search;
 use crate::loads::runtime::{self, Load, AMDGCN_ISA_PREFIX};
 use crate::ops::support::columns::{ranges, render, Align};
@@ -491,9 +491,12 @@ struct OffloadedImage {
 /// bundle the HIP runtime loads: native code, else generic, else SPIR-V.
 fn check_offloaded(index: usize, unit: &[OffloadedImage], devices: &[TargetIdBuf]) -> BundleReport {
     let openmp = unit.iter().all(|i| i.openmp);
-    let ids: Vec<Option<TargetId<'_>>> = unit
+    let images: Vec<openmp::Image<'_>> = unit
         .iter()
-        .map(|i| TargetId::parse_syntax(&i.target_id))
+        .map(|i| openmp::Image {
+            target_id: TargetId::parse_syntax(&i.target_id),
+            jit: i.jit,
+        })
         .collect();
     let loads: Vec<DeviceLoad> = devices
         .iter()
@@ -507,11 +510,8 @@ fn check_offloaded(index: usize, unit: &[OffloadedImage], devices: &[TargetIdBuf
                     runtime: "loads",
                 };
             }
-            let pick = if openmp {
-                first_compatible(d, unit, &ids)
-            } else {
-                best_compatible(d, &ids)
-            };
+            let pick = openmp::pick(&d.target_id(), &images, openmp)
+                .map(|(i, via)| (i, via.name()));
             DeviceLoad {
                 device,
                 loads: pick.map_or("nothing", |(_, how)| how),
@@ -538,35 +538,6 @@ fn check_offloaded(index: usize, unit: &[OffloadedImage], devices: &[TargetIdBuf
     }
 }
 
-/// The first of `unit` (target IDs `ids`) libomptarget loads on `device`, and how.
-fn first_compatible(
-    device: &TargetIdBuf,
-    unit: &[OffloadedImage],
-    ids: &[Option<TargetId<'_>>],
-) -> Option<(usize, &'static str)> {
-    unit.iter()
-        .zip(ids)
-        .enumerate()
-        .find_map(|(i, (image, id))| {
-            if image.jit {
-                return Some((i, "jit"));
-            }
-            let via = hip::loaded_by(&device.target_id(), std::slice::from_ref(id));
-            via.into_iter().next().flatten().map(|via| (i, via.name()))
-        })
-}
-
-/// The image of `ids` the HIP runtime loads on `device` from the bundle they are linked into.
-fn best_compatible(
-    device: &TargetIdBuf,
-    ids: &[Option<TargetId<'_>>],
-) -> Option<(usize, &'static str)> {
-    let loaded = hip::loaded_by(&device.target_id(), ids);
-    let best = loaded.iter().flatten().min()?;
-    let index = loaded.iter().position(|l| l.as_ref() == Some(best))?;
-    Some((index, best.name()))
-}
-
 /// What each device loads from a bare code object (its target ID, section and member),
 /// numbered `index`: `hipModuleLoad` takes it as it is, on the current device alone, and
 /// builds it when the device's ISA is compatible: the same processor with no feature set
@@ -590,10 +561,7 @@ fn check_module(
                     runtime: "loads",
                 };
             }
-            let via = hip::loaded_by(&d.target_id(), std::slice::from_ref(&image))
-                .into_iter()
-                .next()
-                .flatten();
+            let via = openmp::builds(&d.target_id(), &image);
             DeviceLoad {
                 device,
                 loads: via.map_or("nothing", |via| via.name()),

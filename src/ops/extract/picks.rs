@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::loads::cuda;
-use crate::loads::hip::{self, Via};
+use crate::loads::openmp;
 use crate::loads::runtime::{self, Load, Why};
 use crate::ops::extract::chosen::{Chosen, Found};
 use crate::ops::extract::options::ExtractConfig;
@@ -81,8 +81,7 @@ pub(super) fn module_picks(
             if is_cuda_device(device) {
                 continue;
             }
-            let loaded = hip::loaded_by(&device.target_id(), std::slice::from_ref(&image));
-            let Some(via) = loaded.into_iter().next().flatten() else {
+            let Some(via) = openmp::builds(&device.target_id(), &image) else {
                 found.missing.push((
                     d,
                     false,
@@ -136,15 +135,18 @@ pub(super) fn offload_picks(
 ) {
     for (number, unit) in (1..).zip(units.into_values()) {
         let openmp = unit.iter().all(|i| i.openmp);
-        let ids: Vec<Option<TargetId<'_>>> = unit
+        let images: Vec<openmp::Image<'_>> = unit
             .iter()
-            .map(|i| TargetId::parse_syntax(&i.chosen.image.target_id))
+            .map(|i| openmp::Image {
+                target_id: TargetId::parse_syntax(&i.chosen.image.target_id),
+                jit: i.jit,
+            })
             .collect();
         for (d, device) in config.devices.iter().enumerate() {
             if is_cuda_device(device) {
                 continue;
             }
-            let Some((pick, via)) = offload_pick(device, &unit, &ids, openmp) else {
+            let Some((pick, via)) = openmp::pick(&device.target_id(), &images, openmp) else {
                 found.missing.push((
                     d,
                     false,
@@ -164,31 +166,6 @@ pub(super) fn offload_picks(
             chosen.push(c);
         }
     }
-}
-
-/// The image of `unit` (target IDs `ids`) `device` loads, and how.
-fn offload_pick(
-    device: &TargetIdBuf,
-    unit: &[OffloadedImage],
-    ids: &[Option<TargetId<'_>>],
-    openmp: bool,
-) -> Option<(usize, Via)> {
-    let target = device.target_id();
-    if !openmp {
-        let loaded = hip::loaded_by(&target, ids);
-        let best = *loaded.iter().flatten().min()?;
-        return Some((loaded.iter().position(|l| *l == Some(best))?, best));
-    }
-    unit.iter()
-        .zip(ids)
-        .enumerate()
-        .find_map(|(i, (image, id))| {
-            if image.jit {
-                return Some((i, Via::Jit));
-            }
-            let via = hip::loaded_by(&target, std::slice::from_ref(id));
-            via.into_iter().next().flatten().map(|via| (i, via))
-        })
 }
 
 /// One entry of a bundle, kept until the bundle is seen whole.
