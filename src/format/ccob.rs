@@ -509,6 +509,26 @@ pub enum Decoding<'c> {
     Reusing(&'c mut ZstdContext),
 }
 
+/// The decoder of `payload`, a zstd frame when `zstd` (with the decoder `decoding` says), else
+/// a zlib stream; an error is placed at `at`, where the payload starts.
+pub(crate) fn decoder<'s>(
+    payload: &'s [u8],
+    zstd: bool,
+    decoding: Decoding<'s>,
+    at: u64,
+) -> Result<Box<dyn Read + 's>> {
+    Ok(match (zstd, decoding) {
+        (true, Decoding::Fresh) => Box::new(
+            zstd::stream::read::Decoder::with_buffer(payload)
+                .map_err(|e| Error::new(at, ErrorKind::Decompress(e.to_string())))?,
+        ),
+        (true, Decoding::Reusing(context)) => {
+            Box::new(zstd::stream::read::Decoder::with_context(payload, context))
+        }
+        (false, _) => Box::new(flate2::read::ZlibDecoder::new(payload)),
+    })
+}
+
 /// Bytes inflated at a time while looking for a bundle's header: its records take a few KiB,
 /// and zstd hands out a block (at most 128 KiB) at a time anyway.
 const HEAD_WINDOW: usize = 64 << 10;
@@ -533,17 +553,8 @@ pub enum Head {
 impl CompressedBundle<'_> {
     /// The decoder of the payload.
     fn reader<'s>(&'s self, decoding: Decoding<'s>) -> Result<Box<dyn Read + 's>> {
-        let at = self.header_size();
-        Ok(match (self.method, decoding) {
-            (Method::Zstd, Decoding::Fresh) => Box::new(
-                zstd::stream::read::Decoder::with_buffer(self.payload)
-                    .map_err(|e| Error::new(at, ErrorKind::Decompress(e.to_string())))?,
-            ),
-            (Method::Zstd, Decoding::Reusing(context)) => Box::new(
-                zstd::stream::read::Decoder::with_context(self.payload, context),
-            ),
-            (Method::Zlib, _) => Box::new(flate2::read::ZlibDecoder::new(self.payload)),
-        })
+        let zstd = self.method == Method::Zstd;
+        decoder(self.payload, zstd, decoding, self.header_size())
     }
 
     /// Refuses a bundle that declares more than `limit` bytes before anything is inflated.

@@ -234,28 +234,34 @@ impl Scan<'_, '_> {
             ..at
         });
         for entry in &listed.entries {
-            let origin = Origin::BundleEntry(&entry.id);
-            let target = origin.target();
-            let image = DeviceImage {
-                members: at.members,
-                section: at.section,
-                offset: None,
-                compressed: true,
-                stored_offset: None,
-                origin,
-                target: &target,
-                unit: at.unit,
-                data: &[],
-                size: entry.size,
-                stream: Some(InStream {
-                    container: bundle,
-                    offset,
-                    start: entry.offset,
-                    end: entry.offset + entry.size,
-                }),
+            let stream = InStream {
+                container: bundle,
+                offset,
+                start: entry.offset,
+                end: entry.offset + entry.size,
             };
-            (self.visit)(&image);
+            self.emit_streamed(&at, Origin::BundleEntry(&entry.id), stream);
         }
+    }
+
+    /// Reports the image `origin` stores in a compressed container's stream at `stream`, its
+    /// bytes not at hand.
+    fn emit_streamed(&mut self, at: &Place<'_>, origin: Origin<'_>, stream: InStream<'_>) {
+        let target = origin.target();
+        let image = DeviceImage {
+            members: at.members,
+            section: at.section,
+            offset: None,
+            compressed: true,
+            stored_offset: None,
+            origin,
+            target: &target,
+            unit: at.unit,
+            data: &[],
+            size: stream.end - stream.start,
+            stream: Some(stream),
+        };
+        (self.visit)(&image);
     }
 
     /// Reports the images of a compressed offload binary read from its head alone: stored
@@ -277,27 +283,13 @@ impl Scan<'_, '_> {
             ..at
         };
         for entry in &listed.head.entries()? {
-            let origin = Origin::OffloadImage(entry);
-            let target = origin.target();
-            let image = DeviceImage {
-                members: at.members,
-                section: at.section,
-                offset: None,
-                compressed: true,
-                stored_offset: None,
-                origin,
-                target: &target,
-                unit: at.unit,
-                data: &[],
-                size: entry.image_size,
-                stream: Some(InStream {
-                    container: listed.stored,
-                    offset,
-                    start: entry.image_offset,
-                    end: entry.image_offset + entry.image_size,
-                }),
+            let stream = InStream {
+                container: listed.stored,
+                offset,
+                start: entry.image_offset,
+                end: entry.image_offset + entry.image_size,
             };
-            (self.visit)(&image);
+            self.emit_streamed(&at, Origin::OffloadImage(entry), stream);
         }
         Ok(())
     }

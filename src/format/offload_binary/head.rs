@@ -10,7 +10,7 @@ use super::{
     field_at, parse_entries, put_u64, read, read_u64, string_entry_size, CompressedPayload,
     Compression, Images, OffloadEntry, RawEntry, ENTRY_SIZE, V3_HEADER_SIZE,
 };
-use crate::format::ccob::Decoding;
+use crate::format::ccob::{self, Decoding};
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::inflate;
 
@@ -44,12 +44,7 @@ impl CompressedPayload<'_> {
         }
         let declared = self.inflated_size.saturating_sub(header_len);
         let failed = |e: io::Error| Error::new(header_len, ErrorKind::Decompress(e.to_string()));
-        let mut reader: Box<dyn Read + '_> = match self.compression {
-            Compression::Zstd => {
-                Box::new(zstd::stream::read::Decoder::with_buffer(self.payload).map_err(failed)?)
-            }
-            Compression::Zlib => Box::new(flate2::read::ZlibDecoder::new(self.payload)),
-        };
+        let mut reader = self.reader(Decoding::Fresh)?;
         // The buffer grows as real bytes arrive, never past the declared size: a payload that
         // claims gigabytes but holds little costs little.
         let mut out = Vec::new();
@@ -82,17 +77,8 @@ impl CompressedPayload<'_> {
 
     /// The decoder of the payload.
     fn reader<'s>(&'s self, decoding: Decoding<'s>) -> Result<Box<dyn Read + 's>> {
-        let at = self.header.len() as u64;
-        Ok(match (self.compression, decoding) {
-            (Compression::Zstd, Decoding::Fresh) => Box::new(
-                zstd::stream::read::Decoder::with_buffer(self.payload)
-                    .map_err(|e| Error::new(at, ErrorKind::Decompress(e.to_string())))?,
-            ),
-            (Compression::Zstd, Decoding::Reusing(context)) => Box::new(
-                zstd::stream::read::Decoder::with_context(self.payload, context),
-            ),
-            (Compression::Zlib, _) => Box::new(flate2::read::ZlibDecoder::new(self.payload)),
-        })
+        let zstd = self.compression == Compression::Zstd;
+        ccob::decoder(self.payload, zstd, decoding, self.header.len() as u64)
     }
 
     /// The header of the inflated binary: the stored one with its size set to the inflated
