@@ -26,8 +26,8 @@ use crate::host::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::host::BUNDLE_SECTION_PREFIX;
 use crate::io::Input;
 use crate::loads::cuda;
-use crate::loads::openmp;
 use crate::loads::kpack_search;
+use crate::loads::openmp;
 use crate::loads::runtime::{self, Load, AMDGCN_ISA_PREFIX};
 use crate::ops::support::columns::{ranges, render, Align};
 use crate::ops::support::progress::Progress;
@@ -86,6 +86,18 @@ pub struct DeviceLoad {
     /// What the runtime does for the device: `loads`, or `fails` when this device or an
     /// earlier one has no code in the bundle (for a CUDA fat binary, this device).
     pub runtime: &'static str,
+}
+
+impl DeviceLoad {
+    /// A device of another runtime than the one that loads the code: it takes no part.
+    fn other(device: usize) -> DeviceLoad {
+        DeviceLoad {
+            device,
+            loads: "other",
+            entry: None,
+            runtime: "loads",
+        }
+    }
 }
 
 /// One bundle the runtime is given (or CUDA fat binary the CUDA runtime is given).
@@ -503,15 +515,10 @@ fn check_offloaded(index: usize, unit: &[OffloadedImage], devices: &[TargetIdBuf
         .enumerate()
         .map(|(device, d)| {
             if cuda::is_cuda_target(d.as_str()) {
-                return DeviceLoad {
-                    device,
-                    loads: "other",
-                    entry: None,
-                    runtime: "loads",
-                };
+                return DeviceLoad::other(device);
             }
-            let pick = openmp::pick(&d.target_id(), &images, openmp)
-                .map(|(i, via)| (i, via.name()));
+            let pick =
+                openmp::pick(&d.target_id(), &images, openmp).map(|(i, via)| (i, via.name()));
             DeviceLoad {
                 device,
                 loads: pick.map_or("nothing", |(_, how)| how),
@@ -554,12 +561,7 @@ fn check_module(
         .enumerate()
         .map(|(device, d)| {
             if cuda::is_cuda_target(d.as_str()) {
-                return DeviceLoad {
-                    device,
-                    loads: "other",
-                    entry: None,
-                    runtime: "loads",
-                };
+                return DeviceLoad::other(device);
             }
             let via = openmp::builds(&d.target_id(), &image);
             DeviceLoad {
@@ -600,12 +602,7 @@ fn check_fatbin(
         .enumerate()
         .map(|(device, d)| {
             if !cuda::is_cuda_target(d.as_str()) {
-                return DeviceLoad {
-                    device,
-                    loads: "other",
-                    entry: None,
-                    runtime: "loads",
-                };
+                return DeviceLoad::other(device);
             }
             let load = cuda::driver_load(d.as_str(), &unit);
             DeviceLoad {
@@ -659,14 +656,7 @@ fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -
         .iter()
         .position(|l| matches!(l, Load::Nothing(_)))
         .map(|k| hip[k]);
-    let mut loads: Vec<DeviceLoad> = (0..devices.len())
-        .map(|device| DeviceLoad {
-            device,
-            loads: "other",
-            entry: None,
-            runtime: "loads",
-        })
-        .collect();
+    let mut loads: Vec<DeviceLoad> = (0..devices.len()).map(DeviceLoad::other).collect();
     for (&device, load) in hip.iter().zip(&hip_loads) {
         loads[device] = DeviceLoad {
             device,

@@ -12,10 +12,7 @@
 
 use std::mem::offset_of;
 
-use object::pe::{
-    ImageDebugDirectory, ImageSectionHeader, IMAGE_DIRECTORY_ENTRY_DEBUG,
-    IMAGE_SCN_CNT_INITIALIZED_DATA, IMAGE_SCN_MEM_READ,
-};
+use object::pe::{ImageSectionHeader, IMAGE_SCN_CNT_INITIALIZED_DATA, IMAGE_SCN_MEM_READ};
 use object::pod;
 use object::LittleEndian as LE;
 
@@ -601,23 +598,7 @@ impl<'a> Image<'a> {
         head[self.table_at..].fill(0);
         head[self.table_at..self.table_at + table.len()].copy_from_slice(table);
         let mut patches = vec![Patch { at: 0, bytes: head }];
-        if let Some((at, bytes)) =
-            self.directory(IMAGE_DIRECTORY_ENTRY_DEBUG, "the debug directory")?
-        {
-            let mut entries = records::<ImageDebugDirectory>(bytes).to_vec();
-            for entry in &mut entries {
-                let offset = entry.pointer_to_raw_data.get(LE);
-                if offset != 0 {
-                    entry
-                        .pointer_to_raw_data
-                        .set(LE, moved(u64::from(offset)) as u32);
-                }
-            }
-            patches.push(Patch {
-                at: moved(at as u64),
-                bytes: pod::bytes_of_slice(&entries).to_vec(),
-            });
-        }
+        patches.extend(self.debug_directory_moved(moved)?);
         Ok(patches)
     }
 }

@@ -314,6 +314,33 @@ impl<'a> Image<'a> {
     }
 
     /// The bytes data directory `index` points at (none when it is empty or absent).
+    /// The debug directory, its entries' file offsets of their data (`PointerToRawData`)
+    /// moved as `moved` moves file offsets, and placed where `moved` puts it; `None` when
+    /// the image has none.
+    pub(super) fn debug_directory_moved(
+        &self,
+        moved: impl Fn(u64) -> u64,
+    ) -> Result<Option<Patch>> {
+        let Some((at, bytes)) =
+            self.directory(IMAGE_DIRECTORY_ENTRY_DEBUG, "the debug directory")?
+        else {
+            return Ok(None);
+        };
+        let mut entries = records::<ImageDebugDirectory>(bytes).to_vec();
+        for entry in &mut entries {
+            let offset = entry.pointer_to_raw_data.get(LE);
+            if offset != 0 {
+                entry
+                    .pointer_to_raw_data
+                    .set(LE, moved(u64::from(offset)) as u32);
+            }
+        }
+        Ok(Some(Patch {
+            at: moved(at as u64),
+            bytes: pod::bytes_of_slice(&entries).to_vec(),
+        }))
+    }
+
     pub(super) fn directory(&self, index: usize, what: &str) -> Result<Option<(usize, &'a [u8])>> {
         let Some(d) = self.directories.get(index) else {
             return Ok(None);
@@ -732,23 +759,7 @@ impl<'a> Image<'a> {
             }
         }
         let mut patches = vec![Patch { at: 0, bytes: head }];
-        if let Some((at, bytes)) =
-            self.directory(IMAGE_DIRECTORY_ENTRY_DEBUG, "the debug directory")?
-        {
-            let mut entries = records::<ImageDebugDirectory>(bytes).to_vec();
-            for entry in &mut entries {
-                let offset = entry.pointer_to_raw_data.get(LE);
-                if offset != 0 {
-                    entry
-                        .pointer_to_raw_data
-                        .set(LE, cut.moved(u64::from(offset)) as u32);
-                }
-            }
-            patches.push(Patch {
-                at: cut.moved(at as u64),
-                bytes: pod::bytes_of_slice(&entries).to_vec(),
-            });
-        }
+        patches.extend(self.debug_directory_moved(|at| cut.moved(at))?);
         patches.extend(pointers.iter().map(|p| Patch {
             at: cut.moved(p.at),
             bytes: p.target.to_le_bytes().to_vec(),
