@@ -510,23 +510,8 @@ fn check_offloaded(index: usize, unit: &[OffloadedImage], devices: &[TargetIdBuf
             jit: i.jit,
         })
         .collect();
-    let loads: Vec<DeviceLoad> = devices
-        .iter()
-        .enumerate()
-        .map(|(device, d)| {
-            if cuda::is_cuda_target(d.as_str()) {
-                return DeviceLoad::other(device);
-            }
-            let pick =
-                openmp::pick(&d.target_id(), &images, openmp).map(|(i, via)| (i, via.name()));
-            DeviceLoad {
-                device,
-                loads: pick.map_or("nothing", |(_, how)| how),
-                entry: pick.map(|(i, _)| unit[i].target_id.clone()),
-                runtime: if pick.is_some() { "loads" } else { "fails" },
-            }
-        })
-        .collect();
+    let ids: Vec<&str> = unit.iter().map(|i| i.target_id.as_str()).collect();
+    let loads = image_loads(devices, &images, openmp, &ids);
     let mut targets: Vec<String> = Vec::new();
     for image in unit {
         if !targets.contains(&image.target_id) {
@@ -545,6 +530,33 @@ fn check_offloaded(index: usize, unit: &[OffloadedImage], devices: &[TargetIdBuf
     }
 }
 
+/// What each device loads from `images` (their target IDs as stored, `ids`), by
+/// [`openmp::pick`]: the image's target ID, or nothing (the device fails); a CUDA device takes
+/// no part.
+fn image_loads(
+    devices: &[TargetIdBuf],
+    images: &[openmp::Image<'_>],
+    openmp: bool,
+    ids: &[&str],
+) -> Vec<DeviceLoad> {
+    devices
+        .iter()
+        .enumerate()
+        .map(|(device, d)| {
+            if cuda::is_cuda_target(d.as_str()) {
+                return DeviceLoad::other(device);
+            }
+            let pick = openmp::pick(&d.target_id(), images, openmp);
+            DeviceLoad {
+                device,
+                loads: pick.map_or("nothing", |(_, via)| via.name()),
+                entry: pick.map(|(i, _)| ids[i].to_string()),
+                runtime: if pick.is_some() { "loads" } else { "fails" },
+            }
+        })
+        .collect()
+}
+
 /// What each device loads from a bare code object (its target ID, section and member),
 /// numbered `index`: `hipModuleLoad` takes it as it is, on the current device alone, and
 /// builds it when the device's ISA is compatible: the same processor with no feature set
@@ -555,23 +567,12 @@ fn check_module(
     (target_id, section, member): (String, Option<String>, Option<String>),
     devices: &[TargetIdBuf],
 ) -> BundleReport {
-    let image = TargetId::parse_syntax(&target_id);
-    let loads: Vec<DeviceLoad> = devices
-        .iter()
-        .enumerate()
-        .map(|(device, d)| {
-            if cuda::is_cuda_target(d.as_str()) {
-                return DeviceLoad::other(device);
-            }
-            let via = openmp::builds(&d.target_id(), &image);
-            DeviceLoad {
-                device,
-                loads: via.map_or("nothing", |via| via.name()),
-                entry: via.map(|_| target_id.clone()),
-                runtime: if via.is_some() { "loads" } else { "fails" },
-            }
-        })
-        .collect();
+    // hipModuleLoad builds one code object as the OpenMP runtime takes one image.
+    let image = openmp::Image {
+        target_id: TargetId::parse_syntax(&target_id),
+        jit: false,
+    };
+    let loads = image_loads(devices, &[image], true, &[target_id.as_str()]);
     BundleReport {
         index,
         runtime: "module",

@@ -120,13 +120,21 @@ impl CompressedPayload<'_> {
         let mut reader = self.reader(Decoding::Fresh)?;
         let mut prefix = self.inflated_header();
         let mut window = vec![0; HEAD_WINDOW];
+        // The metadata is walked again only once the prefix has doubled: a head of many
+        // entries costs linear time, not a walk per window.
+        let mut walk_at = 0;
         let end = loop {
             let n = inflate::read_some(&mut reader, &mut window).map_err(failed)?;
             let room = self.inflated_size.saturating_sub(prefix.len() as u64);
             let piece = inflate::at_most(inflate::at_most(&window, n as u64), room);
             inflate::append(&mut prefix, piece, self.inflated_size, at)?;
+            let more = n > 0 && !piece.is_empty();
+            if more && prefix.len() < walk_at {
+                continue;
+            }
+            walk_at = prefix.len() * 2;
             match metadata_end(&prefix, self.inflated_size) {
-                Metadata::Incomplete if n > 0 && !piece.is_empty() => continue,
+                Metadata::Incomplete if more => continue,
                 Metadata::Incomplete | Metadata::Damaged => return whole(),
                 Metadata::Ends(end) => break end,
             }
@@ -441,6 +449,33 @@ mod tests {
 
     fn put(bytes: &mut [u8], offset: u64, value: u64) {
         put_u64(bytes, offset, value);
+    }
+
+    #[test]
+    fn a_head_of_many_windows_of_entries_is_read_whole() {
+        // 20,000 entries and their strings: about 2 MB of metadata, many head windows.
+        let strings: Strings = vec![(b"triple", b"amdgcn-amd-amdhsa"), (b"arch", b"gfx90a")];
+        let image = [0x5a; 8];
+        let images: Vec<OffloadingImage<'_>> = (0..20_000)
+            .map(|_| OffloadingImage {
+                image_kind: ImageKind::Object,
+                offload_kind: OffloadKind::OpenMp,
+                flags: 0,
+                strings: &strings,
+                image: &image,
+            })
+            .collect();
+        let packed = write_compressed(&images, Compression::Zstd, 1).unwrap();
+        let payload = *OffloadBinary::parse(&packed).unwrap().compressed().unwrap();
+        let PayloadHead::Listed(head) = payload.inflate_head(u64::MAX, |_| false).unwrap() else {
+            panic!("inflated whole");
+        };
+        let entries = head.entries().unwrap();
+        assert_eq!(entries.len(), 20_000);
+        assert!(entries
+            .iter()
+            .all(|e| e.arch() == b"gfx90a" && e.image_size == 8));
+        assert_eq!(head.peek(19_999), &image[..]);
     }
 
     #[test]

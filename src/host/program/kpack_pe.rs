@@ -256,13 +256,7 @@ impl Image<'_> {
             u64::from(optional.file_alignment.get(LE)),
             u64::from(optional.section_alignment.get(LE)),
         );
-        let rva = self
-            .sections
-            .iter()
-            .map(|s| Self::memory_of(s).end.next_multiple_of(section_align))
-            .max()
-            .unwrap_or(section_align);
-        let offset = (self.file.len() as u64 - cut.len).next_multiple_of(file_align);
+        let (rva, offset) = self.new_last_section(cut.len);
         let raw = size.next_multiple_of(file_align);
         let image_size = rva + size.next_multiple_of(section_align);
         if image_size > u64::from(u32::MAX) || offset + raw > u64::from(u32::MAX) {

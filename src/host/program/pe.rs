@@ -536,6 +536,23 @@ impl<'a> Image<'a> {
         })
     }
 
+    /// Where a section added after every other goes: its RVA, past the last section in
+    /// memory on a `SectionAlignment` boundary, and its raw data's file offset, at the end of
+    /// the file once `cut_len` bytes went, on a `FileAlignment` boundary.
+    pub(super) fn new_last_section(&self, cut_len: u64) -> (u64, u64) {
+        let optional = &self.nt.optional_header;
+        let file_align = u64::from(optional.file_alignment.get(LE));
+        let section_align = u64::from(optional.section_alignment.get(LE));
+        let rva = self
+            .sections
+            .iter()
+            .map(|s| Self::memory_of(s).end.next_multiple_of(section_align))
+            .max()
+            .unwrap_or(section_align);
+        let offset = (self.file.len() as u64 - cut_len).next_multiple_of(file_align);
+        (rva, offset)
+    }
+
     /// Rewrites the image when the packed bundles outgrew `section` (at index `fatbin`): they
     /// go to a new section after the last one, every pointer follows them, and the emptied
     /// section keeps its memory range with no raw data.
@@ -555,13 +572,7 @@ impl<'a> Image<'a> {
         let raw = u64::from(old.size_of_raw_data.get(LE));
         let cut = Cut::between(section.offset, section.offset + raw, file_align);
         let packed = packing.packed.len();
-        let rva = self
-            .sections
-            .iter()
-            .map(|s| Self::memory_of(s).end.next_multiple_of(section_align))
-            .max()
-            .unwrap_or(section_align);
-        let offset = (self.file.len() as u64 - cut.len).next_multiple_of(file_align);
+        let (rva, offset) = self.new_last_section(cut.len);
         let new_raw = packed.next_multiple_of(file_align);
         let image_size = (rva + packed).next_multiple_of(section_align);
         if image_size > u64::from(u32::MAX) || offset + new_raw > u64::from(u32::MAX) {
