@@ -3,7 +3,7 @@
 //!
 //! A pass per magic would read a section of hundreds of megabytes three times. Instead, each
 //! magic is first recognised by two of its bytes, its first and its fourth, compared at
-//! [`BLOCK`] positions at once (the compiler turns the comparisons into vector instructions);
+//! `BLOCK` positions at once (the compiler turns the comparisons into vector instructions);
 //! the rare positions where a pair matches are then compared with the whole magic.
 
 use crate::format::{bundle, ccob, offload_binary};
@@ -42,7 +42,7 @@ const fn pairs() -> [(u8, u8); MAGICS.len()] {
     pairs
 }
 
-/// The position in `data` of the first byte where one of [`MAGICS`] starts.
+/// The position in `data` of the first byte where one of the searched magics starts (bundles, compressed bundles, offload binaries, ELF files).
 pub fn first_magic(data: &[u8]) -> Option<usize> {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {

@@ -17,7 +17,7 @@ use crate::format::inflate;
 impl CompressedPayload<'_> {
     /// Inflates the binary: the header, with its size set to the inflated size and its
     /// inflated size to 0, then the inflated payload. Parse the result with
-    /// [`OffloadBinary::parse`].
+    /// [`super::OffloadBinary::parse`].
     ///
     /// Fails without allocating when the declared inflated size is above `limit`, and when the
     /// payload does not inflate to exactly the declared size. Error offsets are from the start
