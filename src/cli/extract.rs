@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use crate::format::bare::BareKind;
 use crate::format::image_target::Producer;
 use crate::loads::runtime::parse_device;
 use crate::target::target_id::TargetIdBuf;
@@ -224,7 +225,8 @@ fn listing(written: &[extract::Extracted]) -> String {
             };
             let unit = match w.image.producer {
                 Producer::Cuda => "fat binary",
-                Producer::CodeObject => "code object",
+                Producer::Bare(BareKind::CodeObject) => "code object",
+                Producer::Bare(kind) => kind.name(),
                 _ if w.image.source.entry_id().is_none() => "offload binaries",
                 _ => "bundle",
             };

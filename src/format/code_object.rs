@@ -11,7 +11,8 @@ use crate::target::processor::code_object_target_id;
 /// A code object at the start of some data, borrowing it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CodeObject<'a> {
-    /// Its bytes, up to the end of its section header table (where linkers put it).
+    /// Its bytes, up to the end of its section header table, program header table or last
+    /// section's contents, whichever is furthest.
     pub bytes: &'a [u8],
     /// Its target ID (`gfx90a:xnack+`, `gfx11-generic`).
     pub target_id: String,
@@ -24,15 +25,8 @@ impl<'a> CodeObject<'a> {
     pub fn parse(data: &'a [u8]) -> Option<CodeObject<'a>> {
         let target_id = code_object_target_id(data)?;
         let (header, _) = object::pod::from_bytes::<FileHeader64<Le>>(data).ok()?;
-        let table =
-            u64::from(header.e_shnum.get(Le)).checked_mul(u64::from(header.e_shentsize.get(Le)))?;
-        let end = header.e_shoff.get(Le).checked_add(table)?;
-        let header_end = std::mem::size_of::<FileHeader64<Le>>() as u64;
-        let end = usize::try_from(end.max(header_end)).ok()?;
-        Some(CodeObject {
-            bytes: data.get(..end)?,
-            target_id,
-        })
+        let bytes = crate::format::bare::elf_extent(data, header)?;
+        Some(CodeObject { bytes, target_id })
     }
 }
 
@@ -51,7 +45,7 @@ mod tests {
         let found = CodeObject::parse(&bytes).unwrap();
         assert_eq!(found.target_id, "gfx90a:xnack+");
         assert_eq!(found.bytes.len(), bytes.len());
-        // Cut short of its section headers, or followed by more: the header says where it ends.
+        // Cut short of its end, or followed by more: the headers say where it ends.
         assert_eq!(CodeObject::parse(&bytes[..bytes.len() - 1]), None);
         let mut longer = bytes.clone();
         longer.extend_from_slice(&[0; 100]);

@@ -6,6 +6,7 @@
 //! every container through this module alone, so a new container is its own format module
 //! and an entry here.
 
+use crate::format::bare::BareImage;
 use crate::format::bundle::Bundle;
 use crate::format::bundle::EntryRecord;
 use crate::format::ccob::{CompressOptions, Decoding, Head};
@@ -161,8 +162,8 @@ pub enum Origin<'a> {
     BundleEntry(&'a str),
     /// An entry of a CUDA fat binary (a cubin or PTX), with its header.
     CudaEntry(&'a cuda_fatbin::Entry<'a>),
-    /// A bare AMDGPU code object, in no container, with the target ID its header gives.
-    CodeObject(&'a str),
+    /// A bare device image, in no container.
+    Bare(&'a BareImage<'a>),
 }
 
 impl Origin<'_> {
@@ -172,7 +173,7 @@ impl Origin<'_> {
             Origin::OffloadImage(entry) => ImageTarget::of_offload_entry(entry),
             Origin::BundleEntry(id) => ImageTarget::of_bundle_entry(id),
             Origin::CudaEntry(entry) => entry.target(),
-            Origin::CodeObject(target_id) => ImageTarget::of_code_object(target_id),
+            Origin::Bare(image) => image.target(),
         }
     }
 
@@ -186,7 +187,7 @@ impl Origin<'_> {
             }),
             Origin::BundleEntry(_) => None,
             Origin::CudaEntry(entry) => Some(entry.kind_name()),
-            Origin::CodeObject(_) => Some("o".into()),
+            Origin::Bare(image) => Some(image.kind.image_kind().into()),
         }
     }
 
@@ -194,7 +195,7 @@ impl Origin<'_> {
     pub fn entry_id(&self) -> Option<&str> {
         match self {
             Origin::BundleEntry(id) => Some(id),
-            Origin::OffloadImage(_) | Origin::CudaEntry(_) | Origin::CodeObject(_) => None,
+            Origin::OffloadImage(_) | Origin::CudaEntry(_) | Origin::Bare(_) => None,
         }
     }
 
@@ -210,7 +211,7 @@ impl Origin<'_> {
         match self {
             Origin::CudaEntry(entry) => entry.inflated_size,
             Origin::OffloadImage(entry) => entry.image_size,
-            Origin::BundleEntry(_) | Origin::CodeObject(_) => stored.len() as u64,
+            Origin::BundleEntry(_) | Origin::Bare(_) => stored.len() as u64,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! ID, an offload binary image in its kind and string table; other containers say it in their
 //! own modules.
 
+use crate::format::bare::BareKind;
 use crate::format::offload_binary::{OffloadEntry, OffloadKind};
 use crate::target::entry_id::EntryId;
 use crate::target::target_id::TargetId;
@@ -20,8 +21,8 @@ pub enum Producer {
     Cuda,
     /// SYCL.
     Sycl,
-    /// None that it says: a bare code object, whoever compiled it.
-    CodeObject,
+    /// None that it says: a bare device image of this kind, whoever compiled it.
+    Bare(BareKind),
     /// An offload binary that names no kind.
     None,
     /// Any other name, as stored.
@@ -38,9 +39,11 @@ impl Producer {
             "openmp" => Producer::OpenMp,
             "cuda" => Producer::Cuda,
             "sycl" => Producer::Sycl,
-            "code-object" => Producer::CodeObject,
             "none" => Producer::None,
-            other => Producer::Other(other.to_string()),
+            other => match BareKind::from_name(other) {
+                Some(kind) => Producer::Bare(kind),
+                None => Producer::Other(other.to_string()),
+            },
         }
     }
 
@@ -64,7 +67,7 @@ impl Producer {
             Producer::OpenMp => "openmp",
             Producer::Cuda => "cuda",
             Producer::Sycl => "sycl",
-            Producer::CodeObject => "code-object",
+            Producer::Bare(kind) => kind.name(),
             Producer::None => "none",
             Producer::Other(name) => name,
         }
@@ -119,15 +122,6 @@ impl ImageTarget {
             producer,
             triple: trimmed_triple(&parsed),
             target_id: parsed.target_id.clone(),
-        }
-    }
-
-    /// The target of a bare AMDGPU code object whose header says `target_id`.
-    pub fn of_code_object(target_id: &str) -> ImageTarget {
-        ImageTarget {
-            producer: Producer::CodeObject,
-            triple: "amdgcn-amd-amdhsa".into(),
-            target_id: target_id.into(),
         }
     }
 

@@ -9,6 +9,7 @@
 
 #![deny(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 
+pub mod bare;
 pub mod bundle;
 pub mod ccob;
 pub mod code_object;

@@ -6,19 +6,28 @@
 //! `BLOCK` positions at once (the compiler turns the comparisons into vector instructions);
 //! the rare positions where a pair matches are then compared with the whole magic.
 
-use crate::format::{bundle, ccob, offload_binary};
+use crate::format::{bare, bundle, ccob, offload_binary};
+use crate::llvm::bitcode::reader as bitcode;
 
 /// The magics searched for: those of the containers a scan finds by their magic, in the
 /// order of [`crate::format::container::CONTAINERS`] (a test checks them against it), then
-/// the ELF magic, which starts a code object embedded as data.
-pub(crate) const MAGICS: [&[u8]; 4] = [
+/// those that start a bare device image embedded as data (see [`crate::format::bare`]): ELF
+/// (a code object or cubin), LLVM bitcode, SPIR-V, and PTX's `.version` directive.
+pub(crate) const MAGICS: [&[u8]; 7] = [
     bundle::MAGIC,
     ccob::MAGIC,
     &offload_binary::MAGIC,
     ELF_MAGIC,
+    &bitcode::RAW_MAGIC,
+    bare::SPIRV_MAGIC,
+    bare::PTX_MAGIC,
 ];
 
-/// The magic of an ELF file: a bare code object embedded in a program's data starts with it.
+/// How many of [`MAGICS`] are containers'; those after them start bare device images.
+pub(crate) const CONTAINER_MAGICS: usize = 3;
+
+/// The magic of an ELF file: a bare code object or cubin embedded in a program's data starts
+/// with it.
 pub const ELF_MAGIC: &[u8] = b"\x7fELF";
 
 /// Where the second byte each magic is first recognised by lies in it.
@@ -84,14 +93,17 @@ fn first_magic_here(data: &[u8]) -> Option<usize> {
 // Every index is below BLOCK + SECOND, the array's length.
 #[allow(clippy::indexing_slicing)]
 fn pair_in_block(block: &[u8; BLOCK + SECOND]) -> bool {
-    let [(a0, b0), (a1, b1), (a2, b2), (a3, b3)] = PAIRS;
+    let [(a0, b0), (a1, b1), (a2, b2), (a3, b3), (a4, b4), (a5, b5), (a6, b6)] = PAIRS;
     let mut hits = false;
     for i in 0..BLOCK {
         let (a, b) = (block[i], block[i + SECOND]);
         hits |= (a == a0) & (b == b0)
             | (a == a1) & (b == b1)
             | (a == a2) & (b == b2)
-            | (a == a3) & (b == b3);
+            | (a == a3) & (b == b3)
+            | (a == a4) & (b == b4)
+            | (a == a5) & (b == b5)
+            | (a == a6) & (b == b6);
     }
     hits
 }
@@ -115,8 +127,8 @@ mod tests {
             .filter(|c| c.found_by_magic())
             .map(Container::magic)
             .collect();
-        assert_eq!(found, MAGICS[..MAGICS.len() - 1]);
-        assert_eq!(MAGICS.last(), Some(&ELF_MAGIC));
+        assert_eq!(found, MAGICS[..CONTAINER_MAGICS]);
+        assert_eq!(MAGICS[CONTAINER_MAGICS], ELF_MAGIC);
     }
 
     /// The first position of any magic, one magic at a time: what the search must agree with.

@@ -26,10 +26,10 @@ use object::read::macho::{MachOFatFile32, MachOFatFile64};
 use object::{FileKind, Object, ObjectSection};
 
 use crate::error::{Error, Result};
-use crate::format::code_object::CodeObject;
+use crate::format::bare::{BareImage, PTX_MAGIC};
 use crate::format::container::{self, Consecutive, Container, Contents, Listed, ListedBinary};
 use crate::format::image_target::ImageTarget;
-use crate::format::search::ELF_MAGIC;
+use crate::format::search::{CONTAINER_MAGICS, MAGICS};
 use crate::host::archive::read_members;
 use crate::host::BUNDLE_SECTION_PREFIX;
 
@@ -312,9 +312,9 @@ impl Scan<'_, '_> {
             }
             (Places::OffloadBinaries, _) => {}
             (Places::Everywhere, None) => {
-                // A bare code object (a file, an archive member) is the device image itself.
-                if let Some(code) = CodeObject::parse(data) {
-                    self.emit(&known, Origin::CodeObject(&code.target_id), code.bytes);
+                // A bare device image (a file, an archive member) is the device image itself.
+                if let Some(image) = BareImage::parse(data) {
+                    self.emit(&known, Origin::Bare(&image), image.bytes);
                     return Ok(());
                 }
             }
@@ -649,8 +649,11 @@ impl Scan<'_, '_> {
                     None => break,
                 }
             };
-            if data[start..].starts_with(ELF_MAGIC) {
-                pos = start + self.embedded_code_object(&data[start..], at).max(1);
+            if MAGICS[CONTAINER_MAGICS..]
+                .iter()
+                .any(|magic| data[start..].starts_with(magic))
+            {
+                pos = self.embedded_bare(data, start, at).max(start + 1);
                 continue;
             }
             match self.container(&data[start..], at) {
@@ -670,19 +673,25 @@ impl Scan<'_, '_> {
         Ok(())
     }
 
-    /// Reports the code object `data` starts with, in a place that is no offload section (a
-    /// program's data, `hipModuleLoadData`'s input), as its own translation unit; returns its
-    /// size, or 0 when it is none (another ELF file, or ELF magic bytes by chance).
-    fn embedded_code_object(&mut self, data: &[u8], at: Place<'_>) -> usize {
+    /// Reports the bare device image whose magic is at `start` of `data`, in a place that is
+    /// no offload section (a program's data, `hipModuleLoadData`'s input), as its own
+    /// translation unit; returns where it ends in `data`, or 0 when it is none (another ELF
+    /// file, magic bytes by chance).
+    fn embedded_bare(&mut self, data: &[u8], start: usize, at: Place<'_>) -> usize {
         if at.known || self.places != Places::Everywhere {
             return 0;
         }
-        let Some(code) = CodeObject::parse(data) else {
+        let found = if data[start..].starts_with(PTX_MAGIC) {
+            BareImage::ptx_around(data, start)
+        } else {
+            BareImage::parse(&data[start..])
+        };
+        let Some(image) = found else {
             return 0;
         };
         let at = self.new_unit(at);
-        self.emit(&at, Origin::CodeObject(&code.target_id), code.bytes);
-        code.bytes.len()
+        self.emit(&at, Origin::Bare(&image), image.bytes);
+        crate::io::slice::offset_within(data, image.bytes).map_or(0, |o| o + image.bytes.len())
     }
 
     /// Reads the container at the start of `data` and reports its images; returns its size.

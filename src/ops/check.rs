@@ -17,6 +17,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::format::bare::{BareImage, BareKind};
 use crate::format::container::Container;
 use crate::format::image_target::Producer;
 use crate::format::offload_binary::ImageKind;
@@ -106,7 +107,8 @@ pub struct BundleReport {
     /// Its number in the file, from 1, in file order.
     pub index: usize,
     /// The runtime that loads it: `hip` (a bundle), `module` (a bare code object, which
-    /// `hipModuleLoad` takes as it is) or `cuda` (a CUDA fat binary).
+    /// `hipModuleLoad` takes as it is), `cuda` (a CUDA fat binary), `cuda-module` (a bare
+    /// cubin or PTX, which `cuModuleLoad` takes as it is) or `openmp` (offload binaries).
     pub runtime: &'static str,
     /// The section that holds it.
     pub section: Option<String>,
@@ -316,8 +318,9 @@ fn load_order(root: &Path, env: &Environment) -> Result<LoadOrder> {
     Ok(LoadOrder { objects, not_found })
 }
 
-/// Whether `path` is an archive or a file that starts with a container (a bundle, an offload
-/// binary): device code a runtime or a link takes, with no libraries of its own.
+/// Whether `path` is an archive, a file that starts with a container (a bundle, an offload
+/// binary) or a bare device image: device code a runtime or a link takes, with no libraries
+/// of its own.
 fn checked_alone(path: &Path) -> bool {
     let Ok(input) = Input::open(path) else {
         return false;
@@ -326,6 +329,7 @@ fn checked_alone(path: &Path) -> bool {
         object::FileKind::parse(&*input),
         Ok(object::FileKind::Archive)
     ) || Container::at_start(&input).is_some()
+        || BareImage::parse(&input).is_some()
 }
 
 /// The report on one file and the problems found in it; no report when it cannot be read.
@@ -383,6 +387,8 @@ struct Seen {
     linked: bool,
     bundles: Vec<FoundEntry>,
     cuda: Vec<(usize, String, Option<String>, Option<String>)>,
+    /// Bare cubins and PTX, which `cuModuleLoad` takes.
+    cuda_modules: Vec<(usize, String, Option<String>, Option<String>)>,
     modules: Vec<(String, Option<String>, Option<String>)>,
     offloaded: Vec<OffloadedImage>,
 }
@@ -409,7 +415,16 @@ impl Seen {
                 });
             }
             Origin::OffloadImage(_) => {}
-            Origin::CodeObject(_) => self.modules.push((target_id, section, member)),
+            Origin::Bare(bare) => match bare.kind {
+                BareKind::CodeObject => self.modules.push((target_id, section, member)),
+                // cuModuleLoad takes a cubin or PTX as the driver takes a fat binary of one.
+                BareKind::Cubin | BareKind::Ptx => {
+                    self.cuda_modules
+                        .push((image.unit, target_id, section, member));
+                }
+                // No runtime loads SPIR-V or bitcode as it is.
+                BareKind::Spirv | BareKind::Bitcode => {}
+            },
             Origin::CudaEntry(_) => self.cuda.push((image.unit, target_id, section, member)),
             // Bundles stored as sections of a relocatable object are no program's code yet.
             Origin::BundleEntry(_)
@@ -468,6 +483,11 @@ fn bundles_of(
     if any_cuda {
         for unit in seen.cuda.chunk_by(|a, b| a.0 == b.0) {
             bundles.push(check_fatbin(bundles.len() + 1, unit, devices));
+        }
+        for module in seen.cuda_modules {
+            let mut report = check_fatbin(bundles.len() + 1, &[module], devices);
+            report.runtime = "cuda-module";
+            bundles.push(report);
         }
     }
     if !all_cuda {
@@ -849,9 +869,14 @@ fn without_code(report: &Report) -> String {
                 if !nothing {
                     continue;
                 }
-                if bundle.runtime == "module" {
+                if bundle.runtime.ends_with("module") {
+                    let what = if bundle.runtime == "module" {
+                        "code object"
+                    } else {
+                        "module"
+                    };
                     out.push_str(&format!(
-                        "  {} (device {}): {} code object {} is for {}\n",
+                        "  {} (device {}): {} {what} {} is for {}\n",
                         device.target_id,
                         device.index,
                         crate::io::shown(&file.path),
@@ -900,6 +925,17 @@ fn module_consequence(report: &Report, path: &str, module: &BundleReport) -> Str
     };
     let names: Vec<&str> = failing.iter().map(|d| d.target_id.as_str()).collect();
     let target = module.targets.join(", ");
+    if module.runtime == "cuda-module" {
+        return format!(
+            "  {} module {} ({}): cuModuleLoad on {} fails with CUDA_ERROR_NO_BINARY_FOR_GPU \
+             (\"no kernel image is available for execution on the device\"); a device that \
+             runs it loads it.\n",
+            crate::io::shown(path),
+            module.index,
+            crate::io::shown(&target),
+            names.join(", "),
+        );
+    }
     format!(
         "  {} code object {} ({}): hipModuleLoad on {} fails with hipErrorNoBinaryForGpu (the \
          build log says \"The program ISA {AMDGCN_ISA_PREFIX}{} is not compatible with the \
@@ -995,7 +1031,11 @@ fn consequences(report: &Report) -> String {
                 name(device),
             ));
         }
-        for bundle in file.bundles.iter().filter(|b| b.runtime == "module") {
+        for bundle in file
+            .bundles
+            .iter()
+            .filter(|b| b.runtime.ends_with("module"))
+        {
             out.push_str(&module_consequence(report, &file.path, bundle));
         }
         for bundle in file.bundles.iter().filter(|b| b.runtime == "openmp") {

@@ -8,6 +8,7 @@ use rayon::prelude::*;
 use tracing::{debug, info};
 
 use crate::error::{Error, Result};
+use crate::format::bare::BareKind;
 use crate::format::ccob::{CompressOptions, CompressedBundle, Decoding};
 use crate::format::container::{
     holds_cuda_fatbins, is_device_entry, write_inflated, BundleStorage, Container, InflateFailed,
@@ -168,7 +169,11 @@ impl RewriteConfig {
             _ => return keep,
         };
         for (k, image) in keep.iter_mut().zip(unit) {
-            if image.producer == Producer::Cuda && cuda::is_ptx_target(&image.target_id) {
+            let cuda = matches!(
+                image.producer,
+                Producer::Cuda | Producer::Bare(BareKind::Ptx)
+            );
+            if cuda && cuda::is_ptx_target(&image.target_id) {
                 *k = ptx;
             }
         }

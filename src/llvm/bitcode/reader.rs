@@ -312,6 +312,47 @@ pub fn is_bitcode(data: &[u8]) -> bool {
     data.starts_with(&RAW_MAGIC) || data.starts_with(&WRAPPER_MAGIC)
 }
 
+/// How many bytes of `data`, which starts with bitcode, the bitcode takes: the wrapper
+/// header's extent, or for raw bitcode the top-level blocks (identification, module, string
+/// table, symbol table) that follow one another from the magic on, each skipped by its length.
+/// `None` when `data` does not start with bitcode or its first block does not lie in it.
+pub fn extent(data: &[u8]) -> Option<usize> {
+    if data.starts_with(&WRAPPER_MAGIC) {
+        let [_magic, _version, offset, size, _cpu_type] =
+            words::<5>(data.get(..WRAPPER_HEADER_SIZE)?);
+        let end = usize::try_from(u64::from(offset) + u64::from(size)).ok()?;
+        return (end <= data.len()).then_some(end);
+    }
+    if !data.starts_with(&RAW_MAGIC) {
+        return None;
+    }
+    // Only whole words: a block's length counts words.
+    let words_len = data.len() - data.len() % 4;
+    let mut stream = BitCursor::new(data.get(..words_len)?, 0);
+    stream.bit = 32;
+    let mut end = None;
+    let mut abbrevs = Vec::new();
+    while stream.byte_pos() + MIN_TOP_LEVEL_ENTRY <= stream.len() {
+        match stream.advance(TOP_LEVEL_ABBREV_WIDTH, &mut abbrevs) {
+            Ok((
+                _,
+                Entry::SubBlock(
+                    block_id::IDENTIFICATION
+                    | block_id::MODULE
+                    | block_id::STRTAB
+                    | block_id::SYMTAB,
+                ),
+            )) => {}
+            _ => break,
+        }
+        if stream.skip_block().is_err() {
+            break;
+        }
+        end = Some(stream.byte_pos());
+    }
+    usize::try_from(end?).ok()
+}
+
 /// The names LLVM's archive writer lists in an archive symbol table for the bitcode `data`, in
 /// its order: those of the defined, global, not format-specific symbols.
 pub fn archive_symbols(data: &[u8]) -> Result<Vec<&[u8]>> {

@@ -77,17 +77,29 @@ pub(super) fn module_picks(
 ) {
     for (number, module) in (1..).zip(modules) {
         let image = TargetId::parse_syntax(&module.image.target_id);
+        let cuda_module = cuda::is_cuda_target(&module.image.target_id);
+        let what = if cuda_module { "module" } else { "code object" };
         for (d, device) in config.devices.iter().enumerate() {
-            if is_cuda_device(device) {
+            if is_cuda_device(device) != cuda_module {
                 continue;
             }
-            let Some(via) = openmp::builds(&device.target_id(), &image) else {
+            let via = if cuda_module {
+                cuda::driver_load(device.as_str(), &[module.image.target_id.as_str()])
+                    .map(|(_, via)| via)
+            } else {
+                openmp::builds(&device.target_id(), &image)
+            };
+            let Some(via) = via else {
+                let fails = if cuda_module {
+                    "cuModuleLoad fails with CUDA_ERROR_NO_BINARY_FOR_GPU"
+                } else {
+                    "hipModuleLoad fails with hipErrorNoBinaryForGpu"
+                };
                 found.missing.push((
                     d,
                     false,
                     format!(
-                        "{device} cannot load code object {number} of '{name}' (hipModuleLoad \
-                         fails with hipErrorNoBinaryForGpu): it is for {}",
+                        "{device} cannot load {what} {number} of '{name}' ({fails}): it is for {}",
                         module.image.target_id
                     ),
                 ));
@@ -98,10 +110,8 @@ pub(super) fn module_picks(
             }
             let mut c = module.clone();
             tracing::info!(code_object = number, via = via.name(), "{device} loads it");
-            c.label = format!(
-                "code-object{number}-{}-for-{device}",
-                module.image.target_id
-            );
+            let label = if cuda_module { "module" } else { "code-object" };
+            c.label = format!("{label}{number}-{}-for-{device}", module.image.target_id);
             c.via = via;
             c.asked = device.to_string();
             c.bundle = Some(number);

@@ -64,7 +64,7 @@ impl Seen<'_> {
         }
         if !config.devices.is_empty() && passes {
             match found.origin {
-                Origin::CodeObject(_) => self.modules.push(make()),
+                Origin::Bare(bare) if bare.kind.is_module() => self.modules.push(make()),
                 Origin::OffloadImage(entry) if found.target.triple.starts_with("amdgcn") => {
                     let image = OffloadedImage {
                         chosen: make(),

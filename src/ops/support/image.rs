@@ -7,6 +7,7 @@ use std::path::Path;
 
 use serde::{Serialize, Serializer};
 
+use crate::format::bare::BareKind;
 use crate::format::cuda_fatbin::{Compression, Entry, EntryKind};
 use crate::format::image_target::Producer;
 use crate::format::kpack::Scheme;
@@ -61,8 +62,8 @@ pub enum Source {
     CudaEntry(EntryKind, CudaPlace),
     /// A code object of a `.kpack` archive, and where it is.
     Kpack(KpackPlace),
-    /// A bare AMDGPU code object, in no container.
-    CodeObject,
+    /// A bare device image, in no container.
+    Bare(BareKind),
 }
 
 impl Source {
@@ -76,7 +77,7 @@ impl Source {
             Source::CudaEntry(EntryKind::Ptx, _) => Some("ptx".into()),
             Source::CudaEntry(EntryKind::Elf, _) => Some("cubin".into()),
             Source::CudaEntry(EntryKind::Other(kind), _) => Some(format!("kind-{kind}")),
-            Source::CodeObject => Some("o".into()),
+            Source::Bare(kind) => Some(kind.image_kind().into()),
             Source::BundleEntry(_) | Source::Kpack(_) => None,
         }
     }
@@ -190,7 +191,7 @@ impl ImageRecord {
             Origin::CudaEntry(entry) => {
                 Source::CudaEntry(entry.kind, CudaPlace::of(entry, image.stored_offset))
             }
-            Origin::CodeObject(_) => Source::CodeObject,
+            Origin::Bare(bare) => Source::Bare(bare.kind),
         };
         ImageRecord {
             file: file.to_string(),
