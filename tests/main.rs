@@ -9,6 +9,7 @@ mod util;
 mod architecture;
 mod bad_input;
 mod bare_check;
+mod bare_images;
 mod bombs;
 mod bundler_22;
 mod campaign;

@@ -53,6 +53,7 @@ pub(super) fn extension(image: &ImageRecord, data: &[u8]) -> &'static str {
         Source::OffloadImage(ImageKind::Ptx) => "ptx",
         Source::OffloadImage(ImageKind::Fatbinary) => "fatbin",
         Source::OffloadImage(ImageKind::Spirv) => "spv",
+        Source::Bare(kind) => kind.image_kind(),
         _ => "bin",
     }
 }
