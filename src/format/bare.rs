@@ -18,11 +18,10 @@
 //! block, wrapped bitcode where its wrapper says, SPIR-V after its last instruction whose word
 //! count holds.
 
-use object::elf::{FileHeader64, SectionHeader64};
+use object::elf::FileHeader64;
 use object::LittleEndian as Le;
 
-use crate::format::code_object::CodeObject;
-use crate::format::image_target::{ImageTarget, Producer};
+use crate::format::code_object::{elf_extent, CodeObject};
 use crate::llvm::bitcode::reader as bitcode;
 
 /// The ELF machine of CUDA cubins.
@@ -132,7 +131,7 @@ impl<'a> BareImage<'a> {
             .iter()
             .rposition(|&b| !is_text(b))
             .map_or(0, |p| p + 1);
-        let start = if only_comments(&before[start..]) {
+        let start = if before.get(start..).is_some_and(only_comments) {
             start
         } else {
             before
@@ -141,15 +140,6 @@ impl<'a> BareImage<'a> {
                 .map_or(0, |p| p + 1)
         };
         ptx(data.get(start..)?, at - start)
-    }
-
-    /// What the image is for.
-    pub fn target(&self) -> ImageTarget {
-        ImageTarget {
-            producer: Producer::Bare(self.kind),
-            triple: self.triple.clone(),
-            target_id: self.target_id.clone(),
-        }
     }
 }
 
@@ -191,40 +181,6 @@ fn cubin(data: &[u8]) -> Option<BareImage<'_>> {
     })
 }
 
-/// `data` up to the end of the 64-bit ELF file whose header `header` it starts with: the
-/// furthest of the ends of its section header table, its program header table and the
-/// contents of its sections (NVIDIA's tools put the program headers last).
-pub(crate) fn elf_extent<'a>(data: &'a [u8], header: &FileHeader64<Le>) -> Option<&'a [u8]> {
-    let table = |offset: u64, count: u16, size: u16| {
-        offset.checked_add(u64::from(count).checked_mul(u64::from(size))?)
-    };
-    let shoff = header.e_shoff.get(Le);
-    let sections = table(shoff, header.e_shnum.get(Le), header.e_shentsize.get(Le))?;
-    let programs = if header.e_phnum.get(Le) == 0 {
-        0
-    } else {
-        let phoff = header.e_phoff.get(Le);
-        table(phoff, header.e_phnum.get(Le), header.e_phentsize.get(Le))?
-    };
-    let header_end = std::mem::size_of::<FileHeader64<Le>>() as u64;
-    let mut end = sections.max(programs).max(header_end);
-    let table = data.get(usize::try_from(shoff).ok()?..usize::try_from(sections).ok()?)?;
-    let (headers, _) = object::pod::slice_from_bytes::<SectionHeader64<Le>>(
-        table,
-        usize::from(header.e_shnum.get(Le)),
-    )
-    .ok()?;
-    if usize::from(header.e_shentsize.get(Le)) == std::mem::size_of::<SectionHeader64<Le>>() {
-        for section in headers {
-            if section.sh_type.get(Le) != object::elf::SHT_NOBITS {
-                let offset = section.sh_offset.get(Le);
-                end = end.max(offset.checked_add(section.sh_size.get(Le))?);
-            }
-        }
-    }
-    data.get(..usize::try_from(end).ok()?)
-}
-
 /// A SPIR-V module: its magic, a version word `0x00MMmm00` of 1.0 to 1.6, a bound, a zero
 /// schema, then instructions as long as their word counts hold; the addressing model of its
 /// `OpMemoryModel` gives the triple.
@@ -258,9 +214,12 @@ fn spirv(data: &[u8]) -> Option<BareImage<'_>> {
         }
         at += count;
     }
-    (at > 5).then(|| BareImage {
+    if at == 5 {
+        return None;
+    }
+    Some(BareImage {
         kind: BareKind::Spirv,
-        bytes: &data[..4 * at],
+        bytes: data.get(..4 * at)?,
         triple: triple.into(),
         target_id: String::new(),
     })
@@ -299,7 +258,7 @@ fn ptx(data: &[u8], at: usize) -> Option<BareImage<'_>> {
     if digits == 0 {
         return None;
     }
-    let rest = skip_comments(&rest[digits..]).strip_prefix(b".target")?;
+    let rest = skip_comments(rest.get(digits..)?).strip_prefix(b".target")?;
     let rest = skip_blanks(rest)?.strip_prefix(b"sm_")?;
     let name: Vec<u8> = rest
         .iter()
@@ -315,12 +274,12 @@ fn ptx(data: &[u8], at: usize) -> Option<BareImage<'_>> {
         return None;
     }
     // `.address_size` follows `.target`, if it is there at all.
-    let head = &rest[..rest.len().min(256)];
+    let head = rest.get(..rest.len().min(256))?;
     let address_64 = head.windows(16).any(|w| w == b".address_size 64");
     let end = memchr::memchr(0, data).unwrap_or(data.len());
     Some(BareImage {
         kind: BareKind::Ptx,
-        bytes: &data[..end],
+        bytes: data.get(..end)?,
         triple: if address_64 {
             crate::format::cuda_fatbin::TRIPLE.into()
         } else {
@@ -344,7 +303,8 @@ fn skip_comments(mut text: &[u8]) -> &[u8] {
                 text = comment
                     .iter()
                     .position(|&b| b == b'\n')
-                    .map_or(&[][..], |p| &comment[p..]);
+                    .and_then(|p| comment.get(p..))
+                    .unwrap_or_default();
             }
             None => return trimmed,
         }
@@ -362,7 +322,7 @@ fn skip_blanks(text: &[u8]) -> Option<&[u8]> {
         .iter()
         .take_while(|b| matches!(b, b' ' | b'\t'))
         .count();
-    (blanks > 0).then(|| &text[blanks..])
+    text.get(blanks..).filter(|_| blanks > 0)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! `ELFOSABI_AMDGPU_HSA`, machine `EM_AMDGPU`, a processor of the table in `e_flags`. Its
 //! target ID comes from the same header ([`code_object_target_id`]).
 
-use object::elf::FileHeader64;
+use object::elf::{FileHeader64, SectionHeader64};
 use object::LittleEndian as Le;
 
 use crate::target::processor::code_object_target_id;
@@ -25,9 +25,43 @@ impl<'a> CodeObject<'a> {
     pub fn parse(data: &'a [u8]) -> Option<CodeObject<'a>> {
         let target_id = code_object_target_id(data)?;
         let (header, _) = object::pod::from_bytes::<FileHeader64<Le>>(data).ok()?;
-        let bytes = crate::format::bare::elf_extent(data, header)?;
+        let bytes = elf_extent(data, header)?;
         Some(CodeObject { bytes, target_id })
     }
+}
+
+/// `data` up to the end of the 64-bit ELF file whose header `header` it starts with: the
+/// furthest of the ends of its section header table, its program header table and the
+/// contents of its sections (NVIDIA's tools put the program headers last).
+pub(crate) fn elf_extent<'a>(data: &'a [u8], header: &FileHeader64<Le>) -> Option<&'a [u8]> {
+    let table = |offset: u64, count: u16, size: u16| {
+        offset.checked_add(u64::from(count).checked_mul(u64::from(size))?)
+    };
+    let shoff = header.e_shoff.get(Le);
+    let sections = table(shoff, header.e_shnum.get(Le), header.e_shentsize.get(Le))?;
+    let programs = if header.e_phnum.get(Le) == 0 {
+        0
+    } else {
+        let phoff = header.e_phoff.get(Le);
+        table(phoff, header.e_phnum.get(Le), header.e_phentsize.get(Le))?
+    };
+    let header_end = std::mem::size_of::<FileHeader64<Le>>() as u64;
+    let mut end = sections.max(programs).max(header_end);
+    let table = data.get(usize::try_from(shoff).ok()?..usize::try_from(sections).ok()?)?;
+    let (headers, _) = object::pod::slice_from_bytes::<SectionHeader64<Le>>(
+        table,
+        usize::from(header.e_shnum.get(Le)),
+    )
+    .ok()?;
+    if usize::from(header.e_shentsize.get(Le)) == std::mem::size_of::<SectionHeader64<Le>>() {
+        for section in headers {
+            if section.sh_type.get(Le) != object::elf::SHT_NOBITS {
+                let offset = section.sh_offset.get(Le);
+                end = end.max(offset.checked_add(section.sh_size.get(Le))?);
+            }
+        }
+    }
+    data.get(..usize::try_from(end).ok()?)
 }
 
 #[cfg(test)]
