@@ -710,3 +710,44 @@ fn a_large_tree_pruned_on_eight_threads_gives_the_same_files_every_time() {
         std::fs::remove_dir_all(&work).unwrap();
     }
 }
+
+#[test]
+fn remove_prunes_the_files_of_the_target_named_and_its_catalogues() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    tree(d);
+    let (code, out) = run(
+        d,
+        &[
+            "strip",
+            "-r",
+            "--remove",
+            "gfx906",
+            "--prune",
+            "--prune-named",
+            "--in-place",
+            "lib",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let gone = [
+        "Kernels.so-000-gfx906.hsaco",
+        "SS_fallback_gfx906.hsaco",
+        "SS_gfx906.co",
+        "SS_gfx906.dat",
+        "TensileLibrary_lazy_gfx906.dat",
+    ];
+    let expected: BTreeSet<String> = CODE_OBJECTS
+        .iter()
+        .map(|(n, _)| *n)
+        .chain(CATALOGUES)
+        .filter(|n| !gone.contains(n))
+        .map(full)
+        .collect();
+    let left: BTreeSet<String> = util::file_names(&d.join(LIBRARY)).into_iter().collect();
+    assert_eq!(left, expected, "{out}");
+    assert!(
+        out.contains("\ntotal only device code for other targets: 3 files, 9504 bytes pruned\n"),
+        "{out}"
+    );
+}

@@ -489,7 +489,7 @@ fn rewrite_file(
         }
         _ => None,
     };
-    let named = |e: crate::error::Error| {
+    let naming_the_file = |e: crate::error::Error| {
         let text = e.to_string();
         if text.contains(&*input.to_string_lossy()) {
             text
@@ -502,7 +502,8 @@ fn rewrite_file(
             (false, Some(pruning)) => pruning.bare,
             _ => Action::Keep,
         };
-        let fate = crate::ops::prune::settle(input, output, action, mode).map_err(named)?;
+        let fate =
+            crate::ops::prune::settle(input, output, action, mode).map_err(naming_the_file)?;
         if bare.kept {
             return Ok(Outcome::Rewritten(
                 bare_summary(&bare),
@@ -519,7 +520,7 @@ fn rewrite_file(
     }
     rewrite::rewrite(input, output, config, mode)
         .map(|summary| Outcome::Rewritten(summary, usages(before, output, config, mode)))
-        .map_err(named)
+        .map_err(naming_the_file)
 }
 
 /// The summary of a file of bare device images kept: as it was.

@@ -122,8 +122,8 @@ pub fn processors_in_name(name: &str) -> Vec<&'static str> {
         .filter(|p| p.kind() == ProcessorKind::Generic)
         .map(|p| p.name)
         .collect();
-    // The longest first: `gfx11-7-generic` before `gfx11-generic`... (not a substring of it,
-    // but `gfx9-4-generic` holds no other; the order keeps it safe all the same).
+    // The longest first, so that a generic target whose name ends another's is not found
+    // inside it.
     generics.sort_by_key(|g| std::cmp::Reverse(g.len()));
     for generic in generics {
         while let Some(at) = token_at(&rest, generic) {
