@@ -54,6 +54,7 @@ mod packager;
 mod packager_order;
 mod packaging;
 mod parallel_copy;
+mod prune;
 mod readobj;
 mod rewrite;
 mod rewrite_pe;

@@ -16,7 +16,8 @@ const PROG: &str = "offload du";
 /// CUDA SM or PTX), per file and in total, as stored in the file and inflated, most stored
 /// bytes first. Only headers are read (a compressed bundle up to its bundle's header), so a
 /// tree of large libraries takes little time. With --keep, how many stored bytes `offload
-/// strip --keep` with the same target IDs would remove.
+/// strip --keep` with the same target IDs would remove (a file that is a bare code object
+/// counts whole: what `strip --prune` would remove).
 ///
 /// Exit status: 0 when every file could be read, 1 otherwise (the others are still counted).
 #[derive(Debug, Parser)]

@@ -12,6 +12,7 @@ pub mod links;
 pub mod ls;
 pub mod manual;
 pub mod personalities;
+pub mod prune;
 pub mod rewrite;
 pub mod verify;
 pub mod wrapper;

@@ -10,10 +10,12 @@ use clap::{Args as ClapArgs, Parser};
 use crate::cli::general::{GeneralOpts, OutputOpts};
 use crate::cli::inputs::TreeOpts;
 use crate::cli::jobs::{self, Work};
+use crate::cli::prune::{self, Named, Pruning, Settled};
 use crate::format::ccob::{CompressOptions, Method};
 use crate::ops::du::{self, FileUsage};
+use crate::ops::prune::{Action, BareFile, Fate};
 use crate::ops::rewrite::{self, Change, Mode, Ptx, RewriteConfig, Summary};
-use crate::ops::support::inputs::Found;
+use crate::ops::support::inputs::{may_hold_device_code, Found, Taken};
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]
@@ -62,6 +64,18 @@ struct StripArgs {
     /// Say what would change, and change nothing.
     #[arg(long)]
     dry_run: bool,
+    /// Remove the files that are bare device images (code objects as a runtime loads them,
+    /// in no container) only for other targets: in place they are deleted, with -o not
+    /// copied. Without it they are left (copied) as they are and the summary names them.
+    /// With -o, the files without device code are copied too, so that the output folder is
+    /// the tree less what was pruned.
+    #[arg(long)]
+    prune: bool,
+    /// With --prune, remove too the files without device code whose names carry processors
+    /// (`TensileLibrary_lazy_gfx1100.dat`), none of which a device kept loads code for. The
+    /// summary names them without it.
+    #[arg(long, requires = "prune")]
+    prune_named: bool,
     #[command(flatten)]
     general: GeneralOpts,
     #[command(flatten)]
@@ -166,6 +180,9 @@ fn summary_line(file: &std::path::Path, summary: &Summary, mode: Mode) -> String
 struct Plan {
     /// (input, output) pairs, in the order of the walk.
     pairs: Vec<(PathBuf, PathBuf)>,
+    /// The files found in folders without device code, (input, output) pairs as `pairs`
+    /// (taken only when pruning).
+    others: Vec<(PathBuf, PathBuf)>,
     /// Whether the walk failed somewhere (a folder could not be read).
     walk_failed: bool,
     /// The folder the outputs mirror the inputs' tree under, if they do: no output may
@@ -174,24 +191,48 @@ struct Plan {
 }
 
 /// Where each of `found` is written: over itself in place (a file with several names once),
-/// to `output` for a single file named, else mirrored under the folder `output`.
+/// to `output` for a single file named, else mirrored under the folder `output`. Files found
+/// in folders that hold no device code are among them only when `taken` takes them: they go
+/// to [`Plan::others`].
 fn plan(
     prog: &str,
     roots: &[PathBuf],
     tree: TreeOpts,
     destination: &Destination,
+    taken: Taken,
 ) -> std::result::Result<Plan, String> {
+    let (found, walk_failed) = tree.files_taking(prog, roots, taken);
+    let (found, others): (Vec<Found>, Vec<Found>) = found.into_iter().partition(|f| {
+        taken != Taken::Every || roots.contains(&f.path) || may_hold_device_code(&f.path)
+    });
+    let mut plan = Plan {
+        pairs: Vec::new(),
+        others: Vec::new(),
+        walk_failed,
+        root: None,
+    };
+    plan.pairs = destinations(roots, found, destination, &mut plan.root)?;
+    plan.others = destinations(roots, others, destination, &mut plan.root)?;
+    Ok(plan)
+}
+
+/// Where each of `found` is written (see [`plan`]); `root` becomes the output folder, if
+/// the outputs go under one.
+fn destinations(
+    roots: &[PathBuf],
+    found: Vec<Found>,
+    destination: &Destination,
+    root: &mut Option<PathBuf>,
+) -> std::result::Result<Vec<(PathBuf, PathBuf)>, String> {
     use std::os::unix::fs::MetadataExt;
-    let (found, walk_failed) = tree.files(prog, roots);
     let single_file = roots.len() == 1 && !roots[0].is_dir();
-    let mut root = None;
     let pairs = match &destination.output {
         Some(output) if single_file && !output.is_dir() => found
             .into_iter()
             .map(|f| (f.path, output.clone()))
             .collect(),
         Some(folder) => {
-            root = Some(folder.clone());
+            *root = Some(folder.clone());
             let pairs: Vec<(PathBuf, PathBuf)> = found
                 .into_iter()
                 .map(|Found { path, relative, .. }| (path, folder.join(relative)))
@@ -218,11 +259,7 @@ fn plan(
                 .collect()
         }
     };
-    Ok(Plan {
-        pairs,
-        walk_failed,
-        root,
-    })
+    Ok(pairs)
 }
 
 /// The totals of a job of several files.
@@ -306,8 +343,15 @@ fn execute(
     destination: &Destination,
     config: &RewriteConfig,
     mode: Mode,
+    pruning: Option<Pruning>,
 ) -> i32 {
-    let plan = match plan(prog, roots, work.tree, destination) {
+    // Pruning, the files without device code are read too: their names may be for removed
+    // processors.
+    let taken = match pruning {
+        Some(_) => Taken::Every,
+        None => Taken::MayHoldDeviceCode,
+    };
+    let plan = match plan(prog, roots, work.tree, destination, taken) {
         Ok(plan) => plan,
         Err(message) => {
             let _ = writeln!(std::io::stderr(), "{prog}: error: {message}");
@@ -319,23 +363,43 @@ fn execute(
         Err(code) => return code,
     };
     let results = jobs::each_file(&pool, &plan.pairs, |(input, output)| {
-        rewrite_file(&plan, input, output, config, mode)
+        rewrite_file(&plan, input, output, config, mode, pruning)
     });
-    let mut report = Report::default();
-    let stderr = std::io::stderr();
+    let mut report = Report {
+        pruning,
+        ..Report::default()
+    };
     for ((input, _), result) in plan.pairs.iter().zip(results) {
         match result {
-            Ok((summary, usages)) => report.add(input, &summary, usages, config, mode),
-            Err(message) => {
-                report.totals.files += 1;
-                report.totals.failed += 1;
-                let _ = writeln!(stderr.lock(), "{prog}: error: {message}");
+            Ok(Outcome::Rewritten(summary, usages)) => {
+                report.add(input, &summary, usages, config, mode)
+            }
+            Ok(Outcome::Bare(bare, fate, usages)) => {
+                report.add_bare(input, &bare, fate, usages, mode)
+            }
+            Err(message) => report.fail(prog, &message),
+        }
+    }
+    if let Some(pruning) = pruning {
+        let settled = jobs::each_file(&pool, &plan.others, |(input, output)| {
+            if pruning.bare == Action::Prune {
+                prepare_output(&plan, input, output, mode)?;
+            }
+            prune::settle_other(input, output, config, pruning, mode)
+        });
+        for ((input, _), result) in plan.others.iter().zip(settled) {
+            match result {
+                Ok(Some(named)) => report.add_named(input, &named, mode),
+                Ok(None) => {}
+                Err(message) => report.fail(prog, &message),
             }
         }
     }
-    let mut text = report.text;
+    let mut text = std::mem::take(&mut report.text);
     if jobs::several(roots, plan.pairs.len()) {
         text.push_str(&report.totals.line(mode));
+        text.push_str(&report.bare.line("only device code for other targets", mode));
+        text.push_str(&report.named.line("named for removed processors", mode));
         text.push_str(&target_lines(
             &config.change,
             mode,
@@ -372,15 +436,17 @@ fn is_standard_output(path: &Path) -> bool {
     (named.dev(), named.ino()) == (stdout.dev(), stdout.ino())
 }
 
-/// Rewrites `input` to `output` (its folder made, inside the plan's root), with what its
-/// processors' code takes before and, for compress, after; an error names the file.
-fn rewrite_file(
-    plan: &Plan,
-    input: &Path,
-    output: &Path,
-    config: &RewriteConfig,
-    mode: Mode,
-) -> Result<(Summary, Option<Usages>), String> {
+/// What became of one file of a job.
+enum Outcome {
+    /// Rewritten as its summary says (a file of bare device images kept: left or copied as
+    /// it is).
+    Rewritten(Summary, Option<Usages>),
+    /// A file of bare device images only for other targets, and what became of it.
+    Bare(BareFile, Fate, Option<Usages>),
+}
+
+/// Makes the folder of `output` (inside the plan's root) when `input` is written there.
+fn prepare_output(plan: &Plan, input: &Path, output: &Path, mode: Mode) -> Result<(), String> {
     if mode == Mode::Write && output != input {
         if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
@@ -390,21 +456,90 @@ fn rewrite_file(
             crate::io::inside(root, output).map_err(|e| e.to_string())?;
         }
     }
+    Ok(())
+}
+
+/// Rewrites `input` to `output` (its folder made, inside the plan's root), with what its
+/// processors' code takes before and, for compress, after; an error names the file. A file
+/// of bare device images is kept or pruned whole, as `pruning` says.
+fn rewrite_file(
+    plan: &Plan,
+    input: &Path,
+    output: &Path,
+    config: &RewriteConfig,
+    mode: Mode,
+    pruning: Option<Pruning>,
+) -> Result<Outcome, String> {
+    prepare_output(plan, input, output, mode)?;
     // What each processor's code takes before the rewrite (with what a strip removes), and,
     // for compress, after it: read from the headers, before and after.
     let strips = matches!(config.change, Change::Keep(_) | Change::Remove(_));
     let keep = strips.then_some(config);
-    let before = du::file_usage(input, config.max_decompressed, keep).ok();
-    rewrite::rewrite(input, output, config, mode)
-        .map(|summary| (summary, usages(before, output, config, mode)))
-        .map_err(|e| {
-            let text = e.to_string();
-            if text.contains(&*input.to_string_lossy()) {
-                text
-            } else {
-                format!("'{}': {text}", crate::io::shown(input))
+    let mut before = du::file_usage(input, config.max_decompressed, keep).ok();
+    let bare = match (strips, &before) {
+        (
+            true,
+            Some(FileUsage {
+                bare: Some(targets),
+                ..
+            }),
+        ) => {
+            let size = std::fs::metadata(input).map_or(0, |m| m.len());
+            Some(BareFile::judge(targets, size, config))
+        }
+        _ => None,
+    };
+    let naming_the_file = |e: crate::error::Error| {
+        let text = e.to_string();
+        if text.contains(&*input.to_string_lossy()) {
+            text
+        } else {
+            format!("'{}': {text}", crate::io::shown(input))
+        }
+    };
+    if let Some(bare) = bare {
+        let action = match (bare.kept, pruning) {
+            (false, Some(pruning)) => pruning.bare,
+            _ => Action::Keep,
+        };
+        let fate =
+            crate::ops::prune::settle(input, output, action, mode).map_err(naming_the_file)?;
+        if bare.kept {
+            return Ok(Outcome::Rewritten(
+                bare_summary(&bare),
+                before.map(usages_before),
+            ));
+        }
+        if action == Action::Keep {
+            // Left as it is: nothing of it is removed.
+            for usage in before.iter_mut().flat_map(|b| &mut b.targets) {
+                usage.removed = Some(0);
             }
-        })
+        }
+        return Ok(Outcome::Bare(bare, fate, before.map(usages_before)));
+    }
+    rewrite::rewrite(input, output, config, mode)
+        .map(|summary| Outcome::Rewritten(summary, usages(before, output, config, mode)))
+        .map_err(naming_the_file)
+}
+
+/// The summary of a file of bare device images kept: as it was.
+fn bare_summary(bare: &BareFile) -> Summary {
+    Summary {
+        images_before: bare.targets.len(),
+        images_after: bare.targets.len(),
+        size_before: bare.size,
+        size_after: bare.size,
+        ..Summary::default()
+    }
+}
+
+/// The usages of a file not rewritten: as before.
+fn usages_before(before: FileUsage) -> Usages {
+    Usages {
+        before,
+        after: None,
+    }
 }
 
 /// The usages of a file rewritten to `output`, whose code took `before`: for a compress
@@ -441,9 +576,56 @@ struct Report {
     totals: Totals,
     before: Vec<FileUsage>,
     after: Vec<FileUsage>,
+    /// What pruning the strip asks for, if it is one.
+    pruning: Option<Pruning>,
+    /// The files of bare device images only for other targets.
+    bare: Settled,
+    /// The files without device code named for removed processors.
+    named: Settled,
 }
 
 impl Report {
+    /// Counts a file that failed, its error said on standard error under the name `prog`.
+    fn fail(&mut self, prog: &str, message: &str) {
+        self.totals.files += 1;
+        self.totals.failed += 1;
+        let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {message}");
+    }
+
+    /// Adds the file `input` of bare device images only for other targets, which became
+    /// `fate`.
+    fn add_bare(
+        &mut self,
+        input: &Path,
+        bare: &BareFile,
+        fate: Fate,
+        usages: Option<Usages>,
+        mode: Mode,
+    ) {
+        let pruning = self.pruning.unwrap_or(Pruning::of_flags(false, false));
+        self.text
+            .push_str(&prune::bare_line(input, bare, fate, pruning, mode));
+        self.before.extend(usages.map(|u| u.before));
+        self.bare.add(bare.size, Some(fate));
+        let stays = matches!(fate, Fate::Left | Fate::Copied);
+        let totals = &mut self.totals;
+        totals.files += 1;
+        totals.images_before += bare.targets.len();
+        totals.bytes_before += bare.size;
+        if stays {
+            totals.images_after += bare.targets.len();
+            totals.bytes_after += bare.size;
+        }
+    }
+
+    /// Adds the file `input` without device code, named for removed processors.
+    fn add_named(&mut self, input: &Path, named: &Named, mode: Mode) {
+        let pruning = self.pruning.unwrap_or(Pruning::of_flags(false, false));
+        self.text
+            .push_str(&prune::named_line(input, named, pruning, mode));
+        self.named.add(named.0.size, named.1);
+    }
+
     /// Adds the file `input`, rewritten as `summary` says.
     fn add(
         &mut self,
@@ -516,6 +698,7 @@ pub fn strip(args: &[String]) -> i32 {
         &args.destination,
         &config,
         mode(args.dry_run),
+        Some(Pruning::of_flags(args.prune, args.prune_named)),
     )
 }
 
@@ -566,6 +749,7 @@ pub fn compress(args: &[String]) -> i32 {
         &args.destination,
         &config,
         mode(args.dry_run),
+        None,
     )
 }
 
@@ -618,5 +802,6 @@ pub fn decompress(args: &[String]) -> i32 {
         &args.destination,
         &config,
         mode(args.dry_run),
+        None,
     )
 }

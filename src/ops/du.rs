@@ -12,6 +12,7 @@ use crate::error::Result;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::host::scan::{scan_reading, Places, Reading};
 use crate::io::Input;
+use crate::ops::prune;
 use crate::ops::rewrite::RewriteConfig;
 use crate::ops::support::image::ImageRecord;
 
@@ -40,6 +41,10 @@ pub struct FileUsage {
     pub file: String,
     /// Its targets.
     pub targets: Vec<Usage>,
+    /// The targets of its images when it is bare device images only (see
+    /// [`prune::is_bare`]): a strip keeps it whole or prunes it whole.
+    #[serde(skip)]
+    pub bare: Option<Vec<ImageTarget>>,
 }
 
 /// One image as `du` counts it.
@@ -63,6 +68,7 @@ pub fn file_usage(
     let mut counted = Vec::new();
     // Each image's translation unit and target, which say what a strip removes.
     let mut units = Vec::new();
+    let mut all_bare = true;
     let problems = scan_reading(
         path,
         &input,
@@ -70,6 +76,7 @@ pub fn file_usage(
         max_decompressed,
         Reading::Headers,
         &mut |image| {
+            all_bare &= prune::is_bare(image);
             if image.target.producer == Producer::Host {
                 return;
             }
@@ -104,8 +111,17 @@ pub fn file_usage(
     }
     input.intact()?;
     share_compressed(&mut counted);
+    let bare = (all_bare && !units.is_empty()).then(|| {
+        // The file is the images: pruned, all its bytes go.
+        if let [only] = counted.as_mut_slice() {
+            only.stored = input.len() as u64;
+        }
+        units.iter().map(|(_, target)| target.clone()).collect()
+    });
     let removed = keep.map(|config| removed(&units, config));
-    Ok(tally(name, &counted, removed.as_deref()))
+    let mut usage = tally(name, &counted, removed.as_deref());
+    usage.bare = bare;
+    Ok(usage)
 }
 
 /// The usage of the file `file` as `offload ls` lists it, `images`: host entries left out,
@@ -152,6 +168,7 @@ fn tally(file: String, counted: &[Counted], removed: Option<&[bool]>) -> FileUsa
     FileUsage {
         file,
         targets: sorted(by_target),
+        bare: None,
     }
 }
 

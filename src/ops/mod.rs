@@ -7,6 +7,7 @@ pub mod extract;
 pub mod kpack;
 pub mod ls;
 pub mod packager;
+pub mod prune;
 pub mod readobj;
 pub mod rewrite;
 pub mod support;

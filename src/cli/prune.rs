@@ -1,0 +1,153 @@
+//! What `offload strip --prune` and `--prune-named` do to the files a strip does not rewrite
+//! (files of bare device images wholly for other targets, files without device code named
+//! for removed processors), and the summary lines that say it.
+
+use std::path::Path;
+
+use crate::ops::prune::{self, Action, BareFile, Fate, NamedFile};
+use crate::ops::rewrite::{Mode, RewriteConfig};
+
+/// What a strip does to whole files, as `--prune` and `--prune-named` ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Pruning {
+    /// Files of bare device images wholly for other targets.
+    pub bare: Action,
+    /// Files without device code named for removed processors.
+    pub named: Action,
+}
+
+impl Pruning {
+    /// The pruning the flags ask for (`--prune-named` is allowed only with `--prune`).
+    pub(crate) fn of_flags(prune: bool, prune_named: bool) -> Pruning {
+        let action = |asked: bool| if asked { Action::Prune } else { Action::Keep };
+        Pruning {
+            bare: action(prune),
+            named: action(prune && prune_named),
+        }
+    }
+
+    /// How a summary says the flags that would prune a file kept.
+    fn hint(self, named: bool) -> &'static str {
+        match (named, self.bare) {
+            (false, _) => "--prune",
+            (true, Action::Prune) => "--prune-named",
+            (true, Action::Keep) => "--prune --prune-named",
+        }
+    }
+}
+
+/// A file without device code named for removed processors, and what became of it: `None`
+/// when it was not written to the output folder, as no file without device code is unless
+/// pruning is asked.
+pub(crate) type Named = (NamedFile, Option<Fate>);
+
+/// Does what `pruning` asks to `input` (to be written to `output`), a file the walk found
+/// holding no device code: named for removed processors, it is reported; with `--prune` and
+/// an output folder, a file not pruned is copied, so that the folder is the whole tree less
+/// what was pruned.
+pub(crate) fn settle_other(
+    input: &Path,
+    output: &Path,
+    config: &RewriteConfig,
+    pruning: Pruning,
+    mode: Mode,
+) -> Result<Option<Named>, String> {
+    let named = prune::named_for_removed(input, config).map_err(|e| e.to_string())?;
+    let in_place = input == output;
+    let written = in_place || pruning.bare == Action::Prune;
+    let action = match &named {
+        Some(_) => pruning.named,
+        None => Action::Keep,
+    };
+    let fate = if written {
+        Some(prune::settle(input, output, action, mode).map_err(|e| e.to_string())?)
+    } else {
+        None
+    };
+    Ok(named.map(|named| (named, fate)))
+}
+
+/// What became of a file, as a summary line ends.
+fn fate_text(fate: Option<Fate>, hint: &str, mode: Mode) -> String {
+    let would = match mode {
+        Mode::DryRun => "would be ",
+        Mode::Write => "",
+    };
+    match fate {
+        Some(Fate::Left) => format!("{would}left as it is (use {hint} to remove it)"),
+        Some(Fate::Copied) => format!("{would}copied as it is (use {hint} to leave it out)"),
+        Some(Fate::Removed) => format!("{would}pruned (removed)"),
+        Some(Fate::NotCopied) => format!("{would}pruned (not copied)"),
+        None if mode == Mode::DryRun => "would not be copied (no device code)".into(),
+        None => "not copied (no device code)".into(),
+    }
+}
+
+/// The summary line of a file of bare device images only for other targets.
+pub(crate) fn bare_line(
+    file: &Path,
+    bare: &BareFile,
+    fate: Fate,
+    pruning: Pruning,
+    mode: Mode,
+) -> String {
+    format!(
+        "{}: only device code for other targets ({}), {} bytes: {}\n",
+        crate::io::shown(file),
+        bare.targets.join(","),
+        bare.size,
+        fate_text(Some(fate), pruning.hint(false), mode)
+    )
+}
+
+/// The summary line of a file without device code named for removed processors.
+pub(crate) fn named_line(file: &Path, named: &Named, pruning: Pruning, mode: Mode) -> String {
+    let (named, fate) = named;
+    format!(
+        "{}: no device code, named for removed processors ({}), {} bytes: {}\n",
+        crate::io::shown(file),
+        named.processors.join(","),
+        named.size,
+        fate_text(*fate, pruning.hint(true), mode)
+    )
+}
+
+/// The files of one kind a job settled whole, for the totals.
+#[derive(Debug, Default)]
+pub(crate) struct Settled {
+    files: usize,
+    bytes: u64,
+    /// What became of them (the same for all of a kind in one job).
+    fate: Option<Fate>,
+}
+
+impl Settled {
+    /// Counts a file of `size` bytes that became `fate`.
+    pub(crate) fn add(&mut self, size: u64, fate: Option<Fate>) {
+        self.files += 1;
+        self.bytes += size;
+        self.fate = fate;
+    }
+
+    /// The totals line for the files of the kind `what`; empty when there are none.
+    pub(crate) fn line(&self, what: &str, mode: Mode) -> String {
+        if self.files == 0 {
+            return String::new();
+        }
+        let verb = match self.fate {
+            Some(Fate::Left) => "left",
+            Some(Fate::Copied) => "copied",
+            Some(Fate::Removed | Fate::NotCopied) => "pruned",
+            None => "not copied",
+        };
+        let verb = match (mode, self.fate) {
+            (Mode::Write, _) => verb.to_string(),
+            (Mode::DryRun, None) => "would not be copied".into(),
+            (Mode::DryRun, Some(_)) => format!("would be {verb}"),
+        };
+        format!(
+            "total {what}: {} files, {} bytes {verb}\n",
+            self.files, self.bytes
+        )
+    }
+}
