@@ -415,3 +415,79 @@ fn damaged_bare_images_are_not_images_and_nothing_panics() {
         }
     }
 }
+
+#[test]
+fn strip_keeps_bare_archive_members_whole_and_prunes_bare_files_of_every_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let archive = dir.path().join("mixed.a");
+    fs::copy(bare().join("bare.a"), &archive).unwrap();
+    let object = util::samples_dir().join("archive/kernel-rdc.o");
+    succeed(
+        std::process::Command::new("ar")
+            .arg("q")
+            .arg(&archive)
+            .arg(&object),
+    );
+    let (code, out, err) = offload_in(
+        dir.path(),
+        &["strip", "--keep", "gfx906", "mixed.a", "-o", "out.a"],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("mixed.a: 7 device images went to 5"), "{out}");
+    // The bare members are what they were, byte for byte; the object lost its gfx90a code.
+    let members = |path: &Path| -> Vec<(String, Vec<u8>)> {
+        let listed = listed(
+            path.parent().unwrap(),
+            path.file_name().unwrap().to_str().unwrap(),
+        );
+        let bytes = fs::read(path).unwrap();
+        listed
+            .iter()
+            .filter(|i| i["offload_kind"] != "hip" && i["offload_kind"] != "host")
+            .map(|i| {
+                let at = i["offset"].as_u64().unwrap() as usize;
+                let size = i["size"].as_u64().unwrap() as usize;
+                (
+                    i["member"].as_str().unwrap().to_string(),
+                    bytes[at..at + size].to_vec(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(members(&archive), members(&dir.path().join("out.a")));
+    let arches: Vec<String> = listed(dir.path(), "out.a")
+        .iter()
+        .map(|i| i["arch"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        arches,
+        ["sm_80", "compute_90", "gfx90a:xnack+", "", "gfx906", ""]
+    );
+    // A tree of bare files: those for other targets go; SPIR-V and bitcode, which name no
+    // processor, stay.
+    let tree = dir.path().join("tree");
+    fs::create_dir(&tree).unwrap();
+    let names = ["k.cubin", "k.ptx", "k-gfx90a.hsaco", "k.spv", "k.bc"];
+    for (name, (_, bytes)) in names.iter().zip(originals()) {
+        fs::write(tree.join(name), bytes).unwrap();
+    }
+    let (code, out, err) = offload_in(
+        dir.path(),
+        &[
+            "strip",
+            "-r",
+            "--keep",
+            "sm_90",
+            "--prune",
+            "--in-place",
+            "tree",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(util::file_names(&tree), ["k.bc", "k.ptx", "k.spv"], "{out}");
+    for (name, (_, bytes)) in names.iter().zip(originals()) {
+        if let Ok(now) = fs::read(tree.join(name)) {
+            assert_eq!(now, bytes, "{name}");
+        }
+    }
+}

@@ -173,11 +173,9 @@ impl Origin<'_> {
             Origin::OffloadImage(entry) => ImageTarget::of_offload_entry(entry),
             Origin::BundleEntry(id) => ImageTarget::of_bundle_entry(id),
             Origin::CudaEntry(entry) => entry.target(),
-            Origin::Bare(image) => ImageTarget {
-                producer: Producer::Bare(image.kind),
-                triple: image.triple.clone(),
-                target_id: image.target_id.clone(),
-            },
+            Origin::Bare(image) => {
+                ImageTarget::of_bare(image.kind, &image.triple, &image.target_id)
+            }
         }
     }
 

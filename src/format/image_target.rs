@@ -125,6 +125,15 @@ impl ImageTarget {
         }
     }
 
+    /// The target of a bare device image of `kind`.
+    pub fn of_bare(kind: BareKind, triple: &str, target_id: &str) -> ImageTarget {
+        ImageTarget {
+            producer: Producer::Bare(kind),
+            triple: triple.into(),
+            target_id: target_id.into(),
+        }
+    }
+
     /// The target of an offload binary image.
     pub fn of_offload_entry(entry: &OffloadEntry<'_>) -> ImageTarget {
         ImageTarget {

@@ -6,21 +6,21 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::format::bare::BareKind;
 use crate::format::image_target::ImageTarget;
-use crate::host::scan::DeviceImage;
+use crate::host::scan::{DeviceImage, Origin};
 use crate::io::{Input, Output};
 use crate::ops::rewrite::{Mode, RewriteConfig};
 use crate::target::processor::{ProcessorKind, PROCESSORS};
 
-/// Whether the scan found `image` as the file itself: at the file's start, in no archive
-/// member, section or container. A file whose every image is such is bare device images
-/// only (a code object today; any kind the scan learns to tell by content plugs in here).
+/// Whether the scan found `image` as the file itself: a bare device image (a code object,
+/// cubin, PTX, SPIR-V, device bitcode) in no archive member, section or container. A file
+/// whose every image is such is bare device images only.
 pub fn is_bare(image: &DeviceImage<'_>) -> bool {
-    image.members.is_empty()
+    matches!(image.origin, Origin::Bare(_))
+        && image.members.is_empty()
         && image.section.is_none()
         && image.offset == Some(0)
-        && image.stream.is_none()
-        && !image.compressed
 }
 
 /// A file of bare device images, judged by a strip's keep rule.
@@ -36,12 +36,15 @@ pub struct BareFile {
 
 impl BareFile {
     /// The file of `size` bytes whose bare images are for `targets`, judged by `config` as
-    /// one translation unit (what a runtime chooses among when it loads the file).
+    /// one translation unit (what a runtime chooses among when it loads the file). An image
+    /// that names no processor (SPIR-V, bitcode: compiled for whichever device takes it) is
+    /// kept whatever the devices.
     pub fn judge(targets: &[ImageTarget], size: u64, config: &RewriteConfig) -> BareFile {
+        let unnamed = targets.iter().any(|t| t.target_id.is_empty());
         BareFile {
             targets: targets.iter().map(target_name).collect(),
             size,
-            kept: config.keeps(targets).into_iter().any(|kept| kept),
+            kept: unnamed || config.keeps(targets).into_iter().any(|kept| kept),
         }
     }
 }
@@ -183,7 +186,11 @@ pub fn named_for_removed(path: &Path, config: &RewriteConfig) -> Result<Option<N
 /// object for it, by the keep rule).
 fn is_kept(processor: &str, config: &RewriteConfig) -> bool {
     config
-        .keeps(&[ImageTarget::of_code_object(processor)])
+        .keeps(&[ImageTarget::of_bare(
+            BareKind::CodeObject,
+            "amdgcn-amd-amdhsa",
+            processor,
+        )])
         .first()
         .copied()
         .unwrap_or(true)
