@@ -491,3 +491,40 @@ fn strip_keeps_bare_archive_members_whole_and_prunes_bare_files_of_every_kind() 
         }
     }
 }
+
+#[test]
+fn bare_cubins_nvcc_writes_name_their_sm_as_cuobjdump_does() {
+    let dir = util::samples_dir().join("cuda/bare");
+    let expected = [
+        ("kernel-compute_100a.ptx", "compute_100a"),
+        ("kernel-sm_100a.cubin", "sm_100a"),
+        // A family cubin says only its SM, as cuobjdump names it.
+        ("kernel-sm_100f.cubin", "sm_100"),
+        ("kernel-sm_89.cubin", "sm_89"),
+        ("kernel-sm_90a.cubin", "sm_90a"),
+    ];
+    for (file, arch) in expected {
+        let images = listed(&dir, file);
+        assert_eq!(images.len(), 1, "{file}");
+        assert_eq!(images[0]["arch"], arch, "{file}");
+        let size = fs::metadata(dir.join(file)).unwrap().len();
+        assert_eq!(images[0]["size"].as_u64(), Some(size), "{file}");
+    }
+    let Some(cuobjdump) = skips::reference(crate::util::cuda::cuobjdump(), "cuobjdump") else {
+        return;
+    };
+    for (file, arch) in expected.iter().filter(|(f, _)| f.ends_with(".cubin")) {
+        let (code, out, err) = text_output(
+            std::process::Command::new(&cuobjdump)
+                .current_dir(&dir)
+                .args(["-lelf", file]),
+        );
+        assert_eq!(code, 0, "{err}");
+        let stem = file.trim_end_matches(".cubin");
+        assert_eq!(
+            out.trim(),
+            format!("ELF file    1: {stem}.{arch}.cubin"),
+            "{file}"
+        );
+    }
+}

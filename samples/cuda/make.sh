@@ -32,6 +32,12 @@ new="clang++-22 -x cuda --offload-new-driver -nocudainc -nocudalib --cuda-path=$
   --offload-arch=sm_80 --offload-arch=sm_90 -Wno-unknown-cuda-version"
 $new -c ../linked/kscale.cu -o clang-new-driver.o
 $new -fgpu-rdc -c ../linked/kscale.cu -o clang-new-driver-rdc.o
+# Bare cubins and PTX as nvcc writes them with -cubin and -ptx (arch-specific and family SMs).
+mkdir -p bare
+for arch in sm_89 sm_90a sm_100a sm_100f; do
+  "$bin/nvcc" -cubin -arch=$arch kernel.cu -o "bare/kernel-$arch.cubin"
+done
+"$bin/nvcc" -ptx -arch=compute_100a kernel.cu -o bare/kernel-compute_100a.ptx
 rm -rf extracted
 for o in gencode gencode-zstd gencode-lz arch-specific compress-all rdc clang-new-driver; do
   mkdir -p "extracted/$o"

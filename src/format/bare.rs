@@ -10,8 +10,9 @@
 //!
 //! A cubin's SM is in bits 8-15 of `e_flags` in the ABI NVIDIA's tools write since CUDA 12.8
 //! (`EI_ABIVERSION` 8 and later; bit 3 marks an arch-specific `a` SM), in bits 0-7 before
-//! (bit 11 marks `sm_90a`). nvcc 13.5 leaves the `a` bit clear in an `sm_90a` cubin: such a
-//! cubin reads as `sm_90`, as `llvm-readelf` reads it.
+//! (bit 11 marks `sm_90a`). nvcc 13.5 leaves those bits clear and says `a` in the cubin's
+//! `.nv.compat` section instead (attribute 9), where cuobjdump reads it; a family cubin
+//! (`sm_100f`) says only its SM, and cuobjdump names it so too.
 //!
 //! Each image ends where its format says: an ELF file at the end of its section header table,
 //! PTX at its terminating NUL (or the end of the data), raw bitcode after its last top-level
@@ -172,13 +173,46 @@ fn cubin(data: &[u8]) -> Option<BareImage<'_>> {
     if sm < 10 {
         return None;
     }
-    let suffix = if specific { "a" } else { "" };
+    let bytes = elf_extent(data, header)?;
+    let suffix = if specific || compat_arch_specific(bytes) {
+        "a"
+    } else {
+        ""
+    };
     Some(BareImage {
         kind: BareKind::Cubin,
-        bytes: elf_extent(data, header)?,
+        bytes,
         triple: crate::format::cuda_fatbin::TRIPLE.into(),
         target_id: format!("sm_{sm}{suffix}"),
     })
+}
+
+/// Whether the cubin `bytes` says in its `.nv.compat` section that it runs on its SM alone
+/// (`sm_90a`, `sm_100a`): nvcc 13 writes the `a` there, not in `e_flags`. The section is a
+/// list of records, each a format byte, an attribute byte and a value: formats 1 to 3 take 4
+/// bytes in all, format 4 a 16-bit size and that many bytes after it. Attribute 9 with value
+/// 1 marks an arch-specific cubin (as cuobjdump reads it).
+fn compat_arch_specific(bytes: &[u8]) -> bool {
+    use object::{Object, ObjectSection};
+    let Ok(elf) = object::read::elf::ElfFile64::<Le>::parse(bytes) else {
+        return false;
+    };
+    let Some(records) = elf
+        .section_by_name(".nv.compat")
+        .and_then(|s| s.data().ok())
+    else {
+        return false;
+    };
+    let mut at = 0;
+    while let Some(&[format, attribute, value, high]) = records.get(at..at + 4) {
+        match format {
+            1..=3 if attribute == 9 => return value == 1,
+            1..=3 => at += 4,
+            4 => at += 4 + usize::from(u16::from_le_bytes([value, high])),
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// A SPIR-V module: its magic, a version word `0x00MMmm00` of 1.0 to 1.6, a bound, a zero
