@@ -528,3 +528,62 @@ fn bare_cubins_nvcc_writes_name_their_sm_as_cuobjdump_does() {
         );
     }
 }
+
+/// 65,536 made-up cubin headers in a row, each claiming the 65,535 section headers after them,
+/// the last of which lies beyond the data: each header alone is read to its end and refused.
+fn made_up_headers() -> Vec<u8> {
+    const HEADERS: usize = 1 << 16;
+    const SECTIONS: usize = 65_535;
+    let table = 64 * HEADERS;
+    let mut data = vec![0u8; table + 64 * SECTIONS];
+    for i in 0..HEADERS {
+        let h = &mut data[64 * i..64 * (i + 1)];
+        h[..9].copy_from_slice(b"\x7fELF\x02\x01\x01\x41\x08");
+        h[16..18].copy_from_slice(&2u16.to_le_bytes());
+        h[18..20].copy_from_slice(&190u16.to_le_bytes());
+        h[20..24].copy_from_slice(&1u32.to_le_bytes());
+        h[40..48].copy_from_slice(&((table - 64 * i) as u64).to_le_bytes());
+        h[48..52].copy_from_slice(&0x5a00u32.to_le_bytes());
+        h[52..54].copy_from_slice(&64u16.to_le_bytes());
+        h[58..60].copy_from_slice(&64u16.to_le_bytes());
+        h[60..62].copy_from_slice(&(SECTIONS as u16).to_le_bytes());
+    }
+    for s in 0..SECTIONS {
+        let entry = &mut data[table + 64 * s..table + 64 * (s + 1)];
+        entry[4..8].copy_from_slice(&1u32.to_le_bytes());
+        if s == SECTIONS - 1 {
+            entry[24..32].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        }
+    }
+    data
+}
+
+#[test]
+fn made_up_elf_headers_in_data_cost_no_more_than_their_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("headers.bin"), made_up_headers()).unwrap();
+    fs::write(
+        dir.path().join("k.s"),
+        "  .section .rodata\n  .incbin \"headers.bin\"\n",
+    )
+    .unwrap();
+    let Some(cc) = skips::reference(util::tool("cc"), "cc (an object holding data)") else {
+        return;
+    };
+    succeed(
+        std::process::Command::new(cc)
+            .current_dir(dir.path())
+            .args(["-c", "k.s", "-o", "k.o"]),
+    );
+    // Each header read in full would be 4 billion section headers: the scan reads a bounded
+    // number per byte of the file, and finds no image.
+    let started = std::time::Instant::now();
+    let (code, out, err) = offload_in(dir.path(), &["ls", "--json", "k.o"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out.trim(), "[]");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -34,6 +34,9 @@ pub const SPIRV_MAGIC: &[u8] = &[0x03, 0x02, 0x23, 0x07];
 /// The directive every PTX module starts with, after its comments.
 pub const PTX_MAGIC: &[u8] = b".version";
 
+/// How far before its `.version` directive the comments of embedded PTX are looked for.
+const PTX_HEAD_LIMIT: usize = 64 << 10;
+
 /// What a bare device image is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BareKind {
@@ -125,22 +128,35 @@ impl<'a> BareImage<'a> {
 
     /// The PTX module whose `.version` directive starts at `at` in `data`: it starts after
     /// the NUL or other byte no text holds before it, when only comments and blank lines lie
-    /// between; else at the directive's line.
+    /// between; else at the directive's line, which must hold nothing before it.
     pub fn ptx_around(data: &'a [u8], at: usize) -> Option<BareImage<'a>> {
-        let before = data.get(..at)?;
-        let start = before
-            .iter()
-            .rposition(|&b| !is_text(b))
-            .map_or(0, |p| p + 1);
-        let start = if before.get(start..).is_some_and(only_comments) {
+        // Comments before the directive are looked for this far back at most: a search that
+        // meets `.version` again and again in text reads each stretch of it a bounded number
+        // of times.
+        let before = data.get(at.saturating_sub(PTX_HEAD_LIMIT)..at)?;
+        let base = at - before.len();
+        // Where the text starts: after the last byte no text holds, or at the start of the
+        // data; not known when the window holds text alone and the data goes further back.
+        let text_start = match before.iter().rposition(|&b| !is_text(b)) {
+            Some(p) => Some(p + 1),
+            None => (base == 0).then_some(0),
+        };
+        let start = if let Some(start) =
+            text_start.filter(|&s| before.get(s..).is_some_and(only_comments))
+        {
             start
         } else {
-            before
+            // Else the directive starts its line (after white space), or it is no PTX.
+            let line = before
                 .iter()
                 .rposition(|&b| b == b'\n')
-                .map_or(0, |p| p + 1)
+                .map_or(0, |p| p + 1);
+            if !before.get(line..)?.iter().all(u8::is_ascii_whitespace) {
+                return None;
+            }
+            line
         };
-        ptx(data.get(start..)?, at - start)
+        ptx(data.get(base + start..)?, before.len() - start)
     }
 }
 
@@ -412,6 +428,16 @@ mod tests {
         let at = 2 + 6;
         let found = BareImage::ptx_around(&embedded, at).unwrap();
         assert_eq!(found.bytes, &minimal[..minimal.len() - 5]);
+        // Text before the directive on its line: no PTX.
+        let prose = b"\0see the .version 8.8\n.target sm_90\n";
+        assert_eq!(BareImage::ptx_around(prose, 9), None);
+        // Comments further back than the limit: the module starts at its directive's line.
+        let mut far = vec![0u8];
+        far.extend(std::iter::repeat_n(b"// c\n".as_slice(), 20_000).flatten());
+        let at = far.len();
+        far.extend_from_slice(b".version 8.8\n.target sm_90\n");
+        let found = BareImage::ptx_around(&far, at).unwrap();
+        assert!(found.bytes.starts_with(b".version"));
         for not in [
             &b".version 8.8\n.targets sm_90\n"[..],
             b"the .version 8.8\n.target sm_90\n",

@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::format::bare::{BareImage, PTX_MAGIC};
 use crate::format::container::{self, Consecutive, Container, Contents, Listed, ListedBinary};
 use crate::format::image_target::ImageTarget;
-use crate::format::search::{CONTAINER_MAGICS, MAGICS};
+use crate::format::search::{CONTAINER_MAGICS, ELF_MAGIC, MAGICS};
 use crate::host::archive::read_members;
 use crate::host::BUNDLE_SECTION_PREFIX;
 
@@ -141,7 +141,16 @@ struct Scan<'f, 'v> {
     searched: u64,
     /// The bytes of the sections not searched (see [`sections`]), for the log.
     unsearched: u64,
+    /// How many more section headers ELF files met as data may have read (see
+    /// [`Scan::embedded_bare`]).
+    header_budget: u64,
 }
+
+/// The section headers ELF files met as data may have read, per byte of the file and at
+/// least: a code object or cubin's headers take 64 bytes each, so the images a file holds
+/// never need more; ELF magic bytes that only look like headers cannot make a scan read more.
+const HEADERS_PER_BYTE: u64 = 1;
+const MIN_HEADER_BUDGET: u64 = 1 << 20;
 
 impl Scan<'_, '_> {
     /// `at`, as the place of a new translation unit.
@@ -681,10 +690,22 @@ impl Scan<'_, '_> {
         if at.known || self.places != Places::Everywhere {
             return 0;
         }
-        let found = if data[start..].starts_with(PTX_MAGIC) {
+        let here = &data[start..];
+        if here.starts_with(ELF_MAGIC) {
+            // Its section headers are read to find where it ends: bounded over the scan, so
+            // that a section of made-up headers cannot cost more than the bytes it holds.
+            let headers = here
+                .get(60..62)
+                .map_or(0, |n| u16::from_le_bytes([n[0], n[1]]));
+            let Some(left) = self.header_budget.checked_sub(u64::from(headers)) else {
+                return 0;
+            };
+            self.header_budget = left;
+        }
+        let found = if here.starts_with(PTX_MAGIC) {
             BareImage::ptx_around(data, start)
         } else {
-            BareImage::parse(&data[start..])
+            BareImage::parse(here)
         };
         let Some(image) = found else {
             return 0;
@@ -920,6 +941,9 @@ pub fn scan_reading(
         units: 0,
         searched: 0,
         unsearched: 0,
+        header_budget: (file.len() as u64)
+            .saturating_mul(HEADERS_PER_BYTE)
+            .max(MIN_HEADER_BUDGET),
     };
     let at = Place {
         members: &[],
