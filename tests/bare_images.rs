@@ -587,3 +587,48 @@ fn made_up_elf_headers_in_data_cost_no_more_than_their_bytes() {
         started.elapsed()
     );
 }
+
+#[test]
+fn compress_and_decompress_keep_bare_images_as_they_are() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    fs::create_dir(&tree).unwrap();
+    let names = ["k.cubin", "k.ptx", "k.hsaco", "k.spv", "k.bc"];
+    for (name, (_, bytes)) in names.iter().zip(originals()) {
+        fs::write(tree.join(name), bytes).unwrap();
+    }
+    fs::copy(
+        util::samples_dir().join("linked/hip-app"),
+        tree.join("hip-app"),
+    )
+    .unwrap();
+    for command in ["compress", "decompress"] {
+        let out_dir = dir.path().join(command);
+        let (code, out, err) = offload_in(
+            dir.path(),
+            &[command, "-r", "tree", "-o", out_dir.to_str().unwrap()],
+        );
+        assert_eq!(code, 0, "{command}: {out}{err}");
+        assert!(
+            out.contains("tree/k.hsaco: 1 device images went to 1, 4232 bytes to 4232"),
+            "{out}"
+        );
+        for (name, (_, bytes)) in names.iter().zip(originals()) {
+            assert_eq!(
+                fs::read(out_dir.join(name)).unwrap(),
+                bytes,
+                "{command} {name}"
+            );
+        }
+        // In place: left as they are.
+        let (code, out, err) = offload_in(dir.path(), &[command, "-r", "tree", "--in-place"]);
+        assert_eq!(code, 0, "{command}: {out}{err}");
+        for (name, (_, bytes)) in names.iter().zip(originals()) {
+            assert_eq!(
+                fs::read(tree.join(name)).unwrap(),
+                bytes,
+                "{command} {name}"
+            );
+        }
+    }
+}

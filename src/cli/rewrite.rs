@@ -476,14 +476,13 @@ fn rewrite_file(
     let strips = matches!(config.change, Change::Keep(_) | Change::Remove(_));
     let keep = strips.then_some(config);
     let mut before = du::file_usage(input, config.max_decompressed, keep).ok();
-    let bare = match (strips, &before) {
-        (
-            true,
-            Some(FileUsage {
-                bare: Some(targets),
-                ..
-            }),
-        ) => {
+    // Bare device images hold no bundle to compress or inflate: compress and decompress keep
+    // them as they are.
+    let bare = match &before {
+        Some(FileUsage {
+            bare: Some(targets),
+            ..
+        }) => {
             let size = std::fs::metadata(input).map_or(0, |m| m.len());
             Some(BareFile::judge(targets, size, config))
         }
@@ -507,7 +506,7 @@ fn rewrite_file(
         if bare.kept {
             return Ok(Outcome::Rewritten(
                 bare_summary(&bare),
-                before.map(usages_before),
+                usages(before, output, config, mode),
             ));
         }
         if action == Action::Keep {
