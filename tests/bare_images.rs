@@ -471,6 +471,37 @@ fn strip_keeps_bare_archive_members_whole_and_prunes_bare_files_of_every_kind() 
     for (name, (_, bytes)) in names.iter().zip(originals()) {
         fs::write(tree.join(name), bytes).unwrap();
     }
+    // du counts in REMOVED what the prune takes: the cubin and the code object, whole.
+    let (code, out, err) = offload_in(
+        dir.path(),
+        &["du", "-r", "--json", "--keep", "sm_90", "tree"],
+    );
+    assert_eq!(code, 0, "{err}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let mut removed: Vec<(String, u64)> = report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let name = f["file"].as_str().unwrap().trim_start_matches("tree/");
+            let bytes = f["targets"].as_array().unwrap()[0]["removed"]
+                .as_u64()
+                .unwrap();
+            (name.to_string(), bytes)
+        })
+        .collect();
+    removed.sort();
+    let size = |n: usize| originals()[n].1.len() as u64;
+    assert_eq!(
+        removed,
+        [
+            ("k-gfx90a.hsaco".to_string(), size(2)),
+            ("k.bc".to_string(), 0),
+            ("k.cubin".to_string(), size(0)),
+            ("k.ptx".to_string(), 0),
+            ("k.spv".to_string(), 0),
+        ]
+    );
     let (code, out, err) = offload_in(
         dir.path(),
         &[

@@ -36,15 +36,12 @@ pub struct BareFile {
 
 impl BareFile {
     /// The file of `size` bytes whose bare images are for `targets`, judged by `config` as
-    /// one translation unit (what a runtime chooses among when it loads the file). An image
-    /// that names no processor (SPIR-V, bitcode: compiled for whichever device takes it) is
-    /// kept whatever the devices.
+    /// one translation unit (what a runtime chooses among when it loads the file).
     pub fn judge(targets: &[ImageTarget], size: u64, config: &RewriteConfig) -> BareFile {
-        let unnamed = targets.iter().any(|t| t.target_id.is_empty());
         BareFile {
             targets: targets.iter().map(target_name).collect(),
             size,
-            kept: unnamed || config.keeps(targets).into_iter().any(|kept| kept),
+            kept: config.keeps(targets).into_iter().any(|kept| kept),
         }
     }
 }

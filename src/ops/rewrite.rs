@@ -160,9 +160,13 @@ impl RewriteConfig {
     }
 
     /// Which images of one translation unit stay: as the change asks, then CUDA PTX as
-    /// [`RewriteConfig::ptx`] says.
+    /// [`RewriteConfig::ptx`] says. A bare image that names no processor (SPIR-V, bitcode:
+    /// compiled for whichever device takes it) always stays.
     pub fn keeps(&self, unit: &[ImageTarget]) -> Vec<bool> {
         let mut keep = self.keeps_asked(unit);
+        for (k, image) in keep.iter_mut().zip(unit) {
+            *k |= matches!(image.producer, Producer::Bare(_)) && image.target_id.is_empty();
+        }
         let ptx = match (&self.change, self.ptx) {
             (Change::Keep(_) | Change::Remove(_), Ptx::Keep) => true,
             (Change::Keep(_) | Change::Remove(_), Ptx::Drop) => false,
