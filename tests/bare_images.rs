@@ -63,7 +63,7 @@ const EXPECTED: [(&str, &str, &str, &str); 5] = [
     ("ptx", "compute_90", "nvptx64-nvidia-cuda", "ptx"),
     ("o", "gfx90a:xnack+", "amdgcn-amd-amdhsa", "code-object"),
     ("spv", "", "spirv64", "spirv"),
-    ("bc", "", "amdgcn-amd-amdhsa", "bitcode"),
+    ("bc", "gfx90a", "amdgcn-amd-amdhsa", "bitcode"),
 ];
 
 #[test]
@@ -123,13 +123,7 @@ fn bare_images_as_archive_members_and_files_are_listed_by_content() {
     // A tree walk takes them too, by their first bytes.
     let (code, out, err) = offload_in(dir.path(), &["du", "-r", "."]);
     assert_eq!(code, 0, "{err}");
-    for arch in [
-        "sm_80",
-        "compute_90",
-        "gfx90a:xnack+",
-        "spirv64",
-        "amdgcn-amd-amdhsa",
-    ] {
+    for arch in ["sm_80", "compute_90", "gfx90a:xnack+", "spirv64", "gfx90a "] {
         assert!(out.contains(arch), "{arch} missing from:\n{out}");
     }
 }
@@ -176,7 +170,12 @@ fn extract_and_verify_take_bare_images_whole() {
         .collect();
     written.sort();
     let originals = originals();
-    let mut expected = vec![originals[0].1.clone(), originals[2].1.clone()];
+    // The bitcode for gfx90a too: code a gfx90a:xnack+ device can take.
+    let mut expected = vec![
+        originals[0].1.clone(),
+        originals[2].1.clone(),
+        originals[4].1.clone(),
+    ];
     expected.sort();
     assert_eq!(written, expected, "{:?}", util::file_names(dir.path()));
     let (code, out, err) = offload_in(&bare(), &["verify", "embedded.o", "bare.a", "kernel.spv"]);
@@ -326,6 +325,7 @@ fn made_by(tool: &str, dir: &Path, args: &[&str]) -> bool {
 #[test]
 fn images_clang_writes_for_nvptx_and_spirv_are_listed() {
     let dir = tempfile::tempdir().unwrap();
+    let hip = util::samples_dir().join("src/kernel.hip");
     let kernel = util::samples_dir().join("linked/kscale.cu");
     let kernel = kernel.to_str().unwrap();
     fs::write(
@@ -366,12 +366,46 @@ fn images_clang_writes_for_nvptx_and_spirv_are_listed() {
             "clang-22",
             dir.path(),
             &["--target=spirv64", "-c", "k.cl", "-o", "k64.spv"],
+        )
+        // AMDGPU bitcode for a processor with xnack on and sramecc off, and for none (as
+        // device libraries are built).
+        && made_by(
+            "clang-22",
+            dir.path(),
+            &[
+                "-x",
+                "hip",
+                "-nogpulib",
+                "-nogpuinc",
+                "--offload-arch=gfx942:sramecc-:xnack+",
+                "--cuda-device-only",
+                "-emit-llvm",
+                "-c",
+                hip.to_str().unwrap(),
+                "-o",
+                "k-amd.bc",
+            ],
+        )
+        && made_by(
+            "clang-22",
+            dir.path(),
+            &[
+                "--target=amdgcn-amd-amdhsa",
+                "-nogpulib",
+                "-emit-llvm",
+                "-c",
+                "k.cl",
+                "-o",
+                "k-any.bc",
+            ],
         );
     if !made {
         return;
     }
     let mut all = Vec::new();
-    for file in ["k.ptx", "k-nv.bc", "k32.spv", "k64.spv"] {
+    for file in [
+        "k.ptx", "k-nv.bc", "k32.spv", "k64.spv", "k-amd.bc", "k-any.bc",
+    ] {
         let images = listed(dir.path(), file);
         assert_eq!(images.len(), 1, "{file}");
         let size = fs::metadata(dir.path().join(file)).unwrap().len();
@@ -382,9 +416,16 @@ fn images_clang_writes_for_nvptx_and_spirv_are_listed() {
         all.iter().map(row).collect::<Vec<_>>(),
         rows(&[
             ("ptx", "compute_89", "nvptx64-nvidia-cuda", "ptx"),
-            ("bc", "", "nvptx64-nvidia-cuda", "bitcode"),
+            ("bc", "sm_89", "nvptx64-nvidia-cuda", "bitcode"),
             ("spv", "", "spirv32", "spirv"),
             ("spv", "", "spirv64", "spirv"),
+            (
+                "bc",
+                "gfx942:sramecc-:xnack+",
+                "amdgcn-amd-amdhsa",
+                "bitcode"
+            ),
+            ("bc", "", "amdgcn-amd-amdhsa", "bitcode"),
         ])
     );
 }
@@ -461,17 +502,25 @@ fn strip_keeps_bare_archive_members_whole_and_prunes_bare_files_of_every_kind() 
         .collect();
     assert_eq!(
         arches,
-        ["sm_80", "compute_90", "gfx90a:xnack+", "", "gfx906", ""]
+        [
+            "sm_80",
+            "compute_90",
+            "gfx90a:xnack+",
+            "gfx90a",
+            "gfx906",
+            ""
+        ]
     );
-    // A tree of bare files: those for other targets go; SPIR-V and bitcode, which name no
-    // processor, stay.
+    // A tree of bare files: those for other targets go; SPIR-V, which names no processor,
+    // stays.
     let tree = dir.path().join("tree");
     fs::create_dir(&tree).unwrap();
     let names = ["k.cubin", "k.ptx", "k-gfx90a.hsaco", "k.spv", "k.bc"];
     for (name, (_, bytes)) in names.iter().zip(originals()) {
         fs::write(tree.join(name), bytes).unwrap();
     }
-    // du counts in REMOVED what the prune takes: the cubin and the code object, whole.
+    // du counts in REMOVED what the prune takes: the cubin, the code object and the bitcode
+    // for gfx90a, whole.
     let (code, out, err) = offload_in(
         dir.path(),
         &["du", "-r", "--json", "--keep", "sm_90", "tree"],
@@ -496,7 +545,7 @@ fn strip_keeps_bare_archive_members_whole_and_prunes_bare_files_of_every_kind() 
         removed,
         [
             ("k-gfx90a.hsaco".to_string(), size(2)),
-            ("k.bc".to_string(), 0),
+            ("k.bc".to_string(), size(4)),
             ("k.cubin".to_string(), size(0)),
             ("k.ptx".to_string(), 0),
             ("k.spv".to_string(), 0),
@@ -515,7 +564,7 @@ fn strip_keeps_bare_archive_members_whole_and_prunes_bare_files_of_every_kind() 
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
-    assert_eq!(util::file_names(&tree), ["k.bc", "k.ptx", "k.spv"], "{out}");
+    assert_eq!(util::file_names(&tree), ["k.ptx", "k.spv"], "{out}");
     for (name, (_, bytes)) in names.iter().zip(originals()) {
         if let Ok(now) = fs::read(tree.join(name)) {
             assert_eq!(now, bytes, "{name}");

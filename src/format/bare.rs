@@ -6,7 +6,7 @@
 //! | CUDA cubin    | ELF, `EM_CUDA` (190)                                     | SM in `e_flags`               |
 //! | PTX           | text: comments, then `.version X.Y`, then `.target sm_XX` | the `.target` SM (`compute_XX`) |
 //! | SPIR-V        | magic `0x07230203` and a version word                    | none (the addressing model gives the triple) |
-//! | LLVM bitcode  | magic `BC 0xC0DE` (or its wrapper), an IR symbol table whose triple is a device's (`amdgcn`, `nvptx`, `spir`) | none |
+//! | LLVM bitcode  | magic `BC 0xC0DE` (or its wrapper), an IR symbol table whose triple is a device's (`amdgcn`, `nvptx`, `spir`) | its functions' `target-cpu` (and AMDGPU's `sramecc`/`xnack` from `target-features`), if any |
 //!
 //! A cubin's SM is in bits 8-15 of `e_flags` in the ABI NVIDIA's tools write since CUDA 12.8
 //! (`EI_ABIVERSION` 8 and later; bit 3 marks an arch-specific `a` SM), in bits 0-7 before
@@ -23,6 +23,7 @@ use object::elf::FileHeader64;
 use object::LittleEndian as Le;
 
 use crate::format::code_object::{elf_extent, CodeObject};
+use crate::llvm::bitcode::attributes;
 use crate::llvm::bitcode::reader as bitcode;
 
 /// The ELF machine of CUDA cubins.
@@ -283,12 +284,44 @@ fn device_bitcode(data: &[u8]) -> Option<BareImage<'_>> {
     let device = ["amdgcn", "nvptx", "spir", "r600"]
         .iter()
         .any(|arch| triple.starts_with(arch));
-    device.then(|| BareImage {
+    if !device {
+        return None;
+    }
+    let target_id = bitcode_target_id(bytes, &triple).unwrap_or_default();
+    Some(BareImage {
         kind: BareKind::Bitcode,
         bytes,
         triple,
-        target_id: String::new(),
+        target_id,
     })
+}
+
+/// The target ID device bitcode was compiled for, from its functions' attributes: the
+/// processor of `"target-cpu"` (`gfx90a`, `sm_80`) and, for AMDGPU, `sramecc` and `xnack`
+/// as `"target-features"` sets them (`gfx90a:xnack+`). `None` when no function names a
+/// processor (device libraries built for every processor) or the name is no plain word.
+fn bitcode_target_id(bytes: &[u8], triple: &str) -> Option<String> {
+    let cpu = attributes::function_string_attribute(bytes, b"target-cpu")?;
+    let plain = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
+    if cpu.is_empty() || cpu.len() > 32 || !cpu.iter().all(plain) {
+        return None;
+    }
+    let mut id = String::from_utf8(cpu).ok()?;
+    if triple.starts_with("amdgcn") {
+        let features =
+            attributes::function_string_attribute(bytes, b"target-features").unwrap_or_default();
+        for feature in ["sramecc", "xnack"] {
+            for sign in ['+', '-'] {
+                let set = features
+                    .split(|&b| b == b',')
+                    .any(|f| f.split_first() == Some((&(sign as u8), feature.as_bytes())));
+                if set {
+                    id.push_str(&format!(":{feature}{sign}"));
+                }
+            }
+        }
+    }
+    Some(id)
 }
 
 /// PTX text whose `.version` directive is at `at` (0: after the comments it starts with):
@@ -482,6 +515,7 @@ mod tests {
         let found = BareImage::parse(&bytes).unwrap();
         assert_eq!(found.kind, BareKind::Bitcode);
         assert_eq!(found.triple, "amdgcn-amd-amdhsa");
+        assert_eq!(found.target_id, "gfx90a");
         assert_eq!(found.bytes.len(), bytes.len());
         let mut longer = bytes.clone();
         longer.extend_from_slice(b"\x7fELF and more bytes after it");

@@ -1,5 +1,6 @@
 //! LLVM bitcode: the bitstream reader and the irsymtab reader (`reader`), and the bitstream
 //! writer (`writer`).
 
+pub mod attributes;
 pub mod reader;
 pub mod writer;

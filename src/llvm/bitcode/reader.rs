@@ -809,7 +809,7 @@ impl<'a> TopLevel<'a> {
 
 /// The bitcode proper of `data` and its offset: what the wrapper header points at, if there
 /// is one.
-fn unwrap(data: &[u8]) -> Result<(&[u8], u64)> {
+pub(super) fn unwrap(data: &[u8]) -> Result<(&[u8], u64)> {
     let len = data.len() as u64;
     if !is_bitcode(data) {
         return Err(Error::NotBitcode);
@@ -842,7 +842,7 @@ fn unwrap(data: &[u8]) -> Result<(&[u8], u64)> {
 
 /// An operand of an abbreviation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum AbbrevOp {
+pub(super) enum AbbrevOp {
     Literal(u64),
     Fixed(u32),
     Vbr(u32),
@@ -853,7 +853,7 @@ enum AbbrevOp {
 
 /// What an abbreviation ID introduces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Entry {
+pub(super) enum Entry {
     EndBlock,
     /// A block, by its block ID.
     SubBlock(u64),
@@ -863,22 +863,22 @@ enum Entry {
 
 /// A record's code and, if it has a blob operand, the blob and its offset in the data. Other
 /// operands are read past, not kept.
-struct Record<'a> {
+pub(super) struct Record<'a> {
     code: u64,
     blob: Option<(&'a [u8], u64)>,
 }
 
 /// A reading position in a bitstream, whose bits are taken least significant first.
-struct BitCursor<'a> {
+pub(super) struct BitCursor<'a> {
     data: &'a [u8],
     /// Position in bits from the start of `data`.
-    bit: u64,
+    pub(super) bit: u64,
     /// Offset of `data` in the input, for errors.
     base: u64,
 }
 
 impl<'a> BitCursor<'a> {
-    fn new(data: &'a [u8], base: u64) -> Self {
+    pub(super) fn new(data: &'a [u8], base: u64) -> Self {
         BitCursor { data, bit: 0, base }
     }
 
@@ -890,7 +890,7 @@ impl<'a> BitCursor<'a> {
         self.len() * 8
     }
 
-    fn byte_pos(&self) -> u64 {
+    pub(super) fn byte_pos(&self) -> u64 {
         self.bit / 8
     }
 
@@ -932,7 +932,7 @@ impl<'a> BitCursor<'a> {
 
     /// Reads a variable-width integer made of `width`-bit chunks, 2 to 32 bits each, whose top
     /// bit says another chunk follows.
-    fn read_vbr(&mut self, width: u32, what: &'static str) -> Result<u64> {
+    pub(super) fn read_vbr(&mut self, width: u32, what: &'static str) -> Result<u64> {
         let start = self.bit;
         let payload = width - 1;
         let more = 1u64 << payload;
@@ -953,7 +953,7 @@ impl<'a> BitCursor<'a> {
     }
 
     /// Reads a variable-width integer that LLVM reads as a 32-bit value.
-    fn read_vbr32(&mut self, width: u32, what: &'static str) -> Result<u64> {
+    pub(super) fn read_vbr32(&mut self, width: u32, what: &'static str) -> Result<u64> {
         let start = self.bit;
         let value = self.read_vbr(width, what)?;
         if value > u64::from(u32::MAX) {
@@ -969,7 +969,11 @@ impl<'a> BitCursor<'a> {
 
     /// Reads abbreviation IDs `width` bits wide up to the next block, block end or record,
     /// defining the abbreviations met on the way. Returns where that entry starts, and it.
-    fn advance(&mut self, width: u32, abbrevs: &mut Vec<Vec<AbbrevOp>>) -> Result<(u64, Entry)> {
+    pub(super) fn advance(
+        &mut self,
+        width: u32,
+        abbrevs: &mut Vec<Vec<AbbrevOp>>,
+    ) -> Result<(u64, Entry)> {
         loop {
             let at = self.bit;
             if self.at_end() {
@@ -1052,7 +1056,7 @@ impl<'a> BitCursor<'a> {
     }
 
     /// Reads the record introduced by abbreviation ID `id`.
-    fn read_record(&mut self, id: u64, abbrevs: &[Vec<AbbrevOp>]) -> Result<Record<'a>> {
+    pub(super) fn read_record(&mut self, id: u64, abbrevs: &[Vec<AbbrevOp>]) -> Result<Record<'a>> {
         let start = self.bit;
         if id == abbrev_id::UNABBREV_RECORD {
             let code = self.read_vbr32(6, "a record code")?;
@@ -1136,7 +1140,7 @@ impl<'a> BitCursor<'a> {
     /// Reads the header of the block whose ID was just read, and returns the width of its
     /// abbreviation IDs. As in LLVM, the declared length of a block that is read is not
     /// checked: its END_BLOCK ends it.
-    fn enter_block(&mut self) -> Result<u32> {
+    pub(super) fn enter_block(&mut self) -> Result<u32> {
         let at = self.bit;
         let width = self.read_vbr32(4, "an abbreviation ID width")?;
         let Some(width) = chunk_width(width).filter(|width| *width != 0) else {
@@ -1151,7 +1155,7 @@ impl<'a> BitCursor<'a> {
     }
 
     /// Skips the block whose ID was just read, by its declared length.
-    fn skip_block(&mut self) -> Result<()> {
+    pub(super) fn skip_block(&mut self) -> Result<()> {
         let at = self.bit;
         self.read_vbr32(4, "an abbreviation ID width")?;
         self.align32();

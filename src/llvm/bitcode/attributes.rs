@@ -1,0 +1,137 @@
+//! The string attributes of a bitcode module's attribute groups (`"target-cpu"="gfx90a"`),
+//! read without parsing the module: its MODULE block is walked for the PARAMATTR_GROUP block,
+//! whose records LLVM writes unabbreviated, each a group ID, the index it applies to, then
+//! its attributes. Each attribute starts with its kind: 0 an enum attribute (its ID), 1 an
+//! integer one (ID, value), 3 a string key and 4 a string key and value (characters, each
+//! ended by 0), 5 and 6 a type attribute (ID; and a type), 7 a constant range (ID, bit width,
+//! two signed integers, or for more than 64 bits a word with both word counts and the words),
+//! 8 a list of ranges (ID, count, bit width, then the ranges).
+
+use super::reader::{abbrev_id, block_id, unwrap, BitCursor, Entry, TOP_LEVEL_ABBREV_WIDTH};
+
+/// The block of attribute groups.
+const PARAMATTR_GROUP: u64 = 10;
+
+/// The record of one attribute group.
+const GROUP_ENTRY: u64 = 3;
+
+/// The index of an attribute group that applies to the function itself.
+const FUNCTION_INDEX: u64 = 0xffff_ffff;
+
+/// Records with more operands than this are not read (no attribute group has so many).
+const MAX_OPERANDS: u64 = 1 << 16;
+
+/// The value of the string attribute `key` of the first function attribute group of the
+/// first module that sets it; `None` when none does or the bitcode cannot be read that far.
+pub fn function_string_attribute(data: &[u8], key: &[u8]) -> Option<Vec<u8>> {
+    let (bitcode, base) = unwrap(data).ok()?;
+    let mut stream = BitCursor::new(bitcode, base);
+    stream.bit = 32;
+    let mut abbrevs = Vec::new();
+    loop {
+        match stream.advance(TOP_LEVEL_ABBREV_WIDTH, &mut abbrevs).ok()?.1 {
+            Entry::SubBlock(block_id::MODULE) => return in_module(&mut stream, key),
+            Entry::SubBlock(_) => stream.skip_block().ok()?,
+            _ => return None,
+        }
+    }
+}
+
+/// Reads the MODULE block whose header comes next for the attribute.
+fn in_module(stream: &mut BitCursor<'_>, key: &[u8]) -> Option<Vec<u8>> {
+    let width = stream.enter_block().ok()?;
+    let mut abbrevs = Vec::new();
+    loop {
+        match stream.advance(width, &mut abbrevs).ok()?.1 {
+            Entry::EndBlock => return None,
+            Entry::SubBlock(PARAMATTR_GROUP) => return in_groups(stream, key),
+            Entry::SubBlock(_) => stream.skip_block().ok()?,
+            Entry::Record(id) => {
+                stream.read_record(id, &abbrevs).ok()?;
+            }
+        }
+    }
+}
+
+/// Reads the PARAMATTR_GROUP block whose header comes next for the attribute.
+fn in_groups(stream: &mut BitCursor<'_>, key: &[u8]) -> Option<Vec<u8>> {
+    let width = stream.enter_block().ok()?;
+    let mut abbrevs = Vec::new();
+    loop {
+        match stream.advance(width, &mut abbrevs).ok()?.1 {
+            Entry::Record(abbrev_id::UNABBREV_RECORD) => {
+                let code = stream.read_vbr32(6, "a record code").ok()?;
+                let count = stream.read_vbr32(6, "a record operand count").ok()?;
+                if count > MAX_OPERANDS {
+                    return None;
+                }
+                let mut ops = Vec::with_capacity(count as usize);
+                for _ in 0..count {
+                    ops.push(stream.read_vbr(6, "a record operand").ok()?);
+                }
+                let function = ops.get(1) == Some(&FUNCTION_INDEX);
+                if code == GROUP_ENTRY && function {
+                    if let Some(value) = string_value(ops.get(2..)?, key) {
+                        return Some(value);
+                    }
+                }
+            }
+            Entry::Record(id) => {
+                stream.read_record(id, &abbrevs).ok()?;
+            }
+            Entry::SubBlock(_) => stream.skip_block().ok()?,
+            Entry::EndBlock => return None,
+        }
+    }
+}
+
+/// The value of the string attribute `key` among the attributes `ops` of one group.
+fn string_value(ops: &[u64], key: &[u8]) -> Option<Vec<u8>> {
+    let mut i = 0;
+    while let Some(&kind) = ops.get(i) {
+        i += match kind {
+            0 | 5 => 2,
+            1 | 6 => 3,
+            3 | 4 => {
+                let (name, after) = string_at(ops, i + 1)?;
+                if kind == 3 {
+                    after - i
+                } else {
+                    let (value, end) = string_at(ops, after)?;
+                    if name == key {
+                        return Some(value);
+                    }
+                    end - i
+                }
+            }
+            7 => 2 + range_len(ops, i + 2)?,
+            // Ranges of one bit width up to 64 bits, two operands each.
+            8 if *ops.get(i + 3)? <= 64 => 4 + 2 * usize::try_from(*ops.get(i + 2)?).ok()?,
+            _ => return None,
+        };
+    }
+    None
+}
+
+/// The characters from `at` up to the 0 that ends them, and where the next operand is.
+fn string_at(ops: &[u64], at: usize) -> Option<(Vec<u8>, usize)> {
+    let rest = ops.get(at..)?;
+    let end = rest.iter().position(|&c| c == 0)?;
+    let text = rest[..end]
+        .iter()
+        .map(|&c| u8::try_from(c).ok())
+        .collect::<Option<Vec<u8>>>()?;
+    Some((text, at + end + 1))
+}
+
+/// How many operands the constant range at `at` takes: its bit width, then its bounds (two
+/// operands up to 64 bits; else a word of both word counts, then the words).
+fn range_len(ops: &[u64], at: usize) -> Option<usize> {
+    let width = *ops.get(at)?;
+    if width <= 64 {
+        return Some(3);
+    }
+    let words = *ops.get(at + 1)?;
+    let (lower, upper) = (words >> 32, words & 0xffff_ffff);
+    usize::try_from(2 + lower + upper).ok()
+}
