@@ -712,3 +712,58 @@ fn compress_and_decompress_keep_bare_images_as_they_are() {
         }
     }
 }
+
+/// Debian's comgr library (`libamd-comgr2`), which embeds ROCm's device libraries as bitcode.
+fn comgr_library() -> Option<PathBuf> {
+    let dir = Path::new("/usr/lib/x86_64-linux-gnu");
+    let found = fs::read_dir(dir).ok().and_then(|entries| {
+        entries
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("libamd_comgr.so."))
+                    && !p.is_symlink()
+            })
+            .max()
+    });
+    skips::reference(found, "libamd_comgr.so (libamd-comgr2)")
+}
+
+#[test]
+fn the_device_libraries_comgr_embeds_are_found_whole_as_bitcode() {
+    let Some(library) = comgr_library() else {
+        return;
+    };
+    let Some(dis) = util::llvm_bin_tool("llvm-dis", "22") else {
+        return;
+    };
+    let dir = library.parent().unwrap();
+    let name = library.file_name().unwrap().to_str().unwrap();
+    let images = listed(dir, name);
+    // ocml, ockl, the oclc_* control libraries and more: built for no processor.
+    assert!(images.len() >= 20, "{images:?}");
+    let bytes = fs::read(&library).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    for image in &images {
+        assert_eq!(row(image).0, "bc");
+        assert_eq!(image["triple"], "amdgcn-amd-amdhsa");
+        assert_eq!(image["arch"], "");
+        assert_eq!(image["section"], ".rodata");
+        // Each ends where its last block ends: LLVM reads it whole, as a module for AMDGPU.
+        let at = image["offset"].as_u64().unwrap() as usize;
+        let size = image["size"].as_u64().unwrap() as usize;
+        let file = scratch.path().join("one.bc");
+        fs::write(&file, &bytes[at..at + size]).unwrap();
+        let (code, out, err) = text_output(
+            std::process::Command::new(&dis)
+                .arg(&file)
+                .args(["-o", "-"]),
+        );
+        assert_eq!(code, 0, "at {at}: {err}");
+        assert!(
+            out.contains("target triple = \"amdgcn-amd-amdhsa\""),
+            "at {at}"
+        );
+    }
+}
