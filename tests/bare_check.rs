@@ -145,29 +145,6 @@ fn extract_device_writes_the_code_object_a_device_loads_and_says_which_cannot() 
     );
 }
 
-/// Compiles the kernel without the HIP headers for `arch` with `clang` into `out`, as one
-/// bare code object.
-fn code_object(clang: &Path, arch: &str, version: &str, out: &Path) {
-    let kernel = util::samples_dir().join("src/kernel.hip");
-    succeed(
-        Command::new(clang)
-            .args([
-                "-x",
-                "hip",
-                "-nogpulib",
-                "-nogpuinc",
-                "-O2",
-                "--cuda-device-only",
-            ])
-            .args(["--no-gpu-bundle-output", "-c"])
-            .arg(format!("--offload-arch={arch}"))
-            .arg(format!("-mcode-object-version={version}"))
-            .arg(&kernel)
-            .arg("-o")
-            .arg(out),
-    );
-}
-
 #[test]
 fn code_objects_clang_writes_are_listed_and_checked_generic_targets_too() {
     let dir = tempfile::tempdir().unwrap();
@@ -184,7 +161,7 @@ fn code_objects_clang_writes_are_listed_and_checked_generic_targets_too() {
             continue;
         };
         let name = format!("k{built}.co");
-        code_object(&clang, arch, version, &d.join(&name));
+        util::bare_code_object(&clang, arch, version, &d.join(&name));
         built += 1;
         // Listed by its header, whatever its name.
         let (code, out, err) = offload_in(d, &["ls", "--json", &name]);

@@ -190,22 +190,10 @@ fn checked(dir: &Path, file: &str, devices: &[&str]) -> (i32, Vec<(String, Vec<S
     for device in devices {
         command.args(["--device", device]);
     }
-    let (code, stdout, stderr) = text_output(command.arg(file));
-    let report: Value =
-        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}{stderr}"));
-    let modules = report["files"][0]["bundles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            let loads = b["loads"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|l| l["loads"].as_str().unwrap().to_string())
-                .collect();
-            (b["runtime"].as_str().unwrap().to_string(), loads)
-        })
+    let (code, stdout, _) = text_output(command.arg(file));
+    let modules = util::check_units(&stdout)
+        .into_iter()
+        .map(|(runtime, loads)| (runtime, loads.into_iter().map(|(l, _)| l).collect()))
         .collect();
     (code, modules)
 }

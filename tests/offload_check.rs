@@ -27,30 +27,6 @@ fn check(json: bool, devices: &[&str], file: &str) -> (i32, String) {
     (code, out)
 }
 
-/// Per unit of the first file: its runtime, and per device what it loads and the target ID.
-fn units(out: &str) -> Vec<(String, Vec<(String, String)>)> {
-    let report: serde_json::Value = serde_json::from_str(out).unwrap();
-    report["files"][0]["bundles"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            let loads = b["loads"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|l| {
-                    (
-                        l["loads"].as_str().unwrap().to_string(),
-                        l["entry"].as_str().unwrap_or("-").to_string(),
-                    )
-                })
-                .collect();
-            (b["runtime"].as_str().unwrap().to_string(), loads)
-        })
-        .collect()
-}
-
 fn owned(runtime: &str, loads: &[(&str, &str)]) -> (String, Vec<(String, String)>) {
     (
         runtime.to_string(),
@@ -71,7 +47,7 @@ fn a_program_s_openmp_images_load_by_libomptarget_s_rule() {
     let (code, out) = check(true, &devices, "linked/omp-app");
     assert_eq!(code, 1, "{out}");
     assert_eq!(
-        units(&out),
+        util::check_units(&out),
         [owned(
             "openmp",
             &[("native", "gfx90a"), ("native", "gfx906"), ("nothing", "-")]
@@ -92,7 +68,7 @@ fn a_program_s_openmp_images_load_by_libomptarget_s_rule() {
     let (code, out) = check(true, &devices, "linked/omp-jit-app");
     assert_eq!(code, 0, "{out}");
     assert_eq!(
-        units(&out),
+        util::check_units(&out),
         [owned(
             "openmp",
             &[("jit", "gfx90a"), ("jit", "gfx90a"), ("jit", "gfx90a")]
@@ -106,7 +82,7 @@ fn objects_and_archives_offload_images_load_by_their_processor() {
     let (code, out) = check(true, &["gfx90a", "gfx906"], "openmp/omp.o");
     assert_eq!(code, 0, "{out}");
     assert_eq!(
-        units(&out),
+        util::check_units(&out),
         [owned(
             "openmp",
             &[("native", "gfx90a"), ("native", "gfx906")]
@@ -123,7 +99,7 @@ fn objects_and_archives_offload_images_load_by_their_processor() {
         .map(|b| b["member"].as_str().unwrap())
         .collect();
     assert_eq!(members.len(), 2, "{out}");
-    for (_, loads) in units(&out) {
+    for (_, loads) in util::check_units(&out) {
         assert_eq!(loads[0].0, "native");
         assert_eq!(loads[1], ("nothing".to_string(), "-".to_string()));
     }

@@ -7,10 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::trees::contents;
-use crate::util::{self, offload, samples_dir, succeed, text_output};
+use crate::util::{self, offload, samples_dir, text_output};
 
 /// Where the device code lies under the tree's root.
 const LIBRARY: &str = "lib/rocblas/4.4.1/library";
@@ -601,25 +600,7 @@ fn a_generic_code_object_clang_writes_is_kept_for_a_processor_it_covers() {
     tree(d);
     let library = d.join(LIBRARY);
     let generic = library.join(full("SS_gfx11-generic.co"));
-    succeed(
-        Command::new(clang)
-            .args([
-                "-x",
-                "hip",
-                "-nogpulib",
-                "-nogpuinc",
-                "-O2",
-                "--cuda-device-only",
-            ])
-            .args([
-                "--no-gpu-bundle-output",
-                "-c",
-                "--offload-arch=gfx11-generic",
-            ])
-            .arg(samples_dir().join("src/kernel.hip"))
-            .arg("-o")
-            .arg(&generic),
-    );
+    util::bare_code_object(&clang, "gfx11-generic", "6", &generic);
     std::fs::write(library.join(full("SS_gfx11-generic.dat")), catalogue("g")).unwrap();
     let before = std::fs::read(&generic).unwrap();
     let (code, out) = run(

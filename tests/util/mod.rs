@@ -258,3 +258,52 @@ pub fn kfd_topology(dir: &Path, gpus: &[(u32, u64)]) {
         .unwrap();
     }
 }
+
+/// Compiles the kernel of `samples/src/kernel.hip` (no HIP headers) with `clang` for `arch`
+/// into `out`, as one bare code object of code object version `version`.
+pub fn bare_code_object(clang: &Path, arch: &str, version: &str, out: &Path) {
+    let kernel = samples_dir().join("src/kernel.hip");
+    succeed(
+        Command::new(clang)
+            .args([
+                "-x",
+                "hip",
+                "-nogpulib",
+                "-nogpuinc",
+                "-O2",
+                "--cuda-device-only",
+            ])
+            .args(["--no-gpu-bundle-output", "-c"])
+            .arg(format!("--offload-arch={arch}"))
+            .arg(format!("-mcode-object-version={version}"))
+            .arg(&kernel)
+            .arg("-o")
+            .arg(out),
+    );
+}
+
+/// What `offload check --json` printed (`stdout`) says of its first file: per unit, its
+/// runtime and, per device, what it loads and the entry it loads (`-` for none).
+pub fn check_units(stdout: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let report: serde_json::Value =
+        serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    report["files"][0]["bundles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let loads = b["loads"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|l| {
+                    (
+                        l["loads"].as_str().unwrap().to_string(),
+                        l["entry"].as_str().unwrap_or("-").to_string(),
+                    )
+                })
+                .collect();
+            (b["runtime"].as_str().unwrap().to_string(), loads)
+        })
+        .collect()
+}
