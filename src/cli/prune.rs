@@ -94,7 +94,7 @@ pub(crate) fn bare_line(
     format!(
         "{}: only device code for other targets ({}), {} bytes: {}\n",
         crate::io::shown(file),
-        bare.targets.join(","),
+        crate::io::shown(&bare.targets.join(",")),
         bare.size,
         fate_text(Some(fate), pruning.hint(false), mode)
     )

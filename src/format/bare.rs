@@ -301,15 +301,21 @@ fn device_bitcode(data: &[u8]) -> Option<BareImage<'_>> {
 /// as `"target-features"` sets them (`gfx90a:xnack+`). `None` when no function names a
 /// processor (device libraries built for every processor) or the name is no plain word.
 fn bitcode_target_id(bytes: &[u8], triple: &str) -> Option<String> {
-    let cpu = attributes::function_string_attribute(bytes, b"target-cpu")?;
+    let strings = attributes::function_string_attributes(bytes, b"target-cpu")?;
+    let value = |key: &[u8]| {
+        strings
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value.as_slice())
+    };
+    let cpu = value(b"target-cpu")?;
     let plain = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-');
     if cpu.is_empty() || cpu.len() > 32 || !cpu.iter().all(plain) {
         return None;
     }
-    let mut id = String::from_utf8(cpu).ok()?;
+    let mut id = String::from_utf8(cpu.to_vec()).ok()?;
     if triple.starts_with("amdgcn") {
-        let features =
-            attributes::function_string_attribute(bytes, b"target-features").unwrap_or_default();
+        let features = value(b"target-features").unwrap_or_default();
         for feature in ["sramecc", "xnack"] {
             for sign in ['+', '-'] {
                 let set = features

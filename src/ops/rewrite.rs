@@ -922,12 +922,9 @@ fn is_archive(data: &[u8]) -> bool {
 }
 
 /// Whether an archive member is something [`rewrite_nested`] rewrites: an object, a bundle,
-/// an offload binary or an archive. Other members (text, bitcode, bare device images: a link
-/// takes them whole or not at all) stay as they are.
+/// an offload binary or an archive. Other members (text, bitcode; bare device images, told
+/// apart before: a link takes them whole or not at all) stay as they are.
 fn is_rewritable_member(bytes: &[u8]) -> bool {
-    if BareImage::parse(bytes).is_some() {
-        return false;
-    }
     object::File::parse(bytes).is_ok() || Container::at_start(bytes).is_some() || is_archive(bytes)
 }
 
@@ -955,12 +952,13 @@ fn rewrite_archive(
             let member_path = PathBuf::from(format!("{}({})", path.display(), m.name));
             let _member = tracing::debug_span!(parent: &span, "member", name = %m.name).entered();
             let bytes: &[u8] = &m.data;
-            if BareImage::parse(bytes).is_some() {
+            let bare = BareImage::parse(bytes).is_some();
+            if bare {
                 // Kept whole, as a link takes it.
                 s.images_before += 1;
                 s.images_after += 1;
             }
-            let new = if is_rewritable_member(bytes) {
+            let new = if !bare && is_rewritable_member(bytes) {
                 let inflater = Inflater::new(bytes, config.max_decompressed, &member_path);
                 rewrite_nested(&member_path, bytes, config, &mut s, depth + 1)?
                     .map(|new| new.into_bytes(&inflater))

@@ -21,9 +21,12 @@ const FUNCTION_INDEX: u64 = 0xffff_ffff;
 /// Records with more operands than this are not read (no attribute group has so many).
 const MAX_OPERANDS: u64 = 1 << 16;
 
-/// The value of the string attribute `key` of the first function attribute group of the
-/// first module that sets it; `None` when none does or the bitcode cannot be read that far.
-pub fn function_string_attribute(data: &[u8], key: &[u8]) -> Option<Vec<u8>> {
+/// A string attribute: its key and its value.
+pub type StringAttribute = (Vec<u8>, Vec<u8>);
+
+/// The string attributes of the first function attribute group of the first module that
+/// sets `key`; `None` when none does or the bitcode cannot be read that far.
+pub fn function_string_attributes(data: &[u8], key: &[u8]) -> Option<Vec<StringAttribute>> {
     let (bitcode, base) = unwrap(data).ok()?;
     let mut stream = BitCursor::new(bitcode, base);
     stream.bit = 32;
@@ -37,8 +40,8 @@ pub fn function_string_attribute(data: &[u8], key: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// Reads the MODULE block whose header comes next for the attribute.
-fn in_module(stream: &mut BitCursor<'_>, key: &[u8]) -> Option<Vec<u8>> {
+/// Reads the MODULE block whose header comes next for the attributes.
+fn in_module(stream: &mut BitCursor<'_>, key: &[u8]) -> Option<Vec<StringAttribute>> {
     let width = stream.enter_block().ok()?;
     let mut abbrevs = Vec::new();
     loop {
@@ -53,8 +56,8 @@ fn in_module(stream: &mut BitCursor<'_>, key: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// Reads the PARAMATTR_GROUP block whose header comes next for the attribute.
-fn in_groups(stream: &mut BitCursor<'_>, key: &[u8]) -> Option<Vec<u8>> {
+/// Reads the PARAMATTR_GROUP block whose header comes next for the attributes.
+fn in_groups(stream: &mut BitCursor<'_>, key: &[u8]) -> Option<Vec<StringAttribute>> {
     let width = stream.enter_block().ok()?;
     let mut abbrevs = Vec::new();
     loop {
@@ -71,8 +74,9 @@ fn in_groups(stream: &mut BitCursor<'_>, key: &[u8]) -> Option<Vec<u8>> {
                 }
                 let function = ops.get(1) == Some(&FUNCTION_INDEX);
                 if code == GROUP_ENTRY && function {
-                    if let Some(value) = string_value(ops.get(2..)?, key) {
-                        return Some(value);
+                    let strings = string_attributes(ops.get(2..)?);
+                    if strings.iter().any(|(name, _)| name == key) {
+                        return Some(strings);
                     }
                 }
             }
@@ -85,32 +89,47 @@ fn in_groups(stream: &mut BitCursor<'_>, key: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-/// The value of the string attribute `key` among the attributes `ops` of one group.
-fn string_value(ops: &[u64], key: &[u8]) -> Option<Vec<u8>> {
+/// The string attributes with values among the attributes `ops` of one group, up to the
+/// first attribute of a kind not known.
+fn string_attributes(ops: &[u64]) -> Vec<StringAttribute> {
+    let mut strings = Vec::new();
     let mut i = 0;
     while let Some(&kind) = ops.get(i) {
         i += match kind {
             0 | 5 => 2,
             1 | 6 => 3,
             3 | 4 => {
-                let (name, after) = string_at(ops, i + 1)?;
+                let Some((name, after)) = string_at(ops, i + 1) else {
+                    break;
+                };
                 if kind == 3 {
                     after - i
                 } else {
-                    let (value, end) = string_at(ops, after)?;
-                    if name == key {
-                        return Some(value);
-                    }
+                    let Some((value, end)) = string_at(ops, after) else {
+                        break;
+                    };
+                    strings.push((name, value));
                     end - i
                 }
             }
-            7 => 2 + range_len(ops, i + 2)?,
-            // Ranges of one bit width up to 64 bits, two operands each.
-            8 if *ops.get(i + 3)? <= 64 => 4 + 2 * usize::try_from(*ops.get(i + 2)?).ok()?,
-            _ => return None,
+            _ => match skipped_len(ops, i) {
+                Some(len) => len,
+                None => break,
+            },
         };
     }
-    None
+    strings
+}
+
+/// How many operands the constant range attribute (kind 7) or list of ranges (kind 8) at `i`
+/// takes; `None` for another kind.
+fn skipped_len(ops: &[u64], i: usize) -> Option<usize> {
+    match *ops.get(i)? {
+        7 => Some(2 + range_len(ops, i + 2)?),
+        // Ranges of one bit width up to 64 bits, two operands each.
+        8 if *ops.get(i + 3)? <= 64 => Some(4 + 2 * usize::try_from(*ops.get(i + 2)?).ok()?),
+        _ => None,
+    }
 }
 
 /// The characters from `at` up to the 0 that ends them, and where the next operand is.
