@@ -32,6 +32,7 @@ mod fuzz_regressions;
 mod generic;
 mod golden;
 mod hostile_streams;
+mod hostile_trees;
 mod hostile_walks;
 mod in_place;
 mod kpack;

@@ -106,7 +106,7 @@ pub(crate) fn command() -> clap::Command {
 
 /// Runs the command with `args` (without the program name); `prog` names it in messages.
 /// Returns the exit status: 0 when images were written and every file read cleanly.
-pub fn run(prog: &str, args: &[String]) -> i32 {
+pub fn run(prog: &str, args: &[std::ffi::OsString]) -> i32 {
     let args: Args = match crate::cli::parse_args(prog, args) {
         Ok(a) => a,
         Err(code) => return code,

@@ -44,7 +44,7 @@ pub(crate) fn command() -> clap::Command {
 }
 
 /// Runs `offload links` with `args` (without the program name) and returns the exit status.
-pub fn run(args: &[String]) -> i32 {
+pub fn run(args: &[std::ffi::OsString]) -> i32 {
     let args: Args = match crate::cli::parse_args(PROG, args) {
         Ok(a) => a,
         Err(code) => return code,

@@ -182,7 +182,7 @@ pub fn completion_script(shell: clap_complete::Shell) -> Vec<u8> {
 
 /// Runs `offload completions` with `args` (without the program name) and returns the exit
 /// status.
-pub fn run_completions(args: &[String]) -> i32 {
+pub fn run_completions(args: &[std::ffi::OsString]) -> i32 {
     let args: CompletionsArgs = match parse_args(COMPLETIONS, args) {
         Ok(a) => a,
         Err(code) => return code,

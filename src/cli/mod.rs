@@ -138,11 +138,12 @@ pub fn main(args: Vec<OsString>) -> i32 {
     crate::io::remove_temporaries_on_signals();
     general::install_log_from_env();
     general::syncing_from_env();
-    let args: Vec<String> = args
-        .into_iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let argv0 = args.first().cloned().unwrap_or_else(|| "offload".into());
+    // The program's own name chooses a personality and starts messages: shown as text. The
+    // arguments stay as the system gave them: a file name is bytes from here to the system
+    // call that opens it.
+    let argv0 = args
+        .first()
+        .map_or_else(|| "offload".into(), |a| a.to_string_lossy().into_owned());
     let name = Path::new(&argv0)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -155,58 +156,110 @@ pub fn main(args: Vec<OsString>) -> i32 {
     }
 }
 
+/// The arguments of a tool that parses text (the LLVM-named personalities, `offload wrapper`)
+/// as text; `None`, with the reason said on standard error under `name`, when one is not
+/// UTF-8. They are refused rather than read with a replacement character, which would name
+/// another file.
+pub(crate) fn text_args(name: &str, args: &[OsString]) -> Option<Vec<String>> {
+    let mut text = Vec::with_capacity(args.len());
+    for arg in args {
+        match arg.to_str() {
+            Some(arg) => text.push(arg.to_string()),
+            None => {
+                let _ = writeln!(
+                    io::stderr(),
+                    "{name}: error: argument '{}' is not valid UTF-8: this tool takes file \
+                     names as text; offload's own commands (ls, extract, strip, ...) take any name",
+                    crate::io::shown(arg)
+                );
+                return None;
+            }
+        }
+    }
+    Some(text)
+}
+
 /// Runs the LLVM-named tool (or `offload-extract`) the program is called as (`name`, without
 /// `.exe`: `stem`), with `rest`; `None` when it is called otherwise.
-fn run_personality(argv0: &str, name: &str, stem: &str, rest: &[String]) -> Option<i32> {
+fn run_personality(argv0: &str, name: &str, stem: &str, rest: &[OsString]) -> Option<i32> {
     let version = || {
         let var = std::env::var(LLVM_VERSION_VAR).ok();
         llvm_version(stem, var.as_deref()).inspect_err(|message| {
             let _ = writeln!(io::stderr(), "{name}: error: {message}");
         })
     };
-    let code = match without_version(stem) {
+    let tool = without_version(stem);
+    if tool == "offload-extract" {
+        return Some(extract::run("offload-extract", rest));
+    }
+    let known = [
+        "clang-offload-bundler",
+        "offload-bundler",
+        "clang-offload-packager",
+        "offload-packager",
+        "llvm-offload-binary",
+        "clang-offload-wrapper",
+        "offload-wrapper",
+        "llvm-offload-wrapper",
+    ];
+    if !known.contains(&tool) {
+        return None;
+    }
+    let Some(rest) = text_args(name, rest) else {
+        return Some(1);
+    };
+    let code = match tool {
         "clang-offload-bundler" | "offload-bundler" => match version() {
-            Ok(version) => personalities::bundler::run(argv0, rest, version),
+            Ok(version) => personalities::bundler::run(argv0, &rest, version),
             Err(_) => 1,
         },
         "clang-offload-packager" | "offload-packager" | "llvm-offload-binary" => match version() {
-            Ok(version) => personalities::packager::run(argv0, rest, version),
+            Ok(version) => personalities::packager::run(argv0, &rest, version),
             Err(_) => 1,
         },
-        "offload-extract" => extract::run("offload-extract", rest),
         "clang-offload-wrapper" | "offload-wrapper" => {
-            personalities::clang_offload_wrapper::run(argv0, rest)
+            personalities::clang_offload_wrapper::run(argv0, &rest)
         }
-        "llvm-offload-wrapper" => personalities::llvm_offload_wrapper::run(argv0, rest),
-        _ => return None,
+        _ => personalities::llvm_offload_wrapper::run(argv0, &rest),
     };
     Some(code)
 }
 
 /// Runs `offload SUBCOMMAND ARGS...`, `rest` being the subcommand and its arguments.
-fn run_subcommand(rest: &[String]) -> i32 {
-    match rest.first().map(String::as_str) {
-        Some(tool @ ("bundler" | "packager")) => run_llvm_tool(tool, &rest[1..]),
-        Some("ls") => ls::run(&rest[1..]),
-        Some("extract") => extract::run("offload extract", &rest[1..]),
-        Some("check") => check::run(&rest[1..]),
-        Some("verify") => verify::run(&rest[1..]),
-        Some("du") => du::run(&rest[1..]),
-        Some("strip") => rewrite::strip(&rest[1..]),
-        Some("wrapper") => wrapper::run_subcommand(&rest[1..]),
-        Some("compress") => rewrite::compress(&rest[1..]),
-        Some("decompress") => rewrite::decompress(&rest[1..]),
-        Some("kpack") => kpack::run(&rest[1..]),
-        Some("links") => links::run(&rest[1..]),
-        Some("completions") => manual::run_completions(&rest[1..]),
-        Some("help" | "--help" | "-h") | None => {
-            print("offload", USAGE).map_or_else(|code| code, |()| i32::from(rest.is_empty()))
+fn run_subcommand(rest: &[OsString]) -> i32 {
+    let Some(first) = rest.first() else {
+        return print("offload", USAGE).map_or_else(|code| code, |()| 1);
+    };
+    let args = rest.get(1..).unwrap_or_default();
+    match first.to_str() {
+        Some(tool @ ("bundler" | "packager")) => {
+            match text_args(&format!("offload {tool}"), args) {
+                Some(args) => run_llvm_tool(tool, &args),
+                None => 1,
+            }
         }
+        Some("wrapper") => match text_args("offload wrapper", args) {
+            Some(args) => wrapper::run_subcommand(&args),
+            None => 1,
+        },
+        Some("ls") => ls::run(args),
+        Some("extract") => extract::run("offload extract", args),
+        Some("check") => check::run(args),
+        Some("verify") => verify::run(args),
+        Some("du") => du::run(args),
+        Some("strip") => rewrite::strip(args),
+        Some("compress") => rewrite::compress(args),
+        Some("decompress") => rewrite::decompress(args),
+        Some("kpack") => kpack::run(args),
+        Some("links") => links::run(args),
+        Some("completions") => manual::run_completions(args),
+        Some("help" | "--help" | "-h") => print("offload", USAGE).map_or_else(|code| code, |()| 0),
         Some("--version" | "-V") => print("offload", &version_text()).map_or_else(|c| c, |()| 0),
-        Some(other) => {
+        _ => {
             let _ = writeln!(
                 io::stderr(),
-                "offload: error: unknown command '{other}' (try `offload help`)"
+                "offload: error: unknown command '{}' (try `offload help`)",
+                crate::io::shown(first)
             );
             2
         }
@@ -287,8 +340,8 @@ pub(crate) fn print(prog: &str, text: &str) -> Result<(), i32> {
 /// Parses the arguments of a subcommand named `prog`. On `--help`, `--version` or a mistake,
 /// prints what clap has to say and gives the exit status to return: 0 after help or version
 /// (1 when standard output failed), 2 after a mistake.
-pub(crate) fn parse_args<T: Parser>(prog: &str, args: &[String]) -> Result<T, i32> {
-    T::try_parse_from(std::iter::once(prog.to_string()).chain(args.iter().cloned()))
+pub(crate) fn parse_args<T: Parser>(prog: &str, args: &[OsString]) -> Result<T, i32> {
+    T::try_parse_from(std::iter::once(OsString::from(prog)).chain(args.iter().cloned()))
         .map_err(|e| clap_exit(prog, &e))
 }
 

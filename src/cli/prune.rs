@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::ops::prune::{self, Action, BareFile, Fate, NamedFile};
-use crate::ops::rewrite::{Mode, RewriteConfig};
+use crate::ops::rewrite::{Mode, Placement, RewriteConfig};
 
 /// What a strip does to whole files, as `--prune` and `--prune-named` ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,26 +41,26 @@ impl Pruning {
 /// pruning is asked.
 pub(crate) type Named = (NamedFile, Option<Fate>);
 
-/// Does what `pruning` asks to `input` (to be written to `output`), a file the walk found
+/// Does what `pruning` asks to `input` (placed as `placement` says), a file the walk found
 /// holding no device code: named for removed processors, it is reported; with `--prune` and
 /// an output folder, a file not pruned is copied, so that the folder is the whole tree less
 /// what was pruned.
 pub(crate) fn settle_other(
     input: &Path,
-    output: &Path,
+    placement: &Placement,
     config: &RewriteConfig,
     pruning: Pruning,
     mode: Mode,
 ) -> Result<Option<Named>, String> {
     let named = prune::named_for_removed(input, config).map_err(|e| e.to_string())?;
-    let in_place = input == output;
-    let written = in_place || pruning.bare == Action::Prune;
+    let written = placement.in_place() || pruning.bare == Action::Prune;
     let action = match &named {
         Some(_) => pruning.named,
         None => Action::Keep,
     };
+    let read = named.as_ref().map(|named| named.read);
     let fate = if written {
-        Some(prune::settle(input, output, action, mode).map_err(|e| e.to_string())?)
+        Some(prune::settle(input, placement, read, action, mode).map_err(|e| e.to_string())?)
     } else {
         None
     };

@@ -14,7 +14,7 @@ use crate::cli::prune::{self, Named, Pruning, Settled};
 use crate::format::ccob::{CompressOptions, Method};
 use crate::ops::du::{self, FileUsage};
 use crate::ops::prune::{Action, BareFile, Fate};
-use crate::ops::rewrite::{self, Change, Mode, Ptx, RewriteConfig, Summary};
+use crate::ops::rewrite::{self, Change, Mode, Placement, Ptx, RewriteConfig, Summary};
 use crate::ops::support::inputs::{may_hold_device_code, Found, Taken};
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.
@@ -176,13 +176,26 @@ fn summary_line(file: &std::path::Path, summary: &Summary, mode: Mode) -> String
     )
 }
 
+/// One file of a job and where its result goes.
+struct Job {
+    /// The file to read.
+    input: PathBuf,
+    /// Where its result goes.
+    placement: Placement,
+    /// In place, the other names the walk met for the same file (hard links), each with its
+    /// placement: a file pruned loses them all.
+    other_names: Vec<(PathBuf, Placement)>,
+}
+
 /// The files to rewrite and where each result goes.
 struct Plan {
-    /// (input, output) pairs, in the order of the walk.
-    pairs: Vec<(PathBuf, PathBuf)>,
-    /// The files found in folders without device code, (input, output) pairs as `pairs`
-    /// (taken only when pruning).
-    others: Vec<(PathBuf, PathBuf)>,
+    /// The files, in the order of the walk.
+    jobs: Vec<Job>,
+    /// The files found in folders without device code (taken only when pruning).
+    others: Vec<Job>,
+    /// Files reached through a symbolic link the walk followed, which in place are left as
+    /// they are: each an error naming it.
+    refused: Vec<String>,
     /// Whether the walk failed somewhere (a folder could not be read).
     walk_failed: bool,
     /// The folder the outputs mirror the inputs' tree under, if they do: no output may
@@ -201,65 +214,174 @@ fn plan(
     destination: &Destination,
     taken: Taken,
 ) -> std::result::Result<Plan, String> {
+    if let Some(output) = &destination.output {
+        output_outside_inputs(roots, output)?;
+    }
     let (found, walk_failed) = tree.files_taking(prog, roots, taken);
     let (found, others): (Vec<Found>, Vec<Found>) = found.into_iter().partition(|f| {
         taken != Taken::Every || roots.contains(&f.path) || may_hold_device_code(&f.path)
     });
     let mut plan = Plan {
-        pairs: Vec::new(),
+        jobs: Vec::new(),
         others: Vec::new(),
+        refused: Vec::new(),
         walk_failed,
         root: None,
     };
-    plan.pairs = destinations(roots, found, destination, &mut plan.root)?;
-    plan.others = destinations(roots, others, destination, &mut plan.root)?;
+    plan.jobs = destinations(roots, found, destination, &mut plan)?;
+    plan.others = destinations(roots, others, destination, &mut plan)?;
     Ok(plan)
 }
 
-/// Where each of `found` is written (see [`plan`]); `root` becomes the output folder, if
-/// the outputs go under one.
+/// Refuses an output folder that is one of the folders named, or lies inside one (its files
+/// would be read again as inputs, and its names would be the inputs' own).
+fn output_outside_inputs(roots: &[PathBuf], output: &Path) -> std::result::Result<(), String> {
+    let Some(real_output) = real_path(output) else {
+        return Ok(());
+    };
+    for root in roots.iter().filter(|r| r.is_dir()) {
+        let Ok(real_root) = std::fs::canonicalize(root) else {
+            continue;
+        };
+        if real_output.starts_with(&real_root) {
+            let what = if real_output == real_root {
+                "is the folder walked"
+            } else {
+                "lies inside the folder walked"
+            };
+            return Err(format!(
+                "the output folder '{}' {what}, '{}': its files would be read as inputs and \
+                 written over; choose a folder outside it, or --in-place",
+                crate::io::shown(output),
+                crate::io::shown(root)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The real path `path` has or would have: its longest existing part with links resolved,
+/// then the names still to be made.
+fn real_path(path: &Path) -> Option<PathBuf> {
+    let mut missing = Vec::new();
+    let mut existing = path;
+    loop {
+        if let Ok(real) = std::fs::canonicalize(existing) {
+            return Some(missing.iter().rev().fold(real, |p, name| p.join(name)));
+        }
+        missing.push(existing.file_name()?);
+        existing = match existing.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => parent,
+            _ => Path::new("."),
+        };
+    }
+}
+
+/// Where the file `found`, found under one of `roots`, is rewritten in place.
+fn in_place(roots: &[PathBuf], found: &Found) -> Placement {
+    if roots.contains(&found.path) {
+        return Placement::InPlace;
+    }
+    let depth = found.relative.components().count();
+    let root = found.path.ancestors().nth(depth).unwrap_or(Path::new(""));
+    Placement::InTree {
+        root: root.to_path_buf(),
+        relative: found.relative.clone(),
+    }
+}
+
+/// Where each of `found` is written (see [`plan`]); the plan's root becomes the output
+/// folder, if the outputs go under one.
 fn destinations(
     roots: &[PathBuf],
     found: Vec<Found>,
     destination: &Destination,
-    root: &mut Option<PathBuf>,
-) -> std::result::Result<Vec<(PathBuf, PathBuf)>, String> {
-    use std::os::unix::fs::MetadataExt;
+    plan: &mut Plan,
+) -> std::result::Result<Vec<Job>, String> {
     let single_file = roots.len() == 1 && !roots[0].is_dir();
-    let pairs = match &destination.output {
+    let new = |input: PathBuf, output: PathBuf| Job {
+        input,
+        placement: Placement::New(output),
+        other_names: Vec::new(),
+    };
+    let jobs = match &destination.output {
         Some(output) if single_file && !output.is_dir() => found
             .into_iter()
-            .map(|f| (f.path, output.clone()))
+            .map(|f| new(f.path, output.clone()))
             .collect(),
         Some(folder) => {
-            *root = Some(folder.clone());
-            let pairs: Vec<(PathBuf, PathBuf)> = found
+            plan.root = Some(folder.clone());
+            let jobs: Vec<Job> = found
                 .into_iter()
-                .map(|Found { path, relative, .. }| (path, folder.join(relative)))
+                .map(|Found { path, relative, .. }| new(path, folder.join(relative)))
                 .collect();
             let mut seen = std::collections::HashSet::new();
-            if let Some((input, output)) = pairs.iter().find(|(_, out)| !seen.insert(out)) {
+            if let Some(job) = jobs.iter().find(|job| !seen.insert(&job.placement)) {
+                let Placement::New(output) = &job.placement else {
+                    unreachable!("every output is a new file");
+                };
                 return Err(format!(
                     "'{}' and another input would both be written to '{}'",
-                    crate::io::shown(input),
+                    crate::io::shown(&job.input),
                     crate::io::shown(output)
                 ));
             }
-            pairs
+            jobs
         }
-        None => {
-            // In place, a file with several names is one file: rewritten once.
-            let mut seen = std::collections::HashSet::new();
-            found
-                .into_iter()
-                .filter(|f| {
-                    std::fs::metadata(&f.path).map_or(true, |m| seen.insert((m.dev(), m.ino())))
-                })
-                .map(|f| (f.path.clone(), f.path))
-                .collect()
-        }
+        None => in_place_jobs(roots, found, &mut plan.refused),
     };
-    Ok(pairs)
+    Ok(jobs)
+}
+
+/// The jobs of files rewritten in place: a file with several names once, under the first
+/// name not reached through a symbolic link (its other names pruned with it). A file reached
+/// only through links the walk followed is refused (added to `refused`): it may lie outside
+/// the tree.
+fn in_place_jobs(roots: &[PathBuf], found: Vec<Found>, refused: &mut Vec<String>) -> Vec<Job> {
+    use std::collections::hash_map::Entry;
+    use std::os::unix::fs::MetadataExt;
+    let mut jobs: Vec<Job> = Vec::new();
+    let mut by_file: std::collections::HashMap<(u64, u64), usize> = Default::default();
+    let mut through_links = Vec::new();
+    for f in found {
+        if f.through_link {
+            through_links.push(f);
+            continue;
+        }
+        let placement = in_place(roots, &f);
+        let Ok(meta) = std::fs::metadata(&f.path) else {
+            // The command says why it cannot be read.
+            jobs.push(Job {
+                input: f.path,
+                placement,
+                other_names: Vec::new(),
+            });
+            continue;
+        };
+        match by_file.entry((meta.dev(), meta.ino())) {
+            Entry::Occupied(first) => jobs[*first.get()].other_names.push((f.path, placement)),
+            Entry::Vacant(slot) => {
+                slot.insert(jobs.len());
+                jobs.push(Job {
+                    input: f.path,
+                    placement,
+                    other_names: Vec::new(),
+                });
+            }
+        }
+    }
+    for f in through_links {
+        let known =
+            std::fs::metadata(&f.path).is_ok_and(|m| by_file.contains_key(&(m.dev(), m.ino())));
+        if !known {
+            refused.push(format!(
+                "'{}': reached through a symbolic link: a walk rewrites and removes files only \
+                 inside its tree; left as it is",
+                crate::io::shown(&f.path)
+            ));
+        }
+    }
+    jobs
 }
 
 /// The totals of a job of several files.
@@ -362,41 +484,49 @@ fn execute(
         Ok(pool) => pool,
         Err(code) => return code,
     };
-    let results = jobs::each_file(&pool, &plan.pairs, |(input, output)| {
-        rewrite_file(&plan, input, output, config, mode, pruning)
+    if let Some(message) = keeps_nothing(&pool, &plan, config, pruning) {
+        let _ = writeln!(std::io::stderr(), "{prog}: error: {message}");
+        return 1;
+    }
+    let results = jobs::each_file(&pool, &plan.jobs, |job| {
+        rewrite_file(&plan, job, config, mode, pruning)
     });
     let mut report = Report {
         pruning,
         ..Report::default()
     };
-    for ((input, _), result) in plan.pairs.iter().zip(results) {
+    for message in &plan.refused {
+        report.fail(prog, message);
+    }
+    for (job, result) in plan.jobs.iter().zip(results) {
         match result {
             Ok(Outcome::Rewritten(summary, usages)) => {
-                report.add(input, &summary, usages, config, mode)
+                report.add(&job.input, &summary, usages, config, mode)
             }
-            Ok(Outcome::Bare(bare, fate, usages)) => {
-                report.add_bare(input, &bare, fate, usages, mode)
+            Ok(Outcome::Bare(bare, fate, usages, names)) => {
+                report.add_bare(&job.input, &bare, fate, usages, mode);
+                report.other_names(prog, &job.input, names, mode);
             }
             Err(message) => report.fail(prog, &message),
         }
     }
     if let Some(pruning) = pruning {
-        let settled = jobs::each_file(&pool, &plan.others, |(input, output)| {
+        let settled = jobs::each_file(&pool, &plan.others, |job| {
             if pruning.bare == Action::Prune {
-                prepare_output(&plan, input, output, mode)?;
+                prepare_output(&plan, &job.placement, mode)?;
             }
-            prune::settle_other(input, output, config, pruning, mode)
+            prune::settle_other(&job.input, &job.placement, config, pruning, mode)
         });
-        for ((input, _), result) in plan.others.iter().zip(settled) {
+        for (job, result) in plan.others.iter().zip(settled) {
             match result {
-                Ok(Some(named)) => report.add_named(input, &named, mode),
+                Ok(Some(named)) => report.add_named(&job.input, &named, mode),
                 Ok(None) => {}
                 Err(message) => report.fail(prog, &message),
             }
         }
     }
     let mut text = std::mem::take(&mut report.text);
-    if jobs::several(roots, plan.pairs.len()) {
+    if jobs::several(roots, plan.jobs.len()) {
         text.push_str(&report.totals.line(mode));
         text.push_str(&report.bare.line("only device code for other targets", mode));
         text.push_str(&report.named.line("named for removed processors", mode));
@@ -441,13 +571,65 @@ enum Outcome {
     /// Rewritten as its summary says (a file of bare device images kept: left or copied as
     /// it is).
     Rewritten(Summary, Option<Usages>),
-    /// A file of bare device images only for other targets, and what became of it.
-    Bare(BareFile, Fate, Option<Usages>),
+    /// A file of bare device images only for other targets, what became of it, and of its
+    /// other names in the tree (removed with it).
+    Bare(
+        BareFile,
+        Fate,
+        Option<Usages>,
+        Vec<(PathBuf, Result<Fate, String>)>,
+    ),
 }
 
-/// Makes the folder of `output` (inside the plan's root) when `input` is written there.
-fn prepare_output(plan: &Plan, input: &Path, output: &Path, mode: Mode) -> Result<(), String> {
-    if mode == Mode::Write && output != input {
+/// With `--prune` (and no `--allow-empty`), the refusal of a strip that keeps no device image
+/// of any file: every file of bare device images would go, as every image of a fat binary
+/// would (which each file refuses on its own). A mistyped `--keep` must not empty a tree.
+fn keeps_nothing(
+    pool: &rayon::ThreadPool,
+    plan: &Plan,
+    config: &RewriteConfig,
+    pruning: Option<Pruning>,
+) -> Option<String> {
+    let pruned = pruning.is_some_and(|p| p.bare == Action::Prune);
+    // `--remove` names what goes: no mistake to guard against.
+    let keeps = matches!(config.change, Change::Keep(_));
+    if !pruned || !keeps || config.allow_empty {
+        return None;
+    }
+    let (images, kept) = pool.install(|| {
+        use rayon::prelude::*;
+        plan.jobs
+            .par_iter()
+            .filter_map(|job| {
+                du::file_usage(&job.input, config.max_decompressed, Some(config)).ok()
+            })
+            .map(|usage| {
+                let images: u64 = usage.targets.iter().map(|u| u.images).sum();
+                let kept = match &usage.bare {
+                    Some(targets) => BareFile::judge(targets, 0, config).kept,
+                    None => usage
+                        .targets
+                        .iter()
+                        .any(|u| u.removed.unwrap_or(0) < u.stored),
+                };
+                (images, kept)
+            })
+            .reduce(|| (0, false), |a, b| (a.0 + b.0, a.1 || b.1))
+    });
+    (images > 0 && !kept).then(|| {
+        format!(
+            "the targets kept keep none of the {images} device images found: --prune would \
+             remove every file of device code; nothing was changed (give --allow-empty to do it)"
+        )
+    })
+}
+
+/// Makes the folder of a new output (inside the plan's root) when one is written.
+fn prepare_output(plan: &Plan, placement: &Placement, mode: Mode) -> Result<(), String> {
+    let Placement::New(output) = placement else {
+        return Ok(());
+    };
+    if mode == Mode::Write {
         if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|e| format!("'{}': {e}", crate::io::shown(parent)))?;
@@ -459,18 +641,22 @@ fn prepare_output(plan: &Plan, input: &Path, output: &Path, mode: Mode) -> Resul
     Ok(())
 }
 
-/// Rewrites `input` to `output` (its folder made, inside the plan's root), with what its
-/// processors' code takes before and, for compress, after; an error names the file. A file
-/// of bare device images is kept or pruned whole, as `pruning` says.
+/// Rewrites the file of `job` (a new output's folder made, inside the plan's root), with
+/// what its processors' code takes before and, for compress, after; an error names the
+/// file. A file of bare device images is kept or pruned whole, as `pruning` says.
 fn rewrite_file(
     plan: &Plan,
-    input: &Path,
-    output: &Path,
+    job: &Job,
     config: &RewriteConfig,
     mode: Mode,
     pruning: Option<Pruning>,
 ) -> Result<Outcome, String> {
-    prepare_output(plan, input, output, mode)?;
+    let (input, placement) = (job.input.as_path(), &job.placement);
+    let written = match placement {
+        Placement::New(output) => output.as_path(),
+        _ => input,
+    };
+    prepare_output(plan, placement, mode)?;
     // What each processor's code takes before the rewrite (with what a strip removes), and,
     // for compress, after it: read from the headers, before and after.
     let strips = matches!(config.change, Change::Keep(_) | Change::Remove(_));
@@ -490,7 +676,7 @@ fn rewrite_file(
     };
     let naming_the_file = |e: crate::error::Error| {
         let text = e.to_string();
-        if text.contains(&*input.to_string_lossy()) {
+        if text.contains(&*crate::io::shown(input)) {
             text
         } else {
             format!("'{}': {text}", crate::io::shown(input))
@@ -501,12 +687,13 @@ fn rewrite_file(
             (false, Some(pruning)) => pruning.bare,
             _ => Action::Keep,
         };
-        let fate =
-            crate::ops::prune::settle(input, output, action, mode).map_err(naming_the_file)?;
+        let read = before.as_ref().and_then(|b| b.read);
+        let fate = crate::ops::prune::settle(input, placement, read, action, mode)
+            .map_err(naming_the_file)?;
         if bare.kept {
             return Ok(Outcome::Rewritten(
                 bare_summary(&bare),
-                usages(before, output, config, mode),
+                usages(before, written, config, mode),
             ));
         }
         if action == Action::Keep {
@@ -515,11 +702,33 @@ fn rewrite_file(
                 usage.removed = Some(0);
             }
         }
-        return Ok(Outcome::Bare(bare, fate, before.map(usages_before)));
+        let names = other_names_settled(job, read, fate, mode);
+        return Ok(Outcome::Bare(bare, fate, before.map(usages_before), names));
     }
-    rewrite::rewrite(input, output, config, mode)
-        .map(|summary| Outcome::Rewritten(summary, usages(before, output, config, mode)))
+    rewrite::rewrite(input, placement, config, mode)
+        .map(|summary| Outcome::Rewritten(summary, usages(before, written, config, mode)))
         .map_err(naming_the_file)
+}
+
+/// A file pruned in place (`fate`) loses its other names in the tree too, each removed as
+/// it was (through its folder, while it holds the file `read`); what became of each.
+fn other_names_settled(
+    job: &Job,
+    read: Option<crate::io::beneath::Identity>,
+    fate: Fate,
+    mode: Mode,
+) -> Vec<(PathBuf, Result<Fate, String>)> {
+    if fate != Fate::Removed {
+        return Vec::new();
+    }
+    job.other_names
+        .iter()
+        .map(|(name, placement)| {
+            let settled = crate::ops::prune::settle(name, placement, read, Action::Prune, mode)
+                .map_err(|e| e.to_string());
+            (name.clone(), settled)
+        })
+        .collect()
 }
 
 /// The summary of a file of bare device images kept: as it was.
@@ -541,19 +750,20 @@ fn usages_before(before: FileUsage) -> Usages {
     }
 }
 
-/// The usages of a file rewritten to `output`, whose code took `before`: for a compress
-/// written, with what `output` holds. A file whose headers could not be read before, or (for
-/// compress) after, counts in neither per-processor total, so both cover the same files.
+/// The usages of a file rewritten to `written` (itself, in place), whose code took `before`:
+/// for a compress written, with what the output holds. A file whose headers could not be read
+/// before, or (for compress) after, counts in neither per-processor total, so both cover the
+/// same files.
 fn usages(
     before: Option<FileUsage>,
-    output: &Path,
+    written: &Path,
     config: &RewriteConfig,
     mode: Mode,
 ) -> Option<Usages> {
     let compresses = matches!(config.change, Change::Compress(_));
     before.and_then(|before| {
         if compresses && mode == Mode::Write {
-            du::file_usage(output, config.max_decompressed, None)
+            du::file_usage(written, config.max_decompressed, None)
                 .ok()
                 .map(|after| Usages {
                     before,
@@ -617,6 +827,33 @@ impl Report {
         }
     }
 
+    /// Says what became of the other names of `input`, pruned with it.
+    fn other_names(
+        &mut self,
+        prog: &str,
+        input: &Path,
+        names: Vec<(PathBuf, Result<Fate, String>)>,
+        mode: Mode,
+    ) {
+        let would = match mode {
+            Mode::DryRun => "would be ",
+            Mode::Write => "",
+        };
+        for (name, settled) in names {
+            match settled {
+                Ok(_) => self.text.push_str(&format!(
+                    "{}: another name of {}: {would}pruned (removed)\n",
+                    crate::io::shown(&name),
+                    crate::io::shown(input)
+                )),
+                Err(message) => {
+                    self.totals.failed += 1;
+                    let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {message}");
+                }
+            }
+        }
+    }
+
     /// Adds the file `input` without device code, named for removed processors.
     fn add_named(&mut self, input: &Path, named: &Named, mode: Mode) {
         let pruning = self.pruning.unwrap_or(Pruning::of_flags(false, false));
@@ -668,7 +905,7 @@ pub(crate) fn decompress_command() -> clap::Command {
 }
 
 /// Runs `offload strip` with `args` (without the program name).
-pub fn strip(args: &[String]) -> i32 {
+pub fn strip(args: &[std::ffi::OsString]) -> i32 {
     let args: StripArgs = match crate::cli::parse_args("offload strip", args) {
         Ok(a) => a,
         Err(code) => return code,
@@ -702,7 +939,7 @@ pub fn strip(args: &[String]) -> i32 {
 }
 
 /// Runs `offload compress` with `args` (without the program name).
-pub fn compress(args: &[String]) -> i32 {
+pub fn compress(args: &[std::ffi::OsString]) -> i32 {
     let args: CompressArgs = match crate::cli::parse_args("offload compress", args) {
         Ok(a) => a,
         Err(code) => return code,
@@ -781,7 +1018,7 @@ fn already_compressed_line(
 }
 
 /// Runs `offload decompress` with `args` (without the program name).
-pub fn decompress(args: &[String]) -> i32 {
+pub fn decompress(args: &[std::ffi::OsString]) -> i32 {
     let args: DecompressArgs = match crate::cli::parse_args("offload decompress", args) {
         Ok(a) => a,
         Err(code) => return code,

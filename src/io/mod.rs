@@ -24,6 +24,7 @@
 //!   check is for the whole process, which suits a command (or a linker plugin) doing one
 //!   operation at a time.
 
+pub mod beneath;
 mod cleanup;
 pub mod error;
 mod guard;
@@ -598,6 +599,23 @@ impl Write for SinkWriter {
 pub struct Output {
     path: PathBuf,
     sink: io::BufWriter<SinkWriter>,
+    beneath: Option<Beneath>,
+}
+
+/// Where an output that replaces a file of a tree goes: a name in a folder held open, which
+/// must still hold the file that was read when the output takes its place.
+struct Beneath {
+    folder: beneath::Folder,
+    name: std::ffi::OsString,
+    read: beneath::Identity,
+}
+
+impl Beneath {
+    /// The path of the destination, in the open folder, once checked to hold the file read.
+    fn destination(&self) -> io::Result<PathBuf> {
+        self.folder.check(&self.name, self.read)?;
+        Ok(self.folder.path().join(&self.name))
+    }
 }
 
 /// Whether `path` names a descriptor (`/proc/self/fd/1`, `/dev/fd/1`, or a link to one such as
@@ -618,20 +636,37 @@ fn folder_of(path: &Path) -> &Path {
     }
 }
 
-/// Refuses to replace a file that an input of this process is (the same device and inode).
+/// Refuses to replace a file that an input of this process is (the same device and inode),
+/// unless what is replaced is only another name of it: a symbolic link to it, or another
+/// hard link, which the rename replaces while the input stays whole under its own name. The
+/// input's own name (its only link, or the very name it was opened by, folders on the way
+/// followed) is refused.
 fn not_an_input(path: &Path) -> Result<()> {
-    let Ok(meta) = fs::metadata(path) else {
+    let Ok(meta) = fs::symlink_metadata(path) else {
         return Ok(());
     };
-    let inputs = open_inputs();
-    if let Some(input) = inputs.on((meta.dev(), meta.ino())) {
-        return Err(Error::msg(format!(
-            "'{}': is the input '{}'; refusing to write over an input",
-            shown(path),
-            shown(&input.path)
-        )));
+    if meta.file_type().is_symlink() {
+        return Ok(());
     }
-    Ok(())
+    let inputs = open_inputs();
+    let Some(input) = inputs.on((meta.dev(), meta.ino())) else {
+        return Ok(());
+    };
+    if meta.nlink() > 1 && !same_name(path, &input.path) {
+        return Ok(());
+    }
+    Err(Error::msg(format!(
+        "'{}': is the input '{}'; refusing to write over an input",
+        shown(path),
+        shown(&input.path)
+    )))
+}
+
+/// Whether `a` and `b` are one name: the same name in the same folder (folders compared by
+/// device and inode, reached through links as named).
+fn same_name(a: &Path, b: &Path) -> bool {
+    let folder = |p: &Path| fs::metadata(folder_of(p)).map(|m| (m.dev(), m.ino())).ok();
+    a.file_name() == b.file_name() && folder(a).is_some() && folder(a) == folder(b)
 }
 
 impl Output {
@@ -700,6 +735,47 @@ impl Output {
         Ok(out)
     }
 
+    /// Starts rewriting in place the file `name` of the open `folder` of a tree (`path` is
+    /// how messages name it), which must be the file that was read (`read`) and a regular
+    /// file: a symbolic link is not followed. As [`Output::replace`] otherwise; when it takes
+    /// its place, the name must still hold that file, and it is renamed in that folder (or
+    /// written into, for a file with other hard links), wherever the folder is by then.
+    pub fn replace_beneath(
+        folder: beneath::Folder,
+        name: &std::ffi::OsStr,
+        path: &Path,
+        read: beneath::Identity,
+    ) -> Result<Output> {
+        let beneath = Beneath {
+            folder,
+            name: name.to_os_string(),
+            read,
+        };
+        let target = beneath.destination().map_err(|e| Error::io(path, e))?;
+        let (file, meta) =
+            opening::open_nonblocking_nofollow(&target).map_err(|e| Error::io(path, e))?;
+        if !meta.is_file() || (meta.dev(), meta.ino()) != read {
+            return Err(Error::msg(format!(
+                "'{}': it changed while it was being read (another file is at its name now); left as it is",
+                shown(path)
+            )));
+        }
+        let kept = Kept::read(&file, &meta).map_err(|e| Error::io(path, e))?;
+        let placing = if meta.nlink() > 1 {
+            Placing::WriteThrough { kept }
+        } else {
+            Placing::Rename {
+                mode: meta.mode() & 0o7777,
+                kept: Some(kept),
+                synced: true,
+            }
+        };
+        let mut out = Output::temporary(&target, &beneath.folder.path(), placing)?;
+        out.path = path.to_path_buf();
+        out.beneath = Some(beneath);
+        Ok(out)
+    }
+
     fn temporary(path: &Path, dir: &Path, placing: Placing) -> Result<Output> {
         let name = path
             .file_name()
@@ -730,6 +806,7 @@ impl Output {
         Output {
             path: path.to_path_buf(),
             sink: io::BufWriter::with_capacity(1 << 20, SinkWriter(sink)),
+            beneath: None,
         }
     }
 
@@ -989,6 +1066,7 @@ impl Output {
     /// syncs every output) and closes it. Nothing is in place yet.
     pub fn close(self) -> Result<Closed> {
         let path = self.path;
+        let beneath = self.beneath;
         let writer = self
             .sink
             .into_inner()
@@ -1025,7 +1103,11 @@ impl Output {
                 ClosedState::Done
             }
         };
-        Ok(Closed { path, state })
+        Ok(Closed {
+            path,
+            state,
+            beneath,
+        })
     }
 
     /// Finishes the output and puts it in place (renamed; synced before and its folder after
@@ -1148,6 +1230,7 @@ enum ClosedState {
 pub struct Closed {
     path: PathBuf,
     state: ClosedState,
+    beneath: Option<Beneath>,
 }
 
 impl Closed {
@@ -1163,14 +1246,32 @@ impl Closed {
         else {
             return Ok(None);
         };
+        // In a tree, the destination is its name in the folder held open, still holding the
+        // file read; else the path.
+        let (destination, read) = match &self.beneath {
+            Some(beneath) => (
+                beneath.destination().map_err(|e| Error::io(&path, e))?,
+                Some(beneath.read),
+            ),
+            None => (path.clone(), None),
+        };
         match placing {
             Placing::Rename { synced, .. } => {
-                temp.persist(&path).map_err(|e| Error::io(&path, e.error))?;
+                temp.persist(&destination)
+                    .map_err(|e| Error::io(&path, e.error))?;
                 drop(listed);
-                Ok(synced.then(|| folder_of(&path).to_path_buf()))
+                match &self.beneath {
+                    // The folder's path lasts as long as it is held open: synced now.
+                    Some(beneath) if synced => {
+                        let folder = beneath.folder.path();
+                        syncing::sync_folder(&folder).map_err(|e| Error::io(&path, e))?;
+                        Ok(None)
+                    }
+                    _ => Ok(synced.then(|| folder_of(&destination).to_path_buf())),
+                }
             }
             Placing::WriteThrough { kept } => {
-                cleanup::uninterrupted(|| write_through(&temp, &path, &kept))
+                cleanup::uninterrupted(|| write_through(&temp, &destination, &kept, read))
                     .map_err(|e| Error::io(&path, e))?;
                 drop(temp);
                 drop(listed);
@@ -1183,16 +1284,24 @@ impl Closed {
 /// Writes the bytes of the finished file `from` into the existing file `to`, keeping its
 /// inode, then gives it back its mode and attributes (writing clears set-ID bits and file
 /// capabilities) and syncs it.
-fn write_through(from: &Path, to: &Path, kept: &Kept) -> io::Result<()> {
+fn write_through(from: &Path, to: &Path, kept: &Kept, read: Option<(u64, u64)>) -> io::Result<()> {
     let source = File::open(from)?;
     let len = source.metadata()?.len();
-    // Not waiting for a reader should `to` have become a FIFO: that fails with ENXIO.
+    // Not waiting for a reader should `to` have become a FIFO: that fails with ENXIO. In a
+    // tree, `to` is not followed, and must be the file read.
+    let nofollow = if read.is_some() { libc::O_NOFOLLOW } else { 0 };
     let mut target = OpenOptions::new()
         .write(true)
-        .custom_flags(libc::O_NONBLOCK)
+        .custom_flags(libc::O_NONBLOCK | nofollow)
         .open(to)?;
-    if !target.metadata()?.is_file() {
+    let meta = target.metadata()?;
+    if !meta.is_file() {
         return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    if read.is_some_and(|read| read != (meta.dev(), meta.ino())) {
+        return Err(io::Error::other(
+            "it changed while it was being read (another file is at its name now); left as it is",
+        ));
     }
     copy_range(&source, 0, len, &mut target, syncing::start_write_back)?;
     target.set_len(len)?;
@@ -1381,12 +1490,22 @@ mod tests {
         let path = dir.path().join("in");
         fs::write(&path, b"input bytes").unwrap();
         let input = Input::open(&path).unwrap();
+        let e = Output::create(&path).err().unwrap().to_string();
+        assert!(e.contains("refusing to write over an input"), "{e}");
+        // Another name of it is replaced, never written through: a link, another hard link.
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&path, &link).unwrap();
-        for name in [&path, &link] {
-            let e = Output::create(name).err().unwrap().to_string();
-            assert!(e.contains("refusing to write over an input"), "{e}");
+        let hard = dir.path().join("hard");
+        fs::hard_link(&path, &hard).unwrap();
+        for name in [&link, &hard] {
+            written(Output::create(name).unwrap(), b"new");
+            assert_eq!(fs::read(name).unwrap(), b"new");
+            assert!(!fs::symlink_metadata(name).unwrap().file_type().is_symlink());
         }
+        assert_eq!(fs::read(&path).unwrap(), b"input bytes");
+        // The input's own name, which has other links now, still is refused.
+        fs::hard_link(&path, dir.path().join("third")).unwrap();
+        assert!(Output::create(&path).is_err());
         drop(input);
         Output::create(&path).unwrap();
     }

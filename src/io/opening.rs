@@ -30,6 +30,17 @@ pub fn open_nonblocking(path: &Path) -> io::Result<(File, Metadata)> {
     Ok((file, meta))
 }
 
+/// As [`open_nonblocking`], but a symbolic link at `path`'s last name is not followed: it
+/// fails (`ELOOP`).
+pub fn open_nonblocking_nofollow(path: &Path) -> io::Result<(File, Metadata)> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOFOLLOW)
+        .open(path)?;
+    let meta = file.metadata()?;
+    Ok((file, meta))
+}
+
 /// Puts `file` back in blocking mode, for a pipe that is read to its end.
 pub fn blocking(file: &File) -> io::Result<()> {
     let fd = file.as_raw_fd();

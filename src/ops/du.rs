@@ -45,6 +45,10 @@ pub struct FileUsage {
     /// [`prune::is_bare`]): a strip keeps it whole or prunes it whole.
     #[serde(skip)]
     pub bare: Option<Vec<ImageTarget>>,
+    /// The file read (its device and inode), when it is a regular file: what pruning it
+    /// removes.
+    #[serde(skip)]
+    pub read: Option<crate::io::beneath::Identity>,
 }
 
 /// One image as `du` counts it.
@@ -65,6 +69,9 @@ pub fn file_usage(
 ) -> Result<FileUsage> {
     let input = Input::open(path)?;
     let name = path.to_string_lossy().into_owned();
+    if input.starts_with(&crate::format::kpack::MAGIC) {
+        return archive_usage(path, name, &input, max_decompressed, keep);
+    }
     let mut counted = Vec::new();
     // Each image's translation unit and target, which say what a strip removes.
     let mut units = Vec::new();
@@ -121,6 +128,49 @@ pub fn file_usage(
     let removed = keep.map(|config| removed(&units, config));
     let mut usage = tally(name, &counted, removed.as_deref());
     usage.bare = bare;
+    usage.read = input.identity();
+    Ok(usage)
+}
+
+/// The usage of the `.kpack` archive at `path` (read as `input`): its code objects, each a
+/// whole file a runtime loads, so that a strip keeps or prunes the archive whole, as it does
+/// a file of bare device images.
+fn archive_usage(
+    path: &Path,
+    name: String,
+    input: &Input,
+    max_decompressed: u64,
+    keep: Option<&RewriteConfig>,
+) -> Result<FileUsage> {
+    let (images, _) = crate::ops::ls::list_file(path, max_decompressed)?;
+    let targets: Vec<ImageTarget> = images
+        .iter()
+        .map(|image| {
+            ImageTarget::of_bare(
+                crate::format::bare::BareKind::CodeObject,
+                image.triple.as_str(),
+                &image.target_id,
+            )
+        })
+        .collect();
+    let mut usage = listed_usage(&name, &images);
+    if let Some(config) = keep {
+        // Each code object on its own: the loader picks one per processor by the archive's
+        // table, not among them.
+        let units: Vec<(usize, ImageTarget)> = targets.iter().cloned().enumerate().collect();
+        let removed = removed(&units, config);
+        for usage in &mut usage.targets {
+            let gone = images
+                .iter()
+                .zip(&removed)
+                .filter(|(image, gone)| **gone && image.target_id == usage.target)
+                .filter_map(|(image, _)| image.source.kpack().map(|k| k.stored_size))
+                .sum();
+            usage.removed = Some(gone);
+        }
+    }
+    usage.bare = (!targets.is_empty()).then_some(targets);
+    usage.read = input.identity();
     Ok(usage)
 }
 
@@ -169,6 +219,7 @@ fn tally(file: String, counted: &[Counted], removed: Option<&[bool]>) -> FileUsa
         file,
         targets: sorted(by_target),
         bare: None,
+        read: None,
     }
 }
 

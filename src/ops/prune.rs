@@ -3,14 +3,16 @@
 //! are removed whole; files without device code whose names carry only processors no kept
 //! device loads code for (a Tensile catalogue `..._gfx1100.dat`) may go with them.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::format::bare::BareKind;
 use crate::format::image_target::ImageTarget;
 use crate::host::scan::{DeviceImage, Origin};
+use crate::io::beneath::Identity;
 use crate::io::{Input, Output};
-use crate::ops::rewrite::{Mode, RewriteConfig};
+use crate::ops::rewrite::{Mode, Placement, RewriteConfig};
 use crate::target::processor::{ProcessorKind, PROCESSORS};
 
 /// Whether the scan found `image` as the file itself: a bare device image (a code object,
@@ -76,11 +78,21 @@ pub enum Fate {
     NotCopied,
 }
 
-/// Does `action` to `input`, whose output is `output` (the same path: in place); with
-/// [`Mode::DryRun`], only says what it would do.
-pub fn settle(input: &Path, output: &Path, action: Action, mode: Mode) -> Result<Fate> {
-    let in_place = input == output || crate::ops::rewrite::same_file(input, output);
-    let fate = match (action, in_place) {
+/// Does `action` to `input`, which was read as the file `read` (its device and inode), to be
+/// placed as `placement` says; with [`Mode::DryRun`], only says what it would do. In place,
+/// a file found in a tree is removed through its folder's descriptor, never through a
+/// symbolic link, and only while its name holds the file that was read. Not in place, a
+/// file pruned is not copied, and a name already at its output (a hard-linked mirror of the
+/// tree) is removed from the output folder, so that the folder is the tree less what was
+/// pruned; the input is never touched.
+pub fn settle(
+    input: &Path,
+    placement: &Placement,
+    read: Option<Identity>,
+    action: Action,
+    mode: Mode,
+) -> Result<Fate> {
+    let fate = match (action, placement.in_place()) {
         (Action::Keep, true) => Fate::Left,
         (Action::Keep, false) => Fate::Copied,
         (Action::Prune, true) => Fate::Removed,
@@ -89,15 +101,43 @@ pub fn settle(input: &Path, output: &Path, action: Action, mode: Mode) -> Result
     if mode == Mode::DryRun {
         return Ok(fate);
     }
-    match fate {
-        Fate::Copied => copy_unchanged(input, output)?,
-        Fate::Removed => {
-            tracing::info!(file = %input.display(), "pruned");
-            std::fs::remove_file(input).map_err(|e| Error::io(input, e))?;
-        }
-        Fate::Left | Fate::NotCopied => {}
+    match (fate, placement) {
+        (Fate::Copied, Placement::New(output)) => copy_unchanged(input, output)?,
+        (Fate::Removed, _) => remove(input, placement, read)?,
+        (Fate::NotCopied, Placement::New(output)) => remove_stale(output)?,
+        _ => {}
     }
     Ok(fate)
+}
+
+/// Removes `input`, pruned in place (see [`settle`]).
+fn remove(input: &Path, placement: &Placement, read: Option<Identity>) -> Result<()> {
+    tracing::info!(file = %input.display(), "pruned");
+    let cannot = |e: std::io::Error| {
+        Error::msg(format!(
+            "'{}': cannot remove it: {}",
+            crate::io::shown(input),
+            crate::io::io_message(&e)
+        ))
+    };
+    match placement.folder(input)? {
+        Some((folder, name)) => {
+            let read = read.ok_or_else(|| cannot(std::io::Error::other("it was not read")))?;
+            folder.remove(&name, read).map_err(cannot)
+        }
+        None => std::fs::remove_file(input).map_err(cannot),
+    }
+}
+
+/// Removes what is at `output` in an output folder, unless it is a folder: an earlier copy,
+/// or another name of the input (a hard link, a symbolic link), which only loses that name.
+fn remove_stale(output: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(output) {
+        Ok(meta) if !meta.is_dir() => {
+            std::fs::remove_file(output).map_err(|e| Error::io(output, e))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Copies `input` to `output` as it is, with its permissions.
@@ -160,6 +200,8 @@ pub struct NamedFile {
     pub processors: Vec<&'static str>,
     /// The file's size in bytes.
     pub size: u64,
+    /// The file judged (its device and inode, its name not followed): what pruning removes.
+    pub read: Identity,
 }
 
 /// The file at `path` (holding no device code) as named for removed processors: `None` when
@@ -173,10 +215,12 @@ pub fn named_for_removed(path: &Path, config: &RewriteConfig) -> Result<Option<N
     if processors.is_empty() || processors.iter().any(|p| is_kept(p, config)) {
         return Ok(None);
     }
-    let size = std::fs::metadata(path)
-        .map_err(|e| Error::io(path, e))?
-        .len();
-    Ok(Some(NamedFile { processors, size }))
+    let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
+    Ok(Some(NamedFile {
+        processors,
+        size: meta.len(),
+        read: (meta.dev(), meta.ino()),
+    }))
 }
 
 /// Whether a device `config` keeps would load code built for `processor` (as if a code

@@ -1030,11 +1030,99 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary, max_decompressed: u
     }
 }
 
-/// Rewrites `input` into `output` (the same path for in place: written beside it and renamed
-/// over it once on disk). With [`Mode::DryRun`], only the summary is made. Refuses to leave no
+/// Where the result of a rewrite (or a file pruned or copied whole) goes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Placement {
+    /// Over the file itself, named by the user: a symbolic link is followed to its target,
+    /// which is rewritten.
+    InPlace,
+    /// Over the file itself, found at `relative` below the folder `root` by a walk: reached
+    /// through folder descriptors from `root`, never through a symbolic link, and only while
+    /// its name still holds the file that was read (see [`crate::io::beneath`]).
+    InTree {
+        /// The folder walked, as named.
+        root: PathBuf,
+        /// The file's path below it.
+        relative: PathBuf,
+    },
+    /// A new file at this path. What is there is replaced, never written through: another
+    /// name of an input (a hard link) is replaced as a new file; a name that is an input
+    /// itself is refused.
+    New(PathBuf),
+}
+
+impl Placement {
+    /// Whether the file is rewritten over itself.
+    pub fn in_place(&self) -> bool {
+        !matches!(self, Placement::New(_))
+    }
+
+    /// The folder a file found in a tree is in, opened through folder descriptors, and its
+    /// name; `None` for other placements. `input` names the file in messages.
+    pub fn folder(
+        &self,
+        input: &Path,
+    ) -> Result<Option<(crate::io::beneath::Folder, std::ffi::OsString)>> {
+        let Placement::InTree { root, relative } = self else {
+            return Ok(None);
+        };
+        let Some((folder, name)) = crate::io::beneath::split(relative) else {
+            return Err(Error::msg(format!(
+                "'{}': not a file of the tree walked",
+                crate::io::shown(input)
+            )));
+        };
+        let folder = crate::io::beneath::Folder::open(root, folder).map_err(|e| {
+            let e = match e.raw_os_error() {
+                Some(libc::ELOOP | libc::ENOTDIR) => std::io::Error::other(
+                    "a folder on its path is a symbolic link now (or was reached through one): \
+                     a walk writes and deletes only inside its tree; left as it is",
+                ),
+                _ => e,
+            };
+            Error::io(input, e)
+        })?;
+        Ok(Some((folder, name.to_os_string())))
+    }
+}
+
+/// Starts the output that replaces `input` (read as `data`) or goes to a new file, as
+/// `placement` says.
+fn start_output(input: &Path, data: &Input, placement: &Placement) -> Result<Output> {
+    match placement {
+        Placement::InPlace => Ok(Output::replace(input)?),
+        Placement::InTree { .. } => {
+            let (folder, name) = placement.folder(input)?.ok_or_else(|| {
+                Error::msg(format!("'{}': not in a tree", crate::io::shown(input)))
+            })?;
+            let read = data.identity().ok_or_else(|| {
+                Error::msg(format!(
+                    "'{}': not a regular file: only regular files are rewritten in place",
+                    crate::io::shown(input)
+                ))
+            })?;
+            Ok(Output::replace_beneath(folder, &name, input, read)?)
+        }
+        Placement::New(output) => {
+            let mut out = Output::create(output)?;
+            // A new file gets the input's permissions: a program stays executable.
+            let meta = std::fs::metadata(input).map_err(|e| Error::io(input, e))?;
+            out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
+            Ok(out)
+        }
+    }
+}
+
+/// Rewrites `input` to where `placement` says (in place: written beside it and renamed over
+/// it once on disk). With [`Mode::DryRun`], only the summary is made. Refuses to leave no
 /// device image unless the configuration allows it.
 #[tracing::instrument(skip_all, fields(file = %input.display(), change = %config.change))]
-pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) -> Result<Summary> {
+pub fn rewrite(
+    input: &Path,
+    placement: &Placement,
+    config: &RewriteConfig,
+    mode: Mode,
+) -> Result<Summary> {
     let data = Input::open(input)?;
     let mut summary = Summary::default();
     let mut new = rewrite_file(input, &data, config, &mut summary)?;
@@ -1054,20 +1142,11 @@ pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) 
     if mode == Mode::DryRun {
         return Ok(summary);
     }
-    let in_place = same_file(input, output);
-    if new.is_none() && in_place {
+    if new.is_none() && placement.in_place() {
         info!("nothing changes: the file stays as it is");
         return Ok(summary);
     }
-    let mut out = if in_place {
-        Output::replace(output)?
-    } else {
-        let mut out = Output::create(output)?;
-        // A new file gets the input's permissions: a program stays executable.
-        let meta = std::fs::metadata(input).map_err(|e| Error::io(input, e))?;
-        out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
-        out
-    };
+    let mut out = start_output(input, &data, placement)?;
     match &mut new {
         Some(new) => {
             let inflater = Inflater::new(&data, config.max_decompressed, input);
@@ -1079,15 +1158,14 @@ pub fn rewrite(input: &Path, output: &Path, config: &RewriteConfig, mode: Mode) 
         verify(input, &mut out, &summary, config.max_decompressed)?;
     }
     out.commit()?;
-    info!(output = %output.display(), size = summary.size_after, "written");
+    info!(output = %out_path(input, placement).display(), size = summary.size_after, "written");
     Ok(summary)
 }
 
-/// Whether `a` and `b` name the same existing file (through links too).
-pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
-        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
-        _ => false,
+/// The path a result is written to, for the log.
+fn out_path<'a>(input: &'a Path, placement: &'a Placement) -> &'a Path {
+    match placement {
+        Placement::New(path) => path,
+        _ => input,
     }
 }

@@ -61,6 +61,26 @@ pub(super) struct SplitBinary<'a> {
     pub(super) program: NewProgram<'a>,
 }
 
+/// The key a split binary's code objects go under in the archives: its path below the tree,
+/// `/` between names. The loader compares keys as text, and the archive's table of contents
+/// holds them as text: a path that is not UTF-8 is refused, never spelt with a replacement
+/// character, which would give two binaries one key.
+fn kernel_name(path: &Path, relative: &Path) -> Result<String> {
+    let mut names = Vec::new();
+    for component in relative.components() {
+        let Some(name) = component.as_os_str().to_str() else {
+            return Err(Error::msg(format!(
+                "'{}': its name is not UTF-8, and the key its code goes under in the .kpack \
+                 archives is text (the loader compares it as such): rename it; nothing was \
+                 written for it",
+                crate::io::shown(path)
+            )));
+        };
+        names.push(name);
+    }
+    Ok(names.join("/"))
+}
+
 /// Reads the file `data` (at `path`, going to `relative`): `None` when it is to be copied as
 /// it is (not an ELF program or shared library, nor a PE image, with HIP device code).
 pub(super) fn read_binary<'a>(
@@ -108,11 +128,7 @@ pub(super) fn read_binary<'a>(
         }
     }
     let bundles = read.into_iter().map(|(at, b)| (at, b.entries)).collect();
-    let kernel_name = relative
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy())
-        .collect::<Vec<_>>()
-        .join("/");
+    let kernel_name = kernel_name(path, relative)?;
     let reference = KpackRef {
         kernel_name: &kernel_name,
         kpack_search_paths: search.iter().map(String::as_str).collect(),

@@ -66,6 +66,9 @@ pub struct Found {
     pub relative: PathBuf,
     /// For a symbolic link kept as one ([`Links::Keep`]): what it points to.
     pub link: Option<PathBuf>,
+    /// Whether the walk reached it through a symbolic link it followed ([`Links::Follow`]):
+    /// the file may lie outside the tree, and is never written over or removed.
+    pub through_link: bool,
 }
 
 /// What a walk found: the files, in order, and what it could not walk (a folder that cannot
@@ -129,37 +132,52 @@ pub fn walk(roots: &[PathBuf], options: WalkOptions) -> Walk {
         match fs::metadata(root) {
             Ok(meta) if meta.is_dir() => {
                 let mut ancestors = HashSet::from([(meta.dev(), meta.ino())]);
-                walk_folder(root, Path::new(""), options, &mut ancestors, &mut walk);
+                let top = Level {
+                    folder: root,
+                    relative: Path::new(""),
+                    through_link: false,
+                };
+                walk_folder(top, options, &mut ancestors, &mut walk);
             }
             // A file named (or a path that cannot be read: the command names it).
             _ => walk.files.push(Found {
                 path: root.clone(),
                 relative: root.file_name().map_or_else(|| root.clone(), PathBuf::from),
                 link: None,
+                through_link: false,
             }),
         }
     }
     walk
 }
 
-/// Adds the files of the folder `folder` (at `relative` below the root) to `walk`.
-/// `ancestors` holds the device and inode of each folder being walked.
+/// A folder being walked: its path, its path below the root, and whether the walk reached it
+/// through a symbolic link.
+#[derive(Clone, Copy)]
+struct Level<'a> {
+    folder: &'a Path,
+    relative: &'a Path,
+    through_link: bool,
+}
+
+/// Adds the files of the folder `level` to `walk`. `ancestors` holds the device and inode of
+/// each folder being walked.
 fn walk_folder(
-    folder: &Path,
-    relative: &Path,
+    level: Level<'_>,
     options: WalkOptions,
     ancestors: &mut HashSet<(u64, u64)>,
     walk: &mut Walk,
 ) {
-    let Some(names) = sorted_names(folder, walk) else {
+    let Some(names) = sorted_names(level.folder, walk) else {
         return;
     };
     for name in names {
-        let path = folder.join(&name);
-        let relative = relative.join(&name);
-        let Some(meta) = entry_metadata(&path, &relative, options, walk) else {
+        let path = level.folder.join(&name);
+        let relative = level.relative.join(&name);
+        let Some((meta, is_link)) = entry_metadata(&path, &relative, options, walk) else {
             continue;
         };
+        let through_link = level.through_link || is_link;
         if meta.is_dir() {
             if !options.recursive {
                 continue;
@@ -169,10 +187,15 @@ fn walk_folder(
                 walk.loops.push(path);
                 continue;
             }
-            walk_folder(&path, &relative, options, ancestors, walk);
+            let below = Level {
+                folder: &path,
+                relative: &relative,
+                through_link,
+            };
+            walk_folder(below, options, ancestors, walk);
             ancestors.remove(&id);
         } else if meta.is_file() {
-            add_file(path, relative, options, walk);
+            add_file(path, relative, through_link, options, walk);
         } else {
             walk.special.count(meta.file_type());
         }
@@ -199,15 +222,15 @@ fn sorted_names(folder: &Path, walk: &mut Walk) -> Option<Vec<std::ffi::OsString
     Some(names)
 }
 
-/// What the entry `path` of a folder is, through a symbolic link when `options` follow them;
-/// `None` when the walk passes it by: gone, unreadable, a link skipped, kept (added to
-/// `walk` as a link) or broken, or a loop of links.
+/// What the entry `path` of a folder is, through a symbolic link when `options` follow them,
+/// and whether it is such a link; `None` when the walk passes it by: gone, unreadable, a link
+/// skipped, kept (added to `walk` as a link) or broken, or a loop of links.
 fn entry_metadata(
     path: &Path,
     relative: &Path,
     options: WalkOptions,
     walk: &mut Walk,
-) -> Option<fs::Metadata> {
+) -> Option<(fs::Metadata, bool)> {
     let link_meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
         // Gone since the folder was read.
@@ -218,7 +241,7 @@ fn entry_metadata(
         }
     };
     if !link_meta.file_type().is_symlink() {
-        return Some(link_meta);
+        return Some((link_meta, false));
     }
     match options.links {
         Links::Skip => {
@@ -231,6 +254,7 @@ fn entry_metadata(
                     path: path.to_path_buf(),
                     relative: relative.to_path_buf(),
                     link: Some(to),
+                    through_link: false,
                 }),
                 Err(e) => walk.errors.push(Error::io(path, e)),
             }
@@ -239,7 +263,7 @@ fn entry_metadata(
         Links::Follow => {}
     }
     match fs::metadata(path) {
-        Ok(meta) => Some(meta),
+        Ok(meta) => Some((meta, true)),
         Err(e) => {
             if e.raw_os_error() == Some(libc::ELOOP) {
                 walk.loops.push(path.to_path_buf());
@@ -251,8 +275,15 @@ fn entry_metadata(
     }
 }
 
-/// Adds the file `path` to `walk` when `options` take it, else counts it skipped.
-fn add_file(path: PathBuf, relative: PathBuf, options: WalkOptions, walk: &mut Walk) {
+/// Adds the file `path` to `walk` when `options` take it, else counts it skipped;
+/// `through_link` says whether it was reached through a symbolic link followed.
+fn add_file(
+    path: PathBuf,
+    relative: PathBuf,
+    through_link: bool,
+    options: WalkOptions,
+    walk: &mut Walk,
+) {
     let taken = match options.files {
         Taken::Every => true,
         Taken::MayHoldDeviceCode => may_hold_device_code(&path),
@@ -263,6 +294,7 @@ fn add_file(path: PathBuf, relative: PathBuf, options: WalkOptions, walk: &mut W
             path,
             relative,
             link: None,
+            through_link,
         });
     } else {
         walk.skipped += 1;

@@ -1,0 +1,186 @@
+//! Files inside a tree reached through folder descriptors, so that what a walk deletes or
+//! replaces is inside the tree even while the tree changes under it.
+//!
+//! A walk finds a file by its path; by the time it acts, a folder on that path may have been
+//! swapped for a symbolic link to somewhere else. Acting again by path would follow it. Here
+//! the folder holding the file is opened from the tree's root one name at a time, each with
+//! `O_NOFOLLOW`: a name that is now a link stops the walk there. The file is then removed or
+//! replaced by its name in that folder (`unlinkat`, and renames into the folder's
+//! `/proc/self/fd` path, which the kernel resolves to the folder itself, wherever it is now),
+//! and only when the name still holds the file that was read (same device and inode, the name
+//! itself not followed).
+
+use std::ffi::{CString, OsStr};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+/// A device and inode: which file a name held when it was read.
+pub type Identity = (u64, u64);
+
+/// A folder of a tree, open.
+#[derive(Debug)]
+pub struct Folder {
+    fd: OwnedFd,
+}
+
+/// The error for a name that no longer holds the file that was read.
+fn changed() -> io::Error {
+    io::Error::other(
+        "it changed while it was being read (another file is at its name now); left as it is",
+    )
+}
+
+/// `name` as a C string; a NUL in it is an invalid argument.
+fn c_name(name: &OsStr) -> io::Result<CString> {
+    CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+impl Folder {
+    /// Opens the folder `relative` below `root`, `root` as named (links in it followed: the
+    /// user named it), then each name of `relative` without following a symbolic link: a
+    /// name that is a link fails with `ELOOP` or `ENOTDIR`. `relative` holds plain names only.
+    pub fn open(root: &Path, relative: &Path) -> io::Result<Folder> {
+        let root = if root.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            root
+        };
+        let mut folder = Folder::at(libc::AT_FDCWD, &c_name(root.as_os_str())?, 0)?;
+        for component in relative.components() {
+            match component {
+                Component::Normal(name) => {
+                    folder = Folder::at(folder.fd.as_raw_fd(), &c_name(name)?, libc::O_NOFOLLOW)?;
+                }
+                Component::CurDir => {}
+                _ => return Err(io::Error::from_raw_os_error(libc::EINVAL)),
+            }
+        }
+        Ok(folder)
+    }
+
+    /// Opens the folder `name` in the folder `dir`, with `flags` beside those of a folder.
+    fn at(dir: libc::c_int, name: &CString, flags: libc::c_int) -> io::Result<Folder> {
+        let flags = flags | libc::O_DIRECTORY | libc::O_RDONLY | libc::O_CLOEXEC;
+        // SAFETY: `name` is a NUL-terminated string that outlives the call; `dir` is a folder
+        // descriptor this process holds open, or AT_FDCWD.
+        let fd = unsafe { libc::openat(dir, name.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        Ok(Folder {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+        })
+    }
+
+    /// A path that names this folder for as long as it is open, wherever it is now: names
+    /// joined to it resolve in this folder (`/proc/self/fd/N`).
+    pub fn path(&self) -> PathBuf {
+        PathBuf::from(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))
+    }
+
+    /// The file `name` holds in this folder, the name itself not followed; `None` when there
+    /// is none.
+    pub fn identity(&self, name: &OsStr) -> io::Result<Option<Identity>> {
+        let c = c_name(name)?;
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: `c` is NUL-terminated and `stat` is a buffer of the size fstatat writes.
+        let status = unsafe {
+            libc::fstatat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                stat.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if status != 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::NotFound => Ok(None),
+                _ => Err(e),
+            };
+        }
+        // SAFETY: fstatat succeeded, so it filled `stat`.
+        let stat = unsafe { stat.assume_init() };
+        Ok(Some((stat.st_dev, stat.st_ino)))
+    }
+
+    /// Checks that `name` still holds the file `read`.
+    pub fn check(&self, name: &OsStr, read: Identity) -> io::Result<()> {
+        match self.identity(name)? {
+            Some(now) if now == read => Ok(()),
+            _ => Err(changed()),
+        }
+    }
+
+    /// Removes `name` from this folder, when it still holds the file `read`.
+    pub fn remove(&self, name: &OsStr, read: Identity) -> io::Result<()> {
+        self.check(name, read)?;
+        self.unlink(name)
+    }
+
+    /// Removes `name` from this folder, whatever it holds but a folder (a name in an output
+    /// folder that no output takes).
+    pub fn unlink(&self, name: &OsStr) -> io::Result<()> {
+        let c = c_name(name)?;
+        // SAFETY: `c` is NUL-terminated; the descriptor is a folder this process holds open.
+        if unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+/// The folder part and the name of `relative` (`a/b/c.so`: `a/b`, `c.so`); `None` for a path
+/// that names no file (empty, or ending in `..`).
+pub fn split(relative: &Path) -> Option<(&Path, &OsStr)> {
+    let name = relative.file_name()?;
+    Some((relative.parent().unwrap_or(Path::new("")), name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    fn identity(path: &Path) -> Identity {
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        (meta.dev(), meta.ino())
+    }
+
+    #[test]
+    fn a_link_on_the_way_stops_the_walk_and_a_changed_name_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        let outside = dir.path().join("outside");
+        std::fs::create_dir_all(tree.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(tree.join("sub/k.co"), b"in").unwrap();
+        std::fs::write(outside.join("k.co"), b"out").unwrap();
+        std::os::unix::fs::symlink(&outside, tree.join("link")).unwrap();
+        let read = identity(&tree.join("sub/k.co"));
+
+        let error = Folder::open(&tree, Path::new("link")).unwrap_err();
+        assert!(
+            matches!(error.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR)),
+            "{error}"
+        );
+        let folder = Folder::open(&tree, Path::new("sub")).unwrap();
+        // Another file at the name: not removed.
+        let other = identity(&outside.join("k.co"));
+        assert!(folder.remove(OsStr::new("k.co"), other).is_err());
+        assert!(tree.join("sub/k.co").exists());
+        // The folder moved away is still the one open.
+        std::fs::rename(tree.join("sub"), tree.join("moved")).unwrap();
+        assert_eq!(
+            std::fs::read(folder.path().join("k.co")).unwrap(),
+            b"in".to_vec()
+        );
+        folder.remove(OsStr::new("k.co"), read).unwrap();
+        assert!(!tree.join("moved/k.co").exists());
+        assert!(outside.join("k.co").exists());
+        assert!(Folder::open(&tree, Path::new("../outside")).is_err());
+    }
+}
