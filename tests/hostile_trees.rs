@@ -78,6 +78,13 @@ fn arguments_that_are_not_utf8_name_their_own_files() {
     );
     assert_ne!(std::fs::read(&raw).unwrap(), original);
     assert_eq!(std::fs::read(&lookalike).unwrap(), original);
+    // Listed and counted under its own name, escaped as the one rule says.
+    let (code, listing, stderr) = run(&[OsStr::new("ls"), raw.as_os_str()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(listing.contains("a\\xff .hip_fatbin @0x"), "{listing}");
+    let (code, usage, stderr) = run(&[OsStr::new("du"), raw.as_os_str()]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(usage.lines().nth(1).unwrap().ends_with("a\\xff"), "{usage}");
 
     // A new output under a name that is not UTF-8, beside the name lossy text would make.
     let (out, out_lookalike) = (

@@ -111,24 +111,24 @@ fn table(files: &[FileUsage], total: &[Usage], keep: bool) -> String {
         header.push("REMOVED");
     }
     header.push("FILE");
-    let row = |usage: &Usage, file: &str| {
-        let mut row = vec![
-            usage.target.clone(),
-            usage.images.to_string(),
-            usage.stored.to_string(),
-            usage.inflated.to_string(),
+    let row = |usage: &Usage, file: &std::ffi::OsStr| {
+        let mut row: Vec<std::ffi::OsString> = vec![
+            usage.target.clone().into(),
+            usage.images.to_string().into(),
+            usage.stored.to_string().into(),
+            usage.inflated.to_string().into(),
         ];
         if keep {
-            row.push(usage.removed.unwrap_or(0).to_string());
+            row.push(usage.removed.unwrap_or(0).to_string().into());
         }
-        row.push(file.to_string());
+        row.push(file.to_owned());
         row
     };
     let mut rows = Vec::new();
     for file in files {
-        rows.extend(file.targets.iter().map(|u| row(u, &file.file)));
+        rows.extend(file.targets.iter().map(|u| row(u, file.path.as_os_str())));
     }
-    rows.extend(total.iter().map(|u| row(u, "(total)")));
+    rows.extend(total.iter().map(|u| row(u, "(total)".as_ref())));
     let sum = |f: fn(&Usage) -> u64| total.iter().map(f).sum::<u64>();
     let mut all = Usage {
         target: "(all)".into(),
@@ -140,7 +140,7 @@ fn table(files: &[FileUsage], total: &[Usage], keep: bool) -> String {
     if keep {
         all.removed = Some(sum(|u| u.removed.unwrap_or(0)));
     }
-    rows.push(row(&all, "(total)"));
+    rows.push(row(&all, "(total)".as_ref()));
     // The target on the left, the numbers on the right, the file last.
     let mut align = vec![Align::Right; header.len()];
     align[0] = Align::Left;

@@ -173,15 +173,16 @@ pub fn run(prog: &str, args: &[std::ffi::OsString]) -> i32 {
 /// The summary of an extraction from `files` files with `errors` errors: the files images
 /// were written from, the images and their bytes, then the same per target.
 fn summary(files: usize, errors: usize, written: &[extract::Extracted]) -> String {
-    let mut from: Vec<&str> = written.iter().map(|w| w.image.file.as_str()).collect();
+    let mut from: Vec<&std::path::Path> = written.iter().map(|w| w.image.path.as_path()).collect();
     from.sort_unstable();
     from.dedup();
     // Per target by `du`'s rule (its naming, its order); the bytes written are the images'
     // inflated bytes.
-    let mut by_file: std::collections::BTreeMap<&str, Vec<ImageRecord>> = Default::default();
+    let mut by_file: std::collections::BTreeMap<&std::path::Path, Vec<ImageRecord>> =
+        Default::default();
     for w in written {
         by_file
-            .entry(w.image.file.as_str())
+            .entry(w.image.path.as_path())
             .or_default()
             .push(w.image.clone());
     }

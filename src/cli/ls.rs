@@ -91,7 +91,7 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
         totals.files += 1;
         match result {
             Ok((found, problems)) => {
-                let usage = du::listed_usage(&path.to_string_lossy(), &found);
+                let usage = du::listed_usage(path, &found);
                 totals.with_code += usize::from(!usage.targets.is_empty());
                 totals.usages.push(usage);
                 images.extend(found);

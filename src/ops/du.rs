@@ -37,8 +37,12 @@ pub struct Usage {
 /// The device code of one file, by target, most stored bytes first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileUsage {
-    /// The file, as found.
+    /// The file, as found, as text (a name that is not UTF-8 with replacement characters:
+    /// [`FileUsage::path`] is exact).
     pub file: String,
+    /// The file, as found: its exact name.
+    #[serde(skip)]
+    pub path: std::path::PathBuf,
     /// Its targets.
     pub targets: Vec<Usage>,
     /// The targets of its images when it is bare device images only (see
@@ -127,6 +131,7 @@ pub fn file_usage(
     });
     let removed = keep.map(|config| removed(&units, config));
     let mut usage = tally(name, &counted, removed.as_deref());
+    usage.path = path.to_path_buf();
     usage.bare = bare;
     usage.read = input.identity();
     Ok(usage)
@@ -153,7 +158,8 @@ fn archive_usage(
             )
         })
         .collect();
-    let mut usage = listed_usage(&name, &images);
+    let mut usage = listed_usage(path, &images);
+    usage.file = name;
     if let Some(config) = keep {
         // Each code object on its own: the loader picks one per processor by the archive's
         // table, not among them.
@@ -178,7 +184,7 @@ fn archive_usage(
 /// an image inside a compressed bundle stored as such counting for its share of the bundle,
 /// a code object of a `.kpack` archive or an entry of a CUDA fat binary for its bytes as
 /// stored.
-pub fn listed_usage(file: &str, images: &[ImageRecord]) -> FileUsage {
+pub fn listed_usage(file: &Path, images: &[ImageRecord]) -> FileUsage {
     let mut counted: Vec<Counted> = images
         .iter()
         .filter(|image| image.producer != Producer::Host)
@@ -199,7 +205,9 @@ pub fn listed_usage(file: &str, images: &[ImageRecord]) -> FileUsage {
         })
         .collect();
     share_compressed(&mut counted);
-    tally(file.to_string(), &counted, None)
+    let mut usage = tally(file.to_string_lossy().into_owned(), &counted, None);
+    usage.path = file.to_path_buf();
+    usage
 }
 
 /// The usage of the file `file` from its images, each marked in `removed` when a strip
@@ -216,6 +224,7 @@ fn tally(file: String, counted: &[Counted], removed: Option<&[bool]>) -> FileUsa
         }
     }
     FileUsage {
+        path: std::path::PathBuf::from(&file),
         file,
         targets: sorted(by_target),
         bare: None,

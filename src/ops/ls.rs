@@ -1,5 +1,6 @@
 //! Listing the device images of files: where each lies and what it is.
 
+use std::ffi::OsString;
 use std::path::Path;
 
 use serde::Serialize;
@@ -88,19 +89,19 @@ pub fn rows(images: &[ImageRecord]) -> Vec<Image> {
     images.iter().map(Image::of).collect()
 }
 
-/// The code objects of the `.kpack` archive `data` (at `path`, named `name`).
-fn list_archive(path: &Path, name: &str, data: &[u8]) -> Result<Vec<ImageRecord>> {
+/// The code objects of the `.kpack` archive `data` (at `path`).
+fn list_archive(path: &Path, data: &[u8]) -> Result<Vec<ImageRecord>> {
     let archive = Archive::parse(data).map_err(|e| Error::format(path, e))?;
     let codes = kpack::stored_code_objects(path, &archive, &|_| true)?;
     Ok(codes
         .iter()
-        .map(|c| ImageRecord::archived(name, c))
+        .map(|c| ImageRecord::archived(path, c))
         .collect())
 }
 
 /// The code objects a split binary's archives hold for it, and the archives that could not be
 /// read; nothing for a binary that is not split.
-fn list_split(path: &Path, name: &str, data: &[u8]) -> Result<(Vec<ImageRecord>, Vec<Error>)> {
+fn list_split(path: &Path, data: &[u8]) -> Result<(Vec<ImageRecord>, Vec<Error>)> {
     let Some(split) = kpack::split_binary(path, data)? else {
         return Ok((Vec::new(), Vec::new()));
     };
@@ -110,7 +111,7 @@ fn list_split(path: &Path, name: &str, data: &[u8]) -> Result<(Vec<ImageRecord>,
     codes.sort_by_key(|c| c.index);
     let images = codes
         .iter()
-        .map(|c| ImageRecord::archived(name, c))
+        .map(|c| ImageRecord::archived(path, c))
         .collect();
     Ok((images, problems))
 }
@@ -122,9 +123,8 @@ fn list_split(path: &Path, name: &str, data: &[u8]) -> Result<(Vec<ImageRecord>,
 pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<ImageRecord>, Vec<Error>)> {
     let input = Input::open(path)?;
     tracing::debug!(size = input.len(), "scanning");
-    let name = path.to_string_lossy().into_owned();
     if input.starts_with(&kpack_format::MAGIC) {
-        let images = list_archive(path, &name, &input)?;
+        let images = list_archive(path, &input)?;
         input.intact()?;
         return Ok((images, Vec::new()));
     }
@@ -138,7 +138,7 @@ pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<ImageRecord>
         max_decompressed,
         Reading::Headers,
         &mut |image| {
-            let image = ImageRecord::found(&name, image);
+            let image = ImageRecord::found(path, image);
             tracing::debug!(
                 member = image.member,
                 section = image.section,
@@ -153,7 +153,7 @@ pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<ImageRecord>
             images.push(image);
         },
     )?;
-    let (split, mut split_problems) = list_split(path, &name, &input)?;
+    let (split, mut split_problems) = list_split(path, &input)?;
     images.extend(split);
     let mut problems = problems;
     problems.append(&mut split_problems);
@@ -197,17 +197,19 @@ pub fn uri(image: &ImageRecord) -> Option<String> {
 
 /// The WHERE of a code object in an archive: `ARCHIVE[KEY] @OFFSET` (or `(zstd)`), after
 /// `BINARY -> ` when listed with the split binary.
-fn kpack_where(image: &ImageRecord, k: &KpackPlace) -> String {
+fn kpack_where(image: &ImageRecord, k: &KpackPlace) -> OsString {
     let stored = match k.scheme {
         Scheme::None => format!("@{:#x}", k.stored_offset),
         _ => format!("(zstd, {} bytes at {:#x})", k.stored_size, k.stored_offset),
     };
     let inside = format!("{}[{}] {stored}", k.archive, k.key);
     if image.file == k.archive {
-        inside
-    } else {
-        format!("{} -> {inside}", image.file)
+        return inside.into();
     }
+    let mut place = image.path.as_os_str().to_owned();
+    place.push(" -> ");
+    place.push(inside);
+    place
 }
 
 /// Where a compressed CUDA entry is: ` (zstd, N bytes at 0xOFFSET)`.
@@ -222,49 +224,51 @@ fn cuda_where(c: &CudaPlace) -> String {
     }
 }
 
-/// Where `image` lies, as the table says it: file, member, section and offset, or where its
-/// stored bytes are.
-fn place(image: &ImageRecord) -> String {
-    let mut place = image.file.clone();
+/// Where `image` lies, as the table says it: file (its exact name), member, section and
+/// offset, or where its stored bytes are.
+fn place(image: &ImageRecord) -> OsString {
+    let mut place = image.path.as_os_str().to_owned();
     if let Some(member) = &image.member {
-        place.push_str(&format!("({member})"));
+        place.push(format!("({member})"));
     }
     if let Some(section) = &image.section {
-        place.push_str(&format!(" {section}"));
+        place.push(format!(" {section}"));
     }
     match (image.source.kpack(), image.source.cuda(), image.offset) {
         (Some(k), _, _) => place = kpack_where(image, k),
-        (None, _, Some(at)) => place.push_str(&format!(" @{at:#x}")),
-        (None, Some(c), None) => place.push_str(&cuda_where(c)),
-        (None, None, None) => place.push_str(" (compressed)"),
+        (None, _, Some(at)) => place.push(format!(" @{at:#x}")),
+        (None, Some(c), None) => place.push(cuda_where(c)),
+        (None, None, None) => place.push(" (compressed)"),
     }
     place
 }
 
 /// The table's row for `image`, the `i`th.
-fn table_row(i: usize, image: &ImageRecord) -> [String; 7] {
+fn table_row(i: usize, image: &ImageRecord) -> [OsString; 7] {
+    let kind = match (image.source.image_kind(), image.source.kpack()) {
+        (Some(kind), _) => kind,
+        (None, Some(_)) => "kpack".to_string(),
+        (None, None) => "bundle".to_string(),
+    };
+    let arch = match (image.target_id.as_str(), image.processor()) {
+        ("", _) => "-".into(),
+        (arch, Some("unknown")) => format!("{arch} (unknown processor)"),
+        (arch, _) => arch.to_string(),
+    };
     [
-        i.to_string(),
-        match (image.source.image_kind(), image.source.kpack()) {
-            (Some(kind), _) => kind,
-            (None, Some(_)) => "kpack".to_string(),
-            (None, None) => "bundle".to_string(),
-        },
-        match (image.target_id.as_str(), image.processor()) {
-            ("", _) => "-".into(),
-            (arch, Some("unknown")) => format!("{arch} (unknown processor)"),
-            (arch, _) => arch.to_string(),
-        },
-        image.triple.as_str().to_string(),
-        image.producer.name().to_string(),
-        image.size.to_string(),
+        i.to_string().into(),
+        kind.into(),
+        arch.into(),
+        image.triple.as_str().into(),
+        image.producer.name().into(),
+        image.size.to_string().into(),
         place(image),
     ]
 }
 
 /// The table `offload ls` prints for people.
 pub fn table(images: &[ImageRecord]) -> String {
-    let rows: Vec<[String; 7]> = images
+    let rows: Vec<[OsString; 7]> = images
         .iter()
         .enumerate()
         .map(|(i, image)| table_row(i, image))

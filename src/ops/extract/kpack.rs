@@ -47,7 +47,7 @@ fn environment() -> Environment {
 /// A code object of archive `number`, ready to write if chosen, listed under the file `name`
 /// (input `index`).
 fn candidate(
-    name: &str,
+    name: &Path,
     index: usize,
     number: usize,
     code: StoredCodeObject,
@@ -77,7 +77,7 @@ pub(super) fn choose_in_archive(
     chosen: &mut Vec<Chosen>,
     found: &mut Found,
 ) -> Result<()> {
-    let name = path.to_string_lossy().into_owned();
+    let name = path;
     let number = archives.map(path)?;
     let Some((_, archive)) = archives.archive(number) else {
         return Ok(());
@@ -88,7 +88,7 @@ pub(super) fn choose_in_archive(
     }
     by_target_id(
         config,
-        &name,
+        name,
         index,
         &[(number, codes.clone())],
         chosen,
@@ -115,7 +115,10 @@ pub(super) fn choose_in_archive(
             let outcome = pick(&[(path, &narrow)], key, &arches, Miss::FallThrough);
             let Outcome::Found { arch, .. } = &outcome else {
                 let why = outcome.why_not().unwrap_or_default();
-                let line = format!("{device} loads nothing for {key} from '{name}': {why}");
+                let line = format!(
+                    "{device} loads nothing for {key} from '{}': {why}",
+                    crate::io::shown(name)
+                );
                 found.missing.push((d, false, line));
                 continue;
             };
@@ -126,7 +129,7 @@ pub(super) fn choose_in_archive(
                 device,
                 &arches,
                 index,
-                &name,
+                name,
                 number,
                 code.clone(),
             ));
@@ -167,7 +170,7 @@ fn device_pick(
     device: &TargetIdBuf,
     arches: &[String],
     index: usize,
-    name: &str,
+    name: &Path,
     number: usize,
     code: StoredCodeObject,
 ) -> Chosen {
@@ -193,7 +196,7 @@ type Unit<'a> = Vec<(usize, &'a StoredCodeObject)>;
 /// what a device with it loads.
 fn by_target_id(
     config: &ExtractConfig,
-    name: &str,
+    name: &Path,
     index: usize,
     codes: &[(usize, Vec<StoredCodeObject>)],
     chosen: &mut Vec<Chosen>,
@@ -256,7 +259,7 @@ pub(super) fn choose_in_split_binary(
     if !passes_filters(config) {
         return Vec::new();
     }
-    let name = path.to_string_lossy().into_owned();
+    let name = path;
     let env = environment();
     let mut problems = Vec::new();
     if !config.arches.is_empty() {
@@ -287,7 +290,7 @@ pub(super) fn choose_in_split_binary(
                 Err(e) => problems.push(e),
             }
         }
-        by_target_id(config, &name, index, &codes, chosen, found);
+        by_target_id(config, name, index, &codes, chosen, found);
     }
     device_picks(config, index, path, &split, &env, archives, chosen, found);
     problems
@@ -306,7 +309,7 @@ fn device_picks(
     chosen: &mut Vec<Chosen>,
     found: &mut Found,
 ) {
-    let name = path.to_string_lossy().into_owned();
+    let name = path;
     let binary = runtime_path(path);
     // The keys' common part: `"<binary>#"`.
     let key = toc_key(split.reference.kernel_name, 0);
@@ -342,7 +345,7 @@ fn device_picks(
                 .and_then(|number| Ok((number, archives.stored(archive, &search.key, arch)?)));
             match code {
                 Ok((number, code)) => {
-                    chosen.push(device_pick(device, &arches, index, &name, number, code));
+                    chosen.push(device_pick(device, &arches, index, name, number, code));
                     if let Some(hit) = found.devices.get_mut(d) {
                         *hit = true;
                     }
@@ -357,8 +360,9 @@ fn device_picks(
                 "code objects"
             };
             let line = format!(
-                "{device} loads nothing for {noun} {} of '{name}' ({key}N): {reason}",
-                ranges(&indices)
+                "{device} loads nothing for {noun} {} of '{}' ({key}N): {reason}",
+                ranges(&indices),
+                crate::io::shown(name)
             );
             found.missing.push((d, true, line));
         }

@@ -4,7 +4,7 @@
 //! loads from each bundle or fat binary ([`crate::ops::extract::picks`]).
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::format::cuda_fatbin::EntryKind;
@@ -28,7 +28,7 @@ use crate::target::target_id::TargetId;
 struct Seen<'c> {
     config: &'c ExtractConfig,
     /// The file's name, as given.
-    name: String,
+    name: PathBuf,
     /// The input's number among the inputs.
     index: usize,
     /// Images that may be chosen, with their unit and target ID: which are is known only
@@ -162,7 +162,7 @@ pub(super) fn choose(
     tracing::debug!(size = input.len(), "scanning");
     let mut seen = Seen {
         config,
-        name: path.to_string_lossy().into_owned(),
+        name: path.to_path_buf(),
         index,
         candidates: Vec::new(),
         bundles: BTreeMap::new(),
@@ -192,6 +192,8 @@ pub(super) fn choose(
         ..
     } = seen;
     choose_by_target_id(candidates, config, chosen, found);
+    // The picks' messages name the file as people read it.
+    let name = crate::io::shown(&name).into_owned();
     runtime_picks(config, &name, bundles, chosen, found);
     driver_picks(config, &name, fatbins, chosen, found);
     module_picks(config, &name, modules, chosen, found);
@@ -225,7 +227,7 @@ fn bytes_of(input: &Input, found: &DeviceImage<'_>) -> Bytes {
 }
 
 /// An image found in the file `name` (input `index`), ready to be written if it is chosen.
-fn candidate(name: &str, index: usize, input: &Input, found: &DeviceImage<'_>) -> Chosen {
+fn candidate(name: &Path, index: usize, input: &Input, found: &DeviceImage<'_>) -> Chosen {
     let image = ImageRecord::found(name, found);
     let label = match found.origin.entry_id() {
         Some(id) => id.to_string(),

@@ -21,7 +21,11 @@ pub enum Align {
 }
 
 /// The table of `header` and `rows`, column `k` aligned as `align[k]` (left where not given).
-pub fn render<R: AsRef<[String]>>(header: &[&str], rows: &[R], align: &[Align]) -> String {
+pub fn render<R: AsRef<[C]>, C: AsRef<std::ffi::OsStr>>(
+    header: &[&str],
+    rows: &[R],
+    align: &[Align],
+) -> String {
     let shown_rows: Vec<Vec<Cow<'_, str>>> = rows
         .iter()
         .map(|row| row.as_ref().iter().map(crate::io::shown).collect())

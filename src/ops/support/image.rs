@@ -3,7 +3,7 @@
 //! that held it), its sizes, and where its bytes lie when they are not plain in the file. `ls`
 //! renders its rows from it, `extract` says with it what it chose, `du` counts it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Serialize, Serializer};
 
@@ -24,8 +24,11 @@ const KPACK_TRIPLE: &str = "amdgcn-amd-amdhsa";
 /// One device image found in a file or a `.kpack` archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageRecord {
-    /// The file, as named on the command line.
+    /// The file, as named on the command line, as text (a name that is not UTF-8 with
+    /// replacement characters: [`ImageRecord::path`] is exact).
     pub file: String,
+    /// The file, as named on the command line: its exact name.
+    pub path: PathBuf,
     /// The archive member that holds the image (the innermost, for archives in archives).
     pub member: Option<String>,
     /// The section that holds the image.
@@ -183,7 +186,7 @@ fn scheme_name<S: Serializer>(scheme: &Scheme, s: S) -> Result<S::Ok, S::Error> 
 
 impl ImageRecord {
     /// The record of `image`, found by a scan of the file named `file`.
-    pub fn found(file: &str, image: &DeviceImage<'_>) -> ImageRecord {
+    pub fn found(file: &Path, image: &DeviceImage<'_>) -> ImageRecord {
         let target = image.target;
         let source = match image.origin {
             Origin::BundleEntry(id) => Source::BundleEntry(id.to_string()),
@@ -194,7 +197,8 @@ impl ImageRecord {
             Origin::Bare(bare) => Source::Bare(bare.kind),
         };
         ImageRecord {
-            file: file.to_string(),
+            file: file.to_string_lossy().into_owned(),
+            path: file.to_path_buf(),
             member: image.members.last().cloned(),
             section: image.section.map(str::to_string),
             offset: image.offset,
@@ -220,11 +224,12 @@ impl ImageRecord {
 
     /// The record of a code object of a `.kpack` archive, listed under the name `file` (the
     /// archive itself, or the split binary that refers to it).
-    pub fn archived(file: &str, code: &StoredCodeObject) -> ImageRecord {
-        let in_archive = Path::new(file) == code.archive;
+    pub fn archived(file: &Path, code: &StoredCodeObject) -> ImageRecord {
+        let in_archive = file == code.archive;
         let plain = code.scheme == Scheme::None;
         ImageRecord {
-            file: file.to_string(),
+            file: file.to_string_lossy().into_owned(),
+            path: file.to_path_buf(),
             member: None,
             section: None,
             offset: (in_archive && plain).then_some(code.stored_offset),
