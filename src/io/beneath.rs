@@ -14,7 +14,12 @@ use std::ffi::{CString, OsStr};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+
+use super::error::FileError as Error;
+use super::keep::Kept;
+use super::{opening, shown, Output, Placing, Result};
 
 /// A device and inode: which file a name held when it was read.
 pub type Identity = (u64, u64);
@@ -130,6 +135,65 @@ impl Folder {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+}
+
+/// Where an output that replaces a file of a tree goes: a name in a folder held open, which
+/// must still hold the file that was read when the output takes its place.
+pub(super) struct Beneath {
+    pub(super) folder: Folder,
+    name: std::ffi::OsString,
+    pub(super) read: Identity,
+}
+
+impl Beneath {
+    /// The path of the destination, in the open folder, once checked to hold the file read.
+    pub(super) fn destination(&self) -> io::Result<PathBuf> {
+        self.folder.check(&self.name, self.read)?;
+        Ok(self.folder.path().join(&self.name))
+    }
+}
+
+impl Output {
+    /// Starts rewriting in place the file `name` of the open `folder` of a tree (`path` is
+    /// how messages name it), which must be the file that was read (`read`) and a regular
+    /// file: a symbolic link is not followed. As [`Output::replace`] otherwise; when it takes
+    /// its place, the name must still hold that file, and it is renamed in that folder (or
+    /// written into, for a file with other hard links), wherever the folder is by then.
+    pub fn replace_beneath(
+        folder: Folder,
+        name: &std::ffi::OsStr,
+        path: &Path,
+        read: Identity,
+    ) -> Result<Output> {
+        let beneath = Beneath {
+            folder,
+            name: name.to_os_string(),
+            read,
+        };
+        let target = beneath.destination().map_err(|e| Error::io(path, e))?;
+        let (file, meta) =
+            opening::open_nonblocking_nofollow(&target).map_err(|e| Error::io(path, e))?;
+        if !meta.is_file() || (meta.dev(), meta.ino()) != read {
+            return Err(Error::msg(format!(
+                "'{}': it changed while it was being read (another file is at its name now); left as it is",
+                shown(path)
+            )));
+        }
+        let kept = Kept::read(&file, &meta).map_err(|e| Error::io(path, e))?;
+        let placing = if meta.nlink() > 1 {
+            Placing::WriteThrough { kept }
+        } else {
+            Placing::Rename {
+                mode: meta.mode() & 0o7777,
+                kept: Some(kept),
+                synced: true,
+            }
+        };
+        let mut out = Output::temporary(&target, &beneath.folder.path(), placing)?;
+        out.path = path.to_path_buf();
+        out.beneath = Some(beneath);
+        Ok(out)
     }
 }
 

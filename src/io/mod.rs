@@ -599,23 +599,7 @@ impl Write for SinkWriter {
 pub struct Output {
     path: PathBuf,
     sink: io::BufWriter<SinkWriter>,
-    beneath: Option<Beneath>,
-}
-
-/// Where an output that replaces a file of a tree goes: a name in a folder held open, which
-/// must still hold the file that was read when the output takes its place.
-struct Beneath {
-    folder: beneath::Folder,
-    name: std::ffi::OsString,
-    read: beneath::Identity,
-}
-
-impl Beneath {
-    /// The path of the destination, in the open folder, once checked to hold the file read.
-    fn destination(&self) -> io::Result<PathBuf> {
-        self.folder.check(&self.name, self.read)?;
-        Ok(self.folder.path().join(&self.name))
-    }
+    beneath: Option<beneath::Beneath>,
 }
 
 /// Whether `path` names a descriptor (`/proc/self/fd/1`, `/dev/fd/1`, or a link to one such as
@@ -732,47 +716,6 @@ impl Output {
         };
         let mut out = Output::temporary(&target, folder_of(&target), placing)?;
         out.path = target;
-        Ok(out)
-    }
-
-    /// Starts rewriting in place the file `name` of the open `folder` of a tree (`path` is
-    /// how messages name it), which must be the file that was read (`read`) and a regular
-    /// file: a symbolic link is not followed. As [`Output::replace`] otherwise; when it takes
-    /// its place, the name must still hold that file, and it is renamed in that folder (or
-    /// written into, for a file with other hard links), wherever the folder is by then.
-    pub fn replace_beneath(
-        folder: beneath::Folder,
-        name: &std::ffi::OsStr,
-        path: &Path,
-        read: beneath::Identity,
-    ) -> Result<Output> {
-        let beneath = Beneath {
-            folder,
-            name: name.to_os_string(),
-            read,
-        };
-        let target = beneath.destination().map_err(|e| Error::io(path, e))?;
-        let (file, meta) =
-            opening::open_nonblocking_nofollow(&target).map_err(|e| Error::io(path, e))?;
-        if !meta.is_file() || (meta.dev(), meta.ino()) != read {
-            return Err(Error::msg(format!(
-                "'{}': it changed while it was being read (another file is at its name now); left as it is",
-                shown(path)
-            )));
-        }
-        let kept = Kept::read(&file, &meta).map_err(|e| Error::io(path, e))?;
-        let placing = if meta.nlink() > 1 {
-            Placing::WriteThrough { kept }
-        } else {
-            Placing::Rename {
-                mode: meta.mode() & 0o7777,
-                kept: Some(kept),
-                synced: true,
-            }
-        };
-        let mut out = Output::temporary(&target, &beneath.folder.path(), placing)?;
-        out.path = path.to_path_buf();
-        out.beneath = Some(beneath);
         Ok(out)
     }
 
@@ -1230,7 +1173,7 @@ enum ClosedState {
 pub struct Closed {
     path: PathBuf,
     state: ClosedState,
-    beneath: Option<Beneath>,
+    beneath: Option<beneath::Beneath>,
 }
 
 impl Closed {
