@@ -1,7 +1,7 @@
 //! The names `extract` writes under: safe file names, extensions read from an image's first
 //! bytes, cuobjdump's names for CUDA entries, and the output files' stems, kept apart.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::format::cuda_fatbin::EntryKind;
@@ -117,31 +117,41 @@ fn cuobjdump_stem(name: &str) -> String {
 }
 
 /// The file each chosen image is written to, before its extension: names say where it came
-/// from and what it is; a number keeps them apart.
+/// from and what it is; a number keeps them apart, whether built here or cuobjdump's (two
+/// inputs may both be named `k.o`, with a `k.2.sm_90` each).
 pub(super) fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut taken: BTreeSet<String> = BTreeSet::new();
     chosen
         .iter()
         .map(|c| {
-            if let Some(name) = &c.name {
-                return config.output.join(safe_name(name));
-            }
-            let mut name = stem(&config.files[c.input]);
-            if let Some(member) = &c.member {
-                name.push('-');
-                name.push_str(member);
-            }
-            name.push('-');
-            name.push_str(&c.label);
-            let mut name = safe_name(&name);
-            let count = seen.entry(name.clone()).or_insert(0);
-            *count += 1;
-            if *count > 1 {
-                name.push_str(&format!("-{count}"));
-            }
-            config.output.join(name)
+            let name = match &c.name {
+                Some(name) => safe_name(name),
+                None => {
+                    let mut name = stem(&config.files[c.input]);
+                    if let Some(member) = &c.member {
+                        name.push('-');
+                        name.push_str(member);
+                    }
+                    name.push('-');
+                    name.push_str(&c.label);
+                    safe_name(&name)
+                }
+            };
+            config.output.join(unique(name, &mut taken))
         })
         .collect()
+}
+
+/// `name`, or the first of `name-2`, `name-3`... not `taken` yet; taken then.
+fn unique(name: String, taken: &mut BTreeSet<String>) -> String {
+    let mut candidate = name.clone();
+    let mut count = 1usize;
+    while taken.contains(&candidate) {
+        count += 1;
+        candidate = format!("{name}-{count}");
+    }
+    taken.insert(candidate.clone());
+    candidate
 }
 
 /// `stem` with `.ext` after it (a stem may hold dots of its own).
@@ -163,6 +173,19 @@ mod tests {
         assert_eq!(
             safe_name("hip-amdgcn-amd-amdhsa--gfx90a:xnack+"),
             "hip-amdgcn-amd-amdhsa--gfx90a_xnack+"
+        );
+    }
+
+    #[test]
+    fn a_name_taken_gets_the_first_number_free() {
+        let mut taken = BTreeSet::new();
+        let names: Vec<String> = ["k.2.sm_90", "k.2.sm_90-2", "k.2.sm_90", "k.2.sm_90"]
+            .into_iter()
+            .map(|n| unique(n.to_string(), &mut taken))
+            .collect();
+        assert_eq!(
+            names,
+            ["k.2.sm_90", "k.2.sm_90-2", "k.2.sm_90-3", "k.2.sm_90-4"]
         );
     }
 }
