@@ -93,11 +93,21 @@ pub fn settle(input: &Path, output: &Path, action: Action, mode: Mode) -> Result
         Fate::Copied => copy_unchanged(input, output)?,
         Fate::Removed => {
             tracing::info!(file = %input.display(), "pruned");
-            std::fs::remove_file(input).map_err(|e| Error::io(input, e))?;
+            std::fs::remove_file(input).map_err(|e| cannot_remove(input, &e))?;
         }
         Fate::Left | Fate::NotCopied => {}
     }
     Ok(fate)
+}
+
+/// The error of a file pruned that could not be removed: the file, what was being done, and
+/// what the system said (`'tree/ro/k_gfx906.hsaco': cannot remove: Permission denied`).
+pub fn cannot_remove(path: &Path, e: &std::io::Error) -> Error {
+    Error::msg(format!(
+        "'{}': cannot remove: {}",
+        crate::io::shown(path),
+        crate::io::io_message(e)
+    ))
 }
 
 /// Copies `input` to `output` as it is, with its permissions.
@@ -198,6 +208,16 @@ fn is_kept(processor: &str, config: &RewriteConfig) -> bool {
 mod tests {
     use super::*;
     use crate::ops::rewrite::{Change, Ptx};
+
+    #[test]
+    fn a_removal_refused_names_the_file_and_what_was_done() {
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        let e = cannot_remove(Path::new("tree/ro/k_gfx906.hsaco"), &denied);
+        assert_eq!(
+            e.to_string(),
+            "'tree/ro/k_gfx906.hsaco': cannot remove: Permission denied"
+        );
+    }
 
     fn keeping(ids: &[&str]) -> RewriteConfig {
         RewriteConfig {
