@@ -240,9 +240,8 @@ impl Report {
         let kpack_bad = verified.kpack.as_ref().map_or(0, |k| k.bad.len());
         self.failed |= damaged + cuda_damaged + binaries_damaged > 0;
         totals.failed += usize::from(damaged + cuda_damaged + binaries_damaged + kpack_bad > 0);
-        totals.with_code += usize::from(
-            verified.streams + verified.binaries > 0 || verified.kpack.is_some(),
-        );
+        totals.with_code +=
+            usize::from(verified.streams + verified.binaries > 0 || verified.kpack.is_some());
         let sound = verified.streams - verified.bad.len();
         totals.sound += sound;
         totals.damaged += damaged;
