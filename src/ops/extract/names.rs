@@ -118,14 +118,15 @@ fn cuobjdump_stem(name: &str) -> String {
 
 /// The file each chosen image is written to, before its extension: names say where it came
 /// from and what it is; a number keeps them apart, whether built here or cuobjdump's (two
-/// inputs may both be named `k.o`, with a `k.2.sm_90` each).
+/// inputs may both be named `k.o`, with a `k.2.sm_90` each). cuobjdump's names are told apart
+/// with their extension, as a cubin and a PTX entry share a stem (`k.1.sm_90a`).
 pub(super) fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
     let mut taken: BTreeSet<String> = BTreeSet::new();
     chosen
         .iter()
         .map(|c| {
             let name = match &c.name {
-                Some(name) => safe_name(name),
+                Some(name) => unique(&safe_name(name), &format!(".{}", c.ext), &mut taken),
                 None => {
                     let mut name = stem(&config.files[c.input]);
                     if let Some(member) = &c.member {
@@ -134,23 +135,24 @@ pub(super) fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<Pat
                     }
                     name.push('-');
                     name.push_str(&c.label);
-                    safe_name(&name)
+                    unique(&safe_name(&name), "", &mut taken)
                 }
             };
-            config.output.join(unique(name, &mut taken))
+            config.output.join(name)
         })
         .collect()
 }
 
-/// `name`, or the first of `name-2`, `name-3`... not `taken` yet; taken then.
-fn unique(name: String, taken: &mut BTreeSet<String>) -> String {
-    let mut candidate = name.clone();
+/// `stem`, or the first of `stem-2`, `stem-3`... that with `suffix` after it is not `taken`
+/// yet; taken then.
+fn unique(stem: &str, suffix: &str, taken: &mut BTreeSet<String>) -> String {
+    let mut candidate = stem.to_string();
     let mut count = 1usize;
-    while taken.contains(&candidate) {
+    while taken.contains(&format!("{candidate}{suffix}")) {
         count += 1;
-        candidate = format!("{name}-{count}");
+        candidate = format!("{stem}-{count}");
     }
-    taken.insert(candidate.clone());
+    taken.insert(format!("{candidate}{suffix}"));
     candidate
 }
 
@@ -181,11 +183,13 @@ mod tests {
         let mut taken = BTreeSet::new();
         let names: Vec<String> = ["k.2.sm_90", "k.2.sm_90-2", "k.2.sm_90", "k.2.sm_90"]
             .into_iter()
-            .map(|n| unique(n.to_string(), &mut taken))
+            .map(|n| unique(n, ".cubin", &mut taken))
             .collect();
         assert_eq!(
             names,
             ["k.2.sm_90", "k.2.sm_90-2", "k.2.sm_90-3", "k.2.sm_90-4"]
         );
+        // Another extension is another name.
+        assert_eq!(unique("k.2.sm_90", ".ptx", &mut taken), "k.2.sm_90");
     }
 }
