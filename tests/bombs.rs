@@ -142,7 +142,7 @@ pub(crate) fn compressed_bundle(method: Method, version: u16, head: &[u8], zeros
 
 /// A compressed version 3 offload binary holding the device code, whose inflated size (all of
 /// it declared) is mostly zero padding after the image.
-fn offload_binary_bomb(zeros: u64) -> Vec<u8> {
+pub(crate) fn offload_binary_bomb(zeros: u64) -> Vec<u8> {
     let strings: [(&[u8], &[u8]); 2] = [(b"triple", b"amdgcn-amd-amdhsa"), (b"arch", b"gfx90a")];
     let code = device_code();
     let images = [OffloadingImage {

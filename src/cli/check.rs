@@ -25,7 +25,10 @@ const PROG: &str = "offload check";
 /// `ROCM_KPACK_PATH`, `ROCM_KPACK_PATH_PREFIX` and `ROCM_KPACK_DISABLE` as set: the archive
 /// and key each device finds, or every path searched and what was there. Files are read in
 /// parallel (-j), each library once; for more than one file the report ends with `total:`
-/// lines: the files and bundles, and per device how they load (not with --json). Exit status: 0 when
+/// lines: the files and bundles, and per device how they load (not with --json). A PE
+/// image (a Windows program or DLL) or a COFF object is checked alone, its own bundles:
+/// the DLLs it loads are not searched for (the library search followed is ELF's), and a note
+/// says so. Exit status: 0 when
 /// every device has code in every bundle and code object, 1 when a device is left without
 /// code, 2 for a usage error, no GPU found, or a file that cannot be read.
 #[derive(Debug, Parser)]
@@ -87,6 +90,11 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
     let roots: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
     let kpack_env = kpack_search::Environment::from_vars(|name| std::env::var(name).ok());
     let bar = JobBar::new(0);
+    for root in &roots {
+        if let Some(note) = check::checked_alone_note(root) {
+            let _ = writeln!(std::io::stderr().lock(), "{PROG}: note: {note}");
+        }
+    }
     let (report, errors) = pool.install(|| {
         check::check(
             &roots,

@@ -27,7 +27,8 @@ struct Args {
     /// `file://ABSOLUTE-PATH#offset=N&size=N` per image stored uncompressed, a byte range of
     /// the file; for an image inside a compressed bundle,
     /// `file://ABSOLUTE-PATH#offset=N&size=N&entry=ID`, the compressed bundle's byte range and
-    /// the entry's ID in the bundle it inflates to. `--uri=readobj`: the lines `llvm-readobj --offloading` (LLVM 22) prints,
+    /// the entry's ID in the bundle it inflates to. Path and ID are percent-encoded as the
+    /// code object URI syntax asks: every byte outside `[a-zA-Z0-9/_.~-]` as `%XX`. `--uri=readobj`: the lines `llvm-readobj --offloading` (LLVM 22) prints,
     /// `ENTRY-ID<TAB>file://PATH#offset=N&size=N`, for the same bundle entries it finds, the
     /// path as given; after a compressed bundle LLVM gives offsets in the decompressed bundle,
     /// and so does this.
@@ -84,6 +85,7 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
         ls::list_file(path, args.general.max_decompressed)
     });
     let mut images = Vec::new();
+    let mut uris = String::new();
     let mut totals = Totals::default();
     let mut failed = walk_failed;
     let stderr = std::io::stderr();
@@ -94,6 +96,14 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
                 let usage = du::listed_usage(path, &found);
                 totals.with_code += usize::from(!usage.targets.is_empty());
                 totals.usages.push(usage);
+                if args.uri.is_some() {
+                    uris.extend(
+                        found
+                            .iter()
+                            .filter_map(|i| ls::uri(path, i))
+                            .map(|u| u + "\n"),
+                    );
+                }
                 images.extend(found);
                 totals.failed += usize::from(!problems.is_empty());
                 for problem in problems {
@@ -108,7 +118,7 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
             }
         }
     }
-    let text = match listing(&args, &images) {
+    let text = match listing(&args, &images, uris) {
         Ok(mut text) => {
             // A summary or verdicts would break a JSON listing or a list of addresses.
             let table = !args.json && args.uri.is_none();
@@ -204,14 +214,10 @@ fn readobj_lines(pool: &rayon::ThreadPool, files: &[PathBuf]) -> i32 {
     }
 }
 
-/// The listing of `images` in the form `args` ask for.
-fn listing(args: &Args, images: &[ls::ImageRecord]) -> serde_json::Result<String> {
+/// The listing of `images` in the form `args` ask for (`uris`, their addresses, for --uri).
+fn listing(args: &Args, images: &[ls::ImageRecord], uris: String) -> serde_json::Result<String> {
     Ok(if args.uri.is_some() {
-        images
-            .iter()
-            .filter_map(ls::uri)
-            .map(|u| format!("{u}\n"))
-            .collect()
+        uris
     } else if args.json {
         serde_json::to_string_pretty(&ls::rows(images))? + "\n"
     } else {

@@ -22,6 +22,10 @@ const PROG: &str = "offload verify";
 /// their count on its line, and a damaged one is an error naming the file, the section and
 /// the offset.
 ///
+/// Compressed offload binaries (version 3) are counted apart, in their own words: one
+/// inflated whole while it was found (64 KiB or less) is checked then, a larger one is
+/// inflated to its end and must give its declared size.
+///
 /// A `.kpack` archive: every code object is read whole (one stored compressed must inflate
 /// to its declared size). A binary split by kpack: every archive its search paths name (or
 /// `ROCM_KPACK_PATH` and `ROCM_KPACK_PATH_PREFIX`, as set) must hold every code object the
@@ -110,6 +114,9 @@ pub struct Totals {
     /// Compressed CUDA entries sound and damaged.
     cuda_sound: usize,
     cuda_damaged: usize,
+    /// Compressed offload binaries sound and damaged.
+    binaries_sound: usize,
+    binaries_damaged: usize,
 }
 
 impl Totals {
@@ -126,6 +133,13 @@ impl Totals {
             self.stored,
             self.inflated,
         );
+        if self.binaries_sound + self.binaries_damaged > 0 {
+            text.push_str(&format!(
+                "total: {}, {} damaged\n",
+                binaries(self.binaries_sound),
+                self.binaries_damaged,
+            ));
+        }
         if self.cuda_sound + self.cuda_damaged > 0 {
             text.push_str(&format!(
                 "total: {}, {} damaged\n",
@@ -213,6 +227,7 @@ impl Report {
         for e in verified
             .bad
             .iter()
+            .chain(&verified.binaries_bad)
             .chain(&verified.cuda_bad)
             .chain(problems)
         {
@@ -221,10 +236,12 @@ impl Report {
         let totals = &mut self.totals;
         let damaged = verified.bad.len() + verified.problems.len();
         let cuda_damaged = verified.cuda_bad.len();
+        let binaries_damaged = verified.binaries_bad.len();
         let kpack_bad = verified.kpack.as_ref().map_or(0, |k| k.bad.len());
-        self.failed |= damaged + cuda_damaged > 0;
-        totals.failed += usize::from(damaged + cuda_damaged + kpack_bad > 0);
-        totals.with_code += usize::from(verified.streams > 0 || verified.kpack.is_some());
+        self.failed |= damaged + cuda_damaged + binaries_damaged > 0;
+        totals.failed += usize::from(damaged + cuda_damaged + binaries_damaged + kpack_bad > 0);
+        totals.with_code +=
+            usize::from(verified.streams + verified.binaries > 0 || verified.kpack.is_some());
         let sound = verified.streams - verified.bad.len();
         totals.sound += sound;
         totals.damaged += damaged;
@@ -234,6 +251,9 @@ impl Report {
         let cuda_sound = verified.cuda - cuda_damaged;
         totals.cuda_sound += cuda_sound;
         totals.cuda_damaged += cuda_damaged;
+        let binaries_sound = verified.binaries - binaries_damaged;
+        totals.binaries_sound += binaries_sound;
+        totals.binaries_damaged += binaries_damaged;
         if !archive {
             text.push_str(&format!(
                 "{}: {sound} compressed bundle{} sound, {} damaged",
@@ -241,6 +261,10 @@ impl Report {
                 if sound == 1 { "" } else { "s" },
                 damaged,
             ));
+            if verified.binaries > 0 {
+                let sound = binaries(binaries_sound);
+                text.push_str(&format!("; {sound}, {binaries_damaged} damaged"));
+            }
             if verified.cuda > 0 {
                 let entries = cuda_entries(cuda_sound);
                 text.push_str(&format!("; {entries}, {cuda_damaged} damaged"));
@@ -287,6 +311,16 @@ impl Report {
             if kpack.bad.len() == 1 { "" } else { "s" },
         ));
     }
+}
+
+/// `N compressed offload binaries sound`, `1 compressed offload binary sound`.
+fn binaries(sound: usize) -> String {
+    let noun = counted(
+        sound as u64,
+        "compressed offload binary",
+        "compressed offload binaries",
+    );
+    format!("{noun} sound")
 }
 
 /// `N compressed CUDA entries sound`, `1 compressed CUDA entry sound`.

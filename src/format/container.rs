@@ -700,6 +700,7 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
     let size = parsed.size();
     let new = match rules.storage {
         BundleStorage::Compress(options) => {
+            refuse_unwritable_ids(&parsed)?;
             let whole = data
                 .get(..usize::try_from(size).unwrap_or(usize::MAX))
                 .unwrap_or(data);
@@ -721,6 +722,21 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
         already_compressed: 0,
         fresh_stream: fresh,
     })
+}
+
+/// Refuses a bundle one of whose entry IDs no bundle is written with
+/// ([`crate::target::entry_id::unwritable_char`]).
+fn refuse_unwritable_ids(parsed: &Bundle<'_>) -> Result<()> {
+    for (index, entry) in parsed.entries().iter().enumerate() {
+        if let Some(c) = crate::target::entry_id::unwritable_char(entry.id) {
+            let kind = ErrorKind::EntryIdUnwritable {
+                index: index as u64,
+                code: u32::from(c),
+            };
+            return Err(Error::new(0, kind));
+        }
+    }
+    Ok(())
 }
 
 fn rewrite_compressed_bundle(

@@ -73,6 +73,16 @@ pub enum ErrorKind {
         /// Index of the entry, from 0.
         index: u64,
     },
+    /// A bundle entry ID holds a control character: no bundle is written with it.
+    #[error(
+        "bundle entry {index} has an ID holding the control character U+{code:04X}, which no bundle is written with"
+    )]
+    EntryIdUnwritable {
+        /// Index of the entry, from 0.
+        index: u64,
+        /// The character's code point.
+        code: u32,
+    },
     /// A text bundle's start marker has no matching end marker.
     #[error("text bundle entry '{id}' has no end marker")]
     MissingEndMarker {

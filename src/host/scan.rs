@@ -96,6 +96,23 @@ pub struct DeviceImage<'a> {
     /// Where it lies in a compressed bundle's stream, when a scan that reads only headers
     /// ([`Reading::Headers`]) did not inflate it; `None` when its bytes are `data`.
     pub stream: Option<InStream<'a>>,
+    /// The compressed container the scan inflated whole to find it (a small one, or one
+    /// whose stream holds no bundle at its start), the innermost; `None` when it was not
+    /// inflated so.
+    pub inflated: Option<InflatedWhole>,
+}
+
+/// A compressed container a scan inflated whole: which one, and what it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InflatedWhole {
+    /// A number unique within the scan: the images of one container share it.
+    pub number: usize,
+    /// What the container is: a compressed bundle or a compressed offload binary.
+    pub container: Container,
+    /// The container's size as stored: header and stream.
+    pub stored: u64,
+    /// The size of what it inflated to.
+    pub size: u64,
 }
 
 /// Where an image that was not inflated lies: in which compressed container (a compressed
@@ -125,6 +142,8 @@ struct Place<'s> {
     depth: usize,
     /// The translation unit images found here belong to (see [`DeviceImage::unit`]).
     unit: usize,
+    /// The compressed container inflated whole that holds the place, the innermost.
+    inflated: Option<InflatedWhole>,
 }
 
 struct Scan<'f, 'v> {
@@ -137,6 +156,8 @@ struct Scan<'f, 'v> {
     problems: Vec<Error>,
     /// The last translation unit number given out.
     units: usize,
+    /// The last number given to a compressed container inflated whole.
+    inflations: usize,
     /// The bytes of the sections (or segments) read, for the log.
     searched: u64,
     /// The bytes of the sections not searched (see [`sections`]), for the log.
@@ -222,6 +243,7 @@ impl Scan<'_, '_> {
             data,
             size: origin.image_size(data),
             stream: None,
+            inflated: at.inflated,
         };
         (self.visit)(&image);
     }
@@ -269,6 +291,7 @@ impl Scan<'_, '_> {
             data: &[],
             size: stream.end - stream.start,
             stream: Some(stream),
+            inflated: None,
         };
         (self.visit)(&image);
     }
@@ -347,6 +370,7 @@ impl Scan<'_, '_> {
                         compressed: at.compressed,
                         depth: at.depth + 1,
                         unit: at.unit,
+                        inflated: at.inflated,
                     };
                     self.buffer(&member.data, inner)?;
                 }
@@ -408,6 +432,7 @@ impl Scan<'_, '_> {
                 compressed: at.compressed,
                 depth: at.depth + 1,
                 unit: at.unit,
+                inflated: at.inflated,
             };
             self.buffer(data, inner)?;
         }
@@ -731,7 +756,16 @@ impl Scan<'_, '_> {
             at
         };
         match &opened.contents {
-            Contents::Inflated(plain) => self.nested(plain, at, Storage::Inflated)?,
+            Contents::Inflated(plain) => {
+                self.inflations += 1;
+                let inflated = Some(InflatedWhole {
+                    number: self.inflations,
+                    container,
+                    stored: opened.size,
+                    size: plain.len() as u64,
+                });
+                self.nested(plain, Place { inflated, ..at }, Storage::Inflated)?;
+            }
             Contents::Listed(listed) => {
                 if at.depth >= MAX_DEPTH {
                     return Err(nesting());
@@ -939,6 +973,7 @@ pub fn scan_reading(
         visit,
         problems: Vec::new(),
         units: 0,
+        inflations: 0,
         searched: 0,
         unsearched: 0,
         header_budget: (file.len() as u64)
@@ -952,6 +987,7 @@ pub fn scan_reading(
         compressed: false,
         depth: 0,
         unit: 0,
+        inflated: None,
     };
     scan.buffer(file, at)?;
     tracing::debug!(

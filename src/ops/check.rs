@@ -318,16 +318,36 @@ fn load_order(root: &Path, env: &Environment) -> Result<LoadOrder> {
     Ok(LoadOrder { objects, not_found })
 }
 
+/// What `check` does with `path` when it is a Windows image or object: a note saying that
+/// its own bundles are checked and the libraries it loads are not searched for; `None` for
+/// any other file.
+pub fn checked_alone_note(path: &Path) -> Option<String> {
+    let input = Input::open(path).ok()?;
+    let what = match object::FileKind::parse(&*input).ok()? {
+        object::FileKind::Pe32 | object::FileKind::Pe64 => "a PE image",
+        object::FileKind::Coff => "a COFF object",
+        _ => return None,
+    };
+    Some(format!(
+        "'{}': {what}: its own bundles are checked; the DLLs it loads are not searched for (check follows the libraries of ELF programs only)",
+        crate::io::shown(path)
+    ))
+}
+
 /// Whether `path` is an archive, a file that starts with a container (a bundle, an offload
 /// binary) or a bare device image: device code a runtime or a link takes, with no libraries
-/// of its own.
+/// of its own; or a PE image or COFF object, whose own bundles are checked (the libraries a
+/// Windows loader would find are not searched: the search followed is ELF's).
 fn checked_alone(path: &Path) -> bool {
     let Ok(input) = Input::open(path) else {
         return false;
     };
     matches!(
         object::FileKind::parse(&*input),
-        Ok(object::FileKind::Archive)
+        Ok(object::FileKind::Archive
+            | object::FileKind::Pe32
+            | object::FileKind::Pe64
+            | object::FileKind::Coff)
     ) || Container::at_start(&input).is_some()
         || BareImage::parse(&input).is_some()
 }

@@ -163,36 +163,62 @@ pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<ImageRecord>
     Ok((images, problems))
 }
 
-/// The address of an image. Stored uncompressed: `file://PATH#offset=N&size=N`, its byte
-/// range in the file, as ROCm's tools name code objects inside files. Inside a compressed
-/// bundle: `file://PATH#offset=N&size=N&entry=ID`, the compressed bundle's byte range in the
-/// file and the ID of the entry in the bundle it inflates to (what `offload extract`, the
-/// bundler's `-unbundle -targets=ID` or the HIP runtime read from that range). `None` for an
-/// image with no byte range in the file (a compressed bundle inside another compressed
-/// container, a thin archive's member).
-pub fn uri(image: &ImageRecord) -> Option<String> {
-    let path = std::fs::canonicalize(&image.file)
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| image.file.clone());
+/// The address of an image of the file at `file`. Stored uncompressed:
+/// `file://PATH#offset=N&size=N`, its byte range in the file, as ROCm's tools name code
+/// objects inside files. Inside a compressed bundle: `file://PATH#offset=N&size=N&entry=ID`,
+/// the compressed bundle's byte range in the file and the ID of the entry in the bundle it
+/// inflates to (what `offload extract`, the bundler's `-unbundle -targets=ID` or the HIP
+/// runtime read from that range). `None` for an image with no byte range in the file (a
+/// compressed bundle inside another compressed container, a thin archive's member).
+///
+/// The path is made absolute and, with the entry ID, encoded as the code object URI syntax
+/// asks ([`uri_encoded`]): no byte of a file name or an ID can end the line, start another
+/// fragment or name another range.
+pub fn uri(file: &Path, image: &ImageRecord) -> Option<String> {
     if let Some(place) = image.source.kpack().filter(|k| k.scheme == Scheme::None) {
         // Stored plain in an archive: a byte range of the archive.
-        let archive = std::fs::canonicalize(&place.archive)
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| place.archive.clone());
         return Some(format!(
-            "file://{archive}#offset={}&size={}",
-            place.stored_offset, place.stored_size
+            "file://{}#offset={}&size={}",
+            uri_path(&place.archive_path),
+            place.stored_offset,
+            place.stored_size
         ));
     }
+    let path = uri_path(file);
     if let Some(offset) = image.offset {
         return Some(format!("file://{path}#offset={offset}&size={}", image.size));
     }
     let place = image.compressed_bundle?;
     let entry = image.source.entry_id()?;
     Some(format!(
-        "file://{path}#offset={}&size={}&entry={entry}",
-        place.offset, place.size
+        "file://{path}#offset={}&size={}&entry={}",
+        place.offset,
+        place.size,
+        uri_encoded(entry.as_bytes())
     ))
+}
+
+/// `path` made absolute (symbolic links resolved when it exists), encoded for a URI.
+fn uri_path(path: &Path) -> String {
+    let absolute = std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf());
+    uri_encoded(std::os::unix::ffi::OsStrExt::as_bytes(absolute.as_os_str()))
+}
+
+/// `bytes` encoded as the code object URI syntax (AMDGPU's "Loaded Code Object Path URI")
+/// asks of a path: every byte outside `[a-zA-Z0-9/_.~-]` (RFC 3986's unreserved characters
+/// and `/`) as `%` and two upper-case hexadecimal digits; bytes that are not UTF-8 too.
+pub fn uri_encoded(bytes: &[u8]) -> String {
+    let mut text = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'_' | b'.' | b'~' | b'-') {
+            text.push(char::from(b));
+        } else {
+            text.push_str(&format!("%{b:02X}"));
+        }
+    }
+    text
 }
 
 /// The WHERE of a code object in an archive: `ARCHIVE[KEY] @OFFSET` (or `(zstd)`), after

@@ -113,13 +113,7 @@ pub fn settle(
 /// Removes `input`, pruned in place (see [`settle`]).
 fn remove(input: &Path, placement: &Placement, read: Option<Identity>) -> Result<()> {
     tracing::info!(file = %input.display(), "pruned");
-    let cannot = |e: std::io::Error| {
-        Error::msg(format!(
-            "'{}': cannot remove it: {}",
-            crate::io::shown(input),
-            crate::io::io_message(&e)
-        ))
-    };
+    let cannot = |e: std::io::Error| cannot_remove(input, &e);
     match placement.folder(input)? {
         Some((folder, name)) => {
             let read = read.ok_or_else(|| cannot(std::io::Error::other("it was not read")))?;
@@ -134,10 +128,20 @@ fn remove(input: &Path, placement: &Placement, read: Option<Identity>) -> Result
 fn remove_stale(output: &Path) -> Result<()> {
     match std::fs::symlink_metadata(output) {
         Ok(meta) if !meta.is_dir() => {
-            std::fs::remove_file(output).map_err(|e| Error::io(output, e))
+            std::fs::remove_file(output).map_err(|e| cannot_remove(output, &e))
         }
         _ => Ok(()),
     }
+}
+
+/// The error of a file pruned that could not be removed: the file, what was being done, and
+/// what the system said (`'tree/ro/k_gfx906.hsaco': cannot remove: Permission denied`).
+pub fn cannot_remove(path: &Path, e: &std::io::Error) -> Error {
+    Error::msg(format!(
+        "'{}': cannot remove: {}",
+        crate::io::shown(path),
+        crate::io::io_message(e)
+    ))
 }
 
 /// Copies `input` to `output` as it is, with its permissions.
@@ -242,6 +246,16 @@ fn is_kept(processor: &str, config: &RewriteConfig) -> bool {
 mod tests {
     use super::*;
     use crate::ops::rewrite::{Change, Ptx};
+
+    #[test]
+    fn a_removal_refused_names_the_file_and_what_was_done() {
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        let e = cannot_remove(Path::new("tree/ro/k_gfx906.hsaco"), &denied);
+        assert_eq!(
+            e.to_string(),
+            "'tree/ro/k_gfx906.hsaco': cannot remove: Permission denied"
+        );
+    }
 
     fn keeping(ids: &[&str]) -> RewriteConfig {
         RewriteConfig {

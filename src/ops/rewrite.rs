@@ -1024,7 +1024,8 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary, max_decompressed: u
     // are its bytes is all there is to check.
     let made = |bytes: &[u8]| summary.made.contains(&xxhash_rust::xxh3::xxh3_64(bytes));
     let checked = verify_input_except(input, &data, max_decompressed, &made)?;
-    match checked.bad.first().or(checked.problems.first()) {
+    let bad = checked.bad.iter().chain(&checked.binaries_bad);
+    match bad.chain(&checked.problems).next() {
         Some(bad) => Err(failed(bad.to_string())),
         None => Ok(()),
     }

@@ -12,11 +12,11 @@ use std::path::Path;
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
-use crate::format::container::Origin;
+use crate::format::container::{Container, Origin};
 use crate::format::cuda_fatbin::Stored;
 use crate::format::kpack as kpack_format;
 use crate::format::stream::CompressedStream;
-use crate::host::scan::{scan_reading, DeviceImage, Places, Reading};
+use crate::host::scan::{scan_reading, DeviceImage, InflatedWhole, Places, Reading};
 use crate::io::slice::offset_within;
 use crate::io::Input;
 use crate::ops::support::inflating::{memory_of_cuda, memory_of_stream, Budget};
@@ -32,6 +32,12 @@ pub struct Verified {
     /// or less than its header says, or to bytes whose hash is not the stored one), in file
     /// order, naming the file, the section and the offset.
     pub bad: Vec<Error>,
+    /// The compressed offload binaries (version 3) checked: small ones, inflated whole while
+    /// they were found, and the others, inflated to their end.
+    pub binaries: usize,
+    /// Each compressed offload binary that is damaged, in file order, naming the file, the
+    /// section and the offset.
+    pub binaries_bad: Vec<Error>,
     /// The damage found while looking for the compressed bundles: what `offload ls` reports
     /// for the file (a compressed bundle whose header or bundle header is damaged, or a small
     /// one, inflated whole while listed, that is damaged).
@@ -60,6 +66,8 @@ struct Stream {
     place: String,
     /// What it is: a compressed bundle, or the payload of a CUDA entry, stored so.
     cuda: Option<Stored>,
+    /// Whether it is a compressed offload binary rather than a compressed bundle.
+    binary: bool,
 }
 
 enum Held {
@@ -131,6 +139,8 @@ fn verify_input_checking(
         return Ok(Verified {
             streams: 0,
             bad: Vec::new(),
+            binaries: 0,
+            binaries_bad: Vec::new(),
             problems: Vec::new(),
             stored: 0,
             inflated: 0,
@@ -139,7 +149,11 @@ fn verify_input_checking(
             kpack: Some(checked),
         });
     }
-    let (found, mut problems) = find_streams(path, input, max_decompressed)?;
+    let Found {
+        streams: found,
+        whole,
+        mut problems,
+    } = find_streams(path, input, max_decompressed)?;
     let known_streams = std::sync::atomic::AtomicUsize::new(0);
     let kpack = match crate::host::kpack::split_binary(path, input) {
         Ok(split) => split.map(|split| kpack::verify_split(path, &split, max_decompressed)),
@@ -162,57 +176,95 @@ fn verify_input_checking(
             None => check(path, input, stream, max_decompressed, budget, &counted),
         })
         .collect();
-    let (mut stored, mut inflated) = (0, 0);
-    let (mut streams, mut cuda) = (0, 0);
-    let (mut bad, mut cuda_bad) = (Vec::new(), Vec::new());
+    let mut verified = Verified {
+        streams: 0,
+        bad: Vec::new(),
+        binaries: 0,
+        binaries_bad: Vec::new(),
+        problems,
+        stored: 0,
+        inflated: 0,
+        cuda: 0,
+        cuda_bad: Vec::new(),
+        kpack,
+    };
+    for inflated in &whole {
+        verified.count_whole(inflated);
+    }
     for (stream, result) in found.iter().zip(checked) {
-        match (result, stream.cuda.is_some()) {
-            (Ok(_), true) => cuda += 1,
-            (Ok(size), false) => {
-                streams += 1;
-                stored += stream.len() as u64;
-                inflated += size;
-            }
-            (Err(e), true) => {
-                cuda += 1;
-                cuda_bad.push(e);
-            }
-            (Err(e), false) => {
-                streams += 1;
-                bad.push(e);
-            }
-        }
+        verified.count(stream, result);
     }
     tracing::info!(
-        streams,
+        streams = verified.streams,
+        binaries = verified.binaries,
         known = known_streams.into_inner(),
-        bad = bad.len(),
-        cuda,
-        cuda_bad = cuda_bad.len(),
+        bad = verified.bad.len() + verified.binaries_bad.len(),
+        cuda = verified.cuda,
+        cuda_bad = verified.cuda_bad.len(),
         "verified"
     );
     input.intact()?;
-    Ok(Verified {
-        streams,
-        bad,
-        problems,
-        stored,
-        inflated,
-        cuda,
-        cuda_bad,
-        kpack,
-    })
+    Ok(verified)
+}
+
+impl Verified {
+    /// Counts a compressed container the scan inflated whole, sound (damage found then is
+    /// among the problems).
+    fn count_whole(&mut self, inflated: &InflatedWhole) {
+        match inflated.container {
+            Container::OffloadBinary => self.binaries += 1,
+            _ => self.streams += 1,
+        }
+        self.stored += inflated.stored;
+        self.inflated += inflated.size;
+    }
+
+    /// Counts `stream`, checked with `result`: the size it inflates to, or its damage.
+    fn count(&mut self, stream: &Stream, result: Result<u64>) {
+        match (result, &stream.cuda, stream.binary) {
+            (Ok(_), Some(_), _) => self.cuda += 1,
+            (Err(e), Some(_), _) => {
+                self.cuda += 1;
+                self.cuda_bad.push(e);
+            }
+            (Ok(size), None, binary) => {
+                if binary {
+                    self.binaries += 1;
+                } else {
+                    self.streams += 1;
+                }
+                self.stored += stream.len() as u64;
+                self.inflated += size;
+            }
+            (Err(e), None, true) => {
+                self.binaries += 1;
+                self.binaries_bad.push(e);
+            }
+            (Err(e), None, false) => {
+                self.streams += 1;
+                self.bad.push(e);
+            }
+        }
+    }
+}
+
+/// What a scan of a file found to check.
+struct Found {
+    /// The compressed streams: bundles, offload binaries and CUDA entries, in file order.
+    streams: Vec<Stream>,
+    /// The compressed containers the scan inflated whole (and so checked).
+    whole: Vec<InflatedWhole>,
+    /// The damage found on the way.
+    problems: Vec<Error>,
 }
 
 /// The compressed bundles and compressed CUDA entries of the file, each once and in file
 /// order, and the damage found while looking for them.
-fn find_streams(
-    path: &Path,
-    input: &Input,
-    max_decompressed: u64,
-) -> Result<(Vec<Stream>, Vec<Error>)> {
+fn find_streams(path: &Path, input: &Input, max_decompressed: u64) -> Result<Found> {
     // Keyed by where the compressed bundle's bytes are: its entries all name it.
     let mut found: BTreeMap<usize, Stream> = BTreeMap::new();
+    // Keyed by the number the scan gave each.
+    let mut whole: BTreeMap<usize, InflatedWhole> = BTreeMap::new();
     let problems = scan_reading(
         path,
         input,
@@ -220,6 +272,9 @@ fn find_streams(
         max_decompressed,
         Reading::Headers,
         &mut |image: &DeviceImage<'_>| {
+            if let (None, Some(inflated)) = (image.stream, image.inflated) {
+                whole.insert(inflated.number, inflated);
+            }
             let (bytes, offset, cuda) = match (image.stream, &image.origin) {
                 (Some(stream), _) => (stream.container, stream.offset, None),
                 (None, Origin::CudaEntry(entry)) if entry.is_compressed() => {
@@ -238,12 +293,17 @@ fn find_streams(
                     offset,
                     place: place(image),
                     cuda,
+                    binary: Container::at_start(bytes) == Some(Container::OffloadBinary),
                 });
         },
     )?;
     let mut streams: Vec<Stream> = found.into_values().collect();
     streams.sort_by_key(|s| s.offset);
-    Ok((streams, problems))
+    Ok(Found {
+        streams,
+        whole: whole.into_values().collect(),
+        problems,
+    })
 }
 
 /// Member and section of `image`, as a scan names them.

@@ -47,6 +47,16 @@ pub struct EntryId {
     pub rules: LlvmVersion,
 }
 
+/// The first character of `text` that no bundle entry ID written here may hold: a control
+/// character (U+0000 to U+001F, U+007F). A text bundle keeps its IDs on marker lines, which a
+/// line end would cut (LLVM 19 writes such a marker, then cannot find the entry again); the
+/// bundler's `-list` prints one ID a line; no command line can pass a NUL to `-targets=`.
+/// LLVM 22 itself never writes one: it drops a target ID it does not know and normalizes the
+/// triple's pieces.
+pub fn unwritable_char(text: &str) -> Option<char> {
+    text.chars().find(char::is_ascii_control)
+}
+
 /// Whether `text` has the shape LLVM 20 and later require of a bundle entry ID
 /// (`checkOffloadBundleID`): five or six `-` pieces when split at most five times, that is a
 /// kind, four triple pieces and an optional target ID.

@@ -236,7 +236,8 @@ impl BundlerConfig {
         Ok(())
     }
 
-    /// Parses every target, refusing duplicates, invalid kinds and triples, and target IDs
+    /// Parses every target, refusing duplicates, IDs holding a control character (see
+    /// [`entry_id::unwritable_char`]), invalid kinds and triples, and target IDs
     /// that conflict within one kind and triple.
     fn parse_targets(&self) -> Result<CheckedTargets> {
         let mut seen = BTreeSet::new();
@@ -247,6 +248,13 @@ impl BundlerConfig {
         for (index, target) in self.targets.iter().enumerate() {
             if !seen.insert(target.as_str()) {
                 return Err(Error::msg("Duplicate targets are not allowed"));
+            }
+            if let Some(c) = entry_id::unwritable_char(target) {
+                return Err(Error::msg(format!(
+                    "invalid target '{}': a bundle entry ID cannot hold the control character U+{:04X}",
+                    crate::io::shown(target),
+                    u32::from(c)
+                )));
             }
             if self.llvm == LlvmVersion::V22 && !entry_id::is_well_formed(target) {
                 return Err(Error::msg(MALFORMED_TARGET_22));

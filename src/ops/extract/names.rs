@@ -1,7 +1,7 @@
 //! The names `extract` writes under: safe file names, extensions read from an image's first
 //! bytes, cuobjdump's names for CUDA entries, and the output files' stems, kept apart.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use crate::format::cuda_fatbin::EntryKind;
@@ -117,31 +117,43 @@ fn cuobjdump_stem(name: &str) -> String {
 }
 
 /// The file each chosen image is written to, before its extension: names say where it came
-/// from and what it is; a number keeps them apart.
+/// from and what it is; a number keeps them apart, whether built here or cuobjdump's (two
+/// inputs may both be named `k.o`, with a `k.2.sm_90` each). cuobjdump's names are told apart
+/// with their extension, as a cubin and a PTX entry share a stem (`k.1.sm_90a`).
 pub(super) fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut taken: BTreeSet<String> = BTreeSet::new();
     chosen
         .iter()
         .map(|c| {
-            if let Some(name) = &c.name {
-                return config.output.join(safe_name(name));
-            }
-            let mut name = stem(&config.files[c.input]);
-            if let Some(member) = &c.member {
-                name.push('-');
-                name.push_str(member);
-            }
-            name.push('-');
-            name.push_str(&c.label);
-            let mut name = safe_name(&name);
-            let count = seen.entry(name.clone()).or_insert(0);
-            *count += 1;
-            if *count > 1 {
-                name.push_str(&format!("-{count}"));
-            }
+            let name = match &c.name {
+                Some(name) => unique(&safe_name(name), &format!(".{}", c.ext), &mut taken),
+                None => {
+                    let mut name = stem(&config.files[c.input]);
+                    if let Some(member) = &c.member {
+                        name.push('-');
+                        name.push_str(member);
+                    }
+                    name.push('-');
+                    name.push_str(&c.label);
+                    unique(&safe_name(&name), "", &mut taken)
+                }
+            };
             config.output.join(name)
         })
         .collect()
+}
+
+/// `stem`, or the first of `stem-2`, `stem-3`... that with `suffix` after it is not `taken`
+/// yet; taken then.
+fn unique(stem: &str, suffix: &str, taken: &mut BTreeSet<String>) -> String {
+    let mut candidate = stem.to_string();
+    let mut count = 1usize;
+    while taken.contains(&format!("{candidate}{suffix}")) {
+        count += 1;
+        candidate = format!("{stem}-{count}");
+    }
+    taken.insert(format!("{candidate}{suffix}"));
+    candidate
 }
 
 /// `stem` with `.ext` after it (a stem may hold dots of its own).
@@ -164,5 +176,20 @@ mod tests {
             safe_name("hip-amdgcn-amd-amdhsa--gfx90a:xnack+"),
             "hip-amdgcn-amd-amdhsa--gfx90a_xnack+"
         );
+    }
+
+    #[test]
+    fn a_name_taken_gets_the_first_number_free() {
+        let mut taken = BTreeSet::new();
+        let names: Vec<String> = ["k.2.sm_90", "k.2.sm_90-2", "k.2.sm_90", "k.2.sm_90"]
+            .into_iter()
+            .map(|n| unique(n, ".cubin", &mut taken))
+            .collect();
+        assert_eq!(
+            names,
+            ["k.2.sm_90", "k.2.sm_90-2", "k.2.sm_90-3", "k.2.sm_90-4"]
+        );
+        // Another extension is another name.
+        assert_eq!(unique("k.2.sm_90", ".ptx", &mut taken), "k.2.sm_90");
     }
 }

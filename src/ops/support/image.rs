@@ -151,6 +151,9 @@ impl CudaPlace {
 pub struct KpackPlace {
     /// The archive, as found (relative paths from the binary's folder or the environment).
     pub archive: String,
+    /// The archive's path as found, its bytes as they are (`archive` is for people).
+    #[serde(skip)]
+    pub archive_path: std::path::PathBuf,
     /// The archive's key: `"<binary>#<code-object index>"`.
     pub key: String,
     /// The code-object index: the HIP wrapper's that the loader asks with.
@@ -239,6 +242,7 @@ impl ImageRecord {
             target_id: code.arch.clone(),
             source: Source::Kpack(KpackPlace {
                 archive: code.archive.to_string_lossy().into_owned(),
+                archive_path: code.archive.clone(),
                 key: code.key.clone(),
                 index: code.index,
                 scheme: code.scheme,
