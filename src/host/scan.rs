@@ -26,7 +26,7 @@ use object::read::macho::{MachOFatFile32, MachOFatFile64};
 use object::{FileKind, Object, ObjectSection};
 
 use crate::error::{Error, Result};
-use crate::format::bare::{BareImage, PTX_MAGIC};
+use crate::format::bare::{BareImage, Embedded};
 use crate::format::container::{self, Consecutive, Container, Contents, Listed, ListedBinary};
 use crate::format::image_target::ImageTarget;
 use crate::format::search::{CONTAINER_MAGICS, ELF_MAGIC, MAGICS};
@@ -645,6 +645,7 @@ impl Scan<'_, '_> {
         let at = self.new_unit(at);
         let mut pos = 0usize;
         let mut reporting = at.known;
+        let mut embedded = Embedded::new(data);
         while pos < data.len() {
             let Some(nonzero) = data[pos..].iter().position(|&b| b != 0) else {
                 break;
@@ -662,7 +663,9 @@ impl Scan<'_, '_> {
                 .iter()
                 .any(|magic| data[start..].starts_with(magic))
             {
-                pos = self.embedded_bare(data, start, at).max(start + 1);
+                pos = self
+                    .embedded_bare(&mut embedded, data, start, at)
+                    .max(start + 1);
                 continue;
             }
             match self.container(&data[start..], at) {
@@ -686,7 +689,13 @@ impl Scan<'_, '_> {
     /// no offload section (a program's data, `hipModuleLoadData`'s input), as its own
     /// translation unit; returns where it ends in `data`, or 0 when it is none (another ELF
     /// file, magic bytes by chance).
-    fn embedded_bare(&mut self, data: &[u8], start: usize, at: Place<'_>) -> usize {
+    fn embedded_bare<'d>(
+        &mut self,
+        embedded: &mut Embedded<'d>,
+        data: &'d [u8],
+        start: usize,
+        at: Place<'_>,
+    ) -> usize {
         if at.known || self.places != Places::Everywhere {
             return 0;
         }
@@ -702,12 +711,7 @@ impl Scan<'_, '_> {
             };
             self.header_budget = left;
         }
-        let found = if here.starts_with(PTX_MAGIC) {
-            BareImage::ptx_around(data, start)
-        } else {
-            BareImage::parse(here)
-        };
-        let Some(image) = found else {
+        let Some(image) = embedded.at(start) else {
             return 0;
         };
         let at = self.new_unit(at);
