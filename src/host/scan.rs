@@ -144,6 +144,11 @@ struct Scan<'f, 'v> {
     /// How many more section headers ELF files met as data may have read (see
     /// [`Scan::embedded_bare`]).
     header_budget: u64,
+    /// Where the containers read inside other containers start, a set per buffer: the file's,
+    /// then one per inflated container being read (its bytes live as long as its set). The
+    /// bytes of a nested container are read once however many entries point at them, so
+    /// that the work and the listing follow the input's bytes (see [`Scan::container`]).
+    nested_starts: Vec<std::collections::HashSet<usize>>,
 }
 
 /// The section headers ELF files met as data may have read, per byte of the file and at
@@ -735,7 +740,12 @@ impl Scan<'_, '_> {
             at
         };
         match &opened.contents {
-            Contents::Inflated(plain) => self.nested(plain, at, Storage::Inflated)?,
+            Contents::Inflated(plain) => {
+                self.nested_starts.push(std::collections::HashSet::new());
+                let read = self.nested(plain, at, Storage::Inflated);
+                self.nested_starts.pop();
+                read?;
+            }
             Contents::Listed(listed) => {
                 if at.depth >= MAX_DEPTH {
                     return Err(nesting());
@@ -758,6 +768,7 @@ impl Scan<'_, '_> {
                     if self.places == Places::Everywhere
                         && record.may_be_container()
                         && Container::at_start(data).is_some()
+                        && self.first_read_of(data)
                     {
                         // A container in a container: its images are the device code.
                         self.nested(data, at, Storage::AsIs)?;
@@ -768,6 +779,18 @@ impl Scan<'_, '_> {
             }
         }
         Ok(opened.size)
+    }
+
+    /// Whether the nested container `data` starts where no nested container of its buffer
+    /// was read before. Entries that point at a container already read are reported as they
+    /// are, the container's bytes: entries that all point at one binary, each of whose
+    /// entries point at one binary again, would otherwise list entries to the power of the
+    /// depth.
+    fn first_read_of(&mut self, data: &[u8]) -> bool {
+        let start = data.as_ptr() as usize;
+        self.nested_starts
+            .last_mut()
+            .is_none_or(|starts| starts.insert(start))
     }
 
     /// The containers inside a container, one level deeper.
@@ -948,6 +971,7 @@ pub fn scan_reading(
         header_budget: (file.len() as u64)
             .saturating_mul(HEADERS_PER_BYTE)
             .max(MIN_HEADER_BUDGET),
+        nested_starts: vec![std::collections::HashSet::new()],
     };
     let at = Place {
         members: &[],
