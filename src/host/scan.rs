@@ -326,10 +326,14 @@ impl Scan<'_, '_> {
             }
             (Places::OffloadBinaries, _) => {}
             (Places::Everywhere, None) => {
-                // A bare device image (a file, an archive member) is the device image itself.
+                // A bare device image (a file, an archive member) is the device image itself;
+                // what follows it (images put one after another, a bundle after a code
+                // object) is searched as data is.
                 if let Some(image) = BareImage::parse(data) {
                     self.emit(&known, Origin::Bare(&image), image.bytes);
-                    return Ok(());
+                    let rest = data.get(image.bytes.len()..).unwrap_or_default();
+                    let after = Place { known: false, ..at };
+                    return self.region(rest, after);
                 }
             }
             (Places::Everywhere, Some(container)) => {

@@ -767,6 +767,13 @@ fn rewrite_nested<'a>(
     } else if Container::at_start(data).is_some() {
         rewrite_region(data, config, summary, path, &format_error, Inflating::Later)?
             .map(|(made, holes)| NewFile::Region(made, holes))
+    } else if BareImage::parse(data).is_some() {
+        // A bare device image with more after it (images one after another, a bundle after
+        // a code object): a loader takes the first image, which cannot lose its tail, so the
+        // file is kept whole, as a bare archive member is.
+        summary.images_before += 1;
+        summary.images_after += 1;
+        None
     } else if matches!(
         object::FileKind::parse(data),
         Ok(object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::Coff)
