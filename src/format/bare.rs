@@ -277,7 +277,8 @@ impl<'a> Embedded<'a> {
         if here.starts_with(&bitcode::RAW_MAGIC) {
             let walked = &mut self.walked;
             let extent = bitcode::extent_fresh(here, &mut |entry| {
-                at.checked_add(entry).is_some_and(|entry| walked.insert(entry))
+                at.checked_add(entry)
+                    .is_some_and(|entry| walked.insert(entry))
             })?;
             return device_bitcode_of(here.get(..extent)?);
         }
@@ -295,13 +296,16 @@ impl<'a> Embedded<'a> {
         // data; not known when the window holds text alone and the data goes further back.
         let text_start = back.last_binary.map_or(0, |b| b + 1);
         let in_window = text_start > window || (text_start == 0 && window == 0);
-        let only_comments = back.comments != CommentState::Slash
-            && back.comments != CommentState::Other;
+        let only_comments =
+            back.comments != CommentState::Slash && back.comments != CommentState::Other;
         let start = if in_window && only_comments {
             text_start
         } else {
             // Else the directive starts its line (after white space), or it is no PTX.
-            let line = back.last_newline.filter(|&n| n >= window).map_or(window, |n| n + 1);
+            let line = back
+                .last_newline
+                .filter(|&n| n >= window)
+                .map_or(window, |n| n + 1);
             if back.last_not_blank.is_some_and(|b| b >= line) {
                 return None;
             }
@@ -371,8 +375,7 @@ fn compat_arch_specific(bytes: &[u8]) -> bool {
         return false;
     };
     let mut at: usize = 0;
-    while let Some(&[format, attribute, value, high]) = records.get(at..).and_then(|r| r.get(..4))
-    {
+    while let Some(&[format, attribute, value, high]) = records.get(at..).and_then(|r| r.get(..4)) {
         let len = match format {
             1..=3 if attribute == 9 => return value == 1,
             1..=3 => 4,

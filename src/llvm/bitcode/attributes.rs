@@ -172,7 +172,19 @@ mod tests {
     #[test]
     fn a_list_of_ranges_whose_count_wraps_ends_the_walk() {
         // 4 + 2 * (2^63 - 2) wraps to 0 in 64 bits: the walk must stop, not loop on it.
-        let ops = [4, b'a'.into(), 0, b'b'.into(), 0, 8, 0, (1 << 63) - 2, 32, 1, 2];
+        let ops = [
+            4,
+            b'a'.into(),
+            0,
+            b'b'.into(),
+            0,
+            8,
+            0,
+            (1 << 63) - 2,
+            32,
+            1,
+            2,
+        ];
         let strings = string_attributes(&ops);
         assert_eq!(strings, vec![(b"a".to_vec(), b"b".to_vec())]);
     }
@@ -186,6 +198,9 @@ mod tests {
     #[test]
     fn attributes_after_a_list_of_ranges_are_read() {
         let ops = [8, 0, 1, 32, 5, 6, 4, b'k'.into(), 0, b'v'.into(), 0];
-        assert_eq!(string_attributes(&ops), vec![(b"k".to_vec(), b"v".to_vec())]);
+        assert_eq!(
+            string_attributes(&ops),
+            vec![(b"k".to_vec(), b"v".to_vec())]
+        );
     }
 }
