@@ -649,6 +649,33 @@ mod tests {
     }
 
     #[test]
+    fn a_chain_of_bitcode_magics_is_walked_once() {
+        // Each 12-byte block: the magic, an identification block's header, a length of one
+        // word, which is the next block's magic.
+        let header: u32 = 1 | (13 << 2) | (2 << 10);
+        let block: Vec<u8> = [*b"BC\xc0\xde", header.to_le_bytes(), 1u32.to_le_bytes()].concat();
+        let blocks = 1000;
+        let data = block.repeat(blocks);
+        let mut walked = std::collections::HashSet::new();
+        let mut steps = 0;
+        for at in (0..data.len()).step_by(12) {
+            let extent = bitcode::extent_fresh(&data[at..], &mut |entry| {
+                steps += 1;
+                walked.insert(at + entry)
+            });
+            // The first walk goes through every block; each later one meets it at once.
+            assert_eq!(extent.is_some(), at == 0, "{at}");
+        }
+        // Walked from each magic, the blocks after it: half a million steps.
+        assert!(steps < 2 * blocks, "{steps} steps");
+        let mut search = Embedded::new(&data);
+        for at in (0..data.len()).step_by(12) {
+            assert_eq!(search.at(at), None);
+        }
+        assert!(search.walked.len() < blocks, "{}", search.walked.len());
+    }
+
+    #[test]
     fn spirv_ends_with_its_last_instruction() {
         // Header, then OpCapability Addresses, OpMemoryModel Physical64 OpenCL.
         let words: [u32; 10] = [

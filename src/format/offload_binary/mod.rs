@@ -1638,10 +1638,23 @@ mod tests {
             e.kind,
             ErrorKind::RegionOutOfBounds { size: 40, .. }
         ));
-        // Version 2: a count that overflows.
+        // Version 2: a count above the most entries read, refused at the count.
         let mut bad = good.clone();
         bad[4] = 2;
-        put(&mut bad, 24, u64::MAX / 8);
+        for count in [u64::MAX / 8, MAX_ENTRIES + 1] {
+            put(&mut bad, 24, count);
+            let e = error(&bad);
+            assert_eq!(e.offset, 24);
+            assert_eq!(
+                e.kind,
+                ErrorKind::TooManyBinaryEntries {
+                    count,
+                    limit: MAX_ENTRIES
+                }
+            );
+        }
+        // A count within it whose entries do not fit: refused at the entries.
+        put(&mut bad, 24, MAX_ENTRIES);
         let e = error(&bad);
         assert_eq!(e.offset, 16);
         assert!(matches!(e.kind, ErrorKind::RegionOutOfBounds { .. }));
