@@ -11,7 +11,7 @@
 //! machine code, symbol and string tables, relocations, notes, unwind and debug information
 //! are not (see [`sections`]). An ELF file without section headers has its loadable
 //! segments searched instead. A file in no object format is read only when it starts with a
-//! container.
+//! container, or with a bare device image, after which the rest of it is searched as data is.
 //!
 //! Only headers are read: uncompressed images are handed over as slices of the file, found
 //! by following each container's sizes and skipping the zero padding between them.
