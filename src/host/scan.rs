@@ -144,8 +144,9 @@ struct Scan<'f, 'v> {
     /// How many more section headers ELF files met as data may have read (see
     /// [`Scan::embedded_bare`]).
     header_budget: u64,
-    /// Where the containers read inside other containers start, a set per buffer: the file's,
-    /// then one per inflated container being read (its bytes live as long as its set). The
+    /// Where the containers read inside other containers start, a set per buffer being read
+    /// (the file, an archive member, an inflated container: its bytes live as long as its
+    /// set). The
     /// bytes of a nested container are read once however many entries point at them, so
     /// that the work and the listing follow the input's bytes (see [`Scan::container`]).
     nested_starts: Vec<std::collections::HashSet<usize>>,
@@ -309,8 +310,17 @@ impl Scan<'_, '_> {
     }
 
     /// Scans one buffer: the file, an archive member, a slice of a universal binary, an
-    /// image that is itself a container.
+    /// image that is itself a container. The nested containers it holds are its own: a
+    /// member read from a file of its own may lie where one read before it did.
     fn buffer(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
+        self.nested_starts.push(std::collections::HashSet::new());
+        let read = self.buffer_contents(data, at);
+        self.nested_starts.pop();
+        read
+    }
+
+    /// [`Scan::buffer`], within the buffer's set of nested containers read.
+    fn buffer_contents(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
         if at.depth > MAX_DEPTH {
             return Err(Error::msg(format!(
                 "'{}': {}: containers nest more than {MAX_DEPTH} deep",
@@ -975,7 +985,7 @@ pub fn scan_reading(
         header_budget: (file.len() as u64)
             .saturating_mul(HEADERS_PER_BYTE)
             .max(MIN_HEADER_BUDGET),
-        nested_starts: vec![std::collections::HashSet::new()],
+        nested_starts: Vec::new(),
     };
     let at = Place {
         members: &[],
