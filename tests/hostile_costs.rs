@@ -399,6 +399,13 @@ fn images_after_a_bare_image_that_starts_a_file_are_listed_extracted_and_kept() 
     assert_eq!(ran.code, 0, "{}{}", ran.stdout, ran.stderr);
     let left = std::fs::read(dir.path().join("tree/bundled.o")).unwrap_or_default();
     assert!(left == bundled, "{}", ran.stdout);
+    // Kept whole, nothing of it is removed, for any processor.
+    assert!(
+        ran.stdout
+            .contains("total gfx906: 1 images, 5488 bytes of device code went to 5488"),
+        "{}",
+        ran.stdout
+    );
 }
 
 /// The crafted inputs of this file, small enough to be fuzz seeds: per fuzz target, each

@@ -517,9 +517,17 @@ fn rewrite_file(
         }
         return Ok(Outcome::Bare(bare, fate, before.map(usages_before)));
     }
-    rewrite::rewrite(input, output, config, mode)
-        .map(|summary| Outcome::Rewritten(summary, usages(before, output, config, mode)))
-        .map_err(naming_the_file)
+    let summary = rewrite::rewrite(input, output, config, mode).map_err(naming_the_file)?;
+    if summary.kept_whole {
+        // Left as it is: nothing of it is removed.
+        for usage in before.iter_mut().flat_map(|b| &mut b.targets) {
+            usage.removed = Some(0);
+        }
+    }
+    Ok(Outcome::Rewritten(
+        summary,
+        usages(before, output, config, mode),
+    ))
 }
 
 /// The summary of a file of bare device images kept: as it was.

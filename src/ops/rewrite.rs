@@ -125,6 +125,9 @@ pub struct Summary {
     pub rewritten: usize,
     /// Compressed bundles left as they were because they were compressed as asked already.
     pub already_compressed: usize,
+    /// Whether the file starts with a bare device image and was kept whole: nothing of it is
+    /// removed, whatever its images are for.
+    pub kept_whole: bool,
     /// The compressed bundles compressed by this rewrite, by the xxh3 hash of their bytes:
     /// once written, they are checked by those bytes, not inflated and hashed again.
     pub(crate) made: std::collections::BTreeSet<u64>,
@@ -773,6 +776,7 @@ fn rewrite_nested<'a>(
         // file is kept whole, as a bare archive member is.
         summary.images_before += 1;
         summary.images_after += 1;
+        summary.kept_whole = depth == 0;
         None
     } else if matches!(
         object::FileKind::parse(data),
