@@ -38,13 +38,18 @@ fn every_kept_input_passes_its_fuzz_check() {
         (
             "offload_binary",
             checks::offload_binary,
-            &["samples/openmp"],
+            &["samples/openmp", "fuzz/seeds/offload_binary"],
         ),
         ("target_id", checks::target_id, &["fuzz/seeds/target_id"]),
         (
             "scan",
             checks::scan,
-            &["samples/linked", "samples/archive", "samples/openmp"],
+            &[
+                "samples/linked",
+                "samples/archive",
+                "samples/openmp",
+                "fuzz/seeds/scan",
+            ],
         ),
         (
             "round_trips",

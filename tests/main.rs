@@ -31,6 +31,7 @@ mod extract;
 mod fuzz_regressions;
 mod generic;
 mod golden;
+mod hostile_costs;
 mod hostile_outputs;
 mod hostile_streams;
 mod hostile_trees;

@@ -705,9 +705,17 @@ fn rewrite_file(
         let names = other_names_settled(job, read, fate, mode);
         return Ok(Outcome::Bare(bare, fate, before.map(usages_before), names));
     }
-    rewrite::rewrite(input, placement, config, mode)
-        .map(|summary| Outcome::Rewritten(summary, usages(before, written, config, mode)))
-        .map_err(naming_the_file)
+    let summary = rewrite::rewrite(input, placement, config, mode).map_err(naming_the_file)?;
+    if summary.kept_whole {
+        // Left as it is: nothing of it is removed.
+        for usage in before.iter_mut().flat_map(|b| &mut b.targets) {
+            usage.removed = Some(0);
+        }
+    }
+    Ok(Outcome::Rewritten(
+        summary,
+        usages(before, written, config, mode),
+    ))
 }
 
 /// A file pruned in place (`fate`) loses its other names in the tree too, each removed as

@@ -124,40 +124,194 @@ impl<'a> BareImage<'a> {
         if bitcode::is_bitcode(data) {
             return device_bitcode(data);
         }
-        ptx(data, 0)
+        ptx(data, 0, &mut Skipped::default())
     }
 
     /// The PTX module whose `.version` directive starts at `at` in `data`: it starts after
     /// the NUL or other byte no text holds before it, when only comments and blank lines lie
     /// between; else at the directive's line, which must hold nothing before it.
     pub fn ptx_around(data: &'a [u8], at: usize) -> Option<BareImage<'a>> {
-        // Comments before the directive are looked for this far back at most: a search that
-        // meets `.version` again and again in text reads each stretch of it a bounded number
-        // of times.
-        let before = data.get(at.saturating_sub(PTX_HEAD_LIMIT)..at)?;
-        let base = at - before.len();
+        Embedded::new(data).ptx_at(at)
+    }
+}
+
+/// The search for bare device images embedded in data (a program's `.rodata`), magic after
+/// magic in increasing order: it remembers what it has read, so that the work of the whole
+/// search follows the bytes of the data, however many magics lie in them. Bitcode's top-level
+/// blocks are walked once: a magic whose walk meets a block an earlier walk reached lies in
+/// that earlier candidate's blocks, and is no bitcode of its own. PTX's backward look for the
+/// comments before a `.version` resumes where the last one ended.
+pub struct Embedded<'a> {
+    data: &'a [u8],
+    /// The offsets of the top-level bitcode entries walks have reached.
+    walked: std::collections::HashSet<usize>,
+    /// What the bytes before the last `.version` looked at hold.
+    back: PtxBack,
+    /// The last comments skipped after a `.version` directive.
+    skipped: Skipped,
+}
+
+/// What the text before a position holds, read forward once: the last byte no text holds,
+/// the last line feed, the last byte not white space, and whether the text since the last
+/// byte no text holds is only comments and white space.
+#[derive(Debug, Default, Clone, Copy)]
+struct PtxBack {
+    /// How far the data has been read.
+    read: usize,
+    last_binary: Option<usize>,
+    last_newline: Option<usize>,
+    last_not_blank: Option<usize>,
+    comments: CommentState,
+}
+
+/// Where a reading of comments and white space is.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum CommentState {
+    /// Between comments, at white space.
+    #[default]
+    Blank,
+    /// After one `/`.
+    Slash,
+    /// In a `//` comment, up to its line feed.
+    Comment,
+    /// Text other than comments met.
+    Other,
+}
+
+impl CommentState {
+    fn next(self, b: u8) -> CommentState {
+        match (self, b) {
+            (CommentState::Other, _) => CommentState::Other,
+            (CommentState::Comment, b'\n') => CommentState::Blank,
+            (CommentState::Comment, _) => CommentState::Comment,
+            (CommentState::Slash, b'/') => CommentState::Comment,
+            (CommentState::Blank, b'/') => CommentState::Slash,
+            (CommentState::Blank, b) if b.is_ascii_whitespace() => CommentState::Blank,
+            _ => CommentState::Other,
+        }
+    }
+}
+
+impl PtxBack {
+    /// Reads on up to `at`: from where the last reading ended, or from the start of the
+    /// window before `at` when that is further on (what lies before the window is never
+    /// asked for); a position before the last one read starts over.
+    fn read_to(&mut self, data: &[u8], at: usize) {
+        if at < self.read {
+            *self = PtxBack::default();
+        }
+        let from = self.read.max(at.saturating_sub(PTX_HEAD_LIMIT));
+        for (i, &b) in data.iter().enumerate().take(at).skip(from) {
+            if b == b'\n' {
+                self.last_newline = Some(i);
+            }
+            if !b.is_ascii_whitespace() {
+                self.last_not_blank = Some(i);
+            }
+            self.comments = if is_text(b) {
+                self.comments.next(b)
+            } else {
+                self.last_binary = Some(i);
+                CommentState::Blank
+            };
+        }
+        self.read = self.read.max(at);
+    }
+}
+
+/// The last stretch of comments a PTX reading skipped forward, by how many bytes of the data
+/// were left where it started and where it ended: counted from the data's end, any suffix of
+/// the data tells whether it starts in the stretch.
+#[derive(Debug, Default, Clone, Copy)]
+struct Skipped {
+    from_left: usize,
+    to_left: usize,
+}
+
+impl Skipped {
+    /// [`skip_comments`] of `text`, a suffix of the data: when `text` starts in the last
+    /// stretch skipped, it ends where that one did as soon as its reading reaches a line feed
+    /// of the stretch (after one, both read the same bytes from the same state), so that
+    /// `.version` directives in a long run of comments do not each read the rest of the run.
+    fn skip<'t>(&mut self, text: &'t [u8]) -> &'t [u8] {
+        let left = text.len();
+        if left <= self.from_left && left > self.to_left {
+            let stretch = left - self.to_left;
+            let head = text.get(..stretch).unwrap_or_default();
+            let limit = memchr::memchr(b'\n', head).map_or(stretch, |n| n + 1);
+            let rest = skip_comments(head.get(..limit).unwrap_or_default());
+            let resume = if rest.is_empty() {
+                stretch
+            } else {
+                limit - rest.len()
+            };
+            return text.get(resume..).unwrap_or_default();
+        }
+        let rest = skip_comments(text);
+        *self = Skipped {
+            from_left: left,
+            to_left: rest.len(),
+        };
+        rest
+    }
+}
+
+impl<'a> Embedded<'a> {
+    /// A search of `data`.
+    pub fn new(data: &'a [u8]) -> Self {
+        Embedded {
+            data,
+            walked: std::collections::HashSet::new(),
+            back: PtxBack::default(),
+            skipped: Skipped::default(),
+        }
+    }
+
+    /// The bare device image whose magic (or PTX's `.version`) is at `at`, if any. Positions
+    /// asked for must increase for the search to read each byte a bounded number of times.
+    pub fn at(&mut self, at: usize) -> Option<BareImage<'a>> {
+        let here = self.data.get(at..)?;
+        if here.starts_with(PTX_MAGIC) {
+            return self.ptx_at(at);
+        }
+        if here.starts_with(&bitcode::RAW_MAGIC) {
+            let walked = &mut self.walked;
+            let extent = bitcode::extent_fresh(here, &mut |entry| {
+                at.checked_add(entry)
+                    .is_some_and(|entry| walked.insert(entry))
+            })?;
+            return device_bitcode_of(here.get(..extent)?);
+        }
+        BareImage::parse(here)
+    }
+
+    /// [`BareImage::ptx_around`] of this search's data, reading on from the last position.
+    fn ptx_at(&mut self, at: usize) -> Option<BareImage<'a>> {
+        // Comments before the directive are looked for this far back at most.
+        let window = at.saturating_sub(PTX_HEAD_LIMIT);
+        let data = self.data;
+        self.back.read_to(data, at);
+        let back = self.back;
         // Where the text starts: after the last byte no text holds, or at the start of the
         // data; not known when the window holds text alone and the data goes further back.
-        let text_start = match before.iter().rposition(|&b| !is_text(b)) {
-            Some(p) => Some(p + 1),
-            None => (base == 0).then_some(0),
-        };
-        let start = if let Some(start) =
-            text_start.filter(|&s| before.get(s..).is_some_and(only_comments))
-        {
-            start
+        let text_start = back.last_binary.map_or(0, |b| b + 1);
+        let in_window = text_start > window || (text_start == 0 && window == 0);
+        let only_comments =
+            back.comments != CommentState::Slash && back.comments != CommentState::Other;
+        let start = if in_window && only_comments {
+            text_start
         } else {
             // Else the directive starts its line (after white space), or it is no PTX.
-            let line = before
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |p| p + 1);
-            if !before.get(line..)?.iter().all(u8::is_ascii_whitespace) {
+            let line = back
+                .last_newline
+                .filter(|&n| n >= window)
+                .map_or(window, |n| n + 1);
+            if back.last_not_blank.is_some_and(|b| b >= line) {
                 return None;
             }
             line
         };
-        ptx(data.get(base + start..)?, before.len() - start)
+        ptx(data.get(start..)?, at - start, &mut self.skipped)
     }
 }
 
@@ -220,14 +374,18 @@ fn compat_arch_specific(bytes: &[u8]) -> bool {
     else {
         return false;
     };
-    let mut at = 0;
-    while let Some(&[format, attribute, value, high]) = records.get(at..at + 4) {
-        match format {
+    let mut at: usize = 0;
+    while let Some(&[format, attribute, value, high]) = records.get(at..).and_then(|r| r.get(..4)) {
+        let len = match format {
             1..=3 if attribute == 9 => return value == 1,
-            1..=3 => at += 4,
-            4 => at += 4 + usize::from(u16::from_le_bytes([value, high])),
+            1..=3 => 4,
+            4 => 4 + usize::from(u16::from_le_bytes([value, high])),
             _ => return false,
-        }
+        };
+        let Some(next) = at.checked_add(len) else {
+            return false;
+        };
+        at = next;
     }
     false
 }
@@ -237,7 +395,8 @@ fn compat_arch_specific(bytes: &[u8]) -> bool {
 /// `OpMemoryModel` gives the triple.
 fn spirv(data: &[u8]) -> Option<BareImage<'_>> {
     let word = |i: usize| {
-        data.get(4 * i..4 * i + 4)
+        data.get(i.checked_mul(4)?..)?
+            .get(..4)
             .and_then(|w| w.try_into().ok())
             .map(u32::from_le_bytes)
     };
@@ -252,7 +411,10 @@ fn spirv(data: &[u8]) -> Option<BareImage<'_>> {
     let mut triple = "spirv";
     while let Some(instruction) = word(at) {
         let (count, opcode) = ((instruction >> 16) as usize, instruction & 0xffff);
-        if count == 0 || word(at + count - 1).is_none() {
+        let Some(next) = at.checked_add(count).filter(|_| count > 0) else {
+            break;
+        };
+        if word(next - 1).is_none() {
             break;
         }
         // OpMemoryModel: its first operand is the addressing model.
@@ -263,14 +425,14 @@ fn spirv(data: &[u8]) -> Option<BareImage<'_>> {
                 _ => "spirv",
             };
         }
-        at += count;
+        at = next;
     }
     if at == 5 {
         return None;
     }
     Some(BareImage {
         kind: BareKind::Spirv,
-        bytes: data.get(..4 * at)?,
+        bytes: data.get(..at.checked_mul(4)?)?,
         triple: triple.into(),
         target_id: String::new(),
     })
@@ -278,7 +440,11 @@ fn spirv(data: &[u8]) -> Option<BareImage<'_>> {
 
 /// Bitcode whose IR symbol table names a device's triple.
 fn device_bitcode(data: &[u8]) -> Option<BareImage<'_>> {
-    let bytes = data.get(..bitcode::extent(data)?)?;
+    device_bitcode_of(data.get(..bitcode::extent(data)?)?)
+}
+
+/// The bitcode `bytes`, to its extent, when its IR symbol table names a device's triple.
+fn device_bitcode_of(bytes: &[u8]) -> Option<BareImage<'_>> {
     let symtab = bitcode::IrSymtab::parse(bytes).ok()?;
     let triple = String::from_utf8_lossy(symtab.target_triple().ok()?).into_owned();
     let device = ["amdgcn", "nvptx", "spir", "r600"]
@@ -332,7 +498,7 @@ fn bitcode_target_id(bytes: &[u8], triple: &str) -> Option<String> {
 
 /// PTX text whose `.version` directive is at `at` (0: after the comments it starts with):
 /// `.version X.Y` then `.target sm_XX`, up to its NUL.
-fn ptx(data: &[u8], at: usize) -> Option<BareImage<'_>> {
+fn ptx<'a>(data: &'a [u8], at: usize, skipped: &mut Skipped) -> Option<BareImage<'a>> {
     let rest = if at == 0 {
         skip_comments(data)
     } else {
@@ -347,7 +513,7 @@ fn ptx(data: &[u8], at: usize) -> Option<BareImage<'_>> {
     if digits == 0 {
         return None;
     }
-    let rest = skip_comments(rest.get(digits..)?).strip_prefix(b".target")?;
+    let rest = skipped.skip(rest.get(digits..)?).strip_prefix(b".target")?;
     let rest = skip_blanks(rest)?.strip_prefix(b"sm_")?;
     let name: Vec<u8> = rest
         .iter()
@@ -398,11 +564,6 @@ fn skip_comments(mut text: &[u8]) -> &[u8] {
             None => return trimmed,
         }
     }
-}
-
-/// Whether `text` holds only white space and `//` comments.
-fn only_comments(text: &[u8]) -> bool {
-    skip_comments(text).is_empty()
 }
 
 /// `text` after the spaces and tabs it starts with, which must be at least one.
@@ -485,6 +646,33 @@ mod tests {
         ] {
             assert_eq!(BareImage::parse(not), None);
         }
+    }
+
+    #[test]
+    fn a_chain_of_bitcode_magics_is_walked_once() {
+        // Each 12-byte block: the magic, an identification block's header, a length of one
+        // word, which is the next block's magic.
+        let header: u32 = 1 | (13 << 2) | (2 << 10);
+        let block: Vec<u8> = [*b"BC\xc0\xde", header.to_le_bytes(), 1u32.to_le_bytes()].concat();
+        let blocks = 1000;
+        let data = block.repeat(blocks);
+        let mut walked = std::collections::HashSet::new();
+        let mut steps = 0;
+        for at in (0..data.len()).step_by(12) {
+            let extent = bitcode::extent_fresh(&data[at..], &mut |entry| {
+                steps += 1;
+                walked.insert(at + entry)
+            });
+            // The first walk goes through every block; each later one meets it at once.
+            assert_eq!(extent.is_some(), at == 0, "{at}");
+        }
+        // Walked from each magic, the blocks after it: half a million steps.
+        assert!(steps < 2 * blocks, "{steps} steps");
+        let mut search = Embedded::new(&data);
+        for at in (0..data.len()).step_by(12) {
+            assert_eq!(search.at(at), None);
+        }
+        assert!(search.walked.len() < blocks, "{}", search.walked.len());
     }
 
     #[test]

@@ -269,6 +269,17 @@ pub enum ErrorKind {
         /// The limit in bytes.
         limit: u64,
     },
+    /// An offload binary declares more entries than a binary is read with.
+    #[error(
+        "offload binary declares {count} entries, more than the {limit} a binary is read \
+         with (a binary holds one entry per image and target)"
+    )]
+    TooManyBinaryEntries {
+        /// The declared number of entries.
+        count: u64,
+        /// The most entries read.
+        limit: u64,
+    },
     /// A compressed offload binary's payload inflates to a size other than the declared one.
     #[error(
         "compressed offload binary payload inflates to {actual} bytes, but its header \
@@ -599,6 +610,13 @@ mod tests {
                     limit: 1 << 30,
                 },
                 "offset 0x42: compressed offload binary inflates to 1099511627776 bytes, more than the limit of 1073741824 bytes (raise it with --max-decompressed-size)",
+            ),
+            (
+                ErrorKind::TooManyBinaryEntries {
+                    count: 1 << 20,
+                    limit: 1 << 16,
+                },
+                "offset 0x42: offload binary declares 1048576 entries, more than the 65536 a binary is read with (a binary holds one entry per image and target)",
             ),
             (
                 ErrorKind::InflatedSizeMismatch {

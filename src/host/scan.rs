@@ -11,7 +11,7 @@
 //! machine code, symbol and string tables, relocations, notes, unwind and debug information
 //! are not (see [`sections`]). An ELF file without section headers has its loadable
 //! segments searched instead. A file in no object format is read only when it starts with a
-//! container.
+//! container, or with a bare device image, after which the rest of it is searched as data is.
 //!
 //! Only headers are read: uncompressed images are handed over as slices of the file, found
 //! by following each container's sizes and skipping the zero padding between them.
@@ -26,7 +26,7 @@ use object::read::macho::{MachOFatFile32, MachOFatFile64};
 use object::{FileKind, Object, ObjectSection};
 
 use crate::error::{Error, Result};
-use crate::format::bare::{BareImage, PTX_MAGIC};
+use crate::format::bare::{BareImage, Embedded};
 use crate::format::container::{self, Consecutive, Container, Contents, Listed, ListedBinary};
 use crate::format::image_target::ImageTarget;
 use crate::format::search::{CONTAINER_MAGICS, ELF_MAGIC, MAGICS};
@@ -165,6 +165,12 @@ struct Scan<'f, 'v> {
     /// How many more section headers ELF files met as data may have read (see
     /// [`Scan::embedded_bare`]).
     header_budget: u64,
+    /// Where the containers read inside other containers start, a set per buffer being read
+    /// (the file, an archive member, an inflated container: its bytes live as long as its
+    /// set). The
+    /// bytes of a nested container are read once however many entries point at them, so
+    /// that the work and the listing follow the input's bytes (see [`Scan::container`]).
+    nested_starts: Vec<std::collections::HashSet<usize>>,
 }
 
 /// The section headers ELF files met as data may have read, per byte of the file and at
@@ -327,8 +333,17 @@ impl Scan<'_, '_> {
     }
 
     /// Scans one buffer: the file, an archive member, a slice of a universal binary, an
-    /// image that is itself a container.
+    /// image that is itself a container. The nested containers it holds are its own: a
+    /// member read from a file of its own may lie where one read before it did.
     fn buffer(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
+        self.nested_starts.push(std::collections::HashSet::new());
+        let read = self.buffer_contents(data, at);
+        self.nested_starts.pop();
+        read
+    }
+
+    /// [`Scan::buffer`], within the buffer's set of nested containers read.
+    fn buffer_contents(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
         if at.depth > MAX_DEPTH {
             return Err(Error::msg(format!(
                 "'{}': {}: containers nest more than {MAX_DEPTH} deep",
@@ -344,10 +359,14 @@ impl Scan<'_, '_> {
             }
             (Places::OffloadBinaries, _) => {}
             (Places::Everywhere, None) => {
-                // A bare device image (a file, an archive member) is the device image itself.
+                // A bare device image (a file, an archive member) is the device image itself;
+                // what follows it (images put one after another, a bundle after a code
+                // object) is searched as data is.
                 if let Some(image) = BareImage::parse(data) {
                     self.emit(&known, Origin::Bare(&image), image.bytes);
-                    return Ok(());
+                    let rest = data.get(image.bytes.len()..).unwrap_or_default();
+                    let after = Place { known: false, ..at };
+                    return self.region(rest, after);
                 }
             }
             (Places::Everywhere, Some(container)) => {
@@ -670,6 +689,7 @@ impl Scan<'_, '_> {
         let at = self.new_unit(at);
         let mut pos = 0usize;
         let mut reporting = at.known;
+        let mut embedded = Embedded::new(data);
         while pos < data.len() {
             let Some(nonzero) = data[pos..].iter().position(|&b| b != 0) else {
                 break;
@@ -687,7 +707,9 @@ impl Scan<'_, '_> {
                 .iter()
                 .any(|magic| data[start..].starts_with(magic))
             {
-                pos = self.embedded_bare(data, start, at).max(start + 1);
+                pos = self
+                    .embedded_bare(&mut embedded, data, start, at)
+                    .max(start + 1);
                 continue;
             }
             match self.container(&data[start..], at) {
@@ -711,7 +733,13 @@ impl Scan<'_, '_> {
     /// no offload section (a program's data, `hipModuleLoadData`'s input), as its own
     /// translation unit; returns where it ends in `data`, or 0 when it is none (another ELF
     /// file, magic bytes by chance).
-    fn embedded_bare(&mut self, data: &[u8], start: usize, at: Place<'_>) -> usize {
+    fn embedded_bare<'d>(
+        &mut self,
+        embedded: &mut Embedded<'d>,
+        data: &'d [u8],
+        start: usize,
+        at: Place<'_>,
+    ) -> usize {
         if at.known || self.places != Places::Everywhere {
             return 0;
         }
@@ -727,12 +755,7 @@ impl Scan<'_, '_> {
             };
             self.header_budget = left;
         }
-        let found = if here.starts_with(PTX_MAGIC) {
-            BareImage::ptx_around(data, start)
-        } else {
-            BareImage::parse(here)
-        };
-        let Some(image) = found else {
+        let Some(image) = embedded.at(start) else {
             return 0;
         };
         let at = self.new_unit(at);
@@ -764,7 +787,10 @@ impl Scan<'_, '_> {
                     stored: opened.size,
                     size: plain.len() as u64,
                 });
-                self.nested(plain, Place { inflated, ..at }, Storage::Inflated)?;
+                self.nested_starts.push(std::collections::HashSet::new());
+                let read = self.nested(plain, Place { inflated, ..at }, Storage::Inflated);
+                self.nested_starts.pop();
+                read?;
             }
             Contents::Listed(listed) => {
                 if at.depth >= MAX_DEPTH {
@@ -788,6 +814,7 @@ impl Scan<'_, '_> {
                     if self.places == Places::Everywhere
                         && record.may_be_container()
                         && Container::at_start(data).is_some()
+                        && self.first_read_of(data)
                     {
                         // A container in a container: its images are the device code.
                         self.nested(data, at, Storage::AsIs)?;
@@ -798,6 +825,18 @@ impl Scan<'_, '_> {
             }
         }
         Ok(opened.size)
+    }
+
+    /// Whether the nested container `data` starts where no nested container of its buffer
+    /// was read before. Entries that point at a container already read are reported as they
+    /// are, the container's bytes: entries that all point at one binary, each of whose
+    /// entries point at one binary again, would otherwise list entries to the power of the
+    /// depth.
+    fn first_read_of(&mut self, data: &[u8]) -> bool {
+        let start = data.as_ptr() as usize;
+        self.nested_starts
+            .last_mut()
+            .is_none_or(|starts| starts.insert(start))
     }
 
     /// The containers inside a container, one level deeper.
@@ -979,6 +1018,7 @@ pub fn scan_reading(
         header_budget: (file.len() as u64)
             .saturating_mul(HEADERS_PER_BYTE)
             .max(MIN_HEADER_BUDGET),
+        nested_starts: Vec::new(),
     };
     let at = Place {
         members: &[],

@@ -125,6 +125,9 @@ pub struct Summary {
     pub rewritten: usize,
     /// Compressed bundles left as they were because they were compressed as asked already.
     pub already_compressed: usize,
+    /// Whether the file starts with a bare device image and was kept whole: nothing of it is
+    /// removed, whatever its images are for.
+    pub kept_whole: bool,
     /// The compressed bundles compressed by this rewrite, by the xxh3 hash of their bytes:
     /// once written, they are checked by those bytes, not inflated and hashed again.
     pub(crate) made: std::collections::BTreeSet<u64>,
@@ -767,6 +770,14 @@ fn rewrite_nested<'a>(
     } else if Container::at_start(data).is_some() {
         rewrite_region(data, config, summary, path, &format_error, Inflating::Later)?
             .map(|(made, holes)| NewFile::Region(made, holes))
+    } else if BareImage::parse(data).is_some() {
+        // A bare device image with more after it (images one after another, a bundle after
+        // a code object): a loader takes the first image, which cannot lose its tail, so the
+        // file is kept whole, as a bare archive member is.
+        summary.images_before += 1;
+        summary.images_after += 1;
+        summary.kept_whole = depth == 0;
+        None
     } else if matches!(
         object::FileKind::parse(data),
         Ok(object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::Coff)

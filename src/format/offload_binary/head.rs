@@ -8,7 +8,7 @@ use object::endian::LittleEndian as Le;
 
 use super::{
     field_at, parse_entries, put_u64, read, read_u64, string_entry_size, CompressedPayload,
-    Compression, Images, OffloadEntry, RawEntry, ENTRY_SIZE, V3_HEADER_SIZE,
+    Compression, Images, OffloadEntry, RawEntry, ENTRY_SIZE, MAX_ENTRIES, V3_HEADER_SIZE,
 };
 use crate::format::ccob::{self, Decoding};
 use crate::format::error::{Error, ErrorKind, Result};
@@ -42,6 +42,7 @@ impl CompressedPayload<'_> {
                 },
             ));
         }
+        self.check_entry_count()?;
         let declared = self.inflated_size.saturating_sub(header_len);
         let failed = |e: io::Error| Error::new(header_len, ErrorKind::Decompress(e.to_string()));
         let mut reader = self.reader(Decoding::Fresh)?;
@@ -73,6 +74,22 @@ impl CompressedPayload<'_> {
             ));
         }
         Ok(out)
+    }
+
+    /// Refuses, before inflating anything, a binary whose header declares more entries than
+    /// [`MAX_ENTRIES`]: their metadata would be inflated and listed for nothing.
+    fn check_entry_count(&self) -> Result<()> {
+        let count = read_u64(self.header, field_at::ENTRY_SIZE_OR_COUNT, "entry count")?;
+        if count > MAX_ENTRIES {
+            return Err(Error::new(
+                field_at::ENTRY_SIZE_OR_COUNT,
+                ErrorKind::TooManyBinaryEntries {
+                    count,
+                    limit: MAX_ENTRIES,
+                },
+            ));
+        }
+        Ok(())
     }
 
     /// The decoder of the payload.
@@ -114,6 +131,7 @@ impl CompressedPayload<'_> {
         if !self.read_head_first(limit) {
             return self.inflate(limit).map(PayloadHead::Whole);
         }
+        self.check_entry_count()?;
         let whole = || self.inflate(limit).map(PayloadHead::Whole);
         let at = self.header.len() as u64;
         let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
@@ -342,8 +360,13 @@ fn metadata_end(prefix: &[u8], inflated: u64) -> Metadata {
     if furthest.stopped() {
         return furthest.result();
     }
-    for index in 0..count {
-        let offset = entries_offset + index * ENTRY_SIZE;
+    for index in 0..count.min(MAX_ENTRIES) {
+        let Some(offset) = index
+            .checked_mul(ENTRY_SIZE)
+            .and_then(|o| o.checked_add(entries_offset))
+        else {
+            return Metadata::Damaged;
+        };
         let Ok(raw) = read::<RawEntry>(prefix, offset, "") else {
             return Metadata::Damaged;
         };
@@ -354,7 +377,13 @@ fn metadata_end(prefix: &[u8], inflated: u64) -> Metadata {
             if furthest.stopped() {
                 return furthest.result();
             }
-            let at = strings + i * string_entry_size(VERSION_3);
+            let Some(at) = i
+                .checked_mul(string_entry_size(VERSION_3))
+                .and_then(|o| o.checked_add(strings))
+                .filter(|at| at.checked_add(field_at::VALUE_SIZE).is_some())
+            else {
+                return Metadata::Damaged;
+            };
             let (Ok(key), Ok(value), Ok(size)) = (
                 read_u64(prefix, at, ""),
                 read_u64(prefix, at + field_at::VALUE_OFFSET, ""),

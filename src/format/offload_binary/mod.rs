@@ -51,6 +51,12 @@ const LLVM19_MINIMUM: u64 = 72;
 
 const ENTRY_SIZE: u64 = 40;
 
+/// The most entries a binary is read with. A binary holds an entry per image and target (a
+/// few, or a few hundred for a library built for every processor); a compressed binary of
+/// entries that all share one image and one string table would otherwise list a million rows
+/// from a few kilobytes.
+pub const MAX_ENTRIES: u64 = 1 << 16;
+
 /// Header size of version 3, which adds the inflated size.
 const V3_HEADER_SIZE: u64 = V3_HEADER_LEN as u64;
 
@@ -764,6 +770,15 @@ fn parse_entries(
     } else {
         entry_size_or_count
     };
+    if count > MAX_ENTRIES {
+        return Err(Error::new(
+            field_at::ENTRY_SIZE_OR_COUNT,
+            ErrorKind::TooManyBinaryEntries {
+                count,
+                limit: MAX_ENTRIES,
+            },
+        ));
+    }
     region(
         bytes,
         || format!("{count} entries"),
@@ -775,7 +790,8 @@ fn parse_entries(
     let count = usize::try_from(count).unwrap_or(0);
     let mut entries = Vec::with_capacity(count);
     for index in 0..count {
-        let offset = entries_offset + index as u64 * ENTRY_SIZE;
+        // Inside the binary, as the check above found.
+        let offset = entries_offset.saturating_add((index as u64).saturating_mul(ENTRY_SIZE));
         entries.push(parse_entry(bytes, version, offset, index, images)?);
     }
     Ok(entries)
@@ -1622,10 +1638,23 @@ mod tests {
             e.kind,
             ErrorKind::RegionOutOfBounds { size: 40, .. }
         ));
-        // Version 2: a count that overflows.
+        // Version 2: a count above the most entries read, refused at the count.
         let mut bad = good.clone();
         bad[4] = 2;
-        put(&mut bad, 24, u64::MAX / 8);
+        for count in [u64::MAX / 8, MAX_ENTRIES + 1] {
+            put(&mut bad, 24, count);
+            let e = error(&bad);
+            assert_eq!(e.offset, 24);
+            assert_eq!(
+                e.kind,
+                ErrorKind::TooManyBinaryEntries {
+                    count,
+                    limit: MAX_ENTRIES
+                }
+            );
+        }
+        // A count within it whose entries do not fit: refused at the entries.
+        put(&mut bad, 24, MAX_ENTRIES);
         let e = error(&bad);
         assert_eq!(e.offset, 16);
         assert!(matches!(e.kind, ErrorKind::RegionOutOfBounds { .. }));

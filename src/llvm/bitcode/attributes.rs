@@ -93,9 +93,11 @@ fn in_groups(stream: &mut BitCursor<'_>, key: &[u8]) -> Option<Vec<StringAttribu
 /// first attribute of a kind not known.
 fn string_attributes(ops: &[u64]) -> Vec<StringAttribute> {
     let mut strings = Vec::new();
-    let mut i = 0;
+    let mut i: usize = 0;
     while let Some(&kind) = ops.get(i) {
-        i += match kind {
+        // Every kind takes at least two operands, so the walk advances; a length that does
+        // not fit ends it.
+        let len = match kind {
             0 | 5 => 2,
             1 | 6 => 3,
             3 | 4 => {
@@ -117,6 +119,10 @@ fn string_attributes(ops: &[u64]) -> Vec<StringAttribute> {
                 None => break,
             },
         };
+        match i.checked_add(len) {
+            Some(next) if next > i => i = next,
+            _ => break,
+        }
     }
     strings
 }
@@ -125,9 +131,13 @@ fn string_attributes(ops: &[u64]) -> Vec<StringAttribute> {
 /// takes; `None` for another kind.
 fn skipped_len(ops: &[u64], i: usize) -> Option<usize> {
     match *ops.get(i)? {
-        7 => Some(2 + range_len(ops, i + 2)?),
-        // Ranges of one bit width up to 64 bits, two operands each.
-        8 if *ops.get(i + 3)? <= 64 => Some(4 + 2 * usize::try_from(*ops.get(i + 2)?).ok()?),
+        7 => range_len(ops, i.checked_add(2)?)?.checked_add(2),
+        // Ranges of one bit width up to 64 bits, two operands each: a count the record cannot
+        // hold ends the walk.
+        8 if *ops.get(i.checked_add(3)?)? <= 64 => {
+            let count = usize::try_from(*ops.get(i.checked_add(2)?)?).ok()?;
+            count.checked_mul(2)?.checked_add(4)
+        }
         _ => None,
     }
 }
@@ -150,7 +160,47 @@ fn range_len(ops: &[u64], at: usize) -> Option<usize> {
     if width <= 64 {
         return Some(3);
     }
-    let words = *ops.get(at + 1)?;
+    let words = *ops.get(at.checked_add(1)?)?;
     let (lower, upper) = (words >> 32, words & 0xffff_ffff);
-    usize::try_from(2 + lower + upper).ok()
+    usize::try_from(lower.checked_add(upper)?.checked_add(2)?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_list_of_ranges_whose_count_wraps_ends_the_walk() {
+        // 4 + 2 * (2^63 - 2) wraps to 0 in 64 bits: the walk must stop, not loop on it.
+        let ops = [
+            4,
+            b'a'.into(),
+            0,
+            b'b'.into(),
+            0,
+            8,
+            0,
+            (1 << 63) - 2,
+            32,
+            1,
+            2,
+        ];
+        let strings = string_attributes(&ops);
+        assert_eq!(strings, vec![(b"a".to_vec(), b"b".to_vec())]);
+    }
+
+    #[test]
+    fn a_constant_range_of_huge_word_counts_ends_the_walk() {
+        let ops = [7, 0, 128, u64::MAX, 4, b'k'.into(), 0, b'v'.into(), 0];
+        assert_eq!(string_attributes(&ops), Vec::<StringAttribute>::new());
+    }
+
+    #[test]
+    fn attributes_after_a_list_of_ranges_are_read() {
+        let ops = [8, 0, 1, 32, 5, 6, 4, b'k'.into(), 0, b'v'.into(), 0];
+        assert_eq!(
+            string_attributes(&ops),
+            vec![(b"k".to_vec(), b"v".to_vec())]
+        );
+    }
 }

@@ -317,10 +317,18 @@ pub fn is_bitcode(data: &[u8]) -> bool {
 /// table, symbol table) that follow one another from the magic on, each skipped by its length.
 /// `None` when `data` does not start with bitcode or its first block does not lie in it.
 pub fn extent(data: &[u8]) -> Option<usize> {
+    extent_fresh(data, &mut |_| true)
+}
+
+/// [`extent`], calling `fresh` with the byte offset in `data` of each top-level entry the walk
+/// of raw bitcode reaches: at the first for which it answers false, the walk stops and there
+/// is no extent. A search that remembers the entries earlier walks reached so walks each
+/// stretch of blocks once, however many magics lie in it.
+pub fn extent_fresh(data: &[u8], fresh: &mut dyn FnMut(usize) -> bool) -> Option<usize> {
     if data.starts_with(&WRAPPER_MAGIC) {
         let [_magic, _version, offset, size, _cpu_type] =
             words::<5>(data.get(..WRAPPER_HEADER_SIZE)?);
-        let end = usize::try_from(u64::from(offset) + u64::from(size)).ok()?;
+        let end = usize::try_from(u64::from(offset).checked_add(u64::from(size))?).ok()?;
         return (end <= data.len()).then_some(end);
     }
     if !data.starts_with(&RAW_MAGIC) {
@@ -332,7 +340,10 @@ pub fn extent(data: &[u8]) -> Option<usize> {
     stream.bit = 32;
     let mut end = None;
     let mut abbrevs = Vec::new();
-    while stream.byte_pos() + MIN_TOP_LEVEL_ENTRY <= stream.len() {
+    while stream.byte_pos().checked_add(MIN_TOP_LEVEL_ENTRY)? <= stream.len() {
+        if !fresh(usize::try_from(stream.byte_pos()).ok()?) {
+            return None;
+        }
         match stream.advance(TOP_LEVEL_ABBREV_WIDTH, &mut abbrevs) {
             Ok((
                 _,
@@ -1110,10 +1121,13 @@ impl<'a> BitCursor<'a> {
                 return Ok(());
             }
         };
-        let end = self.bit + count * u64::from(width);
-        if end > self.len_bits() {
+        let end = count
+            .checked_mul(u64::from(width))
+            .and_then(|bits| bits.checked_add(self.bit))
+            .filter(|&end| end <= self.len_bits());
+        let Some(end) = end else {
             return Err(self.error_at(self.bit, BitstreamProblem::UnexpectedEnd("an array")));
-        }
+        };
         self.bit = end;
         Ok(())
     }
@@ -1123,16 +1137,19 @@ impl<'a> BitCursor<'a> {
         let len = self.read_vbr32(6, "a blob length")?;
         self.align32();
         let start = self.bit;
-        let padded_end = start + len.div_ceil(4) * 32;
-        let bytes = (padded_end <= self.len_bits())
-            .then(|| {
-                let start = usize::try_from(start / 8).ok()?;
-                self.data.get(start..)?.get(..usize::try_from(len).ok()?)
-            })
-            .flatten()
-            .ok_or_else(|| {
-                self.error_at(start.min(self.len_bits()), BitstreamProblem::BlobPastEnd)
-            })?;
+        let past_end = |cursor: &Self| {
+            cursor.error_at(start.min(cursor.len_bits()), BitstreamProblem::BlobPastEnd)
+        };
+        let padded_end = len
+            .div_ceil(4)
+            .checked_mul(32)
+            .and_then(|bits| bits.checked_add(start))
+            .filter(|&end| end <= self.len_bits())
+            .ok_or_else(|| past_end(self))?;
+        let bytes = usize::try_from(start / 8)
+            .ok()
+            .and_then(|from| self.data.get(from..)?.get(..usize::try_from(len).ok()?))
+            .ok_or_else(|| past_end(self))?;
         self.bit = padded_end;
         Ok((bytes, self.base + start / 8))
     }
@@ -1160,10 +1177,13 @@ impl<'a> BitCursor<'a> {
         self.read_vbr32(4, "an abbreviation ID width")?;
         self.align32();
         let words = self.read(32, "a block length")?;
-        let end = self.bit + words * 32;
-        if self.at_end() || end > self.len_bits() {
+        let end = words
+            .checked_mul(32)
+            .and_then(|bits| bits.checked_add(self.bit))
+            .filter(|&end| !self.at_end() && end <= self.len_bits());
+        let Some(end) = end else {
             return Err(self.error_at(at, BitstreamProblem::BlockPastEnd));
-        }
+        };
         self.bit = end;
         Ok(())
     }
