@@ -285,6 +285,7 @@ fn a_pruned_file_that_cannot_be_removed_is_named_with_what_was_done() {
             "--keep",
             "gfx90a",
             "--prune",
+            "--allow-empty",
             "--in-place",
         ],
     );

@@ -462,7 +462,7 @@ fn the_read_back_knows_the_bundles_a_rewrite_compressed_and_inflates_the_others(
     copy_sample(dir.path(), "linked/hip-app", "app");
     let line = read_back_line(dir.path(), &["compress", "app", "-o", "z"]);
     assert!(
-        line.starts_with("verified streams=3 known=2 bad=0"),
+        line.starts_with("verified streams=3 binaries=0 known=2 bad=0"),
         "{line}"
     );
     // Compressed again with the other method: all three made here.
@@ -471,13 +471,13 @@ fn the_read_back_knows_the_bundles_a_rewrite_compressed_and_inflates_the_others(
         &["compress", "--method", "zlib", "z", "-o", "zz"],
     );
     assert!(
-        line.starts_with("verified streams=3 known=3 bad=0"),
+        line.starts_with("verified streams=3 binaries=0 known=3 bad=0"),
         "{line}"
     );
     // Stripping leaves the plain bundles plain and compresses the kept part of the other.
     let line = read_back_line(dir.path(), &["strip", "--keep", "gfx90a", "app", "-o", "s"]);
     assert!(
-        line.starts_with("verified streams=1 known=1 bad=0"),
+        line.starts_with("verified streams=1 binaries=0 known=1 bad=0"),
         "{line}"
     );
     // A compressed bundle copied as it was is inflated and hashed: damage in it is found.
