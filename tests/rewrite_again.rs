@@ -294,3 +294,54 @@ fn gnu_ld_rdc_libraries_are_stripped_compressed_and_decompressed() {
         }
     }
 }
+
+/// Runs `offload kpack` with `args` on `input`, writing to `out`; returns the binary written.
+fn kpack(args: &[&str], input: &Path, out: &Path) -> PathBuf {
+    let result = offload()
+        .arg("kpack")
+        .args(args)
+        .arg(input)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(
+        result.status.success(),
+        "kpack {args:?} {}: {}",
+        input.display(),
+        String::from_utf8_lossy(&result.stderr)
+    );
+    out.join(input.file_name().unwrap())
+}
+
+#[test]
+fn binaries_merged_back_are_split_again() {
+    let Some(readelf) = util::tool("llvm-readelf-22") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut input = samples_dir().join("linked/hip-app");
+    let mut listings = Vec::new();
+    for round in 0..2 {
+        let split = kpack(&[], &input, &dir.path().join(format!("split{round}")));
+        let merged = kpack(
+            &["--merge"],
+            &split,
+            &dir.path().join(format!("merged{round}")),
+        );
+        for path in [&split, &merged] {
+            let out = Command::new(&readelf)
+                .args(["-l", "-S"])
+                .arg(path)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && stderr.is_empty(), "{stderr}");
+        }
+        check_loadable(&readelf, &merged);
+        listings.push((images(&split), images(&merged)));
+        input = merged;
+    }
+    assert_eq!(listings[0].1.len(), 9);
+    assert_eq!(listings[1], listings[0]);
+}

@@ -245,6 +245,41 @@ impl<'a> Program<'a> {
             .then_some(index)
     }
 
+    /// The layout of a program whose section of containers is alone in the segment at its end
+    /// (see [`Program::segment_alone_at_end`]), when `size` bytes take the section's place
+    /// there: the segment, as [`Appended`] describes it, keeps its offset and address and
+    /// takes their size, and nothing else moves. `None` when the section is not so alone.
+    pub(super) fn reused_at_end(
+        &self,
+        section: &Section<'_>,
+        size: u64,
+    ) -> Option<(Layout, Appended)> {
+        let load = self.segment_alone_at_end(section, size)?;
+        let seg = &self.segments[load];
+        let layout = Layout {
+            load,
+            segment_offset: section.offset,
+            segment_address: section.address,
+            second: None,
+            table_at: None,
+            segment_count: self.segments.len(),
+            first_end: section.offset + size,
+            cut: Cut {
+                end: section.end(),
+                len: 0,
+            },
+            appended: None,
+            fatbin_follows: false,
+        };
+        let reused = Appended {
+            offset: section.offset,
+            address: section.address,
+            size,
+            align: seg.p_align.get(LE),
+        };
+        Some((layout, reused))
+    }
+
     /// Rewrites the program whose section of containers is alone in the segment at its end
     /// (see [`Program::segment_alone_at_end`]): the packed containers replace the section's
     /// bytes at its offset and address, the file ends after them, and the segment and the
