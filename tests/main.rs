@@ -60,6 +60,7 @@ mod parallel_copy;
 mod prune;
 mod readobj;
 mod rewrite;
+mod rewrite_again;
 mod rewrite_pe;
 mod rewrite_program;
 mod runtime_pick;

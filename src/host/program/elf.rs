@@ -9,12 +9,13 @@
 //!
 //! Only 64-bit little-endian files (x86-64, AArch64) are read.
 
-use std::mem::{offset_of, size_of};
+use std::mem::{offset_of, size_of, size_of_val};
 
 use object::elf::{
     FileHeader64, ProgramHeader64, Rela64, RelocationType, SectionHeader64, Sym64, ELFCLASS64,
-    ELFDATA2LSB, ELFMAG, EM_AARCH64, EM_X86_64, PF_R, PT_LOAD, PT_PHDR, R_AARCH64_RELATIVE,
-    R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_RELA, SHT_SYMTAB,
+    ELFDATA2LSB, ELFMAG, EM_AARCH64, EM_X86_64, PF_R, PT_LOAD, PT_PHDR, R_AARCH64_ABS64,
+    R_AARCH64_RELATIVE, R_X86_64_64, R_X86_64_RELATIVE, SHF_ALLOC, SHT_DYNSYM, SHT_RELA,
+    SHT_SYMTAB,
 };
 use object::pod::{self, Pod};
 use object::LittleEndian as LE;
@@ -143,6 +144,7 @@ impl<'a> Program<'a> {
         let mut pointers = packing.retarget(section, &pointers, section.address)?;
         let symbols = self.symbols_in(other.index);
         pointers.extend(packing.retarget_known(&symbols, section.address));
+        pointers.extend(self.retyped_relocations(other.index)?);
         Ok(InPlace {
             offset: section.offset,
             size: section.data.len() as u64,
@@ -156,12 +158,21 @@ impl<'a> Program<'a> {
     fn rewrite_main(&self, main: Changed<'a>, beside: Option<InPlace>) -> Result<NewProgram<'a>> {
         let (section, fatbin, packing) = (main.section, main.index, main.packing);
         let pointers = self.pointers_into(&section, fatbin)?;
+        if let Some(load) = self.segment_alone_at_end(&section, packing.packed.len()) {
+            let at_end = AtEnd {
+                section: &section,
+                fatbin,
+                load,
+            };
+            return self.rewrite_at_end(at_end, packing, &pointers, beside);
+        }
         if !packing.fits(&section) {
             return self.rewrite_grown(&section, fatbin, packing, &pointers, beside);
         }
         let extra = beside.as_ref().map_or(&[][..], |b| &b.pointers[..]);
         let mut pointers = packing.retarget(&section, &pointers, section.address)?;
         pointers.extend(packing.retarget_known(&self.symbols_in(fatbin), section.address));
+        pointers.extend(self.retyped_relocations(fatbin)?);
         pointers.extend_from_slice(extra);
         let packed = packing.packed.len() as usize;
         let layout = Layout::new(self, &section, packed, Placement::InSection)?;
@@ -180,6 +191,141 @@ impl<'a> Program<'a> {
         };
         let new = NewProgram {
             rest: plan::with_cut(self.file, &section, cut, patches)?,
+            packed: packing.packed,
+            holes: packing.holes,
+            packed_at: section.offset,
+            also: Vec::new(),
+        };
+        place_beside(new, cut, beside)
+    }
+}
+
+/// A section of containers alone in the last loaded segment, at the end of the file (where
+/// an earlier rewrite put bundles that outgrew their section).
+struct AtEnd<'s, 'a> {
+    section: &'s Section<'a>,
+    /// The index of the section.
+    fatbin: usize,
+    /// The index of its segment.
+    load: usize,
+}
+
+impl<'a> Program<'a> {
+    /// The index of the loaded segment that holds `section` and nothing else, when it is the
+    /// last of the file and the highest in memory, and can hold `size` bytes there: the
+    /// segment may then grow or shrink in place, and nothing else moves.
+    fn segment_alone_at_end(&self, section: &Section<'_>, size: u64) -> Option<usize> {
+        let loads = || self.segments.iter().filter(|p| p.p_type.get(LE) == PT_LOAD);
+        let (index, seg) = self.segments.iter().enumerate().find(|(_, p)| {
+            p.p_type.get(LE) == PT_LOAD
+                && p.p_offset.get(LE) == section.offset
+                && p.p_vaddr.get(LE) == section.address
+                && p.p_filesz.get(LE) == section.data.len() as u64
+                && p.p_memsz.get(LE) == p.p_filesz.get(LE)
+        })?;
+        let address = seg.p_vaddr.get(LE);
+        let highest = loads().all(|p| {
+            std::ptr::eq(p, seg)
+                || p.p_vaddr
+                    .get(LE)
+                    .checked_add(p.p_memsz.get(LE))
+                    .is_some_and(|end| end <= address)
+        });
+        let tables_before = [
+            (self.header.e_phoff.get(LE), size_of_val(self.segments)),
+            (self.header.e_shoff.get(LE), size_of_val(self.sections)),
+        ]
+        .iter()
+        .all(|&(at, size)| {
+            at.checked_add(size as u64)
+                .is_some_and(|end| end <= section.offset)
+        });
+        let fits = address.checked_add(size).is_some();
+        (section.end() == self.file.len() as u64 && highest && tables_before && fits)
+            .then_some(index)
+    }
+
+    /// The layout of a program whose section of containers is alone in the segment at its end
+    /// (see [`Program::segment_alone_at_end`]), when `size` bytes take the section's place
+    /// there: the segment, as [`Appended`] describes it, keeps its offset and address and
+    /// takes their size, and nothing else moves. `None` when the section is not so alone.
+    pub(super) fn reused_at_end(
+        &self,
+        section: &Section<'_>,
+        size: u64,
+    ) -> Option<(Layout, Appended)> {
+        let load = self.segment_alone_at_end(section, size)?;
+        let seg = &self.segments[load];
+        let layout = Layout {
+            load,
+            segment_offset: section.offset,
+            segment_address: section.address,
+            second: None,
+            table_at: None,
+            segment_count: self.segments.len(),
+            first_end: section.offset + size,
+            cut: Cut {
+                end: section.end(),
+                len: 0,
+            },
+            appended: None,
+            fatbin_follows: false,
+        };
+        let reused = Appended {
+            offset: section.offset,
+            address: section.address,
+            size,
+            align: seg.p_align.get(LE),
+        };
+        Some((layout, reused))
+    }
+
+    /// Rewrites the program whose section of containers is alone in the segment at its end
+    /// (see [`Program::segment_alone_at_end`]): the packed containers replace the section's
+    /// bytes at its offset and address, the file ends after them, and the segment and the
+    /// section take their size; only the pointers change besides. Rewriting such a file again
+    /// and again so reuses the segment an earlier rewrite appended, instead of adding one.
+    fn rewrite_at_end(
+        &self,
+        at_end: AtEnd<'_, 'a>,
+        packing: Packing,
+        pointers: &[Pointer],
+        beside: Option<InPlace>,
+    ) -> Result<NewProgram<'a>> {
+        let AtEnd {
+            section,
+            fatbin,
+            load,
+        } = at_end;
+        let size = packing.packed.len();
+        let mut pointers = packing.retarget(section, pointers, section.address)?;
+        pointers.extend(packing.retarget_known(&self.symbols_in(fatbin), section.address));
+        pointers.extend(self.retyped_relocations(fatbin)?);
+        if let Some(beside) = &beside {
+            pointers.extend_from_slice(&beside.pointers);
+        }
+        let mut patches: Vec<Patch> = pointers.iter().map(|p| pointer_patch(p, p.at)).collect();
+        let mut segment = self.segments[load];
+        segment.p_filesz.set(LE, size);
+        segment.p_memsz.set(LE, size);
+        patches.push(Patch {
+            at: self.header.e_phoff.get(LE) + (load * size_of::<ProgramHeader64<LE>>()) as u64,
+            bytes: pod::bytes_of(&segment).to_vec(),
+        });
+        let mut header = self.sections[fatbin];
+        header.sh_size.set(LE, size);
+        patches.push(Patch {
+            at: self.header.e_shoff.get(LE) + (fatbin * size_of::<SectionHeader64<LE>>()) as u64,
+            bytes: pod::bytes_of(&header).to_vec(),
+        });
+        let cut = Cut {
+            end: section.end(),
+            len: section.data.len() as u64,
+        };
+        let mut rest = plan::with_cut(self.file, section, cut, patches)?;
+        rest.size = section.offset + size;
+        let new = NewProgram {
+            rest,
             packed: packing.packed,
             holes: packing.holes,
             packed_at: section.offset,
@@ -249,6 +395,7 @@ impl<'a> Program<'a> {
         let appended = self.appended(file_size, packing.packed.len())?;
         let mut pointers = packing.retarget(section, pointers, appended.address)?;
         pointers.extend(packing.retarget_known(&self.symbols_in(fatbin), appended.address));
+        pointers.extend(self.retyped_relocations(fatbin)?);
         if let Some(beside) = &beside {
             pointers.extend_from_slice(&beside.pointers);
         }
@@ -456,34 +603,78 @@ impl<'a> Program<'a> {
         Ok(found)
     }
 
-    /// The relative dynamic relocations whose addend lies in `section`. No relocation may name
-    /// a dynamic symbol defined there, since its bytes move.
+    /// The relative dynamic relocations whose addend lies in `section`, and the absolute
+    /// 64-bit ones naming a symbol defined there (GNU ld fills a `-fgpu-rdc` library's wrapper
+    /// so): their symbol's value plus addend, to be written as a relative relocation's addend
+    /// (see [`Program::retyped_relocations`]). No other relocation may name a dynamic symbol
+    /// defined there, since its bytes move.
     fn relocated_pointers(&self, section: &Section<'_>, index: usize) -> Result<Vec<Pointer>> {
         let symbols = self.dynamic_symbols();
-        let defined_in_section = |symbol: u32| {
-            symbols
-                .get(symbol as usize)
-                .is_some_and(|sym| usize::from(sym.st_shndx.get(LE).0) == index)
-        };
         let mut pointers = Vec::new();
         for (at, r) in self.dynamic_relocations()? {
-            let symbol = r.r_sym(LE, false);
-            if symbol != 0 && defined_in_section(symbol) {
-                let section = section.name.to_string();
-                return Err(Error::new(
-                    at,
-                    ErrorKind::RelocationToMovingSymbol { section },
-                ));
-            }
+            let addend_at = at + offset_of!(Rela64<LE>, r_addend) as u64;
             let addend = r.r_addend.get(LE) as u64;
-            if r.r_type(LE, false) == self.relative && section.holds(addend) {
+            let symbol = r.r_sym(LE, false);
+            let defined_here = symbols
+                .get(symbol as usize)
+                .filter(|sym| symbol != 0 && usize::from(sym.st_shndx.get(LE).0) == index);
+            if let Some(sym) = defined_here {
+                let target = sym.st_value.get(LE).wrapping_add(addend);
+                if r.r_type(LE, false) != self.absolute() || !section.holds(target) {
+                    let section = section.name.to_string();
+                    return Err(Error::new(
+                        at,
+                        ErrorKind::RelocationToMovingSymbol { section },
+                    ));
+                }
                 pointers.push(Pointer {
-                    at: at + offset_of!(Rela64<LE>, r_addend) as u64,
+                    at: addend_at,
+                    target,
+                });
+            } else if r.r_type(LE, false) == self.relative && section.holds(addend) {
+                pointers.push(Pointer {
+                    at: addend_at,
                     target: addend,
                 });
             }
         }
         Ok(pointers)
+    }
+
+    /// The machine's absolute 64-bit relocation.
+    fn absolute(&self) -> RelocationType {
+        if self.relative == R_X86_64_RELATIVE {
+            R_X86_64_64
+        } else {
+            R_AARCH64_ABS64
+        }
+    }
+
+    /// The absolute relocations naming a symbol of section `index` (see
+    /// [`Program::relocated_pointers`]) made relative: at the file offset of each one's
+    /// `r_info`, the relative type and no symbol. Its addend, retargeted as a pointer, then
+    /// holds the whole address, which the loader adds to the load address as it would have
+    /// added the symbol's value (a symbol the library defines and binds to itself).
+    fn retyped_relocations(&self, index: usize) -> Result<Vec<Pointer>> {
+        let symbols = self.dynamic_symbols();
+        let absolute = self.absolute();
+        let relative = u64::from(self.relative.0);
+        Ok(self
+            .dynamic_relocations()?
+            .into_iter()
+            .filter(|(_, r)| {
+                let symbol = r.r_sym(LE, false);
+                r.r_type(LE, false) == absolute
+                    && symbol != 0
+                    && symbols
+                        .get(symbol as usize)
+                        .is_some_and(|sym| usize::from(sym.st_shndx.get(LE).0) == index)
+            })
+            .map(|(at, _)| Pointer {
+                at: at + offset_of!(Rela64<LE>, r_info) as u64,
+                target: relative,
+            })
+            .collect())
     }
 
     /// The values of the symbols (of the symbol table and the dynamic one) defined in section

@@ -211,12 +211,8 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
         return Err(Error::new(section.offset, ErrorKind::Kpack { message }));
     }
     refuse_stray_pointers(&relatives, &wrappers, &section)?;
-    let mut layout = Layout::new(&program, &section, 0, Placement::NewSegment)?;
-    layout.fatbin_follows = false;
+    let (layout, appended) = reference_layout(&program, &section, reference.len() as u64)?;
     let cut = layout.cut;
-    let file_size = file.len() as u64 - cut.len;
-    let appended = program.appended(file_size, reference.len() as u64)?;
-    layout.appended = Some(appended);
 
     let mut patches = vec![program.program_header_patch(&layout)];
     patches.extend(hipk_wrapper_patches(
@@ -249,6 +245,21 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
         holes: Vec::new(),
         also: Vec::new(),
     })
+}
+
+/// Where the reference of `size` bytes goes, and the layout around it: in the segment at the
+/// end of the file when `section` is alone there (a binary merged before), in its place;
+/// else in a new segment appended, `section` emptied.
+fn reference_layout(program: &Program, section: &Section, size: u64) -> Result<(Layout, Appended)> {
+    if let Some(reused) = program.reused_at_end(section, size) {
+        return Ok(reused);
+    }
+    let mut layout = Layout::new(program, section, 0, Placement::NewSegment)?;
+    layout.fatbin_follows = false;
+    let file_size = program.file.len() as u64 - layout.cut.len;
+    let appended = program.appended(file_size, size)?;
+    layout.appended = Some(appended);
+    Ok((layout, appended))
 }
 
 /// Refuses a relocation that puts an address in `section` other than a movable one filling
