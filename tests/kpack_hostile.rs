@@ -486,6 +486,7 @@ fn zeros_archive(keys: &[&str], arch: &str, zeros: u64) -> Vec<u8> {
             arch: arch.into(),
             ordinal: 0,
             original_size: zeros,
+            metadata: None,
         })
         .collect();
     one_blob_archive(&info, &entries, &frame)
@@ -575,6 +576,7 @@ fn a_plain_code_object_is_listed_and_extracted_at_the_size_stored() {
         arch: "gfx90a".into(),
         ordinal: 0,
         original_size: 4096,
+        metadata: None,
     }];
     fs::write(
         d.join("a.kpack"),

@@ -39,6 +39,7 @@ mod hostile_walks;
 mod in_place;
 mod kpack;
 mod kpack_hostile;
+mod kpack_more;
 mod kpack_pe;
 mod kpack_pe_split;
 mod kpack_split;

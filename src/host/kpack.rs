@@ -89,9 +89,12 @@ pub fn split_binary<'a>(path: &Path, data: &'a [u8]) -> Result<Option<SplitBinar
     if let Some((wrappers, wrapper_section)) = wrappers {
         let at = wrappers.file_range().map_or(0, |(at, _)| at);
         let bytes = wrappers.data().unwrap_or_default();
-        for (i, chunk) in bytes.chunks_exact(HipWrapper::SIZE).enumerate() {
-            let wrapper_at = at + (i * HipWrapper::SIZE) as u64;
-            match HipWrapper::parse(chunk) {
+        let chunks = HipWrapper::offsets(bytes)
+            .into_iter()
+            .map(|o| (o, bytes.get(o..)));
+        for (i, (offset, chunk)) in chunks.enumerate() {
+            let wrapper_at = at + offset as u64;
+            match HipWrapper::parse(chunk.unwrap_or_default()) {
                 Ok(Wrapped::Kpack { index, .. }) => indices.push(index),
                 Ok(Wrapped::Bundle { .. }) => {}
                 Err(e) => {

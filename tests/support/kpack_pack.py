@@ -3,7 +3,10 @@ tests can read what it writes and compare it with what we write.
 
 Usage: kpack_pack.py ROCM_KPACK_PYTHON_DIR OUTPUT SCHEME GROUP FAMILY ARCH,ARCH... \
            [KEY ARCH FILE]...
-  SCHEME is "none" or "zstd-per-kernel"; KEY is "<binary>#<index>".
+       kpack_pack.py ROCM_KPACK_PYTHON_DIR OUTPUT SCHEME GROUP FAMILY ARCH,ARCH... \
+           --metadata SOURCE_PREFIX [KEY ARCH FILE TARGET]...
+  SCHEME is "none" or "zstd-per-kernel"; KEY is "<binary>#<index>". With --metadata, each
+  entry gets the metadata map AMD's artifact splitter gives it: {target, source_prefix}.
 """
 
 import sys
@@ -18,8 +21,16 @@ output, scheme, group, family, arches = sys.argv[2:7]
 compressor = ZstdCompressor() if scheme == "zstd-per-kernel" else NoOpCompressor()
 archive = PackedKernelArchive(group, family, arches.split(","), compressor=compressor)
 rest = sys.argv[7:]
-for i in range(0, len(rest), 3):
-    key, arch, path = rest[i : i + 3]
-    archive.add_kernel(archive.prepare_kernel(key, arch, Path(path).read_bytes()))
+if rest[:1] == ["--metadata"]:
+    prefix, rest = rest[1], rest[2:]
+    for i in range(0, len(rest), 4):
+        key, arch, path, target = rest[i : i + 4]
+        metadata = {"target": target, "source_prefix": prefix}
+        data = Path(path).read_bytes()
+        archive.add_kernel(archive.prepare_kernel(key, arch, data, metadata=metadata))
+else:
+    for i in range(0, len(rest), 3):
+        key, arch, path = rest[i : i + 3]
+        archive.add_kernel(archive.prepare_kernel(key, arch, Path(path).read_bytes()))
 archive.finalize_archive()
 archive.write(Path(output))

@@ -188,6 +188,31 @@ pub fn pack_with_python(
     Some(())
 }
 
+/// As [`pack_with_python`], each entry with the metadata map AMD's artifact splitter gives it
+/// (`{target, source_prefix}`): `kernels` as (key, arch, file, target).
+pub fn pack_with_python_metadata(
+    out: &Path,
+    group: &str,
+    arches: &[&str],
+    source_prefix: &str,
+    kernels: &[(&str, &str, &Path, &str)],
+) -> Option<()> {
+    let oracle = oracle_dir()?;
+    let python = python()?;
+    let mut command = Command::new(&python);
+    command
+        .arg(root().join("tests/support/kpack_pack.py"))
+        .arg(oracle.join("python"))
+        .arg(out)
+        .args(["none", group, arches[0], &arches.join(",")])
+        .args(["--metadata", source_prefix]);
+    for (key, arch, file, target) in kernels {
+        command.arg(key).arg(arch).arg(file).arg(target);
+    }
+    super::succeed(&mut command);
+    Some(())
+}
+
 /// Copies the folder `from` to `to`, recursively.
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

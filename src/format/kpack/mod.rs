@@ -20,6 +20,7 @@
 pub mod error;
 pub mod msgpack;
 pub mod record;
+pub mod wrapper;
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -662,6 +663,17 @@ pub struct TocEntry {
     pub ordinal: u64,
     /// Its size as a code object.
     pub original_size: u64,
+    /// The entry's `metadata` map, written when present.
+    pub metadata: Option<EntryMetadata>,
+}
+
+/// An entry's `metadata` map, as AMD's splitter writes it: where the code object came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryMetadata {
+    /// The bundle entry ID the code object had (`hipv4-amdgcn-amd-amdhsa--gfx90a`).
+    pub target: String,
+    /// The folder the binary's path in the key is under (`stage`).
+    pub source_prefix: String,
 }
 
 /// What an archive says of itself in its table.
@@ -791,13 +803,21 @@ fn write_entries(out: &mut Vec<u8>, entries: &[TocEntry]) {
         msgpack::write_map_header(out, list.len());
         for entry in list {
             msgpack::write_str(out, &entry.arch);
-            msgpack::write_map_header(out, 3);
+            msgpack::write_map_header(out, 3 + usize::from(entry.metadata.is_some()));
             msgpack::write_str(out, "type");
             msgpack::write_str(out, "hsaco");
             msgpack::write_str(out, "ordinal");
             msgpack::write_uint(out, entry.ordinal);
             msgpack::write_str(out, "original_size");
             msgpack::write_uint(out, entry.original_size);
+            if let Some(metadata) = &entry.metadata {
+                msgpack::write_str(out, "metadata");
+                msgpack::write_map_header(out, 2);
+                msgpack::write_str(out, "target");
+                msgpack::write_str(out, &metadata.target);
+                msgpack::write_str(out, "source_prefix");
+                msgpack::write_str(out, &metadata.source_prefix);
+            }
         }
     }
 }
@@ -835,6 +855,27 @@ impl ArchiveWriter {
     /// Adds `code_object` as `key` (`"<binary>#<index>"`) for processor `arch`; its ordinal is
     /// the number added before it. Compresses it now under `zstd-per-kernel`.
     pub fn add(&mut self, key: &str, arch: &str, code_object: &[u8]) -> Result<()> {
+        self.add_entry(key, arch, code_object, None)
+    }
+
+    /// As [`ArchiveWriter::add`], the entry carrying `metadata`.
+    pub fn add_with_metadata(
+        &mut self,
+        key: &str,
+        arch: &str,
+        code_object: &[u8],
+        metadata: EntryMetadata,
+    ) -> Result<()> {
+        self.add_entry(key, arch, code_object, Some(metadata))
+    }
+
+    fn add_entry(
+        &mut self,
+        key: &str,
+        arch: &str,
+        code_object: &[u8],
+        metadata: Option<EntryMetadata>,
+    ) -> Result<()> {
         let stored = match self.info.scheme {
             Scheme::None => code_object.to_vec(),
             Scheme::ZstdPerKernel => compress_code_object(code_object)?,
@@ -844,6 +885,7 @@ impl ArchiveWriter {
             arch: arch.to_string(),
             ordinal: self.kernels.len() as u64,
             original_size: code_object.len() as u64,
+            metadata,
         };
         self.kernels.push((entry, stored));
         Ok(())
@@ -1108,6 +1150,7 @@ mod tests {
                 arch: "gfx90a".into(),
                 ordinal: 0,
                 original_size: 40,
+                metadata: None,
             })
             .collect();
         let plan = layout(&info, &[frame.len() as u64], &entries).unwrap();

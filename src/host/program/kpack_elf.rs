@@ -122,11 +122,12 @@ impl Program<'_> {
         let bytes = self.bytes_of(s, || HIP_WRAPPERS.into())?;
         let (at, address) = (s.sh_offset.get(LE), s.sh_addr.get(LE));
         let mut sites = Vec::new();
-        for (k, w) in bytes.chunks_exact(HipWrapper::SIZE).enumerate() {
-            let Ok((w, _)) = pod::from_bytes::<HipWrapper>(w) else {
+        // A host built with AddressSanitizer pads each wrapper to a block of its own.
+        for offset in HipWrapper::offsets(bytes) {
+            let Some(Ok((w, _))) = bytes.get(offset..).map(pod::from_bytes::<HipWrapper>) else {
                 continue;
             };
-            let offset = (k * HipWrapper::SIZE) as u64;
+            let offset = offset as u64;
             let pointer_place = address + offset + offset_of!(HipWrapper, binary) as u64;
             let stored = w.binary.get(LE);
             let target = if stored != 0 {

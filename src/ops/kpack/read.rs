@@ -38,8 +38,18 @@ impl Code<'_> {
     }
 }
 
-/// The device entries of one bundle: processor and code.
-pub(super) type Entries<'a> = Vec<(String, Code<'a>)>;
+/// One device entry of a bundle: its processor, its entry ID as spelled, and its code.
+pub(super) struct DeviceEntry<'a> {
+    pub(super) arch: String,
+    pub(super) id: String,
+    pub(super) code: Code<'a>,
+}
+
+/// The device entries of one bundle.
+pub(super) type Entries<'a> = Vec<DeviceEntry<'a>>;
+
+/// A device entry's target ID, entry ID and bytes, as the bundle holds them.
+pub(super) type DeviceBytes<'b> = (String, String, &'b [u8]);
 
 /// One bundle read for splitting.
 pub(super) struct ReadBundle<'a> {
@@ -58,6 +68,9 @@ pub(super) struct SplitBinary<'a> {
     /// The entries of each bundle, by offset.
     pub(super) bundles: BTreeMap<usize, Entries<'a>>,
     pub(super) kernel_name: String,
+    /// The name of the folder `kernel_name` is a path under (`stage` for `-r stage`), which
+    /// each archive entry's metadata names as AMD's splitter names its prefix.
+    pub(super) source_prefix: String,
     pub(super) program: NewProgram<'a>,
 }
 
@@ -140,10 +153,17 @@ pub(super) fn read_binary<'a>(
         kpack_elf::split(data, &reference)
     };
     let program = program.map_err(|e| Error::container(path, e))?;
+    let source_prefix = path
+        .ancestors()
+        .nth(relative.components().count())
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     Ok(Some(SplitBinary {
         bundle_of,
         bundles,
         kernel_name,
+        source_prefix,
         program,
     }))
 }
@@ -168,8 +188,14 @@ fn reference_bytes(path: &Path, reference: &KpackRef<'_>, record: &BundleRecord)
 /// executable or DLL, with device code to split; `None` for a file that is copied as it is. A
 /// binary split already is an error.
 fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'a>>> {
+    let kind = object::File::parse(data).map(|f| object::Object::kind(&f));
+    if let Err(e) = &kind {
+        if data.starts_with(b"\x7fELF") {
+            return Err(unreadable_elf(path, data, e));
+        }
+    }
     let linked = matches!(
-        object::File::parse(data).map(|f| object::Object::kind(&f)),
+        kind,
         Ok(object::ObjectKind::Executable | object::ObjectKind::Dynamic)
     );
     let code = if !linked {
@@ -191,7 +217,7 @@ fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'
         .find(|(_, w)| w.magic == HIPK_MAGIC)
     {
         return Err(Error::msg(format!(
-            "'{}': {} wrapper {k} at {:#x}: already HIPK: the file is split",
+            "'{}': {} wrapper {k} at {:#x}: already HIPK: {ALREADY_SPLIT}",
             path.display(),
             wrapper_section(&code),
             w.at
@@ -201,6 +227,27 @@ fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'
         return Ok(None);
     }
     Ok(Some(code))
+}
+
+/// How the error for a binary split already ends.
+const ALREADY_SPLIT: &str = "the file is split";
+
+/// Whether `e` is the error [`read_binary`] gives for a binary split already.
+pub(super) fn is_already_split(e: &Error) -> bool {
+    e.to_string().ends_with(ALREADY_SPLIT)
+}
+
+/// The error for a file that starts as an ELF file but does not read as one (cut short, or
+/// its headers damaged): copied as it is, it would pass for a file without device code. The
+/// program reader names the offset where it can.
+fn unreadable_elf(path: &Path, data: &[u8], e: &object::Error) -> Error {
+    match kpack_elf::hip_code(data) {
+        Err(found) => Error::container(path, found),
+        Ok(_) => Error::msg(format!(
+            "'{}': not a readable ELF file ({e}); nothing was written for it",
+            path.display()
+        )),
+    }
 }
 
 /// The section of the wrappers of `code`: `.hipFatB` beside a PE image's `.hip_fat`, else
@@ -272,14 +319,18 @@ pub(super) fn device_entries(
         let shape = shape_of(&bundle, storage);
         let found = entries
             .into_iter()
-            .map(|(arch, data)| {
+            .map(|(arch, id, data)| {
                 let start = data.as_ptr() as usize - base;
-                (arch, start..start + data.len())
+                (arch, id, start..start + data.len())
             })
             .collect::<Vec<_>>();
         let found = found
             .into_iter()
-            .map(|(arch, range)| (arch, Code::Inflated(inflated.clone(), range)))
+            .map(|(arch, id, range)| DeviceEntry {
+                arch,
+                id,
+                code: Code::Inflated(inflated.clone(), range),
+            })
             .collect();
         return Ok(ReadBundle {
             entries: found,
@@ -291,7 +342,11 @@ pub(super) fn device_entries(
     let (entries, refused) = hip_entries(&bundle);
     let entries = entries
         .into_iter()
-        .map(|(arch, data)| (arch, Code::Mapped(data)))
+        .map(|(arch, id, data)| DeviceEntry {
+            arch,
+            id,
+            code: Code::Mapped(data),
+        })
         .collect();
     Ok(ReadBundle {
         entries,
@@ -316,9 +371,9 @@ pub(super) fn not_a_bundle() -> crate::format::Error {
     crate::format::Error::new(0, crate::format::ErrorKind::NotAContainer)
 }
 
-/// The non-empty HIP device entries of `bundle`: target ID and code; and the IDs of the
-/// non-empty HIP entries whose target ID is no processor key, which must not be split.
-pub(super) fn hip_entries<'b>(bundle: &Bundle<'b>) -> (Vec<(String, &'b [u8])>, Vec<String>) {
+/// The non-empty HIP device entries of `bundle`: target ID, entry ID and code; and the IDs of
+/// the non-empty HIP entries whose target ID is no processor key, which must not be split.
+pub(super) fn hip_entries<'b>(bundle: &Bundle<'b>) -> (Vec<DeviceBytes<'b>>, Vec<String>) {
     let mut refused = Vec::new();
     let entries = bundle
         .entries()
@@ -333,7 +388,7 @@ pub(super) fn hip_entries<'b>(bundle: &Bundle<'b>) -> (Vec<(String, &'b [u8])>, 
                 refused.push(e.id.to_string());
                 return None;
             }
-            Some((target.target_id, e.data))
+            Some((target.target_id, e.id.to_string(), e.data))
         })
         .collect();
     (entries, refused)

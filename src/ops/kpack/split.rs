@@ -5,7 +5,7 @@ use crate::ops::kpack::config::{SplitConfig, SplitSummary};
 use crate::ops::kpack::plan::{
     default_name, not_as_written, plan_files, CreatedDirs, Kind, Planned, ARCHIVE_FOLDER,
 };
-use crate::ops::kpack::read::{read_binary, SplitBinary};
+use crate::ops::kpack::read::{is_already_split, read_binary, SplitBinary};
 use crate::ops::kpack::stage::{write_archive, ArchiveListed, Stage};
 use std::path::{Component, Path, PathBuf};
 
@@ -122,6 +122,7 @@ pub(super) fn split_into(
             match indices {
                 Ok(Some(n)) => summary.binaries.push((path, n)),
                 Ok(None) => summary.copied.push(path),
+                Err(e) if is_already_split(&e) => return Err(tree_split_already(&e)),
                 Err(e) => summary.failed.push(e.to_string()),
             }
         }
@@ -168,6 +169,15 @@ pub(super) fn split_into(
         }
     }
     Ok((summary, closed))
+}
+
+/// The error refusing a tree that holds a binary split already: left out, its archives
+/// would be copied without it; split again, its code is gone. The whole tree is refused.
+fn tree_split_already(e: &Error) -> Error {
+    Error::msg(format!(
+        "{e}; a tree holding a split binary is refused whole, and nothing was written (put \
+         its code back first with --merge, or copy the tree as it is)"
+    ))
 }
 
 /// What became of one file of a group: its number of code-object indices (`None`: copied as

@@ -13,7 +13,8 @@ use rayon::prelude::*;
 
 use crate::error::{Error, Result};
 use crate::format::kpack::{
-    self as kformat, compress_code_object, toc_key, Archive, ArchiveInfo, Scheme, TocEntry,
+    self as kformat, compress_code_object, toc_key, Archive, ArchiveInfo, EntryMetadata, Scheme,
+    TocEntry,
 };
 use crate::io::slice::offset_within;
 use crate::io::spill::{Spill, Spilled};
@@ -101,29 +102,34 @@ impl Stage {
         // Each stored code object once: (family, bundle, processor) and its code.
         let mut unique: Vec<(String, &Code<'_>)> = Vec::new();
         let mut number_of: HashMap<(String, usize, &str), usize> = HashMap::new();
-        let mut entries: Vec<(String, String, String, usize)> = Vec::new();
+        let mut entries: Vec<(String, TocEntry, usize)> = Vec::new();
         for (index, &at) in split.bundle_of.iter().enumerate() {
-            for (arch, code) in split.bundles.get(&at).into_iter().flatten() {
-                let family = group_of(arch).unwrap_or_else(|| arch.clone());
+            for device in split.bundles.get(&at).into_iter().flatten() {
+                let arch = device.arch.as_str();
+                let family = group_of(arch).unwrap_or_else(|| arch.to_string());
                 let n = *number_of
-                    .entry((family.clone(), at, arch.as_str()))
+                    .entry((family.clone(), at, arch))
                     .or_insert_with(|| {
-                        unique.push((family.clone(), code));
+                        unique.push((family.clone(), &device.code));
                         unique.len() - 1
                     });
-                let key = toc_key(&split.kernel_name, index as u64);
-                entries.push((family, key, arch.clone(), n));
+                let entry = TocEntry {
+                    key: toc_key(&split.kernel_name, index as u64),
+                    arch: arch.to_string(),
+                    ordinal: 0,
+                    original_size: device.code.bytes().len() as u64,
+                    metadata: Some(EntryMetadata {
+                        target: device.id.clone(),
+                        source_prefix: split.source_prefix.clone(),
+                    }),
+                };
+                entries.push((family, entry, n));
             }
         }
         let ordinals = self.store(&unique, source, config, name)?;
-        for (family, key, arch, n) in entries {
-            let archive = self.archive(&family, config, name)?;
-            archive.entries.push(TocEntry {
-                key,
-                arch,
-                ordinal: ordinals[n],
-                original_size: unique[n].1.bytes().len() as u64,
-            });
+        for (family, mut entry, n) in entries {
+            entry.ordinal = ordinals[n];
+            self.archive(&family, config, name)?.entries.push(entry);
         }
         Ok(())
     }
