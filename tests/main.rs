@@ -62,6 +62,7 @@ mod readobj;
 mod rewrite;
 mod rewrite_pe;
 mod rewrite_program;
+mod rewrite_real;
 mod runtime_pick;
 mod syncing;
 mod targets;
