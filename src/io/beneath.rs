@@ -75,9 +75,8 @@ impl Folder {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: `fd` was just opened and is owned by nothing else.
-        Ok(Folder {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        Ok(Folder { fd })
     }
 
     /// A path that names this folder for as long as it is open, wherever it is now: names
