@@ -64,6 +64,7 @@ mod rewrite;
 mod rewrite_again;
 mod rewrite_pe;
 mod rewrite_program;
+mod rewrite_real;
 mod runtime_pick;
 mod syncing;
 mod targets;

@@ -144,9 +144,9 @@ fn strip_a_tree_dry_then_in_place() {
     let lines = file_lines(&plan);
     let mut planned: Vec<String> = lines.iter().map(|l| l.0.clone()).collect();
     planned.sort();
+    // A file without device code (obj/plain-host.o) is left alone and not listed.
     let mut expected: Vec<String> = WALKED
         .iter()
-        .chain(["obj/plain-host.o"].iter())
         .filter(|p| **p != "obj/damaged.bc")
         .map(|p| root.join(p).display().to_string())
         .collect();
@@ -158,7 +158,7 @@ fn strip_a_tree_dry_then_in_place() {
     let changed = lines.iter().filter(|l| l.1 != l.2).count() as u64;
     assert_eq!(
         totals(&plan),
-        [7, changed, 1, sums[0], sums[1], sums[2], sums[3]],
+        [6, changed, 1, sums[0], sums[1], sums[2], sums[3]],
         "{plan}"
     );
 

@@ -118,9 +118,10 @@ struct CompressArgs {
     /// Compression level.
     #[arg(long)]
     level: Option<i32>,
-    /// `zstd` (default) or `zlib`.
-    #[arg(long, default_value = "zstd")]
-    method: String,
+    /// `zstd` (default) or `zlib`. Bundles compressed already stay as they are unless this,
+    /// --level or --format-version is given: then they get what is asked.
+    #[arg(long)]
+    method: Option<String>,
     /// The compressed bundle format version to write: 2 (sizes in 32 bits, read by LLVM 19 and
     /// later) or 3 (64-bit sizes, LLVM 20 and later; needed past 4 GiB). Default: what the
     /// LLVM release of OFFLOAD_LLVM_VERSION (else 22) writes: 2 for 19, 3 for 22.
@@ -201,6 +202,9 @@ struct Plan {
     /// The folder the outputs mirror the inputs' tree under, if they do: no output may
     /// resolve outside it.
     root: Option<PathBuf>,
+    /// The files and folders named: a file found in a folder without device code is left
+    /// alone and not listed, one named is reported.
+    named: Vec<PathBuf>,
 }
 
 /// Where each of `found` is written: over itself in place (a file with several names once),
@@ -227,6 +231,7 @@ fn plan(
         refused: Vec::new(),
         walk_failed,
         root: None,
+        named: roots.to_vec(),
     };
     plan.jobs = destinations(roots, found, destination, &mut plan)?;
     plan.others = destinations(roots, others, destination, &mut plan)?;
@@ -436,7 +441,7 @@ fn target_lines(change: &Change, mode: Mode, before: &[FileUsage], after: &[File
         let to = match change {
             Change::Keep(_) | Change::Remove(_) => Some(usage.stored - usage.removed.unwrap_or(0)),
             Change::Decompress => Some(usage.inflated),
-            Change::Compress(_) => after
+            Change::Compress(_) | Change::CompressPlain(_) => after
                 .iter()
                 .find(|a| a.target == usage.target)
                 .map(|a| a.stored),
@@ -507,6 +512,8 @@ fn execute(
                 report.add_bare(&job.input, &bare, fate, usages, mode);
                 report.other_names(prog, &job.input, names, mode);
             }
+            Ok(Outcome::NoDeviceCode(Some(named))) => report.add_named(&job.input, &named, mode),
+            Ok(Outcome::NoDeviceCode(None)) => {}
             Err(message) => report.fail(prog, &message),
         }
     }
@@ -579,6 +586,10 @@ enum Outcome {
         Option<Usages>,
         Vec<(PathBuf, Result<Fate, String>)>,
     ),
+    /// A file found by a walk that holds no device code, whatever its machine: settled as
+    /// the files of folders without device code are (see [`prune::settle_other`]), listed
+    /// only when named for removed processors.
+    NoDeviceCode(Option<Named>),
 }
 
 /// With `--prune` (and no `--allow-empty`), the refusal of a strip that keeps no device image
@@ -682,6 +693,16 @@ fn rewrite_file(
             format!("'{}': {text}", crate::io::shown(input))
         }
     };
+    let found = !plan.named.iter().any(|named| named == input);
+    if found && before.as_ref().is_some_and(|b| b.targets.is_empty()) {
+        // As a file of a folder without device code is: named for removed processors, or
+        // copied by --prune to an output folder, else left alone.
+        let named = match pruning {
+            Some(pruning) => prune::settle_other(input, placement, config, pruning, mode)?,
+            None => None,
+        };
+        return Ok(Outcome::NoDeviceCode(named));
+    }
     if let Some(bare) = bare {
         let action = match (bare.kept, pruning) {
             (false, Some(pruning)) => pruning.bare,
@@ -768,7 +789,10 @@ fn usages(
     config: &RewriteConfig,
     mode: Mode,
 ) -> Option<Usages> {
-    let compresses = matches!(config.change, Change::Compress(_));
+    let compresses = matches!(
+        config.change,
+        Change::Compress(_) | Change::CompressPlain(_)
+    );
     before.and_then(|before| {
         if compresses && mode == Mode::Write {
             du::file_usage(written, config.max_decompressed, None)
@@ -888,6 +912,9 @@ impl Report {
         if let Some(line) = already_compressed_line(input, summary, config) {
             self.text.push_str(&line);
         }
+        if let Some(line) = embedded_line(input, summary, config) {
+            self.text.push_str(&line);
+        }
         self.text.push_str(&summary_line(input, summary, mode));
         totals.changed += usize::from(summary.rewritten > 0);
         totals.images_before += summary.images_before;
@@ -954,7 +981,7 @@ pub fn compress(args: &[std::ffi::OsString]) -> i32 {
     };
     args.general.install_log();
     args.output_opts.apply();
-    let method = match args.method.as_str() {
+    let method = match args.method.as_deref().unwrap_or("zstd") {
         "zstd" => Method::Zstd,
         "zlib" => Method::Zlib,
         other => {
@@ -980,8 +1007,14 @@ pub fn compress(args: &[std::ffi::OsString]) -> i32 {
             .format_version
             .unwrap_or(CompressOptions::default_version(llvm)),
     };
+    // Bundles compressed already are recompressed only when the compression is asked for.
+    let asked = args.level.is_some() || args.method.is_some() || args.format_version.is_some();
     let config = RewriteConfig {
-        change: Change::Compress(options),
+        change: if asked {
+            Change::Compress(options)
+        } else {
+            Change::CompressPlain(options)
+        },
         allow_empty: true,
         max_decompressed: args.general.max_decompressed,
         ptx: Ptx::AsAsked,
@@ -1004,8 +1037,15 @@ fn already_compressed_line(
     summary: &Summary,
     config: &RewriteConfig,
 ) -> Option<String> {
-    let Change::Compress(options) = &config.change else {
-        return None;
+    let how = match &config.change {
+        Change::Compress(options) => format!(
+            "already compressed with {}, format version {}",
+            options.method.name(),
+            options.version
+        ),
+        // Whatever their method and version: none was asked for.
+        Change::CompressPlain(_) => "already compressed".to_string(),
+        _ => return None,
     };
     let count = summary.already_compressed;
     if count == 0 {
@@ -1018,10 +1058,31 @@ fn already_compressed_line(
         ""
     };
     Some(format!(
-        "{}: {count} {bundles} already compressed with {}, format version {}, left as they were{nothing}\n",
+        "{}: {count} {bundles} {how}, left as they were{nothing}\n",
         crate::io::shown(file),
-        options.method.name(),
-        options.version
+    ))
+}
+
+/// The line that says a strip kept whole the device images embedded as data, which it
+/// counts but cannot remove: the program loads them itself.
+fn embedded_line(
+    file: &std::path::Path,
+    summary: &Summary,
+    config: &RewriteConfig,
+) -> Option<String> {
+    let strips = matches!(config.change, Change::Keep(_) | Change::Remove(_));
+    let count = summary.embedded;
+    if !strips || count == 0 {
+        return None;
+    }
+    let (images, are, them) = if count == 1 {
+        ("image", "is", "it")
+    } else {
+        ("images", "are", "them")
+    };
+    Some(format!(
+        "{}: {count} device {images} embedded as data {are} kept whole: the program loads {them} itself\n",
+        crate::io::shown(file)
     ))
 }
 

@@ -427,8 +427,12 @@ pub type Consecutive<'a> = Box<dyn Iterator<Item = Result<(usize, &'a [u8])>> + 
 pub enum BundleStorage {
     /// As it is.
     AsIs,
-    /// Compressed (a bundle that is not yet).
+    /// Compressed (a bundle that is not yet); a compressed bundle gets these options (a
+    /// new header for another version, a new stream for another method).
     Compress(CompressOptions),
+    /// Compressed (a bundle that is not yet); a compressed bundle stays as it is, whatever
+    /// its method and version.
+    CompressPlain(CompressOptions),
     /// Decompressed (a compressed bundle).
     Decompress,
 }
@@ -672,7 +676,11 @@ fn rewrite_cuda_fatbin(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
     let targets: Vec<ImageTarget> = entries.iter().map(cuda_fatbin::Entry::target).collect();
     let keeps = match rules.storage {
         BundleStorage::AsIs => (rules.keeps)(&targets),
-        BundleStorage::Compress(_) | BundleStorage::Decompress => vec![true; entries.len()],
+        BundleStorage::Compress(_)
+        | BundleStorage::CompressPlain(_)
+        | BundleStorage::Decompress => {
+            vec![true; entries.len()]
+        }
     };
     let kept: Vec<cuda_fatbin::Entry<'_>> = entries
         .iter()
@@ -699,7 +707,7 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
     let (stripped, kept) = strip_bundle(&parsed, rules);
     let size = parsed.size();
     let new = match rules.storage {
-        BundleStorage::Compress(options) => {
+        BundleStorage::Compress(options) | BundleStorage::CompressPlain(options) => {
             refuse_unwritable_ids(&parsed)?;
             let whole = data
                 .get(..usize::try_from(size).unwrap_or(usize::MAX))
@@ -709,14 +717,17 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
         BundleStorage::AsIs | BundleStorage::Decompress => stripped,
     }
     .map(NewBytes::Made);
-    let fresh = matches!(rules.storage, BundleStorage::Compress(_));
+    let fresh = matches!(
+        rules.storage,
+        BundleStorage::Compress(_) | BundleStorage::CompressPlain(_)
+    );
     Ok(Rewrite {
         size,
         new,
         images_before: count_devices(parsed.entries().iter().map(|e| e.id)),
         images_after: kept,
         done: match rules.storage {
-            BundleStorage::Compress(_) => "compressed",
+            BundleStorage::Compress(_) | BundleStorage::CompressPlain(_) => "compressed",
             BundleStorage::AsIs | BundleStorage::Decompress => "stripped",
         },
         already_compressed: 0,
@@ -750,6 +761,15 @@ fn rewrite_compressed_bundle(
     match rules.storage {
         BundleStorage::Compress(options) if options.method == compressed.method => {
             recompress_header(&compressed, &options, rules.limit)
+        }
+        // Left as it is: the header of its own version and method.
+        BundleStorage::CompressPlain(options) => {
+            let own = CompressOptions {
+                method: compressed.method,
+                version: compressed.version,
+                ..options
+            };
+            recompress_header(&compressed, &own, rules.limit)
         }
         BundleStorage::AsIs => strip_compressed_bundle(&compressed, rules, decoding),
         // The bundle only: what the stream holds after it is no part of it (nor of LLVM's
@@ -905,7 +925,7 @@ fn rewrite_inflated(
         // The inflated bundle itself, not a copy: a bundle of 100 MB costs 100 MB.
         (BundleStorage::Decompress, _) => Some(plain),
         // Another method: compressed again from the whole bundle, as asked.
-        (BundleStorage::Compress(options), stripped) => {
+        (BundleStorage::Compress(options) | BundleStorage::CompressPlain(options), stripped) => {
             Some(ccob::compress(stripped.as_deref().unwrap_or(&plain), &options)?.0)
         }
         (BundleStorage::AsIs, Some(stripped)) => {
@@ -922,7 +942,9 @@ fn rewrite_inflated(
         images_after: kept,
         done: match rules.storage {
             BundleStorage::Decompress => "decompressed",
-            BundleStorage::Compress(_) => "compressed again with another method",
+            BundleStorage::Compress(_) | BundleStorage::CompressPlain(_) => {
+                "compressed again with another method"
+            }
             BundleStorage::AsIs => "stripped and compressed again",
         },
         already_compressed: 0,

@@ -100,6 +100,11 @@ pub struct DeviceImage<'a> {
     /// whose stream holds no bundle at its start), the innermost; `None` when it was not
     /// inflated so.
     pub inflated: Option<InflatedWhole>,
+    /// Whether it is embedded as data: found by its magic in a place that holds no device
+    /// code by its name or type (a program's read-only data, `hipModuleLoadData`'s or
+    /// `cuModuleLoadData`'s input), or inside a container found so. No runtime registers it:
+    /// the program loads it itself, and a rewrite keeps it whole.
+    pub embedded: bool,
 }
 
 /// A compressed container a scan inflated whole: which one, and what it is.
@@ -138,6 +143,9 @@ struct Place<'s> {
     /// Whether the place is one that holds device code by its name or type: damage there is
     /// reported; elsewhere a magic that does not parse is taken as chance bytes.
     known: bool,
+    /// Whether the place is data searched by magic, or inside a container found there (see
+    /// [`DeviceImage::embedded`]).
+    embedded: bool,
     compressed: bool,
     depth: usize,
     /// The translation unit images found here belong to (see [`DeviceImage::unit`]).
@@ -250,6 +258,7 @@ impl Scan<'_, '_> {
             size: origin.image_size(data),
             stream: None,
             inflated: at.inflated,
+            embedded: at.embedded,
         };
         (self.visit)(&image);
     }
@@ -298,6 +307,7 @@ impl Scan<'_, '_> {
             size: stream.end - stream.start,
             stream: Some(stream),
             inflated: None,
+            embedded: at.embedded,
         };
         (self.visit)(&image);
     }
@@ -386,6 +396,7 @@ impl Scan<'_, '_> {
                         members: &path,
                         section: None,
                         known: false,
+                        embedded: at.embedded,
                         compressed: at.compressed,
                         depth: at.depth + 1,
                         unit: at.unit,
@@ -448,6 +459,7 @@ impl Scan<'_, '_> {
                 members: &path,
                 section: None,
                 known: false,
+                embedded: at.embedded,
                 compressed: at.compressed,
                 depth: at.depth + 1,
                 unit: at.unit,
@@ -686,7 +698,10 @@ impl Scan<'_, '_> {
     /// Finds the containers in `data`: from each position, zero padding is skipped; a magic
     /// there is parsed and its size skipped; elsewhere the next magic is searched for.
     fn region(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
-        let at = self.new_unit(at);
+        let at = self.new_unit(Place {
+            embedded: at.embedded || !at.known,
+            ..at
+        });
         let mut pos = 0usize;
         let mut reporting = at.known;
         let mut embedded = Embedded::new(data);
@@ -1024,6 +1039,7 @@ pub fn scan_reading(
         members: &[],
         section: None,
         known: true,
+        embedded: false,
         compressed: false,
         depth: 0,
         unit: 0,

@@ -79,6 +79,8 @@ pub fn file_usage(
     let mut counted = Vec::new();
     // Each image's translation unit and target, which say what a strip removes.
     let mut units = Vec::new();
+    // Whether each image is embedded as data: a strip keeps it whole.
+    let mut embedded = Vec::new();
     let mut all_bare = true;
     let problems = scan_reading(
         path,
@@ -115,6 +117,7 @@ pub fn file_usage(
                 bundle,
             });
             units.push((image.unit, image.target.clone()));
+            embedded.push(image.embedded);
         },
     )?;
     if let Some(problem) = problems.into_iter().next() {
@@ -129,7 +132,13 @@ pub fn file_usage(
         }
         units.iter().map(|(_, target)| target.clone()).collect()
     });
-    let removed = keep.map(|config| removed(&units, config));
+    let removed = keep.map(|config| {
+        let mut removed = removed(&units, config);
+        for (gone, embedded) in removed.iter_mut().zip(&embedded) {
+            *gone &= !embedded;
+        }
+        removed
+    });
     let mut usage = tally(name, &counted, removed.as_deref());
     usage.path = path.to_path_buf();
     usage.bare = bare;

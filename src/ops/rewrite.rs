@@ -44,8 +44,12 @@ pub enum Change {
     /// `amdgcnspirv` named here removes its images). Generic and SPIR-V code that devices not
     /// named here load stays.
     Remove(Vec<TargetIdBuf>),
-    /// Compress every bundle that is not compressed.
+    /// Compress every bundle that is not compressed, and give compressed bundles these
+    /// options (a new header for another version, a new stream for another method).
     Compress(CompressOptions),
+    /// Compress every bundle that is not compressed; compressed bundles stay as they are,
+    /// whatever their method and version.
+    CompressPlain(CompressOptions),
     /// Decompress every compressed bundle.
     Decompress,
 }
@@ -56,7 +60,7 @@ impl std::fmt::Display for Change {
         match self {
             Change::Keep(ids) => write!(f, "keep {}", joined(ids)),
             Change::Remove(ids) => write!(f, "remove {}", joined(ids)),
-            Change::Compress(options) => write!(
+            Change::Compress(options) | Change::CompressPlain(options) => write!(
                 f,
                 "compress {} level {}",
                 format!("{:?}", options.method).to_lowercase(),
@@ -128,6 +132,10 @@ pub struct Summary {
     /// Whether the file starts with a bare device image and was kept whole: nothing of it is
     /// removed, whatever its images are for.
     pub kept_whole: bool,
+    /// Device images embedded as data (see [`crate::host::scan::DeviceImage::embedded`]),
+    /// counted among those before and after: the program loads them itself, and they are
+    /// kept whole, whatever their targets.
+    pub embedded: usize,
     /// The compressed bundles compressed by this rewrite, by the xxh3 hash of their bytes:
     /// once written, they are checked by those bytes, not inflated and hashed again.
     pub(crate) made: std::collections::BTreeSet<u64>,
@@ -140,6 +148,7 @@ impl Summary {
         self.images_after += other.images_after;
         self.rewritten += other.rewritten;
         self.already_compressed += other.already_compressed;
+        self.embedded += other.embedded;
         self.made.extend(&other.made);
     }
 }
@@ -155,6 +164,7 @@ impl RewriteConfig {
             offload_unit,
             storage: match &self.change {
                 Change::Compress(options) => BundleStorage::Compress(*options),
+                Change::CompressPlain(options) => BundleStorage::CompressPlain(*options),
                 Change::Decompress => BundleStorage::Decompress,
                 Change::Keep(_) | Change::Remove(_) => BundleStorage::AsIs,
             },
@@ -210,7 +220,9 @@ impl RewriteConfig {
                 }
                 keep
             }
-            Change::Compress(_) | Change::Decompress => vec![true; unit.len()],
+            Change::Compress(_) | Change::CompressPlain(_) | Change::Decompress => {
+                vec![true; unit.len()]
+            }
         }
     }
 }
@@ -314,7 +326,7 @@ fn region_steps(
 ) -> std::result::Result<Vec<Step>, crate::format::Error> {
     let unit = match config.change {
         Change::Keep(_) | Change::Remove(_) => offload_unit(data),
-        Change::Compress(_) | Change::Decompress => Vec::new(),
+        Change::Compress(_) | Change::CompressPlain(_) | Change::Decompress => Vec::new(),
     };
     let mut ahead = rewrite_ahead(data, config, &unit).into_iter().peekable();
     let mut steps = Vec::new();
@@ -852,7 +864,41 @@ fn rewrite_program<'a>(
     })?;
     let total = total.into_inner().expect("no thread panics holding it");
     summary.add_counts(&total);
+    count_embedded(path, data, config, summary)?;
     Ok(rewritten.map(NewFile::Program))
+}
+
+/// Counts into `summary` the device images of the file `data` (named `path`) embedded as
+/// data, which a rewrite keeps whole: among the images before and after, as a listing and
+/// the written file's reading count them.
+fn count_embedded(
+    path: &Path,
+    data: &[u8],
+    config: &RewriteConfig,
+    summary: &mut Summary,
+) -> Result<()> {
+    let mut embedded = 0usize;
+    // Damage is the rewrite's to report, where it matters: here only images are counted.
+    scan_reading(
+        path,
+        data,
+        Places::Everywhere,
+        config.max_decompressed,
+        Reading::Headers,
+        &mut |image| {
+            embedded += usize::from(image.embedded && image.target.producer != Producer::Host);
+        },
+    )?;
+    if embedded > 0 {
+        info!(
+            images = embedded,
+            "device images embedded as data kept whole"
+        );
+    }
+    summary.embedded += embedded;
+    summary.images_before += embedded;
+    summary.images_after += embedded;
+    Ok(())
 }
 
 fn rewrite_object<'a>(
@@ -917,6 +963,7 @@ fn rewrite_object<'a>(
             new_contents.push((name.to_string(), new));
         }
     }
+    count_embedded(path, data, config, summary)?;
     if new_contents.is_empty() && removed.is_empty() {
         return Ok(None);
     }
