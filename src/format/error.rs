@@ -798,7 +798,7 @@ mod tests {
             cuda_samples(),
         ];
         let samples: Vec<Sample> = samples.into_iter().flatten().collect();
-        assert_eq!(samples.len(), 57);
+        assert_eq!(samples.len(), 58);
         for (kind, expected) in samples {
             assert_eq!(Error::new(0x42, kind).to_string(), expected);
         }
