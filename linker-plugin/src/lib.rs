@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use offload::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
-use offload::ops::rewrite::{rewrite, Change, Mode, RewriteConfig};
+use offload::ops::rewrite::{rewrite, Change, Mode, Placement, RewriteConfig};
 use offload::target::target_id::TargetIdBuf;
 
 /// `enum ld_plugin_status`.
@@ -201,7 +201,8 @@ pub fn rewrite_output(output: &Path, options: &Options) -> Result<Vec<String>, S
             max_decompressed: DEFAULT_MAX_DECOMPRESSED,
             ptx: Default::default(),
         };
-        let summary = rewrite(output, output, &config, Mode::Write).map_err(|e| e.to_string())?;
+        let summary = rewrite(output, &Placement::InPlace, &config, Mode::Write)
+            .map_err(|e| e.to_string())?;
         if options.verbose {
             report.push(format!(
                 "{}: {} device images to {}, {} bytes to {}",
