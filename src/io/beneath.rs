@@ -18,7 +18,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 use super::error::FileError as Error;
-use super::keep::Kept;
 use super::{opening, shown, Output, Placing, Result};
 
 /// A device and inode: which file a name held when it was read.
@@ -179,16 +178,7 @@ impl Output {
                 shown(path)
             )));
         }
-        let kept = Kept::read(&file, &meta).map_err(|e| Error::io(path, e))?;
-        let placing = if meta.nlink() > 1 {
-            Placing::WriteThrough { kept }
-        } else {
-            Placing::Rename {
-                mode: meta.mode() & 0o7777,
-                kept: Some(kept),
-                synced: true,
-            }
-        };
+        let placing = Placing::in_place(&file, &meta).map_err(|e| Error::io(path, e))?;
         let mut out = Output::temporary(&target, &beneath.folder.path(), placing)?;
         out.path = path.to_path_buf();
         out.beneath = Some(beneath);

@@ -554,6 +554,22 @@ enum Placing {
 }
 
 impl Placing {
+    /// How the rewrite in place of `file` (described by `meta`) takes its place: written
+    /// into it when it has other hard links, else renamed over it; its owner, mode and
+    /// attributes kept either way.
+    fn in_place(file: &File, meta: &fs::Metadata) -> io::Result<Placing> {
+        let kept = Kept::read(file, meta)?;
+        Ok(if meta.nlink() > 1 {
+            Placing::WriteThrough { kept }
+        } else {
+            Placing::Rename {
+                mode: meta.mode() & 0o7777,
+                kept: Some(kept),
+                synced: true,
+            }
+        })
+    }
+
     /// Whether the temporary file is synced before it takes its place. A file written through
     /// is synced once written into instead: the temporary file is only read back.
     fn synced(&self) -> bool {
@@ -704,16 +720,7 @@ impl Output {
                 shown(path)
             )));
         }
-        let kept = Kept::read(&file, &meta).map_err(|e| Error::io(path, e))?;
-        let placing = if meta.nlink() > 1 {
-            Placing::WriteThrough { kept }
-        } else {
-            Placing::Rename {
-                mode: meta.mode() & 0o7777,
-                kept: Some(kept),
-                synced: true,
-            }
-        };
+        let placing = Placing::in_place(&file, &meta).map_err(|e| Error::io(path, e))?;
         let mut out = Output::temporary(&target, folder_of(&target), placing)?;
         out.path = target;
         Ok(out)
