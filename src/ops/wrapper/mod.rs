@@ -52,7 +52,7 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
     let extension = config
         .output
         .extension()
-        .map(|e| e.to_string_lossy().to_lowercase())
+        .and_then(|e| e.to_str().map(str::to_lowercase))
         .unwrap_or_default();
     let arch = |i: usize| config.arches.get(i).map_or("", String::as_str);
     let arches: Vec<&str> = (0..config.images.len()).map(arch).collect();
@@ -186,7 +186,7 @@ impl FileType {
     pub fn of(output: &Path) -> FileType {
         let extension = output
             .extension()
-            .map(|e| e.to_string_lossy().to_lowercase())
+            .and_then(|e| e.to_str().map(str::to_lowercase))
             .unwrap_or_default();
         match extension.as_str() {
             "o" | "obj" => FileType::Object,
