@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::cuda::{
-    cuda_entries, cuobjdump, cuobjdump_list, cuobjdump_names, libcurand, rows,
+    cuda_entries, cuobjdump, cuobjdump_list, cuobjdump_names, libcurand, registered, rows,
+    stand_in_runtime,
 };
 use crate::util::{offload, samples_dir, succeed, text_output};
 
@@ -133,36 +134,6 @@ fn objects_and_archives_keep_the_entries_asked_for() {
         ("rdc.o", "__nv_relfatbin", "sm_90"),
     ]);
     assert_eq!(places, want);
-}
-
-/// Builds the stand-in CUDA runtime (`tests/support/cuda_runtime.c`) into `dir` under the
-/// name the samples were linked with.
-fn stand_in_runtime(dir: &Path) -> bool {
-    let Some(cc) = crate::util::native::c_compiler() else {
-        return false;
-    };
-    let built = Command::new(cc)
-        .args(["-shared", "-fPIC", "-Wl,-soname,libcudart_standin.so", "-o"])
-        .arg(dir.join("libcudart_standin.so"))
-        .arg(crate::util::root().join("tests/support/cuda_runtime.c"))
-        .status();
-    if !built.is_ok_and(|s| s.success()) {
-        crate::util::skip("the C compiler could not build the stand-in CUDA runtime");
-        return false;
-    }
-    true
-}
-
-/// What the stand-in runtime prints when `program` runs (with `args`), from `dir`.
-fn registered(dir: &Path, program: &Path, args: &[&str]) -> String {
-    let (code, out, err) = text_output(
-        Command::new(program)
-            .args(args)
-            .env("LD_LIBRARY_PATH", dir)
-            .env("LD_PRELOAD", dir.join("libcudart_standin.so")),
-    );
-    assert_eq!(code, 0, "{}: {err}", program.display());
-    out
 }
 
 #[test]

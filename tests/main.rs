@@ -22,6 +22,7 @@ mod cuda_check;
 mod cuda_entries;
 mod cuda_extract;
 mod cuda_ls;
+mod cuda_rdc;
 mod cuda_strip;
 mod destinations;
 mod differential;

@@ -32,6 +32,19 @@ new="clang++-22 -x cuda --offload-new-driver -nocudainc -nocudalib --cuda-path=$
   --offload-arch=sm_80 --offload-arch=sm_90 -Wno-unknown-cuda-version"
 $new -c ../linked/kscale.cu -o clang-new-driver.o
 $new -fgpu-rdc -c ../linked/kscale.cu -o clang-new-driver-rdc.o
+# Relocatable device code in a shared library: each translation unit's fat binary goes to
+# __nv_relfatbin (its wrapper registered through __cudaRegisterLinkedBinary_*), the device
+# link's to .nv_fatbin (a version 2 wrapper listing the others); without the device link
+# (librelfatbin.so), __nv_relfatbin alone.
+mkdir -p tmp
+for u in rdc-scale rdc-twice; do
+  "$bin/nvcc" -rdc=true -Xcompiler -fPIC -c $u.cu -o tmp/$u.o $two --compress-mode=none
+done
+"$bin/nvcc" -dlink -Xcompiler -fPIC tmp/rdc-scale.o tmp/rdc-twice.o -o tmp/rdc-dlink.o $two \
+  --compress-mode=none
+g++ -shared tmp/rdc-scale.o tmp/rdc-twice.o tmp/rdc-dlink.o -o librdc.so
+g++ -shared tmp/rdc-scale.o tmp/rdc-twice.o -o librelfatbin.so
+rm -rf tmp
 # Bare cubins and PTX as nvcc writes them with -cubin and -ptx (arch-specific and family SMs).
 mkdir -p bare
 for arch in sm_89 sm_90a sm_100a sm_100f; do

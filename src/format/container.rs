@@ -138,9 +138,10 @@ pub struct ProgramSection {
 }
 
 /// The places of containers in linked programs: the HIP runtime's bundles (`.hip_fatbin`,
-/// wrappers `"FPIH"`) and the CUDA runtime's fat binaries (`.nv_fatbin`, wrappers
-/// `0x466243B1` as `fatbinary_section.h` defines them).
-pub const PROGRAM_SECTIONS: [ProgramSection; 2] = [
+/// wrappers `"FPIH"`) and the CUDA runtime's fat binaries (`.nv_fatbin`, and `__nv_relfatbin`
+/// for relocatable device code; wrappers `0x466243B1` as `fatbinary_section.h` defines them,
+/// one section of wrappers for both).
+pub const PROGRAM_SECTIONS: [ProgramSection; 3] = [
     ProgramSection {
         section: ".hip_fatbin",
         wrappers: ".hipFatBinSegment",
@@ -148,6 +149,11 @@ pub const PROGRAM_SECTIONS: [ProgramSection; 2] = [
     },
     ProgramSection {
         section: ".nv_fatbin",
+        wrappers: ".nvFatBinSegment",
+        wrapper_magic: 0x4662_43b1,
+    },
+    ProgramSection {
+        section: "__nv_relfatbin",
         wrappers: ".nvFatBinSegment",
         wrapper_magic: 0x4662_43b1,
     },

@@ -1,8 +1,8 @@
 /* A stand-in for the CUDA runtime, for tests: programs built by nvcc with -cudart=none link
  * against it and run without a GPU. __cudaRegisterFatBinary prints the wrapper it is given
  * and every entry of the fat binaries it points at: kind, SM, flags, stored size and a hash
- * of the stored bytes, so that a rewritten program shows what it registers. Launches do
- * nothing. */
+ * of the stored bytes, so that a rewritten program shows what it registers (and, for a device
+ * link's wrapper, the prelinked fat binaries it lists). Launches do nothing. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,6 +57,15 @@ void **__cudaRegisterFatBinary(void *fat) {
   printf("register wrapper magic %#x version %d\n", w->magic, w->version);
   if (w->magic == 0x466243b1)
     print_fatbin(w->data);
+  /* A device link's wrapper (version 2) lists the prelinked fat binaries of the relocatable
+   * translation units (in __nv_relfatbin), the list ending with a null pointer. */
+  if (w->magic == 0x466243b1 && w->version == 2 && w->filename_or_fatbins) {
+    const unsigned char *const *prelinked = w->filename_or_fatbins;
+    for (; *prelinked; prelinked++) {
+      printf("  prelinked\n");
+      print_fatbin(*prelinked);
+    }
+  }
   fflush(stdout);
   return (void **)fat;
 }

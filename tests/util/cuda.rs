@@ -1,13 +1,14 @@
 //! NVIDIA's tools as the reference for CUDA fat binaries: `cuobjdump` found on `PATH`, and
 //! `libcurand.so` named by `OFFLOAD_LIBCURAND` (both from PyPI wheels; see `.ci/run`), and the
-//! listing `offload ls` gives, in cuobjdump's words.
+//! listing `offload ls` gives, in cuobjdump's words; the stand-in CUDA runtime that prints what
+//! a program registers.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-use super::{file_from_env, offload, samples_dir, succeed, tool};
+use super::{file_from_env, offload, samples_dir, succeed, text_output, tool};
 
 /// The samples nvcc made (`samples/cuda/make.sh`): objects (plain, zstd, LZ, `-Xfatbin
 /// -compress-all`, arch-specific and family cubins, relocatable device code), a shared
@@ -115,4 +116,34 @@ pub fn cuobjdump_name(stem: &str, e: &Value, n: usize) -> String {
         "ptx"
     };
     format!("{stem}.{n}.{sm}.{ext}")
+}
+
+/// Builds the stand-in CUDA runtime (`tests/support/cuda_runtime.c`) into `dir` under the
+/// name the samples were linked with.
+pub fn stand_in_runtime(dir: &Path) -> bool {
+    let Some(cc) = crate::util::native::c_compiler() else {
+        return false;
+    };
+    let built = Command::new(cc)
+        .args(["-shared", "-fPIC", "-Wl,-soname,libcudart_standin.so", "-o"])
+        .arg(dir.join("libcudart_standin.so"))
+        .arg(crate::util::root().join("tests/support/cuda_runtime.c"))
+        .status();
+    if !built.is_ok_and(|s| s.success()) {
+        crate::util::skip("the C compiler could not build the stand-in CUDA runtime");
+        return false;
+    }
+    true
+}
+
+/// What the stand-in runtime prints when `program` runs (with `args`), from `dir`.
+pub fn registered(dir: &Path, program: &Path, args: &[&str]) -> String {
+    let (code, out, err) = text_output(
+        Command::new(program)
+            .args(args)
+            .env("LD_LIBRARY_PATH", dir)
+            .env("LD_PRELOAD", dir.join("libcudart_standin.so")),
+    );
+    assert_eq!(code, 0, "{}: {err}", program.display());
+    out
 }

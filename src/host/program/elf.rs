@@ -49,12 +49,12 @@ pub(super) struct Program<'a> {
     pub(super) place: ProgramSection,
 }
 
-/// Rewrites the sections of device code (`.hip_fatbin`, `.nv_fatbin`, or both) of the ELF
-/// program or library `file`; see
-/// [`rewrite_hip_fatbin`](crate::host::program::rewrite_hip_fatbin). When both change, the
-/// one that grew, else the one that frees more bytes, is laid out as alone (the file cut
-/// after it, or its containers moved to a new segment); the other is packed in its own place,
-/// which keeps its size, and only its pointers change.
+/// Rewrites the sections of device code (`.hip_fatbin`, `.nv_fatbin`, `__nv_relfatbin`, any
+/// of them) of the ELF program or library `file`; see
+/// [`rewrite_hip_fatbin`](crate::host::program::rewrite_hip_fatbin). When several change,
+/// the one that grew, else the one that frees the most bytes, is laid out as alone (the file
+/// cut after it, or its containers moved to a new segment); each other is packed in its own
+/// place, which keeps its size, and only its pointers change.
 pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProgram<'a>>> {
     let mut program = Program::read(file)?;
     let mut changed = Vec::new();
@@ -76,10 +76,10 @@ pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProg
     let Some(main) = main_of(&mut changed) else {
         return Ok(None);
     };
-    let beside = match changed.pop() {
-        Some(other) => Some(program.in_place(other, &main)?),
-        None => None,
-    };
+    let beside = changed
+        .into_iter()
+        .map(|other| program.in_place(other, &main))
+        .collect::<Result<Vec<_>>>()?;
     program.place = main.place;
     program.rewrite_main(main, beside).map(Some)
 }
@@ -155,7 +155,7 @@ impl<'a> Program<'a> {
 
     /// Lays out the program for the section `main` (see [`rewrite`]), with `beside` packed in
     /// its own place.
-    fn rewrite_main(&self, main: Changed<'a>, beside: Option<InPlace>) -> Result<NewProgram<'a>> {
+    fn rewrite_main(&self, main: Changed<'a>, beside: Vec<InPlace>) -> Result<NewProgram<'a>> {
         let (section, fatbin, packing) = (main.section, main.index, main.packing);
         let pointers = self.pointers_into(&section, fatbin)?;
         if let Some(load) = self.segment_alone_at_end(&section, packing.packed.len()) {
@@ -169,11 +169,11 @@ impl<'a> Program<'a> {
         if !packing.fits(&section) {
             return self.rewrite_grown(&section, fatbin, packing, &pointers, beside);
         }
-        let extra = beside.as_ref().map_or(&[][..], |b| &b.pointers[..]);
+        let extra = beside.iter().flat_map(|b| b.pointers.iter().copied());
         let mut pointers = packing.retarget(&section, &pointers, section.address)?;
         pointers.extend(packing.retarget_known(&self.symbols_in(fatbin), section.address));
         pointers.extend(self.retyped_relocations(fatbin)?);
-        pointers.extend_from_slice(extra);
+        pointers.extend(extra);
         let packed = packing.packed.len() as usize;
         let layout = Layout::new(self, &section, packed, Placement::InSection)?;
         let (cut, patches) = if layout.cut.len == 0 {
@@ -290,7 +290,7 @@ impl<'a> Program<'a> {
         at_end: AtEnd<'_, 'a>,
         packing: Packing,
         pointers: &[Pointer],
-        beside: Option<InPlace>,
+        beside: Vec<InPlace>,
     ) -> Result<NewProgram<'a>> {
         let AtEnd {
             section,
@@ -301,7 +301,7 @@ impl<'a> Program<'a> {
         let mut pointers = packing.retarget(section, pointers, section.address)?;
         pointers.extend(packing.retarget_known(&self.symbols_in(fatbin), section.address));
         pointers.extend(self.retyped_relocations(fatbin)?);
-        if let Some(beside) = &beside {
+        for beside in &beside {
             pointers.extend_from_slice(&beside.pointers);
         }
         let mut patches: Vec<Patch> = pointers.iter().map(|p| pointer_patch(p, p.at)).collect();
@@ -340,9 +340,9 @@ impl<'a> Program<'a> {
 fn place_beside<'a>(
     mut new: NewProgram<'a>,
     cut: Cut,
-    beside: Option<InPlace>,
+    beside: Vec<InPlace>,
 ) -> Result<NewProgram<'a>> {
-    if let Some(beside) = beside {
+    for beside in beside {
         let at = cut.moved(beside.offset);
         plan::leave_out(&mut new.rest, at, at + beside.size)?;
         new.also.push(Placed {
@@ -388,7 +388,7 @@ impl<'a> Program<'a> {
         fatbin: usize,
         packing: Packing,
         pointers: &[Pointer],
-        beside: Option<InPlace>,
+        beside: Vec<InPlace>,
     ) -> Result<NewProgram<'a>> {
         let mut layout = Layout::new(self, section, 0, Placement::NewSegment)?;
         let file_size = self.file.len() as u64 - layout.cut.len;
@@ -396,7 +396,7 @@ impl<'a> Program<'a> {
         let mut pointers = packing.retarget(section, pointers, appended.address)?;
         pointers.extend(packing.retarget_known(&self.symbols_in(fatbin), appended.address));
         pointers.extend(self.retyped_relocations(fatbin)?);
-        if let Some(beside) = &beside {
+        for beside in &beside {
             pointers.extend_from_slice(&beside.pointers);
         }
         layout.appended = Some(appended);
@@ -566,7 +566,7 @@ impl<'a> Program<'a> {
     ) -> Result<Vec<Pointer>> {
         let mut pointers = self.relocated_pointers(section, index)?;
         if let Some(wrappers) = self.section_named(self.place.wrappers) {
-            pointers.extend(self.wrapper_pointers(wrappers)?);
+            pointers.extend(self.wrapper_pointers(wrappers, section)?);
         }
         Ok(pointers)
     }
@@ -701,8 +701,9 @@ impl<'a> Program<'a> {
         pointers
     }
 
-    /// The pointers of the HIP wrappers in section `index` that are set in the file.
-    fn wrapper_pointers(&self, index: usize) -> Result<Vec<Pointer>> {
+    /// The pointers of the wrappers in section `index` that are set in the file and point into
+    /// `section` (CUDA's wrappers point into `.nv_fatbin` or `__nv_relfatbin`).
+    fn wrapper_pointers(&self, index: usize, section: &Section<'_>) -> Result<Vec<Pointer>> {
         let s = &self.sections[index];
         let bytes = self.bytes_of(s, || self.place.wrappers.into())?;
         const ENTRY: usize = size_of::<Wrapper>();
@@ -710,7 +711,7 @@ impl<'a> Program<'a> {
         Ok(records::<Wrapper>(bytes)
             .iter()
             .enumerate()
-            .filter(|(_, w)| w.magic.get(LE) == magic && w.binary.get(LE) != 0)
+            .filter(|(_, w)| w.magic.get(LE) == magic && section.holds(w.binary.get(LE)))
             .map(|(k, w)| Pointer {
                 at: s.sh_offset.get(LE) + (k * ENTRY + offset_of!(Wrapper, binary)) as u64,
                 target: w.binary.get(LE),
