@@ -272,7 +272,8 @@ fn an_igpu_first_without_code_fails_the_dgpu_that_has_code_in_json() {
                     {"device": 1, "loads": "generic",
                      "entry": "hipv4-amdgcn-amd-amdhsa--gfx11-generic", "runtime": "fails"}
                 ],
-                "first_without_code": 0
+                "first_without_code": 0,
+                "embedded": false
             }],
             "counts": [
                 {"device": 0, "native": 0, "generic": 0, "spirv": 0, "nothing": 1, "fails": 1},
@@ -300,7 +301,8 @@ fn an_igpu_first_without_code_fails_the_dgpu_that_has_code_in_json() {
             ]
         }],
         "not_found": [],
-        "every_device_has_code": false
+        "every_device_has_code": false,
+        "embedded_have_code": true
     });
     assert_eq!(json, expected, "{out}");
     // libc comes from the cache (or a default folder), where ldd finds it.

@@ -14,6 +14,7 @@ mod bombs;
 mod bundler_22;
 mod campaign;
 mod check;
+mod check_embedded;
 mod cli_output;
 mod compress_choices;
 mod compressed;

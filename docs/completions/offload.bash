@@ -181,7 +181,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__check)
-            opts="-r -j -v -h --device --json --recursive --follow --jobs --verbose --max-decompressed-size --help"
+            opts="-r -j -v -h --device --json --require-embedded --recursive --follow --jobs --verbose --max-decompressed-size --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

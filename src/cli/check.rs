@@ -28,9 +28,11 @@ const PROG: &str = "offload check";
 /// lines: the files and bundles, and per device how they load (not with --json). A PE
 /// image (a Windows program or DLL) or a COFF object is checked alone, its own bundles:
 /// the DLLs it loads are not searched for (the library search followed is ELF's), and a note
-/// says so. Exit status: 0 when
-/// every device has code in every bundle and code object, 1 when a device is left without
-/// code, 2 for a usage error, no GPU found, or a file that cannot be read.
+/// says so. Device images embedded as data (a program's read-only data, which no runtime
+/// registers: the program loads them itself) are reported apart, after the others. Exit
+/// status: 0 when every device has code in every bundle and code object a runtime is given
+/// (and, with --require-embedded, in every image embedded as data), 1 when a device is left
+/// without code, 2 for a usage error, no GPU found, or a file that cannot be read.
 #[derive(Debug, Parser)]
 #[command(name = "offload check")]
 struct Args {
@@ -45,6 +47,11 @@ struct Args {
     /// Print one JSON object: the devices, every file with its bundles, the libraries not found.
     #[arg(long)]
     json: bool,
+    /// Let device images embedded as data (which the program loads itself, such as cubins
+    /// for `cuModuleLoadData` in a library's read-only data) decide the exit status too: by
+    /// default they are reported apart, and a device without code in them fails nothing.
+    #[arg(long)]
+    require_embedded: bool,
     /// The programs and shared libraries to check, and folders (their ELF programs and shared
     /// libraries; with -r, their trees').
     #[arg(required = true)]
@@ -127,7 +134,8 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
     if !errors.is_empty() {
         2
     } else {
-        i32::from(!report.every_device_has_code)
+        let embedded_fail = args.require_embedded && !report.embedded_have_code;
+        i32::from(!report.every_device_has_code || embedded_fail)
     }
 }
 
@@ -195,14 +203,25 @@ fn summary(report: &check::Report, errors: usize) -> String {
         .iter()
         .filter(|f| !f.bundles.is_empty() || f.kpack.is_some())
         .count();
-    let bundles: usize = report.files.iter().map(|f| f.bundles.len()).sum();
+    let bundles = report
+        .files
+        .iter()
+        .flat_map(|f| &f.bundles)
+        .filter(|b| !b.embedded)
+        .count();
+    let embedded = report
+        .files
+        .iter()
+        .flat_map(|f| &f.bundles)
+        .filter(|b| b.embedded)
+        .count();
     let code_objects: usize = report
         .files
         .iter()
         .filter_map(|f| f.kpack.as_ref())
         .map(|k| k.code_objects.len())
         .sum();
-    let archived = if code_objects > 0 {
+    let mut archived = if code_objects > 0 {
         format!(
             ", {} in kpack archives",
             counted(code_objects as u64, "code object", "code objects")
@@ -210,6 +229,12 @@ fn summary(report: &check::Report, errors: usize) -> String {
     } else {
         String::new()
     };
+    if embedded > 0 {
+        archived.push_str(&format!(
+            ", {} embedded as data",
+            counted(embedded as u64, "device image", "device images")
+        ));
+    }
     let mut text = format!(
         "total: {} ({named} named, {} they load), {with_code} with device code, {} not found, {}; {}{archived}\n",
         counted(files as u64, "file", "files"),
@@ -244,3 +269,4 @@ fn summary(report: &check::Report, errors: usize) -> String {
     }
     text
 }
+

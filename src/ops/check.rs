@@ -124,6 +124,10 @@ pub struct BundleReport {
     /// The first device without code, if any: the runtime stops there (for a bundle, the
     /// first AMD device without code; CUDA devices are not the HIP runtime's).
     pub first_without_code: Option<usize>,
+    /// Whether it is embedded as data (a program's read-only data): no runtime registers it,
+    /// the program loads it itself (`hipModuleLoadData`, `cuModuleLoadData`) when it asks for
+    /// it. Numbered after the registered ones; a device without code in it is reported apart.
+    pub embedded: bool,
 }
 
 /// How many of a file's bundles a device loads each way.
@@ -183,8 +187,12 @@ pub struct Report {
     pub files: Vec<FileReport>,
     /// The libraries found nowhere (not checked).
     pub not_found: Vec<NotFound>,
-    /// Whether every device has code in every bundle.
+    /// Whether every device has code in every bundle a runtime is given (images embedded as
+    /// data left out) and in every code object of kpack archives.
     pub every_device_has_code: bool,
+    /// Whether every device has code in every device image embedded as data (true when
+    /// there are none).
+    pub embedded_have_code: bool,
 }
 
 /// Checks `roots` and the libraries they load (found as ld.so finds them in `env`) for
@@ -211,6 +219,7 @@ pub fn check(
         files: Vec::new(),
         not_found: Vec::new(),
         every_device_has_code: true,
+        embedded_have_code: true,
     };
     let mut errors = Vec::new();
     // What each root loads, its files closed again: a tree of thousands of programs is not
@@ -255,12 +264,17 @@ pub fn check(
         .filter_map(|f| f.kpack.as_ref())
         .flat_map(|k| &k.code_objects)
         .flat_map(|co| &co.loads);
-    report.every_device_has_code = report
-        .files
-        .iter()
-        .flat_map(|f| &f.bundles)
-        .all(|b| b.first_without_code.is_none())
-        && kpack_loads.into_iter().all(|l| l.loads != "nothing");
+    let all_load = |embedded: bool| {
+        report
+            .files
+            .iter()
+            .flat_map(|f| &f.bundles)
+            .filter(|b| b.embedded == embedded)
+            .all(|b| b.first_without_code.is_none())
+    };
+    report.every_device_has_code =
+        all_load(false) && kpack_loads.into_iter().all(|l| l.loads != "nothing");
+    report.embedded_have_code = all_load(true);
     (report, errors)
 }
 
@@ -472,11 +486,19 @@ fn bundles_of(
     devices: &[TargetIdBuf],
     max_decompressed: u64,
 ) -> (Vec<BundleReport>, Vec<Error>) {
-    let mut seen = Seen {
-        linked: crate::host::is_linked_elf(input),
-        ..Seen::default()
-    };
-    let visit = &mut |image: &DeviceImage<'_>| seen.see(image);
+    let linked = crate::host::is_linked_elf(input);
+    // Registered code, and device images embedded as data, which the program loads itself.
+    let mut seen = [
+        Seen {
+            linked,
+            ..Seen::default()
+        },
+        Seen {
+            linked,
+            ..Seen::default()
+        },
+    ];
+    let visit = &mut |image: &DeviceImage<'_>| seen[usize::from(image.embedded)].see(image);
     // Which entry the runtime picks needs entry IDs and sizes only: compressed bundles are
     // inflated up to their bundle's header.
     let problems = match scan_reading(
@@ -490,7 +512,20 @@ fn bundles_of(
         Ok(problems) => problems,
         Err(e) => vec![e],
     };
+    let [registered, embedded] = seen;
     let mut bundles = Vec::new();
+    reports_of(registered, devices, &mut bundles);
+    let first_embedded = bundles.len();
+    reports_of(embedded, devices, &mut bundles);
+    for report in &mut bundles[first_embedded..] {
+        report.embedded = true;
+    }
+    (bundles, problems)
+}
+
+/// The reports on the bundles, fat binaries, modules and offload binaries `seen` holds,
+/// numbered on from those `bundles` holds, each checked for `devices`.
+fn reports_of(seen: Seen, devices: &[TargetIdBuf], bundles: &mut Vec<BundleReport>) {
     let any_cuda = devices.iter().any(|d| cuda::is_cuda_target(d.as_str()));
     let all_cuda = any_cuda && devices.iter().all(|d| cuda::is_cuda_target(d.as_str()));
     for unit in seen.bundles.chunk_by(|a, b| a.unit == b.unit) {
@@ -518,7 +553,6 @@ fn bundles_of(
             bundles.push(check_offloaded(bundles.len() + 1, unit, devices));
         }
     }
-    (bundles, problems)
 }
 
 /// An AMDGPU image of an offload binary (`.llvm.offloading`) as the scan reports it.
@@ -567,6 +601,7 @@ fn check_offloaded(index: usize, unit: &[OffloadedImage], devices: &[TargetIdBuf
         targets,
         first_without_code: loads.iter().position(|l| l.loads == "nothing"),
         loads,
+        embedded: false,
     }
 }
 
@@ -622,6 +657,7 @@ fn check_module(
         targets: vec![target_id.clone()],
         first_without_code: loads.iter().position(|l| l.loads == "nothing"),
         loads,
+        embedded: false,
     }
 }
 
@@ -669,6 +705,7 @@ fn check_fatbin(
         targets: names,
         first_without_code: loads.iter().position(|l| l.loads == "nothing"),
         loads,
+        embedded: false,
     }
 }
 
@@ -731,6 +768,7 @@ fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -
         targets,
         loads,
         first_without_code,
+        embedded: false,
     }
 }
 
@@ -741,7 +779,8 @@ fn hip_devices(devices: &[&str]) -> Vec<usize> {
         .collect()
 }
 
-/// Per device, how `bundles` and the code objects of `kpack` load.
+/// Per device, how `bundles` (those embedded as data left out) and the code objects of `kpack`
+/// load.
 fn counts(bundles: &[BundleReport], kpack: Option<&KpackFile>, devices: usize) -> Vec<Counts> {
     let mut counts: Vec<Counts> = (0..devices)
         .map(|device| Counts {
@@ -749,7 +788,8 @@ fn counts(bundles: &[BundleReport], kpack: Option<&KpackFile>, devices: usize) -
             ..Counts::default()
         })
         .collect();
-    for load in bundles.iter().flat_map(|b| &b.loads) {
+    let registered = bundles.iter().filter(|b| !b.embedded);
+    for load in registered.flat_map(|b| &b.loads) {
         let Some(c) = counts.get_mut(load.device) else {
             continue;
         };
@@ -814,7 +854,7 @@ pub fn text(report: &Report) -> String {
             ));
         }
     }
-    let without = without_code(report) + &kpack::without_code(report);
+    let without = without_code(report, false) + &kpack::without_code(report);
     if !without.is_empty() {
         out.push_str("\nWithout code:\n");
         out.push_str(&without);
@@ -822,7 +862,74 @@ pub fn text(report: &Report) -> String {
         out.push_str(&kpack::consequences(report));
         out.push_str(&consequences(report));
     }
+    out.push_str(&embedded_text(report));
     out
+}
+
+/// The bundles of `file` a runtime is given: those embedded as data left out.
+fn registered(file: &FileReport) -> impl Iterator<Item = &BundleReport> {
+    file.bundles.iter().filter(|b| !b.embedded)
+}
+
+/// The part of the report on device images embedded as data, which the program loads itself:
+/// per file and device, how many load, and those without code; empty when there are none.
+fn embedded_text(report: &Report) -> String {
+    let mut out = String::new();
+    for file in &report.files {
+        let embedded: Vec<&BundleReport> = file.bundles.iter().filter(|b| b.embedded).collect();
+        if embedded.is_empty() {
+            continue;
+        }
+        let numbers: Vec<usize> = embedded.iter().map(|b| b.index).collect();
+        out.push_str(&format!(
+            "  {}: {} {}\n",
+            crate::io::shown(&file.path),
+            counted_images(embedded.len()),
+            ranges(&numbers),
+        ));
+        for device in &report.devices {
+            let loading = embedded
+                .iter()
+                .filter(|b| {
+                    b.loads
+                        .get(device.index)
+                        .is_some_and(|l| !matches!(l.loads, "nothing" | "other"))
+                })
+                .count();
+            out.push_str(&format!(
+                "    {} (device {}): {loading} of {} have code for it\n",
+                device.target_id,
+                device.index,
+                embedded.len()
+            ));
+        }
+    }
+    if out.is_empty() {
+        return out;
+    }
+    let without = without_code(report, true);
+    let mut text = String::from(
+        "\nEmbedded as data (no runtime registers these: the program loads them itself, \
+         with hipModuleLoadData or cuModuleLoadData, when it asks for them; they leave the \
+         exit status alone unless --require-embedded is given):\n",
+    );
+    text.push_str(&out);
+    if !without.is_empty() {
+        text.push_str("  Without code:\n");
+        for line in without.lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+    }
+    text
+}
+
+/// "1 device image, number" or "N device images, numbers".
+fn counted_images(n: usize) -> String {
+    if n == 1 {
+        "1 device image, number".to_string()
+    } else {
+        format!("{n} device images, numbers")
+    }
 }
 
 /// The table of files and counts.
@@ -833,7 +940,7 @@ fn table(report: &Report) -> String {
     let mut rows: Vec<[String; 7]> = Vec::new();
     for file in &report.files {
         let code_objects = file.kpack.as_ref().map_or(0, |k| k.code_objects.len());
-        let units = file.bundles.len() + code_objects;
+        let units = registered(file).count() + code_objects;
         let mut first = [file.path.clone(), units.to_string()].to_vec();
         if units == 0 {
             first.resize(7, String::new());
@@ -875,13 +982,14 @@ fn bundles_phrase(numbers: &[usize]) -> String {
     format!("{noun} {}", ranges(numbers))
 }
 
-/// Per device and file, the bundles without code for it, grouped by what they have code for.
-fn without_code(report: &Report) -> String {
+/// Per device and file, the bundles without code for it (those embedded as data, or those a
+/// runtime is given), grouped by what they have code for.
+fn without_code(report: &Report, embedded: bool) -> String {
     let mut out = String::new();
     for device in &report.devices {
         for file in &report.files {
             let mut groups: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
-            for bundle in &file.bundles {
+            for bundle in file.bundles.iter().filter(|b| b.embedded == embedded) {
                 let nothing = bundle
                     .loads
                     .get(device.index)
@@ -1033,7 +1141,7 @@ fn consequences(report: &Report) -> String {
     for file in &report.files {
         let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut cuda: Vec<(usize, Vec<usize>)> = Vec::new();
-        for bundle in file.bundles.iter().filter(|b| b.runtime == "cuda") {
+        for bundle in registered(file).filter(|b| b.runtime == "cuda") {
             for load in bundle.loads.iter().filter(|l| l.loads == "nothing") {
                 match cuda.iter_mut().find(|(d, _)| *d == load.device) {
                     Some((_, numbers)) => numbers.push(bundle.index),
@@ -1051,17 +1159,15 @@ fn consequences(report: &Report) -> String {
                 name(device),
             ));
         }
-        for bundle in file
-            .bundles
-            .iter()
+        for bundle in registered(file)
             .filter(|b| b.runtime.ends_with("module"))
         {
             out.push_str(&module_consequence(report, &file.path, bundle));
         }
-        for bundle in file.bundles.iter().filter(|b| b.runtime == "openmp") {
+        for bundle in registered(file).filter(|b| b.runtime == "openmp") {
             out.push_str(&openmp_consequence(report, &file.path, bundle));
         }
-        for bundle in file.bundles.iter().filter(|b| b.runtime == "hip") {
+        for bundle in registered(file).filter(|b| b.runtime == "hip") {
             let Some(first) = bundle.first_without_code else {
                 continue;
             };
@@ -1084,7 +1190,7 @@ fn consequences(report: &Report) -> String {
     let hip_fails = report
         .files
         .iter()
-        .flat_map(|f| &f.bundles)
+        .flat_map(registered)
         .any(|b| b.runtime == "hip" && b.first_without_code.is_some());
     if !hip_fails {
         return out;
