@@ -989,6 +989,8 @@ fn without_code(report: &Report, embedded: bool) -> String {
     for device in &report.devices {
         for file in &report.files {
             let mut groups: Vec<(Vec<String>, Vec<usize>)> = Vec::new();
+            // Modules (bare images) by their kind and target: runs of them read as one line.
+            let mut modules: Vec<(&str, &[String], Vec<usize>)> = Vec::new();
             for bundle in file.bundles.iter().filter(|b| b.embedded == embedded) {
                 let nothing = bundle
                     .loads
@@ -1003,20 +1005,34 @@ fn without_code(report: &Report, embedded: bool) -> String {
                     } else {
                         "module"
                     };
-                    out.push_str(&format!(
-                        "  {} (device {}): {} {what} {} is for {}\n",
-                        device.target_id,
-                        device.index,
-                        crate::io::shown(&file.path),
-                        bundle.index,
-                        crate::io::shown(&bundle.targets.join(", ")),
-                    ));
+                    let same = |(w, t, _): &&mut (&str, &[String], Vec<usize>)| {
+                        *w == what && *t == &bundle.targets[..]
+                    };
+                    match modules.iter_mut().find(same) {
+                        Some((_, _, numbers)) => numbers.push(bundle.index),
+                        None => modules.push((what, &bundle.targets, vec![bundle.index])),
+                    }
                     continue;
                 }
                 match groups.iter_mut().find(|(t, _)| *t == bundle.targets) {
                     Some((_, numbers)) => numbers.push(bundle.index),
                     None => groups.push((bundle.targets.clone(), vec![bundle.index])),
                 }
+            }
+            for (what, targets, numbers) in modules {
+                let (what, verb) = if numbers.len() == 1 {
+                    (what.to_string(), "is")
+                } else {
+                    (format!("{what}s"), "are each")
+                };
+                out.push_str(&format!(
+                    "  {} (device {}): {} {what} {} {verb} for {}\n",
+                    device.target_id,
+                    device.index,
+                    crate::io::shown(&file.path),
+                    ranges(&numbers),
+                    crate::io::shown(&targets.join(", ")),
+                ));
             }
             for (targets, numbers) in groups {
                 let has = if targets.is_empty() {
