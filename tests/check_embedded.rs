@@ -29,7 +29,13 @@ fn cuda_images_embedded_as_data_are_reported_apart_and_leave_the_exit_status_alo
     );
     let (code, _, err) = offload_in(
         d,
-        &["check", "--device", "sm_90", "--require-embedded", "libcu.so"],
+        &[
+            "check",
+            "--device",
+            "sm_90",
+            "--require-embedded",
+            "libcu.so",
+        ],
     );
     assert_eq!(code, 1, "{err}");
     let (code, json, err) = offload_in(d, &["check", "--device", "sm_90", "--json", "libcu.so"]);
@@ -51,7 +57,13 @@ fn cuda_images_embedded_as_data_are_reported_apart_and_leave_the_exit_status_alo
     // A device the embedded cubin runs on: every image has code, whatever is asked.
     let (code, out, err) = offload_in(
         d,
-        &["check", "--device", "sm_89", "--require-embedded", "libcu.so"],
+        &[
+            "check",
+            "--device",
+            "sm_89",
+            "--require-embedded",
+            "libcu.so",
+        ],
     );
     assert_eq!(code, 0, "{err}");
     assert!(

@@ -34,9 +34,8 @@ fn images(path: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Checks that `path` loads: llvm-readelf reads its headers with no warning, and `offload
-/// verify` passes.
-fn check_loadable(readelf: &Path, path: &Path) {
+/// Checks that llvm-readelf reads the headers of `path` with no warning.
+fn readelf_reads(readelf: &Path, path: &Path) {
     let out = Command::new(readelf)
         .args(["-l", "-S"])
         .arg(path)
@@ -48,6 +47,12 @@ fn check_loadable(readelf: &Path, path: &Path) {
         "{}: {stderr}",
         path.display()
     );
+}
+
+/// Checks that `path` loads: llvm-readelf reads its headers with no warning, and `offload
+/// verify` passes.
+fn check_loadable(readelf: &Path, path: &Path) {
+    readelf_reads(readelf, path);
     let out = offload().arg("verify").arg(path).output().unwrap();
     assert!(
         out.status.success(),
@@ -330,13 +335,7 @@ fn binaries_merged_back_are_split_again() {
             &dir.path().join(format!("merged{round}")),
         );
         for path in [&split, &merged] {
-            let out = Command::new(&readelf)
-                .args(["-l", "-S"])
-                .arg(path)
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success() && stderr.is_empty(), "{stderr}");
+            readelf_reads(&readelf, path);
         }
         check_loadable(&readelf, &merged);
         listings.push((images(&split), images(&merged)));
@@ -344,4 +343,107 @@ fn binaries_merged_back_are_split_again() {
     }
     assert_eq!(listings[0].1.len(), 9);
     assert_eq!(listings[1], listings[0]);
+}
+
+/// Runs `cycle` (each step a command's arguments before the input; `kpack` and `kpack
+/// --merge` write a folder, whose binary is the next input) on `start` three times over in
+/// `dir`; returns every result's path, images and size, in order.
+fn repeat_with_kpack(dir: &Path, start: &Path, cycle: &[Step]) -> Vec<(PathBuf, Vec<String>, u64)> {
+    let mut input = start.to_path_buf();
+    let mut results = Vec::new();
+    for round in 0..3 {
+        for (k, step) in cycle.iter().enumerate() {
+            let output = dir.join(format!("r{round}-s{k}"));
+            let written = if step[0] == "kpack" {
+                kpack(&step[1..], &input, &output)
+            } else {
+                let out = offload()
+                    .args(*step)
+                    .arg(&input)
+                    .arg("-o")
+                    .arg(&output)
+                    .output()
+                    .unwrap();
+                assert!(
+                    out.status.success(),
+                    "round {round}, {step:?}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                output
+            };
+            let size = std::fs::metadata(&written).unwrap().len();
+            results.push((written.clone(), images(&written), size));
+            input = written;
+        }
+    }
+    results
+}
+
+#[test]
+fn any_sequence_with_kpack_and_merge_repeats_within_a_page() {
+    let Some(readelf) = util::tool("llvm-readelf-22") else {
+        return;
+    };
+    let cycles: [&[Step]; 4] = [
+        &[&["kpack"], &["kpack", "--merge"]],
+        &[
+            &["decompress"],
+            &["kpack"],
+            &["kpack", "--merge"],
+            &["compress"],
+        ],
+        &[
+            &["kpack"],
+            &["kpack", "--merge"],
+            &["strip", "--keep", "gfx90a"],
+            &["decompress"],
+        ],
+        &[
+            &["compress"],
+            &["kpack"],
+            &["kpack", "--merge"],
+            &["decompress"],
+        ],
+    ];
+    for sample in ["linked/hip-app", "linked/libhip.so", "targets/mixed-app-z"] {
+        for (c, cycle) in cycles.iter().enumerate() {
+            let dir = tempfile::tempdir().unwrap();
+            let results = repeat_with_kpack(dir.path(), &samples_dir().join(sample), cycle);
+            let n = cycle.len();
+            for (k, (path, listed, size)) in results.iter().enumerate() {
+                if cycle[k % n] == ["kpack"] {
+                    // A split binary: its headers read (verify judges its archives).
+                    readelf_reads(&readelf, path);
+                } else {
+                    check_loadable(&readelf, path);
+                }
+                // From the second round on, each step reaches again the state it reached the
+                // round before: the same images, the same size within a page.
+                if k >= 2 * n {
+                    let (_, before, first) = &results[k - n];
+                    assert_eq!(listed, before, "{sample}, cycle {c}: {}", path.display());
+                    assert!(
+                        size.abs_diff(*first) <= PAGE,
+                        "{sample}, cycle {c}, {}: {:?}",
+                        path.display(),
+                        sizes(&results)
+                    );
+                }
+            }
+            // Each round ends in the state the first ended in, within a page of its size.
+            for round in 1..3 {
+                let (last, first) = (&results[round * n + n - 1], &results[n - 1]);
+                assert_eq!(last.1, first.1, "{sample}, cycle {c}");
+                assert!(
+                    last.2.abs_diff(first.2) <= PAGE,
+                    "{sample}, cycle {c}: {:?}",
+                    sizes(&results)
+                );
+            }
+            // Splitting and merging alone return to the same sizes from the first round on.
+            if c == 0 {
+                assert_eq!(sizes(&results)[..2], sizes(&results)[2..4], "{sample}");
+            }
+        }
+    }
 }

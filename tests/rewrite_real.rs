@@ -27,7 +27,12 @@ fn assemble(dir: &Path, name: &str, source: &str) -> Option<PathBuf> {
 /// A shared library `name` in `dir` of the object `registered` (a fat binary the runtime
 /// registers) and the file `embedded` put by `.incbin` into `.lrodata`, as data the program
 /// loads itself; `None` (a skip) without clang-22 or ld.lld-22.
-pub(crate) fn library_with_data(dir: &Path, name: &str, registered: &Path, embedded: &Path) -> Option<()> {
+pub(crate) fn library_with_data(
+    dir: &Path,
+    name: &str,
+    registered: &Path,
+    embedded: &Path,
+) -> Option<()> {
     let source = format!(
         ".section .lrodata,\"a\"\n.balign 64\n.globl blob\nblob:\n.incbin \"{}\"\n",
         embedded.display()

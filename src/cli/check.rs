@@ -269,4 +269,3 @@ fn summary(report: &check::Report, errors: usize) -> String {
     }
     text
 }
-

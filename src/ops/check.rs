@@ -1175,9 +1175,7 @@ fn consequences(report: &Report) -> String {
                 name(device),
             ));
         }
-        for bundle in registered(file)
-            .filter(|b| b.runtime.ends_with("module"))
-        {
+        for bundle in registered(file).filter(|b| b.runtime.ends_with("module")) {
             out.push_str(&module_consequence(report, &file.path, bundle));
         }
         for bundle in registered(file).filter(|b| b.runtime == "openmp") {

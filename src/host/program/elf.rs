@@ -214,7 +214,7 @@ impl<'a> Program<'a> {
     /// The index of the loaded segment that holds `section` and nothing else, when it is the
     /// last of the file and the highest in memory, and can hold `size` bytes there: the
     /// segment may then grow or shrink in place, and nothing else moves.
-    fn segment_alone_at_end(&self, section: &Section<'_>, size: u64) -> Option<usize> {
+    pub(super) fn segment_alone_at_end(&self, section: &Section<'_>, size: u64) -> Option<usize> {
         let loads = || self.segments.iter().filter(|p| p.p_type.get(LE) == PT_LOAD);
         let (index, seg) = self.segments.iter().enumerate().find(|(_, p)| {
             p.p_type.get(LE) == PT_LOAD

@@ -7,7 +7,7 @@
 //! segment (the last by address), moved to the end of the file and grown there; `.hip_fatbin`
 //! follows them and the reference's section header goes.
 
-use std::mem::{offset_of, size_of};
+use std::mem::{offset_of, size_of, size_of_val};
 
 use object::elf::{
     ProgramHeader64, RelocationType, SectionHeader64, PF_R, PT_LOAD, R_AARCH64_ABS64, R_X86_64_64,
@@ -212,7 +212,9 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
         return Err(Error::new(section.offset, ErrorKind::Kpack { message }));
     }
     refuse_stray_pointers(&relatives, &wrappers, &section)?;
-    let (layout, appended) = reference_layout(&program, &section, reference.len() as u64)?;
+    let names = Names::with_reference(program.names);
+    let (layout, appended, tables) =
+        reference_layout(&program, &section, reference.len() as u64, &names)?;
     let cut = layout.cut;
 
     let mut patches = vec![program.program_header_patch(&layout)];
@@ -235,7 +237,7 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
             cut,
         ));
     }
-    let (tables, end) = tables_with_reference(&program, &layout, fatbin, appended);
+    let (tables, end) = tables_with_reference(&program, &layout, fatbin, appended, tables, names);
     patches.extend(tables);
     let mut rest = plan::with_cut(file, &section, cut, patches)?;
     rest.size = end;
@@ -248,19 +250,130 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
     })
 }
 
-/// Where the reference of `size` bytes goes, and the layout around it: in the segment at the
-/// end of the file when `section` is alone there (a binary merged before), in its place;
-/// else in a new segment appended, `section` emptied.
-fn reference_layout(program: &Program, section: &Section, size: u64) -> Result<(Layout, Appended)> {
-    if let Some(reused) = program.reused_at_end(section, size) {
-        return Ok(reused);
+/// The section name table of a split binary: the old one, with the reference's name added
+/// unless it holds it already (a binary split and merged before).
+struct Names {
+    bytes: Vec<u8>,
+    /// Where the reference's name starts in it.
+    reference: u32,
+    /// Whether the name was added (the table grew).
+    added: bool,
+}
+
+impl Names {
+    fn with_reference(old: &[u8]) -> Names {
+        let mut name = ELF_REF_SECTION.as_bytes().to_vec();
+        name.push(0);
+        let found = (0..old.len())
+            .filter(|&at| at == 0 || old[at - 1] == 0)
+            .find(|&at| old[at..].starts_with(&name));
+        match found {
+            Some(at) => Names {
+                bytes: old.to_vec(),
+                reference: at as u32,
+                added: false,
+            },
+            None => {
+                let mut bytes = old.to_vec();
+                bytes.extend_from_slice(&name);
+                Names {
+                    bytes,
+                    reference: old.len() as u32,
+                    added: true,
+                }
+            }
+        }
+    }
+}
+
+/// Where a split binary's section name table and section header table go.
+#[derive(Debug, Clone, Copy)]
+struct TablesAt {
+    names: u64,
+    headers: u64,
+}
+
+impl TablesAt {
+    /// The tables one after the other from file offset `at`.
+    fn from(at: u64, names: &Names) -> TablesAt {
+        TablesAt {
+            names: at,
+            headers: (at + names.bytes.len() as u64).next_multiple_of(8),
+        }
+    }
+}
+
+/// Where the reference of `size` bytes goes, the layout around it, and where the section
+/// tables (`names`, and the section headers, one more) go. In the segment at the end of the
+/// file when `section` is alone there (a binary merged or decompressed before), in its place,
+/// the tables where they were when there is room for the one more header before it; else in a
+/// new segment appended after the cut file and the tables, `section` emptied. So a binary
+/// split, merged and split again returns to the same size.
+fn reference_layout(
+    program: &Program,
+    section: &Section,
+    size: u64,
+    names: &Names,
+) -> Result<(Layout, Appended, TablesAt)> {
+    let headers = ((program.sections.len() + 1) * size_of::<SectionHeader64<LE>>()) as u64;
+    if let Some((layout, reused)) = program.reused_at_end(section, size) {
+        let tables = tables_in_place(program, names, headers, reused.offset)
+            .unwrap_or_else(|| TablesAt::from(reused.offset + size, names));
+        return Ok((layout, reused, tables));
     }
     let mut layout = Layout::new(program, section, 0, Placement::NewSegment)?;
     layout.fatbin_follows = false;
     let file_size = program.file.len() as u64 - layout.cut.len;
-    let appended = program.appended(file_size, size)?;
+    let start = old_tables_at_end(program).map_or(file_size, |at| layout.cut.moved(at));
+    let tables = TablesAt::from(start, names);
+    let appended = program.appended(tables.headers + headers, size)?;
     layout.appended = Some(appended);
-    Ok((layout, appended))
+    Ok((layout, appended, tables))
+}
+
+/// Where the section name table starts when it and the section header table end the file,
+/// with nothing else after it (as linkers lay files out): the new tables take their place.
+fn old_tables_at_end(program: &Program) -> Option<u64> {
+    let names_index = usize::from(program.header.e_shstrndx.get(LE).0);
+    let names_at = program.sections.get(names_index)?.sh_offset.get(LE);
+    let table_at = program.header.e_shoff.get(LE);
+    let table_end = table_at + size_of_val(program.sections) as u64;
+    let others_after = program.sections.iter().enumerate().any(|(i, s)| {
+        i != names_index
+            && s.sh_type.get(LE) != SHT_NOBITS
+            && s.sh_size.get(LE) > 0
+            && s.sh_offset.get(LE) + s.sh_size.get(LE) > names_at
+    });
+    let phdrs_end = program.header.e_phoff.get(LE) + size_of_val(program.segments) as u64;
+    (table_end == program.file.len() as u64
+        && table_at >= names_at
+        && phdrs_end <= names_at
+        && !others_after)
+        .then_some(names_at)
+}
+
+/// The tables where they are, when the name table keeps its size and the section header table
+/// (`headers` bytes once one longer) still ends by `limit` over bytes nothing else uses.
+fn tables_in_place(program: &Program, names: &Names, headers: u64, limit: u64) -> Option<TablesAt> {
+    let names_index = usize::from(program.header.e_shstrndx.get(LE).0);
+    let names_at = program.sections.get(names_index)?.sh_offset.get(LE);
+    let table_at = program.header.e_shoff.get(LE);
+    let (free, end) = (
+        table_at + size_of_val(program.sections) as u64,
+        table_at + headers,
+    );
+    let phdrs_at = program.header.e_phoff.get(LE);
+    let phdrs_end = phdrs_at + size_of_val(program.segments) as u64;
+    let used = program.sections.iter().any(|s| {
+        s.sh_type.get(LE) != SHT_NOBITS
+            && s.sh_size.get(LE) > 0
+            && s.sh_offset.get(LE) < end
+            && s.sh_offset.get(LE) + s.sh_size.get(LE) > free
+    }) || (phdrs_at < end && phdrs_end > free);
+    (!names.added && end <= limit && !used).then_some(TablesAt {
+        names: names_at,
+        headers: table_at,
+    })
 }
 
 /// Refuses a relocation that puts an address in `section` other than a movable one filling
@@ -327,20 +440,18 @@ fn hipk_wrapper_patches(
     Ok(patches)
 }
 
-/// The file header, and the section name table, with the reference's name, and the section
-/// headers, one more, that follow the `appended` segment; and where the file then ends.
+/// The file header, the section name table `names` and the section headers, one more, where
+/// `tables` says; and where the file then ends (after them or after the `appended` segment).
 fn tables_with_reference(
     program: &Program,
     layout: &Layout,
     fatbin: usize,
     appended: Appended,
+    tables: TablesAt,
+    names: Names,
 ) -> (Vec<Patch>, u64) {
-    let names_at = appended.offset + appended.size;
-    let name_offset = program.names.len() as u32;
-    let mut names = program.names.to_vec();
-    names.extend_from_slice(ELF_REF_SECTION.as_bytes());
-    names.push(0);
-    let table_at = (names_at + names.len() as u64).next_multiple_of(8);
+    let (names_at, table_at, name_offset) = (tables.names, tables.headers, names.reference);
+    let names = names.bytes;
     let mut headers = program.section_headers(layout, fatbin, 0);
     let names_index = usize::from(program.header.e_shstrndx.get(LE).0);
     if let Some(h) = headers.get_mut(names_index) {
@@ -352,7 +463,7 @@ fn tables_with_reference(
     header.e_shoff.set(LE, table_at);
     header.e_shnum.set(LE, headers.len() as u16);
     let table = pod::bytes_of_slice(&headers).to_vec();
-    let end = table_at + table.len() as u64;
+    let end = (table_at + table.len() as u64).max(appended.offset + appended.size);
     let patches = vec![
         Patch {
             at: 0,
@@ -396,7 +507,8 @@ fn reference_header(
 /// 4096-byte boundary; `starts[k]` is where wrapper `k`'s starts in them, `None` for a wrapper
 /// left as it is) take the place of the kpack reference in its loaded segment, which must
 /// hold nothing else: the segment now maps them, at the end of the file and above every other
-/// segment (its entry moves after the last loaded one), `.hip_fatbin` follows them, each
+/// segment (in its place when it is there, as splitting leaves it; else its entry moves after
+/// the last loaded one), `.hip_fatbin` follows them, each
 /// `HIPK` wrapper becomes `HIPF` again pointing at its bundle (with `reserved1` 0), and the
 /// reference's section header, which must be the last, goes.
 pub fn merge<'a>(
@@ -415,11 +527,39 @@ pub fn merge<'a>(
     let relatives = program.relatives()?;
     let wrappers = program.wrapper_sites(&relatives)?;
     // The reference's segment now maps the bundles, at the end of the file and above every
-    // other segment; its entry moves after the last loaded one, as they are sorted by address.
+    // other segment: in its place when it is there already, alone (as splitting leaves it),
+    // else moved there, its entry after the last loaded one, as they are sorted by address.
     let size = bundles.len();
-    let appended = program.appended(file.len() as u64, size)?;
+    let r = &program.sections[reference];
+    let (r_offset, r_addr, r_size) = (r.sh_offset.get(LE), r.sh_addr.get(LE), r.sh_size.get(LE));
+    let in_place = usize::try_from(r_offset)
+        .ok()
+        .zip(usize::try_from(r_offset + r_size).ok())
+        .and_then(|(start, end)| file.get(start..end))
+        .map(|data| Section {
+            name: ELF_REF_SECTION,
+            data,
+            offset: r_offset,
+            address: r_addr,
+        })
+        .filter(|s| program.segment_alone_at_end(s, size) == Some(segment));
+    let (appended, end) = match in_place {
+        Some(place) => {
+            let align = program.segments[segment].p_align.get(LE);
+            let appended = Appended {
+                offset: place.offset,
+                address: place.address,
+                size,
+                align,
+            };
+            (appended, place.offset)
+        }
+        None => (
+            program.appended(file.len() as u64, size)?,
+            file.len() as u64,
+        ),
+    };
     let (offset, vaddr) = (appended.offset, appended.address);
-    let end = file.len() as u64;
 
     let mut patches = tables_without_reference(&program, segment, reference, fatbin, appended);
     let no_change = Cut { end: 0, len: 0 };
@@ -429,8 +569,6 @@ pub fn merge<'a>(
     }
     let filled = hipf_wrapper_patches(file, &program, &relatives, &wrappers, starts, vaddr)?;
     patches.extend(filled.patches);
-    let r = &program.sections[reference];
-    let (r_addr, r_size) = (r.sh_addr.get(LE), r.sh_size.get(LE));
     let holds_reference = |address: u64| address >= r_addr && address < r_addr + r_size.max(1);
     if let Some(stray) = relatives
         .iter()
@@ -442,13 +580,22 @@ pub fn merge<'a>(
         );
         return Err(Error::new(stray.entry_at, ErrorKind::Kpack { message }));
     }
+    // What follows `end` (the reference, in its place) goes.
     let whole = Section {
         name: HIP_FATBIN,
-        data: &[],
+        data: &file[end as usize..],
         offset: end,
         address: 0,
     };
-    let mut rest = plan::with_cut(file, &whole, Cut { end, len: 0 }, patches)?;
+    let mut rest = plan::with_cut(
+        file,
+        &whole,
+        Cut {
+            end: whole.end(),
+            len: 0,
+        },
+        patches,
+    )?;
     rest.size = offset + size;
     Ok(NewProgram {
         rest,
