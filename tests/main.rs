@@ -49,6 +49,7 @@ mod kpack_undo;
 mod kpack_use;
 mod linked;
 mod links;
+mod llvm23;
 mod ls;
 mod objcopy_coff;
 mod objcopy_elf;

@@ -10,6 +10,7 @@ pub mod cases;
 pub mod cuda;
 pub mod kpack;
 pub mod native;
+pub mod sid;
 pub mod skips;
 
 pub use skips::skip;
