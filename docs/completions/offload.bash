@@ -438,7 +438,7 @@ _offload() {
             fi
             case "${prev}" in
                 --release)
-                    COMPREPLY=($(compgen -W "19 22" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "19 22 23" -- "${cur}"))
                     return 0
                     ;;
                 *)

@@ -38,7 +38,7 @@ complete -c offload -n "__fish_offload_needs_command" -f -a "strip" -d 'keep onl
 complete -c offload -n "__fish_offload_needs_command" -f -a "compress" -d 'compress the bundles of a file (--format-version 2|3); decompress does the reverse, in linked programs and shared libraries too (ELF; PE executables and DLLs)'
 complete -c offload -n "__fish_offload_needs_command" -f -a "decompress" -d 'Decompress every compressed bundle of a file'
 complete -c offload -n "__fish_offload_needs_command" -f -a "kpack" -d 'split programs and libraries into host files and per-processor .kpack archives (-o DIR, -r for trees); --merge puts archived code back as bundles'
-complete -c offload -n "__fish_offload_needs_command" -f -a "links" -d 'symbolic links to this program in a folder, under the LLVM tools\' names below (--release 19|22: names ending in -19 or -22), so that a toolchain finds them'
+complete -c offload -n "__fish_offload_needs_command" -f -a "links" -d 'symbolic links to this program in a folder, under the LLVM tools\' names below (--release 19|22|23: names ending in -19, -22 or -23), so that a toolchain finds them'
 complete -c offload -n "__fish_offload_needs_command" -f -a "completions" -d 'the completion script of a shell (bash, zsh, fish, elvish, powershell)'
 complete -c offload -n "__fish_offload_using_subcommand bundler" -l type -d 'Type of the files to be bundled/unbundled. Current supported types are: i: cpp-output ii: c++-cpp-output cui: cuda-cpp-output hipi: hip-cpp-output d: dependency ll: llvm bc: llvm-bc s: assembler o: object a: archive of objects gch: precompiled-header ast: clang AST file' -r
 complete -c offload -n "__fish_offload_using_subcommand bundler" -l targets -d '[<offload kind>-<target triple>,...]' -r
@@ -188,6 +188,7 @@ complete -c offload -n "__fish_offload_using_subcommand kpack" -s v -l verbose -
 complete -c offload -n "__fish_offload_using_subcommand kpack" -l sync -d 'Sync every file written, and every folder one is put in, before the command ends, as OFFLOAD_SYNC=1 does for every command (otherwise only a file that replaces one is synced, with its folder)'
 complete -c offload -n "__fish_offload_using_subcommand kpack" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c offload -n "__fish_offload_using_subcommand links" -l release -d 'Name the links for this LLVM release (`clang-offload-bundler-19`)' -r -f -a "19\t''
-22\t''"
+22\t''
+23\t''"
 complete -c offload -n "__fish_offload_using_subcommand links" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c offload -n "__fish_offload_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'

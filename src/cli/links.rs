@@ -34,7 +34,7 @@ struct Args {
     /// The folder to make the links in.
     dir: PathBuf,
     /// Name the links for this LLVM release (`clang-offload-bundler-19`).
-    #[arg(long, value_parser = ["19", "22"])]
+    #[arg(long, value_parser = ["19", "22", "23"])]
     release: Option<String>,
 }
 

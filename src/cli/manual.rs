@@ -31,8 +31,8 @@ A file that replaces one (in place, or over an existing file) is synced to the d
 Started through a link named clang-offload-bundler or offload-bundler, the program behaves as \
 offload bundler; through clang-offload-packager, offload-packager or llvm-offload-binary, as \
 offload packager; through clang-offload-wrapper or llvm-offload-wrapper, as that wrapper \
-(offload links makes the links). A -19 or -22 at the end of the name, else OFFLOAD_LLVM_VERSION, \
-else 22 chooses the LLVM release they stand in for.";
+(offload links makes the links). A -19, -22 or -23 at the end of the name, else \
+OFFLOAD_LLVM_VERSION, else 23 chooses the LLVM release they stand in for.";
 
 /// The `offload` subcommands, each as it parses its arguments and under its own name (`ls`).
 fn subcommands() -> Vec<Command> {

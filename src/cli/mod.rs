@@ -54,7 +54,7 @@ COMMANDS:
   kpack      split programs and libraries into host files and per-processor .kpack archives
              (-o DIR, -r for trees); --merge puts archived code back as bundles
   links      symbolic links to this program in a folder, under the LLVM tools' names below
-             (--release 19|22: names ending in -19 or -22), so that a toolchain finds them
+             (--release 19|22|23: names ending in -19, -22 or -23), so that a toolchain finds them
   completions  the completion script of a shell (bash, zsh, fish, elvish, powershell)
   help       print this text
 
@@ -71,8 +71,8 @@ takes its place; new files are not. extract, strip, compress, decompress, kpack 
 
 Started through a link named clang-offload-bundler or offload-bundler, this program
 behaves as `offload bundler`; through clang-offload-packager, offload-packager or
-llvm-offload-binary, as `offload packager`. A -19 or -22 at the end of the name, else
-OFFLOAD_LLVM_VERSION, else 22 chooses the LLVM release they stand in for.
+llvm-offload-binary, as `offload packager`. A -19, -22 or -23 at the end of the name, else
+OFFLOAD_LLVM_VERSION, else 23 chooses the LLVM release they stand in for.
 ";
 
 /// A tool's name without the version suffix distributions give it (`clang-offload-bundler-19`
@@ -105,7 +105,7 @@ fn split_version(name: &str) -> (&str, Option<u32>) {
 
 /// The LLVM release an LLVM-compatible personality stands in for: the number its name ends in
 /// (`clang-offload-bundler-19`), else [`LLVM_VERSION_VAR`], else the newest. Releases 19 and
-/// older behave as 19, 20 and newer as 22.
+/// older behave as 19, 20 to 22 as 22, 23 and newer as 23.
 pub fn llvm_version(name: &str, var: Option<&str>) -> Result<LlvmVersion, String> {
     if let Some(major) = version_suffix(name) {
         return Ok(LlvmVersion::of_release(major));
@@ -113,7 +113,7 @@ pub fn llvm_version(name: &str, var: Option<&str>) -> Result<LlvmVersion, String
     match var {
         None | Some("") => Ok(LlvmVersion::DEFAULT),
         Some(text) => text.trim().parse::<u32>().map(LlvmVersion::of_release).map_err(|_| {
-            format!("{LLVM_VERSION_VAR}='{text}': expected an LLVM release number, such as 19 or 22")
+            format!("{LLVM_VERSION_VAR}='{text}': expected an LLVM release number, such as 19, 22 or 23")
         }),
     }
 }
@@ -274,10 +274,11 @@ fn version_text() -> String {
         .iter()
         .map(|v| v.major().to_string())
         .collect();
+    let (last, earlier) = releases.split_last().expect("at least one release");
     format!(
-        "offload {}{commit}\nstands in for LLVM {}\n",
+        "offload {}{commit}\nstands in for LLVM {} and {last}\n",
         env!("CARGO_PKG_VERSION"),
-        releases.join(" and ")
+        earlier.join(", ")
     )
 }
 
@@ -369,7 +370,9 @@ mod tests {
         assert_eq!(v("clang-offload-bundler-18", None), LlvmVersion::V19);
         assert_eq!(v("clang-offload-packager-21", None), LlvmVersion::V22);
         assert_eq!(v("clang-offload-bundler", Some("19")), LlvmVersion::V19);
-        assert_eq!(v("offload", Some(" 23 ")), LlvmVersion::V22);
+        assert_eq!(v("offload", Some(" 23 ")), LlvmVersion::V23);
+        assert_eq!(v("offload", Some("22")), LlvmVersion::V22);
+        assert_eq!(v("clang-offload-bundler-24", None), LlvmVersion::V23);
         assert_eq!(v("llvm-offload-binary", None), LlvmVersion::DEFAULT);
         assert_eq!(v("offload", Some("")), LlvmVersion::DEFAULT);
         assert_eq!(

@@ -756,7 +756,8 @@ impl CompressOptions {
     pub fn default_version(llvm: crate::target::processor::LlvmVersion) -> u16 {
         match llvm {
             crate::target::processor::LlvmVersion::V19 => 2,
-            crate::target::processor::LlvmVersion::V22 => 3,
+            crate::target::processor::LlvmVersion::V22
+            | crate::target::processor::LlvmVersion::V23 => 3,
         }
     }
 

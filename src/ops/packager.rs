@@ -64,7 +64,7 @@ impl ImageArgs {
 fn offload_kind_named(version: LlvmVersion, name: &str) -> OffloadKind {
     match version {
         LlvmVersion::V19 => OffloadKind::from_name_llvm19(name.as_bytes()),
-        LlvmVersion::V22 => OffloadKind::from_name_llvm22(name.as_bytes()),
+        LlvmVersion::V22 | LlvmVersion::V23 => OffloadKind::from_name_llvm22(name.as_bytes()),
     }
 }
 
@@ -76,7 +76,9 @@ fn check_required_keys(version: LlvmVersion, image: &ImageArgs) -> Result<()> {
         LlvmVersion::V19 if !(has("file") && has("triple")) => Err(Error::msg(
             "'file' and 'triple' are required image arguments",
         )),
-        LlvmVersion::V22 if !has("file") => Err(Error::msg("'file' is a required image arguments")),
+        LlvmVersion::V22 | LlvmVersion::V23 if !has("file") => {
+            Err(Error::msg("'file' is a required image arguments"))
+        }
         _ => Ok(()),
     }
 }

@@ -85,7 +85,7 @@ impl EntryId {
     pub fn parse_as(version: LlvmVersion, text: &str) -> EntryId {
         match version {
             LlvmVersion::V19 => EntryId::parse_19(text),
-            LlvmVersion::V22 => EntryId::parse_22(text),
+            LlvmVersion::V22 | LlvmVersion::V23 => EntryId::parse_22(text),
         }
     }
 
@@ -242,7 +242,7 @@ impl EntryId {
         }
         let table = match target.rules {
             LlvmVersion::V19 => ProcessorTable::Release(LlvmVersion::V19),
-            LlvmVersion::V22 => ProcessorTable::AnyRelease,
+            LlvmVersion::V22 | LlvmVersion::V23 => ProcessorTable::AnyRelease,
         };
         target_ids_compatible_in(
             table,
@@ -259,7 +259,7 @@ impl fmt::Display for EntryId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let triple = match self.rules {
             LlvmVersion::V19 => self.triple.as_str().to_string(),
-            LlvmVersion::V22 => self.normalised_triple(),
+            LlvmVersion::V22 | LlvmVersion::V23 => self.normalised_triple(),
         };
         write!(f, "{}-{triple}-{}", self.kind, self.target_id)
     }

@@ -16,30 +16,35 @@ pub enum LlvmVersion {
     /// LLVM 22: gfx950, gfx1153, gfx1250, gfx1251 and gfx9-4-generic known, gfx940 and gfx941
     /// gone; compressed bundles version 3; HIP offload kind 4; `llvm-offload-binary`.
     V22,
+    /// LLVM 23: as 22 where it did not change what these tools do (docs/llvm-compat.md lists
+    /// what it changed).
+    V23,
 }
 
 impl LlvmVersion {
     /// The version a tool stands in for when nothing chooses one: the newest.
-    pub const DEFAULT: LlvmVersion = LlvmVersion::V22;
+    pub const DEFAULT: LlvmVersion = LlvmVersion::V23;
 
     /// Every version, oldest first.
-    pub const ALL: [LlvmVersion; 2] = [LlvmVersion::V19, LlvmVersion::V22];
+    pub const ALL: [LlvmVersion; 3] = [LlvmVersion::V19, LlvmVersion::V22, LlvmVersion::V23];
 
     /// The major release number.
     pub fn major(self) -> u8 {
         match self {
             LlvmVersion::V19 => 19,
             LlvmVersion::V22 => 22,
+            LlvmVersion::V23 => 23,
         }
     }
 
-    /// The version whose behaviour a release `major` has: 19 and older behave as 19, 20 and
-    /// newer as 22 (the releases between differ from 22 in details no test here covers).
+    /// The version whose behaviour a release `major` has: 19 and older behave as 19, 20 to 22
+    /// as 22 (the releases between differ from 22 in details no test here covers), 23 and
+    /// newer as 23.
     pub fn of_release(major: u32) -> LlvmVersion {
-        if major <= 19 {
-            LlvmVersion::V19
-        } else {
-            LlvmVersion::V22
+        match major {
+            ..=19 => LlvmVersion::V19,
+            20..=22 => LlvmVersion::V22,
+            _ => LlvmVersion::V23,
         }
     }
 }

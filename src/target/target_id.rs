@@ -501,7 +501,7 @@ pub fn is_offload_arch(name: &str) -> bool {
 pub fn is_offload_arch_in(version: LlvmVersion, name: &str) -> bool {
     let others = match version {
         LlvmVersion::V19 => OTHER_OFFLOAD_ARCHES_19,
-        LlvmVersion::V22 => OTHER_OFFLOAD_ARCHES_22,
+        LlvmVersion::V22 | LlvmVersion::V23 => OTHER_OFFLOAD_ARCHES_22,
     };
     others.contains(&name)
         || name == SPIRV

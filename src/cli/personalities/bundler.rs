@@ -215,6 +215,7 @@ fn run_with(
         compatible_with: Some(match version {
             LlvmVersion::V19 => "LLVM 19.1.7",
             LlvmVersion::V22 => "LLVM 22.1.8",
+            LlvmVersion::V23 => "LLVM 23.1.4",
         }),
         ..ABOUT
     };

@@ -147,9 +147,13 @@ fn about(version: LlvmVersion) -> [llvm_cl::About<'static>; 4] {
             categorized_help!(generic_options, "clang-offload-packager"),
             categorized_help!(generic_options_hidden, "clang-offload-packager"),
         ),
-        LlvmVersion::V22 => (
+        LlvmVersion::V22 | LlvmVersion::V23 => (
             "llvm-offload-binary",
-            Some("LLVM 22.1.8"),
+            Some(if version == LlvmVersion::V22 {
+                "LLVM 22.1.8"
+            } else {
+                "LLVM 23.1.4"
+            }),
             categorized_help!(generic_options, "llvm-offload-binary"),
             categorized_help!(generic_options_hidden, "llvm-offload-binary"),
         ),
@@ -188,7 +192,7 @@ fn warns_of_its_name(prog: &str, version: LlvmVersion) -> bool {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let stem = name.strip_suffix(".exe").unwrap_or(&name);
-    version == LlvmVersion::V22 && stem == "clang-offload-packager"
+    version >= LlvmVersion::V22 && stem == "clang-offload-packager"
 }
 
 /// Runs the packager of LLVM `version` with `args` (without the program name); `prog` is the
@@ -238,7 +242,7 @@ pub fn run_with(
     // `-h` lists the options, as does LLVM 22 asked neither to pack nor
     // to unpack; LLVM 19 then does nothing.
     let neither = parsed.value("o").is_none() && parsed.positional.is_empty();
-    if parsed.flag("h") == Some(true) || (neither && version == LlvmVersion::V22) {
+    if parsed.flag("h") == Some(true) || (neither && version >= LlvmVersion::V22) {
         let name = Path::new(prog)
             .file_name()
             .map_or(prog.into(), |n| n.to_string_lossy());

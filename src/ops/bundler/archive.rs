@@ -112,7 +112,7 @@ fn extract_member<'a>(
     let mut out = Vec::new();
     let data: &[u8] = plain.as_deref().unwrap_or(&member.data);
     for entry in member_entries(archive, &member.name, kind, data)? {
-        if config.llvm == LlvmVersion::V22 && !entry_id::is_well_formed(entry.id) {
+        if config.llvm >= LlvmVersion::V22 && !entry_id::is_well_formed(entry.id) {
             return Err(Error::msg("Invalid bundle id read from code object"));
         }
         let code = EntryId::parse_as(config.llvm, entry.id);

@@ -256,7 +256,7 @@ impl BundlerConfig {
                     u32::from(c)
                 )));
             }
-            if self.llvm == LlvmVersion::V22 && !entry_id::is_well_formed(target) {
+            if self.llvm >= LlvmVersion::V22 && !entry_id::is_well_formed(target) {
                 return Err(Error::msg(MALFORMED_TARGET_22));
             }
             let id = EntryId::parse_as(self.llvm, target);
@@ -292,7 +292,7 @@ impl BundlerConfig {
     /// `...--gfx9000` is written as `...--` and found as any entry without a target ID; such a
     /// target is refused here instead.
     fn check_processor_known(&self, target: &str) -> Result<()> {
-        if self.llvm != LlvmVersion::V22 {
+        if self.llvm < LlvmVersion::V22 {
             return Ok(());
         }
         match EntryId::unknown_processor_22(target) {

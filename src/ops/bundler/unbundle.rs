@@ -101,7 +101,7 @@ fn match_entries<'a>(
         if worklist.is_empty() {
             break;
         }
-        if config.llvm == LlvmVersion::V22 && !entry_id::is_well_formed(entry.id) {
+        if config.llvm >= LlvmVersion::V22 && !entry_id::is_well_formed(entry.id) {
             return Err(Error::msg("invalid bundle id read from the bundle"));
         }
         let code = EntryId::parse_as(config.llvm, entry.id);
