@@ -377,7 +377,7 @@ mod tests {
         assert_eq!(v("offload", Some("")), LlvmVersion::DEFAULT);
         assert_eq!(
             llvm_version("offload", Some("latest")).unwrap_err(),
-            "OFFLOAD_LLVM_VERSION='latest': expected an LLVM release number, such as 19 or 22"
+            "OFFLOAD_LLVM_VERSION='latest': expected an LLVM release number, such as 19, 22 or 23"
         );
     }
 
