@@ -127,7 +127,7 @@ fn the_version_names_the_release_the_commit_and_the_llvm_releases() {
     for flag in ["--version", "-V"] {
         let (code, out, err) = text_output(offload().arg(flag));
         assert_eq!(code, 0, "{err}");
-        assert_eq!(out, format!("{first}\nstands in for LLVM 19 and 22\n"));
+        assert_eq!(out, format!("{first}\nstands in for LLVM 19, 22 and 23\n"));
     }
 }
 
