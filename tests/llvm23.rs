@@ -16,7 +16,11 @@ fn the_sid_root_runs_llvm_23_1_4_on_files_copied_in() {
     dir.copy_in(&samples_dir().join("cuda/bare/kernel-sm_89.cubin"), "a.bin");
     let image = "--image=file=a.bin,triple=nvptx64-nvidia-cuda,arch=sm_89,kind=cuda";
     let out = sid.run(&dir, "llvm-offload-binary-23", &["-o", "x.out", image]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let written = std::fs::read(dir.path().join("x.out")).unwrap();
     // The magic, then version 2: one binary with an entries table.
     assert_eq!(written[..8], [0x10, 0xff, 0x10, 0xad, 2, 0, 0, 0]);
