@@ -205,15 +205,79 @@ fn every_arrow_is_allowed_and_no_two_files_import_each_other() {
             }
         }
     }
-    for (a, uses) in &imports {
-        for b in uses {
-            if a < b && imports.get(b).is_some_and(|back| back.contains(a)) {
-                problems.push(format!("{a} and {b} import each other"));
-            }
-        }
+    for cycle in cycles(&imports) {
+        problems.push(format!(
+            "these files import each other in a cycle: {}",
+            cycle.join(", ")
+        ));
     }
     problems.dedup();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The cycles of `imports` (file -> files it imports): its strongly connected components of
+/// more than one file, each sorted, found by Tarjan's algorithm.
+fn cycles<'a>(imports: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> Vec<Vec<&'a str>> {
+    struct Walk<'m, 'a> {
+        imports: &'m BTreeMap<&'a str, BTreeSet<&'a str>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        found: Vec<Vec<&'a str>>,
+    }
+    impl<'a> Walk<'_, 'a> {
+        fn visit(&mut self, file: &'a str) {
+            let n = self.index.len();
+            self.index.insert(file, n);
+            self.low.insert(file, n);
+            self.stack.push(file);
+            self.on_stack.insert(file);
+            let next: Vec<&'a str> = self
+                .imports
+                .get(file)
+                .map(|uses| uses.iter().copied().collect())
+                .unwrap_or_default();
+            for to in next {
+                if !self.index.contains_key(to) {
+                    self.visit(to);
+                    let low = self.low[file].min(self.low[to]);
+                    self.low.insert(file, low);
+                } else if self.on_stack.contains(to) {
+                    let low = self.low[file].min(self.index[to]);
+                    self.low.insert(file, low);
+                }
+            }
+            if self.low[file] == self.index[file] {
+                let mut component = Vec::new();
+                while let Some(top) = self.stack.pop() {
+                    self.on_stack.remove(top);
+                    component.push(top);
+                    if top == file {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.found.push(component);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        imports,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for &file in imports.keys() {
+        if !walk.index.contains_key(file) {
+            walk.visit(file);
+        }
+    }
+    walk.found
 }
 
 /// Every function of `text` with its first line's number and its length in lines.
@@ -310,4 +374,21 @@ fn the_checks_see_what_they_look_for() {
         .collect();
     assert_eq!(found, [("a".to_string(), 2), ("b".to_string(), 4)]);
     assert_eq!(module_of(Path::new("format/kpack/mod.rs")), "format::kpack");
+    // A cycle of three files, and one of two, beside files that import without a cycle.
+    let mut imports: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (a, b) in [
+        ("a.rs", "b.rs"),
+        ("b.rs", "c.rs"),
+        ("c.rs", "a.rs"),
+        ("d.rs", "a.rs"),
+        ("e.rs", "f.rs"),
+        ("f.rs", "e.rs"),
+        ("g.rs", "e.rs"),
+    ] {
+        imports.entry(a).or_default().insert(b);
+    }
+    assert_eq!(
+        cycles(&imports),
+        [vec!["a.rs", "b.rs", "c.rs"], vec!["e.rs", "f.rs"]]
+    );
 }

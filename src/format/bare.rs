@@ -29,6 +29,9 @@ use crate::llvm::bitcode::reader as bitcode;
 /// The ELF machine of CUDA cubins.
 pub const EM_CUDA: u16 = 190;
 
+/// The triple of CUDA device code (cubins and PTX).
+pub const CUDA_TRIPLE: &str = "nvptx64-nvidia-cuda";
+
 /// The magic of SPIR-V, `0x07230203`, as a little-endian module stores it.
 pub const SPIRV_MAGIC: &[u8] = &[0x03, 0x02, 0x23, 0x07];
 
@@ -353,7 +356,7 @@ fn cubin(data: &[u8]) -> Option<BareImage<'_>> {
     Some(BareImage {
         kind: BareKind::Cubin,
         bytes,
-        triple: crate::format::cuda_fatbin::TRIPLE.into(),
+        triple: CUDA_TRIPLE.into(),
         target_id: format!("sm_{sm}{suffix}"),
     })
 }
@@ -536,7 +539,7 @@ fn ptx<'a>(data: &'a [u8], at: usize, skipped: &mut Skipped) -> Option<BareImage
         kind: BareKind::Ptx,
         bytes: data.get(..end)?,
         triple: if address_64 {
-            crate::format::cuda_fatbin::TRIPLE.into()
+            CUDA_TRIPLE.into()
         } else {
             "nvptx-nvidia-cuda".into()
         },

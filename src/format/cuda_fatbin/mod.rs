@@ -46,7 +46,7 @@ unsafe impl Pod for Header {}
 const FIXED: usize = std::mem::size_of::<Header>();
 
 /// The triple of CUDA device code.
-pub const TRIPLE: &str = "nvptx64-nvidia-cuda";
+pub use crate::format::bare::CUDA_TRIPLE as TRIPLE;
 
 /// Whether `data` starts with a fat binary's magic.
 pub fn is_fatbin(data: &[u8]) -> bool {
