@@ -360,6 +360,42 @@ fn functions_and_files_stay_short() {
 }
 
 #[test]
+fn the_folder_table_names_every_file() {
+    let document = fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let rows: BTreeMap<String, String> = section(&document, "## What each folder holds")
+        .filter_map(|line| {
+            let rest = line.strip_prefix("| `")?;
+            let (folder, row) = rest.split_once("/` |")?;
+            Some((folder.to_string(), row.to_string()))
+        })
+        .collect();
+    let mut missing = BTreeSet::new();
+    for source in sources() {
+        let relative = source.path.strip_prefix("src/").unwrap_or(&source.path);
+        let mut parts = relative.split('/');
+        let (Some(folder), Some(first)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let name = first.strip_suffix(".rs").unwrap_or(first);
+        if name == "mod" {
+            continue;
+        }
+        let named = rows.get(folder).is_some_and(|row| {
+            row.contains(&format!("`{name}`"))
+                || row.contains(&format!("`{name}/"))
+                || row.contains(&format!("`{name} "))
+        });
+        if !named {
+            missing.insert(format!("{folder}/{name}"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md's folder table does not name: {missing:?}"
+    );
+}
+
+#[test]
 fn the_checks_see_what_they_look_for() {
     let code = "use crate::format::{bundle, kpack::msgpack::Value};\nlet x = crate::io::Input::open(p);\nlet y = Xcrate::no;";
     let named = paths_named(code);
