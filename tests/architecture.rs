@@ -280,41 +280,150 @@ fn cycles<'a>(imports: &BTreeMap<&'a str, BTreeSet<&'a str>>) -> Vec<Vec<&'a str
     walk.found
 }
 
-/// Every function of `text` with its first line's number and its length in lines.
+/// Every function of `text` with its first line's number and its length in lines: from its
+/// signature to the brace that closes its body, braces matched as the compiler matches them
+/// (those in strings, characters and comments left out).
 fn functions(text: &str) -> Vec<(String, usize, usize)> {
     let lines: Vec<&str> = text.lines().collect();
+    let depths = brace_depths(text);
     let mut found = Vec::new();
     let mut i = 0;
     while i < lines.len() {
-        let line = lines[i];
-        let indent = line.len() - line.trim_start().len();
-        let name = function_name(line.trim_start());
-        let Some(name) = name else {
+        let Some(name) = function_name(lines[i].trim_start()) else {
             i += 1;
             continue;
         };
-        // The signature ends at `{` (a body) or `;` (a declaration).
-        let mut open = i;
-        while open < lines.len() && !lines[open].trim_end().ends_with('{') {
-            if lines[open].trim_end().ends_with(';') {
-                break;
-            }
-            open += 1;
-        }
-        if open >= lines.len() || !lines[open].trim_end().ends_with('{') {
-            i = open + 1;
+        // The body opens at the first `{` after the signature, unless a `;` ends it first.
+        let Some((open, depth)) = body_start(&depths, i) else {
+            i += 1;
             continue;
-        }
-        let close = (open + 1..lines.len())
-            .find(|&j| {
-                let l = lines[j];
-                l.len() - l.trim_start().len() == indent && l.trim_start().starts_with('}')
-            })
-            .unwrap_or(lines.len());
-        found.push((name, i + 1, close - i));
+        };
+        let close = (open..lines.len())
+            .find(|&j| depths[j].iter().any(|&(d, opening)| !opening && d == depth))
+            .unwrap_or(lines.len() - 1);
+        found.push((name, i + 1, close - i + 1));
         i = close + 1;
     }
     found
+}
+
+/// Where the body of the function whose signature starts on line `from` opens: the line and
+/// the depth its `{` opens; `None` for a declaration (a `;` first).
+fn body_start(depths: &[Vec<(usize, bool)>], from: usize) -> Option<(usize, usize)> {
+    for (j, marks) in depths.iter().enumerate().skip(from) {
+        if let Some(&(depth, _)) = marks.iter().find(|(_, opening)| *opening) {
+            return Some((j, depth));
+        }
+        if marks.iter().any(|&(d, _)| d == usize::MAX) {
+            return None;
+        }
+    }
+    None
+}
+
+/// Per line of `text`, its braces: the depth each opens (`true`) or closes (`false`) at; a
+/// `;` outside any parenthesis is marked `(usize::MAX, false)`. Strings, characters and
+/// comments are skipped.
+fn brace_depths(text: &str) -> Vec<Vec<(usize, bool)>> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut lines = vec![Vec::new()];
+    let (mut depth, mut parens, mut k) = (0usize, 0usize, 0usize);
+    while k < chars.len() {
+        let c = chars[k];
+        let next = chars.get(k + 1).copied();
+        match c {
+            '\n' => lines.push(Vec::new()),
+            '/' if next == Some('/') => {
+                while k + 1 < chars.len() && chars[k + 1] != '\n' {
+                    k += 1;
+                }
+            }
+            '/' if next == Some('*') => {
+                k += 2;
+                while k + 1 < chars.len() && !(chars[k] == '*' && chars[k + 1] == '/') {
+                    if chars[k] == '\n' {
+                        lines.push(Vec::new());
+                    }
+                    k += 1;
+                }
+                k += 1;
+            }
+            '"' => k = skip_string(&chars, k, &mut lines),
+            'r' if next == Some('#') || (next == Some('"') && !word_before(&chars, k)) => {
+                k = skip_raw_string(&chars, k, &mut lines);
+            }
+            '\'' => k = skip_char(&chars, k),
+            '(' | '[' => parens += 1,
+            ')' | ']' => parens = parens.saturating_sub(1),
+            '{' => {
+                lines.last_mut().unwrap().push((depth, true));
+                depth += 1;
+            }
+            '}' => {
+                depth = depth.saturating_sub(1);
+                lines.last_mut().unwrap().push((depth, false));
+            }
+            ';' if parens == 0 => lines.last_mut().unwrap().push((usize::MAX, false)),
+            _ => {}
+        }
+        k += 1;
+    }
+    lines
+}
+
+/// Whether the character before `k` continues a word (so `r` there is no raw string's).
+fn word_before(chars: &[char], k: usize) -> bool {
+    k > 0 && (chars[k - 1].is_alphanumeric() || chars[k - 1] == '_')
+}
+
+/// The index of the `"` that ends the string opening at `k`, new lines counted into `lines`.
+fn skip_string(chars: &[char], mut k: usize, lines: &mut Vec<Vec<(usize, bool)>>) -> usize {
+    k += 1;
+    while k < chars.len() && chars[k] != '"' {
+        if chars[k] == '\\' {
+            k += 1;
+        }
+        if chars.get(k) == Some(&'\n') {
+            lines.push(Vec::new());
+        }
+        k += 1;
+    }
+    k
+}
+
+/// The index of the last character of the raw string (`r"..."`, `r#"..."#`) opening at `k`.
+fn skip_raw_string(chars: &[char], mut k: usize, lines: &mut Vec<Vec<(usize, bool)>>) -> usize {
+    k += 1;
+    let mut hashes = 0;
+    while chars.get(k) == Some(&'#') {
+        hashes += 1;
+        k += 1;
+    }
+    if chars.get(k) != Some(&'"') {
+        return k - 1;
+    }
+    k += 1;
+    while k < chars.len() {
+        if chars[k] == '"' && (1..=hashes).all(|h| chars.get(k + h) == Some(&'#')) {
+            return k + hashes;
+        }
+        if chars[k] == '\n' {
+            lines.push(Vec::new());
+        }
+        k += 1;
+    }
+    k
+}
+
+/// The index of the last character of the character literal (or lifetime) at `k`.
+fn skip_char(chars: &[char], k: usize) -> usize {
+    match (chars.get(k + 1), chars.get(k + 2), chars.get(k + 3)) {
+        (Some('\\'), _, _) => (k + 2..chars.len())
+            .find(|&j| chars[j] == '\'')
+            .unwrap_or(k),
+        (Some(_), Some('\''), _) => k + 2,
+        _ => k,
+    }
 }
 
 /// The name of the function a line starts, if it does.
@@ -403,12 +512,19 @@ fn the_checks_see_what_they_look_for() {
     assert!(named.contains("format::kpack::msgpack::Value"), "{named:?}");
     assert!(named.contains("io::Input::open"), "{named:?}");
     assert!(!named.iter().any(|n| n.starts_with("no")), "{named:?}");
-    let text = "fn a() {\n    x();\n}\n\n    pub(crate) fn b(\n        y: u8,\n    ) -> u8 {\n        y\n    }\nfn c();\n";
+    let text = "fn a() {\n    x();\n}\n\n    pub(crate) fn b(\n        y: u8,\n    ) -> u8 {\n        y\n    }\nfn c();\nfn d() { let s = \"}\"; let c = '{'; // }\n    if x { y } }\n";
     let found: Vec<(String, usize)> = functions(text)
         .into_iter()
         .map(|(n, _, l)| (n, l))
         .collect();
-    assert_eq!(found, [("a".to_string(), 2), ("b".to_string(), 4)]);
+    assert_eq!(
+        found,
+        [
+            ("a".to_string(), 3),
+            ("b".to_string(), 5),
+            ("d".to_string(), 2)
+        ]
+    );
     assert_eq!(module_of(Path::new("format/kpack/mod.rs")), "format::kpack");
     // A cycle of three files, and one of two, beside files that import without a cycle.
     let mut imports: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
