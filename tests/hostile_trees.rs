@@ -484,3 +484,56 @@ fn folders_swapped_for_links_during_a_walk_never_carry_a_write_outside_the_tree(
         );
     }
 }
+
+#[test]
+fn json_carries_names_that_are_not_utf8_without_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let (raw, plain) = (named(dir.path(), b"a\xff"), named(dir.path(), b"b"));
+    for path in [&raw, &plain] {
+        std::fs::copy(fat_library(), path).unwrap();
+    }
+    let json = |command: &str, path: &Path| {
+        let (code, out, err) = run(&[OsStr::new(command), OsStr::new("--json"), path.as_os_str()]);
+        assert_eq!(code, 0, "{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()
+    };
+    let want = raw.to_str().map(str::to_string);
+    assert_eq!(want, None);
+    // The name's text (U+FFFD for the byte that is not UTF-8), and its bytes in base64.
+    let encoded = base64_of(raw.as_os_str().as_bytes());
+    let listed = json("ls", &raw);
+    let listed = listed.as_array().unwrap();
+    assert!(!listed.is_empty());
+    for image in listed {
+        assert_eq!(image["file"], raw.to_string_lossy().as_ref());
+        assert_eq!(image["file_bytes"], encoded.as_str());
+    }
+    let usage = json("du", &raw);
+    assert_eq!(usage["files"][0]["file_bytes"], encoded.as_str(), "{usage}");
+    // A name that is text has no such field.
+    let listed = json("ls", &plain);
+    assert!(listed[0].get("file_bytes").is_none(), "{listed}");
+    let usage = json("du", &plain);
+    assert!(usage["files"][0].get("file_bytes").is_none(), "{usage}");
+}
+
+/// `bytes` in base64, the standard alphabet, padded (as Python's `base64.b64encode`).
+fn base64_of(bytes: &[u8]) -> String {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let mut n = 0u32;
+        for k in 0..3 {
+            n = n << 8 | u32::from(*chunk.get(k).unwrap_or(&0));
+        }
+        for k in 0..4 {
+            let six = (n >> (18 - 6 * k)) & 63;
+            out.push(if k <= chunk.len() {
+                alphabet[six as usize] as char
+            } else {
+                '='
+            });
+        }
+    }
+    out
+}

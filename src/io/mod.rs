@@ -38,7 +38,7 @@ mod syncing;
 pub use cleanup::remove_temporaries_on_signals;
 pub use error::{io_message, FileError};
 pub use opening::{open_regular, read_small, read_small_text};
-pub use shown::shown;
+pub use shown::{bytes_unless_text, shown};
 pub use syncing::{set_syncing, syncing, Syncing, SYNC_VARIABLE};
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -40,6 +40,9 @@ pub struct FileUsage {
     /// The file, as found, as text (a name that is not UTF-8 with replacement characters:
     /// [`FileUsage::path`] is exact).
     pub file: String,
+    /// The file's name in base64, present only when it is not UTF-8: its exact bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_bytes: Option<String>,
     /// The file, as found: its exact name.
     #[serde(skip)]
     pub path: std::path::PathBuf,
@@ -72,9 +75,8 @@ pub fn file_usage(
     keep: Option<&RewriteConfig>,
 ) -> Result<FileUsage> {
     let input = Input::open(path)?;
-    let name = path.to_string_lossy().into_owned();
     if input.starts_with(&crate::format::kpack::MAGIC) {
-        return archive_usage(path, name, &input, max_decompressed, keep);
+        return archive_usage(path, &input, max_decompressed, keep);
     }
     let mut counted = Vec::new();
     // Each image's translation unit and target, which say what a strip removes.
@@ -139,8 +141,7 @@ pub fn file_usage(
         }
         removed
     });
-    let mut usage = tally(name, &counted, removed.as_deref());
-    usage.path = path.to_path_buf();
+    let mut usage = tally(path, &counted, removed.as_deref());
     usage.bare = bare;
     usage.read = input.identity();
     Ok(usage)
@@ -151,7 +152,6 @@ pub fn file_usage(
 /// a file of bare device images.
 fn archive_usage(
     path: &Path,
-    name: String,
     input: &Input,
     max_decompressed: u64,
     keep: Option<&RewriteConfig>,
@@ -168,7 +168,6 @@ fn archive_usage(
         })
         .collect();
     let mut usage = listed_usage(path, &images);
-    usage.file = name;
     if let Some(config) = keep {
         // Each code object on its own: the loader picks one per processor by the archive's
         // table, not among them.
@@ -214,14 +213,12 @@ pub fn listed_usage(file: &Path, images: &[ImageRecord]) -> FileUsage {
         })
         .collect();
     share_compressed(&mut counted);
-    let mut usage = tally(file.to_string_lossy().into_owned(), &counted, None);
-    usage.path = file.to_path_buf();
-    usage
+    tally(file, &counted, None)
 }
 
 /// The usage of the file `file` from its images, each marked in `removed` when a strip
 /// removes it.
-fn tally(file: String, counted: &[Counted], removed: Option<&[bool]>) -> FileUsage {
+fn tally(file: &Path, counted: &[Counted], removed: Option<&[bool]>) -> FileUsage {
     let mut by_target: BTreeMap<String, Usage> = BTreeMap::new();
     for (i, image) in counted.iter().enumerate() {
         let usage = by_target.entry(image.target.clone()).or_default();
@@ -233,8 +230,9 @@ fn tally(file: String, counted: &[Counted], removed: Option<&[bool]>) -> FileUsa
         }
     }
     FileUsage {
-        path: std::path::PathBuf::from(&file),
-        file,
+        file: file.to_string_lossy().into_owned(),
+        file_bytes: crate::io::bytes_unless_text(file),
+        path: file.to_path_buf(),
         targets: sorted(by_target),
         bare: None,
         read: None,

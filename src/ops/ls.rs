@@ -19,8 +19,12 @@ pub use crate::ops::support::image::{CompressedPlace, CudaPlace, ImageRecord, Kp
 /// [`ImageRecord`]. The field names are a public interface.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Image {
-    /// The file, as named on the command line.
+    /// The file, as named on the command line (a name that is not UTF-8 with U+FFFD for each
+    /// invalid sequence).
     pub file: String,
+    /// The file's name in base64, present only when it is not UTF-8: its exact bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_bytes: Option<String>,
     /// The archive member that holds the image (the innermost, for archives in archives).
     pub member: Option<String>,
     /// The section that holds the image.
@@ -66,6 +70,7 @@ impl Image {
     pub fn of(image: &ImageRecord) -> Image {
         Image {
             file: image.file.clone(),
+            file_bytes: crate::io::bytes_unless_text(&image.path),
             member: image.member.clone(),
             section: image.section.clone(),
             offset: image.offset,
