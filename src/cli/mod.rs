@@ -220,7 +220,10 @@ fn run_personality(argv0: &str, name: &str, stem: &str, rest: &[OsString]) -> Op
         "clang-offload-wrapper" | "offload-wrapper" => {
             personalities::clang_offload_wrapper::run(argv0, &rest)
         }
-        _ => personalities::llvm_offload_wrapper::run(argv0, &rest),
+        _ => match version() {
+            Ok(version) => personalities::llvm_offload_wrapper::run(argv0, &rest, version),
+            Err(_) => 1,
+        },
     };
     Some(code)
 }
