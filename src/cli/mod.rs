@@ -208,6 +208,7 @@ fn run_personality(argv0: &str, name: &str, stem: &str, rest: &[OsString]) -> Op
     let Some(rest) = text_args(name, rest) else {
         return Some(1);
     };
+    let rest = personalities::llvm_cl::expand_response_files(rest);
     let code = match tool {
         "clang-offload-bundler" | "offload-bundler" => match version() {
             Ok(version) => personalities::bundler::run(argv0, &rest, version),
