@@ -212,7 +212,8 @@ pub fn run_with(
         Ok(config) => config,
         Err(code) => return code,
     };
-    config.llvm = version;
+    // LLVM 19 had no llvm-offload-wrapper: its release stands for 22's tool.
+    config.llvm = version.max(LlvmVersion::V22);
     if parsed.given("relocatable") {
         config.relocatable = Relocatable::Yes;
     }
