@@ -124,7 +124,7 @@ complete -c offload -n "__fish_offload_using_subcommand du" -s h -l help -d 'Pri
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -s o -d 'Output filename: .o/.obj a native object, .ll LLVM IR, .bc bitcode' -r -F
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l target -d 'Target triple for the output module (native objects: x86_64 and aarch64 ELF, x86_64-pc-windows-msvc COFF)' -r
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l offload-arch -d 'Target ID of the image that follows' -r
-complete -c offload -n "__fish_offload_using_subcommand wrapper" -l kind -d 'Wrap for offload kind: =openmp: Wrap OpenMP binaries =cuda: Wrap CUDA binaries =hip: Wrap HIP binaries' -r
+complete -c offload -n "__fish_offload_using_subcommand wrapper" -l kind -d 'Wrap for offload kind: =openmp: Wrap OpenMP binaries =cuda: Wrap CUDA binaries =hip: Wrap HIP binaries =sycl: Wrap SYCL binaries' -r
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l triple -d 'Target triple for the wrapper module' -r
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l filetype -d 'Write that, whatever the output\'s name (under the name llvm-offload-wrapper, the only way to a native object)' -r
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l compression-level -d 'zstd level of --compress (default 3)' -r
@@ -133,6 +133,7 @@ complete -c offload -n "__fish_offload_using_subcommand wrapper" -l version -d '
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l bundle -d 'Bundle the images, AMDGPU code objects, into one HIP fat binary'
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l compress -d 'Compress the bundle (CCOB version 3, zstd)'
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l help-list -d 'Display list of available options (--help-list-hidden for more)'
+complete -c offload -n "__fish_offload_using_subcommand wrapper" -l relocatable -d 'Wrap for a relocatable offloading application (OpenMP only)'
 complete -c offload -n "__fish_offload_using_subcommand wrapper" -l sync -d 'Sync every file written, and every folder one is put in, before the command ends, as OFFLOAD_SYNC=1 does for every command (otherwise only a file that replaces one is synced, with its folder)'
 complete -c offload -n "__fish_offload_using_subcommand strip" -s j -l jobs -d 'Files worked on at once (default: the number of cores). Output comes in the order of the files, whatever the number' -r
 complete -c offload -n "__fish_offload_using_subcommand strip" -l keep -d 'Keep the images a device with this target ID loads (host code always stays). A CUDA compute capability (`sm_80`) keeps the cubins it runs and the PTX it may compile' -r

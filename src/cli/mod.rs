@@ -208,6 +208,7 @@ fn run_personality(argv0: &str, name: &str, stem: &str, rest: &[OsString]) -> Op
     let Some(rest) = text_args(name, rest) else {
         return Some(1);
     };
+    let rest = personalities::llvm_cl::expand_response_files(rest);
     let code = match tool {
         "clang-offload-bundler" | "offload-bundler" => match version() {
             Ok(version) => personalities::bundler::run(argv0, &rest, version),
@@ -220,7 +221,10 @@ fn run_personality(argv0: &str, name: &str, stem: &str, rest: &[OsString]) -> Op
         "clang-offload-wrapper" | "offload-wrapper" => {
             personalities::clang_offload_wrapper::run(argv0, &rest)
         }
-        _ => personalities::llvm_offload_wrapper::run(argv0, &rest),
+        _ => match version() {
+            Ok(version) => personalities::llvm_offload_wrapper::run(argv0, &rest, version),
+            Err(_) => 1,
+        },
     };
     Some(code)
 }

@@ -1,9 +1,10 @@
 //! `offload wrapper`: clang-offload-wrapper's command line, or, given `--kind`,
-//! llvm-offload-wrapper's (LLVM 22), plus the `-v` every subcommand takes and the `--sync` of
+//! llvm-offload-wrapper's (LLVM 22 or 23, as `OFFLOAD_LLVM_VERSION` says), plus the `-v` every subcommand takes and the `--sync` of
 //! those that write files.
 
 use crate::cli::general::{GeneralOpts, OutputOpts};
 use crate::cli::personalities::{clang_offload_wrapper, llvm_offload_wrapper};
+use std::io::Write;
 
 /// Runs `offload wrapper` with `args` (without the program name): the wrapper's command line,
 /// plus the `-v` every `offload` subcommand takes and `--sync`. (Started as
@@ -13,13 +14,20 @@ pub fn run_subcommand(args: &[String]) -> i32 {
     let (general, output, rest) = take_ours(args);
     general.install_log();
     output.apply();
-    // `--kind` is llvm-offload-wrapper's (LLVM 22): its command line, not clang-offload-wrapper's.
+    // `--kind` is llvm-offload-wrapper's: its command line, not clang-offload-wrapper's.
     let is_kind = |a: &String| {
         let body = a.trim_start_matches('-');
         a.starts_with('-') && (body == "kind" || body.starts_with("kind="))
     };
     if rest.iter().any(is_kind) {
-        return llvm_offload_wrapper::run(llvm_offload_wrapper::OURS, &rest);
+        let var = std::env::var(crate::cli::LLVM_VERSION_VAR).ok();
+        return match crate::cli::llvm_version("offload", var.as_deref()) {
+            Ok(version) => llvm_offload_wrapper::run(llvm_offload_wrapper::OURS, &rest, version),
+            Err(message) => {
+                let _ = writeln!(std::io::stderr(), "offload wrapper: error: {message}");
+                1
+            }
+        };
     }
     clang_offload_wrapper::run("offload wrapper", &rest)
 }

@@ -42,6 +42,9 @@ pub enum OffloadKind {
     Cuda,
     /// The HIP runtime: one fat binary in `.hipFatBinSegment`, `__hipRegisterFatBinary`.
     Hip,
+    /// The SYCL runtime (LLVM 23): one image in `.llvm.offloading`, `__sycl_register_lib`
+    /// (bitcode and IR text only).
+    Sycl,
 }
 
 /// The priority of LLVM's constructors.
@@ -75,6 +78,9 @@ pub fn native_object22(kind: OffloadKind, host: Host, images: &[u64]) -> Result<
     match kind {
         OffloadKind::OpenMp => openmp(obj, host, text, &entries, images),
         OffloadKind::Hip | OffloadKind::Cuda => fatbin(obj, host, text, &entries, kind, images[0]),
+        OffloadKind::Sycl => Err(crate::error::Error::msg(
+            "--kind=sycl is written as bitcode or IR text, not as a native object",
+        )),
     }
 }
 

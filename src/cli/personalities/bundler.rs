@@ -203,6 +203,13 @@ fn run_with(
         Ok(p) => p,
         Err(errors) => {
             llvm_cl::print_errors(err, &base, prog, &errors, SPECS);
+            // As LLVM's parser, which checks the required option after the others failed.
+            if !args.iter().any(|a| names_type(a)) {
+                let _ = writeln!(
+                    err,
+                    "{base}: for the --type option: must be specified at least once!"
+                );
+            }
             return 1;
         }
     };
@@ -227,6 +234,12 @@ fn run_with(
         Ok(config) => dispatch(names, &parsed, &config, out, err),
         Err(code) => code,
     }
+}
+
+/// Whether the argument `arg` is a `-type` option (`-type=o`, `--type o`).
+fn names_type(arg: &str) -> bool {
+    let body = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
+    body.is_some_and(|b| b == "type" || b.starts_with("type="))
 }
 
 /// How messages name the program: `base` (its file name) starts the command-line parser's
@@ -561,6 +574,14 @@ mod tests {
         let (code, _, err) = run_args("-type=bc -unbundel");
         assert_eq!(code, 1);
         assert_eq!(err, "B: Unknown command line argument '-unbundel'.  Try: 'B --help'\nB: Did you mean '--unbundle'?\n");
+        // Without -type, LLVM's parser adds the missing required option.
+        let (_, _, err) = run_args("-unbundel");
+        assert!(
+            err.ends_with(
+                "'--unbundle'?\nB: for the --type option: must be specified at least once!\n"
+            ),
+            "{err}"
+        );
         assert_eq!(
             run_args("-type=bc -bundle-align=-1 -targets=x").2,
             "B: for the --bundle-align option: '-1' value invalid for uint argument!\n"

@@ -81,6 +81,59 @@ pub fn run_on_standard_streams(
     run_with(prog, args, &mut stdout.lock(), &mut stderr.lock())
 }
 
+/// How deep response files may name response files, as LLVM's limit on their expansion.
+const RESPONSE_FILE_DEPTH: usize = 20;
+
+/// The arguments with each `@FILE` whose file can be read replaced by the arguments written in
+/// it (split as a GNU shell would: blanks between them, quotes and backslashes kept out), as
+/// LLVM's tools do; an `@FILE` that cannot be read stays as it is.
+pub fn expand_response_files(args: Vec<String>) -> Vec<String> {
+    expand_at_depth(args, 0)
+}
+
+fn expand_at_depth(args: Vec<String>, depth: usize) -> Vec<String> {
+    let mut expanded = Vec::with_capacity(args.len());
+    for arg in args {
+        let read = arg
+            .strip_prefix('@')
+            .filter(|_| depth < RESPONSE_FILE_DEPTH)
+            .and_then(|path| std::fs::read_to_string(path).ok());
+        match read {
+            Some(text) => expanded.extend(expand_at_depth(gnu_words(&text), depth + 1)),
+            None => expanded.push(arg),
+        }
+    }
+    expanded
+}
+
+/// `text` split into words the GNU way: blanks separate, quotes group, a backslash keeps the
+/// next character.
+fn gnu_words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote = None;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (_, '\\') if quote != Some('\'') => {
+                if let Some(next) = chars.next() {
+                    word.get_or_insert_with(String::new).push(next);
+                }
+            }
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.get_or_insert_with(String::new).push(c),
+            (None, '"' | '\'') => {
+                quote = Some(c);
+                word.get_or_insert_with(String::new);
+            }
+            (None, c) if c.is_whitespace() => words.extend(word.take()),
+            (None, c) => word.get_or_insert_with(String::new).push(c),
+        }
+    }
+    words.extend(word);
+    words
+}
+
 /// Spells an option the way LLVM's messages do: one dash for one-letter names, two otherwise.
 pub fn spelled(name: &str) -> String {
     if name.chars().count() == 1 {
@@ -419,6 +472,24 @@ fn descriptions(help: &str) -> Vec<(String, Option<String>, String)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn response_files_expand_as_llvm_s() {
+        assert_eq!(
+            super::gnu_words("-o out  'a b' \"c\\\"d\" e\\ f\n"),
+            ["-o", "out", "a b", "c\"d", "e f"]
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let outer = dir.path().join("outer.rsp");
+        let inner = dir.path().join("inner.rsp");
+        std::fs::write(&inner, "--kind=hip").unwrap();
+        std::fs::write(&outer, format!("-o x.bc @{}", inner.display())).unwrap();
+        let args = vec![format!("@{}", outer.display()), "@missing".to_string()];
+        assert_eq!(
+            super::expand_response_files(args),
+            ["-o", "x.bc", "--kind=hip", "@missing"]
+        );
+    }
+
     use super::*;
 
     const SPECS: &[Spec] = &[

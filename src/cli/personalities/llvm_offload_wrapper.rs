@@ -1,5 +1,7 @@
-//! `llvm-offload-wrapper` (LLVM 22): `--kind=openmp|cuda|hip --triple=T -o OUT IMAGE...`, the
-//! module that registers a device image with the OpenMP, CUDA or HIP runtime, as bitcode.
+//! `llvm-offload-wrapper` (LLVM 22 and 23): `--kind=openmp|cuda|hip --triple=T -o OUT IMAGE...`,
+//! the module that registers a device image with the OpenMP, CUDA or HIP runtime, as bitcode;
+//! LLVM 23 adds `--kind=sycl` and `--relocatable`, and keeps the sanitizers off the CUDA and
+//! HIP fat binary wrapper.
 //!
 //! Beyond LLVM's options, `--filetype=obj` writes a native object instead (left out of the
 //! `--help` of LLVM's name, which stays LLVM's). As `offload wrapper --kind=...`, the output's
@@ -8,7 +10,9 @@
 use crate::cli::personalities::llvm_cl::{self, Kind, Spec};
 use crate::cli::personalities::wrapper_args::{per_image, CommandLine};
 use crate::format::ccob::CompressOptions;
-use crate::ops::wrapper::{self, FileType, HipBundling, OffloadKind, OffloadWrapperConfig};
+use crate::ops::wrapper::{
+    self, FileType, HipBundling, OffloadKind, OffloadWrapperConfig, Relocatable,
+};
 use crate::target::processor::LlvmVersion;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -54,7 +58,20 @@ const SPECS: &[Spec] = &[
         name: "version",
         kind: Kind::Flag,
     },
+    // LLVM 23's: left out of LLVM 22's options.
+    Spec {
+        name: "relocatable",
+        kind: Kind::Flag,
+    },
 ];
+
+/// The options of `version`'s tool.
+fn specs(version: LlvmVersion) -> &'static [Spec] {
+    match version {
+        LlvmVersion::V23 => SPECS,
+        _ => &SPECS[..SPECS.len() - 1],
+    }
+}
 
 const HELP: &str = "OVERVIEW: Generate runtime registration code for a device binary image
 
@@ -77,6 +94,39 @@ llvm-offload-wrapper options:
   -o <file>         - Write output to <file>.
   --triple=<string> - Target triple for the wrapper module
 ";
+
+/// LLVM 23's `--help`.
+const HELP_23: &str = "OVERVIEW: Generate runtime registration code for a device binary image
+
+USAGE: PROG [options] Wrap input from <file>
+
+OPTIONS:
+
+Generic Options:
+
+  --help            - Display available options (--help-hidden for more)
+  --help-list       - Display list of available options (--help-list-hidden for more)
+  --version         - Display the version of this program
+
+llvm-offload-wrapper options:
+
+  --kind=<value>    - Wrap for offload kind:
+    =openmp         -   Wrap OpenMP binaries
+    =cuda           -   Wrap CUDA binaries
+    =hip            -   Wrap HIP binaries
+    =sycl           -   Wrap SYCL binaries
+  -o <file>         - Write output to <file>.
+  --relocatable     - Wrap for a relocatable offloading application (OpenMP only)
+  --triple=<string> - Target triple for the wrapper module
+";
+
+/// `version`'s `--help`.
+fn help(version: LlvmVersion) -> &'static str {
+    match version {
+        LlvmVersion::V23 => HELP_23,
+        _ => HELP,
+    }
+}
 
 /// The options `offload wrapper --kind=...` adds to LLVM's: the output's file type, and
 /// bundling HIP code objects itself.
@@ -107,7 +157,7 @@ const ABOUT: llvm_cl::About = llvm_cl::About {
 /// The command line this tool parses, with the options `offload wrapper --kind` adds, for
 /// its manual page and the shell completions.
 pub(crate) fn command() -> clap::Command {
-    let help = format!("{HELP}{EXTENSIONS}");
+    let help = format!("{HELP_23}{EXTENSIONS}");
     let image = "The device image to wrap (with --bundle, the code objects to bundle)";
     llvm_cl::command("llvm-offload-wrapper", SPECS, &help, Some(("image", image)))
 }
@@ -119,46 +169,54 @@ pub(crate) const OURS: &str = "offload wrapper";
 /// The host triple when `--triple` is not given.
 const DEFAULT_TRIPLE: &str = "x86_64-pc-linux-gnu";
 
-/// Runs `llvm-offload-wrapper` with `args` (without the program name); `prog` starts the
-/// messages.
-pub fn run(prog: &str, args: &[String]) -> i32 {
-    llvm_cl::run_on_standard_streams(prog, args, run_with)
+/// Runs `llvm-offload-wrapper` with `args` (without the program name), as LLVM `version`'s
+/// tool; `prog` starts the messages.
+pub fn run(prog: &str, args: &[String], version: LlvmVersion) -> i32 {
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    run_with(prog, args, version, &mut stdout.lock(), &mut stderr.lock())
 }
 
 /// [`run`], writing to the given streams.
-pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn Write) -> i32 {
+pub fn run_with(
+    prog: &str,
+    args: &[String],
+    version: LlvmVersion,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> i32 {
     let base = llvm_cl::base_name(prog);
     let line = CommandLine::split(
         args,
         &["o", "kind", "triple", "compression-level", "filetype"],
     );
-    let (parsed, failed) = match llvm_cl::parse(&line.rest, SPECS) {
+    let specs = specs(version);
+    let (parsed, failed) = match llvm_cl::parse(&line.rest, specs) {
         Ok(p) => (p, false),
         Err(errors) => {
-            llvm_cl::print_errors(err, &base, prog, &errors, SPECS);
+            llvm_cl::print_errors(err, &base, prog, &errors, specs);
             (llvm_cl::Parsed::default(), true)
         }
     };
     if !failed {
         // `offload wrapper --kind=... --help` shows the options this tool adds; under LLVM's
         // name, the help is LLVM's.
-        let help = format!("{HELP}{EXTENSIONS}");
-        let about = if prog == OURS {
-            llvm_cl::About {
-                help: &help,
-                ..ABOUT
-            }
-        } else {
-            ABOUT
-        };
+        let ours = format!("{}{EXTENSIONS}", help(version));
+        let help = if prog == OURS { &ours } else { help(version) };
+        let about = llvm_cl::About { help, ..ABOUT };
         if let Some(code) = llvm_cl::help_or_version(prog, &parsed, &about, out, err) {
             return code;
         }
     }
-    let config = match config(prog, &base, &parsed, line, failed, err) {
+    let mut config = match config(prog, &base, (&parsed, version), line, failed, err) {
         Ok(config) => config,
         Err(code) => return code,
     };
+    // LLVM 19 had no llvm-offload-wrapper: its release stands for 22's tool.
+    config.llvm = version.max(LlvmVersion::V22);
+    if parsed.given("relocatable") {
+        config.relocatable = Relocatable::Yes;
+    }
     match wrapper::wrap_llvm22(&config) {
         Ok(()) => 0,
         Err(e) => {
@@ -174,7 +232,7 @@ pub fn run_with(prog: &str, args: &[String], out: &mut dyn Write, err: &mut dyn 
 fn config(
     prog: &str,
     base: &str,
-    parsed: &llvm_cl::Parsed,
+    (parsed, version): (&llvm_cl::Parsed, LlvmVersion),
     line: CommandLine,
     mut failed: bool,
     err: &mut dyn Write,
@@ -193,6 +251,7 @@ fn config(
         Some("openmp") => OffloadKind::OpenMp,
         Some("cuda") => OffloadKind::Cuda,
         Some("hip") => OffloadKind::Hip,
+        Some("sycl") if version >= LlvmVersion::V23 => OffloadKind::Sycl,
         Some(other) => {
             let _ = writeln!(
                 err,
@@ -232,6 +291,8 @@ fn config(
         file_type,
         images,
         bundle,
+        llvm: LlvmVersion::DEFAULT,
+        relocatable: Relocatable::No,
     })
 }
 
@@ -280,7 +341,7 @@ fn bundling(
         false => None,
         true => {
             let mut options = CompressOptions {
-                version: CompressOptions::default_version(LlvmVersion::V22),
+                version: CompressOptions::default_version(LlvmVersion::DEFAULT),
                 ..CompressOptions::default()
             };
             if let Some(level) = parsed.value("compression-level") {
@@ -306,7 +367,7 @@ mod tests {
     fn run_args(args: &[&str]) -> (i32, String) {
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        let code = run_with("W", &args, &mut out, &mut err);
+        let code = run_with("W", &args, LlvmVersion::V22, &mut out, &mut err);
         (code, String::from_utf8(err).unwrap())
     }
 

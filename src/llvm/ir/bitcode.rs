@@ -80,6 +80,10 @@ const CAST_TRUNC: u64 = 0;
 const ICMP_EQ: u64 = 32;
 const ICMP_NE: u64 = 33;
 
+/// The bits of a global's sanitizer operand: `no_sanitize_address`, `no_sanitize_hwaddress`.
+const SANITIZE_NO_ADDRESS: u64 = 1;
+const SANITIZE_NO_HWADDRESS: u64 = 2;
+
 /// The identification block's producer.
 const PRODUCER: &str = concat!("offload ", env!("CARGO_PKG_VERSION"));
 
@@ -413,27 +417,29 @@ fn write_global_vars(
     for g in &values.module.globals {
         let [offset, size] = strtab.add(&g.name);
         let init = g.init.as_ref().map_or(0, |c| values.constant(c) + 1);
-        w.record(
-            code::MODULE_GLOBALVAR,
-            &[
-                offset,
-                size,
-                values.types.ids[&g.ty],
-                2 | u64::from(g.constant),
-                init,
-                linkage(g.linkage),
-                align(g.align),
-                sections.operand(&g.section),
-                u64::from(g.hidden),
-                0,
-                u64::from(g.unnamed_addr),
-                0,
-                0,
-                0,
-                0,
-                u64::from(g.dso_local()),
-            ],
-        );
+        let mut record = vec![
+            offset,
+            size,
+            values.types.ids[&g.ty],
+            2 | u64::from(g.constant),
+            init,
+            linkage(g.linkage),
+            align(g.align),
+            sections.operand(&g.section),
+            u64::from(g.hidden),
+            0,
+            u64::from(g.unnamed_addr),
+            0,
+            0,
+            0,
+            0,
+            u64::from(g.dso_local()),
+        ];
+        if g.no_sanitize {
+            // The partition (none: offset and size 0), then the sanitizer bits.
+            record.extend([0, 0, SANITIZE_NO_ADDRESS | SANITIZE_NO_HWADDRESS]);
+        }
+        w.record(code::MODULE_GLOBALVAR, &record);
     }
 }
 
@@ -756,11 +762,17 @@ mod tests {
     use super::*;
     use crate::llvm::bitcode::writer::Part;
     use crate::ops::wrapper::ir::llvm_offload_wrapper;
-    use crate::ops::wrapper::OffloadKind;
+    use crate::ops::wrapper::{Made, OffloadKind, Relocatable};
+    use crate::target::processor::LlvmVersion;
 
     #[test]
     fn each_image_is_one_aligned_hole_of_its_length() {
-        let module = llvm_offload_wrapper(OffloadKind::OpenMp, "x86_64-pc-linux-gnu", &[5, 0, 8]);
+        let made = Made {
+            kind: OffloadKind::OpenMp,
+            llvm: LlvmVersion::V23,
+            relocatable: Relocatable::No,
+        };
+        let module = llvm_offload_wrapper(&made, "x86_64-pc-linux-gnu", &[5, 0, 8]);
         let stream = write(&module).unwrap();
         let mut at = 0u64;
         let mut holes = Vec::new();

@@ -124,6 +124,9 @@ pub struct Global {
     pub init: Option<Const>,
     pub section: Option<String>,
     pub align: Option<u32>,
+    /// Left out of AddressSanitizer's and HWAddressSanitizer's instrumentation
+    /// (`no_sanitize_address, no_sanitize_hwaddress`).
+    pub no_sanitize: bool,
 }
 
 impl Global {
@@ -508,6 +511,10 @@ impl Printer<'_> {
         }
         if let Some(section) = &g.section {
             let _ = write!(self.out, ", section \"{section}\"");
+        }
+        if g.no_sanitize {
+            self.out
+                .push_str(", no_sanitize_address, no_sanitize_hwaddress");
         }
         if let Some(align) = g.align {
             let _ = write!(self.out, ", align {align}");

@@ -288,7 +288,7 @@ impl BundlerConfig {
         })
     }
 
-    /// LLVM 22 drops a processor its table lacks from the ID it writes and matches, so that
+    /// LLVM 22 and 23 drop a processor their table lacks from the ID they write and match, so that
     /// `...--gfx9000` is written as `...--` and found as any entry without a target ID; such a
     /// target is refused here instead.
     fn check_processor_known(&self, target: &str) -> Result<()> {
@@ -297,7 +297,7 @@ impl BundlerConfig {
         }
         match EntryId::unknown_processor_22(target) {
             Some(processor) => Err(Error::msg(format!(
-                "invalid target '{target}', unknown processor '{processor}' (LLVM 22 would drop it from the bundle entry ID)"
+                "invalid target '{target}', unknown processor '{processor}' (LLVM 22 and 23 would drop it from the bundle entry ID)"
             ))),
             None => Ok(()),
         }
@@ -387,7 +387,7 @@ mod tests {
         );
         assert_eq!(
             check_err(&as_22(&["hipv4-amdgcn-amd-amdhsa--gfx9000"]), Mode::Bundle),
-            "invalid target 'hipv4-amdgcn-amd-amdhsa--gfx9000', unknown processor 'gfx9000' (LLVM 22 would drop it from the bundle entry ID)"
+            "invalid target 'hipv4-amdgcn-amd-amdhsa--gfx9000', unknown processor 'gfx9000' (LLVM 22 and 23 would drop it from the bundle entry ID)"
         );
     }
 

@@ -7,12 +7,13 @@ use crate::llvm::ir::module::{
     Global, Inst, Linkage, Module, NamedStruct, Op, Predicate, Type, Value,
 };
 use crate::ops::wrapper::OffloadKind;
+use crate::target::processor::LlvmVersion;
 
 /// The section of the registration functions.
 const STARTUP: &str = ".text.startup";
 
 /// An internal constant `@name = internal constant init`.
-fn internal_constant(name: &str, init: Const) -> Global {
+pub(super) fn internal_constant(name: &str, init: Const) -> Global {
     Global {
         name: name.to_string(),
         ty: init.ty(),
@@ -23,6 +24,7 @@ fn internal_constant(name: &str, init: Const) -> Global {
         init: Some(init),
         section: None,
         align: None,
+        no_sanitize: false,
     }
 }
 
@@ -38,11 +40,12 @@ fn section_bound(name: &str, ty: Type) -> Global {
         init: None,
         section: None,
         align: None,
+        no_sanitize: false,
     }
 }
 
 /// `@name = appending global [1 x { i32, ptr, ptr }] [{ i32 priority, ptr @function, ptr null }]`.
-fn structors(name: &str, priority: i64, function: &str) -> Global {
+pub(super) fn structors(name: &str, priority: i64, function: &str) -> Global {
     let entry = Type::Struct(vec![int(32), Type::Ptr, Type::Ptr]);
     Global {
         linkage: Linkage::Appending,
@@ -61,7 +64,7 @@ fn structors(name: &str, priority: i64, function: &str) -> Global {
 }
 
 /// An instruction without a result.
-fn inst(op: Op) -> Inst {
+pub(super) fn inst(op: Op) -> Inst {
     Inst { name: None, op }
 }
 
@@ -73,14 +76,14 @@ fn named(name: &str, op: Op) -> Inst {
     }
 }
 
-fn call(callee: &str, args: Vec<Value>) -> Op {
+pub(super) fn call(callee: &str, args: Vec<Value>) -> Op {
     Op::Call {
         callee: callee.to_string(),
         args,
     }
 }
 
-fn block(name: &str, insts: Vec<Inst>) -> Block {
+pub(super) fn block(name: &str, insts: Vec<Inst>) -> Block {
     Block {
         name: name.to_string(),
         insts,
@@ -91,12 +94,12 @@ fn br(to: &str) -> Inst {
     inst(Op::Br(to.to_string()))
 }
 
-fn ret() -> Inst {
+pub(super) fn ret() -> Inst {
     inst(Op::RetVoid)
 }
 
 /// An internal function in `.text.startup` with parameters `params` (type, name).
-fn startup(name: &str, params: &[(Type, &str)], blocks: Vec<Block>) -> Function {
+pub(super) fn startup(name: &str, params: &[(Type, &str)], blocks: Vec<Block>) -> Function {
     Function {
         name: name.to_string(),
         ret: Type::Void,
@@ -418,7 +421,7 @@ fn entries_bounds(triple: &str, entries: Type) -> Vec<Global> {
 /// (one for CUDA and HIP) with the runtime `kind`, for `triple`: the image, the
 /// runtime's registration at startup of it and of the entries of `llvm_offload_entries`,
 /// and the unregistration it hands to `atexit`.
-pub fn llvm_offload_wrapper(kind: OffloadKind, triple: &str, lens: &[u64]) -> Module {
+pub fn llvm_offload_wrapper(made: &Made, triple: &str, lens: &[u64]) -> Module {
     let entry = Type::Named(0);
     let entries = Type::Array(0, Box::new(entry.clone()));
     let mut module = Module {
@@ -441,23 +444,56 @@ pub fn llvm_offload_wrapper(kind: OffloadKind, triple: &str, lens: &[u64]) -> Mo
         globals: entries_bounds(triple, entries),
         functions: vec![declare("atexit", int(32), 1)],
     };
-    match kind {
-        OffloadKind::OpenMp => openmp22(&mut module, lens),
-        OffloadKind::Cuda | OffloadKind::Hip => fatbinary22(&mut module, kind, lens[0]),
+    match made.kind {
+        OffloadKind::OpenMp => openmp22(&mut module, lens, made.image_section()),
+        OffloadKind::Cuda | OffloadKind::Hip => fatbinary22(&mut module, made, lens[0]),
+        OffloadKind::Sycl => unreachable!("SYCL's module is sycl::module"),
     }
     module
 }
 
+/// What an `llvm-offload-wrapper` module is made for: the runtime, the LLVM release whose
+/// module it is, and (OpenMP) whether the program is linked again later.
+#[derive(Debug, Clone, Copy)]
+pub struct Made {
+    /// The runtime the module registers its images with.
+    pub kind: OffloadKind,
+    /// The release whose module this is (22 or 23).
+    pub llvm: LlvmVersion,
+    /// `--relocatable` (LLVM 23, OpenMP): the images go to `.llvm.offloading.relocatable`.
+    pub relocatable: Relocatable,
+}
+
+/// Whether an OpenMP module's program is relocatable, linked again later (`--relocatable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Relocatable {
+    /// A final link: the images in `.llvm.offloading`.
+    #[default]
+    No,
+    /// A relocatable link: the images in `.llvm.offloading.relocatable`.
+    Yes,
+}
+
+impl Made {
+    /// The section of the OpenMP images.
+    fn image_section(&self) -> &'static str {
+        match self.relocatable {
+            Relocatable::No => ".llvm.offloading",
+            Relocatable::Yes => ".llvm.offloading.relocatable",
+        }
+    }
+}
+
 /// The OpenMP part of [`llvm_offload_wrapper`]: the images in `.llvm.offloading`, their
 /// `__tgt_device_image`s and the `__tgt_bin_desc`, registered with `__tgt_register_lib`.
-fn openmp22(module: &mut Module, lens: &[u64]) {
+fn openmp22(module: &mut Module, lens: &[u64], section: &str) {
     let record = Type::Struct(vec![Type::Ptr; 4]);
     let mut records = Vec::with_capacity(lens.len());
     for (i, &len) in lens.iter().enumerate() {
         let n = name(".omp_offloading.device_image", i);
         module.globals.push(Global {
             unnamed_addr: true,
-            section: Some(".llvm.offloading".into()),
+            section: Some(section.into()),
             align: Some(8),
             ..internal_constant(&n, image(i, len))
         });
@@ -593,9 +629,12 @@ impl Runtime {
 
 /// The CUDA and HIP part of [`llvm_offload_wrapper`]: the fat binary of `len` bytes, its
 /// wrapper, its registration and the registration of the runtime's entries.
-fn fatbinary22(module: &mut Module, kind: OffloadKind, len: u64) {
-    let runtime = Runtime::of(kind);
-    module.globals.extend(fatbinary_globals(&runtime, len));
+fn fatbinary22(module: &mut Module, made: &Made, len: u64) {
+    let runtime = Runtime::of(made.kind);
+    let mut globals = fatbinary_globals(&runtime, len);
+    // LLVM 23 keeps the sanitizers away from the wrapper the runtime reads.
+    globals[1].no_sanitize = made.llvm >= LlvmVersion::V23;
+    module.globals.extend(globals);
     module.functions.extend(runtime_declarations(&runtime));
     module.functions.push(fatbin_reg(&runtime));
     module.functions.push(fatbin_unreg(&runtime));

@@ -13,6 +13,9 @@
 //! - `module`, `ir` and `bitcode`: the modules of both personalities, as IR text and bitcode.
 
 pub(crate) mod ir;
+mod sycl;
+
+pub use ir::{Made, Relocatable};
 
 use crate::codegen::clang_offload_wrapper::native_object;
 use crate::codegen::layout::{self, unsupported, Host, Image};
@@ -167,6 +170,10 @@ pub struct OffloadWrapperConfig {
     /// For HIP: bundle AMDGPU code objects into one fat binary before wrapping it, as clang
     /// does (`None`: wrap the images as they are, as LLVM's tool does).
     pub bundle: Option<HipBundling>,
+    /// The release whose module is written (22 or 23).
+    pub llvm: crate::target::processor::LlvmVersion,
+    /// `--relocatable` (LLVM 23, OpenMP).
+    pub relocatable: Relocatable,
 }
 
 /// What file a wrapper module is written as.
@@ -219,13 +226,25 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
         None => config.images.clone(),
     };
     let check = |count: usize| {
-        if config.kind != OffloadKind::OpenMp && count != 1 {
+        let single = matches!(config.kind, OffloadKind::Cuda | OffloadKind::Hip);
+        if single && count != 1 {
             return Err(Error::msg(
                 "CUDA / HIP offloading uses a single fatbinary or offload bundle",
             ));
         }
         Ok(())
     };
+    let made = Made {
+        kind: config.kind,
+        llvm: config.llvm,
+        relocatable: config.relocatable,
+    };
+    let native = made.kind == OffloadKind::Sycl || made.relocatable == Relocatable::Yes;
+    if config.file_type == FileType::Object && native {
+        return Err(Error::msg(
+            "--kind=sycl and --relocatable are written as bitcode or IR text (--filetype=bc or ll), not as a native object",
+        ));
+    }
     if config.file_type == FileType::Object {
         let host = Host::of(&config.triple).ok_or_else(|| unsupported(&config.triple))?;
         let images = open_images(&paths)?;
@@ -240,13 +259,21 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
     if config.file_type == FileType::IrText {
         let images = open_inputs(&paths)?;
         check(images.len())?;
-        let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &input_lens(&images));
+        let module = wrapper_module(&made, &config.triple, &input_lens(&images));
         return write_ir(&module, &images, &config.output);
     }
     let images = open_images(&paths)?;
     check(images.len())?;
-    let module = ir::llvm_offload_wrapper(config.kind, &config.triple, &image_lens(&images));
+    let module = wrapper_module(&made, &config.triple, &image_lens(&images));
     write_bitcode(&module, &images, &config.output)
+}
+
+/// The module of `llvm-offload-wrapper` that `made` describes, of images of lengths `lens`.
+fn wrapper_module(made: &Made, triple: &str, lens: &[u64]) -> Module {
+    match made.kind {
+        OffloadKind::Sycl => sycl::module(triple, lens.first().copied().unwrap_or(0)),
+        _ => ir::llvm_offload_wrapper(made, triple, lens),
+    }
 }
 
 /// The HIP fat binary of `config`'s code objects, as clang makes it: a bundle with an empty
@@ -255,7 +282,7 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
 /// output.
 fn hip_fat_binary(config: &OffloadWrapperConfig, bundling: &HipBundling) -> Result<Temporary> {
     use crate::ops::bundler::{self, BundlerConfig};
-    use crate::target::processor::{code_object_target_id, LlvmVersion};
+    use crate::target::processor::code_object_target_id;
     let mut entries = Vec::with_capacity(config.images.len());
     for (i, path) in config.images.iter().enumerate() {
         // The bundler reads each input itself, and standard input can be read only once.
@@ -307,7 +334,7 @@ fn hip_fat_binary(config: &OffloadWrapperConfig, bundling: &HipBundling) -> Resu
         outputs: vec![file.path().to_path_buf()],
         bundle_align: 4096,
         compress: bundling.compress,
-        llvm: LlvmVersion::V22,
+        llvm: config.llvm,
         ..BundlerConfig::default()
     };
     bundler::bundle(&bundler_config, &mut std::io::sink())?;
