@@ -44,6 +44,9 @@ pub const DEFAULT_MAX_INFLATED: u64 = 16 << 30;
 /// The version LLVM 19 reads and writes.
 pub const VERSION_1: u32 = 1;
 
+/// The version LLVM 23 writes: one binary holding every image.
+pub const VERSION_2: u32 = 2;
+
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
 /// Bytes LLVM 19 requires of a buffer before it reads a version-1 header and its entry.
