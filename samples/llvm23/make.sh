@@ -3,10 +3,12 @@
 # offload binaries in .llvm.offloading, run in the Debian sid root OFFLOAD_SID_ROOT (see
 # .ci/sid-root):
 #   hip-rdc.o         HIP -fgpu-rdc for gfx90a and gfx1030: bitcode images
-#   hip.o             HIP without -fgpu-rdc for the same processors: code objects
+#   hip.o             HIP without -fgpu-rdc: code objects linked into a .hip_fatbin bundle
 #   hip-compressed.o  hip.o's build with --offload-compress
 #   omp.o             OpenMP for gfx90a
 #   three.bin         llvm-offload-binary-23 packing three small files, one with an extra key
+#   hip-rdc-gfx90a.o  hip-rdc.o stripped by `offload strip --keep gfx90a` (a golden file)
+#   ls.txt, objdump-hip-rdc-gfx90a.txt  golden outputs of `offload ls` and llvm-objdump-23
 # Run from anywhere.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")"

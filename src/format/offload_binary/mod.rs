@@ -771,6 +771,16 @@ fn parse_entries(
         )?;
         1
     } else {
+        let header = header_size(version).unwrap_or(V3_HEADER_SIZE);
+        if entries_offset < header && entry_size_or_count != 0 {
+            return Err(Error::new(
+                field_at::ENTRIES_OFFSET,
+                ErrorKind::EntriesInHeader {
+                    offset: entries_offset,
+                    header,
+                },
+            ));
+        }
         entry_size_or_count
     };
     if count > MAX_ENTRIES {
@@ -797,7 +807,49 @@ fn parse_entries(
         let offset = entries_offset.saturating_add((index as u64).saturating_mul(ENTRY_SIZE));
         entries.push(parse_entry(bytes, version, offset, index, images)?);
     }
+    if version != VERSION_1 {
+        check_images_apart(&entries, entries_offset)?;
+    }
     Ok(entries)
+}
+
+/// Checks that no two images of a version 2 or 3 binary share bytes (LLVM writes them back to
+/// back): a binary whose entries claim the same bytes twice would be extracted, counted and
+/// rewritten twice. Empty images take no bytes. The error names the entry of the image that
+/// starts inside another, at its image offset field.
+fn check_images_apart(entries: &[OffloadEntry<'_>], entries_offset: u64) -> Result<()> {
+    let mut spans: Vec<(u64, u64, usize)> = entries
+        .iter()
+        .filter(|e| e.image_size != 0)
+        .map(|e| {
+            (
+                e.image_offset,
+                e.image_offset.saturating_add(e.image_size),
+                e.index,
+            )
+        })
+        .collect();
+    spans.sort_unstable();
+    for pair in spans.windows(2) {
+        let [(_, end, first), (offset, _, second)] = *pair else {
+            continue;
+        };
+        if offset < end {
+            let at = entries_offset
+                .saturating_add((second as u64).saturating_mul(ENTRY_SIZE))
+                .saturating_add(field_at::IMAGE_OFFSET);
+            return Err(Error::new(
+                at,
+                ErrorKind::OverlappingImages {
+                    first,
+                    second,
+                    offset,
+                    end,
+                },
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Where the images of the entries parsed are.
@@ -1409,6 +1461,106 @@ mod tests {
         assert_eq!(entries[1].flags, 1);
         assert_eq!(entries[1].image_kind, ImageKind::Spirv);
         assert_eq!(bytes.len() % 8, 0);
+    }
+
+    /// What llvm-offload-binary-23 writes for three images (`samples/llvm23/three.bin`).
+    const LLVM23_THREE: &[u8] = include_bytes!("../../../samples/llvm23/three.bin");
+
+    fn llvm23_images<'s>(
+        first: &'s Strings<'s>,
+        second: &'s Strings<'s>,
+        third: &'s Strings<'s>,
+    ) -> [OffloadingImage<'s>; 3] {
+        let image = |offload_kind, strings, image| OffloadingImage {
+            image_kind: ImageKind::None,
+            offload_kind,
+            flags: 0,
+            strings,
+            image,
+        };
+        [
+            image(
+                OffloadKind::Hip(HipEncoding::BitFlag),
+                first,
+                &b"AAAAAAAAAAAAA"[..],
+            ),
+            image(
+                OffloadKind::Hip(HipEncoding::BitFlag),
+                second,
+                &b"BBBBBBBBBBBBBBBBBBBBBB"[..],
+            ),
+            image(OffloadKind::OpenMp, third, &b"CCC"[..]),
+        ]
+    }
+
+    #[test]
+    fn writes_version_2_as_llvm_23_does() {
+        let first: Strings = vec![(b"arch", b"gfx90a"), (b"triple", b"amdgcn-amd-amdhsa")];
+        let second: Strings = vec![
+            (b"arch", b"gfx1030"),
+            (b"foo", b"bar"),
+            (b"triple", b"amdgcn-amd-amdhsa"),
+        ];
+        let third: Strings = vec![(b"arch", b"sm_70"), (b"triple", b"nvptx64-nvidia-cuda")];
+        let images = llvm23_images(&first, &second, &third);
+        assert_eq!(write(VERSION_2, &images).unwrap(), LLVM23_THREE);
+        let binary = OffloadBinary::parse(LLVM23_THREE).unwrap();
+        assert_eq!(binary.version(), VERSION_2);
+        let read: Vec<_> = binary
+            .entries()
+            .iter()
+            .map(|e| (e.arch(), e.image))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (&b"gfx90a"[..], images[0].image),
+                (&b"gfx1030"[..], images[1].image),
+                (&b"sm_70"[..], images[2].image),
+            ]
+        );
+    }
+
+    #[test]
+    fn damaged_version_2_entries_tables() {
+        let mut outside = LLVM23_THREE.to_vec();
+        put(&mut outside, field_at::ENTRIES_OFFSET, 0x1a0);
+        assert_eq!(
+            error(&outside).to_string(),
+            "offset 0x10: 3 entries at 0x1a0 ends at 0x218, past the end of the binary (0x1b8)"
+        );
+        let mut too_many = LLVM23_THREE.to_vec();
+        put(&mut too_many, field_at::ENTRY_SIZE_OR_COUNT, 0x1b8);
+        assert!(matches!(
+            error(&too_many).kind,
+            ErrorKind::RegionOutOfBounds {
+                size: 0x44c0,
+                limit: 0x1b8,
+                ..
+            }
+        ));
+        let mut in_header = LLVM23_THREE.to_vec();
+        put(&mut in_header, field_at::ENTRIES_OFFSET, 8);
+        assert_eq!(
+            error(&in_header).to_string(),
+            "offset 0x10: offload binary entries table starts at 0x8, inside the 32-byte header"
+        );
+        // Entry 1's image moved to start inside entry 0's.
+        let mut overlapping = LLVM23_THREE.to_vec();
+        put(&mut overlapping, 0x20 + 40 + field_at::IMAGE_OFFSET, 0x194);
+        assert_eq!(
+            error(&overlapping).to_string(),
+            "offset 0x60: image of entry 1 at 0x194 overlaps the image of entry 0, which ends at \
+             0x19d"
+        );
+        // Version 1 binaries one after another never share bytes; an empty image takes none.
+        let mut empty = LLVM23_THREE.to_vec();
+        put(&mut empty, 0x20 + 40 + field_at::IMAGE_OFFSET, 0x194);
+        put(&mut empty, 0x20 + 40 + field_at::IMAGE_OFFSET + 8, 0);
+        assert_eq!(
+            OffloadBinary::parse(&empty).unwrap().entries()[1].image,
+            b""
+        );
     }
 
     #[test]
