@@ -65,7 +65,7 @@ fn pack_like(dir: &Path, argument: &str, version: LlvmVersion) -> Vec<u8> {
         .collect();
     let offload_kind = value_of("kind").map_or(OffloadKind::None, |kind| match version {
         LlvmVersion::V19 => OffloadKind::from_name_llvm19(kind.as_bytes()),
-        LlvmVersion::V22 => OffloadKind::from_name_llvm22(kind.as_bytes()),
+        LlvmVersion::V22 | LlvmVersion::V23 => OffloadKind::from_name_llvm22(kind.as_bytes()),
     });
     let mut out = Vec::new();
     for file in value_of("file").unwrap().split(',') {

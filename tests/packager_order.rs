@@ -208,7 +208,7 @@ fn check(packager: &Packager, name: &str, image: &Image) -> Option<String> {
         .find(|(k, _)| k == "kind")
         .map_or(OffloadKind::None, |(_, v)| match packager.version {
             LlvmVersion::V19 => OffloadKind::from_name_llvm19(v.as_bytes()),
-            LlvmVersion::V22 => OffloadKind::from_name_llvm22(v.as_bytes()),
+            LlvmVersion::V22 | LlvmVersion::V23 => OffloadKind::from_name_llvm22(v.as_bytes()),
         });
     let ours = offload_binary::write_v1(
         ImageKind::Object,

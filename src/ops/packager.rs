@@ -1,7 +1,9 @@
 //! Packing images into offload binaries and unpacking them, as clang-offload-packager 19 and
 //! llvm-offload-binary 22 do, byte for byte. The two differ in the offload kinds they name
 //! (`hip` is 3 for LLVM 19, 4 for LLVM 22, which also names `sycl`) and in the keys an image
-//! to pack needs (`file` and `triple` for LLVM 19, `file` alone for LLVM 22).
+//! to pack needs (`file` and `triple` for LLVM 19, `file` alone for LLVM 22). LLVM 23 packs
+//! every image into one version 2 binary, reads version 2 when unpacking, and names each file
+//! it names itself on standard output.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,6 +15,7 @@ use crate::host::archive::write_archive;
 use crate::host::scan::{scan, Origin, Places};
 use crate::io::{Closed, Input, Output};
 use crate::llvm::adt::hash::dense_map_order;
+use crate::llvm::adt::string_map::StringMap;
 use crate::target::processor::LlvmVersion;
 
 /// The key-value items of one `--image=` argument: keys in the order they first appear, the
@@ -83,11 +86,28 @@ fn check_required_keys(version: LlvmVersion, image: &ImageArgs) -> Result<()> {
     }
 }
 
-/// The string entries of `image` in the order the packager stores them: its keys but `file`
-/// and `kind`, in the order of LLVM's hash map.
-fn image_strings(image: &ImageArgs) -> Vec<(&[u8], &[u8])> {
+/// The keys of `image` in the order of the packager's map: a `DenseMap` up to LLVM 22, a
+/// `StringMap`-ordered table in LLVM 23 (checked for `arch`, `triple` and one more key).
+fn key_order(image: &ImageArgs, version: LlvmVersion) -> Vec<&[u8]> {
     let keys: Vec<&[u8]> = image.items.iter().map(|(k, _)| k.as_bytes()).collect();
-    dense_map_order(&keys)
+    match version {
+        LlvmVersion::V19 | LlvmVersion::V22 => dense_map_order(&keys),
+        LlvmVersion::V23 => {
+            let mut map = StringMap::new();
+            for (index, key) in keys.iter().enumerate() {
+                map.insert(key, index);
+            }
+            map.iter()
+                .filter_map(|(_, i)| keys.get(*i).copied())
+                .collect()
+        }
+    }
+}
+
+/// The string entries of `image` in the order the packager of `version` stores them: its keys
+/// but `file` and `kind`, in the order of its hash map.
+fn image_strings(image: &ImageArgs, version: LlvmVersion) -> Vec<(&[u8], &[u8])> {
+    key_order(image, version)
         .into_iter()
         .filter(|k| *k != b"file" && *k != b"kind")
         .map(|k| {
@@ -126,7 +146,7 @@ fn open_all(images: &[ImageArgs], version: LlvmVersion) -> Result<Vec<Packed<'_>
     let mut packed = Vec::new();
     for image in images {
         check_required_keys(version, image)?;
-        let strings = image_strings(image);
+        let strings = image_strings(image, version);
         let offload_kind = offload_kind_named(version, image.get("kind").unwrap_or_default());
         for file in image.files() {
             let path = PathBuf::from(file);

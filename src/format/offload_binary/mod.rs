@@ -16,8 +16,8 @@
 //! too, later ones have a size and may hold any bytes.
 //!
 //! LLVM 19 reads and writes version 1 only, one image per binary; a section holds binaries one
-//! after another. Newer LLVM (llvm-offload-binary, late 2025 on) writes version 2, which holds
-//! several images in one binary. Version 3 adds the inflated size: when it is not 0, everything after the header is one zstd frame (when it
+//! after another. LLVM 23 writes version 2, which holds several images in one binary (its
+//! entries, then every string entry, then one shared string table, then the images). Version 3 adds the inflated size: when it is not 0, everything after the header is one zstd frame (when it
 //! starts with the zstd magic) or zlib stream which inflates to the rest of the binary.
 
 use std::io::Write;
@@ -813,10 +813,10 @@ fn parse_entries(
     Ok(entries)
 }
 
-/// Checks that no two images of a version 2 or 3 binary share bytes (LLVM writes them back to
-/// back): a binary whose entries claim the same bytes twice would be extracted, counted and
-/// rewritten twice. Empty images take no bytes. The error names the entry of the image that
-/// starts inside another, at its image offset field.
+/// Checks that the images of a version 2 or 3 binary do not partly overlap (LLVM writes them
+/// back to back). Entries may name the very same image (same offset and size: read once, see
+/// `tests/hostile_costs.rs`), and empty images take no bytes; an image that starts inside
+/// another is an error, at its entry's image offset field.
 fn check_images_apart(entries: &[OffloadEntry<'_>], entries_offset: u64) -> Result<()> {
     let mut spans: Vec<(u64, u64, usize)> = entries
         .iter()
@@ -831,10 +831,10 @@ fn check_images_apart(entries: &[OffloadEntry<'_>], entries_offset: u64) -> Resu
         .collect();
     spans.sort_unstable();
     for pair in spans.windows(2) {
-        let [(_, end, first), (offset, _, second)] = *pair else {
+        let [(start, end, first), (offset, second_end, second)] = *pair else {
             continue;
         };
-        if offset < end {
+        if offset < end && (start, end) != (offset, second_end) {
             let at = entries_offset
                 .saturating_add((second as u64).saturating_mul(ENTRY_SIZE))
                 .saturating_add(field_at::IMAGE_OFFSET);
@@ -1553,7 +1553,14 @@ mod tests {
             "offset 0x60: image of entry 1 at 0x194 overlaps the image of entry 0, which ends at \
              0x19d"
         );
-        // Version 1 binaries one after another never share bytes; an empty image takes none.
+        // Entries may name the very same image; an empty image takes no bytes.
+        let mut same = LLVM23_THREE.to_vec();
+        put(&mut same, 0x20 + 40 + field_at::IMAGE_OFFSET, 0x190);
+        put(&mut same, 0x20 + 40 + field_at::IMAGE_OFFSET + 8, 13);
+        assert_eq!(
+            OffloadBinary::parse(&same).unwrap().entries()[1].image,
+            b"A".repeat(13)
+        );
         let mut empty = LLVM23_THREE.to_vec();
         put(&mut empty, 0x20 + 40 + field_at::IMAGE_OFFSET, 0x194);
         put(&mut empty, 0x20 + 40 + field_at::IMAGE_OFFSET + 8, 0);
