@@ -56,6 +56,7 @@ mod objcopy_coff;
 mod objcopy_elf;
 mod object_bundles;
 mod offload_binary;
+mod offload_binary_v2;
 mod offload_check;
 mod output_safety;
 mod packager;

@@ -1,21 +1,32 @@
 #!/usr/bin/env bash
-# Makes the LLVM 23 goldens with LLVM 23.1.4's own tools, run in the Debian sid root that
-# .ci/sid-root makes (OFFLOAD_SID_ROOT, default /work/sid), as root:
+# Makes the LLVM 23 samples and goldens with LLVM 23.1.4's own tools, run in the Debian sid
+# root that .ci/sid-root makes (OFFLOAD_SID_ROOT, default /work/sid), as root:
 #   image.bin              a small device image (text), the wrapper's input
 #   wrapper-{hip,cuda,openmp,openmp-relocatable,sycl}.ll
 #                          llvm-offload-wrapper-23's module of image.bin, as llvm-dis-23 prints it
 #   bundle-o.bundle        clang-offload-bundler-23 -type=o of no host and two code objects
 #   bundle-bc.bundle       clang-offload-bundler-23 -type=bc of two device bitcode files
+# and objects of clang-23, whose new offload driver (the default for HIP) embeds version 2
+# offload binaries in .llvm.offloading:
+#   hip-rdc.o         HIP -fgpu-rdc for gfx90a and gfx1030: bitcode images
+#   hip.o             HIP without -fgpu-rdc: code objects linked into a .hip_fatbin bundle
+#   hip-compressed.o  hip.o's build with --offload-compress
+#   omp.o             OpenMP for gfx90a
+#   three.bin         llvm-offload-binary-23 packing three small files, one with an extra key
+# (hip-rdc-gfx90a.o, ls.txt and objdump-hip-rdc-gfx90a.txt are golden outputs the tests
+# compare with: `offload strip --keep gfx90a` of hip-rdc.o, `offload ls`, llvm-objdump-23.)
 set -euo pipefail
-cd "$(dirname "$0")"
+cd "$(dirname "${BASH_SOURCE[0]}")"
 root=${OFFLOAD_SID_ROOT:-/work/sid}
 work=$(mktemp -d "$root/tmp/llvm23-samples.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 inside=/tmp/$(basename "$work")
+run() { chroot "$root" sh -c "cd $inside && PATH=/usr/lib/llvm-23/bin:\$PATH $*"; }
+
+# The wrapper's modules and the bundler's bundles.
 printf 'device image\n' >image.bin
 cp image.bin ../dev/kernel-gfx906.hsaco ../dev/kernel-gfx90a.hsaco "$work/"
 cp ../dev/kernel-gfx906.bc ../dev/kernel-gfx90a.bc "$work/"
-run() { chroot "$root" sh -c "cd $inside && $*"; }
 for kind in hip cuda openmp sycl; do
   run "llvm-offload-wrapper-23 --kind=$kind -o w.bc image.bin && llvm-dis-23 w.bc -o -" >"wrapper-$kind.ll"
 done
@@ -28,3 +39,21 @@ run "clang-offload-bundler-23 -type=bc -targets=$targets \
   -input=kernel-gfx906.bc -input=kernel-gfx90a.bc -output=bc.bundle"
 cp "$work/o.bundle" bundle-o.bundle
 cp "$work/bc.bundle" bundle-bc.bundle
+
+# clang-23's objects and a packed binary.
+cp ../src/kernel.hip ../src/omp.c "$work"/
+printf 'AAAAAAAAAAAAA' >"$work/a.bin"
+printf 'BBBBBBBBBBBBBBBBBBBBBB' >"$work/b.bin"
+printf 'CCC' >"$work/c.bin"
+HIP="-x hip -nogpulib -nogpuinc -O2 --offload-arch=gfx90a --offload-arch=gfx1030 -cuid=akernel"
+run clang-23 "$HIP" -fgpu-rdc -c kernel.hip -o hip-rdc.o
+run clang-23 "$HIP" -c kernel.hip -o hip.o
+run clang-23 "$HIP" --offload-compress -c kernel.hip -o hip-compressed.o
+run clang-23 -O2 -fopenmp --offload-arch=gfx90a -nogpulib -c omp.c -o omp.o
+run llvm-offload-binary-23 -o three.bin \
+  --image=file=a.bin,triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=hip \
+  --image=file=b.bin,triple=amdgcn-amd-amdhsa,arch=gfx1030,kind=hip,foo=bar \
+  --image=file=c.bin,triple=nvptx64-nvidia-cuda,arch=sm_70,kind=openmp
+for f in hip-rdc.o hip.o hip-compressed.o omp.o three.bin; do
+  cp "$work/$f" .
+done

@@ -1039,9 +1039,10 @@ fn compressed_entry_ids(
 
 /// An offload binary. An image that holds CUDA fat binaries (kind `fatbin`, as clang's
 /// offload driver stores them) is rewritten as `.nv_fatbin` is: each fat binary keeps the
-/// entries asked for, as they were stored, and the binary is written again as LLVM lays it
-/// out. The other images are kept or dropped with the binary whole (LLVM 19 writes one image
-/// per binary); a binary goes when nothing of it stays.
+/// entries asked for, as they were stored. The other images are kept or dropped one by one;
+/// when any changes, the binary is written again, in its version, as LLVM lays it out (a
+/// version 1 binary holds one image, so it stays or goes whole). A binary goes when nothing
+/// of it stays.
 fn rewrite_offload_binary(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
     let binary = offload_binary::OffloadBinary::parse(data)?;
     let entries = binary.entries();
@@ -1050,28 +1051,25 @@ fn rewrite_offload_binary(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
         .filter(|e| !holds_cuda_fatbins(e))
         .map(ImageTarget::of_offload_entry)
         .collect();
-    let plain_kept = rules
-        .keeps_offload_images(&targets)
-        .into_iter()
-        .filter(|keep| *keep)
-        .count();
-    let mut images: Vec<Option<Vec<u8>>> = Vec::with_capacity(entries.len());
-    let (mut before, mut after) = (targets.len(), targets.len());
+    let mut plain_keeps = rules.keeps_offload_images(&targets).into_iter();
+    let plain_kept = plain_keeps.clone().filter(|keep| *keep).count();
+    let mut images: Vec<Kept> = Vec::with_capacity(entries.len());
+    let (mut before, mut after) = (targets.len(), plain_kept);
     for entry in entries {
         if !holds_cuda_fatbins(entry) {
-            images.push(None);
+            let keep = plain_keeps.next().unwrap_or(true);
+            images.push(if keep { Kept::AsIs } else { Kept::Dropped });
             continue;
         }
         let rewritten = rewrite_fatbins(entry.image, rules)?;
         before += rewritten.before;
         after += rewritten.after;
-        images.push(rewritten.new);
+        images.push(rewritten.new.map_or(Kept::AsIs, Kept::New));
     }
-    let fatbins_kept = after - targets.len();
-    let drop = plain_kept == 0 && fatbins_kept == 0 && !entries.is_empty();
+    let drop = after == 0 && !entries.is_empty();
     let new = if drop {
         Some(Vec::new())
-    } else if images.iter().any(Option::is_some) {
+    } else if images.iter().any(|kept| *kept != Kept::AsIs) {
         Some(rewritten_offload_binary(&binary, &images)?)
     } else {
         None
@@ -1080,11 +1078,22 @@ fn rewrite_offload_binary(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
         size: binary.size(),
         new: new.map(NewBytes::Made),
         images_before: before,
-        images_after: if drop { 0 } else { after },
+        images_after: after,
         done: if drop { "dropped" } else { "stripped" },
         already_compressed: 0,
         fresh_stream: false,
     })
+}
+
+/// What becomes of an offload binary's image when it is rewritten.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kept {
+    /// It stays as it is.
+    AsIs,
+    /// It stays, with these bytes instead.
+    New(Vec<u8>),
+    /// It goes, with its entry.
+    Dropped,
 }
 
 /// Whether the image of `entry` holds CUDA fat binaries (its bytes start with one).
@@ -1132,22 +1141,29 @@ fn rewrite_fatbins(image: &[u8], rules: &Rules<'_>) -> Result<FatbinsRewritten> 
     })
 }
 
-/// `binary` written again as LLVM lays it out, with its images replaced where `images` gives
-/// new bytes, its metadata as it was.
+/// `binary` written again as LLVM lays it out, in its version, without the images `images`
+/// drops and with those it gives new bytes replaced, their metadata as it was.
 fn rewritten_offload_binary(
     binary: &offload_binary::OffloadBinary<'_>,
-    images: &[Option<Vec<u8>>],
+    images: &[Kept],
 ) -> Result<Vec<u8>> {
     let written: Vec<offload_binary::OffloadingImage<'_>> = binary
         .entries()
         .iter()
         .zip(images)
-        .map(|(entry, new)| offload_binary::OffloadingImage {
-            image_kind: entry.image_kind,
-            offload_kind: entry.offload_kind,
-            flags: entry.flags,
-            strings: &entry.strings,
-            image: new.as_deref().unwrap_or(entry.image),
+        .filter_map(|(entry, kept)| {
+            let image = match kept {
+                Kept::AsIs => entry.image,
+                Kept::New(bytes) => bytes,
+                Kept::Dropped => return None,
+            };
+            Some(offload_binary::OffloadingImage {
+                image_kind: entry.image_kind,
+                offload_kind: entry.offload_kind,
+                flags: entry.flags,
+                strings: &entry.strings,
+                image,
+            })
         })
         .collect();
     offload_binary::write(binary.version(), &written)

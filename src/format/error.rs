@@ -280,6 +280,29 @@ pub enum ErrorKind {
         /// The most entries read.
         limit: u64,
     },
+    /// A version 2 or 3 offload binary's entries table starts inside its header.
+    #[error("offload binary entries table starts at {offset:#x}, inside the {header}-byte header")]
+    EntriesInHeader {
+        /// The declared start of the entries table.
+        offset: u64,
+        /// The header size.
+        header: u64,
+    },
+    /// Two entries of a version 2 or 3 offload binary claim overlapping image bytes.
+    #[error(
+        "image of entry {second} at {offset:#x} overlaps the image of entry {first}, which \
+         ends at {end:#x}"
+    )]
+    OverlappingImages {
+        /// The entry whose image comes first.
+        first: usize,
+        /// The entry whose image starts inside the first one's.
+        second: usize,
+        /// Where the second image starts.
+        offset: u64,
+        /// Where the first image ends.
+        end: u64,
+    },
     /// A compressed offload binary's payload inflates to a size other than the declared one.
     #[error(
         "compressed offload binary payload inflates to {actual} bytes, but its header \

@@ -1,18 +1,21 @@
 //! Packing images into offload binaries and unpacking them, as clang-offload-packager 19 and
 //! llvm-offload-binary 22 do, byte for byte. The two differ in the offload kinds they name
 //! (`hip` is 3 for LLVM 19, 4 for LLVM 22, which also names `sycl`) and in the keys an image
-//! to pack needs (`file` and `triple` for LLVM 19, `file` alone for LLVM 22).
+//! to pack needs (`file` and `triple` for LLVM 19, `file` alone for LLVM 22). LLVM 23 packs
+//! every image into one version 2 binary, reads version 2 when unpacking, and names each file
+//! it names itself on standard output.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
-use crate::format::offload_binary::{self, ImageKind, OffloadKind, VERSION_1};
+use crate::format::offload_binary::{self, ImageKind, OffloadKind, VERSION_1, VERSION_2};
 use crate::host::archive::write_archive;
 use crate::host::scan::{scan, Origin, Places};
 use crate::io::{Closed, Input, Output};
 use crate::llvm::adt::hash::dense_map_order;
+use crate::llvm::adt::string_map::StringMap;
 use crate::target::processor::LlvmVersion;
 
 /// The key-value items of one `--image=` argument: keys in the order they first appear, the
@@ -83,47 +86,118 @@ fn check_required_keys(version: LlvmVersion, image: &ImageArgs) -> Result<()> {
     }
 }
 
-/// Packs every file of every image into `output` as the packager of `version` does: one
-/// version 1 offload binary per file, one after another, with the image's other keys as
-/// string entries in the packager's order.
-#[tracing::instrument(skip_all, fields(output = %output.display(), images = images.len()))]
-pub fn pack(output: &Path, images: &[ImageArgs], version: LlvmVersion) -> Result<()> {
-    let mut out = Output::create(output)?;
+/// The keys of `image` in the order of the packager's map: a `DenseMap` up to LLVM 22, a
+/// `StringMap`-ordered table in LLVM 23 (checked for `arch`, `triple` and one more key).
+fn key_order(image: &ImageArgs, version: LlvmVersion) -> Vec<&[u8]> {
+    let keys: Vec<&[u8]> = image.items.iter().map(|(k, _)| k.as_bytes()).collect();
+    match version {
+        LlvmVersion::V19 | LlvmVersion::V22 => dense_map_order(&keys),
+        LlvmVersion::V23 => {
+            let mut map = StringMap::new();
+            for (index, key) in keys.iter().enumerate() {
+                map.insert(key, index);
+            }
+            map.iter()
+                .filter_map(|(_, i)| keys.get(*i).copied())
+                .collect()
+        }
+    }
+}
+
+/// The string entries of `image` in the order the packager of `version` stores them: its keys
+/// but `file` and `kind`, in the order of its hash map.
+fn image_strings(image: &ImageArgs, version: LlvmVersion) -> Vec<(&[u8], &[u8])> {
+    key_order(image, version)
+        .into_iter()
+        .filter(|k| *k != b"file" && *k != b"kind")
+        .map(|k| {
+            let value = image
+                .get(std::str::from_utf8(k).expect("keys come from a str"))
+                .expect("every ordered key is an item");
+            (k, value.as_bytes())
+        })
+        .collect()
+}
+
+/// One file to pack, opened, with its entry's metadata.
+struct Packed<'i> {
+    path: PathBuf,
+    input: Input,
+    image_kind: ImageKind,
+    offload_kind: OffloadKind,
+    strings: Vec<(&'i [u8], &'i [u8])>,
+}
+
+impl Packed<'_> {
+    fn layout_input(&self) -> offload_binary::EntryLayoutInput<'_> {
+        offload_binary::EntryLayoutInput {
+            image_kind: self.image_kind,
+            offload_kind: self.offload_kind,
+            flags: 0,
+            strings: &self.strings,
+            image_size: self.input.len() as u64,
+        }
+    }
+}
+
+/// Opens every file of every image, checking each image's keys as the packager of `version`
+/// does.
+fn open_all(images: &[ImageArgs], version: LlvmVersion) -> Result<Vec<Packed<'_>>> {
+    let mut packed = Vec::new();
     for image in images {
         check_required_keys(version, image)?;
-        let keys: Vec<&[u8]> = image.items.iter().map(|(k, _)| k.as_bytes()).collect();
-        let strings: Vec<(&[u8], &[u8])> = dense_map_order(&keys)
-            .into_iter()
-            .filter(|k| *k != b"file" && *k != b"kind")
-            .map(|k| {
-                let value = image
-                    .get(std::str::from_utf8(k).expect("keys come from a str"))
-                    .expect("every ordered key is an item");
-                (k, value.as_bytes())
-            })
-            .collect();
+        let strings = image_strings(image, version);
         let offload_kind = offload_kind_named(version, image.get("kind").unwrap_or_default());
         for file in image.files() {
             let path = PathBuf::from(file);
             let input = Input::open(&path)?;
             let image_kind = ImageKind::of_packager_input_llvm19(file.as_bytes(), &input);
-            let layout = offload_binary::layout_v1(
-                image_kind,
-                offload_kind,
-                0,
-                &strings,
-                input.len() as u64,
-            )
-            .map_err(|e| Error::format(&path, e))?;
             tracing::info!(
                 triple = image.get("triple"),
                 arch = image.get("arch"),
                 size = input.len(),
                 "packing {file}"
             );
-            out.write_bytes(&layout.head)?;
-            out.write_part(&input, &input)?;
-            out.write_bytes(&vec![0; layout.tail_padding as usize])?;
+            packed.push(Packed {
+                path,
+                input,
+                image_kind,
+                offload_kind,
+                strings: strings.clone(),
+            });
+        }
+    }
+    Ok(packed)
+}
+
+/// Packs every file of every image into `output` as the packager of `version` does, with the
+/// image's other keys as string entries in the packager's order: LLVM 19 and 22 write one
+/// version 1 offload binary per file, one after another; LLVM 23 one version 2 binary
+/// holding them all.
+#[tracing::instrument(skip_all, fields(output = %output.display(), images = images.len()))]
+pub fn pack(output: &Path, images: &[ImageArgs], version: LlvmVersion) -> Result<()> {
+    let packed = open_all(images, version)?;
+    let mut out = Output::create(output)?;
+    let mut write = |entries: &[Packed<'_>], format_version: u32| -> Result<()> {
+        let inputs: Vec<_> = entries.iter().map(Packed::layout_input).collect();
+        let layout = offload_binary::layout(format_version, &inputs).map_err(|e| {
+            let path = entries
+                .first()
+                .map_or_else(|| output.into(), |p| p.path.clone());
+            Error::format(&path, e)
+        })?;
+        out.write_bytes(&layout.head)?;
+        for entry in entries {
+            out.write_part(&entry.input, &entry.input)?;
+        }
+        out.write_bytes(&vec![0; layout.tail_padding as usize])?;
+        Ok(())
+    };
+    if version >= LlvmVersion::V23 {
+        write(&packed, VERSION_2)?;
+    } else {
+        for entry in packed.chunks(1) {
+            write(entry, VERSION_1)?;
         }
     }
     Ok(out.commit()?)
@@ -188,18 +262,20 @@ pub enum Unpacked {
 /// archive of such) that each of `images` selects, as the packager of `version` matches them:
 /// written to the image's `file=`, or, without one, to `<input stem>-<triple>-<arch>.<n>.<kind>`
 /// in the current folder; with `archive`, into the static archive named by `file=`. Warnings
-/// go to `log`, each prefixed with `prefix`.
+/// go to `log`, each prefixed with `prefix`; LLVM 23 names each file it names itself on
+/// `out` (`Extracted: <name>`).
 #[tracing::instrument(skip_all, fields(file = %input_path.display(), images = images.len()))]
 pub fn unpack(
     input_path: &Path,
     images: &[ImageArgs],
     into: Unpacked,
     version: LlvmVersion,
+    out: &mut dyn Write,
     log: &mut dyn Write,
     prefix: &str,
 ) -> Result<()> {
     let input = Input::open(input_path)?;
-    let candidates = candidates_in(input_path, &input, log, prefix)?;
+    let candidates = candidates_in(input_path, &input, version, log, prefix)?;
     tracing::debug!(offload_binaries = candidates.len(), "scanned");
     let stem = input_path
         .file_stem()
@@ -209,6 +285,7 @@ pub fn unpack(
         input: &input,
         stem: &stem,
         prefix,
+        announces: version >= LlvmVersion::V23,
     };
     // Each output is closed once written, so that thousands of images never hold thousands of
     // open files; they are all put in place at the end.
@@ -227,19 +304,20 @@ pub fn unpack(
         );
         match into {
             Unpacked::IntoArchive => outputs.push(unpacking.archive(image, &matches)?),
-            Unpacked::IntoFiles => unpacking.files(image, &matches, log, &mut outputs)?,
+            Unpacked::IntoFiles => unpacking.files(image, &matches, out, log, &mut outputs)?,
         }
     }
     Ok(crate::io::place_all(outputs)?)
 }
 
-/// The offload binary images of the input, where LLVM 19 and 22 look for them. They fail on
-/// the first offload binary that does not parse, and take binaries of versions 2 and 3 (which
-/// later LLVM writes) for unparsable; so do we, saying which others are damaged too, damage in
-/// file order first, then the binaries of other versions: the last is the error returned.
+/// The offload binary images of the input, where LLVM looks for them. It fails on the first
+/// offload binary that does not parse, and LLVM 19 and 22 take binaries of versions 2 and 3
+/// for unparsable (LLVM 23, version 3); so do we, saying which others are damaged too, damage
+/// in file order first, then the binaries of other versions: the last is the error returned.
 fn candidates_in(
     input_path: &Path,
     file: &[u8],
+    version: LlvmVersion,
     log: &mut dyn Write,
     prefix: &str,
 ) -> Result<Vec<Candidate>> {
@@ -255,9 +333,10 @@ fn candidates_in(
             let Origin::OffloadImage(entry) = found.origin else {
                 return;
             };
-            if entry.binary_version != VERSION_1 {
+            if !reads_version(version, entry.binary_version) {
                 if entry.index == 0 {
-                    other_versions.push(unread_version(&name, found.members, found.offset, entry));
+                    let e = unread_version(&name, found.members, found.offset, entry, version);
+                    other_versions.push(e);
                 }
                 return;
             }
@@ -296,22 +375,36 @@ fn candidates_in(
     Ok(candidates)
 }
 
-/// The error for an offload binary of a version other than 1, which the packagers of LLVM 19
-/// and 22 cannot read: where its version field is (when the image lies in the file as such).
+/// Whether the packager of `version` reads offload binaries of `binary_version`.
+fn reads_version(version: LlvmVersion, binary_version: u32) -> bool {
+    match version {
+        LlvmVersion::V19 | LlvmVersion::V22 => binary_version == VERSION_1,
+        LlvmVersion::V23 => binary_version == VERSION_1 || binary_version == VERSION_2,
+    }
+}
+
+/// The error for an offload binary of a version the packager of `version` cannot read: where
+/// its version field is (when the image lies in the file as such).
 fn unread_version(
     file: &str,
     members: &[String],
     image_offset: Option<u64>,
     entry: &offload_binary::OffloadEntry<'_>,
+    version: LlvmVersion,
 ) -> Error {
     let mut place: String = members.iter().map(|m| format!("member '{m}': ")).collect();
     let binary_start = image_offset.and_then(|at| at.checked_sub(entry.image_offset));
     if let Some(start) = binary_start {
         place.push_str(&format!("offset {:#x}: ", start + 4));
     }
+    let reads = match version {
+        LlvmVersion::V19 | LlvmVersion::V22 => {
+            "clang-offload-packager 19 and llvm-offload-binary 22 read version 1 only"
+        }
+        LlvmVersion::V23 => "llvm-offload-binary 23 reads versions 1 and 2 only",
+    };
     Error::msg(format!(
-        "'{file}': {place}offload binary version {}: clang-offload-packager 19 and \
-         llvm-offload-binary 22 read version 1 only",
+        "'{file}': {place}offload binary version {}: {reads}",
         entry.binary_version
     ))
 }
@@ -321,6 +414,8 @@ struct Unpacking<'a> {
     input: &'a Input,
     stem: &'a str,
     prefix: &'a str,
+    /// Whether each file named from the metadata is announced (LLVM 23).
+    announces: bool,
 }
 
 impl Unpacking<'_> {
@@ -346,6 +441,7 @@ impl Unpacking<'_> {
         &self,
         image: &ImageArgs,
         matches: &[&Candidate],
+        out: &mut dyn Write,
         log: &mut dyn Write,
         outputs: &mut Vec<Closed>,
     ) -> Result<()> {
@@ -359,9 +455,9 @@ impl Unpacking<'_> {
                 );
             }
             if let Some(last) = matches.last() {
-                let mut out = Output::create(Path::new(target))?;
-                out.write_part(self.input, last.bytes(file))?;
-                outputs.push(out.close()?);
+                let mut output = Output::create(Path::new(target))?;
+                output.write_part(self.input, last.bytes(file))?;
+                outputs.push(output.close()?);
             }
             return Ok(());
         }
@@ -374,9 +470,12 @@ impl Unpacking<'_> {
                 c.image_kind.name_llvm19()
             );
             tracing::info!(from = %c.source, "writing {name}");
-            let mut out = Output::create(Path::new(&name))?;
-            out.write_part(self.input, c.bytes(file))?;
-            outputs.push(out.close()?);
+            let mut output = Output::create(Path::new(&name))?;
+            output.write_part(self.input, c.bytes(file))?;
+            outputs.push(output.close()?);
+            if self.announces {
+                let _ = writeln!(out, "Extracted: {name}");
+            }
         }
         Ok(())
     }

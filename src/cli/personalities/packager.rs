@@ -272,6 +272,7 @@ pub fn run_with(
                 packager::Unpacked::IntoFiles
             },
             version,
+            out,
             err,
             &format!("{prog}: "),
         ),

@@ -16,8 +16,8 @@
 //! too, later ones have a size and may hold any bytes.
 //!
 //! LLVM 19 reads and writes version 1 only, one image per binary; a section holds binaries one
-//! after another. Newer LLVM (llvm-offload-binary, late 2025 on) writes version 2, which holds
-//! several images in one binary. Version 3 adds the inflated size: when it is not 0, everything after the header is one zstd frame (when it
+//! after another. LLVM 23 writes version 2, which holds several images in one binary (its
+//! entries, then every string entry, then one shared string table, then the images). Version 3 adds the inflated size: when it is not 0, everything after the header is one zstd frame (when it
 //! starts with the zstd magic) or zlib stream which inflates to the rest of the binary.
 
 use std::io::Write;
@@ -28,6 +28,7 @@ use object::pod::{self, Pod};
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::llvm::adt::strtab::{Flavor, StringTable};
 
+mod apart;
 mod head;
 
 pub use head::{ListedHead, PayloadHead, PEEK};
@@ -43,6 +44,9 @@ pub const DEFAULT_MAX_INFLATED: u64 = 16 << 30;
 
 /// The version LLVM 19 reads and writes.
 pub const VERSION_1: u32 = 1;
+
+/// The version LLVM 23 writes: one binary holding every image.
+pub const VERSION_2: u32 = 2;
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
 
@@ -768,6 +772,16 @@ fn parse_entries(
         )?;
         1
     } else {
+        let header = header_size(version).unwrap_or(V3_HEADER_SIZE);
+        if entries_offset < header && entry_size_or_count != 0 {
+            return Err(Error::new(
+                field_at::ENTRIES_OFFSET,
+                ErrorKind::EntriesInHeader {
+                    offset: entries_offset,
+                    header,
+                },
+            ));
+        }
         entry_size_or_count
     };
     if count > MAX_ENTRIES {
@@ -793,6 +807,9 @@ fn parse_entries(
         // Inside the binary, as the check above found.
         let offset = entries_offset.saturating_add((index as u64).saturating_mul(ENTRY_SIZE));
         entries.push(parse_entry(bytes, version, offset, index, images)?);
+    }
+    if version != VERSION_1 {
+        apart::check_images_apart(&entries, entries_offset)?;
     }
     Ok(entries)
 }
@@ -1406,6 +1423,113 @@ mod tests {
         assert_eq!(entries[1].flags, 1);
         assert_eq!(entries[1].image_kind, ImageKind::Spirv);
         assert_eq!(bytes.len() % 8, 0);
+    }
+
+    /// What llvm-offload-binary-23 writes for three images (`samples/llvm23/three.bin`).
+    const LLVM23_THREE: &[u8] = include_bytes!("../../../samples/llvm23/three.bin");
+
+    fn llvm23_images<'s>(
+        first: &'s Strings<'s>,
+        second: &'s Strings<'s>,
+        third: &'s Strings<'s>,
+    ) -> [OffloadingImage<'s>; 3] {
+        let image = |offload_kind, strings, image| OffloadingImage {
+            image_kind: ImageKind::None,
+            offload_kind,
+            flags: 0,
+            strings,
+            image,
+        };
+        [
+            image(
+                OffloadKind::Hip(HipEncoding::BitFlag),
+                first,
+                &b"AAAAAAAAAAAAA"[..],
+            ),
+            image(
+                OffloadKind::Hip(HipEncoding::BitFlag),
+                second,
+                &b"BBBBBBBBBBBBBBBBBBBBBB"[..],
+            ),
+            image(OffloadKind::OpenMp, third, &b"CCC"[..]),
+        ]
+    }
+
+    #[test]
+    fn writes_version_2_as_llvm_23_does() {
+        let first: Strings = vec![(b"arch", b"gfx90a"), (b"triple", b"amdgcn-amd-amdhsa")];
+        let second: Strings = vec![
+            (b"arch", b"gfx1030"),
+            (b"foo", b"bar"),
+            (b"triple", b"amdgcn-amd-amdhsa"),
+        ];
+        let third: Strings = vec![(b"arch", b"sm_70"), (b"triple", b"nvptx64-nvidia-cuda")];
+        let images = llvm23_images(&first, &second, &third);
+        assert_eq!(write(VERSION_2, &images).unwrap(), LLVM23_THREE);
+        let binary = OffloadBinary::parse(LLVM23_THREE).unwrap();
+        assert_eq!(binary.version(), VERSION_2);
+        let read: Vec<_> = binary
+            .entries()
+            .iter()
+            .map(|e| (e.arch(), e.image))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                (&b"gfx90a"[..], images[0].image),
+                (&b"gfx1030"[..], images[1].image),
+                (&b"sm_70"[..], images[2].image),
+            ]
+        );
+    }
+
+    #[test]
+    fn damaged_version_2_entries_tables() {
+        let mut outside = LLVM23_THREE.to_vec();
+        put(&mut outside, field_at::ENTRIES_OFFSET, 0x1a0);
+        assert_eq!(
+            error(&outside).to_string(),
+            "offset 0x10: 3 entries at 0x1a0 ends at 0x218, past the end of the binary (0x1b8)"
+        );
+        let mut too_many = LLVM23_THREE.to_vec();
+        put(&mut too_many, field_at::ENTRY_SIZE_OR_COUNT, 0x1b8);
+        assert!(matches!(
+            error(&too_many).kind,
+            ErrorKind::RegionOutOfBounds {
+                size: 0x44c0,
+                limit: 0x1b8,
+                ..
+            }
+        ));
+        let mut in_header = LLVM23_THREE.to_vec();
+        put(&mut in_header, field_at::ENTRIES_OFFSET, 8);
+        assert_eq!(
+            error(&in_header).to_string(),
+            "offset 0x10: offload binary entries table starts at 0x8, inside the 32-byte header"
+        );
+        // Entry 1's image moved to start inside entry 0's.
+        let mut overlapping = LLVM23_THREE.to_vec();
+        put(&mut overlapping, 0x20 + 40 + field_at::IMAGE_OFFSET, 0x194);
+        assert_eq!(
+            error(&overlapping).to_string(),
+            "offset 0x60: image of entry 1 at 0x194 overlaps the image of entry 0, which ends at \
+             0x19d"
+        );
+        // Entries may name the very same image; an empty image takes no bytes.
+        let mut same = LLVM23_THREE.to_vec();
+        put(&mut same, 0x20 + 40 + field_at::IMAGE_OFFSET, 0x190);
+        put(&mut same, 0x20 + 40 + field_at::IMAGE_OFFSET + 8, 13);
+        assert_eq!(
+            OffloadBinary::parse(&same).unwrap().entries()[1].image,
+            b"A".repeat(13)
+        );
+        let mut empty = LLVM23_THREE.to_vec();
+        put(&mut empty, 0x20 + 40 + field_at::IMAGE_OFFSET, 0x194);
+        put(&mut empty, 0x20 + 40 + field_at::IMAGE_OFFSET + 8, 0);
+        assert_eq!(
+            OffloadBinary::parse(&empty).unwrap().entries()[1].image,
+            b""
+        );
     }
 
     #[test]
