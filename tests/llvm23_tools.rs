@@ -8,11 +8,6 @@ use crate::util::{self, OFFLOAD};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-/// Whether our `llvm-offload-binary` writes LLVM 23's offload binary (version 2). Until it does,
-/// objects that embed the offload binary (`-fgpu-rdc`, OpenMP) differ from clang-23's in that
-/// section only; set this to `true` to require them byte for byte.
-const PACKAGER_WRITES_V2: bool = false;
-
 const HOST: &str = "host-x86_64-unknown-linux-gnu";
 const DEVICES: &str = "hipv4-amdgcn-amd-amdhsa--gfx906,hipv4-amdgcn-amd-amdhsa--gfx90a";
 
@@ -488,7 +483,7 @@ fn clang_23_with_our_tools_makes_the_same_objects() {
             util::first_difference(&llvm, &ours)
         );
     }
-    // The object embeds the offload binary itself: byte for byte once ours writes version 2.
+    // The object embeds the offload binary itself (version 2): byte for byte too.
     let rdc = [&hip[..], &["-fgpu-rdc"]].concat();
     let openmp = ["-fopenmp", "--offload-arch=gfx90a", "-nogpulib"];
     for (source, args) in [("kernel.hip", &rdc[..]), ("omp.c", &openmp[..])] {
@@ -497,18 +492,15 @@ fn clang_23_with_our_tools_makes_the_same_objects() {
             log.contains("packing"),
             "our llvm-offload-binary did not run: {log}"
         );
-        if PACKAGER_WRITES_V2 {
-            assert!(
-                llvm == ours,
-                "{args:?}: {}",
-                util::first_difference(&llvm, &ours)
-            );
-        } else {
-            assert_eq!(
-                offloading(&sid, &dir, &ours),
-                offloading(&sid, &dir, &llvm),
-                "{args:?}"
-            );
-        }
+        assert!(
+            llvm == ours,
+            "{args:?}: {}",
+            util::first_difference(&llvm, &ours)
+        );
+        assert_eq!(
+            offloading(&sid, &dir, &ours),
+            offloading(&sid, &dir, &llvm),
+            "{args:?}"
+        );
     }
 }
