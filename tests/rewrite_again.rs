@@ -65,34 +65,6 @@ fn check_loadable(readelf: &Path, path: &Path) {
 /// One step of a cycle: the command's arguments before the input.
 type Step = &'static [&'static str];
 
-/// Runs `cycle` on `start` three times over in `dir`, each step on the previous result;
-/// returns every result's path, images and size, in order.
-fn repeat(dir: &Path, start: &Path, cycle: &[Step]) -> Vec<(PathBuf, Vec<String>, u64)> {
-    let mut input = start.to_path_buf();
-    let mut results = Vec::new();
-    for round in 0..3 {
-        for (k, step) in cycle.iter().enumerate() {
-            let output = dir.join(format!("r{round}-s{k}"));
-            let out = offload()
-                .args(*step)
-                .arg(&input)
-                .arg("-o")
-                .arg(&output)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "round {round}, {step:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            let size = std::fs::metadata(&output).unwrap().len();
-            results.push((output.clone(), images(&output), size));
-            input = output;
-        }
-    }
-    results
-}
-
 /// Checks the results of [`repeat`] for `cycle`: each loads, lists `expected` (per step),
 /// and has, within a page, the size of the same step's first result.
 fn check_rounds(
@@ -348,7 +320,7 @@ fn binaries_merged_back_are_split_again() {
 /// Runs `cycle` (each step a command's arguments before the input; `kpack` and `kpack
 /// --merge` write a folder, whose binary is the next input) on `start` three times over in
 /// `dir`; returns every result's path, images and size, in order.
-fn repeat_with_kpack(dir: &Path, start: &Path, cycle: &[Step]) -> Vec<(PathBuf, Vec<String>, u64)> {
+fn repeat(dir: &Path, start: &Path, cycle: &[Step]) -> Vec<(PathBuf, Vec<String>, u64)> {
     let mut input = start.to_path_buf();
     let mut results = Vec::new();
     for round in 0..3 {
@@ -408,7 +380,7 @@ fn any_sequence_with_kpack_and_merge_repeats_within_a_page() {
     for sample in ["linked/hip-app", "linked/libhip.so", "targets/mixed-app-z"] {
         for (c, cycle) in cycles.iter().enumerate() {
             let dir = tempfile::tempdir().unwrap();
-            let results = repeat_with_kpack(dir.path(), &samples_dir().join(sample), cycle);
+            let results = repeat(dir.path(), &samples_dir().join(sample), cycle);
             let n = cycle.len();
             for (k, (path, listed, size)) in results.iter().enumerate() {
                 if cycle[k % n] == ["kpack"] {
