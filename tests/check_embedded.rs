@@ -2,8 +2,8 @@
 //! `cuModuleLoadData`, bundles for `hipModuleLoadData`): reported apart from the code a runtime
 //! registers, the exit status following the registered code unless `--require-embedded`.
 
-use crate::rewrite_real::{cuda_library, library_with_data};
-use crate::util::{offload_in, samples_dir};
+use crate::rewrite_real::{cuda_library, hip_library};
+use crate::util::offload_in;
 
 #[test]
 fn cuda_images_embedded_as_data_are_reported_apart_and_leave_the_exit_status_alone() {
@@ -77,16 +77,9 @@ fn cuda_images_embedded_as_data_are_reported_apart_and_leave_the_exit_status_alo
 fn a_bundle_embedded_as_data_is_checked_apart_from_the_registered_one() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let samples = samples_dir();
     // Registered: gfx10-3-generic and gfx11-generic. Embedded: a bundle for gfx1100 and
     // gfx90a.
-    let made = library_with_data(
-        d,
-        "libhip.so",
-        &samples.join("targets/generic-cov6.o"),
-        &samples.join("embedded/kernel.bundle"),
-    );
-    if made.is_none() {
+    if hip_library(d).is_none() {
         return;
     }
     let check = |device: &str, more: &[&str]| {

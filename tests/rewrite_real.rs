@@ -62,6 +62,18 @@ pub(crate) fn cuda_library(dir: &Path) -> Option<()> {
     )
 }
 
+/// The HIP library `libhip.so`: `generic-cov6.o` (gfx10-3-generic and gfx11-generic) and a
+/// bundle for gfx1100 and gfx90a as data.
+pub(crate) fn hip_library(dir: &Path) -> Option<()> {
+    let samples = samples_dir();
+    library_with_data(
+        dir,
+        "libhip.so",
+        &samples.join("targets/generic-cov6.o"),
+        &samples.join("embedded/kernel.bundle"),
+    )
+}
+
 /// The rows of `offload ls` of `file` in `dir`: architecture and place, host entries aside.
 fn listing(dir: &Path, file: &str) -> Vec<String> {
     let (code, out, err) = offload_in(dir, &["ls", file]);
@@ -117,14 +129,7 @@ fn strip_keeps_a_cubin_embedded_as_data_whole_and_says_so() {
 fn strip_keeps_a_bundle_embedded_as_data_beside_hip_fatbin_whole() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let samples = samples_dir();
-    let made = library_with_data(
-        d,
-        "libhip.so",
-        &samples.join("targets/generic-cov6.o"),
-        &samples.join("embedded/kernel.bundle"),
-    );
-    if made.is_none() {
+    if hip_library(d).is_none() {
         return;
     }
     let (code, out, err) = offload_in(d, &["strip", "--keep", "gfx1100", "libhip.so", "-o", "out"]);
