@@ -73,7 +73,10 @@ fn specs(version: LlvmVersion) -> &'static [Spec] {
     }
 }
 
-const HELP: &str = "OVERVIEW: Generate runtime registration code for a device binary image
+/// The part of `--help` both releases print alike: up to the offload kinds they share.
+macro_rules! help_head {
+    () => {
+        "OVERVIEW: Generate runtime registration code for a device binary image
 
 USAGE: PROG [options] Wrap input from <file>
 
@@ -91,34 +94,26 @@ llvm-offload-wrapper options:
     =openmp         -   Wrap OpenMP binaries
     =cuda           -   Wrap CUDA binaries
     =hip            -   Wrap HIP binaries
-  -o <file>         - Write output to <file>.
+"
+    };
+}
+
+const HELP: &str = concat!(
+    help_head!(),
+    "  -o <file>         - Write output to <file>.
   --triple=<string> - Target triple for the wrapper module
-";
+"
+);
 
 /// LLVM 23's `--help`.
-const HELP_23: &str = "OVERVIEW: Generate runtime registration code for a device binary image
-
-USAGE: PROG [options] Wrap input from <file>
-
-OPTIONS:
-
-Generic Options:
-
-  --help            - Display available options (--help-hidden for more)
-  --help-list       - Display list of available options (--help-list-hidden for more)
-  --version         - Display the version of this program
-
-llvm-offload-wrapper options:
-
-  --kind=<value>    - Wrap for offload kind:
-    =openmp         -   Wrap OpenMP binaries
-    =cuda           -   Wrap CUDA binaries
-    =hip            -   Wrap HIP binaries
-    =sycl           -   Wrap SYCL binaries
+const HELP_23: &str = concat!(
+    help_head!(),
+    "    =sycl           -   Wrap SYCL binaries
   -o <file>         - Write output to <file>.
   --relocatable     - Wrap for a relocatable offloading application (OpenMP only)
   --triple=<string> - Target triple for the wrapper module
-";
+"
+);
 
 /// `version`'s `--help`.
 fn help(version: LlvmVersion) -> &'static str {
