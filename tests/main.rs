@@ -50,6 +50,7 @@ mod kpack_use;
 mod linked;
 mod links;
 mod llvm23;
+mod llvm23_linked;
 mod llvm23_tools;
 mod ls;
 mod objcopy_coff;

@@ -73,6 +73,46 @@ fn packs_one_version_2_binary_as_llvm_23_does() {
     }
 }
 
+/// Two images with four and seven keys beyond `file`, `triple`, `arch` and `kind`: their string
+/// entries come in the order of LLVM 23's `DenseMap` of the items.
+const MANY_KEYS: [&str; 4] = [
+    "-o",
+    "many-keys.bin",
+    "--image=file=a.bin,triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=hip,zz=1,aa=2,mm=3,b=4",
+    "--image=file=b.bin,x=1,y=2,z=3,w=4,v=5,u=6,t=7,triple=amdgcn-amd-amdhsa,arch=gfx1030",
+];
+
+#[test]
+fn orders_many_string_entries_as_llvm_23_does() {
+    let dir = tempfile::tempdir().unwrap();
+    three_inputs(dir.path());
+    let (code, _, err) = packager(dir.path(), "23", &MANY_KEYS);
+    assert_eq!(code, 0, "{err}");
+    let ours = fs::read(dir.path().join("many-keys.bin")).unwrap();
+    assert_eq!(
+        ours,
+        fs::read(llvm23_samples().join("many-keys.bin")).unwrap()
+    );
+    let Some(sid) = sid::llvm23() else {
+        return;
+    };
+    let work = sid.work_dir();
+    three_inputs(work.path());
+    let extra = [
+        "--image=file=a.bin,q=1,r=2,s=3,kind=openmp,triple=x,arch=y,long-key-name=v",
+        "--image=file=b.bin,arch=gfx942:sramecc+:xnack-,triple=amdgcn-amd-amdhsa,k1=,k2=a,k3=b",
+    ];
+    for args in [&MANY_KEYS[..], &["-o", "more.bin", extra[0], extra[1]][..]] {
+        let out = sid.run(&work, "llvm-offload-binary-23", args);
+        assert!(out.status.success(), "{out:?}");
+        let theirs = fs::read(work.path().join(args[1])).unwrap();
+        let (code, _, err) = packager(dir.path(), "23", args);
+        assert_eq!(code, 0, "{err}");
+        let ours = fs::read(dir.path().join(args[1])).unwrap();
+        assert_eq!(ours, theirs, "{args:?}");
+    }
+}
+
 #[test]
 fn unpacks_version_2_as_llvm_23_does() {
     let dir = tempfile::tempdir().unwrap();

@@ -11,8 +11,18 @@
 #   hip-rdc.o         HIP -fgpu-rdc for gfx90a and gfx1030: bitcode images
 #   hip.o             HIP without -fgpu-rdc: code objects linked into a .hip_fatbin bundle
 #   hip-compressed.o  hip.o's build with --offload-compress
-#   omp.o             OpenMP for gfx90a
+#   omp.o             OpenMP for gfx90a (its entry names carry the source file's device and
+#                     inode numbers, so each run writes other bytes)
 #   three.bin         llvm-offload-binary-23 packing three small files, one with an extra key
+#   many-keys.bin     two of them with four and seven extra keys (the order of string entries)
+# and what clang-23 and clang-linker-wrapper-23 link from them (hip-stub-23.c stands in for the
+# HIP runtime; no OpenMP program: Debian's LLVM 23 has no AMDGPU OpenMP device runtime):
+#   librdc.a               the -fgpu-rdc objects of kernel.hip and vadd.hip in an archive
+#   hip-rdc-app            those objects device-linked by --hip-link -fgpu-rdc
+#   hip-rdc-lib-app        the same, the device code taken from librdc.a (a static device library)
+#   hip-compressed-app     a program of hip-compressed.o
+#   cuda.o, cuda-rdc.o     CUDA by clang-23 for sm_80 (-c; -fgpu-rdc): ptxas and fatbinary from
+#                          NVIDIA's PyPI wheels, found on PATH, copied into the root
 # (hip-rdc-gfx90a.o, ls.txt and objdump-hip-rdc-gfx90a.txt are golden outputs the tests
 # compare with: `offload strip --keep gfx90a` of hip-rdc.o, `offload ls`, llvm-objdump-23.)
 set -euo pipefail
@@ -54,6 +64,30 @@ run llvm-offload-binary-23 -o three.bin \
   --image=file=a.bin,triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=hip \
   --image=file=b.bin,triple=amdgcn-amd-amdhsa,arch=gfx1030,kind=hip,foo=bar \
   --image=file=c.bin,triple=nvptx64-nvidia-cuda,arch=sm_70,kind=openmp
-for f in hip-rdc.o hip.o hip-compressed.o omp.o three.bin; do
+run llvm-offload-binary-23 -o many-keys.bin \
+  --image=file=a.bin,triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=hip,zz=1,aa=2,mm=3,b=4 \
+  --image=file=b.bin,x=1,y=2,z=3,w=4,v=5,u=6,t=7,triple=amdgcn-amd-amdhsa,arch=gfx1030
+cp ../src/vadd.hip ../linked/main.c "$work/"
+mkdir -p "$work/llvm23" "$work/linked"
+cp hip-stub-23.c "$work/llvm23/"
+cp ../linked/hip-stub.c "$work/linked/"
+export SOURCE_DATE_EPOCH=0 ZERO_AR_DATE=1
+run clang-23 "$HIP" -fgpu-rdc -c -cuid=rdc-a kernel.hip -o rdc-a.o
+run clang-23 "$HIP" -fgpu-rdc -c -cuid=rdc-b vadd.hip -o rdc-b.o
+run clang-23 -O2 -c main.c -o main.o
+run clang-23 -O2 -c llvm23/hip-stub-23.c -o stub.o
+run llvm-ar-23 rcsD librdc.a rdc-a.o rdc-b.o
+LINK="--hip-link -no-hip-rt -fgpu-rdc --offload-arch=gfx90a --offload-arch=gfx1030 -fuse-ld=lld"
+run clang-23 "$LINK" main.o rdc-a.o rdc-b.o stub.o -o hip-rdc-app
+run clang-23 "$LINK" main.o librdc.a stub.o -o hip-rdc-lib-app
+run clang-23 -fuse-ld=lld main.o hip-compressed.o stub.o -o hip-compressed-app
+mkdir -p "$root/opt/cuda/bin"
+for tool in ptxas fatbinary nvlink; do cp "$(command -v "$tool")" "$root/opt/cuda/bin/"; done
+printf '__attribute__((global)) void scale(float *x, float a) { x[0] *= a; }\n' >"$work/k.cu"
+CUDA="-x cuda --offload-arch=sm_80 -nocudainc -nocudalib --cuda-path=/opt/cuda -O2"
+run PATH=/opt/cuda/bin:\$PATH clang-23 "$CUDA" -c k.cu -o cuda.o
+run PATH=/opt/cuda/bin:\$PATH clang-23 "$CUDA" -fgpu-rdc -c k.cu -o cuda-rdc.o
+for f in hip-rdc.o hip.o hip-compressed.o omp.o three.bin many-keys.bin librdc.a hip-rdc-app \
+  hip-rdc-lib-app hip-compressed-app cuda.o cuda-rdc.o; do
   cp "$work/$f" .
 done

@@ -14,8 +14,7 @@ use crate::format::offload_binary::{self, ImageKind, OffloadKind, VERSION_1, VER
 use crate::host::archive::write_archive;
 use crate::host::scan::{scan, Origin, Places};
 use crate::io::{Closed, Input, Output};
-use crate::llvm::adt::hash::dense_map_order;
-use crate::llvm::adt::string_map::StringMap;
+use crate::llvm::adt::hash::{dense_map_order_with, StringHash};
 use crate::target::processor::LlvmVersion;
 
 /// The key-value items of one `--image=` argument: keys in the order they first appear, the
@@ -86,22 +85,15 @@ fn check_required_keys(version: LlvmVersion, image: &ImageArgs) -> Result<()> {
     }
 }
 
-/// The keys of `image` in the order of the packager's map: a `DenseMap` up to LLVM 22, a
-/// `StringMap`-ordered table in LLVM 23 (checked for `arch`, `triple` and one more key).
+/// The keys of `image` in the order of the packager's `DenseMap`, whose string hash changed in
+/// LLVM 23.
 fn key_order(image: &ImageArgs, version: LlvmVersion) -> Vec<&[u8]> {
     let keys: Vec<&[u8]> = image.items.iter().map(|(k, _)| k.as_bytes()).collect();
-    match version {
-        LlvmVersion::V19 | LlvmVersion::V22 => dense_map_order(&keys),
-        LlvmVersion::V23 => {
-            let mut map = StringMap::new();
-            for (index, key) in keys.iter().enumerate() {
-                map.insert(key, index);
-            }
-            map.iter()
-                .filter_map(|(_, i)| keys.get(*i).copied())
-                .collect()
-        }
-    }
+    let hash = match version {
+        LlvmVersion::V19 | LlvmVersion::V22 => StringHash::City,
+        LlvmVersion::V23 => StringHash::Xxh3,
+    };
+    dense_map_order_with(hash, &keys)
 }
 
 /// The string entries of `image` in the order the packager of `version` stores them: its keys

@@ -8,7 +8,9 @@
 //! the table starts with 64 buckets, probes quadratically, and doubles before an insertion
 //! that would bring it to 3/4 load.
 //!
-//! LLVM 20 and later hash strings with XXH3 instead; this module is LLVM 19 only.
+//! LLVM 19 to 22 hash strings so; LLVM 23 hashes a string's bytes with XXH3-64 and XORs the
+//! same seed into the result ([`StringHash::Xxh3`]), and its packager still keeps the items in
+//! a `DenseMap`, so its table is this one with the other hash.
 
 /// The seed LLVM 19 release builds (without ABI-breaking checks) mix into every hash.
 const SEED: u64 = 0xff51_afd7_ed55_8ccd;
@@ -52,15 +54,46 @@ pub fn dense_map_hash(s: &[u8]) -> u32 {
     u32::from_le_bytes([a, b, c, d])
 }
 
-/// The iteration order of an LLVM 19 `DenseMap<StringRef, _>` after inserting `keys` in the
-/// given order (nothing erased). A key given more than once is kept where its first insertion
+/// How a release of LLVM hashes a `StringRef` for `DenseMap`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StringHash {
+    /// LLVM 19 to 22: the CityHash-derived `hash_value` ([`dense_map_hash`]).
+    City,
+    /// LLVM 23: XXH3-64 of the bytes, XORed with the release builds' seed.
+    Xxh3,
+}
+
+impl StringHash {
+    /// The 32 bits `DenseMapInfo<StringRef>` keys the table with.
+    pub fn of(self, s: &[u8]) -> u32 {
+        let full = match self {
+            StringHash::City => hash_string(s),
+            StringHash::Xxh3 => xxhash_rust::xxh3::xxh3_64(s) ^ SEED,
+        };
+        let [a, b, c, d, ..] = full.to_le_bytes();
+        u32::from_le_bytes([a, b, c, d])
+    }
+}
+
+/// The iteration order of an LLVM 19 to 22 `DenseMap<StringRef, _>` after inserting `keys` in
+/// the given order (nothing erased); [`dense_map_order_with`] for another release's hash. A key given more than once is kept where its first insertion
 /// put it.
 ///
 /// For clang-offload-packager's string entries, pass every item of the `--image` in
 /// command-line order, `file` and `kind` included (they occupy buckets, and so move the
 /// others), then drop `file` and `kind` from the result.
 pub fn dense_map_order<'a>(keys: &[&'a [u8]]) -> Vec<&'a [u8]> {
-    let mut table = DenseTable::default();
+    dense_map_order_with(StringHash::City, keys)
+}
+
+/// The iteration order of a `DenseMap<StringRef, _>` whose keys are hashed by `hash`, after
+/// inserting `keys` in the given order (nothing erased).
+pub fn dense_map_order_with<'a>(hash: StringHash, keys: &[&'a [u8]]) -> Vec<&'a [u8]> {
+    let mut table = DenseTable {
+        buckets: Vec::new(),
+        entries: 0,
+        hash,
+    };
     for key in keys {
         table.insert(key);
     }
@@ -281,11 +314,11 @@ impl LongState {
     }
 }
 
-/// An open-addressing table laid out as LLVM 19's `DenseMap` lays out its buckets.
-#[derive(Default)]
+/// An open-addressing table laid out as LLVM's `DenseMap` lays out its buckets.
 struct DenseTable<'a> {
     buckets: Vec<Option<(u32, &'a [u8])>>,
     entries: usize,
+    hash: StringHash,
 }
 
 impl<'a> DenseTable<'a> {
@@ -308,7 +341,7 @@ impl<'a> DenseTable<'a> {
     }
 
     fn insert(&mut self, key: &'a [u8]) {
-        let hash = dense_map_hash(key);
+        let hash = self.hash.of(key);
         if !self.buckets.is_empty() && self.find(key, hash).is_ok() {
             return;
         }
@@ -381,7 +414,11 @@ mod tests {
 
     #[test]
     fn grow_size_is_the_next_power_of_two() {
-        let mut t = DenseTable::default();
+        let mut t = DenseTable {
+            buckets: Vec::new(),
+            entries: 0,
+            hash: StringHash::City,
+        };
         t.grow(0);
         assert_eq!(t.buckets.len(), 64);
         t.grow(128);
@@ -416,6 +453,29 @@ mod tests {
             .filter(|k| *k != b"file")
             .collect();
         assert_eq!(order, vec![&b"extra"[..], b"arch", b"triple"]);
+    }
+
+    #[test]
+    fn examples_measured_on_the_packager_of_llvm_23() {
+        // llvm-offload-binary-23 with file, triple, arch and kind first, then the extra keys.
+        let cases: [(&[&str], &str); 3] = [
+            (&["foo"], "arch foo triple"),
+            (&["zz", "aa", "mm", "b"], "arch mm triple b zz aa"),
+            (
+                &["x", "y", "z", "w", "v", "u", "t"],
+                "arch triple v x t w y u z",
+            ),
+        ];
+        for (extra, stored) in cases {
+            let mut keys: Vec<&[u8]> = vec![b"file", b"triple", b"arch", b"kind"];
+            keys.extend(extra.iter().map(|k| k.as_bytes()));
+            let order: Vec<&str> = dense_map_order_with(StringHash::Xxh3, &keys)
+                .into_iter()
+                .filter(|k| *k != b"file" && *k != b"kind")
+                .map(|k| std::str::from_utf8(k).unwrap())
+                .collect();
+            assert_eq!(order.join(" "), stored);
+        }
     }
 
     #[test]
