@@ -207,3 +207,42 @@ pub fn cuda_fatbin(data: &[u8]) {
         }
     }
 }
+
+/// The rewriters on any file (ELF and PE programs and objects, archives, bare containers):
+/// `strip`, `compress` and `decompress` run through the command line as users run them. A
+/// rewrite that succeeds leaves a file that reads back; one that fails leaves nothing.
+pub fn rewrite(data: &[u8]) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static RUN: AtomicUsize = AtomicUsize::new(0);
+    let run = RUN.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("offload-fuzz-{}-{run}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("input");
+    std::fs::write(&input, data).unwrap();
+    let jobs: [&[&str]; 4] = [
+        &["strip", "--keep", "gfx90a", "--allow-empty"],
+        &["strip", "--remove", "sm_80", "--allow-empty"],
+        &["compress"],
+        &["decompress"],
+    ];
+    for job in jobs {
+        let output = dir.join("output");
+        let _ = std::fs::remove_file(&output);
+        let mut args: Vec<std::ffi::OsString> = vec!["offload".into()];
+        args.extend(job.iter().map(Into::into));
+        args.extend([
+            "-j1".into(),
+            "-o".into(),
+            output.clone().into(),
+            input.clone().into(),
+        ]);
+        if offload::cli::main(args) == 0 {
+            if let Ok(bytes) = std::fs::read(&output) {
+                scan(&bytes);
+            }
+        } else {
+            assert!(!output.exists(), "a failed {job:?} left its output");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

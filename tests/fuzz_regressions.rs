@@ -31,7 +31,7 @@ type Check = fn(&[u8]);
 fn every_kept_input_passes_its_fuzz_check() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Each target with the folders its seed inputs come from (as .ci/run runs them).
-    let targets: [(&str, Check, &[&str]); 9] = [
+    let targets: [(&str, Check, &[&str]); 10] = [
         ("bundle", checks::bundle, &["samples/bundles"]),
         ("text_bundle", checks::text_bundle, &["samples/bundles"]),
         ("ccob", checks::ccob, &["samples/bundles"]),
@@ -61,6 +61,11 @@ fn every_kept_input_passes_its_fuzz_check() {
             "cuda_fatbin",
             checks::cuda_fatbin,
             &["fuzz/seeds/cuda_fatbin"],
+        ),
+        (
+            "rewrite",
+            checks::rewrite,
+            &["samples/linked", "samples/llvm23", "samples/cuda"],
         ),
     ];
     let mut count = 0;

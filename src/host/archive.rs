@@ -55,8 +55,7 @@ fn member_header_offset(data: &[u8], index: usize) -> Option<u64> {
     let thin = data.starts_with(b"!<thin>\n");
     let mut at = 8usize;
     let mut seen = 0;
-    while at + 60 <= data.len() {
-        let header = &data[at..at + 60];
+    while let Some(header) = data.get(at..).and_then(<[u8]>::first_chunk::<60>) {
         let name = &header[..16];
         let size: usize = std::str::from_utf8(&header[48..58])
             .ok()?
@@ -176,12 +175,13 @@ pub fn write_archive_reporting(
         (bitcode::is_bitcode(data) && !damaged(index)) || object::File::parse(data).is_ok()
     };
     let any_symbolic = (members.iter().enumerate()).any(|(index, (_, data))| symbolic(index, data));
-    if !any_symbolic && bytes[8..].starts_with(b"/ ") {
-        let size: usize = std::str::from_utf8(&bytes[8 + 48..8 + 58])
+    let table = bytes.get(8..).and_then(<[u8]>::first_chunk::<60>);
+    if let Some(header) = table.filter(|h| !any_symbolic && h.starts_with(b"/ ")) {
+        let size: usize = std::str::from_utf8(&header[48..58])
             .ok()
             .and_then(|s| s.trim_end().parse().ok())
             .expect("the writer's symbol table header has a decimal size");
-        let end = 8 + 60 + size + size % 2;
+        let end = (8 + 60 + size + size % 2).min(bytes.len());
         bytes.drain(8..end);
     }
     Ok((bytes, unreadable))
@@ -226,6 +226,7 @@ fn bitcode_problems(output: &Path, members: &[(&str, &[u8])]) -> Vec<UnreadableB
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 

@@ -124,7 +124,7 @@ fn read_dynamic<H: FileHeader<Endian = Endianness>>(
         .and_then(|p| p.data(endian, data).ok())
         .map(|bytes| {
             let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
-            String::from_utf8_lossy(&bytes[..end]).into_owned()
+            String::from_utf8_lossy(bytes.get(..end).unwrap_or(bytes)).into_owned()
         });
     let mut info = DynamicInfo {
         abi: Abi {
@@ -221,7 +221,7 @@ impl LdSoCache {
     /// `glibc-hwcaps` subfolders are left out.
     pub fn parse(data: &[u8]) -> std::result::Result<LdSoCache, String> {
         let start = new_format_start(data)?;
-        let new = &data[start..];
+        let new = data.get(start..).unwrap_or_default();
         let (header, rest) = pod::from_bytes::<CacheHeader>(new)
             .map_err(|()| format!("header truncated at {start:#x}"))?;
         if &header.magic != CACHE_MAGIC {
@@ -241,7 +241,7 @@ impl LdSoCache {
         let text = |offset: u32| -> Option<String> {
             let tail = new.get(offset as usize..)?;
             let end = tail.iter().position(|&b| b == 0)?;
-            Some(String::from_utf8_lossy(&tail[..end]).into_owned())
+            Some(String::from_utf8_lossy(tail.get(..end)?).into_owned())
         };
         let mut cache = LdSoCache::default();
         for (i, entry) in entries.iter().enumerate() {
@@ -294,8 +294,9 @@ fn new_format_start(data: &[u8]) -> std::result::Result<usize, String> {
     // The old format: magic (padded to 12), u32 count, then 12-byte entries; the new format
     // follows, aligned to 8.
     let count = data
-        .get(12..16)
-        .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        .get(12..)
+        .and_then(<[u8]>::first_chunk::<4>)
+        .map(|b| u32::from_ne_bytes(*b) as usize)
         .ok_or("old format truncated")?;
     let end = count
         .checked_mul(12)
@@ -407,13 +408,13 @@ pub fn load_order(root: &Path, env: &Environment) -> Result<(Vec<Loaded>, Vec<Mi
         seen: HashSet::new(),
         origins: Vec::new(),
     };
-    let program = walk.loaded[0].info.interpreter.is_some();
+    let program = walk.object(0).info.interpreter.is_some();
     walk.origins.push(origin_of(root, program));
     walk.note(0);
     let interpreter = walk.interpreter();
     let mut next = 0;
     while next < walk.loaded.len() {
-        for name in walk.loaded[next].info.needed.clone() {
+        for name in walk.object(next).info.needed.clone() {
             walk.need(&name, next);
         }
         next += 1;
@@ -438,11 +439,17 @@ struct Walk<'e> {
 }
 
 impl Walk<'_> {
+    /// Loaded object `index`: the root, or one the walk loaded and numbered.
+    fn object(&self, index: usize) -> &Loaded {
+        self.loaded.get(index).expect("an object the walk loaded")
+    }
+
     /// The root's interpreter, opened, with the names it answers to noted: libraries that
     /// need it by its soname get the loaded one.
     fn interpreter(&mut self) -> Option<Loaded> {
-        let path = PathBuf::from(self.loaded[0].info.interpreter.clone()?);
-        let (input, info) = open_matching(&path, self.loaded[0].info.abi)?;
+        let root = &self.object(0).info;
+        let path = PathBuf::from(root.interpreter.clone()?);
+        let (input, info) = open_matching(&path, root.abi)?;
         let interpreter = Loaded {
             path,
             needed_as: None,
@@ -462,7 +469,9 @@ impl Walk<'_> {
 
     /// Notes the names object `index` answers to.
     fn note(&mut self, index: usize) {
-        let object = &self.loaded[index];
+        let Some(object) = self.loaded.get(index) else {
+            return;
+        };
         if let Some(name) = &object.needed_as {
             self.seen.insert(name.clone());
         }
@@ -479,7 +488,7 @@ impl Walk<'_> {
         if self.seen.contains(name) {
             return;
         }
-        let abi = self.loaded[by].info.abi;
+        let abi = self.object(by).info.abi;
         let Some((path, via, input, info)) = self.find(name, by, abi) else {
             self.seen.insert(name.to_string());
             self.missing.push(Missing {
@@ -519,16 +528,16 @@ impl Walk<'_> {
             return open_matching(&path, abi)
                 .map(|(input, info)| (path, FoundVia::Path, input, info));
         }
-        let loader = &self.loaded[by].info;
+        let loader = &self.object(by).info;
         let mut tries: Vec<(Vec<PathBuf>, FoundVia)> = Vec::new();
         if loader.runpath.is_none() {
             // The loader's DT_RPATH, then those of the objects that loaded it, up to the root.
             let mut at = Some(by);
             while let Some(i) = at {
-                if let Some(rpath) = &self.loaded[i].info.rpath {
+                if let Some(rpath) = &self.object(i).info.rpath {
                     tries.push((self.folders(rpath, i, abi), FoundVia::Rpath));
                 }
-                at = self.loaded[i].needed_by;
+                at = self.object(i).needed_by;
             }
         }
         if let Some(list) = &self.env.library_path {
@@ -635,6 +644,7 @@ fn open_matching(path: &Path, abi: Abi) -> Option<(Input, DynamicInfo)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 

@@ -1,4 +1,13 @@
 //! Where offload data lives in host files: object files and their sections.
+//!
+//! These readers and rewriters take hostile files as `format` does, under the same rules:
+//! indexing and narrowing `as` casts are denied. An offset or count read from a file is looked
+//! up with `get` and is an error, or nothing, when it does not fit; an index the code found
+//! itself (a section found by name, a segment found by address) goes through an accessor that
+//! says so; each value written to a narrower field of the format is checked first, and the
+//! few helpers that truncate say why.
+
+#![deny(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 
 pub mod archive;
 pub mod error;
@@ -78,11 +87,11 @@ pub fn is_linked_elf(input: &[u8]) -> bool {
     const ET_EXEC: u16 = 2;
     const ET_DYN: u16 = 3;
     let e_type = match object::FileKind::parse(input) {
-        Ok(object::FileKind::Elf64) => input.get(16..18),
+        Ok(object::FileKind::Elf64) => input.get(16..).and_then(<[u8]>::first_chunk::<2>),
         _ => None,
     };
     e_type
-        .map(|t| u16::from_le_bytes([t[0], t[1]]))
+        .map(|t| u16::from_le_bytes(*t))
         .is_some_and(|t| t == ET_EXEC || t == ET_DYN)
 }
 

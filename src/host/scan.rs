@@ -550,7 +550,8 @@ impl Scan<'_, '_> {
                     Self::context_prefix(&at)
                 )));
             }
-            let (start, end) = (start.min(len) as usize, end.min(len) as usize);
+            let index = |at: u64| usize::try_from(at.min(len)).unwrap_or(usize::MAX);
+            let (start, end) = (index(start), index(end));
             if let Some(segment) = data.get(start..end) {
                 self.searched = self.searched.saturating_add(segment.len() as u64);
                 self.region(segment, Place { known: false, ..at })?;
@@ -706,11 +707,11 @@ impl Scan<'_, '_> {
         let mut reporting = at.known;
         let mut embedded = Embedded::new(data);
         while pos < data.len() {
-            let Some(nonzero) = data[pos..].iter().position(|&b| b != 0) else {
+            let Some(nonzero) = tail(data, pos).iter().position(|&b| b != 0) else {
                 break;
             };
             let start = pos + nonzero;
-            let start = if Container::found_at_start(&data[start..]).is_some() {
+            let start = if Container::found_at_start(tail(data, start)).is_some() {
                 start
             } else {
                 match next_magic(data, start) {
@@ -720,15 +721,15 @@ impl Scan<'_, '_> {
             };
             if MAGICS[CONTAINER_MAGICS..]
                 .iter()
-                .any(|magic| data[start..].starts_with(magic))
+                .any(|magic| tail(data, start).starts_with(magic))
             {
                 pos = self
                     .embedded_bare(&mut embedded, data, start, at)
                     .max(start + 1);
                 continue;
             }
-            match self.container(&data[start..], at) {
-                Ok(size) => pos = start + size.max(1) as usize,
+            match self.container(tail(data, start), at) {
+                Ok(size) => pos = start.saturating_add(index_of(size.max(1))),
                 Err(e) if reporting => {
                     let e = e.rebased(start as u64);
                     self.problems.push(self.damage(&at, data, e));
@@ -758,13 +759,14 @@ impl Scan<'_, '_> {
         if at.known || self.places != Places::Everywhere {
             return 0;
         }
-        let here = &data[start..];
+        let here = tail(data, start);
         if here.starts_with(ELF_MAGIC) {
             // Its section headers are read to find where it ends: bounded over the scan, so
             // that a section of made-up headers cannot cost more than the bytes it holds.
             let headers = here
-                .get(60..62)
-                .map_or(0, |n| u16::from_le_bytes([n[0], n[1]]));
+                .get(60..)
+                .and_then(<[u8]>::first_chunk::<2>)
+                .map_or(0, |n| u16::from_le_bytes(*n));
             let Some(left) = self.header_budget.checked_sub(u64::from(headers)) else {
                 return 0;
             };
@@ -814,7 +816,8 @@ impl Scan<'_, '_> {
                 self.emit_listed(at, listed, data);
                 // Its head is read: the system may map large stretches of a file for the few
                 // pages the head took, and a scan of many streams would hold them all.
-                crate::io::release_mapped(data.get(..opened.size as usize).unwrap_or(data));
+                let head = data.get(..index_of(opened.size));
+                crate::io::release_mapped(head.unwrap_or(data));
             }
             Contents::ListedBinary(listed) => {
                 if at.depth >= MAX_DEPTH {
@@ -881,18 +884,18 @@ impl Scan<'_, '_> {
     ) -> std::result::Result<(), crate::format::Error> {
         let mut pos = 0usize;
         while pos < data.len() {
-            let Some(nonzero) = data[pos..].iter().position(|&b| b != 0) else {
+            let Some(nonzero) = tail(data, pos).iter().position(|&b| b != 0) else {
                 break;
             };
             let start = pos + nonzero;
             // Any container's magic counts here, a CUDA fat binary's too: nothing else may be.
-            if Container::at_start(&data[start..]).is_none() {
+            if Container::at_start(tail(data, start)).is_none() {
                 return Err(not_a_container(start));
             }
             let size = self
-                .container(&data[start..], at)
+                .container(tail(data, start), at)
                 .map_err(|e| e.rebased(start as u64))?;
-            pos = start + size.max(1) as usize;
+            pos = start.saturating_add(index_of(size.max(1)));
         }
         Ok(())
     }
@@ -1052,6 +1055,16 @@ pub fn scan_reading(
         "sections read"
     );
     Ok(scan.problems)
+}
+
+/// The bytes of `data` from `start` (none past its end).
+fn tail(data: &[u8], start: usize) -> &[u8] {
+    data.get(start..).unwrap_or_default()
+}
+
+/// `value` as an index into memory; past every slice when it does not fit.
+fn index_of(value: u64) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]

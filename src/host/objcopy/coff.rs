@@ -260,7 +260,8 @@ impl<'a> SymbolTable<'a> {
         })?;
         let strings_at = at + u64::from(count) * pe::IMAGE_SIZEOF_SYMBOL as u64;
         let size = slice_at::<object::U32<LE>>(file, strings_at, 1)
-            .map(|s| s[0].get(LE))
+            .and_then(|s| s.first())
+            .map(|size| size.get(LE))
             .ok_or(Error::new(strings_at, ErrorKind::StringTableSizePastEnd))?;
         // Sizes under 4 stand for an empty table, as some tools write 0.
         let size = size.max(4);
@@ -271,7 +272,7 @@ impl<'a> SymbolTable<'a> {
             };
             Error::new(strings_at, kind)
         })?;
-        if size > 4 && strings[size as usize - 1] != 0 {
+        if size > 4 && strings.last() != Some(&0) {
             return Err(Error::new(
                 strings_at + u64::from(size) - 1,
                 ErrorKind::StringTableNotTerminated,
@@ -302,14 +303,14 @@ impl<'a> SymbolTable<'a> {
             Error::new(at, kind)
         })?;
         let end = memchr::memchr(0, rest).expect("the table ends with a NUL");
-        Ok(&rest[..end])
+        Ok(rest.get(..end).unwrap_or_default())
     }
 }
 
 /// Up to the first NUL of an 8-byte name field.
 fn short_name(field: &[u8; 8]) -> &[u8] {
     let end = memchr::memchr(0, field).unwrap_or(field.len());
-    &field[..end]
+    field.get(..end).unwrap_or(field)
 }
 
 fn section_name<'a>(
@@ -401,19 +402,24 @@ fn read_symbols<'a>(
         i += 1 + aux_count;
     }
     for (k, slot) in weak_slots {
-        let target = slots.get(slot as usize).copied().flatten().ok_or_else(|| {
+        let target = slots.get(slot as usize).copied().flatten();
+        let Some(symbol) = symbols.get_mut(k) else {
+            continue;
+        };
+        let target = target.ok_or_else(|| {
             let kind = ErrorKind::WeakDefault {
-                symbol: Name::of(symbols[k].name),
+                symbol: Name::of(symbol.name),
                 index: slot,
             };
-            Error::new(symbols[k].at + pe::IMAGE_SIZEOF_SYMBOL as u64, kind)
+            Error::new(symbol.at + pe::IMAGE_SIZEOF_SYMBOL as u64, kind)
         })?;
-        symbols[k].weak_target = Some(target);
+        symbol.weak_target = Some(target);
     }
     Ok((symbols, slots))
 }
 
 /// The symbol whose record is slot `i` of the table, with its auxiliary records.
+#[allow(clippy::indexing_slicing)] // The caller walks `i` over the table's records.
 fn read_symbol<'a>(
     table: &SymbolTable<'a>,
     sections: &[Section<'a>],
@@ -481,7 +487,7 @@ fn file_name<'a>(symbol: &Symbol<'a>, aux: &'a [u8], index: usize) -> Result<&'a
         };
         return Err(Error::new(symbol.at, kind));
     }
-    Ok(&aux[..end])
+    Ok(aux.get(..end).unwrap_or_default())
 }
 
 /// For the section symbol of a COMDAT section associative to another (its section
@@ -555,12 +561,11 @@ fn read_relocations(
             let section = Name::of(name);
             Error::new(pointer, ErrorKind::RelocationCountPastEnd { section })
         })?;
-        count = (counter[0].virtual_address.get(LE) as usize)
-            .checked_sub(1)
-            .ok_or_else(|| {
-                let section = Name::of(name);
-                Error::new(pointer, ErrorKind::RelocationCountZero { section })
-            })?;
+        let counted = counter.first().map_or(0, |c| c.virtual_address.get(LE));
+        count = (counted as usize).checked_sub(1).ok_or_else(|| {
+            let section = Name::of(name);
+            Error::new(pointer, ErrorKind::RelocationCountZero { section })
+        })?;
         first += std::mem::size_of::<ImageRelocation>() as u64;
     }
     if count == 0 {
@@ -610,6 +615,7 @@ fn read_relocations(
 
 /// Which input sections go: those `remove` selects, then, until none is left, the COMDAT
 /// sections whose section symbol is associative to one that goes.
+#[allow(clippy::indexing_slicing)] // Section and symbol indexes were checked when read.
 fn removed_sections(object: &Object<'_>, remove: &dyn Fn(&[u8]) -> bool) -> Vec<bool> {
     let mut removed: Vec<bool> = object.sections.iter().map(|s| remove(s.name)).collect();
     loop {
@@ -631,6 +637,7 @@ fn removed_sections(object: &Object<'_>, remove: &dyn Fn(&[u8]) -> bool) -> Vec<
 /// The object without the removed sections and the symbols defined in them, with sections
 /// and symbols renumbered. A kept relocation or weak external whose target goes makes
 /// llvm-objcopy fail, and is an error here too.
+#[allow(clippy::indexing_slicing)] // Section and symbol indexes were checked when read.
 fn keep<'a>(object: Object<'a>, removed: &[bool]) -> Result<Object<'a>> {
     if !removed.contains(&true) {
         return Ok(object);
@@ -696,6 +703,7 @@ fn renumber(gone: &[bool]) -> Vec<Option<usize>> {
         .collect()
 }
 
+#[allow(clippy::indexing_slicing)] // Section and symbol indexes were checked when read.
 fn check_targets_stay(object: &Object<'_>, removed: &[bool], symbol_gone: &[bool]) -> Result<()> {
     let section_name = |i: usize| Name::of(object.sections[i].name);
     let home = |symbol: &Symbol<'_>| match symbol.place {
@@ -741,6 +749,7 @@ fn holds_data(header: &ImageSectionHeader) -> bool {
 
 /// The index of the symbol holding the section definition of section `index`: the static
 /// symbol named like it, defined in it, with one auxiliary record.
+#[allow(clippy::indexing_slicing)] // Section and symbol indexes were checked when read.
 fn definition_of(object: &Object<'_>, index: usize) -> Option<usize> {
     let name = object.sections[index].name;
     object.symbols.iter().position(|s| {
@@ -755,6 +764,7 @@ fn definition_of(object: &Object<'_>, index: usize) -> Option<usize> {
 /// name and contents. As `llvm-objcopy --update-section` does, only `SizeOfRawData` of the
 /// header changes; unlike it, the `Length` of the section definition follows, which it leaves
 /// stale.
+#[allow(clippy::indexing_slicing)] // Section and symbol indexes were checked when read.
 fn replace_contents<'a>(mut object: Object<'a>, replace: &Replace<'_, 'a>) -> Result<Object<'a>> {
     for index in 0..object.sections.len() {
         let section = &object.sections[index];
@@ -766,7 +776,7 @@ fn replace_contents<'a>(mut object: Object<'a>, replace: &Replace<'_, 'a>) -> Re
         };
         check_replaceable(&object, index, new.len())?;
         // No larger than the old contents, so the size fits.
-        let size = new.len() as u32;
+        let size = u32::try_from(new.len()).unwrap_or(u32::MAX);
         if let Some(k) = definition_of(&object, index) {
             let (definition, _) =
                 pod::from_bytes_mut::<ImageAuxSymbolSection>(object.symbols[k].aux.to_mut())
@@ -783,6 +793,7 @@ fn replace_contents<'a>(mut object: Object<'a>, replace: &Replace<'_, 'a>) -> Re
 /// Refuses new contents of `new_size` bytes for section `index` where llvm-objcopy refuses
 /// them, and where what it writes would be wrong: relocations would apply to bytes that
 /// changed, a COMDAT checksum would not match, a symbol would point past the end.
+#[allow(clippy::indexing_slicing)] // Section and symbol indexes were checked when read.
 fn check_replaceable(object: &Object<'_>, index: usize, new_size: usize) -> Result<()> {
     let section = &object.sections[index];
     let refuse =
@@ -866,6 +877,9 @@ fn append<'a>(mut object: Object<'a>, added: &[AddedSection<'a>]) -> Result<Obje
 
 // ---- writing -------------------------------------------------------------------------------
 
+// The counts fit their fields: sections were checked against MAX_SECTION_NUMBER, and symbol
+// records are no more than the input's 32-bit count.
+#[allow(clippy::cast_possible_truncation)]
 fn write(object: Object<'_>) -> Result<Rewritten<'_>> {
     let Object {
         mut header,
@@ -911,6 +925,7 @@ fn write(object: Object<'_>) -> Result<Rewritten<'_>> {
 }
 
 /// The index of each symbol's record in the table, and the number of records.
+#[allow(clippy::cast_possible_truncation)] // No more records than the input's 32-bit count.
 fn record_indices(symbols: &[Symbol<'_>]) -> (Vec<u32>, usize) {
     let mut record_index = Vec::with_capacity(symbols.len());
     let mut records = 0usize;
@@ -942,7 +957,7 @@ fn place_section<'a>(
         return Err(Error::new(section.at, kind));
     }
     h.pointer_to_raw_data
-        .set(LE, if size > 0 { *cursor as u32 } else { 0 });
+        .set(LE, if size > 0 { low32(*cursor) } else { 0 });
     let in_file = section.data.len() as u64;
     out.push(*cursor, section.data);
     if h.characteristics.get(LE).contains(pe::IMAGE_SCN_CNT_CODE) {
@@ -961,13 +976,21 @@ fn place_section<'a>(
         flags.insert(pe::IMAGE_SCN_LNK_NRELOC_OVFL);
     }
     h.characteristics.set(LE, flags);
-    h.number_of_relocations.set(LE, count.min(0xffff) as u16);
+    h.number_of_relocations
+        .set(LE, u16::try_from(count).unwrap_or(0xffff));
     h.pointer_to_relocations
-        .set(LE, if count > 0 { *cursor as u32 } else { 0 });
+        .set(LE, if count > 0 { low32(*cursor) } else { 0 });
     let len = relocations.len() as u64;
     out.push(*cursor, relocations);
     *cursor += len;
     Ok(h)
+}
+
+/// The low 32 bits of an offset in the output: every one of them is below the symbol table's,
+/// which `write` checks to fit 32 bits.
+#[allow(clippy::cast_possible_truncation)] // Checked, see above.
+fn low32(offset: u64) -> u32 {
+    offset as u32
 }
 
 /// Fills `start..end` of the output with 0xcc (int3 on x86).
@@ -976,12 +999,14 @@ fn push_int3(out: &mut Rewritten<'_>, start: u64, end: u64) {
     let mut at = start;
     while at < end {
         let n = (end - at).min(INT3.len() as u64);
-        out.push(at, &INT3[..n as usize]);
+        let fill = INT3.get(..usize::try_from(n).unwrap_or(INT3.len()));
+        out.push(at, fill.unwrap_or(&INT3));
         at += n;
     }
 }
 
 /// An 8-byte name field: the name itself when it fits, else where it is in the string table.
+#[allow(clippy::indexing_slicing)] // Names and their offsets written short enough to fit.
 fn section_name_field(name: &[u8], names: &StringTable) -> [u8; NAME_SIZE] {
     let mut field = [0; NAME_SIZE];
     if name.len() <= NAME_SIZE {
@@ -1005,6 +1030,8 @@ fn section_name_field(name: &[u8], names: &StringTable) -> [u8; NAME_SIZE] {
 
 /// The relocation records of a section, with a leading count record when there are too many
 /// for the 16-bit count of the section header.
+// Symbol numbers were renumbered within the table; the count came from a 32-bit field.
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 fn relocation_records(relocations: &[Relocation], record_index: &[u32]) -> Vec<u8> {
     let size = std::mem::size_of::<ImageRelocation>();
     let mut out = Vec::with_capacity((relocations.len() + 1) * size);
@@ -1022,6 +1049,9 @@ fn relocation_records(relocations: &[Relocation], record_index: &[u32]) -> Vec<u
 }
 
 /// The symbol table: `records` records of 18 bytes.
+// Names are written short when they fit the field; section numbers and auxiliary counts were
+// read from fields of these sizes, and symbols renumbered within the table.
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 fn symbol_records(
     symbols: &[Symbol<'_>],
     record_index: &[u32],
@@ -1070,6 +1100,7 @@ fn symbol_records(
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
     use object::{Object as _, ObjectSection as _, ObjectSymbol as _};

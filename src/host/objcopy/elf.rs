@@ -50,7 +50,7 @@ pub(super) fn rewrite<'a>(
     replace: &Replace<'_, 'a>,
 ) -> Result<Rewritten<'a>> {
     let ident = file
-        .get(..size_of::<Ident>())
+        .first_chunk::<{ size_of::<Ident>() }>()
         .ok_or(Error::new(0, ErrorKind::TruncatedElfIdent))?;
     let class = ident[4];
     if class != ELFCLASS32.0 && class != ELFCLASS64.0 {
@@ -85,7 +85,8 @@ fn rewrite_class<'a, Elf: Class>(
     let names = tables
         .get(input.names_index)
         .expect("the name table is kept");
-    let names_index = renumbering.new_index[input.names_index] as u16;
+    // Fewer than SHN_LORESERVE sections are kept (checked by `kept`).
+    let names_index = u16::try_from(renumbering.new_index(input.names_index)).unwrap_or(0);
     Ok(write(&input, &kept, contents, names, names_index))
 }
 
@@ -145,10 +146,10 @@ impl Class for FileHeader64<Endianness> {
             e_type: U16::new(e, ET_REL),
             e_phoff: U64::new(e, 0),
             e_shoff: U64::new(e, shoff),
-            e_ehsize: U16::new(e, size_of::<Self>() as u16),
+            e_ehsize: U16::new(e, small(size_of::<Self>())),
             e_phentsize: U16::new(e, 0),
             e_phnum: U16::new(e, 0),
-            e_shentsize: U16::new(e, size_of::<SectionHeader64<Endianness>>() as u16),
+            e_shentsize: U16::new(e, small(size_of::<SectionHeader64<Endianness>>())),
             e_shnum: U16::new(e, shnum),
             e_shstrndx: U16::new(e, SymbolSection(shstrndx)),
             ..*old
@@ -203,11 +204,11 @@ impl Class for FileHeader32<Endianness> {
             e_ident: new_ident(&old.e_ident),
             e_type: U16::new(e, ET_REL),
             e_phoff: U32::new(e, 0),
-            e_shoff: U32::new(e, shoff as u32),
-            e_ehsize: U16::new(e, size_of::<Self>() as u16),
+            e_shoff: U32::new(e, low32(shoff)),
+            e_ehsize: U16::new(e, small(size_of::<Self>())),
             e_phentsize: U16::new(e, 0),
             e_phnum: U16::new(e, 0),
-            e_shentsize: U16::new(e, size_of::<SectionHeader32<Endianness>>() as u16),
+            e_shentsize: U16::new(e, small(size_of::<SectionHeader32<Endianness>>())),
             e_shnum: U16::new(e, shnum),
             e_shstrndx: U16::new(e, SymbolSection(shstrndx)),
             ..*old
@@ -226,13 +227,13 @@ impl Class for FileHeader32<Endianness> {
             sh_name: U32::new(e, name),
             sh_type: U32::new(e, h.sh_type),
             sh_flags: U32::new_u64_truncate(e, SectionFlags(h.flags)),
-            sh_addr: U32::new(e, h.addr as u32),
-            sh_offset: U32::new(e, offset as u32),
-            sh_size: U32::new(e, h.size as u32),
+            sh_addr: U32::new(e, low32(h.addr)),
+            sh_offset: U32::new(e, low32(offset)),
+            sh_size: U32::new(e, low32(h.size)),
             sh_link: U32::new(e, h.link),
             sh_info: U32::new(e, h.info),
-            sh_addralign: U32::new(e, h.align as u32),
-            sh_entsize: U32::new(e, h.entsize as u32),
+            sh_addralign: U32::new(e, low32(h.align)),
+            sh_entsize: U32::new(e, low32(h.entsize)),
         }
     }
 
@@ -247,7 +248,7 @@ impl Class for FileHeader32<Endianness> {
         sym.st_name = U32::new(e, name);
         sym.st_shndx = U16::new(e, SymbolSection(shndx));
         if let Some(size) = size {
-            sym.st_size = U32::new(e, size as u32);
+            sym.st_size = U32::new(e, low32(size));
         }
         sym
     }
@@ -345,7 +346,24 @@ fn string_at(table: &[u8], offset: u32, what: impl Fn() -> String, at: u64) -> R
             },
         )
     })?;
-    Ok(&rest[..end])
+    Ok(rest.get(..end).unwrap_or_default())
+}
+
+/// The low 32 bits of `value`: a 32-bit object's words hold what the input's did, and its
+/// offsets and sizes stay under 4 GiB as llvm-objcopy's do (it truncates too).
+#[allow(clippy::cast_possible_truncation)] // Truncating is the point.
+fn low32(value: u64) -> u32 {
+    value as u32
+}
+
+/// A size of the ELF structures, all far under 64 KiB.
+fn small(size: usize) -> u16 {
+    u16::try_from(size).unwrap_or(u16::MAX)
+}
+
+/// `value` as an index into memory; one past every slice when it does not fit.
+fn index(value: u64) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
 }
 
 fn align_to(value: u64, align: u64) -> u64 {
@@ -386,11 +404,15 @@ impl<'a, Elf: Class> Input<'a, Elf> {
             symbol_names_index: None,
             symbols: Vec::new(),
         };
-        let (headers, _) =
-            pod::slice_from_bytes::<Elf::SectionHeader>(&file[shoff as usize..], count)
-                .map_err(|_| Error::new(shoff, ErrorKind::SectionHeadersPastEnd { count }))?;
-        let data = (0..count)
-            .map(|i| input.section_data(file, &headers[i], i))
+        let (headers, _) = pod::slice_from_bytes::<Elf::SectionHeader>(
+            file.get(index(shoff)..).unwrap_or_default(),
+            count,
+        )
+        .map_err(|_| Error::new(shoff, ErrorKind::SectionHeadersPastEnd { count }))?;
+        let data = headers
+            .iter()
+            .enumerate()
+            .map(|(i, h)| input.section_data(file, h, i))
             .collect::<Result<Vec<_>>>()?;
         input.read_sections(headers, &data)?;
         input.read_symbols(headers, &data)?;
@@ -411,8 +433,7 @@ impl<'a, Elf: Class> Input<'a, Elf> {
         let (offset, size): (u64, u64) = (h.sh_offset(e).into(), h.sh_size(e).into());
         offset
             .checked_add(size)
-            .filter(|&end| end <= file.len() as u64)
-            .map(|end| &file[offset as usize..end as usize])
+            .and_then(|end| file.get(index(offset)..index(end)))
             .ok_or_else(|| {
                 Error::new(
                     self.header_at(i),
@@ -432,16 +453,18 @@ impl<'a, Elf: Class> Input<'a, Elf> {
         data: &[&'a [u8]],
     ) -> Result<()> {
         let e = self.e;
-        let names_header = &headers[self.names_index];
-        if names_header.sh_type(e) != SHT_STRTAB || names_header.sh_flags(e).0 & SHF_ALLOC.0 != 0 {
-            let index = self.names_index as u32;
+        let names_header = headers.get(self.names_index);
+        let strings =
+            names_header.map(|h| h.sh_type(e) == SHT_STRTAB && h.sh_flags(e).0 & SHF_ALLOC.0 == 0);
+        let names = data.get(self.names_index).copied();
+        let (Some(true), Some(names)) = (strings, names) else {
+            let index = u32::try_from(self.names_index).unwrap_or(u32::MAX);
             return Err(Error::new(
                 self.header_at(self.names_index),
                 ErrorKind::NameTableNotStrings { index },
             ));
-        }
-        let names = data[self.names_index];
-        for (i, h) in headers.iter().enumerate().skip(1) {
+        };
+        for ((i, h), &data) in headers.iter().enumerate().zip(data).skip(1) {
             let at = self.header_at(i);
             let name = string_at(names, h.sh_name(e), || format!("section {i}"), at)?;
             let header = Header::read(e, h, name);
@@ -473,7 +496,7 @@ impl<'a, Elf: Class> Input<'a, Elf> {
             self.sections.push(Section {
                 header,
                 old_index: Some(i),
-                data: data[i],
+                data,
             });
         }
         Ok(())
@@ -506,7 +529,11 @@ impl<'a, Elf: Class> Input<'a, Elf> {
         let link = s.header.link as usize;
         let names = data
             .get(link)
-            .filter(|_| headers[link].sh_type(e) == SHT_STRTAB)
+            .filter(|_| {
+                headers
+                    .get(link)
+                    .is_some_and(|h| h.sh_type(e) == SHT_STRTAB)
+            })
             .ok_or(Error::new(at, ErrorKind::SymbolNamesNotStrings))?;
         let (table_offset, table) = (s.header.offset, s.data);
         let mut symbols = Vec::with_capacity(table.len() / entry);
@@ -535,7 +562,9 @@ impl<'a, Elf: Class> Input<'a, Elf> {
 
     /// The input section at index `i` (from 1).
     fn section(&self, i: usize) -> &Section<'a> {
-        &self.sections[i - 1]
+        i.checked_sub(1)
+            .and_then(|k| self.sections.get(k))
+            .expect("section indexes were checked against the count when read")
     }
 }
 
@@ -592,6 +621,18 @@ struct Renumbering {
     new_index: Vec<u32>,
 }
 
+impl Renumbering {
+    /// Whether input section `i` goes (indexes were checked against the count when read).
+    fn gone(&self, i: usize) -> bool {
+        self.gone.get(i).copied().unwrap_or(false)
+    }
+
+    /// The output index of input section `i` (0 when it goes).
+    fn new_index(&self, i: usize) -> u32 {
+        self.new_index.get(i).copied().unwrap_or(0)
+    }
+}
+
 impl<'a, Elf: Class> Input<'a, Elf> {
     /// What goes: the sections asked for, the relocation sections that apply to them, and
     /// groups left without members. Refuses to remove what a kept section or a symbol needs.
@@ -600,43 +641,46 @@ impl<'a, Elf: Class> Input<'a, Elf> {
             .chain(self.sections.iter().map(|s| remove(s.header.name)))
             .collect();
         let mut gone = removed_directly.clone();
-        for s in &self.sections {
-            let i = s.old_index.expect("input section");
-            if removed_directly[i] {
+        let removed = |i: usize| removed_directly.get(i).copied().unwrap_or(false);
+        for (s, gone) in self.sections.iter().zip(gone.iter_mut().skip(1)) {
+            if *gone {
                 continue;
             }
             if s.header.relocates() && s.header.info != 0 {
-                gone[i] = removed_directly
-                    .get(s.header.info as usize)
-                    .copied()
-                    .unwrap_or(false);
+                *gone = removed(s.header.info as usize);
             }
             if s.header.sh_type == SHT_GROUP {
                 let members = self.group_members(s)?;
-                gone[i] = members.iter().all(|&m| removed_directly[m as usize]);
+                *gone = members.iter().all(|&m| removed(m as usize));
             }
         }
         self.check_removal(&gone)?;
-        let mut new_index = vec![0u32; self.count];
-        let mut next = 1;
-        for i in 1..self.count {
-            if !gone[i] {
-                new_index[i] = next;
-                next += 1;
-            }
-        }
+        let mut next = 0;
+        let new_index = gone
+            .iter()
+            .enumerate()
+            .map(|(i, &gone)| {
+                if i == 0 || gone {
+                    0
+                } else {
+                    next += 1;
+                    next
+                }
+            })
+            .collect();
         Ok(Renumbering { gone, new_index })
     }
 
     /// Refuses a removal that leaves a kept section linking to a removed one, or a symbol
     /// defined in one.
     fn check_removal(&self, gone: &[bool]) -> Result<()> {
-        if gone[self.names_index] {
+        let gone = |i: usize| gone.get(i).copied().unwrap_or(false);
+        if gone(self.names_index) {
             return Err(Error::new(0, ErrorKind::NameTableRemoved));
         }
         for s in &self.sections {
             let i = s.old_index.expect("input section");
-            if !gone[i] && s.header.link != 0 && gone[s.header.link as usize] {
+            if !gone(i) && s.header.link != 0 && gone(s.header.link as usize) {
                 let kind = ErrorKind::RemovedButLinked {
                     section: Name::of(self.section(s.header.link as usize).header.name),
                     by: Name::of(s.header.name),
@@ -645,7 +689,7 @@ impl<'a, Elf: Class> Input<'a, Elf> {
             }
         }
         let defined_in_removed = |sym: &&Symbol<'a, Elf>| {
-            sym.shndx != 0 && sym.shndx < u32::from(SHN_LORESERVE) && gone[sym.shndx as usize]
+            sym.shndx != 0 && sym.shndx < u32::from(SHN_LORESERVE) && gone(sym.shndx as usize)
         };
         if let Some(symbol) = self.symbols.iter().find(defined_in_removed) {
             let kind = ErrorKind::RemovedButDefines {
@@ -666,7 +710,7 @@ impl<'a, Elf: Class> Input<'a, Elf> {
         let mut kept: Vec<Section<'a>> = self
             .sections
             .iter()
-            .filter(|s| !renumbering.gone[s.old_index.expect("input section")])
+            .filter(|s| !renumbering.gone(s.old_index.expect("input section")))
             .cloned()
             .collect();
         kept.extend(added.iter().map(|a| Section {
@@ -687,7 +731,7 @@ impl<'a, Elf: Class> Input<'a, Elf> {
             data: a.data,
         }));
         let count = kept.len() + 1;
-        if count as u32 >= u32::from(SHN_LORESERVE) {
+        if count >= usize::from(SHN_LORESERVE) {
             return Err(Error::new(0, ErrorKind::TooManySections { count }));
         }
         Ok(kept)
@@ -771,7 +815,9 @@ impl<'a, Elf: Class> Input<'a, Elf> {
         let mut resized: Vec<Option<(u64, u64)>> = vec![None; self.count];
         for (s, new) in kept.iter().zip(&replaced) {
             if let (Some(old), Some(new)) = (s.old_index, new) {
-                resized[old] = Some((s.data.len() as u64, new.len() as u64));
+                if let Some(entry) = resized.get_mut(old) {
+                    *entry = Some((s.data.len() as u64, new.len() as u64));
+                }
             }
         }
         let mut contents = Vec::with_capacity(kept.len());
@@ -786,11 +832,11 @@ impl<'a, Elf: Class> Input<'a, Elf> {
             } else if h.is_unloaded_strings() {
                 Cow::Owned(tables.get(old).expect("built for it").bytes.clone())
             } else if h.sh_type == SHT_SYMTAB {
-                Cow::Owned(self.symbol_table(h, tables, &renumbering.new_index, &resized)?)
+                Cow::Owned(self.symbol_table(h, tables, renumbering, &resized)?)
             } else if h.relocates() {
                 self.check_relocations(h, s.data, old)?;
                 if h.info != 0 {
-                    h.info = renumbering.new_index[h.info as usize];
+                    h.info = renumbering.new_index(h.info as usize);
                 }
                 h.align = word_size::<Elf>();
                 Cow::Borrowed(s.data)
@@ -803,7 +849,7 @@ impl<'a, Elf: Class> Input<'a, Elf> {
                 h.size = data.len() as u64;
             }
             if h.link != 0 {
-                h.link = renumbering.new_index[h.link as usize];
+                h.link = renumbering.new_index(h.link as usize);
             }
             contents.push(data);
         }
@@ -817,7 +863,7 @@ impl<'a, Elf: Class> Input<'a, Elf> {
         &self,
         h: &mut Header<'a>,
         tables: &StringTables,
-        new_index: &[u32],
+        renumbering: &Renumbering,
         resized: &[Option<(u64, u64)>],
     ) -> Result<Vec<u8>> {
         let e = self.e;
@@ -830,11 +876,14 @@ impl<'a, Elf: Class> Input<'a, Elf> {
         for (k, sym) in self.symbols.iter().enumerate() {
             let in_section = sym.shndx != 0 && sym.shndx < u32::from(SHN_LORESERVE);
             let shndx = if in_section {
-                new_index[sym.shndx as usize]
+                renumbering.new_index(sym.shndx as usize)
             } else {
                 sym.shndx
             };
-            let size = match in_section.then(|| resized[sym.shndx as usize]).flatten() {
+            let size = match in_section
+                .then(|| resized.get(sym.shndx as usize).copied().flatten())
+                .flatten()
+            {
                 Some((old_size, new_size)) => {
                     let value: u64 = sym.raw.st_value(e).into();
                     let size: u64 = sym.raw.st_size(e).into();
@@ -852,13 +901,15 @@ impl<'a, Elf: Class> Input<'a, Elf> {
                 None => None,
             };
             let name = names.offset(sym.name);
-            let new = Elf::new_symbol(e, sym.raw, name, shndx as u16, size);
+            // Below SHN_LORESERVE, or one of the reserved indexes the input had.
+            let shndx = u16::try_from(shndx).unwrap_or(SHN_XINDEX.0);
+            let new = Elf::new_symbol(e, sym.raw, name, shndx, size);
             out.extend_from_slice(pod::bytes_of(&new));
             if sym.raw.st_bind() == STB_LOCAL {
                 last_local = k;
             }
         }
-        h.info = last_local as u32 + 1;
+        h.info = u32::try_from(last_local + 1).unwrap_or(u32::MAX);
         h.entsize = entry as u64;
         h.align = word_size::<Elf>();
         Ok(out)
@@ -901,7 +952,7 @@ impl<'a, Elf: Class> Input<'a, Elf> {
                 let kind = ErrorKind::RelocationSymbol {
                     section: Name::of(h.name),
                     index,
-                    symbol: symbols[index],
+                    symbol: symbols.get(index).copied().unwrap_or_default(),
                     count,
                 };
                 Err(Error::new(h.offset + index as u64 * entry, kind))
@@ -916,12 +967,12 @@ impl<'a, Elf: Class> Input<'a, Elf> {
         let s = self.section(old);
         let members = self.group_members(s)?;
         let mut out = Vec::with_capacity(4 * (members.len() + 1));
-        out.extend_from_slice(&s.data[..4]);
+        out.extend_from_slice(s.data.get(..4).unwrap_or_default());
         for m in members
             .into_iter()
-            .filter(|&m| !renumbering.gone[m as usize])
+            .filter(|&m| !renumbering.gone(m as usize))
         {
-            let new = U32::<Endianness>::new(self.e, renumbering.new_index[m as usize]);
+            let new = U32::<Endianness>::new(self.e, renumbering.new_index(m as usize));
             out.extend_from_slice(pod::bytes_of(&new));
         }
         Ok(out)
@@ -941,7 +992,7 @@ impl<'a, Elf: Class> Input<'a, Elf> {
                 },
             ));
         }
-        records::<U32<Endianness>>(&s.data[4..])
+        records::<U32<Endianness>>(s.data.get(4..).unwrap_or_default())
             .iter()
             .map(|w| match w.get(self.e) {
                 m if m == 0 || m as usize >= self.count => Err(Error::new(
@@ -962,14 +1013,15 @@ impl<'a, Elf: Class> Input<'a, Elf> {
 /// multiple of its alignment; then the section header table. Returns the offsets, the
 /// table's offset and the size of the file.
 fn lay_out<Elf: Class>(kept: &[Section<'_>]) -> (Vec<u64>, u64, u64) {
-    let mut order: Vec<usize> = (0..kept.len()).collect();
-    order.sort_by_key(|&k| kept[k].header.offset);
+    let mut order: Vec<(usize, &Header<'_>)> = kept.iter().map(|s| &s.header).enumerate().collect();
+    order.sort_by_key(|(_, h)| h.offset);
     let mut cursor = size_of::<Elf>() as u64;
     let mut offsets = vec![0u64; kept.len()];
-    for &k in &order {
-        let h = &kept[k].header;
+    for (k, h) in order {
         cursor = align_to(cursor, h.align);
-        offsets[k] = cursor;
+        if let Some(offset) = offsets.get_mut(k) {
+            *offset = cursor;
+        }
         if h.sh_type != SHT_NOBITS {
             cursor += h.size;
         }
@@ -994,7 +1046,8 @@ fn write<'a, Elf: Class>(
 ) -> Rewritten<'a> {
     let e = input.e;
     let (offsets, shoff, size) = lay_out::<Elf>(kept);
-    let count = kept.len() as u16 + 1;
+    // Fewer than SHN_LORESERVE sections are kept (checked by `kept`).
+    let count = u16::try_from(kept.len() + 1).unwrap_or(u16::MAX);
     let mut out = Rewritten::default();
     let header = Elf::new_file_header(e, input.header, shoff, count, names_index);
     out.push(0, pod::bytes_of(&header).to_vec());

@@ -95,7 +95,7 @@ impl<'a> Rewritten<'a> {
 
     /// The whole object in memory.
     pub fn to_vec(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.size as usize);
+        let mut out = Vec::with_capacity(usize::try_from(self.size).unwrap_or(0));
         self.write_with(&mut out, |o, d| o.write_all(d))
             .expect("writing to memory cannot fail");
         out

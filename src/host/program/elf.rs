@@ -107,10 +107,10 @@ impl Changed<'_> {
 /// Takes out of `changed` the section laid out as alone: the one whose containers do not stay
 /// in place, else the one that frees the most bytes.
 fn main_of<'a>(changed: &mut Vec<Changed<'a>>) -> Option<Changed<'a>> {
-    let k = changed
-        .iter()
-        .position(|c| !c.stays())
-        .or_else(|| (0..changed.len()).max_by_key(|&k| changed[k].freed()))?;
+    let k = changed.iter().position(|c| !c.stays()).or_else(|| {
+        let most = changed.iter().enumerate().max_by_key(|(_, c)| c.freed());
+        most.map(|(k, _)| k)
+    })?;
     Some(changed.remove(k))
 }
 
@@ -174,7 +174,7 @@ impl<'a> Program<'a> {
         pointers.extend(packing.retarget_known(&self.symbols_in(fatbin), section.address));
         pointers.extend(self.retyped_relocations(fatbin)?);
         pointers.extend(extra);
-        let packed = packing.packed.len() as usize;
+        let packed = index_of(packing.packed.len());
         let layout = Layout::new(self, &section, packed, Placement::InSection)?;
         let (cut, patches) = if layout.cut.len == 0 {
             // Too little room to move anything: the packed bundles stay in the section's
@@ -255,7 +255,7 @@ impl<'a> Program<'a> {
         size: u64,
     ) -> Option<(Layout, Appended)> {
         let load = self.segment_alone_at_end(section, size)?;
-        let seg = &self.segments[load];
+        let seg = self.segment(load);
         let layout = Layout {
             load,
             segment_offset: section.offset,
@@ -305,14 +305,14 @@ impl<'a> Program<'a> {
             pointers.extend_from_slice(&beside.pointers);
         }
         let mut patches: Vec<Patch> = pointers.iter().map(|p| pointer_patch(p, p.at)).collect();
-        let mut segment = self.segments[load];
+        let mut segment = *self.segment(load);
         segment.p_filesz.set(LE, size);
         segment.p_memsz.set(LE, size);
         patches.push(Patch {
             at: self.header.e_phoff.get(LE) + (load * size_of::<ProgramHeader64<LE>>()) as u64,
             bytes: pod::bytes_of(&segment).to_vec(),
         });
-        let mut header = self.sections[fatbin];
+        let mut header = *self.header_of(fatbin);
         header.sh_size.set(LE, size);
         patches.push(Patch {
             at: self.header.e_shoff.get(LE) + (fatbin * size_of::<SectionHeader64<LE>>()) as u64,
@@ -487,7 +487,7 @@ impl<'a> Program<'a> {
                 ErrorKind::HeadersOutsideFile,
             ))
             .and_then(|s| {
-                let (offset, size) = (s.sh_offset.get(LE) as usize, s.sh_size.get(LE) as usize);
+                let (offset, size) = (index_of(s.sh_offset.get(LE)), index_of(s.sh_size.get(LE)));
                 file.get(offset..offset.saturating_add(size))
                     .ok_or(Error::new(
                         header.e_shoff.get(LE),
@@ -505,6 +505,20 @@ impl<'a> Program<'a> {
             relative,
             place: PROGRAM_SECTIONS[0],
         })
+    }
+
+    /// The header of segment `load`, an index found among the segments.
+    pub(super) fn segment(&self, load: usize) -> &'a ProgramHeader64<LE> {
+        self.segments
+            .get(load)
+            .expect("an index found among the segments")
+    }
+
+    /// The header of section `index`, an index found among the sections.
+    pub(super) fn header_of(&self, index: usize) -> &'a SectionHeader64<LE> {
+        self.sections
+            .get(index)
+            .expect("an index found among the sections")
     }
 
     /// The name of section `s` (empty when the name table does not hold it).
@@ -530,14 +544,14 @@ impl<'a> Program<'a> {
     ) -> Result<&'a [u8]> {
         let offset = s.sh_offset.get(LE);
         self.file
-            .get(offset as usize..offset.saturating_add(s.sh_size.get(LE)) as usize)
+            .get(index_of(offset)..index_of(offset.saturating_add(s.sh_size.get(LE))))
             .ok_or_else(|| Error::new(offset, ErrorKind::OutsideFile { what: what() }))
     }
 
     /// The section of containers, at index `index`.
     pub(super) fn section(&self, index: usize) -> Result<Section<'a>> {
-        let s = &self.sections[index];
-        let (offset, size) = (s.sh_offset.get(LE) as usize, s.sh_size.get(LE) as usize);
+        let s = self.header_of(index);
+        let (offset, size) = (index_of(s.sh_offset.get(LE)), index_of(s.sh_size.get(LE)));
         let data = offset
             .checked_add(size)
             .and_then(|end| self.file.get(offset..end))
@@ -704,7 +718,7 @@ impl<'a> Program<'a> {
     /// The pointers of the wrappers in section `index` that are set in the file and point into
     /// `section` (CUDA's wrappers point into `.nv_fatbin` or `__nv_relfatbin`).
     fn wrapper_pointers(&self, index: usize, section: &Section<'_>) -> Result<Vec<Pointer>> {
-        let s = &self.sections[index];
+        let s = self.header_of(index);
         let bytes = self.bytes_of(s, || self.place.wrappers.into())?;
         const ENTRY: usize = size_of::<Wrapper>();
         let magic = self.place.wrapper_magic;
@@ -757,7 +771,10 @@ impl<'a> Program<'a> {
         let mut header = *self.header;
         if let Some(at) = layout.table_at {
             header.e_phoff.set(LE, at);
-            header.e_phnum.set(LE, layout.segment_count as u16);
+            // One more than the input's 16-bit count at most, checked when laid out.
+            header
+                .e_phnum
+                .set(LE, u16::try_from(layout.segment_count).unwrap_or(u16::MAX));
         }
         header
             .e_shoff
@@ -892,13 +909,18 @@ impl Appended {
 }
 
 /// The table of `count` records of `T` at `offset`, when it lies in the file.
+/// `value` as an index into memory; one past every slice when it does not fit.
+pub(super) fn index_of(value: u64) -> usize {
+    usize::try_from(value).unwrap_or(usize::MAX)
+}
+
 pub(super) fn table<T: Pod>(file: &[u8], offset: u64, count: u16) -> Option<&[T]> {
     let offset = usize::try_from(offset).ok()?;
     let count = usize::from(count);
     offset
         .checked_add(count * size_of::<T>())
         .filter(|&end| end <= file.len())?;
-    pod::slice_from_bytes(&file[offset..], count)
+    pod::slice_from_bytes(file.get(offset..)?, count)
         .ok()
         .map(|(t, _)| t)
 }
@@ -1067,7 +1089,7 @@ impl Program<'_> {
                 let name = section.name.to_string();
                 Error::new(section.offset, ErrorKind::NotLoaded { section: name })
             })?;
-        let seg = &self.segments[load];
+        let seg = self.segment(load);
         let (offset, vaddr) = (seg.p_offset.get(LE), seg.p_vaddr.get(LE));
         let (filesz, memsz, align) = (
             seg.p_filesz.get(LE),

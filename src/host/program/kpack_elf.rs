@@ -19,7 +19,7 @@ use object::LittleEndian as LE;
 use crate::format::kpack::{HipWrapper, ELF_REF_SECTION, HIPF_MAGIC, HIPK_MAGIC};
 use crate::host::error::{Error, ErrorKind, Result};
 use crate::host::program::elf::{
-    Appended, Layout, Placement, Program, HIP_FATBIN, HIP_WRAPPERS, PAGE,
+    index_of, Appended, Layout, Placement, Program, HIP_FATBIN, HIP_WRAPPERS, PAGE,
 };
 use crate::host::program::plan::{self, Cut, NewProgram, Patch, Section};
 use crate::io::spill::Spilled;
@@ -118,7 +118,7 @@ impl Program<'_> {
         let Some(index) = self.section_named(HIP_WRAPPERS) else {
             return Ok(Vec::new());
         };
-        let s = &self.sections[index];
+        let s = self.header_of(index);
         let bytes = self.bytes_of(s, || HIP_WRAPPERS.into())?;
         let (at, address) = (s.sh_offset.get(LE), s.sh_addr.get(LE));
         let mut sites = Vec::new();
@@ -157,7 +157,7 @@ pub fn hip_code(file: &[u8]) -> Result<Option<HipCode<'_>>> {
     let Some(fatbin) = program.section_named(HIP_FATBIN) else {
         return Ok(None);
     };
-    let header = &program.sections[fatbin];
+    let header = program.header_of(fatbin);
     // A splitter may leave it without bytes in the file (AMD's makes it SHT_NOBITS).
     let fatbin = if header.sh_type.get(LE) == SHT_NOBITS {
         Section {
@@ -179,7 +179,11 @@ pub fn hip_code(file: &[u8]) -> Result<Option<HipCode<'_>>> {
 fn wrapper_patch(site: &WrapperSite, field: usize, value: u64, width: usize, cut: Cut) -> Patch {
     Patch {
         at: cut.moved(site.at + field as u64),
-        bytes: value.to_le_bytes()[..width].to_vec(),
+        bytes: value
+            .to_le_bytes()
+            .get(..width)
+            .unwrap_or_default()
+            .to_vec(),
     }
 }
 
@@ -264,13 +268,15 @@ impl Names {
     fn with_reference(old: &[u8]) -> Names {
         let mut name = ELF_REF_SECTION.as_bytes().to_vec();
         name.push(0);
-        let found = (0..old.len())
-            .filter(|&at| at == 0 || old[at - 1] == 0)
-            .find(|&at| old[at..].starts_with(&name));
-        match found {
+        // Names start the table or follow a NUL.
+        let starts = std::iter::once(0).chain(memchr::memchr_iter(0, old).map(|at| at + 1));
+        let found = starts.filter(|&at| old.get(at..).is_some_and(|rest| rest.starts_with(&name)));
+        // A section name table is under 4 GiB: its size and offsets are 32-bit in the input.
+        let offset = |at: usize| u32::try_from(at).unwrap_or(u32::MAX);
+        match found.into_iter().next() {
             Some(at) => Names {
                 bytes: old.to_vec(),
-                reference: at as u32,
+                reference: offset(at),
                 added: false,
             },
             None => {
@@ -278,7 +284,7 @@ impl Names {
                 bytes.extend_from_slice(&name);
                 Names {
                     bytes,
-                    reference: old.len() as u32,
+                    reference: offset(old.len()),
                     added: true,
                 }
             }
@@ -461,7 +467,10 @@ fn tables_with_reference(
     headers.push(reference_header(program, fatbin, name_offset, appended));
     let mut header = program.new_header(layout);
     header.e_shoff.set(LE, table_at);
-    header.e_shnum.set(LE, headers.len() as u16);
+    // One more than the input's 16-bit count at most.
+    header
+        .e_shnum
+        .set(LE, u16::try_from(headers.len()).unwrap_or(u16::MAX));
     let table = pod::bytes_of_slice(&headers).to_vec();
     let end = (table_at + table.len() as u64).max(appended.offset + appended.size);
     let patches = vec![
@@ -489,7 +498,7 @@ fn reference_header(
     name_offset: u32,
     appended: Appended,
 ) -> SectionHeader64<LE> {
-    let mut header = program.sections[fatbin];
+    let mut header = *program.header_of(fatbin);
     header.sh_name.set(LE, name_offset);
     header.sh_type.set(LE, SHT_PROGBITS);
     header.sh_flags.set(LE, SHF_ALLOC);
@@ -530,7 +539,7 @@ pub fn merge<'a>(
     // other segment: in its place when it is there already, alone (as splitting leaves it),
     // else moved there, its entry after the last loaded one, as they are sorted by address.
     let size = bundles.len();
-    let r = &program.sections[reference];
+    let r = program.header_of(reference);
     let (r_offset, r_addr, r_size) = (r.sh_offset.get(LE), r.sh_addr.get(LE), r.sh_size.get(LE));
     let in_place = usize::try_from(r_offset)
         .ok()
@@ -545,7 +554,7 @@ pub fn merge<'a>(
         .filter(|s| program.segment_alone_at_end(s, size) == Some(segment));
     let (appended, end) = match in_place {
         Some(place) => {
-            let align = program.segments[segment].p_align.get(LE);
+            let align = program.segment(segment).p_align.get(LE);
             let appended = Appended {
                 offset: place.offset,
                 address: place.address,
@@ -583,7 +592,7 @@ pub fn merge<'a>(
     // What follows `end` (the reference, in its place) goes.
     let whole = Section {
         name: HIP_FATBIN,
-        data: &file[end as usize..],
+        data: file.get(index_of(end)..).unwrap_or_default(),
         offset: end,
         address: 0,
     };
@@ -620,7 +629,7 @@ fn reference_segment(program: &Program, reference: usize) -> Result<usize> {
             "{ELF_REF_SECTION} is not the last section header, so it cannot be taken out"
         )));
     }
-    let r = &program.sections[reference];
+    let r = program.header_of(reference);
     let (r_addr, r_size) = (r.sh_addr.get(LE), r.sh_size.get(LE));
     let mapping = program.segments.iter().position(|p| {
         p.p_type.get(LE) == PT_LOAD
@@ -638,7 +647,7 @@ fn reference_segment(program: &Program, reference: usize) -> Result<usize> {
         })
     };
     mapping
-        .filter(|&i| !others_inside(&program.segments[i]))
+        .filter(|&i| !others_inside(program.segment(i)))
         .ok_or_else(|| {
             not_split(format!(
                 "{ELF_REF_SECTION} is not alone in a loaded segment, which the bundles would take"
@@ -658,7 +667,11 @@ fn tables_without_reference(
     appended: Appended,
 ) -> Vec<Patch> {
     let mut header = *program.header;
-    header.e_shnum.set(LE, (program.sections.len() - 1) as u16);
+    // One fewer than the input's 16-bit count.
+    let count = program.sections.len().saturating_sub(1);
+    header
+        .e_shnum
+        .set(LE, u16::try_from(count).unwrap_or(u16::MAX));
     let mut table = program.segments.to_vec();
     let mut moved = table.remove(segment);
     moved.p_offset.set(LE, appended.offset);
@@ -673,8 +686,14 @@ fn tables_without_reference(
         .rposition(|p| p.p_type.get(LE) == PT_LOAD)
         .map_or(0, |i| i + 1);
     table.insert(after_loads, moved);
-    let mut sections = program.sections[..reference].to_vec();
-    let f = &mut sections[fatbin];
+    let mut sections = program
+        .sections
+        .get(..reference)
+        .unwrap_or_default()
+        .to_vec();
+    let f = sections
+        .get_mut(fatbin)
+        .expect("the fat binary's section comes before the reference");
     f.sh_type.set(LE, SHT_PROGBITS);
     f.sh_flags.set(
         LE,
@@ -776,7 +795,7 @@ fn symbol_patches(value_at: u64, section: usize, value: u64, cut: Cut) -> [Patch
 /// Whether the wrapper at `site` holds a pointer in the file (not only one its relocation
 /// fills when loaded).
 fn stored_pointer_set(file: &[u8], site: &WrapperSite) -> bool {
-    let at = site.at as usize + offset_of!(HipWrapper, binary);
-    file.get(at..at + 8)
+    let at = index_of(site.at).saturating_add(offset_of!(HipWrapper, binary));
+    file.get(at..at.saturating_add(8))
         .is_some_and(|b| b.iter().any(|&x| x != 0))
 }

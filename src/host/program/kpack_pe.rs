@@ -21,7 +21,8 @@ use crate::host::error::{Error, ErrorKind, Result};
 use crate::host::objcopy::{Piece, Rewritten};
 use crate::host::program::kpack_elf::{HipCode, WrapperSite};
 use crate::host::program::pe::{
-    section_name, set_checksum, Headers, Image, EMPTIED, HIP_FATBIN, HIP_WRAPPERS, SECTION_HEADER,
+    field32, section_name, set_checksum, Headers, Image, EMPTIED, HIP_FATBIN, HIP_WRAPPERS,
+    SECTION_HEADER,
 };
 use crate::host::program::plan::{self, Cut, NewProgram, Patch, Section};
 use crate::host::program::records;
@@ -50,13 +51,13 @@ fn wrapper_sites(image: &Image<'_>) -> Result<Vec<WrapperSite>> {
     let Some(index) = image.section_named(&HIP_WRAPPERS) else {
         return Ok(Vec::new());
     };
-    let size = image.sections[index].virtual_size.get(LE);
+    let size = image.header_of(index).virtual_size.get(LE);
     if size as usize % HipWrapper::SIZE != 0 {
         let message = format!(".hipFatB's VirtualSize {size:#x} is no whole number of wrappers");
         return Err(refused(image.header_at(index), message));
     }
     let (offset, bytes) = image.raw_data(index)?;
-    let address = image.image_base() + u64::from(image.sections[index].virtual_address.get(LE));
+    let address = image.image_base() + u64::from(image.header_of(index).virtual_address.get(LE));
     let sites = records::<HipWrapper>(bytes)
         .iter()
         .enumerate()
@@ -84,7 +85,11 @@ fn refused(at: u64, message: String) -> Error {
 fn field(at: u64, value: u64, width: usize, moved: &dyn Fn(u64) -> u64) -> Patch {
     Patch {
         at: moved(at),
-        bytes: value.to_le_bytes()[..width].to_vec(),
+        bytes: value
+            .to_le_bytes()
+            .get(..width)
+            .unwrap_or_default()
+            .to_vec(),
     }
 }
 
@@ -144,10 +149,11 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
     // As AMD's transform leaves it: the field is informational.
     headers.nt.optional_header.size_of_initialized_data =
         image.nt.optional_header.size_of_initialized_data;
-    let raw = u64::from(image.sections[fatbin].size_of_raw_data.get(LE));
-    headers.sections[fatbin]
+    let raw = u64::from(image.header_of(fatbin).size_of_raw_data.get(LE));
+    headers
+        .section_mut(fatbin)
         .size_of_raw_data
-        .set(LE, (raw - cut.len) as u32);
+        .set(LE, field32(raw - cut.len));
     let added = image.add_section(&mut headers, cut, reference.len() as u64)?;
     let moved = |at: u64| cut.moved(at);
     let address = image.image_base() + u64::from(added.virtual_address.get(LE));
@@ -161,7 +167,7 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
     if kept_to > kept_from {
         patches.push(Patch {
             at: cut.moved(kept_from),
-            bytes: vec![0; (kept_to - kept_from) as usize],
+            bytes: vec![0; usize::try_from(kept_to - kept_from).unwrap_or(0)],
         });
     }
     let offset = u64::from(added.pointer_to_raw_data.get(LE));
@@ -183,7 +189,7 @@ pub fn split<'a>(file: &'a [u8], reference: &[u8]) -> Result<NewProgram<'a>> {
 /// The raw data of `.hip_fat` (section `fatbin`) that splitting takes out: the whole pages
 /// (of memory, from its RVA on) inside its `VirtualSize`, as far as its raw data goes.
 fn page_cut(image: &Image<'_>, fatbin: usize) -> Cut {
-    let s = &image.sections[fatbin];
+    let s = &image.header_of(fatbin);
     let rva = u64::from(s.virtual_address.get(LE));
     let start = rva.next_multiple_of(PAGE);
     let end = ((rva + u64::from(s.virtual_size.get(LE))) / PAGE) * PAGE;
@@ -266,16 +272,16 @@ impl Image<'_> {
                 ErrorKind::InconsistentImage { what },
             ));
         }
-        let mut added = self.sections[0];
+        let mut added = *self.header_of(0);
         added.name = REFERENCE;
         added.pointer_to_relocations.set(LE, 0);
         added.pointer_to_linenumbers.set(LE, 0);
         added.number_of_relocations.set(LE, 0);
         added.number_of_linenumbers.set(LE, 0);
-        added.virtual_size.set(LE, size as u32);
-        added.virtual_address.set(LE, rva as u32);
-        added.size_of_raw_data.set(LE, raw as u32);
-        added.pointer_to_raw_data.set(LE, offset as u32);
+        added.virtual_size.set(LE, field32(size));
+        added.virtual_address.set(LE, field32(rva));
+        added.size_of_raw_data.set(LE, field32(raw));
+        added.pointer_to_raw_data.set(LE, field32(offset));
         added.characteristics.set(
             LE,
             object::pe::SectionFlags(IMAGE_SCN_MEM_READ.0 | IMAGE_SCN_CNT_INITIALIZED_DATA.0),
@@ -288,7 +294,7 @@ impl Image<'_> {
             .nt
             .optional_header
             .size_of_image
-            .set(LE, image_size as u32);
+            .set(LE, field32(image_size));
         Ok(added)
     }
 }
@@ -338,7 +344,7 @@ pub fn merge<'a>(
     }
     let size = bundles.len();
     let in_place = image.room_in_memory(fatbin, reference) >= size
-        && image.sections[fatbin].pointer_to_raw_data.get(LE) != 0;
+        && image.header_of(fatbin).pointer_to_raw_data.get(LE) != 0;
     let (rest, packed_at) = if in_place {
         image.merged_in_place(fatbin, reference, data_end, size, &sites, starts)?
     } else {
@@ -362,7 +368,7 @@ impl<'a> Image<'a> {
     /// after every other section's and at the end of the file. Returns where the raw data
     /// of the other sections ends.
     fn reference_last(&self, reference: usize) -> Result<u64> {
-        let r = &self.sections[reference];
+        let r = &self.header_of(reference);
         let (offset, raw) = (
             u64::from(r.pointer_to_raw_data.get(LE)),
             u64::from(r.size_of_raw_data.get(LE)),
@@ -393,7 +399,7 @@ impl<'a> Image<'a> {
     /// How many bytes section `fatbin` may take in memory: up to the next section's RVA
     /// (`reference`, which goes, aside), without end when none follows.
     fn room_in_memory(&self, fatbin: usize, reference: usize) -> u64 {
-        let start = u64::from(self.sections[fatbin].virtual_address.get(LE));
+        let start = u64::from(self.header_of(fatbin).virtual_address.get(LE));
         self.sections
             .iter()
             .enumerate()
@@ -418,7 +424,7 @@ fn hipf_patches(
         .enumerate()
         .filter(|(k, _)| starts.get(*k).copied().flatten().is_some())
         .collect();
-    let to_bundle = |k: usize| (address + starts[k].unwrap_or(0), 0);
+    let to_bundle = |k: usize| (address + starts.get(k).copied().flatten().unwrap_or(0), 0);
     wrapper_patches(&getting, HIPK_MAGIC, HIPF_MAGIC, &to_bundle, moved)
 }
 
@@ -433,18 +439,18 @@ fn assemble<'a>(
     patches.sort_by_key(|p| p.at);
     let mut pieces: Vec<Piece<'a>> = Vec::new();
     for (range, at) in stretches {
-        plan::borrow_between(&mut pieces, *at as usize, &file[range.clone()], &patches);
+        let at = usize::try_from(*at).unwrap_or(usize::MAX);
+        let stretch = file.get(range.clone()).unwrap_or_default();
+        plan::borrow_between(&mut pieces, at, stretch, &patches);
     }
     pieces.extend(patches.into_iter().map(|p| Piece {
         offset: p.at,
         data: std::borrow::Cow::Owned(p.bytes),
     }));
     pieces.sort_by_key(|p| p.offset);
-    if let Some(w) = pieces
-        .windows(2)
-        .find(|w| w[0].offset + w[0].data.len() as u64 > w[1].offset)
-    {
-        return Err(Error::new(w[1].offset, ErrorKind::OverlappingPieces));
+    let mut pairs = pieces.iter().zip(pieces.iter().skip(1));
+    if let Some((_, b)) = pairs.find(|(a, b)| a.offset + a.data.len() as u64 > b.offset) {
+        return Err(Error::new(b.offset, ErrorKind::OverlappingPieces));
     }
     Ok(Rewritten { pieces, size })
 }
@@ -463,7 +469,7 @@ impl<'a> Image<'a> {
         sites: &[WrapperSite],
         starts: &[Option<u64>],
     ) -> Result<(Rewritten<'a>, u64)> {
-        let s = &self.sections[fatbin];
+        let s = &self.header_of(fatbin);
         let offset = u64::from(s.pointer_to_raw_data.get(LE));
         let old_end = offset + u64::from(s.size_of_raw_data.get(LE));
         let align = u64::from(self.nt.optional_header.file_alignment.get(LE));
@@ -480,22 +486,24 @@ impl<'a> Image<'a> {
         for s in &mut sections {
             for field in [&mut s.pointer_to_raw_data, &mut s.pointer_to_relocations] {
                 if field.get(LE) != 0 {
-                    field.set(LE, moved(u64::from(field.get(LE))) as u32);
+                    field.set(LE, field32(moved(u64::from(field.get(LE)))));
                 }
             }
         }
-        sections[fatbin].virtual_size.set(LE, size.max(1) as u32);
-        sections[fatbin]
-            .size_of_raw_data
-            .set(LE, (new_end - offset) as u32);
+        let fat = sections
+            .get_mut(fatbin)
+            .expect("an index found among the sections");
+        fat.virtual_size.set(LE, field32(size.max(1)));
+        fat.size_of_raw_data.set(LE, field32(new_end - offset));
         let end = moved(data_end);
         self.check_below_4gib(end)?;
         let mut patches = self.table_patches(sections, &moved)?;
         let address = self.image_base() + u64::from(s.virtual_address.get(LE));
         patches.extend(hipf_patches(sites, starts, address, &moved)?);
+        let index = |at: u64| usize::try_from(at).unwrap_or(usize::MAX);
         let stretches = [
-            (0..offset as usize, 0),
-            (old_end as usize..data_end as usize, new_end),
+            (0..index(offset), 0),
+            (index(old_end)..index(data_end), new_end),
         ];
         Ok((assemble(self.file, &stretches, patches, end)?, offset))
     }
@@ -517,21 +525,22 @@ impl<'a> Image<'a> {
         let raw = size.next_multiple_of(align);
         self.check_below_4gib(offset + raw)?;
         let mut sections = self.sections.to_vec();
-        let rva = sections[reference].virtual_address.get(LE);
-        let mut placed = sections[fatbin];
+        let rva = self.header_of(reference).virtual_address.get(LE);
+        let mut placed = *self.header_of(fatbin);
         placed.virtual_address.set(LE, rva);
-        placed.virtual_size.set(LE, size.max(1) as u32);
-        placed.size_of_raw_data.set(LE, raw as u32);
+        placed.virtual_size.set(LE, field32(size.max(1)));
+        placed.size_of_raw_data.set(LE, field32(raw));
         placed
             .pointer_to_raw_data
-            .set(LE, if raw == 0 { 0 } else { offset as u32 });
-        sections[reference] = placed;
-        sections[fatbin].name = EMPTIED;
+            .set(LE, if raw == 0 { 0 } else { field32(offset) });
+        let found = "an index found among the sections";
+        *sections.get_mut(reference).expect(found) = placed;
+        sections.get_mut(fatbin).expect(found).name = EMPTIED;
         let same = |at: u64| at;
         let mut patches = self.table_patches(sections, &same)?;
         let address = self.image_base() + u64::from(rva);
         patches.extend(hipf_patches(sites, starts, address, &same)?);
-        let stretches = [(0..data_end as usize, 0)];
+        let stretches = [(0..usize::try_from(data_end).unwrap_or(usize::MAX), 0)];
         Ok((
             assemble(self.file, &stretches, patches, offset + raw)?,
             offset,
@@ -563,12 +572,12 @@ impl<'a> Image<'a> {
         nt.optional_header.check_sum.set(LE, 0);
         nt.file_header
             .number_of_sections
-            .set(LE, sections.len() as u16);
+            .set(LE, u16::try_from(sections.len()).unwrap_or(u16::MAX));
         let symbols = nt.file_header.pointer_to_symbol_table.get(LE);
         if symbols != 0 {
             nt.file_header
                 .pointer_to_symbol_table
-                .set(LE, moved(u64::from(symbols)) as u32);
+                .set(LE, field32(moved(u64::from(symbols))));
         }
         let align = u64::from(nt.optional_header.section_alignment.get(LE));
         let image_end = sections
@@ -583,14 +592,21 @@ impl<'a> Image<'a> {
                 ErrorKind::InconsistentImage { what },
             ));
         }
-        nt.optional_header.size_of_image.set(LE, image_end as u32);
+        nt.optional_header.size_of_image.set(LE, field32(image_end));
         let old_end = self.table_at + self.sections.len() * SECTION_HEADER;
-        let mut head = self.file[..old_end].to_vec();
+        let read = "the headers were read there";
+        let mut head = self.file.get(..old_end).expect(read).to_vec();
         let nt_end = self.nt_at + std::mem::size_of::<object::pe::ImageNtHeaders64>();
-        head[self.nt_at..nt_end].copy_from_slice(pod::bytes_of(&nt));
+        let nt_bytes = head.get_mut(self.nt_at..nt_end).expect(read);
+        nt_bytes.copy_from_slice(pod::bytes_of(&nt));
         let table = pod::bytes_of_slice(&sections);
-        head[self.table_at..].fill(0);
-        head[self.table_at..self.table_at + table.len()].copy_from_slice(table);
+        // The new table has no more headers than the old one.
+        let old_table = head.get_mut(self.table_at..).expect(read);
+        old_table.fill(0);
+        old_table
+            .get_mut(..table.len())
+            .expect("no more headers than before")
+            .copy_from_slice(table);
         let mut patches = vec![Patch { at: 0, bytes: head }];
         patches.extend(self.debug_directory_moved(moved)?);
         Ok(patches)

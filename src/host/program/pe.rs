@@ -96,7 +96,7 @@ pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProg
 pub fn checksum(file: &[u8]) -> Option<u32> {
     let image = Image::read(file).ok()?;
     let at = image.checksum_at();
-    let field = word_sum(at as u64, &file[at..at + 4]);
+    let field = word_sum(at as u64, file.get(at..at + 4)?);
     Some(finish_checksum(
         word_sum(0, file) - field,
         file.len() as u64,
@@ -227,7 +227,14 @@ impl<'a> Image<'a> {
             + offset_of!(ImageOptionalHeader64, check_sum)
     }
 
-    /// The offset of section header `index`.
+    /// The header of section `index`, an index found among the image's sections.
+    pub(super) fn header_of(&self, index: usize) -> &'a ImageSectionHeader {
+        self.sections
+            .get(index)
+            .expect("an index found among the sections")
+    }
+
+    /// The file offset of the header of section `index`.
     pub(super) fn header_at(&self, index: usize) -> u64 {
         (self.table_at + index * SECTION_HEADER) as u64
     }
@@ -257,7 +264,7 @@ impl<'a> Image<'a> {
     /// The raw data of section `index` that it keeps in memory, and its file offset. The whole
     /// raw data must lie in the file.
     pub(super) fn raw_data(&self, index: usize) -> Result<(usize, &'a [u8])> {
-        let s = &self.sections[index];
+        let s = self.header_of(index);
         let (offset, raw) = (
             s.pointer_to_raw_data.get(LE) as usize,
             s.size_of_raw_data.get(LE) as usize,
@@ -273,12 +280,12 @@ impl<'a> Image<'a> {
                 let what = format!("the raw data of {}", section_name(self.name(s)));
                 Error::new(self.header_at(index), ErrorKind::OutsideFile { what })
             })?;
-        Ok((offset, &data[..size]))
+        Ok((offset, data.get(..size).unwrap_or(data)))
     }
 
     /// The section of containers, at index `index`.
     pub(super) fn section(&self, index: usize) -> Result<Section<'a>> {
-        let s = &self.sections[index];
+        let s = self.header_of(index);
         let name = std::str::from_utf8(self.name(s)).unwrap_or(".hip_fat");
         let (offset, data) = self.raw_data(index)?;
         Ok(Section {
@@ -304,7 +311,7 @@ impl<'a> Image<'a> {
         let offset =
             u64::from(s.pointer_to_raw_data.get(LE)) + rva - u64::from(s.virtual_address.get(LE));
         let end = offset.checked_add(size)?;
-        (end <= self.file.len() as u64).then_some(offset as usize)
+        (end <= self.file.len() as u64).then(|| usize::try_from(offset).ok())?
     }
 
     /// The offset of data directory `index`'s entry.
@@ -332,7 +339,7 @@ impl<'a> Image<'a> {
             if offset != 0 {
                 entry
                     .pointer_to_raw_data
-                    .set(LE, moved(u64::from(offset)) as u32);
+                    .set(LE, field32(moved(u64::from(offset))));
             }
         }
         Ok(Some(Patch {
@@ -357,7 +364,8 @@ impl<'a> Image<'a> {
                     ErrorKind::OutsideFile { what: what.into() },
                 )
             })?;
-        Ok(Some((at, &self.file[at..at + size as usize])))
+        let data = self.file.get(at..at + size as usize).unwrap_or_default();
+        Ok(Some((at, data)))
     }
 
     /// Refuses an image where another section's raw data or a data directory lies inside
@@ -367,7 +375,7 @@ impl<'a> Image<'a> {
         index: usize,
         section: &Section<'_>,
     ) -> Result<()> {
-        let raw = self.sections[index].size_of_raw_data.get(LE);
+        let raw = self.header_of(index).size_of_raw_data.get(LE);
         let file_range = section.offset..section.offset + u64::from(raw);
         for (i, s) in self.sections.iter().enumerate() {
             let (start, size) = (
@@ -385,7 +393,7 @@ impl<'a> Image<'a> {
                 ));
             }
         }
-        let memory = Self::memory_of(&self.sections[index]);
+        let memory = Self::memory_of(self.header_of(index));
         for (i, d) in self.directories.iter().enumerate() {
             let (rva, size) = (u64::from(d.virtual_address.get(LE)), d.size.get(LE));
             if size == 0 {
@@ -444,12 +452,13 @@ impl<'a> Image<'a> {
         else {
             return Ok(Vec::new());
         };
-        let memory = Self::memory_of(&self.sections[index]);
+        let memory = Self::memory_of(self.header_of(index));
         let mut pointers = Vec::new();
         let mut pos = 0usize;
         while pos + size_of::<ImageBaseRelocation>() <= table.len() {
-            let (block, _) = pod::from_bytes::<ImageBaseRelocation>(&table[pos..])
-                .expect("the size was checked");
+            let (block, _) =
+                pod::from_bytes::<ImageBaseRelocation>(table.get(pos..).unwrap_or_default())
+                    .expect("the size was checked");
             let size = block.size_of_block.get(LE) as usize;
             if size < size_of::<ImageBaseRelocation>() || size > table.len() - pos {
                 return Err(Error::new(
@@ -460,7 +469,9 @@ impl<'a> Image<'a> {
                 ));
             }
             let page = u64::from(block.virtual_address.get(LE));
-            let entries = &table[pos + size_of::<ImageBaseRelocation>()..pos + size];
+            let entries = table
+                .get(pos + size_of::<ImageBaseRelocation>()..pos + size)
+                .unwrap_or_default();
             for (k, entry) in records::<U16<LE>>(entries).iter().enumerate() {
                 let entry = entry.get(LE);
                 let kind = entry >> 12;
@@ -485,9 +496,11 @@ impl<'a> Image<'a> {
                     continue;
                 };
                 let value = u64::from_le_bytes(
-                    self.file[offset..offset + 8]
-                        .try_into()
-                        .expect("eight bytes"),
+                    *self
+                        .file
+                        .get(offset..)
+                        .and_then(<[u8]>::first_chunk::<8>)
+                        .expect("eight bytes in the file, checked by offset_of_rva"),
                 );
                 if section.holds(value) {
                     pointers.push(Pointer {
@@ -511,7 +524,7 @@ impl<'a> Image<'a> {
         pointers: &[Pointer],
     ) -> Result<NewProgram<'a>> {
         let pointers = packing.retarget(section, pointers, section.address)?;
-        let raw = u64::from(self.sections[fatbin].size_of_raw_data.get(LE));
+        let raw = u64::from(self.header_of(fatbin).size_of_raw_data.get(LE));
         let align = u64::from(self.nt.optional_header.file_alignment.get(LE));
         let packed = packing.packed.len();
         let cut = Cut::between(
@@ -520,8 +533,8 @@ impl<'a> Image<'a> {
             align,
         );
         let mut headers = self.new_headers(fatbin, cut, 0)?;
-        let fat = &mut headers.sections[fatbin];
-        fat.size_of_raw_data.set(LE, (raw - cut.len) as u32);
+        let fat = headers.section_mut(fatbin);
+        fat.size_of_raw_data.set(LE, field32(raw - cut.len));
         if raw == cut.len {
             fat.pointer_to_raw_data.set(LE, 0);
         }
@@ -568,7 +581,7 @@ impl<'a> Image<'a> {
             u64::from(optional.file_alignment.get(LE)),
             u64::from(optional.section_alignment.get(LE)),
         );
-        let old = &self.sections[fatbin];
+        let old = self.header_of(fatbin);
         let raw = u64::from(old.size_of_raw_data.get(LE));
         let cut = Cut::between(section.offset, section.offset + raw, file_align);
         let packed = packing.packed.len();
@@ -587,15 +600,16 @@ impl<'a> Image<'a> {
         let pointers = packing.retarget(section, pointers, self.image_base() + rva)?;
         let mut headers = self.new_headers(fatbin, cut, 1)?;
         let mut added = *old;
-        added.virtual_size.set(LE, packed as u32);
-        added.virtual_address.set(LE, rva as u32);
-        added.size_of_raw_data.set(LE, new_raw as u32);
+        // All under 4 GiB: the image and its raw data were checked to stay there.
+        added.virtual_size.set(LE, field32(packed));
+        added.virtual_address.set(LE, field32(rva));
+        added.size_of_raw_data.set(LE, field32(new_raw));
         added
             .pointer_to_raw_data
-            .set(LE, if new_raw == 0 { 0 } else { offset as u32 });
-        let emptied = &mut headers.sections[fatbin];
+            .set(LE, if new_raw == 0 { 0 } else { field32(offset) });
+        let emptied = headers.section_mut(fatbin);
         emptied.name = EMPTIED;
-        emptied.size_of_raw_data.set(LE, (raw - cut.len) as u32);
+        emptied.size_of_raw_data.set(LE, field32(raw - cut.len));
         if raw == cut.len {
             emptied.pointer_to_raw_data.set(LE, 0);
         }
@@ -606,12 +620,12 @@ impl<'a> Image<'a> {
         let optional = &mut nt.optional_header;
         optional
             .size_of_image
-            .set(LE, (image_size as u32).max(optional.size_of_image.get(LE)));
+            .set(LE, field32(image_size).max(optional.size_of_image.get(LE)));
         if old.characteristics.get(LE).0 & IMAGE_SCN_CNT_INITIALIZED_DATA.0 != 0 {
             let initialized = optional.size_of_initialized_data.get(LE);
             optional
                 .size_of_initialized_data
-                .set(LE, initialized.wrapping_add(new_raw as u32));
+                .set(LE, initialized.wrapping_add(field32(new_raw)));
         }
         let patches = self.patches(headers, cut, &pointers)?;
         let mut rest = plan::with_cut(self.file, section, cut, patches)?;
@@ -632,9 +646,10 @@ impl<'a> Image<'a> {
     /// Anything else after it keeps every RVA, and the image its size.
     fn shrink_image(&self, headers: &mut Headers, fatbin: usize, packed: u64) {
         let align = u64::from(self.nt.optional_header.section_alignment.get(LE));
-        let start = u64::from(self.sections[fatbin].virtual_address.get(LE));
-        let after: Vec<usize> = (0..self.sections.len())
-            .filter(|&k| u64::from(self.sections[k].virtual_address.get(LE)) > start)
+        let start = u64::from(self.header_of(fatbin).virtual_address.get(LE));
+        let after: Vec<usize> = (self.sections.iter().enumerate())
+            .filter(|(_, s)| u64::from(s.virtual_address.get(LE)) > start)
+            .map(|(k, _)| k)
             .collect();
         let relocations = self
             .directories
@@ -643,7 +658,7 @@ impl<'a> Image<'a> {
         let moved = match after.as_slice() {
             [] => None,
             [reloc] => {
-                let memory = Self::memory_of(&self.sections[*reloc]);
+                let memory = Self::memory_of(self.header_of(*reloc));
                 // The relocation table, and nothing else, lives there.
                 match relocations {
                     Some((rva, size))
@@ -660,7 +675,7 @@ impl<'a> Image<'a> {
         let end = (start + packed.max(1)).next_multiple_of(align);
         let image_end = match moved {
             Some(reloc) => {
-                let memory = Self::memory_of(&self.sections[reloc]);
+                let memory = Self::memory_of(self.header_of(reloc));
                 (end + (memory.end - memory.start)).next_multiple_of(align)
             }
             None => end,
@@ -669,13 +684,18 @@ impl<'a> Image<'a> {
         if image_end >= u64::from(optional.size_of_image.get(LE)) {
             return;
         }
-        optional.size_of_image.set(LE, image_end as u32);
-        headers.sections[fatbin]
+        // Smaller than the image's 32-bit size, which it replaces.
+        optional.size_of_image.set(LE, field32(image_end));
+        headers
+            .section_mut(fatbin)
             .virtual_size
-            .set(LE, packed.max(1) as u32);
+            .set(LE, field32(packed.max(1)));
         if let Some(reloc) = moved {
-            headers.sections[reloc].virtual_address.set(LE, end as u32);
-            headers.relocations_at = Some(end as u32);
+            headers
+                .section_mut(reloc)
+                .virtual_address
+                .set(LE, field32(end));
+            headers.relocations_at = Some(field32(end));
         }
     }
 
@@ -684,7 +704,7 @@ impl<'a> Image<'a> {
     /// the COFF symbol table; `SizeOfInitializedData` loses what was cut.
     pub(super) fn new_headers(&self, fatbin: usize, cut: Cut, added: usize) -> Result<Headers> {
         if added > 0 {
-            self.check_room_for(added, section_name(self.name(&self.sections[fatbin])))?;
+            self.check_room_for(added, section_name(self.name(self.header_of(fatbin))))?;
         }
         let mut nt = *self.nt;
         nt.optional_header.check_sum.set(LE, 0);
@@ -692,13 +712,14 @@ impl<'a> Image<'a> {
         if symbols != 0 {
             nt.file_header
                 .pointer_to_symbol_table
-                .set(LE, cut.moved(u64::from(symbols)) as u32);
+                .set(LE, field32(cut.moved(u64::from(symbols))));
         }
-        if self.sections[fatbin].characteristics.get(LE).0 & IMAGE_SCN_CNT_INITIALIZED_DATA.0 != 0 {
+        if self.header_of(fatbin).characteristics.get(LE).0 & IMAGE_SCN_CNT_INITIALIZED_DATA.0 != 0
+        {
             let initialized = nt.optional_header.size_of_initialized_data.get(LE);
             nt.optional_header
                 .size_of_initialized_data
-                .set(LE, initialized.saturating_sub(cut.len as u32));
+                .set(LE, initialized.saturating_sub(field32(cut.len)));
         }
         let sections = self
             .sections
@@ -708,7 +729,7 @@ impl<'a> Image<'a> {
                 for field in [&mut s.pointer_to_raw_data, &mut s.pointer_to_relocations] {
                     let offset = field.get(LE);
                     if offset != 0 {
-                        field.set(LE, cut.moved(u64::from(offset)) as u32);
+                        field.set(LE, field32(cut.moved(u64::from(offset))));
                     }
                 }
                 s
@@ -757,11 +778,18 @@ impl<'a> Image<'a> {
         pointers: &[Pointer],
     ) -> Result<Vec<Patch>> {
         let table_end = self.table_at + headers.sections.len() * SECTION_HEADER;
-        let mut head = self.file[..table_end.min(self.file.len())].to_vec();
+        let mut head = self.file.get(..table_end).unwrap_or(self.file).to_vec();
         head.resize(table_end, 0);
         let nt_end = self.nt_at + size_of::<ImageNtHeaders64>();
-        head[self.nt_at..nt_end].copy_from_slice(pod::bytes_of(&headers.nt));
-        head[self.table_at..].copy_from_slice(pod::bytes_of_slice(&headers.sections));
+        // Both were read from these places, before the end of the table.
+        let nt = head
+            .get_mut(self.nt_at..nt_end)
+            .expect("the headers were read there");
+        nt.copy_from_slice(pod::bytes_of(&headers.nt));
+        let table = head
+            .get_mut(self.table_at..)
+            .expect("the table was read there");
+        table.copy_from_slice(pod::bytes_of_slice(&headers.sections));
         if let Some(rva) = headers.relocations_at {
             let dirs_at = self.nt_at + size_of::<ImageNtHeaders64>();
             let entry = dirs_at + IMAGE_DIRECTORY_ENTRY_BASERELOC * size_of::<ImageDataDirectory>();
@@ -787,6 +815,15 @@ pub(super) struct Headers {
     pub(super) relocations_at: Option<u32>,
 }
 
+impl Headers {
+    /// The header of section `index`, an index found among the image's sections.
+    pub(super) fn section_mut(&mut self, index: usize) -> &mut ImageSectionHeader {
+        self.sections
+            .get_mut(index)
+            .expect("an index found among the sections")
+    }
+}
+
 /// A section's name for messages.
 pub(super) fn section_name(name: &[u8]) -> String {
     String::from_utf8_lossy(name).into_owned()
@@ -797,7 +834,7 @@ fn table<T: Pod>(file: &[u8], offset: usize, count: usize) -> Option<&[T]> {
     offset
         .checked_add(count.checked_mul(size_of::<T>())?)
         .filter(|&end| end <= file.len())?;
-    pod::slice_from_bytes(&file[offset..], count)
+    pod::slice_from_bytes(file.get(offset..)?, count)
         .ok()
         .map(|(t, _)| t)
 }
@@ -826,8 +863,11 @@ pub(super) fn set_checksum(program: &mut NewProgram<'_>, at: u64) {
         .iter_mut()
         .find(|p| p.offset == 0)
         .expect("the headers' piece starts the file");
-    let at = at as usize;
-    head.data.to_mut()[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    let at = usize::try_from(at).expect("the checksum field is in the headers");
+    let field = head.data.to_mut().get_mut(at..at + 4);
+    field
+        .expect("the checksum field is in the headers")
+        .copy_from_slice(&value.to_le_bytes());
 }
 
 /// The sum of the little-endian 16-bit words of `bytes`, found at `offset` in the file (a
@@ -844,7 +884,9 @@ fn word_sum(offset: u64, bytes: &[u8]) -> u64 {
     }
     let mut words = rest.chunks_exact(2);
     for word in &mut words {
-        sum += u64::from(u16::from_le_bytes([word[0], word[1]]));
+        if let [low, high] = *word {
+            sum += u64::from(u16::from_le_bytes([low, high]));
+        }
     }
     if let [last] = words.remainder() {
         sum += u64::from(*last);
@@ -874,10 +916,19 @@ fn finish_checksum(mut sum: u64, size: u64) -> u32 {
     while sum > 0xffff {
         sum = (sum & 0xffff) + (sum >> 16);
     }
-    (sum as u32).wrapping_add(size as u32)
+    // Folded under 0x10000; the size counts modulo 2^32, as the format sums it.
+    field32(sum).wrapping_add(field32(size))
+}
+
+/// `value` in a 32-bit field of the PE format. Callers write values checked to be under
+/// 4 GiB, or no larger than the 32-bit field they came from; the checksum sums modulo 2^32.
+#[allow(clippy::cast_possible_truncation)] // See above.
+pub(super) fn field32(value: u64) -> u32 {
+    value as u32
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 

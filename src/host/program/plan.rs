@@ -148,11 +148,11 @@ pub fn pack(
         let rewritten: Vec<Option<NewBytes>> = group
             .par_iter()
             .map(|&(start, size)| {
-                let new = (how.rewrite)(&data[start..], start)
+                let new = (how.rewrite)(from(data, start), start)
                     .map_err(|e| Error::in_contents(e, section.offset))?;
                 if matches!(new, Some(NewBytes::Made(_))) {
                     // Read for the last time: its new bytes are all that is needed now.
-                    crate::io::release_mapped(&data[start..start + size]);
+                    crate::io::release_mapped(piece(data, start, size));
                 }
                 Ok(new)
             })
@@ -161,8 +161,8 @@ pub fn pack(
             // The first damage in the section's order, whichever thread met it first.
             .collect::<Result<_>>()?;
         for (&(start, size), new) in group.iter().zip(rewritten) {
-            let boundary =
-                (how.boundary)(&data[start..]).unwrap_or(1usize << start.trailing_zeros().min(12));
+            let boundary = (how.boundary)(from(data, start))
+                .unwrap_or(1usize << start.trailing_zeros().min(12));
             let address = section.address + start as u64;
             if !changed {
                 // Until something changes, the packed bytes are the section's own: they are
@@ -172,7 +172,9 @@ pub fn pack(
                     same_until = start + size;
                     continue;
                 }
-                packed.append(&data[..same_until]).map_err(spill_error)?;
+                packed
+                    .append(piece(data, 0, same_until))
+                    .map_err(spill_error)?;
                 changed = true;
             }
             packed.pad_to(boundary as u64).map_err(spill_error)?;
@@ -186,10 +188,10 @@ pub fn pack(
                         what: section.offset + start as u64,
                     });
                 }),
-                None => packed.append(&data[start..start + size]),
+                None => packed.append(piece(data, start, size)),
             }
             .map_err(spill_error)?;
-            crate::io::release_mapped(&data[start..start + size]);
+            crate::io::release_mapped(piece(data, start, size));
         }
     }
     if !changed {
@@ -197,8 +199,8 @@ pub fn pack(
     }
     if inflating == Inflating::Now {
         let inflate = |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
-            let start = (hole.what - section.offset) as usize;
-            (how.inflate)(&data[start..], hole.size, sink).map_err(|failed| match failed {
+            let start = usize::try_from(hole.what - section.offset).unwrap_or(usize::MAX);
+            (how.inflate)(from(data, start), hole.size, sink).map_err(|failed| match failed {
                 InflateFailed::Format(e) => Error::in_contents(e, hole.what),
                 InflateFailed::Sink(e) => spill_error(e),
             })
@@ -214,17 +216,30 @@ pub fn pack(
     }))
 }
 
+/// The bytes of `data` from `start`, a place found in it.
+fn from(data: &[u8], start: usize) -> &[u8] {
+    data.get(start..).expect("a place found in the section")
+}
+
+/// The `size` bytes of `data` at `start`, a container found in it.
+fn piece(data: &[u8], start: usize, size: usize) -> &[u8] {
+    start
+        .checked_add(size)
+        .and_then(|end| data.get(start..end))
+        .expect("a container found in the section")
+}
+
 /// The containers of the section: (offset in the section, size).
 fn find(section: &Section<'_>, size_of: &ContainerSize<'_>) -> Result<Vec<(usize, usize)>> {
     let data = section.data;
     let mut found = Vec::new();
     let mut pos = 0usize;
     while pos < data.len() {
-        let Some(skip) = data[pos..].iter().position(|&b| b != 0) else {
+        let Some(skip) = from(data, pos).iter().position(|&b| b != 0) else {
             break;
         };
         let start = pos + skip;
-        let size = size_of(&data[start..])
+        let size = size_of(from(data, start))
             .map_err(|e| Error::in_contents(e, section.offset + start as u64))?;
         found.push((start, size));
         pos = start + size.max(1);
@@ -332,11 +347,16 @@ pub fn with_cut<'a>(
     cut: Cut,
     patches: Vec<Patch>,
 ) -> Result<Rewritten<'a>> {
-    let (start, end, len) = (section.offset as usize, cut.end as usize, cut.len as usize);
+    let index = |at: u64| usize::try_from(at).unwrap_or(usize::MAX);
+    let (start, end, len) = (index(section.offset), index(cut.end), index(cut.len));
     let mut owned = patches;
     owned.sort_by_key(|p| p.at);
     let mut pieces: Vec<Piece<'a>> = Vec::new();
-    for (base, bytes) in [(0, &file[..start]), (end - len, &file[end..])] {
+    let outside = || Error::new(cut.end, ErrorKind::OverlappingPieces);
+    let before = file.get(..start).ok_or_else(outside)?;
+    let after = file.get(end..).ok_or_else(outside)?;
+    let moved_to = end.checked_sub(len).ok_or_else(outside)?;
+    for (base, bytes) in [(0, before), (moved_to, after)] {
         borrow_between(&mut pieces, base, bytes, &owned);
     }
     pieces.extend(owned.into_iter().map(|p| Piece {
@@ -344,15 +364,16 @@ pub fn with_cut<'a>(
         data: Cow::Owned(p.bytes),
     }));
     pieces.sort_by_key(|p| p.offset);
-    if let Some(w) = pieces
-        .windows(2)
-        .find(|w| w[0].offset + w[0].data.len() as u64 > w[1].offset)
-    {
-        return Err(Error::new(w[1].offset, ErrorKind::OverlappingPieces));
+    let overlap = pieces
+        .iter()
+        .zip(pieces.iter().skip(1))
+        .find(|(a, b)| a.offset + a.data.len() as u64 > b.offset);
+    if let Some((_, b)) = overlap {
+        return Err(Error::new(b.offset, ErrorKind::OverlappingPieces));
     }
     Ok(Rewritten {
         pieces,
-        size: (file.len() - len) as u64,
+        size: file.len().saturating_sub(len) as u64,
     })
 }
 
@@ -370,17 +391,18 @@ pub fn leave_out(rest: &mut Rewritten<'_>, start: u64, end: u64) -> Result<()> {
         let Cow::Borrowed(bytes) = piece.data else {
             return Err(Error::new(piece.offset, ErrorKind::OverlappingPieces));
         };
-        let local = |at: u64| (at - piece.offset) as usize;
+        // Both within the piece, where they are used.
+        let local = |at: u64| usize::try_from(at - piece.offset).unwrap_or(usize::MAX);
         if piece.offset < start {
             pieces.push(Piece {
                 offset: piece.offset,
-                data: Cow::Borrowed(&bytes[..local(start)]),
+                data: Cow::Borrowed(bytes.get(..local(start)).unwrap_or(bytes)),
             });
         }
         if piece_end > end {
             pieces.push(Piece {
                 offset: end,
-                data: Cow::Borrowed(&bytes[local(end)..]),
+                data: Cow::Borrowed(bytes.get(local(end)..).unwrap_or_default()),
             });
         }
     }
@@ -399,14 +421,17 @@ pub(crate) fn borrow_between<'a>(
     let mut at = base;
     let end = base + bytes.len();
     for p in owned {
-        let (o, o_end) = (p.at as usize, p.at as usize + p.bytes.len());
+        let o = usize::try_from(p.at).unwrap_or(usize::MAX);
+        let o_end = o.saturating_add(p.bytes.len());
         if o >= end || o_end <= base {
             continue;
         }
         if o > at {
+            // Both within `bytes`: base <= at < o < end.
+            let stretch = bytes.get(at - base..o - base).unwrap_or_default();
             pieces.push(Piece {
                 offset: at as u64,
-                data: Cow::Borrowed(&bytes[at - base..o - base]),
+                data: Cow::Borrowed(stretch),
             });
         }
         at = at.max(o_end);
@@ -414,7 +439,7 @@ pub(crate) fn borrow_between<'a>(
     if at < end {
         pieces.push(Piece {
             offset: at as u64,
-            data: Cow::Borrowed(&bytes[at - base..]),
+            data: Cow::Borrowed(bytes.get(at - base..).unwrap_or_default()),
         });
     }
 }
@@ -573,6 +598,7 @@ impl<'a> NewProgram<'a> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 
