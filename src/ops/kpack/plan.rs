@@ -51,18 +51,15 @@ impl CreatedDirs {
     }
 }
 
-/// The group name when none is given: the first input's name up to its first `.`.
+/// The group name when none is given: the first input's name up to its first `.`, or
+/// `device` when that is empty or not UTF-8 (the name is text in the split binaries'
+/// references, and no archive is named with a replacement character).
 pub(super) fn default_name(inputs: &[PathBuf]) -> String {
     inputs
         .first()
         .and_then(|p| p.file_name())
-        .map(|n| {
-            n.to_string_lossy()
-                .split('.')
-                .next()
-                .unwrap_or("")
-                .to_string()
-        })
+        .and_then(|n| n.to_str())
+        .map(|n| n.split('.').next().unwrap_or("").to_string())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "device".to_string())
 }

@@ -305,12 +305,15 @@ impl MadeLinks {
                 path.display()
             )));
         }
-        let file_name = path.file_name().unwrap_or_default().to_string_lossy();
-        let temporary = path.with_file_name(format!(
-            ".{file_name}.kpack-link.{}.{}",
+        // The name's bytes as they are: a name that is not UTF-8 stays itself.
+        let mut temporary_name = std::ffi::OsString::from(".");
+        temporary_name.push(path.file_name().unwrap_or_default());
+        temporary_name.push(format!(
+            ".kpack-link.{}.{}",
             std::process::id(),
             self.0.len()
         ));
+        let temporary = path.with_file_name(temporary_name);
         std::os::unix::fs::symlink(target, &temporary).map_err(|e| Error::io(&temporary, e))?;
         self.0.push((temporary, path.to_path_buf()));
         Ok(())
