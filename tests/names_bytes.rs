@@ -659,3 +659,34 @@ fn the_bundler_unbundles_names_with_a_newline() {
     );
     assert!(!dir.path().join("x").exists());
 }
+
+#[test]
+fn a_thin_archive_reads_the_member_file_its_bytes_name() {
+    let Some(ar) = crate::util::tool("ar") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    place(
+        dir.path(),
+        b"a\xff.o",
+        &hip_object(),
+        "a\u{FFFD}.o",
+        &library(),
+    );
+    let made = text_output(
+        std::process::Command::new(ar)
+            .current_dir(dir.path())
+            .args(["rcT", "thin.a"])
+            .arg(os(b"a\xff.o")),
+    );
+    assert_eq!(made.0, 0, "{}", made.2);
+    let (code, out, err) = run_in(dir.path(), &["ls", "--json", "thin.a"].map(OsStr::new));
+    assert_eq!(code, 0, "{err}");
+    let rows = json(&out);
+    let arches: Vec<&str> = (rows.as_array().unwrap().iter())
+        .map(|r| r["arch"].as_str().unwrap())
+        .collect();
+    // The code of the file named, not the decoy's gfx906 and gfx90a.
+    assert_eq!(arches, ["", "gfx90a", "gfx1030"], "{rows}");
+    untouched(dir.path(), "a\u{FFFD}.o", &library());
+}

@@ -273,9 +273,9 @@ pub fn inside(root: &Path, path: &Path) -> Result<()> {
     }
     Err(Error::msg(format!(
         "'{}': resolves to '{}', outside the output folder '{}'; nothing was written",
-        path.display(),
-        real.display(),
-        real_root.display()
+        shown(&path),
+        shown(&real),
+        shown(&real_root)
     )))
 }
 

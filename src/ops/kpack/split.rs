@@ -134,7 +134,7 @@ pub(super) fn split_into(
         {
             return Err(Error::msg(format!(
                 "'{}': the tree has its own '{ARCHIVE_FOLDER}', where the archives go",
-                config.output.join(ARCHIVE_FOLDER).display()
+                crate::io::shown(&config.output.join(ARCHIVE_FOLDER))
             )));
         }
         let archive_dir = config.output.join(ARCHIVE_FOLDER);
@@ -302,7 +302,7 @@ impl MadeLinks {
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
             return Err(Error::msg(format!(
                 "'{}': a folder is there, where a link of the tree goes",
-                path.display()
+                crate::io::shown(&path)
             )));
         }
         // The name's bytes as they are: a name that is not UTF-8 stays itself.
