@@ -53,6 +53,7 @@ mod llvm23;
 mod llvm23_linked;
 mod llvm23_tools;
 mod ls;
+mod names_bytes;
 mod objcopy_coff;
 mod objcopy_elf;
 mod object_bundles;

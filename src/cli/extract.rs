@@ -235,7 +235,7 @@ fn listing(written: &[extract::Extracted]) -> String {
                 .image
                 .source
                 .kpack()
-                .map(|k| format!("{}[{}]", k.archive, k.key));
+                .map(|k| format!("{}[{}]", crate::io::shown(&k.archive_path), k.key));
             let via = match (w.bundle, w.via, archived) {
                 (_, _, Some(from)) if w.device_pick => {
                     format!(" ({from}: {} loads it {how})", w.asked)

@@ -169,7 +169,7 @@ fn merge_lines(summary: &MergeSummary) -> String {
         .map(|(path, bundles, objects)| {
             format!(
                 "{}: {bundles} bundles, {objects} code objects put back\n",
-                path.display()
+                crate::io::shown(path)
             )
         })
         .collect()
@@ -181,13 +181,13 @@ fn split_lines(summary: &SplitSummary) -> String {
     for (path, indices) in &summary.binaries {
         text.push_str(&format!(
             "{}: {indices} code-object indices\n",
-            path.display()
+            crate::io::shown(path)
         ));
     }
     for (path, arches, objects, _) in &summary.archives {
         text.push_str(&format!(
             "{}: {objects} code objects for {}\n",
-            path.display(),
+            crate::io::shown(path),
             arches.join(",")
         ));
     }

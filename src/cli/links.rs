@@ -59,7 +59,7 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
     };
     let links = link_paths(&args.dir, args.release.as_deref());
     if let Err(e) = fs::create_dir_all(&args.dir) {
-        let _ = writeln!(err, "{PROG}: error: {}: {e}", args.dir.display());
+        let _ = writeln!(err, "{PROG}: error: {}: {e}", crate::io::shown(&args.dir));
         return 1;
     }
     let refused: Vec<String> = links.iter().filter_map(|link| refusal(link)).collect();
@@ -72,10 +72,14 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
     let mut made = String::new();
     for link in &links {
         if let Err(e) = make_link(&program, link) {
-            let _ = writeln!(err, "{PROG}: error: {}: {e}", link.display());
+            let _ = writeln!(err, "{PROG}: error: {}: {e}", crate::io::shown(&link));
             return 1;
         }
-        made.push_str(&format!("{} -> {}\n", link.display(), program.display()));
+        made.push_str(&format!(
+            "{} -> {}\n",
+            crate::io::shown(&link),
+            crate::io::shown(&program)
+        ));
     }
     print(PROG, &made).map_or_else(|code| code, |()| 0)
 }
@@ -97,22 +101,22 @@ fn refusal(link: &Path) -> Option<String> {
     let meta = match fs::symlink_metadata(link) {
         Ok(meta) => meta,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
-        Err(e) => return Some(format!("{}: {e}", link.display())),
+        Err(e) => return Some(format!("{}: {e}", crate::io::shown(&link))),
     };
     if !meta.file_type().is_symlink() {
         return Some(format!(
             "{} exists and is not a symbolic link",
-            link.display()
+            crate::io::shown(&link)
         ));
     }
     match fs::read_link(link) {
         Ok(target) if is_ours(&target) => None,
         Ok(target) => Some(format!(
             "{} is a link to {}, not to offload",
-            link.display(),
-            target.display()
+            crate::io::shown(&link),
+            crate::io::shown(&target)
         )),
-        Err(e) => Some(format!("{}: {e}", link.display())),
+        Err(e) => Some(format!("{}: {e}", crate::io::shown(&link))),
     }
 }
 

@@ -6,6 +6,7 @@ use crate::llvm::bitcode::reader as bitcode;
 use ar_archive_writer::{ArchiveKind, NewArchiveMember, ObjectReader};
 use object::read::archive::ArchiveFile;
 use std::borrow::Cow;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// One member of an input archive: its name and bytes.
@@ -19,7 +20,7 @@ pub struct ArchiveMember<'a> {
 /// Reads the members of the archive `data`, found at `path`, in order. Members of thin
 /// archives are read from the files they name, relative to the archive's folder.
 pub fn read_members<'a>(path: &Path, data: &'a [u8]) -> Result<Vec<ArchiveMember<'a>>> {
-    let bad = |what: String| Error::msg(format!("'{}': {what}", path.display()));
+    let bad = |what: String| Error::msg(format!("'{}': {what}", crate::io::shown(&path)));
     let magic = [&b"!<arch>\n"[..], b"!<thin>\n", b"<bigaf>\n"];
     if !magic.iter().any(|m| data.starts_with(m)) {
         return Err(bad("not an archive: it does not start with !<arch>".into()));
@@ -34,7 +35,9 @@ pub fn read_members<'a>(path: &Path, data: &'a [u8]) -> Result<Vec<ArchiveMember
         })?;
         let name = String::from_utf8_lossy(member.name()).into_owned();
         let bytes = if archive.is_thin() {
-            let file = path.parent().unwrap_or(Path::new(".")).join(&name);
+            // The member's name as its bytes: the file it names, not one its text would name.
+            let raw = std::ffi::OsStr::from_bytes(member.name());
+            let file = path.parent().unwrap_or(Path::new(".")).join(raw);
             // Opened as any input: a FIFO or a device in a member's place is not waited on.
             Cow::Owned(crate::io::Input::open(&file)?.to_vec())
         } else {

@@ -76,7 +76,7 @@ pub fn split_binary<'a>(path: &Path, data: &'a [u8]) -> Result<Option<SplitBinar
         Error::msg(format!(
             "'{}': {name} at {offset:#x}: its {size:#x} bytes do not lie in the file, which \
              ends at {:#x} ({e})",
-            path.display(),
+            crate::io::shown(&path),
             data.len()
         ))
     })?;
@@ -339,7 +339,7 @@ pub fn code_objects_for(
         if !lacking.is_empty() {
             problems.push(Error::msg(format!(
                 "'{}': code object{} {} ({}#N) in none of its archives ({})",
-                binary.display(),
+                crate::io::shown(&binary),
                 if lacking.len() == 1 { "" } else { "s" },
                 lacking
                     .iter()
@@ -349,7 +349,7 @@ pub fn code_objects_for(
                 name,
                 set.archives
                     .iter()
-                    .map(|(p, _)| p.display().to_string())
+                    .map(|(p, _)| crate::io::shown(p).into_owned())
                     .collect::<Vec<_>>()
                     .join(", ")
             )));
@@ -524,9 +524,12 @@ impl ArchiveFiles {
         let number = self.map(path)?;
         if !self.stored.contains_key(&number) {
             // The whole table once, not once per code object asked for.
-            let (path, archive) = self
-                .archive(number)
-                .ok_or_else(|| Error::msg(format!("'{}': not a kpack archive", path.display())))?;
+            let (path, archive) = self.archive(number).ok_or_else(|| {
+                Error::msg(format!(
+                    "'{}': not a kpack archive",
+                    crate::io::shown(&path)
+                ))
+            })?;
             let all = stored_code_objects(path, &archive, &|_| true)?
                 .into_iter()
                 .map(|c| ((c.key.clone(), c.arch.clone()), c))
@@ -540,7 +543,7 @@ impl ArchiveFiles {
             .ok_or_else(|| {
                 Error::msg(format!(
                     "'{}': no code object {key} for {arch}",
-                    path.display()
+                    crate::io::shown(&path)
                 ))
             })
     }
@@ -548,6 +551,6 @@ impl ArchiveFiles {
 
 /// An error's message without the `'PATH': ` it starts with.
 fn without_path(path: &Path, message: &str) -> String {
-    let prefix = format!("'{}': ", path.display());
+    let prefix = format!("'{}': ", crate::io::shown(&path));
     message.strip_prefix(&prefix).unwrap_or(message).to_string()
 }

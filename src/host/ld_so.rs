@@ -263,7 +263,7 @@ impl LdSoCache {
     pub fn read(path: &Path) -> LdSoCache {
         match crate::io::read_small(path, CACHE_LIMIT) {
             Ok(data) => LdSoCache::parse(&data).unwrap_or_else(|e| {
-                tracing::warn!("'{}': not read: {e}", path.display());
+                tracing::warn!("'{}': not read: {e}", crate::io::shown(&path));
                 LdSoCache::default()
             }),
             Err(e) => {

@@ -357,7 +357,7 @@ impl Scan<'_, '_> {
         if at.depth > MAX_DEPTH {
             return Err(Error::msg(format!(
                 "'{}': {}: containers nest more than {MAX_DEPTH} deep",
-                self.path.display(),
+                crate::io::shown(&self.path),
                 Self::context(&at)
             )));
         }
@@ -408,11 +408,17 @@ impl Scan<'_, '_> {
             }
             Ok(FileKind::MachOFat32) => match MachOFatFile32::parse(data) {
                 Ok(fat) => self.slices(fat_slices(fat.arches(), data), at),
-                Err(e) => Err(Error::msg(format!("'{}': {e}", self.path.display()))),
+                Err(e) => Err(Error::msg(format!(
+                    "'{}': {e}",
+                    crate::io::shown(&self.path)
+                ))),
             },
             Ok(FileKind::MachOFat64) => match MachOFatFile64::parse(data) {
                 Ok(fat) => self.slices(fat_slices(fat.arches(), data), at),
-                Err(e) => Err(Error::msg(format!("'{}': {e}", self.path.display()))),
+                Err(e) => Err(Error::msg(format!(
+                    "'{}': {e}",
+                    crate::io::shown(&self.path)
+                ))),
             },
             Ok(FileKind::Elf32) => {
                 match ElfFile::<object::elf::FileHeader32<object::Endianness>>::parse(data) {
@@ -445,7 +451,7 @@ impl Scan<'_, '_> {
     fn unreadable(&mut self, at: &Place<'_>, e: object::Error) -> Result<()> {
         self.problems.push(Error::msg(format!(
             "'{}': {}not a readable object file: {e}",
-            self.path.display(),
+            crate::io::shown(&self.path),
             Self::context_prefix(at)
         )));
         Ok(())
@@ -546,7 +552,7 @@ impl Scan<'_, '_> {
                 self.problems.push(Error::msg(format!(
                     "'{}': {}a loadable segment's bytes {start:#x}..{end:#x} run past the end of \
                      the file ({len:#x}): searched up to the end",
-                    self.path.display(),
+                    crate::io::shown(&self.path),
                     Self::context_prefix(&at)
                 )));
             }
@@ -610,7 +616,7 @@ impl Scan<'_, '_> {
             };
             self.problems.push(Error::msg(format!(
                 "'{}': {}: bytes {start:#x}..{end:#x} overlap section '{other}': not read",
-                self.path.display(),
+                crate::io::shown(&self.path),
                 Self::context(&here)
             )));
             return true;
@@ -635,7 +641,7 @@ impl Scan<'_, '_> {
                 };
                 self.problems.push(Error::msg(format!(
                     "'{}': {}: {e}",
-                    self.path.display(),
+                    crate::io::shown(&self.path),
                     Self::context(&here)
                 )));
                 return Ok(());

@@ -2,10 +2,11 @@
 //! attributes (POSIX ACLs and file capabilities are extended attributes too). Read from the
 //! file before the rewrite; given to the new file before it takes the old one's place.
 
-use std::ffi::CString;
+use std::ffi::{CString, OsStr};
 use std::fs::{File, Metadata};
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 
 /// The mode bits that give a program its owner's or group's rights when it runs.
@@ -64,7 +65,7 @@ impl Kept {
                         e.kind(),
                         format!(
                             "cannot keep extended attribute {}: {e}",
-                            name.to_string_lossy()
+                            crate::io::shown(OsStr::from_bytes(name.as_bytes()))
                         ),
                     ));
                 }

@@ -273,9 +273,9 @@ pub fn inside(root: &Path, path: &Path) -> Result<()> {
     }
     Err(Error::msg(format!(
         "'{}': resolves to '{}', outside the output folder '{}'; nothing was written",
-        path.display(),
-        real.display(),
-        real_root.display()
+        shown(&path),
+        shown(&real),
+        shown(&real_root)
     )))
 }
 
@@ -727,14 +727,14 @@ impl Output {
     }
 
     fn temporary(path: &Path, dir: &Path, placing: Placing) -> Result<Output> {
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        // Named after the output, its bytes as they are.
+        let mut prefix = std::ffi::OsString::from(".");
+        prefix.push(path.file_name().unwrap_or_default());
+        prefix.push(".");
         let (file, listed) = cleanup::listed(
             || {
                 tempfile::Builder::new()
-                    .prefix(&format!(".{name}."))
+                    .prefix(&prefix)
                     .suffix(".tmp")
                     .permissions(Permissions::from_mode(0o600))
                     .tempfile_in(dir)

@@ -11,7 +11,7 @@
 //! by index: for those, what each device finds is the loader's search (the `kpack` module).
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 use serde::Serialize;
@@ -30,6 +30,7 @@ use crate::loads::cuda;
 use crate::loads::kpack_search;
 use crate::loads::openmp;
 use crate::loads::runtime::{self, Load, AMDGCN_ISA_PREFIX};
+use crate::ops::support::names;
 use crate::ops::support::progress::Progress;
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
@@ -152,12 +153,20 @@ pub struct Counts {
 /// One file: the program or library named, or a library it loads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileReport {
-    /// Its path, as named or as found.
-    pub path: String,
+    /// Its path, as named or as found (text in JSON, as [`names`] carries names).
+    #[serde(serialize_with = "names::text")]
+    pub path: PathBuf,
+    /// Its path's bytes in base64, only when they are not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<String>,
     /// The `DT_NEEDED` name it was loaded by; `None` for a file named on the command line.
     pub needed_as: Option<String>,
     /// The path of the file that first needed it.
-    pub needed_by: Option<String>,
+    #[serde(serialize_with = "names::optional_text")]
+    pub needed_by: Option<PathBuf>,
+    /// The bytes of that path in base64, only when they are not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needed_by_bytes: Option<String>,
     /// How it was found: `argument`, `path`, `rpath`, `LD_LIBRARY_PATH`, `runpath`,
     /// `ld.so.cache` or `default`.
     pub found_via: &'static str,
@@ -177,7 +186,11 @@ pub struct NotFound {
     /// The `DT_NEEDED` name.
     pub name: String,
     /// The path of the file that needs it.
-    pub needed_by: String,
+    #[serde(serialize_with = "names::text")]
+    pub needed_by: PathBuf,
+    /// The bytes of that path in base64, only when they are not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needed_by_bytes: Option<String>,
 }
 
 /// The whole answer.
@@ -284,7 +297,7 @@ pub fn check(
 struct LoadedFile {
     path: std::path::PathBuf,
     needed_as: Option<String>,
-    needed_by: Option<String>,
+    needed_by: Option<PathBuf>,
     found_via: &'static str,
 }
 
@@ -314,11 +327,12 @@ fn load_order(root: &Path, env: &Environment) -> Result<LoadOrder> {
         }
         Err(e) => return Err(e),
     };
-    let name = |i: usize| loaded[i].path.to_string_lossy().into_owned();
+    let name = |i: usize| loaded[i].path.clone();
     let not_found = missing
         .into_iter()
         .map(|m| NotFound {
             name: m.name,
+            needed_by_bytes: crate::io::bytes_unless_text(&loaded[m.needed_by].path),
             needed_by: name(m.needed_by),
         })
         .collect();
@@ -391,8 +405,10 @@ fn check_file(
         }
     };
     let report = FileReport {
-        path: object.path.to_string_lossy().into_owned(),
+        path_bytes: crate::io::bytes_unless_text(&object.path),
+        path: object.path,
         needed_as: object.needed_as,
+        needed_by_bytes: names::optional_bytes(object.needed_by.as_ref()),
         needed_by: object.needed_by,
         found_via: object.found_via,
         counts: counts(&bundles, kpack.as_ref(), devices.len()),

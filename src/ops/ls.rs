@@ -233,9 +233,10 @@ fn kpack_where(image: &ImageRecord, k: &KpackPlace) -> OsString {
         Scheme::None => format!("@{:#x}", k.stored_offset),
         _ => format!("(zstd, {} bytes at {:#x})", k.stored_size, k.stored_offset),
     };
-    let inside = format!("{}[{}] {stored}", k.archive, k.key);
-    if image.file == k.archive {
-        return inside.into();
+    let mut inside = k.archive_path.as_os_str().to_owned();
+    inside.push(format!("[{}] {stored}", k.key));
+    if image.path == k.archive_path {
+        return inside;
     }
     let mut place = image.path.as_os_str().to_owned();
     place.push(" -> ");

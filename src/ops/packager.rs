@@ -5,6 +5,7 @@
 //! every image into one version 2 binary, reads version 2 when unpacking, and names each file
 //! it names itself on standard output.
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -269,13 +270,10 @@ pub fn unpack(
     let input = Input::open(input_path)?;
     let candidates = candidates_in(input_path, &input, version, log, prefix)?;
     tracing::debug!(offload_binaries = candidates.len(), "scanned");
-    let stem = input_path
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let stem = input_path.file_stem().unwrap_or_default();
     let unpacking = Unpacking {
         input: &input,
-        stem: &stem,
+        stem,
         prefix,
         announces: version >= LlvmVersion::V23,
     };
@@ -313,7 +311,9 @@ fn candidates_in(
     log: &mut dyn Write,
     prefix: &str,
 ) -> Result<Vec<Candidate>> {
+    // The archive writer takes text for the member an input's image becomes.
     let name = input_path.to_string_lossy().into_owned();
+    let shown = crate::io::shown(input_path);
     let mut candidates = Vec::new();
     let mut other_versions = Vec::new();
     let mut problems = scan(
@@ -327,7 +327,7 @@ fn candidates_in(
             };
             if !reads_version(version, entry.binary_version) {
                 if entry.index == 0 {
-                    let e = unread_version(&name, found.members, found.offset, entry, version);
+                    let e = unread_version(&shown, found.members, found.offset, entry, version);
                     other_versions.push(e);
                 }
                 return;
@@ -404,7 +404,8 @@ fn unread_version(
 /// What unpacking one `--image` needs to know.
 struct Unpacking<'a> {
     input: &'a Input,
-    stem: &'a str,
+    /// The input's name without its extension, byte for byte.
+    stem: &'a OsStr,
     prefix: &'a str,
     /// Whether each file named from the metadata is announced (LLVM 23).
     announces: bool,
@@ -454,19 +455,20 @@ impl Unpacking<'_> {
             return Ok(());
         }
         for (index, c) in matches.iter().enumerate() {
-            let name = format!(
-                "{}-{}-{}.{index}.{}",
-                self.stem,
+            let mut name = self.stem.to_owned();
+            name.push(format!(
+                "-{}-{}.{index}.{}",
                 file_name_part(c.get(b"triple")),
                 file_name_part(c.get(b"arch")),
                 c.image_kind.name_llvm19()
-            );
-            tracing::info!(from = %c.source, "writing {name}");
+            ));
+            let shown = crate::io::shown(&name);
+            tracing::info!(from = %c.source, "writing {shown}");
             let mut output = Output::create(Path::new(&name))?;
             output.write_part(self.input, c.bytes(file))?;
             outputs.push(output.close()?);
             if self.announces {
-                let _ = writeln!(out, "Extracted: {name}");
+                let _ = writeln!(out, "Extracted: {shown}");
             }
         }
         Ok(())

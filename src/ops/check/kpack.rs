@@ -2,7 +2,7 @@
 //! wrappers ask for, the archive the kpack loader finds, or every path it searched, with its
 //! environment variables as this process has them.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -11,6 +11,7 @@ use crate::loads::kpack_search::{compatible_targets, device_arches, Environment,
 use crate::loads::runtime;
 use crate::ops::check::{Device, Report};
 use crate::ops::support::columns::ranges;
+use crate::ops::support::names;
 use crate::target::target_id::TargetIdBuf;
 
 /// What a split binary keeps of its device code, and what each device finds of it.
@@ -21,8 +22,12 @@ pub struct KpackFile {
     /// The archive paths written in the binary, `@GFXARCH@` standing for a processor.
     pub search_paths: Vec<String>,
     /// The path the runtime knows the binary by (symbolic links resolved), against whose
-    /// folder relative search paths resolve.
-    pub binary: String,
+    /// folder relative search paths resolve (text in JSON, as [`names`] carries names).
+    #[serde(serialize_with = "names::text")]
+    pub binary: PathBuf,
+    /// The bytes of that path in base64, only when they are not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub binary_bytes: Option<String>,
     /// One per code-object index the binary's wrappers ask for, in wrapper order.
     pub code_objects: Vec<KpackCodeObject>,
 }
@@ -47,7 +52,11 @@ pub struct KpackLoad {
     /// generic target the runtime maps it to), or `nothing`.
     pub loads: &'static str,
     /// The archive it is loaded from.
-    pub archive: Option<String>,
+    #[serde(serialize_with = "names::optional_text")]
+    pub archive: Option<PathBuf>,
+    /// The bytes of that archive's path in base64, only when they are not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_bytes: Option<String>,
     /// The processor key of the archive's entry (`gfx90a`, `gfx90a:xnack-`).
     pub arch: Option<String>,
     /// The loader's result: `SUCCESS`, `ARCHIVE_NOT_FOUND`, `ARCH_NOT_FOUND`,
@@ -63,7 +72,11 @@ pub struct KpackLoad {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Searched {
     /// The path.
-    pub path: String,
+    #[serde(serialize_with = "names::text")]
+    pub path: PathBuf,
+    /// The bytes of the path in base64, only when they are not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path_bytes: Option<String>,
     /// What it held: `missing`, `not an archive: WHY`, `archive for PROCESSORS`.
     pub found: String,
 }
@@ -112,7 +125,8 @@ pub fn check_split(
             .iter()
             .map(|p| p.to_string())
             .collect(),
-        binary: binary.to_string_lossy().into_owned(),
+        binary_bytes: crate::io::bytes_unless_text(&binary),
+        binary,
         code_objects,
     }
 }
@@ -132,7 +146,8 @@ fn load(
             KpackLoad {
                 device,
                 loads: if native { "native" } else { "generic" },
-                archive: Some(archive.to_string_lossy().into_owned()),
+                archive: Some(archive.clone()),
+                archive_bytes: crate::io::bytes_unless_text(archive),
                 arch: Some(arch.clone()),
                 loader,
                 why: None,
@@ -143,6 +158,7 @@ fn load(
             device,
             loads: "nothing",
             archive: None,
+            archive_bytes: None,
             arch: None,
             loader,
             why: other.why_not(),
@@ -150,7 +166,8 @@ fn load(
                 .tried
                 .iter()
                 .map(|t| Searched {
-                    path: t.path.to_string_lossy().into_owned(),
+                    path: t.path.clone(),
+                    path_bytes: crate::io::bytes_unless_text(&t.path),
                     found: t.opened.describe(),
                 })
                 .collect(),
@@ -213,8 +230,8 @@ pub fn text(report: &Report) -> String {
             } else {
                 "s"
             },
-            kpack.kernel_name,
-            kpack.search_paths.join(", ")
+            crate::io::shown(&kpack.kernel_name),
+            crate::io::shown(&kpack.search_paths.join(", "))
         ));
         for device in &report.devices {
             let alike = groups(kpack, device.index, |l| {
@@ -238,6 +255,7 @@ pub fn text(report: &Report) -> String {
                             "generic" => " (generic target code)",
                             _ => "",
                         };
+                        let archive = crate::io::shown(archive);
                         out.push_str(&format!("{head}: {archive} [{arch}]{how}\n"));
                     }
                     _ => {
@@ -247,7 +265,8 @@ pub fn text(report: &Report) -> String {
                             out.push_str("      searched:\n");
                         }
                         for s in &load.searched {
-                            out.push_str(&format!("        {} ({})\n", s.path, s.found));
+                            let path = crate::io::shown(&s.path);
+                            out.push_str(&format!("        {path} ({})\n", s.found));
                         }
                     }
                 }

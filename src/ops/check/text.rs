@@ -2,6 +2,9 @@
 //! in kpack archives, what leaves a device without code and what the runtime then does, and
 //! the device images embedded as data, apart.
 
+use std::ffi::OsString;
+use std::path::Path;
+
 use super::kpack;
 use super::{hip_devices, BundleReport, Device, FileReport, Report};
 use crate::loads::runtime::AMDGCN_ISA_PREFIX;
@@ -122,14 +125,15 @@ fn table(report: &Report) -> String {
     let header = [
         "FILE", "BUNDLES", "DEVICE", "NATIVE", "GENERIC", "SPIR-V", "NOTHING",
     ];
-    let mut rows: Vec<[String; 7]> = Vec::new();
+    let mut rows: Vec<[OsString; 7]> = Vec::new();
     for file in &report.files {
         let code_objects = file.kpack.as_ref().map_or(0, |k| k.code_objects.len());
         let units = registered(file).count() + code_objects;
-        let mut first = [file.path.clone(), units.to_string()].to_vec();
+        let first = [file.path.clone().into_os_string(), units.to_string().into()];
         if units == 0 {
-            first.resize(7, String::new());
-            rows.push(first.try_into().unwrap_or_default());
+            let mut row: [OsString; 7] = Default::default();
+            row[..2].clone_from_slice(&first);
+            rows.push(row);
             continue;
         }
         for (k, c) in file.counts.iter().enumerate() {
@@ -140,16 +144,16 @@ fn table(report: &Report) -> String {
             let (path, bundles) = if k == 0 {
                 (first[0].clone(), first[1].clone())
             } else {
-                (String::new(), String::new())
+                (OsString::new(), OsString::new())
             };
             rows.push([
                 path,
                 bundles,
-                device,
-                c.native.to_string(),
-                c.generic.to_string(),
-                c.spirv.to_string(),
-                c.nothing.to_string(),
+                device.into(),
+                c.native.to_string().into(),
+                c.generic.to_string().into(),
+                c.spirv.to_string().into(),
+                c.nothing.to_string().into(),
             ]);
         }
     }
@@ -242,7 +246,7 @@ fn without_code(report: &Report, embedded: bool) -> String {
 
 /// What `hipModuleLoad` of the bare code object `module` of the file `path` does on the
 /// devices it is not compatible with; empty when there are none.
-fn module_consequence(report: &Report, path: &str, module: &BundleReport) -> String {
+fn module_consequence(report: &Report, path: &Path, module: &BundleReport) -> String {
     let failing: Vec<&Device> = module
         .loads
         .iter()
@@ -305,7 +309,7 @@ fn hip_failing(report: &Report, first: usize) -> String {
 
 /// What the OpenMP runtime does with the images of `unit` (offload binaries of one place of
 /// the file `path`) on the devices none of them suits; empty when there are none.
-fn openmp_consequence(report: &Report, path: &str, unit: &BundleReport) -> String {
+fn openmp_consequence(report: &Report, path: &Path, unit: &BundleReport) -> String {
     let failing: Vec<&str> = unit
         .loads
         .iter()

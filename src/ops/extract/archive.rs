@@ -26,7 +26,8 @@ fn member_name(config: &ExtractConfig, c: &Chosen) -> String {
             let member = c
                 .member
                 .clone()
-                .unwrap_or_else(|| stem(&config.files[c.input]));
+                // A member's name is text to the archive writer.
+                .unwrap_or_else(|| stem(&config.files[c.input]).to_string_lossy().into_owned());
             device_member_name(&member, &c.label, arch)
         }
     }

@@ -37,7 +37,7 @@ pub(super) struct Chosen {
     pub(super) device_pick: bool,
     /// The whole file name to write it under, when it has one of its own (a CUDA entry:
     /// cuobjdump's name).
-    pub(super) name: Option<String>,
+    pub(super) name: Option<std::ffi::OsString>,
 }
 
 /// Where the bytes of a chosen image are.

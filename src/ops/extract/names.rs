@@ -2,6 +2,8 @@
 //! bytes, cuobjdump's names for CUDA entries, and the output files' stems, kept apart.
 
 use std::collections::BTreeSet;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use crate::format::cuda_fatbin::EntryKind;
@@ -14,8 +16,13 @@ use crate::ops::support::image::{ImageRecord, Source};
 /// Makes text safe as part of a file name: letters, digits and `._+-` stay, anything else
 /// (`/`, `:`, spaces, `..` cannot survive as a path) becomes `_`.
 pub fn safe_name(text: &str) -> String {
-    let cleaned: String = text
-        .chars()
+    safe_part(text).trim_start_matches('.').to_string()
+}
+
+/// `text` with every character but letters, digits and `._+-` made `_`: safe inside a file
+/// name, after a part that does not start with a dot.
+fn safe_part(text: &str) -> String {
+    text.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-') {
                 c
@@ -23,8 +30,7 @@ pub fn safe_name(text: &str) -> String {
                 '_'
             }
         })
-        .collect();
-    cleaned.trim_start_matches('.').to_string()
+        .collect()
 }
 
 /// The file extension for an image's bytes.
@@ -58,11 +64,13 @@ pub(super) fn extension(image: &ImageRecord, data: &[u8]) -> &'static str {
     }
 }
 
-/// The name of the file at `path`, for the names of what is extracted from it.
-pub(super) fn stem(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "input".into())
+/// The name of the file at `path`, for the names of what is extracted from it: its exact
+/// bytes (a file name already, it holds no `/`), without leading dots, so that no output is
+/// hidden.
+pub(super) fn stem(path: &Path) -> OsString {
+    let name = path.file_name().map_or(&b"input"[..], OsStr::as_bytes);
+    let start = name.iter().position(|&b| b != b'.').unwrap_or(name.len());
+    OsString::from_vec(name[start..].to_vec())
 }
 
 /// The names cuobjdump gives the entries of CUDA fat binaries in one file: the file's name
@@ -70,7 +78,7 @@ pub(super) fn stem(path: &Path) -> String {
 /// the file's entries of its kind, and its SM (a family cubin's without the `f`, PTX's as
 /// `sm_XY`): `libcurand.so.12.sm_80` (`.cubin` or `.ptx` follows).
 pub(super) struct CudaNames {
-    stem: String,
+    stem: OsString,
     cubins: usize,
     ptx: usize,
     /// Whether a CUDA device was asked for (`--device`): its fat binaries are kept whole
@@ -89,8 +97,9 @@ impl CudaNames {
         }
     }
 
-    /// The name of `found`, counted, when it is a CUDA entry.
-    pub(super) fn next(&mut self, found: &DeviceImage<'_>) -> Option<String> {
+    /// The name of `found`, counted, when it is a CUDA entry: the file's name kept byte for
+    /// byte, a member's made safe.
+    pub(super) fn next(&mut self, found: &DeviceImage<'_>) -> Option<OsString> {
         let Origin::CudaEntry(entry) = found.origin else {
             return None;
         };
@@ -99,20 +108,22 @@ impl CudaNames {
             _ => &mut self.cubins,
         };
         *n += 1;
-        let stem = match found.members.last() {
-            Some(member) => cuobjdump_stem(member),
+        let mut name = match found.members.last() {
+            Some(member) => cuobjdump_stem(safe_name(member).as_ref()),
             None => self.stem.clone(),
         };
         let sm = entry.sm();
-        Some(format!("{stem}.{n}.{}", sm.trim_end_matches('f')))
+        name.push(format!(".{n}.{}", sm.trim_end_matches('f')));
+        Some(name)
     }
 }
 
 /// A file name without its last extension, as cuobjdump names what it extracts.
-fn cuobjdump_stem(name: &str) -> String {
-    match name.rsplit_once('.') {
-        Some((stem, _)) if !stem.is_empty() => stem.to_string(),
-        _ => name.to_string(),
+fn cuobjdump_stem(name: &OsStr) -> OsString {
+    let bytes = name.as_bytes();
+    match bytes.iter().rposition(|&b| b == b'.') {
+        Some(dot) if dot > 0 => OsString::from_vec(bytes[..dot].to_vec()),
+        _ => name.to_owned(),
     }
 }
 
@@ -121,21 +132,21 @@ fn cuobjdump_stem(name: &str) -> String {
 /// inputs may both be named `k.o`, with a `k.2.sm_90` each). cuobjdump's names are told apart
 /// with their extension, as a cubin and a PTX entry share a stem (`k.1.sm_90a`).
 pub(super) fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
-    let mut taken: BTreeSet<String> = BTreeSet::new();
+    let mut taken: BTreeSet<OsString> = BTreeSet::new();
     chosen
         .iter()
         .map(|c| {
             let name = match &c.name {
-                Some(name) => unique(&safe_name(name), &format!(".{}", c.ext), &mut taken),
+                Some(name) => unique(name, &format!(".{}", c.ext), &mut taken),
                 None => {
                     let mut name = stem(&config.files[c.input]);
                     if let Some(member) = &c.member {
-                        name.push('-');
-                        name.push_str(member);
+                        name.push("-");
+                        name.push(safe_part(member));
                     }
-                    name.push('-');
-                    name.push_str(&c.label);
-                    unique(&safe_name(&name), "", &mut taken)
+                    name.push("-");
+                    name.push(safe_part(&c.label));
+                    unique(&name, "", &mut taken)
                 }
             };
             config.output.join(name)
@@ -145,14 +156,20 @@ pub(super) fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<Pat
 
 /// `stem`, or the first of `stem-2`, `stem-3`... that with `suffix` after it is not `taken`
 /// yet; taken then.
-fn unique(stem: &str, suffix: &str, taken: &mut BTreeSet<String>) -> String {
-    let mut candidate = stem.to_string();
+fn unique(stem: &OsStr, suffix: &str, taken: &mut BTreeSet<OsString>) -> OsString {
+    let joined = |name: &OsStr| {
+        let mut whole = name.to_owned();
+        whole.push(suffix);
+        whole
+    };
+    let mut candidate = stem.to_owned();
     let mut count = 1usize;
-    while taken.contains(&format!("{candidate}{suffix}")) {
+    while taken.contains(&joined(&candidate)) {
         count += 1;
-        candidate = format!("{stem}-{count}");
+        candidate = stem.to_owned();
+        candidate.push(format!("-{count}"));
     }
-    taken.insert(format!("{candidate}{suffix}"));
+    taken.insert(joined(&candidate));
     candidate
 }
 
@@ -181,15 +198,26 @@ mod tests {
     #[test]
     fn a_name_taken_gets_the_first_number_free() {
         let mut taken = BTreeSet::new();
-        let names: Vec<String> = ["k.2.sm_90", "k.2.sm_90-2", "k.2.sm_90", "k.2.sm_90"]
+        let names: Vec<OsString> = ["k.2.sm_90", "k.2.sm_90-2", "k.2.sm_90", "k.2.sm_90"]
             .into_iter()
-            .map(|n| unique(n, ".cubin", &mut taken))
+            .map(|n| unique(n.as_ref(), ".cubin", &mut taken))
             .collect();
         assert_eq!(
             names,
             ["k.2.sm_90", "k.2.sm_90-2", "k.2.sm_90-3", "k.2.sm_90-4"]
         );
         // Another extension is another name.
-        assert_eq!(unique("k.2.sm_90", ".ptx", &mut taken), "k.2.sm_90");
+        assert_eq!(
+            unique("k.2.sm_90".as_ref(), ".ptx", &mut taken),
+            "k.2.sm_90"
+        );
+    }
+
+    #[test]
+    fn the_input_name_is_kept_byte_for_byte() {
+        let path = Path::new(OsStr::from_bytes(b"lib/..a\xff\n-b.o"));
+        assert_eq!(stem(path).as_bytes(), b"a\xff\n-b.o");
+        assert_eq!(stem(Path::new("/")), "input");
+        assert_eq!(cuobjdump_stem(&stem(path)).as_bytes(), b"a\xff\n-b");
     }
 }

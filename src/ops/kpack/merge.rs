@@ -154,7 +154,7 @@ pub(super) fn merged_bundles(
     let split = crate::host::kpack::split_binary(path, data)?.ok_or_else(|| {
         Error::msg(format!(
             "'{}': not split: no kpack reference",
-            path.display()
+            crate::io::shown(&path)
         ))
     })?;
     let code = hip_code(data)
@@ -162,7 +162,7 @@ pub(super) fn merged_bundles(
         .ok_or_else(|| {
             Error::msg(format!(
                 "'{}': no {} section",
-                path.display(),
+                crate::io::shown(&path),
                 if is_pe(data) {
                     ".hip_fat"
                 } else {
@@ -181,7 +181,7 @@ pub(super) fn merged_bundles(
     let spill_error = |e: std::io::Error| {
         Error::msg(format!(
             "'{}': the bundles cannot be held in a temporary file: {}",
-            path.display(),
+            crate::io::shown(&path),
             crate::error::io_message(&e)
         ))
     };
@@ -264,12 +264,15 @@ pub(super) fn no_archive_holds(path: &Path, key: &str, k: usize, archives: &[Pat
     let searched = if archives.is_empty() {
         "no archive found".to_string()
     } else {
-        let names: Vec<String> = archives.iter().map(|p| p.display().to_string()).collect();
+        let names: Vec<String> = archives
+            .iter()
+            .map(|p| crate::io::shown(p).into_owned())
+            .collect();
         names.join(", ")
     };
     Error::msg(format!(
         "'{}': no archive holds code object {key} (wrapper {k}); searched: {searched}",
-        path.display()
+        crate::io::shown(&path)
     ))
 }
 
@@ -295,7 +298,7 @@ pub(super) fn code_objects_by_index<'p, 'a>(
                 return Err(Error::msg(format!(
                     "'{}': code object {}: processor key {} is no target ID, so it cannot be a \
                      bundle entry's",
-                    o.path.display(),
+                    crate::io::shown(&o.path),
                     crate::error::quoted(entry.key),
                     crate::error::quoted(entry.arch)
                 )));

@@ -51,18 +51,15 @@ impl CreatedDirs {
     }
 }
 
-/// The group name when none is given: the first input's name up to its first `.`.
+/// The group name when none is given: the first input's name up to its first `.`, or
+/// `device` when that is empty or not UTF-8 (the name is text in the split binaries'
+/// references, and no archive is named with a replacement character).
 pub(super) fn default_name(inputs: &[PathBuf]) -> String {
     inputs
         .first()
         .and_then(|p| p.file_name())
-        .map(|n| {
-            n.to_string_lossy()
-                .split('.')
-                .next()
-                .unwrap_or("")
-                .to_string()
-        })
+        .and_then(|n| n.to_str())
+        .map(|n| n.split('.').next().unwrap_or("").to_string())
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| "device".to_string())
 }
@@ -75,13 +72,13 @@ pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Plan
         if meta.is_dir() && !recursive {
             return Err(Error::msg(format!(
                 "'{}': a folder; give -r to split everything under it",
-                input.display()
+                crate::io::shown(&input)
             )));
         }
         if !meta.is_dir() && input.file_name().is_none() {
             return Err(Error::msg(format!(
                 "'{}': not a file name",
-                input.display()
+                crate::io::shown(&input)
             )));
         }
     }
@@ -110,8 +107,8 @@ pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Plan
         if !seen.insert(&p.relative) {
             return Err(Error::msg(format!(
                 "'{}': another input also goes to '{}'",
-                p.input.display(),
-                p.relative.display()
+                crate::io::shown(&p.input),
+                crate::io::shown(&p.relative)
             )));
         }
     }
@@ -122,6 +119,6 @@ pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Plan
 pub(super) fn not_as_written(path: &Path, why: impl std::fmt::Display) -> Error {
     Error::msg(format!(
         "'{}': the written file does not read back as it should ({why}); nothing was written",
-        path.display()
+        crate::io::shown(&path)
     ))
 }

@@ -125,7 +125,7 @@ pub(super) fn read_binary<'a>(
                 return Err(Error::msg(format!(
                     "'{}': {context}: bundle entry {}: its target ID is not a processor's, so \
                      it names no archive; nothing was written",
-                    path.display(),
+                    crate::io::shown(&path),
                     crate::error::quoted(id)
                 )));
             }
@@ -218,7 +218,7 @@ fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'
     {
         return Err(Error::msg(format!(
             "'{}': {} wrapper {k} at {:#x}: already HIPK: {ALREADY_SPLIT}",
-            path.display(),
+            crate::io::shown(&path),
             wrapper_section(&code),
             w.at
         )));
@@ -245,7 +245,7 @@ fn unreadable_elf(path: &Path, data: &[u8], e: &object::Error) -> Error {
         Err(found) => Error::container(path, found),
         Ok(_) => Error::msg(format!(
             "'{}': not a readable ELF file ({e}); nothing was written for it",
-            path.display()
+            crate::io::shown(&path)
         )),
     }
 }
@@ -269,7 +269,7 @@ pub(super) fn bundle_offsets(path: &Path, code: &HipCode<'_>) -> Result<Vec<usiz
             let fail = |why: &str| {
                 Error::msg(format!(
                     "'{}': {} wrapper {k} at {:#x}: {why}",
-                    path.display(),
+                    crate::io::shown(&path),
                     wrapper_section(code),
                     w.at
                 ))

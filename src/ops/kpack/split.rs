@@ -134,7 +134,7 @@ pub(super) fn split_into(
         {
             return Err(Error::msg(format!(
                 "'{}': the tree has its own '{ARCHIVE_FOLDER}', where the archives go",
-                config.output.join(ARCHIVE_FOLDER).display()
+                crate::io::shown(&config.output.join(ARCHIVE_FOLDER))
             )));
         }
         let archive_dir = config.output.join(ARCHIVE_FOLDER);
@@ -302,15 +302,18 @@ impl MadeLinks {
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
             return Err(Error::msg(format!(
                 "'{}': a folder is there, where a link of the tree goes",
-                path.display()
+                crate::io::shown(&path)
             )));
         }
-        let file_name = path.file_name().unwrap_or_default().to_string_lossy();
-        let temporary = path.with_file_name(format!(
-            ".{file_name}.kpack-link.{}.{}",
+        // The name's bytes as they are: a name that is not UTF-8 stays itself.
+        let mut temporary_name = std::ffi::OsString::from(".");
+        temporary_name.push(path.file_name().unwrap_or_default());
+        temporary_name.push(format!(
+            ".kpack-link.{}.{}",
             std::process::id(),
             self.0.len()
         ));
+        let temporary = path.with_file_name(temporary_name);
         std::os::unix::fs::symlink(target, &temporary).map_err(|e| Error::io(&temporary, e))?;
         self.0.push((temporary, path.to_path_buf()));
         Ok(())

@@ -272,7 +272,7 @@ fn write_staged(out: &mut Output, path: &Path, blobs: &Spilled, at: u64, size: u
         .ok_or_else(|| {
             Error::msg(format!(
                 "'{}': a staged code object is missing",
-                path.display()
+                crate::io::shown(&path)
             ))
         })?;
     match blobs.input() {

@@ -149,8 +149,12 @@ impl CudaPlace {
 /// Where a code object in a `.kpack` archive lies.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KpackPlace {
-    /// The archive, as found (relative paths from the binary's folder or the environment).
+    /// The archive, as found (relative paths from the binary's folder or the environment), as
+    /// text (a name that is not UTF-8 with U+FFFD for each invalid sequence).
     pub archive: String,
+    /// The archive's path in base64, present only when it is not UTF-8: its exact bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_bytes: Option<String>,
     /// The archive's path as found, its bytes as they are (`archive` is for people).
     #[serde(skip)]
     pub archive_path: std::path::PathBuf,
@@ -242,6 +246,7 @@ impl ImageRecord {
             target_id: code.arch.clone(),
             source: Source::Kpack(KpackPlace {
                 archive: code.archive.to_string_lossy().into_owned(),
+                archive_bytes: crate::io::bytes_unless_text(&code.archive),
                 archive_path: code.archive.clone(),
                 key: code.key.clone(),
                 index: code.index,

@@ -1,12 +1,14 @@
 //! What several operations share: the walker of files and folders (`inputs`), the memory
 //! budget of inflation (`inflating`), progress (`progress`), this machine's GPUs (`gpus`),
-//! finding external tools (`tool_path`), table columns (`columns`) and the typed record of
-//! a device image that `ls`, `extract` and `du` share (`image`).
+//! finding external tools (`tool_path`), table columns (`columns`), names carried in JSON
+//! without loss (`names`) and the typed record of a device image that `ls`, `extract` and
+//! `du` share (`image`).
 
 pub mod columns;
 pub mod gpus;
 pub mod image;
 pub mod inflating;
 pub mod inputs;
+pub mod names;
 pub mod progress;
 pub mod tool_path;
