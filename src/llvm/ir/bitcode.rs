@@ -743,7 +743,7 @@ fn write_function(
             .flat_map(|b| &b.insts)
             .filter_map(|i| i.name.as_ref()),
     );
-    for name in named {
+    for name in named.filter(|n| !crate::llvm::ir::module::is_unnamed(n)) {
         let mut ops = vec![fw.ids[name.as_str()]];
         ops.extend(chars(name));
         w.record(code::VST_ENTRY, &ops);
@@ -761,7 +761,7 @@ fn write_function(
 mod tests {
     use super::*;
     use crate::llvm::bitcode::writer::Part;
-    use crate::ops::wrapper::ir::llvm_offload_wrapper;
+    use crate::ops::wrapper::offload::llvm_offload_wrapper;
     use crate::ops::wrapper::{Made, OffloadKind, Relocatable};
     use crate::target::processor::LlvmVersion;
 
@@ -783,6 +783,7 @@ mod tests {
                     holes.push((*id, *len, at % 4));
                     at += len;
                 }
+                Part::Elements(_) => unreachable!("blobs only"),
             }
         }
         // The empty image is a null constant, not a blob.

@@ -12,7 +12,9 @@
 //! - `x86` and `a64`: the assemblers their registration code is written with;
 //! - `module`, `ir` and `bitcode`: the modules of both personalities, as IR text and bitcode.
 
+mod exact;
 pub(crate) mod ir;
+pub(crate) mod offload;
 mod sycl;
 
 pub use ir::{Made, Relocatable};
@@ -145,6 +147,7 @@ fn write_bitcode(module: &Module, images: &[Image], output: &Path) -> Result<()>
         match part {
             Part::Bytes(bytes) => out.write_bytes(bytes)?,
             Part::Hole { id, .. } => images[*id].write_to(&mut out)?,
+            Part::Elements(_) => unreachable!("the compact writer leaves blobs"),
         }
     }
     out.commit()?;
@@ -264,7 +267,10 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
     }
     let images = open_images(&paths)?;
     check(images.len())?;
-    let module = wrapper_module(&made, &config.triple, &image_lens(&images));
+    let mut module = wrapper_module(&made, &config.triple, &image_lens(&images));
+    if made.llvm >= crate::target::processor::LlvmVersion::V23 {
+        return exact::write_bitcode23(&mut module, &images, &config.output);
+    }
     write_bitcode(&module, &images, &config.output)
 }
 
@@ -272,7 +278,7 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
 fn wrapper_module(made: &Made, triple: &str, lens: &[u64]) -> Module {
     match made.kind {
         OffloadKind::Sycl => sycl::module(triple, lens.first().copied().unwrap_or(0)),
-        _ => ir::llvm_offload_wrapper(made, triple, lens),
+        _ => offload::llvm_offload_wrapper(made, triple, lens),
     }
 }
 
