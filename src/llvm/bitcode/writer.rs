@@ -721,6 +721,67 @@ mod tests {
         assert_eq!(&bytes[at + 5..at + 8], [0, 0, 0]);
     }
 
+    /// A stream with a 3-bit field, then an abbreviated array record of `bytes` in
+    /// `element`s, written inline or as a hole, then a 5-bit field and a placeholder.
+    fn array_stream(element: Field, bytes: &[u8], hole: bool) -> Vec<u8> {
+        let mut w = BitstreamWriter::new(*b"BC\xc0\xde");
+        w.enter_block(11, 4);
+        let abbrev = Abbrev(vec![AbbrevOp::Literal(9), AbbrevOp::Array(element)]);
+        let id = w.define(&abbrev);
+        w.fixed(0b101, 3);
+        let value = |b: u8| match element {
+            Field::Char6 => char6(b).unwrap(),
+            _ => u64::from(b),
+        };
+        if hole {
+            let bits: u64 = bytes.iter().map(|&b| element.bits(value(b))).sum();
+            w.abbreviated_hole(id, element, 0, bytes.len() as u64, bits);
+        } else {
+            let values: Vec<u64> = std::iter::once(9)
+                .chain(bytes.iter().map(|&b| value(b)))
+                .collect();
+            w.abbreviated(id, &abbrev, &values);
+        }
+        w.fixed(0b11011, 5);
+        let at = w.placeholder();
+        w.fixed(0x3f, 6);
+        w.end_block().unwrap();
+        w.backpatch(at, 0xdead_beef);
+        w.finish().to_bytes(|_| bytes)
+    }
+
+    #[test]
+    fn arrays_filled_later_are_the_arrays_written_at_once() {
+        for (element, bytes) in [
+            (Field::Fixed(8), &b"\x00\xffhello"[..]),
+            (Field::Fixed(7), b"hello world\n"),
+            (Field::Char6, b"abc.XY_09"),
+            (Field::Vbr(6), b"\xff\x01\x1f\x20hi"),
+            (Field::Fixed(8), b""),
+        ] {
+            let inline = array_stream(element, bytes, false);
+            assert_eq!(array_stream(element, bytes, true), inline, "{element:?}");
+            // The placeholder sits at an odd bit offset: find it by shifting the stream.
+            let bits: Vec<bool> = inline
+                .iter()
+                .flat_map(|b| (0..8).map(move |i| b >> i & 1 == 1))
+                .collect();
+            let found = bits
+                .windows(32)
+                .any(|w| w.iter().rev().fold(0u32, |v, &b| v << 1 | u32::from(b)) == 0xdead_beef);
+            assert!(found, "{element:?}");
+        }
+    }
+
+    #[test]
+    fn vbr_fields_know_their_width() {
+        assert_eq!(Field::Vbr(6).bits(0), 6);
+        assert_eq!(Field::Vbr(6).bits(31), 6);
+        assert_eq!(Field::Vbr(6).bits(32), 12);
+        assert_eq!(Field::Vbr(6).bits(255), 12);
+        assert_eq!(Field::Fixed(7).bits(100), 7);
+    }
+
     #[test]
     fn an_oversized_block_is_an_error_not_a_wrong_length() {
         let mut w = BitstreamWriter::new(*b"BC\xc0\xde");

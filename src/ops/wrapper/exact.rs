@@ -35,6 +35,17 @@ fn read_at(image: &Image, offset: u64, buffer: &mut [u8]) -> Result<()> {
     }
 }
 
+/// The part of `image` an OpenMP module registers, when it is an offload binary.
+pub(super) fn inner_image(image: &Image) -> Option<(u64, u64)> {
+    let len = image.len();
+    super::offload::inner_image(&mut |at, buffer: &mut [u8]| {
+        let fits = at
+            .checked_add(buffer.len() as u64)
+            .is_some_and(|end| end <= len);
+        fits && read_at(image, at, buffer).is_ok()
+    })
+}
+
 /// Calls `f` with the bytes of `image`, a chunk at a time.
 fn each_chunk(image: &Image, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
     let len = image.len();

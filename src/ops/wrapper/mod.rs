@@ -262,23 +262,37 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
     if config.file_type == FileType::IrText {
         let images = open_inputs(&paths)?;
         check(images.len())?;
-        let module = wrapper_module(&made, &config.triple, &input_lens(&images));
+        let inner: Vec<_> = images
+            .iter()
+            .map(|input| {
+                offload::inner_image(&mut |at, buffer: &mut [u8]| {
+                    let at = usize::try_from(at).unwrap_or(usize::MAX);
+                    let bytes = at
+                        .checked_add(buffer.len())
+                        .and_then(|end| input.get(at..end));
+                    bytes.map(|b| buffer.copy_from_slice(b)).is_some()
+                })
+            })
+            .collect();
+        let module = wrapper_module(&made, &config.triple, &input_lens(&images), &inner);
         return write_ir(&module, &images, &config.output);
     }
     let images = open_images(&paths)?;
     check(images.len())?;
-    let mut module = wrapper_module(&made, &config.triple, &image_lens(&images));
+    let inner: Vec<_> = images.iter().map(exact::inner_image).collect();
+    let mut module = wrapper_module(&made, &config.triple, &image_lens(&images), &inner);
     if made.llvm >= crate::target::processor::LlvmVersion::V23 {
         return exact::write_bitcode23(&mut module, &images, &config.output);
     }
     write_bitcode(&module, &images, &config.output)
 }
 
-/// The module of `llvm-offload-wrapper` that `made` describes, of images of lengths `lens`.
-fn wrapper_module(made: &Made, triple: &str, lens: &[u64]) -> Module {
+/// The module of `llvm-offload-wrapper` that `made` describes, of images of lengths `lens`
+/// (for OpenMP, the part `inner[i]` of image `i` registered, when it is an offload binary).
+fn wrapper_module(made: &Made, triple: &str, lens: &[u64], inner: &[Option<(u64, u64)>]) -> Module {
     match made.kind {
         OffloadKind::Sycl => sycl::module(triple, lens.first().copied().unwrap_or(0)),
-        _ => offload::llvm_offload_wrapper(made, triple, lens),
+        _ => offload::llvm_offload_wrapper_of(made, triple, lens, inner),
     }
 }
 

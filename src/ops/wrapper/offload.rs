@@ -14,9 +14,40 @@ use crate::ops::wrapper::ir::{
 use crate::ops::wrapper::OffloadKind;
 use crate::target::processor::LlvmVersion;
 
+/// The magic of an offload binary.
+const OFFLOAD_BINARY_MAGIC: [u8; 4] = [0x10, 0xff, 0x10, 0xad];
+
+/// Where the image an OpenMP module registers starts and ends in its file: in an offload
+/// binary, the image of its first entry (LLVM reads the header's entries offset, then the
+/// entry's image offset and size, and nothing else), found with `read`, which fills a buffer
+/// from an offset and says whether the file has those bytes; `None` for the whole file.
+pub fn inner_image(read: &mut dyn FnMut(u64, &mut [u8]) -> bool) -> Option<(u64, u64)> {
+    let mut header = [0u8; 24];
+    if !read(0, &mut header) || header[..4] != OFFLOAD_BINARY_MAGIC {
+        return None;
+    }
+    let word = |bytes: &[u8], at: usize| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(bytes.get(at..at + 8)?);
+        Some(u64::from_le_bytes(word))
+    };
+    let mut entry = [0u8; 40];
+    if !read(word(&header, 16)?, &mut entry) {
+        return None;
+    }
+    let offset = word(&entry, 24)?;
+    Some((offset, offset.checked_add(word(&entry, 32)?)?))
+}
+
 /// The module of `llvm-offload-wrapper` registering the images of lengths `lens` (one for
-/// CUDA and HIP) with the runtime `made.kind`, for `triple`.
-pub fn llvm_offload_wrapper(made: &Made, triple: &str, lens: &[u64]) -> Module {
+/// CUDA and HIP) with the runtime `made.kind`, for `triple`; the OpenMP module registers of
+/// image `i` the bytes `inner[i]` (start and end), when given, rather than the whole image.
+pub fn llvm_offload_wrapper_of(
+    made: &Made,
+    triple: &str,
+    lens: &[u64],
+    inner: &[Option<(u64, u64)>],
+) -> Module {
     let entries = Type::Array(0, Box::new(Type::Named(0)));
     let mut module = Module {
         id: "offload.wrapper.module".into(),
@@ -39,7 +70,7 @@ pub fn llvm_offload_wrapper(made: &Made, triple: &str, lens: &[u64]) -> Module {
         functions: Vec::new(),
     };
     match made.kind {
-        OffloadKind::OpenMp => openmp(&mut module, lens, made.image_section()),
+        OffloadKind::OpenMp => openmp(&mut module, lens, inner, made.image_section()),
         OffloadKind::Cuda | OffloadKind::Hip => fatbinary(&mut module, made, lens[0]),
         OffloadKind::Sycl => unreachable!("SYCL's module is sycl::module"),
     }
@@ -49,7 +80,7 @@ pub fn llvm_offload_wrapper(made: &Made, triple: &str, lens: &[u64]) -> Module {
 /// The OpenMP module: the images in `section`, their `__tgt_device_image`s and the
 /// `__tgt_bin_desc`, registered with `__tgt_register_lib` by a constructor that hands the
 /// unregistration to `atexit`.
-fn openmp(module: &mut Module, lens: &[u64], section: &str) {
+fn openmp(module: &mut Module, lens: &[u64], inner: &[Option<(u64, u64)>], section: &str) {
     module.structs.push(NamedStruct {
         name: "__tgt_device_image".into(),
         fields: vec![Type::Ptr; 4],
@@ -68,19 +99,20 @@ fn openmp(module: &mut Module, lens: &[u64], section: &str) {
             align: Some(8),
             ..internal_constant(&n, image(i, len))
         });
-        // LLVM folds the end of an empty image to its start.
-        let end = match len {
+        let (begin, end) = inner.get(i).copied().flatten().unwrap_or((0, len));
+        // LLVM folds the address of the image's first byte to the image's.
+        let at = |offset: u64| match offset {
             0 => global(&n),
             _ => Const::Gep {
                 inbounds: false,
                 source: bytes_type(len),
                 base: Box::new(global(&n)),
-                indices: vec![Const::Int(64, 0), Const::Int(64, len as i64)],
+                indices: vec![Const::Int(64, 0), Const::Int(64, offset as i64)],
             },
         };
         records.push(Const::Struct(
             record.clone(),
-            vec![global(&n), end, global(START), global(STOP)],
+            vec![at(begin), at(end), global(START), global(STOP)],
         ));
     }
     module.globals.push(Global {

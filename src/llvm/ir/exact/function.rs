@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::llvm::adt::string_map::StringMap;
+use crate::llvm::adt::string_map::LinearStringMap;
 use crate::llvm::bitcode::reader::block_id;
 use crate::llvm::bitcode::writer::{BitstreamWriter, BlockTooLong};
 use crate::llvm::ir::module::{
@@ -288,7 +288,7 @@ pub(super) fn write(
 }
 
 /// The function's value symbol table: its named arguments, blocks and instructions, in the
-/// order LLVM's `StringMap` of them iterates after they were added in that order.
+/// order LLVM 23's `StringMap` of them iterates after they were added in that order.
 fn write_symbol_table(
     w: &mut BitstreamWriter,
     abbrevs: &Abbrevs,
@@ -296,7 +296,7 @@ fn write_symbol_table(
     body: &Body,
 ) -> Result<(), BlockTooLong> {
     // What a name is: an argument or instruction (its value ID) or a block (its index).
-    let mut table: StringMap<(bool, u64)> = StringMap::new();
+    let mut table: LinearStringMap<(bool, u64)> = LinearStringMap::default();
     for name in body.params.iter().filter(|n| !is_unnamed(n)) {
         table.insert(
             name.as_bytes(),
