@@ -2,10 +2,11 @@
 //! (run in the sid root, `tests/util/sid.rs`) wrap the same files, and the two outputs must
 //! be the same bytes, for every kind, with and without `--triple`, for images of every form
 //! LLVM writes differently (none, one byte, text, C strings of 6-bit, 7-bit and 8-bit
-//! characters, zeros, binary data, a bundle, an offload binary), alone and together.
+//! characters, zeros, binary data, a bundle, an offload binary), alone and together. The same
+//! for `llvm-offload-wrapper-22` and this machine's LLVM 22.
 
 use crate::util::sid::{self, Sid, SidDir};
-use crate::util::{self, OFFLOAD};
+use crate::util::{self, skips, OFFLOAD};
 use std::path::Path;
 use std::process::Command;
 
@@ -38,20 +39,29 @@ fn images() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// A work folder in the root holding every image, and our program named as LLVM's tools.
-fn work_dir(sid: &Sid) -> SidDir {
-    let dir = sid.work_dir();
+/// Puts every image in `dir`, and our program in `dir/bin` named as LLVM's tools.
+fn fill(dir: &Path) {
     for (name, bytes) in images() {
-        std::fs::write(dir.path().join(name), bytes).unwrap();
+        std::fs::write(dir.join(name), bytes).unwrap();
     }
-    let bin = dir.path().join("bin");
+    let bin = dir.join("bin");
     std::fs::create_dir(&bin).unwrap();
     if std::fs::hard_link(OFFLOAD, bin.join("offload")).is_err() {
         std::fs::copy(OFFLOAD, bin.join("offload")).unwrap();
     }
-    for name in ["llvm-offload-wrapper-23", "llvm-offload-wrapper"] {
+    for name in [
+        "llvm-offload-wrapper-23",
+        "llvm-offload-wrapper-22",
+        "llvm-offload-wrapper",
+    ] {
         std::os::unix::fs::symlink("offload", bin.join(name)).unwrap();
     }
+}
+
+/// A work folder in the root holding every image, and our program named as LLVM's tools.
+fn work_dir(sid: &Sid) -> SidDir {
+    let dir = sid.work_dir();
+    fill(dir.path());
     dir
 }
 
@@ -166,4 +176,54 @@ fn several_openmp_images_are_llvm_23s_bytes() {
         "llvm-offload-wrapper",
         &["--kind=hip", "bundle.bin"],
     );
+}
+
+#[test]
+fn llvm_offload_wrapper_22_writes_llvm_22s_bytes() {
+    let Some(upstream) = skips::reference(
+        util::tool("llvm-offload-wrapper-22"),
+        "no llvm-offload-wrapper-22 (apt-get install llvm-22)",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    fill(dir.path());
+    let several = [
+        "text.bin",
+        "offload.bin",
+        "empty.bin",
+        "text.bin",
+        "high.bin",
+    ];
+    let mut cases: Vec<Vec<&str>> = vec![[&["--kind=openmp"][..], &several].concat()];
+    for (image, _) in images() {
+        for kind in ["--kind=hip", "--kind=cuda", "--kind=openmp"] {
+            cases.push(vec![kind, image]);
+        }
+    }
+    for kind in ["--kind=hip", "--kind=cuda", "--kind=openmp"] {
+        cases.push(vec![kind, "--triple=x86_64-pc-windows-msvc", "binary.bin"]);
+    }
+    for args in cases {
+        let llvm_out = dir.path().join("llvm.bc");
+        let out = Command::new(&upstream)
+            .args(&args)
+            .arg("-o")
+            .arg(&llvm_out)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "llvm-offload-wrapper-22 {args:?}: {err}"
+        );
+        let llvm = std::fs::read(&llvm_out).unwrap();
+        let ours = ours(dir.path(), "llvm-offload-wrapper-22", &args);
+        assert!(
+            ours == llvm,
+            "llvm-offload-wrapper-22 {args:?}: {}",
+            util::first_difference(&llvm, &ours)
+        );
+    }
 }

@@ -1,7 +1,7 @@
-//! The bitcode of LLVM 23's `llvm-offload-wrapper`, byte for byte: each image is read twice
-//! from its file, once to tell how LLVM writes it (and whether an earlier image has the same
-//! bytes, which LLVM then keeps once), once to write it into its place, shifted to the bit it
-//! starts at; neither pass holds more than a chunk of it.
+//! The bitcode of LLVM 23's and 22's `llvm-offload-wrapper`, byte for byte: each image is
+//! read twice from its file, once to tell how LLVM writes it (and whether an earlier image
+//! has the same bytes, which LLVM then keeps once), once to write it into its place, shifted
+//! to the bit it starts at; neither pass holds more than a chunk of it.
 
 use std::path::Path;
 
@@ -139,11 +139,16 @@ fn write_hole(out: &mut Output, hole: &ElementHole, image: &Image) -> Result<(u8
     Ok(encoder.finish())
 }
 
-/// Writes `module`, whose images are `images`, as LLVM 23.1.4 writes it, to `output`.
-pub(super) fn write_bitcode23(module: &mut Module, images: &[Image], output: &Path) -> Result<()> {
+/// Writes `module`, whose images are `images`, as `release` writes it, to `output`.
+pub(super) fn write_bitcode_as(
+    module: &mut Module,
+    images: &[Image],
+    output: &Path,
+    release: &exact::Release,
+) -> Result<()> {
     let contents = images.iter().map(scan).collect::<Result<Vec<_>>>()?;
     share_images(module, images, &contents)?;
-    let stream = exact::write(module, &contents, &guid)
+    let stream = exact::write(module, &contents, &guid, release)
         .map_err(|e| Error::msg(format!("'{}': {e}", output.display())))?;
     let mut out = Output::create(output)?;
     let mut tail = (0u8, 0u32);

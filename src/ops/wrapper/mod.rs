@@ -7,10 +7,11 @@
 //! x86-64 and AArch64, COFF x86-64), as LLVM IR text, or as bitcode, all without LLVM; the
 //! images are copied from their files into objects and bitcode, never held.
 //!
-//! - `native` and `native22`: the two personalities' objects, built on `layout` (what every
-//!   object shares, and the streaming of the images into place);
-//! - `x86` and `a64`: the assemblers their registration code is written with;
-//! - `module`, `ir` and `bitcode`: the modules of both personalities, as IR text and bitcode.
+//! - `ir`: clang-offload-wrapper's module, and what the modules share;
+//! - `offload` and `sycl`: the modules of `llvm-offload-wrapper` 22 and 23, as LLVM builds
+//!   them;
+//! - `exact`: those modules as LLVM 22's and 23's bitcode, byte for byte, the images streamed
+//!   into place (clang-offload-wrapper's bitcode is the compact writer's).
 
 mod exact;
 pub(crate) mod ir;
@@ -281,10 +282,11 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
     check(images.len())?;
     let inner: Vec<_> = images.iter().map(exact::inner_image).collect();
     let mut module = wrapper_module(&made, &config.triple, &image_lens(&images), &inner);
-    if made.llvm >= crate::target::processor::LlvmVersion::V23 {
-        return exact::write_bitcode23(&mut module, &images, &config.output);
-    }
-    write_bitcode(&module, &images, &config.output)
+    let release = match made.llvm {
+        crate::target::processor::LlvmVersion::V23 => &crate::llvm::ir::exact::LLVM_23,
+        _ => &crate::llvm::ir::exact::LLVM_22,
+    };
+    exact::write_bitcode_as(&mut module, &images, &config.output, release)
 }
 
 /// The module of `llvm-offload-wrapper` that `made` describes, of images of lengths `lens`

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::llvm::adt::string_map::LinearStringMap;
+use crate::llvm::adt::string_map::{LinearStringMap, StringMap};
 use crate::llvm::bitcode::reader::block_id;
 use crate::llvm::bitcode::writer::{BitstreamWriter, BlockTooLong};
 use crate::llvm::ir::module::{
@@ -231,6 +231,7 @@ pub(super) fn write(
     abbrevs: &Abbrevs,
     function: &Function,
     body: &Body,
+    release: &super::Release,
 ) -> Result<(), BlockTooLong> {
     let mut next = numbering.count();
     let mut ids = HashMap::new();
@@ -283,31 +284,27 @@ pub(super) fn write(
             fw.next += 1;
         }
     }
-    write_symbol_table(w, abbrevs, &fw, body)?;
+    write_symbol_table(w, abbrevs, &fw, body, release)?;
     w.end_block()
 }
 
 /// The function's value symbol table: its named arguments, blocks and instructions, in the
-/// order LLVM 23's `StringMap` of them iterates after they were added in that order.
+/// order the release's `StringMap` of them iterates after they were added in that order.
 fn write_symbol_table(
     w: &mut BitstreamWriter,
     abbrevs: &Abbrevs,
     fw: &Writing,
     body: &Body,
+    release: &super::Release,
 ) -> Result<(), BlockTooLong> {
     // What a name is: an argument or instruction (its value ID) or a block (its index).
-    let mut table: LinearStringMap<(bool, u64)> = LinearStringMap::default();
+    let id = |name: &String| fw.ids.get(name.as_str()).copied().unwrap_or_default();
+    let mut added: Vec<(&[u8], (bool, u64))> = Vec::new();
     for name in body.params.iter().filter(|n| !is_unnamed(n)) {
-        table.insert(
-            name.as_bytes(),
-            (
-                false,
-                fw.ids.get(name.as_str()).copied().unwrap_or_default(),
-            ),
-        );
+        added.push((name.as_bytes(), (false, id(name))));
     }
     for (i, b) in body.blocks.iter().enumerate() {
-        table.insert(b.name.as_bytes(), (true, i as u64));
+        added.push((b.name.as_bytes(), (true, i as u64)));
     }
     let named = body
         .blocks
@@ -315,20 +312,27 @@ fn write_symbol_table(
         .flat_map(|b| &b.insts)
         .filter_map(|i| i.name.as_ref());
     for name in named.filter(|n| !is_unnamed(n)) {
-        table.insert(
-            name.as_bytes(),
-            (
-                false,
-                fw.ids.get(name.as_str()).copied().unwrap_or_default(),
-            ),
-        );
+        added.push((name.as_bytes(), (false, id(name))));
     }
-    if table.is_empty() {
+    if added.is_empty() {
         return Ok(());
     }
+    let order: Vec<(Vec<u8>, (bool, u64))> = if release.linear_probing {
+        let mut table = LinearStringMap::default();
+        for (name, what) in added {
+            table.insert(name, what);
+        }
+        table.iter().map(|(k, v)| (k.to_vec(), *v)).collect()
+    } else {
+        let mut table = StringMap::new();
+        for (name, what) in added {
+            table.insert(name, what);
+        }
+        table.iter().map(|(k, v)| (k.to_vec(), *v)).collect()
+    };
     w.enter_block(block_id::VALUE_SYMTAB, 4);
-    for (name, &(is_block, id)) in table.iter() {
-        let encoding = StringEncoding::of(name);
+    for (name, (is_block, id)) in order {
+        let encoding = StringEncoding::of(&name);
         let (code, abbrev) = match (is_block, encoding) {
             (true, StringEncoding::Char6) => (code::VST_BBENTRY, abbrev::VST_BBENTRY_6),
             (true, _) => (code::VST_BBENTRY, abbrev::VST_ENTRY_8),

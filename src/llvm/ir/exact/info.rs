@@ -45,7 +45,8 @@ pub(super) fn write_module_info(
     w: &mut BitstreamWriter,
     numbering: &Numbering,
     strtab: &mut StringTable,
-    guid: super::Guid,
+    guid: Option<super::Guid>,
+    release: &super::Release,
 ) -> Placeholder {
     let module = numbering.module;
     w.record(code::MODULE_TRIPLE, &chars(&module.triple));
@@ -63,7 +64,9 @@ pub(super) fn write_module_info(
     let mut values = vec![code::MODULE_SOURCE_FILENAME];
     values.extend(module.id.bytes().map(|c| encoding.value(c)));
     w.abbreviated(id, &source, &values);
-    write_guids(w, numbering, guid);
+    if let Some(guid) = guid {
+        write_guids(w, numbering, guid);
+    }
     for g in &module.globals {
         write_global(w, numbering, &sections, strtab, simple.as_ref(), g);
     }
@@ -84,6 +87,7 @@ pub(super) fn write_module_info(
         let dso_local = f.linkage == Linkage::Internal;
         let [partition, _] = strtab.add("");
         ops.extend([u64::from(dso_local), 0, partition, 0, 0]);
+        ops.truncate(release.function_operands);
         w.record(code::MODULE_FUNCTION, &ops);
     }
     let offset = Abbrev(vec![

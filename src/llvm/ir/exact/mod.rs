@@ -1,4 +1,5 @@
-//! A [`Module`] as LLVM 23.1.4's bitcode writer writes it, byte for byte: the identification
+//! A [`Module`] as LLVM's bitcode writer writes it, byte for byte, for the releases of
+//! [`Release`] (23.1.4 and 22.1.8): the identification
 //! block, the module block (version, BLOCKINFO, types, module information, constants,
 //! metadata kinds, operand bundle tags, synchronization scopes, function blocks, the value
 //! symbol table their offsets are in), then the string table. LLVM leaves out the irsymtab of
@@ -25,8 +26,50 @@ use crate::llvm::ir::module::{Const, Linkage, Module, Type};
 use tables::abbrev;
 use values::{bits_for, Numbering, TypeEntry};
 
-/// The release whose writer this is, as its identification block and irsymtab name it.
-const VERSION: &str = "23.1.4";
+/// What the writers of two releases write differently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Release {
+    /// The release, as the identification block and the irsymtab name it.
+    pub version: &'static str,
+    /// How many of [`tables::METADATA_KINDS`] its context knows.
+    metadata_kinds: usize,
+    /// Its context's operand bundle tags.
+    bundle_tags: &'static [&'static str],
+    /// Whether the module block has a GUIDLIST record.
+    guid_list: bool,
+    /// Whether the constants block has the BLOCKINFO abbreviation of code 35.
+    constants_35: bool,
+    /// The width of a cast's flags in its BLOCKINFO abbreviation.
+    cast_flags_bits: u32,
+    /// How many operands a function record has.
+    function_operands: usize,
+    /// Whether its `StringMap` probes linearly (else quadratically).
+    linear_probing: bool,
+}
+
+/// LLVM 23.1.4.
+pub const LLVM_23: Release = Release {
+    version: "23.1.4",
+    metadata_kinds: 55,
+    bundle_tags: &tables::BUNDLE_TAGS,
+    guid_list: true,
+    constants_35: true,
+    cast_flags_bits: 9,
+    function_operands: 22,
+    linear_probing: true,
+};
+
+/// LLVM 22.1.8.
+pub const LLVM_22: Release = Release {
+    version: "22.1.8",
+    metadata_kinds: 47,
+    bundle_tags: &tables::BUNDLE_TAGS_22,
+    guid_list: false,
+    constants_35: false,
+    cast_flags_bits: 8,
+    function_operands: 21,
+    linear_probing: false,
+};
 
 /// Record codes, by block.
 mod code {
@@ -194,22 +237,24 @@ impl StringTable {
 /// computes.
 pub type Guid<'a> = &'a dyn Fn(&[u8]) -> u64;
 
-/// Writes `module` as LLVM 23.1.4 does; image `i`, whose content is `images[i]`, is the hole
-/// of ID `i`.
+/// Writes `module` as `release` does; image `i`, whose content is `images[i]`, is the hole of
+/// ID `i`.
 pub fn write(
     module: &Module,
     images: &[ImageContent],
     guid: Guid,
+    release: &Release,
 ) -> Result<Bitstream, BlockTooLong> {
     let numbering = Numbering::of(module);
     let mut w = BitstreamWriter::new(RAW_MAGIC);
-    write_identification(&mut w)?;
+    write_identification(&mut w, release)?;
     w.enter_block(block_id::MODULE, 3);
     w.record(code::MODULE_VERSION, &[MODULE_VERSION]);
-    let abbrevs = write_blockinfo(&mut w, numbering.types.bits())?;
+    let abbrevs = write_blockinfo(&mut w, numbering.types.bits(), release)?;
     write_types(&mut w, &numbering)?;
     let mut strtab = StringTable::default();
-    let vst_offset = write_module_info(&mut w, &numbering, &mut strtab, guid);
+    let guid = release.guid_list.then_some(guid);
+    let vst_offset = write_module_info(&mut w, &numbering, &mut strtab, guid, release);
     let constants = &numbering.constants;
     write_constants(
         &mut w,
@@ -219,13 +264,13 @@ pub fn write(
         numbering.global_count,
         Some(images),
     )?;
-    write_context_names(&mut w)?;
+    write_context_names(&mut w, release)?;
     let mut offsets = Vec::new();
     for (i, f) in module.functions.iter().enumerate() {
         if let Some(body) = &f.body {
             let id = module.globals.len() + i;
             offsets.push((id as u64, w.bit_position() / 32));
-            function::write(&mut w, &numbering, &abbrevs, f, body)?;
+            function::write(&mut w, &numbering, &abbrevs, f, body, release)?;
         }
     }
     w.backpatch(vst_offset, (w.bit_position() / 32) as u32);
@@ -241,7 +286,7 @@ pub fn write(
     }
     w.end_block()?;
     w.end_block()?;
-    for s in [VERSION, &module.triple, &module.id] {
+    for s in [release.version, &module.triple, &module.id] {
         strtab.add(s);
     }
     w.enter_block(block_id::STRTAB, 3);
@@ -252,14 +297,14 @@ pub fn write(
 }
 
 /// The identification block: the producer and the epoch.
-fn write_identification(w: &mut BitstreamWriter) -> Result<(), BlockTooLong> {
+fn write_identification(w: &mut BitstreamWriter, release: &Release) -> Result<(), BlockTooLong> {
     w.enter_block(block_id::IDENTIFICATION, 5);
     let string = Abbrev(vec![
         AbbrevOp::Literal(code::IDENTIFICATION_STRING),
         AbbrevOp::Array(Field::Char6),
     ]);
     let id = w.define(&string);
-    let producer = format!("LLVM{VERSION}");
+    let producer = format!("LLVM{}", release.version);
     let mut values = vec![code::IDENTIFICATION_STRING];
     values.extend(producer.bytes().map(|c| char6(c).unwrap_or_default()));
     w.abbreviated(id, &string, &values);
@@ -273,14 +318,18 @@ fn write_identification(w: &mut BitstreamWriter) -> Result<(), BlockTooLong> {
 }
 
 /// The BLOCKINFO block, for type IDs of `type_bits` bits.
-fn write_blockinfo(w: &mut BitstreamWriter, type_bits: u32) -> Result<Abbrevs, BlockTooLong> {
+fn write_blockinfo(
+    w: &mut BitstreamWriter,
+    type_bits: u32,
+    release: &Release,
+) -> Result<Abbrevs, BlockTooLong> {
     let mut abbrevs = Abbrevs {
         vst: Vec::new(),
         constants: Vec::new(),
         function: Vec::new(),
     };
     w.enter_block(block::BLOCKINFO, 2);
-    for (target, abbrev) in tables::blockinfo(type_bits) {
+    for (target, abbrev) in tables::blockinfo(type_bits, release) {
         w.define_for_block(target, &abbrev);
         match target {
             block_id::VALUE_SYMTAB => abbrevs.vst.push(abbrev),
@@ -551,15 +600,16 @@ fn image_record(
 }
 
 /// The names the context knows: metadata kinds, operand bundle tags, synchronization scopes.
-fn write_context_names(w: &mut BitstreamWriter) -> Result<(), BlockTooLong> {
+fn write_context_names(w: &mut BitstreamWriter, release: &Release) -> Result<(), BlockTooLong> {
     w.enter_block(block::METADATA_KIND, 3);
-    for (i, kind) in tables::METADATA_KINDS.iter().enumerate() {
+    let kinds = tables::METADATA_KINDS.iter().take(release.metadata_kinds);
+    for (i, kind) in kinds.enumerate() {
         let values = [vec![i as u64], chars(kind)].concat();
         w.record(code::METADATA_KIND, &values);
     }
     w.end_block()?;
     w.enter_block(block::OPERAND_BUNDLE_TAGS, 3);
-    for tag in tables::BUNDLE_TAGS {
+    for tag in release.bundle_tags {
         w.record(code::OPERAND_BUNDLE_TAG, &chars(tag));
     }
     w.end_block()?;

@@ -1,10 +1,11 @@
-//! What LLVM 23.1.4's bitcode writer writes the same way into every module: the abbreviations
-//! of its BLOCKINFO block, and the names its context knows (metadata kinds, operand bundle
-//! tags, synchronization scopes).
+//! What LLVM's bitcode writer writes the same way into every module, release by release: the
+//! abbreviations of its BLOCKINFO block, and the names its context knows (metadata kinds,
+//! operand bundle tags, synchronization scopes).
 
 use crate::llvm::bitcode::writer::{Abbrev, AbbrevOp, Field};
 
-/// The metadata kinds of an LLVM 23.1.4 context, in the order of their IDs.
+/// The metadata kinds of an LLVM 23.1.4 context, in the order of their IDs; LLVM 22.1.8's are
+/// the first 47.
 pub(super) const METADATA_KINDS: [&str; 55] = [
     "dbg",
     "tbaa",
@@ -86,6 +87,22 @@ pub(super) const BUNDLE_TAGS: [&str; 19] = [
     "deactivation-symbol",
 ];
 
+/// The operand bundle tags of an LLVM 22.1.8 context, in the order of their IDs.
+pub(super) const BUNDLE_TAGS_22: [&str; 12] = [
+    "deopt",
+    "funclet",
+    "gc-transition",
+    "cfguardtarget",
+    "preallocated",
+    "gc-live",
+    "clang.arc.attachedcall",
+    "ptrauth",
+    "kcfi",
+    "convergencectrl",
+    "align",
+    "deactivation-symbol",
+];
+
 /// The synchronization scopes of an LLVM 23.1.4 context, in the order of their IDs.
 pub(super) const SYNC_SCOPES: [&str; 2] = ["singlethread", ""];
 
@@ -96,7 +113,9 @@ use Field::{Char6, Fixed, Vbr};
 /// take `type_bits` bits. In a function block they are numbered from 4 in this order:
 /// load, store, unary operators (2), binary operators (2), casts (2), `ret` (2), `br` (2),
 /// `unreachable`, `getelementptr`, comparisons (2), debug records, debug locations.
-pub(super) fn blockinfo(type_bits: u32) -> Vec<(u64, Abbrev)> {
+///
+/// LLVM 22 has no constants abbreviation of code 35, and gives the flags of a cast 8 bits.
+pub(super) fn blockinfo(type_bits: u32, release: &super::Release) -> Vec<(u64, Abbrev)> {
     use crate::llvm::bitcode::reader::block_id::{CONSTANTS, FUNCTION, VALUE_SYMTAB};
     let n = Scalar(Fixed(type_bits));
     let v = |w| Scalar(Vbr(w));
@@ -107,13 +126,16 @@ pub(super) fn blockinfo(type_bits: u32) -> Vec<(u64, Abbrev)> {
         vec![L(1), v(8), Array(Char6)],
         vec![L(2), v(8), Array(Char6)],
     ];
-    let constants = [
+    let mut constants = vec![
         vec![L(1), n],
         vec![L(4), v(8)],
         vec![L(35), v(8)],
         vec![L(11), f(4), n, v(8)],
         vec![L(2)],
     ];
+    if !release.constants_35 {
+        constants.remove(2);
+    }
     let function = [
         vec![L(20), v(6), n, v(4), f(1)],
         vec![L(44), v(6), v(6), v(4), f(1)],
@@ -122,7 +144,7 @@ pub(super) fn blockinfo(type_bits: u32) -> Vec<(u64, Abbrev)> {
         vec![L(2), v(6), v(6), f(4)],
         vec![L(2), v(6), v(6), f(4), f(8)],
         vec![L(3), v(6), n, f(4)],
-        vec![L(3), v(6), n, f(4), f(9)],
+        vec![L(3), v(6), n, f(4), f(release.cast_flags_bits)],
         vec![L(10)],
         vec![L(10), v(6)],
         vec![L(11), v(6)],
