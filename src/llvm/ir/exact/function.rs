@@ -205,13 +205,14 @@ fn encoded_align(bytes: u32) -> u64 {
 }
 
 /// The constants `body` uses that the module does not have, in the order they are written.
-fn own_constants(numbering: &Numbering, body: &Body) -> Vec<Const> {
+fn own_constants(numbering: &Numbering, function: &Function, body: &Body) -> Vec<Const> {
     let module = numbering.module;
+    let locals = module.local_types(function);
     let mut types = super::values::Types::default();
     let mut pool = Pool::default();
     let outer = Some(&numbering.constant_ids);
     for inst in body.blocks.iter().flat_map(|b| &b.insts) {
-        for operand in operands(&inst.op) {
+        for operand in operands(&inst.op, &locals) {
             match operand {
                 Operand::Value(Value::Const(c)) => pool.add(module, &mut types, c, outer),
                 Operand::Case(bits, case) => {
@@ -239,7 +240,7 @@ pub(super) fn write(
         ids.insert(name.as_str(), next);
         next += 1;
     }
-    let constants = own_constants(numbering, body);
+    let constants = own_constants(numbering, function, body);
     let constant_ids: HashMap<Const, u64> = constants.iter().cloned().zip(next..).collect();
     let first_constant = next;
     next += constants.len() as u64;

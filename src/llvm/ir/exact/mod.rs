@@ -619,3 +619,32 @@ fn write_context_names(w: &mut BitstreamWriter, release: &Release) -> Result<(),
     }
     w.end_block()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::wrapper::offload::llvm_offload_wrapper_of;
+    use crate::ops::wrapper::{Made, OffloadKind, Relocatable};
+    use crate::target::processor::LlvmVersion;
+
+    #[test]
+    fn each_release_names_itself_and_keeps_the_symbol_table_strings() {
+        for (release, llvm) in [(LLVM_23, LlvmVersion::V23), (LLVM_22, LlvmVersion::V22)] {
+            let made = Made {
+                kind: OffloadKind::OpenMp,
+                llvm,
+                relocatable: Relocatable::No,
+            };
+            let triple = "x86_64-pc-linux-gnu";
+            let module = llvm_offload_wrapper_of(&made, triple, &[5], &[]);
+            let images = [ImageContent::of(b"hello")];
+            let stream = write(&module, &images, &|_| 1, &release).unwrap();
+            let bytes = stream.to_bytes(|_| b"hello");
+            assert!(bytes.starts_with(&RAW_MAGIC));
+            assert_eq!(bytes.len() % 4, 0);
+            let tail = format!("{}{triple}offload.wrapper.module", release.version);
+            let at = bytes.windows(tail.len()).position(|w| w == tail.as_bytes());
+            assert!(at.is_some(), "{}", release.version);
+        }
+    }
+}

@@ -153,13 +153,13 @@ impl Pool {
 /// An operand of an instruction, in the order LLVM keeps them.
 pub(super) enum Operand<'a> {
     Value(&'a Value),
-    /// A switch's case value, an integer of this many bits.
+    /// A switch's case value, an integer of this many bits (the switch's value's).
     Case(u32, i64),
     Block,
 }
 
-/// The operands of `op`, in LLVM's order.
-pub(super) fn operands(op: &Op) -> Vec<Operand<'_>> {
+/// The operands of `op`, in LLVM's order; `locals` gives the types of the function's values.
+pub(super) fn operands<'a>(op: &'a Op, locals: &HashMap<String, Type>) -> Vec<Operand<'a>> {
     use Operand::{Block, Case, Value as V};
     match op {
         Op::Call { args, .. } => args.iter().map(V).collect(),
@@ -172,9 +172,13 @@ pub(super) fn operands(op: &Op) -> Vec<Operand<'_>> {
         Op::Br(_) => vec![Block],
         Op::CondBr { cond, .. } => vec![V(cond), Block, Block],
         Op::Switch { value, cases, .. } => {
+            let bits = match value_type(value, locals) {
+                Type::Int(bits) => bits,
+                _ => 32,
+            };
             let mut list = vec![V(value), Block];
             for (case, _) in cases {
-                list.push(Case(32, *case));
+                list.push(Case(bits, *case));
                 list.push(Block);
             }
             list
@@ -252,7 +256,7 @@ impl<'m> Numbering<'m> {
 fn body_types(module: &Module, types: &mut Types, function: &Function, body: &Body) {
     let locals = module.local_types(function);
     for inst in body.blocks.iter().flat_map(|b| &b.insts) {
-        for operand in operands(&inst.op) {
+        for operand in operands(&inst.op, &locals) {
             match operand {
                 Operand::Value(v) => {
                     types.add(module, &value_type(v, &locals));
@@ -296,5 +300,53 @@ fn const_operand_types(module: &Module, types: &mut Types, c: &Const) {
             types.add(module, source);
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llvm::ir::module::Module;
+
+    #[test]
+    fn constants_go_by_type_then_use_with_integers_first() {
+        let module = Module {
+            id: "m".into(),
+            triple: "t".into(),
+            structs: Vec::new(),
+            globals: Vec::new(),
+            functions: Vec::new(),
+        };
+        let mut types = Types::default();
+        types.add(&module, &Type::Ptr);
+        let mut pool = Pool::default();
+        let pair = Const::Struct(
+            Type::Struct(vec![Type::Ptr, Type::Int(32)]),
+            vec![Const::Null(Type::Ptr), Const::Int(32, 7)],
+        );
+        for c in [
+            Const::Int(64, 1),
+            pair.clone(),
+            Const::Int(32, 5),
+            Const::Int(32, 7),
+            Const::Int(32, 7),
+        ] {
+            pool.add(&module, &mut types, &c, None);
+        }
+        // i64 comes first among the types (it was met first), i32 7 is used three times.
+        let ordered = pool.ordered(&types);
+        assert_eq!(
+            ordered,
+            [
+                Const::Int(64, 1),
+                Const::Int(32, 7),
+                Const::Int(32, 5),
+                Const::Null(Type::Ptr),
+                pair,
+            ]
+        );
+        assert_eq!(bits_for(31), 5);
+        assert_eq!(bits_for(32), 5);
+        assert_eq!(bits_for(33), 6);
     }
 }
