@@ -78,6 +78,7 @@ mod targets;
 mod trees;
 mod trees_read;
 mod wrapper;
+mod wrapper_bitcode;
 mod wrapper_native;
 
 /// Cargo builds only tests/main.rs (`autotests = false`), so a test file that no `mod` line

@@ -20,7 +20,7 @@ mod hashing;
 pub mod image_target;
 mod inflate;
 pub mod kpack;
-mod md5;
+pub(crate) mod md5;
 pub mod offload_binary;
 pub mod search;
 pub mod stream;

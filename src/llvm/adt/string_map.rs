@@ -303,3 +303,150 @@ mod tests {
         }
     }
 }
+
+/// LLVM 23's `StringMap`, as far as insertions go: the hash, the first 16 buckets and the
+/// growth of [`StringMap`], but linear probing (LLVM 23 closes the hole a removal leaves by
+/// shifting entries back, and keeps no tombstones).
+#[derive(Clone)]
+pub struct LinearStringMap<V> {
+    /// Each bucket's hash and entry number.
+    buckets: Vec<Option<(u32, usize)>>,
+    entries: Vec<(Box<[u8]>, V)>,
+}
+
+impl<V> Default for LinearStringMap<V> {
+    fn default() -> Self {
+        LinearStringMap {
+            buckets: Vec::new(),
+            entries: Vec::new(),
+        }
+    }
+}
+
+impl<V> LinearStringMap<V> {
+    /// The first bucket at or after `hash`'s that holds no entry, or holds `key`.
+    fn probe(&self, hash: u32, key: Option<&[u8]>) -> usize {
+        let mask = self.buckets.len() - 1;
+        let mut bucket = hash as usize & mask;
+        while let Some(Some((h, index))) = self.buckets.get(bucket) {
+            let same = key.is_some_and(|k| {
+                *h == hash && self.entries.get(*index).is_some_and(|e| &*e.0 == k)
+            });
+            if same {
+                break;
+            }
+            bucket = (bucket + 1) & mask;
+        }
+        bucket
+    }
+
+    /// Adds `key` with `value`, unless `key` is there; whether it was added.
+    pub fn insert(&mut self, key: &[u8], value: V) -> bool {
+        if self.buckets.is_empty() {
+            self.buckets = vec![None; 16];
+        }
+        let hash = key_hash(key);
+        let bucket = self.probe(hash, Some(key));
+        if matches!(self.buckets.get(bucket), Some(Some(_))) {
+            return false;
+        }
+        if let Some(slot) = self.buckets.get_mut(bucket) {
+            *slot = Some((hash, self.entries.len()));
+        }
+        self.entries.push((key.into(), value));
+        if self.entries.len() * 4 > self.buckets.len() * 3 {
+            let grown = vec![None; 2 * self.buckets.len()];
+            let old = std::mem::replace(&mut self.buckets, grown);
+            for (hash, index) in old.into_iter().flatten() {
+                let bucket = self.probe(hash, None);
+                if let Some(slot) = self.buckets.get_mut(bucket) {
+                    *slot = Some((hash, index));
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether the map is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The keys and values in the order of their buckets.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
+        self.buckets
+            .iter()
+            .flatten()
+            .filter_map(|(_, index)| self.entries.get(*index))
+            .map(|(k, v)| (&**k, v))
+    }
+}
+
+#[cfg(test)]
+mod linear_tests {
+    use super::LinearStringMap;
+
+    #[test]
+    fn names_iterate_as_llvm_23_writes_a_functions_symbol_table() {
+        // The names of LLVM 23's `.hip.globals_reg`, as its wrapper adds them, and the order
+        // llvm-bcanalyzer-23 shows them in.
+        let added = [
+            "entry",
+            "while.entry",
+            "if.kind",
+            "if.then",
+            "if.else",
+            "sw.global",
+            "sw.managed",
+            "sw.surface",
+            "sw.texture",
+            "if.end",
+            "while.end",
+            "entry1",
+            "addr",
+            "aux_addr",
+            "kind",
+            "name",
+            "size",
+            "flags",
+            "data",
+            "type",
+            "extern",
+            "constant",
+            "normalized",
+        ];
+        let written = [
+            "if.else",
+            "normalized",
+            "while.end",
+            "entry1",
+            "if.kind",
+            "kind",
+            "size",
+            "aux_addr",
+            "type",
+            "sw.texture",
+            "while.entry",
+            "sw.global",
+            "entry",
+            "constant",
+            "if.then",
+            "name",
+            "sw.managed",
+            "extern",
+            "addr",
+            "sw.surface",
+            "if.end",
+            "flags",
+            "data",
+        ];
+        let mut map = LinearStringMap::default();
+        for name in added {
+            assert!(map.insert(name.as_bytes(), ()));
+        }
+        assert!(!map.insert(b"entry", ()));
+        let order: Vec<&[u8]> = map.iter().map(|(k, _)| k).collect();
+        let expected: Vec<&[u8]> = written.iter().map(|s| s.as_bytes()).collect();
+        assert_eq!(order, expected);
+    }
+}

@@ -14,8 +14,151 @@ use crate::llvm::bitcode::reader::{abbrev_id, TOP_LEVEL_ABBREV_WIDTH};
 
 /// The encodings of abbreviation operands, as DEFINE_ABBREV writes them.
 mod encoding {
+    pub const FIXED: u64 = 1;
+    pub const VBR: u64 = 2;
     pub const ARRAY: u64 = 3;
+    pub const CHAR6: u64 = 4;
     pub const BLOB: u64 = 5;
+}
+
+/// The encoding of one field, or of each element of an array.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// This many bits.
+    Fixed(u32),
+    /// Chunks of this many bits.
+    Vbr(u32),
+    /// A character of `[a-zA-Z0-9._]` in 6 bits.
+    Char6,
+}
+
+impl Field {
+    /// How many bits `value` takes in this encoding.
+    pub fn bits(self, value: u64) -> u64 {
+        match self {
+            Field::Fixed(width) => u64::from(width),
+            Field::Char6 => 6,
+            Field::Vbr(width) => {
+                let payload = u64::from(width - 1);
+                let used = u64::from(64 - value.leading_zeros()).max(1);
+                used.div_ceil(payload) * u64::from(width)
+            }
+        }
+    }
+}
+
+/// An operand of an abbreviation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AbbrevOp {
+    /// A value every record of the abbreviation has, not written.
+    Literal(u64),
+    /// One field.
+    Scalar(Field),
+    /// The rest of the operands, a count then the elements.
+    Array(Field),
+}
+
+/// An abbreviation: how the code and operands of a record are written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Abbrev(pub Vec<AbbrevOp>);
+
+/// The value of a 6-bit character, if it is one of `[a-zA-Z0-9._]`.
+pub fn char6(c: u8) -> Option<u64> {
+    match c {
+        b'a'..=b'z' => Some(u64::from(c - b'a')),
+        b'A'..=b'Z' => Some(u64::from(c - b'A') + 26),
+        b'0'..=b'9' => Some(u64::from(c - b'0') + 52),
+        b'.' => Some(62),
+        b'_' => Some(63),
+        _ => None,
+    }
+}
+
+/// A place in the stream of bits an array's elements fill later, one element a byte of a
+/// file: the stream holds everything around it, and the bits before it in the same byte.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ElementHole {
+    /// The caller's name for the bytes.
+    pub id: usize,
+    /// How each byte is written.
+    pub element: Field,
+    /// How many bytes, from the first.
+    pub count: u64,
+    /// Their length in bits.
+    pub bits: u64,
+    /// The bits of the stream before the hole in its first byte, and how many.
+    pub lead: (u8, u32),
+}
+
+/// Writes the bytes of an [`ElementHole`] as its elements, one chunk at a time.
+#[derive(Debug)]
+pub struct ElementEncoder {
+    element: Field,
+    pending: u64,
+    pending_bits: u32,
+    out: Vec<u8>,
+}
+
+impl ElementEncoder {
+    /// An encoder of `hole`'s elements, starting with its lead bits.
+    pub fn new(hole: &ElementHole) -> ElementEncoder {
+        ElementEncoder {
+            element: hole.element,
+            pending: u64::from(hole.lead.0),
+            pending_bits: hole.lead.1,
+            out: Vec::new(),
+        }
+    }
+
+    fn put(&mut self, value: u64, width: u32) {
+        self.pending |= value << self.pending_bits;
+        self.pending_bits += width;
+        while self.pending_bits >= 8 {
+            self.out.push(self.pending.to_le_bytes()[0]);
+            self.pending >>= 8;
+            self.pending_bits -= 8;
+        }
+    }
+
+    /// Encodes `bytes`; the whole bytes made are in [`ElementEncoder::take`].
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.out.reserve(bytes.len() + 8);
+        for &byte in bytes {
+            let value = u64::from(byte);
+            match self.element {
+                Field::Fixed(width) => self.put(value, width),
+                Field::Char6 => self.put(char6(byte).unwrap_or(0), 6),
+                Field::Vbr(width) => {
+                    let more = 1u64 << (width - 1);
+                    let mut v = value;
+                    while v >= more {
+                        self.put(v & (more - 1) | more, width);
+                        v >>= width - 1;
+                    }
+                    self.put(v, width);
+                }
+            }
+        }
+    }
+
+    /// The whole bytes encoded so far, taken.
+    pub fn take(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.out)
+    }
+
+    /// The bits left, fewer than 8, and how many: the low bits of the next byte of the
+    /// stream, which holds zeros there.
+    pub fn finish(self) -> (u8, u32) {
+        (self.pending.to_le_bytes()[0], self.pending_bits)
+    }
+}
+
+/// Where a 32-bit field to fill in later is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placeholder {
+    part: usize,
+    byte: usize,
+    shift: u32,
 }
 
 /// A piece of a written bitstream.
@@ -31,6 +174,9 @@ pub enum Part {
         /// Its length in bytes.
         len: u64,
     },
+    /// The place of the elements of an array filled from bytes the caller supplies; the
+    /// next [`Part::Bytes`] starts in the hole's last byte, with zeros where the hole's bits go.
+    Elements(ElementHole),
 }
 
 /// A finished bitstream: bytes and holes, in order.
@@ -48,6 +194,7 @@ impl Bitstream {
             .map(|part| match part {
                 Part::Bytes(bytes) => bytes.len() as u64,
                 Part::Hole { len, .. } => *len,
+                Part::Elements(hole) => (hole.lead.1 as u64 + hole.bits) / 8,
             })
             .sum()
     }
@@ -60,10 +207,26 @@ impl Bitstream {
     /// The stream as bytes, each hole filled by `blob(id)`, which must be as long as the hole.
     pub fn to_bytes<'a>(&self, blob: impl Fn(usize) -> &'a [u8]) -> Vec<u8> {
         let mut out = Vec::new();
+        let mut tail = (0u8, 0u32);
         for part in &self.parts {
             match part {
-                Part::Bytes(bytes) => out.extend_from_slice(bytes),
+                Part::Bytes(bytes) => {
+                    let at = out.len();
+                    out.extend_from_slice(bytes);
+                    if let Some(first) = out.get_mut(at) {
+                        *first |= tail.0;
+                    }
+                    tail = (0, 0);
+                }
                 Part::Hole { id, .. } => out.extend_from_slice(blob(*id)),
+                Part::Elements(hole) => {
+                    let bytes = blob(hole.id);
+                    let mut encoder = ElementEncoder::new(hole);
+                    let count = usize::try_from(hole.count).unwrap_or(usize::MAX);
+                    encoder.push(bytes.get(..count).unwrap_or(bytes));
+                    out.extend_from_slice(&encoder.take());
+                    tail = encoder.finish();
+                }
             }
         }
         out
@@ -134,6 +297,10 @@ pub struct BitstreamWriter {
     /// Abbreviations defined in the current block.
     abbrevs: u64,
     blocks: Vec<OpenBlock>,
+    /// How many abbreviations the BLOCKINFO block gives each block ID.
+    blockinfo: Vec<(u64, u64)>,
+    /// The block the BLOCKINFO block's definitions are for now.
+    blockinfo_target: Option<u64>,
 }
 
 impl BitstreamWriter {
@@ -148,7 +315,22 @@ impl BitstreamWriter {
             width: TOP_LEVEL_ABBREV_WIDTH,
             abbrevs: 0,
             blocks: Vec::new(),
+            blockinfo: Vec::new(),
+            blockinfo_target: None,
         }
+    }
+
+    /// The position in bits from the start, holes included.
+    pub fn bit_position(&self) -> u64 {
+        self.bit
+    }
+
+    /// How many abbreviations the BLOCKINFO block defined for block `id`.
+    fn blockinfo_count(&self, id: u64) -> u64 {
+        self.blockinfo
+            .iter()
+            .find(|(block, _)| *block == id)
+            .map_or(0, |(_, n)| *n)
     }
 
     /// Writes the low `width` bits of `value` (`width` at most 32).
@@ -199,7 +381,7 @@ impl BitstreamWriter {
             start_word: self.bit / 32,
         });
         self.width = width;
-        self.abbrevs = 0;
+        self.abbrevs = self.blockinfo_count(id);
     }
 
     /// Ends the innermost block and fills in its length.
@@ -230,6 +412,182 @@ impl BitstreamWriter {
             *field = length.to_le_bytes();
         }
         Ok(())
+    }
+
+    /// Writes the fields of an abbreviation's definition.
+    fn abbrev_definition(&mut self, abbrev: &Abbrev) {
+        self.fixed(abbrev_id::DEFINE_ABBREV, self.width);
+        let count: usize = abbrev
+            .0
+            .iter()
+            .map(|op| {
+                if matches!(op, AbbrevOp::Array(_)) {
+                    2
+                } else {
+                    1
+                }
+            })
+            .sum();
+        self.vbr(count as u64, 5);
+        let field = |w: &mut Self, f: Field| match f {
+            Field::Fixed(width) => {
+                w.fixed(0, 1);
+                w.fixed(encoding::FIXED, 3);
+                w.vbr(u64::from(width), 5);
+            }
+            Field::Vbr(width) => {
+                w.fixed(0, 1);
+                w.fixed(encoding::VBR, 3);
+                w.vbr(u64::from(width), 5);
+            }
+            Field::Char6 => {
+                w.fixed(0, 1);
+                w.fixed(encoding::CHAR6, 3);
+            }
+        };
+        for op in &abbrev.0 {
+            match *op {
+                AbbrevOp::Literal(value) => {
+                    self.fixed(1, 1);
+                    self.vbr(value, 8);
+                }
+                AbbrevOp::Scalar(f) => field(self, f),
+                AbbrevOp::Array(f) => {
+                    self.fixed(0, 1);
+                    self.fixed(encoding::ARRAY, 3);
+                    field(self, f);
+                }
+            }
+        }
+    }
+
+    /// Defines `abbrev` in the current block; returns its ID.
+    pub fn define(&mut self, abbrev: &Abbrev) -> u64 {
+        self.abbrev_definition(abbrev);
+        self.abbrevs += 1;
+        abbrev_id::FIRST_APPLICATION + self.abbrevs - 1
+    }
+
+    /// In the BLOCKINFO block (entered with [`BitstreamWriter::enter_block`] as block 0),
+    /// defines `abbrev` for every block `block`; returns its ID there.
+    pub fn define_for_block(&mut self, block: u64, abbrev: &Abbrev) -> u64 {
+        const SETBID: u64 = 1;
+        if self.blockinfo_target != Some(block) {
+            self.record(SETBID, &[block]);
+            self.blockinfo_target = Some(block);
+        }
+        self.abbrev_definition(abbrev);
+        let count = self.blockinfo_count(block) + 1;
+        match self.blockinfo.iter_mut().find(|(b, _)| *b == block) {
+            Some(entry) => entry.1 = count,
+            None => self.blockinfo.push((block, count)),
+        }
+        abbrev_id::FIRST_APPLICATION + count - 1
+    }
+
+    fn field(&mut self, field: Field, value: u64) {
+        match field {
+            Field::Fixed(width) => self.fixed(value, width),
+            Field::Vbr(width) => self.vbr(value, width),
+            Field::Char6 => self.fixed(value, 6),
+        }
+    }
+
+    /// Writes the record `values` (its code first) with the abbreviation `id`, `abbrev`.
+    pub fn abbreviated(&mut self, id: u64, abbrev: &Abbrev, values: &[u64]) {
+        self.fixed(id, self.width);
+        let mut rest = values;
+        for op in &abbrev.0 {
+            match *op {
+                AbbrevOp::Literal(_) => rest = rest.get(1..).unwrap_or_default(),
+                AbbrevOp::Scalar(f) => {
+                    let (&value, tail) = rest.split_first().unwrap_or((&0, &[]));
+                    self.field(f, value);
+                    rest = tail;
+                }
+                AbbrevOp::Array(f) => {
+                    self.vbr(rest.len() as u64, 6);
+                    for &value in rest {
+                        self.field(f, value);
+                    }
+                    rest = &[];
+                }
+            }
+        }
+    }
+
+    /// Leaves the place of `count` elements of `element`, `bits` long, for the caller to
+    /// fill from its bytes `id`.
+    fn element_hole(&mut self, id: usize, element: Field, count: u64, bits: u64) {
+        let lead = (self.pending.to_le_bytes()[0], self.pending_bits);
+        self.parts
+            .push(Part::Bytes(std::mem::take(&mut self.bytes)));
+        self.parts.push(Part::Elements(ElementHole {
+            id,
+            element,
+            count,
+            bits,
+            lead,
+        }));
+        self.pending = 0;
+        // Fewer than 8: the conversion cannot fail.
+        self.pending_bits = u32::try_from((u64::from(lead.1) + bits) % 8).unwrap_or_default();
+        self.bit += bits;
+    }
+
+    /// Writes a record of the abbreviation `id`, `abbrev` (a literal code, then an array of
+    /// `element`s) whose `count` elements, `bits` long, are the first bytes of `hole`.
+    pub fn abbreviated_hole(
+        &mut self,
+        id: u64,
+        element: Field,
+        hole: usize,
+        count: u64,
+        bits: u64,
+    ) {
+        self.fixed(id, self.width);
+        self.vbr(count, 6);
+        self.element_hole(hole, element, count, bits);
+    }
+
+    /// Writes an unabbreviated record of `code` whose `count` operands, `bits` long as
+    /// 6-bit VBRs, are the first bytes of `hole`.
+    pub fn unabbreviated_hole(&mut self, code: u64, hole: usize, count: u64, bits: u64) {
+        self.fixed(abbrev_id::UNABBREV_RECORD, self.width);
+        self.vbr(code, 6);
+        self.vbr(count, 6);
+        self.element_hole(hole, Field::Vbr(6), count, bits);
+    }
+
+    /// Writes the ID of an abbreviation, whose operands the caller writes.
+    pub fn abbrev_id(&mut self, id: u64) {
+        self.fixed(id, self.width);
+    }
+
+    /// Writes 32 zero bits to fill in later with [`BitstreamWriter::backpatch`].
+    pub fn placeholder(&mut self) -> Placeholder {
+        let at = Placeholder {
+            part: self.parts.len(),
+            byte: self.bytes.len(),
+            shift: self.pending_bits,
+        };
+        self.fixed(0, 32);
+        at
+    }
+
+    /// Fills in the 32 bits of `at` with `value`; more bits must have been written since.
+    pub fn backpatch(&mut self, at: Placeholder, value: u32) {
+        let bytes = match self.parts.get_mut(at.part) {
+            Some(Part::Bytes(bytes)) => bytes,
+            _ => &mut self.bytes,
+        };
+        let shifted = u64::from(value) << at.shift;
+        let count = (at.shift as usize + 32).div_ceil(8);
+        for (i, byte) in shifted.to_le_bytes().iter().take(count).enumerate() {
+            if let Some(target) = bytes.get_mut(at.byte + i) {
+                *target |= byte;
+            }
+        }
     }
 
     /// Writes a record without an abbreviation: its code and operands as 6-bit VBRs.
@@ -361,6 +719,67 @@ mod tests {
         let at = bytes.windows(5).position(|w| w == b"hello").unwrap();
         assert_eq!(at % 4, 0);
         assert_eq!(&bytes[at + 5..at + 8], [0, 0, 0]);
+    }
+
+    /// A stream with a 3-bit field, then an abbreviated array record of `bytes` in
+    /// `element`s, written inline or as a hole, then a 5-bit field and a placeholder.
+    fn array_stream(element: Field, bytes: &[u8], hole: bool) -> Vec<u8> {
+        let mut w = BitstreamWriter::new(*b"BC\xc0\xde");
+        w.enter_block(11, 4);
+        let abbrev = Abbrev(vec![AbbrevOp::Literal(9), AbbrevOp::Array(element)]);
+        let id = w.define(&abbrev);
+        w.fixed(0b101, 3);
+        let value = |b: u8| match element {
+            Field::Char6 => char6(b).unwrap(),
+            _ => u64::from(b),
+        };
+        if hole {
+            let bits: u64 = bytes.iter().map(|&b| element.bits(value(b))).sum();
+            w.abbreviated_hole(id, element, 0, bytes.len() as u64, bits);
+        } else {
+            let values: Vec<u64> = std::iter::once(9)
+                .chain(bytes.iter().map(|&b| value(b)))
+                .collect();
+            w.abbreviated(id, &abbrev, &values);
+        }
+        w.fixed(0b11011, 5);
+        let at = w.placeholder();
+        w.fixed(0x3f, 6);
+        w.end_block().unwrap();
+        w.backpatch(at, 0xdead_beef);
+        w.finish().to_bytes(|_| bytes)
+    }
+
+    #[test]
+    fn arrays_filled_later_are_the_arrays_written_at_once() {
+        for (element, bytes) in [
+            (Field::Fixed(8), &b"\x00\xffhello"[..]),
+            (Field::Fixed(7), b"hello world\n"),
+            (Field::Char6, b"abc.XY_09"),
+            (Field::Vbr(6), b"\xff\x01\x1f\x20hi"),
+            (Field::Fixed(8), b""),
+        ] {
+            let inline = array_stream(element, bytes, false);
+            assert_eq!(array_stream(element, bytes, true), inline, "{element:?}");
+            // The placeholder sits at an odd bit offset: find it by shifting the stream.
+            let bits: Vec<bool> = inline
+                .iter()
+                .flat_map(|b| (0..8).map(move |i| b >> i & 1 == 1))
+                .collect();
+            let found = bits
+                .windows(32)
+                .any(|w| w.iter().rev().fold(0u32, |v, &b| v << 1 | u32::from(b)) == 0xdead_beef);
+            assert!(found, "{element:?}");
+        }
+    }
+
+    #[test]
+    fn vbr_fields_know_their_width() {
+        assert_eq!(Field::Vbr(6).bits(0), 6);
+        assert_eq!(Field::Vbr(6).bits(31), 6);
+        assert_eq!(Field::Vbr(6).bits(32), 12);
+        assert_eq!(Field::Vbr(6).bits(255), 12);
+        assert_eq!(Field::Fixed(7).bits(100), 7);
     }
 
     #[test]

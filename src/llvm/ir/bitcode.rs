@@ -743,7 +743,7 @@ fn write_function(
             .flat_map(|b| &b.insts)
             .filter_map(|i| i.name.as_ref()),
     );
-    for name in named {
+    for name in named.filter(|n| !crate::llvm::ir::module::is_unnamed(n)) {
         let mut ops = vec![fw.ids[name.as_str()]];
         ops.extend(chars(name));
         w.record(code::VST_ENTRY, &ops);
@@ -761,7 +761,7 @@ fn write_function(
 mod tests {
     use super::*;
     use crate::llvm::bitcode::writer::Part;
-    use crate::ops::wrapper::ir::llvm_offload_wrapper;
+    use crate::ops::wrapper::offload::llvm_offload_wrapper_of;
     use crate::ops::wrapper::{Made, OffloadKind, Relocatable};
     use crate::target::processor::LlvmVersion;
 
@@ -772,7 +772,7 @@ mod tests {
             llvm: LlvmVersion::V23,
             relocatable: Relocatable::No,
         };
-        let module = llvm_offload_wrapper(&made, "x86_64-pc-linux-gnu", &[5, 0, 8]);
+        let module = llvm_offload_wrapper_of(&made, "x86_64-pc-linux-gnu", &[5, 0, 8], &[]);
         let stream = write(&module).unwrap();
         let mut at = 0u64;
         let mut holes = Vec::new();
@@ -783,6 +783,7 @@ mod tests {
                     holes.push((*id, *len, at % 4));
                     at += len;
                 }
+                Part::Elements(_) => unreachable!("blobs only"),
             }
         }
         // The empty image is a null constant, not a blob.

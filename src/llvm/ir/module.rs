@@ -345,9 +345,17 @@ pub fn value_type(value: &Value, types: &HashMap<String, Type>) -> Type {
     }
 }
 
+/// Whether `name` is a number: the value it names has no name, and IR prints its number.
+pub fn is_unnamed(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// A name as IR writes it: quoted when it holds characters other than letters, digits, `_`,
 /// `.` and `$`, or starts with a digit.
 fn ir_name(name: &str) -> String {
+    if is_unnamed(name) {
+        return name.to_string();
+    }
     let plain = name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '$'))

@@ -3,8 +3,8 @@
 
 use crate::codegen::layout::name;
 use crate::llvm::ir::module::{
-    bytes_type, global, int, int_value, local, null, BinaryOp, Block, Body, Const, Function,
-    Global, Inst, Linkage, Module, NamedStruct, Op, Predicate, Type, Value,
+    bytes_type, global, int, local, null, Block, Body, Const, Function, Global, Inst, Linkage,
+    Module, NamedStruct, Op, Predicate, Type, Value,
 };
 use crate::ops::wrapper::OffloadKind;
 use crate::target::processor::LlvmVersion;
@@ -69,7 +69,7 @@ pub(super) fn inst(op: Op) -> Inst {
 }
 
 /// An instruction whose result is `%name`.
-fn named(name: &str, op: Op) -> Inst {
+pub(super) fn named(name: &str, op: Op) -> Inst {
     Inst {
         name: Some(name.to_string()),
         op,
@@ -90,7 +90,7 @@ pub(super) fn block(name: &str, insts: Vec<Inst>) -> Block {
     }
 }
 
-fn br(to: &str) -> Inst {
+pub(super) fn br(to: &str) -> Inst {
     inst(Op::Br(to.to_string()))
 }
 
@@ -113,12 +113,12 @@ pub(super) fn startup(name: &str, params: &[(Type, &str)], blocks: Vec<Block>) -
     }
 }
 
-fn declare(name: &str, ret: Type, params: usize) -> Function {
+pub(super) fn declare(name: &str, ret: Type, params: usize) -> Function {
     Function::declare(name, ret, vec![Type::Ptr; params])
 }
 
 /// The image constant `index` of `len` bytes.
-fn image(index: usize, len: u64) -> Const {
+pub(super) fn image(index: usize, len: u64) -> Const {
     Const::Image { index, len }
 }
 
@@ -372,9 +372,9 @@ fn omp14_descriptor_reg(k: usize) -> Function {
 }
 
 /// The start of `llvm_offload_entries`.
-const START: &str = "__start_llvm_offload_entries";
+pub(super) const START: &str = "__start_llvm_offload_entries";
 /// The end of `llvm_offload_entries`.
-const STOP: &str = "__stop_llvm_offload_entries";
+pub(super) const STOP: &str = "__stop_llvm_offload_entries";
 
 /// Whether `triple` names a COFF target (Windows, MinGW, Cygwin), whose linker defines no
 /// `__start_`/`__stop_` symbols.
@@ -387,7 +387,7 @@ fn is_coff(triple: &str) -> bool {
 /// The bounds of `llvm_offload_entries` (of type `entries`): on ELF the linker's
 /// `__start_`/`__stop_` symbols, with a dummy that keeps the section; on COFF, as LLVM, bounds
 /// of their own in `$OA` and `$OZ`, which the linker sorts around the entries' `$OE`.
-fn entries_bounds(triple: &str, entries: Type) -> Vec<Global> {
+pub(super) fn entries_bounds(triple: &str, entries: Type) -> Vec<Global> {
     if is_coff(triple) {
         let bound = |name: &str, group: &str| Global {
             linkage: Linkage::WeakOdr,
@@ -417,41 +417,6 @@ fn entries_bounds(triple: &str, entries: Type) -> Vec<Global> {
     ]
 }
 
-/// The module of LLVM 22's `llvm-offload-wrapper` registering the images of lengths `lens`
-/// (one for CUDA and HIP) with the runtime `kind`, for `triple`: the image, the
-/// runtime's registration at startup of it and of the entries of `llvm_offload_entries`,
-/// and the unregistration it hands to `atexit`.
-pub fn llvm_offload_wrapper(made: &Made, triple: &str, lens: &[u64]) -> Module {
-    let entry = Type::Named(0);
-    let entries = Type::Array(0, Box::new(entry.clone()));
-    let mut module = Module {
-        id: "offload.wrapper.module".into(),
-        triple: triple.to_string(),
-        structs: vec![NamedStruct {
-            name: "entry".into(),
-            fields: vec![
-                int(64),
-                int(16),
-                int(16),
-                int(32),
-                Type::Ptr,
-                Type::Ptr,
-                int(64),
-                int(64),
-                Type::Ptr,
-            ],
-        }],
-        globals: entries_bounds(triple, entries),
-        functions: vec![declare("atexit", int(32), 1)],
-    };
-    match made.kind {
-        OffloadKind::OpenMp => openmp22(&mut module, lens, made.image_section()),
-        OffloadKind::Cuda | OffloadKind::Hip => fatbinary22(&mut module, made, lens[0]),
-        OffloadKind::Sycl => unreachable!("SYCL's module is sycl::module"),
-    }
-    module
-}
-
 /// What an `llvm-offload-wrapper` module is made for: the runtime, the LLVM release whose
 /// module it is, and (OpenMP) whether the program is linked again later.
 #[derive(Debug, Clone, Copy)]
@@ -476,543 +441,10 @@ pub enum Relocatable {
 
 impl Made {
     /// The section of the OpenMP images.
-    fn image_section(&self) -> &'static str {
+    pub(super) fn image_section(&self) -> &'static str {
         match self.relocatable {
             Relocatable::No => ".llvm.offloading",
             Relocatable::Yes => ".llvm.offloading.relocatable",
         }
     }
-}
-
-/// The OpenMP part of [`llvm_offload_wrapper`]: the images in `.llvm.offloading`, their
-/// `__tgt_device_image`s and the `__tgt_bin_desc`, registered with `__tgt_register_lib`.
-fn openmp22(module: &mut Module, lens: &[u64], section: &str) {
-    let record = Type::Struct(vec![Type::Ptr; 4]);
-    let mut records = Vec::with_capacity(lens.len());
-    for (i, &len) in lens.iter().enumerate() {
-        let n = name(".omp_offloading.device_image", i);
-        module.globals.push(Global {
-            unnamed_addr: true,
-            section: Some(section.into()),
-            align: Some(8),
-            ..internal_constant(&n, image(i, len))
-        });
-        let end = Const::Gep {
-            inbounds: false,
-            source: bytes_type(len),
-            base: Box::new(global(&n)),
-            indices: vec![Const::Int(64, 0), Const::Int(64, len as i64)],
-        };
-        records.push(Const::Struct(
-            record.clone(),
-            vec![global(&n), end, global(START), global(STOP)],
-        ));
-    }
-    module.globals.push(Global {
-        unnamed_addr: true,
-        ..internal_constant(
-            ".omp_offloading.device_images",
-            Const::Array(record, records),
-        )
-    });
-    module.globals.push(omp22_descriptor(lens.len()));
-    module.globals.push(structors(
-        "llvm.global_ctors",
-        101,
-        ".omp_offloading.descriptor_reg",
-    ));
-    module.functions.extend(omp22_functions());
-}
-
-/// The `__tgt_bin_desc` of the `k` images.
-fn omp22_descriptor(k: usize) -> Global {
-    internal_constant(
-        ".omp_offloading.descriptor",
-        Const::Struct(
-            Type::Struct(vec![int(32), Type::Ptr, Type::Ptr, Type::Ptr]),
-            vec![
-                Const::Int(32, k as i64),
-                global(".omp_offloading.device_images"),
-                global(START),
-                global(STOP),
-            ],
-        ),
-    )
-}
-
-/// The runtime's functions of the OpenMP module, the descriptor's registration, which hands
-/// its unregistration to `atexit`, and that unregistration.
-fn omp22_functions() -> [Function; 4] {
-    let descriptor = || vec![Value::from(global(".omp_offloading.descriptor"))];
-    [
-        declare("__tgt_register_lib", Type::Void, 1),
-        declare("__tgt_unregister_lib", Type::Void, 1),
-        startup(
-            ".omp_offloading.descriptor_reg",
-            &[],
-            vec![block(
-                "entry",
-                vec![
-                    inst(call("__tgt_register_lib", descriptor())),
-                    named(
-                        "r",
-                        call(
-                            "atexit",
-                            vec![global(".omp_offloading.descriptor_unreg").into()],
-                        ),
-                    ),
-                    ret(),
-                ],
-            )],
-        ),
-        startup(
-            ".omp_offloading.descriptor_unreg",
-            &[],
-            vec![block(
-                "entry",
-                vec![inst(call("__tgt_unregister_lib", descriptor())), ret()],
-            )],
-        ),
-    ]
-}
-
-/// What the CUDA and HIP modules differ in.
-struct Runtime {
-    /// The kind of runtime, CUDA or HIP.
-    kind: OffloadKind,
-    /// The prefix of the runtime's functions and of the module's names: `cuda` or `hip`.
-    prefix: &'static str,
-    /// The fat binary wrapper's magic.
-    magic: i64,
-    /// The section of the image.
-    data: &'static str,
-    /// The section of the wrapper.
-    segment: &'static str,
-    /// The kind of the runtime's entries (`llvm_offload_entries` holds entries of every
-    /// runtime).
-    entry_kind: i64,
-}
-
-impl Runtime {
-    /// The runtime of `kind`, CUDA or HIP.
-    fn of(kind: OffloadKind) -> Runtime {
-        match kind {
-            OffloadKind::Cuda => Runtime {
-                kind,
-                prefix: "cuda",
-                magic: 0x466243b1,
-                data: ".nv_fatbin",
-                segment: ".nvFatBinSegment",
-                entry_kind: 2,
-            },
-            _ => Runtime {
-                kind,
-                prefix: "hip",
-                magic: 0x48495046,
-                data: ".hip_fatbin",
-                segment: ".hipFatBinSegment",
-                entry_kind: 4,
-            },
-        }
-    }
-
-    /// The module's name `.{prefix}.{what}`.
-    fn local(&self, what: &str) -> String {
-        format!(".{}.{what}", self.prefix)
-    }
-
-    /// The runtime's function `__{prefix}{what}`.
-    fn function(&self, what: &str) -> String {
-        format!("__{}{what}", self.prefix)
-    }
-}
-
-/// The CUDA and HIP part of [`llvm_offload_wrapper`]: the fat binary of `len` bytes, its
-/// wrapper, its registration and the registration of the runtime's entries.
-fn fatbinary22(module: &mut Module, made: &Made, len: u64) {
-    let runtime = Runtime::of(made.kind);
-    let mut globals = fatbinary_globals(&runtime, len);
-    // LLVM 23 keeps the sanitizers away from the wrapper the runtime reads.
-    globals[1].no_sanitize = made.llvm >= LlvmVersion::V23;
-    module.globals.extend(globals);
-    module.functions.extend(runtime_declarations(&runtime));
-    module.functions.push(fatbin_reg(&runtime));
-    module.functions.push(fatbin_unreg(&runtime));
-    module.functions.push(globals_registration(&runtime));
-}
-
-/// The image of `len` bytes, its wrapper, the runtime's handle of it, and the constructor
-/// that registers it.
-fn fatbinary_globals(runtime: &Runtime, len: u64) -> [Global; 4] {
-    [
-        Global {
-            section: Some(runtime.data.into()),
-            ..internal_constant(".fatbin_image", image(0, len))
-        },
-        Global {
-            section: Some(runtime.segment.into()),
-            align: Some(8),
-            ..internal_constant(
-                ".fatbin_wrapper",
-                Const::Struct(
-                    Type::Struct(vec![int(32), int(32), Type::Ptr, Type::Ptr]),
-                    vec![
-                        Const::Int(32, runtime.magic),
-                        Const::Int(32, 1),
-                        global(".fatbin_image"),
-                        null(),
-                    ],
-                ),
-            )
-        },
-        Global {
-            constant: false,
-            ..internal_constant(&runtime.local("binary_handle"), null())
-        },
-        structors("llvm.global_ctors", 101, &runtime.local("fatbin_reg")),
-    ]
-}
-
-/// The runtime's functions the CUDA and HIP modules call.
-fn runtime_declarations(runtime: &Runtime) -> [Function; 8] {
-    let f = |what: &str| runtime.function(what);
-    let ptrs = |n: usize| vec![Type::Ptr; n];
-    [
-        declare(&f("RegisterFatBinary"), Type::Ptr, 1),
-        declare("__cudaRegisterFatBinaryEnd", Type::Void, 1),
-        declare(&f("UnregisterFatBinary"), Type::Void, 1),
-        Function::declare(
-            &f("RegisterFunction"),
-            int(32),
-            [ptrs(4), vec![int(32)], ptrs(5)].concat(),
-        ),
-        Function::declare(
-            &f("RegisterVar"),
-            Type::Void,
-            [ptrs(4), vec![int(32), int(64), int(32), int(32)]].concat(),
-        ),
-        Function::declare(
-            &f("RegisterManagedVar"),
-            Type::Void,
-            [ptrs(4), vec![int(64), int(32)]].concat(),
-        ),
-        Function::declare(
-            &f("RegisterSurface"),
-            Type::Void,
-            [ptrs(4), vec![int(32), int(32)]].concat(),
-        ),
-        Function::declare(
-            &f("RegisterTexture"),
-            Type::Void,
-            [ptrs(4), vec![int(32), int(32), int(32)]].concat(),
-        ),
-    ]
-}
-
-/// The constructor registering the fat binary, keeping its handle, registering the entries,
-/// and handing the unregistration to `atexit`.
-fn fatbin_reg(runtime: &Runtime) -> Function {
-    let handle = runtime.local("binary_handle");
-    let mut entry = vec![
-        named(
-            "h",
-            call(
-                &runtime.function("RegisterFatBinary"),
-                vec![global(".fatbin_wrapper").into()],
-            ),
-        ),
-        inst(Op::Store {
-            value: local("h"),
-            ptr: global(&handle).into(),
-            align: 8,
-        }),
-        inst(call(&runtime.local("globals_reg"), vec![local("h")])),
-    ];
-    if runtime.kind == OffloadKind::Cuda {
-        entry.push(inst(call("__cudaRegisterFatBinaryEnd", vec![local("h")])));
-    }
-    let unreg = runtime.local("fatbin_unreg");
-    entry.push(named("r", call("atexit", vec![global(&unreg).into()])));
-    entry.push(ret());
-    startup(
-        &runtime.local("fatbin_reg"),
-        &[],
-        vec![block("entry", entry)],
-    )
-}
-
-/// The unregistration of the fat binary by its handle.
-fn fatbin_unreg(runtime: &Runtime) -> Function {
-    startup(
-        &runtime.local("fatbin_unreg"),
-        &[],
-        vec![block(
-            "entry",
-            vec![
-                named(
-                    "h",
-                    Op::Load {
-                        ty: Type::Ptr,
-                        ptr: global(&runtime.local("binary_handle")).into(),
-                        align: 8,
-                    },
-                ),
-                inst(call(
-                    &runtime.function("UnregisterFatBinary"),
-                    vec![local("h")],
-                )),
-                ret(),
-            ],
-        )],
-    )
-}
-
-/// The block every registration block of [`globals_registration`] ends in.
-const NEXT: &str = "next_entry";
-
-/// `%at = getelementptr inbounds %entry, ptr %e, i32 0, i32 index`.
-fn field(at: &str, index: i64) -> Inst {
-    named(
-        at,
-        Op::Gep {
-            inbounds: true,
-            source: Type::Named(0),
-            base: local("e"),
-            indices: vec![int_value(32, 0), int_value(32, index)],
-        },
-    )
-}
-
-/// `%name = load ty, ptr %at, align align`.
-fn load(name: &str, ty: Type, at: &str, align: u32) -> Inst {
-    named(
-        name,
-        Op::Load {
-            ty,
-            ptr: local(at),
-            align,
-        },
-    )
-}
-
-/// `%name = op i32 %lhs, rhs`.
-fn binary(name: &str, op: BinaryOp, lhs: &str, rhs: i64) -> Inst {
-    named(
-        name,
-        Op::Binary {
-            op,
-            lhs: local(lhs),
-            rhs: int_value(32, rhs),
-        },
-    )
-}
-
-/// `%name = icmp predicate lhs, rhs`.
-fn icmp(name: &str, predicate: Predicate, lhs: Value, rhs: Value) -> Inst {
-    named(
-        name,
-        Op::ICmp {
-            predicate,
-            lhs,
-            rhs,
-        },
-    )
-}
-
-/// `br i1 %cond, label %then, label %otherwise`.
-fn cond_br(cond: &str, then: &str, otherwise: &str) -> Inst {
-    inst(Op::CondBr {
-        cond: local(cond),
-        then: then.into(),
-        otherwise: otherwise.into(),
-    })
-}
-
-/// The locals `names`, as arguments.
-fn args(names: &[&str]) -> Vec<Value> {
-    names.iter().map(|n| local(n)).collect()
-}
-
-/// A block of `insts` that goes on to the next entry.
-fn then_next(name: &str, mut insts: Vec<Inst>) -> Block {
-    insts.push(br(NEXT));
-    block(name, insts)
-}
-
-/// The function registering each entry of `llvm_offload_entries` of the runtime's kind: a
-/// function (size 0), or a variable, managed variable, surface or texture by the low three
-/// bits of its flags; bit 3 is `extern`, bit 4 `constant`, bit 5 `normalized`. The CUDA
-/// module registers no surfaces nor textures (LLVM 22 leaves both cases empty).
-fn globals_registration(runtime: &Runtime) -> Function {
-    let mut blocks = vec![
-        block(
-            "entry",
-            vec![
-                icmp(
-                    "any",
-                    Predicate::Ne,
-                    global(START).into(),
-                    global(STOP).into(),
-                ),
-                cond_br("any", "loop", "done"),
-            ],
-        ),
-        entry_fields(runtime.entry_kind),
-        block(
-            "which",
-            vec![
-                icmp(
-                    "is_function",
-                    Predicate::Eq,
-                    local("size"),
-                    int_value(64, 0),
-                ),
-                cond_br("is_function", "function", "global"),
-            ],
-        ),
-    ];
-    blocks.extend(registrations(runtime));
-    blocks.push(block(
-        NEXT,
-        vec![
-            named(
-                "next",
-                Op::Gep {
-                    inbounds: true,
-                    source: Type::Named(0),
-                    base: local("e"),
-                    indices: vec![int_value(64, 1)],
-                },
-            ),
-            icmp("end", Predicate::Eq, local("next"), global(STOP).into()),
-            cond_br("end", "done", "loop"),
-        ],
-    ));
-    blocks.push(block("done", vec![ret()]));
-    startup(&runtime.local("globals_reg"), &[(Type::Ptr, "h")], blocks)
-}
-
-/// The loop's head: the entry `%e`, its fields, and its flags' bits; on to `which` when the
-/// entry is of `entry_kind`, else to the next entry.
-fn entry_fields(entry_kind: i64) -> Block {
-    block(
-        "loop",
-        vec![
-            named(
-                "e",
-                Op::Phi {
-                    ty: Type::Ptr,
-                    incoming: vec![
-                        (global(START).into(), "entry".into()),
-                        (local("next"), NEXT.into()),
-                    ],
-                },
-            ),
-            field("kind_at", 2),
-            load("kind", int(16), "kind_at", 2),
-            field("flags_at", 3),
-            load("flags", int(32), "flags_at", 4),
-            field("addr_at", 4),
-            load("addr", Type::Ptr, "addr_at", 8),
-            field("name_at", 5),
-            load("name", Type::Ptr, "name_at", 8),
-            field("size_at", 6),
-            load("size", int(64), "size_at", 4),
-            field("data_at", 7),
-            load("data64", int(64), "data_at", 4),
-            named(
-                "data",
-                Op::Trunc {
-                    value: local("data64"),
-                    to: int(32),
-                },
-            ),
-            field("aux_at", 8),
-            load("aux", Type::Ptr, "aux_at", 8),
-            binary("type", BinaryOp::And, "flags", 7),
-            binary("ext_bit", BinaryOp::And, "flags", 8),
-            binary("ext", BinaryOp::LShr, "ext_bit", 3),
-            binary("const_bit", BinaryOp::And, "flags", 16),
-            binary("const", BinaryOp::LShr, "const_bit", 4),
-            binary("norm_bit", BinaryOp::And, "flags", 32),
-            binary("norm", BinaryOp::LShr, "norm_bit", 5),
-            icmp(
-                "ours",
-                Predicate::Eq,
-                local("kind"),
-                int_value(16, entry_kind),
-            ),
-            cond_br("ours", "which", NEXT),
-        ],
-    )
-}
-
-/// The blocks registering an entry: as a function, or by its type as a variable, managed
-/// variable, surface or texture.
-fn registrations(runtime: &Runtime) -> [Block; 6] {
-    let callee = |what: &str| runtime.function(what);
-    let (surface, texture) = if runtime.kind == OffloadKind::Hip {
-        (
-            vec![inst(call(
-                &callee("RegisterSurface"),
-                args(&["h", "addr", "name", "name", "data", "ext"]),
-            ))],
-            vec![inst(call(
-                &callee("RegisterTexture"),
-                args(&["h", "addr", "name", "name", "data", "norm", "ext"]),
-            ))],
-        )
-    } else {
-        (Vec::new(), Vec::new())
-    };
-    [
-        then_next(
-            "function",
-            vec![named(
-                "f",
-                call(
-                    &callee("RegisterFunction"),
-                    [
-                        args(&["h", "addr", "name", "name"]),
-                        vec![int_value(32, -1)],
-                        vec![null().into(); 5],
-                    ]
-                    .concat(),
-                ),
-            )],
-        ),
-        block(
-            "global",
-            vec![inst(Op::Switch {
-                value: local("type"),
-                default: NEXT.into(),
-                cases: vec![
-                    (0, "var".into()),
-                    (1, "managed".into()),
-                    (2, "surface".into()),
-                    (3, "texture".into()),
-                ],
-            })],
-        ),
-        then_next(
-            "var",
-            vec![inst(call(
-                &callee("RegisterVar"),
-                [
-                    args(&["h", "addr", "name", "name", "ext", "size", "const"]),
-                    vec![int_value(32, 0)],
-                ]
-                .concat(),
-            ))],
-        ),
-        then_next(
-            "managed",
-            vec![inst(call(
-                &callee("RegisterManagedVar"),
-                args(&["h", "aux", "addr", "name", "size", "data"]),
-            ))],
-        ),
-        then_next("surface", surface),
-        then_next("texture", texture),
-    ]
 }

@@ -7,12 +7,15 @@
 //! x86-64 and AArch64, COFF x86-64), as LLVM IR text, or as bitcode, all without LLVM; the
 //! images are copied from their files into objects and bitcode, never held.
 //!
-//! - `native` and `native22`: the two personalities' objects, built on `layout` (what every
-//!   object shares, and the streaming of the images into place);
-//! - `x86` and `a64`: the assemblers their registration code is written with;
-//! - `module`, `ir` and `bitcode`: the modules of both personalities, as IR text and bitcode.
+//! - `ir`: clang-offload-wrapper's module, and what the modules share;
+//! - `offload` and `sycl`: the modules of `llvm-offload-wrapper` 22 and 23, as LLVM builds
+//!   them;
+//! - `exact`: those modules as LLVM 22's and 23's bitcode, byte for byte, the images streamed
+//!   into place (clang-offload-wrapper's bitcode is the compact writer's).
 
+mod exact;
 pub(crate) mod ir;
+pub(crate) mod offload;
 mod sycl;
 
 pub use ir::{Made, Relocatable};
@@ -145,6 +148,7 @@ fn write_bitcode(module: &Module, images: &[Image], output: &Path) -> Result<()>
         match part {
             Part::Bytes(bytes) => out.write_bytes(bytes)?,
             Part::Hole { id, .. } => images[*id].write_to(&mut out)?,
+            Part::Elements(_) => unreachable!("the compact writer leaves blobs"),
         }
     }
     out.commit()?;
@@ -259,20 +263,38 @@ pub fn wrap_llvm22(config: &OffloadWrapperConfig) -> Result<()> {
     if config.file_type == FileType::IrText {
         let images = open_inputs(&paths)?;
         check(images.len())?;
-        let module = wrapper_module(&made, &config.triple, &input_lens(&images));
+        let inner: Vec<_> = images
+            .iter()
+            .map(|input| {
+                offload::inner_image(&mut |at, buffer: &mut [u8]| {
+                    let at = usize::try_from(at).unwrap_or(usize::MAX);
+                    let bytes = at
+                        .checked_add(buffer.len())
+                        .and_then(|end| input.get(at..end));
+                    bytes.map(|b| buffer.copy_from_slice(b)).is_some()
+                })
+            })
+            .collect();
+        let module = wrapper_module(&made, &config.triple, &input_lens(&images), &inner);
         return write_ir(&module, &images, &config.output);
     }
     let images = open_images(&paths)?;
     check(images.len())?;
-    let module = wrapper_module(&made, &config.triple, &image_lens(&images));
-    write_bitcode(&module, &images, &config.output)
+    let inner: Vec<_> = images.iter().map(exact::inner_image).collect();
+    let mut module = wrapper_module(&made, &config.triple, &image_lens(&images), &inner);
+    let release = match made.llvm {
+        crate::target::processor::LlvmVersion::V23 => &crate::llvm::ir::exact::LLVM_23,
+        _ => &crate::llvm::ir::exact::LLVM_22,
+    };
+    exact::write_bitcode_as(&mut module, &images, &config.output, release)
 }
 
-/// The module of `llvm-offload-wrapper` that `made` describes, of images of lengths `lens`.
-fn wrapper_module(made: &Made, triple: &str, lens: &[u64]) -> Module {
+/// The module of `llvm-offload-wrapper` that `made` describes, of images of lengths `lens`
+/// (for OpenMP, the part `inner[i]` of image `i` registered, when it is an offload binary).
+fn wrapper_module(made: &Made, triple: &str, lens: &[u64], inner: &[Option<(u64, u64)>]) -> Module {
     match made.kind {
         OffloadKind::Sycl => sycl::module(triple, lens.first().copied().unwrap_or(0)),
-        _ => ir::llvm_offload_wrapper(made, triple, lens),
+        _ => offload::llvm_offload_wrapper_of(made, triple, lens, inner),
     }
 }
 

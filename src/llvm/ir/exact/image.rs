@@ -1,0 +1,141 @@
+//! How LLVM writes a byte array constant, told from its content in one pass: all zeros is a
+//! null constant; a C string (one NUL, at the end) is a CSTRING record without the NUL, in
+//! 6-bit characters, 7-bit ones, or unabbreviated; anything else is a STRING record of bytes.
+
+use crate::llvm::bitcode::writer::{char6, Field};
+
+/// How an image's bytes are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageForm {
+    /// All zeros (or none): a null constant.
+    Zero,
+    /// A STRING record of 8-bit elements.
+    String,
+    /// A CSTRING record of the bytes before the NUL, each in this encoding (6-bit VBR: the
+    /// record is unabbreviated).
+    CString(Field),
+}
+
+/// What the writer needs to know of an image's content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImageContent {
+    /// Its length in bytes.
+    pub len: u64,
+    /// How it is written.
+    pub form: ImageForm,
+    /// The length of its elements in bits.
+    pub bits: u64,
+}
+
+impl ImageContent {
+    /// The content of `bytes`.
+    pub fn of(bytes: &[u8]) -> ImageContent {
+        let mut scan = ImageScan::default();
+        scan.push(bytes);
+        scan.finish()
+    }
+
+    /// How many of the bytes are written, from the first.
+    pub fn count(&self) -> u64 {
+        match self.form {
+            ImageForm::Zero => 0,
+            ImageForm::String => self.len,
+            ImageForm::CString(_) => self.len.saturating_sub(1),
+        }
+    }
+}
+
+/// An image's content, read a chunk at a time.
+#[derive(Debug, Clone)]
+pub struct ImageScan {
+    len: u64,
+    nonzero: bool,
+    /// Of the bytes before the last one: whether one is NUL, whether all are 6-bit
+    /// characters, whether all are 7-bit, and their length as 6-bit VBRs.
+    zero_before_last: bool,
+    all_char6: bool,
+    all_7bit: bool,
+    vbr_bits: u64,
+    last: Option<u8>,
+}
+
+impl Default for ImageScan {
+    fn default() -> ImageScan {
+        ImageScan {
+            len: 0,
+            nonzero: false,
+            zero_before_last: false,
+            all_char6: true,
+            all_7bit: true,
+            vbr_bits: 0,
+            last: None,
+        }
+    }
+}
+
+impl ImageScan {
+    /// Reads the next bytes.
+    pub fn push(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            if let Some(before) = self.last {
+                self.zero_before_last |= before == 0;
+                self.all_char6 &= char6(before).is_some();
+                self.all_7bit &= before < 0x80;
+                self.vbr_bits += if before < 32 { 6 } else { 12 };
+            }
+            self.nonzero |= byte != 0;
+            self.last = Some(byte);
+        }
+        self.len += bytes.len() as u64;
+    }
+
+    /// The content read.
+    pub fn finish(self) -> ImageContent {
+        let (form, bits) = if !self.nonzero {
+            (ImageForm::Zero, 0)
+        } else if self.last == Some(0) && !self.zero_before_last {
+            let count = self.len - 1;
+            if self.all_char6 {
+                (ImageForm::CString(Field::Char6), 6 * count)
+            } else if self.all_7bit {
+                (ImageForm::CString(Field::Fixed(7)), 7 * count)
+            } else {
+                (ImageForm::CString(Field::Vbr(6)), self.vbr_bits)
+            }
+        } else {
+            (ImageForm::String, 8 * self.len)
+        };
+        ImageContent {
+            len: self.len,
+            form,
+            bits,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_form_follows_the_content() {
+        let form = |bytes: &[u8]| ImageContent::of(bytes).form;
+        assert_eq!(form(b""), ImageForm::Zero);
+        assert_eq!(form(b"\0\0"), ImageForm::Zero);
+        assert_eq!(form(b"x"), ImageForm::String);
+        assert_eq!(form(b"abc\0"), ImageForm::CString(Field::Char6));
+        assert_eq!(form(b"a c\0"), ImageForm::CString(Field::Fixed(7)));
+        assert_eq!(form(b"\xffc\0"), ImageForm::CString(Field::Vbr(6)));
+        assert_eq!(form(b"a\0c\0"), ImageForm::String);
+        let split = {
+            let mut scan = ImageScan::default();
+            scan.push(b"\xff");
+            scan.push(b"c");
+            scan.push(b"\0");
+            scan.finish()
+        };
+        assert_eq!(split, ImageContent::of(b"\xffc\0"));
+        assert_eq!(split.bits, 12 + 12);
+        assert_eq!(split.count(), 2);
+    }
+}
