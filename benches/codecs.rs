@@ -32,7 +32,11 @@ fn bench_bundle(c: &mut Criterion) {
     });
     c.bench_function("bundle entries in LLVM order, 64 entries", |b| {
         let parsed = bundle::Bundle::parse(&bytes).unwrap().unwrap();
-        b.iter(|| black_box(&parsed).entries_in_llvm_order().len())
+        b.iter(|| {
+            black_box(&parsed)
+                .entries_in_llvm_order(offload::llvm::adt::string_map::Probing::Quadratic)
+                .len()
+        })
     });
     c.bench_function("bundle layout, 64 entries", |b| {
         let sizes: Vec<(&str, u64)> = ids.iter().map(|s| (s.as_str(), 4096u64)).collect();

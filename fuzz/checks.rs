@@ -18,7 +18,9 @@ use offload::target::target_id::TargetId;
 /// Binary bundle headers: parse, order, and read every entry.
 pub fn bundle(data: &[u8]) {
     if let Ok(Some(bundle)) = Bundle::parse(data) {
-        for entry in bundle.entries_in_llvm_order() {
+        for entry in
+            bundle.entries_in_llvm_order(offload::llvm::adt::string_map::Probing::Quadratic)
+        {
             assert!(entry.data.len() as u64 <= data.len() as u64);
         }
         let _ = bundle.size();

@@ -251,3 +251,69 @@ fn reads_cuda_objects_of_clang_23() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(fs::read(work.path().join("image")).unwrap(), rdc);
 }
+
+/// The 29 processors of `samples/llvm23/list-30-entries.txt`, bundled after the host.
+const PROCESSORS: &str = "gfx900 gfx902 gfx904 gfx906 gfx908 gfx909 gfx90a gfx90c gfx942 gfx950 \
+    gfx1010 gfx1011 gfx1012 gfx1013 gfx1030 gfx1031 gfx1032 gfx1033 gfx1034 gfx1035 gfx1036 \
+    gfx1100 gfx1101 gfx1102 gfx1103 gfx1150 gfx1151 gfx1200 gfx1201";
+
+/// Bundles the host and one small code object per processor in `dir` with `bundler` run there
+/// (ours or LLVM 23's in the sid root), as `b30.bundle`; the arguments.
+fn thirty_entries(dir: &Path) -> Vec<String> {
+    let mut targets = String::from("-targets=host-x86_64-unknown-linux-gnu");
+    let mut args = vec!["-type=o".to_owned(), "-input=/dev/null".to_owned()];
+    for p in PROCESSORS.split_whitespace() {
+        fs::write(dir.join(format!("{p}.co")), format!("{p}\n")).unwrap();
+        targets.push_str(&format!(",hipv4-amdgcn-amd-amdhsa--{p}"));
+        args.push(format!("-input={p}.co"));
+    }
+    args.push(targets);
+    args.push("-output=b30.bundle".to_owned());
+    args
+}
+
+#[test]
+fn the_bundler_as_23_lists_many_entries_in_llvm_23s_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = thirty_entries(dir.path());
+    let bundler = |args: &[&str]| {
+        let out = succeed(
+            offload()
+                .env("OFFLOAD_LLVM_VERSION", "23")
+                .current_dir(dir.path())
+                .arg("bundler")
+                .args(args),
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    bundler(&args);
+    let listed = bundler(&["-list", "-type=o", "-input=b30.bundle"]);
+    let golden = fs::read_to_string(llvm23_samples().join("list-30-entries.txt")).unwrap();
+    assert_eq!(listed, golden);
+    // LLVM 22's map probes otherwise, and lists them in another order.
+    let out = succeed(
+        offload()
+            .env("OFFLOAD_LLVM_VERSION", "22")
+            .current_dir(dir.path())
+            .args(["bundler", "-list", "-type=o", "-input=b30.bundle"]),
+    );
+    assert_ne!(String::from_utf8(out.stdout).unwrap(), golden);
+    let Some(sid) = sid::llvm23() else {
+        return;
+    };
+    let work = sid.work_dir();
+    thirty_entries(work.path());
+    let out = sid.run(&work, "clang-offload-bundler-23", &args);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        fs::read(work.path().join("b30.bundle")).unwrap(),
+        fs::read(dir.path().join("b30.bundle")).unwrap()
+    );
+    let out = sid.run(
+        &work,
+        "clang-offload-bundler-23",
+        &["-list", "-type=o", "-input=b30.bundle"],
+    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap(), golden);
+}

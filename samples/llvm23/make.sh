@@ -91,3 +91,18 @@ for f in hip-rdc.o hip.o hip-compressed.o omp.o three.bin many-keys.bin librdc.a
   hip-rdc-lib-app hip-compressed-app cuda.o cuda-rdc.o; do
   cp "$work/$f" .
 done
+
+# A bundle of 30 entries (the host and 29 processors): clang-offload-bundler-23 lists them in
+# the order of its StringMap, which probes linearly since LLVM 23 (22 lists them otherwise).
+procs="gfx900 gfx902 gfx904 gfx906 gfx908 gfx909 gfx90a gfx90c gfx942 gfx950 gfx1010 gfx1011
+  gfx1012 gfx1013 gfx1030 gfx1031 gfx1032 gfx1033 gfx1034 gfx1035 gfx1036 gfx1100 gfx1101 gfx1102
+  gfx1103 gfx1150 gfx1151 gfx1200 gfx1201"
+targets=host-x86_64-unknown-linux-gnu
+inputs=-input=/dev/null
+for p in $procs; do
+  targets="$targets,hipv4-amdgcn-amd-amdhsa--$p"
+  echo "$p" >"$work/$p.co"
+  inputs="$inputs -input=$p.co"
+done
+run "clang-offload-bundler-23 -type=o -targets=$targets $inputs -output=b30.bundle"
+run "clang-offload-bundler-23 -list -type=o -input=b30.bundle" >list-30-entries.txt

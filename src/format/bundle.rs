@@ -8,7 +8,7 @@
 
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::inflate;
-use crate::llvm::adt::string_map::StringMap;
+use crate::llvm::adt::string_map::{Probing, StringMap};
 use object::endian::{LittleEndian as Le, U64};
 use object::pod::{self, Pod};
 use std::io::{self, Write};
@@ -375,11 +375,11 @@ impl<'a> Bundle<'a> {
         self.size
     }
 
-    /// The entries in the order clang-offload-bundler 19 lists and visits them: the iteration
-    /// order of its map from ID to entry. An ID stored twice appears once, where its first
-    /// record put it, with the payload of its last record.
-    pub fn entries_in_llvm_order(&self) -> Vec<BundleEntry<'a>> {
-        let mut map = StringMap::new();
+    /// The entries in the order clang-offload-bundler lists and visits them: the iteration
+    /// order of its map from ID to entry, whose probing the release decides. An ID stored
+    /// twice appears once, where its first record put it, with the payload of its last record.
+    pub fn entries_in_llvm_order(&self, probing: Probing) -> Vec<BundleEntry<'a>> {
+        let mut map = StringMap::with_probing(probing);
         for entry in &self.entries {
             map.insert(entry.id.as_bytes(), *entry);
         }
@@ -549,7 +549,7 @@ mod tests {
         assert_eq!(written, expected);
         let bundle = Bundle::parse(&written).unwrap().unwrap();
         let order: Vec<&str> = bundle
-            .entries_in_llvm_order()
+            .entries_in_llvm_order(Probing::Quadratic)
             .iter()
             .map(|e| e.id)
             .collect();
@@ -641,7 +641,7 @@ mod tests {
         );
         let bundle = Bundle::parse(&data).unwrap().unwrap();
         assert_eq!(bundle.entries().len(), 3);
-        let ordered = bundle.entries_in_llvm_order();
+        let ordered = bundle.entries_in_llvm_order(Probing::Quadratic);
         assert_eq!(ordered.len(), 2);
         let a = ordered.iter().find(|e| e.id == "a-x86_64---").unwrap();
         assert_eq!(a.data, b"second");

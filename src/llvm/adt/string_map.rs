@@ -4,7 +4,9 @@
 //! targets in the order its `StringMap`s iterate, which is a property of their hash table, not
 //! of the file. To print the same lines in the same order we keep a table laid out exactly as
 //! LLVM 19 lays it out: XXH3-64 of the key truncated to 32 bits, 16 buckets to start,
-//! quadratic probing, growth to twice the size past 3/4 load, tombstones on removal.
+//! quadratic probing, growth to twice the size past 3/4 load, tombstones on removal. LLVM 23
+//! probes linearly instead and closes the hole a removal leaves by shifting entries back
+//! ([`Probing::Linear`]).
 
 use xxhash_rust::xxh3::xxh3_64;
 
@@ -27,7 +29,17 @@ const EMPTY: Bucket = Bucket {
     hash: 0,
 };
 
-/// A map from byte-string keys to values whose iteration order is that of LLVM 19's
+/// How a release's `StringMap` probes for a free bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Probing {
+    /// LLVM 19 to 22: steps of 1, 2, 3, ...; a removal leaves a tombstone.
+    #[default]
+    Quadratic,
+    /// LLVM 23: steps of 1; a removal shifts later entries of the run back into the hole.
+    Linear,
+}
+
+/// A map from byte-string keys to values whose iteration order is that of LLVM's
 /// `llvm::StringMap` after the same sequence of insertions and removals.
 ///
 /// Bucket numbers are masked by the table size (a power of two) and entry numbers only ever
@@ -38,6 +50,7 @@ pub struct StringMap<V> {
     entries: Vec<Option<(Box<[u8]>, V)>>,
     items: usize,
     tombstones: usize,
+    probing: Probing,
 }
 
 impl<V> Default for StringMap<V> {
@@ -55,11 +68,25 @@ pub fn key_hash(key: &[u8]) -> u32 {
 impl<V> StringMap<V> {
     /// An empty map (LLVM allocates its 16 buckets on the first insertion).
     pub fn new() -> Self {
+        Self::with_probing(Probing::Quadratic)
+    }
+
+    /// An empty map that probes as `probing` says.
+    pub fn with_probing(probing: Probing) -> Self {
         StringMap {
             buckets: Vec::new(),
             entries: Vec::new(),
             items: 0,
             tombstones: 0,
+            probing,
+        }
+    }
+
+    /// The step after `probe` steps were taken, and the next probe number.
+    fn step(&self, probe: usize) -> (usize, usize) {
+        match self.probing {
+            Probing::Quadratic => (probe, probe + 1),
+            Probing::Linear => (1, probe),
         }
     }
 
@@ -111,8 +138,9 @@ impl<V> StringMap<V> {
                     }
                 }
             }
-            bucket = (bucket + probe) & mask;
-            probe += 1;
+            let (step, next) = self.step(probe);
+            bucket = (bucket + step) & mask;
+            probe = next;
         }
     }
 
@@ -158,8 +186,9 @@ impl<V> StringMap<V> {
                 let mut bucket = old.hash as usize & mask;
                 let mut probe = 1;
                 while buckets.get(bucket).is_some_and(|b| b.slot != Slot::Empty) {
-                    bucket = (bucket + probe) & mask;
-                    probe += 1;
+                    let (step, next) = self.step(probe);
+                    bucket = (bucket + step) & mask;
+                    probe = next;
                 }
                 if let Some(new) = buckets.get_mut(bucket) {
                     *new = *old;
@@ -190,8 +219,9 @@ impl<V> StringMap<V> {
                     }
                 }
             }
-            bucket = (bucket + probe) & mask;
-            probe += 1;
+            let (step, next) = self.step(probe);
+            bucket = (bucket + step) & mask;
+            probe = next;
         }
     }
 
@@ -206,13 +236,52 @@ impl<V> StringMap<V> {
         self.find(key).is_some()
     }
 
-    /// Removes `key`, leaving a tombstone in its bucket as LLVM does, and returns its value.
+    /// Removes `key` as the release does (a tombstone in its bucket, or the entries after it
+    /// in its run shifted back), and returns its value.
     pub fn remove(&mut self, key: &[u8]) -> Option<V> {
         let (bucket, index) = self.find(key)?;
-        self.buckets.get_mut(bucket)?.slot = Slot::Tombstone;
+        match self.probing {
+            Probing::Quadratic => {
+                self.buckets.get_mut(bucket)?.slot = Slot::Tombstone;
+                self.tombstones += 1;
+            }
+            Probing::Linear => self.shift_back(bucket),
+        }
         self.items -= 1;
-        self.tombstones += 1;
         self.entries.get_mut(index)?.take().map(|(_, v)| v)
+    }
+
+    /// Empties `hole`, then moves back into it each later entry of the run whose own bucket
+    /// does not lie cyclically between the hole and it, until an empty bucket ends the run.
+    fn shift_back(&mut self, mut hole: usize) {
+        let mask = self.buckets.len() - 1;
+        if let Some(b) = self.buckets.get_mut(hole) {
+            *b = EMPTY;
+        }
+        let mut next = hole;
+        loop {
+            next = (next + 1) & mask;
+            let moving = self.bucket(next);
+            if moving.slot == Slot::Empty {
+                return;
+            }
+            let home = moving.hash as usize & mask;
+            // Whether `home` lies in (hole, next], cyclically: then the entry stays.
+            let stays = if hole <= next {
+                hole < home && home <= next
+            } else {
+                hole < home || home <= next
+            };
+            if !stays {
+                if let Some(b) = self.buckets.get_mut(hole) {
+                    *b = moving;
+                }
+                if let Some(b) = self.buckets.get_mut(next) {
+                    *b = EMPTY;
+                }
+                hole = next;
+            }
+        }
     }
 
     /// The keys and values in LLVM's iteration order: bucket by bucket.
@@ -304,87 +373,10 @@ mod tests {
     }
 }
 
-/// LLVM 23's `StringMap`, as far as insertions go: the hash, the first 16 buckets and the
-/// growth of [`StringMap`], but linear probing (LLVM 23 closes the hole a removal leaves by
-/// shifting entries back, and keeps no tombstones).
-#[derive(Clone)]
-pub struct LinearStringMap<V> {
-    /// Each bucket's hash and entry number.
-    buckets: Vec<Option<(u32, usize)>>,
-    entries: Vec<(Box<[u8]>, V)>,
-}
-
-impl<V> Default for LinearStringMap<V> {
-    fn default() -> Self {
-        LinearStringMap {
-            buckets: Vec::new(),
-            entries: Vec::new(),
-        }
-    }
-}
-
-impl<V> LinearStringMap<V> {
-    /// The first bucket at or after `hash`'s that holds no entry, or holds `key`.
-    fn probe(&self, hash: u32, key: Option<&[u8]>) -> usize {
-        let mask = self.buckets.len() - 1;
-        let mut bucket = hash as usize & mask;
-        while let Some(Some((h, index))) = self.buckets.get(bucket) {
-            let same = key.is_some_and(|k| {
-                *h == hash && self.entries.get(*index).is_some_and(|e| &*e.0 == k)
-            });
-            if same {
-                break;
-            }
-            bucket = (bucket + 1) & mask;
-        }
-        bucket
-    }
-
-    /// Adds `key` with `value`, unless `key` is there; whether it was added.
-    pub fn insert(&mut self, key: &[u8], value: V) -> bool {
-        if self.buckets.is_empty() {
-            self.buckets = vec![None; 16];
-        }
-        let hash = key_hash(key);
-        let bucket = self.probe(hash, Some(key));
-        if matches!(self.buckets.get(bucket), Some(Some(_))) {
-            return false;
-        }
-        if let Some(slot) = self.buckets.get_mut(bucket) {
-            *slot = Some((hash, self.entries.len()));
-        }
-        self.entries.push((key.into(), value));
-        if self.entries.len() * 4 > self.buckets.len() * 3 {
-            let grown = vec![None; 2 * self.buckets.len()];
-            let old = std::mem::replace(&mut self.buckets, grown);
-            for (hash, index) in old.into_iter().flatten() {
-                let bucket = self.probe(hash, None);
-                if let Some(slot) = self.buckets.get_mut(bucket) {
-                    *slot = Some((hash, index));
-                }
-            }
-        }
-        true
-    }
-
-    /// Whether the map is empty.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
-    /// The keys and values in the order of their buckets.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &V)> {
-        self.buckets
-            .iter()
-            .flatten()
-            .filter_map(|(_, index)| self.entries.get(*index))
-            .map(|(k, v)| (&**k, v))
-    }
-}
-
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod linear_tests {
-    use super::LinearStringMap;
+    use super::{Probing, StringMap};
 
     #[test]
     fn names_iterate_as_llvm_23_writes_a_functions_symbol_table() {
@@ -440,13 +432,42 @@ mod linear_tests {
             "flags",
             "data",
         ];
-        let mut map = LinearStringMap::default();
+        let mut map = StringMap::with_probing(Probing::Linear);
         for name in added {
-            assert!(map.insert(name.as_bytes(), ()));
+            map.insert(name.as_bytes(), ());
         }
-        assert!(!map.insert(b"entry", ()));
+        map.insert(b"entry", ());
+        assert_eq!(map.len(), added.len());
         let order: Vec<&[u8]> = map.iter().map(|(k, _)| k).collect();
         let expected: Vec<&[u8]> = written.iter().map(|s| s.as_bytes()).collect();
         assert_eq!(order, expected);
+    }
+
+    #[test]
+    fn a_removal_shifts_the_run_back_and_lookups_still_find_every_key() {
+        let keys: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
+        let mut map = StringMap::with_probing(Probing::Linear);
+        for (i, k) in keys.iter().enumerate() {
+            map.insert(k.as_bytes(), i);
+        }
+        for (i, k) in keys.iter().enumerate().filter(|(i, _)| i % 3 == 0) {
+            assert_eq!(map.remove(k.as_bytes()), Some(i));
+        }
+        for (i, k) in keys.iter().enumerate() {
+            let expected = (i % 3 != 0).then_some(&i);
+            assert_eq!(map.get(k.as_bytes()), expected, "{k}");
+        }
+        // No bucket is left empty inside a run: every key sits at or after its home bucket
+        // with no empty bucket between.
+        let mask = map.buckets.len() - 1;
+        for (at, b) in map.buckets.iter().enumerate() {
+            if let super::Slot::Full(_) = b.slot {
+                let mut probe = b.hash as usize & mask;
+                while probe != at {
+                    assert!(map.buckets[probe].slot != super::Slot::Empty);
+                    probe = (probe + 1) & mask;
+                }
+            }
+        }
     }
 }

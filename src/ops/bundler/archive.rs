@@ -8,6 +8,7 @@ use crate::host::archive::{read_members, write_archive_reporting, ArchiveMember}
 use crate::host::objcopy;
 use crate::io::slice::offset_within;
 use crate::io::{Input, Output};
+use crate::llvm::adt::string_map::Probing;
 use crate::ops::bundler::entries::{entries_in, EntriesError, ReadEntry};
 use crate::ops::bundler::{BundleKind, BundlerConfig};
 use crate::target::entry_id::{self, EntryId};
@@ -90,8 +91,9 @@ fn member_entries<'a>(
     member: &str,
     kind: BundleKind,
     data: &'a [u8],
+    probing: Probing,
 ) -> Result<Vec<ReadEntry<'a>>> {
-    entries_in(kind, data).map_err(|e| match e {
+    entries_in(kind, data, probing).map_err(|e| match e {
         EntriesError::Object(message) => Error::msg(format!(
             "'{}': member '{member}': {message}",
             archive.display()
@@ -111,7 +113,7 @@ fn extract_member<'a>(
     let (plain, kind) = member_bundle(archive, member, config)?;
     let mut out = Vec::new();
     let data: &[u8] = plain.as_deref().unwrap_or(&member.data);
-    for entry in member_entries(archive, &member.name, kind, data)? {
+    for entry in member_entries(archive, &member.name, kind, data, config.probing())? {
         if config.llvm >= LlvmVersion::V22 && !entry_id::is_well_formed(entry.id) {
             return Err(Error::msg("Invalid bundle id read from code object"));
         }
@@ -161,7 +163,7 @@ fn check_members(
     for member in members {
         let (plain, kind) = member_bundle(archive, member, config)?;
         let data: &[u8] = plain.as_deref().unwrap_or(&member.data);
-        let ids: Vec<&str> = member_entries(archive, &member.name, kind, data)?
+        let ids: Vec<&str> = member_entries(archive, &member.name, kind, data, config.probing())?
             .iter()
             .map(|e| e.id)
             .collect();

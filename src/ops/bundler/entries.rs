@@ -7,6 +7,7 @@ use crate::format::bundle::Bundle;
 use crate::format::ccob;
 use crate::format::text_bundle;
 use crate::io::Input;
+use crate::llvm::adt::string_map::Probing;
 use crate::ops::bundler::report;
 use crate::ops::bundler::{BundleKind, BundlerConfig};
 use std::io::Write;
@@ -36,6 +37,7 @@ pub(super) enum EntriesError {
 pub(super) fn entries_in(
     kind: BundleKind,
     data: &[u8],
+    probing: Probing,
 ) -> std::result::Result<Vec<ReadEntry<'_>>, EntriesError> {
     let entries = match kind {
         BundleKind::Object => crate::host::bundle_sections(data)
@@ -54,7 +56,7 @@ pub(super) fn entries_in(
         BundleKind::Binary => match Bundle::parse(data).map_err(EntriesError::Bundle)? {
             None => Vec::new(),
             Some(b) => b
-                .entries_in_llvm_order()
+                .entries_in_llvm_order(probing)
                 .into_iter()
                 .map(|e| ReadEntry {
                     id: e.id,
@@ -70,12 +72,12 @@ pub(super) fn entries_in(
 pub(super) fn entries_of<'a>(
     path: &Path,
     contents: &'a Contents<'_>,
-    file_type: &str,
+    config: &BundlerConfig,
 ) -> Result<Vec<ReadEntry<'a>>> {
     let mut all = Vec::new();
     for (context, data) in contents.buffers() {
-        let kind = BundleKind::of(file_type, data)?;
-        let entries = entries_in(kind, data).map_err(|e| match e {
+        let kind = BundleKind::of(&config.file_type, data)?;
+        let entries = entries_in(kind, data, config.probing()).map_err(|e| match e {
             EntriesError::Object(e) => Error::msg(format!("'{}': {e}", path.display())),
             EntriesError::Bundle(e) => match &context {
                 None => Error::format(path, e),
@@ -207,17 +209,19 @@ pub fn list(config: &BundlerConfig, out: &mut dyn Write, log: &mut dyn Write) ->
     let path = &config.inputs[0];
     let input = Input::open(path)?;
     let contents = decompress_input(path, &input, config, log)?;
-    let mut entries = entries_of(path, &contents, &config.file_type)?;
+    let mut entries = entries_of(path, &contents, config)?;
     // LLVM lists only the first of several bundles one after another; the others' entries are
     // listed too, in their bundles' order.
     if let Contents::Plain(data) = contents {
         if BundleKind::of(&config.file_type, data)? == BundleKind::Binary {
             let bundles = bundles_one_after_another(data).map_err(|e| Error::format(path, e))?;
             for later in bundles.into_iter().skip(1) {
-                let more = entries_in(BundleKind::Binary, later).map_err(|e| match e {
-                    EntriesError::Bundle(e) => Error::format(path, e),
-                    EntriesError::Object(e) => Error::msg(e.to_string()),
-                })?;
+                let more = entries_in(BundleKind::Binary, later, config.probing()).map_err(
+                    |e| match e {
+                        EntriesError::Bundle(e) => Error::format(path, e),
+                        EntriesError::Object(e) => Error::msg(e.to_string()),
+                    },
+                )?;
                 entries.extend(more);
             }
         }

@@ -13,6 +13,7 @@ mod entries;
 mod report;
 mod unbundle;
 
+use crate::llvm::adt::string_map::Probing;
 pub use archive::device_member_name;
 pub use bundle::bundle;
 pub use entries::list;
@@ -146,6 +147,15 @@ impl CheckedTargets {
 }
 
 impl BundlerConfig {
+    /// How the release's `StringMap`s probe: they order the entries of a binary bundle and
+    /// the targets an entry is matched against.
+    pub(crate) fn probing(&self) -> Probing {
+        match self.llvm {
+            LlvmVersion::V19 | LlvmVersion::V22 => Probing::Quadratic,
+            LlvmVersion::V23 => Probing::Linear,
+        }
+    }
+
     /// The checks clang-offload-bundler 19 makes before it reads any input, in its order and
     /// with its messages: options that do not go together, counts of inputs, outputs and
     /// targets, duplicate and invalid targets, conflicting target IDs, the host target.

@@ -27,7 +27,7 @@ pub fn unbundle(config: &BundlerConfig, log: &mut dyn Write) -> Result<()> {
     let path = &config.inputs[0];
     let input = Input::open(path)?;
     let contents = decompress_input(path, &input, config, log)?;
-    let entries = entries_of(path, &contents, &config.file_type)?;
+    let entries = entries_of(path, &contents, config)?;
     let matches = match_entries(config, &targets, &contents, &entries)?;
     matches.check(config, &targets)?;
     let mut outputs: Vec<Closed> = Vec::with_capacity(config.outputs.len());
@@ -91,7 +91,7 @@ fn match_entries<'a>(
         .iter()
         .map(|n| EntryId::parse_as(config.llvm, n))
         .collect();
-    let mut worklist: StringMap<usize> = StringMap::new();
+    let mut worklist: StringMap<usize> = StringMap::with_probing(config.probing());
     for (index, name) in targets.names.iter().enumerate() {
         worklist.insert(name.as_bytes(), index);
     }

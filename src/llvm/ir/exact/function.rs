@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::llvm::adt::string_map::{LinearStringMap, StringMap};
+use crate::llvm::adt::string_map::{Probing, StringMap};
 use crate::llvm::bitcode::reader::block_id;
 use crate::llvm::bitcode::writer::{BitstreamWriter, BlockTooLong};
 use crate::llvm::ir::module::{
@@ -318,19 +318,16 @@ fn write_symbol_table(
     if added.is_empty() {
         return Ok(());
     }
-    let order: Vec<(Vec<u8>, (bool, u64))> = if release.linear_probing {
-        let mut table = LinearStringMap::default();
-        for (name, what) in added {
-            table.insert(name, what);
-        }
-        table.iter().map(|(k, v)| (k.to_vec(), *v)).collect()
+    let probing = if release.linear_probing {
+        Probing::Linear
     } else {
-        let mut table = StringMap::new();
-        for (name, what) in added {
-            table.insert(name, what);
-        }
-        table.iter().map(|(k, v)| (k.to_vec(), *v)).collect()
+        Probing::Quadratic
     };
+    let mut table = StringMap::with_probing(probing);
+    for (name, what) in added {
+        table.insert(name, what);
+    }
+    let order: Vec<(Vec<u8>, (bool, u64))> = table.iter().map(|(k, v)| (k.to_vec(), *v)).collect();
     w.enter_block(block_id::VALUE_SYMTAB, 4);
     for (name, (is_block, id)) in order {
         let encoding = StringEncoding::of(&name);
