@@ -131,6 +131,12 @@ fn other_triples_are_llvm_23s_bytes() {
         "--triple=x86_64-pc-windows-msvc",
         "--triple=aarch64-unknown-linux-gnu",
         "--triple=x86_64-pc-linux-gnu",
+        // Mach-O: the bounds' and constructors' own names, a wrapper header, and on macOS the
+        // fat binaries in their runtime's segment.
+        "--triple=x86_64-apple-macosx10.15.0",
+        "--triple=arm64-apple-ios",
+        "--triple=i386-apple-darwin",
+        "--triple=x86_64-unknown-linux-gnu-macho",
     ] {
         for kind in ["--kind=hip", "--kind=cuda", "--kind=openmp", "--kind=sycl"] {
             for image in ["text.bin", "binary.bin", "offload.bin"] {
@@ -202,7 +208,14 @@ fn llvm_offload_wrapper_22_writes_llvm_22s_bytes() {
         }
     }
     for kind in ["--kind=hip", "--kind=cuda", "--kind=openmp"] {
-        cases.push(vec![kind, "--triple=x86_64-pc-windows-msvc", "binary.bin"]);
+        for triple in [
+            "--triple=x86_64-pc-windows-msvc",
+            "--triple=x86_64-apple-macosx10.15.0",
+            "--triple=arm64-apple-ios",
+            "--triple=x86_64-unknown-linux-gnu-macho",
+        ] {
+            cases.push(vec![kind, triple, "binary.bin"]);
+        }
     }
     for args in cases {
         let llvm_out = dir.path().join("llvm.bc");

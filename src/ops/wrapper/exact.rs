@@ -3,6 +3,7 @@
 //! has the same bytes, which LLVM then keeps once), once to write it into its place, shifted
 //! to the bit it starts at; neither pass holds more than a chunk of it.
 
+use crate::target::processor::LlvmVersion;
 use std::path::Path;
 
 use crate::codegen::layout::Image;
@@ -151,6 +152,22 @@ pub(super) fn write_bitcode_as(
     let stream = exact::write(module, &contents, &guid, release)
         .map_err(|e| Error::msg(format!("'{}': {e}", output.display())))?;
     let mut out = Output::create(output)?;
+    // Darwin: a wrapper header before the bitcode, and zeros after it to a multiple of 16.
+    // The header is the writer's, whatever the release's module.
+    let darwin = super::ir::Format::of(&module.triple, LlvmVersion::V23).darwin_cpu;
+    if let Some(cpu) = darwin {
+        let size = u32::try_from(stream.len()).map_err(|_| {
+            Error::msg(format!(
+                "'{}': more than 4 GiB of bitcode",
+                output.display()
+            ))
+        })?;
+        let header: Vec<u8> = [0x0B17_C0DE, 0, 20, size, cpu]
+            .iter()
+            .flat_map(|w: &u32| w.to_le_bytes())
+            .collect();
+        out.write_bytes(&header)?;
+    }
     let mut tail = (0u8, 0u32);
     for part in &stream.parts {
         match part {
@@ -166,6 +183,10 @@ pub(super) fn write_bitcode_as(
             Part::Hole { id, .. } => images[*id].write_to(&mut out)?,
             Part::Elements(hole) => tail = write_hole(&mut out, hole, &images[hole.id])?,
         }
+    }
+    if darwin.is_some() {
+        let padding = (16 - (20 + stream.len()) % 16) % 16;
+        out.write_bytes(&vec![0; padding as usize])?;
     }
     out.commit()?;
     tracing::info!(size = stream.len(), "written");

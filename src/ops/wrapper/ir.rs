@@ -100,12 +100,22 @@ pub(super) fn ret() -> Inst {
 
 /// An internal function in `.text.startup` with parameters `params` (type, name).
 pub(super) fn startup(name: &str, params: &[(Type, &str)], blocks: Vec<Block>) -> Function {
+    startup_in(STARTUP, name, params, blocks)
+}
+
+/// An internal function in `section` with parameters `params` (type, name).
+pub(super) fn startup_in(
+    section: &str,
+    name: &str,
+    params: &[(Type, &str)],
+    blocks: Vec<Block>,
+) -> Function {
     Function {
         name: name.to_string(),
         ret: Type::Void,
         params: params.iter().map(|(ty, _)| ty.clone()).collect(),
         linkage: Linkage::Internal,
-        section: Some(STARTUP.to_string()),
+        section: Some(section.to_string()),
         body: Some(Body {
             params: params.iter().map(|(_, name)| name.to_string()).collect(),
             blocks,
@@ -371,10 +381,119 @@ fn omp14_descriptor_reg(k: usize) -> Function {
     )
 }
 
-/// The start of `llvm_offload_entries`.
-pub(super) const START: &str = "__start_llvm_offload_entries";
-/// The end of `llvm_offload_entries`.
-pub(super) const STOP: &str = "__stop_llvm_offload_entries";
+/// What a triple's object format changes in `llvm-offload-wrapper`'s module: the names of
+/// the entries' bounds and the section of the constructors (Mach-O has its own in LLVM 23),
+/// and where the fat binaries go (macOS puts them in its runtime's segment). LLVM 22 treats
+/// Mach-O as ELF but for the bounds, which it declares in the `$OA` and `$OZ` sections.
+#[derive(Debug, Clone, Copy)]
+pub struct Format {
+    /// The start of the entries.
+    pub start: &'static str,
+    /// Their end.
+    pub stop: &'static str,
+    /// The section of the entries, for the dummy that keeps it.
+    entries: &'static str,
+    /// The section of the constructors and of what they call.
+    pub startup: &'static str,
+    /// Whether a CUDA fat binary and its wrapper go to `__NV_CUDA` sections.
+    pub macos_cuda: bool,
+    /// Whether a HIP fat binary and its wrapper go to `__HIP` sections (LLVM 23).
+    pub macos_hip: bool,
+    /// COFF: bounds of the module's own around the entries.
+    coff: bool,
+    /// LLVM 22 on Mach-O: the bounds declared in the `$OA` and `$OZ` sections.
+    grouped: bool,
+    /// Mach-O: the bitcode file starts with a wrapper header naming this CPU type.
+    pub darwin_cpu: Option<u32>,
+}
+
+impl Format {
+    /// The format of `triple`, as LLVM's `Triple` reads it: `arch-vendor-os-environment`, the
+    /// environment's end naming an object format, else the OS its default one.
+    pub fn of(triple: &str, llvm: LlvmVersion) -> Format {
+        let mut parts = triple.splitn(4, '-');
+        let os = parts.nth(2).unwrap_or("");
+        let environment = parts.next().unwrap_or("");
+        let darwin = [
+            "darwin",
+            "macos",
+            "ios",
+            "tvos",
+            "watchos",
+            "bridgeos",
+            "driverkit",
+            "xros",
+        ]
+        .iter()
+        .any(|name| os.starts_with(name));
+        let explicit = [
+            "elf",
+            "coff",
+            "xcoff",
+            "wasm",
+            "goff",
+            "spirv",
+            "dxcontainer",
+        ]
+        .iter()
+        .any(|format| environment.ends_with(format));
+        let macho = environment.ends_with("macho") || (darwin && !explicit);
+        let macos = os.starts_with("darwin") || os.starts_with("macos");
+        let darwin_cpu = macho.then(|| darwin_cpu_type(triple.split('-').next().unwrap_or("")));
+        if macho && llvm >= LlvmVersion::V23 {
+            Format {
+                start: "\u{1}section$start$__LLVM$offload_entries",
+                stop: "\u{1}section$end$__LLVM$offload_entries",
+                entries: "__LLVM,offload_entries",
+                startup: "__TEXT,__StaticInit",
+                macos_cuda: macos,
+                macos_hip: macos,
+                coff: false,
+                grouped: false,
+                darwin_cpu,
+            }
+        } else {
+            Format {
+                start: "__start_llvm_offload_entries",
+                stop: "__stop_llvm_offload_entries",
+                entries: "llvm_offload_entries",
+                startup: STARTUP,
+                macos_cuda: macos,
+                macos_hip: false,
+                coff: is_coff(triple),
+                grouped: macho,
+                darwin_cpu,
+            }
+        }
+    }
+}
+
+/// The CPU type a Darwin bitcode wrapper header gives for `arch`: x86 and ARM (32-bit), with
+/// the 64-bit ABI bit for x86-64 and 64-bit PowerPC; all ones for the others, AArch64 included.
+fn darwin_cpu_type(arch: &str) -> u32 {
+    const ABI64: u32 = 0x0100_0000;
+    const X86: u32 = 7;
+    const ARM: u32 = 12;
+    const POWERPC: u32 = 18;
+    let x86 = arch.len() == 4
+        && arch.starts_with('i')
+        && arch.ends_with("86")
+        && arch
+            .as_bytes()
+            .get(1)
+            .is_some_and(|d| (b'3'..=b'9').contains(d));
+    match arch {
+        "x86_64" | "amd64" | "x86_64h" => X86 | ABI64,
+        "powerpc" | "ppc" | "ppc32" => POWERPC,
+        "powerpc64" | "ppc64" => POWERPC | ABI64,
+        _ if x86 || arch == "i86pc" => X86,
+        _ if arch.starts_with("arm64") || arch.starts_with("aarch64") => u32::MAX,
+        _ if arch.starts_with("arm") || arch.starts_with("thumb") || arch.starts_with("xscale") => {
+            ARM
+        }
+        _ => u32::MAX,
+    }
+}
 
 /// Whether `triple` names a COFF target (Windows, MinGW, Cygwin), whose linker defines no
 /// `__start_`/`__stop_` symbols.
@@ -387,23 +506,32 @@ fn is_coff(triple: &str) -> bool {
 /// The bounds of `llvm_offload_entries` (of type `entries`): on ELF the linker's
 /// `__start_`/`__stop_` symbols, with a dummy that keeps the section; on COFF, as LLVM, bounds
 /// of their own in `$OA` and `$OZ`, which the linker sorts around the entries' `$OE`.
-pub(super) fn entries_bounds(triple: &str, entries: Type) -> Vec<Global> {
-    if is_coff(triple) {
+pub(super) fn entries_bounds(format: &Format, entries: Type) -> Vec<Global> {
+    let (start, stop) = (format.start, format.stop);
+    if format.coff {
         let bound = |name: &str, group: &str| Global {
             linkage: Linkage::WeakOdr,
             hidden: true,
             section: Some(format!("llvm_offload_entries${group}")),
             ..internal_constant(name, Const::Null(entries.clone()))
         };
-        return vec![bound(START, "OA"), bound(STOP, "OZ")];
+        return vec![bound(start, "OA"), bound(stop, "OZ")];
     }
+    if format.grouped {
+        let bound = |name: &str, group: &str| Global {
+            section: Some(format!("llvm_offload_entries${group}")),
+            ..section_bound(name, entries.clone())
+        };
+        return vec![bound(start, "OA"), bound(stop, "OZ")];
+    }
+    let dummy = format!("__dummy.{}", format.entries);
     vec![
-        section_bound(START, entries.clone()),
-        section_bound(STOP, entries.clone()),
+        section_bound(start, entries.clone()),
+        section_bound(stop, entries.clone()),
         Global {
-            section: Some("llvm_offload_entries".into()),
+            section: Some(format.entries.into()),
             align: Some(8),
-            ..internal_constant("__dummy.llvm_offload_entries", Const::Null(entries))
+            ..internal_constant(&dummy, Const::Null(entries))
         },
         Global {
             linkage: Linkage::Appending,
@@ -411,7 +539,7 @@ pub(super) fn entries_bounds(triple: &str, entries: Type) -> Vec<Global> {
             section: Some("llvm.metadata".into()),
             ..internal_constant(
                 "llvm.compiler.used",
-                Const::Array(Type::Ptr, vec![global("__dummy.llvm_offload_entries")]),
+                Const::Array(Type::Ptr, vec![global(&dummy)]),
             )
         },
     ]

@@ -8,8 +8,8 @@ use crate::llvm::ir::module::{
     Inst, Module, NamedStruct, Op, Predicate, Type, Value,
 };
 use crate::ops::wrapper::ir::{
-    block, br, call, declare, entries_bounds, image, inst, internal_constant, named, ret, startup,
-    structors, Made, START, STOP,
+    block, br, call, declare, entries_bounds, image, inst, internal_constant, named, ret,
+    startup_in, structors, Format, Made,
 };
 use crate::ops::wrapper::OffloadKind;
 use crate::target::processor::LlvmVersion;
@@ -49,6 +49,7 @@ pub fn llvm_offload_wrapper_of(
     inner: &[Option<(u64, u64)>],
 ) -> Module {
     let entries = Type::Array(0, Box::new(Type::Named(0)));
+    let format = Format::of(triple, made.llvm);
     let mut module = Module {
         id: "offload.wrapper.module".into(),
         triple: triple.to_string(),
@@ -66,12 +67,17 @@ pub fn llvm_offload_wrapper_of(
                 Type::Ptr,
             ],
         }],
-        globals: entries_bounds(triple, entries),
+        globals: entries_bounds(&format, entries),
         functions: Vec::new(),
     };
     match made.kind {
-        OffloadKind::OpenMp => openmp(&mut module, lens, inner, made.image_section()),
-        OffloadKind::Cuda | OffloadKind::Hip => fatbinary(&mut module, made, lens[0]),
+        OffloadKind::OpenMp => openmp(&mut module, lens, inner, made.image_section(), &format),
+        OffloadKind::Cuda | OffloadKind::Hip => fatbinary(
+            &mut module,
+            made,
+            lens.first().copied().unwrap_or(0),
+            &format,
+        ),
         OffloadKind::Sycl => unreachable!("SYCL's module is sycl::module"),
     }
     module
@@ -80,7 +86,13 @@ pub fn llvm_offload_wrapper_of(
 /// The OpenMP module: the images in `section`, their `__tgt_device_image`s and the
 /// `__tgt_bin_desc`, registered with `__tgt_register_lib` by a constructor that hands the
 /// unregistration to `atexit`.
-fn openmp(module: &mut Module, lens: &[u64], inner: &[Option<(u64, u64)>], section: &str) {
+fn openmp(
+    module: &mut Module,
+    lens: &[u64],
+    inner: &[Option<(u64, u64)>],
+    section: &str,
+    format: &Format,
+) {
     module.structs.push(NamedStruct {
         name: "__tgt_device_image".into(),
         fields: vec![Type::Ptr; 4],
@@ -112,7 +124,12 @@ fn openmp(module: &mut Module, lens: &[u64], inner: &[Option<(u64, u64)>], secti
         };
         records.push(Const::Struct(
             record.clone(),
-            vec![at(begin), at(end), global(START), global(STOP)],
+            vec![
+                at(begin),
+                at(end),
+                global(format.start),
+                global(format.stop),
+            ],
         ));
     }
     module.globals.push(Global {
@@ -129,8 +146,8 @@ fn openmp(module: &mut Module, lens: &[u64], inner: &[Option<(u64, u64)>], secti
             vec![
                 Const::Int(32, lens.len() as i64),
                 global(".omp_offloading.device_images"),
-                global(START),
-                global(STOP),
+                global(format.start),
+                global(format.stop),
             ],
         ),
     ));
@@ -139,14 +156,15 @@ fn openmp(module: &mut Module, lens: &[u64], inner: &[Option<(u64, u64)>], secti
         101,
         ".omp_offloading.descriptor_reg",
     ));
-    module.functions.extend(openmp_functions());
+    module.functions.extend(openmp_functions(format.startup));
 }
 
 /// The descriptor's registration, the runtime's functions, and the unregistration.
-fn openmp_functions() -> [Function; 5] {
+fn openmp_functions(section: &str) -> [Function; 5] {
     let descriptor = || vec![Value::from(global(".omp_offloading.descriptor"))];
     [
-        startup(
+        startup_in(
+            section,
             ".omp_offloading.descriptor_reg",
             &[],
             vec![block(
@@ -166,7 +184,8 @@ fn openmp_functions() -> [Function; 5] {
         ),
         declare("__tgt_register_lib", Type::Void, 1),
         declare("atexit", int(32), 1),
-        startup(
+        startup_in(
+            section,
             ".omp_offloading.descriptor_unreg",
             &[],
             vec![block(
@@ -191,28 +210,54 @@ struct Runtime {
     segment: &'static str,
     /// The kind of the runtime's entries in `llvm_offload_entries`.
     entry_kind: i64,
+    /// The object format's names.
+    format: Format,
 }
 
 impl Runtime {
-    fn of(kind: OffloadKind) -> Runtime {
+    fn of(kind: OffloadKind, format: &Format) -> Runtime {
+        let format = *format;
         match kind {
             OffloadKind::Cuda => Runtime {
                 kind,
                 prefix: "cuda",
                 magic: 0x466243b1,
-                data: ".nv_fatbin",
-                segment: ".nvFatBinSegment",
+                data: if format.macos_cuda {
+                    "__NV_CUDA,__nv_fatbin"
+                } else {
+                    ".nv_fatbin"
+                },
+                segment: if format.macos_cuda {
+                    "__NV_CUDA,__fatbin"
+                } else {
+                    ".nvFatBinSegment"
+                },
                 entry_kind: 2,
+                format,
             },
             _ => Runtime {
                 kind,
                 prefix: "hip",
                 magic: 0x48495046,
-                data: ".hip_fatbin",
-                segment: ".hipFatBinSegment",
+                data: if format.macos_hip {
+                    "__HIP,__hip_fatbin"
+                } else {
+                    ".hip_fatbin"
+                },
+                segment: if format.macos_hip {
+                    "__HIP,__fatbin"
+                } else {
+                    ".hipFatBinSegment"
+                },
                 entry_kind: 4,
+                format,
             },
         }
+    }
+
+    /// A constructor, or a function it calls, in the format's section for them.
+    fn startup(&self, name: &str, params: &[(Type, &str)], blocks: Vec<Block>) -> Function {
+        startup_in(self.format.startup, name, params, blocks)
     }
 
     /// The module's name `.{prefix}.{what}`.
@@ -228,8 +273,8 @@ impl Runtime {
 
 /// The CUDA and HIP module: the fat binary of `len` bytes, its wrapper, the runtime's handle
 /// of it, its registration and that of the runtime's entries.
-fn fatbinary(module: &mut Module, made: &Made, len: u64) {
-    let runtime = Runtime::of(made.kind);
+fn fatbinary(module: &mut Module, made: &Made, len: u64, format: &Format) {
+    let runtime = Runtime::of(made.kind, format);
     module.structs.push(NamedStruct {
         name: "fatbin_wrapper".into(),
         fields: vec![int(32), int(32), Type::Ptr, Type::Ptr],
@@ -325,7 +370,7 @@ fn fatbin_reg(runtime: &Runtime) -> Function {
     let unreg = runtime.local("fatbin_unreg");
     entry.push(named("1", call("atexit", vec![global(&unreg).into()])));
     entry.push(ret());
-    startup(
+    runtime.startup(
         &runtime.local("fatbin_reg"),
         &[],
         vec![block("entry", entry)],
@@ -340,7 +385,7 @@ fn fatbin_unreg(runtime: &Runtime) -> Function {
         align: 8,
     };
     let unregister = call(&runtime.function("UnregisterFatBinary"), vec![local("0")]);
-    startup(
+    runtime.startup(
         &runtime.local("fatbin_unreg"),
         &[],
         vec![block(
@@ -434,13 +479,13 @@ fn globals_registration(runtime: &Runtime) -> Function {
                 icmp(
                     "1",
                     Predicate::Ne,
-                    global(START).into(),
-                    global(STOP).into(),
+                    global(runtime.format.start).into(),
+                    global(runtime.format.stop).into(),
                 ),
                 cond_br("1", "while.entry", "while.end"),
             ],
         ),
-        entry_fields(runtime.entry_kind),
+        entry_fields(runtime.entry_kind, runtime.format.start),
         block(
             "if.kind",
             vec![
@@ -462,17 +507,22 @@ fn globals_registration(runtime: &Runtime) -> Function {
                     indices: vec![int_value(64, 1)],
                 },
             ),
-            icmp("17", Predicate::Eq, local("16"), global(STOP).into()),
+            icmp(
+                "17",
+                Predicate::Eq,
+                local("16"),
+                global(runtime.format.stop).into(),
+            ),
             cond_br("17", "while.end", "while.entry"),
         ],
     ));
     blocks.push(block("while.end", vec![ret()]));
-    startup(&runtime.local("globals_reg"), &[(Type::Ptr, "0")], blocks)
+    runtime.startup(&runtime.local("globals_reg"), &[(Type::Ptr, "0")], blocks)
 }
 
 /// The loop's head: the entry, its fields, and its flags' bits; on to `if.kind` when the
 /// entry is of `entry_kind`, else to the next entry.
-fn entry_fields(entry_kind: i64) -> Block {
+fn entry_fields(entry_kind: i64, start: &str) -> Block {
     block(
         "while.entry",
         vec![
@@ -481,7 +531,7 @@ fn entry_fields(entry_kind: i64) -> Block {
                 Op::Phi {
                     ty: Type::Ptr,
                     incoming: vec![
-                        (global(START).into(), "entry".into()),
+                        (global(start).into(), "entry".into()),
                         (local("16"), END.into()),
                     ],
                 },

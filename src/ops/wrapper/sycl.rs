@@ -3,7 +3,10 @@
 //! `__sycl_unregister_lib` by a destructor, both of priority 1.
 
 use crate::llvm::ir::module::{global, Const, Function, Global, Module, Type, Value};
-use crate::ops::wrapper::ir::{block, call, inst, internal_constant, ret, startup, structors};
+use crate::ops::wrapper::ir::{
+    block, call, inst, internal_constant, ret, startup_in, structors, Format,
+};
+use crate::target::processor::LlvmVersion;
 
 /// The image's global.
 const BINARY: &str = ".sycl_offloading.binary";
@@ -16,6 +19,7 @@ pub fn module(triple: &str, len: u64) -> Module {
         section: Some(".llvm.offloading".into()),
         ..internal_constant(BINARY, Const::Image { index: 0, len })
     };
+    let section = Format::of(triple, LlvmVersion::V23).startup;
     Module {
         id: "offload.wrapper.module".into(),
         triple: triple.to_string(),
@@ -26,9 +30,14 @@ pub fn module(triple: &str, len: u64) -> Module {
             structors("llvm.global_dtors", 1, "sycl.descriptor_unreg"),
         ],
         functions: vec![
-            calling("sycl.descriptor_reg", "__sycl_register_lib", len),
+            calling(section, "sycl.descriptor_reg", "__sycl_register_lib", len),
             runtime("__sycl_register_lib"),
-            calling("sycl.descriptor_unreg", "__sycl_unregister_lib", len),
+            calling(
+                section,
+                "sycl.descriptor_unreg",
+                "__sycl_unregister_lib",
+                len,
+            ),
             runtime("__sycl_unregister_lib"),
         ],
     }
@@ -39,13 +48,14 @@ fn runtime(name: &str) -> Function {
     Function::declare(name, Type::Void, vec![Type::Ptr, Type::Int(64)])
 }
 
-/// The startup function `name` that calls `callee` with the image and its size.
-fn calling(name: &str, callee: &str, len: u64) -> Function {
+/// The startup function `name`, in `section`, that calls `callee` with the image and its size.
+fn calling(section: &str, name: &str, callee: &str, len: u64) -> Function {
     let args = vec![
         Value::from(global(BINARY)),
         Value::from(Const::Int(64, len as i64)),
     ];
-    startup(
+    startup_in(
+        section,
         name,
         &[],
         vec![block("entry", vec![inst(call(callee, args)), ret()])],

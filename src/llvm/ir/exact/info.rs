@@ -149,7 +149,8 @@ fn write_guids(w: &mut BitstreamWriter, numbering: &Numbering, guid: super::Guid
     let mut values = vec![code::MODULE_GUIDLIST];
     for (name, declaration) in names {
         let id = if declaration || name.starts_with("llvm.") {
-            guid(name.as_bytes())
+            // A leading \x01 (keep the name as it is) is no part of the identifier.
+            guid(name.strip_prefix('\u{1}').unwrap_or(name).as_bytes())
         } else {
             0
         };
