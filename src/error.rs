@@ -39,8 +39,16 @@ pub enum Error {
         /// The container error, with its offset in the container.
         source: crate::host::error::Error,
     },
+    /// A file cannot be used as asked; the message says why, after the file's name.
+    #[error("'{}': {message}", crate::io::shown(path))]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be used.
+        message: String,
+    },
     /// The request cannot be carried out; the message says why, in the words LLVM's tools use
-    /// where there are such words.
+    /// where there are such words. It names no file of its own (see [`Error::path`]).
     #[error("{0}")]
     Message(String),
 }
@@ -74,6 +82,7 @@ impl From<crate::io::FileError> for Error {
     fn from(e: crate::io::FileError) -> Error {
         match e {
             crate::io::FileError::Io { path, source } => Error::Io { path, source },
+            crate::io::FileError::File { path, message } => Error::File { path, message },
             crate::io::FileError::Message(message) => Error::Message(message),
         }
     }
@@ -119,9 +128,36 @@ impl Error {
         }
     }
 
+    /// An error about `path`: it cannot be used as `message` says.
+    pub fn file(path: impl AsRef<Path>, message: impl Into<String>) -> Self {
+        Error::File {
+            path: path.as_ref().to_path_buf(),
+            message: message.into(),
+        }
+    }
+
     /// An error with a message.
     pub fn msg(message: impl Into<String>) -> Self {
         Error::Message(message.into())
+    }
+
+    /// The file the error names, if it names one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Error::Io { path, .. }
+            | Error::Format { path, .. }
+            | Error::Container { path, .. }
+            | Error::File { path, .. } => Some(path),
+            Error::Message(_) => None,
+        }
+    }
+
+    /// This error, said of `path` when it names no file of its own.
+    pub fn about(self, path: &Path) -> Self {
+        match self.path() {
+            Some(_) => self,
+            None => Error::file(path, self.to_string()),
+        }
     }
 }
 

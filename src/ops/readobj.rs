@@ -81,8 +81,8 @@ fn elf_entries(
     ) {
         return Ok(());
     }
-    let file = object::File::parse(data)
-        .map_err(|e| Error::msg(format!("'{}': {context}: {e}", crate::io::shown(path))))?;
+    let file =
+        object::File::parse(data).map_err(|e| Error::file(path, format!("{context}: {e}")))?;
     for section in file.sections() {
         // Sections without contents in the file (SHT_NOBITS) hold no bundle.
         let Some((section_offset, _)) = section.file_range() else {

@@ -82,12 +82,11 @@ fn kernel_name(path: &Path, relative: &Path) -> Result<String> {
     let mut names = Vec::new();
     for component in relative.components() {
         let Some(name) = component.as_os_str().to_str() else {
-            return Err(Error::msg(format!(
-                "'{}': its name is not UTF-8, and the key its code goes under in the .kpack \
-                 archives is text (the loader compares it as such): rename it; nothing was \
-                 written for it",
-                crate::io::shown(path)
-            )));
+            return Err(Error::file(
+                path,
+                "its name is not UTF-8, and the key its code goes under in the .kpack archives \
+                 is text (the loader compares it as such): rename it; nothing was written for it",
+            ));
         };
         names.push(name);
     }

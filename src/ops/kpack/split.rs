@@ -244,10 +244,7 @@ pub(super) fn split_group(
         let failed = match (data, open_error, split, host) {
             (Some(data), None, Some(Ok(split)), Some(Ok(host))) => Ok((data, split, host)),
             (_, Some(e), _, _) | (_, None, Some(Err(e)), _) | (_, None, _, Some(Err(e))) => Err(e),
-            _ => Err(Error::msg(format!(
-                "'{}': could not be split",
-                crate::io::shown(&p.input)
-            ))),
+            _ => Err(Error::file(&p.input, "could not be split")),
         };
         let (data, split, host) = match failed {
             Ok(done) => done,

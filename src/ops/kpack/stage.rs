@@ -291,10 +291,10 @@ fn reopen(sources: &[Source], number: usize) -> Result<File> {
     let (file, meta) = crate::io::opening::open_nonblocking(&source.path)
         .map_err(|e| Error::io(&source.path, e))?;
     if Some((meta.dev(), meta.ino())) != source.identity || meta.len() != source.len {
-        return Err(Error::msg(format!(
-            "'{}': replaced or resized while it was being split; nothing was written",
-            crate::io::shown(&source.path)
-        )));
+        return Err(Error::file(
+            &source.path,
+            "replaced or resized while it was being split; nothing was written",
+        ));
     }
     Ok(file)
 }
