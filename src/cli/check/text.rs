@@ -3,8 +3,8 @@
 //! the device images embedded as data, apart.
 
 use super::kpack;
-use super::{hip_devices, BundleReport, Device, FileReport, Report};
 use crate::loads::runtime::AMDGCN_ISA_PREFIX;
+use crate::ops::check::{hip_devices, BundleReport, Device, FileReport, Report};
 use crate::ops::support::columns::{ranges, render, Align};
 
 /// The report `offload check` prints for people: the devices, a table of files with, per
