@@ -163,3 +163,25 @@ impl Error {
 
 /// Result of a library operation.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_names_the_file_it_is_about_once() {
+        let input = Path::new("dir/k.o");
+        let unnamed = Error::msg("this would remove every device image").about(input);
+        assert_eq!(unnamed.path(), Some(input));
+        assert_eq!(
+            unnamed.to_string(),
+            "'dir/k.o': this would remove every device image"
+        );
+        // An error naming a file of its own (an output, say) is left as it is.
+        let named = Error::file("out/k.o", "is the input 'dir/k.o'").about(input);
+        assert_eq!(named.path(), Some(Path::new("out/k.o")));
+        assert_eq!(named.to_string(), "'out/k.o': is the input 'dir/k.o'");
+        let from_io: Error = crate::io::FileError::file("out/k.o", "not a regular file").into();
+        assert_eq!(from_io.path(), Some(Path::new("out/k.o")));
+    }
+}

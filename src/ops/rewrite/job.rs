@@ -438,3 +438,57 @@ fn usages(
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::rewrite::Ptx;
+
+    /// A dry run of `offload strip --keep gfx90a` over `files`, results to `output`.
+    fn keeping_gfx90a(files: Vec<PathBuf>, output: Option<PathBuf>) -> JobOptions {
+        JobOptions {
+            files,
+            recursive: false,
+            links: Links::Skip,
+            output,
+            mode: Mode::DryRun,
+            config: RewriteConfig {
+                change: Change::Keep(vec!["gfx90a".parse().unwrap()]),
+                allow_empty: false,
+                max_decompressed: u64::MAX,
+                ptx: Ptx::AsAsked,
+            },
+            pruning: Some(Pruning::of_flags(false, false)),
+            threads: 1,
+        }
+    }
+
+    #[test]
+    fn the_report_says_what_became_of_each_file_as_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/dev/kernel-gfx906.hsaco");
+        let input = dir.path().join("k.hsaco");
+        std::fs::copy(sample, &input).unwrap();
+        let report = run(&keeping_gfx90a(vec![input.clone()], None), &()).unwrap();
+        let [file] = &report.files[..] else {
+            panic!("{report:?}");
+        };
+        assert_eq!(file.path, input);
+        match &file.outcome {
+            Ok(Outcome::Bare(bare, Fate::Left, _, names)) => {
+                assert_eq!(bare.targets, ["gfx906"]);
+                assert!(!bare.kept && names.is_empty());
+            }
+            other => panic!("{other:?}"),
+        }
+        // An output folder inside the folder walked is refused before anything is read.
+        let inside = keeping_gfx90a(vec![dir.path().to_path_buf()], Some(dir.path().join("out")));
+        let stopped = run(&inside, &()).unwrap_err();
+        assert!(stopped.walk.is_none());
+        assert!(matches!(
+            stopped.refusal,
+            Refusal::OutputInsideInputs { same: false, .. }
+        ));
+        assert!(stopped.refusal.is_usage());
+    }
+}
