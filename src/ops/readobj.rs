@@ -167,10 +167,10 @@ impl Place<'_> {
         let parsed = Bundle::parse(&inflated)
             .map_err(|e| Error::format_in(self.path, &inside, e))?
             .ok_or_else(|| {
-                Error::msg(format!(
-                    "'{}': {inside}: the decompressed data is not a bundle",
-                    self.path.display()
-                ))
+                Error::file(
+                    self.path,
+                    format!("{inside}: the decompressed data is not a bundle"),
+                )
             })?;
         for entry in parsed.entries() {
             into.push(self.entry(entry.id, entry.offset, entry.data.len()));

@@ -92,10 +92,9 @@ fn member_entries<'a>(
     data: &'a [u8],
 ) -> Result<Vec<ReadEntry<'a>>> {
     entries_in(kind, data).map_err(|e| match e {
-        EntriesError::Object(message) => Error::msg(format!(
-            "'{}': member '{member}': {message}",
-            archive.display()
-        )),
+        EntriesError::Object(message) => {
+            Error::file(archive, format!("member '{member}': {message}"))
+        }
         EntriesError::Bundle(e) => member_error(archive, member, "bad bundle", e),
     })
 }

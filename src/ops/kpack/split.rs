@@ -152,10 +152,7 @@ pub(super) fn split_into(
                 .iter()
                 .any(|p| config.output.join(&p.relative) == listed.0)
             {
-                return Err(Error::msg(format!(
-                    "'{}': a file of the tree goes there too",
-                    listed.0.display()
-                )));
+                return Err(Error::file(listed.0, "a file of the tree goes there too"));
             }
             closed.push(out);
             summary.archives.push(listed);
@@ -297,10 +294,10 @@ impl MadeLinks {
     /// Makes a link to `target` that will be `path`.
     pub(super) fn make(&mut self, target: &Path, path: &Path) -> Result<()> {
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
-            return Err(Error::msg(format!(
-                "'{}': a folder is there, where a link of the tree goes",
-                path.display()
-            )));
+            return Err(Error::file(
+                path,
+                "a folder is there, where a link of the tree goes",
+            ));
         }
         let file_name = path.file_name().unwrap_or_default().to_string_lossy();
         let temporary = path.with_file_name(format!(

@@ -269,12 +269,7 @@ fn write_staged(out: &mut Output, path: &Path, blobs: &Spilled, at: u64, size: u
         .ok()
         .zip(usize::try_from(size).ok())
         .and_then(|(at, size)| blobs.bytes().get(at..at.checked_add(size)?))
-        .ok_or_else(|| {
-            Error::msg(format!(
-                "'{}': a staged code object is missing",
-                path.display()
-            ))
-        })?;
+        .ok_or_else(|| Error::file(path, "a staged code object is missing"))?;
     match blobs.input() {
         Some(input) => Ok(out.write_part(input, part)?),
         None => Ok(out.write_bytes(part)?),
