@@ -39,8 +39,16 @@ pub enum Error {
         /// The container error, with its offset in the container.
         source: crate::host::error::Error,
     },
+    /// A file cannot be used as asked; the message says why, after the file's name.
+    #[error("'{}': {message}", crate::io::shown(path))]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be used.
+        message: String,
+    },
     /// The request cannot be carried out; the message says why, in the words LLVM's tools use
-    /// where there are such words.
+    /// where there are such words. It names no file of its own (see [`Error::path`]).
     #[error("{0}")]
     Message(String),
 }
@@ -74,6 +82,7 @@ impl From<crate::io::FileError> for Error {
     fn from(e: crate::io::FileError) -> Error {
         match e {
             crate::io::FileError::Io { path, source } => Error::Io { path, source },
+            crate::io::FileError::File { path, message } => Error::File { path, message },
             crate::io::FileError::Message(message) => Error::Message(message),
         }
     }
@@ -119,11 +128,60 @@ impl Error {
         }
     }
 
+    /// An error about `path`: it cannot be used as `message` says.
+    pub fn file(path: impl AsRef<Path>, message: impl Into<String>) -> Self {
+        Error::File {
+            path: path.as_ref().to_path_buf(),
+            message: message.into(),
+        }
+    }
+
     /// An error with a message.
     pub fn msg(message: impl Into<String>) -> Self {
         Error::Message(message.into())
+    }
+
+    /// The file the error names, if it names one.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Error::Io { path, .. }
+            | Error::Format { path, .. }
+            | Error::Container { path, .. }
+            | Error::File { path, .. } => Some(path),
+            Error::Message(_) => None,
+        }
+    }
+
+    /// This error, said of `path` when it names no file of its own.
+    pub fn about(self, path: &Path) -> Self {
+        match self.path() {
+            Some(_) => self,
+            None => Error::file(path, self.to_string()),
+        }
     }
 }
 
 /// Result of a library operation.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_names_the_file_it_is_about_once() {
+        let input = Path::new("dir/k.o");
+        let unnamed = Error::msg("this would remove every device image").about(input);
+        assert_eq!(unnamed.path(), Some(input));
+        assert_eq!(
+            unnamed.to_string(),
+            "'dir/k.o': this would remove every device image"
+        );
+        // An error naming a file of its own (an output, say) is left as it is.
+        let named = Error::file("out/k.o", "is the input 'dir/k.o'").about(input);
+        assert_eq!(named.path(), Some(Path::new("out/k.o")));
+        assert_eq!(named.to_string(), "'out/k.o': is the input 'dir/k.o'");
+        let from_io: Error = crate::io::FileError::file("out/k.o", "not a regular file").into();
+        assert_eq!(from_io.path(), Some(Path::new("out/k.o")));
+    }
+}

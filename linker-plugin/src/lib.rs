@@ -6,11 +6,12 @@
 //! ```
 //!
 //! Options (`-plugin-opt=`): `keep=TARGET-ID` (repeatable), `remove=TARGET-ID` (repeatable),
-//! `compress`, `compression-level=N`, `list`, `verbose`. With none, the output is left exactly
+//! `compress`, `compression-level=N`, `prune`, `list`, `verbose`. With none, the output is left exactly
 //! as the linker wrote it. The plugin claims no input file; its work runs in the cleanup hook,
 //! which ld.bfd and gold call after the output is written and closed. A link that failed is
-//! never touched. The rewrite is the library's, as `offload strip --in-place` and
-//! `offload compress --in-place` do it.
+//! never touched. The rewrite is the library's job, as `offload strip --in-place` (with
+//! `prune`, `offload strip --prune --in-place`) and `offload compress --in-place` run it: the
+//! same rules for programs, libraries and files of bare device images.
 //!
 //! `OFFLOAD_LOG` (a `tracing` filter, as for the `offload` command: `OFFLOAD_LOG=offload=debug`)
 //! shows the library's log of the rewrite on standard error; unset, the plugin says nothing
@@ -22,7 +23,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use offload::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
-use offload::ops::rewrite::{rewrite, Change, Mode, Placement, RewriteConfig};
+use offload::ops::prune::Fate;
+use offload::ops::rewrite::job::{self, JobOptions, Outcome, Pruning};
+use offload::ops::rewrite::{Change, Mode, RewriteConfig};
+use offload::ops::support::inputs::Links;
 use offload::target::target_id::TargetIdBuf;
 
 /// `enum ld_plugin_status`.
@@ -84,6 +88,9 @@ pub struct Options {
     pub list: bool,
     /// Say what is done.
     pub verbose: bool,
+    /// Remove an output of bare device images only for other targets, as `offload strip
+    /// --prune` removes such files.
+    pub prune: bool,
 }
 
 impl Options {
@@ -106,6 +113,7 @@ impl Options {
                 None if value == "compress" => options.compress = true,
                 None if value == "list" => options.list = true,
                 None if value == "verbose" => options.verbose = true,
+                None if value == "prune" => options.prune = true,
                 _ => {
                     return Err(format!(
                         "unknown option -plugin-opt={value} (known: keep=ID, remove=ID, compress, compression-level=N, list, verbose)"
@@ -191,30 +199,62 @@ extern "C" fn claim_file(_file: *const c_void, claimed: *mut c_int) -> c_int {
     LDPS_OK
 }
 
-/// Rewrites `output` with every change, in place, and lists it if asked; errors as text.
+/// Rewrites `output` with every change, in place, as the `offload` command's job does it
+/// (`offload strip --in-place`, with `--prune` when asked, and `offload compress
+/// --in-place`): a program or library rewritten, a file of bare device images kept whole or,
+/// only for other targets, pruned. Lists it if asked; errors as text.
 pub fn rewrite_output(output: &Path, options: &Options) -> Result<Vec<String>, String> {
     let mut report = Vec::new();
     for change in options.changes() {
-        let config = RewriteConfig {
-            change,
-            allow_empty: false,
-            max_decompressed: DEFAULT_MAX_DECOMPRESSED,
-            ptx: Default::default(),
+        let strips = matches!(change, Change::Keep(_) | Change::Remove(_));
+        let job = JobOptions {
+            files: vec![output.to_path_buf()],
+            recursive: false,
+            links: Links::Skip,
+            output: None,
+            mode: Mode::Write,
+            config: RewriteConfig {
+                change,
+                allow_empty: false,
+                max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+                ptx: Default::default(),
+            },
+            pruning: strips.then(|| Pruning::of_flags(options.prune, false)),
+            threads: 1,
         };
-        let summary = rewrite(output, &Placement::InPlace, &config, Mode::Write)
-            .map_err(|e| e.to_string())?;
-        if options.verbose {
-            report.push(format!(
-                "{}: {} device images to {}, {} bytes to {}",
-                output.display(),
-                summary.images_before,
-                summary.images_after,
-                summary.size_before,
-                summary.size_after
-            ));
+        let done = job::run(&job, &()).map_err(|stopped| stopped.refusal.to_string())?;
+        if let Some(e) = done.walk.errors.into_iter().chain(done.refused).next() {
+            return Err(e.to_string());
+        }
+        for file in done.files {
+            let line = match file.outcome.map_err(|e| e.to_string())? {
+                Outcome::Rewritten(summary, _) => format!(
+                    "{}: {} device images to {}, {} bytes to {}",
+                    output.display(),
+                    summary.images_before,
+                    summary.images_after,
+                    summary.size_before,
+                    summary.size_after
+                ),
+                Outcome::Bare(bare, fate, _, _) => format!(
+                    "{}: only device code for other targets ({}), {} bytes: {}",
+                    output.display(),
+                    bare.targets.join(","),
+                    bare.size,
+                    match fate {
+                        Fate::Removed | Fate::NotCopied => "pruned (removed)",
+                        Fate::Left | Fate::Copied =>
+                            "left as it is (use -plugin-opt=prune to remove it)",
+                    }
+                ),
+                Outcome::NoDeviceCode(_) => continue,
+            };
+            if options.verbose {
+                report.push(line);
+            }
         }
     }
-    if options.list {
+    if options.list && output.exists() {
         let (images, _) =
             offload::ops::ls::list_file(output, offload::format::ccob::DEFAULT_MAX_DECOMPRESSED)
                 .map_err(|e| e.to_string())?;
@@ -401,5 +441,47 @@ mod tests {
             .unwrap_err()
             .contains("must be a number"));
         assert!(Options::parse(["keep=gfx90a", "remove=gfx906"]).is_err());
+    }
+
+    /// A copy of the code object for gfx906 of the samples (a bare device image, in no
+    /// container), as if a link had written it, and its bytes.
+    fn bare_output(dir: &Path) -> (PathBuf, Vec<u8>) {
+        let sample =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples/dev/kernel-gfx906.hsaco");
+        let output = dir.join("k.hsaco");
+        std::fs::copy(sample, &output).unwrap();
+        let bytes = std::fs::read(&output).unwrap();
+        (output, bytes)
+    }
+
+    #[test]
+    fn an_output_of_bare_device_images_is_kept_or_pruned_whole_as_strip_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let (output, bytes) = bare_output(dir.path());
+        // Judged as strip judges a file of bare device images: only for other targets, left.
+        let keep = Options::parse(["keep=gfx90a", "verbose"]).unwrap();
+        assert_eq!(
+            rewrite_output(&output, &keep).unwrap(),
+            [format!(
+                "{}: only device code for other targets (gfx906), {} bytes: left as it is (use -plugin-opt=prune to remove it)",
+                output.display(),
+                bytes.len()
+            )]
+        );
+        assert_eq!(std::fs::read(&output).unwrap(), bytes);
+        // As `offload strip --keep gfx90a --prune`: a strip that would keep no device image
+        // of any file is refused, and nothing changes.
+        let keep_pruning = Options::parse(["keep=gfx90a", "prune"]).unwrap();
+        let refused = rewrite_output(&output, &keep_pruning).unwrap_err();
+        assert!(
+            refused.contains("keep none of the 1 device images found"),
+            "{refused}"
+        );
+        assert_eq!(std::fs::read(&output).unwrap(), bytes);
+        // As `offload strip --remove gfx906 --prune`: pruned whole.
+        let remove_pruning = Options::parse(["remove=gfx906", "prune", "verbose"]).unwrap();
+        let lines = rewrite_output(&output, &remove_pruning).unwrap();
+        assert!(lines[0].ends_with(": pruned (removed)"), "{lines:?}");
+        assert!(!output.exists());
     }
 }

@@ -14,6 +14,9 @@ use crate::ops::support::gpus::{self, FeatureEnv, Visible};
 use crate::ops::support::inputs::Taken;
 use crate::target::target_id::TargetIdBuf;
 
+mod kpack;
+mod text;
+
 use crate::cli::jobs::{self, counted, JobBar, Work};
 
 const PROG: &str = "offload check";
@@ -124,9 +127,9 @@ pub fn run(args: &[std::ffi::OsString]) -> i32 {
             }
         }
     } else if jobs::several(&args.files, files.len()) {
-        check::text(&report) + &summary(&report, errors.len())
+        text::text(&report) + &summary(&report, errors.len())
     } else {
-        check::text(&report)
+        text::text(&report)
     };
     if let Err(code) = crate::cli::print(PROG, &text) {
         return code;

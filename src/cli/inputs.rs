@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args as ClapArgs;
 
-use crate::ops::support::inputs::{self, Found, Links, Taken, WalkOptions};
+use crate::ops::support::inputs::{self, Found, Links, Taken, Walk, WalkOptions};
 
 /// How folders named among the inputs are read.
 #[derive(Debug, Clone, Copy, ClapArgs)]
@@ -35,37 +35,26 @@ impl TreeOpts {
             roots,
             WalkOptions {
                 recursive: self.recursive,
-                links: if self.follow {
-                    Links::Follow
-                } else {
-                    Links::Skip
-                },
+                links: self.links(),
                 files: taken,
             },
         );
-        let stderr = std::io::stderr();
-        for e in &walk.errors {
-            let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
-        }
-        for path in &walk.loops {
-            let _ = writeln!(
-                stderr.lock(),
-                "{prog}: warning: '{}': symbolic link loop, skipped",
-                crate::io::shown(path)
-            );
-        }
-        if let Some(special) = walk.special.summary() {
-            let _ = writeln!(
-                stderr.lock(),
-                "{prog}: warning: skipped {special}: not regular files"
-            );
-        }
+        report_walk(prog, &walk);
         tracing::info!(
             files = walk.files.len(),
             skipped = walk.skipped,
             "inputs walked"
         );
         (walk.files, !walk.errors.is_empty())
+    }
+
+    /// What becomes of symbolic links met in folders, as `--follow` says.
+    pub fn links(self) -> Links {
+        if self.follow {
+            Links::Follow
+        } else {
+            Links::Skip
+        }
     }
 
     /// [`TreeOpts::files`], the paths alone.
@@ -77,5 +66,27 @@ impl TreeOpts {
     pub fn paths_taking(self, prog: &str, roots: &[PathBuf], taken: Taken) -> (Vec<PathBuf>, bool) {
         let (found, failed) = self.files_taking(prog, roots, taken);
         (found.into_iter().map(|f| f.path).collect(), failed)
+    }
+}
+
+/// Says on standard error, under the name `prog`, each folder of `walk` that could not be
+/// read, each symbolic link loop and the special files skipped.
+pub fn report_walk(prog: &str, walk: &Walk) {
+    let stderr = std::io::stderr();
+    for e in &walk.errors {
+        let _ = writeln!(stderr.lock(), "{prog}: error: {e}");
+    }
+    for path in &walk.loops {
+        let _ = writeln!(
+            stderr.lock(),
+            "{prog}: warning: '{}': symbolic link loop, skipped",
+            crate::io::shown(path)
+        );
+    }
+    if let Some(special) = walk.special.summary() {
+        let _ = writeln!(
+            stderr.lock(),
+            "{prog}: warning: skipped {special}: not regular files"
+        );
     }
 }

@@ -73,6 +73,14 @@ impl JobBar {
         bar
     }
 
+    /// A bar for files, [`Progress::start`] saying how many.
+    pub fn files() -> JobBar {
+        JobBar {
+            bar: indicatif::ProgressBar::hidden(),
+            unit: Unit::Files,
+        }
+    }
+
     /// A bar for bytes written, [`Progress::start`] saying how many.
     pub fn bytes() -> JobBar {
         JobBar {

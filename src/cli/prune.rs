@@ -1,70 +1,22 @@
-//! What `offload strip --prune` and `--prune-named` do to the files a strip does not rewrite
-//! (files of bare device images wholly for other targets, files without device code named
-//! for removed processors), and the summary lines that say it.
+//! The summary lines of what `offload strip --prune` and `--prune-named` did to the files a
+//! strip does not rewrite (files of bare device images wholly for other targets, files
+//! without device code named for removed processors): the job itself is
+//! [`crate::ops::rewrite::job`]'s.
 
 use std::path::Path;
 
-use crate::ops::prune::{self, Action, BareFile, Fate, NamedFile};
-use crate::ops::rewrite::{Mode, Placement, RewriteConfig};
+use crate::ops::prune::{Action, BareFile, Fate};
+use crate::ops::rewrite::job::{Named, Pruning};
+use crate::ops::rewrite::Mode;
 
-/// What a strip does to whole files, as `--prune` and `--prune-named` ask.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Pruning {
-    /// Files of bare device images wholly for other targets.
-    pub bare: Action,
-    /// Files without device code named for removed processors.
-    pub named: Action,
-}
-
-impl Pruning {
-    /// The pruning the flags ask for (`--prune-named` is allowed only with `--prune`).
-    pub(crate) fn of_flags(prune: bool, prune_named: bool) -> Pruning {
-        let action = |asked: bool| if asked { Action::Prune } else { Action::Keep };
-        Pruning {
-            bare: action(prune),
-            named: action(prune && prune_named),
-        }
+/// How a summary says the flags that would prune a file kept: a file of bare device images
+/// (`named` false) or one named for removed processors.
+fn hint(pruning: Pruning, named: bool) -> &'static str {
+    match (named, pruning.bare) {
+        (false, _) => "--prune",
+        (true, Action::Prune) => "--prune-named",
+        (true, Action::Keep) => "--prune --prune-named",
     }
-
-    /// How a summary says the flags that would prune a file kept.
-    fn hint(self, named: bool) -> &'static str {
-        match (named, self.bare) {
-            (false, _) => "--prune",
-            (true, Action::Prune) => "--prune-named",
-            (true, Action::Keep) => "--prune --prune-named",
-        }
-    }
-}
-
-/// A file without device code named for removed processors, and what became of it: `None`
-/// when it was not written to the output folder, as no file without device code is unless
-/// pruning is asked.
-pub(crate) type Named = (NamedFile, Option<Fate>);
-
-/// Does what `pruning` asks to `input` (placed as `placement` says), a file the walk found
-/// holding no device code: named for removed processors, it is reported; with `--prune` and
-/// an output folder, a file not pruned is copied, so that the folder is the whole tree less
-/// what was pruned.
-pub(crate) fn settle_other(
-    input: &Path,
-    placement: &Placement,
-    config: &RewriteConfig,
-    pruning: Pruning,
-    mode: Mode,
-) -> Result<Option<Named>, String> {
-    let named = prune::named_for_removed(input, config).map_err(|e| e.to_string())?;
-    let written = placement.in_place() || pruning.bare == Action::Prune;
-    let action = match &named {
-        Some(_) => pruning.named,
-        None => Action::Keep,
-    };
-    let read = named.as_ref().map(|named| named.read);
-    let fate = if written {
-        Some(prune::settle(input, placement, read, action, mode).map_err(|e| e.to_string())?)
-    } else {
-        None
-    };
-    Ok(named.map(|named| (named, fate)))
 }
 
 /// What became of a file, as a summary line ends.
@@ -96,7 +48,7 @@ pub(crate) fn bare_line(
         crate::io::shown(file),
         crate::io::shown(&bare.targets.join(",")),
         bare.size,
-        fate_text(Some(fate), pruning.hint(false), mode)
+        fate_text(Some(fate), hint(pruning, false), mode)
     )
 }
 
@@ -108,7 +60,7 @@ pub(crate) fn named_line(file: &Path, named: &Named, pruning: Pruning, mode: Mod
         crate::io::shown(file),
         named.processors.join(","),
         named.size,
-        fate_text(*fate, pruning.hint(true), mode)
+        fate_text(*fate, hint(pruning, true), mode)
     )
 }
 

@@ -8,14 +8,13 @@ use crate::target::target_id::TargetIdBuf;
 use clap::{Args as ClapArgs, Parser};
 
 use crate::cli::general::{GeneralOpts, OutputOpts};
-use crate::cli::inputs::TreeOpts;
-use crate::cli::jobs::{self, Work};
-use crate::cli::prune::{self, Named, Pruning, Settled};
+use crate::cli::jobs::{self, JobBar, Work};
+use crate::cli::prune::{self, Settled};
 use crate::format::ccob::{CompressOptions, Method};
 use crate::ops::du::{self, FileUsage};
-use crate::ops::prune::{Action, BareFile, Fate};
-use crate::ops::rewrite::{self, Change, Mode, Placement, Ptx, RewriteConfig, Summary};
-use crate::ops::support::inputs::{may_hold_device_code, Found, Taken};
+use crate::ops::prune::{BareFile, Fate};
+use crate::ops::rewrite::job::{self, JobOptions, Named, Outcome, Pruning, Stopped, Usages};
+use crate::ops::rewrite::{Change, Mode, Ptx, RewriteConfig, Summary};
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]
@@ -177,218 +176,6 @@ fn summary_line(file: &std::path::Path, summary: &Summary, mode: Mode) -> String
     )
 }
 
-/// One file of a job and where its result goes.
-struct Job {
-    /// The file to read.
-    input: PathBuf,
-    /// Where its result goes.
-    placement: Placement,
-    /// In place, the other names the walk met for the same file (hard links), each with its
-    /// placement: a file pruned loses them all.
-    other_names: Vec<(PathBuf, Placement)>,
-}
-
-/// The files to rewrite and where each result goes.
-struct Plan {
-    /// The files, in the order of the walk.
-    jobs: Vec<Job>,
-    /// The files found in folders without device code (taken only when pruning).
-    others: Vec<Job>,
-    /// Files reached through a symbolic link the walk followed, which in place are left as
-    /// they are: each an error naming it.
-    refused: Vec<String>,
-    /// Whether the walk failed somewhere (a folder could not be read).
-    walk_failed: bool,
-    /// The folder the outputs mirror the inputs' tree under, if they do: no output may
-    /// resolve outside it.
-    root: Option<PathBuf>,
-    /// The files and folders named: a file found in a folder without device code is left
-    /// alone and not listed, one named is reported.
-    named: Vec<PathBuf>,
-}
-
-/// Where each of `found` is written: over itself in place (a file with several names once),
-/// to `output` for a single file named, else mirrored under the folder `output`. Files found
-/// in folders that hold no device code are among them only when `taken` takes them: they go
-/// to [`Plan::others`].
-fn plan(
-    prog: &str,
-    roots: &[PathBuf],
-    tree: TreeOpts,
-    destination: &Destination,
-    taken: Taken,
-) -> std::result::Result<Plan, String> {
-    if let Some(output) = &destination.output {
-        output_outside_inputs(roots, output)?;
-    }
-    let (found, walk_failed) = tree.files_taking(prog, roots, taken);
-    let (found, others): (Vec<Found>, Vec<Found>) = found.into_iter().partition(|f| {
-        taken != Taken::Every || roots.contains(&f.path) || may_hold_device_code(&f.path)
-    });
-    let mut plan = Plan {
-        jobs: Vec::new(),
-        others: Vec::new(),
-        refused: Vec::new(),
-        walk_failed,
-        root: None,
-        named: roots.to_vec(),
-    };
-    plan.jobs = destinations(roots, found, destination, &mut plan)?;
-    plan.others = destinations(roots, others, destination, &mut plan)?;
-    Ok(plan)
-}
-
-/// Refuses an output folder that is one of the folders named, or lies inside one (its files
-/// would be read again as inputs, and its names would be the inputs' own).
-fn output_outside_inputs(roots: &[PathBuf], output: &Path) -> std::result::Result<(), String> {
-    let Some(real_output) = real_path(output) else {
-        return Ok(());
-    };
-    for root in roots.iter().filter(|r| r.is_dir()) {
-        let Ok(real_root) = std::fs::canonicalize(root) else {
-            continue;
-        };
-        if real_output.starts_with(&real_root) {
-            let what = if real_output == real_root {
-                "is the folder walked"
-            } else {
-                "lies inside the folder walked"
-            };
-            return Err(format!(
-                "the output folder '{}' {what}, '{}': its files would be read as inputs and \
-                 written over; choose a folder outside it, or --in-place",
-                crate::io::shown(output),
-                crate::io::shown(root)
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The real path `path` has or would have: its longest existing part with links resolved,
-/// then the names still to be made.
-fn real_path(path: &Path) -> Option<PathBuf> {
-    let mut missing = Vec::new();
-    let mut existing = path;
-    loop {
-        if let Ok(real) = std::fs::canonicalize(existing) {
-            return Some(missing.iter().rev().fold(real, |p, name| p.join(name)));
-        }
-        missing.push(existing.file_name()?);
-        existing = match existing.parent() {
-            Some(parent) if !parent.as_os_str().is_empty() => parent,
-            _ => Path::new("."),
-        };
-    }
-}
-
-/// Where the file `found`, found under one of `roots`, is rewritten in place.
-fn in_place(roots: &[PathBuf], found: &Found) -> Placement {
-    if roots.contains(&found.path) {
-        return Placement::InPlace;
-    }
-    let depth = found.relative.components().count();
-    let root = found.path.ancestors().nth(depth).unwrap_or(Path::new(""));
-    Placement::InTree {
-        root: root.to_path_buf(),
-        relative: found.relative.clone(),
-    }
-}
-
-/// Where each of `found` is written (see [`plan`]); the plan's root becomes the output
-/// folder, if the outputs go under one.
-fn destinations(
-    roots: &[PathBuf],
-    found: Vec<Found>,
-    destination: &Destination,
-    plan: &mut Plan,
-) -> std::result::Result<Vec<Job>, String> {
-    let single_file = roots.len() == 1 && !roots[0].is_dir();
-    let new = |input: PathBuf, output: PathBuf| Job {
-        input,
-        placement: Placement::New(output),
-        other_names: Vec::new(),
-    };
-    let jobs = match &destination.output {
-        Some(output) if single_file && !output.is_dir() => found
-            .into_iter()
-            .map(|f| new(f.path, output.clone()))
-            .collect(),
-        Some(folder) => {
-            plan.root = Some(folder.clone());
-            let jobs: Vec<Job> = found
-                .into_iter()
-                .map(|Found { path, relative, .. }| new(path, folder.join(relative)))
-                .collect();
-            let mut seen = std::collections::HashSet::new();
-            if let Some(job) = jobs.iter().find(|job| !seen.insert(&job.placement)) {
-                let Placement::New(output) = &job.placement else {
-                    unreachable!("every output is a new file");
-                };
-                return Err(format!(
-                    "'{}' and another input would both be written to '{}'",
-                    crate::io::shown(&job.input),
-                    crate::io::shown(output)
-                ));
-            }
-            jobs
-        }
-        None => in_place_jobs(roots, found, &mut plan.refused),
-    };
-    Ok(jobs)
-}
-
-/// The jobs of files rewritten in place: a file with several names once, under the first
-/// name not reached through a symbolic link (its other names pruned with it). A file reached
-/// only through links the walk followed is refused (added to `refused`): it may lie outside
-/// the tree.
-fn in_place_jobs(roots: &[PathBuf], found: Vec<Found>, refused: &mut Vec<String>) -> Vec<Job> {
-    use std::collections::hash_map::Entry;
-    use std::os::unix::fs::MetadataExt;
-    let mut jobs: Vec<Job> = Vec::new();
-    let mut by_file: std::collections::HashMap<(u64, u64), usize> = Default::default();
-    let mut through_links = Vec::new();
-    for f in found {
-        if f.through_link {
-            through_links.push(f);
-            continue;
-        }
-        let placement = in_place(roots, &f);
-        let Ok(meta) = std::fs::metadata(&f.path) else {
-            // The command says why it cannot be read.
-            jobs.push(Job {
-                input: f.path,
-                placement,
-                other_names: Vec::new(),
-            });
-            continue;
-        };
-        match by_file.entry((meta.dev(), meta.ino())) {
-            Entry::Occupied(first) => jobs[*first.get()].other_names.push((f.path, placement)),
-            Entry::Vacant(slot) => {
-                slot.insert(jobs.len());
-                jobs.push(Job {
-                    input: f.path,
-                    placement,
-                    other_names: Vec::new(),
-                });
-            }
-        }
-    }
-    for f in through_links {
-        let known =
-            std::fs::metadata(&f.path).is_ok_and(|m| by_file.contains_key(&(m.dev(), m.ino())));
-        if !known {
-            refused.push(format!(
-                "'{}': reached through a symbolic link: a walk rewrites and removes files only \
-                 inside its tree; left as it is",
-                crate::io::shown(&f.path)
-            ));
-        }
-    }
-    jobs
-}
-
 /// The totals of a job of several files.
 #[derive(Debug, Default)]
 struct Totals {
@@ -418,13 +205,6 @@ impl Totals {
             self.bytes_after
         )
     }
-}
-
-/// The device code of one file by target, before a rewrite and (for compress, once written)
-/// after it.
-struct Usages {
-    before: FileUsage,
-    after: Option<FileUsage>,
 }
 
 /// The summary's line per target: its images, and the bytes of device code they took before
@@ -460,91 +240,63 @@ fn target_lines(change: &Change, mode: Mode, before: &[FileUsage], after: &[File
     text
 }
 
-/// Rewrites the files of `roots` as `config` says, `jobs` at once; prints a line per file,
-/// each failure on standard error with its path, and totals for several files. Returns the
-/// exit status: 1 when any file failed.
+/// Rewrites the files of `roots` as `config` says, `work.jobs` at once; prints a line per
+/// file, each failure on standard error with its path, and totals for several files. Returns
+/// the exit status: 1 when any file failed, 2 when the files named cannot be worked on so.
 fn execute(
     prog: &str,
     roots: &[PathBuf],
     work: Work,
     destination: &Destination,
-    config: &RewriteConfig,
+    config: RewriteConfig,
     mode: Mode,
     pruning: Option<Pruning>,
 ) -> i32 {
-    // Pruning, the files without device code are read too: their names may be for removed
-    // processors.
-    let taken = match pruning {
-        Some(_) => Taken::Every,
-        None => Taken::MayHoldDeviceCode,
+    let options = JobOptions {
+        files: roots.to_vec(),
+        recursive: work.tree.recursive,
+        links: work.tree.links(),
+        output: destination.output.clone(),
+        mode,
+        config,
+        pruning,
+        threads: work.threads(),
     };
-    let plan = match plan(prog, roots, work.tree, destination, taken) {
-        Ok(plan) => plan,
-        Err(message) => {
-            let _ = writeln!(std::io::stderr(), "{prog}: error: {message}");
-            return 2;
+    let done = match job::run(&options, &JobBar::files()) {
+        Ok(done) => done,
+        Err(Stopped { walk, refusal }) => {
+            if let Some(walk) = &walk {
+                crate::cli::inputs::report_walk(prog, walk);
+            }
+            let _ = writeln!(std::io::stderr(), "{prog}: error: {refusal}");
+            return if refusal.is_usage() { 2 } else { 1 };
         }
     };
-    let pool = match work.pool(prog) {
-        Ok(pool) => pool,
-        Err(code) => return code,
-    };
-    if let Some(message) = keeps_nothing(&pool, &plan, config, pruning) {
-        let _ = writeln!(std::io::stderr(), "{prog}: error: {message}");
-        return 1;
-    }
-    let results = jobs::each_file(&pool, &plan.jobs, |job| {
-        rewrite_file(&plan, job, config, mode, pruning)
-    });
+    crate::cli::inputs::report_walk(prog, &done.walk);
     let mut report = Report {
         pruning,
         ..Report::default()
     };
-    for message in &plan.refused {
-        report.fail(prog, message);
+    for e in &done.refused {
+        report.fail(prog, e);
     }
-    for (job, result) in plan.jobs.iter().zip(results) {
-        match result {
-            Ok(Outcome::Rewritten(summary, usages)) => {
-                report.add(&job.input, &summary, usages, config, mode)
-            }
-            Ok(Outcome::Bare(bare, fate, usages, names)) => {
-                report.add_bare(&job.input, &bare, fate, usages, mode);
-                report.other_names(prog, &job.input, names, mode);
-            }
-            Ok(Outcome::NoDeviceCode(Some(named))) => report.add_named(&job.input, &named, mode),
-            Ok(Outcome::NoDeviceCode(None)) => {}
-            Err(message) => report.fail(prog, &message),
-        }
-    }
-    if let Some(pruning) = pruning {
-        let settled = jobs::each_file(&pool, &plan.others, |job| {
-            if pruning.bare == Action::Prune {
-                prepare_output(&plan, &job.placement, mode)?;
-            }
-            prune::settle_other(&job.input, &job.placement, config, pruning, mode)
-        });
-        for (job, result) in plan.others.iter().zip(settled) {
-            match result {
-                Ok(Some(named)) => report.add_named(&job.input, &named, mode),
-                Ok(None) => {}
-                Err(message) => report.fail(prog, &message),
-            }
-        }
+    let listed = done.files.len();
+    for file in done.files.into_iter().chain(done.others) {
+        report.file(prog, &file.path, file.outcome, &options.config, mode);
     }
     let mut text = std::mem::take(&mut report.text);
-    if jobs::several(roots, plan.jobs.len()) {
+    if jobs::several(roots, listed) {
         text.push_str(&report.totals.line(mode));
         text.push_str(&report.bare.line("only device code for other targets", mode));
         text.push_str(&report.named.line("named for removed processors", mode));
         text.push_str(&target_lines(
-            &config.change,
+            &options.config.change,
             mode,
             &report.before,
             &report.after,
         ));
     }
-    let failed = report.totals.failed > 0 || plan.walk_failed;
+    let failed = report.totals.failed > 0 || !done.walk.errors.is_empty();
     if destination
         .output
         .as_deref()
@@ -573,243 +325,6 @@ fn is_standard_output(path: &Path) -> bool {
     (named.dev(), named.ino()) == (stdout.dev(), stdout.ino())
 }
 
-/// What became of one file of a job.
-enum Outcome {
-    /// Rewritten as its summary says (a file of bare device images kept: left or copied as
-    /// it is).
-    Rewritten(Summary, Option<Usages>),
-    /// A file of bare device images only for other targets, what became of it, and of its
-    /// other names in the tree (removed with it).
-    Bare(
-        BareFile,
-        Fate,
-        Option<Usages>,
-        Vec<(PathBuf, Result<Fate, String>)>,
-    ),
-    /// A file found by a walk that holds no device code, whatever its machine: settled as
-    /// the files of folders without device code are (see [`prune::settle_other`]), listed
-    /// only when named for removed processors.
-    NoDeviceCode(Option<Named>),
-}
-
-/// With `--prune` (and no `--allow-empty`), the refusal of a strip that keeps no device image
-/// of any file: every file of bare device images would go, as every image of a fat binary
-/// would (which each file refuses on its own). A mistyped `--keep` must not empty a tree.
-fn keeps_nothing(
-    pool: &rayon::ThreadPool,
-    plan: &Plan,
-    config: &RewriteConfig,
-    pruning: Option<Pruning>,
-) -> Option<String> {
-    let pruned = pruning.is_some_and(|p| p.bare == Action::Prune);
-    // `--remove` names what goes: no mistake to guard against.
-    let keeps = matches!(config.change, Change::Keep(_));
-    if !pruned || !keeps || config.allow_empty {
-        return None;
-    }
-    let (images, kept) = pool.install(|| {
-        use rayon::prelude::*;
-        plan.jobs
-            .par_iter()
-            .filter_map(|job| {
-                du::file_usage(&job.input, config.max_decompressed, Some(config)).ok()
-            })
-            .map(|usage| {
-                let images: u64 = usage.targets.iter().map(|u| u.images).sum();
-                let kept = match &usage.bare {
-                    Some(targets) => BareFile::judge(targets, 0, config).kept,
-                    None => usage
-                        .targets
-                        .iter()
-                        .any(|u| u.removed.unwrap_or(0) < u.stored),
-                };
-                (images, kept)
-            })
-            .reduce(|| (0, false), |a, b| (a.0 + b.0, a.1 || b.1))
-    });
-    (images > 0 && !kept).then(|| {
-        format!(
-            "the targets kept keep none of the {images} device images found: --prune would \
-             remove every file of device code; nothing was changed (give --allow-empty to do it)"
-        )
-    })
-}
-
-/// Makes the folder of a new output (inside the plan's root) when one is written.
-fn prepare_output(plan: &Plan, placement: &Placement, mode: Mode) -> Result<(), String> {
-    let Placement::New(output) = placement else {
-        return Ok(());
-    };
-    if mode == Mode::Write {
-        if let Some(parent) = output.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("'{}': {e}", crate::io::shown(parent)))?;
-        }
-        if let Some(root) = &plan.root {
-            crate::io::inside(root, output).map_err(|e| e.to_string())?;
-        }
-    }
-    Ok(())
-}
-
-/// Rewrites the file of `job` (a new output's folder made, inside the plan's root), with
-/// what its processors' code takes before and, for compress, after; an error names the
-/// file. A file of bare device images is kept or pruned whole, as `pruning` says.
-fn rewrite_file(
-    plan: &Plan,
-    job: &Job,
-    config: &RewriteConfig,
-    mode: Mode,
-    pruning: Option<Pruning>,
-) -> Result<Outcome, String> {
-    let (input, placement) = (job.input.as_path(), &job.placement);
-    let written = match placement {
-        Placement::New(output) => output.as_path(),
-        _ => input,
-    };
-    prepare_output(plan, placement, mode)?;
-    // What each processor's code takes before the rewrite (with what a strip removes), and,
-    // for compress, after it: read from the headers, before and after.
-    let strips = matches!(config.change, Change::Keep(_) | Change::Remove(_));
-    let keep = strips.then_some(config);
-    let mut before = du::file_usage(input, config.max_decompressed, keep).ok();
-    // Bare device images hold no bundle to compress or inflate: compress and decompress keep
-    // them as they are.
-    let bare = match &before {
-        Some(FileUsage {
-            bare: Some(targets),
-            ..
-        }) => {
-            let size = std::fs::metadata(input).map_or(0, |m| m.len());
-            Some(BareFile::judge(targets, size, config))
-        }
-        _ => None,
-    };
-    let naming_the_file = |e: crate::error::Error| {
-        let text = e.to_string();
-        if text.contains(&*crate::io::shown(input)) {
-            text
-        } else {
-            format!("'{}': {text}", crate::io::shown(input))
-        }
-    };
-    let found = !plan.named.iter().any(|named| named == input);
-    if found && before.as_ref().is_some_and(|b| b.targets.is_empty()) {
-        // As a file of a folder without device code is: named for removed processors, or
-        // copied by --prune to an output folder, else left alone.
-        let named = match pruning {
-            Some(pruning) => prune::settle_other(input, placement, config, pruning, mode)?,
-            None => None,
-        };
-        return Ok(Outcome::NoDeviceCode(named));
-    }
-    if let Some(bare) = bare {
-        let action = match (bare.kept, pruning) {
-            (false, Some(pruning)) => pruning.bare,
-            _ => Action::Keep,
-        };
-        let read = before.as_ref().and_then(|b| b.read);
-        let fate = crate::ops::prune::settle(input, placement, read, action, mode)
-            .map_err(naming_the_file)?;
-        if bare.kept {
-            return Ok(Outcome::Rewritten(
-                bare_summary(&bare),
-                usages(before, written, config, mode),
-            ));
-        }
-        if action == Action::Keep {
-            // Left as it is: nothing of it is removed.
-            for usage in before.iter_mut().flat_map(|b| &mut b.targets) {
-                usage.removed = Some(0);
-            }
-        }
-        let names = other_names_settled(job, read, fate, mode);
-        return Ok(Outcome::Bare(bare, fate, before.map(usages_before), names));
-    }
-    let summary = rewrite::rewrite(input, placement, config, mode).map_err(naming_the_file)?;
-    if summary.kept_whole {
-        // Left as it is: nothing of it is removed.
-        for usage in before.iter_mut().flat_map(|b| &mut b.targets) {
-            usage.removed = Some(0);
-        }
-    }
-    Ok(Outcome::Rewritten(
-        summary,
-        usages(before, written, config, mode),
-    ))
-}
-
-/// A file pruned in place (`fate`) loses its other names in the tree too, each removed as
-/// it was (through its folder, while it holds the file `read`); what became of each.
-fn other_names_settled(
-    job: &Job,
-    read: Option<crate::io::beneath::Identity>,
-    fate: Fate,
-    mode: Mode,
-) -> Vec<(PathBuf, Result<Fate, String>)> {
-    if fate != Fate::Removed {
-        return Vec::new();
-    }
-    job.other_names
-        .iter()
-        .map(|(name, placement)| {
-            let settled = crate::ops::prune::settle(name, placement, read, Action::Prune, mode)
-                .map_err(|e| e.to_string());
-            (name.clone(), settled)
-        })
-        .collect()
-}
-
-/// The summary of a file of bare device images kept: as it was.
-fn bare_summary(bare: &BareFile) -> Summary {
-    Summary {
-        images_before: bare.targets.len(),
-        images_after: bare.targets.len(),
-        size_before: bare.size,
-        size_after: bare.size,
-        ..Summary::default()
-    }
-}
-
-/// The usages of a file not rewritten: as before.
-fn usages_before(before: FileUsage) -> Usages {
-    Usages {
-        before,
-        after: None,
-    }
-}
-
-/// The usages of a file rewritten to `written` (itself, in place), whose code took `before`:
-/// for a compress written, with what the output holds. A file whose headers could not be read
-/// before, or (for compress) after, counts in neither per-processor total, so both cover the
-/// same files.
-fn usages(
-    before: Option<FileUsage>,
-    written: &Path,
-    config: &RewriteConfig,
-    mode: Mode,
-) -> Option<Usages> {
-    let compresses = matches!(
-        config.change,
-        Change::Compress(_) | Change::CompressPlain(_)
-    );
-    before.and_then(|before| {
-        if compresses && mode == Mode::Write {
-            du::file_usage(written, config.max_decompressed, None)
-                .ok()
-                .map(|after| Usages {
-                    before,
-                    after: Some(after),
-                })
-        } else {
-            Some(Usages {
-                before,
-                after: None,
-            })
-        }
-    })
-}
-
 /// What a job prints: each file's lines, the totals, and the per-processor usages.
 #[derive(Default)]
 struct Report {
@@ -827,10 +342,33 @@ struct Report {
 
 impl Report {
     /// Counts a file that failed, its error said on standard error under the name `prog`.
-    fn fail(&mut self, prog: &str, message: &str) {
+    fn fail(&mut self, prog: &str, e: &crate::error::Error) {
         self.totals.files += 1;
         self.totals.failed += 1;
-        let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {message}");
+        let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {e}");
+    }
+
+    /// Adds the file `input`, which became `outcome`.
+    fn file(
+        &mut self,
+        prog: &str,
+        input: &Path,
+        outcome: crate::error::Result<Outcome>,
+        config: &RewriteConfig,
+        mode: Mode,
+    ) {
+        match outcome {
+            Ok(Outcome::Rewritten(summary, usages)) => {
+                self.add(input, &summary, usages, config, mode)
+            }
+            Ok(Outcome::Bare(bare, fate, usages, names)) => {
+                self.add_bare(input, &bare, fate, usages, mode);
+                self.other_names(prog, input, names, mode);
+            }
+            Ok(Outcome::NoDeviceCode(Some(named))) => self.add_named(input, &named, mode),
+            Ok(Outcome::NoDeviceCode(None)) => {}
+            Err(e) => self.fail(prog, &e),
+        }
     }
 
     /// Adds the file `input` of bare device images only for other targets, which became
@@ -864,7 +402,7 @@ impl Report {
         &mut self,
         prog: &str,
         input: &Path,
-        names: Vec<(PathBuf, Result<Fate, String>)>,
+        names: Vec<(PathBuf, crate::error::Result<Fate>)>,
         mode: Mode,
     ) {
         let would = match mode {
@@ -878,9 +416,9 @@ impl Report {
                     crate::io::shown(&name),
                     crate::io::shown(input)
                 )),
-                Err(message) => {
+                Err(e) => {
                     self.totals.failed += 1;
-                    let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {message}");
+                    let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {e}");
                 }
             }
         }
@@ -967,7 +505,7 @@ pub fn strip(args: &[std::ffi::OsString]) -> i32 {
         &args.files,
         args.work,
         &args.destination,
-        &config,
+        config,
         mode(args.dry_run),
         Some(Pruning::of_flags(args.prune, args.prune_named)),
     )
@@ -1024,7 +562,7 @@ pub fn compress(args: &[std::ffi::OsString]) -> i32 {
         &args.files,
         args.work,
         &args.destination,
-        &config,
+        config,
         mode(args.dry_run),
         None,
     )
@@ -1105,7 +643,7 @@ pub fn decompress(args: &[std::ffi::OsString]) -> i32 {
         &args.files,
         args.work,
         &args.destination,
-        &config,
+        config,
         mode(args.dry_run),
         None,
     )

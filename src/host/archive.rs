@@ -20,7 +20,7 @@ pub struct ArchiveMember<'a> {
 /// Reads the members of the archive `data`, found at `path`, in order. Members of thin
 /// archives are read from the files they name, relative to the archive's folder.
 pub fn read_members<'a>(path: &Path, data: &'a [u8]) -> Result<Vec<ArchiveMember<'a>>> {
-    let bad = |what: String| Error::msg(format!("'{}': {what}", crate::io::shown(&path)));
+    let bad = |what: String| Error::file(path, what);
     let magic = [&b"!<arch>\n"[..], b"!<thin>\n", b"<bigaf>\n"];
     if !magic.iter().any(|m| data.starts_with(m)) {
         return Err(bad("not an archive: it does not start with !<arch>".into()));

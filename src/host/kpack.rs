@@ -73,12 +73,14 @@ pub fn split_binary<'a>(path: &Path, data: &'a [u8]) -> Result<Option<SplitBinar
     };
     let (offset, size) = section.file_range().unwrap_or_default();
     let bytes = section.data().map_err(|e| {
-        Error::msg(format!(
-            "'{}': {name} at {offset:#x}: its {size:#x} bytes do not lie in the file, which \
+        Error::file(
+            path,
+            format!(
+                "{name} at {offset:#x}: its {size:#x} bytes do not lie in the file, which \
              ends at {:#x} ({e})",
-            crate::io::shown(&path),
-            data.len()
-        ))
+                data.len()
+            ),
+        )
     })?;
     let reference = KpackRef::parse(bytes)
         .map_err(|e| Error::format_in(path, format!("{name} at {offset:#x}"), e))?;
@@ -235,11 +237,13 @@ impl FoundArchives {
     /// The error for a split binary at `binary` for which no archive was found, `what` (such
     /// as ` for its 2 code objects`) after its first words; names and paths escaped.
     pub fn none_found(&self, binary: &Path, what: &str, env: &Environment) -> Error {
-        Error::msg(format!(
-            "'{}': no kpack archive found{what}; looked at {}",
-            shown(binary),
-            self.where_looked(env)
-        ))
+        Error::file(
+            binary,
+            format!(
+                "no kpack archive found{what}; looked at {}",
+                self.where_looked(env)
+            ),
+        )
     }
 }
 
@@ -337,22 +341,24 @@ pub fn code_objects_for(
             .filter(|i| !held.contains(i))
             .collect();
         if !lacking.is_empty() {
-            problems.push(Error::msg(format!(
-                "'{}': code object{} {} ({}#N) in none of its archives ({})",
-                crate::io::shown(&binary),
-                if lacking.len() == 1 { "" } else { "s" },
-                lacking
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                name,
-                set.archives
-                    .iter()
-                    .map(|(p, _)| crate::io::shown(p).into_owned())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+            problems.push(Error::file(
+                binary,
+                format!(
+                    "code object{} {} ({}#N) in none of its archives ({})",
+                    if lacking.len() == 1 { "" } else { "s" },
+                    lacking
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    name,
+                    set.archives
+                        .iter()
+                        .map(|(p, _)| crate::io::shown(p).into_owned())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
         }
     }
     (found, problems)
@@ -524,12 +530,9 @@ impl ArchiveFiles {
         let number = self.map(path)?;
         if !self.stored.contains_key(&number) {
             // The whole table once, not once per code object asked for.
-            let (path, archive) = self.archive(number).ok_or_else(|| {
-                Error::msg(format!(
-                    "'{}': not a kpack archive",
-                    crate::io::shown(&path)
-                ))
-            })?;
+            let (path, archive) = self
+                .archive(number)
+                .ok_or_else(|| Error::file(path, "not a kpack archive"))?;
             let all = stored_code_objects(path, &archive, &|_| true)?
                 .into_iter()
                 .map(|c| ((c.key.clone(), c.arch.clone()), c))
@@ -540,12 +543,7 @@ impl ArchiveFiles {
             .get(&number)
             .and_then(|all| all.get(&(key.to_string(), arch.to_string())))
             .cloned()
-            .ok_or_else(|| {
-                Error::msg(format!(
-                    "'{}': no code object {key} for {arch}",
-                    crate::io::shown(&path)
-                ))
-            })
+            .ok_or_else(|| Error::file(path, format!("no code object {key} for {arch}")))
     }
 }
 

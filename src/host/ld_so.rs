@@ -392,8 +392,7 @@ impl Environment {
 /// nowhere. The error is for `root` itself: unreadable, or not an ELF file.
 pub fn load_order(root: &Path, env: &Environment) -> Result<(Vec<Loaded>, Vec<Missing>)> {
     let input = Input::open(root)?;
-    let info = dynamic_info(&input)
-        .map_err(|e| Error::msg(format!("'{}': {e}", crate::io::shown(root))))?;
+    let info = dynamic_info(&input).map_err(|e| Error::file(root, e.to_string()))?;
     let mut walk = Walk {
         env,
         loaded: vec![Loaded {

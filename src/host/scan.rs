@@ -355,11 +355,13 @@ impl Scan<'_, '_> {
     /// [`Scan::buffer`], within the buffer's set of nested containers read.
     fn buffer_contents(&mut self, data: &[u8], at: Place<'_>) -> Result<()> {
         if at.depth > MAX_DEPTH {
-            return Err(Error::msg(format!(
-                "'{}': {}: containers nest more than {MAX_DEPTH} deep",
-                crate::io::shown(&self.path),
-                Self::context(&at)
-            )));
+            return Err(Error::file(
+                self.path,
+                format!(
+                    "{}: containers nest more than {MAX_DEPTH} deep",
+                    Self::context(&at)
+                ),
+            ));
         }
         let at = self.new_unit(at);
         let known = Place { known: true, ..at };
@@ -408,17 +410,11 @@ impl Scan<'_, '_> {
             }
             Ok(FileKind::MachOFat32) => match MachOFatFile32::parse(data) {
                 Ok(fat) => self.slices(fat_slices(fat.arches(), data), at),
-                Err(e) => Err(Error::msg(format!(
-                    "'{}': {e}",
-                    crate::io::shown(&self.path)
-                ))),
+                Err(e) => Err(Error::file(self.path, e.to_string())),
             },
             Ok(FileKind::MachOFat64) => match MachOFatFile64::parse(data) {
                 Ok(fat) => self.slices(fat_slices(fat.arches(), data), at),
-                Err(e) => Err(Error::msg(format!(
-                    "'{}': {e}",
-                    crate::io::shown(&self.path)
-                ))),
+                Err(e) => Err(Error::file(self.path, e.to_string())),
             },
             Ok(FileKind::Elf32) => {
                 match ElfFile::<object::elf::FileHeader32<object::Endianness>>::parse(data) {
@@ -449,11 +445,13 @@ impl Scan<'_, '_> {
 
     /// An object file that claims a kind but does not parse: reported, not fatal.
     fn unreadable(&mut self, at: &Place<'_>, e: object::Error) -> Result<()> {
-        self.problems.push(Error::msg(format!(
-            "'{}': {}not a readable object file: {e}",
-            crate::io::shown(&self.path),
-            Self::context_prefix(at)
-        )));
+        self.problems.push(Error::file(
+            self.path,
+            format!(
+                "{}not a readable object file: {e}",
+                Self::context_prefix(at)
+            ),
+        ));
         Ok(())
     }
 
@@ -549,12 +547,14 @@ impl Scan<'_, '_> {
         let len = data.len() as u64;
         for (start, end) in merged {
             if end > len {
-                self.problems.push(Error::msg(format!(
-                    "'{}': {}a loadable segment's bytes {start:#x}..{end:#x} run past the end of \
+                self.problems.push(Error::file(
+                    self.path,
+                    format!(
+                        "{}a loadable segment's bytes {start:#x}..{end:#x} run past the end of \
                      the file ({len:#x}): searched up to the end",
-                    crate::io::shown(&self.path),
-                    Self::context_prefix(&at)
-                )));
+                        Self::context_prefix(&at)
+                    ),
+                ));
             }
             let index = |at: u64| usize::try_from(at.min(len)).unwrap_or(usize::MAX);
             let (start, end) = (index(start), index(end));
@@ -614,11 +614,13 @@ impl Scan<'_, '_> {
                 section: Some(&name),
                 ..at
             };
-            self.problems.push(Error::msg(format!(
-                "'{}': {}: bytes {start:#x}..{end:#x} overlap section '{other}': not read",
-                crate::io::shown(&self.path),
-                Self::context(&here)
-            )));
+            self.problems.push(Error::file(
+                self.path,
+                format!(
+                    "{}: bytes {start:#x}..{end:#x} overlap section '{other}': not read",
+                    Self::context(&here)
+                ),
+            ));
             return true;
         }
         seen.push((start, end, name));
@@ -639,11 +641,10 @@ impl Scan<'_, '_> {
                     section: Some(&name),
                     ..at
                 };
-                self.problems.push(Error::msg(format!(
-                    "'{}': {}: {e}",
-                    crate::io::shown(&self.path),
-                    Self::context(&here)
-                )));
+                self.problems.push(Error::file(
+                    self.path,
+                    format!("{}: {e}", Self::context(&here)),
+                ));
                 return Ok(());
             }
         };

@@ -18,7 +18,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 use super::error::FileError as Error;
-use super::{opening, shown, Output, Placing, Result};
+use super::{opening, Output, Placing, Result};
 
 /// A device and inode: which file a name held when it was read.
 pub type Identity = (u64, u64);
@@ -173,10 +173,7 @@ impl Output {
         let (file, meta) =
             opening::open_nonblocking_nofollow(&target).map_err(|e| Error::io(path, e))?;
         if !meta.is_file() || (meta.dev(), meta.ino()) != read {
-            return Err(Error::msg(format!(
-                "'{}': it changed while it was being read (another file is at its name now); left as it is",
-                shown(path)
-            )));
+            return Err(Error::file(path, "it changed while it was being read (another file is at its name now); left as it is"));
         }
         let placing = Placing::in_place(&file, &meta).map_err(|e| Error::io(path, e))?;
         let mut out = Output::temporary(&target, &beneath.folder.path(), placing)?;

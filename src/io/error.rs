@@ -16,6 +16,14 @@ pub enum FileError {
         /// What the system said.
         source: io::Error,
     },
+    /// The file cannot be used as asked; the message says why.
+    #[error("'{}': {message}", crate::io::shown(path))]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be used, after its name.
+        message: String,
+    },
     /// The file cannot be used as asked; the message says why, naming it.
     #[error("{0}")]
     Message(String),
@@ -27,6 +35,14 @@ impl FileError {
         FileError::Io {
             path: path.as_ref().to_path_buf(),
             source,
+        }
+    }
+
+    /// An error about `path`: it cannot be used as `message` says.
+    pub fn file(path: impl AsRef<Path>, message: impl Into<String>) -> Self {
+        FileError::File {
+            path: path.as_ref().to_path_buf(),
+            message: message.into(),
         }
     }
 

@@ -311,10 +311,10 @@ impl Input {
                 Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Err(Error::io(path, e)),
                 // Bytes, or none yet from a device that would make us wait (a terminal).
                 _ => {
-                    return Err(Error::msg(format!(
-                        "'{}': not a regular file, a pipe or standard input: devices are not read",
-                        shown(path)
-                    )))
+                    return Err(Error::file(
+                        path,
+                        "not a regular file, a pipe or standard input: devices are not read",
+                    ))
                 }
             }
         }
@@ -655,11 +655,13 @@ fn not_an_input(path: &Path) -> Result<()> {
     if meta.nlink() > 1 && !same_name(path, &input.path) {
         return Ok(());
     }
-    Err(Error::msg(format!(
-        "'{}': is the input '{}'; refusing to write over an input",
-        shown(path),
-        shown(&input.path)
-    )))
+    Err(Error::file(
+        path,
+        format!(
+            "is the input '{}'; refusing to write over an input",
+            shown(&input.path)
+        ),
+    ))
 }
 
 /// Whether `a` and `b` are one name: the same name in the same folder (folders compared by
@@ -715,10 +717,10 @@ impl Output {
         let target = fs::canonicalize(path).map_err(|e| Error::io(path, e))?;
         let (file, meta) = opening::open_nonblocking(&target).map_err(|e| Error::io(path, e))?;
         if !meta.is_file() {
-            return Err(Error::msg(format!(
-                "'{}': not a regular file: only regular files are rewritten in place",
-                shown(path)
-            )));
+            return Err(Error::file(
+                path,
+                "not a regular file: only regular files are rewritten in place",
+            ));
         }
         let placing = Placing::in_place(&file, &meta).map_err(|e| Error::io(path, e))?;
         let mut out = Output::temporary(&target, folder_of(&target), placing)?;
@@ -881,12 +883,13 @@ impl Output {
             return Ok(());
         };
         let refused = |hole: &spill::Hole<u64>, e: io::Error| {
-            E::from(Error::msg(format!(
-                "'{}': {} bytes at {:#x} were to be written: {e}",
-                shown(path),
-                hole.size,
-                hole.at
-            )))
+            E::from(Error::file(
+                path,
+                format!(
+                    "{} bytes at {:#x} were to be written: {e}",
+                    hole.size, hole.at
+                ),
+            ))
         };
         spill::fill_file(
             file,
@@ -899,12 +902,13 @@ impl Output {
     /// An error for a hole that does not lie after the one before it, within what a spill
     /// made.
     fn misplaced(&self, hole: &spill::Hole<u64>) -> Error {
-        Error::msg(format!(
-            "'{}': a part of {} bytes at {:#x} overlaps the one before it",
-            shown(&self.path),
-            hole.size,
-            hole.at
-        ))
+        Error::file(
+            &self.path,
+            format!(
+                "a part of {} bytes at {:#x} overlaps the one before it",
+                hole.size, hole.at
+            ),
+        )
     }
 
     /// Writes `part`, a slice of what a spill made: copied by the kernel from its temporary file.
@@ -969,11 +973,10 @@ impl Output {
         };
         catching(&path, hole, &mut take, fill)?;
         if written != hole.size {
-            return Err(E::from(Error::msg(format!(
-                "'{}': {written} of {} bytes were written",
-                shown(&path),
-                hole.size
-            ))));
+            return Err(E::from(Error::file(
+                &path,
+                format!("{written} of {} bytes were written", hole.size),
+            )));
         }
         Ok(())
     }

@@ -76,11 +76,10 @@ pub fn read_small(path: &Path, limit: u64) -> Result<Vec<u8>> {
         .read_to_end(&mut bytes)
         .map_err(|e| Error::io(path, e))?;
     if bytes.len() as u64 > limit {
-        return Err(Error::msg(format!(
-            "'{}': larger than {} KiB; not read further",
-            crate::io::shown(path),
-            limit >> 10
-        )));
+        return Err(Error::file(
+            path,
+            format!("larger than {} KiB; not read further", limit >> 10),
+        ));
     }
     Ok(bytes)
 }
@@ -93,10 +92,10 @@ pub fn read_small_text(path: &Path) -> Result<String> {
 
 /// The error for a path that is not a regular file where one is needed.
 fn not_regular(path: &Path) -> Error {
-    Error::msg(format!(
-        "'{}': not a regular file (a FIFO, device, socket or folder); not read",
-        crate::io::shown(path)
-    ))
+    Error::file(
+        path,
+        "not a regular file (a FIFO, device, socket or folder); not read",
+    )
 }
 
 #[cfg(test)]

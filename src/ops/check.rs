@@ -9,6 +9,9 @@
 //!
 //! A binary split by kpack keeps no bundles but asks the kpack loader for each code object
 //! by index: for those, what each device finds is the loader's search (the `kpack` module).
+//!
+//! The check returns data only (a [`Report`], whose field names are `offload check --json`'s);
+//! the text for people is the command line's (`cli/check/text.rs`).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -35,9 +38,6 @@ use crate::ops::support::progress::Progress;
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
 mod kpack;
-mod text;
-
-pub use text::text;
 
 pub use kpack::{KpackCodeObject, KpackFile, KpackLoad, Searched};
 
@@ -791,7 +791,7 @@ fn check_bundle(index: usize, entries: &[FoundEntry], devices: &[TargetIdBuf]) -
 }
 
 /// The indexes of the devices the HIP runtime sees (AMD devices, not CUDA ones), in order.
-fn hip_devices(devices: &[&str]) -> Vec<usize> {
+pub fn hip_devices(devices: &[&str]) -> Vec<usize> {
     (0..devices.len())
         .filter(|&d| !cuda::is_cuda_target(devices[d]))
         .collect()

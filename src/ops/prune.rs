@@ -137,11 +137,7 @@ fn remove_stale(output: &Path) -> Result<()> {
 /// The error of a file pruned that could not be removed: the file, what was being done, and
 /// what the system said (`'tree/ro/k_gfx906.hsaco': cannot remove: Permission denied`).
 pub fn cannot_remove(path: &Path, e: &std::io::Error) -> Error {
-    Error::msg(format!(
-        "'{}': cannot remove: {}",
-        crate::io::shown(path),
-        crate::io::io_message(e)
-    ))
+    Error::file(path, format!("cannot remove: {}", crate::io::io_message(e)))
 }
 
 /// Copies `input` to `output` as it is, with its permissions.

@@ -81,8 +81,8 @@ fn elf_entries(
     ) {
         return Ok(());
     }
-    let file = object::File::parse(data)
-        .map_err(|e| Error::msg(format!("'{}': {context}: {e}", crate::io::shown(path))))?;
+    let file =
+        object::File::parse(data).map_err(|e| Error::file(path, format!("{context}: {e}")))?;
     for section in file.sections() {
         // Sections without contents in the file (SHT_NOBITS) hold no bundle.
         let Some((section_offset, _)) = section.file_range() else {
@@ -167,10 +167,10 @@ impl Place<'_> {
         let parsed = Bundle::parse(&inflated)
             .map_err(|e| Error::format_in(self.path, &inside, e))?
             .ok_or_else(|| {
-                Error::msg(format!(
-                    "'{}': {inside}: the decompressed data is not a bundle",
-                    self.path.display()
-                ))
+                Error::file(
+                    self.path,
+                    format!("{inside}: the decompressed data is not a bundle"),
+                )
             })?;
         for entry in parsed.entries() {
             into.push(self.entry(entry.id, entry.offset, entry.data.len()));

@@ -32,6 +32,9 @@ use crate::ops::support::inflating::{memory_of, Budget};
 use crate::ops::verify::verify_input_except;
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
+pub mod job;
+pub mod plan;
+
 /// What to do to the device code.
 #[derive(Debug, Clone)]
 pub enum Change {
@@ -433,11 +436,13 @@ fn inflate_into(
 
 /// The error for the temporary file that holds a rewritten region.
 fn spill_failed(path: &Path, e: std::io::Error) -> Error {
-    Error::msg(format!(
-        "'{}': the rewritten device code cannot be held in a temporary file: {}",
-        crate::io::shown(path),
-        crate::error::io_message(&e)
-    ))
+    Error::file(
+        path,
+        format!(
+            "the rewritten device code cannot be held in a temporary file: {}",
+            crate::error::io_message(&e)
+        ),
+    )
 }
 
 /// A container's kind and what became of it, or why it could not be rewritten.
@@ -805,15 +810,9 @@ fn rewrite_nested<'a>(
             | object::FileKind::MachOFat32
             | object::FileKind::MachOFat64)
     ) {
-        return Err(Error::msg(format!(
-            "'{}': device code in Mach-O files is not rewritten: no toolchain makes offload Mach-O programs or libraries (list or extract it instead)",
-            crate::io::shown(path)
-        )));
+        return Err(Error::file(path, "device code in Mach-O files is not rewritten: no toolchain makes offload Mach-O programs or libraries (list or extract it instead)"));
     } else {
-        return Err(Error::msg(format!(
-            "'{}': rewriting device code is supported in ELF and COFF relocatable objects, ELF and PE programs and shared libraries, archives, and bundle or offload binary files",
-            crate::io::shown(path)
-        )));
+        return Err(Error::file(path, "rewriting device code is supported in ELF and COFF relocatable objects, ELF and PE programs and shared libraries, archives, and bundle or offload binary files"));
     };
     summary.size_after += result.as_ref().map_or(data.len() as u64, NewFile::len);
     Ok(result)
@@ -908,8 +907,7 @@ fn rewrite_object<'a>(
     summary: &mut Summary,
 ) -> Result<Option<NewFile<'a>>> {
     use object::{Object, ObjectSection};
-    let file = object::File::parse(data)
-        .map_err(|e| Error::msg(format!("'{}': {e}", crate::io::shown(path))))?;
+    let file = object::File::parse(data).map_err(|e| Error::file(path, e.to_string()))?;
     if matches!(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
@@ -917,10 +915,10 @@ fn rewrite_object<'a>(
         return rewrite_program(path, data, config, summary);
     }
     if file.kind() != object::ObjectKind::Relocatable {
-        return Err(Error::msg(format!(
-            "'{}': not a relocatable object, program or shared library",
-            crate::io::shown(path)
-        )));
+        return Err(Error::file(
+            path,
+            "not a relocatable object, program or shared library",
+        ));
     }
     // What changes, section by section; the object is rewritten only if something does.
     let mut new_contents: Vec<(String, Spilled)> = Vec::new();
@@ -996,10 +994,10 @@ fn rewrite_archive(
     depth: usize,
 ) -> Result<Option<Vec<u8>>> {
     if depth >= MAX_ARCHIVE_DEPTH {
-        return Err(Error::msg(format!(
-            "'{}': archives nest more than {MAX_ARCHIVE_DEPTH} deep",
-            crate::io::shown(path)
-        )));
+        return Err(Error::file(
+            path,
+            format!("archives nest more than {MAX_ARCHIVE_DEPTH} deep"),
+        ));
     }
     let members = read_members(path, data)?;
     let span = tracing::Span::current();
@@ -1064,10 +1062,12 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary, max_decompressed: u
         },
     )?;
     let failed = |why: String| {
-        Error::msg(format!(
-            "'{}': the rewritten file does not read back as it should ({why}); nothing was changed",
-            crate::io::shown(input)
-        ))
+        Error::file(
+            input,
+            format!(
+                "the rewritten file does not read back as it should ({why}); nothing was changed"
+            ),
+        )
     };
     if let Some(problem) = problems.first() {
         return Err(failed(problem.to_string()));
@@ -1126,10 +1126,7 @@ impl Placement {
             return Ok(None);
         };
         let Some((folder, name)) = crate::io::beneath::split(relative) else {
-            return Err(Error::msg(format!(
-                "'{}': not a file of the tree walked",
-                crate::io::shown(input)
-            )));
+            return Err(Error::file(input, "not a file of the tree walked"));
         };
         let folder = crate::io::beneath::Folder::open(root, folder).map_err(|e| {
             let e = match e.raw_os_error() {
@@ -1151,14 +1148,14 @@ fn start_output(input: &Path, data: &Input, placement: &Placement) -> Result<Out
     match placement {
         Placement::InPlace => Ok(Output::replace(input)?),
         Placement::InTree { .. } => {
-            let (folder, name) = placement.folder(input)?.ok_or_else(|| {
-                Error::msg(format!("'{}': not in a tree", crate::io::shown(input)))
-            })?;
+            let (folder, name) = placement
+                .folder(input)?
+                .ok_or_else(|| Error::file(input, "not in a tree"))?;
             let read = data.identity().ok_or_else(|| {
-                Error::msg(format!(
-                    "'{}': not a regular file: only regular files are rewritten in place",
-                    crate::io::shown(input)
-                ))
+                Error::file(
+                    input,
+                    "not a regular file: only regular files are rewritten in place",
+                )
             })?;
             Ok(Output::replace_beneath(folder, &name, input, read)?)
         }
@@ -1186,11 +1183,13 @@ pub fn rewrite(
     let mut summary = Summary::default();
     let mut new = rewrite_file(input, &data, config, &mut summary)?;
     if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
-        return Err(Error::msg(format!(
-            "'{}': this would remove every device image ({}); give --allow-empty to do it",
-            crate::io::shown(input),
-            summary.images_before
-        )));
+        return Err(Error::file(
+            input,
+            format!(
+                "this would remove every device image ({}); give --allow-empty to do it",
+                summary.images_before
+            ),
+        ));
     }
     info!(
         images.before = summary.images_before,

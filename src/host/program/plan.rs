@@ -534,12 +534,13 @@ impl<'a> NewProgram<'a> {
         input: &crate::io::Input,
     ) -> crate::error::Result<()> {
         let none = |hole: &Hole<u64>, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
-            Err(crate::error::Error::msg(format!(
-                "'{}': no bytes were made for the {} bytes at {:#x} of the rewritten file",
-                crate::io::shown(path),
-                hole.size,
-                hole.at
-            )))
+            Err(crate::error::Error::file(
+                path,
+                format!(
+                    "no bytes were made for the {} bytes at {:#x} of the rewritten file",
+                    hole.size, hole.at
+                ),
+            ))
         };
         self.write_filled(path, out, input, &none)
     }

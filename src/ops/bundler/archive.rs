@@ -94,10 +94,9 @@ fn member_entries<'a>(
     probing: Probing,
 ) -> Result<Vec<ReadEntry<'a>>> {
     entries_in(kind, data, probing).map_err(|e| match e {
-        EntriesError::Object(message) => Error::msg(format!(
-            "'{}': member '{member}': {message}",
-            archive.display()
-        )),
+        EntriesError::Object(message) => {
+            Error::file(archive, format!("member '{member}': {message}"))
+        }
         EntriesError::Bundle(e) => member_error(archive, member, "bad bundle", e),
     })
 }

@@ -78,7 +78,7 @@ pub(super) fn entries_of<'a>(
     for (context, data) in contents.buffers() {
         let kind = BundleKind::of(&config.file_type, data)?;
         let entries = entries_in(kind, data, config.probing()).map_err(|e| match e {
-            EntriesError::Object(e) => Error::msg(format!("'{}': {e}", path.display())),
+            EntriesError::Object(e) => Error::file(path, e.to_string()),
             EntriesError::Bundle(e) => match &context {
                 None => Error::format(path, e),
                 Some(c) => Error::format_in(path, c, e),

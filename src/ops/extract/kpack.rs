@@ -392,12 +392,14 @@ fn stored_bytes<'a>(path: &Path, input: &'a Input, code: &StoredCodeObject) -> R
         .zip(usize::try_from(code.stored_size).ok())
         .and_then(|(start, len)| input.get(start..start.checked_add(len)?))
         .ok_or_else(|| {
-            Error::msg(format!(
-                "'{}': code object {} @ {} lies past the end of the file",
-                crate::io::shown(path),
-                crate::io::shown(&code.key),
-                crate::io::shown(&code.arch)
-            ))
+            Error::file(
+                path,
+                format!(
+                    "code object {} @ {} lies past the end of the file",
+                    crate::io::shown(&code.key),
+                    crate::io::shown(&code.arch)
+                ),
+            )
         })
 }
 

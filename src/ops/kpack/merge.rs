@@ -151,24 +151,22 @@ pub(super) fn merged_bundles(
     data: &[u8],
     config: &MergeConfig,
 ) -> Result<(Spilled, Vec<Option<u64>>, usize)> {
-    let split = crate::host::kpack::split_binary(path, data)?.ok_or_else(|| {
-        Error::msg(format!(
-            "'{}': not split: no kpack reference",
-            crate::io::shown(&path)
-        ))
-    })?;
+    let split = crate::host::kpack::split_binary(path, data)?
+        .ok_or_else(|| Error::file(path, "not split: no kpack reference"))?;
     let code = hip_code(data)
         .map_err(|e| Error::container(path, e))?
         .ok_or_else(|| {
-            Error::msg(format!(
-                "'{}': no {} section",
-                crate::io::shown(&path),
-                if is_pe(data) {
-                    ".hip_fat"
-                } else {
-                    ".hip_fatbin"
-                }
-            ))
+            Error::file(
+                path,
+                format!(
+                    "no {} section",
+                    if is_pe(data) {
+                        ".hip_fat"
+                    } else {
+                        ".hip_fatbin"
+                    }
+                ),
+            )
         })?;
     let opened = merge_sources(path, &split, config)?;
     let archive_files: Vec<PathBuf> = opened.iter().map(|o| o.path.clone()).collect();
@@ -179,11 +177,13 @@ pub(super) fn merged_bundles(
     let host = host_entry_id(data);
     let mut spill = Spill::new();
     let spill_error = |e: std::io::Error| {
-        Error::msg(format!(
-            "'{}': the bundles cannot be held in a temporary file: {}",
-            crate::io::shown(&path),
-            crate::error::io_message(&e)
-        ))
+        Error::file(
+            path,
+            format!(
+                "the bundles cannot be held in a temporary file: {}",
+                crate::error::io_message(&e)
+            ),
+        )
     };
     let mut start_of: BTreeMap<u64, u64> = BTreeMap::new();
     let mut shared: HashMap<Vec<(&str, usize, u64)>, u64> = HashMap::new();
@@ -270,10 +270,10 @@ pub(super) fn no_archive_holds(path: &Path, key: &str, k: usize, archives: &[Pat
             .collect();
         names.join(", ")
     };
-    Error::msg(format!(
-        "'{}': no archive holds code object {key} (wrapper {k}); searched: {searched}",
-        crate::io::shown(&path)
-    ))
+    Error::file(
+        path,
+        format!("no archive holds code object {key} (wrapper {k}); searched: {searched}"),
+    )
 }
 
 /// The code objects of the binary `name` in the archives `parsed` (in search order): per
@@ -295,13 +295,15 @@ pub(super) fn code_objects_by_index<'p, 'a>(
                 continue;
             }
             if !kformat::is_processor_key(entry.arch) {
-                return Err(Error::msg(format!(
-                    "'{}': code object {}: processor key {} is no target ID, so it cannot be a \
+                return Err(Error::file(
+                    &o.path,
+                    format!(
+                        "code object {}: processor key {} is no target ID, so it cannot be a \
                      bundle entry's",
-                    crate::io::shown(&o.path),
-                    crate::error::quoted(entry.key),
-                    crate::error::quoted(entry.arch)
-                )));
+                        crate::error::quoted(entry.key),
+                        crate::error::quoted(entry.arch)
+                    ),
+                ));
             }
             by_index
                 .entry(index)

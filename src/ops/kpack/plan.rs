@@ -70,16 +70,13 @@ pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Plan
     for input in inputs {
         let meta = std::fs::metadata(input).map_err(|e| Error::io(input, e))?;
         if meta.is_dir() && !recursive {
-            return Err(Error::msg(format!(
-                "'{}': a folder; give -r to split everything under it",
-                crate::io::shown(&input)
-            )));
+            return Err(Error::file(
+                input,
+                "a folder; give -r to split everything under it",
+            ));
         }
         if !meta.is_dir() && input.file_name().is_none() {
-            return Err(Error::msg(format!(
-                "'{}': not a file name",
-                crate::io::shown(&input)
-            )));
+            return Err(Error::file(input, "not a file name"));
         }
     }
     let walk = walk(
@@ -105,11 +102,13 @@ pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Plan
     let mut seen = std::collections::HashSet::new();
     for p in &planned {
         if !seen.insert(&p.relative) {
-            return Err(Error::msg(format!(
-                "'{}': another input also goes to '{}'",
-                crate::io::shown(&p.input),
-                crate::io::shown(&p.relative)
-            )));
+            return Err(Error::file(
+                &p.input,
+                format!(
+                    "another input also goes to '{}'",
+                    crate::io::shown(&p.relative)
+                ),
+            ));
         }
     }
     Ok(planned)
@@ -117,8 +116,8 @@ pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Plan
 
 /// The error for an output that does not read back as written.
 pub(super) fn not_as_written(path: &Path, why: impl std::fmt::Display) -> Error {
-    Error::msg(format!(
-        "'{}': the written file does not read back as it should ({why}); nothing was written",
-        crate::io::shown(&path)
-    ))
+    Error::file(
+        path,
+        format!("the written file does not read back as it should ({why}); nothing was written"),
+    )
 }

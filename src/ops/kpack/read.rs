@@ -82,12 +82,11 @@ fn kernel_name(path: &Path, relative: &Path) -> Result<String> {
     let mut names = Vec::new();
     for component in relative.components() {
         let Some(name) = component.as_os_str().to_str() else {
-            return Err(Error::msg(format!(
-                "'{}': its name is not UTF-8, and the key its code goes under in the .kpack \
-                 archives is text (the loader compares it as such): rename it; nothing was \
-                 written for it",
-                crate::io::shown(path)
-            )));
+            return Err(Error::file(
+                path,
+                "its name is not UTF-8, and the key its code goes under in the .kpack archives \
+                 is text (the loader compares it as such): rename it; nothing was written for it",
+            ));
         };
         names.push(name);
     }
@@ -122,12 +121,14 @@ pub(super) fn read_binary<'a>(
             let fail = |e: crate::format::Error| Error::format_in(path, &context, e);
             let read = device_entries(&fatbin.data[at..], config.max_decompressed).map_err(fail)?;
             if let Some(id) = read.refused.first() {
-                return Err(Error::msg(format!(
-                    "'{}': {context}: bundle entry {}: its target ID is not a processor's, so \
+                return Err(Error::file(
+                    path,
+                    format!(
+                        "{context}: bundle entry {}: its target ID is not a processor's, so \
                      it names no archive; nothing was written",
-                    crate::io::shown(&path),
-                    crate::error::quoted(id)
-                )));
+                        crate::error::quoted(id)
+                    ),
+                ));
             }
             Ok((at, read))
         })
@@ -216,12 +217,14 @@ fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'
         .enumerate()
         .find(|(_, w)| w.magic == HIPK_MAGIC)
     {
-        return Err(Error::msg(format!(
-            "'{}': {} wrapper {k} at {:#x}: already HIPK: {ALREADY_SPLIT}",
-            crate::io::shown(&path),
-            wrapper_section(&code),
-            w.at
-        )));
+        return Err(Error::file(
+            path,
+            format!(
+                "{} wrapper {k} at {:#x}: already HIPK: {ALREADY_SPLIT}",
+                wrapper_section(&code),
+                w.at
+            ),
+        ));
     }
     if code.fatbin.data.iter().all(|&b| b == 0) {
         return Ok(None);
@@ -243,10 +246,10 @@ pub(super) fn is_already_split(e: &Error) -> bool {
 fn unreadable_elf(path: &Path, data: &[u8], e: &object::Error) -> Error {
     match kpack_elf::hip_code(data) {
         Err(found) => Error::container(path, found),
-        Ok(_) => Error::msg(format!(
-            "'{}': not a readable ELF file ({e}); nothing was written for it",
-            crate::io::shown(&path)
-        )),
+        Ok(_) => Error::file(
+            path,
+            format!("not a readable ELF file ({e}); nothing was written for it"),
+        ),
     }
 }
 
@@ -267,12 +270,14 @@ pub(super) fn bundle_offsets(path: &Path, code: &HipCode<'_>) -> Result<Vec<usiz
         .enumerate()
         .map(|(k, w)| {
             let fail = |why: &str| {
-                Error::msg(format!(
-                    "'{}': {} wrapper {k} at {:#x}: {why}",
-                    crate::io::shown(&path),
-                    wrapper_section(code),
-                    w.at
-                ))
+                Error::file(
+                    path,
+                    format!(
+                        "{} wrapper {k} at {:#x}: {why}",
+                        wrapper_section(code),
+                        w.at
+                    ),
+                )
             };
             let target = w.target.ok_or_else(|| fail("points at nothing"))?;
             if !code.fatbin.holds(target) {

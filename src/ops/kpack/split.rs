@@ -152,10 +152,7 @@ pub(super) fn split_into(
                 .iter()
                 .any(|p| config.output.join(&p.relative) == listed.0)
             {
-                return Err(Error::msg(format!(
-                    "'{}': a file of the tree goes there too",
-                    listed.0.display()
-                )));
+                return Err(Error::file(listed.0, "a file of the tree goes there too"));
             }
             closed.push(out);
             summary.archives.push(listed);
@@ -244,10 +241,7 @@ pub(super) fn split_group(
         let failed = match (data, open_error, split, host) {
             (Some(data), None, Some(Ok(split)), Some(Ok(host))) => Ok((data, split, host)),
             (_, Some(e), _, _) | (_, None, Some(Err(e)), _) | (_, None, _, Some(Err(e))) => Err(e),
-            _ => Err(Error::msg(format!(
-                "'{}': could not be split",
-                crate::io::shown(&p.input)
-            ))),
+            _ => Err(Error::file(&p.input, "could not be split")),
         };
         let (data, split, host) = match failed {
             Ok(done) => done,
@@ -300,10 +294,10 @@ impl MadeLinks {
     /// Makes a link to `target` that will be `path`.
     pub(super) fn make(&mut self, target: &Path, path: &Path) -> Result<()> {
         if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
-            return Err(Error::msg(format!(
-                "'{}': a folder is there, where a link of the tree goes",
-                crate::io::shown(&path)
-            )));
+            return Err(Error::file(
+                path,
+                "a folder is there, where a link of the tree goes",
+            ));
         }
         // The name's bytes as they are: a name that is not UTF-8 stays itself.
         let mut temporary_name = std::ffi::OsString::from(".");

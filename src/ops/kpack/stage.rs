@@ -269,12 +269,7 @@ fn write_staged(out: &mut Output, path: &Path, blobs: &Spilled, at: u64, size: u
         .ok()
         .zip(usize::try_from(size).ok())
         .and_then(|(at, size)| blobs.bytes().get(at..at.checked_add(size)?))
-        .ok_or_else(|| {
-            Error::msg(format!(
-                "'{}': a staged code object is missing",
-                crate::io::shown(&path)
-            ))
-        })?;
+        .ok_or_else(|| Error::file(path, "a staged code object is missing"))?;
     match blobs.input() {
         Some(input) => Ok(out.write_part(input, part)?),
         None => Ok(out.write_bytes(part)?),
@@ -291,10 +286,10 @@ fn reopen(sources: &[Source], number: usize) -> Result<File> {
     let (file, meta) = crate::io::opening::open_nonblocking(&source.path)
         .map_err(|e| Error::io(&source.path, e))?;
     if Some((meta.dev(), meta.ino())) != source.identity || meta.len() != source.len {
-        return Err(Error::msg(format!(
-            "'{}': replaced or resized while it was being split; nothing was written",
-            crate::io::shown(&source.path)
-        )));
+        return Err(Error::file(
+            &source.path,
+            "replaced or resized while it was being split; nothing was written",
+        ));
     }
     Ok(file)
 }

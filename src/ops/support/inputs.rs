@@ -305,11 +305,13 @@ fn add_file(
 /// system's path limit says so, since every command opens files by their path.
 fn unreachable(path: &Path, e: std::io::Error) -> Error {
     if e.raw_os_error() == Some(libc::ENAMETOOLONG) {
-        return Error::msg(format!(
-            "'{}': longer than the system's path limit ({} bytes): not walked, nor anything below it",
-            crate::io::shown(path),
-            libc::PATH_MAX
-        ));
+        return Error::file(
+            path,
+            format!(
+                "longer than the system's path limit ({} bytes): not walked, nor anything below it",
+                libc::PATH_MAX
+            ),
+        );
     }
     Error::io(path, e)
 }

@@ -119,14 +119,16 @@ pub fn verify_split(path: &Path, split: &SplitBinary<'_>, limit: u64) -> KpackVe
             for index in &indices {
                 let key = toc_key(name, *index);
                 if archive.find(&key, arch).is_none() {
-                    verified.bad.push(Error::msg(format!(
-                        "'{}': no code object {} for {}, which the archive is for \
+                    verified.bad.push(Error::file(
+                        archive_path,
+                        format!(
+                            "no code object {} for {}, which the archive is for \
                          (its gfx_arches), though '{}' asks for code object {index}",
-                        crate::io::shown(&archive_path),
-                        crate::io::shown(&key),
-                        crate::io::shown(arch),
-                        crate::io::shown(path)
-                    )));
+                            crate::io::shown(&key),
+                            crate::io::shown(arch),
+                            crate::io::shown(path)
+                        ),
+                    ));
                 }
             }
         }

@@ -95,10 +95,10 @@ pub fn wrap(config: &WrapperConfig) -> Result<()> {
             let module = ir::clang_offload_wrapper(&config.target, &lens, &arches);
             write_bitcode(&module, &images, &config.output)
         }
-        _ => Err(Error::msg(format!(
-            "'{}': the output must end in .o or .obj (an object), .ll (LLVM IR) or .bc (bitcode)",
-            config.output.display()
-        ))),
+        _ => Err(Error::file(
+            &config.output,
+            "the output must end in .o or .obj (an object), .ll (LLVM IR) or .bc (bitcode)",
+        )),
     }
 }
 
@@ -141,8 +141,7 @@ fn write_ir(module: &Module, images: &[Input], output: &Path) -> Result<()> {
 /// Writes `module` as bitcode to `output`: the bitstream around the images, then each image
 /// copied from its file into its place.
 fn write_bitcode(module: &Module, images: &[Image], output: &Path) -> Result<()> {
-    let stream =
-        bitcode::write(module).map_err(|e| Error::msg(format!("'{}': {e}", output.display())))?;
+    let stream = bitcode::write(module).map_err(|e| Error::file(output, e.to_string()))?;
     let mut out = Output::create(output)?;
     for part in &stream.parts {
         match part {
@@ -319,10 +318,7 @@ fn hip_fat_binary(config: &OffloadWrapperConfig, bundling: &HipBundling) -> Resu
             None => {
                 let input = Input::open(path)?;
                 code_object_target_id(&input).ok_or_else(|| {
-                    Error::msg(format!(
-                        "'{}': not an AMDGPU code object whose processor is known; name its target ID with --offload-arch",
-                        path.display()
-                    ))
+                    Error::file(path, "not an AMDGPU code object whose processor is known; name its target ID with --offload-arch")
                 })?
             }
         };

@@ -6,8 +6,8 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use super::kpack;
-use super::{hip_devices, BundleReport, Device, FileReport, Report};
 use crate::loads::runtime::AMDGCN_ISA_PREFIX;
+use crate::ops::check::{hip_devices, BundleReport, Device, FileReport, Report};
 use crate::ops::support::columns::{ranges, render, Align};
 
 /// The report `offload check` prints for people: the devices, a table of files with, per
