@@ -16,52 +16,7 @@ use crate::llvm::ir::module::{
     BinaryOp, Body, Const, Function, Linkage, Module, Op, Predicate, Type, Value,
 };
 
-/// Record codes, by block.
-mod code {
-    pub const IDENTIFICATION_STRING: u64 = 1;
-    pub const IDENTIFICATION_EPOCH: u64 = 2;
-
-    pub const MODULE_VERSION: u64 = 1;
-    pub const MODULE_TRIPLE: u64 = 2;
-    pub const MODULE_SECTIONNAME: u64 = 5;
-    pub const MODULE_GLOBALVAR: u64 = 7;
-    pub const MODULE_FUNCTION: u64 = 8;
-    pub const MODULE_SOURCE_FILENAME: u64 = 16;
-
-    pub const TYPE_NUMENTRY: u64 = 1;
-    pub const TYPE_VOID: u64 = 2;
-    pub const TYPE_INTEGER: u64 = 7;
-    pub const TYPE_ARRAY: u64 = 11;
-    pub const TYPE_STRUCT_ANON: u64 = 18;
-    pub const TYPE_STRUCT_NAME: u64 = 19;
-    pub const TYPE_STRUCT_NAMED: u64 = 20;
-    pub const TYPE_FUNCTION: u64 = 21;
-    pub const TYPE_OPAQUE_POINTER: u64 = 25;
-
-    pub const CST_SETTYPE: u64 = 1;
-    pub const CST_NULL: u64 = 2;
-    pub const CST_INTEGER: u64 = 4;
-    pub const CST_AGGREGATE: u64 = 7;
-    pub const CST_STRING: u64 = 8;
-    pub const CST_CE_GEP: u64 = 12;
-    pub const CST_CE_INBOUNDS_GEP: u64 = 20;
-
-    pub const FUNC_DECLAREBLOCKS: u64 = 1;
-    pub const FUNC_BINOP: u64 = 2;
-    pub const FUNC_CAST: u64 = 3;
-    pub const FUNC_RET: u64 = 10;
-    pub const FUNC_BR: u64 = 11;
-    pub const FUNC_SWITCH: u64 = 12;
-    pub const FUNC_PHI: u64 = 16;
-    pub const FUNC_LOAD: u64 = 20;
-    pub const FUNC_CMP2: u64 = 28;
-    pub const FUNC_CALL: u64 = 34;
-    pub const FUNC_GEP: u64 = 43;
-    pub const FUNC_STORE: u64 = 44;
-
-    pub const VST_ENTRY: u64 = 1;
-    pub const VST_BBENTRY: u64 = 2;
-}
+use crate::llvm::bitcode::codes as code;
 
 /// The module version whose function bodies number values relative to the instruction and
 /// whose names are in the STRTAB block.
@@ -512,7 +467,7 @@ fn write_constants(w: &mut BitstreamWriter, values: &Values) -> Result<(), Block
                 let code = if *inbounds {
                     code::CST_CE_INBOUNDS_GEP
                 } else {
-                    code::CST_CE_GEP
+                    code::CST_CE_GEP_OLD
                 };
                 w.record(code, &ops);
             }
@@ -579,13 +534,13 @@ impl FunctionWriter<'_> {
                 self.value_and_type(ptr);
                 self.value_and_type(value);
                 self.ops.extend([align(Some(*a)), 0]);
-                code::FUNC_STORE
+                code::INST_STORE
             }
             Op::Load { ty, ptr, align: a } => {
                 self.value_and_type(ptr);
                 self.ops
                     .extend([self.values.types.ids[ty], align(Some(*a)), 0]);
-                code::FUNC_LOAD
+                code::INST_LOAD
             }
             Op::ICmp {
                 predicate,
@@ -598,7 +553,7 @@ impl FunctionWriter<'_> {
                     Predicate::Eq => ICMP_EQ,
                     Predicate::Ne => ICMP_NE,
                 });
-                code::FUNC_CMP2
+                code::INST_CMP2
             }
             Op::Binary { op, lhs, rhs } => {
                 self.value_and_type(lhs);
@@ -607,12 +562,12 @@ impl FunctionWriter<'_> {
                     BinaryOp::And => BINOP_AND,
                     BinaryOp::LShr => BINOP_LSHR,
                 });
-                code::FUNC_BINOP
+                code::INST_BINOP
             }
             Op::Trunc { value, to } => {
                 self.value_and_type(value);
                 self.ops.extend([self.values.types.ids[to], CAST_TRUNC]);
-                code::FUNC_CAST
+                code::INST_CAST
             }
             Op::Gep {
                 inbounds,
@@ -623,7 +578,7 @@ impl FunctionWriter<'_> {
             Op::Phi { ty, incoming } => self.phi(ty, incoming),
             Op::Br(to) => {
                 self.block(to);
-                code::FUNC_BR
+                code::INST_BR
             }
             Op::CondBr {
                 cond,
@@ -633,14 +588,14 @@ impl FunctionWriter<'_> {
                 self.block(then);
                 self.block(otherwise);
                 self.value(cond);
-                code::FUNC_BR
+                code::INST_BR
             }
             Op::Switch {
                 value,
                 default,
                 cases,
             } => self.switch(value, default, cases),
-            Op::RetVoid => code::FUNC_RET,
+            Op::RetVoid => code::INST_RET,
         }
     }
 
@@ -651,7 +606,7 @@ impl FunctionWriter<'_> {
             .extend([0, CALL_EXPLICIT_TYPE, self.values.types.ids[&f.ty()]]);
         self.value_and_type(&Value::Const(Const::Global(callee.to_string())));
         args.iter().for_each(|a| self.value(a));
-        code::FUNC_CALL
+        code::INST_CALL
     }
 
     /// The operands of a `getelementptr`.
@@ -660,7 +615,7 @@ impl FunctionWriter<'_> {
         self.ops.extend([flags, self.values.types.ids[source]]);
         self.value_and_type(base);
         indices.iter().for_each(|i| self.value_and_type(i));
-        code::FUNC_GEP
+        code::INST_GEP
     }
 
     /// The operands of a `phi` of type `ty`: each incoming value, signed, and its block.
@@ -671,7 +626,7 @@ impl FunctionWriter<'_> {
             self.ops.push(signed(relative));
             self.block(block);
         }
-        code::FUNC_PHI
+        code::INST_PHI
     }
 
     /// The operands of a `switch` on `value`: its type, the default, then each case's
@@ -689,7 +644,7 @@ impl FunctionWriter<'_> {
                 .push(self.values.constant(&Const::Int(bits, *case)));
             self.block(block);
         }
-        code::FUNC_SWITCH
+        code::INST_SWITCH
     }
 }
 
@@ -728,7 +683,7 @@ fn write_function(
         ops: Vec::new(),
     };
     w.enter_block(block::FUNCTION, 4);
-    w.record(code::FUNC_DECLAREBLOCKS, &[body.blocks.len() as u64]);
+    w.record(code::DECLAREBLOCKS, &[body.blocks.len() as u64]);
     for inst in body.blocks.iter().flat_map(|b| &b.insts) {
         let code = fw.op(&inst.op);
         w.record(code, &fw.ops);
