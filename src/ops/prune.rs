@@ -207,6 +207,8 @@ pub struct NamedFile {
 /// The file at `path` (holding no device code) as named for removed processors: `None` when
 /// its name carries no processor, or one a device `config` keeps would load code for.
 pub fn named_for_removed(path: &Path, config: &RewriteConfig) -> Result<Option<NamedFile>> {
+    // Only looked in for processor names, which are ASCII: a byte that is not UTF-8 cannot
+    // make or break one, and nothing is named after this text.
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy())
