@@ -52,11 +52,12 @@ fn signed(value: i64) -> u64 {
 }
 
 /// An alignment as bitcode holds it: its log2 plus one, 0 for none.
-fn align(bytes: Option<u32>) -> u64 {
+pub(super) fn align(bytes: Option<u32>) -> u64 {
     bytes.map_or(0, |b| u64::from(b.trailing_zeros()) + 1)
 }
 
-fn linkage(linkage: Linkage) -> u64 {
+/// A linkage as bitcode numbers it.
+pub(super) fn linkage(linkage: Linkage) -> u64 {
     match linkage {
         Linkage::External => 0,
         Linkage::Appending => 2,
@@ -66,7 +67,8 @@ fn linkage(linkage: Linkage) -> u64 {
     }
 }
 
-fn chars(s: &str) -> Vec<u64> {
+/// The characters of `s`, one operand each.
+pub(super) fn chars(s: &str) -> Vec<u64> {
     s.bytes().map(u64::from).collect()
 }
 
@@ -316,11 +318,11 @@ fn write_types(w: &mut BitstreamWriter, types: &Types) -> Result<(), BlockTooLon
 }
 
 /// The names of the sections globals and functions are in, in the order of first use.
-struct Sections<'m>(Vec<&'m str>);
+pub(super) struct Sections<'m>(Vec<&'m str>);
 
 impl<'m> Sections<'m> {
     /// Writes a record of each section `module` uses.
-    fn write(w: &mut BitstreamWriter, module: &'m Module) -> Sections<'m> {
+    pub(super) fn write(w: &mut BitstreamWriter, module: &'m Module) -> Sections<'m> {
         let mut sections: Vec<&str> = Vec::new();
         let sections_used = module
             .globals
@@ -336,8 +338,13 @@ impl<'m> Sections<'m> {
         Sections(sections)
     }
 
+    /// How many sections there are.
+    pub(super) fn count(&self) -> usize {
+        self.0.len()
+    }
+
     /// The operand naming `section`: its index plus one, 0 for none.
-    fn operand(&self, section: &Option<String>) -> u64 {
+    pub(super) fn operand(&self, section: &Option<String>) -> u64 {
         section.as_ref().map_or(0, |s| {
             self.0
                 .iter()

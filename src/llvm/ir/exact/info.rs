@@ -3,42 +3,14 @@
 //! string table), and the place of the value symbol table's offset.
 
 use crate::llvm::bitcode::writer::{Abbrev, AbbrevOp, BitstreamWriter, Field, Placeholder};
-use crate::llvm::ir::module::{Global, Linkage, Module};
+use crate::llvm::ir::bitcode::Sections;
+use crate::llvm::ir::module::{Global, Linkage};
 
 use super::values::{bits_for, Numbering};
 use super::{align, chars, code, linkage, StringEncoding, StringTable};
 
 /// The bits of a global's sanitizer operand: `no_sanitize_address`, `no_sanitize_hwaddress`.
 const NO_SANITIZE: u64 = 0b11;
-
-/// The names of the sections globals and functions are in, in the order of first use.
-struct Sections<'m>(Vec<&'m str>);
-
-impl<'m> Sections<'m> {
-    /// Writes a record of each section `module` uses.
-    fn write(w: &mut BitstreamWriter, module: &'m Module) -> Sections<'m> {
-        let mut sections: Vec<&str> = Vec::new();
-        let used = module.globals.iter().map(|g| &g.section);
-        let used = used.chain(module.functions.iter().map(|f| &f.section));
-        for section in used.flatten() {
-            if !sections.contains(&section.as_str()) {
-                sections.push(section);
-                w.record(code::MODULE_SECTIONNAME, &chars(section));
-            }
-        }
-        Sections(sections)
-    }
-
-    /// The operand naming `section`: its index plus one, 0 for none.
-    fn operand(&self, section: &Option<String>) -> u64 {
-        section.as_ref().map_or(0, |s| {
-            self.0
-                .iter()
-                .position(|&t| t == s)
-                .map_or(0, |i| i as u64 + 1)
-        })
-    }
-}
 
 /// Writes the module information; the place of the value symbol table's offset.
 pub(super) fn write_module_info(
@@ -52,7 +24,7 @@ pub(super) fn write_module_info(
     w.record(code::MODULE_TRIPLE, &chars(&module.triple));
     let sections = Sections::write(w, module);
     let simple = (!module.globals.is_empty()).then(|| {
-        let abbrev = simple_global_abbrev(numbering, sections.0.len());
+        let abbrev = simple_global_abbrev(numbering, sections.count());
         (w.define(&abbrev), abbrev)
     });
     let encoding = StringEncoding::of(module.id.as_bytes());

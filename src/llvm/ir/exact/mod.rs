@@ -21,7 +21,7 @@ use crate::llvm::bitcode::reader::{block_id, BLOB_RECORD, RAW_MAGIC};
 use crate::llvm::bitcode::writer::{
     char6, Abbrev, AbbrevOp, Bitstream, BitstreamWriter, BlockTooLong, Field,
 };
-use crate::llvm::ir::module::{Const, Linkage, Module, Type};
+use crate::llvm::ir::module::{Const, Module, Type};
 
 use tables::abbrev;
 use values::{bits_for, Numbering, TypeEntry};
@@ -72,6 +72,7 @@ pub const LLVM_22: Release = Release {
 };
 
 use crate::llvm::bitcode::codes as code;
+use crate::llvm::ir::bitcode::{align, chars, linkage};
 
 /// Blocks the bitcode reader of this crate has no use for.
 mod block {
@@ -371,25 +372,6 @@ fn write_types(w: &mut BitstreamWriter, numbering: &Numbering) -> Result<(), Blo
         }
     }
     w.end_block()
-}
-
-fn chars(s: &str) -> Vec<u64> {
-    s.bytes().map(u64::from).collect()
-}
-
-fn linkage(linkage: Linkage) -> u64 {
-    match linkage {
-        Linkage::External => 0,
-        Linkage::Appending => 2,
-        Linkage::Internal => 3,
-        Linkage::ExternWeak => 7,
-        Linkage::WeakOdr => 17,
-    }
-}
-
-/// An alignment as bitcode holds it: its log2 plus one, 0 for none.
-fn align(bytes: Option<u32>) -> u64 {
-    bytes.map_or(0, |b| u64::from(b.trailing_zeros()) + 1)
 }
 
 mod info;
