@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use crate::util::{offload, offload_extract, root, text_output};
 
-/// Subcommands the top-level help names only inside another's line (`compress ...;
-/// decompress does the reverse`), not in a line of their own.
-const NAMED_IN_ANOTHER_LINE: &[&str] = &["decompress"];
+/// Subcommands the top-level help names only inside another's line, not in a line of their own
+/// (none: the list is made from the one registry of commands, a line each).
+const NAMED_IN_ANOTHER_LINE: &[&str] = &[];
 
 /// Pages of things that are not subcommands, which the README and the other pages link to.
 const OTHER_COMMAND_PAGES: &[&str] = &["linker-plugin"];

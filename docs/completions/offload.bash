@@ -584,7 +584,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__wrapper)
-            opts="-o --target --offload-arch --help --version --kind --triple --filetype --bundle --compress --compression-level --help-list --relocatable --sync"
+            opts="-o -v --target --offload-arch --help --version --kind --triple --filetype --bundle --compress --compression-level --help-list --relocatable --verbose --sync"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

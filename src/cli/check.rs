@@ -38,7 +38,7 @@ const PROG: &str = "offload check";
 /// without code, 2 for a usage error, no GPU found, or a file that cannot be read.
 #[derive(Debug, Parser)]
 #[command(name = "offload check")]
-struct Args {
+pub(crate) struct Args {
     /// A device, in the runtime's order: a target ID (`gfx90a:sramecc+:xnack-`) or the
     /// runtime's full ISA name (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`), or a CUDA
     /// compute capability (`sm_89`: checked against CUDA fat binaries). Repeat for
@@ -65,18 +65,18 @@ struct Args {
     general: crate::cli::general::GeneralOpts,
 }
 
-/// The command line this module parses, for the manual pages and shell completions.
-pub(crate) fn command() -> clap::Command {
-    <Args as clap::CommandFactory>::command()
+impl crate::cli::subcommand::Subcommand for Args {
+    const PROG: &'static str = PROG;
+    fn general(&self) -> Option<crate::cli::general::GeneralOpts> {
+        Some(self.general)
+    }
+    fn run(self) -> i32 {
+        run(self)
+    }
 }
 
 /// Runs `offload check` with `args` (without the program name) and returns the exit status.
-pub fn run(args: &[std::ffi::OsString]) -> i32 {
-    let args: Args = match crate::cli::parse_args(PROG, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    args.general.install_log();
+fn run(args: Args) -> i32 {
     let stderr = std::io::stderr();
     let devices = match devices(&args.devices) {
         Ok(devices) => devices,

@@ -22,7 +22,7 @@ const PROG: &str = "offload du";
 /// Exit status: 0 when every file could be read, 1 otherwise (the others are still counted).
 #[derive(Debug, Parser)]
 #[command(name = "offload du")]
-struct Args {
+pub(crate) struct Args {
     /// Files and folders (their files; with -r, their trees).
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -46,18 +46,18 @@ struct Report<'a> {
     total: &'a [Usage],
 }
 
-/// The command line this module parses, for the manual pages and shell completions.
-pub(crate) fn command() -> clap::Command {
-    <Args as clap::CommandFactory>::command()
+impl crate::cli::subcommand::Subcommand for Args {
+    const PROG: &'static str = PROG;
+    fn general(&self) -> Option<crate::cli::general::GeneralOpts> {
+        Some(self.general)
+    }
+    fn run(self) -> i32 {
+        run(self)
+    }
 }
 
 /// Runs `offload du` with `args` (without the program name) and returns the exit status.
-pub fn run(args: &[std::ffi::OsString]) -> i32 {
-    let args: Args = match crate::cli::parse_args(PROG, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    args.general.install_log();
+fn run(args: Args) -> i32 {
     let (files, mut failed) = args.work.tree.paths(PROG, &args.files);
     let pool = match args.work.pool(PROG) {
         Ok(pool) => pool,

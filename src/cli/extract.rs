@@ -26,7 +26,7 @@ use crate::cli::jobs::{self, counted, JobBar, Work};
 /// written and their bytes, and the same per target.
 #[derive(Debug, Parser)]
 #[command(name = "offload extract", after_help = AFTER_HELP)]
-struct Args {
+pub(crate) struct Args {
     /// Files to extract from, and folders (their files; with -r, their trees).
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -99,9 +99,9 @@ fn device_arg(text: &str) -> Result<TargetIdBuf, String> {
     parse_device(text).map_err(|e| e.to_string())
 }
 
-/// The command line this module parses, for the manual pages and shell completions.
-pub(crate) fn command() -> clap::Command {
-    <Args as clap::CommandFactory>::command()
+/// Runs `offload extract` with `args` (without the program name) and returns the exit status.
+pub(crate) fn run_subcommand(args: &[std::ffi::OsString]) -> i32 {
+    run("offload extract", args)
 }
 
 /// Runs the command with `args` (without the program name); `prog` names it in messages.

@@ -21,7 +21,7 @@ const PROG: &str = "offload kpack";
 /// binaries as ordinary bundles, so they run without kpack support.
 #[derive(Debug, Parser)]
 #[command(name = "offload kpack")]
-struct Args {
+pub(crate) struct Args {
     /// Programs and shared libraries (and, with -r, folders) to split; split binaries to merge.
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -68,19 +68,21 @@ fn usage_error(message: &str) -> i32 {
     2
 }
 
-/// The command line this module parses, for the manual pages and shell completions.
-pub(crate) fn command() -> clap::Command {
-    <Args as clap::CommandFactory>::command()
+impl crate::cli::subcommand::Subcommand for Args {
+    const PROG: &'static str = PROG;
+    fn general(&self) -> Option<crate::cli::general::GeneralOpts> {
+        Some(self.general)
+    }
+    fn output(&self) -> Option<crate::cli::general::OutputOpts> {
+        Some(self.output_opts)
+    }
+    fn run(self) -> i32 {
+        run(self)
+    }
 }
 
 /// Runs `offload kpack` with `args` (without the program name) and returns the exit status.
-pub fn run(args: &[std::ffi::OsString]) -> i32 {
-    let args: Args = match crate::cli::parse_args(PROG, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    args.general.install_log();
-    args.output_opts.apply();
+fn run(args: Args) -> i32 {
     if args.merge {
         merge(args)
     } else {

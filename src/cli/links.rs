@@ -30,7 +30,7 @@ pub const NAMES: [&str; 5] = [
 /// Exit status: 0 when every link was made, 1 otherwise.
 #[derive(Debug, Parser)]
 #[command(name = "offload links")]
-struct Args {
+pub(crate) struct Args {
     /// The folder to make the links in.
     dir: PathBuf,
     /// Name the links for this LLVM release (`clang-offload-bundler-19`).
@@ -38,17 +38,15 @@ struct Args {
     release: Option<String>,
 }
 
-/// The command line this module parses, for the manual pages and shell completions.
-pub(crate) fn command() -> clap::Command {
-    <Args as clap::CommandFactory>::command()
+impl crate::cli::subcommand::Subcommand for Args {
+    const PROG: &'static str = PROG;
+    fn run(self) -> i32 {
+        run(self)
+    }
 }
 
 /// Runs `offload links` with `args` (without the program name) and returns the exit status.
-pub fn run(args: &[std::ffi::OsString]) -> i32 {
-    let args: Args = match crate::cli::parse_args(PROG, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
+fn run(args: Args) -> i32 {
     let mut err = io::stderr().lock();
     let program = match std::env::current_exe() {
         Ok(program) => program,

@@ -19,7 +19,7 @@ const PROG: &str = "offload ls";
 /// bytes they take stored and inflated, and the same per target (not with --json or --uri).
 #[derive(Debug, Parser)]
 #[command(name = "offload ls")]
-struct Args {
+pub(crate) struct Args {
     /// Print a JSON array with one object per image, in file order.
     #[arg(long, conflicts_with = "uri")]
     json: bool,
@@ -58,19 +58,19 @@ enum UriForm {
     Readobj,
 }
 
-/// The command line this module parses, for the manual pages and shell completions.
-pub(crate) fn command() -> clap::Command {
-    <Args as clap::CommandFactory>::command()
+impl crate::cli::subcommand::Subcommand for Args {
+    const PROG: &'static str = PROG;
+    fn general(&self) -> Option<crate::cli::general::GeneralOpts> {
+        Some(self.general)
+    }
+    fn run(self) -> i32 {
+        run(self)
+    }
 }
 
 /// Runs `offload ls` with `args` (without the program name) and returns the exit status: 0
 /// when every file could be read, 1 otherwise (the files that could be read are still listed).
-pub fn run(args: &[std::ffi::OsString]) -> i32 {
-    let mut args: Args = match crate::cli::parse_args(PROG, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    args.general.install_log();
+fn run(mut args: Args) -> i32 {
     let (files, walk_failed) = args.work.tree.paths(PROG, &args.files);
     let several = jobs::several(&args.files, files.len());
     args.files = files;

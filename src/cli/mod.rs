@@ -13,7 +13,9 @@ pub mod ls;
 pub mod manual;
 pub mod personalities;
 pub mod prune;
+pub mod registry;
 pub mod rewrite;
+pub mod subcommand;
 pub mod verify;
 pub mod wrapper;
 
@@ -24,56 +26,6 @@ use std::path::Path;
 use clap::Parser;
 
 use crate::target::processor::LlvmVersion;
-
-const USAGE: &str = "offload: GPU offload fat binary tools
-
-USAGE: offload <COMMAND> [ARGS...]
-
-COMMANDS:
-  bundler    clang-offload-bundler 19 or 22, drop-in: same options, same output bytes
-  packager   clang-offload-packager 19 or llvm-offload-binary 22, drop-in: same options, bytes
-  ls         list the device images in files (--json for a machine-readable list), also
-             split binaries' code in .kpack archives and .kpack archives themselves
-  extract    write the device images a GPU loads (--arch gfx1101: native, else generic code)
-             (--device ISA: the one code object the HIP runtime loads per bundle, or the
-             kpack loader finds in .kpack archives)
-  check      what each GPU loads from a program and its libraries (--device, else this machine),
-             and for split binaries which .kpack archive it finds, or every path searched
-  verify     inflate and hash every compressed bundle of files (ls and extract inflate only
-             what they need); ls --verify lists, then verifies; .kpack archives, and the
-             archive sets of split binaries, checked whole
-  du         bytes of device code per target, per file and in total, stored and inflated
-             (--keep gfx942: what strip would remove; --json)
-  wrapper    clang-offload-wrapper: a host object (or .ll, .bc) that registers OpenMP images;
-             with --kind=openmp|cuda|hip, llvm-offload-wrapper 22's module (.o/.obj an ELF or
-             COFF object, .ll IR text, else bitcode); --kind=hip --bundle a.co b.co bundles
-             code objects first, as clang does
-  strip      keep only some targets' device code (--keep gfx90a), in place or to a new file
-  compress   compress the bundles of a file (--format-version 2|3); decompress does the reverse,
-             in linked programs and shared libraries too (ELF; PE executables and DLLs)
-  kpack      split programs and libraries into host files and per-processor .kpack archives
-             (-o DIR, -r for trees); --merge puts archived code back as bundles
-  links      symbolic links to this program in a folder, under the LLVM tools' names below
-             (--release 19|22|23: names ending in -19, -22 or -23), so that a toolchain finds them
-  completions  the completion script of a shell (bash, zsh, fish, elvish, powershell)
-  help       print this text
-
-ls, extract, verify, check, du, strip, compress and decompress take many files and folders
-(-r walks trees), read N at once (-j N; output in the order of the files) and, for more than
-one file, end with a summary.
-
-ls, extract, check, strip, compress, decompress, kpack and wrapper take -v (-vv, -vvv) to log
-what they do on standard error. OFFLOAD_LOG=offload=debug (a tracing filter) logs for every command.
-
-A file that replaces one (in place, or over an existing file) is synced to the disk before it
-takes its place; new files are not. extract, strip, compress, decompress, kpack and wrapper take
---sync to sync every file and folder written; OFFLOAD_SYNC=1 does so for every command.
-
-Started through a link named clang-offload-bundler or offload-bundler, this program
-behaves as `offload bundler`; through clang-offload-packager, offload-packager or
-llvm-offload-binary, as `offload packager`. A -19, -22 or -23 at the end of the name, else
-OFFLOAD_LLVM_VERSION, else 23 chooses the LLVM release they stand in for.
-";
 
 /// A tool's name without the version suffix distributions give it (`clang-offload-bundler-19`
 /// is `clang-offload-bundler`).
@@ -231,48 +183,12 @@ fn run_personality(argv0: &str, name: &str, stem: &str, rest: &[OsString]) -> Op
 
 /// Runs `offload SUBCOMMAND ARGS...`, `rest` being the subcommand and its arguments.
 fn run_subcommand(rest: &[OsString]) -> i32 {
-    let Some(first) = rest.first() else {
-        return print("offload", USAGE).map_or_else(|code| code, |()| 1);
-    };
-    let args = rest.get(1..).unwrap_or_default();
-    match first.to_str() {
-        Some(tool @ ("bundler" | "packager")) => {
-            match text_args(&format!("offload {tool}"), args) {
-                Some(args) => run_llvm_tool(tool, &args),
-                None => 1,
-            }
-        }
-        Some("wrapper") => match text_args("offload wrapper", args) {
-            Some(args) => wrapper::run_subcommand(&args),
-            None => 1,
-        },
-        Some("ls") => ls::run(args),
-        Some("extract") => extract::run("offload extract", args),
-        Some("check") => check::run(args),
-        Some("verify") => verify::run(args),
-        Some("du") => du::run(args),
-        Some("strip") => rewrite::strip(args),
-        Some("compress") => rewrite::compress(args),
-        Some("decompress") => rewrite::decompress(args),
-        Some("kpack") => kpack::run(args),
-        Some("links") => links::run(args),
-        Some("completions") => manual::run_completions(args),
-        Some("help" | "--help" | "-h") => print("offload", USAGE).map_or_else(|code| code, |()| 0),
-        Some("--version" | "-V") => print("offload", &version_text()).map_or_else(|c| c, |()| 0),
-        _ => {
-            let _ = writeln!(
-                io::stderr(),
-                "offload: error: unknown command '{}' (try `offload help`)",
-                crate::io::shown(first)
-            );
-            2
-        }
-    }
+    registry::Commands::standard().run(rest)
 }
 
 /// What `offload --version` prints: the version, the git commit when built from a checkout,
 /// and the LLVM releases the personalities stand in for.
-fn version_text() -> String {
+pub(crate) fn version_text() -> String {
     let commit = option_env!("OFFLOAD_GIT_COMMIT").map_or_else(String::new, |c| format!(" ({c})"));
     let releases: Vec<String> = LlvmVersion::ALL
         .iter()
@@ -286,21 +202,37 @@ fn version_text() -> String {
     )
 }
 
+/// Runs `offload bundler` with `args`, as the LLVM release [`LLVM_VERSION_VAR`] names (else the
+/// newest).
+pub(crate) fn run_bundler(args: &[OsString]) -> i32 {
+    run_llvm_tool("bundler", args)
+}
+
+/// Runs `offload packager` with `args`, as the LLVM release [`LLVM_VERSION_VAR`] names (else
+/// the newest).
+pub(crate) fn run_packager(args: &[OsString]) -> i32 {
+    run_llvm_tool("packager", args)
+}
+
 /// `offload bundler` or `offload packager` (`tool`) with `args`, behaving as the LLVM release
 /// [`LLVM_VERSION_VAR`] names (else the newest) does.
-fn run_llvm_tool(tool: &str, args: &[String]) -> i32 {
+fn run_llvm_tool(tool: &str, args: &[OsString]) -> i32 {
+    let prog = format!("offload {tool}");
+    let Some(args) = text_args(&prog, args) else {
+        return 1;
+    };
     let var = std::env::var(LLVM_VERSION_VAR).ok();
     let version = match llvm_version("offload", var.as_deref()) {
         Ok(version) => version,
         Err(message) => {
-            let _ = writeln!(io::stderr(), "offload {tool}: error: {message}");
+            let _ = writeln!(io::stderr(), "{prog}: error: {message}");
             return 1;
         }
     };
     if tool == "bundler" {
-        personalities::bundler::run("offload bundler", args, version)
+        personalities::bundler::run(&prog, &args, version)
     } else {
-        personalities::packager::run("offload packager", args, version)
+        personalities::packager::run(&prog, &args, version)
     }
 }
 

@@ -38,7 +38,7 @@ struct Destination {
 /// binaries and CUDA fat binaries.
 #[derive(Debug, Parser)]
 #[command(name = "offload strip")]
-struct StripArgs {
+pub(crate) struct StripArgs {
     /// The files: a relocatable object (ELF, COFF), a program or shared library (ELF, PE: an
     /// executable or DLL), an archive, a bundle, offload binary or CUDA fat binary file.
     /// Folders give their files (with -r, their trees).
@@ -98,7 +98,7 @@ enum PtxArg {
 /// Compress every bundle of a file (CCOB, as clang-offload-bundler writes it).
 #[derive(Debug, Parser)]
 #[command(name = "offload compress")]
-struct CompressArgs {
+pub(crate) struct CompressArgs {
     /// The files: a relocatable object, a program or shared library, an archive, a bundle file.
     /// Folders give their files (with -r, their trees).
     #[arg(required = true)]
@@ -131,7 +131,7 @@ struct CompressArgs {
 /// Decompress every compressed bundle of a file.
 #[derive(Debug, Parser)]
 #[command(name = "offload decompress")]
-struct DecompressArgs {
+pub(crate) struct DecompressArgs {
     /// The files: a relocatable object, a program or shared library (the grown bundles move to
     /// a new loaded segment at its end), an archive, a compressed bundle file.
     /// Folders give their files (with -r, their trees).
@@ -462,29 +462,47 @@ impl Report {
     }
 }
 
-/// The command line this module parses, for the manual pages and shell completions.
-pub(crate) fn strip_command() -> clap::Command {
-    <StripArgs as clap::CommandFactory>::command()
+impl crate::cli::subcommand::Subcommand for StripArgs {
+    const PROG: &'static str = "offload strip";
+    fn general(&self) -> Option<GeneralOpts> {
+        Some(self.general)
+    }
+    fn output(&self) -> Option<OutputOpts> {
+        Some(self.output_opts)
+    }
+    fn run(self) -> i32 {
+        strip(self)
+    }
 }
 
-/// The command line this module parses, for the manual pages and shell completions.
-pub(crate) fn compress_command() -> clap::Command {
-    <CompressArgs as clap::CommandFactory>::command()
+impl crate::cli::subcommand::Subcommand for CompressArgs {
+    const PROG: &'static str = "offload compress";
+    fn general(&self) -> Option<GeneralOpts> {
+        Some(self.general)
+    }
+    fn output(&self) -> Option<OutputOpts> {
+        Some(self.output_opts)
+    }
+    fn run(self) -> i32 {
+        compress(self)
+    }
 }
 
-/// The command line this module parses, for the manual pages and shell completions.
-pub(crate) fn decompress_command() -> clap::Command {
-    <DecompressArgs as clap::CommandFactory>::command()
+impl crate::cli::subcommand::Subcommand for DecompressArgs {
+    const PROG: &'static str = "offload decompress";
+    fn general(&self) -> Option<GeneralOpts> {
+        Some(self.general)
+    }
+    fn output(&self) -> Option<OutputOpts> {
+        Some(self.output_opts)
+    }
+    fn run(self) -> i32 {
+        decompress(self)
+    }
 }
 
 /// Runs `offload strip` with `args` (without the program name).
-pub fn strip(args: &[std::ffi::OsString]) -> i32 {
-    let args: StripArgs = match crate::cli::parse_args("offload strip", args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    args.general.install_log();
-    args.output_opts.apply();
+fn strip(args: StripArgs) -> i32 {
     let change = if args.keep.is_empty() {
         Change::Remove(args.remove)
     } else {
@@ -512,13 +530,7 @@ pub fn strip(args: &[std::ffi::OsString]) -> i32 {
 }
 
 /// Runs `offload compress` with `args` (without the program name).
-pub fn compress(args: &[std::ffi::OsString]) -> i32 {
-    let args: CompressArgs = match crate::cli::parse_args("offload compress", args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    args.general.install_log();
-    args.output_opts.apply();
+fn compress(args: CompressArgs) -> i32 {
     let method = match args.method.as_deref().unwrap_or("zstd") {
         "zstd" => Method::Zstd,
         "zlib" => Method::Zlib,
@@ -625,13 +637,7 @@ fn embedded_line(
 }
 
 /// Runs `offload decompress` with `args` (without the program name).
-pub fn decompress(args: &[std::ffi::OsString]) -> i32 {
-    let args: DecompressArgs = match crate::cli::parse_args("offload decompress", args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    args.general.install_log();
-    args.output_opts.apply();
+fn decompress(args: DecompressArgs) -> i32 {
     let config = RewriteConfig {
         change: Change::Decompress,
         allow_empty: true,

@@ -37,7 +37,7 @@ const PROG: &str = "offload verify";
 /// read.
 #[derive(Debug, Parser)]
 #[command(name = "offload verify")]
-struct Args {
+pub(crate) struct Args {
     /// The files to check, and folders (their files; with -r, their trees).
     #[arg(required = true)]
     files: Vec<PathBuf>,
@@ -47,18 +47,18 @@ struct Args {
     general: crate::cli::general::GeneralOpts,
 }
 
-/// The command line this module parses, for the manual pages and shell completions.
-pub(crate) fn command() -> clap::Command {
-    <Args as clap::CommandFactory>::command()
+impl crate::cli::subcommand::Subcommand for Args {
+    const PROG: &'static str = PROG;
+    fn general(&self) -> Option<crate::cli::general::GeneralOpts> {
+        Some(self.general)
+    }
+    fn run(self) -> i32 {
+        run(self)
+    }
 }
 
 /// Runs `offload verify` with `args` (without the program name) and returns the exit status.
-pub fn run(args: &[std::ffi::OsString]) -> i32 {
-    let args: Args = match crate::cli::parse_args(PROG, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    args.general.install_log();
+fn run(args: Args) -> i32 {
     let (files, walk_failed) = args.work.tree.paths(PROG, &args.files);
     let pool = match args.work.pool(PROG) {
         Ok(pool) => pool,

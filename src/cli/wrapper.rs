@@ -4,7 +4,42 @@
 
 use crate::cli::general::{GeneralOpts, OutputOpts};
 use crate::cli::personalities::{clang_offload_wrapper, llvm_offload_wrapper};
+use std::ffi::OsString;
 use std::io::Write;
+
+/// Runs `offload wrapper` with `args` (without the program name), which it takes as text.
+pub(crate) fn run(args: &[OsString]) -> i32 {
+    match crate::cli::text_args("offload wrapper", args) {
+        Some(args) => run_subcommand(&args),
+        None => 1,
+    }
+}
+
+/// `offload wrapper`'s command line: clang-offload-wrapper's, the options llvm-offload-wrapper
+/// adds, and the `-v` and `--sync` of `offload`'s commands.
+pub(crate) fn command() -> clap::Command {
+    let theirs = clang_offload_wrapper::command();
+    let extensions: Vec<clap::Arg> = llvm_offload_wrapper::command()
+        .get_arguments()
+        .filter(|arg| {
+            !arg.is_positional() && theirs.get_arguments().all(|a| a.get_id() != arg.get_id())
+        })
+        .cloned()
+        .collect();
+    let ours = <OutputOpts as clap::Args>::augment_args(<GeneralOpts as clap::Args>::augment_args(
+        clap::Command::new("wrapper"),
+    ));
+    let ours: Vec<clap::Arg> = ours
+        .get_arguments()
+        .filter(|arg| arg.get_id() != "max_decompressed")
+        .cloned()
+        .collect();
+    theirs
+        .name("wrapper")
+        .args(extensions)
+        .args(ours)
+        .about("Wrap offload images in a host object that registers them (clang-offload-wrapper; with --kind, llvm-offload-wrapper)")
+}
 
 /// Runs `offload wrapper` with `args` (without the program name): the wrapper's command line,
 /// plus the `-v` every `offload` subcommand takes and `--sync`. (Started as

@@ -64,7 +64,7 @@ fn files() -> Vec<(PathBuf, Vec<u8>)> {
         files.push((Path::new("docs/man").join(format!("{name}.1")), page));
     }
     for (shell, file) in SCRIPTS {
-        let script = offload::cli::manual::completion_script(shell);
+        let script = offload::cli::registry::Commands::standard().completion_script(shell);
         files.push((Path::new("docs/completions").join(file), script));
     }
     files
