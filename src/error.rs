@@ -1,5 +1,5 @@
 //! The library's error type: what failed, on which file. Its messages are for people: the
-//! names and IDs in them, taken from files, are escaped ([`crate::io::shown`]).
+//! names and IDs in them, taken from files, are escaped (`crate::io::shown`).
 
 use std::fmt;
 use std::io;
@@ -66,7 +66,7 @@ fn where_prefix(context: &Option<String>) -> String {
 const QUOTED_CHARS: usize = 120;
 
 /// Text taken from a file (an entry ID, a key, a name), quoted for a message: in double
-/// quotes, escaped as [`crate::io::shown`] escapes it, cut after 120 characters with `...`
+/// quotes, escaped as `crate::io::shown` escapes it, cut after 120 characters with `...`
 /// and the full length, so no file can forge a line of output or flood a terminal.
 pub fn quoted(text: &str) -> String {
     if text.chars().count() <= QUOTED_CHARS {
@@ -76,7 +76,10 @@ pub fn quoted(text: &str) -> String {
     format!("\"{}\"... ({} bytes)", crate::io::shown(&head), text.len())
 }
 
-pub use crate::io::io_message;
+pub use crate::host::error::{
+    Error as ContainerError, ErrorKind as ContainerErrorKind, Name as ContainerName,
+};
+pub use crate::io::{io_message, FileError};
 
 impl From<crate::io::FileError> for Error {
     fn from(e: crate::io::FileError) -> Error {

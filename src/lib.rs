@@ -1,13 +1,20 @@
 //! offload-tools: read, write, find, extract, strip and compress GPU offload fat binaries.
 //!
-//! The crate is layered (`ARCHITECTURE.md` has the arrows): [`format`](mod@format) holds the
-//! offload containers as pure codecs over byte slices (binary, text and compressed bundles,
-//! offload binaries, CUDA fat binaries, kpack archives); [`target`] what a target is
-//! (triples, target IDs, bundle entry IDs, the processor table); [`llvm`] LLVM's structures
-//! kept for byte identity; [`loads`] who loads what (the HIP runtime's choice, the CUDA
-//! driver's, the kpack loader's search); [`host`] finds and rewrites offload data in host
-//! files; [`ops`] implements what users ask for; `cli` parses command lines and prints.
-//! [`io`] maps inputs and writes outputs atomically.
+//! The API is four modules and an error:
+//! - [`ops`]: what the commands do, as functions with typed options and typed reports: list a
+//!   file's device images ([`ops::ls`]), extract them ([`ops::extract`]), check what each GPU
+//!   loads ([`ops::check`]), verify compressed bundles ([`ops::verify`]), count bytes per
+//!   target ([`ops::du`]), rewrite files ([`ops::rewrite`]: strip, compress, decompress),
+//!   split and merge ([`ops::kpack`]), and LLVM's bundler, packager and wrappers.
+//! - [`format`](mod@format): the offload containers as pure codecs over byte slices (binary,
+//!   text and compressed bundles, offload binaries, CUDA fat binaries, kpack archives).
+//! - [`target`]: what a target is (triples, target IDs, bundle entry IDs, the processor table).
+//! - [`loads`]: who loads what (the HIP runtime's choice, the CUDA driver's, the kpack
+//!   loader's search), as pure rules.
+//! - [`Error`]: every failure, naming its file (and the byte offset of a format error).
+//!
+//! The layers under them (host files, LLVM's structures, mapped inputs and atomic outputs) are
+//! the crate's own (`ARCHITECTURE.md` has the layers and their arrows).
 //!
 //! The command line is behind the default feature `cli`. A program that only uses the library
 //! (the linker plugin is one) turns default features off, and links neither the argument
@@ -54,16 +61,42 @@
 //! # }
 //! ```
 
+/// Declares internal modules: `pub` (and hidden from the documentation) under the
+/// feature `internals`, private to the crate otherwise.
+macro_rules! internal_modules {
+    ($($(#[$attr:meta])* $name:ident;)*) => {$(
+        $(#[$attr])*
+        #[cfg(feature = "internals")]
+        #[doc(hidden)]
+        pub mod $name;
+        $(#[$attr])*
+        #[cfg(not(feature = "internals"))]
+        pub(crate) mod $name;
+    )*};
+}
+
+// The public API: the codecs (`format`, `target`), who loads what (`loads`), the commands' jobs
+// (`ops`) and the error. The layers below them (`host`, `llvm`, `io`, `codegen`) are the
+// crate's own; the feature `internals` opens them, undocumented, to this repository's tests,
+// fuzzers and benchmarks, and makes no promise to anyone else.
 #[cfg(feature = "cli")]
+#[doc(hidden)]
 pub mod cli;
 pub(crate) mod codegen;
 pub mod error;
 pub mod format;
-pub mod host;
-pub mod io;
-pub mod llvm;
 pub mod loads;
 pub mod ops;
 pub mod target;
 
+internal_modules! {
+    /// Where offload data lives in host files, and how they are rewritten.
+    host;
+    /// Mapped inputs, atomic outputs, spill files, signals, escaping.
+    io;
+    /// LLVM's structures kept for byte identity.
+    llvm;
+}
+
 pub use error::{Error, Result};
+pub use io::{set_syncing, Syncing};

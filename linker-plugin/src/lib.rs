@@ -26,7 +26,7 @@ use offload::format::ccob::{CompressOptions, Method, DEFAULT_MAX_DECOMPRESSED};
 use offload::ops::prune::Fate;
 use offload::ops::rewrite::job::{self, JobOptions, Outcome, Pruning};
 use offload::ops::rewrite::{Change, Mode, RewriteConfig};
-use offload::ops::support::inputs::Links;
+use offload::ops::Links;
 use offload::target::target_id::TargetIdBuf;
 
 /// `enum ld_plugin_status`.
@@ -341,7 +341,7 @@ fn finish() -> c_int {
 #[no_mangle]
 pub unsafe extern "C" fn onload(tv: *const Tv) -> c_int {
     install_log();
-    offload::io::set_syncing(offload::io::Syncing::from_env());
+    offload::set_syncing(offload::Syncing::from_env());
     let mut values: Vec<String> = Vec::new();
     let mut output = None;
     let mut message: Option<Message> = None;

@@ -8,7 +8,8 @@
 
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::inflate;
-use crate::llvm::adt::string_map::{Probing, StringMap};
+pub use crate::llvm::adt::string_map::Probing;
+use crate::llvm::adt::string_map::StringMap;
 use object::endian::{LittleEndian as Le, U64};
 use object::pod::{self, Pod};
 use std::io::{self, Write};

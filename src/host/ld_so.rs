@@ -259,7 +259,7 @@ impl LdSoCache {
     }
 
     /// Reads `path`; a cache that is missing, is not a regular file, is larger than
-    /// [`CACHE_LIMIT`] or does not parse is taken as empty (ld.so goes on without it too).
+    /// `CACHE_LIMIT` or does not parse is taken as empty (ld.so goes on without it too).
     pub fn read(path: &Path) -> LdSoCache {
         match crate::io::read_small(path, CACHE_LIMIT) {
             Ok(data) => LdSoCache::parse(&data).unwrap_or_else(|e| {
@@ -357,6 +357,7 @@ pub struct Loaded {
     /// Its dynamic section.
     pub info: DynamicInfo,
     /// Its bytes.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub input: Input,
 }
 

@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::{Mutex, MutexGuard};
+#[cfg(any(feature = "cli", feature = "internals"))]
+use std::sync::Once;
 
 /// The temporary files, by the number each was listed under: taking one off the list costs
 /// the same whether it holds ten or a hundred thousand (a command that extracts a tree keeps
@@ -14,6 +16,7 @@ static TEMPORARIES: Mutex<List> = Mutex::new(List {
     next: 0,
     paths: BTreeMap::new(),
 });
+#[cfg(any(feature = "cli", feature = "internals"))]
 static HANDLERS: Once = Once::new();
 
 struct List {
@@ -61,6 +64,7 @@ pub fn uninterrupted<T>(work: impl FnOnce() -> T) -> T {
 /// Removes the listed temporary files when the process receives SIGINT, SIGTERM or SIGHUP,
 /// then dies of that signal as it would have without the handler. For programs, not for
 /// libraries loaded into another program (the linker plugin does not call it).
+#[cfg(any(feature = "cli", feature = "internals"))]
 pub fn remove_temporaries_on_signals() {
     HANDLERS.call_once(|| {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};

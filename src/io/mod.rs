@@ -35,11 +35,14 @@ pub mod slice;
 pub mod spill;
 mod syncing;
 
+#[cfg(any(feature = "cli", feature = "internals"))]
 pub use cleanup::remove_temporaries_on_signals;
 pub use error::{io_message, FileError};
 pub use opening::{open_regular, read_small, read_small_text};
 pub use shown::{bytes_unless_text, shown};
-pub use syncing::{set_syncing, syncing, Syncing, SYNC_VARIABLE};
+pub use syncing::{set_syncing, syncing, Syncing};
+#[cfg(any(test, feature = "internals"))]
+pub use syncing::SYNC_VARIABLE;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions, Permissions};

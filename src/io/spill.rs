@@ -79,6 +79,7 @@ impl Spill {
     }
 
     /// Whether nothing was made.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -36,7 +36,7 @@ pub enum Syncing {
 }
 
 impl Syncing {
-    /// What [`SYNC_VARIABLE`] asks for: [`Syncing::Everything`] when it is set to anything but
+    /// What `SYNC_VARIABLE` asks for: [`Syncing::Everything`] when it is set to anything but
     /// an empty string or `0`, else the default.
     pub fn from_env() -> Syncing {
         match std::env::var_os(SYNC_VARIABLE) {

@@ -25,7 +25,10 @@ use crate::format::container::Container;
 use crate::format::image_target::Producer;
 use crate::format::offload_binary::ImageKind;
 use crate::host::kpack::split_binary;
-use crate::host::ld_so::{self, Environment};
+use crate::host::ld_so;
+/// What the dynamic loader reads from the process: `LD_LIBRARY_PATH`, its cache, the system
+/// folders; [`check`] takes it to find a program's libraries as the loader would.
+pub use crate::host::ld_so::{Environment, LdSoCache};
 use crate::host::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
 use crate::host::BUNDLE_SECTION_PREFIX;
 use crate::io::Input;
@@ -153,7 +156,7 @@ pub struct Counts {
 /// One file: the program or library named, or a library it loads.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FileReport {
-    /// Its path, as named or as found (text in JSON, as [`names`] carries names).
+    /// Its path, as named or as found (text in JSON, as `names` carries names).
     #[serde(serialize_with = "names::text")]
     pub path: PathBuf,
     /// Its path's bytes in base64, only when they are not UTF-8.

@@ -49,7 +49,7 @@ pub struct FileUsage {
     /// Its targets.
     pub targets: Vec<Usage>,
     /// The targets of its images when it is bare device images only (see
-    /// [`prune::is_bare`]): a strip keeps it whole or prunes it whole.
+    /// `prune::is_bare`): a strip keeps it whole or prunes it whole.
     #[serde(skip)]
     pub bare: Option<Vec<ImageTarget>>,
     /// The file read (its device and inode), when it is a regular file: what pruning it

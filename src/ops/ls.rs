@@ -13,7 +13,7 @@ use crate::host::kpack;
 use crate::host::scan::{scan_reading, Places, Reading};
 use crate::io::Input;
 use crate::loads::kpack_search::Environment;
-pub use crate::ops::support::image::{CompressedPlace, CudaPlace, ImageRecord, KpackPlace};
+pub use crate::ops::support::image::{CompressedPlace, CudaPlace, ImageRecord, KpackPlace, Source};
 
 /// One device image, as `offload ls --json` reports it: a row rendered from an
 /// [`ImageRecord`]. The field names are a public interface.

@@ -10,6 +10,11 @@ pub mod packager;
 pub mod prune;
 pub mod readobj;
 pub mod rewrite;
-pub mod support;
+pub use support::inputs::{Found, Links, SpecialFiles, Taken, Walk};
+
+internal_modules! {
+    /// What the commands share: the walker, the inflation budget, progress, tool paths.
+    support;
+}
 pub mod verify;
 pub mod wrapper;

@@ -18,7 +18,7 @@ use crate::target::processor::{ProcessorKind, PROCESSORS};
 /// Whether the scan found `image` as the file itself: a bare device image (a code object,
 /// cubin, PTX, SPIR-V, device bitcode) in no archive member, section or container. A file
 /// whose every image is such is bare device images only.
-pub fn is_bare(image: &DeviceImage<'_>) -> bool {
+pub(crate) fn is_bare(image: &DeviceImage<'_>) -> bool {
     matches!(image.origin, Origin::Bare(_))
         && image.members.is_empty()
         && image.section.is_none()

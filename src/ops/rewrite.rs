@@ -135,7 +135,7 @@ pub struct Summary {
     /// Whether the file starts with a bare device image and was kept whole: nothing of it is
     /// removed, whatever its images are for.
     pub kept_whole: bool,
-    /// Device images embedded as data (see [`crate::host::scan::DeviceImage::embedded`]),
+    /// Device images embedded as data (see `crate::host::scan::DeviceImage::embedded`),
     /// counted among those before and after: the program loads them itself, and they are
     /// kept whole, whatever their targets.
     pub embedded: usize,
@@ -1097,7 +1097,7 @@ pub enum Placement {
     InPlace,
     /// Over the file itself, found at `relative` below the folder `root` by a walk: reached
     /// through folder descriptors from `root`, never through a symbolic link, and only while
-    /// its name still holds the file that was read (see [`crate::io::beneath`]).
+    /// its name still holds the file that was read (see `crate::io::beneath`).
     InTree {
         /// The folder walked, as named.
         root: PathBuf,
@@ -1118,7 +1118,7 @@ impl Placement {
 
     /// The folder a file found in a tree is in, opened through folder descriptors, and its
     /// name; `None` for other placements. `input` names the file in messages.
-    pub fn folder(
+    pub(crate) fn folder(
         &self,
         input: &Path,
     ) -> Result<Option<(crate::io::beneath::Folder, std::ffi::OsString)>> {

@@ -2,7 +2,7 @@
 //! hashed, as listing and extraction (which inflate only what they need) do not; and every
 //! compressed entry of a CUDA fat binary, inflated to its end and counted. Streams are
 //! checked in parallel, a window at a time, within the memory budget of
-//! [`crate::ops::support::inflating`].
+//! `crate::ops::support::inflating`.
 //! `.kpack` archives, and the archive sets of binaries split by kpack, are checked too
 //! (the `kpack` module).
 
@@ -22,6 +22,7 @@ use crate::io::Input;
 use crate::ops::support::inflating::{memory_of_cuda, memory_of_stream, Budget};
 
 mod kpack;
+pub use kpack::KpackVerified;
 
 /// What checking one file found.
 #[derive(Debug)]
@@ -94,14 +95,13 @@ pub fn verify_file(path: &Path, max_decompressed: u64) -> Result<Verified> {
 
 /// [`verify_file`], the streams inflated within `budget`: one budget shared by files checked
 /// at once keeps them all within it.
-pub fn verify_file_within(path: &Path, max_decompressed: u64, budget: &Budget) -> Result<Verified> {
+pub(crate) fn verify_file_within(
+    path: &Path,
+    max_decompressed: u64,
+    budget: &Budget,
+) -> Result<Verified> {
     let input = Input::open(path)?;
     verify_input_within(path, &input, max_decompressed, budget)
-}
-
-/// [`verify_file`] of a file already open as `input` (named `path` in errors).
-pub fn verify_input(path: &Path, input: &Input, max_decompressed: u64) -> Result<Verified> {
-    verify_input_within(path, input, max_decompressed, &Budget::new())
 }
 
 /// [`verify_input`], but a compressed bundle whose bytes `known` knows is counted sound without

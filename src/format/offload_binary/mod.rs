@@ -1198,7 +1198,7 @@ pub fn layout_v1(
 
 /// A version 1 binary, byte for byte as LLVM 19 writes it, with `strings` stored in the
 /// given order. (clang-offload-packager 19 stores them in the order of its hash map; see
-/// [`crate::llvm::adt::hash::dense_map_order`].)
+/// `crate::llvm::adt::hash::dense_map_order`.)
 pub fn write_v1(
     image_kind: ImageKind,
     offload_kind: OffloadKind,

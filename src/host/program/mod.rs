@@ -19,10 +19,9 @@ pub mod kpack_pe;
 pub mod pe;
 pub mod plan;
 
-pub use plan::{
-    ContainerBoundary, ContainerSize, InflateContainer, Inflating, NewProgram, RewriteContainer,
-    Rewriting,
-};
+pub use plan::{Inflating, NewProgram, Rewriting};
+#[cfg(any(test, feature = "internals"))]
+pub use plan::{ContainerBoundary, ContainerSize, InflateContainer, RewriteContainer};
 
 use object::pod::{self, Pod};
 use object::{LittleEndian as LE, U32, U64};

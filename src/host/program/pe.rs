@@ -93,6 +93,7 @@ pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProg
 
 /// The PE checksum of `file` (the optional header's `CheckSum` field counted as zero), or
 /// `None` when it is no PE32+ image.
+#[cfg(any(test, feature = "internals"))]
 pub fn checksum(file: &[u8]) -> Option<u32> {
     let image = Image::read(file).ok()?;
     let at = image.checksum_at();

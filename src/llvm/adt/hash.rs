@@ -49,6 +49,7 @@ pub fn hash_string(s: &[u8]) -> u64 {
 }
 
 /// The low 32 bits of [`hash_string`]: what `DenseMapInfo<StringRef>` returns.
+#[cfg(any(test, feature = "internals"))]
 pub fn dense_map_hash(s: &[u8]) -> u32 {
     let [a, b, c, d, ..] = hash_string(s).to_le_bytes();
     u32::from_le_bytes([a, b, c, d])
@@ -82,6 +83,7 @@ impl StringHash {
 /// For clang-offload-packager's string entries, pass every item of the `--image` in
 /// command-line order, `file` and `kind` included (they occupy buckets, and so move the
 /// others), then drop `file` and `kind` from the result.
+#[cfg(any(test, feature = "internals"))]
 pub fn dense_map_order<'a>(keys: &[&'a [u8]]) -> Vec<&'a [u8]> {
     dense_map_order_with(StringHash::City, keys)
 }

@@ -91,6 +91,7 @@ impl<V> StringMap<V> {
     }
 
     /// Number of keys in the map.
+    #[cfg(any(test, feature = "internals"))]
     pub fn len(&self) -> usize {
         self.items
     }
@@ -226,12 +227,14 @@ impl<V> StringMap<V> {
     }
 
     /// The value of `key`, if present.
+    #[cfg(any(test, feature = "internals"))]
     pub fn get(&self, key: &[u8]) -> Option<&V> {
         let (_, index) = self.find(key)?;
         self.entries.get(index)?.as_ref().map(|(_, v)| v)
     }
 
     /// Whether `key` is present.
+    #[cfg(any(test, feature = "internals"))]
     pub fn contains_key(&self, key: &[u8]) -> bool {
         self.find(key).is_some()
     }

@@ -83,6 +83,7 @@ impl StringTable {
     }
 
     /// The offset of `s`, or `None` when it is not in the table.
+    #[cfg(any(test, feature = "internals"))]
     pub fn get(&self, s: &[u8]) -> Option<u32> {
         self.offsets.get(s).copied()
     }

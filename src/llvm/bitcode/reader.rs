@@ -424,6 +424,7 @@ impl<'a> IrSymtab<'a> {
     }
 
     /// The version string of the LLVM that wrote the irsymtab.
+    #[cfg(any(test, feature = "internals"))]
     pub fn producer(&self) -> Result<&'a [u8]> {
         self.string(
             self.header.producer,
@@ -444,11 +445,13 @@ impl<'a> IrSymtab<'a> {
     }
 
     /// The number of modules the irsymtab describes, that of MODULE blocks in the file.
+    #[cfg(any(test, feature = "internals"))]
     pub fn module_count(&self) -> u32 {
         self.header.modules.count
     }
 
     /// The number of symbols of all modules.
+    #[cfg(any(test, feature = "internals"))]
     pub fn symbol_count(&self) -> u32 {
         self.header.symbols.count
     }
@@ -505,6 +508,7 @@ pub struct Symbol<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct SymbolFlags(pub u32);
 
+#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 impl SymbolFlags {
     /// Bits 0 and 1: the visibility, 0 default, 1 hidden, 2 protected.
     pub const VISIBILITY: u32 = 0b11;
@@ -670,6 +674,7 @@ struct Header {
 
 impl Header {
     const SIZE: usize = 76;
+    #[cfg(any(test, feature = "internals"))]
     const PRODUCER_FIELD: u64 = 4;
     const SYMBOLS_FIELD: u64 = 28;
     const TRIPLE_FIELD: u64 = 44;

@@ -34,6 +34,7 @@ pub enum Field {
 
 impl Field {
     /// How many bits `value` takes in this encoding.
+    #[cfg(any(test, feature = "internals"))]
     pub fn bits(self, value: u64) -> u64 {
         match self {
             Field::Fixed(width) => u64::from(width),
@@ -200,11 +201,13 @@ impl Bitstream {
     }
 
     /// Whether the stream is empty.
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// The stream as bytes, each hole filled by `blob(id)`, which must be as long as the hole.
+    #[cfg(any(test, feature = "internals"))]
     pub fn to_bytes<'a>(&self, blob: impl Fn(usize) -> &'a [u8]) -> Vec<u8> {
         let mut out = Vec::new();
         let mut tail = (0u8, 0u32);
@@ -262,6 +265,7 @@ pub struct BlobAbbrev(u64);
 /// An abbreviation of the current block for records of one code whose only operand is an
 /// array of fixed-width elements.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg(any(test, feature = "internals"))]
 pub struct ArrayAbbrev {
     id: u64,
     width: u32,
@@ -620,6 +624,7 @@ impl BitstreamWriter {
     }
 
     /// Defines, in the current block, the abbreviation `[literal code, array of fixed(width)]`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn define_array_abbrev(&mut self, code: u64, width: u32) -> ArrayAbbrev {
         let id = self.define_abbrev(3, code);
         self.fixed(0, 1);
@@ -631,6 +636,7 @@ impl BitstreamWriter {
     }
 
     /// Writes a record of `abbrev`'s code whose operand is the array `elements`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn array_record(&mut self, abbrev: ArrayAbbrev, elements: &[u64]) {
         self.fixed(abbrev.id, self.width);
         self.vbr(elements.len() as u64, 6);

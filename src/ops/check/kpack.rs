@@ -22,7 +22,7 @@ pub struct KpackFile {
     /// The archive paths written in the binary, `@GFXARCH@` standing for a processor.
     pub search_paths: Vec<String>,
     /// The path the runtime knows the binary by (symbolic links resolved), against whose
-    /// folder relative search paths resolve (text in JSON, as [`names`] carries names).
+    /// folder relative search paths resolve (text in JSON, as `names` carries names).
     #[serde(serialize_with = "names::text")]
     pub binary: PathBuf,
     /// The bytes of that path in base64, only when they are not UTF-8.
@@ -83,7 +83,7 @@ pub struct Searched {
 
 /// What each of `devices` (read as `targets`) finds of each code object of the split binary
 /// `split` at `path`.
-pub fn check_split(
+pub(crate) fn check_split(
     path: &Path,
     split: &SplitBinary<'_>,
     devices: &[Device],

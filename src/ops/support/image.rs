@@ -193,7 +193,7 @@ fn scheme_name<S: Serializer>(scheme: &Scheme, s: S) -> Result<S::Ok, S::Error> 
 
 impl ImageRecord {
     /// The record of `image`, found by a scan of the file named `file`.
-    pub fn found(file: &Path, image: &DeviceImage<'_>) -> ImageRecord {
+    pub(crate) fn found(file: &Path, image: &DeviceImage<'_>) -> ImageRecord {
         let target = image.target;
         let source = match image.origin {
             Origin::BundleEntry(id) => Source::BundleEntry(id.to_string()),
@@ -231,7 +231,7 @@ impl ImageRecord {
 
     /// The record of a code object of a `.kpack` archive, listed under the name `file` (the
     /// archive itself, or the split binary that refers to it).
-    pub fn archived(file: &Path, code: &StoredCodeObject) -> ImageRecord {
+    pub(crate) fn archived(file: &Path, code: &StoredCodeObject) -> ImageRecord {
         let in_archive = file == code.archive;
         let plain = code.scheme == Scheme::None;
         ImageRecord {

@@ -5,6 +5,7 @@
 //! `du` share (`image`).
 
 pub mod columns;
+#[cfg(any(feature = "cli", feature = "internals", test))]
 pub mod gpus;
 pub mod image;
 pub mod inflating;

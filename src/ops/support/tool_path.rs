@@ -9,6 +9,8 @@
 //! - LLVM N's `bin` folder is what `llvm-config-N --bindir` prints (`llvm-config-N` found on
 //!   `PATH`), else the first folder on `PATH` whose path ends in `llvm-N/bin`
 //!   ([`llvm_bin_dir`]). No folder is assumed.
+// Most of these find LLVM's tools for the tests, which compare against them.
+#![cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 
 use std::path::{Path, PathBuf};
 

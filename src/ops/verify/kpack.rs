@@ -40,7 +40,7 @@ pub type ArchiveRead = (Option<(u64, u64)>, Vec<usize>);
 /// Reads every code object of the archive `data` (at `path`), refusing one stored compressed
 /// that declares more than `limit` bytes; the `Err` is for an archive whose header or table
 /// does not read.
-pub fn verify_archive(path: &Path, data: &Input, limit: u64) -> Result<KpackVerified> {
+pub(crate) fn verify_archive(path: &Path, data: &Input, limit: u64) -> Result<KpackVerified> {
     let archive = Archive::parse(data).map_err(|e| Error::format(path, e))?;
     let (sound, bad) = read_all(path, &archive, limit, &|_| true);
     Ok(KpackVerified {
