@@ -341,6 +341,7 @@ fn offset_of(data: &[u8], e: &serde_json::Error) -> usize {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
     use crate::host::package::manifest::sha256;

@@ -335,6 +335,7 @@ fn conda_records(top: &Folder) -> Vec<OsString> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
 
