@@ -412,3 +412,108 @@ fn a_dry_run_says_which_manifests_would_change_and_changes_none() {
         record
     );
 }
+
+/// The RECORD hash field of `data`, as Python writes it: `sha256=` and the digest in URL-safe
+/// base64 without padding.
+fn record_hash(data: &[u8]) -> String {
+    use sha2::Digest;
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let digest = sha2::Sha256::digest(data);
+    let bits: Vec<bool> = digest
+        .iter()
+        .flat_map(|b| (0..8).rev().map(move |i| b >> i & 1 == 1))
+        .collect();
+    let text: String = bits
+        .chunks(6)
+        .map(|six| {
+            let value = six
+                .iter()
+                .chain(std::iter::repeat(&false))
+                .take(6)
+                .fold(0usize, |v, &bit| v << 1 | usize::from(bit));
+            char::from(ALPHABET[value])
+        })
+        .collect();
+    format!("sha256={text}")
+}
+
+/// A site-packages in `dir` with `demo/libhip.so` (a fat binary), `demo/k906.hsaco` (a bare
+/// code object for gfx906) and `demo/data.txt`, and a RECORD listing them with CRLF line ends.
+fn site_packages(dir: &Path) -> (PathBuf, String) {
+    let sp = dir.join("sp");
+    std::fs::create_dir_all(sp.join("demo-1.0.dist-info")).unwrap();
+    std::fs::create_dir_all(sp.join("demo")).unwrap();
+    let lib = std::fs::read(samples_dir().join("linked/libhip.so")).unwrap();
+    let bare = std::fs::read(samples_dir().join("dev/kernel-gfx906.hsaco")).unwrap();
+    std::fs::write(sp.join("demo/libhip.so"), &lib).unwrap();
+    std::fs::write(sp.join("demo/k906.hsaco"), &bare).unwrap();
+    std::fs::write(sp.join("demo/data.txt"), b"data").unwrap();
+    let record = format!(
+        "demo/libhip.so,{},{}\r\ndemo/k906.hsaco,{},{}\r\ndemo/data.txt,{},4\r\ndemo-1.0.dist-info/RECORD,,\r\n",
+        record_hash(&lib),
+        lib.len(),
+        record_hash(&bare),
+        bare.len(),
+        record_hash(b"data"),
+    );
+    std::fs::write(sp.join("demo-1.0.dist-info/RECORD"), &record).unwrap();
+    (sp, record)
+}
+
+#[test]
+fn compress_and_decompress_keep_the_record_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sp, record) = site_packages(dir.path());
+    for command in ["compress", "decompress"] {
+        let (code, out, err) = offload_in(dir.path(), &[command, "-r", "--in-place", "sp"]);
+        assert_eq!(code, 0, "{out}{err}");
+        assert!(
+            out.contains("updated RECORD of sp/demo-1.0.dist-info: 1 file rewritten, 0 removed\n"),
+            "{command}: {out}"
+        );
+        let lib = std::fs::read(sp.join("demo/libhip.so")).unwrap();
+        let after = std::fs::read_to_string(sp.join("demo-1.0.dist-info/RECORD")).unwrap();
+        let (first, rest) = after.split_once("\r\n").unwrap();
+        assert_eq!(
+            first,
+            format!("demo/libhip.so,{},{}", record_hash(&lib), lib.len())
+        );
+        assert_eq!(rest, record.split_once("\r\n").unwrap().1);
+    }
+}
+
+#[test]
+fn an_output_folder_s_record_is_kept_right_and_the_tree_s_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sp, record) = site_packages(dir.path());
+    let (code, out, err) = offload_in(
+        dir.path(),
+        &[
+            "strip", "-r", "--keep", "gfx90a", "--prune", "sp", "-o", "out",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("updated RECORD of out/demo-1.0.dist-info: 1 file rewritten, 1 removed\n"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sp.join("demo-1.0.dist-info/RECORD")).unwrap(),
+        record
+    );
+    let out_dir = dir.path().join("out");
+    assert!(!out_dir.join("demo/k906.hsaco").exists());
+    let lib = std::fs::read(out_dir.join("demo/libhip.so")).unwrap();
+    let after = std::fs::read_to_string(out_dir.join("demo-1.0.dist-info/RECORD")).unwrap();
+    let rows: Vec<&str> = record.split_inclusive("\r\n").collect();
+    assert_eq!(
+        after,
+        format!(
+            "demo/libhip.so,{},{}\r\n{}{}",
+            record_hash(&lib),
+            lib.len(),
+            rows[2],
+            rows[3]
+        )
+    );
+}
