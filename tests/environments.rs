@@ -280,9 +280,12 @@ fn a_conda_prefix_keeps_its_records_right() {
     std::fs::write(prefix.join("lib/libhip.so"), &lib).unwrap();
     std::fs::write(prefix.join("lib/kernel-gfx906.hsaco"), &bare).unwrap();
     std::fs::write(prefix.join("share/demo.txt"), b"text").unwrap();
+    // Named for a removed processor: goes with --prune-named.
+    std::fs::write(prefix.join("lib/TensileLibrary_lazy_gfx906.dat"), b"dat").unwrap();
     let record = conda_record(&[
         ("lib/libhip.so", &lib),
         ("lib/kernel-gfx906.hsaco", &bare),
+        ("lib/TensileLibrary_lazy_gfx906.dat", b"dat"),
         ("share/demo.txt", b"text"),
     ]);
     let json = prefix.join("conda-meta/demo-1.0-0.json");
@@ -300,13 +303,14 @@ fn a_conda_prefix_keeps_its_records_right() {
             "--keep",
             "gfx90a",
             "--prune",
+            "--prune-named",
             "--in-place",
             "env",
         ],
     );
     assert_eq!(code, 0, "{out}{err}");
     assert!(
-        out.contains("updated env/conda-meta/demo-1.0-0.json: 1 file rewritten, 1 removed\n"),
+        out.contains("updated env/conda-meta/demo-1.0-0.json: 1 file rewritten, 2 removed\n"),
         "{out}"
     );
     let stripped = std::fs::read(prefix.join("lib/libhip.so")).unwrap();

@@ -84,6 +84,8 @@ pub fn update(
     }
     let top = match Folder::open(root, Path::new("")) {
         Ok(top) => top,
+        // An output folder nothing was written to: no manifest in it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
         Err(e) => return vec![Err(Error::io(root, e))],
     };
     let tree = Tree {
@@ -94,21 +96,20 @@ pub fn update(
     let mut results = Vec::new();
     for dist_info in dist_infos(&top) {
         let base = dist_info.parent().unwrap_or(Path::new("")).to_path_buf();
-        let result = tree.update_one(&dist_info, OsStr::new("RECORD"), |data, edit| {
-            record::update(data, |path| edit(&base, path))
-        });
-        results.extend(result.map(|r| {
-            r.map(|counts| tree.updated(ManifestKind::Record, &dist_info.join("RECORD"), counts))
-        }));
+        let record = OsStr::new("RECORD");
+        results.extend(
+            tree.update_one(ManifestKind::Record, &dist_info, record, |data, edit| {
+                record::update(data, |path| edit(&base, path))
+            }),
+        );
     }
     for name in conda_records(&top) {
         let folder = Path::new("conda-meta");
-        let result = tree.update_one(folder, &name, |data, edit| {
-            conda::update(data, |path| edit(Path::new(""), path.as_bytes()))
-        });
-        results.extend(result.map(|r| {
-            r.map(|counts| tree.updated(ManifestKind::Conda, &folder.join(&name), counts))
-        }));
+        results.extend(
+            tree.update_one(ManifestKind::Conda, folder, &name, |data, edit| {
+                conda::update(data, |path| edit(Path::new(""), path.as_bytes()))
+            }),
+        );
     }
     results
 }
@@ -125,27 +126,19 @@ struct Tree<'a> {
 type Lookup<'l> = dyn FnMut(&Path, &[u8]) -> Option<Edit<Sha256>> + 'l;
 
 impl Tree<'_> {
-    /// The report of the manifest at `relative` (below the root), of `counts`.
-    fn updated(&self, kind: ManifestKind, relative: &Path, counts: Counts) -> Updated {
-        Updated {
-            kind,
-            path: self.root.join(relative),
-            counts,
-        }
-    }
-
-    /// Updates the manifest `name` of the folder `folder` (below the root) with `codec`,
-    /// which is given the manifest and the lookup of its paths: how many entries changed, or
-    /// `None` when none did.
+    /// Updates the manifest `name` (of the kind `kind`) of the folder `folder` (below the
+    /// root) with `codec`, which is given the manifest and the lookup of its paths: the
+    /// manifest updated, or `None` when none of its entries changed.
     fn update_one(
         &self,
+        kind: ManifestKind,
         folder: &Path,
         name: &OsStr,
         codec: impl FnOnce(
             &[u8],
             &mut Lookup<'_>,
         ) -> std::result::Result<(Vec<u8>, Counts), ManifestError>,
-    ) -> Option<Result<Counts>> {
+    ) -> Option<Result<Updated>> {
         let shown_path = self.root.join(folder).join(name);
         let open = Folder::open(self.root, folder).map_err(|e| Error::io(&shown_path, e));
         let read = open.and_then(|dir| {
@@ -183,9 +176,9 @@ impl Tree<'_> {
         let (new, counts) = match updated {
             Ok(updated) => updated,
             Err(e) => {
-                let what = match name.as_bytes() {
-                    b"RECORD" => "a wheel RECORD",
-                    _ => "a conda package record",
+                let what = match kind {
+                    ManifestKind::Record => "a wheel RECORD",
+                    ManifestKind::Conda => "a conda package record",
                 };
                 return Some(Err(Error::file(
                     &shown_path,
@@ -206,7 +199,11 @@ impl Tree<'_> {
                 return Some(Err(e.into()));
             }
         }
-        Some(Ok(counts))
+        Some(Ok(Updated {
+            kind,
+            path: shown_path,
+            counts,
+        }))
     }
 
     /// The SHA-256 and size of the file at `relative` below the root, read through its
