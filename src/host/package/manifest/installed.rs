@@ -282,31 +282,28 @@ fn resolve(base: &Path, listed: &[u8]) -> Option<PathBuf> {
 /// of their paths; folders reached through symbolic links are not entered.
 fn dist_infos(top: &Folder) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    let mut stack: Vec<(PathBuf, Option<Folder>)> = vec![(PathBuf::new(), None)];
-    while let Some((relative, folder)) = stack.pop() {
-        let folder_path = folder.as_ref().map_or_else(|| top.path(), Folder::path);
-        let Ok(entries) = std::fs::read_dir(&folder_path) else {
+    // Folders still to read, by their paths: each is opened when read, so that a wide tree
+    // does not hold a descriptor per folder waiting.
+    let mut stack = vec![PathBuf::new()];
+    while let Some(relative) = stack.pop() {
+        let Ok(folder) = Folder::open(&top.path(), &relative) else {
+            continue;
+        };
+        let dist_info = relative
+            .file_name()
+            .is_some_and(|n| n.as_bytes().ends_with(b".dist-info"));
+        let has_record = || matches!(folder.identity(OsStr::new("RECORD")), Ok(Some(_)));
+        if dist_info && has_record() {
+            found.push(relative.clone());
+        }
+        let Ok(entries) = std::fs::read_dir(folder.path()) else {
             continue;
         };
         for entry in entries.flatten() {
-            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-                continue;
+            // The type of the entry itself: a symbolic link to a folder is not entered.
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(relative.join(entry.file_name()));
             }
-            let name: OsString = entry.file_name();
-            let Ok(child) = folder.as_ref().unwrap_or(top).child(&name) else {
-                continue;
-            };
-            let path = relative.join(&name);
-            if name.as_bytes().ends_with(b".dist-info")
-                && child
-                    .identity(OsStr::new("RECORD"))
-                    .ok()
-                    .flatten()
-                    .is_some()
-            {
-                found.push(path.clone());
-            }
-            stack.push((path, Some(child)));
         }
     }
     found.sort();
