@@ -338,6 +338,22 @@ fn a_record_never_leads_the_tool_outside_the_tree() {
                   demo/link.so,sha256=EEEE,5\n\
                   demo-1.0.dist-info/RECORD,,\n";
     std::fs::write(sp.join("demo-1.0.dist-info/RECORD"), record).unwrap();
+    // A RECORD outside the tree, which a link to its folder, and a link as a RECORD, reach:
+    // neither is read nor written.
+    let outside_record = "demo/libhip.so,sha256=FFFF,6\n";
+    std::fs::create_dir_all(dir.path().join("elsewhere")).unwrap();
+    std::fs::write(dir.path().join("elsewhere/RECORD"), outside_record).unwrap();
+    std::os::unix::fs::symlink(
+        dir.path().join("elsewhere"),
+        sp.join("linked-1.0.dist-info"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(sp.join("link-1.0.dist-info")).unwrap();
+    std::os::unix::fs::symlink(
+        dir.path().join("elsewhere/RECORD"),
+        sp.join("link-1.0.dist-info/RECORD"),
+    )
+    .unwrap();
 
     let (code, out, err) = offload_in(
         dir.path(),
@@ -347,6 +363,11 @@ fn a_record_never_leads_the_tool_outside_the_tree() {
     assert!(
         out.contains("updated RECORD of sp/demo-1.0.dist-info: 1 file rewritten, 0 removed\n"),
         "{out}"
+    );
+    assert_eq!(out.matches("updated").count(), 1, "{out}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("elsewhere/RECORD")).unwrap(),
+        outside_record
     );
     assert_eq!(std::fs::read(dir.path().join("outside.so")).unwrap(), lib);
     let after = std::fs::read_to_string(sp.join("demo-1.0.dist-info/RECORD")).unwrap();

@@ -278,8 +278,8 @@ fn resolve(base: &Path, listed: &[u8]) -> Option<PathBuf> {
     (!names.is_empty()).then(|| names.iter().collect())
 }
 
-/// The `.dist-info` folders under `top` (relative to it) that hold a `RECORD`, in the order
-/// of their paths; folders reached through symbolic links are not entered.
+/// The `.dist-info` folders under `top` (relative to it) that hold a `RECORD` (a regular
+/// file), in the order of their paths; symbolic links to folders are not entered.
 fn dist_infos(top: &Folder) -> Vec<PathBuf> {
     let mut found = Vec::new();
     // Folders still to read, by their paths: each is opened when read, so that a wide tree
@@ -292,7 +292,9 @@ fn dist_infos(top: &Folder) -> Vec<PathBuf> {
         let dist_info = relative
             .file_name()
             .is_some_and(|n| n.as_bytes().ends_with(b".dist-info"));
-        let has_record = || matches!(folder.identity(OsStr::new("RECORD")), Ok(Some(_)));
+        // A RECORD that is a symbolic link may lead anywhere: not read, as a walk skips links.
+        let has_record =
+            || std::fs::symlink_metadata(folder.path().join("RECORD")).is_ok_and(|m| m.is_file());
         if dist_info && has_record() {
             found.push(relative.clone());
         }
