@@ -92,6 +92,7 @@ pub fn update(
         root,
         touched,
         writing,
+        hashed: Default::default(),
     };
     let mut results = Vec::new();
     for dist_info in dist_infos(&top) {
@@ -119,6 +120,9 @@ struct Tree<'a> {
     root: &'a Path,
     touched: &'a BTreeMap<PathBuf, Touched>,
     writing: Writing,
+    /// The digests and sizes of the files hashed so far: a file several manifests list is
+    /// read once.
+    hashed: std::cell::RefCell<BTreeMap<PathBuf, (Sha256, u64)>>,
 }
 
 /// The lookup a codec asks of each path its manifest lists: the path, relative to the
@@ -207,8 +211,20 @@ impl Tree<'_> {
     }
 
     /// The SHA-256 and size of the file at `relative` below the root, read through its
-    /// folder, a symbolic link not followed.
+    /// folder, a symbolic link not followed (once).
     fn contents(&self, relative: &Path) -> Result<(Sha256, u64)> {
+        if let Some(known) = self.hashed.borrow().get(relative) {
+            return Ok(*known);
+        }
+        let contents = self.hash(relative)?;
+        self.hashed
+            .borrow_mut()
+            .insert(relative.to_path_buf(), contents);
+        Ok(contents)
+    }
+
+    /// The SHA-256 and size of the file at `relative` below the root, read now.
+    fn hash(&self, relative: &Path) -> Result<(Sha256, u64)> {
         use sha2::Digest;
         let shown_path = self.root.join(relative);
         let cannot = |e| Error::io(&shown_path, e);
@@ -226,7 +242,11 @@ impl Tree<'_> {
         let mut size = 0u64;
         let mut buffer = vec![0u8; 1 << 16];
         loop {
-            let n = file.read(&mut buffer).map_err(cannot)?;
+            let n = match file.read(&mut buffer) {
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(cannot(e)),
+            };
             let Some(read) = buffer.get(..n).filter(|r| !r.is_empty()) else {
                 break;
             };
