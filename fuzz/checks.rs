@@ -248,3 +248,48 @@ pub fn rewrite(data: &[u8]) {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Package manifests (a wheel's RECORD, a conda record, md5sums): an update that edits
+/// nothing gives the same bytes; one that removes every other file listed and rewrites the
+/// rest gives a manifest that reads back, and doing it again changes nothing more.
+pub fn manifests(data: &[u8]) {
+    use offload::host::package::manifest::{conda, debian, record, Edit};
+    let digest = [7u8; 32];
+    let edit = |path: &[u8]| {
+        if path.len() % 2 == 0 {
+            Some(Edit::Removed)
+        } else {
+            Some(Edit::Rewritten {
+                digest,
+                size: path.len() as u64,
+            })
+        }
+    };
+    if let Ok((same, counts)) = record::update(data, |_| None) {
+        assert_eq!((same.as_slice(), counts.is_empty()), (data, true));
+        let (new, _) = record::update(data, edit).expect("an update of a RECORD that reads");
+        let (again, counts) = record::update(&new, edit).expect("our own RECORD reads back");
+        assert_eq!(again, new);
+        assert!(counts.is_empty(), "{counts:?}");
+    }
+    if let Ok((same, _)) = conda::update(data, |_| None) {
+        assert_eq!(same, data);
+        let conda_edit = |path: &str| edit(path.as_bytes());
+        let (new, _) = conda::update(data, conda_edit).expect("an update of a record that reads");
+        let (again, counts) = conda::update(&new, conda_edit).expect("our own record reads back");
+        assert_eq!(again, new);
+        assert_eq!(counts.removed, 0);
+    }
+    let md5_edit = |path: &[u8]| match edit(path) {
+        Some(Edit::Rewritten { size, .. }) => Some(Edit::Rewritten {
+            digest: [9u8; 16],
+            size,
+        }),
+        _ => Some(Edit::Removed),
+    };
+    if let Ok((same, _)) = debian::update_md5sums(data, |_| None) {
+        assert_eq!(same, data);
+        let (new, _) = debian::update_md5sums(data, md5_edit).expect("md5sums that read");
+        debian::update_md5sums(&new, md5_edit).expect("our own md5sums read back");
+    }
+}

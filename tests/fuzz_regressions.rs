@@ -31,7 +31,7 @@ type Check = fn(&[u8]);
 fn every_kept_input_passes_its_fuzz_check() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Each target with the folders its seed inputs come from (as .ci/run runs them).
-    let targets: [(&str, Check, &[&str]); 10] = [
+    let targets: [(&str, Check, &[&str]); 11] = [
         ("bundle", checks::bundle, &["samples/bundles"]),
         ("text_bundle", checks::text_bundle, &["samples/bundles"]),
         ("ccob", checks::ccob, &["samples/bundles"]),
@@ -67,6 +67,7 @@ fn every_kept_input_passes_its_fuzz_check() {
             checks::rewrite,
             &["samples/linked", "samples/llvm23", "samples/cuda"],
         ),
+        ("manifests", checks::manifests, &["fuzz/seeds/manifests"]),
     ];
     let mut count = 0;
     for (name, check, seeds) in targets {

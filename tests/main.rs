@@ -29,6 +29,7 @@ mod destinations;
 mod differential;
 mod docs;
 mod embedded;
+mod environments;
 mod extract;
 mod fuzz_regressions;
 mod generic;

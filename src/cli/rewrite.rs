@@ -11,6 +11,7 @@ use crate::cli::general::{GeneralOpts, OutputOpts};
 use crate::cli::jobs::{self, JobBar, Work};
 use crate::cli::prune::{self, Settled};
 use crate::format::ccob::{CompressOptions, Method};
+use crate::host::package::manifest::installed::{ManifestKind, Updated};
 use crate::ops::du::{self, FileUsage};
 use crate::ops::prune::{BareFile, Fate};
 use crate::ops::rewrite::job::{self, JobOptions, Named, Outcome, Pruning, Stopped, Usages};
@@ -176,6 +177,26 @@ fn summary_line(file: &std::path::Path, summary: &Summary, mode: Mode) -> String
     )
 }
 
+/// The line of a manifest of an installed environment brought up to date: `updated RECORD of
+/// site-packages/demo-1.0.dist-info: 1 file rewritten, 1 removed`.
+fn manifest_line(updated: &Updated, mode: Mode) -> String {
+    let verb = match mode {
+        Mode::DryRun => "would update",
+        Mode::Write => "updated",
+    };
+    let what = match updated.kind {
+        ManifestKind::Record => "RECORD of ",
+        ManifestKind::Conda => "",
+    };
+    let rewritten = updated.counts.rewritten;
+    let files = if rewritten == 1 { "file" } else { "files" };
+    format!(
+        "{verb} {what}{}: {rewritten} {files} rewritten, {} removed\n",
+        crate::io::shown(updated.owner()),
+        updated.counts.removed
+    )
+}
+
 /// The totals of a job of several files.
 #[derive(Debug, Default)]
 struct Totals {
@@ -284,6 +305,16 @@ fn execute(
     for file in done.files.into_iter().chain(done.others) {
         report.file(prog, &file.path, file.outcome, &options.config, mode);
     }
+    let mut manifests_failed = false;
+    for manifest in &done.manifests {
+        match manifest {
+            Ok(updated) => report.text.push_str(&manifest_line(updated, mode)),
+            Err(e) => {
+                manifests_failed = true;
+                let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {e}");
+            }
+        }
+    }
     let mut text = std::mem::take(&mut report.text);
     if jobs::several(roots, listed) {
         text.push_str(&report.totals.line(mode));
@@ -296,7 +327,7 @@ fn execute(
             &report.after,
         ));
     }
-    let failed = report.totals.failed > 0 || !done.walk.errors.is_empty();
+    let failed = report.totals.failed > 0 || manifests_failed || !done.walk.errors.is_empty();
     if destination
         .output
         .as_deref()

@@ -64,6 +64,12 @@ impl Folder {
         Ok(folder)
     }
 
+    /// Opens the folder `name` in this folder, a symbolic link not followed (`ELOOP`,
+    /// `ENOTDIR`).
+    pub fn child(&self, name: &OsStr) -> io::Result<Folder> {
+        Folder::at(self.fd.as_raw_fd(), &c_name(name)?, libc::O_NOFOLLOW)
+    }
+
     /// Opens the folder `name` in the folder `dir`, with `flags` beside those of a folder.
     fn at(dir: libc::c_int, name: &CString, flags: libc::c_int) -> io::Result<Folder> {
         let flags = flags | libc::O_DIRECTORY | libc::O_RDONLY | libc::O_CLOEXEC;

@@ -32,6 +32,7 @@ use crate::ops::support::inflating::{memory_of, Budget};
 use crate::ops::verify::verify_input_except;
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
+pub mod environments;
 pub mod job;
 pub mod plan;
 

@@ -11,9 +11,11 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::host::package::manifest::installed::{Touched, Updated};
 use crate::io::beneath::Identity;
 use crate::ops::du::{self, FileUsage};
 use crate::ops::prune::{self, Action, BareFile, Fate, NamedFile};
+use crate::ops::rewrite::environments;
 use crate::ops::rewrite::plan::{self, Plan, Refusal, Task};
 use crate::ops::rewrite::{self as rewriting, Change, Mode, Placement, RewriteConfig, Summary};
 use crate::ops::support::inputs::{Links, Taken, Walk};
@@ -113,6 +115,10 @@ pub struct JobReport {
     pub files: Vec<FileReport>,
     /// The files of folders without device code, settled when pruning.
     pub others: Vec<FileReport>,
+    /// The manifests of environments installed in the trees (wheel RECORDs, conda records)
+    /// that listed files changed, brought up to date (in a dry run, that would be), or the
+    /// error naming each that could not be.
+    pub manifests: Vec<Result<Updated>>,
 }
 
 /// Why a job did nothing, and the walk when it was made.
@@ -177,6 +183,11 @@ pub fn run(options: &JobOptions, files: &dyn Progress) -> std::result::Result<Jo
         }),
         None => Vec::new(),
     };
+    let tasks = plan.tasks.iter().zip(&outcomes);
+    let changed = tasks
+        .chain(plan.others.iter().zip(&others))
+        .flat_map(changed);
+    let manifests = environments::update(&plan, changed, options.mode);
     let reports = |tasks: &[Task], outcomes: Vec<Result<Outcome>>| -> Vec<FileReport> {
         tasks
             .iter()
@@ -192,7 +203,34 @@ pub fn run(options: &JobOptions, files: &dyn Progress) -> std::result::Result<Jo
         files: reports(&plan.tasks, outcomes),
         others: reports(&plan.others, others),
         refused: plan.refused,
+        manifests,
     })
+}
+
+/// Where the files of `task` that `outcome` changed were placed, and what became of each:
+/// a file rewritten (with its other names, the same file), or removed (with those of its
+/// other names removed).
+fn changed<'t>((task, outcome): (&'t Task, &Result<Outcome>)) -> Vec<(&'t Placement, Touched)> {
+    let gone = |fate: &Fate| matches!(fate, Fate::Removed | Fate::NotCopied);
+    let names = task.other_names.iter().map(|(_, placement)| placement);
+    match outcome {
+        Ok(Outcome::Rewritten(summary, _)) if summary.rewritten > 0 => {
+            let all = std::iter::once(&task.placement).chain(names);
+            all.map(|p| (p, Touched::Rewritten)).collect()
+        }
+        Ok(Outcome::Bare(_, fate, _, settled)) if gone(fate) => {
+            let removed = names
+                .zip(settled)
+                .filter(|(_, (_, settled))| settled.as_ref().is_ok_and(gone))
+                .map(|(placement, _)| placement);
+            let all = std::iter::once(&task.placement).chain(removed);
+            all.map(|p| (p, Touched::Removed)).collect()
+        }
+        Ok(Outcome::NoDeviceCode(Some((_, Some(fate))))) if gone(fate) => {
+            vec![(&task.placement, Touched::Removed)]
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// `work` done on each of `tasks` on `pool`, `progress` hearing of each; the results in the

@@ -1,0 +1,3 @@
+//! Packages (wheels, .deb, conda, tar) as containers of files, and their manifests.
+
+pub mod manifest;
