@@ -223,3 +223,59 @@ fn rewrites_are_done_whole_before_the_summary_fails() {
         std::fs::read(d.join("f.o")).unwrap()
     );
 }
+
+/// A command none of whose inputs could be read prints no result a script would take for one:
+/// no table header, no empty report; the error is on standard error and the status non-zero.
+/// Asked for JSON, it prints valid JSON.
+#[test]
+fn a_command_that_read_nothing_prints_no_result() {
+    let dir = setup();
+    let quiet: &[&[&str]] = &[
+        &["ls", "missing"],
+        &["ls", "--uri", "missing"],
+        &["ls", "missing", "absent"],
+        &["du", "missing"],
+        &["du", "--keep", "gfx90a", "missing"],
+        &["check", "--device", "gfx90a", "missing"],
+        &["verify", "missing"],
+        &["extract", "--arch", "gfx90a", "-o", "out", "missing"],
+        &["strip", "--keep", "gfx90a", "-o", "out", "missing"],
+    ];
+    for args in quiet {
+        let out = Command::new(offload_bin())
+            .args(*args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "", "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("'missing': No such file or directory"),
+            "{args:?}: {err}"
+        );
+    }
+    for args in [
+        &["ls", "--json", "missing"][..],
+        &["du", "--json", "missing"],
+        &["check", "--json", "--device", "gfx90a", "missing"],
+    ] {
+        let out = Command::new(offload_bin())
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: not JSON ({e})"));
+        assert!(json.is_array() || json.is_object(), "{args:?}");
+    }
+    // One file read, one not: the listing of the one read is printed.
+    let out = Command::new(offload_bin())
+        .args(["ls", "missing", "f.o"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("gfx906"));
+}

@@ -116,7 +116,7 @@ impl Options {
                 None if value == "prune" => options.prune = true,
                 _ => {
                     return Err(format!(
-                        "unknown option -plugin-opt={value} (known: keep=ID, remove=ID, compress, compression-level=N, list, verbose)"
+                        "unknown option -plugin-opt={value} (known: keep=ID, remove=ID, compress, compression-level=N, prune, list, verbose)"
                     ))
                 }
             }
@@ -434,7 +434,7 @@ mod tests {
         assert_eq!(Options::parse([]).unwrap().changes().len(), 0);
         assert_eq!(
             Options::parse(["kep=gfx90a"]).unwrap_err(),
-            "unknown option -plugin-opt=kep=gfx90a (known: keep=ID, remove=ID, compress, compression-level=N, list, verbose)"
+            "unknown option -plugin-opt=kep=gfx90a (known: keep=ID, remove=ID, compress, compression-level=N, prune, list, verbose)"
         );
         assert!(Options::parse(["keep="]).is_err());
         assert!(Options::parse(["compression-level=high"])

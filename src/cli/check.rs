@@ -118,6 +118,10 @@ fn run(args: Args) -> i32 {
     for e in &errors {
         let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
     }
+    // Nothing checked: no report, whose empty table would read as "nothing wrong" to a script.
+    if report.files.is_empty() && !errors.is_empty() && !args.json {
+        return 2;
+    }
     let text = if args.json {
         match serde_json::to_string_pretty(&report) {
             Ok(json) => json + "\n",

@@ -83,6 +83,11 @@ fn run(args: Args) -> i32 {
             }
         }
     }
+    // When no file could be read there is nothing to count: an empty table would read as "no
+    // device code" to a script. A JSON report asked for is still valid JSON.
+    if usages.is_empty() && failed && !args.json {
+        return 1;
+    }
     let total = du::total(&usages);
     let text = if args.json {
         match serde_json::to_string_pretty(&Report {

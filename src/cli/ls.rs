@@ -118,6 +118,11 @@ fn run(mut args: Args) -> i32 {
             }
         }
     }
+    // When no file could be read there is no listing: an empty table would read as "no device
+    // code" to a script. A JSON listing asked for is still valid JSON.
+    if totals.usages.is_empty() && failed && !args.json {
+        return 1;
+    }
     let text = match listing(&args, &images, uris) {
         Ok(mut text) => {
             // A summary or verdicts would break a JSON listing or a list of addresses.
