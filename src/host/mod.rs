@@ -14,6 +14,7 @@ pub mod error;
 pub mod kpack;
 pub mod ld_so;
 pub mod objcopy;
+pub mod package;
 pub mod program;
 pub mod scan;
 

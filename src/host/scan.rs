@@ -31,6 +31,7 @@ use crate::format::container::{self, Consecutive, Container, Contents, Listed, L
 use crate::format::image_target::ImageTarget;
 use crate::format::search::{CONTAINER_MAGICS, ELF_MAGIC, MAGICS};
 use crate::host::archive::read_members;
+use crate::host::package::{self, PackageMember};
 use crate::host::BUNDLE_SECTION_PREFIX;
 
 pub mod sections;
@@ -105,6 +106,10 @@ pub struct DeviceImage<'a> {
     /// `cuModuleLoadData`'s input), or inside a container found so. No runtime registers it:
     /// the program loads it itself, and a rewrite keeps it whole.
     pub embedded: bool,
+    /// The package member that holds it, when the file is a package (a wheel, a Debian
+    /// package, a tarball): its offsets, members and sections are the member's, read as a
+    /// file of its own.
+    pub package: Option<&'a PackageMember>,
 }
 
 /// A compressed container a scan inflated whole: which one, and what it is.
@@ -179,6 +184,10 @@ struct Scan<'f, 'v> {
     /// bytes of a nested container are read once however many entries point at them, so
     /// that the work and the listing follow the input's bytes (see [`Scan::container`]).
     nested_starts: Vec<std::collections::HashSet<usize>>,
+    /// The package member scanned, when the file is one.
+    package: Option<&'f PackageMember>,
+    /// How many package members were scanned, by this scan and those of its members.
+    package_members: usize,
 }
 
 /// The section headers ELF files met as data may have read, per byte of the file and at
@@ -259,6 +268,7 @@ impl Scan<'_, '_> {
             stream: None,
             inflated: at.inflated,
             embedded: at.embedded,
+            package: self.package,
         };
         (self.visit)(&image);
     }
@@ -308,6 +318,7 @@ impl Scan<'_, '_> {
             stream: Some(stream),
             inflated: None,
             embedded: at.embedded,
+            package: self.package,
         };
         (self.visit)(&image);
     }
@@ -371,6 +382,9 @@ impl Scan<'_, '_> {
             }
             (Places::OffloadBinaries, _) => {}
             (Places::Everywhere, None) => {
+                if let Some(kind) = package::kind(data) {
+                    return self.package(data, kind, at);
+                }
                 // A bare device image (a file, an archive member) is the device image itself;
                 // what follows it (images put one after another, a bundle after a code
                 // object) is searched as data is.
@@ -441,6 +455,36 @@ impl Scan<'_, '_> {
             },
             _ => Ok(()),
         }
+    }
+
+    /// The members of a package that may hold device code, each scanned as a file of its
+    /// own named `PACKAGE!member`. Damage of the package is reported, not fatal: the members
+    /// read before it are listed.
+    fn package(&mut self, data: &[u8], kind: package::Kind, at: Place<'_>) -> Result<()> {
+        let path = self.path;
+        let mut found = Vec::new();
+        let read = package::read(path, data, kind, &mut |member| {
+            self.package_members += 1;
+            let number = self.package_members;
+            let place = PackageMember::new(path, self.package, member.name, number);
+            let options = Options {
+                places: self.places,
+                limit: self.limit,
+                reading: self.reading,
+                depth: at.depth + 1,
+                package: Some(&place),
+            };
+            let mut seen = self.package_members;
+            found.extend(run(member.bytes, options, &mut *self.visit, &mut seen)?);
+            self.package_members = seen;
+            Ok(())
+        });
+        self.problems.append(&mut found);
+        match read {
+            Ok(mut problems) => self.problems.append(&mut problems),
+            Err(e) => self.problems.push(e),
+        }
+        Ok(())
     }
 
     /// An object file that claims a kind but does not parse: reported, not fatal.
@@ -1028,6 +1072,57 @@ pub fn scan_reading(
     reading: Reading,
     visit: &mut dyn FnMut(&DeviceImage<'_>),
 ) -> Result<Vec<Error>> {
+    let options = Options {
+        places,
+        limit,
+        reading,
+        depth: 0,
+        package: None,
+    };
+    run_at(path, file, options, visit, &mut 0)
+}
+
+/// How a scan reads: what [`scan_reading`] is given, and, for a package's member, how deep
+/// it is and which it is.
+#[derive(Clone, Copy)]
+struct Options<'p> {
+    places: Places,
+    limit: u64,
+    reading: Reading,
+    depth: usize,
+    package: Option<&'p PackageMember>,
+}
+
+/// Scans the package member `options.package` (its bytes `file`); `members` counts the
+/// package members scanned.
+fn run(
+    file: &[u8],
+    options: Options<'_>,
+    visit: &mut dyn FnMut(&DeviceImage<'_>),
+    members: &mut usize,
+) -> Result<Vec<Error>> {
+    let path = options
+        .package
+        .map(|p| p.name.as_path())
+        .unwrap_or(Path::new(""));
+    run_at(path, file, options, visit, members)
+}
+
+/// [`scan_reading`] with `options`.
+fn run_at(
+    path: &Path,
+    file: &[u8],
+    options: Options<'_>,
+    visit: &mut dyn FnMut(&DeviceImage<'_>),
+    members: &mut usize,
+) -> Result<Vec<Error>> {
+    let Options {
+        places,
+        limit,
+        reading,
+        depth,
+        package,
+    } = options;
     let mut scan = Scan {
         path,
         file,
@@ -1035,6 +1130,8 @@ pub fn scan_reading(
         reading,
         places,
         visit,
+        package,
+        package_members: *members,
         problems: Vec::new(),
         units: 0,
         inflations: 0,
@@ -1051,11 +1148,12 @@ pub fn scan_reading(
         known: true,
         embedded: false,
         compressed: false,
-        depth: 0,
+        depth,
         unit: 0,
         inflated: None,
     };
     scan.buffer(file, at)?;
+    *members = scan.package_members;
     tracing::debug!(
         searched = scan.searched,
         not_searched = scan.unsearched,
