@@ -108,7 +108,9 @@ impl CudaNames {
             _ => &mut self.cubins,
         };
         *n += 1;
-        let package = found.package.map(|p| String::from_utf8_lossy(p.file_name()));
+        let package = found
+            .package
+            .map(|p| String::from_utf8_lossy(p.file_name()));
         let mut name = match (found.members.last(), package) {
             (Some(member), _) => cuobjdump_stem(safe_name(member).as_ref()),
             // A package's member is named as its file would be.
