@@ -527,3 +527,36 @@ fn a_truncated_tar_member_is_refused() {
     fs::write(&tar, &bytes[..bytes.len() / 2]).unwrap();
     refused(&tar, &["cut.tar!lib/x.so", "truncated"]);
 }
+
+#[test]
+fn packages_are_read_not_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(zips) = zips(dir.path()) else { return };
+    let wheel = &zips[0];
+    let before = fs::read(wheel).unwrap();
+    let (code, _, err) = text_output(
+        offload()
+            .args(["strip", "--keep", "gfx90a", "--in-place"])
+            .arg(wheel),
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("a package") && err.contains("not rewritten"),
+        "{err}"
+    );
+    assert_eq!(fs::read(wheel).unwrap(), before);
+    // Met in a folder, a package is passed by, as before packages were read.
+    let tree = dir.path().join("mixed");
+    fs::create_dir(&tree).unwrap();
+    fs::copy(wheel, tree.join("mylib.whl")).unwrap();
+    fs::copy(samples_dir().join("linked/hip-app"), tree.join("hip-app")).unwrap();
+    let out = dir.path().join("stripped");
+    succeed(
+        offload()
+            .args(["strip", "--keep", "gfx90a", "-r"])
+            .arg(&tree)
+            .arg("-o")
+            .arg(&out),
+    );
+    assert_eq!(util::file_names(&out), ["hip-app"]);
+}

@@ -164,6 +164,15 @@ pub fn checked_name(package: &Path, name: &[u8], offset: u64) -> Result<()> {
     }
 }
 
+/// Whether `head`, the first bytes of a file, are those of a package, by their magic alone
+/// (a compressed stream of any kind counts: what it inflates to is not read here).
+pub fn looks_like_package(head: &[u8]) -> bool {
+    zip::is_zip(head)
+        || deb::is_deb(head)
+        || tar::compression_magic(head).is_some()
+        || tar::is_header(head)
+}
+
 /// Whether `head`, the first bytes of a file or member, are those of one that may hold
 /// device code: an object file, program or library (ELF, COFF, PE, Mach-O), an archive, LLVM
 /// bitcode, a kpack archive, a binary or text bundle, a compressed bundle, an offload binary,
@@ -186,9 +195,7 @@ pub fn may_hold_device_code(head: &[u8]) -> bool {
         || BareImage::parse(head).is_some_and(|image| image.kind == BareKind::Ptx)
         || Container::at_start(head).is_some()
         || head.windows(TEXT_BUNDLE.len()).any(|w| w == TEXT_BUNDLE)
-        || zip::is_zip(head)
-        || tar::compression_magic(head).is_some()
-        || tar::is_header(head)
+        || looks_like_package(head)
     {
         return true;
     }

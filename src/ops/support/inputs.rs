@@ -321,6 +321,12 @@ pub fn may_hold_device_code(path: &Path) -> bool {
     read_head(path).is_none_or(|head| head_may_hold_device_code(&head))
 }
 
+/// Whether the first bytes of the file at `path` are those of a package (a zip or wheel, a
+/// Debian package, a tarball or any compressed stream): read, never rewritten.
+pub fn is_package(path: &Path) -> bool {
+    read_head(path).is_some_and(|head| crate::host::package::looks_like_package(&head))
+}
+
 /// The first 512 bytes of the file at `path` (fewer for a shorter file); `None` when it
 /// cannot be read.
 fn read_head(path: &Path) -> Option<Vec<u8>> {
