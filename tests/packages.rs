@@ -560,3 +560,47 @@ fn packages_are_read_not_rewritten() {
     );
     assert_eq!(util::file_names(&out), ["hip-app"]);
 }
+
+#[test]
+fn what_packages_inflate_stops_at_the_decompression_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(zips) = zips(dir.path()) else { return };
+    let mut packages = vec![zips[1].clone()];
+    packages.extend(tarballs(&dir.path().join("tars")).into_iter().skip(1));
+    for package in packages {
+        let (code, _, err) = text_output(
+            offload()
+                .args(["ls", "--max-decompressed-size", "10000"])
+                .arg(&package),
+        );
+        assert_ne!(code, 0, "{}", package.display());
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(err.contains("more than --max-decompressed-size"), "{err}");
+    }
+}
+
+#[test]
+fn zip64_records_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let zip = dir.path().join("z64.zip");
+    // With its limit at 1 byte, python's zipfile writes every ZIP64 record: the end record
+    // and its locator, and each central directory entry's sizes and offset in the extra field.
+    let script = "import sys, zipfile\n\
+        zipfile.ZIP64_LIMIT = 1\n\
+        with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:\n\
+        \x20   z.write(sys.argv[2], 'lib/libkernel.so')\n";
+    let sample = samples_dir().join("cuda/libkernel.so");
+    if python(script, &[&zip, &sample]).is_none() {
+        return;
+    }
+    let mut bytes = fs::read(&zip).unwrap();
+    find(&bytes, b"PK\x06\x06");
+    // The end record's directory offset as a ZIP64 writer leaves it when it does not fit: the
+    // reader must take it from the ZIP64 end record.
+    let end = find(&bytes, b"PK\x05\x06");
+    bytes[end + 16..end + 20].copy_from_slice(&[0xff; 4]);
+    fs::write(&zip, &bytes).unwrap();
+    let rows: Vec<Value> = ls_json(&zip).iter().map(unnamed).collect();
+    let loose: Vec<Value> = ls_json(&sample).iter().map(unnamed).collect();
+    assert_eq!(rows, loose);
+}

@@ -188,6 +188,8 @@ struct Scan<'f, 'v> {
     package: Option<&'f PackageMember>,
     /// How many package members were scanned, by this scan and those of its members.
     package_members: usize,
+    /// What the packages of the file may still inflate (see [`package::Budget`]).
+    package_budget: &'f package::Budget,
 }
 
 /// The section headers ELF files met as data may have read, per byte of the file and at
@@ -463,7 +465,8 @@ impl Scan<'_, '_> {
     fn package(&mut self, data: &[u8], kind: package::Kind, at: Place<'_>) -> Result<()> {
         let path = self.path;
         let mut found = Vec::new();
-        let read = package::read(path, data, kind, &mut |member| {
+        let budget = self.package_budget;
+        let read = package::read(path, data, kind, budget, &mut |member| {
             self.package_members += 1;
             let number = self.package_members;
             let place = PackageMember::new(path, self.package, member.name, number);
@@ -473,6 +476,7 @@ impl Scan<'_, '_> {
                 reading: self.reading,
                 depth: at.depth + 1,
                 package: Some(&place),
+                budget,
             };
             let mut seen = self.package_members;
             found.extend(run(member.bytes, options, &mut *self.visit, &mut seen)?);
@@ -1072,12 +1076,14 @@ pub fn scan_reading(
     reading: Reading,
     visit: &mut dyn FnMut(&DeviceImage<'_>),
 ) -> Result<Vec<Error>> {
+    let budget = package::Budget::new(limit);
     let options = Options {
         places,
         limit,
         reading,
         depth: 0,
         package: None,
+        budget: &budget,
     };
     run_at(path, file, options, visit, &mut 0)
 }
@@ -1091,6 +1097,7 @@ struct Options<'p> {
     reading: Reading,
     depth: usize,
     package: Option<&'p PackageMember>,
+    budget: &'p package::Budget,
 }
 
 /// Scans the package member `options.package` (its bytes `file`); `members` counts the
@@ -1122,6 +1129,7 @@ fn run_at(
         reading,
         depth,
         package,
+        budget,
     } = options;
     let mut scan = Scan {
         path,
@@ -1132,6 +1140,7 @@ fn run_at(
         visit,
         package,
         package_members: *members,
+        package_budget: budget,
         problems: Vec::new(),
         units: 0,
         inflations: 0,

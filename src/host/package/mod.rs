@@ -108,6 +108,29 @@ pub struct Member<'a> {
     pub bytes: &'a [u8],
 }
 
+/// How many bytes the packages of one scan may still inflate, shared by the packages nested
+/// in them: a zip bomb nested in a zip bomb costs no more than one.
+pub type Budget = std::cell::Cell<u64>;
+
+/// A reader that takes what it gives from a [`Budget`], and fails once it is spent.
+struct Budgeted<'b, R> {
+    read: R,
+    budget: &'b Budget,
+}
+
+impl<R: std::io::Read> std::io::Read for Budgeted<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.read.read(buf)?;
+        let left = self.budget.get().checked_sub(n as u64).ok_or_else(|| {
+            std::io::Error::other(
+                "the packages of this file inflate to more than --max-decompressed-size allows: not read further",
+            )
+        })?;
+        self.budget.set(left);
+        Ok(n)
+    }
+}
+
 /// What a visitor does with each member that may hold device code.
 pub type Visit<'v> = dyn FnMut(&Member<'_>) -> Result<()> + 'v;
 
@@ -115,12 +138,19 @@ pub type Visit<'v> = dyn FnMut(&Member<'_>) -> Result<()> + 'v;
 /// may hold device code, in package order. Damage that spares the other members (a member
 /// named to leave its folder, one that inflates past its size) is returned, each error naming
 /// the package, the member and the byte offset; damage that leaves nothing to trust (a zip's
-/// central directory pointing outside the file) is the `Err`.
-pub fn read(path: &Path, data: &[u8], kind: Kind, visit: &mut Visit<'_>) -> Result<Vec<Error>> {
+/// central directory pointing outside the file) is the `Err`. What members inflate to is
+/// taken from `budget`; once it is spent, the reading stops with an error.
+pub fn read(
+    path: &Path,
+    data: &[u8],
+    kind: Kind,
+    budget: &Budget,
+    visit: &mut Visit<'_>,
+) -> Result<Vec<Error>> {
     match kind {
-        Kind::Zip => zip::read(path, data, visit),
+        Kind::Zip => zip::read(path, data, budget, visit),
         Kind::Deb => deb::read(path, data, visit),
-        Kind::Tar(compression) => tar::read(path, data, compression, visit),
+        Kind::Tar(compression) => tar::read(path, data, compression, budget, visit),
     }
 }
 

@@ -9,7 +9,9 @@ use std::io::Read;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::host::package::{checked_name, fill, gather, member_error, Member, Visit, HEAD};
+use crate::host::package::{
+    checked_name, fill, gather, member_error, Budget, Budgeted, Member, Visit, HEAD,
+};
 
 /// How a tarball is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,9 +123,15 @@ pub fn read(
     path: &Path,
     data: &[u8],
     compression: Compression,
+    budget: &Budget,
     visit: &mut Visit<'_>,
 ) -> Result<Vec<Error>> {
-    let read = decoder(data, compression).map_err(|e| Error::io(path, e))?;
+    let mut read = decoder(data, compression).map_err(|e| Error::io(path, e))?;
+    if compression != Compression::None {
+        // What a compressed tarball inflates to is taken from the budget; a plain one costs
+        // no more than its bytes.
+        read = Box::new(Budgeted { read, budget });
+    }
     let mut stream = Stream { read, at: 0 };
     let mut problems = Vec::new();
     let mut long_name: Option<Vec<u8>> = None;

@@ -14,7 +14,9 @@ use object::endian::{LittleEndian as Le, U16, U32, U64};
 use object::pod::{self, Pod};
 
 use crate::error::{Error, Result};
-use crate::host::package::{checked_name, gather, member_error, Member, Visit, HEAD};
+use crate::host::package::{
+    checked_name, gather, member_error, Budget, Budgeted, Member, Visit, HEAD,
+};
 
 /// The signatures of the records read.
 const LOCAL_HEADER: u32 = 0x0403_4b50;
@@ -159,7 +161,12 @@ fn bytes_at(data: &[u8], offset: u64, len: u64) -> Option<&[u8]> {
 
 /// Reads the zip `data` (at `path`), calling `visit` for each member that may hold device
 /// code (see [`super::read`]).
-pub fn read(path: &Path, data: &[u8], visit: &mut Visit<'_>) -> Result<Vec<Error>> {
+pub fn read(
+    path: &Path,
+    data: &[u8],
+    budget: &Budget,
+    visit: &mut Visit<'_>,
+) -> Result<Vec<Error>> {
     let bad = |message: String| Error::file(path, message);
     let (directory_offset, directory_size, count) = directory(data).map_err(bad)?;
     let entries = entries(data, directory_offset, directory_size, count).map_err(bad)?;
@@ -173,7 +180,7 @@ pub fn read(path: &Path, data: &[u8], visit: &mut Visit<'_>) -> Result<Vec<Error
             problems.push(e);
             continue;
         }
-        match member(path, data, entry, visit) {
+        match member(path, data, entry, budget, visit) {
             Ok(()) => {}
             Err(Damage::Member(e)) => problems.push(e),
             Err(Damage::Visit(e)) => return Err(e),
@@ -461,6 +468,7 @@ fn member(
     path: &Path,
     data: &[u8],
     entry: &Entry<'_>,
+    budget: &Budget,
     visit: &mut Visit<'_>,
 ) -> std::result::Result<(), Damage> {
     let damage = |message: String| Damage::Member(member_error(path, entry.name, message));
@@ -491,7 +499,7 @@ fn member(
             })
             .map_err(Damage::Visit)
         }
-        DEFLATED => inflated(path, stored, start, entry, visit),
+        DEFLATED => inflated(path, stored, start, entry, budget, visit),
         method => {
             tracing::debug!(method, "zip member in a compression method not read");
             Err(damage(format!(
@@ -509,20 +517,26 @@ fn inflated(
     stored: &[u8],
     start: u64,
     entry: &Entry<'_>,
+    budget: &Budget,
     visit: &mut Visit<'_>,
 ) -> std::result::Result<(), Damage> {
     let damage = |message: String| Damage::Member(member_error(path, entry.name, message));
-    let failed = |e: std::io::Error| {
-        damage(format!(
-            "deflated stream at offset {start:#x} is damaged: {e}"
-        ))
+    let failed = |e: std::io::Error| damage(format!("deflated stream at offset {start:#x}: {e}"));
+    let mut stream = Budgeted {
+        read: flate2::read::DeflateDecoder::new(stored),
+        budget,
     };
-    let mut stream = flate2::read::DeflateDecoder::new(stored);
     let mut head = vec![0u8; HEAD];
     let got = super::fill(&mut stream, &mut head).map_err(failed)?;
     head.truncate(got);
     if !super::may_hold_device_code(&head) {
         return Ok(());
+    }
+    if got as u64 > entry.size {
+        return Err(damage(format!(
+            "deflated member at offset {start:#x} inflates past the {} bytes its size says: not read",
+            entry.size
+        )));
     }
     // Never more than the size declared, and one byte over it is a bomb.
     let mut bounded = (&mut stream).take(entry.size.saturating_sub(got as u64).saturating_add(1));
