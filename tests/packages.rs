@@ -604,3 +604,41 @@ fn zip64_records_are_read() {
     let loose: Vec<Value> = ls_json(&sample).iter().map(unnamed).collect();
     assert_eq!(rows, loose);
 }
+
+#[test]
+fn members_have_translation_units_of_their_own() {
+    use offload::host::scan::{scan_reading, Places, Reading};
+    let dir = tempfile::tempdir().unwrap();
+    let zip = dir.path().join("two.zip");
+    let script = "import sys, zipfile\n\
+        with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:\n\
+        \x20   z.write(sys.argv[2], 'a/hip-app')\n\
+        \x20   z.write(sys.argv[2], 'b/hip-app')\n";
+    if python(script, &[&zip, &samples_dir().join("linked/hip-app")]).is_none() {
+        return;
+    }
+    let bytes = fs::read(&zip).unwrap();
+    let mut units: BTreeMap<Vec<u8>, std::collections::BTreeSet<usize>> = BTreeMap::new();
+    let mut numbers = std::collections::BTreeSet::new();
+    let problems = scan_reading(
+        &zip,
+        &bytes,
+        Places::Everywhere,
+        u64::MAX,
+        Reading::Headers,
+        &mut |image| {
+            let package = image.package.unwrap();
+            numbers.insert(package.number);
+            units
+                .entry(package.member.clone())
+                .or_default()
+                .insert(image.unit);
+        },
+    )
+    .unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(numbers.len(), 2);
+    let [a, b]: [&std::collections::BTreeSet<usize>; 2] =
+        units.values().collect::<Vec<_>>().try_into().unwrap();
+    assert!(!a.is_empty() && a.is_disjoint(b), "{a:?} {b:?}");
+}

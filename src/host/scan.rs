@@ -34,6 +34,7 @@ use crate::host::archive::read_members;
 use crate::host::package::{self, PackageMember};
 use crate::host::BUNDLE_SECTION_PREFIX;
 
+mod members;
 pub mod sections;
 
 use sections::Unsearched;
@@ -457,38 +458,6 @@ impl Scan<'_, '_> {
             },
             _ => Ok(()),
         }
-    }
-
-    /// The members of a package that may hold device code, each scanned as a file of its
-    /// own named `PACKAGE!member`. Damage of the package is reported, not fatal: the members
-    /// read before it are listed.
-    fn package(&mut self, data: &[u8], kind: package::Kind, at: Place<'_>) -> Result<()> {
-        let path = self.path;
-        let mut found = Vec::new();
-        let budget = self.package_budget;
-        let read = package::read(path, data, kind, budget, &mut |member| {
-            self.package_members += 1;
-            let number = self.package_members;
-            let place = PackageMember::new(path, self.package, member.name, number);
-            let options = Options {
-                places: self.places,
-                limit: self.limit,
-                reading: self.reading,
-                depth: at.depth + 1,
-                package: Some(&place),
-                budget,
-            };
-            let mut seen = self.package_members;
-            found.extend(run(member.bytes, options, &mut *self.visit, &mut seen)?);
-            self.package_members = seen;
-            Ok(())
-        });
-        self.problems.append(&mut found);
-        match read {
-            Ok(mut problems) => self.problems.append(&mut problems),
-            Err(e) => self.problems.push(e),
-        }
-        Ok(())
     }
 
     /// An object file that claims a kind but does not parse: reported, not fatal.
@@ -1085,7 +1054,7 @@ pub fn scan_reading(
         package: None,
         budget: &budget,
     };
-    run_at(path, file, options, visit, &mut 0)
+    run_at(path, file, options, visit, &mut Counts::default())
 }
 
 /// How a scan reads: what [`scan_reading`] is given, and, for a package's member, how deep
@@ -1100,19 +1069,14 @@ struct Options<'p> {
     budget: &'p package::Budget,
 }
 
-/// Scans the package member `options.package` (its bytes `file`); `members` counts the
-/// package members scanned.
-fn run(
-    file: &[u8],
-    options: Options<'_>,
-    visit: &mut dyn FnMut(&DeviceImage<'_>),
-    members: &mut usize,
-) -> Result<Vec<Error>> {
-    let path = options
-        .package
-        .map(|p| p.name.as_path())
-        .unwrap_or(Path::new(""));
-    run_at(path, file, options, visit, members)
+/// The numbers a scan gives out, carried into the scans of a package's members and back, so
+/// that each stays unique in the scan of the file: package members, translation units,
+/// compressed containers inflated whole.
+#[derive(Default)]
+struct Counts {
+    members: usize,
+    units: usize,
+    inflations: usize,
 }
 
 /// [`scan_reading`] with `options`.
@@ -1121,7 +1085,7 @@ fn run_at(
     file: &[u8],
     options: Options<'_>,
     visit: &mut dyn FnMut(&DeviceImage<'_>),
-    members: &mut usize,
+    counts: &mut Counts,
 ) -> Result<Vec<Error>> {
     let Options {
         places,
@@ -1139,11 +1103,11 @@ fn run_at(
         places,
         visit,
         package,
-        package_members: *members,
+        package_members: counts.members,
         package_budget: budget,
         problems: Vec::new(),
-        units: 0,
-        inflations: 0,
+        units: counts.units,
+        inflations: counts.inflations,
         searched: 0,
         unsearched: 0,
         header_budget: (file.len() as u64)
@@ -1162,7 +1126,11 @@ fn run_at(
         inflated: None,
     };
     scan.buffer(file, at)?;
-    *members = scan.package_members;
+    *counts = Counts {
+        members: scan.package_members,
+        units: scan.units,
+        inflations: scan.inflations,
+    };
     tracing::debug!(
         searched = scan.searched,
         not_searched = scan.unsearched,
