@@ -397,10 +397,10 @@ mod tests {
     #[test]
     fn pax_paths_are_read() {
         assert_eq!(
-            pax_path(b"20 path=a/b/c.so.1\n12 uid=100\n").as_deref(),
+            pax_path(b"19 path=a/b/c.so.1\n11 uid=100\n").as_deref(),
             Some(&b"a/b/c.so.1"[..])
         );
-        assert_eq!(pax_path(b"12 uid=100\n"), None);
+        assert_eq!(pax_path(b"11 uid=100\n"), None);
         assert_eq!(pax_path(b"99 path=x\n"), None);
     }
 

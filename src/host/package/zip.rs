@@ -563,3 +563,94 @@ fn inflated(
     })
     .map_err(Damage::Visit)
 }
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
+mod tests {
+    use super::*;
+
+    /// A zip of `members` stored plain, as (name, bytes), with the central directory's
+    /// entries pointing where `offsets` says (each member's own local header by default).
+    fn zip(members: &[(&[u8], &[u8])], offsets: Option<&[u32]>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut central = Vec::new();
+        for (i, (name, data)) in members.iter().enumerate() {
+            let at = out.len() as u32;
+            out.extend_from_slice(&LOCAL_HEADER.to_le_bytes());
+            out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            out.extend_from_slice(&[0, 0]);
+            out.extend_from_slice(name);
+            out.extend_from_slice(data);
+            let at = offsets.map_or(at, |o| o[i]);
+            central.extend_from_slice(&CENTRAL_HEADER.to_le_bytes());
+            central.extend_from_slice(&[20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            central.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            central.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            central.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            central.extend_from_slice(&[0; 12]);
+            central.extend_from_slice(&at.to_le_bytes());
+            central.extend_from_slice(name);
+        }
+        let directory = out.len() as u32;
+        out.extend_from_slice(&central);
+        out.extend_from_slice(&END.to_le_bytes());
+        out.extend_from_slice(&[0, 0, 0, 0]);
+        out.extend_from_slice(&(members.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(members.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(central.len() as u32).to_le_bytes());
+        out.extend_from_slice(&directory.to_le_bytes());
+        out.extend_from_slice(&[0, 0]);
+        out
+    }
+
+    /// The names of the members `read` hands over, or its error.
+    fn names(data: &[u8]) -> std::result::Result<Vec<Vec<u8>>, String> {
+        let mut seen = Vec::new();
+        let budget = Budget::new(u64::MAX);
+        read(Path::new("p.zip"), data, &budget, &mut |m| {
+            seen.push(m.name.to_vec());
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(seen)
+    }
+
+    #[test]
+    fn stored_members_that_may_hold_device_code_are_handed_over() {
+        let data = zip(
+            &[(b"a.so", b"\x7fELF...."), (b"b.py", b"import os\n")],
+            None,
+        );
+        assert_eq!(names(&data).unwrap(), [b"a.so".to_vec()]);
+    }
+
+    #[test]
+    fn a_local_header_naming_another_member_is_refused() {
+        let mut data = zip(&[(b"a.so", b"\x7fELF....")], None);
+        data[30] = b'x';
+        let e = names(&data).unwrap_err();
+        assert!(e.contains("names another member, 'x.so'"), "{e}");
+    }
+
+    #[test]
+    fn members_sharing_bytes_are_refused() {
+        let data = zip(
+            &[(b"a.so", b"\x7fELF"), (b"a.so", b"\x7fELF")],
+            Some(&[0, 0]),
+        );
+        let e = names(&data).unwrap_err();
+        assert!(e.contains("share bytes"), "{e}");
+    }
+
+    #[test]
+    fn an_entry_count_that_is_not_the_directory_s_is_refused() {
+        let mut data = zip(&[(b"a.so", b"\x7fELF")], None);
+        let end = data.len() - 22;
+        data[end + 10] = 7;
+        let e = names(&data).unwrap_err();
+        assert!(e.contains("the end record declares 7"), "{e}");
+    }
+}
