@@ -102,7 +102,7 @@ struct Stream<'r> {
 }
 
 impl Stream<'_> {
-    /// Reads exactly `buf.len()` bytes; `false` at the stream's end.
+    /// Reads until `buf` is full or the stream ends; returns how many bytes it read.
     fn block(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let got = fill(&mut *self.read, buf)?;
         self.at += got as u64;

@@ -7,7 +7,9 @@
 //! inside the directory, a local header that names another member or stores other sizes,
 //! members that share bytes) is damage that stops the reading.
 
+use std::ffi::OsStr;
 use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use object::endian::{LittleEndian as Le, U16, U32, U64};
@@ -383,8 +385,8 @@ fn check_layout(
             if start < end {
                 return Err(format!(
                     "members '{}' and '{}' share bytes (at {start:#x}): not read",
-                    crate::io::shown(std::ffi::OsStr::from_bytes(first.name)),
-                    crate::io::shown(std::ffi::OsStr::from_bytes(second.name)),
+                    crate::io::shown(OsStr::from_bytes(first.name)),
+                    crate::io::shown(OsStr::from_bytes(second.name)),
                 ));
             }
         }
@@ -392,13 +394,11 @@ fn check_layout(
     Ok(())
 }
 
-use std::os::unix::ffi::OsStrExt;
-
 /// `message` about `entry`, naming it and where its central directory entry is.
 fn in_entry(entry: &Entry<'_>, message: &str) -> String {
     format!(
         "member '{}' (central directory entry at offset {:#x}): {message}",
-        crate::io::shown(std::ffi::OsStr::from_bytes(entry.name)),
+        crate::io::shown(OsStr::from_bytes(entry.name)),
         entry.at
     )
 }
@@ -424,7 +424,7 @@ fn data_range(data: &[u8], entry: &Entry<'_>) -> std::result::Result<(u64, u64),
     if name != entry.name {
         return Err(format!(
             "the local header at offset {at:#x} names another member, '{}'",
-            crate::io::shown(std::ffi::OsStr::from_bytes(name))
+            crate::io::shown(OsStr::from_bytes(name))
         ));
     }
     if local.method.get(Le) != entry.method {
