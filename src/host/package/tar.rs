@@ -136,7 +136,19 @@ pub fn read(
     let mut problems = Vec::new();
     let mut long_name: Option<Vec<u8>> = None;
     while let Some(mut header) = next_header(path, &mut stream)? {
-        let padded = header.size.next_multiple_of(BLOCK as u64);
+        let padded = header
+            .size
+            .checked_next_multiple_of(BLOCK as u64)
+            .ok_or_else(|| {
+                member_error(
+                    path,
+                    &header.name,
+                    format!(
+                        "tar header at offset {:#x}: a size of {} bytes, past what any file holds",
+                        header.at, header.size
+                    ),
+                )
+            })?;
         match header.kind {
             // A GNU long name, or a pax header: the next member's name.
             b'L' | b'x' => {
@@ -402,6 +414,33 @@ mod tests {
         );
         assert_eq!(pax_path(b"11 uid=100\n"), None);
         assert_eq!(pax_path(b"99 path=x\n"), None);
+    }
+
+    #[test]
+    fn a_size_past_any_file_is_an_error() {
+        let mut block = [0u8; BLOCK];
+        block[..4].copy_from_slice(b"big\0");
+        block[124] = 0x80;
+        block[128..136].fill(0xff);
+        block[156] = b'0';
+        block[257..263].copy_from_slice(b"ustar\0");
+        block[148..156].fill(b' ');
+        let sum: u32 = block.iter().map(|&b| u32::from(b)).sum();
+        block[148..155].copy_from_slice(format!("{sum:06o}\0").as_bytes());
+        let budget = Budget::new(u64::MAX);
+        let e = read(
+            Path::new("t.tar"),
+            &block,
+            Compression::None,
+            &budget,
+            &mut |_| Ok(()),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("t.tar!big") && e.contains("past what any file holds"),
+            "{e}"
+        );
     }
 
     #[test]
