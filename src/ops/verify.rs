@@ -303,8 +303,10 @@ fn find_streams(path: &Path, input: &Input, max_decompressed: u64) -> Result<Fou
                 });
         },
     )?;
-    let mut streams: Vec<Stream> = found.into_values().collect();
-    streams.sort_by_key(|s| s.offset);
+    // In file order: a package's member by member, each in the member's order.
+    let mut streams: Vec<(usize, Stream)> = found.into_iter().map(|((n, _), s)| (n, s)).collect();
+    streams.sort_by_key(|(member, s)| (*member, s.offset));
+    let streams: Vec<Stream> = streams.into_iter().map(|(_, s)| s).collect();
     Ok(Found {
         streams,
         whole: whole.into_values().collect(),
