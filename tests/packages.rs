@@ -642,3 +642,23 @@ fn members_have_translation_units_of_their_own() {
         units.values().collect::<Vec<_>>().try_into().unwrap();
     assert!(!a.is_empty() && a.is_disjoint(b), "{a:?} {b:?}");
 }
+
+#[test]
+fn a_wheel_inside_a_tarball_is_read_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(zips) = zips(dir.path()) else { return };
+    if util::tool("tar").is_none() || util::tool("gzip").is_none() {
+        return;
+    }
+    let outer = dir.path().join("wheels.tar.gz");
+    succeed(
+        Command::new("tar")
+            .arg("-C")
+            .arg(dir.path())
+            .arg("-czf")
+            .arg(&outer)
+            .arg(zips[0].file_name().unwrap()),
+    );
+    let wheel = zips[0].file_name().unwrap().to_string_lossy().into_owned();
+    lists_as_loose(&outer, &format!("{wheel}!mylib/lib/"));
+}
