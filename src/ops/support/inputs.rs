@@ -2,7 +2,8 @@
 //! (their own files, or with `recursive` every file of the tree), in a stable order.
 //!
 //! Files found in a folder are taken only when their first bytes say they may hold device
-//! code (an object file, program, shared library, archive or one of the containers); the
+//! code (an object file, program, shared library, archive, one of the containers or a
+//! package, by the rule of [`crate::host::package::may_hold_device_code`]); the
 //! others (sources, scripts, data) are skipped without being read further, unless every file
 //! is asked for (a copy of a whole tree). Symbolic links met in a folder are skipped unless
 //! they are followed or kept: a link may lead out of the tree, or to a file the walk meets
