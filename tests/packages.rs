@@ -662,3 +662,31 @@ fn a_wheel_inside_a_tarball_is_read_too() {
     let wheel = zips[0].file_name().unwrap().to_string_lossy().into_owned();
     lists_as_loose(&outer, &format!("{wheel}!mylib/lib/"));
 }
+
+#[test]
+fn a_package_of_bare_code_objects_is_never_pruned_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let zip = dir.path().join("bare.whl");
+    let script = "import sys, zipfile\n\
+        with zipfile.ZipFile(sys.argv[1], 'w') as z:\n\
+        \x20   z.write(sys.argv[2], 'lib/kernel-gfx906.hsaco')\n";
+    let sample = samples_dir().join("dev/kernel-gfx906.hsaco");
+    if python(script, &[&zip, &sample]).is_none() {
+        return;
+    }
+    let before = fs::read(&zip).unwrap();
+    let (code, _, err) = text_output(
+        offload()
+            .args([
+                "strip",
+                "--keep",
+                "gfx90a",
+                "--prune",
+                "--allow-empty",
+                "--in-place",
+            ])
+            .arg(&zip),
+    );
+    assert_ne!(code, 0, "{err}");
+    assert_eq!(fs::read(&zip).unwrap(), before);
+}
