@@ -69,6 +69,9 @@ pub struct PackageMember {
     /// A number unique among the members of one scan: bytes of different members are told
     /// apart by it, whatever their addresses.
     pub number: usize,
+    /// Whether the member is a linked ELF program or shared library (see
+    /// [`crate::host::is_linked_elf`]), as a file is told when it is not in a package.
+    pub linked: bool,
 }
 
 impl PackageMember {
@@ -89,6 +92,7 @@ impl PackageMember {
             package,
             member,
             number,
+            linked: false,
         }
     }
 

@@ -25,7 +25,10 @@ impl Scan<'_, '_> {
         let read = package::read(path, data, kind, budget, &mut |member| {
             self.package_members += 1;
             let number = self.package_members;
-            let place = PackageMember::new(path, self.package, member.name, number);
+            let place = PackageMember {
+                linked: crate::host::is_linked_elf(member.bytes),
+                ..PackageMember::new(path, self.package, member.name, number)
+            };
             let options = Options {
                 places: self.places,
                 limit: self.limit,

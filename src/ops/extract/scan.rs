@@ -71,7 +71,7 @@ impl Seen<'_> {
                         openmp: found.target.producer == Producer::OpenMp,
                         jit: entry.image_kind == ImageKind::Bitcode
                             && found.members.is_empty()
-                            && self.linked,
+                            && found.package.map_or(self.linked, |p| p.linked),
                     };
                     self.offloaded.entry(found.unit).or_default().push(image);
                 }
