@@ -64,6 +64,7 @@ mod offload_check;
 mod output_safety;
 mod packager;
 mod packager_order;
+mod packages;
 mod packaging;
 mod parallel_copy;
 mod prune;

@@ -131,6 +131,15 @@ fn table(files: &[FileUsage], total: &[Usage], keep: bool) -> String {
     };
     let mut rows = Vec::new();
     for file in files {
+        // A package's members, then its totals.
+        for member in &file.members {
+            rows.extend(
+                member
+                    .targets
+                    .iter()
+                    .map(|u| row(u, member.path.as_os_str())),
+            );
+        }
         rows.extend(file.targets.iter().map(|u| row(u, file.path.as_os_str())));
     }
     rows.extend(total.iter().map(|u| row(u, "(total)".as_ref())));

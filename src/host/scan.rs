@@ -31,8 +31,10 @@ use crate::format::container::{self, Consecutive, Container, Contents, Listed, L
 use crate::format::image_target::ImageTarget;
 use crate::format::search::{CONTAINER_MAGICS, ELF_MAGIC, MAGICS};
 use crate::host::archive::read_members;
+use crate::host::package::{self, PackageMember};
 use crate::host::BUNDLE_SECTION_PREFIX;
 
+mod members;
 pub mod sections;
 
 use sections::Unsearched;
@@ -105,6 +107,10 @@ pub struct DeviceImage<'a> {
     /// `cuModuleLoadData`'s input), or inside a container found so. No runtime registers it:
     /// the program loads it itself, and a rewrite keeps it whole.
     pub embedded: bool,
+    /// The package member that holds it, when the file is a package (a wheel, a Debian
+    /// package, a tarball): its offsets, members and sections are the member's, read as a
+    /// file of its own.
+    pub package: Option<&'a PackageMember>,
 }
 
 /// A compressed container a scan inflated whole: which one, and what it is.
@@ -179,6 +185,12 @@ struct Scan<'f, 'v> {
     /// bytes of a nested container are read once however many entries point at them, so
     /// that the work and the listing follow the input's bytes (see [`Scan::container`]).
     nested_starts: Vec<std::collections::HashSet<usize>>,
+    /// The package member scanned, when the file is one.
+    package: Option<&'f PackageMember>,
+    /// How many package members were scanned, by this scan and those of its members.
+    package_members: usize,
+    /// What the packages of the file may still inflate (see [`package::Budget`]).
+    package_budget: &'f package::Budget,
 }
 
 /// The section headers ELF files met as data may have read, per byte of the file and at
@@ -259,6 +271,7 @@ impl Scan<'_, '_> {
             stream: None,
             inflated: at.inflated,
             embedded: at.embedded,
+            package: self.package,
         };
         (self.visit)(&image);
     }
@@ -308,6 +321,7 @@ impl Scan<'_, '_> {
             stream: Some(stream),
             inflated: None,
             embedded: at.embedded,
+            package: self.package,
         };
         (self.visit)(&image);
     }
@@ -371,6 +385,9 @@ impl Scan<'_, '_> {
             }
             (Places::OffloadBinaries, _) => {}
             (Places::Everywhere, None) => {
+                if let Some(kind) = package::kind(data) {
+                    return self.package(data, kind, at);
+                }
                 // A bare device image (a file, an archive member) is the device image itself;
                 // what follows it (images put one after another, a bundle after a code
                 // object) is searched as data is.
@@ -1028,6 +1045,56 @@ pub fn scan_reading(
     reading: Reading,
     visit: &mut dyn FnMut(&DeviceImage<'_>),
 ) -> Result<Vec<Error>> {
+    let budget = package::Budget::new(limit);
+    let options = Options {
+        places,
+        limit,
+        reading,
+        depth: 0,
+        package: None,
+        budget: &budget,
+    };
+    run_at(path, file, options, visit, &mut Counts::default())
+}
+
+/// How a scan reads: what [`scan_reading`] is given, and, for a package's member, how deep
+/// it is and which it is.
+#[derive(Clone, Copy)]
+struct Options<'p> {
+    places: Places,
+    limit: u64,
+    reading: Reading,
+    depth: usize,
+    package: Option<&'p PackageMember>,
+    budget: &'p package::Budget,
+}
+
+/// The numbers a scan gives out, carried into the scans of a package's members and back, so
+/// that each stays unique in the scan of the file: package members, translation units,
+/// compressed containers inflated whole.
+#[derive(Default)]
+struct Counts {
+    members: usize,
+    units: usize,
+    inflations: usize,
+}
+
+/// [`scan_reading`] with `options`.
+fn run_at(
+    path: &Path,
+    file: &[u8],
+    options: Options<'_>,
+    visit: &mut dyn FnMut(&DeviceImage<'_>),
+    counts: &mut Counts,
+) -> Result<Vec<Error>> {
+    let Options {
+        places,
+        limit,
+        reading,
+        depth,
+        package,
+        budget,
+    } = options;
     let mut scan = Scan {
         path,
         file,
@@ -1035,9 +1102,12 @@ pub fn scan_reading(
         reading,
         places,
         visit,
+        package,
+        package_members: counts.members,
+        package_budget: budget,
         problems: Vec::new(),
-        units: 0,
-        inflations: 0,
+        units: counts.units,
+        inflations: counts.inflations,
         searched: 0,
         unsearched: 0,
         header_budget: (file.len() as u64)
@@ -1051,11 +1121,16 @@ pub fn scan_reading(
         known: true,
         embedded: false,
         compressed: false,
-        depth: 0,
+        depth,
         unit: 0,
         inflated: None,
     };
     scan.buffer(file, at)?;
+    *counts = Counts {
+        members: scan.package_members,
+        units: scan.units,
+        inflations: scan.inflations,
+    };
     tracing::debug!(
         searched = scan.searched,
         not_searched = scan.unsearched,

@@ -46,8 +46,13 @@ pub struct FileUsage {
     /// The file, as found: its exact name.
     #[serde(skip)]
     pub path: std::path::PathBuf,
-    /// Its targets.
+    /// Its targets (for a package, the totals of its members).
     pub targets: Vec<Usage>,
+    /// For a package (a wheel, a Debian or conda package, a tarball), each of its members
+    /// that holds device code, named `PACKAGE!member`, in package order. Left out of the JSON
+    /// for other files.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<FileUsage>,
     /// The targets of its images when it is bare device images only (see
     /// `prune::is_bare`): a strip keeps it whole or prunes it whole.
     #[serde(skip)]
@@ -59,12 +64,16 @@ pub struct FileUsage {
 }
 
 /// One image as `du` counts it.
+#[derive(Clone)]
 struct Counted {
     target: String,
     inflated: u64,
     stored: u64,
-    /// The compressed bundle it lies in (its address), for sharing out its bytes.
-    bundle: Option<(usize, u64)>,
+    /// The compressed bundle it lies in (the package member that holds it, by number, and its
+    /// address there), for sharing out its bytes.
+    bundle: Option<((usize, usize), u64)>,
+    /// The package member that holds it, by its place in the list of members.
+    member: Option<usize>,
 }
 
 /// The usage of the file at `path`; `keep` (a strip configuration) fills in
@@ -84,6 +93,8 @@ pub fn file_usage(
     // Whether each image is embedded as data: a strip keeps it whole.
     let mut embedded = Vec::new();
     let mut all_bare = true;
+    // The package members that hold images, when the file is a package.
+    let mut members: Vec<(usize, std::path::PathBuf)> = Vec::new();
     let problems = scan_reading(
         path,
         &input,
@@ -99,11 +110,18 @@ pub fn file_usage(
                 "" => image.target.triple.clone(),
                 id => id.to_string(),
             };
+            let number = image.package.map_or(0, |p| p.number);
+            let member = image.package.map(|p| {
+                if members.last().is_none_or(|(n, _)| *n != p.number) {
+                    members.push((p.number, p.name.clone()));
+                }
+                members.len() - 1
+            });
             let (stored, bundle) = match image.stream {
                 Some(stream) => (
                     0,
                     Some((
-                        stream.container.as_ptr() as usize,
+                        (number, stream.container.as_ptr() as usize),
                         stream.container.len() as u64,
                     )),
                 ),
@@ -117,6 +135,7 @@ pub fn file_usage(
                 inflated: image.size,
                 stored,
                 bundle,
+                member,
             });
             units.push((image.unit, image.target.clone()));
             embedded.push(image.embedded);
@@ -142,6 +161,19 @@ pub fn file_usage(
         removed
     });
     let mut usage = tally(path, &counted, removed.as_deref());
+    usage.members = members
+        .iter()
+        .enumerate()
+        .map(|(i, (_, name))| {
+            let (theirs, gone): (Vec<&Counted>, Vec<bool>) = (counted.iter())
+                .enumerate()
+                .filter(|(_, c)| c.member == Some(i))
+                .map(|(k, c)| (c, removed.as_ref().is_some_and(|r| r[k])))
+                .unzip();
+            let theirs: Vec<Counted> = theirs.into_iter().cloned().collect();
+            tally(name, &theirs, removed.as_ref().map(|_| gone.as_slice()))
+        })
+        .collect();
     usage.bare = bare;
     usage.read = input.identity();
     Ok(usage)
@@ -201,7 +233,10 @@ pub fn listed_usage(file: &Path, images: &[ImageRecord]) -> FileUsage {
             let (stored, bundle) = match (source.kpack(), source.cuda(), &image.compressed_bundle) {
                 (Some(k), _, _) => (k.stored_size, None),
                 (None, Some(c), _) => (c.stored_size, None),
-                (None, None, Some(place)) => (0, Some((place.offset as usize, place.size))),
+                (None, None, Some(place)) => {
+                    let number = image.package.as_ref().map_or(0, |p| p.number);
+                    (0, Some(((number, place.offset as usize), place.size)))
+                }
                 (None, None, None) => (image.size, None),
             };
             Counted {
@@ -209,6 +244,7 @@ pub fn listed_usage(file: &Path, images: &[ImageRecord]) -> FileUsage {
                 inflated: image.size,
                 stored,
                 bundle,
+                member: None,
             }
         })
         .collect();
@@ -234,6 +270,7 @@ fn tally(file: &Path, counted: &[Counted], removed: Option<&[bool]>) -> FileUsag
         file_bytes: crate::io::bytes_unless_text(file),
         path: file.to_path_buf(),
         targets: sorted(by_target),
+        members: Vec::new(),
         bare: None,
         read: None,
     }
@@ -241,7 +278,7 @@ fn tally(file: &Path, counted: &[Counted], removed: Option<&[bool]>) -> FileUsag
 
 /// Gives each image inside a compressed bundle its share of the bundle's stored bytes.
 fn share_compressed(counted: &mut [Counted]) {
-    let mut inflated: HashMap<usize, u64> = HashMap::new();
+    let mut inflated: HashMap<(usize, usize), u64> = HashMap::new();
     for image in counted.iter() {
         if let Some((bundle, _)) = image.bundle {
             *inflated.entry(bundle).or_default() += image.inflated;

@@ -1,6 +1,7 @@
 //! Listing the device images of files: where each lies and what it is.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use serde::Serialize;
@@ -25,6 +26,21 @@ pub struct Image {
     /// The file's name in base64, present only when it is not UTF-8: its exact bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file_bytes: Option<String>,
+    /// For an image in a package (a wheel, a Debian or conda package, a tarball), the
+    /// package, as named on the command line; `file` is then `PACKAGE!MEMBER`. Left out of
+    /// the JSON for other images.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package: Option<String>,
+    /// The package's name in base64, present only when it is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package_bytes: Option<String>,
+    /// For an image in a package, the member's path in it (members of packages in packages
+    /// joined by `!`: `data.tar.xz!usr/lib/libx.so`). Left out of the JSON for other images.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package_member: Option<String>,
+    /// The member's path in base64, present only when it is not UTF-8.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub package_member_bytes: Option<String>,
     /// The archive member that holds the image (the innermost, for archives in archives).
     pub member: Option<String>,
     /// The section that holds the image.
@@ -71,6 +87,13 @@ impl Image {
         Image {
             file: image.file.clone(),
             file_bytes: crate::io::bytes_unless_text(&image.path),
+            package: (image.package.as_ref()).map(|p| p.package.to_string_lossy().into_owned()),
+            package_bytes: (image.package.as_ref())
+                .and_then(|p| crate::io::bytes_unless_text(&p.package)),
+            package_member: (image.package.as_ref())
+                .map(|p| String::from_utf8_lossy(&p.member).into_owned()),
+            package_member_bytes: (image.package.as_ref())
+                .and_then(|p| crate::io::bytes_unless_text(OsStr::from_bytes(&p.member))),
             member: image.member.clone(),
             section: image.section.clone(),
             offset: image.offset,
@@ -188,6 +211,10 @@ pub fn uri(file: &Path, image: &ImageRecord) -> Option<String> {
             place.stored_offset,
             place.stored_size
         ));
+    }
+    if image.package.is_some() {
+        // Its offset is the member's, which is no byte range of a file on disk.
+        return None;
     }
     let path = uri_path(file);
     if let Some(offset) = image.offset {

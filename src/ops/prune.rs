@@ -17,9 +17,11 @@ use crate::target::processor::{ProcessorKind, PROCESSORS};
 
 /// Whether the scan found `image` as the file itself: a bare device image (a code object,
 /// cubin, PTX, SPIR-V, device bitcode) in no archive member, section or container. A file
-/// whose every image is such is bare device images only.
+/// whose every image is such is bare device images only. An image in a package's member is
+/// not the file: a package of bare code objects is not pruned whole.
 pub(crate) fn is_bare(image: &DeviceImage<'_>) -> bool {
     matches!(image.origin, Origin::Bare(_))
+        && image.package.is_none()
         && image.members.is_empty()
         && image.section.is_none()
         && image.offset == Some(0)

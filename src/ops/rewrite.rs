@@ -783,6 +783,9 @@ fn rewrite_nested<'a>(
 ) -> Result<Option<NewFile<'a>>> {
     summary.size_before += data.len() as u64;
     let format_error = |e| Error::format(path, e);
+    if crate::host::package::kind(data).is_some() {
+        return Err(Error::file(path, "a package (a wheel or zip, a Debian or conda package, a tarball): its device code is read (ls, extract, du, verify), not rewritten; rewrite the files it holds, then package them again"));
+    }
     let result = if is_archive(data) {
         rewrite_archive(path, data, config, summary, depth)?.map(NewFile::Bytes)
     } else if Container::at_start(data).is_some() {

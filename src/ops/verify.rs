@@ -7,6 +7,7 @@
 //! (the `kpack` module).
 
 use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use rayon::prelude::*;
@@ -262,7 +263,9 @@ struct Found {
 /// order, and the damage found while looking for them.
 fn find_streams(path: &Path, input: &Input, max_decompressed: u64) -> Result<Found> {
     // Keyed by where the compressed bundle's bytes are: its entries all name it.
-    let mut found: BTreeMap<usize, Stream> = BTreeMap::new();
+    // (The package member that holds it, by number, when the file is a package: the bytes of
+    // members read one after another may lie at the same addresses.)
+    let mut found: BTreeMap<(usize, usize), Stream> = BTreeMap::new();
     // Keyed by the number the scan gave each.
     let mut whole: BTreeMap<usize, InflatedWhole> = BTreeMap::new();
     let problems = scan_reading(
@@ -284,7 +287,10 @@ fn find_streams(path: &Path, input: &Input, max_decompressed: u64) -> Result<Fou
                 (None, _) => return,
             };
             found
-                .entry(bytes.as_ptr() as usize)
+                .entry((
+                    image.package.map_or(0, |p| p.number),
+                    bytes.as_ptr() as usize,
+                ))
                 .or_insert_with(|| Stream {
                     bytes: match offset_within(input, bytes) {
                         Some(start) => Held::Input(start, bytes.len()),
@@ -297,8 +303,10 @@ fn find_streams(path: &Path, input: &Input, max_decompressed: u64) -> Result<Fou
                 });
         },
     )?;
-    let mut streams: Vec<Stream> = found.into_values().collect();
-    streams.sort_by_key(|s| s.offset);
+    // In file order: a package's member by member, each in the member's order.
+    let mut streams: Vec<(usize, Stream)> = found.into_iter().map(|((n, _), s)| (n, s)).collect();
+    streams.sort_by_key(|(member, s)| (*member, s.offset));
+    let streams: Vec<Stream> = streams.into_iter().map(|(_, s)| s).collect();
     Ok(Found {
         streams,
         whole: whole.into_values().collect(),
@@ -308,11 +316,12 @@ fn find_streams(path: &Path, input: &Input, max_decompressed: u64) -> Result<Fou
 
 /// Member and section of `image`, as a scan names them.
 fn place(image: &DeviceImage<'_>) -> String {
-    let mut parts: Vec<String> = image
-        .members
-        .iter()
-        .map(|m| format!("member '{m}'"))
-        .collect();
+    let package = image.package.map(|p| {
+        let member = std::ffi::OsStr::from_bytes(&p.member);
+        format!("package member '{}'", crate::io::shown(member))
+    });
+    let members = image.members.iter().map(|m| format!("member '{m}'"));
+    let mut parts: Vec<String> = package.into_iter().chain(members).collect();
     if let Some(section) = image.section {
         parts.push(format!("section '{section}'"));
     }

@@ -108,9 +108,14 @@ impl CudaNames {
             _ => &mut self.cubins,
         };
         *n += 1;
-        let mut name = match found.members.last() {
-            Some(member) => cuobjdump_stem(safe_name(member).as_ref()),
-            None => self.stem.clone(),
+        let package = found
+            .package
+            .map(|p| String::from_utf8_lossy(p.file_name()));
+        let mut name = match (found.members.last(), package) {
+            (Some(member), _) => cuobjdump_stem(safe_name(member).as_ref()),
+            // A package's member is named as its file would be.
+            (None, Some(file)) => cuobjdump_stem(safe_name(&file).as_ref()),
+            (None, None) => self.stem.clone(),
         };
         let sm = entry.sm();
         name.push(format!(".{n}.{}", sm.trim_end_matches('f')));

@@ -71,7 +71,7 @@ impl Seen<'_> {
                         openmp: found.target.producer == Producer::OpenMp,
                         jit: entry.image_kind == ImageKind::Bitcode
                             && found.members.is_empty()
-                            && self.linked,
+                            && found.package.map_or(self.linked, |p| p.linked),
                     };
                     self.offloaded.entry(found.unit).or_default().push(image);
                 }
@@ -226,6 +226,18 @@ fn bytes_of(input: &Input, found: &DeviceImage<'_>) -> Bytes {
     }
 }
 
+/// The member an image's output is named after: the innermost archive member, after the
+/// file name of the package member that holds it when the file is a package.
+fn member_of(found: &DeviceImage<'_>) -> Option<String> {
+    let package = found
+        .package
+        .map(|p| String::from_utf8_lossy(p.file_name()).into_owned());
+    match (package, found.members.last()) {
+        (Some(package), Some(member)) => Some(format!("{package}-{member}")),
+        (package, member) => package.or_else(|| member.cloned()),
+    }
+}
+
 /// An image found in the file `name` (input `index`), ready to be written if it is chosen.
 fn candidate(name: &Path, index: usize, input: &Input, found: &DeviceImage<'_>) -> Chosen {
     let image = ImageRecord::found(name, found);
@@ -244,7 +256,7 @@ fn candidate(name: &Path, index: usize, input: &Input, found: &DeviceImage<'_>) 
         _ => extension(&image, found.data),
     };
     Chosen {
-        member: found.members.last().cloned(),
+        member: member_of(found),
         bytes: bytes_of(input, found),
         input: index,
         label,

@@ -162,8 +162,15 @@ pub fn plan(
     output: Option<&Path>,
     taken: Taken,
 ) -> Result<Plan, Refusal> {
-    let (found, others): (Vec<Found>, Vec<Found>) = found.into_iter().partition(|f| {
-        taken != Taken::Every || roots.contains(&f.path) || may_hold_device_code(&f.path)
+    // Packages are read, never rewritten: one met in a folder is passed by as a file without
+    // device code is (one named is refused by the rewrite, which says why).
+    let rewritable = |f: &Found| roots.contains(&f.path) || !inputs::is_package(&f.path);
+    let found = found
+        .into_iter()
+        .filter(|f| taken == Taken::Every || rewritable(f));
+    let (found, others): (Vec<Found>, Vec<Found>) = found.partition(|f| {
+        (taken != Taken::Every || roots.contains(&f.path) || may_hold_device_code(&f.path))
+            && rewritable(f)
     });
     let mut plan = Plan {
         tasks: Vec::new(),

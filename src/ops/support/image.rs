@@ -13,6 +13,7 @@ use crate::format::image_target::Producer;
 use crate::format::kpack::Scheme;
 use crate::format::offload_binary::ImageKind;
 use crate::host::kpack::StoredCodeObject;
+use crate::host::package::PackageMember;
 use crate::host::scan::{DeviceImage, Origin};
 use crate::target::processor::processor_class;
 use crate::target::target_id::TargetId;
@@ -27,8 +28,12 @@ pub struct ImageRecord {
     /// The file, as named on the command line, as text (a name that is not UTF-8 with
     /// replacement characters: [`ImageRecord::path`] is exact).
     pub file: String,
-    /// The file, as named on the command line: its exact name.
+    /// The file, as named on the command line: its exact name; for an image in a package's
+    /// member, the member's name `PACKAGE!member/path` ([`ImageRecord::package`]).
     pub path: PathBuf,
+    /// The package member that holds the image, when the file is a package (a wheel, a
+    /// Debian or conda package, a tarball); `offset` and `section` are then the member's.
+    pub package: Option<PackageMember>,
     /// The archive member that holds the image (the innermost, for archives in archives).
     pub member: Option<String>,
     /// The section that holds the image.
@@ -203,9 +208,11 @@ impl ImageRecord {
             }
             Origin::Bare(bare) => Source::Bare(bare.kind),
         };
+        let path = image.package.map_or(file, |p| p.name.as_path());
         ImageRecord {
-            file: file.to_string_lossy().into_owned(),
-            path: file.to_path_buf(),
+            file: path.to_string_lossy().into_owned(),
+            path: path.to_path_buf(),
+            package: image.package.cloned(),
             member: image.members.last().cloned(),
             section: image.section.map(str::to_string),
             offset: image.offset,
@@ -237,6 +244,7 @@ impl ImageRecord {
         ImageRecord {
             file: file.to_string_lossy().into_owned(),
             path: file.to_path_buf(),
+            package: None,
             member: None,
             section: None,
             offset: (in_archive && plain).then_some(code.stored_offset),

@@ -2,7 +2,8 @@
 //! (their own files, or with `recursive` every file of the tree), in a stable order.
 //!
 //! Files found in a folder are taken only when their first bytes say they may hold device
-//! code (an object file, program, shared library, archive or one of the containers); the
+//! code (an object file, program, shared library, archive, one of the containers or a
+//! package, by the rule of [`crate::host::package::may_hold_device_code`]); the
 //! others (sources, scripts, data) are skipped without being read further, unless every file
 //! is asked for (a copy of a whole tree). Symbolic links met in a folder are skipped unless
 //! they are followed or kept: a link may lead out of the tree, or to a file the walk meets
@@ -16,9 +17,6 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::format::bare::{BareImage, BareKind};
-use crate::format::container::Container;
-use crate::format::kpack;
 
 /// How folders are walked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -318,10 +316,16 @@ fn unreachable(path: &Path, e: std::io::Error) -> Error {
 
 /// Whether the first bytes of the file at `path` are those of a file that may hold device
 /// code: an object file, program or library (ELF, COFF, PE, Mach-O), an archive, a kpack
-/// archive, a binary or text bundle, a compressed bundle, an offload binary or a CUDA fat
-/// binary. A file that cannot be read is taken (the command says why it cannot be read).
+/// archive, a binary or text bundle, a compressed bundle, an offload binary, a CUDA fat
+/// binary or a package (a zip or wheel, a Debian package, a tarball). A file that cannot be read is taken (the command says why it cannot be read).
 pub fn may_hold_device_code(path: &Path) -> bool {
     read_head(path).is_none_or(|head| head_may_hold_device_code(&head))
+}
+
+/// Whether the first bytes of the file at `path` are those of a package (a zip or wheel, a
+/// Debian package, a tarball or any compressed stream): read, never rewritten.
+pub fn is_package(path: &Path) -> bool {
+    read_head(path).is_some_and(|head| crate::host::package::looks_like_package(&head))
 }
 
 /// The first 512 bytes of the file at `path` (fewer for a shorter file); `None` when it
@@ -360,33 +364,10 @@ fn head_is_loadable(head: &[u8]) -> bool {
     matches!(e_type, 2 | 3)
 }
 
+/// The rule of [`crate::host::package::may_hold_device_code`], which packages' members follow
+/// too: one rule for files met in folders and in packages.
 fn head_may_hold_device_code(head: &[u8]) -> bool {
-    const TEXT_BUNDLE: &[u8] = b"__CLANG_OFFLOAD_BUNDLE____START__";
-    const OBJECT_MAGICS: [&[u8]; 8] = [
-        b"\x7fELF",
-        b"MZ",
-        b"!<arch>\n",
-        b"!<thin>\n",
-        b"\xcf\xfa\xed\xfe",
-        b"\xce\xfa\xed\xfe",
-        b"\xca\xfe\xba\xbe",
-        b"BC\xc0\xde",
-    ];
-    if OBJECT_MAGICS.iter().any(|magic| head.starts_with(magic))
-        || head.starts_with(&kpack::MAGIC)
-        || head.starts_with(crate::format::bare::SPIRV_MAGIC)
-        || BareImage::parse(head).is_some_and(|image| image.kind == BareKind::Ptx)
-        || Container::at_start(head).is_some()
-        || head.windows(TEXT_BUNDLE.len()).any(|w| w == TEXT_BUNDLE)
-    {
-        return true;
-    }
-    // A COFF object has no magic: its machine field says what it is.
-    let machine = head.get(..2).map(|m| u16::from_le_bytes([m[0], m[1]]));
-    matches!(
-        machine,
-        Some(0x8664 | 0xaa64 | 0x14c | 0x1c4 | 0xa641 | 0xa64e)
-    )
+    crate::host::package::may_hold_device_code(head)
 }
 
 #[cfg(test)]

@@ -1,0 +1,656 @@
+//! Zip files (wheels, the outer file of a `.conda`, any `.zip`), read from their central
+//! directory: the end-of-central-directory record (and ZIP64's), each central directory
+//! entry, and each member's local header, every offset and size checked against the file.
+//! Members stored plain (method 0) are slices of the file; deflated ones (method 8) are
+//! inflated once, never past the size the central directory declares (a member that would is
+//! a zip bomb, and damage). A central directory that lies (a member outside the file or
+//! inside the directory, a local header that names another member or stores other sizes,
+//! members that share bytes) is damage that stops the reading.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use object::endian::{LittleEndian as Le, U16, U32, U64};
+use object::pod::{self, Pod};
+
+use crate::error::{Error, Result};
+use crate::host::package::{
+    checked_name, gather, member_error, Budget, Budgeted, Member, Visit, HEAD,
+};
+
+/// The signatures of the records read.
+const LOCAL_HEADER: u32 = 0x0403_4b50;
+const CENTRAL_HEADER: u32 = 0x0201_4b50;
+const END: u32 = 0x0605_4b50;
+const END64_LOCATOR: u32 = 0x0706_4b50;
+const END64: u32 = 0x0606_4b50;
+
+/// The compression methods read: stored and deflated.
+const STORED: u16 = 0;
+const DEFLATED: u16 = 8;
+
+/// The flag of an encrypted member.
+const ENCRYPTED: u16 = 1;
+
+/// The ZIP64 extended information extra field.
+const ZIP64_EXTRA: u16 = 0x0001;
+
+/// A value that says the real one is in the ZIP64 records.
+const IN_ZIP64_32: u32 = 0xffff_ffff;
+const IN_ZIP64_16: u16 = 0xffff;
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct EndRecord {
+    signature: U32<Le>,
+    disk: U16<Le>,
+    directory_disk: U16<Le>,
+    entries_on_disk: U16<Le>,
+    entries: U16<Le>,
+    directory_size: U32<Le>,
+    directory_offset: U32<Le>,
+    comment_len: U16<Le>,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct End64Locator {
+    signature: U32<Le>,
+    disk: U32<Le>,
+    end64_offset: U64<Le>,
+    disks: U32<Le>,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct End64Record {
+    signature: U32<Le>,
+    record_size: U64<Le>,
+    made_by: U16<Le>,
+    needed: U16<Le>,
+    disk: U32<Le>,
+    directory_disk: U32<Le>,
+    entries_on_disk: U64<Le>,
+    entries: U64<Le>,
+    directory_size: U64<Le>,
+    directory_offset: U64<Le>,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct CentralHeader {
+    signature: U32<Le>,
+    made_by: U16<Le>,
+    needed: U16<Le>,
+    flags: U16<Le>,
+    method: U16<Le>,
+    time: U16<Le>,
+    date: U16<Le>,
+    crc: U32<Le>,
+    compressed_size: U32<Le>,
+    size: U32<Le>,
+    name_len: U16<Le>,
+    extra_len: U16<Le>,
+    comment_len: U16<Le>,
+    disk: U16<Le>,
+    internal: U16<Le>,
+    external: U32<Le>,
+    local_offset: U32<Le>,
+}
+
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct LocalHeader {
+    signature: U32<Le>,
+    needed: U16<Le>,
+    flags: U16<Le>,
+    method: U16<Le>,
+    time: U16<Le>,
+    date: U16<Le>,
+    crc: U32<Le>,
+    compressed_size: U32<Le>,
+    size: U32<Le>,
+    name_len: U16<Le>,
+    extra_len: U16<Le>,
+}
+
+// SAFETY: the structures hold byte arrays only (alignment 1, no padding), and every bit
+// pattern is a valid value.
+unsafe impl Pod for EndRecord {}
+// SAFETY: as above.
+unsafe impl Pod for End64Locator {}
+// SAFETY: as above.
+unsafe impl Pod for End64Record {}
+// SAFETY: as above.
+unsafe impl Pod for CentralHeader {}
+// SAFETY: as above.
+unsafe impl Pod for LocalHeader {}
+
+/// Whether `data` starts as a zip does: a local header, or the end record of an empty zip.
+pub fn is_zip(data: &[u8]) -> bool {
+    data.starts_with(b"PK\x03\x04") || data.starts_with(b"PK\x05\x06")
+}
+
+/// One member as the central directory lists it.
+#[derive(Debug, Clone)]
+struct Entry<'a> {
+    name: &'a [u8],
+    /// Where its central directory entry is, for errors.
+    at: u64,
+    flags: u16,
+    method: u16,
+    compressed_size: u64,
+    size: u64,
+    local_offset: u64,
+}
+
+/// The structure `T` at `offset` of `data`, or `None` when it does not fit.
+fn record<T: Pod>(data: &[u8], offset: u64) -> Option<&T> {
+    let start = usize::try_from(offset).ok()?;
+    pod::from_bytes::<T>(data.get(start..)?)
+        .ok()
+        .map(|(t, _)| t)
+}
+
+/// `data[offset..offset + len]`, or `None` when it is not all in `data`.
+fn bytes_at(data: &[u8], offset: u64, len: u64) -> Option<&[u8]> {
+    let start = usize::try_from(offset).ok()?;
+    let end = usize::try_from(offset.checked_add(len)?).ok()?;
+    data.get(start..end)
+}
+
+/// Reads the zip `data` (at `path`), calling `visit` for each member that may hold device
+/// code (see [`super::read`]).
+pub fn read(
+    path: &Path,
+    data: &[u8],
+    budget: &Budget,
+    visit: &mut Visit<'_>,
+) -> Result<Vec<Error>> {
+    let bad = |message: String| Error::file(path, message);
+    let (directory_offset, directory_size, count) = directory(data).map_err(bad)?;
+    let entries = entries(data, directory_offset, directory_size, count).map_err(bad)?;
+    check_layout(data, &entries, directory_offset).map_err(bad)?;
+    let mut problems = Vec::new();
+    for entry in &entries {
+        if entry.name.ends_with(b"/") && entry.size == 0 {
+            continue;
+        }
+        if let Err(e) = checked_name(path, entry.name, entry.local_offset) {
+            problems.push(e);
+            continue;
+        }
+        match member(path, data, entry, budget, visit) {
+            Ok(()) => {}
+            Err(Damage::Member(e)) => problems.push(e),
+            Err(Damage::Visit(e)) => return Err(e),
+        }
+    }
+    Ok(problems)
+}
+
+/// Where the central directory is: its offset, its size, and the number of entries declared.
+fn directory(data: &[u8]) -> std::result::Result<(u64, u64, u64), String> {
+    let len = data.len() as u64;
+    let size = std::mem::size_of::<EndRecord>() as u64;
+    // The end record is the last record: its comment runs to the end of the file.
+    let earliest = len.saturating_sub(size + u64::from(u16::MAX));
+    let mut at = len.checked_sub(size).ok_or_else(|| {
+        format!("not a zip: {len} bytes, too few for an end of central directory record")
+    })?;
+    let end = loop {
+        if let Some(end) = record::<EndRecord>(data, at) {
+            let comment_end = at + size + u64::from(end.comment_len.get(Le));
+            if end.signature.get(Le) == END && comment_end == len {
+                break end;
+            }
+        }
+        if at == earliest {
+            return Err("no end of central directory record in the last 64 KiB".into());
+        }
+        at -= 1;
+    };
+    if end.disk.get(Le) != 0 || end.directory_disk.get(Le) != 0 {
+        return Err(format!(
+            "end of central directory record at offset {at:#x}: a zip split across disks"
+        ));
+    }
+    let zip64 = end.entries.get(Le) == IN_ZIP64_16
+        || end.directory_size.get(Le) == IN_ZIP64_32
+        || end.directory_offset.get(Le) == IN_ZIP64_32;
+    if zip64 {
+        return directory64(data, at);
+    }
+    Ok((
+        u64::from(end.directory_offset.get(Le)),
+        u64::from(end.directory_size.get(Le)),
+        u64::from(end.entries.get(Le)),
+    ))
+}
+
+/// [`directory`] from the ZIP64 records, whose locator lies before the end record at `end_at`.
+fn directory64(data: &[u8], end_at: u64) -> std::result::Result<(u64, u64, u64), String> {
+    let locator_at = end_at.checked_sub(std::mem::size_of::<End64Locator>() as u64);
+    let locator = locator_at
+        .and_then(|at| record::<End64Locator>(data, at))
+        .filter(|l| l.signature.get(Le) == END64_LOCATOR)
+        .ok_or_else(|| {
+            format!("end of central directory record at offset {end_at:#x} asks for ZIP64 records, and there is no ZIP64 locator before it")
+        })?;
+    let at = locator.end64_offset.get(Le);
+    let end = record::<End64Record>(data, at)
+        .filter(|e| e.signature.get(Le) == END64)
+        .ok_or_else(|| {
+            format!("the ZIP64 locator points at offset {at:#x}, where there is no ZIP64 end of central directory record")
+        })?;
+    if end.disk.get(Le) != 0 || end.directory_disk.get(Le) != 0 {
+        return Err(format!(
+            "ZIP64 end of central directory record at offset {at:#x}: a zip split across disks"
+        ));
+    }
+    Ok((
+        end.directory_offset.get(Le),
+        end.directory_size.get(Le),
+        end.entries.get(Le),
+    ))
+}
+
+/// The entries of the central directory at `offset` (`size` bytes, `count` entries declared).
+fn entries(
+    data: &[u8],
+    offset: u64,
+    size: u64,
+    count: u64,
+) -> std::result::Result<Vec<Entry<'_>>, String> {
+    let directory = bytes_at(data, offset, size).ok_or_else(|| {
+        format!(
+            "the central directory at offset {offset:#x} ({size} bytes) runs past the end of the file ({:#x})",
+            data.len()
+        )
+    })?;
+    let header = std::mem::size_of::<CentralHeader>() as u64;
+    let mut entries = Vec::new();
+    let mut at = 0u64;
+    while at < size {
+        let here = offset + at;
+        let central = record::<CentralHeader>(directory, at)
+            .filter(|c| c.signature.get(Le) == CENTRAL_HEADER)
+            .ok_or_else(|| {
+                format!("central directory entry {} at offset {here:#x}: no central directory header there", entries.len())
+            })?;
+        let name_len = u64::from(central.name_len.get(Le));
+        let extra_len = u64::from(central.extra_len.get(Le));
+        let comment_len = u64::from(central.comment_len.get(Le));
+        let name = bytes_at(directory, at + header, name_len);
+        let extra = bytes_at(directory, at + header + name_len, extra_len);
+        let (Some(name), Some(extra)) = (name, extra) else {
+            return Err(format!(
+                "central directory entry at offset {here:#x}: its name and extra fields run past the directory's end"
+            ));
+        };
+        let entry = with_zip64(central, name, here, extra)?;
+        entries.push(entry);
+        at += header + name_len + extra_len + comment_len;
+    }
+    if entries.len() as u64 != count {
+        return Err(format!(
+            "the central directory at offset {offset:#x} holds {} entries; the end record declares {count}",
+            entries.len()
+        ));
+    }
+    Ok(entries)
+}
+
+/// The entry `central` describes, its sizes and offset read from the ZIP64 extra field
+/// when they say they are there.
+fn with_zip64<'a>(
+    central: &CentralHeader,
+    name: &'a [u8],
+    at: u64,
+    mut extra: &[u8],
+) -> std::result::Result<Entry<'a>, String> {
+    let mut entry = Entry {
+        name,
+        at,
+        flags: central.flags.get(Le),
+        method: central.method.get(Le),
+        compressed_size: u64::from(central.compressed_size.get(Le)),
+        size: u64::from(central.size.get(Le)),
+        local_offset: u64::from(central.local_offset.get(Le)),
+    };
+    let wanted = [
+        entry.size == u64::from(IN_ZIP64_32),
+        entry.compressed_size == u64::from(IN_ZIP64_32),
+        entry.local_offset == u64::from(IN_ZIP64_32),
+    ];
+    if !wanted.contains(&true) {
+        return Ok(entry);
+    }
+    while let Some((head, rest)) = extra.split_first_chunk::<4>() {
+        let id = u16::from_le_bytes([head[0], head[1]]);
+        let len = usize::from(u16::from_le_bytes([head[2], head[3]]));
+        let Some(field) = rest.get(..len) else { break };
+        if id == ZIP64_EXTRA {
+            let mut values = field
+                .chunks_exact(8)
+                .map(|c| c.first_chunk::<8>().map_or(0, |b| u64::from_le_bytes(*b)));
+            let targets = [
+                &mut entry.size,
+                &mut entry.compressed_size,
+                &mut entry.local_offset,
+            ];
+            for (target, want) in targets.into_iter().zip(wanted) {
+                if want {
+                    *target = values.next().ok_or_else(|| {
+                        format!("central directory entry at offset {at:#x}: the ZIP64 extra field lacks a size or offset it must hold")
+                    })?;
+                }
+            }
+            return Ok(entry);
+        }
+        extra = rest.get(len..).unwrap_or_default();
+    }
+    Err(format!(
+        "central directory entry at offset {at:#x}: sizes or offset in a ZIP64 extra field it does not have"
+    ))
+}
+
+/// Checks that every member's local header and data lie in the file before the central
+/// directory, and that no two members share bytes (overlapping members make a small zip
+/// inflate to many times its size).
+fn check_layout(
+    data: &[u8],
+    entries: &[Entry<'_>],
+    directory_offset: u64,
+) -> std::result::Result<(), String> {
+    let mut ranges: Vec<(u64, u64, &Entry<'_>)> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let start = entry.local_offset;
+        let end = data_range(data, entry)
+            .map(|(at, len)| at + len)
+            .map_err(|e| in_entry(entry, &e))?;
+        if end > directory_offset {
+            return Err(in_entry(
+                entry,
+                &format!("its data ends at {end:#x}, inside the central directory (at {directory_offset:#x})"),
+            ));
+        }
+        ranges.push((start, end, entry));
+    }
+    ranges.sort_by_key(|&(start, _, _)| start);
+    for pair in ranges.windows(2) {
+        if let [(_, end, first), (start, _, second)] = pair {
+            if start < end {
+                return Err(format!(
+                    "members '{}' and '{}' share bytes (at {start:#x}): not read",
+                    crate::io::shown(OsStr::from_bytes(first.name)),
+                    crate::io::shown(OsStr::from_bytes(second.name)),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `message` about `entry`, naming it and where its central directory entry is.
+fn in_entry(entry: &Entry<'_>, message: &str) -> String {
+    format!(
+        "member '{}' (central directory entry at offset {:#x}): {message}",
+        crate::io::shown(OsStr::from_bytes(entry.name)),
+        entry.at
+    )
+}
+
+/// Where `entry`'s data lies in `data` (offset, stored size), its local header checked
+/// against the central directory.
+fn data_range(data: &[u8], entry: &Entry<'_>) -> std::result::Result<(u64, u64), String> {
+    let at = entry.local_offset;
+    let local = record::<LocalHeader>(data, at)
+        .filter(|l| l.signature.get(Le) == LOCAL_HEADER)
+        .ok_or_else(|| {
+            format!(
+                "no local header at offset {at:#x} (the file is {:#x} bytes)",
+                data.len()
+            )
+        })?;
+    let header = std::mem::size_of::<LocalHeader>() as u64;
+    let name_len = u64::from(local.name_len.get(Le));
+    let extra_len = u64::from(local.extra_len.get(Le));
+    let name = bytes_at(data, at + header, name_len).ok_or_else(|| {
+        format!("the local header at offset {at:#x} runs past the end of the file")
+    })?;
+    if name != entry.name {
+        return Err(format!(
+            "the local header at offset {at:#x} names another member, '{}'",
+            crate::io::shown(OsStr::from_bytes(name))
+        ));
+    }
+    if local.method.get(Le) != entry.method {
+        return Err(format!(
+            "the local header at offset {at:#x} says another compression method"
+        ));
+    }
+    // With a data descriptor (flag 3) or ZIP64, the local sizes may be zero or 0xffffffff.
+    let local_sizes = (
+        u64::from(local.compressed_size.get(Le)),
+        u64::from(local.size.get(Le)),
+    );
+    let descriptor = local.flags.get(Le) & 0x8 != 0;
+    let plain = local_sizes.0 != u64::from(IN_ZIP64_32) && local_sizes.1 != u64::from(IN_ZIP64_32);
+    if !descriptor && plain && local_sizes != (entry.compressed_size, entry.size) {
+        return Err(format!(
+            "the local header at offset {at:#x} stores sizes {} and {}; the central directory {} and {}",
+            local_sizes.0, local_sizes.1, entry.compressed_size, entry.size
+        ));
+    }
+    let start = at + header + name_len + extra_len;
+    if bytes_at(data, start, entry.compressed_size).is_none() {
+        return Err(format!(
+            "its {} bytes at offset {start:#x} run past the end of the file ({:#x}): truncated",
+            entry.compressed_size,
+            data.len()
+        ));
+    }
+    Ok((start, entry.compressed_size))
+}
+
+/// Why a member was not read: damage of its own, or an error of the visitor's.
+enum Damage {
+    Member(Error),
+    Visit(Error),
+}
+
+/// Reads `entry` of the zip `data` and hands it to `visit` when its first bytes say it may
+/// hold device code.
+fn member(
+    path: &Path,
+    data: &[u8],
+    entry: &Entry<'_>,
+    budget: &Budget,
+    visit: &mut Visit<'_>,
+) -> std::result::Result<(), Damage> {
+    let damage = |message: String| Damage::Member(member_error(path, entry.name, message));
+    // Checked by `check_layout`.
+    let (start, len) = data_range(data, entry).map_err(damage)?;
+    let stored = bytes_at(data, start, len).unwrap_or_default();
+    if entry.flags & ENCRYPTED != 0 {
+        return Err(damage(format!(
+            "member at offset {:#x} is encrypted: not read",
+            entry.local_offset
+        )));
+    }
+    match entry.method {
+        STORED => {
+            if len != entry.size {
+                return Err(damage(format!(
+                    "stored member at offset {start:#x} holds {len} bytes; its size says {}",
+                    entry.size
+                )));
+            }
+            let head = stored.get(..HEAD).unwrap_or(stored);
+            if !super::may_hold_device_code(head) {
+                return Ok(());
+            }
+            visit(&Member {
+                name: entry.name,
+                bytes: stored,
+            })
+            .map_err(Damage::Visit)
+        }
+        DEFLATED => inflated(path, stored, start, entry, budget, visit),
+        method => {
+            tracing::debug!(method, "zip member in a compression method not read");
+            Err(damage(format!(
+                "member at offset {:#x} is compressed with method {method}, which is not read (only stored and deflated)",
+                entry.local_offset
+            )))
+        }
+    }
+}
+
+/// Inflates the deflated member `entry` (its stream `stored`, at `start` in the file) as far
+/// as its first bytes, and whole when they say it may hold device code, then hands it over.
+fn inflated(
+    path: &Path,
+    stored: &[u8],
+    start: u64,
+    entry: &Entry<'_>,
+    budget: &Budget,
+    visit: &mut Visit<'_>,
+) -> std::result::Result<(), Damage> {
+    let damage = |message: String| Damage::Member(member_error(path, entry.name, message));
+    let failed = |e: std::io::Error| damage(format!("deflated stream at offset {start:#x}: {e}"));
+    let mut stream = Budgeted {
+        read: flate2::read::DeflateDecoder::new(stored),
+        budget,
+    };
+    let mut head = vec![0u8; HEAD];
+    let got = super::fill(&mut stream, &mut head).map_err(failed)?;
+    head.truncate(got);
+    if !super::may_hold_device_code(&head) {
+        return Ok(());
+    }
+    if got as u64 > entry.size {
+        return Err(damage(format!(
+            "deflated member at offset {start:#x} inflates past the {} bytes its size says: not read",
+            entry.size
+        )));
+    }
+    // Never more than the size declared, and one byte over it is a bomb.
+    let mut bounded = (&mut stream).take(entry.size.saturating_sub(got as u64).saturating_add(1));
+    let bytes = match gather(&mut bounded, &head, entry.size) {
+        Ok(bytes) => bytes,
+        Err(None) => {
+            return Err(damage(format!(
+                "deflated member at offset {start:#x} inflates past the {} bytes its size says: not read",
+                entry.size
+            )))
+        }
+        Err(Some(e)) => return Err(failed(e)),
+    };
+    if bytes.len() != entry.size {
+        return Err(damage(format!(
+            "deflated member at offset {start:#x} inflates to {} bytes; its size says {}: truncated",
+            bytes.len(),
+            entry.size
+        )));
+    }
+    visit(&Member {
+        name: entry.name,
+        bytes: bytes.bytes(),
+    })
+    .map_err(Damage::Visit)
+}
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
+mod tests {
+    use super::*;
+
+    /// A zip of `members` stored plain, as (name, bytes), with the central directory's
+    /// entries pointing where `offsets` says (each member's own local header by default).
+    fn zip(members: &[(&[u8], &[u8])], offsets: Option<&[u32]>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut central = Vec::new();
+        for (i, (name, data)) in members.iter().enumerate() {
+            let at = out.len() as u32;
+            out.extend_from_slice(&LOCAL_HEADER.to_le_bytes());
+            out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            out.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            out.extend_from_slice(&[0, 0]);
+            out.extend_from_slice(name);
+            out.extend_from_slice(data);
+            let at = offsets.map_or(at, |o| o[i]);
+            central.extend_from_slice(&CENTRAL_HEADER.to_le_bytes());
+            central.extend_from_slice(&[20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            central.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            central.extend_from_slice(&(data.len() as u32).to_le_bytes());
+            central.extend_from_slice(&(name.len() as u16).to_le_bytes());
+            central.extend_from_slice(&[0; 12]);
+            central.extend_from_slice(&at.to_le_bytes());
+            central.extend_from_slice(name);
+        }
+        let directory = out.len() as u32;
+        out.extend_from_slice(&central);
+        out.extend_from_slice(&END.to_le_bytes());
+        out.extend_from_slice(&[0, 0, 0, 0]);
+        out.extend_from_slice(&(members.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(members.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(central.len() as u32).to_le_bytes());
+        out.extend_from_slice(&directory.to_le_bytes());
+        out.extend_from_slice(&[0, 0]);
+        out
+    }
+
+    /// The names of the members `read` hands over, or its error.
+    fn names(data: &[u8]) -> std::result::Result<Vec<Vec<u8>>, String> {
+        let mut seen = Vec::new();
+        let budget = Budget::new(u64::MAX);
+        read(Path::new("p.zip"), data, &budget, &mut |m| {
+            seen.push(m.name.to_vec());
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(seen)
+    }
+
+    #[test]
+    fn stored_members_that_may_hold_device_code_are_handed_over() {
+        let data = zip(
+            &[(b"a.so", b"\x7fELF...."), (b"b.py", b"import os\n")],
+            None,
+        );
+        assert_eq!(names(&data).unwrap(), [b"a.so".to_vec()]);
+    }
+
+    #[test]
+    fn a_local_header_naming_another_member_is_refused() {
+        let mut data = zip(&[(b"a.so", b"\x7fELF....")], None);
+        data[30] = b'x';
+        let e = names(&data).unwrap_err();
+        assert!(e.contains("names another member, 'x.so'"), "{e}");
+    }
+
+    #[test]
+    fn members_sharing_bytes_are_refused() {
+        let data = zip(
+            &[(b"a.so", b"\x7fELF"), (b"a.so", b"\x7fELF")],
+            Some(&[0, 0]),
+        );
+        let e = names(&data).unwrap_err();
+        assert!(e.contains("share bytes"), "{e}");
+    }
+
+    #[test]
+    fn an_entry_count_that_is_not_the_directory_s_is_refused() {
+        let mut data = zip(&[(b"a.so", b"\x7fELF")], None);
+        let end = data.len() - 22;
+        data[end + 10] = 7;
+        let e = names(&data).unwrap_err();
+        assert!(e.contains("the end record declares 7"), "{e}");
+    }
+}
