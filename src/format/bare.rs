@@ -30,7 +30,8 @@
 //! let image = BareImage::parse(ptx).expect("PTX");
 //! assert_eq!(image.kind, BareKind::Ptx);
 //! assert_eq!(image.triple, "nvptx64-nvidia-cuda");
-//! assert_eq!(image.target_id, "sm_80");
+//! // PTX is for a virtual architecture, which the `.target` SM names.
+//! assert_eq!(image.target_id, "compute_80");
 //! assert_eq!(image.kind.image_kind(), "ptx");
 //! assert_eq!(BareKind::from_name("spirv"), Some(BareKind::Spirv));
 //! assert!(BareImage::parse(b"plain text").is_none());
