@@ -422,11 +422,22 @@ fn every_public_module_has_an_example() {
     let modules = public_modules();
     let names: Vec<String> = modules.iter().map(|m| m.join("::")).collect();
     // The walk must reach the API's four layers and their modules, and never the internal ones.
-    for expected in ["ops::rewrite::job", "format::kpack::record", "target::triple", "loads::hip"] {
-        assert!(names.iter().any(|n| n == expected), "{expected} not found in {names:?}");
+    for expected in [
+        "ops::rewrite::job",
+        "format::kpack::record",
+        "target::triple",
+        "loads::hip",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} not found in {names:?}"
+        );
     }
     for internal in ["host", "io", "llvm", "cli", "ops::support"] {
-        assert!(!names.iter().any(|n| n == internal), "{internal} found in {names:?}");
+        assert!(
+            !names.iter().any(|n| n == internal),
+            "{internal} found in {names:?}"
+        );
     }
     let missing: Vec<String> = modules
         .iter()
