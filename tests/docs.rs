@@ -1,7 +1,8 @@
 //! The documentation against the binary it describes: every subcommand `offload --help` lists
 //! has its page under docs/commands/, every option a command's help prints is on that page,
 //! every relative link in README.md and docs/ leads to a file (and an anchor to a heading), and
-//! the README's first command works on a fresh clone.
+//! the README's first command works on a fresh clone; and every public module of the library
+//! has an example in its module docs (which `cargo test --doc` runs).
 
 use std::collections::BTreeSet;
 use std::fs;
