@@ -15,8 +15,8 @@
 //! there is no native code for it; a gfx1100 loads its own.
 //!
 //! ```
+//! use offload::format::image_target::ImageTarget;
 //! use offload::loads::hip::{self, Via};
-//! use offload::target::entry_id::EntryId;
 //! use offload::target::target_id::TargetId;
 //!
 //! let ids = [
@@ -25,11 +25,8 @@
 //!     "hipv4-amdgcn-amd-amdhsa--gfx11-generic",
 //!     "hipv4-amdgcn-amd-amdhsa--gfx90a",
 //! ];
-//! let entries: Vec<EntryId> = ids.iter().map(|id| EntryId::parse(id)).collect();
-//! let unit: Vec<Option<TargetId>> = entries
-//!     .iter()
-//!     .map(|entry| (!entry.is_host()).then(|| TargetId::parse_syntax(&entry.target_id)).flatten())
-//!     .collect();
+//! let targets: Vec<ImageTarget> = ids.iter().map(|id| ImageTarget::of_bundle_entry(id)).collect();
+//! let unit: Vec<Option<TargetId>> = targets.iter().map(ImageTarget::target_id).collect();
 //!
 //! let gfx1101 = TargetId::parse_syntax("gfx1101").unwrap();
 //! assert_eq!(hip::loaded_by(&gfx1101, &unit), [None, None, Some(Via::Generic), None]);

@@ -31,7 +31,8 @@
 //! packed[16] ^= 1;
 //! std::fs::write(&file, &packed)?;
 //! let verified = verify::verify_file(&file, ccob::DEFAULT_MAX_DECOMPRESSED)?;
-//! assert_eq!(verified.bad.len(), 1, "{:?}", verified.problems);
+//! // A bundle this small is inflated whole while it is found: its damage is among the problems.
+//! assert_eq!(verified.bad.len() + verified.problems.len(), 1);
 //! # Ok(())
 //! # }
 //! ```

@@ -39,7 +39,10 @@
 //! let listing = BundlerConfig { inputs: vec![path("kernels.hipfb")], ..config.clone() };
 //! let mut listed = Vec::new();
 //! bundler::list(&listing, &mut listed, &mut log)?;
-//! assert_eq!(String::from_utf8(listed)?, targets.join("\n") + "\n");
+//! // Listed in the order the bundle stores them: the host entry, its ID in full, last.
+//! let listed = String::from_utf8(listed)?;
+//! let expected = [targets[1], targets[2], "host-x86_64-unknown-linux-gnu-"];
+//! assert_eq!(listed.lines().collect::<Vec<_>>(), expected);
 //!
 //! let unbundling = BundlerConfig {
 //!     targets: vec![targets[2].into()],
