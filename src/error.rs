@@ -1,5 +1,43 @@
 //! The library's error type: what failed, on which file. Its messages are for people: the
 //! names and IDs in them, taken from files, are escaped (`crate::io::shown`).
+//!
+//! # Example
+//!
+//! Every error names its file; a format error also carries the byte offset of what is wrong.
+//!
+//! ```
+//! use offload::format::{bundle, ccob::DEFAULT_MAX_DECOMPRESSED};
+//! use offload::ops::verify;
+//! use offload::Error;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let missing = dir.path().join("missing.hipfb");
+//! let error = verify::verify_file(&missing, DEFAULT_MAX_DECOMPRESSED).unwrap_err();
+//! assert!(matches!(error, Error::Io { .. }));
+//! assert_eq!(error.path(), Some(missing.as_path()));
+//!
+//! let file = dir.path().join("cut.hipfb");
+//! let whole = bundle::to_vec(&[("hipv4-amdgcn-amd-amdhsa--gfx90a", b"code")], 8);
+//! std::fs::write(&file, &whole[..30])?;
+//! let error = offload::ops::bundler::list(
+//!     &offload::ops::bundler::BundlerConfig {
+//!         file_type: "o".into(),
+//!         inputs: vec![file.clone()],
+//!         ..Default::default()
+//!     },
+//!     &mut Vec::new(),
+//!     &mut Vec::new(),
+//! )
+//! .unwrap_err();
+//! assert_eq!(error.path(), Some(file.as_path()));
+//! assert!(error.to_string().contains("cut.hipfb"), "{error}");
+//!
+//! let message = Error::file(&file, "is not what was asked for");
+//! assert_eq!(message.to_string(), format!("'{}': is not what was asked for", file.display()));
+//! # Ok(())
+//! # }
+//! ```
 
 use std::fmt;
 use std::io;

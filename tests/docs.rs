@@ -1,7 +1,8 @@
 //! The documentation against the binary it describes: every subcommand `offload --help` lists
 //! has its page under docs/commands/, every option a command's help prints is on that page,
 //! every relative link in README.md and docs/ leads to a file (and an anchor to a heading), and
-//! the README's first command works on a fresh clone.
+//! the README's first command works on a fresh clone; and every public module of the library
+//! has an example in its module docs (which `cargo test --doc` runs).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -340,5 +341,115 @@ fn the_readme_s_first_command_succeeds_and_its_second_is_what_ci_runs() {
         }),
         ".ci/run does not run the README's `{}`",
         commands[1]
+    );
+}
+
+/// The file of module `path` (`["format", "kpack"]`) under `src/`: `a/b.rs` or `a/b/mod.rs`.
+fn module_file(path: &[String]) -> PathBuf {
+    let src = root().join("src");
+    if path.is_empty() {
+        return src.join("lib.rs");
+    }
+    let joined: PathBuf = path.iter().collect();
+    let flat = src.join(&joined).with_extension("rs");
+    if flat.is_file() {
+        flat
+    } else {
+        src.join(joined).join("mod.rs")
+    }
+}
+
+/// The public submodules a module's source declares: its `pub mod name;` lines, less those
+/// under `#[doc(hidden)]` or `#[cfg(test)]` and those inside an `internal_modules!` block.
+fn public_submodules(source: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut hidden = false;
+    let mut in_internal_block = false;
+    for line in source.lines().map(str::trim) {
+        if in_internal_block {
+            in_internal_block = line != "}";
+            continue;
+        }
+        if line.starts_with("internal_modules!") {
+            in_internal_block = !line.ends_with('}');
+            continue;
+        }
+        if line.starts_with("#[") {
+            hidden |= line.contains("doc(hidden)") || line.contains("cfg(test)");
+            continue;
+        }
+        if line.starts_with("///") || line.is_empty() {
+            continue;
+        }
+        if let Some(name) = line
+            .strip_prefix("pub mod ")
+            .and_then(|rest| rest.strip_suffix(';'))
+        {
+            if !hidden {
+                names.push(name.trim().to_string());
+            }
+        }
+        hidden = false;
+    }
+    names
+}
+
+/// Every module of the public API, as paths from the crate root, the root first.
+fn public_modules() -> Vec<Vec<String>> {
+    let mut found = vec![Vec::new()];
+    let mut next = 0;
+    while let Some(module) = found.get(next).cloned() {
+        next += 1;
+        for name in public_submodules(&read(&module_file(&module))) {
+            let mut child = module.clone();
+            child.push(name);
+            found.push(child);
+        }
+    }
+    found
+}
+
+/// Whether a module's `//!` documentation holds a fenced code block.
+fn has_example(source: &str) -> bool {
+    source
+        .lines()
+        .map(str::trim_start)
+        .filter_map(|line| line.strip_prefix("//!"))
+        .any(|doc| doc.trim_start().starts_with("```"))
+}
+
+#[test]
+fn every_public_module_has_an_example() {
+    let modules = public_modules();
+    let names: Vec<String> = modules.iter().map(|m| m.join("::")).collect();
+    // The walk must reach the API's four layers and their modules, and never the internal ones.
+    for expected in [
+        "ops::rewrite::job",
+        "format::kpack::record",
+        "target::triple",
+        "loads::hip",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} not found in {names:?}"
+        );
+    }
+    for internal in ["host", "io", "llvm", "cli", "ops::support"] {
+        assert!(
+            !names.iter().any(|n| n == internal),
+            "{internal} found in {names:?}"
+        );
+    }
+    let missing: Vec<String> = modules
+        .iter()
+        .filter(|module| !has_example(&read(&module_file(module))))
+        .map(|module| format!("offload::{}", module.join("::")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {} public modules have no example in their `//!` docs: {}",
+        missing.len(),
+        modules.len(),
+        missing.join(", ")
     );
 }

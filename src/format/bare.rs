@@ -18,6 +18,24 @@
 //! PTX at its terminating NUL (or the end of the data), raw bitcode after its last top-level
 //! block, wrapped bitcode where its wrapper says, SPIR-V after its last instruction whose word
 //! count holds.
+//!
+//! # Example
+//!
+//! PTX text is a bare device image: its `.target` directive names its SM.
+//!
+//! ```
+//! use offload::format::bare::{BareImage, BareKind};
+//!
+//! let ptx = b"//\n.version 8.0\n.target sm_80\n.address_size 64\n";
+//! let image = BareImage::parse(ptx).expect("PTX");
+//! assert_eq!(image.kind, BareKind::Ptx);
+//! assert_eq!(image.triple, "nvptx64-nvidia-cuda");
+//! // PTX is for a virtual architecture, which the `.target` SM names.
+//! assert_eq!(image.target_id, "compute_80");
+//! assert_eq!(image.kind.image_kind(), "ptx");
+//! assert_eq!(BareKind::from_name("spirv"), Some(BareKind::Spirv));
+//! assert!(BareImage::parse(b"plain text").is_none());
+//! ```
 
 use object::elf::FileHeader64;
 use object::LittleEndian as Le;

@@ -5,6 +5,29 @@
 //! no terminator), then the payloads at their offsets with zero bytes between. The writer
 //! places payloads in record order, each at the next multiple of the bundle alignment, and
 //! ends the file at the end of the last payload, as LLVM 19 does.
+//!
+//! # Example
+//!
+//! Write a bundle of a host entry and one code object, then read it back.
+//!
+//! ```
+//! use offload::format::bundle::{self, Bundle};
+//!
+//! let entries: [(&str, &[u8]); 2] = [
+//!     ("host-x86_64-unknown-linux-gnu-", b""),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"code for gfx90a"),
+//! ];
+//! let bytes = bundle::to_vec(&entries, 4096);
+//! assert!(bundle::is_bundle(&bytes));
+//!
+//! let read = Bundle::parse(&bytes).unwrap().expect("a bundle");
+//! let ids: Vec<&str> = read.entries().iter().map(|entry| entry.id).collect();
+//! assert_eq!(ids, ["host-x86_64-unknown-linux-gnu-", "hipv4-amdgcn-amd-amdhsa--gfx90a"]);
+//! assert_eq!(read.entries()[1].data, b"code for gfx90a");
+//! // The code object starts on the 4096-byte boundary asked for.
+//! assert_eq!(read.entries()[1].offset, 4096);
+//! assert_eq!(read.size(), bytes.len() as u64);
+//! ```
 
 use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::inflate;

@@ -11,6 +11,30 @@
 //! and the compressed payload of this bundle only, which is how bundles placed one after
 //! another are told apart (their payloads may contain the bytes `CCOB`). Version 1 has no
 //! total size: its payload runs to the end of the data.
+//!
+//! # Example
+//!
+//! Compress a bundle, check its header, and inflate it back.
+//!
+//! ```
+//! use offload::format::bundle;
+//! use offload::format::ccob::{self, CompressOptions, CompressedBundle, Method};
+//!
+//! let entries: [(&str, &[u8]); 1] = [("hipv4-amdgcn-amd-amdhsa--gfx1100", &[7; 1000])];
+//! let plain = bundle::to_vec(&entries, 8);
+//! let options = CompressOptions { method: Method::Zlib, level: 9, version: 3 };
+//! let (packed, stats) = ccob::compress(&plain, &options).unwrap();
+//! assert!(ccob::is_compressed(&packed));
+//! assert_eq!(stats.uncompressed, plain.len() as u64);
+//! assert_eq!(stats.total, packed.len() as u64);
+//! assert!(packed.len() < plain.len());
+//!
+//! let stored = CompressedBundle::parse(&packed).unwrap().expect("a compressed bundle");
+//! assert_eq!(stored.size(), packed.len() as u64);
+//! assert_eq!(stored.decompress(ccob::DEFAULT_MAX_DECOMPRESSED).unwrap(), plain);
+//! // A limit below the declared size refuses to inflate it.
+//! assert!(stored.decompress(16).is_err());
+//! ```
 
 use crate::format::bundle::{BundleExtent, EntryRecord, Extent};
 use crate::format::error::{Error, ErrorKind, Result};

@@ -2,6 +2,32 @@
 //! (`.co`, `.hsaco`), told by its header, not its name: 64-bit little-endian ELF, OS ABI
 //! `ELFOSABI_AMDGPU_HSA`, machine `EM_AMDGPU`, a processor of the table in `e_flags`. Its
 //! target ID comes from the same header ([`code_object_target_id`]).
+//!
+//! # Example
+//!
+//! The header of a code object for gfx90a with XNACK on (code object version 4), made by hand:
+//! its target ID comes from the processor number and the feature bits of `e_flags`.
+//!
+//! ```
+//! use offload::format::code_object::CodeObject;
+//!
+//! let mut elf = [0u8; 64];
+//! elf[..4].copy_from_slice(b"\x7fELF");
+//! elf[4] = 2; // 64-bit
+//! elf[5] = 1; // little-endian
+//! elf[6] = 1; // ELF version
+//! elf[7] = 64; // ELFOSABI_AMDGPU_HSA
+//! elf[8] = 2; // ABI version 2: code object version 4
+//! elf[18..20].copy_from_slice(&224u16.to_le_bytes()); // EM_AMDGPU
+//! // gfx90a (0x3f), XNACK on (3 << 8), SRAMECC any (1 << 10).
+//! elf[48..52].copy_from_slice(&(0x3f_u32 | 3 << 8 | 1 << 10).to_le_bytes());
+//! elf[52..54].copy_from_slice(&64u16.to_le_bytes()); // e_ehsize
+//!
+//! let object = CodeObject::parse(&elf).expect("a code object");
+//! assert_eq!(object.target_id, "gfx90a:xnack+");
+//! assert_eq!(object.bytes.len(), 64);
+//! assert!(CodeObject::parse(b"\x7fELF, but not one").is_none());
+//! ```
 
 use object::elf::{FileHeader64, SectionHeader64};
 use object::LittleEndian as Le;

@@ -5,6 +5,27 @@
 //! its bundles stored otherwise ([`Container::rewrite`]). The scanner and the rewriter reach
 //! every container through this module alone, so a new container is its own format module
 //! and an entry here.
+//!
+//! # Example
+//!
+//! Tell a container by its first bytes, and open it to list its device images.
+//!
+//! ```
+//! use offload::format::bundle;
+//! use offload::format::container::{Container, Contents};
+//!
+//! let bytes = bundle::to_vec(&[("hipv4-amdgcn-amd-amdhsa--gfx1100", b"code")], 8);
+//! let container = Container::at_start(&bytes).expect("a container");
+//! assert_eq!(container, Container::Bundle);
+//! assert_eq!(container.size(&bytes).unwrap(), bytes.len() as u64);
+//!
+//! let opened = container.open(&bytes, 1 << 20).unwrap();
+//! assert_eq!(opened.size, bytes.len() as u64);
+//! let Contents::Records(records) = opened.contents else { panic!("a bundle holds images") };
+//! assert_eq!(records.len(), 1);
+//! assert_eq!(records[0].origin().entry_id(), Some("hipv4-amdgcn-amd-amdhsa--gfx1100"));
+//! assert_eq!(records[0].data(), b"code");
+//! ```
 
 use crate::format::bare::BareImage;
 use crate::format::bundle::Bundle;

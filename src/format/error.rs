@@ -1,4 +1,21 @@
 //! Format errors: what was wrong and at which byte offset of the buffer being parsed.
+//!
+//! # Example
+//!
+//! A bundle cut short: the error names what was cut and the byte offset where.
+//!
+//! ```
+//! use offload::format::bundle::Bundle;
+//! use offload::format::ErrorKind;
+//!
+//! let whole = offload::format::bundle::to_vec(&[("hip-amdgcn-amd-amdhsa--gfx90a", b"code")], 8);
+//! let error = Bundle::parse(&whole[..30]).unwrap_err();
+//! assert!(matches!(error.kind, ErrorKind::Truncated { .. }), "{error}");
+//! assert_eq!(error.offset, 24);
+//! assert!(error.to_string().starts_with("offset 0x18: truncated"));
+//! // Found in a buffer 4096 bytes into a file, the offset is moved to the file's.
+//! assert_eq!(error.rebased(4096).offset, 4120);
+//! ```
 
 use crate::format::cuda_fatbin::error::CudaError;
 use crate::format::kpack::error::KpackError;

@@ -2,6 +2,24 @@
 //! that produced it, its target triple and its target ID. A bundle entry says it in its entry
 //! ID, an offload binary image in its kind and string table; other containers say it in their
 //! own modules.
+//!
+//! # Example
+//!
+//! What the image of a bundle entry is for.
+//!
+//! ```
+//! use offload::format::image_target::{ImageTarget, Producer};
+//!
+//! let target = ImageTarget::of_bundle_entry("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+");
+//! assert_eq!(target.producer, Producer::Hip);
+//! assert_eq!(target.triple, "amdgcn-amd-amdhsa");
+//! assert_eq!(target.target_id, "gfx90a:xnack+");
+//! assert_eq!(target.target_id().unwrap().processor, "gfx90a");
+//!
+//! let host = ImageTarget::of_bundle_entry("host-x86_64-unknown-linux-gnu-");
+//! assert_eq!(host.producer, Producer::Host);
+//! assert!(host.target_id().is_none());
+//! ```
 
 use crate::format::bare::BareKind;
 use crate::format::offload_binary::{OffloadEntry, OffloadKind};

@@ -5,6 +5,19 @@
 //! magic is first recognised by two of its bytes, its first and its fourth, compared at
 //! `BLOCK` positions at once (the compiler turns the comparisons into vector instructions);
 //! the rare positions where a pair matches are then compared with the whole magic.
+//!
+//! # Example
+//!
+//! Find a bundle in the middle of other bytes.
+//!
+//! ```
+//! use offload::format::{bundle, search};
+//!
+//! let mut data = vec![b'.'; 100];
+//! data.extend(bundle::to_vec(&[("hip-amdgcn-amd-amdhsa--gfx90a", b"code")], 8));
+//! assert_eq!(search::first_magic(&data), Some(100));
+//! assert_eq!(search::first_magic(b"no magic here"), None);
+//! ```
 
 use crate::format::{bare, bundle, ccob, offload_binary};
 use crate::llvm::bitcode::reader as bitcode;

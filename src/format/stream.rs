@@ -2,6 +2,23 @@
 //! bundle (and what follows it), or a compressed offload binary, whose payload inflates to the
 //! rest of the binary. Positions are in what the stream inflates to: the bundle from its
 //! first byte, the inflated binary from its header (as inflating restores it).
+//!
+//! # Example
+//!
+//! A compressed bundle, read as a stream: what it inflates to, and its check.
+//!
+//! ```
+//! use offload::format::{bundle, ccob};
+//! use offload::format::stream::CompressedStream;
+//!
+//! let plain = bundle::to_vec(&[("hip-amdgcn-amd-amdhsa--gfx90a", b"code")], 8);
+//! let (packed, _) = ccob::compress(&plain, &ccob::CompressOptions::default()).unwrap();
+//! let stream = CompressedStream::parse(&packed).unwrap().expect("a compressed stream");
+//! assert!(stream.is_zstd());
+//! assert_eq!(stream.inflated_size(), plain.len() as u64);
+//! // Plain bytes are no compressed stream.
+//! assert!(CompressedStream::parse(&plain).unwrap().is_none());
+//! ```
 
 use crate::format::ccob::{self, CompressedBundle, Decoding};
 use crate::format::error::Result;

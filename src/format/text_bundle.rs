@@ -4,6 +4,29 @@
 //! An entry is written as `\n<C> __CLANG_OFFLOAD_BUNDLE____START__ <ID>\n`, its text verbatim,
 //! then `\n<C> __CLANG_OFFLOAD_BUNDLE____END__ <ID>\n`, where `<C>` is the format's line
 //! comment. There is no header, so a text bundle starts with a newline.
+//!
+//! # Example
+//!
+//! Write a text bundle of two entries with the comment marker of LLVM IR, and parse it.
+//!
+//! ```
+//! use offload::format::text_bundle;
+//!
+//! let comment = text_bundle::comment_for_type("ll").unwrap();
+//! assert_eq!(comment, ";");
+//! let entries: [(&str, &[u8]); 2] = [
+//!     ("host-x86_64-unknown-linux-gnu-", b"; host code"),
+//!     ("hip-amdgcn-amd-amdhsa--gfx90a", b"; device code"),
+//! ];
+//! let mut text = Vec::new();
+//! text_bundle::write(&mut text, comment, &entries).unwrap();
+//! assert_eq!(text.len() as u64, text_bundle::size(comment, &[(entries[0].0, 11), (entries[1].0, 13)]));
+//!
+//! let read = text_bundle::parse(&text, comment).unwrap();
+//! assert_eq!(read.len(), 2);
+//! assert_eq!(read[1].id, "hip-amdgcn-amd-amdhsa--gfx90a");
+//! assert_eq!(read[1].data, b"; device code");
+//! ```
 
 use crate::format::error::{Error, ErrorKind, Result};
 use memchr::memmem;

@@ -15,6 +15,25 @@
 //! highest minor version not above it; at equal SM, arch-specific before family before
 //! plain, the most specific first), else the newest PTX that may run. That order is ours,
 //! stated where it is used.
+//!
+//! # Example
+//!
+//! What the CUDA driver loads from a fat binary of a cubin for sm_80 and PTX for compute_90.
+//!
+//! ```
+//! use offload::loads::cuda::{self, Sm, Variant};
+//! use offload::loads::via::Via;
+//!
+//! let unit = ["sm_80", "compute_90"];
+//! // An sm_89 runs the sm_80 cubin; an sm_90 cannot, and compiles the PTX.
+//! assert_eq!(cuda::driver_load("sm_89", &unit), Some((0, Via::Forward)));
+//! assert_eq!(cuda::driver_load("sm_90", &unit), Some((1, Via::Ptx)));
+//! // An sm_75 runs neither.
+//! assert_eq!(cuda::driver_load("sm_75", &unit), None);
+//!
+//! assert_eq!(Sm::parse("sm_90a"), Some(Sm { major: 9, minor: 0, variant: Variant::ArchSpecific }));
+//! assert!(cuda::is_cuda_target("sm_80") && !cuda::is_cuda_target("gfx90a"));
+//! ```
 
 use std::fmt;
 

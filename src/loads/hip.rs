@@ -8,6 +8,34 @@
 //! cover a processor are LLVM's and the HIP runtime's (they differ for gfx940 and gfx941): an
 //! image either calls covering is counted as loaded, so that keeping what a device loads never
 //! drops code some runtime would have used.
+//!
+//! # Example
+//!
+//! Which entry of a bundle a gfx1101 loads, from the bundle's entry IDs: the generic code, as
+//! there is no native code for it; a gfx1100 loads its own.
+//!
+//! ```
+//! use offload::format::image_target::ImageTarget;
+//! use offload::loads::hip::{self, Via};
+//! use offload::target::target_id::TargetId;
+//!
+//! let ids = [
+//!     "host-x86_64-unknown-linux-gnu-",
+//!     "hipv4-amdgcn-amd-amdhsa--gfx1100",
+//!     "hipv4-amdgcn-amd-amdhsa--gfx11-generic",
+//!     "hipv4-amdgcn-amd-amdhsa--gfx90a",
+//! ];
+//! let targets: Vec<ImageTarget> = ids.iter().map(|id| ImageTarget::of_bundle_entry(id)).collect();
+//! let unit: Vec<Option<TargetId>> = targets.iter().map(ImageTarget::target_id).collect();
+//!
+//! let gfx1101 = TargetId::parse_syntax("gfx1101").unwrap();
+//! assert_eq!(hip::loaded_by(&gfx1101, &unit), [None, None, Some(Via::Generic), None]);
+//! let gfx1100 = TargetId::parse_syntax("gfx1100").unwrap();
+//! assert_eq!(hip::loaded_by(&gfx1100, &unit), [None, Some(Via::Native), None, None]);
+//! // Before a whole unit is seen: a gfx1101 may load generic code, never gfx1100's.
+//! assert!(hip::may_load(&gfx1101, &unit[2].clone().unwrap()));
+//! assert!(!hip::may_load(&gfx1101, &unit[1].clone().unwrap()));
+//! ```
 
 use crate::loads::cuda;
 use crate::target::processor::{Processor, ProcessorKind, SPIRV};

@@ -19,6 +19,35 @@
 //!    `gfx_arches` holds that exact string is asked for `"<binary>#<index>"` at that string.
 //! 5. A miss there: the loader of rocm-kpack e348328 stops with "kernel not found"; since
 //!    rocm-systems PR #9874 (2026-08) it goes on to the next matching archive. [`Miss`] picks.
+//!
+//! # Example
+//!
+//! The paths the loader tries for a gfx1101 asking for its own processor and then its generic
+//! target, and its choice among the archives it finds there.
+//!
+//! ```
+//! use std::path::{Path, PathBuf};
+//!
+//! use offload::format::kpack::{Archive, ArchiveWriter, Scheme};
+//! use offload::loads::kpack_search::{self, ArchiveIndex, Environment, Miss, Outcome};
+//!
+//! let arches = kpack_search::device_arches("amdgcn-amd-amdhsa--gfx1101", Some("gfx11-generic"));
+//! let names = kpack_search::target_names_asked(&arches);
+//! assert_eq!(names, ["gfx1101", "gfx11-generic"]);
+//! let env = Environment::from_vars(|_| None);
+//! let paths = kpack_search::candidate_paths(&[PathBuf::from("/opt/app/kpack/app_@GFXARCH@.kpack")], &names, &env);
+//! assert_eq!(paths, [Path::new("/opt/app/kpack/app_gfx1101.kpack"), Path::new("/opt/app/kpack/app_gfx11-generic.kpack")]);
+//!
+//! // Only the generic archive is there: the loader takes the code object from it.
+//! let mut writer = ArchiveWriter::new("app", "gfx11-generic", &["gfx11-generic"], Scheme::None);
+//! writer.add("app#0", "gfx11-generic", b"generic code").unwrap();
+//! let bytes = writer.finish();
+//! let index = ArchiveIndex::of(&Archive::parse(&bytes).unwrap());
+//! let outcome = kpack_search::pick(&[(paths[1].as_path(), &index)], "app#0", &arches, Miss::FallThrough);
+//! assert_eq!(outcome, Outcome::Found { archive: paths[1].clone(), arch: "gfx11-generic".into() });
+//! // ROCM_KPACK_DISABLE=1 turns it all off.
+//! assert!(Environment::from_vars(|name| (name == "ROCM_KPACK_DISABLE").then(|| "1".into())).disabled());
+//! ```
 
 use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};

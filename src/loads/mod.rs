@@ -4,6 +4,22 @@
 //! (`openmp`), and the kpack
 //! loader's search for a split binary's archives (`kpack_search`). Pure rules over parsed containers
 //! and target IDs; the file system, where a rule needs it, is handed in.
+//!
+//! # Example
+//!
+//! What a gfx1101 and a gfx90a load from one translation unit that has code for gfx1100 and
+//! for the generic target that covers the gfx11 processors.
+//!
+//! ```
+//! use offload::loads::hip::{self, Via};
+//! use offload::target::target_id::TargetId;
+//!
+//! let unit = [TargetId::parse_syntax("gfx1100"), TargetId::parse_syntax("gfx11-generic")];
+//! let gfx1101 = TargetId::parse_syntax("gfx1101").unwrap();
+//! assert_eq!(hip::loaded_by(&gfx1101, &unit), [None, Some(Via::Generic)]);
+//! let gfx90a = TargetId::parse_syntax("gfx90a").unwrap();
+//! assert_eq!(hip::loaded_by(&gfx90a, &unit), [None, None]);
+//! ```
 
 pub mod cuda;
 pub mod hip;

@@ -9,6 +9,28 @@
 //! no generic one.) The images of objects and archives are link inputs: the link gives each
 //! device the one for its processor, and HIP's become one bundle, loaded by the HIP runtime's
 //! rule ([`crate::loads::hip`]).
+//!
+//! # Example
+//!
+//! The OpenMP runtime gives a device the first image it is compatible with; the HIP runtime's
+//! rule prefers native code.
+//!
+//! ```
+//! use offload::loads::openmp::{self, Image};
+//! use offload::loads::via::Via;
+//! use offload::target::target_id::TargetId;
+//!
+//! let unit = [
+//!     Image { target_id: TargetId::parse_syntax("gfx90a:xnack-"), jit: false },
+//!     Image { target_id: TargetId::parse_syntax("gfx9-4-generic"), jit: false },
+//!     Image { target_id: TargetId::parse_syntax("gfx942"), jit: false },
+//! ];
+//! let gfx942 = TargetId::parse_syntax("gfx942").unwrap();
+//! assert_eq!(openmp::pick(&gfx942, &unit, true), Some((1, Via::Generic)));
+//! assert_eq!(openmp::pick(&gfx942, &unit, false), Some((2, Via::Native)));
+//! let gfx90a = TargetId::parse_syntax("gfx90a:xnack+").unwrap();
+//! assert_eq!(openmp::pick(&gfx90a, &unit, true), None);
+//! ```
 
 use crate::loads::hip::{self, Via};
 use crate::target::target_id::TargetId;

@@ -30,6 +30,38 @@
 //! leaves it out does not match. Here the processors comgr knows are those of the processor
 //! table, whichever LLVM release has them; an ISA name with another processor (or an alias)
 //! matches only itself.
+//!
+//! # Example
+//!
+//! What each GPU of a machine with a gfx90a and a gfx1101 loads from one bundle.
+//!
+//! ```
+//! use offload::loads::runtime::{self, Bundle, Load, Why};
+//! use offload::loads::via::Via;
+//!
+//! let bundle = Bundle::from_entries(
+//!     [
+//!         ("host-x86_64-unknown-linux-gnu-", 0),
+//!         ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", 1000),
+//!         ("hipv4-amdgcn-amd-amdhsa--gfx11-generic", 1000),
+//!     ],
+//!     false,
+//! );
+//! let devices = [
+//!     runtime::parse_device("gfx90a:sramecc+:xnack-").unwrap(),
+//!     runtime::parse_device("amdgcn-amd-amdhsa--gfx1101").unwrap(),
+//!     runtime::parse_device("gfx90a:xnack+").unwrap(),
+//! ];
+//! assert_eq!(runtime::isa_name(&devices[0]), "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
+//! assert_eq!(
+//!     runtime::loads(&devices, &bundle),
+//!     [
+//!         Load::Entry(1, Via::Native),
+//!         Load::Entry(2, Via::Generic),
+//!         Load::Nothing(Why::NoCompatibleEntry),
+//!     ]
+//! );
+//! ```
 
 use std::collections::BTreeSet;
 

@@ -1,6 +1,18 @@
 //! How a device comes to load an image: natively, through a generic target, as SPIR-V, or,
 //! for CUDA, a cubin of an earlier SM or PTX. The HIP runtime's rules (`hip`) and the CUDA
 //! driver's (`cuda`) both answer with it.
+//!
+//! # Example
+//!
+//! ```
+//! use offload::loads::via::Via;
+//!
+//! assert_eq!(Via::Generic.name(), "generic");
+//! // The order is the preference: native code first, then generic code, then SPIR-V.
+//! let mut ways = [Via::Spirv, Via::Native, Via::Generic];
+//! ways.sort();
+//! assert_eq!(ways, [Via::Native, Via::Generic, Via::Spirv]);
+//! ```
 
 /// How a device comes to load an image.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -12,6 +12,42 @@
 //!
 //! The check returns data only (a [`Report`], whose field names are `offload check --json`'s);
 //! the text for people is the command line's (`cli/check/text.rs`).
+//!
+//! # Example
+//!
+//! What a gfx90a and a gfx1100 load from a bundle, as `offload check --device gfx90a
+//! --device gfx1100 FILE` reports it.
+//!
+//! ```
+//! use offload::format::{bundle, ccob::DEFAULT_MAX_DECOMPRESSED};
+//! use offload::loads::kpack_search;
+//! use offload::ops::check::{self, Device, Environment};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let file = dir.path().join("kernels.hipfb");
+//! let entries: [(&str, &[u8]); 2] = [
+//!     ("host-x86_64-unknown-linux-gnu-", b""),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"code for gfx90a"),
+//! ];
+//! std::fs::write(&file, bundle::to_vec(&entries, 8))?;
+//!
+//! let devices = Device::list(&[("gfx90a".parse()?, None), ("gfx1100".parse()?, None)]);
+//! let (report, errors) = check::check(
+//!     &[file.as_path()],
+//!     &devices,
+//!     &Environment::default(),
+//!     &kpack_search::Environment::default(),
+//!     DEFAULT_MAX_DECOMPRESSED,
+//!     &(),
+//! );
+//! assert!(errors.is_empty(), "{errors:?}");
+//! let loads: Vec<&str> = report.files[0].bundles[0].loads.iter().map(|l| l.loads).collect();
+//! assert_eq!(loads, ["native", "nothing"]);
+//! assert!(!report.every_device_has_code);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

@@ -2,6 +2,33 @@
 //! SM), per file and in total, as stored and inflated, read from headers only (a compressed
 //! bundle is inflated up to its bundle's header, as `ls` does); and what keeping only some
 //! devices' code would take away, by the rule `strip --keep` follows.
+//!
+//! # Example
+//!
+//! Where the bytes of a bundle file go, per target.
+//!
+//! ```
+//! use offload::format::{bundle, ccob::DEFAULT_MAX_DECOMPRESSED};
+//! use offload::ops::du;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let file = dir.path().join("kernels.hipfb");
+//! let entries: [(&str, &[u8]); 3] = [
+//!     ("host-x86_64-unknown-linux-gnu-", b""),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx90a", &[1; 3000]),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx1100", &[2; 1000]),
+//! ];
+//! std::fs::write(&file, bundle::to_vec(&entries, 8))?;
+//!
+//! let usage = du::file_usage(&file, DEFAULT_MAX_DECOMPRESSED, None)?;
+//! let targets: Vec<(&str, u64)> = usage.targets.iter().map(|u| (u.target.as_str(), u.stored)).collect();
+//! assert_eq!(&targets[..2], [("gfx90a", 3000), ("gfx1100", 1000)]);
+//! let total = du::total(&[usage]);
+//! assert_eq!(total.iter().map(|u| u.inflated).sum::<u64>(), 4000);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;

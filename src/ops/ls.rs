@@ -1,4 +1,34 @@
 //! Listing the device images of files: where each lies and what it is.
+//!
+//! # Example
+//!
+//! List the device images of a bundle file, as `offload ls` and `offload ls --json` do.
+//!
+//! ```
+//! use offload::format::{bundle, ccob::DEFAULT_MAX_DECOMPRESSED};
+//! use offload::ops::ls;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let file = dir.path().join("kernels.hipfb");
+//! let entries: [(&str, &[u8]); 2] = [
+//!     ("host-x86_64-unknown-linux-gnu-", b""),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+", b"code for gfx90a"),
+//! ];
+//! std::fs::write(&file, bundle::to_vec(&entries, 4096))?;
+//!
+//! let (images, damage) = ls::list_file(&file, DEFAULT_MAX_DECOMPRESSED)?;
+//! assert!(damage.is_empty());
+//! let rows = ls::rows(&images);
+//! assert_eq!(rows.len(), 2);
+//! assert_eq!(rows[1].offload_kind, "hip");
+//! assert_eq!(rows[1].triple, "amdgcn-amd-amdhsa");
+//! assert_eq!(rows[1].arch, "gfx90a:xnack+");
+//! assert_eq!((rows[1].offset, rows[1].size), (Some(4096), 15));
+//! assert!(ls::table(&images).contains("gfx90a:xnack+"));
+//! # Ok(())
+//! # }
+//! ```
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;

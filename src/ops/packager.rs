@@ -4,6 +4,41 @@
 //! to pack needs (`file` and `triple` for LLVM 19, `file` alone for LLVM 22). LLVM 23 packs
 //! every image into one version 2 binary, reads version 2 when unpacking, and names each file
 //! it names itself on standard output.
+//!
+//! # Example
+//!
+//! Pack an image into an offload binary and unpack it again, as `clang-offload-packager` does.
+//!
+//! ```
+//! use offload::format::offload_binary::OffloadBinary;
+//! use offload::ops::packager::{self, ImageArgs, Unpacked};
+//! use offload::target::processor::LlvmVersion;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let image = dir.path().join("gfx90a.co");
+//! std::fs::write(&image, b"code for gfx90a")?;
+//! let packed = dir.path().join("packed.out");
+//! let args = ImageArgs::parse(&format!(
+//!     "file={},triple=amdgcn-amd-amdhsa,arch=gfx90a,kind=hip",
+//!     image.display()
+//! ));
+//! assert_eq!(args.get("arch"), Some("gfx90a"));
+//! packager::pack(&packed, &[args], LlvmVersion::V19)?;
+//!
+//! let bytes = std::fs::read(&packed)?;
+//! let binary = OffloadBinary::parse(&bytes)?;
+//! assert_eq!(binary.entries()[0].arch(), b"gfx90a");
+//! assert_eq!(binary.entries()[0].image, b"code for gfx90a");
+//!
+//! let out = dir.path().join("unpacked.co");
+//! let select = ImageArgs::parse(&format!("file={},arch=gfx90a", out.display()));
+//! let (mut stdout, mut log) = (Vec::new(), Vec::new());
+//! packager::unpack(&packed, &[select], Unpacked::IntoFiles, LlvmVersion::V19, &mut stdout, &mut log, "")?;
+//! assert_eq!(std::fs::read(&out)?, b"code for gfx90a");
+//! # Ok(())
+//! # }
+//! ```
 
 use std::ffi::OsStr;
 use std::io::Write;

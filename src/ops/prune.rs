@@ -2,6 +2,19 @@
 //! a runtime loads it, in no container) are wholly kept or wholly for other targets, and so
 //! are removed whole; files without device code whose names carry only processors no kept
 //! device loads code for (a Tensile catalogue `..._gfx1100.dat`) may go with them.
+//!
+//! # Example
+//!
+//! The processors a file's name carries, which decide whether pruning removes a file without
+//! device code.
+//!
+//! ```
+//! use offload::ops::prune;
+//!
+//! assert_eq!(prune::processors_in_name("Kernels_gfx1100.dat"), ["gfx1100"]);
+//! assert_eq!(prune::processors_in_name("TensileLibrary_gfx90a-xnack+_gfx11-generic.co"), ["gfx11-generic", "gfx90a"]);
+//! assert!(prune::processors_in_name("libamdhip64.so").is_empty());
+//! ```
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;

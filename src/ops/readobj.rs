@@ -12,6 +12,48 @@
 //!   decompressed sizes: not a byte range of the file. Plain bundles after it are not listed.
 //!
 //! Host entries are listed like the others. Offload binaries (`.llvm.offloading`) are not.
+//!
+//! # Example
+//!
+//! The lines `llvm-readobj --offloading` prints for an object that holds a bundle (made here
+//! by wrapping one, as `llvm-offload-wrapper --kind=hip` does).
+//!
+//! ```
+//! use offload::format::bundle;
+//! use offload::ops::readobj;
+//! use offload::ops::wrapper::{self, FileType, OffloadKind, OffloadWrapperConfig, Relocatable};
+//! use offload::target::processor::LlvmVersion;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let fatbin = dir.path().join("kernels.hipfb");
+//! let entries: [(&str, &[u8]); 2] = [
+//!     ("host-x86_64-unknown-linux-gnu-", b""),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"code for gfx90a"),
+//! ];
+//! std::fs::write(&fatbin, bundle::to_vec(&entries, 4096))?;
+//! let object = dir.path().join("wrapper.o");
+//! wrapper::wrap_llvm22(&OffloadWrapperConfig {
+//!     kind: OffloadKind::Hip,
+//!     triple: "x86_64-unknown-linux-gnu".into(),
+//!     output: object.clone(),
+//!     file_type: FileType::Object,
+//!     images: vec![fatbin.clone()],
+//!     bundle: None,
+//!     llvm: LlvmVersion::V22,
+//!     relocatable: Relocatable::No,
+//! })?;
+//!
+//! let listed = readobj::readobj_entries(&object)?;
+//! let ids: Vec<&str> = listed.iter().map(|entry| entry.id.as_str()).collect();
+//! assert_eq!(ids, ["host-x86_64-unknown-linux-gnu-", "hipv4-amdgcn-amd-amdhsa--gfx90a"]);
+//! assert_eq!(listed[1].size, 15);
+//! assert!(listed[1].line().starts_with("hipv4-amdgcn-amd-amdhsa--gfx90a\tfile://"));
+//! // A bare bundle is no ELF file: LLVM lists nothing for it.
+//! assert!(readobj::readobj_entries(&fatbin)?.is_empty());
+//! # Ok(())
+//! # }
+//! ```
 
 use std::path::Path;
 

@@ -1,6 +1,43 @@
 //! Rewriting the device code of a file: stripping targets, compressing and decompressing
 //! bundles, in relocatable objects, programs and shared libraries (ELF and PE), archives and
 //! bare bundles.
+//!
+//! # Example
+//!
+//! Compress the bundle of a file into a new file, and decompress it back.
+//!
+//! ```
+//! use offload::format::{bundle, ccob};
+//! use offload::ops::rewrite::{self, Change, Mode, Placement, RewriteConfig};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let plain = dir.path().join("kernels.hipfb");
+//! let entries: [(&str, &[u8]); 2] = [
+//!     ("host-x86_64-unknown-linux-gnu-", b""),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx90a", &[0x5a; 10_000]),
+//! ];
+//! let bytes = bundle::to_vec(&entries, 4096);
+//! std::fs::write(&plain, &bytes)?;
+//!
+//! let mut config = RewriteConfig {
+//!     change: Change::Compress(ccob::CompressOptions::default()),
+//!     allow_empty: false,
+//!     max_decompressed: ccob::DEFAULT_MAX_DECOMPRESSED,
+//!     ptx: Default::default(),
+//! };
+//! let packed = dir.path().join("packed.hipfb");
+//! let summary = rewrite::rewrite(&plain, &Placement::New(packed.clone()), &config, Mode::Write)?;
+//! assert_eq!(summary.rewritten, 1);
+//! assert!(summary.size_after < summary.size_before);
+//! assert!(ccob::is_compressed(&std::fs::read(&packed)?));
+//!
+//! config.change = Change::Decompress;
+//! rewrite::rewrite(&packed, &Placement::InPlace, &config, Mode::Write)?;
+//! assert_eq!(std::fs::read(&packed)?, bytes);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::path::{Path, PathBuf};
 

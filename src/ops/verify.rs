@@ -5,6 +5,37 @@
 //! `crate::ops::support::inflating`.
 //! `.kpack` archives, and the archive sets of binaries split by kpack, are checked too
 //! (the `kpack` module).
+//!
+//! # Example
+//!
+//! Check a file's compressed bundle whole, then find the damage when one byte of it changes.
+//!
+//! ```
+//! use offload::format::{bundle, ccob};
+//! use offload::ops::verify;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let file = dir.path().join("kernels.hipfb");
+//! let plain = bundle::to_vec(&[("hipv4-amdgcn-amd-amdhsa--gfx90a", &[7; 5000][..])], 8);
+//! let (mut packed, _) = ccob::compress(&plain, &ccob::CompressOptions::default())?;
+//! std::fs::write(&file, &packed)?;
+//!
+//! let verified = verify::verify_file(&file, ccob::DEFAULT_MAX_DECOMPRESSED)?;
+//! assert_eq!(verified.streams, 1);
+//! assert!(verified.bad.is_empty() && verified.problems.is_empty());
+//! assert_eq!(verified.inflated, plain.len() as u64);
+//!
+//! // The hash a version 2 header stores (bytes 16 to 24), changed: the bundle no longer
+//! // hashes to it.
+//! packed[16] ^= 1;
+//! std::fs::write(&file, &packed)?;
+//! let verified = verify::verify_file(&file, ccob::DEFAULT_MAX_DECOMPRESSED)?;
+//! // A bundle this small is inflated whole while it is found: its damage is among the problems.
+//! assert_eq!(verified.bad.len() + verified.problems.len(), 1);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;

@@ -14,6 +14,23 @@
 //! offload-arch table; the triple is written normalised (`amdgcn-amd-amdhsa-` for AMDHSA).
 //! Here a processor an older release knew (gfx940, gfx941) is kept too: LLVM 22 drops it and
 //! then takes one such entry for another.
+//!
+//! # Example
+//!
+//! ```
+//! use offload::target::entry_id::EntryId;
+//!
+//! let id = EntryId::parse("hipv4-amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
+//! assert_eq!(id.kind, "hipv4");
+//! assert_eq!(id.triple.as_str(), "amdgcn-amd-amdhsa-");
+//! assert_eq!(id.target_id, "gfx90a:sramecc+:xnack-");
+//! assert!(id.is_kind_valid() && id.is_triple_valid() && !id.is_host());
+//!
+//! let host = EntryId::parse("host-x86_64-unknown-linux-gnu");
+//! assert!(host.is_host());
+//! assert_eq!(host.triple.arch_name(), "x86_64");
+//! assert_eq!(host.target_id, "");
+//! ```
 
 use crate::target::processor::{LlvmVersion, Processor};
 use crate::target::target_id::ProcessorTable;

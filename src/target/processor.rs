@@ -6,6 +6,26 @@
 //! Adding a processor is adding one row. A processor no row names is still a processor: target
 //! IDs are parsed without this table, and an image for an unknown processor is listed, chosen by
 //! its exact name and kept or removed like any other; the table only adds what is known about it.
+//!
+//! # Example
+//!
+//! Look a processor up in the table.
+//!
+//! ```
+//! use offload::target::processor::{self, LlvmVersion, Processor, ProcessorKind};
+//!
+//! let gfx90a = Processor::named("gfx90a").unwrap();
+//! assert_eq!(gfx90a.mach, Some(0x3f));
+//! assert_eq!(gfx90a.features(), ["sramecc", "xnack"]);
+//! assert_eq!(gfx90a.kind(), ProcessorKind::Native);
+//! assert!(gfx90a.known_by(LlvmVersion::V19));
+//!
+//! let gfx1101 = Processor::named("gfx1101").unwrap();
+//! assert!(Processor::covered_by("gfx11-generic").any(|p| p == gfx1101));
+//! assert_eq!(processor::processor_class("gfx11-generic"), Some("generic"));
+//! assert_eq!(processor::processor_class("gfx9999"), Some("unknown"));
+//! assert_eq!(processor::processor_class("sm_80"), None);
+//! ```
 
 /// The LLVM releases this project's personalities stand in for, in the order they came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

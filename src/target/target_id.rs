@@ -4,6 +4,27 @@
 //! canonical form, the composition check that rejects bundles mixing "any" and explicit
 //! settings of a feature for one processor, and the list of processor names that LLVM 19's
 //! bundle entry ID parser recognises.
+//!
+//! # Example
+//!
+//! Parse `gfx90a:xnack+`: its processor and features, and which images a device of that target
+//! ID can load.
+//!
+//! ```
+//! use offload::target::target_id::{FeatureSetting, TargetId, TargetIdBuf};
+//!
+//! let id = TargetId::parse_syntax("gfx90a:xnack+").unwrap();
+//! assert_eq!(id.processor, "gfx90a");
+//! assert_eq!(id.features, [("xnack", FeatureSetting::On)]);
+//! assert_eq!(id.feature("sramecc"), None, "a feature left out is any");
+//!
+//! let device: TargetIdBuf = "gfx90a:xnack+".parse().unwrap();
+//! assert!(device.can_load("gfx90a"));
+//! assert!(device.can_load("gfx90a:sramecc-:xnack+"));
+//! assert!(!device.can_load("gfx90a:xnack-"));
+//! assert!(!device.can_load("gfx908"));
+//! assert!("gfx90a:fast+".parse::<TargetIdBuf>().is_err());
+//! ```
 
 use crate::target::processor::{LlvmVersion, Processor, SPIRV};
 use crate::target::triple::Triple;

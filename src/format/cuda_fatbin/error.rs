@@ -1,4 +1,30 @@
 //! What can be wrong in the entries of a CUDA fat binary.
+//!
+//! # Example
+//!
+//! An entry that claims more bytes than its fat binary holds.
+//!
+//! ```
+//! use offload::format::cuda_fatbin::{self, CudaError};
+//! use offload::format::ErrorKind;
+//!
+//! let mut entry = vec![0u8; 64];
+//! entry[..2].copy_from_slice(&2u16.to_le_bytes()); // a cubin
+//! entry[4..8].copy_from_slice(&64u32.to_le_bytes()); // header size
+//! entry[8..16].copy_from_slice(&1000u64.to_le_bytes()); // payload size: past the end
+//! let mut fatbin = cuda_fatbin::MAGIC.to_vec();
+//! fatbin.extend(1u16.to_le_bytes());
+//! fatbin.extend(16u16.to_le_bytes());
+//! fatbin.extend((entry.len() as u64).to_le_bytes());
+//! fatbin.extend(&entry);
+//!
+//! let error = cuda_fatbin::entries(&fatbin).next().unwrap().unwrap_err();
+//! assert_eq!(
+//!     error.kind,
+//!     ErrorKind::Cuda(CudaError::EntryPastEnd { size: 1000, available: 0 })
+//! );
+//! assert_eq!(error.offset, 16 + 8);
+//! ```
 
 /// What is wrong with a CUDA fat binary's entries.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

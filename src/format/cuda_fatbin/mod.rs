@@ -11,6 +11,40 @@
 //! LZ4-like compression, 0x8000 zstd (CUDA 12.4 on); 0x100000 an arch-specific cubin
 //! (`sm_90a`), 0x200000 a family one (`sm_100f`). Entries are copied verbatim when a fat
 //! binary is written back, compressed or not.
+//!
+//! # Example
+//!
+//! A fat binary of one PTX entry for `compute_80`, made by hand, and its entries read back.
+//!
+//! ```
+//! use offload::format::cuda_fatbin::{self, EntryKind};
+//!
+//! let ptx = b".version 8.0\n.target sm_80\n\0\0\0";
+//! let mut entry = Vec::new();
+//! entry.extend(1u16.to_le_bytes()); // kind: PTX
+//! entry.extend(0x0101u16.to_le_bytes());
+//! entry.extend(64u32.to_le_bytes()); // header size
+//! entry.extend((ptx.len() as u64).to_le_bytes()); // payload size
+//! entry.extend([0; 8]); // compressed size, ptxas options
+//! entry.extend(0u16.to_le_bytes()); // minor
+//! entry.extend(8u16.to_le_bytes()); // major
+//! entry.extend(80u32.to_le_bytes()); // SM
+//! entry.resize(64, 0); // identifier, flags, reserved, inflated size
+//! entry.extend(ptx);
+//! let mut fatbin = cuda_fatbin::MAGIC.to_vec();
+//! fatbin.extend(1u16.to_le_bytes()); // version
+//! fatbin.extend(16u16.to_le_bytes()); // header size
+//! fatbin.extend((entry.len() as u64).to_le_bytes());
+//! fatbin.extend(&entry);
+//!
+//! assert!(cuda_fatbin::is_fatbin(&fatbin));
+//! assert_eq!(cuda_fatbin::size(&fatbin).unwrap(), fatbin.len() as u64);
+//! let entries: Vec<_> = cuda_fatbin::entries(&fatbin).collect::<Result<_, _>>().unwrap();
+//! assert_eq!(entries.len(), 1);
+//! assert_eq!(entries[0].kind, EntryKind::Ptx);
+//! assert_eq!(entries[0].target_name(), "compute_80");
+//! assert_eq!(entries[0].payload, ptx);
+//! ```
 
 pub mod error;
 

@@ -1,4 +1,16 @@
 //! What can be wrong in a kpack archive, a kpack reference or a split binary's HIP wrapper.
+//!
+//! # Example
+//!
+//! ```
+//! use offload::format::kpack::{Archive, KpackError};
+//! use offload::format::ErrorKind;
+//!
+//! let error = Archive::parse(b"PKZIP, not a kpack archive").unwrap_err();
+//! assert_eq!(error.kind, ErrorKind::Kpack(KpackError::NotAnArchive));
+//! assert_eq!(error.offset, 0);
+//! assert_eq!(KpackError::NotAnArchive.to_string(), "not a kpack archive (no KPAK magic)");
+//! ```
 
 /// What is wrong with an archive, a reference or a wrapper.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

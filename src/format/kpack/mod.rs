@@ -16,6 +16,27 @@
 //!
 //! The layouts are those AMD's rocm-kpack writes (python/rocm_kpack/kpack.py, compression.py)
 //! and its loader reads (runtime/src/archive.cpp, toc_parser.cpp, compression.cpp).
+//!
+//! # Example
+//!
+//! Build an archive of two code objects for gfx1100 and gfx1101, one zstd frame each, and read
+//! one back.
+//!
+//! ```
+//! use offload::format::kpack::{Archive, ArchiveWriter, Scheme};
+//!
+//! let mut writer = ArchiveWriter::new("app", "gfx110X", &["gfx1100", "gfx1101"], Scheme::ZstdPerKernel);
+//! writer.add("lib/libapp.so#0", "gfx1100", b"code for gfx1100").unwrap();
+//! writer.add("lib/libapp.so#0", "gfx1101", b"code for gfx1101").unwrap();
+//! let bytes = writer.finish();
+//! assert!(bytes.starts_with(b"KPAK"));
+//!
+//! let archive = Archive::parse(&bytes).unwrap();
+//! assert!(archive.has_arch("gfx1101"));
+//! let entry = archive.find("lib/libapp.so#0", "gfx1101").expect("listed");
+//! assert_eq!(entry.original_size, 16);
+//! assert_eq!(&*archive.code_object(entry, 1 << 20).unwrap(), b"code for gfx1101");
+//! ```
 
 pub mod error;
 pub mod msgpack;

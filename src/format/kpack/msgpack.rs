@@ -9,6 +9,30 @@
 //! The writer picks the shortest encoding of each value, as msgpack-python and msgpack-c do, so
 //! a table written here is byte-for-byte what those libraries write for the same entries in the
 //! same order.
+//!
+//! # Example
+//!
+//! Write a map and read it back.
+//!
+//! ```
+//! use offload::format::kpack::msgpack::{self, Value};
+//!
+//! let mut bytes = Vec::new();
+//! msgpack::write_map_header(&mut bytes, 2);
+//! msgpack::write_str(&mut bytes, "arch");
+//! msgpack::write_str(&mut bytes, "gfx90a");
+//! msgpack::write_str(&mut bytes, "size");
+//! msgpack::write_uint(&mut bytes, 4096);
+//!
+//! let (value, used) = msgpack::read(&bytes).unwrap();
+//! assert_eq!(used, bytes.len());
+//! assert_eq!(value.get("arch").and_then(Value::as_str), Some("gfx90a"));
+//! assert_eq!(value.get("size").and_then(Value::as_u64), Some(4096));
+//! assert_eq!(value.kind(), "map");
+//! assert_eq!(value.to_bytes(), bytes);
+//! // A string that claims more bytes than there are is an error, not a panic.
+//! assert!(msgpack::read(&[0xd9, 200, b'x']).is_err());
+//! ```
 
 /// How deeply arrays and maps may nest before the reader gives up.
 pub const MAX_DEPTH: usize = 64;

@@ -16,6 +16,33 @@
 //!   "bundle_of": [0, 0, 1, ...]
 //! }
 //! ```
+//!
+//! # Example
+//!
+//! Record two code objects of the same bundle shape, write the record into a reference, and read
+//! it back.
+//!
+//! ```
+//! use offload::format::kpack::msgpack;
+//! use offload::format::kpack::record::{BundleRecord, BundleShape, Storage, RECORD_KEY};
+//!
+//! let shape = BundleShape {
+//!     ids: vec!["host-x86_64-unknown-linux-gnu-".into(), "hipv4-amdgcn-amd-amdhsa--gfx1100".into()],
+//!     storage: Storage::Plain,
+//! };
+//! let mut record = BundleRecord::default();
+//! record.push(shape.clone());
+//! record.push(shape.clone());
+//! assert_eq!(record.shapes.len(), 1, "an equal shape is shared");
+//!
+//! let mut reference = Vec::new();
+//! msgpack::write_map_header(&mut reference, 1);
+//! msgpack::write_str(&mut reference, RECORD_KEY);
+//! record.write(&mut reference);
+//! let read = BundleRecord::from_reference(&reference).unwrap().expect("a record");
+//! assert_eq!(read, record);
+//! assert_eq!(read.shape(1), Some(&shape));
+//! ```
 
 use std::collections::HashMap;
 

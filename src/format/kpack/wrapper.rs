@@ -2,6 +2,29 @@
 //! 24 bytes each; a host built with AddressSanitizer pads each global to its own 64-byte block,
 //! the wrapper first and a zero redzone after it, so the runtime's `&__hip_fatbin_wrapper`
 //! lands on every 64th byte.
+//!
+//! # Example
+//!
+//! Two HIP wrappers back to back, then the same two as AddressSanitizer pads them.
+//!
+//! ```
+//! use offload::format::kpack::wrapper::ASAN_WRAPPER_STRIDE;
+//! use offload::format::kpack::{HipWrapper, HIPF_MAGIC};
+//!
+//! let mut wrapper = HIPF_MAGIC.to_le_bytes().to_vec();
+//! wrapper.extend(1u32.to_le_bytes());
+//! wrapper.resize(24, 0);
+//!
+//! let plain = [wrapper.clone(), wrapper.clone()].concat();
+//! assert_eq!(HipWrapper::offsets(&plain), [0, 24]);
+//!
+//! let mut padded = wrapper.clone();
+//! padded.resize(ASAN_WRAPPER_STRIDE, 0);
+//! padded.extend(&wrapper);
+//! padded.resize(2 * ASAN_WRAPPER_STRIDE, 0);
+//! assert_eq!(HipWrapper::stride(&padded), 64);
+//! assert_eq!(HipWrapper::offsets(&padded), [0, 64]);
+//! ```
 
 use crate::format::kpack::{HipWrapper, HIPF_MAGIC, HIPK_MAGIC};
 

@@ -19,6 +19,36 @@
 //! after another. LLVM 23 writes version 2, which holds several images in one binary (its
 //! entries, then every string entry, then one shared string table, then the images). Version 3 adds the inflated size: when it is not 0, everything after the header is one zstd frame (when it
 //! starts with the zstd magic) or zlib stream which inflates to the rest of the binary.
+//!
+//! # Example
+//!
+//! Write an offload binary of one image, as clang-offload-packager does, and read it back.
+//!
+//! ```
+//! use offload::format::offload_binary::{
+//!     self, HipEncoding, ImageKind, OffloadBinary, OffloadKind, OffloadingImage,
+//! };
+//!
+//! let strings: [(&[u8], &[u8]); 2] = [(b"triple", b"amdgcn-amd-amdhsa"), (b"arch", b"gfx90a")];
+//! let image = OffloadingImage {
+//!     image_kind: ImageKind::Object,
+//!     offload_kind: OffloadKind::Hip(HipEncoding::BitFlag),
+//!     flags: 0,
+//!     strings: &strings,
+//!     image: b"code for gfx90a",
+//! };
+//! let bytes = offload_binary::write(offload_binary::VERSION_1, &[image]).unwrap();
+//! assert!(bytes.starts_with(&offload_binary::MAGIC));
+//!
+//! let binary = OffloadBinary::parse(&bytes).unwrap();
+//! assert_eq!(binary.version(), 1);
+//! assert_eq!(binary.size(), bytes.len() as u64);
+//! let entry = &binary.entries()[0];
+//! assert_eq!(entry.image_kind, ImageKind::Object);
+//! assert_eq!(entry.triple(), b"amdgcn-amd-amdhsa");
+//! assert_eq!(entry.arch(), b"gfx90a");
+//! assert_eq!(entry.image, b"code for gfx90a");
+//! ```
 
 use std::io::Write;
 

@@ -6,6 +6,55 @@
 //! any input ([`BundlerConfig::check`]); [`bundle`] writes, [`unbundle`] reads, `entries`
 //! finds a file's bundle entries, `archive` unbundles archives and `report` prints the
 //! verbose statistics and the `-###` commands.
+//!
+//! # Example
+//!
+//! Bundle a host file and two device files, list the bundle's entries, and unbundle one, as
+//! `clang-offload-bundler -type=o` does.
+//!
+//! ```
+//! use offload::ops::bundler::{self, BundlerConfig};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let path = |name: &str| dir.path().join(name);
+//! std::fs::write(path("host.bin"), b"")?;
+//! std::fs::write(path("gfx90a.co"), b"code for gfx90a")?;
+//! std::fs::write(path("gfx1100.co"), b"code for gfx1100")?;
+//! let targets = [
+//!     "host-x86_64-unknown-linux-gnu",
+//!     "hipv4-amdgcn-amd-amdhsa--gfx90a",
+//!     "hipv4-amdgcn-amd-amdhsa--gfx1100",
+//! ];
+//! let config = BundlerConfig {
+//!     file_type: "o".into(),
+//!     targets: targets.map(String::from).to_vec(),
+//!     inputs: vec![path("host.bin"), path("gfx90a.co"), path("gfx1100.co")],
+//!     outputs: vec![path("kernels.hipfb")],
+//!     ..Default::default()
+//! };
+//! let mut log = Vec::new();
+//! bundler::bundle(&config, &mut log)?;
+//!
+//! let listing = BundlerConfig { inputs: vec![path("kernels.hipfb")], ..config.clone() };
+//! let mut listed = Vec::new();
+//! bundler::list(&listing, &mut listed, &mut log)?;
+//! // Listed in the order the bundle stores them: the host entry, its ID in full, last.
+//! let listed = String::from_utf8(listed)?;
+//! let expected = [targets[1], targets[2], "host-x86_64-unknown-linux-gnu-"];
+//! assert_eq!(listed.lines().collect::<Vec<_>>(), expected);
+//!
+//! let unbundling = BundlerConfig {
+//!     targets: vec![targets[2].into()],
+//!     inputs: vec![path("kernels.hipfb")],
+//!     outputs: vec![path("out.co")],
+//!     ..config
+//! };
+//! bundler::unbundle(&unbundling, &mut log)?;
+//! assert_eq!(std::fs::read(path("out.co"))?, b"code for gfx1100");
+//! # Ok(())
+//! # }
+//! ```
 
 mod archive;
 mod bundle;

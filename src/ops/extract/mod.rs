@@ -7,6 +7,38 @@
 //! device loads (`picks`); what is chosen (`chosen`) is then written, to a folder (`writer`,
 //! inflating with `inflate`) or as one device archive (`archive`), under the names of
 //! `names`.
+//!
+//! # Example
+//!
+//! Write out the code objects a gfx1100 loads from a bundle file (the generic code, as the
+//! bundle has no native code for it), as `offload extract --arch gfx1100 -o out` does.
+//!
+//! ```
+//! use offload::format::bundle;
+//! use offload::ops::extract::{self, ExtractConfig};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let file = dir.path().join("kernels.hipfb");
+//! let entries: [(&str, &[u8]); 3] = [
+//!     ("host-x86_64-unknown-linux-gnu-", b""),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"code for gfx90a"),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx11-generic", b"code for gfx11"),
+//! ];
+//! std::fs::write(&file, bundle::to_vec(&entries, 8))?;
+//!
+//! let config = ExtractConfig {
+//!     files: vec![file],
+//!     arches: vec!["gfx1100".parse()?],
+//!     output: dir.path().join("out"),
+//!     ..Default::default()
+//! };
+//! let written = extract::extract(&config, &()).result?;
+//! assert_eq!(written.len(), 1);
+//! assert_eq!(std::fs::read(&written[0].path)?, b"code for gfx11");
+//! # Ok(())
+//! # }
+//! ```
 
 use std::path::PathBuf;
 

@@ -14,6 +14,39 @@
 //! of the bundle wrapper `k` points at as `<binary>#k`, for every processor it has. (AMD's
 //! Python splitter numbers code objects per processor instead, so a binary whose translation
 //! units target different processors gets keys the loader never asks for.)
+//!
+//! # Example
+//!
+//! Split a folder: a file without HIP device code is copied to the output as it is, and no
+//! archive is written for it.
+//!
+//! ```
+//! use offload::format::kpack::Scheme;
+//! use offload::format::ccob::DEFAULT_MAX_DECOMPRESSED;
+//! use offload::ops::kpack::{self, SplitConfig};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let tree = dir.path().join("app");
+//! std::fs::create_dir_all(&tree)?;
+//! std::fs::write(tree.join("README"), b"no device code")?;
+//!
+//! let config = SplitConfig {
+//!     output: dir.path().join("split"),
+//!     recursive: true,
+//!     name: Some("app".into()),
+//!     groups: Vec::new(),
+//!     search_paths: Vec::new(),
+//!     scheme: Scheme::ZstdPerKernel,
+//!     max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+//! };
+//! let summary = kpack::split(&[tree], &config)?;
+//! assert!(summary.binaries.is_empty() && summary.archives.is_empty());
+//! assert_eq!(summary.copied.len(), 1);
+//! assert_eq!(std::fs::read(dir.path().join("split/README"))?, b"no device code");
+//! # Ok(())
+//! # }
+//! ```
 
 mod config;
 mod merge;

@@ -2,14 +2,62 @@
 //! prefix): once its files are rewritten and pruned, the manifests that list them
 //! (`*.dist-info/RECORD`, `conda-meta/*.json`) are brought up to date, so that `pip uninstall`,
 //! `pip check` and conda's checks see the files as they are now.
+//!
+//! # Example
+//!
+//! A wheel's file compressed in place, then its `RECORD` line brought up to date.
+//!
+//! ```
+//! use offload::format::{bundle, ccob};
+//! use offload::ops::rewrite::environments::{self, ManifestKind, Touched};
+//! use offload::ops::rewrite::plan;
+//! use offload::ops::rewrite::{self as rewriting, Change, Mode, RewriteConfig};
+//! use offload::ops::{Links, Taken};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let tree = dir.path().join("site-packages");
+//! std::fs::create_dir_all(tree.join("pkg"))?;
+//! std::fs::create_dir_all(tree.join("pkg-1.0.dist-info"))?;
+//! let fatbin = bundle::to_vec(&[("hipv4-amdgcn-amd-amdhsa--gfx90a", &[9; 8000][..])], 8);
+//! std::fs::write(tree.join("pkg/kernels.hipfb"), &fatbin)?;
+//! let line = format!("pkg/kernels.hipfb,sha256=AAAA,{}\n", fatbin.len());
+//! std::fs::write(tree.join("pkg-1.0.dist-info/RECORD"), &line)?;
+//!
+//! let roots = vec![tree.clone()];
+//! let (found, _walk) = plan::walk(&roots, true, Links::Skip, Taken::MayHoldDeviceCode);
+//! let plan = plan::plan(&roots, found, None, Taken::MayHoldDeviceCode).map_err(|r| r.to_string())?;
+//! let task = &plan.tasks[0];
+//! let config = RewriteConfig {
+//!     change: Change::Compress(ccob::CompressOptions::default()),
+//!     allow_empty: false,
+//!     max_decompressed: ccob::DEFAULT_MAX_DECOMPRESSED,
+//!     ptx: Default::default(),
+//! };
+//! let summary = rewriting::rewrite(&task.input, &task.placement, &config, Mode::Write)?;
+//!
+//! let updated = environments::update(&plan, [(&task.placement, Touched::Rewritten)], Mode::Write);
+//! let updated = updated.into_iter().next().expect("one manifest")?;
+//! assert_eq!(updated.kind, ManifestKind::Record);
+//! assert_eq!(updated.counts.rewritten, 1);
+//! let record = std::fs::read_to_string(tree.join("pkg-1.0.dist-info/RECORD"))?;
+//! assert!(record.trim_end().ends_with(&format!(",{}", summary.size_after)), "{record}");
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::error::Result;
-use crate::host::package::manifest::installed::{self, Touched, Updated, Writing};
+use crate::host::package::manifest::installed::{self, Writing};
 use crate::ops::rewrite::plan::Plan;
 use crate::ops::rewrite::{Mode, Placement};
+
+// What `update` is told of each file and answers of each manifest, from the layer of packages
+// (the crate's own): re-exported so that `update` can be called and its answer read.
+pub use crate::host::package::manifest::installed::{ManifestKind, Touched, Updated};
+pub use crate::host::package::manifest::Counts;
 
 /// The files of each tree a job changed, by the tree's root and their paths below it.
 type Trees = BTreeMap<PathBuf, BTreeMap<PathBuf, Touched>>;

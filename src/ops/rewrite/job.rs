@@ -5,6 +5,56 @@
 //! A strip settles whole the files it does not rewrite: a file of bare device images is kept
 //! whole or, only for other targets, pruned (with [`Pruning::bare`]); a file without device
 //! code named for removed processors is reported, or pruned (with [`Pruning::named`]).
+//!
+//! # Example
+//!
+//! Strip a bundle file to one target, as `offload strip --keep gfx1100 FILE` does.
+//!
+//! ```
+//! use offload::format::{bundle, ccob::DEFAULT_MAX_DECOMPRESSED};
+//! use offload::ops::rewrite::job::{self, JobOptions, Outcome, Pruning};
+//! use offload::ops::rewrite::{Change, Mode, RewriteConfig};
+//! use offload::ops::Links;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let file = dir.path().join("kernels.hipfb");
+//! let entries: [(&str, &[u8]); 3] = [
+//!     ("host-x86_64-unknown-linux-gnu-", b""),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"code for gfx90a"),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx1100", b"code for gfx1100"),
+//! ];
+//! std::fs::write(&file, bundle::to_vec(&entries, 8))?;
+//!
+//! let options = JobOptions {
+//!     files: vec![file.clone()],
+//!     recursive: false,
+//!     links: Links::Skip,
+//!     output: None,
+//!     mode: Mode::Write,
+//!     config: RewriteConfig {
+//!         change: Change::Keep(vec!["gfx1100".parse()?]),
+//!         allow_empty: false,
+//!         max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+//!         ptx: Default::default(),
+//!     },
+//!     pruning: Some(Pruning::of_flags(false, false)),
+//!     threads: 1,
+//! };
+//! let report = job::run(&options, &()).map_err(|stopped| format!("{:?}", stopped.refusal))?;
+//! assert_eq!(report.files.len(), 1);
+//! let Ok(Outcome::Rewritten(summary, _)) = &report.files[0].outcome else {
+//!     panic!("{:?}", report.files[0].outcome)
+//! };
+//! // Device images: the host entry is none.
+//! assert_eq!((summary.images_before, summary.images_after), (2, 1));
+//!
+//! let stripped = std::fs::read(&file)?;
+//! let ids: Vec<&str> = bundle::Bundle::parse(&stripped)?.unwrap().entries().iter().map(|e| e.id).collect();
+//! assert_eq!(ids, ["host-x86_64-unknown-linux-gnu-", "hipv4-amdgcn-amd-amdhsa--gfx1100"]);
+//! # Ok(())
+//! # }
+//! ```
 
 use std::path::{Path, PathBuf};
 

@@ -2,6 +2,41 @@
 //! several names once), to the output file named, or mirrored under an output folder; the
 //! refusals that keep a job from starting (an output folder inside the inputs, two inputs
 //! written to one output).
+//!
+//! # Example
+//!
+//! The files of a folder, and where each result goes: in place, or mirrored under an output
+//! folder, which may not lie inside the inputs.
+//!
+//! ```
+//! use offload::format::bundle;
+//! use offload::ops::rewrite::plan;
+//! use offload::ops::rewrite::Placement;
+//! use offload::ops::{Links, Taken};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let tree = dir.path().join("lib");
+//! std::fs::create_dir_all(&tree)?;
+//! std::fs::write(tree.join("kernels.hipfb"), bundle::to_vec(&[("hip-amdgcn-amd-amdhsa--gfx90a", b"code")], 8))?;
+//! std::fs::write(tree.join("notes.txt"), b"no device code")?;
+//!
+//! let roots = vec![tree.clone()];
+//! let (found, _walk) = plan::walk(&roots, true, Links::Skip, Taken::MayHoldDeviceCode);
+//! assert_eq!(found.len(), 1, "the text file may hold no device code");
+//!
+//! let output = dir.path().join("out");
+//! let mirrored = plan::plan(&roots, found.clone(), Some(&output), Taken::MayHoldDeviceCode)
+//!     .map_err(|r| r.to_string())?;
+//! assert_eq!(mirrored.tasks[0].placement, Placement::New(output.join("kernels.hipfb")));
+//! let in_place = plan::plan(&roots, found, None, Taken::MayHoldDeviceCode).map_err(|r| r.to_string())?;
+//! assert!(in_place.tasks[0].placement.in_place());
+//!
+//! assert!(plan::output_outside_inputs(&roots, &tree.join("stripped")).is_err());
+//! assert!(plan::output_outside_inputs(&roots, &output).is_ok());
+//! # Ok(())
+//! # }
+//! ```
 
 use std::path::{Path, PathBuf};
 

@@ -12,6 +12,45 @@
 //!   them;
 //! - `exact`: those modules as LLVM 22's and 23's bitcode, byte for byte, the images streamed
 //!   into place (clang-offload-wrapper's bitcode is the compact writer's).
+//!
+//! # Example
+//!
+//! Wrap a bundle into a host object that registers it with the HIP runtime, as LLVM 22's
+//! `llvm-offload-wrapper --kind=hip` does, and find its entries in the object.
+//!
+//! ```
+//! use offload::format::{bundle, ccob::DEFAULT_MAX_DECOMPRESSED};
+//! use offload::ops::ls;
+//! use offload::ops::wrapper::{self, FileType, OffloadKind, OffloadWrapperConfig, Relocatable};
+//! use offload::target::processor::LlvmVersion;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let fatbin = dir.path().join("kernels.hipfb");
+//! let entries: [(&str, &[u8]); 2] = [
+//!     ("host-x86_64-unknown-linux-gnu-", b""),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx90a", b"code for gfx90a"),
+//! ];
+//! std::fs::write(&fatbin, bundle::to_vec(&entries, 4096))?;
+//! let output = dir.path().join("wrapper.o");
+//! wrapper::wrap_llvm22(&OffloadWrapperConfig {
+//!     kind: OffloadKind::Hip,
+//!     triple: "x86_64-unknown-linux-gnu".into(),
+//!     output: output.clone(),
+//!     file_type: FileType::of(&output),
+//!     images: vec![fatbin],
+//!     bundle: None,
+//!     llvm: LlvmVersion::V22,
+//!     relocatable: Relocatable::No,
+//! })?;
+//! assert!(std::fs::read(&output)?.starts_with(b"\x7fELF"));
+//!
+//! let (images, _) = ls::list_file(&output, DEFAULT_MAX_DECOMPRESSED)?;
+//! let targets: Vec<&str> = images.iter().map(|image| image.target_id.as_str()).collect();
+//! assert_eq!(targets, ["", "gfx90a"]);
+//! # Ok(())
+//! # }
+//! ```
 
 mod exact;
 pub(crate) mod ir;

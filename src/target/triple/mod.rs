@@ -11,6 +11,22 @@
 //!
 //! Every enum lists its values in LLVM 19's declaration order, so `value as u8` is LLVM's
 //! numeric value; that is what lets tests compare this module with the real library.
+//!
+//! # Example
+//!
+//! ```
+//! use offload::target::triple::{Arch, Triple};
+//!
+//! let amdgpu = Triple::new("amdgcn-amd-amdhsa");
+//! assert_eq!(amdgpu.arch(), Arch::Amdgcn);
+//! assert_eq!(amdgpu.os_name(), "amdhsa");
+//! assert!(amdgpu.is_amdgpu() && !amdgpu.is_nvptx());
+//!
+//! // Compatibility compares the parsed pieces: an empty environment matches `unknown`.
+//! assert!(amdgpu.is_compatible_with(&Triple::new("amdgcn-amd-amdhsa-unknown")));
+//! assert!(!amdgpu.is_compatible_with(&Triple::new("nvptx64-nvidia-cuda")));
+//! assert_eq!(Triple::new("not-a-triple").arch(), Arch::UnknownArch);
+//! ```
 
 use std::fmt;
 
