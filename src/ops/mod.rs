@@ -47,6 +47,7 @@ pub mod prune;
 pub mod readobj;
 pub mod rewrite;
 pub use support::inputs::{Found, Links, SpecialFiles, Taken, Walk};
+pub use support::progress::Progress;
 
 internal_modules! {
     /// What the commands share: the walker, the inflation budget, progress, tool paths.
