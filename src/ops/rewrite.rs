@@ -34,6 +34,7 @@ use crate::target::target_id::{TargetId, TargetIdBuf};
 
 pub mod environments;
 pub mod job;
+mod package;
 pub mod plan;
 
 /// What to do to the device code.
@@ -143,6 +144,9 @@ pub struct Summary {
     /// The compressed bundles compressed by this rewrite, by the xxh3 hash of their bytes:
     /// once written, they are checked by those bytes, not inflated and hashed again.
     pub(crate) made: std::collections::BTreeSet<u64>,
+    /// For a package, each member that holds device code (`PACKAGE!member`) and what
+    /// became of it, in package order.
+    pub members: Vec<(PathBuf, Summary)>,
 }
 
 impl Summary {
@@ -783,8 +787,8 @@ fn rewrite_nested<'a>(
 ) -> Result<Option<NewFile<'a>>> {
     summary.size_before += data.len() as u64;
     let format_error = |e| Error::format(path, e);
-    if crate::host::package::kind(data).is_some() {
-        return Err(Error::file(path, "a package (a wheel or zip, a Debian or conda package, a tarball): its device code is read (ls, extract, du, verify), not rewritten; rewrite the files it holds, then package them again"));
+    if let Some(kind) = crate::host::package::kind(data) {
+        return Err(Error::file(path, package_refusal(kind, depth)));
     }
     let result = if is_archive(data) {
         rewrite_archive(path, data, config, summary, depth)?.map(NewFile::Bytes)
@@ -820,6 +824,17 @@ fn rewrite_nested<'a>(
     };
     summary.size_after += result.as_ref().map_or(data.len() as u64, NewFile::len);
     Ok(result)
+}
+
+/// Why the package of `kind`, found `depth` archives deep, is not rewritten.
+fn package_refusal(kind: crate::host::package::Kind, depth: usize) -> &'static str {
+    use crate::host::package::Kind;
+    match kind {
+        Kind::Deb => "rewriting Debian packages is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the package holds, then build it again",
+        Kind::Tar(_) => "rewriting tarballs (and conda packages) is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the tarball holds, then pack it again",
+        Kind::Zip if depth > 0 => "a zip inside an archive is not rewritten: its device code is read (ls, extract, du, verify), not rewritten",
+        Kind::Zip => "a zip is rewritten only when it is named on the command line",
+    }
 }
 
 /// Rewrites the HIP device code of the linked program or shared library `data` (ELF or PE).
@@ -1175,15 +1190,20 @@ fn start_output(input: &Path, data: &Input, placement: &Placement) -> Result<Out
 
 /// Rewrites `input` to where `placement` says (in place: written beside it and renamed over
 /// it once on disk). With [`Mode::DryRun`], only the summary is made. Refuses to leave no
-/// device image unless the configuration allows it.
+/// device image unless the configuration allows it. A zip (a wheel) is written again member
+/// by member; with `prune`, its members of bare device images only for other targets go.
 #[tracing::instrument(skip_all, fields(file = %input.display(), change = %config.change))]
 pub fn rewrite(
     input: &Path,
     placement: &Placement,
     config: &RewriteConfig,
     mode: Mode,
+    prune: bool,
 ) -> Result<Summary> {
     let data = Input::open(input)?;
+    if crate::host::package::kind(&data) == Some(crate::host::package::Kind::Zip) {
+        return package::rewrite_zip(input, &data, placement, config, mode, prune);
+    }
     let mut summary = Summary::default();
     let mut new = rewrite_file(input, &data, config, &mut summary)?;
     if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {

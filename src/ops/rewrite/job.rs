@@ -364,7 +364,8 @@ fn rewrite_file(plan: &Plan, task: &Task, options: &JobOptions) -> Result<Outcom
         let bare = BareFile::judge(targets, size, config);
         return settle_bare(task, bare, before, written, options);
     }
-    let summary = rewriting::rewrite(input, placement, config, mode).map_err(|e| e.about(input))?;
+    let summary = rewriting::rewrite(input, placement, config, mode, pruned(options))
+        .map_err(|e| e.about(input))?;
     if summary.kept_whole {
         // Left as it is: nothing of it is removed.
         for usage in before.iter_mut().flat_map(|b| &mut b.targets) {
@@ -375,6 +376,11 @@ fn rewrite_file(plan: &Plan, task: &Task, options: &JobOptions) -> Result<Outcom
         summary,
         usages(before, written, config, mode),
     ))
+}
+
+/// Whether a strip prunes bare device images for other targets (`--prune`).
+fn pruned(options: &JobOptions) -> bool {
+    options.pruning.is_some_and(|p| p.bare == Action::Prune)
 }
 
 /// Keeps whole or prunes the file of `task`, of bare device images judged `bare`, whose code
