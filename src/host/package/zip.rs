@@ -748,7 +748,9 @@ fn extra_with_zip64(extra: &[u8], values: &[u64]) -> Vec<u8> {
     out.extend_from_slice(rest);
     if !values.is_empty() {
         out.extend_from_slice(&ZIP64_EXTRA.to_le_bytes());
-        out.extend_from_slice(&((8 * values.len()) as u16).to_le_bytes());
+        // At most three values: 24 bytes.
+        let len = u16::try_from(8 * values.len()).unwrap_or(24);
+        out.extend_from_slice(&len.to_le_bytes());
         for value in values {
             out.extend_from_slice(&value.to_le_bytes());
         }
@@ -783,13 +785,13 @@ pub fn local_header(data: &[u8], stored: &Stored<'_>, sizes: NewSizes) -> std::r
         .ok_or("the local header runs past the end of the file")?;
     let mut zip64 = Vec::new();
     // The ZIP64 field of a local header holds both sizes, or none.
-    let (size, compressed) = if sizes.size >= u64::from(IN_ZIP64_32)
-        || sizes.compressed_size >= u64::from(IN_ZIP64_32)
-    {
-        zip64 = vec![sizes.size, sizes.compressed_size];
-        (IN_ZIP64_32, IN_ZIP64_32)
-    } else {
-        (sizes.size as u32, sizes.compressed_size as u32)
+    let fits = |v: u64| u32::try_from(v).ok().filter(|&v| v != IN_ZIP64_32);
+    let (size, compressed) = match (fits(sizes.size), fits(sizes.compressed_size)) {
+        (Some(size), Some(compressed)) => (size, compressed),
+        _ => {
+            zip64 = vec![sizes.size, sizes.compressed_size];
+            (IN_ZIP64_32, IN_ZIP64_32)
+        }
     };
     let extra = extra_with_zip64(extra, &zip64);
     let mut new = *local;
@@ -895,7 +897,7 @@ pub fn end_records(count: u64, offset: u64, size: u64, comment: &[u8]) -> Vec<u8
         entries: U16::new(Le, count16),
         directory_size: U32::new(Le, u32::try_from(size).unwrap_or(IN_ZIP64_32)),
         directory_offset: U32::new(Le, u32::try_from(offset).unwrap_or(IN_ZIP64_32)),
-        comment_len: U16::new(Le, comment.len() as u16),
+        comment_len: U16::new(Le, u16::try_from(comment.len()).unwrap_or(0)),
     };
     out.extend_from_slice(pod::bytes_of(&end));
     out.extend_from_slice(comment);
