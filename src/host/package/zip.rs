@@ -993,4 +993,55 @@ mod tests {
         let e = names(&data).unwrap_err();
         assert!(e.contains("the end record declares 7"), "{e}");
     }
+
+    #[test]
+    fn a_member_written_anew_reads_back_and_the_others_stay() {
+        let data = zip(
+            &[(b"a.so", b"\x7fELF...."), (b"b.py", b"import os\n")],
+            None,
+        );
+        let layout = layout(Path::new("p.zip"), &data).unwrap();
+        let new: &[u8] = b"\x7fELF.";
+        let mut crc = flate2::Crc::new();
+        crc.update(new);
+        let sizes = NewSizes {
+            crc: crc.sum(),
+            compressed_size: new.len() as u64,
+            size: new.len() as u64,
+        };
+        let mut out = local_header(&data, &layout.members[0], sizes).unwrap();
+        out.extend_from_slice(new);
+        let second = out.len() as u64;
+        let span = &layout.members[1].span;
+        out.extend_from_slice(&data[span.start as usize..span.end as usize]);
+        let directory = out.len() as u64;
+        out.extend(central_entry(&data, &layout.members[0], 0, Some(sizes)).unwrap());
+        out.extend(central_entry(&data, &layout.members[1], second, None).unwrap());
+        let size = out.len() as u64 - directory;
+        out.extend(end_records(2, directory, size, b"hi"));
+        let mut seen = Vec::new();
+        let budget = Budget::new(u64::MAX);
+        let problems = read(Path::new("q.zip"), &out, &budget, &mut |m| {
+            seen.push((m.name.to_vec(), m.bytes.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        assert!(problems.is_empty());
+        assert_eq!(seen, [(b"a.so".to_vec(), new.to_vec())]);
+        assert_eq!(end_comment(&out), b"hi");
+        // Sizes past 32 bits go to a ZIP64 field, which the reader takes.
+        let big = NewSizes {
+            crc: 0,
+            compressed_size: 5 << 30,
+            size: 6 << 30,
+        };
+        let header = local_header(&data, &layout.members[0], big).unwrap();
+        assert_eq!(&header[18..26], &[0xff; 8]);
+        assert_eq!(&header[34..38], &[1, 0, 16, 0]);
+        let entry = central_entry(&data, &layout.members[0], 0, Some(big)).unwrap();
+        let central = record::<CentralHeader>(&entry, 0).unwrap();
+        let (name, extra) = (&entry[46..50], &entry[50..]);
+        let read = with_zip64(central, name, 0, extra).unwrap();
+        assert_eq!((read.size, read.compressed_size, read.local_offset), (6 << 30, 5 << 30, 0));
+    }
 }
