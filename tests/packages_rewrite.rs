@@ -345,3 +345,48 @@ fn a_truncated_wheel_is_an_error_and_nothing_is_written() {
     assert!(err.contains("bad.whl!mylib/lib/hip-app"), "{err}");
     assert_eq!(fs::read(&bad).unwrap(), damaged);
 }
+
+/// Writes the zip `sys.argv[1]` of `lib/hip-app` (`sys.argv[2]`) and `a.py`, deflated: with
+/// data descriptors (written to a stream that cannot seek) when `sys.argv[3]` is
+/// `descriptors`, with every ZIP64 record when it is `zip64`.
+const ODD_ZIP: &str = "import sys, zipfile\n\
+class Stream:\n\
+\x20   def __init__(self, f): self.f = f\n\
+\x20   def write(self, b): return self.f.write(b)\n\
+\x20   def flush(self): pass\n\
+if sys.argv[3] == 'zip64': zipfile.ZIP64_LIMIT = 1\n\
+with open(sys.argv[1], 'wb') as f:\n\
+\x20   out = Stream(f) if sys.argv[3] == 'descriptors' else f\n\
+\x20   with zipfile.ZipFile(out, 'w', zipfile.ZIP_DEFLATED) as z:\n\
+\x20       z.write(sys.argv[2], 'lib/hip-app')\n\
+\x20       z.writestr('a.py', 'import os\\n')\n";
+
+#[test]
+fn zips_with_data_descriptors_or_zip64_records_are_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(python) = util::tool("python3") else {
+        return;
+    };
+    for kind in ["descriptors", "zip64"] {
+        let zip = dir.path().join(format!("{kind}.zip"));
+        succeed(
+            Command::new(&python)
+                .args(["-c", ODD_ZIP])
+                .arg(&zip)
+                .arg(samples_dir().join("linked/hip-app"))
+                .arg(kind),
+        );
+        let before = describe(&zip);
+        let out = dir.path().join(format!("{kind}-out.zip"));
+        succeed(
+            offload()
+                .args(["strip", "--keep", "gfx90a"])
+                .arg(&zip)
+                .arg("-o")
+                .arg(&out),
+        );
+        let after = describe(&out);
+        assert_eq!(before["a.py"], after["a.py"], "{kind}");
+        assert_eq!(processors(&out), ["gfx90a"].map(String::from).into());
+    }
+}
