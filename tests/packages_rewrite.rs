@@ -75,6 +75,7 @@ fn wheel(dir: &Path, method: &str) -> Option<PathBuf> {
         fs::copy(samples_dir().join(sample), lib.join(name)).unwrap();
     }
     fs::write(tree.join("mylib/__init__.py"), "import os\n").unwrap();
+    fs::write(lib.join("TensileLibrary_gfx906.dat"), "tensile\n").unwrap();
     let info = tree.join("mylib-1.0.dist-info");
     fs::create_dir_all(&info).unwrap();
     fs::write(
@@ -252,7 +253,31 @@ fn pruning_a_wheel_drops_members_for_other_targets_and_their_record_rows() {
     let rows = after["rows"].as_array().unwrap();
     assert!(!rows.iter().any(|r| r == "mylib/lib/kernel-gfx906.hsaco"));
     assert!(rows.iter().any(|r| r == "mylib/lib/hip-app"));
+    // Named for a removed processor, without device code: stays without --prune-named.
+    assert!(after.contains_key("mylib/lib/TensileLibrary_gfx906.dat"));
     installs(&out, &dir.path().join("check"));
+    let named = dir.path().join("named").join(WHEEL);
+    fs::create_dir_all(named.parent().unwrap()).unwrap();
+    let report = succeed(
+        offload()
+            .args(["strip", "--keep", "gfx90a", "--prune", "--prune-named"])
+            .arg(&wheel)
+            .arg("-o")
+            .arg(&named),
+    );
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("!mylib/lib/TensileLibrary_gfx906.dat: "),
+        "{text}"
+    );
+    let after = describe(&named);
+    assert!(!after.contains_key("mylib/lib/TensileLibrary_gfx906.dat"));
+    let rows = after["rows"].as_array().unwrap();
+    assert!(!rows
+        .iter()
+        .any(|r| r == "mylib/lib/TensileLibrary_gfx906.dat"));
+    assert!(after.contains_key("mylib/__init__.py"));
+    installs(&named, &dir.path().join("check-named"));
 }
 
 #[test]

@@ -37,6 +37,8 @@ pub mod job;
 mod package;
 pub mod plan;
 
+pub use package::PruneMembers;
+
 /// What to do to the device code.
 #[derive(Debug, Clone)]
 pub enum Change {
@@ -788,7 +790,7 @@ fn rewrite_nested<'a>(
     summary.size_before += data.len() as u64;
     let format_error = |e| Error::format(path, e);
     if let Some(kind) = crate::host::package::kind(data) {
-        return Err(Error::file(path, package_refusal(kind, depth)));
+        return Err(Error::file(path, package::refusal(kind, depth)));
     }
     let result = if is_archive(data) {
         rewrite_archive(path, data, config, summary, depth)?.map(NewFile::Bytes)
@@ -824,17 +826,6 @@ fn rewrite_nested<'a>(
     };
     summary.size_after += result.as_ref().map_or(data.len() as u64, NewFile::len);
     Ok(result)
-}
-
-/// Why the package of `kind`, found `depth` archives deep, is not rewritten.
-fn package_refusal(kind: crate::host::package::Kind, depth: usize) -> &'static str {
-    use crate::host::package::Kind;
-    match kind {
-        Kind::Deb => "rewriting Debian packages is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the package holds, then build it again",
-        Kind::Tar(_) => "rewriting tarballs (and conda packages) is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the tarball holds, then pack it again",
-        Kind::Zip if depth > 0 => "a zip inside an archive is not rewritten: its device code is read (ls, extract, du, verify), not rewritten",
-        Kind::Zip => "a zip is rewritten only when it is named on the command line",
-    }
 }
 
 /// Rewrites the HIP device code of the linked program or shared library `data` (ELF or PE).
@@ -1191,14 +1182,14 @@ fn start_output(input: &Path, data: &Input, placement: &Placement) -> Result<Out
 /// Rewrites `input` to where `placement` says (in place: written beside it and renamed over
 /// it once on disk). With [`Mode::DryRun`], only the summary is made. Refuses to leave no
 /// device image unless the configuration allows it. A zip (a wheel) is written again member
-/// by member; with `prune`, its members of bare device images only for other targets go.
+/// by member; `prune` says which of its members go.
 #[tracing::instrument(skip_all, fields(file = %input.display(), change = %config.change))]
 pub fn rewrite(
     input: &Path,
     placement: &Placement,
     config: &RewriteConfig,
     mode: Mode,
-    prune: bool,
+    prune: PruneMembers,
 ) -> Result<Summary> {
     let data = Input::open(input)?;
     if crate::host::package::kind(&data) == Some(crate::host::package::Kind::Zip) {

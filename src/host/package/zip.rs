@@ -577,6 +577,8 @@ pub struct Stored<'a> {
     pub name: &'a [u8],
     /// Its compression method: stored (0) or deflated (8).
     pub method: u16,
+    /// Its size, as the central directory gives it.
+    pub size: u64,
     /// Its bytes in the file: local header, data, data descriptor, up to the next member
     /// (or the central directory).
     pub span: std::ops::Range<u64>,
@@ -628,6 +630,7 @@ pub fn layout<'a>(path: &Path, data: &'a [u8]) -> Result<Layout<'a>> {
         members.push(Stored {
             name: entry.name,
             method: entry.method,
+            size: entry.size,
             span: entry.local_offset..end,
             central: entry.central.clone(),
             entry: entry.clone(),

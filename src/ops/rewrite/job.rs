@@ -378,9 +378,13 @@ fn rewrite_file(plan: &Plan, task: &Task, options: &JobOptions) -> Result<Outcom
     ))
 }
 
-/// Whether a strip prunes bare device images for other targets (`--prune`).
-fn pruned(options: &JobOptions) -> bool {
-    options.pruning.is_some_and(|p| p.bare == Action::Prune)
+/// What a strip leaves out of a zip it rewrites, as `--prune` and `--prune-named` ask.
+fn pruned(options: &JobOptions) -> rewriting::PruneMembers {
+    let pruning = options.pruning.unwrap_or(Pruning::of_flags(false, false));
+    rewriting::PruneMembers {
+        bare: pruning.bare == Action::Prune,
+        named: pruning.named == Action::Prune,
+    }
 }
 
 /// Keeps whole or prunes the file of `task`, of bare device images judged `bare`, whose code

@@ -18,10 +18,30 @@ use crate::host::package::zip::{self, Layout, NewSizes, Stored};
 use crate::host::package::{self, member_error, member_path, Budget};
 use crate::host::scan::{scan_reading, Places, Reading};
 use crate::io::{Input, Output};
-use crate::ops::prune::{is_bare, BareFile};
+use crate::ops::prune::{is_bare, named_only_for_removed, BareFile};
 use crate::ops::rewrite::{
     start_output, verify, Inflater, Mode, Placement, RewriteConfig, Summary,
 };
+
+/// What a strip with `--prune` leaves out of a zip it rewrites.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PruneMembers {
+    /// Members of bare device images only for other targets (`--prune`).
+    pub bare: bool,
+    /// Members without device code named for removed processors only (`--prune-named`).
+    pub named: bool,
+}
+
+/// Why the package of `kind`, found `depth` archives deep, is not rewritten.
+pub(super) fn refusal(kind: crate::host::package::Kind, depth: usize) -> &'static str {
+    use crate::host::package::Kind;
+    match kind {
+        Kind::Deb => "rewriting Debian packages is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the package holds, then build it again",
+        Kind::Tar(_) => "rewriting tarballs (and conda packages) is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the tarball holds, then pack it again",
+        Kind::Zip if depth > 0 => "a zip inside an archive is not rewritten: its device code is read (ls, extract, du, verify), not rewritten",
+        Kind::Zip => "a zip is rewritten only when it is named on the command line",
+    }
+}
 
 /// The most a `RECORD` may take: it is read whole, as text.
 const RECORD_MOST: u64 = 256 << 20;
@@ -48,15 +68,15 @@ impl Fate {
     }
 }
 
-/// Rewrites the zip `input` (read as `data`) to where `placement` says; with `prune`, members
-/// of bare device images only for other targets are left out (and their `RECORD` rows).
+/// Rewrites the zip `input` (read as `data`) to where `placement` says; the members `prune`
+/// names are left out (and their `RECORD` rows).
 pub(super) fn rewrite_zip(
     input: &Path,
     data: &Input,
     placement: &Placement,
     config: &RewriteConfig,
     mode: Mode,
-    prune: bool,
+    prune: PruneMembers,
 ) -> Result<Summary> {
     let layout = zip::layout(input, data)?;
     let mut fates = layout
@@ -71,7 +91,8 @@ pub(super) fn rewrite_zip(
     };
     for (stored, fate) in layout.members.iter().zip(&fates) {
         if let Some(s) = fate.summary() {
-            if s.images_before > 0 {
+            // A member pruned is named whatever it held.
+            if s.images_before > 0 || matches!(fate, Fate::Pruned(_)) {
                 summary.add_counts(s);
                 summary
                     .members
@@ -128,14 +149,28 @@ fn member_fate(
     data: &[u8],
     stored: &Stored<'_>,
     config: &RewriteConfig,
-    prune: bool,
+    prune: PruneMembers,
 ) -> Result<Fate> {
     let budget = Budget::new(config.max_decompressed);
     let mut fate = Fate::Copied;
     zip::visit_member(input, data, stored, &budget, &mut |member| {
-        fate = rewritten_member(input, stored, member.bytes, config, prune)?;
+        fate = rewritten_member(input, stored, member.bytes, config, prune.bare)?;
         Ok(())
     })?;
+    // Without device code, and named for removed processors only: as such a file is.
+    let file_name = stored
+        .name
+        .rsplit(|&b| b == b'/')
+        .next()
+        .unwrap_or_default();
+    let named = named_only_for_removed(&String::from_utf8_lossy(file_name), config);
+    if matches!(fate, Fate::Copied) && prune.named && named {
+        let size = stored.size;
+        fate = Fate::Pruned(Summary {
+            size_before: size,
+            ..Summary::default()
+        });
+    }
     Ok(fate)
 }
 
