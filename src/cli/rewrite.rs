@@ -484,7 +484,8 @@ impl Report {
         if let Some(line) = embedded_line(input, summary, config) {
             self.text.push_str(&line);
         }
-        // A package's members with device code each have their line, before the package's.
+        // A package's members with device code, and those pruned, each have their line,
+        // before the package's.
         for (member, theirs) in &summary.members {
             self.text.push_str(&summary_line(member, theirs, mode));
         }
