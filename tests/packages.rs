@@ -529,22 +529,25 @@ fn a_truncated_tar_member_is_refused() {
 }
 
 #[test]
-fn packages_are_read_not_rewritten() {
+fn tarballs_and_debian_packages_are_read_not_rewritten() {
     let dir = tempfile::tempdir().unwrap();
     let Some(zips) = zips(dir.path()) else { return };
     let wheel = &zips[0];
-    let before = fs::read(wheel).unwrap();
-    let (code, _, err) = text_output(
-        offload()
-            .args(["strip", "--keep", "gfx90a", "--in-place"])
-            .arg(wheel),
-    );
-    assert_ne!(code, 0);
-    assert!(
-        err.contains("a package") && err.contains("not rewritten"),
-        "{err}"
-    );
-    assert_eq!(fs::read(wheel).unwrap(), before);
+    let mut refused = tarballs(&dir.path().join("tars"));
+    refused.extend(deb(dir.path(), "xz"));
+    for package in &refused {
+        let before = fs::read(package).unwrap();
+        let (code, _, err) = text_output(
+            offload()
+                .args(["strip", "--keep", "gfx90a", "--in-place"])
+                .arg(package),
+        );
+        assert_ne!(code, 0);
+        assert!(err.contains("is not supported"), "{err}");
+        let deb = package.extension().is_some_and(|e| e == "deb");
+        assert_eq!(err.contains("rewriting Debian packages"), deb, "{err}");
+        assert_eq!(&fs::read(package).unwrap(), &before);
+    }
     // Met in a folder, a package is passed by, as before packages were read.
     let tree = dir.path().join("mixed");
     fs::create_dir(&tree).unwrap();
@@ -675,18 +678,21 @@ fn a_package_of_bare_code_objects_is_never_pruned_whole() {
         return;
     }
     let before = fs::read(&zip).unwrap();
-    let (code, _, err) = text_output(
-        offload()
-            .args([
-                "strip",
-                "--keep",
-                "gfx90a",
-                "--prune",
-                "--allow-empty",
-                "--in-place",
-            ])
-            .arg(&zip),
-    );
+    let strip = |allow_empty: bool| {
+        let mut strip = offload();
+        strip.args(["strip", "--keep", "gfx90a", "--prune", "--in-place"]);
+        if allow_empty {
+            strip.arg("--allow-empty");
+        }
+        text_output(strip.arg(&zip))
+    };
+    // Keeping none of its images is refused, as for loose files.
+    let (code, _, err) = strip(false);
     assert_ne!(code, 0, "{err}");
     assert_eq!(fs::read(&zip).unwrap(), before);
+    // Allowed, the member goes and the package stays: a zip of no members.
+    let (code, _, err) = strip(true);
+    assert_eq!(code, 0, "{err}");
+    let after = fs::read(&zip).unwrap();
+    assert!(after.starts_with(b"PK\x05\x06"), "{after:?}");
 }

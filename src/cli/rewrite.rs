@@ -484,6 +484,11 @@ impl Report {
         if let Some(line) = embedded_line(input, summary, config) {
             self.text.push_str(&line);
         }
+        // A package's members with device code, and those pruned, each have their line,
+        // before the package's.
+        for (member, theirs) in &summary.members {
+            self.text.push_str(&summary_line(member, theirs, mode));
+        }
         self.text.push_str(&summary_line(input, summary, mode));
         totals.changed += usize::from(summary.rewritten > 0);
         totals.images_before += summary.images_before;

@@ -228,16 +228,23 @@ pub fn named_for_removed(path: &Path, config: &RewriteConfig) -> Result<Option<N
         .file_name()
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
-    let processors = processors_in_name(&name);
-    if processors.is_empty() || processors.iter().any(|p| is_kept(p, config)) {
+    if !named_only_for_removed(&name, config) {
         return Ok(None);
     }
+    let processors = processors_in_name(&name);
     let meta = std::fs::symlink_metadata(path).map_err(|e| Error::io(path, e))?;
     Ok(Some(NamedFile {
         processors,
         size: meta.len(),
         read: (meta.dev(), meta.ino()),
     }))
+}
+
+/// Whether the file name `name` carries processors, none of which a device `config` keeps
+/// would load code for.
+pub fn named_only_for_removed(name: &str, config: &RewriteConfig) -> bool {
+    let processors = processors_in_name(name);
+    !processors.is_empty() && !processors.iter().any(|p| is_kept(p, config))
 }
 
 /// Whether a device `config` keeps would load code built for `processor` (as if a code

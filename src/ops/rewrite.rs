@@ -71,7 +71,10 @@ use crate::target::target_id::{TargetId, TargetIdBuf};
 
 pub mod environments;
 pub mod job;
+mod package;
 pub mod plan;
+
+pub use package::PruneMembers;
 
 /// What to do to the device code.
 #[derive(Debug, Clone)]
@@ -180,6 +183,9 @@ pub struct Summary {
     /// The compressed bundles compressed by this rewrite, by the xxh3 hash of their bytes:
     /// once written, they are checked by those bytes, not inflated and hashed again.
     pub(crate) made: std::collections::BTreeSet<u64>,
+    /// For a package, each member that holds device code (`PACKAGE!member`) and what
+    /// became of it, in package order.
+    pub members: Vec<(PathBuf, Summary)>,
 }
 
 impl Summary {
@@ -820,8 +826,8 @@ fn rewrite_nested<'a>(
 ) -> Result<Option<NewFile<'a>>> {
     summary.size_before += data.len() as u64;
     let format_error = |e| Error::format(path, e);
-    if crate::host::package::kind(data).is_some() {
-        return Err(Error::file(path, "a package (a wheel or zip, a Debian or conda package, a tarball): its device code is read (ls, extract, du, verify), not rewritten; rewrite the files it holds, then package them again"));
+    if let Some(kind) = crate::host::package::kind(data) {
+        return Err(Error::file(path, package::refusal(kind, depth)));
     }
     let result = if is_archive(data) {
         rewrite_archive(path, data, config, summary, depth)?.map(NewFile::Bytes)
@@ -1212,15 +1218,20 @@ fn start_output(input: &Path, data: &Input, placement: &Placement) -> Result<Out
 
 /// Rewrites `input` to where `placement` says (in place: written beside it and renamed over
 /// it once on disk). With [`Mode::DryRun`], only the summary is made. Refuses to leave no
-/// device image unless the configuration allows it.
+/// device image unless the configuration allows it. A zip (a wheel) is written again member
+/// by member; `prune` says which of its members go.
 #[tracing::instrument(skip_all, fields(file = %input.display(), change = %config.change))]
 pub fn rewrite(
     input: &Path,
     placement: &Placement,
     config: &RewriteConfig,
     mode: Mode,
+    prune: PruneMembers,
 ) -> Result<Summary> {
     let data = Input::open(input)?;
+    if crate::host::package::kind(&data) == Some(crate::host::package::Kind::Zip) {
+        return package::rewrite_zip(input, &data, placement, config, mode, prune);
+    }
     let mut summary = Summary::default();
     let mut new = rewrite_file(input, &data, config, &mut summary)?;
     if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {

@@ -144,6 +144,8 @@ struct Entry<'a> {
     compressed_size: u64,
     size: u64,
     local_offset: u64,
+    /// Its whole central directory entry (header, name, extra fields, comment) in the file.
+    central: std::ops::Range<u64>,
 }
 
 /// The structure `T` at `offset` of `data`, or `None` when it does not fit.
@@ -290,9 +292,11 @@ fn entries(
                 "central directory entry at offset {here:#x}: its name and extra fields run past the directory's end"
             ));
         };
-        let entry = with_zip64(central, name, here, extra)?;
+        let mut entry = with_zip64(central, name, here, extra)?;
+        let len = header + name_len + extra_len + comment_len;
+        entry.central = here..here + len;
         entries.push(entry);
-        at += header + name_len + extra_len + comment_len;
+        at += len;
     }
     if entries.len() as u64 != count {
         return Err(format!(
@@ -319,6 +323,7 @@ fn with_zip64<'a>(
         compressed_size: u64::from(central.compressed_size.get(Le)),
         size: u64::from(central.size.get(Le)),
         local_offset: u64::from(central.local_offset.get(Le)),
+        central: at..at,
     };
     let wanted = [
         entry.size == u64::from(IN_ZIP64_32),
@@ -564,6 +569,344 @@ fn inflated(
     .map_err(Damage::Visit)
 }
 
+/// One member of a zip as it lies in the file, for a writer that copies it byte for byte or
+/// writes it anew.
+#[derive(Debug, Clone)]
+pub struct Stored<'a> {
+    /// Its name.
+    pub name: &'a [u8],
+    /// Its compression method: stored (0) or deflated (8).
+    pub method: u16,
+    /// Its size, as the central directory gives it.
+    pub size: u64,
+    /// Its bytes in the file: local header, data, data descriptor, up to the next member
+    /// (or the central directory).
+    pub span: std::ops::Range<u64>,
+    /// Its whole central directory entry.
+    pub central: std::ops::Range<u64>,
+    entry: Entry<'a>,
+}
+
+/// A zip as it lies in the file: its members in file order, and the comment of its end record.
+#[derive(Debug, Clone)]
+pub struct Layout<'a> {
+    /// The members, by where they lie in the file.
+    pub members: Vec<Stored<'a>>,
+    /// The members in central directory order, as indices into `members`.
+    pub order: Vec<usize>,
+    /// The zip's comment.
+    pub comment: &'a [u8],
+}
+
+/// The layout of the zip `data` (at `path`): every offset and size checked as [`read`] checks
+/// them, and every member's name as a member's path. An error names the package (and the
+/// member).
+pub fn layout<'a>(path: &Path, data: &'a [u8]) -> Result<Layout<'a>> {
+    let bad = |message: String| Error::file(path, message);
+    let (directory_offset, directory_size, count) = directory(data).map_err(bad)?;
+    let entries = entries(data, directory_offset, directory_size, count).map_err(bad)?;
+    check_layout(data, &entries, directory_offset).map_err(bad)?;
+    let mut by_offset: Vec<usize> = (0..entries.len()).collect();
+    by_offset.sort_by_key(|&i| entries.get(i).map_or(0, |e| e.local_offset));
+    let mut members = Vec::with_capacity(entries.len());
+    let mut order = vec![0; entries.len()];
+    for (k, &i) in by_offset.iter().enumerate() {
+        let Some(entry) = entries.get(i) else { continue };
+        checked_name(path, entry.name, entry.local_offset)?;
+        let end = by_offset
+            .get(k + 1)
+            .and_then(|&n| entries.get(n))
+            .map_or(directory_offset, |next| next.local_offset);
+        if bytes_at(data, entry.central.start, entry.central.end - entry.central.start).is_none() {
+            return Err(member_error(
+                path,
+                entry.name,
+                format!("its central directory entry at offset {:#x} runs past the end of the file", entry.at),
+            ));
+        }
+        if let Some(slot) = order.get_mut(i) {
+            *slot = k;
+        }
+        members.push(Stored {
+            name: entry.name,
+            method: entry.method,
+            size: entry.size,
+            span: entry.local_offset..end,
+            central: entry.central.clone(),
+            entry: entry.clone(),
+        });
+    }
+    Ok(Layout {
+        members,
+        order,
+        comment: end_comment(data),
+    })
+}
+
+/// The comment of the end record of `data`, a zip whose end record was found.
+fn end_comment(data: &[u8]) -> &[u8] {
+    let size = std::mem::size_of::<EndRecord>();
+    let earliest = data.len().saturating_sub(size + usize::from(u16::MAX));
+    let mut at = data.len().saturating_sub(size);
+    loop {
+        if let Some(end) = record::<EndRecord>(data, at as u64) {
+            let len = usize::from(end.comment_len.get(Le));
+            if end.signature.get(Le) == END && at + size + len == data.len() {
+                return data.get(at + size..).unwrap_or_default();
+            }
+        }
+        if at <= earliest {
+            return &[];
+        }
+        at -= 1;
+    }
+}
+
+/// Hands `visit` the member `stored` of the zip `data` (at `path`) when its first bytes say it
+/// may hold device code: a stored member as a slice of `data`, a deflated one inflated (into
+/// memory, or a spill file when large), never past its size. Damage is an error naming the
+/// package and the member.
+pub fn visit_member(
+    path: &Path,
+    data: &[u8],
+    stored: &Stored<'_>,
+    budget: &Budget,
+    visit: &mut Visit<'_>,
+) -> Result<()> {
+    match member(path, data, &stored.entry, budget, visit) {
+        Ok(()) => Ok(()),
+        Err(Damage::Member(e) | Damage::Visit(e)) => Err(e),
+    }
+}
+
+/// The whole of the member `stored` of the zip `data` (at `path`), whatever its first bytes:
+/// for a small member read as text (a wheel's `RECORD`). More than `most` bytes, or damage, is
+/// an error naming the package and the member.
+pub fn whole_member(path: &Path, data: &[u8], stored: &Stored<'_>, most: u64) -> Result<Vec<u8>> {
+    let entry = &stored.entry;
+    let damage = |message: String| member_error(path, entry.name, message);
+    let (start, len) = data_range(data, entry).map_err(damage)?;
+    let raw = bytes_at(data, start, len).unwrap_or_default();
+    if entry.size > most {
+        return Err(damage(format!("{} bytes: more than the {most} read", entry.size)));
+    }
+    let bytes = match entry.method {
+        STORED => raw.to_vec(),
+        DEFLATED => {
+            let mut out = Vec::new();
+            let mut stream = flate2::read::DeflateDecoder::new(raw).take(entry.size.saturating_add(1));
+            stream
+                .read_to_end(&mut out)
+                .map_err(|e| damage(format!("deflated stream at offset {start:#x}: {e}")))?;
+            out
+        }
+        method => {
+            return Err(damage(format!(
+                "member at offset {:#x} is compressed with method {method}, which is not read (only stored and deflated)",
+                entry.local_offset
+            )))
+        }
+    };
+    if bytes.len() as u64 != entry.size {
+        return Err(damage(format!(
+            "member at offset {start:#x} holds {} bytes; its size says {}",
+            bytes.len(),
+            entry.size
+        )));
+    }
+    Ok(bytes)
+}
+
+/// The fields of a local header or central directory entry a writer changes for a member
+/// written anew.
+#[derive(Debug, Clone, Copy)]
+pub struct NewSizes {
+    /// The CRC-32 of its bytes.
+    pub crc: u32,
+    /// Its size as stored.
+    pub compressed_size: u64,
+    /// Its size.
+    pub size: u64,
+}
+
+/// `extra` without its ZIP64 field, then one holding `values` (when there are any).
+fn extra_with_zip64(extra: &[u8], values: &[u64]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(extra.len() + 4 + 8 * values.len());
+    let mut rest = extra;
+    while let Some((head, tail)) = rest.split_first_chunk::<4>() {
+        let id = u16::from_le_bytes([head[0], head[1]]);
+        let len = usize::from(u16::from_le_bytes([head[2], head[3]]));
+        let Some(field) = tail.get(..len) else {
+            // A field that runs past the end is kept as it was.
+            out.extend_from_slice(rest);
+            rest = &[];
+            break;
+        };
+        if id != ZIP64_EXTRA {
+            out.extend_from_slice(head);
+            out.extend_from_slice(field);
+        }
+        rest = tail.get(len..).unwrap_or_default();
+    }
+    out.extend_from_slice(rest);
+    if !values.is_empty() {
+        out.extend_from_slice(&ZIP64_EXTRA.to_le_bytes());
+        // At most three values: 24 bytes.
+        let len = u16::try_from(8 * values.len()).unwrap_or(24);
+        out.extend_from_slice(&len.to_le_bytes());
+        for value in values {
+            out.extend_from_slice(&value.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// A 32-bit field for `value`, or the mark that says it is in the ZIP64 field (which then
+/// gets it).
+fn field32(value: u64, zip64: &mut Vec<u64>) -> u32 {
+    match u32::try_from(value) {
+        Ok(v) if v != IN_ZIP64_32 => v,
+        _ => {
+            zip64.push(value);
+            IN_ZIP64_32
+        }
+    }
+}
+
+/// The version needed to extract a member with ZIP64 fields.
+const ZIP64_VERSION: u16 = 45;
+
+/// The local header of `stored` (in `data`) written anew for its new `sizes`: no data
+/// descriptor, the sizes in a ZIP64 field when they need one; name, times, flags and other
+/// extra fields kept.
+pub fn local_header(data: &[u8], stored: &Stored<'_>, sizes: NewSizes) -> std::result::Result<Vec<u8>, String> {
+    let at = stored.span.start;
+    let local = record::<LocalHeader>(data, at).ok_or("no local header")?;
+    let header = std::mem::size_of::<LocalHeader>() as u64;
+    let name_len = u64::from(local.name_len.get(Le));
+    let extra = bytes_at(data, at + header + name_len, u64::from(local.extra_len.get(Le)))
+        .ok_or("the local header runs past the end of the file")?;
+    let mut zip64 = Vec::new();
+    // The ZIP64 field of a local header holds both sizes, or none.
+    let fits = |v: u64| u32::try_from(v).ok().filter(|&v| v != IN_ZIP64_32);
+    let (size, compressed) = match (fits(sizes.size), fits(sizes.compressed_size)) {
+        (Some(size), Some(compressed)) => (size, compressed),
+        _ => {
+            zip64 = vec![sizes.size, sizes.compressed_size];
+            (IN_ZIP64_32, IN_ZIP64_32)
+        }
+    };
+    let extra = extra_with_zip64(extra, &zip64);
+    let mut new = *local;
+    new.flags = U16::new(Le, local.flags.get(Le) & !0x8);
+    new.crc = U32::new(Le, sizes.crc);
+    new.size = U32::new(Le, size);
+    new.compressed_size = U32::new(Le, compressed);
+    new.extra_len = U16::new(Le, u16::try_from(extra.len()).map_err(|_| "extra fields too long")?);
+    if !zip64.is_empty() {
+        new.needed = U16::new(Le, local.needed.get(Le).max(ZIP64_VERSION));
+    }
+    let mut out = pod::bytes_of(&new).to_vec();
+    out.extend_from_slice(stored.name);
+    out.extend_from_slice(&extra);
+    Ok(out)
+}
+
+/// The central directory entry of `stored` (in `data`) for its member now at `offset`, with
+/// its new `sizes` when it was written anew; values that do not fit in 32 bits go to a ZIP64
+/// field. Everything else (name, times, modes, other extra fields, comment) is kept.
+pub fn central_entry(
+    data: &[u8],
+    stored: &Stored<'_>,
+    offset: u64,
+    sizes: Option<NewSizes>,
+) -> std::result::Result<Vec<u8>, String> {
+    let at = stored.central.start;
+    let central = record::<CentralHeader>(data, at).ok_or("no central directory entry")?;
+    let header = std::mem::size_of::<CentralHeader>() as u64;
+    let name_len = u64::from(central.name_len.get(Le));
+    let extra_len = u64::from(central.extra_len.get(Le));
+    let comment_len = u64::from(central.comment_len.get(Le));
+    let extra = bytes_at(data, at + header + name_len, extra_len);
+    let comment = bytes_at(data, at + header + name_len + extra_len, comment_len);
+    let (Some(extra), Some(comment)) = (extra, comment) else {
+        return Err("the central directory entry runs past the end of the file".into());
+    };
+    let entry = &stored.entry;
+    let (crc, size, compressed) = match sizes {
+        Some(s) => (s.crc, s.size, s.compressed_size),
+        None => (central.crc.get(Le), entry.size, entry.compressed_size),
+    };
+    let mut zip64 = Vec::new();
+    let mut new = *central;
+    // In the order the ZIP64 field holds them: size, compressed size, offset.
+    new.size = U32::new(Le, field32(size, &mut zip64));
+    new.compressed_size = U32::new(Le, field32(compressed, &mut zip64));
+    new.local_offset = U32::new(Le, field32(offset, &mut zip64));
+    new.crc = U32::new(Le, crc);
+    if sizes.is_some() {
+        new.flags = U16::new(Le, central.flags.get(Le) & !0x8);
+    }
+    if !zip64.is_empty() {
+        new.needed = U16::new(Le, central.needed.get(Le).max(ZIP64_VERSION));
+    }
+    let extra = extra_with_zip64(extra, &zip64);
+    new.extra_len = U16::new(Le, u16::try_from(extra.len()).map_err(|_| "extra fields too long")?);
+    let mut out = pod::bytes_of(&new).to_vec();
+    out.extend_from_slice(stored.name);
+    out.extend_from_slice(&extra);
+    out.extend_from_slice(comment);
+    Ok(out)
+}
+
+/// The records that end a zip whose central directory of `count` entries lies at `offset`
+/// (`size` bytes): the ZIP64 end record and its locator when a value does not fit the end
+/// record, then the end record with `comment`.
+pub fn end_records(count: u64, offset: u64, size: u64, comment: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let zip64 = count >= u64::from(IN_ZIP64_16)
+        || offset >= u64::from(IN_ZIP64_32)
+        || size >= u64::from(IN_ZIP64_32);
+    if zip64 {
+        let end64_at = offset + size;
+        let end64 = End64Record {
+            signature: U32::new(Le, END64),
+            record_size: U64::new(Le, (std::mem::size_of::<End64Record>() - 12) as u64),
+            made_by: U16::new(Le, ZIP64_VERSION),
+            needed: U16::new(Le, ZIP64_VERSION),
+            disk: U32::new(Le, 0),
+            directory_disk: U32::new(Le, 0),
+            entries_on_disk: U64::new(Le, count),
+            entries: U64::new(Le, count),
+            directory_size: U64::new(Le, size),
+            directory_offset: U64::new(Le, offset),
+        };
+        out.extend_from_slice(pod::bytes_of(&end64));
+        let locator = End64Locator {
+            signature: U32::new(Le, END64_LOCATOR),
+            disk: U32::new(Le, 0),
+            end64_offset: U64::new(Le, end64_at),
+            disks: U32::new(Le, 1),
+        };
+        out.extend_from_slice(pod::bytes_of(&locator));
+    }
+    let count16 = u16::try_from(count).ok().filter(|&c| c != IN_ZIP64_16).unwrap_or(IN_ZIP64_16);
+    let comment = comment.get(..usize::from(u16::MAX)).unwrap_or(comment);
+    let end = EndRecord {
+        signature: U32::new(Le, END),
+        disk: U16::new(Le, 0),
+        directory_disk: U16::new(Le, 0),
+        entries_on_disk: U16::new(Le, count16),
+        entries: U16::new(Le, count16),
+        directory_size: U32::new(Le, u32::try_from(size).unwrap_or(IN_ZIP64_32)),
+        directory_offset: U32::new(Le, u32::try_from(offset).unwrap_or(IN_ZIP64_32)),
+        comment_len: U16::new(Le, u16::try_from(comment.len()).unwrap_or(0)),
+    };
+    out.extend_from_slice(pod::bytes_of(&end));
+    out.extend_from_slice(comment);
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
@@ -652,5 +995,56 @@ mod tests {
         data[end + 10] = 7;
         let e = names(&data).unwrap_err();
         assert!(e.contains("the end record declares 7"), "{e}");
+    }
+
+    #[test]
+    fn a_member_written_anew_reads_back_and_the_others_stay() {
+        let data = zip(
+            &[(b"a.so", b"\x7fELF...."), (b"b.py", b"import os\n")],
+            None,
+        );
+        let layout = layout(Path::new("p.zip"), &data).unwrap();
+        let new: &[u8] = b"\x7fELF.";
+        let mut crc = flate2::Crc::new();
+        crc.update(new);
+        let sizes = NewSizes {
+            crc: crc.sum(),
+            compressed_size: new.len() as u64,
+            size: new.len() as u64,
+        };
+        let mut out = local_header(&data, &layout.members[0], sizes).unwrap();
+        out.extend_from_slice(new);
+        let second = out.len() as u64;
+        let span = &layout.members[1].span;
+        out.extend_from_slice(&data[span.start as usize..span.end as usize]);
+        let directory = out.len() as u64;
+        out.extend(central_entry(&data, &layout.members[0], 0, Some(sizes)).unwrap());
+        out.extend(central_entry(&data, &layout.members[1], second, None).unwrap());
+        let size = out.len() as u64 - directory;
+        out.extend(end_records(2, directory, size, b"hi"));
+        let mut seen = Vec::new();
+        let budget = Budget::new(u64::MAX);
+        let problems = read(Path::new("q.zip"), &out, &budget, &mut |m| {
+            seen.push((m.name.to_vec(), m.bytes.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+        assert!(problems.is_empty());
+        assert_eq!(seen, [(b"a.so".to_vec(), new.to_vec())]);
+        assert_eq!(end_comment(&out), b"hi");
+        // Sizes past 32 bits go to a ZIP64 field, which the reader takes.
+        let big = NewSizes {
+            crc: 0,
+            compressed_size: 5 << 30,
+            size: 6 << 30,
+        };
+        let header = local_header(&data, &layout.members[0], big).unwrap();
+        assert_eq!(&header[18..26], &[0xff; 8]);
+        assert_eq!(&header[34..38], &[1, 0, 16, 0]);
+        let entry = central_entry(&data, &layout.members[0], 0, Some(big)).unwrap();
+        let central = record::<CentralHeader>(&entry, 0).unwrap();
+        let (name, extra) = (&entry[46..50], &entry[50..]);
+        let read = with_zip64(central, name, 0, extra).unwrap();
+        assert_eq!((read.size, read.compressed_size, read.local_offset), (6 << 30, 5 << 30, 0));
     }
 }

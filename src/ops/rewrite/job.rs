@@ -414,7 +414,8 @@ fn rewrite_file(plan: &Plan, task: &Task, options: &JobOptions) -> Result<Outcom
         let bare = BareFile::judge(targets, size, config);
         return settle_bare(task, bare, before, written, options);
     }
-    let summary = rewriting::rewrite(input, placement, config, mode).map_err(|e| e.about(input))?;
+    let summary = rewriting::rewrite(input, placement, config, mode, pruned(options))
+        .map_err(|e| e.about(input))?;
     if summary.kept_whole {
         // Left as it is: nothing of it is removed.
         for usage in before.iter_mut().flat_map(|b| &mut b.targets) {
@@ -425,6 +426,15 @@ fn rewrite_file(plan: &Plan, task: &Task, options: &JobOptions) -> Result<Outcom
         summary,
         usages(before, written, config, mode),
     ))
+}
+
+/// What a strip leaves out of a zip it rewrites, as `--prune` and `--prune-named` ask.
+fn pruned(options: &JobOptions) -> rewriting::PruneMembers {
+    let pruning = options.pruning.unwrap_or(Pruning::of_flags(false, false));
+    rewriting::PruneMembers {
+        bare: pruning.bare == Action::Prune,
+        named: pruning.named == Action::Prune,
+    }
 }
 
 /// Keeps whole or prunes the file of `task`, of bare device images judged `bare`, whose code

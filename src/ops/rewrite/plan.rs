@@ -197,8 +197,8 @@ pub fn plan(
     output: Option<&Path>,
     taken: Taken,
 ) -> Result<Plan, Refusal> {
-    // Packages are read, never rewritten: one met in a folder is passed by as a file without
-    // device code is (one named is refused by the rewrite, which says why).
+    // A package met in a folder is passed by as a file without device code is; one named is
+    // the rewrite's (a zip is written again member by member, other kinds are refused).
     let rewritable = |f: &Found| roots.contains(&f.path) || !inputs::is_package(&f.path);
     let found = found
         .into_iter()

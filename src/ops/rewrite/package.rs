@@ -1,0 +1,367 @@
+//! A zip (a wheel, any `.zip`) named to `strip`, `compress` or `decompress`: written again as
+//! a zip of the same form. A member without device code is copied as it lies in the file
+//! (local header, data, data descriptor, central directory entry), only its offset changed;
+//! a member with device code is rewritten as a file of its own is, then compressed again with
+//! its own method, its headers given the new CRC-32 and sizes (in ZIP64 fields when they need
+//! them) and everything else kept. A wheel's `RECORD` gets the new hash and size of each
+//! member rewritten and loses the rows of members pruned.
+
+use std::io::Write;
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use crate::error::{Error, Result};
+use crate::format::image_target::{ImageTarget, Producer};
+use crate::host::package::manifest::{record, sha256, Edit, Sha256};
+use crate::host::package::zip::{self, Layout, NewSizes, Stored};
+use crate::host::package::{self, member_error, member_path, Budget};
+use crate::host::scan::{scan_reading, Places, Reading};
+use crate::io::{Input, Output};
+use crate::ops::prune::{is_bare, named_only_for_removed, BareFile};
+use crate::ops::rewrite::{
+    start_output, verify, Inflater, Mode, Placement, RewriteConfig, Summary,
+};
+
+/// What a strip with `--prune` leaves out of a zip it rewrites.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PruneMembers {
+    /// Members of bare device images only for other targets (`--prune`).
+    pub bare: bool,
+    /// Members without device code named for removed processors only (`--prune-named`).
+    pub named: bool,
+}
+
+/// Why the package of `kind`, found `depth` archives deep, is not rewritten.
+pub(super) fn refusal(kind: crate::host::package::Kind, depth: usize) -> &'static str {
+    use crate::host::package::Kind;
+    match kind {
+        Kind::Deb => "rewriting Debian packages is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the package holds, then build it again",
+        Kind::Tar(_) => "rewriting tarballs (and conda packages) is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the tarball holds, then pack it again",
+        Kind::Zip if depth > 0 => "a zip inside an archive is not rewritten: its device code is read (ls, extract, du, verify), not rewritten",
+        Kind::Zip => "a zip is rewritten only when it is named on the command line",
+    }
+}
+
+/// The most a `RECORD` may take: it is read whole, as text.
+const RECORD_MOST: u64 = 256 << 20;
+
+/// What becomes of one member.
+enum Fate {
+    /// Copied as it lies in the file.
+    Copied,
+    /// Holding device code, left as it was (copied as it lies).
+    Kept(Summary),
+    /// Written anew: its bytes as stored, its sizes and CRC, the SHA-256 and size of its
+    /// contents (for a `RECORD`).
+    Rewritten(Summary, Vec<u8>, NewSizes, Sha256),
+    /// Left out: bare device images only for other targets.
+    Pruned(Summary),
+}
+
+impl Fate {
+    fn summary(&self) -> Option<&Summary> {
+        match self {
+            Fate::Copied => None,
+            Fate::Kept(s) | Fate::Rewritten(s, ..) | Fate::Pruned(s) => Some(s),
+        }
+    }
+}
+
+/// Rewrites the zip `input` (read as `data`) to where `placement` says; the members `prune`
+/// names are left out (and their `RECORD` rows).
+pub(super) fn rewrite_zip(
+    input: &Path,
+    data: &Input,
+    placement: &Placement,
+    config: &RewriteConfig,
+    mode: Mode,
+    prune: PruneMembers,
+) -> Result<Summary> {
+    let layout = zip::layout(input, data)?;
+    let mut fates = layout
+        .members
+        .par_iter()
+        .map(|stored| member_fate(input, data, stored, config, prune))
+        .collect::<Result<Vec<Fate>>>()?;
+    update_record(input, data, &layout, &mut fates)?;
+    let mut summary = Summary {
+        size_before: data.len() as u64,
+        ..Summary::default()
+    };
+    for (stored, fate) in layout.members.iter().zip(&fates) {
+        if let Some(s) = fate.summary() {
+            // A member pruned is named whatever it held.
+            if s.images_before > 0 || matches!(fate, Fate::Pruned(_)) {
+                summary.add_counts(s);
+                summary
+                    .members
+                    .push((member_path(input, stored.name), s.clone()));
+            }
+        }
+    }
+    if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
+        return Err(Error::file(
+            input,
+            format!(
+                "this would remove every device image ({}); give --allow-empty to do it",
+                summary.images_before
+            ),
+        ));
+    }
+    let changed = fates
+        .iter()
+        .any(|f| matches!(f, Fate::Rewritten(..) | Fate::Pruned(_)));
+    summary.size_after = written_size(&layout, &fates);
+    if mode == Mode::DryRun || (!changed && placement.in_place()) {
+        return Ok(summary);
+    }
+    let mut out = start_output(input, data, placement)?;
+    summary.size_after = write(input, data, &layout, &fates, &mut out)?;
+    if changed {
+        verify(input, &mut out, &summary, config.max_decompressed)?;
+    }
+    out.commit()?;
+    Ok(summary)
+}
+
+/// The size the zip written would have, end records aside (a dry run's estimate).
+fn written_size(layout: &Layout<'_>, fates: &[Fate]) -> u64 {
+    let central: u64 = layout
+        .members
+        .iter()
+        .zip(fates)
+        .filter(|(_, f)| !matches!(f, Fate::Pruned(_)))
+        .map(|(m, f)| {
+            let span = match f {
+                Fate::Rewritten(_, bytes, ..) => bytes.len() as u64 + 30 + m.name.len() as u64,
+                _ => m.span.end - m.span.start,
+            };
+            span + (m.central.end - m.central.start)
+        })
+        .sum();
+    central + 22 + layout.comment.len() as u64
+}
+
+/// What becomes of the member `stored` of the zip `data` (at `input`).
+fn member_fate(
+    input: &Path,
+    data: &[u8],
+    stored: &Stored<'_>,
+    config: &RewriteConfig,
+    prune: PruneMembers,
+) -> Result<Fate> {
+    let budget = Budget::new(config.max_decompressed);
+    let mut fate = Fate::Copied;
+    zip::visit_member(input, data, stored, &budget, &mut |member| {
+        fate = rewritten_member(input, stored, member.bytes, config, prune.bare)?;
+        Ok(())
+    })?;
+    // Without device code, and named for removed processors only: as such a file is.
+    let file_name = stored
+        .name
+        .rsplit(|&b| b == b'/')
+        .next()
+        .unwrap_or_default();
+    let named = named_only_for_removed(&String::from_utf8_lossy(file_name), config);
+    if matches!(fate, Fate::Copied) && prune.named && named {
+        let size = stored.size;
+        fate = Fate::Pruned(Summary {
+            size_before: size,
+            ..Summary::default()
+        });
+    }
+    Ok(fate)
+}
+
+/// What becomes of a member that may hold device code, its contents `bytes`.
+fn rewritten_member(
+    input: &Path,
+    stored: &Stored<'_>,
+    bytes: &[u8],
+    config: &RewriteConfig,
+    prune: bool,
+) -> Result<Fate> {
+    let name = member_path(input, stored.name);
+    if package::kind(bytes).is_some() {
+        return Err(member_error(
+            input,
+            stored.name,
+            "a package inside a package is not rewritten (conda packages and tarballs are read, not rewritten)",
+        ));
+    }
+    let mut targets: Vec<ImageTarget> = Vec::new();
+    let mut all_bare = true;
+    let problems = scan_reading(
+        &name,
+        bytes,
+        Places::Everywhere,
+        config.max_decompressed,
+        Reading::Headers,
+        &mut |image| {
+            all_bare &= is_bare(image);
+            if image.target.producer != Producer::Host {
+                targets.push(image.target.clone());
+            }
+        },
+    )?;
+    if let Some(problem) = problems.into_iter().next() {
+        return Err(problem);
+    }
+    if targets.is_empty() {
+        return Ok(Fate::Copied);
+    }
+    let size = bytes.len() as u64;
+    if all_bare && prune && !BareFile::judge(&targets, size, config).kept {
+        return Ok(Fate::Pruned(Summary {
+            images_before: targets.len(),
+            size_before: size,
+            ..Summary::default()
+        }));
+    }
+    let mut summary = Summary::default();
+    let Some(new) = super::rewrite_file(&name, bytes, config, &mut summary)? else {
+        summary.size_after = summary.size_before;
+        return Ok(Fate::Kept(summary));
+    };
+    let inflater = Inflater::new(bytes, config.max_decompressed, &name);
+    let contents = new.into_bytes(&inflater)?;
+    summary.size_after = contents.len() as u64;
+    let (stored_bytes, sizes) = compressed(&name, stored.method, &contents)?;
+    Ok(Fate::Rewritten(
+        summary,
+        stored_bytes,
+        sizes,
+        sha256(&contents),
+    ))
+}
+
+/// `contents` stored as `method` says (stored, or deflated at the usual level), with the
+/// sizes and CRC-32 its headers give.
+fn compressed(name: &Path, method: u16, contents: &[u8]) -> Result<(Vec<u8>, NewSizes)> {
+    let mut crc = flate2::Crc::new();
+    crc.update(contents);
+    let stored = match method {
+        0 => contents.to_vec(),
+        _ => {
+            let mut encoder =
+                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+            encoder
+                .write_all(contents)
+                .and_then(|()| encoder.finish())
+                .map_err(|e| Error::io(name, e))?
+        }
+    };
+    let sizes = NewSizes {
+        crc: crc.sum(),
+        compressed_size: stored.len() as u64,
+        size: contents.len() as u64,
+    };
+    Ok((stored, sizes))
+}
+
+/// Whether `name` is a wheel's `RECORD`: `<name>.dist-info/RECORD` at the top of the zip.
+fn is_record(name: &[u8]) -> bool {
+    name.strip_suffix(b".dist-info/RECORD")
+        .is_some_and(|dir| !dir.is_empty() && !dir.contains(&b'/'))
+}
+
+/// Gives the wheel's `RECORD` (if the zip holds one) the new hash and size of each member
+/// rewritten, and drops the rows of members pruned.
+fn update_record(input: &Path, data: &[u8], layout: &Layout<'_>, fates: &mut [Fate]) -> Result<()> {
+    let mut edits = std::collections::HashMap::new();
+    for (stored, fate) in layout.members.iter().zip(fates.iter()) {
+        match fate {
+            Fate::Rewritten(_, _, sizes, digest) => {
+                let edit = Edit::Rewritten {
+                    digest: *digest,
+                    size: sizes.size,
+                };
+                edits.insert(stored.name, edit);
+            }
+            Fate::Pruned(_) => {
+                edits.insert(stored.name, Edit::Removed);
+            }
+            _ => {}
+        }
+    }
+    if edits.is_empty() {
+        return Ok(());
+    }
+    let Some(at) = layout.members.iter().position(|m| is_record(m.name)) else {
+        return Ok(());
+    };
+    let Some(stored) = layout.members.get(at) else {
+        return Ok(());
+    };
+    let name = member_path(input, stored.name);
+    let text = zip::whole_member(input, data, stored, RECORD_MOST)?;
+    let (new, _) = record::update(&text, |path| edits.get(path).copied())
+        .map_err(|e| Error::file(&name, e.to_string()))?;
+    let (bytes, sizes) = compressed(&name, stored.method, &new)?;
+    if let Some(slot) = fates.get_mut(at) {
+        *slot = Fate::Rewritten(Summary::default(), bytes, sizes, sha256(&new));
+    }
+    Ok(())
+}
+
+/// Writes the zip to `out`: each member copied or written anew in file order, then the
+/// central directory in its order, then the end records. Returns the size written.
+fn write(
+    input: &Path,
+    data: &Input,
+    layout: &Layout<'_>,
+    fates: &[Fate],
+    out: &mut Output,
+) -> Result<u64> {
+    let mut at = 0u64;
+    let mut offsets = Vec::with_capacity(fates.len());
+    let fail = |stored: &Stored<'_>, message: String| member_error(input, stored.name, message);
+    for (stored, fate) in layout.members.iter().zip(fates) {
+        offsets.push(at);
+        match fate {
+            Fate::Pruned(_) => {}
+            Fate::Rewritten(_, bytes, sizes, _) => {
+                let header =
+                    zip::local_header(data, stored, *sizes).map_err(|e| fail(stored, e))?;
+                out.write_bytes(&header)?;
+                out.write_bytes(bytes)?;
+                at += (header.len() + bytes.len()) as u64;
+            }
+            Fate::Copied | Fate::Kept(_) => {
+                let part = slice(data, &stored.span)
+                    .ok_or_else(|| fail(stored, "its bytes run past the end of the file".into()))?;
+                out.write_part(data, part)?;
+                at += part.len() as u64;
+            }
+        }
+    }
+    let directory = at;
+    let mut count = 0u64;
+    for &k in &layout.order {
+        let (Some(stored), Some(fate), Some(&offset)) =
+            (layout.members.get(k), fates.get(k), offsets.get(k))
+        else {
+            continue;
+        };
+        let sizes = match fate {
+            Fate::Pruned(_) => continue,
+            Fate::Rewritten(_, _, sizes, _) => Some(*sizes),
+            _ => None,
+        };
+        let entry = zip::central_entry(data, stored, offset, sizes).map_err(|e| fail(stored, e))?;
+        out.write_bytes(&entry)?;
+        at += entry.len() as u64;
+        count += 1;
+    }
+    let end = zip::end_records(count, directory, at - directory, layout.comment);
+    out.write_bytes(&end)?;
+    Ok(at + end.len() as u64)
+}
+
+/// `data[range]`, when it is all there.
+fn slice<'d>(data: &'d [u8], range: &std::ops::Range<u64>) -> Option<&'d [u8]> {
+    let start = usize::try_from(range.start).ok()?;
+    let end = usize::try_from(range.end).ok()?;
+    data.get(start..end)
+}
