@@ -25,7 +25,7 @@
 //!     max_decompressed: DEFAULT_MAX_DECOMPRESSED,
 //!     ptx: Default::default(),
 //! };
-//! let summary = rewrite::rewrite(&file, &Placement::InPlace, &config, Mode::Write)?;
+//! let summary = rewrite::rewrite(&file, &Placement::InPlace, &config, Mode::Write, Default::default())?;
 //! // Device images: the host entry is none.
 //! assert_eq!((summary.images_before, summary.images_after), (2, 1));
 //!

@@ -27,13 +27,13 @@
 //!     ptx: Default::default(),
 //! };
 //! let packed = dir.path().join("packed.hipfb");
-//! let summary = rewrite::rewrite(&plain, &Placement::New(packed.clone()), &config, Mode::Write)?;
+//! let summary = rewrite::rewrite(&plain, &Placement::New(packed.clone()), &config, Mode::Write, Default::default())?;
 //! assert_eq!(summary.rewritten, 1);
 //! assert!(summary.size_after < summary.size_before);
 //! assert!(ccob::is_compressed(&std::fs::read(&packed)?));
 //!
 //! config.change = Change::Decompress;
-//! rewrite::rewrite(&packed, &Placement::InPlace, &config, Mode::Write)?;
+//! rewrite::rewrite(&packed, &Placement::InPlace, &config, Mode::Write, Default::default())?;
 //! assert_eq!(std::fs::read(&packed)?, bytes);
 //! # Ok(())
 //! # }

@@ -34,7 +34,7 @@
 //!     max_decompressed: ccob::DEFAULT_MAX_DECOMPRESSED,
 //!     ptx: Default::default(),
 //! };
-//! let summary = rewriting::rewrite(&task.input, &task.placement, &config, Mode::Write)?;
+//! let summary = rewriting::rewrite(&task.input, &task.placement, &config, Mode::Write, Default::default())?;
 //!
 //! let updated = environments::update(&plan, [(&task.placement, Touched::Rewritten)], Mode::Write);
 //! let updated = updated.into_iter().next().expect("one manifest")?;

@@ -93,6 +93,16 @@ pub enum Refusal {
         /// Whether it is that folder itself.
         same: bool,
     },
+    /// The folder a single file's output would go in is not there: found before any work,
+    /// not after it.
+    #[error(
+        "'{}': no such folder to write the output in",
+        crate::io::shown(folder)
+    )]
+    NoOutputFolder {
+        /// The folder named (the output itself when it ends in `/`, else its parent).
+        folder: PathBuf,
+    },
     /// Two inputs would be written to one output.
     #[error(
         "'{}' and another input would both be written to '{}'",
@@ -246,6 +256,14 @@ fn destinations(
         placement: Placement::New(output),
         other_names: Vec::new(),
     };
+    if let Some(output) = output.filter(|o| single_file && !o.is_dir()) {
+        let folder = output_folder(output);
+        if !folder.is_dir() {
+            return Err(Refusal::NoOutputFolder {
+                folder: folder.to_path_buf(),
+            });
+        }
+    }
     let tasks = match output {
         Some(output) if single_file && !output.is_dir() => found
             .into_iter()
@@ -272,6 +290,19 @@ fn destinations(
         None => in_place_tasks(roots, found, &mut plan.refused),
     };
     Ok(tasks)
+}
+
+/// The folder a single file's output `output` is written in: `output` itself when it ends in
+/// `/` (it names a folder), else the folder it names its file in (`.` for a bare name).
+fn output_folder(output: &Path) -> &Path {
+    use std::os::unix::ffi::OsStrExt;
+    if output.as_os_str().as_bytes().ends_with(b"/") {
+        return output;
+    }
+    match output.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
 }
 
 /// The tasks of files rewritten in place: a file with several names once, under the first
