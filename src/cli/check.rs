@@ -65,15 +65,7 @@ pub(crate) struct Args {
     general: crate::cli::general::GeneralOpts,
 }
 
-impl crate::cli::subcommand::Subcommand for Args {
-    const PROG: &'static str = PROG;
-    fn general(&self) -> Option<crate::cli::general::GeneralOpts> {
-        Some(self.general)
-    }
-    fn run(self) -> i32 {
-        run(self)
-    }
-}
+crate::cli::subcommand::subcommand!(Args, PROG, run, general);
 
 /// Runs `offload check` with `args` (without the program name) and returns the exit status.
 fn run(args: Args) -> i32 {

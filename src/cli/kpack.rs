@@ -68,18 +68,7 @@ fn usage_error(message: &str) -> i32 {
     2
 }
 
-impl crate::cli::subcommand::Subcommand for Args {
-    const PROG: &'static str = PROG;
-    fn general(&self) -> Option<crate::cli::general::GeneralOpts> {
-        Some(self.general)
-    }
-    fn output(&self) -> Option<crate::cli::general::OutputOpts> {
-        Some(self.output_opts)
-    }
-    fn run(self) -> i32 {
-        run(self)
-    }
-}
+crate::cli::subcommand::subcommand!(Args, PROG, run, general, output_opts);
 
 /// Runs `offload kpack` with `args` (without the program name) and returns the exit status.
 fn run(args: Args) -> i32 {

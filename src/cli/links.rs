@@ -38,12 +38,7 @@ pub(crate) struct Args {
     release: Option<String>,
 }
 
-impl crate::cli::subcommand::Subcommand for Args {
-    const PROG: &'static str = PROG;
-    fn run(self) -> i32 {
-        run(self)
-    }
-}
+crate::cli::subcommand::subcommand!(Args, PROG, run);
 
 /// Runs `offload links` with `args` (without the program name) and returns the exit status.
 fn run(args: Args) -> i32 {

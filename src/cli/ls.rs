@@ -58,15 +58,7 @@ enum UriForm {
     Readobj,
 }
 
-impl crate::cli::subcommand::Subcommand for Args {
-    const PROG: &'static str = PROG;
-    fn general(&self) -> Option<crate::cli::general::GeneralOpts> {
-        Some(self.general)
-    }
-    fn run(self) -> i32 {
-        run(self)
-    }
-}
+crate::cli::subcommand::subcommand!(Args, PROG, run, general);
 
 /// Runs `offload ls` with `args` (without the program name) and returns the exit status: 0
 /// when every file could be read, 1 otherwise (the files that could be read are still listed).

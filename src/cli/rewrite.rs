@@ -498,44 +498,23 @@ impl Report {
     }
 }
 
-impl crate::cli::subcommand::Subcommand for StripArgs {
-    const PROG: &'static str = "offload strip";
-    fn general(&self) -> Option<GeneralOpts> {
-        Some(self.general)
-    }
-    fn output(&self) -> Option<OutputOpts> {
-        Some(self.output_opts)
-    }
-    fn run(self) -> i32 {
-        strip(self)
-    }
-}
+crate::cli::subcommand::subcommand!(StripArgs, "offload strip", strip, general, output_opts);
 
-impl crate::cli::subcommand::Subcommand for CompressArgs {
-    const PROG: &'static str = "offload compress";
-    fn general(&self) -> Option<GeneralOpts> {
-        Some(self.general)
-    }
-    fn output(&self) -> Option<OutputOpts> {
-        Some(self.output_opts)
-    }
-    fn run(self) -> i32 {
-        compress(self)
-    }
-}
+crate::cli::subcommand::subcommand!(
+    CompressArgs,
+    "offload compress",
+    compress,
+    general,
+    output_opts
+);
 
-impl crate::cli::subcommand::Subcommand for DecompressArgs {
-    const PROG: &'static str = "offload decompress";
-    fn general(&self) -> Option<GeneralOpts> {
-        Some(self.general)
-    }
-    fn output(&self) -> Option<OutputOpts> {
-        Some(self.output_opts)
-    }
-    fn run(self) -> i32 {
-        decompress(self)
-    }
-}
+crate::cli::subcommand::subcommand!(
+    DecompressArgs,
+    "offload decompress",
+    decompress,
+    general,
+    output_opts
+);
 
 /// Runs `offload strip` with `args` (without the program name).
 fn strip(args: StripArgs) -> i32 {

@@ -43,3 +43,29 @@ pub(crate) fn run_parsed<A: Subcommand>(args: &[OsString]) -> i32 {
 pub(crate) fn definition<A: clap::CommandFactory>() -> clap::Command {
     A::command()
 }
+
+/// Implements [`Subcommand`] for a command's `Args`: its name in messages, the function that
+/// runs it, and which shared options it flattens (`general` for `-v`, `output_opts` for
+/// `--sync`), e.g. `subcommand!(Args, "offload ls", run, general);`.
+macro_rules! subcommand {
+    ($args:ty, $prog:expr, $run:path $(, $option:ident)*) => {
+        impl $crate::cli::subcommand::Subcommand for $args {
+            const PROG: &'static str = $prog;
+            $($crate::cli::subcommand::subcommand!(@$option);)*
+            fn run(self) -> i32 {
+                $run(self)
+            }
+        }
+    };
+    (@general) => {
+        fn general(&self) -> Option<$crate::cli::general::GeneralOpts> {
+            Some(self.general)
+        }
+    };
+    (@output_opts) => {
+        fn output(&self) -> Option<$crate::cli::general::OutputOpts> {
+            Some(self.output_opts)
+        }
+    };
+}
+pub(crate) use subcommand;
