@@ -442,6 +442,38 @@ fn a_zip_member_that_inflates_short_of_its_size_is_refused() {
 }
 
 #[test]
+fn a_zip_member_whose_crc_is_wrong_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let zip = dir.path().join("crc.zip");
+    let sample = samples_dir().join("linked/hip-app");
+    if python(ZIP_ONE, &[&zip, &sample]).is_none() {
+        return;
+    }
+    let mut bytes = fs::read(&zip).unwrap();
+    let central = find(&bytes, b"PK\x01\x02");
+    bytes[central + 16] ^= 0x55;
+    fs::write(&zip, &bytes).unwrap();
+    refused(&zip, &["crc.zip!lib/x.so", "CRC-32"]);
+    // Nor is it rewritten, in place or elsewhere.
+    let out = dir.path().join("stripped.zip");
+    for args in [&["-o", out.to_str().unwrap()][..], &["--in-place"]] {
+        let (code, _, err) = text_output(
+            offload()
+                .args(["strip", "--keep", "gfx90a"])
+                .args(args)
+                .arg(&zip),
+        );
+        assert_ne!(code, 0);
+        assert!(
+            err.contains("crc.zip!lib/x.so") && err.contains("CRC-32"),
+            "{err}"
+        );
+    }
+    assert!(!out.exists());
+    assert_eq!(fs::read(&zip).unwrap(), bytes);
+}
+
+#[test]
 fn a_zip_bomb_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let zip = dir.path().join("bomb.zip");

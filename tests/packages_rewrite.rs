@@ -415,3 +415,45 @@ fn zips_with_data_descriptors_or_zip64_records_are_rewritten() {
         assert_eq!(processors(&out), ["gfx90a"].map(String::from).into());
     }
 }
+
+/// Writes, in Python, the zip `sys.argv[1]` of one deflated member `big/app` holding the file
+/// `sys.argv[2]`.
+const ONE_MEMBER: &str = "import sys, zipfile\n\
+with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:\n\
+\x20   z.write(sys.argv[2], 'big/app')\n";
+
+#[test]
+fn a_member_larger_than_memory_holds_is_rewritten_as_a_loose_file_is() {
+    // A program with 20 MiB after its sections: larger than a member made in memory.
+    let dir = tempfile::tempdir().unwrap();
+    let Some(python) = util::tool("python3") else {
+        return;
+    };
+    let mut app = fs::read(samples_dir().join("linked/hip-app")).unwrap();
+    app.extend((0..20u32 << 20).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8));
+    let loose = dir.path().join("app");
+    fs::write(&loose, &app).unwrap();
+    let zip = dir.path().join("big.zip");
+    succeed(
+        Command::new(python)
+            .args(["-c", ONE_MEMBER])
+            .arg(&zip)
+            .arg(&loose),
+    );
+    let out = dir.path().join("out.zip");
+    let stripped = dir.path().join("app.stripped");
+    for (input, output) in [(&zip, &out), (&loose, &stripped)] {
+        succeed(
+            offload()
+                .args(["strip", "--keep", "gfx90a", "-o"])
+                .arg(output)
+                .arg(input),
+        );
+    }
+    let read = "import sys, zipfile\n\
+        sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read('big/app'))\n";
+    let member = succeed(Command::new("python3").args(["-c", read]).arg(&out)).stdout;
+    assert!(member.len() > 20 << 20);
+    assert!(member == fs::read(&stripped).unwrap());
+    assert_eq!(processors(&out), ["gfx90a"].map(String::from).into());
+}

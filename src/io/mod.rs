@@ -765,6 +765,31 @@ impl Output {
         }
     }
 
+    /// Starts writing an unnamed temporary file, for a file made whole before it is used as
+    /// the input of a next step (a package's member, compressed after it is written): it
+    /// takes disk, not memory, and leaves nothing behind. `path` names it in errors.
+    pub fn scratch(path: &Path) -> Result<Output> {
+        let file = tempfile::tempfile().map_err(|e| Error::io(path, e))?;
+        Ok(Output::with_sink(path, Sink::Direct(file)))
+    }
+
+    /// What a [`Output::scratch`] output holds, mapped to be read: `None` for any other
+    /// output.
+    pub fn into_scratch(self) -> Result<Option<Input>> {
+        let path = self.path;
+        let writer = self
+            .sink
+            .into_inner()
+            .map_err(|e| write_error(&path, e.into_error()))?;
+        let Sink::Direct(file) = writer.0 else {
+            return Ok(None);
+        };
+        let len = file.metadata().map_err(|e| Error::io(&path, e))?.len();
+        Input::from_temporary(file, len)
+            .map(Some)
+            .map_err(|e| Error::io(&path, e))
+    }
+
     /// The destination path.
     pub fn path(&self) -> &Path {
         &self.path
@@ -1309,6 +1334,26 @@ mod tests {
         SERIAL
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    #[test]
+    fn a_scratch_output_gives_back_what_was_written_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let input_path = dir.path().join("in");
+        let source: Vec<u8> = (0..(3u32 << 20)).map(|i| (i % 253) as u8).collect();
+        fs::write(&input_path, &source).unwrap();
+        let input = Input::open(&input_path).unwrap();
+        let mut out = Output::scratch(Path::new("member")).unwrap();
+        out.write_bytes(b"head").unwrap();
+        out.write_part(&input, &input[1..]).unwrap();
+        let made = out.into_scratch().unwrap().unwrap();
+        assert_eq!(&made[..4], b"head");
+        assert!(made[4..] == source[1..]);
+        // A file's output is not a scratch one.
+        let other = Output::create(&dir.path().join("out")).unwrap();
+        assert!(other.into_scratch().unwrap().is_none());
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["in"]);
     }
 
     #[test]

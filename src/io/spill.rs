@@ -277,6 +277,63 @@ fn disjoint<'h, T>(held: &'h mut [u8], base: u64, holes: &[Hole<T>]) -> Option<V
     Some(parts)
 }
 
+impl Write for Spill {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.append(buf)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Parts made in parallel and written out later in an order of their own (a package's
+/// members, compressed again): each put on the shelf as it is made, in one unnamed temporary
+/// file, and found again by its place. What is made waits on the disk, not in memory.
+#[derive(Debug)]
+pub struct Shelf {
+    file: File,
+    end: std::sync::Mutex<u64>,
+}
+
+/// Where a part lies on a [`Shelf`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shelved {
+    /// The offset of its first byte.
+    pub at: u64,
+    /// Its size.
+    pub len: u64,
+}
+
+impl Shelf {
+    /// An empty shelf.
+    pub fn new() -> io::Result<Shelf> {
+        Ok(Shelf {
+            file: tempfile::tempfile()?,
+            end: std::sync::Mutex::new(0),
+        })
+    }
+
+    /// Puts `bytes` on the shelf; many threads may put at once.
+    pub fn put(&self, bytes: &[u8]) -> io::Result<Shelved> {
+        let len = bytes.len() as u64;
+        let at = {
+            let mut end = self.end.lock().unwrap_or_else(|e| e.into_inner());
+            let at = *end;
+            *end = at.checked_add(len).ok_or(io::ErrorKind::InvalidInput)?;
+            at
+        };
+        self.file.write_all_at(bytes, at)?;
+        Ok(Shelved { at, len })
+    }
+
+    /// The file the parts are in, to copy them from by their places.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+}
+
 /// Bytes a [`Spill`] made.
 pub enum Spilled {
     /// Held in memory.
@@ -444,5 +501,44 @@ mod tests {
         assert_eq!(bytes.len() as u64, 1000 + IN_MEMORY);
         assert!(bytes[..1000].iter().all(|&b| b == 1));
         assert!(bytes[1000..].iter().all(|&b| b == 9));
+    }
+
+    #[test]
+    fn parts_put_on_a_shelf_from_many_threads_are_found_whole_by_their_places() {
+        let shelf = Shelf::new().unwrap();
+        let parts: Vec<Vec<u8>> = (0..400u32)
+            .map(|k| (0..(k * 37 % 5000)).map(|i| (i ^ k) as u8).collect())
+            .collect();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(8).build().unwrap();
+        let places: Vec<Shelved> = pool.install(|| {
+            parts
+                .par_iter()
+                .map(|p| shelf.put(p).unwrap())
+                .collect()
+        });
+        let mut total = 0;
+        for (part, place) in parts.iter().zip(&places) {
+            let mut back = vec![0u8; place.len as usize];
+            shelf.file().read_exact_at(&mut back, place.at).unwrap();
+            assert!(back == *part);
+            total += place.len;
+        }
+        // No two parts overlap, and nothing lies between them.
+        let mut spans: Vec<(u64, u64)> = places.iter().map(|p| (p.at, p.at + p.len)).collect();
+        spans.sort_unstable();
+        assert!(spans.windows(2).all(|w| w[0].1 == w[1].0));
+        assert_eq!(spans.last().unwrap().1, total);
+    }
+
+    #[test]
+    fn a_spill_written_through_write_keeps_every_byte() {
+        let mut spill = Spill::new();
+        let bytes: Vec<u8> = (0..(IN_MEMORY + 4096)).map(|i| (i % 251) as u8).collect();
+        for chunk in bytes.chunks(1 << 20) {
+            spill.write_all(chunk).unwrap();
+        }
+        let made = spill.finish().unwrap();
+        assert!(matches!(made, Spilled::File(_)));
+        assert!(made.bytes() == bytes.as_slice());
     }
 }

@@ -141,6 +141,8 @@ struct Entry<'a> {
     at: u64,
     flags: u16,
     method: u16,
+    /// The CRC-32 of its contents, as the central directory gives it.
+    crc: u32,
     compressed_size: u64,
     size: u64,
     local_offset: u64,
@@ -320,6 +322,7 @@ fn with_zip64<'a>(
         at,
         flags: central.flags.get(Le),
         method: central.method.get(Le),
+        crc: central.crc.get(Le),
         compressed_size: u64::from(central.compressed_size.get(Le)),
         size: u64::from(central.size.get(Le)),
         local_offset: u64::from(central.local_offset.get(Le)),
@@ -498,6 +501,7 @@ fn member(
             if !super::may_hold_device_code(head) {
                 return Ok(());
             }
+            crc_checked(entry, start, stored).map_err(damage)?;
             visit(&Member {
                 name: entry.name,
                 bytes: stored,
@@ -562,11 +566,28 @@ fn inflated(
             entry.size
         )));
     }
+    crc_checked(entry, start, bytes.bytes()).map_err(damage)?;
     visit(&Member {
         name: entry.name,
         bytes: bytes.bytes(),
     })
     .map_err(Damage::Visit)
+}
+
+/// Refuses the contents `bytes` of the member `entry` (its data at `start`) when their
+/// CRC-32 is not the one the central directory gives: a member damaged in the file would
+/// otherwise be listed, extracted or rewritten as if whole.
+fn crc_checked(entry: &Entry<'_>, start: u64, bytes: &[u8]) -> std::result::Result<(), String> {
+    let mut crc = flate2::Crc::new();
+    crc.update(bytes);
+    if crc.sum() == entry.crc {
+        return Ok(());
+    }
+    Err(format!(
+        "member at offset {start:#x}: its bytes' CRC-32 is {:#010x}; the central directory says {:#010x}",
+        crc.sum(),
+        entry.crc
+    ))
 }
 
 /// One member of a zip as it lies in the file, for a writer that copies it byte for byte or
@@ -714,6 +735,7 @@ pub fn whole_member(path: &Path, data: &[u8], stored: &Stored<'_>, most: u64) ->
             entry.size
         )));
     }
+    crc_checked(entry, start, &bytes).map_err(damage)?;
     Ok(bytes)
 }
 

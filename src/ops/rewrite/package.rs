@@ -17,10 +17,11 @@ use crate::host::package::manifest::{record, sha256, Edit, Sha256};
 use crate::host::package::zip::{self, Layout, NewSizes, Stored};
 use crate::host::package::{self, member_error, member_path, Budget};
 use crate::host::scan::{scan_reading, Places, Reading};
+use crate::io::spill::{Shelf, Shelved, Spill};
 use crate::io::{Input, Output};
 use crate::ops::prune::{is_bare, named_only_for_removed, BareFile};
 use crate::ops::rewrite::{
-    start_output, verify, Inflater, Mode, Placement, RewriteConfig, Summary,
+    start_output, verify, Inflater, Mode, NewFile, Placement, RewriteConfig, Summary,
 };
 
 /// What a strip with `--prune` leaves out of a zip it rewrites.
@@ -52,9 +53,9 @@ enum Fate {
     Copied,
     /// Holding device code, left as it was (copied as it lies).
     Kept(Summary),
-    /// Written anew: its bytes as stored, its sizes and CRC, the SHA-256 and size of its
-    /// contents (for a `RECORD`).
-    Rewritten(Summary, Vec<u8>, NewSizes, Sha256),
+    /// Written anew: where its bytes as stored wait on the shelf, its sizes and CRC, the
+    /// SHA-256 of its contents (for a `RECORD`).
+    Rewritten(Summary, Shelved, NewSizes, Sha256),
     /// Left out: bare device images only for other targets.
     Pruned(Summary),
 }
@@ -79,12 +80,13 @@ pub(super) fn rewrite_zip(
     prune: PruneMembers,
 ) -> Result<Summary> {
     let layout = zip::layout(input, data)?;
+    let shelf = Shelf::new().map_err(|e| Error::io(input, e))?;
     let mut fates = layout
         .members
         .par_iter()
-        .map(|stored| member_fate(input, data, stored, config, prune))
+        .map(|stored| member_fate(input, data, stored, config, prune, &shelf))
         .collect::<Result<Vec<Fate>>>()?;
-    update_record(input, data, &layout, &mut fates)?;
+    update_record(input, data, &layout, &mut fates, &shelf)?;
     let mut summary = Summary {
         size_before: data.len() as u64,
         ..Summary::default()
@@ -117,7 +119,7 @@ pub(super) fn rewrite_zip(
         return Ok(summary);
     }
     let mut out = start_output(input, data, placement)?;
-    summary.size_after = write(input, data, &layout, &fates, &mut out)?;
+    summary.size_after = write(input, data, &layout, &fates, &shelf, &mut out)?;
     if changed {
         verify(input, &mut out, &summary, config.max_decompressed)?;
     }
@@ -134,7 +136,7 @@ fn written_size(layout: &Layout<'_>, fates: &[Fate]) -> u64 {
         .filter(|(_, f)| !matches!(f, Fate::Pruned(_)))
         .map(|(m, f)| {
             let span = match f {
-                Fate::Rewritten(_, bytes, ..) => bytes.len() as u64 + 30 + m.name.len() as u64,
+                Fate::Rewritten(_, shelved, ..) => shelved.len + 30 + m.name.len() as u64,
                 _ => m.span.end - m.span.start,
             };
             span + (m.central.end - m.central.start)
@@ -150,11 +152,12 @@ fn member_fate(
     stored: &Stored<'_>,
     config: &RewriteConfig,
     prune: PruneMembers,
+    shelf: &Shelf,
 ) -> Result<Fate> {
     let budget = Budget::new(config.max_decompressed);
     let mut fate = Fate::Copied;
     zip::visit_member(input, data, stored, &budget, &mut |member| {
-        fate = rewritten_member(input, stored, member.bytes, config, prune.bare)?;
+        fate = rewritten_member(input, stored, member.bytes, config, prune.bare, shelf)?;
         Ok(())
     })?;
     // Without device code, and named for removed processors only: as such a file is.
@@ -181,6 +184,7 @@ fn rewritten_member(
     bytes: &[u8],
     config: &RewriteConfig,
     prune: bool,
+    shelf: &Shelf,
 ) -> Result<Fate> {
     let name = member_path(input, stored.name);
     if package::kind(bytes).is_some() {
@@ -224,40 +228,66 @@ fn rewritten_member(
         summary.size_after = summary.size_before;
         return Ok(Fate::Kept(summary));
     };
-    let inflater = Inflater::new(bytes, config.max_decompressed, &name);
-    let contents = new.into_bytes(&inflater)?;
+    let contents = made_whole(&name, new, bytes, config)?;
     summary.size_after = contents.len() as u64;
-    let (stored_bytes, sizes) = compressed(&name, stored.method, &contents)?;
-    Ok(Fate::Rewritten(
-        summary,
-        stored_bytes,
-        sizes,
-        sha256(&contents),
-    ))
+    let (shelved, sizes) = compressed(&name, stored.method, &contents, shelf)?;
+    Ok(Fate::Rewritten(summary, shelved, sizes, sha256(&contents)))
 }
 
-/// `contents` stored as `method` says (stored, or deflated at the usual level), with the
-/// sizes and CRC-32 its headers give.
-fn compressed(name: &Path, method: u16, contents: &[u8]) -> Result<(Vec<u8>, NewSizes)> {
+/// A rewritten member larger than this is made in a temporary file rather than in memory.
+const MADE_ON_DISK_FROM: u64 = 16 << 20;
+
+/// The new contents of a member (whose old contents are `old`), made whole to be hashed and
+/// compressed: in memory while small, in an unnamed temporary file beyond that, so that a
+/// library of hundreds of megabytes takes disk, not memory.
+fn made_whole(
+    name: &Path,
+    mut new: NewFile<'_>,
+    old: &[u8],
+    config: &RewriteConfig,
+) -> Result<Input> {
+    let inflater = Inflater::new(old, config.max_decompressed, name);
+    if new.len() < MADE_ON_DISK_FROM {
+        return Ok(Input::from_bytes(new.into_bytes(&inflater)?));
+    }
+    let mut out = Output::scratch(name)?;
+    // The old contents are not a file of their own: what is kept of them is copied through
+    // memory, a buffer at a time.
+    new.write_to(&mut out, &Input::from_bytes(Vec::new()), &inflater)?;
+    out.into_scratch()?
+        .ok_or_else(|| Error::file(name, "the member made was not kept"))
+}
+
+/// `contents` stored as `method` says (stored, or deflated at the usual level) and put on the
+/// shelf, with the sizes and CRC-32 its headers give.
+fn compressed(
+    name: &Path,
+    method: u16,
+    contents: &[u8],
+    shelf: &Shelf,
+) -> Result<(Shelved, NewSizes)> {
+    let failed = |e| Error::io(name, e);
     let mut crc = flate2::Crc::new();
     crc.update(contents);
-    let stored = match method {
-        0 => contents.to_vec(),
+    let shelved = match method {
+        0 => shelf.put(contents).map_err(failed)?,
         _ => {
             let mut encoder =
-                flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
-            encoder
+                flate2::write::DeflateEncoder::new(Spill::new(), flate2::Compression::default());
+            let deflated = encoder
                 .write_all(contents)
                 .and_then(|()| encoder.finish())
-                .map_err(|e| Error::io(name, e))?
+                .and_then(Spill::finish)
+                .map_err(failed)?;
+            shelf.put(deflated.bytes()).map_err(failed)?
         }
     };
     let sizes = NewSizes {
         crc: crc.sum(),
-        compressed_size: stored.len() as u64,
+        compressed_size: shelved.len,
         size: contents.len() as u64,
     };
-    Ok((stored, sizes))
+    Ok((shelved, sizes))
 }
 
 /// Whether `name` is a wheel's `RECORD`: `<name>.dist-info/RECORD` at the top of the zip.
@@ -268,7 +298,13 @@ fn is_record(name: &[u8]) -> bool {
 
 /// Gives the wheel's `RECORD` (if the zip holds one) the new hash and size of each member
 /// rewritten, and drops the rows of members pruned.
-fn update_record(input: &Path, data: &[u8], layout: &Layout<'_>, fates: &mut [Fate]) -> Result<()> {
+fn update_record(
+    input: &Path,
+    data: &[u8],
+    layout: &Layout<'_>,
+    fates: &mut [Fate],
+    shelf: &Shelf,
+) -> Result<()> {
     let mut edits = std::collections::HashMap::new();
     for (stored, fate) in layout.members.iter().zip(fates.iter()) {
         match fate {
@@ -298,9 +334,9 @@ fn update_record(input: &Path, data: &[u8], layout: &Layout<'_>, fates: &mut [Fa
     let text = zip::whole_member(input, data, stored, RECORD_MOST)?;
     let (new, _) = record::update(&text, |path| edits.get(path).copied())
         .map_err(|e| Error::file(&name, e.to_string()))?;
-    let (bytes, sizes) = compressed(&name, stored.method, &new)?;
+    let (shelved, sizes) = compressed(&name, stored.method, &new, shelf)?;
     if let Some(slot) = fates.get_mut(at) {
-        *slot = Fate::Rewritten(Summary::default(), bytes, sizes, sha256(&new));
+        *slot = Fate::Rewritten(Summary::default(), shelved, sizes, sha256(&new));
     }
     Ok(())
 }
@@ -312,6 +348,7 @@ fn write(
     data: &Input,
     layout: &Layout<'_>,
     fates: &[Fate],
+    shelf: &Shelf,
     out: &mut Output,
 ) -> Result<u64> {
     let mut at = 0u64;
@@ -321,12 +358,12 @@ fn write(
         offsets.push(at);
         match fate {
             Fate::Pruned(_) => {}
-            Fate::Rewritten(_, bytes, sizes, _) => {
+            Fate::Rewritten(_, shelved, sizes, _) => {
                 let header =
                     zip::local_header(data, stored, *sizes).map_err(|e| fail(stored, e))?;
                 out.write_bytes(&header)?;
-                out.write_bytes(bytes)?;
-                at += (header.len() + bytes.len()) as u64;
+                out.write_file_range(shelf.file(), shelved.at, shelved.len)?;
+                at += header.len() as u64 + shelved.len;
             }
             Fate::Copied | Fate::Kept(_) => {
                 let part = slice(data, &stored.span)
