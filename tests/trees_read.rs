@@ -481,3 +481,23 @@ fn compress_and_decompress_a_tree_count_each_processor() {
     assert_eq!(per_target(&stdout), expected, "{stdout}");
     assert!(stdout.contains(" would go to "), "{stdout}");
 }
+
+#[test]
+fn a_folder_named_without_r_says_which_folders_it_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = big_tree(dir.path());
+    std::fs::create_dir_all(root.join("empty")).unwrap();
+    let subfolders = std::fs::read_dir(&root)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_dir())
+        .count();
+    for command in ["ls", "du", "verify"] {
+        let (_, _, stderr) = text_output(offload().arg(command).arg(&root));
+        let note = format!(
+            "offload {command}: note: {subfolders} folders inside the folders named not walked; give -r to walk them"
+        );
+        assert!(stderr.contains(&note), "{stderr}");
+        let (_, _, stderr) = text_output(offload().args([command, "-r"]).arg(&root));
+        assert!(!stderr.contains("not walked"), "{stderr}");
+    }
+}

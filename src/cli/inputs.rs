@@ -83,6 +83,16 @@ pub fn report_walk(prog: &str, walk: &Walk) {
             crate::io::shown(path)
         );
     }
+    if walk.not_walked > 0 {
+        let folders = match walk.not_walked {
+            1 => "1 folder".to_string(),
+            n => format!("{n} folders"),
+        };
+        let _ = writeln!(
+            stderr.lock(),
+            "{prog}: note: {folders} inside the folders named not walked; give -r to walk them"
+        );
+    }
     if let Some(special) = walk.special.summary() {
         let _ = writeln!(
             stderr.lock(),

@@ -83,6 +83,8 @@ pub struct Walk {
     pub skipped: usize,
     /// Entries skipped because they are not regular files, folders or links.
     pub special: SpecialFiles,
+    /// Folders inside the folders named that were not walked (without `recursive`).
+    pub not_walked: usize,
 }
 
 /// How many entries of each kind that holds no file to read a walk met and skipped.
@@ -178,6 +180,7 @@ fn walk_folder(
         let through_link = level.through_link || is_link;
         if meta.is_dir() {
             if !options.recursive {
+                walk.not_walked += 1;
                 continue;
             }
             let id = (meta.dev(), meta.ino());
