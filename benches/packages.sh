@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Times reading packages beside the tool a packager would otherwise run on the same file, in
-# one run, warm cache: `offload ls` and `offload du` of a wheel beside `unzip -t` of it, and
-# `offload du` of a Debian package beside `dpkg-deb -c` of it. Prints wall time, peak resident
-# memory (GNU time) and peak anonymous memory (RssAnon sampled from /proc: the mapped package
-# and spill files are page cache, not counted) per row.
+# Times reading and rewriting packages beside the tool a packager would otherwise run on the
+# same input, in one run, warm cache:
+# - `offload ls` and `offload du` of a wheel beside `unzip -t` of it, and `offload du` of a
+#   Debian package beside `dpkg-deb -c` of it;
+# - with STRIP=TARGET, `offload strip --keep TARGET` of each wheel beside `python3 -m wheel
+#   unpack` followed by `python3 -m wheel pack` of it unchanged (what repacking alone costs);
+# - with VENV=FOLDER (a Python environment), `offload strip -r --keep gfx90a --prune` of a copy
+#   of it in place beside `cp -a` of it, then every RECORD row of the copy checked.
+# Prints wall time, peak resident memory (GNU time) and peak anonymous memory (RssAnon sampled
+# from /proc: the mapped package and spill files are page cache, not counted) per row.
 #
-#   benches/packages.sh PACKAGE...
+#   [STRIP=sm_90] [VENV=FOLDER] benches/packages.sh PACKAGE...
 #
 # Each PACKAGE is a wheel (`.whl`, any zip) or a Debian package (`.deb`); for example PyPI's
 # CUDA `torch` wheel (`pip download --no-deps torch`) and Debian sid's `librccl1`
@@ -44,6 +49,29 @@ measure() {
   printf '%-40s %7.2f s %9d KiB resident %8d KiB anonymous\n' "$label" "$seconds" "$rss" "$peak"
 }
 
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+# Checks every hashed row of every RECORD under the site-packages folders of the environment
+# $1 against the file it names.
+records_right() {
+  python3 - "$1" <<'PY'
+import base64, csv, glob, hashlib, os, sys
+bad = rows = 0
+for record in glob.glob(os.path.join(sys.argv[1], "lib/python*/site-packages/*.dist-info/RECORD")):
+    site = os.path.dirname(os.path.dirname(record))
+    for path, digest, size in csv.reader(open(record, newline="")):
+        if not digest:
+            continue
+        rows += 1
+        data = open(os.path.normpath(os.path.join(site, path)), "rb").read()
+        mine = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        bad += mine != digest or int(size) != len(data)
+print(f"  RECORD rows checked: {rows}, wrong: {bad}")
+sys.exit(1 if bad else 0)
+PY
+}
+
 for package in "$@"; do
   name=$(basename "$package")
   cat "$package" >/dev/null
@@ -57,6 +85,29 @@ for package in "$@"; do
       measure "  offload ls" "$ours" ls "$package"
       measure "  offload du" "$ours" du "$package"
       measure "  unzip -t" unzip -tq "$package"
+      if [ -n "${STRIP:-}" ]; then
+        rm -rf "$scratch"/*
+        measure "  offload strip --keep $STRIP" "$ours" strip --keep "$STRIP" -o "$scratch/$name" "$package"
+        echo "  $(stat -c %s "$package") bytes -> $(stat -c %s "$scratch/$name") bytes"
+        "$ours" du "$package" | tail -1 | sed 's/^/  before: /'
+        "$ours" du "$scratch/$name" | tail -1 | sed 's/^/  after:  /'
+        python3 -m wheel unpack -d "$scratch/unpacked" "$scratch/$name" >/dev/null
+        rm -rf "$scratch"/*
+        measure "  python3 -m wheel unpack" python3 -m wheel unpack -d "$scratch/unpacked" "$package"
+        mkdir -p "$scratch/packed"
+        measure "  python3 -m wheel pack" python3 -m wheel pack -d "$scratch/packed" "$scratch"/unpacked/*
+        rm -rf "$scratch"/*
+      fi
       ;;
   esac
 done
+
+if [ -n "${VENV:-}" ]; then
+  find "$VENV" -type f -exec cat {} + >/dev/null
+  rm -rf "$scratch"/*
+  echo "$VENV ($(du -sb "$VENV" | cut -f1) bytes)"
+  measure "  cp -a" cp -a "$VENV" "$scratch/copy"
+  measure "  offload strip -r --keep gfx90a --prune" "$ours" strip -r --keep gfx90a --prune --in-place "$scratch/copy"
+  echo "  $(du -sb "$VENV" | cut -f1) bytes -> $(du -sb "$scratch/copy" | cut -f1) bytes"
+  records_right "$scratch/copy"
+fi
