@@ -457,3 +457,68 @@ fn a_member_larger_than_memory_holds_is_rewritten_as_a_loose_file_is() {
     assert!(member == fs::read(&stripped).unwrap());
     assert_eq!(processors(&out), ["gfx90a"].map(String::from).into());
 }
+
+/// Writes, in Python, the zip `sys.argv[1]` of three deflated copies of the file `sys.argv[2]`.
+const THREE_MEMBERS: &str = "import sys, zipfile\n\
+with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:\n\
+\x20   for k in range(3):\n\
+\x20       z.write(sys.argv[2], f'lib/app{k}')\n";
+
+#[test]
+fn what_the_members_of_a_zip_rewritten_inflate_to_comes_from_one_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(python) = util::tool("python3") else {
+        return;
+    };
+    let sample = samples_dir().join("linked/hip-app");
+    let zip = dir.path().join("three.zip");
+    succeed(
+        Command::new(python)
+            .args(["-c", THREE_MEMBERS])
+            .arg(&zip)
+            .arg(&sample),
+    );
+    let before = fs::read(&zip).unwrap();
+    let size = fs::metadata(&sample).unwrap().len();
+    // Room for each member alone, not for the three.
+    let limit = (size * 5 / 2).to_string();
+    let out = dir.path().join("out.zip");
+    for args in [&["-o", out.to_str().unwrap()][..], &["--in-place"]] {
+        let (code, _, err) = text_output(
+            offload()
+                .args([
+                    "strip",
+                    "--keep",
+                    "gfx90a",
+                    "--max-decompressed-size",
+                    &limit,
+                ])
+                .args(args)
+                .arg(&zip),
+        );
+        assert_ne!(code, 0);
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(
+            err.contains("three.zip!lib/app") && err.contains("more than --max-decompressed-size"),
+            "{err}"
+        );
+    }
+    assert!(!out.exists());
+    assert_eq!(fs::read(&zip).unwrap(), before);
+    // With room for the three, it is rewritten.
+    let limit = (size * 3).to_string();
+    succeed(
+        offload()
+            .args([
+                "strip",
+                "--keep",
+                "gfx90a",
+                "--max-decompressed-size",
+                &limit,
+                "-o",
+            ])
+            .arg(&out)
+            .arg(&zip),
+    );
+    assert_eq!(processors(&out), ["gfx90a"].map(String::from).into());
+}

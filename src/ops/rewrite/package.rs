@@ -8,6 +8,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 
@@ -81,10 +82,11 @@ pub(super) fn rewrite_zip(
 ) -> Result<Summary> {
     let layout = zip::layout(input, data)?;
     let shelf = Shelf::new().map_err(|e| Error::io(input, e))?;
+    let left = AtomicU64::new(config.max_decompressed);
     let mut fates = layout
         .members
         .par_iter()
-        .map(|stored| member_fate(input, data, stored, config, prune, &shelf))
+        .map(|stored| member_fate(input, data, stored, config, prune, &shelf, &left))
         .collect::<Result<Vec<Fate>>>()?;
     update_record(input, data, &layout, &mut fates, &shelf)?;
     let mut summary = Summary {
@@ -153,13 +155,22 @@ fn member_fate(
     config: &RewriteConfig,
     prune: PruneMembers,
     shelf: &Shelf,
+    left: &AtomicU64,
 ) -> Result<Fate> {
-    let budget = Budget::new(config.max_decompressed);
+    // What the members inflate to comes out of one budget for the whole zip, as when it is
+    // read: many members each under the limit do not add up past it.
+    let start = left.load(Ordering::Relaxed);
+    let budget = Budget::new(start);
     let mut fate = Fate::Copied;
-    zip::visit_member(input, data, stored, &budget, &mut |member| {
+    let visited = zip::visit_member(input, data, stored, &budget, &mut |member| {
         fate = rewritten_member(input, stored, member.bytes, config, prune.bare, shelf)?;
         Ok(())
-    })?;
+    });
+    let used = start - budget.get();
+    let _ = left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |now| {
+        Some(now.saturating_sub(used))
+    });
+    visited?;
     // Without device code, and named for removed processors only: as such a file is.
     let file_name = stored
         .name
