@@ -176,7 +176,7 @@ fn split_binaries_load_every_code_object_in_amds_loader() {
             "{0}/lib/libk.so: 2 code-object indices\n\
              {0}/lib/rdc/librdc.so: 2 code-object indices\n\
              {0}/.kpack/k_gfx1100.kpack: 4 code objects for gfx1100\n\
-             {0}/.kpack/k_gfx90a.kpack: 1 code objects for gfx90a\n\
+             {0}/.kpack/k_gfx90a.kpack: 1 code object for gfx90a\n\
              {0}/.kpack/k_gfx90a:xnack-.kpack: 2 code objects for gfx90a:xnack-\n\
              1 files without HIP device code copied\n",
             plain.display()

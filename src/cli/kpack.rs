@@ -176,8 +176,13 @@ fn split_lines(summary: &SplitSummary) -> String {
         ));
     }
     for (path, arches, objects, _) in &summary.archives {
+        let noun = if *objects == 1 {
+            "code object"
+        } else {
+            "code objects"
+        };
         text.push_str(&format!(
-            "{}: {objects} code objects for {}\n",
+            "{}: {objects} {noun} for {}\n",
             crate::io::shown(path),
             arches.join(",")
         ));
