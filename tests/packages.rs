@@ -4,7 +4,7 @@
 //! `PACKAGE!member`; damaged and hostile packages are errors naming package and member, with
 //! nothing written.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -727,4 +727,107 @@ fn a_package_of_bare_code_objects_is_never_pruned_whole() {
     assert_eq!(code, 0, "{err}");
     let after = fs::read(&zip).unwrap();
     assert!(after.starts_with(b"PK\x05\x06"), "{after:?}");
+}
+
+/// Writes, in Python, the deflated zip `sys.argv[1]` of every file under the folder
+/// `sys.argv[2]`, hidden folders too, named by their paths below it.
+const ZIP_TREE: &str = "import sys, zipfile, pathlib\n\
+root = pathlib.Path(sys.argv[2])\n\
+with zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED) as z:\n\
+\x20   for p in sorted(root.rglob('*')):\n\
+\x20       if p.is_file():\n\
+\x20           z.write(p, str(p.relative_to(root)))\n";
+
+#[test]
+fn kpack_archives_in_a_package_are_listed_counted_and_pruned_as_loose_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("hip-app");
+    fs::copy(samples_dir().join("linked/hip-app"), &app).unwrap();
+    let split = dir.path().join("split");
+    succeed(offload().args(["kpack", "-o"]).arg(&split).arg(&app));
+    let zip = dir.path().join("split.whl");
+    if python(ZIP_TREE, &[&zip, &split]).is_none() {
+        return;
+    }
+    // Listed: each archive's code objects, as the archive alone lists them.
+    let rows = ls_json(&zip);
+    let mut archives: Vec<PathBuf> = fs::read_dir(split.join(".kpack"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    archives.sort();
+    assert_eq!(archives.len(), 4);
+    let mut listed = 0;
+    for archive in &archives {
+        let name = archive.file_name().unwrap().to_str().unwrap();
+        let member = format!(".kpack/{name}");
+        let inside: Vec<Value> = rows
+            .iter()
+            .filter(|r| r["package_member"] == member.as_str())
+            .map(|r| {
+                let mut r = unnamed(r);
+                r.as_object_mut().unwrap()["kpack"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("archive");
+                r
+            })
+            .collect();
+        let loose: Vec<Value> = ls_json(archive)
+            .iter()
+            .map(|r| {
+                let mut r = unnamed(r);
+                r.as_object_mut().unwrap()["kpack"]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("archive");
+                r
+            })
+            .collect();
+        assert!(!loose.is_empty());
+        assert_eq!(inside, loose, "{member}");
+        listed += inside.len();
+    }
+    assert_eq!(rows.len(), listed);
+    // Counted: the package's totals are the archives'.
+    let inside = du_json(std::slice::from_ref(&zip));
+    let loose = du_json(&archives);
+    assert_eq!(inside["total"], loose["total"]);
+    assert_eq!(inside["files"][0]["members"].as_array().unwrap().len(), 4);
+    // Pruned: the archive only for gfx906 leaves; the others stay byte for byte.
+    let out = dir.path().join("out.whl");
+    let report = succeed(
+        offload()
+            .args(["strip", "--keep", "gfx90a", "--prune", "-o"])
+            .arg(&out)
+            .arg(&zip),
+    );
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        text.contains("split.whl!.kpack/hip-app_gfx906.kpack: 2 device images went to 0"),
+        "{text}"
+    );
+    let names: Vec<String> = ls_json(&out)
+        .iter()
+        .map(|r| r["package_member"].as_str().unwrap().to_string())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ".kpack/hip-app_gfx90a.kpack",
+            ".kpack/hip-app_gfx90a:xnack+.kpack",
+            ".kpack/hip-app_gfx90a:xnack-.kpack"
+        ]
+    );
+    // Without --prune, nothing changes.
+    let same = dir.path().join("same.whl");
+    succeed(
+        offload()
+            .args(["strip", "--keep", "gfx90a", "-o"])
+            .arg(&same)
+            .arg(&zip),
+    );
+    assert_eq!(fs::read(&same).unwrap(), fs::read(&zip).unwrap());
 }

@@ -37,6 +37,7 @@ use crate::host::BUNDLE_SECTION_PREFIX;
 mod members;
 pub mod sections;
 
+pub use members::{scan_with_archives, ArchiveVisit};
 use sections::Unsearched;
 
 /// How deep containers may nest.
@@ -191,6 +192,8 @@ struct Scan<'f, 'v> {
     package_members: usize,
     /// What the packages of the file may still inflate (see [`package::Budget`]).
     package_budget: &'f package::Budget,
+    /// Who is handed the package members that are `.kpack` archives, if anyone.
+    archives: Option<&'f ArchiveVisit<'f>>,
 }
 
 /// The section headers ELF files met as data may have read, per byte of the file and at
@@ -1053,6 +1056,7 @@ pub fn scan_reading(
         depth: 0,
         package: None,
         budget: &budget,
+        archives: None,
     };
     run_at(path, file, options, visit, &mut Counts::default())
 }
@@ -1067,6 +1071,7 @@ struct Options<'p> {
     depth: usize,
     package: Option<&'p PackageMember>,
     budget: &'p package::Budget,
+    archives: Option<&'p ArchiveVisit<'p>>,
 }
 
 /// The numbers a scan gives out, carried into the scans of a package's members and back, so
@@ -1094,6 +1099,7 @@ fn run_at(
         depth,
         package,
         budget,
+        archives,
     } = options;
     let mut scan = Scan {
         path,
@@ -1105,6 +1111,7 @@ fn run_at(
         package,
         package_members: counts.members,
         package_budget: budget,
+        archives,
         problems: Vec::new(),
         units: counts.units,
         inflations: counts.inflations,

@@ -37,7 +37,8 @@ use serde::Serialize;
 
 use crate::error::Result;
 use crate::format::image_target::{ImageTarget, Producer};
-use crate::host::scan::{scan_reading, Places, Reading};
+use crate::host::package::PackageMember;
+use crate::host::scan::{scan_with_archives, Reading};
 use crate::io::Input;
 use crate::ops::prune;
 use crate::ops::rewrite::RewriteConfig;
@@ -90,6 +91,33 @@ pub struct FileUsage {
     pub read: Option<crate::io::beneath::Identity>,
 }
 
+/// What a scan of one file gives `du`, in the order found.
+#[derive(Default)]
+struct Seen {
+    counted: Vec<Counted>,
+    /// Each image's translation unit and target, which say what a strip removes.
+    units: Vec<(usize, ImageTarget)>,
+    /// Whether each image is embedded as data: a strip keeps it whole.
+    embedded: Vec<bool>,
+    /// Whether every image is a bare device image.
+    all_bare: bool,
+    /// The package members that hold images, when the file is a package: their numbers and
+    /// names.
+    members: Vec<(usize, std::path::PathBuf)>,
+    /// How many units the code objects of `.kpack` archives among the members took.
+    archive_units: usize,
+}
+
+impl Seen {
+    /// The place of the package member `member` among [`Seen::members`], added when new.
+    fn member(&mut self, member: &PackageMember) -> usize {
+        if self.members.last().is_none_or(|(n, _)| *n != member.number) {
+            self.members.push((member.number, member.name.clone()));
+        }
+        self.members.len() - 1
+    }
+}
+
 /// One image as `du` counts it.
 #[derive(Clone)]
 struct Counted {
@@ -114,22 +142,44 @@ pub fn file_usage(
     if input.starts_with(&crate::format::kpack::MAGIC) {
         return archive_usage(path, &input, max_decompressed, keep);
     }
-    let mut counted = Vec::new();
-    // Each image's translation unit and target, which say what a strip removes.
-    let mut units = Vec::new();
-    // Whether each image is embedded as data: a strip keeps it whole.
-    let mut embedded = Vec::new();
-    let mut all_bare = true;
-    // The package members that hold images, when the file is a package.
-    let mut members: Vec<(usize, std::path::PathBuf)> = Vec::new();
-    let problems = scan_reading(
+    let seen = std::cell::RefCell::new(Seen {
+        all_bare: true,
+        ..Seen::default()
+    });
+    // A package's member that is a `.kpack` archive counts its code objects, each a unit of
+    // its own (the loader picks one per processor by the archive's table).
+    let archives = |member: &PackageMember, bytes: &[u8]| -> Result<()> {
+        let listed = crate::ops::ls::list_archive(&member.name, bytes)?;
+        let mut seen = seen.borrow_mut();
+        let at = seen.member(member);
+        for image in listed {
+            let target = ImageTarget::of_bare(
+                crate::format::bare::BareKind::CodeObject,
+                image.triple.as_str(),
+                &image.target_id,
+            );
+            seen.archive_units += 1;
+            let unit = usize::MAX - seen.archive_units;
+            seen.counted.push(Counted {
+                target: image.target_name().to_string(),
+                inflated: image.size,
+                stored: image.source.kpack().map_or(image.size, |k| k.stored_size),
+                bundle: None,
+                member: Some(at),
+            });
+            seen.units.push((unit, target));
+            seen.embedded.push(false);
+        }
+        Ok(())
+    };
+    let problems = scan_with_archives(
         path,
         &input,
-        Places::Everywhere,
         max_decompressed,
         Reading::Headers,
         &mut |image| {
-            all_bare &= prune::is_bare(image);
+            let mut seen = seen.borrow_mut();
+            seen.all_bare &= prune::is_bare(image);
             if image.target.producer == Producer::Host {
                 return;
             }
@@ -138,12 +188,7 @@ pub fn file_usage(
                 id => id.to_string(),
             };
             let number = image.package.map_or(0, |p| p.number);
-            let member = image.package.map(|p| {
-                if members.last().is_none_or(|(n, _)| *n != p.number) {
-                    members.push((p.number, p.name.clone()));
-                }
-                members.len() - 1
-            });
+            let member = image.package.map(|p| seen.member(p));
             let (stored, bundle) = match image.stream {
                 Some(stream) => (
                     0,
@@ -157,23 +202,33 @@ pub fn file_usage(
                 }
                 None => (image.size, None),
             };
-            counted.push(Counted {
+            seen.counted.push(Counted {
                 target,
                 inflated: image.size,
                 stored,
                 bundle,
                 member,
             });
-            units.push((image.unit, image.target.clone()));
-            embedded.push(image.embedded);
+            seen.units.push((image.unit, image.target.clone()));
+            seen.embedded.push(image.embedded);
         },
+        &archives,
     )?;
+    let Seen {
+        mut counted,
+        units,
+        embedded,
+        all_bare,
+        members,
+        ..
+    } = seen.into_inner();
     if let Some(problem) = problems.into_iter().next() {
         return Err(problem);
     }
     input.intact()?;
     share_compressed(&mut counted);
-    let bare = (all_bare && !units.is_empty()).then(|| {
+    // A package is never a file of bare images: its members are judged one by one.
+    let bare = (all_bare && !units.is_empty() && members.is_empty()).then(|| {
         // The file is the images: pruned, all its bytes go.
         if let [only] = counted.as_mut_slice() {
             only.stored = input.len() as u64;

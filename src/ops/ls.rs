@@ -41,7 +41,8 @@ use crate::ops::support::columns::{render, Align};
 use crate::error::{Error, Result};
 use crate::format::kpack::{self as kpack_format, Archive, Scheme};
 use crate::host::kpack;
-use crate::host::scan::{scan_reading, Places, Reading};
+use crate::host::package::PackageMember;
+use crate::host::scan::{scan_with_archives, Reading};
 use crate::io::Input;
 use crate::loads::kpack_search::Environment;
 pub use crate::ops::support::image::{CompressedPlace, CudaPlace, ImageRecord, KpackPlace, Source};
@@ -148,7 +149,7 @@ pub fn rows(images: &[ImageRecord]) -> Vec<Image> {
 }
 
 /// The code objects of the `.kpack` archive `data` (at `path`).
-fn list_archive(path: &Path, data: &[u8]) -> Result<Vec<ImageRecord>> {
+pub(crate) fn list_archive(path: &Path, data: &[u8]) -> Result<Vec<ImageRecord>> {
     let archive = Archive::parse(data).map_err(|e| Error::format(path, e))?;
     let codes = kpack::stored_code_objects(path, &archive, &|_| true)?;
     Ok(codes
@@ -186,13 +187,22 @@ pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<ImageRecord>
         input.intact()?;
         return Ok((images, Vec::new()));
     }
-    let mut images = Vec::new();
+    let images = std::cell::RefCell::new(Vec::new());
+    // A package's member that is a `.kpack` archive lists its code objects, as the archive
+    // named alone does.
+    let archives = |member: &PackageMember, bytes: &[u8]| -> Result<()> {
+        let mut listed = list_archive(&member.name, bytes)?;
+        for image in &mut listed {
+            image.package = Some(member.clone());
+        }
+        images.borrow_mut().extend(listed);
+        Ok(())
+    };
     // Compressed bundles are inflated only up to their bundle's header: their entries' IDs
     // and sizes are all a listing shows.
-    let problems = scan_reading(
+    let problems = scan_with_archives(
         path,
         &input,
-        Places::Everywhere,
         max_decompressed,
         Reading::Headers,
         &mut |image| {
@@ -208,9 +218,11 @@ pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<ImageRecord>
                 "found {} image",
                 image.producer.name()
             );
-            images.push(image);
+            images.borrow_mut().push(image);
         },
+        &archives,
     )?;
+    let mut images = images.into_inner();
     let (split, mut split_problems) = list_split(path, &input)?;
     images.extend(split);
     let mut problems = problems;
@@ -233,6 +245,10 @@ pub fn list_file(path: &Path, max_decompressed: u64) -> Result<(Vec<ImageRecord>
 /// asks ([`uri_encoded`]): no byte of a file name or an ID can end the line, start another
 /// fragment or name another range.
 pub fn uri(file: &Path, image: &ImageRecord) -> Option<String> {
+    if image.package.is_some() {
+        // Its offset is the member's, which is no byte range of a file on disk.
+        return None;
+    }
     if let Some(place) = image.source.kpack().filter(|k| k.scheme == Scheme::None) {
         // Stored plain in an archive: a byte range of the archive.
         return Some(format!(
@@ -241,10 +257,6 @@ pub fn uri(file: &Path, image: &ImageRecord) -> Option<String> {
             place.stored_offset,
             place.stored_size
         ));
-    }
-    if image.package.is_some() {
-        // Its offset is the member's, which is no byte range of a file on disk.
-        return None;
     }
     let path = uri_path(file);
     if let Some(offset) = image.offset {

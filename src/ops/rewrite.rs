@@ -1097,17 +1097,24 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary, max_decompressed: u
         return Ok(());
     };
     let data = Input::open(&written)?;
-    let mut devices = 0usize;
-    let problems = scan_reading(
+    let devices = std::cell::Cell::new(0usize);
+    // A package's `.kpack` archives count their code objects, as the summary does.
+    let archives = |member: &crate::host::package::PackageMember, bytes: &[u8]| {
+        let listed = crate::ops::ls::list_archive(&member.name, bytes)?;
+        devices.set(devices.get() + listed.len());
+        Ok(())
+    };
+    let problems = crate::host::scan::scan_with_archives(
         input,
         &data,
-        Places::Everywhere,
         u64::MAX,
         Reading::Headers,
         &mut |image| {
-            devices += usize::from(image.target.producer != Producer::Host);
+            devices.set(devices.get() + usize::from(image.target.producer != Producer::Host));
         },
+        &archives,
     )?;
+    let devices = devices.get();
     let failed = |why: String| {
         Error::file(
             input,

@@ -7,7 +7,35 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::host::package::{self, PackageMember};
-use crate::host::scan::{run_at, Counts, DeviceImage, Options, Place, Scan};
+use crate::host::scan::{run_at, Counts, DeviceImage, Options, Place, Places, Reading, Scan};
+
+/// What is handed each package member that is a `.kpack` archive (its place and bytes): the
+/// archive holds code objects by a table of its own, which the scan does not read.
+pub type ArchiveVisit<'a> = dyn Fn(&PackageMember, &[u8]) -> Result<()> + 'a;
+
+/// [`super::scan_reading`], handing the package members that are `.kpack` archives to
+/// `archives` instead of scanning them; what it returns for one is damage, reported as the
+/// scan's other problems are.
+pub fn scan_with_archives(
+    path: &Path,
+    file: &[u8],
+    limit: u64,
+    reading: Reading,
+    visit: &mut dyn FnMut(&DeviceImage<'_>),
+    archives: &ArchiveVisit<'_>,
+) -> Result<Vec<Error>> {
+    let budget = package::Budget::new(limit);
+    let options = Options {
+        places: Places::Everywhere,
+        limit,
+        reading,
+        depth: 0,
+        package: None,
+        budget: &budget,
+        archives: Some(archives),
+    };
+    run_at(path, file, options, visit, &mut Counts::default())
+}
 
 impl Scan<'_, '_> {
     /// The members of a package that may hold device code, each scanned as a file of its
@@ -29,6 +57,14 @@ impl Scan<'_, '_> {
                 linked: crate::host::is_linked_elf(member.bytes),
                 ..PackageMember::new(path, self.package, member.name, number)
             };
+            if let Some(archives) = self.archives {
+                if member.bytes.starts_with(&crate::format::kpack::MAGIC) {
+                    if let Err(e) = archives(&place, member.bytes) {
+                        found.push(e);
+                    }
+                    return Ok(());
+                }
+            }
             let options = Options {
                 places: self.places,
                 limit: self.limit,
@@ -36,6 +72,7 @@ impl Scan<'_, '_> {
                 depth: at.depth + 1,
                 package: Some(&place),
                 budget,
+                archives: self.archives,
             };
             // The member's units and containers are numbered after the file's so far: the
             // numbers stay unique in the scan of the file.

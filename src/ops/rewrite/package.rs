@@ -205,6 +205,9 @@ fn rewritten_member(
             "a package inside a package is not rewritten (conda packages and tarballs are read, not rewritten)",
         ));
     }
+    if bytes.starts_with(&crate::format::kpack::MAGIC) {
+        return archive_fate(&name, bytes, config, prune);
+    }
     let mut targets: Vec<ImageTarget> = Vec::new();
     let mut all_bare = true;
     let problems = scan_reading(
@@ -243,6 +246,35 @@ fn rewritten_member(
     summary.size_after = contents.len() as u64;
     let (shelved, sizes) = compressed(&name, stored.method, &contents, shelf)?;
     Ok(Fate::Rewritten(summary, shelved, sizes, sha256(&contents)))
+}
+
+/// What becomes of a member that is a `.kpack` archive (named `name`, its contents `bytes`):
+/// as an archive named alone, kept whole, or left out with `--prune` when it holds code only
+/// for other targets.
+fn archive_fate(name: &Path, bytes: &[u8], config: &RewriteConfig, prune: bool) -> Result<Fate> {
+    let targets: Vec<ImageTarget> = crate::ops::ls::list_archive(name, bytes)?
+        .iter()
+        .map(|image| {
+            ImageTarget::of_bare(
+                crate::format::bare::BareKind::CodeObject,
+                image.triple.as_str(),
+                &image.target_id,
+            )
+        })
+        .collect();
+    let size = bytes.len() as u64;
+    let mut summary = Summary {
+        images_before: targets.len(),
+        size_before: size,
+        kept_whole: true,
+        ..Summary::default()
+    };
+    if prune && !BareFile::judge(&targets, size, config).kept {
+        return Ok(Fate::Pruned(summary));
+    }
+    summary.images_after = targets.len();
+    summary.size_after = size;
+    Ok(Fate::Kept(summary))
 }
 
 /// A rewritten member larger than this is made in a temporary file rather than in memory.
