@@ -821,6 +821,25 @@ fn kpack_archives_in_a_package_are_listed_counted_and_pruned_as_loose_ones() {
             ".kpack/hip-app_gfx90a:xnack-.kpack"
         ]
     );
+    // Extracted: the bytes the archives named alone give.
+    let (inside, loose) = (dir.path().join("x-in"), dir.path().join("x-loose"));
+    succeed(
+        offload()
+            .args(["extract", "--arch", "gfx90a", "-o"])
+            .arg(&inside)
+            .arg(&zip),
+    );
+    succeed(
+        offload()
+            .args(["extract", "--arch", "gfx90a", "-o"])
+            .arg(&loose)
+            .args(&archives),
+    );
+    assert_eq!(contents(&inside).len(), 4);
+    assert_eq!(contents(&inside), contents(&loose));
+    assert!(inside
+        .join("split.whl-hip-app_gfx90a.kpack-hip-app_0-gfx90a.co")
+        .is_file());
     // Without --prune, nothing changes.
     let same = dir.path().join("same.whl");
     succeed(

@@ -412,6 +412,13 @@ impl ArchiveFiles {
         self.keep(path, opened)
     }
 
+    /// Takes `input`, the bytes of an archive that is no file of its own (a package's member),
+    /// under the name `name`: its number, as [`ArchiveFiles::map`] gives; the error says why
+    /// it is no archive.
+    pub fn take(&mut self, name: &Path, input: Input) -> Result<usize> {
+        self.keep(name, Ok(input))
+    }
+
     /// The archive at `path` if a regular file is there ([`Input::open_regular`]): mapped, as
     /// [`ArchiveFiles::map`]; `None` when nothing or no regular file is there.
     fn map_regular(&mut self, path: &Path) -> Result<Option<usize>> {

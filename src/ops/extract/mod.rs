@@ -111,7 +111,11 @@ pub fn extract_reporting(
 
 /// What scanning one input found: the images chosen, what the target IDs and devices asked
 /// for found, and the damage met.
-type Scanned = Result<(Vec<Chosen>, Found, Vec<Error>)>;
+type Scanned = Result<(Vec<Chosen>, Found, Vec<Error>, Vec<PackedArchive>)>;
+
+/// A `.kpack` archive that is a package's member: its name (`PACKAGE!member`), its file name
+/// in the package (what its images' outputs are named after) and its bytes.
+type PackedArchive = (PathBuf, String, Input);
 
 /// Up to how many inputs keep their descriptors for the kernel to copy images from them.
 const DESCRIPTORS_KEPT_UP_TO: usize = 32;
@@ -231,7 +235,7 @@ fn scan_all(
                 let mut chosen = Vec::new();
                 let mut found = Found::new(config);
                 scan::choose(config, index, path, input, &mut chosen, &mut found)
-                    .map(|problems| (chosen, found, problems))
+                    .map(|(problems, archives)| (chosen, found, problems, archives))
             });
             files.advance(1);
             scanned
@@ -285,10 +289,24 @@ fn gather(
             }
         };
         match scanned {
-            Ok((mut theirs, their_found, their_problems)) => {
+            Ok((mut theirs, their_found, their_problems, packed)) => {
                 chosen.append(&mut theirs);
                 found.add(their_found);
                 problems.extend(their_problems);
+                // A package's `.kpack` archives, as archives named alone are read.
+                for (name, file, bytes) in packed {
+                    let before = chosen.len();
+                    let picked = archives.take(&name, bytes).and_then(|_| {
+                        kpack::choose_in_archive(config, index, &name, archives, chosen, found)
+                    });
+                    if let Err(e) = picked {
+                        problems.push(e);
+                    }
+                    // Named after the archive, as the images of other members are.
+                    for c in chosen.iter_mut().skip(before) {
+                        c.member = Some(file.clone());
+                    }
+                }
             }
             Err(e) => {
                 all.failed += 1;

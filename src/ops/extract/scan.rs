@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::format::cuda_fatbin::EntryKind;
 use crate::format::image_target::Producer;
 use crate::format::offload_binary::ImageKind;
-use crate::host::scan::{scan_reading, DeviceImage, Origin, Places, Reading};
+use crate::host::scan::{scan_with_archives, DeviceImage, Origin, Reading};
 use crate::io::slice::offset_within;
 use crate::io::Input;
 use crate::loads::hip::Via;
@@ -150,7 +150,9 @@ fn choose_by_target_id(
 }
 
 /// Scans the input `index` (`path`) and adds the images `config` asks for to `chosen`, in the
-/// order found; returns the damage found on the way.
+/// order found; returns the damage found on the way, and the package members that are
+/// `.kpack` archives, each held (in memory, or a temporary file when large) to be read as an
+/// archive named alone is.
 pub(super) fn choose(
     config: &ExtractConfig,
     index: usize,
@@ -158,7 +160,7 @@ pub(super) fn choose(
     input: &Input,
     chosen: &mut Vec<Chosen>,
     found: &mut Found,
-) -> Result<Vec<Error>> {
+) -> Result<(Vec<Error>, Vec<super::PackedArchive>)> {
     tracing::debug!(size = input.len(), "scanning");
     let mut seen = Seen {
         config,
@@ -174,13 +176,26 @@ pub(super) fn choose(
     };
     // Compressed bundles are inflated up to their bundle's header: which images to write
     // is known from their IDs, and only their streams are inflated, once chosen.
-    let problems = scan_reading(
+    let packed = std::cell::RefCell::new(Vec::new());
+    let archives = |member: &crate::host::package::PackageMember, bytes: &[u8]| -> Result<()> {
+        let mut held = crate::io::spill::Spill::new();
+        let failed = |e| Error::io(&member.name, e);
+        held.append(bytes).map_err(failed)?;
+        let held = match held.finish().map_err(failed)? {
+            crate::io::spill::Spilled::Bytes(bytes) => Input::from_bytes(bytes),
+            crate::io::spill::Spilled::File(input) => input,
+        };
+        let file = String::from_utf8_lossy(member.file_name()).into_owned();
+        packed.borrow_mut().push((member.name.clone(), file, held));
+        Ok(())
+    };
+    let problems = scan_with_archives(
         path,
         input,
-        Places::Everywhere,
         config.max_decompressed,
         Reading::Headers,
         &mut |image: &DeviceImage<'_>| seen.see(input, image),
+        &archives,
     )?;
     let Seen {
         name,
@@ -198,7 +213,7 @@ pub(super) fn choose(
     driver_picks(config, &name, fatbins, chosen, found);
     module_picks(config, &name, modules, chosen, found);
     offload_picks(config, &name, offloaded, chosen, found);
-    Ok(problems)
+    Ok((problems, packed.into_inner()))
 }
 
 /// Where the bytes of `found`, an image of `input`, are.
