@@ -32,9 +32,15 @@ pub fn text(report: &Report) -> String {
         out.push_str("\nCode in kpack archives:\n");
         out.push_str(&archived);
     }
-    if !report.not_found.is_empty() {
-        out.push_str("\nNot found (not checked; ld.so would refuse to load what needs them):\n");
-        for m in &report.not_found {
+    for (in_package, title) in [
+        (false, "Not found (not checked; ld.so would refuse to load what needs them):"),
+        (true, "Not in the package (looked for in the package alone, as it installs: another package or the system provides it; not checked):"),
+    ] {
+        let missing = report.not_found.iter().filter(|m| m.in_package == in_package);
+        for (k, m) in missing.enumerate() {
+            if k == 0 {
+                out.push_str(&format!("\n{title}\n"));
+            }
             out.push_str(&format!(
                 "  {} (needed by {})\n",
                 crate::io::shown(&m.name),

@@ -181,7 +181,7 @@ fn holds_tree(nesting: Nesting, name: &[u8]) -> bool {
         Nesting::Top(Kind::Zip) => {
             name.starts_with(b"pkg-")
                 && !name.contains(&b'/')
-                && name.windows(5).any(|w| w == b".tar")
+                && name.windows(4).any(|w| w == b".tar")
         }
         Nesting::Top(Kind::Tar(_)) | Nesting::Installed => false,
     }
