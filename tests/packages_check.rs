@@ -4,7 +4,8 @@
 //! binary of samples/clang/kernel-fatbin.o (gfx906 and gfx90a), and `libmissing.so`, which no
 //! package holds. The check applies the loader's search inside the package as it installs,
 //! names members `PACKAGE!member`, and reports what the package does not hold as not in the
-//! package, whatever this machine has.
+//! package, whatever this machine has. In the Debian and conda packages `libkern.so` is a
+//! symbolic link to `libkern.so.1.0`, which the search follows inside the package.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -109,8 +110,13 @@ fn file<'r>(report: &'r Value, name: &str) -> &'r Value {
 /// `libkern.so` loaded by `libapp.so`, found `via`, each once, and `libmissing.so` not in the
 /// package; `loads` is what device 0 loads of the bundle.
 fn loads_through_the_package(report: &Value, shown: &str, prefix: &str, via: &str, loads: &str) {
+    loads_member(report, shown, prefix, "libkern.so", via, loads);
+}
+
+/// [`loads_through_the_package`], `libkern.so` being a link to the member `kern`.
+fn loads_member(report: &Value, shown: &str, prefix: &str, kern: &str, via: &str, loads: &str) {
     let app = format!("{shown}!{prefix}libapp.so");
-    let kern = file(report, &format!("{shown}!{prefix}libkern.so"));
+    let kern = file(report, &format!("{shown}!{prefix}{kern}"));
     assert_eq!(kern["needed_as"], "libkern.so");
     assert_eq!(kern["needed_by"], app.as_str());
     assert_eq!(kern["found_via"], via);
@@ -160,6 +166,13 @@ fn a_wheel_loads_its_own_library_through_runpath_and_not_what_another_package_ho
     }
 }
 
+/// `libkern.so` in `folder` renamed `libkern.so.1.0`, and `libkern.so` made a symbolic link
+/// to it, as packages install a library under its version.
+fn versioned(folder: &Path) {
+    fs::rename(folder.join("libkern.so"), folder.join("libkern.so.1.0")).unwrap();
+    std::os::unix::fs::symlink("libkern.so.1.0", folder.join("libkern.so")).unwrap();
+}
+
 /// A Debian package of `usr/lib/app/libapp.so` and `usr/lib/x86_64-linux-gnu/libkern.so`.
 fn deb(dir: &Path) -> Option<PathBuf> {
     let dpkg = util::tool("dpkg-deb")?;
@@ -173,6 +186,7 @@ fn deb(dir: &Path) -> Option<PathBuf> {
         root.join("usr/lib/app/libapp.so"),
     )
     .unwrap();
+    versioned(&multiarch);
     fs::create_dir_all(root.join("DEBIAN")).unwrap();
     fs::write(
         root.join("DEBIAN/control"),
@@ -199,7 +213,7 @@ fn multiarch_folder() -> &'static str {
 }
 
 #[test]
-fn a_debian_package_finds_its_library_in_the_default_folders_it_installs() {
+fn a_debian_package_finds_its_library_through_a_link_in_the_default_folders_it_installs() {
     let dir = tempfile::tempdir().unwrap();
     let Some(deb) = deb(dir.path()) else {
         return;
@@ -210,9 +224,10 @@ fn a_debian_package_finds_its_library_in_the_default_folders_it_installs() {
     let app = format!("{shown}usr/lib/app/libapp.so");
     let kern = file(
         &report,
-        &format!("{shown}{}/libkern.so", multiarch_folder()),
+        &format!("{shown}{}/libkern.so.1.0", multiarch_folder()),
     );
     assert_eq!(kern["found_via"], "default");
+    assert_eq!(kern["needed_as"], "libkern.so");
     assert_eq!(kern["needed_by"], app.as_str());
     assert_eq!(kern["bundles"][0]["loads"][0]["loads"], "native");
     let missing = report["not_found"].as_array().unwrap();
@@ -227,7 +242,7 @@ fn a_debian_package_finds_its_library_in_the_default_folders_it_installs() {
 }
 
 #[test]
-fn conda_packages_load_through_runpath_in_their_prefix() {
+fn conda_packages_load_through_runpath_and_links_in_their_prefix() {
     let dir = tempfile::tempdir().unwrap();
     let Some(tar) = util::tool("tar") else { return };
     if util::tool("bzip2").is_none() || util::tool("zstd").is_none() {
@@ -240,6 +255,7 @@ fn conda_packages_load_through_runpath_in_their_prefix() {
     if libraries(dir.path(), &prefix.join("lib")).is_none() {
         return;
     }
+    versioned(&prefix.join("lib"));
     fs::create_dir_all(prefix.join("info")).unwrap();
     fs::write(prefix.join("info/index.json"), "{}").unwrap();
     let bz2 = dir.path().join("mylib-1.0-0.tar.bz2");
@@ -276,9 +292,10 @@ fn conda_packages_load_through_runpath_in_their_prefix() {
         let prefix = format!("{inner}lib/");
         let (status, report) = check_json(dir.path(), package, "gfx90a");
         assert_eq!(status, 0, "{report:#}");
-        loads_through_the_package(&report, &shown, &prefix, "runpath", "native");
+        let kern = "libkern.so.1.0";
+        loads_member(&report, &shown, &prefix, kern, "runpath", "native");
         let (status, report) = check_json(dir.path(), package, "gfx1030");
         assert_eq!(status, 1, "{report:#}");
-        loads_through_the_package(&report, &shown, &prefix, "runpath", "nothing");
+        loads_member(&report, &shown, &prefix, kern, "runpath", "nothing");
     }
 }

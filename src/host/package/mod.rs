@@ -160,6 +160,22 @@ pub fn read(
     }
 }
 
+/// [`read`], calling `links` for each symbolic or hard link a tarball holds (zips and Debian
+/// packages hand over none: a Debian package's links are in its data tarball, read in turn).
+pub fn read_links(
+    path: &Path,
+    data: &[u8],
+    kind: Kind,
+    budget: &Budget,
+    visit: &mut Visit<'_>,
+    links: &mut dyn FnMut(&tar::Link<'_>),
+) -> Result<Vec<Error>> {
+    match kind {
+        Kind::Tar(compression) => tar::read_links(path, data, compression, budget, visit, links),
+        Kind::Zip | Kind::Deb => read(path, data, kind, budget, visit),
+    }
+}
+
 /// The name shown for `member` of the package at `package`: `PACKAGE!member`.
 pub fn member_path(package: &Path, member: &[u8]) -> PathBuf {
     let mut name = package.as_os_str().as_bytes().to_vec();

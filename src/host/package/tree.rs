@@ -15,8 +15,11 @@
 //!   folder's) and the default folders are outside the package: what is found there is
 //!   another package's or the machine's, not this package's.
 //!
-//! Paths in the tree are lexical: `.` and `..` are resolved by name (a package's folders are
-//! no links), and a `..` above the tree's root leaves the package.
+//! Paths in the tree are resolved as the kernel resolves them, component by component: the
+//! package's symbolic links (a tarball's: `libx.so.1 -> libx.so.1.2`, a folder linked to
+//! another) and hard links are followed, at most 40 in one path; a `..` above the tree's root,
+//! and a symbolic link to an absolute path in a package that does not install at `/`, leave
+//! the package.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -46,7 +49,12 @@ pub struct Tree {
     layout: Layout,
     /// The objects' dynamic sections, by install path (relative to the root, normalized).
     objects: HashMap<Vec<u8>, DynamicInfo>,
+    /// The links, by install path: what each points to, and whether it is a hard link.
+    links: HashMap<Vec<u8>, (Vec<u8>, bool)>,
 }
+
+/// The most links followed in one path (the kernel's limit).
+const MAX_LINKS: usize = 40;
 
 impl Tree {
     /// An empty tree of `layout`.
@@ -54,6 +62,15 @@ impl Tree {
         Tree {
             layout,
             objects: HashMap::new(),
+            links: HashMap::new(),
+        }
+    }
+
+    /// Adds the link installed at `install`: a symbolic link to `target` (from its folder, or
+    /// absolute), or with `hard`, a hard link to the member at `target`.
+    pub fn add_link(&mut self, install: &[u8], target: &[u8], hard: bool) {
+        if let Some(key) = normalized(install) {
+            self.links.insert(key, (target.to_vec(), hard));
         }
     }
 
@@ -75,14 +92,49 @@ impl Tree {
         PathBuf::from(OsStr::from_bytes(&path))
     }
 
-    /// The install path (normalized) `path` names in the tree, `None` when it lies outside.
+    /// The install path `path` names in the tree, links followed; `None` when it lies
+    /// outside.
     pub fn install_path(&self, path: &Path) -> Option<Vec<u8>> {
         let bytes = path.as_os_str().as_bytes();
         let inside = match self.layout {
             Layout::Root => bytes.strip_prefix(b"/")?,
             Layout::Relative => bytes.strip_prefix(RELATIVE_ROOT)?.strip_prefix(b"/")?,
         };
-        normalized(inside)
+        self.resolved(inside)
+    }
+
+    /// `path` (from the root) with `.`, `..` and the package's links resolved component by
+    /// component; `None` when it leaves the package or follows more than [`MAX_LINKS`] links.
+    fn resolved(&self, path: &[u8]) -> Option<Vec<u8>> {
+        let mut parts: Vec<&[u8]> = Vec::new();
+        let mut pending: Vec<&[u8]> = path.split(|&b| b == b'/').rev().collect();
+        let mut hops = 0;
+        while let Some(part) = pending.pop() {
+            match part {
+                b"" | b"." => continue,
+                b".." => {
+                    parts.pop()?;
+                    continue;
+                }
+                _ => parts.push(part),
+            }
+            let Some((target, hard)) = self.links.get(&parts.join(&b'/')) else {
+                continue;
+            };
+            hops += 1;
+            if hops > MAX_LINKS {
+                return None;
+            }
+            parts.pop();
+            if target.starts_with(b"/") && !hard && self.layout == Layout::Relative {
+                return None;
+            }
+            if *hard || target.starts_with(b"/") {
+                parts.clear();
+            }
+            pending.extend(target.split(|&b| b == b'/').rev());
+        }
+        Some(parts.join(&b'/'))
     }
 }
 
@@ -156,6 +208,29 @@ mod tests {
         assert!(tree.open(&origin.join("../../../torch/lib/libc10.so"), abi).is_none());
         assert!(tree.open(Path::new("/torch/lib/libc10.so"), abi).is_none());
         assert!(tree.default_folders(abi).is_empty());
+    }
+
+    #[test]
+    fn links_are_followed_inside_the_package_only() {
+        let abi = info(&[], None).abi;
+        for layout in [Layout::Root, Layout::Relative] {
+            let mut tree = Tree::new(layout);
+            tree.add(b"lib/libx.so.1.2", info(&[], None));
+            tree.add_link(b"lib/libx.so.1", b"libx.so.1.2", false);
+            tree.add_link(b"lib/libhard.so", b"lib/libx.so.1.2", true);
+            tree.add_link(b"lib64", b"lib", false);
+            tree.add_link(b"lib/loop", b"loop", false);
+            tree.add_link(b"lib/abs.so", b"/lib/libx.so.1.2", false);
+            let real = tree.path(b"lib/libx.so.1.2");
+            for name in ["lib/libx.so.1", "lib/libhard.so", "lib64/libx.so.1", "lib64/../lib/libx.so.1"] {
+                let path = tree.path(b"").join(name);
+                assert!(tree.open(&path, abi).is_some(), "{name}");
+                assert_eq!(tree.real(&path).unwrap(), real, "{name}");
+            }
+            assert!(tree.open(&tree.path(b"lib/loop"), abi).is_none());
+            let absolute = tree.open(&tree.path(b"lib/abs.so"), abi);
+            assert_eq!(absolute.is_some(), layout == Layout::Root);
+        }
     }
 
     #[test]

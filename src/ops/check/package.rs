@@ -79,18 +79,22 @@ pub(super) fn check_package(
         Layout::Relative
     };
     let budget = Budget::new(max_decompressed);
-    let mut objects = Vec::new();
+    let (mut objects, mut links) = (Vec::new(), Vec::new());
     let mut reader = Reader {
         targets,
         max_decompressed,
         budget: &budget,
         objects: &mut objects,
+        links: &mut links,
         errors: &mut check.errors,
     };
     reader.read(path, &input, kind, Nesting::Top(kind));
     let mut tree = Tree::new(layout);
     for object in &objects {
         tree.add(&object.install, object.info.clone());
+    }
+    for (name, target, hard) in &links {
+        tree.add_link(name, target, *hard);
     }
     let (files, not_found) = search(&tree, &objects, devices.len());
     check.files = files;
@@ -112,6 +116,8 @@ struct Reader<'r> {
     max_decompressed: u64,
     budget: &'r Budget,
     objects: &'r mut Vec<Object>,
+    /// The links of the install tree: name, target, whether it is a hard link.
+    links: &'r mut Vec<(Vec<u8>, Vec<u8>, bool)>,
     errors: &'r mut Vec<Error>,
 }
 
@@ -119,9 +125,18 @@ impl Reader<'_> {
     /// Reads the package `data` (of `kind`, shown as `path`), where `nesting` says.
     fn read(&mut self, path: &Path, data: &[u8], kind: Kind, nesting: Nesting) {
         let budget = self.budget;
-        let read = package::read(path, data, kind, budget, &mut |member| {
-            self.member(path, member.name, member.bytes, nesting)
-        });
+        let mut links = Vec::new();
+        let read = package::read_links(
+            path,
+            data,
+            kind,
+            budget,
+            &mut |member| self.member(path, member.name, member.bytes, nesting),
+            &mut |link| links.push((link.name.to_vec(), link.target.to_vec(), link.hard)),
+        );
+        if installs(nesting) {
+            self.links.append(&mut links);
+        }
         match read {
             Ok(mut problems) => self.errors.append(&mut problems),
             Err(e) => self.errors.push(e),
@@ -138,11 +153,7 @@ impl Reader<'_> {
             }
             return Ok(());
         }
-        let installed = match nesting {
-            Nesting::Top(Kind::Deb) => false,
-            Nesting::Top(_) | Nesting::Installed => true,
-        };
-        if !installed || !crate::host::is_linked_elf(bytes) {
+        if !installs(nesting) || !crate::host::is_linked_elf(bytes) {
             return Ok(());
         }
         let info = match ld_so::dynamic_info(bytes) {
@@ -170,6 +181,15 @@ impl Reader<'_> {
             bundles,
         });
         Ok(())
+    }
+}
+
+/// Whether the members of a package read where `nesting` says are the install tree's (a
+/// Debian package's own members are not: its data tarball's are).
+fn installs(nesting: Nesting) -> bool {
+    match nesting {
+        Nesting::Top(Kind::Deb) => false,
+        Nesting::Top(_) | Nesting::Installed => true,
     }
 }
 
