@@ -299,3 +299,49 @@ fn conda_packages_load_through_runpath_and_links_in_their_prefix() {
         loads_member(&report, &shown, &prefix, kern, "runpath", "nothing");
     }
 }
+
+#[test]
+fn a_library_two_members_load_is_reported_once_from_a_tarball() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(tar) = util::tool("tar") else { return };
+    let tree = dir.path().join("tree");
+    if libraries(dir.path(), &tree.join("opt/lib")).is_none() {
+        return;
+    }
+    fs::copy(
+        tree.join("opt/lib/libapp.so"),
+        tree.join("opt/lib/libapp2.so"),
+    )
+    .unwrap();
+    let tarball = dir.path().join("libs.tar.gz");
+    succeed(
+        Command::new(tar)
+            .arg("-C")
+            .arg(&tree)
+            .arg("-czf")
+            .arg(&tarball)
+            .arg("opt"),
+    );
+    let (status, report) = check_json(dir.path(), &tarball, "gfx90a");
+    assert_eq!(status, 0, "{report:#}");
+    let shown = tarball.to_string_lossy().into_owned();
+    let files = report["files"].as_array().unwrap();
+    let kern = format!("{shown}!opt/lib/libkern.so");
+    assert_eq!(
+        files.iter().filter(|f| f["path"] == kern.as_str()).count(),
+        1,
+        "{report:#}"
+    );
+    assert_eq!(files.len(), 3, "{report:#}");
+    for app in ["libapp.so", "libapp2.so"] {
+        assert_eq!(
+            file(&report, &format!("{shown}!opt/lib/{app}"))["found_via"],
+            "member"
+        );
+    }
+    let bundles: usize = files
+        .iter()
+        .map(|f| f["bundles"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(bundles, 1, "{report:#}");
+}
