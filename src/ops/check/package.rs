@@ -309,3 +309,25 @@ impl Reported {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::package::tar::Compression;
+
+    #[test]
+    fn the_install_tree_is_a_debian_packages_data_and_a_condas_package_tarball() {
+        let deb = Nesting::Top(Kind::Deb);
+        let zip = Nesting::Top(Kind::Zip);
+        let tar = Nesting::Top(Kind::Tar(Compression::Gzip));
+        assert!(holds_tree(deb, b"data.tar.xz"));
+        assert!(!holds_tree(deb, b"control.tar.xz"));
+        assert!(holds_tree(zip, b"pkg-torch-2.9.0-0.tar.zst"));
+        assert!(!holds_tree(zip, b"info-torch-2.9.0-0.tar.zst"));
+        assert!(!holds_tree(zip, b"lib/pkg-x.tar.zst"));
+        assert!(!holds_tree(tar, b"data.tar.xz"));
+        assert!(!holds_tree(Nesting::Installed, b"pkg-x.tar.zst"));
+        assert!(!installs(deb));
+        assert!(installs(zip) && installs(tar) && installs(Nesting::Installed));
+    }
+}
