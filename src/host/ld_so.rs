@@ -4,6 +4,10 @@
 //! `LD_LIBRARY_PATH`, the loading object's `DT_RUNPATH`, `/etc/ld.so.cache`, then the default
 //! folders, taking only files of the same ELF class and machine.
 //!
+//! The search reads its candidates through [`Files`]: the file system ([`Disk`]), or another
+//! tree of files, such as a package's members where they install
+//! ([`crate::host::package::tree`]).
+//!
 //! Not followed: the `glibc-hwcaps` subfolders and the cache entries for them (a machine
 //! reads them by its CPU's level), `LD_PRELOAD`, `/etc/ld.so.preload`, and objects without
 //! section headers (their `DT_NEEDED` are not read).
