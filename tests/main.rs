@@ -65,6 +65,7 @@ mod output_safety;
 mod packager;
 mod packager_order;
 mod packages;
+mod packages_check;
 mod packages_rewrite;
 mod packaging;
 mod parallel_copy;

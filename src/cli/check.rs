@@ -31,7 +31,10 @@ const PROG: &str = "offload check";
 /// lines: the files and bundles, and per device how they load (not with --json). A PE
 /// image (a Windows program or DLL) or a COFF object is checked alone, its own bundles:
 /// the DLLs it loads are not searched for (the library search followed is ELF's), and a note
-/// says so. Device images embedded as data (a program's read-only data, which no runtime
+/// says so. A package (a wheel, a Debian or conda package, a tarball) is checked as the tree
+/// it installs to: each ELF program and shared library member, with what it loads from the
+/// package, named PACKAGE!member; a library the package does not hold is reported as not in
+/// the package, never looked for on this machine. Device images embedded as data (a program's read-only data, which no runtime
 /// registers: the program loads them itself) are reported apart, after the others. Exit
 /// status: 0 when every device has code in every bundle and code object a runtime is given
 /// (and, with --require-embedded, in every image embedded as data), 1 when a device is left
@@ -55,8 +58,8 @@ pub(crate) struct Args {
     /// default they are reported apart, and a device without code in them fails nothing.
     #[arg(long)]
     require_embedded: bool,
-    /// The programs and shared libraries to check, and folders (their ELF programs and shared
-    /// libraries; with -r, their trees').
+    /// The programs, shared libraries and packages to check, and folders (their ELF programs
+    /// and shared libraries; with -r, their trees').
     #[arg(required = true)]
     files: Vec<PathBuf>,
     #[command(flatten)]
@@ -195,7 +198,7 @@ fn summary(report: &check::Report, errors: usize) -> String {
     let named = report
         .files
         .iter()
-        .filter(|f| f.found_via == "argument")
+        .filter(|f| f.found_via == "argument" || f.found_via == "member")
         .count();
     let with_code = report
         .files

@@ -4,6 +4,10 @@
 //! `LD_LIBRARY_PATH`, the loading object's `DT_RUNPATH`, `/etc/ld.so.cache`, then the default
 //! folders, taking only files of the same ELF class and machine.
 //!
+//! The search reads its candidates through [`Files`]: the file system ([`Disk`]), or another
+//! tree of files, such as a package's members where they install
+//! ([`crate::host::package::tree`]).
+//!
 //! Not followed: the `glibc-hwcaps` subfolders and the cache entries for them (a machine
 //! reads them by its CPU's level), `LD_PRELOAD`, `/etc/ld.so.preload`, and objects without
 //! section headers (their `DT_NEEDED` are not read).
@@ -70,7 +74,7 @@ impl Abi {
 
     /// The folders ld.so searches last (Debian's glibc: the multiarch folders, then `/lib`
     /// and `/usr/lib`).
-    fn default_folders(self) -> Vec<PathBuf> {
+    pub fn default_folders(self) -> Vec<PathBuf> {
         let mut folders = Vec::new();
         if let Some(multiarch) = self.multiarch() {
             folders.push(Path::new("/lib").join(multiarch));
@@ -356,9 +360,6 @@ pub struct Loaded {
     pub found_via: FoundVia,
     /// Its dynamic section.
     pub info: DynamicInfo,
-    /// Its bytes.
-    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
-    pub input: Input,
 }
 
 /// A `DT_NEEDED` name found nowhere (ldd's "not found").
@@ -389,12 +390,62 @@ impl Environment {
     }
 }
 
+/// Where the search finds files: the file system ([`Disk`]), or the members of a package laid
+/// out as it installs them. Paths are the search's own: a tree other than the file system
+/// names its files as it likes, and no file is opened for them.
+pub trait Files {
+    /// The dynamic section of the object at `path`, when it is a regular file and an ELF
+    /// object of `abi` (ld.so passes over any other candidate).
+    fn open(&self, path: &Path, abi: Abi) -> Option<DynamicInfo>;
+    /// What the file at `path` really is (links resolved): a file found under two names is
+    /// loaded once.
+    fn real(&self, path: &Path) -> Option<PathBuf>;
+    /// The folder `$ORIGIN` stands for in the object at `path` (`program`: the root, a
+    /// program).
+    fn origin(&self, path: &Path, program: bool) -> PathBuf;
+    /// The folders searched last.
+    fn default_folders(&self, abi: Abi) -> Vec<PathBuf>;
+}
+
+/// The file system, as ld.so reads it.
+pub struct Disk;
+
+impl Files for Disk {
+    fn open(&self, path: &Path, abi: Abi) -> Option<DynamicInfo> {
+        open_matching(path, abi)
+    }
+
+    fn real(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::canonicalize(path).ok()
+    }
+
+    fn origin(&self, path: &Path, program: bool) -> PathBuf {
+        origin_of(path, program)
+    }
+
+    fn default_folders(&self, abi: Abi) -> Vec<PathBuf> {
+        abi.default_folders()
+    }
+}
+
 /// `root` and every library it loads, in ld.so's order (breadth first), and the names found
 /// nowhere. The error is for `root` itself: unreadable, or not an ELF file.
 pub fn load_order(root: &Path, env: &Environment) -> Result<(Vec<Loaded>, Vec<Missing>)> {
     let input = Input::open(root)?;
     let info = dynamic_info(&input).map_err(|e| Error::file(root, e.to_string()))?;
+    drop(input);
+    Ok(load_order_in(&Disk, root, info, env))
+}
+
+/// [`load_order`] of the object at `root` in `files`, its dynamic section `info`.
+pub fn load_order_in(
+    files: &dyn Files,
+    root: &Path,
+    info: DynamicInfo,
+    env: &Environment,
+) -> (Vec<Loaded>, Vec<Missing>) {
     let mut walk = Walk {
+        files,
         env,
         loaded: vec![Loaded {
             path: root.to_path_buf(),
@@ -402,14 +453,13 @@ pub fn load_order(root: &Path, env: &Environment) -> Result<(Vec<Loaded>, Vec<Mi
             needed_by: None,
             found_via: FoundVia::Argument,
             info,
-            input,
         }],
         missing: Vec::new(),
         seen: HashSet::new(),
         origins: Vec::new(),
     };
     let program = walk.object(0).info.interpreter.is_some();
-    walk.origins.push(origin_of(root, program));
+    walk.origins.push(files.origin(root, program));
     walk.note(0);
     let interpreter = walk.interpreter();
     let mut next = 0;
@@ -421,14 +471,15 @@ pub fn load_order(root: &Path, env: &Environment) -> Result<(Vec<Loaded>, Vec<Mi
     }
     // ld.so lists itself last, whoever names it.
     if let Some(interpreter) = interpreter {
-        walk.origins.push(origin_of(&interpreter.path, false));
+        walk.origins.push(files.origin(&interpreter.path, false));
         walk.loaded.push(interpreter);
     }
-    Ok((walk.loaded, walk.missing))
+    (walk.loaded, walk.missing)
 }
 
 /// The state of a breadth-first walk.
 struct Walk<'e> {
+    files: &'e dyn Files,
     env: &'e Environment,
     loaded: Vec<Loaded>,
     missing: Vec<Missing>,
@@ -449,19 +500,18 @@ impl Walk<'_> {
     fn interpreter(&mut self) -> Option<Loaded> {
         let root = &self.object(0).info;
         let path = PathBuf::from(root.interpreter.clone()?);
-        let (input, info) = open_matching(&path, root.abi)?;
+        let info = self.files.open(&path, root.abi)?;
         let interpreter = Loaded {
             path,
             needed_as: None,
             needed_by: Some(0),
             found_via: FoundVia::Interpreter,
             info,
-            input,
         };
         if let Some(soname) = &interpreter.info.soname {
             self.seen.insert(soname.clone());
         }
-        if let Ok(real) = std::fs::canonicalize(&interpreter.path) {
+        if let Some(real) = self.files.real(&interpreter.path) {
             self.seen.insert(real.to_string_lossy().into_owned());
         }
         Some(interpreter)
@@ -478,7 +528,7 @@ impl Walk<'_> {
         if let Some(soname) = &object.info.soname {
             self.seen.insert(soname.clone());
         }
-        if let Ok(real) = std::fs::canonicalize(&object.path) {
+        if let Some(real) = self.files.real(&object.path) {
             self.seen.insert(real.to_string_lossy().into_owned());
         }
     }
@@ -489,7 +539,7 @@ impl Walk<'_> {
             return;
         }
         let abi = self.object(by).info.abi;
-        let Some((path, via, input, info)) = self.find(name, by, abi) else {
+        let Some((path, via, info)) = self.find(name, by, abi) else {
             self.seen.insert(name.to_string());
             self.missing.push(Missing {
                 name: name.to_string(),
@@ -497,36 +547,29 @@ impl Walk<'_> {
             });
             return;
         };
-        if let Ok(real) = std::fs::canonicalize(&path) {
+        if let Some(real) = self.files.real(&path) {
             if self.seen.contains(real.to_string_lossy().as_ref()) {
                 // The same file under another name: ld.so maps it once.
                 self.seen.insert(name.to_string());
                 return;
             }
         }
-        self.origins.push(origin_of(&path, false));
+        self.origins.push(self.files.origin(&path, false));
         self.loaded.push(Loaded {
             path,
             needed_as: Some(name.to_string()),
             needed_by: Some(by),
             found_via: via,
             info,
-            input,
         });
         self.note(self.loaded.len() - 1);
     }
 
     /// Searches for `name` as ld.so does for object `by`.
-    fn find(
-        &self,
-        name: &str,
-        by: usize,
-        abi: Abi,
-    ) -> Option<(PathBuf, FoundVia, Input, DynamicInfo)> {
+    fn find(&self, name: &str, by: usize, abi: Abi) -> Option<(PathBuf, FoundVia, DynamicInfo)> {
         if name.contains('/') {
             let path = PathBuf::from(self.expand(name, by, abi)?);
-            return open_matching(&path, abi)
-                .map(|(input, info)| (path, FoundVia::Path, input, info));
+            return (self.files.open(&path, abi)).map(|info| (path, FoundVia::Path, info));
         }
         let loader = &self.object(by).info;
         let mut tries: Vec<(Vec<PathBuf>, FoundVia)> = Vec::new();
@@ -549,8 +592,8 @@ impl Walk<'_> {
         for (folders, via) in tries {
             for folder in folders {
                 let path = folder.join(name);
-                if let Some((input, info)) = open_matching(&path, abi) {
-                    return Some((path, via, input, info));
+                if let Some(info) = self.files.open(&path, abi) {
+                    return Some((path, via, info));
                 }
             }
         }
@@ -558,13 +601,14 @@ impl Walk<'_> {
             return None;
         }
         for path in self.env.cache.paths(name) {
-            if let Some((input, info)) = open_matching(Path::new(path), abi) {
-                return Some((path.into(), FoundVia::Cache, input, info));
+            if let Some(info) = self.files.open(Path::new(path), abi) {
+                return Some((path.into(), FoundVia::Cache, info));
             }
         }
-        abi.default_folders().into_iter().find_map(|folder| {
+        let defaults = self.files.default_folders(abi);
+        defaults.into_iter().find_map(|folder| {
             let path = folder.join(name);
-            open_matching(&path, abi).map(|(input, info)| (path, FoundVia::Default, input, info))
+            (self.files.open(&path, abi)).map(|info| (path, FoundVia::Default, info))
         })
     }
 
@@ -633,14 +677,14 @@ fn origin_of(path: &Path, program: bool) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/"))
 }
 
-/// Opens `path` if it is an ELF object of `abi`, as ld.so takes a candidate.
-fn open_matching(path: &Path, abi: Abi) -> Option<(Input, DynamicInfo)> {
+/// The dynamic section of `path` if it is an ELF object of `abi`, as ld.so takes a candidate.
+fn open_matching(path: &Path, abi: Abi) -> Option<DynamicInfo> {
     if !path.is_file() {
         return None;
     }
     let input = Input::open(path).ok()?;
     let info = dynamic_info(&input).ok()?;
-    (info.abi == abi).then_some((input, info))
+    (info.abi == abi).then_some(info)
 }
 
 #[cfg(test)]

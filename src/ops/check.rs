@@ -77,6 +77,7 @@ use crate::ops::support::progress::Progress;
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
 mod kpack;
+mod package;
 
 pub use kpack::{KpackCodeObject, KpackFile, KpackLoad, Searched};
 
@@ -207,7 +208,8 @@ pub struct FileReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub needed_by_bytes: Option<String>,
     /// How it was found: `argument`, `path`, `rpath`, `LD_LIBRARY_PATH`, `runpath`,
-    /// `ld.so.cache` or `default`.
+    /// `ld.so.cache` or `default`; `member` for a package member no other member loads,
+    /// checked for itself.
     pub found_via: &'static str,
     /// Its bundles.
     pub bundles: Vec<BundleReport>,
@@ -230,6 +232,11 @@ pub struct NotFound {
     /// The bytes of that path in base64, only when they are not UTF-8.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub needed_by_bytes: Option<String>,
+    /// Whether the file that needs it is a package member (`PACKAGE!member`): the name was
+    /// looked for in the package alone, as it installs, and the package does not hold it
+    /// (another package, or the system, provides it). Left out of the JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub in_package: bool,
 }
 
 /// The whole answer.
@@ -276,6 +283,13 @@ pub fn check(
         embedded_have_code: true,
     };
     let mut errors = Vec::new();
+    // A package is the tree it installs to, searched apart from the file system.
+    let (packages, roots): (Vec<&Path>, Vec<&Path>) =
+        roots.iter().partition(|root| package::is_package(root));
+    let packages: Vec<package::PackageCheck> = packages
+        .par_iter()
+        .map(|p| package::check_package(p, devices, &targets, max_decompressed))
+        .collect();
     // What each root loads, its files closed again: a tree of thousands of programs is not
     // held open at once.
     let orders: Vec<Result<LoadOrder>> =
@@ -311,6 +325,11 @@ pub fn check(
     for (file, problems) in checked {
         errors.extend(problems);
         report.files.extend(file);
+    }
+    for package in packages {
+        report.files.extend(package.files);
+        report.not_found.extend(package.not_found);
+        errors.extend(package.errors);
     }
     let kpack_loads = report
         .files
@@ -373,6 +392,7 @@ fn load_order(root: &Path, env: &Environment) -> Result<LoadOrder> {
             name: m.name,
             needed_by_bytes: crate::io::bytes_unless_text(&loaded[m.needed_by].path),
             needed_by: name(m.needed_by),
+            in_package: false,
         })
         .collect();
     let objects = loaded
@@ -539,7 +559,7 @@ impl Seen {
 /// The bundles of one file the runtime is given, each checked for `devices`.
 fn bundles_of(
     path: &Path,
-    input: &Input,
+    input: &[u8],
     devices: &[TargetIdBuf],
     max_decompressed: u64,
 ) -> (Vec<BundleReport>, Vec<Error>) {

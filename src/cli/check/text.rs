@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::kpack;
 use crate::loads::runtime::AMDGCN_ISA_PREFIX;
-use crate::ops::check::{hip_devices, BundleReport, Device, FileReport, Report};
+use crate::ops::check::{hip_devices, BundleReport, Device, FileReport, NotFound, Report};
 use crate::ops::support::columns::{ranges, render, Align};
 
 /// The report `offload check` prints for people: the devices, a table of files with, per
@@ -32,14 +32,16 @@ pub fn text(report: &Report) -> String {
         out.push_str("\nCode in kpack archives:\n");
         out.push_str(&archived);
     }
-    if !report.not_found.is_empty() {
-        out.push_str("\nNot found (not checked; ld.so would refuse to load what needs them):\n");
-        for m in &report.not_found {
-            out.push_str(&format!(
-                "  {} (needed by {})\n",
-                crate::io::shown(&m.name),
-                crate::io::shown(&m.needed_by)
-            ));
+    for (in_package, title) in [
+        (false, "Not found (not checked; ld.so would refuse to load what needs them):"),
+        (true, "Not in the package (looked for in the package alone, as it installs: another package or the system provides it; not checked):"),
+    ] {
+        let missing = report.not_found.iter().filter(|m| m.in_package == in_package);
+        for (k, line) in missing_lines(missing, in_package).iter().enumerate() {
+            if k == 0 {
+                out.push_str(&format!("\n{title}\n"));
+            }
+            out.push_str(line);
         }
     }
     let without = without_code(report, false) + &kpack::without_code(report);
@@ -52,6 +54,37 @@ pub fn text(report: &Report) -> String {
     }
     out.push_str(&embedded_text(report));
     out
+}
+
+/// A line per library of `missing`: each name with what needs it; for names a package's
+/// members need (`grouped`), a line per name, with the first member that needs it and how
+/// many others do (every program of a package needs `libc.so.6`).
+fn missing_lines<'r>(missing: impl Iterator<Item = &'r NotFound>, grouped: bool) -> Vec<String> {
+    let mut names: Vec<(&str, &Path, usize)> = Vec::new();
+    for m in missing {
+        match names
+            .iter_mut()
+            .find(|(name, _, _)| grouped && *name == m.name)
+        {
+            Some((_, _, others)) => *others += 1,
+            None => names.push((&m.name, &m.needed_by, 0)),
+        }
+    }
+    names
+        .into_iter()
+        .map(|(name, by, others)| {
+            let more = match others {
+                0 => String::new(),
+                1 => " and 1 other member".to_string(),
+                n => format!(" and {n} other members"),
+            };
+            format!(
+                "  {} (needed by {}{more})\n",
+                crate::io::shown(name),
+                crate::io::shown(by)
+            )
+        })
+        .collect()
 }
 
 /// The bundles of `file` a runtime is given: those embedded as data left out.

@@ -25,6 +25,7 @@ use crate::format::container::Container;
 pub mod deb;
 pub mod manifest;
 pub mod tar;
+pub mod tree;
 pub mod zip;
 
 /// What separates a package's name from its member's.
@@ -156,6 +157,22 @@ pub fn read(
         Kind::Zip => zip::read(path, data, budget, visit),
         Kind::Deb => deb::read(path, data, visit),
         Kind::Tar(compression) => tar::read(path, data, compression, budget, visit),
+    }
+}
+
+/// [`read`], calling `links` for each symbolic or hard link a tarball holds (zips and Debian
+/// packages hand over none: a Debian package's links are in its data tarball, read in turn).
+pub fn read_links(
+    path: &Path,
+    data: &[u8],
+    kind: Kind,
+    budget: &Budget,
+    visit: &mut Visit<'_>,
+    links: &mut dyn FnMut(&tar::Link<'_>),
+) -> Result<Vec<Error>> {
+    match kind {
+        Kind::Tar(compression) => tar::read_links(path, data, compression, budget, visit, links),
+        Kind::Zip | Kind::Deb => read(path, data, kind, budget, visit),
     }
 }
 

@@ -93,6 +93,19 @@ struct Header {
     name: Vec<u8>,
     kind: u8,
     size: u64,
+    /// A link's target.
+    link: Vec<u8>,
+}
+
+/// A symbolic or hard link member of a tarball.
+pub struct Link<'a> {
+    /// Its path in the tarball, as a member's is given (without a leading `./`).
+    pub name: &'a [u8],
+    /// What it points to, as stored: for a symbolic link, a path from its folder or an
+    /// absolute one; for a hard link, another member's path in the tarball.
+    pub target: &'a [u8],
+    /// Whether it is a hard link.
+    pub hard: bool,
 }
 
 /// The stream being read, and where it is.
@@ -126,6 +139,18 @@ pub fn read(
     budget: &Budget,
     visit: &mut Visit<'_>,
 ) -> Result<Vec<Error>> {
+    read_links(path, data, compression, budget, visit, &mut |_| {})
+}
+
+/// [`read`], calling `links` for each symbolic or hard link member, named as checked.
+pub fn read_links(
+    path: &Path,
+    data: &[u8],
+    compression: Compression,
+    budget: &Budget,
+    visit: &mut Visit<'_>,
+    links: &mut dyn FnMut(&Link<'_>),
+) -> Result<Vec<Error>> {
     let mut read = decoder(data, compression).map_err(|e| Error::io(path, e))?;
     if compression != Compression::None {
         // What a compressed tarball inflates to is taken from the budget; a plain one costs
@@ -135,6 +160,7 @@ pub fn read(
     let mut stream = Stream { read, at: 0 };
     let mut problems = Vec::new();
     let mut long_name: Option<Vec<u8>> = None;
+    let mut long_link: Option<Vec<u8>> = None;
     while let Some(mut header) = next_header(path, &mut stream)? {
         let padded = header
             .size
@@ -150,15 +176,19 @@ pub fn read(
                 )
             })?;
         match header.kind {
-            // A GNU long name, or a pax header: the next member's name.
-            b'L' | b'x' => {
+            // A GNU long name or link target, or a pax header: the next member's name and
+            // link target.
+            b'L' | b'K' | b'x' => {
                 let text = metadata(path, &mut stream, &header)?;
-                let name = if header.kind == b'L' {
-                    Some(text.split(|&b| b == 0).next().unwrap_or_default().to_vec())
-                } else {
-                    pax_path(&text)
-                };
-                long_name = name.or(long_name);
+                let gnu = || Some(text.split(|&b| b == 0).next().unwrap_or_default().to_vec());
+                match header.kind {
+                    b'L' => long_name = gnu().or(long_name),
+                    b'K' => long_link = gnu().or(long_link),
+                    _ => {
+                        long_name = pax_record(&text, b"path=").or(long_name);
+                        long_link = pax_record(&text, b"linkpath=").or(long_link);
+                    }
+                }
                 skip(path, &mut stream, &header, padded - header.size)?;
                 continue;
             }
@@ -166,6 +196,9 @@ pub fn read(
         }
         if let Some(name) = long_name.take() {
             header.name = name;
+        }
+        if let Some(link) = long_link.take() {
+            header.link = link;
         }
         let name = strip_dot(&header.name).to_vec();
         let regular = matches!(header.kind, b'0' | 0 | b'7');
@@ -178,6 +211,13 @@ pub fn read(
             }
         }
         if !regular || !named {
+            if named && matches!(header.kind, b'1' | b'2') {
+                links(&Link {
+                    name: &name,
+                    target: &header.link,
+                    hard: header.kind == b'1',
+                });
+            }
             skip(path, &mut stream, &header, padded)?;
             continue;
         }
@@ -307,6 +347,7 @@ fn next_header(path: &Path, stream: &mut Stream<'_>) -> Result<Option<Header>> {
         name,
         kind: block.get(156).copied().unwrap_or(0),
         size,
+        link: field(&block, 157, 100).to_vec(),
     }))
 }
 
@@ -363,8 +404,8 @@ fn metadata(path: &Path, stream: &mut Stream<'_>, header: &Header) -> Result<Vec
     Ok(text)
 }
 
-/// The `path` of pax records (`LEN path=VALUE\n`), if they hold one.
-fn pax_path(records: &[u8]) -> Option<Vec<u8>> {
+/// The value of the last pax record whose keyword and `=` are `key`.
+fn pax_record(records: &[u8], key: &[u8]) -> Option<Vec<u8>> {
     let mut rest = records;
     let mut found = None;
     while !rest.is_empty() {
@@ -372,7 +413,7 @@ fn pax_path(records: &[u8]) -> Option<Vec<u8>> {
         let len: usize = std::str::from_utf8(rest.get(..space)?).ok()?.parse().ok()?;
         let record = rest.get(space + 1..len)?;
         let record = record.strip_suffix(b"\n").unwrap_or(record);
-        if let Some(value) = record.strip_prefix(b"path=") {
+        if let Some(value) = record.strip_prefix(key) {
             found = Some(value.to_vec());
         }
         rest = rest.get(len..)?;
@@ -409,11 +450,11 @@ mod tests {
     #[test]
     fn pax_paths_are_read() {
         assert_eq!(
-            pax_path(b"19 path=a/b/c.so.1\n11 uid=100\n").as_deref(),
+            pax_record(b"19 path=a/b/c.so.1\n11 uid=100\n", b"path=").as_deref(),
             Some(&b"a/b/c.so.1"[..])
         );
-        assert_eq!(pax_path(b"11 uid=100\n"), None);
-        assert_eq!(pax_path(b"99 path=x\n"), None);
+        assert_eq!(pax_record(b"11 uid=100\n", b"path="), None);
+        assert_eq!(pax_record(b"99 path=x\n", b"path="), None);
     }
 
     #[test]

@@ -1,0 +1,333 @@
+//! `check` of a package (a wheel, a Debian or conda package, a tarball): the package taken as
+//! the tree it installs to ([`crate::host::package::tree`]), and the loader's search applied
+//! inside it. Every linked ELF program and shared library among its members is checked, with
+//! what it loads from the package, each named `PACKAGE!member`; a library a member needs that
+//! the package does not hold is reported as not in the package, never looked for on this
+//! machine (where the package installs, another package or the system provides it).
+//!
+//! The package is read once, member by member, as the other readers of packages read it
+//! (nothing unpacked to disk, what members inflate to bounded by the decompression limit):
+//! each member's bundles are checked and its dynamic section kept as it is read, and the
+//! search then runs over the dynamic sections alone.
+//!
+//! The install tree: a Debian package's data tarball (`data.tar.*`), a `.conda`'s package
+//! tarball (`pkg-*.tar.*`), or the members of a wheel, zip or tarball as they are. Packages
+//! nested otherwise are not part of it and not checked.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use super::{bundles_of, counts, Device, FileReport, NotFound};
+use crate::error::{Error, Result};
+use crate::host::kpack::split_binary;
+use crate::host::ld_so::{self, DynamicInfo, Environment, Loaded, Missing};
+use crate::host::package::tree::{Layout, Tree};
+use crate::host::package::{self, member_path, Budget, Kind};
+use crate::io::Input;
+use crate::ops::support::names;
+use crate::target::target_id::TargetIdBuf;
+
+/// What `check` reports of one package.
+pub(super) struct PackageCheck {
+    /// Its members checked, in load order.
+    pub(super) files: Vec<FileReport>,
+    /// The libraries its members need that it does not hold.
+    pub(super) not_found: Vec<NotFound>,
+    /// What could not be read.
+    pub(super) errors: Vec<Error>,
+}
+
+/// Whether the file at `path` is a package (by its content, as the other commands tell).
+pub(super) fn is_package(path: &Path) -> bool {
+    Input::open(path).is_ok_and(|input| package::kind(&input).is_some())
+}
+
+/// A linked ELF member: its name, install path, dynamic section and bundles.
+struct Object {
+    shown: PathBuf,
+    install: Vec<u8>,
+    info: DynamicInfo,
+    bundles: Vec<super::BundleReport>,
+}
+
+/// Checks the package at `path` for `devices` (their targets `targets`).
+pub(super) fn check_package(
+    path: &Path,
+    devices: &[Device],
+    targets: &[TargetIdBuf],
+    max_decompressed: u64,
+) -> PackageCheck {
+    let mut check = PackageCheck {
+        files: Vec::new(),
+        not_found: Vec::new(),
+        errors: Vec::new(),
+    };
+    let input = match Input::open(path) {
+        Ok(input) => input,
+        Err(e) => {
+            check.errors.push(e.into());
+            return check;
+        }
+    };
+    let Some(kind) = package::kind(&input) else {
+        check.errors.push(Error::file(path, "not a package"));
+        return check;
+    };
+    let layout = if kind == Kind::Deb {
+        Layout::Root
+    } else {
+        Layout::Relative
+    };
+    let budget = Budget::new(max_decompressed);
+    let (mut objects, mut links) = (Vec::new(), Vec::new());
+    let mut reader = Reader {
+        targets,
+        max_decompressed,
+        budget: &budget,
+        objects: &mut objects,
+        links: &mut links,
+        errors: &mut check.errors,
+    };
+    reader.read(path, &input, kind, Nesting::Top(kind));
+    let mut tree = Tree::new(layout);
+    for object in &objects {
+        tree.add(&object.install, object.info.clone());
+    }
+    for (name, target, hard) in &links {
+        tree.add_link(name, target, *hard);
+    }
+    let (files, not_found) = search(&tree, &objects, devices.len());
+    check.files = files;
+    check.not_found = not_found;
+    check
+}
+
+/// Where a package being read lies: the file named (of kind), or a tarball in it whose
+/// members install as they are named.
+#[derive(Clone, Copy)]
+enum Nesting {
+    Top(Kind),
+    Installed,
+}
+
+/// Reads a package's members into [`Object`]s.
+struct Reader<'r> {
+    targets: &'r [TargetIdBuf],
+    max_decompressed: u64,
+    budget: &'r Budget,
+    objects: &'r mut Vec<Object>,
+    /// The links of the install tree: name, target, whether it is a hard link.
+    links: &'r mut Vec<(Vec<u8>, Vec<u8>, bool)>,
+    errors: &'r mut Vec<Error>,
+}
+
+impl Reader<'_> {
+    /// Reads the package `data` (of `kind`, shown as `path`), where `nesting` says.
+    fn read(&mut self, path: &Path, data: &[u8], kind: Kind, nesting: Nesting) {
+        let budget = self.budget;
+        let mut links = Vec::new();
+        let read = package::read_links(
+            path,
+            data,
+            kind,
+            budget,
+            &mut |member| self.member(path, member.name, member.bytes, nesting),
+            &mut |link| links.push((link.name.to_vec(), link.target.to_vec(), link.hard)),
+        );
+        if installs(nesting) {
+            self.links.append(&mut links);
+        }
+        match read {
+            Ok(mut problems) => self.errors.append(&mut problems),
+            Err(e) => self.errors.push(e),
+        }
+    }
+
+    /// One member of the package shown as `path`: a tarball that holds the install tree is
+    /// read in turn; a linked ELF object of the tree is checked and kept.
+    fn member(&mut self, path: &Path, name: &[u8], bytes: &[u8], nesting: Nesting) -> Result<()> {
+        let shown = member_path(path, name);
+        if let Some(inner) = package::kind(bytes) {
+            if holds_tree(nesting, name) {
+                self.read(&shown, bytes, inner, Nesting::Installed);
+            }
+            return Ok(());
+        }
+        if !installs(nesting) || !crate::host::is_linked_elf(bytes) {
+            return Ok(());
+        }
+        let info = match ld_so::dynamic_info(bytes) {
+            Ok(info) => info,
+            Err(e) => {
+                self.errors.push(Error::file(&shown, e));
+                return Ok(());
+            }
+        };
+        let (bundles, mut problems) =
+            bundles_of(&shown, bytes, self.targets, self.max_decompressed);
+        self.errors.append(&mut problems);
+        match split_binary(&shown, bytes) {
+            Ok(Some(_)) => self.errors.push(Error::file(
+                &shown,
+                "split by kpack: the kpack archives of a package member are not searched for",
+            )),
+            Ok(None) => {}
+            Err(e) => self.errors.push(e),
+        }
+        self.objects.push(Object {
+            shown,
+            install: name.to_vec(),
+            info,
+            bundles,
+        });
+        Ok(())
+    }
+}
+
+/// Whether the members of a package read where `nesting` says are the install tree's (a
+/// Debian package's own members are not: its data tarball's are).
+fn installs(nesting: Nesting) -> bool {
+    match nesting {
+        Nesting::Top(Kind::Deb) => false,
+        Nesting::Top(_) | Nesting::Installed => true,
+    }
+}
+
+/// Whether the package member `name`, itself a package, holds the install tree: a Debian
+/// package's data tarball, a `.conda`'s package tarball.
+fn holds_tree(nesting: Nesting, name: &[u8]) -> bool {
+    match nesting {
+        Nesting::Top(Kind::Deb) => name.starts_with(b"data.tar"),
+        Nesting::Top(Kind::Zip) => {
+            name.starts_with(b"pkg-")
+                && !name.contains(&b'/')
+                && name.windows(4).any(|w| w == b".tar")
+        }
+        Nesting::Top(Kind::Tar(_)) | Nesting::Installed => false,
+    }
+}
+
+/// The search from each object of `tree`: the files in load order, each once, and the names
+/// found nowhere in the package. Objects another object loads are reported where it loads
+/// them; the others (what nothing in the package loads) are the roots, in package order.
+fn search(tree: &Tree, objects: &[Object], devices: usize) -> (Vec<FileReport>, Vec<NotFound>) {
+    let index: HashMap<Vec<u8>, usize> = objects
+        .iter()
+        .enumerate()
+        .filter_map(|(i, o)| Some((tree.install_path(&tree.path(&o.install))?, i)))
+        .collect();
+    let member = |path: &Path| index.get(&tree.install_path(path)?).copied();
+    let env = Environment::default();
+    let orders: Vec<(Vec<Loaded>, Vec<Missing>)> = objects
+        .iter()
+        .map(|o| ld_so::load_order_in(tree, &tree.path(&o.install), o.info.clone(), &env))
+        .collect();
+    let mut loaded_by_other = vec![false; objects.len()];
+    for (root, (loaded, _)) in orders.iter().enumerate() {
+        for i in loaded.iter().filter_map(|l| member(&l.path)) {
+            if let Some(flag) = loaded_by_other.get_mut(i).filter(|_| i != root) {
+                *flag = true;
+            }
+        }
+    }
+    // The roots first, then what only a cycle of members loads.
+    let mut order: Vec<usize> = (0..objects.len()).collect();
+    order.sort_by_key(|&i| loaded_by_other.get(i).copied().unwrap_or_default());
+    let mut report = Reported {
+        seen: HashSet::new(),
+        files: Vec::new(),
+        not_found: Vec::new(),
+    };
+    for root in order {
+        if let Some((loaded, missing)) = orders.get(root).filter(|_| !report.seen.contains(&root)) {
+            let at: Vec<Option<usize>> = loaded.iter().map(|l| member(&l.path)).collect();
+            report.add(objects, loaded, &at, missing, devices);
+        }
+    }
+    (report.files, report.not_found)
+}
+
+/// What the search of a package reports so far.
+struct Reported {
+    /// The objects reported, by number.
+    seen: HashSet<usize>,
+    files: Vec<FileReport>,
+    not_found: Vec<NotFound>,
+}
+
+impl Reported {
+    /// Adds the objects of one load order (`loaded`, each the object `at` says, if any) not
+    /// reported yet, and the names it finds nowhere (`missing`).
+    fn add(
+        &mut self,
+        objects: &[Object],
+        loaded: &[Loaded],
+        at: &[Option<usize>],
+        missing: &[Missing],
+        devices: usize,
+    ) {
+        let object = |k: usize| at.get(k).copied().flatten().and_then(|i| objects.get(i));
+        let shown = |k: usize| object(k).map(|o| o.shown.clone());
+        for (k, load) in loaded.iter().enumerate() {
+            let (Some(found), Some(&Some(i))) = (object(k), at.get(k)) else {
+                continue;
+            };
+            if !self.seen.insert(i) {
+                continue;
+            }
+            let needed_by = load.needed_by.and_then(shown);
+            self.files.push(FileReport {
+                path_bytes: crate::io::bytes_unless_text(&found.shown),
+                path: found.shown.clone(),
+                needed_as: load.needed_as.clone(),
+                needed_by_bytes: names::optional_bytes(needed_by.as_ref()),
+                needed_by,
+                found_via: if k == 0 {
+                    "member"
+                } else {
+                    load.found_via.name()
+                },
+                counts: counts(&found.bundles, None, devices),
+                bundles: found.bundles.clone(),
+                kpack: None,
+            });
+        }
+        for m in missing {
+            let Some(needed_by) = shown(m.needed_by) else {
+                continue;
+            };
+            let known =
+                (self.not_found.iter()).any(|n| n.name == m.name && n.needed_by == needed_by);
+            if !known {
+                self.not_found.push(NotFound {
+                    name: m.name.clone(),
+                    needed_by_bytes: crate::io::bytes_unless_text(&needed_by),
+                    needed_by,
+                    in_package: true,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::package::tar::Compression;
+
+    #[test]
+    fn the_install_tree_is_a_debian_packages_data_and_a_condas_package_tarball() {
+        let deb = Nesting::Top(Kind::Deb);
+        let zip = Nesting::Top(Kind::Zip);
+        let tar = Nesting::Top(Kind::Tar(Compression::Gzip));
+        assert!(holds_tree(deb, b"data.tar.xz"));
+        assert!(!holds_tree(deb, b"control.tar.xz"));
+        assert!(holds_tree(zip, b"pkg-torch-2.9.0-0.tar.zst"));
+        assert!(!holds_tree(zip, b"info-torch-2.9.0-0.tar.zst"));
+        assert!(!holds_tree(zip, b"lib/pkg-x.tar.zst"));
+        assert!(!holds_tree(tar, b"data.tar.xz"));
+        assert!(!holds_tree(Nesting::Installed, b"pkg-x.tar.zst"));
+        assert!(!installs(deb));
+        assert!(installs(zip) && installs(tar) && installs(Nesting::Installed));
+    }
+}
