@@ -61,20 +61,6 @@
 //! # }
 //! ```
 
-/// Declares internal modules: `pub` (and hidden from the documentation) under the
-/// feature `internals`, private to the crate otherwise.
-macro_rules! internal_modules {
-    ($($(#[$attr:meta])* $name:ident;)*) => {$(
-        $(#[$attr])*
-        #[cfg(feature = "internals")]
-        #[doc(hidden)]
-        pub mod $name;
-        $(#[$attr])*
-        #[cfg(not(feature = "internals"))]
-        pub(crate) mod $name;
-    )*};
-}
-
 // The public API: the codecs (`format`, `target`), who loads what (`loads`), the commands' jobs
 // (`ops`) and the error. The layers below them (`host`, `llvm`, `io`, `codegen`) are the
 // crate's own; the feature `internals` opens them, undocumented, to this repository's tests,
@@ -89,14 +75,27 @@ pub mod loads;
 pub mod ops;
 pub mod target;
 
-internal_modules! {
-    /// Where offload data lives in host files, and how they are rewritten.
-    host;
-    /// Mapped inputs, atomic outputs, spill files, signals, escaping.
-    io;
-    /// LLVM's structures kept for byte identity.
-    llvm;
-}
+// Each internal layer is declared twice, not through a macro, so that `cargo fmt` reaches
+// its files: `pub` (and hidden from the documentation) under the feature `internals`, private
+// to the crate otherwise.
+/// Where offload data lives in host files, and how they are rewritten.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod host;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod host;
+/// Mapped inputs, atomic outputs, spill files, signals, escaping.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod io;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod io;
+/// LLVM's structures kept for byte identity.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod llvm;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod llvm;
 
 pub use error::{Error, Result};
 pub use io::{set_syncing, Syncing};

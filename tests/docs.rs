@@ -360,20 +360,12 @@ fn module_file(path: &[String]) -> PathBuf {
 }
 
 /// The public submodules a module's source declares: its `pub mod name;` lines, less those
-/// under `#[doc(hidden)]` or `#[cfg(test)]` and those inside an `internal_modules!` block.
+/// under `#[doc(hidden)]` or `#[cfg(test)]` (the internal layers, `pub` only under the feature
+/// `internals`, are hidden).
 fn public_submodules(source: &str) -> Vec<String> {
     let mut names = Vec::new();
     let mut hidden = false;
-    let mut in_internal_block = false;
     for line in source.lines().map(str::trim) {
-        if in_internal_block {
-            in_internal_block = line != "}";
-            continue;
-        }
-        if line.starts_with("internal_modules!") {
-            in_internal_block = !line.ends_with('}');
-            continue;
-        }
         if line.starts_with("#[") {
             hidden |= line.contains("doc(hidden)") || line.contains("cfg(test)");
             continue;

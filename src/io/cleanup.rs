@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
 #[cfg(any(feature = "cli", feature = "internals"))]
 use std::sync::Once;
+use std::sync::{Mutex, MutexGuard};
 
 /// The temporary files, by the number each was listed under: taking one off the list costs
 /// the same whether it holds ten or a hundred thousand (a command that extracts a tree keeps

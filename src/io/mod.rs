@@ -34,15 +34,17 @@ mod shown;
 pub mod slice;
 pub mod spill;
 mod syncing;
+mod temporary;
 
 #[cfg(any(feature = "cli", feature = "internals"))]
 pub use cleanup::remove_temporaries_on_signals;
 pub use error::{io_message, FileError};
 pub use opening::{open_regular, read_small, read_small_text};
 pub use shown::{bytes_unless_text, shown};
-pub use syncing::{set_syncing, syncing, Syncing};
 #[cfg(any(test, feature = "internals"))]
 pub use syncing::SYNC_VARIABLE;
+pub use syncing::{set_syncing, syncing, Syncing};
+pub use temporary::Temporary;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions, Permissions};
@@ -81,39 +83,6 @@ struct OpenInput {
     mapped: u64,
     /// The address the file is mapped at (0 when it is not mapped).
     start: usize,
-}
-
-/// A named temporary file for one step of a command to hand to the next: made in `dir`,
-/// listed so that SIGINT, SIGTERM and SIGHUP remove it, and removed when dropped.
-pub struct Temporary {
-    file: tempfile::NamedTempFile,
-    _listed: cleanup::Listed,
-}
-
-impl Temporary {
-    /// A new empty temporary file in `dir`, named `.offload-*SUFFIX.tmp` as every temporary
-    /// file of this tool ends in `.tmp`.
-    pub fn new_in(dir: &Path, suffix: &str) -> Result<Temporary> {
-        let (file, listed) = cleanup::listed(
-            || {
-                tempfile::Builder::new()
-                    .prefix(".offload-")
-                    .suffix(&format!("{suffix}.tmp"))
-                    .tempfile_in(dir)
-            },
-            |file| file.path(),
-        )
-        .map_err(|e| Error::io(dir, e))?;
-        Ok(Temporary {
-            file,
-            _listed: listed,
-        })
-    }
-
-    /// Its path.
-    pub fn path(&self) -> &Path {
-        self.file.path()
-    }
 }
 
 /// Gives back the memory of the whole pages of `part`, when it is a slice of a mapped input
@@ -1334,26 +1303,6 @@ mod tests {
         SERIAL
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    #[test]
-    fn a_scratch_output_gives_back_what_was_written_and_leaves_no_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let input_path = dir.path().join("in");
-        let source: Vec<u8> = (0..(3u32 << 20)).map(|i| (i % 253) as u8).collect();
-        fs::write(&input_path, &source).unwrap();
-        let input = Input::open(&input_path).unwrap();
-        let mut out = Output::scratch(Path::new("member")).unwrap();
-        out.write_bytes(b"head").unwrap();
-        out.write_part(&input, &input[1..]).unwrap();
-        let made = out.into_scratch().unwrap().unwrap();
-        assert_eq!(&made[..4], b"head");
-        assert!(made[4..] == source[1..]);
-        // A file's output is not a scratch one.
-        let other = Output::create(&dir.path().join("out")).unwrap();
-        assert!(other.into_scratch().unwrap().is_none());
-        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names, ["in"]);
     }
 
     #[test]

@@ -509,13 +509,12 @@ mod tests {
         let parts: Vec<Vec<u8>> = (0..400u32)
             .map(|k| (0..(k * 37 % 5000)).map(|i| (i ^ k) as u8).collect())
             .collect();
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(8).build().unwrap();
-        let places: Vec<Shelved> = pool.install(|| {
-            parts
-                .par_iter()
-                .map(|p| shelf.put(p).unwrap())
-                .collect()
-        });
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(8)
+            .build()
+            .unwrap();
+        let places: Vec<Shelved> =
+            pool.install(|| parts.par_iter().map(|p| shelf.put(p).unwrap()).collect());
         let mut total = 0;
         for (part, place) in parts.iter().zip(&places) {
             let mut back = vec![0u8; place.len as usize];
@@ -540,5 +539,28 @@ mod tests {
         let made = spill.finish().unwrap();
         assert!(matches!(made, Spilled::File(_)));
         assert!(made.bytes() == bytes.as_slice());
+    }
+
+    #[test]
+    fn a_scratch_output_gives_back_what_was_written_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let input_path = dir.path().join("in");
+        let source: Vec<u8> = (0..(3u32 << 20)).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&input_path, &source).unwrap();
+        let input = crate::io::Input::open(&input_path).unwrap();
+        let mut out = crate::io::Output::scratch(std::path::Path::new("member")).unwrap();
+        out.write_bytes(b"head").unwrap();
+        out.write_part(&input, &input[1..]).unwrap();
+        let made = out.into_scratch().unwrap().unwrap();
+        assert_eq!(&made[..4], b"head");
+        assert!(made[4..] == source[1..]);
+        // A file's output is not a scratch one.
+        let other = crate::io::Output::create(&dir.path().join("out")).unwrap();
+        assert!(other.into_scratch().unwrap().is_none());
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["in"]);
     }
 }

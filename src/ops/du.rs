@@ -38,7 +38,7 @@ use serde::Serialize;
 use crate::error::Result;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::host::package::PackageMember;
-use crate::host::scan::{scan_with_archives, Reading};
+use crate::host::scan::{scan_with_archives, DeviceImage, Reading};
 use crate::io::Input;
 use crate::ops::prune;
 use crate::ops::rewrite::RewriteConfig;
@@ -109,6 +109,66 @@ struct Seen {
 }
 
 impl Seen {
+    /// Counts `image`.
+    fn image(&mut self, image: &DeviceImage<'_>) {
+        self.all_bare &= prune::is_bare(image);
+        if image.target.producer == Producer::Host {
+            return;
+        }
+        let target = match image.target.target_id.as_str() {
+            "" => image.target.triple.clone(),
+            id => id.to_string(),
+        };
+        let number = image.package.map_or(0, |p| p.number);
+        let member = image.package.map(|p| self.member(p));
+        let (stored, bundle) = match image.stream {
+            Some(stream) => (
+                0,
+                Some((
+                    (number, stream.container.as_ptr() as usize),
+                    stream.container.len() as u64,
+                )),
+            ),
+            None if image.compressed && !image.data.is_empty() => (image.data.len() as u64, None),
+            None => (image.size, None),
+        };
+        self.counted.push(Counted {
+            target,
+            inflated: image.size,
+            stored,
+            bundle,
+            member,
+        });
+        self.units.push((image.unit, image.target.clone()));
+        self.embedded.push(image.embedded);
+    }
+
+    /// Counts the code objects of the `.kpack` archive `bytes`, the package's member
+    /// `member`, each a unit of its own (the loader picks one per processor by the archive's
+    /// table).
+    fn archive(&mut self, member: &PackageMember, bytes: &[u8]) -> Result<()> {
+        let listed = crate::ops::ls::list_archive(&member.name, bytes)?;
+        let at = self.member(member);
+        for image in listed {
+            let target = ImageTarget::of_bare(
+                crate::format::bare::BareKind::CodeObject,
+                image.triple.as_str(),
+                &image.target_id,
+            );
+            self.archive_units += 1;
+            self.counted.push(Counted {
+                target: image.target_name().to_string(),
+                inflated: image.size,
+                stored: image.source.kpack().map_or(image.size, |k| k.stored_size),
+                bundle: None,
+                member: Some(at),
+            });
+            self.units.push((usize::MAX - self.archive_units, target));
+            self.embedded.push(false);
+        }
+        Ok(())
+    }
+
     /// The place of the package member `member` among [`Seen::members`], added when new.
     fn member(&mut self, member: &PackageMember) -> usize {
         if self.members.last().is_none_or(|(n, _)| *n != member.number) {
@@ -146,73 +206,13 @@ pub fn file_usage(
         all_bare: true,
         ..Seen::default()
     });
-    // A package's member that is a `.kpack` archive counts its code objects, each a unit of
-    // its own (the loader picks one per processor by the archive's table).
-    let archives = |member: &PackageMember, bytes: &[u8]| -> Result<()> {
-        let listed = crate::ops::ls::list_archive(&member.name, bytes)?;
-        let mut seen = seen.borrow_mut();
-        let at = seen.member(member);
-        for image in listed {
-            let target = ImageTarget::of_bare(
-                crate::format::bare::BareKind::CodeObject,
-                image.triple.as_str(),
-                &image.target_id,
-            );
-            seen.archive_units += 1;
-            let unit = usize::MAX - seen.archive_units;
-            seen.counted.push(Counted {
-                target: image.target_name().to_string(),
-                inflated: image.size,
-                stored: image.source.kpack().map_or(image.size, |k| k.stored_size),
-                bundle: None,
-                member: Some(at),
-            });
-            seen.units.push((unit, target));
-            seen.embedded.push(false);
-        }
-        Ok(())
-    };
     let problems = scan_with_archives(
         path,
         &input,
         max_decompressed,
         Reading::Headers,
-        &mut |image| {
-            let mut seen = seen.borrow_mut();
-            seen.all_bare &= prune::is_bare(image);
-            if image.target.producer == Producer::Host {
-                return;
-            }
-            let target = match image.target.target_id.as_str() {
-                "" => image.target.triple.clone(),
-                id => id.to_string(),
-            };
-            let number = image.package.map_or(0, |p| p.number);
-            let member = image.package.map(|p| seen.member(p));
-            let (stored, bundle) = match image.stream {
-                Some(stream) => (
-                    0,
-                    Some((
-                        (number, stream.container.as_ptr() as usize),
-                        stream.container.len() as u64,
-                    )),
-                ),
-                None if image.compressed && !image.data.is_empty() => {
-                    (image.data.len() as u64, None)
-                }
-                None => (image.size, None),
-            };
-            seen.counted.push(Counted {
-                target,
-                inflated: image.size,
-                stored,
-                bundle,
-                member,
-            });
-            seen.units.push((image.unit, image.target.clone()));
-            seen.embedded.push(image.embedded);
-        },
-        &archives,
+        &mut |image| seen.borrow_mut().image(image),
+        &|member, bytes| seen.borrow_mut().archive(member, bytes),
     )?;
     let Seen {
         mut counted,

@@ -49,9 +49,12 @@ pub mod rewrite;
 pub use support::inputs::{Found, Links, SpecialFiles, Taken, Walk};
 pub use support::progress::Progress;
 
-internal_modules! {
-    /// What the commands share: the walker, the inflation budget, progress, tool paths.
-    support;
-}
+/// What the commands share: the walker, the inflation budget, progress, tool paths. Open to
+/// this repository's tests under the feature `internals`, as the crate's internal layers are.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod support;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod support;
 pub mod verify;
 pub mod wrapper;

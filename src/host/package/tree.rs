@@ -165,7 +165,8 @@ impl Files for Tree {
     }
 
     fn origin(&self, path: &Path, _program: bool) -> PathBuf {
-        path.parent().map_or_else(|| self.path(b""), Path::to_path_buf)
+        path.parent()
+            .map_or_else(|| self.path(b""), Path::to_path_buf)
     }
 
     fn default_folders(&self, abi: Abi) -> Vec<PathBuf> {
@@ -205,7 +206,9 @@ mod tests {
         let origin = tree.origin(&lib, false);
         assert!(tree.open(&origin.join("libc10.so"), abi).is_some());
         assert!(tree.open(&origin.join("../lib/./libc10.so"), abi).is_some());
-        assert!(tree.open(&origin.join("../../../torch/lib/libc10.so"), abi).is_none());
+        assert!(tree
+            .open(&origin.join("../../../torch/lib/libc10.so"), abi)
+            .is_none());
         assert!(tree.open(Path::new("/torch/lib/libc10.so"), abi).is_none());
         assert!(tree.default_folders(abi).is_empty());
     }
@@ -222,7 +225,12 @@ mod tests {
             tree.add_link(b"lib/loop", b"loop", false);
             tree.add_link(b"lib/abs.so", b"/lib/libx.so.1.2", false);
             let real = tree.path(b"lib/libx.so.1.2");
-            for name in ["lib/libx.so.1", "lib/libhard.so", "lib64/libx.so.1", "lib64/../lib/libx.so.1"] {
+            for name in [
+                "lib/libx.so.1",
+                "lib/libhard.so",
+                "lib64/libx.so.1",
+                "lib64/../lib/libx.so.1",
+            ] {
                 let path = tree.path(b"").join(name);
                 assert!(tree.open(&path, abi).is_some(), "{name}");
                 assert_eq!(tree.real(&path).unwrap(), real, "{name}");
@@ -241,6 +249,9 @@ mod tests {
         let path = Path::new("/usr/lib/x86_64-linux-gnu/libx.so");
         assert!(tree.open(path, abi).is_some());
         assert_eq!(tree.real(path).unwrap(), path);
-        assert!(tree.default_folders(abi).iter().any(|f| path.starts_with(f)));
+        assert!(tree
+            .default_folders(abi)
+            .iter()
+            .any(|f| path.starts_with(f)));
     }
 }

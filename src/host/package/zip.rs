@@ -632,17 +632,28 @@ pub fn layout<'a>(path: &Path, data: &'a [u8]) -> Result<Layout<'a>> {
     let mut members = Vec::with_capacity(entries.len());
     let mut order = vec![0; entries.len()];
     for (k, &i) in by_offset.iter().enumerate() {
-        let Some(entry) = entries.get(i) else { continue };
+        let Some(entry) = entries.get(i) else {
+            continue;
+        };
         checked_name(path, entry.name, entry.local_offset)?;
         let end = by_offset
             .get(k + 1)
             .and_then(|&n| entries.get(n))
             .map_or(directory_offset, |next| next.local_offset);
-        if bytes_at(data, entry.central.start, entry.central.end - entry.central.start).is_none() {
+        if bytes_at(
+            data,
+            entry.central.start,
+            entry.central.end - entry.central.start,
+        )
+        .is_none()
+        {
             return Err(member_error(
                 path,
                 entry.name,
-                format!("its central directory entry at offset {:#x} runs past the end of the file", entry.at),
+                format!(
+                    "its central directory entry at offset {:#x} runs past the end of the file",
+                    entry.at
+                ),
             ));
         }
         if let Some(slot) = order.get_mut(i) {
@@ -709,7 +720,10 @@ pub fn whole_member(path: &Path, data: &[u8], stored: &Stored<'_>, most: u64) ->
     let (start, len) = data_range(data, entry).map_err(damage)?;
     let raw = bytes_at(data, start, len).unwrap_or_default();
     if entry.size > most {
-        return Err(damage(format!("{} bytes: more than the {most} read", entry.size)));
+        return Err(damage(format!(
+            "{} bytes: more than the {most} read",
+            entry.size
+        )));
     }
     let bytes = match entry.method {
         STORED => raw.to_vec(),
@@ -801,13 +815,21 @@ const ZIP64_VERSION: u16 = 45;
 /// The local header of `stored` (in `data`) written anew for its new `sizes`: no data
 /// descriptor, the sizes in a ZIP64 field when they need one; name, times, flags and other
 /// extra fields kept.
-pub fn local_header(data: &[u8], stored: &Stored<'_>, sizes: NewSizes) -> std::result::Result<Vec<u8>, String> {
+pub fn local_header(
+    data: &[u8],
+    stored: &Stored<'_>,
+    sizes: NewSizes,
+) -> std::result::Result<Vec<u8>, String> {
     let at = stored.span.start;
     let local = record::<LocalHeader>(data, at).ok_or("no local header")?;
     let header = std::mem::size_of::<LocalHeader>() as u64;
     let name_len = u64::from(local.name_len.get(Le));
-    let extra = bytes_at(data, at + header + name_len, u64::from(local.extra_len.get(Le)))
-        .ok_or("the local header runs past the end of the file")?;
+    let extra = bytes_at(
+        data,
+        at + header + name_len,
+        u64::from(local.extra_len.get(Le)),
+    )
+    .ok_or("the local header runs past the end of the file")?;
     let mut zip64 = Vec::new();
     // The ZIP64 field of a local header holds both sizes, or none.
     let fits = |v: u64| u32::try_from(v).ok().filter(|&v| v != IN_ZIP64_32);
@@ -824,7 +846,10 @@ pub fn local_header(data: &[u8], stored: &Stored<'_>, sizes: NewSizes) -> std::r
     new.crc = U32::new(Le, sizes.crc);
     new.size = U32::new(Le, size);
     new.compressed_size = U32::new(Le, compressed);
-    new.extra_len = U16::new(Le, u16::try_from(extra.len()).map_err(|_| "extra fields too long")?);
+    new.extra_len = U16::new(
+        Le,
+        u16::try_from(extra.len()).map_err(|_| "extra fields too long")?,
+    );
     if !zip64.is_empty() {
         new.needed = U16::new(Le, local.needed.get(Le).max(ZIP64_VERSION));
     }
@@ -873,7 +898,10 @@ pub fn central_entry(
         new.needed = U16::new(Le, central.needed.get(Le).max(ZIP64_VERSION));
     }
     let extra = extra_with_zip64(extra, &zip64);
-    new.extra_len = U16::new(Le, u16::try_from(extra.len()).map_err(|_| "extra fields too long")?);
+    new.extra_len = U16::new(
+        Le,
+        u16::try_from(extra.len()).map_err(|_| "extra fields too long")?,
+    );
     let mut out = pod::bytes_of(&new).to_vec();
     out.extend_from_slice(stored.name);
     out.extend_from_slice(&extra);
@@ -912,7 +940,10 @@ pub fn end_records(count: u64, offset: u64, size: u64, comment: &[u8]) -> Vec<u8
         };
         out.extend_from_slice(pod::bytes_of(&locator));
     }
-    let count16 = u16::try_from(count).ok().filter(|&c| c != IN_ZIP64_16).unwrap_or(IN_ZIP64_16);
+    let count16 = u16::try_from(count)
+        .ok()
+        .filter(|&c| c != IN_ZIP64_16)
+        .unwrap_or(IN_ZIP64_16);
     let comment = comment.get(..usize::from(u16::MAX)).unwrap_or(comment);
     let end = EndRecord {
         signature: U32::new(Le, END),
@@ -1067,6 +1098,9 @@ mod tests {
         let central = record::<CentralHeader>(&entry, 0).unwrap();
         let (name, extra) = (&entry[46..50], &entry[50..]);
         let read = with_zip64(central, name, 0, extra).unwrap();
-        assert_eq!((read.size, read.compressed_size, read.local_offset), (6 << 30, 5 << 30, 0));
+        assert_eq!(
+            (read.size, read.compressed_size, read.local_offset),
+            (6 << 30, 5 << 30, 0)
+        );
     }
 }
