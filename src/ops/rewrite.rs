@@ -73,6 +73,7 @@ pub mod environments;
 pub mod job;
 mod package;
 pub mod plan;
+mod tarball;
 
 pub use package::PruneMembers;
 
@@ -1229,8 +1230,22 @@ pub fn rewrite(
     prune: PruneMembers,
 ) -> Result<Summary> {
     let data = Input::open(input)?;
-    if crate::host::package::kind(&data) == Some(crate::host::package::Kind::Zip) {
-        return package::rewrite_zip(input, &data, placement, config, mode, prune);
+    match crate::host::package::kind(&data) {
+        Some(crate::host::package::Kind::Zip) => {
+            return package::rewrite_zip(input, &data, placement, config, mode, prune);
+        }
+        Some(crate::host::package::Kind::Tar(compression)) => {
+            return tarball::rewrite_tarball(
+                input,
+                &data,
+                compression,
+                placement,
+                config,
+                mode,
+                prune,
+            );
+        }
+        _ => {}
     }
     let mut summary = Summary::default();
     let mut new = rewrite_file(input, &data, config, &mut summary)?;

@@ -36,8 +36,8 @@ pub struct PruneMembers {
 pub(super) fn refusal(kind: crate::host::package::Kind, depth: usize) -> &'static str {
     use crate::host::package::Kind;
     match kind {
-        Kind::Deb => "rewriting Debian packages is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the package holds, then build it again",
-        Kind::Tar(_) => "rewriting tarballs (and conda packages) is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the tarball holds, then pack it again",
+        Kind::Deb => "a Debian package inside an archive is not rewritten: its device code is read (ls, extract, du, verify), not rewritten",
+        Kind::Tar(_) => "a tarball inside an archive is not rewritten: its device code is read (ls, extract, du, verify), not rewritten",
         Kind::Zip if depth > 0 => "a zip inside an archive is not rewritten: its device code is read (ls, extract, du, verify), not rewritten",
         Kind::Zip => "a zip is rewritten only when it is named on the command line",
     }
@@ -100,15 +100,7 @@ pub(super) fn rewrite_zip(
             }
         }
     }
-    if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
-        return Err(Error::file(
-            input,
-            format!(
-                "this would remove every device image ({}); give --allow-empty to do it",
-                summary.images_before
-            ),
-        ));
-    }
+    refuse_empty(input, &summary, config)?;
     let changed = fates
         .iter()
         .any(|f| matches!(f, Fate::Rewritten(..) | Fate::Pruned(_)));
@@ -152,44 +144,87 @@ fn member_fate(
     prune: PruneMembers,
 ) -> Result<Fate> {
     let budget = Budget::new(config.max_decompressed);
-    let mut fate = Fate::Copied;
+    let mut change = Change::Copied;
     zip::visit_member(input, data, stored, &budget, &mut |member| {
-        fate = rewritten_member(input, stored, member.bytes, config, prune.bare)?;
+        change = rewritten_member(input, stored.name, member.bytes, config, prune.bare)?;
         Ok(())
     })?;
-    // Without device code, and named for removed processors only: as such a file is.
-    let file_name = stored
-        .name
-        .rsplit(|&b| b == b'/')
-        .next()
-        .unwrap_or_default();
-    let named = named_only_for_removed(&String::from_utf8_lossy(file_name), config);
-    if matches!(fate, Fate::Copied) && prune.named && named {
-        let size = stored.size;
-        fate = Fate::Pruned(Summary {
+    let change = named_pruning(change, stored.name, stored.size, config, prune);
+    Ok(match change {
+        Change::Copied => Fate::Copied,
+        Change::Kept(summary) => Fate::Kept(summary),
+        Change::Pruned(summary) => Fate::Pruned(summary),
+        Change::Rewritten(summary, contents) => {
+            let name = member_path(input, stored.name);
+            let (bytes, sizes) = compressed(&name, stored.method, &contents)?;
+            Fate::Rewritten(summary, bytes, sizes, sha256(&contents))
+        }
+    })
+}
+
+/// What becomes of one member of a package, whatever the package's kind.
+pub(super) enum Change {
+    /// Copied as it is: no device code.
+    Copied,
+    /// Holding device code, left as it was.
+    Kept(Summary),
+    /// Rewritten: its new contents.
+    Rewritten(Summary, Vec<u8>),
+    /// Left out: bare device images only for other targets, or named for removed processors
+    /// only.
+    Pruned(Summary),
+}
+
+impl Change {
+    /// What it did, when it held device code or went.
+    pub(super) fn summary(&self) -> Option<&Summary> {
+        match self {
+            Change::Copied => None,
+            Change::Kept(s) | Change::Rewritten(s, _) | Change::Pruned(s) => Some(s),
+        }
+    }
+}
+
+/// `change` of the member `name` (of `size` bytes), or its pruning when it holds no device
+/// code and `--prune-named` finds it named for removed processors only, as such a file is.
+pub(super) fn named_pruning(
+    change: Change,
+    name: &[u8],
+    size: u64,
+    config: &RewriteConfig,
+    prune: PruneMembers,
+) -> Change {
+    if !matches!(change, Change::Copied) || !prune.named {
+        return change;
+    }
+    let file_name = name.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    if named_only_for_removed(&String::from_utf8_lossy(file_name), config) {
+        return Change::Pruned(Summary {
             size_before: size,
             ..Summary::default()
         });
     }
-    Ok(fate)
+    change
 }
 
-/// What becomes of a member that may hold device code, its contents `bytes`.
-fn rewritten_member(
+/// What becomes of a member named `name` of the package `input` that may hold device code,
+/// its contents `bytes`: rewritten as a file of its own is, or pruned whole (`prune`) when it
+/// holds bare device images only for other targets.
+pub(super) fn rewritten_member(
     input: &Path,
-    stored: &Stored<'_>,
+    name: &[u8],
     bytes: &[u8],
     config: &RewriteConfig,
     prune: bool,
-) -> Result<Fate> {
-    let name = member_path(input, stored.name);
+) -> Result<Change> {
     if package::kind(bytes).is_some() {
         return Err(member_error(
             input,
-            stored.name,
-            "a package inside a package is not rewritten (conda packages and tarballs are read, not rewritten)",
+            name,
+            "a package inside a package is not rewritten (only a Debian package's tarballs and a .conda's are)",
         ));
     }
+    let name = member_path(input, name);
     let mut targets: Vec<ImageTarget> = Vec::new();
     let mut all_bare = true;
     let problems = scan_reading(
@@ -209,11 +244,11 @@ fn rewritten_member(
         return Err(problem);
     }
     if targets.is_empty() {
-        return Ok(Fate::Copied);
+        return Ok(Change::Copied);
     }
     let size = bytes.len() as u64;
     if all_bare && prune && !BareFile::judge(&targets, size, config).kept {
-        return Ok(Fate::Pruned(Summary {
+        return Ok(Change::Pruned(Summary {
             images_before: targets.len(),
             size_before: size,
             ..Summary::default()
@@ -222,18 +257,27 @@ fn rewritten_member(
     let mut summary = Summary::default();
     let Some(new) = super::rewrite_file(&name, bytes, config, &mut summary)? else {
         summary.size_after = summary.size_before;
-        return Ok(Fate::Kept(summary));
+        return Ok(Change::Kept(summary));
     };
     let inflater = Inflater::new(bytes, config.max_decompressed, &name);
     let contents = new.into_bytes(&inflater)?;
     summary.size_after = contents.len() as u64;
-    let (stored_bytes, sizes) = compressed(&name, stored.method, &contents)?;
-    Ok(Fate::Rewritten(
-        summary,
-        stored_bytes,
-        sizes,
-        sha256(&contents),
-    ))
+    Ok(Change::Rewritten(summary, contents))
+}
+
+/// Refuses a rewrite of `input` that would leave none of its `summary`'s device images,
+/// unless `--allow-empty` allows it.
+pub(super) fn refuse_empty(input: &Path, summary: &Summary, config: &RewriteConfig) -> Result<()> {
+    if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
+        return Err(Error::file(
+            input,
+            format!(
+                "this would remove every device image ({}); give --allow-empty to do it",
+                summary.images_before
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `contents` stored as `method` says (stored, or deflated at the usual level), with the

@@ -256,7 +256,10 @@ pub fn update(
         }
         replaced.extend(cuts(files, &removed));
     }
-    let paths = members(&root, "paths_data").flat_map(|d| members(d, "paths"));
+    // A record's `paths_data.paths`; a package's `info/paths.json` has them at the top.
+    let paths = members(&root, "paths_data")
+        .flat_map(|d| members(d, "paths"))
+        .chain(members(&root, "paths"));
     for paths in paths {
         let mut removed = Vec::new();
         for item in items(paths) {
