@@ -69,6 +69,7 @@ use crate::ops::support::inflating::{memory_of, Budget};
 use crate::ops::verify::verify_input_except;
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
+mod deb;
 pub mod environments;
 pub mod job;
 mod package;
@@ -1245,7 +1246,10 @@ pub fn rewrite(
                 prune,
             );
         }
-        _ => {}
+        Some(crate::host::package::Kind::Deb) => {
+            return deb::rewrite_deb(input, &data, placement, config, mode, prune);
+        }
+        None => {}
     }
     let mut summary = Summary::default();
     let mut new = rewrite_file(input, &data, config, &mut summary)?;
