@@ -69,6 +69,7 @@ use crate::ops::support::inflating::{memory_of, Budget};
 use crate::ops::verify::verify_input_except;
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
+mod conda;
 mod deb;
 pub mod environments;
 pub mod job;

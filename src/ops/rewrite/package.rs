@@ -79,11 +79,21 @@ pub(super) fn rewrite_zip(
     prune: PruneMembers,
 ) -> Result<Summary> {
     let layout = zip::layout(input, data)?;
-    let mut fates = layout
-        .members
-        .par_iter()
-        .map(|stored| member_fate(input, data, stored, config, prune))
-        .collect::<Result<Vec<Fate>>>()?;
+    let mut fates = if super::conda::is_conda(&layout) {
+        let changes = super::conda::changes(input, data, &layout, config, prune)?;
+        layout
+            .members
+            .iter()
+            .zip(changes)
+            .map(|(stored, change)| fate_of(input, stored, change))
+            .collect::<Result<Vec<Fate>>>()?
+    } else {
+        layout
+            .members
+            .par_iter()
+            .map(|stored| member_fate(input, data, stored, config, prune))
+            .collect::<Result<Vec<Fate>>>()?
+    };
     update_record(input, data, &layout, &mut fates)?;
     let mut summary = Summary {
         size_before: data.len() as u64,
@@ -94,9 +104,14 @@ pub(super) fn rewrite_zip(
             // A member pruned is named whatever it held.
             if s.images_before > 0 || matches!(fate, Fate::Pruned(_)) {
                 summary.add_counts(s);
-                summary
-                    .members
-                    .push((member_path(input, stored.name), s.clone()));
+                if s.members.is_empty() {
+                    summary
+                        .members
+                        .push((member_path(input, stored.name), s.clone()));
+                } else {
+                    // A tarball's members, each named.
+                    summary.members.extend(s.members.iter().cloned());
+                }
             }
         }
     }
@@ -150,6 +165,12 @@ fn member_fate(
         Ok(())
     })?;
     let change = named_pruning(change, stored.name, stored.size, config, prune);
+    fate_of(input, stored, change)
+}
+
+/// The fate of the zip member `stored` whose contents had `change`: a member rewritten is
+/// compressed again with its own method.
+fn fate_of(input: &Path, stored: &Stored<'_>, change: Change) -> Result<Fate> {
     Ok(match change {
         Change::Copied => Fate::Copied,
         Change::Kept(summary) => Fate::Kept(summary),
