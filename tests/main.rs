@@ -66,6 +66,7 @@ mod packager;
 mod packager_order;
 mod packages;
 mod packages_rewrite;
+mod packages_tar;
 mod packaging;
 mod parallel_copy;
 mod prune;
