@@ -8,8 +8,6 @@
 //! or FIFO). So a file rewritten from `before` bytes to `after` changes the total by
 //! `ceil(after / 1024) - ceil(before / 1024)`, and a file removed takes its
 //! `ceil(size / 1024)` away: [`installed_size`] adjusts a total so.
-// Rewriting a `.deb` package uses this codec; until a command does, only the tests call it.
-#![cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 
 use super::{hex, Counts, Edit, ManifestError};
 
