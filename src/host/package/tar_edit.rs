@@ -309,10 +309,13 @@ fn set_size(block: &mut [u8; BLOCK], size: u64) -> std::result::Result<(), Strin
 fn set_number(field: &mut [u8], value: u64) {
     let base_256 = field.first().is_some_and(|&b| b & 0x80 != 0);
     if base_256 || !set_octal_like(field, value) {
+        let be = value.to_be_bytes();
+        field.fill(0);
         let len = field.len();
-        for (i, byte) in field.iter_mut().enumerate() {
-            let shift = (len - 1 - i) * 8;
-            *byte = if shift >= 64 { 0 } else { (value >> shift) as u8 };
+        let from = len.saturating_sub(be.len());
+        let skip = be.len().saturating_sub(len);
+        if let (Some(slot), Some(tail)) = (field.get_mut(from..), be.get(skip..)) {
+            slot.copy_from_slice(tail);
         }
         if let Some(first) = field.first_mut() {
             *first = 0x80;
@@ -520,7 +523,13 @@ mod tests {
         // Too large for 11 octal digits: base-256.
         let big = headers_for(&layout, entry, 1 << 40).unwrap();
         assert_eq!(big[124], 0x80);
-        assert_eq!(super::super::tar::octal(&big[148..154]).is_some(), true);
+        assert_eq!(&big[124..136], &[0x80, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0]);
+        let sum: u64 = big
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| if (148..156).contains(&i) { 32 } else { u64::from(b) })
+            .sum();
+        assert_eq!(octal(&big[148..154]), Some(sum));
     }
 
     #[test]
