@@ -1232,25 +1232,8 @@ pub fn rewrite(
     prune: PruneMembers,
 ) -> Result<Summary> {
     let data = Input::open(input)?;
-    match crate::host::package::kind(&data) {
-        Some(crate::host::package::Kind::Zip) => {
-            return package::rewrite_zip(input, &data, placement, config, mode, prune);
-        }
-        Some(crate::host::package::Kind::Tar(compression)) => {
-            return tarball::rewrite_tarball(
-                input,
-                &data,
-                compression,
-                placement,
-                config,
-                mode,
-                prune,
-            );
-        }
-        Some(crate::host::package::Kind::Deb) => {
-            return deb::rewrite_deb(input, &data, placement, config, mode, prune);
-        }
-        None => {}
+    if let Some(done) = package::rewrite_package(input, &data, placement, config, mode, prune) {
+        return done;
     }
     let mut summary = Summary::default();
     let mut new = rewrite_file(input, &data, config, &mut summary)?;

@@ -43,6 +43,33 @@ pub(super) fn refusal(kind: crate::host::package::Kind, depth: usize) -> &'stati
     }
 }
 
+/// Rewrites `input` (read as `data`) when it is a package: a zip or wheel (a `.conda`), a
+/// tarball (a conda `.tar.bz2`) or a Debian package, each written again as one of its kind;
+/// `None` when it is none.
+pub(super) fn rewrite_package(
+    input: &Path,
+    data: &Input,
+    placement: &Placement,
+    config: &RewriteConfig,
+    mode: Mode,
+    prune: PruneMembers,
+) -> Option<Result<Summary>> {
+    use crate::host::package::Kind;
+    Some(match package::kind(data)? {
+        Kind::Zip => rewrite_zip(input, data, placement, config, mode, prune),
+        Kind::Tar(compression) => super::tarball::rewrite_tarball(
+            input,
+            data,
+            compression,
+            placement,
+            config,
+            mode,
+            prune,
+        ),
+        Kind::Deb => super::deb::rewrite_deb(input, data, placement, config, mode, prune),
+    })
+}
+
 /// The most a `RECORD` may take: it is read whole, as text.
 const RECORD_MOST: u64 = 256 << 20;
 
@@ -70,7 +97,7 @@ impl Fate {
 
 /// Rewrites the zip `input` (read as `data`) to where `placement` says; the members `prune`
 /// names are left out (and their `RECORD` rows).
-pub(super) fn rewrite_zip(
+fn rewrite_zip(
     input: &Path,
     data: &Input,
     placement: &Placement,

@@ -53,7 +53,8 @@ fn md5sums_line(line: &[u8]) -> Option<(&[u8], &[u8])> {
     (digest.iter().all(u8::is_ascii_hexdigit) && !path.is_empty()).then_some((digest, path))
 }
 
-/// A line of `md5sums` for `path` of digest `digest`.
+/// A line of `md5sums` for `path` of digest `digest` (as `md5sum` writes it).
+#[cfg(any(test, feature = "internals"))]
 pub fn md5sums_line_of(path: &[u8], digest: &Md5) -> Vec<u8> {
     let mut line = hex(digest).into_bytes();
     line.extend_from_slice(b"  ");
