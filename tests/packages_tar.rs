@@ -331,6 +331,9 @@ fn deb(dir: &Path, compression: &str) -> Option<PathBuf> {
     util::tool("md5sum")?;
     let root = dir.join(format!("root-{compression}"));
     stage(&root.join("usr/lib/mylib"));
+    // A hard link: md5sums lists it as a file of its own, Installed-Size counts it once.
+    let lib = root.join("usr/lib/mylib");
+    fs::hard_link(lib.join("libmulti.a"), lib.join("libmulti-again.a")).unwrap();
     fs::create_dir_all(root.join("DEBIAN")).unwrap();
     let sums = succeed(
         Command::new("sh")
@@ -626,4 +629,48 @@ fn damaged_tarballs_are_refused_naming_package_and_member_with_nothing_written()
         assert_ne!(code, 0, "{err}");
         assert_eq!(fs::read(&path).unwrap(), before);
     }
+}
+
+#[test]
+fn a_member_a_hard_link_links_to_is_kept_and_the_link_extracts() {
+    let Some(python) = util::tool("python3") else {
+        return;
+    };
+    if util::tool("tar").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    fs::create_dir_all(&tree).unwrap();
+    let kernel = tree.join("kernel-gfx906.hsaco");
+    fs::copy(samples_dir().join("dev/kernel-gfx906.hsaco"), &kernel).unwrap();
+    fs::hard_link(&kernel, tree.join("again.hsaco")).unwrap();
+    fs::copy(samples_dir().join("linked/hip-app"), tree.join("hip-app")).unwrap();
+    let tarball = dir.path().join("linked.tar.gz");
+    let script = "import sys, tarfile\n\
+        with tarfile.open(sys.argv[1], 'w:gz') as t:\n\
+        \x20   for name in ['kernel-gfx906.hsaco', 'again.hsaco', 'hip-app']:\n\
+        \x20       t.add(sys.argv[2] + '/' + name, 'lib/' + name)\n";
+    succeed(
+        Command::new(&python)
+            .args(["-c", script])
+            .arg(&tarball)
+            .arg(&tree),
+    );
+    let out = dir.path().join("out.tar.gz");
+    succeed(
+        offload()
+            .args(["strip", "--keep", "gfx90a", "--prune"])
+            .arg(&tarball)
+            .arg("-o")
+            .arg(&out),
+    );
+    let x = dir.path().join("x");
+    fs::create_dir_all(&x).unwrap();
+    succeed(Command::new("tar").arg("-C").arg(&x).arg("-xzf").arg(&out));
+    assert_eq!(
+        fs::read(x.join("lib/again.hsaco")).unwrap(),
+        fs::read(&kernel).unwrap()
+    );
+    assert!(x.join("lib/hip-app").is_file());
 }

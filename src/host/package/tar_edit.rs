@@ -37,6 +37,8 @@ pub struct Entry {
     pub kind: u8,
     /// Its data, padding aside.
     pub data: Range<u64>,
+    /// What a hard link links to (its name, without the leading `./`); empty for others.
+    pub hard_link: Vec<u8>,
 }
 
 impl Entry {
@@ -196,6 +198,11 @@ fn entries(
             name,
             kind: header.kind,
             data: data_at..data_at + header.size,
+            hard_link: if header.kind == b'1' {
+                strip_dot(&link).to_vec()
+            } else {
+                Vec::new()
+            },
         });
     }
 }

@@ -204,6 +204,7 @@ fn control(
                     };
                     let changes: Vec<(u64, Option<u64>)> = edits
                         .values()
+                        .filter(|edit| !edit.hard_link)
                         .map(|edit| (edit.before, edit.after.map(|a| a.size)))
                         .collect();
                     let kib = debian::installed_size(total, &changes);

@@ -44,6 +44,8 @@ pub(super) struct FileEdit {
     pub before: u64,
     /// Its contents after, `None` when it was left out.
     pub after: Option<NewContents>,
+    /// Whether it is a hard link to a file rewritten (the file counts once in sizes).
+    pub hard_link: bool,
 }
 
 /// The files of a tarball that a rewrite changed, by their names in it.
@@ -117,6 +119,7 @@ pub(super) fn rewrite_tar(
         .par_iter()
         .map(|entry| entry_change(shown, &layout, entry, config, prune))
         .collect::<Result<Vec<Change>>>()?;
+    keep_linked(&layout, &mut changes);
     let edits = edits_of(&layout, &changes);
     for (entry, change) in layout.entries.iter().zip(changes.iter_mut()) {
         if entry.regular() && matches!(change, Change::Copied) {
@@ -191,7 +194,30 @@ fn entry_change(
     ))
 }
 
-/// The files `changes` rewrote or left out.
+/// Keeps a member that a hard link links to, rather than prune it: the link would be left
+/// dangling, and unpacking it would fail.
+fn keep_linked(layout: &Layout, changes: &mut [Change]) {
+    let linked: std::collections::HashSet<&[u8]> = layout
+        .entries
+        .iter()
+        .filter(|e| !e.hard_link.is_empty())
+        .map(|e| e.hard_link.as_slice())
+        .collect();
+    for (entry, change) in layout.entries.iter().zip(changes.iter_mut()) {
+        if let Change::Pruned(s) = change {
+            if linked.contains(entry.name.as_slice()) {
+                *change = Change::Kept(Summary {
+                    images_after: s.images_before,
+                    size_after: s.size_before,
+                    ..s.clone()
+                });
+            }
+        }
+    }
+}
+
+/// The files `changes` rewrote or left out, and the hard links to those rewritten (which
+/// manifests list as files of their own).
 fn edits_of(layout: &Layout, changes: &[Change]) -> Edits {
     let mut edits = Edits::new();
     for (entry, change) in layout.entries.iter().zip(changes) {
@@ -205,7 +231,19 @@ fn edits_of(layout: &Layout, changes: &[Change]) -> Edits {
             Change::Pruned(_) => None,
             _ => continue,
         };
-        edits.insert(entry.name.clone(), FileEdit { before, after });
+        let hard_link = false;
+        let edit = FileEdit {
+            before,
+            after,
+            hard_link,
+        };
+        edits.insert(entry.name.clone(), edit);
+    }
+    for entry in &layout.entries {
+        if let Some(&edit) = edits.get(&entry.hard_link) {
+            let hard_link = true;
+            edits.insert(entry.name.clone(), FileEdit { hard_link, ..edit });
+        }
     }
     edits
 }
