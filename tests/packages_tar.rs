@@ -575,6 +575,11 @@ fn damaged_tarballs_are_refused_naming_package_and_member_with_nothing_written()
     };
     let good = make("good.tar", "lib/hip-app", None);
     let bytes = fs::read(&good).unwrap();
+    // What a compressed tarball inflates to counts against the budget.
+    let gzipped = dir.path().join("good.tar.gz");
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gzip, &bytes).unwrap();
+    fs::write(&gzipped, gzip.finish().unwrap()).unwrap();
     let mut checksum = bytes.clone();
     checksum[150] ^= 1;
     let checksum_path = dir.path().join("checksum.tar");
@@ -604,7 +609,11 @@ fn damaged_tarballs_are_refused_naming_package_and_member_with_nothing_written()
             vec![],
             "abslink.tar!lib/out",
         ),
-        (good, vec!["--max-decompressed-size", "4096"], "good.tar"),
+        (
+            gzipped,
+            vec!["--max-decompressed-size", "4096"],
+            "good.tar.gz",
+        ),
     ];
     for (path, extra, named) in cases {
         let before = fs::read(&path).unwrap();

@@ -1,9 +1,9 @@
-//! Tarballs written again: the tar stream is read once (inflated when compressed) into a
-//! spill ([`crate::io::spill`]: memory while small, an unnamed file beyond that), each member's
-//! headers and data located in it ([`layout`]); a writer then copies each member's bytes as
-//! they were, leaves a member out whole (its pax and long-name headers too), or gives it new
-//! data with only its size fields and checksums changed ([`headers_for`]), and compresses the
-//! stream again as it was stored ([`Encoder`]).
+//! Tarballs written again: the tar stream is read once, in place when plain, inflated into a
+//! spill otherwise ([`crate::io::spill`]: memory while small, an unnamed file beyond that),
+//! each member's headers and data located in it ([`layout`]); a writer then copies each
+//! member's bytes as they were, leaves a member out whole (its pax and long-name headers
+//! too), or gives it new data with only its size fields and checksums changed
+//! ([`headers_for`]), and compresses the stream again as it was stored ([`Encoder`]).
 //!
 //! The layout refuses what a rewrite must not trust: a header whose checksum is wrong, a
 //! member the stream ends within, a member named to leave its folder, a link pointing
@@ -50,21 +50,34 @@ impl Entry {
 
 /// A tarball's stream and where its members are.
 #[derive(Debug)]
-pub struct Layout {
-    /// The tar stream, inflated.
-    pub stream: Spilled,
+pub struct Layout<'d> {
+    /// The tar stream: the file itself when plain, what it inflates to otherwise.
+    pub stream: TarBytes<'d>,
     /// The members, in order.
     pub entries: Vec<Entry>,
     /// What follows the last member: the end blocks, and whatever the stream holds after them.
     pub end: Range<u64>,
 }
 
-impl Layout {
+/// Where a tar stream's bytes are.
+#[derive(Debug)]
+pub enum TarBytes<'d> {
+    /// In the file read (a plain tarball): not copied.
+    File(&'d [u8]),
+    /// Inflated into a spill.
+    Inflated(Spilled),
+}
+
+impl Layout<'_> {
     /// The bytes of `range` of the stream.
     pub fn bytes(&self, range: &Range<u64>) -> &[u8] {
         let start = usize::try_from(range.start).unwrap_or(usize::MAX);
         let end = usize::try_from(range.end).unwrap_or(usize::MAX);
-        self.stream.bytes().get(start..end).unwrap_or_default()
+        let all = match &self.stream {
+            TarBytes::File(bytes) => bytes,
+            TarBytes::Inflated(spilled) => spilled.bytes(),
+        };
+        all.get(start..end).unwrap_or_default()
     }
 }
 
@@ -95,13 +108,26 @@ struct Pending {
 /// inflates to is taken from `budget`. A symbolic link to an absolute name is allowed when
 /// `absolute_links` says so (a Debian package's files are unpacked at the root, where such a
 /// link stays inside); a link that climbs out with `..` never is.
-pub fn layout(
+pub fn layout<'d>(
     path: &Path,
-    data: &[u8],
+    data: &'d [u8],
     compression: Compression,
     budget: &Budget,
     absolute_links: bool,
-) -> Result<Layout> {
+) -> Result<Layout<'d>> {
+    if compression == Compression::None {
+        // Read in place: a plain tarball costs no more than its bytes, and is not copied.
+        let mut stream = Stream {
+            read: Box::new(data),
+            at: 0,
+        };
+        let (entries, end_at) = entries(path, &mut stream, absolute_links)?;
+        return Ok(Layout {
+            stream: TarBytes::File(data),
+            entries,
+            end: end_at..data.len() as u64,
+        });
+    }
     let mut spill = Spill::new();
     let (entries, end_at) = {
         let read = decoder(data, compression).map_err(|e| Error::io(path, e))?;
@@ -124,7 +150,7 @@ pub fn layout(
     let stream = spill.finish().map_err(|e| Error::io(path, e))?;
     let end = end_at..stream.len();
     Ok(Layout {
-        stream,
+        stream: TarBytes::Inflated(stream),
         entries,
         end,
     })
@@ -262,7 +288,7 @@ fn climbs_out(name: &[u8], target: &[u8]) -> bool {
 /// The header blocks of `entry` (its pax and long-name headers and its own) for data of
 /// `size` bytes: the size fields and checksums changed, a pax `size` record too when there is
 /// one; every other byte as it was. An error says why the header cannot say so.
-pub fn headers_for(layout: &Layout, entry: &Entry, size: u64) -> std::result::Result<Vec<u8>, String> {
+pub fn headers_for(layout: &Layout<'_>, entry: &Entry, size: u64) -> std::result::Result<Vec<u8>, String> {
     let block_end = entry.header + BLOCK as u64;
     let mut out = Vec::new();
     let mut from = entry.span.start;
@@ -289,7 +315,7 @@ pub fn headers_for(layout: &Layout, entry: &Entry, size: u64) -> std::result::Re
 }
 
 /// The header block at `at`.
-fn block_at(layout: &Layout, at: u64) -> std::result::Result<[u8; BLOCK], String> {
+fn block_at(layout: &Layout<'_>, at: u64) -> std::result::Result<[u8; BLOCK], String> {
     let bytes = layout.bytes(&(at..at + BLOCK as u64));
     bytes
         .try_into()
@@ -512,7 +538,7 @@ mod tests {
         out
     }
 
-    fn laid(data: &[u8]) -> Result<Layout> {
+    fn laid(data: &[u8]) -> Result<Layout<'_>> {
         let budget = Budget::new(u64::MAX);
         layout(Path::new("t.tar"), data, Compression::None, &budget, false)
     }

@@ -170,7 +170,7 @@ pub(super) fn rewrite_tar(
 /// What becomes of the member `entry` of the tarball `layout` (shown as `shown`).
 fn entry_change(
     shown: &Path,
-    layout: &Layout,
+    layout: &Layout<'_>,
     entry: &Entry,
     config: &RewriteConfig,
     prune: PruneMembers,
@@ -196,7 +196,7 @@ fn entry_change(
 
 /// Keeps a member that a hard link links to, rather than prune it: the link would be left
 /// dangling, and unpacking it would fail.
-fn keep_linked(layout: &Layout, changes: &mut [Change]) {
+fn keep_linked(layout: &Layout<'_>, changes: &mut [Change]) {
     let linked: std::collections::HashSet<&[u8]> = layout
         .entries
         .iter()
@@ -218,7 +218,7 @@ fn keep_linked(layout: &Layout, changes: &mut [Change]) {
 
 /// The files `changes` rewrote or left out, and the hard links to those rewritten (which
 /// manifests list as files of their own).
-fn edits_of(layout: &Layout, changes: &[Change]) -> Edits {
+fn edits_of(layout: &Layout<'_>, changes: &[Change]) -> Edits {
     let mut edits = Edits::new();
     for (entry, change) in layout.entries.iter().zip(changes) {
         let before = entry.data.end - entry.data.start;
@@ -265,7 +265,7 @@ impl Write for SpillWriter {
 /// Writes the tarball again, compressed as `compression` says.
 fn write(
     shown: &Path,
-    layout: &Layout,
+    layout: &Layout<'_>,
     changes: &[Change],
     compression: Compression,
     zstd_level: i32,
