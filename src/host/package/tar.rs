@@ -71,7 +71,10 @@ pub fn is_header(block: &[u8]) -> bool {
 }
 
 /// A reader of what `data` inflates to.
-pub(super) fn decoder<'a>(data: &'a [u8], compression: Compression) -> std::io::Result<Box<dyn Read + 'a>> {
+pub(super) fn decoder<'a>(
+    data: &'a [u8],
+    compression: Compression,
+) -> std::io::Result<Box<dyn Read + 'a>> {
     Ok(match compression {
         Compression::None => Box::new(data),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(data)),

@@ -15,8 +15,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::tar::{
-    decoder, metadata, next_header, octal, pax_value, skip, strip_dot, Compression,
-    Stream, BLOCK,
+    decoder, metadata, next_header, octal, pax_value, skip, strip_dot, Compression, Stream, BLOCK,
 };
 use super::{checked_name, member_error, Budget, Budgeted};
 use crate::error::{Error, Result};
@@ -288,7 +287,11 @@ fn climbs_out(name: &[u8], target: &[u8]) -> bool {
 /// The header blocks of `entry` (its pax and long-name headers and its own) for data of
 /// `size` bytes: the size fields and checksums changed, a pax `size` record too when there is
 /// one; every other byte as it was. An error says why the header cannot say so.
-pub fn headers_for(layout: &Layout<'_>, entry: &Entry, size: u64) -> std::result::Result<Vec<u8>, String> {
+pub fn headers_for(
+    layout: &Layout<'_>,
+    entry: &Entry,
+    size: u64,
+) -> std::result::Result<Vec<u8>, String> {
     let block_end = entry.header + BLOCK as u64;
     let mut out = Vec::new();
     let mut from = entry.span.start;
@@ -330,7 +333,13 @@ fn set_size(block: &mut [u8; BLOCK], size: u64) -> std::result::Result<(), Strin
     let sum: u64 = block
         .iter()
         .enumerate()
-        .map(|(i, &b)| if (148..156).contains(&i) { 32 } else { u64::from(b) })
+        .map(|(i, &b)| {
+            if (148..156).contains(&i) {
+                32
+            } else {
+                u64::from(b)
+            }
+        })
         .sum();
     let checksum = block.get_mut(148..156).ok_or("no checksum field")?;
     set_octal_like(checksum, sum);
@@ -549,7 +558,10 @@ mod tests {
         let layout = laid(&data).unwrap();
         assert_eq!(layout.entries.len(), 1);
         let entry = &layout.entries[0];
-        assert_eq!((entry.data.clone(), entry.name.as_slice()), (512..1512, &b"a/lib.so"[..]));
+        assert_eq!(
+            (entry.data.clone(), entry.name.as_slice()),
+            (512..1512, &b"a/lib.so"[..])
+        );
         assert_eq!(layout.end, 1536..2560);
         let new = headers_for(&layout, entry, 10).unwrap();
         assert_eq!(new, header(b"a/lib.so", b'0', 10, b"").to_vec());
@@ -560,7 +572,13 @@ mod tests {
         let sum: u64 = big
             .iter()
             .enumerate()
-            .map(|(i, &b)| if (148..156).contains(&i) { 32 } else { u64::from(b) })
+            .map(|(i, &b)| {
+                if (148..156).contains(&i) {
+                    32
+                } else {
+                    u64::from(b)
+                }
+            })
             .sum();
         assert_eq!(octal(&big[148..154]), Some(sum));
     }
@@ -595,8 +613,14 @@ mod tests {
         bad(&data[..1024], "truncated");
         bad(&tar(&[(header(b"../x", b'0', 0, b""), b"")]), "t.tar!../x");
         bad(&tar(&[(header(b"/x", b'0', 0, b""), b"")]), "absolute");
-        bad(&tar(&[(header(b"a/l", b'2', 0, b"../../x"), b"")]), "symbolic link");
-        bad(&tar(&[(header(b"a/l", b'2', 0, b"/etc/x"), b"")]), "symbolic link");
+        bad(
+            &tar(&[(header(b"a/l", b'2', 0, b"../../x"), b"")]),
+            "symbolic link",
+        );
+        bad(
+            &tar(&[(header(b"a/l", b'2', 0, b"/etc/x"), b"")]),
+            "symbolic link",
+        );
         bad(&tar(&[(header(b"a/l", b'1', 0, b"../x"), b"")]), "'..'");
         assert!(laid(&tar(&[(header(b"a/l", b'2', 0, b"../b/x"), b"")])).is_ok());
         let budget = Budget::new(u64::MAX);
