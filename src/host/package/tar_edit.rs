@@ -295,14 +295,16 @@ pub fn headers_for(
     let block_end = entry.header + BLOCK as u64;
     let mut out = Vec::new();
     let mut from = entry.span.start;
+    let mut pax_sized = false;
     if let Some((pax_at, records)) = &entry.pax {
         let old = layout.bytes(records);
         if pax_value(old, b"size").is_some() {
+            pax_sized = true;
             let new = pax_with(old, b"size", size.to_string().as_bytes())
                 .ok_or("its pax records are not LEN key=value lines")?;
             out.extend_from_slice(layout.bytes(&(from..*pax_at)));
             let mut block = block_at(layout, *pax_at)?;
-            set_size(&mut block, new.len() as u64)?;
+            set_size(&mut block, new.len() as u64, false)?;
             out.extend_from_slice(&block);
             out.extend_from_slice(&new);
             out.resize(out.len().next_multiple_of(BLOCK), 0);
@@ -311,7 +313,7 @@ pub fn headers_for(
     }
     out.extend_from_slice(layout.bytes(&(from..entry.header)));
     let mut block = block_at(layout, entry.header)?;
-    set_size(&mut block, size)?;
+    set_size(&mut block, size, pax_sized)?;
     out.extend_from_slice(&block);
     debug_assert!(block_end <= entry.data.start);
     Ok(out)
@@ -326,10 +328,19 @@ fn block_at(layout: &Layout<'_>, at: u64) -> std::result::Result<[u8; BLOCK], St
 }
 
 /// Sets the size field of the header `block` to `size` (octal as the field was written, or
-/// GNU's base-256 once 11 octal digits are too few) and its checksum again.
-fn set_size(block: &mut [u8; BLOCK], size: u64) -> std::result::Result<(), String> {
+/// GNU's base-256 once 11 octal digits are too few) and its checksum again. When a pax record
+/// carries the size (`pax_sized`) and octal cannot, an octal field is left as the writer left
+/// it, as readers take the record's.
+fn set_size(
+    block: &mut [u8; BLOCK],
+    size: u64,
+    pax_sized: bool,
+) -> std::result::Result<(), String> {
     let field = block.get_mut(124..136).ok_or("no size field")?;
-    set_number(field, size);
+    let octal_field = field.first().is_some_and(|&b| b & 0x80 == 0);
+    if !(pax_sized && octal_field && size >= 1 << 33) {
+        set_number(field, size);
+    }
     let sum: u64 = block
         .iter()
         .enumerate()
@@ -598,6 +609,32 @@ mod tests {
         let new = pax_with(b"11 size=99\n", b"size", &value).unwrap();
         assert_eq!(new.len(), 101);
         assert!(new.starts_with(b"101 size="));
+    }
+
+    #[test]
+    fn a_pax_header_with_a_size_record_is_given_the_new_size() {
+        let records: &[u8] = b"12 size=700\n15 path=long/x\n";
+        let data = tar(&[
+            (
+                header(b"PaxHeader/x", b'x', records.len() as u64, b""),
+                records,
+            ),
+            (header(b"x", b'0', 700, b""), &[1u8; 700]),
+        ]);
+        let layout = laid(&data).unwrap();
+        let entry = &layout.entries[0];
+        assert_eq!(entry.name, b"long/x");
+        assert_eq!(entry.span.start, 0);
+        let new = headers_for(&layout, entry, 1500).unwrap();
+        let records = b"13 size=1500\n15 path=long/x\n";
+        let mut expected = header(b"PaxHeader/x", b'x', records.len() as u64, b"").to_vec();
+        expected.extend_from_slice(records);
+        expected.resize(BLOCK * 2, 0);
+        expected.extend_from_slice(&header(b"x", b'0', 1500, b""));
+        assert_eq!(new, expected);
+        // Past 11 octal digits, the record carries it; the octal field stays.
+        let big = headers_for(&layout, entry, 1 << 34).unwrap();
+        assert_eq!(&big[2 * BLOCK + 124..2 * BLOCK + 136], b"00000001274\0");
     }
 
     #[test]
