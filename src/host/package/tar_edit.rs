@@ -482,7 +482,18 @@ impl<W: Write> Encoder<W> {
                 out,
                 flate2::Compression::new(levels::GZIP),
             )),
-            Compression::Xz => Encoder::Xz(xz2::write::XzEncoder::new(out, levels::XZ)),
+            Compression::Xz => {
+                // On as many threads as the job runs (as `dpkg-deb` compresses xz): blocks
+                // compressed side by side, one valid xz stream.
+                let threads = u32::try_from(rayon::current_num_threads()).unwrap_or(1);
+                let stream = xz2::stream::MtStreamBuilder::new()
+                    .threads(threads.max(1))
+                    .preset(levels::XZ)
+                    .check(xz2::stream::Check::Crc64)
+                    .encoder()
+                    .map_err(std::io::Error::other)?;
+                Encoder::Xz(xz2::write::XzEncoder::new_stream(out, stream))
+            }
             Compression::Zstd => {
                 let mut encoder = zstd::stream::write::Encoder::new(out, zstd_level)?;
                 encoder.include_checksum(true)?;
