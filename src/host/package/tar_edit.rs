@@ -677,6 +677,32 @@ mod tests {
     }
 
     #[test]
+    fn damaged_bytes_anywhere_are_an_error_or_a_layout_never_a_panic() {
+        let records: &[u8] = b"12 size=700\n";
+        let data = tar(&[
+            (
+                header(b"PaxHeader/x", b'x', records.len() as u64, b""),
+                records,
+            ),
+            (header(b"x", b'0', 700, b""), &[1u8; 700]),
+            (header(b"l", b'1', 0, b"x"), b""),
+        ]);
+        for at in 0..data.len() {
+            for value in [0u8, 0x80, b'7', b'/', b'.', 0xff] {
+                let mut bad = data.clone();
+                bad[at] = value;
+                if let Ok(layout) = laid(&bad) {
+                    for entry in &layout.entries {
+                        let _ = headers_for(&layout, entry, 1 << 40);
+                        let _ = headers_for(&layout, entry, 3);
+                    }
+                }
+                let _ = laid(&bad[..at]);
+            }
+        }
+    }
+
+    #[test]
     fn links_climbing_out_are_told() {
         assert!(!climbs_out(b"a/b/l", b"../x"));
         assert!(!climbs_out(b"a/b/l", b"../../x"));
