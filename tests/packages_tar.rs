@@ -409,6 +409,17 @@ fn a_debian_package_stripped_installs_and_verifies() {
         let Some(deb) = deb(dir.path(), compression) else {
             return;
         };
+        // A dry run says what would change and writes nothing.
+        let before = fs::read(&deb).unwrap();
+        let dry = succeed(
+            offload()
+                .args(["strip", "--keep", "gfx90a", "--prune", "--dry-run"])
+                .arg(&deb),
+        );
+        let dry = String::from_utf8_lossy(&dry.stdout);
+        assert!(dry.contains("data.tar"), "{dry}");
+        assert!(dry.contains("would go to"), "{dry}");
+        assert_eq!(fs::read(&deb).unwrap(), before);
         let out = dir.path().join(format!("out-{compression}.deb"));
         succeed(
             offload()
