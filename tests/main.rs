@@ -67,6 +67,7 @@ mod packager_order;
 mod packages;
 mod packages_check;
 mod packages_rewrite;
+mod packages_tar;
 mod packaging;
 mod parallel_copy;
 mod prune;

@@ -369,6 +369,14 @@ impl Spilled {
         }
     }
 
+    /// The bytes as an input: held in memory, or the temporary file mapped.
+    pub fn into_input(self) -> Input {
+        match self {
+            Spilled::Bytes(bytes) => Input::from_bytes(bytes),
+            Spilled::File(input) => input,
+        }
+    }
+
     /// The bytes in memory (read from the file when there).
     pub fn into_vec(self) -> Vec<u8> {
         match self {

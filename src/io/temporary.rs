@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
-use crate::io::error::{FileError as Error, Result};
 use crate::io::cleanup;
+use crate::io::error::{FileError as Error, Result};
 
 /// A named temporary file for one step of a command to hand to the next: made in `dir`,
 /// listed so that SIGINT, SIGTERM and SIGHUP remove it, and removed when dropped.

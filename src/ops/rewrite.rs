@@ -69,10 +69,13 @@ use crate::ops::support::inflating::{memory_of, Budget};
 use crate::ops::verify::verify_input_except;
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
+mod conda;
+mod deb;
 pub mod environments;
 pub mod job;
 mod package;
 pub mod plan;
+mod tarball;
 
 pub use package::PruneMembers;
 
@@ -1236,8 +1239,8 @@ pub fn rewrite(
     prune: PruneMembers,
 ) -> Result<Summary> {
     let data = Input::open(input)?;
-    if crate::host::package::kind(&data) == Some(crate::host::package::Kind::Zip) {
-        return package::rewrite_zip(input, &data, placement, config, mode, prune);
+    if let Some(done) = package::rewrite_package(input, &data, placement, config, mode, prune) {
+        return done;
     }
     let mut summary = Summary::default();
     let mut new = rewrite_file(input, &data, config, &mut summary)?;

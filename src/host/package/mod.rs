@@ -25,6 +25,7 @@ use crate::format::container::Container;
 pub mod deb;
 pub mod manifest;
 pub mod tar;
+pub mod tar_edit;
 pub mod tree;
 pub mod zip;
 

@@ -29,7 +29,7 @@ pub enum Compression {
 }
 
 /// The size of a tar block.
-const BLOCK: usize = 512;
+pub(super) const BLOCK: usize = 512;
 
 /// The most an xz decoder may hold (its dictionary): xz's presets ask at most 64 MiB.
 const XZ_MEMORY: u64 = 256 << 20;
@@ -71,7 +71,10 @@ pub fn is_header(block: &[u8]) -> bool {
 }
 
 /// A reader of what `data` inflates to.
-fn decoder<'a>(data: &'a [u8], compression: Compression) -> std::io::Result<Box<dyn Read + 'a>> {
+pub(super) fn decoder<'a>(
+    data: &'a [u8],
+    compression: Compression,
+) -> std::io::Result<Box<dyn Read + 'a>> {
     Ok(match compression {
         Compression::None => Box::new(data),
         Compression::Gzip => Box::new(flate2::read::MultiGzDecoder::new(data)),
@@ -87,14 +90,17 @@ fn decoder<'a>(data: &'a [u8], compression: Compression) -> std::io::Result<Box<
 }
 
 /// What a header says.
-struct Header {
+pub(super) struct Header {
     /// Where it is in the tar stream.
-    at: u64,
-    name: Vec<u8>,
-    kind: u8,
-    size: u64,
-    /// A link's target.
-    link: Vec<u8>,
+    pub(super) at: u64,
+    /// Its name (the ustar prefix joined), before any long name replaces it.
+    pub(super) name: Vec<u8>,
+    /// Its type flag.
+    pub(super) kind: u8,
+    /// The size of its data.
+    pub(super) size: u64,
+    /// Its link name field.
+    pub(super) link: Vec<u8>,
 }
 
 /// A symbolic or hard link member of a tarball.
@@ -109,21 +115,21 @@ pub struct Link<'a> {
 }
 
 /// The stream being read, and where it is.
-struct Stream<'r> {
-    read: Box<dyn Read + 'r>,
-    at: u64,
+pub(super) struct Stream<'r> {
+    pub(super) read: Box<dyn Read + 'r>,
+    pub(super) at: u64,
 }
 
 impl Stream<'_> {
     /// Reads until `buf` is full or the stream ends; returns how many bytes it read.
-    fn block(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+    pub(super) fn block(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let got = fill(&mut *self.read, buf)?;
         self.at += got as u64;
         Ok(got)
     }
 
     /// Reads past `len` bytes; how many there were.
-    fn skip(&mut self, len: u64) -> std::io::Result<u64> {
+    pub(super) fn skip(&mut self, len: u64) -> std::io::Result<u64> {
         let skipped = std::io::copy(&mut (&mut self.read).take(len), &mut std::io::sink())?;
         self.at += skipped;
         Ok(skipped)
@@ -185,8 +191,8 @@ pub fn read_links(
                     b'L' => long_name = gnu().or(long_name),
                     b'K' => long_link = gnu().or(long_link),
                     _ => {
-                        long_name = pax_record(&text, b"path=").or(long_name);
-                        long_link = pax_record(&text, b"linkpath=").or(long_link);
+                        long_name = pax_value(&text, b"path").or(long_name);
+                        long_link = pax_value(&text, b"linkpath").or(long_link);
                     }
                 }
                 skip(path, &mut stream, &header, padded - header.size)?;
@@ -265,7 +271,7 @@ fn member(
 }
 
 /// The error of a member whose data the stream ends within.
-fn truncated(path: &Path, name: &[u8], header: &Header) -> Error {
+pub(super) fn truncated(path: &Path, name: &[u8], header: &Header) -> Error {
     member_error(
         path,
         name,
@@ -277,7 +283,7 @@ fn truncated(path: &Path, name: &[u8], header: &Header) -> Error {
 }
 
 /// Reads past `len` bytes of padding or data after `header`'s member.
-fn skip(path: &Path, stream: &mut Stream<'_>, header: &Header, len: u64) -> Result<()> {
+pub(super) fn skip(path: &Path, stream: &mut Stream<'_>, header: &Header, len: u64) -> Result<()> {
     let skipped = stream
         .skip(len)
         .map_err(|e| member_error(path, &header.name, format!("reading it: {e}")))?;
@@ -288,7 +294,7 @@ fn skip(path: &Path, stream: &mut Stream<'_>, header: &Header, len: u64) -> Resu
 }
 
 /// The next header, `None` at the end of the archive (a zero block, or the stream's end).
-fn next_header(path: &Path, stream: &mut Stream<'_>) -> Result<Option<Header>> {
+pub(super) fn next_header(path: &Path, stream: &mut Stream<'_>) -> Result<Option<Header>> {
     let at = stream.at;
     let mut block = [0u8; BLOCK];
     let got = stream
@@ -352,13 +358,13 @@ fn next_header(path: &Path, stream: &mut Stream<'_>) -> Result<Option<Header>> {
 }
 
 /// A NUL-terminated field of `block`.
-fn field(block: &[u8], start: usize, len: usize) -> &[u8] {
+pub(super) fn field(block: &[u8], start: usize, len: usize) -> &[u8] {
     let raw = block.get(start..start + len).unwrap_or_default();
     raw.split(|&b| b == 0).next().unwrap_or_default()
 }
 
 /// An octal number, spaces and NULs around it allowed.
-fn octal(raw: &[u8]) -> Option<u64> {
+pub(super) fn octal(raw: &[u8]) -> Option<u64> {
     let text = std::str::from_utf8(raw).ok()?;
     let text = text.trim_matches(|c| c == ' ' || c == '\0');
     if text.is_empty() {
@@ -383,7 +389,7 @@ fn size(raw: &[u8]) -> Option<u64> {
 }
 
 /// The data of a long name or pax header member, bounded.
-fn metadata(path: &Path, stream: &mut Stream<'_>, header: &Header) -> Result<Vec<u8>> {
+pub(super) fn metadata(path: &Path, stream: &mut Stream<'_>, header: &Header) -> Result<Vec<u8>> {
     if header.size > MAX_METADATA {
         return Err(member_error(
             path,
@@ -404,8 +410,8 @@ fn metadata(path: &Path, stream: &mut Stream<'_>, header: &Header) -> Result<Vec
     Ok(text)
 }
 
-/// The value of the last pax record whose keyword and `=` are `key`.
-fn pax_record(records: &[u8], key: &[u8]) -> Option<Vec<u8>> {
+/// The value of the pax record `key` of `records` (`LEN key=VALUE\n`), the last if several.
+pub(super) fn pax_value(records: &[u8], key: &[u8]) -> Option<Vec<u8>> {
     let mut rest = records;
     let mut found = None;
     while !rest.is_empty() {
@@ -413,7 +419,10 @@ fn pax_record(records: &[u8], key: &[u8]) -> Option<Vec<u8>> {
         let len: usize = std::str::from_utf8(rest.get(..space)?).ok()?.parse().ok()?;
         let record = rest.get(space + 1..len)?;
         let record = record.strip_suffix(b"\n").unwrap_or(record);
-        if let Some(value) = record.strip_prefix(key) {
+        let value = record
+            .strip_prefix(key)
+            .and_then(|rest| rest.strip_prefix(b"="));
+        if let Some(value) = value {
             found = Some(value.to_vec());
         }
         rest = rest.get(len..)?;
@@ -422,7 +431,7 @@ fn pax_record(records: &[u8], key: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// `name` without the leading `./` (and `/`-only parts of it) tar writes.
-fn strip_dot(name: &[u8]) -> &[u8] {
+pub(super) fn strip_dot(name: &[u8]) -> &[u8] {
     let mut name = name;
     while let Some(rest) = name.strip_prefix(b"./") {
         name = rest;
@@ -450,11 +459,11 @@ mod tests {
     #[test]
     fn pax_paths_are_read() {
         assert_eq!(
-            pax_record(b"19 path=a/b/c.so.1\n11 uid=100\n", b"path=").as_deref(),
+            pax_value(b"19 path=a/b/c.so.1\n11 uid=100\n", b"path").as_deref(),
             Some(&b"a/b/c.so.1"[..])
         );
-        assert_eq!(pax_record(b"11 uid=100\n", b"path="), None);
-        assert_eq!(pax_record(b"99 path=x\n", b"path="), None);
+        assert_eq!(pax_value(b"11 uid=100\n", b"path"), None);
+        assert_eq!(pax_value(b"99 path=x\n", b"path"), None);
     }
 
     #[test]

@@ -181,10 +181,7 @@ pub(super) fn choose(
         let mut held = crate::io::spill::Spill::new();
         let failed = |e| Error::io(&member.name, e);
         held.append(bytes).map_err(failed)?;
-        let held = match held.finish().map_err(failed)? {
-            crate::io::spill::Spilled::Bytes(bytes) => Input::from_bytes(bytes),
-            crate::io::spill::Spilled::File(input) => input,
-        };
+        let held = held.finish().map_err(failed)?.into_input();
         let file = String::from_utf8_lossy(member.file_name()).into_owned();
         packed.borrow_mut().push((member.name.clone(), file, held));
         Ok(())

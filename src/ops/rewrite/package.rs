@@ -38,11 +38,38 @@ pub struct PruneMembers {
 pub(super) fn refusal(kind: crate::host::package::Kind, depth: usize) -> &'static str {
     use crate::host::package::Kind;
     match kind {
-        Kind::Deb => "rewriting Debian packages is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the package holds, then build it again",
-        Kind::Tar(_) => "rewriting tarballs (and conda packages) is not supported: their device code is read (ls, extract, du, verify), not rewritten; rewrite the files the tarball holds, then pack it again",
+        Kind::Deb => "a Debian package inside an archive is not rewritten: its device code is read (ls, extract, du, verify), not rewritten",
+        Kind::Tar(_) => "a tarball inside an archive is not rewritten: its device code is read (ls, extract, du, verify), not rewritten",
         Kind::Zip if depth > 0 => "a zip inside an archive is not rewritten: its device code is read (ls, extract, du, verify), not rewritten",
         Kind::Zip => "a zip is rewritten only when it is named on the command line",
     }
+}
+
+/// Rewrites `input` (read as `data`) when it is a package: a zip or wheel (a `.conda`), a
+/// tarball (a conda `.tar.bz2`) or a Debian package, each written again as one of its kind;
+/// `None` when it is none.
+pub(super) fn rewrite_package(
+    input: &Path,
+    data: &Input,
+    placement: &Placement,
+    config: &RewriteConfig,
+    mode: Mode,
+    prune: PruneMembers,
+) -> Option<Result<Summary>> {
+    use crate::host::package::Kind;
+    Some(match package::kind(data)? {
+        Kind::Zip => rewrite_zip(input, data, placement, config, mode, prune),
+        Kind::Tar(compression) => super::tarball::rewrite_tarball(
+            input,
+            data,
+            compression,
+            placement,
+            config,
+            mode,
+            prune,
+        ),
+        Kind::Deb => super::deb::rewrite_deb(input, data, placement, config, mode, prune),
+    })
 }
 
 /// The most a `RECORD` may take: it is read whole, as text.
@@ -72,7 +99,7 @@ impl Fate {
 
 /// Rewrites the zip `input` (read as `data`) to where `placement` says; the members `prune`
 /// names are left out (and their `RECORD` rows).
-pub(super) fn rewrite_zip(
+fn rewrite_zip(
     input: &Path,
     data: &Input,
     placement: &Placement,
@@ -82,12 +109,22 @@ pub(super) fn rewrite_zip(
 ) -> Result<Summary> {
     let layout = zip::layout(input, data)?;
     let shelf = Shelf::new().map_err(|e| Error::io(input, e))?;
-    let left = AtomicU64::new(config.max_decompressed);
-    let mut fates = layout
-        .members
-        .par_iter()
-        .map(|stored| member_fate(input, data, stored, config, prune, &shelf, &left))
-        .collect::<Result<Vec<Fate>>>()?;
+    let mut fates = if super::conda::is_conda(&layout) {
+        let changes = super::conda::changes(input, data, &layout, config, prune)?;
+        layout
+            .members
+            .iter()
+            .zip(changes)
+            .map(|(stored, change)| fate_of(input, stored, change, &shelf))
+            .collect::<Result<Vec<Fate>>>()?
+    } else {
+        let left = AtomicU64::new(config.max_decompressed);
+        layout
+            .members
+            .par_iter()
+            .map(|stored| member_fate(input, data, stored, config, prune, (&shelf, &left)))
+            .collect::<Result<Vec<Fate>>>()?
+    };
     update_record(input, data, &layout, &mut fates, &shelf)?;
     let mut summary = Summary {
         size_before: data.len() as u64,
@@ -98,21 +135,18 @@ pub(super) fn rewrite_zip(
             // A member pruned is named whatever it held.
             if s.images_before > 0 || matches!(fate, Fate::Pruned(_)) {
                 summary.add_counts(s);
-                summary
-                    .members
-                    .push((member_path(input, stored.name), s.clone()));
+                if s.members.is_empty() {
+                    summary
+                        .members
+                        .push((member_path(input, stored.name), s.clone()));
+                } else {
+                    // A tarball's members, each named.
+                    summary.members.extend(s.members.iter().cloned());
+                }
             }
         }
     }
-    if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
-        return Err(Error::file(
-            input,
-            format!(
-                "this would remove every device image ({}); give --allow-empty to do it",
-                summary.images_before
-            ),
-        ));
-    }
+    refuse_empty(input, &summary, config)?;
     let changed = fates
         .iter()
         .any(|f| matches!(f, Fate::Rewritten(..) | Fate::Pruned(_)));
@@ -147,23 +181,22 @@ fn written_size(layout: &Layout<'_>, fates: &[Fate]) -> u64 {
     central + 22 + layout.comment.len() as u64
 }
 
-/// What becomes of the member `stored` of the zip `data` (at `input`).
+/// What becomes of the member `stored` of the zip `data` (at `input`); what it is rewritten
+/// to goes on `shelf`, and what it inflates to comes out of `left`, the budget of the whole
+/// zip (as when it is read: many members each under the limit do not add up past it).
 fn member_fate(
     input: &Path,
     data: &[u8],
     stored: &Stored<'_>,
     config: &RewriteConfig,
     prune: PruneMembers,
-    shelf: &Shelf,
-    left: &AtomicU64,
+    (shelf, left): (&Shelf, &AtomicU64),
 ) -> Result<Fate> {
-    // What the members inflate to comes out of one budget for the whole zip, as when it is
-    // read: many members each under the limit do not add up past it.
     let start = left.load(Ordering::Relaxed);
     let budget = Budget::new(start);
-    let mut fate = Fate::Copied;
+    let mut change = Change::Copied;
     let visited = zip::visit_member(input, data, stored, &budget, &mut |member| {
-        fate = rewritten_member(input, stored, member.bytes, config, prune.bare, shelf)?;
+        change = rewritten_member(input, stored.name, member.bytes, config, prune.bare)?;
         Ok(())
     });
     let used = start - budget.get();
@@ -171,42 +204,90 @@ fn member_fate(
         Some(now.saturating_sub(used))
     });
     visited?;
-    // Without device code, and named for removed processors only: as such a file is.
-    let file_name = stored
-        .name
-        .rsplit(|&b| b == b'/')
-        .next()
-        .unwrap_or_default();
-    let named = named_only_for_removed(&String::from_utf8_lossy(file_name), config);
-    if matches!(fate, Fate::Copied) && prune.named && named {
-        let size = stored.size;
-        fate = Fate::Pruned(Summary {
+    let change = named_pruning(change, stored.name, stored.size, config, prune);
+    fate_of(input, stored, change, shelf)
+}
+
+/// The fate of the zip member `stored` whose contents had `change`: a member rewritten is
+/// compressed again with its own method, onto `shelf`.
+fn fate_of(input: &Path, stored: &Stored<'_>, change: Change, shelf: &Shelf) -> Result<Fate> {
+    Ok(match change {
+        Change::Copied => Fate::Copied,
+        Change::Kept(summary) => Fate::Kept(summary),
+        Change::Pruned(summary) => Fate::Pruned(summary),
+        Change::Rewritten(summary, contents) => {
+            let name = member_path(input, stored.name);
+            let (shelved, sizes) = compressed(&name, stored.method, &contents, shelf)?;
+            Fate::Rewritten(summary, shelved, sizes, sha256(&contents))
+        }
+    })
+}
+
+/// What becomes of one member of a package, whatever the package's kind.
+pub(super) enum Change {
+    /// Copied as it is: no device code.
+    Copied,
+    /// Holding device code, left as it was.
+    Kept(Summary),
+    /// Rewritten: its new contents, in memory or, when large, a temporary file.
+    Rewritten(Summary, Input),
+    /// Left out: bare device images only for other targets, or named for removed processors
+    /// only.
+    Pruned(Summary),
+}
+
+impl Change {
+    /// What it did, when it held device code or went.
+    pub(super) fn summary(&self) -> Option<&Summary> {
+        match self {
+            Change::Copied => None,
+            Change::Kept(s) | Change::Rewritten(s, _) | Change::Pruned(s) => Some(s),
+        }
+    }
+}
+
+/// `change` of the member `name` (of `size` bytes), or its pruning when it holds no device
+/// code and `--prune-named` finds it named for removed processors only, as such a file is.
+pub(super) fn named_pruning(
+    change: Change,
+    name: &[u8],
+    size: u64,
+    config: &RewriteConfig,
+    prune: PruneMembers,
+) -> Change {
+    if !matches!(change, Change::Copied) || !prune.named {
+        return change;
+    }
+    let file_name = name.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    if named_only_for_removed(&String::from_utf8_lossy(file_name), config) {
+        return Change::Pruned(Summary {
             size_before: size,
             ..Summary::default()
         });
     }
-    Ok(fate)
+    change
 }
 
-/// What becomes of a member that may hold device code, its contents `bytes`.
-fn rewritten_member(
+/// What becomes of a member named `name` of the package `input` that may hold device code,
+/// its contents `bytes`: rewritten as a file of its own is, or pruned whole (`prune`) when it
+/// holds bare device images only for other targets.
+pub(super) fn rewritten_member(
     input: &Path,
-    stored: &Stored<'_>,
+    name: &[u8],
     bytes: &[u8],
     config: &RewriteConfig,
     prune: bool,
-    shelf: &Shelf,
-) -> Result<Fate> {
-    let name = member_path(input, stored.name);
+) -> Result<Change> {
     if package::kind(bytes).is_some() {
         return Err(member_error(
             input,
-            stored.name,
-            "a package inside a package is not rewritten (conda packages and tarballs are read, not rewritten)",
+            name,
+            "a package inside a package is not rewritten (only a Debian package's tarballs and a .conda's are)",
         ));
     }
+    let name = member_path(input, name);
     if bytes.starts_with(&crate::format::kpack::MAGIC) {
-        return archive_fate(&name, bytes, config, prune);
+        return archive_change(&name, bytes, config, prune);
     }
     let mut targets: Vec<ImageTarget> = Vec::new();
     let mut all_bare = true;
@@ -227,11 +308,11 @@ fn rewritten_member(
         return Err(problem);
     }
     if targets.is_empty() {
-        return Ok(Fate::Copied);
+        return Ok(Change::Copied);
     }
     let size = bytes.len() as u64;
     if all_bare && prune && !BareFile::judge(&targets, size, config).kept {
-        return Ok(Fate::Pruned(Summary {
+        return Ok(Change::Pruned(Summary {
             images_before: targets.len(),
             size_before: size,
             ..Summary::default()
@@ -240,18 +321,22 @@ fn rewritten_member(
     let mut summary = Summary::default();
     let Some(new) = super::rewrite_file(&name, bytes, config, &mut summary)? else {
         summary.size_after = summary.size_before;
-        return Ok(Fate::Kept(summary));
+        return Ok(Change::Kept(summary));
     };
     let contents = made_whole(&name, new, bytes, config)?;
     summary.size_after = contents.len() as u64;
-    let (shelved, sizes) = compressed(&name, stored.method, &contents, shelf)?;
-    Ok(Fate::Rewritten(summary, shelved, sizes, sha256(&contents)))
+    Ok(Change::Rewritten(summary, contents))
 }
 
 /// What becomes of a member that is a `.kpack` archive (named `name`, its contents `bytes`):
 /// as an archive named alone, kept whole, or left out with `--prune` when it holds code only
 /// for other targets.
-fn archive_fate(name: &Path, bytes: &[u8], config: &RewriteConfig, prune: bool) -> Result<Fate> {
+fn archive_change(
+    name: &Path,
+    bytes: &[u8],
+    config: &RewriteConfig,
+    prune: bool,
+) -> Result<Change> {
     let targets: Vec<ImageTarget> = crate::ops::ls::list_archive(name, bytes)?
         .iter()
         .map(|image| {
@@ -270,11 +355,11 @@ fn archive_fate(name: &Path, bytes: &[u8], config: &RewriteConfig, prune: bool) 
         ..Summary::default()
     };
     if prune && !BareFile::judge(&targets, size, config).kept {
-        return Ok(Fate::Pruned(summary));
+        return Ok(Change::Pruned(summary));
     }
     summary.images_after = targets.len();
     summary.size_after = size;
-    Ok(Fate::Kept(summary))
+    Ok(Change::Kept(summary))
 }
 
 /// A rewritten member larger than this is made in a temporary file rather than in memory.
@@ -299,6 +384,21 @@ fn made_whole(
     new.write_to(&mut out, &Input::from_bytes(Vec::new()), &inflater)?;
     out.into_scratch()?
         .ok_or_else(|| Error::file(name, "the member made was not kept"))
+}
+
+/// Refuses a rewrite of `input` that would leave none of its `summary`'s device images,
+/// unless `--allow-empty` allows it.
+pub(super) fn refuse_empty(input: &Path, summary: &Summary, config: &RewriteConfig) -> Result<()> {
+    if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
+        return Err(Error::file(
+            input,
+            format!(
+                "this would remove every device image ({}); give --allow-empty to do it",
+                summary.images_before
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `contents` stored as `method` says (stored, or deflated at the usual level) and put on the

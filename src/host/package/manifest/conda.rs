@@ -3,6 +3,9 @@
 //! file with its `_path`, `path_type`, `sha256` (of the file as the package holds it),
 //! `sha256_in_prefix` (as installed, when conda wrote one) and `size_in_bytes`.
 //!
+//! A package's own `info/paths.json` lists its files the same way, its `paths` at the top
+//! level: [`update`] edits both.
+//!
 //! An update edits the text in place: the values of a rewritten file's digests and size are
 //! replaced, a removed file's string in `files` and object in `paths` are cut out with the
 //! separator before them (the first, with the one after), and nothing else moves. Parsing the
@@ -256,7 +259,10 @@ pub fn update(
         }
         replaced.extend(cuts(files, &removed));
     }
-    let paths = members(&root, "paths_data").flat_map(|d| members(d, "paths"));
+    // A record's `paths_data.paths`; a package's `info/paths.json` has them at the top.
+    let paths = members(&root, "paths_data")
+        .flat_map(|d| members(d, "paths"))
+        .chain(members(&root, "paths"));
     for paths in paths {
         let mut removed = Vec::new();
         for item in items(paths) {
@@ -468,5 +474,29 @@ mod tests {
         let e = update(b"{\n  \"files\": [\n    \"a\",\n  ]\n}", |_| None).unwrap_err();
         assert_eq!(e.offset, 26, "{e}");
         assert!(update(b"[1]", |_| None).is_err());
+    }
+
+    #[test]
+    fn a_packages_paths_json_is_edited_as_a_record_is() {
+        let paths = "{\n  \"paths\": [\n    {\n      \"_path\": \"lib/a.so\",\n      \"path_type\": \"hardlink\",\n      \"sha256\": \"aaaa\",\n      \"size_in_bytes\": 10\n    },\n    {\n      \"_path\": \"lib/b.co\",\n      \"sha256\": \"bbbb\",\n      \"size_in_bytes\": 20\n    }\n  ],\n  \"paths_version\": 1\n}";
+        let digest = sha256(b"x");
+        let (new, counts) = update(paths.as_bytes(), |path| match path {
+            "lib/a.so" => Some(Edit::Rewritten { digest, size: 5 }),
+            "lib/b.co" => Some(Edit::Removed),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            counts,
+            Counts {
+                rewritten: 1,
+                removed: 1
+            }
+        );
+        let expected = format!(
+            "{{\n  \"paths\": [\n    {{\n      \"_path\": \"lib/a.so\",\n      \"path_type\": \"hardlink\",\n      \"sha256\": \"{}\",\n      \"size_in_bytes\": 5\n    }}\n  ],\n  \"paths_version\": 1\n}}",
+            hex(&digest)
+        );
+        assert_eq!(String::from_utf8(new).unwrap(), expected);
     }
 }

@@ -8,8 +8,6 @@
 //! or FIFO). So a file rewritten from `before` bytes to `after` changes the total by
 //! `ceil(after / 1024) - ceil(before / 1024)`, and a file removed takes its
 //! `ceil(size / 1024)` away: [`installed_size`] adjusts a total so.
-// Rewriting a `.deb` package uses this codec; until a command does, only the tests call it.
-#![cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 
 use super::{hex, Counts, Edit, ManifestError};
 
@@ -55,7 +53,8 @@ fn md5sums_line(line: &[u8]) -> Option<(&[u8], &[u8])> {
     (digest.iter().all(u8::is_ascii_hexdigit) && !path.is_empty()).then_some((digest, path))
 }
 
-/// A line of `md5sums` for `path` of digest `digest`.
+/// A line of `md5sums` for `path` of digest `digest` (as `md5sum` writes it).
+#[cfg(any(test, feature = "internals"))]
 pub fn md5sums_line_of(path: &[u8], digest: &Md5) -> Vec<u8> {
     let mut line = hex(digest).into_bytes();
     line.extend_from_slice(b"  ");

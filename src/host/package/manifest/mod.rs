@@ -66,7 +66,6 @@ impl ManifestError {
 }
 
 /// The SHA-256 of `data`.
-#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 pub fn sha256(data: &[u8]) -> Sha256 {
     use sha2::Digest;
     sha2::Sha256::digest(data).into()
