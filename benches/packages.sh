@@ -3,8 +3,10 @@
 # same input, in one run, warm cache:
 # - `offload ls` and `offload du` of a wheel beside `unzip -t` of it, and `offload du` of a
 #   Debian package beside `dpkg-deb -c` of it;
-# - with STRIP=TARGET, `offload strip --keep TARGET` of each wheel beside `python3 -m wheel
-#   unpack` followed by `python3 -m wheel pack` of it unchanged (what repacking alone costs);
+# - with STRIP=TARGET, `offload strip --keep TARGET` of each package beside what repacking it
+#   unchanged costs with the ecosystem's own tools: `python3 -m wheel unpack` then `wheel pack`
+#   of a wheel, `dpkg-deb -R` then `dpkg-deb -b` of a Debian package, `cph x` then `cph c` of a
+#   conda package; with its size and device code (the `du` total) before and after;
 # - with VENV=FOLDER (a Python environment), `offload strip -r --keep gfx90a --prune` of a copy
 #   of it in place beside `cp -a` of it, then every RECORD row of the copy checked.
 # Prints wall time, peak resident memory (GNU time) and peak anonymous memory (RssAnon sampled
@@ -72,6 +74,21 @@ sys.exit(1 if bad else 0)
 PY
 }
 
+# Strips the package $1 to $STRIP into the scratch folder, says its size and device code
+# before and after, and checks the result with the ecosystem's tool $2 (a command line).
+strip_row() {
+  local package=$1 name
+  name=$(basename "$package")
+  rm -rf "${scratch:?}"/*
+  measure "  offload strip --keep $STRIP" "$ours" strip --keep "$STRIP" -o "$scratch/$name" "$package"
+  echo "  $(stat -c %s "$package") bytes -> $(stat -c %s "$scratch/$name") bytes"
+  "$ours" du "$package" | tail -1 | sed 's/^/  before: /'
+  "$ours" du "$scratch/$name" | tail -1 | sed 's/^/  after:  /'
+  shift
+  "$@" "$scratch/$name" >/dev/null && echo "  $1 accepts the result"
+  rm -rf "${scratch:?}"/*
+}
+
 for package in "$@"; do
   name=$(basename "$package")
   cat "$package" >/dev/null
@@ -80,19 +97,28 @@ for package in "$@"; do
     *.deb)
       measure "  offload du" "$ours" du "$package"
       measure "  dpkg-deb -c" dpkg-deb -c "$package"
+      if [ -n "${STRIP:-}" ]; then
+        strip_row "$package" dpkg-deb --info
+        measure "  dpkg-deb -R" dpkg-deb -R "$package" "$scratch/tree"
+        measure "  dpkg-deb -b" dpkg-deb -b "$scratch/tree" "$scratch/$name"
+        rm -rf "${scratch:?}"/*
+      fi
+      ;;
+    *.conda | *.tar.bz2)
+      measure "  offload du" "$ours" du "$package"
+      if [ -n "${STRIP:-}" ]; then
+        strip_row "$package" cph x --dest "$scratch/checked"
+        measure "  cph x" cph x "$package" --dest "$scratch/tree"
+        measure "  cph c" cph c "$scratch/tree" "$name" --out-folder "$scratch/packed"
+        rm -rf "${scratch:?}"/*
+      fi
       ;;
     *)
       measure "  offload ls" "$ours" ls "$package"
       measure "  offload du" "$ours" du "$package"
       measure "  unzip -t" unzip -tq "$package"
       if [ -n "${STRIP:-}" ]; then
-        rm -rf "$scratch"/*
-        measure "  offload strip --keep $STRIP" "$ours" strip --keep "$STRIP" -o "$scratch/$name" "$package"
-        echo "  $(stat -c %s "$package") bytes -> $(stat -c %s "$scratch/$name") bytes"
-        "$ours" du "$package" | tail -1 | sed 's/^/  before: /'
-        "$ours" du "$scratch/$name" | tail -1 | sed 's/^/  after:  /'
-        python3 -m wheel unpack -d "$scratch/unpacked" "$scratch/$name" >/dev/null
-        rm -rf "$scratch"/*
+        strip_row "$package" python3 -m wheel unpack -d "$scratch/checked"
         measure "  python3 -m wheel unpack" python3 -m wheel unpack -d "$scratch/unpacked" "$package"
         mkdir -p "$scratch/packed"
         measure "  python3 -m wheel pack" python3 -m wheel pack -d "$scratch/packed" "$scratch"/unpacked/*

@@ -972,8 +972,12 @@ mod tests {
         let mut central = Vec::new();
         for (i, (name, data)) in members.iter().enumerate() {
             let at = out.len() as u32;
+            let mut crc = flate2::Crc::new();
+            crc.update(data);
+            let crc = crc.sum().to_le_bytes();
             out.extend_from_slice(&LOCAL_HEADER.to_le_bytes());
-            out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            out.extend_from_slice(&[20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            out.extend_from_slice(&crc);
             out.extend_from_slice(&(data.len() as u32).to_le_bytes());
             out.extend_from_slice(&(data.len() as u32).to_le_bytes());
             out.extend_from_slice(&(name.len() as u16).to_le_bytes());
@@ -982,7 +986,8 @@ mod tests {
             out.extend_from_slice(data);
             let at = offsets.map_or(at, |o| o[i]);
             central.extend_from_slice(&CENTRAL_HEADER.to_le_bytes());
-            central.extend_from_slice(&[20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            central.extend_from_slice(&[20, 0, 20, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            central.extend_from_slice(&crc);
             central.extend_from_slice(&(data.len() as u32).to_le_bytes());
             central.extend_from_slice(&(data.len() as u32).to_le_bytes());
             central.extend_from_slice(&(name.len() as u16).to_le_bytes());
