@@ -46,7 +46,8 @@ measure() {
     sleep 0.02
   done
   wait "$pid" || true
-  read -r seconds rss <"$times"
+  # GNU time says first when the command failed; its figures are the last line.
+  read -r seconds rss < <(tail -1 "$times")
   rm -f "$times"
   printf '%-40s %7.2f s %9d KiB resident %8d KiB anonymous\n' "$label" "$seconds" "$rss" "$peak"
 }
@@ -85,7 +86,14 @@ strip_row() {
   "$ours" du "$package" | tail -1 | sed 's/^/  before: /'
   "$ours" du "$scratch/$name" | tail -1 | sed 's/^/  after:  /'
   shift
-  "$@" "$scratch/$name" >/dev/null && echo "  $1 accepts the result"
+  if "$@" "$scratch/$name" >/dev/null 2>&1; then
+    echo "  $1 accepts the result"
+  elif "$@" "$package" >/dev/null 2>&1; then
+    echo "  $1 REFUSES the result, and accepts the input" >&2
+    exit 1
+  else
+    echo "  $1 refuses the result, as it refuses the input"
+  fi
   rm -rf "${scratch:?}"/*
 }
 
@@ -109,6 +117,7 @@ for package in "$@"; do
       if [ -n "${STRIP:-}" ]; then
         strip_row "$package" cph x --dest "$scratch/checked"
         measure "  cph x" cph x "$package" --dest "$scratch/tree"
+        mkdir -p "$scratch/packed"
         measure "  cph c" cph c "$scratch/tree" "$name" --out-folder "$scratch/packed"
         rm -rf "${scratch:?}"/*
       fi
@@ -119,9 +128,14 @@ for package in "$@"; do
       measure "  unzip -t" unzip -tq "$package"
       if [ -n "${STRIP:-}" ]; then
         strip_row "$package" python3 -m wheel unpack -d "$scratch/checked"
-        measure "  python3 -m wheel unpack" python3 -m wheel unpack -d "$scratch/unpacked" "$package"
-        mkdir -p "$scratch/packed"
-        measure "  python3 -m wheel pack" python3 -m wheel pack -d "$scratch/packed" "$scratch"/unpacked/*
+        if python3 -m wheel unpack -d "$scratch/probe" "$package" >/dev/null 2>&1; then
+          rm -rf "$scratch/probe"
+          measure "  python3 -m wheel unpack" python3 -m wheel unpack -d "$scratch/unpacked" "$package"
+          mkdir -p "$scratch/packed"
+          measure "  python3 -m wheel pack" python3 -m wheel pack -d "$scratch/packed" "$scratch"/unpacked/*
+        else
+          echo "  python3 -m wheel unpack refuses this wheel: no reference"
+        fi
         rm -rf "$scratch"/*
       fi
       ;;
