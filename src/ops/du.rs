@@ -150,11 +150,7 @@ impl Seen {
         let listed = crate::ops::ls::list_archive(&member.name, bytes)?;
         let at = self.member(member);
         for image in listed {
-            let target = ImageTarget::of_bare(
-                crate::format::bare::BareKind::CodeObject,
-                image.triple.as_str(),
-                &image.target_id,
-            );
+            let target = image.code_object_target();
             self.archive_units += 1;
             self.counted.push(Counted {
                 target: image.target_name().to_string(),
@@ -271,16 +267,7 @@ fn archive_usage(
     keep: Option<&RewriteConfig>,
 ) -> Result<FileUsage> {
     let (images, _) = crate::ops::ls::list_file(path, max_decompressed)?;
-    let targets: Vec<ImageTarget> = images
-        .iter()
-        .map(|image| {
-            ImageTarget::of_bare(
-                crate::format::bare::BareKind::CodeObject,
-                image.triple.as_str(),
-                &image.target_id,
-            )
-        })
-        .collect();
+    let targets: Vec<ImageTarget> = images.iter().map(ImageRecord::code_object_target).collect();
     let mut usage = listed_usage(path, &images);
     if let Some(config) = keep {
         // Each code object on its own: the loader picks one per processor by the archive's

@@ -312,17 +312,7 @@ pub(super) fn next_header(path: &Path, stream: &mut Stream<'_>) -> Result<Option
         ));
     }
     let stored = octal(field(&block, 148, 8));
-    let sum: u64 = block
-        .iter()
-        .enumerate()
-        .map(|(i, &b)| {
-            if (148..156).contains(&i) {
-                32
-            } else {
-                u64::from(b)
-            }
-        })
-        .sum();
+    let sum = checksum(&block);
     if stored != Some(sum) {
         return Err(member_error(
             path,
@@ -408,6 +398,22 @@ pub(super) fn metadata(path: &Path, stream: &mut Stream<'_>, header: &Header) ->
         return Err(truncated(path, &header.name, header));
     }
     Ok(text)
+}
+
+/// The checksum of the header `block`: the sum of its bytes, its checksum field counted as
+/// spaces.
+pub(super) fn checksum(block: &[u8]) -> u64 {
+    block
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            if (148..156).contains(&i) {
+                32
+            } else {
+                u64::from(b)
+            }
+        })
+        .sum()
 }
 
 /// The value of the pax record `key` of `records` (`LEN key=VALUE\n`), the last if several.

@@ -341,17 +341,7 @@ fn set_size(
     if !(pax_sized && octal_field && size >= 1 << 33) {
         set_number(field, size);
     }
-    let sum: u64 = block
-        .iter()
-        .enumerate()
-        .map(|(i, &b)| {
-            if (148..156).contains(&i) {
-                32
-            } else {
-                u64::from(b)
-            }
-        })
-        .sum();
+    let sum = super::tar::checksum(block);
     let checksum = block.get_mut(148..156).ok_or("no checksum field")?;
     set_octal_like(checksum, sum);
     Ok(())
@@ -591,17 +581,7 @@ mod tests {
         let big = headers_for(&layout, entry, 1 << 40).unwrap();
         assert_eq!(big[124], 0x80);
         assert_eq!(&big[124..136], &[0x80, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0]);
-        let sum: u64 = big
-            .iter()
-            .enumerate()
-            .map(|(i, &b)| {
-                if (148..156).contains(&i) {
-                    32
-                } else {
-                    u64::from(b)
-                }
-            })
-            .sum();
+        let sum = super::super::tar::checksum(&big);
         assert_eq!(octal(&big[148..154]), Some(sum));
     }
 

@@ -339,13 +339,7 @@ fn archive_change(
 ) -> Result<Change> {
     let targets: Vec<ImageTarget> = crate::ops::ls::list_archive(name, bytes)?
         .iter()
-        .map(|image| {
-            ImageTarget::of_bare(
-                crate::format::bare::BareKind::CodeObject,
-                image.triple.as_str(),
-                &image.target_id,
-            )
-        })
+        .map(crate::ops::support::image::ImageRecord::code_object_target)
         .collect();
     let size = bytes.len() as u64;
     let mut summary = Summary {

@@ -9,7 +9,7 @@ use serde::{Serialize, Serializer};
 
 use crate::format::bare::BareKind;
 use crate::format::cuda_fatbin::{Compression, Entry, EntryKind};
-use crate::format::image_target::Producer;
+use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::kpack::Scheme;
 use crate::format::offload_binary::ImageKind;
 use crate::host::kpack::StoredCodeObject;
@@ -265,6 +265,16 @@ impl ImageRecord {
             compressed: !plain,
             compressed_bundle: None,
         }
+    }
+
+    /// What the image is for as a bare code object: how a code object of a `.kpack` archive
+    /// is judged, each a whole file a runtime loads.
+    pub(crate) fn code_object_target(&self) -> ImageTarget {
+        ImageTarget::of_bare(
+            crate::format::bare::BareKind::CodeObject,
+            self.triple.as_str(),
+            &self.target_id,
+        )
     }
 
     /// The target ID, parsed; `None` when there is none or it does not parse.
