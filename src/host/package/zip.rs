@@ -714,7 +714,12 @@ pub fn visit_member(
 /// The whole of the member `stored` of the zip `data` (at `path`), whatever its first bytes:
 /// for a small member read as text (a wheel's `RECORD`). More than `most` bytes, or damage, is
 /// an error naming the package and the member.
-pub fn whole_member(path: &Path, data: &[u8], stored: &Stored<'_>, most: u64) -> Result<Vec<u8>> {
+pub fn whole_member<'d>(
+    path: &Path,
+    data: &'d [u8],
+    stored: &Stored<'_>,
+    most: u64,
+) -> Result<std::borrow::Cow<'d, [u8]>> {
     let entry = &stored.entry;
     let damage = |message: String| member_error(path, entry.name, message);
     let (start, len) = data_range(data, entry).map_err(damage)?;
@@ -725,15 +730,16 @@ pub fn whole_member(path: &Path, data: &[u8], stored: &Stored<'_>, most: u64) ->
             entry.size
         )));
     }
+    // Stored, the member is a slice of the package, borrowed, not copied.
     let bytes = match entry.method {
-        STORED => raw.to_vec(),
+        STORED => std::borrow::Cow::Borrowed(raw),
         DEFLATED => {
             let mut out = Vec::new();
             let mut stream = flate2::read::DeflateDecoder::new(raw).take(entry.size.saturating_add(1));
             stream
                 .read_to_end(&mut out)
                 .map_err(|e| damage(format!("deflated stream at offset {start:#x}: {e}")))?;
-            out
+            std::borrow::Cow::Owned(out)
         }
         method => {
             return Err(damage(format!(
