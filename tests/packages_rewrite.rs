@@ -3,13 +3,13 @@
 //! rewritten and compressed again with their own method, a wheel's `RECORD` kept right (checked
 //! by Python's `wheel unpack` and `pip install`, and by hashing every row in Python).
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
+use crate::util::packages::{processors, python_json};
 use crate::util::{self, offload, samples_dir, succeed, text_output};
 
 /// The samples put in the wheel: (sample, name in its `mylib/lib` folder).
@@ -102,25 +102,7 @@ fn wheel(dir: &Path, method: &str) -> Option<PathBuf> {
 
 /// What [`DESCRIBE`] says of the zip `zip` (its `RECORD` checked).
 fn describe(zip: &Path) -> serde_json::Map<String, Value> {
-    let out = succeed(Command::new("python3").args(["-c", DESCRIBE]).arg(zip));
-    serde_json::from_slice::<Value>(&out.stdout)
-        .unwrap()
-        .as_object()
-        .unwrap()
-        .clone()
-}
-
-/// The processors of the device images `offload ls` lists in `path`.
-fn processors(path: &Path) -> BTreeSet<String> {
-    let out = succeed(offload().args(["ls", "--json"]).arg(path));
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|r| r["arch"].as_str())
-        .filter(|arch| !arch.is_empty())
-        .map(|arch| arch.split(':').next().unwrap().to_string())
-        .collect()
+    python_json(DESCRIBE, zip)
 }
 
 /// Whether `offload ls` lists a device image of `path` as compressed.

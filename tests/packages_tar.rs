@@ -6,13 +6,13 @@
 //! digest hashed again. Damaged packages are errors naming package and member, with nothing
 //! written.
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
+use crate::util::packages::{processors, python_json};
 use crate::util::{self, offload, samples_dir, succeed, text_output};
 
 /// The samples put in every package: (sample, name in its `lib` folder).
@@ -71,25 +71,7 @@ fn plain(path: &Path, tool: &str) -> PathBuf {
 
 /// What [`DESCRIBE`] says of the plain tarball `path`.
 fn describe(path: &Path) -> serde_json::Map<String, Value> {
-    let out = succeed(Command::new("python3").args(["-c", DESCRIBE]).arg(path));
-    serde_json::from_slice::<Value>(&out.stdout)
-        .unwrap()
-        .as_object()
-        .unwrap()
-        .clone()
-}
-
-/// The processors of the device images `offload ls` lists in `path`.
-fn processors(path: &Path) -> BTreeSet<String> {
-    let out = succeed(offload().args(["ls", "--json"]).arg(path));
-    let rows: Value = serde_json::from_slice(&out.stdout).unwrap();
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|r| r["arch"].as_str())
-        .filter(|arch| !arch.is_empty())
-        .map(|arch| arch.split(':').next().unwrap().to_string())
-        .collect()
+    python_json(DESCRIBE, path)
 }
 
 /// The header blocks `header` with the last block's size field and checksum blanked.

@@ -10,6 +10,7 @@ pub mod cases;
 pub mod cuda;
 pub mod kpack;
 pub mod native;
+pub mod packages;
 pub mod sid;
 pub mod skips;
 
