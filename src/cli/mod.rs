@@ -8,6 +8,7 @@ pub mod general;
 pub mod inputs;
 pub mod jobs;
 pub mod kpack;
+pub mod kpack_wheels;
 pub mod links;
 pub mod ls;
 pub mod manual;

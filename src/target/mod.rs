@@ -20,6 +20,7 @@
 
 #![deny(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 
+pub mod device_groups;
 pub mod entry_id;
 pub mod processor;
 pub mod target_id;

@@ -27,7 +27,9 @@ pub mod manifest;
 pub mod tar;
 pub mod tar_edit;
 pub mod tree;
+pub mod wheel;
 pub mod zip;
+pub mod zip_write;
 
 /// What separates a package's name from its member's.
 pub const SEPARATOR: u8 = b'!';

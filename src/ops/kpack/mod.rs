@@ -54,8 +54,12 @@ mod plan;
 mod read;
 mod split;
 mod stage;
+mod wheel;
+mod wheel_merge;
 
 pub use config::{MergeConfig, MergeSummary, SplitConfig, SplitSummary};
 pub use merge::merge;
 pub use plan::ARCHIVE_FOLDER;
 pub use split::split;
+pub use wheel::{split_wheel, DeviceWheel, WheelConfig, WheelSummary};
+pub use wheel_merge::{merge_wheels, WheelMergeSummary};

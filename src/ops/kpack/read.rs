@@ -188,7 +188,7 @@ fn reference_bytes(path: &Path, reference: &KpackRef<'_>, record: &BundleRecord)
 /// The HIP code of `data` (at `path`) if it is an ELF program or shared library, or a PE
 /// executable or DLL, with device code to split; `None` for a file that is copied as it is. A
 /// binary split already is an error.
-fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'a>>> {
+pub(super) fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'a>>> {
     let kind = object::File::parse(data).map(|f| object::Object::kind(&f));
     if let Err(e) = &kind {
         if data.starts_with(b"\x7fELF") {
