@@ -48,6 +48,7 @@ mod kpack_pe_split;
 mod kpack_split;
 mod kpack_undo;
 mod kpack_use;
+mod kpack_wheels;
 mod linked;
 mod links;
 mod llvm23;
