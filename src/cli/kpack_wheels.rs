@@ -11,13 +11,25 @@ use crate::cli::kpack::{finish, scheme, usage_error, Args, PROG};
 use crate::format::kpack::Scheme;
 use crate::ops::kpack::{self, WheelConfig, WheelSummary};
 
-/// Whether every input is a `.whl` file (so `offload kpack` takes them as wheels).
+/// Whether every input is a `.whl` file or an unpacked wheel (so `offload kpack` takes them
+/// as wheels).
 pub(super) fn all_wheels(files: &[PathBuf]) -> bool {
     !files.is_empty()
         && files.iter().all(|f| {
-            f.extension().is_some_and(|e| e == "whl")
-                && std::fs::metadata(f).is_ok_and(|m| m.is_file())
+            (f.extension().is_some_and(|e| e == "whl")
+                && std::fs::metadata(f).is_ok_and(|m| m.is_file()))
+                || is_unpacked_wheel(f)
         })
+}
+
+/// Whether `folder` holds an unpacked wheel: a `.dist-info` folder at its top.
+fn is_unpacked_wheel(folder: &Path) -> bool {
+    std::fs::read_dir(folder).is_ok_and(|entries| {
+        entries.filter_map(|e| e.ok()).any(|e| {
+            e.file_name().as_encoded_bytes().ends_with(b".dist-info")
+                && e.file_type().is_ok_and(|t| t.is_dir())
+        })
+    })
 }
 
 /// Runs `offload kpack` on wheels.
@@ -84,12 +96,13 @@ pub(super) fn run(args: Args) -> i32 {
     }
 }
 
-/// The wheels named: each `.whl` given, each `.whl` in each folder given (sorted); a usage
+/// The wheels named: each `.whl` or unpacked wheel given, each `.whl` in each other folder
+/// given (sorted); a usage
 /// error's status when there are none.
 fn wheels_of(files: &[PathBuf]) -> Result<Vec<PathBuf>, i32> {
     let mut wheels = Vec::new();
     for file in files {
-        if file.is_dir() {
+        if file.is_dir() && !is_unpacked_wheel(file) {
             let entries = match std::fs::read_dir(file) {
                 Ok(entries) => entries,
                 Err(e) => return Err(usage_error(&format!("'{}': {e}", crate::io::shown(file)))),

@@ -151,21 +151,84 @@ pub(super) fn group_name(identity: &Identity) -> String {
 #[tracing::instrument(skip_all, fields(input = %input.display()))]
 pub fn split_wheel(input: &Path, config: &WheelConfig) -> Result<WheelSummary> {
     std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
-    let data = Input::open(input)?;
-    let fat = read_wheel(input, &data)?;
-    refuse_split(input, &fat)?;
+    if input.is_dir() {
+        return split_unpacked(input, config);
+    }
+    split_zip(input, input, config)
+}
+
+/// Splits the unpacked wheel in the folder `input`: its files are packed (stored) into a
+/// scratch wheel beside the outputs, which is split, the host wheel named from its identity.
+fn split_unpacked(input: &Path, config: &WheelConfig) -> Result<WheelSummary> {
     let scratch = tempfile::Builder::new()
         .prefix(".offload-wheel-")
         .tempdir_in(&config.output)
         .map_err(|e| Error::io(&config.output, e))?;
-    let found = extract_fat(input, &data, &fat.layout, scratch.path(), config)?;
+    let packed = scratch.path().join("unpacked.whl");
+    pack_folder(input, &packed)?;
+    let data = Input::open(&packed)?;
+    let fat = read_wheel(input, &data)?;
+    let tags = fat.identity.tags.first().cloned().unwrap_or_default();
+    let name = wheel::file_name(&fat.identity.name, &fat.identity.version, &tags);
+    drop(fat);
+    drop(data);
+    let named = scratch.path().join(&name);
+    std::fs::rename(&packed, &named).map_err(|e| Error::io(&named, e))?;
+    let mut summary = split_zip(&named, input, config)?;
+    summary.input = input.to_path_buf();
+    Ok(summary)
+}
+
+/// Packs the files of the folder `input` (symbolic links followed, as a wheel holds files)
+/// into the zip `to`, stored, in the order of their paths.
+fn pack_folder(input: &Path, to: &Path) -> Result<()> {
+    use crate::ops::support::inputs::{walk, Links, Taken, WalkOptions};
+    let found = walk(
+        &[input.to_path_buf()],
+        WalkOptions {
+            recursive: true,
+            links: Links::Follow,
+            files: Taken::Every,
+        },
+    );
+    if let Some(e) = found.errors.into_iter().next() {
+        return Err(e);
+    }
+    let mut files = found.files;
+    files.sort_by(|a, b| a.relative.cmp(&b.relative));
+    let mut out = Output::create(to)?;
+    let mut writer = ZipWriter::new(&mut out);
+    for file in &files {
+        let contents = Input::open(&file.path)?;
+        let mode = {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(&file.path).map_or(0o644, |m| m.permissions().mode())
+        };
+        let packed = pack(&contents, DEFLATED).map_err(|e| Error::io(&file.path, e))?;
+        let name = file.relative.as_os_str().as_bytes();
+        writer.add(name, mode, &contents, Some(&contents), &packed)?;
+    }
+    writer.finish()?;
+    Ok(out.commit()?)
+}
+
+/// Splits the wheel `input` (`shown` in messages and naming the host wheel's file).
+fn split_zip(input: &Path, named: &Path, config: &WheelConfig) -> Result<WheelSummary> {
+    let data = Input::open(input)?;
+    let fat = read_wheel(named, &data)?;
+    refuse_split(named, &fat)?;
+    let scratch = tempfile::Builder::new()
+        .prefix(".offload-wheel-")
+        .tempdir_in(&config.output)
+        .map_err(|e| Error::io(&config.output, e))?;
+    let found = extract_fat(named, &data, &fat.layout, scratch.path(), config)?;
     if found.is_empty() {
         return Err(Error::file(
             input,
             "no program or shared library in it holds HIP device code: nothing to split",
         ));
     }
-    let overlay = overlay_root(input, &found, config)?;
+    let overlay = overlay_root(named, &found, config)?;
     let group = group_name(&fat.identity);
     let split_config = SplitConfig {
         output: scratch.path().join("out"),
@@ -177,13 +240,13 @@ pub fn split_wheel(input: &Path, config: &WheelConfig) -> Result<WheelSummary> {
         max_decompressed: config.max_decompressed,
     };
     let split = super::split(&[scratch.path().join("in").join(&overlay)], &split_config)?;
-    let devices = device_groups_of(input, &split.archives)?;
+    let devices = device_groups_of(named, &split.archives)?;
     let prefix = config
         .prefix
         .clone()
         .unwrap_or_else(|| format!("amd-{}-device", wheel::normalized(&fat.identity.name)));
     let plan = Plan {
-        input,
+        input: named,
         fat: &fat,
         overlay: &overlay,
         prefix: &prefix,
@@ -191,7 +254,10 @@ pub fn split_wheel(input: &Path, config: &WheelConfig) -> Result<WheelSummary> {
         tags: tags_of(input, &fat.identity),
     };
     let mut outputs = Vec::new();
-    let host_path = config.output.join(input.file_name().unwrap_or_default());
+    let host_name = if named.is_dir() { input } else { named };
+    let host_path = config
+        .output
+        .join(host_name.file_name().unwrap_or_default());
     refuse_overwriting_input(input, &host_path)?;
     let mut host_out = Output::create(&host_path)?;
     let replaced: BTreeMap<usize, PathBuf> = found
@@ -217,13 +283,16 @@ pub fn split_wheel(input: &Path, config: &WheelConfig) -> Result<WheelSummary> {
     })
 }
 
+/// The archives (path, processors) of each device wheel, by its group.
+type ByGroup = BTreeMap<&'static Group, Vec<(PathBuf, Vec<String>)>>;
+
 /// What writing the wheels needs to know.
 struct Plan<'p, 'd> {
     input: &'p Path,
     fat: &'p FatWheel<'d>,
     overlay: &'p str,
     prefix: &'p str,
-    devices: &'p BTreeMap<&'static Group, Vec<(PathBuf, Vec<String>)>>,
+    devices: &'p ByGroup,
     tags: String,
 }
 
@@ -390,8 +459,8 @@ fn strip_overlay<'n>(name: &'n str, overlay: &str) -> &'n str {
 fn device_groups_of(
     input: &Path,
     archives: &[(PathBuf, Vec<String>, usize, u64)],
-) -> Result<BTreeMap<&'static Group, Vec<(PathBuf, Vec<String>)>>> {
-    let mut groups: BTreeMap<&'static Group, Vec<(PathBuf, Vec<String>)>> = BTreeMap::new();
+) -> Result<ByGroup> {
+    let mut groups = ByGroup::new();
     for (path, processors, _, _) in archives {
         let Some(processor) = processors.first() else {
             continue;
