@@ -9,10 +9,12 @@
 #   conda package; with its size and device code (the `du` total) before and after;
 # - with VENV=FOLDER (a Python environment), `offload strip -r --keep gfx90a --prune` of a copy
 #   of it in place beside `cp -a` of it, then every RECORD row of the copy checked.
+# - with KPACK=1, `offload kpack` of each wheel (a host wheel and device wheels) beside
+#   `unzip -q` then `zip -q -r` of it (the bound the split is held to is their sum).
 # Prints wall time, peak resident memory (GNU time) and peak anonymous memory (RssAnon sampled
 # from /proc: the mapped package and spill files are page cache, not counted) per row.
 #
-#   [STRIP=sm_90] [VENV=FOLDER] benches/packages.sh PACKAGE...
+#   [STRIP=sm_90] [KPACK=1] [VENV=FOLDER] benches/packages.sh PACKAGE...
 #
 # Each PACKAGE is a wheel (`.whl`, any zip) or a Debian package (`.deb`); for example PyPI's
 # CUDA `torch` wheel (`pip download --no-deps torch`) and Debian sid's `librccl1`
@@ -137,6 +139,14 @@ for package in "$@"; do
           echo "  python3 -m wheel unpack refuses this wheel: no reference"
         fi
         rm -rf "$scratch"/*
+      fi
+      if [ -n "${KPACK:-}" ]; then
+        measure "  offload kpack (host + device wheels)" "$ours" kpack "$package" -o "$scratch/split"
+        echo "  $(ls "$scratch/split" | wc -l) wheels, $(du -cb "$scratch"/split/*.whl | tail -1 | cut -f1) bytes"
+        mkdir -p "$scratch/unzipped"
+        measure "  unzip -q" unzip -q "$package" -d "$scratch/unzipped"
+        measure "  zip -q -r" sh -c 'cd "$1" && zip -q -r ../zipped.zip .' sh "$scratch/unzipped"
+        rm -rf "${scratch:?}"/*
       fi
       ;;
   esac
