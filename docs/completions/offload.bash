@@ -385,7 +385,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__kpack)
-            opts="-o -r -v -h --output --recursive --name --archive --search-path --compression --merge --from --verbose --max-decompressed-size --sync --help"
+            opts="-o -r -v -h --output --recursive --name --archive --search-path --compression --wheels --prefix --overlay-root --device-requires-dist --merge --from --verbose --max-decompressed-size --sync --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -412,6 +412,18 @@ _offload() {
                     return 0
                     ;;
                 --compression)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --prefix)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --overlay-root)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --device-requires-dist)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -7,10 +7,9 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use crate::cli::general::{GeneralOpts, OutputOpts};
+use crate::cli::kpack_wheels::{finish, scheme, usage_error, WheelRequest, PROG};
 use crate::format::kpack::Scheme;
 use crate::ops::kpack::{self, MergeConfig, MergeSummary, SplitConfig, SplitSummary};
-
-pub(super) const PROG: &str = "offload kpack";
 
 /// Move the HIP device code of ELF programs and shared libraries into kpack archives, as AMD's
 /// rocm-kpack splitter does: each host file keeps an empty .hip_fatbin, HIPK wrappers and a
@@ -24,79 +23,61 @@ pub(super) const PROG: &str = "offload kpack";
 pub(crate) struct Args {
     /// Programs and shared libraries (and, with -r, folders) to split; split binaries to merge.
     #[arg(required = true)]
-    pub(super) files: Vec<PathBuf>,
+    files: Vec<PathBuf>,
     /// The folder the host files (or merged files) and .kpack/ are written to.
     #[arg(short = 'o', long = "output", required = true)]
-    pub(super) output: PathBuf,
+    output: PathBuf,
     /// Split every file under the folders given, keeping their paths (binaries' names in the
     /// archives are those paths); files without device code and symbolic links are copied.
     #[arg(short = 'r', long)]
-    pub(super) recursive: bool,
+    recursive: bool,
     /// The archives' group name: archives are NAME_PROCESSOR.kpack (default: the first
     /// input's name up to its first dot).
     #[arg(long)]
-    pub(super) name: Option<String>,
+    name: Option<String>,
     /// Store several processors in one archive, NAME_GROUP.kpack: GROUP=PROCESSOR,PROCESSOR
     /// (repeatable). Its path is added to the search paths written into binaries.
     #[arg(long = "archive", value_name = "GROUP=PROCESSORS")]
-    pub(super) archives: Vec<String>,
+    archives: Vec<String>,
     /// A search path to write into each binary instead of the default (repeatable): relative
     /// to the binary's folder unless absolute, @GFXARCH@ standing for a processor. Default:
     /// .kpack/NAME_@GFXARCH@.kpack at the top of the output, and each --archive group's file.
     #[arg(long = "search-path", value_name = "PATH")]
-    pub(super) search_paths: Vec<String>,
+    search_paths: Vec<String>,
     /// Store code objects compressed, one zstd frame each (the zstd-per-kernel scheme), or
     /// plain (none). Default: none for files and trees (as AMD's splitter does them), zstd for
     /// wheels (as AMD's wheel splitter does them).
     #[arg(long, value_name = "none|zstd")]
-    pub(super) compression: Option<String>,
+    compression: Option<String>,
     /// The inputs are wheels: each .whl given, and every .whl in each folder given, split
     /// into a host wheel and device wheels (a .whl file given is taken as a wheel without it).
     /// With --merge: a host wheel and its device wheels, merged into one wheel.
     #[arg(long)]
-    pub(super) wheels: bool,
+    wheels: bool,
     /// Wheels: the device wheels' name prefix, as AMD names them (amd-torch-device gives
     /// amd-torch-device-gfx942). Default: amd-NAME-device, NAME the wheel's distribution name.
     #[arg(long, alias = "device-package-prefix", value_name = "PREFIX")]
-    pub(super) prefix: Option<String>,
+    prefix: Option<String>,
     /// Wheels: the folder of the wheel whose binaries are split and where .kpack/ goes
     /// (torch/). Default: the one top folder holding every binary with device code.
     #[arg(long, value_name = "FOLDER")]
-    pub(super) overlay_root: Option<String>,
+    overlay_root: Option<String>,
     /// Wheels: one more Requires-Dist of each device wheel (repeatable), @GFXARCH@ standing for
     /// its group (rocm-sdk-device-@GFXARCH@ == 7.1; given to processors' wheels only).
     #[arg(long = "device-requires-dist", value_name = "REQUIREMENT")]
-    pub(super) device_requires: Vec<String>,
+    device_requires: Vec<String>,
     /// Put archived code back into split binaries instead of splitting.
     #[arg(long)]
-    pub(super) merge: bool,
+    merge: bool,
     /// With --merge: take code objects from this archive (repeatable) instead of those the
     /// binary's search paths find (as the runtime finds them, ROCM_KPACK_PATH and
     /// ROCM_KPACK_PATH_PREFIX honoured).
     #[arg(long = "from", value_name = "ARCHIVE", requires = "merge")]
-    pub(super) from: Vec<PathBuf>,
+    from: Vec<PathBuf>,
     #[command(flatten)]
-    pub(super) general: GeneralOpts,
+    general: GeneralOpts,
     #[command(flatten)]
-    pub(super) output_opts: OutputOpts,
-}
-
-/// The storage scheme `--compression` names, `default` when it names none; a usage error's
-/// exit status for a name not known.
-pub(super) fn scheme(given: Option<&str>, default: Scheme) -> Result<Scheme, i32> {
-    match given {
-        None => Ok(default),
-        Some("none") => Ok(Scheme::None),
-        Some("zstd" | "zstd-per-kernel") => Ok(Scheme::ZstdPerKernel),
-        Some(other) => Err(usage_error(&format!(
-            "unknown compression '{other}' (none or zstd)"
-        ))),
-    }
-}
-
-pub(super) fn usage_error(message: &str) -> i32 {
-    let _ = writeln!(std::io::stderr(), "{PROG}: error: {message}");
-    2
+    output_opts: OutputOpts,
 }
 
 crate::cli::subcommand::subcommand!(Args, PROG, run, general, output_opts);
@@ -104,7 +85,26 @@ crate::cli::subcommand::subcommand!(Args, PROG, run, general, output_opts);
 /// Runs `offload kpack` with `args` (without the program name) and returns the exit status.
 fn run(args: Args) -> i32 {
     if args.wheels || crate::cli::kpack_wheels::all_wheels(&args.files) {
-        return crate::cli::kpack_wheels::run(args);
+        if args.recursive
+            || args.name.is_some()
+            || !args.archives.is_empty()
+            || !args.search_paths.is_empty()
+        {
+            return usage_error(
+                "wheels take -o, --prefix, --overlay-root, --device-requires-dist and \
+                 --compression (-r, --name, --archive and --search-path are for files and trees)",
+            );
+        }
+        return crate::cli::kpack_wheels::run(WheelRequest {
+            files: args.files,
+            output: args.output,
+            merge: args.merge,
+            compression: args.compression,
+            prefix: args.prefix,
+            overlay_root: args.overlay_root,
+            device_requires: args.device_requires,
+            max_decompressed: args.general.max_decompressed,
+        });
     }
     if args.prefix.is_some() || args.overlay_root.is_some() || !args.device_requires.is_empty() {
         return usage_error("--prefix, --overlay-root and --device-requires-dist are for wheels");
@@ -230,15 +230,4 @@ fn split_lines(summary: &SplitSummary) -> String {
         ));
     }
     text
-}
-
-/// Prints the text of a job done, or its error; the exit status.
-pub(super) fn finish(result: crate::error::Result<String>) -> i32 {
-    match result {
-        Ok(text) => crate::cli::print(PROG, &text).map_or_else(|code| code, |()| 0),
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "{PROG}: error: {e}");
-            1
-        }
-    }
 }

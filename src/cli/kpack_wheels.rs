@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::cli::kpack::{finish, scheme, usage_error, Args, PROG};
 use crate::format::kpack::Scheme;
 use crate::ops::kpack::{self, WheelConfig, WheelSummary};
 
@@ -32,18 +31,23 @@ fn is_unpacked_wheel(folder: &Path) -> bool {
     })
 }
 
+/// The command's name in messages.
+pub(super) const PROG: &str = "offload kpack";
+
+/// What `offload kpack` is asked to do with wheels.
+pub(super) struct WheelRequest {
+    pub(super) files: Vec<PathBuf>,
+    pub(super) output: PathBuf,
+    pub(super) merge: bool,
+    pub(super) compression: Option<String>,
+    pub(super) prefix: Option<String>,
+    pub(super) overlay_root: Option<String>,
+    pub(super) device_requires: Vec<String>,
+    pub(super) max_decompressed: u64,
+}
+
 /// Runs `offload kpack` on wheels.
-pub(super) fn run(args: Args) -> i32 {
-    if args.recursive
-        || args.name.is_some()
-        || !args.archives.is_empty()
-        || !args.search_paths.is_empty()
-    {
-        return usage_error(
-            "wheels take -o, --prefix, --overlay-root, --device-requires-dist and --compression \
-             (-r, --name, --archive and --search-path are for files and trees)",
-        );
-    }
+pub(super) fn run(args: WheelRequest) -> i32 {
     let wheels = match wheels_of(&args.files) {
         Ok(wheels) => wheels,
         Err(code) => return code,
@@ -53,7 +57,7 @@ pub(super) fn run(args: Args) -> i32 {
         {
             return usage_error("--merge of wheels takes the wheels and -o only");
         }
-        let merged = kpack::merge_wheels(&wheels, &args.output, args.general.max_decompressed);
+        let merged = kpack::merge_wheels(&wheels, &args.output, args.max_decompressed);
         return finish(merged.map(|m| {
             format!(
                 "{}: {} binaries given their code back from {} archives\n",
@@ -73,7 +77,7 @@ pub(super) fn run(args: Args) -> i32 {
         overlay: args.overlay_root,
         requires: args.device_requires,
         scheme,
-        max_decompressed: args.general.max_decompressed,
+        max_decompressed: args.max_decompressed,
     };
     let results: Vec<_> = wheels
         .par_iter()
@@ -178,4 +182,34 @@ fn columns(rows: &[[String; 3]]) -> String {
     rows.iter()
         .map(|r| format!("{:<a$}  {:>b$}  {}\n", r[0], r[1], r[2]).replace(" \n", "\n"))
         .collect()
+}
+
+/// The storage scheme `--compression` names, `default` when it names none; a usage error's
+/// exit status for a name not known.
+pub(super) fn scheme(given: Option<&str>, default: Scheme) -> Result<Scheme, i32> {
+    match given {
+        None => Ok(default),
+        Some("none") => Ok(Scheme::None),
+        Some("zstd" | "zstd-per-kernel") => Ok(Scheme::ZstdPerKernel),
+        Some(other) => Err(usage_error(&format!(
+            "unknown compression '{other}' (none or zstd)"
+        ))),
+    }
+}
+
+/// Prints a usage error; the exit status.
+pub(super) fn usage_error(message: &str) -> i32 {
+    let _ = writeln!(std::io::stderr(), "{PROG}: error: {message}");
+    2
+}
+
+/// Prints the text of a job done, or its error; the exit status.
+pub(super) fn finish(result: crate::error::Result<String>) -> i32 {
+    match result {
+        Ok(text) => crate::cli::print(PROG, &text).map_or_else(|code| code, |()| 0),
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "{PROG}: error: {e}");
+            1
+        }
+    }
 }
