@@ -429,7 +429,56 @@ fn a_split_wheel_is_refused_and_merging_gives_back_the_device_code() {
         fs::read(original.join(metadata)).unwrap()
     );
 
-    // A device wheel of another version is refused.
+    // A release folder: every wheel in it, with the table of downloads per processor.
+    let release = dir.path().join("release");
+    let table = String::from_utf8(
+        succeed(
+            offload()
+                .args(["kpack", "--wheels"])
+                .arg(wheel.parent().unwrap())
+                .arg("-o")
+                .arg(&release),
+        )
+        .stdout,
+    )
+    .unwrap();
+    let size = |name: &str| fs::metadata(release.join(name)).unwrap().len();
+    let gfx90a =
+        size("kdemo-1.0-py3-none-any.whl") + size("amd_kdemo_device_gfx90a-1.0-py3-none-any.whl");
+    assert!(
+        table.lines().any(|l| l
+            .split_whitespace()
+            .take(2)
+            .eq(["gfx90a", gfx90a.to_string().as_str()])),
+        "{table}"
+    );
+    let gfx1151 =
+        size("kdemo-1.0-py3-none-any.whl") + size("amd_kdemo_device_gfx11-1.0-py3-none-any.whl");
+    assert!(
+        table.lines().any(|l| l
+            .split_whitespace()
+            .take(2)
+            .eq(["gfx1151", gfx1151.to_string().as_str()])),
+        "{table}"
+    );
+    // An overlay root that misses the library: refused, nothing written.
+    let wrong = offload()
+        .args(["kpack", "--overlay-root", "elsewhere"])
+        .arg(&wheel)
+        .arg("-o")
+        .arg(dir.path().join("w"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert!(
+        stderr.contains(
+            "'kdemo/lib/libk.so' holds device code but is not under the overlay root 'elsewhere/'"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(fs::read_dir(dir.path().join("w")).unwrap().count(), 0);
+
+    // A device wheel alone is refused: there is no host wheel to merge into.
     let lone = offload()
         .args(["kpack", "--merge"])
         .arg(&device)
