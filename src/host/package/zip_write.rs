@@ -41,6 +41,9 @@ pub struct Packed {
     pub sizes: NewSizes,
 }
 
+/// The most deflated bytes a member packed keeps in memory; larger ones wait in a file.
+const IN_MEMORY: usize = 1 << 20;
+
 /// `contents` made ready to be written with `method` (stored, or deflated at the usual level):
 /// deflated bytes wait in memory, or in a temporary file when large.
 pub fn pack(contents: &[u8], method: u16) -> std::io::Result<Packed> {
@@ -49,8 +52,13 @@ pub fn pack(contents: &[u8], method: u16) -> std::io::Result<Packed> {
     let (stored, compressed_size) = if method == STORED {
         (None, contents.len() as u64)
     } else {
-        let mut encoder =
-            flate2::write::DeflateEncoder::new(Spill::new(), flate2::Compression::default());
+        // Many members may wait packed at once: beyond a mebibyte they wait on the disk.
+        let spill = if contents.len() > IN_MEMORY {
+            Spill::on_disk()?
+        } else {
+            Spill::new()
+        };
+        let mut encoder = flate2::write::DeflateEncoder::new(spill, flate2::Compression::default());
         encoder.write_all(contents)?;
         let spilled = encoder.finish()?.finish()?;
         let len = spilled.len();
