@@ -15,6 +15,7 @@ mod bundler_22;
 mod campaign;
 mod check;
 mod check_embedded;
+mod check_require;
 mod cli_output;
 mod compress_choices;
 mod compressed;

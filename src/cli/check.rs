@@ -9,11 +9,13 @@ use clap::Parser;
 use crate::host::ld_so::Environment;
 use crate::loads::kpack_search;
 use crate::loads::runtime;
-use crate::ops::check::{self, Device};
+use crate::ops::check::{self, require, Device};
 use crate::ops::support::gpus::{self, FeatureEnv, Visible};
 use crate::ops::support::inputs::Taken;
+use crate::target::lists::{self, Requirement};
 use crate::target::target_id::TargetIdBuf;
 
+mod gate;
 mod kpack;
 mod text;
 
@@ -50,9 +52,22 @@ pub(crate) struct Args {
     /// `OFFLOAD_KFD_TOPOLOGY` names, if set).
     #[arg(long = "device", value_name = "ISA")]
     devices: Vec<String>,
-    /// Print one JSON object: the devices, every file with its bundles, the libraries not found.
+    /// Print one JSON object: the devices, every file with its bundles, the libraries not found
+    /// (with --require, and the gate's verdicts under "required").
     #[arg(long)]
     json: bool,
+    /// A release gate: every file with device code must carry code for each of these targets,
+    /// else exit 1 naming the file. Our target IDs (gfx90a, sm_90), TORCH_CUDA_ARCH_LIST
+    /// ("8.0;9.0+PTX": +PTX asks for PTX too), PYTORCH_ROCM_ARCH, CMAKE_CUDA_ARCHITECTURES
+    /// ("80-real;90-virtual": 80 asks for code and PTX, -real code alone, -virtual PTX alone)
+    /// and CMAKE_HIP_ARCHITECTURES ("gfx90a;gfx942"); repeatable. Prints a table of files
+    /// against targets instead of the report; each target is checked as the one GPU of a machine.
+    #[arg(long = "require", value_name = "TARGETS", conflicts_with = "devices")]
+    require: Vec<String>,
+    /// With --require: `text` (the default), `json` (as --json), or `github` (annotations a
+    /// GitHub Actions log shows as errors on the files).
+    #[arg(long, value_name = "text|json|github", requires = "require")]
+    format: Option<String>,
     /// Let device images embedded as data (which the program loads itself, such as cubins
     /// for `cuModuleLoadData` in a library's read-only data) decide the exit status too: by
     /// default they are reported apart, and a device without code in them fails nothing.
@@ -73,7 +88,21 @@ crate::cli::subcommand::subcommand!(Args, PROG, run, general);
 /// Runs `offload check` with `args` (without the program name) and returns the exit status.
 fn run(args: Args) -> i32 {
     let stderr = std::io::stderr();
-    let devices = match devices(&args.devices) {
+    let required = match required(&args.require) {
+        Ok(required) => required,
+        Err(message) => {
+            let _ = writeln!(stderr.lock(), "{PROG}: error: --require: {message}");
+            return 2;
+        }
+    };
+    let devices = match devices(
+        if required.is_empty() {
+            &args.devices
+        } else {
+            &[]
+        },
+        !required.is_empty(),
+    ) {
         Ok(devices) => devices,
         Err(message) => {
             let _ = writeln!(stderr.lock(), "{PROG}: error: {message}");
@@ -100,16 +129,22 @@ fn run(args: Args) -> i32 {
             let _ = writeln!(std::io::stderr().lock(), "{PROG}: note: {note}");
         }
     }
-    let (report, errors) = pool.install(|| {
-        check::check(
-            &roots,
-            &devices,
-            &Environment::of_process(),
-            &kpack_env,
-            args.general.max_decompressed,
-            &bar,
-        )
-    });
+    let run = |devices: &[Device]| {
+        pool.install(|| {
+            check::check(
+                &roots,
+                devices,
+                &Environment::of_process(),
+                &kpack_env,
+                args.general.max_decompressed,
+                &bar,
+            )
+        })
+    };
+    if !required.is_empty() {
+        return gate_out(&args, &required, run);
+    }
+    let (report, errors) = run(&devices);
     for e in &errors {
         let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
     }
@@ -141,10 +176,119 @@ fn run(args: Args) -> i32 {
     }
 }
 
-/// The devices named with `--device`, else those of the KFD topology; the error says what
-/// is wrong or that none was found.
-fn devices(named: &[String]) -> Result<Vec<Device>, String> {
-    if !named.is_empty() {
+/// The requirements of every `--require` list, in order.
+fn required(lists: &[String]) -> Result<Vec<Requirement>, String> {
+    let mut all = Vec::new();
+    for list in lists {
+        all.extend(lists::requirements(list)?);
+    }
+    Ok(all)
+}
+
+/// The machines the gate checks, each a list of devices, and for each requirement the machine
+/// and device it is judged on: the CUDA targets together (the driver loads for each device
+/// alone), each AMD target alone (the HIP runtime gives an entry to one device of a machine
+/// only, so two AMD targets on one machine would take each other's code).
+fn machines(required: &[Requirement]) -> (Vec<Vec<String>>, Vec<(usize, usize)>) {
+    let mut machines: Vec<Vec<String>> = Vec::new();
+    let mut at = Vec::new();
+    for r in required {
+        let cuda = crate::loads::cuda::is_cuda_target(&r.target);
+        let found = machines.iter().position(|m| {
+            m.contains(&r.target)
+                || (cuda && m.iter().all(|t| crate::loads::cuda::is_cuda_target(t)))
+        });
+        let k = found.unwrap_or_else(|| {
+            machines.push(Vec::new());
+            machines.len() - 1
+        });
+        let machine = &mut machines[k];
+        let device = machine
+            .iter()
+            .position(|t| *t == r.target)
+            .unwrap_or_else(|| {
+                machine.push(r.target.clone());
+                machine.len() - 1
+            });
+        at.push((k, device));
+    }
+    (machines, at)
+}
+
+/// Runs the gate of `--require` (`run` checks the files on a machine of the devices given),
+/// prints it in the format asked for; the exit status: 2 when a file could not be read, 1 when
+/// a required target is missing, else 0.
+fn gate_out(
+    args: &Args,
+    required: &[Requirement],
+    run: impl Fn(&[Device]) -> (check::Report, Vec<crate::error::Error>),
+) -> i32 {
+    let (machines, at) = machines(required);
+    let mut reports = Vec::new();
+    let mut errors = Vec::new();
+    for (k, machine) in machines.iter().enumerate() {
+        let devices = match devices(machine, true) {
+            Ok(devices) => devices,
+            Err(message) => {
+                let _ = writeln!(std::io::stderr().lock(), "{PROG}: error: {message}");
+                return 2;
+            }
+        };
+        let (report, failed) = run(&devices);
+        // Every run reads the same files: their errors are said once.
+        if k == 0 {
+            errors = failed;
+        }
+        reports.push(report);
+    }
+    let runs: Vec<(&check::Report, usize)> = at
+        .iter()
+        .filter_map(|&(machine, device)| reports.get(machine).map(|r| (r, device)))
+        .collect();
+    let gate = require::gate(&runs, required, args.require_embedded);
+    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    let format = if args.json {
+        "json"
+    } else {
+        args.format.as_deref().unwrap_or("text")
+    };
+    if format != "github" {
+        for e in &messages {
+            let _ = writeln!(std::io::stderr().lock(), "{PROG}: error: {e}");
+        }
+    }
+    let text = match format {
+        "text" => gate::table(&gate, errors.len()),
+        "github" => gate::github(&gate, &messages),
+        "json" => match serde_json::to_string_pretty(&gate) {
+            Ok(json) => json + "\n",
+            Err(e) => {
+                let _ = writeln!(std::io::stderr().lock(), "{PROG}: error: JSON: {e}");
+                return 2;
+            }
+        },
+        other => {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "{PROG}: error: --format {other}: text, json or github"
+            );
+            return 2;
+        }
+    };
+    if let Err(code) = crate::cli::print(PROG, &text) {
+        return code;
+    }
+    if !errors.is_empty() {
+        2
+    } else {
+        i32::from(gate.failures > 0)
+    }
+}
+
+/// The devices named with `--device` (or, `only_named`, for the gate), else those of the KFD
+/// topology; the error says what is wrong or that none was found.
+fn devices(named: &[String], only_named: bool) -> Result<Vec<Device>, String> {
+    if !named.is_empty() || only_named {
         let targets = named
             .iter()
             .map(|text| runtime::parse_device(text).map(|t| (t, None)))

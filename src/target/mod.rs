@@ -22,6 +22,7 @@
 
 pub mod device_groups;
 pub mod entry_id;
+pub mod lists;
 pub mod processor;
 pub mod target_id;
 pub mod triple;
