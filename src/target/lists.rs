@@ -173,7 +173,7 @@ mod tests {
             [r("sm_80", true, false), r("sm_86", true, true)]
         );
         assert_eq!(
-            requirements("Ampere").unwrap()[1].written,
+            requirements("Ampere").unwrap().get(1).unwrap().written,
             "Ampere (8.6+PTX)"
         );
         assert_eq!(
