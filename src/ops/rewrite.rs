@@ -76,6 +76,7 @@ pub mod job;
 mod package;
 pub mod plan;
 mod tarball;
+pub mod variant;
 
 pub use package::PruneMembers;
 
@@ -255,7 +256,11 @@ impl RewriteConfig {
             Change::Keep(asked) => {
                 let mut keep = vec![false; unit.len()];
                 for q in asked {
-                    for (k, via) in keep.iter_mut().zip(loaded(q)) {
+                    let mut vias = loaded(q);
+                    if cuda::is_cuda_target(q.target_id().processor) {
+                        closest_cubins(unit, &mut vias);
+                    }
+                    for (k, via) in keep.iter_mut().zip(vias) {
                         *k |= via.is_some();
                     }
                 }
@@ -272,6 +277,30 @@ impl RewriteConfig {
             }
             Change::Compress(_) | Change::CompressPlain(_) | Change::Decompress => {
                 vec![true; unit.len()]
+            }
+        }
+    }
+}
+
+/// Of the cubins a CUDA device runs in one fat binary (`vias`, by image of `unit`), keeps only
+/// those the driver loads: the closest SM to the device (the highest minor version not above
+/// its own, every variant of it: `sm_90` and `sm_90a` alike); a device of 8.9 given sm_80 and
+/// sm_86 runs sm_86, and sm_80 goes. The PTX it may compile stays.
+fn closest_cubins(unit: &[ImageTarget], vias: &mut [Option<Via>]) {
+    let cubin_sm = |image: Option<&ImageTarget>| match cuda::target_of_name(&image?.target_id)? {
+        (crate::format::cuda_fatbin::EntryKind::Elf, sm) => Some((sm.major, sm.minor)),
+        _ => None,
+    };
+    let closest = vias
+        .iter()
+        .enumerate()
+        .filter(|(_, via)| via.is_some())
+        .filter_map(|(k, _)| cubin_sm(unit.get(k)))
+        .max();
+    for (k, via) in vias.iter_mut().enumerate() {
+        if let (Some(sm), Some(closest)) = (cubin_sm(unit.get(k)), closest) {
+            if sm < closest {
+                *via = None;
             }
         }
     }
@@ -1239,7 +1268,8 @@ pub fn rewrite(
     prune: PruneMembers,
 ) -> Result<Summary> {
     let data = Input::open(input)?;
-    if let Some(done) = package::rewrite_package(input, &data, placement, config, mode, prune) {
+    if let Some(done) = package::rewrite_package(input, &data, placement, config, mode, prune, None)
+    {
         return done;
     }
     let mut summary = Summary::default();
