@@ -27,7 +27,7 @@ struct Destination {
     #[arg(
         short = 'o',
         long = "output",
-        required_unless_present_any = ["in_place", "dry_run"]
+        required_unless_present_any = ["in_place", "dry_run", "variant"]
     )]
     output: Option<PathBuf>,
     /// Replace each file (written beside it, synced, renamed over it; a file is untouched on
