@@ -16,7 +16,9 @@ use crate::host::package::variant::Variant;
 use crate::ops::du::{self, FileUsage};
 use crate::ops::prune::{BareFile, Fate};
 use crate::ops::rewrite::job::{self, JobOptions, Named, Outcome, Pruning, Stopped, Usages};
-use crate::ops::rewrite::{variant, Change, Mode, PruneMembers, Ptx, RewriteConfig, Summary};
+use crate::ops::rewrite::{
+    rewrite_variant, Change, Mode, PruneMembers, Ptx, RewriteConfig, Summary,
+};
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]
@@ -24,6 +26,26 @@ use crate::ops::rewrite::{variant, Change, Mode, PruneMembers, Ptx, RewriteConfi
 struct Destination {
     /// Write the result to this file (needed unless --in-place or --dry-run); for several
     /// inputs or a folder, to this folder (made if missing), which mirrors their tree.
+    #[arg(
+        short = 'o',
+        long = "output",
+        required_unless_present_any = ["in_place", "dry_run"]
+    )]
+    output: Option<PathBuf>,
+    /// Replace each file (written beside it, synced, renamed over it; a file is untouched on
+    /// any error of its own, and a file with several links is rewritten once).
+    #[arg(long)]
+    in_place: bool,
+}
+
+/// Where a strip's result goes: as [`Destination`], and with `--variant` the folder to write
+/// into (which it says it needs when missing).
+#[derive(Debug, ClapArgs)]
+#[group(multiple = false)]
+struct StripDestination {
+    /// Write the result to this file (needed unless --in-place or --dry-run); for several
+    /// inputs or a folder, to this folder (made if missing), which mirrors their tree; with
+    /// --variant, the folder each package made goes into.
     #[arg(
         short = 'o',
         long = "output",
@@ -61,7 +83,7 @@ pub(crate) struct StripArgs {
     #[arg(long, value_enum, default_value = "asked")]
     ptx: PtxArg,
     #[command(flatten)]
-    destination: Destination,
+    destination: StripDestination,
     /// Say what would change, and change nothing.
     #[arg(long)]
     dry_run: bool,
@@ -549,11 +571,15 @@ fn strip(args: StripArgs) -> i32 {
         let output = args.destination.output.as_deref();
         return variants(&args.files, output, &config, (mode(args.dry_run), prune));
     }
+    let destination = Destination {
+        output: args.destination.output,
+        in_place: args.destination.in_place,
+    };
     execute(
         "offload strip",
         &args.files,
         args.work,
-        &args.destination,
+        &destination,
         config,
         mode(args.dry_run),
         Some(Pruning::of_flags(args.prune, args.prune_named)),
@@ -609,7 +635,7 @@ fn variants(
     let mut text = String::new();
     let mut failed = false;
     for file in files {
-        match variant::rewrite_variant(file, folder, config, &variant, how) {
+        match rewrite_variant(file, folder, config, &variant, how) {
             Ok((made, summary)) => {
                 text.push_str(&summary_line(file, &summary, how.0));
                 let verb = if how.0 == Mode::DryRun {

@@ -7,7 +7,8 @@
 //! member rewritten and loses the rows of members pruned.
 
 use std::io::Write;
-use std::path::Path;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
@@ -15,6 +16,7 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::host::package::manifest::{record, sha256, Edit, Sha256};
+use crate::host::package::variant::Variant;
 use crate::host::package::variant::WheelFolders;
 use crate::host::package::zip::{self, Layout, NewSizes, Stored};
 use crate::host::package::{self, member_error, member_path, Budget};
@@ -600,4 +602,42 @@ fn slice<'d>(data: &'d [u8], range: &std::ops::Range<u64>) -> Option<&'d [u8]> {
     let start = usize::try_from(range.start).ok()?;
     let end = usize::try_from(range.end).ok()?;
     data.get(start..end)
+}
+
+/// Writes the variant of the package `input` for `variant` into `folder` (which exists),
+/// named after it (see `host::package::variant`): its path and what the strip did. An input
+/// that is not a wheel or conda package (by its name and its contents) is refused, and
+/// nothing is written.
+pub fn rewrite_variant(
+    input: &Path,
+    folder: &Path,
+    config: &RewriteConfig,
+    variant: &Variant,
+    (mode, prune): (Mode, PruneMembers),
+) -> Result<(PathBuf, Summary)> {
+    let not_package = || {
+        Error::file(
+            input,
+            "not a wheel or conda package by its name (NAME-VERSION-PYTHON-ABI-PLATFORM.whl, NAME-VERSION-BUILD.conda or .tar.bz2): --variant names the package it makes after it",
+        )
+    };
+    let name = input.file_name().ok_or_else(not_package)?.as_bytes();
+    let file_name = variant.file_name(name).ok_or_else(not_package)?;
+    let output = folder.join(std::ffi::OsStr::from_bytes(&file_name));
+    let conda = !name.ends_with(b".whl");
+    let naming = Naming {
+        variant: variant.clone(),
+        file_name,
+        conda,
+    };
+    let data = Input::open(input)?;
+    let placement = Placement::New(output.clone());
+    let summary = rewrite_package(input, &data, &placement, config, mode, prune, Some(&naming))
+        .unwrap_or_else(|| {
+            Err(Error::file(
+                input,
+                "not a package (a wheel, .conda or conda .tar.bz2): its contents are none",
+            ))
+        })?;
+    Ok((output, summary))
 }

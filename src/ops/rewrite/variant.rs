@@ -6,24 +6,20 @@
 //! renamed after the new file name; a conda package's `info/index.json` gets the new build
 //! string and the `__cuda_arch` dependency.
 
-use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::error::{Error, Result};
 use crate::host::package::member_error;
 use crate::host::package::variant::{Variant, WheelFolders};
 use crate::host::package::zip::{self, Layout};
-use crate::io::Input;
-use crate::ops::rewrite::package::{rewrite_package, PruneMembers};
-use crate::ops::rewrite::{Mode, Placement, RewriteConfig, Summary};
 
 /// The most a wheel's `METADATA` may take: it is read whole.
 const METADATA_MOST: u64 = 64 << 20;
 
 /// A variant being written: its devices, and the name of the package made.
 #[derive(Debug, Clone)]
-pub struct Naming {
+pub(super) struct Naming {
     /// The devices.
     pub variant: Variant,
     /// The file name of the package made.
@@ -136,42 +132,4 @@ pub(super) fn no_index(input: &Path) -> Error {
         input,
         "no info/index.json: not a conda package, whose index --variant gives the __cuda_arch dependency",
     )
-}
-
-/// Writes the variant of the package `input` for `variant` into `folder` (which exists),
-/// named after it (see `host::package::variant`): its path and what the strip did. An input
-/// that is not a wheel or conda package (by its name and its contents) is refused, and
-/// nothing is written.
-pub fn rewrite_variant(
-    input: &Path,
-    folder: &Path,
-    config: &RewriteConfig,
-    variant: &Variant,
-    (mode, prune): (Mode, PruneMembers),
-) -> Result<(PathBuf, Summary)> {
-    let not_package = || {
-        Error::file(
-            input,
-            "not a wheel or conda package by its name (NAME-VERSION-PYTHON-ABI-PLATFORM.whl, NAME-VERSION-BUILD.conda or .tar.bz2): --variant names the package it makes after it",
-        )
-    };
-    let name = input.file_name().ok_or_else(not_package)?.as_bytes();
-    let file_name = variant.file_name(name).ok_or_else(not_package)?;
-    let output = folder.join(std::ffi::OsStr::from_bytes(&file_name));
-    let conda = !name.ends_with(b".whl");
-    let naming = Naming {
-        variant: variant.clone(),
-        file_name,
-        conda,
-    };
-    let data = Input::open(input)?;
-    let placement = Placement::New(output.clone());
-    let summary = rewrite_package(input, &data, &placement, config, mode, prune, Some(&naming))
-        .unwrap_or_else(|| {
-            Err(Error::file(
-                input,
-                "not a package (a wheel, .conda or conda .tar.bz2): its contents are none",
-            ))
-        })?;
-    Ok((output, summary))
 }
