@@ -93,3 +93,43 @@ pub(super) fn closest_cubins(unit: &[ImageTarget], vias: &mut [Option<Via>]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Which images of a fat binary of `names` a strip keeping `kept` keeps.
+    fn kept(kept: &[&str], names: &[&str], ptx: Ptx) -> Vec<bool> {
+        let config = RewriteConfig {
+            change: Change::Keep(kept.iter().map(|k| k.parse().unwrap()).collect()),
+            allow_empty: false,
+            max_decompressed: u64::MAX,
+            ptx,
+        };
+        let unit: Vec<ImageTarget> = names
+            .iter()
+            .map(|name| ImageTarget {
+                producer: Producer::Cuda,
+                triple: "nvptx64-nvidia-cuda".into(),
+                target_id: (*name).into(),
+            })
+            .collect();
+        config.keeps(&unit)
+    }
+
+    #[test]
+    fn a_kept_cuda_device_keeps_the_cubins_the_driver_loads() {
+        let unit = ["sm_80", "sm_86", "sm_90", "sm_90a", "compute_90"];
+        let (t, f) = (true, false);
+        let asked = Ptx::AsAsked;
+        assert_eq!(kept(&["sm_89"], &unit, asked), [f, t, f, f, f]);
+        assert_eq!(kept(&["sm_80"], &unit, asked), [t, f, f, f, f]);
+        assert_eq!(kept(&["sm_90"], &unit, asked), [f, f, t, t, t]);
+        assert_eq!(kept(&["sm_80", "sm_86"], &unit, asked), [t, t, f, f, f]);
+        assert_eq!(kept(&["sm_120"], &unit, asked), [f, f, f, f, t]);
+        assert_eq!(kept(&["sm_89"], &unit, Ptx::Keep), [f, t, f, f, t]);
+        assert_eq!(kept(&["sm_90"], &unit, Ptx::Drop), [f, f, t, t, f]);
+        // Only sm_80 of major 8: an 8.9 device runs it.
+        assert_eq!(kept(&["sm_89"], &["sm_80", "sm_90"], asked), [t, f]);
+    }
+}
