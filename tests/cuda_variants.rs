@@ -134,6 +134,9 @@ fn wheel(dir: &Path, library: &Path, version: &str) -> PathBuf {
     fs::create_dir_all(&info).unwrap();
     fs::copy(library, tree.join("demo_cuda/libscale.so")).unwrap();
     fs::write(tree.join("demo_cuda/__init__.py"), "").unwrap();
+    let data = tree.join(format!("demo_cuda-{version}.data/data/share"));
+    fs::create_dir_all(&data).unwrap();
+    fs::write(data.join("demo.txt"), "shared data\n").unwrap();
     fs::write(
         info.join("METADATA"),
         format!("Metadata-Version: 2.1\nName: demo-cuda\nVersion: {version}\n\nA demo.\n"),
@@ -198,10 +201,17 @@ fn a_wheel_variant_is_named_apart_and_installs() {
         .collect();
     for path in &paths {
         assert!(
-            path.starts_with("demo_cuda/") || path.starts_with(info),
+            path.starts_with("demo_cuda/")
+                || path.starts_with(info)
+                || path.starts_with("demo_cuda-1.0+cu130.sm90.data/"),
             "{record}"
         );
     }
+    // The .data folder moves with the version too.
+    assert_eq!(
+        member(&made, "demo_cuda-1.0+cu130.sm90.data/data/share/demo.txt"),
+        "shared data\n"
+    );
     assert!(
         paths.contains(&format!("{info}/RECORD").as_str()),
         "{record}"
@@ -234,6 +244,7 @@ fn a_wheel_variant_is_named_apart_and_installs() {
                 .arg(&made),
         );
         assert!(target.join(info).join("METADATA").is_file());
+        assert!(target.join("share/demo.txt").is_file());
         assert_eq!(
             arches(&target.join("demo_cuda/libscale.so")),
             ["sm_90", "compute_90"]
