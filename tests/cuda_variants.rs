@@ -184,7 +184,10 @@ fn a_wheel_variant_is_named_apart_and_installs() {
     );
     assert_eq!(code, 0, "{err}");
     let made = out.join("demo_cuda-1.0+cu130.sm90-py3-none-any.whl");
-    assert!(text.contains("made "), "{text}");
+    assert!(
+        text.ends_with(&format!("made {} for sm_90\n", made.display())),
+        "{text}"
+    );
     assert_eq!(
         util::file_names(&out),
         ["demo_cuda-1.0+cu130.sm90-py3-none-any.whl"]

@@ -632,12 +632,14 @@ fn variants(
             return usage(&format!("{}: {e}", crate::io::shown(folder)));
         }
     }
-    let mut text = String::new();
+    let mut report = Report::default();
     let mut failed = false;
     for file in files {
         match rewrite_variant(file, folder, config, &variant, how) {
             Ok((made, summary)) => {
-                text.push_str(&summary_line(file, &summary, how.0));
+                // The lines of any strip of the package: its members', then its own.
+                report.add(file, &summary, None, config, how.0);
+                let text = &mut report.text;
                 let verb = if how.0 == Mode::DryRun {
                     "would make"
                 } else {
@@ -646,7 +648,7 @@ fn variants(
                 text.push_str(&format!(
                     "{verb} {} for {}\n",
                     crate::io::shown(&made),
-                    variant.wheel_label().replace('.', ", ")
+                    variant.names()
                 ));
             }
             Err(e) => {
@@ -655,7 +657,7 @@ fn variants(
             }
         }
     }
-    crate::cli::print(PROG, &text).map_or_else(|code| code, |()| i32::from(failed))
+    crate::cli::print(PROG, &report.text).map_or_else(|code| code, |()| i32::from(failed))
 }
 
 /// Why the file `file` cannot be made a variant, if it cannot: a folder, a name of no wheel

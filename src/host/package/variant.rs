@@ -81,6 +81,15 @@ impl Variant {
             .join(separator)
     }
 
+    /// The SMs, as `--keep` names them: `sm_80, sm_86`.
+    pub fn names(&self) -> String {
+        self.sms
+            .iter()
+            .map(Sm::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// The local version label a wheel gets: `sm90`, `sm80.sm86`.
     pub fn wheel_label(&self) -> String {
         self.label(".")
@@ -284,6 +293,7 @@ mod tests {
         assert_eq!(v.cuda_arch(), "__cuda_arch >=9.0,<10.0");
         let a = Variant::of_targets(&["sm_90a", "sm_120", "sm_90a"]).unwrap();
         assert_eq!(a.wheel_label(), "sm90a.sm120");
+        assert_eq!(a.names(), "sm_90a, sm_120");
         assert_eq!(a.cuda_arch(), "__cuda_arch >=9.0,<13.0");
         for bad in ["compute_90", "gfx90a", "sm_9"] {
             assert!(Variant::of_targets(&[bad]).unwrap_err().contains(bad));
