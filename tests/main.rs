@@ -26,6 +26,7 @@ mod cuda_extract;
 mod cuda_ls;
 mod cuda_rdc;
 mod cuda_strip;
+mod cuda_variants;
 mod destinations;
 mod differential;
 mod docs;

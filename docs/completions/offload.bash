@@ -524,7 +524,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__strip)
-            opts="-r -j -o -v -h --recursive --follow --jobs --keep --remove --ptx --output --in-place --dry-run --prune --prune-named --verbose --max-decompressed-size --sync --allow-empty --help"
+            opts="-r -j -o -v -h --recursive --follow --jobs --keep --remove --ptx --output --in-place --dry-run --prune --prune-named --verbose --max-decompressed-size --sync --allow-empty --variant --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

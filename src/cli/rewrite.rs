@@ -12,10 +12,13 @@ use crate::cli::jobs::{self, JobBar, Work};
 use crate::cli::prune::{self, Settled};
 use crate::format::ccob::{CompressOptions, Method};
 use crate::host::package::manifest::installed::{ManifestKind, Updated};
+use crate::host::package::variant::Variant;
 use crate::ops::du::{self, FileUsage};
 use crate::ops::prune::{BareFile, Fate};
 use crate::ops::rewrite::job::{self, JobOptions, Named, Outcome, Pruning, Stopped, Usages};
-use crate::ops::rewrite::{Change, Mode, Ptx, RewriteConfig, Summary};
+use crate::ops::rewrite::{
+    rewrite_variant, Change, Mode, PruneMembers, Ptx, RewriteConfig, Summary,
+};
 
 /// Where the result goes: needed unless the run is dry, which writes nothing.
 #[derive(Debug, ClapArgs)]
@@ -27,6 +30,26 @@ struct Destination {
         short = 'o',
         long = "output",
         required_unless_present_any = ["in_place", "dry_run"]
+    )]
+    output: Option<PathBuf>,
+    /// Replace each file (written beside it, synced, renamed over it; a file is untouched on
+    /// any error of its own, and a file with several links is rewritten once).
+    #[arg(long)]
+    in_place: bool,
+}
+
+/// Where a strip's result goes: as [`Destination`], and with `--variant` the folder to write
+/// into (which it says it needs when missing).
+#[derive(Debug, ClapArgs)]
+#[group(multiple = false)]
+struct StripDestination {
+    /// Write the result to this file (needed unless --in-place or --dry-run); for several
+    /// inputs or a folder, to this folder (made if missing), which mirrors their tree; with
+    /// --variant, the folder each package made goes into.
+    #[arg(
+        short = 'o',
+        long = "output",
+        required_unless_present_any = ["in_place", "dry_run", "variant"]
     )]
     output: Option<PathBuf>,
     /// Replace each file (written beside it, synced, renamed over it; a file is untouched on
@@ -60,7 +83,7 @@ pub(crate) struct StripArgs {
     #[arg(long, value_enum, default_value = "asked")]
     ptx: PtxArg,
     #[command(flatten)]
-    destination: Destination,
+    destination: StripDestination,
     /// Say what would change, and change nothing.
     #[arg(long)]
     dry_run: bool,
@@ -83,6 +106,13 @@ pub(crate) struct StripArgs {
     /// Allow removing every device image.
     #[arg(long)]
     allow_empty: bool,
+    /// Make per-architecture packages: each wheel or conda package named (a CUDA build) is
+    /// written, stripped to what the devices of the CUDA SMs kept load, into the folder -o
+    /// names, under a name a resolver tells apart: a wheel's version gets a local label
+    /// (`2.15.0+sm90`, `2.15.0+cu130.sm90`), a conda package's build string `_sm90` and its
+    /// dependencies `__cuda_arch >=9.0,<10.0`.
+    #[arg(long, requires = "keep", conflicts_with_all = ["in_place", "recursive"])]
+    variant: bool,
 }
 
 /// What `--ptx` asks for.
@@ -533,15 +563,126 @@ fn strip(args: StripArgs) -> i32 {
             PtxArg::Drop => Ptx::Drop,
         },
     };
+    if args.variant {
+        let prune = PruneMembers {
+            bare: args.prune,
+            named: args.prune && args.prune_named,
+        };
+        let output = args.destination.output.as_deref();
+        return variants(&args.files, output, &config, (mode(args.dry_run), prune));
+    }
+    let destination = Destination {
+        output: args.destination.output,
+        in_place: args.destination.in_place,
+    };
     execute(
         "offload strip",
         &args.files,
         args.work,
-        &args.destination,
+        &destination,
         config,
         mode(args.dry_run),
         Some(Pruning::of_flags(args.prune, args.prune_named)),
     )
+}
+
+/// `offload strip --variant`: each package of `files` written as the variant `config` keeps,
+/// into the folder `output`. Every input is checked first (a package, named as one), so that
+/// a refusal writes nothing. Returns the exit status.
+fn variants(
+    files: &[PathBuf],
+    output: Option<&Path>,
+    config: &RewriteConfig,
+    how: (Mode, PruneMembers),
+) -> i32 {
+    const PROG: &str = "offload strip";
+    let usage = |message: &str| {
+        let _ = writeln!(std::io::stderr(), "{PROG}: error: {message}");
+        2
+    };
+    let Change::Keep(kept) = &config.change else {
+        return usage("--variant needs --keep sm_XY");
+    };
+    let targets: Vec<&str> = kept.iter().map(|k| k.as_str()).collect();
+    let variant = match Variant::of_targets(&targets) {
+        Ok(variant) => variant,
+        Err(message) => return usage(&message),
+    };
+    let Some(folder) = output else {
+        return usage("--variant writes each package under its variant's name: give -o with the folder to write into");
+    };
+    if folder.exists() && !folder.is_dir() {
+        return usage(&format!(
+            "{}: not a folder: --variant writes each package into the folder -o names",
+            crate::io::shown(folder)
+        ));
+    }
+    let refused: Vec<String> = files
+        .iter()
+        .filter_map(|file| variant_refusal(file, &variant))
+        .collect();
+    if !refused.is_empty() {
+        for message in refused {
+            let _ = writeln!(std::io::stderr(), "{PROG}: error: {message}");
+        }
+        return 1;
+    }
+    if how.0 == Mode::Write {
+        if let Err(e) = std::fs::create_dir_all(folder) {
+            return usage(&format!("{}: {e}", crate::io::shown(folder)));
+        }
+    }
+    let mut report = Report::default();
+    let mut failed = false;
+    for file in files {
+        match rewrite_variant(file, folder, config, &variant, how) {
+            Ok((made, summary)) => {
+                // The lines of any strip of the package: its members', then its own.
+                report.add(file, &summary, None, config, how.0);
+                let text = &mut report.text;
+                let verb = if how.0 == Mode::DryRun {
+                    "would make"
+                } else {
+                    "made"
+                };
+                text.push_str(&format!(
+                    "{verb} {} for {}\n",
+                    crate::io::shown(&made),
+                    variant.names()
+                ));
+            }
+            Err(e) => {
+                failed = true;
+                let _ = writeln!(std::io::stderr(), "{PROG}: error: {e}");
+            }
+        }
+    }
+    crate::cli::print(PROG, &report.text).map_or_else(|code| code, |()| i32::from(failed))
+}
+
+/// Why the file `file` cannot be made a variant, if it cannot: a folder, a name of no wheel
+/// or conda package, or contents of no package.
+fn variant_refusal(file: &Path, variant: &Variant) -> Option<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let shown = crate::io::shown(file);
+    if file.is_dir() {
+        return Some(format!(
+            "{shown}: a folder: --variant takes packages, named one by one"
+        ));
+    }
+    let named = file
+        .file_name()
+        .and_then(|name| variant.file_name(name.as_bytes()));
+    if named.is_none() {
+        return Some(format!("{shown}: not a wheel or conda package by its name (NAME-VERSION-PYTHON-ABI-PLATFORM.whl, NAME-VERSION-BUILD.conda or .tar.bz2): --variant names the package it makes after it"));
+    }
+    match crate::io::Input::open(file) {
+        Ok(data) if crate::host::package::kind(&data).is_some() => None,
+        Ok(_) => Some(format!(
+            "{shown}: not a package (a wheel, .conda or conda .tar.bz2): its contents are none"
+        )),
+        Err(e) => Some(e.to_string()),
+    }
 }
 
 /// Runs `offload compress` with `args` (without the program name).

@@ -45,7 +45,7 @@ use rayon::prelude::*;
 use tracing::{debug, info};
 
 use crate::error::{Error, Result};
-use crate::format::bare::{BareImage, BareKind};
+use crate::format::bare::BareImage;
 use crate::format::ccob::{CompressOptions, CompressedBundle, Decoding};
 use crate::format::container::{
     holds_cuda_fatbins, is_device_entry, write_inflated, BundleStorage, Container, InflateFailed,
@@ -63,21 +63,21 @@ use crate::host::ErrorKind;
 use crate::host::BUNDLE_SECTION_PREFIX;
 use crate::io::spill::{fill_in, Hole, Spill, Spilled};
 use crate::io::{release_mapped, Input, Output};
-use crate::loads::cuda;
-use crate::loads::hip::{loaded_by, Via};
 use crate::ops::support::inflating::{memory_of, Budget};
 use crate::ops::verify::verify_input_except;
-use crate::target::target_id::{TargetId, TargetIdBuf};
+use crate::target::target_id::TargetIdBuf;
 
 mod conda;
 mod deb;
 pub mod environments;
 pub mod job;
+mod keeps;
 mod package;
 pub mod plan;
 mod tarball;
+mod variant;
 
-pub use package::PruneMembers;
+pub use package::{rewrite_variant, PruneMembers};
 
 /// What to do to the device code.
 #[derive(Debug, Clone)]
@@ -220,60 +220,6 @@ impl RewriteConfig {
             },
             limit: self.max_decompressed,
         })
-    }
-
-    /// Which images of one translation unit stay: as the change asks, then CUDA PTX as
-    /// [`RewriteConfig::ptx`] says. A bare image that names no processor (SPIR-V, bitcode:
-    /// compiled for whichever device takes it) always stays.
-    pub fn keeps(&self, unit: &[ImageTarget]) -> Vec<bool> {
-        let mut keep = self.keeps_asked(unit);
-        for (k, image) in keep.iter_mut().zip(unit) {
-            *k |= matches!(image.producer, Producer::Bare(_)) && image.target_id.is_empty();
-        }
-        let ptx = match (&self.change, self.ptx) {
-            (Change::Keep(_) | Change::Remove(_), Ptx::Keep) => true,
-            (Change::Keep(_) | Change::Remove(_), Ptx::Drop) => false,
-            _ => return keep,
-        };
-        for (k, image) in keep.iter_mut().zip(unit) {
-            let cuda = matches!(
-                image.producer,
-                Producer::Cuda | Producer::Bare(BareKind::Ptx)
-            );
-            if cuda && cuda::is_ptx_target(&image.target_id) {
-                *k = ptx;
-            }
-        }
-        keep
-    }
-
-    /// Which images of one translation unit the change itself keeps.
-    fn keeps_asked(&self, unit: &[ImageTarget]) -> Vec<bool> {
-        let ids: Vec<Option<TargetId<'_>>> = unit.iter().map(ImageTarget::target_id).collect();
-        let loaded = |asked: &TargetIdBuf| loaded_by(&asked.target_id(), &ids);
-        match &self.change {
-            Change::Keep(asked) => {
-                let mut keep = vec![false; unit.len()];
-                for q in asked {
-                    for (k, via) in keep.iter_mut().zip(loaded(q)) {
-                        *k |= via.is_some();
-                    }
-                }
-                keep
-            }
-            Change::Remove(asked) => {
-                let mut keep = vec![true; unit.len()];
-                for q in asked {
-                    for (k, via) in keep.iter_mut().zip(loaded(q)) {
-                        *k &= via != Some(Via::Native);
-                    }
-                }
-                keep
-            }
-            Change::Compress(_) | Change::CompressPlain(_) | Change::Decompress => {
-                vec![true; unit.len()]
-            }
-        }
     }
 }
 
@@ -1239,7 +1185,8 @@ pub fn rewrite(
     prune: PruneMembers,
 ) -> Result<Summary> {
     let data = Input::open(input)?;
-    if let Some(done) = package::rewrite_package(input, &data, placement, config, mode, prune) {
+    if let Some(done) = package::rewrite_package(input, &data, placement, config, mode, prune, None)
+    {
         return done;
     }
     let mut summary = Summary::default();

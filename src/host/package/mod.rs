@@ -27,6 +27,7 @@ pub mod manifest;
 pub mod tar;
 pub mod tar_edit;
 pub mod tree;
+pub mod variant;
 pub mod wheel;
 pub mod zip;
 pub mod zip_write;

@@ -848,6 +848,10 @@ pub fn local_header(
     };
     let extra = extra_with_zip64(extra, &zip64);
     let mut new = *local;
+    new.name_len = U16::new(
+        Le,
+        u16::try_from(stored.name.len()).map_err(|_| "name too long")?,
+    );
     new.flags = U16::new(Le, local.flags.get(Le) & !0x8);
     new.crc = U32::new(Le, sizes.crc);
     new.size = U32::new(Le, size);
@@ -863,6 +867,26 @@ pub fn local_header(
     out.extend_from_slice(stored.name);
     out.extend_from_slice(&extra);
     Ok(out)
+}
+
+/// The sizes and CRC-32 of `stored` as they are, for a member copied under a new name.
+pub fn sizes_of(stored: &Stored<'_>) -> NewSizes {
+    NewSizes {
+        crc: stored.entry.crc,
+        compressed_size: stored.entry.compressed_size,
+        size: stored.entry.size,
+    }
+}
+
+/// The bytes of `stored` as stored (after its local header, before any data descriptor).
+pub fn data_of<'d>(data: &'d [u8], stored: &Stored<'_>) -> Option<&'d [u8]> {
+    let at = stored.span.start;
+    let local = record::<LocalHeader>(data, at)?;
+    let start = at
+        .checked_add(std::mem::size_of::<LocalHeader>() as u64)?
+        .checked_add(u64::from(local.name_len.get(Le)))?
+        .checked_add(u64::from(local.extra_len.get(Le)))?;
+    bytes_at(data, start, stored.entry.compressed_size)
 }
 
 /// The central directory entry of `stored` (in `data`) for its member now at `offset`, with
@@ -892,6 +916,10 @@ pub fn central_entry(
     };
     let mut zip64 = Vec::new();
     let mut new = *central;
+    new.name_len = U16::new(
+        Le,
+        u16::try_from(stored.name.len()).map_err(|_| "name too long")?,
+    );
     // In the order the ZIP64 field holds them: size, compressed size, offset.
     new.size = U32::new(Le, field32(size, &mut zip64));
     new.compressed_size = U32::new(Le, field32(compressed, &mut zip64));

@@ -11,9 +11,12 @@ use super::tarball::{paths_json, rewrite_tar, Edits, TarOptions};
 use crate::error::Result;
 use crate::host::package::tar::compression_of;
 use crate::host::package::tar_edit::levels;
+use crate::host::package::variant::Variant;
 use crate::host::package::zip::{self, Layout};
 use crate::host::package::{member_error, member_path};
+use crate::ops::rewrite::variant::{index_json, no_index};
 use crate::ops::rewrite::{RewriteConfig, Summary};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whether the zip `layout` is a `.conda`: it holds `metadata.json` and a `pkg-*.tar.zst`.
 pub(super) fn is_conda(layout: &Layout<'_>) -> bool {
@@ -34,6 +37,7 @@ pub(super) fn changes(
     layout: &Layout<'_>,
     config: &RewriteConfig,
     prune: PruneMembers,
+    variant: Option<&Variant>,
 ) -> Result<Vec<Change>> {
     let mut changes: Vec<Change> = layout.members.iter().map(|_| Change::Copied).collect();
     let mut edits = Edits::new();
@@ -50,8 +54,13 @@ pub(super) fn changes(
             edits.extend(tar_edits);
         }
     }
-    let manifest =
-        |shown: &Path, name: &[u8], bytes: &[u8], _: &Edits| paths_json(shown, name, bytes, &edits);
+    let seen = AtomicBool::new(false);
+    let manifest = |shown: &Path, name: &[u8], bytes: &[u8], _: &Edits| match index_json(
+        variant, shown, name, bytes, &seen,
+    )? {
+        Some(new) => Ok(Some(new)),
+        None => paths_json(shown, name, bytes, &edits),
+    };
     for (stored, change) in layout.members.iter().zip(changes.iter_mut()) {
         if tarball(stored.name, b"info-") {
             let options = TarOptions {
@@ -69,6 +78,9 @@ pub(super) fn changes(
             )?;
             *change = new;
         }
+    }
+    if variant.is_some() && !seen.load(Ordering::Relaxed) {
+        return Err(no_index(input));
     }
     Ok(changes)
 }

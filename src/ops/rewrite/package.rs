@@ -7,7 +7,8 @@
 //! member rewritten and loses the rows of members pruned.
 
 use std::io::Write;
-use std::path::Path;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
@@ -15,12 +16,15 @@ use rayon::prelude::*;
 use crate::error::{Error, Result};
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::host::package::manifest::{record, sha256, Edit, Sha256};
+use crate::host::package::variant::Variant;
+use crate::host::package::variant::WheelFolders;
 use crate::host::package::zip::{self, Layout, NewSizes, Stored};
 use crate::host::package::{self, member_error, member_path, Budget};
 use crate::host::scan::{scan_reading, Places, Reading};
 use crate::io::spill::{Shelf, Shelved, Spill};
 use crate::io::{Input, Output};
 use crate::ops::prune::{is_bare, named_only_for_removed, BareFile};
+use crate::ops::rewrite::variant::{Naming, Renames};
 use crate::ops::rewrite::{
     start_output, verify, Inflater, Mode, NewFile, Placement, RewriteConfig, Summary,
 };
@@ -55,19 +59,24 @@ pub(super) fn rewrite_package(
     config: &RewriteConfig,
     mode: Mode,
     prune: PruneMembers,
+    naming: Option<&Naming>,
 ) -> Option<Result<Summary>> {
     use crate::host::package::Kind;
     Some(match package::kind(data)? {
-        Kind::Zip => rewrite_zip(input, data, placement, config, mode, prune),
+        Kind::Zip => rewrite_zip(input, data, placement, config, (mode, prune), naming),
         Kind::Tar(compression) => super::tarball::rewrite_tarball(
             input,
             data,
             compression,
             placement,
             config,
-            mode,
-            prune,
+            (mode, prune),
+            naming,
         ),
+        Kind::Deb if naming.is_some() => Err(Error::file(
+            input,
+            "a Debian package has no per-architecture variants: --variant makes wheels and conda packages",
+        )),
         Kind::Deb => super::deb::rewrite_deb(input, data, placement, config, mode, prune),
     })
 }
@@ -98,19 +107,25 @@ impl Fate {
 }
 
 /// Rewrites the zip `input` (read as `data`) to where `placement` says; the members `prune`
-/// names are left out (and their `RECORD` rows).
+/// names are left out (and their `RECORD` rows); with `naming`, a variant's members renamed
+/// and its metadata given its names.
 fn rewrite_zip(
     input: &Path,
     data: &Input,
     placement: &Placement,
     config: &RewriteConfig,
-    mode: Mode,
-    prune: PruneMembers,
+    (mode, prune): (Mode, PruneMembers),
+    naming: Option<&Naming>,
 ) -> Result<Summary> {
     let layout = zip::layout(input, data)?;
     let shelf = Shelf::new().map_err(|e| Error::io(input, e))?;
-    let mut fates = if super::conda::is_conda(&layout) {
-        let changes = super::conda::changes(input, data, &layout, config, prune)?;
+    let conda = super::conda::is_conda(&layout);
+    let renames = naming
+        .map(|naming| Renames::of_zip(input, data, &layout, naming, conda))
+        .transpose()?;
+    let mut fates = if conda {
+        let variant = naming.map(|n| &n.variant);
+        let changes = super::conda::changes(input, data, &layout, config, prune, variant)?;
         layout
             .members
             .iter()
@@ -125,7 +140,14 @@ fn rewrite_zip(
             .map(|stored| member_fate(input, data, stored, config, prune, (&shelf, &left)))
             .collect::<Result<Vec<Fate>>>()?
     };
-    update_record(input, data, &layout, &mut fates, &shelf)?;
+    if let Some((at, new)) = renames.as_ref().and_then(|r| r.metadata.as_ref()) {
+        if let (Some(stored), Some(slot)) = (layout.members.get(*at), fates.get_mut(*at)) {
+            let change = Change::Rewritten(Summary::default(), Input::from_bytes(new.clone()));
+            *slot = fate_of(input, stored, change, &shelf)?;
+        }
+    }
+    let folders = renames.as_ref().and_then(|r| r.folders.as_ref());
+    update_record(input, data, &layout, &mut fates, &shelf, folders)?;
     let mut summary = Summary {
         size_before: data.len() as u64,
         ..Summary::default()
@@ -155,7 +177,12 @@ fn rewrite_zip(
         return Ok(summary);
     }
     let mut out = start_output(input, data, placement)?;
-    summary.size_after = write(input, data, &layout, &fates, &shelf, &mut out)?;
+    let names = renames.map(|r| r.names).unwrap_or_default();
+    let written = Written {
+        fates: &fates,
+        names: &names,
+    };
+    summary.size_after = write(input, data, &layout, &written, &shelf, &mut out)?;
     if changed {
         verify(input, &mut out, &summary, config.max_decompressed)?;
     }
@@ -441,6 +468,7 @@ fn update_record(
     layout: &Layout<'_>,
     fates: &mut [Fate],
     shelf: &Shelf,
+    folders: Option<&WheelFolders>,
 ) -> Result<()> {
     let mut edits = std::collections::HashMap::new();
     for (stored, fate) in layout.members.iter().zip(fates.iter()) {
@@ -458,7 +486,7 @@ fn update_record(
             _ => {}
         }
     }
-    if edits.is_empty() {
+    if edits.is_empty() && folders.is_none() {
         return Ok(());
     }
     let Some(at) = layout.members.iter().position(|m| is_record(m.name)) else {
@@ -469,13 +497,33 @@ fn update_record(
     };
     let name = member_path(input, stored.name);
     let text = zip::whole_member(input, data, stored, RECORD_MOST)?;
-    let (new, _) = record::update(&text, |path| edits.get(path).copied())
+    let (mut new, _) = record::update(&text, |path| edits.get(path).copied())
         .map_err(|e| Error::file(&name, e.to_string()))?;
+    if let Some(folders) = folders {
+        new = record::renamed(&new, |path| folders.renamed(path))
+            .map_err(|e| Error::file(&name, e.to_string()))?;
+    }
     let (shelved, sizes) = compressed(&name, stored.method, &new, shelf)?;
     if let Some(slot) = fates.get_mut(at) {
         *slot = Fate::Rewritten(Summary::default(), shelved, sizes, sha256(&new));
     }
     Ok(())
+}
+
+/// What a zip is written from: each member's fate and, for a variant, its new name (`None`:
+/// its own; no names at all: every member keeps its own).
+struct Written<'w> {
+    fates: &'w [Fate],
+    names: &'w [Option<Vec<u8>>],
+}
+
+/// The member `stored` under the new name `names` gives its index `k`, if any.
+fn named<'s>(stored: &Stored<'s>, names: &'s [Option<Vec<u8>>], k: usize) -> Stored<'s> {
+    let mut named = stored.clone();
+    if let Some(Some(name)) = names.get(k) {
+        named.name = name;
+    }
+    named
 }
 
 /// Writes the zip to `out`: each member copied or written anew in file order, then the
@@ -484,23 +532,37 @@ fn write(
     input: &Path,
     data: &Input,
     layout: &Layout<'_>,
-    fates: &[Fate],
+    written: &Written<'_>,
     shelf: &Shelf,
     out: &mut Output,
 ) -> Result<u64> {
+    let Written { fates, names } = *written;
     let mut at = 0u64;
     let mut offsets = Vec::with_capacity(fates.len());
     let fail = |stored: &Stored<'_>, message: String| member_error(input, stored.name, message);
-    for (stored, fate) in layout.members.iter().zip(fates) {
+    for (k, (stored, fate)) in layout.members.iter().zip(fates).enumerate() {
         offsets.push(at);
+        let renamed = matches!(names.get(k), Some(Some(_)));
         match fate {
             Fate::Pruned(_) => {}
             Fate::Rewritten(_, shelved, sizes, _) => {
-                let header =
-                    zip::local_header(data, stored, *sizes).map_err(|e| fail(stored, e))?;
+                let header = zip::local_header(data, &named(stored, names, k), *sizes)
+                    .map_err(|e| fail(stored, e))?;
                 out.write_bytes(&header)?;
                 out.write_file_range(shelf.file(), shelved.at, shelved.len)?;
                 at += header.len() as u64 + shelved.len;
+            }
+            Fate::Copied | Fate::Kept(_) if renamed => {
+                // A member copied under a new name: a new local header, its bytes as stored,
+                // no data descriptor (the header gives the sizes).
+                let header =
+                    zip::local_header(data, &named(stored, names, k), zip::sizes_of(stored))
+                        .map_err(|e| fail(stored, e))?;
+                let part = zip::data_of(data, stored)
+                    .ok_or_else(|| fail(stored, "its bytes run past the end of the file".into()))?;
+                out.write_bytes(&header)?;
+                out.write_part(data, part)?;
+                at += header.len() as u64 + part.len() as u64;
             }
             Fate::Copied | Fate::Kept(_) => {
                 let part = slice(data, &stored.span)
@@ -521,9 +583,11 @@ fn write(
         let sizes = match fate {
             Fate::Pruned(_) => continue,
             Fate::Rewritten(_, _, sizes, _) => Some(*sizes),
+            _ if matches!(names.get(k), Some(Some(_))) => Some(zip::sizes_of(stored)),
             _ => None,
         };
-        let entry = zip::central_entry(data, stored, offset, sizes).map_err(|e| fail(stored, e))?;
+        let entry = zip::central_entry(data, &named(stored, names, k), offset, sizes)
+            .map_err(|e| fail(stored, e))?;
         out.write_bytes(&entry)?;
         at += entry.len() as u64;
         count += 1;
@@ -538,4 +602,42 @@ fn slice<'d>(data: &'d [u8], range: &std::ops::Range<u64>) -> Option<&'d [u8]> {
     let start = usize::try_from(range.start).ok()?;
     let end = usize::try_from(range.end).ok()?;
     data.get(start..end)
+}
+
+/// Writes the variant of the package `input` for `variant` into `folder` (which exists),
+/// named after it (see `host::package::variant`): its path and what the strip did. An input
+/// that is not a wheel or conda package (by its name and its contents) is refused, and
+/// nothing is written.
+pub fn rewrite_variant(
+    input: &Path,
+    folder: &Path,
+    config: &RewriteConfig,
+    variant: &Variant,
+    (mode, prune): (Mode, PruneMembers),
+) -> Result<(PathBuf, Summary)> {
+    let not_package = || {
+        Error::file(
+            input,
+            "not a wheel or conda package by its name (NAME-VERSION-PYTHON-ABI-PLATFORM.whl, NAME-VERSION-BUILD.conda or .tar.bz2): --variant names the package it makes after it",
+        )
+    };
+    let name = input.file_name().ok_or_else(not_package)?.as_bytes();
+    let file_name = variant.file_name(name).ok_or_else(not_package)?;
+    let output = folder.join(std::ffi::OsStr::from_bytes(&file_name));
+    let conda = !name.ends_with(b".whl");
+    let naming = Naming {
+        variant: variant.clone(),
+        file_name,
+        conda,
+    };
+    let data = Input::open(input)?;
+    let placement = Placement::New(output.clone());
+    let summary = rewrite_package(input, &data, &placement, config, mode, prune, Some(&naming))
+        .unwrap_or_else(|| {
+            Err(Error::file(
+                input,
+                "not a package (a wheel, .conda or conda .tar.bz2): its contents are none",
+            ))
+        })?;
+    Ok((output, summary))
 }

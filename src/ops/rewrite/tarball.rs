@@ -23,7 +23,9 @@ use crate::host::package::tar_edit::{self, levels, Encoder, Entry, Layout};
 use crate::host::package::{may_hold_device_code, member_error, member_path, Budget, HEAD};
 use crate::io::spill::{Spill, Spilled};
 use crate::io::Input;
+use crate::ops::rewrite::variant::{index_json, no_index, Naming};
 use crate::ops::rewrite::{start_output, verify, Mode, Placement, RewriteConfig, Summary};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A file's contents after a rewrite, as manifests list them.
 #[derive(Debug, Clone, Copy)]
@@ -309,15 +311,26 @@ pub(super) fn rewrite_tarball(
     compression: Compression,
     placement: &Placement,
     config: &RewriteConfig,
-    mode: Mode,
-    prune: PruneMembers,
+    (mode, prune): (Mode, PruneMembers),
+    naming: Option<&Naming>,
 ) -> Result<Summary> {
+    let variant = naming.map(|n| &n.variant);
+    let seen = AtomicBool::new(false);
+    let manifest = |shown: &Path, name: &[u8], bytes: &[u8], edits: &Edits| match index_json(
+        variant, shown, name, bytes, &seen,
+    )? {
+        Some(new) => Ok(Some(new)),
+        None => paths_json(shown, name, bytes, edits),
+    };
     let options = TarOptions {
         absolute_links: false,
         zstd_level: levels::ZSTD,
-        manifest: &paths_json,
+        manifest: &manifest,
     };
     let rewritten = rewrite_tar(input, data, compression, config, prune, &options)?;
+    if variant.is_some() && !seen.load(Ordering::Relaxed) {
+        return Err(no_index(input));
+    }
     let summary = rewritten.summary;
     refuse_empty(input, &summary, config)?;
     let Some(bytes) = rewritten.bytes else {

@@ -248,6 +248,27 @@ pub fn update(
     Ok((out, counts))
 }
 
+/// The `RECORD` `data` with the paths `rename` gives a new name (`Some`) written anew, as
+/// Python's `csv` writer writes a field; every other byte stays.
+pub fn renamed(
+    data: &[u8],
+    rename: impl Fn(&[u8]) -> Option<Vec<u8>>,
+) -> Result<Vec<u8>, ManifestError> {
+    let rows = parse(data)?;
+    let mut out = Vec::with_capacity(data.len());
+    let mut at = 0;
+    for row in &rows {
+        let (Some(path), Some(new)) = (row.fields.first(), row.path().and_then(&rename)) else {
+            continue;
+        };
+        out.extend_from_slice(data.get(at..path.raw.start).unwrap_or_default());
+        out.extend_from_slice(&quoted(&new));
+        at = path.raw.end;
+    }
+    out.extend_from_slice(data.get(at..).unwrap_or_default());
+    Ok(out)
+}
+
 #[cfg(test)]
 #[allow(clippy::indexing_slicing)]
 mod tests {
