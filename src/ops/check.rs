@@ -78,7 +78,7 @@ use crate::target::target_id::{TargetId, TargetIdBuf};
 
 mod kpack;
 mod package;
-pub mod require;
+pub(crate) mod require;
 
 pub use kpack::{KpackCodeObject, KpackFile, KpackLoad, Searched};
 
