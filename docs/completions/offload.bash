@@ -181,13 +181,21 @@ _offload() {
             return 0
             ;;
         offload__subcmd__check)
-            opts="-r -j -v -h --device --json --require-embedded --recursive --follow --jobs --verbose --max-decompressed-size --help"
+            opts="-r -j -v -h --device --json --require --format --require-embedded --recursive --follow --jobs --verbose --max-decompressed-size --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --device)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --require)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
