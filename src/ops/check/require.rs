@@ -76,7 +76,7 @@ pub fn gate(runs: &[(&Report, usize)], requirements: &[Requirement], embedded: b
         };
     };
     for (n, file) in first.files.iter().enumerate() {
-        if file.bundles.is_empty() && file.kpack.is_none() {
+        if file.bundles.is_empty() && file.kpack.is_none() && file.catalogues.is_empty() {
             continue;
         }
         let verdicts: Vec<Verdict> = requirements
@@ -143,6 +143,17 @@ fn verdict(file: &FileReport, k: usize, r: &Requirement, device: usize, embedded
         ok: false,
         why: Some(why),
     };
+    // rocBLAS and hipBLASLt also need a kernel catalogue of the target's processor.
+    let catalogue = file
+        .catalogues
+        .iter()
+        .flat_map(|c| &c.devices)
+        .find(|d| d.device == device && !d.ok);
+    if let Some(missing) = catalogue.and_then(|d| d.missing.as_deref()) {
+        if !cuda::is_cuda_target(&r.target) {
+            return fail(format!("no Tensile catalogue ({missing})"));
+        }
+    }
     if judged == 0 {
         return Verdict {
             requirement: k,
