@@ -2,7 +2,8 @@
 //! [`crate::target::lists`]) is checked against every file of the report: an AMD target must
 //! load code (native or generic) from every bundle and kpack code object of a file; a CUDA
 //! target asked for its code must load a cubin (its own SM's, or one of an earlier minor of its
-//! major) from every CUDA fat binary, and one asked for PTX must find PTX it can compile. A
+//! major) from every CUDA fat binary, and one asked for PTX must find PTX it can compile.
+//! rocBLAS and hipBLASLt must also have a kernel catalogue for an AMD target's processor. A
 //! file with no device code for the target's runtime is not judged.
 
 use std::path::PathBuf;
@@ -143,16 +144,8 @@ fn verdict(file: &FileReport, k: usize, r: &Requirement, device: usize, embedded
         ok: false,
         why: Some(why),
     };
-    // rocBLAS and hipBLASLt also need a kernel catalogue of the target's processor.
-    let catalogue = file
-        .catalogues
-        .iter()
-        .flat_map(|c| &c.devices)
-        .find(|d| d.device == device && !d.ok);
-    if let Some(missing) = catalogue.and_then(|d| d.missing.as_deref()) {
-        if !cuda::is_cuda_target(&r.target) {
-            return fail(format!("no Tensile catalogue ({missing})"));
-        }
+    if let Some(why) = no_catalogue(file, device, r) {
+        return fail(why);
     }
     if judged == 0 {
         return Verdict {
@@ -217,6 +210,22 @@ fn verdict(file: &FileReport, k: usize, r: &Requirement, device: usize, embedded
         ok: true,
         why: None,
     }
+}
+
+/// Why rocBLAS or hipBLASLt (`file`) fails an AMD target `r` checked as `device`: its kernel
+/// catalogue has nothing for the target's processor.
+fn no_catalogue(file: &FileReport, device: usize, r: &Requirement) -> Option<String> {
+    if cuda::is_cuda_target(&r.target) {
+        return None;
+    }
+    let missing = file
+        .catalogues
+        .iter()
+        .flat_map(|c| &c.devices)
+        .find(|d| d.device == device && !d.ok)?
+        .missing
+        .as_deref()?;
+    Some(format!("no Tensile catalogue ({missing})"))
 }
 
 /// What a file's units are called in a verdict.
