@@ -14,6 +14,7 @@ mod bombs;
 mod bundler_22;
 mod campaign;
 mod check;
+mod check_catalogues;
 mod check_embedded;
 mod check_require;
 mod cli_output;

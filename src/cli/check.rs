@@ -129,16 +129,19 @@ fn run(args: Args) -> i32 {
             let _ = writeln!(std::io::stderr().lock(), "{PROG}: note: {note}");
         }
     }
+    let catalogue_env = check::CatalogueEnvironment::from_vars(|name| std::env::var_os(name));
     let run = |devices: &[Device]| {
         pool.install(|| {
-            check::check(
+            let (mut report, errors) = check::check(
                 &roots,
                 devices,
                 &Environment::of_process(),
                 &kpack_env,
                 args.general.max_decompressed,
                 &bar,
-            )
+            );
+            check::add_catalogues(&mut report, &catalogue_env);
+            (report, errors)
         })
     };
     if !required.is_empty() {

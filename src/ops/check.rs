@@ -76,8 +76,11 @@ use crate::ops::support::names;
 use crate::ops::support::progress::Progress;
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
+mod catalogue;
 mod kpack;
 mod package;
+
+pub use catalogue::{add_catalogues, Catalogue, CatalogueDevice, CatalogueEnvironment};
 pub(crate) mod require;
 
 pub use kpack::{KpackCodeObject, KpackFile, KpackLoad, Searched};
@@ -220,6 +223,10 @@ pub struct FileReport {
     /// of it. Left out of the JSON for other files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kpack: Option<KpackFile>,
+    /// For rocBLAS and hipBLASLt, the kernel catalogue each device opens (filled by
+    /// [`add_catalogues`]). Left out of the JSON for other files.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub catalogues: Vec<Catalogue>,
 }
 
 /// A library found nowhere.
@@ -474,6 +481,7 @@ fn check_file(
         counts: counts(&bundles, kpack.as_ref(), devices.len()),
         bundles,
         kpack,
+        catalogues: Vec::new(),
     };
     (Some(report), problems)
 }

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use super::kpack;
 use crate::loads::runtime::AMDGCN_ISA_PREFIX;
-use crate::ops::check::{hip_devices, BundleReport, Device, FileReport, NotFound, Report};
+use crate::ops::check::{
+    hip_devices, BundleReport, Catalogue, CatalogueDevice, Device, FileReport, NotFound, Report,
+};
 use crate::ops::support::columns::{ranges, render, Align};
 
 /// The report `offload check` prints for people: the devices, a table of files with, per
@@ -27,6 +29,7 @@ pub fn text(report: &Report) -> String {
     }
     out.push('\n');
     out.push_str(&table(report));
+    out.push_str(&catalogues(report));
     let archived = kpack::text(report);
     if !archived.is_empty() {
         out.push_str("\nCode in kpack archives:\n");
@@ -437,4 +440,73 @@ fn consequences(report: &Report) -> String {
          release. Hiding a device without code (HIP_VISIBLE_DEVICES) lets the others load.\n",
     );
     out
+}
+
+/// The kernel catalogues of rocBLAS and hipBLASLt: per file, the folder, and per device the
+/// catalogue it opens, or what the library does without one.
+fn catalogues(report: &Report) -> String {
+    let mut out = String::new();
+    for file in &report.files {
+        for c in &file.catalogues {
+            if out.is_empty() {
+                out.push_str("\nKernel catalogues (the Tensile files each library opens for the device's processor):\n");
+            }
+            out.push_str(&catalogue(report, &file.path, c));
+        }
+    }
+    out
+}
+
+/// One library's catalogue.
+fn catalogue(report: &Report, path: &Path, c: &Catalogue) -> String {
+    let mut out = format!(
+        "  {}: {} catalogue {} (found via {})\n",
+        crate::io::shown(path),
+        c.library,
+        crate::io::shown(&c.folder),
+        c.found_via
+    );
+    for d in &c.devices {
+        let name = report
+            .devices
+            .get(d.device)
+            .map_or(d.processor.as_str(), |x| x.target_id.as_str());
+        out.push_str(&format!("    {} {name}: {}\n", d.device, found(c, d)));
+        if let (Some(message), Some(then)) = (&d.message, d.then) {
+            out.push_str(&format!("      {} prints: {message}\n", c.library));
+            out.push_str(&format!(
+                "      then {then}; the device counts as without code\n"
+            ));
+        }
+    }
+    out
+}
+
+/// What a device finds: the catalogue opened, the helper and the code objects; or what is
+/// missing.
+fn found(c: &Catalogue, d: &CatalogueDevice) -> String {
+    let Some(opens) = d.opens.as_deref().filter(|_| d.ok) else {
+        return format!(
+            "no Tensile catalogue ({})",
+            d.missing.as_deref().unwrap_or("none exists")
+        );
+    };
+    let mut text = format!("opens {opens}");
+    if d.folder != c.folder {
+        text.push_str(&format!(" in {}", crate::io::shown(&d.folder)));
+    }
+    if let Some(mapping) = &d.mapping {
+        text.push_str(&format!(" and {mapping}"));
+    }
+    match &d.kernels {
+        Some(k) => text.push_str(&format!("; helper {k}")),
+        None => text.push_str("; no helper Kernels.so-000 code object"),
+    }
+    text.push_str(&format!(
+        "; {} code object{} for {}",
+        d.code_objects,
+        if d.code_objects == 1 { "" } else { "s" },
+        d.processor
+    ));
+    text
 }

@@ -290,6 +290,7 @@ impl Reported {
                 counts: counts(&found.bundles, None, devices),
                 bundles: found.bundles.clone(),
                 kpack: None,
+                catalogues: Vec::new(),
             });
         }
         for m in missing {

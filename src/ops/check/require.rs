@@ -2,7 +2,8 @@
 //! [`crate::target::lists`]) is checked against every file of the report: an AMD target must
 //! load code (native or generic) from every bundle and kpack code object of a file; a CUDA
 //! target asked for its code must load a cubin (its own SM's, or one of an earlier minor of its
-//! major) from every CUDA fat binary, and one asked for PTX must find PTX it can compile. A
+//! major) from every CUDA fat binary, and one asked for PTX must find PTX it can compile.
+//! rocBLAS and hipBLASLt must also have a kernel catalogue for an AMD target's processor. A
 //! file with no device code for the target's runtime is not judged.
 
 use std::path::PathBuf;
@@ -76,7 +77,7 @@ pub fn gate(runs: &[(&Report, usize)], requirements: &[Requirement], embedded: b
         };
     };
     for (n, file) in first.files.iter().enumerate() {
-        if file.bundles.is_empty() && file.kpack.is_none() {
+        if file.bundles.is_empty() && file.kpack.is_none() && file.catalogues.is_empty() {
             continue;
         }
         let verdicts: Vec<Verdict> = requirements
@@ -143,6 +144,9 @@ fn verdict(file: &FileReport, k: usize, r: &Requirement, device: usize, embedded
         ok: false,
         why: Some(why),
     };
+    if let Some(why) = no_catalogue(file, device, r) {
+        return fail(why);
+    }
     if judged == 0 {
         return Verdict {
             requirement: k,
@@ -206,6 +210,22 @@ fn verdict(file: &FileReport, k: usize, r: &Requirement, device: usize, embedded
         ok: true,
         why: None,
     }
+}
+
+/// Why rocBLAS or hipBLASLt (`file`) fails an AMD target `r` checked as `device`: its kernel
+/// catalogue has nothing for the target's processor.
+fn no_catalogue(file: &FileReport, device: usize, r: &Requirement) -> Option<String> {
+    if cuda::is_cuda_target(&r.target) {
+        return None;
+    }
+    let missing = file
+        .catalogues
+        .iter()
+        .flat_map(|c| &c.devices)
+        .find(|d| d.device == device && !d.ok)?
+        .missing
+        .as_deref()?;
+    Some(format!("no Tensile catalogue ({missing})"))
 }
 
 /// What a file's units are called in a verdict.

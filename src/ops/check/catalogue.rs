@@ -1,0 +1,420 @@
+//! The kernel catalogues of rocBLAS and hipBLASLt: besides the code in their own fat binaries,
+//! both libraries open a Tensile catalogue named after the device's processor, in a folder
+//! they find next to themselves (or where an environment variable says), and load their GEMM
+//! kernels lazily from code objects in that folder. A device whose processor has no catalogue
+//! gets no BLAS at all, however well the libraries' own bundles load (a generic target in a
+//! bundle does not help: neither library looks for generic-named catalogues). This module
+//! repeats their search on the files of a report; the rules and their sources are in
+//! `docs/commands/check.md`, "Kernel catalogues".
+
+use std::collections::HashMap;
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSection};
+use serde::Serialize;
+
+use super::{FileReport, Report};
+use crate::io::{shown, Input};
+use crate::ops::support::names;
+
+/// The variables the libraries read to find their catalogues.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CatalogueEnvironment {
+    /// `ROCBLAS_TENSILE_LIBPATH`.
+    pub rocblas: Option<OsString>,
+    /// `HIPBLASLT_TENSILE_LIBPATH`.
+    pub hipblaslt: Option<OsString>,
+}
+
+impl CatalogueEnvironment {
+    /// The variables as `get` gives them (e.g. `std::env::var_os`).
+    pub fn from_vars(get: impl Fn(&str) -> Option<OsString>) -> CatalogueEnvironment {
+        CatalogueEnvironment {
+            rocblas: get(ROCBLAS_VAR),
+            hipblaslt: get(HIPBLASLT_VAR),
+        }
+    }
+}
+
+const ROCBLAS_VAR: &str = "ROCBLAS_TENSILE_LIBPATH";
+const HIPBLASLT_VAR: &str = "HIPBLASLT_TENSILE_LIBPATH";
+
+/// A library's catalogue folder and what each device finds in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Catalogue {
+    /// `rocBLAS` or `hipBLASLt`.
+    pub library: &'static str,
+    /// The folder the library searches, before any folder of the processor's own.
+    #[serde(serialize_with = "names::text")]
+    pub folder: PathBuf,
+    /// How it is found: the variable's name, or the path relative to the library's own folder
+    /// (`hipblaslt/library`, Debian's `rocblas/4.4.1/library`...).
+    pub found_via: String,
+    /// Each device.
+    pub devices: Vec<CatalogueDevice>,
+}
+
+/// What one device finds in a catalogue folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogueDevice {
+    /// The device's index.
+    pub device: usize,
+    /// Its processor, the name the files carry (the device's name before the first `:`).
+    pub processor: String,
+    /// The folder its files are looked for in (the processor's own subfolder when there is one).
+    #[serde(serialize_with = "names::text")]
+    pub folder: PathBuf,
+    /// The catalogue files the library tries, in order.
+    pub tried: Vec<String>,
+    /// The one it opens; `None` when none exists.
+    pub opens: Option<String>,
+    /// hipBLASLt's mapping of solutions to code objects, when found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapping: Option<String>,
+    /// The helper code object loaded first (`Kernels.so-000-<processor>[-xnack±].hsaco`),
+    /// when found (its absence is not fatal).
+    pub kernels: Option<String>,
+    /// How many code objects (`.co`, `.hsaco`) of the folder are named for the processor
+    /// (those of the other xnack mode left out).
+    pub code_objects: usize,
+    /// Whether the library finds what it needs.
+    pub ok: bool,
+    /// When it does not: which files it opens where (none exists).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+    /// When it does not: what it prints, in its own words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// When it does not: what the program sees.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub then: Option<&'static str>,
+}
+
+/// Which library a file is, by its name as the libraries find themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Library {
+    RocBlas,
+    HipBlasLt,
+}
+
+impl Library {
+    fn of(path: &Path) -> Option<Library> {
+        let name = path.file_name()?.as_bytes();
+        if name.starts_with(b"librocblas.so") {
+            Some(Library::RocBlas)
+        } else if name.starts_with(b"libhipblaslt.so") {
+            Some(Library::HipBlasLt)
+        } else {
+            None
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Library::RocBlas => "rocBLAS",
+            Library::HipBlasLt => "hipBLASLt",
+        }
+    }
+}
+
+/// Adds to each file of `report` that is rocBLAS or hipBLASLt, installed on disk, its
+/// catalogue, the variables read from `env`; a device without a catalogue leaves the report's
+/// `every_device_has_code` false. Members of packages are left alone (their folder is not on
+/// disk).
+pub fn add_catalogues(report: &mut Report, env: &CatalogueEnvironment) {
+    let devices: Vec<(usize, String)> = report
+        .devices
+        .iter()
+        .map(|d| (d.index, d.target_id.clone()))
+        .collect();
+    let mut listings = Listings::default();
+    for file in &mut report.files {
+        file.catalogues = catalogues_of(file, &devices, env, &mut listings);
+        if file
+            .catalogues
+            .iter()
+            .flat_map(|c| &c.devices)
+            .any(|d| !d.ok)
+        {
+            report.every_device_has_code = false;
+        }
+    }
+}
+
+/// The catalogue of `file` when it is one of the libraries.
+fn catalogues_of(
+    file: &FileReport,
+    devices: &[(usize, String)],
+    env: &CatalogueEnvironment,
+    listings: &mut Listings,
+) -> Vec<Catalogue> {
+    let Some(library) = Library::of(&file.path) else {
+        return Vec::new();
+    };
+    if !file.path.is_file() {
+        return Vec::new();
+    }
+    // The libraries take the folder of the path they were loaded by, links not resolved.
+    let own = file.path.parent().unwrap_or(Path::new("."));
+    let (folder, found_via, variable) = match library {
+        Library::RocBlas => match &env.rocblas {
+            Some(v) => (PathBuf::from(v), ROCBLAS_VAR.to_string(), true),
+            None => {
+                let last = last_resort(&file.path);
+                let (f, via) = first_existing(own, &ROCBLAS_RELATIVE, &last);
+                (f, via, false)
+            }
+        },
+        Library::HipBlasLt => match &env.hipblaslt {
+            Some(v) => (PathBuf::from(v), HIPBLASLT_VAR.to_string(), true),
+            None => {
+                let (f, via) = first_existing(own, &HIPBLASLT_RELATIVE, HIPBLASLT_RELATIVE[0]);
+                (f, via, false)
+            }
+        },
+    };
+    let devices = devices
+        .iter()
+        .map(|(index, target_id)| {
+            let processor = target_id.split(':').next().unwrap_or(target_id);
+            let xnack = ["xnack+", "xnack-"]
+                .into_iter()
+                .find(|x| target_id.split(':').any(|f| f == *x));
+            let base = match (library, variable) {
+                // hipBLASLt looks for a folder of the processor only in the folder it finds.
+                (Library::HipBlasLt, true) => folder.clone(),
+                _ => subfolder(library, &folder, processor, xnack),
+            };
+            device(library, *index, processor, xnack, base, listings)
+        })
+        .collect();
+    vec![Catalogue {
+        library: library.name(),
+        folder,
+        found_via,
+        devices,
+    }]
+}
+
+/// rocBLAS's folders relative to its own, tried in order (the first readable is taken).
+const ROCBLAS_RELATIVE: [&str; 3] = ["../../Tensile/library", "library", "../rocblas/library"];
+
+/// hipBLASLt's, tried in order (the first that exists is taken; the first when none does).
+const HIPBLASLT_RELATIVE: [&str; 3] = ["hipblaslt/library", "../Tensile/library", "library"];
+
+/// The first of `relative` that exists under `own`, else `last`, and how it was found.
+fn first_existing(own: &Path, relative: &[&str], last: &str) -> (PathBuf, String) {
+    for r in relative {
+        let candidate = own.join(r);
+        if candidate.is_dir() {
+            return (candidate, (*r).to_string());
+        }
+    }
+    (own.join(last), last.to_string())
+}
+
+/// rocBLAS's last folder, taken untested: `rocblas/library`, or the folder a distribution
+/// patched in, which the library keeps as a string (Debian's `/rocblas/4.4.1/library`).
+fn last_resort(library: &Path) -> String {
+    const DEFAULT: &str = "rocblas/library";
+    let Ok(input) = Input::open(library) else {
+        return DEFAULT.to_string();
+    };
+    let Ok(elf) = object::File::parse(&*input) else {
+        return DEFAULT.to_string();
+    };
+    let Some(data) = elf.section_by_name(".rodata").and_then(|s| s.data().ok()) else {
+        return DEFAULT.to_string();
+    };
+    patched_folder(data).unwrap_or_else(|| DEFAULT.to_string())
+}
+
+/// A string `/rocblas/<something>/library` standing alone in `data` (at its start or after a
+/// NUL), the leading `/` dropped.
+fn patched_folder(data: &[u8]) -> Option<String> {
+    let starts = data.starts_with(b"/rocblas/").then_some(1);
+    let after_nul = memchr::memmem::find_iter(data, b"\0/rocblas/").map(|at| at.checked_add(2));
+    for start in starts.into_iter().map(Some).chain(after_nul) {
+        let start = start?;
+        let rest = data.get(start..)?;
+        let end = memchr::memchr(0, rest)?;
+        let text = std::str::from_utf8(rest.get(..end)?).ok()?;
+        if end <= 64 && text.ends_with("/library") && !text.contains("..") {
+            return Some(text.to_string());
+        }
+    }
+    None
+}
+
+/// The folder a device's files are looked for in: the processor's own subfolder when it
+/// exists (rocBLAS of the rocm-libraries monorepo tries `<processor>-xnack±` first).
+fn subfolder(library: Library, folder: &Path, processor: &str, xnack: Option<&str>) -> PathBuf {
+    if library == Library::RocBlas {
+        if let Some(x) = xnack {
+            let own = folder.join(format!("{processor}-{x}"));
+            if own.is_dir() {
+                return own;
+            }
+        }
+    }
+    let own = folder.join(processor);
+    if own.is_dir() {
+        own
+    } else {
+        folder.to_path_buf()
+    }
+}
+
+/// The names in folders, each listed once.
+#[derive(Default)]
+struct Listings(HashMap<PathBuf, Vec<OsString>>);
+
+impl Listings {
+    fn of(&mut self, folder: &Path) -> &[OsString] {
+        self.0.entry(folder.to_path_buf()).or_insert_with(|| {
+            std::fs::read_dir(folder)
+                .map(|entries| {
+                    entries
+                        .filter_map(|e| e.ok())
+                        .map(|e| e.file_name())
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    }
+
+    fn has(&mut self, folder: &Path, name: &str) -> bool {
+        self.of(folder)
+            .iter()
+            .any(|n| n.as_os_str() == OsStr::new(name))
+    }
+}
+
+/// What device `index` of processor `processor` finds in `folder`.
+fn device(
+    library: Library,
+    index: usize,
+    processor: &str,
+    xnack: Option<&str>,
+    folder: PathBuf,
+    listings: &mut Listings,
+) -> CatalogueDevice {
+    let tried: Vec<String> = match library {
+        Library::RocBlas => vec![
+            format!("TensileLibrary_lazy_{processor}.dat"),
+            format!("TensileLibrary_{processor}.dat"),
+            "TensileLibrary.dat".to_string(),
+        ],
+        Library::HipBlasLt => vec![format!("TensileLibrary_lazy_{processor}.dat")],
+    };
+    let opens = tried.iter().find(|n| listings.has(&folder, n)).cloned();
+    let mapping = match library {
+        Library::RocBlas => None,
+        Library::HipBlasLt => [
+            format!("TensileLiteLibrary_lazy_{processor}_Mapping.dat"),
+            "TensileLiteLibrary_lazy_Mapping.dat".to_string(),
+        ]
+        .into_iter()
+        .find(|n| listings.has(&folder, n)),
+    };
+    let kernels = ["", "-xnack-", "-xnack+"]
+        .iter()
+        .map(|x| format!("Kernels.so-000-{processor}{x}.hsaco"))
+        .find(|n| listings.has(&folder, n));
+    let code_objects = code_objects(listings.of(&folder), processor, xnack);
+    let shown_folder = shown(&folder).into_owned();
+    let (missing, message, then) = if opens.is_none() {
+        let what = format!(
+            "{} opens {} in {shown_folder}: none exists",
+            library.name(),
+            alternatives(&tried)
+        );
+        let (message, then) = match library {
+            Library::RocBlas => (
+                format!("rocBLAS error: Cannot read {shown_folder}/TensileLibrary.dat: No such file or directory for GPU arch : {processor}"),
+                "the process aborts (SIGABRT) at the first call that needs Tensile",
+            ),
+            Library::HipBlasLt => (
+                format!("rocblaslt error: Cannot read \"{shown_folder}/{}\": No such file or directory", tried.join("")),
+                "every matmul returns an error (hipBLASLt error: Heuristic Fetch Failed)",
+            ),
+        };
+        (Some(what), Some(message), Some(then))
+    } else if library == Library::HipBlasLt && mapping.is_none() {
+        (
+            Some(format!("hipBLASLt opens TensileLiteLibrary_lazy_Mapping.dat in {shown_folder}: none exists")),
+            Some(format!("No library mapping found in {shown_folder}; rocblaslt error: Could not initialize Tensile library mapping")),
+            Some("every matmul returns an error (hipBLASLt error: Heuristic Fetch Failed)"),
+        )
+    } else {
+        (None, None, None)
+    };
+    CatalogueDevice {
+        device: index,
+        processor: processor.to_string(),
+        folder,
+        tried,
+        ok: missing.is_none(),
+        opens,
+        mapping,
+        kernels,
+        code_objects,
+        missing,
+        message,
+        then,
+    }
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn alternatives(names: &[String]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.clone(),
+        [first @ .., last] => format!("{} or {last}", first.join(", ")),
+    }
+}
+
+/// How many of `names` the libraries load as code objects for `processor`: names ending in
+/// `co` (`.co`, `.hsaco`) that contain it, not of the other xnack mode, not experimental.
+fn code_objects(names: &[OsString], processor: &str, xnack: Option<&str>) -> usize {
+    let other = match xnack {
+        Some("xnack+") => Some("xnack-"),
+        Some(_) => Some("xnack+"),
+        None => None,
+    };
+    names
+        .iter()
+        .filter_map(|n| n.to_str())
+        .filter(|n| n.ends_with("co") && n.contains(processor) && !n.contains("Experimental"))
+        .filter(|n| other.is_none_or(|o| !n.contains(o)))
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debian_folder_is_read_from_the_strings() {
+        let data = b"x\0/../rocblas/library\0/rocblas/4.4.1/library\0";
+        assert_eq!(
+            patched_folder(data).as_deref(),
+            Some("rocblas/4.4.1/library")
+        );
+        assert_eq!(patched_folder(b"\0/../rocblas/library\0"), None);
+        assert_eq!(patched_folder(b"\0/rocblas/library"), None);
+        assert_eq!(
+            patched_folder(b"/rocblas/4.4.1/library\0").as_deref(),
+            Some("rocblas/4.4.1/library")
+        );
+    }
+
+    #[test]
+    fn alternatives_read_as_a_list() {
+        let names = ["a".to_string(), "b".to_string(), "c".to_string()];
+        assert_eq!(alternatives(&names), "a, b or c");
+        assert_eq!(alternatives(&names[..1]), "a");
+    }
+}
