@@ -73,6 +73,11 @@ pub(crate) struct Args {
     /// default they are reported apart, and a device without code in them fails nothing.
     #[arg(long)]
     require_embedded: bool,
+    /// The CUDA release of the machine's driver (`12.4`): PTX of a newer PTX ISA and entries
+    /// compressed in a way it cannot inflate (zstd before 12.4) are noted per file and count as
+    /// code a device is without (exit 1).
+    #[arg(long, value_name = "CUDA")]
+    driver: Option<crate::loads::cuda_driver::Version>,
     /// The programs, shared libraries and packages to check, and folders (their ELF programs
     /// and shared libraries; with -r, their trees').
     #[arg(required = true)]
@@ -144,7 +149,13 @@ fn run(args: Args) -> i32 {
     if !required.is_empty() {
         return gate_out(&args, &required, run);
     }
-    let (report, errors) = run(&devices);
+    let (mut report, errors) = run(&devices);
+    if let Some(driver) = args.driver {
+        let paths: Vec<&Path> = report.files.iter().map(|f| f.path.as_path()).collect();
+        let found = crate::ops::targets::driver_check(&paths, driver, args.general.max_decompressed);
+        report.every_device_has_code &= found.files.is_empty();
+        report.driver = Some(found);
+    }
     for e in &errors {
         let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
     }
@@ -165,6 +176,11 @@ fn run(args: Args) -> i32 {
     } else {
         text::text(&report)
     };
+    let text = if args.json {
+        text
+    } else {
+        text + &driver_notes(&report)
+    };
     if let Err(code) = crate::cli::print(PROG, &text) {
         return code;
     }
@@ -174,6 +190,15 @@ fn run(args: Args) -> i32 {
         let embedded_fail = args.require_embedded && !report.embedded_have_code;
         i32::from(!report.every_device_has_code || embedded_fail)
     }
+}
+
+/// With `--driver`, a note for each file with entries the driver cannot use.
+fn driver_notes(report: &check::Report) -> String {
+    let Some(found) = &report.driver else {
+        return String::new();
+    };
+    let notes = found.files.iter();
+    notes.map(|f| crate::ops::targets::unusable_note(found.driver, f)).collect()
 }
 
 /// The requirements of every `--require` list, in order.
