@@ -115,7 +115,10 @@ fn lists_read_back_by_check_require_pass_on_the_same_files() {
 fn json_has_every_some_and_each_file() {
     let out = targets(&["--json", "linked/libhip.so", "cuda/app"]);
     let json: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(json["every"], serde_json::json!(["gfx90a", "sm_80", "sm_90", "compute_90"]));
+    assert_eq!(
+        json["every"],
+        serde_json::json!(["gfx90a", "sm_80", "sm_90", "compute_90"])
+    );
     assert_eq!(json["some"], serde_json::json!(["gfx906"]));
     assert_eq!(json["processors"], serde_json::json!(["gfx90a"]));
     assert_eq!(json["driver"]["cuda"], "13.5");
@@ -146,7 +149,13 @@ fn a_missing_file_prints_nothing_and_exits_2() {
 fn check_driver_notes_what_an_older_driver_cannot_use() {
     let (code, out, err) = run(
         "check",
-        &["--driver", "12.4", "--device", "sm_90", "cuda/gencode-zstd.o"],
+        &[
+            "--driver",
+            "12.4",
+            "--device",
+            "sm_90",
+            "cuda/gencode-zstd.o",
+        ],
     );
     assert_eq!(code, 1, "{out}{err}");
     assert!(
@@ -158,7 +167,14 @@ fn check_driver_notes_what_an_older_driver_cannot_use() {
     );
     let (code, out, _) = run(
         "check",
-        &["--driver", "12.3", "--device", "sm_90", "--json", "cuda/gencode-zstd.o"],
+        &[
+            "--driver",
+            "12.3",
+            "--device",
+            "sm_90",
+            "--json",
+            "cuda/gencode-zstd.o",
+        ],
     );
     assert_eq!(code, 1);
     let json: Value = serde_json::from_str(&out).unwrap();
@@ -166,11 +182,20 @@ fn check_driver_notes_what_an_older_driver_cannot_use() {
     assert_eq!(entries.len(), 4, "{out}");
     let (code, out, _) = run(
         "check",
-        &["--driver", "13.5", "--device", "sm_90", "cuda/gencode-zstd.o"],
+        &[
+            "--driver",
+            "13.5",
+            "--device",
+            "sm_90",
+            "cuda/gencode-zstd.o",
+        ],
     );
     assert_eq!(code, 0, "{out}");
     assert!(!out.contains("note:"));
     // Without --driver the JSON is as it was.
-    let (_, out, _) = run("check", &["--device", "sm_90", "--json", "cuda/gencode-zstd.o"]);
+    let (_, out, _) = run(
+        "check",
+        &["--device", "sm_90", "--json", "cuda/gencode-zstd.o"],
+    );
     assert!(!out.contains("\"driver\""));
 }

@@ -152,7 +152,8 @@ fn run(args: Args) -> i32 {
     let (mut report, errors) = run(&devices);
     if let Some(driver) = args.driver {
         let paths: Vec<&Path> = report.files.iter().map(|f| f.path.as_path()).collect();
-        let found = crate::ops::targets::driver_check(&paths, driver, args.general.max_decompressed);
+        let found =
+            crate::ops::targets::driver_check(&paths, driver, args.general.max_decompressed);
         report.every_device_has_code &= found.files.is_empty();
         report.driver = Some(found);
     }
@@ -198,7 +199,9 @@ fn driver_notes(report: &check::Report) -> String {
         return String::new();
     };
     let notes = found.files.iter();
-    notes.map(|f| crate::ops::targets::unusable_note(found.driver, f)).collect()
+    notes
+        .map(|f| crate::ops::targets::unusable_note(found.driver, f))
+        .collect()
 }
 
 /// The requirements of every `--require` list, in order.

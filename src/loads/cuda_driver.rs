@@ -43,7 +43,9 @@ impl FromStr for Version {
         let rest_ok = parts.all(|p| p.parse::<u32>().is_ok());
         match (major, minor) {
             (Some(major), Some(minor)) if rest_ok => Ok(Version(major, minor)),
-            _ => Err(format!("'{text}' is not a version: give MAJOR.MINOR (12.4)")),
+            _ => Err(format!(
+                "'{text}' is not a version: give MAJOR.MINOR (12.4)"
+            )),
         }
     }
 }

@@ -114,7 +114,10 @@ pub struct Targets {
     pub files: Vec<FileTargets>,
 }
 
-fn version_text<S: serde::Serializer>(v: &Option<Version>, s: S) -> std::result::Result<S::Ok, S::Error> {
+fn version_text<S: serde::Serializer>(
+    v: &Option<Version>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
     match v {
         Some(v) => s.serialize_str(&v.to_string()),
         None => s.serialize_none(),
@@ -296,9 +299,7 @@ fn processors(units: &[BTreeSet<String>]) -> Vec<String> {
         let loads: BTreeSet<&'static str> = PROCESSORS
             .iter()
             .filter(|p| p.kind().name() == "native")
-            .filter(|p| {
-                amd.contains(&p.name) || p.generic_hip.is_some_and(|g| amd.contains(&g))
-            })
+            .filter(|p| amd.contains(&p.name) || p.generic_hip.is_some_and(|g| amd.contains(&g)))
             .map(|p| p.name)
             .collect();
         common = Some(match common {
@@ -356,7 +357,10 @@ pub fn text(report: &Targets) -> String {
 
 /// ` a b c`, or nothing for no items.
 fn spaced(items: &[String]) -> String {
-    items.iter().map(|i| format!(" {}", crate::io::shown(i))).collect()
+    items
+        .iter()
+        .map(|i| format!(" {}", crate::io::shown(i)))
+        .collect()
 }
 
 /// `driver: CUDA 12.4 (Linux 550.54.14) or newer: PTX ISA 8.4 (compute_90) in libx.so`.
