@@ -150,13 +150,7 @@ fn run(args: Args) -> i32 {
         return gate_out(&args, &required, run);
     }
     let (mut report, errors) = run(&devices);
-    if let Some(driver) = args.driver {
-        let paths: Vec<&Path> = report.files.iter().map(|f| f.path.as_path()).collect();
-        let found =
-            crate::ops::targets::driver_check(&paths, driver, args.general.max_decompressed);
-        report.every_device_has_code &= found.files.is_empty();
-        report.driver = Some(found);
-    }
+    add_driver(&args, &mut report);
     for e in &errors {
         let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
     }
@@ -177,11 +171,7 @@ fn run(args: Args) -> i32 {
     } else {
         text::text(&report)
     };
-    let text = if args.json {
-        text
-    } else {
-        text + &driver_notes(&report)
-    };
+    let text = text + &driver_notes(&report, args.json);
     if let Err(code) = crate::cli::print(PROG, &text) {
         return code;
     }
@@ -193,9 +183,21 @@ fn run(args: Args) -> i32 {
     }
 }
 
-/// With `--driver`, a note for each file with entries the driver cannot use.
-fn driver_notes(report: &check::Report) -> String {
-    let Some(found) = &report.driver else {
+/// With `--driver`: what a driver that old cannot use in each file, in the report; a file
+/// with such entries leaves a device without code.
+fn add_driver(args: &Args, report: &mut check::Report) {
+    if let Some(driver) = args.driver {
+        let paths: Vec<&Path> = report.files.iter().map(|f| f.path.as_path()).collect();
+        let max = args.general.max_decompressed;
+        let found = crate::ops::targets::driver_check(&paths, driver, max);
+        report.every_device_has_code &= found.files.is_empty();
+        report.driver = Some(found);
+    }
+}
+
+/// With `--driver`, a note for each file with entries the driver cannot use (none in JSON).
+fn driver_notes(report: &check::Report, json: bool) -> String {
+    let Some(found) = report.driver.as_ref().filter(|_| !json) else {
         return String::new();
     };
     let notes = found.files.iter();
