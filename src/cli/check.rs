@@ -150,7 +150,7 @@ fn run(args: Args) -> i32 {
         return gate_out(&args, &required, run);
     }
     let (mut report, errors) = run(&devices);
-    add_driver(&args, &mut report);
+    add_driver(&args, &roots, &mut report);
     for e in &errors {
         let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
     }
@@ -184,10 +184,17 @@ fn run(args: Args) -> i32 {
 }
 
 /// With `--driver`: what a driver that old cannot use in each file, in the report; a file
-/// with such entries leaves a device without code.
-fn add_driver(args: &Args, report: &mut check::Report) {
+/// with such entries leaves a device without code. A package named (`roots`) is read whole,
+/// its members' entries noted under its name.
+fn add_driver(args: &Args, roots: &[&Path], report: &mut check::Report) {
     if let Some(driver) = args.driver {
-        let paths: Vec<&Path> = report.files.iter().map(|f| f.path.as_path()).collect();
+        let mut paths: Vec<&Path> = report.files.iter().map(|f| f.path.as_path()).collect();
+        let packages: Vec<&Path> = roots
+            .iter()
+            .filter(|r| !paths.contains(r))
+            .copied()
+            .collect();
+        paths.extend(packages);
         let max = args.general.max_decompressed;
         let found = crate::ops::targets::driver_check(&paths, driver, max);
         report.every_device_has_code &= found.files.is_empty();

@@ -464,12 +464,12 @@ mod tests {
         let flat = flat(&usage);
         assert!(
             flat.contains(
-                "\nls, extract, check, verify, du, strip, compress and decompress take many files"
+                "\nls, extract, check, verify, du, targets, strip, compress and decompress take many files"
             ),
             "{usage}"
         );
         assert!(flat.contains(
-            "\nls, extract, check, verify, du, wrapper, strip, compress, decompress and kpack take -v"
+            "\nls, extract, check, verify, du, targets, wrapper, strip, compress, decompress and kpack take -v"
         ), "{usage}");
         assert!(
             flat.contains(" extract, wrapper, strip, compress, decompress and kpack take --sync"),
