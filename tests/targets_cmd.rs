@@ -199,3 +199,13 @@ fn check_driver_notes_what_an_older_driver_cannot_use() {
     );
     assert!(!out.contains("\"driver\""));
 }
+
+#[test]
+fn a_bare_ptx_file_is_judged_by_its_version_line() {
+    // Each bare image is a unit of its own: none of them has every target.
+    assert_eq!(
+        targets(&["cuda/bare"]),
+        "every:\nsome: sm_89 sm_90a sm_100a sm_100 compute_100a\n\
+         driver: CUDA 13.5 or newer: PTX ISA 9.5 (compute_100a) in cuda/bare/kernel-compute_100a.ptx\n"
+    );
+}
