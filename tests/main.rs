@@ -84,6 +84,7 @@ mod rewrite_real;
 mod runtime_pick;
 mod syncing;
 mod targets;
+mod targets_cmd;
 mod trees;
 mod trees_read;
 mod wrapper;

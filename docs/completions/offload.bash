@@ -52,6 +52,9 @@ _offload() {
             offload,strip)
                 cmd="offload__subcmd__strip"
                 ;;
+            offload,targets)
+                cmd="offload__subcmd__targets"
+                ;;
             offload,verify)
                 cmd="offload__subcmd__verify"
                 ;;
@@ -65,7 +68,7 @@ _offload() {
 
     case "${cmd}" in
         offload)
-            opts="-h -V --help --version bundler packager ls extract check verify du wrapper strip compress decompress kpack links completions"
+            opts="-h -V --help --version bundler packager ls extract check verify du targets wrapper strip compress decompress kpack links completions"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -181,7 +184,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__check)
-            opts="-r -j -v -h --device --json --require --format --require-embedded --recursive --follow --jobs --verbose --max-decompressed-size --help"
+            opts="-r -j -v -h --device --json --require --format --require-embedded --driver --recursive --follow --jobs --verbose --max-decompressed-size --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -196,6 +199,10 @@ _offload() {
                     return 0
                     ;;
                 --format)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --driver)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -563,6 +570,36 @@ _offload() {
                     return 0
                     ;;
                 -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-decompressed-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        offload__subcmd__targets)
+            opts="-r -j -v -h --format --json --recursive --follow --jobs --verbose --max-decompressed-size --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "text debian cmake torch" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -73,6 +73,11 @@ pub(crate) struct Args {
     /// default they are reported apart, and a device without code in them fails nothing.
     #[arg(long)]
     require_embedded: bool,
+    /// The CUDA release of the machine's driver (`12.4`): PTX of a newer PTX ISA and entries
+    /// compressed in a way it cannot inflate (zstd before 12.4) are noted per file and count as
+    /// code a device is without (exit 1).
+    #[arg(long, value_name = "CUDA")]
+    driver: Option<crate::loads::cuda_driver::Version>,
     /// The programs, shared libraries and packages to check, and folders (their ELF programs
     /// and shared libraries; with -r, their trees').
     #[arg(required = true)]
@@ -147,7 +152,8 @@ fn run(args: Args) -> i32 {
     if !required.is_empty() {
         return gate_out(&args, &required, run);
     }
-    let (report, errors) = run(&devices);
+    let (mut report, errors) = run(&devices);
+    add_driver(&args, &roots, &mut report);
     for e in &errors {
         let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
     }
@@ -168,6 +174,7 @@ fn run(args: Args) -> i32 {
     } else {
         text::text(&report)
     };
+    let text = text + &driver_notes(&report, args.json);
     if let Err(code) = crate::cli::print(PROG, &text) {
         return code;
     }
@@ -177,6 +184,36 @@ fn run(args: Args) -> i32 {
         let embedded_fail = args.require_embedded && !report.embedded_have_code;
         i32::from(!report.every_device_has_code || embedded_fail)
     }
+}
+
+/// With `--driver`: what a driver that old cannot use in each file, in the report; a file
+/// with such entries leaves a device without code. A package named (`roots`) is read whole,
+/// its members' entries noted under its name.
+fn add_driver(args: &Args, roots: &[&Path], report: &mut check::Report) {
+    if let Some(driver) = args.driver {
+        let mut paths: Vec<&Path> = report.files.iter().map(|f| f.path.as_path()).collect();
+        let packages: Vec<&Path> = roots
+            .iter()
+            .filter(|r| !paths.contains(r))
+            .copied()
+            .collect();
+        paths.extend(packages);
+        let max = args.general.max_decompressed;
+        let found = crate::ops::targets::driver_check(&paths, driver, max);
+        report.every_device_has_code &= found.files.is_empty();
+        report.driver = Some(found);
+    }
+}
+
+/// With `--driver`, a note for each file with entries the driver cannot use (none in JSON).
+fn driver_notes(report: &check::Report, json: bool) -> String {
+    let Some(found) = report.driver.as_ref().filter(|_| !json) else {
+        return String::new();
+    };
+    let notes = found.files.iter();
+    notes
+        .map(|f| crate::ops::targets::unusable_note(found.driver, f))
+        .collect()
 }
 
 /// The requirements of every `--require` list, in order.

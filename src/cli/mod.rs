@@ -17,6 +17,7 @@ pub mod prune;
 pub mod registry;
 pub mod rewrite;
 pub mod subcommand;
+pub mod targets;
 pub mod verify;
 pub mod wrapper;
 

@@ -11,7 +11,7 @@ use clap::Parser;
 use crate::cli::subcommand::{definition, run_parsed, Subcommand};
 use crate::cli::{
     check, du, extract, kpack, links, ls, parse_args, personalities, rewrite, stdout_failed,
-    verify, wrapper,
+    targets, verify, wrapper,
 };
 use crate::target::processor::LlvmVersion;
 
@@ -100,6 +100,11 @@ impl Commands {
                 "du",
                 "bytes of device code per target, per file and in total, stored and inflated \
                  (--keep gfx942: what strip would remove; --json)",
+            ),
+            parsed::<targets::Args>(
+                "targets",
+                "the targets every unit of device code in files carries, and those some carry \
+                 (--format debian|cmake|torch, --json), and the oldest CUDA driver they need",
             ),
             Entry {
                 name: "wrapper",
@@ -459,12 +464,12 @@ mod tests {
         let flat = flat(&usage);
         assert!(
             flat.contains(
-                "\nls, extract, check, verify, du, strip, compress and decompress take many files"
+                "\nls, extract, check, verify, du, targets, strip, compress and decompress take many files"
             ),
             "{usage}"
         );
         assert!(flat.contains(
-            "\nls, extract, check, verify, du, wrapper, strip, compress, decompress and kpack take -v"
+            "\nls, extract, check, verify, du, targets, wrapper, strip, compress, decompress and kpack take -v"
         ), "{usage}");
         assert!(
             flat.contains(" extract, wrapper, strip, compress, decompress and kpack take --sync"),

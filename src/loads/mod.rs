@@ -22,6 +22,7 @@
 //! ```
 
 pub mod cuda;
+pub mod cuda_driver;
 pub mod hip;
 pub mod kpack_search;
 pub mod openmp;

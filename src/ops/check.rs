@@ -262,6 +262,10 @@ pub struct Report {
     /// Whether every device has code in every device image embedded as data (true when
     /// there are none).
     pub embedded_have_code: bool,
+    /// With `--driver`: the entries of each file a driver that old cannot use. Left out of the
+    /// JSON otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub driver: Option<crate::ops::targets::DriverCheck>,
 }
 
 /// Checks `roots` and the libraries they load (found as ld.so finds them in `env`) for
@@ -289,6 +293,7 @@ pub fn check(
         not_found: Vec::new(),
         every_device_has_code: true,
         embedded_have_code: true,
+        driver: None,
     };
     let mut errors = Vec::new();
     // A package is the tree it installs to, searched apart from the file system.

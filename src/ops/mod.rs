@@ -46,6 +46,7 @@ pub mod packager;
 pub mod prune;
 pub mod readobj;
 pub mod rewrite;
+pub mod targets;
 pub use support::inputs::{Found, Links, SpecialFiles, Taken, Walk};
 pub use support::progress::Progress;
 
