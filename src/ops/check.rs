@@ -81,6 +81,7 @@ mod kpack;
 mod package;
 
 pub use catalogue::{add_catalogues, Catalogue, CatalogueDevice, CatalogueEnvironment};
+#[cfg(feature = "cli")]
 pub(crate) mod require;
 
 pub use kpack::{KpackCodeObject, KpackFile, KpackLoad, Searched};

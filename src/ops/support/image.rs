@@ -57,9 +57,8 @@ pub struct ImageRecord {
     /// For an image inside a compressed bundle stored as such in the file: where that
     /// compressed bundle lies, and where the image lies in what it inflates to.
     pub compressed_bundle: Option<CompressedPlace>,
-    /// The translation unit it belongs to, unique within the scan of its file (see
-    /// [`DeviceImage::unit`]); 0 for a code object of a `.kpack` archive, whose unit is its
-    /// key.
+    /// The translation unit it belongs to, unique within the scan of its file; 0 for a code
+    /// object of a `.kpack` archive, whose unit is its key.
     pub unit: usize,
 }
 
