@@ -360,4 +360,3 @@ fn hipblaslt_returns_errors_without_its_catalogue() {
     );
     assert_eq!(code, 0);
 }
-

@@ -131,14 +131,7 @@ impl<'o> ZipWriter<'o> {
         local.extend_from_slice(name);
         local.extend_from_slice(&local_extra);
         self.out.write_bytes(&local)?;
-        match (&packed.stored, source) {
-            (Some(spilled), _) => match spilled.input() {
-                Some(input) => self.out.write_part(input, spilled.bytes())?,
-                None => self.out.write_bytes(spilled.bytes())?,
-            },
-            (None, Some(input)) => self.out.write_part(input, contents)?,
-            (None, None) => self.out.write_bytes(contents)?,
-        }
+        self.write_data(contents, source, packed)?;
         self.at += local.len() as u64 + sizes.compressed_size;
 
         let mut wide = Vec::new();
@@ -215,18 +208,30 @@ impl<'o> ZipWriter<'o> {
         let header = zip::local_header(data, stored, packed.sizes).map_err(fail)?;
         let entry = zip::central_entry(data, stored, self.at, Some(packed.sizes)).map_err(fail)?;
         self.out.write_bytes(&header)?;
-        match (&packed.stored, source) {
-            (Some(spilled), _) => match spilled.input() {
-                Some(input) => self.out.write_part(input, spilled.bytes())?,
-                None => self.out.write_bytes(spilled.bytes())?,
-            },
-            (None, Some(input)) => self.out.write_part(input, contents)?,
-            (None, None) => self.out.write_bytes(contents)?,
-        }
+        self.write_data(contents, source, packed)?;
         self.at += header.len() as u64 + packed.sizes.compressed_size;
         self.central.extend_from_slice(&entry);
         self.count += 1;
         Ok(())
+    }
+
+    /// Writes a member's data as `packed` holds it: its deflated bytes, or `contents` stored
+    /// (copied by the kernel from `source` when given).
+    fn write_data(
+        &mut self,
+        contents: &[u8],
+        source: Option<&Input>,
+        packed: &Packed,
+    ) -> Result<()> {
+        let written = match (&packed.stored, source) {
+            (Some(spilled), _) => match spilled.input() {
+                Some(input) => self.out.write_part(input, spilled.bytes()),
+                None => self.out.write_bytes(spilled.bytes()),
+            },
+            (None, Some(input)) => self.out.write_part(input, contents),
+            (None, None) => self.out.write_bytes(contents),
+        };
+        Ok(written?)
     }
 
     /// Writes the central directory and the end records; returns the zip's size.
