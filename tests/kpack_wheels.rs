@@ -391,6 +391,25 @@ fn a_split_wheel_is_refused_and_merging_gives_back_the_device_code() {
         .join("kdemo-1.0-py3-none-any.whl")
         .exists());
 
+    // What the wheels inflate to is bounded as when any package is read: nothing written.
+    let mut bounded = offload();
+    bounded.args(["kpack", "--merge", "--max-decompressed-size", "4000"]);
+    for entry in fs::read_dir(&split).unwrap() {
+        bounded.arg(entry.unwrap().path());
+    }
+    let over = bounded
+        .arg("-o")
+        .arg(dir.path().join("bounded"))
+        .output()
+        .unwrap();
+    assert_eq!(over.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&over.stderr);
+    assert!(
+        stderr.contains("inflate to more than --max-decompressed-size allows"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read_dir(dir.path().join("bounded")).unwrap().count(), 0);
+
     let merged = dir.path().join("merged");
     let mut command = offload();
     command.args(["kpack", "--merge"]);

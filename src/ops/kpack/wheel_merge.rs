@@ -55,7 +55,7 @@ pub fn merge_wheels(
     let mut host = None;
     let mut archives = Vec::new();
     for (k, ((input, data), fat)) in inputs.iter().zip(&datas).zip(&wheels).enumerate() {
-        let found = archives_of(input, data, fat, &tree)?;
+        let found = archives_of(input, data, fat, &tree, max_decompressed)?;
         if found.is_empty() {
             if let Some(first) = host.replace(k) {
                 return Err(Error::file(
@@ -91,7 +91,7 @@ pub fn merge_wheels(
             ));
         }
     }
-    let binaries = split_binaries(input, data, fat, &tree)?;
+    let binaries = split_binaries(input, data, fat, &tree, max_decompressed)?;
     if binaries.is_empty() {
         return Err(Error::file(
             input,
@@ -134,14 +134,17 @@ pub fn merge_wheels(
 
 /// Writes each kpack archive of the wheel `data` (members in a `.kpack` folder) to `tree`
 /// under its path in the wheel; returns where each went and its path in the wheel. Two wheels
-/// holding one archive is an error.
+/// holding one archive is an error. What they inflate to comes out of one budget of
+/// `most` bytes for the wheel, as when a package is read.
 fn archives_of(
     input: &Path,
     data: &Input,
     fat: &FatWheel<'_>,
     tree: &Path,
+    most: u64,
 ) -> Result<Vec<(PathBuf, String)>> {
     let mut found = Vec::new();
+    let budget = crate::host::package::Budget::new(most);
     for stored in &fat.layout.members {
         let in_folder = stored
             .name
@@ -159,7 +162,6 @@ fn archives_of(
                 "another wheel given holds this archive too",
             ));
         }
-        let budget = crate::host::package::Budget::new(u64::MAX);
         let mut written = false;
         crate::host::package::zip::visit_member(input, data, stored, &budget, &mut |member| {
             written = true;
@@ -174,15 +176,17 @@ fn archives_of(
 }
 
 /// Writes each split binary of the wheel `data` to `tree` under its path in the wheel;
-/// returns their member numbers and paths.
+/// returns their member numbers and paths. What they inflate to comes out of one budget of
+/// `most` bytes for the wheel.
 fn split_binaries(
     input: &Path,
     data: &Input,
     fat: &FatWheel<'_>,
     tree: &Path,
+    most: u64,
 ) -> Result<Vec<(usize, String)>> {
     let mut found = Vec::new();
-    let budget = crate::host::package::Budget::new(u64::MAX);
+    let budget = crate::host::package::Budget::new(most);
     for (k, stored) in fat.layout.members.iter().enumerate() {
         let mut split = false;
         crate::host::package::zip::visit_member(input, data, stored, &budget, &mut |member| {
