@@ -544,3 +544,134 @@ print(json.dumps(out))
     }
     assert_eq!(ours, theirs);
 }
+
+/// Every file of `folder`, by name, with its bytes.
+fn files_of(folder: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs::read_dir(folder)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().into_string().unwrap(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn many_threads_split_large_libraries_into_the_same_bytes_every_time() {
+    let (Some(clang), Some(python)) = (util::tool("clang-22"), python_with(&["wheel"])) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 3 MiB of text for the kernel's array: code objects past every in-memory shortcut.
+    let mut x = 0x9e37_79b9u32;
+    let filler: Vec<u8> = (0..3u32 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(x % 64) as usize]
+        })
+        .collect();
+    fs::write(d.join("filler.bin"), &filler).unwrap();
+    let embed = format!("--embed-dir={}", d.display());
+    let object = crate::util::native::compile_hip(
+        &clang,
+        d,
+        "large.hip",
+        &["gfx90a:xnack-", "gfx1100"],
+        &[&embed, "-Wno-c23-extensions"],
+    );
+    // Six libraries, split at once.
+    let tree = d.join("big-1.0");
+    fs::create_dir_all(tree.join("big/lib")).unwrap();
+    for k in 0..6 {
+        let library = tree.join(format!("big/lib/lib{k}.so"));
+        succeed(
+            Command::new("cc")
+                .arg("-shared")
+                .arg(&object)
+                .arg("-o")
+                .arg(&library),
+        );
+    }
+    let info = tree.join("big-1.0.dist-info");
+    fs::create_dir_all(&info).unwrap();
+    fs::write(
+        info.join("METADATA"),
+        "Metadata-Version: 2.1\nName: big\nVersion: 1.0\n",
+    )
+    .unwrap();
+    fs::write(
+        info.join("WHEEL"),
+        "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n",
+    )
+    .unwrap();
+    let dist = d.join("dist");
+    fs::create_dir_all(&dist).unwrap();
+    succeed(
+        Command::new(&python)
+            .args(["-m", "wheel", "pack", "-d"])
+            .arg(&dist)
+            .arg(&tree),
+    );
+    let wheel = dist.join("big-1.0-py3-none-linux_x86_64.whl");
+
+    let split = |threads: &str, out: &str| {
+        succeed(
+            offload()
+                .env("RAYON_NUM_THREADS", threads)
+                .arg("kpack")
+                .args(out.starts_with("plain").then_some("--compression=none"))
+                .arg(&wheel)
+                .arg("-o")
+                .arg(d.join(out)),
+        );
+        files_of(&d.join(out))
+    };
+    let first = split("1", "one");
+    assert_eq!(
+        first.keys().collect::<Vec<_>>(),
+        [
+            "amd_big_device_gfx1100-1.0-py3-none-linux_x86_64.whl",
+            "amd_big_device_gfx90a-1.0-py3-none-linux_x86_64.whl",
+            "big-1.0-py3-none-linux_x86_64.whl",
+        ]
+    );
+    for run in 0..3 {
+        assert!(
+            split("8", &format!("eight{run}")) == first,
+            "run {run} with 8 threads differs"
+        );
+    }
+    // Merged back, each library's device code is its own again.
+    let mut merge = offload();
+    merge.args(["kpack", "--merge"]);
+    for name in first.keys() {
+        merge.arg(d.join("one").join(name));
+    }
+    succeed(
+        merge
+            .env("RAYON_NUM_THREADS", "8")
+            .arg("-o")
+            .arg(d.join("merged")),
+    );
+    let unpacked = d.join("m");
+    succeed(
+        Command::new(&python)
+            .args(["-m", "wheel", "unpack", "-d"])
+            .arg(&unpacked)
+            .arg(d.join("merged/big-1.0-py3-none-linux_x86_64.whl")),
+    );
+    for k in 0..6 {
+        let name = format!("big/lib/lib{k}.so");
+        assert_eq!(
+            section(&unpacked.join("big-1.0").join(&name), ".hip_fatbin"),
+            section(&tree.join(&name), ".hip_fatbin"),
+            "{name}"
+        );
+    }
+}
