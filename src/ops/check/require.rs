@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::format::cuda_fatbin::EntryKind;
 use crate::loads::cuda;
 use crate::ops::check::{FileReport, Report};
 use crate::target::lists::Requirement;
@@ -237,23 +238,13 @@ fn units(file: &FileReport) -> &'static str {
     }
 }
 
-/// Whether the entry `entry` of a CUDA fat binary is PTX a device `sm` can compile: a virtual
-/// architecture no later than the device's (`compute_90a` only for `sm_90a`).
+/// Whether the entry `entry` of a CUDA fat binary is PTX a device `sm` can compile, by the
+/// driver's rule ([`cuda::Sm::runs_on`]).
 fn ptx_serves(entry: &str, sm: &str) -> bool {
-    let Some(virt) = entry.strip_prefix("compute_") else {
-        return false;
-    };
-    let Some(device) = sm.strip_prefix("sm_") else {
-        return false;
-    };
-    let number = |s: &str| s.trim_end_matches(['a', 'f']).parse::<u32>().ok();
-    let (Some(v), Some(d)) = (number(virt), number(device)) else {
-        return false;
-    };
-    if virt.ends_with('a') {
-        return virt == device;
+    match (cuda::target_of_name(entry), cuda::Sm::parse(sm)) {
+        (Some((kind @ EntryKind::Ptx, ptx)), Some(device)) => ptx.runs_on(kind, device),
+        _ => false,
     }
-    v <= d
 }
 
 #[cfg(test)]
