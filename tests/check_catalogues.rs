@@ -360,3 +360,149 @@ fn hipblaslt_returns_errors_without_its_catalogue() {
     );
     assert_eq!(code, 0);
 }
+
+/// A Debian package `rocblas_1.0_amd64.deb` of [`debian_rocblas`]'s library and folder, at
+/// `usr/lib/x86_64-linux-gnu` as Debian installs them (the library under its version, linked
+/// from its soname).
+fn debian_rocblas_deb(dir: &Path) -> Option<PathBuf> {
+    let dpkg = skips::reference(
+        util::tool("dpkg-deb"),
+        "dpkg-deb (to make a Debian package)",
+    )?;
+    debian_rocblas(dir)?;
+    let root = dir.join("deb");
+    let multiarch = root.join("usr/lib/x86_64-linux-gnu");
+    std::fs::create_dir_all(&multiarch).unwrap();
+    std::fs::rename(dir.join("lib/rocblas"), multiarch.join("rocblas")).unwrap();
+    std::fs::rename(
+        dir.join("lib/librocblas.so.4"),
+        multiarch.join("librocblas.so.4.4"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("librocblas.so.4.4", multiarch.join("librocblas.so.4")).unwrap();
+    std::fs::create_dir_all(root.join("DEBIAN")).unwrap();
+    std::fs::write(
+        root.join("DEBIAN/control"),
+        "Package: librocblas4\nVersion: 1.0\nArchitecture: amd64\nMaintainer: nobody <n@example.org>\nDescription: test\n",
+    )
+    .unwrap();
+    let out = dir.join("librocblas4_1.0_amd64.deb");
+    util::succeed(
+        Command::new(dpkg)
+            .args(["-Zxz", "--root-owner-group", "--build"])
+            .arg(&root)
+            .arg(&out),
+    );
+    Some(out)
+}
+
+#[test]
+fn a_debian_packages_catalogue_is_found_in_the_package_as_installed() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(deb) = debian_rocblas_deb(dir.path()) else {
+        return;
+    };
+    let name = deb.file_name().unwrap().to_str().unwrap();
+    let (code, out, err) = check(dir.path(), &[], &["--require", "gfx1100;gfx1031", name]);
+    assert_eq!(code, 1, "{out}{err}");
+    let member = format!("{name}!data.tar.xz!usr/lib/x86_64-linux-gnu/librocblas.so.4.4");
+    let folder = format!("{name}!data.tar.xz!usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library");
+    let pad = " ".repeat(member.len() - 4);
+    assert_eq!(
+        out,
+        format!(
+            "FILE{pad}  gfx1100  gfx1031\n\
+             {member}  generic  MISSING\n\
+             {member}: gfx1031 is required: no Tensile catalogue (rocBLAS opens TensileLibrary_lazy_gfx1031.dat, TensileLibrary_gfx1031.dat or TensileLibrary.dat in {folder}: none exists)\n\
+             required: 2 targets against 1 file with device code: 1 missing (exit 1)\n"
+        )
+    );
+    // gfx1100 has its catalogue in the package: the gate passes.
+    let (code, out, _) = check(dir.path(), &[], &["--require", "gfx1100", name]);
+    assert_eq!(code, 0, "{out}");
+    let (code, out, _) = check(dir.path(), &[], &["--device", "gfx1100", name]);
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        section(&out),
+        format!(
+            "Kernel catalogues (the Tensile files each library opens for the device's processor):\n\
+             \x20 {member}: rocBLAS catalogue {folder} (found via rocblas/4.4.1/library)\n\
+             \x20   0 gfx1100: opens TensileLibrary_lazy_gfx1100.dat; helper Kernels.so-000-gfx1100.hsaco; 2 code objects for gfx1100\n"
+        )
+    );
+    // The variable names a folder of this machine, not of the package: it is not read.
+    let (code, _, _) = check(
+        dir.path(),
+        &[("ROCBLAS_TENSILE_LIBPATH", "/nowhere")],
+        &["--require", "gfx1100", name],
+    );
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_tarballs_catalogue_is_found_relative_to_the_library_and_never_above_the_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(()) = hipblaslt(dir.path()) else {
+        return;
+    };
+    let Some(tar) = skips::reference(util::tool("tar"), "tar (to make a tarball)") else {
+        return;
+    };
+    // A catalogue above the package's root is not the package's.
+    files(
+        dir.path(),
+        "Tensile/library",
+        &["TensileLibrary_lazy_gfx1151.dat"],
+    );
+    let tarball = |name: &str, members: &[&str]| {
+        util::succeed(
+            Command::new(&tar)
+                .current_dir(dir.path())
+                .arg("-czf")
+                .arg(name)
+                .args(members),
+        );
+    };
+    tarball("hipblaslt.tar.gz", &["lib"]);
+    let (code, out, _) = check(
+        dir.path(),
+        &[],
+        &["--require", "gfx1100;gfx1151", "hipblaslt.tar.gz"],
+    );
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(
+        out,
+        "FILE                                    gfx1100  gfx1151\n\
+         hipblaslt.tar.gz!lib/libhipblaslt.so.1  generic  MISSING\n\
+         hipblaslt.tar.gz!lib/libhipblaslt.so.1: gfx1151 is required: no Tensile catalogue (hipBLASLt opens TensileLibrary_lazy_gfx1151.dat in hipblaslt.tar.gz!lib/hipblaslt/library: none exists)\n\
+         required: 2 targets against 1 file with device code: 1 missing (exit 1)\n"
+    );
+    // A zip (a wheel's form) lists its members from its central directory.
+    if let Some(python) = skips::reference(util::tool("python3"), "python3 (to make a zip)") {
+        util::succeed(Command::new(python).current_dir(dir.path()).args([
+            "-m",
+            "zipfile",
+            "-c",
+            "hipblaslt.zip",
+            "lib",
+        ]));
+        let (code, out, _) = check(dir.path(), &[], &["--require", "gfx1100", "hipblaslt.zip"]);
+        assert_eq!(code, 0, "{out}");
+        let (code, out, _) = check(dir.path(), &[], &["--require", "gfx1151", "hipblaslt.zip"]);
+        assert_eq!(code, 1, "{out}");
+        assert!(
+            out.contains("in hipblaslt.zip!lib/hipblaslt/library: none exists"),
+            "{out}"
+        );
+    }
+    // Without the hipblaslt folder, the library's second choice, ../Tensile/library, would
+    // leave the package; it is not looked for on this machine.
+    std::fs::remove_dir_all(dir.path().join("lib/hipblaslt")).unwrap();
+    tarball("bare.tar.gz", &["lib"]);
+    let (code, out, _) = check(dir.path(), &[], &["--require", "gfx1151", "bare.tar.gz"]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("in bare.tar.gz!lib/hipblaslt/library: none exists"),
+        "{out}"
+    );
+}

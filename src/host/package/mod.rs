@@ -164,19 +164,30 @@ pub fn read(
     }
 }
 
-/// [`read`], calling `links` for each symbolic or hard link a tarball holds (zips and Debian
-/// packages hand over none: a Debian package's links are in its data tarball, read in turn).
-pub fn read_links(
+/// [`read`], also calling `files` with the name of each regular member (all of them, whatever
+/// they hold; names that would leave the package left out) and `links` for each symbolic or
+/// hard link a tarball holds. A Debian package hands over neither: its files and links are
+/// in its data tarball, read in turn.
+pub fn read_listing(
     path: &Path,
     data: &[u8],
     kind: Kind,
     budget: &Budget,
     visit: &mut Visit<'_>,
     links: &mut dyn FnMut(&tar::Link<'_>),
+    files: &mut dyn FnMut(&[u8]),
 ) -> Result<Vec<Error>> {
     match kind {
-        Kind::Tar(compression) => tar::read_links(path, data, compression, budget, visit, links),
-        Kind::Zip | Kind::Deb => read(path, data, kind, budget, visit),
+        Kind::Tar(compression) => {
+            tar::read_listing(path, data, compression, budget, visit, links, files)
+        }
+        Kind::Zip => {
+            for name in zip::names(path, data)? {
+                files(name);
+            }
+            read(path, data, kind, budget, visit)
+        }
+        Kind::Deb => read(path, data, kind, budget, visit),
     }
 }
 

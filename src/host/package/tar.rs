@@ -145,17 +145,27 @@ pub fn read(
     budget: &Budget,
     visit: &mut Visit<'_>,
 ) -> Result<Vec<Error>> {
-    read_links(path, data, compression, budget, visit, &mut |_| {})
+    read_listing(
+        path,
+        data,
+        compression,
+        budget,
+        visit,
+        &mut |_| {},
+        &mut |_| {},
+    )
 }
 
-/// [`read`], calling `links` for each symbolic or hard link member, named as checked.
-pub fn read_links(
+/// [`read`], calling `links` for each symbolic or hard link member and `files` with the name
+/// of each regular member, named as checked.
+pub fn read_listing(
     path: &Path,
     data: &[u8],
     compression: Compression,
     budget: &Budget,
     visit: &mut Visit<'_>,
     links: &mut dyn FnMut(&Link<'_>),
+    files: &mut dyn FnMut(&[u8]),
 ) -> Result<Vec<Error>> {
     let mut read = decoder(data, compression).map_err(|e| Error::io(path, e))?;
     if compression != Compression::None {
@@ -227,6 +237,7 @@ pub fn read_links(
             skip(path, &mut stream, &header, padded)?;
             continue;
         }
+        files(&name);
         member(path, &mut stream, &header, &name, visit)?;
         skip(path, &mut stream, &header, padded - header.size)?;
     }

@@ -21,8 +21,8 @@
 //! and a symbolic link to an absolute path in a package that does not install at `/`, leave
 //! the package.
 
-use std::collections::HashMap;
-use std::ffi::OsStr;
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -51,6 +51,8 @@ pub struct Tree {
     objects: HashMap<Vec<u8>, DynamicInfo>,
     /// The links, by install path: what each points to, and whether it is a hard link.
     links: HashMap<Vec<u8>, (Vec<u8>, bool)>,
+    /// The names in each folder (files, links and folders), by the folder's install path.
+    folders: HashMap<Vec<u8>, BTreeSet<Vec<u8>>>,
 }
 
 /// The most links followed in one path (the kernel's limit).
@@ -63,12 +65,63 @@ impl Tree {
             layout,
             objects: HashMap::new(),
             links: HashMap::new(),
+            folders: HashMap::new(),
         }
+    }
+
+    /// Adds the name of a member installed at `install` (any file) to its folder's listing,
+    /// and its folders to theirs.
+    pub fn add_name(&mut self, install: &[u8]) {
+        let Some(mut path) = normalized(install) else {
+            return;
+        };
+        while !path.is_empty() {
+            let (folder, name) = match path.iter().rposition(|&b| b == b'/') {
+                Some(at) => (path.get(..at), path.get(at + 1..)),
+                None => (Some(&[][..]), Some(&path[..])),
+            };
+            let (Some(folder), Some(name)) = (folder, name) else {
+                return;
+            };
+            let listing = self.folders.entry(folder.to_vec()).or_default();
+            if !listing.insert(name.to_vec()) {
+                return;
+            }
+            path = folder.to_vec();
+        }
+    }
+
+    /// Whether `path` names a folder of the tree (links followed).
+    pub fn is_folder(&self, path: &Path) -> bool {
+        self.install_path(path)
+            .is_some_and(|p| self.folders.contains_key(&p))
+    }
+
+    /// The names in the folder `path` (links followed); none when it is not a folder.
+    pub fn names_in(&self, path: &Path) -> Vec<OsString> {
+        let listing = self.install_path(path).and_then(|p| self.folders.get(&p));
+        listing
+            .into_iter()
+            .flatten()
+            .map(|n| OsStr::from_bytes(n).to_os_string())
+            .collect()
+    }
+
+    /// The install path `path` names, its `.` and `..` taken as written (links not followed);
+    /// `None` when it lies outside the tree.
+    pub fn written_path(&self, path: &Path) -> Option<Vec<u8>> {
+        let bytes = path.as_os_str().as_bytes();
+        let inside = match self.layout {
+            Layout::Root => bytes.strip_prefix(b"/")?,
+            Layout::Relative => bytes.strip_prefix(RELATIVE_ROOT)?.strip_prefix(b"/")?,
+        };
+        normalized(inside)
     }
 
     /// Adds the link installed at `install`: a symbolic link to `target` (from its folder, or
     /// absolute), or with `hard`, a hard link to the member at `target`.
     pub fn add_link(&mut self, install: &[u8], target: &[u8], hard: bool) {
+        self.add_name(install);
         if let Some(key) = normalized(install) {
             self.links.insert(key, (target.to_vec(), hard));
         }
@@ -77,6 +130,7 @@ impl Tree {
     /// Adds the object installed at `install` (a member's path in the package, relative to
     /// where it installs), its dynamic section `info`.
     pub fn add(&mut self, install: &[u8], info: DynamicInfo) {
+        self.add_name(install);
         if let Some(key) = normalized(install) {
             self.objects.insert(key, info);
         }
@@ -238,6 +292,35 @@ mod tests {
             assert!(tree.open(&tree.path(b"lib/loop"), abi).is_none());
             let absolute = tree.open(&tree.path(b"lib/abs.so"), abi);
             assert_eq!(absolute.is_some(), layout == Layout::Root);
+        }
+    }
+
+    #[test]
+    fn folders_list_their_names_through_links_and_not_past_the_root() {
+        for layout in [Layout::Root, Layout::Relative] {
+            let mut tree = Tree::new(layout);
+            tree.add_name(b"./usr/lib/rocblas/4.4.1/library/TensileLibrary_lazy_gfx90a.dat");
+            tree.add_name(b"usr/lib/rocblas/4.4.1/library/Kernels.so-000-gfx90a.hsaco");
+            tree.add_link(b"usr/lib/rocblas/current", b"4.4.1", false);
+            let lib = tree.path(b"usr/lib");
+            assert!(tree.is_folder(&lib.join("rocblas/4.4.1/library")));
+            assert!(tree.is_folder(&lib.join("rocblas/current/library")));
+            assert!(tree.is_folder(&tree.path(b"")));
+            assert!(!tree.is_folder(&lib.join("rocblas/4.4.1/library/Kernels.so-000-gfx90a.hsaco")));
+            assert!(!tree.is_folder(&lib.join("../../../usr/lib")));
+            let names = tree.names_in(&lib.join("rocblas/current/library"));
+            assert_eq!(
+                names,
+                [
+                    "Kernels.so-000-gfx90a.hsaco",
+                    "TensileLibrary_lazy_gfx90a.dat"
+                ]
+            );
+            assert_eq!(tree.names_in(&lib.join("rocblas")), ["4.4.1", "current"]);
+            assert_eq!(
+                tree.written_path(&lib.join("rocblas/../x")).as_deref(),
+                Some(&b"usr/lib/x"[..])
+            );
         }
     }
 

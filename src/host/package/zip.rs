@@ -173,10 +173,7 @@ pub fn read(
     budget: &Budget,
     visit: &mut Visit<'_>,
 ) -> Result<Vec<Error>> {
-    let bad = |message: String| Error::file(path, message);
-    let (directory_offset, directory_size, count) = directory(data).map_err(bad)?;
-    let entries = entries(data, directory_offset, directory_size, count).map_err(bad)?;
-    check_layout(data, &entries, directory_offset).map_err(bad)?;
+    let (entries, _) = checked_entries(path, data)?;
     let mut problems = Vec::new();
     for entry in &entries {
         if entry.name.ends_with(b"/") && entry.size == 0 {
@@ -193,6 +190,28 @@ pub fn read(
         }
     }
     Ok(problems)
+}
+
+/// The names of the zip `data`'s members (at `path`), folders and names that would leave the
+/// package left out, in the central directory's order.
+pub fn names<'d>(path: &Path, data: &'d [u8]) -> Result<Vec<&'d [u8]>> {
+    let (entries, _) = checked_entries(path, data)?;
+    Ok(entries
+        .iter()
+        .filter(|e| !e.name.ends_with(b"/"))
+        .filter(|e| checked_name(path, e.name, e.local_offset).is_ok())
+        .map(|e| e.name)
+        .collect())
+}
+
+/// The central directory's entries of the zip `data` (at `path`), their offsets and sizes
+/// checked against the file, and the central directory's offset.
+fn checked_entries<'d>(path: &Path, data: &'d [u8]) -> Result<(Vec<Entry<'d>>, u64)> {
+    let bad = |message: String| Error::file(path, message);
+    let (directory_offset, directory_size, count) = directory(data).map_err(bad)?;
+    let entries = entries(data, directory_offset, directory_size, count).map_err(bad)?;
+    check_layout(data, &entries, directory_offset).map_err(bad)?;
+    Ok((entries, directory_offset))
 }
 
 /// Where the central directory is: its offset, its size, and the number of entries declared.
@@ -623,10 +642,7 @@ pub struct Layout<'a> {
 /// them, and every member's name as a member's path. An error names the package (and the
 /// member).
 pub fn layout<'a>(path: &Path, data: &'a [u8]) -> Result<Layout<'a>> {
-    let bad = |message: String| Error::file(path, message);
-    let (directory_offset, directory_size, count) = directory(data).map_err(bad)?;
-    let entries = entries(data, directory_offset, directory_size, count).map_err(bad)?;
-    check_layout(data, &entries, directory_offset).map_err(bad)?;
+    let (entries, directory_offset) = checked_entries(path, data)?;
     let mut by_offset: Vec<usize> = (0..entries.len()).collect();
     by_offset.sort_by_key(|&i| entries.get(i).map_or(0, |e| e.local_offset));
     let mut members = Vec::with_capacity(entries.len());

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use object::{Object, ObjectSection};
 use serde::Serialize;
 
-use super::{FileReport, Report};
+use super::Report;
 use crate::io::{shown, Input};
 use crate::ops::support::names;
 
@@ -119,58 +119,123 @@ impl Library {
     }
 }
 
+/// Where a library's catalogue folder is looked for: the file system, or the tree a package
+/// installs to. Paths are the search's own (see [`crate::host::package::tree`]).
+pub(super) trait Place {
+    /// Whether `path` is a folder.
+    fn is_dir(&self, path: &Path) -> bool;
+    /// The names in the folder `path` (none when it is not one).
+    fn names(&self, folder: &Path) -> Vec<OsString>;
+    /// The folder a distribution patched into rocBLAS at `library`, when it did (Debian's
+    /// `rocblas/4.4.1/library`).
+    fn patched_folder(&self, library: &Path) -> Option<String>;
+    /// `path` as shown to people.
+    fn shown(&self, path: &Path) -> PathBuf;
+}
+
+/// The file system.
+struct Disk;
+
+impl Place for Disk {
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
+    fn names(&self, folder: &Path) -> Vec<OsString> {
+        std::fs::read_dir(folder)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.file_name())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn patched_folder(&self, library: &Path) -> Option<String> {
+        let input = Input::open(library).ok()?;
+        patched_folder_in(&input)
+    }
+
+    fn shown(&self, path: &Path) -> PathBuf {
+        path.to_path_buf()
+    }
+}
+
 /// Adds to each file of `report` that is rocBLAS or hipBLASLt, installed on disk, its
-/// catalogue, the variables read from `env`; a device without a catalogue leaves the report's
-/// `every_device_has_code` false. Members of packages are left alone (their folder is not on
-/// disk).
+/// catalogue, the variables read from `env`. The members of packages keep the catalogues
+/// their package's check found in the package (the variables are not read for them: they
+/// name folders of this machine, not of the package). A device without a catalogue, in any
+/// file, leaves the report's `every_device_has_code` false.
 pub fn add_catalogues(report: &mut Report, env: &CatalogueEnvironment) {
     let devices: Vec<(usize, String)> = report
         .devices
         .iter()
         .map(|d| (d.index, d.target_id.clone()))
         .collect();
-    let mut listings = Listings::default();
+    let mut listings = Listings::new(&Disk);
     for file in &mut report.files {
-        file.catalogues = catalogues_of(file, &devices, env, &mut listings);
-        if file
-            .catalogues
-            .iter()
-            .flat_map(|c| &c.devices)
-            .any(|d| !d.ok)
-        {
-            report.every_device_has_code = false;
+        if file.catalogues.is_empty() && file.path.is_file() {
+            file.catalogues = catalogues_of(&file.path, &devices, env, &mut listings);
         }
+    }
+    let lacking = (report.files.iter())
+        .flat_map(|f| &f.catalogues)
+        .flat_map(|c| &c.devices)
+        .any(|d| !d.ok);
+    if lacking {
+        report.every_device_has_code = false;
     }
 }
 
-/// The catalogue of `file` when it is one of the libraries.
+/// The catalogues of the library loaded as `library` in `place` (empty when it is neither
+/// rocBLAS nor hipBLASLt), for `devices` (index and target ID), the variables not read.
+pub(super) fn catalogues_in(
+    place: &dyn Place,
+    library: &Path,
+    devices: &[(usize, String)],
+) -> Vec<Catalogue> {
+    let env = CatalogueEnvironment::default();
+    catalogues_of(library, devices, &env, &mut Listings::new(place))
+}
+
+/// Whether the file named `name` is one of the libraries whose folder rocBLAS may have patched
+/// in, and that folder from its bytes `data`.
+pub(super) fn patched_folder_of(name: &Path, data: &[u8]) -> Option<String> {
+    (Library::of(name)? == Library::RocBlas)
+        .then(|| patched_folder_in(data))
+        .flatten()
+}
+
+/// The catalogue of the library loaded as `library` when it is one of the libraries.
 fn catalogues_of(
-    file: &FileReport,
+    library_path: &Path,
     devices: &[(usize, String)],
     env: &CatalogueEnvironment,
     listings: &mut Listings,
 ) -> Vec<Catalogue> {
-    let Some(library) = Library::of(&file.path) else {
+    let Some(library) = Library::of(library_path) else {
         return Vec::new();
     };
-    if !file.path.is_file() {
-        return Vec::new();
-    }
+    let place = listings.place;
     // The libraries take the folder of the path they were loaded by, links not resolved.
-    let own = file.path.parent().unwrap_or(Path::new("."));
+    let own = library_path.parent().unwrap_or(Path::new("."));
     let (folder, found_via, variable) = match library {
         Library::RocBlas => match &env.rocblas {
             Some(v) => (PathBuf::from(v), ROCBLAS_VAR.to_string(), true),
             None => {
-                let last = last_resort(&file.path);
-                let (f, via) = first_existing(own, &ROCBLAS_RELATIVE, &last);
+                let last = place
+                    .patched_folder(library_path)
+                    .unwrap_or_else(|| "rocblas/library".to_string());
+                let (f, via) = first_existing(place, own, &ROCBLAS_RELATIVE, &last);
                 (f, via, false)
             }
         },
         Library::HipBlasLt => match &env.hipblaslt {
             Some(v) => (PathBuf::from(v), HIPBLASLT_VAR.to_string(), true),
             None => {
-                let (f, via) = first_existing(own, &HIPBLASLT_RELATIVE, HIPBLASLT_RELATIVE[0]);
+                let last = HIPBLASLT_RELATIVE[0];
+                let (f, via) = first_existing(place, own, &HIPBLASLT_RELATIVE, last);
                 (f, via, false)
             }
         },
@@ -185,14 +250,14 @@ fn catalogues_of(
             let base = match (library, variable) {
                 // hipBLASLt looks for a folder of the processor only in the folder it finds.
                 (Library::HipBlasLt, true) => folder.clone(),
-                _ => subfolder(library, &folder, processor, xnack),
+                _ => subfolder(place, library, &folder, processor, xnack),
             };
             device(library, *index, processor, xnack, base, listings)
         })
         .collect();
     vec![Catalogue {
         library: library.name(),
-        folder,
+        folder: place.shown(&folder),
         found_via,
         devices,
     }]
@@ -205,30 +270,27 @@ const ROCBLAS_RELATIVE: [&str; 3] = ["../../Tensile/library", "library", "../roc
 const HIPBLASLT_RELATIVE: [&str; 3] = ["hipblaslt/library", "../Tensile/library", "library"];
 
 /// The first of `relative` that exists under `own`, else `last`, and how it was found.
-fn first_existing(own: &Path, relative: &[&str], last: &str) -> (PathBuf, String) {
+fn first_existing(
+    place: &dyn Place,
+    own: &Path,
+    relative: &[&str],
+    last: &str,
+) -> (PathBuf, String) {
     for r in relative {
         let candidate = own.join(r);
-        if candidate.is_dir() {
+        if place.is_dir(&candidate) {
             return (candidate, (*r).to_string());
         }
     }
     (own.join(last), last.to_string())
 }
 
-/// rocBLAS's last folder, taken untested: `rocblas/library`, or the folder a distribution
-/// patched in, which the library keeps as a string (Debian's `/rocblas/4.4.1/library`).
-fn last_resort(library: &Path) -> String {
-    const DEFAULT: &str = "rocblas/library";
-    let Ok(input) = Input::open(library) else {
-        return DEFAULT.to_string();
-    };
-    let Ok(elf) = object::File::parse(&*input) else {
-        return DEFAULT.to_string();
-    };
-    let Some(data) = elf.section_by_name(".rodata").and_then(|s| s.data().ok()) else {
-        return DEFAULT.to_string();
-    };
-    patched_folder(data).unwrap_or_else(|| DEFAULT.to_string())
+/// The folder a distribution patched into rocBLAS, whose bytes are `data`: a string of its
+/// `.rodata` (the library keeps it there: Debian's `/rocblas/4.4.1/library`).
+fn patched_folder_in(data: &[u8]) -> Option<String> {
+    let elf = object::File::parse(data).ok()?;
+    let rodata = elf.section_by_name(".rodata")?.data().ok()?;
+    patched_folder(rodata)
 }
 
 /// A string `/rocblas/<something>/library` standing alone in `data` (at its start or after a
@@ -250,39 +312,48 @@ fn patched_folder(data: &[u8]) -> Option<String> {
 
 /// The folder a device's files are looked for in: the processor's own subfolder when it
 /// exists (rocBLAS of the rocm-libraries monorepo tries `<processor>-xnack±` first).
-fn subfolder(library: Library, folder: &Path, processor: &str, xnack: Option<&str>) -> PathBuf {
+fn subfolder(
+    place: &dyn Place,
+    library: Library,
+    folder: &Path,
+    processor: &str,
+    xnack: Option<&str>,
+) -> PathBuf {
     if library == Library::RocBlas {
         if let Some(x) = xnack {
             let own = folder.join(format!("{processor}-{x}"));
-            if own.is_dir() {
+            if place.is_dir(&own) {
                 return own;
             }
         }
     }
     let own = folder.join(processor);
-    if own.is_dir() {
+    if place.is_dir(&own) {
         own
     } else {
         folder.to_path_buf()
     }
 }
 
-/// The names in folders, each listed once.
-#[derive(Default)]
-struct Listings(HashMap<PathBuf, Vec<OsString>>);
+/// The names in the folders of a place, each folder listed once.
+struct Listings<'p> {
+    place: &'p dyn Place,
+    names: HashMap<PathBuf, Vec<OsString>>,
+}
 
-impl Listings {
+impl<'p> Listings<'p> {
+    fn new(place: &'p dyn Place) -> Listings<'p> {
+        Listings {
+            place,
+            names: HashMap::new(),
+        }
+    }
+
     fn of(&mut self, folder: &Path) -> &[OsString] {
-        self.0.entry(folder.to_path_buf()).or_insert_with(|| {
-            std::fs::read_dir(folder)
-                .map(|entries| {
-                    entries
-                        .filter_map(|e| e.ok())
-                        .map(|e| e.file_name())
-                        .collect()
-                })
-                .unwrap_or_default()
-        })
+        let place = self.place;
+        (self.names)
+            .entry(folder.to_path_buf())
+            .or_insert_with(|| place.names(folder))
     }
 
     fn has(&mut self, folder: &Path, name: &str) -> bool {
@@ -324,6 +395,7 @@ fn device(
         .map(|x| format!("Kernels.so-000-{processor}{x}.hsaco"))
         .find(|n| listings.has(&folder, n));
     let code_objects = code_objects(listings.of(&folder), processor, xnack);
+    let folder = listings.place.shown(&folder);
     let shown_folder = shown(&folder).into_owned();
     let (missing, message, then) = if opens.is_none() {
         let what = format!(

@@ -15,8 +15,11 @@
 //! nested otherwise are not part of it and not checked.
 
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::catalogue::{self, Place};
 use super::{bundles_of, counts, Device, FileReport, NotFound};
 use crate::error::{Error, Result};
 use crate::host::kpack::split_binary;
@@ -45,9 +48,13 @@ pub(super) fn is_package(path: &Path) -> bool {
 /// A linked ELF member: its name, install path, dynamic section and bundles.
 struct Object {
     shown: PathBuf,
+    /// The package (or package member) whose members are the install tree, as shown.
+    tree_shown: PathBuf,
     install: Vec<u8>,
     info: DynamicInfo,
     bundles: Vec<super::BundleReport>,
+    /// For rocBLAS, the catalogue folder a distribution patched in.
+    patched_folder: Option<String>,
 }
 
 /// Checks the package at `path` for `devices` (their targets `targets`).
@@ -79,27 +86,71 @@ pub(super) fn check_package(
         Layout::Relative
     };
     let budget = Budget::new(max_decompressed);
-    let (mut objects, mut links) = (Vec::new(), Vec::new());
+    let (mut objects, mut links, mut names) = (Vec::new(), Vec::new(), Vec::new());
     let mut reader = Reader {
         targets,
         max_decompressed,
         budget: &budget,
         objects: &mut objects,
         links: &mut links,
+        names: &mut names,
         errors: &mut check.errors,
     };
     reader.read(path, &input, kind, Nesting::Top(kind));
     let mut tree = Tree::new(layout);
+    for name in &names {
+        tree.add_name(name);
+    }
     for object in &objects {
         tree.add(&object.install, object.info.clone());
     }
     for (name, target, hard) in &links {
         tree.add_link(name, target, *hard);
     }
-    let (files, not_found) = search(&tree, &objects, devices.len());
+    let (mut files, loaded_as, not_found) = search(&tree, &objects, devices.len());
+    let devices: Vec<(usize, String)> = (devices.iter())
+        .map(|d| (d.index, d.target_id.clone()))
+        .collect();
+    for (file, (library, i)) in files.iter_mut().zip(loaded_as) {
+        if let Some(object) = objects.get(i) {
+            let place = Installed {
+                tree: &tree,
+                object,
+            };
+            file.catalogues = catalogue::catalogues_in(&place, &library, &devices);
+        }
+    }
     check.files = files;
     check.not_found = not_found;
     check
+}
+
+/// A package's install tree, where one of its libraries looks for its kernel catalogue.
+struct Installed<'t> {
+    tree: &'t Tree,
+    /// The library.
+    object: &'t Object,
+}
+
+impl Place for Installed<'_> {
+    fn is_dir(&self, path: &Path) -> bool {
+        self.tree.is_folder(path)
+    }
+
+    fn names(&self, folder: &Path) -> Vec<OsString> {
+        self.tree.names_in(folder)
+    }
+
+    fn patched_folder(&self, _library: &Path) -> Option<String> {
+        self.object.patched_folder.clone()
+    }
+
+    fn shown(&self, path: &Path) -> PathBuf {
+        match self.tree.written_path(path) {
+            Some(inside) => member_path(&self.object.tree_shown, &inside),
+            None => path.to_path_buf(),
+        }
+    }
 }
 
 /// Where a package being read lies: the file named (of kind), or a tarball in it whose
@@ -118,6 +169,8 @@ struct Reader<'r> {
     objects: &'r mut Vec<Object>,
     /// The links of the install tree: name, target, whether it is a hard link.
     links: &'r mut Vec<(Vec<u8>, Vec<u8>, bool)>,
+    /// The names of the install tree's members.
+    names: &'r mut Vec<Vec<u8>>,
     errors: &'r mut Vec<Error>,
 }
 
@@ -125,17 +178,19 @@ impl Reader<'_> {
     /// Reads the package `data` (of `kind`, shown as `path`), where `nesting` says.
     fn read(&mut self, path: &Path, data: &[u8], kind: Kind, nesting: Nesting) {
         let budget = self.budget;
-        let mut links = Vec::new();
-        let read = package::read_links(
+        let (mut links, mut names) = (Vec::new(), Vec::new());
+        let read = package::read_listing(
             path,
             data,
             kind,
             budget,
             &mut |member| self.member(path, member.name, member.bytes, nesting),
             &mut |link| links.push((link.name.to_vec(), link.target.to_vec(), link.hard)),
+            &mut |name| names.push(name.to_vec()),
         );
         if installs(nesting) {
             self.links.append(&mut links);
+            self.names.append(&mut names);
         }
         match read {
             Ok(mut problems) => self.errors.append(&mut problems),
@@ -174,11 +229,14 @@ impl Reader<'_> {
             Ok(None) => {}
             Err(e) => self.errors.push(e),
         }
+        let file_name = Path::new(std::ffi::OsStr::from_bytes(name));
         self.objects.push(Object {
             shown,
+            tree_shown: path.to_path_buf(),
             install: name.to_vec(),
             info,
             bundles,
+            patched_folder: catalogue::patched_folder_of(file_name, bytes),
         });
         Ok(())
     }
@@ -207,10 +265,14 @@ fn holds_tree(nesting: Nesting, name: &[u8]) -> bool {
     }
 }
 
+/// What [`search`] finds: the files in load order, the path each is loaded by and its
+/// object's number, and the names found nowhere.
+type Found = (Vec<FileReport>, Vec<(PathBuf, usize)>, Vec<NotFound>);
+
 /// The search from each object of `tree`: the files in load order, each once, and the names
 /// found nowhere in the package. Objects another object loads are reported where it loads
 /// them; the others (what nothing in the package loads) are the roots, in package order.
-fn search(tree: &Tree, objects: &[Object], devices: usize) -> (Vec<FileReport>, Vec<NotFound>) {
+fn search(tree: &Tree, objects: &[Object], devices: usize) -> Found {
     let index: HashMap<Vec<u8>, usize> = objects
         .iter()
         .enumerate()
@@ -236,6 +298,7 @@ fn search(tree: &Tree, objects: &[Object], devices: usize) -> (Vec<FileReport>, 
     let mut report = Reported {
         seen: HashSet::new(),
         files: Vec::new(),
+        loaded_as: Vec::new(),
         not_found: Vec::new(),
     };
     for root in order {
@@ -244,7 +307,7 @@ fn search(tree: &Tree, objects: &[Object], devices: usize) -> (Vec<FileReport>, 
             report.add(objects, loaded, &at, missing, devices);
         }
     }
-    (report.files, report.not_found)
+    (report.files, report.loaded_as, report.not_found)
 }
 
 /// What the search of a package reports so far.
@@ -252,6 +315,9 @@ struct Reported {
     /// The objects reported, by number.
     seen: HashSet<usize>,
     files: Vec<FileReport>,
+    /// Beside each file, the path it is loaded by (its folder is the one the kernel
+    /// catalogues are found from) and its object's number.
+    loaded_as: Vec<(PathBuf, usize)>,
     not_found: Vec<NotFound>,
 }
 
@@ -276,6 +342,7 @@ impl Reported {
                 continue;
             }
             let needed_by = load.needed_by.and_then(shown);
+            self.loaded_as.push((load.path.clone(), i));
             self.files.push(FileReport {
                 path_bytes: crate::io::bytes_unless_text(&found.shown),
                 path: found.shown.clone(),
