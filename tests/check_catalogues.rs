@@ -506,3 +506,49 @@ fn a_tarballs_catalogue_is_found_relative_to_the_library_and_never_above_the_pac
         "{out}"
     );
 }
+
+#[test]
+fn targets_counts_a_catalogue_as_a_unit_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(deb) = debian_rocblas_deb(dir.path()) else {
+        return;
+    };
+    let name = deb.file_name().unwrap().to_str().unwrap();
+    let targets = |args: &[&str]| {
+        let mut command = offload();
+        command.current_dir(dir.path()).arg("targets").args(args);
+        util::text_output(&mut command)
+    };
+    // The bundles' generic targets load on every gfx103x and gfx11xx; the catalogue serves
+    // gfx1100 alone, and only gfx1100 finds both.
+    let (code, out, err) = targets(&[name]);
+    assert_eq!((code, err.as_str()), (0, ""), "{out}");
+    assert_eq!(out, "every:\nsome: gfx1100 gfx10-3-generic gfx11-generic\n");
+    let (_, out, _) = targets(&["--format", "debian", name]);
+    assert_eq!(out, "gfx1100\n");
+    // The same files installed: the library finds its folder on disk.
+    let installed = "deb/usr/lib/x86_64-linux-gnu/librocblas.so.4";
+    let (_, out, _) = targets(&["--format", "debian", installed]);
+    assert_eq!(out, "gfx1100\n");
+    // Another catalogue, for gfx1030's xnack-less mode: two processors then.
+    files(
+        dir.path(),
+        "deb/usr/lib/x86_64-linux-gnu/rocblas/4.4.1/library",
+        &["TensileLibrary_gfx1030.dat"],
+    );
+    let (_, out, _) = targets(&["--format", "debian", installed]);
+    assert_eq!(out, "gfx1030 gfx1100\n");
+    let (_, out, _) = targets(&["--json", name]);
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let file = &json["files"][0];
+    assert_eq!(file["units"], 2);
+    assert_eq!(
+        file["catalogues"][0]["library"],
+        format!("{name}!data.tar.xz!usr/lib/x86_64-linux-gnu/librocblas.so.4.4")
+    );
+    assert_eq!(
+        file["catalogues"][0]["targets"],
+        serde_json::json!(["gfx1100"])
+    );
+    assert_eq!(json["processors"], serde_json::json!(["gfx1100"]));
+}

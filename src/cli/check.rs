@@ -135,24 +135,28 @@ fn run(args: Args) -> i32 {
         }
     }
     let catalogue_env = check::CatalogueEnvironment::from_vars(|name| std::env::var_os(name));
-    let run = |devices: &[Device]| {
+    let run = |machines: &[Vec<Device>]| {
         pool.install(|| {
-            let (mut report, errors) = check::check(
+            let mut checked = check::check_machines(
                 &roots,
-                devices,
+                machines,
                 &Environment::of_process(),
                 &kpack_env,
                 args.general.max_decompressed,
                 &bar,
             );
-            check::add_catalogues(&mut report, &catalogue_env);
-            (report, errors)
+            for (report, _) in &mut checked {
+                check::add_catalogues(report, &catalogue_env);
+            }
+            checked
         })
     };
     if !required.is_empty() {
         return gate_out(&args, &required, run);
     }
-    let (mut report, errors) = run(&devices);
+    let Some((mut report, errors)) = run(std::slice::from_ref(&devices)).pop() else {
+        return 2;
+    };
     add_driver(&args, &roots, &mut report);
     for e in &errors {
         let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
@@ -261,21 +265,23 @@ fn machines(required: &[Requirement]) -> (Vec<Vec<String>>, Vec<(usize, usize)>)
 fn gate_out(
     args: &Args,
     required: &[Requirement],
-    run: impl Fn(&[Device]) -> (check::Report, Vec<crate::error::Error>),
+    run: impl Fn(&[Vec<Device>]) -> Vec<(check::Report, Vec<crate::error::Error>)>,
 ) -> i32 {
     let (machines, at) = machines(required);
-    let mut reports = Vec::new();
-    let mut errors = Vec::new();
-    for (k, machine) in machines.iter().enumerate() {
-        let devices = match devices(machine, true) {
-            Ok(devices) => devices,
+    let mut devices_of = Vec::new();
+    for machine in &machines {
+        match devices(machine, true) {
+            Ok(devices) => devices_of.push(devices),
             Err(message) => {
                 let _ = writeln!(std::io::stderr().lock(), "{PROG}: error: {message}");
                 return 2;
             }
-        };
-        let (report, failed) = run(&devices);
-        // Every run reads the same files: their errors are said once.
+        }
+    }
+    let mut reports = Vec::new();
+    let mut errors = Vec::new();
+    // The files are read once for every machine: their errors are said once.
+    for (k, (report, failed)) in run(&devices_of).into_iter().enumerate() {
         if k == 0 {
             errors = failed;
         }

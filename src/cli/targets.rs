@@ -15,7 +15,9 @@ const PROG: &str = "offload targets";
 /// a CUDA fat binary, the offload binaries of one translation unit, a bare image, a split
 /// binary's code object), over all the files, and those only some have. AMD and CUDA units
 /// are judged apart. Files are read as `offload ls` reads them: objects, programs, libraries,
-/// archives, packages, `.kpack` archives and split binaries. For CUDA code, a last line names
+/// archives, packages, `.kpack` archives and split binaries; the kernel catalogue of rocBLAS
+/// and hipBLASLt (the processors it has Tensile files for) is a unit of its own. For CUDA
+/// code, a last line names
 /// the oldest driver that can use every entry (PTX needs the driver of its PTX ISA's CUDA
 /// release, a zstd-compressed entry CUDA 12.4) and the entry and file that decide it.
 ///

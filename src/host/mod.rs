@@ -81,19 +81,26 @@ pub fn is_object_file(data: &[u8]) -> bool {
     object_kind && object::File::parse(data).is_ok()
 }
 
-/// Whether `input` is a linked ELF program or shared library (not an object, an archive or
-/// another format), whose offload images are registered with a runtime as they are.
+/// Whether `input` is a linked ELF program or shared library of a host (not an object, an
+/// archive or another format, nor a device's code object: an AMDGPU code object or a cubin is
+/// a shared object too, but one a runtime loads onto a device, not one the host loader maps),
+/// whose offload images are registered with a runtime as they are.
 pub fn is_linked_elf(input: &[u8]) -> bool {
     // ELF's e_type of a program (ET_EXEC) and of a shared library (ET_DYN).
     const ET_EXEC: u16 = 2;
     const ET_DYN: u16 = 3;
-    let e_type = match object::FileKind::parse(input) {
-        Ok(object::FileKind::Elf64) => input.get(16..).and_then(<[u8]>::first_chunk::<2>),
+    let header = match object::FileKind::parse(input) {
+        Ok(object::FileKind::Elf64) => input.get(16..20).and_then(<[u8]>::first_chunk::<4>),
         _ => None,
     };
-    e_type
-        .map(|t| u16::from_le_bytes(*t))
-        .is_some_and(|t| t == ET_EXEC || t == ET_DYN)
+    let Some(&[t0, t1, m0, m1]) = header else {
+        return false;
+    };
+    let (e_type, machine) = (u16::from_le_bytes([t0, t1]), u16::from_le_bytes([m0, m1]));
+    let device = [object::elf::EM_AMDGPU, object::elf::EM_CUDA]
+        .into_iter()
+        .any(|m| m == object::elf::Machine(machine));
+    (e_type == ET_EXEC || e_type == ET_DYN) && !device
 }
 
 #[cfg(test)]
@@ -106,6 +113,18 @@ mod tests {
         assert!(!is_object_file(b"BC\xc0\xde"));
         assert!(!is_object_file(b"\x7fELF\x02\x01\x01"));
         assert!(!is_object_file(b""));
+    }
+
+    #[test]
+    fn a_device_code_object_is_not_a_linked_program() {
+        let exe = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert!(is_linked_elf(&exe));
+        for machine in [object::elf::EM_AMDGPU, object::elf::EM_CUDA] {
+            let mut device = exe.clone();
+            device[18..20].copy_from_slice(&machine.0.to_le_bytes());
+            assert!(!is_linked_elf(&device));
+        }
+        assert!(!is_linked_elf(&exe[..19]));
     }
 
     #[test]

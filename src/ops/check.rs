@@ -80,7 +80,10 @@ mod catalogue;
 mod kpack;
 mod package;
 
-pub use catalogue::{add_catalogues, Catalogue, CatalogueDevice, CatalogueEnvironment};
+pub use catalogue::{
+    add_catalogues, catalogue_targets, is_catalogue_library, Catalogue, CatalogueDevice,
+    CatalogueEnvironment,
+};
 #[cfg(feature = "cli")]
 pub(crate) mod require;
 
@@ -284,25 +287,31 @@ pub fn check(
     max_decompressed: u64,
     progress: &dyn Progress,
 ) -> (Report, Vec<Error>) {
-    let targets: Vec<TargetIdBuf> = devices
-        .iter()
-        .filter_map(|d| runtime::parse_device(&d.target_id).ok())
-        .collect();
-    let mut report = Report {
-        devices: devices.to_vec(),
-        files: Vec::new(),
-        not_found: Vec::new(),
-        every_device_has_code: true,
-        embedded_have_code: true,
-        driver: None,
-    };
+    let machines = [devices.to_vec()];
+    let mut checked = check_machines(roots, &machines, env, kpack_env, max_decompressed, progress);
+    checked
+        .pop()
+        .unwrap_or_else(|| (empty_report(devices), Vec::new()))
+}
+
+/// [`check`] for each of `machines` (the devices of one machine each), the files read once:
+/// a report per machine, in order. The errors of reading the files come with the first.
+pub fn check_machines(
+    roots: &[&Path],
+    machines: &[Vec<Device>],
+    env: &Environment,
+    kpack_env: &kpack_search::Environment,
+    max_decompressed: u64,
+    progress: &dyn Progress,
+) -> Vec<(Report, Vec<Error>)> {
     let mut errors = Vec::new();
-    // A package is the tree it installs to, searched apart from the file system.
+    // A package is the tree it installs to, searched apart from the file system; it is read
+    // once for all the machines (a compressed package costs its inflating each time).
     let (packages, roots): (Vec<&Path>, Vec<&Path>) =
         roots.iter().partition(|root| package::is_package(root));
-    let packages: Vec<package::PackageCheck> = packages
+    let mut packages: Vec<std::vec::IntoIter<package::PackageCheck>> = packages
         .par_iter()
-        .map(|p| package::check_package(p, devices, &targets, max_decompressed))
+        .map(|p| package::check_package(p, machines, max_decompressed).into_iter())
         .collect();
     // What each root loads, its files closed again: a tree of thousands of programs is not
     // held open at once.
@@ -310,6 +319,7 @@ pub fn check(
         roots.par_iter().map(|root| load_order(root, env)).collect();
     let mut seen = HashSet::new();
     let mut objects = Vec::new();
+    let mut not_found = Vec::new();
     for order in orders {
         let order = match order {
             Ok(order) => order,
@@ -324,13 +334,63 @@ pub fn check(
                 objects.push(object);
             }
         }
-        report.not_found.extend(order.not_found);
+        not_found.extend(order.not_found);
     }
+    let mut reports = Vec::new();
+    for devices in machines {
+        let mut report = empty_report(devices);
+        report.not_found = not_found.clone();
+        let mine: Vec<package::PackageCheck> =
+            packages.iter_mut().filter_map(Iterator::next).collect();
+        let mut found = machine_report(
+            report,
+            &objects,
+            mine,
+            kpack_env,
+            max_decompressed,
+            progress,
+        );
+        if reports.is_empty() {
+            found.1.splice(0..0, std::mem::take(&mut errors));
+        }
+        reports.push(found);
+    }
+    reports
+}
+
+/// A report of `devices` with nothing checked yet.
+fn empty_report(devices: &[Device]) -> Report {
+    Report {
+        devices: devices.to_vec(),
+        files: Vec::new(),
+        not_found: Vec::new(),
+        every_device_has_code: true,
+        embedded_have_code: true,
+        driver: None,
+    }
+}
+
+/// The report of one machine (`report`'s devices): the files `objects` checked for them,
+/// and the packages checked.
+fn machine_report(
+    mut report: Report,
+    objects: &[LoadedFile],
+    packages: Vec<package::PackageCheck>,
+    kpack_env: &kpack_search::Environment,
+    max_decompressed: u64,
+    progress: &dyn Progress,
+) -> (Report, Vec<Error>) {
+    let devices = report.devices.clone();
+    let targets: Vec<TargetIdBuf> = devices
+        .iter()
+        .filter_map(|d| runtime::parse_device(&d.target_id).ok())
+        .collect();
+    let mut errors = Vec::new();
     progress.start(objects.len() as u64);
     let checked: Vec<(Option<FileReport>, Vec<Error>)> = objects
-        .into_par_iter()
+        .par_iter()
         .map(|object| {
-            let checked = check_file(object, devices, &targets, kpack_env, max_decompressed);
+            let checked = check_file(object, &devices, &targets, kpack_env, max_decompressed);
             progress.advance(1);
             checked
         })
@@ -366,6 +426,7 @@ pub fn check(
 }
 
 /// A file a root loads, with how it was found.
+#[derive(Clone)]
 struct LoadedFile {
     path: std::path::PathBuf,
     needed_as: Option<String>,
@@ -457,7 +518,7 @@ fn checked_alone(path: &Path) -> bool {
 
 /// The report on one file and the problems found in it; no report when it cannot be read.
 fn check_file(
-    object: LoadedFile,
+    object: &LoadedFile,
     devices: &[Device],
     targets: &[TargetIdBuf],
     kpack_env: &kpack_search::Environment,
@@ -479,10 +540,10 @@ fn check_file(
     };
     let report = FileReport {
         path_bytes: crate::io::bytes_unless_text(&object.path),
-        path: object.path,
-        needed_as: object.needed_as,
+        path: object.path.clone(),
+        needed_as: object.needed_as.clone(),
         needed_by_bytes: names::optional_bytes(object.needed_by.as_ref()),
-        needed_by: object.needed_by,
+        needed_by: object.needed_by.clone(),
         found_via: object.found_via,
         counts: counts(&bundles, kpack.as_ref(), devices.len()),
         bundles,

@@ -41,8 +41,8 @@ use crate::format::image_target::Producer;
 use crate::io::Input;
 use crate::loads::cuda;
 use crate::loads::cuda_driver::{self, Version};
-use crate::ops::ls;
 use crate::ops::support::image::{ImageRecord, Source};
+use crate::ops::{check, ls};
 use crate::target::processor::{Processor, PROCESSORS};
 
 /// What one entry asks of a CUDA driver.
@@ -76,9 +76,24 @@ pub struct FileTargets {
     /// What its CUDA entries ask of a driver, those that ask something.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub driver_needs: Vec<Need>,
+    /// For rocBLAS and hipBLASLt (the file, or members of a package): each library and the
+    /// targets a device finds its kernel catalogue for, each catalogue a unit of its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub catalogues: Vec<CatalogueTargets>,
     /// Each unit's targets, in file order.
     #[serde(skip)]
     pub unit_targets: Vec<BTreeSet<String>>,
+}
+
+/// The targets a library's kernel catalogue serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CatalogueTargets {
+    /// The library (`PACKAGE!member` for a member of a package).
+    #[serde(serialize_with = "crate::ops::support::names::text")]
+    pub library: PathBuf,
+    /// The processors a device finds a catalogue for (bare: whatever its xnack mode; with
+    /// `:xnack+` or `:xnack-` when only that mode's subfolder serves it), in the table's order.
+    pub targets: Vec<String>,
 }
 
 /// The oldest driver the files need, and what decides it.
@@ -142,7 +157,55 @@ pub fn read_file(path: &Path, max_decompressed: u64) -> Result<FileTargets> {
     if let Some(problem) = problems.into_iter().next() {
         return Err(problem);
     }
-    of_images(path, &images)
+    let mut file = of_images(path, &images)?;
+    let libraries = check::is_catalogue_library(path)
+        || (images.iter())
+            .filter_map(|i| i.package.as_ref())
+            .any(|m| check::is_catalogue_library(&m.name));
+    if libraries {
+        for (library, targets) in check::catalogue_targets(path, max_decompressed) {
+            let mut targets: Vec<String> = targets.into_iter().collect();
+            targets.sort_by_key(|t| order(t));
+            file.catalogues.push(CatalogueTargets { library, targets });
+        }
+        let (every, some) = every_and_some(&file.all_units());
+        file.units = file.unit_targets.len() + file.catalogues.len();
+        file.every = every;
+        file.some = some;
+    }
+    Ok(file)
+}
+
+impl FileTargets {
+    /// Its units, and a unit for each kernel catalogue: a processor a catalogue serves counts
+    /// as every target of that processor (and xnack mode) the other units name.
+    fn all_units(&self) -> Vec<BTreeSet<String>> {
+        let named: BTreeSet<&String> = self.unit_targets.iter().flatten().collect();
+        let mut units = self.unit_targets.clone();
+        for catalogue in &self.catalogues {
+            units.push(catalogue_unit(&catalogue.targets, &named));
+        }
+        units
+    }
+}
+
+/// A catalogue's unit: each of `targets` as the targets of `named` it serves (those of its
+/// processor, of its xnack mode when it has one), or as itself when none is named.
+fn catalogue_unit(targets: &[String], named: &BTreeSet<&String>) -> BTreeSet<String> {
+    let mut unit = BTreeSet::new();
+    for served in targets {
+        let (processor, mode) = served.split_once(':').unwrap_or((served, ""));
+        let matching: Vec<&&String> = (named.iter())
+            .filter(|t| !is_cuda(t))
+            .filter(|t| t.split(':').next() == Some(processor))
+            .filter(|t| mode.is_empty() || t.split(':').any(|f| f == mode))
+            .collect();
+        if matching.is_empty() {
+            unit.insert(served.clone());
+        }
+        unit.extend(matching.into_iter().map(|t| (*t).clone()));
+    }
+    unit
 }
 
 /// The units and driver needs of `images`, all of the file `path`.
@@ -199,6 +262,7 @@ pub fn of_images(path: &Path, images: &[ImageRecord]) -> Result<FileTargets> {
         every,
         some,
         driver_needs: needs,
+        catalogues: Vec::new(),
         unit_targets,
     })
 }
@@ -268,10 +332,16 @@ fn order(target: &str) -> (u8, usize, usize, String) {
 
 /// The answer for the files read.
 pub fn summary(files: Vec<FileTargets>) -> Targets {
-    let all: Vec<BTreeSet<String>> = files
+    let mut all: Vec<BTreeSet<String>> = files
         .iter()
         .flat_map(|f| f.unit_targets.iter().cloned())
         .collect();
+    let named: BTreeSet<&String> = all.iter().flatten().collect();
+    let catalogues: Vec<BTreeSet<String>> = (files.iter())
+        .flat_map(|f| &f.catalogues)
+        .map(|c| catalogue_unit(&c.targets, &named))
+        .collect();
+    all.extend(catalogues);
     let (every, some) = every_and_some(&all);
     let processors = processors(&all);
     let driver = oldest_driver(&files);

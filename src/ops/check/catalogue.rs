@@ -7,7 +7,7 @@
 //! repeats their search on the files of a report; the rules and their sources are in
 //! `docs/commands/check.md`, "Kernel catalogues".
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -17,7 +17,9 @@ use serde::Serialize;
 
 use super::Report;
 use crate::io::{shown, Input};
+use crate::loads::runtime::AMDGCN_ISA_PREFIX;
 use crate::ops::support::names;
+use crate::target::processor::PROCESSORS;
 
 /// The variables the libraries read to find their catalogues.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -205,6 +207,75 @@ pub(super) fn patched_folder_of(name: &Path, data: &[u8]) -> Option<String> {
     (Library::of(name)? == Library::RocBlas)
         .then(|| patched_folder_in(data))
         .flatten()
+}
+
+/// Whether a file named `name` is rocBLAS or hipBLASLt, whose kernels come from a catalogue
+/// besides their bundles.
+pub fn is_catalogue_library(name: &Path) -> bool {
+    Library::of(name).is_some()
+}
+
+/// For the library at `path` (rocBLAS or hipBLASLt, on disk), or each such library among the
+/// members of the package at `path`: the targets a device finds a kernel catalogue for, as
+/// the library searches (its variables not read: the answer is what the files carry). A
+/// processor is named bare when a catalogue serves it whatever its xnack mode, else with the
+/// mode whose subfolder serves it (`gfx90a:xnack+`). Empty for other files.
+pub fn catalogue_targets(path: &Path, max_decompressed: u64) -> Vec<(PathBuf, BTreeSet<String>)> {
+    let candidates = candidates();
+    let pairs: Vec<(usize, String)> = (candidates.iter())
+        .map(|d| (d.index, d.target_id.clone()))
+        .collect();
+    let found: Vec<(PathBuf, Vec<Catalogue>)> = if super::package::is_package(path) {
+        let machines = [candidates.clone()];
+        let checks = super::package::check_package(path, &machines, max_decompressed);
+        (checks.into_iter().flat_map(|c| c.files))
+            .filter(|f| !f.catalogues.is_empty())
+            .map(|f| (f.path, f.catalogues))
+            .collect()
+    } else if Library::of(path).is_some() && path.is_file() {
+        vec![(path.to_path_buf(), catalogues_in(&Disk, path, &pairs))]
+    } else {
+        Vec::new()
+    };
+    found
+        .into_iter()
+        .map(|(file, catalogues)| {
+            let ok: BTreeSet<&str> = (catalogues.iter())
+                .flat_map(|c| &c.devices)
+                .filter(|d| d.ok)
+                .filter_map(|d| pairs.get(d.device).map(|(_, t)| t.as_str()))
+                .collect();
+            let targets = (ok.iter())
+                .filter(|t| match t.split_once(':') {
+                    Some((processor, _)) => !ok.contains(processor),
+                    None => true,
+                })
+                .map(|t| t.to_string())
+                .collect();
+            (file, targets)
+        })
+        .collect()
+}
+
+/// The devices a catalogue is looked for: each processor of the table, bare and, where it
+/// has an xnack mode, in each mode.
+fn candidates() -> Vec<super::Device> {
+    let mut targets = Vec::new();
+    for p in PROCESSORS.iter().filter(|p| p.kind().name() == "native") {
+        targets.push(p.name.to_string());
+        if p.xnack {
+            targets.push(format!("{}:xnack+", p.name));
+            targets.push(format!("{}:xnack-", p.name));
+        }
+    }
+    (targets.into_iter().enumerate())
+        .map(|(index, target_id)| super::Device {
+            index,
+            isa: format!("{AMDGCN_ISA_PREFIX}{target_id}"),
+            target_id,
+            node: None,
+        })
+        .collect()
 }
 
 /// The catalogue of the library loaded as `library` when it is one of the libraries.

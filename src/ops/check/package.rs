@@ -27,6 +27,7 @@ use crate::host::ld_so::{self, DynamicInfo, Environment, Loaded, Missing};
 use crate::host::package::tree::{Layout, Tree};
 use crate::host::package::{self, member_path, Budget, Kind};
 use crate::io::Input;
+use crate::loads::runtime;
 use crate::ops::support::names;
 use crate::target::target_id::TargetIdBuf;
 
@@ -45,56 +46,64 @@ pub(super) fn is_package(path: &Path) -> bool {
     Input::open(path).is_ok_and(|input| package::kind(&input).is_some())
 }
 
-/// A linked ELF member: its name, install path, dynamic section and bundles.
+/// A linked ELF member: its name, install path, dynamic section and bundles (checked for
+/// each machine).
 struct Object {
     shown: PathBuf,
     /// The package (or package member) whose members are the install tree, as shown.
     tree_shown: PathBuf,
     install: Vec<u8>,
     info: DynamicInfo,
-    bundles: Vec<super::BundleReport>,
+    bundles: Vec<Vec<super::BundleReport>>,
     /// For rocBLAS, the catalogue folder a distribution patched in.
     patched_folder: Option<String>,
 }
 
-/// Checks the package at `path` for `devices` (their targets `targets`).
+/// Checks the package at `path` for each of `machines` (the devices of one machine each),
+/// reading it once: a check per machine, in order.
 pub(super) fn check_package(
     path: &Path,
-    devices: &[Device],
-    targets: &[TargetIdBuf],
+    machines: &[Vec<Device>],
     max_decompressed: u64,
-) -> PackageCheck {
-    let mut check = PackageCheck {
-        files: Vec::new(),
-        not_found: Vec::new(),
-        errors: Vec::new(),
+) -> Vec<PackageCheck> {
+    let failed = |e: Error| {
+        let mut checks: Vec<PackageCheck> =
+            machines.iter().map(|_| PackageCheck::empty()).collect();
+        if let Some(first) = checks.first_mut() {
+            first.errors.push(e);
+        }
+        checks
     };
     let input = match Input::open(path) {
         Ok(input) => input,
-        Err(e) => {
-            check.errors.push(e.into());
-            return check;
-        }
+        Err(e) => return failed(e.into()),
     };
     let Some(kind) = package::kind(&input) else {
-        check.errors.push(Error::file(path, "not a package"));
-        return check;
+        return failed(Error::file(path, "not a package"));
     };
     let layout = if kind == Kind::Deb {
         Layout::Root
     } else {
         Layout::Relative
     };
+    let targets: Vec<Vec<TargetIdBuf>> = (machines.iter())
+        .map(|devices| {
+            (devices.iter())
+                .filter_map(|d| runtime::parse_device(&d.target_id).ok())
+                .collect()
+        })
+        .collect();
     let budget = Budget::new(max_decompressed);
-    let (mut objects, mut links, mut names) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut objects, mut links, mut names, mut errors) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut reader = Reader {
-        targets,
+        targets: &targets,
         max_decompressed,
         budget: &budget,
         objects: &mut objects,
         links: &mut links,
         names: &mut names,
-        errors: &mut check.errors,
+        errors: &mut errors,
     };
     reader.read(path, &input, kind, Nesting::Top(kind));
     let mut tree = Tree::new(layout);
@@ -107,22 +116,43 @@ pub(super) fn check_package(
     for (name, target, hard) in &links {
         tree.add_link(name, target, *hard);
     }
-    let (mut files, loaded_as, not_found) = search(&tree, &objects, devices.len());
-    let devices: Vec<(usize, String)> = (devices.iter())
-        .map(|d| (d.index, d.target_id.clone()))
-        .collect();
-    for (file, (library, i)) in files.iter_mut().zip(loaded_as) {
-        if let Some(object) = objects.get(i) {
-            let place = Installed {
-                tree: &tree,
-                object,
-            };
-            file.catalogues = catalogue::catalogues_in(&place, &library, &devices);
+    let mut checks = Vec::new();
+    for (k, devices) in machines.iter().enumerate() {
+        let (mut files, loaded_as, not_found) = search(&tree, &objects, k, devices.len());
+        let devices: Vec<(usize, String)> = (devices.iter())
+            .map(|d| (d.index, d.target_id.clone()))
+            .collect();
+        for (file, (library, i)) in files.iter_mut().zip(loaded_as) {
+            if let Some(object) = objects.get(i) {
+                let place = Installed {
+                    tree: &tree,
+                    object,
+                };
+                file.catalogues = catalogue::catalogues_in(&place, &library, &devices);
+            }
+        }
+        checks.push(PackageCheck {
+            files,
+            not_found,
+            errors: if k == 0 {
+                std::mem::take(&mut errors)
+            } else {
+                Vec::new()
+            },
+        });
+    }
+    checks
+}
+
+impl PackageCheck {
+    /// Nothing checked.
+    fn empty() -> PackageCheck {
+        PackageCheck {
+            files: Vec::new(),
+            not_found: Vec::new(),
+            errors: Vec::new(),
         }
     }
-    check.files = files;
-    check.not_found = not_found;
-    check
 }
 
 /// A package's install tree, where one of its libraries looks for its kernel catalogue.
@@ -163,7 +193,8 @@ enum Nesting {
 
 /// Reads a package's members into [`Object`]s.
 struct Reader<'r> {
-    targets: &'r [TargetIdBuf],
+    /// Each machine's targets.
+    targets: &'r [Vec<TargetIdBuf>],
     max_decompressed: u64,
     budget: &'r Budget,
     objects: &'r mut Vec<Object>,
@@ -218,9 +249,14 @@ impl Reader<'_> {
                 return Ok(());
             }
         };
-        let (bundles, mut problems) =
-            bundles_of(&shown, bytes, self.targets, self.max_decompressed);
-        self.errors.append(&mut problems);
+        let mut bundles = Vec::new();
+        for (k, targets) in self.targets.iter().enumerate() {
+            let (found, mut problems) = bundles_of(&shown, bytes, targets, self.max_decompressed);
+            if k == 0 {
+                self.errors.append(&mut problems);
+            }
+            bundles.push(found);
+        }
         match split_binary(&shown, bytes) {
             Ok(Some(_)) => self.errors.push(Error::file(
                 &shown,
@@ -272,7 +308,7 @@ type Found = (Vec<FileReport>, Vec<(PathBuf, usize)>, Vec<NotFound>);
 /// The search from each object of `tree`: the files in load order, each once, and the names
 /// found nowhere in the package. Objects another object loads are reported where it loads
 /// them; the others (what nothing in the package loads) are the roots, in package order.
-fn search(tree: &Tree, objects: &[Object], devices: usize) -> Found {
+fn search(tree: &Tree, objects: &[Object], machine: usize, devices: usize) -> Found {
     let index: HashMap<Vec<u8>, usize> = objects
         .iter()
         .enumerate()
@@ -304,7 +340,7 @@ fn search(tree: &Tree, objects: &[Object], devices: usize) -> Found {
     for root in order {
         if let Some((loaded, missing)) = orders.get(root).filter(|_| !report.seen.contains(&root)) {
             let at: Vec<Option<usize>> = loaded.iter().map(|l| member(&l.path)).collect();
-            report.add(objects, loaded, &at, missing, devices);
+            report.add(objects, loaded, &at, missing, (machine, devices));
         }
     }
     (report.files, report.loaded_as, report.not_found)
@@ -330,7 +366,7 @@ impl Reported {
         loaded: &[Loaded],
         at: &[Option<usize>],
         missing: &[Missing],
-        devices: usize,
+        (machine, devices): (usize, usize),
     ) {
         let object = |k: usize| at.get(k).copied().flatten().and_then(|i| objects.get(i));
         let shown = |k: usize| object(k).map(|o| o.shown.clone());
@@ -342,6 +378,7 @@ impl Reported {
                 continue;
             }
             let needed_by = load.needed_by.and_then(shown);
+            let bundles = found.bundles.get(machine).map_or(&[][..], Vec::as_slice);
             self.loaded_as.push((load.path.clone(), i));
             self.files.push(FileReport {
                 path_bytes: crate::io::bytes_unless_text(&found.shown),
@@ -354,8 +391,8 @@ impl Reported {
                 } else {
                     load.found_via.name()
                 },
-                counts: counts(&found.bundles, None, devices),
-                bundles: found.bundles.clone(),
+                counts: counts(bundles, None, devices),
+                bundles: bundles.to_vec(),
                 kpack: None,
                 catalogues: Vec::new(),
             });
