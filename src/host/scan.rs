@@ -971,12 +971,20 @@ fn next_magic(data: &[u8], from: usize) -> Option<usize> {
                 .map(|&start| search_window(data, start))
                 .collect()
         };
+        let first = found.iter().position(Option::is_some);
+        // The windows passed are given back at once: one call, not one for each.
+        let passed_to = first
+            .and_then(|k| starts.get(k).copied())
+            .unwrap_or_else(|| {
+                starts
+                    .last()
+                    .map_or(data.len(), |&last| last.saturating_add(SEARCH_WINDOW))
+            });
+        crate::io::release_mapped(data.get(at..passed_to.min(data.len())).unwrap_or_default());
         if let Some(first) = found.into_iter().flatten().next() {
             return Some(first);
         }
-        at = starts
-            .last()
-            .map_or(data.len(), |&last| last.saturating_add(SEARCH_WINDOW));
+        at = passed_to;
         at_once = (at_once * 2).min(MAX_WINDOWS_AT_ONCE);
     }
     None
@@ -986,17 +994,12 @@ fn next_magic(data: &[u8], from: usize) -> Option<usize> {
 const MAX_WINDOWS_AT_ONCE: usize = 8;
 
 /// The first magic in the window of `data` that starts at `start` (a magic that starts in it is
-/// found whole in it and the next window's first bytes); without one, the window's pages are
-/// given back.
+/// found whole in it and the next window's first bytes).
 fn search_window(data: &[u8], start: usize) -> Option<usize> {
     let overlap = container::longest_magic().saturating_sub(1);
     let end = start.saturating_add(SEARCH_WINDOW).min(data.len());
     let window = data.get(start..end.saturating_add(overlap).min(data.len()))?;
-    if let Some(found) = container::next_magic(window) {
-        return Some(start + found);
-    }
-    crate::io::release_mapped(data.get(start..end)?);
-    None
+    container::next_magic(window).map(|found| start + found)
 }
 
 /// Bytes at `offset` where a container must be, that are none.
