@@ -8,7 +8,8 @@
 #
 # Inputs: librocsparse (Debian's librocsparse0, 1.3 GB; LIBROCSPARSE=PATH, else downloaded)
 # and JAX's ROCm 7 XLA plugin (459 MB, 45 compressed bundles; PLUGIN=PATH, else downloaded from
-# PyPI's jax-rocm7-pjrt). The table also replaces the one between the speed-table markers of
+# PyPI's jax-rocm7-pjrt), and PyTorch's libtorch_cuda.so when present (TORCH_CUDA=PATH). The
+# table also replaces the one between the speed-table markers of
 # docs/benchmarks.md, unless DOCS=0 or OFFLOAD names another program. Needs zstd, python3 with zstandard, and GNU coreutils. OFFLOAD names
 # the program to time (default target/release/offload). Prints a
 # markdown table; WORKDIR (default /tmp/offload-speed) is emptied first. RUNS=N takes the best
@@ -183,6 +184,17 @@ rm -f stripped.so plain.so
 row "compress librocsparse" "zstd -T2 -3 --long of the library" "1.5x" \
   "rm -f lib.zst" "zstd -q -T2 -3 --long '$lib' -o lib.zst" -- "rm -f packed.so" "$ours" compress "$lib" -o packed.so
 rm -f lib.zst packed.so
+# PyTorch's CUDA library (libtorch_cuda.so of the torch wheel for Linux x86-64, 520 MB in 2.15;
+# TORCH_CUDA=PATH, else unzipped into INPUTS/torch; the row is left out without it).
+torch_cuda=${TORCH_CUDA:-$inputs/torch/torch/lib/libtorch_cuda.so}
+if [ -f "$torch_cuda" ]; then
+  cat "$torch_cuda" >/dev/null
+  row "strip --keep sm_90 libtorch_cuda.so" "cp of the library" "0.5x" \
+    "rm -f copy" "cp '$torch_cuda' copy" -- "rm -f sm90.so" "$ours" strip --keep sm_90 "$torch_cuda" -o sm90.so
+  rm -f copy sm90.so
+else
+  echo "speed.sh: no libtorch_cuda.so ($torch_cuda): its row is left out" >&2
+fi
 exec 1>&3 3>&-
 cat "$table"
 if [ "${DOCS:-1}" != 0 ] && [ -z "${OFFLOAD:-}" ]; then
