@@ -74,7 +74,11 @@ impl<'a> Joint<'a> {
         let mut next = address;
         for c in changed {
             let align = program.header_of(c.index).sh_addralign.get(LE).max(1);
-            let Some(at) = next.checked_next_multiple_of(align) else {
+            // Never past where the section was: a section off its own alignment stays alone.
+            let Some(at) = next
+                .checked_next_multiple_of(align)
+                .filter(|&at| at <= c.section.address)
+            else {
                 return Ok(None);
             };
             places.push((start + (at - address), at));
