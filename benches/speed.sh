@@ -8,10 +8,13 @@
 #
 # Inputs: librocsparse (Debian's librocsparse0, 1.3 GB; LIBROCSPARSE=PATH, else downloaded)
 # and JAX's ROCm 7 XLA plugin (459 MB, 45 compressed bundles; PLUGIN=PATH, else downloaded from
-# PyPI's jax-rocm7-pjrt). The table also replaces the one between the speed-table markers of
+# PyPI's jax-rocm7-pjrt), and PyTorch's libtorch_cuda.so when present (TORCH_CUDA=PATH). The
+# table also replaces the one between the speed-table markers of
 # docs/benchmarks.md, unless DOCS=0 or OFFLOAD names another program. Needs zstd, python3 with zstandard, and GNU coreutils. OFFLOAD names
 # the program to time (default target/release/offload). Prints a
-# markdown table; WORKDIR (default /tmp/offload-speed) is emptied first.
+# markdown table; WORKDIR (default /tmp/offload-speed) is emptied first. RUNS=N takes the best
+# of N runs; PAIRED=N instead the medians of N runs of each command beside its reference, in
+# turn (for a busy machine); ONLY=REGEX runs the rows whose work it matches.
 set -euo pipefail
 shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -109,19 +112,52 @@ table=$work/table.md
 exec 3>&1 >"$table"
 printf '| work | reference | reference time | offload | ratio | target | offload anonymous / resident peak |\n'
 printf '| --- | --- | --- | --- | --- | --- | --- |\n'
-# row WORK REFERENCE-NAME TARGET REF-PREPARE REF-CMD -- PREPARE CMD...
+# paired N REF-PREPARE REF-CMD PREPARE CMD...: N runs of the reference and of CMD in turn,
+# each after its PREPARE; prints "REF_SECONDS SECONDS RATIO ANON_MIB RSS_MIB": the median
+# times, the median of the N ratios (each run beside the reference run just before it, so
+# that a busy machine weighs on both alike) and the largest peaks.
+paired() {
+  local n=$1 ref_prepare=$2 ref_cmd=$3 prepare=$4; shift 4
+  local runs_file=${table%.md}.paired
+  : >"$runs_file"
+  for _ in $(seq "$n"); do
+    sh -c "$ref_prepare"
+    read -r rt _ _ <<<"$(measure sh -c "$ref_cmd")"
+    sh -c "$prepare"
+    echo "$rt $(measure "$@")" >>"$runs_file"
+  done
+  python3 - "$runs_file" <<'PY'
+import statistics, sys
+rows = [list(map(float, line.split())) for line in open(sys.argv[1])]
+ref = statistics.median(r[0] for r in rows)
+ours = statistics.median(r[1] for r in rows)
+ratio = statistics.median(r[1] / r[0] for r in rows)
+print(f"{ref} {ours} {ratio} {max(r[2] for r in rows):.0f} {max(r[3] for r in rows):.0f}")
+PY
+}
+
+# row WORK REFERENCE-NAME TARGET REF-PREPARE REF-CMD -- PREPARE CMD...: the best of $runs runs
+# of each, or with PAIRED=N the medians of N paired runs (see `paired`). ONLY=REGEX keeps the
+# rows whose work it matches (grep -E).
 row() {
   local work=$1 reference=$2 target=$3 ref_prepare=$4 ref_cmd=$5; shift 5
   [ "$1" = -- ] && shift
   local prepare=$1; shift
-  local ref ours_out
-  ref=$(best "$ref_prepare" sh -c "$ref_cmd")
-  ours_out=$(best "$prepare" "$@")
-  read -r rt _ _ <<<"$ref"
-  read -r ot anon rss <<<"$ours_out"
+  if [ -n "${ONLY:-}" ] && ! grep -qE "$ONLY" <<<"$work"; then
+    return
+  fi
+  local ref ours_out rt ot ratio anon rss
+  if [ -n "${PAIRED:-}" ]; then
+    read -r rt ot ratio anon rss <<<"$(paired "$PAIRED" "$ref_prepare" "$ref_cmd" "$prepare" "$@")"
+  else
+    ref=$(best "$ref_prepare" sh -c "$ref_cmd")
+    ours_out=$(best "$prepare" "$@")
+    read -r rt _ _ <<<"$ref"
+    read -r ot anon rss <<<"$ours_out"
+    ratio=$(awk -v a="$ot" -v b="$rt" 'BEGIN { print a / b }')
+  fi
   printf '| %s | %s | %.2f s | %.2f s | %.2fx | %s | %s / %s MiB |\n' \
-    "$work" "$reference" "$rt" "$ot" "$(awk -v a="$ot" -v b="$rt" 'BEGIN { print a / b }')" \
-    "$target" "$anon" "$rss"
+    "$work" "$reference" "$rt" "$ot" "$ratio" "$target" "$anon" "$rss"
 }
 
 cat "$lib" "$plugin" >/dev/null
@@ -130,7 +166,7 @@ row "extract librocsparse --arch gfx90a:xnack-" "cat of the library" "0.5x" \
 row "kpack librocsparse -o DIR" "cp of the library" "1.2x" \
   "rm -f copy" "cp '$lib' copy" -- "rm -rf split" "$ours" kpack "$lib" -o split
 rm -rf split copy out
-head -c $((256 << 20)) /dev/urandom > image.bin
+[ -z "${ONLY:-}" ] || grep -qE "$ONLY" <<<"wrapper" && head -c $((256 << 20)) /dev/urandom > image.bin
 row "wrapper --filetype=obj, 256 MiB image" "cat of the image into a file" "1.5x" \
   "rm -f copy" "cat image.bin > copy" -- "rm -f w.o" "$ours" wrapper --kind=hip --filetype=obj -o w.o image.bin
 row "wrapper --filetype=bc, 256 MiB image" "cat of the image into a file" "2x" \
@@ -148,6 +184,17 @@ rm -f stripped.so plain.so
 row "compress librocsparse" "zstd -T2 -3 --long of the library" "1.5x" \
   "rm -f lib.zst" "zstd -q -T2 -3 --long '$lib' -o lib.zst" -- "rm -f packed.so" "$ours" compress "$lib" -o packed.so
 rm -f lib.zst packed.so
+# PyTorch's CUDA library (libtorch_cuda.so of the torch wheel for Linux x86-64, 520 MB in 2.15;
+# TORCH_CUDA=PATH, else unzipped into INPUTS/torch; the row is left out without it).
+torch_cuda=${TORCH_CUDA:-$inputs/torch/torch/lib/libtorch_cuda.so}
+if [ -f "$torch_cuda" ]; then
+  cat "$torch_cuda" >/dev/null
+  row "strip --keep sm_90 libtorch_cuda.so" "cp of the library" "0.5x" \
+    "rm -f copy" "cp '$torch_cuda' copy" -- "rm -f sm90.so" "$ours" strip --keep sm_90 "$torch_cuda" -o sm90.so
+  rm -f copy sm90.so
+else
+  echo "speed.sh: no libtorch_cuda.so ($torch_cuda): its row is left out" >&2
+fi
 exec 1>&3 3>&-
 cat "$table"
 if [ "${DOCS:-1}" != 0 ] && [ -z "${OFFLOAD:-}" ]; then

@@ -58,6 +58,7 @@ mod llvm23;
 mod llvm23_linked;
 mod llvm23_tools;
 mod ls;
+mod mixed_cuts;
 mod names_bytes;
 mod objcopy_coff;
 mod objcopy_elf;

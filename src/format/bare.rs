@@ -222,19 +222,28 @@ impl PtxBack {
             *self = PtxBack::default();
         }
         let from = self.read.max(at.saturating_sub(PTX_HEAD_LIMIT));
-        for (i, &b) in data.iter().enumerate().take(at).skip(from) {
-            if b == b'\n' {
-                self.last_newline = Some(i);
+        let slice = data.get(from..at.min(data.len())).unwrap_or_default();
+        // Each field is the last of its kind, so each is looked for from the end; the
+        // comments are read from the last byte no text holds (which starts them over) on.
+        if let Some(k) = memchr::memrchr(b'\n', slice) {
+            self.last_newline = Some(from + k);
+        }
+        if let Some(k) = slice.iter().rposition(|b| !b.is_ascii_whitespace()) {
+            self.last_not_blank = Some(from + k);
+        }
+        let text = match slice.iter().rposition(|&b| !is_text(b)) {
+            Some(k) => {
+                self.last_binary = Some(from + k);
+                self.comments = CommentState::Blank;
+                slice.get(k + 1..).unwrap_or_default()
             }
-            if !b.is_ascii_whitespace() {
-                self.last_not_blank = Some(i);
+            None => slice,
+        };
+        for &b in text {
+            if self.comments == CommentState::Other {
+                break;
             }
-            self.comments = if is_text(b) {
-                self.comments.next(b)
-            } else {
-                self.last_binary = Some(i);
-                CommentState::Blank
-            };
+            self.comments = self.comments.next(b);
         }
         self.read = self.read.max(at);
     }

@@ -971,12 +971,20 @@ fn next_magic(data: &[u8], from: usize) -> Option<usize> {
                 .map(|&start| search_window(data, start))
                 .collect()
         };
+        let first = found.iter().position(Option::is_some);
+        // The windows passed are given back at once: one call, not one for each.
+        let passed_to = first
+            .and_then(|k| starts.get(k).copied())
+            .unwrap_or_else(|| {
+                starts
+                    .last()
+                    .map_or(data.len(), |&last| last.saturating_add(SEARCH_WINDOW))
+            });
+        crate::io::release_mapped(data.get(at..passed_to.min(data.len())).unwrap_or_default());
         if let Some(first) = found.into_iter().flatten().next() {
             return Some(first);
         }
-        at = starts
-            .last()
-            .map_or(data.len(), |&last| last.saturating_add(SEARCH_WINDOW));
+        at = passed_to;
         at_once = (at_once * 2).min(MAX_WINDOWS_AT_ONCE);
     }
     None
@@ -986,17 +994,12 @@ fn next_magic(data: &[u8], from: usize) -> Option<usize> {
 const MAX_WINDOWS_AT_ONCE: usize = 8;
 
 /// The first magic in the window of `data` that starts at `start` (a magic that starts in it is
-/// found whole in it and the next window's first bytes); without one, the window's pages are
-/// given back.
+/// found whole in it and the next window's first bytes).
 fn search_window(data: &[u8], start: usize) -> Option<usize> {
     let overlap = container::longest_magic().saturating_sub(1);
     let end = start.saturating_add(SEARCH_WINDOW).min(data.len());
     let window = data.get(start..end.saturating_add(overlap).min(data.len()))?;
-    if let Some(found) = container::next_magic(window) {
-        return Some(start + found);
-    }
-    crate::io::release_mapped(data.get(start..end)?);
-    None
+    container::next_magic(window).map(|found| start + found)
 }
 
 /// Bytes at `offset` where a container must be, that are none.
@@ -1190,5 +1193,59 @@ mod tests {
             assert_eq!(next_magic(&data, first + 1), later);
         }
         assert_eq!(next_magic(&planted(len, &[]), 0), None);
+    }
+
+    /// The target IDs of the images a scan of the bare file `data` reports, and whether each
+    /// was found embedded as data.
+    fn scanned(data: &[u8]) -> Vec<(String, bool)> {
+        let mut found = Vec::new();
+        let problems = scan(
+            Path::new("f"),
+            data,
+            Places::Everywhere,
+            u64::MAX,
+            &mut |i| found.push((i.target.target_id.clone(), i.embedded)),
+        )
+        .unwrap();
+        assert!(problems.is_empty(), "{problems:?}");
+        found
+    }
+
+    #[test]
+    fn magics_inside_a_container_are_its_bytes_and_those_after_it_are_found() {
+        use crate::format::bundle;
+        let host = "host-x86_64-unknown-linux-gnu";
+        let inner = bundle::to_vec(&[(host, b""), ("hip-amdgcn-amd-amdhsa--gfx906", b"c")], 8);
+        // An entry holding, past its start, a whole bundle, an ELF and a PTX magic: bytes of
+        // the entry, never images of their own.
+        let mut entry = b"code ".to_vec();
+        entry.extend_from_slice(&inner);
+        entry.extend_from_slice(b"\x7fELF\x02\x01\x01 .version 8.0\n.target sm_90\n");
+        let outer = bundle::to_vec(&[(host, b""), ("hip-amdgcn-amd-amdhsa--gfx90a", &entry)], 8);
+        let after = bundle::to_vec(&[(host, b""), ("hip-amdgcn-amd-amdhsa--gfx1100", b"k")], 8);
+        let mut data = outer.clone();
+        data.extend_from_slice(&[b'.'; 100]);
+        data.extend_from_slice(&after);
+        let ids: Vec<(String, bool)> = scanned(&data)
+            .into_iter()
+            .filter(|(id, _)| !id.is_empty())
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("gfx90a".to_string(), false),
+                ("gfx1100".to_string(), false)
+            ]
+        );
+        // The inner bundle alone, past other bytes, is found.
+        let mut alone = outer;
+        alone.extend_from_slice(b"data ");
+        alone.extend_from_slice(&inner);
+        let ids: Vec<String> = scanned(&alone)
+            .into_iter()
+            .map(|(id, _)| id)
+            .filter(|id| !id.is_empty())
+            .collect();
+        assert_eq!(ids, ["gfx90a", "gfx906"]);
     }
 }

@@ -49,52 +49,64 @@ pub(super) struct Program<'a> {
     pub(super) place: ProgramSection,
 }
 
-/// Rewrites the sections of device code (`.hip_fatbin`, `.nv_fatbin`, `__nv_relfatbin`, any
-/// of them) of the ELF program or library `file`; see
-/// [`rewrite_hip_fatbin`](crate::host::program::rewrite_hip_fatbin). When several change,
-/// the one that grew, else the one that frees the most bytes, is laid out as alone (the file
-/// cut after it, or its containers moved to a new segment); each other is packed in its own
-/// place, which keeps its size, and only its pointers change.
-pub fn rewrite<'a>(file: &'a [u8], how: &Rewriting<'_>) -> Result<Option<NewProgram<'a>>> {
-    let mut program = Program::read(file)?;
-    let mut changed = Vec::new();
-    for place in PROGRAM_SECTIONS {
-        let Some(index) = program.section_named(place.section) else {
-            continue;
-        };
-        program.place = place;
-        let section = program.section(index)?;
-        if let Some(packing) = plan::pack(&section, how, plan::Inflating::Later)? {
-            changed.push(Changed {
-                place,
-                index,
-                section,
-                packing,
-            });
+impl<'a> Program<'a> {
+    /// The sections of containers that change, their containers packed, in the order of
+    /// [`PROGRAM_SECTIONS`].
+    pub(super) fn changed(&mut self, how: &Rewriting<'_>) -> Result<Vec<Changed<'a>>> {
+        let mut changed = Vec::new();
+        for place in PROGRAM_SECTIONS {
+            let Some(index) = self.section_named(place.section) else {
+                continue;
+            };
+            self.place = place;
+            let section = self.section(index)?;
+            if let Some(packing) = plan::pack(&section, how, plan::Inflating::Later)? {
+                changed.push(Changed {
+                    place,
+                    index,
+                    section,
+                    packing,
+                });
+            }
         }
+        Ok(changed)
     }
-    let Some(main) = main_of(&mut changed) else {
-        return Ok(None);
-    };
-    let beside = changed
-        .into_iter()
-        .map(|other| program.in_place(other, &main))
-        .collect::<Result<Vec<_>>>()?;
-    program.place = main.place;
-    program.rewrite_main(main, beside).map(Some)
+
+    /// Lays out the program for the sections `changed`: when several change, the one that
+    /// grew, else the one that frees the most bytes, is laid out as alone (the file cut after
+    /// it, or its containers moved to a new segment); each other is packed in its own place,
+    /// which keeps its size, and only its pointers change. `None` when none changes.
+    pub(super) fn rewrite_changed(
+        &mut self,
+        mut changed: Vec<Changed<'a>>,
+    ) -> Result<Option<NewProgram<'a>>> {
+        let Some(main) = main_of(&mut changed) else {
+            return Ok(None);
+        };
+        let beside = changed
+            .into_iter()
+            .map(|other| self.in_place(other, &main))
+            .collect::<Result<Vec<_>>>()?;
+        self.place = main.place;
+        self.rewrite_main(main, beside).map(Some)
+    }
 }
 
 /// A section of containers that changes: where it is, and its containers packed.
-struct Changed<'a> {
-    place: ProgramSection,
-    index: usize,
-    section: Section<'a>,
-    packing: Packing,
+pub(super) struct Changed<'a> {
+    /// Which section of containers it is.
+    pub(super) place: ProgramSection,
+    /// Its index among the section headers.
+    pub(super) index: usize,
+    /// The section as read.
+    pub(super) section: Section<'a>,
+    /// Its containers packed.
+    pub(super) packing: Packing,
 }
 
 impl Changed<'_> {
     /// Whether its packed containers stay within the section, with none left to inflate.
-    fn stays(&self) -> bool {
+    pub(super) fn stays(&self) -> bool {
         self.packing.fits(&self.section) && self.packing.holes.is_empty()
     }
 
@@ -153,8 +165,8 @@ impl<'a> Program<'a> {
         })
     }
 
-    /// Lays out the program for the section `main` (see [`rewrite`]), with `beside` packed in
-    /// its own place.
+    /// Lays out the program for the section `main` (see [`Program::rewrite_changed`]), with
+    /// `beside` packed in its own place.
     fn rewrite_main(&self, main: Changed<'a>, beside: Vec<InPlace>) -> Result<NewProgram<'a>> {
         let (section, fatbin, packing) = (main.section, main.index, main.packing);
         let pointers = self.pointers_into(&section, fatbin)?;
@@ -186,7 +198,8 @@ impl<'a> Program<'a> {
             };
             (nothing, patches)
         } else {
-            let patches = self.patches(&layout, fatbin, packed as u64, &pointers);
+            let headers = self.section_headers(&layout, fatbin, packed as u64);
+            let patches = self.patches(&layout, &headers, &pointers);
             (layout.cut, patches)
         };
         let new = NewProgram {
@@ -400,7 +413,8 @@ impl<'a> Program<'a> {
             pointers.extend_from_slice(&beside.pointers);
         }
         layout.appended = Some(appended);
-        let patches = self.patches(&layout, fatbin, appended.size, &pointers);
+        let headers = self.section_headers(&layout, fatbin, appended.size);
+        let patches = self.patches(&layout, &headers, &pointers);
         let mut rest = plan::with_cut(self.file, section, layout.cut, patches)?;
         rest.size = appended.offset + appended.size;
         let new = NewProgram {
@@ -622,7 +636,11 @@ impl<'a> Program<'a> {
     /// so): their symbol's value plus addend, to be written as a relative relocation's addend
     /// (see [`Program::retyped_relocations`]). No other relocation may name a dynamic symbol
     /// defined there, since its bytes move.
-    fn relocated_pointers(&self, section: &Section<'_>, index: usize) -> Result<Vec<Pointer>> {
+    pub(super) fn relocated_pointers(
+        &self,
+        section: &Section<'_>,
+        index: usize,
+    ) -> Result<Vec<Pointer>> {
         let symbols = self.dynamic_symbols();
         let mut pointers = Vec::new();
         for (at, r) in self.dynamic_relocations()? {
@@ -669,7 +687,7 @@ impl<'a> Program<'a> {
     /// `r_info`, the relative type and no symbol. Its addend, retargeted as a pointer, then
     /// holds the whole address, which the loader adds to the load address as it would have
     /// added the symbol's value (a symbol the library defines and binds to itself).
-    fn retyped_relocations(&self, index: usize) -> Result<Vec<Pointer>> {
+    pub(super) fn retyped_relocations(&self, index: usize) -> Result<Vec<Pointer>> {
         let symbols = self.dynamic_symbols();
         let absolute = self.absolute();
         let relative = u64::from(self.relative.0);
@@ -734,12 +752,11 @@ impl<'a> Program<'a> {
     }
 
     /// What to lay over the moved file: the ELF header, the program header table, the
-    /// pointers and the section header table.
-    fn patches(
+    /// pointers and the section header table, `headers` (see [`Program::section_headers`]).
+    pub(super) fn patches(
         &self,
         layout: &Layout,
-        fatbin: usize,
-        packed: u64,
+        headers: &[SectionHeader64<LE>],
         pointers: &[Pointer],
     ) -> Vec<Patch> {
         let shoff = self.header.e_shoff.get(LE);
@@ -756,10 +773,9 @@ impl<'a> Program<'a> {
                 .iter()
                 .map(|p| pointer_patch(p, layout.cut.moved(p.at))),
         );
-        let headers = self.section_headers(layout, fatbin, packed);
         patches.push(Patch {
             at: layout.cut.moved(shoff),
-            bytes: pod::bytes_of_slice(&headers).to_vec(),
+            bytes: pod::bytes_of_slice(headers).to_vec(),
         });
         patches.sort_by_key(|p| p.at);
         patches
@@ -1074,7 +1090,10 @@ impl Layout {
 
 impl Program<'_> {
     /// The loaded segment that maps `section`, checked to map it consistently.
-    fn loading_segment(&self, section: &Section<'_>) -> Result<(usize, &ProgramHeader64<LE>)> {
+    pub(super) fn loading_segment(
+        &self,
+        section: &Section<'_>,
+    ) -> Result<(usize, &ProgramHeader64<LE>)> {
         let (f_va, f_size) = (section.address, section.data.len() as u64);
         let load = self
             .segments

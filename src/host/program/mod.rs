@@ -8,12 +8,14 @@
 //! containers, packs them, says where each moves and what every pointer must become, and puts
 //! the new file together. One module per file format reads the program (its headers and the
 //! places that point into the section) and writes the plan out: [`elf`] for ELF programs and
-//! shared libraries, [`pe`] for PE executables and DLLs.
+//! shared libraries (with [`elf_joined`] for sections of device code side by side, cut as
+//! one), [`pe`] for PE executables and DLLs.
 //!
 //! Anything that cannot be kept valid is refused: a relocation into the bytes that go, a
 //! pointer to no container's start, too little room.
 
 pub mod elf;
+pub mod elf_joined;
 pub mod kpack_elf;
 pub mod kpack_pe;
 pub mod pe;
@@ -72,7 +74,7 @@ pub fn rewrite_hip_fatbin<'a>(
     if is_pe(file) {
         pe::rewrite(file, how)
     } else {
-        elf::rewrite(file, how)
+        elf_joined::rewrite(file, how)
     }
 }
 
