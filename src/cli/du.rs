@@ -233,7 +233,7 @@ fn kernel_table(report: &du::kernels::Report) -> String {
     }
     let t = &report.total;
     text.push_str(&format!(
-        "\n{} code objects, {} bytes; {} functions, {} bytes. Keeping one copy of each would \
+        "\n{} device images, {} bytes; {} functions, {} bytes. Keeping one copy of each would \
          save {} bytes of code objects stored more than once, {} bytes of functions.\n",
         t.code_objects,
         t.code_object_bytes,

@@ -340,7 +340,7 @@ rect.leaf:hover { stroke: #000; stroke-width: 1.5; }
 div.view { display: flex; align-items: flex-start; gap: 16px; }
 svg { flex: none; }
 table { border-collapse: collapse; }
-td, th { padding: 2px 10px; text-align: right; }
+td, th { padding: 2px 10px; text-align: right; white-space: nowrap; }
 td:nth-child(2), th:nth-child(2) { text-align: left; }
 tr.all { font-weight: bold; border-top: 1px solid #888; }
 .swatch { display: inline-block; width: 12px; height: 12px; border: 1px solid #666; }
