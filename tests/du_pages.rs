@@ -85,7 +85,10 @@ fn kernel_sizes_are_what_readelf_says_of_the_extracted_code_objects() {
     for kernel in report["kernels"].as_array().unwrap() {
         let name = kernel["name"].as_str().unwrap().to_string();
         let size = kernel["size"].as_u64().unwrap();
-        assert_eq!(kernel["bytes"].as_u64(), Some(size * kernel["copies"].as_u64().unwrap()));
+        assert_eq!(
+            kernel["bytes"].as_u64(),
+            Some(size * kernel["copies"].as_u64().unwrap())
+        );
         for _ in 0..kernel["copies"].as_u64().unwrap() {
             listed.push((name.clone(), size));
         }
@@ -143,12 +146,15 @@ fn code_stored_twice_is_found_with_what_one_copy_saves() {
         assert_eq!(kernel["files"].as_array().unwrap().len(), 2);
     }
     assert_eq!(
-        total["saved_functions"],
-        once["total"]["function_bytes"],
+        total["saved_functions"], once["total"]["function_bytes"],
         "one copy of each function saves what one file's functions take"
     );
     // The table says so too, and --top keeps the largest only.
-    let out = succeed(offload().args(["du", "--kernels", "--top", "1", "-r"]).arg(dir.path()));
+    let out = succeed(
+        offload()
+            .args(["du", "--kernels", "--top", "1", "-r"])
+            .arg(dir.path()),
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Stored more than once:"), "{text}");
     assert_eq!(text.matches("_Z").count(), 1, "{text}");
@@ -209,7 +215,8 @@ fn check_totals(page: &str, report: &Value) {
     assert_eq!(sum(&leaves, "stored"), all);
     let mut by_target: BTreeMap<String, u64> = BTreeMap::new();
     for leaf in &leaves {
-        *by_target.entry(leaf["target"].clone()).or_default() += leaf["stored"].parse::<u64>().unwrap();
+        *by_target.entry(leaf["target"].clone()).or_default() +=
+            leaf["stored"].parse::<u64>().unwrap();
     }
     assert_eq!(by_target, stored);
     let rows = elements(page, "target");
@@ -222,7 +229,10 @@ fn check_totals(page: &str, report: &Value) {
     let inflated = json_totals(report, "inflated");
     let all_row = &elements(page, "all")[0];
     assert_eq!(all_row["stored"].parse::<u64>().unwrap(), all);
-    assert_eq!(all_row["inflated"].parse::<u64>().unwrap(), inflated.values().sum::<u64>());
+    assert_eq!(
+        all_row["inflated"].parse::<u64>().unwrap(),
+        inflated.values().sum::<u64>()
+    );
     let removed = json_totals(report, "removed");
     assert_eq!(sum(&leaves, "removed"), removed.values().sum::<u64>());
 }
@@ -247,20 +257,29 @@ fn the_page_is_self_contained_and_counts_what_json_counts() {
     let files = page_inputs();
     for keep in [None, Some("gfx90a")] {
         let mut du = offload();
-        du.arg("du").arg("--json").arg("--html").arg(&page_path).args(&files);
+        du.arg("du")
+            .arg("--json")
+            .arg("--html")
+            .arg(&page_path)
+            .args(&files);
         if let Some(keep) = keep {
             du.args(["--keep", keep]);
         }
         let out = succeed(&mut du);
         let report: Value = serde_json::from_slice(&out.stdout).unwrap();
         let page = std::fs::read_to_string(&page_path).unwrap();
-        for outside in ["http://", "https://", "src=", "<script", "<link", "@import", "url(h"] {
+        for outside in [
+            "http://", "https://", "src=", "<script", "<link", "@import", "url(h",
+        ] {
             assert!(!page.contains(outside), "the page holds {outside}");
         }
         assert!(page.starts_with("<!DOCTYPE html>"));
         check_totals(&page, &report);
         for target in json_totals(&report, "stored").keys() {
-            assert!(page.contains(&format!("data-target=\"{target}\"")), "{target}");
+            assert!(
+                page.contains(&format!("data-target=\"{target}\"")),
+                "{target}"
+            );
         }
         // Each file has its rectangle, a package its members.
         assert_eq!(elements(&page, "file").len(), files.len());
@@ -298,8 +317,16 @@ fn chromium_draws_the_treemap_with_the_totals_of_json() {
     let headless = |extra: &[&std::ffi::OsStr]| {
         let mut command = Command::new(&chromium);
         command
-            .args(["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"])
-            .arg(format!("--user-data-dir={}", dir.path().join("profile").display()))
+            .args([
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+            ])
+            .arg(format!(
+                "--user-data-dir={}",
+                dir.path().join("profile").display()
+            ))
             .args(["--window-size=1400,720", "--virtual-time-budget=2000"])
             .args(extra)
             .arg(&page_path);
@@ -315,5 +342,9 @@ fn chromium_draws_the_treemap_with_the_totals_of_json() {
     let screenshot = format!("--screenshot={}", shot.display());
     headless(&[screenshot.as_ref()]);
     let png = std::fs::read(&shot).unwrap();
-    assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{}", png.len());
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "{}",
+        png.len()
+    );
 }

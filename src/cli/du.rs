@@ -184,7 +184,9 @@ fn kernels(args: &Args, pool: &rayon::ThreadPool, files: &[PathBuf], mut failed:
 /// The text of `du --kernels`: a row per function, then the code objects stored more than
 /// once, then the sums.
 fn kernel_table(report: &du::kernels::Report) -> String {
-    let header = ["BYTES", "SIZE", "COPIES", "SAVED", "TARGET", "KIND", "NAME", "FILE"];
+    let header = [
+        "BYTES", "SIZE", "COPIES", "SAVED", "TARGET", "KIND", "NAME", "FILE",
+    ];
     let rows: Vec<Vec<std::ffi::OsString>> = report
         .kernels
         .iter()
@@ -207,8 +209,8 @@ fn kernel_table(report: &du::kernels::Report) -> String {
         })
         .collect();
     let mut align = vec![Align::Right; header.len()];
-    for i in 4..header.len() {
-        align[i] = Align::Left;
+    for column in align.iter_mut().skip(4) {
+        *column = Align::Left;
     }
     let mut text = render(&header, &rows, &align);
     if !report.code_objects.is_empty() {
@@ -228,7 +230,13 @@ fn kernel_table(report: &du::kernels::Report) -> String {
                 ]
             })
             .collect();
-        let align = [Align::Right, Align::Right, Align::Right, Align::Left, Align::Left];
+        let align = [
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Left,
+            Align::Left,
+        ];
         text.push_str(&render(&header, &rows, &align));
     }
     let t = &report.total;

@@ -4,6 +4,33 @@
 //! target, each sized by the bytes stored and coloured by target (a legend beside); what
 //! `--keep` would remove hatched. The numbers are written in the page too, exactly, as
 //! `data-` attributes and in a table of the totals by target: the same as `du --json`'s.
+//!
+//! # Example
+//!
+//! The page of a bundle file: a rectangle per target, the totals written exactly.
+//!
+//! ```
+//! use offload::format::{bundle, ccob::DEFAULT_MAX_DECOMPRESSED};
+//! use offload::ops::du;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! let file = dir.path().join("kernels.hipfb");
+//! let entries: [(&str, &[u8]); 2] = [
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx90a", &[1; 3000]),
+//!     ("hipv4-amdgcn-amd-amdhsa--gfx1100", &[2; 1000]),
+//! ];
+//! std::fs::write(&file, bundle::to_vec(&entries, 8))?;
+//! let usage = du::file_usage(&file, DEFAULT_MAX_DECOMPRESSED, None)?;
+//! let total = du::total(std::slice::from_ref(&usage));
+//! let page = du::html::page(&[usage], &total, &[]);
+//! assert!(page.contains("<svg id=\"treemap\""));
+//! assert!(page.contains("data-target=\"gfx90a\" data-stored=\"3000\""));
+//! assert!(page.contains("class=\"all\" data-images=\"2\" data-stored=\"4000\""));
+//! assert!(!page.contains("http"));
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -44,22 +71,22 @@ pub fn page(files: &[FileUsage], total: &[Usage], keep: &[String]) -> String {
         .collect();
     let stored: u64 = total.iter().map(|u| u.stored).sum();
     let mut roots: Vec<Node> = files.iter().map(file_node).collect();
-    roots.sort_by(|a, b| b.stored.cmp(&a.stored));
+    roots.sort_by_key(|n| std::cmp::Reverse(n.stored));
     let mut out = String::new();
     out.push_str(HEAD);
-    let _ = write!(
+    let _ = writeln!(
         out,
-        "<h1>Device code: {} stored in {} file{}</h1>\n",
+        "<h1>Device code: {} stored in {} file{}</h1>",
         human(stored),
         files.len(),
         if files.len() == 1 { "" } else { "s" }
     );
     if !keep.is_empty() {
         let removed: u64 = total.iter().filter_map(|u| u.removed).sum();
-        let _ = write!(
+        let _ = writeln!(
             out,
             "<p class=\"keep\">Hatched: what <code>offload strip --keep {}</code> would remove, \
-             <span id=\"removed\" data-removed=\"{removed}\">{}</span>.</p>\n",
+             <span id=\"removed\" data-removed=\"{removed}\">{}</span>.</p>",
             escape(&keep.join(" --keep ")),
             human(removed),
         );
@@ -102,7 +129,12 @@ fn file_node(file: &FileUsage) -> Node {
         .map(|(member, parts)| {
             let sections = section_nodes(&parts, &shown);
             match member {
-                Some(name) => group("member", crate::io::shown(name).into_owned(), &shown, sections),
+                Some(name) => group(
+                    "member",
+                    crate::io::shown(name).into_owned(),
+                    &shown,
+                    sections,
+                ),
                 None => group("member", String::new(), &shown, sections),
             }
         })
@@ -140,13 +172,13 @@ fn section_nodes(parts: &[&Part], file: &str) -> Vec<Node> {
             sections.push(group("section", section.to_string(), file, leaves));
         }
     }
-    sections.sort_by(|a, b| b.stored.cmp(&a.stored));
+    sections.sort_by_key(|n| std::cmp::Reverse(n.stored));
     sections
 }
 
 /// A node of `kind` named `label` in `file` over `children` (sorted here).
 fn group(kind: &'static str, label: String, file: &str, mut children: Vec<Node>) -> Node {
-    children.sort_by(|a, b| b.stored.cmp(&a.stored));
+    children.sort_by_key(|n| std::cmp::Reverse(n.stored));
     Node {
         kind,
         label,
@@ -179,7 +211,11 @@ fn draw(out: &mut String, node: &Node, rect: Rect, colours: &BTreeMap<&str, Stri
         if node.removed > 0 && node.stored > 0 {
             // The share removed, hatched, along the longer side.
             let share = node.removed.min(node.stored) as f64 / node.stored as f64;
-            let (rw, rh) = if w >= h { (w * share, h) } else { (w, h * share) };
+            let (rw, rh) = if w >= h {
+                (w * share, h)
+            } else {
+                (w, h * share)
+            };
             let _ = write!(
                 out,
                 "<rect class=\"removed\" x=\"{x:.2}\" y=\"{y:.2}\" width=\"{rw:.2}\" \
@@ -190,10 +226,10 @@ fn draw(out: &mut String, node: &Node, rect: Rect, colours: &BTreeMap<&str, Stri
         out.push_str("</g>\n");
         return;
     }
-    let _ = write!(
+    let _ = writeln!(
         out,
         "<g class=\"{}\" data-name=\"{}\" data-stored=\"{}\"><rect class=\"box\" x=\"{x:.2}\" \
-         y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\"><title>{}</title></rect>\n",
+         y=\"{y:.2}\" width=\"{w:.2}\" height=\"{h:.2}\"><title>{}</title></rect>",
         node.kind,
         escape(&node.label),
         node.stored,
@@ -243,7 +279,9 @@ fn legend(out: &mut String, total: &[Usage], keep: bool, colours: &BTreeMap<&str
     }
     out.push_str("</tr>\n");
     for usage in total {
-        let fill = colours.get(usage.target.as_str()).map_or("#999", String::as_str);
+        let fill = colours
+            .get(usage.target.as_str())
+            .map_or("#999", String::as_str);
         let _ = write!(
             out,
             "<tr class=\"target\" data-target=\"{}\" data-images=\"{}\" data-stored=\"{}\" \

@@ -139,7 +139,7 @@ fn found_image(path: &Path, image: &DeviceImage<'_>, limit: u64) -> Result<Optio
         Origin::CudaEntry(entry) => entry.contents(limit).map_err(|e| {
             let mut place: Vec<&str> = image.members.iter().map(String::as_str).collect();
             place.extend(image.section);
-            Error::format_in(path, &place.join("!"), e)
+            Error::format_in(path, place.join("!"), e)
         })?,
         _ => Cow::Borrowed(image.data),
     };
@@ -155,9 +155,7 @@ fn found_image(path: &Path, image: &DeviceImage<'_>, limit: u64) -> Result<Optio
     let place = Place {
         file: path.to_string_lossy().into_owned(),
         file_bytes: crate::io::bytes_unless_text(path),
-        member: image
-            .package
-            .map(|p| p.name.to_string_lossy().into_owned()),
+        member: image.package.map(|p| p.name.to_string_lossy().into_owned()),
         section: section.join("!"),
         offset: image.offset,
     };
@@ -341,7 +339,7 @@ pub fn report(found: &[Found], top: Option<usize>) -> Report {
             ..c
         })
         .collect();
-    code_objects.sort_by(|a, b| b.saved.cmp(&a.saved));
+    code_objects.sort_by_key(|c| std::cmp::Reverse(c.saved));
     total.saved_code_objects = (code_objects.iter()).fold(0, |sum, c| sum.saturating_add(c.saved));
     let mut kernels: Vec<Kernel> = functions.into_values().collect();
     total.saved_functions = (kernels.iter()).fold(0, |sum, k| sum.saturating_add(k.saved));

@@ -1,6 +1,17 @@
 //! A treemap's layout: rectangles whose areas are in proportion to values, as close to squares
 //! as the squarified layout of Bruls, Huizing and van Wijk makes them (rows laid along the
 //! shorter side, a row grown while its worst aspect ratio improves).
+//!
+//! # Example
+//!
+//! ```
+//! use offload::ops::du::treemap::{squarify, Rect};
+//!
+//! let area = Rect { x: 0.0, y: 0.0, w: 300.0, h: 200.0 };
+//! let rects = squarify(&[3, 2, 1], area);
+//! let areas: Vec<f64> = rects.iter().map(|r| (r.w * r.h).round()).collect();
+//! assert_eq!(areas, [30000.0, 20000.0, 10000.0]);
+//! ```
 
 /// A rectangle, in pixels.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -114,9 +125,9 @@ pub fn squarify(values: &[u64], area: Rect) -> Vec<Rect> {
 /// The worst aspect ratio of the rectangles of `row` laid along a side of length `side`.
 fn worst(row: &[f64], side: f64) -> f64 {
     let sum: f64 = row.iter().sum();
-    let (min, max) = row
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &a| (lo.min(a), hi.max(a)));
+    let (min, max) = row.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &a| {
+        (lo.min(a), hi.max(a))
+    });
     if sum <= 0.0 || min <= 0.0 {
         return f64::INFINITY;
     }
@@ -142,7 +153,10 @@ mod tests {
         let total: u64 = values.iter().sum();
         for (rect, &value) in rects.iter().zip(&values) {
             let expected = area.w * area.h * value as f64 / total as f64;
-            assert!((rect.w * rect.h - expected).abs() < 1e-6, "{rect:?} for {value}");
+            assert!(
+                (rect.w * rect.h - expected).abs() < 1e-6,
+                "{rect:?} for {value}"
+            );
             assert!(rect.x >= area.x - 1e-9 && rect.x + rect.w <= area.x + area.w + 1e-6);
             assert!(rect.y >= area.y - 1e-9 && rect.y + rect.h <= area.y + area.h + 1e-6);
         }
