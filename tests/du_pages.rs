@@ -348,3 +348,30 @@ fn chromium_draws_the_treemap_with_the_totals_of_json() {
         png.len()
     );
 }
+
+#[test]
+fn kernels_of_damaged_and_capped_inputs_are_errors_naming_the_file() {
+    let root = util::root();
+    let (code, stdout, stderr) = util::text_output(
+        offload()
+            .args(["du", "--kernels", "-r"])
+            .arg(samples_dir())
+            .arg(root.join("tests/fuzz-regressions")),
+    );
+    assert_eq!(code, 1, "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stdout.contains("_Z4vaddPKfS0_Pfj"), "{stdout}");
+    // Compressed images inflate within the cap, or not at all.
+    for file in ["cuda/gencode-zstd.o", "bundles/kernel-hip-z.o"] {
+        let (code, _, stderr) = util::text_output(
+            offload()
+                .args(["du", "--kernels", "--max-decompressed-size", "1000"])
+                .arg(samples_dir().join(file)),
+        );
+        assert_eq!(code, 1, "{stderr}");
+        assert!(
+            stderr.contains(file) && stderr.contains("--max-decompressed-size"),
+            "{stderr}"
+        );
+    }
+}
