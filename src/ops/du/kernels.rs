@@ -31,11 +31,13 @@ use std::path::Path;
 
 use object::read::elf::{ElfFile64, FileHeader};
 use object::{Endianness, Object, ObjectSection, ObjectSymbol, SymbolKind};
+use rayon::prelude::*;
 use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::error::{Error, Result};
 use crate::format::container::Origin;
+use crate::format::cuda_fatbin::Stored;
 use crate::format::image_target::Producer;
 use crate::host::scan::{scan_with_archives, DeviceImage, Reading};
 use crate::io::Input;
@@ -99,73 +101,147 @@ pub struct Place {
 }
 
 /// The functions of the device images of the file at `path`, each image inflated within
-/// `max_decompressed`. A `.kpack` archive's code objects are not read.
+/// `max_decompressed`. A `.kpack` archive's code objects are not read. The CUDA entries lying
+/// in the file as such are inflated after the scan, in parallel, one at a time per thread.
 pub fn file_kernels(path: &Path, max_decompressed: u64) -> Result<Found> {
     let input = Input::open(path)?;
-    let found = std::cell::RefCell::new((Found::default(), None::<Error>));
+    let seen = std::cell::RefCell::new(Seen::default());
     let problems = scan_with_archives(
         path,
         &input,
         max_decompressed,
         Reading::Whole,
         &mut |image| {
-            let mut found = found.borrow_mut();
-            if found.1.is_some() {
-                return;
-            }
-            match found_image(path, image, max_decompressed) {
-                Ok(Some(image)) => found.0.images.push(image),
-                Ok(None) => {}
-                Err(e) => found.1 = Some(e),
-            }
+            seen.borrow_mut()
+                .image(path, &input, image, max_decompressed)
         },
         &|_, _| Ok(()),
     )?;
-    let (found, failed) = found.into_inner();
+    let Seen {
+        mut images,
+        pending,
+        failed,
+    } = seen.into_inner();
     if let Some(problem) = failed.into_iter().chain(problems).next() {
         return Err(problem);
     }
+    let inflated: Vec<Result<(usize, FoundImage)>> = pending
+        .into_par_iter()
+        .map(|later| {
+            let payload = input.get(later.range.clone()).unwrap_or_default();
+            let bytes = (later.stored.contents(payload, max_decompressed)).map_err(|e| {
+                Error::format_in(
+                    path,
+                    &later.place.section,
+                    e.rebased(later.range.start as u64),
+                )
+            })?;
+            Ok((later.slot, found(&bytes, later.target, later.place)))
+        })
+        .collect();
+    for result in inflated {
+        let (slot, image) = result?;
+        if let Some(place) = images.get_mut(slot) {
+            *place = Some(image);
+        }
+    }
     input.intact()?;
-    Ok(found)
+    Ok(Found {
+        // An empty entry holds no code.
+        images: (images.into_iter().flatten())
+            .filter(|image| image.size > 0)
+            .collect(),
+    })
 }
 
-/// The image `image` of the file at `path` with its functions; `None` for a host entry or an
-/// empty image.
-fn found_image(path: &Path, image: &DeviceImage<'_>, limit: u64) -> Result<Option<FoundImage>> {
-    if image.target.producer == Producer::Host {
-        return Ok(None);
+/// What a scan of one file gives, in the order found.
+#[derive(Default)]
+struct Seen {
+    /// The images read, a place kept for each one left for later.
+    images: Vec<Option<FoundImage>>,
+    /// The CUDA entries left to inflate after the scan.
+    pending: Vec<Later>,
+    /// The first error met.
+    failed: Option<Error>,
+}
+
+/// A CUDA entry left to inflate after the scan.
+struct Later {
+    /// Its place among [`Seen::images`].
+    slot: usize,
+    /// Where its payload lies in the file.
+    range: std::ops::Range<usize>,
+    /// How it is stored.
+    stored: Stored,
+    /// Its target.
+    target: String,
+    /// Where it is.
+    place: Place,
+}
+
+impl Seen {
+    /// Takes in the image `image` of the file at `path` (read as `input`), inflating it within
+    /// `limit` now, or later when it is a CUDA entry lying in the file as such.
+    fn image(&mut self, path: &Path, input: &[u8], image: &DeviceImage<'_>, limit: u64) {
+        if self.failed.is_some() || image.target.producer == Producer::Host {
+            return;
+        }
+        let target = match image.target.target_id.as_str() {
+            "" => image.target.triple.clone(),
+            id => id.to_string(),
+        };
+        let mut section: Vec<&str> = image.members.iter().map(String::as_str).collect();
+        section.extend(image.section);
+        let place = Place {
+            file: path.to_string_lossy().into_owned(),
+            file_bytes: crate::io::bytes_unless_text(path),
+            member: (image.package).map(|p| p.name.to_string_lossy().into_owned()),
+            section: section.join("!"),
+            offset: image.offset,
+        };
+        let bytes: Cow<'_, [u8]> = match image.origin {
+            Origin::CudaEntry(entry) => {
+                if let Some(range) = within(input, entry.payload) {
+                    self.pending.push(Later {
+                        slot: self.images.len(),
+                        range,
+                        stored: entry.stored(),
+                        target,
+                        place,
+                    });
+                    self.images.push(None);
+                    return;
+                }
+                match entry.contents(limit) {
+                    Ok(bytes) => bytes,
+                    Err(e) => {
+                        self.failed = Some(Error::format_in(path, &place.section, e));
+                        return;
+                    }
+                }
+            }
+            _ => Cow::Borrowed(image.data),
+        };
+        self.images.push(Some(found(&bytes, target, place)));
     }
-    let bytes: Cow<'_, [u8]> = match image.origin {
-        Origin::CudaEntry(entry) => entry.contents(limit).map_err(|e| {
-            let mut place: Vec<&str> = image.members.iter().map(String::as_str).collect();
-            place.extend(image.section);
-            Error::format_in(path, place.join("!"), e)
-        })?,
-        _ => Cow::Borrowed(image.data),
-    };
-    if bytes.is_empty() {
-        return Ok(None);
-    }
-    let target = match image.target.target_id.as_str() {
-        "" => image.target.triple.clone(),
-        id => id.to_string(),
-    };
-    let mut section: Vec<&str> = image.members.iter().map(String::as_str).collect();
-    section.extend(image.section);
-    let place = Place {
-        file: path.to_string_lossy().into_owned(),
-        file_bytes: crate::io::bytes_unless_text(path),
-        member: image.package.map(|p| p.name.to_string_lossy().into_owned()),
-        section: section.join("!"),
-        offset: image.offset,
-    };
-    Ok(Some(FoundImage {
+}
+
+/// Where `part` lies in `whole`, when it does.
+fn within(whole: &[u8], part: &[u8]) -> Option<std::ops::Range<usize>> {
+    let start = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    let end = start.checked_add(part.len())?;
+    (end <= whole.len()).then_some(start..end)
+}
+
+/// The image of `target` at `place` whose bytes are `bytes`, with its functions.
+fn found(bytes: &[u8], target: String, place: Place) -> FoundImage {
+    FoundImage {
         place,
         target,
         size: bytes.len() as u64,
-        hash: xxh3_128(&bytes),
-        functions: functions(&bytes),
-    }))
+        hash: xxh3_128(bytes),
+        functions: functions(bytes),
+    }
 }
 
 /// The functions with code of the ELF file `bytes` (an AMDGPU code object or a cubin), from
