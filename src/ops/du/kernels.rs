@@ -36,8 +36,10 @@ use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::error::{Error, Result};
+use crate::format::ccob::{Decoding, ZstdContext};
 use crate::format::container::Origin;
-use crate::format::cuda_fatbin::Stored;
+use crate::format::cuda_fatbin::{self, Compression, EntryKind, Stored};
+use crate::format::error::{Error as FormatError, ErrorKind};
 use crate::format::image_target::Producer;
 use crate::host::scan::{scan_with_archives, DeviceImage, Reading};
 use crate::io::Input;
@@ -125,19 +127,22 @@ pub fn file_kernels(path: &Path, max_decompressed: u64) -> Result<Found> {
     if let Some(problem) = failed.into_iter().chain(problems).next() {
         return Err(problem);
     }
+    // Each thread inflates into one buffer with one zstd context, kept from entry to entry:
+    // memory the size of the largest entry, not fresh pages for every one.
     let inflated: Vec<Result<(usize, FoundImage)>> = pending
         .into_par_iter()
-        .map(|later| {
-            let payload = input.get(later.range.clone()).unwrap_or_default();
-            let bytes = (later.stored.contents(payload, max_decompressed)).map_err(|e| {
-                Error::format_in(
-                    path,
-                    &later.place.section,
-                    e.rebased(later.range.start as u64),
-                )
-            })?;
-            Ok((later.slot, found(&bytes, later.target, later.place)))
-        })
+        .map_init(
+            || (Vec::new(), ZstdContext::create()),
+            |(held, context), later| {
+                let payload = input.get(later.range.clone()).unwrap_or_default();
+                let bytes = contents(&later.stored, payload, max_decompressed, held, context)
+                    .map_err(|e| {
+                        let e = e.rebased(later.range.start as u64);
+                        Error::format_in(path, &later.place.section, e)
+                    })?;
+                Ok((later.slot, found(bytes, later.target, later.place)))
+            },
+        )
         .collect();
     for result in inflated {
         let (slot, image) = result?;
@@ -224,6 +229,48 @@ impl Seen {
         };
         self.images.push(Some(found(&bytes, target, place)));
     }
+}
+
+/// The contents of the CUDA entry stored as `stored` in `payload` (see
+/// [`Stored::contents`]), inflated within `limit` into `held` with `context` when compressed.
+fn contents<'a>(
+    stored: &Stored,
+    payload: &'a [u8],
+    limit: u64,
+    held: &'a mut Vec<u8>,
+    context: &mut ZstdContext,
+) -> crate::format::error::Result<&'a [u8]> {
+    if stored.compression == Compression::None {
+        return Ok(match stored.contents(payload, limit)? {
+            Cow::Borrowed(bytes) => bytes,
+            Cow::Owned(bytes) => {
+                *held = bytes;
+                held
+            }
+        });
+    }
+    held.clear();
+    let cap = stored.inflated_size;
+    stored.inflate_to(payload, limit, Decoding::Reusing(context), &mut |piece| {
+        // Never past the size the header gives (the stream is checked against it), and memory
+        // that cannot be had is an error, not an abort.
+        let room = cap.saturating_sub(held.len() as u64);
+        let piece = piece.get(..usize::try_from(room).unwrap_or(usize::MAX).min(piece.len()));
+        let piece = piece.unwrap_or_default();
+        held.try_reserve(piece.len()).map_err(|_| {
+            let bytes = (held.len() as u64).saturating_add(piece.len() as u64);
+            FormatError::new(0, ErrorKind::OutOfMemory { bytes })
+        })?;
+        held.extend_from_slice(piece);
+        Ok(())
+    })?;
+    // Cut as NVIDIA's tools cut: a cubin at the extent its headers give, PTX at its NUL.
+    let len = match stored.kind {
+        EntryKind::Elf => cuda_fatbin::elf_extent(held).unwrap_or(held.len()),
+        EntryKind::Ptx => memchr::memchr(0, held).unwrap_or(held.len()),
+        EntryKind::Other(_) => held.len(),
+    };
+    Ok(held.get(..len).unwrap_or_default())
 }
 
 /// Where `part` lies in `whole`, when it does.
