@@ -11,7 +11,7 @@
 //! Two copies of one bundle: each code object and each function is stored twice.
 //!
 //! ```
-//! use offload::ops::du::kernels::{self, Found};
+//! use offload::ops::du::kernels;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
