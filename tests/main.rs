@@ -31,6 +31,7 @@ mod cuda_variants;
 mod destinations;
 mod differential;
 mod docs;
+mod du_pages;
 mod embedded;
 mod environments;
 mod extract;

@@ -320,7 +320,7 @@ _offload() {
             return 0
             ;;
         offload__subcmd__du)
-            opts="-r -j -v -h --recursive --follow --jobs --json --keep --verbose --max-decompressed-size --help"
+            opts="-r -j -v -h --recursive --follow --jobs --json --keep --html --kernels --top --verbose --max-decompressed-size --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -335,6 +335,14 @@ _offload() {
                     return 0
                     ;;
                 --keep)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --html)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --top)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -17,7 +17,10 @@ const PROG: &str = "offload du";
 /// bytes first. Only headers are read (a compressed bundle up to its bundle's header), so a
 /// tree of large libraries takes little time. With --keep, how many stored bytes `offload
 /// strip --keep` with the same target IDs would remove (a file that is a bare code object
-/// counts whole: what `strip --prune` would remove).
+/// counts whole: what `strip --prune` would remove). With --html, the same as a treemap in
+/// one self-contained HTML page. With --kernels, which functions take the bytes instead, per
+/// target, from the symbol tables of the code objects and cubins, and what is stored more
+/// than once.
 ///
 /// Exit status: 0 when every file could be read, 1 otherwise (the others are still counted).
 #[derive(Debug, Parser)]
@@ -35,6 +38,19 @@ pub(crate) struct Args {
     /// repeat for several.
     #[arg(long)]
     keep: Vec<TargetIdBuf>,
+    /// Write a treemap of the bytes (by file, section and target, hatched what --keep would
+    /// remove) to PATH as one self-contained HTML page; `-` writes it to standard output
+    /// instead of the report.
+    #[arg(long, value_name = "PATH")]
+    html: Option<PathBuf>,
+    /// List each function's code size per target instead (kernels and device functions, from
+    /// the symbol tables), the largest first, and the code objects and functions stored more
+    /// than once with the bytes keeping one copy would save.
+    #[arg(long, conflicts_with_all = ["keep", "html"])]
+    kernels: bool,
+    /// With --kernels: list only the N functions with the most bytes.
+    #[arg(long, value_name = "N", requires = "kernels")]
+    top: Option<usize>,
     #[command(flatten)]
     general: crate::cli::general::GeneralOpts,
 }
@@ -55,6 +71,14 @@ fn run(args: Args) -> i32 {
         Ok(pool) => pool,
         Err(code) => return code,
     };
+    if args.kernels {
+        return kernels(&args, &pool, &files, failed);
+    }
+    let to_stdout = args.html.as_deref() == Some(std::path::Path::new("-"));
+    if to_stdout && args.json {
+        eprintln!("{PROG}: error: --html - writes the page to standard output: --json cannot");
+        return 2;
+    }
     let keep = (!args.keep.is_empty()).then(|| RewriteConfig {
         change: Change::Keep(args.keep.clone()),
         allow_empty: true,
@@ -81,6 +105,17 @@ fn run(args: Args) -> i32 {
         return 1;
     }
     let total = du::total(&usages);
+    if let Some(path) = &args.html {
+        let keep: Vec<String> = args.keep.iter().map(ToString::to_string).collect();
+        let page = du::html::page(&usages, &total, &keep);
+        if let Err(e) = write_page(path, &page) {
+            let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
+            return 1;
+        }
+        if to_stdout {
+            return i32::from(failed);
+        }
+    }
     let text = if args.json {
         match serde_json::to_string_pretty(&Report {
             files: &usages,
@@ -99,6 +134,138 @@ fn run(args: Args) -> i32 {
         Ok(()) => i32::from(failed),
         Err(code) => code,
     }
+}
+
+/// Writes `page` to `path` (`-`: standard output), whole or not at all.
+fn write_page(path: &std::path::Path, page: &str) -> crate::Result<()> {
+    let mut output = crate::io::Output::create(path)?;
+    output.write_bytes(page.as_bytes())?;
+    Ok(output.commit()?)
+}
+
+/// `du --kernels`: the functions of `files` (read on `pool`), as a table or JSON; `failed`
+/// says whether some file named could not be walked.
+fn kernels(args: &Args, pool: &rayon::ThreadPool, files: &[PathBuf], mut failed: bool) -> i32 {
+    let stderr = std::io::stderr();
+    let mut found = Vec::new();
+    let read = crate::cli::jobs::each_file(pool, files, |path| {
+        du::kernels::file_kernels(path, args.general.max_decompressed)
+    });
+    for result in read {
+        match result {
+            Ok(one) => found.push(one),
+            Err(e) => {
+                failed = true;
+                let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
+            }
+        }
+    }
+    if found.is_empty() && failed && !args.json {
+        return 1;
+    }
+    let report = du::kernels::report(&found, args.top);
+    let text = if args.json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(json) => json + "\n",
+            Err(e) => {
+                let _ = writeln!(stderr.lock(), "{PROG}: error: JSON: {e}");
+                return 1;
+            }
+        }
+    } else {
+        kernel_table(&report)
+    };
+    match crate::cli::print(PROG, &text) {
+        Ok(()) => i32::from(failed),
+        Err(code) => code,
+    }
+}
+
+/// The text of `du --kernels`: a row per function, then the code objects stored more than
+/// once, then the sums.
+fn kernel_table(report: &du::kernels::Report) -> String {
+    let header = [
+        "BYTES", "SIZE", "COPIES", "SAVED", "TARGET", "KIND", "NAME", "FILE",
+    ];
+    let rows: Vec<Vec<std::ffi::OsString>> = report
+        .kernels
+        .iter()
+        .map(|k| {
+            let files = match k.files.as_slice() {
+                [one] => one.clone(),
+                [first, rest @ ..] => format!("{first} (+{} more)", rest.len()),
+                [] => String::new(),
+            };
+            vec![
+                k.bytes.to_string().into(),
+                k.size.to_string().into(),
+                k.copies.to_string().into(),
+                k.saved.to_string().into(),
+                k.target.clone().into(),
+                (if k.kernel { "kernel" } else { "function" }).into(),
+                k.name.clone().into(),
+                files.into(),
+            ]
+        })
+        .collect();
+    let mut align = vec![Align::Right; header.len()];
+    for column in align.iter_mut().skip(4) {
+        *column = Align::Left;
+    }
+    let mut text = render(&header, &rows, &align);
+    if !report.code_objects.is_empty() {
+        text.push_str("\nStored more than once:\n");
+        let header = ["SIZE", "COPIES", "SAVED", "TARGET", "PLACES"];
+        let rows: Vec<Vec<std::ffi::OsString>> = report
+            .code_objects
+            .iter()
+            .map(|c| {
+                let places: Vec<String> = c.places.iter().map(place).collect();
+                vec![
+                    c.size.to_string().into(),
+                    c.copies.to_string().into(),
+                    c.saved.to_string().into(),
+                    c.target.clone().into(),
+                    places.join(", ").into(),
+                ]
+            })
+            .collect();
+        let align = [
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Left,
+            Align::Left,
+        ];
+        text.push_str(&render(&header, &rows, &align));
+    }
+    let t = &report.total;
+    text.push_str(&format!(
+        "\n{} device images, {} bytes; {} functions, {} bytes. Keeping one copy of each would \
+         save {} bytes of code objects stored more than once, {} bytes of functions.\n",
+        t.code_objects,
+        t.code_object_bytes,
+        t.functions,
+        t.function_bytes,
+        t.saved_code_objects,
+        t.saved_functions
+    ));
+    text
+}
+
+/// Where a copy is, for people: the file, member, section and offset.
+fn place(place: &du::kernels::Place) -> String {
+    let mut text = place.file.clone();
+    if let Some(member) = &place.member {
+        text = format!("{text}!{member}");
+    }
+    if !place.section.is_empty() {
+        text = format!("{text} {}", place.section);
+    }
+    if let Some(offset) = place.offset {
+        text = format!("{text} @{offset}");
+    }
+    text
 }
 
 /// The table: a block per file, then the total.

@@ -99,7 +99,8 @@ impl Commands {
             parsed::<du::Args>(
                 "du",
                 "bytes of device code per target, per file and in total, stored and inflated \
-                 (--keep gfx942: what strip would remove; --json)",
+                 (--keep gfx942: what strip would remove; --json; --html: a treemap page; \
+                 --kernels: each function's size, and code stored twice)",
             ),
             parsed::<targets::Args>(
                 "targets",

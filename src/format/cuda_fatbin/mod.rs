@@ -566,7 +566,7 @@ pub fn write_kept(fatbin: &[u8], kept: &[Entry<'_>]) -> Vec<u8> {
 
 /// The bytes an ELF's headers say it spans: past its section and program header tables and
 /// every section's contents. `None` when `bytes` is no 64-bit little-endian ELF.
-fn elf_extent(bytes: &[u8]) -> Option<usize> {
+pub fn elf_extent(bytes: &[u8]) -> Option<usize> {
     use object::read::elf::{FileHeader, SectionHeader};
     let header = object::elf::FileHeader64::<LE>::parse(bytes).ok()?;
     let sections = header.section_headers(LE, bytes).ok()?;

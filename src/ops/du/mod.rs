@@ -30,6 +30,10 @@
 //! # }
 //! ```
 
+pub mod html;
+pub mod kernels;
+pub mod treemap;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
@@ -89,6 +93,29 @@ pub struct FileUsage {
     /// removes.
     #[serde(skip)]
     pub read: Option<crate::io::beneath::Identity>,
+    /// Its bytes by package member, section and target, which sum to [`FileUsage::targets`]:
+    /// the leaves of `du --html`'s treemap.
+    #[serde(skip)]
+    pub parts: Vec<Part>,
+}
+
+/// The device code of one target in one section of one file (or of one package member):
+/// where the treemap of `du --html` puts it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Part {
+    /// The package member that holds it (`PACKAGE!member`), when the file is a package.
+    pub member: Option<std::path::PathBuf>,
+    /// The section that holds it, inside the archive members that hold it (`member!section`);
+    /// empty for a file that is the image (a bare code object, a `.kpack` archive).
+    pub section: String,
+    /// The target, as [`Usage::target`].
+    pub target: String,
+    /// How many images.
+    pub images: u64,
+    /// Bytes they take in the file, as [`Usage::stored`].
+    pub stored: u64,
+    /// Stored bytes `strip --keep` would remove (0 without `--keep`).
+    pub removed: u64,
 }
 
 /// What a scan of one file gives `du`, in the order found.
@@ -138,6 +165,7 @@ impl Seen {
             stored,
             bundle,
             member,
+            section: place_of(image),
         });
         self.units.push((image.unit, image.target.clone()));
         self.embedded.push(image.embedded);
@@ -158,6 +186,7 @@ impl Seen {
                 stored: image.source.kpack().map_or(image.size, |k| k.stored_size),
                 bundle: None,
                 member: Some(at),
+                section: String::new(),
             });
             self.units.push((usize::MAX - self.archive_units, target));
             self.embedded.push(false);
@@ -185,6 +214,58 @@ struct Counted {
     bundle: Option<((usize, usize), u64)>,
     /// The package member that holds it, by its place in the list of members.
     member: Option<usize>,
+    /// The section that holds it, as [`Part::section`].
+    section: String,
+}
+
+/// The section that holds `image`, inside the archive members that hold it: `member!section`.
+fn place_of(image: &DeviceImage<'_>) -> String {
+    let mut parts: Vec<&str> = image.members.iter().map(String::as_str).collect();
+    parts.extend(image.section);
+    parts.join("!")
+}
+
+/// The parts of a file from its images (`counted`, each marked in `removed` when a strip
+/// removes it), by package member (named in `members`), section and target.
+fn parts_of(
+    counted: &[Counted],
+    removed: Option<&[bool]>,
+    members: &[(usize, std::path::PathBuf)],
+) -> Vec<Part> {
+    let mut by_place: BTreeMap<(Option<usize>, &str, &str), Part> = BTreeMap::new();
+    for (i, image) in counted.iter().enumerate() {
+        let key = (image.member, image.section.as_str(), image.target.as_str());
+        let part = by_place.entry(key).or_insert_with(|| Part {
+            member: (image.member)
+                .and_then(|m| members.get(m))
+                .map(|(_, name)| name.clone()),
+            section: image.section.clone(),
+            target: image.target.clone(),
+            ..Part::default()
+        });
+        part.images += 1;
+        part.stored += image.stored;
+        if removed.is_some_and(|r| r.get(i).copied().unwrap_or(false)) {
+            part.removed += image.stored;
+        }
+    }
+    by_place.into_values().collect()
+}
+
+/// The parts of a file that is its images (a `.kpack` archive, a file `ls` listed): one per
+/// target, in no section.
+fn whole_parts(targets: &[Usage]) -> Vec<Part> {
+    targets
+        .iter()
+        .map(|usage| Part {
+            member: None,
+            section: String::new(),
+            target: usage.target.clone(),
+            images: usage.images,
+            stored: usage.stored,
+            removed: usage.removed.unwrap_or(0),
+        })
+        .collect()
 }
 
 /// The usage of the file at `path`; `keep` (a strip configuration) fills in
@@ -252,6 +333,7 @@ pub fn file_usage(
             tally(name, &theirs, removed.as_ref().map(|_| gone.as_slice()))
         })
         .collect();
+    usage.parts = parts_of(&counted, removed.as_deref(), &members);
     usage.bare = bare;
     usage.read = input.identity();
     Ok(usage)
@@ -284,6 +366,7 @@ fn archive_usage(
             usage.removed = Some(gone);
         }
     }
+    usage.parts = whole_parts(&usage.targets);
     usage.bare = (!targets.is_empty()).then_some(targets);
     usage.read = input.identity();
     Ok(usage)
@@ -314,11 +397,14 @@ pub fn listed_usage(file: &Path, images: &[ImageRecord]) -> FileUsage {
                 stored,
                 bundle,
                 member: None,
+                section: String::new(),
             }
         })
         .collect();
     share_compressed(&mut counted);
-    tally(file, &counted, None)
+    let mut usage = tally(file, &counted, None);
+    usage.parts = whole_parts(&usage.targets);
+    usage
 }
 
 /// The usage of the file `file` from its images, each marked in `removed` when a strip
@@ -342,6 +428,7 @@ fn tally(file: &Path, counted: &[Counted], removed: Option<&[bool]>) -> FileUsag
         members: Vec::new(),
         bare: None,
         read: None,
+        parts: Vec::new(),
     }
 }
 
