@@ -334,6 +334,48 @@ impl Shelf {
     }
 }
 
+/// Room to make bytes in whose size is known only as a bound (a compressed bundle): an
+/// unnamed temporary file as large as the bound, mapped to be written. What is made there is
+/// file pages the kernel may write out and drop, not memory the process holds, so making a
+/// large part costs no more memory than a small one; the file goes when the room does.
+pub struct MappedRoom {
+    map: memmap2::MmapMut,
+    len: usize,
+}
+
+impl MappedRoom {
+    /// Room of `capacity` bytes (at least one), all zeros.
+    pub fn new(capacity: usize) -> io::Result<MappedRoom> {
+        let file = tempfile::tempfile()?;
+        file.set_len(capacity.max(1) as u64)?;
+        // SAFETY: the file is unnamed and this process's alone, so nothing else changes or
+        // truncates it while it is mapped; it keeps its size until the map goes.
+        let map = unsafe { memmap2::MmapMut::map_mut(&file) }?;
+        Ok(MappedRoom { map, len: 0 })
+    }
+
+    /// Every byte of the room, to write into.
+    pub fn space(&mut self) -> &mut [u8] {
+        &mut self.map
+    }
+
+    /// Keeps the first `len` bytes (at most the room's size): those written.
+    pub fn keep(&mut self, len: usize) {
+        self.len = len.min(self.map.len());
+    }
+
+    /// The bytes kept.
+    pub fn bytes(&self) -> &[u8] {
+        self.map.get(..self.len).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for MappedRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MappedRoom({} of {} bytes)", self.len, self.map.len())
+    }
+}
+
 /// Bytes a [`Spill`] made.
 pub enum Spilled {
     /// Held in memory.
@@ -482,6 +524,17 @@ mod tests {
                 Err("more bytes than the room left for them".to_string())
             );
         }
+    }
+
+    #[test]
+    fn mapped_room_keeps_what_was_written() {
+        let mut room = MappedRoom::new(10_000).unwrap();
+        assert_eq!(room.space().len(), 10_000);
+        room.space()[..5].copy_from_slice(b"hello");
+        room.keep(5);
+        assert_eq!(room.bytes(), b"hello");
+        room.keep(20_000);
+        assert_eq!(room.bytes().len(), 10_000);
     }
 
     #[test]
