@@ -6,8 +6,8 @@
 #
 #   benches/speed.sh [WORKDIR]
 #
-# Inputs: librocsparse (Debian's librocsparse0, 1.3 GB; LIBROCSPARSE=PATH, else downloaded)
-# and JAX's ROCm 7 XLA plugin (459 MB, 45 compressed bundles; PLUGIN=PATH, else downloaded from
+# Inputs: librocsparse (Debian's librocsparse0, 1.3 GB; LIBROCSPARSE=PATH, else downloaded),
+# librocsolver (Debian's librocsolver0, 1.96 GB; LIBROCSOLVER=PATH, else downloaded) and JAX's ROCm 7 XLA plugin (459 MB, 45 compressed bundles; PLUGIN=PATH, else downloaded from
 # PyPI's jax-rocm7-pjrt). The table also replaces the one between the speed-table markers of
 # docs/benchmarks.md, unless DOCS=0 or OFFLOAD names another program. Needs zstd, python3 with zstandard, and GNU coreutils. OFFLOAD names
 # the program to time (default target/release/offload). Prints a
@@ -26,6 +26,11 @@ lib=${LIBROCSPARSE:-$(find "$inputs/rocsparse" -name 'librocsparse.so.*.*' 2>/de
 if [ ! -f "$lib" ]; then
   (cd "$inputs" && apt-get download librocsparse0 >/dev/null && dpkg -x librocsparse0_*.deb rocsparse)
   lib=$(find "$inputs/rocsparse" -name 'librocsparse.so.*.*' | head -n 1)
+fi
+solver=${LIBROCSOLVER:-$(find "$inputs/rocsolver" -name 'librocsolver.so.*.*' 2>/dev/null | head -n 1)}
+if [ ! -f "$solver" ]; then
+  (cd "$inputs" && apt-get download librocsolver0 >/dev/null && dpkg -x librocsolver0_*.deb rocsolver)
+  solver=$(find "$inputs/rocsolver" -name 'librocsolver.so.*.*' | head -n 1)
 fi
 plugin=${PLUGIN:-$inputs/jax/x/jax_plugins/xla_rocm7/xla_rocm_plugin.so}
 if [ ! -f "$plugin" ]; then
@@ -148,6 +153,17 @@ rm -f stripped.so plain.so
 row "compress librocsparse" "zstd -T2 -3 --long of the library" "1.5x" \
   "rm -f lib.zst" "zstd -q -T2 -3 --long '$lib' -o lib.zst" -- "rm -f packed.so" "$ours" compress "$lib" -o packed.so
 rm -f lib.zst packed.so
+# The largest library at hand (235 bundles of up to 190 MB): memory that follows the work
+# (a few bundles at a time), not the library.
+cat "$solver" >/dev/null
+row "compress librocsolver" "zstd -T2 -3 --long of the library" "1.5x, anonymous under 128 MiB" \
+  "rm -f lib.zst" "zstd -q -T2 -3 --long '$solver' -o lib.zst" -- "rm -f packed.so" "$ours" compress "$solver" -o packed.so
+rm -f lib.zst packed.so
+"$ours" kpack "$solver" -o split >/dev/null
+split=split/$(basename "$solver")
+row "kpack --merge librocsolver's split" "cp of the library" "1.5x, anonymous under 128 MiB" \
+  "rm -f copy" "cp '$solver' copy" -- "rm -rf merged" "$ours" kpack --merge "$split" -o merged
+rm -rf split merged copy
 exec 1>&3 3>&-
 cat "$table"
 if [ "${DOCS:-1}" != 0 ] && [ -z "${OFFLOAD:-}" ]; then
