@@ -11,7 +11,8 @@
 # PyPI's jax-rocm7-pjrt). The table also replaces the one between the speed-table markers of
 # docs/benchmarks.md, unless DOCS=0 or OFFLOAD names another program. Needs zstd, python3 with zstandard, and GNU coreutils. OFFLOAD names
 # the program to time (default target/release/offload). Prints a
-# markdown table; WORKDIR (default /tmp/offload-speed) is emptied first.
+# markdown table; WORKDIR (default /tmp/offload-speed) is emptied first. ROWS=REGEX times only
+# the rows whose work matches (`ROWS=librocsolver`), and leaves the page alone.
 set -euo pipefail
 shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -118,6 +119,8 @@ printf '| --- | --- | --- | --- | --- | --- | --- |\n'
 row() {
   local work=$1 reference=$2 target=$3 ref_prepare=$4 ref_cmd=$5; shift 5
   [ "$1" = -- ] && shift
+  # ROWS=REGEX times only the rows whose work it matches (the page is then left alone).
+  [[ -z "${ROWS:-}" || "$work" =~ $ROWS ]] || return 0
   local prepare=$1; shift
   local ref ours_out
   ref=$(best "$ref_prepare" sh -c "$ref_cmd")
@@ -159,14 +162,16 @@ cat "$solver" >/dev/null
 row "compress librocsolver" "zstd -T2 -3 --long of the library" "1.5x, anonymous under 128 MiB" \
   "rm -f lib.zst" "zstd -q -T2 -3 --long '$solver' -o lib.zst" -- "rm -f packed.so" "$ours" compress "$solver" -o packed.so
 rm -f lib.zst packed.so
-"$ours" kpack "$solver" -o split >/dev/null
-split=split/$(basename "$solver")
-row "kpack --merge librocsolver's split" "cp of the library" "1.5x, anonymous under 128 MiB" \
-  "rm -f copy" "cp '$solver' copy" -- "rm -rf merged" "$ours" kpack --merge "$split" -o merged
-rm -rf split merged copy
+merge="kpack --merge librocsolver's split"
+if [[ -z "${ROWS:-}" || "$merge" =~ $ROWS ]]; then
+  "$ours" kpack "$solver" -o split >/dev/null
+  row "$merge" "cp of the library" "1.5x, anonymous under 128 MiB" \
+    "rm -f copy" "cp '$solver' copy" -- "rm -rf merged" "$ours" kpack --merge "split/$(basename "$solver")" -o merged
+  rm -rf split merged copy
+fi
 exec 1>&3 3>&-
 cat "$table"
-if [ "${DOCS:-1}" != 0 ] && [ -z "${OFFLOAD:-}" ]; then
+if [ "${DOCS:-1}" != 0 ] && [ -z "${OFFLOAD:-}" ] && [ -z "${ROWS:-}" ]; then
   python3 - "$here/docs/benchmarks.md" "$table" <<'PY'
 import sys
 page, table = sys.argv[1], open(sys.argv[2]).read()
