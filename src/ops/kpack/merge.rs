@@ -444,7 +444,8 @@ pub(super) fn append_bundle(
             .map_err(|e| Error::format(path, spill_failed(e)))?;
         archive
             .read_code_object(entry, config.max_decompressed, Decoding::Fresh, |piece| {
-                spill.append(piece).map_err(spill_failed)
+                // Stored plain, the piece is the archive's own bytes: copied by the kernel.
+                spill.append_part(&o.data, piece).map_err(spill_failed)
             })
             .map_err(|e| Error::format(&o.path, e))?;
         // Read once: the archive's pages need not stay resident while the rest is merged.
