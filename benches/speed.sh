@@ -6,15 +6,17 @@
 #
 #   benches/speed.sh [WORKDIR]
 #
-# Inputs: librocsparse (Debian's librocsparse0, 1.3 GB; LIBROCSPARSE=PATH, else downloaded)
-# and JAX's ROCm 7 XLA plugin (459 MB, 45 compressed bundles; PLUGIN=PATH, else downloaded from
-# PyPI's jax-rocm7-pjrt), and PyTorch's libtorch_cuda.so when present (TORCH_CUDA=PATH). The
-# table also replaces the one between the speed-table markers of
-# docs/benchmarks.md, unless DOCS=0 or OFFLOAD names another program. Needs zstd, python3 with zstandard, and GNU coreutils. OFFLOAD names
-# the program to time (default target/release/offload). Prints a
-# markdown table; WORKDIR (default /tmp/offload-speed) is emptied first. RUNS=N takes the best
-# of N runs; PAIRED=N instead the medians of N runs of each command beside its reference, in
-# turn (for a busy machine); ONLY=REGEX runs the rows whose work it matches.
+# Inputs: librocsparse (Debian's librocsparse0, 1.3 GB; LIBROCSPARSE=PATH, else downloaded),
+# librocsolver (Debian's librocsolver0, 1.96 GB; LIBROCSOLVER=PATH, else downloaded), JAX's
+# ROCm 7 XLA plugin (459 MB, 45 compressed bundles; PLUGIN=PATH, else downloaded from PyPI's
+# jax-rocm7-pjrt), and PyTorch's libtorch_cuda.so when present (TORCH_CUDA=PATH). The table
+# also replaces the one between the speed-table markers of docs/benchmarks.md, unless DOCS=0,
+# ROWS or ONLY is set, or OFFLOAD names another program. Needs zstd, python3 with zstandard,
+# and GNU coreutils. OFFLOAD names the program to time (default target/release/offload).
+# Prints a markdown table; WORKDIR (default /tmp/offload-speed) is emptied first. RUNS=N takes
+# the best of N runs; PAIRED=N instead the medians of N runs of each command beside its
+# reference, in turn (for a busy machine); ROWS=REGEX (or ONLY=REGEX) times only the rows
+# whose work it matches (`ROWS=librocsolver`).
 set -euo pipefail
 shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +31,11 @@ lib=${LIBROCSPARSE:-$(find "$inputs/rocsparse" -name 'librocsparse.so.*.*' 2>/de
 if [ ! -f "$lib" ]; then
   (cd "$inputs" && apt-get download librocsparse0 >/dev/null && dpkg -x librocsparse0_*.deb rocsparse)
   lib=$(find "$inputs/rocsparse" -name 'librocsparse.so.*.*' | head -n 1)
+fi
+solver=${LIBROCSOLVER:-$(find "$inputs/rocsolver" -name 'librocsolver.so.*.*' 2>/dev/null | head -n 1)}
+if [ ! -f "$solver" ]; then
+  (cd "$inputs" && apt-get download librocsolver0 >/dev/null && dpkg -x librocsolver0_*.deb rocsolver)
+  solver=$(find "$inputs/rocsolver" -name 'librocsolver.so.*.*' | head -n 1)
 fi
 plugin=${PLUGIN:-$inputs/jax/x/jax_plugins/xla_rocm7/xla_rocm_plugin.so}
 if [ ! -f "$plugin" ]; then
@@ -142,6 +149,8 @@ PY
 row() {
   local work=$1 reference=$2 target=$3 ref_prepare=$4 ref_cmd=$5; shift 5
   [ "$1" = -- ] && shift
+  # ROWS=REGEX times only the rows whose work it matches (the page is then left alone).
+  [[ -z "${ROWS:-}" || "$work" =~ $ROWS ]] || return 0
   local prepare=$1; shift
   if [ -n "${ONLY:-}" ] && ! grep -qE "$ONLY" <<<"$work"; then
     return
@@ -195,9 +204,22 @@ if [ -f "$torch_cuda" ]; then
 else
   echo "speed.sh: no libtorch_cuda.so ($torch_cuda): its row is left out" >&2
 fi
+# The largest library at hand (235 bundles of up to 190 MB): memory that follows the work
+# (a few bundles at a time), not the library.
+cat "$solver" >/dev/null
+row "compress librocsolver" "zstd -T2 -3 --long of the library" "1.5x, anonymous under 128 MiB" \
+  "rm -f lib.zst" "zstd -q -T2 -3 --long '$solver' -o lib.zst" -- "rm -f packed.so" "$ours" compress "$solver" -o packed.so
+rm -f lib.zst packed.so
+merge="kpack --merge librocsolver's split"
+if [[ -z "${ROWS:-}" || "$merge" =~ $ROWS ]]; then
+  "$ours" kpack "$solver" -o split >/dev/null
+  row "$merge" "cp of the library" "1.5x, anonymous under 128 MiB" \
+    "rm -f copy" "cp '$solver' copy" -- "rm -rf merged" "$ours" kpack --merge "split/$(basename "$solver")" -o merged
+  rm -rf split merged copy
+fi
 exec 1>&3 3>&-
 cat "$table"
-if [ "${DOCS:-1}" != 0 ] && [ -z "${OFFLOAD:-}" ]; then
+if [ "${DOCS:-1}" != 0 ] && [ -z "${OFFLOAD:-}" ] && [ -z "${ROWS:-}" ] && [ -z "${ONLY:-}" ]; then
   python3 - "$here/docs/benchmarks.md" "$table" <<'PY'
 import sys
 page, table = sys.argv[1], open(sys.argv[2]).read()

@@ -792,3 +792,62 @@ fn the_decompressed_size_cap_holds_in_every_command() {
     let (code, _, err) = offload_in(d, &["decompress", "app", "-o", "out.app"]);
     assert_eq!((code, err.as_str()), (0, ""));
 }
+
+#[test]
+fn large_bundles_compressed_into_room_on_disk_are_the_bytes_compressed_in_memory() {
+    // Bundles past the size a rewrite compresses into a mapped temporary file instead of
+    // memory, in a bare file and in an object's section, with eight threads, three times: each
+    // compressed bundle is what compressing it whole in memory makes, every run the same.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let ((plain, _), _) = large_region();
+    fs::write(d.join("p.bin"), &plain).unwrap();
+    let host = fs::read(samples_dir().join("clang/kernel-fatbin.o")).unwrap();
+    let replace = |name: &[u8], _: &[u8]| {
+        (name == b".hip_fatbin").then_some(std::borrow::Cow::Borrowed(plain.as_slice()))
+    };
+    let object = offload::host::objcopy::rewrite_sections(&host, &|_| false, &replace)
+        .unwrap()
+        .to_vec();
+    fs::write(d.join("big.o"), &object).unwrap();
+    let bundles: Vec<Vec<u8>> = (0..5u32)
+        .map(|n| bundle_of(n + 40, (2 << 20) + n as usize * 4099).0)
+        .collect();
+    assert!(bundles.iter().all(|b| b.len() > 4 << 20));
+    let mut first: Vec<Vec<u8>> = Vec::new();
+    for round in 0..3 {
+        let mut written = Vec::new();
+        for (input, output) in [("p.bin", "c.bin"), ("big.o", "c.o")] {
+            let (code, err) = offload_threads(d, &["compress", input, "-o", output]);
+            assert_eq!(code, 0, "{err}");
+            let got = fs::read(d.join(output)).unwrap();
+            // The bundles one after another, in the file or in its `.hip_fatbin`.
+            let at = got.windows(4).position(|w| w == b"CCOB").unwrap();
+            let found: Vec<_> = ccob::split(&got[at..])
+                .take(bundles.len())
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(found.len(), bundles.len(), "{input}");
+            for ((_, compressed), bundle) in found.iter().zip(&bundles) {
+                let options = CompressOptions {
+                    method: compressed.method,
+                    level: compressed.method.default_level(),
+                    version: compressed.version,
+                };
+                let (want, _) = ccob::compress(bundle, &options).unwrap();
+                let start = compressed.payload.as_ptr() as usize - got.as_ptr() as usize;
+                let header = want.len() - compressed.payload.len();
+                assert!(
+                    got.get(start - header..start + compressed.payload.len()) == Some(&want[..]),
+                    "{input}, round {round}"
+                );
+            }
+            written.push(got);
+        }
+        if first.is_empty() {
+            first = written;
+        } else {
+            assert!(first == written, "round {round} wrote other bytes");
+        }
+    }
+}

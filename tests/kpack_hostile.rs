@@ -701,3 +701,56 @@ fn where_archives_were_looked_for_is_escaped() {
         assert!(!err.contains('\x1b'), "{args:?}: {err:?}");
     }
 }
+
+#[test]
+fn merging_a_large_compressed_bundle_makes_the_bytes_compressing_in_memory_makes() {
+    use offload::format::bundle;
+    use offload::format::ccob::{self, CompressOptions, Method};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A compressed bundle whose gfx90a entry inflates to 64 MiB, past the size a merge
+    // compresses into a mapped temporary file and past what a spill holds in memory.
+    let zeros: u64 = 64 << 20;
+    let ids = [
+        ("host-x86_64-unknown-linux-gnu-", 0),
+        ("hipv4-amdgcn-amd-amdhsa--gfx90a", zeros),
+    ];
+    let layout = bundle::layout(&ids, 4096).unwrap();
+    let mut head = layout.header.clone();
+    head.resize(layout.offsets[1] as usize, 0);
+    let ccob = crate::bombs::compressed_bundle(Method::Zstd, 3, &head, zeros);
+    let mut library = fs::read(samples_dir().join("linked/libhip.so")).unwrap();
+    library[0x1000..0x6000].fill(0);
+    library[0x1000..0x1000 + ccob.len()].copy_from_slice(&ccob);
+    fs::create_dir_all(d.join("c")).unwrap();
+    fs::write(d.join("c/libhip.so"), library).unwrap();
+    let (code, _, err) = offload_in(d, &["kpack", "c/libhip.so", "-o", "k"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let mut first = None;
+    for round in 0..3 {
+        let _ = fs::remove_dir_all(d.join("m"));
+        let (code, _, err) = text_output(
+            offload()
+                .current_dir(d)
+                .env("RAYON_NUM_THREADS", "8")
+                .args(["kpack", "--merge", "k/libhip.so", "-o", "m"]),
+        );
+        assert_eq!(code, 0, "{err}");
+        let merged = fs::read(d.join("m/libhip.so")).unwrap();
+        let at = merged.windows(4).position(|w| w == b"CCOB").unwrap();
+        let (_, found) = ccob::split(&merged[at..]).next().unwrap().unwrap();
+        let plain = found.decompress(1 << 30).unwrap();
+        assert_eq!(plain.len() as u64, layout.offsets[1] + zeros);
+        let options = CompressOptions {
+            method: found.method,
+            level: found.method.default_level(),
+            version: found.version,
+        };
+        let (want, _) = ccob::compress(&plain, &options).unwrap();
+        assert!(merged[at..].starts_with(&want), "round {round}");
+        match &first {
+            None => first = Some(merged),
+            Some(first) => assert!(*first == merged, "round {round} wrote other bytes"),
+        }
+    }
+}

@@ -902,17 +902,77 @@ pub fn compress(data: &[u8], options: &CompressOptions) -> Result<(Vec<u8>, Comp
     ))
 }
 
+/// The room [`compress_into`] needs for a bundle of `size` bytes: its header and the most
+/// the zstd stream of so many bytes can take. `None` for a zlib stream (made in memory) or a
+/// size no buffer can hold.
+pub fn compressed_bound(size: usize, options: &CompressOptions) -> Option<usize> {
+    if options.method != Method::Zstd {
+        return None;
+    }
+    let header = header_len(options.version)?;
+    let bound = zstd::zstd_safe::compress_bound(size);
+    // The library's bound saturates rather than failing: a bound below the size overflowed.
+    (bound >= size).then_some(bound)?.checked_add(header)
+}
+
+/// Compresses `data` with zstd into `out`, room of at least [`compressed_bound`] bytes that
+/// the caller gives (a mapped temporary file, so that a large compressed bundle is not held in
+/// memory): header and payload, the same bytes [`compress`] makes. The number of bytes
+/// written, with the figures.
+pub fn compress_into(
+    data: &[u8],
+    options: &CompressOptions,
+    out: &mut [u8],
+) -> Result<(usize, CompressStats)> {
+    let header_len = header_len(options.version)
+        .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(options.version)))?;
+    options.check_size(data.len() as u64)?;
+    let failed =
+        |e: io::Error| Error::new(0, ErrorKind::Decompress(format!("compression failed: {e}")));
+    if options.method != Method::Zstd {
+        return Err(failed(io::Error::other(
+            "only a zstd stream is compressed in place",
+        )));
+    }
+    let (head, body) = out
+        .split_at_mut_checked(header_len)
+        .ok_or_else(|| failed(io::Error::other("no room for the header")))?;
+    let (written, hash) = std::thread::scope(|scope| {
+        let large = data.len() as u64 >= hashing::ASIDE_FROM;
+        let hashing = large.then(|| scope.spawn(|| truncated_md5(data)));
+        let written =
+            zstd_compressor(options.level).and_then(|mut c| c.compress_to_buffer(data, body));
+        let hash = hashing.and_then(|h| h.join().ok());
+        (written, hash.unwrap_or_else(|| truncated_md5(data)))
+    });
+    let written = written.map_err(failed)?;
+    let total = (header_len + written) as u64;
+    head.copy_from_slice(&header(options, total, data.len() as u64, hash)?);
+    Ok((
+        header_len + written,
+        CompressStats {
+            uncompressed: data.len() as u64,
+            total,
+            hash,
+        },
+    ))
+}
+
+/// A zstd compressor as LLVM sets one up: at `level`, with long-distance matching (and the
+/// content size in the frame, the library's default).
+fn zstd_compressor(level: i32) -> io::Result<zstd::bulk::Compressor<'static>> {
+    let mut cctx = zstd::bulk::Compressor::new(level)?;
+    cctx.set_parameter(zstd::zstd_safe::CParameter::EnableLongDistanceMatching(
+        true,
+    ))?;
+    Ok(cctx)
+}
+
 /// Compresses `data` as LLVM does: zstd with long-distance matching and the content size in
 /// the frame, or a zlib stream.
 pub fn compress_payload(data: &[u8], options: &CompressOptions) -> io::Result<Vec<u8>> {
     match options.method {
-        Method::Zstd => {
-            let mut cctx = zstd::bulk::Compressor::new(options.level)?;
-            cctx.set_parameter(zstd::zstd_safe::CParameter::EnableLongDistanceMatching(
-                true,
-            ))?;
-            cctx.compress(data)
-        }
+        Method::Zstd => zstd_compressor(options.level)?.compress(data),
         Method::Zlib => {
             let level = if options.level < 0 {
                 6
@@ -1383,6 +1443,39 @@ mod tests {
             ],
             4096,
         )
+    }
+
+    #[test]
+    fn compressing_into_given_room_makes_the_bytes_compressing_in_memory_makes() {
+        // Past the size rooms are given from and the size hashed aside, at levels whose
+        // blocks are split, in every header version; and a small one.
+        let data = large_bundle(9 << 20);
+        for (len, level, version) in [
+            (5000, 3, 2),
+            (9 << 20, 3, 3),
+            (6 << 20, 9, 2),
+            (6 << 20, 1, 1),
+        ] {
+            let options = CompressOptions {
+                method: Method::Zstd,
+                level,
+                version,
+            };
+            let plain = &data[..len];
+            let bound = compressed_bound(len, &options).unwrap();
+            let mut room = vec![0xa5; bound];
+            let (written, stats) = compress_into(plain, &options, &mut room).unwrap();
+            let (whole, whole_stats) = compress(plain, &options).unwrap();
+            assert!(room[..written] == whole[..], "{len} bytes, level {level}");
+            assert_eq!(stats, whole_stats);
+        }
+        let zlib = CompressOptions {
+            method: Method::Zlib,
+            ..CompressOptions::default()
+        };
+        assert_eq!(compressed_bound(100, &zlib), None);
+        assert!(compress_into(&data[..100], &zlib, &mut [0; 4096]).is_err());
+        assert!(compress_into(&data[..100], &CompressOptions::default(), &mut [0; 10]).is_err());
     }
 
     #[test]

@@ -478,7 +478,28 @@ pub struct Rules<'r> {
     pub storage: BundleStorage,
     /// The most a compressed container may inflate to.
     pub limit: u64,
+    /// Room for large compressed bundles made by the layer that writes them (a mapped
+    /// temporary file), so that they are not held in memory; `None`: made in memory.
+    pub room: Option<&'r MakeRoom>,
 }
+
+/// Room for a container's new bytes, given by the layer that writes them: the bytes of a
+/// compressed bundle are made straight into it rather than into memory.
+pub trait Room: Send + Sync {
+    /// Every byte of the room, to write into.
+    fn space(&mut self) -> &mut [u8];
+    /// Keeps the first `len` bytes of the room, those written.
+    fn keep(&mut self, len: usize);
+    /// The bytes kept.
+    fn bytes(&self) -> &[u8];
+}
+
+/// Gives room of a size in bytes.
+pub type MakeRoom = dyn Fn(usize) -> std::io::Result<Box<dyn Room>> + Sync;
+
+/// The bundles compressed into [`Rules::room`], when there is one: those of 4 MiB or more
+/// (smaller ones are made in memory, where they cost less than a file).
+pub const ROOM_FROM: usize = 4 << 20;
 
 /// What became of a container.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -502,10 +523,11 @@ pub struct Rewrite {
 }
 
 /// The new bytes of a container that changes.
-#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NewBytes {
     /// Made in memory (empty: the container goes).
     Made(Vec<u8>),
+    /// Made in the room [`Rules::room`] gave.
+    Placed(Box<dyn Room>),
     /// The bundle a compressed bundle holds, its first `size` bytes inflated: too large to
     /// hold, they are written where they go by [`write_inflated`].
     Inflated(u64),
@@ -516,7 +538,17 @@ impl NewBytes {
     pub fn len(&self) -> u64 {
         match self {
             NewBytes::Made(bytes) => bytes.len() as u64,
+            NewBytes::Placed(room) => room.bytes().len() as u64,
             NewBytes::Inflated(size) => *size,
+        }
+    }
+
+    /// The bytes, when they are made (not inflated later).
+    pub fn bytes(&self) -> Option<&[u8]> {
+        match self {
+            NewBytes::Made(bytes) => Some(bytes),
+            NewBytes::Placed(room) => Some(room.bytes()),
+            NewBytes::Inflated(_) => None,
         }
     }
 
@@ -525,6 +557,38 @@ impl NewBytes {
         self.len() == 0
     }
 }
+
+impl std::fmt::Debug for NewBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NewBytes::Made(bytes) => write!(f, "Made({} bytes)", bytes.len()),
+            NewBytes::Placed(room) => write!(f, "Placed({} bytes)", room.bytes().len()),
+            NewBytes::Inflated(size) => write!(f, "Inflated({size})"),
+        }
+    }
+}
+
+/// A copy in memory, for bytes made in a room as well.
+impl Clone for NewBytes {
+    fn clone(&self) -> Self {
+        match self {
+            NewBytes::Inflated(size) => NewBytes::Inflated(*size),
+            made => NewBytes::Made(made.bytes().unwrap_or_default().to_vec()),
+        }
+    }
+}
+
+/// The same bytes, wherever they were made.
+impl PartialEq for NewBytes {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (NewBytes::Inflated(a), NewBytes::Inflated(b)) => a == b,
+            (a, b) => a.bytes().is_some() && a.bytes() == b.bytes(),
+        }
+    }
+}
+
+impl Eq for NewBytes {}
 
 /// Why [`write_inflated`] failed.
 #[derive(Debug)]
@@ -739,11 +803,14 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
             let whole = data
                 .get(..usize::try_from(size).unwrap_or(usize::MAX))
                 .unwrap_or(data);
-            Some(ccob::compress(stripped.as_deref().unwrap_or(whole), &options)?.0)
+            Some(compressed(
+                stripped.as_deref().unwrap_or(whole),
+                &options,
+                rules,
+            )?)
         }
-        BundleStorage::AsIs | BundleStorage::Decompress => stripped,
-    }
-    .map(NewBytes::Made);
+        BundleStorage::AsIs | BundleStorage::Decompress => stripped.map(NewBytes::Made),
+    };
     let fresh = matches!(
         rules.storage,
         BundleStorage::Compress(_) | BundleStorage::CompressPlain(_)
@@ -760,6 +827,24 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
         already_compressed: 0,
         fresh_stream: fresh,
     })
+}
+
+/// `plain` compressed as `options` say: a large bundle into room [`Rules::room`] gives, when
+/// it gives any, the rest in memory; the same bytes either way.
+fn compressed(plain: &[u8], options: &CompressOptions, rules: &Rules<'_>) -> Result<NewBytes> {
+    let bound = ccob::compressed_bound(plain.len(), options);
+    let (Some(make), Some(bound), true) = (rules.room, bound, plain.len() >= ROOM_FROM) else {
+        return Ok(NewBytes::Made(ccob::compress(plain, options)?.0));
+    };
+    let mut room = make(bound).map_err(|e| {
+        Error::new(
+            0,
+            ErrorKind::Decompress(format!("no room for the compressed bundle: {e}")),
+        )
+    })?;
+    let (len, _) = ccob::compress_into(plain, options, room.space())?;
+    room.keep(len);
+    Ok(NewBytes::Placed(room))
 }
 
 /// Refuses a bundle one of whose entry IDs no bundle is written with
@@ -864,9 +949,7 @@ fn strip_compressed_bundle(
             .map(|(e, data)| (e.id.as_str(), data.as_slice()))
             .collect();
         let stripped = bundle::to_vec(&pairs, alignment_of_records(&entries));
-        Some(NewBytes::Made(
-            ccob::compress(&stripped, &again(compressed))?.0,
-        ))
+        Some(self::compressed(&stripped, &again(compressed), rules)?)
     };
     let fresh = new.is_some();
     Ok(Rewrite {
@@ -950,17 +1033,17 @@ fn rewrite_inflated(
     };
     let new = match (rules.storage, stripped) {
         // The inflated bundle itself, not a copy: a bundle of 100 MB costs 100 MB.
-        (BundleStorage::Decompress, _) => Some(plain),
+        (BundleStorage::Decompress, _) => Some(NewBytes::Made(plain)),
         // Another method: compressed again from the whole bundle, as asked.
         (BundleStorage::Compress(options) | BundleStorage::CompressPlain(options), stripped) => {
-            Some(ccob::compress(stripped.as_deref().unwrap_or(&plain), &options)?.0)
+            let bytes = stripped.as_deref().unwrap_or(&plain);
+            Some(self::compressed(bytes, &options, rules)?)
         }
         (BundleStorage::AsIs, Some(stripped)) => {
-            Some(ccob::compress(&stripped, &again(compressed))?.0)
+            Some(self::compressed(&stripped, &again(compressed), rules)?)
         }
         (BundleStorage::AsIs, None) => None,
-    }
-    .map(NewBytes::Made);
+    };
     let fresh = new.is_some() && rules.storage != BundleStorage::Decompress;
     Ok(Rewrite {
         size: compressed.size(),

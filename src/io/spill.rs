@@ -95,6 +95,27 @@ impl Spill {
         Ok(())
     }
 
+    /// Appends `part`, a slice of `input`. Once the bytes are in a file, a large part of a
+    /// file input is copied by the kernel from that file: its pages are neither read into
+    /// this process nor kept mapped.
+    pub fn append_part(&mut self, input: &Input, part: &[u8]) -> io::Result<()> {
+        self.make_room(part.len() as u64)?;
+        let source = input.file_range(part);
+        match (&mut self.store, source) {
+            (Store::File(file), Some((source, offset)))
+                if part.len() >= super::KERNEL_COPY_FROM =>
+            {
+                // The file's position is the spill's end: what is buffered goes first.
+                file.flush()?;
+                let len = part.len() as u64;
+                super::copy_range(source, offset, len, file.get_mut(), |_, _| {})?;
+                self.len += len;
+                Ok(())
+            }
+            _ => self.append(part),
+        }
+    }
+
     /// Appends zeros up to the next multiple of `boundary`.
     pub fn pad_to(&mut self, boundary: u64) -> io::Result<()> {
         let zeros = self.len.next_multiple_of(boundary.max(1)) - self.len;
@@ -334,6 +355,48 @@ impl Shelf {
     }
 }
 
+/// Room to make bytes in whose size is known only as a bound (a compressed bundle): an
+/// unnamed temporary file as large as the bound, mapped to be written. What is made there is
+/// file pages the kernel may write out and drop, not memory the process holds, so making a
+/// large part costs no more memory than a small one; the file goes when the room does.
+pub struct MappedRoom {
+    map: memmap2::MmapMut,
+    len: usize,
+}
+
+impl MappedRoom {
+    /// Room of `capacity` bytes (at least one), all zeros.
+    pub fn new(capacity: usize) -> io::Result<MappedRoom> {
+        let file = tempfile::tempfile()?;
+        file.set_len(capacity.max(1) as u64)?;
+        // SAFETY: the file is unnamed and this process's alone, so nothing else changes or
+        // truncates it while it is mapped; it keeps its size until the map goes.
+        let map = unsafe { memmap2::MmapMut::map_mut(&file) }?;
+        Ok(MappedRoom { map, len: 0 })
+    }
+
+    /// Every byte of the room, to write into.
+    pub fn space(&mut self) -> &mut [u8] {
+        &mut self.map
+    }
+
+    /// Keeps the first `len` bytes (at most the room's size): those written.
+    pub fn keep(&mut self, len: usize) {
+        self.len = len.min(self.map.len());
+    }
+
+    /// The bytes kept.
+    pub fn bytes(&self) -> &[u8] {
+        self.map.get(..self.len).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for MappedRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MappedRoom({} of {} bytes)", self.len, self.map.len())
+    }
+}
+
 /// Bytes a [`Spill`] made.
 pub enum Spilled {
     /// Held in memory.
@@ -482,6 +545,50 @@ mod tests {
                 Err("more bytes than the room left for them".to_string())
             );
         }
+    }
+
+    #[test]
+    fn parts_of_a_file_are_appended_by_the_kernel_with_every_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("input");
+        let bytes: Vec<u8> = (0..(3u32 << 20)).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let input = Input::open(&path).unwrap();
+        let mut spill = Spill::new();
+        let mut want = Vec::new();
+        // In memory first, then past what it holds, in a file; small parts and large.
+        for (k, (from, len)) in [(5, 100), (0, 3 << 20), (7, 1 << 20), (9, 30 << 20)]
+            .into_iter()
+            .enumerate()
+        {
+            let part = if k == 3 {
+                &bytes[..]
+            } else {
+                &bytes[from..from + len]
+            };
+            let repeats = if k == 3 { len / bytes.len() } else { 1 };
+            for _ in 0..repeats {
+                spill.append_part(&input, part).unwrap();
+                want.extend_from_slice(part);
+            }
+            spill.pad_to(4096).unwrap();
+            want.resize(want.len().next_multiple_of(4096), 0);
+        }
+        assert_eq!(spill.len(), want.len() as u64);
+        let made = spill.finish().unwrap();
+        assert!(made.input().is_some());
+        assert!(made.bytes() == &want[..]);
+    }
+
+    #[test]
+    fn mapped_room_keeps_what_was_written() {
+        let mut room = MappedRoom::new(10_000).unwrap();
+        assert_eq!(room.space().len(), 10_000);
+        room.space()[..5].copy_from_slice(b"hello");
+        room.keep(5);
+        assert_eq!(room.bytes(), b"hello");
+        room.keep(20_000);
+        assert_eq!(room.bytes().len(), 10_000);
     }
 
     #[test]

@@ -49,7 +49,7 @@ use crate::format::bare::BareImage;
 use crate::format::ccob::{CompressOptions, CompressedBundle, Decoding};
 use crate::format::container::{
     holds_cuda_fatbins, is_device_entry, write_inflated, BundleStorage, Container, InflateFailed,
-    NewBytes, Rewrite, Rules,
+    MakeRoom, NewBytes, Rewrite, Room, Rules,
 };
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
@@ -61,7 +61,7 @@ use crate::host::program::{self, NewProgram};
 use crate::host::scan::{scan_reading, Places, Reading};
 use crate::host::ErrorKind;
 use crate::host::BUNDLE_SECTION_PREFIX;
-use crate::io::spill::{fill_in, Hole, Spill, Spilled};
+use crate::io::spill::{fill_in, Hole, MappedRoom, Spill, Spilled};
 use crate::io::{release_mapped, Input, Output};
 use crate::ops::support::inflating::{memory_of, Budget};
 use crate::ops::verify::verify_input_except;
@@ -219,7 +219,28 @@ impl RewriteConfig {
                 Change::Keep(_) | Change::Remove(_) => BundleStorage::AsIs,
             },
             limit: self.max_decompressed,
+            room: Some(&mapped_room as &MakeRoom),
         })
+    }
+}
+
+/// Room for a large compressed bundle made by a rewrite: a mapped temporary file, so that the
+/// bundles compressed side by side on every thread are not held in memory.
+fn mapped_room(capacity: usize) -> std::io::Result<Box<dyn Room>> {
+    Ok(Box::new(MappedRoom::new(capacity)?))
+}
+
+impl Room for MappedRoom {
+    fn space(&mut self) -> &mut [u8] {
+        MappedRoom::space(self)
+    }
+
+    fn keep(&mut self, len: usize) {
+        MappedRoom::keep(self, len);
+    }
+
+    fn bytes(&self) -> &[u8] {
+        MappedRoom::bytes(self)
     }
 }
 
@@ -275,6 +296,7 @@ fn rewrite_region(
         }
         match step.new {
             Some(NewBytes::Made(bytes)) => spill.append(&bytes),
+            Some(NewBytes::Placed(room)) => spill.append(room.bytes()),
             Some(NewBytes::Inflated(size)) => spill.reserve(size).map(|at| {
                 holes.push(Hole {
                     at,
@@ -534,7 +556,10 @@ fn account(
     summary.images_before += rewrite.images_before;
     summary.images_after += rewrite.images_after;
     summary.already_compressed += rewrite.already_compressed;
-    if let (true, Some(NewBytes::Made(bytes))) = (rewrite.fresh_stream, &rewrite.new) {
+    if let (true, Some(bytes)) = (
+        rewrite.fresh_stream,
+        rewrite.new.as_ref().and_then(NewBytes::bytes),
+    ) {
         summary.made.insert(xxhash_rust::xxh3::xxh3_64(bytes));
     }
     log_container(

@@ -150,7 +150,7 @@ pub fn pack(
             .map(|&(start, size)| {
                 let new = (how.rewrite)(from(data, start), start)
                     .map_err(|e| Error::in_contents(e, section.offset))?;
-                if matches!(new, Some(NewBytes::Made(_))) {
+                if matches!(new, Some(NewBytes::Made(_) | NewBytes::Placed(_))) {
                     // Read for the last time: its new bytes are all that is needed now.
                     crate::io::release_mapped(piece(data, start, size));
                 }
@@ -181,6 +181,7 @@ pub fn pack(
             moves.insert(address, packed.len());
             match new {
                 Some(NewBytes::Made(new)) => packed.append(&new),
+                Some(NewBytes::Placed(room)) => packed.append(room.bytes()),
                 Some(NewBytes::Inflated(size)) => packed.reserve(size).map(|at| {
                     holes.push(Hole {
                         at,

@@ -19,7 +19,7 @@ use crate::format::kpack::{
 use crate::host::kpack::find_archives;
 use crate::host::program::kpack_elf::{self, HipCode};
 use crate::host::program::kpack_pe;
-use crate::io::spill::{Spill, Spilled};
+use crate::io::spill::{MappedRoom, Spill, Spilled};
 use crate::io::{commit_all, Input, Output};
 use crate::loads::kpack_search::{every_target_name, Environment};
 use crate::target::entry_id::EntryId;
@@ -444,15 +444,21 @@ pub(super) fn append_bundle(
             .map_err(|e| Error::format(path, spill_failed(e)))?;
         archive
             .read_code_object(entry, config.max_decompressed, Decoding::Fresh, |piece| {
-                spill.append(piece).map_err(spill_failed)
+                // Stored plain, the piece is the archive's own bytes: copied by the kernel.
+                spill.append_part(&o.data, piece).map_err(spill_failed)
             })
             .map_err(|e| Error::format(&o.path, e))?;
+        // Read once: the archive's pages need not stay resident while the rest is merged.
+        if let Ok((_, stored)) = archive.stored_bytes(entry) {
+            crate::io::release_mapped(stored);
+        }
     }
     Ok(())
 }
 
 /// Appends to `spill` the bundle of `entries` compressed as `options` say: made whole in an
-/// unnamed temporary file first, as the compressor takes the whole bundle.
+/// unnamed temporary file first, as the compressor takes the whole bundle, and compressed
+/// (zstd) into another.
 pub(super) fn append_compressed(
     path: &Path,
     entries: &MergedEntries<'_, '_>,
@@ -466,11 +472,19 @@ pub(super) fn append_compressed(
     let plain = plain
         .finish()
         .map_err(|e| Error::format(path, spill_failed(e)))?;
-    let (compressed, _) =
-        ccob::compress(plain.bytes(), &options).map_err(|e| Error::format(path, e))?;
-    spill
-        .append(&compressed)
-        .map_err(|e| Error::format(path, spill_failed(e)))
+    let failed = |e| Error::format(path, spill_failed(e));
+    let Some(bound) = ccob::compressed_bound(plain.bytes().len(), &options) else {
+        let (compressed, _) =
+            ccob::compress(plain.bytes(), &options).map_err(|e| Error::format(path, e))?;
+        return spill.append(&compressed).map_err(failed);
+    };
+    // Compressed into a mapped temporary file: neither the plain bundle nor the compressed
+    // one is held in memory, whatever their size.
+    let mut room = MappedRoom::new(bound).map_err(failed)?;
+    let (len, _) = ccob::compress_into(plain.bytes(), &options, room.space())
+        .map_err(|e| Error::format(path, e))?;
+    room.keep(len);
+    spill.append(room.bytes()).map_err(failed)
 }
 
 /// The bundle entry ID of HIP code for `arch`, as clang writes it.
