@@ -121,7 +121,10 @@ mod tests {
         assert!(is_linked_elf(&exe));
         for machine in [object::elf::EM_AMDGPU, object::elf::EM_CUDA] {
             let mut device = exe.clone();
-            device.get_mut(18..20).unwrap().copy_from_slice(&machine.0.to_le_bytes());
+            device
+                .get_mut(18..20)
+                .unwrap()
+                .copy_from_slice(&machine.0.to_le_bytes());
             assert!(!is_linked_elf(&device));
         }
         assert!(!is_linked_elf(exe.get(..19).unwrap()));
