@@ -374,6 +374,12 @@ fn debian_rocblas_deb(dir: &Path) -> Option<PathBuf> {
     let multiarch = root.join("usr/lib/x86_64-linux-gnu");
     std::fs::create_dir_all(&multiarch).unwrap();
     std::fs::rename(dir.join("lib/rocblas"), multiarch.join("rocblas")).unwrap();
+    // A real code object among the catalogue's: the library loads it for its processor only.
+    std::fs::copy(
+        samples_dir().join("dev/vadd-gfx906.hsaco"),
+        multiarch.join("rocblas/4.4.1/library/TensileLibrary_Type_SS_gfx906.co"),
+    )
+    .unwrap();
     std::fs::rename(
         dir.join("lib/librocblas.so.4"),
         multiarch.join("librocblas.so.4.4"),
@@ -520,7 +526,8 @@ fn targets_counts_a_catalogue_as_a_unit_of_its_own() {
         util::text_output(&mut command)
     };
     // The bundles' generic targets load on every gfx103x and gfx11xx; the catalogue serves
-    // gfx1100 alone, and only gfx1100 finds both.
+    // gfx1100 alone, and only gfx1100 finds both. The catalogue's gfx906 code object is the
+    // catalogue's, not a unit of its own.
     let (code, out, err) = targets(&[name]);
     assert_eq!((code, err.as_str()), (0, ""), "{out}");
     assert_eq!(out, "every:\nsome: gfx1100 gfx10-3-generic gfx11-generic\n");
@@ -529,6 +536,9 @@ fn targets_counts_a_catalogue_as_a_unit_of_its_own() {
     // The same files installed: the library finds its folder on disk.
     let installed = "deb/usr/lib/x86_64-linux-gnu/librocblas.so.4";
     let (_, out, _) = targets(&["--format", "debian", installed]);
+    assert_eq!(out, "gfx1100\n");
+    // The installed tree walked: its code objects count in the catalogue's unit.
+    let (_, out, _) = targets(&["--format", "debian", "-r", "deb/usr"]);
     assert_eq!(out, "gfx1100\n");
     // Another catalogue, for gfx1030's xnack-less mode: two processors then.
     files(

@@ -91,6 +91,10 @@ pub struct CatalogueTargets {
     /// The library (`PACKAGE!member` for a member of a package).
     #[serde(serialize_with = "crate::ops::support::names::text")]
     pub library: PathBuf,
+    /// Its catalogue folder: the code objects in it are the catalogue's, not units of their
+    /// own (each is loaded only for the processor it is named for).
+    #[serde(serialize_with = "crate::ops::support::names::text")]
+    pub folder: PathBuf,
     /// The processors a device finds a catalogue for (bare: whatever its xnack mode; with
     /// `:xnack+` or `:xnack-` when only that mode's subfolder serves it), in the table's order.
     pub targets: Vec<String>,
@@ -157,17 +161,32 @@ pub fn read_file(path: &Path, max_decompressed: u64) -> Result<FileTargets> {
     if let Some(problem) = problems.into_iter().next() {
         return Err(problem);
     }
-    let mut file = of_images(path, &images)?;
     let libraries = check::is_catalogue_library(path)
         || (images.iter())
             .filter_map(|i| i.package.as_ref())
             .any(|m| check::is_catalogue_library(&m.name));
-    if libraries {
-        for (library, targets) in check::catalogue_targets(path, max_decompressed) {
-            let mut targets: Vec<String> = targets.into_iter().collect();
-            targets.sort_by_key(|t| order(t));
-            file.catalogues.push(CatalogueTargets { library, targets });
-        }
+    let folders = if libraries {
+        check::catalogue_targets(path, max_decompressed)
+    } else {
+        Vec::new()
+    };
+    // A package's catalogue code objects count in their catalogue's unit.
+    let in_folder = |image: &ImageRecord| {
+        let member = image.package.as_ref().map(|m| m.name.as_path());
+        member.is_some_and(|m| folders.iter().any(|f| m.starts_with(&f.folder)))
+    };
+    let kept: Vec<ImageRecord> = (images.into_iter()).filter(|i| !in_folder(i)).collect();
+    let mut file = of_images(path, &kept)?;
+    for found in folders {
+        let mut targets: Vec<String> = found.targets.into_iter().collect();
+        targets.sort_by_key(|t| order(t));
+        file.catalogues.push(CatalogueTargets {
+            library: found.library,
+            folder: found.folder,
+            targets,
+        });
+    }
+    if !file.catalogues.is_empty() {
         let (every, some) = every_and_some(&file.all_units());
         file.units = file.unit_targets.len() + file.catalogues.len();
         file.every = every;
@@ -332,8 +351,19 @@ fn order(target: &str) -> (u8, usize, usize, String) {
 
 /// The answer for the files read.
 pub fn summary(files: Vec<FileTargets>) -> Targets {
+    // The code objects of an installed catalogue folder count in its catalogue's unit.
+    let folders: Vec<PathBuf> = (files.iter())
+        .flat_map(|f| &f.catalogues)
+        .filter_map(|c| std::fs::canonicalize(&c.folder).ok())
+        .collect();
+    let in_folder = |file: &FileTargets| {
+        !folders.is_empty()
+            && std::fs::canonicalize(&file.file)
+                .is_ok_and(|real| folders.iter().any(|f| real.starts_with(f)))
+    };
     let mut all: Vec<BTreeSet<String>> = files
         .iter()
+        .filter(|f| !in_folder(f))
         .flat_map(|f| f.unit_targets.iter().cloned())
         .collect();
     let named: BTreeSet<&String> = all.iter().flatten().collect();

@@ -215,12 +215,23 @@ pub fn is_catalogue_library(name: &Path) -> bool {
     Library::of(name).is_some()
 }
 
+/// A library's catalogue folder and the targets it serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogueFolder {
+    /// The library (`PACKAGE!member` for a member of a package).
+    pub library: PathBuf,
+    /// Its catalogue folder (`PACKAGE!member` for a package's).
+    pub folder: PathBuf,
+    /// The targets a device finds a catalogue for.
+    pub targets: BTreeSet<String>,
+}
+
 /// For the library at `path` (rocBLAS or hipBLASLt, on disk), or each such library among the
 /// members of the package at `path`: the targets a device finds a kernel catalogue for, as
 /// the library searches (its variables not read: the answer is what the files carry). A
 /// processor is named bare when a catalogue serves it whatever its xnack mode, else with the
 /// mode whose subfolder serves it (`gfx90a:xnack+`). Empty for other files.
-pub fn catalogue_targets(path: &Path, max_decompressed: u64) -> Vec<(PathBuf, BTreeSet<String>)> {
+pub fn catalogue_targets(path: &Path, max_decompressed: u64) -> Vec<CatalogueFolder> {
     let candidates = candidates();
     let pairs: Vec<(usize, String)> = (candidates.iter())
         .map(|d| (d.index, d.target_id.clone()))
@@ -239,7 +250,8 @@ pub fn catalogue_targets(path: &Path, max_decompressed: u64) -> Vec<(PathBuf, BT
     };
     found
         .into_iter()
-        .map(|(file, catalogues)| {
+        .filter_map(|(file, catalogues)| {
+            let folder = catalogues.first()?.folder.clone();
             let ok: BTreeSet<&str> = (catalogues.iter())
                 .flat_map(|c| &c.devices)
                 .filter(|d| d.ok)
@@ -252,7 +264,11 @@ pub fn catalogue_targets(path: &Path, max_decompressed: u64) -> Vec<(PathBuf, BT
                 })
                 .map(|t| t.to_string())
                 .collect();
-            (file, targets)
+            Some(CatalogueFolder {
+                library: file,
+                folder,
+                targets,
+            })
         })
         .collect()
 }
