@@ -69,7 +69,11 @@ fn run(args: Args) -> i32 {
         Err(code) => return code,
     };
     let read = jobs::each_file(&pool, &files, |path| {
-        targets::read_file(path, args.general.max_decompressed)
+        targets::read_file_finding(
+            path,
+            args.general.max_decompressed,
+            &crate::ops::check::catalogue_targets,
+        )
     });
     let mut failed = walk_failed;
     let mut found = Vec::new();

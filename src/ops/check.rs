@@ -82,7 +82,7 @@ mod package;
 
 pub use catalogue::{
     add_catalogues, catalogue_targets, is_catalogue_library, Catalogue, CatalogueDevice,
-    CatalogueEnvironment, CatalogueFolder,
+    CatalogueEnvironment,
 };
 #[cfg(feature = "cli")]
 pub(crate) mod require;

@@ -41,8 +41,8 @@ use crate::format::image_target::Producer;
 use crate::io::Input;
 use crate::loads::cuda;
 use crate::loads::cuda_driver::{self, Version};
+use crate::ops::ls;
 use crate::ops::support::image::{ImageRecord, Source};
-use crate::ops::{check, ls};
 use crate::target::processor::{Processor, PROCESSORS};
 
 /// What one entry asks of a CUDA driver.
@@ -154,22 +154,31 @@ enum UnitKey {
     Kpack(String),
 }
 
+/// Finds the kernel catalogues of the file at `path` (the members named in a package given
+/// second), within a decompression limit: [`crate::ops::check::catalogue_targets`].
+pub type CatalogueFinder = dyn Fn(&Path, &[&Path], u64) -> Vec<CatalogueTargets> + Sync;
+
 /// Reads `path` as `offload ls` does (packages, archives, split binaries) and returns its
 /// units and driver needs. Damage found in it is an error: a partial answer would understate.
 pub fn read_file(path: &Path, max_decompressed: u64) -> Result<FileTargets> {
+    read_file_finding(path, max_decompressed, &|_, _, _| Vec::new())
+}
+
+/// [`read_file`], the kernel catalogues `find` finds each a unit of their own.
+pub fn read_file_finding(
+    path: &Path,
+    max_decompressed: u64,
+    find: &CatalogueFinder,
+) -> Result<FileTargets> {
     let (images, problems) = ls::list_file(path, max_decompressed)?;
     if let Some(problem) = problems.into_iter().next() {
         return Err(problem);
     }
-    let libraries = check::is_catalogue_library(path)
-        || (images.iter())
-            .filter_map(|i| i.package.as_ref())
-            .any(|m| check::is_catalogue_library(&m.name));
-    let folders = if libraries {
-        check::catalogue_targets(path, max_decompressed)
-    } else {
-        Vec::new()
-    };
+    let members: Vec<&Path> = (images.iter())
+        .filter_map(|i| i.package.as_ref())
+        .map(|m| m.name.as_path())
+        .collect();
+    let folders = find(path, &members, max_decompressed);
     // A package's catalogue code objects count in their catalogue's unit.
     let in_folder = |image: &ImageRecord| {
         let member = image.package.as_ref().map(|m| m.name.as_path());
@@ -177,14 +186,9 @@ pub fn read_file(path: &Path, max_decompressed: u64) -> Result<FileTargets> {
     };
     let kept: Vec<ImageRecord> = (images.into_iter()).filter(|i| !in_folder(i)).collect();
     let mut file = of_images(path, &kept)?;
-    for found in folders {
-        let mut targets: Vec<String> = found.targets.into_iter().collect();
-        targets.sort_by_key(|t| order(t));
-        file.catalogues.push(CatalogueTargets {
-            library: found.library,
-            folder: found.folder,
-            targets,
-        });
+    for mut found in folders {
+        found.targets.sort_by_key(|t| order(t));
+        file.catalogues.push(found);
     }
     if !file.catalogues.is_empty() {
         let (every, some) = every_and_some(&file.all_units());

@@ -19,6 +19,7 @@ use super::Report;
 use crate::io::{shown, Input};
 use crate::loads::runtime::AMDGCN_ISA_PREFIX;
 use crate::ops::support::names;
+use crate::ops::targets::CatalogueTargets;
 use crate::target::processor::PROCESSORS;
 
 /// The variables the libraries read to find their catalogues.
@@ -215,28 +216,23 @@ pub fn is_catalogue_library(name: &Path) -> bool {
     Library::of(name).is_some()
 }
 
-/// A library's catalogue folder and the targets it serves.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CatalogueFolder {
-    /// The library (`PACKAGE!member` for a member of a package).
-    pub library: PathBuf,
-    /// Its catalogue folder (`PACKAGE!member` for a package's).
-    pub folder: PathBuf,
-    /// The targets a device finds a catalogue for.
-    pub targets: BTreeSet<String>,
-}
-
 /// For the library at `path` (rocBLAS or hipBLASLt, on disk), or each such library among the
 /// members of the package at `path`: the targets a device finds a kernel catalogue for, as
 /// the library searches (its variables not read: the answer is what the files carry). A
 /// processor is named bare when a catalogue serves it whatever its xnack mode, else with the
-/// mode whose subfolder serves it (`gfx90a:xnack+`). Empty for other files.
-pub fn catalogue_targets(path: &Path, max_decompressed: u64) -> Vec<CatalogueFolder> {
+/// mode whose subfolder serves it (`gfx90a:xnack+`). Empty for other files, and for packages
+/// none of whose `members` (as `ls` names them) is one of the libraries.
+pub fn catalogue_targets(
+    path: &Path,
+    members: &[&Path],
+    max_decompressed: u64,
+) -> Vec<CatalogueTargets> {
     let candidates = candidates();
     let pairs: Vec<(usize, String)> = (candidates.iter())
         .map(|d| (d.index, d.target_id.clone()))
         .collect();
-    let found: Vec<(PathBuf, Vec<Catalogue>)> = if super::package::is_package(path) {
+    let in_package = members.iter().any(|m| Library::of(m).is_some());
+    let found: Vec<(PathBuf, Vec<Catalogue>)> = if in_package && super::package::is_package(path) {
         let machines = [candidates.clone()];
         let checks = super::package::check_package(path, &machines, max_decompressed);
         (checks.into_iter().flat_map(|c| c.files))
@@ -257,14 +253,14 @@ pub fn catalogue_targets(path: &Path, max_decompressed: u64) -> Vec<CatalogueFol
                 .filter(|d| d.ok)
                 .filter_map(|d| pairs.get(d.device).map(|(_, t)| t.as_str()))
                 .collect();
-            let targets = (ok.iter())
+            let targets: Vec<String> = (ok.iter())
                 .filter(|t| match t.split_once(':') {
                     Some((processor, _)) => !ok.contains(processor),
                     None => true,
                 })
                 .map(|t| t.to_string())
                 .collect();
-            Some(CatalogueFolder {
+            Some(CatalogueTargets {
                 library: file,
                 folder,
                 targets,
