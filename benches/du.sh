@@ -17,34 +17,8 @@ ours=${OFFLOAD:-$here/target/release/offload}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 
-# measure CMD...: runs CMD once, printing "SECONDS ANON_MIB RSS_MIB" (peaks over the run).
-measure() {
-  python3 - "$@" <<'PY'
-import subprocess, sys, time
-start = time.monotonic()
-child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-anon = rss = 0
-def sample():
-    global anon, rss
-    try:
-        with open(f"/proc/{child.pid}/status") as status:
-            for line in status:
-                if line.startswith("RssAnon:"):
-                    anon = max(anon, int(line.split()[1]))
-                elif line.startswith("VmHWM:"):
-                    rss = max(rss, int(line.split()[1]))
-    except (FileNotFoundError, ProcessLookupError):
-        pass
-while child.poll() is None:
-    sample()
-    time.sleep(0.003)
-elapsed = time.monotonic() - start
-err = child.stderr.read().decode(errors="replace")
-if child.returncode != 0:
-    sys.exit(f"failed ({child.returncode}): {' '.join(sys.argv[1:])}\n{err}")
-print(f"{elapsed:.3f} {anon / 1024:.0f} {rss / 1024:.0f}")
-PY
-}
+# measure CMD...: see benches/measure.sh.
+. "$here/benches/measure.sh"
 
 # best CMD...: the best of $runs runs of CMD; prints "SECONDS ANON_MIB RSS_MIB" of that run.
 best() {

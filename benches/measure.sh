@@ -1,0 +1,32 @@
+# Sourced by the benchmarks: `measure`, one run of a command with its time and the peaks of
+# its memory, sampled from /proc every few milliseconds (anonymous: heap, not mapped file
+# pages; resident: mapped pages included).
+
+# measure CMD...: runs CMD once, printing "SECONDS ANON_MIB RSS_MIB" (peaks over the run).
+measure() {
+  python3 - "$@" <<'PY'
+import subprocess, sys, time
+start = time.monotonic()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+anon = rss = 0
+def sample():
+    global anon, rss
+    try:
+        with open(f"/proc/{child.pid}/status") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    anon = max(anon, int(line.split()[1]))
+                elif line.startswith("VmHWM:"):
+                    rss = max(rss, int(line.split()[1]))
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+while child.poll() is None:
+    sample()
+    time.sleep(0.003)
+elapsed = time.monotonic() - start
+err = child.stderr.read().decode(errors="replace")
+if child.returncode != 0:
+    sys.exit(f"failed ({child.returncode}): {' '.join(sys.argv[1:])}\n{err}")
+print(f"{elapsed:.3f} {anon / 1024:.0f} {rss / 1024:.0f}")
+PY
+}
