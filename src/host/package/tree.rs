@@ -51,8 +51,9 @@ pub struct Tree {
     objects: HashMap<Vec<u8>, DynamicInfo>,
     /// The links, by install path: what each points to, and whether it is a hard link.
     links: HashMap<Vec<u8>, (Vec<u8>, bool)>,
-    /// The names in each folder (files, links and folders), by the folder's install path.
-    folders: HashMap<Vec<u8>, BTreeSet<Vec<u8>>>,
+    /// Every member's install path (files and links), sorted: a folder's names are the run
+    /// of paths under it, found in time that follows their number, whatever the depth.
+    names: BTreeSet<Vec<u8>>,
 }
 
 /// The most links followed in one path (the kernel's limit).
@@ -65,44 +66,49 @@ impl Tree {
             layout,
             objects: HashMap::new(),
             links: HashMap::new(),
-            folders: HashMap::new(),
+            names: BTreeSet::new(),
         }
     }
 
     /// Adds the name of a member installed at `install` (any file) to its folder's listing,
     /// and its folders to theirs.
     pub fn add_name(&mut self, install: &[u8]) {
-        let Some(mut path) = normalized(install) else {
-            return;
-        };
-        while !path.is_empty() {
-            let (folder, name) = match path.iter().rposition(|&b| b == b'/') {
-                Some(at) => (path.get(..at), path.get(at + 1..)),
-                None => (Some(&[][..]), Some(&path[..])),
-            };
-            let (Some(folder), Some(name)) = (folder, name) else {
-                return;
-            };
-            let listing = self.folders.entry(folder.to_vec()).or_default();
-            if !listing.insert(name.to_vec()) {
-                return;
-            }
-            path = folder.to_vec();
+        if let Some(path) = normalized(install).filter(|p| !p.is_empty()) {
+            self.names.insert(path);
         }
+    }
+
+    /// The paths of the members under the folder at install path `folder`, each with the
+    /// folder's part cut off.
+    fn under<'t>(&'t self, folder: &[u8]) -> impl Iterator<Item = &'t [u8]> + 't {
+        let mut prefix = folder.to_vec();
+        if !prefix.is_empty() {
+            prefix.push(b'/');
+        }
+        let at = prefix.len();
+        (self.names.range(prefix.clone()..))
+            .take_while(move |n| n.starts_with(&prefix))
+            .filter_map(move |n| n.get(at..))
     }
 
     /// Whether `path` names a folder of the tree (links followed).
     pub fn is_folder(&self, path: &Path) -> bool {
         self.install_path(path)
-            .is_some_and(|p| self.folders.contains_key(&p))
+            .is_some_and(|p| p.is_empty() || self.under(&p).next().is_some())
     }
 
     /// The names in the folder `path` (links followed); none when it is not a folder.
     pub fn names_in(&self, path: &Path) -> Vec<OsString> {
-        let listing = self.install_path(path).and_then(|p| self.folders.get(&p));
-        listing
-            .into_iter()
-            .flatten()
+        let Some(folder) = self.install_path(path) else {
+            return Vec::new();
+        };
+        let mut names: Vec<&[u8]> = (self.under(&folder))
+            .map(|rest| rest.split(|&b| b == b'/').next().unwrap_or(rest))
+            .collect();
+        // A folder's paths are together, but a file `b-x` sorts between `b` and `b/c`.
+        names.sort_unstable();
+        names.dedup();
+        (names.into_iter())
             .map(|n| OsStr::from_bytes(n).to_os_string())
             .collect()
     }
