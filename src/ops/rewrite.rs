@@ -53,7 +53,7 @@ use crate::format::container::{
 };
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
-use crate::format::offload_binary;
+use crate::format::{cuda_fatbin, offload_binary};
 use crate::host::archive::{read_members, write_archive};
 use crate::host::objcopy::{self, Rewritten};
 use crate::host::program::Inflating;
@@ -183,8 +183,9 @@ pub struct Summary {
     /// counted among those before and after: the program loads them itself, and they are
     /// kept whole, whatever their targets.
     pub embedded: usize,
-    /// The compressed bundles compressed by this rewrite, by the xxh3 hash of their bytes:
-    /// once written, they are checked by those bytes, not inflated and hashed again.
+    /// The compressed bundles compressed by this rewrite, and the compressed payloads of the
+    /// CUDA entries it copied as they were stored, by the xxh3 hash of their bytes: once
+    /// written, they are checked by those bytes, not inflated (and hashed) again.
     pub(crate) made: std::collections::BTreeSet<u64>,
     /// For a package, each member that holds device code (`PACKAGE!member`) and what
     /// became of it, in package order.
@@ -461,7 +462,7 @@ fn spill_failed(path: &Path, e: std::io::Error) -> Error {
 }
 
 /// A container's kind and what became of it, or why it could not be rewritten.
-type Done = std::result::Result<(&'static str, Rewrite), crate::format::Error>;
+type Done = std::result::Result<(&'static str, Rewrite, Vec<u64>), crate::format::Error>;
 
 /// The containers of `data` rewritten in parallel ahead of [`rewrite_region`], each with its
 /// place, in order: those whose places the headers before them tell. Compressed bundles are
@@ -543,16 +544,36 @@ fn rewrite_one(
         })
         // Said at its place in the region, not in the container.
         .map_err(|e| e.rebased(start as u64))?;
-    Ok((container.name(), rewrite))
+    let copied = match container {
+        Container::CudaFatbin => copied_payloads(here, &rewrite),
+        _ => Vec::new(),
+    };
+    Ok((container.name(), rewrite, copied))
+}
+
+/// The xxh3 hashes of the compressed payloads of the CUDA fat binary at the start of `here`
+/// once rewritten as `rewrite` says: its entries are copied as they are stored, kept or
+/// dropped whole, so that these are the input's own bytes, which the written file must hold
+/// again (checked by these hashes rather than inflated once more).
+fn copied_payloads(here: &[u8], rewrite: &Rewrite) -> Vec<u64> {
+    let bytes = match &rewrite.new {
+        Some(new) => new.bytes().unwrap_or_default(),
+        None => here,
+    };
+    cuda_fatbin::compressed_payloads(bytes)
+        .map(xxhash_rust::xxh3::xxh3_64)
+        .collect()
 }
 
 /// Counts what became of the container at `start` (a `kind`) into `summary` and logs it:
-/// its size there, and its new bytes (`None` when it stays; empty when it goes).
+/// its size there, and its new bytes (`None` when it stays; empty when it goes). The hashes
+/// of the compressed payloads it `copied` as stored join those the read-back knows.
 fn account(
     start: usize,
-    (kind, rewrite): (&'static str, Rewrite),
+    (kind, rewrite, copied): (&'static str, Rewrite, Vec<u64>),
     summary: &mut Summary,
 ) -> (usize, Option<NewBytes>) {
+    summary.made.extend(copied);
     summary.images_before += rewrite.images_before;
     summary.images_after += rewrite.images_after;
     summary.already_compressed += rewrite.already_compressed;
@@ -1106,8 +1127,9 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary, max_decompressed: u
             summary.images_after
         )));
     }
-    // A compressed bundle compressed by this rewrite is sound by how it was made: that these
-    // are its bytes is all there is to check.
+    // A compressed bundle compressed by this rewrite is sound by how it was made, and a CUDA
+    // entry's compressed payload copied as it was stored is the input's own: that these are
+    // their bytes is all there is to check.
     let made = |bytes: &[u8]| summary.made.contains(&xxhash_rust::xxh3::xxh3_64(bytes));
     let checked = verify_input_except(input, &data, max_decompressed, &made)?;
     let bad = checked.bad.iter().chain(&checked.binaries_bad);

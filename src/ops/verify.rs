@@ -109,6 +109,14 @@ enum Held {
 }
 
 impl Stream {
+    /// Its bytes, in `input` or held.
+    fn bytes<'i>(&'i self, input: &'i [u8]) -> &'i [u8] {
+        match &self.bytes {
+            Held::Input(start, len) => input.get(*start..*start + *len).unwrap_or_default(),
+            Held::Owned(bytes) => bytes.as_slice(),
+        }
+    }
+
     /// The size of the compressed bundle.
     fn len(&self) -> usize {
         match &self.bytes {
@@ -136,8 +144,9 @@ pub(crate) fn verify_file_within(
     verify_input_within(path, &input, max_decompressed, budget)
 }
 
-/// [`verify_input`], but a compressed bundle whose bytes `known` knows is counted sound without
-/// being inflated: a rewrite reading back the file it wrote knows the streams it compressed.
+/// [`verify_input`], but a compressed bundle or compressed CUDA payload whose bytes `known`
+/// knows is counted sound without being inflated: a rewrite reading back the file it wrote
+/// knows the streams it compressed and the CUDA entries it copied as they were stored.
 pub(crate) fn verify_input_except(
     path: &Path,
     input: &Input,
@@ -204,7 +213,10 @@ fn verify_input_checking(
     let checked: Vec<Result<u64>> = found
         .par_iter()
         .map(|stream| match &stream.cuda {
-            Some(cuda) => check_cuda(path, input, stream, cuda, max_decompressed, budget),
+            Some(cuda) => match counted(stream.bytes(input)) {
+                true => Ok(cuda.inflated_size),
+                false => check_cuda(path, input, stream, cuda, max_decompressed, budget),
+            },
             None => check(path, input, stream, max_decompressed, budget, &counted),
         })
         .collect();

@@ -547,6 +547,17 @@ fn entry_at(fatbin: &[u8], pos: usize) -> Result<(Entry<'_>, usize)> {
     Ok((entry, pos + header_size + payload_len))
 }
 
+/// The payloads, as stored, of the compressed entries of the fat binary at the start of
+/// `data`, in order (up to any damage, which the walk of [`entries`] reports): what a rewrite
+/// that copies entries as they are stored knows it wrote.
+pub fn compressed_payloads(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let end = size(data).map_or(0, |size| usize::try_from(size).unwrap_or(0));
+    entries(data.get(..end).unwrap_or_default())
+        .map_while(Result::ok)
+        .filter(Entry::is_compressed)
+        .map(|entry| entry.payload)
+}
+
 /// A fat binary of `kept` (entries of `fatbin`, in order), each copied as it is stored, under
 /// `fatbin`'s own header.
 pub fn write_kept(fatbin: &[u8], kept: &[Entry<'_>]) -> Vec<u8> {
