@@ -164,55 +164,54 @@ fn kernels(args: &Args, pool: &rayon::ThreadPool, files: &[PathBuf], mut failed:
         return 1;
     }
     let report = du::kernels::report(&found, args.top);
-    let text = if args.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(json) => json + "\n",
-            Err(e) => {
-                let _ = writeln!(stderr.lock(), "{PROG}: error: JSON: {e}");
-                return 1;
-            }
-        }
+    drop(found);
+    // Written as it is made: the rows of a large library are tens of megabytes of text.
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
     } else {
-        kernel_table(&report)
+        write_kernel_table(&report, &mut out)
     };
-    match crate::cli::print(PROG, &text) {
+    match written.and_then(|()| out.flush()) {
         Ok(()) => i32::from(failed),
-        Err(code) => code,
+        Err(e) => crate::cli::stdout_failed(PROG, &mut stderr.lock(), &e),
     }
 }
 
-/// The text of `du --kernels`: a row per function, then the code objects stored more than
-/// once, then the sums.
-fn kernel_table(report: &du::kernels::Report) -> String {
+/// The cells of a function's row in `du --kernels`.
+fn kernel_row(k: du::kernels::Kernel<'_>) -> [std::ffi::OsString; 8] {
+    let files = match k.files.as_slice() {
+        [one] => one.to_string(),
+        [first, rest @ ..] => format!("{first} (+{} more)", rest.len()),
+        [] => String::new(),
+    };
+    [
+        k.bytes.to_string().into(),
+        k.size.to_string().into(),
+        k.copies.to_string().into(),
+        k.saved.to_string().into(),
+        k.target.into(),
+        (if k.kernel { "kernel" } else { "function" }).into(),
+        k.name.into(),
+        files.into(),
+    ]
+}
+
+/// Writes the text of `du --kernels` to `out`, a row at a time: a row per function, then the
+/// code objects stored more than once, then the sums.
+fn write_kernel_table(report: &du::kernels::Report, out: &mut dyn Write) -> std::io::Result<()> {
     let header = [
         "BYTES", "SIZE", "COPIES", "SAVED", "TARGET", "KIND", "NAME", "FILE",
     ];
-    let rows: Vec<Vec<std::ffi::OsString>> = report
-        .kernels
-        .iter()
-        .map(|k| {
-            let files = match k.files.as_slice() {
-                [one] => one.clone(),
-                [first, rest @ ..] => format!("{first} (+{} more)", rest.len()),
-                [] => String::new(),
-            };
-            vec![
-                k.bytes.to_string().into(),
-                k.size.to_string().into(),
-                k.copies.to_string().into(),
-                k.saved.to_string().into(),
-                k.target.clone().into(),
-                (if k.kernel { "kernel" } else { "function" }).into(),
-                k.name.clone().into(),
-                files.into(),
-            ]
-        })
-        .collect();
     let mut align = vec![Align::Right; header.len()];
     for column in align.iter_mut().skip(4) {
         *column = Align::Left;
     }
-    let mut text = render(&header, &rows, &align);
+    let rows = || report.kernels().map(kernel_row);
+    crate::ops::support::columns::write_table(&header, rows, &align, out)?;
+    let mut text = String::new();
     if !report.code_objects.is_empty() {
         text.push_str("\nStored more than once:\n");
         let header = ["SIZE", "COPIES", "SAVED", "TARGET", "PLACES"];
@@ -250,7 +249,7 @@ fn kernel_table(report: &du::kernels::Report) -> String {
         t.saved_code_objects,
         t.saved_functions
     ));
-    text
+    out.write_all(text.as_bytes())
 }
 
 /// Where a copy is, for people: the file, member, section and offset.

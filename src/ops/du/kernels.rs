@@ -19,7 +19,7 @@
 //! let one = kernels::file_kernels(&file, 1 << 30)?;
 //! let report = kernels::report(&[one.clone(), one], None);
 //! assert!(report.code_objects.iter().all(|copies| copies.copies == 2));
-//! assert!(report.kernels.iter().any(|k| k.kernel && k.copies == 2));
+//! assert!(report.kernels().any(|k| k.kernel && k.copies == 2));
 //! assert_eq!(report.total.saved_code_objects * 2, report.total.code_object_bytes);
 //! # Ok(())
 //! # }
@@ -48,11 +48,22 @@ use crate::io::Input;
 /// `readelf` show it (`[<other: 0x10>]`).
 const STO_CUDA_ENTRY: u8 = 0x10;
 
-/// What one file holds: its device images, in the order found.
+/// What one file holds: its device images, in the order found, and the names of their
+/// functions, each held once.
 #[derive(Debug, Clone, Default)]
 pub struct Found {
     /// Its images (host entries left out).
     pub images: Vec<FoundImage>,
+    /// The names of the functions of its images, each once.
+    names: Names,
+}
+
+impl Found {
+    /// The name of `function`, one of the functions of this file's images (mangled, as the
+    /// symbol table holds it).
+    pub fn name(&self, function: &FoundFunction) -> &str {
+        self.names.get(function.name)
+    }
 }
 
 /// One device image of a file, with its functions.
@@ -70,17 +81,71 @@ pub struct FoundImage {
     pub functions: Vec<FoundFunction>,
 }
 
-/// One function of a code object or cubin.
+/// One function of a code object or cubin: a few words, its name held once by the file's
+/// [`Found`] (a library of 200,000 functions has some 30,000 names).
 #[derive(Debug, Clone)]
 pub struct FoundFunction {
-    /// Its symbol's name (mangled, as the symbol table holds it).
-    pub name: String,
+    /// Its symbol's name, by its number among the file's names ([`Found::name`]).
+    name: usize,
     /// Whether it is a kernel (an entry point), not a device function.
     pub kernel: bool,
     /// Its code's size in bytes (its symbol's `st_size`).
     pub size: u64,
     /// The hash of its bytes (of its size alone when they are not in the file: `SHT_NOBITS`).
     hash: u128,
+}
+
+/// Names held once each, one after another in one string, found again by their hash.
+#[derive(Debug, Clone, Default)]
+struct Names {
+    /// Every name, one after another.
+    text: String,
+    /// Where each name ends in `text`, by number.
+    ends: Vec<usize>,
+    /// The number of the name of each hash (the first name met with it).
+    by_hash: HashMap<u64, usize>,
+    /// The numbers of names whose hash an earlier name has.
+    collided: HashMap<Box<str>, usize>,
+}
+
+impl Names {
+    /// The name numbered `n` (empty for a number not given).
+    fn get(&self, n: usize) -> &str {
+        let start = match n.checked_sub(1) {
+            Some(before) => self.ends.get(before).copied().unwrap_or(0),
+            None => 0,
+        };
+        let end = self.ends.get(n).copied().unwrap_or(start);
+        self.text.get(start..end).unwrap_or_default()
+    }
+
+    /// The number of `name`, which is added when new.
+    fn intern(&mut self, name: &str) -> usize {
+        let hash = xxhash_rust::xxh3::xxh3_64(name.as_bytes());
+        match self.by_hash.get(&hash) {
+            Some(&n) if self.get(n) == name => n,
+            Some(_) => match self.collided.get(name) {
+                Some(&n) => n,
+                None => {
+                    let n = self.push(name);
+                    self.collided.insert(name.into(), n);
+                    n
+                }
+            },
+            None => {
+                let n = self.push(name);
+                self.by_hash.insert(hash, n);
+                n
+            }
+        }
+    }
+
+    /// Adds `name`, giving its number.
+    fn push(&mut self, name: &str) -> usize {
+        self.text.push_str(name);
+        self.ends.push(self.text.len());
+        self.ends.len() - 1
+    }
 }
 
 /// Where an image is: the file, the package member, the section, the offset.
@@ -107,6 +172,7 @@ pub struct Place {
 /// in the file as such are inflated after the scan, in parallel, one at a time per thread.
 pub fn file_kernels(path: &Path, max_decompressed: u64) -> Result<Found> {
     let input = Input::open(path)?;
+    let names = std::sync::Mutex::new(Names::default());
     let seen = std::cell::RefCell::new(Seen::default());
     let problems = scan_with_archives(
         path,
@@ -115,7 +181,7 @@ pub fn file_kernels(path: &Path, max_decompressed: u64) -> Result<Found> {
         Reading::Whole,
         &mut |image| {
             seen.borrow_mut()
-                .image(path, &input, image, max_decompressed)
+                .image(path, &input, image, max_decompressed, &names)
         },
         &|_, _| Ok(()),
     )?;
@@ -140,7 +206,7 @@ pub fn file_kernels(path: &Path, max_decompressed: u64) -> Result<Found> {
                         let e = e.rebased(later.range.start as u64);
                         Error::format_in(path, &later.place.section, e)
                     })?;
-                Ok((later.slot, found(bytes, later.target, later.place)))
+                Ok((later.slot, found(bytes, later.target, later.place, &names)))
             },
         )
         .collect();
@@ -156,6 +222,7 @@ pub fn file_kernels(path: &Path, max_decompressed: u64) -> Result<Found> {
         images: (images.into_iter().flatten())
             .filter(|image| image.size > 0)
             .collect(),
+        names: names.into_inner().unwrap_or_else(|e| e.into_inner()),
     })
 }
 
@@ -186,8 +253,16 @@ struct Later {
 
 impl Seen {
     /// Takes in the image `image` of the file at `path` (read as `input`), inflating it within
-    /// `limit` now, or later when it is a CUDA entry lying in the file as such.
-    fn image(&mut self, path: &Path, input: &[u8], image: &DeviceImage<'_>, limit: u64) {
+    /// `limit` now, or later when it is a CUDA entry lying in the file as such; its functions'
+    /// names go to `names`.
+    fn image(
+        &mut self,
+        path: &Path,
+        input: &[u8],
+        image: &DeviceImage<'_>,
+        limit: u64,
+        names: &std::sync::Mutex<Names>,
+    ) {
         if self.failed.is_some() || image.target.producer == Producer::Host {
             return;
         }
@@ -227,7 +302,7 @@ impl Seen {
             }
             _ => Cow::Borrowed(image.data),
         };
-        self.images.push(Some(found(&bytes, target, place)));
+        self.images.push(Some(found(&bytes, target, place, names)));
     }
 }
 
@@ -280,20 +355,41 @@ fn within(whole: &[u8], part: &[u8]) -> Option<std::ops::Range<usize>> {
     (end <= whole.len()).then_some(start..end)
 }
 
-/// The image of `target` at `place` whose bytes are `bytes`, with its functions.
-fn found(bytes: &[u8], target: String, place: Place) -> FoundImage {
+/// The image of `target` at `place` whose bytes are `bytes`, with its functions, their names
+/// held in `names` (taken once per image).
+fn found(
+    bytes: &[u8],
+    target: String,
+    place: Place,
+    names: &std::sync::Mutex<Names>,
+) -> FoundImage {
+    let read = functions(bytes);
+    let mut names = names.lock().unwrap_or_else(|e| e.into_inner());
+    let functions = read
+        .into_iter()
+        .map(|(name, kernel, size, hash)| FoundFunction {
+            name: names.intern(&String::from_utf8_lossy(name)),
+            kernel,
+            size,
+            hash,
+        })
+        .collect();
     FoundImage {
         place,
         target,
         size: bytes.len() as u64,
         hash: xxh3_128(bytes),
-        functions: functions(bytes),
+        functions,
     }
 }
 
+/// A function read from a symbol table: its name, whether it is a kernel, its size and the
+/// hash of its code.
+type Read<'a> = (&'a [u8], bool, u64, u128);
+
 /// The functions with code of the ELF file `bytes` (an AMDGPU code object or a cubin), from
 /// its symbol table (else its dynamic one); none when it is no 64-bit ELF file.
-pub fn functions(bytes: &[u8]) -> Vec<FoundFunction> {
+fn functions(bytes: &[u8]) -> Vec<Read<'_>> {
     let Ok(file) = ElfFile64::<Endianness>::parse(bytes) else {
         return Vec::new();
     };
@@ -332,23 +428,19 @@ pub fn functions(bytes: &[u8]) -> Vec<FoundFunction> {
             Some(code) => xxh3_128(code),
             None => u128::from(symbol.size()),
         };
-        functions.push(FoundFunction {
-            name: String::from_utf8_lossy(name).into_owned(),
-            kernel,
-            size: symbol.size(),
-            hash,
-        });
+        functions.push((name, kernel, symbol.size(), hash));
     }
     functions
 }
 
-/// One function of one target, with the same bytes wherever it is stored.
+/// One function of one target, with the same bytes wherever it is stored: a row of the
+/// report, its text borrowed from it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Kernel {
+pub struct Kernel<'r> {
     /// Its symbol's name (mangled).
-    pub name: String,
+    pub name: &'r str,
     /// The target of the code objects that hold it.
-    pub target: String,
+    pub target: &'r str,
     /// Whether it is a kernel (an entry point); a device function otherwise.
     pub kernel: bool,
     /// Its code's size in bytes.
@@ -360,8 +452,54 @@ pub struct Kernel {
     /// The bytes keeping one copy would save: `size * (copies - 1)`.
     pub saved: u64,
     /// The files that hold it, in order, each once.
-    pub files: Vec<String>,
+    pub files: Vec<&'r str>,
 }
+
+/// A function of the report as held: numbers into the report's names, targets and files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Row {
+    name: usize,
+    target: usize,
+    kernel: bool,
+    size: u64,
+    copies: u64,
+    bytes: u64,
+    /// The first file that holds it, then the others (empty for most).
+    file: usize,
+    more_files: Vec<usize>,
+}
+
+/// Strings held once each, by number, found again by their text: the few targets and files.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Few {
+    all: Vec<String>,
+    numbers: HashMap<String, usize>,
+}
+
+impl Few {
+    /// The number of `text`, added when new.
+    fn number(&mut self, text: &str) -> usize {
+        if let Some(&n) = self.numbers.get(text) {
+            return n;
+        }
+        self.all.push(text.to_string());
+        self.numbers.insert(text.to_string(), self.all.len() - 1);
+        self.all.len() - 1
+    }
+
+    /// The string numbered `n`.
+    fn get(&self, n: usize) -> &str {
+        self.all.get(n).map_or("", String::as_str)
+    }
+}
+
+impl PartialEq for Names {
+    fn eq(&self, other: &Names) -> bool {
+        self.text == other.text && self.ends == other.ends
+    }
+}
+
+impl Eq for Names {}
 
 /// A code object (or any device image) whose bytes are stored more than once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -396,63 +534,100 @@ pub struct Totals {
     pub saved_functions: u64,
 }
 
-/// What `du --kernels` reports.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// What `du --kernels` reports. The functions are held as a few numbers each, their names
+/// once each, and are handed out one at a time ([`Report::kernels`]), so that the report takes
+/// memory for its rows' numbers and the distinct names, not for the text of every row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
     /// The functions, most bytes first (then by target and name); the first `top` only when
     /// asked.
-    pub kernels: Vec<Kernel>,
+    rows: Vec<Row>,
+    names: Names,
+    targets: Few,
+    files: Few,
     /// The code objects stored more than once, most bytes saved first.
     pub code_objects: Vec<Copies>,
     /// The sums, over every function (not only the first `top`).
     pub total: Totals,
 }
 
+impl Report {
+    /// The functions, most bytes first (then by target and name).
+    pub fn kernels(&self) -> impl ExactSizeIterator<Item = Kernel<'_>> + Clone + '_ {
+        self.rows.iter().map(|row| Kernel {
+            name: self.names.get(row.name),
+            target: self.targets.get(row.target),
+            kernel: row.kernel,
+            size: row.size,
+            copies: row.copies,
+            bytes: row.bytes,
+            saved: row.size.saturating_mul(row.copies.saturating_sub(1)),
+            files: std::iter::once(row.file)
+                .chain(row.more_files.iter().copied())
+                .map(|n| self.files.get(n))
+                .collect(),
+        })
+    }
+}
+
+/// The report as JSON: `kernels` (each row made as it is written), `code_objects`, `total`.
+impl Serialize for Report {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        /// The rows, written one at a time.
+        struct Rows<'r>(&'r Report);
+        impl Serialize for Rows<'_> {
+            fn serialize<S: serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                serializer.collect_seq(self.0.kernels())
+            }
+        }
+        let mut report = serializer.serialize_struct("Report", 3)?;
+        report.serialize_field("kernels", &Rows(self))?;
+        report.serialize_field("code_objects", &self.code_objects)?;
+        report.serialize_field("total", &self.total)?;
+        report.end()
+    }
+}
+
 /// The report of the files `found`, keeping the `top` functions with the most bytes when
 /// asked.
 pub fn report(found: &[Found], top: Option<usize>) -> Report {
-    let mut total = Totals::default();
+    let mut report = Report::default();
     let mut objects: HashMap<u128, Copies> = HashMap::new();
     let mut object_order = Vec::new();
-    let mut functions: HashMap<(&str, &str, u128), Kernel> = HashMap::new();
-    for image in found.iter().flat_map(|f| &f.images) {
-        total.code_objects += 1;
-        total.code_object_bytes = total.code_object_bytes.saturating_add(image.size);
-        let copies = objects.entry(image.hash).or_insert_with(|| {
-            object_order.push(image.hash);
-            Copies {
-                target: image.target.clone(),
-                size: image.size,
-                copies: 0,
-                saved: 0,
-                places: Vec::new(),
-            }
-        });
-        copies.copies += 1;
-        copies.places.push(image.place.clone());
-        for function in &image.functions {
-            total.functions += 1;
-            // Sizes are the symbols' own: a damaged table may declare anything.
-            total.function_bytes = total.function_bytes.saturating_add(function.size);
-            let key = (image.target.as_str(), function.name.as_str(), function.hash);
-            let kernel = functions.entry(key).or_insert_with(|| Kernel {
-                name: function.name.clone(),
-                target: image.target.clone(),
-                kernel: function.kernel,
-                size: function.size,
-                copies: 0,
-                bytes: 0,
-                saved: 0,
-                files: Vec::new(),
+    // Each function's row, by target, name and the hash of its bytes.
+    let mut rows: HashMap<(usize, usize, u128), usize> = HashMap::new();
+    for file in found {
+        for image in &file.images {
+            let total = &mut report.total;
+            total.code_objects += 1;
+            total.code_object_bytes = total.code_object_bytes.saturating_add(image.size);
+            let copies = objects.entry(image.hash).or_insert_with(|| {
+                object_order.push(image.hash);
+                Copies {
+                    target: image.target.clone(),
+                    size: image.size,
+                    copies: 0,
+                    saved: 0,
+                    places: Vec::new(),
+                }
             });
-            kernel.copies += 1;
-            kernel.bytes = kernel.bytes.saturating_add(function.size);
-            kernel.saved = kernel.size.saturating_mul(kernel.copies - 1);
-            if kernel.files.last() != Some(&image.place.file) {
-                kernel.files.push(image.place.file.clone());
+            copies.copies += 1;
+            copies.places.push(image.place.clone());
+            let target = report.targets.number(&image.target);
+            let place = report.files.number(&image.place.file);
+            for function in &image.functions {
+                count_function(&mut report, &mut rows, (file, function), target, place);
             }
         }
     }
+    drop(rows);
     let mut code_objects: Vec<Copies> = object_order
         .iter()
         .filter_map(|hash| objects.remove(hash))
@@ -463,21 +638,62 @@ pub fn report(found: &[Found], top: Option<usize>) -> Report {
         })
         .collect();
     code_objects.sort_by_key(|c| std::cmp::Reverse(c.saved));
+    let total = &mut report.total;
     total.saved_code_objects = (code_objects.iter()).fold(0, |sum, c| sum.saturating_add(c.saved));
-    let mut kernels: Vec<Kernel> = functions.into_values().collect();
-    total.saved_functions = (kernels.iter()).fold(0, |sum, k| sum.saturating_add(k.saved));
-    kernels.sort_by(|a, b| {
+    report.code_objects = code_objects;
+    let saved = |row: &Row| row.size.saturating_mul(row.copies.saturating_sub(1));
+    report.total.saved_functions =
+        (report.rows.iter()).fold(0, |sum, r| sum.saturating_add(saved(r)));
+    let (names, targets) = (&report.names, &report.targets);
+    report.rows.sort_by(|a, b| {
         (b.bytes.cmp(&a.bytes))
-            .then_with(|| a.target.cmp(&b.target))
-            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| targets.get(a.target).cmp(targets.get(b.target)))
+            .then_with(|| names.get(a.name).cmp(names.get(b.name)))
             .then_with(|| a.size.cmp(&b.size))
     });
     if let Some(top) = top {
-        kernels.truncate(top);
+        report.rows.truncate(top);
     }
-    Report {
-        kernels,
-        code_objects,
-        total,
+    report.rows.shrink_to_fit();
+    report
+}
+
+/// Counts one copy of `function` (of the file `found`, in an image of the target numbered
+/// `target` in the file numbered `file`) into `report`, its row found in `rows`.
+fn count_function(
+    report: &mut Report,
+    rows: &mut HashMap<(usize, usize, u128), usize>,
+    (found, function): (&Found, &FoundFunction),
+    target: usize,
+    file: usize,
+) {
+    let total = &mut report.total;
+    total.functions += 1;
+    // Sizes are the symbols' own: a damaged table may declare anything.
+    total.function_bytes = total.function_bytes.saturating_add(function.size);
+    let name = report.names.intern(found.name(function));
+    let n = *rows
+        .entry((target, name, function.hash))
+        .or_insert_with(|| {
+            report.rows.push(Row {
+                name,
+                target,
+                kernel: function.kernel,
+                size: function.size,
+                copies: 0,
+                bytes: 0,
+                file,
+                more_files: Vec::new(),
+            });
+            report.rows.len() - 1
+        });
+    let Some(row) = report.rows.get_mut(n) else {
+        return;
+    };
+    row.copies += 1;
+    row.bytes = row.bytes.saturating_add(function.size);
+    let last = row.more_files.last().copied().unwrap_or(row.file);
+    if row.copies > 1 && last != file {
+        row.more_files.push(file);
     }
 }

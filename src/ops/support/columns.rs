@@ -30,19 +30,72 @@ pub fn render<R: AsRef<[C]>, C: AsRef<std::ffi::OsStr>>(
         .iter()
         .map(|row| row.as_ref().iter().map(crate::io::shown).collect())
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    let mut widths = Widths::of(header);
     for row in &shown_rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
+        widths.fit(row.iter().map(|c| c.as_ref()));
+    }
+    let mut out = String::new();
+    widths.line(&mut out, header.iter().copied(), align);
+    for row in &shown_rows {
+        widths.line(&mut out, row.iter().map(|c| c.as_ref()), align);
+    }
+    out
+}
+
+/// A table too large to hold as text, written to `out` a line at a time: `rows` is called
+/// twice, once to measure the columns and once to write them, so that only one row is made
+/// at a time. The text is [`render`]'s.
+pub fn write_table<I, R, C>(
+    header: &[&str],
+    rows: impl Fn() -> I,
+    align: &[Align],
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()>
+where
+    I: Iterator<Item = R>,
+    R: AsRef<[C]>,
+    C: AsRef<std::ffi::OsStr>,
+{
+    let mut widths = Widths::of(header);
+    for row in rows() {
+        let shown: Vec<Cow<'_, str>> = row.as_ref().iter().map(crate::io::shown).collect();
+        widths.fit(shown.iter().map(|c| c.as_ref()));
+    }
+    let mut line = String::new();
+    widths.line(&mut line, header.iter().copied(), align);
+    out.write_all(line.as_bytes())?;
+    for row in rows() {
+        let shown: Vec<Cow<'_, str>> = row.as_ref().iter().map(crate::io::shown).collect();
+        line.clear();
+        widths.line(&mut line, shown.iter().map(|c| c.as_ref()), align);
+        out.write_all(line.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The width of each column: its widest cell up to [`WIDEST_PADDED`] characters.
+struct Widths(Vec<usize>);
+
+impl Widths {
+    /// The widths of `header`'s names.
+    fn of(header: &[&str]) -> Self {
+        Widths(header.iter().map(|h| h.chars().count()).collect())
+    }
+
+    /// Widens the columns to the cells of a row.
+    fn fit<'c>(&mut self, cells: impl Iterator<Item = &'c str>) {
+        for (w, cell) in self.0.iter_mut().zip(cells) {
             let len = cell.chars().count();
             if len <= WIDEST_PADDED {
                 *w = (*w).max(len);
             }
         }
     }
-    let mut out = String::new();
-    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+
+    /// Adds the line of `cells` to `out`, aligned as `align` says.
+    fn line<'c>(&self, out: &mut String, cells: impl Iterator<Item = &'c str>, align: &[Align]) {
         let mut text = String::new();
-        for (k, (cell, &w)) in cells.zip(&widths).enumerate() {
+        for (k, (cell, &w)) in cells.zip(&self.0).enumerate() {
             let pad = w.saturating_sub(cell.chars().count());
             match align.get(k).copied().unwrap_or(Align::Left) {
                 Align::Left => {
@@ -58,12 +111,7 @@ pub fn render<R: AsRef<[C]>, C: AsRef<std::ffi::OsStr>>(
         }
         out.push_str(text.trim_end());
         out.push('\n');
-    };
-    line(&mut header.iter().copied());
-    for row in &shown_rows {
-        line(&mut row.iter().map(|c| c.as_ref()));
     }
-    out
 }
 
 /// Numbers, in increasing order, as ranges: `1-3, 5`.
