@@ -254,3 +254,42 @@ fn libcurand_stripped_to_one_sm_keeps_exactly_its_cubins_and_loads() {
     let (code, text, err) = text_output(Command::new(python).args(["-c", &script]));
     assert_eq!((code, text.trim()), (0, "0 10310"), "{err}");
 }
+
+#[test]
+fn compressed_entries_kept_are_copied_as_stored_and_read_back_sound() {
+    let dir = tempfile::tempdir().unwrap();
+    let cuda = samples_dir().join("cuda");
+    // Each arch's stored payload, for the compressed entries of `path`.
+    let stored = |path: &Path| -> Vec<(String, Vec<u8>)> {
+        let bytes = std::fs::read(path).unwrap();
+        cuda_entries(path)
+            .iter()
+            .filter(|e| e["compressed"] == true)
+            .map(|e| {
+                let at = e["cuda"]["stored_offset"].as_u64().unwrap() as usize;
+                let size = e["cuda"]["stored_size"].as_u64().unwrap() as usize;
+                let arch = e["arch"].as_str().unwrap().to_string();
+                (arch, bytes[at..at + size].to_vec())
+            })
+            .collect()
+    };
+    let cases = [
+        ("gencode-zstd.o", ["sm_90", "compute_90"].len()),
+        ("compress-all.o", 2),
+        ("gencode-lz.o", 1),
+    ];
+    for (name, compressed) in cases {
+        let input = cuda.join(name);
+        let out = strip(&input, dir.path(), name, &["--keep", "sm_90"]);
+        let kept = stored(&out);
+        assert_eq!(kept.len(), compressed, "{name}: {kept:?}");
+        let before = stored(&input);
+        assert!(kept.iter().all(|k| before.contains(k)), "{name}");
+        // Every stream of the result inflates as its header says, to what the input's did.
+        succeed(offload().arg("verify").arg(&out));
+        let after = contents(&out, &dir.path().join(format!("{name}-after")));
+        let all = contents(&input, &dir.path().join(format!("{name}-before")));
+        assert_eq!(after.len(), arches(&out).len(), "{name}");
+        assert!(after.iter().all(|c| all.contains(c)), "{name}");
+    }
+}

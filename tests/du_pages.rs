@@ -375,3 +375,38 @@ fn kernels_of_damaged_and_capped_inputs_are_errors_naming_the_file() {
         );
     }
 }
+
+/// Files of the samples, as `du --kernels` is given them in `samples/` for
+/// tests/golden-du-kernels/: AMDGPU and CUDA code objects, stored more than once (one file
+/// twice), in files of their own and across files.
+const KERNEL_SAMPLES: [&str; 8] = [
+    "bundles/vadd-fat.o",
+    "bundles/kernel-hip-z.o",
+    "bundles/kernel-6.o",
+    "cuda/gencode-zstd.o",
+    "cuda/libkernel.so",
+    "cuda/compress-all.o",
+    "cuda/gencode-lz.o",
+    "bundles/vadd-fat.o",
+];
+
+#[test]
+fn kernel_tables_and_json_are_what_they_were_on_every_run() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden-du-kernels");
+    for (args, expected) in [(&[][..], "samples.txt"), (&["--json"][..], "samples.json")] {
+        let want = String::from_utf8(std::fs::read(golden.join(expected)).unwrap()).unwrap();
+        // Many threads, run after run: the rows come in one order.
+        for _ in 0..3 {
+            let out = succeed(
+                offload()
+                    .current_dir(samples_dir())
+                    .env("RAYON_NUM_THREADS", "8")
+                    .args(["du", "--kernels"])
+                    .args(args)
+                    .args(KERNEL_SAMPLES),
+            );
+            let text = String::from_utf8(out.stdout).unwrap();
+            assert!(text == want, "{expected}:\n{text}");
+        }
+    }
+}

@@ -1084,9 +1084,10 @@ fn rewrite_archive(
 }
 
 /// Reads the written file back before it replaces anything: it must hold exactly the device
-/// images the rewrite meant to keep, all of them readable, and every compressed bundle must
-/// inflate to what its header says (checked in parallel, within the inflation budget, never
-/// holding a whole stream).
+/// images the rewrite meant to keep, all of them readable, and every compressed bundle and
+/// compressed CUDA payload must inflate to what its header says (checked in parallel, within
+/// the inflation budget, never holding a whole stream), unless it is one this rewrite
+/// compressed or copied as stored, which must then be those bytes (their hash).
 fn verify(input: &Path, out: &mut Output, summary: &Summary, max_decompressed: u64) -> Result<()> {
     let Some(written) = out.written_so_far()? else {
         return Ok(());
@@ -1132,7 +1133,9 @@ fn verify(input: &Path, out: &mut Output, summary: &Summary, max_decompressed: u
     // their bytes is all there is to check.
     let made = |bytes: &[u8]| summary.made.contains(&xxhash_rust::xxh3::xxh3_64(bytes));
     let checked = verify_input_except(input, &data, max_decompressed, &made)?;
-    let bad = checked.bad.iter().chain(&checked.binaries_bad);
+    let bad = (checked.bad.iter())
+        .chain(&checked.binaries_bad)
+        .chain(&checked.cuda_bad);
     match bad.chain(&checked.problems).next() {
         Some(bad) => Err(failed(bad.to_string())),
         None => Ok(()),

@@ -434,3 +434,54 @@ fn check(
     input.release(bytes);
     checked.map(|_| size).map_err(fail)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stored payloads of the compressed CUDA entries of the file `input` (named `path`).
+    fn cuda_payloads(path: &Path, input: &Input) -> Vec<(usize, usize)> {
+        let found = find_streams(path, input, u64::MAX).unwrap();
+        (found.streams.iter())
+            .filter(|s| s.cuda.is_some())
+            .filter_map(|s| match s.bytes {
+                Held::Input(start, len) => Some((start, len)),
+                Held::Owned(_) => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn copied_cuda_payloads_are_known_by_their_bytes_and_others_inflated() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("samples/cuda/gencode-zstd.o");
+        let input = Input::open(&path).unwrap();
+        let payloads = cuda_payloads(&path, &input);
+        assert_eq!(
+            payloads.len(),
+            3,
+            "two cubins and PTX, stored zstd-compressed"
+        );
+        let hashes: std::collections::BTreeSet<u64> = (payloads.iter())
+            .map(|&(start, len)| xxhash_rust::xxh3::xxh3_64(&input[start..start + len]))
+            .collect();
+        let known = |bytes: &[u8]| hashes.contains(&xxhash_rust::xxh3::xxh3_64(bytes));
+        let sound = verify_input_except(&path, &input, u64::MAX, &known).unwrap();
+        assert_eq!((sound.cuda, sound.cuda_bad.len()), (3, 0));
+
+        // A payload written wrong is no longer the bytes copied: it is inflated, and fails.
+        let dir = tempfile::tempdir().unwrap();
+        let damaged = dir.path().join("damaged.o");
+        let mut bytes = input.to_vec();
+        let (start, _) = payloads[1];
+        bytes[start] ^= 0xff;
+        std::fs::write(&damaged, &bytes).unwrap();
+        let written = Input::open(&damaged).unwrap();
+        let checked = verify_input_except(&damaged, &written, u64::MAX, &known).unwrap();
+        assert_eq!((checked.cuda, checked.cuda_bad.len()), (3, 1));
+        let said = checked.cuda_bad[0].to_string();
+        assert!(said.contains("damaged.o"), "{said}");
+        // Known bytes are not inflated: damage in them is not what this check looks for.
+        let all = verify_input_except(&damaged, &written, u64::MAX, &|_| true).unwrap();
+        assert_eq!((all.cuda, all.cuda_bad.len()), (3, 0));
+    }
+}
