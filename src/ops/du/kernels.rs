@@ -697,3 +697,33 @@ fn count_function(
         row.more_files.push(file);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_held_once_and_given_back_by_number() {
+        let mut names = Names::default();
+        let a = names.intern("_Z1av");
+        let b = names.intern("_Z1bv");
+        let empty = names.intern("");
+        assert_eq!((names.intern("_Z1av"), names.intern("_Z1bv")), (a, b));
+        assert_eq!(
+            (names.get(a), names.get(b), names.get(empty)),
+            ("_Z1av", "_Z1bv", "")
+        );
+        assert_eq!(names.text, "_Z1av_Z1bv");
+        // A number never given is no name.
+        assert_eq!(names.get(99), "");
+        // Names whose hashes meet are told apart by their text.
+        let c = names.push("_Z1cv");
+        names
+            .by_hash
+            .insert(xxhash_rust::xxh3::xxh3_64(b"_Z1dv"), c);
+        let d = names.intern("_Z1dv");
+        assert_ne!(c, d);
+        assert_eq!(names.intern("_Z1dv"), d);
+        assert_eq!((names.get(c), names.get(d)), ("_Z1cv", "_Z1dv"));
+    }
+}

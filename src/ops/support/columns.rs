@@ -156,6 +156,20 @@ mod tests {
     }
 
     #[test]
+    fn a_table_written_a_row_at_a_time_is_the_one_rendered() {
+        let long = "y".repeat(200);
+        let rows = [
+            vec!["1".to_string(), long, "12".into()],
+            vec!["10".to_string(), "a\tb".into(), "3".into()],
+            vec!["100".to_string(), "gfx90a".into(), String::new()],
+        ];
+        let (header, align) = (["#", "ARCH", "SIZE"], [Align::Right, Align::Left]);
+        let mut written = Vec::new();
+        write_table(&header, || rows.iter(), &align, &mut written).unwrap();
+        assert_eq!(written, render(&header, &rows, &align).into_bytes());
+    }
+
+    #[test]
     fn a_cell_too_wide_overflows_without_widening_its_column() {
         let long = "x".repeat(70_000);
         let rows = [
