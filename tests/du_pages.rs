@@ -410,3 +410,27 @@ fn kernel_tables_and_json_are_what_they_were_on_every_run() {
         }
     }
 }
+
+#[test]
+fn functions_alike_but_for_their_code_come_in_the_order_found() {
+    // Over every sample (some damaged: exit 1), functions of one name, size and target with
+    // different code tie on every sort key: they come in the order their files were found.
+    let run = |json: bool| {
+        let mut command = offload();
+        command
+            .current_dir(samples_dir())
+            .env("RAYON_NUM_THREADS", "8")
+            .args(["du", "--kernels", "-r", "."]);
+        if json {
+            command.arg("--json");
+        }
+        command.output().unwrap().stdout
+    };
+    for json in [false, true] {
+        let first = run(json);
+        assert!(!first.is_empty());
+        for _ in 0..3 {
+            assert!(run(json) == first, "json: {json}");
+        }
+    }
+}
