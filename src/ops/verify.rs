@@ -213,10 +213,15 @@ fn verify_input_checking(
     let checked: Vec<Result<u64>> = found
         .par_iter()
         .map(|stream| match &stream.cuda {
-            Some(cuda) => match counted(stream.bytes(input)) {
-                true => Ok(cuda.inflated_size),
-                false => check_cuda(path, input, stream, cuda, max_decompressed, budget),
-            },
+            Some(cuda) => {
+                let bytes = stream.bytes(input);
+                if counted(bytes) {
+                    // Read once: its pages need not stay.
+                    input.release(bytes);
+                    return Ok(cuda.inflated_size);
+                }
+                check_cuda(path, input, stream, cuda, max_decompressed, budget)
+            }
             None => check(path, input, stream, max_decompressed, budget, &counted),
         })
         .collect();
