@@ -8,6 +8,9 @@ the tables beside them.
                                     its growth-table markers
     plot.py speed TABLE SVG         benches/speed.sh's markdown table: each ratio as a bar
                                     beside its target (log scale)
+    plot.py page PAGE NAME FILE     FILE's text between PAGE's NAME-table markers
+                                    (`<!-- NAME table: benches/NAME.sh -->` and
+                                    `<!-- end of NAME table -->`)
 """
 
 import csv
@@ -199,12 +202,12 @@ def growth(tsv, out, page=None):
     svg.write(out)
     if page:
         tables = "\n".join(growth_table(rows, name, unit) for name, _, unit in inputs)
-        replace_between(page, "<!-- growth table: benches/growth.sh -->\n",
-                        "<!-- end of growth table -->", tables)
+        replace_table(page, "growth", tables)
 
 
-def replace_between(page, start, end, text):
-    """Replaces what lies between the markers start and end of the file page."""
+def replace_table(page, name, text):
+    """Replaces what lies between the markers of the table `name` in the file page."""
+    start, end = f"<!-- {name} table: benches/{name}.sh -->\n", f"<!-- end of {name} table -->"
     whole = open(page).read()
     head, rest = whole.split(start, 1)
     _, tail = rest.split(end, 1)
@@ -267,6 +270,9 @@ def main(args):
         growth(*args[1:4])
     elif len(args) == 3 and args[0] == "speed":
         speed(args[1], args[2])
+    elif len(args) == 4 and args[0] == "page":
+        with open(args[3]) as f:
+            replace_table(args[1], args[2], f.read())
     else:
         sys.exit(__doc__)
 
