@@ -12,8 +12,9 @@
 # into three bundles of mixed targets; each bundle of a program a copy of one of them, with a
 # counter written into each code object's padding so that no two are alike; each wrapped in a
 # host object of its own (offload wrapper --kind=hip, one registration per bundle, as one per
-# translation unit) and all linked into one shared library (cc -shared). A tree is copies of
-# three small libraries of one unpadded bundle each, 100 to a folder, in nested folders.
+# translation unit) and all linked into one shared library (cc -shared, .hip_fatbin last). A
+# tree is copies of three small libraries of one unpadded bundle each, 100 to a folder, in
+# nested folders.
 #
 # SIZES="16 32 ..." (MB, default 16 to 4096 doubling) and FILES="100 237 ..." (default nine
 # steps of x2.37 from 100 to 100,000; FILES= leaves trees out, SIZES= programs) choose the
@@ -118,7 +119,11 @@ while written < mib << 20:
     written += len(data)
     number += 1
 PY
-  cc -shared -nostdlib -o "$out" objects/*.o
+  # .hip_fatbin goes last, after .bss: where the linker puts it by default, between the code
+  # and its data, past 2 GiB it leaves the code's PC-relative references out of reach.
+  printf 'SECTIONS { .hip_fatbin : ALIGN(4096) { KEEP(*(.hip_fatbin)) } } INSERT AFTER .bss;\n' \
+    >objects/last.ld
+  cc -shared -nostdlib -Wl,-T,objects/last.ld -o "$out" objects/*.o
   rm -rf objects
 }
 

@@ -1,7 +1,7 @@
 //! How each command's cost grows with its input, on the smallest steps of benches/growth.sh:
-//! synthetic programs of 16, 32 and 64 MB and trees of 100, 200 and 400 small programs. For ls,
-//! du, strip, kpack and extract, the peak anonymous memory at the largest step must stay
-//! within 16 MiB of the smallest's, and the CPU time (user and system, of the child alone,
+//! synthetic programs of 16, 32 and 64 MB and trees of 100, 200 and 400 small programs, each
+//! step measured (and shown with --nocapture). For ls, du, strip, kpack and extract, the peak
+//! anonymous memory at the largest step must stay within 16 MiB of the smallest's, and the CPU time (user and system, of the child alone,
 //! best of three) must not grow more than twice as fast as the input.
 //!
 //! The inputs are made here from the sample code objects, as the bench makes them: each padded
@@ -315,26 +315,21 @@ fn check_growth(dir: &Path, inputs: &[String], tree: bool, scale: f64) -> Vec<St
     let mut failures = Vec::new();
     let names: Vec<&str> = commands("", tree).iter().map(|(n, _)| *n).collect();
     for (index, name) in names.iter().enumerate() {
-        let costs: Vec<Cost> = [inputs.first(), inputs.last()]
-            .into_iter()
-            .flatten()
+        let costs: Vec<Cost> = inputs
+            .iter()
             .map(|input| {
                 let args = commands(input, tree).swap_remove(index).1;
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 best(dir, &args, &clean)
             })
             .collect();
+        let steps: Vec<String> = inputs
+            .iter()
+            .zip(&costs)
+            .map(|(input, c)| format!("{input} {:.3} s CPU, {} KiB", c.cpu, c.anon_kib))
+            .collect();
+        eprintln!("growth: {name}: {}", steps.join("; "));
         let (first, last) = (costs[0], costs[costs.len() - 1]);
-        eprintln!(
-            "growth: {name}{} {} -> {}: {:.3} -> {:.3} s CPU, {} -> {} KiB anonymous",
-            if tree { " -r" } else { "" },
-            inputs[0],
-            inputs[inputs.len() - 1],
-            first.cpu,
-            last.cpu,
-            first.anon_kib,
-            last.anon_kib
-        );
         // strip holds the bundles it keeps in a spill, in memory up to a fixed size and in a
         // temporary file past it: memory that fills up to that bound on small inputs, not
         // memory that grows with the input.
