@@ -12,7 +12,7 @@
 # into three bundles of mixed targets; each bundle of a program a copy of one of them, with a
 # counter written into each code object's padding so that no two are alike; each wrapped in a
 # host object of its own (offload wrapper --kind=hip, one registration per bundle, as one per
-# translation unit) and all linked into one shared library (cc -shared, .hip_fatbin last). A
+# translation unit) and all linked into one shared library (cc -shared, .hip_fatbin first). A
 # tree is copies of three small libraries of one unpadded bundle each, 100 to a folder, in
 # nested folders.
 #
@@ -119,11 +119,11 @@ while written < mib << 20:
     written += len(data)
     number += 1
 PY
-  # .hip_fatbin goes last, after .bss: where the linker puts it by default, between the code
-  # and its data, past 2 GiB it leaves the code's PC-relative references out of reach.
-  printf 'SECTIONS { .hip_fatbin : ALIGN(4096) { KEEP(*(.hip_fatbin)) } } INSERT AFTER .bss;\n' \
-    >objects/last.ld
-  cc -shared -nostdlib -Wl,-T,objects/last.ld -o "$out" objects/*.o
+  # .hip_fatbin goes first, in the first segment: where the linker puts it by default, between
+  # the code and its data, past 2 GiB it leaves the code's PC-relative references out of reach.
+  printf 'SECTIONS { .hip_fatbin : ALIGN(4096) { KEEP(*(.hip_fatbin)) } } INSERT BEFORE .hash;\n' \
+    >objects/first.ld
+  cc -shared -nostdlib -Wl,-T,objects/first.ld -o "$out" objects/*.o
   rm -rf objects
 }
 

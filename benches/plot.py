@@ -191,7 +191,8 @@ def growth_table(rows, input_name, unit):
 
 def growth(tsv, out, page=None):
     with open(tsv) as f:
-        rows = list(csv.DictReader(f, delimiter="\t"))
+        # A run that failed has no figures (growth.sh printed why): it is left out.
+        rows = [r for r in csv.DictReader(f, delimiter="\t") if r["seconds"]]
     inputs = [(name, label, unit) for name, label, unit in
               [("program", "size of the program (MB)", "MB"),
                ("tree", "files in the tree", "files")]
