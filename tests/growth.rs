@@ -48,6 +48,8 @@ fn anon_kib(pid: u32) -> u64 {
 }
 
 /// Runs `args` in `dir` once: its CPU time from `wait4` and its anonymous peak, sampled.
+// The child is reaped by `wait4`, which gives its resource usage too; std's `wait` would not.
+#[allow(clippy::zombie_processes)]
 fn run_once(dir: &Path, args: &[&str]) -> Cost {
     let child = offload()
         .current_dir(dir)
