@@ -169,6 +169,7 @@ def growth_table(rows, input_name, unit):
     commands = list(dict.fromkeys(r["command"] for r in rows))
     cell = {(r["command"], r["step"]): r for r in rows}
     head = ["command"] + [f"{s} {unit}" for s in steps] + ["time, last / first",
+                                                            "time, last / the step before",
                                                             "anonymous, first → last"]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for command in commands:
@@ -178,14 +179,19 @@ def growth_table(rows, input_name, unit):
             cells.append(f"{float(r['seconds']):.2f} s, {r['anonymous_mib']} / "
                          f"{r['resident_mib']} MiB" if r else "")
         ends = [cell[(command, s)] for s in steps if (command, s) in cell]
-        grew = ""
-        if len(ends) > 1 and float(ends[0]["seconds"]) > 0:
-            ratio = float(ends[-1]["seconds"]) / float(ends[0]["seconds"])
-            size = float(ends[-1]["step"]) / float(ends[0]["step"])
-            grew = f"{ratio:.0f}x (input {size:.0f}x)"
+        def grew(a, b, digits):
+            """How much the time grew from run a to run b, beside how much the input did."""
+            if float(a["seconds"]) <= 0:
+                return ""
+            ratio = float(b["seconds"]) / float(a["seconds"])
+            size = float(b["step"]) / float(a["step"])
+            return f"{ratio:.{digits}f}x (input {size:.{digits}f}x)"
+
+        whole = grew(ends[0], ends[-1], 0) if len(ends) > 1 else ""
+        last = grew(ends[-2], ends[-1], 2) if len(ends) > 1 else ""
         memory = (f"{ends[0]['anonymous_mib']} → {ends[-1]['anonymous_mib']} MiB"
                   if ends else "")
-        lines.append("| " + " | ".join([command] + cells + [grew, memory]) + " |")
+        lines.append("| " + " | ".join([command] + cells + [whole, last, memory]) + " |")
     return "\n".join(lines) + "\n"
 
 
