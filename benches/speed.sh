@@ -10,13 +10,14 @@
 # librocsolver (Debian's librocsolver0, 1.96 GB; LIBROCSOLVER=PATH, else downloaded), JAX's
 # ROCm 7 XLA plugin (459 MB, 45 compressed bundles; PLUGIN=PATH, else downloaded from PyPI's
 # jax-rocm7-pjrt), and PyTorch's libtorch_cuda.so when present (TORCH_CUDA=PATH). The table
-# also replaces the one between the speed-table markers of docs/benchmarks.md, unless DOCS=0,
-# ROWS or ONLY is set, or OFFLOAD names another program. Needs zstd, python3 with zstandard,
-# and GNU coreutils. OFFLOAD names the program to time (default target/release/offload).
-# Prints a markdown table; WORKDIR (default /tmp/offload-speed) is emptied first. RUNS=N takes
-# the best of N runs; PAIRED=N instead the medians of N runs of each command beside its
-# reference, in turn (for a busy machine); ROWS=REGEX (or ONLY=REGEX) times only the rows
-# whose work it matches (`ROWS=librocsolver`).
+# also replaces the one between the speed-table markers of docs/benchmarks.md, and its plot
+# (benches/plot.py: each ratio as a bar beside its target) docs/images/speed.svg, unless
+# DOCS=0, ROWS or ONLY is set, or OFFLOAD names another program; WORKDIR/speed.svg is written
+# in every case. Needs zstd, python3 with zstandard, and GNU coreutils. OFFLOAD names the
+# program to time (default target/release/offload). Prints a markdown table; WORKDIR (default
+# /tmp/offload-speed) is emptied first. RUNS=N takes the best of N runs; PAIRED=N instead the
+# medians of N runs of each command beside its reference, in turn (for a busy machine);
+# ROWS=REGEX (or ONLY=REGEX) times only the rows whose work it matches (`ROWS=librocsolver`).
 set -euo pipefail
 shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -212,14 +213,9 @@ if [[ -z "${ROWS:-}" || "$merge" =~ $ROWS ]]; then
 fi
 exec 1>&3 3>&-
 cat "$table"
+# The plot of the table: each ratio as a bar beside its target (benches/plot.py).
+python3 "$here/benches/plot.py" speed "$table" "$work/speed.svg"
 if [ "${DOCS:-1}" != 0 ] && [ -z "${OFFLOAD:-}" ] && [ -z "${ROWS:-}" ] && [ -z "${ONLY:-}" ]; then
-  python3 - "$here/docs/benchmarks.md" "$table" <<'PY'
-import sys
-page, table = sys.argv[1], open(sys.argv[2]).read()
-text = open(page).read()
-start, end = "<!-- speed table: benches/speed.sh -->\n", "<!-- end of speed table -->"
-head, rest = text.split(start, 1)
-_, tail = rest.split(end, 1)
-open(page, "w").write(head + start + table + end + tail)
-PY
+  python3 "$here/benches/plot.py" page "$here/docs/benchmarks.md" speed "$table"
+  cp "$work/speed.svg" "$here/docs/images/speed.svg"
 fi

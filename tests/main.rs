@@ -38,6 +38,7 @@ mod extract;
 mod fuzz_regressions;
 mod generic;
 mod golden;
+mod growth;
 mod hostile_costs;
 mod hostile_outputs;
 mod hostile_streams;

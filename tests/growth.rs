@@ -1,0 +1,422 @@
+//! How each command's cost grows with its input, on the smallest steps of benches/growth.sh:
+//! synthetic programs of 16, 32 and 64 MB and trees of 100, 200 and 400 small programs, each
+//! step measured (and shown with --nocapture). For ls, du, strip, kpack and extract, the peak
+//! anonymous memory at the largest step must stay within 16 MiB of the smallest's, and the CPU
+//! time (user and system, of the child alone, the median of three runs) must not grow more
+//! than twice as fast as the input.
+//!
+//! The inputs are made here from the sample code objects, as the bench makes them: each padded
+//! to 1 MiB, bundled into three bundles of mixed targets (offload bundler), each bundle of a
+//! program a copy of one of them with a counter in each code object's padding (no two alike),
+//! wrapped in a host object of its own (offload wrapper --kind=hip) and all linked by `cc`
+//! into a shared library. Time is CPU time from `wait4`, not wall time, so that a busy machine
+//! does not fail the test; memory is sampled from /proc every millisecond.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::util::{self, offload, samples_dir};
+
+/// The program sizes, in MiB of bundles.
+const SIZES: [u64; 3] = [16, 32, 64];
+
+/// The trees' numbers of files.
+const FILES: [usize; 3] = [100, 200, 400];
+
+/// How much more anonymous memory the largest step may take than the smallest.
+const MEMORY_SLACK_KIB: u64 = 16 << 10;
+
+/// CPU time under this counts as this much: a run of a few milliseconds is mostly the
+/// program starting, and a ratio of two such times says nothing about growth.
+const TIME_FLOOR: f64 = 0.02;
+
+/// One run's cost: CPU seconds (user and system) and peak anonymous memory in KiB.
+#[derive(Clone, Copy, Debug)]
+struct Cost {
+    cpu: f64,
+    anon_kib: u64,
+}
+
+/// The `RssAnon` of process `pid` in KiB, or 0 once it is gone.
+fn anon_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("RssAnon:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Runs `args` in `dir` once: its CPU time from `wait4` and its anonymous peak, sampled.
+// The child is reaped by `wait4`, which gives its resource usage too; std's `wait` would not.
+#[allow(clippy::zombie_processes)]
+fn run_once(dir: &Path, args: &[&str]) -> Cost {
+    let child = offload()
+        .current_dir(dir)
+        .args(args)
+        .env("RAYON_NUM_THREADS", "2")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut peak = 0;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value of that plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        peak = peak.max(anon_kib(pid));
+        // SAFETY: `pid` is our child, not yet reaped (std's `Child` is never waited on here);
+        // `status` and `usage` are valid for writes.
+        let done =
+            unsafe { libc::wait4(pid as libc::pid_t, &mut status, libc::WNOHANG, &mut usage) };
+        assert!(done >= 0, "wait4: {}", std::io::Error::last_os_error());
+        if done != 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    if !(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0) {
+        // Run it again to show why it failed.
+        util::succeed(offload().current_dir(dir).args(args));
+        panic!("offload {args:?} failed once (status {status:#x}), then succeeded");
+    }
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Cost {
+        cpu: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        anon_kib: peak,
+    }
+}
+
+/// Three runs of `args` in `dir`, each after `prepare` removes what the last wrote.
+fn three_runs(dir: &Path, args: &[&str], prepare: &dyn Fn()) -> Vec<Cost> {
+    (0..3)
+        .map(|_| {
+            prepare();
+            run_once(dir, args)
+        })
+        .collect()
+}
+
+/// What runs of one command on one input say: the median CPU time, and the largest anonymous
+/// peak (a short run's peak may fall between two samples; the largest is the one least likely
+/// missed). Not the least time: a run's system time varies with how much of its file system
+/// work the kernel happens to do in threads of its own, and the least of a few runs of a
+/// command writing hundreds of files may be half the others.
+fn summary(runs: &[Cost]) -> Cost {
+    let mut times: Vec<f64> = runs.iter().map(|c| c.cpu).collect();
+    times.sort_by(f64::total_cmp);
+    Cost {
+        cpu: times.get(times.len() / 2).copied().unwrap_or(0.0),
+        anon_kib: runs.iter().map(|c| c.anon_kib).max().unwrap_or(0),
+    }
+}
+
+/// A deterministic stream of bytes (xorshift), to pad code objects with.
+fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state.to_le_bytes()[0]
+        })
+        .collect()
+}
+
+/// The three bundles of mixed targets in `dir`, from the sample code objects padded to `pad`
+/// bytes, aligned to `align`.
+fn variants(dir: &Path, pad: usize, align: u32) -> Vec<PathBuf> {
+    std::fs::create_dir_all(dir).unwrap();
+    let objects = [
+        "kernel-gfx906",
+        "kernel-gfx90a",
+        "kernel-gfx90a_xnack+",
+        "kernel-gfx90a_xnack-",
+        "kernel-gfx908_sramecc+_xnack-",
+    ];
+    for (seed, name) in (1..).zip(objects) {
+        let mut bytes = std::fs::read(samples_dir().join(format!("dev/{name}.hsaco"))).unwrap();
+        let more = pad.saturating_sub(bytes.len());
+        bytes.extend(noise(more, seed));
+        std::fs::write(dir.join(format!("{name}.co")), bytes).unwrap();
+    }
+    let dev = "hipv4-amdgcn-amd-amdhsa--";
+    let sets: [(&str, &[&str]); 3] = [
+        ("a", &["gfx906", "gfx90a"]),
+        ("b", &["gfx90a:xnack+", "gfx90a:xnack-"]),
+        ("c", &["gfx906", "gfx908:sramecc+:xnack-", "gfx90a"]),
+    ];
+    sets.iter()
+        .map(|(name, targets)| {
+            let mut ids = vec!["host-x86_64-unknown-linux-gnu-".to_string()];
+            let mut inputs = vec!["-input=/dev/null".to_string()];
+            for target in *targets {
+                ids.push(format!("{dev}{target}"));
+                let file = format!("kernel-{}.co", target.replace(':', "_"));
+                inputs.push(format!("-input={file}"));
+            }
+            let out = format!("{name}.bundle");
+            util::succeed(
+                offload()
+                    .current_dir(dir)
+                    .args(["bundler", "-type=o", &format!("-bundle-align={align}")])
+                    .arg(format!("-targets={}", ids.join(",")))
+                    .args(&inputs)
+                    .arg(format!("-output={out}")),
+            );
+            dir.join(out)
+        })
+        .collect()
+}
+
+/// Where each code object of a bundle ends: (offset, size) of its entries with 16 bytes or
+/// more, from the bundle's header.
+fn entry_ends(bundle: &[u8]) -> Vec<usize> {
+    let word = |at: usize| {
+        let bytes: [u8; 8] = bundle[at..at + 8].try_into().unwrap();
+        usize::try_from(u64::from_le_bytes(bytes)).unwrap()
+    };
+    let mut at = 32;
+    let mut ends = Vec::new();
+    for _ in 0..word(24) {
+        let (offset, size, id) = (word(at), word(at + 8), word(at + 16));
+        at += 24 + id;
+        if size >= 16 {
+            ends.push(offset + size - 8);
+        }
+    }
+    ends
+}
+
+/// `cc -shared` of `objects` into `out`.
+fn link(cc: &Path, objects: &[PathBuf], out: &Path) {
+    let status = Command::new(cc)
+        .args([
+            "-shared",
+            "-nostdlib",
+            "-Wl,-z,noseparate-code",
+            "-Wl,-z,max-page-size=4096",
+        ])
+        .arg("-o")
+        .arg(out)
+        .args(objects)
+        .status()
+        .unwrap();
+    assert!(status.success(), "cc -shared -o {}", out.display());
+}
+
+/// The synthetic programs of `SIZES` in `dir`, `lib16.so` and so on: each the bundles of the
+/// one before and more.
+fn programs(cc: &Path, dir: &Path) -> Vec<PathBuf> {
+    let variants: Vec<(Vec<u8>, Vec<usize>)> = variants(&dir.join("variants"), 1 << 20, 4096)
+        .iter()
+        .map(|path| {
+            let bytes = std::fs::read(path).unwrap();
+            let ends = entry_ends(&bytes);
+            (bytes, ends)
+        })
+        .collect();
+    let mut objects = Vec::new();
+    let mut written = 0u64;
+    let mut out = Vec::new();
+    for size in SIZES {
+        while written < size << 20 {
+            let number = objects.len();
+            let (bytes, ends) = &variants[number % variants.len()];
+            let mut bundle = bytes.clone();
+            for &end in ends {
+                bundle[end..end + 8].copy_from_slice(&(number as u64).to_le_bytes());
+            }
+            let image = dir.join(format!("{number}.bin"));
+            std::fs::write(&image, &bundle).unwrap();
+            let object = dir.join(format!("{number}.o"));
+            util::succeed(
+                offload()
+                    .args(["wrapper", "--kind=hip", "--filetype=obj", "-o"])
+                    .args([&object, &image]),
+            );
+            std::fs::remove_file(&image).unwrap();
+            objects.push(object);
+            written += bundle.len() as u64;
+        }
+        let program = dir.join(format!("lib{size}.so"));
+        link(cc, &objects, &program);
+        out.push(program);
+    }
+    out
+}
+
+/// The trees of `FILES` in `dir`, `tree100` and so on: copies of three small libraries, 100
+/// to a folder, in folders of ten.
+fn trees(cc: &Path, dir: &Path) -> Vec<PathBuf> {
+    let small = dir.join("small");
+    let libraries: Vec<Vec<u8>> = variants(&small, 0, 1)
+        .iter()
+        .map(|bundle| {
+            let object = bundle.with_extension("o");
+            util::succeed(
+                offload()
+                    .args(["wrapper", "--kind=hip", "--filetype=obj", "-o"])
+                    .args([&object, bundle]),
+            );
+            let library = bundle.with_extension("so");
+            link(cc, &[object], &library);
+            std::fs::read(library).unwrap()
+        })
+        .collect();
+    FILES
+        .iter()
+        .map(|&n| {
+            let tree = dir.join(format!("tree{n}"));
+            for i in 0..n {
+                let folder = tree.join(format!("{}/{}", i / 1000, i / 100 % 10));
+                std::fs::create_dir_all(&folder).unwrap();
+                let bytes = &libraries[i % libraries.len()];
+                std::fs::write(folder.join(format!("lib{i}.so")), bytes).unwrap();
+            }
+            tree
+        })
+        .collect()
+}
+
+/// The commands measured on `input` (a program, or with `-r` a tree), writing into `out`.
+fn commands(input: &str, tree: bool) -> Vec<(&'static str, Vec<String>)> {
+    let r = if tree { vec!["-r"] } else { vec![] };
+    let with = |words: &[&str]| -> Vec<String> {
+        let mut args: Vec<String> = words[..1].iter().map(|w| w.to_string()).collect();
+        args.extend(r.iter().map(|w| w.to_string()));
+        args.extend(words[1..].iter().map(|w| w.to_string()));
+        args.push(input.to_string());
+        args
+    };
+    let mut out = vec![
+        ("ls", with(&["ls"])),
+        ("du", with(&["du"])),
+        ("strip", with(&["strip", "--keep", "gfx90a", "-o", "out"])),
+        ("kpack", with(&["kpack", "-o", "out"])),
+        (
+            "extract",
+            with(&["extract", "--arch", "gfx90a", "-o", "out"]),
+        ),
+    ];
+    if !tree {
+        // A program's stripped copy is a file, not a folder.
+        out[2].1 = vec!["strip", "--keep", "gfx90a", "-o", "out.so", input]
+            .into_iter()
+            .map(String::from)
+            .collect();
+    }
+    out
+}
+
+/// The costs of each command at each step of `inputs` (file names in `dir`), and the failures
+/// of the growth rules between the first and last step, `scale` times the input apart.
+fn check_growth(dir: &Path, inputs: &[String], tree: bool, scale: f64) -> Vec<String> {
+    let clean = || {
+        for name in ["out", "out.so"] {
+            let path = dir.join(name);
+            let _ = std::fs::remove_dir_all(&path);
+            let _ = std::fs::remove_file(&path);
+        }
+    };
+    let mut failures = Vec::new();
+    let names: Vec<&str> = commands("", tree).iter().map(|(n, _)| *n).collect();
+    for (index, name) in names.iter().enumerate() {
+        let measure = |input: &String| {
+            let args = commands(input, tree).swap_remove(index).1;
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            three_runs(dir, &args, &clean)
+        };
+        let mut runs: Vec<Vec<Cost>> = inputs.iter().map(measure).collect();
+        let mut costs: Vec<Cost> = runs.iter().map(|r| summary(r)).collect();
+        let steps: Vec<String> = inputs
+            .iter()
+            .zip(&costs)
+            .map(|(input, c)| format!("{input} {:.3} s CPU, {} KiB", c.cpu, c.anon_kib))
+            .collect();
+        eprintln!("growth: {name}: {}", steps.join("; "));
+        let slow = |costs: &[Cost]| {
+            costs[costs.len() - 1].cpu > 2.0 * scale * costs[0].cpu.max(TIME_FLOOR)
+        };
+        if slow(&costs) {
+            // CPU time too varies on a busy machine (other programs' use of the caches and of
+            // the core's other thread): the first and last steps are measured three times
+            // more, and the median of the six counts. A cost that grows with the square of
+            // the input (16x for 4x) still fails.
+            for at in [0, costs.len() - 1] {
+                runs[at].extend(measure(&inputs[at]));
+                costs[at] = summary(&runs[at]);
+            }
+            eprintln!(
+                "growth: {name}, again: {:.3} -> {:.3} s CPU",
+                costs[0].cpu,
+                costs[costs.len() - 1].cpu
+            );
+        }
+        let (first, last) = (costs[0], costs[costs.len() - 1]);
+        // strip holds the bundles it keeps in a spill, in memory up to a fixed size and in a
+        // temporary file past it: memory that fills up to that bound on small inputs, not
+        // memory that grows with the input.
+        let bound = if *name == "strip" && !tree {
+            offload::io::spill::IN_MEMORY >> 10
+        } else {
+            0
+        };
+        if last.anon_kib > first.anon_kib.max(bound) + MEMORY_SLACK_KIB {
+            failures.push(format!(
+                "{name}: anonymous peak {} KiB at {}, {} KiB at {}",
+                last.anon_kib,
+                inputs[inputs.len() - 1],
+                first.anon_kib,
+                inputs[0]
+            ));
+        }
+        if slow(&costs) {
+            failures.push(format!(
+                "{name}: {:.3} s of CPU at {}, {:.3} s at {} ({scale}x the input)",
+                last.cpu,
+                inputs[inputs.len() - 1],
+                first.cpu,
+                inputs[0]
+            ));
+        }
+    }
+    clean();
+    failures
+}
+
+#[test]
+fn memory_stays_flat_and_time_grows_linearly() {
+    // Without cc (to link the synthetic programs) the test skips with a message.
+    let Some(cc) = util::tool("cc") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let programs = programs(&cc, dir.path());
+    let trees = trees(&cc, dir.path());
+    let name = |p: &PathBuf| p.file_name().unwrap().to_string_lossy().into_owned();
+    let programs: Vec<String> = programs.iter().map(name).collect();
+    let trees: Vec<String> = trees.iter().map(name).collect();
+    let scale = |steps: &[f64]| steps[steps.len() - 1] / steps[0];
+    let mut failures = check_growth(
+        dir.path(),
+        &programs,
+        false,
+        scale(&SIZES.map(|s| s as f64)),
+    );
+    failures.extend(check_growth(
+        dir.path(),
+        &trees,
+        true,
+        scale(&FILES.map(|n| n as f64)),
+    ));
+    assert!(
+        failures.is_empty(),
+        "cost grows faster than the input:\n{}",
+        failures.join("\n")
+    );
+}
