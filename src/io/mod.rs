@@ -83,6 +83,9 @@ struct OpenInput {
     mapped: u64,
     /// The address the file is mapped at (0 when it is not mapped).
     start: usize,
+    /// The descriptor of the mapped file, open as long as the input is listed (-1 when it
+    /// keeps none): the kernel copies large slices of its map from it.
+    fd: std::os::fd::RawFd,
 }
 
 /// Gives back the memory of the whole pages of `part`, when it is a slice of a mapped input
@@ -111,6 +114,57 @@ pub fn release_mapped(part: &[u8]) {
             libc::MADV_DONTNEED,
         );
     }
+}
+
+/// Writes `part` into `target` at offset `at` by the kernel (`copy_file_range`, no bytes through
+/// this process) when it is a large slice of a mapped input file; `None` when it is not one,
+/// or the kernel cannot copy between these files: the caller writes the bytes itself. A
+/// source that ends early (shrunk under its map) is an `UnexpectedEof` error.
+pub fn copy_mapped_at(part: &[u8], target: &File, at: u64) -> Option<io::Result<()>> {
+    if part.len() < KERNEL_COPY_FROM {
+        return None;
+    }
+    let from = part.as_ptr() as usize;
+    // The slice borrows the map, so its input stays listed, and its descriptor open, while
+    // the kernel copies: the descriptor can be used once the list is unlocked.
+    let (fd, offset) = open_inputs().file_range(from, from + part.len())?;
+    let (mut from, mut to) = (offset as libc::loff_t, at as libc::loff_t);
+    let mut left = part.len();
+    while left > 0 {
+        let chunk = left.min(syncing::WRITE_BACK_STEP as usize);
+        // SAFETY: both descriptors are open (see above); the offsets are valid pointers and
+        // neither file's position is used.
+        let copied =
+            unsafe { libc::copy_file_range(fd, &mut from, target.as_raw_fd(), &mut to, chunk, 0) };
+        if copied < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                // Nothing copied yet: the caller writes the bytes. Part copied: the rest is
+                // written here from the map.
+                Some(
+                    libc::EXDEV | libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP | libc::EPERM,
+                ) => {
+                    if left == part.len() {
+                        None
+                    } else {
+                        let done = part.len() - left;
+                        Some(
+                            target.write_all_at(
+                                part.get(done..).unwrap_or_default(),
+                                at + done as u64,
+                            ),
+                        )
+                    }
+                }
+                _ => Some(Err(e)),
+            };
+        }
+        if copied == 0 {
+            return Some(Err(io::ErrorKind::UnexpectedEof.into()));
+        }
+        left -= copied as usize;
+    }
+    Some(Ok(()))
 }
 
 /// The inputs open in this process.
@@ -175,6 +229,15 @@ impl OpenInputs {
         self.inputs
             .get(number)
             .is_some_and(|i| to <= i.start.saturating_add(i.mapped as usize))
+    }
+
+    /// The descriptor and file offset of the bytes from `from` to `to`, when they lie inside
+    /// the map of an input that keeps its descriptor.
+    fn file_range(&self, from: usize, to: usize) -> Option<(std::os::fd::RawFd, u64)> {
+        let (start, number) = self.by_start.range(..=from).next_back()?;
+        let input = self.inputs.get(number)?;
+        (input.fd >= 0 && to <= start.saturating_add(input.mapped as usize))
+            .then(|| (input.fd, (from - start) as u64))
     }
 
     /// An input open on the file `(dev, ino)`.
@@ -342,6 +405,7 @@ impl Input {
         if mapped > 0 {
             input.file = Some(file);
         }
+        let fd = input.file.as_ref().map_or(-1, AsRawFd::as_raw_fd);
         input.identity = Some((meta.dev(), meta.ino()));
         input.listed = Some(open_inputs().add(OpenInput {
             dev: meta.dev(),
@@ -350,6 +414,7 @@ impl Input {
             guard: input.guard.as_ref().and_then(Guarded::slot),
             mapped,
             start,
+            fd,
         }));
         Ok(input)
     }
@@ -394,6 +459,11 @@ impl Input {
     /// holds thousands of inputs at once, so as not to hold as many descriptors.
     pub fn without_descriptor(mut self) -> Input {
         if matches!(self.data, Data::Mapped(_)) {
+            if let Some(number) = self.listed {
+                if let Some(listed) = open_inputs().inputs.get_mut(&number) {
+                    listed.fd = -1;
+                }
+            }
             self.file = None;
         }
         self

@@ -203,7 +203,11 @@ pub fn fill_file<T: Sync, E: Send>(
                 if at + bytes.len() as u64 > end {
                     return Err(overfilled());
                 }
-                file.write_all_at(bytes, at)?;
+                // A large slice of a mapped input file is copied by the kernel, file to file.
+                match super::copy_mapped_at(bytes, file, at) {
+                    Some(copied) => copied?,
+                    None => file.write_all_at(bytes, at)?,
+                }
                 at += bytes.len() as u64;
                 Ok(())
             })?;
