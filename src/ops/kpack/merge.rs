@@ -196,21 +196,7 @@ pub(super) fn merged_bundles<'p, 'a>(
 ) -> Result<Laid<'p, 'a>> {
     let split = crate::host::kpack::split_binary(path, data)?
         .ok_or_else(|| Error::file(path, "not split: no kpack reference"))?;
-    let code = hip_code(data)
-        .map_err(|e| Error::container(path, e))?
-        .ok_or_else(|| {
-            Error::file(
-                path,
-                format!(
-                    "no {} section",
-                    if is_pe(data) {
-                        ".hip_fat"
-                    } else {
-                        ".hip_fatbin"
-                    }
-                ),
-            )
-        })?;
+    let code = hip_code_of(path, data)?;
     let archive_files: Vec<PathBuf> = parsed.iter().map(|(o, _)| o.path.clone()).collect();
     let name = split.reference.kernel_name;
     let by_index = code_objects_by_index(name, parsed)?;
@@ -353,6 +339,18 @@ pub(super) fn write_code(
 /// Whether `data` is read as a PE image (it starts with the DOS header's `MZ`).
 fn is_pe(data: &[u8]) -> bool {
     data.starts_with(b"MZ")
+}
+
+/// The HIP device code of the split binary `data` (at `path`): an error without any.
+fn hip_code_of<'d>(path: &Path, data: &'d [u8]) -> Result<HipCode<'d>> {
+    let section = if is_pe(data) {
+        ".hip_fat"
+    } else {
+        ".hip_fatbin"
+    };
+    hip_code(data)
+        .map_err(|e| Error::container(path, e))?
+        .ok_or_else(|| Error::file(path, format!("no {section} section")))
 }
 
 /// The HIP device code of the ELF program or library, or PE image, `data`.
