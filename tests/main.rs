@@ -47,6 +47,7 @@ mod hostile_walks;
 mod in_place;
 mod kpack;
 mod kpack_hostile;
+mod kpack_merge;
 mod kpack_more;
 mod kpack_pe;
 mod kpack_pe_split;

@@ -83,6 +83,9 @@ struct OpenInput {
     mapped: u64,
     /// The address the file is mapped at (0 when it is not mapped).
     start: usize,
+    /// The descriptor of the mapped file, open as long as the input is listed (-1 when it
+    /// keeps none): the kernel copies large slices of its map from it.
+    fd: std::os::fd::RawFd,
 }
 
 /// Gives back the memory of the whole pages of `part`, when it is a slice of a mapped input
@@ -342,6 +345,7 @@ impl Input {
         if mapped > 0 {
             input.file = Some(file);
         }
+        let fd = input.file.as_ref().map_or(-1, AsRawFd::as_raw_fd);
         input.identity = Some((meta.dev(), meta.ino()));
         input.listed = Some(open_inputs().add(OpenInput {
             dev: meta.dev(),
@@ -350,6 +354,7 @@ impl Input {
             guard: input.guard.as_ref().and_then(Guarded::slot),
             mapped,
             start,
+            fd,
         }));
         Ok(input)
     }
@@ -394,6 +399,11 @@ impl Input {
     /// holds thousands of inputs at once, so as not to hold as many descriptors.
     pub fn without_descriptor(mut self) -> Input {
         if matches!(self.data, Data::Mapped(_)) {
+            if let Some(number) = self.listed {
+                if let Some(listed) = open_inputs().inputs.get_mut(&number) {
+                    listed.fd = -1;
+                }
+            }
             self.file = None;
         }
         self

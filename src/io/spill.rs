@@ -10,6 +10,7 @@
 
 use std::fs::File;
 use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
 use rayon::prelude::*;
@@ -203,7 +204,11 @@ pub fn fill_file<T: Sync, E: Send>(
                 if at + bytes.len() as u64 > end {
                     return Err(overfilled());
                 }
-                file.write_all_at(bytes, at)?;
+                // A large slice of a mapped input file is copied by the kernel, file to file.
+                match copy_mapped_at(bytes, file, at) {
+                    Some(copied) => copied?,
+                    None => file.write_all_at(bytes, at)?,
+                }
                 at += bytes.len() as u64;
                 Ok(())
             })?;
@@ -213,6 +218,67 @@ pub fn fill_file<T: Sync, E: Send>(
         .into_iter()
         // The first failure in the order of the holes, whichever thread met it first.
         .collect()
+}
+
+/// Writes `part` into `target` at offset `at` by the kernel (`copy_file_range`, no bytes through
+/// this process) when it is a large slice of a mapped input file; `None` when it is not one,
+/// or the kernel cannot copy between these files: the caller writes the bytes itself. A
+/// source that ends early (shrunk under its map) is an `UnexpectedEof` error.
+fn copy_mapped_at(part: &[u8], target: &File, at: u64) -> Option<io::Result<()>> {
+    if part.len() < super::KERNEL_COPY_FROM {
+        return None;
+    }
+    let from = part.as_ptr() as usize;
+    // The slice borrows the map, so its input stays listed, and its descriptor open, while
+    // the kernel copies: the descriptor can be used once the list is unlocked.
+    let (fd, offset) = mapped_range(from, from + part.len())?;
+    let (mut from, mut to) = (offset as libc::loff_t, at as libc::loff_t);
+    let mut left = part.len();
+    while left > 0 {
+        let chunk = left.min(super::syncing::WRITE_BACK_STEP as usize);
+        // SAFETY: both descriptors are open (see above); the offsets are valid pointers and
+        // neither file's position is used.
+        let copied =
+            unsafe { libc::copy_file_range(fd, &mut from, target.as_raw_fd(), &mut to, chunk, 0) };
+        if copied < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                // Nothing copied yet: the caller writes the bytes. Part copied: the rest is
+                // written here from the map.
+                Some(
+                    libc::EXDEV | libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP | libc::EPERM,
+                ) => {
+                    if left == part.len() {
+                        None
+                    } else {
+                        let done = part.len() - left;
+                        Some(
+                            target.write_all_at(
+                                part.get(done..).unwrap_or_default(),
+                                at + done as u64,
+                            ),
+                        )
+                    }
+                }
+                _ => Some(Err(e)),
+            };
+        }
+        if copied == 0 {
+            return Some(Err(io::ErrorKind::UnexpectedEof.into()));
+        }
+        left -= copied as usize;
+    }
+    Some(Ok(()))
+}
+
+/// The descriptor and file offset of the bytes from `from` to `to`, when they lie inside the
+/// map of an input that keeps its descriptor.
+fn mapped_range(from: usize, to: usize) -> Option<(std::os::fd::RawFd, u64)> {
+    let inputs = super::open_inputs();
+    let (start, number) = inputs.by_start.range(..=from).next_back()?;
+    let input = inputs.inputs.get(number)?;
+    (input.fd >= 0 && to <= start.saturating_add(input.mapped as usize))
+        .then(|| (input.fd, (from - start) as u64))
 }
 
 /// Writes every hole of `holes` into `held`, whose first byte is at offset `base` of what the

@@ -14,12 +14,12 @@ use crate::format::ccob::{self, CompressOptions, Decoding};
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::format::kpack::record::{BundleShape, Storage};
 use crate::format::kpack::{
-    self as kformat, split_toc_key, toc_key, Archive, KernelEntry, HIPK_MAGIC,
+    self as kformat, split_toc_key, toc_key, Archive, KernelEntry, Scheme, HIPK_MAGIC,
 };
 use crate::host::kpack::find_archives;
 use crate::host::program::kpack_elf::{self, HipCode};
 use crate::host::program::kpack_pe;
-use crate::io::spill::{MappedRoom, Spill, Spilled};
+use crate::io::spill::{Hole, MappedRoom, Spill, Spilled};
 use crate::io::{commit_all, Input, Output};
 use crate::loads::kpack_search::{every_target_name, Environment};
 use crate::target::entry_id::EntryId;
@@ -56,24 +56,34 @@ pub(super) fn merge_each(
     let mut kept = Vec::new();
     for p in planned {
         let data = Input::open(&p.input)?;
-        let (bundles, starts, count) = merged_bundles(&p.input, &data, config)?;
-        let program = if is_pe(&data) {
-            kpack_pe::merge(&data, bundles, &starts)
+        let opened = archives_of(&p.input, &data, config)?;
+        let parsed = parse_archives(&opened)?;
+        // In an ELF file the code objects stored plain are copied into their places once the
+        // file is written around them; a PE image's checksum needs every byte first.
+        let pe = is_pe(&data);
+        let laid = merged_bundles(&p.input, &data, &parsed, config, !pe)?;
+        let program = if pe {
+            kpack_pe::merge(&data, laid.bundles, &laid.starts)
         } else {
-            kpack_elf::merge(&data, bundles, &starts)
+            kpack_elf::merge(&data, laid.bundles, &laid.starts)
         };
-        let program = program.map_err(|e| Error::container(&p.input, e))?;
+        let mut program = program.map_err(|e| Error::container(&p.input, e))?;
+        program.holes = laid.holes;
         let path = config.output.join(&p.relative);
         let mut out = Output::create(&path)?;
         let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
         out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
-        program.write_to(&p.input, &mut out, &data)?;
-        read_back_merged(&p.input, &mut out, starts.iter().flatten().count())?;
-        let distinct = starts
+        let fill = |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            write_code(&p.input, hole, sink, &parsed, &laid.codes, config)
+        };
+        program.write_filled(&p.input, &mut out, &data, &fill)?;
+        read_back_merged(&p.input, &mut out, laid.starts.iter().flatten().count())?;
+        let distinct = laid
+            .starts
             .iter()
             .flatten()
             .collect::<std::collections::BTreeSet<_>>();
-        summary.files.push((path, distinct.len(), count));
+        summary.files.push((path, distinct.len(), laid.count));
         outputs.push(out);
         kept.push(data);
     }
@@ -144,38 +154,59 @@ pub(super) fn merge_sources(
         .collect())
 }
 
-/// The bundles of the split binary `data` (at `path`), packed on 4096-byte boundaries, where
-/// each wrapper's starts (`None`: not a `HIPK` wrapper), and the number of code objects.
-pub(super) fn merged_bundles(
+/// The archives to merge the split binary `data` (at `path`) from (see [`merge_sources`]).
+pub(super) fn archives_of(
     path: &Path,
     data: &[u8],
     config: &MergeConfig,
-) -> Result<(Spilled, Vec<Option<u64>>, usize)> {
+) -> Result<Vec<OpenArchive>> {
     let split = crate::host::kpack::split_binary(path, data)?
         .ok_or_else(|| Error::file(path, "not split: no kpack reference"))?;
-    let code = hip_code(data)
-        .map_err(|e| Error::container(path, e))?
-        .ok_or_else(|| {
-            Error::file(
-                path,
-                format!(
-                    "no {} section",
-                    if is_pe(data) {
-                        ".hip_fat"
-                    } else {
-                        ".hip_fatbin"
-                    }
-                ),
-            )
-        })?;
-    let opened = merge_sources(path, &split, config)?;
-    let archive_files: Vec<PathBuf> = opened.iter().map(|o| o.path.clone()).collect();
-    let parsed = parse_archives(&opened)?;
+    merge_sources(path, &split, config)
+}
+
+/// A code object waiting for its place in the merged bundles: its archive's place among those
+/// parsed, and its entry.
+pub(super) type Waiting<'p, 'a> = (usize, &'p KernelEntry<'a>);
+
+/// The bundles of a split binary, laid out.
+pub(super) struct Laid<'p, 'a> {
+    /// The bundles, packed on 4096-byte boundaries; zeros where a hole is.
+    pub(super) bundles: Spilled,
+    /// The places left in `bundles` for code objects stored plain, written once the file
+    /// is written around them ([`write_code`]); each hole's `what` is its place in `codes`.
+    pub(super) holes: Vec<Hole<u64>>,
+    /// The code objects the holes are for.
+    pub(super) codes: Vec<Waiting<'p, 'a>>,
+    /// Where each wrapper's bundle starts in `bundles` (`None`: not a `HIPK` wrapper).
+    pub(super) starts: Vec<Option<u64>>,
+    /// The number of code objects.
+    pub(super) count: usize,
+}
+
+/// The bundles of the split binary `data` (at `path`), made from the archives `parsed`. With
+/// `holes`, each code object stored plain is left as a hole to be copied into the output
+/// file; without, it is written into the bundles.
+pub(super) fn merged_bundles<'p, 'a>(
+    path: &Path,
+    data: &[u8],
+    parsed: &'p [(&'a OpenArchive, Archive<'a>)],
+    config: &MergeConfig,
+    holes: bool,
+) -> Result<Laid<'p, 'a>> {
+    let split = crate::host::kpack::split_binary(path, data)?
+        .ok_or_else(|| Error::file(path, "not split: no kpack reference"))?;
+    let code = hip_code_of(path, data)?;
+    let archive_files: Vec<PathBuf> = parsed.iter().map(|(o, _)| o.path.clone()).collect();
     let name = split.reference.kernel_name;
-    let by_index = code_objects_by_index(name, &parsed)?;
+    let by_index = code_objects_by_index(name, parsed)?;
     let record = split.record(path)?;
     let host = host_entry_id(data);
-    let mut spill = Spill::new();
+    let mut made = Made {
+        spill: Spill::new(),
+        holes: Vec::new(),
+        codes: Vec::new(),
+    };
     let spill_error = |e: std::io::Error| {
         Error::file(
             path,
@@ -214,23 +245,112 @@ pub(super) fn merged_bundles(
             starts.push(Some(start));
             continue;
         }
-        spill.pad_to(BUNDLE_ALIGN).map_err(spill_error)?;
-        let start = spill.len();
+        made.spill.pad_to(BUNDLE_ALIGN).map_err(spill_error)?;
+        let start = made.spill.len();
         let shape = record.as_ref().and_then(|r| r.shape(index));
         let entries = bundle_entries(host, arches, shape);
-        append_stored(path, &entries, &parsed, config, shape, &mut spill)?;
+        append_stored(path, &entries, parsed, config, shape, &mut made)?;
         count += arches.len();
         start_of.insert(index, start);
         shared.insert(same, start);
         starts.push(Some(start));
     }
-    let bundles = spill.finish().map_err(spill_error)?;
-    Ok((bundles, starts, count))
+    if !holes {
+        fill_holes(
+            path,
+            &mut made.spill,
+            &made.holes,
+            parsed,
+            &made.codes,
+            config,
+        )?;
+        made.holes.clear();
+    }
+    let bundles = made.spill.finish().map_err(spill_error)?;
+    Ok(Laid {
+        bundles,
+        holes: made.holes,
+        codes: made.codes,
+        starts,
+        count,
+    })
+}
+
+/// Bundles being made: their bytes, and the holes left in them for code objects.
+pub(super) struct Made<'p, 'a> {
+    spill: Spill,
+    holes: Vec<Hole<u64>>,
+    codes: Vec<Waiting<'p, 'a>>,
+}
+
+/// Writes the code objects `codes` into the `holes` of `spill` (made for the split binary at
+/// `path`), in parallel.
+fn fill_holes(
+    path: &Path,
+    spill: &mut Spill,
+    holes: &[Hole<u64>],
+    parsed: &[(&OpenArchive, Archive<'_>)],
+    codes: &[Waiting<'_, '_>],
+    config: &MergeConfig,
+) -> Result<()> {
+    let fill = |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        write_code(path, hole, sink, parsed, codes, config)
+    };
+    let failed = |_: &Hole<u64>, e: std::io::Error| Error::format(path, spill_failed(e));
+    spill.fill(holes, &fill, &failed)
+}
+
+/// Writes the code object of `hole` (its place in `codes`) of the split binary at `path` into
+/// `sink`: the archive's own
+/// bytes, which the sink copies by the kernel into a file.
+pub(super) fn write_code(
+    path: &Path,
+    hole: &Hole<u64>,
+    sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    parsed: &[(&OpenArchive, Archive<'_>)],
+    codes: &[Waiting<'_, '_>],
+    config: &MergeConfig,
+) -> Result<()> {
+    let found = usize::try_from(hole.what)
+        .ok()
+        .and_then(|k| codes.get(k))
+        .and_then(|&(number, entry)| Some((parsed.get(number)?, entry)));
+    let Some(((o, archive), entry)) = found else {
+        return Err(Error::file(
+            path,
+            format!(
+                "no code object for the {} bytes at {:#x}",
+                hole.size, hole.at
+            ),
+        ));
+    };
+    archive
+        .read_code_object(entry, config.max_decompressed, Decoding::Fresh, |piece| {
+            sink(piece).map_err(spill_failed)
+        })
+        .map_err(|e| Error::format(&o.path, e))?;
+    // Read once: the archive's pages need not stay resident while the rest is merged.
+    if let Ok((_, stored)) = archive.stored_bytes(entry) {
+        crate::io::release_mapped(stored);
+    }
+    Ok(())
 }
 
 /// Whether `data` is read as a PE image (it starts with the DOS header's `MZ`).
 fn is_pe(data: &[u8]) -> bool {
     data.starts_with(b"MZ")
+}
+
+/// The HIP device code of the split binary `data` (at `path`): an error without any.
+fn hip_code_of<'d>(path: &Path, data: &'d [u8]) -> Result<HipCode<'d>> {
+    let section = if is_pe(data) {
+        ".hip_fat"
+    } else {
+        ".hip_fatbin"
+    };
+    hip_code(data)
+        .map_err(|e| Error::container(path, e))?
+        .ok_or_else(|| Error::file(path, format!("no {section} section")))
 }
 
 /// The HIP device code of the ELF program or library, or PE image, `data`.
@@ -328,13 +448,13 @@ fn parse_archives(opened: &[OpenArchive]) -> Result<Vec<(&OpenArchive, Archive<'
 
 /// Appends to `spill` the bundle of `entries`, stored as `shape` records it (compressed with
 /// its version and method, at its level or the method's default), else plain.
-fn append_stored(
+fn append_stored<'p, 'a>(
     path: &Path,
-    entries: &MergedEntries<'_, '_>,
+    entries: &MergedEntries<'p, 'a>,
     parsed: &[(&OpenArchive, Archive<'_>)],
     config: &MergeConfig,
     shape: Option<&BundleShape>,
-    spill: &mut Spill,
+    made: &mut Made<'p, 'a>,
 ) -> Result<()> {
     match shape.map(|s| s.storage) {
         Some(Storage::Compressed {
@@ -347,9 +467,9 @@ fn append_stored(
                 level: level.unwrap_or_else(|| method.default_level()),
                 version,
             };
-            append_compressed(path, entries, parsed, config, options, spill)
+            append_compressed(path, entries, parsed, config, options, &mut made.spill)
         }
-        Some(Storage::Plain) | None => append_bundle(path, entries, parsed, config, spill),
+        Some(Storage::Plain) | None => append_bundle(path, entries, parsed, config, made),
     }
 }
 
@@ -412,46 +532,60 @@ fn spill_failed(e: std::io::Error) -> crate::format::Error {
     )
 }
 
-/// Appends to `spill` the bundle of `entries`: the header, then each code object, inflated
-/// straight into its place through a window (never held whole), and checked against the
-/// size its table declares.
-pub(super) fn append_bundle(
+/// Appends to `made` the bundle of `entries`: the header, then each code object. One stored
+/// plain gets a hole of its size, filled later by the kernel's copy of the archive's bytes
+/// (none pass through this process); a compressed one is inflated straight into its place
+/// through a window (never held whole), and checked against the size its table declares.
+pub(super) fn append_bundle<'p, 'a>(
     path: &Path,
-    entries: &MergedEntries<'_, '_>,
+    entries: &MergedEntries<'p, 'a>,
     parsed: &[(&OpenArchive, Archive<'_>)],
     config: &MergeConfig,
-    spill: &mut Spill,
+    made: &mut Made<'p, 'a>,
 ) -> Result<()> {
     let sizes: Vec<(&str, u64)> = entries
         .iter()
         .map(|(id, code)| (id.as_str(), code.map_or(0, |(_, e)| e.original_size)))
         .collect();
     let layout = bundle::layout(&sizes, BUNDLE_ALIGN).map_err(|e| Error::format(path, e))?;
+    let spill = &mut made.spill;
     let start = spill.len();
     spill
         .append(&layout.header)
         .map_err(|e| Error::format(path, spill_failed(e)))?;
     for ((_, code), offset) in entries.iter().zip(&layout.offsets) {
-        let Some((number, entry)) = code else {
+        let Some((number, entry)) = *code else {
             continue;
         };
-        let Some((o, archive)) = parsed.get(*number) else {
+        let Some((o, archive)) = parsed.get(number) else {
             continue;
         };
         let gap = (start + offset).saturating_sub(spill.len());
         spill
             .reserve(gap)
             .map_err(|e| Error::format(path, spill_failed(e)))?;
+        if archive.scheme == Scheme::None {
+            // The stored size is checked now (nothing is read): the hole is as large as the
+            // archive's bytes.
+            archive
+                .read_code_object(entry, config.max_decompressed, Decoding::Fresh, |_| Ok(()))
+                .map_err(|e| Error::format(&o.path, e))?;
+            let at = spill
+                .reserve(entry.original_size)
+                .map_err(|e| Error::format(path, spill_failed(e)))?;
+            made.holes.push(Hole {
+                at,
+                size: entry.original_size,
+                what: made.codes.len() as u64,
+            });
+            made.codes.push((number, entry));
+            continue;
+        }
         archive
             .read_code_object(entry, config.max_decompressed, Decoding::Fresh, |piece| {
-                // Stored plain, the piece is the archive's own bytes: copied by the kernel.
                 spill.append_part(&o.data, piece).map_err(spill_failed)
             })
             .map_err(|e| Error::format(&o.path, e))?;
-        // Read once: the archive's pages need not stay resident while the rest is merged.
-        if let Ok((_, stored)) = archive.stored_bytes(entry) {
-            crate::io::release_mapped(stored);
-        }
     }
     Ok(())
 }
@@ -467,9 +601,22 @@ pub(super) fn append_compressed(
     options: CompressOptions,
     spill: &mut Spill,
 ) -> Result<()> {
-    let mut plain = Spill::on_disk().map_err(|e| Error::format(path, spill_failed(e)))?;
+    let mut plain = Made {
+        spill: Spill::on_disk().map_err(|e| Error::format(path, spill_failed(e)))?,
+        holes: Vec::new(),
+        codes: Vec::new(),
+    };
     append_bundle(path, entries, parsed, config, &mut plain)?;
+    fill_holes(
+        path,
+        &mut plain.spill,
+        &plain.holes,
+        parsed,
+        &plain.codes,
+        config,
+    )?;
     let plain = plain
+        .spill
         .finish()
         .map_err(|e| Error::format(path, spill_failed(e)))?;
     let failed = |e| Error::format(path, spill_failed(e));
