@@ -165,6 +165,30 @@ fn extract_noting(
         crate::io::inputs_intact()?;
     }
     files.finish();
+    conclude(config, all, every, problems, missing)?;
+    match (whole, folder) {
+        (Some(group), _) => archive::write_device_archive(
+            &group.config,
+            &group.inputs,
+            &group.archives,
+            group.chosen,
+        ),
+        (None, Some(folder)) => folder.finish(problems),
+        (None, None) => Err(Error::msg("no output was written")),
+    }
+}
+
+/// What the groups read gave, `all` (of `every` file named), weighed once every file is
+/// read: the problems found go to `problems` and what was asked for and not found to
+/// `missing`; an error leaves nothing written (every file unreadable or damaged, nothing
+/// chosen).
+fn conclude(
+    config: &ExtractConfig,
+    all: Totals,
+    every: usize,
+    problems: &mut Vec<Error>,
+    missing: &mut Vec<String>,
+) -> Result<()> {
     let Totals {
         readable,
         unreadable: mut unread,
@@ -179,7 +203,7 @@ fn extract_noting(
     problems.append(&mut unread);
     problems.append(&mut found_problems);
     // From here on the inputs are the files that could be opened.
-    let config = &ExtractConfig {
+    let config = ExtractConfig {
         files: readable,
         ..config.clone()
     };
@@ -199,7 +223,7 @@ fn extract_noting(
     if !chosen {
         missing.extend(explained);
         return Err(nothing_chosen(
-            config,
+            &config,
             config.arches.iter().chain(&config.devices),
         ));
     }
@@ -211,19 +235,10 @@ fn extract_noting(
         .map(|(t, _)| t)
         .collect();
     if !unfound.is_empty() {
-        missing.push(nothing_chosen(config, unfound).to_string());
+        missing.push(nothing_chosen(&config, unfound).to_string());
     }
     missing.extend(explained);
-    match (whole, folder) {
-        (Some(group), _) => archive::write_device_archive(
-            &group.config,
-            &group.inputs,
-            &group.archives,
-            group.chosen,
-        ),
-        (None, Some(folder)) => folder.finish(problems),
-        (None, None) => Err(Error::msg("no output was written")),
-    }
+    Ok(())
 }
 
 /// How many input files are read at once: a group's maps, descriptors and scans are let go

@@ -3,8 +3,9 @@
 //! together as its stream is inflated, each named by what its first bytes say. The inputs
 //! come a group at a time; the outputs are put in place together, once all are written.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -38,6 +39,13 @@ pub(super) struct Folder<'f> {
     /// The outputs written, not yet in place, and what each holds, in the order of the files.
     closed: Vec<Closed>,
     extracted: Vec<Extracted>,
+    /// The number of each output's input file, counting the files of every group.
+    owners: Vec<usize>,
+    /// How many input files the groups before held.
+    before: usize,
+    /// The device and inode of every input file read, so that no output is put in place
+    /// over one, whichever group read it.
+    read: HashSet<(u64, u64)>,
     /// How many input files had images to write.
     with_images: usize,
     /// The first error of each input file whose images could not all be written, in the
@@ -70,6 +78,9 @@ impl<'f> Folder<'f> {
             budget: Budget::new(),
             closed: Vec::new(),
             extracted: Vec::new(),
+            owners: Vec::new(),
+            before: 0,
+            read: HashSet::new(),
             with_images: 0,
             failed: Vec::new(),
             placed: false,
@@ -108,17 +119,63 @@ impl<'f> Folder<'f> {
         for (mut c, w) in kept.zip(written) {
             tracing::info!(from = %c.image.file, "writing {} to {}", c.label, w.path.display());
             c.image.size = w.size.unwrap_or(c.image.size);
+            self.owners.push(self.before + c.input);
             self.extracted.push(c.extracted(w.path));
             self.closed.push(w.closed);
         }
         self.failed.extend(failed.into_values());
+        self.read.extend(inputs.iter().filter_map(Input::identity));
+        self.before += inputs.len();
         Ok(())
+    }
+
+    /// Takes out the outputs that would be put in place over an input file read (by another
+    /// group than theirs: an input open is refused as its output is made), with every other
+    /// output of their input file; their errors join the failures.
+    fn refuse_inputs(&mut self) {
+        let read = &self.read;
+        let over: Vec<Option<Error>> = self
+            .extracted
+            .par_iter()
+            .map(|e| {
+                let meta = std::fs::symlink_metadata(&e.path).ok()?;
+                let input = (meta.dev(), meta.ino());
+                (!meta.file_type().is_symlink() && read.contains(&input)).then(|| {
+                    Error::file(
+                        &e.path,
+                        "is an input file of this run; refusing to write over an input",
+                    )
+                })
+            })
+            .collect();
+        let mut refused: BTreeMap<usize, Error> = BTreeMap::new();
+        for (owner, error) in self.owners.iter().zip(over) {
+            if let Some(error) = error {
+                refused.entry(*owner).or_insert(error);
+            }
+        }
+        if refused.is_empty() {
+            return;
+        }
+        let outputs = std::mem::take(&mut self.closed)
+            .into_iter()
+            .zip(std::mem::take(&mut self.extracted))
+            .zip(std::mem::take(&mut self.owners));
+        for ((closed, extracted), owner) in outputs {
+            if !refused.contains_key(&owner) {
+                self.closed.push(closed);
+                self.extracted.push(extracted);
+                self.owners.push(owner);
+            }
+        }
+        self.failed.extend(refused.into_values());
     }
 
     /// Puts the files written in place (`progress` is done then), but for those of the input
     /// files that failed, whose errors go to `problems`; when every input file with images
     /// failed, the first one's error is the result.
     pub(super) fn finish(mut self, problems: &mut Vec<Error>) -> Result<Vec<Extracted>> {
+        self.refuse_inputs();
         let mut failed = std::mem::take(&mut self.failed).into_iter();
         if failed.len() > 0 && failed.len() == self.with_images {
             if let Some(first) = failed.next() {
