@@ -109,7 +109,11 @@ fn descriptors_do_not_grow_with_the_number_of_files() {
         .filter(|k| {
             let name = match k / 100 {
                 0 => format!("k{:02}.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co", k % 100),
-                n => format!("k{:02}.o-hipv4-amdgcn-amd-amdhsa--gfx90a-{}.co", k % 100, n + 1),
+                n => format!(
+                    "k{:02}.o-hipv4-amdgcn-amd-amdhsa--gfx90a-{}.co",
+                    k % 100,
+                    n + 1
+                ),
             };
             let bytes = &written[&name];
             bytes.starts_with(format!("\x7fELF payload {k}").as_bytes())

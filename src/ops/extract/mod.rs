@@ -341,10 +341,7 @@ impl Totals {
 
 /// Opens `paths`, in parallel: those opened, the inputs, and the errors of the others.
 fn open_inputs(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Input>, Vec<Error>) {
-    let opened: Vec<Result<Input>> = paths
-        .par_iter()
-        .map(|p| Ok(Input::open(p)?))
-        .collect();
+    let opened: Vec<Result<Input>> = paths.par_iter().map(|p| Ok(Input::open(p)?)).collect();
     let mut readable = Vec::new();
     let mut inputs: Vec<Input> = Vec::new();
     let mut unreadable = Vec::new();
