@@ -213,7 +213,7 @@ PY
   # ls -r opens and reads every file (the walk reads each file's first bytes, the scan the
   # small file whole), so the reference reads every file's bytes too; `ls -lR` would only
   # stat them.
-  row "$small_ls" "find -type f | xargs cat of the tree" "anonymous flat in the files" \
+  row "$small_ls" "cat of every file of the tree (find, xargs)" "anonymous flat in the files" \
     true "find tree -type f -print0 | xargs -0 cat >/dev/null" -- true "$ours" ls -r tree
   rm -rf tree
 fi
