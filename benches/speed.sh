@@ -211,6 +211,32 @@ if [[ -z "${ROWS:-}" || "$merge" =~ $ROWS ]]; then
     "rm -f copy" "cp '$solver' copy" -- "rm -rf merged" "$ours" kpack --merge "split/$(basename "$solver")" -o merged
   rm -rf split merged copy
 fi
+# A tree of 50,000 small files (12 KB each: copies of a committed sample bundle, 50 folders
+# of 10 folders of 100): memory that follows the file at work, not the number of files.
+small_extract="extract -r of 50,000 small files"
+small_ls="ls -r of 50,000 small files"
+if [[ -z "${ROWS:-}" || "$small_extract" =~ $ROWS || "$small_ls" =~ $ROWS ]]; then
+  python3 - "$here/samples/clang/kernel-fatbin.hip_fatbin" tree <<'PY'
+import os, sys
+sample, root = open(sys.argv[1], "rb").read(), sys.argv[2]
+for a in range(50):
+    for b in range(10):
+        folder = os.path.join(root, f"d{a:02d}", f"e{b}")
+        os.makedirs(folder)
+        for c in range(100):
+            with open(os.path.join(folder, f"k{c:03d}.o"), "wb") as f:
+                f.write(sample)
+PY
+  row "$small_extract" "cp -r of the tree" "1.5x, anonymous flat in the files" \
+    "rm -rf copy" "cp -r tree copy" -- "rm -rf out" "$ours" extract -r tree --arch gfx90a -o out
+  rm -rf copy out
+  # ls -r opens and reads every file (the walk reads each file's first bytes, the scan the
+  # small file whole), so the reference reads every file's bytes too; `ls -lR` would only
+  # stat them.
+  row "$small_ls" "cat of every file of the tree (find, xargs)" "anonymous flat in the files" \
+    true "find tree -type f -print0 | xargs -0 cat >/dev/null" -- true "$ours" ls -r tree
+  rm -rf tree
+fi
 exec 1>&3 3>&-
 cat "$table"
 # The plot of the table: each ratio as a bar beside its target (benches/plot.py).

@@ -35,6 +35,7 @@ mod du_pages;
 mod embedded;
 mod environments;
 mod extract;
+mod extract_tree;
 mod fuzz_regressions;
 mod generic;
 mod golden;

@@ -178,17 +178,21 @@ fn summary(files: usize, errors: usize, written: &[extract::Extracted]) -> Strin
     from.dedup();
     // Per target by `du`'s rule (its naming, its order); the bytes written are the images'
     // inflated bytes.
-    let mut by_file: std::collections::BTreeMap<&std::path::Path, Vec<ImageRecord>> =
+    let mut by_file: std::collections::BTreeMap<&std::path::Path, Vec<&ImageRecord>> =
         Default::default();
     for w in written {
         by_file
             .entry(w.image.path.as_path())
             .or_default()
-            .push(w.image.clone());
+            .push(&w.image);
     }
+    // One file's images copied at a time, not every file's at once.
     let usage: Vec<du::FileUsage> = by_file
         .iter()
-        .map(|(file, images)| du::listed_usage(file, images))
+        .map(|(file, images)| {
+            let images: Vec<ImageRecord> = images.iter().map(|&i| i.clone()).collect();
+            du::listed_usage(file, &images)
+        })
         .collect();
     let by_target = du::total(&usage);
     let bytes: u64 = by_target.iter().map(|t| t.inflated).sum();

@@ -485,8 +485,9 @@ fn shrunk_input() -> Option<PathBuf> {
         .map(|i| i.path.clone())
 }
 
-/// An error if an input open in this process shrank under its map while it was read.
-fn inputs_intact() -> Result<()> {
+/// An error if an input open in this process shrank under its map while it was read: a
+/// command that lets its inputs go before its outputs are put in place asks before it does.
+pub fn inputs_intact() -> Result<()> {
     match shrunk_input() {
         Some(path) => Err(shrank(&path)),
         None => Ok(()),

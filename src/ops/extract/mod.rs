@@ -117,11 +117,15 @@ type Scanned = Result<(Vec<Chosen>, Found, Vec<Error>, Vec<PackedArchive>)>;
 /// in the package (what its images' outputs are named after) and its bytes.
 type PackedArchive = (PathBuf, String, Input);
 
-/// Up to how many inputs keep their descriptors for the kernel to copy images from them.
-const DESCRIPTORS_KEPT_UP_TO: usize = 32;
-
 /// [`extract`], adding the problems found in the inputs to `problems`, and what was asked for
 /// and not found to `missing`.
+///
+/// The files are read a group at a time ([`files_at_once`]): a group is opened, scanned,
+/// and its images written to temporary files, then its inputs are let go before the next
+/// group is opened, so that memory and descriptors follow the group, not the tree. What
+/// stays to the end is a small record of each output (its temporary and final names), and
+/// the outputs are put in place together once all are written. A device archive (`-o
+/// X.a`) is made of the images of every file at once: its files are read as one group.
 fn extract_noting(
     config: &ExtractConfig,
     files: &dyn Progress,
@@ -129,25 +133,80 @@ fn extract_noting(
     problems: &mut Vec<Error>,
     missing: &mut Vec<String>,
 ) -> Result<Vec<Extracted>> {
-    let (readable, inputs, mut unreadable) = open_inputs(&config.files);
+    let to_archive = config.output.extension().is_some_and(|e| e == "a");
+    let at_once = if to_archive {
+        config.files.len().max(1)
+    } else {
+        files_at_once()
+    };
+    let every = config.files.len();
+    let groups = every.div_ceil(at_once);
+    files.start(config.files.len() as u64);
+    let mut all = Totals::new(config);
+    let mut folder: Option<writer::Folder> = None;
+    let mut whole: Option<Group> = None;
+    for paths in config.files.chunks(at_once) {
+        let mut group = read_group(config, paths, files);
+        all.add(&mut group);
+        if group.chosen.is_empty() {
+            continue;
+        }
+        if to_archive {
+            whole = Some(group);
+            continue;
+        }
+        let folder = match &mut folder {
+            Some(folder) => folder,
+            // The bar of bytes shows for one group; a tree's progress is its files'.
+            None => folder.insert(writer::Folder::new(config, progress, groups == 1)?),
+        };
+        folder.write_group(&group.config, &group.inputs, &group.archives, group.chosen)?;
+        // An input that shrank while it was read leaves nothing in place.
+        crate::io::inputs_intact()?;
+    }
+    files.finish();
+    conclude(config, all, every, problems, missing)?;
+    match (whole, folder) {
+        (Some(group), _) => archive::write_device_archive(
+            &group.config,
+            &group.inputs,
+            &group.archives,
+            group.chosen,
+        ),
+        (None, Some(folder)) => folder.finish(problems),
+        (None, None) => Err(Error::msg("no output was written")),
+    }
+}
+
+/// What the groups read gave, `all` (of `every` file named), weighed once every file is
+/// read: the problems found go to `problems` and what was asked for and not found to
+/// `missing`; an error leaves nothing written (every file unreadable or damaged, nothing
+/// chosen).
+fn conclude(
+    config: &ExtractConfig,
+    all: Totals,
+    every: usize,
+    problems: &mut Vec<Error>,
+    missing: &mut Vec<String>,
+) -> Result<()> {
+    let Totals {
+        readable,
+        unreadable: mut unread,
+        problems: mut found_problems,
+        failed,
+        found,
+        chosen,
+    } = all;
     // Files that could not be read, or not scanned: when it is every file, the last one's
     // error is the result, as it is for a single file.
-    let unread = unreadable.len();
-    let all = config.files.len();
-    problems.append(&mut unreadable);
+    let unread_count = unread.len();
+    problems.append(&mut unread);
+    problems.append(&mut found_problems);
     // From here on the inputs are the files that could be opened.
-    let config = &ExtractConfig {
+    let config = ExtractConfig {
         files: readable,
         ..config.clone()
     };
-    let scanned = scan_all(config, &inputs, files);
-    let gathered = gather(config, &inputs, scanned, problems);
-    let Gathered {
-        chosen,
-        archives,
-        found,
-        failed,
-    } = gathered;
     // A device that found nothing anywhere is named once, not once per bundle, unless a
     // bundle gave it nothing for a reason other than having no code for it.
     let explained: Vec<String> = found
@@ -156,15 +215,15 @@ fn extract_noting(
         .filter(|(device, always, _)| found.devices.get(*device) == Some(&true) || *always)
         .map(|(_, _, line)| line)
         .collect();
-    if unread + failed == all {
+    if unread_count + failed == every {
         if let Some(last) = problems.pop() {
             return Err(last);
         }
     }
-    if chosen.is_empty() {
+    if !chosen {
         missing.extend(explained);
         return Err(nothing_chosen(
-            config,
+            &config,
             config.arches.iter().chain(&config.devices),
         ));
     }
@@ -176,31 +235,113 @@ fn extract_noting(
         .map(|(t, _)| t)
         .collect();
     if !unfound.is_empty() {
-        missing.push(nothing_chosen(config, unfound).to_string());
+        missing.push(nothing_chosen(&config, unfound).to_string());
     }
     missing.extend(explained);
-    if config.output.extension().is_some_and(|e| e == "a") {
-        return archive::write_device_archive(config, &inputs, &archives, chosen);
-    }
-    writer::write_files(config, &inputs, &archives, chosen, progress, problems)
+    Ok(())
 }
 
-/// Opens `paths`, in parallel: those opened, the inputs, and the errors of the others. Every
-/// input stays mapped until the outputs are written; past a few, their descriptors are
-/// closed as they are opened, so that a tree of any size fits the descriptor limit.
+/// How many input files are read at once: a group's maps, descriptors and scans are let go
+/// before the next group is opened. 256, fewer when the limit on open files is low (a
+/// quarter of what is left of it after 32 for the rest of the work), at least one.
+fn files_at_once() -> usize {
+    const MOST: usize = 256;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given and nothing else.
+    let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+    if !known {
+        return 64;
+    }
+    let open = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
+    (open.saturating_sub(32) / 4).clamp(1, MOST)
+}
+
+/// One group of input files, read and scanned.
+struct Group {
+    /// The configuration with the files of the group that could be opened.
+    config: ExtractConfig,
+    inputs: Vec<Input>,
+    /// The errors of the files that could not be opened.
+    unreadable: Vec<Error>,
+    /// The damage met in the files scanned.
+    problems: Vec<Error>,
+    chosen: Vec<Chosen>,
+    archives: ArchiveFiles,
+    found: Found,
+    /// How many files could not be scanned.
+    failed: usize,
+}
+
+/// Opens and scans the files `paths` (`files` told of each), choosing their images.
+fn read_group(config: &ExtractConfig, paths: &[PathBuf], files: &dyn Progress) -> Group {
+    let (readable, inputs, unreadable) = open_inputs(paths);
+    files.advance(unreadable.len() as u64);
+    let config = ExtractConfig {
+        files: readable,
+        ..config.clone()
+    };
+    let scanned = scan_all(&config, &inputs, files);
+    let mut problems = Vec::new();
+    let Gathered {
+        chosen,
+        archives,
+        found,
+        failed,
+    } = gather(&config, &inputs, scanned, &mut problems);
+    Group {
+        config,
+        inputs,
+        unreadable,
+        problems,
+        chosen,
+        archives,
+        found,
+        failed,
+    }
+}
+
+/// What the groups read so far gave, beside the outputs.
+struct Totals {
+    /// The files that could be opened.
+    readable: Vec<PathBuf>,
+    unreadable: Vec<Error>,
+    problems: Vec<Error>,
+    failed: usize,
+    found: Found,
+    /// Whether any image was chosen.
+    chosen: bool,
+}
+
+impl Totals {
+    fn new(config: &ExtractConfig) -> Totals {
+        Totals {
+            readable: Vec::new(),
+            unreadable: Vec::new(),
+            problems: Vec::new(),
+            failed: 0,
+            found: Found::new(config),
+            chosen: false,
+        }
+    }
+
+    /// Adds what `group` gave, taking its errors and what it found.
+    fn add(&mut self, group: &mut Group) {
+        self.readable.extend(group.config.files.iter().cloned());
+        self.unreadable.append(&mut group.unreadable);
+        self.problems.append(&mut group.problems);
+        let found = std::mem::replace(&mut group.found, Found::new(&group.config));
+        self.found.add(found);
+        self.failed += group.failed;
+        self.chosen |= !group.chosen.is_empty();
+    }
+}
+
+/// Opens `paths`, in parallel: those opened, the inputs, and the errors of the others.
 fn open_inputs(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Input>, Vec<Error>) {
-    let many = paths.len() > DESCRIPTORS_KEPT_UP_TO;
-    let opened: Vec<Result<Input>> = paths
-        .par_iter()
-        .map(|p| {
-            let input = Input::open(p)?;
-            Ok(if many {
-                input.without_descriptor()
-            } else {
-                input
-            })
-        })
-        .collect();
+    let opened: Vec<Result<Input>> = paths.par_iter().map(|p| Ok(Input::open(p)?)).collect();
     let mut readable = Vec::new();
     let mut inputs: Vec<Input> = Vec::new();
     let mut unreadable = Vec::new();
@@ -223,7 +364,6 @@ fn scan_all(
     inputs: &[Input],
     files: &dyn Progress,
 ) -> Vec<Option<Scanned>> {
-    files.start(inputs.len() as u64);
     let scanned = config
         .files
         .par_iter()
@@ -241,7 +381,6 @@ fn scan_all(
             scanned
         })
         .collect();
-    files.finish();
     scanned
 }
 

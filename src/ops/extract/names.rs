@@ -135,14 +135,18 @@ fn cuobjdump_stem(name: &OsStr) -> OsString {
 /// The file each chosen image is written to, before its extension: names say where it came
 /// from and what it is; a number keeps them apart, whether built here or cuobjdump's (two
 /// inputs may both be named `k.o`, with a `k.2.sm_90` each). cuobjdump's names are told apart
-/// with their extension, as a cubin and a PTX entry share a stem (`k.1.sm_90a`).
-pub(super) fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<PathBuf> {
-    let mut taken: BTreeSet<OsString> = BTreeSet::new();
+/// with their extension, as a cubin and a PTX entry share a stem (`k.1.sm_90a`). `taken`
+/// holds the names given before (to the images of other groups of files), and gets these.
+pub(super) fn output_stems(
+    config: &ExtractConfig,
+    chosen: &[Chosen],
+    taken: &mut BTreeSet<OsString>,
+) -> Vec<PathBuf> {
     chosen
         .iter()
         .map(|c| {
             let name = match &c.name {
-                Some(name) => unique(name, &format!(".{}", c.ext), &mut taken),
+                Some(name) => unique(name, &format!(".{}", c.ext), taken),
                 None => {
                     let mut name = stem(&config.files[c.input]);
                     if let Some(member) = &c.member {
@@ -151,7 +155,7 @@ pub(super) fn output_stems(config: &ExtractConfig, chosen: &[Chosen]) -> Vec<Pat
                     }
                     name.push("-");
                     name.push(safe_part(&c.label));
-                    unique(&name, "", &mut taken)
+                    unique(&name, "", taken)
                 }
             };
             config.output.join(name)

@@ -1,9 +1,11 @@
 //! Writing the chosen images to their own files in an output folder, in parallel: an image
 //! stored as it is is copied by the kernel; the images of one compressed bundle are written
-//! together as its stream is inflated, each named by what its first bytes say. The outputs
-//! are put in place together, once all are written.
+//! together as its stream is inflated, each named by what its first bytes say. The inputs
+//! come a group at a time; the outputs are put in place together, once all are written.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::ffi::OsString;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -21,88 +23,190 @@ use crate::ops::extract::options::ExtractConfig;
 use crate::ops::support::inflating::{memory_of_cuda, Budget};
 use crate::ops::support::progress::Progress;
 
-/// Writes each chosen image to its own file in the folder `config.output`, in parallel (the
-/// images of one compressed bundle together, as its stream is inflated), and puts them in
-/// place only when every one is written.
-pub(super) fn write_files(
-    config: &ExtractConfig,
-    inputs: &[Input],
-    archives: &ArchiveFiles,
-    chosen: Vec<Chosen>,
-    progress: &dyn Progress,
-    problems: &mut Vec<Error>,
-) -> Result<Vec<Extracted>> {
-    // The folders made for the outputs go again when nothing is written: no trace of a
-    // failed run is left.
-    let missing: Vec<PathBuf> = config
-        .output
-        .ancestors()
-        .take_while(|folder| !folder.as_os_str().is_empty() && !folder.exists())
-        .map(Path::to_path_buf)
-        .collect();
-    std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
-    let writer = Writer {
-        config,
-        inputs,
-        archives,
-        chosen: &chosen,
-        stems: &output_stems(config, &chosen),
-        budget: &Budget::new(),
-        progress,
-    };
-    let (written, failed) = writer.write_all();
-    let written = put_in_place(chosen, written, failed, progress, problems);
-    if written.is_err() {
-        for folder in &missing {
-            // Only an empty folder is removed: nothing else is touched.
+/// The outputs of an extraction to a folder, written a group of input files at a time and
+/// put in place together at the end: until then each is a temporary file, and what is held
+/// of it is its names and its record.
+pub(super) struct Folder<'f> {
+    progress: &'f dyn Progress,
+    /// Whether the bar of bytes is started for the (one) group.
+    bar: bool,
+    /// The folders made for the outputs: they go again when nothing is written, so that no
+    /// trace of a failed run is left.
+    made: Vec<PathBuf>,
+    /// The names given so far, so that the outputs of every group are kept apart.
+    taken: BTreeSet<OsString>,
+    budget: Budget,
+    /// The outputs written, not yet in place, and what each holds, in the order of the files.
+    closed: Vec<Closed>,
+    extracted: Vec<Extracted>,
+    /// The number of each output's input file, counting the files of every group.
+    owners: Vec<usize>,
+    /// How many input files the groups before held.
+    before: usize,
+    /// The device and inode of every input file read, so that no output is put in place
+    /// over one, whichever group read it.
+    read: HashSet<(u64, u64)>,
+    /// How many input files had images to write.
+    with_images: usize,
+    /// The first error of each input file whose images could not all be written, in the
+    /// order of the files.
+    failed: Vec<Error>,
+    /// Whether the outputs were put in place.
+    placed: bool,
+}
+
+impl<'f> Folder<'f> {
+    /// Makes the folder `config.output` (and the folders it is in) if missing; `bar`: whether
+    /// the bytes of the first group start `progress`.
+    pub(super) fn new(
+        config: &'f ExtractConfig,
+        progress: &'f dyn Progress,
+        bar: bool,
+    ) -> Result<Folder<'f>> {
+        let made: Vec<PathBuf> = config
+            .output
+            .ancestors()
+            .take_while(|folder| !folder.as_os_str().is_empty() && !folder.exists())
+            .map(Path::to_path_buf)
+            .collect();
+        std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
+        Ok(Folder {
+            progress,
+            bar,
+            made,
+            taken: BTreeSet::new(),
+            budget: Budget::new(),
+            closed: Vec::new(),
+            extracted: Vec::new(),
+            owners: Vec::new(),
+            before: 0,
+            read: HashSet::new(),
+            with_images: 0,
+            failed: Vec::new(),
+            placed: false,
+        })
+    }
+
+    /// Writes each image `chosen` from one group of inputs (`config` names their files) to
+    /// a temporary file of its own, in parallel (the images of one compressed bundle
+    /// together, as its stream is inflated). An input file one of whose images cannot be
+    /// written has none of its images kept.
+    pub(super) fn write_group(
+        &mut self,
+        config: &ExtractConfig,
+        inputs: &[Input],
+        archives: &ArchiveFiles,
+        chosen: Vec<Chosen>,
+    ) -> Result<()> {
+        let stems = output_stems(config, &chosen, &mut self.taken);
+        let writer = Writer {
+            config,
+            inputs,
+            archives,
+            chosen: &chosen,
+            stems: &stems,
+            budget: &self.budget,
+            progress: self.progress,
+        };
+        let (mut written, failed) = writer.write_all(std::mem::take(&mut self.bar));
+        let with_images: BTreeSet<usize> = chosen.iter().map(|c| c.input).collect();
+        self.with_images += with_images.len();
+        written.retain(|w| !failed.contains_key(&chosen[w.index].input));
+        written.sort_by_key(|w| w.index);
+        let kept = chosen
+            .into_iter()
+            .filter(|c| !failed.contains_key(&c.input));
+        for (mut c, w) in kept.zip(written) {
+            tracing::info!(from = %c.image.file, "writing {} to {}", c.label, w.path.display());
+            c.image.size = w.size.unwrap_or(c.image.size);
+            self.owners.push(self.before + c.input);
+            self.extracted.push(c.extracted(w.path));
+            self.closed.push(w.closed);
+        }
+        self.failed.extend(failed.into_values());
+        self.read.extend(inputs.iter().filter_map(Input::identity));
+        self.before += inputs.len();
+        Ok(())
+    }
+
+    /// Takes out the outputs that would be put in place over an input file read (by another
+    /// group than theirs: an input open is refused as its output is made), with every other
+    /// output of their input file; their errors join the failures.
+    fn refuse_inputs(&mut self) {
+        let read = &self.read;
+        let over: Vec<Option<Error>> = self
+            .extracted
+            .par_iter()
+            .map(|e| {
+                let meta = std::fs::symlink_metadata(&e.path).ok()?;
+                let input = (meta.dev(), meta.ino());
+                (!meta.file_type().is_symlink() && read.contains(&input)).then(|| {
+                    Error::file(
+                        &e.path,
+                        "is an input file of this run; refusing to write over an input",
+                    )
+                })
+            })
+            .collect();
+        let mut refused: BTreeMap<usize, Error> = BTreeMap::new();
+        for (owner, error) in self.owners.iter().zip(over) {
+            if let Some(error) = error {
+                refused.entry(*owner).or_insert(error);
+            }
+        }
+        if refused.is_empty() {
+            return;
+        }
+        let outputs = std::mem::take(&mut self.closed)
+            .into_iter()
+            .zip(std::mem::take(&mut self.extracted))
+            .zip(std::mem::take(&mut self.owners));
+        for ((closed, extracted), owner) in outputs {
+            if !refused.contains_key(&owner) {
+                self.closed.push(closed);
+                self.extracted.push(extracted);
+                self.owners.push(owner);
+            }
+        }
+        self.failed.extend(refused.into_values());
+    }
+
+    /// Puts the files written in place (`progress` is done then), but for those of the input
+    /// files that failed, whose errors go to `problems`; when every input file with images
+    /// failed, the first one's error is the result.
+    pub(super) fn finish(mut self, problems: &mut Vec<Error>) -> Result<Vec<Extracted>> {
+        self.refuse_inputs();
+        let mut failed = std::mem::take(&mut self.failed).into_iter();
+        if failed.len() > 0 && failed.len() == self.with_images {
+            if let Some(first) = failed.next() {
+                problems.extend(failed);
+                return Err(first);
+            }
+        }
+        crate::io::place_all(std::mem::take(&mut self.closed))?;
+        self.placed = true;
+        self.progress.finish();
+        problems.extend(failed);
+        Ok(std::mem::take(&mut self.extracted))
+    }
+}
+
+impl Drop for Folder<'_> {
+    fn drop(&mut self) {
+        if self.placed {
+            return;
+        }
+        // The temporary files go first, then the folders made for them, if empty: nothing
+        // else is touched.
+        self.closed.clear();
+        for folder in &self.made {
             let _ = std::fs::remove_dir(folder);
         }
     }
-    written
 }
 
 /// The first error of each input file whose images could not all be written, by file.
 type Failed = BTreeMap<usize, Error>;
-
-/// Puts the files `written` in place (`progress` is done then), but for those of the input files that `failed`, whose
-/// errors go to `problems`; when every input file with images failed, the first one's error
-/// is the result.
-fn put_in_place(
-    chosen: Vec<Chosen>,
-    mut written: Vec<Written>,
-    mut failed: Failed,
-    progress: &dyn Progress,
-    problems: &mut Vec<Error>,
-) -> Result<Vec<Extracted>> {
-    let with_images: BTreeSet<usize> = chosen.iter().map(|c| c.input).collect();
-    if !failed.is_empty() && failed.len() == with_images.len() {
-        let mut errors = std::mem::take(&mut failed).into_values();
-        if let Some(first) = errors.next() {
-            problems.extend(errors);
-            return Err(first);
-        }
-    }
-    written.retain(|w| !failed.contains_key(&chosen[w.index].input));
-    written.sort_by_key(|w| w.index);
-    let paths: Vec<(PathBuf, Option<u64>)> =
-        written.iter().map(|w| (w.path.clone(), w.size)).collect();
-    crate::io::place_all(written.into_iter().map(|w| w.closed).collect())?;
-    progress.finish();
-    let kept: Vec<Chosen> = chosen
-        .into_iter()
-        .filter(|c| !failed.contains_key(&c.input))
-        .collect();
-    problems.extend(failed.into_values());
-    Ok(kept
-        .into_iter()
-        .zip(paths)
-        .map(|(mut c, (path, size))| {
-            tracing::info!(from = %c.image.file, "writing {} to {}", c.label, path.display());
-            c.image.size = size.unwrap_or(c.image.size);
-            c.extracted(path)
-        })
-        .collect())
-}
 
 /// One image written, not yet in place.
 struct Written {
@@ -127,14 +231,17 @@ struct Writer<'w> {
 }
 
 impl Writer<'_> {
-    /// Writes every chosen image, in parallel: the files written, not yet in place, and the
+    /// Writes every chosen image, in parallel (`bar`: starting `progress` with their bytes):
+    /// the files written, not yet in place, and the
     /// input files whose images could not all be written. An image that cannot be written
     /// (its compressed bundle or archive turns out damaged when inflated) takes every image
     /// of its input file with it.
-    fn write_all(&self) -> (Vec<Written>, Failed) {
+    fn write_all(&self, bar: bool) -> (Vec<Written>, Failed) {
         let chosen = self.chosen;
-        self.progress
-            .start(chosen.iter().map(|c| c.image.size).sum());
+        if bar {
+            self.progress
+                .start(chosen.iter().map(|c| c.image.size).sum());
+        }
         let singles = (0..chosen.len()).filter(|&i| !matches!(chosen[i].bytes, Bytes::Stream(_)));
         let jobs: Vec<Vec<usize>> = singles
             .map(|i| vec![i])

@@ -1,0 +1,126 @@
+//! `offload extract -r` of trees of thousands of files, read a group of files at a time: the
+//! outputs do not depend on the number of threads nor on the groups, and the descriptors held
+//! do not grow with the number of files.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use offload::format::bundle;
+
+use crate::util::{samples_dir, OFFLOAD};
+
+const HOST: &str = "host-x86_64-unknown-linux-gnu-";
+
+/// A tree of `files` inputs in `root`: bundles with a payload of their own, every third one
+/// over 64 KiB (mapped rather than read whole), in folders of 100 that reuse the same names
+/// (so that the outputs of different groups of files are numbered apart), and a few samples
+/// holding several images or a compressed bundle.
+fn make_tree(root: &Path, files: usize) {
+    for k in 0..files {
+        let folder = root.join(format!("d{:02}", k / 100));
+        std::fs::create_dir_all(&folder).unwrap();
+        let mut payload = format!("\x7fELF payload {k}").into_bytes();
+        if k % 3 == 0 {
+            payload.resize(70_000 + k, b'x');
+        }
+        let entries: [(&str, &[u8]); 3] = [
+            (HOST, b""),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a", &payload),
+            ("hipv4-amdgcn-amd-amdhsa--gfx942", b"\x7fELF other"),
+        ];
+        let name = format!("k{:02}.o", k % 100);
+        std::fs::write(folder.join(name), bundle::to_vec(&entries, 8)).unwrap();
+    }
+    for sample in [
+        "clang/kernel-fatbin.hip_fatbin",
+        "llvm23/hip-compressed.o",
+        "clang/vadd-rdc.o",
+    ] {
+        let from = samples_dir().join(sample);
+        let to = root.join("d00").join(from.file_name().unwrap());
+        std::fs::copy(&from, to).unwrap();
+    }
+}
+
+/// Every file of the folder `dir` (not walked further), name and bytes.
+fn contents(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            (name, std::fs::read(e.path()).unwrap())
+        })
+        .collect()
+}
+
+/// Runs `extract -r tree --arch gfx90a -o OUT` in `dir` with `threads` threads under a shell
+/// line `limit` (a `ulimit`); gives the listing, with the output folder's name taken out.
+fn extract(dir: &Path, out: &str, threads: &str, limit: &str) -> String {
+    let ran = Command::new("sh")
+        .current_dir(dir)
+        .env("RAYON_NUM_THREADS", threads)
+        .env_remove("OFFLOAD_LOG")
+        .args([
+            "-c",
+            &format!("{limit}; exec '{OFFLOAD}' extract -r tree --arch gfx90a -o {out}"),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{threads} threads: {stderr}");
+    String::from_utf8(ran.stdout)
+        .unwrap()
+        .replace(&format!("{out}/"), "")
+}
+
+#[test]
+fn eight_threads_write_what_one_writes_byte_for_byte() {
+    const FILES: usize = 3000;
+    let dir = tempfile::tempdir().unwrap();
+    make_tree(&dir.path().join("tree"), FILES);
+    let listing = extract(dir.path(), "one", "1", "true");
+    let written = contents(&dir.path().join("one"));
+    // Each bundle's gfx90a code, the sample bundle's, and the compressed and RDC samples'.
+    assert_eq!(written.len(), FILES + 3, "{:?}", written.keys().take(5));
+    assert!(written.contains_key("k00.o-hipv4-amdgcn-amd-amdhsa--gfx90a-30.co"));
+    assert!(listing.contains(&format!("total: {} files", FILES + 3)));
+    for run in 0..3 {
+        let out = format!("eight{run}");
+        let theirs = extract(dir.path(), &out, "8", "true");
+        assert_eq!(theirs, listing, "run {run}: the listing differs");
+        let outputs = contents(&dir.path().join(&out));
+        assert!(outputs == written, "run {run}: the files written differ");
+    }
+}
+
+#[test]
+fn descriptors_do_not_grow_with_the_number_of_files() {
+    const FILES: usize = 1000;
+    let dir = tempfile::tempdir().unwrap();
+    make_tree(&dir.path().join("tree"), FILES);
+    let listing = extract(dir.path(), "out", "8", "ulimit -n 64");
+    assert!(listing.contains(&format!("total: {} files", FILES + 3)));
+    let written = contents(&dir.path().join("out"));
+    assert_eq!(written.len(), FILES + 3);
+    // Every input's own payload, the large ones whole.
+    let payloads: usize = (0..FILES)
+        .filter(|k| {
+            let name = match k / 100 {
+                0 => format!("k{:02}.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co", k % 100),
+                n => format!(
+                    "k{:02}.o-hipv4-amdgcn-amd-amdhsa--gfx90a-{}.co",
+                    k % 100,
+                    n + 1
+                ),
+            };
+            let bytes = &written[&name];
+            bytes.starts_with(format!("\x7fELF payload {k}").as_bytes())
+                && (k % 3 != 0 || bytes.len() == 70_000 + k)
+        })
+        .count();
+    assert_eq!(payloads, FILES);
+    // No temporary file is left beside them.
+    assert!(written.keys().all(|name| !name.starts_with('.')));
+}
