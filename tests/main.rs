@@ -87,6 +87,7 @@ mod rewrite_pe;
 mod rewrite_program;
 mod rewrite_real;
 mod runtime_pick;
+mod strip_scanned;
 mod syncing;
 mod targets;
 mod targets_cmd;

@@ -64,7 +64,6 @@ use crate::host::BUNDLE_SECTION_PREFIX;
 use crate::io::spill::{fill_in, Hole, MappedRoom, Spill, Spilled};
 use crate::io::{release_mapped, Input, Output};
 use crate::ops::support::inflating::{memory_of, Budget};
-use crate::ops::verify::verify_input_except;
 use crate::target::target_id::TargetIdBuf;
 
 mod conda;
@@ -74,10 +73,12 @@ pub mod job;
 mod keeps;
 mod package;
 pub mod plan;
+mod read_back;
 mod tarball;
 mod variant;
 
 pub use package::{rewrite_variant, PruneMembers};
+pub(crate) use read_back::verify;
 
 /// What to do to the device code.
 #[derive(Debug, Clone)]
@@ -808,17 +809,19 @@ pub fn rewrite_file<'a>(
     config: &RewriteConfig,
     summary: &mut Summary,
 ) -> Result<Option<NewFile<'a>>> {
-    rewrite_nested(path, data, config, summary, 0)
+    rewrite_nested(path, data, config, summary, (0, None))
 }
 
-/// [`rewrite_file`] for a file found `depth` archives deep.
+/// [`rewrite_file`] for a file found `depth` archives deep (`at`), whose images embedded as
+/// data are counted already when `at` says how many.
 fn rewrite_nested<'a>(
     path: &Path,
     data: &'a [u8],
     config: &RewriteConfig,
     summary: &mut Summary,
-    depth: usize,
+    at: (usize, Option<usize>),
 ) -> Result<Option<NewFile<'a>>> {
+    let (depth, embedded) = at;
     summary.size_before += data.len() as u64;
     let format_error = |e| Error::format(path, e);
     if let Some(kind) = crate::host::package::kind(data) {
@@ -841,10 +844,10 @@ fn rewrite_nested<'a>(
         object::FileKind::parse(data),
         Ok(object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::Coff)
     ) {
-        rewrite_object(path, data, config, summary)?
+        rewrite_object(path, data, config, summary, embedded)?
     } else if data.starts_with(b"MZ") {
         // Read by the PE reader itself, which says where damaged headers are wrong.
-        rewrite_program(path, data, config, summary)?
+        rewrite_program(path, data, config, summary, embedded)?
     } else if matches!(
         object::FileKind::parse(data),
         Ok(object::FileKind::MachO32
@@ -860,12 +863,14 @@ fn rewrite_nested<'a>(
     Ok(result)
 }
 
-/// Rewrites the HIP device code of the linked program or shared library `data` (ELF or PE).
+/// Rewrites the HIP device code of the linked program or shared library `data` (ELF or PE);
+/// `embedded`: its images embedded as data, when a scan counted them already.
 fn rewrite_program<'a>(
     path: &Path,
     data: &'a [u8],
     config: &RewriteConfig,
     summary: &mut Summary,
+    embedded: Option<usize>,
 ) -> Result<Option<NewFile<'a>>> {
     let total = std::sync::Mutex::new(Summary::default());
     // The containers may be rewritten on other threads: their log lines go under this
@@ -905,31 +910,39 @@ fn rewrite_program<'a>(
     })?;
     let total = total.into_inner().expect("no thread panics holding it");
     summary.add_counts(&total);
-    count_embedded(path, data, config, summary)?;
+    count_embedded(path, data, config, summary, embedded)?;
     Ok(rewritten.map(NewFile::Program))
 }
 
 /// Counts into `summary` the device images of the file `data` (named `path`) embedded as
 /// data, which a rewrite keeps whole: among the images before and after, as a listing and
-/// the written file's reading count them.
+/// the written file's reading count them. `known`: how many, when a scan of the file before
+/// the rewrite counted them (the one that tells what each target's code takes).
 fn count_embedded(
     path: &Path,
     data: &[u8],
     config: &RewriteConfig,
     summary: &mut Summary,
+    known: Option<usize>,
 ) -> Result<()> {
-    let mut embedded = 0usize;
+    let mut embedded = known.unwrap_or(0);
     // Damage is the rewrite's to report, where it matters: here only images are counted.
-    scan_reading(
-        path,
-        data,
-        Places::Everywhere,
-        config.max_decompressed,
-        Reading::Headers,
-        &mut |image| {
-            embedded += usize::from(image.embedded && image.target.producer != Producer::Host);
-        },
-    )?;
+    known
+        .is_none()
+        .then(|| {
+            scan_reading(
+                path,
+                data,
+                Places::Everywhere,
+                config.max_decompressed,
+                Reading::Headers,
+                &mut |image| {
+                    embedded +=
+                        usize::from(image.embedded && image.target.producer != Producer::Host);
+                },
+            )
+        })
+        .transpose()?;
     if embedded > 0 {
         info!(
             images = embedded,
@@ -942,11 +955,14 @@ fn count_embedded(
     Ok(())
 }
 
+/// Rewrites the device code of the relocatable object `data` (or, found to be one, of the
+/// program or shared library); `embedded` as for [`rewrite_program`].
 fn rewrite_object<'a>(
     path: &Path,
     data: &'a [u8],
     config: &RewriteConfig,
     summary: &mut Summary,
+    embedded: Option<usize>,
 ) -> Result<Option<NewFile<'a>>> {
     use object::{Object, ObjectSection};
     let file = object::File::parse(data).map_err(|e| Error::file(path, e.to_string()))?;
@@ -954,7 +970,7 @@ fn rewrite_object<'a>(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
     ) {
-        return rewrite_program(path, data, config, summary);
+        return rewrite_program(path, data, config, summary, embedded);
     }
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(Error::file(
@@ -1003,7 +1019,7 @@ fn rewrite_object<'a>(
             new_contents.push((name.to_string(), new));
         }
     }
-    count_embedded(path, data, config, summary)?;
+    count_embedded(path, data, config, summary, embedded)?;
     if new_contents.is_empty() && removed.is_empty() {
         return Ok(None);
     }
@@ -1058,7 +1074,7 @@ fn rewrite_archive(
             }
             let new = if !bare && is_rewritable_member(bytes) {
                 let inflater = Inflater::new(bytes, config.max_decompressed, &member_path);
-                rewrite_nested(&member_path, bytes, config, &mut s, depth + 1)?
+                rewrite_nested(&member_path, bytes, config, &mut s, (depth + 1, None))?
                     .map(|new| new.into_bytes(&inflater))
                     .transpose()?
             } else {
@@ -1081,65 +1097,6 @@ fn rewrite_archive(
         list.push((&m.name, new.as_deref().unwrap_or(&m.data)));
     }
     Ok(Some(write_archive(path, &list)?))
-}
-
-/// Reads the written file back before it replaces anything: it must hold exactly the device
-/// images the rewrite meant to keep, all of them readable, and every compressed bundle and
-/// compressed CUDA payload must inflate to what its header says (checked in parallel, within
-/// the inflation budget, never holding a whole stream), unless it is one this rewrite
-/// compressed or copied as stored, which must then be those bytes (their hash).
-fn verify(input: &Path, out: &mut Output, summary: &Summary, max_decompressed: u64) -> Result<()> {
-    let Some(written) = out.written_so_far()? else {
-        return Ok(());
-    };
-    let data = Input::open(&written)?;
-    let devices = std::cell::Cell::new(0usize);
-    // A package's `.kpack` archives count their code objects, as the summary does.
-    let archives = |member: &crate::host::package::PackageMember, bytes: &[u8]| {
-        let listed = crate::ops::ls::list_archive(&member.name, bytes)?;
-        devices.set(devices.get() + listed.len());
-        Ok(())
-    };
-    let problems = crate::host::scan::scan_with_archives(
-        input,
-        &data,
-        u64::MAX,
-        Reading::Headers,
-        &mut |image| {
-            devices.set(devices.get() + usize::from(image.target.producer != Producer::Host));
-        },
-        &archives,
-    )?;
-    let devices = devices.get();
-    let failed = |why: String| {
-        Error::file(
-            input,
-            format!(
-                "the rewritten file does not read back as it should ({why}); nothing was changed"
-            ),
-        )
-    };
-    if let Some(problem) = problems.first() {
-        return Err(failed(problem.to_string()));
-    }
-    if devices != summary.images_after {
-        return Err(failed(format!(
-            "{devices} device images instead of {}",
-            summary.images_after
-        )));
-    }
-    // A compressed bundle compressed by this rewrite is sound by how it was made, and a CUDA
-    // entry's compressed payload copied as it was stored is the input's own: that these are
-    // their bytes is all there is to check.
-    let made = |bytes: &[u8]| summary.made.contains(&xxhash_rust::xxh3::xxh3_64(bytes));
-    let checked = verify_input_except(input, &data, max_decompressed, &made)?;
-    let bad = (checked.bad.iter())
-        .chain(&checked.binaries_bad)
-        .chain(&checked.cuda_bad);
-    match bad.chain(&checked.problems).next() {
-        Some(bad) => Err(failed(bad.to_string())),
-        None => Ok(()),
-    }
 }
 
 /// Where the result of a rewrite (or a file pruned or copied whole) goes.
@@ -1234,13 +1191,30 @@ pub fn rewrite(
     mode: Mode,
     prune: PruneMembers,
 ) -> Result<Summary> {
+    rewrite_scanned(input, placement, config, mode, prune, None)
+}
+
+/// [`rewrite`] of a file a scan read just before: `embedded` is how many of its images it
+/// found embedded as data and the file it read (its device and inode), so that the file is
+/// not scanned again for them. A file that is another one now is scanned as ever.
+pub fn rewrite_scanned(
+    input: &Path,
+    placement: &Placement,
+    config: &RewriteConfig,
+    mode: Mode,
+    prune: PruneMembers,
+    embedded: Option<(usize, crate::io::beneath::Identity)>,
+) -> Result<Summary> {
     let data = Input::open(input)?;
     if let Some(done) = package::rewrite_package(input, &data, placement, config, mode, prune, None)
     {
         return done;
     }
+    let embedded = embedded
+        .filter(|(_, read)| data.identity() == Some(*read))
+        .map(|(count, _)| count);
     let mut summary = Summary::default();
-    let mut new = rewrite_file(input, &data, config, &mut summary)?;
+    let mut new = rewrite_nested(input, &data, config, &mut summary, (0, embedded))?;
     if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
         return Err(Error::file(
             input,

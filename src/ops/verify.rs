@@ -153,7 +153,31 @@ pub(crate) fn verify_input_except(
     max_decompressed: u64,
     known: &(dyn Fn(&[u8]) -> bool + Sync),
 ) -> Result<Verified> {
-    verify_input_checking(path, input, max_decompressed, &Budget::new(), known)
+    let checking = Checking {
+        known,
+        visit: &mut |_| {},
+    };
+    verify_input_checking(path, input, max_decompressed, &Budget::new(), checking)
+}
+
+/// [`verify_input_except`], every device image the scan finds handed to `visit` as well: a
+/// rewrite reading back the file it wrote counts its images in the same pass over it.
+pub(crate) fn verify_input_visiting(
+    path: &Path,
+    input: &Input,
+    max_decompressed: u64,
+    known: &(dyn Fn(&[u8]) -> bool + Sync),
+    visit: &mut dyn FnMut(&DeviceImage<'_>),
+) -> Result<Verified> {
+    let checking = Checking { known, visit };
+    verify_input_checking(path, input, max_decompressed, &Budget::new(), checking)
+}
+
+/// What a check is told besides the file: the compressed streams it may take as sound by
+/// their bytes, and who else sees each device image found.
+struct Checking<'c> {
+    known: &'c (dyn Fn(&[u8]) -> bool + Sync),
+    visit: &'c mut dyn FnMut(&DeviceImage<'_>),
 }
 
 /// [`verify_input`] within `budget` ([`verify_file_within`]).
@@ -163,7 +187,11 @@ fn verify_input_within(
     max_decompressed: u64,
     budget: &Budget,
 ) -> Result<Verified> {
-    verify_input_checking(path, input, max_decompressed, budget, &|_| false)
+    let checking = Checking {
+        known: &|_| false,
+        visit: &mut |_| {},
+    };
+    verify_input_checking(path, input, max_decompressed, budget, checking)
 }
 
 /// [`verify_input_within`], the compressed bundles `known` knows counted sound as they are.
@@ -172,8 +200,9 @@ fn verify_input_checking(
     input: &Input,
     max_decompressed: u64,
     budget: &Budget,
-    known: &(dyn Fn(&[u8]) -> bool + Sync),
+    checking: Checking<'_>,
 ) -> Result<Verified> {
+    let Checking { known, visit } = checking;
     if input.starts_with(&kpack_format::MAGIC) {
         let checked = kpack::verify_archive(path, input, max_decompressed)?;
         input.intact()?;
@@ -194,7 +223,7 @@ fn verify_input_checking(
         streams: found,
         whole,
         mut problems,
-    } = find_streams(path, input, max_decompressed)?;
+    } = find_streams(path, input, max_decompressed, visit)?;
     let known_streams = std::sync::atomic::AtomicUsize::new(0);
     let kpack = match crate::host::kpack::split_binary(path, input) {
         Ok(split) => split.map(|split| kpack::verify_split(path, &split, max_decompressed)),
@@ -309,7 +338,13 @@ struct Found {
 
 /// The compressed bundles and compressed CUDA entries of the file, each once and in file
 /// order, and the damage found while looking for them.
-fn find_streams(path: &Path, input: &Input, max_decompressed: u64) -> Result<Found> {
+/// Every device image found is handed to `visit` too.
+fn find_streams(
+    path: &Path,
+    input: &Input,
+    max_decompressed: u64,
+    visit: &mut dyn FnMut(&DeviceImage<'_>),
+) -> Result<Found> {
     // Keyed by where the compressed bundle's bytes are: its entries all name it.
     // (The package member that holds it, by number, when the file is a package: the bytes of
     // members read one after another may lie at the same addresses.)
@@ -323,6 +358,7 @@ fn find_streams(path: &Path, input: &Input, max_decompressed: u64) -> Result<Fou
         max_decompressed,
         Reading::Headers,
         &mut |image: &DeviceImage<'_>| {
+            visit(image);
             if let (None, Some(inflated)) = (image.stream, image.inflated) {
                 whole.insert(inflated.number, inflated);
             }
@@ -446,7 +482,7 @@ mod tests {
 
     /// The stored payloads of the compressed CUDA entries of the file `input` (named `path`).
     fn cuda_payloads(path: &Path, input: &Input) -> Vec<(usize, usize)> {
-        let found = find_streams(path, input, u64::MAX).unwrap();
+        let found = find_streams(path, input, u64::MAX, &mut |_| {}).unwrap();
         (found.streams.iter())
             .filter(|s| s.cuda.is_some())
             .filter_map(|s| match s.bytes {

@@ -93,6 +93,12 @@ pub struct FileUsage {
     /// removes.
     #[serde(skip)]
     pub read: Option<crate::io::beneath::Identity>,
+    /// How many of its device images are embedded as data (see
+    /// `crate::host::scan::DeviceImage::embedded`), when it is neither a package nor a
+    /// `.kpack` archive: what a rewrite of the file read counts among its images without
+    /// scanning it again.
+    #[serde(skip)]
+    pub embedded: Option<usize>,
     /// Its bytes by package member, section and target, which sum to [`FileUsage::targets`]:
     /// the leaves of `du --html`'s treemap.
     #[serde(skip)]
@@ -303,6 +309,7 @@ pub fn file_usage(
         return Err(problem);
     }
     input.intact()?;
+    let embedded_count = embedded.iter().filter(|&&embedded| embedded).count();
     share_compressed(&mut counted);
     // A package is never a file of bare images: its members are judged one by one.
     let bare = (all_bare && !units.is_empty() && members.is_empty()).then(|| {
@@ -336,6 +343,9 @@ pub fn file_usage(
     usage.parts = parts_of(&counted, removed.as_deref(), &members);
     usage.bare = bare;
     usage.read = input.identity();
+    usage.embedded = crate::host::package::kind(&input)
+        .is_none()
+        .then_some(embedded_count);
     Ok(usage)
 }
 
@@ -428,6 +438,7 @@ fn tally(file: &Path, counted: &[Counted], removed: Option<&[bool]>) -> FileUsag
         members: Vec::new(),
         bare: None,
         read: None,
+        embedded: None,
         parts: Vec::new(),
     }
 }

@@ -414,8 +414,11 @@ fn rewrite_file(plan: &Plan, task: &Task, options: &JobOptions) -> Result<Outcom
         let bare = BareFile::judge(targets, size, config);
         return settle_bare(task, bare, before, written, options);
     }
-    let summary = rewriting::rewrite(input, placement, config, mode, pruned(options))
-        .map_err(|e| e.about(input))?;
+    // The scan just made counted the images embedded as data: the rewrite need not again.
+    let embedded = before.as_ref().and_then(|b| Some((b.embedded?, b.read?)));
+    let summary =
+        rewriting::rewrite_scanned(input, placement, config, mode, pruned(options), embedded)
+            .map_err(|e| e.about(input))?;
     if summary.kept_whole {
         // Left as it is: nothing of it is removed.
         for usage in before.iter_mut().flat_map(|b| &mut b.targets) {
