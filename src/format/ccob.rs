@@ -558,6 +558,9 @@ pub type ZstdContext = zstd::zstd_safe::DCtx<'static>;
 /// bytes or more.
 pub const INFLATE_IN_ROOM_FROM: u64 = inflate::ROOM_FROM;
 
+/// Gives room of at least a size in bytes for [`Decoding::Into`].
+pub type RoomFor<'c> = dyn Fn(usize) -> io::Result<Box<dyn inflate::Room>> + Sync + 'c;
+
 /// Held while a stream that failed to inflate in room is inflated again through a window, so
 /// that damaged streams take one window at a time, however many threads meet them.
 static WINDOWED: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -571,7 +574,7 @@ pub enum Decoding<'c> {
     /// This zstd context, and room from the caller for a zstd stream inflated whole that
     /// declares at least [`INFLATE_IN_ROOM_FROM`] bytes: inflated there at once, it needs no
     /// window (which is as large as the stream for a frame made in one piece).
-    Into(&'c mut ZstdContext, &'c inflate::MakeRoom),
+    Into(&'c mut ZstdContext, &'c RoomFor<'c>),
 }
 
 /// The decoder of `payload`, a zstd frame when `zstd` (with the decoder `decoding` says), else

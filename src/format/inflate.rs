@@ -28,17 +28,19 @@ pub const ROOM_FROM: u64 = 4 << 20;
 /// Inflates the zstd frames of `payload` at once into room of exactly `declared` bytes made by
 /// `rooms`, with `context`: a decoder given all of its output needs no window of its own, so
 /// a large stream costs file pages, not memory. The room holds the stream when it inflates to
-/// exactly `declared` bytes; `None` when room cannot be had, or the stream is damaged, shorter
+/// exactly `declared` bytes (its first `declared`, should the room be larger); `None` when room cannot be had, or the stream is damaged, shorter
 /// or longer: the caller inflates it again through a window, which tells exactly how. The
 /// room is never larger than `declared`, which the caller has held to its limit.
 pub(crate) fn zstd_in_room(
     payload: &[u8],
     declared: u64,
     context: &mut zstd::zstd_safe::DCtx<'static>,
-    rooms: &MakeRoom,
+    rooms: &(dyn Fn(usize) -> io::Result<Box<dyn Room>> + Sync + '_),
 ) -> Option<Box<dyn Room>> {
-    let mut room = rooms(usize::try_from(declared).ok()?).ok()?;
-    let space = room.space();
+    let len = usize::try_from(declared).ok()?;
+    let mut room = rooms(len).ok()?;
+    // Room kept from an earlier stream may be larger.
+    let space = room.space().get_mut(..len)?;
     let made = context.decompress(space, payload).ok()?;
     if made as u64 != declared {
         return None;

@@ -5,11 +5,11 @@
 //! inflated whole is made at once in a mapped temporary file instead ([`mapped_room`]), which
 //! needs no window: file pages the kernel writes out and drops, not memory the process holds.
 
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::format::ccob::INFLATE_IN_ROOM_FROM as ROOM_FROM;
 use crate::format::ccob::{CompressedBundle, Decoding, Method, ZstdContext};
-use crate::format::container::{MakeRoom, Room};
+use crate::format::container::Room;
 use crate::format::cuda_fatbin::{Compression, Stored};
 use crate::format::error::Result;
 use crate::format::stream::CompressedStream;
@@ -110,6 +110,49 @@ pub fn memory_of_cuda(stored: &Stored) -> u64 {
 pub struct Budget {
     state: Mutex<State>,
     freed: Condvar,
+    /// Room given back by the large streams inflated in it, for the next: its pages stay
+    /// mapped and are written again rather than faulted in anew (at most one per stream in
+    /// flight, page cache, not memory the process holds).
+    rooms: Arc<Mutex<Vec<MappedRoom>>>,
+}
+
+/// Room of a [`Budget`] lent to one stream, given back when dropped.
+struct Lent {
+    room: Option<MappedRoom>,
+    rooms: Arc<Mutex<Vec<MappedRoom>>>,
+}
+
+impl Room for Lent {
+    fn space(&mut self) -> &mut [u8] {
+        self.room
+            .as_mut()
+            .map(MappedRoom::space)
+            .unwrap_or_default()
+    }
+
+    fn keep(&mut self, len: usize) {
+        if let Some(room) = &mut self.room {
+            room.keep(len);
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.room
+            .as_ref()
+            .map(MappedRoom::bytes)
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(room) = self.room.take() {
+            self.rooms
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(room);
+        }
+    }
 }
 
 struct State {
@@ -134,7 +177,30 @@ impl Budget {
                 idle: Vec::new(),
             }),
             freed: Condvar::new(),
+            rooms: Arc::default(),
         }
+    }
+
+    /// Room of at least `capacity` bytes: some given back by an earlier stream when it is
+    /// large enough, else new (dropping a room too small, so that no more are kept than
+    /// streams run at once).
+    fn lend(&self, capacity: usize) -> std::io::Result<Box<dyn Room>> {
+        let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
+        let fits = rooms
+            .iter_mut()
+            .position(|room| room.space().len() >= capacity);
+        let room = match fits {
+            Some(k) => rooms.swap_remove(k),
+            None => {
+                rooms.pop();
+                drop(rooms);
+                MappedRoom::new(capacity)?
+            }
+        };
+        Ok(Box::new(Lent {
+            room: Some(room),
+            rooms: Arc::clone(&self.rooms),
+        }))
     }
 
     /// Runs `work`, which inflates a stream holding up to `bytes` with the decoder it is
@@ -143,7 +209,8 @@ impl Budget {
     pub fn run<T>(&self, bytes: u64, work: impl FnOnce(Decoding<'_>) -> T) -> T {
         let bytes = bytes.min(BUDGET);
         let (held, mut context) = self.take(bytes);
-        let result = work(Decoding::Into(&mut context, &mapped_room as &MakeRoom));
+        let lend = |capacity| self.lend(capacity);
+        let result = work(Decoding::Into(&mut context, &lend));
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.idle.push((held, context));
         self.freed.notify_all();
