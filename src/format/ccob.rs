@@ -453,6 +453,28 @@ impl<'a> CompressedBundle<'a> {
         decoding: Decoding<'_>,
         mut keep: impl FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
+        let decoding = match decoding {
+            Decoding::Into(context, rooms)
+                if self.method == Method::Zstd && self.uncompressed_size >= inflate::ROOM_FROM =>
+            {
+                let declared = self.uncompressed_size;
+                if let Some(room) = inflate::zstd_in_room(self.payload, declared, context, rooms) {
+                    let bytes = room.bytes();
+                    let (kept, digest) = hashing::beside(bytes, &mut keep);
+                    kept?;
+                    let failed = || {
+                        let at = self.header_size();
+                        Error::new(at, ErrorKind::Decompress("hashing failed".into()))
+                    };
+                    return self.check(bytes.len() as u64, &digest.ok_or_else(failed)?);
+                }
+                // Damaged, or no room: inflated again through a window to tell how, one such
+                // stream at a time.
+                let _alone = WINDOWED.lock().unwrap_or_else(|e| e.into_inner());
+                return self.inflate(limit, Decoding::Fresh, keep);
+            }
+            other => other,
+        };
         let at = self.header_size();
         let mut reader = self.reader(decoding)?;
         // Sized by the limit, not the declared size: a stream that runs past what it declares
@@ -469,6 +491,13 @@ impl<'a> CompressedBundle<'a> {
             let total = self.pump(&mut reader, limit, &mut keep, &mut here)?;
             (total, here.finish())
         };
+        self.check(total, &digest)
+    }
+
+    /// Checks that a stream inflated to `total` bytes of MD5 `digest` is the one the header
+    /// declares.
+    fn check(&self, total: u64, digest: &[u8; 16]) -> Result<()> {
+        let at = self.header_size();
         if total != self.uncompressed_size {
             return Err(Error::new(
                 at,
@@ -478,7 +507,7 @@ impl<'a> CompressedBundle<'a> {
                 },
             ));
         }
-        let computed = first_eight(&digest);
+        let computed = first_eight(digest);
         if computed != self.hash {
             return Err(Error::new(
                 at,
@@ -525,12 +554,27 @@ impl<'a> CompressedBundle<'a> {
 /// the stream, up to 128 MiB) is not allocated, and its pages not touched anew, for each.
 pub type ZstdContext = zstd::zstd_safe::DCtx<'static>;
 
+/// zstd streams inflated whole in the room of [`Decoding::Into`]: those declaring this many
+/// bytes or more.
+pub const INFLATE_IN_ROOM_FROM: u64 = inflate::ROOM_FROM;
+
+/// Gives room of at least a size in bytes for [`Decoding::Into`].
+pub type RoomFor<'c> = dyn Fn(usize) -> io::Result<Box<dyn inflate::Room>> + Sync + 'c;
+
+/// Held while a stream that failed to inflate in room is inflated again through a window, so
+/// that damaged streams take one window at a time, however many threads meet them.
+static WINDOWED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Which decoder inflates a stream.
 pub enum Decoding<'c> {
     /// A new one, dropped after the stream.
     Fresh,
     /// This zstd context, kept by the caller (a zlib stream needs none).
     Reusing(&'c mut ZstdContext),
+    /// This zstd context, and room from the caller for a zstd stream inflated whole that
+    /// declares at least [`INFLATE_IN_ROOM_FROM`] bytes: inflated there at once, it needs no
+    /// window (which is as large as the stream for a frame made in one piece).
+    Into(&'c mut ZstdContext, &'c RoomFor<'c>),
 }
 
 /// The decoder of `payload`, a zstd frame when `zstd` (with the decoder `decoding` says), else
@@ -546,7 +590,7 @@ pub(crate) fn decoder<'s>(
             zstd::stream::read::Decoder::with_buffer(payload)
                 .map_err(|e| Error::new(at, ErrorKind::Decompress(e.to_string())))?,
         ),
-        (true, Decoding::Reusing(context)) => {
+        (true, Decoding::Reusing(context) | Decoding::Into(context, _)) => {
             Box::new(zstd::stream::read::Decoder::with_context(payload, context))
         }
         (false, _) => Box::new(flate2::read::ZlibDecoder::new(payload)),

@@ -483,19 +483,7 @@ pub struct Rules<'r> {
     pub room: Option<&'r MakeRoom>,
 }
 
-/// Room for a container's new bytes, given by the layer that writes them: the bytes of a
-/// compressed bundle are made straight into it rather than into memory.
-pub trait Room: Send + Sync {
-    /// Every byte of the room, to write into.
-    fn space(&mut self) -> &mut [u8];
-    /// Keeps the first `len` bytes of the room, those written.
-    fn keep(&mut self, len: usize);
-    /// The bytes kept.
-    fn bytes(&self) -> &[u8];
-}
-
-/// Gives room of a size in bytes.
-pub type MakeRoom = dyn Fn(usize) -> std::io::Result<Box<dyn Room>> + Sync;
+pub use crate::format::inflate::{MakeRoom, Room};
 
 /// The bundles compressed into [`Rules::room`], when there is one: those of 4 MiB or more
 /// (smaller ones are made in memory, where they cost less than a file).

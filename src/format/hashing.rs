@@ -112,6 +112,25 @@ pub(crate) fn aside<T>(
     })
 }
 
+/// Hands `keep` the pieces of `bytes` (a stream inflated whole), a window at a time, while
+/// they are hashed: on a thread of their own when they are [`ASIDE_FROM`] or more and `keep`
+/// has work to do with them. Returns what `keep` said (its first error stops it) and the
+/// digest of all of `bytes`, `None` when the hashing thread panicked.
+pub(crate) fn beside<E>(
+    bytes: &[u8],
+    mut keep: impl FnMut(&[u8]) -> Result<(), E>,
+) -> (Result<(), E>, Option<[u8; 16]>) {
+    let mut pieces = bytes.chunks(crate::format::inflate::WINDOW);
+    if (bytes.len() as u64) < ASIDE_FROM {
+        return (pieces.try_for_each(keep), Some(Md5::digest(bytes)));
+    }
+    std::thread::scope(|scope| {
+        let hasher = scope.spawn(|| Md5::digest(bytes));
+        let kept = pieces.try_for_each(&mut keep);
+        (kept, hasher.join().ok())
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::indexing_slicing)]
 mod tests {

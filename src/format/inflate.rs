@@ -6,6 +6,49 @@ use std::io::{self, Read};
 
 use crate::format::error::{Error, ErrorKind, Result};
 
+/// Room for bytes too large to hold, given by the layer that writes them (a mapped temporary
+/// file): a compressed bundle is made, or a large stream inflated, straight into it rather
+/// than into memory.
+pub trait Room: Send + Sync {
+    /// Every byte of the room, to write into.
+    fn space(&mut self) -> &mut [u8];
+    /// Keeps the first `len` bytes of the room, those written.
+    fn keep(&mut self, len: usize);
+    /// The bytes kept.
+    fn bytes(&self) -> &[u8];
+}
+
+/// Gives room of a size in bytes.
+pub type MakeRoom = dyn Fn(usize) -> io::Result<Box<dyn Room>> + Sync;
+
+/// zstd streams inflated whole into room, when there is some: those declaring 4 MiB or more
+/// (smaller ones go through a window, where they cost less than a file).
+pub const ROOM_FROM: u64 = 4 << 20;
+
+/// Inflates the zstd frames of `payload` at once into room of exactly `declared` bytes made by
+/// `rooms`, with `context`: a decoder given all of its output needs no window of its own, so
+/// a large stream costs file pages, not memory. The room holds the stream when it inflates to
+/// exactly `declared` bytes (its first `declared`, should the room be larger); `None` when room cannot be had, or the stream is damaged, shorter
+/// or longer: the caller inflates it again through a window, which tells exactly how. The
+/// room is never larger than `declared`, which the caller has held to its limit.
+pub(crate) fn zstd_in_room(
+    payload: &[u8],
+    declared: u64,
+    context: &mut zstd::zstd_safe::DCtx<'static>,
+    rooms: &(dyn Fn(usize) -> io::Result<Box<dyn Room>> + Sync + '_),
+) -> Option<Box<dyn Room>> {
+    let len = usize::try_from(declared).ok()?;
+    let mut room = rooms(len).ok()?;
+    // Room kept from an earlier stream may be larger.
+    let space = room.space().get_mut(..len)?;
+    let made = context.decompress(space, payload).ok()?;
+    if made as u64 != declared {
+        return None;
+    }
+    room.keep(made);
+    Some(room)
+}
+
 /// Bytes inflated at a time.
 pub(crate) const WINDOW: usize = 1 << 20;
 

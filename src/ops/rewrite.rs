@@ -49,7 +49,7 @@ use crate::format::bare::BareImage;
 use crate::format::ccob::{CompressOptions, CompressedBundle, Decoding};
 use crate::format::container::{
     holds_cuda_fatbins, is_device_entry, write_inflated, BundleStorage, Container, InflateFailed,
-    MakeRoom, NewBytes, Rewrite, Room, Rules,
+    MakeRoom, NewBytes, Rewrite, Rules,
 };
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
@@ -61,9 +61,9 @@ use crate::host::program::{self, NewProgram};
 use crate::host::scan::{scan_reading, Places, Reading};
 use crate::host::ErrorKind;
 use crate::host::BUNDLE_SECTION_PREFIX;
-use crate::io::spill::{fill_in, Hole, MappedRoom, Spill, Spilled};
+use crate::io::spill::{fill_in, Hole, Spill, Spilled};
 use crate::io::{release_mapped, Input, Output};
-use crate::ops::support::inflating::{memory_of, Budget};
+use crate::ops::support::inflating::{mapped_room, memory_of, memory_of_whole, Budget};
 use crate::target::target_id::TargetIdBuf;
 
 mod conda;
@@ -223,26 +223,6 @@ impl RewriteConfig {
             limit: self.max_decompressed,
             room: Some(&mapped_room as &MakeRoom),
         })
-    }
-}
-
-/// Room for a large compressed bundle made by a rewrite: a mapped temporary file, so that the
-/// bundles compressed side by side on every thread are not held in memory.
-fn mapped_room(capacity: usize) -> std::io::Result<Box<dyn Room>> {
-    Ok(Box::new(MappedRoom::new(capacity)?))
-}
-
-impl Room for MappedRoom {
-    fn space(&mut self) -> &mut [u8] {
-        MappedRoom::space(self)
-    }
-
-    fn keep(&mut self, len: usize) {
-        MappedRoom::keep(self, len);
-    }
-
-    fn bytes(&self) -> &[u8] {
-        MappedRoom::bytes(self)
     }
 }
 
@@ -444,7 +424,7 @@ fn inflate_into(
         Ok(None) => return Err(InflateFailed::Format(not_a_container(0))),
         Err(e) => return Err(InflateFailed::Format(e)),
     };
-    let written = budget.run(memory_of(&compressed), |decoding| {
+    let written = budget.run(memory_of_whole(&compressed), |decoding| {
         write_inflated(here, size, limit, decoding, sink)
     });
     release_mapped(&here[..compressed.size() as usize]);
@@ -500,7 +480,13 @@ fn rewrite_within(
     let Some(compressed) = compressed else {
         return rewrite_one(here, start, config, unit, Decoding::Fresh);
     };
-    let done = budget.run(memory_of(&compressed), |decoding| {
+    // Stripped or decompressed, a bundle is inflated whole with the decoder given (in room
+    // when large); compressed with another method, through a window.
+    let memory = match config.change {
+        Change::Compress(_) | Change::CompressPlain(_) => memory_of(&compressed),
+        Change::Keep(_) | Change::Remove(_) | Change::Decompress => memory_of_whole(&compressed),
+    };
+    let done = budget.run(memory, |decoding| {
         rewrite_one(here, start, config, unit, decoding)
     });
     // Read once: its pages need not stay (a bundle kept as it was is read again from the

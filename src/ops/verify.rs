@@ -51,7 +51,7 @@ use crate::format::stream::CompressedStream;
 use crate::host::scan::{scan_reading, DeviceImage, InflatedWhole, Places, Reading};
 use crate::io::slice::offset_within;
 use crate::io::Input;
-use crate::ops::support::inflating::{memory_of_cuda, memory_of_stream, Budget};
+use crate::ops::support::inflating::{memory_of_cuda, memory_of_whole_stream, Budget};
 
 mod kpack;
 pub use kpack::KpackVerified;
@@ -469,7 +469,7 @@ fn check(
     if known(bytes) {
         return Ok(size);
     }
-    let checked = budget.run(memory_of_stream(&compressed), |decoding| {
+    let checked = budget.run(memory_of_whole_stream(&compressed), |decoding| {
         compressed.verify(max_decompressed, decoding)
     });
     input.release(bytes);

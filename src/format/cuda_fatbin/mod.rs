@@ -450,6 +450,7 @@ fn again<'d>(decoding: &'d mut Decoding<'_>) -> Decoding<'d> {
     match decoding {
         Decoding::Fresh => Decoding::Fresh,
         Decoding::Reusing(context) => Decoding::Reusing(context),
+        Decoding::Into(context, rooms) => Decoding::Into(context, *rooms),
     }
 }
 
@@ -802,7 +803,7 @@ fn zstd_inflate_to(
         Decoding::Fresh => {
             Box::new(zstd::stream::read::Decoder::with_buffer(stream).map_err(failed)?)
         }
-        Decoding::Reusing(context) => {
+        Decoding::Reusing(context) | Decoding::Into(context, _) => {
             Box::new(zstd::stream::read::Decoder::with_context(stream, context))
         }
     };

@@ -402,7 +402,7 @@ pub fn inflate_frame(
             zstd::stream::read::Decoder::with_buffer(frame)
                 .map_err(|e| zstd_error(e.to_string()))?,
         ),
-        Decoding::Reusing(context) => {
+        Decoding::Reusing(context) | Decoding::Into(context, _) => {
             Box::new(zstd::stream::read::Decoder::with_context(frame, context))
         }
     };

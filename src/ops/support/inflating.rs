@@ -1,14 +1,19 @@
 //! Inflating many compressed bundles at once, in parallel across bundles, within a memory
-//! budget: a zstd decoder holds a window as large as its frame asks (up to 128 MiB, zstd's
-//! default limit), so the streams in flight together may never ask for more than
-//! [`BUDGET`], whatever the file or the number of threads.
+//! budget: a zstd decoder reading through a window holds another as large as its frame asks
+//! (up to 128 MiB, zstd's default limit), so the streams in flight together may never ask for
+//! more than [`BUDGET`], whatever the file or the number of threads. A large zstd stream
+//! inflated whole is made at once in a mapped temporary file instead ([`mapped_room`]), which
+//! needs no window: file pages the kernel writes out and drops, not memory the process holds.
 
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
+use crate::format::ccob::INFLATE_IN_ROOM_FROM as ROOM_FROM;
 use crate::format::ccob::{CompressedBundle, Decoding, Method, ZstdContext};
+use crate::format::container::Room;
 use crate::format::cuda_fatbin::{Compression, Stored};
 use crate::format::error::Result;
 use crate::format::stream::CompressedStream;
+use crate::io::spill::MappedRoom;
 
 /// The most the decoders in flight may hold at once.
 pub const BUDGET: u64 = 192 << 20;
@@ -25,6 +30,50 @@ pub fn memory_of(bundle: &CompressedBundle<'_>) -> u64 {
     match bundle.method {
         Method::Zstd => memory_of_zstd(bundle.uncompressed_size),
         Method::Zlib => (32 << 10) + READ_WINDOW,
+    }
+}
+
+/// What inflating `bundle` whole (to check it, or to write all of it) holds at most: a large
+/// zstd stream is inflated in room ([`mapped_room`]) with no window, and only the decoder's
+/// own tables stay in memory; others as [`memory_of`] says. A damaged stream is inflated
+/// again through a window to tell how, one at a time, beside what the budget counts.
+pub fn memory_of_whole(bundle: &CompressedBundle<'_>) -> u64 {
+    match bundle.method {
+        Method::Zstd if bundle.uncompressed_size >= ROOM_FROM => DECODER,
+        _ => memory_of(bundle),
+    }
+}
+
+/// What inflating `stream` whole holds at most, as [`memory_of_whole`] says of a compressed
+/// bundle (a compressed offload binary is read through a window).
+pub fn memory_of_whole_stream(stream: &CompressedStream<'_>) -> u64 {
+    match stream {
+        CompressedStream::Bundle(bundle) => memory_of_whole(bundle),
+        _ => memory_of_stream(stream),
+    }
+}
+
+/// What a zstd decoder given all of its output at once holds: its tables (about 160 KiB),
+/// counted generously.
+const DECODER: u64 = 1 << 20;
+
+/// Room for a large stream inflated whole, or a large compressed bundle made by a rewrite: a
+/// mapped unnamed temporary file, so that the bundles on every thread are not held in memory.
+pub fn mapped_room(capacity: usize) -> std::io::Result<Box<dyn Room>> {
+    Ok(Box::new(MappedRoom::new(capacity)?))
+}
+
+impl Room for MappedRoom {
+    fn space(&mut self) -> &mut [u8] {
+        MappedRoom::space(self)
+    }
+
+    fn keep(&mut self, len: usize) {
+        MappedRoom::keep(self, len);
+    }
+
+    fn bytes(&self) -> &[u8] {
+        MappedRoom::bytes(self)
     }
 }
 
@@ -61,6 +110,49 @@ pub fn memory_of_cuda(stored: &Stored) -> u64 {
 pub struct Budget {
     state: Mutex<State>,
     freed: Condvar,
+    /// Room given back by the large streams inflated in it, for the next: its pages stay
+    /// mapped and are written again rather than faulted in anew (at most one per stream in
+    /// flight, page cache, not memory the process holds).
+    rooms: Arc<Mutex<Vec<MappedRoom>>>,
+}
+
+/// Room of a [`Budget`] lent to one stream, given back when dropped.
+struct Lent {
+    room: Option<MappedRoom>,
+    rooms: Arc<Mutex<Vec<MappedRoom>>>,
+}
+
+impl Room for Lent {
+    fn space(&mut self) -> &mut [u8] {
+        self.room
+            .as_mut()
+            .map(MappedRoom::space)
+            .unwrap_or_default()
+    }
+
+    fn keep(&mut self, len: usize) {
+        if let Some(room) = &mut self.room {
+            room.keep(len);
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.room
+            .as_ref()
+            .map(MappedRoom::bytes)
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(room) = self.room.take() {
+            self.rooms
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(room);
+        }
+    }
 }
 
 struct State {
@@ -85,16 +177,40 @@ impl Budget {
                 idle: Vec::new(),
             }),
             freed: Condvar::new(),
+            rooms: Arc::default(),
         }
     }
 
+    /// Room of at least `capacity` bytes: some given back by an earlier stream when it is
+    /// large enough, else new (dropping a room too small, so that no more are kept than
+    /// streams run at once).
+    fn lend(&self, capacity: usize) -> std::io::Result<Box<dyn Room>> {
+        let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
+        let fits = rooms
+            .iter_mut()
+            .position(|room| room.space().len() >= capacity);
+        let room = match fits {
+            Some(k) => rooms.swap_remove(k),
+            None => {
+                rooms.pop();
+                drop(rooms);
+                MappedRoom::new(capacity)?
+            }
+        };
+        Ok(Box::new(Lent {
+            room: Some(room),
+            rooms: Arc::clone(&self.rooms),
+        }))
+    }
+
     /// Runs `work`, which inflates a stream holding up to `bytes` with the decoder it is
-    /// given, once that much of the budget is free (at once when nothing else runs: a single
+    /// given (and room for a large zstd stream inflated whole), once that much of the budget is free (at once when nothing else runs: a single
     /// stream larger than the budget still runs, alone).
     pub fn run<T>(&self, bytes: u64, work: impl FnOnce(Decoding<'_>) -> T) -> T {
         let bytes = bytes.min(BUDGET);
         let (held, mut context) = self.take(bytes);
-        let result = work(Decoding::Reusing(&mut context));
+        let lend = |capacity| self.lend(capacity);
+        let result = work(Decoding::Into(&mut context, &lend));
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.idle.push((held, context));
         self.freed.notify_all();
@@ -160,8 +276,10 @@ pub fn each_range(
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
+    use crate::format::error::ErrorKind;
     use std::sync::atomic::{AtomicU64, Ordering};
 
     #[test]
@@ -193,6 +311,137 @@ mod tests {
             let reusing = Decoding::Reusing(&mut context);
             assert!(each_range(&bad, u64::MAX, &[(0, end - 1)], reusing, |_, _| Ok(())).is_ok());
         }
+    }
+
+    /// Bytes that compress a little and differ from one `seed` to the next: `len` of them.
+    fn varied(len: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(2_654_435_761) | 1;
+        (0..len)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                if i % 3 == 0 {
+                    (x >> 24) as u8
+                } else {
+                    (i / 7) as u8
+                }
+            })
+            .collect()
+    }
+
+    /// A compressed bundle (version 3) declaring `declared` bytes, with the MD5 of `plain`,
+    /// whose stream is `plain` compressed in one frame.
+    fn bundle_of(plain: &[u8], declared: u64) -> Vec<u8> {
+        use crate::format::ccob::{header, truncated_md5, CompressOptions};
+        let stream = zstd::bulk::compress(plain, 3).unwrap();
+        let options = CompressOptions {
+            version: 3,
+            ..CompressOptions::default()
+        };
+        let total = 32 + stream.len() as u64;
+        let mut bytes = header(&options, total, declared, truncated_md5(plain)).unwrap();
+        bytes.extend_from_slice(&stream);
+        bytes
+    }
+
+    /// What inflating `ccob` whole gives, and the error, through `budget` (in room when large)
+    /// or through a window.
+    fn inflated(ccob: &[u8], limit: u64, budget: Option<&Budget>) -> Result<Vec<u8>> {
+        let bundle = CompressedBundle::parse(ccob)?.unwrap();
+        let end = bundle.uncompressed_size;
+        let mut got = Vec::new();
+        let mut work = |decoding: Decoding<'_>| {
+            bundle.inflate_prefix(limit, end, decoding, |position, piece| {
+                assert_eq!(position, got.len() as u64);
+                got.extend_from_slice(piece);
+                Ok(())
+            })
+        };
+        match budget {
+            Some(budget) => budget.run(memory_of_whole(&bundle), work)?,
+            None => work(Decoding::Fresh)?,
+        }
+        Ok(got)
+    }
+
+    #[test]
+    fn large_streams_inflate_in_room_to_the_same_bytes_on_many_threads() {
+        let sizes = [
+            ROOM_FROM as usize,
+            (ROOM_FROM as usize) + 4097,
+            9 << 20,
+            1 << 20,
+        ];
+        let plains: Vec<Vec<u8>> = (0..sizes.len())
+            .map(|k| varied(sizes[k], k as u32))
+            .collect();
+        let bundles: Vec<Vec<u8>> = plains
+            .iter()
+            .map(|p| bundle_of(p, p.len() as u64))
+            .collect();
+        for (bundle, plain) in bundles.iter().zip(&plains) {
+            assert_eq!(&inflated(bundle, u64::MAX, None).unwrap(), plain);
+        }
+        let budget = Budget::new();
+        std::thread::scope(|s| {
+            for thread in 0..8 {
+                let (budget, bundles, plains) = (&budget, &bundles, &plains);
+                s.spawn(move || {
+                    for round in 0..3 {
+                        let k = (thread + round) % bundles.len();
+                        let got = inflated(&bundles[k], u64::MAX, Some(budget)).unwrap();
+                        assert!(
+                            got == plains[k],
+                            "thread {thread}, round {round}, bundle {k}"
+                        );
+                    }
+                });
+            }
+        });
+    }
+
+    #[test]
+    fn large_streams_damaged_or_too_large_are_refused_as_through_a_window() {
+        let plain = varied(6 << 20, 7);
+        let sound = bundle_of(&plain, plain.len() as u64);
+        let mut cases: Vec<(&str, Vec<u8>, u64)> = Vec::new();
+        // A byte changed in the stream, and the stream cut short.
+        let mut damaged = sound.clone();
+        let middle = damaged.len() / 2;
+        damaged[middle] ^= 0x55;
+        cases.push(("damaged", damaged, u64::MAX));
+        let mut cut = sound.clone();
+        cut.truncate(sound.len() - 1000);
+        let total = (cut.len() as u64).to_le_bytes();
+        cut[8..16].copy_from_slice(&total);
+        cases.push(("cut short", cut, u64::MAX));
+        // Another hash.
+        let mut hashed = sound.clone();
+        hashed[24] ^= 1;
+        cases.push(("another hash", hashed, u64::MAX));
+        // Declaring less than it inflates to, within the limit and past it.
+        cases.push(("declares less", bundle_of(&plain, 5 << 20), u64::MAX));
+        cases.push((
+            "past the limit",
+            bundle_of(&plain, 5 << 20),
+            (5 << 20) + 100,
+        ));
+        // Declaring far more than it inflates to, and more than the limit.
+        cases.push(("declares more", bundle_of(&plain, 15 << 30), 16 << 30));
+        cases.push((
+            "declares past the limit",
+            bundle_of(&plain, 1 << 40),
+            16 << 30,
+        ));
+        let budget = Budget::new();
+        for (what, ccob, limit) in &cases {
+            let windowed = inflated(ccob, *limit, None).unwrap_err();
+            let in_room = inflated(ccob, *limit, Some(&budget)).unwrap_err();
+            assert_eq!(in_room.to_string(), windowed.to_string(), "{what}");
+        }
+        let past = inflated(&cases[4].1, cases[4].2, Some(&budget)).unwrap_err();
+        assert!(matches!(past.kind, ErrorKind::TooLarge { .. }), "{past}");
     }
 
     #[test]
