@@ -45,6 +45,8 @@ pub fn render<R: AsRef<[C]>, C: AsRef<std::ffi::OsStr>>(
 /// A table too large to hold as text, written to `out` a line at a time: `rows` is called
 /// twice, once to measure the columns and once to write them, so that only one row is made
 /// at a time. The text is [`render`]'s.
+// Only the command line writes tables this large.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
 pub fn write_table<I, R, C>(
     header: &[&str],
     rows: impl Fn() -> I,
