@@ -39,23 +39,9 @@ rm -rf "$work" && mkdir -p "$work"
 cd "$work"
 started=$(date +%s)
 
-# measure CMD...: see benches/measure.sh.
+# measure CMD... and best PREPARE CMD...: see benches/measure.sh.
 . "$here/benches/measure.sh"
 
-# best PREPARE CMD...: the best of $runs runs of CMD, each after the shell command PREPARE;
-# prints "SECONDS ANON_MIB RSS_MIB" of that run.
-best() {
-  local prepare=$1; shift
-  local out best=""
-  for _ in $(seq "$runs"); do
-    sh -c "$prepare"
-    out=$(measure "$@")
-    if [ -z "$best" ] || awk -v a="${out%% *}" -v b="${best%% *}" 'BEGIN { exit !(a < b) }'; then
-      best=$out
-    fi
-  done
-  echo "$best"
-}
 
 # variants PAD ALIGN DIR: the three bundles a program's bundles are copies of, from code
 # objects padded to PAD bytes, aligned to ALIGN as the bundler's -bundle-align (the HIP

@@ -1,6 +1,6 @@
 # Sourced by the benchmarks: `measure`, one run of a command with its time and the peaks of
 # its memory, sampled from /proc every few milliseconds (anonymous: heap, not mapped file
-# pages; resident: mapped pages included).
+# pages; resident: mapped pages included); and `best`, the best of several runs.
 
 # measure CMD...: runs CMD once, printing "SECONDS ANON_MIB RSS_MIB" (peaks over the run).
 measure() {
@@ -29,4 +29,20 @@ if child.returncode != 0:
     sys.exit(f"failed ({child.returncode}): {' '.join(sys.argv[1:])}\n{err}")
 print(f"{elapsed:.3f} {anon / 1024:.0f} {rss / 1024:.0f}")
 PY
+}
+
+# best PREPARE CMD...: the best of $runs (3 if unset) runs of CMD, each after the shell
+# command PREPARE (which empties what the last run wrote); prints "SECONDS ANON_MIB RSS_MIB"
+# of that run.
+best() {
+  local prepare=$1; shift
+  local out best=""
+  for _ in $(seq "${runs:-3}"); do
+    sh -c "$prepare"
+    out=$(measure "$@")
+    if [ -z "$best" ] || awk -v a="${out%% *}" -v b="${best%% *}" 'BEGIN { exit !(a < b) }'; then
+      best=$out
+    fi
+  done
+  echo "$best"
 }

@@ -47,23 +47,9 @@ fi
 rm -rf "$work" && mkdir -p "$work"
 cd "$work"
 
-# measure CMD...: see benches/measure.sh.
+# measure CMD... and best PREPARE CMD...: see benches/measure.sh.
 . "$here/benches/measure.sh"
 
-# best PREPARE CMD...: the best of $runs runs of CMD, each after the shell command PREPARE
-# (which empties what the last run wrote); prints "SECONDS ANON_MIB RSS_MIB" of that run.
-best() {
-  local prepare=$1; shift
-  local out best=""
-  for _ in $(seq "$runs"); do
-    sh -c "$prepare"
-    out=$(measure "$@")
-    if [ -z "$best" ] || awk -v a="${out%% *}" -v b="${best%% *}" 'BEGIN { exit !(a < b) }'; then
-      best=$out
-    fi
-  done
-  echo "$best"
-}
 
 # Python with zstandard (Debian's python3-zstandard is for /usr/bin/python3).
 py=python3
