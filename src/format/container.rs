@@ -519,6 +519,46 @@ pub enum NewBytes {
     /// The bundle a compressed bundle holds, its first `size` bytes inflated: too large to
     /// hold, they are written where they go by [`write_inflated`].
     Inflated(u64),
+    /// A short head made in memory, then stretches of the container's own bytes as they were
+    /// (a CUDA fat binary's kept entries): a writer copies those from the file.
+    Copied(Copied),
+}
+
+/// New bytes made of a head of their own and stretches of the old container's bytes that
+/// follow it, unchanged ([`NewBytes::Copied`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Copied {
+    /// The bytes made here, first.
+    pub head: Vec<u8>,
+    /// The stretches of the container that follow, in order: (offset in it, length).
+    pub stretches: Vec<(usize, usize)>,
+}
+
+impl Copied {
+    /// How many bytes they are.
+    pub fn len(&self) -> u64 {
+        let stretches: usize = self.stretches.iter().map(|&(_, len)| len).sum();
+        (self.head.len() + stretches) as u64
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The head, then each stretch of `container` (the old container's bytes), in order.
+    pub fn parts<'b>(&'b self, container: &'b [u8]) -> impl Iterator<Item = &'b [u8]> {
+        std::iter::once(&self.head[..]).chain(self.stretches.iter().map(|&(at, len)| {
+            at.checked_add(len)
+                .and_then(|end| container.get(at..end))
+                .unwrap_or_default()
+        }))
+    }
+
+    /// The new bytes in memory, `container` being the old container's bytes.
+    pub fn to_vec(&self, container: &[u8]) -> Vec<u8> {
+        self.parts(container).collect::<Vec<_>>().concat()
+    }
 }
 
 impl NewBytes {
@@ -528,15 +568,16 @@ impl NewBytes {
             NewBytes::Made(bytes) => bytes.len() as u64,
             NewBytes::Placed(room) => room.bytes().len() as u64,
             NewBytes::Inflated(size) => *size,
+            NewBytes::Copied(copied) => copied.len(),
         }
     }
 
-    /// The bytes, when they are made (not inflated later).
+    /// The bytes, when they are made whole (not inflated later, nor copied from the file).
     pub fn bytes(&self) -> Option<&[u8]> {
         match self {
             NewBytes::Made(bytes) => Some(bytes),
             NewBytes::Placed(room) => Some(room.bytes()),
-            NewBytes::Inflated(_) => None,
+            NewBytes::Inflated(_) | NewBytes::Copied(_) => None,
         }
     }
 
@@ -552,6 +593,7 @@ impl std::fmt::Debug for NewBytes {
             NewBytes::Made(bytes) => write!(f, "Made({} bytes)", bytes.len()),
             NewBytes::Placed(room) => write!(f, "Placed({} bytes)", room.bytes().len()),
             NewBytes::Inflated(size) => write!(f, "Inflated({size})"),
+            NewBytes::Copied(copied) => write!(f, "Copied({} bytes)", copied.len()),
         }
     }
 }
@@ -561,6 +603,7 @@ impl Clone for NewBytes {
     fn clone(&self) -> Self {
         match self {
             NewBytes::Inflated(size) => NewBytes::Inflated(*size),
+            NewBytes::Copied(copied) => NewBytes::Copied(copied.clone()),
             made => NewBytes::Made(made.bytes().unwrap_or_default().to_vec()),
         }
     }
@@ -571,6 +614,7 @@ impl PartialEq for NewBytes {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
             (NewBytes::Inflated(a), NewBytes::Inflated(b)) => a == b,
+            (NewBytes::Copied(a), NewBytes::Copied(b)) => a == b,
             (a, b) => a.bytes().is_some() && a.bytes() == b.bytes(),
         }
     }
@@ -655,7 +699,7 @@ impl Container {
             Container::Bundle => rewrite_bundle(data, rules),
             Container::CompressedBundle => rewrite_compressed_bundle(data, rules, decoding),
             Container::OffloadBinary => rewrite_offload_binary(data, rules),
-            Container::CudaFatbin => rewrite_cuda_fatbin(data, rules),
+            Container::CudaFatbin => rewrite_cuda_fatbin(data, rules, Making::Copied),
         }
     }
 }
@@ -741,11 +785,20 @@ fn strip_bundle(parsed: &Bundle<'_>, rules: &Rules<'_>) -> (Option<Vec<u8>>, usi
     (Some(bundle::to_vec(&kept, alignment_of(parsed))), devices)
 }
 
+/// How the new bytes of a CUDA fat binary are given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Making {
+    /// Whole, in memory ([`NewBytes::Made`]).
+    Whole,
+    /// As a new header and the kept entries' stretches of the old bytes ([`NewBytes::Copied`]).
+    Copied,
+}
+
 /// The CUDA fat binary at the start of `data` without the entries `rules` drop, the kept ones
 /// as they were stored; a fat binary that keeps none keeps its header, since a wrapper points
 /// at it (the runtime then finds no code in it). Compressing or decompressing leaves it as
 /// it is.
-fn rewrite_cuda_fatbin(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
+fn rewrite_cuda_fatbin(data: &[u8], rules: &Rules<'_>, making: Making) -> Result<Rewrite> {
     let size = cuda_fatbin::size(data)?;
     let fatbin = data
         .get(..usize::try_from(size).unwrap_or(usize::MAX))
@@ -770,7 +823,15 @@ fn rewrite_cuda_fatbin(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
     let stripped = kept.len() != entries.len();
     Ok(Rewrite {
         size,
-        new: stripped.then(|| NewBytes::Made(cuda_fatbin::write_kept(fatbin, &kept))),
+        new: stripped.then(|| {
+            let stretches = (making == Making::Copied)
+                .then(|| cuda_fatbin::kept_stretches(fatbin, &kept))
+                .flatten();
+            match stretches {
+                Some((head, stretches)) => NewBytes::Copied(Copied { head, stretches }),
+                None => NewBytes::Made(cuda_fatbin::write_kept(fatbin, &kept)),
+            }
+        }),
         images_before: entries.len(),
         images_after: kept.len(),
         done: if stripped { "stripped" } else { "kept" },
@@ -1211,7 +1272,8 @@ fn rewrite_fatbins(image: &[u8], rules: &Rules<'_>) -> Result<FatbinsRewritten> 
     let mut end = 0usize;
     for found in cuda_fatbin::split(image) {
         let (at, fatbin) = found?;
-        let rewrite = rewrite_cuda_fatbin(fatbin, rules).map_err(|e| e.rebased(at as u64))?;
+        let rewrite =
+            rewrite_cuda_fatbin(fatbin, rules, Making::Whole).map_err(|e| e.rebased(at as u64))?;
         before += rewrite.images_before;
         after += rewrite.images_after;
         out.resize(out.len().next_multiple_of(8), 0);

@@ -858,11 +858,11 @@ impl Output {
     /// is written in its turn. `fill` is given a sink that takes exactly a hole's size; the
     /// first failure in the order of the holes is the one returned, and an output that cannot
     /// take the bytes is said as such.
-    pub fn write_spilled<E: From<Error> + Send>(
+    pub fn write_spilled<T: Copy + Sync, E: From<Error> + Send>(
         &mut self,
         made: &spill::Spilled,
-        holes: &[spill::Hole<u64>],
-        fill: &spill::WriteHole<'_, u64, E>,
+        holes: &[spill::Hole<T>],
+        fill: &spill::WriteHole<'_, T, E>,
     ) -> std::result::Result<(), E> {
         let bytes = made.bytes();
         let mut later = Vec::with_capacity(holes.len());
@@ -890,7 +890,7 @@ impl Output {
         let Some(file) = self.positioned() else {
             return Ok(());
         };
-        let refused = |hole: &spill::Hole<u64>, e: io::Error| {
+        let refused = |hole: &spill::Hole<T>, e: io::Error| {
             E::from(Error::file(
                 path,
                 format!(
@@ -909,7 +909,7 @@ impl Output {
 
     /// An error for a hole that does not lie after the one before it, within what a spill
     /// made.
-    fn misplaced(&self, hole: &spill::Hole<u64>) -> Error {
+    fn misplaced<T>(&self, hole: &spill::Hole<T>) -> Error {
         Error::file(
             &self.path,
             format!(
@@ -960,10 +960,10 @@ impl Output {
     }
 
     /// Writes the bytes of `hole` where the output is now, in order.
-    fn fill_in_line<E: From<Error>>(
+    fn fill_in_line<T, E: From<Error>>(
         &mut self,
-        hole: &spill::Hole<u64>,
-        fill: &spill::WriteHole<'_, u64, E>,
+        hole: &spill::Hole<T>,
+        fill: &spill::WriteHole<'_, T, E>,
     ) -> std::result::Result<(), E> {
         let mut written = 0u64;
         let path = self.path.clone();
@@ -1090,11 +1090,11 @@ impl Write for Output {
 
 /// Runs `fill` for `hole` into `sink`; when the sink refuses bytes (the disk is full), that
 /// refusal, said of the output `path`, is the error, whatever `fill` made of it.
-fn catching<E: From<Error>>(
+fn catching<T, E: From<Error>>(
     path: &Path,
-    hole: &spill::Hole<u64>,
+    hole: &spill::Hole<T>,
     sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
-    fill: &spill::WriteHole<'_, u64, E>,
+    fill: &spill::WriteHole<'_, T, E>,
 ) -> std::result::Result<(), E> {
     let mut refused = None;
     let filled = fill(hole, &mut |bytes| {

@@ -139,12 +139,23 @@ impl Spill {
         Ok(at)
     }
 
+    /// Leaves `size` bytes for a part written later, as [`Spill::reserve`] does, in a file
+    /// whatever their number: a hole there costs neither memory nor disk, where zeros in
+    /// memory would cost both (for a part the writer copies from a file straight into its
+    /// place, never into the spill).
+    pub fn reserve_sparse(&mut self, size: u64) -> io::Result<u64> {
+        if size > 0 {
+            self.make_room(IN_MEMORY.saturating_add(1))?;
+        }
+        self.reserve(size)
+    }
+
     /// Moves the bytes to a temporary file when `more` of them would make too many to hold.
     fn make_room(&mut self, more: u64) -> io::Result<()> {
         let Store::Memory(held) = &mut self.store else {
             return Ok(());
         };
-        if self.len + more <= IN_MEMORY {
+        if self.len.saturating_add(more) <= IN_MEMORY {
             return Ok(());
         }
         let mut file = BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);

@@ -57,7 +57,7 @@ use crate::format::{cuda_fatbin, offload_binary};
 use crate::host::archive::{read_members, write_archive};
 use crate::host::objcopy::{self, Rewritten};
 use crate::host::program::Inflating;
-use crate::host::program::{self, NewProgram};
+use crate::host::program::{self, Fill, NewProgram};
 use crate::host::scan::{scan_reading, Places, Reading};
 use crate::host::ErrorKind;
 use crate::host::BUNDLE_SECTION_PREFIX;
@@ -279,6 +279,9 @@ fn rewrite_region(
         match step.new {
             Some(NewBytes::Made(bytes)) => spill.append(&bytes),
             Some(NewBytes::Placed(room)) => spill.append(room.bytes()),
+            Some(NewBytes::Copied(copied)) => copied
+                .parts(&data[step.start..])
+                .try_for_each(|part| spill.append(part)),
             Some(NewBytes::Inflated(size)) => spill.reserve(size).map(|at| {
                 holes.push(Hole {
                     at,
@@ -544,6 +547,19 @@ fn rewrite_one(
 /// again (checked by these hashes rather than inflated once more).
 fn copied_payloads(here: &[u8], rewrite: &Rewrite) -> Vec<u64> {
     let bytes = match &rewrite.new {
+        Some(NewBytes::Copied(copied)) => {
+            // The new fat binary's entries are the stretches kept of the old one's.
+            let base = here.as_ptr() as usize;
+            let kept = |payload: &&[u8]| {
+                let at = payload.as_ptr() as usize - base;
+                (copied.stretches.iter())
+                    .any(|&(start, len)| start <= at && at + payload.len() <= start + len)
+            };
+            return cuda_fatbin::compressed_payloads(here)
+                .filter(kept)
+                .map(xxhash_rust::xxh3::xxh3_64)
+                .collect();
+        }
         Some(new) => new.bytes().unwrap_or_default(),
         None => here,
     };
@@ -718,7 +734,16 @@ impl NewFile<'_> {
         let program_fail = program_fail(path, inflater.data);
         let (mut bytes, holes, fail): (_, _, &(dyn Fn(_) -> Error + Sync)) = match self {
             NewFile::Bytes(b) => return Ok(b),
-            NewFile::Region(r, holes) => (r.into_vec(), holes, &region_fail),
+            NewFile::Region(r, holes) => {
+                let holes = (holes.into_iter())
+                    .map(|hole| Hole {
+                        at: hole.at,
+                        size: hole.size,
+                        what: Fill::Written(hole.what),
+                    })
+                    .collect();
+                (r.into_vec(), holes, &region_fail)
+            }
             NewFile::Object(o) => {
                 return Ok(o
                     .laid_out()
@@ -731,8 +756,12 @@ impl NewFile<'_> {
                 (bytes, holes, &program_fail)
             }
         };
-        let write = |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+        let inflate = |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
             inflater.fill(hole, sink, fail)
+        };
+        let failed = |e| spill_failed(path, e);
+        let write = |hole: &Hole<Fill>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            program::fill_hole(inflater.data, hole, sink, &inflate, &failed)
         };
         fill_in(&mut bytes, 0, &holes, &write, &|_, e| spill_failed(path, e))?;
         Ok(bytes)

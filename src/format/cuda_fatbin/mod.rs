@@ -562,8 +562,7 @@ pub fn compressed_payloads(data: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// A fat binary of `kept` (entries of `fatbin`, in order), each copied as it is stored, under
 /// `fatbin`'s own header.
 pub fn write_kept(fatbin: &[u8], kept: &[Entry<'_>]) -> Vec<u8> {
-    let header_size = object::pod::from_bytes::<Header>(fatbin)
-        .map_or(FIXED, |(h, _)| usize::from(h.header_size.get(LE)));
+    let header_size = header_size(fatbin);
     let header = fatbin.get(..header_size).unwrap_or_default();
     let mut out = header.to_vec();
     for entry in kept {
@@ -574,6 +573,42 @@ pub fn write_kept(fatbin: &[u8], kept: &[Entry<'_>]) -> Vec<u8> {
         field.copy_from_slice(&fat_size.to_le_bytes());
     }
     out
+}
+
+/// The fat binary [`write_kept`] writes, as its new header and the stretches of `fatbin` that
+/// follow it, in order (offset and length; entries side by side in `fatbin` make one
+/// stretch): so that a writer may copy the entries from the file without holding them.
+/// `None` when the header is too short to hold the size field [`write_kept`] sets (a damaged
+/// one, whose entries' bytes that field would overwrite).
+pub fn kept_stretches(fatbin: &[u8], kept: &[Entry<'_>]) -> Option<(Vec<u8>, Vec<(usize, usize)>)> {
+    let header_size = header_size(fatbin);
+    let mut head = fatbin.get(..header_size).unwrap_or_default().to_vec();
+    if head.len() < 16 {
+        return None;
+    }
+    let mut stretches: Vec<(usize, usize)> = Vec::new();
+    let mut stored = 0usize;
+    for entry in kept {
+        let bytes = entry.stored_in(fatbin);
+        if bytes.is_empty() {
+            continue;
+        }
+        stored += bytes.len();
+        match stretches.last_mut() {
+            Some((at, len)) if *at + *len == entry.offset => *len += bytes.len(),
+            _ => stretches.push((entry.offset, bytes.len())),
+        }
+    }
+    let fat_size = (head.len() + stored).saturating_sub(header_size) as u64;
+    head.get_mut(8..16)?
+        .copy_from_slice(&fat_size.to_le_bytes());
+    Some((head, stretches))
+}
+
+/// The size of the header of the fat binary at the start of `fatbin`, as it says.
+fn header_size(fatbin: &[u8]) -> usize {
+    object::pod::from_bytes::<Header>(fatbin)
+        .map_or(FIXED, |(h, _)| usize::from(h.header_size.get(LE)))
 }
 
 /// The bytes an ELF's headers say it spans: past its section and program header tables and

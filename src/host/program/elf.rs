@@ -23,10 +23,10 @@ use object::LittleEndian as LE;
 use crate::format::container::{ProgramSection, PROGRAM_SECTIONS};
 use crate::host::error::{Error, ErrorKind, Name, Result};
 use crate::host::program::plan::{
-    self, Cut, NewProgram, Packing, Patch, Placed, Pointer, Rewriting, Section,
+    self, Cut, Fill, NewProgram, Packing, Patch, Placed, Pointer, Rewriting, Section,
 };
 use crate::host::program::{records, Wrapper};
-use crate::io::spill::Spilled;
+use crate::io::spill::{Hole, Spilled};
 
 /// The section of HIP device code.
 pub(super) const HIP_FATBIN: &str = ".hip_fatbin";
@@ -105,9 +105,10 @@ pub(super) struct Changed<'a> {
 }
 
 impl Changed<'_> {
-    /// Whether its packed containers stay within the section, with none left to inflate.
+    /// Whether its packed containers stay within the section, with none left to inflate
+    /// (stretches left to copy from the file go with them wherever they are placed).
     pub(super) fn stays(&self) -> bool {
-        self.packing.fits(&self.section) && self.packing.holes.is_empty()
+        self.packing.fits(&self.section) && !self.packing.inflates()
     }
 
     /// The bytes its packing frees.
@@ -133,6 +134,8 @@ struct InPlace {
     offset: u64,
     size: u64,
     packed: Spilled,
+    /// The stretches left in them to copy from the file.
+    holes: Vec<Hole<Fill>>,
     /// Its pointers, their new values, at their old file offsets.
     pointers: Vec<Pointer>,
 }
@@ -161,6 +164,7 @@ impl<'a> Program<'a> {
             offset: section.offset,
             size: section.data.len() as u64,
             packed: other.packing.packed,
+            holes: other.packing.holes,
             pointers,
         })
     }
@@ -361,6 +365,7 @@ fn place_beside<'a>(
         new.also.push(Placed {
             at,
             packed: beside.packed,
+            holes: beside.holes,
         });
     }
     Ok(new)

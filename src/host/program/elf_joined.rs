@@ -209,6 +209,7 @@ impl<'a> Program<'a> {
                 .map(|(c, (at, _))| Placed {
                     at,
                     packed: c.packing.packed,
+                    holes: c.packing.holes,
                 })
                 .collect(),
         })

@@ -98,9 +98,56 @@ pub struct Packing {
     pub packed: Spilled,
     /// The offset of each container in the packed bytes, by its old address.
     moves: BTreeMap<u64, u64>,
-    /// The places left in the packed bytes for the compressed bundles decompressed, when they
-    /// are inflated as the file is written: each knows its bundle's offset in the file.
-    pub holes: Vec<Hole<u64>>,
+    /// The places left in the packed bytes for what is written as the file is: the
+    /// compressed bundles decompressed, inflated, and large stretches of the section kept as
+    /// they were, copied from the file by the kernel.
+    pub holes: Vec<Hole<Fill>>,
+}
+
+/// What a place left in packed containers is to hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// The bytes the writer's own filler makes, told this number: for a rewrite, what the
+    /// compressed bundle at this offset of the file rewritten holds, inflated.
+    Written(u64),
+    /// The bytes of the file rewritten from this offset, as many as the place holds: copied
+    /// as they are, by the kernel where it can, never held.
+    Copied(u64),
+}
+
+/// Stretches of the section at least this long that stay as they were are left as holes
+/// ([`Fill::Copied`]) and copied from the file into the new one; shorter ones are written
+/// with the bytes around them.
+pub const COPIED_FROM: usize = 64 << 10;
+
+/// Hands `sink` the bytes of `hole`: those of `file` (the file rewritten) it copies, or what
+/// `inflate` makes for it (given the hole with its number: for a rewrite, the offset of the
+/// compressed bundle it inflates); `failed` says what a sink that refuses the bytes, or a stretch outside `file`
+/// (never met: stretches are found in it), is.
+pub fn fill_hole<E>(
+    file: &[u8],
+    hole: &Hole<Fill>,
+    sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    inflate: &WriteHole<'_, u64, E>,
+    failed: &dyn Fn(std::io::Error) -> E,
+) -> std::result::Result<(), E> {
+    match hole.what {
+        Fill::Written(what) => inflate(
+            &Hole {
+                at: hole.at,
+                size: hole.size,
+                what,
+            },
+            sink,
+        ),
+        Fill::Copied(from) => {
+            let bytes = (usize::try_from(from).ok())
+                .zip(usize::try_from(hole.size).ok())
+                .and_then(|(from, size)| file.get(from..from.checked_add(size)?))
+                .ok_or_else(|| failed(std::io::ErrorKind::UnexpectedEof.into()))?;
+            sink(bytes).map_err(failed)
+        }
+    }
 }
 
 /// The error for the temporary file of packed containers.
@@ -172,9 +219,7 @@ pub fn pack(
                     same_until = start + size;
                     continue;
                 }
-                packed
-                    .append(piece(data, 0, same_until))
-                    .map_err(spill_error)?;
+                copy(&mut packed, &mut holes, section, 0, same_until).map_err(spill_error)?;
                 changed = true;
             }
             packed.pad_to(boundary as u64).map_err(spill_error)?;
@@ -186,10 +231,15 @@ pub fn pack(
                     holes.push(Hole {
                         at,
                         size,
-                        what: section.offset + start as u64,
+                        what: Fill::Written(section.offset + start as u64),
                     });
                 }),
-                None => packed.append(piece(data, start, size)),
+                Some(NewBytes::Copied(copied)) => packed.append(&copied.head).and_then(|()| {
+                    (copied.stretches.iter()).try_for_each(|&(at, len)| {
+                        copy(&mut packed, &mut holes, section, start + at, len)
+                    })
+                }),
+                None => copy(&mut packed, &mut holes, section, start, size),
             }
             .map_err(spill_error)?;
             crate::io::release_mapped(piece(data, start, size));
@@ -206,7 +256,18 @@ pub fn pack(
                 InflateFailed::Sink(e) => spill_error(e),
             })
         };
-        packed.fill(&holes, &inflate, &|_, e| spill_error(e))?;
+        // The stretches copied are counted from the section's start here.
+        let fill = |hole: &Hole<Fill>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            let within = match hole.what {
+                Fill::Copied(from) => Hole {
+                    what: Fill::Copied(from - section.offset),
+                    ..*hole
+                },
+                Fill::Written(_) => *hole,
+            };
+            fill_hole(data, &within, sink, &inflate, &spill_error)
+        };
+        packed.fill(&holes, &fill, &|_, e| spill_error(e))?;
         holes.clear();
     }
     let packed = packed.finish().map_err(spill_error)?;
@@ -215,6 +276,28 @@ pub fn pack(
         moves,
         holes,
     }))
+}
+
+/// Appends to `packed` the `len` bytes of `section` at `start` (in it), as they are: a hole
+/// the writer copies them into when they are many ([`COPIED_FROM`]), else the bytes.
+fn copy(
+    packed: &mut Spill,
+    holes: &mut Vec<Hole<Fill>>,
+    section: &Section<'_>,
+    start: usize,
+    len: usize,
+) -> std::io::Result<()> {
+    if len < COPIED_FROM {
+        return packed.append(piece(section.data, start, len));
+    }
+    let size = len as u64;
+    let at = packed.reserve_sparse(size)?;
+    holes.push(Hole {
+        at,
+        size,
+        what: Fill::Copied(section.offset + start as u64),
+    });
+    Ok(())
 }
 
 /// The bytes of `data` from `start`, a place found in it.
@@ -252,6 +335,12 @@ impl Packing {
     /// Whether the packed containers fit the section they came from.
     pub fn fits(&self, section: &Section<'_>) -> bool {
         self.packed.len() <= section.data.len() as u64
+    }
+
+    /// Whether compressed bundles are left to inflate as the file is written (stretches left
+    /// to copy aside).
+    pub fn inflates(&self) -> bool {
+        (self.holes.iter()).any(|hole| matches!(hole.what, Fill::Written(_)))
     }
 
     /// What every pointer must hold once the containers moved to `base` (the address the
@@ -455,9 +544,9 @@ pub struct NewProgram<'a> {
     /// Their offset in the new file.
     pub packed_at: u64,
     /// The places in the packed containers still to be written: the compressed bundles
-    /// decompressed, inflated as the file is written (each knows its bundle's offset in the
-    /// file rewritten).
-    pub holes: Vec<Hole<u64>>,
+    /// decompressed, inflated as the file is written, and stretches copied from the file
+    /// rewritten (each knows its offset there).
+    pub holes: Vec<Hole<Fill>>,
     /// The packed containers of another section, rewritten in its place (a program with both
     /// `.hip_fatbin` and `.nv_fatbin`); empty for the others.
     pub also: Vec<Placed>,
@@ -471,6 +560,8 @@ pub struct Placed {
     pub at: u64,
     /// The packed containers.
     pub packed: Spilled,
+    /// The places in them still to be written, as [`NewProgram::holes`].
+    pub holes: Vec<Hole<Fill>>,
 }
 
 impl<'a> NewProgram<'a> {
@@ -481,9 +572,9 @@ impl<'a> NewProgram<'a> {
 
     /// The packed containers of the new file, in file order: each with its offset and the
     /// holes left in it.
-    fn placed(&self) -> Vec<(u64, &Spilled, &[Hole<u64>])> {
+    fn placed(&self) -> Vec<(u64, &Spilled, &[Hole<Fill>])> {
         let mut placed = vec![(self.packed_at, &self.packed, &self.holes[..])];
-        placed.extend(self.also.iter().map(|p| (p.at, &p.packed, &[][..])));
+        placed.extend(self.also.iter().map(|p| (p.at, &p.packed, &p.holes[..])));
         placed.sort_by_key(|(at, _, _)| *at);
         placed
     }
@@ -548,8 +639,8 @@ impl<'a> NewProgram<'a> {
 
     /// Writes the new file to `out`: the stretches of `input` (the file rewritten) and of the
     /// packed containers' temporary file copied by the kernel, and the bytes of the holes
-    /// left in them from `fill` (see [`crate::io::Output::write_spilled`]). `path` names the
-    /// input in errors.
+    /// left in them: stretches of `input` copied by the kernel, and what `fill` inflates
+    /// (see [`crate::io::Output::write_spilled`]). `path` names the input in errors.
     pub fn write_filled(
         &self,
         path: &std::path::Path,
@@ -560,9 +651,13 @@ impl<'a> NewProgram<'a> {
         let stretches = self
             .around()
             .map_err(|e| crate::error::Error::container(path, e))?;
+        let failed = |e: std::io::Error| crate::error::Error::io(path, e);
+        let both = |hole: &Hole<Fill>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            fill_hole(input, hole, sink, fill, &failed)
+        };
         for (stretch, (_, packed, holes)) in stretches.iter().zip(self.placed()) {
             stretch.write_to(out, &[input])?;
-            out.write_spilled(packed, holes, fill)?;
+            out.write_spilled(packed, holes, &both)?;
         }
         match stretches.last() {
             Some(last) => last.write_to(out, &[input]),
@@ -570,8 +665,8 @@ impl<'a> NewProgram<'a> {
         }
     }
 
-    /// The whole new file in memory, with zeros in the holes left for the bundles inflated as
-    /// the file is written (see [`NewProgram::holes_in_file`]).
+    /// The whole new file in memory, with zeros in the holes left for what is written as the
+    /// file is (see [`NewProgram::holes_in_file`]).
     pub fn to_vec(&mut self) -> Result<Vec<u8>> {
         let stretches = self.around()?;
         let mut bytes = Vec::new();
@@ -585,15 +680,15 @@ impl<'a> NewProgram<'a> {
         Ok(bytes)
     }
 
-    /// The holes left for the bundles inflated as the file is written, at their offsets in
-    /// the new file.
-    pub fn holes_in_file(&self) -> Vec<Hole<u64>> {
-        let at = self.packed_at;
-        self.holes
-            .iter()
-            .map(|hole| Hole {
-                at: at + hole.at,
-                ..*hole
+    /// The holes left for what is written as the file is (see [`NewProgram::holes`]), at
+    /// their offsets in the new file, in order.
+    pub fn holes_in_file(&self) -> Vec<Hole<Fill>> {
+        (self.placed().into_iter())
+            .flat_map(|(at, _, holes)| {
+                holes.iter().map(move |hole| Hole {
+                    at: at + hole.at,
+                    ..*hole
+                })
             })
             .collect()
     }

@@ -18,7 +18,7 @@ use crate::format::kpack::{
 };
 use crate::host::kpack::find_archives;
 use crate::host::program::kpack_elf::{self, HipCode};
-use crate::host::program::kpack_pe;
+use crate::host::program::{kpack_pe, Fill};
 use crate::io::spill::{Hole, MappedRoom, Spill, Spilled};
 use crate::io::{commit_all, Input, Output};
 use crate::loads::kpack_search::{every_target_name, Environment};
@@ -68,7 +68,13 @@ pub(super) fn merge_each(
             kpack_elf::merge(&data, laid.bundles, &laid.starts)
         };
         let mut program = program.map_err(|e| Error::container(&p.input, e))?;
-        program.holes = laid.holes;
+        program.holes = (laid.holes.into_iter())
+            .map(|hole| Hole {
+                at: hole.at,
+                size: hole.size,
+                what: Fill::Written(hole.what),
+            })
+            .collect();
         let path = config.output.join(&p.relative);
         let mut out = Output::create(&path)?;
         let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
