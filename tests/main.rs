@@ -22,6 +22,7 @@ mod compress_choices;
 mod compressed;
 mod cuda_both;
 mod cuda_check;
+mod cuda_copied;
 mod cuda_entries;
 mod cuda_extract;
 mod cuda_ls;
