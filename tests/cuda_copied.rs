@@ -63,7 +63,11 @@ fn library(dir: &Path) -> Option<PathBuf> {
     }
     s.push_str("\t.section .nvFatBinSegment,\"aw\",@progbits\n\t.p2align 3\n");
     for (name, _) in fatbins {
-        writeln!(s, "\t.long 0x466243b1\n\t.long 1\n\t.quad {name}\n\t.quad 0").unwrap();
+        writeln!(
+            s,
+            "\t.long 0x466243b1\n\t.long 1\n\t.quad {name}\n\t.quad 0"
+        )
+        .unwrap();
     }
     s.push_str("\t.text\n\t.globl f\nf:\n\tret\n");
     std::fs::write(dir.join("big.s"), s).unwrap();
@@ -115,8 +119,10 @@ fn large_kept_entries_are_copied_into_place_the_same_every_run() {
         outputs.push(std::fs::read(&out).unwrap());
         if run == 0 {
             let after = entries(&out);
-            let kept: Vec<&(String, Vec<u8>)> =
-                before.iter().filter(|(arch, _)| arch == "compute_90").collect();
+            let kept: Vec<&(String, Vec<u8>)> = before
+                .iter()
+                .filter(|(arch, _)| arch == "compute_90")
+                .collect();
             assert_eq!(after.len(), kept.len());
             assert!(after.iter().zip(kept).all(|(a, k)| a == k));
             succeed(offload().arg("verify").arg(&out));

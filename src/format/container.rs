@@ -483,6 +483,7 @@ pub struct Rules<'r> {
     pub room: Option<&'r MakeRoom>,
 }
 
+pub use crate::format::cuda_fatbin::Copied;
 pub use crate::format::inflate::{MakeRoom, Room};
 
 /// The bundles compressed into [`Rules::room`], when there is one: those of 4 MiB or more
@@ -522,43 +523,6 @@ pub enum NewBytes {
     /// A short head made in memory, then stretches of the container's own bytes as they were
     /// (a CUDA fat binary's kept entries): a writer copies those from the file.
     Copied(Copied),
-}
-
-/// New bytes made of a head of their own and stretches of the old container's bytes that
-/// follow it, unchanged ([`NewBytes::Copied`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Copied {
-    /// The bytes made here, first.
-    pub head: Vec<u8>,
-    /// The stretches of the container that follow, in order: (offset in it, length).
-    pub stretches: Vec<(usize, usize)>,
-}
-
-impl Copied {
-    /// How many bytes they are.
-    pub fn len(&self) -> u64 {
-        let stretches: usize = self.stretches.iter().map(|&(_, len)| len).sum();
-        (self.head.len() + stretches) as u64
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The head, then each stretch of `container` (the old container's bytes), in order.
-    pub fn parts<'b>(&'b self, container: &'b [u8]) -> impl Iterator<Item = &'b [u8]> {
-        std::iter::once(&self.head[..]).chain(self.stretches.iter().map(|&(at, len)| {
-            at.checked_add(len)
-                .and_then(|end| container.get(at..end))
-                .unwrap_or_default()
-        }))
-    }
-
-    /// The new bytes in memory, `container` being the old container's bytes.
-    pub fn to_vec(&self, container: &[u8]) -> Vec<u8> {
-        self.parts(container).collect::<Vec<_>>().concat()
-    }
 }
 
 impl NewBytes {
@@ -824,11 +788,11 @@ fn rewrite_cuda_fatbin(data: &[u8], rules: &Rules<'_>, making: Making) -> Result
     Ok(Rewrite {
         size,
         new: stripped.then(|| {
-            let stretches = (making == Making::Copied)
+            let copied = (making == Making::Copied)
                 .then(|| cuda_fatbin::kept_stretches(fatbin, &kept))
                 .flatten();
-            match stretches {
-                Some((head, stretches)) => NewBytes::Copied(Copied { head, stretches }),
+            match copied {
+                Some(copied) => NewBytes::Copied(copied),
                 None => NewBytes::Made(cuda_fatbin::write_kept(fatbin, &kept)),
             }
         }),

@@ -941,8 +941,8 @@ impl Output {
         let left = (|| {
             let at = io::Seek::stream_position(file)?;
             let end = at.checked_add(len).ok_or(io::ErrorKind::InvalidInput)?;
-            // A hole in the file: it costs no disk until written.
-            file.set_len(end)?;
+            // A hole in the file: it costs no disk until written. The file reaches past it
+            // once it is written, or once what follows it is: its length need not be set.
             io::Seek::seek(file, io::SeekFrom::Start(end))?;
             Ok(at)
         })();

@@ -129,10 +129,10 @@ impl Spill {
         self.make_room(size)?;
         match &mut self.store {
             Store::Memory(held) => held.resize(held.len() + size as usize, 0),
-            // A hole in the file: it reads as zeros, and costs no disk until written.
+            // A hole in the file: it reads as zeros, and costs no disk until written. The
+            // file reaches past it once what follows is written, or when it is finished.
             Store::File(file) => {
                 file.seek(SeekFrom::Current(i64::try_from(size).map_err(too_large)?))?;
-                file.get_ref().set_len(at + size)?;
             }
         }
         self.len += size;
@@ -192,6 +192,8 @@ impl Spill {
             Store::Memory(held) => Spilled::Bytes(held),
             Store::File(file) => {
                 let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
+                // Holes at the end are part of it too.
+                file.set_len(self.len)?;
                 Spilled::File(Input::from_temporary(file, self.len)?)
             }
         })

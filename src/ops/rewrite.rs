@@ -727,6 +727,18 @@ impl NewFile<'_> {
         self.len() == 0
     }
 
+    /// The stretches of the new file (offset, length; in order) copied from the file
+    /// rewritten as they were, once it is written.
+    fn copied(&self) -> Vec<(u64, u64)> {
+        let NewFile::Program(program) = self else {
+            return Vec::new();
+        };
+        (program.holes_in_file().iter())
+            .filter(|hole| matches!(hole.what, Fill::Copied(_)))
+            .map(|hole| (hole.at, hole.size))
+            .collect()
+    }
+
     /// The whole file in memory, the bundles it decompresses inflated by `inflater`.
     fn into_bytes(self, inflater: &Inflater<'_>) -> Result<Vec<u8>> {
         let path = inflater.path;
@@ -1260,8 +1272,14 @@ pub fn rewrite_scanned(
         }
         None => out.write_part(&data, &data)?,
     }
-    if new.is_some() {
-        verify(input, &mut out, &summary, config.max_decompressed)?;
+    if let Some(new) = &new {
+        verify(
+            input,
+            &mut out,
+            &summary,
+            config.max_decompressed,
+            &new.copied(),
+        )?;
     }
     out.commit()?;
     info!(output = %out_path(input, placement).display(), size = summary.size_after, "written");

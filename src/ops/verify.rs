@@ -155,21 +155,30 @@ pub(crate) fn verify_input_except(
 ) -> Result<Verified> {
     let checking = Checking {
         known,
+        copied: &|_| false,
         visit: &mut |_| {},
     };
     verify_input_checking(path, input, max_decompressed, &Budget::new(), checking)
 }
 
 /// [`verify_input_except`], every device image the scan finds handed to `visit` as well: a
-/// rewrite reading back the file it wrote counts its images in the same pass over it.
+/// rewrite reading back the file it wrote counts its images in the same pass over it. A
+/// compressed CUDA payload `copied` takes (its bytes, within `input`) is counted sound
+/// without being read: one that lies in a stretch of the input copied into the file as it
+/// was stored.
 pub(crate) fn verify_input_visiting(
     path: &Path,
     input: &Input,
     max_decompressed: u64,
     known: &(dyn Fn(&[u8]) -> bool + Sync),
+    copied: &(dyn Fn(&[u8]) -> bool + Sync),
     visit: &mut dyn FnMut(&DeviceImage<'_>),
 ) -> Result<Verified> {
-    let checking = Checking { known, visit };
+    let checking = Checking {
+        known,
+        copied,
+        visit,
+    };
     verify_input_checking(path, input, max_decompressed, &Budget::new(), checking)
 }
 
@@ -177,6 +186,8 @@ pub(crate) fn verify_input_visiting(
 /// their bytes, and who else sees each device image found.
 struct Checking<'c> {
     known: &'c (dyn Fn(&[u8]) -> bool + Sync),
+    /// The compressed CUDA payloads copied as they were stored, by their place.
+    copied: &'c (dyn Fn(&[u8]) -> bool + Sync),
     visit: &'c mut dyn FnMut(&DeviceImage<'_>),
 }
 
@@ -189,6 +200,7 @@ fn verify_input_within(
 ) -> Result<Verified> {
     let checking = Checking {
         known: &|_| false,
+        copied: &|_| false,
         visit: &mut |_| {},
     };
     verify_input_checking(path, input, max_decompressed, budget, checking)
@@ -202,7 +214,11 @@ fn verify_input_checking(
     budget: &Budget,
     checking: Checking<'_>,
 ) -> Result<Verified> {
-    let Checking { known, visit } = checking;
+    let Checking {
+        known,
+        copied,
+        visit,
+    } = checking;
     if input.starts_with(&kpack_format::MAGIC) {
         let checked = kpack::verify_archive(path, input, max_decompressed)?;
         input.intact()?;
@@ -244,7 +260,9 @@ fn verify_input_checking(
         .map(|stream| match &stream.cuda {
             Some(cuda) => {
                 let bytes = stream.bytes(input);
-                if counted(bytes) {
+                // Where it lies tells before its bytes are read: one copied as stored is
+                // the input's own.
+                if copied(bytes) || counted(bytes) {
                     // Read once: its pages need not stay.
                     input.release(bytes);
                     return Ok(cuda.inflated_size);

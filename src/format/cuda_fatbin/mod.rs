@@ -580,7 +580,7 @@ pub fn write_kept(fatbin: &[u8], kept: &[Entry<'_>]) -> Vec<u8> {
 /// stretch): so that a writer may copy the entries from the file without holding them.
 /// `None` when the header is too short to hold the size field [`write_kept`] sets (a damaged
 /// one, whose entries' bytes that field would overwrite).
-pub fn kept_stretches(fatbin: &[u8], kept: &[Entry<'_>]) -> Option<(Vec<u8>, Vec<(usize, usize)>)> {
+pub fn kept_stretches(fatbin: &[u8], kept: &[Entry<'_>]) -> Option<Copied> {
     let header_size = header_size(fatbin);
     let mut head = fatbin.get(..header_size).unwrap_or_default().to_vec();
     if head.len() < 16 {
@@ -602,7 +602,45 @@ pub fn kept_stretches(fatbin: &[u8], kept: &[Entry<'_>]) -> Option<(Vec<u8>, Vec
     let fat_size = (head.len() + stored).saturating_sub(header_size) as u64;
     head.get_mut(8..16)?
         .copy_from_slice(&fat_size.to_le_bytes());
-    Some((head, stretches))
+    Some(Copied { head, stretches })
+}
+
+/// New bytes made of a head of their own and stretches of the old container's bytes that
+/// follow it, unchanged: a fat binary of kept entries ([`kept_stretches`]), which a writer
+/// copies from the file rather than through memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Copied {
+    /// The bytes made here, first.
+    pub head: Vec<u8>,
+    /// The stretches of the container that follow, in order: (offset in it, length).
+    pub stretches: Vec<(usize, usize)>,
+}
+
+impl Copied {
+    /// How many bytes they are.
+    pub fn len(&self) -> u64 {
+        let stretches: usize = self.stretches.iter().map(|&(_, len)| len).sum();
+        (self.head.len() + stretches) as u64
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The head, then each stretch of `container` (the old container's bytes), in order.
+    pub fn parts<'b>(&'b self, container: &'b [u8]) -> impl Iterator<Item = &'b [u8]> {
+        std::iter::once(&self.head[..]).chain(self.stretches.iter().map(|&(at, len)| {
+            at.checked_add(len)
+                .and_then(|end| container.get(at..end))
+                .unwrap_or_default()
+        }))
+    }
+
+    /// The new bytes in memory, `container` being the old container's bytes.
+    pub fn to_vec(&self, container: &[u8]) -> Vec<u8> {
+        self.parts(container).collect::<Vec<_>>().concat()
+    }
 }
 
 /// The size of the header of the fat binary at the start of `fatbin`, as it says.

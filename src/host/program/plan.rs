@@ -782,6 +782,68 @@ mod tests {
         assert_eq!(moved[0].target, 0x9020);
     }
 
+    /// Containers here: a 4-byte length, then the rest of them.
+    fn size_of_long(here: &[u8]) -> std::result::Result<usize, crate::format::Error> {
+        Ok(u32::from_le_bytes(here[..4].try_into().unwrap()) as usize)
+    }
+
+    #[test]
+    fn large_stretches_kept_are_copied_into_holes_as_they_were() {
+        let (a, b, c) = (100 << 10, 200 << 10, 1 << 10);
+        let mut file = vec![0u8; 0x1000];
+        for (size, fill) in [(a, 1u8), (b, 2), (c, 3)] {
+            let start = file.len();
+            file.extend((0..size).map(|k| fill.wrapping_add(k as u8)));
+            file[start..start + 4].copy_from_slice(&(size as u32).to_le_bytes());
+        }
+        let data = &file[0x1000..];
+        let section = section(data);
+        // The first stays, the second keeps a stretch under a new head, the third goes.
+        let rewrite = |_: &[u8], start: usize| {
+            Ok(match start {
+                0 => None,
+                s if s == a => Some(NewBytes::Copied(crate::format::container::Copied {
+                    head: vec![0xee; 8],
+                    stretches: vec![(8, 150 << 10)],
+                })),
+                _ => Some(NewBytes::Made(Vec::new())),
+            })
+        };
+        let inflate = |_: &[u8], _: u64, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            unreachable!("nothing is decompressed here")
+        };
+        let how = Rewriting {
+            size_of: &size_of_long,
+            boundary: &|_| Some(8),
+            rewrite: &rewrite,
+            inflate: &inflate,
+        };
+        let expected = [&data[..a], &[0xee; 8], &data[a + 8..a + 8 + (150 << 10)]].concat();
+        let later = pack(&section, &how, Inflating::Later).unwrap().unwrap();
+        let copied: Vec<(u64, u64, Fill)> = (later.holes.iter())
+            .map(|h| (h.at, h.size, h.what))
+            .collect();
+        assert_eq!(
+            copied,
+            [
+                (0, a as u64, Fill::Copied(0x1000)),
+                (a as u64 + 8, 150 << 10, Fill::Copied(0x1000 + a as u64 + 8)),
+            ]
+        );
+        let mut bytes = later.packed.bytes().to_vec();
+        let none = |_: &Hole<u64>, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            unreachable!("nothing is inflated here")
+        };
+        let write = |hole: &Hole<Fill>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            fill_hole(&file, hole, sink, &none, &|e| e)
+        };
+        crate::io::spill::fill_in(&mut bytes, 0, &later.holes, &write, &|_, e| e).unwrap();
+        assert_eq!(bytes, expected);
+        let now = pack(&section, &how, Inflating::Now).unwrap().unwrap();
+        assert!(now.holes.is_empty());
+        assert_eq!(now.packed.bytes(), &expected[..]);
+    }
+
     #[test]
     fn nothing_changes_when_every_container_stays() {
         let mut data = vec![0u8; 32];

@@ -138,7 +138,7 @@ pub(super) fn rewrite_deb(
     }
     let mut out = start_output(input, data, placement)?;
     write(data, &members, &written, &mut out)?;
-    verify(input, &mut out, &summary, config.max_decompressed)?;
+    verify(input, &mut out, &summary, config.max_decompressed, &[])?;
     out.commit()?;
     Ok(summary)
 }

@@ -184,7 +184,7 @@ fn rewrite_zip(
     };
     summary.size_after = write(input, data, &layout, &written, &shelf, &mut out)?;
     if changed {
-        verify(input, &mut out, &summary, config.max_decompressed)?;
+        verify(input, &mut out, &summary, config.max_decompressed, &[])?;
     }
     out.commit()?;
     Ok(summary)

@@ -347,7 +347,7 @@ pub(super) fn rewrite_tarball(
     }
     let mut out = start_output(input, data, placement)?;
     write_spilled(&mut out, &bytes)?;
-    verify(input, &mut out, &summary, config.max_decompressed)?;
+    verify(input, &mut out, &summary, config.max_decompressed, &[])?;
     out.commit()?;
     Ok(summary)
 }
