@@ -1,8 +1,9 @@
 //! The documentation against the binary it describes: every subcommand `offload --help` lists
 //! has its page under docs/commands/, every option a command's help prints is on that page,
 //! every relative link in README.md and docs/ leads to a file (and an anchor to a heading), and
-//! the README's first command works on a fresh clone; and every public module of the library
-//! has an example in its module docs (which `cargo test --doc` runs).
+//! the README's first command works on a fresh clone and its test run is CI's; and every
+//! public module of the library has an example in its module docs (which `cargo test --doc`
+//! runs). Every command of the README's blocks is run in tests/readme.rs.
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -302,7 +303,7 @@ fn the_targets_page_has_every_row_of_the_processor_table() {
     assert!(missing.is_empty(), "docs/targets.md lacks {missing:?}");
 }
 
-/// The commands of the README's "Two commands" section.
+/// The commands of the README's "Two commands" section, their comments cut off.
 fn first_commands() -> Vec<String> {
     let readme = read(&root().join("README.md"));
     let section: Vec<&str> = readme
@@ -317,16 +318,17 @@ fn first_commands() -> Vec<String> {
         if line.starts_with("```") {
             fenced = !fenced;
         } else if fenced {
-            commands.push(line.to_string());
+            let command = line.split(" # ").next().unwrap_or(line).trim();
+            commands.push(command.to_string());
         }
     }
     commands
 }
 
 #[test]
-fn the_readme_s_first_command_succeeds_and_its_second_is_what_ci_runs() {
+fn the_readme_s_first_command_succeeds_and_its_test_run_is_what_ci_runs() {
     let commands = first_commands();
-    assert_eq!(commands.len(), 2, "{commands:?}");
+    assert!(commands.len() >= 2, "{commands:?}");
     let args = commands[0]
         .strip_prefix("cargo run --release -- ")
         .unwrap_or_else(|| panic!("the first command runs the binary: {}", commands[0]));
@@ -334,13 +336,34 @@ fn the_readme_s_first_command_succeeds_and_its_second_is_what_ci_runs() {
     assert_eq!(code, 0, "{args}: {err}");
     assert!(!out.is_empty(), "{args} printed nothing");
     let ci = read(&root().join(".ci/run"));
-    assert!(
+    let runs = |command: &str| {
         ci.lines().any(|l| {
             let l = l.trim();
-            l == commands[1] || l.starts_with(&format!("{} 2>&1 | tee ", commands[1]))
-        }),
-        ".ci/run does not run the README's `{}`",
-        commands[1]
+            l == command
+                || l.starts_with(&format!("{command} 2>&1 | tee "))
+                || l.ends_with(&format!("$({command})"))
+        })
+    };
+    let tests: Vec<&String> = commands
+        .iter()
+        .filter(|c| c.starts_with("cargo test"))
+        .collect();
+    assert!(!tests.is_empty(), "the README runs no tests: {commands:?}");
+    for command in tests {
+        assert!(
+            runs(command),
+            ".ci/run does not run the README's `{command}`"
+        );
+    }
+    // The script that installs the references, beside the test command, is the one CI runs.
+    let references = "eval \"$(.ci/references)\"";
+    assert!(
+        commands.iter().any(|c| c == references),
+        "the README does not show `{references}` beside `cargo test`: {commands:?}"
+    );
+    assert!(
+        runs(".ci/references"),
+        ".ci/run does not call .ci/references"
     );
 }
 

@@ -1,6 +1,6 @@
 //! The plugin in real links: ld.bfd and gold, programs and shared libraries, with and without
-//! options; failed links; and the `offload strip --in-place` step for lld and mold, which load
-//! no plugins. Programs run with the stand-in HIP runtime of tests/support/hip_runtime.c, which
+//! options; failed links; and, for lld and mold, which load no plugins, the in-place strip
+//! `offload strip --in-place` runs afterwards (the same job, called as the plugin calls it). Programs run with the stand-in HIP runtime of tests/support/hip_runtime.c, which
 //! prints the bundles it is given.
 
 #[path = "../../tests/support/hip_build.rs"]
@@ -24,52 +24,18 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// A file cargo built beside this test (in the folder above its `deps/`).
-fn built(name: &str) -> PathBuf {
+/// The plugin library: the cdylib of the same build as the library this test links (cargo
+/// builds both crate types of the plugin in one step, into the test's own `deps/` folder), so
+/// it is never stale and no second build, in other features, is needed.
+fn plugin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
-    let path = exe.parent().unwrap().parent().unwrap().join(name);
+    let path = exe.with_file_name("liboffload_linker_plugin.so");
     assert!(
         path.exists(),
-        "{} not built (run cargo test --workspace)",
+        "{} not built beside the test (run cargo test)",
         path.display()
     );
     path
-}
-
-/// A file of the workspace's build (in the folder above this test's `deps/`), brought up to
-/// date first with `cargo build ARGS`: `cargo test` builds the plugin only as a library for
-/// this test, and the `offload` binary only when its package is tested, so a file left by an
-/// earlier build could be stale.
-fn ensure(name: &str, args: &[&str]) -> PathBuf {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one_build_at_a_time = LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().unwrap().parent().unwrap();
-    {
-        let target_dir = profile_dir.parent().unwrap();
-        let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        cargo
-            .arg("build")
-            .args(args)
-            .env("CARGO_TARGET_DIR", target_dir)
-            .current_dir(root());
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cargo.arg("--release");
-        }
-        assert!(
-            cargo.status().unwrap().success(),
-            "cargo build {args:?} failed"
-        );
-    }
-    built(name)
-}
-
-/// The plugin library.
-fn plugin() -> PathBuf {
-    ensure(
-        "liboffload_linker_plugin.so",
-        &["-p", "offload-linker-plugin", "--lib"],
-    )
 }
 
 /// The external program `name`, by the rule of the library's `tool_path`, or a visible skip
@@ -282,7 +248,9 @@ fn lld_and_mold_links_are_stripped_afterwards() {
     let dir = tempfile::tempdir().unwrap();
     let mut inputs = vec![root().join("tests/support/hip_runtime.c")];
     inputs.extend(hip_objects(&clang, dir.path()));
-    let offload = ensure("offload", &["-p", "offload-tools", "--bin", "offload"]);
+    // What `offload strip --keep gfx90a --in-place` runs, called here as the plugin calls it:
+    // the plugin's tests need no build of the command line.
+    let options = offload_linker_plugin::Options::parse(["keep=gfx90a"]).unwrap();
     for linker in ["lld", "mold"] {
         if linker == "mold" && tool("mold").is_none() {
             continue;
@@ -294,12 +262,9 @@ fn lld_and_mold_links_are_stripped_afterwards() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let status = Command::new(&offload)
-            .args(["strip", "--keep", "gfx90a", "--in-place"])
-            .arg(&program)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        if let Err(e) = offload_linker_plugin::rewrite_output(&program, &options) {
+            panic!("{linker}: {e}");
+        }
         assert_eq!(hip_build::run(&program, None), KEPT_GFX90A, "{linker}");
     }
 }

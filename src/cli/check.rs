@@ -161,8 +161,7 @@ fn run(args: Args) -> i32 {
     for e in &errors {
         let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
     }
-    // Nothing checked: no report, whose empty table would read as "nothing wrong" to a script.
-    if report.files.is_empty() && !errors.is_empty() && !args.json {
+    if nothing_checked(&report, &roots, &errors) && !args.json {
         return 2;
     }
     let text = if args.json {
@@ -188,6 +187,15 @@ fn run(args: Args) -> i32 {
         let embedded_fail = args.require_embedded && !report.embedded_have_code;
         i32::from(!report.every_device_has_code || embedded_fail)
     }
+}
+
+/// Whether nothing was checked, or every file named failed: then there is no report, whose
+/// table would read as "nothing wrong" (or "no bundles") to a script.
+fn nothing_checked(report: &check::Report, roots: &[&Path], errors: &[crate::Error]) -> bool {
+    let every_root_failed = roots
+        .iter()
+        .all(|root| errors.iter().any(|e| e.path() == Some(*root)));
+    !errors.is_empty() && (report.files.is_empty() || every_root_failed)
 }
 
 /// With `--driver`: what a driver that old cannot use in each file, in the report; a file

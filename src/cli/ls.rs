@@ -110,9 +110,10 @@ fn run(mut args: Args) -> i32 {
             }
         }
     }
-    // When no file could be read there is no listing: an empty table would read as "no device
-    // code" to a script. A JSON listing asked for is still valid JSON.
-    if totals.usages.is_empty() && failed && !args.json {
+    // When no file could be read whole and nothing was found there is no listing: an empty
+    // table would read as "no device code" to a script. A JSON listing asked for is still valid
+    // JSON.
+    if failed && images.is_empty() && totals.failed == totals.files && !args.json {
         return 1;
     }
     let text = match listing(&args, &images, uris) {

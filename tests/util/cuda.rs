@@ -47,7 +47,7 @@ pub fn cuobjdump() -> Option<PathBuf> {
 pub fn libcurand() -> Option<PathBuf> {
     file_from_env(
         "OFFLOAD_LIBCURAND",
-        "libcurand.so of pip's nvidia-curand-cu12, as .ci/run sets it",
+        "libcurand.so of pip's nvidia-curand-cu12, as .ci/references sets it",
     )
 }
 

@@ -76,7 +76,7 @@ fn skipped(why: &str) {
         .push((required, test, why.to_string()));
     assert!(
         !required,
-        "{why}, and OFFLOAD_REQUIRE_REFERENCE=1 requires it (.ci/run installs what the tests need)"
+        "{why}, and OFFLOAD_REQUIRE_REFERENCE=1 requires it (.ci/references installs what the tests need)"
     );
     let _ = writeln!(std::io::stderr().lock(), "SKIP: {why}");
 }
