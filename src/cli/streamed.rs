@@ -54,6 +54,26 @@ impl JsonArray {
     }
 }
 
+/// Writes `value` to `out` as `to_writer_pretty` writes it nested `depth` levels deep (a
+/// member's value in an object that is the whole document: depth 1): its lines after the
+/// first indented two spaces a level.
+pub(crate) fn write_nested<T: serde::Serialize>(
+    out: &mut dyn Write,
+    value: &T,
+    depth: usize,
+) -> std::io::Result<()> {
+    let text = serde_json::to_vec_pretty(value).map_err(std::io::Error::from)?;
+    let indent = "  ".repeat(depth);
+    for (k, line) in text.split(|&b| b == b'\n').enumerate() {
+        if k > 0 {
+            out.write_all(b"\n")?;
+            out.write_all(indent.as_bytes())?;
+        }
+        out.write_all(line)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,12 +124,12 @@ mod tests {
         #[derive(serde::Serialize)]
         struct Report {
             files: Vec<Row>,
-            total: u64,
+            total: Vec<Row>,
         }
         for n in [0, 3] {
             let report = Report {
                 files: rows(n),
-                total: 7,
+                total: rows(n),
             };
             let mut written = b"{\n  \"files\": ".to_vec();
             let mut array = JsonArray::new(1);
@@ -117,7 +137,9 @@ mod tests {
                 array.push(&mut written, row).unwrap();
             }
             array.end(&mut written).unwrap();
-            written.extend_from_slice(b",\n  \"total\": 7\n}");
+            written.extend_from_slice(b",\n  \"total\": ");
+            write_nested(&mut written, &report.total, 1).unwrap();
+            written.extend_from_slice(b"\n}");
             let whole = serde_json::to_string_pretty(&report).unwrap();
             assert_eq!(String::from_utf8(written).unwrap(), whole);
         }
