@@ -74,7 +74,10 @@ fn listings_of_a_large_tree_do_not_depend_on_threads_and_follow_the_walk() {
     assert_eq!(listed, relative);
 
     // The table: numbered in order, the same files in the same order, then the totals.
-    assert!(table.len() > 1 << 20, "the table should pass what is held in memory");
+    assert!(
+        table.len() > 1 << 20,
+        "the table should pass what is held in memory"
+    );
     let lines: Vec<&str> = table.lines().collect();
     assert!(lines[0].trim_start().starts_with("#  KIND"));
     for (k, line) in lines[1..=rows.len()].iter().enumerate() {

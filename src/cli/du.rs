@@ -5,9 +5,9 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use crate::cli::streamed::JsonArray;
 use crate::ops::du::{self, FileUsage, Usage};
 use crate::ops::rewrite::{Change, Ptx, RewriteConfig};
-use crate::cli::streamed::JsonArray;
 use crate::ops::support::columns::{render, Align, Spooled};
 use crate::target::target_id::TargetIdBuf;
 
@@ -175,8 +175,7 @@ fn streamed(
                 if args.json {
                     array.push(&mut out, &usage)
                 } else {
-                    file_rows(&usage, keep.is_some())
-                        .try_for_each(|row| rows.push(&row))
+                    file_rows(&usage, keep.is_some()).try_for_each(|row| rows.push(&row))
                 }
             }
             Err(e) => {
