@@ -201,7 +201,14 @@ fi
 # of 10 folders of 100): memory that follows the file at work, not the number of files.
 small_extract="extract -r of 50,000 small files"
 small_ls="ls -r of 50,000 small files"
-if [[ -z "${ROWS:-}" || "$small_extract" =~ $ROWS || "$small_ls" =~ $ROWS ]]; then
+small_json="ls -r --json of 50,000 small files"
+small_du="du -r of 50,000 small files"
+small_strip="strip -r --keep gfx90a of 50,000 small files"
+small=0
+for name in "$small_extract" "$small_ls" "$small_json" "$small_du" "$small_strip"; do
+  [[ -z "${ROWS:-}" || "$name" =~ $ROWS ]] && small=1
+done
+if [ "$small" = 1 ]; then
   python3 - "$here/samples/clang/kernel-fatbin.hip_fatbin" tree <<'PY'
 import os, sys
 sample, root = open(sys.argv[1], "rb").read(), sys.argv[2]
@@ -221,7 +228,24 @@ PY
   # stat them.
   row "$small_ls" "cat of every file of the tree (find, xargs)" "anonymous flat in the files" \
     true "find tree -type f -print0 | xargs -0 cat >/dev/null" -- true "$ours" ls -r tree
-  rm -rf tree
+  row "$small_json" "cat of every file of the tree (find, xargs)" "anonymous flat in the files" \
+    true "find tree -type f -print0 | xargs -0 cat >/dev/null" -- true "$ours" ls -r --json tree
+  row "$small_du" "cat of every file of the tree (find, xargs)" "anonymous flat in the files" \
+    true "find tree -type f -print0 | xargs -0 cat >/dev/null" -- true "$ours" du -r tree
+  row "$small_strip" "cp -r of the tree" "anonymous flat in the files" \
+    "rm -rf copy" "cp -r tree copy" -- "rm -rf out" "$ours" strip -r --keep gfx90a tree -o out
+  rm -rf tree copy out
+fi
+# Debian's rocBLAS tree (ROCBLAS_TREE, else the sid root's unpacked packages; the rows are
+# left out without it): a few large libraries and Tensile's code object files.
+rocblas=${ROCBLAS_TREE:-/work/sid/tmp/debs/x}
+if [ -d "$rocblas" ]; then
+  row "ls -r of rocBLAS's tree" "cat of every file of the tree (find, xargs)" "anonymous under 128 MiB" \
+    true "find '$rocblas' -type f -print0 | xargs -0 cat >/dev/null" -- true "$ours" ls -r "$rocblas"
+  row "du -r of rocBLAS's tree" "cat of every file of the tree (find, xargs)" "anonymous under 128 MiB" \
+    true "find '$rocblas' -type f -print0 | xargs -0 cat >/dev/null" -- true "$ours" du -r "$rocblas"
+else
+  echo "speed.sh: no rocBLAS tree ($rocblas): its rows are left out" >&2
 fi
 exec 1>&3 3>&-
 cat "$table"

@@ -1,9 +1,9 @@
 //! How each command's cost grows with its input, on the smallest steps of benches/growth.sh:
 //! synthetic programs of 16, 32 and 64 MB and trees of 100, 200 and 400 small programs, each
-//! step measured (and shown with --nocapture). For ls, du, strip, kpack and extract, the peak
-//! anonymous memory at the largest step must stay within 16 MiB of the smallest's, and the CPU
-//! time (user and system, of the child alone, the median of three runs) must not grow more
-//! than twice as fast as the input.
+//! step measured (and shown with --nocapture). For ls and du (as tables and as JSON), strip,
+//! kpack and extract, the peak anonymous memory at the largest step must stay within 16 MiB of
+//! the smallest's, and the CPU time (user and system, of the child alone, the median of three
+//! runs) must not grow more than twice as fast as the input.
 //!
 //! The inputs are made here from the sample code objects, as the bench makes them: each padded
 //! to 1 MiB, bundled into three bundles of mixed targets (offload bundler), each bundle of a
@@ -295,7 +295,9 @@ fn commands(input: &str, tree: bool) -> Vec<(&'static str, Vec<String>)> {
     };
     let mut out = vec![
         ("ls", with(&["ls"])),
+        ("ls --json", with(&["ls", "--json"])),
         ("du", with(&["du"])),
+        ("du --json", with(&["du", "--json"])),
         ("strip", with(&["strip", "--keep", "gfx90a", "-o", "out"])),
         ("kpack", with(&["kpack", "-o", "out"])),
         (
@@ -305,7 +307,7 @@ fn commands(input: &str, tree: bool) -> Vec<(&'static str, Vec<String>)> {
     ];
     if !tree {
         // A program's stripped copy is a file, not a folder.
-        out[2].1 = vec!["strip", "--keep", "gfx90a", "-o", "out.so", input]
+        out[4].1 = vec!["strip", "--keep", "gfx90a", "-o", "out.so", input]
             .into_iter()
             .map(String::from)
             .collect();

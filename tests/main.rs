@@ -60,6 +60,7 @@ mod kpack_use;
 mod kpack_wheels;
 mod linked;
 mod links;
+mod listed_trees;
 mod llvm23;
 mod llvm23_linked;
 mod llvm23_tools;

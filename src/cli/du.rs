@@ -5,9 +5,10 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
+use crate::cli::streamed::JsonArray;
 use crate::ops::du::{self, FileUsage, Usage};
 use crate::ops::rewrite::{Change, Ptx, RewriteConfig};
-use crate::ops::support::columns::{render, Align};
+use crate::ops::support::columns::{render, Align, Spooled};
 use crate::target::target_id::TargetIdBuf;
 
 const PROG: &str = "offload du";
@@ -85,6 +86,9 @@ fn run(args: Args) -> i32 {
         max_decompressed: args.general.max_decompressed,
         ptx: Ptx::AsAsked,
     });
+    if args.html.is_none() {
+        return streamed(&args, &pool, &files, keep.as_ref(), failed);
+    }
     let mut usages = Vec::new();
     let stderr = std::io::stderr();
     let counted = crate::cli::jobs::each_file(&pool, &files, |path| {
@@ -133,6 +137,74 @@ fn run(args: Args) -> i32 {
     match crate::cli::print(PROG, &text) {
         Ok(()) => i32::from(failed),
         Err(code) => code,
+    }
+}
+
+/// `du` without a page: the files of `files` (read on `pool`, a chunk at a time) counted and
+/// their rows written as they come, JSON straight out and the table's rows spooled, so that
+/// memory does not grow with the number of files; `failed` says whether some file named could
+/// not be walked.
+fn streamed(
+    args: &Args,
+    pool: &rayon::ThreadPool,
+    files: &[PathBuf],
+    keep: Option<&RewriteConfig>,
+    mut failed: bool,
+) -> i32 {
+    let stderr = std::io::stderr();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut tally = du::Tally::default();
+    let mut read = false;
+    let (header, align) = table_form(keep.is_some());
+    let mut rows = Spooled::new(&header, &align);
+    let mut array = JsonArray::new(1);
+    if args.json {
+        if let Err(e) = out.write_all(b"{\n  \"files\": ") {
+            return crate::cli::stdout_failed(PROG, &mut stderr.lock(), &e);
+        }
+    }
+    let counted = crate::cli::jobs::each_in_order(
+        pool,
+        files,
+        |path| du::file_usage(path, args.general.max_decompressed, keep),
+        |_, result| match result {
+            Ok(usage) => {
+                read = true;
+                tally.add(&usage);
+                if args.json {
+                    array.push(&mut out, &usage)
+                } else {
+                    file_rows(&usage, keep.is_some()).try_for_each(|row| rows.push(&row))
+                }
+            }
+            Err(e) => {
+                failed = true;
+                let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
+                Ok(())
+            }
+        },
+    );
+    // When no file could be read there is nothing to count: an empty table would read as "no
+    // device code" to a script. A JSON report asked for is still valid JSON.
+    if counted.is_ok() && !read && failed && !args.json {
+        return 1;
+    }
+    let total = tally.total();
+    let written = counted.and_then(|()| {
+        if args.json {
+            array.end(&mut out)?;
+            out.write_all(b",\n  \"total\": ")?;
+            crate::cli::streamed::write_nested(&mut out, &total, 1)?;
+            out.write_all(b"\n}\n")
+        } else {
+            total_rows(&total, keep.is_some()).try_for_each(|row| rows.push(&row))?;
+            rows.write(&mut out)
+        }
+    });
+    match written.and_then(|()| out.flush()) {
+        Ok(()) => i32::from(failed),
+        Err(e) => crate::cli::stdout_failed(PROG, &mut stderr.lock(), &e),
     }
 }
 
@@ -267,40 +339,49 @@ fn place(place: &du::kernels::Place) -> String {
     text
 }
 
-/// The table: a block per file, then the total.
-fn table(files: &[FileUsage], total: &[Usage], keep: bool) -> String {
+/// The table's header and the alignment of its columns: the target on the left, the numbers
+/// on the right, the file last.
+fn table_form(keep: bool) -> (Vec<&'static str>, Vec<Align>) {
     let mut header = vec!["TARGET", "IMAGES", "STORED", "INFLATED"];
     if keep {
         header.push("REMOVED");
     }
     header.push("FILE");
-    let row = |usage: &Usage, file: &std::ffi::OsStr| {
-        let mut row: Vec<std::ffi::OsString> = vec![
-            usage.target.clone().into(),
-            usage.images.to_string().into(),
-            usage.stored.to_string().into(),
-            usage.inflated.to_string().into(),
-        ];
-        if keep {
-            row.push(usage.removed.unwrap_or(0).to_string().into());
-        }
-        row.push(file.to_owned());
-        row
-    };
-    let mut rows = Vec::new();
-    for file in files {
-        // A package's members, then its totals.
-        for member in &file.members {
-            rows.extend(
-                member
-                    .targets
-                    .iter()
-                    .map(|u| row(u, member.path.as_os_str())),
-            );
-        }
-        rows.extend(file.targets.iter().map(|u| row(u, file.path.as_os_str())));
+    let mut align = vec![Align::Right; header.len()];
+    align[0] = Align::Left;
+    align[header.len() - 1] = Align::Left;
+    (header, align)
+}
+
+/// The table's row of `usage` in `file`.
+fn usage_row(usage: &Usage, file: &std::ffi::OsStr, keep: bool) -> Vec<std::ffi::OsString> {
+    let mut row: Vec<std::ffi::OsString> = vec![
+        usage.target.clone().into(),
+        usage.images.to_string().into(),
+        usage.stored.to_string().into(),
+        usage.inflated.to_string().into(),
+    ];
+    if keep {
+        row.push(usage.removed.unwrap_or(0).to_string().into());
     }
-    rows.extend(total.iter().map(|u| row(u, "(total)".as_ref())));
+    row.push(file.to_owned());
+    row
+}
+
+/// The table's rows of one file: a package's members, then its totals.
+fn file_rows(file: &FileUsage, keep: bool) -> impl Iterator<Item = Vec<std::ffi::OsString>> + '_ {
+    let members = file.members.iter().flat_map(move |member| {
+        member
+            .targets
+            .iter()
+            .map(move |u| usage_row(u, member.path.as_os_str(), keep))
+    });
+    let own = (file.targets.iter()).map(move |u| usage_row(u, file.path.as_os_str(), keep));
+    members.chain(own)
+}
+
+/// The table's last rows: the total per target, then of all targets.
+fn total_rows(total: &[Usage], keep: bool) -> impl Iterator<Item = Vec<std::ffi::OsString>> + '_ {
     let sum = |f: fn(&Usage) -> u64| total.iter().map(f).sum::<u64>();
     let mut all = Usage {
         target: "(all)".into(),
@@ -312,10 +393,18 @@ fn table(files: &[FileUsage], total: &[Usage], keep: bool) -> String {
     if keep {
         all.removed = Some(sum(|u| u.removed.unwrap_or(0)));
     }
-    rows.push(row(&all, "(total)".as_ref()));
-    // The target on the left, the numbers on the right, the file last.
-    let mut align = vec![Align::Right; header.len()];
-    align[0] = Align::Left;
-    align[header.len() - 1] = Align::Left;
+    let all = usage_row(&all, "(total)".as_ref(), keep);
+    (total.iter())
+        .map(move |u| usage_row(u, "(total)".as_ref(), keep))
+        .chain(std::iter::once(all))
+}
+
+/// The table: a block per file, then the total.
+fn table(files: &[FileUsage], total: &[Usage], keep: bool) -> String {
+    let (header, align) = table_form(keep);
+    let rows: Vec<Vec<std::ffi::OsString>> = (files.iter())
+        .flat_map(|file| file_rows(file, keep))
+        .chain(total_rows(total, keep))
+        .collect();
     render(&header, &rows, &align)
 }

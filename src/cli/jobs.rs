@@ -140,6 +140,45 @@ pub fn each_file<P: Sync, T: Send>(
     results
 }
 
+/// How many items [`each_in_order`] works on at once: enough to keep every thread busy, few
+/// enough that their results take little memory.
+pub const CHUNK: usize = 256;
+
+/// `work` done on each of `items` on `pool`, a bar counting them on a terminal, each result
+/// handed to `take` with its item in the order of `items`: a chunk of [`CHUNK`] items at a
+/// time, so that only one chunk's results are held however many items there are. Stops at
+/// the first error `take` returns, and returns it.
+pub fn each_in_order<P: Sync, T: Send, E>(
+    pool: &rayon::ThreadPool,
+    items: &[P],
+    work: impl Fn(&P) -> T + Sync,
+    mut take: impl FnMut(&P, T) -> Result<(), E>,
+) -> Result<(), E> {
+    let bar = JobBar::new(items.len());
+    let mut outcome = Ok(());
+    for chunk in items.chunks(CHUNK) {
+        let results: Vec<T> = pool.install(|| {
+            chunk
+                .par_iter()
+                .map(|item| {
+                    let result = work(item);
+                    bar.advance(1);
+                    result
+                })
+                .collect()
+        });
+        outcome = chunk
+            .iter()
+            .zip(results)
+            .try_for_each(|(item, result)| take(item, result));
+        if outcome.is_err() {
+            break;
+        }
+    }
+    bar.finish();
+    outcome
+}
+
 /// Whether a job over the inputs named, `roots`, which gave `files` files, ends with a
 /// summary: when it is more than one file, or a folder.
 pub fn several(roots: &[PathBuf], files: usize) -> bool {

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 
 use crate::cli::jobs::{self, counted, Work};
-use crate::ops::du::{self, FileUsage};
+use crate::cli::streamed::JsonArray;
+use crate::ops::du;
+use crate::ops::support::columns::Spooled;
 use crate::ops::{ls, readobj};
 
 const PROG: &str = "offload ls";
@@ -62,6 +64,10 @@ crate::cli::subcommand::subcommand!(Args, PROG, run, general);
 
 /// Runs `offload ls` with `args` (without the program name) and returns the exit status: 0
 /// when every file could be read, 1 otherwise (the files that could be read are still listed).
+///
+/// The files are read a chunk at a time and their images go out as they come (the table's
+/// rows through a spooled table, since its widths need every row): memory follows the chunk,
+/// not the number of files.
 fn run(mut args: Args) -> i32 {
     let (files, walk_failed) = args.work.tree.paths(PROG, &args.files);
     let several = jobs::several(&args.files, files.len());
@@ -73,81 +79,133 @@ fn run(mut args: Args) -> i32 {
     if args.uri == Some(UriForm::Readobj) {
         return readobj_lines(&pool, &args.files).max(i32::from(walk_failed));
     }
-    let listed = jobs::each_file(&pool, &args.files, |path| {
-        ls::list_file(path, args.general.max_decompressed)
-    });
-    let mut images = Vec::new();
-    let mut uris = String::new();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut listing = Listing::new(&args);
     let mut totals = Totals::default();
     let mut failed = walk_failed;
     let stderr = std::io::stderr();
-    for (path, result) in args.files.iter().zip(listed) {
-        totals.files += 1;
-        match result {
-            Ok((found, problems)) => {
-                let usage = du::listed_usage(path, &found);
-                totals.with_code += usize::from(!usage.targets.is_empty());
-                totals.usages.push(usage);
-                if args.uri.is_some() {
-                    uris.extend(
-                        found
-                            .iter()
-                            .filter_map(|i| ls::uri(path, i))
-                            .map(|u| u + "\n"),
-                    );
+    let listed = jobs::each_in_order(
+        &pool,
+        &args.files,
+        |path| ls::list_file(path, args.general.max_decompressed),
+        |path, result| {
+            totals.files += 1;
+            match result {
+                Ok((found, problems)) => {
+                    let usage = du::listed_usage(path, &found);
+                    totals.read += usize::from(problems.is_empty() || !found.is_empty());
+                    totals.with_code += usize::from(!usage.targets.is_empty());
+                    totals.tally.add(&usage);
+                    totals.failed += usize::from(!problems.is_empty());
+                    for problem in problems {
+                        failed = true;
+                        let _ = writeln!(stderr.lock(), "{PROG}: error: {problem}");
+                    }
+                    listing.add(path, &found, &mut out)
                 }
-                images.extend(found);
-                totals.failed += usize::from(!problems.is_empty());
-                for problem in problems {
+                Err(e) => {
                     failed = true;
-                    let _ = writeln!(stderr.lock(), "{PROG}: error: {problem}");
+                    totals.failed += 1;
+                    let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
+                    Ok(())
                 }
             }
-            Err(e) => {
-                failed = true;
-                totals.failed += 1;
-                let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
-            }
-        }
+        },
+    );
+    if let Err(e) = listed {
+        return crate::cli::stdout_failed(PROG, &mut stderr.lock(), &e);
     }
     // When no file could be read whole and nothing was found there is no listing: an empty
     // table would read as "no device code" to a script. A JSON listing asked for is still valid
     // JSON.
-    if failed && images.is_empty() && totals.failed == totals.files && !args.json {
+    if totals.read == 0 && failed && !args.json {
         return 1;
     }
-    let text = match listing(&args, &images, uris) {
-        Ok(mut text) => {
-            // A summary or verdicts would break a JSON listing or a list of addresses.
-            let table = !args.json && args.uri.is_none();
-            if several && table {
-                text.push_str(&totals.lines());
-            }
-            if args.verify {
-                let mut verdicts = String::new();
-                failed |= crate::cli::verify::report(
-                    PROG,
-                    &pool,
-                    &args.files,
-                    crate::cli::verify::Listed::Yes,
-                    args.general.max_decompressed,
-                    &mut verdicts,
-                )
-                .failed;
-                if table {
-                    text.push_str(&verdicts);
-                }
-            }
-            text
+    // A summary or verdicts would break a JSON listing or a list of addresses.
+    let table = matches!(listing, Listing::Table { .. });
+    let mut ended = listing.end(&mut out);
+    if several && table {
+        ended = ended.and_then(|()| out.write_all(totals.lines().as_bytes()));
+    }
+    if args.verify {
+        // What is listed goes out before the files are read again.
+        ended = ended.and_then(|()| out.flush());
+        let mut verdicts = String::new();
+        failed |= crate::cli::verify::report(
+            PROG,
+            &pool,
+            &args.files,
+            crate::cli::verify::Listed::Yes,
+            args.general.max_decompressed,
+            &mut verdicts,
+        )
+        .failed;
+        if table {
+            ended = ended.and_then(|()| out.write_all(verdicts.as_bytes()));
         }
-        Err(e) => {
-            let _ = writeln!(stderr.lock(), "{PROG}: error: JSON: {e}");
-            return 1;
-        }
-    };
-    match crate::cli::print(PROG, &text) {
+    }
+    match ended.and_then(|()| out.flush()) {
         Ok(()) => i32::from(failed),
-        Err(code) => code,
+        Err(e) => crate::cli::stdout_failed(PROG, &mut stderr.lock(), &e),
+    }
+}
+
+/// The listing being written, in the form the arguments ask for.
+enum Listing {
+    /// The table: its rows kept until the last, and the number of the next image.
+    Table { rows: Spooled, next: usize },
+    /// The JSON array, written as the images come.
+    Json(JsonArray),
+    /// `--uri`: the addresses, written as the images come.
+    Uris,
+}
+
+impl Listing {
+    /// Nothing listed yet, in the form `args` ask for.
+    fn new(args: &Args) -> Listing {
+        if args.uri.is_some() {
+            Listing::Uris
+        } else if args.json {
+            Listing::Json(JsonArray::new(0))
+        } else {
+            Listing::Table {
+                rows: Spooled::new(&ls::TABLE_HEADER, &ls::TABLE_ALIGN),
+                next: 0,
+            }
+        }
+    }
+
+    /// Lists `images`, those of the file at `path`, after the others.
+    fn add(
+        &mut self,
+        path: &std::path::Path,
+        images: &[ls::ImageRecord],
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        match self {
+            Listing::Table { rows, next } => images.iter().try_for_each(|image| {
+                rows.push(&ls::table_row(*next, image))?;
+                *next += 1;
+                Ok(())
+            }),
+            Listing::Json(array) => images
+                .iter()
+                .try_for_each(|image| array.push(out, &ls::Image::of(image))),
+            Listing::Uris => images
+                .iter()
+                .filter_map(|image| ls::uri(path, image))
+                .try_for_each(|uri| writeln!(out, "{uri}")),
+        }
+    }
+
+    /// Writes what is left: the table, or the end of the JSON array.
+    fn end(self, out: &mut dyn Write) -> std::io::Result<()> {
+        match self {
+            Listing::Table { rows, .. } => rows.write(out),
+            Listing::Json(array) => array.end(out).and_then(|()| out.write_all(b"\n")),
+            Listing::Uris => Ok(()),
+        }
     }
 }
 
@@ -155,19 +213,21 @@ fn run(mut args: Args) -> i32 {
 #[derive(Debug, Default)]
 struct Totals {
     files: usize,
+    /// Files read whole, or in which device code was found.
+    read: usize,
     /// Files with device images.
     with_code: usize,
     /// Files that could not be read, or were damaged somewhere.
     failed: usize,
-    /// The device code of each file read, by target.
-    usages: Vec<FileUsage>,
+    /// The device code of the files read, by target.
+    tally: du::Tally,
 }
 
 impl Totals {
     /// `total: 6 files, 5 with device code, 1 failed; 18 device images, 138890 bytes stored,
     /// 301234 inflated`, then the same per target, most stored bytes first.
-    fn lines(&self) -> String {
-        let targets = du::total(&self.usages);
+    fn lines(self) -> String {
+        let targets = self.tally.total();
         let images: u64 = targets.iter().map(|t| t.images).sum();
         let stored: u64 = targets.iter().map(|t| t.stored).sum();
         let inflated: u64 = targets.iter().map(|t| t.inflated).sum();
@@ -210,15 +270,4 @@ fn readobj_lines(pool: &rayon::ThreadPool, files: &[PathBuf]) -> i32 {
         Ok(()) => i32::from(failed),
         Err(code) => code,
     }
-}
-
-/// The listing of `images` in the form `args` ask for (`uris`, their addresses, for --uri).
-fn listing(args: &Args, images: &[ls::ImageRecord], uris: String) -> serde_json::Result<String> {
-    Ok(if args.uri.is_some() {
-        uris
-    } else if args.json {
-        serde_json::to_string_pretty(&ls::rows(images))? + "\n"
-    } else {
-        ls::table(images)
-    })
 }

@@ -16,6 +16,7 @@ pub mod personalities;
 pub mod prune;
 pub mod registry;
 pub mod rewrite;
+pub mod streamed;
 pub mod subcommand;
 pub mod targets;
 pub mod verify;

@@ -13,7 +13,7 @@ use crate::cli::prune::{self, Settled};
 use crate::format::ccob::{CompressOptions, Method};
 use crate::host::package::manifest::installed::{ManifestKind, Updated};
 use crate::host::package::variant::Variant;
-use crate::ops::du::{self, FileUsage};
+use crate::ops::du;
 use crate::ops::prune::{BareFile, Fate};
 use crate::ops::rewrite::job::{self, JobOptions, Named, Outcome, Pruning, Stopped, Usages};
 use crate::ops::rewrite::{
@@ -261,14 +261,14 @@ impl Totals {
 /// The summary's line per target: its images, and the bytes of device code they took before
 /// and take after (a strip: less what it removes; decompress: their inflated size; compress:
 /// what the files written hold, known once they are written).
-fn target_lines(change: &Change, mode: Mode, before: &[FileUsage], after: &[FileUsage]) -> String {
+fn target_lines(change: &Change, mode: Mode, before: du::Tally, after: du::Tally) -> String {
     let verb = match mode {
         Mode::DryRun => "would go",
         Mode::Write => "went",
     };
-    let after = du::total(after);
+    let after = after.total();
     let mut text = String::new();
-    for usage in du::total(before) {
+    for usage in before.total() {
         let to = match change {
             Change::Keep(_) | Change::Remove(_) => Some(usage.stored - usage.removed.unwrap_or(0)),
             Change::Decompress => Some(usage.inflated),
@@ -353,8 +353,8 @@ fn execute(
         text.push_str(&target_lines(
             &options.config.change,
             mode,
-            &report.before,
-            &report.after,
+            std::mem::take(&mut report.before),
+            std::mem::take(&mut report.after),
         ));
     }
     let failed = report.totals.failed > 0 || manifests_failed || !done.walk.errors.is_empty();
@@ -391,8 +391,10 @@ fn is_standard_output(path: &Path) -> bool {
 struct Report {
     text: String,
     totals: Totals,
-    before: Vec<FileUsage>,
-    after: Vec<FileUsage>,
+    /// The device code of the files before the job, by target, and after it (of the files
+    /// compressed), folded as the files come.
+    before: du::Tally,
+    after: du::Tally,
     /// What pruning the strip asks for, if it is one.
     pruning: Option<Pruning>,
     /// The files of bare device images only for other targets.
@@ -445,7 +447,9 @@ impl Report {
         let pruning = self.pruning.unwrap_or(Pruning::of_flags(false, false));
         self.text
             .push_str(&prune::bare_line(input, bare, fate, pruning, mode));
-        self.before.extend(usages.map(|u| u.before));
+        if let Some(usages) = usages {
+            self.before.add(&usages.before);
+        }
         self.bare.add(bare.size, Some(fate));
         let stays = matches!(fate, Fate::Left | Fate::Copied);
         let totals = &mut self.totals;
@@ -505,8 +509,10 @@ impl Report {
         let totals = &mut self.totals;
         totals.files += 1;
         if let Some(usages) = usages {
-            self.before.push(usages.before);
-            self.after.extend(usages.after);
+            self.before.add(&usages.before);
+            if let Some(after) = &usages.after {
+                self.after.add(after);
+            }
         }
         if let Some(line) = already_compressed_line(input, summary, config) {
             self.text.push_str(&line);

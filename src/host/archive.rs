@@ -139,6 +139,40 @@ pub struct UnreadableBitcode {
 /// Bitcode members whose symbols cannot be read are logged.
 pub fn write_archive(output: &Path, members: &[(&str, &[u8])]) -> Result<Vec<u8>> {
     let (bytes, unreadable) = write_archive_reporting(output, members)?;
+    log_unreadable(output, unreadable);
+    Ok(bytes)
+}
+
+/// [`write_archive`] written to `out` as it is made rather than held: the archive goes
+/// through an unnamed temporary file, so that its bytes take no memory however large.
+pub fn write_archive_into(
+    output: &Path,
+    members: &[(&str, &[u8])],
+    out: &mut dyn std::io::Write,
+) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |e| Error::io(output, e);
+    let mut file = std::io::BufWriter::with_capacity(1 << 16, tempfile::tempfile().map_err(io)?);
+    let unreadable = write_members(output, members, &mut file)?;
+    let mut file = file.into_inner().map_err(|e| io(e.into_error()))?;
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    let mut head = Vec::with_capacity(68);
+    (&mut file).take(68).read_to_end(&mut head).map_err(io)?;
+    let dropped = dropped_table(&head, members, &unreadable);
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    if let Some(end) = dropped {
+        let mut magic = [0u8; 8];
+        file.read_exact(&mut magic).map_err(io)?;
+        out.write_all(&magic).map_err(io)?;
+        file.seek(SeekFrom::Start(end as u64)).map_err(io)?;
+    }
+    std::io::copy(&mut std::io::BufReader::with_capacity(1 << 16, file), out).map_err(io)?;
+    log_unreadable(output, unreadable);
+    Ok(())
+}
+
+/// Logs the bitcode members of the archive `output` whose symbols could not be read.
+fn log_unreadable(output: &Path, unreadable: Vec<UnreadableBitcode>) {
     for problem in unreadable {
         tracing::warn!(
             archive = %output.display(),
@@ -147,7 +181,6 @@ pub fn write_archive(output: &Path, members: &[(&str, &[u8])]) -> Result<Vec<u8>
             problem.error
         );
     }
-    Ok(bytes)
 }
 
 /// [`write_archive`], giving back beside the bytes the bitcode members whose symbols cannot be
@@ -156,38 +189,54 @@ pub fn write_archive_reporting(
     output: &Path,
     members: &[(&str, &[u8])],
 ) -> Result<(Vec<u8>, Vec<UnreadableBitcode>)> {
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    let unreadable = write_members(output, members, &mut bytes)?;
+    let mut bytes = bytes.into_inner();
+    if let Some(end) = dropped_table(&bytes, members, &unreadable) {
+        bytes.drain(8..end.min(bytes.len()));
+    }
+    Ok((bytes, unreadable))
+}
+
+/// Writes the archive of `members` to `stream` as the writer crate makes it, and gives the
+/// bitcode members whose symbols cannot be read.
+fn write_members<W: std::io::Write + std::io::Seek>(
+    output: &Path,
+    members: &[(&str, &[u8])],
+    stream: &mut W,
+) -> Result<Vec<UnreadableBitcode>> {
     let new_members: Vec<NewArchiveMember<'_>> = members
         .iter()
         .map(|(name, data)| NewArchiveMember::new(*data, &DEVICE_OBJECT_READER, name.to_string()))
         .collect();
-    let mut bytes = std::io::Cursor::new(Vec::new());
-    ar_archive_writer::write_archive_to_stream(
-        &mut bytes,
-        &new_members,
-        ArchiveKind::Gnu,
-        false,
-        None,
-    )
-    .map_err(|e| Error::io(output, e))?;
-    let mut bytes = bytes.into_inner();
-    let unreadable = bitcode_problems(output, members);
-    // LLVM writes an empty symbol table only when some member is an object file or bitcode it
-    // can read; the writer crate writes one for any member, so drop it when no member is either.
+    ar_archive_writer::write_archive_to_stream(stream, &new_members, ArchiveKind::Gnu, false, None)
+        .map_err(|e| Error::io(output, e))?;
+    Ok(bitcode_problems(output, members))
+}
+
+/// Where the symbol table the writer crate made ends, when LLVM would write none: LLVM writes
+/// an empty symbol table only when some member is an object file or bitcode it can read; the
+/// writer crate writes one for any member. `head` is the archive's first bytes (68 or more);
+/// the table to drop is the bytes from 8 to the end given.
+fn dropped_table(
+    head: &[u8],
+    members: &[(&str, &[u8])],
+    unreadable: &[UnreadableBitcode],
+) -> Option<usize> {
     let damaged = |index: usize| unreadable.iter().any(|u| u.index == index);
     let symbolic = |index: usize, data: &[u8]| {
         (bitcode::is_bitcode(data) && !damaged(index)) || object::File::parse(data).is_ok()
     };
     let any_symbolic = (members.iter().enumerate()).any(|(index, (_, data))| symbolic(index, data));
-    let table = bytes.get(8..).and_then(<[u8]>::first_chunk::<60>);
-    if let Some(header) = table.filter(|h| !any_symbolic && h.starts_with(b"/ ")) {
-        let size: usize = std::str::from_utf8(&header[48..58])
-            .ok()
-            .and_then(|s| s.trim_end().parse().ok())
-            .expect("the writer's symbol table header has a decimal size");
-        let end = (8 + 60 + size + size % 2).min(bytes.len());
-        bytes.drain(8..end);
+    let header = head.get(8..).and_then(<[u8]>::first_chunk::<60>)?;
+    if any_symbolic || !header.starts_with(b"/ ") {
+        return None;
     }
-    Ok((bytes, unreadable))
+    let size: usize = std::str::from_utf8(&header[48..58])
+        .ok()
+        .and_then(|s| s.trim_end().parse().ok())
+        .expect("the writer's symbol table header has a decimal size");
+    Some(8 + 60 + size + size % 2)
 }
 
 /// The bitcode members LLVM cannot read either. LLVM's archive writer reads the modules, not

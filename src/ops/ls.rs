@@ -345,7 +345,7 @@ fn place(image: &ImageRecord) -> OsString {
 }
 
 /// The table's row for `image`, the `i`th.
-fn table_row(i: usize, image: &ImageRecord) -> [OsString; 7] {
+pub fn table_row(i: usize, image: &ImageRecord) -> [OsString; 7] {
     let kind = match (image.source.image_kind(), image.source.kpack()) {
         (Some(kind), _) => kind,
         (None, Some(_)) => "kpack".to_string(),
@@ -367,6 +367,20 @@ fn table_row(i: usize, image: &ImageRecord) -> [OsString; 7] {
     ]
 }
 
+/// The header of the table `offload ls` prints.
+pub const TABLE_HEADER: [&str; 7] = ["#", "KIND", "ARCH", "TRIPLE", "PRODUCER", "SIZE", "WHERE"];
+
+/// How the table's columns are aligned: numbers to the right, words to the left.
+pub const TABLE_ALIGN: [Align; 7] = [
+    Align::Right,
+    Align::Left,
+    Align::Left,
+    Align::Left,
+    Align::Left,
+    Align::Right,
+    Align::Left,
+];
+
 /// The table `offload ls` prints for people.
 pub fn table(images: &[ImageRecord]) -> String {
     let rows: Vec<[OsString; 7]> = images
@@ -374,7 +388,5 @@ pub fn table(images: &[ImageRecord]) -> String {
         .enumerate()
         .map(|(i, image)| table_row(i, image))
         .collect();
-    let header = ["#", "KIND", "ARCH", "TRIPLE", "PRODUCER", "SIZE", "WHERE"];
-    let (l, r) = (Align::Left, Align::Right);
-    render(&header, &rows, &[r, l, l, l, l, r, l])
+    render(&TABLE_HEADER, &rows, &TABLE_ALIGN)
 }

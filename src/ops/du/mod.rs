@@ -493,15 +493,39 @@ fn sorted(by_target: BTreeMap<String, Usage>) -> Vec<Usage> {
 
 /// The usage of all `files` together, by target.
 pub fn total(files: &[FileUsage]) -> Vec<Usage> {
-    let mut by_target: BTreeMap<String, Usage> = BTreeMap::new();
-    for usage in files.iter().flat_map(|f| &f.targets) {
-        let sum = by_target.entry(usage.target.clone()).or_default();
-        sum.images += usage.images;
-        sum.stored += usage.stored;
-        sum.inflated += usage.inflated;
-        if let Some(removed) = usage.removed {
-            *sum.removed.get_or_insert(0) += removed;
+    let mut tally = Tally::default();
+    for file in files {
+        tally.add(file);
+    }
+    tally.total()
+}
+
+/// The usage of files counted one at a time, by target: what [`total`] gives without holding
+/// the files' usages.
+#[derive(Debug, Default)]
+pub struct Tally {
+    by_target: BTreeMap<String, Usage>,
+}
+
+impl Tally {
+    /// Adds the targets of `file`.
+    pub fn add(&mut self, file: &FileUsage) {
+        for usage in &file.targets {
+            let sum = match self.by_target.get_mut(&usage.target) {
+                Some(sum) => sum,
+                None => self.by_target.entry(usage.target.clone()).or_default(),
+            };
+            sum.images += usage.images;
+            sum.stored += usage.stored;
+            sum.inflated += usage.inflated;
+            if let Some(removed) = usage.removed {
+                *sum.removed.get_or_insert(0) += removed;
+            }
         }
     }
-    sorted(by_target)
+
+    /// The usage of the files added, by target, most stored bytes first.
+    pub fn total(self) -> Vec<Usage> {
+        sorted(self.by_target)
+    }
 }

@@ -2,7 +2,7 @@
 //! the bundler names the members of the device archives it unbundles.
 
 use crate::error::Result;
-use crate::host::archive::write_archive;
+use crate::host::archive::write_archive_into;
 use crate::host::kpack::ArchiveFiles;
 use crate::io::{Input, Output};
 use crate::ops::bundler::device_member_name;
@@ -49,9 +49,10 @@ pub(super) fn write_device_archive(
         tracing::info!(archive = %config.output.display(), "writing member {name}");
     }
     let refs: Vec<(&str, &[u8])> = members.iter().map(|(n, d)| (n.as_str(), *d)).collect();
-    let bytes = write_archive(&config.output, &refs)?;
+    // Written through a temporary file: the archive's bytes are not held besides its
+    // members'.
     let mut out = Output::create(&config.output)?;
-    out.write_bytes(&bytes)?;
+    write_archive_into(&config.output, &refs, &mut out)?;
     out.commit()?;
     Ok(chosen
         .into_iter()

@@ -75,6 +75,128 @@ where
     Ok(())
 }
 
+/// The most bytes of rows a [`Spooled`] table holds in memory before it moves them to a
+/// temporary file.
+pub const SPOOLED_IN_MEMORY: usize = 1 << 20;
+
+/// A table whose rows come one at a time and may be too many to hold (one per file of a
+/// tree): the columns' widths need every row before the first line is written, so the rows
+/// are kept as their shown cells, in memory while they are few and in an unnamed temporary
+/// file past [`SPOOLED_IN_MEMORY`] bytes, and written once the last is in. The text is
+/// [`render`]'s; the memory is that of a row and a buffer, whatever the number of rows.
+// Only the command line writes tables this large.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub struct Spooled {
+    header: Vec<String>,
+    align: Vec<Align>,
+    widths: Widths,
+    /// Rows not yet in the file: each its number of cells, then each cell's length and
+    /// bytes (little-endian `u64`s).
+    held: Vec<u8>,
+    limit: usize,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+impl Spooled {
+    /// An empty table of `header`, column `k` aligned as `align[k]` (left where not given).
+    pub fn new(header: &[&str], align: &[Align]) -> Spooled {
+        Spooled::holding(header, align, SPOOLED_IN_MEMORY)
+    }
+
+    /// An empty table that moves its rows to a file past `limit` bytes.
+    fn holding(header: &[&str], align: &[Align], limit: usize) -> Spooled {
+        Spooled {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            align: align.to_vec(),
+            widths: Widths::of(header),
+            held: Vec::new(),
+            limit,
+            file: None,
+        }
+    }
+
+    /// Adds a row, after the others.
+    pub fn push<C: AsRef<std::ffi::OsStr>>(&mut self, row: &[C]) -> std::io::Result<()> {
+        let shown: Vec<Cow<'_, str>> = row.iter().map(crate::io::shown).collect();
+        self.widths.fit(shown.iter().map(|c| c.as_ref()));
+        self.held
+            .extend_from_slice(&(shown.len() as u64).to_le_bytes());
+        for cell in &shown {
+            self.held
+                .extend_from_slice(&(cell.len() as u64).to_le_bytes());
+            self.held.extend_from_slice(cell.as_bytes());
+        }
+        if self.held.len() > self.limit {
+            self.move_held()?;
+        }
+        Ok(())
+    }
+
+    /// Moves the rows held in memory to the temporary file, made on the first call.
+    fn move_held(&mut self) -> std::io::Result<()> {
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => self.file.insert(std::io::BufWriter::with_capacity(
+                1 << 16,
+                tempfile::tempfile()?,
+            )),
+        };
+        std::io::Write::write_all(file, &self.held)?;
+        self.held.clear();
+        Ok(())
+    }
+
+    /// Writes the table to `out`: the header, then the rows in the order they came.
+    pub fn write(mut self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        let header: Vec<&str> = self.header.iter().map(String::as_str).collect();
+        let mut line = String::new();
+        self.widths
+            .line(&mut line, header.iter().copied(), &self.align);
+        out.write_all(line.as_bytes())?;
+        let rows: Box<dyn std::io::Read> = match self.file.take() {
+            None => Box::new(std::io::Cursor::new(std::mem::take(&mut self.held))),
+            Some(file) => {
+                let mut file = file.into_inner().map_err(|e| e.into_error())?;
+                std::io::Write::write_all(&mut file, &self.held)?;
+                std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(0))?;
+                Box::new(std::io::BufReader::with_capacity(1 << 16, file))
+            }
+        };
+        let mut rows = rows;
+        let mut cells: Vec<String> = Vec::new();
+        while read_row(&mut rows, &mut cells)? {
+            line.clear();
+            self.widths
+                .line(&mut line, cells.iter().map(String::as_str), &self.align);
+            out.write_all(line.as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads the next row a [`Spooled`] table kept into `cells`; `false` at the end.
+fn read_row(from: &mut dyn std::io::Read, cells: &mut Vec<String>) -> std::io::Result<bool> {
+    let mut word = [0u8; 8];
+    match from.read_exact(&mut word) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    let count = u64::from_le_bytes(word);
+    cells.clear();
+    for _ in 0..count {
+        from.read_exact(&mut word)?;
+        let len = u64::from_le_bytes(word);
+        let mut cell = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut *from, len), &mut cell)?;
+        let cell = String::from_utf8(cell)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        cells.push(cell);
+    }
+    Ok(true)
+}
+
 /// The width of each column: its widest cell up to [`WIDEST_PADDED`] characters.
 struct Widths(Vec<usize>);
 
@@ -169,6 +291,36 @@ mod tests {
         let mut written = Vec::new();
         write_table(&header, || rows.iter(), &align, &mut written).unwrap();
         assert_eq!(written, render(&header, &rows, &align).into_bytes());
+    }
+
+    #[test]
+    fn a_spooled_table_is_the_one_rendered_in_memory_or_in_a_file() {
+        let rows: Vec<Vec<String>> = (0..500)
+            .map(|i| {
+                let name = if i == 7 {
+                    "y".repeat(200)
+                } else {
+                    format!("n\t{i}")
+                };
+                vec![i.to_string(), name, (i * 37 % 1000).to_string()]
+            })
+            .collect();
+        let (header, align) = (["#", "NAME", "SIZE"], [Align::Right, Align::Left]);
+        for limit in [SPOOLED_IN_MEMORY, 100, 0] {
+            let mut table = Spooled::holding(&header, &align, limit);
+            for row in &rows {
+                table.push(row).unwrap();
+            }
+            let mut written = Vec::new();
+            table.write(&mut written).unwrap();
+            assert_eq!(written, render(&header, &rows, &align).into_bytes());
+        }
+        let mut written = Vec::new();
+        Spooled::new(&header, &align).write(&mut written).unwrap();
+        assert_eq!(
+            written,
+            render::<[String; 3], String>(&header, &[], &align).into_bytes()
+        );
     }
 
     #[test]
