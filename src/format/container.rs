@@ -481,7 +481,14 @@ pub struct Rules<'r> {
     /// Room for large compressed bundles made by the layer that writes them (a mapped
     /// temporary file), so that they are not held in memory; `None`: made in memory.
     pub room: Option<&'r MakeRoom>,
+    /// The hash of the bytes of a bundle about to be compressed (exactly those bytes: the
+    /// same slice) when it was taken ahead, as [`ccob::truncated_md5`] gives it; `None`, or
+    /// no such function: hashed as it is compressed.
+    pub hashed: Option<&'r HashedAhead<'r>>,
 }
+
+/// The hash of bytes about to be compressed, when known ahead: see [`Rules::hashed`].
+pub type HashedAhead<'a> = dyn Fn(&[u8]) -> Option<u64> + Sync + 'a;
 
 pub use crate::format::inflate::{MakeRoom, Room};
 
@@ -821,8 +828,11 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
 /// it gives any, the rest in memory; the same bytes either way.
 fn compressed(plain: &[u8], options: &CompressOptions, rules: &Rules<'_>) -> Result<NewBytes> {
     let bound = ccob::compressed_bound(plain.len(), options);
+    let hash = rules.hashed.and_then(|hashed| hashed(plain));
     let (Some(make), Some(bound), true) = (rules.room, bound, plain.len() >= ROOM_FROM) else {
-        return Ok(NewBytes::Made(ccob::compress(plain, options)?.0));
+        return Ok(NewBytes::Made(
+            ccob::compress_hashed(plain, options, hash)?.0,
+        ));
     };
     let mut room = make(bound).map_err(|e| {
         Error::new(
@@ -830,7 +840,7 @@ fn compressed(plain: &[u8], options: &CompressOptions, rules: &Rules<'_>) -> Res
             ErrorKind::Decompress(format!("no room for the compressed bundle: {e}")),
         )
     })?;
-    let (len, _) = ccob::compress_into(plain, options, room.space())?;
+    let (len, _) = ccob::compress_into_hashed(plain, options, room.space(), hash)?;
     room.keep(len);
     Ok(NewBytes::Placed(room))
 }

@@ -16,6 +16,7 @@
 
 pub mod elf;
 pub mod elf_joined;
+mod in_order;
 pub mod kpack_elf;
 pub mod kpack_pe;
 pub mod pe;
