@@ -933,23 +933,27 @@ pub fn compress(data: &[u8], options: &CompressOptions) -> Result<(Vec<u8>, Comp
     compress_hashed(data, options, None)
 }
 
-/// [`compress`] of bytes whose hash may be known already: `hash`, as [`truncated_md5`] gives
-/// it, or `None` to hash them here.
+/// A hash taken elsewhere, asked for once the bytes are compressed (it may wait for it): the
+/// [`truncated_md5`] of the bytes, or `None` to take it after all.
+pub type HashElsewhere<'h> = dyn Fn() -> Option<u64> + 'h;
+
+/// [`compress`] of bytes whose hash may be taken elsewhere (`ahead`), rather than beside the
+/// compressing.
 pub fn compress_hashed(
     data: &[u8],
     options: &CompressOptions,
-    hash: Option<u64>,
+    ahead: Option<&HashElsewhere<'_>>,
 ) -> Result<(Vec<u8>, CompressStats)> {
     let header_len = header_size(options.version)
         .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(options.version)))?;
     options.check_size(data.len() as u64)?;
     // A large bundle is hashed on a thread of its own while it is compressed.
     let (payload, hash) = std::thread::scope(|scope| {
-        let large = hash.is_none() && data.len() as u64 >= hashing::ASIDE_FROM;
+        let large = ahead.is_none() && data.len() as u64 >= hashing::ASIDE_FROM;
         let hashing = large.then(|| scope.spawn(|| truncated_md5(data)));
         let payload = compress_payload(data, options);
-        let aside = hashing.and_then(|h| h.join().ok());
-        let hash = hash.or(aside);
+        let hash = hashing.and_then(|h| h.join().ok());
+        let hash = hash.or_else(|| ahead.and_then(|ahead| ahead()));
         (payload, hash.unwrap_or_else(|| truncated_md5(data)))
     });
     let payload = payload
@@ -992,12 +996,12 @@ pub fn compress_into(
     compress_into_hashed(data, options, out, None)
 }
 
-/// [`compress_into`] of bytes whose hash may be known already, as [`compress_hashed`].
+/// [`compress_into`] of bytes whose hash may be taken elsewhere, as [`compress_hashed`].
 pub fn compress_into_hashed(
     data: &[u8],
     options: &CompressOptions,
     out: &mut [u8],
-    hash: Option<u64>,
+    ahead: Option<&HashElsewhere<'_>>,
 ) -> Result<(usize, CompressStats)> {
     let header_len = header_len(options.version)
         .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(options.version)))?;
@@ -1013,11 +1017,11 @@ pub fn compress_into_hashed(
         .split_at_mut_checked(header_len)
         .ok_or_else(|| failed(io::Error::other("no room for the header")))?;
     let (written, hash) = std::thread::scope(|scope| {
-        let large = hash.is_none() && data.len() as u64 >= hashing::ASIDE_FROM;
+        let large = ahead.is_none() && data.len() as u64 >= hashing::ASIDE_FROM;
         let hashing = large.then(|| scope.spawn(|| truncated_md5(data)));
         let written = with_zstd_compressor(options.level, |c| c.compress_to_buffer(data, body));
-        let aside = hashing.and_then(|h| h.join().ok());
-        let hash = hash.or(aside);
+        let hash = hashing.and_then(|h| h.join().ok());
+        let hash = hash.or_else(|| ahead.and_then(|ahead| ahead()));
         (written, hash.unwrap_or_else(|| truncated_md5(data)))
     });
     let written = written.map_err(failed)?;

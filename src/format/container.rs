@@ -481,13 +481,14 @@ pub struct Rules<'r> {
     /// Room for large compressed bundles made by the layer that writes them (a mapped
     /// temporary file), so that they are not held in memory; `None`: made in memory.
     pub room: Option<&'r MakeRoom>,
-    /// The hash of the bytes of a bundle about to be compressed (exactly those bytes: the
-    /// same slice) when it was taken ahead, as [`ccob::truncated_md5`] gives it; `None`, or
-    /// no such function: hashed as it is compressed.
+    /// The hashes of the bundles compressed, when they are taken elsewhere (on a thread of
+    /// their own): asked for the bytes of a bundle (exactly those bytes: the same slice) once
+    /// they are compressed, it gives their [`ccob::truncated_md5`], waiting for it, or `None`
+    /// when it is not taking it. `None`: each bundle is hashed as it is compressed.
     pub hashed: Option<&'r HashedAhead<'r>>,
 }
 
-/// The hash of bytes about to be compressed, when known ahead: see [`Rules::hashed`].
+/// The hashes of bundles taken elsewhere: see [`Rules::hashed`].
 pub type HashedAhead<'a> = dyn Fn(&[u8]) -> Option<u64> + Sync + 'a;
 
 pub use crate::format::inflate::{MakeRoom, Room};
@@ -828,7 +829,8 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
 /// it gives any, the rest in memory; the same bytes either way.
 fn compressed(plain: &[u8], options: &CompressOptions, rules: &Rules<'_>) -> Result<NewBytes> {
     let bound = ccob::compressed_bound(plain.len(), options);
-    let hash = rules.hashed.and_then(|hashed| hashed(plain));
+    let ahead = rules.hashed.map(|hashed| move || hashed(plain));
+    let hash = ahead.as_ref().map(|f| f as &ccob::HashElsewhere<'_>);
     let (Some(make), Some(bound), true) = (rules.room, bound, plain.len() >= ROOM_FROM) else {
         return Ok(NewBytes::Made(
             ccob::compress_hashed(plain, options, hash)?.0,

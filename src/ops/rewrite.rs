@@ -216,7 +216,7 @@ impl RewriteConfig {
     fn with_rules<T>(
         &self,
         offload_unit: &[ImageTarget],
-        hashed: Option<&HashedAhead<'_>>,
+        hashed: Option<&HashedAhead>,
         work: impl FnOnce(&Rules<'_>) -> T,
     ) -> T {
         let keeps = |unit: &[ImageTarget]| self.keeps(unit);
@@ -468,31 +468,21 @@ type Done = std::result::Result<(&'static str, Rewrite, Vec<u64>), crate::format
 fn rewrite_ahead(data: &[u8], config: &RewriteConfig, unit: &[ImageTarget]) -> Vec<(usize, Done)> {
     let budget = Budget::new();
     let places = places(data);
-    let compressing = matches!(
-        config.change,
-        Change::Compress(_) | Change::CompressPlain(_)
+    let plain = plain_bundles(
+        places
+            .iter()
+            .filter_map(|&(start, size)| data.get(start..)?.get(..usize::try_from(size).ok()?)),
     );
-    let plain = (places.iter())
-        .filter(|_| compressing)
-        .filter_map(|&(start, size)| {
-            let here = data.get(start..)?;
-            let whole = here.get(..usize::try_from(size).ok()?)?;
-            (Container::at_start(here) == Some(Container::Bundle)).then_some(whole)
-        })
-        .collect::<Vec<_>>();
     // A thread is not worth starting for a few small bundles.
     let total: usize = plain.iter().map(|b| b.len()).sum();
-    let ahead = HashedAhead::new(if total >= HASH_AHEAD_FROM {
-        plain
-    } else {
-        Vec::new()
-    });
+    let ahead = (compressing(config) && total >= HASH_AHEAD_FROM).then(HashedAhead::new);
     let done = std::thread::scope(|scope| {
-        if !ahead.is_empty() {
-            scope.spawn(|| ahead.hash_all());
+        if let Some(ahead) = &ahead {
+            scope.spawn(|| ahead.hash_all(&plain));
         }
         largest_first::run(&places, |&start| {
-            rewrite_within(&data[start..], start, config, (unit, Some(&ahead)), &budget)
+            let region = (unit, ahead.as_ref());
+            rewrite_within(&data[start..], start, config, region, &budget)
         })
     });
     places
@@ -505,9 +495,24 @@ fn rewrite_ahead(data: &[u8], config: &RewriteConfig, unit: &[ImageTarget]) -> V
 /// The bytes of plain bundles in a region from which their hashes are taken ahead.
 const HASH_AHEAD_FROM: usize = 8 << 20;
 
+/// Whether `config` compresses bundles.
+fn compressing(config: &RewriteConfig) -> bool {
+    matches!(
+        config.change,
+        Change::Compress(_) | Change::CompressPlain(_)
+    )
+}
+
+/// The plain bundles among `containers` (each whole).
+fn plain_bundles<'d>(containers: impl Iterator<Item = &'d [u8]>) -> Vec<&'d [u8]> {
+    containers
+        .filter(|here| Container::at_start(here) == Some(Container::Bundle))
+        .collect()
+}
+
 /// The images of the offload binaries of a region (see [`Rules::offload_unit`]), and the
 /// hashes of its plain bundles when they are taken ahead.
-type Region<'r, 'd> = (&'r [ImageTarget], Option<&'r HashedAhead<'d>>);
+type Region<'r> = (&'r [ImageTarget], Option<&'r HashedAhead>);
 
 /// [`rewrite_one`] with a zstd decoder of `budget` for a compressed bundle (so that decoders
 /// and their windows are reused from one stream to the next, and those in flight stay within
@@ -516,7 +521,7 @@ fn rewrite_within(
     here: &[u8],
     start: usize,
     config: &RewriteConfig,
-    unit: Region<'_, '_>,
+    unit: Region<'_>,
     budget: &Budget,
 ) -> Done {
     let compressed = match Container::at_start(here) {
@@ -567,7 +572,7 @@ fn rewrite_one(
     here: &[u8],
     start: usize,
     config: &RewriteConfig,
-    (unit, hashed): Region<'_, '_>,
+    (unit, hashed): Region<'_>,
     decoding: Decoding<'_>,
 ) -> Done {
     let container = Container::at_start(here).ok_or_else(|| not_a_container(start))?;
@@ -635,11 +640,11 @@ fn rewrite_container(
     here: &[u8],
     start: usize,
     config: &RewriteConfig,
-    unit: &[ImageTarget],
+    unit: Region<'_>,
     summary: &mut Summary,
     budget: &Budget,
 ) -> std::result::Result<(usize, Option<NewBytes>), crate::format::Error> {
-    let done = rewrite_within(here, start, config, (unit, None), budget)?;
+    let done = rewrite_within(here, start, config, unit, budget)?;
     Ok(account(start, done, summary))
 }
 
@@ -909,10 +914,18 @@ fn rewrite_program<'a>(
     // file's span all the same.
     let span = tracing::Span::current();
     let budget = Budget::new();
+    // The plain bundles compressed are hashed ahead, all at once.
+    let ahead = compressing(config).then(HashedAhead::new);
+    let hash_all = |containers: &[&[u8]]| {
+        if let Some(ahead) = &ahead {
+            ahead.hash_all(&plain_bundles(containers.iter().copied()));
+        }
+    };
     let rewrite = |here: &[u8], start: usize| {
         let _entered = span.enter();
         let mut mine = Summary::default();
-        let (_, new) = rewrite_container(here, start, config, &[], &mut mine, &budget)?;
+        let region = (&[][..], ahead.as_ref());
+        let (_, new) = rewrite_container(here, start, config, region, &mut mine, &budget)?;
         mine.rewritten += usize::from(new.is_some());
         let mut total = total.lock().expect("no thread panics holding it");
         total.add_counts(&mine);
@@ -927,6 +940,9 @@ fn rewrite_program<'a>(
         boundary: &boundary,
         rewrite: &rewrite,
         inflate: &inflate,
+        beside: ahead
+            .is_some()
+            .then_some(&hash_all as &program::AllContainers<'_>),
     };
     let rewritten = program::rewrite_hip_fatbin(data, &how).map_err(|e| match e.kind {
         // Damage in a container is said as a listing says it: in its section.

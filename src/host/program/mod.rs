@@ -22,9 +22,9 @@ pub mod kpack_pe;
 pub mod pe;
 pub mod plan;
 
+pub use plan::{AllContainers, Inflating, NewProgram, Rewriting};
 #[cfg(any(test, feature = "internals"))]
 pub use plan::{ContainerBoundary, ContainerSize, InflateContainer, RewriteContainer};
-pub use plan::{Inflating, NewProgram, Rewriting};
 
 use object::pod::{self, Pod};
 use object::{LittleEndian as LE, U32, U64};

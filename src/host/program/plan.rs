@@ -50,7 +50,13 @@ pub struct Rewriting<'r> {
     pub rewrite: &'r RewriteContainer<'r>,
     /// The bytes of those decompressed.
     pub inflate: &'r InflateContainer<'r>,
+    /// Work on all of them at once (each container's bytes, in order), run on a thread of
+    /// its own while they are rewritten: the hashes of those compressed, taken ahead.
+    pub beside: Option<&'r AllContainers<'r>>,
 }
+
+/// Work on all the containers of a section at once: see [`Rewriting::beside`].
+pub type AllContainers<'r> = dyn Fn(&[&[u8]]) + Sync + 'r;
 
 /// The section that holds the containers, as a format's reader found it.
 #[derive(Debug, Clone, Copy)]
@@ -192,7 +198,15 @@ pub fn pack(
         crate::io::release_mapped(piece(data, start, size));
         Ok(())
     };
-    super::in_order::in_order(&found, in_flight, &rewrite, &mut place)?;
+    std::thread::scope(|scope| {
+        if let Some(beside) = how.beside {
+            let pieces: Vec<&[u8]> = (found.iter())
+                .map(|&(start, size)| piece(data, start, size))
+                .collect();
+            scope.spawn(move || beside(&pieces));
+        }
+        super::in_order::in_order(&found, in_flight, &rewrite, &mut place)
+    })?;
     if !changed {
         return Ok(None);
     }
@@ -626,6 +640,7 @@ mod tests {
             boundary: &|_| None,
             rewrite,
             inflate: &inflate,
+            beside: None,
         };
         pack(section, &how, Inflating::Later)
     }

@@ -8,90 +8,85 @@
 //! bundles largest first, the order they are compressed in, and a hash is asked for only
 //! once its bundle is compressed, so that the threads compressing rarely wait for one.
 
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::format::ccob;
 
-/// Bundles whose hashes are taken ahead, and the hashes found so far.
-pub(super) struct HashedAhead<'d> {
-    /// The bundles' bytes, largest first.
-    bundles: Vec<&'d [u8]>,
-    /// Where each bundle starts in memory, with its index in `bundles`, sorted: a bundle is
-    /// known by the very slice it is compressed from.
-    starts: Vec<(usize, usize)>,
+/// The hashes of the bundles being hashed ahead, or last hashed.
+#[derive(Default)]
+pub(super) struct HashedAhead {
     found: Mutex<Found>,
     ready: Condvar,
 }
 
-/// The hashes known, and whether the hashing thread is done (then a hash still missing never
-/// comes: it is taken by whoever asks).
+/// Where each bundle lies in memory (its address and length: a bundle is known by the very
+/// slice it is compressed from) with its index, sorted; the hashes known; and whether the
+/// hashing is under way (once it is over, a hash still missing never comes).
+#[derive(Default)]
 struct Found {
+    places: Vec<(usize, usize, usize)>,
     hashes: Vec<Option<u64>>,
-    done: bool,
+    hashing: bool,
 }
 
-impl<'d> HashedAhead<'d> {
-    /// Hashes to be taken of `bundles` (by [`HashedAhead::hash_all`]).
-    pub(super) fn new(mut bundles: Vec<&'d [u8]>) -> Self {
+impl HashedAhead {
+    /// Nothing hashed yet.
+    pub(super) fn new() -> Self {
+        HashedAhead::default()
+    }
+
+    /// Hashes every one of `bundles`, largest first, making each hash known as soon as it is
+    /// taken (to run on a thread of its own while the bundles are compressed).
+    pub(super) fn hash_all(&self, bundles: &[&[u8]]) {
+        let mut bundles = bundles.to_vec();
         bundles.sort_by_key(|b| std::cmp::Reverse(b.len()));
-        let mut starts: Vec<(usize, usize)> = (bundles.iter().enumerate())
-            .map(|(index, b)| (b.as_ptr() as usize, index))
-            .collect();
-        starts.sort_unstable();
-        let hashes = vec![None; bundles.len()];
-        HashedAhead {
-            bundles,
-            starts,
-            found: Mutex::new(Found {
-                hashes,
-                done: false,
-            }),
-            ready: Condvar::new(),
+        {
+            let mut found = self.lock();
+            found.places = (bundles.iter().enumerate())
+                .map(|(index, b)| (b.as_ptr() as usize, b.len(), index))
+                .collect();
+            found.places.sort_unstable();
+            found.hashes = vec![None; bundles.len()];
+            found.hashing = true;
         }
-    }
-
-    /// Whether there is nothing to hash.
-    pub(super) fn is_empty(&self) -> bool {
-        self.bundles.is_empty()
-    }
-
-    /// Hashes every bundle, making each hash known as soon as it is taken (to run on a thread
-    /// of its own while the bundles are compressed).
-    pub(super) fn hash_all(&self) {
         /// Says the hashing is over however it ends, so that no one waits for a hash
         /// that will not come.
-        struct Over<'a, 'd>(&'a HashedAhead<'d>);
-        impl Drop for Over<'_, '_> {
+        struct Over<'a>(&'a HashedAhead);
+        impl Drop for Over<'_> {
             fn drop(&mut self) {
-                self.0.lock().done = true;
+                self.0.lock().hashing = false;
                 self.0.ready.notify_all();
             }
         }
         let _over = Over(self);
-        ccob::truncated_md5s(&self.bundles, |index, hash| {
+        ccob::truncated_md5s(&bundles, |index, hash| {
             if let Some(slot) = self.lock().hashes.get_mut(index) {
                 *slot = Some(hash);
             }
             self.ready.notify_all();
+            // Hashed long before most are compressed, the bundles' pages would all be
+            // resident at once; those a thread compressing reads are mapped again from the
+            // page cache, a fault for many pages.
+            if let Some(bundle) = bundles.get(index) {
+                crate::io::release_mapped(bundle);
+            }
         });
     }
 
-    /// The hash of `bytes` when they are one of the bundles (the same slice), waiting for it
-    /// to be taken; `None` for other bytes, or when the hashing ended without it.
+    /// The hash of `bytes` when they are one of the bundles being hashed (the same slice),
+    /// waiting for it to be taken; `None` for other bytes, or when the hashing ended without
+    /// it.
     pub(super) fn get(&self, bytes: &[u8]) -> Option<u64> {
-        let at = self
-            .starts
-            .binary_search_by_key(&(bytes.as_ptr() as usize), |&(start, _)| start)
-            .ok()?;
-        let &(_, index) = self.starts.get(at)?;
-        if self.bundles.get(index)?.len() != bytes.len() {
-            return None;
-        }
         let mut found = self.lock();
+        let key = (bytes.as_ptr() as usize, bytes.len());
+        let at = (found.places)
+            .binary_search_by_key(&key, |&(start, len, _)| (start, len))
+            .ok()?;
+        let &(_, _, index) = found.places.get(at)?;
         loop {
             match found.hashes.get(index) {
                 Some(Some(hash)) => return Some(*hash),
-                Some(None) if !found.done => {
+                Some(None) if found.hashing => {
                     found = self.ready.wait(found).unwrap_or_else(|e| e.into_inner());
                 }
                 _ => return None,
@@ -99,7 +94,7 @@ impl<'d> HashedAhead<'d> {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Found> {
+    fn lock(&self) -> MutexGuard<'_, Found> {
         self.found.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -112,14 +107,18 @@ mod tests {
     #[test]
     fn each_bundle_gets_its_own_hash_and_other_bytes_none() {
         let data: Vec<u8> = (0..200_000u32).map(|k| (k * 7 + k / 13) as u8).collect();
-        let bundles = vec![
+        let bundles = [
             &data[0..1000],
             &data[1000..150_000],
             &data[150_000..150_010],
         ];
-        let ahead = HashedAhead::new(bundles.clone());
+        let ahead = HashedAhead::new();
         std::thread::scope(|scope| {
-            scope.spawn(|| ahead.hash_all());
+            scope.spawn(|| ahead.hash_all(&bundles));
+            // Until the hashing starts, a bundle is not known; then its hash is waited for.
+            while ahead.lock().places.is_empty() {
+                std::thread::yield_now();
+            }
             for bundle in &bundles {
                 assert_eq!(ahead.get(bundle), Some(ccob::truncated_md5(bundle)));
             }
@@ -132,8 +131,9 @@ mod tests {
     #[test]
     fn once_the_hashing_is_over_a_missing_hash_is_not_waited_for() {
         let data = vec![1u8; 100];
-        let ahead = HashedAhead::new(vec![&data[..]]);
-        ahead.lock().done = true;
+        let ahead = HashedAhead::new();
+        ahead.hash_all(&[&data[..]]);
+        ahead.lock().hashes[0] = None;
         assert_eq!(ahead.get(&data), None);
     }
 }
