@@ -19,6 +19,7 @@ mod check_embedded;
 mod check_require;
 mod cli_output;
 mod compress_choices;
+mod compress_threads;
 mod compressed;
 mod cuda_both;
 mod cuda_check;

@@ -220,6 +220,7 @@ fn rewrite_by<'a>(
         boundary: &|_| None,
         rewrite,
         inflate: &inflate,
+        beside: None,
     };
     rewrite_hip_fatbin(file, &how)
 }

@@ -43,6 +43,7 @@ use crate::format::inflate;
 use crate::format::md5::Md5;
 use object::endian::{LittleEndian as Le, U16, U32, U64};
 use object::pod::{self, Pod};
+use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::mem::size_of;
 
@@ -169,6 +170,15 @@ pub fn is_compressed(data: &[u8]) -> bool {
 /// The truncated MD5 hash stored in compressed bundle headers.
 pub fn truncated_md5(data: &[u8]) -> u64 {
     first_eight(&Md5::digest(data))
+}
+
+/// [`truncated_md5`] of each of `messages`, several hashed at once (each in a lane of the
+/// vector registers, several times faster than one after another), taken in the order given: `done` is handed each hash with
+/// its message's index as soon as it is known.
+pub fn truncated_md5s(messages: &[&[u8]], mut done: impl FnMut(usize, u64)) {
+    crate::format::md5_lanes::digests(messages, |index, digest| {
+        done(index, first_eight(&digest));
+    });
 }
 
 /// The first 8 bytes of an MD5 digest, read as a little-endian integer.
@@ -920,15 +930,30 @@ pub fn header(
 
 /// Compresses `data` into a whole compressed bundle: header and payload.
 pub fn compress(data: &[u8], options: &CompressOptions) -> Result<(Vec<u8>, CompressStats)> {
+    compress_hashed(data, options, None)
+}
+
+/// A hash taken elsewhere, asked for once the bytes are compressed (it may wait for it): the
+/// [`truncated_md5`] of the bytes, or `None` to take it after all.
+pub type HashElsewhere<'h> = dyn Fn() -> Option<u64> + 'h;
+
+/// [`compress`] of bytes whose hash may be taken elsewhere (`ahead`), rather than beside the
+/// compressing.
+pub fn compress_hashed(
+    data: &[u8],
+    options: &CompressOptions,
+    ahead: Option<&HashElsewhere<'_>>,
+) -> Result<(Vec<u8>, CompressStats)> {
     let header_len = header_size(options.version)
         .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(options.version)))?;
     options.check_size(data.len() as u64)?;
     // A large bundle is hashed on a thread of its own while it is compressed.
     let (payload, hash) = std::thread::scope(|scope| {
-        let large = data.len() as u64 >= hashing::ASIDE_FROM;
+        let large = ahead.is_none() && data.len() as u64 >= hashing::ASIDE_FROM;
         let hashing = large.then(|| scope.spawn(|| truncated_md5(data)));
         let payload = compress_payload(data, options);
         let hash = hashing.and_then(|h| h.join().ok());
+        let hash = hash.or_else(|| ahead.and_then(|ahead| ahead()));
         (payload, hash.unwrap_or_else(|| truncated_md5(data)))
     });
     let payload = payload
@@ -968,6 +993,16 @@ pub fn compress_into(
     options: &CompressOptions,
     out: &mut [u8],
 ) -> Result<(usize, CompressStats)> {
+    compress_into_hashed(data, options, out, None)
+}
+
+/// [`compress_into`] of bytes whose hash may be taken elsewhere, as [`compress_hashed`].
+pub fn compress_into_hashed(
+    data: &[u8],
+    options: &CompressOptions,
+    out: &mut [u8],
+    ahead: Option<&HashElsewhere<'_>>,
+) -> Result<(usize, CompressStats)> {
     let header_len = header_len(options.version)
         .ok_or_else(|| Error::new(4, ErrorKind::UnknownCompressedVersion(options.version)))?;
     options.check_size(data.len() as u64)?;
@@ -982,11 +1017,11 @@ pub fn compress_into(
         .split_at_mut_checked(header_len)
         .ok_or_else(|| failed(io::Error::other("no room for the header")))?;
     let (written, hash) = std::thread::scope(|scope| {
-        let large = data.len() as u64 >= hashing::ASIDE_FROM;
+        let large = ahead.is_none() && data.len() as u64 >= hashing::ASIDE_FROM;
         let hashing = large.then(|| scope.spawn(|| truncated_md5(data)));
-        let written =
-            zstd_compressor(options.level).and_then(|mut c| c.compress_to_buffer(data, body));
+        let written = with_zstd_compressor(options.level, |c| c.compress_to_buffer(data, body));
         let hash = hashing.and_then(|h| h.join().ok());
+        let hash = hash.or_else(|| ahead.and_then(|ahead| ahead()));
         (written, hash.unwrap_or_else(|| truncated_md5(data)))
     });
     let written = written.map_err(failed)?;
@@ -1000,6 +1035,37 @@ pub fn compress_into(
             hash,
         },
     ))
+}
+
+std::thread_local! {
+    /// This thread's zstd compressor and its level, kept from one bundle to the next: made
+    /// afresh for each, its tables were allocated and zeroed again every time (a tenth of the
+    /// time a library's bundles took). A context reused makes the same bytes: each frame
+    /// starts from the parameters alone, sized by its own input.
+    static COMPRESSOR: RefCell<Option<(i32, zstd::bulk::Compressor<'static>)>> =
+        const { RefCell::new(None) };
+}
+
+/// Runs `work` with this thread's zstd compressor at `level` ([`zstd_compressor`]), made on
+/// first use or when the level changes (or a fresh one, were the thread's in use already).
+fn with_zstd_compressor<T>(
+    level: i32,
+    work: impl FnOnce(&mut zstd::bulk::Compressor<'static>) -> io::Result<T>,
+) -> io::Result<T> {
+    COMPRESSOR.with(|cell| {
+        let Ok(mut kept) = cell.try_borrow_mut() else {
+            return work(&mut zstd_compressor(level)?);
+        };
+        if !matches!(&*kept, Some((l, _)) if *l == level) {
+            // The old one goes first, so that two are never held at once.
+            *kept = None;
+            *kept = Some((level, zstd_compressor(level)?));
+        }
+        match kept.as_mut() {
+            Some((_, compressor)) => work(compressor),
+            None => work(&mut zstd_compressor(level)?),
+        }
+    })
 }
 
 /// A zstd compressor as LLVM sets one up: at `level`, with long-distance matching (and the
@@ -1016,7 +1082,7 @@ fn zstd_compressor(level: i32) -> io::Result<zstd::bulk::Compressor<'static>> {
 /// the frame, or a zlib stream.
 pub fn compress_payload(data: &[u8], options: &CompressOptions) -> io::Result<Vec<u8>> {
     match options.method {
-        Method::Zstd => zstd_compressor(options.level)?.compress(data),
+        Method::Zstd => with_zstd_compressor(options.level, |c| c.compress(data)),
         Method::Zlib => {
             let level = if options.level < 0 {
                 6

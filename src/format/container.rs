@@ -481,9 +481,17 @@ pub struct Rules<'r> {
     /// Room for large compressed bundles made by the layer that writes them (a mapped
     /// temporary file), so that they are not held in memory; `None`: made in memory.
     pub room: Option<&'r MakeRoom>,
+    /// The hashes of the bundles compressed, when they are taken elsewhere (on a thread of
+    /// their own): asked for the bytes of a bundle (exactly those bytes: the same slice) once
+    /// they are compressed, it gives their [`ccob::truncated_md5`], waiting for it, or `None`
+    /// when it is not taking it. `None`: each bundle is hashed as it is compressed.
+    pub hashed: Option<&'r HashedAhead<'r>>,
 }
 
 pub use crate::format::cuda_fatbin::Copied;
+/// The hashes of bundles taken elsewhere: see [`Rules::hashed`].
+pub type HashedAhead<'a> = dyn Fn(&[u8]) -> Option<u64> + Sync + 'a;
+
 pub use crate::format::inflate::{MakeRoom, Room};
 
 /// The bundles compressed into [`Rules::room`], when there is one: those of 4 MiB or more
@@ -846,8 +854,12 @@ fn rewrite_bundle(data: &[u8], rules: &Rules<'_>) -> Result<Rewrite> {
 /// it gives any, the rest in memory; the same bytes either way.
 fn compressed(plain: &[u8], options: &CompressOptions, rules: &Rules<'_>) -> Result<NewBytes> {
     let bound = ccob::compressed_bound(plain.len(), options);
+    let ahead = rules.hashed.map(|hashed| move || hashed(plain));
+    let hash = ahead.as_ref().map(|f| f as &ccob::HashElsewhere<'_>);
     let (Some(make), Some(bound), true) = (rules.room, bound, plain.len() >= ROOM_FROM) else {
-        return Ok(NewBytes::Made(ccob::compress(plain, options)?.0));
+        return Ok(NewBytes::Made(
+            ccob::compress_hashed(plain, options, hash)?.0,
+        ));
     };
     let mut room = make(bound).map_err(|e| {
         Error::new(
@@ -855,7 +867,7 @@ fn compressed(plain: &[u8], options: &CompressOptions, rules: &Rules<'_>) -> Res
             ErrorKind::Decompress(format!("no room for the compressed bundle: {e}")),
         )
     })?;
-    let (len, _) = ccob::compress_into(plain, options, room.space())?;
+    let (len, _) = ccob::compress_into_hashed(plain, options, room.space(), hash)?;
     room.keep(len);
     Ok(NewBytes::Placed(room))
 }

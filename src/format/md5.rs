@@ -9,7 +9,7 @@
 //! OpenSSL's).
 
 /// The sines of RFC 1321: `floor(abs(sin(i + 1)) * 2^32)`.
-const SINES: [u32; 64] = [
+pub(crate) const SINES: [u32; 64] = [
     0xd76a_a478,
     0xe8c7_b756,
     0x2420_70db,
@@ -77,7 +77,7 @@ const SINES: [u32; 64] = [
 ];
 
 /// The words a hash starts from.
-const START: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
+pub(crate) const START: [u32; 4] = [0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476];
 
 /// An MD5 hash being taken.
 #[derive(Clone)]
@@ -98,6 +98,16 @@ impl Md5 {
             pending: [0; 64],
             pending_len: 0,
             length: 0,
+        }
+    }
+
+    /// A hash taken on elsewhere: `state` after `hashed` bytes, a whole number of blocks.
+    pub(crate) fn resumed(state: [u32; 4], hashed: u64) -> Md5 {
+        Md5 {
+            state,
+            pending: [0; 64],
+            pending_len: 0,
+            length: hashed,
         }
     }
 

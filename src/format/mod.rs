@@ -43,6 +43,7 @@ pub mod image_target;
 mod inflate;
 pub mod kpack;
 pub(crate) mod md5;
+pub(crate) mod md5_lanes;
 pub mod offload_binary;
 pub mod search;
 pub mod stream;

@@ -48,8 +48,8 @@ use crate::error::{Error, Result};
 use crate::format::bare::BareImage;
 use crate::format::ccob::{CompressOptions, CompressedBundle, Decoding};
 use crate::format::container::{
-    holds_cuda_fatbins, is_device_entry, write_inflated, BundleStorage, Container, InflateFailed,
-    MakeRoom, NewBytes, Rewrite, Rules,
+    self, holds_cuda_fatbins, is_device_entry, write_inflated, BundleStorage, Container,
+    InflateFailed, MakeRoom, NewBytes, Rewrite, Rules,
 };
 use crate::format::image_target::ImageTarget;
 use crate::format::image_target::Producer;
@@ -64,11 +64,14 @@ use crate::host::BUNDLE_SECTION_PREFIX;
 use crate::io::spill::{fill_in, Hole, Spill, Spilled};
 use crate::io::{release_mapped, Input, Output};
 use crate::ops::support::inflating::{mapped_room, memory_of, memory_of_whole, Budget};
+use crate::ops::support::largest_first;
 use crate::target::target_id::TargetIdBuf;
+use hashed_ahead::HashedAhead;
 
 mod conda;
 mod deb;
 pub mod environments;
+mod hashed_ahead;
 pub mod job;
 mod keeps;
 mod package;
@@ -208,9 +211,16 @@ impl Summary {
 impl RewriteConfig {
     /// Runs `work` with the registry's rules for this configuration: what stays, and how
     /// bundles are stored. `offload_unit` holds the images of the offload binaries side by
-    /// side in the region being rewritten (see [`Rules::offload_unit`]).
-    fn with_rules<T>(&self, offload_unit: &[ImageTarget], work: impl FnOnce(&Rules<'_>) -> T) -> T {
+    /// side in the region being rewritten (see [`Rules::offload_unit`]); `hashed` the hashes
+    /// of its plain bundles taken ahead, when they are.
+    fn with_rules<T>(
+        &self,
+        offload_unit: &[ImageTarget],
+        hashed: Option<&HashedAhead>,
+        work: impl FnOnce(&Rules<'_>) -> T,
+    ) -> T {
         let keeps = |unit: &[ImageTarget]| self.keeps(unit);
+        let hashed = hashed.map(|ahead| move |bytes: &[u8]| ahead.get(bytes));
         work(&Rules {
             keeps: &keeps,
             offload_unit,
@@ -222,6 +232,7 @@ impl RewriteConfig {
             },
             limit: self.max_decompressed,
             room: Some(&mapped_room as &MakeRoom),
+            hashed: hashed.as_ref().map(|h| h as &container::HashedAhead<'_>),
         })
     }
 }
@@ -342,7 +353,7 @@ fn region_steps(
         let here = &data[start..];
         let done = match ahead.next_if(|(at, _)| *at == start) {
             Some((_, done)) => done,
-            None => rewrite_one(here, start, config, &unit, Decoding::Fresh),
+            None => rewrite_one(here, start, config, (&unit, None), Decoding::Fresh),
         };
         let (size, new) = account(start, done?, summary);
         summary.rewritten += usize::from(new.is_some());
@@ -453,18 +464,58 @@ type Done = std::result::Result<(&'static str, Rewrite, Vec<u64>), crate::format
 /// inflated within one [`Budget`], so the decoders in flight stay bounded whatever the number
 /// of threads. A bundle decompressed is only planned here (its header read): its bytes are
 /// inflated into their place once every place is known.
+///
+/// The largest containers are started first ([`largest_first`]), so that the threads finish
+/// together whatever the order of the sizes in the file. The plain bundles compressed have
+/// their hashes taken ahead, on a thread of their own ([`HashedAhead`]).
 fn rewrite_ahead(data: &[u8], config: &RewriteConfig, unit: &[ImageTarget]) -> Vec<(usize, Done)> {
     let budget = Budget::new();
-    places(data)
-        .into_par_iter()
-        .map(|start| {
-            (
-                start,
-                rewrite_within(&data[start..], start, config, unit, &budget),
-            )
+    let places = places(data);
+    let plain = plain_bundles(
+        places
+            .iter()
+            .filter_map(|&(start, size)| data.get(start..)?.get(..usize::try_from(size).ok()?)),
+    );
+    // A thread is not worth starting for a few small bundles.
+    let total: usize = plain.iter().map(|b| b.len()).sum();
+    let ahead = (compressing(config) && total >= HASH_AHEAD_FROM).then(HashedAhead::new);
+    let done = std::thread::scope(|scope| {
+        if let Some(ahead) = &ahead {
+            scope.spawn(|| ahead.hash_all(&plain));
+        }
+        largest_first::run(&places, |&start| {
+            let region = (unit, ahead.as_ref());
+            rewrite_within(&data[start..], start, config, region, &budget)
         })
+    });
+    places
+        .into_iter()
+        .map(|(start, _)| start)
+        .zip(done)
         .collect()
 }
+
+/// The bytes of plain bundles in a region from which their hashes are taken ahead.
+const HASH_AHEAD_FROM: usize = 8 << 20;
+
+/// Whether `config` compresses bundles.
+fn compressing(config: &RewriteConfig) -> bool {
+    matches!(
+        config.change,
+        Change::Compress(_) | Change::CompressPlain(_)
+    )
+}
+
+/// The plain bundles among `containers` (each whole).
+fn plain_bundles<'d>(containers: impl Iterator<Item = &'d [u8]>) -> Vec<&'d [u8]> {
+    containers
+        .filter(|here| Container::at_start(here) == Some(Container::Bundle))
+        .collect()
+}
+
+/// The images of the offload binaries of a region (see [`Rules::offload_unit`]), and the
+/// hashes of its plain bundles when they are taken ahead.
+type Region<'r> = (&'r [ImageTarget], Option<&'r HashedAhead>);
 
 /// [`rewrite_one`] with a zstd decoder of `budget` for a compressed bundle (so that decoders
 /// and their windows are reused from one stream to the next, and those in flight stay within
@@ -473,7 +524,7 @@ fn rewrite_within(
     here: &[u8],
     start: usize,
     config: &RewriteConfig,
-    unit: &[ImageTarget],
+    unit: Region<'_>,
     budget: &Budget,
 ) -> Done {
     let compressed = match Container::at_start(here) {
@@ -498,9 +549,9 @@ fn rewrite_within(
     done
 }
 
-/// Where the containers of `data` start, as [`rewrite_region`] walks them, up to the first
-/// whose size its header does not tell.
-fn places(data: &[u8]) -> Vec<usize> {
+/// Where the containers of `data` start, with their sizes, as [`rewrite_region`] walks them,
+/// up to the first whose size its header does not tell.
+fn places(data: &[u8]) -> Vec<(usize, u64)> {
     let mut places = Vec::new();
     let mut pos = 0usize;
     while let Some(skip) = data
@@ -511,7 +562,7 @@ fn places(data: &[u8]) -> Vec<usize> {
         let Ok(size) = container_size(&data[start..]) else {
             break;
         };
-        places.push(start);
+        places.push((start, size as u64));
         pos = start + size.max(1);
     }
     places
@@ -524,12 +575,12 @@ fn rewrite_one(
     here: &[u8],
     start: usize,
     config: &RewriteConfig,
-    unit: &[ImageTarget],
+    (unit, hashed): Region<'_>,
     decoding: Decoding<'_>,
 ) -> Done {
     let container = Container::at_start(here).ok_or_else(|| not_a_container(start))?;
     let rewrite = config
-        .with_rules(unit, |rules| {
+        .with_rules(unit, hashed, |rules| {
             container.rewrite_decoding(here, rules, decoding)
         })
         // Said at its place in the region, not in the container.
@@ -605,7 +656,7 @@ fn rewrite_container(
     here: &[u8],
     start: usize,
     config: &RewriteConfig,
-    unit: &[ImageTarget],
+    unit: Region<'_>,
     summary: &mut Summary,
     budget: &Budget,
 ) -> std::result::Result<(usize, Option<NewBytes>), crate::format::Error> {
@@ -904,10 +955,18 @@ fn rewrite_program<'a>(
     // file's span all the same.
     let span = tracing::Span::current();
     let budget = Budget::new();
+    // The plain bundles compressed are hashed ahead, all at once.
+    let ahead = compressing(config).then(HashedAhead::new);
+    let hash_all = |containers: &[&[u8]]| {
+        if let Some(ahead) = &ahead {
+            ahead.hash_all(&plain_bundles(containers.iter().copied()));
+        }
+    };
     let rewrite = |here: &[u8], start: usize| {
         let _entered = span.enter();
         let mut mine = Summary::default();
-        let (_, new) = rewrite_container(here, start, config, &[], &mut mine, &budget)?;
+        let region = (&[][..], ahead.as_ref());
+        let (_, new) = rewrite_container(here, start, config, region, &mut mine, &budget)?;
         mine.rewritten += usize::from(new.is_some());
         let mut total = total.lock().expect("no thread panics holding it");
         total.add_counts(&mine);
@@ -922,6 +981,9 @@ fn rewrite_program<'a>(
         boundary: &boundary,
         rewrite: &rewrite,
         inflate: &inflate,
+        beside: ahead
+            .is_some()
+            .then_some(&hash_all as &program::AllContainers<'_>),
     };
     let rewritten = program::rewrite_hip_fatbin(data, &how).map_err(|e| match e.kind {
         // Damage in a container is said as a listing says it: in its section.
@@ -1014,7 +1076,7 @@ fn rewrite_object<'a>(
         .filter_map(|section| section.name().ok()?.strip_prefix(BUNDLE_SECTION_PREFIX))
         .collect();
     let mut keeps = config
-        .with_rules(&[], |rules| rules.keeps_entries(&ids))
+        .with_rules(&[], None, |rules| rules.keeps_entries(&ids))
         .into_iter();
     for section in file.sections() {
         let Ok(name) = section.name() else { continue };

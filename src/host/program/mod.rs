@@ -16,12 +16,13 @@
 
 pub mod elf;
 pub mod elf_joined;
+mod in_order;
 pub mod kpack_elf;
 pub mod kpack_pe;
 pub mod pe;
 pub mod plan;
 
-pub use plan::{fill_hole, Fill, Inflating, NewProgram, Rewriting};
+pub use plan::{fill_hole, AllContainers, Fill, Inflating, NewProgram, Rewriting};
 #[cfg(any(test, feature = "internals"))]
 pub use plan::{ContainerBoundary, ContainerSize, InflateContainer, RewriteContainer};
 

@@ -9,8 +9,6 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use rayon::prelude::*;
-
 use crate::format::container::{InflateFailed, NewBytes};
 use crate::host::error::{Error, ErrorKind, Result};
 use crate::host::objcopy::{Piece, Rewritten};
@@ -52,7 +50,13 @@ pub struct Rewriting<'r> {
     pub rewrite: &'r RewriteContainer<'r>,
     /// The bytes of those decompressed.
     pub inflate: &'r InflateContainer<'r>,
+    /// Work on all of them at once (each container's bytes, in order), run on a thread of
+    /// its own while they are rewritten: the hashes of those compressed, taken ahead.
+    pub beside: Option<&'r AllContainers<'r>>,
 }
+
+/// Work on all the containers of a section at once: see [`Rewriting::beside`].
+pub type AllContainers<'r> = dyn Fn(&[&[u8]]) + Sync + 'r;
 
 /// The section that holds the containers, as a format's reader found it.
 #[derive(Debug, Clone, Copy)]
@@ -172,9 +176,9 @@ pub enum Inflating {
 /// Finds the containers of `section` by their sizes alone (zeros between them are padding),
 /// rewrites them in parallel and packs them. `None` when nothing changes.
 ///
-/// The containers are rewritten a few at a time (twice as many as there are threads), and
-/// each group is written out in order before the next starts; the section's pages of each are
-/// given back once it is rewritten. Those decompressed are only given room then, and are
+/// The containers are rewritten in parallel, at most a few ahead (twice as many as there are
+/// threads) of the one packed next, and packed in order as they are done; the section's pages
+/// of each are given back once it is rewritten. Those decompressed are only given room then, and are
 /// inflated into it at the end, in parallel, or, `Later`, as the file is written. So the
 /// memory needed is that of a few containers, not of the section.
 pub fn pack(
@@ -191,60 +195,68 @@ pub fn pack(
     // The end of the containers that stay as and where they are, while nothing changed.
     let mut same_until = 0usize;
     let in_flight = rayon::current_num_threads().max(1) * 2;
-    for group in found.chunks(in_flight) {
-        let rewritten: Vec<Option<NewBytes>> = group
-            .par_iter()
-            .map(|&(start, size)| {
-                let new = (how.rewrite)(from(data, start), start)
-                    .map_err(|e| Error::in_contents(e, section.offset))?;
-                if matches!(new, Some(NewBytes::Made(_) | NewBytes::Placed(_))) {
-                    // Read for the last time: its new bytes are all that is needed now.
-                    crate::io::release_mapped(piece(data, start, size));
-                }
-                Ok(new)
-            })
-            .collect::<Vec<Result<_>>>()
-            .into_iter()
-            // The first damage in the section's order, whichever thread met it first.
-            .collect::<Result<_>>()?;
-        for (&(start, size), new) in group.iter().zip(rewritten) {
-            let boundary = (how.boundary)(from(data, start))
-                .unwrap_or(1usize << start.trailing_zeros().min(12));
-            let address = section.address + start as u64;
-            if !changed {
-                // Until something changes, the packed bytes are the section's own: they are
-                // written only once something does, and never when nothing does.
-                if new.is_none() && same_until.next_multiple_of(boundary) == start {
-                    moves.insert(address, start as u64);
-                    same_until = start + size;
-                    continue;
-                }
-                copy(&mut packed, &mut holes, section, 0, same_until).map_err(spill_error)?;
-                changed = true;
-            }
-            packed.pad_to(boundary as u64).map_err(spill_error)?;
-            moves.insert(address, packed.len());
-            match new {
-                Some(NewBytes::Made(new)) => packed.append(&new),
-                Some(NewBytes::Placed(room)) => packed.append(room.bytes()),
-                Some(NewBytes::Inflated(size)) => packed.reserve(size).map(|at| {
-                    holes.push(Hole {
-                        at,
-                        size,
-                        what: Fill::Written(section.offset + start as u64),
-                    });
-                }),
-                Some(NewBytes::Copied(copied)) => packed.append(&copied.head).and_then(|()| {
-                    (copied.stretches.iter()).try_for_each(|&(at, len)| {
-                        copy(&mut packed, &mut holes, section, start + at, len)
-                    })
-                }),
-                None => copy(&mut packed, &mut holes, section, start, size),
-            }
-            .map_err(spill_error)?;
+    let rewrite = |&(start, size): &(usize, usize)| -> Result<Option<NewBytes>> {
+        let new = (how.rewrite)(from(data, start), start)
+            .map_err(|e| Error::in_contents(e, section.offset))?;
+        if matches!(new, Some(NewBytes::Made(_) | NewBytes::Placed(_))) {
+            // Read for the last time: its new bytes are all that is needed now.
             crate::io::release_mapped(piece(data, start, size));
         }
-    }
+        Ok(new)
+    };
+    // Handed over in the section's order: the first damage is the first in that order,
+    // whichever thread met it first.
+    let mut place = |index: usize, new: Result<Option<NewBytes>>| -> Result<()> {
+        let new = new?;
+        let Some(&(start, size)) = found.get(index) else {
+            return Ok(());
+        };
+        let boundary =
+            (how.boundary)(from(data, start)).unwrap_or(1usize << start.trailing_zeros().min(12));
+        let address = section.address + start as u64;
+        if !changed {
+            // Until something changes, the packed bytes are the section's own: they are
+            // written only once something does, and never when nothing does.
+            if new.is_none() && same_until.next_multiple_of(boundary) == start {
+                moves.insert(address, start as u64);
+                same_until = start + size;
+                return Ok(());
+            }
+            copy(&mut packed, &mut holes, section, 0, same_until).map_err(spill_error)?;
+            changed = true;
+        }
+        packed.pad_to(boundary as u64).map_err(spill_error)?;
+        moves.insert(address, packed.len());
+        match new {
+            Some(NewBytes::Made(new)) => packed.append(&new),
+            Some(NewBytes::Placed(room)) => packed.append(room.bytes()),
+            Some(NewBytes::Inflated(size)) => packed.reserve(size).map(|at| {
+                holes.push(Hole {
+                    at,
+                    size,
+                    what: Fill::Written(section.offset + start as u64),
+                });
+            }),
+            Some(NewBytes::Copied(copied)) => packed.append(&copied.head).and_then(|()| {
+                (copied.stretches.iter()).try_for_each(|&(at, len)| {
+                    copy(&mut packed, &mut holes, section, start + at, len)
+                })
+            }),
+            None => copy(&mut packed, &mut holes, section, start, size),
+        }
+        .map_err(spill_error)?;
+        crate::io::release_mapped(piece(data, start, size));
+        Ok(())
+    };
+    std::thread::scope(|scope| {
+        if let Some(beside) = how.beside {
+            let pieces: Vec<&[u8]> = (found.iter())
+                .map(|&(start, size)| piece(data, start, size))
+                .collect();
+            scope.spawn(move || beside(&pieces));
+        }
+        super::in_order::in_order(&found, in_flight, &rewrite, &mut place)
+    })?;
     if !changed {
         return Ok(None);
     }
@@ -723,6 +735,7 @@ mod tests {
             boundary: &|_| None,
             rewrite,
             inflate: &inflate,
+            beside: None,
         };
         pack(section, &how, Inflating::Later)
     }

@@ -1,5 +1,6 @@
 //! What several operations share: the walker of files and folders (`inputs`), the memory
-//! budget of inflation (`inflating`), progress (`progress`), this machine's GPUs (`gpus`),
+//! budget of inflation (`inflating`), jobs of uneven sizes run largest first
+//! (`largest_first`), progress (`progress`), this machine's GPUs (`gpus`),
 //! finding external tools (`tool_path`), table columns (`columns`), names carried in JSON
 //! without loss (`names`) and the typed record of a device image that `ls`, `extract` and
 //! `du` share (`image`).
@@ -10,6 +11,7 @@ pub mod gpus;
 pub mod image;
 pub mod inflating;
 pub mod inputs;
+pub mod largest_first;
 pub mod names;
 pub mod progress;
 pub mod tool_path;
