@@ -831,6 +831,7 @@ mod tests {
             boundary: &|_| Some(8),
             rewrite: &rewrite,
             inflate: &inflate,
+            beside: None,
         };
         let expected = [&data[..a], &[0xee; 8], &data[a + 8..a + 8 + (150 << 10)]].concat();
         let later = pack(&section, &how, Inflating::Later).unwrap().unwrap();
