@@ -187,7 +187,7 @@ fi
 # The largest library at hand (235 bundles of up to 190 MB): memory that follows the work
 # (a few bundles at a time), not the library.
 cat "$solver" >/dev/null
-row "compress librocsolver" "zstd -T2 -3 --long of the library" "1.5x, anonymous under 128 MiB" \
+row "compress librocsolver" "zstd -T2 -3 --long of the library" "1.2x, anonymous under 128 MiB" \
   "rm -f lib.zst" "zstd -q -T2 -3 --long '$solver' -o lib.zst" -- "rm -f packed.so" "$ours" compress "$solver" -o packed.so
 rm -f lib.zst packed.so
 merge="kpack --merge librocsolver's split"

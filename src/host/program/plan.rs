@@ -227,24 +227,7 @@ pub fn pack(
         }
         packed.pad_to(boundary as u64).map_err(spill_error)?;
         moves.insert(address, packed.len());
-        match new {
-            Some(NewBytes::Made(new)) => packed.append(&new),
-            Some(NewBytes::Placed(room)) => packed.append(room.bytes()),
-            Some(NewBytes::Inflated(size)) => packed.reserve(size).map(|at| {
-                holes.push(Hole {
-                    at,
-                    size,
-                    what: Fill::Written(section.offset + start as u64),
-                });
-            }),
-            Some(NewBytes::Copied(copied)) => packed.append(&copied.head).and_then(|()| {
-                (copied.stretches.iter()).try_for_each(|&(at, len)| {
-                    copy(&mut packed, &mut holes, section, start + at, len)
-                })
-            }),
-            None => copy(&mut packed, &mut holes, section, start, size),
-        }
-        .map_err(spill_error)?;
+        append_new(&mut packed, &mut holes, section, (start, size), new).map_err(spill_error)?;
         crate::io::release_mapped(piece(data, start, size));
         Ok(())
     };
@@ -288,6 +271,33 @@ pub fn pack(
         moves,
         holes,
     }))
+}
+
+/// Appends to `packed` a container's new bytes (`None`: its bytes as they are), `at` its start
+/// and size in `section`.
+fn append_new(
+    packed: &mut Spill,
+    holes: &mut Vec<Hole<Fill>>,
+    section: &Section<'_>,
+    (start, size): (usize, usize),
+    new: Option<NewBytes>,
+) -> std::io::Result<()> {
+    match new {
+        Some(NewBytes::Made(new)) => packed.append(&new),
+        Some(NewBytes::Placed(room)) => packed.append(room.bytes()),
+        Some(NewBytes::Inflated(size)) => packed.reserve(size).map(|at| {
+            holes.push(Hole {
+                at,
+                size,
+                what: Fill::Written(section.offset + start as u64),
+            });
+        }),
+        Some(NewBytes::Copied(copied)) => packed.append(&copied.head).and_then(|()| {
+            (copied.stretches.iter())
+                .try_for_each(|&(at, len)| copy(packed, holes, section, start + at, len))
+        }),
+        None => copy(packed, holes, section, start, size),
+    }
 }
 
 /// Appends to `packed` the `len` bytes of `section` at `start` (in it), as they are: a hole
