@@ -129,10 +129,11 @@ impl Spill {
         self.make_room(size)?;
         match &mut self.store {
             Store::Memory(held) => held.resize(held.len() + size as usize, 0),
-            // A hole in the file: it reads as zeros, and costs no disk until written. The
-            // file reaches past it once what follows is written, or when it is finished.
+            // A hole in the file: it reads as zeros, and costs no disk until written. Its
+            // length is set now, so that the parts copied into holes never extend the file.
             Store::File(file) => {
                 file.seek(SeekFrom::Current(i64::try_from(size).map_err(too_large)?))?;
+                file.get_ref().set_len(at + size)?;
             }
         }
         self.len += size;
