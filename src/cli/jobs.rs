@@ -126,7 +126,19 @@ pub fn each_file<P: Sync, T: Send>(
     work: impl Fn(&P) -> T + Sync,
 ) -> Vec<T> {
     let bar = JobBar::new(items.len());
-    let results = pool.install(|| {
+    let results = counted_in(pool, items, &work, &bar);
+    bar.finish();
+    results
+}
+
+/// `work` done on each of `items` on `pool`, in parallel, `bar` advanced for each.
+fn counted_in<P: Sync, T: Send>(
+    pool: &rayon::ThreadPool,
+    items: &[P],
+    work: &(impl Fn(&P) -> T + Sync),
+    bar: &JobBar,
+) -> Vec<T> {
+    pool.install(|| {
         items
             .par_iter()
             .map(|item| {
@@ -135,9 +147,7 @@ pub fn each_file<P: Sync, T: Send>(
                 result
             })
             .collect()
-    });
-    bar.finish();
-    results
+    })
 }
 
 /// How many items [`each_in_order`] works on at once: enough to keep every thread busy, few
@@ -157,16 +167,7 @@ pub fn each_in_order<P: Sync, T: Send, E>(
     let bar = JobBar::new(items.len());
     let mut outcome = Ok(());
     for chunk in items.chunks(CHUNK) {
-        let results: Vec<T> = pool.install(|| {
-            chunk
-                .par_iter()
-                .map(|item| {
-                    let result = work(item);
-                    bar.advance(1);
-                    result
-                })
-                .collect()
-        });
+        let results = counted_in(pool, chunk, &work, &bar);
         outcome = chunk
             .iter()
             .zip(results)

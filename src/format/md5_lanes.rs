@@ -12,7 +12,7 @@
 //! instructions; on x86-64 the same code is also built for AVX-512 and AVX2, chosen when
 //! the processor has them.
 
-use crate::format::md5::{Md5, SINES, START};
+use crate::format::md5::{schedule, Md5, SINES, START};
 
 /// Messages hashed side by side.
 const LANES: usize = 16;
@@ -152,22 +152,7 @@ fn one_block(state: &mut [Lanes; 4], m: &[Lanes; 16]) {
             step!($f, b, c, d, a, $i + 3, $w3, $s3);
         };
     }
-    four!(f, 0, [0, 1, 2, 3], [7, 12, 17, 22]);
-    four!(f, 4, [4, 5, 6, 7], [7, 12, 17, 22]);
-    four!(f, 8, [8, 9, 10, 11], [7, 12, 17, 22]);
-    four!(f, 12, [12, 13, 14, 15], [7, 12, 17, 22]);
-    four!(g, 16, [1, 6, 11, 0], [5, 9, 14, 20]);
-    four!(g, 20, [5, 10, 15, 4], [5, 9, 14, 20]);
-    four!(g, 24, [9, 14, 3, 8], [5, 9, 14, 20]);
-    four!(g, 28, [13, 2, 7, 12], [5, 9, 14, 20]);
-    four!(h, 32, [5, 8, 11, 14], [4, 11, 16, 23]);
-    four!(h, 36, [1, 4, 7, 10], [4, 11, 16, 23]);
-    four!(h, 40, [13, 0, 3, 6], [4, 11, 16, 23]);
-    four!(h, 44, [9, 12, 15, 2], [4, 11, 16, 23]);
-    four!(i, 48, [0, 7, 14, 5], [6, 10, 15, 21]);
-    four!(i, 52, [12, 3, 10, 1], [6, 10, 15, 21]);
-    four!(i, 56, [8, 15, 6, 13], [6, 10, 15, 21]);
-    four!(i, 60, [4, 11, 2, 9], [6, 10, 15, 21]);
+    schedule!(four);
     for (word, new) in state.iter_mut().zip([a, b, c, d]) {
         for (w, n) in word.iter_mut().zip(new) {
             *w = w.wrapping_add(n);
