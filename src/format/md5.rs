@@ -8,27 +8,34 @@
 //! chain (which costs a sixth of the speed here: 500 MB/s against 600-650 MB/s, about
 //! OpenSSL's).
 
-/// MD5's 64 steps (RFC 1321): each group of four steps' round function, first step, message
-/// words and shifts, handed to `$four`, the caller's macro for four steps. The one schedule
-/// of the plain hash and of the one over many messages side by side.
+/// MD5's 64 steps (RFC 1321), each handed to `$step`, the caller's macro for one step, with
+/// its round function, the four words in their turn (`$a`..`$d`), its sine, word and shift:
+/// the one schedule of the plain hash and of the one over many messages side by side.
 macro_rules! schedule {
-    ($four:ident) => {
-        $four!(f, 0, [0, 1, 2, 3], [7, 12, 17, 22]);
-        $four!(f, 4, [4, 5, 6, 7], [7, 12, 17, 22]);
-        $four!(f, 8, [8, 9, 10, 11], [7, 12, 17, 22]);
-        $four!(f, 12, [12, 13, 14, 15], [7, 12, 17, 22]);
-        $four!(g, 16, [1, 6, 11, 0], [5, 9, 14, 20]);
-        $four!(g, 20, [5, 10, 15, 4], [5, 9, 14, 20]);
-        $four!(g, 24, [9, 14, 3, 8], [5, 9, 14, 20]);
-        $four!(g, 28, [13, 2, 7, 12], [5, 9, 14, 20]);
-        $four!(h, 32, [5, 8, 11, 14], [4, 11, 16, 23]);
-        $four!(h, 36, [1, 4, 7, 10], [4, 11, 16, 23]);
-        $four!(h, 40, [13, 0, 3, 6], [4, 11, 16, 23]);
-        $four!(h, 44, [9, 12, 15, 2], [4, 11, 16, 23]);
-        $four!(i, 48, [0, 7, 14, 5], [6, 10, 15, 21]);
-        $four!(i, 52, [12, 3, 10, 1], [6, 10, 15, 21]);
-        $four!(i, 56, [8, 15, 6, 13], [6, 10, 15, 21]);
-        $four!(i, 60, [4, 11, 2, 9], [6, 10, 15, 21]);
+    ($step:ident, $a:ident, $b:ident, $c:ident, $d:ident) => {
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, f, 0, [0, 1, 2, 3], [7, 12, 17, 22]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, f, 4, [4, 5, 6, 7], [7, 12, 17, 22]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, f, 8, [8, 9, 10, 11], [7, 12, 17, 22]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, f, 12, [12, 13, 14, 15], [7, 12, 17, 22]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, g, 16, [1, 6, 11, 0], [5, 9, 14, 20]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, g, 20, [5, 10, 15, 4], [5, 9, 14, 20]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, g, 24, [9, 14, 3, 8], [5, 9, 14, 20]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, g, 28, [13, 2, 7, 12], [5, 9, 14, 20]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, h, 32, [5, 8, 11, 14], [4, 11, 16, 23]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, h, 36, [1, 4, 7, 10], [4, 11, 16, 23]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, h, 40, [13, 0, 3, 6], [4, 11, 16, 23]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, h, 44, [9, 12, 15, 2], [4, 11, 16, 23]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, i, 48, [0, 7, 14, 5], [6, 10, 15, 21]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, i, 52, [12, 3, 10, 1], [6, 10, 15, 21]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, i, 56, [8, 15, 6, 13], [6, 10, 15, 21]);
+        $crate::format::md5::schedule!(@four $step, $a, $b, $c, $d, i, 60, [4, 11, 2, 9], [6, 10, 15, 21]);
+    };
+    (@four $step:ident, $a:ident, $b:ident, $c:ident, $d:ident, $f:ident, $i:expr,
+        [$w0:expr, $w1:expr, $w2:expr, $w3:expr], [$s0:expr, $s1:expr, $s2:expr, $s3:expr]) => {
+        $step!($f, $a, $b, $c, $d, $i, $w0, $s0);
+        $step!($f, $d, $a, $b, $c, $i + 1, $w1, $s1);
+        $step!($f, $c, $d, $a, $b, $i + 2, $w2, $s2);
+        $step!($f, $b, $c, $d, $a, $i + 3, $w3, $s3);
     };
 }
 pub(crate) use schedule;
@@ -209,15 +216,7 @@ fn compress(state: &mut [u32; 4], blocks: &[u8]) {
                 $a = $f(older, $b, $c, $d).rotate_left($s).wrapping_add($b);
             };
         }
-        macro_rules! four {
-            ($f:ident, $i:expr, [$w0:expr, $w1:expr, $w2:expr, $w3:expr], [$s0:expr, $s1:expr, $s2:expr, $s3:expr]) => {
-                step!($f, a, b, c, d, $i, $w0, $s0);
-                step!($f, d, a, b, c, $i + 1, $w1, $s1);
-                step!($f, c, d, a, b, $i + 2, $w2, $s2);
-                step!($f, b, c, d, a, $i + 3, $w3, $s3);
-            };
-        }
-        schedule!(four);
+        schedule!(step, a, b, c, d);
         a = a.wrapping_add(before[0]);
         b = b.wrapping_add(before[1]);
         c = c.wrapping_add(before[2]);

@@ -144,15 +144,7 @@ fn one_block(state: &mut [Lanes; 4], m: &[Lanes; 16]) {
             }
         };
     }
-    macro_rules! four {
-        ($f:ident, $i:expr, [$w0:expr, $w1:expr, $w2:expr, $w3:expr], [$s0:expr, $s1:expr, $s2:expr, $s3:expr]) => {
-            step!($f, a, b, c, d, $i, $w0, $s0);
-            step!($f, d, a, b, c, $i + 1, $w1, $s1);
-            step!($f, c, d, a, b, $i + 2, $w2, $s2);
-            step!($f, b, c, d, a, $i + 3, $w3, $s3);
-        };
-    }
-    schedule!(four);
+    schedule!(step, a, b, c, d);
     for (word, new) in state.iter_mut().zip([a, b, c, d]) {
         for (w, n) in word.iter_mut().zip(new) {
             *w = w.wrapping_add(n);
