@@ -216,6 +216,55 @@ fn a_program_cut_short_in_a_tree_is_an_error_and_the_rest_is_split() {
     assert!(!stdout.contains("without HIP device code"), "{stdout}");
 }
 
+#[test]
+fn code_object_and_cubin_files_in_a_tree_are_copied_as_they_are() {
+    // Tensile's kernels beside rocBLAS are code objects in files of their own (`.hsaco`,
+    // `.co`): linked ELF files for a GPU, which hold no bundle to split.
+    let dir = tempfile::tempdir().unwrap();
+    let Some(_) = library(dir.path(), &[]) else {
+        return;
+    };
+    let kernels = dir.path().join("stage/lib/rocblas/library");
+    fs::create_dir_all(&kernels).unwrap();
+    let copied = [
+        ("Kernels.so-000-gfx906.hsaco", "dev/kernel-gfx906.hsaco"),
+        (
+            "TensileLibrary_gfx908.co",
+            "dev/kernel-gfx908_sramecc+_xnack-.hsaco",
+        ),
+        ("kernel-sm_89.cubin", "cuda/bare/kernel-sm_89.cubin"),
+    ];
+    for (name, sample) in copied {
+        fs::copy(util::samples_dir().join(sample), kernels.join(name)).unwrap();
+    }
+    let out = dir.path().join("out");
+    let (code, stdout, stderr) = text_output(
+        offload()
+            .args(["kpack", "-r", "--name", "k", "-o"])
+            .arg(&out)
+            .arg(dir.path().join("stage")),
+    );
+    assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+    assert_eq!(
+        files_under(&out),
+        [
+            ".kpack/k_gfx1100.kpack",
+            ".kpack/k_gfx90a.kpack",
+            "lib/libk.so",
+            "lib/rocblas/library/Kernels.so-000-gfx906.hsaco",
+            "lib/rocblas/library/TensileLibrary_gfx908.co",
+            "lib/rocblas/library/kernel-sm_89.cubin",
+        ]
+    );
+    for (name, sample) in copied {
+        assert_eq!(
+            fs::read(out.join("lib/rocblas/library").join(name)).unwrap(),
+            fs::read(util::samples_dir().join(sample)).unwrap(),
+            "{name}"
+        );
+    }
+}
+
 /// Every file under `dir`, by its path below it, sorted.
 fn files_under(dir: &Path) -> Vec<String> {
     let mut found = Vec::new();

@@ -189,20 +189,30 @@ fn reference_bytes(path: &Path, reference: &KpackRef<'_>, record: &BundleRecord)
 /// executable or DLL, with device code to split; `None` for a file that is copied as it is. A
 /// binary split already is an error.
 pub(super) fn hip_code_to_split<'a>(path: &Path, data: &'a [u8]) -> Result<Option<HipCode<'a>>> {
-    let kind = object::File::parse(data).map(|f| object::Object::kind(&f));
-    if let Err(e) = &kind {
+    let parsed = object::File::parse(data);
+    if let Err(e) = &parsed {
         if data.starts_with(b"\x7fELF") {
             return Err(unreadable_elf(path, data, e));
         }
     }
-    let linked = matches!(
-        kind,
-        Ok(object::ObjectKind::Executable | object::ObjectKind::Dynamic)
-    );
+    let linked = parsed.as_ref().is_ok_and(|file| {
+        matches!(
+            object::Object::kind(file),
+            object::ObjectKind::Executable | object::ObjectKind::Dynamic
+        )
+    });
+    // A code object or cubin file (Tensile's `.hsaco` and `.co` beside rocBLAS) is a linked
+    // ELF file too, for a GPU: it holds no bundle, so it is copied as it is, like any ELF
+    // file without `.hip_fatbin`, whatever its machine.
+    let fatbin = parsed
+        .as_ref()
+        .is_ok_and(|file| object::Object::section_by_name(file, ".hip_fatbin").is_some());
     let code = if !linked {
         None
     } else if data.starts_with(b"MZ") {
         kpack_pe::hip_code(data).map_err(|e| Error::container(path, e))?
+    } else if !fatbin {
+        None
     } else if data.starts_with(b"\x7fELF") {
         kpack_elf::hip_code(data).map_err(|e| Error::container(path, e))?
     } else {
