@@ -699,9 +699,11 @@ impl CompressedBundle<'_> {
     }
 
     /// Inflates the stream up to `end` (a position in it) and hands `sink` each piece with its
-    /// position, never holding more than a window of it. The stream must reach `end` within
-    /// its declared size. When `end` is the declared size, the stream is read to its end and
-    /// checked (size and hash) in the same pass; short of it, nothing is hashed.
+    /// position, never holding more than a window of it (a large zstd stream given room, with
+    /// [`Decoding::Into`], is inflated that far into the room instead, which needs no window,
+    /// and handed on from there). The stream must reach `end` within its declared size. When
+    /// `end` is the declared size, the stream is read to its end and checked (size and hash)
+    /// in the same pass; short of it, nothing is hashed.
     pub fn inflate_prefix(
         &self,
         limit: u64,
@@ -718,6 +720,28 @@ impl CompressedBundle<'_> {
                 Ok(())
             });
         }
+        let decoding = match decoding {
+            Decoding::Into(context, rooms)
+                if self.method == Method::Zstd && self.uncompressed_size >= inflate::ROOM_FROM =>
+            {
+                let (payload, declared) = (self.payload, self.uncompressed_size);
+                if let Some(room) =
+                    inflate::zstd_prefix_in_room(payload, declared, end, context, rooms)
+                {
+                    let made = inflate::at_most(room.bytes(), end);
+                    for piece in made.chunks(inflate::WINDOW) {
+                        sink(position, piece)?;
+                        position += piece.len() as u64;
+                    }
+                    return Ok(());
+                }
+                // Damaged, or no room: inflated again through a window to tell how, one such
+                // stream at a time.
+                let _alone = WINDOWED.lock().unwrap_or_else(|e| e.into_inner());
+                return self.inflate_prefix(limit, end, Decoding::Fresh, sink);
+            }
+            other => other,
+        };
         let at = self.header_size();
         let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
         let mut reader = self.reader(decoding)?;

@@ -49,6 +49,75 @@ pub(crate) fn zstd_in_room(
     Some(room)
 }
 
+/// Input handed to a decoder writing into room at a time, when it must be able to stop: a
+/// decoder given a whole frame and room for all of it makes the whole frame at once.
+const ROOM_STEP: usize = 1 << 20;
+
+/// Inflates the zstd frames of `payload` into room of `declared` bytes made by `rooms`, with
+/// `context`, only until at least `end` bytes are made: the decoder writes into the room as
+/// its window (zstd's stable output buffer), so a stream read in part costs file pages, not a
+/// window as large as its frame in memory. The room holds at least `end` bytes (and whatever
+/// the last block made beyond them); `None` when room cannot be had, or the stream is damaged
+/// or shorter: the caller inflates it again through a window, which tells exactly how.
+/// `context` is left as it was given, ready for the next stream.
+pub(crate) fn zstd_prefix_in_room(
+    payload: &[u8],
+    declared: u64,
+    end: u64,
+    context: &mut zstd::zstd_safe::DCtx<'static>,
+    rooms: &(dyn Fn(usize) -> io::Result<Box<dyn Room>> + Sync + '_),
+) -> Option<Box<dyn Room>> {
+    use zstd::zstd_safe::{DParameter, ResetDirective};
+    let len = usize::try_from(declared).ok()?;
+    let end = usize::try_from(end).ok()?.min(len);
+    let mut room = rooms(len).ok()?;
+    let space = room.space().get_mut(..len)?;
+    // Parameters are set only between frames: a context kept from a stream read in part is
+    // still inside its frame.
+    let made = context
+        .reset(ResetDirective::SessionOnly)
+        .and_then(|_| context.set_parameter(DParameter::StableOutBuffer(true)))
+        .ok()
+        .and_then(|_| prefix_into(space, payload, end, context));
+    // A frame left half made, and the stable buffer, must not reach the next stream.
+    let reset = context.reset(ResetDirective::SessionOnly).is_ok()
+        && context
+            .set_parameter(DParameter::StableOutBuffer(false))
+            .is_ok();
+    let made = made.filter(|_| reset)?;
+    room.keep(made);
+    Some(room)
+}
+
+/// Decodes `payload` into `space` with `context` (its output buffer stable) until at least
+/// `end` bytes are made, feeding [`ROOM_STEP`] bytes of input at a time; how many were made,
+/// or `None` on an error or a stream that ends first.
+fn prefix_into(
+    space: &mut [u8],
+    payload: &[u8],
+    end: usize,
+    context: &mut zstd::zstd_safe::DCtx<'static>,
+) -> Option<usize> {
+    use zstd::zstd_safe::{InBuffer, OutBuffer};
+    let (mut made, mut read) = (0usize, 0usize);
+    while made < end {
+        let fed = read.saturating_add(ROOM_STEP).min(payload.len());
+        let mut input = InBuffer::around(payload.get(..fed)?);
+        input.set_pos(read);
+        let mut output = OutBuffer::around_pos(&mut *space, made);
+        let left = context.decompress_stream(&mut output, &mut input).ok()?;
+        let (now_made, now_read) = (output.pos(), input.pos());
+        let stuck = now_made == made && now_read == read && fed == payload.len();
+        // A frame that ends with the payload, short of `end`: the stream is shorter.
+        let ended = left == 0 && now_read == payload.len() && now_made < end;
+        if stuck || ended {
+            return None;
+        }
+        (made, read) = (now_made, now_read);
+    }
+    Some(made)
+}
+
 /// Bytes inflated at a time.
 pub(crate) const WINDOW: usize = 1 << 20;
 

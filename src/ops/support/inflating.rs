@@ -77,8 +77,13 @@ impl Room for MappedRoom {
     }
 }
 
-/// What inflating `stream` holds at most, as [`memory_of`] says of a compressed bundle.
+/// What inflating `stream`, whole or in part, with room from a [`Budget`] holds at most: a
+/// large zstd compressed bundle is inflated into room either way (as far as it is read), as
+/// [`memory_of_whole`] says; others through a window, as [`memory_of`] says.
 pub fn memory_of_stream(stream: &CompressedStream<'_>) -> u64 {
+    if let CompressedStream::Bundle(bundle) = stream {
+        return memory_of_whole(bundle);
+    }
     if stream.is_zstd() {
         memory_of_zstd(stream.inflated_size())
     } else {
@@ -311,6 +316,67 @@ mod tests {
             let reusing = Decoding::Reusing(&mut context);
             assert!(each_range(&bad, u64::MAX, &[(0, end - 1)], reusing, |_, _| Ok(())).is_ok());
         }
+    }
+
+    #[test]
+    fn a_large_stream_read_in_part_is_inflated_into_room_with_the_same_bytes_and_errors() {
+        use crate::format::ccob::{compress, CompressOptions};
+        // Past the size from which streams go into room, in several frames' worth of input
+        // steps, read in part by two threads sharing one budget again and again, so that
+        // contexts left inside a frame are given to the next stream.
+        let data = varied((9 << 20) + 4321, 7);
+        let (ccob, _) = compress(&data, &CompressOptions::default()).unwrap();
+        let bundle = CompressedStream::Bundle(CompressedBundle::parse(&ccob).unwrap().unwrap());
+        assert_eq!(memory_of_stream(&bundle), DECODER);
+        let budget = Budget::new();
+        let ranges: Vec<[(u64, u64); 2]> = (1..24u64)
+            .map(|k| {
+                [
+                    (k * 1000, k * 1000 + 77),
+                    (k * 300_001, (k * 400_009) % (9 << 20)),
+                ]
+            })
+            .collect();
+        let read = |pair: &[(u64, u64); 2]| {
+            let mut got = vec![Vec::new(); 2];
+            budget.run(memory_of_stream(&bundle), |decoding| {
+                each_range(&bundle, u64::MAX, pair, decoding, |k, bytes| {
+                    got[k].extend_from_slice(bytes);
+                    Ok(())
+                })
+            })?;
+            Ok::<_, crate::format::Error>(got)
+        };
+        let got: Vec<_> = std::thread::scope(|scope| {
+            let halves = ranges.split_at(ranges.len() / 2);
+            let one = scope.spawn(|| halves.0.iter().map(read).collect::<Vec<_>>());
+            let two = scope.spawn(|| halves.1.iter().map(read).collect::<Vec<_>>());
+            let mut all = one.join().unwrap();
+            all.extend(two.join().unwrap());
+            all
+        });
+        for (pair, got) in ranges.iter().zip(got) {
+            let got = got.unwrap();
+            for (&(start, end), bytes) in pair.iter().zip(got) {
+                let want = data.get(start as usize..end as usize).unwrap_or_default();
+                assert_eq!(bytes, want, "{start}..{end}");
+            }
+        }
+        // Damage before the end asked for: the error a window gives.
+        let mut bad = ccob.clone();
+        let middle = bad.len() / 2;
+        bad[middle..middle + (64 << 10)].fill(0xff);
+        let bad = CompressedStream::Bundle(CompressedBundle::parse(&bad).unwrap().unwrap());
+        let far = [(0, (9 << 20) - 1)];
+        let windowed = each_range(&bad, u64::MAX, &far, Decoding::Fresh, |_, _| Ok(()));
+        let roomed = budget.run(memory_of_stream(&bad), |decoding| {
+            each_range(&bad, u64::MAX, &far, decoding, |_, _| Ok(()))
+        });
+        assert!(windowed.is_err());
+        assert_eq!(
+            format!("{:?}", roomed.unwrap_err()),
+            format!("{:?}", windowed.unwrap_err())
+        );
     }
 
     /// Bytes that compress a little and differ from one `seed` to the next: `len` of them.
