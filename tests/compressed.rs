@@ -555,13 +555,16 @@ fn large_bundles() -> &'static [Vec<u8>] {
 /// rewrite keeps in memory; and the same bundles compressed, laid out alike. Each comes with
 /// the end of its last bundle. Made once per run (some 90 MB, compressed with both methods),
 /// for the tests that each take a copy.
-fn large_region() -> ((Vec<u8>, usize), (Vec<u8>, usize)) {
-    static REGION: OnceLock<((Vec<u8>, usize), (Vec<u8>, usize))> = OnceLock::new();
+fn large_region() -> (Region, Region) {
+    static REGION: OnceLock<(Region, Region)> = OnceLock::new();
     REGION.get_or_init(make_large_region).clone()
 }
 
+/// Bundles one after another, and the end of the last.
+type Region = (Vec<u8>, usize);
+
 /// Makes [`large_region`].
-fn make_large_region() -> ((Vec<u8>, usize), (Vec<u8>, usize)) {
+fn make_large_region() -> (Region, Region) {
     let (mut plain, mut compressed) = ((Vec::new(), 0), (Vec::new(), 0));
     for (n, bundle) in (0..5u32).zip(large_bundles()) {
         let options = CompressOptions {
@@ -864,7 +867,7 @@ fn large_bundles_compressed_into_room_on_disk_are_the_bytes_compressed_in_memory
                 let start = compressed.payload.as_ptr() as usize - got.as_ptr() as usize;
                 let header = want.len() - compressed.payload.len();
                 assert!(
-                    got.get(start - header..start + compressed.payload.len()) == Some(&want[..]),
+                    got.get(start - header..start + compressed.payload.len()) == Some(want),
                     "{input}, round {round}"
                 );
             }
