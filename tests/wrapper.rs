@@ -296,7 +296,8 @@ pub(crate) fn assert_sparse_image_at(file: &std::fs::File, start: u64, len: u64)
 #[test]
 fn a_large_image_is_copied_into_place_not_held() {
     use object::{Object as _, ObjectSection as _, ObjectSymbol as _};
-    const LARGE: u64 = 512 << 20;
+    // Four times the address space the wrapper is given below.
+    const LARGE: u64 = 256 << 20;
     let dir = tempfile::tempdir().unwrap();
     // The large image after a small one.
     sparse_image(&dir.path().join("large.bin"), LARGE);
@@ -581,7 +582,8 @@ fn bitcode_is_the_module_of_the_ir_text() {
 #[test]
 fn a_large_image_is_copied_into_bitcode_not_held() {
     use std::os::unix::fs::FileExt;
-    const LARGE: u64 = (512 << 20) + 3;
+    // Four times the address space the wrapper is given below, and not a multiple of 4.
+    const LARGE: u64 = (256 << 20) + 3;
     let dir = tempfile::tempdir().unwrap();
     let large = dir.path().join("large.bin");
     let file = std::fs::File::create(&large).unwrap();
