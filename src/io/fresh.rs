@@ -95,7 +95,7 @@ impl FreshFolder {
     pub fn remove(&self, name: &OsStr) -> Result<()> {
         self.folder
             .unlink(name)
-            .map_err(|e| Error::io(&self.destination.join(name), e))
+            .map_err(|e| Error::io(self.destination.join(name), e))
     }
 
     /// Puts the folder at its destination, unless something is there by now.
