@@ -93,6 +93,80 @@ fn eight_threads_write_what_one_writes_byte_for_byte() {
         let outputs = contents(&dir.path().join(&out));
         assert!(outputs == written, "run {run}: the files written differ");
     }
+    // Into a folder that exists (each output renamed into place, the listing given at the
+    // end), the same files and the same listing as into a new one (built whole beside its
+    // name, listed as it is written).
+    std::fs::create_dir(dir.path().join("existing")).unwrap();
+    let theirs = extract(dir.path(), "existing", "8", "true");
+    assert_eq!(
+        theirs, listing,
+        "into a folder that exists: the listing differs"
+    );
+    assert!(contents(&dir.path().join("existing")) == written);
+    // Nothing is left beside the outputs: no temporary folder or file.
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["eight0", "eight1", "eight2", "existing", "one", "tree"]
+    );
+}
+
+#[test]
+fn a_new_folder_appears_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("b")).unwrap();
+    for damaged in ["ccob-bad-hash.bin", "ccob-cut-payload.bin"] {
+        let from = samples_dir().join("damaged").join(damaged);
+        std::fs::copy(from, tree.join("b").join(damaged)).unwrap();
+    }
+    let run = |out: &str| {
+        Command::new(OFFLOAD)
+            .current_dir(dir.path())
+            .env("RAYON_NUM_THREADS", "8")
+            .args(["extract", "-r", "tree", "--arch", "gfx90a", "-o", out])
+            .output()
+            .unwrap()
+    };
+    let left = || {
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    // Every input damaged: an error, and no folder, not even a hidden one, nor its parent.
+    let failed = run("new/out");
+    assert_eq!(failed.status.code(), Some(1));
+    assert!(failed.stdout.is_empty());
+    assert_eq!(left(), ["tree"]);
+
+    // A good input beside the damaged ones: its image is written, the folder gets the mode
+    // `mkdir` gives, and nothing else is left.
+    let sample = samples_dir().join("clang/kernel-fatbin.hip_fatbin");
+    std::fs::create_dir_all(tree.join("a")).unwrap();
+    std::fs::copy(sample, tree.join("a/k.o")).unwrap();
+    let some = run("out");
+    assert_eq!(some.status.code(), Some(1), "the damaged inputs are errors");
+    let listing = String::from_utf8(some.stdout).unwrap();
+    assert!(listing.starts_with("out/k.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co\t"));
+    assert_eq!(left(), ["out", "tree"]);
+    assert_eq!(
+        contents(&dir.path().join("out")).keys().collect::<Vec<_>>(),
+        ["k.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co"]
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir(dir.path().join("made")).unwrap();
+    let mode = |p: &str| {
+        let meta = std::fs::metadata(dir.path().join(p)).unwrap();
+        meta.permissions().mode() & 0o7777
+    };
+    assert_eq!(mode("out"), mode("made"));
 }
 
 #[test]

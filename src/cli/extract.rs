@@ -138,21 +138,24 @@ pub fn run(prog: &str, args: &[std::ffi::OsString]) -> i32 {
     };
     let bar = JobBar::bytes();
     let files = JobBar::new(0);
-    let extraction = pool.install(|| extract::extract_reporting(&config, &files, &bar));
-    let listed = match (&extraction.result, args.quiet) {
-        (Ok(written), false) => {
-            let mut text = listing(written);
-            if several {
-                text.push_str(&summary(
-                    config.files.len(),
-                    extraction.problems.len(),
-                    written,
-                ));
+    // The listing is printed as the files are written, and the summary tallied from it.
+    let mut listed = Ok(());
+    let mut sums = Sums::default();
+    let extraction = pool.install(|| {
+        extract::extract_each(&config, &files, &bar, &mut |written| {
+            if args.quiet {
+                return;
             }
-            crate::cli::print(prog, &text)
-        }
-        _ => Ok(()),
-    };
+            if listed.is_ok() {
+                listed = crate::cli::print(prog, &listing(&written));
+            }
+            sums.add(&written);
+        })
+    });
+    if extraction.result.is_ok() && !args.quiet && several && listed.is_ok() {
+        let text = sums.summary(config.files.len(), extraction.problems.len());
+        listed = crate::cli::print(prog, &text);
+    }
     let stderr = std::io::stderr();
     for p in &extraction.problems {
         let _ = writeln!(stderr.lock(), "{prog}: error: {p}");
@@ -170,48 +173,63 @@ pub fn run(prog: &str, args: &[std::ffi::OsString]) -> i32 {
     }
 }
 
-/// The summary of an extraction from `files` files with `errors` errors: the files images
-/// were written from, the images and their bytes, then the same per target.
-fn summary(files: usize, errors: usize, written: &[extract::Extracted]) -> String {
-    let mut from: Vec<&std::path::Path> = written.iter().map(|w| w.image.path.as_path()).collect();
-    from.sort_unstable();
-    from.dedup();
-    // Per target by `du`'s rule (its naming, its order); the bytes written are the images'
-    // inflated bytes.
-    let mut by_file: std::collections::BTreeMap<&std::path::Path, Vec<&ImageRecord>> =
-        Default::default();
-    for w in written {
-        by_file
-            .entry(w.image.path.as_path())
-            .or_default()
-            .push(&w.image);
+/// What the summary of an extraction says, summed as the files are written: the files
+/// images were written from, the images, and the same per target by `du`'s rule (its naming,
+/// its order; the bytes written are the images' inflated bytes).
+#[derive(Default)]
+struct Sums {
+    /// Files images were written from.
+    from: u64,
+    images: u64,
+    by_target: du::Tally,
+    /// The `.kpack` archives images were written from: one archive may give the images of
+    /// binaries read in several groups, and counts once.
+    archives: std::collections::BTreeSet<std::path::PathBuf>,
+}
+
+impl Sums {
+    /// Adds the records of `written`, the files written from one group of input files (each
+    /// input file's images are all in one group).
+    fn add(&mut self, written: &[extract::Extracted]) {
+        let mut by_file: std::collections::BTreeMap<&std::path::Path, Vec<ImageRecord>> =
+            Default::default();
+        for w in written {
+            by_file
+                .entry(w.image.path.as_path())
+                .or_default()
+                .push(w.image.clone());
+        }
+        for (file, images) in by_file {
+            let archived = images.iter().any(|i| i.source.kpack().is_some());
+            if !archived || self.archives.insert(file.to_path_buf()) {
+                self.from += 1;
+            }
+            self.by_target.add(&du::listed_usage(file, &images));
+        }
+        self.images += written.len() as u64;
     }
-    // One file's images copied at a time, not every file's at once.
-    let usage: Vec<du::FileUsage> = by_file
-        .iter()
-        .map(|(file, images)| {
-            let images: Vec<ImageRecord> = images.iter().map(|&i| i.clone()).collect();
-            du::listed_usage(file, &images)
-        })
-        .collect();
-    let by_target = du::total(&usage);
-    let bytes: u64 = by_target.iter().map(|t| t.inflated).sum();
-    let mut text = format!(
-        "total: {}, {} with images written, {}; {}, {bytes} bytes\n",
-        counted(files as u64, "file", "files"),
-        from.len(),
-        counted(errors as u64, "error", "errors"),
-        counted(written.len() as u64, "image written", "images written"),
-    );
-    for target in by_target {
-        text.push_str(&format!(
-            "total {}: {}, {} bytes\n",
-            crate::io::shown(&target.target),
-            counted(target.images, "image", "images"),
-            target.inflated
-        ));
+
+    /// The summary of an extraction from `files` files with `errors` errors.
+    fn summary(self, files: usize, errors: usize) -> String {
+        let by_target = self.by_target.total();
+        let bytes: u64 = by_target.iter().map(|t| t.inflated).sum();
+        let mut text = format!(
+            "total: {}, {} with images written, {}; {}, {bytes} bytes\n",
+            counted(files as u64, "file", "files"),
+            self.from,
+            counted(errors as u64, "error", "errors"),
+            counted(self.images, "image written", "images written"),
+        );
+        for target in by_target {
+            text.push_str(&format!(
+                "total {}: {}, {} bytes\n",
+                crate::io::shown(&target.target),
+                counted(target.images, "image", "images"),
+                target.inflated
+            ));
+        }
+        text
     }
-    text
 }
 
 /// One line per written image: where it went, its kind, target and size, and, for code a

@@ -313,8 +313,8 @@ fn execute(
         pruning,
         threads: work.threads(),
     };
-    let done = match job::run(&options, &JobBar::files()) {
-        Ok(done) => done,
+    let prepared = match job::prepare(&options) {
+        Ok(prepared) => prepared,
         Err(Stopped { walk, refusal }) => {
             if let Some(walk) = &walk {
                 crate::cli::inputs::report_walk(prog, walk);
@@ -323,20 +323,31 @@ fn execute(
             return if refusal.is_usage() { 2 } else { 1 };
         }
     };
-    crate::cli::inputs::report_walk(prog, &done.walk);
+    crate::cli::inputs::report_walk(prog, &prepared.walk);
     let mut report = Report {
         pruning,
         ..Report::default()
     };
-    for e in &done.refused {
+    for e in prepared.refused() {
         report.fail(prog, e);
     }
-    let listed = done.files.len();
-    for file in done.files.into_iter().chain(done.others) {
+    let listed = prepared.listed();
+    let to_stdout = destination
+        .output
+        .as_deref()
+        .is_some_and(is_standard_output);
+    // The lines are printed as the files are done (a chunk's worth at a time), the totals
+    // summed as they come: no report is held. When the file's bytes go to standard output,
+    // the report waits for the end, to go beside them on standard error.
+    let mut printed = Ok(());
+    let manifests = prepared.run_each(&JobBar::files(), &mut |file| {
         report.file(prog, &file.path, file.outcome, &options.config, mode);
-    }
+        if !to_stdout && report.text.len() >= PRINTED_AT && printed.is_ok() {
+            printed = crate::cli::print(prog, &std::mem::take(&mut report.text));
+        }
+    });
     let mut manifests_failed = false;
-    for manifest in &done.manifests {
+    for manifest in &manifests {
         match manifest {
             Ok(updated) => report.text.push_str(&manifest_line(updated, mode)),
             Err(e) => {
@@ -357,18 +368,20 @@ fn execute(
             std::mem::take(&mut report.after),
         ));
     }
-    let failed = report.totals.failed > 0 || manifests_failed || !done.walk.errors.is_empty();
-    if destination
-        .output
-        .as_deref()
-        .is_some_and(is_standard_output)
-    {
+    let failed = report.totals.failed > 0 || manifests_failed || !prepared.walk.errors.is_empty();
+    if to_stdout {
         // The file's bytes went to standard output: the report goes beside them, not into them.
         let _ = std::io::stderr().lock().write_all(text.as_bytes());
         return i32::from(failed);
     }
-    crate::cli::print(prog, &text).map_or_else(|code| code, |()| i32::from(failed))
+    printed
+        .and_then(|()| crate::cli::print(prog, &text))
+        .map_or_else(|code| code, |()| i32::from(failed))
 }
+
+/// The lines of a rewrite's listing waiting to be printed are printed once they reach this
+/// many bytes.
+const PRINTED_AT: usize = 64 << 10;
 
 /// Whether `path` is where standard output goes: `-`, or a name of what it is open on
 /// (`/dev/stdout`, or the very file).

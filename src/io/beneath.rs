@@ -84,6 +84,11 @@ impl Folder {
         Ok(Folder { fd })
     }
 
+    /// The folder's descriptor, for the calls of the other modules of `io`.
+    pub(super) fn raw(&self) -> libc::c_int {
+        self.fd.as_raw_fd()
+    }
+
     /// A path that names this folder for as long as it is open, wherever it is now: names
     /// joined to it resolve in this folder (`/proc/self/fd/N`).
     pub fn path(&self) -> PathBuf {

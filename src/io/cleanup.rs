@@ -75,7 +75,10 @@ pub fn remove_temporaries_on_signals() {
             if let Some(signal) = signals.forever().next() {
                 let list = temporaries();
                 for path in list.paths.values() {
-                    let _ = std::fs::remove_file(path);
+                    // A folder being filled goes with what it holds (a link is not followed).
+                    if std::fs::remove_file(path).is_err() {
+                        let _ = std::fs::remove_dir_all(path);
+                    }
                 }
                 // The list stays held: no new temporary is made while the process ends.
                 let _ = signal_hook::low_level::emulate_default_handler(signal);

@@ -27,6 +27,7 @@
 pub mod beneath;
 mod cleanup;
 pub mod error;
+mod fresh;
 mod guard;
 mod keep;
 pub mod opening;
@@ -39,6 +40,7 @@ mod temporary;
 #[cfg(any(feature = "cli", feature = "internals"))]
 pub use cleanup::remove_temporaries_on_signals;
 pub use error::{io_message, FileError};
+pub use fresh::FreshFolder;
 pub use opening::{open_regular, read_small, read_small_text};
 pub use shown::{bytes_unless_text, shown};
 #[cfg(any(test, feature = "internals"))]
@@ -738,9 +740,14 @@ impl Output {
     }
 
     fn with_sink(path: &Path, sink: Sink) -> Output {
+        Output::with_sink_sized(path, sink, 1 << 20)
+    }
+
+    /// An output to `sink` through a buffer of `buffer` bytes.
+    fn with_sink_sized(path: &Path, sink: Sink, buffer: usize) -> Output {
         Output {
             path: path.to_path_buf(),
-            sink: io::BufWriter::with_capacity(1 << 20, SinkWriter(sink)),
+            sink: io::BufWriter::with_capacity(buffer, SinkWriter(sink)),
             beneath: None,
         }
     }

@@ -67,15 +67,16 @@ pub use chosen::Extracted;
 pub use names::safe_name;
 pub use options::{ExtractConfig, Match};
 
-/// What an extraction did.
+/// What an extraction did: `T` is what it gives when it succeeds, the records of the files
+/// written (or nothing, when they were handed out as they were written).
 #[derive(Debug)]
-pub struct Extraction {
+pub struct Extraction<T = Vec<Extracted>> {
     /// The problems found in the inputs (damaged sections), in the order found, whether or not
     /// the extraction succeeded: they do not stop the extraction of the rest, and they are
     /// what `ls` reports for the same files.
     pub problems: Vec<Error>,
     /// The files written, or why nothing was.
-    pub result: Result<Vec<Extracted>>,
+    pub result: Result<T>,
     /// What was asked for and not found: a target ID or device with nothing in a file, a
     /// device that loads nothing from a bundle, and why.
     pub missing: Vec<String>,
@@ -99,9 +100,35 @@ pub fn extract_reporting(
     files: &dyn Progress,
     bytes: &dyn Progress,
 ) -> Extraction {
+    let mut written = Vec::new();
+    let Extraction {
+        problems,
+        result,
+        missing,
+    } = extract_each(config, files, bytes, &mut |mut some| {
+        written.append(&mut some)
+    });
+    Extraction {
+        problems,
+        result: result.map(|()| written),
+        missing,
+    }
+}
+
+/// [`extract_reporting`], the records of the files written handed to `each` as they are
+/// written, in the order of the files, instead of held until the end: into a folder that
+/// did not exist, a group of input files at a time (the folder takes its name only at the
+/// end: a record handed out is of a file that is in place unless the extraction fails);
+/// into a folder that exists, or into a device archive, all at once once in place.
+pub fn extract_each(
+    config: &ExtractConfig,
+    files: &dyn Progress,
+    bytes: &dyn Progress,
+    each: &mut dyn FnMut(Vec<Extracted>),
+) -> Extraction<()> {
     let mut problems = Vec::new();
     let mut missing = Vec::new();
-    let result = extract_noting(config, files, bytes, &mut problems, &mut missing);
+    let result = extract_noting(config, files, bytes, each, &mut problems, &mut missing);
     Extraction {
         problems,
         result,
@@ -121,8 +148,9 @@ type PackedArchive = (PathBuf, String, Input);
 /// and not found to `missing`.
 ///
 /// The files are read a group at a time ([`files_at_once`]): a group is opened, scanned,
-/// and its images written to temporary files, then its inputs are let go before the next
-/// group is opened, so that memory and descriptors follow the group, not the tree. What
+/// and its images written, then its inputs are let go before the next group is opened, so
+/// that memory and descriptors follow the group, not the tree. Into a new folder, nothing
+/// stays of a group once its records are handed to `each`; into a folder that exists, what
 /// stays to the end is a small record of each output (its temporary and final names), and
 /// the outputs are put in place together once all are written. A device archive (`-o
 /// X.a`) is made of the images of every file at once: its files are read as one group.
@@ -130,9 +158,10 @@ fn extract_noting(
     config: &ExtractConfig,
     files: &dyn Progress,
     progress: &dyn Progress,
+    each: &mut dyn FnMut(Vec<Extracted>),
     problems: &mut Vec<Error>,
     missing: &mut Vec<String>,
-) -> Result<Vec<Extracted>> {
+) -> Result<()> {
     let to_archive = config.output.extension().is_some_and(|e| e == "a");
     let at_once = if to_archive {
         config.files.len().max(1)
@@ -160,22 +189,30 @@ fn extract_noting(
             // The bar of bytes shows for one group; a tree's progress is its files'.
             None => folder.insert(writer::Folder::new(config, progress, groups == 1)?),
         };
-        folder.write_group(&group.config, &group.inputs, &group.archives, group.chosen)?;
+        let written =
+            folder.write_group(&group.config, &group.inputs, &group.archives, group.chosen)?;
         // An input that shrank while it was read leaves nothing in place.
         crate::io::inputs_intact()?;
+        if !written.is_empty() {
+            each(written);
+        }
     }
     files.finish();
     conclude(config, all, every, problems, missing)?;
-    match (whole, folder) {
+    let written = match (whole, folder) {
         (Some(group), _) => archive::write_device_archive(
             &group.config,
             &group.inputs,
             &group.archives,
             group.chosen,
-        ),
-        (None, Some(folder)) => folder.finish(problems),
-        (None, None) => Err(Error::msg("no output was written")),
+        )?,
+        (None, Some(folder)) => folder.finish(problems)?,
+        (None, None) => return Err(Error::msg("no output was written")),
+    };
+    if !written.is_empty() {
+        each(written);
     }
+    Ok(())
 }
 
 /// What the groups read gave, `all` (of `every` file named), weighed once every file is

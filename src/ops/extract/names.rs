@@ -1,7 +1,7 @@
 //! The names `extract` writes under: safe file names, extensions read from an image's first
 //! bytes, cuobjdump's names for CUDA entries, and the output files' stems, kept apart.
 
-use std::collections::BTreeSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -140,7 +140,7 @@ fn cuobjdump_stem(name: &OsStr) -> OsString {
 pub(super) fn output_stems(
     config: &ExtractConfig,
     chosen: &[Chosen],
-    taken: &mut BTreeSet<OsString>,
+    taken: &mut Taken,
 ) -> Vec<PathBuf> {
     chosen
         .iter()
@@ -163,22 +163,39 @@ pub(super) fn output_stems(
         .collect()
 }
 
+/// The names given so far, and for each name asked for, the number of the last one given for
+/// it: every number below it was taken then, and still is, so the next search starts there
+/// (a tree of a thousand `k.o` looks for each name once, not a thousand times).
+#[derive(Default)]
+pub(super) struct Taken {
+    names: HashSet<OsString>,
+    last: HashMap<OsString, usize>,
+}
+
 /// `stem`, or the first of `stem-2`, `stem-3`... that with `suffix` after it is not `taken`
 /// yet; taken then.
-fn unique(stem: &OsStr, suffix: &str, taken: &mut BTreeSet<OsString>) -> OsString {
+fn unique(stem: &OsStr, suffix: &str, taken: &mut Taken) -> OsString {
     let joined = |name: &OsStr| {
         let mut whole = name.to_owned();
         whole.push(suffix);
         whole
     };
-    let mut candidate = stem.to_owned();
-    let mut count = 1usize;
-    while taken.contains(&joined(&candidate)) {
+    let numbered = |count: usize| {
+        let mut candidate = stem.to_owned();
+        if count > 1 {
+            candidate.push(format!("-{count}"));
+        }
+        candidate
+    };
+    let asked = joined(stem);
+    let mut count = taken.last.get(&asked).copied().unwrap_or(1);
+    let mut candidate = numbered(count);
+    while taken.names.contains(&joined(&candidate)) {
         count += 1;
-        candidate = stem.to_owned();
-        candidate.push(format!("-{count}"));
+        candidate = numbered(count);
     }
-    taken.insert(joined(&candidate));
+    taken.last.insert(asked, count);
+    taken.names.insert(joined(&candidate));
     candidate
 }
 
@@ -206,7 +223,7 @@ mod tests {
 
     #[test]
     fn a_name_taken_gets_the_first_number_free() {
-        let mut taken = BTreeSet::new();
+        let mut taken = Taken::default();
         let names: Vec<OsString> = ["k.2.sm_90", "k.2.sm_90-2", "k.2.sm_90", "k.2.sm_90"]
             .into_iter()
             .map(|n| unique(n.as_ref(), ".cubin", &mut taken))

@@ -2,9 +2,15 @@
 //! stored as it is is copied by the kernel; the images of one compressed bundle are written
 //! together as its stream is inflated, each named by what its first bytes say. The inputs
 //! come a group at a time; the outputs are put in place together, once all are written.
+//!
+//! Into a folder that does not exist yet, the outputs are written into a new folder beside it
+//! ([`FreshFolder`]: each file created once by its name, no rename of its own) that takes its
+//! name when all are written; each group's records are then handed back as soon as it is
+//! written, and nothing is held of them. Into a folder that exists, each output is a temporary
+//! file renamed over its name at the end (none is put over an input file read by any group),
+//! and the records are held until then.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::ffi::OsString;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -14,19 +20,22 @@ use crate::error::{Error, Result};
 use crate::format::cuda_fatbin::{Compression, Stored};
 use crate::format::ErrorKind;
 use crate::host::kpack::{ArchiveFiles, StoredCodeObject};
-use crate::io::{Closed, Input, Output};
+use crate::io::{Closed, FreshFolder, Input, Output};
 use crate::ops::extract::chosen::{Bytes, Chosen, Extracted, Held};
 use crate::ops::extract::inflate::{inflate_group, stream_groups};
 use crate::ops::extract::kpack;
-use crate::ops::extract::names::{extension, output_stems, with_extension};
+use crate::ops::extract::names::{extension, output_stems, with_extension, Taken};
 use crate::ops::extract::options::ExtractConfig;
 use crate::ops::support::inflating::{memory_of_cuda, Budget};
 use crate::ops::support::progress::Progress;
 
 /// The outputs of an extraction to a folder, written a group of input files at a time and
 /// put in place together at the end: until then each is a temporary file, and what is held
-/// of it is its names and its record.
+/// of it is its names and its record; or, into a new folder, each is a file of the folder
+/// being built, and nothing is held of it.
 pub(super) struct Folder<'f> {
+    /// The new folder being built, when the output folder did not exist.
+    fresh: Option<FreshFolder>,
     progress: &'f dyn Progress,
     /// Whether the bar of bytes is started for the (one) group.
     bar: bool,
@@ -34,7 +43,7 @@ pub(super) struct Folder<'f> {
     /// trace of a failed run is left.
     made: Vec<PathBuf>,
     /// The names given so far, so that the outputs of every group are kept apart.
-    taken: BTreeSet<OsString>,
+    taken: Taken,
     budget: Budget,
     /// The outputs written, not yet in place, and what each holds, in the order of the files.
     closed: Vec<Closed>,
@@ -69,12 +78,25 @@ impl<'f> Folder<'f> {
             .take_while(|folder| !folder.as_os_str().is_empty() && !folder.exists())
             .map(Path::to_path_buf)
             .collect();
-        std::fs::create_dir_all(&config.output).map_err(|e| Error::io(&config.output, e))?;
+        let missing = std::fs::symlink_metadata(&config.output)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+        let fresh = match config.output.parent() {
+            Some(parent) if missing && config.output.file_name().is_some() => {
+                std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
+                Some(FreshFolder::new(&config.output)?)
+            }
+            _ => {
+                std::fs::create_dir_all(&config.output)
+                    .map_err(|e| Error::io(&config.output, e))?;
+                None
+            }
+        };
         Ok(Folder {
+            fresh,
             progress,
             bar,
             made,
-            taken: BTreeSet::new(),
+            taken: Taken::default(),
             budget: Budget::new(),
             closed: Vec::new(),
             extracted: Vec::new(),
@@ -90,14 +112,15 @@ impl<'f> Folder<'f> {
     /// Writes each image `chosen` from one group of inputs (`config` names their files) to
     /// a temporary file of its own, in parallel (the images of one compressed bundle
     /// together, as its stream is inflated). An input file one of whose images cannot be
-    /// written has none of its images kept.
+    /// written has none of its images kept. Into a new folder, the records of the files
+    /// written, in the order of the files (else none: they come from [`Folder::finish`]).
     pub(super) fn write_group(
         &mut self,
         config: &ExtractConfig,
         inputs: &[Input],
         archives: &ArchiveFiles,
         chosen: Vec<Chosen>,
-    ) -> Result<()> {
+    ) -> Result<Vec<Extracted>> {
         let stems = output_stems(config, &chosen, &mut self.taken);
         let writer = Writer {
             config,
@@ -107,26 +130,43 @@ impl<'f> Folder<'f> {
             stems: &stems,
             budget: &self.budget,
             progress: self.progress,
+            fresh: self.fresh.as_ref(),
         };
-        let (mut written, failed) = writer.write_all(std::mem::take(&mut self.bar));
+        let (written, failed) = writer.write_all(std::mem::take(&mut self.bar));
         let with_images: BTreeSet<usize> = chosen.iter().map(|c| c.input).collect();
         self.with_images += with_images.len();
-        written.retain(|w| !failed.contains_key(&chosen[w.index].input));
+        let (mut written, dropped): (Vec<Written>, Vec<Written>) = written
+            .into_iter()
+            .partition(|w| !failed.contains_key(&chosen[w.index].input));
+        if let Some(fresh) = &self.fresh {
+            // The other images of an input that failed go again.
+            for w in dropped {
+                fresh.remove(w.path.file_name().unwrap_or_default())?;
+            }
+        }
         written.sort_by_key(|w| w.index);
         let kept = chosen
             .into_iter()
             .filter(|c| !failed.contains_key(&c.input));
+        let mut group = Vec::new();
         for (mut c, w) in kept.zip(written) {
             tracing::info!(from = %c.image.file, "writing {} to {}", c.label, w.path.display());
             c.image.size = w.size.unwrap_or(c.image.size);
+            if self.fresh.is_some() {
+                group.push(c.extracted(w.path));
+                continue;
+            }
             self.owners.push(self.before + c.input);
             self.extracted.push(c.extracted(w.path));
             self.closed.push(w.closed);
         }
         self.failed.extend(failed.into_values());
-        self.read.extend(inputs.iter().filter_map(Input::identity));
+        // No input file is in a folder that did not exist.
+        if self.fresh.is_none() {
+            self.read.extend(inputs.iter().filter_map(Input::identity));
+        }
         self.before += inputs.len();
-        Ok(())
+        Ok(group)
     }
 
     /// Takes out the outputs that would be put in place over an input file read (by another
@@ -175,7 +215,9 @@ impl<'f> Folder<'f> {
     /// files that failed, whose errors go to `problems`; when every input file with images
     /// failed, the first one's error is the result.
     pub(super) fn finish(mut self, problems: &mut Vec<Error>) -> Result<Vec<Extracted>> {
-        self.refuse_inputs();
+        if self.fresh.is_none() {
+            self.refuse_inputs();
+        }
         let mut failed = std::mem::take(&mut self.failed).into_iter();
         if failed.len() > 0 && failed.len() == self.with_images {
             if let Some(first) = failed.next() {
@@ -183,7 +225,13 @@ impl<'f> Folder<'f> {
                 return Err(first);
             }
         }
-        crate::io::place_all(std::mem::take(&mut self.closed))?;
+        match self.fresh.take() {
+            Some(fresh) => {
+                crate::io::inputs_intact()?;
+                fresh.place()?;
+            }
+            None => crate::io::place_all(std::mem::take(&mut self.closed))?,
+        }
         self.placed = true;
         self.progress.finish();
         problems.extend(failed);
@@ -196,9 +244,10 @@ impl Drop for Folder<'_> {
         if self.placed {
             return;
         }
-        // The temporary files go first, then the folders made for them, if empty: nothing
-        // else is touched.
+        // The temporary files (or the new folder) go first, then the folders made for them,
+        // if empty: nothing else is touched.
         self.closed.clear();
+        self.fresh = None;
         for folder in &self.made {
             let _ = std::fs::remove_dir(folder);
         }
@@ -228,6 +277,8 @@ struct Writer<'w> {
     stems: &'w [PathBuf],
     budget: &'w Budget,
     progress: &'w dyn Progress,
+    /// The new folder the outputs are made in, if any.
+    fresh: Option<&'w FreshFolder>,
 }
 
 impl Writer<'_> {
@@ -267,7 +318,10 @@ impl Writer<'_> {
     /// Writes the images `job` (indices among the chosen): one stored as it is, or those of
     /// one compressed bundle, as its stream is inflated.
     fn write(&self, job: &[usize]) -> Result<Vec<Written>> {
-        let mut pending: Vec<Pending> = job.iter().map(|&index| Pending::new(index)).collect();
+        let mut pending: Vec<Pending> = job
+            .iter()
+            .map(|&index| Pending::new(index, self.fresh))
+            .collect();
         let Some(&first) = job.first() else {
             return Ok(Vec::new());
         };
@@ -278,29 +332,34 @@ impl Writer<'_> {
                 self.write_archived(c, *number, code, stem, &mut pending[0])?;
             }
             Bytes::Cuda(held, stored) => {
-                let path = with_extension(stem, c.ext);
-                let mut out = Output::create(&path)?;
-                let size = self.write_cuda(c, held, stored, &mut out)?;
-                pending[0].out = Some((path, out));
+                let out = pending[0].create(with_extension(stem, c.ext))?;
+                let size = self.write_cuda(c, held, stored, out)?;
                 pending[0].size = Some(size);
             }
             Bytes::Input(..) | Bytes::Owned(_) => {
                 let bytes = c.bytes(self.inputs);
-                let path = with_extension(stem, c.ext);
-                let mut out = Output::create(&path)?;
+                let out = pending[0].create(with_extension(stem, c.ext))?;
                 out.write_part(&self.inputs[c.input], bytes)?;
                 self.progress.advance(bytes.len() as u64);
-                pending[0].out = Some((path, out));
             }
             Bytes::Stream(_) => self.write_streamed(job, &mut pending)?,
         }
-        pending
+        let finished: Vec<Result<Written>> = pending
             .into_iter()
             .map(|p| {
                 let index = p.index;
                 p.finish(&self.chosen[index], &self.stems[index])
             })
-            .collect()
+            .collect();
+        if finished.iter().any(Result::is_err) {
+            // The images of the job that were finished go with the one that was not.
+            for w in finished.iter().flatten() {
+                if let Some(fresh) = self.fresh {
+                    fresh.remove(w.path.file_name().unwrap_or_default())?;
+                }
+            }
+        }
+        finished.into_iter().collect()
     }
 
     /// Writes the code object `code` of archive `number`, chosen as `c`, to `p`: copied
@@ -311,15 +370,13 @@ impl Writer<'_> {
         number: usize,
         code: &StoredCodeObject,
         stem: &Path,
-        p: &mut Pending,
+        p: &mut Pending<'_>,
     ) -> Result<()> {
         if let Some((input, bytes)) = kpack::stored_plain(self.archives, number, code)? {
-            let path = with_extension(stem, extension(&c.image, bytes));
-            let mut out = Output::create(&path)?;
+            let out = p.create(with_extension(stem, extension(&c.image, bytes)))?;
             out.write_part(input, bytes)?;
             input.release(bytes);
             self.progress.advance(bytes.len() as u64);
-            p.out = Some((path, out));
             return Ok(());
         }
         let limit = self.config.max_decompressed;
@@ -338,7 +395,7 @@ impl Writer<'_> {
 
     /// Writes the images `job` of one compressed bundle to `pending`, as its stream is
     /// inflated.
-    fn write_streamed(&self, job: &[usize], pending: &mut [Pending]) -> Result<()> {
+    fn write_streamed(&self, job: &[usize], pending: &mut [Pending<'_>]) -> Result<()> {
         let chosen = self.chosen;
         inflate_group(
             self.config,
@@ -395,27 +452,41 @@ impl Writer<'_> {
 }
 
 /// An image being written as its stream is inflated: its first bytes are held until they
-/// tell its extension (an ELF code object, bitcode, SPIR-V).
-struct Pending {
+/// tell its extension (an ELF code object, bitcode, SPIR-V). Made in a new folder and left
+/// unfinished (its input failed), it is removed.
+struct Pending<'w> {
     index: usize,
     head: Vec<u8>,
     out: Option<(PathBuf, Output)>,
     /// The bytes written, when known to differ from the listed size.
     size: Option<u64>,
+    /// The new folder the output is made in, if any.
+    fresh: Option<&'w FreshFolder>,
 }
 
 /// Bytes that tell an image's kind.
 const MAGIC_LEN: usize = 4;
 
-impl Pending {
-    /// Nothing written yet of the chosen image `index`.
-    fn new(index: usize) -> Pending {
+impl<'w> Pending<'w> {
+    /// Nothing written yet of the chosen image `index`, to be made in `fresh` if given.
+    fn new(index: usize, fresh: Option<&'w FreshFolder>) -> Pending<'w> {
         Pending {
             index,
             head: Vec::new(),
             out: None,
             size: None,
+            fresh,
         }
+    }
+
+    /// Creates the output at `path` (in the new folder by its name, if there is one).
+    fn create(&mut self, path: PathBuf) -> Result<&mut Output> {
+        let out = match self.fresh {
+            Some(fresh) => fresh.create(path.file_name().unwrap_or_default(), &path)?,
+            None => Output::create(&path)?,
+        };
+        let (_, out) = self.out.insert((path, out));
+        Ok(out)
     }
 
     /// Writes the next bytes of the image.
@@ -432,11 +503,9 @@ impl Pending {
 
     /// Creates the output, named by what the first bytes say, and writes them.
     fn open(&mut self, c: &Chosen, stem: &Path) -> Result<()> {
-        let path = with_extension(stem, extension(&c.image, &self.head));
-        let mut out = Output::create(&path)?;
-        out.write_bytes(&std::mem::take(&mut self.head))?;
-        self.out = Some((path, out));
-        Ok(())
+        let head = std::mem::take(&mut self.head);
+        let out = self.create(with_extension(stem, extension(&c.image, &head)))?;
+        Ok(out.write_bytes(&head)?)
     }
 
     /// Closes the output, once every byte is written.
@@ -451,11 +520,30 @@ impl Pending {
                 }
             }
         };
+        let closed = match out.close() {
+            Ok(closed) => closed,
+            Err(e) => {
+                // Taken out, as an unfinished output is when dropped.
+                if let Some(fresh) = self.fresh {
+                    let _ = fresh.remove(path.file_name().unwrap_or_default());
+                }
+                return Err(e.into());
+            }
+        };
         Ok(Written {
             index: self.index,
             path,
-            closed: out.close()?,
+            closed,
             size: self.size,
         })
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        // Not finished: its input failed, and none of that input's images stay.
+        if let (Some((path, _)), Some(fresh)) = (self.out.take(), self.fresh) {
+            let _ = fresh.remove(path.file_name().unwrap_or_default());
+        }
     }
 }

@@ -183,6 +183,39 @@ pub struct Stopped {
 /// Runs the job `options` asks for, `files` hearing of each file done.
 #[tracing::instrument(skip_all, fields(change = %options.config.change))]
 pub fn run(options: &JobOptions, files: &dyn Progress) -> std::result::Result<JobReport, Stopped> {
+    let prepared = prepare(options)?;
+    let mut reports = Vec::new();
+    let mut others = Vec::new();
+    let listed = prepared.listed();
+    let manifests = prepared.run_each(files, &mut |report| {
+        if reports.len() < listed {
+            reports.push(report);
+        } else {
+            others.push(report);
+        }
+    });
+    let Prepared { walk, plan, .. } = prepared;
+    Ok(JobReport {
+        walk,
+        files: reports,
+        others,
+        refused: plan.refused,
+        manifests,
+    })
+}
+
+/// A job walked and planned, its files not yet worked on.
+pub struct Prepared<'o> {
+    options: &'o JobOptions,
+    /// The walk of the inputs: the folders that could not be read, the loops and special
+    /// files skipped.
+    pub walk: Walk,
+    plan: Plan,
+    pool: rayon::ThreadPool,
+}
+
+/// Walks and plans the job `options` asks for, without working on any file yet.
+pub fn prepare(options: &JobOptions) -> std::result::Result<Prepared<'_>, Stopped> {
     let stopped = |walk, refusal| Stopped { walk, refusal };
     if let Some(output) = &options.output {
         plan::output_outside_inputs(&options.files, output).map_err(|r| stopped(None, r))?;
@@ -214,47 +247,57 @@ pub fn run(options: &JobOptions, files: &dyn Progress) -> std::result::Result<Jo
             Refusal::KeepsNothing { images },
         ));
     }
-    let outcomes = each_file(&pool, &plan.tasks, files, |task| {
-        rewrite_file(&plan, task, options)
-    });
-    let others = match options.pruning {
-        Some(pruning) => each_file(&pool, &plan.others, files, |task| {
-            if pruning.bare == Action::Prune {
-                prepare_output(&plan, &task.placement, options.mode)?;
-            }
-            settle_other(
-                &task.input,
-                &task.placement,
-                &options.config,
-                pruning,
-                options.mode,
-            )
-            .map(Outcome::NoDeviceCode)
-        }),
-        None => Vec::new(),
-    };
-    let tasks = plan.tasks.iter().zip(&outcomes);
-    let changed = tasks
-        .chain(plan.others.iter().zip(&others))
-        .flat_map(changed);
-    let manifests = environments::update(&plan, changed, options.mode);
-    let reports = |tasks: &[Task], outcomes: Vec<Result<Outcome>>| -> Vec<FileReport> {
-        tasks
-            .iter()
-            .zip(outcomes)
-            .map(|(task, outcome)| FileReport {
-                path: task.input.clone(),
-                outcome,
-            })
-            .collect()
-    };
-    Ok(JobReport {
+    Ok(Prepared {
+        options,
         walk,
-        files: reports(&plan.tasks, outcomes),
-        others: reports(&plan.others, others),
-        refused: plan.refused,
-        manifests,
+        plan,
+        pool,
     })
+}
+
+impl Prepared<'_> {
+    /// Files left as they are because the walk reached them through a symbolic link.
+    pub fn refused(&self) -> &[Error] {
+        &self.plan.refused
+    }
+
+    /// How many files are rewritten or settled whole (the files of folders without device
+    /// code, settled when pruning, come after them).
+    pub fn listed(&self) -> usize {
+        self.plan.tasks.len()
+    }
+
+    /// Works on every file, `files` hearing of each: the report of each handed to `each` as
+    /// it is done, in the order of the walk (the files rewritten or settled whole, then
+    /// those of folders without device code), a chunk of files at a time, so that no report
+    /// is held once handed. Gives the manifests brought up to date, as [`JobReport`] says.
+    pub fn run_each(
+        &self,
+        files: &dyn Progress,
+        each: &mut dyn FnMut(FileReport),
+    ) -> Vec<Result<Updated>> {
+        let (plan, options, pool) = (&self.plan, self.options, &self.pool);
+        let mut changes: Vec<(&Placement, Touched)> = Vec::new();
+        each_file(pool, &plan.tasks, files, &mut changes, each, |task| {
+            rewrite_file(plan, task, options)
+        });
+        if let Some(pruning) = options.pruning {
+            each_file(pool, &plan.others, files, &mut changes, each, |task| {
+                if pruning.bare == Action::Prune {
+                    prepare_output(plan, &task.placement, options.mode)?;
+                }
+                settle_other(
+                    &task.input,
+                    &task.placement,
+                    &options.config,
+                    pruning,
+                    options.mode,
+                )
+                .map(Outcome::NoDeviceCode)
+            });
+        }
+        environments::update(plan, changes, options.mode)
+    }
 }
 
 /// Where the files of `task` that `outcome` changed were placed, and what became of each:
@@ -283,27 +326,41 @@ fn changed<'t>((task, outcome): (&'t Task, &Result<Outcome>)) -> Vec<(&'t Placem
     }
 }
 
-/// `work` done on each of `tasks` on `pool`, `progress` hearing of each; the results in the
-/// order of `tasks`, whatever the order they were done in.
-fn each_file<T: Send>(
+/// How many files are worked on at once, in parallel, before their reports are handed out.
+const CHUNK: usize = 256;
+
+/// `work` done on each of `tasks` on `pool`, `progress` hearing of each, a chunk at a time:
+/// the reports handed to `each` in the order of `tasks`, whatever the order they were done
+/// in, and where each file changed went to `changes`.
+fn each_file<'t>(
     pool: &rayon::ThreadPool,
-    tasks: &[Task],
+    tasks: &'t [Task],
     progress: &dyn Progress,
-    work: impl Fn(&Task) -> T + Sync,
-) -> Vec<T> {
+    changes: &mut Vec<(&'t Placement, Touched)>,
+    each: &mut dyn FnMut(FileReport),
+    work: impl Fn(&Task) -> Result<Outcome> + Sync,
+) {
     progress.start(tasks.len() as u64);
-    let results = pool.install(|| {
-        tasks
-            .par_iter()
-            .map(|task| {
-                let result = work(task);
-                progress.advance(1);
-                result
-            })
-            .collect()
-    });
+    for chunk in tasks.chunks(CHUNK) {
+        let outcomes: Vec<Result<Outcome>> = pool.install(|| {
+            chunk
+                .par_iter()
+                .map(|task| {
+                    let result = work(task);
+                    progress.advance(1);
+                    result
+                })
+                .collect()
+        });
+        for (task, outcome) in chunk.iter().zip(outcomes) {
+            changes.extend(changed((task, &outcome)));
+            each(FileReport {
+                path: task.input.clone(),
+                outcome,
+            });
+        }
+    }
     progress.finish();
-    results
 }
 
 /// With `--prune` (and no `--allow-empty`), the device images found when a strip keeps none
