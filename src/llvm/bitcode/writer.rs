@@ -124,6 +124,10 @@ impl ElementEncoder {
     /// Encodes `bytes`; the whole bytes made are in [`ElementEncoder::take`].
     pub fn push(&mut self, bytes: &[u8]) {
         self.out.reserve(bytes.len() + 8);
+        if self.element == Field::Fixed(8) {
+            self.push_bytes(bytes);
+            return;
+        }
         for &byte in bytes {
             let value = u64::from(byte);
             match self.element {
@@ -140,6 +144,31 @@ impl ElementEncoder {
                 }
             }
         }
+    }
+
+    /// Encodes `bytes` as 8-bit elements: each byte of the stream is the high bits of one
+    /// byte and the low bits of the next, made in a loop the compiler turns into vector
+    /// instructions, where one bit at a time would run at a fifth of the disk's pace.
+    fn push_bytes(&mut self, bytes: &[u8]) {
+        // Fewer than 8 bits wait between calls, and 8 more make a whole byte each.
+        let shift = self.pending_bits;
+        let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else {
+            return;
+        };
+        if shift == 0 {
+            self.out.extend_from_slice(bytes);
+            return;
+        }
+        self.out
+            .push(self.pending.to_le_bytes()[0] | (first << shift));
+        let next = bytes.get(1..).unwrap_or_default();
+        (self.out).extend(
+            bytes
+                .iter()
+                .zip(next)
+                .map(|(a, b)| (a >> (8 - shift)) | (b << shift)),
+        );
+        self.pending = u64::from(last >> (8 - shift));
     }
 
     /// The whole bytes encoded so far, taken.
@@ -776,6 +805,34 @@ mod tests {
                 .windows(32)
                 .any(|w| w.iter().rev().fold(0u32, |v, &b| v << 1 | u32::from(b)) == 0xdead_beef);
             assert!(found, "{element:?}");
+        }
+    }
+
+    #[test]
+    fn bytes_are_shifted_by_the_lead_as_one_bit_at_a_time_would() {
+        let bytes: Vec<u8> = (0..300u32).map(|i| (i * 73 + i / 7) as u8).collect();
+        for lead_bits in 0..8 {
+            let hole = ElementHole {
+                id: 0,
+                element: Field::Fixed(8),
+                count: bytes.len() as u64,
+                bits: 8 * bytes.len() as u64,
+                lead: (0b1010_1010 & ((1 << lead_bits) - 1), lead_bits),
+            };
+            let mut one_by_one = ElementEncoder::new(&hole);
+            for &byte in &bytes {
+                one_by_one.put(u64::from(byte), 8);
+            }
+            let want = one_by_one.take();
+            let mut got = Vec::new();
+            let mut encoder = ElementEncoder::new(&hole);
+            for piece in [&bytes[..1], &bytes[1..1], &bytes[1..150], &bytes[150..]] {
+                encoder.push(piece);
+                got.extend(encoder.take());
+            }
+            assert_eq!(got, want, "{lead_bits} bits before");
+            let (got_tail, want_tail) = (encoder.finish(), one_by_one.finish());
+            assert_eq!(got_tail, want_tail, "{lead_bits} bits before");
         }
     }
 
