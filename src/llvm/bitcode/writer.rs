@@ -171,6 +171,14 @@ impl ElementEncoder {
         self.pending = u64::from(last >> (8 - shift));
     }
 
+    /// Hands the whole bytes encoded so far to `sink`, keeping their room for the next ones
+    /// (a fresh megabyte for every chunk would be faulted in page by page).
+    pub fn drain<R>(&mut self, sink: impl FnOnce(&[u8]) -> R) -> R {
+        let result = sink(&self.out);
+        self.out.clear();
+        result
+    }
+
     /// The whole bytes encoded so far, taken.
     pub fn take(&mut self) -> Vec<u8> {
         std::mem::take(&mut self.out)
