@@ -179,11 +179,6 @@ impl ElementEncoder {
         result
     }
 
-    /// The whole bytes encoded so far, taken.
-    pub fn take(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.out)
-    }
-
     /// The bits left, fewer than 8, and how many: the low bits of the next byte of the
     /// stream, which holds zeros there.
     pub fn finish(self) -> (u8, u32) {
@@ -264,7 +259,7 @@ impl Bitstream {
                     let mut encoder = ElementEncoder::new(hole);
                     let count = usize::try_from(hole.count).unwrap_or(usize::MAX);
                     encoder.push(bytes.get(..count).unwrap_or(bytes));
-                    out.extend_from_slice(&encoder.take());
+                    encoder.drain(|bytes| out.extend_from_slice(bytes));
                     tail = encoder.finish();
                 }
             }
@@ -831,12 +826,12 @@ mod tests {
             for &byte in &bytes {
                 one_by_one.put(u64::from(byte), 8);
             }
-            let want = one_by_one.take();
+            let want = one_by_one.drain(<[u8]>::to_vec);
             let mut got = Vec::new();
             let mut encoder = ElementEncoder::new(&hole);
             for piece in [&bytes[..1], &bytes[1..1], &bytes[1..150], &bytes[150..]] {
                 encoder.push(piece);
-                got.extend(encoder.take());
+                encoder.drain(|bytes| got.extend_from_slice(bytes));
             }
             assert_eq!(got, want, "{lead_bits} bits before");
             let (got_tail, want_tail) = (encoder.finish(), one_by_one.finish());
