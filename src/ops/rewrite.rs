@@ -66,7 +66,7 @@ use crate::io::{release_mapped, Input, Output};
 use crate::ops::support::inflating::{mapped_room, memory_of, memory_of_whole, Budget};
 use crate::ops::support::largest_first;
 use crate::target::target_id::TargetIdBuf;
-use hashed_ahead::HashedAhead;
+use hashed_ahead::{HashedAhead, Order};
 use inflater::{fill_inflated, inflate_into, not_a_container, spill_failed, Inflater};
 
 mod conda;
@@ -390,7 +390,7 @@ fn rewrite_ahead(data: &[u8], config: &RewriteConfig, unit: &[ImageTarget]) -> V
     let ahead = (compressing(config) && total >= HASH_AHEAD_FROM).then(HashedAhead::new);
     let done = std::thread::scope(|scope| {
         if let Some(ahead) = &ahead {
-            scope.spawn(|| ahead.hash_all(&plain));
+            scope.spawn(|| ahead.hash_all(&plain, Order::LargestFirst));
         }
         largest_first::run(&places, |&start| {
             let region = (unit, ahead.as_ref());
@@ -863,7 +863,9 @@ fn rewrite_program<'a>(
     let ahead = compressing(config).then(HashedAhead::new);
     let hash_all = |containers: &[&[u8]]| {
         if let Some(ahead) = &ahead {
-            ahead.hash_all(&plain_bundles(containers.iter().copied()));
+            // In the section's order, which its containers are compressed in.
+            let plain = plain_bundles(containers.iter().copied());
+            ahead.hash_all(&plain, Order::AsGiven);
         }
     };
     let rewrite = |here: &[u8], start: usize| {

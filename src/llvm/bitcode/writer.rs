@@ -124,6 +124,10 @@ impl ElementEncoder {
     /// Encodes `bytes`; the whole bytes made are in [`ElementEncoder::take`].
     pub fn push(&mut self, bytes: &[u8]) {
         self.out.reserve(bytes.len() + 8);
+        if self.element == Field::Fixed(8) {
+            self.push_bytes(bytes);
+            return;
+        }
         for &byte in bytes {
             let value = u64::from(byte);
             match self.element {
@@ -142,9 +146,37 @@ impl ElementEncoder {
         }
     }
 
-    /// The whole bytes encoded so far, taken.
-    pub fn take(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.out)
+    /// Encodes `bytes` as 8-bit elements: each byte of the stream is the high bits of one
+    /// byte and the low bits of the next, made in a loop the compiler turns into vector
+    /// instructions, where one bit at a time would run at a fifth of the disk's pace.
+    fn push_bytes(&mut self, bytes: &[u8]) {
+        // Fewer than 8 bits wait between calls, and 8 more make a whole byte each.
+        let shift = self.pending_bits;
+        let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else {
+            return;
+        };
+        if shift == 0 {
+            self.out.extend_from_slice(bytes);
+            return;
+        }
+        self.out
+            .push(self.pending.to_le_bytes()[0] | (first << shift));
+        let next = bytes.get(1..).unwrap_or_default();
+        (self.out).extend(
+            bytes
+                .iter()
+                .zip(next)
+                .map(|(a, b)| (a >> (8 - shift)) | (b << shift)),
+        );
+        self.pending = u64::from(last >> (8 - shift));
+    }
+
+    /// Hands the whole bytes encoded so far to `sink`, keeping their room for the next ones
+    /// (a fresh megabyte for every chunk would be faulted in page by page).
+    pub fn drain<R>(&mut self, sink: impl FnOnce(&[u8]) -> R) -> R {
+        let result = sink(&self.out);
+        self.out.clear();
+        result
     }
 
     /// The bits left, fewer than 8, and how many: the low bits of the next byte of the
@@ -227,7 +259,7 @@ impl Bitstream {
                     let mut encoder = ElementEncoder::new(hole);
                     let count = usize::try_from(hole.count).unwrap_or(usize::MAX);
                     encoder.push(bytes.get(..count).unwrap_or(bytes));
-                    out.extend_from_slice(&encoder.take());
+                    encoder.drain(|bytes| out.extend_from_slice(bytes));
                     tail = encoder.finish();
                 }
             }
@@ -776,6 +808,34 @@ mod tests {
                 .windows(32)
                 .any(|w| w.iter().rev().fold(0u32, |v, &b| v << 1 | u32::from(b)) == 0xdead_beef);
             assert!(found, "{element:?}");
+        }
+    }
+
+    #[test]
+    fn bytes_are_shifted_by_the_lead_as_one_bit_at_a_time_would() {
+        let bytes: Vec<u8> = (0..300u32).map(|i| (i * 73 + i / 7) as u8).collect();
+        for lead_bits in 0..8 {
+            let hole = ElementHole {
+                id: 0,
+                element: Field::Fixed(8),
+                count: bytes.len() as u64,
+                bits: 8 * bytes.len() as u64,
+                lead: (0b1010_1010 & ((1 << lead_bits) - 1), lead_bits),
+            };
+            let mut one_by_one = ElementEncoder::new(&hole);
+            for &byte in &bytes {
+                one_by_one.put(u64::from(byte), 8);
+            }
+            let want = one_by_one.drain(<[u8]>::to_vec);
+            let mut got = Vec::new();
+            let mut encoder = ElementEncoder::new(&hole);
+            for piece in [&bytes[..1], &bytes[1..1], &bytes[1..150], &bytes[150..]] {
+                encoder.push(piece);
+                encoder.drain(|bytes| got.extend_from_slice(bytes));
+            }
+            assert_eq!(got, want, "{lead_bits} bits before");
+            let (got_tail, want_tail) = (encoder.finish(), one_by_one.finish());
+            assert_eq!(got_tail, want_tail, "{lead_bits} bits before");
         }
     }
 

@@ -5,12 +5,24 @@
 //! dependent steps, a sixth of the time zstd takes; taken for all the bundles of a region at
 //! once, several side by side in the lanes of the vector registers
 //! ([`ccob::truncated_md5s`]), they cost a fraction of that. The hashing thread takes the
-//! bundles largest first, the order they are compressed in, and a hash is asked for only
-//! once its bundle is compressed, so that the threads compressing rarely wait for one.
+//! bundles in the order they are compressed in ([`Order`]), and a hash is asked for only
+//! once its bundle is compressed, so that the threads compressing rarely wait for one: taken
+//! largest first while a program's section is compressed from its start, the hashes of the
+//! first bundles came last, and both threads compressing librocsolver waited for them as
+//! long as the hashing of all 1.9 GB took.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use crate::format::ccob;
+
+/// The order the bundles are compressed in, which their hashing follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Order {
+    /// The largest first (the containers of a region, [`crate::ops::support::largest_first`]).
+    LargestFirst,
+    /// As given (the containers of a program's section, from its start).
+    AsGiven,
+}
 
 /// The hashes of the bundles being hashed ahead, or last hashed.
 #[derive(Default)]
@@ -35,11 +47,13 @@ impl HashedAhead {
         HashedAhead::default()
     }
 
-    /// Hashes every one of `bundles`, largest first, making each hash known as soon as it is
+    /// Hashes every one of `bundles` in `order`, making each hash known as soon as it is
     /// taken (to run on a thread of its own while the bundles are compressed).
-    pub(super) fn hash_all(&self, bundles: &[&[u8]]) {
+    pub(super) fn hash_all(&self, bundles: &[&[u8]], order: Order) {
         let mut bundles = bundles.to_vec();
-        bundles.sort_by_key(|b| std::cmp::Reverse(b.len()));
+        if order == Order::LargestFirst {
+            bundles.sort_by_key(|b| std::cmp::Reverse(b.len()));
+        }
         {
             let mut found = self.lock();
             found.places = (bundles.iter().enumerate())
@@ -113,16 +127,20 @@ mod tests {
             &data[150_000..150_010],
         ];
         let ahead = HashedAhead::new();
-        std::thread::scope(|scope| {
-            scope.spawn(|| ahead.hash_all(&bundles));
-            // Until the hashing starts, a bundle is not known; then its hash is waited for.
-            while ahead.lock().places.is_empty() {
-                std::thread::yield_now();
-            }
-            for bundle in &bundles {
-                assert_eq!(ahead.get(bundle), Some(ccob::truncated_md5(bundle)));
-            }
-        });
+        for order in [Order::LargestFirst, Order::AsGiven] {
+            *ahead.lock() = Found::default();
+            std::thread::scope(|scope| {
+                scope.spawn(|| ahead.hash_all(&bundles, order));
+                // Until the hashing starts, a bundle is not known; then its hash is waited for.
+                while ahead.lock().places.is_empty() {
+                    std::thread::yield_now();
+                }
+                for bundle in &bundles {
+                    let hash = ahead.get(bundle);
+                    assert_eq!(hash, Some(ccob::truncated_md5(bundle)), "{order:?}");
+                }
+            });
+        }
         // The same start, another length; another start.
         assert_eq!(ahead.get(&data[0..999]), None);
         assert_eq!(ahead.get(&data[1..1000]), None);
@@ -132,7 +150,7 @@ mod tests {
     fn once_the_hashing_is_over_a_missing_hash_is_not_waited_for() {
         let data = vec![1u8; 100];
         let ahead = HashedAhead::new();
-        ahead.hash_all(&[&data[..]]);
+        ahead.hash_all(&[&data[..]], Order::AsGiven);
         ahead.lock().hashes[0] = None;
         assert_eq!(ahead.get(&data), None);
     }

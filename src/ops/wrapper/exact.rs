@@ -135,7 +135,7 @@ fn write_hole(out: &mut Output, hole: &ElementHole, image: &Image) -> Result<(u8
         let take = (left as usize).min(chunk.len());
         encoder.push(&chunk[..take]);
         left -= take as u64;
-        Ok(out.write_bytes(&encoder.take())?)
+        Ok(encoder.drain(|bytes| out.write_bytes(bytes))?)
     })?;
     Ok(encoder.finish())
 }
