@@ -129,11 +129,11 @@ impl Spill {
         self.make_room(size)?;
         match &mut self.store {
             Store::Memory(held) => held.resize(held.len() + size as usize, 0),
-            // A hole in the file: it reads as zeros, and costs no disk until written. Its
-            // length is set now, so that the parts copied into holes never extend the file.
+            // A hole in the file: it reads as zeros, and costs no disk until written. The
+            // file's length is set once, before the holes are filled ([`Spill::fill`]) or the
+            // bytes are taken ([`Spill::finish`]), not for each hole left.
             Store::File(file) => {
                 file.seek(SeekFrom::Current(i64::try_from(size).map_err(too_large)?))?;
-                file.get_ref().set_len(at + size)?;
             }
         }
         self.len += size;
@@ -181,6 +181,9 @@ impl Spill {
         match &mut self.store {
             Store::File(file) => {
                 file.flush().map_err(|e| failed(first, e))?;
+                // Its whole length first, so that the parts copied into holes side by side
+                // never extend the file (each would wait on the others to).
+                (file.get_ref().set_len(self.len)).map_err(|e| failed(first, e))?;
                 fill_file(file.get_ref(), holes, write, failed)
             }
             Store::Memory(held) => fill_in(held, 0, holes, write, failed),
@@ -211,6 +214,10 @@ pub fn fill_file<T: Sync, E: Send>(
 ) -> Result<(), E> {
     holes
         .par_iter()
+        // One hole at a time: holes differ in size by thousands of times (a code object of a
+        // few kilobytes beside one of megabytes), so halves of the list can be far apart in
+        // work; taken one by one, a thread done early takes the next rather than waiting.
+        .with_max_len(1)
         .map(|hole| {
             let mut at = hole.at;
             let end = hole.at + hole.size;
@@ -722,6 +729,59 @@ mod tests {
         spans.sort_unstable();
         assert!(spans.windows(2).all(|w| w[0].1 == w[1].0));
         assert_eq!(spans.last().unwrap().1, total);
+    }
+
+    #[test]
+    fn holes_of_uneven_sizes_copied_by_the_kernel_on_many_threads_get_every_byte() {
+        // Holes from a few bytes to past the largest step one kernel copy takes, filled from a
+        // mapped file on eight threads, one hole at a time: the same bytes on every run, and
+        // the file exactly as long as the spill.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("input");
+        let source: Vec<u8> = (0..(40u32 << 20)).map(|i| (i % 241) as u8).collect();
+        std::fs::write(&path, &source).unwrap();
+        let input = Input::open(&path).unwrap();
+        let step = super::super::syncing::WRITE_BACK_STEP as usize;
+        let sizes = [
+            7usize,
+            64 << 10,
+            1,
+            step + 4099,
+            3 << 20,
+            100,
+            (64 << 10) - 1,
+            5,
+        ];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(8)
+            .build()
+            .unwrap();
+        for _ in 0..3 {
+            let mut spill = Spill::new();
+            spill.make_room(IN_MEMORY + 1).unwrap();
+            let (mut holes, mut want) = (Vec::new(), Vec::new());
+            for (k, &size) in sizes.iter().enumerate() {
+                spill.append(b"head").unwrap();
+                want.extend_from_slice(b"head");
+                let from = k * 4093;
+                let at = spill.reserve(size as u64).unwrap();
+                holes.push(Hole {
+                    at,
+                    size: size as u64,
+                    what: from,
+                });
+                want.extend_from_slice(&source[from..from + size]);
+            }
+            let write = |hole: &Hole<usize>, sink: &mut dyn FnMut(&[u8]) -> io::Result<()>| {
+                sink(&input[hole.what..hole.what + hole.size as usize])
+            };
+            pool.install(|| spill.fill(&holes, &write, &|_, e| e))
+                .unwrap();
+            assert_eq!(spill.len(), want.len() as u64);
+            let made = spill.finish().unwrap();
+            assert_eq!(made.len(), want.len() as u64);
+            assert!(made.bytes() == want.as_slice());
+        }
     }
 
     #[test]
