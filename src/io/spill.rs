@@ -129,11 +129,11 @@ impl Spill {
         self.make_room(size)?;
         match &mut self.store {
             Store::Memory(held) => held.resize(held.len() + size as usize, 0),
-            // A hole in the file: it reads as zeros, and costs no disk until written. The
-            // file's length is set once, before the holes are filled ([`Spill::fill`]) or the
-            // bytes are taken ([`Spill::finish`]), not for each hole left.
+            // A hole in the file: it reads as zeros, and costs no disk until written. Its
+            // length is set now, so that the parts copied into holes never extend the file.
             Store::File(file) => {
                 file.seek(SeekFrom::Current(i64::try_from(size).map_err(too_large)?))?;
+                file.get_ref().set_len(at + size)?;
             }
         }
         self.len += size;
@@ -181,9 +181,6 @@ impl Spill {
         match &mut self.store {
             Store::File(file) => {
                 file.flush().map_err(|e| failed(first, e))?;
-                // Its whole length first, so that the parts copied into holes side by side
-                // never extend the file (each would wait on the others to).
-                (file.get_ref().set_len(self.len)).map_err(|e| failed(first, e))?;
                 fill_file(file.get_ref(), holes, write, failed)
             }
             Store::Memory(held) => fill_in(held, 0, holes, write, failed),
