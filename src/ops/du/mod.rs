@@ -301,7 +301,7 @@ pub fn input_usage(
     });
     let problems = scan_with_archives(
         path,
-        &input,
+        input,
         max_decompressed,
         Reading::Headers,
         &mut |image| seen.borrow_mut().image(image),
@@ -353,7 +353,7 @@ pub fn input_usage(
     usage.parts = parts_of(&counted, removed.as_deref(), &members);
     usage.bare = bare;
     usage.read = input.identity();
-    usage.embedded = crate::host::package::kind(&input)
+    usage.embedded = crate::host::package::kind(input)
         .is_none()
         .then_some(embedded_count);
     Ok(usage)
