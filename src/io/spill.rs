@@ -211,6 +211,10 @@ pub fn fill_file<T: Sync, E: Send>(
 ) -> Result<(), E> {
     holes
         .par_iter()
+        // One hole at a time: holes differ in size by thousands of times (a code object of a
+        // few kilobytes beside one of megabytes), so halves of the list can be far apart in
+        // work; taken one by one, a thread done early takes the next rather than waiting.
+        .with_max_len(1)
         .map(|hole| {
             let mut at = hole.at;
             let end = hole.at + hole.size;
@@ -722,6 +726,59 @@ mod tests {
         spans.sort_unstable();
         assert!(spans.windows(2).all(|w| w[0].1 == w[1].0));
         assert_eq!(spans.last().unwrap().1, total);
+    }
+
+    #[test]
+    fn holes_of_uneven_sizes_copied_by_the_kernel_on_many_threads_get_every_byte() {
+        // Holes from a few bytes to past the largest step one kernel copy takes, filled from a
+        // mapped file on eight threads, one hole at a time: the same bytes on every run, and
+        // the file exactly as long as the spill.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("input");
+        let source: Vec<u8> = (0..(40u32 << 20)).map(|i| (i % 241) as u8).collect();
+        std::fs::write(&path, &source).unwrap();
+        let input = Input::open(&path).unwrap();
+        let step = super::super::syncing::WRITE_BACK_STEP as usize;
+        let sizes = [
+            7usize,
+            64 << 10,
+            1,
+            step + 4099,
+            3 << 20,
+            100,
+            (64 << 10) - 1,
+            5,
+        ];
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(8)
+            .build()
+            .unwrap();
+        for _ in 0..3 {
+            let mut spill = Spill::new();
+            spill.make_room(IN_MEMORY + 1).unwrap();
+            let (mut holes, mut want) = (Vec::new(), Vec::new());
+            for (k, &size) in sizes.iter().enumerate() {
+                spill.append(b"head").unwrap();
+                want.extend_from_slice(b"head");
+                let from = k * 4093;
+                let at = spill.reserve(size as u64).unwrap();
+                holes.push(Hole {
+                    at,
+                    size: size as u64,
+                    what: from,
+                });
+                want.extend_from_slice(&source[from..from + size]);
+            }
+            let write = |hole: &Hole<usize>, sink: &mut dyn FnMut(&[u8]) -> io::Result<()>| {
+                sink(&input[hole.what..hole.what + hole.size as usize])
+            };
+            pool.install(|| spill.fill(&holes, &write, &|_, e| e))
+                .unwrap();
+            assert_eq!(spill.len(), want.len() as u64);
+            let made = spill.finish().unwrap();
+            assert_eq!(made.len(), want.len() as u64);
+            assert!(made.bytes() == want.as_slice());
+        }
     }
 
     #[test]

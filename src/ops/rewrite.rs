@@ -1201,7 +1201,22 @@ pub fn rewrite_scanned(
     embedded: Option<(usize, crate::io::beneath::Identity)>,
 ) -> Result<Summary> {
     let data = Input::open(input)?;
-    if let Some(done) = package::rewrite_package(input, &data, placement, config, mode, prune, None)
+    rewrite_read(input, &data, placement, config, mode, prune, embedded)
+}
+
+/// [`rewrite_scanned`] of `input` opened as `data` already: the scan just before read it
+/// through this map, so that the pages it brought in serve the rewrite too, and the file is
+/// neither mapped nor unmapped twice.
+pub fn rewrite_read(
+    input: &Path,
+    data: &Input,
+    placement: &Placement,
+    config: &RewriteConfig,
+    mode: Mode,
+    prune: PruneMembers,
+    embedded: Option<(usize, crate::io::beneath::Identity)>,
+) -> Result<Summary> {
+    if let Some(done) = package::rewrite_package(input, data, placement, config, mode, prune, None)
     {
         return done;
     }
@@ -1209,7 +1224,7 @@ pub fn rewrite_scanned(
         .filter(|(_, read)| data.identity() == Some(*read))
         .map(|(count, _)| count);
     let mut summary = Summary::default();
-    let mut new = rewrite_nested(input, &data, config, &mut summary, (0, embedded))?;
+    let mut new = rewrite_nested(input, data, config, &mut summary, (0, embedded))?;
     if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
         return Err(Error::file(
             input,
@@ -1232,13 +1247,13 @@ pub fn rewrite_scanned(
         info!("nothing changes: the file stays as it is");
         return Ok(summary);
     }
-    let mut out = start_output(input, &data, placement)?;
+    let mut out = start_output(input, data, placement)?;
     match &mut new {
         Some(new) => {
-            let inflater = Inflater::new(&data, config.max_decompressed, input);
-            new.write_to(&mut out, &data, &inflater)?
+            let inflater = Inflater::new(data, config.max_decompressed, input);
+            new.write_to(&mut out, data, &inflater)?
         }
-        None => out.write_part(&data, &data)?,
+        None => out.write_part(data, data)?,
     }
     if let Some(new) = &new {
         verify(

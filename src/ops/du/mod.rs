@@ -281,9 +281,19 @@ pub fn file_usage(
     max_decompressed: u64,
     keep: Option<&RewriteConfig>,
 ) -> Result<FileUsage> {
-    let input = Input::open(path)?;
+    input_usage(path, &Input::open(path)?, max_decompressed, keep)
+}
+
+/// [`file_usage`] of the file at `path` opened as `input`: for a caller that reads it again
+/// next (a strip), through the same map and the pages this reading brought in.
+pub fn input_usage(
+    path: &Path,
+    input: &Input,
+    max_decompressed: u64,
+    keep: Option<&RewriteConfig>,
+) -> Result<FileUsage> {
     if input.starts_with(&crate::format::kpack::MAGIC) {
-        return archive_usage(path, &input, max_decompressed, keep);
+        return archive_usage(path, input, max_decompressed, keep);
     }
     let seen = std::cell::RefCell::new(Seen {
         all_bare: true,
@@ -291,7 +301,7 @@ pub fn file_usage(
     });
     let problems = scan_with_archives(
         path,
-        &input,
+        input,
         max_decompressed,
         Reading::Headers,
         &mut |image| seen.borrow_mut().image(image),
@@ -343,7 +353,7 @@ pub fn file_usage(
     usage.parts = parts_of(&counted, removed.as_deref(), &members);
     usage.bare = bare;
     usage.read = input.identity();
-    usage.embedded = crate::host::package::kind(&input)
+    usage.embedded = crate::host::package::kind(input)
         .is_none()
         .then_some(embedded_count);
     Ok(usage)

@@ -453,7 +453,10 @@ fn rewrite_file(plan: &Plan, task: &Task, options: &JobOptions) -> Result<Outcom
     // for compress, after it: read from the headers, before and after.
     let strips = matches!(config.change, Change::Keep(_) | Change::Remove(_));
     let keep = strips.then_some(config);
-    let mut before = du::file_usage(input, config.max_decompressed, keep).ok();
+    // Opened once: the rewrite reads the file through the map the scan read it through.
+    let opened = crate::io::Input::open(input).ok();
+    let mut before = (opened.as_ref())
+        .and_then(|data| du::input_usage(input, data, config.max_decompressed, keep).ok());
     let found = !plan.named.iter().any(|named| named == input);
     if found && before.as_ref().is_some_and(|b| b.targets.is_empty()) {
         // As a file of a folder without device code is: named for removed processors, or
@@ -473,9 +476,15 @@ fn rewrite_file(plan: &Plan, task: &Task, options: &JobOptions) -> Result<Outcom
     }
     // The scan just made counted the images embedded as data: the rewrite need not again.
     let embedded = before.as_ref().and_then(|b| Some((b.embedded?, b.read?)));
-    let summary =
-        rewriting::rewrite_scanned(input, placement, config, mode, pruned(options), embedded)
-            .map_err(|e| e.about(input))?;
+    let prune = pruned(options);
+    let summary = match &opened {
+        Some(data) => {
+            rewriting::rewrite_read(input, data, placement, config, mode, prune, embedded)
+        }
+        None => rewriting::rewrite_scanned(input, placement, config, mode, prune, embedded),
+    }
+    .map_err(|e| e.about(input))?;
+    drop(opened);
     if summary.kept_whole {
         // Left as it is: nothing of it is removed.
         for usage in before.iter_mut().flat_map(|b| &mut b.targets) {
