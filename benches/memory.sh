@@ -43,14 +43,19 @@ run() {
   rm -rf out && mkdir out
   local seconds anon rss verdict=yes
   read -r seconds anon rss <<<"$(measure "$@")"
+  if [ -z "$anon" ]; then
+    printf '| %s | `%s` | failed | - | **no** |\n' "$input" "$shown"
+    return
+  fi
   [ "$anon" -lt "$bound" ] || verdict="**no**"
   printf '| %s | `%s` | %.2f s | %s / %s MiB | %s |\n' "$input" "$shown" "$seconds" "$anon" "$rss" "$verdict"
   rm -rf out
 }
 
-# library NAME PATH ARCH: the commands on one library (ARCH the target --keep and --arch take).
+# library NAME PATH ARCH DEVICE: the commands on one library (ARCH the target --keep and --arch
+# take, DEVICE one `check` finds code for in every bundle).
 library() {
-  local name=$1 path=$2 arch=$3
+  local name=$1 path=$2 arch=$3 device=$4
   if [ ! -f "$path" ]; then
     echo "memory.sh: no $name ($path): its rows are left out" >&2
     return
@@ -62,15 +67,15 @@ library() {
   run "$name" "du --kernels" "$ours" du --kernels "$path"
   run "$name" "du --html" "$ours" du --html out/page.html "$path"
   run "$name" "targets" "$ours" targets "$path"
-  run "$name" "check --device $arch" "$ours" check --device "$arch" "$path"
+  run "$name" "check --device $device" "$ours" check --device "$device" "$path"
   run "$name" "verify" "$ours" verify "$path"
   run "$name" "extract --arch $arch" "$ours" extract --arch "$arch" "$path" -o out
-  run "$name" "extract (every image)" "$ours" extract "$path" -o out
   run "$name" "strip --keep $arch" "$ours" strip --keep "$arch" "$path" -o out/stripped
   run "$name" "compress" "$ours" compress "$path" -o out/compressed
   run "$name" "decompress" "$ours" decompress "$path" -o out/plain
   run "$name" "kpack" "$ours" kpack "$path" -o out
-  if [ -z "${ONLY:-}" ] || grep -qE "$ONLY" <<<"$name kpack --merge"; then
+  # A split of HIP code only (a CUDA library has nothing to merge back).
+  if [[ "$arch" == gfx* ]] && { [ -z "${ONLY:-}" ] || grep -qE "$ONLY" <<<"$name kpack --merge"; }; then
     rm -rf split && "$ours" kpack "$path" -o split >/dev/null
     run "$name" "kpack --merge" "$ours" kpack --merge "split/$(basename "$path")" -o out/merged
     rm -rf split
@@ -85,16 +90,17 @@ tree() {
   run "$name" "du -r" "$ours" du -r "$path"
   run "$name" "verify -r" "$ours" verify -r "$path"
   run "$name" "check -r --device $arch" "$ours" check -r --device "$arch" "$path"
-  run "$name" "extract -r --arch $arch" "$ours" extract -r --arch "$arch" "$path" -o out
+  run "$name" "extract -r --arch $arch -o NEW" "$ours" extract -r --arch "$arch" "$path" -o out/new
+  run "$name" "extract -r --arch $arch -o EXISTING" "$ours" extract -r --arch "$arch" "$path" -o out
   run "$name" "strip -r --keep $arch" "$ours" strip -r --keep "$arch" "$path" -o out/tree
   run "$name" "compress -r" "$ours" compress -r "$path" -o out/tree
   run "$name" "kpack -r" "$ours" kpack -r "$path" -o out
 }
 
-library librocsolver "${LIBROCSOLVER:-$(find "$inputs/rocsolver" -name 'librocsolver.so.*.*' 2>/dev/null | head -n 1)}" gfx90a
-library librocsparse "${LIBROCSPARSE:-$(find "$inputs/rocsparse" -name 'librocsparse.so.*.*' 2>/dev/null | head -n 1)}" gfx90a
-library "the JAX plugin" "${PLUGIN:-$inputs/jax/x/jax_plugins/xla_rocm7/xla_rocm_plugin.so}" gfx942
-library libtorch_cuda.so "${TORCH_CUDA:-$inputs/torch/torch/lib/libtorch_cuda.so}" sm_90
+library librocsolver "${LIBROCSOLVER:-$(find "$inputs/rocsolver" -name 'librocsolver.so.*.*' 2>/dev/null | head -n 1)}" gfx90a gfx90a
+library librocsparse "${LIBROCSPARSE:-$(find "$inputs/rocsparse" -name 'librocsparse.so.*.*' 2>/dev/null | head -n 1)}" gfx90a gfx90a:xnack-
+library "the JAX plugin" "${PLUGIN:-$inputs/jax/x/jax_plugins/xla_rocm7/xla_rocm_plugin.so}" gfx942 gfx942
+library libtorch_cuda.so "${TORCH_CUDA:-$inputs/torch/torch/lib/libtorch_cuda.so}" sm_90 sm_90
 rocblas=${ROCBLAS_TREE:-/work/sid/tmp/debs/x}
 if [ -d "$rocblas" ]; then
   tree "rocBLAS's tree" "$rocblas" gfx90a
