@@ -108,17 +108,7 @@ else
   echo "memory.sh: no rocBLAS tree ($rocblas): its rows are left out" >&2
 fi
 # The tree of 50,000 small files speed.sh makes (12 KB each, 50 folders of 10 folders of 100).
-python3 - "$here/samples/clang/kernel-fatbin.hip_fatbin" small <<'PY'
-import os, sys
-sample, root = open(sys.argv[1], "rb").read(), sys.argv[2]
-for a in range(50):
-    for b in range(10):
-        folder = os.path.join(root, f"d{a:02d}", f"e{b}")
-        os.makedirs(folder)
-        for c in range(100):
-            with open(os.path.join(folder, f"k{c:03d}.o"), "wb") as f:
-                f.write(sample)
-PY
+python3 "$here/benches/small_tree.py" "$here/samples/clang/kernel-fatbin.hip_fatbin" small
 tree "50,000 small files" small gfx90a
 rm -rf small
 exec 1>&3 3>&-

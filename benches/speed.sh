@@ -209,17 +209,7 @@ for name in "$small_extract" "$small_ls" "$small_json" "$small_du" "$small_strip
   [[ -z "${ROWS:-}" || "$name" =~ $ROWS ]] && small=1
 done
 if [ "$small" = 1 ]; then
-  python3 - "$here/samples/clang/kernel-fatbin.hip_fatbin" tree <<'PY'
-import os, sys
-sample, root = open(sys.argv[1], "rb").read(), sys.argv[2]
-for a in range(50):
-    for b in range(10):
-        folder = os.path.join(root, f"d{a:02d}", f"e{b}")
-        os.makedirs(folder)
-        for c in range(100):
-            with open(os.path.join(folder, f"k{c:03d}.o"), "wb") as f:
-                f.write(sample)
-PY
+  python3 "$here/benches/small_tree.py" "$here/samples/clang/kernel-fatbin.hip_fatbin" tree
   row "$small_extract" "cp -r of the tree" "1.5x, anonymous flat in the files" \
     "rm -rf copy" "cp -r tree copy" -- "rm -rf out" "$ours" extract -r tree --arch gfx90a -o out
   rm -rf copy out
