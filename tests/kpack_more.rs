@@ -45,6 +45,16 @@ fn library(dir: &Path, extra: &[&str]) -> Option<PathBuf> {
     Some(out)
 }
 
+/// `offload kpack -r --name k -o DIR/out DIR/stage`: the tree [`library`] made, split.
+fn split_stage(dir: &Path) -> Command {
+    let mut command = offload();
+    command
+        .args(["kpack", "-r", "--name", "k", "-o"])
+        .arg(dir.join("out"))
+        .arg(dir.join("stage"));
+    command
+}
+
 /// The bytes of section `name` of the ELF file at `path`.
 fn section(path: &Path, name: &str) -> Vec<u8> {
     let data = fs::read(path).unwrap();
@@ -99,12 +109,7 @@ fn asan_libraries_split_list_and_merge_back() {
     assert_eq!(padded_wrappers(&lib), padded("FPIH"));
 
     let out = dir.path().join("out");
-    let (code, stdout, stderr) = text_output(
-        offload()
-            .args(["kpack", "-r", "--name", "k", "-o"])
-            .arg(&out)
-            .arg(dir.path().join("stage")),
-    );
+    let (code, stdout, stderr) = text_output(&mut split_stage(dir.path()));
     assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
     let split = out.join("lib/libk.so");
     assert!(stdout.starts_with(&format!("{}: 2 code-object indices\n", split.display())));
@@ -147,12 +152,7 @@ fn a_tree_split_already_is_refused_whole() {
         return;
     };
     let out = dir.path().join("out");
-    succeed(
-        offload()
-            .args(["kpack", "-r", "--name", "k", "-o"])
-            .arg(&out)
-            .arg(dir.path().join("stage")),
-    );
+    succeed(&mut split_stage(dir.path()));
     let again = dir.path().join("again");
     let (code, stdout, stderr) =
         text_output(offload().args(["kpack", "-r", "-o"]).arg(&again).arg(&out));
@@ -190,12 +190,7 @@ fn a_program_cut_short_in_a_tree_is_an_error_and_the_rest_is_split() {
     let whole = fs::read(&lib).unwrap();
     fs::write(dir.path().join("stage/lib/cut.so"), &whole[..30000]).unwrap();
     let out = dir.path().join("out");
-    let (code, stdout, stderr) = text_output(
-        offload()
-            .args(["kpack", "-r", "--name", "k", "-o"])
-            .arg(&out)
-            .arg(dir.path().join("stage")),
-    );
+    let (code, stdout, stderr) = text_output(&mut split_stage(dir.path()));
     assert_eq!(code, 1, "{stdout}");
     assert_eq!(
         stderr,
@@ -238,12 +233,7 @@ fn code_object_and_cubin_files_in_a_tree_are_copied_as_they_are() {
         fs::copy(util::samples_dir().join(sample), kernels.join(name)).unwrap();
     }
     let out = dir.path().join("out");
-    let (code, stdout, stderr) = text_output(
-        offload()
-            .args(["kpack", "-r", "--name", "k", "-o"])
-            .arg(&out)
-            .arg(dir.path().join("stage")),
-    );
+    let (code, stdout, stderr) = text_output(&mut split_stage(dir.path()));
     assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
     assert_eq!(
         files_under(&out),
@@ -305,12 +295,7 @@ fn split_archives_give_each_entry_its_target_and_source_prefix() {
         return;
     };
     let out = dir.path().join("out");
-    succeed(
-        offload()
-            .args(["kpack", "-r", "--name", "k", "-o"])
-            .arg(&out)
-            .arg(dir.path().join("stage")),
-    );
+    succeed(&mut split_stage(dir.path()));
     let archive = fs::read(out.join(".kpack/k_gfx90a.kpack")).unwrap();
     let wanted = metadata_bytes("hipv4-amdgcn-amd-amdhsa--gfx90a", "stage");
     let found = archive
