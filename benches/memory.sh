@@ -7,8 +7,8 @@
 #
 #   benches/memory.sh [WORKDIR]
 #
-# Inputs as benches/speed.sh finds them (LIBROCSPARSE, LIBROCSOLVER, PLUGIN, TORCH_CUDA,
-# ROCBLAS_TREE, INPUTS: an input not found is left out with a message), and a tree of 50,000
+# Inputs as benches/speed.sh finds them (benches/inputs.sh: LIBROCSPARSE, LIBROCSOLVER, PLUGIN,
+# TORCH_CUDA, ROCBLAS_TREE, INPUTS; an input not found is left out with a message), and a tree of 50,000
 # small bundles made here. One run of each command (memory does not vary from run to run the
 # way time does). OFFLOAD names the program (default target/release/offload). Prints the table
 # and, unless DOCS=0, OFFLOAD or ONLY is set, writes it between the memory-table markers of
@@ -19,7 +19,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-/tmp/offload-memory}
 ours=${OFFLOAD:-$here/target/release/offload}
 [ -x "$ours" ] || (cd "$here" && cargo build --release --quiet)
-inputs=${INPUTS:-/work/bench}
+. "$here/benches/inputs.sh"
 
 # measure CMD...: see benches/measure.sh.
 . "$here/benches/measure.sh"
@@ -97,11 +97,10 @@ tree() {
   run "$name" "kpack -r" "$ours" kpack -r "$path" -o out
 }
 
-library librocsolver "${LIBROCSOLVER:-$(find "$inputs/rocsolver" -name 'librocsolver.so.*.*' 2>/dev/null | head -n 1)}" gfx90a gfx90a
-library librocsparse "${LIBROCSPARSE:-$(find "$inputs/rocsparse" -name 'librocsparse.so.*.*' 2>/dev/null | head -n 1)}" gfx90a gfx90a:xnack-
-library "the JAX plugin" "${PLUGIN:-$inputs/jax/x/jax_plugins/xla_rocm7/xla_rocm_plugin.so}" gfx942 gfx942
-library libtorch_cuda.so "${TORCH_CUDA:-$inputs/torch/torch/lib/libtorch_cuda.so}" sm_90 sm_90
-rocblas=${ROCBLAS_TREE:-/work/sid/tmp/debs/x}
+library librocsolver "$solver" gfx90a gfx90a
+library librocsparse "$lib" gfx90a gfx90a:xnack-
+library "the JAX plugin" "$plugin" gfx942 gfx942
+library libtorch_cuda.so "$torch_cuda" sm_90 sm_90
 if [ -d "$rocblas" ]; then
   tree "rocBLAS's tree" "$rocblas" gfx90a
 else

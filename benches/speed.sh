@@ -6,10 +6,10 @@
 #
 #   benches/speed.sh [WORKDIR]
 #
-# Inputs: librocsparse (Debian's librocsparse0, 1.3 GB; LIBROCSPARSE=PATH, else downloaded),
-# librocsolver (Debian's librocsolver0, 1.96 GB; LIBROCSOLVER=PATH, else downloaded), JAX's
-# ROCm 7 XLA plugin (459 MB, 45 compressed bundles; PLUGIN=PATH, else downloaded from PyPI's
-# jax-rocm7-pjrt), and PyTorch's libtorch_cuda.so when present (TORCH_CUDA=PATH). The table
+# Inputs (benches/inputs.sh finds or fetches them; each can be named instead): librocsparse
+# (1.3 GB, 111 bundles), Debian sid's librocsolver (1.96 GB, 235 bundles), JAX's ROCm 7 XLA
+# plugin (459 MB, 45 compressed bundles), PyTorch's libtorch_cuda.so and Debian sid's rocBLAS
+# 6.4.4 tree (rows left out without them), and a tree of 50,000 small bundles made here. The table
 # also replaces the one between the speed-table markers of docs/benchmarks.md, and its plot
 # (benches/plot.py: each ratio as a bar beside its target) docs/images/speed.svg, unless
 # DOCS=0, ROWS or ONLY is set, or OFFLOAD names another program; WORKDIR/speed.svg is written
@@ -25,24 +25,7 @@ work=${1:-/tmp/offload-speed}
 runs=${RUNS:-3}
 ours=${OFFLOAD:-$here/target/release/offload}
 [ -x "$ours" ] || (cd "$here" && cargo build --release --quiet)
-inputs=${INPUTS:-/work/bench}
-mkdir -p "$inputs"
-
-lib=${LIBROCSPARSE:-$(find "$inputs/rocsparse" -name 'librocsparse.so.*.*' 2>/dev/null | head -n 1)}
-if [ ! -f "$lib" ]; then
-  (cd "$inputs" && apt-get download librocsparse0 >/dev/null && dpkg -x librocsparse0_*.deb rocsparse)
-  lib=$(find "$inputs/rocsparse" -name 'librocsparse.so.*.*' | head -n 1)
-fi
-solver=${LIBROCSOLVER:-$(find "$inputs/rocsolver" -name 'librocsolver.so.*.*' 2>/dev/null | head -n 1)}
-if [ ! -f "$solver" ]; then
-  (cd "$inputs" && apt-get download librocsolver0 >/dev/null && dpkg -x librocsolver0_*.deb rocsolver)
-  solver=$(find "$inputs/rocsolver" -name 'librocsolver.so.*.*' | head -n 1)
-fi
-plugin=${PLUGIN:-$inputs/jax/x/jax_plugins/xla_rocm7/xla_rocm_plugin.so}
-if [ ! -f "$plugin" ]; then
-  (cd "$inputs" && python3 -m pip download -q --no-deps -d jax jax-rocm7-pjrt &&
-    cd jax && python3 -m zipfile -e jax_rocm7_pjrt-*.whl x)
-fi
+. "$here/benches/inputs.sh"
 
 rm -rf "$work" && mkdir -p "$work"
 cd "$work"
@@ -155,8 +138,7 @@ row "compress librocsparse" "zstd -T2 -3 --long of the library" "1.5x" \
   "rm -f lib.zst" "zstd -q -T2 -3 --long '$lib' -o lib.zst" -- "rm -f packed.so" "$ours" compress "$lib" -o packed.so
 rm -f lib.zst packed.so
 # PyTorch's CUDA library (libtorch_cuda.so of the torch wheel for Linux x86-64, 520 MB in 2.15;
-# TORCH_CUDA=PATH, else unzipped into INPUTS/torch; the row is left out without it).
-torch_cuda=${TORCH_CUDA:-$inputs/torch/torch/lib/libtorch_cuda.so}
+# the row is left out without it).
 if [ -f "$torch_cuda" ]; then
   cat "$torch_cuda" >/dev/null
   row "strip --keep sm_90 libtorch_cuda.so" "cp of the library" "0.5x" \
@@ -226,9 +208,8 @@ if [ "$small" = 1 ]; then
     "rm -rf copy" "cp -r tree copy" -- "rm -rf out" "$ours" strip -r --keep gfx90a tree -o out
   rm -rf tree copy out
 fi
-# Debian's rocBLAS tree (ROCBLAS_TREE, else the sid root's unpacked packages; the rows are
-# left out without it): a few large libraries and Tensile's code object files.
-rocblas=${ROCBLAS_TREE:-/work/sid/tmp/debs/x}
+# Debian sid's rocBLAS tree (the rows are left out without it): a few large libraries and
+# Tensile's code object files.
 if [ -d "$rocblas" ]; then
   row "ls -r of rocBLAS's tree" "cat of every file of the tree (find, xargs)" "anonymous under 128 MiB" \
     true "find '$rocblas' -type f -print0 | xargs -0 cat >/dev/null" -- true "$ours" ls -r "$rocblas"
