@@ -8,9 +8,9 @@
 #   benches/memory.sh [WORKDIR]
 #
 # Inputs as benches/speed.sh finds them (benches/inputs.sh: LIBROCSPARSE, LIBROCSOLVER, PLUGIN,
-# TORCH_CUDA, ROCBLAS_TREE, INPUTS; an input not found is left out with a message), and a tree of 50,000
-# small bundles made here. One run of each command (memory does not vary from run to run the
-# way time does). OFFLOAD names the program (default target/release/offload). Prints the table
+# TORCH_CUDA, ROCBLAS_TREE, INPUTS; an input not found is left out with a message), and a tree
+# of 50,000 small bundles made here. One run of each command (memory does not vary from run to
+# run the way time does). OFFLOAD names the program (default target/release/offload). Prints the table
 # and, unless DOCS=0, OFFLOAD or ONLY is set, writes it between the memory-table markers of
 # docs/benchmarks.md. ONLY=REGEX runs only the rows whose command or input it matches.
 set -euo pipefail
