@@ -219,24 +219,32 @@ fn write_page(path: &std::path::Path, page: &str) -> crate::Result<()> {
 /// says whether some file named could not be walked.
 fn kernels(args: &Args, pool: &rayon::ThreadPool, files: &[PathBuf], mut failed: bool) -> i32 {
     let stderr = std::io::stderr();
-    let mut found = Vec::new();
-    let read = crate::cli::jobs::each_file(pool, files, |path| {
-        du::kernels::file_kernels(path, args.general.max_decompressed)
-    });
-    for result in read {
-        match result {
-            Ok(one) => found.push(one),
-            Err(e) => {
-                failed = true;
-                let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
+    // Each file is counted in as it is read, in order, and let go.
+    let mut reporting = du::kernels::Reporting::default();
+    let mut read = false;
+    let counted: Result<(), std::convert::Infallible> = crate::cli::jobs::each_in_order(
+        pool,
+        files,
+        |path| du::kernels::file_kernels(path, args.general.max_decompressed),
+        |_, result| {
+            match result {
+                Ok(one) => {
+                    read = true;
+                    reporting.add(&one);
+                }
+                Err(e) => {
+                    failed = true;
+                    let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
+                }
             }
-        }
-    }
-    if found.is_empty() && failed && !args.json {
+            Ok(())
+        },
+    );
+    let Ok(()) = counted;
+    if !read && failed && !args.json {
         return 1;
     }
-    let report = du::kernels::report(&found, args.top);
-    drop(found);
+    let report = reporting.finish(args.top);
     // Written as it is made: the rows of a large library are tens of megabytes of text.
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let written = if args.json {
@@ -284,12 +292,11 @@ fn write_kernel_table(report: &du::kernels::Report, out: &mut dyn Write) -> std:
     let rows = || report.kernels().map(kernel_row);
     crate::ops::support::columns::write_table(&header, rows, &align, out)?;
     let mut text = String::new();
-    if !report.code_objects.is_empty() {
+    if report.code_objects().len() > 0 {
         text.push_str("\nStored more than once:\n");
         let header = ["SIZE", "COPIES", "SAVED", "TARGET", "PLACES"];
         let rows: Vec<Vec<std::ffi::OsString>> = report
-            .code_objects
-            .iter()
+            .code_objects()
             .map(|c| {
                 let places: Vec<String> = c.places.iter().map(place).collect();
                 vec![

@@ -18,7 +18,7 @@
 //! let file = samples.join("bundles/kernel-hip.o");
 //! let one = kernels::file_kernels(&file, 1 << 30)?;
 //! let report = kernels::report(&[one.clone(), one], None);
-//! assert!(report.code_objects.iter().all(|copies| copies.copies == 2));
+//! assert!(report.code_objects().all(|copies| copies.copies == 2));
 //! assert!(report.kernels().any(|k| k.kernel && k.copies == 2));
 //! assert_eq!(report.total.saved_code_objects * 2, report.total.code_object_bytes);
 //! # Ok(())
@@ -544,14 +544,63 @@ pub struct Report {
     rows: Vec<Row>,
     names: Names,
     targets: Few,
-    files: Few,
+    /// The files, by number, in the order added: each name held once.
+    files: Names,
+    sections: Few,
     /// The code objects stored more than once, most bytes saved first.
-    pub code_objects: Vec<Copies>,
+    copied: Vec<Held>,
     /// The sums, over every function (not only the first `top`).
     pub total: Totals,
 }
 
+/// A code object of the report as held: its target by number, and where each copy is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Held {
+    target: usize,
+    size: u64,
+    copies: u64,
+    spots: Vec<Spot>,
+}
+
+/// Where one copy of a code object is, as held: a few words, its file and section by their
+/// numbers in the report; the package member and the bytes of a name that is not UTF-8 only
+/// when there are (rare).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Spot {
+    file: usize,
+    section: usize,
+    offset: Option<u64>,
+    rare: Option<Box<(Option<String>, Option<String>)>>,
+}
+
 impl Report {
+    /// The code objects stored more than once, most bytes saved first, each with where its
+    /// copies are (made as it is handed out).
+    pub fn code_objects(&self) -> impl ExactSizeIterator<Item = Copies> + Clone + '_ {
+        self.copied.iter().map(|held| Copies {
+            target: self.targets.get(held.target).to_string(),
+            size: held.size,
+            copies: held.copies,
+            saved: held.size.saturating_mul(held.copies.saturating_sub(1)),
+            places: held.spots.iter().map(|spot| self.place(spot)).collect(),
+        })
+    }
+
+    /// The place `spot` stands for.
+    fn place(&self, spot: &Spot) -> Place {
+        let (member, file_bytes) = match spot.rare.as_deref() {
+            Some((member, bytes)) => (member.clone(), bytes.clone()),
+            None => (None, None),
+        };
+        Place {
+            file: self.files.get(spot.file).to_string(),
+            file_bytes,
+            member,
+            section: self.sections.get(spot.section).to_string(),
+            offset: spot.offset,
+        }
+    }
+
     /// The functions, most bytes first (then by target and name).
     pub fn kernels(&self) -> impl ExactSizeIterator<Item = Kernel<'_>> + Clone + '_ {
         self.rows.iter().map(|row| Kernel {
@@ -587,9 +636,19 @@ impl Serialize for Report {
                 serializer.collect_seq(self.0.kernels())
             }
         }
+        /// The code objects stored more than once, written one at a time.
+        struct Copied<'r>(&'r Report);
+        impl Serialize for Copied<'_> {
+            fn serialize<S: serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                serializer.collect_seq(self.0.code_objects())
+            }
+        }
         let mut report = serializer.serialize_struct("Report", 3)?;
         report.serialize_field("kernels", &Rows(self))?;
-        report.serialize_field("code_objects", &self.code_objects)?;
+        report.serialize_field("code_objects", &Copied(self))?;
         report.serialize_field("total", &self.total)?;
         report.end()
     }
@@ -598,64 +657,110 @@ impl Serialize for Report {
 /// The report of the files `found`, keeping the `top` functions with the most bytes when
 /// asked.
 pub fn report(found: &[Found], top: Option<usize>) -> Report {
-    let mut report = Report::default();
-    let mut objects: HashMap<u128, Copies> = HashMap::new();
-    let mut object_order = Vec::new();
-    // Each function's row, by target, name and the hash of its bytes.
-    let mut rows: HashMap<(usize, usize, u128), usize> = HashMap::new();
+    let mut reporting = Reporting::default();
     for file in found {
+        reporting.add(file);
+    }
+    reporting.finish(top)
+}
+
+/// A report being made, a file at a time ([`Reporting::add`]): what is held of each file is
+/// what the report says of it (where its copies are), not its images and functions, so that
+/// a tree's files can be let go as they are read.
+#[derive(Debug, Default)]
+pub struct Reporting {
+    report: Report,
+    /// Each code object by the hash of its bytes, and those hashes in the order found.
+    objects: HashMap<u128, Held>,
+    object_order: Vec<u128>,
+    /// Each function's row, by target, name and the hash of its bytes.
+    rows: HashMap<(usize, usize, u128), usize>,
+}
+
+impl Reporting {
+    /// Counts the images and functions of one more file (files in the order reported).
+    pub fn add(&mut self, file: &Found) {
+        let report = &mut self.report;
         for image in &file.images {
             let total = &mut report.total;
             total.code_objects += 1;
             total.code_object_bytes = total.code_object_bytes.saturating_add(image.size);
-            let copies = objects.entry(image.hash).or_insert_with(|| {
+            let target = report.targets.number(&image.target);
+            // A file's images come together: its name is added once, as the last one.
+            let last = report.files.ends.len().checked_sub(1);
+            let place = match last.filter(|&n| report.files.get(n) == image.place.file) {
+                Some(n) => n,
+                None => report.files.push(&image.place.file),
+            };
+            let Place {
+                file_bytes,
+                member,
+                section,
+                offset,
+                ..
+            } = &image.place;
+            let spot = Spot {
+                file: place,
+                section: report.sections.number(section),
+                offset: *offset,
+                rare: (member.is_some() || file_bytes.is_some())
+                    .then(|| Box::new((member.clone(), file_bytes.clone()))),
+            };
+            let object_order = &mut self.object_order;
+            let held = self.objects.entry(image.hash).or_insert_with(|| {
                 object_order.push(image.hash);
-                Copies {
-                    target: image.target.clone(),
+                Held {
+                    target,
                     size: image.size,
                     copies: 0,
-                    saved: 0,
-                    places: Vec::new(),
+                    spots: Vec::new(),
                 }
             });
-            copies.copies += 1;
-            copies.places.push(image.place.clone());
-            let target = report.targets.number(&image.target);
-            let place = report.files.number(&image.place.file);
+            held.copies += 1;
+            held.spots.push(spot);
             for function in &image.functions {
-                count_function(&mut report, &mut rows, (file, function), target, place);
+                count_function(report, &mut self.rows, (file, function), target, place);
             }
         }
     }
-    drop(rows);
-    let mut code_objects: Vec<Copies> = object_order
-        .iter()
-        .filter_map(|hash| objects.remove(hash))
-        .filter(|c| c.copies > 1)
-        .map(|c| Copies {
-            saved: c.size.saturating_mul(c.copies - 1),
-            ..c
-        })
-        .collect();
-    code_objects.sort_by_key(|c| std::cmp::Reverse(c.saved));
-    let total = &mut report.total;
-    total.saved_code_objects = (code_objects.iter()).fold(0, |sum, c| sum.saturating_add(c.saved));
-    report.code_objects = code_objects;
-    let saved = |row: &Row| row.size.saturating_mul(row.copies.saturating_sub(1));
-    report.total.saved_functions =
-        (report.rows.iter()).fold(0, |sum, r| sum.saturating_add(saved(r)));
-    let (names, targets) = (&report.names, &report.targets);
-    report.rows.sort_by(|a, b| {
-        (b.bytes.cmp(&a.bytes))
-            .then_with(|| targets.get(a.target).cmp(targets.get(b.target)))
-            .then_with(|| names.get(a.name).cmp(names.get(b.name)))
-            .then_with(|| a.size.cmp(&b.size))
-    });
-    if let Some(top) = top {
-        report.rows.truncate(top);
+
+    /// The report of the files added, keeping the `top` functions with the most bytes when
+    /// asked.
+    pub fn finish(self, top: Option<usize>) -> Report {
+        let Reporting {
+            mut report,
+            mut objects,
+            object_order,
+            rows,
+        } = self;
+        drop(rows);
+        let saved_of = |held: &Held| held.size.saturating_mul(held.copies.saturating_sub(1));
+        let mut copied: Vec<Held> = object_order
+            .iter()
+            .filter_map(|hash| objects.remove(hash))
+            .filter(|held| held.copies > 1)
+            .collect();
+        copied.sort_by_key(|held| std::cmp::Reverse(saved_of(held)));
+        let total = &mut report.total;
+        total.saved_code_objects =
+            (copied.iter()).fold(0, |sum, held| sum.saturating_add(saved_of(held)));
+        report.copied = copied;
+        let saved = |row: &Row| row.size.saturating_mul(row.copies.saturating_sub(1));
+        report.total.saved_functions =
+            (report.rows.iter()).fold(0, |sum, r| sum.saturating_add(saved(r)));
+        let (names, targets) = (&report.names, &report.targets);
+        report.rows.sort_by(|a, b| {
+            (b.bytes.cmp(&a.bytes))
+                .then_with(|| targets.get(a.target).cmp(targets.get(b.target)))
+                .then_with(|| names.get(a.name).cmp(names.get(b.name)))
+                .then_with(|| a.size.cmp(&b.size))
+        });
+        if let Some(top) = top {
+            report.rows.truncate(top);
+        }
+        report.rows.shrink_to_fit();
+        report
     }
-    report.rows.shrink_to_fit();
-    report
 }
 
 /// Counts one copy of `function` (of the file `found`, in an image of the target numbered
@@ -692,8 +797,10 @@ fn count_function(
     };
     row.copies += 1;
     row.bytes = row.bytes.saturating_add(function.size);
+    // A file named again later (twice on the command line) has a number of its own: it is
+    // the same file when its name is.
     let last = row.more_files.last().copied().unwrap_or(row.file);
-    if row.copies > 1 && last != file {
+    if row.copies > 1 && report.files.get(last) != report.files.get(file) {
         row.more_files.push(file);
     }
 }
