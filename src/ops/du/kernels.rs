@@ -175,7 +175,7 @@ pub struct Place {
 /// `max_decompressed`. A `.kpack` archive's code objects are not read. The compressed
 /// containers are read to the end of their headers while the file is scanned, and their
 /// streams inflated after it, in parallel within the inflation budget, each code object
-/// handed on as soon as the stream has passed it ([`Streamed::read`]). The CUDA entries lying
+/// handed on as soon as the stream has passed it. The CUDA entries lying
 /// in the file as such are inflated after the scan too, one at a time per thread.
 pub fn file_kernels(path: &Path, max_decompressed: u64) -> Result<Found> {
     let input = Input::open(path)?;
