@@ -755,3 +755,108 @@ fn merging_a_large_compressed_bundle_makes_the_bytes_compressing_in_memory_makes
         }
     }
 }
+
+/// The processors of [`one_frame_library`]'s compressed bundle, one code object each.
+const ONE_FRAME_ARCHES: [&str; 12] = [
+    "gfx900", "gfx902", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx950", "gfx1010", "gfx1030",
+    "gfx1100", "gfx1101", "gfx1200",
+];
+
+/// The size of each code object of [`one_frame_library`]'s compressed bundle.
+const ONE_FRAME_CODE: u64 = 8 << 20;
+
+/// `c/libhip.so` in `d`: the sample library whose first bundle becomes a compressed bundle
+/// of [`ONE_FRAME_ARCHES`] code objects of [`ONE_FRAME_CODE`] zero bytes each (96 MiB), its
+/// stream one zstd frame made in one piece, as JAX's ROCm plugin stores its bundles: a
+/// decoder reading such a frame through a window needs a window as large as the stream.
+fn one_frame_library(d: &Path) {
+    use offload::format::bundle;
+    use offload::format::ccob::{self, CompressOptions, Method};
+    let mut ids = vec![("host-x86_64-unknown-linux-gnu-".to_string(), 0)];
+    for arch in ONE_FRAME_ARCHES {
+        ids.push((format!("hipv4-amdgcn-amd-amdhsa--{arch}"), ONE_FRAME_CODE));
+    }
+    let layout = bundle::layout(&ids, 4096).unwrap();
+    let mut plain = layout.header.clone();
+    plain.resize(layout.size as usize, 0);
+    let mut compressor = zstd::bulk::Compressor::new(1).unwrap();
+    compressor
+        .set_parameter(zstd::zstd_safe::CParameter::WindowLog(27))
+        .unwrap();
+    let stream = compressor.compress(&plain).unwrap();
+    // The frame header's descriptor: one segment, its window the whole stream.
+    assert_ne!(stream[4] & 0x20, 0, "the frame is not made in one piece");
+    let options = CompressOptions {
+        method: Method::Zstd,
+        level: 1,
+        version: 3,
+    };
+    let total = 32 + stream.len() as u64;
+    let hash = ccob::truncated_md5(&plain);
+    let mut packed = ccob::header(&options, total, plain.len() as u64, hash).unwrap();
+    packed.extend_from_slice(&stream);
+    assert!(packed.len() <= 0x5000, "{} bytes", packed.len());
+    let mut library = fs::read(samples_dir().join("linked/libhip.so")).unwrap();
+    library[0x1000..0x6000].fill(0);
+    library[0x1000..0x1000 + packed.len()].copy_from_slice(&packed);
+    fs::create_dir_all(d.join("c")).unwrap();
+    fs::write(d.join("c/libhip.so"), library).unwrap();
+}
+
+#[test]
+fn a_bundle_compressed_in_one_frame_is_read_in_memory_that_does_not_follow_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    one_frame_library(d);
+    let stream = ONE_FRAME_ARCHES.len() as u64 * ONE_FRAME_CODE;
+    // Less than half the stream: neither a window as large as it nor the stream itself is
+    // held, only a code object at a time (du) or nothing of it (kpack: a temporary file).
+    let bound = stream / 2;
+    let measured = |args: &[&str]| {
+        let (code, peak) = peak_anonymous(
+            offload()
+                .current_dir(d)
+                .env("RAYON_NUM_THREADS", "8")
+                .args(args),
+        );
+        assert_eq!(code, 0, "{args:?}: {:?}", offload_in(d, args));
+        assert!(peak < bound, "{args:?}: peak anonymous memory {peak} bytes");
+    };
+    measured(&["du", "--kernels", "c/libhip.so"]);
+    measured(&["kpack", "c/libhip.so", "-o", "k"]);
+
+    // Every code object read, each of its own size: twelve copies of one.
+    let (code, json, err) = offload_in(d, &["du", "--kernels", "--json", "c/libhip.so"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let report: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let total = &report["total"];
+    assert_eq!(
+        total["code_object_bytes"].as_u64(),
+        Some(stream + 4232),
+        "{json}"
+    );
+    let copies = report["code_objects"].as_array().unwrap();
+    let zeros = copies.iter().find(|c| c["size"] == ONE_FRAME_CODE).unwrap();
+    assert_eq!(zeros["copies"], ONE_FRAME_ARCHES.len());
+    // Split: an archive per processor, each holding its code object whole.
+    let (code, json, err) = offload_in(d, &["ls", "--json", "k/libhip.so"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+    let listed: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let mut sizes: Vec<(String, u64)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kpack"]["key"] == "libhip.so#0")
+        .map(|i| {
+            let arch = i["arch"].as_str().unwrap_or_default().to_string();
+            (arch, i["size"].as_u64().unwrap())
+        })
+        .collect();
+    sizes.sort();
+    let mut expected: Vec<(String, u64)> = ONE_FRAME_ARCHES
+        .iter()
+        .map(|a| (a.to_string(), ONE_FRAME_CODE))
+        .collect();
+    expected.sort();
+    assert_eq!(sizes, expected, "{json}");
+}

@@ -398,6 +398,18 @@ impl<'a> CompressedBundle<'a> {
     pub fn inflate_bundle_to(
         &self,
         limit: u64,
+        sink: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<Result<u64>> {
+        self.inflate_bundle_with(limit, Decoding::Fresh, sink)
+    }
+
+    /// [`CompressedBundle::inflate_bundle_to`] with the decoder `decoding` says: given room
+    /// ([`Decoding::Into`]), a large zstd stream is inflated there at once and handed on from
+    /// there, which needs no window (for a frame made in one piece, as large as the stream).
+    pub fn inflate_bundle_with(
+        &self,
+        limit: u64,
+        decoding: Decoding<'_>,
         mut sink: impl FnMut(&[u8]) -> Result<()>,
     ) -> Result<Result<u64>> {
         let at = self.header_size();
@@ -406,7 +418,7 @@ impl<'a> CompressedBundle<'a> {
         let mut head = Vec::new();
         let mut given = 0u64;
         let mut damage = None;
-        self.inflate(limit, Decoding::Fresh, |piece| {
+        self.inflate(limit, decoding, |piece| {
             if keep == Keep::Unknown {
                 let cap = self.uncompressed_size.min(limit);
                 inflate::append(&mut head, piece, cap, at)?;

@@ -3,8 +3,10 @@
 //! data, not code) and of CUDA cubins (the same, a kernel marked as an entry in `st_other`);
 //! and what is stored more than once: code objects whose bytes are the same under different
 //! entries or files, and functions whose bytes are the same in different code objects, with
-//! the bytes a de-duplication would save. Images stored compressed are inflated one at a time
-//! within the cap on inflated sizes.
+//! the bytes a de-duplication would save. Images stored compressed are inflated within the cap
+//! on inflated sizes, each stream once, several at a time within the inflation budget; a
+//! compressed bundle's code objects are read one at a time as its stream passes them, so
+//! that what is held follows the largest code object, not the bundle.
 //!
 //! # Example
 //!
@@ -41,8 +43,10 @@ use crate::format::container::Origin;
 use crate::format::cuda_fatbin::{self, Compression, EntryKind, Stored};
 use crate::format::error::{Error as FormatError, ErrorKind};
 use crate::format::image_target::Producer;
-use crate::host::scan::{scan_with_archives, DeviceImage, Reading};
+use crate::format::stream::CompressedStream;
+use crate::host::scan::{scan_with_archives, DeviceImage, InStream, Reading};
 use crate::io::Input;
+use crate::ops::support::inflating::{memory_of_stream, Budget};
 
 /// A CUDA symbol's `st_other` bit saying it is a kernel (an entry point), as `cuobjdump` and
 /// `readelf` show it (`[<other: 0x10>]`).
@@ -168,8 +172,11 @@ pub struct Place {
 }
 
 /// The functions of the device images of the file at `path`, each image inflated within
-/// `max_decompressed`. A `.kpack` archive's code objects are not read. The CUDA entries lying
-/// in the file as such are inflated after the scan, in parallel, one at a time per thread.
+/// `max_decompressed`. A `.kpack` archive's code objects are not read. The compressed
+/// containers are read to the end of their headers while the file is scanned, and their
+/// streams inflated after it, in parallel within the inflation budget, each code object
+/// handed on as soon as the stream has passed it. The CUDA entries lying
+/// in the file as such are inflated after the scan too, one at a time per thread.
 pub fn file_kernels(path: &Path, max_decompressed: u64) -> Result<Found> {
     let input = Input::open(path)?;
     let names = std::sync::Mutex::new(Names::default());
@@ -178,7 +185,7 @@ pub fn file_kernels(path: &Path, max_decompressed: u64) -> Result<Found> {
         path,
         &input,
         max_decompressed,
-        Reading::Whole,
+        Reading::Headers,
         &mut |image| {
             seen.borrow_mut()
                 .image(path, &input, image, max_decompressed, &names)
@@ -188,10 +195,24 @@ pub fn file_kernels(path: &Path, max_decompressed: u64) -> Result<Found> {
     let Seen {
         mut images,
         pending,
+        streams,
         failed,
+        ..
     } = seen.into_inner();
     if let Some(problem) = failed.into_iter().chain(problems).next() {
         return Err(problem);
+    }
+    let budget = Budget::new();
+    let streamed: Vec<Result<Vec<(usize, FoundImage)>>> = streams
+        .into_par_iter()
+        .map(|stream| stream.read(&input, max_decompressed, &budget, &names))
+        .collect();
+    for result in streamed {
+        for (slot, image) in result? {
+            if let Some(place) = images.get_mut(slot) {
+                *place = Some(image);
+            }
+        }
     }
     // Each thread inflates into one buffer with one zstd context, kept from entry to entry:
     // memory the size of the largest entry, not fresh pages for every one.
@@ -233,6 +254,11 @@ struct Seen {
     images: Vec<Option<FoundImage>>,
     /// The CUDA entries left to inflate after the scan.
     pending: Vec<Later>,
+    /// The compressed containers whose images are read after the scan, in file order.
+    streams: Vec<Streamed>,
+    /// The number of each among `streams`, by the package member that holds it (0 for none)
+    /// and where its bytes are.
+    stream_numbers: HashMap<(usize, usize), usize>,
     /// The first error met.
     failed: Option<Error>,
 }
@@ -279,6 +305,10 @@ impl Seen {
             section: section.join("!"),
             offset: image.offset,
         };
+        if let Some(stream) = image.stream {
+            self.streamed((path, input), image, stream, (target, place));
+            return;
+        }
         let bytes: Cow<'_, [u8]> = match image.origin {
             Origin::CudaEntry(entry) => {
                 if let Some(range) = within(input, entry.payload) {
@@ -303,6 +333,250 @@ impl Seen {
             _ => Cow::Borrowed(image.data),
         };
         self.images.push(Some(found(&bytes, target, place, names)));
+    }
+
+    /// Notes the image `image` (of `input`), lying at `stream` in a compressed container, to
+    /// be read with the container's other images after the scan; an empty one holds no code.
+    fn streamed(
+        &mut self,
+        (path, input): (&Path, &[u8]),
+        image: &DeviceImage<'_>,
+        stream: InStream<'_>,
+        (target, place): (String, Place),
+    ) {
+        if stream.end <= stream.start {
+            return;
+        }
+        let key = (
+            image.package.map_or(0, |p| p.number),
+            stream.container.as_ptr() as usize,
+        );
+        let next = self.streams.len();
+        let number = *self.stream_numbers.entry(key).or_insert(next);
+        if number == next {
+            let bytes = match within(input, stream.container) {
+                Some(range) => Held::Input(range),
+                // In a package member, read one at a time: the compressed bytes are kept.
+                None => Held::Owned(stream.container.to_vec()),
+            };
+            let mut context: Vec<String> = image
+                .members
+                .iter()
+                .map(|m| format!("member '{m}'"))
+                .collect();
+            context.extend(image.section.map(|s| format!("section '{s}'")));
+            self.streams.push(Streamed {
+                bytes,
+                path: image
+                    .package
+                    .map_or(path, |p| p.name.as_path())
+                    .to_path_buf(),
+                offset: stream.offset,
+                context: context.join(", "),
+                embedded: image.embedded,
+                images: Vec::new(),
+            });
+        }
+        if let Some(streamed) = self.streams.get_mut(number) {
+            streamed.images.push(InStreamImage {
+                slot: self.images.len(),
+                range: (stream.start, stream.end),
+                target,
+                place,
+            });
+            self.images.push(None);
+        }
+    }
+}
+
+/// Where the bytes of a compressed container are: in the file, or held.
+enum Held {
+    /// These bytes of the file.
+    Input(std::ops::Range<usize>),
+    /// Copied from a package member, which is let go after its scan.
+    Owned(Vec<u8>),
+}
+
+/// A compressed container whose images are read after the scan, its stream inflated once.
+struct Streamed {
+    /// Its bytes, as stored.
+    bytes: Held,
+    /// The file its errors name (the package member, `PACKAGE!member`, when in one).
+    path: std::path::PathBuf,
+    /// Its offset in that file, when it lies there as such.
+    offset: Option<u64>,
+    /// The archive members and section that hold it, as the scan names them in errors.
+    context: String,
+    /// Whether it was found by its magic in data: a stream that does not inflate there is
+    /// chance bytes, not an error, as the scan takes it.
+    embedded: bool,
+    /// Its images with bytes, in the order found.
+    images: Vec<InStreamImage>,
+}
+
+/// An image in a compressed container's stream, to read once the stream reaches its end.
+struct InStreamImage {
+    /// Its place among [`Seen::images`].
+    slot: usize,
+    /// Where it lies in what the stream inflates to.
+    range: (u64, u64),
+    /// Its target.
+    target: String,
+    /// Where it is.
+    place: Place,
+}
+
+impl Streamed {
+    /// Inflates the stream once, to its end (checking it as reading it whole does), within
+    /// `limit` and `budget`, and reads each image as soon as the stream has passed its last
+    /// byte: only the bytes from the first image not yet read are held ([`Gather`]). Gives
+    /// each image read with its slot.
+    fn read(
+        self,
+        input: &[u8],
+        limit: u64,
+        budget: &Budget,
+        names: &std::sync::Mutex<Names>,
+    ) -> Result<Vec<(usize, FoundImage)>> {
+        let bytes = match &self.bytes {
+            Held::Input(range) => input.get(range.clone()).unwrap_or_default(),
+            Held::Owned(bytes) => bytes.as_slice(),
+        };
+        let fail = |e: FormatError| {
+            let e = match self.offset {
+                Some(at) => e.rebased(at),
+                None => e,
+            };
+            match self.context.as_str() {
+                "" => Error::format(&self.path, e),
+                context => Error::format_in(&self.path, context, e),
+            }
+        };
+        let stream = match CompressedStream::parse(bytes) {
+            Ok(Some(stream)) => stream,
+            Ok(None) => return Err(fail(FormatError::new(0, ErrorKind::NotAContainer))),
+            Err(e) => return Err(fail(e)),
+        };
+        let ranges: Vec<(u64, u64)> = self.images.iter().map(|image| image.range).collect();
+        let mut images: Vec<Option<InStreamImage>> = self.images.into_iter().map(Some).collect();
+        let mut gather = Gather::new(ranges);
+        let mut read = Vec::new();
+        let end = stream.inflated_size();
+        let inflated = budget.run(memory_of_stream(&stream), |decoding| {
+            stream.inflate_prefix(limit, end, decoding, |position, piece| {
+                gather.take(position, piece, &mut |k, code| {
+                    if let Some(image) = images.get_mut(k).and_then(Option::take) {
+                        read.push((image.slot, found(code, image.target, image.place, names)));
+                    }
+                })
+            })
+        });
+        match inflated {
+            Ok(()) => Ok(read),
+            // Chance bytes in data, as the scan takes a container there that does not read.
+            Err(_) if self.embedded => Ok(Vec::new()),
+            Err(e) => Err(fail(e)),
+        }
+    }
+}
+
+/// The images of one stream gathered from its pieces as they arrive, in order: the bytes
+/// from the start of the first image not yet whole to where the stream is, no more. Images
+/// one after another (a bundle's code objects) hold one at a time; images that overlap share
+/// their bytes.
+struct Gather {
+    /// Where each image lies in the stream, by number.
+    ranges: Vec<(u64, u64)>,
+    /// The images' numbers by where they start, and by where they end.
+    by_start: Vec<usize>,
+    by_end: Vec<usize>,
+    /// How many of `by_end` were handed on.
+    ended: usize,
+    /// Whether each was handed on.
+    done: Vec<bool>,
+    /// The bytes held, and where the first of them is in the stream.
+    held: Vec<u8>,
+    base: u64,
+}
+
+impl Gather {
+    /// Ready for the images at `ranges`.
+    fn new(ranges: Vec<(u64, u64)>) -> Gather {
+        let mut by_start: Vec<usize> = (0..ranges.len()).collect();
+        by_start.sort_by_key(|&k| ranges.get(k).map(|r| r.0));
+        let mut by_end: Vec<usize> = (0..ranges.len()).collect();
+        by_end.sort_by_key(|&k| ranges.get(k).map(|r| r.1));
+        Gather {
+            done: vec![false; ranges.len()],
+            ranges,
+            by_start,
+            by_end,
+            ended: 0,
+            held: Vec::new(),
+            base: 0,
+        }
+    }
+
+    /// Where the first image not yet handed on starts, if one is left.
+    fn first_needed(&self) -> Option<u64> {
+        (self.by_start.iter())
+            .find(|&&k| !self.done.get(k).copied().unwrap_or(true))
+            .and_then(|&k| self.ranges.get(k).map(|r| r.0))
+    }
+
+    /// Takes the piece of the stream at `position` (the pieces come in order, one after
+    /// another), and hands `whole` each image it completes, by number, with its bytes.
+    fn take(
+        &mut self,
+        position: u64,
+        piece: &[u8],
+        whole: &mut dyn FnMut(usize, &[u8]),
+    ) -> crate::format::error::Result<()> {
+        let Some(needed) = self.first_needed() else {
+            return Ok(());
+        };
+        if self.held.is_empty() {
+            self.base = needed.max(position);
+        }
+        let piece_end = position + piece.len() as u64;
+        let from = (self.base + self.held.len() as u64).max(position);
+        if let Some(new) = piece.get(usize::try_from(from - position).unwrap_or(usize::MAX)..) {
+            self.held.try_reserve(new.len()).map_err(|_| {
+                let bytes = (self.held.len() + new.len()) as u64;
+                FormatError::new(0, ErrorKind::OutOfMemory { bytes })
+            })?;
+            self.held.extend_from_slice(new);
+        }
+        while let Some(&k) = self.by_end.get(self.ended) {
+            let Some(&(start, end)) = self.ranges.get(k) else {
+                break;
+            };
+            if end > piece_end {
+                break;
+            }
+            self.ended += 1;
+            let code = start
+                .checked_sub(self.base)
+                .zip(end.checked_sub(self.base))
+                .and_then(|(s, e)| {
+                    self.held
+                        .get(usize::try_from(s).ok()?..usize::try_from(e).ok()?)
+                });
+            if let (Some(code), Some(done)) = (code, self.done.get_mut(k)) {
+                *done = true;
+                whole(k, code);
+            }
+        }
+        match self.first_needed() {
+            None => self.held = Vec::new(),
+            Some(needed) if needed > self.base => {
+                let drop = usize::try_from(needed - self.base).unwrap_or(usize::MAX);
+                self.held.drain(..drop.min(self.held.len()));
+                self.base = needed;
+            }
+            Some(_) => {}
+        }
+        Ok(())
     }
 }
 

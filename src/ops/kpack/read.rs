@@ -19,6 +19,7 @@ use crate::host::program::kpack_elf::{self, HipCode};
 use crate::host::program::kpack_pe;
 use crate::host::program::NewProgram;
 use crate::io::spill::{Spill, Spilled};
+use crate::ops::support::inflating::{memory_of_whole, Budget};
 use crate::target::entry_id::EntryId;
 
 /// The code of one device entry: borrowed from the input, or from a bundle inflated into an
@@ -110,6 +111,7 @@ pub(super) fn read_binary<'a>(
     unique.sort_unstable();
     unique.dedup();
     let fatbin = code.fatbin;
+    let budget = Budget::new();
     let read: BTreeMap<usize, ReadBundle<'a>> = unique
         .par_iter()
         .map(|&at| {
@@ -119,7 +121,8 @@ pub(super) fn read_binary<'a>(
                 fatbin.offset + at as u64
             );
             let fail = |e: crate::format::Error| Error::format_in(path, &context, e);
-            let read = device_entries(&fatbin.data[at..], config.max_decompressed).map_err(fail)?;
+            let here = &fatbin.data[at..];
+            let read = device_entries(here, config.max_decompressed, &budget).map_err(fail)?;
             if let Some(id) = read.refused.first() {
                 return Err(Error::file(
                     path,
@@ -304,10 +307,11 @@ pub(super) fn bundle_offsets(path: &Path, code: &HipCode<'_>) -> Result<Vec<usiz
 /// The HIP device entries (processor and code) of the bundle or compressed bundle at the
 /// start of `here`, empty entries left out; the IDs of HIP entries whose target ID cannot
 /// be a processor key ([`kformat::is_processor_key`]); and the bundle's shape.
-pub(super) fn device_entries(
-    here: &[u8],
+pub(super) fn device_entries<'a>(
+    here: &'a [u8],
     limit: u64,
-) -> std::result::Result<ReadBundle<'_>, crate::format::Error> {
+    budget: &Budget,
+) -> std::result::Result<ReadBundle<'a>, crate::format::Error> {
     if let Some(compressed) = CompressedBundle::parse(here)? {
         let storage = Storage::Compressed {
             version: compressed.version,
@@ -325,8 +329,14 @@ pub(super) fn device_entries(
             )
         };
         let mut spill = Spill::on_disk().map_err(spill_failed)?;
-        compressed
-            .inflate_bundle_to(limit, |piece| spill.append(piece).map_err(spill_failed))??;
+        // A large zstd stream is inflated at once into room lent by the budget (its decoder
+        // needs no window then, which for a frame made in one piece is as large as the
+        // stream) and written on from there.
+        budget.run(memory_of_whole(&compressed), |decoding| {
+            compressed.inflate_bundle_with(limit, decoding, |piece| {
+                spill.append(piece).map_err(spill_failed)
+            })
+        })??;
         let inflated = Arc::new(spill.finish().map_err(spill_failed)?);
         let bundle = Bundle::parse(inflated.bytes())?.ok_or_else(not_a_bundle)?;
         let base = inflated.bytes().as_ptr() as usize;
