@@ -219,8 +219,11 @@ pub fn file_kernels(path: &Path, max_decompressed: u64) -> Result<Found> {
     let inflated: Vec<Result<(usize, FoundImage)>> = pending
         .into_par_iter()
         .map_init(
-            || (Vec::new(), ZstdContext::create()),
+            // The context is made for the first entry: a file without one (most of a
+            // tree's) makes none.
+            || (Vec::new(), None),
             |(held, context), later| {
+                let context = context.get_or_insert_with(ZstdContext::create);
                 let payload = input.get(later.range.clone()).unwrap_or_default();
                 let bytes = contents(&later.stored, payload, max_decompressed, held, context)
                     .map_err(|e| {
@@ -822,14 +825,14 @@ pub struct Report {
     files: Names,
     sections: Few,
     /// The code objects stored more than once, most bytes saved first.
-    copied: Vec<Held>,
+    copied: Vec<Counted>,
     /// The sums, over every function (not only the first `top`).
     pub total: Totals,
 }
 
 /// A code object of the report as held: its target by number, and where each copy is.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Held {
+struct Counted {
     target: usize,
     size: u64,
     copies: u64,
@@ -945,7 +948,7 @@ pub fn report(found: &[Found], top: Option<usize>) -> Report {
 pub struct Reporting {
     report: Report,
     /// Each code object by the hash of its bytes, and those hashes in the order found.
-    objects: HashMap<u128, Held>,
+    objects: HashMap<u128, Counted>,
     object_order: Vec<u128>,
     /// Each function's row, by target, name and the hash of its bytes.
     rows: HashMap<(usize, usize, u128), usize>,
@@ -983,7 +986,7 @@ impl Reporting {
             let object_order = &mut self.object_order;
             let held = self.objects.entry(image.hash).or_insert_with(|| {
                 object_order.push(image.hash);
-                Held {
+                Counted {
                     target,
                     size: image.size,
                     copies: 0,
@@ -1008,8 +1011,8 @@ impl Reporting {
             rows,
         } = self;
         drop(rows);
-        let saved_of = |held: &Held| held.size.saturating_mul(held.copies.saturating_sub(1));
-        let mut copied: Vec<Held> = object_order
+        let saved_of = |held: &Counted| held.size.saturating_mul(held.copies.saturating_sub(1));
+        let mut copied: Vec<Counted> = object_order
             .iter()
             .filter_map(|hash| objects.remove(hash))
             .filter(|held| held.copies > 1)
