@@ -342,4 +342,40 @@ mod tests {
         assert_eq!(left.len(), 2);
         assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0);
     }
+
+    #[test]
+    fn a_staging_folder_moves_its_files_into_the_folder_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let into = dir.path();
+        std::fs::write(into.join("b"), b"old").unwrap();
+        std::fs::set_permissions(into.join("b"), std::fs::Permissions::from_mode(0o640)).unwrap();
+        let staging = FreshFolder::inside(into).unwrap();
+        for name in ["a", "b"] {
+            let mut out = staging.create(OsStr::new(name), &into.join(name)).unwrap();
+            out.write_bytes(name.as_bytes()).unwrap();
+            out.close().unwrap();
+        }
+        // A folder at an output's name is an error; nothing is in place yet.
+        std::fs::create_dir(into.join("c")).unwrap();
+        assert!(staging.create(OsStr::new("c"), &into.join("c")).is_err());
+        assert!(!into.join("a").exists());
+        assert_eq!(std::fs::read(into.join("b")).unwrap(), b"old");
+        staging.place().unwrap();
+        assert_eq!(std::fs::read(into.join("a")).unwrap(), b"a");
+        assert_eq!(std::fs::read(into.join("b")).unwrap(), b"b");
+        let mode = std::fs::metadata(into.join("b")).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        let mut names: Vec<_> = std::fs::read_dir(into)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a", "b", "c"]);
+
+        // Dropped unplaced, the folder is as it was.
+        let staging = FreshFolder::inside(into).unwrap();
+        staging.create(OsStr::new("d"), &into.join("d")).unwrap();
+        drop(staging);
+        assert_eq!(std::fs::read_dir(into).unwrap().count(), 3);
+    }
 }
