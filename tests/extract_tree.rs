@@ -93,16 +93,31 @@ fn eight_threads_write_what_one_writes_byte_for_byte() {
         let outputs = contents(&dir.path().join(&out));
         assert!(outputs == written, "run {run}: the files written differ");
     }
-    // Into a folder that exists (each output renamed into place, the listing given at the
-    // end), the same files and the same listing as into a new one (built whole beside its
-    // name, listed as it is written).
-    std::fs::create_dir(dir.path().join("existing")).unwrap();
-    let theirs = extract(dir.path(), "existing", "8", "true");
-    assert_eq!(
-        theirs, listing,
-        "into a folder that exists: the listing differs"
-    );
-    assert!(contents(&dir.path().join("existing")) == written);
+    // Into a folder that exists (built in a staging folder inside it, its files moved into
+    // it at the end), the same files and the same listing as into a new one (built whole
+    // beside its name), with 8 threads as with one; a file of another name stays, and one
+    // of an output's name is replaced, its mode kept.
+    use std::os::unix::fs::PermissionsExt;
+    let replaced = "k00.o-hipv4-amdgcn-amd-amdhsa--gfx90a-30.co";
+    for run in 0..3 {
+        let existing = dir.path().join(format!("existing{run}"));
+        std::fs::create_dir(&existing).unwrap();
+        std::fs::write(existing.join("notes.txt"), b"mine").unwrap();
+        std::fs::write(existing.join(replaced), b"old").unwrap();
+        let mode = std::fs::Permissions::from_mode(0o640);
+        std::fs::set_permissions(existing.join(replaced), mode).unwrap();
+        let threads = if run == 0 { "1" } else { "8" };
+        let theirs = extract(dir.path(), &format!("existing{run}"), threads, "true");
+        assert_eq!(
+            theirs, listing,
+            "run {run}, into a folder that exists: the listing differs"
+        );
+        let mut outputs = contents(&existing);
+        assert_eq!(outputs.remove("notes.txt").as_deref(), Some(&b"mine"[..]));
+        assert!(outputs == written, "run {run}: the files written differ");
+        let meta = std::fs::metadata(existing.join(replaced)).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o640);
+    }
     // Nothing is left beside the outputs: no temporary folder or file.
     let mut names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
@@ -111,8 +126,123 @@ fn eight_threads_write_what_one_writes_byte_for_byte() {
     names.sort();
     assert_eq!(
         names,
-        ["eight0", "eight1", "eight2", "existing", "one", "tree"]
+        [
+            "eight0",
+            "eight1",
+            "eight2",
+            "existing0",
+            "existing1",
+            "existing2",
+            "one",
+            "tree"
+        ]
     );
+}
+
+/// The names of the folder `dir`, sorted, hidden ones too.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn no_output_is_put_over_an_input_of_any_group() {
+    // Groups of 8 files under `ulimit -n 64`: the tree's 43 files are read in 6 groups.
+    const FILES: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    make_tree(&tree, FILES);
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("notes.txt"), b"mine").unwrap();
+    // An input named after the tree, read in the last group, has the name of an output of
+    // the first; a hard link to an input of the last group of the tree has another's.
+    let first = "k00.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co";
+    let second = "k01.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co";
+    std::fs::copy(tree.join("d00/k05.o"), out.join(first)).unwrap();
+    std::fs::hard_link(tree.join("d00/k39.o"), out.join(second)).unwrap();
+    let before = contents(&out);
+    let ran = Command::new("sh")
+        .current_dir(dir.path())
+        .env("RAYON_NUM_THREADS", "8")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -n 64; exec '{OFFLOAD}' extract -r tree out/{first} \
+                 --arch gfx90a --arch gfx942 -o out"
+            ),
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert_eq!(ran.status.code(), Some(1), "{stderr}");
+    for name in [first, second] {
+        let line =
+            format!("out/{name}': is an input file of this run; refusing to write over an input");
+        assert!(stderr.contains(&line), "{name}: {stderr}");
+    }
+    let listing = String::from_utf8_lossy(&ran.stdout);
+    let after = contents(&out);
+    // The inputs are untouched, and the inputs refused have none of their images written:
+    // not their gfx942 code either, which had no name of an input.
+    for name in ["notes.txt", first, second] {
+        assert_eq!(after[name], before[name], "{name}");
+    }
+    for refused in ["k00.o", "k01.o"] {
+        for target in ["gfx90a", "gfx942"] {
+            let name = format!("{refused}-hipv4-amdgcn-amd-amdhsa--{target}.co");
+            assert!(!listing.contains(&format!("out/{name}\t")), "{listing}");
+            assert_eq!(after.contains_key(&name), target == "gfx90a", "{name}");
+        }
+    }
+    // Every other input's images, the first group's and the last's.
+    for name in [
+        "k02.o-hipv4-amdgcn-amd-amdhsa--gfx942.co",
+        "k39.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co",
+        "k00.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co-hipv4-amdgcn-amd-amdhsa--gfx942.co",
+    ] {
+        assert!(after.contains_key(name), "{name}: {:?}", after.keys());
+        assert!(
+            listing.contains(&format!("out/{name}\t")),
+            "{name}: {listing}"
+        );
+    }
+    assert!(names_in(&out).iter().all(|n| !n.starts_with('.')));
+}
+
+#[test]
+fn a_failed_run_leaves_a_folder_that_exists_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("b")).unwrap();
+    for damaged in ["ccob-bad-hash.bin", "ccob-cut-payload.bin"] {
+        let from = samples_dir().join("damaged").join(damaged);
+        std::fs::copy(from, tree.join("b").join(damaged)).unwrap();
+    }
+    // A good input whose output's name is a folder: it fails too, as every input does.
+    let sample = samples_dir().join("clang/kernel-fatbin.hip_fatbin");
+    std::fs::create_dir_all(tree.join("a")).unwrap();
+    std::fs::copy(sample, tree.join("a/k.o")).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(out.join("k.o-hipv4-amdgcn-amd-amdhsa--gfx90a.co")).unwrap();
+    std::fs::write(out.join("notes.txt"), b"mine").unwrap();
+    let before = names_in(&out);
+    let run = Command::new(OFFLOAD)
+        .current_dir(dir.path())
+        .env("RAYON_NUM_THREADS", "8")
+        .args(["extract", "-r", "tree", "--arch", "gfx90a", "-o", "out"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(run.stdout.is_empty(), "{stderr}");
+    assert!(stderr.contains("Is a directory"), "{stderr}");
+    assert_eq!(names_in(&out), before);
+    assert_eq!(std::fs::read(out.join("notes.txt")).unwrap(), b"mine");
 }
 
 #[test]

@@ -135,6 +135,65 @@ impl Folder {
         self.unlink(name)
     }
 
+    /// Calls `f` with the name of each entry of this folder (`.` and `..` aside), read
+    /// through its descriptor a buffer at a time, never listed whole: `f` may move or remove
+    /// the entries it is given. Gives how many there were.
+    pub fn each_name(&self, f: &mut dyn FnMut(&OsStr) -> io::Result<()>) -> io::Result<usize> {
+        // SAFETY: duplicates a descriptor this value holds open.
+        let fd = unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just made and is owned by nothing else; the stream owns it next.
+        let dir = unsafe { libc::fdopendir(fd) };
+        if dir.is_null() {
+            let e = io::Error::last_os_error();
+            // SAFETY: `fd` is still ours when fdopendir fails.
+            unsafe { libc::close(fd) };
+            return Err(e);
+        }
+        let stream = Stream(dir);
+        // The duplicate shares the descriptor's offset: from the first entry.
+        // SAFETY: `stream` holds an open directory stream.
+        unsafe { libc::rewinddir(stream.0) };
+        let mut count = 0;
+        loop {
+            // SAFETY: errno is this thread's; readdir sets it only on an error.
+            unsafe { *libc::__errno_location() = 0 };
+            // SAFETY: `stream` holds an open directory stream.
+            let entry = unsafe { libc::readdir(stream.0) };
+            if entry.is_null() {
+                let e = io::Error::last_os_error();
+                return match e.raw_os_error() {
+                    Some(0) | None => Ok(count),
+                    _ => Err(e),
+                };
+            }
+            // SAFETY: readdir gave an entry whose name is NUL-terminated, valid until the
+            // next call on the stream.
+            let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+            let name = OsStr::from_bytes(name.to_bytes());
+            if name == "." || name == ".." {
+                continue;
+            }
+            count += 1;
+            f(name)?;
+        }
+    }
+
+    /// Opens the file `name` of this folder to read, a symbolic link not followed.
+    pub(super) fn open_file(&self, name: &OsStr) -> io::Result<std::fs::File> {
+        let c = c_name(name)?;
+        let flags = libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK;
+        // SAFETY: `c` is NUL-terminated; the descriptor is a folder this process holds open.
+        let fd = unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `fd` was just opened and is owned by nothing else.
+        Ok(unsafe { std::fs::File::from_raw_fd(fd) })
+    }
+
     /// Removes `name` from this folder, whatever it holds but a folder (a name in an output
     /// folder that no output takes).
     pub fn unlink(&self, name: &OsStr) -> io::Result<()> {
@@ -144,6 +203,16 @@ impl Folder {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+}
+
+/// A directory stream, closed when dropped.
+struct Stream(*mut libc::DIR);
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: the stream is open, and closed only here.
+        unsafe { libc::closedir(self.0) };
     }
 }
 

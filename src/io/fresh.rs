@@ -1,31 +1,73 @@
 //! A folder of new files built whole before it is put in place: for a command that writes
-//! many small outputs into a folder that does not exist yet (`extract -r -o NEW`), each output
-//! taking a temporary name and a rename of its own costs more than the copy itself.
+//! many small outputs (`extract -r -o OUT`), each output taking a temporary name and a rename
+//! of its own costs more than the copy itself, and a record of each held until the end costs
+//! memory that grows with the number of outputs.
 //!
-//! The folder is made empty beside its destination, under a hidden temporary name open to
-//! its owner only (until it gets the mode `mkdir` would give it, just before its rename), and
-//! listed so that SIGINT, SIGTERM and SIGHUP remove it; each output is created in it by its
-//! name, through the folder's descriptor, with `O_EXCL` (never through a link, never over a
-//! file). When all are written, the folder is renamed to its
-//! destination, once, only if nothing took that name meanwhile; until then it is removed,
-//! with everything in it, on any error. An output whose input turns out damaged is removed
-//! by its name in the folder. With [`Syncing::Everything`](super::Syncing), the file system
-//! is synced before the rename and the destination's parent after it.
+//! For a folder that does not exist yet, the folder is made empty beside its destination,
+//! under a hidden temporary name open to its owner only (until it gets the mode `mkdir` would
+//! give it, just before its rename). For a folder that exists ([`FreshFolder::inside`]), it
+//! is made inside it, hidden and open to its owner only: a staging folder. Either is listed
+//! so that SIGINT, SIGTERM and SIGHUP remove it; each output is created in it by its name,
+//! through the folder's descriptor, with `O_EXCL` (never through a link, never over a file).
+//! On any error it is removed with everything in it, and nothing is in place. An output
+//! whose input turns out damaged is removed by its name in the folder.
+//!
+//! When all are written, a new folder is renamed to its destination, once, only if nothing
+//! took that name meanwhile. A staging folder's files are renamed into the folder that
+//! exists, each over what is at its name (as [`Output::create`] would replace it: a regular
+//! file's mode is kept, a file replaced is synced before and the folder after; a device or a
+//! FIFO there is written into as it is, when the output is made), reading the staging
+//! folder's names through its descriptor as they are moved, then the staging folder goes.
+//! With [`Syncing::Everything`](super::Syncing), the file system is synced before the
+//! renames and the destination's parent (or the folder that exists) after them.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::fs::File;
 use std::io;
 use std::os::fd::FromRawFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::beneath::Folder;
 use super::cleanup::{self, Listed};
 use super::error::{FileError as Error, Result};
-use super::{folder_of, syncing, Output, Sink, Syncing};
+use super::{folder_of, keep, not_an_input, syncing, written_directly, Output, Sink, Syncing};
 
-/// A new folder being filled, not yet at its destination.
+/// What an output renamed to `path` finds there.
+pub(super) enum AtName {
+    /// Nothing.
+    Free,
+    /// A device, a FIFO, or a descriptor of this process (`/dev/stdout`): written into, not
+    /// replaced.
+    Device,
+    /// A file (or a link), which the output replaces: the output takes `mode`, the mode of
+    /// the regular file replaced, or what the umask leaves of 0666.
+    Taken { mode: u32 },
+}
+
+/// What is at `path`, for an output that is to take its place: a folder there (a link to one
+/// too) or an input of this process by its own name is an error.
+pub(super) fn at_name(path: &Path) -> Result<AtName> {
+    if written_directly(path) {
+        return Ok(AtName::Device);
+    }
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(Error::io(path, io::Error::from_raw_os_error(libc::EISDIR)));
+    }
+    not_an_input(path)?;
+    let Ok(existing) = std::fs::symlink_metadata(path) else {
+        return Ok(AtName::Free);
+    };
+    let mode = match existing.is_file() {
+        true => existing.mode() & 0o777,
+        false => 0o666 & !keep::umask(),
+    };
+    Ok(AtName::Taken { mode })
+}
+
+/// A new folder being filled, not yet at its destination; or a staging folder inside a
+/// folder that exists, its files not yet moved into it.
 pub struct FreshFolder {
     // Field order is drop order: the folder's descriptor is closed, the folder removed with
     // what it holds, then it leaves the signals' list.
@@ -33,6 +75,8 @@ pub struct FreshFolder {
     temp: Option<tempfile::TempDir>,
     _listed: Listed,
     destination: PathBuf,
+    /// The folder that exists, open, when this is its staging folder.
+    into: Option<Folder>,
 }
 
 /// `name` as a C string; a NUL in it is an invalid argument.
@@ -66,6 +110,34 @@ impl FreshFolder {
             temp: Some(temp),
             _listed: listed,
             destination: destination.to_path_buf(),
+            into: None,
+        })
+    }
+
+    /// Makes an empty staging folder inside the folder `destination`, which exists: hidden,
+    /// open to its owner only, its files moved into `destination` by [`FreshFolder::place`].
+    pub fn inside(destination: &Path) -> Result<FreshFolder> {
+        let into =
+            Folder::open(destination, Path::new("")).map_err(|e| Error::io(destination, e))?;
+        let (temp, listed) = cleanup::listed(
+            || {
+                tempfile::Builder::new()
+                    .prefix(".staging.")
+                    .suffix(".tmp")
+                    .permissions(std::fs::Permissions::from_mode(0o700))
+                    .tempdir_in(destination)
+            },
+            tempfile::TempDir::path,
+        )
+        .map_err(|e| Error::io(destination, e))?;
+        let folder =
+            Folder::open(temp.path(), Path::new("")).map_err(|e| Error::io(destination, e))?;
+        Ok(FreshFolder {
+            folder,
+            temp: Some(temp),
+            _listed: listed,
+            destination: destination.to_path_buf(),
+            into: Some(into),
         })
     }
 
@@ -73,17 +145,36 @@ impl FreshFolder {
     /// messages): created by its name in the folder's descriptor, failing when the name is
     /// taken. It is in place when the folder is; until then [`FreshFolder::remove`] takes
     /// it out.
+    ///
+    /// In a staging folder, what is at `path` is weighed first, as [`Output::create`] does: a
+    /// folder there, or an input of this process by its own name, is an error; a device or a
+    /// FIFO is written into now, as it is; a regular file's mode is the output's.
     pub fn create(&self, name: &OsStr, path: &Path) -> Result<Output> {
+        let mode = match self.into.is_some().then(|| at_name(path)).transpose()? {
+            Some(AtName::Device) => return Output::direct(path),
+            Some(AtName::Taken { mode }) => Some(mode),
+            Some(AtName::Free) | None => None,
+        };
         let c = c_name(name).map_err(|e| Error::io(path, e))?;
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC;
-        // SAFETY: `c` is NUL-terminated and outlives the call; the descriptor is a folder this
-        // value holds open. The mode is what the umask leaves of 0666, as for any new file.
-        let fd = unsafe { libc::openat(self.folder.raw(), c.as_ptr(), flags, 0o666) };
-        if fd < 0 {
-            return Err(Error::io(path, io::Error::last_os_error()));
-        }
+        // Not while a signal's clean-up removes the folder: a file made then would keep it.
+        let fd = cleanup::uninterrupted(|| {
+            // SAFETY: `c` is NUL-terminated and outlives the call; the descriptor is a folder
+            // this value holds open. The mode is what the umask leaves of 0666, as for any
+            // new file.
+            let fd = unsafe { libc::openat(self.folder.raw(), c.as_ptr(), flags, 0o666) };
+            match fd {
+                fd if fd < 0 => Err(io::Error::last_os_error()),
+                fd => Ok(fd),
+            }
+        })
+        .map_err(|e| Error::io(path, e))?;
         // SAFETY: `fd` was just opened and is owned by nothing else.
         let file = unsafe { File::from_raw_fd(fd) };
+        if let Some(mode) = mode {
+            file.set_permissions(std::fs::Permissions::from_mode(mode))
+                .map_err(|e| Error::io(path, e))?;
+        }
         Ok(Output::with_sink_sized(
             path,
             Sink::Direct(file),
@@ -92,15 +183,21 @@ impl FreshFolder {
     }
 
     /// Removes the file `name` made in the folder (the outputs of an input that failed).
+    /// In a staging folder, an output written into a device as it is has nothing to remove.
     pub fn remove(&self, name: &OsStr) -> Result<()> {
-        self.folder
-            .unlink(name)
-            .map_err(|e| Error::io(self.destination.join(name), e))
+        match self.folder.unlink(name) {
+            Err(e) if self.into.is_some() && e.kind() == io::ErrorKind::NotFound => Ok(()),
+            unlinked => unlinked.map_err(|e| Error::io(self.destination.join(name), e)),
+        }
     }
 
-    /// Puts the folder at its destination, unless something is there by now.
+    /// Puts the folder at its destination, unless something is there by now; or, for a
+    /// staging folder, its files into the folder that exists.
     pub fn place(mut self) -> Result<()> {
         let destination = self.destination.clone();
+        if let Some(into) = self.into.take() {
+            return self.move_into(&into);
+        }
         if syncing() == Syncing::Everything {
             // SAFETY: the descriptor is a folder this value holds open.
             if unsafe { libc::syncfs(self.folder.raw()) } != 0 {
@@ -144,6 +241,68 @@ impl FreshFolder {
     }
 }
 
+impl FreshFolder {
+    /// Moves every file of the staging folder into `into` (the destination, open), then
+    /// removes the staging folder. A signal waits for the moves to end: the folder gets all
+    /// of its new files or, until the first is moved, none.
+    fn move_into(mut self, into: &Folder) -> Result<()> {
+        let destination = self.destination.clone();
+        let everything = syncing() == Syncing::Everything;
+        if everything {
+            // SAFETY: the descriptor is a folder this value holds open.
+            if unsafe { libc::syncfs(self.folder.raw()) } != 0 {
+                return Err(Error::io(&destination, io::Error::last_os_error()));
+            }
+        }
+        let mut replaced = false;
+        // The output a move failed for, to name in the error.
+        let mut failed = None;
+        cleanup::uninterrupted(|| {
+            // Names are read as their files leave: read again until none is left, so that
+            // none is missed.
+            while self.folder.each_name(&mut |name| {
+                let path = destination.join(name);
+                let moved = self.move_one(into, name, &path, everything);
+                if moved.is_err() {
+                    failed = Some(path);
+                }
+                replaced |= moved?;
+                Ok(())
+            })? > 0
+            {}
+            Ok(())
+        })
+        .map_err(|e: io::Error| Error::io(failed.as_deref().unwrap_or(&destination), e))?;
+        if let Some(temp) = self.temp.take() {
+            temp.close().map_err(|e| Error::io(&destination, e))?;
+        }
+        if everything || replaced {
+            super::syncing::sync_folder(&destination).map_err(|e| Error::io(&destination, e))?;
+        }
+        Ok(())
+    }
+
+    /// Moves the file `name` of the staging folder into `into` (`path` there), over what is
+    /// there: a file replaced, the new one is synced first (unless the whole file system
+    /// was, `synced`). Gives whether it replaced a file.
+    fn move_one(&self, into: &Folder, name: &OsStr, path: &Path, synced: bool) -> io::Result<bool> {
+        let c = c_name(name)?;
+        let replaces = into.identity(name)?.is_some();
+        if replaces && !synced {
+            let file = self.folder.open_file(name)?;
+            super::syncing::sync_file(&file, path)?;
+        }
+        // SAFETY: `c` is NUL-terminated and outlives the call; both descriptors are folders
+        // held open.
+        let renamed =
+            unsafe { libc::renameat(self.folder.raw(), c.as_ptr(), into.raw(), c.as_ptr()) };
+        if renamed != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(replaces)
+    }
+}
+
 /// The buffer of an output of a fresh folder: outputs are small and many.
 const SMALL_BUFFER: usize = 64 << 10;
 
@@ -182,5 +341,41 @@ mod tests {
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(left.len(), 2);
         assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_staging_folder_moves_its_files_into_the_folder_at_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let into = dir.path();
+        std::fs::write(into.join("b"), b"old").unwrap();
+        std::fs::set_permissions(into.join("b"), std::fs::Permissions::from_mode(0o640)).unwrap();
+        let staging = FreshFolder::inside(into).unwrap();
+        for name in ["a", "b"] {
+            let mut out = staging.create(OsStr::new(name), &into.join(name)).unwrap();
+            out.write_bytes(name.as_bytes()).unwrap();
+            out.close().unwrap();
+        }
+        // A folder at an output's name is an error; nothing is in place yet.
+        std::fs::create_dir(into.join("c")).unwrap();
+        assert!(staging.create(OsStr::new("c"), &into.join("c")).is_err());
+        assert!(!into.join("a").exists());
+        assert_eq!(std::fs::read(into.join("b")).unwrap(), b"old");
+        staging.place().unwrap();
+        assert_eq!(std::fs::read(into.join("a")).unwrap(), b"a");
+        assert_eq!(std::fs::read(into.join("b")).unwrap(), b"b");
+        let mode = std::fs::metadata(into.join("b")).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o640);
+        let mut names: Vec<_> = std::fs::read_dir(into)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a", "b", "c"]);
+
+        // Dropped unplaced, the folder is as it was.
+        let staging = FreshFolder::inside(into).unwrap();
+        staging.create(OsStr::new("d"), &into.join("d")).unwrap();
+        drop(staging);
+        assert_eq!(std::fs::read_dir(into).unwrap().count(), 3);
     }
 }

@@ -41,6 +41,7 @@ mod temporary;
 pub use cleanup::remove_temporaries_on_signals;
 pub use error::{io_message, FileError};
 pub use fresh::FreshFolder;
+use fresh::{at_name, AtName};
 pub use opening::{open_regular, read_small, read_small_text};
 pub use shown::{bytes_unless_text, shown};
 #[cfg(any(test, feature = "internals"))]
@@ -657,6 +658,16 @@ fn same_name(a: &Path, b: &Path) -> bool {
 }
 
 impl Output {
+    /// Starts writing into the device, FIFO or descriptor `path`, as it is.
+    fn direct(path: &Path) -> Result<Output> {
+        let file = OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| Error::io(path, e))?;
+        Ok(Output::with_sink(path, Sink::Direct(file)))
+    }
+
     /// Starts writing `path` (`-` for standard output): a new file, or one that replaces what
     /// is there (a symbolic link is replaced, not written through). The new file has the mode
     /// of the regular file it replaces, or what the umask leaves of 0666.
@@ -664,26 +675,14 @@ impl Output {
         if path.as_os_str() == "-" {
             return Ok(Output::with_sink(path, Sink::Stdout(io::stdout())));
         }
-        if written_directly(path) {
-            let file = OpenOptions::new()
-                .write(true)
-                .truncate(true)
-                .open(path)
-                .map_err(|e| Error::io(path, e))?;
-            return Ok(Output::with_sink(path, Sink::Direct(file)));
-        }
-        if fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-            return Err(Error::io(path, io::Error::from_raw_os_error(libc::EISDIR)));
-        }
-        not_an_input(path)?;
-        let existing = fs::symlink_metadata(path).ok();
-        let mode = existing
-            .as_ref()
-            .filter(|m| m.is_file())
-            .map_or(0o666 & !keep::umask(), |m| m.mode() & 0o777);
-        // What is there is replaced, whatever it is: the new file must be whole on the disk
-        // before it takes that place. A new file waits for no disk.
-        let synced = existing.is_some() || syncing() == Syncing::Everything;
+        let (mode, synced) = match at_name(path)? {
+            AtName::Device => return Output::direct(path),
+            // A new file waits for no disk.
+            AtName::Free => (0o666 & !keep::umask(), syncing() == Syncing::Everything),
+            // What is there is replaced, whatever it is: the new file must be whole on the
+            // disk before it takes that place.
+            AtName::Taken { mode } => (mode, true),
+        };
         let placing = Placing::Rename {
             mode,
             kept: None,

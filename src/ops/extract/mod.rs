@@ -116,10 +116,10 @@ pub fn extract_reporting(
 }
 
 /// [`extract_reporting`], the records of the files written handed to `each` as they are
-/// written, in the order of the files, instead of held until the end: into a folder that
-/// did not exist, a group of input files at a time (the folder takes its name only at the
-/// end: a record handed out is of a file that is in place unless the extraction fails);
-/// into a folder that exists, or into a device archive, all at once once in place.
+/// written, in the order of the files, instead of held until the end: into a folder, a
+/// group of input files at a time (the outputs are put in place only at the end, together:
+/// a record handed out is of a file that is in place unless the extraction fails); into a
+/// device archive, all at once once it is in place.
 pub fn extract_each(
     config: &ExtractConfig,
     files: &dyn Progress,
@@ -149,11 +149,11 @@ type PackedArchive = (PathBuf, String, Input);
 ///
 /// The files are read a group at a time ([`files_at_once`]): a group is opened, scanned,
 /// and its images written, then its inputs are let go before the next group is opened, so
-/// that memory and descriptors follow the group, not the tree. Into a new folder, nothing
-/// stays of a group once its records are handed to `each`; into a folder that exists, what
-/// stays to the end is a small record of each output (its temporary and final names), and
-/// the outputs are put in place together once all are written. A device archive (`-o
-/// X.a`) is made of the images of every file at once: its files are read as one group.
+/// that memory and descriptors follow the group, not the tree. Nothing stays of a group's
+/// outputs once its records are handed to `each`: they are made in a folder being built (a
+/// new folder beside the output folder's name, or a staging folder inside the output folder
+/// that exists), put in place together once all are written. A device archive (`-o X.a`) is
+/// made of the images of every file at once: its files are read as one group.
 fn extract_noting(
     config: &ExtractConfig,
     files: &dyn Progress,
@@ -206,7 +206,10 @@ fn extract_noting(
             &group.archives,
             group.chosen,
         )?,
-        (None, Some(folder)) => folder.finish(problems)?,
+        (None, Some(folder)) => {
+            folder.finish(problems)?;
+            Vec::new()
+        }
         (None, None) => return Err(Error::msg("no output was written")),
     };
     if !written.is_empty() {

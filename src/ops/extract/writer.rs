@@ -3,14 +3,15 @@
 //! together as its stream is inflated, each named by what its first bytes say. The inputs
 //! come a group at a time; the outputs are put in place together, once all are written.
 //!
-//! Into a folder that does not exist yet, the outputs are written into a new folder beside it
-//! ([`FreshFolder`]: each file created once by its name, no rename of its own) that takes its
-//! name when all are written; each group's records are then handed back as soon as it is
-//! written, and nothing is held of them. Into a folder that exists, each output is a temporary
-//! file renamed over its name at the end (none is put over an input file read by any group),
-//! and the records are held until then.
+//! Each output is created once, by its name, in a folder being built ([`FreshFolder`]): into
+//! a folder that does not exist yet, a new folder beside it that takes its name when all are
+//! written; into a folder that exists, a hidden staging folder inside it whose files are
+//! moved into it then. Either way, each group's records are handed back as soon as it is
+//! written, and nothing is held of them: what is kept to the end is a few bytes per input
+//! file at most (the identities of the inputs, taken only when an output's name is already
+//! taken in the folder that exists).
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -20,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::format::cuda_fatbin::{Compression, Stored};
 use crate::format::ErrorKind;
 use crate::host::kpack::{ArchiveFiles, StoredCodeObject};
-use crate::io::{Closed, FreshFolder, Input, Output};
+use crate::io::{FreshFolder, Input, Output};
 use crate::ops::extract::chosen::{Bytes, Chosen, Extracted, Held};
 use crate::ops::extract::inflate::{inflate_group, stream_groups};
 use crate::ops::extract::kpack;
@@ -29,39 +30,34 @@ use crate::ops::extract::options::ExtractConfig;
 use crate::ops::support::inflating::{memory_of_cuda, Budget};
 use crate::ops::support::progress::Progress;
 
-/// The outputs of an extraction to a folder, written a group of input files at a time and
-/// put in place together at the end: until then each is a temporary file, and what is held
-/// of it is its names and its record; or, into a new folder, each is a file of the folder
-/// being built, and nothing is held of it.
+/// The outputs of an extraction to a folder, written a group of input files at a time into
+/// a folder being built, and put in place together at the end: nothing is held of each.
 pub(super) struct Folder<'f> {
-    /// The new folder being built, when the output folder did not exist.
-    fresh: Option<FreshFolder>,
+    /// The folder the outputs are made in: a new folder, or a staging folder inside the
+    /// folder that exists. Dropped before `made`: what it holds goes first.
+    fresh: FreshFolder,
+    /// The folders made for the outputs.
+    made: Made,
+    /// Every input file of the run (of every group), when the output folder exists: no
+    /// output is put over one of them.
+    files: Option<&'f [std::path::PathBuf]>,
+    /// The device and inode of each of `files`, sorted: taken the first time an output's
+    /// name is already taken in the folder.
+    identities: Option<Vec<(u64, u64)>>,
     progress: &'f dyn Progress,
     /// Whether the bar of bytes is started for the (one) group.
     bar: bool,
-    /// The folders made for the outputs: they go again when nothing is written, so that no
-    /// trace of a failed run is left.
-    made: Vec<PathBuf>,
     /// The names given so far, so that the outputs of every group are kept apart.
     taken: Taken,
     budget: Budget,
-    /// The outputs written, not yet in place, and what each holds, in the order of the files.
-    closed: Vec<Closed>,
-    extracted: Vec<Extracted>,
-    /// The number of each output's input file, counting the files of every group.
-    owners: Vec<usize>,
-    /// How many input files the groups before held.
-    before: usize,
-    /// The device and inode of every input file read, so that no output is put in place
-    /// over one, whichever group read it.
-    read: HashSet<(u64, u64)>,
     /// How many input files had images to write.
     with_images: usize,
     /// The first error of each input file whose images could not all be written, in the
     /// order of the files.
     failed: Vec<Error>,
-    /// Whether the outputs were put in place.
-    placed: bool,
+    /// The first error of each input file an output of which would have been put over an
+    /// input file of the run, in the order of the files: none of its outputs is kept.
+    refused: Vec<Error>,
 }
 
 impl<'f> Folder<'f> {
@@ -72,48 +68,51 @@ impl<'f> Folder<'f> {
         progress: &'f dyn Progress,
         bar: bool,
     ) -> Result<Folder<'f>> {
-        let made: Vec<PathBuf> = config
+        let folders: Vec<PathBuf> = config
             .output
             .ancestors()
             .take_while(|folder| !folder.as_os_str().is_empty() && !folder.exists())
             .map(Path::to_path_buf)
             .collect();
+        // Made from here on: removed again, if empty, on an error.
+        let made = Made {
+            folders,
+            placed: false,
+        };
         let missing = std::fs::symlink_metadata(&config.output)
             .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
-        let fresh = match config.output.parent() {
+        let (fresh, files) = match config.output.parent() {
             Some(parent) if missing && config.output.file_name().is_some() => {
                 std::fs::create_dir_all(parent).map_err(|e| Error::io(parent, e))?;
-                Some(FreshFolder::new(&config.output)?)
+                (FreshFolder::new(&config.output)?, None)
             }
             _ => {
                 std::fs::create_dir_all(&config.output)
                     .map_err(|e| Error::io(&config.output, e))?;
-                None
+                let staging = FreshFolder::inside(&config.output);
+                (staging?, Some(&config.files[..]))
             }
         };
         Ok(Folder {
             fresh,
+            made,
+            files,
+            identities: None,
             progress,
             bar,
-            made,
             taken: Taken::default(),
             budget: Budget::new(),
-            closed: Vec::new(),
-            extracted: Vec::new(),
-            owners: Vec::new(),
-            before: 0,
-            read: HashSet::new(),
             with_images: 0,
             failed: Vec::new(),
-            placed: false,
+            refused: Vec::new(),
         })
     }
 
     /// Writes each image `chosen` from one group of inputs (`config` names their files) to
-    /// a temporary file of its own, in parallel (the images of one compressed bundle
-    /// together, as its stream is inflated). An input file one of whose images cannot be
-    /// written has none of its images kept. Into a new folder, the records of the files
-    /// written, in the order of the files (else none: they come from [`Folder::finish`]).
+    /// a file of its own in the folder being built, in parallel (the images of one
+    /// compressed bundle together, as its stream is inflated). An input file one of whose
+    /// images cannot be written, or would be put over an input file of the run, has none of
+    /// its images kept. Gives the records of the files written, in the order of the files.
     pub(super) fn write_group(
         &mut self,
         config: &ExtractConfig,
@@ -130,125 +129,118 @@ impl<'f> Folder<'f> {
             stems: &stems,
             budget: &self.budget,
             progress: self.progress,
-            fresh: self.fresh.as_ref(),
+            fresh: &self.fresh,
         };
-        let (written, failed) = writer.write_all(std::mem::take(&mut self.bar));
+        let (mut written, failed) = writer.write_all(std::mem::take(&mut self.bar));
         let with_images: BTreeSet<usize> = chosen.iter().map(|c| c.input).collect();
         self.with_images += with_images.len();
-        let (mut written, dropped): (Vec<Written>, Vec<Written>) = written
-            .into_iter()
-            .partition(|w| !failed.contains_key(&chosen[w.index].input));
-        if let Some(fresh) = &self.fresh {
-            // The other images of an input that failed go again.
-            for w in dropped {
-                fresh.remove(w.path.file_name().unwrap_or_default())?;
-            }
-        }
         written.sort_by_key(|w| w.index);
-        let kept = chosen
+        let refused = self.refuse_inputs(&chosen, &written, &failed);
+        let gone = |input: &usize| failed.contains_key(input) || refused.contains_key(input);
+        let (written, dropped): (Vec<Written>, Vec<Written>) = written
             .into_iter()
-            .filter(|c| !failed.contains_key(&c.input));
+            .partition(|w| !gone(&chosen[w.index].input));
+        // The other images of an input that failed, or was refused, go again.
+        for w in dropped {
+            self.fresh.remove(w.path.file_name().unwrap_or_default())?;
+        }
+        let kept = chosen.into_iter().filter(|c| !gone(&c.input));
         let mut group = Vec::new();
         for (mut c, w) in kept.zip(written) {
             tracing::info!(from = %c.image.file, "writing {} to {}", c.label, w.path.display());
             c.image.size = w.size.unwrap_or(c.image.size);
-            if self.fresh.is_some() {
-                group.push(c.extracted(w.path));
-                continue;
-            }
-            self.owners.push(self.before + c.input);
-            self.extracted.push(c.extracted(w.path));
-            self.closed.push(w.closed);
+            group.push(c.extracted(w.path));
         }
         self.failed.extend(failed.into_values());
-        // No input file is in a folder that did not exist.
-        if self.fresh.is_none() {
-            self.read.extend(inputs.iter().filter_map(Input::identity));
-        }
-        self.before += inputs.len();
+        self.refused.extend(refused.into_values());
         Ok(group)
     }
 
-    /// Takes out the outputs that would be put in place over an input file read (by another
-    /// group than theirs: an input open is refused as its output is made), with every other
-    /// output of their input file; their errors join the failures.
-    fn refuse_inputs(&mut self) {
-        let read = &self.read;
-        let over: Vec<Option<Error>> = self
-            .extracted
+    /// The input files of the group some of whose outputs `written` (in the order of the
+    /// chosen) would be put over an input file of the run (any group's: the same device and
+    /// inode, the name itself not followed), with the first such output's error. Only an
+    /// output whose name is taken in the folder that exists is looked at.
+    fn refuse_inputs(&mut self, chosen: &[Chosen], written: &[Written], failed: &Failed) -> Failed {
+        let mut refused = Failed::new();
+        let Some(files) = self.files else {
+            return refused;
+        };
+        let there: Vec<Option<(u64, u64)>> = written
             .par_iter()
-            .map(|e| {
-                let meta = std::fs::symlink_metadata(&e.path).ok()?;
-                let input = (meta.dev(), meta.ino());
-                (!meta.file_type().is_symlink() && read.contains(&input)).then(|| {
-                    Error::file(
-                        &e.path,
-                        "is an input file of this run; refusing to write over an input",
-                    )
-                })
+            .map(|w| {
+                let meta = std::fs::symlink_metadata(&w.path).ok()?;
+                (!meta.file_type().is_symlink()).then(|| (meta.dev(), meta.ino()))
             })
             .collect();
-        let mut refused: BTreeMap<usize, Error> = BTreeMap::new();
-        for (owner, error) in self.owners.iter().zip(over) {
-            if let Some(error) = error {
-                refused.entry(*owner).or_insert(error);
+        for (w, there) in written.iter().zip(there) {
+            let input = chosen[w.index].input;
+            let Some(there) = there else {
+                continue;
+            };
+            if failed.contains_key(&input) || refused.contains_key(&input) {
+                continue;
+            }
+            let identities = self.identities.get_or_insert_with(|| identities_of(files));
+            if identities.binary_search(&there).is_ok() {
+                let error = Error::file(
+                    &w.path,
+                    "is an input file of this run; refusing to write over an input",
+                );
+                refused.insert(input, error);
             }
         }
-        if refused.is_empty() {
-            return;
-        }
-        let outputs = std::mem::take(&mut self.closed)
-            .into_iter()
-            .zip(std::mem::take(&mut self.extracted))
-            .zip(std::mem::take(&mut self.owners));
-        for ((closed, extracted), owner) in outputs {
-            if !refused.contains_key(&owner) {
-                self.closed.push(closed);
-                self.extracted.push(extracted);
-                self.owners.push(owner);
-            }
-        }
-        self.failed.extend(refused.into_values());
+        refused
     }
 
     /// Puts the files written in place (`progress` is done then), but for those of the input
     /// files that failed, whose errors go to `problems`; when every input file with images
     /// failed, the first one's error is the result.
-    pub(super) fn finish(mut self, problems: &mut Vec<Error>) -> Result<Vec<Extracted>> {
-        if self.fresh.is_none() {
-            self.refuse_inputs();
-        }
-        let mut failed = std::mem::take(&mut self.failed).into_iter();
+    pub(super) fn finish(mut self, problems: &mut Vec<Error>) -> Result<()> {
+        let mut failed = std::mem::take(&mut self.failed);
+        failed.append(&mut self.refused);
+        let mut failed = failed.into_iter();
         if failed.len() > 0 && failed.len() == self.with_images {
             if let Some(first) = failed.next() {
                 problems.extend(failed);
                 return Err(first);
             }
         }
-        match self.fresh.take() {
-            Some(fresh) => {
-                crate::io::inputs_intact()?;
-                fresh.place()?;
-            }
-            None => crate::io::place_all(std::mem::take(&mut self.closed))?,
-        }
-        self.placed = true;
+        crate::io::inputs_intact()?;
+        self.fresh.place()?;
+        self.made.placed = true;
         self.progress.finish();
         problems.extend(failed);
-        Ok(std::mem::take(&mut self.extracted))
+        Ok(())
     }
 }
 
-impl Drop for Folder<'_> {
+/// The device and inode of each of `files` that can be read (a symbolic link followed, as
+/// when it is opened), sorted.
+fn identities_of(files: &[PathBuf]) -> Vec<(u64, u64)> {
+    let mut identities: Vec<(u64, u64)> = files
+        .par_iter()
+        .filter_map(|path| std::fs::metadata(path).ok())
+        .map(|meta| (meta.dev(), meta.ino()))
+        .collect();
+    identities.sort_unstable();
+    identities.dedup();
+    identities
+}
+
+/// The folders made for the outputs (the output folder and those it is in): they go again,
+/// if empty, when the outputs are not put in place, so that no trace of a failed run is
+/// left.
+struct Made {
+    folders: Vec<PathBuf>,
+    placed: bool,
+}
+
+impl Drop for Made {
     fn drop(&mut self) {
         if self.placed {
             return;
         }
-        // The temporary files (or the new folder) go first, then the folders made for them,
-        // if empty: nothing else is touched.
-        self.closed.clear();
-        self.fresh = None;
-        for folder in &self.made {
+        for folder in &self.folders {
             let _ = std::fs::remove_dir(folder);
         }
     }
@@ -262,7 +254,6 @@ struct Written {
     /// Its index among the chosen.
     index: usize,
     path: PathBuf,
-    closed: Closed,
     /// The bytes written, when they differ from what the listing says (a CUDA entry's
     /// contents, cut from its padded payload).
     size: Option<u64>,
@@ -277,8 +268,8 @@ struct Writer<'w> {
     stems: &'w [PathBuf],
     budget: &'w Budget,
     progress: &'w dyn Progress,
-    /// The new folder the outputs are made in, if any.
-    fresh: Option<&'w FreshFolder>,
+    /// The folder the outputs are made in.
+    fresh: &'w FreshFolder,
 }
 
 impl Writer<'_> {
@@ -354,9 +345,7 @@ impl Writer<'_> {
         if finished.iter().any(Result::is_err) {
             // The images of the job that were finished go with the one that was not.
             for w in finished.iter().flatten() {
-                if let Some(fresh) = self.fresh {
-                    fresh.remove(w.path.file_name().unwrap_or_default())?;
-                }
+                self.fresh.remove(w.path.file_name().unwrap_or_default())?;
             }
         }
         finished.into_iter().collect()
@@ -452,24 +441,24 @@ impl Writer<'_> {
 }
 
 /// An image being written as its stream is inflated: its first bytes are held until they
-/// tell its extension (an ELF code object, bitcode, SPIR-V). Made in a new folder and left
-/// unfinished (its input failed), it is removed.
+/// tell its extension (an ELF code object, bitcode, SPIR-V). Left unfinished (its input
+/// failed), it is removed from the folder being built.
 struct Pending<'w> {
     index: usize,
     head: Vec<u8>,
     out: Option<(PathBuf, Output)>,
     /// The bytes written, when known to differ from the listed size.
     size: Option<u64>,
-    /// The new folder the output is made in, if any.
-    fresh: Option<&'w FreshFolder>,
+    /// The folder the output is made in.
+    fresh: &'w FreshFolder,
 }
 
 /// Bytes that tell an image's kind.
 const MAGIC_LEN: usize = 4;
 
 impl<'w> Pending<'w> {
-    /// Nothing written yet of the chosen image `index`, to be made in `fresh` if given.
-    fn new(index: usize, fresh: Option<&'w FreshFolder>) -> Pending<'w> {
+    /// Nothing written yet of the chosen image `index`, to be made in `fresh`.
+    fn new(index: usize, fresh: &'w FreshFolder) -> Pending<'w> {
         Pending {
             index,
             head: Vec::new(),
@@ -481,10 +470,9 @@ impl<'w> Pending<'w> {
 
     /// Creates the output at `path` (in the new folder by its name, if there is one).
     fn create(&mut self, path: PathBuf) -> Result<&mut Output> {
-        let out = match self.fresh {
-            Some(fresh) => fresh.create(path.file_name().unwrap_or_default(), &path)?,
-            None => Output::create(&path)?,
-        };
+        let out = self
+            .fresh
+            .create(path.file_name().unwrap_or_default(), &path)?;
         let (_, out) = self.out.insert((path, out));
         Ok(out)
     }
@@ -520,20 +508,14 @@ impl<'w> Pending<'w> {
                 }
             }
         };
-        let closed = match out.close() {
-            Ok(closed) => closed,
-            Err(e) => {
-                // Taken out, as an unfinished output is when dropped.
-                if let Some(fresh) = self.fresh {
-                    let _ = fresh.remove(path.file_name().unwrap_or_default());
-                }
-                return Err(e.into());
-            }
-        };
+        if let Err(e) = out.close() {
+            // Taken out, as an unfinished output is when dropped.
+            let _ = self.fresh.remove(path.file_name().unwrap_or_default());
+            return Err(e.into());
+        }
         Ok(Written {
             index: self.index,
             path,
-            closed,
             size: self.size,
         })
     }
@@ -542,8 +524,8 @@ impl<'w> Pending<'w> {
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         // Not finished: its input failed, and none of that input's images stay.
-        if let (Some((path, _)), Some(fresh)) = (self.out.take(), self.fresh) {
-            let _ = fresh.remove(path.file_name().unwrap_or_default());
+        if let Some((path, _)) = self.out.take() {
+            let _ = self.fresh.remove(path.file_name().unwrap_or_default());
         }
     }
 }
