@@ -320,10 +320,12 @@ mod tests {
             state ^= state << 17;
             state
         };
-        let mut data: Vec<u8> = (0..70_000).map(|_| next() as u8).collect();
+        let mut below =
+            move |n: usize| usize::try_from(next() % u64::try_from(n).unwrap()).unwrap();
+        let mut data: Vec<u8> = (0..70_000).map(|_| below(256).to_le_bytes()[0]).collect();
         for k in 0..60 {
             let magic = MAGICS[k % MAGICS.len()];
-            let at = (next() as usize) % (data.len() - magic.len());
+            let at = below(data.len() - magic.len());
             let cut = if k % 3 == 0 {
                 magic.len() - 1
             } else {
@@ -336,7 +338,7 @@ mod tests {
             let rest = &data[from..];
             assert_eq!(first_magic(rest), slowly(rest), "from {from}");
             assert_eq!(first_magic_here(rest), slowly(rest), "from {from}");
-            from += 1 + (next() as usize) % 997;
+            from += 1 + below(997);
         }
     }
 
