@@ -88,6 +88,7 @@ tree() {
   run "$name" "ls -r" "$ours" ls -r "$path"
   run "$name" "ls -r --json" "$ours" ls -r --json "$path"
   run "$name" "du -r" "$ours" du -r "$path"
+  run "$name" "du -r --kernels" "$ours" du -r --kernels "$path"
   run "$name" "verify -r" "$ours" verify -r "$path"
   # check's status 1 is its verdict (some code does not load on the device), not a failure.
   MEASURE_OK="0 1" run "$name" "check -r --device $arch" "$ours" check -r --device "$arch" "$path"
