@@ -230,7 +230,8 @@ fn conclude(
     missing: &mut Vec<String>,
 ) -> Result<()> {
     let Totals {
-        readable,
+        unopened,
+        named: _,
         unreadable: mut unread,
         problems: mut found_problems,
         failed,
@@ -243,9 +244,11 @@ fn conclude(
     problems.append(&mut unread);
     problems.append(&mut found_problems);
     // From here on the inputs are the files that could be opened.
-    let config = ExtractConfig {
-        files: readable,
-        ..config.clone()
+    let opened = || {
+        let mut unopened = unopened.iter().peekable();
+        (config.files.iter().enumerate())
+            .filter(move |(k, _)| unopened.next_if_eq(&k).is_none())
+            .map(|(_, path)| path)
     };
     // A device that found nothing anywhere is named once, not once per bundle, unless a
     // bundle gave it nothing for a reason other than having no code for it.
@@ -263,7 +266,7 @@ fn conclude(
     if !chosen {
         missing.extend(explained);
         return Err(nothing_chosen(
-            &config,
+            opened(),
             config.arches.iter().chain(&config.devices),
         ));
     }
@@ -275,7 +278,7 @@ fn conclude(
         .map(|(t, _)| t)
         .collect();
     if !unfound.is_empty() {
-        missing.push(nothing_chosen(&config, unfound).to_string());
+        missing.push(nothing_chosen(opened(), unfound).to_string());
     }
     missing.extend(explained);
     Ok(())
@@ -303,6 +306,9 @@ fn files_at_once() -> usize {
 struct Group {
     /// The configuration with the files of the group that could be opened.
     config: ExtractConfig,
+    /// How many files the group named, and the numbers among them of those not opened.
+    named: usize,
+    unopened: Vec<usize>,
     inputs: Vec<Input>,
     /// The errors of the files that could not be opened.
     unreadable: Vec<Error>,
@@ -317,12 +323,14 @@ struct Group {
 
 /// Opens and scans the files `paths` (`files` told of each), choosing their images.
 fn read_group(config: &ExtractConfig, paths: &[PathBuf], files: &dyn Progress) -> Group {
-    let (readable, inputs, unreadable) = open_inputs(paths);
+    let Opened {
+        readable,
+        inputs,
+        unreadable,
+        unopened,
+    } = open_inputs(paths);
     files.advance(unreadable.len() as u64);
-    let config = ExtractConfig {
-        files: readable,
-        ..config.clone()
-    };
+    let config = config.for_files(readable);
     let scanned = scan_all(&config, &inputs, files);
     let mut problems = Vec::new();
     let Gathered {
@@ -333,6 +341,8 @@ fn read_group(config: &ExtractConfig, paths: &[PathBuf], files: &dyn Progress) -
     } = gather(&config, &inputs, scanned, &mut problems);
     Group {
         config,
+        named: paths.len(),
+        unopened,
         inputs,
         unreadable,
         problems,
@@ -345,8 +355,10 @@ fn read_group(config: &ExtractConfig, paths: &[PathBuf], files: &dyn Progress) -
 
 /// What the groups read so far gave, beside the outputs.
 struct Totals {
-    /// The files that could be opened.
-    readable: Vec<PathBuf>,
+    /// How many files the groups so far named, and the numbers of those that could not be
+    /// opened (few): the others are the files that could, named by the configuration.
+    named: usize,
+    unopened: Vec<usize>,
     unreadable: Vec<Error>,
     problems: Vec<Error>,
     failed: usize,
@@ -358,7 +370,8 @@ struct Totals {
 impl Totals {
     fn new(config: &ExtractConfig) -> Totals {
         Totals {
-            readable: Vec::new(),
+            named: 0,
+            unopened: Vec::new(),
             unreadable: Vec::new(),
             problems: Vec::new(),
             failed: 0,
@@ -369,7 +382,10 @@ impl Totals {
 
     /// Adds what `group` gave, taking its errors and what it found.
     fn add(&mut self, group: &mut Group) {
-        self.readable.extend(group.config.files.iter().cloned());
+        let named = self.named;
+        self.unopened
+            .extend(group.unopened.iter().map(|&k| named + k));
+        self.named += group.named;
         self.unreadable.append(&mut group.unreadable);
         self.problems.append(&mut group.problems);
         let found = std::mem::replace(&mut group.found, Found::new(&group.config));
@@ -379,22 +395,34 @@ impl Totals {
     }
 }
 
-/// Opens `paths`, in parallel: those opened, the inputs, and the errors of the others.
-fn open_inputs(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<Input>, Vec<Error>) {
+/// What opening a group's files gave.
+#[derive(Default)]
+struct Opened {
+    /// The files opened, and their inputs.
+    readable: Vec<PathBuf>,
+    inputs: Vec<Input>,
+    /// The errors of the others, and their numbers among the files.
+    unreadable: Vec<Error>,
+    unopened: Vec<usize>,
+}
+
+/// Opens `paths`, in parallel.
+fn open_inputs(paths: &[PathBuf]) -> Opened {
     let opened: Vec<Result<Input>> = paths.par_iter().map(|p| Ok(Input::open(p)?)).collect();
-    let mut readable = Vec::new();
-    let mut inputs: Vec<Input> = Vec::new();
-    let mut unreadable = Vec::new();
-    for (path, input) in paths.iter().zip(opened) {
+    let mut all = Opened::default();
+    for (k, (path, input)) in paths.iter().zip(opened).enumerate() {
         match input {
             Ok(input) => {
-                readable.push(path.clone());
-                inputs.push(input);
+                all.readable.push(path.clone());
+                all.inputs.push(input);
             }
-            Err(e) => unreadable.push(e),
+            Err(e) => {
+                all.unreadable.push(e);
+                all.unopened.push(k);
+            }
         }
     }
-    (readable, inputs, unreadable)
+    all
 }
 
 /// Scans `inputs` in parallel, `files` told of each: what each chose, or `None` for a
@@ -501,13 +529,11 @@ fn gather(
 }
 
 /// The error for `targets` finding nothing to write in any of the files.
-fn nothing_chosen<'t>(
-    config: &ExtractConfig,
+fn nothing_chosen<'t, 'p>(
+    files: impl Iterator<Item = &'p PathBuf>,
     targets: impl IntoIterator<Item = &'t TargetIdBuf>,
 ) -> Error {
-    let files: Vec<String> = config
-        .files
-        .iter()
+    let files: Vec<String> = files
         .map(|p| format!("'{}'", crate::io::shown(p)))
         .collect();
     let arches: Vec<&str> = targets.into_iter().map(TargetIdBuf::as_str).collect();

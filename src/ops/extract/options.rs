@@ -45,6 +45,23 @@ pub struct ExtractConfig {
     pub max_decompressed: u64,
 }
 
+impl ExtractConfig {
+    /// The same filters and output for `files` instead: every other field cloned, not the
+    /// list of files (a tree's may hold a hundred thousand paths).
+    pub(super) fn for_files(&self, files: Vec<PathBuf>) -> ExtractConfig {
+        ExtractConfig {
+            files,
+            arches: self.arches.clone(),
+            devices: self.devices.clone(),
+            exact: self.exact,
+            triple: self.triple.clone(),
+            kind: self.kind.clone(),
+            output: self.output.clone(),
+            max_decompressed: self.max_decompressed,
+        }
+    }
+}
+
 impl Default for ExtractConfig {
     fn default() -> Self {
         ExtractConfig {
