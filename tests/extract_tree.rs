@@ -3,7 +3,7 @@
 //! do not grow with the number of files.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use offload::format::bundle;
@@ -214,15 +214,22 @@ fn no_output_is_put_over_an_input_of_any_group() {
     assert!(names_in(&out).iter().all(|n| !n.starts_with('.')));
 }
 
-#[test]
-fn a_failed_run_leaves_a_folder_that_exists_as_it_was() {
-    let dir = tempfile::tempdir().unwrap();
-    let tree = dir.path().join("tree");
+/// A tree in `dir` whose folder `b` holds two damaged compressed bundles: every image of
+/// theirs fails to be written.
+fn damaged_tree(dir: &Path) -> PathBuf {
+    let tree = dir.join("tree");
     std::fs::create_dir_all(tree.join("b")).unwrap();
     for damaged in ["ccob-bad-hash.bin", "ccob-cut-payload.bin"] {
         let from = samples_dir().join("damaged").join(damaged);
         std::fs::copy(from, tree.join("b").join(damaged)).unwrap();
     }
+    tree
+}
+
+#[test]
+fn a_failed_run_leaves_a_folder_that_exists_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = damaged_tree(dir.path());
     // A good input whose output's name is a folder: it fails too, as every input does.
     let sample = samples_dir().join("clang/kernel-fatbin.hip_fatbin");
     std::fs::create_dir_all(tree.join("a")).unwrap();
@@ -248,12 +255,7 @@ fn a_failed_run_leaves_a_folder_that_exists_as_it_was() {
 #[test]
 fn a_new_folder_appears_whole_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
-    let tree = dir.path().join("tree");
-    std::fs::create_dir_all(tree.join("b")).unwrap();
-    for damaged in ["ccob-bad-hash.bin", "ccob-cut-payload.bin"] {
-        let from = samples_dir().join("damaged").join(damaged);
-        std::fs::copy(from, tree.join("b").join(damaged)).unwrap();
-    }
+    let tree = damaged_tree(dir.path());
     let run = |out: &str| {
         Command::new(OFFLOAD)
             .current_dir(dir.path())

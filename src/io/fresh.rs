@@ -88,14 +88,38 @@ impl FreshFolder {
     /// Makes the empty folder that will become `destination`, beside it (its parent must
     /// exist; `destination` must not).
     pub fn new(destination: &Path) -> Result<FreshFolder> {
-        let parent = folder_of(destination);
         let mut prefix = OsString::from(".");
         prefix.push(destination.file_name().unwrap_or(OsStr::new("output")));
         prefix.push(".");
+        FreshFolder::made(destination, folder_of(destination), &prefix, None)
+    }
+
+    /// Makes an empty staging folder inside the folder `destination`, which exists: hidden,
+    /// open to its owner only, its files moved into `destination` by [`FreshFolder::place`].
+    pub fn inside(destination: &Path) -> Result<FreshFolder> {
+        let into =
+            Folder::open(destination, Path::new("")).map_err(|e| Error::io(destination, e))?;
+        FreshFolder::made(
+            destination,
+            destination,
+            OsStr::new(".staging."),
+            Some(into),
+        )
+    }
+
+    /// Makes the folder, hidden (`prefix`, then a random part and `.tmp`), open to its owner
+    /// only and listed for the signals' clean-up, in the folder `parent`; for `destination`,
+    /// and into the folder `into` when it is a staging folder.
+    fn made(
+        destination: &Path,
+        parent: &Path,
+        prefix: &OsStr,
+        into: Option<Folder>,
+    ) -> Result<FreshFolder> {
         let (temp, listed) = cleanup::listed(
             || {
                 tempfile::Builder::new()
-                    .prefix(&prefix)
+                    .prefix(prefix)
                     .suffix(".tmp")
                     .permissions(std::fs::Permissions::from_mode(0o700))
                     .tempdir_in(parent)
@@ -110,34 +134,7 @@ impl FreshFolder {
             temp: Some(temp),
             _listed: listed,
             destination: destination.to_path_buf(),
-            into: None,
-        })
-    }
-
-    /// Makes an empty staging folder inside the folder `destination`, which exists: hidden,
-    /// open to its owner only, its files moved into `destination` by [`FreshFolder::place`].
-    pub fn inside(destination: &Path) -> Result<FreshFolder> {
-        let into =
-            Folder::open(destination, Path::new("")).map_err(|e| Error::io(destination, e))?;
-        let (temp, listed) = cleanup::listed(
-            || {
-                tempfile::Builder::new()
-                    .prefix(".staging.")
-                    .suffix(".tmp")
-                    .permissions(std::fs::Permissions::from_mode(0o700))
-                    .tempdir_in(destination)
-            },
-            tempfile::TempDir::path,
-        )
-        .map_err(|e| Error::io(destination, e))?;
-        let folder =
-            Folder::open(temp.path(), Path::new("")).map_err(|e| Error::io(destination, e))?;
-        Ok(FreshFolder {
-            folder,
-            temp: Some(temp),
-            _listed: listed,
-            destination: destination.to_path_buf(),
-            into: Some(into),
+            into,
         })
     }
 
