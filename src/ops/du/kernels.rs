@@ -903,29 +903,19 @@ impl Serialize for Report {
         serializer: S,
     ) -> std::result::Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        /// The rows, written one at a time.
-        struct Rows<'r>(&'r Report);
-        impl Serialize for Rows<'_> {
+        /// A sequence written an element at a time, each made as it is written.
+        struct Each<I>(I);
+        impl<I: Iterator<Item: Serialize> + Clone> Serialize for Each<I> {
             fn serialize<S: serde::Serializer>(
                 &self,
                 serializer: S,
             ) -> std::result::Result<S::Ok, S::Error> {
-                serializer.collect_seq(self.0.kernels())
-            }
-        }
-        /// The code objects stored more than once, written one at a time.
-        struct Copied<'r>(&'r Report);
-        impl Serialize for Copied<'_> {
-            fn serialize<S: serde::Serializer>(
-                &self,
-                serializer: S,
-            ) -> std::result::Result<S::Ok, S::Error> {
-                serializer.collect_seq(self.0.code_objects())
+                serializer.collect_seq(self.0.clone())
             }
         }
         let mut report = serializer.serialize_struct("Report", 3)?;
-        report.serialize_field("kernels", &Rows(self))?;
-        report.serialize_field("code_objects", &Copied(self))?;
+        report.serialize_field("kernels", &Each(self.kernels()))?;
+        report.serialize_field("code_objects", &Each(self.code_objects()))?;
         report.serialize_field("total", &self.total)?;
         report.end()
     }
