@@ -182,3 +182,47 @@ fn a_device_takes_the_drivers_one_choice_per_fat_binary() {
         "{err}"
     );
 }
+
+#[test]
+fn a_device_archive_holds_the_bytes_written_to_a_folder() {
+    // Compressed CUDA entries (zstd and lz4) beside a compressed HIP bundle, on eight threads:
+    // each member of the archive is the file the same extraction writes into a folder.
+    let dir = tempfile::tempdir().unwrap();
+    let cuda = samples_dir().join("cuda");
+    let inputs = [
+        cuda.join("gencode-zstd.o"),
+        cuda.join("gencode-lz.o"),
+        samples_dir().join("llvm23/hip-compressed.o"),
+    ];
+    let args = [
+        "extract", "--arch", "sm_90", "--arch", "sm_80", "--arch", "gfx90a",
+    ];
+    let folder = dir.path().join("folder");
+    let archive = dir.path().join("dev.a");
+    for out in [&folder, &archive] {
+        succeed(
+            offload()
+                .env("RAYON_NUM_THREADS", "8")
+                .args(args)
+                .arg("-o")
+                .arg(out)
+                .args(&inputs),
+        );
+    }
+    let mut written: Vec<Vec<u8>> = files(&folder).into_values().collect();
+    let bytes = std::fs::read(&archive).unwrap();
+    let members = object::read::archive::ArchiveFile::parse(&*bytes).unwrap();
+    let mut held: Vec<Vec<u8>> = members
+        .members()
+        .map(|m| m.unwrap().data(&*bytes).unwrap().to_vec())
+        .collect();
+    written.sort();
+    held.sort();
+    assert!(written.len() >= 5, "{} files", written.len());
+    assert!(
+        held == written,
+        "{} members, {} files",
+        held.len(),
+        written.len()
+    );
+}

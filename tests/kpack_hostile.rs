@@ -860,3 +860,55 @@ fn a_bundle_compressed_in_one_frame_is_read_in_memory_that_does_not_follow_its_s
     expected.sort();
     assert_eq!(sizes, expected, "{json}");
 }
+
+#[test]
+fn a_device_archive_of_inflated_images_holds_none_of_them_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    one_frame_library(d);
+    let stream = ONE_FRAME_ARCHES.len() as u64 * ONE_FRAME_CODE;
+    // Every code object of the compressed bundle, inflated into the archive: less than half
+    // of them may be held at once.
+    let mut args = vec!["extract", "c/libhip.so", "-o", "dev.a"];
+    for arch in ONE_FRAME_ARCHES {
+        args.extend(["--arch", arch]);
+    }
+    let (code, peak) = peak_anonymous(
+        offload()
+            .current_dir(d)
+            .env("RAYON_NUM_THREADS", "8")
+            .args(&args),
+    );
+    assert_eq!(code, 0, "{:?}", offload_in(d, &args));
+    assert!(peak < stream / 2, "peak anonymous memory {peak} bytes");
+    // The bundle's twelve code objects, whole, and the plain bundle's one.
+    let bytes = fs::read(d.join("dev.a")).unwrap();
+    let archive = object::read::archive::ArchiveFile::parse(&*bytes).unwrap();
+    let mut sizes: Vec<(String, usize)> = archive
+        .members()
+        .map(|m| {
+            let m = m.unwrap();
+            let data = m.data(&*bytes).unwrap();
+            if data.len() as u64 == ONE_FRAME_CODE {
+                assert!(data.iter().all(|&b| b == 0));
+            }
+            (String::from_utf8_lossy(m.name()).into_owned(), data.len())
+        })
+        .collect();
+    sizes.sort();
+    // Named as the bundler names a device archive's members; the plain bundle's gfx90a
+    // code object beside the inflated one.
+    let mut expected: Vec<(String, usize)> = ONE_FRAME_ARCHES
+        .iter()
+        .map(|a| {
+            let name = format!("libhip-hipv4-amdgcn-amd-amdhsa--{a}libhip.bc");
+            (name, ONE_FRAME_CODE as usize)
+        })
+        .collect();
+    expected.push((
+        "libhip-hipv4-amdgcn-amd-amdhsa--gfx90alibhip.bc".into(),
+        4232,
+    ));
+    expected.sort();
+    assert_eq!(sizes, expected);
+}

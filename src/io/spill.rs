@@ -422,20 +422,46 @@ impl Shelf {
 
     /// Puts `bytes` on the shelf; many threads may put at once.
     pub fn put(&self, bytes: &[u8]) -> io::Result<Shelved> {
-        let len = bytes.len() as u64;
-        let at = {
-            let mut end = self.end.lock().unwrap_or_else(|e| e.into_inner());
-            let at = *end;
-            *end = at.checked_add(len).ok_or(io::ErrorKind::InvalidInput)?;
-            at
-        };
-        self.file.write_all_at(bytes, at)?;
+        let shelved = self.reserve(bytes.len() as u64)?;
+        self.put_at(shelved, 0, bytes)?;
+        Ok(shelved)
+    }
+
+    /// Sets aside `len` bytes of the shelf for a part written later, piece by piece, with
+    /// [`Shelf::put_at`]; many threads may reserve at once. What is set aside and never
+    /// written takes no room on the disk.
+    pub fn reserve(&self, len: u64) -> io::Result<Shelved> {
+        let mut end = self.end.lock().unwrap_or_else(|e| e.into_inner());
+        let at = *end;
+        *end = at.checked_add(len).ok_or(io::ErrorKind::InvalidInput)?;
         Ok(Shelved { at, len })
+    }
+
+    /// Writes `bytes` `offset` bytes into the part `shelved` (reserved): refused if they
+    /// would pass its end.
+    pub fn put_at(&self, shelved: Shelved, offset: u64, bytes: &[u8]) -> io::Result<()> {
+        let fits = offset
+            .checked_add(bytes.len() as u64)
+            .is_some_and(|end| end <= shelved.len);
+        if !fits {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "more bytes than the part set aside for them",
+            ));
+        }
+        self.file.write_all_at(bytes, shelved.at + offset)
     }
 
     /// The file the parts are in, to copy them from by their places.
     pub fn file(&self) -> &File {
         &self.file
+    }
+
+    /// Everything put on the shelf, mapped to be read: each part's bytes at its place.
+    pub fn into_input(self) -> io::Result<Input> {
+        let end = self.end.into_inner().unwrap_or_else(|e| e.into_inner());
+        self.file.set_len(end)?;
+        Input::from_temporary(self.file, end)
     }
 }
 
@@ -726,6 +752,44 @@ mod tests {
         spans.sort_unstable();
         assert!(spans.windows(2).all(|w| w[0].1 == w[1].0));
         assert_eq!(spans.last().unwrap().1, total);
+    }
+
+    #[test]
+    fn parts_reserved_and_written_in_pieces_from_many_threads_read_back_mapped() {
+        let shelf = Shelf::new().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(8)
+            .build()
+            .unwrap();
+        // Each part set aside larger than what is written into it, in pieces of 13 bytes.
+        let written: Vec<(Shelved, Vec<u8>)> = pool.install(|| {
+            (0..300u32)
+                .into_par_iter()
+                .map(|k| {
+                    let part: Vec<u8> = (0..(k * 53 % 7000)).map(|i| ((i * 7) ^ k) as u8).collect();
+                    let place = shelf.reserve(part.len() as u64 + 100).unwrap();
+                    for (n, piece) in part.chunks(13).enumerate() {
+                        shelf.put_at(place, n as u64 * 13, piece).unwrap();
+                    }
+                    (place, part)
+                })
+                .collect()
+        });
+        let last = written.iter().map(|(p, _)| p.at + p.len).max().unwrap();
+        // A piece passing its part's end is refused.
+        let (first, _) = written[0];
+        let error = shelf.put_at(first, first.len - 1, b"ab").unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
+        let input = shelf.into_input().unwrap();
+        assert_eq!(input.len() as u64, last);
+        for (place, part) in &written {
+            let at = place.at as usize;
+            assert!(input[at..at + part.len()] == part[..]);
+            // What was set aside and not written reads as zeros.
+            assert!(input[at + part.len()..at + place.len as usize]
+                .iter()
+                .all(|&b| b == 0));
+        }
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub(super) struct Chosen {
 pub(super) enum Bytes {
     /// In the input, at this offset, this long.
     Input(usize, usize),
-    /// Held (inflated from a compressed container, or read from a thin archive's member).
+    /// Held (read from a thin archive's member).
     Owned(Vec<u8>),
     /// In a compressed container's stream, not inflated yet.
     Stream(Streamed),
@@ -86,8 +86,9 @@ impl Held {
 }
 
 impl Chosen {
-    /// The image's bytes: those of an image inside a compressed bundle must have been
-    /// inflated first ([`crate::ops::extract::inflate::inflate_chosen`]).
+    /// The image's bytes when they are in its input or held: empty for an image inside a
+    /// compressed bundle, a `.kpack` archive or a CUDA entry, which is inflated where it is
+    /// written.
     pub(super) fn bytes<'a>(&'a self, inputs: &'a [Input]) -> &'a [u8] {
         match &self.bytes {
             Bytes::Owned(bytes) => bytes,

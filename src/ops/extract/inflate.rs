@@ -1,16 +1,18 @@
 //! Inflating what `extract` chose: the images of one compressed bundle together, its
 //! stream inflated once and only as far as they need, within the memory budget
-//! ([`crate::ops::support::inflating`]); and, for a device archive, every chosen image held.
+//! ([`crate::ops::support::inflating`]); and, for a device archive, every chosen image put
+//! in the archive's scratch file as it is inflated.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use rayon::prelude::*;
 
 use crate::error::{Error, Result};
+use crate::format::kpack::Scheme;
 use crate::format::stream::CompressedStream;
 use crate::format::ErrorKind;
 use crate::host::kpack::ArchiveFiles;
+use crate::io::spill::{Shelf, Shelved};
 use crate::io::Input;
 use crate::ops::extract::chosen::{Bytes, Chosen, Held, Streamed};
 use crate::ops::extract::kpack;
@@ -97,48 +99,100 @@ pub(super) fn inflate_group(
     }
 }
 
-/// Inflates the chosen images that are inside compressed bundles, in parallel across
-/// bundles, and holds them: only those images, never a whole stream. Holds those of `.kpack`
-/// archives too, inflated if stored compressed, and the contents of CUDA entries.
-pub(super) fn inflate_chosen(
+/// Puts the chosen images whose bytes are not in their input as they are onto `shelf` (the
+/// scratch file of a device archive being written), in parallel: those inside compressed
+/// bundles, each stream inflated once; the code objects of `.kpack` archives, inflated if
+/// stored compressed; the contents of CUDA entries. Each goes straight into a part set aside
+/// for it as it is inflated, so none is held in memory. Returns, for each image of `chosen`,
+/// where its bytes are on the shelf (`None`: in its input).
+pub(super) fn shelve_chosen(
     config: &ExtractConfig,
     inputs: &[Input],
     archives: &ArchiveFiles,
-    chosen: &mut [Chosen],
-) -> Result<()> {
-    hold_cuda(config, inputs, chosen)?;
+    chosen: &[Chosen],
+    shelf: &Shelf,
+) -> Result<Vec<Option<Shelved>>> {
     let budget = Budget::new();
-    hold_archived(config, archives, chosen, &budget)?;
-    hold_streamed(config, inputs, chosen, &budget)
-}
-
-/// Holds the contents of the chosen CUDA entries, inflated and cut.
-fn hold_cuda(config: &ExtractConfig, inputs: &[Input], chosen: &mut [Chosen]) -> Result<()> {
-    let cuda: Vec<Option<Vec<u8>>> = chosen
-        .par_iter()
-        .map(|c| {
-            c.cuda_contents(config, inputs)
-                .map(|contents| contents.map(Cow::into_owned))
-                .transpose()
-        })
-        .collect::<Result<_>>()?;
-    for (c, held) in chosen.iter_mut().zip(cuda) {
-        if let Some(held) = held {
-            c.bytes = Bytes::Owned(held);
+    let mut places = vec![None; chosen.len()];
+    let shelved = (shelve_cuda(config, inputs, chosen, shelf)?.into_iter())
+        .chain(shelve_archived(config, archives, chosen, shelf, &budget)?)
+        .chain(shelve_streamed(config, inputs, chosen, shelf, &budget)?);
+    for (i, place) in shelved {
+        if let Some(slot) = places.get_mut(i) {
+            *slot = Some(place);
         }
     }
-    Ok(())
+    Ok(places)
 }
 
-/// Holds the chosen code objects of `.kpack` archives, inflated within `budget` if stored
+/// A part of a shelf being written in order, piece by piece.
+struct Part<'s> {
+    shelf: &'s Shelf,
+    place: Shelved,
+    written: u64,
+}
+
+impl<'s> Part<'s> {
+    /// A part of `shelf` set aside for at most `most` bytes.
+    fn new(shelf: &'s Shelf, most: u64, config: &ExtractConfig) -> Result<Part<'s>> {
+        let place = shelf
+            .reserve(most)
+            .map_err(|e| Error::io(&config.output, e))?;
+        Ok(Part {
+            shelf,
+            place,
+            written: 0,
+        })
+    }
+
+    /// Writes the next `piece`.
+    fn write(&mut self, piece: &[u8], config: &ExtractConfig) -> Result<()> {
+        (self.shelf)
+            .put_at(self.place, self.written, piece)
+            .map_err(|e| Error::io(&config.output, e))?;
+        self.written += piece.len() as u64;
+        Ok(())
+    }
+
+    /// Where the bytes written are.
+    fn written(&self) -> Shelved {
+        Shelved {
+            at: self.place.at,
+            len: self.written,
+        }
+    }
+}
+
+/// Shelves the contents of the chosen CUDA entries, inflated and cut.
+fn shelve_cuda(
+    config: &ExtractConfig,
+    inputs: &[Input],
+    chosen: &[Chosen],
+    shelf: &Shelf,
+) -> Result<Vec<(usize, Shelved)>> {
+    chosen
+        .par_iter()
+        .enumerate()
+        .filter_map(|(i, c)| Some((i, c.cuda_contents(config, inputs)?)))
+        .map(|(i, contents)| {
+            let place = shelf
+                .put(&contents?)
+                .map_err(|e| Error::io(&config.output, e))?;
+            Ok((i, place))
+        })
+        .collect()
+}
+
+/// Shelves the chosen code objects of `.kpack` archives, inflated within `budget` if stored
 /// compressed.
-fn hold_archived(
+fn shelve_archived(
     config: &ExtractConfig,
     archives: &ArchiveFiles,
-    chosen: &mut [Chosen],
+    chosen: &[Chosen],
+    shelf: &Shelf,
     budget: &Budget,
-) -> Result<()> {
-    let archived: Vec<(usize, Vec<u8>)> = chosen
+) -> Result<Vec<(usize, Shelved)>> {
+    chosen
         .par_iter()
         .enumerate()
         .filter_map(|(i, c)| match &c.bytes {
@@ -146,45 +200,59 @@ fn hold_archived(
             _ => None,
         })
         .map(|(i, number, code)| {
-            let mut held = Vec::new();
             let limit = config.max_decompressed;
+            let most = match code.scheme {
+                Scheme::None => code.stored_size,
+                Scheme::ZstdPerKernel => code.size.min(limit),
+            };
+            let mut part = Part::new(shelf, most, config)?;
             kpack::code_object(archives, number, code, budget, limit, &mut |piece| {
-                held.extend_from_slice(piece);
-                Ok(())
+                part.write(piece, config)
             })?;
-            Ok((i, held))
+            Ok((i, part.written()))
         })
-        .collect::<Result<_>>()?;
-    for (i, bytes) in archived {
-        chosen[i].bytes = Bytes::Owned(bytes);
-    }
-    Ok(())
+        .collect()
 }
 
-/// Holds the chosen images inside compressed bundles, each stream inflated once, within
+/// Shelves the chosen images inside compressed bundles, each stream inflated once, within
 /// `budget`, in parallel across bundles.
-fn hold_streamed(
+fn shelve_streamed(
     config: &ExtractConfig,
     inputs: &[Input],
-    chosen: &mut [Chosen],
+    chosen: &[Chosen],
+    shelf: &Shelf,
     budget: &Budget,
-) -> Result<()> {
+) -> Result<Vec<(usize, Shelved)>> {
     let groups = stream_groups(chosen);
-    let held: Vec<Vec<Vec<u8>>> = groups
+    let shelved: Vec<Vec<(usize, Shelved)>> = groups
         .par_iter()
         .map(|group| {
-            let mut held = vec![Vec::new(); group.len()];
-            inflate_group(config, inputs, chosen, group, budget, |k, piece| {
-                held[k].extend_from_slice(piece);
-                Ok(())
-            })?;
-            Ok(held)
+            let mut parts = (group.iter())
+                .map(|&i| {
+                    let most = match &chosen[i].bytes {
+                        Bytes::Stream(s) => s.end.saturating_sub(s.start),
+                        _ => 0,
+                    };
+                    Part::new(shelf, most.min(config.max_decompressed), config)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            inflate_group(
+                config,
+                inputs,
+                chosen,
+                group,
+                budget,
+                |k, piece| match parts.get_mut(k) {
+                    Some(part) => part.write(piece, config),
+                    None => Ok(()),
+                },
+            )?;
+            Ok(group
+                .iter()
+                .copied()
+                .zip(parts.iter().map(Part::written))
+                .collect())
         })
         .collect::<Result<_>>()?;
-    for (group, held) in groups.iter().zip(held) {
-        for (&i, bytes) in group.iter().zip(held) {
-            chosen[i].bytes = Bytes::Owned(bytes);
-        }
-    }
-    Ok(())
+    Ok(shelved.into_iter().flatten().collect())
 }
