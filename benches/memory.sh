@@ -70,6 +70,7 @@ library() {
   MEASURE_OK="0 1" run "$name" "check --device $device" "$ours" check --device "$device" "$path"
   run "$name" "verify" "$ours" verify "$path"
   run "$name" "extract --arch $arch" "$ours" extract --arch "$arch" "$path" -o out
+  run "$name" "extract --arch $arch -o X.a" "$ours" extract --arch "$arch" "$path" -o out/dev.a
   run "$name" "strip --keep $arch" "$ours" strip --keep "$arch" "$path" -o out/stripped
   run "$name" "compress" "$ours" compress "$path" -o out/compressed
   run "$name" "decompress" "$ours" decompress "$path" -o out/plain
