@@ -219,14 +219,20 @@ impl FreshFolder {
                 }
             }
             let c = c_name(made.as_os_str()).map_err(|e| Error::io(at, e))?;
-            // SAFETY: `c` is NUL-terminated and outlives the call; the descriptor is a folder
-            // this value holds open.
-            if unsafe { libc::mkdirat(self.folder.raw(), c.as_ptr(), 0o777) } != 0 {
-                let e = io::Error::last_os_error();
-                if e.raw_os_error() != Some(libc::EEXIST) {
-                    return Err(Error::io(at, e));
+            // Not while a signal's clean-up removes the folder: a folder made then would
+            // keep it.
+            cleanup::uninterrupted(|| {
+                // SAFETY: `c` is NUL-terminated and outlives the call; the descriptor is a
+                // folder this value holds open.
+                match unsafe { libc::mkdirat(self.folder.raw(), c.as_ptr(), 0o777) } {
+                    0 => Ok(()),
+                    _ => match io::Error::last_os_error() {
+                        e if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+                        e => Err(e),
+                    },
                 }
-            }
+            })
+            .map_err(|e| Error::io(at, e))?;
         }
         Ok(())
     }

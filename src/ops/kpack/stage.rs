@@ -529,8 +529,12 @@ pub(super) fn read_back_archive(
         let why = format!("{} entries instead of {entries}", checked.entries);
         return Err(not_as_written(path, why));
     }
-    if checked.stored != stored || checked.largest_ordinal.is_some_and(|o| o >= stored) {
+    if checked.stored != stored {
         let why = format!("{} code objects stored instead of {stored}", checked.stored);
+        return Err(not_as_written(path, why));
+    }
+    if let Some(ordinal) = checked.largest_ordinal.filter(|o| *o >= stored) {
+        let why = format!("an entry names code object {ordinal} of {stored}");
         return Err(not_as_written(path, why));
     }
     Ok(())
