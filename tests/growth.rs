@@ -473,10 +473,11 @@ fn tree_commands_hold_nothing_per_file() {
     // `extract_into_a_folder_that_exists_holds_nothing_per_output`: it reads 256 files at a
     // time, and the memory of one such group, which the smaller tree does not fill, would
     // count here as memory per file.
-    let commands: [&[&str]; 3] = [
+    let commands: [&[&str]; 4] = [
         &["strip", "-r", "--keep", "gfx90a", "-o", "out"],
         &["compress", "-r", "-o", "out"],
         &["decompress", "-r", "-o", "out"],
+        &["kpack", "-r", "-o", "out"],
     ];
     let mut failures = Vec::new();
     for words in commands {
@@ -554,4 +555,71 @@ fn extract_into_a_folder_that_exists_holds_nothing_per_output() {
         per_file <= PER_FILE_BYTES,
         "extract -r into a folder that exists: {per_file} bytes of anonymous memory per file"
     );
+}
+
+/// Every file under `dir` (symbolic links as their targets), by its path under it.
+fn files_under(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let relative = path.strip_prefix(dir).unwrap().to_path_buf();
+            if meta.is_dir() {
+                folders.push(path);
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                files.insert(relative, target.into_os_string().into_encoded_bytes());
+            } else {
+                files.insert(relative, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn kpack_of_a_tree_writes_the_same_bytes_on_any_number_of_threads() {
+    // Without cc (to link the small libraries) the test skips with a message.
+    let Some(cc) = util::tool("cc") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // More files than a group (64) holds, with a file without device code and a link.
+    let tree = trees_of(&cc, dir.path(), &[150]).remove(0);
+    std::fs::write(tree.join("README"), b"no device code").unwrap();
+    std::os::unix::fs::symlink("0/0/lib1.so", tree.join("libone.so")).unwrap();
+    for extra in [&[][..], &["--compression", "zstd"][..]] {
+        let split = |threads: &str| {
+            let out = dir.path().join("out");
+            let _ = std::fs::remove_dir_all(&out);
+            let output = util::succeed(
+                offload()
+                    .args(["kpack", "-r", "-o"])
+                    .arg(&out)
+                    .args(extra)
+                    .arg(&tree)
+                    .env("RAYON_NUM_THREADS", threads),
+            );
+            (output.stdout, files_under(&out))
+        };
+        let (text, files) = split("1");
+        // 150 split binaries, 5 archives, the README and the link copied.
+        assert_eq!(files.len(), 150 + 5 + 2, "{:?}", files.keys());
+        assert!(
+            String::from_utf8_lossy(&text).ends_with("2 files without HIP device code copied\n"),
+            "{}",
+            String::from_utf8_lossy(&text)
+        );
+        for run in 0..3 {
+            let (again, more) = split("8");
+            assert_eq!(again, text, "run {run} {extra:?}: the listing differs");
+            assert_eq!(more.len(), files.len());
+            for ((name, a), (other, b)) in files.iter().zip(&more) {
+                assert_eq!(name, other);
+                assert!(a == b, "run {run} {extra:?}: {} differs", name.display());
+            }
+        }
+    }
 }

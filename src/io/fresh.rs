@@ -147,11 +147,25 @@ impl FreshFolder {
     /// folder there, or an input of this process by its own name, is an error; a device or a
     /// FIFO is written into now, as it is; a regular file's mode is the output's.
     pub fn create(&self, name: &OsStr, path: &Path) -> Result<Output> {
+        self.create_file(name, path, None)
+    }
+
+    /// [`FreshFolder::create`], the new file given `mode` whatever is at `path` (an output
+    /// made from an input takes the input's). `name` may be a path of names below the folder,
+    /// whose folders [`FreshFolder::make_folders`] made.
+    pub fn create_with_mode(&self, name: &OsStr, path: &Path, mode: u32) -> Result<Output> {
+        self.create_file(name, path, Some(mode))
+    }
+
+    /// Creates the file `name` (its final path `path`), of mode `given`, else of the mode of
+    /// the file it replaces, else of what the umask leaves of 0666.
+    fn create_file(&self, name: &OsStr, path: &Path, given: Option<u32>) -> Result<Output> {
         let mode = match self.into.is_some().then(|| at_name(path)).transpose()? {
             Some(AtName::Device) => return Output::direct(path),
             Some(AtName::Taken { mode }) => Some(mode),
             Some(AtName::Free) | None => None,
         };
+        let mode = given.or(mode);
         let c = c_name(name).map_err(|e| Error::io(path, e))?;
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_CLOEXEC;
         // Not while a signal's clean-up removes the folder: a file made then would keep it.
@@ -177,6 +191,72 @@ impl FreshFolder {
             Sink::Direct(file),
             SMALL_BUFFER,
         ))
+    }
+
+    /// Makes the folders of `relative` (names below the folder, `path` the final path of the
+    /// last) that are not there yet. In a staging folder, a name of `relative` that is
+    /// something else than a folder in the folder that exists (a file, a link) is an error:
+    /// nothing is written through it.
+    pub fn make_folders(&self, relative: &Path, path: &Path) -> Result<()> {
+        let mut made = PathBuf::new();
+        let names = relative.components().count();
+        for (n, name) in relative.components().enumerate() {
+            made.push(name);
+            // The final path of `made`: `path` without its last names.
+            let at = path.ancestors().nth(names - n - 1).unwrap_or(path);
+            // Each name before it was found a folder, not a link: `made` is reached through
+            // folders only.
+            if let Some(into) = &self.into {
+                let there = into
+                    .identity(made.as_os_str())
+                    .map_err(|e| Error::io(at, e))?;
+                let folder = into
+                    .is_folder(made.as_os_str())
+                    .map_err(|e| Error::io(at, e))?;
+                if there.is_some() && !folder {
+                    let e = io::Error::from_raw_os_error(libc::ENOTDIR);
+                    return Err(Error::io(at, e));
+                }
+            }
+            let c = c_name(made.as_os_str()).map_err(|e| Error::io(at, e))?;
+            // Not while a signal's clean-up removes the folder: a folder made then would
+            // keep it.
+            cleanup::uninterrupted(|| {
+                // SAFETY: `c` is NUL-terminated and outlives the call; the descriptor is a
+                // folder this value holds open.
+                match unsafe { libc::mkdirat(self.folder.raw(), c.as_ptr(), 0o777) } {
+                    0 => Ok(()),
+                    _ => match io::Error::last_os_error() {
+                        e if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+                        e => Err(e),
+                    },
+                }
+            })
+            .map_err(|e| Error::io(at, e))?;
+        }
+        Ok(())
+    }
+
+    /// Makes the symbolic link `name` (below the folder; `path` its final path) to `target`.
+    pub fn link(&self, target: &Path, name: &OsStr, path: &Path) -> Result<()> {
+        let to = c_name(target.as_os_str()).map_err(|e| Error::io(path, e))?;
+        let c = c_name(name).map_err(|e| Error::io(path, e))?;
+        cleanup::uninterrupted(|| {
+            // SAFETY: both names are NUL-terminated and outlive the call; the descriptor is a
+            // folder this value holds open.
+            match unsafe { libc::symlinkat(to.as_ptr(), self.folder.raw(), c.as_ptr()) } {
+                0 => Ok(()),
+                _ => Err(io::Error::last_os_error()),
+            }
+        })
+        .map_err(|e| Error::io(path, e))
+    }
+
+    /// A path to read the file `name` made in the folder by, while the folder is not placed;
+    /// `None` when it is not there (an output written into a device as it is).
+    pub fn staged(&self, name: &OsStr) -> Option<PathBuf> {
+        self.folder.identity(name).ok()??;
+        Some(self.folder.path().join(name))
     }
 
     /// Removes the file `name` made in the folder (the outputs of an input that failed).
@@ -255,18 +335,11 @@ impl FreshFolder {
         // The output a move failed for, to name in the error.
         let mut failed = None;
         cleanup::uninterrupted(|| {
-            // Names are read as their files leave: read again until none is left, so that
-            // none is missed.
-            while self.folder.each_name(&mut |name| {
-                let path = destination.join(name);
-                let moved = self.move_one(into, name, &path, everything);
-                if moved.is_err() {
-                    failed = Some(path);
-                }
-                replaced |= moved?;
-                Ok(())
-            })? > 0
-            {}
+            let mut moves = Moves {
+                synced: everything,
+                failed: &mut failed,
+            };
+            replaced = moves.all(&self.folder, into, &destination)?;
             Ok(())
         })
         .map_err(|e: io::Error| Error::io(failed.as_deref().unwrap_or(&destination), e))?;
@@ -278,21 +351,65 @@ impl FreshFolder {
         }
         Ok(())
     }
+}
 
-    /// Moves the file `name` of the staging folder into `into` (`path` there), over what is
-    /// there: a file replaced, the new one is synced first (unless the whole file system
-    /// was, `synced`). Gives whether it replaced a file.
-    fn move_one(&self, into: &Folder, name: &OsStr, path: &Path, synced: bool) -> io::Result<bool> {
+/// The files of a staging folder being moved into the folder that exists.
+struct Moves<'m> {
+    /// Whether the whole file system was synced before.
+    synced: bool,
+    /// The output a move failed for, to name in the error.
+    failed: &'m mut Option<PathBuf>,
+}
+
+impl Moves<'_> {
+    /// Moves everything of the folder `from` into `into` (`path`); gives whether it replaced
+    /// a file. A folder of `from` where `into` has a folder has its files moved into that one,
+    /// and goes; any other is moved whole.
+    fn all(&mut self, from: &Folder, into: &Folder, path: &Path) -> io::Result<bool> {
+        let mut replaced = false;
+        // Names are read as their files leave: read again until none is left, so that none
+        // is missed.
+        while from.each_name(&mut |name| {
+            let path = path.join(name);
+            let moved = self.one(from, into, name, &path);
+            if moved.is_err() && self.failed.is_none() {
+                *self.failed = Some(path);
+            }
+            replaced |= moved?;
+            Ok(())
+        })? > 0
+        {}
+        Ok(replaced)
+    }
+
+    /// Moves `name` of `from` into `into` (`path` there), over what is there: a file
+    /// replaced, the new one is synced first (unless the whole file system was). Gives
+    /// whether it replaced a file.
+    fn one(&mut self, from: &Folder, into: &Folder, name: &OsStr, path: &Path) -> io::Result<bool> {
+        if from.is_folder(name)? && into.is_folder(name)? {
+            let replaced = self.all(&from.child(name)?, &into.child(name)?, path)?;
+            if replaced && !self.synced {
+                super::syncing::sync_folder(path)?;
+            }
+            let c = c_name(name)?;
+            // SAFETY: `c` is NUL-terminated and outlives the call; the descriptor is a
+            // folder held open.
+            if unsafe { libc::unlinkat(from.raw(), c.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            return Ok(replaced);
+        }
         let c = c_name(name)?;
         let replaces = into.identity(name)?.is_some();
-        if replaces && !synced {
-            let file = self.folder.open_file(name)?;
-            super::syncing::sync_file(&file, path)?;
+        if replaces && !self.synced {
+            // A link made is not synced: there is no file of its own to sync.
+            if let Ok(file) = from.open_file(name) {
+                super::syncing::sync_file(&file, path)?;
+            }
         }
         // SAFETY: `c` is NUL-terminated and outlives the call; both descriptors are folders
         // held open.
-        let renamed =
-            unsafe { libc::renameat(self.folder.raw(), c.as_ptr(), into.raw(), c.as_ptr()) };
+        let renamed = unsafe { libc::renameat(from.raw(), c.as_ptr(), into.raw(), c.as_ptr()) };
         if renamed != 0 {
             return Err(io::Error::last_os_error());
         }
@@ -338,6 +455,57 @@ mod tests {
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(left.len(), 2);
         assert_eq!(std::fs::read_dir(&other).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn folders_made_in_a_staging_folder_join_those_that_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let into = dir.path();
+        std::fs::create_dir_all(into.join("a/old")).unwrap();
+        std::fs::write(into.join("a/keep"), b"mine").unwrap();
+        std::fs::write(into.join("a/b"), b"replaced").unwrap();
+        let staging = FreshFolder::inside(into).unwrap();
+        for folder in ["a/new/deep", "a/old", "fresh"] {
+            staging
+                .make_folders(Path::new(folder), &into.join(folder))
+                .unwrap();
+        }
+        for name in ["a/b", "a/new/deep/c", "a/old/d", "fresh/e"] {
+            let path = into.join(name);
+            let mut out = staging
+                .create_with_mode(OsStr::new(name), &path, 0o750)
+                .unwrap();
+            out.write_bytes(name.as_bytes()).unwrap();
+            out.flush().unwrap();
+            let staged = staging.staged(OsStr::new(name)).unwrap();
+            assert_eq!(std::fs::read(staged).unwrap(), name.as_bytes());
+            out.close().unwrap();
+        }
+        staging
+            .link(Path::new("b"), OsStr::new("a/link"), &into.join("a/link"))
+            .unwrap();
+        // A file of the folder where a folder is to be made is an error.
+        assert!(staging
+            .make_folders(Path::new("a/keep/x"), &into.join("a/keep/x"))
+            .is_err());
+        assert!(!into.join("a/new").exists());
+        staging.place().unwrap();
+        for name in ["a/b", "a/new/deep/c", "a/old/d", "fresh/e"] {
+            assert_eq!(std::fs::read(into.join(name)).unwrap(), name.as_bytes());
+            let mode = std::fs::metadata(into.join(name)).unwrap().mode() & 0o777;
+            assert_eq!(mode, 0o750);
+        }
+        assert_eq!(std::fs::read(into.join("a/keep")).unwrap(), b"mine");
+        assert_eq!(
+            std::fs::read_link(into.join("a/link")).unwrap(),
+            Path::new("b")
+        );
+        let mut names: Vec<_> = std::fs::read_dir(into)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["a", "fresh"]);
     }
 
     #[test]

@@ -1025,6 +1025,11 @@ impl Output {
         Ok(())
     }
 
+    /// Flushes what was written to the file.
+    pub fn flush(&mut self) -> Result<()> {
+        self.sink.flush().map_err(|e| Error::io(&self.path, e))
+    }
+
     /// Flushes what was written and returns the temporary file that holds it, to read it back
     /// before committing; `None` when the output is not a temporary file.
     pub fn written_so_far(&mut self) -> Result<Option<PathBuf>> {

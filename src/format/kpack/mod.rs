@@ -41,6 +41,7 @@
 pub mod error;
 pub mod msgpack;
 pub mod record;
+pub mod table;
 pub mod wrapper;
 
 use std::borrow::Cow;
@@ -54,6 +55,7 @@ use crate::format::error::{Error, ErrorKind, Result};
 use crate::format::inflate;
 pub use crate::format::kpack::error::KpackError;
 use crate::format::kpack::msgpack::Value;
+pub use crate::format::kpack::table::{check, Checked, Placing};
 use crate::target::target_id::TargetId;
 
 /// The archive's magic bytes.
@@ -227,30 +229,7 @@ impl<'a> Archive<'a> {
     /// Parses an archive: header, table of contents, and the index of stored code objects
     /// (their places are checked against the file; nothing is inflated).
     pub fn parse(data: &'a [u8]) -> Result<Archive<'a>> {
-        let (header, _) = pod::from_bytes::<Header>(data).map_err(|()| {
-            Error::new(
-                0,
-                ErrorKind::Truncated {
-                    what: "kpack header",
-                    needed: 16,
-                    available: data.len() as u64,
-                },
-            )
-        })?;
-        if header.magic != MAGIC {
-            return Err(kpack_error(0, KpackError::NotAnArchive));
-        }
-        let version = header.version.get(Le);
-        if version != VERSION {
-            return Err(kpack_error(4, KpackError::UnsupportedVersion(version)));
-        }
-        let toc_offset = header.toc_offset.get(Le);
-        let len = data.len() as u64;
-        let toc_bytes = usize::try_from(toc_offset)
-            .ok()
-            .and_then(|at| data.get(at..))
-            .filter(|rest| !rest.is_empty())
-            .ok_or_else(|| kpack_error(8, KpackError::TocPastEnd { toc_offset, len }))?;
+        let (toc_offset, toc_bytes) = table_of(data)?;
         let (toc, _) = msgpack::read(toc_bytes).map_err(|e| Error::from(e).rebased(toc_offset))?;
         Toc {
             data,
@@ -361,6 +340,36 @@ impl<'a> Archive<'a> {
 }
 
 /// `size` bytes of `data` from `offset`, if they are all there.
+/// The header of the archive `data`, checked: where its table of contents starts, and the
+/// bytes from there to the end.
+fn table_of(data: &[u8]) -> Result<(u64, &[u8])> {
+    let (header, _) = pod::from_bytes::<Header>(data).map_err(|()| {
+        Error::new(
+            0,
+            ErrorKind::Truncated {
+                what: "kpack header",
+                needed: 16,
+                available: data.len() as u64,
+            },
+        )
+    })?;
+    if header.magic != MAGIC {
+        return Err(kpack_error(0, KpackError::NotAnArchive));
+    }
+    let version = header.version.get(Le);
+    if version != VERSION {
+        return Err(kpack_error(4, KpackError::UnsupportedVersion(version)));
+    }
+    let toc_offset = header.toc_offset.get(Le);
+    let len = data.len() as u64;
+    let toc_bytes = usize::try_from(toc_offset)
+        .ok()
+        .and_then(|at| data.get(at..))
+        .filter(|rest| !rest.is_empty())
+        .ok_or_else(|| kpack_error(8, KpackError::TocPastEnd { toc_offset, len }))?;
+    Ok((toc_offset, toc_bytes))
+}
+
 fn region(data: &[u8], offset: u64, size: u64) -> Option<&[u8]> {
     let start = usize::try_from(offset).ok()?;
     let end = start.checked_add(usize::try_from(size).ok()?)?;
@@ -486,22 +495,8 @@ impl<'a> Toc<'a> {
         if toc.as_map().is_none() {
             return Err(self.field_error("table of contents", "a map", Some(toc)));
         }
-        let scheme_name = self.str_field(toc, "compression_scheme", "toc")?;
-        let scheme = Scheme::from_name(scheme_name)
-            .ok_or_else(|| kpack_error(self.at, KpackError::UnknownScheme(scheme_name.into())))?;
+        let (scheme, gfx_arches) = self.scheme_and_arches(toc)?;
         let optional = |key| toc.get(key).and_then(Value::as_str);
-        let arches = toc.get("gfx_arches");
-        let gfx_arches = arches
-            .and_then(Value::as_array)
-            .ok_or_else(|| self.field_error("toc.gfx_arches", "an array", arches))?
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                a.as_str().ok_or_else(|| {
-                    self.field_error(&format!("toc.gfx_arches[{i}]"), "a string", Some(a))
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
         let stored = match scheme {
             Scheme::None => self.blobs(toc)?,
             Scheme::ZstdPerKernel => self.frames(toc)?,
@@ -518,6 +513,26 @@ impl<'a> Toc<'a> {
         })
     }
 
+    /// The table's `compression_scheme` and `gfx_arches`.
+    fn scheme_and_arches(&self, toc: &Value<'a>) -> Result<(Scheme, Vec<&'a str>)> {
+        let scheme_name = self.str_field(toc, "compression_scheme", "toc")?;
+        let scheme = Scheme::from_name(scheme_name)
+            .ok_or_else(|| kpack_error(self.at, KpackError::UnknownScheme(scheme_name.into())))?;
+        let arches = toc.get("gfx_arches");
+        let gfx_arches = arches
+            .and_then(Value::as_array)
+            .ok_or_else(|| self.field_error("toc.gfx_arches", "an array", arches))?
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                a.as_str().ok_or_else(|| {
+                    self.field_error(&format!("toc.gfx_arches[{i}]"), "a string", Some(a))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok((scheme, gfx_arches))
+    }
+
     /// The `blobs` list of a `"none"` archive, each checked against the file.
     fn blobs(&self, toc: &Value<'a>) -> Result<Vec<Stored>> {
         let blobs = toc.get("blobs");
@@ -526,16 +541,19 @@ impl<'a> Toc<'a> {
             .ok_or_else(|| self.field_error("toc.blobs", "an array", blobs))?;
         list.iter()
             .enumerate()
-            .map(|(i, blob)| {
-                let path = format!("toc.blobs[{i}]");
-                let stored = Stored {
-                    offset: self.uint_field(blob, "offset", &path)?,
-                    size: self.uint_field(blob, "size", &path)?,
-                };
-                self.check_region(&format!("code object {i}"), stored)?;
-                Ok(stored)
-            })
+            .map(|(i, blob)| self.blob(i, blob))
             .collect()
+    }
+
+    /// Blob `i` of the `blobs` list, checked against the file.
+    fn blob(&self, i: usize, blob: &Value<'a>) -> Result<Stored> {
+        let path = format!("toc.blobs[{i}]");
+        let stored = Stored {
+            offset: self.uint_field(blob, "offset", &path)?,
+            size: self.uint_field(blob, "size", &path)?,
+        };
+        self.check_region(&format!("code object {i}"), stored)?;
+        Ok(stored)
     }
 
     fn check_region(&self, what: &str, stored: Stored) -> Result<()> {
@@ -557,6 +575,14 @@ impl<'a> Toc<'a> {
     fn frames(&self, toc: &Value<'a>) -> Result<Vec<Stored>> {
         let start = self.uint_field(toc, "zstd_offset", "toc")?;
         let size = self.uint_field(toc, "zstd_size", "toc")?;
+        let mut frames = Vec::new();
+        self.each_frame(start, size, &mut |frame| frames.push(frame))?;
+        Ok(frames)
+    }
+
+    /// Hands each frame of the zstd area of `size` bytes at `start` to `each`, checked
+    /// against the area.
+    fn each_frame(&self, start: u64, size: u64, each: &mut dyn FnMut(Stored)) -> Result<()> {
         let whole = Stored {
             offset: start,
             size,
@@ -576,7 +602,6 @@ impl<'a> Toc<'a> {
                 },
             ));
         }
-        let mut frames = Vec::with_capacity(count as usize);
         for i in 0..count {
             let frame_size = u64::from(le_u32(area, &mut at, start, "kpack zstd frame size")?);
             let frame = Stored {
@@ -593,9 +618,9 @@ impl<'a> Toc<'a> {
                 return Err(kpack_error(frame.offset, e));
             }
             at += frame_size;
-            frames.push(frame);
+            each(frame);
         }
-        Ok(frames)
+        Ok(())
     }
 
     /// The `toc` map: key -> processor -> entry.
@@ -606,28 +631,44 @@ impl<'a> Toc<'a> {
             .ok_or_else(|| self.field_error("toc.toc", "a map", map))?;
         let mut entries = Vec::new();
         for (key, arches) in keys {
-            let key = key
-                .as_str()
-                .ok_or_else(|| self.field_error("toc.toc key", "a string", Some(key)))?;
-            let path = format!("toc[{key:?}]");
+            let (key, path) = self.key(key)?;
             let arches = arches
                 .as_map()
                 .ok_or_else(|| self.field_error(&path, "a map", Some(arches)))?;
             for (arch, entry) in arches {
-                let arch = arch.as_str().ok_or_else(|| {
-                    self.field_error(&format!("{path} key"), "a string", Some(arch))
-                })?;
-                let path = format!("{path}[{arch:?}]");
-                entries.push(KernelEntry {
-                    key,
-                    arch,
-                    kind: entry.get("type").and_then(Value::as_str).unwrap_or("hsaco"),
-                    ordinal: self.uint_field(entry, "ordinal", &path)?,
-                    original_size: self.uint_field(entry, "original_size", &path)?,
-                });
+                entries.push(self.entry(key, &path, arch, entry)?);
             }
         }
         Ok(entries)
+    }
+
+    /// A key of the `toc` map, and the path of its map of processors for messages.
+    fn key(&self, key: &Value<'a>) -> Result<(&'a str, String)> {
+        let key = key
+            .as_str()
+            .ok_or_else(|| self.field_error("toc.toc key", "a string", Some(key)))?;
+        Ok((key, format!("toc[{key:?}]")))
+    }
+
+    /// The entry of `key` (its map at `path`) for the processor `arch`.
+    fn entry(
+        &self,
+        key: &'a str,
+        path: &str,
+        arch: &Value<'a>,
+        entry: &Value<'a>,
+    ) -> Result<KernelEntry<'a>> {
+        let arch = arch
+            .as_str()
+            .ok_or_else(|| self.field_error(&format!("{path} key"), "a string", Some(arch)))?;
+        let path = format!("{path}[{arch:?}]");
+        Ok(KernelEntry {
+            key,
+            arch,
+            kind: entry.get("type").and_then(Value::as_str).unwrap_or("hsaco"),
+            ordinal: self.uint_field(entry, "ordinal", &path)?,
+            original_size: self.uint_field(entry, "original_size", &path)?,
+        })
     }
 }
 
@@ -718,129 +759,25 @@ pub fn layout(
     stored_sizes: &[u64],
     entries: &[TocEntry],
 ) -> Result<ArchiveLayout> {
-    let zstd = info.scheme == Scheme::ZstdPerKernel;
-    if zstd {
-        let limit = u64::from(u32::MAX);
-        let too_large = stored_sizes.iter().copied().find(|s| *s > limit);
-        if let Some(value) =
-            too_large.or((stored_sizes.len() as u64 > limit).then_some(stored_sizes.len() as u64))
-        {
-            let what = "zstd frame size or count";
-            return Err(Error::new(0, ErrorKind::FieldOverflow { what, value }));
-        }
+    let mut placing = Placing::new(info.scheme);
+    let stored = stored_sizes
+        .iter()
+        .map(|size| placing.place(*size))
+        .collect::<Result<Vec<_>>>()?;
+    let mut keys = Vec::new();
+    let count = table::write_keys(&mut keys, entries);
+    let mut toc = table::table_head(info, count);
+    toc.extend_from_slice(&keys);
+    toc.extend_from_slice(&placing.table_tail());
+    if info.scheme == Scheme::None {
+        stored.iter().for_each(|s| table::write_blob(&mut toc, *s));
     }
-    let mut at = BLOB_ALIGNMENT + if zstd { 4 } else { 0 };
-    let mut stored = Vec::with_capacity(stored_sizes.len());
-    for size in stored_sizes {
-        at += if zstd { 4 } else { 0 };
-        stored.push(Stored {
-            offset: at,
-            size: *size,
-        });
-        at += size;
-    }
-    let header = Header {
-        magic: MAGIC,
-        version: U32::new(Le, VERSION),
-        toc_offset: U64::new(Le, at),
-    };
-    let mut head = pod::bytes_of(&header).to_vec();
-    head.resize(BLOB_START, 0);
-    let toc = write_toc(info, &stored, at - BLOB_ALIGNMENT, entries);
     Ok(ArchiveLayout {
-        head,
+        head: placing.header(),
         stored,
         toc,
-        toc_offset: at,
+        toc_offset: placing.toc_offset(),
     })
-}
-
-/// The table of contents, in the splitter's field order.
-fn write_toc(
-    info: &ArchiveInfo,
-    places: &[Stored],
-    stored_size: u64,
-    entries: &[TocEntry],
-) -> Vec<u8> {
-    let mut out = Vec::new();
-    let scheme_fields = match info.scheme {
-        Scheme::None => 1,
-        Scheme::ZstdPerKernel => 2,
-    };
-    msgpack::write_map_header(&mut out, 6 + scheme_fields);
-    msgpack::write_str(&mut out, "format_version");
-    msgpack::write_uint(&mut out, u64::from(VERSION));
-    msgpack::write_str(&mut out, "group_name");
-    msgpack::write_str(&mut out, &info.group_name);
-    msgpack::write_str(&mut out, "gfx_arch_family");
-    msgpack::write_str(&mut out, &info.gfx_arch_family);
-    msgpack::write_str(&mut out, "gfx_arches");
-    msgpack::write_array_header(&mut out, info.gfx_arches.len());
-    info.gfx_arches
-        .iter()
-        .for_each(|a| msgpack::write_str(&mut out, a));
-    msgpack::write_str(&mut out, "toc");
-    write_entries(&mut out, entries);
-    msgpack::write_str(&mut out, "compression_scheme");
-    msgpack::write_str(&mut out, info.scheme.name());
-    match info.scheme {
-        Scheme::None => {
-            msgpack::write_str(&mut out, "blobs");
-            msgpack::write_array_header(&mut out, places.len());
-            for place in places {
-                msgpack::write_map_header(&mut out, 2);
-                msgpack::write_str(&mut out, "offset");
-                msgpack::write_uint(&mut out, place.offset);
-                msgpack::write_str(&mut out, "size");
-                msgpack::write_uint(&mut out, place.size);
-            }
-        }
-        Scheme::ZstdPerKernel => {
-            msgpack::write_str(&mut out, "zstd_offset");
-            msgpack::write_uint(&mut out, BLOB_ALIGNMENT);
-            msgpack::write_str(&mut out, "zstd_size");
-            msgpack::write_uint(&mut out, stored_size);
-        }
-    }
-    out
-}
-
-/// `toc`: keys in first-added order, each with its processors in added order.
-fn write_entries(out: &mut Vec<u8>, entries: &[TocEntry]) {
-    let mut keys: Vec<(&str, Vec<&TocEntry>)> = Vec::new();
-    let mut place: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for entry in entries {
-        let at = *place.entry(&entry.key).or_insert_with(|| {
-            keys.push((&entry.key, Vec::new()));
-            keys.len() - 1
-        });
-        if let Some((_, list)) = keys.get_mut(at) {
-            list.push(entry);
-        }
-    }
-    msgpack::write_map_header(out, keys.len());
-    for (key, list) in &keys {
-        msgpack::write_str(out, key);
-        msgpack::write_map_header(out, list.len());
-        for entry in list {
-            msgpack::write_str(out, &entry.arch);
-            msgpack::write_map_header(out, 3 + usize::from(entry.metadata.is_some()));
-            msgpack::write_str(out, "type");
-            msgpack::write_str(out, "hsaco");
-            msgpack::write_str(out, "ordinal");
-            msgpack::write_uint(out, entry.ordinal);
-            msgpack::write_str(out, "original_size");
-            msgpack::write_uint(out, entry.original_size);
-            if let Some(metadata) = &entry.metadata {
-                msgpack::write_str(out, "metadata");
-                msgpack::write_map_header(out, 2);
-                msgpack::write_str(out, "target");
-                msgpack::write_str(out, &metadata.target);
-                msgpack::write_str(out, "source_prefix");
-                msgpack::write_str(out, &metadata.source_prefix);
-            }
-        }
-    }
 }
 
 /// Builds a `.kpack` archive in memory, laid out as AMD's splitter lays it out: header, zero

@@ -4,7 +4,8 @@
 //! The reader borrows its input and is bounded: nesting deeper than [`MAX_DEPTH`] is an error,
 //! and a declared length or element count is checked against the bytes that remain before
 //! anything is allocated, so no input makes it allocate more than a small multiple of its own
-//! size. Every error carries the byte offset of the value that is wrong.
+//! size. Every error carries the byte offset of the value that is wrong. A [`Cursor`] reads a
+//! large map or array an element at a time instead of building it.
 //!
 //! The writer picks the shortest encoding of each value, as msgpack-python and msgpack-c do, so
 //! a table written here is byte-for-byte what those libraries write for the same entries in the
@@ -182,7 +183,84 @@ pub fn read(data: &[u8]) -> Result<(Value<'_>, usize)> {
     Ok((value, reader.pos))
 }
 
+/// The start of a value read by a [`Cursor`]: the number of elements of a map (pairs) or an
+/// array, which follow; or a whole value of any other kind.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Head<'a> {
+    /// A map of this many pairs.
+    Map(usize),
+    /// An array of this many elements.
+    Array(usize),
+    /// A value that is neither.
+    Value(Value<'a>),
+}
+
+/// Reads values a header at a time: a large map or array is gone through element by element,
+/// never built. Counts are checked against the bytes left, as [`read`] checks them.
+///
+/// ```
+/// use offload::format::kpack::msgpack::{self, Cursor, Head, Value};
+///
+/// let mut bytes = Vec::new();
+/// msgpack::write_array_header(&mut bytes, 2);
+/// msgpack::write_uint(&mut bytes, 7);
+/// msgpack::write_str(&mut bytes, "x");
+/// let mut cursor = Cursor::new(&bytes);
+/// assert_eq!(cursor.head().unwrap(), Head::Array(2));
+/// assert_eq!(cursor.value().unwrap(), Value::Uint(7));
+/// assert_eq!(cursor.head().unwrap(), Head::Value(Value::Str(b"x")));
+/// assert_eq!(cursor.offset(), bytes.len() as u64);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Cursor<'a> {
+    reader: Reader<'a>,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `data`.
+    pub fn new(data: &'a [u8]) -> Cursor<'a> {
+        Cursor {
+            reader: Reader { data, pos: 0 },
+        }
+    }
+
+    /// Where the next value starts, from the start of the bytes.
+    pub fn offset(&self) -> u64 {
+        self.reader.pos as u64
+    }
+
+    /// The next value's head: a map's or an array's count (its elements are read next), or
+    /// the whole value.
+    pub fn head(&mut self) -> Result<Head<'a>> {
+        let reader = &mut self.reader;
+        let start = reader.pos;
+        let tag = reader.data.get(start).copied();
+        if !matches!(tag, Some(0x80..=0x9f | 0xdc..=0xdf)) {
+            return Ok(Head::Value(reader.value(0)?));
+        }
+        reader.pos += 1;
+        let (map, count) = match tag {
+            Some(0xdc) => (false, reader.uint::<2>("msgpack array length")?),
+            Some(0xdd) => (false, reader.uint::<4>("msgpack array length")?),
+            Some(0xde) => (true, reader.uint::<2>("msgpack map length")?),
+            Some(0xdf) => (true, reader.uint::<4>("msgpack map length")?),
+            Some(tag) => (tag < 0x90, u64::from(tag & 0x0f)),
+            None => (false, 0),
+        };
+        Ok(match map {
+            true => Head::Map(reader.fits("map", count, 2, start)?),
+            false => Head::Array(reader.fits("array", count, 1, start)?),
+        })
+    }
+
+    /// The next value, whole.
+    pub fn value(&mut self) -> Result<Value<'a>> {
+        self.reader.value(0)
+    }
+}
+
 /// A cursor over the input.
+#[derive(Debug, Clone)]
 struct Reader<'a> {
     data: &'a [u8],
     pos: usize,

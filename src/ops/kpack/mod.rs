@@ -2,12 +2,14 @@
 //! archives (one per processor, or per group of processors), and putting it back.
 //!
 //! Splitting reads the files a group at a time (in parallel, bundles too; compressed bundles
-//! inflate into unnamed temporary files, not memory), writes each group's host files to
-//! temporary files beside their places and stages its code objects, then lets the group's
-//! inputs go: memory and open files stay bounded however large the tree. The archives are
-//! written from the stage at the end, and everything (host files, archives, the tree's links)
-//! is renamed into place together only when all of it is written, so a damaged file anywhere
-//! leaves nothing behind.
+//! inflate into unnamed temporary files, not memory), writes each group's host files into a
+//! folder being built (a new folder beside the output, or a staging folder inside it when it
+//! exists) and stages its code objects and its part of each archive's table in temporary
+//! files, then lets the group's inputs go: memory and open files stay bounded however large
+//! the tree, and nothing is held for each file or code object. The archives are written from
+//! the stage at the end, and everything (host files, archives, the tree's links) is put in
+//! place together only when all of it is written, so a damaged file anywhere leaves nothing
+//! behind.
 //!
 //! Code-object indices are the wrappers' positions in `.hipFatBinSegment`, which is what each
 //! `HIPK` wrapper's `reserved1` holds and what the loader asks for: the archives key the code

@@ -1,5 +1,8 @@
-//! Splitting a tree: the files a group at a time, host files written beside their places, the
-//! archives written from the stage, everything put in place together.
+//! Splitting a tree: the files a group at a time, host files written into a folder being
+//! built (a new folder beside the output's name, or a staging folder inside the output folder
+//! when it exists), the archives written there from the stage, everything put in place
+//! together. Nothing is held for each file written: the folder is renamed into place whole,
+//! or its files moved into the folder that exists, by their names in it.
 
 use crate::ops::kpack::config::{SplitConfig, SplitSummary};
 use crate::ops::kpack::plan::{
@@ -14,7 +17,7 @@ use tracing::info;
 
 use crate::error::{Error, Result};
 use crate::format::kpack::GFXARCH;
-use crate::io::{inside, place_all, Closed, Input, Output};
+use crate::io::{inside, FreshFolder, Input};
 
 /// The most inputs open at once while splitting: the maps and descriptors of one group are
 /// let go before the next group is opened, so a tree of any size splits within the limit on
@@ -49,15 +52,13 @@ pub fn split(inputs: &[PathBuf], config: &SplitConfig) -> Result<SplitSummary> {
     };
     check_archive_names(&name, config)?;
     let mut dirs = CreatedDirs::default();
-    let mut links = MadeLinks::default();
-    let written = split_into(&planned, config, &name, &mut dirs, &mut links);
-    let committed = written.and_then(|(summary, closed)| {
-        place_all(closed)?;
-        links.place()?;
+    let committed = output_folder(&config.output, &mut dirs).and_then(|folder| {
+        let summary = split_into(&planned, config, &name, &folder)?;
+        crate::io::inputs_intact()?;
+        folder.place()?;
         Ok(summary)
     });
     if committed.is_err() {
-        links.remove();
         dirs.remove();
     }
     let summary = committed?;
@@ -67,6 +68,23 @@ pub fn split(inputs: &[PathBuf], config: &SplitConfig) -> Result<SplitSummary> {
         "split"
     );
     Ok(summary)
+}
+
+/// The folder a split's outputs are made in: a new folder that becomes `output` (the folders
+/// above it made, noted in `dirs`), or, when `output` exists, a staging folder inside it.
+fn output_folder(output: &Path, dirs: &mut CreatedDirs) -> Result<FreshFolder> {
+    let missing =
+        std::fs::symlink_metadata(output).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+    match output.parent() {
+        Some(parent) if missing && output.file_name().is_some() => {
+            dirs.create(parent)?;
+            Ok(FreshFolder::new(output)?)
+        }
+        _ => {
+            dirs.create(output)?;
+            Ok(FreshFolder::inside(output)?)
+        }
+    }
 }
 
 /// Refuses a group name or an `--archive` group that could not be an archive's file name.
@@ -90,33 +108,23 @@ pub(super) fn check_archive_names(name: &str, config: &SplitConfig) -> Result<()
     }
 }
 
-/// Writes everything a split makes, not yet in place: the host files (closed, holding no
-/// descriptor), the archives, and the tree's links under temporary names.
+/// Writes everything a split makes into `folder`, not yet in place: the host files, the
+/// archives, and the tree's links.
 pub(super) fn split_into(
     planned: &[Planned],
     config: &SplitConfig,
     name: &str,
-    dirs: &mut CreatedDirs,
-    links: &mut MadeLinks,
-) -> Result<(SplitSummary, Vec<Closed>)> {
-    dirs.create(&config.output)?;
-    for p in planned {
-        let path = config.output.join(&p.relative);
-        if let Some(parent) = path.parent() {
-            dirs.create(parent)?;
-        }
-        inside(&config.output, &path)?;
-    }
-    let mut stage = Stage::default();
-    let mut closed = Vec::new();
+    folder: &FreshFolder,
+) -> Result<SplitSummary> {
+    make_folders(planned, config, folder)?;
+    let mut stage = Stage::new()?;
     let mut summary = SplitSummary::default();
     let files: Vec<&Planned> = planned
         .iter()
         .filter(|p| matches!(p.kind, Kind::File))
         .collect();
     for group in files.chunks(files_at_once()) {
-        let (written, staged) = split_group(group, config, name, &mut stage)?;
-        closed.extend(written);
+        let staged = split_group(group, config, name, &mut stage, folder)?;
         for (p, indices) in group.iter().zip(staged) {
             let path = config.output.join(&p.relative);
             match indices {
@@ -128,44 +136,83 @@ pub(super) fn split_into(
         }
     }
     if !stage.archives.is_empty() {
-        if planned
-            .iter()
-            .any(|p| p.relative == Path::new(ARCHIVE_FOLDER))
-        {
-            return Err(Error::msg(format!(
-                "'{}': the tree has its own '{ARCHIVE_FOLDER}', where the archives go",
-                crate::io::shown(&config.output.join(ARCHIVE_FOLDER))
-            )));
-        }
-        let archive_dir = config.output.join(ARCHIVE_FOLDER);
-        dirs.create(&archive_dir)?;
-        let made: Vec<(Closed, ArchiveListed)> = std::mem::take(&mut stage.archives)
-            .into_values()
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            .map(|a| write_archive(&config.output, &archive_dir, a, &stage.sources))
-            .collect::<Vec<Result<_>>>()
-            .into_iter()
-            .collect::<Result<_>>()?;
-        for (out, listed) in made {
-            if planned
-                .iter()
-                .any(|p| config.output.join(&p.relative) == listed.0)
-            {
-                return Err(Error::file(listed.0, "a file of the tree goes there too"));
-            }
-            closed.push(out);
-            summary.archives.push(listed);
-        }
+        summary.archives = write_archives(planned, config, stage, folder)?;
     }
     for p in planned {
         if let Kind::Link(target) = &p.kind {
             let path = config.output.join(&p.relative);
-            links.make(target, &path)?;
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+                return Err(Error::file(
+                    path,
+                    "a folder is there, where a link of the tree goes",
+                ));
+            }
+            folder.link(target, p.relative.as_os_str(), &path)?;
             summary.copied.push(path);
         }
     }
-    Ok((summary, closed))
+    Ok(summary)
+}
+
+/// Makes in `folder` the folders the `planned` outputs go in. Where a folder of the output
+/// exists already, an output's place is checked to be inside the output folder once links
+/// there are followed.
+fn make_folders(planned: &[Planned], config: &SplitConfig, folder: &FreshFolder) -> Result<()> {
+    let mut last: Option<&Path> = None;
+    for p in planned {
+        let path = config.output.join(&p.relative);
+        if path.parent().is_some_and(Path::exists) {
+            inside(&config.output, &path)?;
+        }
+        let parent = p.relative.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(parent) = parent.filter(|d| last != Some(*d)) {
+            folder.make_folders(parent, &config.output.join(parent))?;
+            last = Some(parent);
+        }
+    }
+    Ok(())
+}
+
+/// Writes the archives of `stage` into `.kpack/` of `folder`, in parallel; gives what the
+/// summary lists of each.
+fn write_archives(
+    planned: &[Planned],
+    config: &SplitConfig,
+    stage: Stage,
+    folder: &FreshFolder,
+) -> Result<Vec<ArchiveListed>> {
+    if planned
+        .iter()
+        .any(|p| p.relative == Path::new(ARCHIVE_FOLDER))
+    {
+        return Err(Error::msg(format!(
+            "'{}': the tree has its own '{ARCHIVE_FOLDER}', where the archives go",
+            crate::io::shown(&config.output.join(ARCHIVE_FOLDER))
+        )));
+    }
+    let archive_dir = config.output.join(ARCHIVE_FOLDER);
+    for a in stage.archives.values() {
+        let path = archive_dir.join(&a.file_name);
+        if planned
+            .iter()
+            .any(|p| config.output.join(&p.relative) == path)
+        {
+            return Err(Error::file(path, "a file of the tree goes there too"));
+        }
+    }
+    folder.make_folders(Path::new(ARCHIVE_FOLDER), &archive_dir)?;
+    let Stage {
+        archives, sources, ..
+    } = stage;
+    let sources = sources.finish().map_err(|e| Error::io(&archive_dir, e))?;
+    archives
+        .into_values()
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        .map(|a| write_archive(&archive_dir, a, &sources, folder))
+        .collect::<Vec<Result<_>>>()
+        .into_iter()
+        .collect()
 }
 
 /// The error refusing a tree that holds a binary split already: left out, its archives
@@ -181,9 +228,9 @@ fn tree_split_already(e: &Error) -> Error {
 /// it was), or why it was left out.
 pub(super) type Staged = Result<Option<usize>>;
 
-/// Splits one group of files: opens them, reads them, writes their host files, and stages
-/// their code in `stage`, in input order; returns the host files written and, per file, its
-/// number of code-object indices (`None`: copied as it was). A file that cannot be opened,
+/// Splits one group of files: opens them, reads them, writes their host files into `folder`,
+/// and stages their code in `stage`, in input order; returns, per file, its number of
+/// code-object indices (`None`: copied as it was). A file that cannot be opened,
 /// read or written fails the group, unless the split walks a tree (`recursive`): then it is
 /// left out, its error in its place, and the others go on. The inputs are closed on return.
 pub(super) fn split_group(
@@ -191,7 +238,8 @@ pub(super) fn split_group(
     config: &SplitConfig,
     name: &str,
     stage: &mut Stage,
-) -> Result<(Vec<Closed>, Vec<Staged>)> {
+    folder: &FreshFolder,
+) -> Result<Vec<Staged>> {
     let mut open_errors = Vec::with_capacity(group.len());
     let opened: Vec<Option<Input>> = group
         .par_iter()
@@ -219,16 +267,17 @@ pub(super) fn split_group(
             Some(read_binary(&p.input, data, &p.relative, &search, config))
         })
         .collect();
-    let written: Vec<Option<Result<Closed>>> = group
+    let written: Vec<Option<Result<()>>> = group
         .par_iter()
         .zip(&opened)
         .zip(&read)
         .map(|((p, data), split)| match (data, split) {
-            (Some(data), Some(Ok(split))) => Some(write_host(p, data, split.as_ref(), config)),
+            (Some(data), Some(Ok(split))) => {
+                Some(write_host(p, data, split.as_ref(), config, folder))
+            }
             _ => None,
         })
         .collect();
-    let mut closed = Vec::with_capacity(group.len());
     let mut counts = Vec::with_capacity(group.len());
     let files = group
         .iter()
@@ -243,7 +292,7 @@ pub(super) fn split_group(
             (_, Some(e), _, _) | (_, None, Some(Err(e)), _) | (_, None, _, Some(Err(e))) => Err(e),
             _ => Err(Error::file(&p.input, "could not be split")),
         };
-        let (data, split, host) = match failed {
+        let (data, split, ()) = match failed {
             Ok(done) => done,
             Err(e) if !config.recursive => return Err(e),
             Err(e) => {
@@ -259,74 +308,37 @@ pub(super) fn split_group(
             }
             None => counts.push(Ok(None)),
         }
-        closed.push(host);
     }
-    Ok((closed, counts))
+    Ok(counts)
 }
 
-/// Writes the host file of `p` (read as `data`): the split program, or the file as it is.
+/// Writes the host file of `p` (read as `data`) into `folder`, with the input's mode: the
+/// split program, read back, or the file as it is. A file not written whole is removed.
 pub(super) fn write_host(
     p: &Planned,
     data: &Input,
     split: Option<&SplitBinary<'_>>,
     config: &SplitConfig,
-) -> Result<Closed> {
+    folder: &FreshFolder,
+) -> Result<()> {
     let path = config.output.join(&p.relative);
-    let mut out = Output::create(&path)?;
     let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
-    out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
-    match split {
-        Some(split) => {
-            split.program.write_to(&p.input, &mut out, data)?;
-            read_back_split(&p.input, &mut out, split)?;
-        }
-        None => out.write_part(data, data)?,
+    let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions());
+    let name = p.relative.as_os_str();
+    let mut out = folder.create_with_mode(name, &path, mode)?;
+    let written = match split {
+        Some(split) => split
+            .program
+            .write_to(&p.input, &mut out, data)
+            .and_then(|()| Ok(out.flush()?))
+            .and_then(|()| read_back_split(&p.input, folder.staged(name), split)),
+        None => out.write_part(data, data).map_err(Error::from),
+    };
+    let closed = written.and_then(|()| Ok(out.close().map(drop)?));
+    if closed.is_err() {
+        let _ = folder.remove(name);
     }
-    Ok(out.close()?)
-}
-
-/// Symbolic links of the tree, made under temporary names beside their places until the
-/// split is put in place.
-#[derive(Default)]
-pub(super) struct MadeLinks(Vec<(PathBuf, PathBuf)>);
-
-impl MadeLinks {
-    /// Makes a link to `target` that will be `path`.
-    pub(super) fn make(&mut self, target: &Path, path: &Path) -> Result<()> {
-        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
-            return Err(Error::file(
-                path,
-                "a folder is there, where a link of the tree goes",
-            ));
-        }
-        // The name's bytes as they are: a name that is not UTF-8 stays itself.
-        let mut temporary_name = std::ffi::OsString::from(".");
-        temporary_name.push(path.file_name().unwrap_or_default());
-        temporary_name.push(format!(
-            ".kpack-link.{}.{}",
-            std::process::id(),
-            self.0.len()
-        ));
-        let temporary = path.with_file_name(temporary_name);
-        std::os::unix::fs::symlink(target, &temporary).map_err(|e| Error::io(&temporary, e))?;
-        self.0.push((temporary, path.to_path_buf()));
-        Ok(())
-    }
-
-    /// Renames every link into place.
-    pub(super) fn place(&self) -> Result<()> {
-        for (temporary, path) in &self.0 {
-            std::fs::rename(temporary, path).map_err(|e| Error::io(path, e))?;
-        }
-        Ok(())
-    }
-
-    /// Removes the links not yet in place.
-    pub(super) fn remove(&self) {
-        for (temporary, _) in &self.0 {
-            let _ = std::fs::remove_file(temporary);
-        }
-    }
+    closed
 }
 
 /// The search paths written into the binary at `relative` (under the output folder): those
@@ -352,14 +364,15 @@ pub(super) fn search_paths(config: &SplitConfig, name: &str, relative: &Path) ->
         .collect()
 }
 
-/// Reads the host file of `split` just written to `out` back: its reference names the
-/// binary, and every wrapper is `HIPK` with its position as its index.
+/// Reads the host file of `split` just written to `written` back (when it is a file of its
+/// own): its reference names the binary, and every wrapper is `HIPK` with its position as its
+/// index.
 pub(super) fn read_back_split(
     input: &Path,
-    out: &mut Output,
+    written: Option<PathBuf>,
     split: &SplitBinary<'_>,
 ) -> Result<()> {
-    let Some(written) = out.written_so_far()? else {
+    let Some(written) = written else {
         return Ok(());
     };
     let data = Input::open(&written)?;
