@@ -1,7 +1,8 @@
 //! The bitcode of LLVM 23's and 22's `llvm-offload-wrapper`, byte for byte: each image is
-//! read twice from its file, once to tell how LLVM writes it (and whether an earlier image
-//! has the same bytes, which LLVM then keeps once), once to write it into its place, shifted
-//! to the bit it starts at; neither pass holds more than a chunk of it.
+//! read from its file to tell how LLVM writes it (until that is settled: an object file's
+//! first bytes settle it; and whether an earlier image has the same bytes, which LLVM then
+//! keeps once), then again to write it into its place, shifted to the bit it starts at;
+//! neither pass holds more than a chunk of it.
 
 use crate::target::processor::LlvmVersion;
 use std::path::Path;
@@ -49,6 +50,11 @@ pub(super) fn inner_image(image: &Image) -> Option<(u64, u64)> {
 
 /// Calls `f` with the bytes of `image`, a chunk at a time.
 fn each_chunk(image: &Image, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+    chunks_while(image, |chunk| f(chunk).map(|()| true))
+}
+
+/// Calls `f` with the bytes of `image`, a chunk at a time, as long as it returns `true`.
+fn chunks_while(image: &Image, mut f: impl FnMut(&[u8]) -> Result<bool>) -> Result<()> {
     let len = image.len();
     let mut buffer = vec![0u8; CHUNK.min(len as usize)];
     let mut done = 0u64;
@@ -56,20 +62,23 @@ fn each_chunk(image: &Image, mut f: impl FnMut(&[u8]) -> Result<()>) -> Result<(
         let n = buffer.len().min((len - done) as usize);
         let piece = &mut buffer[..n];
         read_at(image, done, piece)?;
-        f(piece)?;
+        if !f(piece)? {
+            break;
+        }
         done += n as u64;
     }
     Ok(())
 }
 
-/// The content of `image`.
+/// The content of `image`: read until its form is settled, which an object file's first
+/// bytes settle, so that a large image is read whole once, when it is written.
 fn scan(image: &Image) -> Result<ImageContent> {
     let mut scan = ImageScan::default();
-    each_chunk(image, |chunk| {
+    chunks_while(image, |chunk| {
         scan.push(chunk);
-        Ok(())
+        Ok(!scan.settled())
     })?;
-    Ok(scan.finish())
+    Ok(scan.finish_settled(image.len()))
 }
 
 /// Whether `a` and `b` hold the same bytes.

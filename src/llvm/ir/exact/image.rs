@@ -109,6 +109,20 @@ impl ImageScan {
         }
     }
 
+    /// Whether the form is settled whatever follows: a byte that is not NUL was read, and a
+    /// NUL before the last byte read, so the image is a STRING record. An image that starts
+    /// as an object file does (its header holds both); the rest need not be read.
+    pub fn settled(&self) -> bool {
+        self.nonzero && self.zero_before_last
+    }
+
+    /// The content of an image `len` bytes long (at least those read) whose form was settled
+    /// by the bytes read ([`ImageScan::settled`]).
+    pub fn finish_settled(mut self, len: u64) -> ImageContent {
+        self.len = self.len.max(len);
+        self.finish()
+    }
+
     /// The content read.
     pub fn finish(self) -> ImageContent {
         let (form, bits) = if !self.nonzero {
@@ -156,6 +170,18 @@ mod tests {
             scan.finish()
         };
         assert_eq!(split, ImageContent::of(b"\xffc\0"));
+        // Settled by an object file's first bytes: the same content as when read whole.
+        let object: Vec<u8> = (0..10_000u32).map(|i| (i % 7) as u8).collect();
+        let mut head = ImageScan::default();
+        head.push(&object[..8]);
+        assert!(head.settled());
+        assert_eq!(head.finish_settled(10_000), ImageContent::of(&object));
+        // Not settled while a C string is still possible, nor by zeros alone.
+        for start in [&b"abc"[..], b"a\0", b"\0\0\0"] {
+            let mut scan = ImageScan::default();
+            scan.push(start);
+            assert!(!scan.settled(), "{start:?}");
+        }
         assert_eq!(split.bits, 12 + 12);
         assert_eq!(split.count(), 2);
     }
