@@ -533,6 +533,11 @@ impl Spilled {
         }
     }
 
+    /// Takes the bytes out, leaving none in their place.
+    pub fn take(&mut self) -> Spilled {
+        std::mem::replace(self, Spilled::Bytes(Vec::new()))
+    }
+
     /// The bytes as an input: held in memory, or the temporary file mapped.
     pub fn into_input(self) -> Input {
         match self {
