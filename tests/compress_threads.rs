@@ -1,14 +1,15 @@
 //! `offload compress` of many bundles of uneven sizes: the bytes do not depend on the number
 //! of threads nor on the order the bundles are taken in (largest first), and each bundle's
 //! stream is the one a zstd context made for it alone writes, although each thread reuses
-//! one context from bundle to bundle.
+//! one context from bundle to bundle, and the bundles of a shared library are made in room
+//! lent again from one bundle to the next.
 
 use std::path::Path;
 
 use offload::format::bundle;
 use offload::format::ccob::{self, CompressedBundle};
 
-use crate::util::offload_in;
+use crate::util::{offload_in, text_output};
 
 /// Bytes that compress as code does, some runs repeated far apart (for long-distance
 /// matching), from `seed`.
@@ -100,17 +101,25 @@ fn many_uneven_bundles_compress_to_the_same_bytes_on_one_thread_or_eight() {
         assert!(eight == one, "run {run} on 8 threads differs from 1 thread");
     }
 
-    // Every bundle is there, in order, each stream the one a fresh context writes.
+    assert_eq!(streams_of(&one, &plain), sizes.len());
+}
+
+/// Checks that the compressed bundles of `packed` (found by their magic) hold the plain
+/// bundles of `plain` (zero padding between them) in order, each stream the one a fresh zstd
+/// context writes: how many there are.
+fn streams_of(packed: &[u8], plain: &[u8]) -> usize {
     let mut at = 0;
     let mut plain_at = 0;
     let mut count = 0;
-    while let Some(skip) = memchr::memmem::find(&one[at..], ccob::MAGIC) {
-        let stored = CompressedBundle::parse(&one[at + skip..]).unwrap().unwrap();
+    while let Some(skip) = memchr::memmem::find(&packed[at..], ccob::MAGIC) {
+        let stored = CompressedBundle::parse(&packed[at + skip..])
+            .unwrap()
+            .unwrap();
         let inflated = stored.decompress(ccob::DEFAULT_MAX_DECOMPRESSED).unwrap();
         plain_at += plain[plain_at..].iter().position(|&b| b != 0).unwrap();
         assert_eq!(inflated, plain[plain_at..plain_at + inflated.len()]);
         let header = ccob::header_size(3).unwrap() as usize;
-        let payload = &one[at + skip + header..at + skip + stored.size() as usize];
+        let payload = &packed[at + skip + header..at + skip + stored.size() as usize];
         assert!(
             payload == fresh_stream(&inflated).as_slice(),
             "bundle {count} is not the stream a fresh context makes"
@@ -119,5 +128,141 @@ fn many_uneven_bundles_compress_to_the_same_bytes_on_one_thread_or_eight() {
         at += skip + stored.size() as usize;
         count += 1;
     }
-    assert_eq!(count, sizes.len());
+    count
+}
+
+/// Links a shared library in `dir` whose `.hip_fatbin` holds the bundles of `plain` (as
+/// [`many_bundles`] lays them out, each on a 4 KiB boundary), each pointed at by a HIP
+/// wrapper in `.hipFatBinSegment`, as a HIP library's are: its path, `None` without a C
+/// compiler.
+fn library_of(dir: &Path, plain: &[u8], name: &str) -> Option<std::path::PathBuf> {
+    let cc = crate::util::tool("cc")?;
+    let mut asm = String::from("  .section .hip_fatbin,\"a\",@progbits\n");
+    let mut wrappers = String::from("  .section .hipFatBinSegment,\"aw\",@progbits\n");
+    let mut at = 0;
+    let mut k = 0;
+    while let Some(skip) = plain[at..].iter().position(|&b| b != 0) {
+        let start = at + skip;
+        let size = offload::format::bundle::Bundle::parse(&plain[start..])
+            .unwrap()
+            .unwrap()
+            .size() as usize;
+        let part = dir.join(format!("{name}.part{k}"));
+        std::fs::write(&part, &plain[start..start + size]).unwrap();
+        asm += &format!(
+            "  .p2align 12\nbundle{k}:\n  .incbin \"{}\"\n",
+            part.display()
+        );
+        wrappers +=
+            &format!("  .p2align 3\n  .long 0x48495046\n  .long 1\n  .quad bundle{k}\n  .quad 0\n");
+        at = start + size;
+        k += 1;
+    }
+    let source = dir.join(format!("{name}.s"));
+    std::fs::write(&source, asm + &wrappers).unwrap();
+    let library = dir.join(format!("{name}.so"));
+    crate::util::succeed(
+        std::process::Command::new(cc)
+            .args(["-shared", "-nostdlib", "-o"])
+            .arg(&library)
+            .arg(&source),
+    );
+    for part in 0..k {
+        std::fs::remove_file(dir.join(format!("{name}.part{part}"))).unwrap();
+    }
+    std::fs::remove_file(&source).unwrap();
+    Some(library)
+}
+
+/// The bundles of a library: large ones (made in room, lent again from one to the next and
+/// grown when too small) among small ones, the largest neither first nor last.
+fn library_sizes() -> Vec<usize> {
+    let mut sizes: Vec<usize> = (0..48).map(|i| 3_000 + (i * 6_151) % 200_000).collect();
+    for (k, mb) in [
+        (3, 4),
+        (4, 6),
+        (9, 5),
+        (10, 9),
+        (11, 4),
+        (20, 7),
+        (21, 4),
+        (33, 11),
+    ] {
+        sizes[k] = (mb << 20) + k * 4099;
+    }
+    sizes
+}
+
+#[test]
+fn a_library_of_many_bundles_compresses_to_the_same_bytes_on_one_thread_or_eight() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sizes = library_sizes();
+    let plain = many_bundles(&sizes);
+    let Some(library) = library_of(d, &plain, "libmany") else {
+        return;
+    };
+    let name = library.file_name().unwrap().to_str().unwrap();
+    let one = compressed(d, name, "1", "one.so");
+    for run in 0..3 {
+        let eight = compressed(d, name, "8", &format!("eight{run}.so"));
+        assert!(eight == one, "run {run} on 8 threads differs from 1 thread");
+    }
+    assert!(one.len() * 2 < std::fs::read(&library).unwrap().len());
+    assert_eq!(streams_of(&one, &plain), sizes.len());
+    // Decompressed, the library holds its bundles again: those of 4 MiB and more inflated
+    // from the streams made in room lent again.
+    let (code, _, err) = offload_in(d, &["decompress", "one.so", "-o", "back.so"]);
+    assert_eq!(code, 0, "{err}");
+    let back = std::fs::read(d.join("back.so")).unwrap();
+    for (k, &size) in sizes.iter().enumerate() {
+        let code = code_like(size, k as u64 + 1);
+        assert!(
+            memchr::memmem::find(&back, &code).is_some(),
+            "bundle {k} is not in the library decompressed"
+        );
+    }
+}
+
+#[test]
+fn a_damaged_bundle_amid_large_ones_leaves_no_output_and_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sizes = library_sizes();
+    let mut plain = many_bundles(&sizes);
+    // Bundle 22, after the first large ones are made and before the last: an entry ID with a
+    // control character, which no bundle is written with.
+    let mut at = 0;
+    for _ in 0..22 {
+        at += plain[at..].iter().position(|&b| b != 0).unwrap();
+        at += offload::format::bundle::Bundle::parse(&plain[at..])
+            .unwrap()
+            .unwrap()
+            .size() as usize;
+    }
+    let id = memchr::memmem::find(&plain[at..], b"gfx1100").unwrap() + at;
+    plain[id + 6] = 0x01;
+    let Some(library) = library_of(d, &plain, "libdamaged") else {
+        return;
+    };
+    let temporary = d.join("tmp");
+    std::fs::create_dir(&temporary).unwrap();
+    let before = crate::util::file_names(d);
+    for threads in ["1", "8"] {
+        let (code, _, err) = text_output(
+            crate::util::offload()
+                .current_dir(d)
+                .env("TMPDIR", &temporary)
+                .args(["compress", "-j", threads, "libdamaged.so", "-o", "out.so"]),
+        );
+        assert_ne!(code, 0, "{threads} threads");
+        assert!(err.contains("libdamaged.so"), "{threads} threads: {err}");
+        assert!(
+            err.contains("control character"),
+            "{threads} threads: {err}"
+        );
+        assert_eq!(crate::util::file_names(d), before, "{threads} threads");
+        assert!(crate::util::file_names(&temporary).is_empty());
+    }
+    assert!(library.exists());
 }

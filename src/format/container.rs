@@ -480,7 +480,7 @@ pub struct Rules<'r> {
     pub limit: u64,
     /// Room for large compressed bundles made by the layer that writes them (a mapped
     /// temporary file), so that they are not held in memory; `None`: made in memory.
-    pub room: Option<&'r MakeRoom>,
+    pub room: Option<&'r MakeRoom<'r>>,
     /// The hashes of the bundles compressed, when they are taken elsewhere (on a thread of
     /// their own): asked for the bytes of a bundle (exactly those bytes: the same slice) once
     /// they are compressed, it gives their [`ccob::truncated_md5`], waiting for it, or `None`

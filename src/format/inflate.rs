@@ -19,7 +19,7 @@ pub trait Room: Send + Sync {
 }
 
 /// Gives room of a size in bytes.
-pub type MakeRoom = dyn Fn(usize) -> io::Result<Box<dyn Room>> + Sync;
+pub type MakeRoom<'a> = dyn Fn(usize) -> io::Result<Box<dyn Room>> + Sync + 'a;
 
 /// zstd streams inflated whole into room, when there is some: those declaring 4 MiB or more
 /// (smaller ones go through a window, where they cost less than a file).

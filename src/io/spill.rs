@@ -471,6 +471,7 @@ impl Shelf {
 /// large part costs no more memory than a small one; the file goes when the room does.
 pub struct MappedRoom {
     map: memmap2::MmapMut,
+    file: File,
     len: usize,
 }
 
@@ -482,7 +483,23 @@ impl MappedRoom {
         // SAFETY: the file is unnamed and this process's alone, so nothing else changes or
         // truncates it while it is mapped; it keeps its size until the map goes.
         let map = unsafe { memmap2::MmapMut::map_mut(&file) }?;
-        Ok(MappedRoom { map, len: 0 })
+        Ok(MappedRoom { map, file, len: 0 })
+    }
+
+    /// Makes the room `capacity` bytes large when it is smaller, keeping what it holds. The
+    /// pages written so far stay mapped, so that room used again is written without faulting
+    /// them in anew (most of what writing a fresh room costs the kernel).
+    pub fn grow(&mut self, capacity: usize) -> io::Result<()> {
+        if capacity <= self.map.len() {
+            return Ok(());
+        }
+        self.file.set_len(capacity as u64)?;
+        // SAFETY: the file is unnamed and this process's alone, and now at least as large as
+        // the new map; no slice of the old map outlives this borrow of the room.
+        unsafe {
+            self.map
+                .remap(capacity, memmap2::RemapOptions::new().may_move(true))
+        }
     }
 
     /// Every byte of the room, to write into.
@@ -540,6 +557,11 @@ impl Spilled {
             Spilled::Bytes(_) => None,
             Spilled::File(input) => Some(input),
         }
+    }
+
+    /// Takes the bytes out, leaving none in their place.
+    pub fn take(&mut self) -> Spilled {
+        std::mem::replace(self, Spilled::Bytes(Vec::new()))
     }
 
     /// The bytes as an input: held in memory, or the temporary file mapped.
@@ -699,6 +721,24 @@ mod tests {
         assert_eq!(room.bytes(), b"hello");
         room.keep(20_000);
         assert_eq!(room.bytes().len(), 10_000);
+    }
+
+    #[test]
+    fn mapped_room_grown_keeps_what_was_written_and_never_shrinks() {
+        let mut room = MappedRoom::new(10_000).unwrap();
+        room.space()[..5].copy_from_slice(b"hello");
+        room.space()[9_999] = 7;
+        room.keep(5);
+        room.grow(3 << 20).unwrap();
+        assert_eq!(room.space().len(), 3 << 20);
+        assert_eq!(room.bytes(), b"hello");
+        assert_eq!(room.space()[9_999], 7);
+        // Past the old end: zeros, written like any other byte.
+        assert!(room.space()[10_000..].iter().all(|&b| b == 0));
+        room.space()[(3 << 20) - 1] = 9;
+        room.grow(100).unwrap();
+        assert_eq!(room.space().len(), 3 << 20);
+        assert_eq!(room.space()[(3 << 20) - 1], 9);
     }
 
     #[test]

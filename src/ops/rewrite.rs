@@ -214,11 +214,13 @@ impl RewriteConfig {
     /// Runs `work` with the registry's rules for this configuration: what stays, and how
     /// bundles are stored. `offload_unit` holds the images of the offload binaries side by
     /// side in the region being rewritten (see [`Rules::offload_unit`]); `hashed` the hashes
-    /// of its plain bundles taken ahead, when they are.
+    /// of its plain bundles taken ahead, when they are; `room` gives room to the large
+    /// bundles compressed.
     fn with_rules<T>(
         &self,
         offload_unit: &[ImageTarget],
         hashed: Option<&HashedAhead>,
+        room: &MakeRoom<'_>,
         work: impl FnOnce(&Rules<'_>) -> T,
     ) -> T {
         let keeps = |unit: &[ImageTarget]| self.keeps(unit);
@@ -233,7 +235,7 @@ impl RewriteConfig {
                 Change::Keep(_) | Change::Remove(_) => BundleStorage::AsIs,
             },
             limit: self.max_decompressed,
-            room: Some(&mapped_room as &MakeRoom),
+            room: Some(room),
             hashed: hashed.as_ref().map(|h| h as &container::HashedAhead<'_>),
         })
     }
@@ -345,6 +347,7 @@ fn region_steps(
         Change::Compress(_) | Change::CompressPlain(_) | Change::Decompress => Vec::new(),
     };
     let mut ahead = rewrite_ahead(data, config, &unit).into_iter().peekable();
+    let alone: Region<'_> = (&unit, None, &mapped_room);
     let mut steps = Vec::new();
     let mut pos = 0usize;
     while let Some(skip) = data
@@ -355,7 +358,7 @@ fn region_steps(
         let here = &data[start..];
         let done = match ahead.next_if(|(at, _)| *at == start) {
             Some((_, done)) => done,
-            None => rewrite_one(here, start, config, (&unit, None), Decoding::Fresh),
+            None => rewrite_one(here, start, config, alone, Decoding::Fresh),
         };
         let (size, new) = account(start, done?, summary);
         summary.rewritten += usize::from(new.is_some());
@@ -393,7 +396,9 @@ fn rewrite_ahead(data: &[u8], config: &RewriteConfig, unit: &[ImageTarget]) -> V
             scope.spawn(|| ahead.hash_all(&plain, Order::LargestFirst));
         }
         largest_first::run(&places, |&start| {
-            let region = (unit, ahead.as_ref());
+            // Every new container is held until the region is put together: room is not
+            // given back before then, and is made anew for each.
+            let region = (unit, ahead.as_ref(), &mapped_room as &MakeRoom);
             rewrite_within(&data[start..], start, config, region, &budget)
         })
     });
@@ -422,9 +427,10 @@ fn plain_bundles<'d>(containers: impl Iterator<Item = &'d [u8]>) -> Vec<&'d [u8]
         .collect()
 }
 
-/// The images of the offload binaries of a region (see [`Rules::offload_unit`]), and the
-/// hashes of its plain bundles when they are taken ahead.
-type Region<'r> = (&'r [ImageTarget], Option<&'r HashedAhead>);
+/// The images of the offload binaries of a region (see [`Rules::offload_unit`]), the hashes
+/// of its plain bundles when they are taken ahead, and where room for its large bundles
+/// compressed comes from.
+type Region<'r> = (&'r [ImageTarget], Option<&'r HashedAhead>, &'r MakeRoom<'r>);
 
 /// [`rewrite_one`] with a zstd decoder of `budget` for a compressed bundle (so that decoders
 /// and their windows are reused from one stream to the next, and those in flight stay within
@@ -484,12 +490,12 @@ fn rewrite_one(
     here: &[u8],
     start: usize,
     config: &RewriteConfig,
-    (unit, hashed): Region<'_>,
+    (unit, hashed, room): Region<'_>,
     decoding: Decoding<'_>,
 ) -> Done {
     let container = Container::at_start(here).ok_or_else(|| not_a_container(start))?;
     let rewrite = config
-        .with_rules(unit, hashed, |rules| {
+        .with_rules(unit, hashed, room, |rules| {
             container.rewrite_decoding(here, rules, decoding)
         })
         // Said at its place in the region, not in the container.
@@ -694,6 +700,17 @@ impl NewFile<'_> {
             .collect()
     }
 
+    /// Takes the new bytes held in memory or temporary files out of the file, once it is
+    /// written, leaving none in their place.
+    fn written_spills(&mut self) -> Vec<Spilled> {
+        match self {
+            NewFile::Bytes(_) => Vec::new(),
+            NewFile::Region(made, _) => vec![made.take()],
+            NewFile::Object(object) => object.replaced.iter_mut().map(|(_, s)| s.take()).collect(),
+            NewFile::Program(program) => program.take_packed(),
+        }
+    }
+
     /// The whole file in memory, the bundles it decompresses inflated by `inflater`.
     fn into_bytes(self, inflater: &Inflater<'_>) -> Result<Vec<u8>> {
         let path = inflater.path;
@@ -868,10 +885,14 @@ fn rewrite_program<'a>(
             ahead.hash_all(&plain, Order::AsGiven);
         }
     };
+    // The containers are packed as they are done, a few ahead at most, and the room of a
+    // large bundle compressed is given back once it is packed: lent again, its pages are
+    // written without being faulted in anew.
+    let lend = |capacity| budget.lend(capacity);
     let rewrite = |here: &[u8], start: usize| {
         let _entered = span.enter();
         let mut mine = Summary::default();
-        let region = (&[][..], ahead.as_ref());
+        let region = (&[][..], ahead.as_ref(), &lend as &MakeRoom<'_>);
         let (_, new) = rewrite_container(here, start, config, region, &mut mine, &budget)?;
         mine.rewritten += usize::from(new.is_some());
         let mut total = total.lock().expect("no thread panics holding it");
@@ -982,7 +1003,7 @@ fn rewrite_object<'a>(
         .filter_map(|section| section.name().ok()?.strip_prefix(BUNDLE_SECTION_PREFIX))
         .collect();
     let mut keeps = config
-        .with_rules(&[], None, |rules| rules.keeps_entries(&ids))
+        .with_rules(&[], None, &mapped_room, |rules| rules.keeps_entries(&ids))
         .into_iter();
     for section in file.sections() {
         let Ok(name) = section.name() else { continue };
@@ -1255,14 +1276,17 @@ pub fn rewrite_read(
         }
         None => out.write_part(data, data)?,
     }
-    if let Some(new) = &new {
-        verify(
-            input,
-            &mut out,
-            &summary,
-            config.max_decompressed,
-            &new.copied(),
-        )?;
+    if let Some(new) = &mut new {
+        let copied = new.copied();
+        let spills = new.written_spills();
+        std::thread::scope(|scope| {
+            // Closing a large temporary file frees its pages (a tenth of a second for the
+            // 625 MB of a library's compressed bundles): beside the read-back, not after it.
+            if spills.iter().any(|spilled| spilled.input().is_some()) {
+                scope.spawn(move || drop(spills));
+            }
+            verify(input, &mut out, &summary, config.max_decompressed, &copied)
+        })?;
     }
     out.commit()?;
     info!(output = %out_path(input, placement).display(), size = summary.size_after, "written");

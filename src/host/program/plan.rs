@@ -687,6 +687,14 @@ impl<'a> NewProgram<'a> {
         }
     }
 
+    /// Takes the packed containers out (once the file is written), leaving none in their
+    /// place.
+    pub fn take_packed(&mut self) -> Vec<Spilled> {
+        let mut taken = vec![self.packed.take()];
+        taken.extend(self.also.iter_mut().map(|placed| placed.packed.take()));
+        taken
+    }
+
     /// The whole new file in memory, with zeros in the holes left for what is written as the
     /// file is (see [`NewProgram::holes_in_file`]).
     pub fn to_vec(&mut self) -> Result<Vec<u8>> {

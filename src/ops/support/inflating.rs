@@ -186,18 +186,28 @@ impl Budget {
         }
     }
 
-    /// Room of at least `capacity` bytes: some given back by an earlier stream when it is
-    /// large enough, else new (dropping a room too small, so that no more are kept than
-    /// streams run at once).
-    fn lend(&self, capacity: usize) -> std::io::Result<Box<dyn Room>> {
+    /// Room of at least `capacity` bytes, lent until it is dropped: the smallest given back
+    /// by an earlier stream or bundle that is large enough, else the largest grown, else new
+    /// (so that no more are kept than are in use at once). Room used again keeps its pages
+    /// mapped: written again, they are not faulted in anew.
+    pub fn lend(&self, capacity: usize) -> std::io::Result<Box<dyn Room>> {
         let mut rooms = self.rooms.lock().unwrap_or_else(|e| e.into_inner());
-        let fits = rooms
-            .iter_mut()
-            .position(|room| room.space().len() >= capacity);
-        let room = match fits {
-            Some(k) => rooms.swap_remove(k),
+        let size = |room: &mut MappedRoom| room.space().len();
+        let smallest_fitting = (rooms.iter_mut().enumerate())
+            .map(|(k, room)| (size(room), k))
+            .filter(|&(len, _)| len >= capacity)
+            .min();
+        let largest = (rooms.iter_mut().enumerate())
+            .map(|(k, room)| (size(room), k))
+            .max();
+        let room = match smallest_fitting.or(largest) {
+            Some((_, k)) => {
+                let mut room = rooms.swap_remove(k);
+                drop(rooms);
+                room.grow(capacity)?;
+                room
+            }
             None => {
-                rooms.pop();
                 drop(rooms);
                 MappedRoom::new(capacity)?
             }
