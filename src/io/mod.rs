@@ -326,19 +326,8 @@ impl Input {
         let mut input = Input::from_bytes(Vec::new());
         input.path = path.to_path_buf();
         if meta.len() > 0 && meta.len() < READ_UNDER {
-            // What the file holds now, up to the size it had: it may not grow under us. In
-            // one read, as a rule, where reading to the end would take two or three.
-            let mut bytes = vec![0u8; meta.len() as usize];
-            let mut filled = 0;
-            while let Some(rest @ [_, ..]) = bytes.get_mut(filled..) {
-                match (&file).read(rest) {
-                    Ok(0) => break,
-                    Ok(n) => filled += n,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(Error::io(path, e)),
-                }
-            }
-            bytes.truncate(filled);
+            // What the file holds now, up to the size it had: it may not grow under us.
+            let bytes = opening::read_up_to(&file, meta.len()).map_err(|e| Error::io(path, e))?;
             input.data = Data::Owned(bytes);
         } else if meta.len() > 0 {
             // SAFETY: the map is read-only and private to this process. A file that another

@@ -56,6 +56,24 @@ pub fn blocking(file: &File) -> io::Result<()> {
     Ok(())
 }
 
+/// The first `len` bytes of `file` read from its current position, fewer if it ends first:
+/// in one read as a rule, where reading to the end takes two or three.
+pub fn read_up_to(file: &File, len: u64) -> io::Result<Vec<u8>> {
+    let len = usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let mut bytes = vec![0u8; len];
+    let mut filled = 0;
+    while let Some(rest @ [_, ..]) = bytes.get_mut(filled..) {
+        match (&*file).read(rest) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(filled);
+    Ok(bytes)
+}
+
 /// Opens `path`, which must be a regular file (a file found in a folder, checked again on
 /// the descriptor): anything else is an error naming it, not a wait.
 pub fn open_regular(path: &Path) -> Result<(File, Metadata)> {
