@@ -98,6 +98,20 @@ impl Folder {
     /// The file `name` holds in this folder, the name itself not followed; `None` when there
     /// is none.
     pub fn identity(&self, name: &OsStr) -> io::Result<Option<Identity>> {
+        Ok(self.stat(name)?.map(|stat| (stat.st_dev, stat.st_ino)))
+    }
+
+    /// Whether `name` in this folder is a folder (the name itself not followed); `false`
+    /// when nothing is there.
+    pub(super) fn is_folder(&self, name: &OsStr) -> io::Result<bool> {
+        Ok(self
+            .stat(name)?
+            .is_some_and(|stat| stat.st_mode & libc::S_IFMT == libc::S_IFDIR))
+    }
+
+    /// What `fstatat` says of `name` in this folder, the name itself not followed; `None`
+    /// when nothing is there.
+    fn stat(&self, name: &OsStr) -> io::Result<Option<libc::stat>> {
         let c = c_name(name)?;
         let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: `c` is NUL-terminated and `stat` is a buffer of the size fstatat writes.
@@ -117,34 +131,7 @@ impl Folder {
             };
         }
         // SAFETY: fstatat succeeded, so it filled `stat`.
-        let stat = unsafe { stat.assume_init() };
-        Ok(Some((stat.st_dev, stat.st_ino)))
-    }
-
-    /// Whether `name` in this folder is a folder (the name itself not followed); `false`
-    /// when nothing is there.
-    pub(super) fn is_folder(&self, name: &OsStr) -> io::Result<bool> {
-        let c = c_name(name)?;
-        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
-        // SAFETY: `c` is NUL-terminated and `stat` is a buffer of the size fstatat writes.
-        let status = unsafe {
-            libc::fstatat(
-                self.fd.as_raw_fd(),
-                c.as_ptr(),
-                stat.as_mut_ptr(),
-                libc::AT_SYMLINK_NOFOLLOW,
-            )
-        };
-        if status != 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::NotFound => Ok(false),
-                _ => Err(e),
-            };
-        }
-        // SAFETY: fstatat succeeded, so it filled `stat`.
-        let stat = unsafe { stat.assume_init() };
-        Ok(stat.st_mode & libc::S_IFMT == libc::S_IFDIR)
+        Ok(Some(unsafe { stat.assume_init() }))
     }
 
     /// Checks that `name` still holds the file `read`.
