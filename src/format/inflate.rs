@@ -16,6 +16,11 @@ pub trait Room: Send + Sync {
     fn keep(&mut self, len: usize);
     /// The bytes kept.
     fn bytes(&self) -> &[u8];
+    /// The file the room's bytes are pages of, from its start, when they are a file's: its
+    /// bytes are then copied elsewhere by the kernel, never read through the map.
+    fn file(&self) -> Option<&std::fs::File> {
+        None
+    }
 }
 
 /// Gives room of a size in bytes.

@@ -117,6 +117,23 @@ impl Spill {
         }
     }
 
+    /// Appends `len` bytes of `source` from its start (a file this process made, such as a
+    /// room's): copied by the kernel once the spill is in a file, read from `bytes` (the same
+    /// bytes, mapped) while it is in memory.
+    pub fn append_file(&mut self, source: &File, bytes: &[u8]) -> io::Result<()> {
+        self.make_room(bytes.len() as u64)?;
+        match &mut self.store {
+            Store::File(file) if bytes.len() >= super::KERNEL_COPY_FROM => {
+                file.flush()?;
+                let len = bytes.len() as u64;
+                super::copy_range(source, 0, len, file.get_mut(), |_, _| {})?;
+                self.len += len;
+                Ok(())
+            }
+            _ => self.append(bytes),
+        }
+    }
+
     /// Appends zeros up to the next multiple of `boundary`.
     pub fn pad_to(&mut self, boundary: u64) -> io::Result<()> {
         let zeros = self.len.next_multiple_of(boundary.max(1)) - self.len;
@@ -515,6 +532,11 @@ impl MappedRoom {
     /// The bytes kept.
     pub fn bytes(&self) -> &[u8] {
         self.map.get(..self.len).unwrap_or_default()
+    }
+
+    /// The file the room maps, from its start.
+    pub fn file(&self) -> &File {
+        &self.file
     }
 }
 

@@ -284,7 +284,10 @@ fn append_new(
 ) -> std::io::Result<()> {
     match new {
         Some(NewBytes::Made(new)) => packed.append(&new),
-        Some(NewBytes::Placed(room)) => packed.append(room.bytes()),
+        Some(NewBytes::Placed(room)) => match room.file() {
+            Some(file) => packed.append_file(file, room.bytes()),
+            None => packed.append(room.bytes()),
+        },
         Some(NewBytes::Inflated(size)) => packed.reserve(size).map(|at| {
             holes.push(Hole {
                 at,

@@ -75,6 +75,10 @@ impl Room for MappedRoom {
     fn bytes(&self) -> &[u8] {
         MappedRoom::bytes(self)
     }
+
+    fn file(&self) -> Option<&std::fs::File> {
+        Some(MappedRoom::file(self))
+    }
 }
 
 /// What inflating `stream`, whole or in part, with room from a [`Budget`] holds at most: a
@@ -146,6 +150,10 @@ impl Room for Lent {
             .as_ref()
             .map(MappedRoom::bytes)
             .unwrap_or_default()
+    }
+
+    fn file(&self) -> Option<&std::fs::File> {
+        self.room.as_ref().map(MappedRoom::file)
     }
 }
 
