@@ -36,9 +36,14 @@ fn code_like(len: usize, seed: u64) -> Vec<u8> {
 /// A bare file of `sizes.len()` plain bundles one after another, of two entries each, the
 /// first about the size given.
 fn many_bundles(sizes: &[usize]) -> Vec<u8> {
+    bundles_of(sizes, &code_like)
+}
+
+/// [`many_bundles`] with the first entry of bundle `i` made by `code` (its size, `i + 1`).
+fn bundles_of(sizes: &[usize], code: &dyn Fn(usize, u64) -> Vec<u8>) -> Vec<u8> {
     let mut file = Vec::new();
     for (i, &size) in sizes.iter().enumerate() {
-        let code = code_like(size, i as u64 + 1);
+        let code = code(size, i as u64 + 1);
         let small = code_like(300 + i * 7, i as u64 + 1000);
         let entries: [(&str, &[u8]); 2] = [
             ("hipv4-amdgcn-amd-amdhsa--gfx90a", &code),
@@ -265,4 +270,110 @@ fn a_damaged_bundle_amid_large_ones_leaves_no_output_and_no_temporary_file() {
         assert!(crate::util::file_names(&temporary).is_empty());
     }
     assert!(library.exists());
+}
+
+/// Runs offload in `dir` with `args`, its standard output as bytes.
+fn bytes_out(dir: &Path, args: &[&str]) -> Vec<u8> {
+    let out = crate::util::offload()
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+#[test]
+fn a_large_section_packed_straight_into_the_output_is_what_standard_output_gets() {
+    // Into a file, a section of more than 32 MiB is packed at its place in the new file as
+    // its bundles are made; standard output is written in order, the packed bundles copied
+    // in after what comes before them. Both must be the same bytes, whether the section
+    // shrinks (compressed, stripped) or outgrows its place (decompressed: its bundles go to
+    // a new segment at the end, and those made at the section's place move out first).
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plain = many_bundles(&library_sizes());
+    assert!(plain.len() > 40 << 20);
+    let Some(library) = library_of(d, &plain, "libplaced") else {
+        return;
+    };
+    let name = library.file_name().unwrap().to_str().unwrap();
+    let steps: [(&str, &[&str]); 3] = [
+        ("packed.so", &["compress", "-j", "8", name]),
+        ("kept.so", &["strip", "--keep", "gfx90a", "packed.so"]),
+        ("back.so", &["decompress", "-j", "8", "packed.so"]),
+    ];
+    for (output, args) in steps {
+        let into_file = [args, &["-o", output]].concat();
+        let (code, _, err) = offload_in(d, &into_file);
+        assert_eq!(code, 0, "{err}");
+        let to_stdout = bytes_out(d, &[args, &["-o", "-"]].concat());
+        let written = std::fs::read(d.join(output)).unwrap();
+        assert!(
+            written == to_stdout,
+            "{args:?}: the file and standard output differ"
+        );
+    }
+    let back = std::fs::read(d.join("back.so")).unwrap();
+    assert!(back.len() > std::fs::read(d.join("packed.so")).unwrap().len() * 2);
+    // In place, the same bytes again.
+    std::fs::copy(&library, d.join("inplace.so")).unwrap();
+    let (code, _, err) = offload_in(d, &["compress", "-j", "8", "--in-place", "inplace.so"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        std::fs::read(d.join("inplace.so")).unwrap() == std::fs::read(d.join("packed.so")).unwrap()
+    );
+    assert!(!crate::util::file_names(d)
+        .iter()
+        .any(|n| n.ends_with(".tmp")));
+}
+
+#[test]
+fn a_large_section_that_outgrows_its_place_is_what_standard_output_gets() {
+    // Most of the bundles are noise, which zstd leaves as large as it is: compressed, the
+    // section is still over 32 MiB and is packed in the new file; decompressed, it outgrows
+    // that place while it is made there, so what is made moves to a temporary file of its own
+    // and its bundles go to a new segment at the end.
+    let noise_or_code = |len: usize, seed: u64| {
+        if seed % 4 != 0 {
+            let mut state = seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1;
+            (0..len)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 24) as u8
+                })
+                .collect()
+        } else {
+            code_like(len, seed)
+        }
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plain = bundles_of(&library_sizes(), &noise_or_code);
+    let Some(library) = library_of(d, &plain, "libnoisy") else {
+        return;
+    };
+    let name = library.file_name().unwrap().to_str().unwrap();
+    let packed = compressed(d, name, "8", "packed.so");
+    assert!(packed.len() > 34 << 20, "{} bytes compressed", packed.len());
+    let (code, _, err) = offload_in(d, &["decompress", "-j", "8", "packed.so", "-o", "back.so"]);
+    assert_eq!(code, 0, "{err}");
+    let to_stdout = bytes_out(d, &["decompress", "packed.so", "-o", "-"]);
+    let back = std::fs::read(d.join("back.so")).unwrap();
+    assert!(back == to_stdout, "the file and standard output differ");
+    assert!(back.len() > packed.len() + (4 << 20));
+    assert_eq!(streams_of(&packed, &plain), library_sizes().len());
+    for (k, &size) in library_sizes().iter().enumerate() {
+        let code = noise_or_code(size, k as u64 + 1);
+        assert!(
+            memchr::memmem::find(&back, &code).is_some(),
+            "bundle {k} is not in the library decompressed"
+        );
+    }
 }

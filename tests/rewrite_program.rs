@@ -221,6 +221,7 @@ fn rewrite_by<'a>(
         rewrite,
         inflate: &inflate,
         beside: None,
+        destination: None,
     };
     rewrite_hip_fatbin(file, &how)
 }

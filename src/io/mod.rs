@@ -36,6 +36,7 @@ pub mod slice;
 pub mod spill;
 mod syncing;
 mod temporary;
+mod toward;
 
 #[cfg(any(feature = "cli", feature = "internals"))]
 pub use cleanup::remove_temporaries_on_signals;
@@ -204,6 +205,8 @@ pub struct Input {
     guard: Option<Guarded>,
     data: Data,
     file: Option<File>,
+    /// The offset in `file` of the first byte (0 but for a part of a temporary file).
+    file_at: u64,
     path: PathBuf,
     identity: Option<(u64, u64)>,
     /// The number it is listed under among the inputs open.
@@ -370,6 +373,7 @@ impl Input {
             guard: None,
             data: Data::Owned(bytes),
             file: None,
+            file_at: 0,
             path: PathBuf::from("-"),
             identity: None,
             listed: None,
@@ -390,6 +394,32 @@ impl Input {
         }
         input.file = Some(file);
         Ok(input)
+    }
+
+    /// The `len` bytes of `file` from its offset `at` (a file this process is writing, whose
+    /// bytes there no other writer changes), mapped: its slices are copied by the kernel.
+    pub fn from_temporary_part(file: File, at: u64, len: u64) -> io::Result<Input> {
+        let mut input = Input::from_bytes(Vec::new());
+        input.path = PathBuf::from("(temporary file)");
+        if len > 0 {
+            let len =
+                usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+            // SAFETY: read-only and private; the file is this process's own, at least
+            // `at + len` bytes long, and the bytes mapped are changed by no one while mapped.
+            let map = unsafe { memmap2::MmapOptions::new().offset(at).len(len).map(&file) }?;
+            input.data = Data::Mapped(map);
+        }
+        input.file = Some(file);
+        input.file_at = at;
+        Ok(input)
+    }
+
+    /// Where this input's bytes start in `file` when they are a part of that very file (the
+    /// same device and inode), as [`Input::from_temporary_part`] maps one.
+    pub fn offset_in(&self, file: &File) -> Option<u64> {
+        let id = |f: &File| f.metadata().ok().map(|m| (m.dev(), m.ino()));
+        let own = self.file.as_ref()?;
+        (id(own).is_some() && id(own) == id(file)).then_some(self.file_at)
     }
 
     /// This input without its file's descriptor: the map stays (it needs none), so its
@@ -452,7 +482,7 @@ impl Input {
         let file = self.file.as_ref()?;
         let base = self.as_ptr() as usize;
         let start = (part.as_ptr() as usize).checked_sub(base)?;
-        (start + part.len() <= self.len()).then_some((file, start as u64))
+        (start + part.len() <= self.len()).then_some((file, self.file_at + start as u64))
     }
 }
 
@@ -866,6 +896,9 @@ impl Output {
         holes: &[spill::Hole<T>],
         fill: &spill::WriteHole<'_, T, E>,
     ) -> std::result::Result<(), E> {
+        if let Some(stepped) = self.step_over(made, holes, fill) {
+            return stepped;
+        }
         let bytes = made.bytes();
         let mut later = Vec::with_capacity(holes.len());
         let mut pos = 0usize;
@@ -887,6 +920,16 @@ impl Output {
             None => return Err(E::from(self.misplaced(&holes[holes.len() - 1]))),
         };
         self.write_made(made, rest)?;
+        self.fill_later(&later, fill)
+    }
+
+    /// Writes the holes `later` left in the file (each at its offset there), in parallel, as
+    /// [`Output::write_spilled`] says.
+    fn fill_later<T: Copy + Sync, E: From<Error> + Send>(
+        &mut self,
+        later: &[spill::Hole<T>],
+        fill: &spill::WriteHole<'_, T, E>,
+    ) -> std::result::Result<(), E> {
         let path = self.path.clone();
         let path = &path;
         let Some(file) = self.positioned() else {
@@ -903,7 +946,7 @@ impl Output {
         };
         spill::fill_file(
             file,
-            &later,
+            later,
             &|hole, sink| catching(path, hole, sink, fill),
             &refused,
         )

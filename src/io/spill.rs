@@ -9,7 +9,7 @@
 //! without holding any whole.
 
 use std::fs::File;
-use std::io::{self, BufWriter, Seek, SeekFrom, Write};
+use std::io::{self, BufWriter, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 
@@ -20,17 +20,63 @@ use crate::io::Input;
 /// The most a spill holds in memory before it moves to a temporary file.
 pub const IN_MEMORY: u64 = 32 << 20;
 
-/// Bytes being made, in order: in memory, then in a temporary file once they grow large.
+/// Bytes being made, in order: in memory, then in a temporary file once they grow large, or
+/// from the first byte at their place in the file they are made for ([`Spill::toward`]).
 #[derive(Debug)]
 pub struct Spill {
     store: Store,
     len: u64,
+    /// The most bytes it may make where it is: made toward a file whose later bytes are
+    /// another's, it moves to a temporary file of its own rather than reach them.
+    room: u64,
 }
 
 #[derive(Debug)]
 enum Store {
     Memory(Vec<u8>),
-    File(BufWriter<File>),
+    /// In a file, from `base`: written at offsets, never through the file's own position,
+    /// which another writer of the same open file may be using.
+    File {
+        file: BufWriter<Positioned>,
+        base: u64,
+    },
+}
+
+/// A file written at an offset of its own, which each write moves on.
+#[derive(Debug)]
+struct Positioned {
+    file: File,
+    at: u64,
+}
+
+impl Write for Positioned {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let written = self.file.write_at(buf, self.at)?;
+        self.at += written as u64;
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Store {
+    /// The file `file` from `base`, written through a buffer of `buffer` bytes.
+    fn file(file: File, base: u64, buffer: usize) -> Store {
+        Store::File {
+            file: BufWriter::with_capacity(buffer, Positioned { file, at: base }),
+            base,
+        }
+    }
+}
+
+/// Makes `file` at least `len` bytes long, never shorter.
+fn grow_to(file: &File, len: u64) -> io::Result<()> {
+    if file.metadata()?.len() < len {
+        file.set_len(len)?;
+    }
+    Ok(())
 }
 
 /// Writes the bytes of a hole into the sink it is given, which takes them in order and refuses
@@ -62,6 +108,7 @@ impl Spill {
         Spill {
             store: Store::Memory(Vec::new()),
             len: 0,
+            room: u64::MAX,
         }
     }
 
@@ -69,9 +116,24 @@ impl Spill {
     /// must not take memory however few (many spills held at once).
     pub fn on_disk() -> io::Result<Spill> {
         Ok(Spill {
-            store: Store::File(BufWriter::with_capacity(1 << 16, tempfile::tempfile()?)),
+            store: Store::file(tempfile::tempfile()?, 0, 1 << 16),
             len: 0,
+            room: u64::MAX,
         })
+    }
+
+    /// Nothing yet, made straight into `file` from its offset `base` (the file they are
+    /// made for, at their place in it, so that they need not be copied there): written at
+    /// offsets only, so another writer of the file keeps its own position. At most `room`
+    /// bytes are made there: were there to be more, those made move to a temporary file, and
+    /// the rest follow them there. What is made is read back mapped ([`Spill::finish`]); the
+    /// file only grows.
+    pub fn toward(file: File, base: u64, room: u64) -> Spill {
+        Spill {
+            store: Store::file(file, base, 1 << 20),
+            len: 0,
+            room,
+        }
     }
 
     /// The number of bytes made (holes included).
@@ -90,7 +152,7 @@ impl Spill {
         self.make_room(bytes.len() as u64)?;
         match &mut self.store {
             Store::Memory(held) => held.extend_from_slice(bytes),
-            Store::File(file) => file.write_all(bytes)?,
+            Store::File { file, .. } => file.write_all(bytes)?,
         }
         self.len += bytes.len() as u64;
         Ok(())
@@ -103,14 +165,11 @@ impl Spill {
         self.make_room(part.len() as u64)?;
         let source = input.file_range(part);
         match (&mut self.store, source) {
-            (Store::File(file), Some((source, offset)))
+            (Store::File { file, .. }, Some((source, offset)))
                 if part.len() >= super::KERNEL_COPY_FROM =>
             {
-                // The file's position is the spill's end: what is buffered goes first.
-                file.flush()?;
-                let len = part.len() as u64;
-                super::copy_range(source, offset, len, file.get_mut(), |_, _| {})?;
-                self.len += len;
+                copy_into(file, source, offset, part.len() as u64)?;
+                self.len += part.len() as u64;
                 Ok(())
             }
             _ => self.append(part),
@@ -123,15 +182,32 @@ impl Spill {
     pub fn append_file(&mut self, source: &File, bytes: &[u8]) -> io::Result<()> {
         self.make_room(bytes.len() as u64)?;
         match &mut self.store {
-            Store::File(file) if bytes.len() >= super::KERNEL_COPY_FROM => {
-                file.flush()?;
-                let len = bytes.len() as u64;
-                super::copy_range(source, 0, len, file.get_mut(), |_, _| {})?;
-                self.len += len;
+            Store::File { file, .. } if bytes.len() >= super::KERNEL_COPY_FROM => {
+                copy_into(file, source, 0, bytes.len() as u64)?;
+                self.len += bytes.len() as u64;
                 Ok(())
             }
             _ => self.append(bytes),
         }
+    }
+
+    /// Appends `len` bytes of `source` (a file this process writes) from `offset`: copied by
+    /// the kernel once the spill is in a file, read in while it is in memory.
+    pub fn append_copy(&mut self, source: &File, offset: u64, len: u64) -> io::Result<()> {
+        self.make_room(len)?;
+        match &mut self.store {
+            Store::File { file, .. } => copy_into(file, source, offset, len)?,
+            Store::Memory(held) => {
+                let start = held.len();
+                held.resize(
+                    start + usize::try_from(len).map_err(|_| too_large_for_a_file())?,
+                    0,
+                );
+                source.read_exact_at(held.get_mut(start..).unwrap_or_default(), offset)?;
+            }
+        }
+        self.len += len;
+        Ok(())
     }
 
     /// Appends zeros up to the next multiple of `boundary`.
@@ -148,9 +224,13 @@ impl Spill {
             Store::Memory(held) => held.resize(held.len() + size as usize, 0),
             // A hole in the file: it reads as zeros, and costs no disk until written. Its
             // length is set now, so that the parts copied into holes never extend the file.
-            Store::File(file) => {
-                file.seek(SeekFrom::Current(i64::try_from(size).map_err(too_large)?))?;
-                file.get_ref().set_len(at + size)?;
+            Store::File { file, base } => {
+                file.flush()?;
+                let end = (base.checked_add(at))
+                    .and_then(|at| at.checked_add(size))
+                    .ok_or_else(too_large_for_a_file)?;
+                grow_to(&file.get_ref().file, end)?;
+                file.get_mut().at = end;
             }
         }
         self.len += size;
@@ -162,23 +242,44 @@ impl Spill {
     /// memory would cost both (for a part the writer copies from a file straight into its
     /// place, never into the spill).
     pub fn reserve_sparse(&mut self, size: u64) -> io::Result<u64> {
-        if size > 0 {
+        if size > 0 && matches!(self.store, Store::Memory(_)) {
             self.make_room(IN_MEMORY.saturating_add(1))?;
         }
         self.reserve(size)
     }
 
-    /// Moves the bytes to a temporary file when `more` of them would make too many to hold.
+    /// Moves the bytes to a temporary file when `more` of them would make too many to hold,
+    /// or more than there is room for where they are ([`Spill::toward`]).
     fn make_room(&mut self, more: u64) -> io::Result<()> {
-        let Store::Memory(held) = &mut self.store else {
-            return Ok(());
-        };
-        if self.len.saturating_add(more) <= IN_MEMORY {
-            return Ok(());
+        let after = self.len.saturating_add(more);
+        match &mut self.store {
+            Store::Memory(held) if after > IN_MEMORY => {
+                let mut store = Store::file(tempfile::tempfile()?, 0, 1 << 20);
+                if let Store::File { file, .. } = &mut store {
+                    file.write_all(held)?;
+                }
+                self.store = store;
+            }
+            Store::File { file, base } if after > self.room => {
+                file.flush()?;
+                let moved = tempfile::tempfile()?;
+                copy_range_at(&file.get_ref().file, *base, self.len, &moved, 0)?;
+                // Holes at the end are part of it too.
+                moved.set_len(self.len)?;
+                self.store = Store::File {
+                    file: BufWriter::with_capacity(
+                        1 << 20,
+                        Positioned {
+                            file: moved,
+                            at: self.len,
+                        },
+                    ),
+                    base: 0,
+                };
+                self.room = u64::MAX;
+            }
+            _ => {}
         }
-        let mut file = BufWriter::with_capacity(1 << 20, tempfile::tempfile()?);
-        file.write_all(held)?;
-        self.store = Store::File(file);
         Ok(())
     }
 
@@ -196,9 +297,26 @@ impl Spill {
             return Ok(());
         };
         match &mut self.store {
-            Store::File(file) => {
+            Store::File { file, base } => {
                 file.flush().map_err(|e| failed(first, e))?;
-                fill_file(file.get_ref(), holes, write, failed)
+                if *base == 0 {
+                    return fill_file(&file.get_ref().file, holes, write, failed);
+                }
+                // The holes at their places in the file; each is told its place in the spill.
+                let placed: Vec<Hole<&Hole<T>>> = (holes.iter())
+                    .map(|hole| Hole {
+                        at: *base + hole.at,
+                        size: hole.size,
+                        what: hole,
+                    })
+                    .collect();
+                let write =
+                    |hole: &Hole<&Hole<T>>, sink: &mut dyn FnMut(&[u8]) -> io::Result<()>| {
+                        write(hole.what, sink)
+                    };
+                fill_file(&file.get_ref().file, &placed, &write, &|hole, e| {
+                    failed(hole.what, e)
+                })
             }
             Store::Memory(held) => fill_in(held, 0, holes, write, failed),
         }
@@ -208,11 +326,17 @@ impl Spill {
     pub fn finish(self) -> io::Result<Spilled> {
         Ok(match self.store {
             Store::Memory(held) => Spilled::Bytes(held),
-            Store::File(file) => {
-                let file = file.into_inner().map_err(io::IntoInnerError::into_error)?;
+            Store::File { file, base } => {
+                let file = file
+                    .into_inner()
+                    .map_err(io::IntoInnerError::into_error)?
+                    .file;
                 // Holes at the end are part of it too.
-                file.set_len(self.len)?;
-                Spilled::File(Input::from_temporary(file, self.len)?)
+                let end = base
+                    .checked_add(self.len)
+                    .ok_or_else(too_large_for_a_file)?;
+                grow_to(&file, end)?;
+                Spilled::File(Input::from_temporary_part(file, base, self.len)?)
             }
         })
     }
@@ -377,8 +501,72 @@ fn overfilled() -> io::Error {
 }
 
 /// The error for a size past what a file offset holds.
-fn too_large(_: std::num::TryFromIntError) -> io::Error {
+fn too_large_for_a_file() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidInput, "a part too large for a file")
+}
+
+/// Copies `len` bytes of `source` from `offset` into `target` at `at`, by the kernel where it
+/// can (through a buffer where it cannot), neither file's position used or moved.
+fn copy_range_at(source: &File, offset: u64, len: u64, target: &File, at: u64) -> io::Result<()> {
+    let (mut from, mut to) = (offset as libc::loff_t, at as libc::loff_t);
+    let mut left = len;
+    while left > 0 {
+        let chunk = left.min(super::syncing::WRITE_BACK_STEP) as usize;
+        // SAFETY: both descriptors are open; the offsets are valid pointers, and neither
+        // file's position is used.
+        let copied = unsafe {
+            libc::copy_file_range(
+                source.as_raw_fd(),
+                &mut from,
+                target.as_raw_fd(),
+                &mut to,
+                chunk,
+                0,
+            )
+        };
+        if copied < 0 {
+            let e = io::Error::last_os_error();
+            if !matches!(
+                e.raw_os_error(),
+                Some(libc::EXDEV | libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP | libc::EPERM)
+            ) {
+                return Err(e);
+            }
+            let mut buffer = vec![0u8; (1 << 20).min(left as usize)];
+            while left > 0 {
+                let want = buffer.len().min(left as usize);
+                let part = buffer.get_mut(..want).unwrap_or_default();
+                let got = source.read_at(part, from as u64)?;
+                if got == 0 {
+                    return Err(io::ErrorKind::UnexpectedEof.into());
+                }
+                target.write_all_at(part.get(..got).unwrap_or_default(), to as u64)?;
+                (from, to) = (from + got as libc::loff_t, to + got as libc::loff_t);
+                left -= got as u64;
+            }
+            return Ok(());
+        }
+        if copied == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        left -= copied as u64;
+    }
+    Ok(())
+}
+
+/// Copies `len` bytes of `source` from `offset` to the end of what `file` holds, by the
+/// kernel, after what is buffered.
+fn copy_into(
+    file: &mut BufWriter<Positioned>,
+    source: &File,
+    offset: u64,
+    len: u64,
+) -> io::Result<()> {
+    file.flush()?;
+    let target = file.get_mut();
+    copy_range_at(source, offset, len, &target.file, target.at)?;
+    target.at += len;
+    Ok(())
 }
 
 /// The parts of `held` (whose first byte is at offset `base`) the `holes` cover (in
@@ -768,7 +956,7 @@ mod tests {
         let mut spill = Spill::new();
         spill.append(&[1; 1000]).unwrap();
         let at = spill.reserve(IN_MEMORY).unwrap();
-        assert!(matches!(spill.store, Store::File(_)));
+        assert!(matches!(spill.store, Store::File { .. }));
         let holes = [Hole {
             at,
             size: IN_MEMORY,

@@ -777,7 +777,11 @@ impl NewFile<'_> {
                     |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
                         inflater.fill(hole, sink, &fail)
                     };
-                program.write_filled(path, out, data, &write)
+                // Packed containers made in the output at another place than they go are
+                // moved out first; the file ends where the writing does.
+                program.settle(out)?;
+                program.write_filled(path, out, data, &write)?;
+                Ok(out.end_here()?)
             }
         }
     }
@@ -808,17 +812,19 @@ pub fn rewrite_file<'a>(
     config: &RewriteConfig,
     summary: &mut Summary,
 ) -> Result<Option<NewFile<'a>>> {
-    rewrite_nested(path, data, config, summary, (0, None))
+    rewrite_nested(path, data, config, summary, (0, None), None)
 }
 
 /// [`rewrite_file`] for a file found `depth` archives deep (`at`), whose images embedded as
-/// data are counted already when `at` says how many.
+/// data are counted already when `at` says how many; `to`: the file the result is written to,
+/// when a program's packed containers may be made in it at their place.
 fn rewrite_nested<'a>(
     path: &Path,
     data: &'a [u8],
     config: &RewriteConfig,
     summary: &mut Summary,
     at: (usize, Option<usize>),
+    to: Option<&program::Destination<'_>>,
 ) -> Result<Option<NewFile<'a>>> {
     let (depth, embedded) = at;
     summary.size_before += data.len() as u64;
@@ -843,10 +849,10 @@ fn rewrite_nested<'a>(
         object::FileKind::parse(data),
         Ok(object::FileKind::Elf32 | object::FileKind::Elf64 | object::FileKind::Coff)
     ) {
-        rewrite_object(path, data, config, summary, embedded)?
+        rewrite_object(path, data, config, summary, embedded, to)?
     } else if data.starts_with(b"MZ") {
         // Read by the PE reader itself, which says where damaged headers are wrong.
-        rewrite_program(path, data, config, summary, embedded)?
+        rewrite_program(path, data, config, summary, embedded, to)?
     } else if matches!(
         object::FileKind::parse(data),
         Ok(object::FileKind::MachO32
@@ -863,13 +869,15 @@ fn rewrite_nested<'a>(
 }
 
 /// Rewrites the HIP device code of the linked program or shared library `data` (ELF or PE);
-/// `embedded`: its images embedded as data, when a scan counted them already.
+/// `embedded`: its images embedded as data, when a scan counted them already; `to` as for
+/// [`rewrite_nested`].
 fn rewrite_program<'a>(
     path: &Path,
     data: &'a [u8],
     config: &RewriteConfig,
     summary: &mut Summary,
     embedded: Option<usize>,
+    to: Option<&program::Destination<'_>>,
 ) -> Result<Option<NewFile<'a>>> {
     let total = std::sync::Mutex::new(Summary::default());
     // The containers may be rewritten on other threads: their log lines go under this
@@ -911,6 +919,7 @@ fn rewrite_program<'a>(
         beside: ahead
             .is_some()
             .then_some(&hash_all as &program::AllContainers<'_>),
+        destination: to,
     };
     let rewritten = program::rewrite_hip_fatbin(data, &how).map_err(|e| match e.kind {
         // Damage in a container is said as a listing says it: in its section.
@@ -972,13 +981,14 @@ fn count_embedded(
 }
 
 /// Rewrites the device code of the relocatable object `data` (or, found to be one, of the
-/// program or shared library); `embedded` as for [`rewrite_program`].
+/// program or shared library); `embedded` and `to` as for [`rewrite_program`].
 fn rewrite_object<'a>(
     path: &Path,
     data: &'a [u8],
     config: &RewriteConfig,
     summary: &mut Summary,
     embedded: Option<usize>,
+    to: Option<&program::Destination<'_>>,
 ) -> Result<Option<NewFile<'a>>> {
     use object::{Object, ObjectSection};
     let file = object::File::parse(data).map_err(|e| Error::file(path, e.to_string()))?;
@@ -986,7 +996,7 @@ fn rewrite_object<'a>(
         file.kind(),
         object::ObjectKind::Executable | object::ObjectKind::Dynamic
     ) {
-        return rewrite_program(path, data, config, summary, embedded);
+        return rewrite_program(path, data, config, summary, embedded, to);
     }
     if file.kind() != object::ObjectKind::Relocatable {
         return Err(Error::file(
@@ -1090,7 +1100,7 @@ fn rewrite_archive(
             }
             let new = if !bare && is_rewritable_member(bytes) {
                 let inflater = Inflater::new(bytes, config.max_decompressed, &member_path);
-                rewrite_nested(&member_path, bytes, config, &mut s, (depth + 1, None))?
+                rewrite_nested(&member_path, bytes, config, &mut s, (depth + 1, None), None)?
                     .map(|new| new.into_bytes(&inflater))
                     .transpose()?
             } else {
@@ -1245,7 +1255,20 @@ pub fn rewrite_read(
         .filter(|(_, read)| data.identity() == Some(*read))
         .map(|(count, _)| count);
     let mut summary = Summary::default();
-    let mut new = rewrite_nested(input, data, config, &mut summary, (0, embedded))?;
+    // The output is opened once a large section of a program is packed, so that its
+    // containers are made straight into it at their place; else once the file is planned.
+    let early = std::sync::Mutex::new(None);
+    let open_early = || {
+        let mut early = early.lock().unwrap_or_else(|e| e.into_inner());
+        if early.is_none() {
+            // Failing here, it is opened again below, which says why it cannot be.
+            *early = start_output(input, data, placement).ok();
+        }
+        early.as_ref().and_then(Output::lend_file)
+    };
+    let to = (mode == Mode::Write).then_some(&open_early as &program::Destination<'_>);
+    let mut new = rewrite_nested(input, data, config, &mut summary, (0, embedded), to)?;
+    let early = early.into_inner().unwrap_or_else(|e| e.into_inner());
     if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
         return Err(Error::file(
             input,
@@ -1268,7 +1291,10 @@ pub fn rewrite_read(
         info!("nothing changes: the file stays as it is");
         return Ok(summary);
     }
-    let mut out = start_output(input, data, placement)?;
+    let mut out = match early {
+        Some(out) => out,
+        None => start_output(input, data, placement)?,
+    };
     match &mut new {
         Some(new) => {
             let inflater = Inflater::new(data, config.max_decompressed, input);

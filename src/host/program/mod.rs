@@ -22,7 +22,7 @@ pub mod kpack_pe;
 pub mod pe;
 pub mod plan;
 
-pub use plan::{fill_hole, AllContainers, Fill, Inflating, NewProgram, Rewriting};
+pub use plan::{fill_hole, AllContainers, Destination, Fill, Inflating, NewProgram, Rewriting};
 #[cfg(any(test, feature = "internals"))]
 pub use plan::{ContainerBoundary, ContainerSize, InflateContainer, RewriteContainer};
 

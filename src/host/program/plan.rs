@@ -53,7 +53,14 @@ pub struct Rewriting<'r> {
     /// Work on all of them at once (each container's bytes, in order), run on a thread of
     /// its own while they are rewritten: the hashes of those compressed, taken ahead.
     pub beside: Option<&'r AllContainers<'r>>,
+    /// The file the new program is written to, when it may be written at offsets already:
+    /// a large section's containers are packed straight into it at the section's offset.
+    pub destination: Option<&'r Destination<'r>>,
 }
+
+/// Opens the file a new program is written to, for its packed containers: see
+/// [`Rewriting::destination`] (`None`: it cannot be written at offsets).
+pub type Destination<'r> = dyn Fn() -> Option<std::fs::File> + Sync + 'r;
 
 /// Work on all the containers of a section at once: see [`Rewriting::beside`].
 pub type AllContainers<'r> = dyn Fn(&[&[u8]]) + Sync + 'r;
@@ -189,7 +196,13 @@ pub fn pack(
     let data = section.data;
     let found = find(section, how.size_of)?;
     let mut moves = BTreeMap::new();
-    let mut packed = Spill::new();
+    // A large section's containers are packed at its offset in the new file, where they stay
+    // unless the section moves: so they are not copied there afterwards.
+    let large = data.len() as u64 > crate::io::spill::IN_MEMORY;
+    let mut packed = match how.destination.filter(|_| large).and_then(|open| open()) {
+        Some(file) => Spill::toward(file, section.offset, data.len() as u64),
+        None => Spill::new(),
+    };
     let mut holes = Vec::new();
     let mut changed = false;
     // The end of the containers that stay as and where they are, while nothing changed.
@@ -690,6 +703,13 @@ impl<'a> NewProgram<'a> {
         }
     }
 
+    /// Moves the packed containers made in `out`'s file at another place than they go to a
+    /// file of their own ([`crate::io::Output::settle`]), before the new file is written there.
+    pub fn settle(&mut self, out: &crate::io::Output) -> crate::io::error::Result<()> {
+        out.settle(&mut self.packed, self.packed_at)?;
+        (self.also.iter_mut()).try_for_each(|placed| out.settle(&mut placed.packed, placed.at))
+    }
+
     /// Takes the packed containers out (once the file is written), leaving none in their
     /// place.
     pub fn take_packed(&mut self) -> Vec<Spilled> {
@@ -757,6 +777,7 @@ mod tests {
             rewrite,
             inflate: &inflate,
             beside: None,
+            destination: None,
         };
         pack(section, &how, Inflating::Later)
     }
@@ -853,6 +874,7 @@ mod tests {
             rewrite: &rewrite,
             inflate: &inflate,
             beside: None,
+            destination: None,
         };
         let expected = [&data[..a], &[0xee; 8], &data[a + 8..a + 8 + (150 << 10)]].concat();
         let later = pack(&section, &how, Inflating::Later).unwrap().unwrap();
