@@ -10,10 +10,12 @@
 
 use std::fs::File;
 use std::io::{self, Seek, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 
 use super::error::{FileError as Error, Result};
 use super::spill::{self, Spill, Spilled};
-use super::{write_error, Output, Sink};
+use super::{catching, write_error, Data, Input, Output, Sink};
 
 impl Output {
     /// A descriptor of the file being written, to make bytes in at their place
@@ -106,6 +108,35 @@ impl Output {
         self.fill_later(&later, fill)
     }
 
+    /// Writes the holes `later` left in the file (each at its offset there), in parallel, as
+    /// [`Output::write_spilled`] says.
+    pub(super) fn fill_later<T: Copy + Sync, E: From<Error> + Send>(
+        &mut self,
+        later: &[spill::Hole<T>],
+        fill: &spill::WriteHole<'_, T, E>,
+    ) -> std::result::Result<(), E> {
+        let path = self.path.clone();
+        let path = &path;
+        let Some(file) = self.positioned() else {
+            return Ok(());
+        };
+        let refused = |hole: &spill::Hole<T>, e: io::Error| {
+            E::from(Error::file(
+                path,
+                format!(
+                    "{} bytes at {:#x} were to be written: {e}",
+                    hole.size, hole.at
+                ),
+            ))
+        };
+        spill::fill_file(
+            file,
+            later,
+            &|hole, sink| catching(path, hole, sink, fill),
+            &refused,
+        )
+    }
+
     /// Ends the file where its writer is now: bytes made beyond that place (and moved out
     /// since, [`Output::settle`]) leave it.
     pub fn end_here(&mut self) -> Result<()> {
@@ -120,6 +151,34 @@ impl Output {
             }
         }
         Ok(())
+    }
+}
+
+impl Input {
+    /// The `len` bytes of `file` from its offset `at` (a file this process is writing, whose
+    /// bytes there no other writer changes), mapped: its slices are copied by the kernel.
+    pub fn from_temporary_part(file: File, at: u64, len: u64) -> io::Result<Input> {
+        let mut input = Input::from_bytes(Vec::new());
+        input.path = PathBuf::from("(temporary file)");
+        if len > 0 {
+            let len =
+                usize::try_from(len).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+            // SAFETY: read-only and private; the file is this process's own, at least
+            // `at + len` bytes long, and the bytes mapped are changed by no one while mapped.
+            let map = unsafe { memmap2::MmapOptions::new().offset(at).len(len).map(&file) }?;
+            input.data = Data::Mapped(map);
+        }
+        input.file = Some(file);
+        input.file_at = at;
+        Ok(input)
+    }
+
+    /// Where this input's bytes start in `file` when they are a part of that very file (the
+    /// same device and inode), as [`Input::from_temporary_part`] maps one.
+    pub fn offset_in(&self, file: &File) -> Option<u64> {
+        let id = |f: &File| f.metadata().ok().map(|m| (m.dev(), m.ino()));
+        let own = self.file.as_ref()?;
+        (id(own).is_some() && id(own) == id(file)).then_some(self.file_at)
     }
 }
 

@@ -68,6 +68,7 @@ use crate::ops::support::largest_first;
 use crate::target::target_id::TargetIdBuf;
 use hashed_ahead::{HashedAhead, Order};
 use inflater::{fill_inflated, inflate_into, not_a_container, spill_failed, Inflater};
+use plan::start_output;
 
 mod conda;
 mod deb;
@@ -1175,33 +1176,6 @@ impl Placement {
             Error::io(input, e)
         })?;
         Ok(Some((folder, name.to_os_string())))
-    }
-}
-
-/// Starts the output that replaces `input` (read as `data`) or goes to a new file, as
-/// `placement` says.
-fn start_output(input: &Path, data: &Input, placement: &Placement) -> Result<Output> {
-    match placement {
-        Placement::InPlace => Ok(Output::replace(input)?),
-        Placement::InTree { .. } => {
-            let (folder, name) = placement
-                .folder(input)?
-                .ok_or_else(|| Error::file(input, "not in a tree"))?;
-            let read = data.identity().ok_or_else(|| {
-                Error::file(
-                    input,
-                    "not a regular file: only regular files are rewritten in place",
-                )
-            })?;
-            Ok(Output::replace_beneath(folder, &name, input, read)?)
-        }
-        Placement::New(output) => {
-            let mut out = Output::create(output)?;
-            // A new file gets the input's permissions: a program stays executable.
-            let meta = std::fs::metadata(input).map_err(|e| Error::io(input, e))?;
-            out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
-            Ok(out)
-        }
     }
 }
 

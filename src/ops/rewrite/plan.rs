@@ -41,6 +41,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+use crate::io::{Input, Output};
 use crate::ops::rewrite::Placement;
 use crate::ops::support::inputs::{self, may_hold_device_code, Found, Links, Taken, Walk};
 
@@ -354,4 +355,35 @@ fn in_place_tasks(roots: &[PathBuf], found: Vec<Found>, refused: &mut Vec<Error>
         }
     }
     tasks
+}
+
+/// Starts the output that replaces `input` (read as `data`) or goes to a new file, as
+/// `placement` says.
+pub(crate) fn start_output(
+    input: &Path,
+    data: &Input,
+    placement: &Placement,
+) -> crate::error::Result<Output> {
+    match placement {
+        Placement::InPlace => Ok(Output::replace(input)?),
+        Placement::InTree { .. } => {
+            let (folder, name) = placement
+                .folder(input)?
+                .ok_or_else(|| Error::file(input, "not in a tree"))?;
+            let read = data.identity().ok_or_else(|| {
+                Error::file(
+                    input,
+                    "not a regular file: only regular files are rewritten in place",
+                )
+            })?;
+            Ok(Output::replace_beneath(folder, &name, input, read)?)
+        }
+        Placement::New(output) => {
+            let mut out = Output::create(output)?;
+            // A new file gets the input's permissions: a program stays executable.
+            let meta = std::fs::metadata(input).map_err(|e| Error::io(input, e))?;
+            out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
+            Ok(out)
+        }
+    }
 }
