@@ -194,7 +194,7 @@ pub fn walk(roots: &[PathBuf], recursive: bool, links: Links, taken: Taken) -> (
         skipped = walk.skipped,
         "inputs walked"
     );
-    (std::mem::take(&mut walk.files), walk)
+    (std::mem::take(&mut walk.files).into_iter().collect(), walk)
 }
 
 /// Where each of `found` is written: over itself in place (a file with several names once),

@@ -6,6 +6,7 @@
 //! `du` share (`image`).
 
 pub mod columns;
+pub mod found;
 #[cfg(any(feature = "cli", feature = "internals", test))]
 pub mod gpus;
 pub mod image;
