@@ -141,17 +141,22 @@ pub fn walk(roots: &[PathBuf], options: WalkOptions) -> Walk {
         }
     }
     if let Err(e) = walk.files.seal() {
-        walk.errors.push(list_failed(e));
+        if !walk.list_failed {
+            walk.errors.push(list_failed(e));
+        }
     }
     walk
 }
 
 impl Walk {
     /// Adds a file to the list (see [`FoundList::push`]); the list failing to be written is
-    /// an error of the walk, reported once.
+    /// an error of the walk, reported once, and the list stays empty from then on: no
+    /// command works on part of a walk's files without saying so.
     fn add(&mut self, path: &Path, relative: &Path, link: Option<&Path>, through_link: bool) {
-        let failed = self.list_failed;
-        if let (Err(e), false) = (self.files.push(path, relative, link, through_link), failed) {
+        if self.list_failed {
+            return;
+        }
+        if let Err(e) = self.files.push(path, relative, link, through_link) {
             self.list_failed = true;
             self.errors.push(list_failed(e));
         }
