@@ -506,6 +506,59 @@ fn tree_commands_hold_nothing_per_file() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The trees' numbers of files for the check of the commands that hold no list of the files:
+/// both past what a table's rows take in memory before they are spooled (1 MiB), so that
+/// what differs between them is what is kept per file.
+const WIDE: [usize; 2] = [6400, 19200];
+
+/// Anonymous memory `ls -r`, `du -r` and `strip -r` may take for each file more: the walk's
+/// list is read back from a mapped file, so nothing of a file (its path, about 200 bytes with
+/// the list held in memory) stays once it is done.
+const FLAT_PER_FILE_BYTES: u64 = 64;
+
+#[test]
+fn tree_listings_and_strip_hold_no_list_of_the_files() {
+    // Without cc (to link the small libraries) the test skips with a message.
+    let Some(cc) = util::tool("cc") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let trees = trees_of(&cc, dir.path(), &WIDE);
+    let clean = || {
+        let _ = std::fs::remove_dir_all(dir.path().join("out"));
+    };
+    let commands: [&[&str]; 3] = [
+        &["ls", "-r"],
+        &["du", "-r"],
+        &["strip", "-r", "--keep", "gfx90a", "-o", "out"],
+    ];
+    let mut failures = Vec::new();
+    for words in commands {
+        let costs: Vec<Cost> = trees
+            .iter()
+            .map(|tree| {
+                let mut args = words.to_vec();
+                args.push(tree.to_str().unwrap());
+                summary(&three_runs(dir.path(), &args, &clean))
+            })
+            .collect();
+        let grown = costs[1].anon_kib.saturating_sub(costs[0].anon_kib) << 10;
+        let per_file = grown / (WIDE[1] - WIDE[0]) as u64;
+        let name = words[..2].join(" ");
+        eprintln!(
+            "growth: {name}: {} KiB at {} files, {} KiB at {}: {per_file} bytes per file",
+            costs[0].anon_kib, WIDE[0], costs[1].anon_kib, WIDE[1]
+        );
+        if per_file > FLAT_PER_FILE_BYTES {
+            failures.push(format!(
+                "{name}: {per_file} bytes of anonymous memory per file"
+            ));
+        }
+    }
+    clean();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 #[test]
 fn extract_into_a_folder_that_exists_holds_nothing_per_output() {
     // Without cc (to link the small libraries) the test skips with a message.

@@ -9,6 +9,7 @@ use crate::cli::streamed::JsonArray;
 use crate::ops::du::{self, FileUsage, Usage};
 use crate::ops::rewrite::{Change, Ptx, RewriteConfig};
 use crate::ops::support::columns::{render, Align, Spooled};
+use crate::ops::support::inputs::FoundList;
 use crate::target::target_id::TargetIdBuf;
 
 const PROG: &str = "offload du";
@@ -67,7 +68,7 @@ crate::cli::subcommand::subcommand!(Args, PROG, run, general);
 
 /// Runs `offload du` with `args` (without the program name) and returns the exit status.
 fn run(args: Args) -> i32 {
-    let (files, mut failed) = args.work.tree.paths(PROG, &args.files);
+    let (files, mut failed) = args.work.tree.files(PROG, &args.files);
     let pool = match args.work.pool(PROG) {
         Ok(pool) => pool,
         Err(code) => return code,
@@ -89,6 +90,8 @@ fn run(args: Args) -> i32 {
     if args.html.is_none() {
         return streamed(&args, &pool, &files, keep.as_ref(), failed);
     }
+    // The page is made of every file's usage: they are held, and so are their paths.
+    let files: Vec<PathBuf> = files.paths().collect();
     let mut usages = Vec::new();
     let stderr = std::io::stderr();
     let counted = crate::cli::jobs::each_file(&pool, &files, |path| {
@@ -147,7 +150,7 @@ fn run(args: Args) -> i32 {
 fn streamed(
     args: &Args,
     pool: &rayon::ThreadPool,
-    files: &[PathBuf],
+    files: &FoundList,
     keep: Option<&RewriteConfig>,
     mut failed: bool,
 ) -> i32 {
@@ -164,7 +167,7 @@ fn streamed(
             return crate::cli::stdout_failed(PROG, &mut stderr.lock(), &e);
         }
     }
-    let counted = crate::cli::jobs::each_in_order(
+    let counted = crate::cli::jobs::each_listed(
         pool,
         files,
         |path| du::file_usage(path, args.general.max_decompressed, keep),
@@ -217,12 +220,12 @@ fn write_page(path: &std::path::Path, page: &str) -> crate::Result<()> {
 
 /// `du --kernels`: the functions of `files` (read on `pool`), as a table or JSON; `failed`
 /// says whether some file named could not be walked.
-fn kernels(args: &Args, pool: &rayon::ThreadPool, files: &[PathBuf], mut failed: bool) -> i32 {
+fn kernels(args: &Args, pool: &rayon::ThreadPool, files: &FoundList, mut failed: bool) -> i32 {
     let stderr = std::io::stderr();
     // Each file is counted in as it is read, in order, and let go.
     let mut reporting = du::kernels::Reporting::default();
     let mut read = false;
-    let counted: Result<(), std::convert::Infallible> = crate::cli::jobs::each_in_order(
+    let counted: Result<(), std::convert::Infallible> = crate::cli::jobs::each_listed(
         pool,
         files,
         |path| du::kernels::file_kernels(path, args.general.max_decompressed),

@@ -113,17 +113,17 @@ pub fn run(prog: &str, args: &[std::ffi::OsString]) -> i32 {
     };
     args.general.install_log();
     args.output_opts.apply();
-    let (files, walk_failed) = args.work.tree.paths(prog, &args.files);
+    let (walked, walk_failed) = args.work.tree.files(prog, &args.files);
     if walk_failed {
         return 1;
     }
-    let several = jobs::several(&args.files, files.len());
+    let several = jobs::several(&args.files, walked.len());
     let pool = match args.work.pool(prog) {
         Ok(pool) => pool,
         Err(code) => return code,
     };
     let config = ExtractConfig {
-        files,
+        files: Vec::new(),
         arches: args.arches,
         devices: args.devices,
         exact: if args.exact {
@@ -142,7 +142,7 @@ pub fn run(prog: &str, args: &[std::ffi::OsString]) -> i32 {
     let mut listed = Ok(());
     let mut sums = Sums::default();
     let extraction = pool.install(|| {
-        extract::extract_each(&config, &files, &bar, &mut |written| {
+        extract::extract_each_listed(&config, &walked, &files, &bar, &mut |written| {
             if args.quiet {
                 return;
             }
@@ -153,7 +153,7 @@ pub fn run(prog: &str, args: &[std::ffi::OsString]) -> i32 {
         })
     });
     if extraction.result.is_ok() && !args.quiet && several && listed.is_ok() {
-        let text = sums.summary(config.files.len(), extraction.problems.len());
+        let text = sums.summary(walked.len(), extraction.problems.len());
         listed = crate::cli::print(prog, &text);
     }
     let stderr = std::io::stderr();

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args as ClapArgs;
 
-use crate::ops::support::inputs::{self, Found, Links, Taken, Walk, WalkOptions};
+use crate::ops::support::inputs::{self, FoundList, Links, Taken, Walk, WalkOptions};
 
 /// How folders named among the inputs are read.
 #[derive(Debug, Clone, Copy, ClapArgs)]
@@ -24,13 +24,13 @@ pub struct TreeOpts {
 impl TreeOpts {
     /// The files of `roots`, each folder walked; each folder that cannot be read and each
     /// symbolic link loop is reported on standard error under the name `prog`. The flag says
-    /// a folder could not be read.
-    pub fn files(self, prog: &str, roots: &[PathBuf]) -> (Vec<Found>, bool) {
+    /// a folder could not be read. The list is held out of memory ([`FoundList`]).
+    pub fn files(self, prog: &str, roots: &[PathBuf]) -> (FoundList, bool) {
         self.files_taking(prog, roots, Taken::MayHoldDeviceCode)
     }
 
     /// [`TreeOpts::files`], taking from folders the files `taken` says.
-    pub fn files_taking(self, prog: &str, roots: &[PathBuf], taken: Taken) -> (Vec<Found>, bool) {
+    pub fn files_taking(self, prog: &str, roots: &[PathBuf], taken: Taken) -> (FoundList, bool) {
         let walk = inputs::walk(
             roots,
             WalkOptions {
@@ -57,7 +57,8 @@ impl TreeOpts {
         }
     }
 
-    /// [`TreeOpts::files`], the paths alone.
+    /// [`TreeOpts::files`], the paths alone, held in memory: for the commands that hold
+    /// something of every file anyway.
     pub fn paths(self, prog: &str, roots: &[PathBuf]) -> (Vec<PathBuf>, bool) {
         self.paths_taking(prog, roots, Taken::MayHoldDeviceCode)
     }
@@ -65,7 +66,7 @@ impl TreeOpts {
     /// [`TreeOpts::files_taking`], the paths alone.
     pub fn paths_taking(self, prog: &str, roots: &[PathBuf], taken: Taken) -> (Vec<PathBuf>, bool) {
         let (found, failed) = self.files_taking(prog, roots, taken);
-        (found.into_iter().map(|f| f.path).collect(), failed)
+        (found.paths().collect(), failed)
     }
 }
 

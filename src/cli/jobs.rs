@@ -9,6 +9,7 @@ use clap::Args as ClapArgs;
 use rayon::prelude::*;
 
 use crate::cli::inputs::TreeOpts;
+use crate::ops::support::inputs::FoundList;
 use crate::ops::support::progress::Progress;
 
 /// How the files are found and how many are worked on at once.
@@ -162,11 +163,34 @@ pub fn each_in_order<P: Sync, T: Send, E>(
     pool: &rayon::ThreadPool,
     items: &[P],
     work: impl Fn(&P) -> T + Sync,
+    take: impl FnMut(&P, T) -> Result<(), E>,
+) -> Result<(), E> {
+    in_chunks(pool, items.len(), items.chunks(CHUNK), work, take)
+}
+
+/// [`each_in_order`] over the paths of the files of `files`, a walk's list: read from it a
+/// chunk at a time, so that neither the paths nor the results of more than a chunk are held.
+pub fn each_listed<T: Send, E>(
+    pool: &rayon::ThreadPool,
+    files: &FoundList,
+    work: impl Fn(&PathBuf) -> T + Sync,
+    take: impl FnMut(&PathBuf, T) -> Result<(), E>,
+) -> Result<(), E> {
+    in_chunks(pool, files.len(), files.path_chunks(CHUNK), work, take)
+}
+
+/// [`each_in_order`] over `chunks`, `total` items in all.
+fn in_chunks<P: Sync, T: Send, E, C: AsRef<[P]>>(
+    pool: &rayon::ThreadPool,
+    total: usize,
+    chunks: impl Iterator<Item = C>,
+    work: impl Fn(&P) -> T + Sync,
     mut take: impl FnMut(&P, T) -> Result<(), E>,
 ) -> Result<(), E> {
-    let bar = JobBar::new(items.len());
+    let bar = JobBar::new(total);
     let mut outcome = Ok(());
-    for chunk in items.chunks(CHUNK) {
+    for chunk in chunks {
+        let chunk = chunk.as_ref();
         let results = counted_in(pool, chunk, &work, &bar);
         outcome = chunk
             .iter()

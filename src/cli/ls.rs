@@ -68,16 +68,16 @@ crate::cli::subcommand::subcommand!(Args, PROG, run, general);
 /// The files are read a chunk at a time and their images go out as they come (the table's
 /// rows through a spooled table, since its widths need every row): memory follows the chunk,
 /// not the number of files.
-fn run(mut args: Args) -> i32 {
-    let (files, walk_failed) = args.work.tree.paths(PROG, &args.files);
+fn run(args: Args) -> i32 {
+    let (files, walk_failed) = args.work.tree.files(PROG, &args.files);
     let several = jobs::several(&args.files, files.len());
-    args.files = files;
     let pool = match args.work.pool(PROG) {
         Ok(pool) => pool,
         Err(code) => return code,
     };
     if args.uri == Some(UriForm::Readobj) {
-        return readobj_lines(&pool, &args.files).max(i32::from(walk_failed));
+        let paths: Vec<PathBuf> = files.paths().collect();
+        return readobj_lines(&pool, &paths).max(i32::from(walk_failed));
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
@@ -85,9 +85,9 @@ fn run(mut args: Args) -> i32 {
     let mut totals = Totals::default();
     let mut failed = walk_failed;
     let stderr = std::io::stderr();
-    let listed = jobs::each_in_order(
+    let listed = jobs::each_listed(
         &pool,
-        &args.files,
+        &files,
         |path| ls::list_file(path, args.general.max_decompressed),
         |path, result| {
             totals.files += 1;
@@ -132,10 +132,11 @@ fn run(mut args: Args) -> i32 {
         // What is listed goes out before the files are read again.
         ended = ended.and_then(|()| out.flush());
         let mut verdicts = String::new();
+        let paths: Vec<PathBuf> = files.paths().collect();
         failed |= crate::cli::verify::report(
             PROG,
             &pool,
-            &args.files,
+            &paths,
             crate::cli::verify::Listed::Yes,
             args.general.max_decompressed,
             &mut verdicts,

@@ -47,7 +47,7 @@ pub mod prune;
 pub mod readobj;
 pub mod rewrite;
 pub mod targets;
-pub use support::inputs::{Found, Links, SpecialFiles, Taken, Walk};
+pub use support::inputs::{Found, FoundList, Links, SpecialFiles, Taken, Walk};
 pub use support::progress::Progress;
 
 /// What the commands share: the walker, the inflation budget, progress, tool paths. Open to

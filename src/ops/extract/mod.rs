@@ -48,6 +48,7 @@ use crate::error::{Error, Result};
 use crate::format::kpack as kpack_format;
 use crate::host::kpack::ArchiveFiles;
 use crate::io::Input;
+use crate::ops::support::inputs::FoundList;
 use crate::target::target_id::TargetIdBuf;
 
 mod archive;
@@ -66,6 +67,8 @@ pub use crate::ops::support::progress::Progress;
 pub use chosen::Extracted;
 pub use names::safe_name;
 pub use options::{ExtractConfig, Match};
+
+use options::Inputs;
 
 /// What an extraction did: `T` is what it gives when it succeeds, the records of the files
 /// written (or nothing, when they were handed out as they were written).
@@ -126,14 +129,50 @@ pub fn extract_each(
     bytes: &dyn Progress,
     each: &mut dyn FnMut(Vec<Extracted>),
 ) -> Extraction<()> {
+    extract_inputs(config, Inputs::Named(&config.files), files, bytes, each)
+}
+
+/// [`extract_each`] of the files of `listed`, a walk's list (`config.files` is not read):
+/// the paths are read from the list a group at a time, never all held.
+pub fn extract_each_listed(
+    config: &ExtractConfig,
+    listed: &FoundList,
+    files: &dyn Progress,
+    bytes: &dyn Progress,
+    each: &mut dyn FnMut(Vec<Extracted>),
+) -> Extraction<()> {
+    extract_inputs(config, Inputs::Listed(listed), files, bytes, each)
+}
+
+/// [`extract_each`] of the files `inputs`.
+fn extract_inputs(
+    config: &ExtractConfig,
+    inputs: Inputs<'_>,
+    files: &dyn Progress,
+    bytes: &dyn Progress,
+    each: &mut dyn FnMut(Vec<Extracted>),
+) -> Extraction<()> {
     let mut problems = Vec::new();
     let mut missing = Vec::new();
-    let result = extract_noting(config, files, bytes, each, &mut problems, &mut missing);
+    let noting = Noting {
+        each,
+        problems: &mut problems,
+        missing: &mut missing,
+    };
+    let result = extract_noting(config, inputs, files, bytes, noting);
     Extraction {
         problems,
         result,
         missing,
     }
+}
+
+/// Where an extraction hands what it does: the records of the files written, the problems
+/// found in the inputs, and what was asked for and not found.
+struct Noting<'n> {
+    each: &'n mut dyn FnMut(Vec<Extracted>),
+    problems: &'n mut Vec<Error>,
+    missing: &'n mut Vec<String>,
 }
 
 /// What scanning one input found: the images chosen, what the target IDs and devices asked
@@ -156,26 +195,30 @@ type PackedArchive = (PathBuf, String, Input);
 /// made of the images of every file at once: its files are read as one group.
 fn extract_noting(
     config: &ExtractConfig,
+    inputs: Inputs<'_>,
     files: &dyn Progress,
     progress: &dyn Progress,
-    each: &mut dyn FnMut(Vec<Extracted>),
-    problems: &mut Vec<Error>,
-    missing: &mut Vec<String>,
+    noting: Noting<'_>,
 ) -> Result<()> {
+    let Noting {
+        each,
+        problems,
+        missing,
+    } = noting;
     let to_archive = config.output.extension().is_some_and(|e| e == "a");
+    let every = inputs.len();
     let at_once = if to_archive {
-        config.files.len().max(1)
+        every.max(1)
     } else {
         files_at_once()
     };
-    let every = config.files.len();
     let groups = every.div_ceil(at_once);
-    files.start(config.files.len() as u64);
+    files.start(every as u64);
     let mut all = Totals::new(config);
     let mut folder: Option<writer::Folder> = None;
     let mut whole: Option<Group> = None;
-    for paths in config.files.chunks(at_once) {
-        let mut group = read_group(config, paths, files);
+    for paths in inputs.groups(at_once) {
+        let mut group = read_group(config, &paths, files);
         all.add(&mut group);
         if group.chosen.is_empty() {
             continue;
@@ -187,7 +230,7 @@ fn extract_noting(
         let folder = match &mut folder {
             Some(folder) => folder,
             // The bar of bytes shows for one group; a tree's progress is its files'.
-            None => folder.insert(writer::Folder::new(config, progress, groups == 1)?),
+            None => folder.insert(writer::Folder::new(config, inputs, progress, groups == 1)?),
         };
         let written =
             folder.write_group(&group.config, &group.inputs, &group.archives, group.chosen)?;
@@ -198,7 +241,7 @@ fn extract_noting(
         }
     }
     files.finish();
-    conclude(config, all, every, problems, missing)?;
+    conclude(config, inputs, all, problems, missing)?;
     let written = match (whole, folder) {
         (Some(group), _) => archive::write_device_archive(
             &group.config,
@@ -224,11 +267,12 @@ fn extract_noting(
 /// chosen).
 fn conclude(
     config: &ExtractConfig,
+    inputs: Inputs<'_>,
     all: Totals,
-    every: usize,
     problems: &mut Vec<Error>,
     missing: &mut Vec<String>,
 ) -> Result<()> {
+    let every = inputs.len();
     let Totals {
         unopened,
         named: _,
@@ -246,7 +290,7 @@ fn conclude(
     // From here on the inputs are the files that could be opened.
     let opened = || {
         let mut unopened = unopened.iter().peekable();
-        (config.files.iter().enumerate())
+        (inputs.paths().enumerate())
             .filter(move |(k, _)| unopened.next_if_eq(&k).is_none())
             .map(|(_, path)| path)
     };
@@ -529,12 +573,12 @@ fn gather(
 }
 
 /// The error for `targets` finding nothing to write in any of the files.
-fn nothing_chosen<'t, 'p>(
-    files: impl Iterator<Item = &'p PathBuf>,
+fn nothing_chosen<'t>(
+    files: impl Iterator<Item = PathBuf>,
     targets: impl IntoIterator<Item = &'t TargetIdBuf>,
 ) -> Error {
     let files: Vec<String> = files
-        .map(|p| format!("'{}'", crate::io::shown(p)))
+        .map(|p| format!("'{}'", crate::io::shown(&p)))
         .collect();
     let arches: Vec<&str> = targets.into_iter().map(TargetIdBuf::as_str).collect();
     Error::msg(format!(

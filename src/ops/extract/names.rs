@@ -163,13 +163,23 @@ pub(super) fn output_stems(
         .collect()
 }
 
-/// The names given so far, and for each name asked for, the number of the last one given for
-/// it: every number below it was taken then, and still is, so the next search starts there
-/// (a tree of a thousand `k.o` looks for each name once, not a thousand times).
+/// The names given so far, and for each name asked for that was given a number, the number
+/// of the last one given for it: every number below it was taken then, and still is, so the
+/// next search starts there (a tree of a thousand `k.o` looks for each name once, not a
+/// thousand times). A name asked for that was given as it is starts at itself.
+///
+/// Each name is held as a 128-bit hash of its bytes: a tree's outputs are hundreds of
+/// thousands of names, and 16 bytes each is what grows, not the names (two names of one
+/// hash, one chance in 2^128 for a pair, would only number the second).
 #[derive(Default)]
 pub(super) struct Taken {
-    names: HashSet<OsString>,
-    last: HashMap<OsString, usize>,
+    names: HashSet<u128>,
+    last: HashMap<u128, usize>,
+}
+
+/// The key of `name` in [`Taken`].
+fn key(name: &OsStr) -> u128 {
+    xxhash_rust::xxh3::xxh3_128(name.as_bytes())
 }
 
 /// `stem`, or the first of `stem-2`, `stem-3`... that with `suffix` after it is not `taken`
@@ -178,7 +188,7 @@ fn unique(stem: &OsStr, suffix: &str, taken: &mut Taken) -> OsString {
     let joined = |name: &OsStr| {
         let mut whole = name.to_owned();
         whole.push(suffix);
-        whole
+        key(&whole)
     };
     let numbered = |count: usize| {
         let mut candidate = stem.to_owned();
@@ -194,7 +204,9 @@ fn unique(stem: &OsStr, suffix: &str, taken: &mut Taken) -> OsString {
         count += 1;
         candidate = numbered(count);
     }
-    taken.last.insert(asked, count);
+    if count > 1 {
+        taken.last.insert(asked, count);
+    }
     taken.names.insert(joined(&candidate));
     candidate
 }

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
 use crate::format::image_target::{ImageTarget, Producer};
 use crate::loads::hip::{loaded_by, may_load, Via};
+use crate::ops::support::inputs::FoundList;
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
 /// How `extract` matches the target IDs asked for with those of the images.
@@ -73,6 +74,42 @@ impl Default for ExtractConfig {
             kind: None,
             output: PathBuf::new(),
             max_decompressed: DEFAULT_MAX_DECOMPRESSED,
+        }
+    }
+}
+
+/// The files an extraction reads: those its configuration names, or a walk's list, read a
+/// group at a time so that its paths are never all held.
+#[derive(Clone, Copy)]
+pub(super) enum Inputs<'a> {
+    /// The files of [`ExtractConfig::files`].
+    Named(&'a [PathBuf]),
+    /// The files of a walk.
+    Listed(&'a FoundList),
+}
+
+impl<'a> Inputs<'a> {
+    /// How many files.
+    pub(super) fn len(self) -> usize {
+        match self {
+            Inputs::Named(paths) => paths.len(),
+            Inputs::Listed(list) => list.len(),
+        }
+    }
+
+    /// The paths of the files in groups of `size` (at least one), in order.
+    pub(super) fn groups(self, size: usize) -> Box<dyn Iterator<Item = Vec<PathBuf>> + 'a> {
+        match self {
+            Inputs::Named(paths) => Box::new(paths.chunks(size.max(1)).map(<[PathBuf]>::to_vec)),
+            Inputs::Listed(list) => Box::new(list.path_chunks(size)),
+        }
+    }
+
+    /// The paths of the files, in order.
+    pub(super) fn paths(self) -> Box<dyn Iterator<Item = PathBuf> + 'a> {
+        match self {
+            Inputs::Named(paths) => Box::new(paths.iter().cloned()),
+            Inputs::Listed(list) => Box::new(list.paths()),
         }
     }
 }

@@ -26,7 +26,7 @@ use crate::ops::extract::chosen::{Bytes, Chosen, Extracted, Held};
 use crate::ops::extract::inflate::{inflate_group, stream_groups};
 use crate::ops::extract::kpack;
 use crate::ops::extract::names::{extension, output_stems, with_extension, Taken};
-use crate::ops::extract::options::ExtractConfig;
+use crate::ops::extract::options::{ExtractConfig, Inputs};
 use crate::ops::support::inflating::{memory_of_cuda, Budget};
 use crate::ops::support::progress::Progress;
 
@@ -40,7 +40,7 @@ pub(super) struct Folder<'f> {
     made: Made,
     /// Every input file of the run (of every group), when the output folder exists: no
     /// output is put over one of them.
-    files: Option<&'f [std::path::PathBuf]>,
+    files: Option<Inputs<'f>>,
     /// The device and inode of each of `files`, sorted: taken the first time an output's
     /// name is already taken in the folder.
     identities: Option<Vec<(u64, u64)>>,
@@ -65,6 +65,7 @@ impl<'f> Folder<'f> {
     /// the bytes of the first group start `progress`.
     pub(super) fn new(
         config: &'f ExtractConfig,
+        inputs: Inputs<'f>,
         progress: &'f dyn Progress,
         bar: bool,
     ) -> Result<Folder<'f>> {
@@ -90,7 +91,7 @@ impl<'f> Folder<'f> {
                 std::fs::create_dir_all(&config.output)
                     .map_err(|e| Error::io(&config.output, e))?;
                 let staging = FreshFolder::inside(&config.output);
-                (staging?, Some(&config.files[..]))
+                (staging?, Some(inputs))
             }
         };
         Ok(Folder {
@@ -216,12 +217,16 @@ impl<'f> Folder<'f> {
 
 /// The device and inode of each of `files` that can be read (a symbolic link followed, as
 /// when it is opened), sorted.
-fn identities_of(files: &[PathBuf]) -> Vec<(u64, u64)> {
-    let mut identities: Vec<(u64, u64)> = files
-        .par_iter()
-        .filter_map(|path| std::fs::metadata(path).ok())
-        .map(|meta| (meta.dev(), meta.ino()))
-        .collect();
+fn identities_of(files: Inputs<'_>) -> Vec<(u64, u64)> {
+    let mut identities: Vec<(u64, u64)> = Vec::new();
+    for group in files.groups(256) {
+        identities.par_extend(
+            group
+                .par_iter()
+                .filter_map(|path| std::fs::metadata(path).ok())
+                .map(|meta| (meta.dev(), meta.ino())),
+        );
+    }
     identities.sort_unstable();
     identities.dedup();
     identities

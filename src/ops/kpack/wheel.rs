@@ -194,7 +194,7 @@ fn pack_folder(input: &Path, to: &Path) -> Result<()> {
     if let Some(e) = found.errors.into_iter().next() {
         return Err(e);
     }
-    let mut files = found.files;
+    let mut files: Vec<_> = found.files.into_iter().collect();
     files.sort_by(|a, b| a.relative.cmp(&b.relative));
     let mut out = Output::create(to)?;
     let mut writer = ZipWriter::new(&mut out);

@@ -26,8 +26,8 @@
 //!
 //! let roots = vec![tree.clone()];
 //! let (found, _walk) = plan::walk(&roots, true, Links::Skip, Taken::MayHoldDeviceCode);
-//! let plan = plan::plan(&roots, found, None, Taken::MayHoldDeviceCode).map_err(|r| r.to_string())?;
-//! let task = &plan.tasks[0];
+//! let plan = plan::plan(&roots, &found, None, Taken::MayHoldDeviceCode).map_err(|r| r.to_string())?;
+//! let task = plan.tasks.iter().next().expect("one task");
 //! let config = RewriteConfig {
 //!     change: Change::Compress(ccob::CompressOptions::default()),
 //!     allow_empty: false,
@@ -53,6 +53,7 @@ use crate::error::Result;
 use crate::host::package::manifest::installed::{self, Writing};
 use crate::ops::rewrite::plan::Plan;
 use crate::ops::rewrite::{Mode, Placement};
+use crate::ops::support::inputs::FoundList;
 
 // What `update` is told of each file and answers of each manifest, from the layer of packages
 // (the crate's own): re-exported so that `update` can be called and its answer read.
@@ -71,23 +72,96 @@ pub fn update<'p>(
     changed: impl IntoIterator<Item = (&'p Placement, Touched)>,
     mode: Mode,
 ) -> Vec<Result<Updated>> {
-    let mut trees = Trees::new();
+    let mut changes = Changes::new(plan, mode);
     for (placement, touched) in changed {
-        if let Some((root, relative)) = in_tree(plan, placement, mode) {
-            trees
-                .entry(root.to_path_buf())
-                .or_default()
-                .insert(relative.to_path_buf(), touched);
+        changes.add(placement, touched);
+    }
+    changes.update()
+}
+
+/// The files a job changed, each by the tree it is in and its path below the tree's root,
+/// and what became of it: kept out of memory as the job goes (a tree may hold a hundred
+/// thousand), read back at the end for the trees that hold manifests, which [`update`]
+/// brings up to date.
+pub struct Changes<'p> {
+    plan: &'p Plan,
+    mode: Mode,
+    /// Each file as a record of the list: the tree's root as its path, its path below the
+    /// root as its relative path, removed (else rewritten) as its flag.
+    files: FoundList,
+    /// The error of the list, if it could not be written.
+    failed: Option<std::io::Error>,
+}
+
+impl<'p> Changes<'p> {
+    /// None yet, of a job of `plan` run in `mode`.
+    pub fn new(plan: &'p Plan, mode: Mode) -> Changes<'p> {
+        Changes {
+            plan,
+            mode,
+            files: FoundList::new(),
+            failed: None,
         }
     }
-    let writing = match mode {
-        Mode::Write => Writing::Write,
-        Mode::DryRun => Writing::DryRun,
-    };
-    trees
-        .iter()
-        .flat_map(|(root, files)| installed::update(root, files, writing))
-        .collect()
+
+    /// Adds the file placed as `placement`, `touched`, when it is in a tree.
+    pub fn add(&mut self, placement: &Placement, touched: Touched) {
+        let Some((root, relative)) = in_tree(self.plan, placement, self.mode) else {
+            return;
+        };
+        if self.failed.is_some() {
+            return;
+        }
+        let removed = touched == Touched::Removed;
+        if let Err(e) = self.files.push(root, relative, None, removed) {
+            self.failed = Some(e);
+        }
+    }
+
+    /// Brings up to date the manifests of the trees that list the files added (see
+    /// [`update`]). A tree without manifests is not looked into again, and nothing of its
+    /// files is held.
+    pub fn update(mut self) -> Vec<Result<Updated>> {
+        if let Some(e) = self.failed.take().or_else(|| self.files.seal().err()) {
+            return vec![Err(list_failed(e))];
+        }
+        let mut roots: BTreeMap<PathBuf, bool> = BTreeMap::new();
+        for file in &self.files {
+            if let std::collections::btree_map::Entry::Vacant(root) = roots.entry(file.path) {
+                let manifests = installed::may_hold_manifests(root.key());
+                root.insert(manifests);
+            }
+        }
+        let mut trees = Trees::new();
+        for file in &self.files {
+            if roots.get(&file.path) == Some(&true) {
+                let touched = match file.through_link {
+                    true => Touched::Removed,
+                    false => Touched::Rewritten,
+                };
+                trees
+                    .entry(file.path)
+                    .or_default()
+                    .insert(file.relative, touched);
+            }
+        }
+        let writing = match self.mode {
+            Mode::Write => Writing::Write,
+            Mode::DryRun => Writing::DryRun,
+        };
+        trees
+            .iter()
+            .flat_map(|(root, files)| installed::update(root, files, writing))
+            .collect()
+    }
+}
+
+/// The error of changes that could not be listed: the manifests were not brought up to date.
+fn list_failed(e: std::io::Error) -> crate::error::Error {
+    crate::error::Error::msg(format!(
+        "the list of the files changed could not be written to a temporary file: {e}; \
+         the manifests that list them were not brought up to date"
+    ))
 }
 
 /// The tree a file placed as `placement` is in, and its path below the tree's root: a file

@@ -66,7 +66,7 @@ use crate::io::beneath::Identity;
 use crate::ops::du::{self, FileUsage};
 use crate::ops::prune::{self, Action, BareFile, Fate, NamedFile};
 use crate::ops::rewrite::environments;
-use crate::ops::rewrite::plan::{self, Plan, Refusal, Task};
+use crate::ops::rewrite::plan::{self, Plan, Refusal, Task, Tasks};
 use crate::ops::rewrite::{self as rewriting, Change, Mode, Placement, RewriteConfig, Summary};
 use crate::ops::support::inputs::{Links, Taken, Walk};
 use crate::ops::support::progress::Progress;
@@ -227,7 +227,7 @@ pub fn prepare(options: &JobOptions) -> std::result::Result<Prepared<'_>, Stoppe
         None => Taken::MayHoldDeviceCode,
     };
     let (found, walk) = plan::walk(&options.files, options.recursive, options.links, taken);
-    let plan = match plan::plan(&options.files, found, options.output.as_deref(), taken) {
+    let plan = match plan::plan(&options.files, &found, options.output.as_deref(), taken) {
         Ok(plan) => plan,
         Err(refusal) => return Err(stopped(Some(Box::new(walk)), refusal)),
     };
@@ -277,7 +277,7 @@ impl Prepared<'_> {
         each: &mut dyn FnMut(FileReport),
     ) -> Vec<Result<Updated>> {
         let (plan, options, pool) = (&self.plan, self.options, &self.pool);
-        let mut changes: Vec<(&Placement, Touched)> = Vec::new();
+        let mut changes = environments::Changes::new(plan, options.mode);
         each_file(pool, &plan.tasks, files, &mut changes, each, |task| {
             rewrite_file(plan, task, options)
         });
@@ -296,7 +296,7 @@ impl Prepared<'_> {
                 .map(Outcome::NoDeviceCode)
             });
         }
-        environments::update(plan, changes, options.mode)
+        changes.update()
     }
 }
 
@@ -332,11 +332,11 @@ const CHUNK: usize = 256;
 /// `work` done on each of `tasks` on `pool`, `progress` hearing of each, a chunk at a time:
 /// the reports handed to `each` in the order of `tasks`, whatever the order they were done
 /// in, and where each file changed went to `changes`.
-fn each_file<'t>(
+fn each_file(
     pool: &rayon::ThreadPool,
-    tasks: &'t [Task],
+    tasks: &Tasks,
     progress: &dyn Progress,
-    changes: &mut Vec<(&'t Placement, Touched)>,
+    changes: &mut environments::Changes<'_>,
     each: &mut dyn FnMut(FileReport),
     work: impl Fn(&Task) -> Result<Outcome> + Sync,
 ) {
@@ -352,10 +352,12 @@ fn each_file<'t>(
                 })
                 .collect()
         });
-        for (task, outcome) in chunk.iter().zip(outcomes) {
-            changes.extend(changed((task, &outcome)));
+        for (task, outcome) in chunk.into_iter().zip(outcomes) {
+            for (placement, touched) in changed((&task, &outcome)) {
+                changes.add(placement, touched);
+            }
             each(FileReport {
-                path: task.input.clone(),
+                path: task.input,
                 outcome,
             });
         }
@@ -374,25 +376,30 @@ fn keeps_nothing(pool: &rayon::ThreadPool, plan: &Plan, options: &JobOptions) ->
     if !pruned || !keeps || config.allow_empty {
         return None;
     }
-    let (images, kept) = pool.install(|| {
-        plan.tasks
-            .par_iter()
-            .filter_map(|task| {
-                du::file_usage(&task.input, config.max_decompressed, Some(config)).ok()
+    let weigh = |task: &Task| {
+        let usage = du::file_usage(&task.input, config.max_decompressed, Some(config)).ok()?;
+        let images: u64 = usage.targets.iter().map(|u| u.images).sum();
+        let kept = match &usage.bare {
+            Some(targets) => BareFile::judge(targets, 0, config).kept,
+            None => usage
+                .targets
+                .iter()
+                .any(|u| u.removed.unwrap_or(0) < u.stored),
+        };
+        Some((images, kept))
+    };
+    let (images, kept) = plan
+        .tasks
+        .chunks(CHUNK)
+        .map(|chunk| {
+            pool.install(|| {
+                chunk
+                    .par_iter()
+                    .filter_map(weigh)
+                    .reduce(|| (0, false), |a, b| (a.0 + b.0, a.1 || b.1))
             })
-            .map(|usage| {
-                let images: u64 = usage.targets.iter().map(|u| u.images).sum();
-                let kept = match &usage.bare {
-                    Some(targets) => BareFile::judge(targets, 0, config).kept,
-                    None => usage
-                        .targets
-                        .iter()
-                        .any(|u| u.removed.unwrap_or(0) < u.stored),
-                };
-                (images, kept)
-            })
-            .reduce(|| (0, false), |a, b| (a.0 + b.0, a.1 || b.1))
-    });
+        })
+        .fold((0, false), |a, b| (a.0 + b.0, a.1 || b.1));
     (images > 0 && !kept).then_some(images)
 }
 

@@ -26,11 +26,12 @@
 //! assert_eq!(found.len(), 1, "the text file may hold no device code");
 //!
 //! let output = dir.path().join("out");
-//! let mirrored = plan::plan(&roots, found.clone(), Some(&output), Taken::MayHoldDeviceCode)
+//! let mirrored = plan::plan(&roots, &found, Some(&output), Taken::MayHoldDeviceCode)
 //!     .map_err(|r| r.to_string())?;
-//! assert_eq!(mirrored.tasks[0].placement, Placement::New(output.join("kernels.hipfb")));
-//! let in_place = plan::plan(&roots, found, None, Taken::MayHoldDeviceCode).map_err(|r| r.to_string())?;
-//! assert!(in_place.tasks[0].placement.in_place());
+//! let task = mirrored.tasks.iter().next().expect("one task");
+//! assert_eq!(task.placement, Placement::New(output.join("kernels.hipfb")));
+//! let in_place = plan::plan(&roots, &found, None, Taken::MayHoldDeviceCode).map_err(|r| r.to_string())?;
+//! assert!(in_place.tasks.iter().all(|task| task.placement.in_place()));
 //!
 //! assert!(plan::output_outside_inputs(&roots, &tree.join("stripped")).is_err());
 //! assert!(plan::output_outside_inputs(&roots, &output).is_ok());
@@ -43,7 +44,9 @@ use std::path::{Path, PathBuf};
 use crate::error::Error;
 use crate::io::{Input, Output};
 use crate::ops::rewrite::Placement;
-use crate::ops::support::inputs::{self, may_hold_device_code, Found, Links, Taken, Walk};
+use crate::ops::support::inputs::{
+    self, may_hold_device_code, Found, FoundList, Links, Taken, Walk,
+};
 
 /// One file of a job and where its result goes.
 #[derive(Debug, Clone)]
@@ -57,13 +60,70 @@ pub struct Task {
     pub other_names: Vec<(PathBuf, Placement)>,
 }
 
+/// The tasks of a plan, in the order of the walk: held, or, for files mirrored under an
+/// output folder, made from the walk's list as they are read (so that a tree's tasks are
+/// never all held).
+#[derive(Debug)]
+pub struct Tasks(TaskList);
+
+#[derive(Debug)]
+enum TaskList {
+    /// Each task.
+    Held(Vec<Task>),
+    /// The files found, each written to `folder` joined with its relative path.
+    Mirrored { files: FoundList, folder: PathBuf },
+}
+
+impl Tasks {
+    /// The number of tasks.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            TaskList::Held(tasks) => tasks.len(),
+            TaskList::Mirrored { files, .. } => files.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The tasks, in order (made as they come, for files mirrored).
+    pub fn iter(&self) -> Box<dyn Iterator<Item = Task> + '_> {
+        match &self.0 {
+            TaskList::Held(tasks) => Box::new(tasks.iter().cloned()),
+            TaskList::Mirrored { files, folder } => {
+                Box::new(files.iter().map(move |found| mirrored(folder, found)))
+            }
+        }
+    }
+
+    /// The tasks in groups of `size` (at least one), in order.
+    pub fn chunks(&self, size: usize) -> impl Iterator<Item = Vec<Task>> + '_ {
+        let mut tasks = self.iter();
+        std::iter::from_fn(move || {
+            let chunk: Vec<Task> = tasks.by_ref().take(size.max(1)).collect();
+            (!chunk.is_empty()).then_some(chunk)
+        })
+    }
+}
+
+/// The task of `found` mirrored under `folder`.
+fn mirrored(folder: &Path, found: Found) -> Task {
+    Task {
+        input: found.path,
+        placement: Placement::New(folder.join(found.relative)),
+        other_names: Vec::new(),
+    }
+}
+
 /// The files to rewrite and where each result goes.
 #[derive(Debug)]
 pub struct Plan {
     /// The files, in the order of the walk.
-    pub tasks: Vec<Task>,
+    pub tasks: Tasks,
     /// The files found in folders without device code (taken only when pruning).
-    pub others: Vec<Task>,
+    pub others: Tasks,
     /// Files reached through a symbolic link the walk followed, which in place are left as
     /// they are: each an error naming it.
     pub refused: Vec<Error>,
@@ -119,6 +179,9 @@ pub enum Refusal {
     /// The threads to work with could not be started.
     #[error("threads: {0}")]
     Threads(String),
+    /// The list of the files to work on could not be written to its temporary file.
+    #[error("the list of the files to work on could not be written to a temporary file: {0}")]
+    List(String),
     /// With pruning, the targets kept keep no device image of any file.
     #[error(
         "the targets kept keep none of the {images} device images found: --prune would \
@@ -180,8 +243,8 @@ fn real_path(path: &Path) -> Option<PathBuf> {
 }
 
 /// The files of `roots`, walked as `recursive` and `links` say, taking from folders the
-/// files `taken` says: the walk, its files taken out.
-pub fn walk(roots: &[PathBuf], recursive: bool, links: Links, taken: Taken) -> (Vec<Found>, Walk) {
+/// files `taken` says: the walk, its files taken out (a list held out of memory).
+pub fn walk(roots: &[PathBuf], recursive: bool, links: Links, taken: Taken) -> (FoundList, Walk) {
     let mut walk = inputs::walk(
         roots,
         inputs::WalkOptions {
@@ -204,28 +267,37 @@ pub fn walk(roots: &[PathBuf], recursive: bool, links: Links, taken: Taken) -> (
 /// to [`Plan::others`].
 pub fn plan(
     roots: &[PathBuf],
-    found: Vec<Found>,
+    found: &FoundList,
     output: Option<&Path>,
     taken: Taken,
 ) -> Result<Plan, Refusal> {
     // A package met in a folder is passed by as a file without device code is; one named is
     // the rewrite's (a zip is written again member by member, other kinds are refused).
     let rewritable = |f: &Found| roots.contains(&f.path) || !inputs::is_package(&f.path);
-    let found = found
-        .into_iter()
-        .filter(|f| taken == Taken::Every || rewritable(f));
-    let (found, others): (Vec<Found>, Vec<Found>) = found.partition(|f| {
-        (taken != Taken::Every || roots.contains(&f.path) || may_hold_device_code(&f.path))
-            && rewritable(f)
-    });
+    let mut tasks = FoundList::new();
+    let mut others = FoundList::new();
+    for f in found.iter() {
+        if taken != Taken::Every && !rewritable(&f) {
+            continue;
+        }
+        let listed =
+            (taken != Taken::Every || roots.contains(&f.path) || may_hold_device_code(&f.path))
+                && rewritable(&f);
+        let list = if listed { &mut tasks } else { &mut others };
+        list.push_found(&f)
+            .map_err(|e| Refusal::List(e.to_string()))?;
+    }
+    for list in [&mut tasks, &mut others] {
+        list.seal().map_err(|e| Refusal::List(e.to_string()))?;
+    }
     let mut plan = Plan {
-        tasks: Vec::new(),
-        others: Vec::new(),
+        tasks: Tasks(TaskList::Held(Vec::new())),
+        others: Tasks(TaskList::Held(Vec::new())),
         refused: Vec::new(),
         root: None,
         named: roots.to_vec(),
     };
-    plan.tasks = destinations(roots, found, output, &mut plan)?;
+    plan.tasks = destinations(roots, tasks, output, &mut plan)?;
     plan.others = destinations(roots, others, output, &mut plan)?;
     Ok(plan)
 }
@@ -247,16 +319,11 @@ fn in_place(roots: &[PathBuf], found: &Found) -> Placement {
 /// folder, if the outputs go under one.
 fn destinations(
     roots: &[PathBuf],
-    found: Vec<Found>,
+    found: FoundList,
     output: Option<&Path>,
     plan: &mut Plan,
-) -> Result<Vec<Task>, Refusal> {
+) -> Result<Tasks, Refusal> {
     let single_file = roots.len() == 1 && !roots[0].is_dir();
-    let new = |input: PathBuf, output: PathBuf| Task {
-        input,
-        placement: Placement::New(output),
-        other_names: Vec::new(),
-    };
     if let Some(output) = output.filter(|o| single_file && !o.is_dir()) {
         let folder = output_folder(output);
         if !folder.is_dir() {
@@ -267,30 +334,56 @@ fn destinations(
     }
     let tasks = match output {
         Some(output) if single_file && !output.is_dir() => found
-            .into_iter()
-            .map(|f| new(f.path, output.to_path_buf()))
+            .iter()
+            .map(|f| Task {
+                input: f.path,
+                placement: Placement::New(output.to_path_buf()),
+                other_names: Vec::new(),
+            })
             .collect(),
         Some(folder) => {
             plan.root = Some(folder.to_path_buf());
-            let tasks: Vec<Task> = found
-                .into_iter()
-                .map(|Found { path, relative, .. }| new(path, folder.join(relative)))
-                .collect();
-            let mut seen = std::collections::HashSet::new();
-            if let Some(task) = tasks.iter().find(|task| !seen.insert(&task.placement)) {
-                let Placement::New(output) = &task.placement else {
-                    unreachable!("every output is a new file");
-                };
-                return Err(Refusal::SameOutput {
-                    input: task.input.clone(),
-                    output: output.clone(),
-                });
-            }
-            tasks
+            refuse_same_output(roots, &found, folder)?;
+            return Ok(Tasks(TaskList::Mirrored {
+                files: found,
+                folder: folder.to_path_buf(),
+            }));
         }
-        None => in_place_tasks(roots, found, &mut plan.refused),
+        None => in_place_tasks(roots, found.iter(), &mut plan.refused),
     };
-    Ok(tasks)
+    Ok(Tasks(TaskList::Held(tasks)))
+}
+
+/// Refuses two of `found` mirrored to one output under `folder`. The files of one folder
+/// named have paths of their own below it: only several inputs named may meet. Each output
+/// is known by a hash of its path, and a hash met twice by the files themselves: a few bytes
+/// a file, not its path.
+fn refuse_same_output(roots: &[PathBuf], found: &FoundList, folder: &Path) -> Result<(), Refusal> {
+    use std::hash::BuildHasher;
+    if roots.len() < 2 {
+        return Ok(());
+    }
+    let hashing =
+        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+    let hash_of = |relative: &Path| hashing.hash_one(folder.join(relative));
+    let mut seen = std::collections::HashSet::new();
+    for (k, f) in found.iter().enumerate() {
+        if seen.insert(hash_of(&f.relative)) {
+            continue;
+        }
+        let output = folder.join(&f.relative);
+        let met = found
+            .iter()
+            .take(k)
+            .any(|e| folder.join(&e.relative) == output);
+        if met {
+            return Err(Refusal::SameOutput {
+                input: f.path,
+                output,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The folder a single file's output `output` is written in: `output` itself when it ends in
@@ -310,7 +403,11 @@ fn output_folder(output: &Path) -> &Path {
 /// name not reached through a symbolic link (its other names pruned with it). A file reached
 /// only through links the walk followed is refused (added to `refused`): it may lie outside
 /// the tree.
-fn in_place_tasks(roots: &[PathBuf], found: Vec<Found>, refused: &mut Vec<Error>) -> Vec<Task> {
+fn in_place_tasks(
+    roots: &[PathBuf],
+    found: impl Iterator<Item = Found>,
+    refused: &mut Vec<Error>,
+) -> Vec<Task> {
     use std::collections::hash_map::Entry;
     use std::os::unix::fs::MetadataExt;
     let mut tasks: Vec<Task> = Vec::new();
@@ -384,6 +481,49 @@ pub(crate) fn start_output(
             let meta = std::fs::metadata(input).map_err(|e| Error::io(input, e))?;
             out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
             Ok(out)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_folders_named_with_a_file_of_one_name_are_refused_one_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let elf = b"\x7fELF\x02\x01\x01";
+        for folder in ["x/sub", "y/sub", "y/other"] {
+            std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+        }
+        for file in [
+            "x/sub/a.so",
+            "x/b.so",
+            "y/sub/c.so",
+            "y/other/a.so",
+            "y/sub/a.so",
+        ] {
+            std::fs::write(dir.path().join(file), elf).unwrap();
+        }
+        let out = dir.path().join("out");
+        let planned = |roots: &[PathBuf]| {
+            let (found, _) = walk(roots, true, Links::Skip, Taken::MayHoldDeviceCode);
+            plan(roots, &found, Some(&out), Taken::MayHoldDeviceCode)
+        };
+        let (x, y) = (dir.path().join("x"), dir.path().join("y"));
+        let one = planned(std::slice::from_ref(&y)).unwrap();
+        let outputs: Vec<Placement> = one.tasks.iter().map(|t| t.placement).collect();
+        assert_eq!(
+            outputs,
+            ["other/a.so", "sub/a.so", "sub/c.so"].map(|f| Placement::New(out.join(f)))
+        );
+        // y/sub/a.so goes where x/sub/a.so went: the first input met again is named.
+        match planned(&[x, y.clone()]) {
+            Err(Refusal::SameOutput { input, output }) => {
+                assert_eq!(input, y.join("sub/a.so"));
+                assert_eq!(output, out.join("sub/a.so"));
+            }
+            other => panic!("{other:?}"),
         }
     }
 }

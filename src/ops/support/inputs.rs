@@ -22,6 +22,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 
+pub use super::found::{Found, FoundList};
+
 /// How folders are walked.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WalkOptions {
@@ -58,27 +60,13 @@ pub enum Taken {
     Every,
 }
 
-/// A file to work on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
-    /// The path to open.
-    pub path: PathBuf,
-    /// The path relative to the folder named (for a file named: its file name), what an
-    /// output folder mirrors.
-    pub relative: PathBuf,
-    /// For a symbolic link kept as one ([`Links::Keep`]): what it points to.
-    pub link: Option<PathBuf>,
-    /// Whether the walk reached it through a symbolic link it followed ([`Links::Follow`]):
-    /// the file may lie outside the tree, and is never written over or removed.
-    pub through_link: bool,
-}
-
 /// What a walk found: the files, in order, and what it could not walk (a folder that cannot
 /// be read, a symbolic link loop).
 #[derive(Debug, Default)]
 pub struct Walk {
-    /// The files, named ones as named and found ones in the order of a sorted walk.
-    pub files: Vec<Found>,
+    /// The files, named ones as named and found ones in the order of a sorted walk: held out
+    /// of memory ([`FoundList`]).
+    pub files: FoundList,
     /// Folders that could not be read, each naming its path.
     pub errors: Vec<Error>,
     /// Symbolic links skipped because they lead back into a folder being walked.
@@ -89,6 +77,8 @@ pub struct Walk {
     pub special: SpecialFiles,
     /// Folders inside the folders named that were not walked (without `recursive`).
     pub not_walked: usize,
+    /// Whether the list of files could not be written (its error is among `errors`).
+    list_failed: bool,
 }
 
 /// How many entries of each kind that holds no file to read a walk met and skipped.
@@ -144,15 +134,40 @@ pub fn walk(roots: &[PathBuf], options: WalkOptions) -> Walk {
                 walk_folder(top, options, &mut ancestors, &mut walk);
             }
             // A file named (or a path that cannot be read: the command names it).
-            _ => walk.files.push(Found {
-                path: root.clone(),
-                relative: root.file_name().map_or_else(|| root.clone(), PathBuf::from),
-                link: None,
-                through_link: false,
-            }),
+            _ => {
+                let relative = root.file_name().map_or(root.as_path(), Path::new);
+                walk.add(root, relative, None, false);
+            }
+        }
+    }
+    if let Err(e) = walk.files.seal() {
+        if !walk.list_failed {
+            walk.errors.push(list_failed(e));
         }
     }
     walk
+}
+
+impl Walk {
+    /// Adds a file to the list (see [`FoundList::push`]); the list failing to be written is
+    /// an error of the walk, reported once, and the list stays empty from then on: no
+    /// command works on part of a walk's files without saying so.
+    fn add(&mut self, path: &Path, relative: &Path, link: Option<&Path>, through_link: bool) {
+        if self.list_failed {
+            return;
+        }
+        if let Err(e) = self.files.push(path, relative, link, through_link) {
+            self.list_failed = true;
+            self.errors.push(list_failed(e));
+        }
+    }
+}
+
+/// The error of a walk whose list of files could not be written to its temporary file.
+fn list_failed(e: std::io::Error) -> Error {
+    Error::msg(format!(
+        "the list of the files walked could not be written to a temporary file: {e}"
+    ))
 }
 
 /// A folder being walked: its path, its path below the root, and whether the walk reached it
@@ -188,19 +203,11 @@ fn walk_folder(
             Met::Nothing => {}
             Met::Unreachable(e) => walk.errors.push(e),
             Met::Loop => walk.loops.push(path),
-            Met::Link(to) => walk.files.push(Found {
-                path,
-                relative,
-                link: Some(to),
-                through_link: false,
-            }),
+            Met::Link(to) => walk.add(&path, &relative, Some(&to), false),
             Met::Special(kind) => walk.special.count(kind),
-            Met::File { taken, is_link } if taken => walk.files.push(Found {
-                path,
-                relative,
-                link: None,
-                through_link: level.through_link || is_link,
-            }),
+            Met::File { taken, is_link } if taken => {
+                walk.add(&path, &relative, None, level.through_link || is_link);
+            }
             Met::File { .. } => walk.skipped += 1,
             Met::Folder { .. } if !options.recursive => walk.not_walked += 1,
             Met::Folder { id, is_link } => {
@@ -458,7 +465,8 @@ mod tests {
         // FIFOs; links skipped.
         assert_eq!(skip.files.len(), 400);
         assert_eq!((skip.skipped, skip.special.fifos), (200, 100));
-        assert!(skip.files.windows(2).all(|w| w[0].path < w[1].path));
+        let files: Vec<Found> = skip.files.iter().collect();
+        assert!(files.windows(2).all(|w| w[0].path < w[1].path));
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! What several operations share: the walker of files and folders (`inputs`), the memory
+//! What several operations share: the walker of files and folders (`inputs`) and the list of
+//! the files it found, held out of memory (`found`), the memory
 //! budget of inflation (`inflating`), jobs of uneven sizes run largest first
 //! (`largest_first`), progress (`progress`), this machine's GPUs (`gpus`),
 //! finding external tools (`tool_path`), table columns (`columns`), names carried in JSON
@@ -6,6 +7,7 @@
 //! `du` share (`image`).
 
 pub mod columns;
+pub mod found;
 #[cfg(any(feature = "cli", feature = "internals", test))]
 pub mod gpus;
 pub mod image;

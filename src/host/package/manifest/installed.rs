@@ -115,6 +115,16 @@ pub fn update(
     results
 }
 
+/// Whether the tree `root` may hold manifests [`update`] brings up to date (a `*.dist-info`
+/// folder with a `RECORD`, a conda record): a tree that is not there holds none; one that
+/// cannot be opened may, and [`update`] names it.
+pub fn may_hold_manifests(root: &Path) -> bool {
+    match Folder::open(root, Path::new("")) {
+        Ok(top) => !conda_records(&top).is_empty() || !dist_infos(&top).is_empty(),
+        Err(e) => e.kind() != std::io::ErrorKind::NotFound,
+    }
+}
+
 /// A tree whose manifests are brought up to date.
 struct Tree<'a> {
     root: &'a Path,
