@@ -320,6 +320,14 @@ fn a_large_section_packed_straight_into_the_output_is_what_standard_output_gets(
     }
     let back = std::fs::read(d.join("back.so")).unwrap();
     assert!(back.len() > std::fs::read(d.join("packed.so")).unwrap().len() * 2);
+    // Rewritten in place with nothing to change, the library's folder is not written to:
+    // no new file is made for a rewrite that changes nothing.
+    let folder_changed = || std::fs::metadata(d).unwrap().modified().unwrap();
+    let before = folder_changed();
+    let (code, out, err) = offload_in(d, &["strip", "--remove", "gfx942", "--in-place", name]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("(0 bundles or binaries rewritten)"), "{out}");
+    assert_eq!(folder_changed(), before);
     // In place, the same bytes again.
     std::fs::copy(&library, d.join("inplace.so")).unwrap();
     let (code, _, err) = offload_in(d, &["compress", "-j", "8", "--in-place", "inplace.so"]);

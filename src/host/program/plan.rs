@@ -197,12 +197,11 @@ pub fn pack(
     let found = find(section, how.size_of)?;
     let mut moves = BTreeMap::new();
     // A large section's containers are packed at its offset in the new file, where they stay
-    // unless the section moves: so they are not copied there afterwards.
+    // unless the section moves: so they are not copied there afterwards. The new file is
+    // asked for once something changes: a rewrite that changes nothing makes none.
     let large = data.len() as u64 > crate::io::spill::IN_MEMORY;
-    let mut packed = match how.destination.filter(|_| large).and_then(|open| open()) {
-        Some(file) => Spill::toward(file, section.offset, data.len() as u64),
-        None => Spill::new(),
-    };
+    let toward = || how.destination.filter(|_| large).and_then(|open| open());
+    let mut packed = Spill::new();
     let mut holes = Vec::new();
     let mut changed = false;
     // The end of the containers that stay as and where they are, while nothing changed.
@@ -234,6 +233,9 @@ pub fn pack(
                 moves.insert(address, start as u64);
                 same_until = start + size;
                 return Ok(());
+            }
+            if let Some(file) = toward() {
+                packed = Spill::toward(file, section.offset, data.len() as u64);
             }
             copy(&mut packed, &mut holes, section, 0, same_until).map_err(spill_error)?;
             changed = true;
