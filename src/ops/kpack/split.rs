@@ -128,13 +128,18 @@ pub(super) fn split_into(
         for (p, indices) in group.iter().zip(staged) {
             let path = config.output.join(&p.relative);
             match indices {
-                Ok(Some(n)) => summary.binaries.push((path, n)),
-                Ok(None) => summary.copied.push(path),
+                Ok(Some(n)) => summary
+                    .binaries
+                    .push(&path, n)
+                    .map_err(|e| Error::msg(format!("the list of binaries split: {e}")))?,
+                Ok(None) => summary.copied += 1,
                 Err(e) if is_already_split(&e) => return Err(tree_split_already(&e)),
                 Err(e) => summary.failed.push(e.to_string()),
             }
         }
     }
+    (summary.binaries.seal())
+        .map_err(|e| Error::msg(format!("the list of binaries split: {e}")))?;
     if !stage.archives.is_empty() {
         summary.archives = write_archives(planned, config, stage, folder)?;
     }
@@ -148,7 +153,7 @@ pub(super) fn split_into(
                 ));
             }
             folder.link(target, p.relative.as_os_str(), &path)?;
-            summary.copied.push(path);
+            summary.copied += 1;
         }
     }
     Ok(summary)
