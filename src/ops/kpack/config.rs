@@ -81,7 +81,10 @@ impl SplitBinaries {
     /// Adds the binary written to `path`, with its number of code-object `indices`.
     pub(super) fn push(&mut self, path: &Path, indices: usize) -> std::io::Result<()> {
         let mut record = Vec::with_capacity(path.as_os_str().len() + 8);
-        put_bytes(&mut record, std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()));
+        put_bytes(
+            &mut record,
+            std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str()),
+        );
         put_number(&mut record, indices);
         self.records.append(&record)?;
         self.len += 1;

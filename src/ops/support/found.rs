@@ -242,7 +242,6 @@ impl Records {
             Store::Sealed(input) => input,
         }
     }
-
 }
 
 impl<'a> IntoIterator for &'a FoundList {
