@@ -300,13 +300,13 @@ fn write_kernel_table(report: &du::kernels::Report, out: &mut dyn Write) -> std:
         // A row at a time, made twice (to measure, then to write): a code object copied into
         // every file of a tree has a place per file.
         let rows = || {
-            report.code_objects().map(|c| {
+            report.code_objects_unplaced().enumerate().map(|(k, c)| {
                 let mut places = String::new();
-                for (n, p) in c.places.iter().enumerate() {
+                for (n, p) in report.places(k).enumerate() {
                     if n > 0 {
                         places.push_str(", ");
                     }
-                    places.push_str(&place(p));
+                    places.push_str(&place(&p));
                 }
                 [
                     c.size.to_string().into(),
