@@ -294,23 +294,29 @@ fn write_kernel_table(report: &du::kernels::Report, out: &mut dyn Write) -> std:
     }
     let rows = || report.kernels().map(kernel_row);
     crate::ops::support::columns::write_table(&header, rows, &align, out)?;
-    let mut text = String::new();
     if report.code_objects().len() > 0 {
-        text.push_str("\nStored more than once:\n");
+        out.write_all(b"\nStored more than once:\n")?;
         let header = ["SIZE", "COPIES", "SAVED", "TARGET", "PLACES"];
-        let rows: Vec<Vec<std::ffi::OsString>> = report
-            .code_objects()
-            .map(|c| {
-                let places: Vec<String> = c.places.iter().map(place).collect();
-                vec![
+        // A row at a time, made twice (to measure, then to write): a code object copied into
+        // every file of a tree has a place per file.
+        let rows = || {
+            report.code_objects_unplaced().enumerate().map(|(k, c)| {
+                let mut places = String::new();
+                for (n, p) in report.places(k).enumerate() {
+                    if n > 0 {
+                        places.push_str(", ");
+                    }
+                    places.push_str(&place(&p));
+                }
+                [
                     c.size.to_string().into(),
                     c.copies.to_string().into(),
                     c.saved.to_string().into(),
-                    c.target.clone().into(),
-                    places.join(", ").into(),
+                    c.target.into(),
+                    std::ffi::OsString::from(places),
                 ]
             })
-            .collect();
+        };
         let align = [
             Align::Right,
             Align::Right,
@@ -318,8 +324,9 @@ fn write_kernel_table(report: &du::kernels::Report, out: &mut dyn Write) -> std:
             Align::Left,
             Align::Left,
         ];
-        text.push_str(&render(&header, &rows, &align));
+        crate::ops::support::columns::write_table(&header, rows, &align, out)?;
     }
+    let mut text = String::new();
     let t = &report.total;
     text.push_str(&format!(
         "\n{} device images, {} bytes; {} functions, {} bytes. Keeping one copy of each would \

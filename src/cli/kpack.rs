@@ -157,9 +157,9 @@ fn split(args: Args) -> i32 {
     for e in &summary.failed {
         let _ = writeln!(std::io::stderr(), "{PROG}: error: {e}");
     }
-    match finish(Ok(split_lines(&summary))) {
-        0 => i32::from(!summary.failed.is_empty()),
-        code => code,
+    match print_split(&summary) {
+        Ok(()) => i32::from(!summary.failed.is_empty()),
+        Err(code) => code,
     }
 }
 
@@ -202,14 +202,24 @@ fn merge_lines(summary: &MergeSummary) -> String {
         .collect()
 }
 
-/// A line per binary split and per archive written, and the count of files copied.
-fn split_lines(summary: &SplitSummary) -> String {
-    let mut text = String::new();
-    for (path, indices) in &summary.binaries {
-        text.push_str(&format!(
-            "{}: {indices} code-object indices\n",
-            crate::io::shown(path)
-        ));
+/// Prints a line per binary split and per archive written, and the count of files copied, a
+/// line at a time (the binaries are read back from their list, never held together); when
+/// standard output fails, says so and gives the exit status.
+fn print_split(summary: &SplitSummary) -> Result<(), i32> {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    write_split(&mut out, summary)
+        .and_then(|()| out.flush())
+        .map_err(|e| crate::cli::stdout_failed(PROG, &mut std::io::stderr().lock(), &e))
+}
+
+/// Writes the lines of [`print_split`] to `out`.
+fn write_split(out: &mut dyn Write, summary: &SplitSummary) -> std::io::Result<()> {
+    for (path, indices) in summary.binaries.iter() {
+        writeln!(
+            out,
+            "{}: {indices} code-object indices",
+            crate::io::shown(&path)
+        )?;
     }
     for (path, arches, objects, _) in &summary.archives {
         let noun = if *objects == 1 {
@@ -217,17 +227,19 @@ fn split_lines(summary: &SplitSummary) -> String {
         } else {
             "code objects"
         };
-        text.push_str(&format!(
-            "{}: {objects} {noun} for {}\n",
+        writeln!(
+            out,
+            "{}: {objects} {noun} for {}",
             crate::io::shown(path),
             arches.join(",")
-        ));
+        )?;
     }
-    if !summary.copied.is_empty() {
-        text.push_str(&format!(
-            "{} files without HIP device code copied\n",
-            summary.copied.len()
-        ));
+    if summary.copied > 0 {
+        writeln!(
+            out,
+            "{} files without HIP device code copied",
+            summary.copied
+        )?;
     }
-    text
+    Ok(())
 }

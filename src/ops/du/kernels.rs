@@ -855,12 +855,34 @@ impl Report {
     /// copies are (made as it is handed out).
     pub fn code_objects(&self) -> impl ExactSizeIterator<Item = Copies> + Clone + '_ {
         self.copied.iter().map(|held| Copies {
+            places: held.spots.iter().map(|spot| self.place(spot)).collect(),
+            ..self.copies(held)
+        })
+    }
+
+    /// The code objects stored more than once, as [`Report::code_objects`] gives them but
+    /// with their places left empty: those come one at a time from [`Report::places`].
+    pub fn code_objects_unplaced(&self) -> impl ExactSizeIterator<Item = Copies> + Clone + '_ {
+        self.copied.iter().map(|held| self.copies(held))
+    }
+
+    /// The places of the copies of the code object numbered `n` (from 0) of
+    /// [`Report::code_objects`], in the order found, each made as it is handed out: a code
+    /// object copied into every file of a tree has a place per file.
+    pub fn places(&self, n: usize) -> impl Iterator<Item = Place> + '_ {
+        (self.copied.get(n).into_iter())
+            .flat_map(move |held| held.spots.iter().map(move |spot| self.place(spot)))
+    }
+
+    /// What the report says of the code object `held`, but its places.
+    fn copies(&self, held: &Counted) -> Copies {
+        Copies {
             target: self.targets.get(held.target).to_string(),
             size: held.size,
             copies: held.copies,
             saved: held.size.saturating_mul(held.copies.saturating_sub(1)),
-            places: held.spots.iter().map(|spot| self.place(spot)).collect(),
-        })
+            places: Vec::new(),
+        }
     }
 
     /// The place `spot` stands for.

@@ -34,7 +34,8 @@ pub(super) struct OpenArchive {
 /// `config.output` under their own names, all or nothing.
 #[tracing::instrument(skip_all, fields(output = %config.output.display()))]
 pub fn merge(inputs: &[PathBuf], config: &MergeConfig) -> Result<MergeSummary> {
-    let planned = plan_files(inputs, false)?;
+    // The files named, each by its own name: no tree, few enough to hold.
+    let planned: Vec<Planned> = plan_files(inputs, false)?.iter().collect();
     let mut summary = MergeSummary::default();
     let mut dirs = CreatedDirs::default();
     let result = merge_each(&planned, config, &mut dirs, &mut summary);

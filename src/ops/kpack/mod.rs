@@ -44,7 +44,7 @@
 //! };
 //! let summary = kpack::split(&[tree], &config)?;
 //! assert!(summary.binaries.is_empty() && summary.archives.is_empty());
-//! assert_eq!(summary.copied.len(), 1);
+//! assert_eq!(summary.copied, 1);
 //! assert_eq!(std::fs::read(dir.path().join("split/README"))?, b"no device code");
 //! # Ok(())
 //! # }

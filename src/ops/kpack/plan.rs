@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::ops::support::found::{Found, FoundList};
 use crate::ops::support::inputs::{walk, Links, Taken, WalkOptions};
 
 /// The folder, beside the host files, that holds the archives.
@@ -22,6 +23,27 @@ pub(super) struct Planned {
 pub(super) enum Kind {
     File,
     Link(PathBuf),
+}
+
+impl From<Found> for Planned {
+    fn from(found: Found) -> Planned {
+        Planned {
+            input: found.path,
+            relative: found.relative,
+            kind: found.link.map_or(Kind::File, Kind::Link),
+        }
+    }
+}
+
+/// The files to write, in order: the walk's list, kept out of memory, read again for each
+/// pass over them.
+pub(super) struct Plan(FoundList);
+
+impl Plan {
+    /// The files to write, in order, each made as it is read.
+    pub(super) fn iter(&self) -> impl Iterator<Item = Planned> + '_ {
+        self.0.iter().map(Planned::from)
+    }
 }
 
 /// Folders made for the outputs, removed again (deepest first, only when empty) if the split
@@ -65,8 +87,9 @@ pub(super) fn default_name(inputs: &[PathBuf]) -> String {
 }
 
 /// The files to write: each file given, by its own name; each folder's regular files and
-/// symbolic links, by their paths under it (`recursive` only).
-pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Planned>> {
+/// symbolic links, by their paths under it (`recursive` only). Two inputs going to one path
+/// are an error.
+pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Plan> {
     for input in inputs {
         let meta = std::fs::metadata(input).map_err(|e| Error::io(input, e))?;
         if meta.is_dir() && !recursive {
@@ -90,28 +113,34 @@ pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Plan
     if let Some(e) = walk.errors.into_iter().next() {
         return Err(e);
     }
-    let planned: Vec<Planned> = walk
-        .files
-        .into_iter()
-        .map(|found| Planned {
-            input: found.path,
-            relative: found.relative,
-            kind: found.link.map_or(Kind::File, Kind::Link),
-        })
-        .collect();
-    let mut seen = std::collections::HashSet::new();
-    for p in &planned {
-        if !seen.insert(&p.relative) {
-            return Err(Error::file(
-                &p.input,
-                format!(
-                    "another input also goes to '{}'",
-                    crate::io::shown(&p.relative)
-                ),
-            ));
+    let plan = Plan(walk.files);
+    // The files of one input go to paths of their own; only two inputs can meet. Each path is
+    // remembered by its hash, and a hash met again is looked for among the paths before it.
+    if inputs.len() > 1 {
+        let mut seen = std::collections::HashSet::new();
+        for (n, p) in plan.iter().enumerate() {
+            if !seen.insert(hash_of(&p.relative))
+                && plan.iter().take(n).any(|q| q.relative == p.relative)
+            {
+                return Err(Error::file(
+                    &p.input,
+                    format!(
+                        "another input also goes to '{}'",
+                        crate::io::shown(&p.relative)
+                    ),
+                ));
+            }
         }
     }
-    Ok(planned)
+    Ok(plan)
+}
+
+/// The hash of a path, to tell paths apart without holding them.
+fn hash_of(path: &Path) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    path.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// The error for an output that does not read back as written.

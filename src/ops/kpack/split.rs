@@ -6,7 +6,7 @@
 
 use crate::ops::kpack::config::{SplitConfig, SplitSummary};
 use crate::ops::kpack::plan::{
-    default_name, not_as_written, plan_files, CreatedDirs, Kind, Planned, ARCHIVE_FOLDER,
+    default_name, not_as_written, plan_files, CreatedDirs, Kind, Plan, Planned, ARCHIVE_FOLDER,
 };
 use crate::ops::kpack::read::{is_already_split, read_binary, SplitBinary};
 use crate::ops::kpack::stage::{write_archive, ArchiveListed, Stage};
@@ -111,7 +111,7 @@ pub(super) fn check_archive_names(name: &str, config: &SplitConfig) -> Result<()
 /// Writes everything a split makes into `folder`, not yet in place: the host files, the
 /// archives, and the tree's links.
 pub(super) fn split_into(
-    planned: &[Planned],
+    planned: &Plan,
     config: &SplitConfig,
     name: &str,
     folder: &FreshFolder,
@@ -119,26 +119,33 @@ pub(super) fn split_into(
     make_folders(planned, config, folder)?;
     let mut stage = Stage::new()?;
     let mut summary = SplitSummary::default();
-    let files: Vec<&Planned> = planned
-        .iter()
-        .filter(|p| matches!(p.kind, Kind::File))
-        .collect();
-    for group in files.chunks(files_at_once()) {
-        let staged = split_group(group, config, name, &mut stage, folder)?;
+    let mut files = planned.iter().filter(|p| matches!(p.kind, Kind::File));
+    let at_once = files_at_once();
+    loop {
+        let group: Vec<Planned> = files.by_ref().take(at_once).collect();
+        if group.is_empty() {
+            break;
+        }
+        let staged = split_group(&group, config, name, &mut stage, folder)?;
         for (p, indices) in group.iter().zip(staged) {
             let path = config.output.join(&p.relative);
             match indices {
-                Ok(Some(n)) => summary.binaries.push((path, n)),
-                Ok(None) => summary.copied.push(path),
+                Ok(Some(n)) => summary
+                    .binaries
+                    .push(&path, n)
+                    .map_err(|e| Error::msg(format!("the list of binaries split: {e}")))?,
+                Ok(None) => summary.copied += 1,
                 Err(e) if is_already_split(&e) => return Err(tree_split_already(&e)),
                 Err(e) => summary.failed.push(e.to_string()),
             }
         }
     }
+    (summary.binaries.seal())
+        .map_err(|e| Error::msg(format!("the list of binaries split: {e}")))?;
     if !stage.archives.is_empty() {
         summary.archives = write_archives(planned, config, stage, folder)?;
     }
-    for p in planned {
+    for p in planned.iter() {
         if let Kind::Link(target) = &p.kind {
             let path = config.output.join(&p.relative);
             if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
@@ -148,7 +155,7 @@ pub(super) fn split_into(
                 ));
             }
             folder.link(target, p.relative.as_os_str(), &path)?;
-            summary.copied.push(path);
+            summary.copied += 1;
         }
     }
     Ok(summary)
@@ -157,17 +164,17 @@ pub(super) fn split_into(
 /// Makes in `folder` the folders the `planned` outputs go in. Where a folder of the output
 /// exists already, an output's place is checked to be inside the output folder once links
 /// there are followed.
-fn make_folders(planned: &[Planned], config: &SplitConfig, folder: &FreshFolder) -> Result<()> {
-    let mut last: Option<&Path> = None;
-    for p in planned {
+fn make_folders(planned: &Plan, config: &SplitConfig, folder: &FreshFolder) -> Result<()> {
+    let mut last: Option<PathBuf> = None;
+    for p in planned.iter() {
         let path = config.output.join(&p.relative);
         if path.parent().is_some_and(Path::exists) {
             inside(&config.output, &path)?;
         }
         let parent = p.relative.parent().filter(|d| !d.as_os_str().is_empty());
-        if let Some(parent) = parent.filter(|d| last != Some(*d)) {
+        if let Some(parent) = parent.filter(|d| last.as_deref() != Some(*d)) {
             folder.make_folders(parent, &config.output.join(parent))?;
-            last = Some(parent);
+            last = Some(parent.to_path_buf());
         }
     }
     Ok(())
@@ -176,7 +183,7 @@ fn make_folders(planned: &[Planned], config: &SplitConfig, folder: &FreshFolder)
 /// Writes the archives of `stage` into `.kpack/` of `folder`, in parallel; gives what the
 /// summary lists of each.
 fn write_archives(
-    planned: &[Planned],
+    planned: &Plan,
     config: &SplitConfig,
     stage: Stage,
     folder: &FreshFolder,
@@ -234,7 +241,7 @@ pub(super) type Staged = Result<Option<usize>>;
 /// read or written fails the group, unless the split walks a tree (`recursive`): then it is
 /// left out, its error in its place, and the others go on. The inputs are closed on return.
 pub(super) fn split_group(
-    group: &[&Planned],
+    group: &[Planned],
     config: &SplitConfig,
     name: &str,
     stage: &mut Stage,

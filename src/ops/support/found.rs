@@ -46,9 +46,15 @@ const RELATIVE: u8 = 4;
 /// [`FoundList::seal`]ed and read back ([`FoundList::iter`], [`FoundList::chunks`]).
 #[derive(Default)]
 pub struct FoundList {
-    store: Store,
+    records: Records,
     len: usize,
 }
+
+/// Records of bytes, in the order added: held in memory while they are few, then written to
+/// an unnamed temporary file; once [`Records::seal`]ed, mapped and read back. What a list of
+/// the files of a tree (or of anything made for each of them) is kept in.
+#[derive(Default)]
+pub struct Records(Store);
 
 /// Where the records are.
 enum Store {
@@ -123,67 +129,26 @@ impl FoundList {
         )
     }
 
-    /// Appends the bytes of one record; past [`IN_MEMORY`], the records move to an unnamed
-    /// temporary file (or stay in memory, when none can be made).
+    /// Appends the bytes of one record.
     fn append(&mut self, record: &[u8]) -> io::Result<()> {
-        match &mut self.store {
-            Store::Memory(held) => {
-                held.extend_from_slice(record);
-                if held.len() > IN_MEMORY {
-                    match tempfile::tempfile() {
-                        Ok(file) => {
-                            let mut file = BufWriter::with_capacity(IN_MEMORY, file);
-                            file.write_all(held)?;
-                            let len = held.len() as u64;
-                            self.store = Store::File(file, len);
-                        }
-                        Err(e) => tracing::debug!("list of files kept in memory: {e}"),
-                    }
-                }
-                Ok(())
-            }
-            Store::File(file, len) => {
-                file.write_all(record)?;
-                *len += record.len() as u64;
-                Ok(())
-            }
-            Store::Sealed(_) => Err(io::Error::other("files added to a list read back")),
-        }
+        self.records.append(record)
     }
 
     /// Ends the adding: the records are read back from here on, mapped when they are in a
     /// file. When the file cannot be written or mapped, the error is returned and the list
     /// is left empty.
     pub fn seal(&mut self) -> io::Result<()> {
-        let store = std::mem::take(&mut self.store);
-        let sealed = match store {
-            Store::Memory(held) => Ok(Input::from_bytes(held)),
-            Store::File(file, len) => file
-                .into_inner()
-                .map_err(io::IntoInnerError::into_error)
-                .and_then(|file| Input::from_temporary(file, len)),
-            Store::Sealed(input) => Ok(input),
-        };
-        match sealed {
-            Ok(input) => {
-                self.store = Store::Sealed(input);
-                Ok(())
-            }
-            Err(e) => {
-                *self = FoundList::new();
-                Err(e)
-            }
+        let sealed = self.records.seal();
+        if sealed.is_err() {
+            *self = FoundList::new();
         }
+        sealed
     }
 
     /// The bytes of the records: those added so far, or none while they are being written
     /// to a file.
     fn bytes(&self) -> &[u8] {
-        match &self.store {
-            Store::Memory(held) => held,
-            Store::File(..) => &[],
-            Store::Sealed(input) => input,
-        }
+        self.records.bytes()
     }
 
     /// The files, in order (none while the list is being written to a file).
@@ -211,6 +176,71 @@ impl FoundList {
     /// The paths of the files, in order.
     pub fn paths(&self) -> impl Iterator<Item = PathBuf> + '_ {
         self.iter().map(|f| f.path)
+    }
+}
+
+impl Records {
+    /// Appends the bytes of one record; past [`IN_MEMORY`], the records move to an unnamed
+    /// temporary file (or stay in memory, when none can be made). Once sealed, an error.
+    pub fn append(&mut self, record: &[u8]) -> io::Result<()> {
+        match &mut self.0 {
+            Store::Memory(held) => {
+                held.extend_from_slice(record);
+                if held.len() > IN_MEMORY {
+                    match tempfile::tempfile() {
+                        Ok(file) => {
+                            let mut file = BufWriter::with_capacity(IN_MEMORY, file);
+                            file.write_all(held)?;
+                            let len = held.len() as u64;
+                            self.0 = Store::File(file, len);
+                        }
+                        Err(e) => tracing::debug!("list of files kept in memory: {e}"),
+                    }
+                }
+                Ok(())
+            }
+            Store::File(file, len) => {
+                file.write_all(record)?;
+                *len += record.len() as u64;
+                Ok(())
+            }
+            Store::Sealed(_) => Err(io::Error::other("records added to a list read back")),
+        }
+    }
+
+    /// Ends the adding: the records are read back from here on, mapped when they are in a
+    /// file. When the file cannot be written or mapped, the error is returned and the
+    /// records are left empty.
+    pub fn seal(&mut self) -> io::Result<()> {
+        let store = std::mem::take(&mut self.0);
+        let sealed = match store {
+            Store::Memory(held) => Ok(Input::from_bytes(held)),
+            Store::File(file, len) => file
+                .into_inner()
+                .map_err(io::IntoInnerError::into_error)
+                .and_then(|file| Input::from_temporary(file, len)),
+            Store::Sealed(input) => Ok(input),
+        };
+        match sealed {
+            Ok(input) => {
+                self.0 = Store::Sealed(input);
+                Ok(())
+            }
+            Err(e) => {
+                *self = Records::default();
+                Err(e)
+            }
+        }
+    }
+
+    /// The bytes of the records: those added so far, or none while they are being written
+    /// to a file.
+    pub fn bytes(&self) -> &[u8] {
+        match &self.0 {
+            Store::Memory(held) => held,
+            Store::File(..) => &[],
+            Store::Sealed(input) => input,
+        }
     }
 }
 
@@ -317,12 +347,12 @@ fn decode(bytes: &[u8]) -> Option<(Found, &[u8])> {
 }
 
 /// A path of bytes.
-fn owned(bytes: &[u8]) -> PathBuf {
+pub(crate) fn owned(bytes: &[u8]) -> PathBuf {
     PathBuf::from(OsStr::from_bytes(bytes))
 }
 
 /// Appends `n` in seven bits a byte, the lowest first, the high bit set but on the last.
-fn put_number(record: &mut Vec<u8>, mut n: usize) {
+pub(crate) fn put_number(record: &mut Vec<u8>, mut n: usize) {
     while n >= 0x80 {
         record.push((n & 0x7f) as u8 | 0x80);
         n >>= 7;
@@ -331,13 +361,13 @@ fn put_number(record: &mut Vec<u8>, mut n: usize) {
 }
 
 /// Appends `bytes`, their length first.
-fn put_bytes(record: &mut Vec<u8>, bytes: &[u8]) {
+pub(crate) fn put_bytes(record: &mut Vec<u8>, bytes: &[u8]) {
     put_number(record, bytes.len());
     record.extend_from_slice(bytes);
 }
 
 /// The number at the start of `bytes` (see [`put_number`]) and the bytes after it.
-fn take_number(bytes: &[u8]) -> Option<(usize, &[u8])> {
+pub(crate) fn take_number(bytes: &[u8]) -> Option<(usize, &[u8])> {
     let mut n = 0usize;
     for (k, &byte) in bytes.iter().enumerate().take(10) {
         n |= usize::from(byte & 0x7f).checked_shl(7 * k as u32)?;
@@ -349,7 +379,7 @@ fn take_number(bytes: &[u8]) -> Option<(usize, &[u8])> {
 }
 
 /// The bytes at the start of `bytes`, their length first, and the bytes after them.
-fn take_bytes(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+pub(crate) fn take_bytes(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     let (len, rest) = take_number(bytes)?;
     (rest.len() >= len).then(|| rest.split_at(len))
 }
@@ -387,7 +417,7 @@ mod tests {
             let expected: Vec<Found> = files.iter().cycle().take(count).cloned().collect();
             let list: FoundList = expected.iter().cloned().collect();
             assert_eq!(list.len(), count);
-            assert!(matches!(list.store, Store::Sealed(_)));
+            assert!(matches!(list.records.0, Store::Sealed(_)));
             assert_eq!(list.iter().collect::<Vec<_>>(), expected);
             let chunks: Vec<Vec<Found>> = list.chunks(256).collect();
             assert_eq!(chunks.len(), count.div_ceil(256));
@@ -405,10 +435,10 @@ mod tests {
                 .unwrap();
             // The first records are held; past 32 KiB of them they go to the file.
             if k == 0 {
-                assert!(matches!(list.store, Store::Memory(_)));
+                assert!(matches!(list.records.0, Store::Memory(_)));
             }
         }
-        assert!(matches!(list.store, Store::File(..)));
+        assert!(matches!(list.records.0, Store::File(..)));
         list.seal().unwrap();
         assert_eq!(list.len(), 10_000);
         let last = list.iter().nth(9_999).unwrap();
