@@ -449,6 +449,43 @@ fn memory_stays_flat_and_time_grows_linearly() {
     );
 }
 
+/// Runs each of `commands` (the tree's path added) three times over each of `trees` (of
+/// `counts` files), in `dir`, `clean` before each run, and says each command whose anonymous
+/// peak grows by more than `bound` bytes for each file more.
+fn grown_per_file(
+    dir: &Path,
+    trees: &[PathBuf],
+    counts: &[usize; 2],
+    commands: &[&[&str]],
+    bound: u64,
+    clean: &dyn Fn(),
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for words in commands {
+        let costs: Vec<Cost> = trees
+            .iter()
+            .map(|tree| {
+                let mut args = words.to_vec();
+                args.push(tree.to_str().unwrap());
+                summary(&three_runs(dir, &args, clean))
+            })
+            .collect();
+        let grown = costs[1].anon_kib.saturating_sub(costs[0].anon_kib) << 10;
+        let per_file = grown / (counts[1] - counts[0]) as u64;
+        let name = words[..2].join(" ");
+        eprintln!(
+            "growth: {name}: {} KiB at {} files, {} KiB at {}: {per_file} bytes per file",
+            costs[0].anon_kib, counts[0], costs[1].anon_kib, counts[1]
+        );
+        if per_file > bound {
+            failures.push(format!(
+                "{name}: {per_file} bytes of anonymous memory per file"
+            ));
+        }
+    }
+    failures
+}
+
 /// The trees' numbers of files for the check of memory per file: far enough apart that a few
 /// hundred bytes per file show over the noise of a run.
 const MANY: [usize; 2] = [200, 3200];
@@ -479,29 +516,7 @@ fn tree_commands_hold_nothing_per_file() {
         &["decompress", "-r", "-o", "out"],
         &["kpack", "-r", "-o", "out"],
     ];
-    let mut failures = Vec::new();
-    for words in commands {
-        let costs: Vec<Cost> = trees
-            .iter()
-            .map(|tree| {
-                let mut args = words.to_vec();
-                args.push(tree.to_str().unwrap());
-                summary(&three_runs(dir.path(), &args, &clean))
-            })
-            .collect();
-        let grown = costs[1].anon_kib.saturating_sub(costs[0].anon_kib) << 10;
-        let per_file = grown / (MANY[1] - MANY[0]) as u64;
-        let name = words[..2].join(" ");
-        eprintln!(
-            "growth: {name}: {} KiB at {} files, {} KiB at {}: {per_file} bytes per file",
-            costs[0].anon_kib, MANY[0], costs[1].anon_kib, MANY[1]
-        );
-        if per_file > PER_FILE_BYTES {
-            failures.push(format!(
-                "{name}: {per_file} bytes of anonymous memory per file"
-            ));
-        }
-    }
+    let failures = grown_per_file(dir.path(), &trees, &MANY, &commands, PER_FILE_BYTES, &clean);
     clean();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -534,29 +549,14 @@ fn tree_listings_and_strip_hold_no_list_of_the_files() {
         &["strip", "-r", "--keep", "gfx90a", "-o", "out"],
         &["kpack", "-r", "-o", "out"],
     ];
-    let mut failures = Vec::new();
-    for words in commands {
-        let costs: Vec<Cost> = trees
-            .iter()
-            .map(|tree| {
-                let mut args = words.to_vec();
-                args.push(tree.to_str().unwrap());
-                summary(&three_runs(dir.path(), &args, &clean))
-            })
-            .collect();
-        let grown = costs[1].anon_kib.saturating_sub(costs[0].anon_kib) << 10;
-        let per_file = grown / (WIDE[1] - WIDE[0]) as u64;
-        let name = words[..2].join(" ");
-        eprintln!(
-            "growth: {name}: {} KiB at {} files, {} KiB at {}: {per_file} bytes per file",
-            costs[0].anon_kib, WIDE[0], costs[1].anon_kib, WIDE[1]
-        );
-        if per_file > FLAT_PER_FILE_BYTES {
-            failures.push(format!(
-                "{name}: {per_file} bytes of anonymous memory per file"
-            ));
-        }
-    }
+    let failures = grown_per_file(
+        dir.path(),
+        &trees,
+        &WIDE,
+        &commands,
+        FLAT_PER_FILE_BYTES,
+        &clean,
+    );
     clean();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
