@@ -348,15 +348,7 @@ fn a_large_section_that_outgrows_its_place_is_what_standard_output_gets() {
     // and its bundles go to a new segment at the end.
     let noise_or_code = |len: usize, seed: u64| {
         if seed % 4 != 0 {
-            let mut state = seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1;
-            (0..len)
-                .map(|_| {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
-                    (state >> 24) as u8
-                })
-                .collect()
+            crate::util::noise(seed, len)
         } else {
             code_like(len, seed)
         }

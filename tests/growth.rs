@@ -135,19 +135,6 @@ fn summary(runs: &[Cost]) -> Cost {
     }
 }
 
-/// A deterministic stream of bytes (xorshift), to pad code objects with.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state.to_le_bytes()[0]
-        })
-        .collect()
-}
-
 /// The three bundles of mixed targets in `dir`, from the sample code objects padded to `pad`
 /// bytes, aligned to `align`.
 fn variants(dir: &Path, pad: usize, align: u32) -> Vec<PathBuf> {
@@ -162,7 +149,7 @@ fn variants(dir: &Path, pad: usize, align: u32) -> Vec<PathBuf> {
     for (seed, name) in (1..).zip(objects) {
         let mut bytes = std::fs::read(samples_dir().join(format!("dev/{name}.hsaco"))).unwrap();
         let more = pad.saturating_sub(bytes.len());
-        bytes.extend(noise(more, seed));
+        bytes.extend(util::noise(seed, more));
         std::fs::write(dir.join(format!("{name}.co")), bytes).unwrap();
     }
     let dev = "hipv4-amdgcn-amd-amdhsa--";
@@ -449,17 +436,19 @@ fn memory_stays_flat_and_time_grows_linearly() {
     );
 }
 
-/// Runs each of `commands` (the tree's path added) three times over each of `trees` (of
-/// `counts` files), in `dir`, `clean` before each run, and says each command whose anonymous
-/// peak grows by more than `bound` bytes for each file more.
-fn grown_per_file(
-    dir: &Path,
-    trees: &[PathBuf],
-    counts: &[usize; 2],
-    commands: &[&[&str]],
-    bound: u64,
-    clean: &dyn Fn(),
-) -> Vec<String> {
+/// Makes trees of `counts` small libraries, runs each of `commands` (the tree's path added)
+/// three times over each, and fails naming each command whose anonymous peak grows by more
+/// than `bound` bytes for each file more. Without cc (to link the libraries) it skips with a
+/// message.
+fn assert_flat_per_file(counts: &[usize; 2], commands: &[&[&str]], bound: u64) {
+    let Some(cc) = util::tool("cc") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let trees = trees_of(&cc, dir.path(), counts);
+    let clean = || {
+        let _ = std::fs::remove_dir_all(dir.path().join("out"));
+    };
     let mut failures = Vec::new();
     for words in commands {
         let costs: Vec<Cost> = trees
@@ -467,7 +456,7 @@ fn grown_per_file(
             .map(|tree| {
                 let mut args = words.to_vec();
                 args.push(tree.to_str().unwrap());
-                summary(&three_runs(dir, &args, clean))
+                summary(&three_runs(dir.path(), &args, &clean))
             })
             .collect();
         let grown = costs[1].anon_kib.saturating_sub(costs[0].anon_kib) << 10;
@@ -483,7 +472,8 @@ fn grown_per_file(
             ));
         }
     }
-    failures
+    clean();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 /// The trees' numbers of files for the check of memory per file: far enough apart that a few
@@ -497,15 +487,6 @@ const PER_FILE_BYTES: u64 = 1024;
 
 #[test]
 fn tree_commands_hold_nothing_per_file() {
-    // Without cc (to link the small libraries) the test skips with a message.
-    let Some(cc) = util::tool("cc") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let trees = trees_of(&cc, dir.path(), &MANY);
-    let clean = || {
-        let _ = std::fs::remove_dir_all(dir.path().join("out"));
-    };
     // `extract -r` is measured in groups of 8 files, by
     // `extract_into_a_folder_that_exists_holds_nothing_per_output`: it reads 256 files at a
     // time, and the memory of one such group, which the smaller tree does not fill, would
@@ -516,9 +497,7 @@ fn tree_commands_hold_nothing_per_file() {
         &["decompress", "-r", "-o", "out"],
         &["kpack", "-r", "-o", "out"],
     ];
-    let failures = grown_per_file(dir.path(), &trees, &MANY, &commands, PER_FILE_BYTES, &clean);
-    clean();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_flat_per_file(&MANY, &commands, PER_FILE_BYTES);
 }
 
 /// The trees' numbers of files for the check of the commands that hold no list of the files:
@@ -534,31 +513,13 @@ const FLAT_PER_FILE_BYTES: u64 = 64;
 
 #[test]
 fn tree_listings_and_strip_hold_no_list_of_the_files() {
-    // Without cc (to link the small libraries) the test skips with a message.
-    let Some(cc) = util::tool("cc") else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let trees = trees_of(&cc, dir.path(), &WIDE);
-    let clean = || {
-        let _ = std::fs::remove_dir_all(dir.path().join("out"));
-    };
     let commands: [&[&str]; 4] = [
         &["ls", "-r"],
         &["du", "-r"],
         &["strip", "-r", "--keep", "gfx90a", "-o", "out"],
         &["kpack", "-r", "-o", "out"],
     ];
-    let failures = grown_per_file(
-        dir.path(),
-        &trees,
-        &WIDE,
-        &commands,
-        FLAT_PER_FILE_BYTES,
-        &clean,
-    );
-    clean();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_flat_per_file(&WIDE, &commands, FLAT_PER_FILE_BYTES);
 }
 
 #[test]

@@ -8,21 +8,7 @@ use std::path::Path;
 use offload::format::kpack::{ArchiveWriter, Scheme};
 
 use crate::kpack_use::contents;
-use crate::util::{offload, offload_in, samples_dir, text_output};
-
-/// `len` bytes that do not repeat, made from `seed`.
-fn noise(seed: u64, len: usize) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    let mut bytes = Vec::with_capacity(len + 8);
-    while bytes.len() < len {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        bytes.extend_from_slice(&state.to_le_bytes());
-    }
-    bytes.truncate(len);
-    bytes
-}
+use crate::util::{noise, offload, offload_in, samples_dir, text_output};
 
 /// The committed HIP library split into `dir/out`, its two archives replaced by archives of
 /// large code objects (48 MiB in all, past what the merge's spill holds in memory), each of an

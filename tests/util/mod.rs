@@ -309,3 +309,17 @@ pub fn check_units(stdout: &str) -> Vec<(String, Vec<(String, String)>)> {
         })
         .collect()
 }
+
+/// `len` bytes that do not repeat, made from `seed`.
+pub fn noise(seed: u64, len: usize) -> Vec<u8> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut bytes = Vec::with_capacity(len + 8);
+    while bytes.len() < len {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        bytes.extend_from_slice(&state.to_le_bytes());
+    }
+    bytes.truncate(len);
+    bytes
+}
