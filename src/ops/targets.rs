@@ -697,27 +697,27 @@ pub struct DriverCheck {
 /// What a driver of CUDA `driver` cannot use in `files` (read as `read_file` does; a file that
 /// cannot be read is left out: the check names it).
 pub fn driver_check(files: &[&Path], driver: Version, max_decompressed: u64) -> DriverCheck {
-    let mut unusable = Vec::new();
-    for path in files {
-        let Ok(file) = read_file(path, max_decompressed) else {
-            continue;
-        };
-        let entries: Vec<Need> = file
-            .driver_needs
-            .into_iter()
-            .filter(|n| n.cuda.is_none_or(|c| c > driver))
-            .collect();
-        if !entries.is_empty() {
-            unusable.push(Unusable {
-                path: path.to_path_buf(),
-                entries,
-            });
-        }
-    }
     DriverCheck {
         driver,
-        files: unusable,
+        files: (files.iter())
+            .filter_map(|path| unusable(path, driver, max_decompressed))
+            .collect(),
     }
+}
+
+/// What a driver of CUDA `driver` cannot use in the file at `path` (read as `read_file` does);
+/// `None` when it can use everything, or the file cannot be read.
+pub fn unusable(path: &Path, driver: Version, max_decompressed: u64) -> Option<Unusable> {
+    let file = read_file(path, max_decompressed).ok()?;
+    let entries: Vec<Need> = file
+        .driver_needs
+        .into_iter()
+        .filter(|n| n.cuda.is_none_or(|c| c > driver))
+        .collect();
+    (!entries.is_empty()).then(|| Unusable {
+        path: path.to_path_buf(),
+        entries,
+    })
 }
 
 /// The note `offload check --driver` prints for one file.
