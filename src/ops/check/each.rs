@@ -37,7 +37,8 @@ pub trait Receiver {
     fn not_found(&mut self, missing: NotFound) -> std::io::Result<()>;
 }
 
-/// What the whole check found, beside the parts handed over.
+/// What the whole check found, beside the parts handed over: the kernel catalogues
+/// ([`super::Catalogues`]) and a driver's limits are the caller's to weigh in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Verdict {
     /// [`super::Report::every_device_has_code`].
@@ -314,7 +315,80 @@ fn decode<'a>(fields: &mut impl Iterator<Item = &'a [u8]>) -> Option<LoadedFile>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::bundle;
     use crate::host::ld_so::FoundVia;
+
+    /// What a check hands over, kept.
+    #[derive(Default)]
+    struct Kept {
+        files: Vec<FileReport>,
+        missing: Vec<NotFound>,
+        errors: Vec<String>,
+    }
+
+    impl Receiver for Kept {
+        fn error(&mut self, error: Error) -> std::io::Result<()> {
+            self.errors.push(error.to_string());
+            Ok(())
+        }
+        fn file(&mut self, file: FileReport) -> std::io::Result<()> {
+            self.files.push(file);
+            Ok(())
+        }
+        fn not_found(&mut self, missing: NotFound) -> std::io::Result<()> {
+            self.missing.push(missing);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_check_handed_over_a_file_at_a_time_is_the_whole_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut roots = Vec::new();
+        for k in 0..(CHUNK + 3) {
+            let path = dir.path().join(format!("k{k}.hipfb"));
+            let target = ["gfx90a", "gfx1100"][k % 2];
+            let entries: [(&str, &[u8]); 2] = [
+                ("host-x86_64-unknown-linux-gnu-", b""),
+                (&format!("hipv4-amdgcn-amd-amdhsa--{target}"), b"code"),
+            ];
+            std::fs::write(&path, bundle::to_vec(&entries, 8)).unwrap();
+            roots.push(path);
+        }
+        // Named twice: checked once. A file that is none: an error.
+        roots.push(dir.path().join("k1.hipfb"));
+        roots.push(dir.path().join("missing.so"));
+        let devices = Device::list(&[("gfx90a".parse().unwrap(), None)]);
+        let (env, kpack_env) = (Environment::default(), kpack_search::Environment::default());
+        let max = crate::format::ccob::DEFAULT_MAX_DECOMPRESSED;
+        let paths: Vec<&Path> = roots.iter().map(PathBuf::as_path).collect();
+        let (whole, errors) = super::super::check(&paths, &devices, &env, &kpack_env, max, &());
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap();
+        let mut kept = Kept::default();
+        let verdict = check_each(
+            &pool,
+            roots,
+            &devices,
+            &env,
+            &kpack_env,
+            max,
+            &(),
+            &mut kept,
+        )
+        .unwrap();
+        assert_eq!(kept.files.len(), CHUNK + 3);
+        assert_eq!(kept.files, whole.files);
+        assert_eq!(kept.missing, whole.not_found);
+        let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        assert_eq!(kept.errors, errors);
+        assert_eq!(errors.len(), 1);
+        assert!(!verdict.every_device_has_code);
+        assert_eq!(verdict.every_device_has_code, whole.every_device_has_code);
+        assert_eq!(verdict.embedded_have_code, whole.embedded_have_code);
+    }
 
     #[test]
     fn a_file_to_check_reads_back_as_kept() {
