@@ -641,7 +641,7 @@ fn kpack_of_a_tree_writes_the_same_bytes_on_any_number_of_threads() {
 }
 
 /// Anonymous memory `check -r` may take for each file more: it keeps a hash of each file's
-/// real path (16 bytes, in a table twice that, three times while the table grows), to check
+/// real path (16 bytes, in a table sized for the files named, up to twice that), to check
 /// each library once however many programs load it; the rest of a file's part of the report
 /// waits in an unnamed temporary file. It took about 2 KB per file while every file's report
 /// was held until the end.

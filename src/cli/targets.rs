@@ -79,7 +79,9 @@ fn run(args: Args) -> i32 {
     let find = &crate::ops::check::catalogue_targets;
     // The catalogue folders first: a code object in one counts in its catalogue's unit,
     // whichever comes first of it and its library.
-    let libraries = files.paths().filter(|p| crate::ops::check::is_catalogue_library(p));
+    let libraries = files
+        .paths()
+        .filter(|p| crate::ops::check::is_catalogue_library(p));
     let folders = targets::catalogue_folders(libraries, max, find);
     let mut summary = targets::Summary::new(folders);
     let mut parts = Records::default();

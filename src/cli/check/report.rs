@@ -50,7 +50,7 @@ pub(super) fn run(asked: &Asked, pool: &rayon::ThreadPool, files: &FoundList) ->
     let checked = making.start(&mut out).and_then(|()| {
         check::check_each(
             pool,
-            files.paths(),
+            files,
             asked.devices,
             &check::Environment::of_process(),
             &kpack_env,

@@ -17,7 +17,7 @@ use crate::error::Error;
 use crate::format::md5::Md5;
 use crate::loads::kpack_search;
 use crate::loads::runtime;
-use crate::ops::support::found::Records;
+use crate::ops::support::found::{FoundList, Records};
 use crate::ops::support::progress::Progress;
 use crate::target::target_id::TargetIdBuf;
 
@@ -47,13 +47,14 @@ pub struct Verdict {
     pub embedded_have_code: bool,
 }
 
-/// [`super::check`] of `roots`, each part of its report handed to `receiver` as it is made:
+/// [`super::check`] of `roots` (a walk's list, or any made with [`FoundList::push`]), each
+/// part of its report handed to `receiver` as it is made:
 /// the same parts in the same order, the files read a chunk at a time on `pool`, `progress`
 /// told of each file checked. The error is `receiver`'s: the check stops there.
 #[allow(clippy::too_many_arguments)]
 pub fn check_each(
     pool: &rayon::ThreadPool,
-    roots: impl IntoIterator<Item = PathBuf>,
+    roots: &FoundList,
     devices: &[Device],
     env: &Environment,
     kpack_env: &kpack_search::Environment,
@@ -61,8 +62,12 @@ pub fn check_each(
     progress: &dyn Progress,
     receiver: &mut dyn Receiver,
 ) -> std::io::Result<Verdict> {
-    let mut pending = Pending::default();
-    let mut roots = roots.into_iter();
+    // Sized for the files named from the start: a table that grows holds itself twice.
+    let mut pending = Pending {
+        seen: HashSet::with_capacity(roots.len()),
+        ..Pending::default()
+    };
+    let mut roots = roots.paths();
     loop {
         let chunk: Vec<PathBuf> = roots.by_ref().take(CHUNK).collect();
         if chunk.is_empty() {
@@ -368,9 +373,14 @@ mod tests {
             .build()
             .unwrap();
         let mut kept = Kept::default();
+        let mut list = FoundList::new();
+        for root in &roots {
+            list.push(root, root, None, false).unwrap();
+        }
+        list.seal().unwrap();
         let verdict = check_each(
             &pool,
-            roots,
+            &list,
             &devices,
             &env,
             &kpack_env,
