@@ -17,9 +17,10 @@ use crate::target::target_id::TargetIdBuf;
 
 mod gate;
 mod kpack;
+mod report;
 mod text;
 
-use crate::cli::jobs::{self, counted, JobBar, Work};
+use crate::cli::jobs::{self, JobBar, Work};
 
 const PROG: &str = "offload check";
 
@@ -118,7 +119,7 @@ fn run(args: Args) -> i32 {
     let (files, walk_failed) = args
         .work
         .tree
-        .paths_taking(PROG, &args.files, Taken::Loadable);
+        .files_taking(PROG, &args.files, Taken::Loadable);
     if walk_failed {
         return 2;
     }
@@ -126,14 +127,27 @@ fn run(args: Args) -> i32 {
         Ok(pool) => pool,
         Err(code) => return code,
     };
-    let roots: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
-    let kpack_env = kpack_search::Environment::from_vars(|name| std::env::var(name).ok());
-    let bar = JobBar::new(0);
-    for root in &roots {
-        if let Some(note) = check::checked_alone_note(root) {
+    for root in files.paths() {
+        if let Some(note) = check::checked_alone_note(&root) {
             let _ = writeln!(std::io::stderr().lock(), "{PROG}: note: {note}");
         }
     }
+    if required.is_empty() {
+        let asked = report::Asked {
+            prog: PROG,
+            devices: &devices,
+            json: args.json,
+            several: jobs::several(&args.files, files.len()),
+            driver: args.driver,
+            require_embedded: args.require_embedded,
+            max_decompressed: args.general.max_decompressed,
+        };
+        return report::run(&asked, &pool, &files);
+    }
+    let paths: Vec<PathBuf> = files.paths().collect();
+    let roots: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let kpack_env = kpack_search::Environment::from_vars(|name| std::env::var(name).ok());
+    let bar = JobBar::new(0);
     let catalogue_env = check::CatalogueEnvironment::from_vars(|name| std::env::var_os(name));
     let run = |machines: &[Vec<Device>]| {
         pool.install(|| {
@@ -151,81 +165,7 @@ fn run(args: Args) -> i32 {
             checked
         })
     };
-    if !required.is_empty() {
-        return gate_out(&args, &required, run);
-    }
-    let Some((mut report, errors)) = run(std::slice::from_ref(&devices)).pop() else {
-        return 2;
-    };
-    add_driver(&args, &roots, &mut report);
-    for e in &errors {
-        let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
-    }
-    if nothing_checked(&report, &roots, &errors) && !args.json {
-        return 2;
-    }
-    let text = if args.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(json) => json + "\n",
-            Err(e) => {
-                let _ = writeln!(stderr.lock(), "{PROG}: error: JSON: {e}");
-                return 2;
-            }
-        }
-    } else if jobs::several(&args.files, files.len()) {
-        text::text(&report) + &summary(&report, errors.len())
-    } else {
-        text::text(&report)
-    };
-    let text = text + &driver_notes(&report, args.json);
-    if let Err(code) = crate::cli::print(PROG, &text) {
-        return code;
-    }
-    if !errors.is_empty() {
-        2
-    } else {
-        let embedded_fail = args.require_embedded && !report.embedded_have_code;
-        i32::from(!report.every_device_has_code || embedded_fail)
-    }
-}
-
-/// Whether nothing was checked, or every file named failed: then there is no report, whose
-/// table would read as "nothing wrong" (or "no bundles") to a script.
-fn nothing_checked(report: &check::Report, roots: &[&Path], errors: &[crate::Error]) -> bool {
-    let every_root_failed = roots
-        .iter()
-        .all(|root| errors.iter().any(|e| e.path() == Some(*root)));
-    !errors.is_empty() && (report.files.is_empty() || every_root_failed)
-}
-
-/// With `--driver`: what a driver that old cannot use in each file, in the report; a file
-/// with such entries leaves a device without code. A package named (`roots`) is read whole,
-/// its members' entries noted under its name.
-fn add_driver(args: &Args, roots: &[&Path], report: &mut check::Report) {
-    if let Some(driver) = args.driver {
-        let mut paths: Vec<&Path> = report.files.iter().map(|f| f.path.as_path()).collect();
-        let packages: Vec<&Path> = roots
-            .iter()
-            .filter(|r| !paths.contains(r))
-            .copied()
-            .collect();
-        paths.extend(packages);
-        let max = args.general.max_decompressed;
-        let found = crate::ops::targets::driver_check(&paths, driver, max);
-        report.every_device_has_code &= found.files.is_empty();
-        report.driver = Some(found);
-    }
-}
-
-/// With `--driver`, a note for each file with entries the driver cannot use (none in JSON).
-fn driver_notes(report: &check::Report, json: bool) -> String {
-    let Some(found) = report.driver.as_ref().filter(|_| !json) else {
-        return String::new();
-    };
-    let notes = found.files.iter();
-    notes
-        .map(|f| crate::ops::targets::unusable_note(found.driver, f))
-        .collect()
+    gate_out(&args, &required, run)
 }
 
 /// The requirements of every `--require` list, in order.
@@ -387,85 +327,4 @@ fn devices(named: &[String], only_named: bool) -> Result<Vec<Device>, String> {
         .map(|g| (g.target, Some(g.node)))
         .collect();
     Ok(Device::list(&targets))
-}
-
-/// The summary of a check of several files (with `errors` errors): the files, those with
-/// device code, the bundles and code objects, then per device how they load.
-fn summary(report: &check::Report, errors: usize) -> String {
-    let files = report.files.len();
-    let named = report
-        .files
-        .iter()
-        .filter(|f| f.found_via == "argument" || f.found_via == "member")
-        .count();
-    let with_code = report
-        .files
-        .iter()
-        .filter(|f| !f.bundles.is_empty() || f.kpack.is_some())
-        .count();
-    let bundles = report
-        .files
-        .iter()
-        .flat_map(|f| &f.bundles)
-        .filter(|b| !b.embedded)
-        .count();
-    let embedded = report
-        .files
-        .iter()
-        .flat_map(|f| &f.bundles)
-        .filter(|b| b.embedded)
-        .count();
-    let code_objects: usize = report
-        .files
-        .iter()
-        .filter_map(|f| f.kpack.as_ref())
-        .map(|k| k.code_objects.len())
-        .sum();
-    let mut archived = if code_objects > 0 {
-        format!(
-            ", {} in kpack archives",
-            counted(code_objects as u64, "code object", "code objects")
-        )
-    } else {
-        String::new()
-    };
-    if embedded > 0 {
-        archived.push_str(&format!(
-            ", {} embedded as data",
-            counted(embedded as u64, "device image", "device images")
-        ));
-    }
-    let mut text = format!(
-        "total: {} ({named} named, {} they load), {with_code} with device code, {} not found, {}; {}{archived}\n",
-        counted(files as u64, "file", "files"),
-        files - named,
-        report.not_found.len(),
-        counted(errors as u64, "error", "errors"),
-        counted(bundles as u64, "bundle", "bundles"),
-    );
-    for device in &report.devices {
-        let mut sum = check::Counts::default();
-        for c in report
-            .files
-            .iter()
-            .flat_map(|f| &f.counts)
-            .filter(|c| c.device == device.index)
-        {
-            sum.native += c.native;
-            sum.generic += c.generic;
-            sum.spirv += c.spirv;
-            sum.nothing += c.nothing;
-            sum.fails += c.fails;
-        }
-        text.push_str(&format!(
-            "total {}: {} native, {} generic, {} SPIR-V or PTX, {} nothing; the runtime fails {}\n",
-            crate::io::shown(&device.target_id),
-            sum.native,
-            sum.generic,
-            sum.spirv,
-            sum.nothing,
-            sum.fails
-        ));
-    }
-    text
 }

@@ -131,19 +131,23 @@ fn run(args: Args) -> i32 {
     if args.verify {
         // What is listed goes out before the files are read again.
         ended = ended.and_then(|()| out.flush());
-        let mut verdicts = String::new();
-        let paths: Vec<PathBuf> = files.paths().collect();
-        failed |= crate::cli::verify::report(
+        // The verdicts follow the table; the other forms leave them out.
+        let mut sink = std::io::sink();
+        let verdicts: &mut dyn Write = if table && ended.is_ok() {
+            &mut out
+        } else {
+            &mut sink
+        };
+        match crate::cli::verify::report(
             PROG,
             &pool,
-            &paths,
+            &files,
             crate::cli::verify::Listed::Yes,
             args.general.max_decompressed,
-            &mut verdicts,
-        )
-        .failed;
-        if table {
-            ended = ended.and_then(|()| out.write_all(verdicts.as_bytes()));
+            verdicts,
+        ) {
+            Ok(report) => failed |= report.failed,
+            Err(e) => ended = Err(e),
         }
     }
     match ended.and_then(|()| out.flush()) {

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 
 use crate::cli::jobs::{self, Work};
+use crate::cli::streamed::{write_nested, JsonArray};
+use crate::ops::support::found::Records;
 use crate::ops::targets;
 
 const PROG: &str = "offload targets";
@@ -62,52 +64,95 @@ enum Format {
 crate::cli::subcommand::subcommand!(Args, PROG, run, general);
 
 /// Runs `offload targets` with `args` (without the program name) and returns the exit status.
+///
+/// The files are read a chunk at a time and each is folded into the answer as it comes; with
+/// `--json`, each file's part goes to an unnamed temporary file past a few pages
+/// ([`Records`]) until the answer, which comes first, is known: memory follows the chunk, not
+/// the number of files.
 fn run(args: Args) -> i32 {
-    let (files, walk_failed) = args.work.tree.paths(PROG, &args.files);
+    let (files, walk_failed) = args.work.tree.files(PROG, &args.files);
     let pool = match args.work.pool(PROG) {
         Ok(pool) => pool,
         Err(code) => return code,
     };
-    let read = jobs::each_file(&pool, &files, |path| {
-        targets::read_file_finding(
-            path,
-            args.general.max_decompressed,
-            &crate::ops::check::catalogue_targets,
-        )
-    });
+    let max = args.general.max_decompressed;
+    let find = &crate::ops::check::catalogue_targets;
+    // The catalogue folders first: a code object in one counts in its catalogue's unit,
+    // whichever comes first of it and its library.
+    let libraries = files
+        .paths()
+        .filter(|p| crate::ops::check::is_catalogue_library(p));
+    let folders = targets::catalogue_folders(libraries, max, find);
+    let mut summary = targets::Summary::new(folders);
+    let mut parts = Records::default();
+    let mut array = JsonArray::new(1);
     let mut failed = walk_failed;
-    let mut found = Vec::new();
-    for result in read {
-        match result {
-            Ok(file) => found.push(file),
-            Err(e) => {
-                failed = true;
-                let _ = writeln!(std::io::stderr().lock(), "{PROG}: error: {e}");
+    let stderr = std::io::stderr();
+    let read = jobs::each_listed(
+        &pool,
+        &files,
+        |path| targets::read_file_finding(path, max, find),
+        |_, result| {
+            match result {
+                Ok(file) => {
+                    summary.add(&file);
+                    if args.json && !failed {
+                        let mut part = Vec::new();
+                        array.push(&mut part, &file)?;
+                        parts.append(&part)?;
+                    }
+                }
+                Err(e) => {
+                    failed = true;
+                    let _ = writeln!(stderr.lock(), "{PROG}: error: {e}");
+                }
             }
-        }
-    }
+            Ok::<(), std::io::Error>(())
+        },
+    );
     if failed {
         return 2;
     }
-    let report = targets::summary(found);
-    let text = if args.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(json) => json + "\n",
-            Err(e) => {
-                let _ = writeln!(std::io::stderr().lock(), "{PROG}: error: JSON: {e}");
-                return 2;
-            }
+    let report = summary.finish();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = read.and_then(|()| {
+        if args.json {
+            parts.seal()?;
+            write_json(&mut out, &report, &parts, array)
+        } else {
+            let text = match args.format {
+                Format::Text => targets::text(&report),
+                Format::Debian => targets::debian_line(&report),
+                Format::Cmake => targets::cmake_lines(&report),
+                Format::Torch => targets::torch_lines(&report),
+            };
+            out.write_all(text.as_bytes())
         }
-    } else {
-        match args.format {
-            Format::Text => targets::text(&report),
-            Format::Debian => targets::debian_line(&report),
-            Format::Cmake => targets::cmake_lines(&report),
-            Format::Torch => targets::torch_lines(&report),
-        }
-    };
-    match crate::cli::print(PROG, &text) {
+    });
+    match written.and_then(|()| out.flush()) {
         Ok(()) => 0,
-        Err(code) => code,
+        Err(e) => crate::cli::stdout_failed(PROG, &mut stderr.lock(), &e),
     }
+}
+
+/// Writes the JSON object of `report` to `out`, its `files` the parts kept in `parts` (the
+/// elements `array` was given), as serde_json's pretty printer writes the whole.
+fn write_json(
+    out: &mut dyn Write,
+    report: &targets::Targets,
+    parts: &Records,
+    array: JsonArray,
+) -> std::io::Result<()> {
+    out.write_all(b"{\n  \"every\": ")?;
+    write_nested(out, &report.every, 1)?;
+    out.write_all(b",\n  \"some\": ")?;
+    write_nested(out, &report.some, 1)?;
+    out.write_all(b",\n  \"processors\": ")?;
+    write_nested(out, &report.processors, 1)?;
+    out.write_all(b",\n  \"driver\": ")?;
+    write_nested(out, &report.driver, 1)?;
+    out.write_all(b",\n  \"files\": ")?;
+    out.write_all(parts.bytes())?;
+    array.end(out)?;
+    out.write_all(b"\n}\n")
 }

@@ -3,6 +3,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::ops::support::found::FoundList;
+
 use clap::Parser;
 
 use crate::cli::jobs::{self, counted, Work};
@@ -50,27 +52,32 @@ pub(crate) struct Args {
 crate::cli::subcommand::subcommand!(Args, PROG, run, general);
 
 /// Runs `offload verify` with `args` (without the program name) and returns the exit status.
+/// Each file's line goes out as it is checked, in order: nothing of a file is kept.
 fn run(args: Args) -> i32 {
-    let (files, walk_failed) = args.work.tree.paths(PROG, &args.files);
+    let (files, walk_failed) = args.work.tree.files(PROG, &args.files);
     let pool = match args.work.pool(PROG) {
         Ok(pool) => pool,
         Err(code) => return code,
     };
-    let mut text = String::new();
-    let report = report(
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let checked = report(
         PROG,
         &pool,
         &files,
         Listed::No,
         args.general.max_decompressed,
-        &mut text,
+        &mut out,
     );
-    if jobs::several(&args.files, files.len()) {
-        text.push_str(&report.totals.lines());
-    }
-    match crate::cli::print(PROG, &text) {
-        Ok(()) => i32::from(walk_failed || report.failed),
-        Err(code) => code,
+    let written = checked.and_then(|report| {
+        if jobs::several(&args.files, files.len()) {
+            out.write_all(report.totals.lines().as_bytes())?;
+        }
+        out.flush()?;
+        Ok(report)
+    });
+    match written {
+        Ok(report) => i32::from(walk_failed || report.failed),
+        Err(e) => crate::cli::stdout_failed(PROG, &mut std::io::stderr().lock(), &e),
     }
 }
 
@@ -169,35 +176,44 @@ pub struct Report {
     pub totals: Totals,
 }
 
-/// Checks `files` on `pool`, several at once; writes each error to standard error under the
-/// name `prog` and adds one line per file to `text`, in the order of `files`: `FILE: N
-/// compressed bundles sound, K damaged`.
+/// Checks `files` (a walk's list) on `pool`, several at once, a chunk at a time; writes each
+/// error to standard error under the name `prog` and one line per file to `out`, in the order
+/// of `files`, as they are checked: `FILE: N compressed bundles sound, K damaged`. The error
+/// is `out`'s (the checking stops there).
 pub fn report(
     prog: &str,
     pool: &rayon::ThreadPool,
-    files: &[PathBuf],
+    files: &FoundList,
     listed: Listed,
     max_decompressed: u64,
-    text: &mut String,
-) -> Report {
+    out: &mut dyn Write,
+) -> std::io::Result<Report> {
     let mut report = Report::default();
     // One budget for the files checked at once, as for the streams of one file.
     let budget = Budget::new();
-    let checked = jobs::each_file(pool, files, |path| {
-        verify::verify_file_within(path, max_decompressed, &budget)
-    });
-    for (path, result) in files.iter().zip(checked) {
-        report.totals.files += 1;
-        match result {
-            Ok(verified) => report.add(prog, path, &verified, listed, text),
-            Err(e) => {
-                report.failed = true;
-                report.totals.failed += 1;
-                let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {e}");
+    let mut text = String::new();
+    jobs::each_listed(
+        pool,
+        files,
+        |path| verify::verify_file_within(path, max_decompressed, &budget),
+        |path, result| {
+            report.totals.files += 1;
+            match result {
+                Ok(verified) => {
+                    text.clear();
+                    report.add(prog, path, &verified, listed, &mut text);
+                    out.write_all(text.as_bytes())
+                }
+                Err(e) => {
+                    report.failed = true;
+                    report.totals.failed += 1;
+                    let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {e}");
+                    Ok(())
+                }
             }
-        }
-    }
-    report
+        },
+    )?;
+    Ok(report)
 }
 
 impl Report {

@@ -77,16 +77,18 @@ use crate::ops::support::progress::Progress;
 use crate::target::target_id::{TargetId, TargetIdBuf};
 
 mod catalogue;
+mod each;
 mod kpack;
 mod package;
 
 pub use catalogue::{
     add_catalogues, catalogue_targets, is_catalogue_library, Catalogue, CatalogueDevice,
-    CatalogueEnvironment,
+    CatalogueEnvironment, Catalogues,
 };
 #[cfg(feature = "cli")]
 pub(crate) mod require;
 
+pub use each::{check_each, Receiver, Verdict};
 pub use kpack::{KpackCodeObject, KpackFile, KpackLoad, Searched};
 
 /// One device of the check, in the runtime's order. The field names are a public interface

@@ -313,26 +313,66 @@ fn is_cuda(target: &str) -> bool {
 
 /// The targets every unit of each runtime has, and those only some have, each in order.
 fn every_and_some(units: &[BTreeSet<String>]) -> (Vec<String>, Vec<String>) {
-    let mut every = Vec::new();
-    let mut some = Vec::new();
-    for cuda_side in [false, true] {
-        let mine: Vec<BTreeSet<&String>> = units
-            .iter()
-            .map(|u| u.iter().filter(|t| is_cuda(t) == cuda_side).collect())
-            .filter(|u: &BTreeSet<&String>| !u.is_empty())
-            .collect();
-        let all: BTreeSet<&String> = mine.iter().flatten().copied().collect();
-        for target in all {
-            if mine.iter().all(|u| u.contains(target)) {
-                every.push(target.clone());
-            } else {
-                some.push(target.clone());
+    let mut sides = Sides::default();
+    for unit in units {
+        sides.add(unit);
+    }
+    sides.every_and_some()
+}
+
+/// The targets of units folded in one at a time, each runtime's apart (AMD's, then CUDA's):
+/// those all its units have, and those any has. A unit with no target of a runtime takes no
+/// part in that runtime's answer.
+#[derive(Debug, Default)]
+struct Sides([Side; 2]);
+
+/// One runtime's targets over its units.
+#[derive(Debug, Default)]
+struct Side {
+    /// The targets every unit so far has; `None` before the first unit.
+    every: Option<BTreeSet<String>>,
+    /// The targets any unit has.
+    any: BTreeSet<String>,
+}
+
+impl Sides {
+    /// Folds in one unit.
+    fn add(&mut self, unit: &BTreeSet<String>) {
+        for (cuda_side, side) in [false, true].into_iter().zip(&mut self.0) {
+            let mine: BTreeSet<&String> = unit.iter().filter(|t| is_cuda(t) == cuda_side).collect();
+            if mine.is_empty() {
+                continue;
             }
+            side.any.extend(mine.iter().map(|t| (*t).clone()));
+            side.every = Some(match side.every.take() {
+                Some(before) => before.into_iter().filter(|t| mine.contains(t)).collect(),
+                None => mine.into_iter().cloned().collect(),
+            });
         }
     }
-    every.sort_by_key(|t| order(t));
-    some.sort_by_key(|t| order(t));
-    (every, some)
+
+    /// Every target any unit has, of both runtimes.
+    fn named(&self) -> BTreeSet<&String> {
+        self.0.iter().flat_map(|side| &side.any).collect()
+    }
+
+    /// The targets every unit of each runtime has, and those only some have, each in order.
+    fn every_and_some(&self) -> (Vec<String>, Vec<String>) {
+        let mut every = Vec::new();
+        let mut some = Vec::new();
+        for side in &self.0 {
+            for target in &side.any {
+                if side.every.as_ref().is_some_and(|e| e.contains(target)) {
+                    every.push(target.clone());
+                } else {
+                    some.push(target.clone());
+                }
+            }
+        }
+        every.sort_by_key(|t| order(t));
+        some.sort_by_key(|t| order(t));
+        (every, some)
+    }
 }
 
 /// The order targets are listed in: AMD processors in the processor table's order (then
@@ -355,50 +395,107 @@ fn order(target: &str) -> (u8, usize, usize, String) {
 
 /// The answer for the files read.
 pub fn summary(files: Vec<FileTargets>) -> Targets {
-    // The code objects of an installed catalogue folder count in its catalogue's unit.
-    let folders: Vec<PathBuf> = (files.iter())
-        .flat_map(|f| &f.catalogues)
-        .filter_map(|c| std::fs::canonicalize(&c.folder).ok())
-        .collect();
-    let in_folder = |file: &FileTargets| {
-        !folders.is_empty()
-            && std::fs::canonicalize(&file.file)
-                .is_ok_and(|real| folders.iter().any(|f| real.starts_with(f)))
-    };
-    let mut all: Vec<BTreeSet<String>> = files
-        .iter()
-        .filter(|f| !in_folder(f))
-        .flat_map(|f| f.unit_targets.iter().cloned())
-        .collect();
-    let named: BTreeSet<&String> = all.iter().flatten().collect();
-    let catalogues: Vec<BTreeSet<String>> = (files.iter())
-        .flat_map(|f| &f.catalogues)
-        .map(|c| catalogue_unit(&c.targets, &named))
-        .collect();
-    all.extend(catalogues);
-    let (every, some) = every_and_some(&all);
-    let processors = processors(&all);
-    let driver = oldest_driver(&files);
+    let mut summary = Summary::new(installed(files.iter().flat_map(|f| &f.catalogues)));
+    for file in &files {
+        summary.add(file);
+    }
     Targets {
-        every,
-        some,
-        processors,
-        driver,
         files,
+        ..summary.finish()
     }
 }
 
-/// The AMD processors a device loads code from in every AMD unit, in the table's order.
-fn processors(units: &[BTreeSet<String>]) -> Vec<String> {
-    let mut common: Option<BTreeSet<&'static str>> = None;
-    for unit in units {
+/// The installed folders of `catalogues`, canonical (a folder of a package's tree is none).
+fn installed<'a>(catalogues: impl Iterator<Item = &'a CatalogueTargets>) -> Vec<PathBuf> {
+    catalogues
+        .filter_map(|c| std::fs::canonicalize(&c.folder).ok())
+        .collect()
+}
+
+/// The installed kernel catalogue folders of the files at `paths` (canonical), as `find`
+/// finds them for the files themselves (rocBLAS and hipBLASLt on disk; members of packages
+/// have none on disk): what [`Summary::new`] takes before the files are read.
+pub fn catalogue_folders(
+    paths: impl IntoIterator<Item = impl AsRef<Path>>,
+    max_decompressed: u64,
+    find: &CatalogueFinder,
+) -> Vec<PathBuf> {
+    let mut folders = Vec::new();
+    for path in paths {
+        folders.extend(installed(find(path.as_ref(), &[], max_decompressed).iter()));
+    }
+    folders
+}
+
+/// The answer for all the files, folded in a file at a time as they are read, so that
+/// nothing of a file is kept once it is added (but a catalogue's targets, until the other
+/// units are all in): [`Summary::finish`] gives it, its `files` empty. [`summary`] is this
+/// over files held.
+#[derive(Debug, Default)]
+pub struct Summary {
+    /// The installed catalogue folders (canonical): the code objects of the files in them
+    /// count in their catalogue's unit, not as units of their own.
+    folders: Vec<PathBuf>,
+    /// The targets of the units so far.
+    units: Sides,
+    /// The AMD processors a device loads code from in every AMD unit so far; `None` before
+    /// the first.
+    processors: Option<BTreeSet<&'static str>>,
+    /// The targets each catalogue serves: made units at the end, when the targets of their
+    /// processors the other units name are all known.
+    catalogues: Vec<Vec<String>>,
+    /// The need that asks for the newest driver so far, and its file (the first, on a tie).
+    driver: Option<(Need, PathBuf)>,
+}
+
+impl Summary {
+    /// A summary of no file yet; `folders` are the installed catalogue folders of all the
+    /// files to come (see [`catalogue_folders`]), canonical.
+    pub fn new(folders: Vec<PathBuf>) -> Summary {
+        Summary {
+            folders,
+            ..Summary::default()
+        }
+    }
+
+    /// Folds in `file`, after those added before it.
+    pub fn add(&mut self, file: &FileTargets) {
+        if !self.in_folder(&file.file) {
+            for unit in &file.unit_targets {
+                self.add_unit(unit);
+            }
+        }
+        (self.catalogues).extend(file.catalogues.iter().map(|c| c.targets.clone()));
+        // A version the table does not know is newer than any it knows.
+        let newer = |a: &Need, b: &Need| match (a.cuda, b.cuda) {
+            (None, Some(_)) => true,
+            (Some(x), Some(y)) => x > y,
+            _ => false,
+        };
+        for need in &file.driver_needs {
+            if self.driver.as_ref().is_none_or(|(b, _)| newer(need, b)) {
+                self.driver = Some((need.clone(), file.file.clone()));
+            }
+        }
+    }
+
+    /// Whether the file at `path` lies in an installed catalogue folder.
+    fn in_folder(&self, path: &Path) -> bool {
+        !self.folders.is_empty()
+            && std::fs::canonicalize(path)
+                .is_ok_and(|real| self.folders.iter().any(|f| real.starts_with(f)))
+    }
+
+    /// Folds in one unit.
+    fn add_unit(&mut self, unit: &BTreeSet<String>) {
+        self.units.add(unit);
         let amd: Vec<&str> = unit
             .iter()
             .filter(|t| !is_cuda(t))
             .map(|t| t.split(':').next().unwrap_or(t))
             .collect();
         if amd.is_empty() {
-            continue;
+            return;
         }
         let loads: BTreeSet<&'static str> = PROCESSORS
             .iter()
@@ -406,43 +503,42 @@ fn processors(units: &[BTreeSet<String>]) -> Vec<String> {
             .filter(|p| amd.contains(&p.name) || p.generic_hip.is_some_and(|g| amd.contains(&g)))
             .map(|p| p.name)
             .collect();
-        common = Some(match common {
+        self.processors = Some(match self.processors.take() {
             Some(before) => before.intersection(&loads).copied().collect(),
             None => loads,
         });
     }
-    let common = common.unwrap_or_default();
-    PROCESSORS
-        .iter()
-        .map(|p: &Processor| p.name)
-        .filter(|name| common.contains(name))
-        .map(str::to_string)
-        .collect()
-}
 
-/// The need that asks for the newest driver, and its file (the first, on a tie).
-fn oldest_driver(files: &[FileTargets]) -> Option<Driver> {
-    let mut best: Option<(&Need, &Path)> = None;
-    for file in files {
-        for need in &file.driver_needs {
-            // A version the table does not know is newer than any it knows.
-            let newer = |a: &Need, b: &Need| match (a.cuda, b.cuda) {
-                (None, Some(_)) => true,
-                (Some(x), Some(y)) => x > y,
-                _ => false,
-            };
-            if best.is_none_or(|(b, _)| newer(need, b)) {
-                best = Some((need, &file.file));
-            }
+    /// The answer for the files added, the catalogues' units folded in last; its `files`
+    /// empty.
+    pub fn finish(mut self) -> Targets {
+        let named: BTreeSet<String> = self.units.named().into_iter().cloned().collect();
+        let named: BTreeSet<&String> = named.iter().collect();
+        for targets in std::mem::take(&mut self.catalogues) {
+            self.add_unit(&catalogue_unit(&targets, &named));
+        }
+        let (every, some) = self.units.every_and_some();
+        let common = self.processors.unwrap_or_default();
+        let processors = (PROCESSORS.iter())
+            .map(|p: &Processor| p.name)
+            .filter(|name| common.contains(name))
+            .map(str::to_string)
+            .collect();
+        let driver = self.driver.map(|(need, file)| Driver {
+            cuda: need.cuda,
+            linux: need.cuda.and_then(cuda_driver::linux_driver),
+            why: need.why,
+            target: need.target,
+            file,
+        });
+        Targets {
+            every,
+            some,
+            processors,
+            driver,
+            files: Vec::new(),
         }
     }
-    best.map(|(need, file)| Driver {
-        cuda: need.cuda,
-        linux: need.cuda.and_then(cuda_driver::linux_driver),
-        why: need.why.clone(),
-        target: need.target.clone(),
-        file: file.to_path_buf(),
-    })
 }
 
 /// The default output: `every: ...`, `some: ...`, and the driver line when there is CUDA code
@@ -601,27 +697,27 @@ pub struct DriverCheck {
 /// What a driver of CUDA `driver` cannot use in `files` (read as `read_file` does; a file that
 /// cannot be read is left out: the check names it).
 pub fn driver_check(files: &[&Path], driver: Version, max_decompressed: u64) -> DriverCheck {
-    let mut unusable = Vec::new();
-    for path in files {
-        let Ok(file) = read_file(path, max_decompressed) else {
-            continue;
-        };
-        let entries: Vec<Need> = file
-            .driver_needs
-            .into_iter()
-            .filter(|n| n.cuda.is_none_or(|c| c > driver))
-            .collect();
-        if !entries.is_empty() {
-            unusable.push(Unusable {
-                path: path.to_path_buf(),
-                entries,
-            });
-        }
-    }
     DriverCheck {
         driver,
-        files: unusable,
+        files: (files.iter())
+            .filter_map(|path| unusable(path, driver, max_decompressed))
+            .collect(),
     }
+}
+
+/// What a driver of CUDA `driver` cannot use in the file at `path` (read as `read_file` does);
+/// `None` when it can use everything, or the file cannot be read.
+pub fn unusable(path: &Path, driver: Version, max_decompressed: u64) -> Option<Unusable> {
+    let file = read_file(path, max_decompressed).ok()?;
+    let entries: Vec<Need> = file
+        .driver_needs
+        .into_iter()
+        .filter(|n| n.cuda.is_none_or(|c| c > driver))
+        .collect();
+    (!entries.is_empty()).then(|| Unusable {
+        path: path.to_path_buf(),
+        entries,
+    })
 }
 
 /// The note `offload check --driver` prints for one file.

@@ -171,23 +171,46 @@ impl Place for Disk {
 /// name folders of this machine, not of the package). A device without a catalogue, in any
 /// file, leaves the report's `every_device_has_code` false.
 pub fn add_catalogues(report: &mut Report, env: &CatalogueEnvironment) {
-    let devices: Vec<(usize, String)> = report
-        .devices
-        .iter()
-        .map(|d| (d.index, d.target_id.clone()))
-        .collect();
-    let mut listings = Listings::new(&Disk);
+    let mut adding = Catalogues::new(&report.devices, env);
+    let mut lacking = false;
     for file in &mut report.files {
-        if file.catalogues.is_empty() && file.path.is_file() {
-            file.catalogues = catalogues_of(&file.path, &devices, env, &mut listings);
-        }
+        lacking |= adding.add(file);
     }
-    let lacking = (report.files.iter())
-        .flat_map(|f| &f.catalogues)
-        .flat_map(|c| &c.devices)
-        .any(|d| !d.ok);
     if lacking {
         report.every_device_has_code = false;
+    }
+}
+
+/// [`add_catalogues`] a file at a time, for files handed over as they are checked
+/// ([`super::check_each`]): the folders listed are kept for the files after.
+pub struct Catalogues<'e> {
+    devices: Vec<(usize, String)>,
+    env: &'e CatalogueEnvironment,
+    listings: Listings<'static>,
+}
+
+impl<'e> Catalogues<'e> {
+    /// For `devices`, the variables read from `env`.
+    pub fn new(devices: &[super::Device], env: &'e CatalogueEnvironment) -> Catalogues<'e> {
+        Catalogues {
+            devices: (devices.iter())
+                .map(|d| (d.index, d.target_id.clone()))
+                .collect(),
+            env,
+            listings: Listings::new(&Disk),
+        }
+    }
+
+    /// Adds to `file`, when it is rocBLAS or hipBLASLt installed on disk, its catalogue;
+    /// whether a device is without a catalogue in it (a package member's included).
+    pub fn add(&mut self, file: &mut super::FileReport) -> bool {
+        if file.catalogues.is_empty() && file.path.is_file() {
+            file.catalogues =
+                catalogues_of(&file.path, &self.devices, self.env, &mut self.listings);
+        }
+        (file.catalogues.iter())
+            .flat_map(|c| &c.devices)
+            .any(|d| !d.ok)
     }
 }
 
