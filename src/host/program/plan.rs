@@ -949,6 +949,83 @@ mod tests {
     }
 
     #[test]
+    fn stretches_kept_of_a_large_section_are_copied_into_the_output_as_they_are_packed() {
+        use std::os::unix::fs::FileExt;
+        // A section larger than what is packed in memory, in a mapped file: containers of
+        // 3 MiB, the first kept whole, the second a stretch under a new head, the rest gone.
+        let size = (3 << 20) + 8;
+        let count = (crate::io::spill::IN_MEMORY as usize / size) + 2;
+        let mut file = vec![0u8; 0x1000];
+        for n in 0..count {
+            let start = file.len();
+            file.extend((0..size).map(|k| (n as u8).wrapping_mul(31).wrapping_add(k as u8)));
+            file[start..start + 4].copy_from_slice(&(size as u32).to_le_bytes());
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("program");
+        std::fs::write(&path, &file).unwrap();
+        let input = crate::io::Input::open(&path).unwrap();
+        let data = &input[0x1000..];
+        let section = section(data);
+        let rewrite = |_: &[u8], start: usize| {
+            Ok(match start {
+                0 => None,
+                s if s == size => Some(NewBytes::Copied(crate::format::container::Copied {
+                    head: vec![0xee; 8],
+                    stretches: vec![(8, 1 << 20)],
+                })),
+                _ => Some(NewBytes::Made(Vec::new())),
+            })
+        };
+        let inflate = |_: &[u8], _: u64, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            unreachable!("nothing is decompressed here")
+        };
+        let output = tempfile::tempfile().unwrap();
+        let opened = std::sync::atomic::AtomicUsize::new(0);
+        let destination = || {
+            opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            output.try_clone().ok()
+        };
+        let how = Rewriting {
+            size_of: &size_of_long,
+            boundary: &|_| Some(8),
+            rewrite: &rewrite,
+            inflate: &inflate,
+            beside: None,
+            destination: Some(&destination),
+        };
+        let packing = pack(&section, &how, Inflating::Later).unwrap().unwrap();
+        assert_eq!(opened.into_inner(), 1);
+        // Both stretches are in the output already, where the section starts, and known as
+        // the file's own.
+        let kept: Vec<(u64, u64, Fill)> = (packing.holes.iter())
+            .map(|h| (h.at, h.size, h.what))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (0, size as u64, Fill::Kept(0x1000)),
+                (
+                    size as u64 + 8,
+                    1 << 20,
+                    Fill::Kept(0x1000 + size as u64 + 8)
+                ),
+            ]
+        );
+        assert!(to_write(&packing.holes).is_empty());
+        let expected = [
+            &data[..size],
+            &[0xee; 8],
+            &data[size + 8..size + 8 + (1 << 20)],
+        ]
+        .concat();
+        let mut written = vec![0u8; expected.len()];
+        output.read_exact_at(&mut written, 0x1000).unwrap();
+        assert!(written == expected, "the output holds the packed bytes");
+        assert!(packing.packed.bytes() == &expected[..]);
+    }
+
+    #[test]
     fn nothing_changes_when_every_container_stays() {
         let mut data = vec![0u8; 32];
         data[0] = 4;
