@@ -176,6 +176,24 @@ impl Spill {
         }
     }
 
+    /// Appends `part`, a large slice of a mapped input file kept as it is: once the spill is in
+    /// a file (packed toward the output), copied there by the kernel from the input's file at
+    /// once, so that no writer copies it later; else written from the map.
+    pub fn append_mapped(&mut self, part: &[u8]) -> io::Result<()> {
+        self.make_room(part.len() as u64)?;
+        if let Store::File { file, .. } = &mut self.store {
+            file.flush()?;
+            let target = file.get_mut();
+            if let Some(copied) = copy_mapped_at(part, &target.file, target.at) {
+                copied?;
+                target.at += part.len() as u64;
+                self.len += part.len() as u64;
+                return Ok(());
+            }
+        }
+        self.append(part)
+    }
+
     /// Appends `len` bytes of `source` from its start (a file this process made, such as a
     /// room's): copied by the kernel once the spill is in a file, read from `bytes` (the same
     /// bytes, mapped) while it is in memory.

@@ -696,7 +696,7 @@ impl NewFile<'_> {
             return Vec::new();
         };
         (program.holes_in_file().iter())
-            .filter(|hole| matches!(hole.what, Fill::Copied(_)))
+            .filter(|hole| matches!(hole.what, Fill::Copied(_) | Fill::Kept(_)))
             .map(|hole| (hole.at, hole.size))
             .collect()
     }

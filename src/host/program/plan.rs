@@ -124,6 +124,11 @@ pub enum Fill {
     /// The bytes of the file rewritten from this offset, as many as the place holds: copied
     /// as they are, by the kernel where it can, never held.
     Copied(u64),
+    /// The bytes of the file rewritten from this offset, as [`Fill::Copied`], already copied
+    /// into the packed bytes when they were packed toward the new file (see
+    /// [`Rewriting::destination`]): a writer leaves them as they are, and the read-back knows
+    /// them as the file's own. Filled again, the place gets the same bytes.
+    Kept(u64),
 }
 
 /// Stretches of the section at least this long that stay as they were are left as holes
@@ -151,7 +156,7 @@ pub fn fill_hole<E>(
             },
             sink,
         ),
-        Fill::Copied(from) => {
+        Fill::Copied(from) | Fill::Kept(from) => {
             let bytes = (usize::try_from(from).ok())
                 .zip(usize::try_from(hole.size).ok())
                 .and_then(|(from, size)| file.get(from..from.checked_add(size)?))
@@ -204,6 +209,9 @@ pub fn pack(
     let mut packed = Spill::new();
     let mut holes = Vec::new();
     let mut changed = false;
+    // Packed toward the new file: the stretches kept are copied into their places at once,
+    // while the next containers are rewritten, rather than by the writer afterwards.
+    let mut now = false;
     // The end of the containers that stay as and where they are, while nothing changed.
     let mut same_until = 0usize;
     let in_flight = rayon::current_num_threads().max(1) * 2;
@@ -236,13 +244,24 @@ pub fn pack(
             }
             if let Some(file) = toward() {
                 packed = Spill::toward(file, section.offset, data.len() as u64);
+                now = true;
             }
-            copy(&mut packed, &mut holes, section, 0, same_until).map_err(spill_error)?;
+            let mut packing = Packer {
+                packed: &mut packed,
+                holes: &mut holes,
+                now,
+            };
+            packing.copy(section, 0, same_until).map_err(spill_error)?;
             changed = true;
         }
         packed.pad_to(boundary as u64).map_err(spill_error)?;
         moves.insert(address, packed.len());
-        append_new(&mut packed, &mut holes, section, (start, size), new).map_err(spill_error)?;
+        let mut packing = Packer {
+            packed: &mut packed,
+            holes: &mut holes,
+            now,
+        };
+        (packing.append_new(section, (start, size), new)).map_err(spill_error)?;
         crate::io::release_mapped(piece(data, start, size));
         Ok(())
     };
@@ -269,7 +288,7 @@ pub fn pack(
         // The stretches copied are counted from the section's start here.
         let fill = |hole: &Hole<Fill>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
             let within = match hole.what {
-                Fill::Copied(from) => Hole {
+                Fill::Copied(from) | Fill::Kept(from) => Hole {
                     what: Fill::Copied(from - section.offset),
                     ..*hole
                 },
@@ -277,7 +296,7 @@ pub fn pack(
             };
             fill_hole(data, &within, sink, &inflate, &spill_error)
         };
-        packed.fill(&holes, &fill, &|_, e| spill_error(e))?;
+        packed.fill(&to_write(&holes), &fill, &|_, e| spill_error(e))?;
         holes.clear();
     }
     let packed = packed.finish().map_err(spill_error)?;
@@ -288,56 +307,81 @@ pub fn pack(
     }))
 }
 
-/// Appends to `packed` a container's new bytes (`None`: its bytes as they are), `at` its start
-/// and size in `section`.
-fn append_new(
-    packed: &mut Spill,
-    holes: &mut Vec<Hole<Fill>>,
-    section: &Section<'_>,
-    (start, size): (usize, usize),
-    new: Option<NewBytes>,
-) -> std::io::Result<()> {
-    match new {
-        Some(NewBytes::Made(new)) => packed.append(&new),
-        Some(NewBytes::Placed(room)) => match room.file() {
-            Some(file) => packed.append_file(file, room.bytes()),
-            None => packed.append(room.bytes()),
-        },
-        Some(NewBytes::Inflated(size)) => packed.reserve(size).map(|at| {
-            holes.push(Hole {
+/// The containers being packed, and the holes left in them.
+struct Packer<'p> {
+    packed: &'p mut Spill,
+    holes: &'p mut Vec<Hole<Fill>>,
+    /// Whether they are packed toward the new file, where stretches kept are copied at once.
+    now: bool,
+}
+
+impl Packer<'_> {
+    /// Appends a container's new bytes (`None`: its bytes as they are), `at` its start and
+    /// size in `section`.
+    fn append_new(
+        &mut self,
+        section: &Section<'_>,
+        (start, size): (usize, usize),
+        new: Option<NewBytes>,
+    ) -> std::io::Result<()> {
+        match new {
+            Some(NewBytes::Made(new)) => self.packed.append(&new),
+            Some(NewBytes::Placed(room)) => match room.file() {
+                Some(file) => self.packed.append_file(file, room.bytes()),
+                None => self.packed.append(room.bytes()),
+            },
+            Some(NewBytes::Inflated(size)) => self.packed.reserve(size).map(|at| {
+                self.holes.push(Hole {
+                    at,
+                    size,
+                    what: Fill::Written(section.offset + start as u64),
+                });
+            }),
+            Some(NewBytes::Copied(copied)) => self.packed.append(&copied.head).and_then(|()| {
+                (copied.stretches.iter())
+                    .try_for_each(|&(at, len)| self.copy(section, start + at, len))
+            }),
+            None => self.copy(section, start, size),
+        }
+    }
+
+    /// Appends the `len` bytes of `section` at `start` (in it), as they are: when they are many
+    /// ([`COPIED_FROM`]), a hole the writer copies them into, or, packed toward the new file,
+    /// copied there now ([`Fill::Kept`]); else the bytes.
+    fn copy(&mut self, section: &Section<'_>, start: usize, len: usize) -> std::io::Result<()> {
+        let part = piece(section.data, start, len);
+        if len < COPIED_FROM {
+            return self.packed.append(part);
+        }
+        let size = len as u64;
+        let from = section.offset + start as u64;
+        if self.now {
+            let at = self.packed.len();
+            self.packed.append_mapped(part)?;
+            self.holes.push(Hole {
                 at,
                 size,
-                what: Fill::Written(section.offset + start as u64),
+                what: Fill::Kept(from),
             });
-        }),
-        Some(NewBytes::Copied(copied)) => packed.append(&copied.head).and_then(|()| {
-            (copied.stretches.iter())
-                .try_for_each(|&(at, len)| copy(packed, holes, section, start + at, len))
-        }),
-        None => copy(packed, holes, section, start, size),
+            return Ok(());
+        }
+        let at = self.packed.reserve_sparse(size)?;
+        self.holes.push(Hole {
+            at,
+            size,
+            what: Fill::Copied(from),
+        });
+        Ok(())
     }
 }
 
-/// Appends to `packed` the `len` bytes of `section` at `start` (in it), as they are: a hole
-/// the writer copies them into when they are many ([`COPIED_FROM`]), else the bytes.
-fn copy(
-    packed: &mut Spill,
-    holes: &mut Vec<Hole<Fill>>,
-    section: &Section<'_>,
-    start: usize,
-    len: usize,
-) -> std::io::Result<()> {
-    if len < COPIED_FROM {
-        return packed.append(piece(section.data, start, len));
-    }
-    let size = len as u64;
-    let at = packed.reserve_sparse(size)?;
-    holes.push(Hole {
-        at,
-        size,
-        what: Fill::Copied(section.offset + start as u64),
-    });
-    Ok(())
+/// The holes of `holes` a writer fills: all but those already filled when they were packed
+/// ([`Fill::Kept`]).
+fn to_write(holes: &[Hole<Fill>]) -> Vec<Hole<Fill>> {
+    (holes.iter())
+        .filter(|hole| !matches!(hole.what, Fill::Kept(_)))
+        .copied()
+        .collect()
 }
 
 /// The bytes of `data` from `start`, a place found in it.
@@ -697,7 +741,7 @@ impl<'a> NewProgram<'a> {
         };
         for (stretch, (_, packed, holes)) in stretches.iter().zip(self.placed()) {
             stretch.write_to(out, &[input])?;
-            out.write_spilled(packed, holes, &both)?;
+            out.write_spilled(packed, &to_write(holes), &both)?;
         }
         match stretches.last() {
             Some(last) => last.write_to(out, &[input]),
@@ -902,6 +946,83 @@ mod tests {
         let now = pack(&section, &how, Inflating::Now).unwrap().unwrap();
         assert!(now.holes.is_empty());
         assert_eq!(now.packed.bytes(), &expected[..]);
+    }
+
+    #[test]
+    fn stretches_kept_of_a_large_section_are_copied_into_the_output_as_they_are_packed() {
+        use std::os::unix::fs::FileExt;
+        // A section larger than what is packed in memory, in a mapped file: containers of
+        // 3 MiB, the first kept whole, the second a stretch under a new head, the rest gone.
+        let size = (3 << 20) + 8;
+        let count = (crate::io::spill::IN_MEMORY as usize / size) + 2;
+        let mut file = vec![0u8; 0x1000];
+        for n in 0..count {
+            let start = file.len();
+            file.extend((0..size).map(|k| (n as u8).wrapping_mul(31).wrapping_add(k as u8)));
+            file[start..start + 4].copy_from_slice(&(size as u32).to_le_bytes());
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("program");
+        std::fs::write(&path, &file).unwrap();
+        let input = crate::io::Input::open(&path).unwrap();
+        let data = &input[0x1000..];
+        let section = section(data);
+        let rewrite = |_: &[u8], start: usize| {
+            Ok(match start {
+                0 => None,
+                s if s == size => Some(NewBytes::Copied(crate::format::container::Copied {
+                    head: vec![0xee; 8],
+                    stretches: vec![(8, 1 << 20)],
+                })),
+                _ => Some(NewBytes::Made(Vec::new())),
+            })
+        };
+        let inflate = |_: &[u8], _: u64, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
+            unreachable!("nothing is decompressed here")
+        };
+        let output = tempfile::tempfile().unwrap();
+        let opened = std::sync::atomic::AtomicUsize::new(0);
+        let destination = || {
+            opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            output.try_clone().ok()
+        };
+        let how = Rewriting {
+            size_of: &size_of_long,
+            boundary: &|_| Some(8),
+            rewrite: &rewrite,
+            inflate: &inflate,
+            beside: None,
+            destination: Some(&destination),
+        };
+        let packing = pack(&section, &how, Inflating::Later).unwrap().unwrap();
+        assert_eq!(opened.into_inner(), 1);
+        // Both stretches are in the output already, where the section starts, and known as
+        // the file's own.
+        let kept: Vec<(u64, u64, Fill)> = (packing.holes.iter())
+            .map(|h| (h.at, h.size, h.what))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                (0, size as u64, Fill::Kept(0x1000)),
+                (
+                    size as u64 + 8,
+                    1 << 20,
+                    Fill::Kept(0x1000 + size as u64 + 8)
+                ),
+            ]
+        );
+        assert!(to_write(&packing.holes).is_empty());
+        let expected = [
+            &data[..size],
+            &[0xee; 8],
+            &data[size + 8..size + 8 + (1 << 20)],
+        ]
+        .concat();
+        let mut written = vec![0u8; expected.len()];
+        output.read_exact_at(&mut written, 0x1000).unwrap();
+        assert!(written == expected, "the output holds the packed bytes");
+        assert!(packing.packed.bytes() == &expected[..]);
     }
 
     #[test]
