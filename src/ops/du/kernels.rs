@@ -19,7 +19,7 @@
 //! let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
 //! let file = samples.join("bundles/kernel-hip.o");
 //! let one = kernels::file_kernels(&file, 1 << 30)?;
-//! let report = kernels::report(&[one.clone(), one], None);
+//! let report = kernels::report(&[one.clone(), one], None)?;
 //! assert!(report.code_objects().all(|copies| copies.copies == 2));
 //! assert!(report.kernels().any(|k| k.kernel && k.copies == 2));
 //! assert_eq!(report.total.saved_code_objects * 2, report.total.code_object_bytes);
@@ -46,7 +46,10 @@ use crate::format::image_target::Producer;
 use crate::format::stream::CompressedStream;
 use crate::host::scan::{scan_with_archives, DeviceImage, InStream, Reading};
 use crate::io::Input;
+use crate::ops::du::places::{At, Log};
 use crate::ops::support::inflating::{memory_of_stream, Budget};
+
+pub use crate::ops::du::places::Place;
 
 /// A CUDA symbol's `st_other` bit saying it is a kernel (an entry point), as `cuobjdump` and
 /// `readelf` show it (`[<other: 0x10>]`).
@@ -150,25 +153,6 @@ impl Names {
         self.ends.push(self.text.len());
         self.ends.len() - 1
     }
-}
-
-/// Where an image is: the file, the package member, the section, the offset.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Place {
-    /// The file, as text (see [`Place::file_bytes`]).
-    pub file: String,
-    /// The file's name in base64, only when it is not UTF-8: its exact bytes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file_bytes: Option<String>,
-    /// The package member, when the file is a package.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub member: Option<String>,
-    /// The section, inside the archive members that hold it (`member!section`).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub section: String,
-    /// Its offset in the file (the member's, for a package), when it is stored as such.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub offset: Option<u64>,
 }
 
 /// The functions of the device images of the file at `path`, each image inflated within
@@ -712,7 +696,7 @@ fn functions(bytes: &[u8]) -> Vec<Read<'_>> {
 
 /// One function of one target, with the same bytes wherever it is stored: a row of the
 /// report, its text borrowed from it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Kernel<'r> {
     /// Its symbol's name (mangled).
     pub name: &'r str,
@@ -729,10 +713,60 @@ pub struct Kernel<'r> {
     /// The bytes keeping one copy would save: `size * (copies - 1)`.
     pub saved: u64,
     /// The files that hold it, in order, each once.
-    pub files: Vec<&'r str>,
+    pub files: Files<'r>,
 }
 
-/// A function of the report as held: numbers into the report's names, targets and files.
+/// The files that hold a function, in order, each once: read back one at a time from where
+/// the report keeps them (a function stored in every file of a tree has a file per file).
+#[derive(Clone)]
+pub struct Files<'r> {
+    report: &'r Report,
+    row: &'r Row,
+}
+
+impl<'r> Files<'r> {
+    /// How many.
+    pub fn len(&self) -> usize {
+        usize::try_from(self.row.more.1).map_or(usize::MAX, |more| more.saturating_add(1))
+    }
+
+    /// Whether there are none (never: a function is stored somewhere).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// The first.
+    pub fn first(&self) -> &'r str {
+        self.report.log.file_name(self.row.file)
+    }
+
+    /// Each, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &'r str> + 'r {
+        let more = (self.row.more.1 > 0).then_some(self.row.more);
+        std::iter::once(self.first()).chain(
+            more.into_iter()
+                .flat_map(|chain| self.report.log.linked_files(chain)),
+        )
+    }
+}
+
+impl std::fmt::Debug for Files<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl Serialize for Files<'_> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
+/// A function of the report as held: numbers into the report's names and targets, its files
+/// where the report's log keeps them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Row {
     name: usize,
@@ -741,12 +775,17 @@ struct Row {
     size: u64,
     copies: u64,
     bytes: u64,
-    /// The first file that holds it, then the others (empty for most).
-    file: usize,
-    more_files: Vec<usize>,
+    /// The first file that holds it (its name's record).
+    file: At,
+    /// The others: while the files are read, the last one's record of the log and how
+    /// many; once the report is made, where they are in order, and how many.
+    more: (u64, u64),
+    /// The hash of the name of the last file that holds it: a file is listed once, also when
+    /// it is named again later (twice on the command line).
+    last_name: [u64; 2],
 }
 
-/// Strings held once each, by number, found again by their text: the few targets and files.
+/// Strings held once each, by number, found again by their text: the few targets.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Few {
     all: Vec<String>,
@@ -769,14 +808,6 @@ impl Few {
         self.all.get(n).map_or("", String::as_str)
     }
 }
-
-impl PartialEq for Names {
-    fn eq(&self, other: &Names) -> bool {
-        self.text == other.text && self.ends == other.ends
-    }
-}
-
-impl Eq for Names {}
 
 /// A code object (or any device image) whose bytes are stored more than once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -813,49 +844,42 @@ pub struct Totals {
 
 /// What `du --kernels` reports. The functions are held as a few numbers each, their names
 /// once each, and are handed out one at a time ([`Report::kernels`]), so that the report takes
-/// memory for its rows' numbers and the distinct names, not for the text of every row.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// memory for its rows' numbers and the distinct names, not for the text of every row. Where
+/// each copy of a code object is, and which files hold each function, are kept out of memory,
+/// in an unnamed temporary file, and read back as they are handed out.
+#[derive(Debug, Default)]
 pub struct Report {
     /// The functions, most bytes first (then by target and name); the first `top` only when
     /// asked.
     rows: Vec<Row>,
     names: Names,
     targets: Few,
-    /// The files, by number, in the order added: each name held once.
-    files: Names,
-    sections: Few,
+    /// The files' names, the places of the copies, the files of the functions.
+    log: Log,
     /// The code objects stored more than once, most bytes saved first.
     copied: Vec<Counted>,
     /// The sums, over every function (not only the first `top`).
     pub total: Totals,
 }
 
-/// A code object of the report as held: its target by number, and where each copy is.
+/// A code object of the report as held: its target by number, and where its copies are in
+/// the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Counted {
     target: usize,
     size: u64,
     copies: u64,
-    spots: Vec<Spot>,
-}
-
-/// Where one copy of a code object is, as held: a few words, its file and section by their
-/// numbers in the report; the package member and the bytes of a name that is not UTF-8 only
-/// when there are (rare).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Spot {
-    file: usize,
-    section: usize,
-    offset: Option<u64>,
-    rare: Option<Box<(Option<String>, Option<String>)>>,
+    /// While the files are read, the record of its last copy; once the report is made,
+    /// where its copies are in order, and how many.
+    places: (u64, u64),
 }
 
 impl Report {
     /// The code objects stored more than once, most bytes saved first, each with where its
-    /// copies are (made as it is handed out).
+    /// copies are (made as it is handed out; [`Report::places`] gives them one at a time).
     pub fn code_objects(&self) -> impl ExactSizeIterator<Item = Copies> + Clone + '_ {
         self.copied.iter().map(|held| Copies {
-            places: held.spots.iter().map(|spot| self.place(spot)).collect(),
+            places: self.log.places(held.places).collect(),
             ..self.copies(held)
         })
     }
@@ -867,11 +891,10 @@ impl Report {
     }
 
     /// The places of the copies of the code object numbered `n` (from 0) of
-    /// [`Report::code_objects`], in the order found, each made as it is handed out: a code
-    /// object copied into every file of a tree has a place per file.
+    /// [`Report::code_objects`], in the order found, each read back as it is handed out: a
+    /// code object copied into every file of a tree has a place per file.
     pub fn places(&self, n: usize) -> impl Iterator<Item = Place> + '_ {
-        (self.copied.get(n).into_iter())
-            .flat_map(move |held| held.spots.iter().map(move |spot| self.place(spot)))
+        (self.copied.get(n).into_iter()).flat_map(move |held| self.log.places(held.places))
     }
 
     /// What the report says of the code object `held`, but its places.
@@ -885,21 +908,6 @@ impl Report {
         }
     }
 
-    /// The place `spot` stands for.
-    fn place(&self, spot: &Spot) -> Place {
-        let (member, file_bytes) = match spot.rare.as_deref() {
-            Some((member, bytes)) => (member.clone(), bytes.clone()),
-            None => (None, None),
-        };
-        Place {
-            file: self.files.get(spot.file).to_string(),
-            file_bytes,
-            member,
-            section: self.sections.get(spot.section).to_string(),
-            offset: spot.offset,
-        }
-    }
-
     /// The functions, most bytes first (then by target and name).
     pub fn kernels(&self) -> impl ExactSizeIterator<Item = Kernel<'_>> + Clone + '_ {
         self.rows.iter().map(|row| Kernel {
@@ -910,15 +918,13 @@ impl Report {
             copies: row.copies,
             bytes: row.bytes,
             saved: row.size.saturating_mul(row.copies.saturating_sub(1)),
-            files: std::iter::once(row.file)
-                .chain(row.more_files.iter().copied())
-                .map(|n| self.files.get(n))
-                .collect(),
+            files: Files { report: self, row },
         })
     }
 }
 
-/// The report as JSON: `kernels` (each row made as it is written), `code_objects`, `total`.
+/// The report as JSON: `kernels` (each row made as it is written), `code_objects` (each place
+/// made as it is written), `total`.
 impl Serialize for Report {
     fn serialize<S: serde::Serializer>(
         &self,
@@ -935,17 +941,42 @@ impl Serialize for Report {
                 serializer.collect_seq(self.0.clone())
             }
         }
+        /// A code object stored more than once, as [`Copies`] is written, its places made
+        /// one at a time.
+        struct Object<'r>(&'r Report, &'r Counted);
+        impl Serialize for Object<'_> {
+            fn serialize<S: serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> std::result::Result<S::Ok, S::Error> {
+                let Copies {
+                    target,
+                    size,
+                    copies,
+                    saved,
+                    ..
+                } = self.0.copies(self.1);
+                let mut object = serializer.serialize_struct("Copies", 5)?;
+                object.serialize_field("target", &target)?;
+                object.serialize_field("size", &size)?;
+                object.serialize_field("copies", &copies)?;
+                object.serialize_field("saved", &saved)?;
+                object.serialize_field("places", &Each(self.0.log.places(self.1.places)))?;
+                object.end()
+            }
+        }
         let mut report = serializer.serialize_struct("Report", 3)?;
         report.serialize_field("kernels", &Each(self.kernels()))?;
-        report.serialize_field("code_objects", &Each(self.code_objects()))?;
+        let objects = self.copied.iter().map(|held| Object(self, held));
+        report.serialize_field("code_objects", &Each(objects))?;
         report.serialize_field("total", &self.total)?;
         report.end()
     }
 }
 
 /// The report of the files `found`, keeping the `top` functions with the most bytes when
-/// asked.
-pub fn report(found: &[Found], top: Option<usize>) -> Report {
+/// asked. An error is one of the temporary file that keeps the places.
+pub fn report(found: &[Found], top: Option<usize>) -> std::io::Result<Report> {
     let mut reporting = Reporting::default();
     for file in found {
         reporting.add(file);
@@ -954,8 +985,8 @@ pub fn report(found: &[Found], top: Option<usize>) -> Report {
 }
 
 /// A report being made, a file at a time ([`Reporting::add`]): what is held of each file is
-/// what the report says of it (where its copies are), not its images and functions, so that
-/// a tree's files can be let go as they are read.
+/// nothing but what the report says of it (where its copies are), written as found to an
+/// unnamed temporary file, so that a tree's files can be let go as they are read.
 #[derive(Debug, Default)]
 pub struct Reporting {
     report: Report,
@@ -964,36 +995,40 @@ pub struct Reporting {
     object_order: Vec<u128>,
     /// Each function's row, by target, name and the hash of its bytes.
     rows: HashMap<(usize, usize, u128), usize>,
+    /// The last file whose images were counted: its name, its record, its name's hash.
+    last_file: Option<(String, At, [u64; 2])>,
+    /// The first error writing the temporary file.
+    failed: Option<std::io::Error>,
 }
 
 impl Reporting {
     /// Counts the images and functions of one more file (files in the order reported).
     pub fn add(&mut self, file: &Found) {
-        let report = &mut self.report;
+        if let Err(e) = self.try_add(file) {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    /// [`Reporting::add`], stopping at an error writing the temporary file.
+    fn try_add(&mut self, file: &Found) -> std::io::Result<()> {
+        if self.failed.is_some() {
+            return Ok(());
+        }
         for image in &file.images {
+            let report = &mut self.report;
             let total = &mut report.total;
             total.code_objects += 1;
             total.code_object_bytes = total.code_object_bytes.saturating_add(image.size);
             let target = report.targets.number(&image.target);
-            // A file's images come together: its name is added once, as the last one.
-            let last = report.files.ends.len().checked_sub(1);
-            let place = match last.filter(|&n| report.files.get(n) == image.place.file) {
-                Some(n) => n,
-                None => report.files.push(&image.place.file),
-            };
-            let Place {
-                file_bytes,
-                member,
-                section,
-                offset,
-                ..
-            } = &image.place;
-            let spot = Spot {
-                file: place,
-                section: report.sections.number(section),
-                offset: *offset,
-                rare: (member.is_some() || file_bytes.is_some())
-                    .then(|| Box::new((member.clone(), file_bytes.clone()))),
+            // A file's images come together: its name is written once, as the last one.
+            let here = match &self.last_file {
+                Some((name, at, hash)) if *name == image.place.file => (*at, *hash),
+                _ => {
+                    let at = report.log.file(&image.place.file)?;
+                    let hash = name_hash(&image.place.file);
+                    self.last_file = Some((image.place.file.clone(), at, hash));
+                    (at, hash)
+                }
             };
             let object_order = &mut self.object_order;
             let held = self.objects.entry(image.hash).or_insert_with(|| {
@@ -1002,26 +1037,33 @@ impl Reporting {
                     target,
                     size: image.size,
                     copies: 0,
-                    spots: Vec::new(),
+                    places: (0, 0),
                 }
             });
+            let previous = (held.copies > 0).then_some(held.places.0);
+            held.places.0 = report.log.place(here.0, &image.place, previous)?;
             held.copies += 1;
-            held.spots.push(spot);
             for function in &image.functions {
-                count_function(report, &mut self.rows, (file, function), target, place);
+                count_function(report, &mut self.rows, (file, function), target, here)?;
             }
         }
+        Ok(())
     }
 
     /// The report of the files added, keeping the `top` functions with the most bytes when
-    /// asked.
-    pub fn finish(self, top: Option<usize>) -> Report {
+    /// asked. An error is one of the temporary file that keeps the places.
+    pub fn finish(self, top: Option<usize>) -> std::io::Result<Report> {
         let Reporting {
             mut report,
             mut objects,
             object_order,
             rows,
+            failed,
+            ..
         } = self;
+        if let Some(e) = failed {
+            return Err(e);
+        }
         drop(rows);
         let saved_of = |held: &Counted| held.size.saturating_mul(held.copies.saturating_sub(1));
         let mut copied: Vec<Counted> = object_order
@@ -1029,11 +1071,11 @@ impl Reporting {
             .filter_map(|hash| objects.remove(hash))
             .filter(|held| held.copies > 1)
             .collect();
+        drop(objects);
         copied.sort_by_key(|held| std::cmp::Reverse(saved_of(held)));
         let total = &mut report.total;
         total.saved_code_objects =
             (copied.iter()).fold(0, |sum, held| sum.saturating_add(saved_of(held)));
-        report.copied = copied;
         let saved = |row: &Row| row.size.saturating_mul(row.copies.saturating_sub(1));
         report.total.saved_functions =
             (report.rows.iter()).fold(0, |sum, r| sum.saturating_add(saved(r)));
@@ -1048,19 +1090,36 @@ impl Reporting {
             report.rows.truncate(top);
         }
         report.rows.shrink_to_fit();
-        report
+        // Each chain put in the order found, once the log is read back.
+        report.log.seal()?;
+        for held in &mut copied {
+            held.places = report.log.put_in_order(held.places.0, false)?;
+        }
+        for row in report.rows.iter_mut().filter(|row| row.more.1 > 0) {
+            row.more = report.log.put_in_order(row.more.0, true)?;
+        }
+        report.log.seal_order()?;
+        report.copied = copied;
+        Ok(report)
     }
 }
 
+/// The hash a file's name is told by, among the files that hold a function.
+fn name_hash(name: &str) -> [u64; 2] {
+    let hash = xxh3_128(name.as_bytes());
+    [(hash >> 64) as u64, hash as u64]
+}
+
 /// Counts one copy of `function` (of the file `found`, in an image of the target numbered
-/// `target` in the file numbered `file`) into `report`, its row found in `rows`.
+/// `target` in the file whose name's record and hash are `file`) into `report`, its row
+/// found in `rows`.
 fn count_function(
     report: &mut Report,
     rows: &mut HashMap<(usize, usize, u128), usize>,
     (found, function): (&Found, &FoundFunction),
     target: usize,
-    file: usize,
-) {
+    (file, hash): (At, [u64; 2]),
+) -> std::io::Result<()> {
     let total = &mut report.total;
     total.functions += 1;
     // Sizes are the symbols' own: a damaged table may declare anything.
@@ -1077,21 +1136,24 @@ fn count_function(
                 copies: 0,
                 bytes: 0,
                 file,
-                more_files: Vec::new(),
+                more: (0, 0),
+                last_name: hash,
             });
             report.rows.len() - 1
         });
     let Some(row) = report.rows.get_mut(n) else {
-        return;
+        return Ok(());
     };
     row.copies += 1;
     row.bytes = row.bytes.saturating_add(function.size);
-    // A file named again later (twice on the command line) has a number of its own: it is
-    // the same file when its name is.
-    let last = row.more_files.last().copied().unwrap_or(row.file);
-    if row.copies > 1 && report.files.get(last) != report.files.get(file) {
-        row.more_files.push(file);
+    // A file named again later (twice on the command line) is written again: it is the same
+    // file when its name is.
+    if row.copies > 1 && row.last_name != hash {
+        let previous = (row.more.1 > 0).then_some(row.more.0);
+        row.more = (report.log.link(file, previous)?, row.more.1 + 1);
+        row.last_name = hash;
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -32,6 +32,7 @@
 
 pub mod html;
 pub mod kernels;
+mod places;
 pub mod treemap;
 
 use std::collections::{BTreeMap, HashMap};
