@@ -223,7 +223,7 @@ fn write_page(path: &std::path::Path, page: &str) -> crate::Result<()> {
 fn kernels(args: &Args, pool: &rayon::ThreadPool, files: &FoundList, mut failed: bool) -> i32 {
     let stderr = std::io::stderr();
     // Each file is counted in as it is read, in order, and let go.
-    let mut reporting = du::kernels::Reporting::default();
+    let mut reporting = du::report::Reporting::default();
     let mut read = false;
     let counted: Result<(), std::convert::Infallible> = crate::cli::jobs::each_listed(
         pool,
@@ -274,7 +274,7 @@ fn kernels(args: &Args, pool: &rayon::ThreadPool, files: &FoundList, mut failed:
 }
 
 /// The cells of a function's row in `du --kernels`.
-fn kernel_row(k: du::kernels::Kernel<'_>) -> [std::ffi::OsString; 8] {
+fn kernel_row(k: du::report::Kernel<'_>) -> [std::ffi::OsString; 8] {
     let files = match k.files.len() {
         1 => k.files.first().to_string(),
         n => format!("{} (+{} more)", k.files.first(), n - 1),
@@ -293,7 +293,7 @@ fn kernel_row(k: du::kernels::Kernel<'_>) -> [std::ffi::OsString; 8] {
 
 /// Writes the text of `du --kernels` to `out`, a row at a time: a row per function, then the
 /// code objects stored more than once, then the sums.
-fn write_kernel_table(report: &du::kernels::Report, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_kernel_table(report: &du::report::Report, out: &mut dyn Write) -> std::io::Result<()> {
     let header = [
         "BYTES", "SIZE", "COPIES", "SAVED", "TARGET", "KIND", "NAME", "FILE",
     ];

@@ -33,6 +33,7 @@
 pub mod html;
 pub mod kernels;
 mod places;
+pub mod report;
 pub mod treemap;
 
 use std::collections::{BTreeMap, HashMap};
