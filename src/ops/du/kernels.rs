@@ -8,6 +8,25 @@
 //! compressed bundle's code objects are read one at a time as its stream passes them, so
 //! that what is held follows the largest code object, not the bundle. The report of a tree's
 //! files is [`super::report`]'s.
+//!
+//! # Example
+//!
+//! The images of a HIP object and the functions of each, with their sizes.
+//!
+//! ```
+//! use offload::ops::du::kernels;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
+//! let found = kernels::file_kernels(&samples.join("bundles/kernel-hip.o"), 1 << 30)?;
+//! assert!(!found.images.is_empty());
+//! for image in &found.images {
+//!     assert!(image.place.file.ends_with("kernel-hip.o"));
+//!     assert!(image.functions.iter().all(|f| f.size > 0 && !found.name(f).is_empty()));
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};

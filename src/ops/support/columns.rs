@@ -364,6 +364,39 @@ mod tests {
     }
 
     #[test]
+    fn a_last_column_written_a_piece_at_a_time_is_the_one_rendered() {
+        // The last cells: pieces joined, escaped, their spaces at the end trimmed.
+        let tails: [&[&str]; 4] = [
+            &["a.so @1", ", ", "b\n.so"],
+            &[],
+            &["c ", " ", "  "],
+            &["é"],
+        ];
+        let rows = [["1", "gfx90a"], ["10", "y"], ["100", "z  "], ["2", ""]];
+        let whole: Vec<Vec<String>> = (rows.iter().zip(tails))
+            .map(|(row, tail)| {
+                let mut cells: Vec<String> = row.iter().map(|c| c.to_string()).collect();
+                cells.push(tail.concat());
+                cells
+            })
+            .collect();
+        let header = ["#", "TARGET", "PLACES"];
+        let align = [Align::Right, Align::Left];
+        let mut written = Vec::new();
+        let mut tail = |k: usize, piece: &mut dyn FnMut(&str) -> std::io::Result<()>| {
+            tails
+                .get(k)
+                .into_iter()
+                .flat_map(|t| t.iter())
+                .try_for_each(|p| piece(p))
+        };
+        write_table_with_tail(&header, || rows.iter(), &align, &mut tail, &mut written).unwrap();
+        let expected = render(&header, &whole, &align);
+        assert_eq!(String::from_utf8(written).unwrap(), expected);
+        assert!(expected.contains("b\\n.so\n"), "{expected}");
+    }
+
+    #[test]
     fn a_spooled_table_is_the_one_rendered_in_memory_or_in_a_file() {
         let rows: Vec<Vec<String>> = (0..500)
             .map(|i| {
