@@ -579,4 +579,55 @@ mod tests {
             other => panic!("{other:?}"),
         }
     }
+
+    #[test]
+    fn in_place_each_file_is_one_task_under_its_first_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(tree.join("a")).unwrap();
+        std::fs::create_dir_all(tree.join("b")).unwrap();
+        let elf = b"\x7fELF\x02\x01\x01";
+        for file in ["a/one.so", "a/two.so", "b/three.so"] {
+            std::fs::write(tree.join(file), elf).unwrap();
+        }
+        std::fs::write(dir.path().join("outside.so"), elf).unwrap();
+        // Two more names of one.so, a link to two.so and one to a file outside the tree.
+        std::fs::hard_link(tree.join("a/one.so"), tree.join("b/again.so")).unwrap();
+        std::fs::hard_link(tree.join("a/one.so"), tree.join("b/more.so")).unwrap();
+        std::os::unix::fs::symlink("../a/two.so", tree.join("b/link.so")).unwrap();
+        std::os::unix::fs::symlink("../../outside.so", tree.join("b/out.so")).unwrap();
+        let planned = |roots: &[PathBuf]| {
+            let (found, _) = walk(roots, true, Links::Follow, Taken::MayHoldDeviceCode);
+            plan(roots, &found, None, Taken::MayHoldDeviceCode).unwrap()
+        };
+        let tasks = |plan: &Plan| -> Vec<(PathBuf, Vec<PathBuf>)> {
+            (plan.tasks.iter())
+                .map(|t| {
+                    let others = t.other_names.into_iter().map(|(p, _)| p).collect();
+                    (t.input, others)
+                })
+                .collect()
+        };
+        let one = planned(std::slice::from_ref(&tree));
+        let expected = vec![
+            (
+                tree.join("a/one.so"),
+                vec![tree.join("b/again.so"), tree.join("b/more.so")],
+            ),
+            (tree.join("a/two.so"), vec![]),
+            (tree.join("b/three.so"), vec![]),
+        ];
+        assert_eq!(tasks(&one), expected);
+        assert_eq!(one.tasks.len(), 3);
+        // The file outside is refused; two.so, met under its own name too, is not.
+        let refused: Vec<String> = one.refused.iter().map(|e| e.to_string()).collect();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(refused[0].contains("out.so"), "{refused:?}");
+        // A folder named twice, and a file inside it named: each file once still.
+        let roots = [tree.join("a"), tree.join("a/two.so"), tree.join("a")];
+        let overlapping = planned(&roots);
+        assert_eq!(overlapping.tasks.len(), 2);
+        let inputs: Vec<PathBuf> = tasks(&overlapping).into_iter().map(|t| t.0).collect();
+        assert_eq!(inputs, [tree.join("a/one.so"), tree.join("a/two.so")]);
+    }
 }

@@ -75,6 +75,11 @@ where
     Ok(())
 }
 
+/// What hands a row's last cell to [`write_table_with_tail`] a piece at a time: called with
+/// the row's number and what takes each piece.
+pub type Tail<'t> =
+    dyn FnMut(usize, &mut dyn FnMut(&str) -> std::io::Result<()>) -> std::io::Result<()> + 't;
+
 /// [`write_table`] for a table whose last column's cells may be too long to make whole (a
 /// list with an item per file of a tree): `rows` gives the other cells of each row, and
 /// `tail(k, piece)` hands `piece` each part of row `k`'s last cell in turn, each shown
@@ -85,7 +90,7 @@ pub fn write_table_with_tail<I, R, C>(
     header: &[&str],
     rows: impl Fn() -> I,
     align: &[Align],
-    tail: &mut dyn FnMut(usize, &mut dyn FnMut(&str) -> std::io::Result<()>) -> std::io::Result<()>,
+    tail: &mut Tail<'_>,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()>
 where
