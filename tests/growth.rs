@@ -673,3 +673,22 @@ fn tree_reports_hold_nothing_per_file() {
     ];
     assert_flat_per_file(&WIDE, &commands, CHECK_PER_FILE_BYTES);
 }
+
+/// Anonymous memory `du -r --kernels` (as a table and as JSON) and `strip`, `compress` and
+/// `decompress -r --in-place` may take for each file more: where each copy of a code object
+/// is and which files hold each function are written to an unnamed file as found (about 230
+/// bytes a file were held before), and the tasks of files rewritten in place are made from the
+/// walk's list as they are reached, only files with several names remembered (about 200
+/// bytes a file were held before). The in-place commands run last, each over the trees the
+/// one before left.
+#[test]
+fn kernel_reports_and_rewrites_in_place_hold_nothing_per_file() {
+    let commands: [&[&str]; 5] = [
+        &["du", "-r", "--kernels"],
+        &["du", "-r", "--kernels", "--json"],
+        &["strip", "-r", "--in-place", "--keep", "gfx90a"],
+        &["compress", "-r", "--in-place"],
+        &["decompress", "-r", "--in-place"],
+    ];
+    assert_flat_per_file(&WIDE, &commands, FLAT_PER_FILE_BYTES);
+}

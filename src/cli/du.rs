@@ -223,7 +223,7 @@ fn write_page(path: &std::path::Path, page: &str) -> crate::Result<()> {
 fn kernels(args: &Args, pool: &rayon::ThreadPool, files: &FoundList, mut failed: bool) -> i32 {
     let stderr = std::io::stderr();
     // Each file is counted in as it is read, in order, and let go.
-    let mut reporting = du::kernels::Reporting::default();
+    let mut reporting = du::report::Reporting::default();
     let mut read = false;
     let counted: Result<(), std::convert::Infallible> = crate::cli::jobs::each_listed(
         pool,
@@ -247,7 +247,17 @@ fn kernels(args: &Args, pool: &rayon::ThreadPool, files: &FoundList, mut failed:
     if !read && failed && !args.json {
         return 1;
     }
-    let report = reporting.finish(args.top);
+    let report = match reporting.finish(args.top) {
+        Ok(report) => report,
+        Err(e) => {
+            let _ = writeln!(
+                stderr.lock(),
+                "{PROG}: error: the places of the code objects could not be kept in a \
+                 temporary file: {e}"
+            );
+            return 1;
+        }
+    };
     // Written as it is made: the rows of a large library are tens of megabytes of text.
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let written = if args.json {
@@ -264,11 +274,10 @@ fn kernels(args: &Args, pool: &rayon::ThreadPool, files: &FoundList, mut failed:
 }
 
 /// The cells of a function's row in `du --kernels`.
-fn kernel_row(k: du::kernels::Kernel<'_>) -> [std::ffi::OsString; 8] {
-    let files = match k.files.as_slice() {
-        [one] => one.to_string(),
-        [first, rest @ ..] => format!("{first} (+{} more)", rest.len()),
-        [] => String::new(),
+fn kernel_row(k: du::report::Kernel<'_>) -> [std::ffi::OsString; 8] {
+    let files = match k.files.len() {
+        1 => k.files.first().to_string(),
+        n => format!("{} (+{} more)", k.files.first(), n - 1),
     };
     [
         k.bytes.to_string().into(),
@@ -284,7 +293,7 @@ fn kernel_row(k: du::kernels::Kernel<'_>) -> [std::ffi::OsString; 8] {
 
 /// Writes the text of `du --kernels` to `out`, a row at a time: a row per function, then the
 /// code objects stored more than once, then the sums.
-fn write_kernel_table(report: &du::kernels::Report, out: &mut dyn Write) -> std::io::Result<()> {
+fn write_kernel_table(report: &du::report::Report, out: &mut dyn Write) -> std::io::Result<()> {
     let header = [
         "BYTES", "SIZE", "COPIES", "SAVED", "TARGET", "KIND", "NAME", "FILE",
     ];
@@ -297,34 +306,36 @@ fn write_kernel_table(report: &du::kernels::Report, out: &mut dyn Write) -> std:
     if report.code_objects().len() > 0 {
         out.write_all(b"\nStored more than once:\n")?;
         let header = ["SIZE", "COPIES", "SAVED", "TARGET", "PLACES"];
-        // A row at a time, made twice (to measure, then to write): a code object copied into
-        // every file of a tree has a place per file.
+        // A row at a time, made twice (to measure, then to write), its places written one
+        // at a time as they are read back: a code object copied into every file of a tree
+        // has a place per file.
         let rows = || {
-            report.code_objects_unplaced().enumerate().map(|(k, c)| {
-                let mut places = String::new();
-                for (n, p) in report.places(k).enumerate() {
-                    if n > 0 {
-                        places.push_str(", ");
-                    }
-                    places.push_str(&place(&p));
-                }
+            report.code_objects_unplaced().map(|c| {
                 [
-                    c.size.to_string().into(),
-                    c.copies.to_string().into(),
-                    c.saved.to_string().into(),
-                    c.target.into(),
-                    std::ffi::OsString::from(places),
+                    c.size.to_string(),
+                    c.copies.to_string(),
+                    c.saved.to_string(),
+                    c.target,
                 ]
             })
         };
-        let align = [
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Left,
-            Align::Left,
-        ];
-        crate::ops::support::columns::write_table(&header, rows, &align, out)?;
+        let align = [Align::Right, Align::Right, Align::Right, Align::Left];
+        let mut places = |k: usize, piece: &mut dyn FnMut(&str) -> std::io::Result<()>| {
+            for (n, p) in report.places(k).enumerate() {
+                if n > 0 {
+                    piece(", ")?;
+                }
+                piece(&place(&p))?;
+            }
+            Ok(())
+        };
+        crate::ops::support::columns::write_table_with_tail(
+            &header,
+            rows,
+            &align,
+            &mut places,
+            out,
+        )?;
     }
     let mut text = String::new();
     let t = &report.total;

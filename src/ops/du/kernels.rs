@@ -6,23 +6,24 @@
 //! the bytes a de-duplication would save. Images stored compressed are inflated within the cap
 //! on inflated sizes, each stream once, several at a time within the inflation budget; a
 //! compressed bundle's code objects are read one at a time as its stream passes them, so
-//! that what is held follows the largest code object, not the bundle.
+//! that what is held follows the largest code object, not the bundle. The report of a tree's
+//! files is [`super::report`]'s.
 //!
 //! # Example
 //!
-//! Two copies of one bundle: each code object and each function is stored twice.
+//! The images of a HIP object and the functions of each, with their sizes.
 //!
 //! ```
 //! use offload::ops::du::kernels;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let samples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("samples");
-//! let file = samples.join("bundles/kernel-hip.o");
-//! let one = kernels::file_kernels(&file, 1 << 30)?;
-//! let report = kernels::report(&[one.clone(), one], None);
-//! assert!(report.code_objects().all(|copies| copies.copies == 2));
-//! assert!(report.kernels().any(|k| k.kernel && k.copies == 2));
-//! assert_eq!(report.total.saved_code_objects * 2, report.total.code_object_bytes);
+//! let found = kernels::file_kernels(&samples.join("bundles/kernel-hip.o"), 1 << 30)?;
+//! assert!(!found.images.is_empty());
+//! for image in &found.images {
+//!     assert!(image.place.file.ends_with("kernel-hip.o"));
+//!     assert!(image.functions.iter().all(|f| f.size > 0 && !found.name(f).is_empty()));
+//! }
 //! # Ok(())
 //! # }
 //! ```
@@ -34,7 +35,6 @@ use std::path::Path;
 use object::read::elf::{ElfFile64, FileHeader};
 use object::{Endianness, Object, ObjectSection, ObjectSymbol, SymbolKind};
 use rayon::prelude::*;
-use serde::Serialize;
 use xxhash_rust::xxh3::xxh3_128;
 
 use crate::error::{Error, Result};
@@ -47,6 +47,8 @@ use crate::format::stream::CompressedStream;
 use crate::host::scan::{scan_with_archives, DeviceImage, InStream, Reading};
 use crate::io::Input;
 use crate::ops::support::inflating::{memory_of_stream, Budget};
+
+pub use crate::ops::du::places::Place;
 
 /// A CUDA symbol's `st_other` bit saying it is a kernel (an entry point), as `cuobjdump` and
 /// `readelf` show it (`[<other: 0x10>]`).
@@ -80,7 +82,7 @@ pub struct FoundImage {
     /// Its size in bytes, inflated.
     pub size: u64,
     /// The hash of its bytes.
-    hash: u128,
+    pub(crate) hash: u128,
     /// Its functions with code (none when it is no ELF file: PTX, bitcode, SPIR-V).
     pub functions: Vec<FoundFunction>,
 }
@@ -96,12 +98,12 @@ pub struct FoundFunction {
     /// Its code's size in bytes (its symbol's `st_size`).
     pub size: u64,
     /// The hash of its bytes (of its size alone when they are not in the file: `SHT_NOBITS`).
-    hash: u128,
+    pub(crate) hash: u128,
 }
 
 /// Names held once each, one after another in one string, found again by their hash.
 #[derive(Debug, Clone, Default)]
-struct Names {
+pub(crate) struct Names {
     /// Every name, one after another.
     text: String,
     /// Where each name ends in `text`, by number.
@@ -114,7 +116,7 @@ struct Names {
 
 impl Names {
     /// The name numbered `n` (empty for a number not given).
-    fn get(&self, n: usize) -> &str {
+    pub(crate) fn get(&self, n: usize) -> &str {
         let start = match n.checked_sub(1) {
             Some(before) => self.ends.get(before).copied().unwrap_or(0),
             None => 0,
@@ -124,7 +126,7 @@ impl Names {
     }
 
     /// The number of `name`, which is added when new.
-    fn intern(&mut self, name: &str) -> usize {
+    pub(crate) fn intern(&mut self, name: &str) -> usize {
         let hash = xxhash_rust::xxh3::xxh3_64(name.as_bytes());
         match self.by_hash.get(&hash) {
             Some(&n) if self.get(n) == name => n,
@@ -150,25 +152,6 @@ impl Names {
         self.ends.push(self.text.len());
         self.ends.len() - 1
     }
-}
-
-/// Where an image is: the file, the package member, the section, the offset.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-pub struct Place {
-    /// The file, as text (see [`Place::file_bytes`]).
-    pub file: String,
-    /// The file's name in base64, only when it is not UTF-8: its exact bytes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub file_bytes: Option<String>,
-    /// The package member, when the file is a package.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub member: Option<String>,
-    /// The section, inside the archive members that hold it (`member!section`).
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub section: String,
-    /// Its offset in the file (the member's, for a package), when it is stored as such.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub offset: Option<u64>,
 }
 
 /// The functions of the device images of the file at `path`, each image inflated within
@@ -708,390 +691,6 @@ fn functions(bytes: &[u8]) -> Vec<Read<'_>> {
         functions.push((name, kernel, symbol.size(), hash));
     }
     functions
-}
-
-/// One function of one target, with the same bytes wherever it is stored: a row of the
-/// report, its text borrowed from it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Kernel<'r> {
-    /// Its symbol's name (mangled).
-    pub name: &'r str,
-    /// The target of the code objects that hold it.
-    pub target: &'r str,
-    /// Whether it is a kernel (an entry point); a device function otherwise.
-    pub kernel: bool,
-    /// Its code's size in bytes.
-    pub size: u64,
-    /// How many times it is stored.
-    pub copies: u64,
-    /// The bytes all its copies take: `size * copies`.
-    pub bytes: u64,
-    /// The bytes keeping one copy would save: `size * (copies - 1)`.
-    pub saved: u64,
-    /// The files that hold it, in order, each once.
-    pub files: Vec<&'r str>,
-}
-
-/// A function of the report as held: numbers into the report's names, targets and files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Row {
-    name: usize,
-    target: usize,
-    kernel: bool,
-    size: u64,
-    copies: u64,
-    bytes: u64,
-    /// The first file that holds it, then the others (empty for most).
-    file: usize,
-    more_files: Vec<usize>,
-}
-
-/// Strings held once each, by number, found again by their text: the few targets and files.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct Few {
-    all: Vec<String>,
-    numbers: HashMap<String, usize>,
-}
-
-impl Few {
-    /// The number of `text`, added when new.
-    fn number(&mut self, text: &str) -> usize {
-        if let Some(&n) = self.numbers.get(text) {
-            return n;
-        }
-        self.all.push(text.to_string());
-        self.numbers.insert(text.to_string(), self.all.len() - 1);
-        self.all.len() - 1
-    }
-
-    /// The string numbered `n`.
-    fn get(&self, n: usize) -> &str {
-        self.all.get(n).map_or("", String::as_str)
-    }
-}
-
-impl PartialEq for Names {
-    fn eq(&self, other: &Names) -> bool {
-        self.text == other.text && self.ends == other.ends
-    }
-}
-
-impl Eq for Names {}
-
-/// A code object (or any device image) whose bytes are stored more than once.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Copies {
-    /// Its target (of its first copy).
-    pub target: String,
-    /// Its size in bytes, inflated.
-    pub size: u64,
-    /// How many times it is stored.
-    pub copies: u64,
-    /// The bytes keeping one copy would save: `size * (copies - 1)`.
-    pub saved: u64,
-    /// Where each copy is, in the order found.
-    pub places: Vec<Place>,
-}
-
-/// The sums of a report.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Totals {
-    /// How many device images were read.
-    pub code_objects: u64,
-    /// Their bytes, inflated.
-    pub code_object_bytes: u64,
-    /// How many functions with code they hold (each copy counted).
-    pub functions: u64,
-    /// The bytes of those functions' code (each copy counted).
-    pub function_bytes: u64,
-    /// The bytes keeping one copy of each code object stored more than once would save.
-    pub saved_code_objects: u64,
-    /// The bytes keeping one copy of each function stored more than once would save (those
-    /// of whole code objects stored more than once included).
-    pub saved_functions: u64,
-}
-
-/// What `du --kernels` reports. The functions are held as a few numbers each, their names
-/// once each, and are handed out one at a time ([`Report::kernels`]), so that the report takes
-/// memory for its rows' numbers and the distinct names, not for the text of every row.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Report {
-    /// The functions, most bytes first (then by target and name); the first `top` only when
-    /// asked.
-    rows: Vec<Row>,
-    names: Names,
-    targets: Few,
-    /// The files, by number, in the order added: each name held once.
-    files: Names,
-    sections: Few,
-    /// The code objects stored more than once, most bytes saved first.
-    copied: Vec<Counted>,
-    /// The sums, over every function (not only the first `top`).
-    pub total: Totals,
-}
-
-/// A code object of the report as held: its target by number, and where each copy is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Counted {
-    target: usize,
-    size: u64,
-    copies: u64,
-    spots: Vec<Spot>,
-}
-
-/// Where one copy of a code object is, as held: a few words, its file and section by their
-/// numbers in the report; the package member and the bytes of a name that is not UTF-8 only
-/// when there are (rare).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Spot {
-    file: usize,
-    section: usize,
-    offset: Option<u64>,
-    rare: Option<Box<(Option<String>, Option<String>)>>,
-}
-
-impl Report {
-    /// The code objects stored more than once, most bytes saved first, each with where its
-    /// copies are (made as it is handed out).
-    pub fn code_objects(&self) -> impl ExactSizeIterator<Item = Copies> + Clone + '_ {
-        self.copied.iter().map(|held| Copies {
-            places: held.spots.iter().map(|spot| self.place(spot)).collect(),
-            ..self.copies(held)
-        })
-    }
-
-    /// The code objects stored more than once, as [`Report::code_objects`] gives them but
-    /// with their places left empty: those come one at a time from [`Report::places`].
-    pub fn code_objects_unplaced(&self) -> impl ExactSizeIterator<Item = Copies> + Clone + '_ {
-        self.copied.iter().map(|held| self.copies(held))
-    }
-
-    /// The places of the copies of the code object numbered `n` (from 0) of
-    /// [`Report::code_objects`], in the order found, each made as it is handed out: a code
-    /// object copied into every file of a tree has a place per file.
-    pub fn places(&self, n: usize) -> impl Iterator<Item = Place> + '_ {
-        (self.copied.get(n).into_iter())
-            .flat_map(move |held| held.spots.iter().map(move |spot| self.place(spot)))
-    }
-
-    /// What the report says of the code object `held`, but its places.
-    fn copies(&self, held: &Counted) -> Copies {
-        Copies {
-            target: self.targets.get(held.target).to_string(),
-            size: held.size,
-            copies: held.copies,
-            saved: held.size.saturating_mul(held.copies.saturating_sub(1)),
-            places: Vec::new(),
-        }
-    }
-
-    /// The place `spot` stands for.
-    fn place(&self, spot: &Spot) -> Place {
-        let (member, file_bytes) = match spot.rare.as_deref() {
-            Some((member, bytes)) => (member.clone(), bytes.clone()),
-            None => (None, None),
-        };
-        Place {
-            file: self.files.get(spot.file).to_string(),
-            file_bytes,
-            member,
-            section: self.sections.get(spot.section).to_string(),
-            offset: spot.offset,
-        }
-    }
-
-    /// The functions, most bytes first (then by target and name).
-    pub fn kernels(&self) -> impl ExactSizeIterator<Item = Kernel<'_>> + Clone + '_ {
-        self.rows.iter().map(|row| Kernel {
-            name: self.names.get(row.name),
-            target: self.targets.get(row.target),
-            kernel: row.kernel,
-            size: row.size,
-            copies: row.copies,
-            bytes: row.bytes,
-            saved: row.size.saturating_mul(row.copies.saturating_sub(1)),
-            files: std::iter::once(row.file)
-                .chain(row.more_files.iter().copied())
-                .map(|n| self.files.get(n))
-                .collect(),
-        })
-    }
-}
-
-/// The report as JSON: `kernels` (each row made as it is written), `code_objects`, `total`.
-impl Serialize for Report {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct;
-        /// A sequence written an element at a time, each made as it is written.
-        struct Each<I>(I);
-        impl<I: Iterator<Item: Serialize> + Clone> Serialize for Each<I> {
-            fn serialize<S: serde::Serializer>(
-                &self,
-                serializer: S,
-            ) -> std::result::Result<S::Ok, S::Error> {
-                serializer.collect_seq(self.0.clone())
-            }
-        }
-        let mut report = serializer.serialize_struct("Report", 3)?;
-        report.serialize_field("kernels", &Each(self.kernels()))?;
-        report.serialize_field("code_objects", &Each(self.code_objects()))?;
-        report.serialize_field("total", &self.total)?;
-        report.end()
-    }
-}
-
-/// The report of the files `found`, keeping the `top` functions with the most bytes when
-/// asked.
-pub fn report(found: &[Found], top: Option<usize>) -> Report {
-    let mut reporting = Reporting::default();
-    for file in found {
-        reporting.add(file);
-    }
-    reporting.finish(top)
-}
-
-/// A report being made, a file at a time ([`Reporting::add`]): what is held of each file is
-/// what the report says of it (where its copies are), not its images and functions, so that
-/// a tree's files can be let go as they are read.
-#[derive(Debug, Default)]
-pub struct Reporting {
-    report: Report,
-    /// Each code object by the hash of its bytes, and those hashes in the order found.
-    objects: HashMap<u128, Counted>,
-    object_order: Vec<u128>,
-    /// Each function's row, by target, name and the hash of its bytes.
-    rows: HashMap<(usize, usize, u128), usize>,
-}
-
-impl Reporting {
-    /// Counts the images and functions of one more file (files in the order reported).
-    pub fn add(&mut self, file: &Found) {
-        let report = &mut self.report;
-        for image in &file.images {
-            let total = &mut report.total;
-            total.code_objects += 1;
-            total.code_object_bytes = total.code_object_bytes.saturating_add(image.size);
-            let target = report.targets.number(&image.target);
-            // A file's images come together: its name is added once, as the last one.
-            let last = report.files.ends.len().checked_sub(1);
-            let place = match last.filter(|&n| report.files.get(n) == image.place.file) {
-                Some(n) => n,
-                None => report.files.push(&image.place.file),
-            };
-            let Place {
-                file_bytes,
-                member,
-                section,
-                offset,
-                ..
-            } = &image.place;
-            let spot = Spot {
-                file: place,
-                section: report.sections.number(section),
-                offset: *offset,
-                rare: (member.is_some() || file_bytes.is_some())
-                    .then(|| Box::new((member.clone(), file_bytes.clone()))),
-            };
-            let object_order = &mut self.object_order;
-            let held = self.objects.entry(image.hash).or_insert_with(|| {
-                object_order.push(image.hash);
-                Counted {
-                    target,
-                    size: image.size,
-                    copies: 0,
-                    spots: Vec::new(),
-                }
-            });
-            held.copies += 1;
-            held.spots.push(spot);
-            for function in &image.functions {
-                count_function(report, &mut self.rows, (file, function), target, place);
-            }
-        }
-    }
-
-    /// The report of the files added, keeping the `top` functions with the most bytes when
-    /// asked.
-    pub fn finish(self, top: Option<usize>) -> Report {
-        let Reporting {
-            mut report,
-            mut objects,
-            object_order,
-            rows,
-        } = self;
-        drop(rows);
-        let saved_of = |held: &Counted| held.size.saturating_mul(held.copies.saturating_sub(1));
-        let mut copied: Vec<Counted> = object_order
-            .iter()
-            .filter_map(|hash| objects.remove(hash))
-            .filter(|held| held.copies > 1)
-            .collect();
-        copied.sort_by_key(|held| std::cmp::Reverse(saved_of(held)));
-        let total = &mut report.total;
-        total.saved_code_objects =
-            (copied.iter()).fold(0, |sum, held| sum.saturating_add(saved_of(held)));
-        report.copied = copied;
-        let saved = |row: &Row| row.size.saturating_mul(row.copies.saturating_sub(1));
-        report.total.saved_functions =
-            (report.rows.iter()).fold(0, |sum, r| sum.saturating_add(saved(r)));
-        let (names, targets) = (&report.names, &report.targets);
-        report.rows.sort_by(|a, b| {
-            (b.bytes.cmp(&a.bytes))
-                .then_with(|| targets.get(a.target).cmp(targets.get(b.target)))
-                .then_with(|| names.get(a.name).cmp(names.get(b.name)))
-                .then_with(|| a.size.cmp(&b.size))
-        });
-        if let Some(top) = top {
-            report.rows.truncate(top);
-        }
-        report.rows.shrink_to_fit();
-        report
-    }
-}
-
-/// Counts one copy of `function` (of the file `found`, in an image of the target numbered
-/// `target` in the file numbered `file`) into `report`, its row found in `rows`.
-fn count_function(
-    report: &mut Report,
-    rows: &mut HashMap<(usize, usize, u128), usize>,
-    (found, function): (&Found, &FoundFunction),
-    target: usize,
-    file: usize,
-) {
-    let total = &mut report.total;
-    total.functions += 1;
-    // Sizes are the symbols' own: a damaged table may declare anything.
-    total.function_bytes = total.function_bytes.saturating_add(function.size);
-    let name = report.names.intern(found.name(function));
-    let n = *rows
-        .entry((target, name, function.hash))
-        .or_insert_with(|| {
-            report.rows.push(Row {
-                name,
-                target,
-                kernel: function.kernel,
-                size: function.size,
-                copies: 0,
-                bytes: 0,
-                file,
-                more_files: Vec::new(),
-            });
-            report.rows.len() - 1
-        });
-    let Some(row) = report.rows.get_mut(n) else {
-        return;
-    };
-    row.copies += 1;
-    row.bytes = row.bytes.saturating_add(function.size);
-    // A file named again later (twice on the command line) has a number of its own: it is
-    // the same file when its name is.
-    let last = row.more_files.last().copied().unwrap_or(row.file);
-    if row.copies > 1 && report.files.get(last) != report.files.get(file) {
-        row.more_files.push(file);
-    }
 }
 
 #[cfg(test)]

@@ -32,6 +32,8 @@
 
 pub mod html;
 pub mod kernels;
+mod places;
+pub mod report;
 pub mod treemap;
 
 use std::collections::{BTreeMap, HashMap};

@@ -72,6 +72,38 @@ enum TaskList {
     Held(Vec<Task>),
     /// The files found, each written to `folder` joined with its relative path.
     Mirrored { files: FoundList, folder: PathBuf },
+    /// The files found, each rewritten in place (see [`in_place_tasks`]).
+    InPlace(InPlace),
+}
+
+/// The files of a job rewritten in place: each file under the first name the walk met that
+/// was not reached through a symbolic link, its other names with it. Only the files that can
+/// be reached twice are remembered: those with several names (hard links), those reached
+/// through a symbolic link too, and, when several files or folders are named, every file.
+#[derive(Debug)]
+struct InPlace {
+    files: FoundList,
+    roots: Vec<PathBuf>,
+    /// The number of tasks.
+    len: usize,
+    /// The other names of each file met under several, by the number of its first name among
+    /// `files`.
+    other_names: std::collections::HashMap<usize, Vec<(PathBuf, Placement)>>,
+    /// The numbers of those other names among `files`: no task of their own.
+    later: std::collections::HashSet<usize>,
+}
+
+impl InPlace {
+    /// The tasks, in order, each made as it comes.
+    fn iter(&self) -> impl Iterator<Item = Task> + '_ {
+        (self.files.iter().enumerate())
+            .filter(|(k, f)| !f.through_link && !self.later.contains(k))
+            .map(|(k, f)| Task {
+                placement: in_place(&self.roots, &f),
+                input: f.path,
+                other_names: self.other_names.get(&k).cloned().unwrap_or_default(),
+            })
+    }
 }
 
 impl Tasks {
@@ -80,6 +112,7 @@ impl Tasks {
         match &self.0 {
             TaskList::Held(tasks) => tasks.len(),
             TaskList::Mirrored { files, .. } => files.len(),
+            TaskList::InPlace(in_place) => in_place.len,
         }
     }
 
@@ -95,6 +128,7 @@ impl Tasks {
             TaskList::Mirrored { files, folder } => {
                 Box::new(files.iter().map(move |found| mirrored(folder, found)))
             }
+            TaskList::InPlace(in_place) => Box::new(in_place.iter()),
         }
     }
 
@@ -349,7 +383,10 @@ fn destinations(
                 folder: folder.to_path_buf(),
             }));
         }
-        None => in_place_tasks(roots, found.iter(), &mut plan.refused),
+        None => {
+            let tasks = in_place_tasks(roots, found, &mut plan.refused);
+            return Ok(Tasks(TaskList::InPlace(tasks)));
+        }
     };
     Ok(Tasks(TaskList::Held(tasks)))
 }
@@ -402,55 +439,71 @@ fn output_folder(output: &Path) -> &Path {
 /// The tasks of files rewritten in place: a file with several names once, under the first
 /// name not reached through a symbolic link (its other names pruned with it). A file reached
 /// only through links the walk followed is refused (added to `refused`): it may lie outside
-/// the tree.
-fn in_place_tasks(
-    roots: &[PathBuf],
-    found: impl Iterator<Item = Found>,
-    refused: &mut Vec<Error>,
-) -> Vec<Task> {
+/// the tree. The tasks are made from `found` as they are read; what is held is the files that
+/// may be met twice, by device and inode: those with several names, those the walk reached
+/// through a symbolic link, and every file when several are named (the same file may lie
+/// under two of them).
+fn in_place_tasks(roots: &[PathBuf], found: FoundList, refused: &mut Vec<Error>) -> InPlace {
     use std::collections::hash_map::Entry;
     use std::os::unix::fs::MetadataExt;
-    let mut tasks: Vec<Task> = Vec::new();
-    let mut by_file: std::collections::HashMap<(u64, u64), usize> = Default::default();
+    let key = |path: &Path| {
+        std::fs::metadata(path)
+            .ok()
+            .map(|m| ((m.dev(), m.ino()), m.nlink()))
+    };
+    // The files reached through links first: those met by another name too are remembered.
     let mut through_links = Vec::new();
-    for f in found {
+    let mut linked = std::collections::HashSet::new();
+    for f in found.iter().filter(|f| f.through_link) {
+        let file = key(&f.path).map(|(file, _)| file);
+        linked.extend(file);
+        through_links.push((f.path, file));
+    }
+    let every = roots.len() > 1;
+    let mut tasks = InPlace {
+        files: FoundList::new(),
+        roots: roots.to_vec(),
+        len: 0,
+        other_names: Default::default(),
+        later: Default::default(),
+    };
+    let mut by_file: std::collections::HashMap<(u64, u64), usize> = Default::default();
+    for (k, f) in found.iter().enumerate() {
         if f.through_link {
-            through_links.push(f);
             continue;
         }
-        let placement = in_place(roots, &f);
-        let Ok(meta) = std::fs::metadata(&f.path) else {
-            // The rewrite says why it cannot be read.
-            tasks.push(Task {
-                input: f.path,
-                placement,
-                other_names: Vec::new(),
-            });
+        // A file that cannot be read is a task: the rewrite says why.
+        let Some((file, names)) = key(&f.path) else {
+            tasks.len += 1;
             continue;
         };
-        match by_file.entry((meta.dev(), meta.ino())) {
-            Entry::Occupied(first) => tasks[*first.get()].other_names.push((f.path, placement)),
+        if !(every || names > 1 || linked.contains(&file)) {
+            tasks.len += 1;
+            continue;
+        }
+        match by_file.entry(file) {
+            Entry::Occupied(first) => {
+                let placement = in_place(roots, &f);
+                let names = tasks.other_names.entry(*first.get()).or_default();
+                names.push((f.path, placement));
+                tasks.later.insert(k);
+            }
             Entry::Vacant(slot) => {
-                slot.insert(tasks.len());
-                tasks.push(Task {
-                    input: f.path,
-                    placement,
-                    other_names: Vec::new(),
-                });
+                slot.insert(k);
+                tasks.len += 1;
             }
         }
     }
-    for f in through_links {
-        let known =
-            std::fs::metadata(&f.path).is_ok_and(|m| by_file.contains_key(&(m.dev(), m.ino())));
-        if !known {
+    for (path, file) in through_links {
+        if !file.is_some_and(|file| by_file.contains_key(&file)) {
             refused.push(Error::file(
-                &f.path,
+                &path,
                 "reached through a symbolic link: a walk rewrites and removes files only \
                  inside its tree; left as it is",
             ));
         }
     }
+    tasks.files = found;
     tasks
 }
 
@@ -525,5 +578,56 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn in_place_each_file_is_one_task_under_its_first_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(tree.join("a")).unwrap();
+        std::fs::create_dir_all(tree.join("b")).unwrap();
+        let elf = b"\x7fELF\x02\x01\x01";
+        for file in ["a/one.so", "a/two.so", "b/three.so"] {
+            std::fs::write(tree.join(file), elf).unwrap();
+        }
+        std::fs::write(dir.path().join("outside.so"), elf).unwrap();
+        // Two more names of one.so, a link to two.so and one to a file outside the tree.
+        std::fs::hard_link(tree.join("a/one.so"), tree.join("b/again.so")).unwrap();
+        std::fs::hard_link(tree.join("a/one.so"), tree.join("b/more.so")).unwrap();
+        std::os::unix::fs::symlink("../a/two.so", tree.join("b/link.so")).unwrap();
+        std::os::unix::fs::symlink("../../outside.so", tree.join("b/out.so")).unwrap();
+        let planned = |roots: &[PathBuf]| {
+            let (found, _) = walk(roots, true, Links::Follow, Taken::MayHoldDeviceCode);
+            plan(roots, &found, None, Taken::MayHoldDeviceCode).unwrap()
+        };
+        let tasks = |plan: &Plan| -> Vec<(PathBuf, Vec<PathBuf>)> {
+            (plan.tasks.iter())
+                .map(|t| {
+                    let others = t.other_names.into_iter().map(|(p, _)| p).collect();
+                    (t.input, others)
+                })
+                .collect()
+        };
+        let one = planned(std::slice::from_ref(&tree));
+        let expected = vec![
+            (
+                tree.join("a/one.so"),
+                vec![tree.join("b/again.so"), tree.join("b/more.so")],
+            ),
+            (tree.join("a/two.so"), vec![]),
+            (tree.join("b/three.so"), vec![]),
+        ];
+        assert_eq!(tasks(&one), expected);
+        assert_eq!(one.tasks.len(), 3);
+        // The file outside is refused; two.so, met under its own name too, is not.
+        let refused: Vec<String> = one.refused.iter().map(|e| e.to_string()).collect();
+        assert_eq!(refused.len(), 1, "{refused:?}");
+        assert!(refused[0].contains("out.so"), "{refused:?}");
+        // A folder named twice, and a file inside it named: each file once still.
+        let roots = [tree.join("a"), tree.join("a/two.so"), tree.join("a")];
+        let overlapping = planned(&roots);
+        assert_eq!(overlapping.tasks.len(), 2);
+        let inputs: Vec<PathBuf> = tasks(&overlapping).into_iter().map(|t| t.0).collect();
+        assert_eq!(inputs, [tree.join("a/one.so"), tree.join("a/two.so")]);
     }
 }

@@ -75,6 +75,76 @@ where
     Ok(())
 }
 
+/// What hands a row's last cell to [`write_table_with_tail`] a piece at a time: called with
+/// the row's number and what takes each piece.
+pub type Tail<'t> =
+    dyn FnMut(usize, &mut dyn FnMut(&str) -> std::io::Result<()>) -> std::io::Result<()> + 't;
+
+/// [`write_table`] for a table whose last column's cells may be too long to make whole (a
+/// list with an item per file of a tree): `rows` gives the other cells of each row, and
+/// `tail(k, piece)` hands `piece` each part of row `k`'s last cell in turn, each shown
+/// escaped as it is written. The text is [`write_table`]'s with the parts joined.
+// Only the command line writes tables this large.
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub fn write_table_with_tail<I, R, C>(
+    header: &[&str],
+    rows: impl Fn() -> I,
+    align: &[Align],
+    tail: &mut Tail<'_>,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()>
+where
+    I: Iterator<Item = R>,
+    R: AsRef<[C]>,
+    C: AsRef<std::ffi::OsStr>,
+{
+    let mut widths = Widths::of(header);
+    for row in rows() {
+        let shown: Vec<Cow<'_, str>> = row.as_ref().iter().map(crate::io::shown).collect();
+        widths.fit(shown.iter().map(|c| c.as_ref()));
+    }
+    let mut line = String::new();
+    widths.line(&mut line, header.iter().copied(), align);
+    out.write_all(line.as_bytes())?;
+    for (k, row) in rows().enumerate() {
+        let shown: Vec<Cow<'_, str>> = row.as_ref().iter().map(crate::io::shown).collect();
+        line.clear();
+        widths.cells(&mut line, shown.iter().map(|c| c.as_ref()), align);
+        // The line's end is trimmed as a line's is, its spaces held until more text comes.
+        let mut trimmed = Trimmed {
+            out: &mut *out,
+            spaces: String::new(),
+        };
+        trimmed.push(&line)?;
+        tail(k, &mut |piece| trimmed.push(&crate::io::shown(piece)))?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+/// A line written as it comes, but for the white space at its end: held until text follows
+/// it, and dropped at the end.
+struct Trimmed<'o> {
+    out: &'o mut dyn std::io::Write,
+    spaces: String,
+}
+
+impl Trimmed<'_> {
+    /// Writes `text`, holding back the white space at its end.
+    fn push(&mut self, text: &str) -> std::io::Result<()> {
+        let Some((at, c)) = text.char_indices().rev().find(|(_, c)| !c.is_whitespace()) else {
+            self.spaces.push_str(text);
+            return Ok(());
+        };
+        let (written, spaces) = text.split_at(at + c.len_utf8());
+        self.out.write_all(self.spaces.as_bytes())?;
+        self.out.write_all(written.as_bytes())?;
+        self.spaces.clear();
+        self.spaces.push_str(spaces);
+        Ok(())
+    }
+}
+
 /// The most bytes of rows a [`Spooled`] table holds in memory before it moves them to a
 /// temporary file.
 pub const SPOOLED_IN_MEMORY: usize = 1 << 20;
@@ -219,6 +289,13 @@ impl Widths {
     /// Adds the line of `cells` to `out`, aligned as `align` says.
     fn line<'c>(&self, out: &mut String, cells: impl Iterator<Item = &'c str>, align: &[Align]) {
         let mut text = String::new();
+        self.cells(&mut text, cells, align);
+        out.push_str(text.trim_end());
+        out.push('\n');
+    }
+
+    /// Adds `cells` to `out`, aligned as `align` says, each followed by two spaces.
+    fn cells<'c>(&self, text: &mut String, cells: impl Iterator<Item = &'c str>, align: &[Align]) {
         for (k, (cell, &w)) in cells.zip(&self.0).enumerate() {
             let pad = w.saturating_sub(cell.chars().count());
             match align.get(k).copied().unwrap_or(Align::Left) {
@@ -233,8 +310,6 @@ impl Widths {
             }
             text.push_str("  ");
         }
-        out.push_str(text.trim_end());
-        out.push('\n');
     }
 }
 
@@ -291,6 +366,39 @@ mod tests {
         let mut written = Vec::new();
         write_table(&header, || rows.iter(), &align, &mut written).unwrap();
         assert_eq!(written, render(&header, &rows, &align).into_bytes());
+    }
+
+    #[test]
+    fn a_last_column_written_a_piece_at_a_time_is_the_one_rendered() {
+        // The last cells: pieces joined, escaped, their spaces at the end trimmed.
+        let tails: [&[&str]; 4] = [
+            &["a.so @1", ", ", "b\n.so"],
+            &[],
+            &["c ", " ", "  "],
+            &["é"],
+        ];
+        let rows = [["1", "gfx90a"], ["10", "y"], ["100", "z  "], ["2", ""]];
+        let whole: Vec<Vec<String>> = (rows.iter().zip(tails))
+            .map(|(row, tail)| {
+                let mut cells: Vec<String> = row.iter().map(|c| c.to_string()).collect();
+                cells.push(tail.concat());
+                cells
+            })
+            .collect();
+        let header = ["#", "TARGET", "PLACES"];
+        let align = [Align::Right, Align::Left];
+        let mut written = Vec::new();
+        let mut tail = |k: usize, piece: &mut dyn FnMut(&str) -> std::io::Result<()>| {
+            tails
+                .get(k)
+                .into_iter()
+                .flat_map(|t| t.iter())
+                .try_for_each(|p| piece(p))
+        };
+        write_table_with_tail(&header, || rows.iter(), &align, &mut tail, &mut written).unwrap();
+        let expected = render(&header, &whole, &align);
+        assert_eq!(String::from_utf8(written).unwrap(), expected);
+        assert!(expected.contains("b\\n.so\n"), "{expected}");
     }
 
     #[test]
