@@ -206,12 +206,12 @@ pub fn pack(
     // asked for once something changes: a rewrite that changes nothing makes none.
     let large = data.len() as u64 > crate::io::spill::IN_MEMORY;
     let toward = || how.destination.filter(|_| large).and_then(|open| open());
-    let mut packed = Spill::new();
-    let mut holes = Vec::new();
+    let mut packer = Packer {
+        packed: Spill::new(),
+        holes: Vec::new(),
+        now: false,
+    };
     let mut changed = false;
-    // Packed toward the new file: the stretches kept are copied into their places at once,
-    // while the next containers are rewritten, rather than by the writer afterwards.
-    let mut now = false;
     // The end of the containers that stay as and where they are, while nothing changed.
     let mut same_until = 0usize;
     let in_flight = rayon::current_num_threads().max(1) * 2;
@@ -243,25 +243,15 @@ pub fn pack(
                 return Ok(());
             }
             if let Some(file) = toward() {
-                packed = Spill::toward(file, section.offset, data.len() as u64);
-                now = true;
+                packer.packed = Spill::toward(file, section.offset, data.len() as u64);
+                packer.now = true;
             }
-            let mut packing = Packer {
-                packed: &mut packed,
-                holes: &mut holes,
-                now,
-            };
-            packing.copy(section, 0, same_until).map_err(spill_error)?;
+            packer.copy(section, 0, same_until).map_err(spill_error)?;
             changed = true;
         }
-        packed.pad_to(boundary as u64).map_err(spill_error)?;
-        moves.insert(address, packed.len());
-        let mut packing = Packer {
-            packed: &mut packed,
-            holes: &mut holes,
-            now,
-        };
-        (packing.append_new(section, (start, size), new)).map_err(spill_error)?;
+        packer.packed.pad_to(boundary as u64).map_err(spill_error)?;
+        moves.insert(address, packer.packed.len());
+        (packer.append_new(section, (start, size), new)).map_err(spill_error)?;
         crate::io::release_mapped(piece(data, start, size));
         Ok(())
     };
@@ -278,6 +268,31 @@ pub fn pack(
         return Ok(None);
     }
     if inflating == Inflating::Now {
+        packer.fill_now(section, how)?;
+    }
+    let packed = packer.packed.finish().map_err(spill_error)?;
+    Ok(Some(Packing {
+        packed,
+        moves,
+        holes: packer.holes,
+    }))
+}
+
+/// The containers being packed, and the holes left in them.
+struct Packer {
+    packed: Spill,
+    holes: Vec<Hole<Fill>>,
+    /// Whether they are packed toward the new file: the stretches kept are then copied into
+    /// their places at once, while the next containers are rewritten, rather than by the
+    /// writer afterwards.
+    now: bool,
+}
+
+impl Packer {
+    /// Fills every hole left in the packed bytes of `section` now ([`Inflating::Now`]): the
+    /// compressed bundles inflated, the stretches kept copied.
+    fn fill_now(&mut self, section: &Section<'_>, how: &Rewriting<'_>) -> Result<()> {
+        let data = section.data;
         let inflate = |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
             let start = usize::try_from(hole.what - section.offset).unwrap_or(usize::MAX);
             (how.inflate)(from(data, start), hole.size, sink).map_err(|failed| match failed {
@@ -296,26 +311,11 @@ pub fn pack(
             };
             fill_hole(data, &within, sink, &inflate, &spill_error)
         };
-        packed.fill(&to_write(&holes), &fill, &|_, e| spill_error(e))?;
-        holes.clear();
+        (self.packed).fill(&to_write(&self.holes), &fill, &|_, e| spill_error(e))?;
+        self.holes.clear();
+        Ok(())
     }
-    let packed = packed.finish().map_err(spill_error)?;
-    Ok(Some(Packing {
-        packed,
-        moves,
-        holes,
-    }))
-}
 
-/// The containers being packed, and the holes left in them.
-struct Packer<'p> {
-    packed: &'p mut Spill,
-    holes: &'p mut Vec<Hole<Fill>>,
-    /// Whether they are packed toward the new file, where stretches kept are copied at once.
-    now: bool,
-}
-
-impl Packer<'_> {
     /// Appends a container's new bytes (`None`: its bytes as they are), `at` its start and
     /// size in `section`.
     fn append_new(
