@@ -888,6 +888,34 @@ mod tests {
         Ok(u32::from_le_bytes(here[..4].try_into().unwrap()) as usize)
     }
 
+    /// A rewrite that keeps the first container as it is, keeps `stretch` bytes of the
+    /// second (at `second`, after its 8-byte head) under a new head, and drops the rest.
+    fn first_kept_second_cut(
+        second: usize,
+        stretch: usize,
+    ) -> impl Fn(&[u8], usize) -> std::result::Result<Option<NewBytes>, crate::format::Error> + Sync
+    {
+        move |_: &[u8], start: usize| {
+            Ok(match start {
+                0 => None,
+                s if s == second => Some(NewBytes::Copied(crate::format::container::Copied {
+                    head: vec![0xee; 8],
+                    stretches: vec![(8, stretch)],
+                })),
+                _ => Some(NewBytes::Made(Vec::new())),
+            })
+        }
+    }
+
+    /// The inflater of a section none of whose containers is decompressed.
+    fn no_inflating(
+        _: &[u8],
+        _: u64,
+        _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> std::result::Result<(), InflateFailed> {
+        unreachable!("nothing is decompressed here")
+    }
+
     #[test]
     fn large_stretches_kept_are_copied_into_holes_as_they_were() {
         // Sizes whose first byte is not zero: the walk skips zeros between containers.
@@ -900,20 +928,8 @@ mod tests {
         }
         let data = &file[0x1000..];
         let section = section(data);
-        // The first stays, the second keeps a stretch under a new head, the third goes.
-        let rewrite = |_: &[u8], start: usize| {
-            Ok(match start {
-                0 => None,
-                s if s == a => Some(NewBytes::Copied(crate::format::container::Copied {
-                    head: vec![0xee; 8],
-                    stretches: vec![(8, 150 << 10)],
-                })),
-                _ => Some(NewBytes::Made(Vec::new())),
-            })
-        };
-        let inflate = |_: &[u8], _: u64, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
-            unreachable!("nothing is decompressed here")
-        };
+        let rewrite = first_kept_second_cut(a, 150 << 10);
+        let inflate = no_inflating;
         let how = Rewriting {
             size_of: &size_of_long,
             boundary: &|_| Some(8),
@@ -967,19 +983,8 @@ mod tests {
         let input = crate::io::Input::open(&path).unwrap();
         let data = &input[0x1000..];
         let section = section(data);
-        let rewrite = |_: &[u8], start: usize| {
-            Ok(match start {
-                0 => None,
-                s if s == size => Some(NewBytes::Copied(crate::format::container::Copied {
-                    head: vec![0xee; 8],
-                    stretches: vec![(8, 1 << 20)],
-                })),
-                _ => Some(NewBytes::Made(Vec::new())),
-            })
-        };
-        let inflate = |_: &[u8], _: u64, _: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
-            unreachable!("nothing is decompressed here")
-        };
+        let rewrite = first_kept_second_cut(size, 1 << 20);
+        let inflate = no_inflating;
         let output = tempfile::tempfile().unwrap();
         let opened = std::sync::atomic::AtomicUsize::new(0);
         let destination = || {

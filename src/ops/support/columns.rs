@@ -58,14 +58,7 @@ where
     R: AsRef<[C]>,
     C: AsRef<std::ffi::OsStr>,
 {
-    let mut widths = Widths::of(header);
-    for row in rows() {
-        let shown: Vec<Cow<'_, str>> = row.as_ref().iter().map(crate::io::shown).collect();
-        widths.fit(shown.iter().map(|c| c.as_ref()));
-    }
-    let mut line = String::new();
-    widths.line(&mut line, header.iter().copied(), align);
-    out.write_all(line.as_bytes())?;
+    let (widths, mut line) = measured_header(header, &rows, align, out)?;
     for row in rows() {
         let shown: Vec<Cow<'_, str>> = row.as_ref().iter().map(crate::io::shown).collect();
         line.clear();
@@ -98,14 +91,7 @@ where
     R: AsRef<[C]>,
     C: AsRef<std::ffi::OsStr>,
 {
-    let mut widths = Widths::of(header);
-    for row in rows() {
-        let shown: Vec<Cow<'_, str>> = row.as_ref().iter().map(crate::io::shown).collect();
-        widths.fit(shown.iter().map(|c| c.as_ref()));
-    }
-    let mut line = String::new();
-    widths.line(&mut line, header.iter().copied(), align);
-    out.write_all(line.as_bytes())?;
+    let (widths, mut line) = measured_header(header, &rows, align, out)?;
     for (k, row) in rows().enumerate() {
         let shown: Vec<Cow<'_, str>> = row.as_ref().iter().map(crate::io::shown).collect();
         line.clear();
@@ -120,6 +106,30 @@ where
         out.write_all(b"\n")?;
     }
     Ok(())
+}
+
+/// The widths of the columns of `header` and every row `rows` makes (each shown escaped),
+/// once the header line is written to `out`; with the line, to write the rows' lines into.
+fn measured_header<I, R, C>(
+    header: &[&str],
+    rows: &impl Fn() -> I,
+    align: &[Align],
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<(Widths, String)>
+where
+    I: Iterator<Item = R>,
+    R: AsRef<[C]>,
+    C: AsRef<std::ffi::OsStr>,
+{
+    let mut widths = Widths::of(header);
+    for row in rows() {
+        let shown: Vec<Cow<'_, str>> = row.as_ref().iter().map(crate::io::shown).collect();
+        widths.fit(shown.iter().map(|c| c.as_ref()));
+    }
+    let mut line = String::new();
+    widths.line(&mut line, header.iter().copied(), align);
+    out.write_all(line.as_bytes())?;
+    Ok((widths, line))
 }
 
 /// A line written as it comes, but for the white space at its end: held until text follows
