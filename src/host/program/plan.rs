@@ -907,6 +907,13 @@ mod tests {
         }
     }
 
+    /// The holes left in `packing`: where each is, its size, and what fills it.
+    fn holes_of(packing: &Packing) -> Vec<(u64, u64, Fill)> {
+        (packing.holes.iter())
+            .map(|h| (h.at, h.size, h.what))
+            .collect()
+    }
+
     /// The inflater of a section none of whose containers is decompressed.
     fn no_inflating(
         _: &[u8],
@@ -940,11 +947,8 @@ mod tests {
         };
         let expected = [&data[..a], &[0xee; 8], &data[a + 8..a + 8 + (150 << 10)]].concat();
         let later = pack(&section, &how, Inflating::Later).unwrap().unwrap();
-        let copied: Vec<(u64, u64, Fill)> = (later.holes.iter())
-            .map(|h| (h.at, h.size, h.what))
-            .collect();
         assert_eq!(
-            copied,
+            holes_of(&later),
             [
                 (0, a as u64, Fill::Copied(0x1000)),
                 (a as u64 + 8, 150 << 10, Fill::Copied(0x1000 + a as u64 + 8)),
@@ -1003,11 +1007,8 @@ mod tests {
         assert_eq!(opened.into_inner(), 1);
         // Both stretches are in the output already, where the section starts, and known as
         // the file's own.
-        let kept: Vec<(u64, u64, Fill)> = (packing.holes.iter())
-            .map(|h| (h.at, h.size, h.what))
-            .collect();
         assert_eq!(
-            kept,
+            holes_of(&packing),
             [
                 (0, size as u64, Fill::Kept(0x1000)),
                 (
