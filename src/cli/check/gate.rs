@@ -9,7 +9,7 @@ use crate::cli::jobs::JobBar;
 use crate::cli::streamed::{write_nested, JsonArray};
 use crate::error::Error;
 use crate::loads::kpack_search;
-use crate::ops::check::require::{Gate, Gating};
+use crate::ops::check::require::{self, Gate, Gating};
 use crate::ops::check::{self, CatalogueEnvironment, Device};
 use crate::ops::support::found::{FoundList, Records};
 use crate::target::lists::Requirement;
@@ -91,10 +91,12 @@ pub(super) fn check(
     let bar = JobBar::new(0);
     let mut gating = Gating::new(asked.required, asked.at, asked.embedded);
     let mut said = |e: Error| errors.add(&e);
+    // A package is read once for every machine, after the other files, as a check orders it.
+    let (others, packages) = require::apart_packages(files)?;
     for (machine, devices) in asked.devices_of.iter().enumerate() {
         check::check_each(
             pool,
-            files,
+            others.as_ref().unwrap_or(files),
             devices,
             &env,
             &kpack_env,
@@ -103,6 +105,14 @@ pub(super) fn check(
             &mut gating.machine(machine, devices, &catalogue_env, &mut said),
         )?;
     }
+    gating.packages(
+        pool,
+        &packages,
+        asked.devices_of,
+        &catalogue_env,
+        asked.max_decompressed,
+        &mut said,
+    )?;
     gating.finish()
 }
 

@@ -10,13 +10,17 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use rayon::prelude::*;
 use serde::Serialize;
 
+use super::package;
 use crate::error::Error;
 use crate::format::cuda_fatbin::EntryKind;
 use crate::loads::cuda;
 use crate::ops::check::{CatalogueEnvironment, Catalogues, Device, FileReport, NotFound, Receiver};
-use crate::ops::support::found::{owned, put_bytes, put_number, take_bytes, take_number, Records};
+use crate::ops::support::found::{
+    owned, put_bytes, put_number, take_bytes, take_number, FoundList, Records,
+};
 use crate::target::lists::Requirement;
 
 /// One file's verdict on one required target.
@@ -103,6 +107,40 @@ impl<'r> Gating<'r> {
             catalogues: Catalogues::new(devices, env),
             errors,
         }
+    }
+
+    /// Checks `packages` (each the tree it installs to) on every machine of `devices_of`,
+    /// each package read once for all of them (a compressed package costs its inflating each
+    /// time), a few at a time on `pool`; each machine's files judged as its receiver judges
+    /// them ([`Gating::machine`]), after the files of that machine's check.
+    pub fn packages(
+        &mut self,
+        pool: &rayon::ThreadPool,
+        packages: &[PathBuf],
+        devices_of: &[Vec<Device>],
+        env: &CatalogueEnvironment,
+        max_decompressed: u64,
+        errors: &mut dyn FnMut(Error) -> io::Result<()>,
+    ) -> io::Result<()> {
+        for chunk in packages.chunks(PACKAGES_AT_ONCE) {
+            let checked: Vec<Vec<package::PackageCheck>> = pool.install(|| {
+                (chunk.par_iter())
+                    .map(|p| package::check_package(p, devices_of, max_decompressed))
+                    .collect()
+            });
+            for checks in checked {
+                for (machine, (check, devices)) in checks.into_iter().zip(devices_of).enumerate() {
+                    let mut gate = self.machine(machine, devices, env, errors);
+                    for file in check.files {
+                        gate.file(file)?;
+                    }
+                    for e in check.errors {
+                        gate.error(e)?;
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The verdicts of `file` on the requirements judged on `machine`, kept. Whether a file
@@ -196,6 +234,26 @@ fn found_again(rest: &mut &[u8], path: &Path) -> Vec<Verdict> {
         }
     }
     Vec::new()
+}
+
+/// How many packages are checked at once: each holds the reports of its members on every
+/// machine until they are judged.
+const PACKAGES_AT_ONCE: usize = 8;
+
+/// The packages among `files` (a walk's list), in order, and the list of the other files:
+/// `None` when there is no package, the other files being `files`. The gate checks a package
+/// once for all its machines ([`Gating::packages`]), the other files once for each.
+pub fn apart_packages(files: &FoundList) -> io::Result<(Option<FoundList>, Vec<PathBuf>)> {
+    let packages: Vec<PathBuf> = files.paths().filter(|p| package::is_package(p)).collect();
+    if packages.is_empty() {
+        return Ok((None, packages));
+    }
+    let mut others = FoundList::new();
+    for found in files.iter().filter(|f| !packages.contains(&f.path)) {
+        others.push_found(&found)?;
+    }
+    others.seal()?;
+    Ok((Some(others), packages))
 }
 
 /// A machine's check handed over to a [`Gating`] (see [`Gating::machine`]).
