@@ -2,14 +2,13 @@
 //! a table or as JSON.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::host::ld_so::Environment;
-use crate::loads::kpack_search;
 use crate::loads::runtime;
-use crate::ops::check::{self, require, Device};
+use crate::ops::check::{self, Device};
+use crate::ops::support::found::FoundList;
 use crate::ops::support::gpus::{self, FeatureEnv, Visible};
 use crate::ops::support::inputs::Taken;
 use crate::target::lists::{self, Requirement};
@@ -20,7 +19,7 @@ mod kpack;
 mod report;
 mod text;
 
-use crate::cli::jobs::{self, JobBar, Work};
+use crate::cli::jobs::{self, Work};
 
 const PROG: &str = "offload check";
 
@@ -144,28 +143,7 @@ fn run(args: Args) -> i32 {
         };
         return report::run(&asked, &pool, &files);
     }
-    let paths: Vec<PathBuf> = files.paths().collect();
-    let roots: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-    let kpack_env = kpack_search::Environment::from_vars(|name| std::env::var(name).ok());
-    let bar = JobBar::new(0);
-    let catalogue_env = check::CatalogueEnvironment::from_vars(|name| std::env::var_os(name));
-    let run = |machines: &[Vec<Device>]| {
-        pool.install(|| {
-            let mut checked = check::check_machines(
-                &roots,
-                machines,
-                &Environment::of_process(),
-                &kpack_env,
-                args.general.max_decompressed,
-                &bar,
-            );
-            for (report, _) in &mut checked {
-                check::add_catalogues(report, &catalogue_env);
-            }
-            checked
-        })
-    };
-    gate_out(&args, &required, run)
+    gate_out(&args, &required, &pool, &files)
 }
 
 /// The requirements of every `--require` list, in order.
@@ -207,13 +185,14 @@ fn machines(required: &[Requirement]) -> (Vec<Vec<String>>, Vec<(usize, usize)>)
     (machines, at)
 }
 
-/// Runs the gate of `--require` (`run` checks the files on a machine of the devices given),
-/// prints it in the format asked for; the exit status: 2 when a file could not be read, 1 when
-/// a required target is missing, else 0.
+/// Runs the gate of `--require` on `files` (a walk's list), a check of them on each machine
+/// on `pool`, and prints it in the format asked for; the exit status: 2 when a file could not
+/// be read, 1 when a required target is missing, else 0.
 fn gate_out(
     args: &Args,
     required: &[Requirement],
-    run: impl Fn(&[Vec<Device>]) -> Vec<(check::Report, Vec<crate::error::Error>)>,
+    pool: &rayon::ThreadPool,
+    files: &FoundList,
 ) -> i32 {
     let (machines, at) = machines(required);
     let mut devices_of = Vec::new();
@@ -226,41 +205,42 @@ fn gate_out(
             }
         }
     }
-    let mut reports = Vec::new();
-    let mut errors = Vec::new();
-    // The files are read once for every machine: their errors are said once.
-    for (k, (report, failed)) in run(&devices_of).into_iter().enumerate() {
-        if k == 0 {
-            errors = failed;
-        }
-        reports.push(report);
-    }
-    let runs: Vec<(&check::Report, usize)> = at
-        .iter()
-        .filter_map(|&(machine, device)| reports.get(machine).map(|r| (r, device)))
-        .collect();
-    let gate = require::gate(&runs, required, args.require_embedded);
-    let messages: Vec<String> = errors.iter().map(ToString::to_string).collect();
     let format = if args.json {
         "json"
     } else {
         args.format.as_deref().unwrap_or("text")
     };
-    if format != "github" {
-        for e in &messages {
-            let _ = writeln!(std::io::stderr().lock(), "{PROG}: error: {e}");
-        }
-    }
-    let text = match format {
-        "text" => gate::table(&gate, errors.len()),
-        "github" => gate::github(&gate, &messages),
-        "json" => match serde_json::to_string_pretty(&gate) {
-            Ok(json) => json + "\n",
-            Err(e) => {
-                let _ = writeln!(std::io::stderr().lock(), "{PROG}: error: JSON: {e}");
-                return 2;
-            }
+    // The errors of reading the files: said as they come, or kept for the annotations.
+    let mut errors = gate::Errors::new(format == "github");
+    let gated = gate::check(
+        &gate::Asked {
+            required,
+            at: &at,
+            devices_of: &devices_of,
+            embedded: args.require_embedded,
+            max_decompressed: args.general.max_decompressed,
         },
+        pool,
+        files,
+        &mut errors,
+    );
+    let gate = match gated.and_then(|gate| errors.seal().map(|()| gate)) {
+        Ok(gate) => gate,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "{PROG}: error: {}",
+                crate::error::io_message(&e)
+            );
+            return 2;
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let written = match format {
+        "text" => gate::table(&gate, errors.count, &mut out),
+        "github" => gate::github(&gate, &errors, &mut out),
+        "json" => gate::json(&gate, &mut out),
         other => {
             let _ = writeln!(
                 std::io::stderr().lock(),
@@ -269,10 +249,10 @@ fn gate_out(
             return 2;
         }
     };
-    if let Err(code) = crate::cli::print(PROG, &text) {
-        return code;
+    if let Err(e) = written.and_then(|()| out.flush()) {
+        return crate::cli::stdout_failed(PROG, &mut std::io::stderr().lock(), &e);
     }
-    if !errors.is_empty() {
+    if errors.count > 0 {
         2
     } else {
         i32::from(gate.failures > 0)
