@@ -671,9 +671,24 @@ impl CompressedBundle<'_> {
         if self.uncompressed_size <= HEAD_WINDOW as u64 {
             return self.inflate_small(limit);
         }
+        if self.method != Method::Zstd {
+            return self.head_with(limit, Decoding::Fresh);
+        }
+        HEAD_DECODER.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut kept) => {
+                let context = kept.get_or_insert_with(ZstdContext::create);
+                self.head_with(limit, Decoding::Reusing(context))
+            }
+            Err(_) => self.head_with(limit, Decoding::Fresh),
+        })
+    }
+
+    /// [`CompressedBundle::inflate_head`] of a stream larger than a window, with the decoder
+    /// `decoding` gives.
+    fn head_with(&self, limit: u64, decoding: Decoding<'_>) -> Result<Head> {
         let at = self.header_size();
         let failed = |e: io::Error| Error::new(at, ErrorKind::Decompress(e.to_string()));
-        let mut reader = self.reader(Decoding::Fresh)?;
+        let mut reader = self.reader(decoding)?;
         let mut extent = BundleExtent::new(self.uncompressed_size);
         let mut prefix = Vec::new();
         let mut window = vec![0; HEAD_WINDOW];
@@ -1074,6 +1089,13 @@ pub fn compress_into_hashed(
 }
 
 std::thread_local! {
+    /// This thread's zstd decoder for the heads of streams ([`CompressedBundle::inflate_head`]),
+    /// kept from one stream to the next: made afresh for each, its tables and buffers were
+    /// allocated, and their pages faulted in, for every stream a listing reads, which took
+    /// longer than inflating the block that holds the head. A head takes the first block or
+    /// two of its stream, so the decoder's pages in use stay a few blocks' worth.
+    static HEAD_DECODER: RefCell<Option<ZstdContext>> = const { RefCell::new(None) };
+
     /// This thread's zstd compressor and its level, kept from one bundle to the next: made
     /// afresh for each, its tables were allocated and zeroed again every time (a tenth of the
     /// time a library's bundles took). A context reused makes the same bytes: each frame
@@ -1652,6 +1674,63 @@ mod tests {
                 parsed_ccob.inflate_head(1000).unwrap_err().kind,
                 ErrorKind::TooLarge { limit: 1000 }
             );
+        }
+    }
+
+    #[test]
+    fn heads_read_in_turn_with_the_thread_s_decoder_are_each_their_own_stream_s() {
+        // The decoder kept from one head to the next stops inside each stream: what it had
+        // inflated of one must never show in the next, nor a damaged stream's state.
+        let plains: Vec<Vec<u8>> = [3, 5, 2]
+            .iter()
+            .map(|&k| {
+                // Bytes that do not compress, so that each stream is many blocks long.
+                let mut x = 0x9e37_79b9_u32.wrapping_mul(k as u32 + 1);
+                let a: Vec<u8> = (0..k * HEAD_WINDOW)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        x as u8
+                    })
+                    .collect();
+                let id = format!("hipv4-amdgcn-amd-amdhsa--gfx90{k}");
+                crate::format::bundle::to_vec(&[(id.as_str(), a.as_slice())], 4096)
+            })
+            .collect();
+        let ccobs: Vec<Vec<u8>> = plains
+            .iter()
+            .map(|plain| compress(plain, &CompressOptions::default()).unwrap().0)
+            .collect();
+        // Damaged past its head, and inside its first block.
+        let mut late = ccobs[1].clone();
+        let end = late.len();
+        late[end / 2..].fill(0xff);
+        let mut early = ccobs[1].clone();
+        early[64..400].fill(0xff);
+        for _ in 0..3 {
+            for (plain, ccob) in plains.iter().zip(&ccobs) {
+                let records = crate::format::bundle::Bundle::parse(plain)
+                    .unwrap()
+                    .unwrap()
+                    .records();
+                let head = CompressedBundle::parse(ccob).unwrap().unwrap();
+                assert_eq!(
+                    head.inflate_head(u64::MAX).unwrap(),
+                    Head::Bundle {
+                        entries: records,
+                        end: plain.len() as u64
+                    }
+                );
+                // A stream that fails leaves the decoder fit for the next.
+                for damaged in [&late, &early] {
+                    let broken = CompressedBundle::parse(damaged).unwrap().unwrap();
+                    assert!(broken.verify(u64::MAX, Decoding::Fresh).is_err());
+                    let _ = broken.inflate_head(u64::MAX);
+                }
+                let early = CompressedBundle::parse(&early).unwrap().unwrap();
+                assert!(early.inflate_head(u64::MAX).is_err());
+            }
         }
     }
 

@@ -27,26 +27,23 @@ use object::{FileKind, Object, ObjectSection};
 
 use crate::error::{Error, Result};
 use crate::format::bare::{BareImage, Embedded};
-use crate::format::container::{self, Consecutive, Container, Contents, Listed, ListedBinary};
+use crate::format::container::{Consecutive, Container, Contents, Listed, ListedBinary};
 use crate::format::image_target::ImageTarget;
 use crate::format::search::{CONTAINER_MAGICS, ELF_MAGIC, MAGICS};
 use crate::host::archive::read_members;
 use crate::host::package::{self, PackageMember};
 use crate::host::BUNDLE_SECTION_PREFIX;
 
+mod magics;
 mod members;
 pub mod sections;
 
+use magics::MagicSearch;
 pub use members::{scan_with_archives, ArchiveVisit};
 use sections::Unsearched;
 
 /// How deep containers may nest.
 const MAX_DEPTH: usize = 8;
-
-/// How many bytes the magic search reads before it gives their pages back (see
-/// [`next_magic`]): large enough that the system calls cost nothing beside the search, small
-/// enough that a search holds little of the file.
-const SEARCH_WINDOW: usize = 256 << 10;
 
 /// The ELF section type of `.llvm.offloading`.
 pub const SHT_LLVM_OFFLOADING: u32 = 0x6fff_4c0b;
@@ -733,6 +730,7 @@ impl Scan<'_, '_> {
         let mut pos = 0usize;
         let mut reporting = at.known;
         let mut embedded = Embedded::new(data);
+        let mut search = MagicSearch::new(data);
         while pos < data.len() {
             let Some(nonzero) = tail(data, pos).iter().position(|&b| b != 0) else {
                 break;
@@ -741,7 +739,7 @@ impl Scan<'_, '_> {
             let start = if Container::found_at_start(tail(data, start)).is_some() {
                 start
             } else {
-                match next_magic(data, start) {
+                match search.next(start) {
                     Some(found) => found,
                     None => break,
                 }
@@ -769,6 +767,7 @@ impl Scan<'_, '_> {
                 Err(_) => pos = start + 1,
             }
         }
+        tracing::trace!(bytes = search.searched(), "magics searched for");
         Ok(())
     }
 
@@ -946,62 +945,6 @@ enum Storage {
     Inflated,
 }
 
-/// The position in `data` of the first magic at or after `from` of a container a scan finds
-/// by its magic, searched [`SEARCH_WINDOW`] bytes at a time. The pages of each window passed
-/// without a find are given back to the system when they are a mapped file's (see
-/// [`crate::io::release_mapped`]): they are not read again, and a search through a section of
-/// hundreds of megabytes then holds a few windows of it, not the section. After a first window
-/// without a find, windows are searched several at once (twice as many each time, up to
-/// [`MAX_WINDOWS_AT_ONCE`]): a search through a large section takes every core, and one that
-/// finds a magic soon (containers one after another) searches little past it.
-fn next_magic(data: &[u8], from: usize) -> Option<usize> {
-    use rayon::prelude::*;
-    let mut at = from;
-    let mut at_once = 1usize;
-    while at < data.len() {
-        let starts: Vec<usize> = (0..at_once)
-            .map(|k| at.saturating_add(k.saturating_mul(SEARCH_WINDOW)))
-            .take_while(|&start| start < data.len())
-            .collect();
-        let found = if starts.len() == 1 {
-            vec![search_window(data, at)]
-        } else {
-            starts
-                .par_iter()
-                .map(|&start| search_window(data, start))
-                .collect()
-        };
-        let first = found.iter().position(Option::is_some);
-        // The windows passed are given back at once: one call, not one for each.
-        let passed_to = first
-            .and_then(|k| starts.get(k).copied())
-            .unwrap_or_else(|| {
-                starts
-                    .last()
-                    .map_or(data.len(), |&last| last.saturating_add(SEARCH_WINDOW))
-            });
-        crate::io::release_mapped(data.get(at..passed_to.min(data.len())).unwrap_or_default());
-        if let Some(first) = found.into_iter().flatten().next() {
-            return Some(first);
-        }
-        at = passed_to;
-        at_once = (at_once * 2).min(MAX_WINDOWS_AT_ONCE);
-    }
-    None
-}
-
-/// The most windows [`next_magic`] searches at once (2 MiB).
-const MAX_WINDOWS_AT_ONCE: usize = 8;
-
-/// The first magic in the window of `data` that starts at `start` (a magic that starts in it is
-/// found whole in it and the next window's first bytes).
-fn search_window(data: &[u8], start: usize) -> Option<usize> {
-    let overlap = container::longest_magic().saturating_sub(1);
-    let end = start.saturating_add(SEARCH_WINDOW).min(data.len());
-    let window = data.get(start..end.saturating_add(overlap).min(data.len()))?;
-    container::next_magic(window).map(|found| start + found)
-}
-
 /// Bytes at `offset` where a container must be, that are none.
 fn not_a_container(offset: usize) -> crate::format::Error {
     crate::format::Error::new(offset as u64, crate::format::ErrorKind::NotAContainer)
@@ -1163,37 +1106,6 @@ fn index_of(value: u64) -> usize {
 #[allow(clippy::indexing_slicing)]
 mod tests {
     use super::*;
-
-    /// `len` bytes of filler that holds no magic, with the bundle magic planted at `at`.
-    fn planted(len: usize, at: &[usize]) -> Vec<u8> {
-        let mut data: Vec<u8> = (0..len).map(|i| b"abcdefgh"[i % 8]).collect();
-        for &p in at {
-            data[p..p + crate::format::bundle::MAGIC.len()]
-                .copy_from_slice(crate::format::bundle::MAGIC);
-        }
-        data
-    }
-
-    #[test]
-    fn the_first_magic_is_found_whichever_window_and_however_many_are_searched_at_once() {
-        let len = 40 * SEARCH_WINDOW + 123;
-        // Across a window's end, in a window searched alone, in a batch, late in a batch.
-        for first in [
-            5,
-            SEARCH_WINDOW - 3,
-            2 * SEARCH_WINDOW + 17,
-            9 * SEARCH_WINDOW - 10,
-            30 * SEARCH_WINDOW + 1,
-            len - crate::format::bundle::MAGIC.len(),
-        ] {
-            let later = Some(first + 3 * SEARCH_WINDOW).filter(|p| p + 24 <= len);
-            let places: Vec<usize> = [Some(first), later].into_iter().flatten().collect();
-            let data = planted(len, &places);
-            assert_eq!(next_magic(&data, 0), Some(first), "magic at {first}");
-            assert_eq!(next_magic(&data, first + 1), later);
-        }
-        assert_eq!(next_magic(&planted(len, &[]), 0), None);
-    }
 
     /// The target IDs of the images a scan of the bare file `data` reports, and whether each
     /// was found embedded as data.
