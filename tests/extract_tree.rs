@@ -330,3 +330,65 @@ fn descriptors_do_not_grow_with_the_number_of_files() {
     // No temporary file is left beside them.
     assert!(written.keys().all(|name| !name.starts_with('.')));
 }
+
+#[test]
+fn a_table_that_cannot_be_made_is_an_error_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    // More files than the tables of the names given (extract) and of the real paths found
+    // (check) hold in memory: each is a temporary file from the start.
+    let sample = dir.path().join("libhip.so");
+    std::fs::copy(samples_dir().join("linked/libhip.so"), &sample).unwrap();
+    for k in 0..2100 {
+        let folder = dir.path().join(format!("tree/d{:02}", k / 100));
+        std::fs::create_dir_all(&folder).unwrap();
+        std::fs::hard_link(&sample, folder.join(format!("lib{}.so", k % 100))).unwrap();
+    }
+    let temporary = dir.path().join("temporary");
+    let run = |args: &[&str]| {
+        Command::new(OFFLOAD)
+            .current_dir(dir.path())
+            .env("TMPDIR", &temporary)
+            .env_remove("OFFLOAD_LOG")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let extract = ["extract", "-r", "tree", "--arch", "gfx90a", "-o", "out"];
+    let table = format!(
+        "a temporary file of 98304 bytes in '{}' for a table of 0 keys: No such file or \
+         directory\n",
+        temporary.display()
+    );
+    let failed = run(&extract);
+    assert_eq!(failed.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&failed.stderr),
+        format!("offload extract: error: 'out': the names of its files: {table}")
+    );
+    assert!(failed.stdout.is_empty());
+    assert!(!dir.path().join("out").exists());
+    for json in [&[][..], &["--json"]] {
+        let failed = run(&[&["check", "-r", "tree", "--device", "gfx90a"], json].concat());
+        assert_eq!(failed.status.code(), Some(2));
+        assert_eq!(
+            String::from_utf8_lossy(&failed.stderr),
+            format!("offload check: error: the real paths of the files found: {table}")
+        );
+        assert_eq!(failed.stdout.is_empty(), json.is_empty());
+    }
+    // Where temporary files can be made, every name is given, numbered apart; the files are
+    // gone with the run.
+    std::fs::create_dir(&temporary).unwrap();
+    let done = run(&extract);
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    let names = names_in(&dir.path().join("out"));
+    assert_eq!(names.len(), 2 * 2100, "two images of gfx90a a file");
+    assert!(names.contains(&"lib7.so-hipv4-amdgcn-amd-amdhsa--gfx90a-21.co".to_string()));
+    let checked = run(&["check", "-r", "tree", "--device", "gfx90a"]);
+    assert_eq!(checked.status.code(), Some(0));
+    assert_eq!(names_in(&temporary), Vec::<String>::new());
+}

@@ -2,10 +2,10 @@
 //! made, in the order of [`super::check`]'s: the errors of finding what each file loads, then
 //! each file checked (in load order, the members of packages last) with its errors, and the
 //! libraries found nowhere. What stays of a file once it is handed over is a hash of its real
-//! path (16 bytes), to check each library once however many files load it; the files still to
-//! check wait in an unnamed temporary file past a few pages ([`Records`]).
+//! path (16 bytes), to check each library once however many files load it, in a table that
+//! moves into a mapped temporary file once it is large ([`KeySet`]); the files still to check
+//! wait in an unnamed temporary file past a few pages ([`Records`]).
 
-use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -18,6 +18,7 @@ use crate::format::md5::Md5;
 use crate::loads::kpack_search;
 use crate::loads::runtime;
 use crate::ops::support::found::{FoundList, Records};
+use crate::ops::support::keys::KeySet;
 use crate::ops::support::progress::Progress;
 use crate::target::target_id::TargetIdBuf;
 
@@ -50,7 +51,9 @@ pub struct Verdict {
 /// [`super::check`] of `roots` (a walk's list, or any made with [`FoundList::push`]), each
 /// part of its report handed to `receiver` as it is made:
 /// the same parts in the same order, the files read a chunk at a time on `pool`, `progress`
-/// told of each file checked. The error is `receiver`'s: the check stops there.
+/// told of each file checked. The error is `receiver`'s: the check stops there. When the
+/// table of the real paths found cannot grow (its temporary file cannot be made), that is
+/// an error handed to `receiver`, and the check stops there too, with nothing more checked.
 #[allow(clippy::too_many_arguments)]
 pub fn check_each(
     pool: &rayon::ThreadPool,
@@ -62,11 +65,13 @@ pub fn check_each(
     progress: &dyn Progress,
     receiver: &mut dyn Receiver,
 ) -> std::io::Result<Verdict> {
-    // Sized for the files named from the start: a table that grows holds itself twice.
-    let mut pending = Pending {
-        seen: HashSet::with_capacity(roots.len()),
-        ..Pending::default()
-    };
+    // Sized for the files named, before any is checked: a table that cannot be made is an
+    // error then.
+    let mut pending = Pending::default();
+    match KeySet::with_capacity(roots.len()) {
+        Ok(seen) => pending.seen = seen,
+        Err(e) => return seen_failed(&e, receiver),
+    }
     let mut roots = roots.paths();
     loop {
         let chunk: Vec<PathBuf> = roots.by_ref().take(CHUNK).collect();
@@ -74,6 +79,9 @@ pub fn check_each(
             break;
         }
         pending.find(pool, &chunk, env, receiver)?;
+        if let Some(e) = pending.failed.take() {
+            return seen_failed(&e, receiver);
+        }
     }
     pending.objects.seal()?;
     pending.packages.seal()?;
@@ -124,6 +132,19 @@ pub fn check_each(
         &mut verdict,
     )?;
     Ok(verdict)
+}
+
+/// The end of a check whose table of the real paths found cannot be made or grow: the error
+/// handed to `receiver`, nothing checked then.
+fn seen_failed(e: &std::io::Error, receiver: &mut dyn Receiver) -> std::io::Result<Verdict> {
+    let e = crate::io::io_message(e);
+    receiver.error(Error::msg(format!(
+        "the real paths of the files found: {e}"
+    )))?;
+    Ok(Verdict {
+        every_device_has_code: false,
+        embedded_have_code: false,
+    })
 }
 
 /// The packages of `packages` (a path a record) checked a chunk at a time, their parts
@@ -185,7 +206,9 @@ impl Verdict {
 #[derive(Default)]
 struct Pending {
     /// The real paths of the files found so far (their MD5s).
-    seen: HashSet<[u8; 16]>,
+    seen: KeySet,
+    /// The error of `seen` when it could not grow: nothing more is found then.
+    failed: Option<std::io::Error>,
     /// The files to check ([`encode`]).
     objects: Records,
     /// How many.
@@ -196,7 +219,8 @@ struct Pending {
 
 impl Pending {
     /// Finds what each of `roots` loads (on `pool`): the files not found
-    /// before kept to check, the libraries found nowhere and the errors handed over.
+    /// before kept to check, the libraries found nowhere and the errors handed over. Stops
+    /// at an error of `seen`, kept in `failed`.
     fn find(
         &mut self,
         pool: &rayon::ThreadPool,
@@ -226,9 +250,17 @@ impl Pending {
             };
             for object in order.objects {
                 let real = std::fs::canonicalize(&object.path).unwrap_or(object.path.clone());
-                if self.seen.insert(Md5::digest(real.as_os_str().as_bytes())) {
-                    self.objects.append(&encode(&object))?;
-                    self.count += 1;
+                let key = u128::from_le_bytes(Md5::digest(real.as_os_str().as_bytes()));
+                match self.seen.insert(key) {
+                    Ok(true) => {
+                        self.objects.append(&encode(&object))?;
+                        self.count += 1;
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        self.failed = Some(e);
+                        return Ok(());
+                    }
                 }
             }
             for missing in order.not_found {

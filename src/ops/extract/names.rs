@@ -1,7 +1,6 @@
 //! The names `extract` writes under: safe file names, extensions read from an image's first
 //! bytes, cuobjdump's names for CUDA entries, and the output files' stems, kept apart.
 
-use std::collections::{HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
@@ -12,6 +11,7 @@ use crate::host::scan::{DeviceImage, Origin};
 use crate::ops::extract::chosen::Chosen;
 use crate::ops::extract::options::ExtractConfig;
 use crate::ops::support::image::{ImageRecord, Source};
+use crate::ops::support::keys::KeyMap;
 
 /// Makes text safe as part of a file name: letters, digits and `._+-` stay, anything else
 /// (`/`, `:`, spaces, `..` cannot survive as a path) becomes `_`.
@@ -137,16 +137,17 @@ fn cuobjdump_stem(name: &OsStr) -> OsString {
 /// inputs may both be named `k.o`, with a `k.2.sm_90` each). cuobjdump's names are told apart
 /// with their extension, as a cubin and a PTX entry share a stem (`k.1.sm_90a`). `taken`
 /// holds the names given before (to the images of other groups of files), and gets these.
+/// The error is the table's, when it cannot grow into a new temporary file.
 pub(super) fn output_stems(
     config: &ExtractConfig,
     chosen: &[Chosen],
     taken: &mut Taken,
-) -> Vec<PathBuf> {
+) -> std::io::Result<Vec<PathBuf>> {
     chosen
         .iter()
         .map(|c| {
             let name = match &c.name {
-                Some(name) => unique(name, &format!(".{}", c.ext), taken),
+                Some(name) => unique(name, &format!(".{}", c.ext), taken)?,
                 None => {
                     let mut name = stem(&config.files[c.input]);
                     if let Some(member) = &c.member {
@@ -155,26 +156,32 @@ pub(super) fn output_stems(
                     }
                     name.push("-");
                     name.push(safe_part(&c.label));
-                    unique(&name, "", taken)
+                    unique(&name, "", taken)?
                 }
             };
-            config.output.join(name)
+            Ok(config.output.join(name))
         })
         .collect()
 }
 
-/// The names given so far, and for each name asked for that was given a number, the number
-/// of the last one given for it: every number below it was taken then, and still is, so the
-/// next search starts there (a tree of a thousand `k.o` looks for each name once, not a
-/// thousand times). A name asked for that was given as it is starts at itself.
+/// The names given so far, each with a number: for a name asked for that was given a number,
+/// the number of the last one given for it (every number below it was taken then, and still
+/// is, so the next search starts there: a tree of a thousand `k.o` looks for each name once,
+/// not a thousand times); 1 for any other.
 ///
-/// Each name is held as a 128-bit hash of its bytes: a tree's outputs are hundreds of
-/// thousands of names, and 16 bytes each is what grows, not the names (two names of one
-/// hash, one chance in 2^128 for a pair, would only number the second).
+/// Each name is held as a 128-bit hash of its bytes, in a table that moves out of memory
+/// into a mapped temporary file once it is large ([`KeyMap`]): a tree's outputs are hundreds
+/// of thousands of names, and nothing of them stays on the heap (two names of one hash, one
+/// chance in 2^128 for a pair, would only number the second).
 #[derive(Default)]
-pub(super) struct Taken {
-    names: HashSet<u128>,
-    last: HashMap<u128, usize>,
+pub(super) struct Taken(KeyMap);
+
+impl Taken {
+    /// None taken yet, with room for `names` names before the table grows (in a temporary
+    /// file at once when they are many, see [`KeyMap::with_capacity`]).
+    pub(super) fn with_capacity(names: usize) -> std::io::Result<Taken> {
+        KeyMap::with_capacity(names).map(Taken)
+    }
 }
 
 /// The key of `name` in [`Taken`].
@@ -183,14 +190,14 @@ fn key(name: &OsStr) -> u128 {
 }
 
 /// `stem`, or the first of `stem-2`, `stem-3`... that with `suffix` after it is not `taken`
-/// yet; taken then.
-fn unique(stem: &OsStr, suffix: &str, taken: &mut Taken) -> OsString {
+/// yet; taken then. The error is the table's, when it cannot grow.
+fn unique(stem: &OsStr, suffix: &str, taken: &mut Taken) -> std::io::Result<OsString> {
     let joined = |name: &OsStr| {
         let mut whole = name.to_owned();
         whole.push(suffix);
         key(&whole)
     };
-    let numbered = |count: usize| {
+    let numbered = |count: u64| {
         let mut candidate = stem.to_owned();
         if count > 1 {
             candidate.push(format!("-{count}"));
@@ -198,17 +205,19 @@ fn unique(stem: &OsStr, suffix: &str, taken: &mut Taken) -> OsString {
         candidate
     };
     let asked = joined(stem);
-    let mut count = taken.last.get(&asked).copied().unwrap_or(1);
+    // A name asked for that was never given starts at itself, as does one given as it is.
+    let mut count = taken.0.get(asked).unwrap_or(1);
     let mut candidate = numbered(count);
-    while taken.names.contains(&joined(&candidate)) {
+    while taken.0.contains(joined(&candidate)) {
         count += 1;
         candidate = numbered(count);
     }
+    // The name asked for is taken when a number is given for it: it keeps the number.
     if count > 1 {
-        taken.last.insert(asked, count);
+        taken.0.insert(asked, count)?;
     }
-    taken.names.insert(joined(&candidate));
-    candidate
+    taken.0.insert(joined(&candidate), 1)?;
+    Ok(candidate)
 }
 
 /// `stem` with `.ext` after it (a stem may hold dots of its own).
@@ -238,7 +247,7 @@ mod tests {
         let mut taken = Taken::default();
         let names: Vec<OsString> = ["k.2.sm_90", "k.2.sm_90-2", "k.2.sm_90", "k.2.sm_90"]
             .into_iter()
-            .map(|n| unique(n.as_ref(), ".cubin", &mut taken))
+            .map(|n| unique(n.as_ref(), ".cubin", &mut taken).unwrap())
             .collect();
         assert_eq!(
             names,
@@ -246,7 +255,7 @@ mod tests {
         );
         // Another extension is another name.
         assert_eq!(
-            unique("k.2.sm_90".as_ref(), ".ptx", &mut taken),
+            unique("k.2.sm_90".as_ref(), ".ptx", &mut taken).unwrap(),
             "k.2.sm_90"
         );
     }

@@ -60,6 +60,13 @@ pub(super) struct Folder<'f> {
     refused: Vec<Error>,
 }
 
+/// The error of the table of the names given in the output folder, when its temporary file
+/// cannot be made.
+fn names_failed(config: &ExtractConfig, e: &std::io::Error) -> Error {
+    let e = crate::io::io_message(e);
+    Error::file(&config.output, format!("the names of its files: {e}"))
+}
+
 impl<'f> Folder<'f> {
     /// Makes the folder `config.output` (and the folders it is in) if missing; `bar`: whether
     /// the bytes of the first group start `progress`.
@@ -69,6 +76,9 @@ impl<'f> Folder<'f> {
         progress: &'f dyn Progress,
         bar: bool,
     ) -> Result<Folder<'f>> {
+        // Sized for an output a file, before anything is made: a table that cannot be made
+        // is an error then.
+        let taken = Taken::with_capacity(inputs.len()).map_err(|e| names_failed(config, &e))?;
         let folders: Vec<PathBuf> = config
             .output
             .ancestors()
@@ -101,7 +111,7 @@ impl<'f> Folder<'f> {
             identities: None,
             progress,
             bar,
-            taken: Taken::default(),
+            taken,
             budget: Budget::new(),
             with_images: 0,
             failed: Vec::new(),
@@ -121,7 +131,8 @@ impl<'f> Folder<'f> {
         archives: &ArchiveFiles,
         chosen: Vec<Chosen>,
     ) -> Result<Vec<Extracted>> {
-        let stems = output_stems(config, &chosen, &mut self.taken);
+        let stems =
+            output_stems(config, &chosen, &mut self.taken).map_err(|e| names_failed(config, &e))?;
         let writer = Writer {
             config,
             inputs,

@@ -1,5 +1,6 @@
 //! What several operations share: the walker of files and folders (`inputs`) and the list of
-//! the files it found, held out of memory (`found`), the memory
+//! the files it found, held out of memory (`found`), sets and maps of hashes held out of
+//! memory once they are many (`keys`), the memory
 //! budget of inflation (`inflating`), jobs of uneven sizes run largest first
 //! (`largest_first`), progress (`progress`), this machine's GPUs (`gpus`),
 //! finding external tools (`tool_path`), table columns (`columns`), names carried in JSON
@@ -13,6 +14,7 @@ pub mod gpus;
 pub mod image;
 pub mod inflating;
 pub mod inputs;
+pub mod keys;
 pub mod largest_first;
 pub mod names;
 pub mod progress;
