@@ -1297,6 +1297,16 @@ mod tests {
         assert_eq!(parsed.decompress(1 << 20).unwrap(), data);
     }
 
+    /// The words of a xorshift generator from `seed` (not 0): bytes that do not compress.
+    fn xorshift(mut x: u32) -> impl Iterator<Item = u32> {
+        std::iter::repeat_with(move || {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x
+        })
+    }
+
     #[test]
     fn the_hash_is_the_first_eight_md5_bytes_little_endian() {
         // MD5("") = d41d8cd98f00b204e9800998ecf8427e
@@ -1307,11 +1317,7 @@ mod tests {
     fn concatenated_bundles_split_by_total_size_even_with_magic_in_payload() {
         // Incompressible data that contains the magic: the payload carries "CCOB" verbatim.
         let mut data = Vec::new();
-        let mut x = 0x1234_5678u32;
-        for _ in 0..4000 {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
+        for x in xorshift(0x1234_5678).take(4000) {
             data.extend_from_slice(&x.to_le_bytes());
             data.extend_from_slice(b"CCOB");
         }
@@ -1685,14 +1691,9 @@ mod tests {
             .iter()
             .map(|&k| {
                 // Bytes that do not compress, so that each stream is many blocks long.
-                let mut x = 0x9e37_79b9_u32.wrapping_mul(k as u32 + 1);
-                let a: Vec<u8> = (0..k * HEAD_WINDOW)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 17;
-                        x ^= x << 5;
-                        x as u8
-                    })
+                let a: Vec<u8> = xorshift(0x9e37_79b9_u32.wrapping_mul(k as u32 + 1))
+                    .take(k * HEAD_WINDOW)
+                    .map(|x| x as u8)
                     .collect();
                 let id = format!("hipv4-amdgcn-amd-amdhsa--gfx90{k}");
                 crate::format::bundle::to_vec(&[(id.as_str(), a.as_slice())], 4096)
