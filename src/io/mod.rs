@@ -34,6 +34,7 @@ pub mod opening;
 mod shown;
 pub mod slice;
 pub mod spill;
+mod splicing;
 mod syncing;
 mod temporary;
 mod toward;
@@ -52,7 +53,7 @@ pub use temporary::Temporary;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions, Permissions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::ops::Deref;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -1117,6 +1118,23 @@ fn copy_range(
     after: syncing::AfterCopy,
 ) -> io::Result<()> {
     let mut left = len;
+    // Through this thread's pipe first (see `splicing`), a write-back step at a time; what
+    // the kernel will not splice is copied below.
+    let mut at = target.stream_position()?;
+    while left > 0 {
+        let chunk = left.min(syncing::WRITE_BACK_STEP);
+        let spliced =
+            splicing::splice_at(source.as_raw_fd(), offset, target.as_raw_fd(), at, chunk)?;
+        if spliced > 0 {
+            at += spliced;
+            target.seek(io::SeekFrom::Start(at))?;
+            after(target, spliced);
+            (offset, left) = (offset + spliced, left - spliced);
+        }
+        if spliced < chunk {
+            break;
+        }
+    }
     while left > 0 {
         let mut from = offset as libc::loff_t;
         let chunk = left.min(syncing::WRITE_BACK_STEP) as usize;

@@ -409,8 +409,17 @@ fn copy_mapped_at(part: &[u8], target: &File, at: u64) -> Option<io::Result<()>>
     // The slice borrows the map, so its input stays listed, and its descriptor open, while
     // the kernel copies: the descriptor can be used once the list is unlocked.
     let (fd, offset) = mapped_range(from, from + part.len())?;
-    let (mut from, mut to) = (offset as libc::loff_t, at as libc::loff_t);
-    let mut left = part.len();
+    // Through this thread's pipe first (see `splicing`); what it leaves, by copy_file_range.
+    let spliced =
+        match super::splicing::splice_at(fd, offset, target.as_raw_fd(), at, part.len() as u64) {
+            Ok(n) => n as usize,
+            Err(e) => return Some(Err(e)),
+        };
+    let (mut from, mut to) = (
+        (offset + spliced as u64) as libc::loff_t,
+        (at + spliced as u64) as libc::loff_t,
+    );
+    let mut left = part.len() - spliced;
     while left > 0 {
         let chunk = left.min(super::syncing::WRITE_BACK_STEP as usize);
         // SAFETY: both descriptors are open (see above); the offsets are valid pointers and
@@ -526,8 +535,14 @@ fn too_large_for_a_file() -> io::Error {
 /// Copies `len` bytes of `source` from `offset` into `target` at `at`, by the kernel where it
 /// can (through a buffer where it cannot), neither file's position used or moved.
 fn copy_range_at(source: &File, offset: u64, len: u64, target: &File, at: u64) -> io::Result<()> {
-    let (mut from, mut to) = (offset as libc::loff_t, at as libc::loff_t);
-    let mut left = len;
+    // Through this thread's pipe first (see `splicing`); what it leaves, by copy_file_range.
+    let spliced =
+        super::splicing::splice_at(source.as_raw_fd(), offset, target.as_raw_fd(), at, len)?;
+    let (mut from, mut to) = (
+        (offset + spliced) as libc::loff_t,
+        (at + spliced) as libc::loff_t,
+    );
+    let mut left = len - spliced;
     while left > 0 {
         let chunk = left.min(super::syncing::WRITE_BACK_STEP) as usize;
         // SAFETY: both descriptors are open; the offsets are valid pointers, and neither
