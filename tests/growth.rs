@@ -454,8 +454,20 @@ fn assert_flat_per_file(counts: &[usize; 2], commands: &[&[&str]], bound: u64) {
         let costs: Vec<Cost> = trees
             .iter()
             .map(|tree| {
-                let mut args = words.to_vec();
-                args.push(tree.to_str().unwrap());
+                let mut args: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+                if args.last().map(String::as_str) == Some(EACH_FOLDER) {
+                    // Each of the tree's top folders named, in order of their names.
+                    args.pop();
+                    let mut folders: Vec<PathBuf> = std::fs::read_dir(tree)
+                        .unwrap()
+                        .map(|e| e.unwrap().path())
+                        .collect();
+                    folders.sort();
+                    args.extend(folders.iter().map(|f| f.to_str().unwrap().to_string()));
+                } else {
+                    args.push(tree.to_str().unwrap().to_string());
+                }
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 summary(&three_runs(dir.path(), &args, &clean))
             })
             .collect();
@@ -737,6 +749,31 @@ fn the_release_gate_holds_nothing_per_file() {
 /// noise of a run lets this test tell apart: for `check -r` it catches anything larger held
 /// per file, such as a report.
 const REMEMBERED_PER_FILE_BYTES: u64 = 96;
+
+/// In place of the tree, in [`assert_flat_per_file`]'s commands: each of its top folders.
+const EACH_FOLDER: &str = "EACH-FOLDER";
+
+#[test]
+fn several_inputs_and_the_driver_s_check_hold_nothing_per_file() {
+    // Given several folders, a rewrite into a folder and `kpack -r` remember each output's
+    // path, and a rewrite in place each file met; `check --driver` each file's path: each a
+    // table of 128-bit keys out of memory once it is large.
+    let commands: [&[&str]; 4] = [
+        &["kpack", "-r", "-o", "out", EACH_FOLDER],
+        &["strip", "-r", "--keep", "gfx90a", "-o", "out", EACH_FOLDER],
+        &["strip", "-r", "--in-place", "--keep", "gfx90a", EACH_FOLDER],
+        &[
+            "check",
+            "-r",
+            "--device",
+            "gfx90a:xnack+",
+            "--driver",
+            "12.4",
+            "--json",
+        ],
+    ];
+    assert_flat_per_file(&WIDE, &commands, FLAT_PER_FILE_BYTES);
+}
 
 #[test]
 fn names_given_and_paths_checked_are_not_held_per_file() {

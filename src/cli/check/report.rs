@@ -3,7 +3,6 @@
 //! ([`Text`], the JSON's `files` straight to standard output), the totals and verdicts are
 //! counted in, and nothing of a file is held once it is handed over but hashes of its path.
 
-use std::collections::HashSet;
 use std::io::Write;
 use std::path::Path;
 
@@ -11,12 +10,12 @@ use super::text::Text;
 use crate::cli::jobs::{counted, JobBar};
 use crate::cli::streamed::{write_nested, JsonArray};
 use crate::error::Error;
-use crate::format::md5::Md5;
 use crate::loads::cuda_driver::Version;
 use crate::ops::check::{
     self, CatalogueEnvironment, Catalogues, Counts, Device, FileReport, NotFound, Receiver,
 };
 use crate::ops::support::found::{FoundList, Records};
+use crate::ops::support::keys::{path_key, KeySet};
 use crate::ops::targets;
 
 /// What the check is asked for.
@@ -99,9 +98,10 @@ struct Making<'a> {
     unusable_parts: Records,
     unusable_array: JsonArray,
     unusable: usize,
-    /// The paths of the files checked (with `--driver`) and of the errors ([`key`]).
-    file_paths: HashSet<[u8; 16]>,
-    error_paths: HashSet<[u8; 16]>,
+    /// The paths of the files checked (with `--driver`) and of the errors ([`path_key`]): in
+    /// memory while few, in a mapped temporary file beyond ([`KeySet`]).
+    file_paths: KeySet,
+    error_paths: KeySet,
     errors: usize,
     totals: Totals,
     /// Whether nothing was checked, or every file named failed: then there is no report.
@@ -121,7 +121,7 @@ impl Receiver for Receiving<'_, '_, '_> {
         let _ = writeln!(std::io::stderr().lock(), "{prog}: error: {error}");
         making.errors += 1;
         if let Some(path) = error.path() {
-            making.error_paths.insert(key(path));
+            making.error_paths.insert(path_key(path))?;
         }
         Ok(())
     }
@@ -142,17 +142,6 @@ impl Receiver for Receiving<'_, '_, '_> {
     }
 }
 
-/// A key that tells paths apart as `Path`'s equality does (by their components), without
-/// holding them.
-fn key(path: &Path) -> [u8; 16] {
-    let mut md5 = Md5::new();
-    for component in path.components() {
-        md5.update(component.as_os_str().as_encoded_bytes());
-        md5.update(&[0]);
-    }
-    md5.finalize()
-}
-
 impl<'a> Making<'a> {
     fn new(asked: &'a Asked<'a>, env: &'a CatalogueEnvironment) -> Making<'a> {
         Making {
@@ -166,8 +155,8 @@ impl<'a> Making<'a> {
             unusable_parts: Records::default(),
             unusable_array: JsonArray::new(2),
             unusable: 0,
-            file_paths: HashSet::new(),
-            error_paths: HashSet::new(),
+            file_paths: KeySet::new(),
+            error_paths: KeySet::new(),
             errors: 0,
             totals: Totals::new(asked.devices),
             nothing_checked: false,
@@ -188,7 +177,7 @@ impl<'a> Making<'a> {
     fn file(&mut self, file: &mut FileReport, out: &mut dyn Write) -> std::io::Result<()> {
         self.lacking |= self.catalogues.add(file);
         if self.asked.driver.is_some() {
-            self.file_paths.insert(key(&file.path));
+            self.file_paths.insert(path_key(&file.path))?;
         }
         self.totals.add(file);
         self.driver_of(&file.path)?;
@@ -223,7 +212,7 @@ impl<'a> Making<'a> {
             return Ok(());
         }
         for root in roots.paths() {
-            if !self.file_paths.contains(&key(&root)) {
+            if !self.file_paths.contains(path_key(&root)) {
                 self.driver_of(&root)?;
             }
         }
@@ -238,7 +227,9 @@ impl<'a> Making<'a> {
         roots: &FoundList,
         out: &mut dyn Write,
     ) -> std::io::Result<()> {
-        let every_root_failed = roots.paths().all(|r| self.error_paths.contains(&key(&r)));
+        let every_root_failed = roots
+            .paths()
+            .all(|r| self.error_paths.contains(path_key(&r)));
         self.nothing_checked = self.errors > 0 && (self.totals.files == 0 || every_root_failed);
         self.unusable_parts.seal()?;
         let Some(text) = self.text.take() else {

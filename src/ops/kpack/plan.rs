@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::ops::support::found::{Found, FoundList};
 use crate::ops::support::inputs::{walk, Links, Taken, WalkOptions};
+use crate::ops::support::keys::{path_key, KeySet};
 
 /// The folder, beside the host files, that holds the archives.
 pub const ARCHIVE_FOLDER: &str = ".kpack";
@@ -115,13 +116,13 @@ pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Plan> {
     }
     let plan = Plan(walk.files);
     // The files of one input go to paths of their own; only two inputs can meet. Each path is
-    // remembered by its hash, and a hash met again is looked for among the paths before it.
+    // remembered by its hash (in memory while few, in a mapped temporary file beyond), and a
+    // hash met again is looked for among the paths before it.
     if inputs.len() > 1 {
-        let mut seen = std::collections::HashSet::new();
+        let mut seen = KeySet::new();
         for (n, p) in plan.iter().enumerate() {
-            if !seen.insert(hash_of(&p.relative))
-                && plan.iter().take(n).any(|q| q.relative == p.relative)
-            {
+            let new = (seen.insert(path_key(&p.relative))).map_err(|e| Error::io(&p.input, e))?;
+            if !new && plan.iter().take(n).any(|q| q.relative == p.relative) {
                 return Err(Error::file(
                     &p.input,
                     format!(
@@ -135,18 +136,53 @@ pub(super) fn plan_files(inputs: &[PathBuf], recursive: bool) -> Result<Plan> {
     Ok(plan)
 }
 
-/// The hash of a path, to tell paths apart without holding them.
-fn hash_of(path: &Path) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    path.hash(&mut hasher);
-    hasher.finish()
-}
-
 /// The error for an output that does not read back as written.
 pub(super) fn not_as_written(path: &Path, why: impl std::fmt::Display) -> Error {
     Error::file(
         path,
         format!("the written file does not read back as it should ({why}); nothing was written"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_inputs_going_to_one_path_are_refused_and_others_are_not() {
+        let dir = tempfile::tempdir().unwrap();
+        for file in [
+            "a/x/lib.so",
+            "a/y.so",
+            "b/x/lib.so",
+            "b/z.so",
+            "c/x//other.so",
+        ] {
+            let path = dir.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, b"\x7fELF").unwrap();
+        }
+        let (a, b, c) = (
+            dir.path().join("a"),
+            dir.path().join("b"),
+            dir.path().join("c"),
+        );
+        // a/x/lib.so and b/x/lib.so both go to x/lib.so: the second is named.
+        let Err(e) = plan_files(&[a.clone(), b.clone()], true) else {
+            panic!("two inputs going to x/lib.so were not refused");
+        };
+        let e = e.to_string();
+        assert!(
+            e.contains("b/x/lib.so") && e.contains("another input also goes to 'x/lib.so'"),
+            "{e}"
+        );
+        // Folders whose files go to paths of their own: every file, once.
+        let plan = plan_files(&[a, c], true).unwrap();
+        let mut relative: Vec<PathBuf> = plan.iter().map(|p| p.relative).collect();
+        relative.sort();
+        assert_eq!(
+            relative,
+            ["x/lib.so", "x/other.so", "y.so"].map(PathBuf::from)
+        );
+    }
 }

@@ -47,6 +47,7 @@ use crate::ops::rewrite::Placement;
 use crate::ops::support::inputs::{
     self, may_hold_device_code, Found, FoundList, Links, Taken, Walk,
 };
+use crate::ops::support::keys::{path_key, KeyMap, KeySet};
 
 /// One file of a job and where its result goes.
 #[derive(Debug, Clone)]
@@ -209,6 +210,19 @@ pub enum Refusal {
         input: PathBuf,
         /// The output both go to.
         output: PathBuf,
+    },
+    /// The table that tells the outputs apart could not grow (its temporary file could not be
+    /// made): two inputs meeting could not be seen.
+    #[error(
+        "'{}': the outputs met so far could not be remembered (a table of them in a temporary \
+         file): {error}",
+        crate::io::shown(input)
+    )]
+    Unremembered {
+        /// The input whose output was being added.
+        input: PathBuf,
+        /// Why the table could not grow.
+        error: std::io::Error,
     },
     /// The threads to work with could not be started.
     #[error("threads: {0}")]
@@ -396,19 +410,24 @@ fn destinations(
 /// is known by a hash of its path, and a hash met twice by the files themselves: a few bytes
 /// a file, not its path.
 fn refuse_same_output(roots: &[PathBuf], found: &FoundList, folder: &Path) -> Result<(), Refusal> {
-    use std::hash::BuildHasher;
     if roots.len() < 2 {
         return Ok(());
     }
-    let hashing =
-        std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
-    let hash_of = |relative: &Path| hashing.hash_one(folder.join(relative));
-    let mut seen = std::collections::HashSet::new();
+    // In memory while few, in a mapped temporary file beyond. A table that cannot grow
+    // cannot tell the outputs apart: the run is refused then, as for two inputs meeting.
+    let mut seen = KeySet::new();
     for (k, f) in found.iter().enumerate() {
-        if seen.insert(hash_of(&f.relative)) {
-            continue;
-        }
         let output = folder.join(&f.relative);
+        match seen.insert(path_key(&output)) {
+            Ok(true) => continue,
+            Ok(false) => {}
+            Err(e) => {
+                return Err(Refusal::Unremembered {
+                    input: f.path,
+                    error: e,
+                })
+            }
+        }
         let met = found
             .iter()
             .take(k)
@@ -444,7 +463,6 @@ fn output_folder(output: &Path) -> &Path {
 /// through a symbolic link, and every file when several are named (the same file may lie
 /// under two of them).
 fn in_place_tasks(roots: &[PathBuf], found: FoundList, refused: &mut Vec<Error>) -> InPlace {
-    use std::collections::hash_map::Entry;
     use std::os::unix::fs::MetadataExt;
     let key = |path: &Path| {
         std::fs::metadata(path)
@@ -467,7 +485,10 @@ fn in_place_tasks(roots: &[PathBuf], found: FoundList, refused: &mut Vec<Error>)
         other_names: Default::default(),
         later: Default::default(),
     };
-    let mut by_file: std::collections::HashMap<(u64, u64), usize> = Default::default();
+    // Each file met by device and inode, with the number of its first name: in memory while
+    // few, in a mapped temporary file beyond.
+    let mut by_file = KeyMap::new();
+    let file_key = |(dev, ino): (u64, u64)| (u128::from(dev) << 64) | u128::from(ino);
     for (k, f) in found.iter().enumerate() {
         if f.through_link {
             continue;
@@ -481,21 +502,31 @@ fn in_place_tasks(roots: &[PathBuf], found: FoundList, refused: &mut Vec<Error>)
             tasks.len += 1;
             continue;
         }
-        match by_file.entry(file) {
-            Entry::Occupied(first) => {
+        match by_file.get(file_key(file)) {
+            Some(first) => {
                 let placement = in_place(roots, &f);
-                let names = tasks.other_names.entry(*first.get()).or_default();
+                let names = tasks.other_names.entry(first as usize).or_default();
                 names.push((f.path, placement));
                 tasks.later.insert(k);
             }
-            Entry::Vacant(slot) => {
-                slot.insert(k);
-                tasks.len += 1;
-            }
+            None => match by_file.insert(file_key(file), k as u64) {
+                Ok(_) => tasks.len += 1,
+                // Not known to be met once only: left alone, rather than rewritten twice.
+                Err(e) => {
+                    refused.push(Error::file(
+                        &f.path,
+                        format!(
+                            "the files met so far could not be remembered (a table of them \
+                             in a temporary file: {e}); left as it is"
+                        ),
+                    ));
+                    tasks.later.insert(k);
+                }
+            },
         }
     }
     for (path, file) in through_links {
-        if !file.is_some_and(|file| by_file.contains_key(&file)) {
+        if !file.is_some_and(|file| by_file.contains(file_key(file))) {
             refused.push(Error::file(
                 &path,
                 "reached through a symbolic link: a walk rewrites and removes files only \

@@ -317,6 +317,17 @@ impl KeySet {
     }
 }
 
+/// A 128-bit hash of a path that tells paths apart as `Path`'s equality does (by their
+/// components: `a//b` and `a/b` are one path), to remember paths without holding them.
+pub fn path_key(path: &Path) -> u128 {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    for component in path.components() {
+        hasher.update(component.as_os_str().as_encoded_bytes());
+        hasher.update(&[0]);
+    }
+    hasher.digest128()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
