@@ -18,6 +18,8 @@
 # /tmp/offload-speed) is emptied first. RUNS=N takes the best of N runs; PAIRED=N instead the
 # medians of N runs of each command beside its reference, in turn (for a busy machine);
 # ROWS=REGEX (or ONLY=REGEX) times only the rows whose work it matches (`ROWS=librocsolver`).
+# The row of the system's zstd times offload built with the system-zstd feature (needs
+# pkg-config and libzstd's development files), built into target/system-zstd when it is timed.
 set -euo pipefail
 shopt -s inherit_errexit
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -172,6 +174,19 @@ cat "$solver" >/dev/null
 row "compress librocsolver" "zstd -T2 -3 --long of the library" "1.2x, anonymous under 128 MiB" \
   "rm -f lib.zst" "zstd -q -T2 -3 --long '$solver' -o lib.zst" -- "rm -f packed.so" "$ours" compress "$solver" -o packed.so
 rm -f lib.zst packed.so
+# The same work with the zstd release the reference links, the system's (offload built with
+# the system-zstd feature, into a target folder of its own, only when the row is timed; also
+# when OFFLOAD names another program): the frames are then LLVM's byte for byte, and the row
+# above less this one is what the vendored release's frames cost.
+system_zstd="compress librocsolver, the reference's zstd release (system-zstd)"
+if [[ -z "${ROWS:-}" || "$system_zstd" =~ $ROWS ]] &&
+  { [ -z "${ONLY:-}" ] || grep -qE "$ONLY" <<<"$system_zstd"; }; then
+  (cd "$here" && cargo build --release --quiet --features system-zstd --target-dir "$here/target/system-zstd")
+  row "$system_zstd" "zstd -T2 -3 --long of the library" "1.2x" \
+    "rm -f lib.zst" "zstd -q -T2 -3 --long '$solver' -o lib.zst" -- \
+    "rm -f packed.so" "$here/target/system-zstd/release/offload" compress "$solver" -o packed.so
+  rm -f lib.zst packed.so
+fi
 merge="kpack --merge librocsolver's split"
 if [[ -z "${ROWS:-}" || "$merge" =~ $ROWS ]]; then
   "$ours" kpack "$solver" -o split >/dev/null

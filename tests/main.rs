@@ -94,6 +94,7 @@ mod rewrite_real;
 mod runtime_pick;
 mod strip_scanned;
 mod syncing;
+mod system_zstd;
 mod targets;
 mod targets_cmd;
 mod trees;
