@@ -279,3 +279,38 @@ fn a_command_that_read_nothing_prints_no_result() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stdout).contains("gfx906"));
 }
+
+#[test]
+fn large_parts_written_to_a_pipe_named_as_a_file_arrive_whole() {
+    // Parts of 64 KiB and more are copied by the kernel from file to file; into a pipe named
+    // as the output (`/dev/stdout`), which has no position, they are written in order.
+    let dir = tempfile::tempdir().unwrap();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let big: Vec<u8> = (0..300_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(dir.path().join("big.bin"), &big).unwrap();
+    std::fs::write(dir.path().join("h.bin"), b"host").unwrap();
+    let targets = "-targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx90a";
+    let bundled = Command::new(offload_bin())
+        .current_dir(dir.path())
+        .args(["bundler", "-type=bc", targets, "-input=h.bin", "-input=big.bin"])
+        .arg("-output=b.bundle")
+        .status()
+        .unwrap();
+    assert!(bundled.success());
+    let out = Command::new(offload_bin())
+        .current_dir(dir.path())
+        .args(["bundler", "-type=bc", "-unbundle", targets, "-input=b.bundle"])
+        .args(["-output=h2.bin", "-output=/dev/stdout"])
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout == big, "{} bytes came out of 300000", out.stdout.len());
+}

@@ -1118,21 +1118,23 @@ fn copy_range(
     after: syncing::AfterCopy,
 ) -> io::Result<()> {
     let mut left = len;
-    // Through this thread's pipe first (see `splicing`), a write-back step at a time; what
-    // the kernel will not splice is copied below.
-    let mut at = target.stream_position()?;
-    while left > 0 {
-        let chunk = left.min(syncing::WRITE_BACK_STEP);
-        let spliced =
-            splicing::splice_at(source.as_raw_fd(), offset, target.as_raw_fd(), at, chunk)?;
-        if spliced > 0 {
-            at += spliced;
-            target.seek(io::SeekFrom::Start(at))?;
-            after(target, spliced);
-            (offset, left) = (offset + spliced, left - spliced);
-        }
-        if spliced < chunk {
-            break;
+    // Through this thread's pipe first (see `splicing`), a write-back step at a time, into a
+    // target with a position (not a pipe or a terminal); what the kernel will not splice is
+    // copied below.
+    if let Ok(mut at) = target.stream_position() {
+        while left > 0 {
+            let chunk = left.min(syncing::WRITE_BACK_STEP);
+            let spliced =
+                splicing::splice_at(source.as_raw_fd(), offset, target.as_raw_fd(), at, chunk)?;
+            if spliced > 0 {
+                at += spliced;
+                target.seek(io::SeekFrom::Start(at))?;
+                after(target, spliced);
+                (offset, left) = (offset + spliced, left - spliced);
+            }
+            if spliced < chunk {
+                break;
+            }
         }
     }
     while left > 0 {
