@@ -299,18 +299,38 @@ fn large_parts_written_to_a_pipe_named_as_a_file_arrive_whole() {
     let targets = "-targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx90a";
     let bundled = Command::new(offload_bin())
         .current_dir(dir.path())
-        .args(["bundler", "-type=bc", targets, "-input=h.bin", "-input=big.bin"])
+        .args([
+            "bundler",
+            "-type=bc",
+            targets,
+            "-input=h.bin",
+            "-input=big.bin",
+        ])
         .arg("-output=b.bundle")
         .status()
         .unwrap();
     assert!(bundled.success());
     let out = Command::new(offload_bin())
         .current_dir(dir.path())
-        .args(["bundler", "-type=bc", "-unbundle", targets, "-input=b.bundle"])
+        .args([
+            "bundler",
+            "-type=bc",
+            "-unbundle",
+            targets,
+            "-input=b.bundle",
+        ])
         .args(["-output=h2.bin", "-output=/dev/stdout"])
         .stdout(Stdio::piped())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stdout == big, "{} bytes came out of 300000", out.stdout.len());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout == big,
+        "{} bytes came out of 300000",
+        out.stdout.len()
+    );
 }
