@@ -285,15 +285,7 @@ fn large_parts_written_to_a_pipe_named_as_a_file_arrive_whole() {
     // Parts of 64 KiB and more are copied by the kernel from file to file; into a pipe named
     // as the output (`/dev/stdout`), which has no position, they are written in order.
     let dir = tempfile::tempdir().unwrap();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let big: Vec<u8> = (0..300_000)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let big = crate::util::noise(7, 300_000);
     std::fs::write(dir.path().join("big.bin"), &big).unwrap();
     std::fs::write(dir.path().join("h.bin"), b"host").unwrap();
     let targets = "-targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx90a";
