@@ -289,36 +289,29 @@ fn large_parts_written_to_a_pipe_named_as_a_file_arrive_whole() {
     std::fs::write(dir.path().join("big.bin"), &big).unwrap();
     std::fs::write(dir.path().join("h.bin"), b"host").unwrap();
     let targets = "-targets=host-x86_64-unknown-linux-gnu,hipv4-amdgcn-amd-amdhsa--gfx90a";
-    let bundled = Command::new(offload_bin())
-        .current_dir(dir.path())
-        .args([
-            "bundler",
-            "-type=bc",
-            targets,
-            "-input=h.bin",
-            "-input=big.bin",
-        ])
-        .arg("-output=b.bundle")
-        .status()
-        .unwrap();
-    assert!(bundled.success());
-    let out = Command::new(offload_bin())
-        .current_dir(dir.path())
-        .args([
-            "bundler",
-            "-type=bc",
-            "-unbundle",
-            targets,
-            "-input=b.bundle",
-        ])
-        .args(["-output=h2.bin", "-output=/dev/stdout"])
-        .stdout(Stdio::piped())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::util::succeed(
+        Command::new(offload_bin())
+            .current_dir(dir.path())
+            .args([
+                "bundler",
+                "-type=bc",
+                targets,
+                "-input=h.bin",
+                "-input=big.bin",
+            ])
+            .arg("-output=b.bundle"),
+    );
+    let out = crate::util::succeed(
+        Command::new(offload_bin())
+            .current_dir(dir.path())
+            .args([
+                "bundler",
+                "-type=bc",
+                "-unbundle",
+                targets,
+                "-input=b.bundle",
+            ])
+            .args(["-output=h2.bin", "-output=/dev/stdout"]),
     );
     assert!(
         out.stdout == big,
