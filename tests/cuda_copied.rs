@@ -131,3 +131,125 @@ fn large_kept_entries_are_copied_into_place_the_same_every_run() {
     assert!(outputs.iter().all(|o| *o == outputs[0]));
     assert!(outputs[0].len() < std::fs::metadata(&lib).unwrap().len() as usize);
 }
+
+/// Builds in `dir` a shared library whose `.nv_fatbin` (about 45 MiB, past what is packed in
+/// memory) comes after 6 MiB of other read-only data: `(library, those 6 MiB)`. `None` (a
+/// skip) without a C compiler.
+fn library_far_in(dir: &Path) -> Option<(PathBuf, Vec<u8>)> {
+    let cc = tool("cc")?;
+    let data = crate::util::noise(11, 6 << 20);
+    std::fs::write(dir.join("data.bin"), &data).unwrap();
+    // A PTX entry's text past its first lines: 1.5 MiB of comment lines.
+    let mut filler = String::new();
+    while filler.len() < 3 << 19 {
+        filler.push_str("// a line of an entry that is long enough to be copied\n");
+    }
+    std::fs::write(dir.join("filler.ptx"), filler).unwrap();
+    let fatbins: [(&str, &[u32]); 4] = [
+        ("fa", &[90, 80, 90, 86, 90, 80, 90]),
+        ("fb", &[80, 90, 90, 86, 80, 90, 90]),
+        ("fc", &[90, 80, 86, 90, 90, 80, 90]),
+        ("fd", &[86, 90, 80, 90, 90, 80, 90]),
+    ];
+    let mut s = String::from("\t.section .rodata,\"a\",@progbits\n\t.incbin \"data.bin\"\n");
+    s.push_str("\t.section .nv_fatbin,\"a\",@progbits\n");
+    for (name, archs) in fatbins {
+        write!(
+            s,
+            "\t.p2align 3\n{name}:\n\t.long 0xba55ed50\n\t.short 1\n\t.short {name}_h - {name}\n\
+             \t.quad {name}_end - {name}_h\n{name}_h:\n"
+        )
+        .unwrap();
+        for (k, arch) in archs.iter().enumerate() {
+            let e = format!("{name}_{k}");
+            write!(
+                s,
+                "{e}:\n\t.short 1\n\t.short 0x0101\n\t.long {e}_p - {e}\n\t.quad {e}_end - {e}_p\n\
+                 \t.long 0\n\t.long 0\n\t.short 8\n\t.short 7\n\t.long {arch}\n\t.long 0\n\
+                 \t.long 0\n\t.quad 0x11\n\t.quad 0\n\t.quad 0\n{e}_p:\n\
+                 \t.ascii \"//\\n.version 7.8\\n.target sm_{arch}\\n\"\n\t.incbin \"filler.ptx\"\n\
+                 \t.byte 0\n\t.p2align 3, 0\n{e}_end:\n"
+            )
+            .unwrap();
+        }
+        writeln!(s, "{name}_end:").unwrap();
+    }
+    s.push_str("\t.section .nvFatBinSegment,\"aw\",@progbits\n\t.p2align 3\n");
+    for (name, _) in fatbins {
+        writeln!(
+            s,
+            "\t.long 0x466243b1\n\t.long 1\n\t.quad {name}\n\t.quad 0"
+        )
+        .unwrap();
+    }
+    s.push_str("\t.text\n\t.globl f\nf:\n\tret\n");
+    std::fs::write(dir.join("far.s"), s).unwrap();
+    let lib = dir.join("libfar.so");
+    succeed(
+        Command::new(cc)
+            .current_dir(dir)
+            .args(["-shared", "-nostdlib", "far.s", "-o"])
+            .arg(&lib),
+    );
+    Some((lib, data))
+}
+
+#[test]
+fn what_comes_before_the_device_code_is_copied_ahead_and_the_same_every_way() {
+    // The 6 MiB before `.nv_fatbin` stay at their offsets: they are copied into the new file
+    // on a thread of their own while the fat binaries are packed, and the writer steps over
+    // them. Written in order to standard output (no copy ahead), in place, and to a new
+    // file three times on eight threads, the bytes are the same.
+    let dir = tempfile::tempdir().unwrap();
+    let Some((lib, data)) = library_far_in(dir.path()) else {
+        return;
+    };
+    let input = std::fs::read(&lib).unwrap();
+    let at = input.windows(64).position(|w| w == &data[..64]).unwrap();
+    let before = entries(&lib);
+    assert_eq!(before.len(), 28);
+    let strip = || {
+        let mut command = offload();
+        command
+            .env("RAYON_NUM_THREADS", "8")
+            .args(["strip", "--keep", "compute_90"]);
+        command
+    };
+    let mut outputs = Vec::new();
+    for run in 0..3 {
+        let out = dir.path().join(format!("stripped-{run}.so"));
+        let done = succeed(
+            strip()
+                .env("OFFLOAD_LOG", "offload=debug")
+                .arg(&lib)
+                .arg("-o")
+                .arg(&out),
+        );
+        let log = String::from_utf8_lossy(&done.stderr);
+        assert!(log.contains("copied ahead of the writer"), "{log}");
+        outputs.push(std::fs::read(&out).unwrap());
+    }
+    assert!(outputs.iter().all(|o| *o == outputs[0]));
+    let piped = succeed(strip().arg(&lib).args(["-o", "-"]));
+    assert!(
+        piped.stdout == outputs[0],
+        "written in order, the bytes differ"
+    );
+    let in_place = dir.path().join("in-place.so");
+    std::fs::copy(&lib, &in_place).unwrap();
+    succeed(strip().arg("--in-place").arg(&in_place));
+    assert!(std::fs::read(&in_place).unwrap() == outputs[0]);
+    // The data before the device code is where it was, and exactly the entries for
+    // compute_90 are left, each with its bytes.
+    let out = dir.path().join("stripped-0.so");
+    assert!(outputs[0][at..at + data.len()] == data[..]);
+    let kept: Vec<&(String, Vec<u8>)> = before
+        .iter()
+        .filter(|(arch, _)| arch == "compute_90")
+        .collect();
+    let after = entries(&out);
+    assert_eq!(after.len(), kept.len());
+    assert!(after.iter().zip(kept).all(|(a, k)| a == k));
+    succeed(offload().arg("verify").arg(&out));
+    assert!(outputs[0].len() < input.len());
+}

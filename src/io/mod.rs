@@ -24,6 +24,7 @@
 //!   check is for the whole process, which suits a command (or a linker plugin) doing one
 //!   operation at a time.
 
+mod ahead;
 pub mod beneath;
 mod cleanup;
 pub mod error;
@@ -40,6 +41,7 @@ mod temporary;
 mod toward;
 
 #[cfg(any(feature = "cli", feature = "internals"))]
+pub use ahead::HeadCopy;
 pub use cleanup::remove_temporaries_on_signals;
 pub use error::{io_message, FileError};
 pub use fresh::FreshFolder;
@@ -603,6 +605,9 @@ pub struct Output {
     path: PathBuf,
     sink: io::BufWriter<SinkWriter>,
     beneath: Option<beneath::Beneath>,
+    /// The input (its device and inode) whose first bytes, this many, were copied to the
+    /// same offsets ahead of the writer ([`Output::adopt_head`]).
+    head: Option<((u64, u64), u64)>,
 }
 
 /// Whether `path` names a descriptor (`/proc/self/fd/1`, `/dev/fd/1`, or a link to one such as
@@ -749,6 +754,7 @@ impl Output {
             path: path.to_path_buf(),
             sink: io::BufWriter::with_capacity(buffer, SinkWriter(sink)),
             beneath: None,
+            head: None,
         }
     }
 
@@ -816,13 +822,19 @@ impl Output {
             return self.write_bytes(part);
         }
         self.sink.flush().map_err(|e| write_error(&self.path, e))?;
+        // Bytes the copy of the head put at their place already are stepped over.
+        let over = self.step_over_head(input, offset, part.len() as u64)?;
+        let (offset, len) = (offset + over, part.len() as u64 - over);
+        if len == 0 {
+            return Ok(());
+        }
         let after = self.after_copy();
         let target = match &mut self.sink.get_mut().0 {
             Sink::Temp { file, .. } => file.as_file_mut(),
             Sink::Direct(file) => file,
             Sink::Stdout(_) => unreachable!("standard output is written above"),
         };
-        copy_range(source, offset, part.len() as u64, target, after).map_err(|e| {
+        copy_range(source, offset, len, target, after).map_err(|e| {
             if e.kind() == io::ErrorKind::UnexpectedEof {
                 shrank(&input.path)
             } else {
@@ -1011,6 +1023,7 @@ impl Output {
     /// Flushes what was written and returns the temporary file that holds it, to read it back
     /// before committing; `None` when the output is not a temporary file.
     pub fn written_so_far(&mut self) -> Result<Option<PathBuf>> {
+        self.end_past_head()?;
         self.sink.flush().map_err(|e| Error::io(&self.path, e))?;
         Ok(match &self.sink.get_ref().0 {
             Sink::Temp { file, .. } => Some(file.path().to_path_buf()),
@@ -1021,7 +1034,8 @@ impl Output {
     /// Finishes writing: flushes, gives the temporary file its final mode, owner and
     /// attributes, syncs it to the disk when it is to be renamed over a file (or the process
     /// syncs every output) and closes it. Nothing is in place yet.
-    pub fn close(self) -> Result<Closed> {
+    pub fn close(mut self) -> Result<Closed> {
+        self.end_past_head()?;
         let path = self.path;
         let beneath = self.beneath;
         let writer = self
@@ -1325,7 +1339,7 @@ mod tests {
     /// run while an input is shrunk.
     static SERIAL: Mutex<()> = Mutex::new(());
 
-    fn serial() -> std::sync::MutexGuard<'static, ()> {
+    pub(super) fn serial() -> std::sync::MutexGuard<'static, ()> {
         SERIAL
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

@@ -534,7 +534,13 @@ fn too_large_for_a_file() -> io::Error {
 
 /// Copies `len` bytes of `source` from `offset` into `target` at `at`, by the kernel where it
 /// can (through a buffer where it cannot), neither file's position used or moved.
-fn copy_range_at(source: &File, offset: u64, len: u64, target: &File, at: u64) -> io::Result<()> {
+pub(super) fn copy_range_at(
+    source: &File,
+    offset: u64,
+    len: u64,
+    target: &File,
+    at: u64,
+) -> io::Result<()> {
     // Through this thread's pipe first (see `splicing`); what it leaves, by copy_file_range.
     let spliced =
         super::splicing::splice_at(source.as_raw_fd(), offset, target.as_raw_fd(), at, len)?;

@@ -62,7 +62,7 @@ use crate::host::scan::{scan_reading, Places, Reading};
 use crate::host::ErrorKind;
 use crate::host::BUNDLE_SECTION_PREFIX;
 use crate::io::spill::{fill_in, Hole, Spill, Spilled};
-use crate::io::{release_mapped, Input, Output};
+use crate::io::{release_mapped, HeadCopy, Input, Output};
 use crate::ops::support::inflating::{mapped_room, memory_of, memory_of_whole, Budget};
 use crate::ops::support::largest_first;
 use crate::target::target_id::TargetIdBuf;
@@ -1231,18 +1231,34 @@ pub fn rewrite_read(
     let mut summary = Summary::default();
     // The output is opened once a large section of a program is packed, so that its
     // containers are made straight into it at their place; else once the file is planned.
-    let early = std::sync::Mutex::new(None);
-    let open_early = || {
+    // What comes before that section is copied into it meanwhile, at the same offsets, on a
+    // thread of its own: the writer steps over it.
+    let early = std::sync::Mutex::new(None::<(Option<HeadCopy>, Output)>);
+    let open_early = |at: u64| {
         let mut early = early.lock().unwrap_or_else(|e| e.into_inner());
-        if early.is_none() {
+        match &mut *early {
             // Failing here, it is opened again below, which says why it cannot be.
-            *early = start_output(input, data, placement).ok();
+            None => {
+                *early = start_output(input, data, placement)
+                    .ok()
+                    .map(|out| (out.copy_head(data, at), out));
+            }
+            // Bytes about to be made before the end of the head wait for its copy.
+            Some((Some(head), _)) if at < head.len() => head.cut(at),
+            Some(_) => {}
         }
-        early.as_ref().and_then(Output::lend_file)
+        early.as_ref().and_then(|(_, out)| out.lend_file())
     };
     let to = (mode == Mode::Write).then_some(&open_early as &program::Destination<'_>);
     let mut new = rewrite_nested(input, data, config, &mut summary, (0, embedded), to)?;
     let early = early.into_inner().unwrap_or_else(|e| e.into_inner());
+    let early = early.map(|(head, mut out)| {
+        if let Some(head) = head {
+            let bytes = out.adopt_head(head);
+            debug!(bytes, "copied ahead of the writer");
+        }
+        out
+    });
     if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
         return Err(Error::file(
             input,

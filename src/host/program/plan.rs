@@ -58,9 +58,10 @@ pub struct Rewriting<'r> {
     pub destination: Option<&'r Destination<'r>>,
 }
 
-/// Opens the file a new program is written to, for its packed containers: see
-/// [`Rewriting::destination`] (`None`: it cannot be written at offsets).
-pub type Destination<'r> = dyn Fn() -> Option<std::fs::File> + Sync + 'r;
+/// Opens the file a new program is written to, for packed containers made in it from the
+/// offset it is given on: see [`Rewriting::destination`] (`None`: it cannot be written at
+/// offsets).
+pub type Destination<'r> = dyn Fn(u64) -> Option<std::fs::File> + Sync + 'r;
 
 /// Work on all the containers of a section at once: see [`Rewriting::beside`].
 pub type AllContainers<'r> = dyn Fn(&[&[u8]]) + Sync + 'r;
@@ -205,7 +206,11 @@ pub fn pack(
     // unless the section moves: so they are not copied there afterwards. The new file is
     // asked for once something changes: a rewrite that changes nothing makes none.
     let large = data.len() as u64 > crate::io::spill::IN_MEMORY;
-    let toward = || how.destination.filter(|_| large).and_then(|open| open());
+    let toward = || {
+        how.destination
+            .filter(|_| large)
+            .and_then(|open| open(section.offset))
+    };
     let mut packer = Packer {
         packed: Spill::new(),
         holes: Vec::new(),
@@ -991,7 +996,8 @@ mod tests {
         let inflate = no_inflating;
         let output = tempfile::tempfile().unwrap();
         let opened = std::sync::atomic::AtomicUsize::new(0);
-        let destination = || {
+        let destination = |at: u64| {
+            assert_eq!(at, 0x1000, "the section's offset");
             opened.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             output.try_clone().ok()
         };
