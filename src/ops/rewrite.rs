@@ -1221,6 +1221,38 @@ pub fn rewrite_read(
     prune: PruneMembers,
     embedded: Option<(usize, crate::io::beneath::Identity)>,
 ) -> Result<Summary> {
+    let read = (input, data, placement);
+    rewrite_started(read, config, mode, prune, embedded, None)
+}
+
+/// An output started before its input is planned, with the copy of the input's head under way
+/// ([`start_ahead`]).
+pub(crate) type Started = (Option<HeadCopy>, Output);
+
+/// Starts the new file of `input` (read as `data`) before anything of it is planned, when it
+/// goes to a new file and the host code and data before its first section of device code are
+/// worth copying ahead ([`Output::copy_head`]): the copy is then under way while the file is
+/// scanned and planned. `None` otherwise, or when the output cannot be started (the rewrite
+/// starts it again, and says why it cannot).
+pub(crate) fn start_ahead(input: &Path, data: &Input, placement: &Placement) -> Option<Started> {
+    if !matches!(placement, Placement::New(_)) {
+        return None;
+    }
+    let head = crate::host::scan::sections::first_named_for_device_code(data)?;
+    let out = start_output(input, data, placement).ok()?;
+    let copy = out.copy_head(data, head)?;
+    Some((Some(copy), out))
+}
+
+/// [`rewrite_read`] into an output `started` already ([`start_ahead`]).
+pub(crate) fn rewrite_started(
+    (input, data, placement): (&Path, &Input, &Placement),
+    config: &RewriteConfig,
+    mode: Mode,
+    prune: PruneMembers,
+    embedded: Option<(usize, crate::io::beneath::Identity)>,
+    started: Option<Started>,
+) -> Result<Summary> {
     if let Some(done) = package::rewrite_package(input, data, placement, config, mode, prune, None)
     {
         return done;
@@ -1233,7 +1265,7 @@ pub fn rewrite_read(
     // containers are made straight into it at their place; else once the file is planned.
     // What comes before that section is copied into it meanwhile, at the same offsets, on a
     // thread of its own: the writer steps over it.
-    let early = std::sync::Mutex::new(None::<(Option<HeadCopy>, Output)>);
+    let early = std::sync::Mutex::new(started);
     let open_early = |at: u64| {
         let mut early = early.lock().unwrap_or_else(|e| e.into_inner());
         match &mut *early {

@@ -13,6 +13,7 @@ use crate::format::container::{InflateFailed, NewBytes};
 use crate::host::error::{Error, ErrorKind, Result};
 use crate::host::objcopy::{Piece, Rewritten};
 use crate::io::spill::{Hole, Spill, Spilled, WriteHole};
+use crate::io::ReleasedInBatches;
 
 /// Rewrites the container at the start of the bytes it is given (found at the given offset in
 /// the section): its new bytes, `None` to keep it; an error says its offset in the section.
@@ -223,12 +224,17 @@ pub fn pack(
     let rewrite = |&(start, size): &(usize, usize)| -> Result<Option<NewBytes>> {
         let new = (how.rewrite)(from(data, start), start)
             .map_err(|e| Error::in_contents(e, section.offset))?;
-        if matches!(new, Some(NewBytes::Made(_) | NewBytes::Placed(_))) {
-            // Read for the last time: its new bytes are all that is needed now.
+        if size >= ReleasedInBatches::BATCH
+            && matches!(new, Some(NewBytes::Made(_) | NewBytes::Placed(_)))
+        {
+            // Read for the last time: its new bytes are all that is needed now. A smaller
+            // one is given back with the others as it is packed.
             crate::io::release_mapped(piece(data, start, size));
         }
         Ok(new)
     };
+    // The pages of the containers packed, given back a batch at a time.
+    let mut released = ReleasedInBatches::default();
     // Handed over in the section's order: the first damage is the first in that order,
     // whichever thread met it first.
     let mut place = |index: usize, new: Result<Option<NewBytes>>| -> Result<()> {
@@ -257,7 +263,7 @@ pub fn pack(
         packer.packed.pad_to(boundary as u64).map_err(spill_error)?;
         moves.insert(address, packer.packed.len());
         (packer.append_new(section, (start, size), new)).map_err(spill_error)?;
-        crate::io::release_mapped(piece(data, start, size));
+        released.release(piece(data, start, size));
         Ok(())
     };
     std::thread::scope(|scope| {

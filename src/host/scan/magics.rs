@@ -19,8 +19,9 @@ const MAX_WINDOWS_AT_ONCE: usize = 8;
 /// passes it: a magic that starts no container (bytes of code or data that happen to match,
 /// or a PTX string) does not make the search start over, and the windows searched ahead of it
 /// are not searched again. The pages of each window passed are given back to the system when
-/// they are a mapped file's (see [`crate::io::release_mapped`]): they are not read again, and
-/// a search through a section of hundreds of megabytes holds a few windows of it.
+/// they are a mapped file's (see [`crate::io::release_mapped`]), a batch at a time: they are
+/// not read again, and a search through a section of hundreds of megabytes holds a few
+/// windows of it and a batch.
 pub(super) struct MagicSearch<'d> {
     data: &'d [u8],
     /// The windows searched and not passed yet, one after another: where each starts, and
@@ -31,6 +32,8 @@ pub(super) struct MagicSearch<'d> {
     at_once: usize,
     /// The bytes searched so far, for the log (and the tests).
     searched: u64,
+    /// The pages of the windows passed, given back a batch at a time.
+    released: crate::io::ReleasedInBatches,
 }
 
 impl<'d> MagicSearch<'d> {
@@ -41,6 +44,7 @@ impl<'d> MagicSearch<'d> {
             ahead: VecDeque::new(),
             at_once: 1,
             searched: 0,
+            released: crate::io::ReleasedInBatches::default(),
         }
     }
 
@@ -148,7 +152,8 @@ impl<'d> MagicSearch<'d> {
     fn pass_front(&mut self) {
         if let Some((start, _)) = self.ahead.pop_front() {
             let end = start.saturating_add(SEARCH_WINDOW).min(self.data.len());
-            crate::io::release_mapped(self.data.get(start..end).unwrap_or_default());
+            self.released
+                .release(self.data.get(start..end).unwrap_or_default());
         }
     }
 }

@@ -58,6 +58,19 @@ pub fn named_for_device_code(name: &str) -> bool {
     name.starts_with(BUNDLE_SECTION_PREFIX) || Container::of_section(name).is_some()
 }
 
+/// Where the first section named for device code ([`named_for_device_code`]) starts in the
+/// object file `data` (ELF, COFF or PE, Mach-O); `None` when it has none, or is no object
+/// file. Everything before it is host code and data, which a rewrite of its device code
+/// leaves as it is.
+pub fn first_named_for_device_code(data: &[u8]) -> Option<u64> {
+    let file = object::File::parse(data).ok()?;
+    object::Object::sections(&file)
+        .filter(|section| section.name().is_ok_and(named_for_device_code))
+        .filter_map(|section| section.file_range())
+        .map(|(offset, _)| offset)
+        .min()
+}
+
 /// Why the ELF section `header` (named `name`) is not searched for magics; `None` when it is.
 /// The caller reads the sections named for device code before asking.
 pub fn elf_unsearched<H: FileHeader>(
@@ -176,6 +189,26 @@ mod tests {
         ] {
             assert_eq!(unsearched_by_name(name), None, "{name}");
         }
+    }
+
+    #[test]
+    fn the_first_section_of_device_code_is_found_in_programs_and_objects() {
+        let sample = |name: &str| {
+            std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap()
+        };
+        // A linked program: `.hip_fatbin` at 0x1000, a bundle at its start.
+        let program = sample("samples/linked/hip-app");
+        assert_eq!(first_named_for_device_code(&program), Some(0x1000));
+        assert!(program[0x1000..].starts_with(b"__CLANG_OFFLOAD_BUNDLE__"));
+        // A relocatable object: `.nv_fatbin`, with the CUDA fat binary's magic.
+        let object = sample("samples/linked/cuda-fatbin.o");
+        let at = first_named_for_device_code(&object).unwrap() as usize;
+        assert_eq!(object[at..at + 4], 0xba55_ed50u32.to_le_bytes());
+        // No object file, or none of its sections named for device code.
+        assert_eq!(first_named_for_device_code(b"not an object file"), None);
+        let bundle = sample("samples/bundles/kernel-hip.o");
+        assert!(bundle.starts_with(b"__CLANG_OFFLOAD_BUNDLE__"));
+        assert_eq!(first_named_for_device_code(&bundle), None);
     }
 
     #[test]

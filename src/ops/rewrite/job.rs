@@ -462,6 +462,11 @@ fn rewrite_file(plan: &Plan, task: &Task, options: &JobOptions) -> Result<Outcom
     let keep = strips.then_some(config);
     // Opened once: the rewrite reads the file through the map the scan read it through.
     let opened = crate::io::Input::open(input).ok();
+    // A new file's host code and data before its device code are copied into it while the
+    // file is scanned and planned.
+    let started = (opened.as_ref())
+        .filter(|_| mode == Mode::Write)
+        .and_then(|data| rewriting::start_ahead(input, data, placement));
     let mut before = (opened.as_ref())
         .and_then(|data| du::input_usage(input, data, config.max_decompressed, keep).ok());
     let found = !plan.named.iter().any(|named| named == input);
@@ -486,7 +491,8 @@ fn rewrite_file(plan: &Plan, task: &Task, options: &JobOptions) -> Result<Outcom
     let prune = pruned(options);
     let summary = match &opened {
         Some(data) => {
-            rewriting::rewrite_read(input, data, placement, config, mode, prune, embedded)
+            let read = (input, data, placement);
+            rewriting::rewrite_started(read, config, mode, prune, embedded, started)
         }
         None => rewriting::rewrite_scanned(input, placement, config, mode, prune, embedded),
     }
