@@ -158,6 +158,7 @@ fn unsearched_by_name(name: &str) -> Option<Unsearched> {
 }
 
 #[cfg(test)]
+#[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
     use super::*;
 
