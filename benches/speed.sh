@@ -187,6 +187,20 @@ if [[ -z "${ROWS:-}" || "$system_zstd" =~ $ROWS ]] &&
     "rm -f packed.so" "$here/target/system-zstd/release/offload" compress "$solver" -o packed.so
   rm -f lib.zst packed.so
 fi
+# The same work beside the zstd CLI of the release offload vendors (1.5.7, Debian sid's, run
+# from the sid root OFFLOAD_SID_ROOT names, when it has zstd): each side then runs the same
+# zstd code, and the ratio is what offload adds to it (LLVM's frames, one a bundle, and their
+# MD5s).
+sid_zstd="compress librocsolver, beside the zstd release offload vendors"
+sid=${OFFLOAD_SID_ROOT:-}
+if [ -n "$sid" ] && [ -x "$sid/usr/bin/zstd" ] && [[ -z "${ROWS:-}" || "$sid_zstd" =~ $ROWS ]] &&
+  { [ -z "${ONLY:-}" ] || grep -qE "$ONLY" <<<"$sid_zstd"; }; then
+  zstd_sid="'$sid/lib64/ld-linux-x86-64.so.2' --library-path '$sid/usr/lib/x86_64-linux-gnu' '$sid/usr/bin/zstd'"
+  row "$sid_zstd" "zstd 1.5.7 -T2 -3 --long of the library" "1.2x" \
+    "rm -f lib.zst" "$zstd_sid -q -T2 -3 --long '$solver' -o lib.zst" -- \
+    "rm -f packed.so" "$ours" compress "$solver" -o packed.so
+  rm -f lib.zst packed.so
+fi
 merge="kpack --merge librocsolver's split"
 if [[ -z "${ROWS:-}" || "$merge" =~ $ROWS ]]; then
   "$ours" kpack "$solver" -o split >/dev/null
