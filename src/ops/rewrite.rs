@@ -62,13 +62,14 @@ use crate::host::scan::{scan_reading, Places, Reading};
 use crate::host::ErrorKind;
 use crate::host::BUNDLE_SECTION_PREFIX;
 use crate::io::spill::{fill_in, Hole, Spill, Spilled};
-use crate::io::{release_mapped, HeadCopy, Input, Output};
+use crate::io::{release_mapped, Input, Output};
 use crate::ops::support::inflating::{mapped_room, memory_of, memory_of_whole, Budget};
 use crate::ops::support::largest_first;
 use crate::target::target_id::TargetIdBuf;
 use hashed_ahead::{HashedAhead, Order};
 use inflater::{fill_inflated, inflate_into, not_a_container, spill_failed, Inflater};
 use plan::start_output;
+pub(crate) use plan::{start_ahead, Started};
 
 mod conda;
 mod deb;
@@ -1225,25 +1226,6 @@ pub fn rewrite_read(
     rewrite_started(read, config, mode, prune, embedded, None)
 }
 
-/// An output started before its input is planned, with the copy of the input's head under way
-/// ([`start_ahead`]).
-pub(crate) type Started = (Option<HeadCopy>, Output);
-
-/// Starts the new file of `input` (read as `data`) before anything of it is planned, when it
-/// goes to a new file and the host code and data before its first section of device code are
-/// worth copying ahead ([`Output::copy_head`]): the copy is then under way while the file is
-/// scanned and planned. `None` otherwise, or when the output cannot be started (the rewrite
-/// starts it again, and says why it cannot).
-pub(crate) fn start_ahead(input: &Path, data: &Input, placement: &Placement) -> Option<Started> {
-    if !matches!(placement, Placement::New(_)) {
-        return None;
-    }
-    let head = crate::host::scan::sections::first_named_for_device_code(data)?;
-    let out = start_output(input, data, placement).ok()?;
-    let copy = out.copy_head(data, head)?;
-    Some((Some(copy), out))
-}
-
 /// [`rewrite_read`] into an output `started` already ([`start_ahead`]).
 pub(crate) fn rewrite_started(
     (input, data, placement): (&Path, &Input, &Placement),
@@ -1263,34 +1245,11 @@ pub(crate) fn rewrite_started(
     let mut summary = Summary::default();
     // The output is opened once a large section of a program is packed, so that its
     // containers are made straight into it at their place; else once the file is planned.
-    // What comes before that section is copied into it meanwhile, at the same offsets, on a
-    // thread of its own: the writer steps over it.
-    let early = std::sync::Mutex::new(started);
-    let open_early = |at: u64| {
-        let mut early = early.lock().unwrap_or_else(|e| e.into_inner());
-        match &mut *early {
-            // Failing here, it is opened again below, which says why it cannot be.
-            None => {
-                *early = start_output(input, data, placement)
-                    .ok()
-                    .map(|out| (out.copy_head(data, at), out));
-            }
-            // Bytes about to be made before the end of the head wait for its copy.
-            Some((Some(head), _)) if at < head.len() => head.cut(at),
-            Some(_) => {}
-        }
-        early.as_ref().and_then(|(_, out)| out.lend_file())
-    };
+    let early = plan::Early::new(started);
+    let open_early = |at: u64| early.open(input, data, placement, at);
     let to = (mode == Mode::Write).then_some(&open_early as &program::Destination<'_>);
     let mut new = rewrite_nested(input, data, config, &mut summary, (0, embedded), to)?;
-    let early = early.into_inner().unwrap_or_else(|e| e.into_inner());
-    let early = early.map(|(head, mut out)| {
-        if let Some(head) = head {
-            let bytes = out.adopt_head(head);
-            debug!(bytes, "copied ahead of the writer");
-        }
-        out
-    });
+    let early = early.finish();
     if summary.images_before > 0 && summary.images_after == 0 && !config.allow_empty {
         return Err(Error::file(
             input,

@@ -42,7 +42,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::io::{Input, Output};
+use crate::io::{HeadCopy, Input, Output};
 use crate::ops::rewrite::Placement;
 use crate::ops::support::inputs::{
     self, may_hold_device_code, Found, FoundList, Links, Taken, Walk,
@@ -536,6 +536,75 @@ fn in_place_tasks(roots: &[PathBuf], found: FoundList, refused: &mut Vec<Error>)
     }
     tasks.files = found;
     tasks
+}
+
+/// An output started before its input is planned, with the copy of the input's head under way
+/// ([`start_ahead`]).
+pub(crate) type Started = (Option<HeadCopy>, Output);
+
+/// Starts the new file of `input` (read as `data`) before anything of it is planned, when it
+/// goes to a new file and the host code and data before its first section of device code are
+/// worth copying ahead ([`Output::copy_head`]): the copy is then under way while the file is
+/// scanned and planned. `None` otherwise, or when the output cannot be started (the rewrite
+/// starts it again, and says why it cannot).
+pub(crate) fn start_ahead(input: &Path, data: &Input, placement: &Placement) -> Option<Started> {
+    if !matches!(placement, Placement::New(_)) {
+        return None;
+    }
+    let head = crate::host::scan::sections::first_named_for_device_code(data)?;
+    let out = start_output(input, data, placement).ok()?;
+    let copy = out.copy_head(data, head)?;
+    Some((Some(copy), out))
+}
+
+/// The output of a program opened early: once a large section is packed, so that its
+/// containers are made straight into it at their place, or before the program is planned
+/// ([`start_ahead`]). What comes before that section is copied into it meanwhile, at the same
+/// offsets, on a thread of its own: the writer steps over it.
+pub(crate) struct Early(std::sync::Mutex<Option<Started>>);
+
+impl Early {
+    /// The output `started` before the program is planned, if any.
+    pub(crate) fn new(started: Option<Started>) -> Early {
+        Early(std::sync::Mutex::new(started))
+    }
+
+    /// A descriptor of the output of `input` (read as `data`, placed as `placement` says),
+    /// started now if it was not, for bytes made at their place from `at` on
+    /// ([`crate::host::program::Destination`]); `None` when it cannot be started (it is
+    /// started again once the program is planned, which says why it cannot be).
+    pub(crate) fn open(
+        &self,
+        input: &Path,
+        data: &Input,
+        placement: &Placement,
+        at: u64,
+    ) -> Option<std::fs::File> {
+        let mut early = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match &mut *early {
+            None => {
+                *early = start_output(input, data, placement)
+                    .ok()
+                    .map(|out| (out.copy_head(data, at), out));
+            }
+            // Bytes about to be made before the end of the head wait for its copy.
+            Some((Some(head), _)) if at < head.len() => head.cut(at),
+            Some(_) => {}
+        }
+        early.as_ref().and_then(|(_, out)| out.lend_file())
+    }
+
+    /// The output, once the program is planned, its head's copy waited for and adopted.
+    pub(crate) fn finish(self) -> Option<Output> {
+        let early = self.0.into_inner().unwrap_or_else(|e| e.into_inner());
+        early.map(|(head, mut out)| {
+            if let Some(head) = head {
+                let bytes = out.adopt_head(head);
+                tracing::debug!(bytes, "copied ahead of the writer");
+            }
+            out
+        })
+    }
 }
 
 /// Starts the output that replaces `input` (read as `data`) or goes to a new file, as
