@@ -42,7 +42,7 @@ mod temporary;
 mod toward;
 
 #[cfg(any(feature = "cli", feature = "internals"))]
-pub use ahead::HeadCopy;
+pub use ahead::{HeadCopy, HEAD_COPY_FROM};
 pub use cleanup::remove_temporaries_on_signals;
 pub use error::{io_message, FileError};
 pub use fresh::FreshFolder;

@@ -552,6 +552,10 @@ pub(crate) fn start_ahead(input: &Path, data: &Input, placement: &Placement) -> 
         return None;
     }
     let head = crate::host::scan::sections::first_named_for_device_code(data)?;
+    // Not worth a thread, or not a file: the output is started as ever, once it is needed.
+    if head < crate::io::HEAD_COPY_FROM || data.identity().is_none() {
+        return None;
+    }
     let out = start_output(input, data, placement).ok()?;
     let copy = out.copy_head(data, head)?;
     Some((Some(copy), out))
