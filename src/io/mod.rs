@@ -41,8 +41,8 @@ mod syncing;
 mod temporary;
 mod toward;
 
-#[cfg(any(feature = "cli", feature = "internals"))]
 pub use ahead::{HeadCopy, HEAD_COPY_FROM};
+#[cfg(any(feature = "cli", feature = "internals"))]
 pub use cleanup::remove_temporaries_on_signals;
 pub use error::{io_message, FileError};
 pub use fresh::FreshFolder;
