@@ -61,24 +61,32 @@ fn library(dir: &Path) -> Option<PathBuf> {
     for (name, entries) in fatbins {
         s.push_str(&fatbin(name, entries));
     }
+    let names: Vec<&str> = fatbins.iter().map(|(name, _)| *name).collect();
+    Some(link(&cc, dir, s, &names, "big"))
+}
+
+/// Links in `dir` the shared library `libNAME.so` of the assembly `s`, which holds the fat
+/// binaries `fatbins`, each registered by a wrapper in `.nvFatBinSegment`.
+fn link(cc: &Path, dir: &Path, mut s: String, fatbins: &[&str], name: &str) -> PathBuf {
     s.push_str("\t.section .nvFatBinSegment,\"aw\",@progbits\n\t.p2align 3\n");
-    for (name, _) in fatbins {
+    for fatbin in fatbins {
         writeln!(
             s,
-            "\t.long 0x466243b1\n\t.long 1\n\t.quad {name}\n\t.quad 0"
+            "\t.long 0x466243b1\n\t.long 1\n\t.quad {fatbin}\n\t.quad 0"
         )
         .unwrap();
     }
     s.push_str("\t.text\n\t.globl f\nf:\n\tret\n");
-    std::fs::write(dir.join("big.s"), s).unwrap();
-    let lib = dir.join("libbig.so");
+    let source = format!("{name}.s");
+    std::fs::write(dir.join(&source), s).unwrap();
+    let lib = dir.join(format!("lib{name}.so"));
     succeed(
         Command::new(cc)
             .current_dir(dir)
-            .args(["-shared", "-nostdlib", "big.s", "-o"])
+            .args(["-shared", "-nostdlib", &source, "-o"])
             .arg(&lib),
     );
-    Some(lib)
+    lib
 }
 
 /// `(arch, payload bytes)` of every entry `ls --json` lists in `path`, in order.
@@ -174,24 +182,8 @@ fn library_far_in(dir: &Path) -> Option<(PathBuf, Vec<u8>)> {
         }
         writeln!(s, "{name}_end:").unwrap();
     }
-    s.push_str("\t.section .nvFatBinSegment,\"aw\",@progbits\n\t.p2align 3\n");
-    for (name, _) in fatbins {
-        writeln!(
-            s,
-            "\t.long 0x466243b1\n\t.long 1\n\t.quad {name}\n\t.quad 0"
-        )
-        .unwrap();
-    }
-    s.push_str("\t.text\n\t.globl f\nf:\n\tret\n");
-    std::fs::write(dir.join("far.s"), s).unwrap();
-    let lib = dir.join("libfar.so");
-    succeed(
-        Command::new(cc)
-            .current_dir(dir)
-            .args(["-shared", "-nostdlib", "far.s", "-o"])
-            .arg(&lib),
-    );
-    Some((lib, data))
+    let names: Vec<&str> = fatbins.iter().map(|(name, _)| *name).collect();
+    Some((link(&cc, dir, s, &names, "far"), data))
 }
 
 #[test]
