@@ -647,6 +647,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_early_output_cuts_its_head_where_bytes_are_made_below_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in");
+        let bytes: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 253) as u8).collect();
+        std::fs::write(&input, &bytes).unwrap();
+        let data = Input::open(&input).unwrap();
+        let placement = Placement::New(dir.path().join("out"));
+        let out = start_output(&input, &data, &placement).unwrap();
+        let head = out.copy_head(&data, 10 << 20).unwrap();
+        let early = Early::new(Some((Some(head), out)));
+        let claimed = |early: &Early| {
+            let held = early.0.lock().unwrap();
+            held.as_ref()
+                .and_then(|(head, _)| head.as_ref())
+                .map(HeadCopy::len)
+        };
+        // Bytes made past the head leave it as it is; below its end, it is cut there.
+        assert!(early.open(&input, &data, &placement, 11 << 20).is_some());
+        assert_eq!(claimed(&early), Some(10 << 20));
+        assert!(early.open(&input, &data, &placement, 6 << 20).is_some());
+        assert_eq!(claimed(&early), Some(6 << 20));
+        // Finished: the output has the head's bytes, its writer's position at the start.
+        let mut out = early.finish().unwrap();
+        out.write_part(&data, &data).unwrap();
+        let written = out.written_so_far().unwrap().unwrap();
+        assert!(std::fs::read(written).unwrap() == bytes);
+    }
+
+    #[test]
+    fn an_early_output_is_started_on_first_use_without_a_head_below_the_threshold() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("in");
+        std::fs::write(&input, vec![7u8; 1 << 20]).unwrap();
+        let data = Input::open(&input).unwrap();
+        let placement = Placement::New(dir.path().join("out"));
+        let early = Early::new(None);
+        assert!(early.open(&input, &data, &placement, 4096).is_some());
+        let held = early.0.lock().unwrap();
+        assert!(matches!(&*held, Some((None, _))));
+    }
+
+    #[test]
     fn two_folders_named_with_a_file_of_one_name_are_refused_one_is_not() {
         let dir = tempfile::tempdir().unwrap();
         let elf = b"\x7fELF\x02\x01\x01";
