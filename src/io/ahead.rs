@@ -129,10 +129,10 @@ impl Output {
         Ok(over)
     }
 
-    /// Ends the file where its writer is: a head copied ahead may reach past the end of what
-    /// was written.
+    /// Ends the file where its writer is: a head copied ahead, or disk reserved
+    /// ([`Output::reserve`]), may reach past the end of what was written.
     pub(super) fn end_past_head(&mut self) -> Result<()> {
-        if self.head.is_some() {
+        if self.head.is_some() || self.reserved {
             self.end_here()?;
         }
         Ok(())

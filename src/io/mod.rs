@@ -33,6 +33,7 @@ mod guard;
 mod keep;
 pub mod opening;
 mod release;
+mod reserve;
 mod shown;
 pub mod slice;
 pub mod spill;
@@ -48,7 +49,7 @@ pub use error::{io_message, FileError};
 pub use fresh::FreshFolder;
 use fresh::{at_name, AtName};
 pub use opening::{open_regular, read_small, read_small_text};
-pub use release::{release_mapped, ReleasedInBatches};
+pub use release::{release_mapped, releasing, ReleasedInBatches};
 pub use shown::{bytes_unless_text, shown};
 #[cfg(any(test, feature = "internals"))]
 pub use syncing::SYNC_VARIABLE;
@@ -582,6 +583,9 @@ pub struct Output {
     /// The input (its device and inode) whose first bytes, this many, were copied to the
     /// same offsets ahead of the writer ([`Output::adopt_head`]).
     head: Option<((u64, u64), u64)>,
+    /// Whether disk was reserved for it ([`Output::reserve`]): the file may reach past what
+    /// was written.
+    reserved: bool,
 }
 
 /// Whether `path` names a descriptor (`/proc/self/fd/1`, `/dev/fd/1`, or a link to one such as
@@ -729,6 +733,7 @@ impl Output {
             sink: io::BufWriter::with_capacity(buffer, SinkWriter(sink)),
             beneath: None,
             head: None,
+            reserved: false,
         }
     }
 

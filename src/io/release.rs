@@ -82,6 +82,34 @@ impl Drop for ReleasedInBatches {
     }
 }
 
+/// Runs `work` with a way to give back parts of mapped inputs ([`release_mapped`], in
+/// batches as [`ReleasedInBatches`] joins them), `aside` on a thread of its own, which ends
+/// with `work`: the calls that give pages back cost the thread that makes them as much as
+/// reading them did, and a thread that packs a large section's containers one after another
+/// has better to do (for a few parts, a thread costs more than the calls). Every part handed
+/// over is given back before this returns (or unwinds).
+pub fn releasing<'a, T>(aside: bool, work: impl FnOnce(&dyn Fn(&'a [u8])) -> T) -> T {
+    if !aside {
+        let released = std::cell::RefCell::new(ReleasedInBatches::default());
+        return work(&|part| released.borrow_mut().release(part));
+    }
+    let (parts, handed) = std::sync::mpsc::channel::<&'a [u8]>();
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            let mut released = ReleasedInBatches::default();
+            for part in handed {
+                released.release(part);
+            }
+        });
+        // Owned here: dropped as `work` returns or unwinds, which ends the thread's loop.
+        let release = move |part: &'a [u8]| {
+            // The thread outlives every sender: a send cannot fail.
+            let _ = parts.send(part);
+        };
+        work(&release)
+    })
+}
+
 #[cfg(test)]
 #[allow(clippy::indexing_slicing, clippy::cast_possible_truncation)]
 mod tests {
@@ -121,5 +149,69 @@ mod tests {
         drop(released);
         // Pages given back are read again from the file, with their bytes.
         assert!(input[..] == bytes[..]);
+    }
+
+    /// The kilobytes of the map at `base` resident in this process (its `Rss` in smaps).
+    fn resident_kib(base: usize) -> u64 {
+        let smaps = fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut lines = smaps.lines();
+        while let Some(line) = lines.next() {
+            let range = line.split(' ').next().unwrap_or_default();
+            let Some((start, _)) = range.split_once('-') else {
+                continue;
+            };
+            if usize::from_str_radix(start, 16) != Ok(base) {
+                continue;
+            }
+            for line in lines.by_ref() {
+                if let Some(rss) = line.strip_prefix("Rss:") {
+                    return rss.trim().trim_end_matches(" kB").parse().unwrap();
+                }
+            }
+        }
+        panic!("no map at {base:#x}")
+    }
+
+    #[test]
+    fn parts_handed_over_are_given_back_before_the_work_returns_or_unwinds() {
+        let _serial = serial();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mapped");
+        let bytes: Vec<u8> = (0..(24u32 << 20)).map(|i| (i % 241) as u8).collect();
+        fs::write(&path, &bytes).unwrap();
+        let input = Input::open(&path).unwrap();
+        let base = input.as_ptr() as usize;
+        assert!(input[..] == bytes[..]);
+        assert!(
+            resident_kib(base) >= 20 << 10,
+            "read whole, the map is resident"
+        );
+        // Handed over a part at a time, as a packer does, then the work's own value.
+        let sum = releasing(true, |release| {
+            for part in input.chunks(300 << 10) {
+                release(part);
+            }
+            7
+        });
+        assert_eq!(sum, 7);
+        assert!(
+            resident_kib(base) < 1 << 10,
+            "given back: {} KiB",
+            resident_kib(base)
+        );
+        assert!(input[..] == bytes[..]);
+        // Work that panics still ends the thread, with what it handed over given back.
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            releasing(true, |release| {
+                release(&input[..]);
+                panic!("a packer that fails");
+            })
+        }));
+        assert!(unwound.is_err());
+        assert!(resident_kib(base) < 1 << 10);
+        // Not aside: given back on this thread, as they are joined.
+        assert!(input[..] == bytes[..]);
+        releasing(false, |release| input.chunks(300 << 10).for_each(release));
+        assert!(resident_kib(base) < 1 << 10);
     }
 }

@@ -56,6 +56,7 @@ use crate::format::image_target::Producer;
 use crate::format::{cuda_fatbin, offload_binary};
 use crate::host::archive::{read_members, write_archive};
 use crate::host::objcopy::{self, Rewritten};
+use crate::host::program::plan::COPIED_FROM;
 use crate::host::program::Inflating;
 use crate::host::program::{self, Fill, NewProgram};
 use crate::host::scan::{scan_reading, Places, Reading};
@@ -512,16 +513,21 @@ fn rewrite_one(
 /// The xxh3 hashes of the compressed payloads of the CUDA fat binary at the start of `here`
 /// once rewritten as `rewrite` says: its entries are copied as they are stored, kept or
 /// dropped whole, so that these are the input's own bytes, which the written file must hold
-/// again (checked by these hashes rather than inflated once more).
+/// again (checked by these hashes rather than inflated once more). Those in stretches the
+/// kernel copies ([`COPIED_FROM`] bytes or more) are left out: the read-back knows where
+/// those lie.
 fn copied_payloads(here: &[u8], rewrite: &Rewrite) -> Vec<u64> {
     let bytes = match &rewrite.new {
         Some(NewBytes::Copied(copied)) => {
-            // The new fat binary's entries are the stretches kept of the old one's.
+            // The new fat binary's entries are the stretches kept of the old one's. A stretch
+            // long enough to be copied by the kernel is among those the read-back knows as
+            // copied, and checked as such: only the payloads of shorter ones are hashed.
             let base = here.as_ptr() as usize;
             let kept = |payload: &&[u8]| {
                 let at = payload.as_ptr() as usize - base;
-                (copied.stretches.iter())
-                    .any(|&(start, len)| start <= at && at + payload.len() <= start + len)
+                (copied.stretches.iter()).any(|&(start, len)| {
+                    start <= at && at + payload.len() <= start + len && len < COPIED_FROM
+                })
             };
             return cuda_fatbin::compressed_payloads(here)
                 .filter(kept)
@@ -1278,6 +1284,7 @@ pub(crate) fn rewrite_started(
     };
     match &mut new {
         Some(new) => {
+            out.reserve(new.len());
             let inflater = Inflater::new(data, config.max_decompressed, input);
             new.write_to(&mut out, data, &inflater)?
         }

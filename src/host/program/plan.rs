@@ -233,47 +233,49 @@ pub fn pack(
         }
         Ok(new)
     };
-    // The pages of the containers packed, given back a batch at a time.
-    let mut released = ReleasedInBatches::default();
-    // Handed over in the section's order: the first damage is the first in that order,
-    // whichever thread met it first.
-    let mut place = |index: usize, new: Result<Option<NewBytes>>| -> Result<()> {
-        let new = new?;
-        let Some(&(start, size)) = found.get(index) else {
-            return Ok(());
-        };
-        let boundary =
-            (how.boundary)(from(data, start)).unwrap_or(1usize << start.trailing_zeros().min(12));
-        let address = section.address + start as u64;
-        if !changed {
-            // Until something changes, the packed bytes are the section's own: they are
-            // written only once something does, and never when nothing does.
-            if new.is_none() && same_until.next_multiple_of(boundary) == start {
-                moves.insert(address, start as u64);
-                same_until = start + size;
+    // The pages of the containers packed are given back a batch at a time, on a thread of
+    // their own for a large section: the calls cost the packing thread as much as its copies.
+    crate::io::releasing(large, |release| {
+        // Handed over in the section's order: the first damage is the first in that order,
+        // whichever thread met it first.
+        let mut place = |index: usize, new: Result<Option<NewBytes>>| -> Result<()> {
+            let new = new?;
+            let Some(&(start, size)) = found.get(index) else {
                 return Ok(());
+            };
+            let boundary = (how.boundary)(from(data, start))
+                .unwrap_or(1usize << start.trailing_zeros().min(12));
+            let address = section.address + start as u64;
+            if !changed {
+                // Until something changes, the packed bytes are the section's own: they are
+                // written only once something does, and never when nothing does.
+                if new.is_none() && same_until.next_multiple_of(boundary) == start {
+                    moves.insert(address, start as u64);
+                    same_until = start + size;
+                    return Ok(());
+                }
+                if let Some(file) = toward() {
+                    packer.packed = Spill::toward(file, section.offset, data.len() as u64);
+                    packer.now = true;
+                }
+                packer.copy(section, 0, same_until).map_err(spill_error)?;
+                changed = true;
             }
-            if let Some(file) = toward() {
-                packer.packed = Spill::toward(file, section.offset, data.len() as u64);
-                packer.now = true;
+            packer.packed.pad_to(boundary as u64).map_err(spill_error)?;
+            moves.insert(address, packer.packed.len());
+            (packer.append_new(section, (start, size), new)).map_err(spill_error)?;
+            release(piece(data, start, size));
+            Ok(())
+        };
+        std::thread::scope(|scope| {
+            if let Some(beside) = how.beside {
+                let pieces: Vec<&[u8]> = (found.iter())
+                    .map(|&(start, size)| piece(data, start, size))
+                    .collect();
+                scope.spawn(move || beside(&pieces));
             }
-            packer.copy(section, 0, same_until).map_err(spill_error)?;
-            changed = true;
-        }
-        packer.packed.pad_to(boundary as u64).map_err(spill_error)?;
-        moves.insert(address, packer.packed.len());
-        (packer.append_new(section, (start, size), new)).map_err(spill_error)?;
-        released.release(piece(data, start, size));
-        Ok(())
-    };
-    std::thread::scope(|scope| {
-        if let Some(beside) = how.beside {
-            let pieces: Vec<&[u8]> = (found.iter())
-                .map(|&(start, size)| piece(data, start, size))
-                .collect();
-            scope.spawn(move || beside(&pieces));
-        }
-        super::in_order::in_order(&found, in_flight, &rewrite, &mut place)
+            super::in_order::in_order(&found, in_flight, &rewrite, &mut place)
+        })
     })?;
     if !changed {
         return Ok(None);

@@ -612,8 +612,20 @@ impl Early {
 }
 
 /// Starts the output that replaces `input` (read as `data`) or goes to a new file, as
-/// `placement` says.
+/// `placement` says, with disk reserved for as many bytes as the input has ([`Output::reserve`]):
+/// what a rewrite that keeps or removes device code writes at most, and most of what one that
+/// inflates it writes (the rest is reserved once the new file is planned).
 pub(crate) fn start_output(
+    input: &Path,
+    data: &Input,
+    placement: &Placement,
+) -> crate::error::Result<Output> {
+    let mut out = start_output_unreserved(input, data, placement)?;
+    out.reserve(data.len() as u64);
+    Ok(out)
+}
+
+fn start_output_unreserved(
     input: &Path,
     data: &Input,
     placement: &Placement,
