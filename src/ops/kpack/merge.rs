@@ -78,6 +78,7 @@ pub(super) fn merge_each(
             .collect();
         let path = config.output.join(&p.relative);
         let mut out = Output::create(&path)?;
+        out.reserve(program.size());
         let meta = std::fs::metadata(&p.input).map_err(|e| Error::io(&p.input, e))?;
         out.set_mode(std::os::unix::fs::PermissionsExt::mode(&meta.permissions()));
         let fill = |hole: &Hole<u64>, sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>| {
