@@ -196,9 +196,14 @@ struct SmallDisk(tempfile::TempDir);
 
 impl SmallDisk {
     fn mount() -> Option<SmallDisk> {
+        SmallDisk::mount_sized("1m")
+    }
+
+    /// A tmpfs of `size` (as `mount -o size=` takes it).
+    fn mount_sized(size: &str) -> Option<SmallDisk> {
         let dir = tempfile::tempdir().unwrap();
         let mounted = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(dir.path())
             .stderr(std::process::Stdio::null())
             .status()
@@ -299,6 +304,77 @@ fn a_full_disk_leaves_no_outputs_and_no_temporaries() {
         .filter(|n| n != "out")
         .collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn a_rewrite_whose_input_does_not_fit_the_disk_writes_an_output_that_does() {
+    let Some(disk) = SmallDisk::mount_sized("4m") else {
+        return;
+    };
+    let work = tempfile::tempdir().unwrap();
+    // 8 MiB of device code: disk is reserved for as much as the input holds before the
+    // output is planned, which a 4 MiB disk cannot give.
+    let noise = |seed: usize, len: usize| -> Vec<u8> {
+        (0..len)
+            .map(|j| {
+                ((seed * 7919 + j) as u32)
+                    .wrapping_mul(2_654_435_761)
+                    .to_le_bytes()[3]
+            })
+            .collect()
+    };
+    let (small, large) = (noise(1, 1 << 20), noise(2, 7 << 20));
+    let bundle = offload::format::bundle::to_vec(
+        &[
+            ("host-x86_64-unknown-linux-gnu-", &[][..]),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a", &small),
+            ("hipv4-amdgcn-amd-amdhsa--gfx942", &large),
+        ],
+        4096,
+    );
+    let input = work.path().join("k.hipfb");
+    std::fs::write(&input, &bundle).unwrap();
+    // What is kept fits: the reservation refused, the output is written as ever.
+    let kept = disk.path().join("gfx90a.hipfb");
+    let run = offload()
+        .args(["strip", "--keep", "gfx90a"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&kept)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let written = std::fs::read(&kept).unwrap();
+    let parsed = offload::format::bundle::Bundle::parse(&written)
+        .unwrap()
+        .unwrap();
+    let entries: Vec<(&str, &[u8])> = (parsed.entries().iter()).map(|e| (e.id, e.data)).collect();
+    assert_eq!(
+        entries,
+        [
+            ("host-x86_64-unknown-linux-gnu-", &[][..]),
+            ("hipv4-amdgcn-amd-amdhsa--gfx90a", &small[..]),
+        ]
+    );
+    // What is kept does not fit: the disk's error, no output and no temporary file.
+    let too_large = disk.path().join("gfx942.hipfb");
+    let run = offload()
+        .args(["strip", "--keep", "gfx942"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&too_large)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(!too_large.exists());
+    assert_eq!(temporaries_in(disk.path()), Vec::<String>::new());
+    assert!(std::fs::read(&kept).unwrap() == written);
 }
 
 #[test]
