@@ -5,7 +5,9 @@ use std::os::unix::fs::symlink;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::util::{offload, samples_dir, temporaries_in, visible, OFFLOAD};
+use crate::util::{
+    noise, offload, samples_dir, succeed, temporaries_in, text_output, visible, OFFLOAD,
+};
 
 #[test]
 fn a_symbolic_link_at_an_output_path_is_replaced_not_written_through() {
@@ -314,15 +316,6 @@ fn a_rewrite_whose_input_does_not_fit_the_disk_writes_an_output_that_does() {
     let work = tempfile::tempdir().unwrap();
     // 8 MiB of device code: disk is reserved for as much as the input holds before the
     // output is planned, which a 4 MiB disk cannot give.
-    let noise = |seed: usize, len: usize| -> Vec<u8> {
-        (0..len)
-            .map(|j| {
-                ((seed * 7919 + j) as u32)
-                    .wrapping_mul(2_654_435_761)
-                    .to_le_bytes()[3]
-            })
-            .collect()
-    };
     let (small, large) = (noise(1, 1 << 20), noise(2, 7 << 20));
     let bundle = offload::format::bundle::to_vec(
         &[
@@ -336,17 +329,12 @@ fn a_rewrite_whose_input_does_not_fit_the_disk_writes_an_output_that_does() {
     std::fs::write(&input, &bundle).unwrap();
     // What is kept fits: the reservation refused, the output is written as ever.
     let kept = disk.path().join("gfx90a.hipfb");
-    let run = offload()
-        .args(["strip", "--keep", "gfx90a"])
-        .arg(&input)
-        .arg("-o")
-        .arg(&kept)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
+    succeed(
+        offload()
+            .args(["strip", "--keep", "gfx90a"])
+            .arg(&input)
+            .arg("-o")
+            .arg(&kept),
     );
     let written = std::fs::read(&kept).unwrap();
     let parsed = offload::format::bundle::Bundle::parse(&written)
@@ -362,15 +350,14 @@ fn a_rewrite_whose_input_does_not_fit_the_disk_writes_an_output_that_does() {
     );
     // What is kept does not fit: the disk's error, no output and no temporary file.
     let too_large = disk.path().join("gfx942.hipfb");
-    let run = offload()
-        .args(["strip", "--keep", "gfx942"])
-        .arg(&input)
-        .arg("-o")
-        .arg(&too_large)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(1), "{err}");
+    let (code, _, err) = text_output(
+        offload()
+            .args(["strip", "--keep", "gfx942"])
+            .arg(&input)
+            .arg("-o")
+            .arg(&too_large),
+    );
+    assert_eq!(code, 1, "{err}");
     assert!(err.contains("No space left on device"), "{err}");
     assert!(!too_large.exists());
     assert_eq!(temporaries_in(disk.path()), Vec::<String>::new());

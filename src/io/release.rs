@@ -119,14 +119,20 @@ mod tests {
     use super::super::Input;
     use super::*;
 
-    #[test]
-    fn parts_given_back_are_joined_in_batches_and_read_the_same_after() {
-        let _serial = serial();
+    /// A file of 24 MiB that does not repeat within a page, mapped: its folder, bytes and map.
+    fn mapped() -> (tempfile::TempDir, Vec<u8>, Input) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("mapped");
         let bytes: Vec<u8> = (0..(24u32 << 20)).map(|i| (i % 251) as u8).collect();
         fs::write(&path, &bytes).unwrap();
         let input = Input::open(&path).unwrap();
+        (dir, bytes, input)
+    }
+
+    #[test]
+    fn parts_given_back_are_joined_in_batches_and_read_the_same_after() {
+        let _serial = serial();
+        let (_dir, bytes, input) = mapped();
         let base = input.as_ptr() as usize;
         let mut released = ReleasedInBatches::default();
         // Parts that follow one another, with a little between them, are joined.
@@ -175,11 +181,7 @@ mod tests {
     #[test]
     fn parts_handed_over_are_given_back_before_the_work_returns_or_unwinds() {
         let _serial = serial();
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("mapped");
-        let bytes: Vec<u8> = (0..(24u32 << 20)).map(|i| (i % 241) as u8).collect();
-        fs::write(&path, &bytes).unwrap();
-        let input = Input::open(&path).unwrap();
+        let (_dir, bytes, input) = mapped();
         let base = input.as_ptr() as usize;
         assert!(input[..] == bytes[..]);
         assert!(
